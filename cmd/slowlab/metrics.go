@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/slowlab/slowlab/loadgen"
+)
+
+// serveLoadgenMetrics registers loadgen metrics on a fresh registry and, when
+// addr is set, serves them on addr/metrics (OpenMetrics negotiated, so
+// native histograms and exemplars reach scrapers that ask).
+func serveLoadgenMetrics(addr string, stderr io.Writer) (*loadgen.Metrics, func(), error) {
+	reg := prometheus.NewRegistry()
+	m := loadgen.NewMetrics(reg)
+	if addr == "" {
+		return m, func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, usagef("--metrics-addr %q: %v", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(stderr, "loadgen metrics on http://%s/metrics\n", ln.Addr())
+	return m, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/slowlab/slowlab/target"
+)
+
+func init() {
+	register(command{name: "target", summary: "run the embedded lab server (Gunicorn-like worker models)", run: runTarget})
+}
+
+func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("target", "--model sync|gthread|async --workers N [--threads T] --listen ADDR --admin ADDR", stdout)
+	o := target.DefaultOptions()
+	model := fs.String("model", string(o.Model), "worker model: sync (one request per worker at a time), gthread (workers x threads), async (unbounded)")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "number of workers (W)")
+	fs.IntVar(&o.Threads, "threads", o.Threads, "threads per worker (T), gthread only")
+	large := fs.String("large-size", "16m", "body size of /large (bytes; suffixes k, m, g are KiB, MiB, GiB)")
+	block := fs.String("block-size", "64k", "/large is written as one block of this size repeated (bytes; k, m suffixes)")
+	listen := fs.String("listen", "127.0.0.1:0", "app address (port 0 picks a free port)")
+	admin := fs.String("admin", "127.0.0.1:0", "admin address for /metrics, /healthz, /app-send; outside the worker pool")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	o.Model = target.Model(*model)
+	var err error
+	if o.LargeSize, err = byteSizeFlag("large-size", *large); err != nil {
+		return err
+	}
+	bs, err := byteSizeFlag("block-size", *block)
+	if err != nil {
+		return err
+	}
+	o.BlockSize = int(bs)
+	srv, err := target.New(o)
+	if err != nil {
+		return usagef("--%v", err)
+	}
+	appLn, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return usagef("--listen %q: %v", *listen, err)
+	}
+	adminLn, err := net.Listen("tcp", *admin)
+	if err != nil {
+		appLn.Close()
+		return usagef("--admin %q: %v", *admin, err)
+	}
+	fmt.Fprintf(stdout, "ready listen=%s admin=%s model=%s slots=%d\n", appLn.Addr(), adminLn.Addr(), o.Name(), o.Slots())
+	return srv.Serve(ctx, appLn, adminLn)
+}

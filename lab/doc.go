@@ -1,0 +1,10 @@
+// Package lab runs the published experiments end to end: it starts the stack
+// under test (the embedded target and proxy as child processes, or Gunicorn
+// and NGINX), drives the load generator through the experiment's matrix,
+// writes the results directory, and tears every child down on every path,
+// including errors and SIGINT.
+//
+// The lab owns orchestration: stacks, the run matrix, child processes,
+// progress and the printed tables. Measuring is loadgen's, the CSV contract
+// and aggregation are recorder's, and serving is target's.
+package lab

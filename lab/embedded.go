@@ -1,0 +1,134 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/slowlab/slowlab/target"
+)
+
+// Embedded is the stack that needs nothing installed: `slowlab target` as the
+// app and `slowlab proxy` as the buffering proxy, each its own process.
+type Embedded struct {
+	// Executable is the slowlab binary; the running one when empty.
+	Executable string
+}
+
+var _ Stack = Embedded{}
+
+// Name implements Stack.
+func (Embedded) Name() string { return "embedded" }
+
+// Start implements Stack.
+func (e Embedded) Start(ctx context.Context, d Deployment) (Running, error) {
+	exe := e.Executable
+	if exe == "" {
+		var err error
+		if exe, err = executable(); err != nil {
+			return nil, fmt.Errorf("find slowlab binary: %w", err)
+		}
+	}
+	r := &embeddedRun{}
+	threads := d.Server.Threads
+	if threads < 1 {
+		threads = 1
+	}
+	app, err := startChild(ctx, "target", filepath.Join(d.LogDir, d.RunID+"-target.log"), []string{exe, "target",
+		"--model", d.Server.Model, "--workers", strconv.Itoa(d.Server.Workers), "--threads", strconv.Itoa(threads),
+		"--large-size", strconv.FormatInt(d.LargeSize, 10), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}, os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	r.app = app
+	r.url = "http://" + app.ready["listen"]
+	r.admin = "http://" + app.ready["admin"]
+	if d.Route == RouteDirect {
+		return r, nil
+	}
+	buffering := "off"
+	if d.Route == RouteBufferingOn {
+		buffering = "on"
+	}
+	tempDir := filepath.Join(d.WorkDir, "proxy-temp")
+	if err := os.MkdirAll(tempDir, 0o700); err != nil {
+		r.Stop()
+		return nil, fmt.Errorf("proxy temp dir: %w", err)
+	}
+	proxy, err := startChild(ctx, "proxy", filepath.Join(d.LogDir, d.RunID+"-proxy.log"), []string{exe, "proxy",
+		"--buffering", buffering, "--upstream", app.ready["listen"], "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+		"--temp-dir", tempDir}, os.Environ())
+	if err != nil {
+		r.Stop()
+		return nil, err
+	}
+	r.proxy = proxy
+	r.url = "http://" + proxy.ready["listen"]
+	return r, nil
+}
+
+type embeddedRun struct {
+	app, proxy *child
+	url, admin string
+}
+
+func (r *embeddedRun) URL() string { return r.url }
+
+func (r *embeddedRun) PIDs() map[string]int {
+	m := map[string]int{"app": r.app.pid()}
+	if r.proxy != nil {
+		m["proxy"] = r.proxy.pid()
+	}
+	return m
+}
+
+func (r *embeddedRun) AppSend(ctx context.Context) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.admin+"/app-send", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("app-send: %w", err)
+	}
+	defer resp.Body.Close()
+	var recs []target.SendRecord
+	if err := json.NewDecoder(resp.Body).Decode(&recs); err != nil {
+		return nil, fmt.Errorf("app-send: %w", err)
+	}
+	out := make(map[string]float64, len(recs))
+	for _, rec := range recs {
+		out[rec.ID] = rec.AppSendS
+	}
+	return out, nil
+}
+
+func (r *embeddedRun) Failed() error {
+	for _, c := range []*child{r.app, r.proxy} {
+		if c == nil {
+			continue
+		}
+		if done, err := c.exited(); done {
+			return fmt.Errorf("%s (pid %d) exited during the run: %v", c.name, c.pid(), err)
+		}
+	}
+	return nil
+}
+
+func (r *embeddedRun) Stop() error {
+	var errs []error
+	for _, c := range []*child{r.proxy, r.app} {
+		if c != nil {
+			errs = append(errs, c.stop(3*time.Second))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,237 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/target"
+)
+
+// Options are the lab's settings shared by every experiment.
+type Options struct {
+	Out      string    // results directory; created if missing
+	Stack    Stack     // system under test
+	Progress io.Writer // progress lines; io.Discard when nil
+	Metrics  *loadgen.Metrics
+}
+
+// SlowClientResult is what a finished (or interrupted) experiment wrote.
+type SlowClientResult struct {
+	Dir        string
+	Runs       []recorder.Run
+	Conditions []recorder.Condition
+}
+
+// tables holds the open CSV writers of one results directory.
+type tables struct {
+	requests  *recorder.FileWriter[recorder.Request]
+	larges    *recorder.FileWriter[recorder.LargeResponse]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+	runs      *recorder.FileWriter[recorder.Run]
+}
+
+func createTables(dir string) (*tables, error) {
+	t := &tables{}
+	var err error
+	if t.requests, err = recorder.CreateFile[recorder.Request](dir); err != nil {
+		return nil, err
+	}
+	if t.larges, err = recorder.CreateFile[recorder.LargeResponse](dir); err != nil {
+		t.close()
+		return nil, err
+	}
+	if t.resources, err = recorder.CreateFile[recorder.ResourceSample](dir); err != nil {
+		t.close()
+		return nil, err
+	}
+	if t.runs, err = recorder.CreateFile[recorder.Run](dir); err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *tables) close() error {
+	var errs []error
+	if t.requests != nil {
+		errs = append(errs, t.requests.Close())
+	}
+	if t.larges != nil {
+		errs = append(errs, t.larges.Close())
+	}
+	if t.resources != nil {
+		errs = append(errs, t.resources.Close())
+	}
+	if t.runs != nil {
+		errs = append(errs, t.runs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// RunSlowClient runs the whole matrix and writes the results directory. A
+// run that fails (a child dies, the stack does not start) is recorded as
+// failed with its reason and the next run goes on. Cancelling ctx marks the
+// current run aborted, keeps everything measured so far, writes
+// conditions.csv from the completed runs and returns ctx's error.
+func RunSlowClient(ctx context.Context, e SlowClient, o Options) (*SlowClientResult, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if err := os.MkdirAll(filepath.Join(o.Out, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	if err := writeEnvironment(o.Out, "slow-client", o.Stack.Name()); err != nil {
+		return nil, err
+	}
+	t, err := createTables(o.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
+
+	res := &SlowClientResult{Dir: o.Out}
+	specs := e.Runs()
+	p := newProgress(o.Progress, len(specs), func(i int) time.Duration { return e.Duration(specs[i].SlowClients) })
+	var runErr error
+	for i, spec := range specs {
+		p.start(i, spec.ID())
+		run, err := e.runOne(ctx, spec, o, t)
+		if werr := t.runs.Write(run); werr != nil && err == nil {
+			err = werr
+		}
+		res.Runs = append(res.Runs, run)
+		p.done(i, run)
+		if err != nil || ctx.Err() != nil {
+			runErr = err
+			if runErr == nil {
+				runErr = ctx.Err()
+			}
+			break
+		}
+	}
+	res.Conditions = recorder.SummarizeConditions(res.Runs)
+	cw, err := recorder.CreateFile[recorder.Condition](o.Out)
+	if err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	for _, c := range res.Conditions {
+		if err := cw.Write(c); err != nil {
+			runErr = errors.Join(runErr, err)
+			break
+		}
+	}
+	return res, errors.Join(runErr, cw.Close(), t.close())
+}
+
+// runOne performs one run. Its error is only for faults that must stop the
+// matrix (writing results failed); a failed run is a Run with Status failed.
+func (e SlowClient) runOne(ctx context.Context, spec RunSpec, o Options, t *tables) (recorder.Run, error) {
+	meta := recorder.RunMeta{RunID: spec.ID(), Route: string(spec.Route), Server: spec.Server.Name(),
+		SlowClients: spec.SlowClients, Rep: spec.Rep, StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	fail := func(status, reason string) recorder.Run {
+		meta.Status, meta.Reason = status, reason
+		return recorder.SummarizeRun(meta, nil, nil)
+	}
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return fail(recorder.RunFailed, "work dir: "+err.Error()), nil
+	}
+	defer os.RemoveAll(work)
+	running, err := o.Stack.Start(ctx, Deployment{RunID: meta.RunID, Route: spec.Route, Server: spec.Server,
+		LargeSize: e.LargeSize, LogDir: filepath.Join(o.Out, "logs"), WorkDir: work})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(recorder.RunAborted, "interrupted while starting the stack"), nil
+		}
+		return fail(recorder.RunFailed, "start stack: "+err.Error()), nil
+	}
+	defer running.Stop()
+
+	t0 := time.Now()
+	reqRow := func(r loadgen.Result) recorder.Request {
+		row := recorder.Request{RunID: meta.RunID, Route: meta.Route, Server: meta.Server, SlowClients: meta.SlowClients,
+			Rep: meta.Rep, Seq: r.Seq, ScheduledS: r.ScheduledAt.Sub(t0).Seconds(), StartS: r.Start.Sub(t0).Seconds(),
+			ScheduleLagMS: ms(r.ScheduleLag), ConnectMS: ms(r.Connect), TTFBMS: ms(r.TTFB), LatencyMS: ms(r.Latency),
+			Status: r.Status, Bytes: r.Bytes}
+		if r.Err != nil {
+			row.Error = r.Err.Error()
+		}
+		return row
+	}
+
+	var wg sync.WaitGroup
+	downloads := make([]loadgen.Download, spec.SlowClients)
+	largeURL, err := loadgen.CheckTarget(running.URL()+e.LargePath, false)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error()), nil
+	}
+	for i := range downloads {
+		sr := loadgen.SlowReader{URL: largeURL, RcvBuf: e.RcvBuf, ReadSize: e.ReadSize, Rate: e.ReadRate,
+			Timeout: e.SlowTimeout, RunID: meta.RunID, Metrics: o.Metrics,
+			Header: http.Header{target.RequestIDHeader: {slowID(meta.RunID, i)}}}
+		wg.Go(func() { downloads[i] = sr.Run(ctx, i) })
+	}
+
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.FastTimeout})
+	defer client.Close()
+	var writeErr error
+	var reqs []recorder.Request
+	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + e.FastPath,
+		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / e.FastRate), Duration: e.FastDuration},
+		Start: t0.Add(e.FastOffset), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: o.Metrics,
+		OnResult: func(r loadgen.Result) {
+			row := reqRow(r)
+			reqs = append(reqs, row)
+			if err := t.requests.Write(row); err != nil && writeErr == nil {
+				writeErr = err
+			}
+		}}
+	loop.Run(ctx)
+	wg.Wait()
+
+	failed := running.Failed()
+	sends, sendErr := running.AppSend(ctx)
+	var larges []recorder.LargeResponse
+	for _, d := range downloads {
+		row := recorder.LargeResponse{RunID: meta.RunID, Route: meta.Route, Server: meta.Server, SlowClients: meta.SlowClients,
+			Rep: meta.Rep, Client: d.Client, Status: d.Status, Bytes: d.Bytes, ReceiveS: d.Receive.Seconds(), Complete: d.Complete}
+		if v, ok := sends[slowID(meta.RunID, d.Client)]; ok {
+			row.AppSendS = recorder.Some(v)
+		}
+		if d.Err != nil {
+			row.Error = d.Err.Error()
+		}
+		larges = append(larges, row)
+		if err := t.larges.Write(row); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		meta.Status, meta.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case failed != nil:
+		meta.Status, meta.Reason = recorder.RunFailed, failed.Error()
+	case sendErr != nil && spec.SlowClients > 0:
+		meta.Status, meta.Reason = recorder.RunFailed, "read app_send_s: "+sendErr.Error()
+	}
+	if err := running.Stop(); err != nil && meta.Status == recorder.RunOK {
+		meta.Status, meta.Reason = recorder.RunFailed, err.Error()
+	}
+	return recorder.SummarizeRun(meta, reqs, larges), writeErr
+}
+
+func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,167 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultTimeout bounds one request, from start to last body byte.
+const DefaultTimeout = 30 * time.Second
+
+// ErrIncomplete is a response body shorter than its Content-Length.
+var ErrIncomplete = errors.New("response body incomplete")
+
+// Result is one request as the client saw it. Times are absolute; callers
+// make them relative to their run start.
+type Result struct {
+	Seq          int
+	Scheduled    bool      // part of an open-loop schedule
+	ScheduledAt  time.Time // when it was due (open loop only)
+	Start        time.Time // when it actually started
+	ScheduleLag  time.Duration
+	NewConn      bool // a TCP connection was opened for it
+	Connect      time.Duration
+	TTFB         time.Duration // start to first response byte
+	Latency      time.Duration // start to last body byte (or to the error)
+	Status       int           // 0 when no response arrived
+	Bytes        int64         // body bytes received
+	ServerTiming time.Duration // the server's app;dur, 0 when absent
+	Err          error
+}
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	KeepAlive bool          // reuse connections; false opens one per request
+	Timeout   time.Duration // per request; DefaultTimeout when 0
+	RcvBuf    int           // SO_RCVBUF set before connect; 0 leaves the kernel default
+	Header    http.Header   // added to every request
+}
+
+// Client sends GET requests and times their phases with httptrace.
+type Client struct {
+	hc   *http.Client
+	opts ClientOptions
+}
+
+// NewClient returns a Client. Close it to release idle connections.
+func NewClient(o ClientOptions) *Client {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	d := &net.Dialer{Timeout: o.Timeout, Control: rcvBufControl(o.RcvBuf)}
+	tr := &http.Transport{
+		DialContext:         d.DialContext,
+		DisableKeepAlives:   !o.KeepAlive,
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   false,
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+	return &Client{hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, opts: o}
+}
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Close drops idle keep-alive connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Get performs one GET of url and fills r's timings, status, bytes and error.
+// r.Start is set here if the caller left it zero.
+func (c *Client) Get(ctx context.Context, url string, r *Result) {
+	if r.Start.IsZero() {
+		r.Start = time.Now()
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	var connectStart time.Time
+	trace := &httptrace.ClientTrace{
+		ConnectStart: func(_, _ string) { connectStart = time.Now() },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil && !connectStart.IsZero() {
+				r.Connect = time.Since(connectStart)
+			}
+		},
+		GotConn:              func(info httptrace.GotConnInfo) { r.NewConn = !info.Reused },
+		GotFirstResponseByte: func() { r.TTFB = time.Since(r.Start) },
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, url, nil)
+	if err != nil {
+		r.Err = err
+		r.Latency = time.Since(r.Start)
+		return
+	}
+	for k, v := range c.opts.Header {
+		req.Header[k] = v
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		r.Err = err
+		r.Latency = time.Since(r.Start)
+		return
+	}
+	r.Status = resp.StatusCode
+	if st := resp.Header.Get("Server-Timing"); st != "" {
+		r.ServerTiming, _ = ParseServerTiming(st, "app")
+	}
+	r.Bytes, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	r.Latency = time.Since(r.Start)
+	if err == nil && resp.ContentLength >= 0 && r.Bytes != resp.ContentLength {
+		err = fmt.Errorf("%w: %d of %d bytes", ErrIncomplete, r.Bytes, resp.ContentLength)
+	}
+	r.Err = err
+}
+
+// rcvBufControl sets SO_RCVBUF before connect, so the window the client
+// advertises in its SYN is already small (setting it later does not shrink it).
+func rcvBufControl(size int) func(network, address string, c syscall.RawConn) error {
+	if size <= 0 {
+		return nil
+	}
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, size)
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return os.NewSyscallError("setsockopt SO_RCVBUF", serr)
+		}
+		return nil
+	}
+}
+
+// ErrorReason maps an error to a bounded metric label value.
+func ErrorReason(err error) string {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "reset"
+	case errors.Is(err, ErrIncomplete):
+		return "incomplete"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "eof"
+	}
+	return "other"
+}

@@ -1,0 +1,124 @@
+package loadgen
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Roles label what a request was for.
+const (
+	RoleFast     = "fast"
+	RoleProbe    = "probe"
+	RoleLongPoll = "longpoll"
+	RoleSlow     = "slow"
+)
+
+// Buckets are the classic histogram buckets: 100 us to 60 s. Native
+// histogram buckets are exposed beside them for scrapers that ask.
+var Buckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// Metrics are the load generator's metrics (DESIGN.md metric contract), on a
+// registry the caller owns. A nil *Metrics observes nothing.
+type Metrics struct {
+	duration, lag, connect, ttfb, serverTiming *prometheus.HistogramVec
+	requests, errors                           *prometheus.CounterVec
+	inFlight                                   *prometheus.GaugeVec
+	received                                   *prometheus.CounterVec
+}
+
+// NewMetrics registers the loadgen metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	hist := func(name, help string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: name, Help: help, Buckets: Buckets,
+			NativeHistogramBucketFactor:    1.1,
+			NativeHistogramMaxBucketNumber: 160,
+		}, []string{"run_id", "role"})
+	}
+	m := &Metrics{
+		duration:     hist("slowlab_loadgen_request_duration_seconds", "Request latency from the request's actual start to its last body byte."),
+		lag:          hist("slowlab_loadgen_schedule_lag_seconds", "How late each open-loop request started against its schedule."),
+		connect:      hist("slowlab_loadgen_connect_duration_seconds", "TCP connect time of requests that opened a new connection."),
+		ttfb:         hist("slowlab_loadgen_ttfb_seconds", "Time from the request's start to the first response byte."),
+		serverTiming: hist("slowlab_loadgen_server_timing_seconds", "The server's own time for the request, from its Server-Timing app;dur header."),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slowlab_loadgen_requests_total", Help: "Requests that got a response, by status code.",
+		}, []string{"run_id", "role", "code"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slowlab_loadgen_request_errors_total", Help: "Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, other).",
+		}, []string{"run_id", "role", "reason"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slowlab_loadgen_in_flight", Help: "Requests started and not finished.",
+		}, []string{"run_id", "role"}),
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slowlab_loadgen_received_bytes_total", Help: "Response body bytes received.",
+		}, []string{"run_id", "role"}),
+	}
+	reg.MustRegister(m.duration, m.lag, m.connect, m.ttfb, m.serverTiming, m.requests, m.errors, m.inFlight, m.received)
+	return m
+}
+
+// labels is a run_id/role pair with its metric children resolved once.
+type labels struct {
+	m            *Metrics
+	runID, role  string
+	inFlight     prometheus.Gauge
+	received     prometheus.Counter
+	duration     prometheus.Observer
+	lag          prometheus.Observer
+	connect      prometheus.Observer
+	ttfb         prometheus.Observer
+	serverTiming prometheus.Observer
+}
+
+func (m *Metrics) with(runID, role string) *labels {
+	if m == nil {
+		return nil
+	}
+	return &labels{
+		m: m, runID: runID, role: role,
+		inFlight:     m.inFlight.WithLabelValues(runID, role),
+		received:     m.received.WithLabelValues(runID, role),
+		duration:     m.duration.WithLabelValues(runID, role),
+		lag:          m.lag.WithLabelValues(runID, role),
+		connect:      m.connect.WithLabelValues(runID, role),
+		ttfb:         m.ttfb.WithLabelValues(runID, role),
+		serverTiming: m.serverTiming.WithLabelValues(runID, role),
+	}
+}
+
+func (l *labels) start() {
+	if l != nil {
+		l.inFlight.Inc()
+	}
+}
+
+// observe records one finished request.
+func (l *labels) observe(r *Result) {
+	if l == nil {
+		return
+	}
+	l.inFlight.Dec()
+	l.received.Add(float64(r.Bytes))
+	if r.Scheduled {
+		l.lag.Observe(r.ScheduleLag.Seconds())
+	}
+	if r.NewConn && r.Connect > 0 {
+		l.connect.Observe(r.Connect.Seconds())
+	}
+	if r.TTFB > 0 {
+		l.ttfb.Observe(r.TTFB.Seconds())
+	}
+	if r.ServerTiming > 0 {
+		l.serverTiming.Observe(r.ServerTiming.Seconds())
+	}
+	if r.Status > 0 {
+		l.m.requests.WithLabelValues(l.runID, l.role, strconv.Itoa(r.Status)).Inc()
+	}
+	if r.Err != nil {
+		l.m.errors.WithLabelValues(l.runID, l.role, ErrorReason(r.Err)).Inc()
+		return
+	}
+	l.duration.Observe(r.Latency.Seconds())
+}

@@ -1,0 +1,86 @@
+package loadgen
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+)
+
+// OpenLoop sends requests on a fixed schedule, each in its own goroutine, and
+// never waits for earlier responses: a slow server cannot slow the schedule,
+// it can only make requests pile up. How late each request really started is
+// measured as its schedule lag.
+type OpenLoop struct {
+	Client  *Client
+	URL     string
+	Pacer   Pacer
+	Start   time.Time // schedule start; hit i is due at Start + Pacer.Due(i)
+	RunID   string
+	Role    string // RoleFast unless set
+	Metrics *Metrics
+	// OnResult, if set, is called once per request from a single goroutine,
+	// in completion order, so a writer can persist rows as they are measured.
+	OnResult func(Result)
+}
+
+// Run sends the schedule and returns every started request's result in
+// schedule order. Cancelling ctx stops the schedule; requests in flight end
+// with a canceled error and still get their result.
+func (o *OpenLoop) Run(ctx context.Context) []Result {
+	role := o.Role
+	if role == "" {
+		role = RoleFast
+	}
+	lbl := o.Metrics.with(o.RunID, role)
+	results := make(chan Result, 64)
+	var out []Result
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for r := range results {
+			if o.OnResult != nil {
+				o.OnResult(r)
+			}
+			out = append(out, r)
+		}
+	}()
+
+	var wg sync.WaitGroup
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+schedule:
+	for hit := 0; ; hit++ {
+		off, ok := o.Pacer.Due(hit)
+		if !ok {
+			break
+		}
+		due := o.Start.Add(off)
+		if wait := time.Until(due); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+				break schedule
+			}
+		} else if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := Result{Seq: hit, Scheduled: true, ScheduledAt: due, Start: time.Now()}
+			r.ScheduleLag = r.Start.Sub(due)
+			lbl.start()
+			o.Client.Get(ctx, o.URL, &r)
+			lbl.observe(&r)
+			results <- r
+		}()
+	}
+	wg.Wait()
+	close(results)
+	<-collected
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}

@@ -1,0 +1,23 @@
+// Package target is the embedded lab server: an HTTP/1.1 server whose worker
+// models behave like Gunicorn's, so the slow-client and long-poll experiments
+// can run where Gunicorn is not installed.
+//
+// Worker models:
+//
+//   - sync: W workers, each accepting exactly one connection at a time and
+//     closing it after the response; a worker stuck writing to a slow reader
+//     takes nothing else, exactly like Gunicorn's sync worker.
+//   - gthread: W workers x T threads. Each worker accepts on its own and queues
+//     requests for its own T threads, so held requests need not spread evenly
+//     over workers (as in Gunicorn). Keep-alive is allowed.
+//   - async: one goroutine per connection, unbounded (a contrast, not in the
+//     published experiment).
+//
+// The app endpoints are /fast, /large, /longpoll and /bytes; every response
+// carries Server-Timing: app;dur=<ms>. A separate admin listener, outside the
+// worker pool so it answers while every worker is stuck, serves /metrics,
+// /healthz and /app-send (each /large response's app_send_s).
+//
+// The package does not proxy (see target/proxy), generate load (loadgen) or
+// start processes (lab).
+package target

@@ -1,0 +1,50 @@
+package target
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	write    *prometheus.HistogramVec
+	busy     *prometheus.GaugeVec
+	queued   prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, o Options) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slowlab_target_requests_total",
+			Help: "Requests answered by the embedded target, by endpoint and status code.",
+		}, []string{"endpoint", "code"}),
+		write: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:                        "slowlab_target_response_write_seconds",
+			Help:                        "Time from handler start until the last response byte was accepted by the socket.",
+			Buckets:                     []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+			NativeHistogramBucketFactor: 1.1,
+		}, []string{"endpoint"}),
+		busy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slowlab_target_busy_slots",
+			Help: "Requests a worker is working on now (a sync worker has one slot, a gthread worker one per thread).",
+		}, []string{"worker"}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slowlab_target_queued_requests",
+			Help: "Requests accepted by a gthread worker and waiting for one of its threads.",
+		}),
+	}
+	slots := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "slowlab_target_slots",
+		Help: "Requests the server can work on at once (workers x threads); absent for the unbounded async model.",
+	})
+	reg.MustRegister(m.requests, m.write, m.busy, m.queued)
+	if n := o.Slots(); n > 0 {
+		slots.Set(float64(n))
+		reg.MustRegister(slots)
+		for w := 0; w < o.Workers; w++ {
+			m.busy.WithLabelValues(strconv.Itoa(w))
+		}
+	}
+	return m
+}

@@ -1,0 +1,90 @@
+package target
+
+import (
+	"fmt"
+	"time"
+)
+
+// Model is a worker model name.
+type Model string
+
+// Worker models; see the package doc.
+const (
+	ModelSync    Model = "sync"
+	ModelGthread Model = "gthread"
+	ModelAsync   Model = "async"
+)
+
+// Models lists the valid worker models.
+var Models = []Model{ModelSync, ModelGthread, ModelAsync}
+
+// Default sizes from EXPERIMENTS.md section 1.
+const (
+	DefaultLargeSize = 16 << 20
+	DefaultBlockSize = 64 << 10
+	DefaultWorkers   = 2
+	// MaxLongPollWait bounds /longpoll?wait= so a typo cannot hold a slot for a day.
+	MaxLongPollWait = 10 * time.Minute
+)
+
+// Options configures a Server.
+type Options struct {
+	Model     Model
+	Workers   int   // W
+	Threads   int   // T, gthread only
+	LargeSize int64 // /large body size in bytes
+	BlockSize int   // /large is written in blocks of this size
+}
+
+// DefaultOptions returns the published main condition: sync, 2 workers.
+func DefaultOptions() Options {
+	return Options{Model: ModelSync, Workers: DefaultWorkers, Threads: 1, LargeSize: DefaultLargeSize, BlockSize: DefaultBlockSize}
+}
+
+// Validate reports the first invalid field, naming the value and what is allowed.
+func (o Options) Validate() error {
+	switch o.Model {
+	case ModelSync, ModelGthread, ModelAsync:
+	default:
+		return fmt.Errorf("model %q: allowed sync, gthread, async", o.Model)
+	}
+	if o.Workers < 1 {
+		return fmt.Errorf("workers %d: must be at least 1", o.Workers)
+	}
+	if o.Threads < 1 {
+		return fmt.Errorf("threads %d: must be at least 1", o.Threads)
+	}
+	if o.Model != ModelGthread && o.Threads != 1 {
+		return fmt.Errorf("threads %d: only the gthread model has threads (use 1)", o.Threads)
+	}
+	if o.LargeSize < 0 {
+		return fmt.Errorf("large size %d: must be 0 or more bytes", o.LargeSize)
+	}
+	if o.BlockSize < 1 {
+		return fmt.Errorf("block size %d: must be at least 1 byte", o.BlockSize)
+	}
+	return nil
+}
+
+// Slots is the number of requests the server works on at once (W*T), or 0
+// for unbounded (async).
+func (o Options) Slots() int {
+	switch o.Model {
+	case ModelSync:
+		return o.Workers
+	case ModelGthread:
+		return o.Workers * o.Threads
+	}
+	return 0
+}
+
+// Name is the server label used in CSVs: sync-2, gthread-1x4, async.
+func (o Options) Name() string {
+	switch o.Model {
+	case ModelGthread:
+		return fmt.Sprintf("gthread-%dx%d", o.Workers, o.Threads)
+	case ModelAsync:
+		return "async"
+	}
+	return fmt.Sprintf("%s-%d", o.Model, o.Workers)
+}

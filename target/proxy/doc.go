@@ -1,0 +1,30 @@
+// Package proxy is the embedded reverse proxy that stands in for NGINX where
+// NGINX is not installed. It reproduces what the slow-client experiment
+// measures about proxy_buffering, with NGINX's knobs and defaults:
+//
+//   - Every client request opens a new HTTP/1.1 connection to the upstream
+//     with "Connection: close", as NGINX does without an upstream keepalive
+//     block. Client connections may be kept alive.
+//   - Buffering off (proxy_buffering off): the body is relayed through one
+//     BufferSize buffer as fast as the client reads, so the upstream worker
+//     stays busy until the client has taken nearly everything.
+//   - Buffering on: the upstream is read as fast as it delivers into
+//     Buffers in memory; once they hold unsent data, older data is spooled
+//     in TempFileWriteSize batches to a temp file of at most MaxTempFileSize
+//     (then reading waits for the client: back-pressure), while the client
+//     is fed from memory and file in order. The temp file is created in
+//     TempDir with the prefix "proxy-temp-" and unlinked at once, so it only
+//     shows up as "(deleted)" under /proc/PID/fd; it grows to the amount
+//     spooled and is closed when the response ends. The upstream connection
+//     is closed as soon as its body was read, which releases the app worker
+//     while the client is still draining.
+//
+// The proxy counts its own requests, upstream time, spooled bytes and open
+// temp files in a registry of its own (Registry), served with /healthz by
+// AdminHandler.
+//
+// It does not cache, compress, terminate TLS, retry, balance over several
+// upstreams or rewrite headers beyond dropping hop-by-hop ones. It does not
+// measure temp files from the outside (the exporter does that for NGINX and
+// this proxy alike), start processes (lab) or generate load (loadgen).
+package proxy

@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Upstream error stages, the values of the stage label.
+const (
+	stageConnect = "connect" // dialing the upstream
+	stageSend    = "send"    // writing the request
+	stageHeader  = "header"  // reading the response status and header
+	stageBody    = "body"    // reading the response body
+)
+
+type metrics struct {
+	requests          *prometheus.CounterVec
+	inFlight          prometheus.Gauge
+	upstreamSeconds   prometheus.Histogram
+	upstreamErrors    *prometheus.CounterVec
+	clientDisconnects prometheus.Counter
+	spooledBytes      prometheus.Counter
+	tempFilesOpen     prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, o Options) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slowlab_proxy_requests_total",
+			Help: "Responses the proxy started, by status code (the upstream's, or 502/504 when the upstream failed before its header).",
+		}, []string{"code"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slowlab_proxy_in_flight_requests",
+			Help: "Requests the proxy is working on now.",
+		}),
+		upstreamSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:                        "slowlab_proxy_upstream_response_seconds",
+			Help:                        "Time from connecting to the upstream until its whole body was read (the upstream is closed then).",
+			Buckets:                     []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+			NativeHistogramBucketFactor: 1.1,
+		}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "slowlab_proxy_upstream_errors_total",
+			Help: "Upstream failures by stage: connect, send (request), header, body (response cut short).",
+		}, []string{"stage"}),
+		clientDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "slowlab_proxy_client_disconnects_total",
+			Help: "Responses abandoned because the client went away before the last byte.",
+		}),
+		spooledBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "slowlab_proxy_spooled_bytes_total",
+			Help: "Response bytes written to temp files.",
+		}),
+		tempFilesOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slowlab_proxy_temp_files_open",
+			Help: "Temp files the proxy holds open now (already unlinked).",
+		}),
+	}
+	buffering := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "slowlab_proxy_buffering",
+		Help: "1 if the proxy buffers responses (proxy_buffering on), 0 if it relays them.",
+	})
+	if o.Buffering {
+		buffering.Set(1)
+	}
+	for _, s := range []string{stageConnect, stageSend, stageHeader, stageBody} {
+		m.upstreamErrors.WithLabelValues(s)
+	}
+	reg.MustRegister(m.requests, m.inFlight, m.upstreamSeconds, m.upstreamErrors,
+		m.clientDisconnects, m.spooledBytes, m.tempFilesOpen, buffering)
+	return m
+}

@@ -1,0 +1,198 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults, as in the NGINX configuration of EXPERIMENTS.md section 1.
+const (
+	DefaultBufferSize        = 16 << 10 // proxy_buffer_size 16k
+	DefaultBuffersCount      = 4        // proxy_buffers 4 16k
+	DefaultBuffersSize       = 16 << 10
+	DefaultBusyBuffersSize   = 32 << 10 // proxy_busy_buffers_size 32k
+	DefaultMaxTempFileSize   = 32 << 20 // proxy_max_temp_file_size 32m
+	DefaultTempFileWriteSize = 64 << 10 // proxy_temp_file_write_size 64k
+	DefaultUpstreamTimeout   = 60 * time.Second
+	DefaultShutdownTimeout   = 5 * time.Second
+)
+
+// Limits that keep one response's memory bounded; NGINX has none, but a
+// typo here should not allocate gigabytes per request.
+const (
+	MinBufferSize   = 1 << 10
+	MaxBufferSize   = 16 << 20
+	MaxBuffersCount = 1024
+	MaxBuffersTotal = 256 << 20
+)
+
+// TempFilePrefix starts the name of every temp file, so the exporter and
+// tests can tell the proxy's files from others in TempDir.
+const TempFilePrefix = "proxy-temp-"
+
+// Buffers is NGINX's proxy_buffers: Count buffers of Size bytes each, per
+// response, used when buffering is on.
+type Buffers struct {
+	Count int
+	Size  int
+}
+
+// String writes b in proxy_buffers syntax, e.g. "4 16k".
+func (b Buffers) String() string { return strconv.Itoa(b.Count) + " " + FormatSize(int64(b.Size)) }
+
+// BuffersSyntax says which values ParseBuffers accepts, for error messages.
+const BuffersSyntax = `"COUNT SIZE" as in nginx proxy_buffers, e.g. "4 16k"`
+
+// ParseBuffers reads proxy_buffers syntax: a count and a size ("4 16k").
+func ParseBuffers(s string) (Buffers, error) {
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		return Buffers{}, fmt.Errorf("buffers %q: allowed %s", s, BuffersSyntax)
+	}
+	count, err := strconv.Atoi(f[0])
+	if err != nil {
+		return Buffers{}, fmt.Errorf("buffers %q: allowed %s", s, BuffersSyntax)
+	}
+	size, err := ParseSize(f[1])
+	if err != nil || size > MaxBufferSize {
+		return Buffers{}, fmt.Errorf("buffers %q: allowed %s with SIZE at most %s", s, BuffersSyntax, FormatSize(MaxBufferSize))
+	}
+	return Buffers{Count: count, Size: int(size)}, nil
+}
+
+// Options configures a Proxy. Start from DefaultOptions; sizes are bytes.
+type Options struct {
+	// Upstream is the app's host:port. Without AllowRemote it must be
+	// loopback (127.0.0.0/8, ::1 or localhost).
+	Upstream    string
+	AllowRemote bool
+
+	// Buffering is proxy_buffering: true spools the response (memory, then
+	// a temp file), false relays it through one BufferSize buffer.
+	Buffering bool
+	// BufferSize is proxy_buffer_size: the buffer the response header is
+	// read into and, with Buffering off, the only relay buffer.
+	BufferSize int
+	// Buffers is proxy_buffers: the in-memory buffers per response.
+	Buffers Buffers
+	// BusyBuffersSize is proxy_busy_buffers_size: at most this much of
+	// Buffers may be busy sending to the client while the upstream is
+	// still being read; the rest keeps reading and spooling.
+	BusyBuffersSize int
+	// MaxTempFileSize is proxy_max_temp_file_size, per response; 0 keeps
+	// everything in memory (no temp file).
+	MaxTempFileSize int64
+	// TempFileWriteSize is proxy_temp_file_write_size: how much is moved
+	// from memory to the temp file at a time.
+	TempFileWriteSize int
+	// TempDir holds the temp files (proxy_temp_path); New creates it.
+	TempDir string
+
+	// UpstreamTimeout bounds connecting to the upstream and each read from
+	// and write to it (proxy_connect_timeout, proxy_read_timeout,
+	// proxy_send_timeout).
+	UpstreamTimeout time.Duration
+	// ShutdownTimeout is how long Serve lets responses in flight finish
+	// after its context is done before it aborts them.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultOptions returns NGINX's settings from EXPERIMENTS.md section 1 with
+// buffering on (NGINX's default). Upstream must still be set.
+func DefaultOptions() Options {
+	return Options{
+		Buffering:         true,
+		BufferSize:        DefaultBufferSize,
+		Buffers:           Buffers{Count: DefaultBuffersCount, Size: DefaultBuffersSize},
+		BusyBuffersSize:   DefaultBusyBuffersSize,
+		MaxTempFileSize:   DefaultMaxTempFileSize,
+		TempFileWriteSize: DefaultTempFileWriteSize,
+		TempDir:           filepath.Join(os.TempDir(), "slowlab-proxy"),
+		UpstreamTimeout:   DefaultUpstreamTimeout,
+		ShutdownTimeout:   DefaultShutdownTimeout,
+	}
+}
+
+// ValidationError is an invalid Options field: its name, the value as
+// given and what is allowed instead.
+type ValidationError struct {
+	Field   string
+	Value   string
+	Allowed string
+}
+
+func (e *ValidationError) Error() string {
+	return e.Field + " " + e.Value + ": allowed " + e.Allowed
+}
+
+func invalid(field, value, allowed string, args ...any) *ValidationError {
+	return &ValidationError{Field: field, Value: value, Allowed: fmt.Sprintf(allowed, args...)}
+}
+
+// Validate reports the first invalid field as a *ValidationError. The
+// cross-field rules are NGINX's own (it refuses to start on them).
+func (o Options) Validate() error {
+	if err := validateUpstream(o.Upstream, o.AllowRemote); err != nil {
+		return err
+	}
+	if o.BufferSize < MinBufferSize || o.BufferSize > MaxBufferSize {
+		return invalid("BufferSize", FormatSize(int64(o.BufferSize)), "%s to %s", FormatSize(MinBufferSize), FormatSize(MaxBufferSize))
+	}
+	b := o.Buffers
+	switch {
+	case b.Count < 2 || b.Count > MaxBuffersCount:
+		return invalid("Buffers", strconv.Quote(b.String()), "a count of 2 to %d (nginx needs at least 2)", MaxBuffersCount)
+	case b.Size < MinBufferSize || b.Size > MaxBufferSize:
+		return invalid("Buffers", strconv.Quote(b.String()), "a size of %s to %s", FormatSize(MinBufferSize), FormatSize(MaxBufferSize))
+	case int64(b.Count)*int64(b.Size) > MaxBuffersTotal:
+		return invalid("Buffers", strconv.Quote(b.String()), "at most %s in all", FormatSize(MaxBuffersTotal))
+	}
+	// The larger of proxy_buffer_size and one proxy_buffers buffer is the
+	// floor NGINX puts under the busy, temp-file and write sizes.
+	floor := int64(max(o.BufferSize, b.Size))
+	busyCeil := int64(b.Count-1) * int64(b.Size)
+	if bs := int64(o.BusyBuffersSize); bs < floor || bs >= busyCeil {
+		return invalid("BusyBuffersSize", FormatSize(bs), "at least %s (the larger of BufferSize and one of Buffers) and less than %s (all Buffers but one)", FormatSize(floor), FormatSize(busyCeil))
+	}
+	if m := o.MaxTempFileSize; m != 0 && m < floor {
+		return invalid("MaxTempFileSize", FormatSize(m), "0 (no temp file) or at least %s (the larger of BufferSize and one of Buffers)", FormatSize(floor))
+	}
+	if w := int64(o.TempFileWriteSize); w < floor || w > MaxBuffersTotal {
+		return invalid("TempFileWriteSize", FormatSize(w), "%s (the larger of BufferSize and one of Buffers) to %s", FormatSize(floor), FormatSize(MaxBuffersTotal))
+	}
+	if o.TempDir == "" {
+		return invalid("TempDir", `""`, "a directory path")
+	}
+	if o.UpstreamTimeout <= 0 {
+		return invalid("UpstreamTimeout", o.UpstreamTimeout.String(), "a duration above 0, e.g. 60s")
+	}
+	if o.ShutdownTimeout < 0 {
+		return invalid("ShutdownTimeout", o.ShutdownTimeout.String(), "0 or more, e.g. 5s")
+	}
+	return nil
+}
+
+func validateUpstream(addr string, allowRemote bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+		return invalid("Upstream", strconv.Quote(addr), "host:port with a port 1 to 65535, e.g. 127.0.0.1:8000")
+	}
+	if !allowRemote && !IsLoopbackHost(host) {
+		return invalid("Upstream", strconv.Quote(addr), "a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed")
+	}
+	return nil
+}
+
+// IsLoopbackHost reports whether host is "localhost" or a loopback IP.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,147 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
+	"golang.org/x/sync/errgroup"
+)
+
+// Server is the embedded lab server. Create it with New, then Serve.
+type Server struct {
+	opts    Options
+	reg     *prometheus.Registry
+	metrics *metrics
+	sends   *sendLog
+	block   []byte
+}
+
+// New validates o and returns a Server with its own metrics registry.
+func New(o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	s := &Server{
+		opts:    o,
+		reg:     reg,
+		metrics: newMetrics(reg, o),
+		sends:   newSendLog(10000),
+		block:   make([]byte, o.BlockSize),
+	}
+	for i := range s.block {
+		s.block[i] = byte('a' + i%26)
+	}
+	return s, nil
+}
+
+// Registry returns the server's metrics registry.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Serve runs the worker pool on app and the admin endpoints on admin until
+// ctx is cancelled, then shuts both down. A nil admin listener serves no admin.
+func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
+	var servers []*http.Server
+	g, gctx := errgroup.WithContext(ctx)
+	serve := func(srv *http.Server, ln net.Listener) {
+		servers = append(servers, srv)
+		g.Go(func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			return nil
+		})
+	}
+	switch s.opts.Model {
+	case ModelSync:
+		// One listener wrapper per worker: each worker accepts one connection,
+		// serves one request and closes before it accepts the next.
+		for w := 0; w < s.opts.Workers; w++ {
+			srv := s.newHTTPServer(s.worker(w, 1))
+			srv.SetKeepAlivesEnabled(false)
+			serve(srv, netutil.LimitListener(sharedListener{app}, 1))
+		}
+	case ModelGthread:
+		// Each worker accepts on its own and queues for its own threads.
+		for w := 0; w < s.opts.Workers; w++ {
+			serve(s.newHTTPServer(s.worker(w, s.opts.Threads)), sharedListener{app})
+		}
+	case ModelAsync:
+		serve(s.newHTTPServer(s.worker(0, 0)), app)
+	}
+	if admin != nil {
+		serve(&http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}, admin)
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		// Workers share app through sharedListener, whose Close does
+		// nothing: close the socket itself once so every accept loop ends.
+		app.Close()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, srv := range servers {
+			wg.Go(func() {
+				if srv.Shutdown(shutdownCtx) != nil {
+					srv.Close()
+				}
+			})
+		}
+		wg.Wait()
+		return nil
+	})
+	return g.Wait()
+}
+
+func (s *Server) newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+}
+
+// worker wraps the app for one worker with `threads` slots (0 = unbounded).
+func (s *Server) worker(id, threads int) http.Handler {
+	app := s.Handler()
+	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
+	var slots chan struct{}
+	if threads > 0 {
+		slots = make(chan struct{}, threads)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slots != nil {
+			s.metrics.queued.Inc()
+			select {
+			case slots <- struct{}{}:
+				s.metrics.queued.Dec()
+			case <-r.Context().Done():
+				s.metrics.queued.Dec()
+				return
+			}
+			defer func() { <-slots }()
+		}
+		busy.Inc()
+		defer busy.Dec()
+		app.ServeHTTP(w, r)
+	})
+}
+
+// AdminHandler serves /metrics, /healthz and /app-send outside the worker pool.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /app-send", s.sends.serveHTTP)
+	return mux
+}
+
+// sharedListener lets several workers accept from one socket without any of
+// them closing it for the others when it shuts down.
+type sharedListener struct{ net.Listener }
+
+func (sharedListener) Close() error { return nil }
