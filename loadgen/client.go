@@ -118,10 +118,16 @@ func (c *Client) Get(ctx context.Context, url string, r *Result) {
 	r.Bytes, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	r.Latency = time.Since(r.Start)
-	if err == nil && resp.ContentLength >= 0 && r.Bytes != resp.ContentLength {
-		err = fmt.Errorf("%w: %d of %d bytes", ErrIncomplete, r.Bytes, resp.ContentLength)
+	r.Err = checkLength(err, r.Bytes, resp.ContentLength)
+}
+
+// checkLength turns a body shorter than its Content-Length (which net/http
+// reports as io.ErrUnexpectedEOF, or not at all) into ErrIncomplete.
+func checkLength(err error, got, want int64) error {
+	if want < 0 || got == want || err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
 	}
-	r.Err = err
+	return fmt.Errorf("%w: %d of %d bytes", ErrIncomplete, got, want)
 }
 
 // rcvBufControl sets SO_RCVBUF before connect, so the window the client

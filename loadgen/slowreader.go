@@ -143,9 +143,7 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 		}
 	}
 	d.Receive = time.Since(d.Start)
-	if d.Err == nil && resp.ContentLength >= 0 && d.Bytes != resp.ContentLength {
-		d.Err = fmt.Errorf("%w: %d of %d bytes", ErrIncomplete, d.Bytes, resp.ContentLength)
-	}
+	d.Err = checkLength(d.Err, d.Bytes, resp.ContentLength)
 	d.Complete = d.Err == nil && d.Status == http.StatusOK
 	return d
 }

@@ -1,0 +1,171 @@
+package recorder
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// NearestRank returns the p-th percentile of values by the nearest-rank
+// method: the ceil(p/100*n)-th smallest of the n values, so p95 of 72 values
+// is the 69th smallest and p100 is the maximum. NaN values are not
+// measurements and are skipped. It returns NaN when there are no values or
+// p is outside (0, 100]. values is not modified.
+func NearestRank(values []float64, p float64) float64 {
+	if !(p > 0 && p <= 100) {
+		return math.NaN()
+	}
+	s := sortedNumbers(values)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	// p*n/100 is exact for integer p; the small slack keeps a p that is not
+	// exactly representable (such as 99.9) from pushing the rank one up.
+	rank := int(math.Ceil(p*float64(len(s))/100 - 1e-9))
+	rank = max(1, min(rank, len(s)))
+	return s[rank-1]
+}
+
+// Median returns the middle value of values, or the mean of the middle two
+// for an even count. NaN values are skipped; it returns NaN when there are
+// no values. values is not modified.
+func Median(values []float64) float64 {
+	s := sortedNumbers(values)
+	n := len(s)
+	switch {
+	case n == 0:
+		return math.NaN()
+	case n%2 == 1:
+		return s[n/2]
+	default:
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// sortedNumbers returns a sorted copy of values without NaNs.
+func sortedNumbers(values []float64) []float64 {
+	s := make([]float64, 0, len(values))
+	for _, v := range values {
+		if !math.IsNaN(v) {
+			s = append(s, v)
+		}
+	}
+	slices.Sort(s)
+	return s
+}
+
+// RunMeta identifies a run and says how it ended; lab knows these, the
+// measurements do not.
+type RunMeta struct {
+	RunID, Route, Server string
+	SlowClients, Rep     int
+	StartedAt            time.Time
+	Status, Reason       string
+}
+
+// okRequest reports whether r counts toward the latency percentiles: a
+// response arrived with a 2xx or 3xx status and nothing failed.
+func okRequest(r Request) bool {
+	return r.Status >= 200 && r.Status <= 399 && r.Error == ""
+}
+
+// SummarizeRun summarizes one run's /fast requests and slow downloads, all
+// of which must belong to that run. Latency percentiles cover the ok
+// requests only (a failed request has no latency worth ranking; FastOK <
+// FastTotal shows it); schedule lag covers all. TempPeakMiB and Components
+// are left None for the resource sampler to fill in.
+func SummarizeRun(meta RunMeta, reqs []Request, larges []LargeResponse) Run {
+	run := Run{
+		RunID: meta.RunID, Route: meta.Route, Server: meta.Server,
+		SlowClients: meta.SlowClients, Rep: meta.Rep, StartedAt: meta.StartedAt,
+		Status: meta.Status, Reason: meta.Reason,
+		FastTotal: len(reqs),
+	}
+	latencies := make([]float64, 0, len(reqs))
+	lags := make([]float64, 0, len(reqs))
+	for _, r := range reqs {
+		lags = append(lags, r.ScheduleLagMS)
+		if okRequest(r) {
+			run.FastOK++
+			latencies = append(latencies, r.LatencyMS)
+		}
+	}
+	run.P50MS = Some(NearestRank(latencies, 50))
+	run.P95MS = Some(NearestRank(latencies, 95))
+	run.MaxMS = Some(NearestRank(latencies, 100))
+	run.MaxScheduleLagMS = Some(NearestRank(lags, 100))
+
+	var appSend, receive []float64
+	for _, l := range larges {
+		if l.AppSendS.Valid {
+			appSend = append(appSend, l.AppSendS.Value)
+		}
+		receive = append(receive, l.ReceiveS)
+	}
+	run.AppSendS = Some(Median(appSend))
+	run.ClientReceiveS = Some(Median(receive))
+	return run
+}
+
+// SummarizeConditions summarizes the runs with Status RunOK per (route,
+// server, slow clients), in order of each condition's first appearance.
+// p50_ms and p95_ms are medians of the runs' values, p95_min_ms and
+// p95_max_ms their extremes, app_send_s and client_receive_s medians of
+// the runs' medians, temp_peak_mib the largest peak. Runs missing a value
+// do not count toward that column; a column no run has is None.
+func SummarizeConditions(runs []Run) []Condition {
+	type key struct {
+		route, server string
+		slowClients   int
+	}
+	var order []key
+	groups := map[key][]Run{}
+	for _, r := range runs {
+		if r.Status != RunOK {
+			continue
+		}
+		k := key{r.Route, r.Server, r.SlowClients}
+		if _, seen := groups[k]; !seen {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+
+	conds := make([]Condition, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		p95 := valid(g, func(r Run) Maybe { return r.P95MS })
+		conds = append(conds, Condition{
+			Route: k.route, Server: k.server, SlowClients: k.slowClients,
+			Runs:           len(g),
+			P50MS:          Some(Median(valid(g, func(r Run) Maybe { return r.P50MS }))),
+			P95MS:          Some(Median(p95)),
+			P95MinMS:       Some(minimum(p95)),
+			P95MaxMS:       Some(NearestRank(p95, 100)),
+			AppSendS:       Some(Median(valid(g, func(r Run) Maybe { return r.AppSendS }))),
+			ClientReceiveS: Some(Median(valid(g, func(r Run) Maybe { return r.ClientReceiveS }))),
+			TempPeakMiB:    Some(NearestRank(valid(g, func(r Run) Maybe { return r.TempPeakMiB }), 100)),
+		})
+	}
+	return conds
+}
+
+// minimum returns the smallest non-NaN value, or NaN when there is none.
+func minimum(values []float64) float64 {
+	s := sortedNumbers(values)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	return s[0]
+}
+
+// valid returns the valid values of one Maybe column of runs.
+func valid(runs []Run, get func(Run) Maybe) []float64 {
+	var vs []float64
+	for _, r := range runs {
+		if m := get(r); m.Valid {
+			vs = append(vs, m.Value)
+		}
+	}
+	return vs
+}

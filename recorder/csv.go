@@ -1,0 +1,194 @@
+package recorder
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// ErrHeader is returned (wrapped) by ReadAll when the header row is missing
+// or differs from Header.
+var ErrHeader = errors.New("header does not match the CSV contract")
+
+// Writer writes rows of type T as CSV. It is safe for concurrent use.
+type Writer[T Row] struct {
+	mu      sync.Mutex
+	cw      *csv.Writer
+	schema  *schema[T]
+	enc     encoder
+	scratch T // Write encodes from here so the row argument never escapes
+}
+
+// NewWriter writes the header of T to w, flushes it and returns a Writer
+// for the rows.
+func NewWriter[T Row](w io.Writer) (*Writer[T], error) {
+	s := schemaOf[T]()
+	cw := csv.NewWriter(w)
+	if err := cw.Write(Header[T]()); err != nil {
+		return nil, fmt.Errorf("write %s header: %w", s.file, err)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return nil, fmt.Errorf("write %s header: %w", s.file, err)
+	}
+	return &Writer[T]{cw: cw, schema: s}, nil
+}
+
+// Write writes one row and flushes it to the underlying io.Writer, so rows
+// reach the file as they are measured. It returns the csv.Writer's error,
+// which stays set once a write has failed.
+func (w *Writer[T]) Write(row T) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.scratch = row
+	if err := w.cw.Write(encode(&w.enc, w.schema.cols, &w.scratch)); err != nil {
+		return fmt.Errorf("write %s row: %w", w.schema.file, err)
+	}
+	w.cw.Flush()
+	if err := w.cw.Error(); err != nil {
+		return fmt.Errorf("write %s row: %w", w.schema.file, err)
+	}
+	return nil
+}
+
+// FileWriter is a Writer on a results file created by CreateFile.
+type FileWriter[T Row] struct {
+	*Writer[T]
+	f *os.File
+}
+
+// CreateFile creates dir (if needed) and the new file dir/FileName[T](),
+// and writes the header. It refuses to overwrite an existing file (the
+// error wraps fs.ErrExist), because that file holds earlier measurements.
+func CreateFile[T Row](dir string) (*FileWriter[T], error) {
+	path := filepath.Join(dir, FileName[T]())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	w, err := NewWriter[T](f)
+	if err != nil {
+		// Nothing was measured yet; do not leave a headerless file behind.
+		return nil, errors.Join(fmt.Errorf("create %s: %w", path, err), f.Close(), os.Remove(path))
+	}
+	return &FileWriter[T]{Writer: w, f: f}, nil
+}
+
+// Name returns the path of the file.
+func (w *FileWriter[T]) Name() string { return w.f.Name() }
+
+// Sync commits the rows written so far to stable storage. Write already
+// hands every row to the kernel, which survives a crash of slowlab; Sync is
+// for surviving a crash of the host.
+func (w *FileWriter[T]) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// Close syncs and closes the file.
+func (w *FileWriter[T]) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cw.Flush()
+	err := w.cw.Error()
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("close %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+// ReadAll reads CSV rows of type T from r. The header must be exactly
+// Header[T](); every record must have as many fields as the header; every
+// cell must parse as its column's type (a *CellError names the line,
+// column and value otherwise). On error ReadAll also returns the rows
+// before the bad record, so a file cut short by a crash still yields what
+// was measured.
+func ReadAll[T Row](r io.Reader) ([]T, error) {
+	s := schemaOf[T]()
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1 // the header's length is checked below, by name
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: empty input: %w", s.file, ErrHeader)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: read header: %w", s.file, err)
+	}
+	if err := s.checkHeader(header); err != nil {
+		return nil, err
+	}
+	cr.FieldsPerRecord = len(s.cols)
+
+	var rows []T
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if errors.Is(err, csv.ErrFieldCount) {
+			return rows, fmt.Errorf("%s: %w: got %d columns, want %d", s.file, err, len(rec), len(s.cols))
+		}
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", s.file, err)
+		}
+		var zero T
+		rows = append(rows, zero)
+		row := &rows[len(rows)-1]
+		for i, c := range s.cols {
+			if err := decodeCell(c.field(row), rec[i]); err != nil {
+				line, _ := cr.FieldPos(i)
+				return rows[:len(rows)-1], &CellError{File: s.file, Line: line, Column: i + 1, Name: c.name, Value: rec[i], Err: err}
+			}
+		}
+	}
+}
+
+// checkHeader names the first column of got that differs from the schema.
+func (s *schema[T]) checkHeader(got []string) error {
+	for i, c := range s.cols {
+		switch {
+		case i >= len(got):
+			return fmt.Errorf("%s: header has %d columns, want %d: column %d %q is missing: %w",
+				s.file, len(got), len(s.cols), i+1, c.name, ErrHeader)
+		case got[i] != c.name:
+			return fmt.Errorf("%s: header column %d: want %q, got %q: %w", s.file, i+1, c.name, got[i], ErrHeader)
+		}
+	}
+	if len(got) > len(s.cols) {
+		return fmt.Errorf("%s: header has %d columns, want %d: unexpected column %d %q: %w",
+			s.file, len(got), len(s.cols), len(s.cols)+1, got[len(s.cols)], ErrHeader)
+	}
+	return nil
+}
+
+// ReadFile reads the rows of type T from the file at path.
+func ReadFile[T Row](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read rows: %w", err)
+	}
+	defer f.Close()
+	rows, err := ReadAll[T](f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,123 @@
+package recorder
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func FuzzReadRequests(f *testing.F)        { fuzzRead[Request](f) }
+func FuzzReadLargeResponses(f *testing.F)  { fuzzRead[LargeResponse](f) }
+func FuzzReadResourceSamples(f *testing.F) { fuzzRead[ResourceSample](f) }
+func FuzzReadRuns(f *testing.F)            { fuzzRead[Run](f) }
+func FuzzReadConditions(f *testing.F)      { fuzzRead[Condition](f) }
+
+// fuzzRead seeds from testdata/<name>*.csv, valid and invalid. ReadAll must
+// never panic, and whatever it accepts must survive a write/read round trip:
+// the rows come back equal up to the columns' precision, and writing them
+// again is a fixed point.
+func fuzzRead[T Row](f *testing.F) {
+	base := strings.TrimSuffix(FileName[T](), ".csv")
+	seeds, err := filepath.Glob(filepath.Join("testdata", base+"*.csv"))
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no seeds for %s: %v", base, err)
+	}
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := ReadAll[T](bytes.NewReader(data)); err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		checkRoundTrip[T](t, data)
+	})
+}
+
+// checkRoundTrip reads data, which must be valid, writes the rows, reads
+// them back, and writes them again.
+func checkRoundTrip[T Row](t *testing.T, data []byte) []T {
+	t.Helper()
+	rows, err := ReadAll[T](bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("ReadAll: %v", err)
+	}
+	out := writeRows(t, rows)
+	again, err := ReadAll[T](bytes.NewReader(out))
+	if err != nil {
+		t.Fatalf("cannot read back what was written: %v\ninput:\n%q\nwritten:\n%q", err, data, out)
+	}
+	if d := diffRows(rows, again, 1); d != "" {
+		t.Fatalf("round trip changed a row: %s\ninput:\n%q\nwritten:\n%q", d, data, out)
+	}
+	if out2 := writeRows(t, again); !bytes.Equal(out, out2) {
+		t.Fatalf("writing is not a fixed point\nfirst:\n%q\nsecond:\n%q", out, out2)
+	}
+	return rows
+}
+
+// TestReadEdgeCases covers inputs a short fuzz run may not reach.
+func TestReadEdgeCases(t *testing.T) {
+	reqHeader := strings.Join(Header[Request](), ",") + "\n"
+	req := func(seq, latency, errCell string) string {
+		return reqHeader + "r1,direct,sync-2,2,1," + seq + ",0.25,0.25,0,0.1,1," + latency + ",200,12," + errCell + "\n"
+	}
+	runHeader := strings.Join(Header[Run](), ",") + "\n"
+	run := func(startedAt string) string {
+		return runHeader + "r1,direct,sync-2,2,1," + startedAt + ",ok,,72,72" + strings.Repeat(",", 19) + "\n"
+	}
+	accepted := []struct {
+		name string
+		data string
+		read func(*testing.T, []byte)
+	}{
+		{"CR CR LF inside a quoted field", req("0", "1", "\"a\r\r\nb\""), roundTripOnly[Request]},
+		{"CRLF line endings", strings.ReplaceAll(req("0", "1", ""), "\n", "\r\n"), roundTripOnly[Request]},
+		{"invalid UTF-8 in a string", req("0", "1", "\xff\xfe"), roundTripOnly[Request]},
+		{"negative zero", req("0", "-0", ""), roundTripOnly[Request]},
+		{"hex float", req("0", "0x1p-2", ""), roundTripOnly[Request]},
+		{"exponent and plus sign", req("+5", "1.5e3", ""), roundTripOnly[Request]},
+		{"quoted number", req(`"5"`, `"1.5"`, ""), roundTripOnly[Request]},
+		{"more digits than the column keeps", req("0", "1.23456789", ""), roundTripOnly[Request]},
+		{"no final newline", strings.TrimSuffix(req("0", "1", "x"), "\n"), roundTripOnly[Request]},
+		{"blank lines", reqHeader + "\n" + strings.TrimPrefix(req("0", "1", ""), reqHeader) + "\n\n", roundTripOnly[Request]},
+		{"zero time reads as zero", run("0001-01-01T00:00:00Z"), roundTripOnly[Run]},
+		{"offset time reads as UTC", run("2025-03-01T13:00:00+01:00"), roundTripOnly[Run]},
+		{"year 0", run("0000-01-01T00:00:00Z"), roundTripOnly[Run]},
+	}
+	for _, tt := range accepted {
+		t.Run(tt.name, func(t *testing.T) { tt.read(t, []byte(tt.data)) })
+	}
+
+	rejected := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"number out of range", readErr[Request](strings.NewReader(req("0", "1e400", ""))),
+			`requests.csv line 2, column 12 (latency_ms): "1e400": want a finite decimal number: value out of range`},
+		{"Inf", readErr[Request](strings.NewReader(req("0", "+Inf", ""))),
+			`requests.csv line 2, column 12 (latency_ms): "+Inf": want a finite decimal number`},
+		{"int out of range", readErr[Request](strings.NewReader(req("99999999999999999999", "1", ""))),
+			`requests.csv line 2, column 6 (seq): "99999999999999999999": want an integer: value out of range`},
+		{"UTC year before 0", readErr[Run](strings.NewReader(run("0000-01-01T00:30:00+01:00"))),
+			`runs.csv line 2, column 6 (started_at): "0000-01-01T00:30:00+01:00": want an RFC 3339 time: year -1 in UTC`},
+		{"byte order mark", readErr[Request](strings.NewReader("\ufeff" + req("0", "1", ""))),
+			`requests.csv: header column 1: want "run_id", got "\ufeffrun_id": header does not match the CSV contract`},
+	}
+	for _, tt := range rejected {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("%s: error\n got: %v\nwant: %s", tt.name, tt.err, tt.want)
+		}
+	}
+}
+
+func roundTripOnly[T Row](t *testing.T, data []byte) { checkRoundTrip[T](t, data) }

@@ -1,0 +1,132 @@
+package recorder
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The CSV contract, copied verbatim from DESIGN.md.
+const (
+	designRequests        = "run_id, route, server, slow_clients, rep, seq, scheduled_s, start_s, schedule_lag_ms, connect_ms, ttfb_ms, latency_ms, status, bytes, error"
+	designLargeResponses  = "run_id, route, server, slow_clients, rep, client, status, bytes, receive_s, app_send_s, complete, error"
+	designResourceSamples = "run_id, t_s, component, cpu_seconds, throttled_periods, throttled_s, memory_bytes, rss_bytes, processes, temp_files, temp_logical_bytes, temp_allocated_bytes, send_queue_bytes, error"
+	designRuns            = "run_id, route, server, slow_clients, rep, started_at, status, reason, fast_total, fast_ok, p50_ms, p95_ms, max_ms, max_schedule_lag_ms, app_send_s, client_receive_s, temp_peak_mib"
+	designRunComponent    = "c_cpu_cores, c_throttled_ms, c_memory_peak_bytes, c_rss_peak_bytes"
+	designConditions      = "route, server, slow_clients, runs, p50_ms, p95_ms, p95_min_ms, p95_max_ms, app_send_s, client_receive_s, temp_peak_mib"
+)
+
+func designColumns(s string) []string { return strings.Split(s, ", ") }
+
+func TestHeaderMatchesDesign(t *testing.T) {
+	runs := designColumns(designRuns)
+	for _, c := range []string{"app", "proxy", "loadgen"} {
+		for _, col := range designColumns(designRunComponent) {
+			runs = append(runs, c+strings.TrimPrefix(col, "c"))
+		}
+	}
+	tests := []struct {
+		file   string
+		header []string
+		design []string
+	}{
+		{FileName[Request](), Header[Request](), designColumns(designRequests)},
+		{FileName[LargeResponse](), Header[LargeResponse](), designColumns(designLargeResponses)},
+		{FileName[ResourceSample](), Header[ResourceSample](), designColumns(designResourceSamples)},
+		{FileName[Run](), Header[Run](), runs},
+		{FileName[Condition](), Header[Condition](), designColumns(designConditions)},
+	}
+	wantFiles := []string{"requests.csv", "large-responses.csv", "resource-samples.csv", "runs.csv", "conditions.csv"}
+	for i, tt := range tests {
+		if tt.file != wantFiles[i] {
+			t.Errorf("FileName = %q, want %q", tt.file, wantFiles[i])
+		}
+		if !slices.Equal(tt.header, tt.design) {
+			t.Errorf("%s header\n got: %s\nwant: %s", tt.file, strings.Join(tt.header, ", "), strings.Join(tt.design, ", "))
+		}
+	}
+	if got := len(Header[Run]()); got != 29 {
+		t.Errorf("runs.csv has %d columns, want 29", got)
+	}
+}
+
+func TestHeaderReturnsCopy(t *testing.T) {
+	h := Header[Request]()
+	h[0] = "mangled"
+	if Header[Request]()[0] != "run_id" {
+		t.Fatal("Header exposes the schema's own slice")
+	}
+}
+
+// TestColumnsCoverEveryField guards the column table against copy-paste
+// slips: every field of the row struct has exactly one column.
+func TestColumnsCoverEveryField(t *testing.T) {
+	checkCoverage[Request](t)
+	checkCoverage[LargeResponse](t)
+	checkCoverage[ResourceSample](t)
+	checkCoverage[Run](t)
+	checkCoverage[Condition](t)
+}
+
+func checkCoverage[T Row](t *testing.T) {
+	t.Helper()
+	s := schemaOf[T]()
+	var zero T
+	if n := countLeaves(reflect.TypeOf(zero)); n != len(s.cols) {
+		t.Errorf("%s: struct has %d fields, schema has %d columns", s.file, n, len(s.cols))
+	}
+	// A row with every column set non-zero has no zero field left only if
+	// no two columns share a field.
+	row := randomRow[T](rand.New(rand.NewPCG(1, 2)), true)
+	if path := zeroLeaf(reflect.ValueOf(row), reflect.TypeOf(row).Name()); path != "" {
+		t.Errorf("%s: field %s has no column", s.file, path)
+	}
+}
+
+var (
+	maybeType = reflect.TypeFor[Maybe]()
+	timeType  = reflect.TypeFor[time.Time]()
+)
+
+func countLeaves(t reflect.Type) int {
+	switch {
+	case t == maybeType || t == timeType:
+		return 1
+	case t.Kind() == reflect.Struct:
+		n := 0
+		for i := range t.NumField() {
+			n += countLeaves(t.Field(i).Type)
+		}
+		return n
+	case t.Kind() == reflect.Array:
+		return t.Len() * countLeaves(t.Elem())
+	}
+	return 1
+}
+
+func zeroLeaf(v reflect.Value, path string) string {
+	switch {
+	case v.Type() == maybeType || v.Type() == timeType:
+	case v.Kind() == reflect.Struct:
+		for i := range v.NumField() {
+			if p := zeroLeaf(v.Field(i), path+"."+v.Type().Field(i).Name); p != "" {
+				return p
+			}
+		}
+		return ""
+	case v.Kind() == reflect.Array:
+		for i := range v.Len() {
+			if p := zeroLeaf(v.Index(i), path+"["+string(rune('0'+i))+"]"); p != "" {
+				return p
+			}
+		}
+		return ""
+	}
+	if v.IsZero() {
+		return path
+	}
+	return ""
+}

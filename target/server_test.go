@@ -1,0 +1,300 @@
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// startServer serves o on loopback and returns app and admin base URLs.
+func startServer(t *testing.T, o Options) (*Server, string, string) {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, app, admin) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Serve did not return after cancel")
+		}
+	})
+	return s, "http://" + app.Addr().String(), "http://" + admin.Addr().String()
+}
+
+// holdLarge opens a connection, requests /large and reads nothing, so the
+// worker serving it stays stuck writing once the socket buffers are full.
+func holdLarge(t *testing.T, base, id string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "GET /large HTTP/1.1\r\nHost: x\r\n%s: %s\r\n\r\n", RequestIDHeader, id)
+	return c
+}
+
+// waitBusy waits until the server reports n busy slots.
+func waitBusy(t *testing.T, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		total := 0.0
+		mfs, _ := s.Registry().Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "slowlab_target_busy_slots" {
+				for _, m := range mf.Metric {
+					total += m.GetGauge().GetValue()
+				}
+			}
+		}
+		if int(total) == n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("server never had %d busy slots", n)
+}
+
+func getFast(base string, timeout time.Duration) error {
+	c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(base + "/fast")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if string(b) != `{"ok": true}` {
+		return fmt.Errorf("body %q", b)
+	}
+	return nil
+}
+
+// The 64 MiB body is far more than loopback socket buffers hold, so a
+// holder that never reads keeps its worker writing.
+const stuckSize = 64 << 20
+
+func TestSyncWorkersStuckBehindSlowReaders(t *testing.T) {
+	o := DefaultOptions()
+	o.LargeSize = stuckSize
+	s, base, admin := startServer(t, o)
+
+	h1 := holdLarge(t, base, "h1")
+	waitBusy(t, s, 1)
+	if err := getFast(base, 2*time.Second); err != nil {
+		t.Fatalf("one worker stuck, the other should answer /fast: %v", err)
+	}
+	holdLarge(t, base, "h2")
+	waitBusy(t, s, 2)
+	if err := getFast(base, 300*time.Millisecond); err == nil {
+		t.Fatal("both sync workers are stuck writing, yet /fast was answered")
+	}
+	// The admin listener is outside the pool and answers now.
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatalf("admin while workers stuck: %v", err)
+	}
+	resp.Body.Close()
+	// Freeing one worker lets /fast through again.
+	h1.Close()
+	if err := getFast(base, 5*time.Second); err != nil {
+		t.Fatalf("after a holder left, /fast: %v", err)
+	}
+	recs := appSend(t, admin, "h1")
+	if len(recs) != 1 || recs[0].Complete || recs[0].Error == "" {
+		t.Fatalf("app-send for the abandoned download: %+v", recs)
+	}
+}
+
+func TestGthreadAndAsyncServeBesideSlowReaders(t *testing.T) {
+	for _, o := range []Options{
+		{Model: ModelGthread, Workers: 1, Threads: 4, LargeSize: stuckSize, BlockSize: DefaultBlockSize},
+		{Model: ModelAsync, Workers: 1, Threads: 1, LargeSize: stuckSize, BlockSize: DefaultBlockSize},
+	} {
+		t.Run(o.Name(), func(t *testing.T) {
+			s, base, _ := startServer(t, o)
+			holdLarge(t, base, "h1")
+			holdLarge(t, base, "h2")
+			if o.Model == ModelGthread {
+				waitBusy(t, s, 2)
+			}
+			if err := getFast(base, 2*time.Second); err != nil {
+				t.Fatalf("/fast beside two slow readers: %v", err)
+			}
+		})
+	}
+}
+
+func TestGthreadQueuesWhenThreadsAreFull(t *testing.T) {
+	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 1, Threads: 2, LargeSize: stuckSize, BlockSize: DefaultBlockSize})
+	holdLarge(t, base, "h1")
+	holdLarge(t, base, "h2")
+	waitBusy(t, s, 2)
+	if err := getFast(base, 300*time.Millisecond); err == nil {
+		t.Fatal("1x2 gthread with both threads stuck answered /fast")
+	}
+}
+
+func appSend(t *testing.T, admin, id string) []SendRecord {
+	t.Helper()
+	var recs []SendRecord
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(admin + "/app-send?id=" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = nil
+		err = json.NewDecoder(resp.Body).Decode(&recs)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 0 {
+			return recs
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return recs
+}
+
+func TestEndpoints(t *testing.T) {
+	o := DefaultOptions()
+	o.LargeSize = 1<<20 + 123 // not a multiple of the block
+	_, base, admin := startServer(t, o)
+	get := func(path string, hdr ...string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if len(hdr) == 2 {
+			req.Header.Set(hdr[0], hdr[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("GET %s body: %v", path, err)
+		}
+		return resp, b
+	}
+	resp, body := get("/fast")
+	if resp.StatusCode != 200 || string(body) != `{"ok": true}` || len(body) != 12 {
+		t.Errorf("/fast: %d %q", resp.StatusCode, body)
+	}
+	if st := resp.Header.Get("Server-Timing"); !strings.HasPrefix(st, "app;dur=") {
+		t.Errorf("/fast Server-Timing %q", st)
+	}
+	if resp.Close != true {
+		t.Error("sync worker kept the connection open")
+	}
+
+	resp, body = get("/large", RequestIDHeader, "big-1")
+	if resp.StatusCode != 200 || int64(len(body)) != o.LargeSize || resp.ContentLength != o.LargeSize {
+		t.Fatalf("/large: status %d, %d bytes, Content-Length %d", resp.StatusCode, len(body), resp.ContentLength)
+	}
+	for i, b := range body {
+		if want := byte('a' + (i%DefaultBlockSize)%26); b != want {
+			t.Fatalf("/large byte %d = %q, want %q", i, b, want)
+		}
+	}
+	recs := appSend(t, admin, "big-1")
+	if len(recs) != 1 || !recs[0].Complete || recs[0].Bytes != o.LargeSize || !(recs[0].AppSendS > 0) {
+		t.Errorf("app-send: %+v", recs)
+	}
+
+	if resp, body = get("/large?size=10"); len(body) != 10 {
+		t.Errorf("/large?size=10: %d bytes", len(body))
+	}
+	if resp, body = get("/bytes?n=70000"); resp.StatusCode != 200 || len(body) != 70000 {
+		t.Errorf("/bytes?n=70000: %d, %d bytes", resp.StatusCode, len(body))
+	}
+	start := time.Now()
+	if resp, _ = get("/longpoll?wait=50ms"); resp.StatusCode != http.StatusNoContent || time.Since(start) < 50*time.Millisecond {
+		t.Errorf("/longpoll?wait=50ms: %d after %s", resp.StatusCode, time.Since(start))
+	}
+	for _, bad := range []string{"/bytes?n=-1", "/bytes?n=x", "/bytes", "/large?size=abc", "/longpoll?wait=forever", "/longpoll?wait=-1s", "/longpoll?wait=11m"} {
+		if resp, body = get(bad); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", bad, resp.StatusCode)
+		}
+	}
+	if resp, _ = get("/nope"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/nope: %d", resp.StatusCode)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 2, Threads: 3, LargeSize: 10, BlockSize: 4})
+	for i := 0; i < 3; i++ {
+		if err := getFast(base, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP slowlab_target_requests_total Requests answered by the embedded target, by endpoint and status code.
+# TYPE slowlab_target_requests_total counter
+slowlab_target_requests_total{code="200",endpoint="fast"} 3
+# HELP slowlab_target_slots Requests the server can work on at once (workers x threads); absent for the unbounded async model.
+# TYPE slowlab_target_slots gauge
+slowlab_target_slots 6
+`
+	if err := testutil.GatherAndCompare(s.Registry(), strings.NewReader(want), "slowlab_target_requests_total", "slowlab_target_slots"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(s.metrics.busy); n != 2 {
+		t.Errorf("busy slot series = %d, want one per worker (2)", n)
+	}
+	if problems, err := testutil.GatherAndLint(s.Registry()); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Model: "prefork", Workers: 1, Threads: 1, BlockSize: 1}, `model "prefork": allowed sync, gthread, async`},
+		{Options{Model: ModelSync, Workers: 0, Threads: 1, BlockSize: 1}, "workers 0: must be at least 1"},
+		{Options{Model: ModelGthread, Workers: 1, Threads: -2, BlockSize: 1}, "threads -2: must be at least 1"},
+		{Options{Model: ModelSync, Workers: 1, Threads: 4, BlockSize: 1}, "threads 4: only the gthread model has threads (use 1)"},
+		{Options{Model: ModelSync, Workers: 1, Threads: 1, LargeSize: -1, BlockSize: 1}, "large size -1: must be 0 or more bytes"},
+		{Options{Model: ModelSync, Workers: 1, Threads: 1}, "block size 0: must be at least 1 byte"},
+	} {
+		err := tc.o.Validate()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: got %v, want %q", tc.o, err, tc.want)
+		}
+	}
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
