@@ -111,9 +111,14 @@ func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
 // parseFlags parses args into fs. --help prints usage and returns
 // flag.ErrHelp; any other parse error becomes a one-line usageError.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	// The flag package prints usage on every parse error; keep that quiet
+	// and print it only for --help, so a mistake is one line.
+	usage := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.Usage = usage
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		usage()
 		return flag.ErrHelp
 	}
 	if err != nil {

@@ -75,8 +75,9 @@ type Options struct {
 	// Buffering is proxy_buffering: true spools the response (memory, then
 	// a temp file), false relays it through one BufferSize buffer.
 	Buffering bool
-	// BufferSize is proxy_buffer_size: the buffer the response header is
-	// read into and, with Buffering off, the only relay buffer.
+	// BufferSize is proxy_buffer_size: reads of the response header are
+	// this size; with Buffering off it is the only relay buffer, with
+	// Buffering on the first of the memory buffers.
 	BufferSize int
 	// Buffers is proxy_buffers: the in-memory buffers per response.
 	Buffers Buffers

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary stand in for the slowlab binary: the lab
+// starts `slowlab target` and `slowlab proxy` as children of os.Executable,
+// which under `go test` is this binary, so it runs the real command when
+// asked to.
+func TestMain(m *testing.M) {
+	if os.Getenv("SLOWLAB_TEST_AS_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Setenv("SLOWLAB_TEST_AS_MAIN", "1")
+	os.Exit(m.Run())
+}
+
+// runCmd runs one command line in process.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // the one line on stderr
+	}{
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/fast", "--rate", "0"}, "slowlab loadgen: --rate 0: want more than 0 and at most 1e6 requests/s"},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/fast", "--rate", "-5"}, "slowlab loadgen: --rate -5: want more than 0 and at most 1e6 requests/s"},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/fast", "--rate", "fast"}, `slowlab loadgen: invalid value "fast" for flag -rate: parse error (see --help)`},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/fast", "--duration", "0s"}, "slowlab loadgen: --duration 0s: must be more than 0"},
+		{[]string{"loadgen", "--target", "ftp://127.0.0.1/x"}, `slowlab loadgen: --target "ftp://127.0.0.1/x": scheme "ftp" not supported (want http://HOST:PORT/PATH)`},
+		{[]string{"loadgen", "--target", "http://%zz"}, `slowlab loadgen: --target "http://%zz": not a URL: parse "http://%zz": invalid URL escape "%zz"`},
+		{[]string{"loadgen", "--target", "http://10.1.2.3:80/fast"}, `slowlab loadgen: --target "http://10.1.2.3:80/fast": 10.1.2.3 is not a loopback address (127.0.0.0/8, ::1, localhost); pass --allow-remote to load another host`},
+		{[]string{"loadgen"}, "slowlab loadgen: --target is required, e.g. --target http://127.0.0.1:8000/fast"},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/", "--read-rate", "fast"}, `slowlab loadgen: --read-rate "fast": want bytes as N, Nk, Nm or Ng (KiB, MiB, GiB)`},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/", "--slow", "-1"}, "slowlab loadgen: --slow -1: allowed 0 to 10000"},
+		{[]string{"loadgen", "--bogus"}, "slowlab loadgen: flag provided but not defined: -bogus (see --help)"},
+		{[]string{"reproduce", "slow-client", "--reps", "0"}, "slowlab reproduce: --reps 0: allowed 1 to 1000"},
+		{[]string{"reproduce", "fast-client"}, `slowlab reproduce: unknown experiment "fast-client": allowed slow-client, long-poll, latency-gap`},
+		{[]string{"reproduce"}, "slowlab reproduce: which experiment? allowed: slow-client, long-poll, latency-gap"},
+		{[]string{"reproduce", "slow-client", "--stack", "docker"}, `slowlab reproduce: --stack "docker": allowed auto, embedded, gunicorn-nginx`},
+		{[]string{"reproduce", "slow-client", "--quick", "extra"}, `slowlab reproduce: unexpected argument "extra" (see --help)`},
+		{[]string{"target", "--model", "prefork"}, `slowlab target: --model "prefork": allowed sync, gthread, async`},
+		{[]string{"target", "--workers", "0"}, "slowlab target: --workers 0: must be at least 1"},
+		{[]string{"target", "--model", "gthread", "--threads", "-1"}, "slowlab target: --threads -1: must be at least 1"},
+		{[]string{"target", "--large-size", "huge"}, `slowlab target: --large-size "huge": want bytes as N, Nk, Nm or Ng (KiB, MiB, GiB)`},
+		{[]string{"target", "--listen", "nonsense"}, `slowlab target: --listen "nonsense": listen tcp: address nonsense: missing port in address`},
+		{[]string{"proxy", "--buffering", "maybe", "--upstream", "127.0.0.1:1"}, `slowlab proxy: --buffering "maybe": allowed on, off`},
+		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := runCmd(t, tc.args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) {
+				t.Errorf("stderr:\n%s\nwant one line starting %q", stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"loadgen", "target", "reproduce", "proxy"} {
+		code, stdout, stderr := runCmd(t, cmd, "--help")
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage: slowlab "+cmd) {
+			t.Errorf("%s --help: exit %d, stderr %q, stdout %q", cmd, code, stderr, stdout)
+		}
+	}
+	code, stdout, _ := runCmd(t, "--help")
+	if code != 0 || !strings.Contains(stdout, "reproduce") {
+		t.Errorf("slowlab --help: exit %d: %s", code, stdout)
+	}
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/slowlab/slowlab/target/proxy"
+)
+
+func init() {
+	register(command{name: "proxy", summary: "run the embedded reverse proxy (NGINX proxy_buffering on|off stand-in)", run: runProxy})
+}
+
+func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("proxy", "--buffering on|off --upstream HOST:PORT [--listen ADDR] [--admin ADDR] [flags]", stdout)
+	f := defineProxyFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	p, err := proxy.New(o)
+	if err != nil {
+		return fmt.Errorf("--temp-dir %q: %w", o.TempDir, err)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", f.listen, err)
+	}
+	admin, err := net.Listen("tcp", f.admin)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("--admin %q: %w", f.admin, err)
+	}
+	fmt.Fprintf(stderr, "slowlab proxy: buffering=%s upstream=%s buffer-size=%s buffers=%q busy-buffers-size=%s max-temp-file-size=%s temp-file-write-size=%s temp-dir=%s\n",
+		f.buffering, o.Upstream, proxy.FormatSize(int64(o.BufferSize)), o.Buffers, proxy.FormatSize(int64(o.BusyBuffersSize)),
+		proxy.FormatSize(o.MaxTempFileSize), proxy.FormatSize(int64(o.TempFileWriteSize)), o.TempDir)
+	// The lab reads this line to learn the ports; print nothing else on stdout.
+	fmt.Fprintf(stdout, "ready listen=%s admin=%s\n", ln.Addr(), admin.Addr())
+	return p.Serve(ctx, ln, admin)
+}
+
+// proxyFlags holds the proxy flags as typed; options checks and converts
+// them, so every bad value gets one message naming flag, value and what is
+// allowed.
+type proxyFlags struct {
+	buffering, upstream, listen, admin, tempDir          string
+	bufferSize, buffers, busyBuffers, maxTemp, tempWrite string
+	upstreamTimeout, shutdownTimeout                     string
+	allowRemote                                          bool
+}
+
+func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
+	d := proxy.DefaultOptions()
+	f := &proxyFlags{}
+	size := func(n int64) string { return proxy.FormatSize(n) }
+	fs.StringVar(&f.buffering, "buffering", "", "proxy_buffering, required: on (read the upstream at once into memory and a temp file, release it early) or off (relay through one --buffer-size buffer at the client's pace)")
+	fs.StringVar(&f.upstream, "upstream", "", "the app's HOST:PORT, required; must be loopback (127.0.0.0/8, ::1, localhost) unless --allow-remote")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --upstream")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "client-facing HOST:PORT (port 0 picks a free port; see the ready line)")
+	fs.StringVar(&f.admin, "admin", "127.0.0.1:0", "HOST:PORT for /metrics and /healthz (port 0 picks a free port)")
+	fs.StringVar(&f.tempDir, "temp-dir", d.TempDir, "proxy_temp_path: directory for temp files, created if missing; files are unlinked at once")
+	fs.StringVar(&f.bufferSize, "buffer-size", size(int64(d.BufferSize)), "proxy_buffer_size in bytes (k, m, g = KiB, MiB, GiB): buffer for the response header and the start of the body; the only buffer with --buffering off")
+	fs.StringVar(&f.buffers, "buffers", d.Buffers.String(), `proxy_buffers "COUNT SIZE": in-memory buffers per response with --buffering on`)
+	fs.StringVar(&f.busyBuffers, "busy-buffers-size", size(int64(d.BusyBuffersSize)), "proxy_busy_buffers_size in bytes: at most this much memory is busy sending to the client while the upstream is read")
+	fs.StringVar(&f.maxTemp, "max-temp-file-size", size(d.MaxTempFileSize), "proxy_max_temp_file_size in bytes, per response; 0 disables temp files (reading then waits for the client)")
+	fs.StringVar(&f.tempWrite, "temp-file-write-size", size(int64(d.TempFileWriteSize)), "proxy_temp_file_write_size in bytes: how much is moved from memory to the temp file at a time")
+	fs.StringVar(&f.upstreamTimeout, "upstream-timeout", d.UpstreamTimeout.String(), "timeout for connecting to the upstream and for each read and write on it (a Go duration)")
+	fs.StringVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout.String(), "on SIGINT/SIGTERM, how long responses in flight may finish before they are cut (a Go duration)")
+	return f
+}
+
+// proxyFlagOf names the flag that sets each proxy.Options field.
+var proxyFlagOf = map[string]string{
+	"Upstream": "upstream", "BufferSize": "buffer-size", "Buffers": "buffers",
+	"BusyBuffersSize": "busy-buffers-size", "MaxTempFileSize": "max-temp-file-size",
+	"TempFileWriteSize": "temp-file-write-size", "TempDir": "temp-dir",
+	"UpstreamTimeout": "upstream-timeout", "ShutdownTimeout": "shutdown-timeout",
+}
+
+func (f *proxyFlags) options() (proxy.Options, error) {
+	o := proxy.DefaultOptions()
+	switch f.buffering {
+	case "on":
+		o.Buffering = true
+	case "off":
+		o.Buffering = false
+	default:
+		return o, usagef("--buffering %q: allowed on, off", f.buffering)
+	}
+	if host, _, err := net.SplitHostPort(f.upstream); err == nil && !f.allowRemote && !proxy.IsLoopbackHost(host) {
+		return o, usagef("--upstream %q: allowed a loopback HOST:PORT (127.0.0.0/8, ::1, localhost) unless --allow-remote", f.upstream)
+	}
+	o.Upstream, o.AllowRemote, o.TempDir = f.upstream, f.allowRemote, f.tempDir
+	for _, a := range []struct {
+		name, value string
+	}{{"listen", f.listen}, {"admin", f.admin}} {
+		if _, port, err := net.SplitHostPort(a.value); err != nil || !validPort(port) {
+			return o, usagef("--%s %q: allowed HOST:PORT, e.g. 127.0.0.1:8080 (port 0 picks a free port)", a.name, a.value)
+		}
+	}
+	var err error
+	if o.Buffers, err = proxy.ParseBuffers(f.buffers); err != nil {
+		return o, usagef("--buffers %q: allowed %s", f.buffers, proxy.BuffersSyntax)
+	}
+	ints := []struct {
+		name, value string
+		dst         *int
+	}{
+		{"buffer-size", f.bufferSize, &o.BufferSize},
+		{"busy-buffers-size", f.busyBuffers, &o.BusyBuffersSize},
+		{"temp-file-write-size", f.tempWrite, &o.TempFileWriteSize},
+	}
+	for _, s := range ints {
+		n, err := proxy.ParseSize(s.value)
+		if err != nil || n > proxy.MaxBuffersTotal {
+			return o, usagef("--%s %q: allowed %s, at most %s", s.name, s.value, proxy.SizeSyntax, proxy.FormatSize(proxy.MaxBuffersTotal))
+		}
+		*s.dst = int(n)
+	}
+	if o.MaxTempFileSize, err = proxy.ParseSize(f.maxTemp); err != nil {
+		return o, usagef("--max-temp-file-size %q: allowed %s", f.maxTemp, proxy.SizeSyntax)
+	}
+	for _, d := range []struct {
+		name, value string
+		dst         *time.Duration
+	}{{"upstream-timeout", f.upstreamTimeout, &o.UpstreamTimeout}, {"shutdown-timeout", f.shutdownTimeout, &o.ShutdownTimeout}} {
+		if *d.dst, err = time.ParseDuration(d.value); err != nil {
+			return o, usagef("--%s %q: allowed a Go duration, e.g. 60s or 500ms", d.name, d.value)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		var ve *proxy.ValidationError
+		if errors.As(err, &ve) {
+			name := proxyFlagOf[ve.Field]
+			return o, usagef("--%s %q: allowed %s", name, f.value(name), ve.Allowed)
+		}
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// value is the text given for the flag name, for error messages.
+func (f *proxyFlags) value(name string) string {
+	return map[string]string{
+		"upstream": f.upstream, "buffer-size": f.bufferSize, "buffers": f.buffers,
+		"busy-buffers-size": f.busyBuffers, "max-temp-file-size": f.maxTemp,
+		"temp-file-write-size": f.tempWrite, "temp-dir": f.tempDir,
+		"upstream-timeout": f.upstreamTimeout, "shutdown-timeout": f.shutdownTimeout,
+	}[name]
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535
+}

@@ -1,0 +1,339 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+)
+
+// relayBuffered reads the upstream in a goroutine of its own as fast as it
+// delivers, into memory and then the temp file, while this goroutine feeds
+// the client in order. The upstream is closed as soon as its body is read.
+func (p *Proxy) relayBuffered(ctx context.Context, w io.Writer, rc *http.ResponseController, up *upstream) error {
+	if err := rc.Flush(); err != nil {
+		return clientError{err}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := newSpool(p.opts, p.m)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := s.fill(ctx, up.resp.Body)
+		if err == nil {
+			p.finishUpstream(up)
+		}
+		s.finish(err)
+	})
+	err := s.drain(ctx, w, rc)
+	cancel()
+	up.close() // unblocks a read in progress when the client went away
+	wg.Wait()
+	s.close()
+	return err
+}
+
+// segment is unsent response data, in memory (buf) or in the temp file.
+type segment struct {
+	buf []byte // nil for a temp file region
+	off int64  // temp file offset
+	n   int64
+}
+
+// spool holds one response between the upstream reader (fill) and the
+// client writer (drain). Data flows through a FIFO of segments; memory
+// buffers are moved to the temp file when the reader needs one and all are
+// taken, oldest first, so the order never changes.
+type spool struct {
+	opts Options
+	m    *metrics
+
+	mu        sync.Mutex
+	queue     []segment
+	free      [][]byte
+	allocated int // buffers made so far, up to 1 + Buffers.Count
+	done      bool
+	readErr   error
+	file      *os.File
+	fileSize  int64 // also the next write offset: the file is never reused
+
+	readerWake chan struct{} // a buffer was freed
+	writerWake chan struct{} // data arrived or the reader finished
+}
+
+func newSpool(o Options, m *metrics) *spool {
+	return &spool{
+		opts:       o,
+		m:          m,
+		readerWake: make(chan struct{}, 1),
+		writerWake: make(chan struct{}, 1),
+	}
+}
+
+func wake(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// wait releases the lock until c is signalled or ctx is done. Signals are
+// kept in c's buffer, so one sent between unlock and select is not lost.
+func (s *spool) wait(ctx context.Context, c chan struct{}) error {
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	select {
+	case <-c:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fill reads body until EOF, publishing every read as a segment.
+func (s *spool) fill(ctx context.Context, body io.Reader) error {
+	for {
+		buf, err := s.buffer(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := body.Read(buf)
+		s.mu.Lock()
+		if n > 0 {
+			s.queue = append(s.queue, segment{buf: buf[:n], n: int64(n)})
+			wake(s.writerWake)
+		} else {
+			s.free = append(s.free, buf)
+		}
+		s.mu.Unlock()
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return fmt.Errorf("read upstream body: %w", err)
+		}
+	}
+}
+
+// finish records the reader's outcome for drain.
+func (s *spool) finish(err error) {
+	s.mu.Lock()
+	s.done, s.readErr = true, err
+	s.mu.Unlock()
+	wake(s.writerWake)
+}
+
+// buffer returns an empty memory buffer for the reader: a free one, a new
+// one while fewer than 1 + Buffers.Count exist, one freed by spooling queued
+// data to the temp file, or, when the file is full or disabled, the next
+// one the writer gives back (back-pressure on the upstream).
+func (s *spool) buffer(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if n := len(s.free); n > 0 {
+			b := s.free[n-1]
+			s.free = s.free[:n-1]
+			return b, nil
+		}
+		// Memory is one BufferSize buffer plus Buffers, as in NGINX,
+		// which keeps the start of the body in the proxy_buffer_size
+		// buffer: a response that fits never touches the disk.
+		if s.allocated <= s.opts.Buffers.Count {
+			size := s.opts.Buffers.Size
+			if s.allocated == 0 {
+				size = s.opts.BufferSize
+			}
+			s.allocated++
+			return make([]byte, size), nil
+		}
+		spooled, err := s.spoolLocked()
+		if err != nil {
+			return nil, err
+		}
+		if !spooled {
+			if err := s.wait(ctx, s.readerWake); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// spoolLocked moves the oldest queued memory segments, up to
+// TempFileWriteSize and without passing MaxTempFileSize, to the end of the
+// temp file and frees their buffers. It reports whether it freed any.
+//
+// It writes with s.mu held: the writer only waits for it when it wants its
+// next segment, and the write goes to the page cache.
+func (s *spool) spoolLocked() (bool, error) {
+	var batch []int
+	var total int64
+	for i, seg := range s.queue {
+		if seg.buf == nil {
+			continue
+		}
+		if total+seg.n > int64(s.opts.TempFileWriteSize) || s.fileSize+total+seg.n > s.opts.MaxTempFileSize {
+			break
+		}
+		batch = append(batch, i)
+		total += seg.n
+	}
+	if len(batch) == 0 {
+		return false, nil
+	}
+	if s.file == nil {
+		if err := s.createFile(); err != nil {
+			return false, err
+		}
+	}
+	for _, i := range batch {
+		seg := s.queue[i]
+		// WriteAt leaves the file offset to the writer, which sends
+		// from the file with sendfile(2) at that offset.
+		if _, err := s.file.WriteAt(seg.buf, s.fileSize); err != nil {
+			return false, fmt.Errorf("write temp file: %w", err)
+		}
+		s.free = append(s.free, seg.buf[:cap(seg.buf)])
+		s.queue[i] = segment{off: s.fileSize, n: seg.n}
+		s.fileSize += seg.n
+		s.m.spooledBytes.Add(float64(seg.n))
+	}
+	s.mergeFileSegments()
+	return true, nil
+}
+
+// mergeFileSegments joins neighbouring file regions that are contiguous in
+// the file, so the writer sends them with one sendfile loop.
+func (s *spool) mergeFileSegments() {
+	q := s.queue[:1]
+	for _, seg := range s.queue[1:] {
+		last := &q[len(q)-1]
+		if seg.buf == nil && last.buf == nil && last.off+last.n == seg.off {
+			last.n += seg.n
+			continue
+		}
+		q = append(q, seg)
+	}
+	clear(s.queue[len(q):])
+	s.queue = q
+}
+
+// createFile opens the temp file and unlinks it at once, as NGINX does: it
+// lives until closed and shows up only as "(deleted)" in /proc/PID/fd.
+func (s *spool) createFile() error {
+	f, err := os.CreateTemp(s.opts.TempDir, TempFilePrefix)
+	if err != nil {
+		return fmt.Errorf("create temp file: %w", err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return fmt.Errorf("unlink temp file: %w", err)
+	}
+	s.file = f
+	s.m.tempFilesOpen.Inc()
+	return nil
+}
+
+// close closes the temp file, if any. Both goroutines must have returned.
+func (s *spool) close() {
+	if s.file != nil {
+		s.file.Close()
+		s.file = nil
+		s.m.tempFilesOpen.Dec()
+	}
+	s.queue, s.free = nil, nil
+}
+
+// next takes the segments to send next: one temp file region, or memory
+// segments whose buffers add up to at most BusyBuffersSize (at least one).
+// It returns io.EOF after the last one, or the reader's error once
+// everything read before it was sent.
+func (s *spool) next(ctx context.Context) ([]segment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.queue) == 0 {
+		if s.done {
+			if s.readErr != nil {
+				return nil, s.readErr
+			}
+			return nil, io.EOF
+		}
+		if err := s.wait(ctx, s.writerWake); err != nil {
+			return nil, err
+		}
+	}
+	k := 1
+	if s.queue[0].buf != nil {
+		busy := cap(s.queue[0].buf)
+		for k < len(s.queue) && s.queue[k].buf != nil && busy+cap(s.queue[k].buf) <= s.opts.BusyBuffersSize {
+			busy += cap(s.queue[k].buf)
+			k++
+		}
+	}
+	segs := make([]segment, k)
+	copy(segs, s.queue)
+	clear(s.queue[:k])
+	s.queue = s.queue[k:]
+	return segs, nil
+}
+
+// release gives sent memory buffers back to the reader.
+func (s *spool) release(segs []segment) {
+	s.mu.Lock()
+	for _, seg := range segs {
+		s.free = append(s.free, seg.buf[:cap(seg.buf)])
+	}
+	s.mu.Unlock()
+	wake(s.readerWake)
+}
+
+// drain writes the spooled data to the client in order until the reader
+// is done and everything is sent.
+func (s *spool) drain(ctx context.Context, w io.Writer, rc *http.ResponseController) error {
+	for {
+		segs, err := s.next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if segs[0].buf == nil {
+			if err := s.sendFile(w, segs[0]); err != nil {
+				return err
+			}
+			continue
+		}
+		for _, seg := range segs {
+			if _, err = w.Write(seg.buf); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		s.release(segs)
+		if err != nil {
+			return clientError{err}
+		}
+	}
+}
+
+// sendFile sends one temp file region. The writer owns the file offset;
+// net/http hands an *io.LimitedReader of an *os.File to sendfile(2).
+func (s *spool) sendFile(w io.Writer, seg segment) error {
+	if _, err := s.file.Seek(seg.off, io.SeekStart); err != nil {
+		return fmt.Errorf("seek temp file: %w", err)
+	}
+	n, err := io.Copy(w, io.LimitReader(s.file, seg.n))
+	if err != nil {
+		return clientError{err}
+	}
+	if n < seg.n {
+		return fmt.Errorf("temp file: read %d of %d bytes: %w", n, seg.n, io.ErrUnexpectedEOF)
+	}
+	return nil
+}

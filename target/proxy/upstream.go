@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// upstream is one request's connection to the app. It is never reused.
+type upstream struct {
+	conn  net.Conn
+	resp  *http.Response
+	start time.Time // before dialing
+
+	once sync.Once
+	stop func() bool // stops the context watcher
+}
+
+// close closes the connection; safe to call more than once and concurrently.
+func (u *upstream) close() {
+	u.once.Do(func() {
+		u.stop()
+		u.conn.Close()
+	})
+}
+
+// stageError is an upstream failure before the body, with where it happened.
+type stageError struct {
+	stage string
+	err   error
+}
+
+func (e *stageError) Error() string { return "upstream " + e.stage + ": " + e.err.Error() }
+func (e *stageError) Unwrap() error { return e.err }
+
+// timedOut reports whether err is a connect, read or write timeout.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// openUpstream dials the upstream, sends r on it and reads the response
+// header. The connection is closed when ctx is done, which unblocks reads.
+func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, error) {
+	start := time.Now()
+	d := net.Dialer{Timeout: p.opts.UpstreamTimeout}
+	conn, err := d.DialContext(ctx, "tcp", p.opts.Upstream)
+	if err != nil {
+		return nil, &stageError{stageConnect, err}
+	}
+	u := &upstream{conn: conn, start: start}
+	u.stop = context.AfterFunc(ctx, func() { conn.Close() })
+	tc := &timeoutConn{Conn: conn, timeout: p.opts.UpstreamTimeout}
+
+	out := outgoingRequest(r, p.opts.Upstream)
+	bw := bufio.NewWriterSize(tc, p.opts.BufferSize)
+	if err := out.Write(bw); err != nil {
+		u.close()
+		return nil, &stageError{stageSend, err}
+	}
+	if err := bw.Flush(); err != nil {
+		u.close()
+		return nil, &stageError{stageSend, err}
+	}
+	// The header must fit proxy_buffer_size in NGINX; here the buffer only
+	// sizes the reads, and body bytes read with the header are kept.
+	br := bufio.NewReaderSize(tc, p.opts.BufferSize)
+	for {
+		resp, err := http.ReadResponse(br, out)
+		if err != nil {
+			u.close()
+			return nil, &stageError{stageHeader, err}
+		}
+		switch {
+		case resp.StatusCode == http.StatusSwitchingProtocols:
+			u.close()
+			return nil, &stageError{stageHeader, errors.New("protocol upgrades are not proxied")}
+		case resp.StatusCode < 200:
+			continue // 100 Continue, 103 Early Hints: informational, skip
+		}
+		u.resp = resp
+		return u, nil
+	}
+}
+
+// outgoingRequest is r as sent upstream: same method, target and end-to-end
+// headers, Host set to the upstream (NGINX's default $proxy_host) and
+// "Connection: close".
+func outgoingRequest(r *http.Request, host string) *http.Request {
+	h := r.Header.Clone()
+	removeHopByHop(h)
+	h.Del("Expect") // the proxy has the body already (or reads it itself)
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = []string{""} // keep Request.Write from adding Go's
+	}
+	out := &http.Request{
+		Method:        r.Method,
+		URL:           &url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery},
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Host:          host,
+		Close:         true,
+		ContentLength: r.ContentLength,
+	}
+	if r.ContentLength != 0 {
+		out.Body = r.Body // -1 (unknown) is sent chunked
+	}
+	return out
+}
+
+// hopHeaders are meaningful for one connection only (RFC 9110 section 7.6.1).
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// removeHopByHop deletes hop-by-hop headers, including those named in
+// Connection.
+func removeHopByHop(h http.Header) {
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = textproto.TrimString(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// copyResponseHeader sets the client response header from the upstream's.
+// Content-Length stays (http.ReadResponse keeps it unless the body was
+// chunked), so net/http sends the body with the same framing.
+func copyResponseHeader(dst http.Header, resp *http.Response) {
+	src := resp.Header.Clone()
+	removeHopByHop(src)
+	for k, vv := range src {
+		dst[k] = vv
+	}
+	if _, ok := dst["Content-Type"]; !ok {
+		dst["Content-Type"] = nil // relay as is: no sniffing by net/http
+	}
+}
+
+// timeoutConn gives every read and write its own deadline, like NGINX's
+// proxy_read_timeout and proxy_send_timeout (between two operations, not
+// for the whole response).
+type timeoutConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *timeoutConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *timeoutConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
