@@ -1,0 +1,132 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector is one data source. Update sends the metrics it could read for
+// every target and returns an error when any part failed; what it sent still
+// counts (a partial scrape), and the error only sets the collector's success
+// metric to 0. Update stops early when ctx is done.
+type Collector interface {
+	Update(ctx context.Context, targets []Target, ch chan<- prometheus.Metric) error
+}
+
+// Target is one configured group resolved for a single scrape.
+type Target struct {
+	Group    string
+	Cgroup   string   // path below the cgroup root; "" when the group has none
+	PIDs     []int    // sorted, unique; processes that exited may remain
+	Ports    []int    // local ports from port: selectors
+	TempDirs []string // absolute, cleaned
+	// Err is why resolving the group's processes failed; PIDs may then be
+	// incomplete, and collectors that use them report the failure.
+	Err error
+
+	fds *fdCache // shared by the scrape's collectors; nil outside a scrape
+}
+
+// ErrNoData marks an optional source the kernel does not provide (memory.peak
+// before Linux 5.19); the metric is left out and the collector still succeeds.
+var ErrNoData = errors.New("no data")
+
+// collectorEnv is what a collector factory may use.
+type collectorEnv struct {
+	opts   Options
+	logger *slog.Logger
+}
+
+type collectorInfo struct {
+	name    string
+	help    string
+	enabled bool
+	factory func(collectorEnv) (Collector, error)
+}
+
+// collectors is filled by registerCollector from each collector file's init.
+var collectors = map[string]collectorInfo{}
+
+// registerCollector makes a collector known; it is the one place a new
+// collector is added, and the command derives --collector.NAME from it.
+func registerCollector(name, help string, enabled bool, factory func(collectorEnv) (Collector, error)) {
+	if _, dup := collectors[name]; dup {
+		panic("exporter: collector registered twice: " + name)
+	}
+	collectors[name] = collectorInfo{name: name, help: help, enabled: enabled, factory: factory}
+}
+
+// CollectorInfo describes a registered collector for flag wiring.
+type CollectorInfo struct {
+	Name    string
+	Help    string
+	Enabled bool // enabled unless Options.Collectors says otherwise
+}
+
+// Collectors lists the registered collectors sorted by name.
+func Collectors() []CollectorInfo {
+	out := make([]CollectorInfo, 0, len(collectors))
+	for _, c := range collectors {
+		out = append(out, CollectorInfo{Name: c.name, Help: c.help, Enabled: c.enabled})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// isGone reports whether err means the process or fd went away while it was
+// being read: not a failure, the scrape simply no longer sees it.
+func isGone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// permissionHint adds what to do about a permission error on /proc/PID.
+func permissionHint(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("%w (reading another user's /proc/PID/fd needs the same uid or CAP_SYS_PTRACE, plus CAP_DAC_READ_SEARCH to list it)", err)
+	}
+	return err
+}
+
+// partialErrors collects the errors of one Update, keeping the first few
+// and counting the rest so one unreadable process does not flood the log.
+type partialErrors struct {
+	errs  []error
+	count int
+}
+
+const maxKeptErrors = 3
+
+func (p *partialErrors) add(err error) {
+	if err == nil {
+		return
+	}
+	p.count++
+	if len(p.errs) < maxKeptErrors {
+		p.errs = append(p.errs, err)
+	}
+}
+
+func (p *partialErrors) err() error {
+	if p.count == 0 {
+		return nil
+	}
+	// One line, not errors.Join's one per error: it goes to a log line.
+	format := strings.Repeat("; %w", len(p.errs))[2:]
+	args := make([]any, 0, len(p.errs)+1)
+	for _, e := range p.errs {
+		args = append(args, e)
+	}
+	if p.count > len(p.errs) {
+		format += " (and %d more)"
+		args = append(args, p.count-len(p.errs))
+	}
+	return fmt.Errorf(format, args...)
+}

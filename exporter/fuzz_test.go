@@ -1,0 +1,148 @@
+package exporter
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seedFiles adds the content of every fixture file named one of names.
+func seedFiles(f *testing.F, names ...string) {
+	f.Helper()
+	err := filepath.Walk("testdata", func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		for _, n := range names {
+			if matched, _ := filepath.Match(n, fi.Name()); matched {
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				f.Add(string(data))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+}
+
+func FuzzParseCPUStat(f *testing.F) {
+	seedFiles(f, "cpu.stat")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parseCPUStat(strings.NewReader(s))
+		if err == nil && m == nil {
+			t.Fatal("nil map without error")
+		}
+	})
+}
+
+func FuzzParseLimits(f *testing.F) {
+	seedFiles(f, "cpu.max", "memory.max", "memory.*_in_bytes", "memory.current", "memory.peak", "cpuacct.usage", "cpu.cfs_*_us")
+	f.Fuzz(func(t *testing.T, s string) {
+		if m, err := parseCPUMax(strings.NewReader(s)); err == nil && (m.period == 0 || m.unlimited && m.quota != 0) {
+			t.Fatalf("parseCPUMax(%q) = %+v", s, m)
+		}
+		if l, err := parseMax(strings.NewReader(s)); err == nil && l.unlimited && l.value != 0 {
+			t.Fatalf("parseMax(%q) = %+v", s, l)
+		}
+		_, _ = parseUint(strings.NewReader(s))
+		_, _ = parseInt(strings.NewReader(s))
+	})
+}
+
+func FuzzParseCgroupProcs(f *testing.F) {
+	seedFiles(f, "cgroup.procs")
+	f.Fuzz(func(t *testing.T, s string) {
+		pids, err := parseCgroupProcs(strings.NewReader(s))
+		for _, p := range pids {
+			if err == nil && p < 1 {
+				t.Fatalf("pid %d accepted", p)
+			}
+		}
+	})
+}
+
+func FuzzParseFDTarget(f *testing.F) {
+	links, _ := filepath.Glob("testdata/fixtures/proc/*/fd/*")
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil {
+			f.Add(target)
+		}
+	}
+	f.Add("/tmp/slowlab-proxy/proxy-temp-7 (deleted)")
+	f.Fuzz(func(t *testing.T, link string) {
+		ft := parseFDTarget("/proc/1/fd/3", link)
+		if ft.path != "" && !filepath.IsAbs(ft.path) {
+			t.Fatalf("parseFDTarget(%q) path %q is not absolute", link, ft.path)
+		}
+		if ft.socket != 0 && ft.path != "" {
+			t.Fatalf("parseFDTarget(%q) is both a socket and a path", link)
+		}
+	})
+}
+
+func FuzzParseStack(f *testing.F) {
+	seedFiles(f, "stack")
+	f.Fuzz(func(t *testing.T, s string) {
+		frames, err := parseStack(strings.NewReader(s))
+		for _, fn := range frames {
+			if err == nil && (fn == "" || strings.Contains(fn, "+")) {
+				t.Fatalf("bad frame %q from %q", fn, s)
+			}
+		}
+	})
+}
+
+func FuzzParseSelector(f *testing.F) {
+	for _, s := range []string{"cgroup:slowlab/app", "comm:nginx", "cmdline:.*gunicorn.*", "pid:1", "tree:42", "port:8080", "cgroup:../x", "comm:("} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sel, err := parseSelector(s)
+		if err != nil {
+			return
+		}
+		if sel.kind == "cgroup" && (sel.path == "" || strings.HasPrefix(sel.path, "/") || strings.Contains("/"+sel.path+"/", "/../")) {
+			t.Fatalf("parseSelector(%q) accepted cgroup path %q", s, sel.path)
+		}
+		if g, err := ParseGroupFlag("g=" + s); err == nil && len(g.Selectors) == 0 {
+			t.Fatalf("ParseGroupFlag(g=%q) has no selectors", s)
+		}
+	})
+}
+
+func FuzzParseConfig(f *testing.F) {
+	files, _ := filepath.Glob("testdata/config/*.yml")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := parseConfig(data)
+		if err != nil {
+			if bytes.Contains([]byte(err.Error()), []byte("\n")) {
+				t.Fatalf("multi-line config error: %q", err)
+			}
+			return
+		}
+		groups, err := cfg.compile()
+		if err != nil {
+			t.Fatalf("parsed config does not compile: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, g := range groups {
+			if seen[g.name] || len(g.selectors) == 0 || len(g.tempDirs) == 0 {
+				t.Fatalf("bad group %+v", g)
+			}
+			seen[g.name] = true
+		}
+	})
+}

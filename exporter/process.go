@@ -1,0 +1,221 @@
+package exporter
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
+)
+
+func init() {
+	registerCollector("process", "process counts by state, summed RSS and counts by kernel wait channel", true,
+		func(env collectorEnv) (Collector, error) {
+			fs, err := procfs.NewFS(env.opts.ProcFS)
+			if err != nil {
+				return nil, fmt.Errorf("process collector: %w", err)
+			}
+			return &processCollector{fs: fs, procFS: env.opts.ProcFS, wchanTop: env.opts.WchanTop}, nil
+		})
+}
+
+var (
+	processCount = prometheus.NewDesc("slowlab_processes",
+		"Processes of the group by scheduler state (from /proc/PID/stat).", []string{"group", "state"}, nil)
+	processRSS = prometheus.NewDesc("slowlab_process_resident_memory_bytes",
+		"Resident set size summed over the group's processes.", []string{"group"}, nil)
+	processCPU = prometheus.NewDesc("slowlab_process_cpu_seconds_total",
+		"User and system CPU time summed over the group's current processes (utime+stime); drops when a process exits, so rate() treats that as a reset. Prefer slowlab_cgroup_cpu_usage_seconds_total where the group has a cgroup.", []string{"group"}, nil)
+	processWchan = prometheus.NewDesc("slowlab_process_wchan",
+		"Sleeping processes of the group by kernel wait channel (/proc/PID/wchan), the most common names plus \"other\"; e.g. sk_stream_wait_memory is a write waiting for send-buffer space.", []string{"group", "wchan"}, nil)
+)
+
+// userHZ is the unit of utime and stime in /proc/PID/stat: 100 on every
+// Linux architecture (procfs assumes the same).
+const userHZ = 100
+
+// processStates maps /proc/PID/stat state letters to label values. Every
+// state is always exported, so a series never appears out of nowhere.
+var processStates = []struct{ letter, name string }{
+	{"R", "running"},
+	{"S", "sleeping"},
+	{"D", "disk_sleep"},
+	{"T", "stopped"},
+	{"t", "tracing_stop"},
+	{"Z", "zombie"},
+	{"X", "dead"},
+	{"I", "idle"},
+	{"", "other"},
+}
+
+// processCollector reads /proc/PID/stat and /proc/PID/wchan of each group's
+// processes.
+type processCollector struct {
+	fs       procfs.FS
+	procFS   string
+	wchanTop int
+}
+
+var _ Collector = (*processCollector)(nil)
+
+func (c *processCollector) Update(ctx context.Context, targets []Target, ch chan<- prometheus.Metric) error {
+	var errs partialErrors
+	for _, t := range targets {
+		errs.add(t.Err)
+		states := map[string]int{}
+		wchans := map[string]int{}
+		var rss int
+		var cpuTicks uint
+		for _, pid := range t.PIDs {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("process: %w", err)
+			}
+			p, err := c.fs.Proc(pid)
+			if err != nil {
+				if !isGone(err) {
+					errs.add(fmt.Errorf("group %s: pid %d: %w", t.Group, pid, permissionHint(err)))
+				}
+				continue
+			}
+			st, err := p.Stat()
+			if err != nil {
+				if !isGone(err) {
+					errs.add(fmt.Errorf("group %s: pid %d: %w", t.Group, pid, permissionHint(err)))
+				}
+				continue
+			}
+			states[stateName(st.State)]++
+			rss += st.ResidentMemory()
+			cpuTicks += st.UTime + st.STime
+			// wchan is "0" for running tasks, and also where the kernel
+			// hides it (no ptrace access): those are simply not counted.
+			if w, err := c.wchan(p); err == nil && w != "" {
+				wchans[w]++
+			} else if err != nil && !isGone(err) {
+				errs.add(fmt.Errorf("group %s: pid %d: %w", t.Group, pid, permissionHint(err)))
+			}
+		}
+		for _, s := range processStates {
+			ch <- prometheus.MustNewConstMetric(processCount, prometheus.GaugeValue, float64(states[s.name]), t.Group, s.name)
+		}
+		ch <- prometheus.MustNewConstMetric(processRSS, prometheus.GaugeValue, float64(rss), t.Group)
+		ch <- prometheus.MustNewConstMetric(processCPU, prometheus.CounterValue, float64(cpuTicks)/userHZ, t.Group)
+		for _, w := range topWchans(wchans, c.wchanTop) {
+			ch <- prometheus.MustNewConstMetric(processWchan, prometheus.GaugeValue, float64(w.count), t.Group, w.name)
+		}
+	}
+	return errs.err()
+}
+
+func stateName(letter string) string {
+	for _, s := range processStates {
+		if s.letter == letter {
+			return s.name
+		}
+	}
+	return "other"
+}
+
+type wchanCount struct {
+	name  string
+	count int
+}
+
+// topWchans keeps the top most common wait channels and sums the rest into
+// "other", so the label stays bounded however many kernel functions
+// processes sleep in.
+func topWchans(m map[string]int, top int) []wchanCount {
+	all := make([]wchanCount, 0, len(m))
+	for n, c := range m {
+		all = append(all, wchanCount{n, c})
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].count != all[j].count {
+			return all[i].count > all[j].count
+		}
+		return all[i].name < all[j].name
+	})
+	if len(all) <= top {
+		return all
+	}
+	other := wchanCount{name: "other"}
+	for _, w := range all[top:] {
+		other.count += w.count
+	}
+	out := append(all[:top:top], other)
+	// A kernel symbol named "other" would collide; fold it in.
+	for i := 0; i < len(out)-1; i++ {
+		if out[i].name == "other" {
+			out[len(out)-1].count += out[i].count
+			out = append(out[:i], out[i+1:]...)
+			break
+		}
+	}
+	return out
+}
+
+// genericWaits are kernel helpers that many unrelated waits sleep in. Since
+// sk_wait_event switched to wait_woken, a write blocked on a full send
+// buffer reads as "wait_woken" in /proc/PID/wchan, the same as a blocked
+// read; the caller on the kernel stack says which it is.
+var genericWaits = map[string]bool{"wait_woken": true}
+
+// wchan returns the process's wait channel, replaced by the first specific
+// caller from /proc/PID/stack when the wait channel is a generic helper and
+// the stack is readable (it needs CAP_SYS_ADMIN; without it the generic name
+// stays).
+func (c *processCollector) wchan(p procfs.Proc) (string, error) {
+	w, err := p.Wchan()
+	if err != nil || !genericWaits[w] {
+		return w, err
+	}
+	f, err := os.Open(filepath.Join(c.procFS, strconv.Itoa(p.PID), "stack"))
+	if err != nil {
+		return w, nil
+	}
+	defer f.Close()
+	frames, err := parseStack(f)
+	if err != nil {
+		return w, nil
+	}
+	for i, fn := range frames {
+		if fn == w {
+			for _, caller := range frames[i+1:] {
+				if !genericWaits[caller] {
+					return caller, nil
+				}
+			}
+		}
+	}
+	return w, nil
+}
+
+// parseStack returns the function names of a /proc/PID/stack dump, innermost
+// first; lines look like "[<0>] sk_stream_wait_memory+0x268/0x3b0".
+func parseStack(r io.Reader) ([]string, error) {
+	var frames []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		_, fn, ok := strings.Cut(line, "] ")
+		if !ok || !strings.HasPrefix(line, "[<") {
+			return nil, fmt.Errorf("parse stack: bad line %q", line)
+		}
+		fn, _, _ = strings.Cut(fn, "+")
+		if fn == "" {
+			return nil, fmt.Errorf("parse stack: bad line %q", line)
+		}
+		frames = append(frames, fn)
+	}
+	return frames, sc.Err()
+}

@@ -1,0 +1,242 @@
+package exporter
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs"
+)
+
+// resolver turns the configured groups into Targets once per scrape, so every
+// collector sees the same processes.
+type resolver struct {
+	procFS   string
+	cgroupFS string
+	groups   []group
+}
+
+// procEntry is one process from a full /proc scan.
+type procEntry struct {
+	pid, ppid int
+	comm      string
+}
+
+// procTable is a full /proc scan, made only when a comm, cmdline or tree
+// selector needs it.
+type procTable struct {
+	fs       procfs.FS
+	procs    []procEntry
+	cmdlines map[int]string
+}
+
+func (r *resolver) resolve(ctx context.Context) []Target {
+	var (
+		table       *procTable
+		scanErr     error
+		layout      cgroupLayout
+		layoutErr   error
+		layoutReady bool
+	)
+	if r.needsScan() {
+		table, scanErr = scanProcs(ctx, r.procFS)
+	}
+	targets := make([]Target, 0, len(r.groups))
+	for _, g := range r.groups {
+		t := Target{Group: g.name, Cgroup: g.cgroup, Ports: g.ports, TempDirs: g.tempDirs}
+		pids := map[int]bool{}
+		var errs partialErrors
+		for _, s := range g.selectors {
+			switch s.kind {
+			case "pid":
+				if _, err := os.Stat(filepath.Join(r.procFS, strconv.Itoa(s.n))); err == nil {
+					pids[s.n] = true
+				} else if !isGone(err) {
+					errs.add(fmt.Errorf("pid:%d: %w", s.n, err))
+				}
+			case "tree", "comm", "cmdline":
+				if scanErr != nil {
+					errs.add(scanErr)
+					continue
+				}
+				table.match(s, pids)
+			case "cgroup":
+				if !layoutReady {
+					layout, layoutErr = detectCgroups(r.cgroupFS)
+					layoutReady = true
+				}
+				if layoutErr != nil {
+					errs.add(layoutErr)
+					continue
+				}
+				if err := cgroupPIDs(layout.procsDir(s.path), pids); err != nil {
+					errs.add(fmt.Errorf("cgroup:%s: %w", s.path, err))
+				}
+			}
+		}
+		t.PIDs = make([]int, 0, len(pids))
+		for pid := range pids {
+			t.PIDs = append(t.PIDs, pid)
+		}
+		sort.Ints(t.PIDs)
+		if err := errs.err(); err != nil {
+			t.Err = fmt.Errorf("group %s: select processes: %w", g.name, err)
+		}
+		targets = append(targets, t)
+	}
+	return targets
+}
+
+func (r *resolver) needsScan() bool {
+	for _, g := range r.groups {
+		for _, s := range g.selectors {
+			switch s.kind {
+			case "tree", "comm", "cmdline":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scanProcs reads the pid, parent and comm of every process.
+func scanProcs(ctx context.Context, procFS string) (*procTable, error) {
+	pfs, err := procfs.NewFS(procFS)
+	if err != nil {
+		return nil, fmt.Errorf("scan processes: %w", err)
+	}
+	all, err := pfs.AllProcs()
+	if err != nil {
+		return nil, fmt.Errorf("scan processes: %w", err)
+	}
+	t := &procTable{fs: pfs, procs: make([]procEntry, 0, len(all)), cmdlines: map[int]string{}}
+	for _, p := range all {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("scan processes: %w", err)
+		}
+		st, err := p.Stat()
+		if err != nil {
+			// Exited since the directory listing, or unreadable: a process
+			// whose stat cannot be read cannot be matched by any selector.
+			continue
+		}
+		t.procs = append(t.procs, procEntry{pid: p.PID, ppid: st.PPID, comm: st.Comm})
+	}
+	return t, nil
+}
+
+// match adds the processes selected by a tree, comm or cmdline selector.
+func (t *procTable) match(s selector, pids map[int]bool) {
+	switch s.kind {
+	case "tree":
+		children := map[int][]int{}
+		found := false
+		for _, p := range t.procs {
+			children[p.ppid] = append(children[p.ppid], p.pid)
+			found = found || p.pid == s.n
+		}
+		if !found {
+			return
+		}
+		seen := map[int]bool{}
+		queue := []int{s.n}
+		for len(queue) > 0 {
+			pid := queue[0]
+			queue = queue[1:]
+			if seen[pid] {
+				continue
+			}
+			seen[pid] = true
+			pids[pid] = true
+			queue = append(queue, children[pid]...)
+		}
+	case "comm":
+		for _, p := range t.procs {
+			if s.re.MatchString(p.comm) {
+				pids[p.pid] = true
+			}
+		}
+	case "cmdline":
+		for _, p := range t.procs {
+			if s.re.MatchString(t.cmdline(p.pid)) {
+				pids[p.pid] = true
+			}
+		}
+	}
+}
+
+func (t *procTable) cmdline(pid int) string {
+	if c, ok := t.cmdlines[pid]; ok {
+		return c
+	}
+	var c string
+	if p, err := t.fs.Proc(pid); err == nil {
+		if args, err := p.CmdLine(); err == nil {
+			c = strings.Join(args, " ")
+		}
+	}
+	t.cmdlines[pid] = c
+	return c
+}
+
+// cgroupPIDs adds the processes of the cgroup at dir and of its descendants.
+func cgroupPIDs(dir string, pids map[int]bool) error {
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("no such cgroup: %w", err)
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if isGone(err) {
+				return nil // a child cgroup removed during the walk
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		f, err := os.Open(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			if isGone(err) {
+				return nil
+			}
+			return err
+		}
+		defer f.Close()
+		list, err := parseCgroupProcs(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(p, "cgroup.procs"), err)
+		}
+		for _, pid := range list {
+			pids[pid] = true
+		}
+		return nil
+	})
+}
+
+// parseCgroupProcs parses cgroup.procs: one PID per line.
+func parseCgroupProcs(r io.Reader) ([]int, error) {
+	var pids []int
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		pid, err := strconv.Atoi(line)
+		if err != nil || pid < 1 {
+			return nil, fmt.Errorf("parse cgroup.procs: bad pid %q", line)
+		}
+		pids = append(pids, pid)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read cgroup.procs: %w", err)
+	}
+	return pids, nil
+}

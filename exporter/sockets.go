@@ -1,0 +1,170 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+)
+
+func init() {
+	registerCollector("sockets", "TCP send/receive/not-sent queue bytes and socket counts by state (netlink sock_diag)", true,
+		func(env collectorEnv) (Collector, error) {
+			dump := env.opts.dumpTCP
+			if dump == nil {
+				dump = dumpTCPNetlink
+			}
+			return &socketsCollector{fds: env.fdWalker(), dump: dump}, nil
+		})
+}
+
+var (
+	socketSendQueue = prometheus.NewDesc("slowlab_socket_send_queue_bytes",
+		"Bytes in the send queues of the group's TCP sockets, written by the process but not yet acknowledged by the peer (sock_diag idiag_wqueue; listening sockets excluded).", []string{"group"}, nil)
+	socketRecvQueue = prometheus.NewDesc("slowlab_socket_receive_queue_bytes",
+		"Bytes received on the group's TCP sockets that the process has not read yet (sock_diag idiag_rqueue; listening sockets excluded).", []string{"group"}, nil)
+	socketNotSent = prometheus.NewDesc("slowlab_socket_notsent_bytes",
+		"Bytes in the group's TCP send queues not yet sent even once (TCP_INFO tcpi_notsent_bytes), a part of the send queue.", []string{"group"}, nil)
+	socketCount = prometheus.NewDesc("slowlab_sockets",
+		"TCP sockets of the group by state.", []string{"group", "state"}, nil)
+)
+
+// tcpStates are the kernel's TCP states (include/net/tcp_states.h), index =
+// state number; all are exported for every group.
+var tcpStates = []string{
+	"", "established", "syn_sent", "syn_recv", "fin_wait1", "fin_wait2", "time_wait",
+	"close", "close_wait", "last_ack", "listen", "closing", "new_syn_recv",
+}
+
+const tcpListen = 10
+
+// tcpSocket is what the collector needs from one sock_diag record.
+type tcpSocket struct {
+	state          uint8
+	inode          uint64
+	localPort      uint16
+	rqueue, wqueue uint32
+	notsent        uint32
+}
+
+// socketsCollector matches TCP sockets from one sock_diag dump to groups by
+// the socket inodes open in the groups' processes, or by local port.
+type socketsCollector struct {
+	fds  fdWalker
+	dump func(family uint8) ([]tcpSocket, error)
+}
+
+var _ Collector = (*socketsCollector)(nil)
+
+type socketTotals struct {
+	send, recv, notsent float64
+	states              [13]int
+}
+
+func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan<- prometheus.Metric) error {
+	var errs partialErrors
+	byInode := map[uint64][]int{} // socket inode -> target indexes
+	byPort := map[uint16][]int{}
+	for i, t := range targets {
+		errs.add(t.Err)
+		for _, port := range t.Ports {
+			byPort[uint16(port)] = append(byPort[uint16(port)], i)
+		}
+		// Walk from the other end than the temp-file collector: the two share
+		// each process's fd walk, so they split the work between CPUs.
+		for j := len(t.PIDs) - 1; j >= 0; j-- {
+			pid := t.PIDs[j]
+			links, err := fdLinks(ctx, t, c.fds, pid)
+			for _, l := range links {
+				if ino := parseFDTarget(l.path, l.target).socket; ino != 0 {
+					byInode[ino] = appendOnce(byInode[ino], i)
+				}
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("sockets: %w", err)
+				}
+				errs.add(fmt.Errorf("group %s: %w", t.Group, err))
+			}
+		}
+	}
+	totals := make([]socketTotals, len(targets))
+	for _, family := range []uint8{syscall.AF_INET, syscall.AF_INET6} {
+		socks, err := c.dump(family)
+		if err != nil {
+			errs.add(fmt.Errorf("sock_diag dump (family %d): %w", family, err))
+		}
+		for _, s := range socks {
+			for _, i := range mergeOnce(byInode[s.inode], byPort[s.localPort]) {
+				tt := &totals[i]
+				if int(s.state) < len(tt.states) {
+					tt.states[s.state]++
+				}
+				if s.state != tcpListen { // a listener's queues are its accept backlog
+					tt.send += float64(s.wqueue)
+					tt.recv += float64(s.rqueue)
+					tt.notsent += float64(s.notsent)
+				}
+			}
+		}
+	}
+	for i, t := range targets {
+		tt := totals[i]
+		ch <- prometheus.MustNewConstMetric(socketSendQueue, prometheus.GaugeValue, tt.send, t.Group)
+		ch <- prometheus.MustNewConstMetric(socketRecvQueue, prometheus.GaugeValue, tt.recv, t.Group)
+		ch <- prometheus.MustNewConstMetric(socketNotSent, prometheus.GaugeValue, tt.notsent, t.Group)
+		for st := 1; st < len(tcpStates); st++ {
+			ch <- prometheus.MustNewConstMetric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), t.Group, tcpStates[st])
+		}
+	}
+	return errs.err()
+}
+
+func appendOnce(s []int, v int) []int {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+func mergeOnce(a, b []int) []int {
+	if len(b) == 0 {
+		return a
+	}
+	out := append([]int(nil), a...)
+	for _, v := range b {
+		out = appendOnce(out, v)
+	}
+	return out
+}
+
+// dumpTCPNetlink dumps all TCP sockets of one family in the current network
+// namespace with TCP_INFO. An interrupted dump (sockets changed meanwhile)
+// is retried once, then used as it is.
+func dumpTCPNetlink(family uint8) ([]tcpSocket, error) {
+	resp, err := netlink.SocketDiagTCPInfo(family)
+	if errors.Is(err, netlink.ErrDumpInterrupted) {
+		resp, err = netlink.SocketDiagTCPInfo(family)
+	}
+	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
+		return nil, err
+	}
+	out := make([]tcpSocket, 0, len(resp))
+	for _, r := range resp {
+		m := r.InetDiagMsg
+		if m == nil {
+			continue
+		}
+		s := tcpSocket{state: m.State, inode: uint64(m.INode), localPort: m.ID.SourcePort, rqueue: m.RQueue, wqueue: m.WQueue}
+		if r.TCPInfo != nil {
+			s.notsent = r.TCPInfo.Notsent_bytes
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
