@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -22,6 +23,41 @@ type OpenLoop struct {
 	// OnResult, if set, is called once per request from a single goroutine,
 	// in completion order, so a writer can persist rows as they are measured.
 	OnResult func(Result)
+	// SpinWindow is how long before a request is due the loop stops
+	// sleeping and yields in a loop instead: the runtime's timers wake up
+	// to 1 ms late (epoll waits whole milliseconds), which would be most of
+	// the schedule lag. DefaultSpinWindow when 0; negative never spins.
+	SpinWindow time.Duration
+}
+
+// DefaultSpinWindow covers the runtime's timer granularity.
+const DefaultSpinWindow = time.Millisecond
+
+// sleepUntil returns at due, or false if ctx ended first.
+func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
+	spin := o.SpinWindow
+	if spin == 0 {
+		spin = DefaultSpinWindow
+	}
+	if spin < 0 {
+		spin = 0
+	}
+	if wait := time.Until(due) - spin; wait > 0 {
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return false
+		}
+	}
+	for time.Now().Before(due) {
+		if ctx.Err() != nil {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return ctx.Err() == nil
 }
 
 // Run sends the schedule and returns every started request's result in
@@ -56,16 +92,8 @@ schedule:
 			break
 		}
 		due := o.Start.Add(off)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
-				break schedule
-			}
-		} else if ctx.Err() != nil {
-			break
+		if !o.sleepUntil(ctx, timer, due) {
+			break schedule
 		}
 		wg.Add(1)
 		go func() {
