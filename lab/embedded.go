@@ -69,6 +69,7 @@ func (e Embedded) Start(ctx context.Context, d Deployment) (Running, error) {
 		return nil, err
 	}
 	r.proxy = proxy
+	r.tempDir = tempDir
 	r.url = "http://" + proxy.ready["listen"]
 	return r, nil
 }
@@ -76,6 +77,22 @@ func (e Embedded) Start(ctx context.Context, d Deployment) (Running, error) {
 type embeddedRun struct {
 	app, proxy *child
 	url, admin string
+	tempDir    string
+}
+
+func (r *embeddedRun) Groups() map[string][]string {
+	g := map[string][]string{"app": {"tree:" + strconv.Itoa(r.app.pid())}}
+	if r.proxy != nil {
+		g["proxy"] = []string{"tree:" + strconv.Itoa(r.proxy.pid())}
+	}
+	return g
+}
+
+func (r *embeddedRun) TempDirs() []string {
+	if r.tempDir == "" {
+		return nil
+	}
+	return []string{r.tempDir}
 }
 
 func (r *embeddedRun) URL() string { return r.url }

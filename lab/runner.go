@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,11 @@ type Options struct {
 	Stack    Stack     // system under test
 	Progress io.Writer // progress lines; io.Discard when nil
 	Metrics  *loadgen.Metrics
+	// SampleInterval is the resource sampling interval; recorder.DefaultInterval when 0.
+	SampleInterval time.Duration
+	// OnRunStart, if set, is called when a run's load starts, with the PIDs
+	// of its processes (app, proxy, exporter); tests use it to inject faults.
+	OnRunStart func(runID string, pids map[string]int)
 }
 
 // SlowClientResult is what a finished (or interrupted) experiment wrote.
@@ -29,6 +35,8 @@ type SlowClientResult struct {
 	Dir        string
 	Runs       []recorder.Run
 	Conditions []recorder.Condition
+	// SamplingJitter is how late resource scrapes started, over all runs.
+	SamplingJitter recorder.Jitter
 }
 
 // tables holds the open CSV writers of one results directory.
@@ -37,6 +45,7 @@ type tables struct {
 	larges    *recorder.FileWriter[recorder.LargeResponse]
 	resources *recorder.FileWriter[recorder.ResourceSample]
 	runs      *recorder.FileWriter[recorder.Run]
+	jitter    recorder.Jitter // resource sampling lateness over all runs
 }
 
 func createTables(dir string) (*tables, error) {
@@ -121,6 +130,7 @@ func RunSlowClient(ctx context.Context, e SlowClient, o Options) (*SlowClientRes
 			break
 		}
 	}
+	res.SamplingJitter = t.jitter
 	res.Conditions = recorder.SummarizeConditions(res.Runs)
 	cw, err := recorder.CreateFile[recorder.Condition](o.Out)
 	if err != nil {
@@ -159,7 +169,26 @@ func (e SlowClient) runOne(ctx context.Context, spec RunSpec, o Options, t *tabl
 	}
 	defer running.Stop()
 
+	exe, err := executable()
+	if err != nil {
+		return fail(recorder.RunFailed, "find slowlab binary: "+err.Error()), nil
+	}
+	groups := running.Groups()
+	groups["loadgen"] = []string{"pid:" + strconv.Itoa(os.Getpid())}
+	watch, err := startWatcher(ctx, exe, exporterLog(filepath.Join(o.Out, "logs"), meta.RunID), groups, running.TempDirs())
+	if err != nil {
+		return fail(recorder.RunFailed, "start exporter: "+err.Error()), nil
+	}
+	defer watch.stop()
+
 	t0 := time.Now()
+	samp := startSampling([]string{watch.URL()}, meta.RunID, t0, o.SampleInterval, t.resources)
+	defer samp.stop()
+	if o.OnRunStart != nil {
+		pids := running.PIDs()
+		pids["exporter"] = watch.pid()
+		o.OnRunStart(meta.RunID, pids)
+	}
 	reqRow := func(r loadgen.Result) recorder.Request {
 		row := recorder.Request{RunID: meta.RunID, Route: meta.Route, Server: meta.Server, SlowClients: meta.SlowClients,
 			Rep: meta.Rep, Seq: r.Seq, ScheduledS: r.ScheduledAt.Sub(t0).Seconds(), StartS: r.Start.Sub(t0).Seconds(),
@@ -200,6 +229,11 @@ func (e SlowClient) runOne(ctx context.Context, spec RunSpec, o Options, t *tabl
 		}}
 	loop.Run(ctx)
 	wg.Wait()
+	end := time.Since(t0).Seconds()
+	samples, jitter, sampErr := samp.stop()
+	if sampErr != nil && writeErr == nil {
+		writeErr = sampErr
+	}
 
 	failed := running.Failed()
 	sends, sendErr := running.AppSend(ctx)
@@ -229,7 +263,11 @@ func (e SlowClient) runOne(ctx context.Context, spec RunSpec, o Options, t *tabl
 	if err := running.Stop(); err != nil && meta.Status == recorder.RunOK {
 		meta.Status, meta.Reason = recorder.RunFailed, err.Error()
 	}
-	return recorder.SummarizeRun(meta, reqs, larges), writeErr
+	run := recorder.SummarizeRun(meta, reqs, larges)
+	run.Components, run.TempPeakMiB = recorder.SummarizeResources(samples, 0, end)
+	t.jitter.Samples = append(t.jitter.Samples, jitter.Samples...)
+	t.jitter.Skipped += jitter.Skipped
+	return run, writeErr
 }
 
 func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }

@@ -100,6 +100,11 @@ type Running interface {
 	URL() string
 	// PIDs maps component (app, proxy) to the process the lab started.
 	PIDs() map[string]int
+	// Groups maps component (app, proxy) to the exporter selectors that
+	// find its processes (tree:PID, cgroup:PATH); the lab adds loadgen.
+	Groups() map[string][]string
+	// TempDirs are where the proxy writes its temp files.
+	TempDirs() []string
 	// AppSend returns each /large response's app_send_s by request id.
 	AppSend(ctx context.Context) (map[string]float64, error)
 	// Failed reports a component that died during the run.

@@ -26,6 +26,7 @@ var ErrIncomplete = errors.New("response body incomplete")
 // make them relative to their run start.
 type Result struct {
 	Seq          int
+	Worker       int       // closed-loop worker or holder that sent it
 	Scheduled    bool      // part of an open-loop schedule
 	ScheduledAt  time.Time // when it was due (open loop only)
 	Start        time.Time // when it actually started

@@ -87,7 +87,7 @@ type Condition struct {
 
 // Row is the set of CSV row types.
 type Row interface {
-	Request | LargeResponse | ResourceSample | Run | Condition
+	Request | LargeResponse | ResourceSample | Run | Condition | Probe | LongPollGroup
 }
 
 // Precision of float columns: digits kept after the decimal point.
@@ -233,6 +233,10 @@ func schemaOf[T Row]() *schema[T] {
 		s = &runSchema
 	case Condition:
 		s = &conditionSchema
+	case Probe:
+		s = &probeSchema
+	case LongPollGroup:
+		s = &longPollGroupSchema
 	}
 	return s.(*schema[T])
 }

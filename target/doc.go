@@ -7,9 +7,11 @@
 //   - sync: W workers, each accepting exactly one connection at a time and
 //     closing it after the response; a worker stuck writing to a slow reader
 //     takes nothing else, exactly like Gunicorn's sync worker.
-//   - gthread: W workers x T threads. Each worker accepts on its own and queues
-//     requests for its own T threads, so held requests need not spread evenly
-//     over workers (as in Gunicorn). Keep-alive is allowed.
+//   - gthread: W workers x T threads. Each worker accepts on its own, and
+//     only while one of its threads is free, so held requests need not spread
+//     evenly over workers, yet a new request waits only when all W*T slots
+//     are taken (the capacity rule of the long-poll experiment). A kept-alive
+//     connection's next request queues for its own worker's threads.
 //   - async: one goroutine per connection, unbounded (a contrast, not in the
 //     published experiment).
 //

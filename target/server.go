@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,17 +66,24 @@ func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
 		// One listener wrapper per worker: each worker accepts one connection,
 		// serves one request and closes before it accepts the next.
 		for w := 0; w < s.opts.Workers; w++ {
-			srv := s.newHTTPServer(s.worker(w, 1))
+			srv := s.newHTTPServer(s.worker(w))
 			srv.SetKeepAlivesEnabled(false)
 			serve(srv, netutil.LimitListener(sharedListener{app}, 1))
 		}
 	case ModelGthread:
-		// Each worker accepts on its own and queues for its own threads.
+		// Each worker accepts on its own, and only while one of its threads
+		// is free: the kernel backlog holds the rest, so a request waits
+		// only when every slot of every worker is taken.
 		for w := 0; w < s.opts.Workers; w++ {
-			serve(s.newHTTPServer(s.worker(w, s.opts.Threads)), sharedListener{app})
+			slots := make(chan struct{}, s.opts.Threads)
+			srv := s.newHTTPServer(s.threadedWorker(w, slots))
+			srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+				return context.WithValue(ctx, connKey{}, c)
+			}
+			serve(srv, &gateListener{Listener: sharedListener{app}, slots: slots, closed: make(chan struct{})})
 		}
 	case ModelAsync:
-		serve(s.newHTTPServer(s.worker(0, 0)), app)
+		serve(s.newHTTPServer(s.worker(0)), app)
 	}
 	if admin != nil {
 		serve(&http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}, admin)
@@ -105,16 +113,27 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 }
 
-// worker wraps the app for one worker with `threads` slots (0 = unbounded).
-func (s *Server) worker(id, threads int) http.Handler {
+// worker wraps the app for one sync or async worker, counting its busy
+// requests; the listener decides how many it takes at once.
+func (s *Server) worker(id int) http.Handler {
 	app := s.Handler()
 	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
-	var slots chan struct{}
-	if threads > 0 {
-		slots = make(chan struct{}, threads)
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if slots != nil {
+		busy.Inc()
+		defer busy.Dec()
+		app.ServeHTTP(w, r)
+	})
+}
+
+// threadedWorker is a gthread worker: a request runs on one of the worker's
+// threads (slots), using the slot its connection reserved at accept time if
+// it has one, else waiting for one (a kept-alive connection's next request).
+func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
+	app := s.Handler()
+	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gc, _ := r.Context().Value(connKey{}).(*gateConn)
+		if gc == nil || !gc.reserved.CompareAndSwap(true, false) {
 			s.metrics.queued.Inc()
 			select {
 			case slots <- struct{}{}:
@@ -123,12 +142,62 @@ func (s *Server) worker(id, threads int) http.Handler {
 				s.metrics.queued.Dec()
 				return
 			}
-			defer func() { <-slots }()
 		}
+		defer func() { <-slots }()
 		busy.Inc()
 		defer busy.Dec()
 		app.ServeHTTP(w, r)
 	})
+}
+
+type connKey struct{}
+
+// gateListener accepts only after reserving a thread slot for the
+// connection's first request.
+type gateListener struct {
+	net.Listener
+	slots     chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *gateListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	gc := &gateConn{Conn: c, slots: l.slots}
+	gc.reserved.Store(true)
+	return gc, nil
+}
+
+func (l *gateListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// gateConn carries its reservation until its first request uses it; a
+// connection closed before any request gives the slot back.
+type gateConn struct {
+	net.Conn
+	slots    chan struct{}
+	reserved atomic.Bool
+	once     sync.Once
+}
+
+func (c *gateConn) Close() error {
+	c.once.Do(func() {
+		if c.reserved.CompareAndSwap(true, false) {
+			<-c.slots
+		}
+	})
+	return c.Conn.Close()
 }
 
 // AdminHandler serves /metrics, /healthz and /app-send outside the worker pool.

@@ -27,6 +27,8 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	reps := fs.Int("reps", 3, "repetitions of each condition")
 	quick := fs.Bool("quick", false, "one repetition per condition (same as --reps 1)")
 	out := fs.String("out", "", "results directory (default results/<experiment>-<UTC timestamp>)")
+	seconds := fs.Float64("seconds", 60, "long-poll: probing window in seconds")
+	wait := fs.Duration("wait", 30*time.Second, "long-poll: how long each held request waits before its 204")
 	metricsAddr := fs.String("metrics-addr", "", "serve the load generator's /metrics here during the run, e.g. 127.0.0.1:9101 (off when empty)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := parseFlags(fs, args); err != nil {
@@ -50,8 +52,14 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *quick {
 		*reps = 1
 	}
-	if experiment != "slow-client" {
-		return fmt.Errorf("experiment %s is not built yet; slow-client is", experiment)
+	if !(*seconds > 0) || *seconds > 86400 {
+		return usagef("--seconds %v: allowed more than 0 up to 86400", *seconds)
+	}
+	if *wait <= 0 || *wait > 10*time.Minute {
+		return usagef("--wait %s: allowed more than 0 up to 10m", *wait)
+	}
+	if experiment == "latency-gap" {
+		return fmt.Errorf("experiment %s is not built yet; slow-client and long-poll are", experiment)
 	}
 	st, err := chooseStack(*stack, stderr)
 	if err != nil {
@@ -66,16 +74,35 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	defer stopMetrics()
 
+	o := lab.Options{Out: *out, Stack: st, Progress: stderr, Metrics: metrics}
+	if experiment == "long-poll" {
+		e := lab.DefaultLongPoll()
+		e.Seconds = time.Duration(*seconds * float64(time.Second))
+		e.Wait = *wait
+		fmt.Fprintf(stderr, "long-poll on the %s stack: %d conditions of %s each, results in %s\n", st.Name(), len(e.Conditions), e.Lead+e.Seconds, *out)
+		res, err := lab.RunLongPoll(ctx, e, o)
+		if res != nil {
+			fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
+			lab.PrintLongPoll(stdout, res.Groups)
+		}
+		return interrupted(err, *out)
+	}
 	e := lab.DefaultSlowClient()
 	e.Reps = *reps
 	fmt.Fprintf(stderr, "slow-client on the %s stack: %d runs, results in %s\n", st.Name(), len(e.Runs()), *out)
-	res, err := lab.RunSlowClient(ctx, e, lab.Options{Out: *out, Stack: st, Progress: stderr, Metrics: metrics})
+	res, err := lab.RunSlowClient(ctx, e, o)
 	if res != nil {
+		fmt.Fprintf(stderr, "resource sampling jitter: %s\n", res.SamplingJitter)
 		fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
 		lab.PrintConditions(stdout, res.Conditions)
 	}
+	return interrupted(err, *out)
+}
+
+// interrupted words a cancelled experiment's error.
+func interrupted(err error, out string) error {
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("interrupted; runs completed so far are in %s", *out)
+		return fmt.Errorf("interrupted; runs completed so far are in %s", out)
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,6 +66,13 @@ func TestSlowClientShapeReduced(t *testing.T) {
 		t.Errorf("app_send_s buffering on %.3f s vs direct %.3f s: the proxy should release the app early", on.AppSendS.Value, direct.AppSendS.Value)
 	}
 	checkResultFiles(t, out, len(e.Conditions), 40)
+	if on := byCond["proxy-buffering-on/sync-2/2"].TempPeakMiB; !on.Valid || on.Value < 5 {
+		t.Errorf("buffering on: temp_peak_mib %v, want > 5 (two 8 MiB responses spooled)", on)
+	}
+	if off := byCond["proxy-buffering-off/sync-2/2"].TempPeakMiB; !off.Valid || off.Value > 0.1 {
+		t.Errorf("buffering off: temp_peak_mib %v, want about 0", off)
+	}
+	checkResources(t, out, res.Runs)
 	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(out, "large-responses.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -122,10 +130,94 @@ func checkResultFiles(t *testing.T, dir string, runs, perRun int) {
 	}
 }
 
+// checkResources checks resource-samples.csv: about 5 rows per second per
+// component with no error in a healthy run, and the run's component
+// columns filled where the component exists.
+func checkResources(t *testing.T, dir string, runs []recorder.Run) {
+	t.Helper()
+	samples, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(dir, "resource-samples.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ run, comp string }
+	rows, bad := map[key]int{}, map[key]int{}
+	for _, s := range samples {
+		rows[key{s.RunID, s.Component}]++
+		if s.Error != "" {
+			bad[key{s.RunID, s.Component}]++
+		}
+	}
+	for _, r := range runs {
+		comps := []string{"app", "loadgen"}
+		if r.Route != "direct" {
+			comps = append(comps, "proxy")
+		}
+		for _, c := range comps {
+			k := key{r.RunID, c}
+			// Runs last 2.1 s or more: at 200 ms that is 10 or more ticks.
+			if rows[k] < 10 || bad[k] > 1 {
+				t.Errorf("%s %s: %d sample rows, %d with errors", r.RunID, c, rows[k], bad[k])
+			}
+			i := slices.Index(recorder.Components[:], c)
+			cs := r.Components[i]
+			if !cs.CPUCores.Valid || !cs.RSSPeakBytes.Valid || cs.RSSPeakBytes.Value < 1<<20 {
+				t.Errorf("%s %s: component summary %+v", r.RunID, c, cs)
+			}
+		}
+	}
+}
+
 // testWriter sends progress lines to the test log.
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestExporterKilledMidRun kills the run's exporter: the gap shows as error
+// rows with no values, sampling resumes when the lab has restarted it, and
+// the run still completes.
+func TestExporterKilledMidRun(t *testing.T) {
+	e := lab.DefaultSlowClient()
+	e.Conditions = []lab.Condition{{Route: lab.RouteDirect, Server: lab.PublishedServer, SlowClients: 0}}
+	e.Reps, e.FastRate, e.FastOffset, e.FastDuration = 1, 10, 0, 3*time.Second
+	out := t.TempDir()
+	killed := make(chan int, 1)
+	res, err := lab.RunSlowClient(context.Background(), e, lab.Options{Out: out, Stack: lab.Embedded{}, Progress: testWriter{t},
+		OnRunStart: func(_ string, pids map[string]int) {
+			time.AfterFunc(time.Second, func() {
+				syscall.Kill(pids["exporter"], syscall.SIGKILL)
+				killed <- pids["exporter"]
+			})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-killed
+	if r := res.Runs[0]; r.Status != recorder.RunOK || r.FastOK != 30 {
+		t.Fatalf("run %+v: want ok with 30 requests", r)
+	}
+	samples, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(out, "resource-samples.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq []bool // per app row: error?
+	for _, s := range samples {
+		if s.Component != "app" {
+			continue
+		}
+		failed := s.Error != ""
+		if failed && (s.CPUSeconds.Valid || s.RSSBytes.Valid || s.Processes.Valid) {
+			t.Errorf("error row carries values: %+v", s)
+		}
+		seq = append(seq, failed)
+	}
+	first := slices.Index(seq, true)
+	if first < 1 {
+		t.Fatalf("app rows (true = error) %v: want good rows, then a gap", seq)
+	}
+	if resumed := slices.Index(seq[first:], false); resumed < 0 {
+		t.Errorf("app rows %v: sampling never resumed after the exporter was restarted", seq)
+	}
 }

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+func init() {
+	register(command{
+		name:    "record",
+		summary: "sample per-component resources from /metrics or the Prometheus API into resource-samples.csv",
+		run:     runRecord,
+	})
+}
+
+// recordFlags are the command line of `slowlab record`.
+type recordFlags struct {
+	scrape      stringList
+	prometheus  string
+	interval    time.Duration
+	timeout     time.Duration
+	duration    time.Duration
+	start, end  string
+	step        time.Duration
+	out         string
+	runID       string
+	allowRemote bool
+}
+
+// Flags that belong to one mode only.
+var (
+	scrapeOnlyFlags = []string{"interval", "timeout", "duration"}
+	promOnlyFlags   = []string{"start", "end", "step"}
+)
+
+func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("record",
+		"--scrape URL [--scrape URL]... [--interval 200ms] [--duration D] --out DIR [--run-id ID]\n"+
+			"       slowlab record --prometheus URL --run-id ID --start TIME --end TIME [--step 200ms] --out DIR", stdout)
+	var f recordFlags
+	fs.Var(&f.scrape, "scrape", "`URL` of a /metrics endpoint to sample, repeatable (the exporter's, e.g. http://127.0.0.1:9817/metrics, first)")
+	fs.StringVar(&f.prometheus, "prometheus", "", "`URL` of a Prometheus server to read the run back from with query_range, e.g. http://127.0.0.1:9090")
+	fs.DurationVar(&f.interval, "interval", recorder.DefaultInterval, "scrape mode: time between samples, anchored to the start (no drift)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "scrape mode: a scrape slower than this is an error row (default: --interval)")
+	fs.DurationVar(&f.duration, "duration", 0, "scrape mode: stop after this long (default: until interrupted)")
+	fs.StringVar(&f.start, "start", "", "Prometheus mode: start of the run, RFC 3339 (e.g. 2026-01-02T15:04:05Z)")
+	fs.StringVar(&f.end, "end", "", "Prometheus mode: end of the run, RFC 3339")
+	fs.DurationVar(&f.step, "step", recorder.DefaultInterval, "Prometheus mode: time between rows")
+	fs.StringVar(&f.out, "out", "", "`dir`ectory to write resource-samples.csv to (required; an existing file is not overwritten)")
+	fs.StringVar(&f.runID, "run-id", "", "run_id column (default in scrape mode: record-<UTC timestamp>)")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow URLs that are not loopback addresses")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+
+	switch {
+	case len(f.scrape) == 0 && f.prometheus == "":
+		return usagef("--scrape or --prometheus is required, e.g. --scrape http://127.0.0.1:9817/metrics")
+	case len(f.scrape) > 0 && f.prometheus != "":
+		return usagef("--scrape and --prometheus: give one, not both")
+	}
+	if f.out == "" {
+		return usagef("--out is required: the directory to write resource-samples.csv to")
+	}
+	if f.prometheus != "" {
+		q, err := f.promQuery(set)
+		if err != nil {
+			return err
+		}
+		return recordFromPrometheus(ctx, q, f.out, stdout)
+	}
+	s, err := f.sampler(set)
+	if err != nil {
+		return err
+	}
+	return recordScrapes(ctx, s, f.duration, f.out, stdout)
+}
+
+// sampler validates the scrape-mode flags.
+func (f recordFlags) sampler(set map[string]bool) (*recorder.Sampler, error) {
+	if err := onlyWith(set, promOnlyFlags, "--prometheus"); err != nil {
+		return nil, err
+	}
+	for _, raw := range f.scrape {
+		if _, err := loadgen.CheckTarget(raw, f.allowRemote); err != nil {
+			return nil, usagef("--scrape %s", strings.TrimPrefix(err.Error(), "target "))
+		}
+	}
+	if f.interval <= 0 {
+		return nil, usagef("--interval %v: want a positive duration, such as 200ms", f.interval)
+	}
+	if f.timeout < 0 {
+		return nil, usagef("--timeout %v: want a positive duration, or 0 for --interval", f.timeout)
+	}
+	if f.duration < 0 {
+		return nil, usagef("--duration %v: want a positive duration, or 0 to record until interrupted", f.duration)
+	}
+	runID := f.runID
+	if runID == "" {
+		runID = "record-" + time.Now().UTC().Format("20060102T150405Z")
+	}
+	return &recorder.Sampler{URLs: f.scrape, Interval: f.interval, Timeout: f.timeout, RunID: runID}, nil
+}
+
+// promQuery is a validated Prometheus-mode command line.
+type promQuery struct {
+	url, runID string
+	start, end time.Time
+	step       time.Duration
+}
+
+// promQuery validates the Prometheus-mode flags.
+func (f recordFlags) promQuery(set map[string]bool) (promQuery, error) {
+	q := promQuery{url: f.prometheus, runID: f.runID, step: f.step}
+	if err := onlyWith(set, scrapeOnlyFlags, "--scrape"); err != nil {
+		return q, err
+	}
+	if _, err := loadgen.CheckTarget(f.prometheus, f.allowRemote); err != nil {
+		return q, usagef("--prometheus %s", strings.TrimPrefix(err.Error(), "target "))
+	}
+	if f.runID == "" {
+		return q, usagef("--run-id is required with --prometheus: the run_id of the rows")
+	}
+	var err error
+	if q.start, err = rfc3339Flag("start", f.start); err != nil {
+		return q, err
+	}
+	if q.end, err = rfc3339Flag("end", f.end); err != nil {
+		return q, err
+	}
+	if !q.end.After(q.start) {
+		return q, usagef("--end %s: must be after --start %s", f.end, f.start)
+	}
+	if f.step < time.Millisecond {
+		return q, usagef("--step %v: want 1ms or more, such as 200ms", f.step)
+	}
+	return q, nil
+}
+
+// onlyWith rejects any of names that was set, as belonging to mode.
+func onlyWith(set map[string]bool, names []string, mode string) error {
+	for _, n := range names {
+		if set[n] {
+			return usagef("--%s: only allowed with %s", n, mode)
+		}
+	}
+	return nil
+}
+
+func rfc3339Flag(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, usagef("--%s is required with --prometheus, as RFC 3339 such as 2026-01-02T15:04:05Z", name)
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, usagef("--%s %q: want an RFC 3339 time such as 2026-01-02T15:04:05Z", name, v)
+	}
+	return t, nil
+}
+
+// recordScrapes samples until duration has passed (if set) or ctx is done
+// (SIGINT), writing every row as it is measured.
+func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Duration, out string, stdout io.Writer) error {
+	w, err := recorder.CreateFile[recorder.ResourceSample](out)
+	if err != nil {
+		return err
+	}
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	var rows, errRows int
+	s.OnSample = func(r recorder.ResourceSample) error {
+		rows++
+		if r.Error != "" {
+			errRows++
+		}
+		return w.Write(r)
+	}
+	until := "interrupted"
+	if duration > 0 {
+		until = duration.String() + " or interrupted"
+	}
+	fmt.Fprintf(stdout, "recording %s every %v into %s until %s\n", strings.Join(s.URLs, ", "), s.Interval, w.Name(), until)
+	jitter, runErr := s.Run(ctx)
+	if err := w.Close(); runErr == nil {
+		runErr = err
+	}
+	fmt.Fprintf(stdout, "wrote %d rows (%d with errors) to %s\n", rows, errRows, w.Name())
+	fmt.Fprintf(stdout, "sampling jitter: %v\n", jitter)
+	return runErr
+}
+
+// recordFromPrometheus reads the run back from Prometheus and writes it.
+func recordFromPrometheus(ctx context.Context, q promQuery, out string, stdout io.Writer) error {
+	rows, err := recorder.QueryRange(ctx, q.url, q.runID, q.start, q.end, q.step)
+	if err != nil {
+		return err
+	}
+	w, err := recorder.CreateFile[recorder.ResourceSample](out)
+	if err != nil {
+		return err
+	}
+	empty := 0
+	for _, r := range rows {
+		if r.Error != "" {
+			empty++
+		}
+		if err := w.Write(r); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d rows (%d without samples) from %s to %s\n", len(rows), empty, q.url, w.Name())
+	return nil
+}

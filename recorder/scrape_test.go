@@ -1,0 +1,520 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// seriesKey names one exporter series; state is only for slowlab_processes.
+type seriesKey struct{ name, group, state string }
+
+// testExporter stands in for `slowlab exporter`: a registry whose
+// collector emits the contract metrics with hand-set values, counters for
+// names ending in _total and gauges otherwise.
+type testExporter struct {
+	mu   sync.Mutex
+	vals map[seriesKey]float64
+	reg  *prometheus.Registry
+}
+
+func newTestExporter(vals map[seriesKey]float64) *testExporter {
+	e := &testExporter{vals: vals, reg: prometheus.NewRegistry()}
+	e.reg.MustRegister(e)
+	return e
+}
+
+// Describe sends nothing: the series come and go, so the collector is
+// unchecked.
+func (e *testExporter) Describe(chan<- *prometheus.Desc) {}
+
+func (e *testExporter) Collect(ch chan<- prometheus.Metric) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, v := range e.vals {
+		names, values := []string{"group"}, []string{k.group}
+		if k.name == metricProcesses {
+			names, values = append(names, "state"), append(values, k.state)
+		}
+		vt := prometheus.GaugeValue
+		if strings.HasSuffix(k.name, "_total") {
+			vt = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(k.name, "test value", names, nil), vt, v, values...)
+	}
+}
+
+func (e *testExporter) set(k seriesKey, v float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.vals[k] = v
+}
+
+// handler serves the registry like the exporter does.
+func (e *testExporter) handler(openMetrics bool) http.Handler {
+	return promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{EnableOpenMetrics: openMetrics})
+}
+
+// fixtureSeries are the series of testdata/exposition-text.prom that
+// matter, so the exporter's rows are fixtureRows.
+func fixtureSeries() map[seriesKey]float64 {
+	return map[seriesKey]float64{
+		{metricCgroupCPU, "app", ""}: 12.345678, {metricProcessCPU, "app", ""}: 99,
+		{metricThrottledPeriods, "app", ""}: 42, {metricThrottledSeconds, "app", ""}: 0.5,
+		{metricMemoryUsage, "app", ""}: 104857600, {metricResidentMemory, "app", ""}: 52428800,
+		{metricProcesses, "app", "R"}: 1, {metricProcesses, "app", "S"}: 2,
+		{metricSendQueueBytes, "app", ""}: 16384,
+
+		{metricCgroupCPU, "proxy", ""}: 3.25, {metricThrottledPeriods, "proxy", ""}: 7,
+		{metricThrottledSeconds, "proxy", ""}: 0.07, {metricMemoryUsage, "proxy", ""}: 20971520,
+		{metricResidentMemory, "proxy", ""}: 10485760, {metricProcesses, "proxy", "S"}: 1,
+		{metricTempFiles, "proxy", ""}: 2, {metricTempLogicalBytes, "proxy", ""}: 33554432,
+		{metricTempAllocatedBytes, "proxy", ""}: 33558528, {metricSendQueueBytes, "proxy", ""}: 2621440,
+
+		{metricProcessCPU, "loadgen", ""}: 1.5, {metricResidentMemory, "loadgen", ""}: 31457280,
+		{metricProcesses, "loadgen", "D"}: 1, {metricProcesses, "loadgen", "R"}: 1, {metricProcesses, "loadgen", "S"}: 3,
+		{metricSendQueueBytes, "loadgen", ""}: 0,
+		{metricSendQueueBytes, "other", ""}:   123,
+	}
+}
+
+// runTicks runs s until it has delivered n ticks and returns the rows by
+// tick. each, if set, runs after tick i's rows, before the next tick.
+func runTicks(t *testing.T, s *Sampler, n int, each func(i int)) ([][]ResourceSample, Jitter) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	comps := len(s.Components)
+	if s.Components == nil {
+		comps = len(Components)
+	}
+	var ticks [][]ResourceSample
+	var cur []ResourceSample
+	s.OnSample = func(r ResourceSample) error {
+		if cur = append(cur, r); len(cur) < comps {
+			return nil
+		}
+		ticks, cur = append(ticks, cur), nil
+		if each != nil {
+			each(len(ticks) - 1)
+		}
+		if len(ticks) == n {
+			cancel()
+		}
+		return nil
+	}
+	j, err := s.Run(ctx)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(ticks) != n {
+		t.Fatalf("got %d ticks before the deadline, want %d", len(ticks), n)
+	}
+	return ticks, j
+}
+
+// checkSchedule checks that ticks are consecutive tick numbers and each
+// row's TS is within half an interval after its tick's due time (exactly
+// the due time for skipped ticks), and that every row has the run ID.
+func checkSchedule(t *testing.T, ticks [][]ResourceSample, interval time.Duration, runID string) {
+	t.Helper()
+	iv := interval.Seconds()
+	prev := -1
+	for i, tick := range ticks {
+		k := int(math.Floor(tick[0].TS/iv + 1e-9))
+		if prev >= 0 && k != prev+1 {
+			t.Errorf("tick %d is schedule slot %d, after slot %d", i, k, prev)
+		}
+		prev = k
+		for _, r := range tick {
+			late := r.TS - float64(k)*iv
+			if r.TS != tick[0].TS || late < -1e-9 || late > iv/2 {
+				t.Errorf("tick %d %s: t_s %.4f, slot %d due at %.4f", i, r.Component, r.TS, k, float64(k)*iv)
+			}
+			if r.RunID != runID {
+				t.Errorf("tick %d: run_id %q, want %q", i, r.RunID, runID)
+			}
+			if strings.HasPrefix(r.Error, ErrTickSkipped.Error()) && math.Abs(late) > 1e-9 {
+				t.Errorf("skipped tick %d: t_s %.4f is not its due time", i, r.TS)
+			}
+		}
+	}
+}
+
+// checkTick compares a tick's rows with want, ignoring TS.
+func checkTick(t *testing.T, i int, got, want []ResourceSample) {
+	t.Helper()
+	want = append([]ResourceSample(nil), want...)
+	for j := range want {
+		if j < len(got) {
+			want[j].TS, want[j].RunID = got[j].TS, got[j].RunID
+		}
+	}
+	if d := diffRows(want, got, 0); d != "" {
+		t.Errorf("tick %d: %s", i, d)
+	}
+}
+
+func TestSamplerRowsMatchExporter(t *testing.T) {
+	exp := newTestExporter(fixtureSeries())
+	openMetricsOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := os.ReadFile("testdata/exposition-openmetrics.txt")
+		if err != nil {
+			t.Error(err)
+		}
+		w.Header().Set("Content-Type", contentTypeOpenMetrics)
+		w.Write(data)
+	})
+	for _, tc := range []struct {
+		name     string
+		handler  http.Handler
+		interval time.Duration
+		ticks    int
+		slow     bool // may skip ticks
+	}{
+		{"negotiating exporter", exp.handler(true), 50 * time.Millisecond, 4, false},
+		{"text-only exporter", exp.handler(false), 50 * time.Millisecond, 4, false},
+		// expfmt's OpenMetrics parser needs 100-200 ms for this page (more
+		// under load), so ticks may be skipped; the rows measured must
+		// still be exact.
+		{"OpenMetrics-only target", openMetricsOnly, 500 * time.Millisecond, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.slow {
+				parseFixture(t, "exposition-openmetrics.txt", contentTypeOpenMetrics) // builds the grammar once
+			}
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			s := &Sampler{URLs: []string{srv.URL + "/metrics"}, Interval: tc.interval, Timeout: 2 * tc.interval, RunID: "r1"}
+			ticks, j := runTicks(t, s, tc.ticks, nil)
+			checkSchedule(t, ticks, tc.interval, "r1")
+			for i, tick := range ticks {
+				if tc.slow && strings.HasPrefix(tick[0].Error, ErrTickSkipped.Error()) {
+					continue
+				}
+				checkTick(t, i, tick, fixtureRows())
+			}
+			if len(j.Samples)+j.Skipped != tc.ticks || (!tc.slow && j.Skipped != 0) || len(j.Samples) == 0 {
+				t.Errorf("jitter has %d samples and %d skipped, want %d ticks", len(j.Samples), j.Skipped, tc.ticks)
+			}
+			for _, d := range j.Samples {
+				if d < 0 || d > tc.interval/2 {
+					t.Errorf("jitter sample %v outside [0, interval/2]", d)
+				}
+			}
+		})
+	}
+}
+
+// TestNegotiatedFormat checks what the exporter sends for AcceptHeader:
+// the text format, which is cheap to parse.
+func TestNegotiatedFormat(t *testing.T) {
+	srv := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept", AcceptHeader)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q, want the text format", ct)
+	}
+}
+
+// TestSamplerServerGap stops the exporter after tick 2 and starts it again
+// on the same address after tick 6: the ticks in between are error rows
+// with no values, and sampling resumes with the new values.
+func TestSamplerServerGap(t *testing.T) {
+	exp := newTestExporter(fixtureSeries())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv := &http.Server{Handler: exp.handler(true)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	const interval = 50 * time.Millisecond
+	s := &Sampler{URLs: []string{"http://" + addr + "/metrics"}, Interval: interval, RunID: "gap"}
+	ticks, j := runTicks(t, s, 10, func(i int) {
+		switch i {
+		case 2:
+			srv.Close()
+		case 6:
+			exp.set(seriesKey{metricCgroupCPU, "app", ""}, 20)
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Errorf("listen again on %s: %v", addr, err)
+				return
+			}
+			srv = &http.Server{Handler: exp.handler(true)}
+			go srv.Serve(ln)
+		}
+	})
+	checkSchedule(t, ticks, interval, "gap")
+	resumed := fixtureRows()
+	resumed[0].CPUSeconds = Some(20)
+	for i, tick := range ticks {
+		switch {
+		case i <= 2:
+			checkTick(t, i, tick, fixtureRows())
+		case i <= 6:
+			for _, r := range tick {
+				if !strings.Contains(r.Error, "connection refused") {
+					t.Errorf("tick %d %s: error %q, want connection refused", i, r.Component, r.Error)
+				}
+			}
+			checkTick(t, i, tick, errorRows("", 0, Components[:], tick[0].Error))
+		default:
+			checkTick(t, i, tick, resumed)
+		}
+	}
+	if len(j.Samples) != 10 {
+		t.Errorf("jitter has %d samples, want one per tick", len(j.Samples))
+	}
+}
+
+// hangOnce serves exp but holds the request numbered n (from 0) until
+// the client gives up.
+func hangOnce(exp *testExporter, n int64) http.Handler {
+	var count atomic.Int64
+	h := exp.handler(false)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if count.Add(1)-1 == n {
+			<-r.Context().Done()
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func TestSamplerTimeout(t *testing.T) {
+	srv := httptest.NewServer(hangOnce(newTestExporter(fixtureSeries()), 2))
+	defer srv.Close()
+	const interval = 50 * time.Millisecond
+	s := &Sampler{URLs: []string{srv.URL}, Interval: interval, RunID: "slow"}
+	ticks, j := runTicks(t, s, 5, nil)
+	checkSchedule(t, ticks, interval, "slow")
+	for i, tick := range ticks {
+		if i != 2 {
+			checkTick(t, i, tick, fixtureRows())
+			continue
+		}
+		want := "scrape " + srv.URL + ": timed out after 50ms"
+		checkTick(t, i, tick, errorRows("", 0, Components[:], want))
+	}
+	if j.Skipped != 0 {
+		t.Errorf("%d ticks skipped, want none: a timeout of one interval must not push the next tick out", j.Skipped)
+	}
+}
+
+// TestSamplerSkipsRatherThanBunches: a scrape that hangs for 3.7
+// intervals makes the three ticks it overlaps late by more than half an
+// interval; they are skipped (rows at their due times) and the schedule
+// resumes on time.
+func TestSamplerSkipsRatherThanBunches(t *testing.T) {
+	srv := httptest.NewServer(hangOnce(newTestExporter(fixtureSeries()), 2))
+	defer srv.Close()
+	const interval = 100 * time.Millisecond
+	s := &Sampler{URLs: []string{srv.URL}, Interval: interval, Timeout: 370 * time.Millisecond, RunID: "skip", Components: []string{"proxy"}}
+	ticks, j := runTicks(t, s, 8, nil)
+	checkSchedule(t, ticks, interval, "skip")
+	for i, tick := range ticks {
+		switch {
+		case i == 2:
+			checkTick(t, i, tick, errorRows("", 0, []string{"proxy"}, "scrape "+srv.URL+": timed out after 370ms"))
+		case i >= 3 && i <= 5:
+			if !strings.HasPrefix(tick[0].Error, "tick skipped: ") || !strings.HasSuffix(tick[0].Error, " late, the previous tick overran") {
+				t.Errorf("tick %d: error %q, want a skipped tick", i, tick[0].Error)
+			}
+			checkTick(t, i, tick, errorRows("", 0, []string{"proxy"}, tick[0].Error))
+		default:
+			checkTick(t, i, tick, fixtureRows()[1:2])
+		}
+	}
+	if j.Skipped != 3 || len(j.Samples) != 5 {
+		t.Errorf("jitter: %d skipped and %d samples, want 3 and 5", j.Skipped, len(j.Samples))
+	}
+}
+
+// TestSamplerSeveralTargets scrapes the exporter, a second endpoint and
+// one that fails: the rows keep what was measured and name the failure.
+func TestSamplerSeveralTargets(t *testing.T) {
+	exp := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
+	defer exp.Close()
+	other := newTestExporter(map[seriesKey]float64{
+		{metricSendQueueBytes, "app", ""}: 1,  // the exporter has it: ignored
+		{metricTempFiles, "app", ""}:      5,  // only here: used
+		{metricProcessCPU, "proxy", ""}:   77, // the exporter has cgroup CPU: ignored
+	})
+	second := httptest.NewServer(other.handler(false))
+	defer second.Close()
+	missing := httptest.NewServer(http.NotFoundHandler())
+	defer missing.Close()
+
+	s := &Sampler{URLs: []string{exp.URL, second.URL, missing.URL + "/metrics"}, Interval: 50 * time.Millisecond, RunID: "many"}
+	var scrapes []Scrape
+	s.OnScrape = func(sc Scrape) { scrapes = append(scrapes, sc) }
+	ticks, _ := runTicks(t, s, 2, nil)
+	want := fixtureRows()
+	want[0].TempFiles = Some(5)
+	for i := range want {
+		want[i].Error = "scrape " + missing.URL + "/metrics: HTTP 404 Not Found"
+	}
+	for i, tick := range ticks {
+		checkTick(t, i, tick, want)
+	}
+	if len(scrapes) != 6 {
+		t.Fatalf("OnScrape called %d times, want 3 targets x 2 ticks", len(scrapes))
+	}
+	for _, sc := range scrapes {
+		if (sc.Err != nil) != (sc.URL == missing.URL+"/metrics") || (sc.Err == nil) != (sc.Families != nil) {
+			t.Errorf("scrape of %s: families %d, err %v", sc.URL, len(sc.Families), sc.Err)
+		}
+		if sc.Start.Before(sc.Due) || sc.Duration <= 0 {
+			t.Errorf("scrape of %s: due %v, start %v, duration %v", sc.URL, sc.Due, sc.Start, sc.Duration)
+		}
+	}
+}
+
+// TestSamplerStart checks the anchor: with Start in the past the first
+// tick is the one due now, with Start ahead nothing is sampled before it.
+func TestSamplerStart(t *testing.T) {
+	srv := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
+	defer srv.Close()
+	const interval = 100 * time.Millisecond
+	for _, tc := range []struct {
+		offset        time.Duration // Start - now
+		firstMin, max float64       // bounds of the first tick's TS
+	}{
+		{-1020 * time.Millisecond, 1.0, 1.05},
+		{150 * time.Millisecond, 0, 0.05},
+	} {
+		s := &Sampler{URLs: []string{srv.URL}, Interval: interval, Start: time.Now().Add(tc.offset), Components: []string{"app"}}
+		began := time.Now()
+		ticks, _ := runTicks(t, s, 2, nil)
+		checkSchedule(t, ticks, interval, "")
+		if ts := ticks[0][0].TS; ts < tc.firstMin || ts > tc.max {
+			t.Errorf("Start %v from now: first t_s %.3f, want %.2f to %.2f", tc.offset, ts, tc.firstMin, tc.max)
+		}
+		if tc.offset > 0 && time.Since(began) < tc.offset+interval {
+			t.Errorf("Start %v ahead: two ticks took only %v", tc.offset, time.Since(began))
+		}
+	}
+}
+
+func TestSamplerStopsOnWriteError(t *testing.T) {
+	srv := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
+	defer srv.Close()
+	full := errors.New("no space left on device")
+	calls := 0
+	s := &Sampler{URLs: []string{srv.URL}, Interval: 20 * time.Millisecond, OnSample: func(ResourceSample) error {
+		calls++
+		return full
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.Run(ctx); !errors.Is(err, full) || calls != 1 {
+		t.Errorf("Run: %v after %d rows, want %v after the first", err, calls, full)
+	}
+}
+
+func TestSamplerConfigErrors(t *testing.T) {
+	ok := func(ResourceSample) error { return nil }
+	for _, tc := range []struct {
+		s    Sampler
+		want string
+	}{
+		{Sampler{OnSample: ok}, "sampler: no URLs to scrape"},
+		{Sampler{URLs: []string{"127.0.0.1:9817"}, OnSample: ok}, `sampler: URL "127.0.0.1:9817": want http://HOST:PORT/PATH`},
+		{Sampler{URLs: []string{"http://127.0.0.1:1/"}, Interval: -time.Second, OnSample: ok}, "sampler: interval -1s and timeout -1s: want positive durations"},
+		{Sampler{URLs: []string{"http://127.0.0.1:1/"}}, "sampler: OnSample is required"},
+	} {
+		if _, err := tc.s.Run(context.Background()); err == nil || err.Error() != tc.want {
+			t.Errorf("Run: %v, want %q", err, tc.want)
+		}
+	}
+}
+
+func TestJitter(t *testing.T) {
+	var j Jitter
+	if j.P50() != 0 || j.P99() != 0 || j.Max() != 0 {
+		t.Errorf("empty jitter: %v", j)
+	}
+	for i := 100; i >= 1; i-- {
+		j.Samples = append(j.Samples, time.Duration(i)*time.Microsecond)
+	}
+	if j.P50() != 50*time.Microsecond || j.P99() != 99*time.Microsecond || j.Max() != 100*time.Microsecond {
+		t.Errorf("1..100 µs: %v", j)
+	}
+	if got := j.String(); got != "p50 50µs p99 99µs max 100µs over 100 scrapes, 0 ticks skipped" {
+		t.Errorf("String: %q", got)
+	}
+}
+
+// TestSamplerJitterReport measures scheduling jitter against a local
+// exporter stand-in for SLOWLAB_JITTER_DURATION (e.g. 30s) at 200 ms; it
+// reports, it does not judge.
+func TestSamplerJitterReport(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("SLOWLAB_JITTER_DURATION"))
+	if err != nil {
+		t.Skip("set SLOWLAB_JITTER_DURATION=30s to measure sampling jitter")
+	}
+	srv := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	s := &Sampler{URLs: []string{srv.URL}, OnSample: func(ResourceSample) error { return nil }}
+	j, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("interval %v for %v: jitter %v", DefaultInterval, d, j)
+}
+
+// TestSamplerCutsSlowParse serves a large OpenMetrics page, which expfmt
+// takes seconds to parse: the scrape still ends about when it times out,
+// instead of stalling the schedule.
+func TestSamplerCutsSlowParse(t *testing.T) {
+	var page strings.Builder
+	page.WriteString("# TYPE slowlab_processes gauge\n")
+	for i := range 3000 {
+		fmt.Fprintf(&page, "slowlab_processes{group=\"app\",state=\"S%d\"} 1\n", i)
+	}
+	page.WriteString("# EOF\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentTypeOpenMetrics)
+		io.WriteString(w, page.String())
+	}))
+	defer srv.Close()
+	parseFixture(t, "exposition-openmetrics.txt", contentTypeOpenMetrics) // builds the grammar once
+	s := &Sampler{URLs: []string{srv.URL}, Interval: 500 * time.Millisecond, Timeout: 100 * time.Millisecond, Components: []string{"app"}}
+	began := time.Now()
+	ticks, _ := runTicks(t, s, 2, nil)
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("two ticks took %v: the parse was not cut at the timeout", took)
+	}
+	for i, tick := range ticks {
+		if want := "scrape " + srv.URL + ": timed out after 100ms"; tick[0].Error != want && !strings.HasPrefix(tick[0].Error, ErrTickSkipped.Error()) {
+			t.Errorf("tick %d: error %q, want %q", i, tick[0].Error, want)
+		}
+		checkTick(t, i, tick, errorRows("", 0, []string{"app"}, tick[0].Error))
+	}
+}
