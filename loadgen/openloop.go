@@ -24,9 +24,12 @@ type OpenLoop struct {
 	// in completion order, so a writer can persist rows as they are measured.
 	OnResult func(Result)
 	// SpinWindow is how long before a request is due the loop stops
-	// sleeping and yields in a loop instead: the runtime's timers wake up
-	// to 1 ms late (epoll waits whole milliseconds), which would be most of
-	// the schedule lag. DefaultSpinWindow when 0; negative never spins.
+	// sleeping and yields in a loop instead: when the process is otherwise
+	// idle the runtime's timers wake up to 1 ms late (epoll waits whole
+	// milliseconds), which would be most of the schedule lag. The window is
+	// capped at an eighth of the gap between requests, so at high rates
+	// (when the busy runtime fires timers precisely anyway) the loop does
+	// not spin away a core. DefaultSpinWindow when 0; negative never spins.
 	SpinWindow time.Duration
 }
 
@@ -34,14 +37,12 @@ type OpenLoop struct {
 const DefaultSpinWindow = time.Millisecond
 
 // sleepUntil returns at due, or false if ctx ended first.
-func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.Time) bool {
+func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.Time, gap time.Duration) bool {
 	spin := o.SpinWindow
 	if spin == 0 {
 		spin = DefaultSpinWindow
 	}
-	if spin < 0 {
-		spin = 0
-	}
+	spin = max(0, min(spin, gap/8))
 	if wait := time.Until(due) - spin; wait > 0 {
 		timer.Reset(wait)
 		select {
@@ -85,6 +86,7 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var prev time.Duration
 schedule:
 	for hit := 0; ; hit++ {
 		off, ok := o.Pacer.Due(hit)
@@ -92,7 +94,9 @@ schedule:
 			break
 		}
 		due := o.Start.Add(off)
-		if !o.sleepUntil(ctx, timer, due) {
+		gap := off - prev
+		prev = off
+		if !o.sleepUntil(ctx, timer, due, gap) {
 			break schedule
 		}
 		wg.Add(1)
