@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,11 @@ type Options struct {
 	Metrics  *loadgen.Metrics
 	// SampleInterval is the resource sampling interval; recorder.DefaultInterval when 0.
 	SampleInterval time.Duration
+	// MaxHostCPU aborts a run (and tries it again) when host CPU
+	// utilisation stays above this percentage; 0 disables the guard.
+	MaxHostCPU float64
+	// Resume keeps the completed runs already in Out and runs the rest.
+	Resume bool
 	// OnRunStart, if set, is called when a run's load starts, with the PIDs
 	// of its processes (app, proxy, exporter); tests use it to inject faults.
 	OnRunStart func(runID string, pids map[string]int)
@@ -88,9 +94,12 @@ func (t *tables) close() error {
 
 // RunSlowClient runs the whole matrix and writes the results directory. A
 // run that fails (a child dies, the stack does not start) is recorded as
-// failed with its reason and the next run goes on. Cancelling ctx marks the
-// current run aborted, keeps everything measured so far, writes
-// conditions.csv from the completed runs and returns ctx's error.
+// failed with its reason and the next run goes on. A run aborted because
+// the host was too busy (Options.MaxHostCPU) is recorded as aborted and
+// tried again, as RUN_ID.try2 and so on. Cancelling ctx marks the current
+// run aborted, keeps everything measured so far, writes conditions.csv from
+// the completed runs and returns ctx's error. With Options.Resume, the
+// completed runs already in Out are kept and only the others run.
 func RunSlowClient(ctx context.Context, e SlowClient, o Options) (*SlowClientResult, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
@@ -101,37 +110,70 @@ func RunSlowClient(ctx context.Context, e SlowClient, o Options) (*SlowClientRes
 	if err := os.MkdirAll(filepath.Join(o.Out, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
-	if err := writeEnvironment(o.Out, "slow-client", o.Stack.Name()); err != nil {
-		return nil, err
+	res := &SlowClientResult{Dir: o.Out}
+	var t *tables
+	var err error
+	if o.Resume {
+		t, res.Runs, err = resumeTables(o.Out)
+	} else {
+		t, err = createTables(o.Out)
 	}
-	t, err := createTables(o.Out)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
+	if err := writeEnvironment(o.Out, "slow-client", o.Stack.Name()); err != nil {
+		return nil, err
+	}
 
-	res := &SlowClientResult{Dir: o.Out}
-	specs := e.Runs()
+	var specs []RunSpec
+	for _, spec := range e.Runs() {
+		if !completed(res.Runs, spec) {
+			specs = append(specs, spec)
+		}
+	}
+	if o.Resume {
+		fmt.Fprintf(o.Progress, "resume: %d runs completed in %s, %d to run\n", len(res.Runs), o.Out, len(specs))
+	}
+	guard := newCPUGuard(o.MaxHostCPU, "")
 	p := newProgress(o.Progress, len(specs), func(i int) time.Duration { return e.Duration(specs[i].SlowClients) })
 	var runErr error
+matrix:
 	for i, spec := range specs {
-		p.start(i, spec.ID())
-		run, err := e.runOne(ctx, spec, o, t)
-		if werr := t.runs.Write(run); werr != nil && err == nil {
-			err = werr
-		}
-		res.Runs = append(res.Runs, run)
-		p.done(i, run)
-		if err != nil || ctx.Err() != nil {
-			runErr = err
-			if runErr == nil {
-				runErr = ctx.Err()
+		for try := 1; ; try++ {
+			id := spec.ID()
+			if try > 1 {
+				id = fmt.Sprintf("%s.try%d", id, try)
 			}
-			break
+			p.start(i, id)
+			run, busy, err := e.runOne(ctx, spec, id, o, t, guard)
+			if werr := t.runs.Write(run); werr != nil && err == nil {
+				err = werr
+			}
+			res.Runs = append(res.Runs, run)
+			p.done(i, run)
+			if err != nil || ctx.Err() != nil {
+				runErr = err
+				if runErr == nil {
+					runErr = ctx.Err()
+				}
+				break matrix
+			}
+			if !busy || try > maxRetries {
+				break
+			}
+			fmt.Fprintf(o.Progress, "        host too busy; cooling down %s before trying again\n", cooldown)
+			select {
+			case <-time.After(cooldown):
+			case <-ctx.Done():
+				runErr = ctx.Err()
+				break matrix
+			}
 		}
 	}
 	res.SamplingJitter = t.jitter
 	res.Conditions = recorder.SummarizeConditions(res.Runs)
+	os.Remove(filepath.Join(o.Out, recorder.FileName[recorder.Condition]()))
 	cw, err := recorder.CreateFile[recorder.Condition](o.Out)
 	if err != nil {
 		return res, errors.Join(runErr, err)
@@ -145,10 +187,80 @@ func RunSlowClient(ctx context.Context, e SlowClient, o Options) (*SlowClientRes
 	return res, errors.Join(runErr, cw.Close(), t.close())
 }
 
+// A run aborted because the host was busy is tried up to maxRetries more
+// times, after a cooldown.
+const maxRetries = 2
+
+var cooldown = 5 * time.Second
+
+// completed reports whether runs has a completed run of spec (any try).
+func completed(runs []recorder.Run, spec RunSpec) bool {
+	for _, r := range runs {
+		if r.Status == recorder.RunOK && (r.RunID == spec.ID() || strings.HasPrefix(r.RunID, spec.ID()+".try")) {
+			return true
+		}
+	}
+	return false
+}
+
+// resumeTables keeps the completed runs of an earlier results directory:
+// rows of runs that failed or were aborted are dropped (they run again), and
+// the files are opened for appending.
+func resumeTables(dir string) (*tables, []recorder.Run, error) {
+	runs, err := recorder.ReadFile[recorder.Run](filepath.Join(dir, recorder.FileName[recorder.Run]()))
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume: %w", err)
+	}
+	ok := map[string]bool{}
+	var kept []recorder.Run
+	for _, r := range runs {
+		if r.Status == recorder.RunOK {
+			ok[r.RunID] = true
+			kept = append(kept, r)
+		}
+	}
+	err = errors.Join(
+		recorder.RewriteFile(dir, func(r recorder.Request) bool { return ok[r.RunID] }),
+		recorder.RewriteFile(dir, func(r recorder.LargeResponse) bool { return ok[r.RunID] }),
+		recorder.RewriteFile(dir, func(r recorder.ResourceSample) bool { return ok[r.RunID] }),
+		recorder.RewriteFile(dir, func(r recorder.Run) bool { return ok[r.RunID] }),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume: %w", err)
+	}
+	t := &tables{}
+	if t.requests, err = recorder.AppendFile[recorder.Request](dir); err == nil {
+		if t.larges, err = recorder.AppendFile[recorder.LargeResponse](dir); err == nil {
+			if t.resources, err = recorder.AppendFile[recorder.ResourceSample](dir); err == nil {
+				t.runs, err = recorder.AppendFile[recorder.Run](dir)
+			}
+		}
+	}
+	if err != nil {
+		t.close()
+		return nil, nil, fmt.Errorf("resume: %w", err)
+	}
+	return t, kept, nil
+}
+
 // runOne performs one run. Its error is only for faults that must stop the
 // matrix (writing results failed); a failed run is a Run with Status failed.
-func (e SlowClient) runOne(ctx context.Context, spec RunSpec, o Options, t *tables) (recorder.Run, error) {
-	meta := recorder.RunMeta{RunID: spec.ID(), Route: string(spec.Route), Server: spec.Server.Name(),
+//
+// busy reports that the CPU guard aborted it.
+func (e SlowClient) runOne(parent context.Context, spec RunSpec, id string, o Options, t *tables, guard *cpuGuard) (_ recorder.Run, busy bool, _ error) {
+	ctx, stopGuard := guard.watch(parent)
+	defer stopGuard()
+	run, err := e.measure(ctx, spec, id, o, t)
+	if run.Status == recorder.RunAborted && parent.Err() == nil && errors.Is(context.Cause(ctx), errHostBusy) {
+		run.Reason = guard.why()
+		return run, true, err
+	}
+	return run, false, err
+}
+
+// measure performs one run on ctx.
+func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Options, t *tables) (recorder.Run, error) {
+	meta := recorder.RunMeta{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(),
 		SlowClients: spec.SlowClients, Rep: spec.Rep, StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	fail := func(status, reason string) recorder.Run {
 		meta.Status, meta.Reason = status, reason

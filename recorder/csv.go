@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -35,7 +36,52 @@ func NewWriter[T Row](w io.Writer) (*Writer[T], error) {
 	if err := cw.Error(); err != nil {
 		return nil, fmt.Errorf("write %s header: %w", s.file, err)
 	}
-	return &Writer[T]{cw: cw, schema: s}, nil
+	return newRowWriter[T](w), nil
+}
+
+// newRowWriter returns a Writer that writes rows only (the header is
+// already there).
+func newRowWriter[T Row](w io.Writer) *Writer[T] {
+	return &Writer[T]{cw: csv.NewWriter(w), schema: schemaOf[T]()}
+}
+
+// RewriteFile replaces dir/FileName[T]() with its header and the rows
+// keep accepts, atomically (a temporary file renamed over it). Resuming an
+// experiment uses it to drop the rows of runs that did not complete.
+func RewriteFile[T Row](dir string, keep func(T) bool) error {
+	path := filepath.Join(dir, FileName[T]())
+	rows, err := ReadFile[T](path)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+FileName[T]()+".tmp-")
+	if err != nil {
+		return fmt.Errorf("rewrite %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	w, err := NewWriter[T](tmp)
+	if err == nil {
+		for _, r := range rows {
+			if keep(r) {
+				if err = w.Write(r); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("rewrite %s: %w", path, err)
+	}
+	return nil
 }
 
 // Write writes one row and flushes it to the underlying io.Writer, so rows
@@ -79,6 +125,28 @@ func CreateFile[T Row](dir string) (*FileWriter[T], error) {
 		return nil, errors.Join(fmt.Errorf("create %s: %w", path, err), f.Close(), os.Remove(path))
 	}
 	return &FileWriter[T]{Writer: w, f: f}, nil
+}
+
+// AppendFile opens the existing file dir/FileName[T]() for appending, after
+// checking that its header is Header[T]() and that it ends with a complete
+// line, so a resumed experiment adds rows to the same results.
+func AppendFile[T Row](dir string) (*FileWriter[T], error) {
+	path := filepath.Join(dir, FileName[T]())
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: %w", path, err)
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return nil, fmt.Errorf("append %s: the file does not end with a complete row", path)
+	}
+	if _, err := ReadAll[T](bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("append %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("append %s: %w", path, err)
+	}
+	return &FileWriter[T]{Writer: newRowWriter[T](f), f: f}, nil
 }
 
 // Name returns the path of the file.

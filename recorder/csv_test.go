@@ -442,3 +442,50 @@ func TestReadKeepsRowsBeforeError(t *testing.T) {
 		t.Errorf("rows before the bad cell: %s", d)
 	}
 }
+
+func TestAppendAndRewriteFile(t *testing.T) {
+	dir := t.TempDir()
+	w, err := CreateFile[Request](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "a"} {
+		if err := w.Write(Request{RunID: id, Status: 200}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := RewriteFile[Request](dir, func(r Request) bool { return r.RunID == "a" }); err != nil {
+		t.Fatal(err)
+	}
+	aw, err := AppendFile[Request](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Write(Request{RunID: "c", Status: 204}); err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadFile[Request](filepath.Join(dir, "requests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.RunID)
+	}
+	if strings.Join(ids, ",") != "a,a,c" {
+		t.Errorf("rows after rewrite and append: %v, want a,a,c", ids)
+	}
+	// A file cut mid-row is not appended to.
+	path := filepath.Join(dir, "requests.csv")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, b[:len(b)-3], 0o644)
+	if _, err := AppendFile[Request](dir); err == nil || !strings.Contains(err.Error(), "complete row") {
+		t.Errorf("append to a torn file: %v", err)
+	}
+}

@@ -1,0 +1,105 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// cpuGuard watches host CPU utilisation during a run and cancels the run
+// when it stays above max: a machine busy with other work would make the
+// measurements about that work. Utilisation is 1 - idle/total over each
+// interval from /proc/stat (all CPUs).
+type cpuGuard struct {
+	max      float64 // fraction, 0 disables
+	interval time.Duration
+	strikes  int // consecutive intervals above max that abort the run
+	procfs   string
+
+	mu     sync.Mutex
+	reason string
+}
+
+// DefaultMaxHostCPU is --max-host-cpu's default, in percent.
+const DefaultMaxHostCPU = 90
+
+func newCPUGuard(maxPercent float64, procRoot string) *cpuGuard {
+	if procRoot == "" {
+		procRoot = procfs.DefaultMountPoint
+	}
+	return &cpuGuard{max: maxPercent / 100, interval: time.Second, strikes: 2, procfs: procRoot}
+}
+
+// watch returns a context that is cancelled when the host is too busy, and
+// a stop function. Reason says why, after the cancellation.
+func (g *cpuGuard) watch(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if g == nil || g.max <= 0 {
+		return ctx, func() { cancel(nil) }
+	}
+	fs, err := procfs.NewFS(g.procfs)
+	if err != nil {
+		return ctx, func() { cancel(nil) }
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		prev, err := fs.Stat()
+		if err != nil {
+			return
+		}
+		t := time.NewTicker(g.interval)
+		defer t.Stop()
+		over := 0
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			cur, err := fs.Stat()
+			if err != nil {
+				return
+			}
+			busy := utilisation(prev.CPUTotal, cur.CPUTotal)
+			prev = cur
+			if busy <= g.max {
+				over = 0
+				continue
+			}
+			if over++; over >= g.strikes {
+				g.mu.Lock()
+				g.reason = fmt.Sprintf("host CPU %.0f%% above --max-host-cpu %.0f%% for %d s", busy*100, g.max*100, over)
+				g.mu.Unlock()
+				cancel(errHostBusy)
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(nil); <-done }
+}
+
+func (g *cpuGuard) why() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reason
+}
+
+var errHostBusy = fmt.Errorf("host too busy")
+
+// utilisation is the busy fraction of all CPUs between two /proc/stat reads.
+func utilisation(a, b procfs.CPUStat) float64 {
+	idle := (b.Idle + b.Iowait) - (a.Idle + a.Iowait)
+	total := sum(b) - sum(a)
+	if total <= 0 {
+		return 0
+	}
+	return 1 - idle/total
+}
+
+func sum(c procfs.CPUStat) float64 {
+	return c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal
+}
