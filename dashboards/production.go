@@ -1,0 +1,67 @@
+package dashboards
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/units"
+)
+
+// ProductionUID is the Production dashboard's stable uid.
+const ProductionUID = "slowlab-production"
+
+var (
+	prodInstances = `instance=~"$instance"`
+	prodGroups    = sel(`group=~"$group"`, prodInstances)
+)
+
+// Production is "slowlab / Production": the exporter's metrics alone, for
+// watching a real app (Gunicorn, NGINX, ...) where no slowlab loadgen runs.
+func Production() (dashboard.Dashboard, error) {
+	b := newDashboard(ProductionUID, "slowlab / Production",
+		"What node_exporter does not show about a pre-fork app behind a proxy: workers stuck writing to slow clients, CPU throttling, "+
+			"memory against the cgroup limit, socket queues and the proxy's temp files. Exporter metrics only.").
+		WithVariable(datasourceVariable()).
+		WithVariable(labelVariable("instance", "instance", "slowlab_exporter_collector_success",
+			"Exporter instance (one per host).")).
+		WithVariable(labelVariable("group", "group", "slowlab_processes",
+			"Exporter group as named in its config (app, proxy, ...)."))
+
+	b.WithRow(dashboard.NewRowBuilder("Worker saturation"))
+	b.WithPanel(timeSeries("Workers stuck in socket writes", units.Short,
+		"Processes blocked writing to a client that reads slowly (wait channel sk_stream_wait_memory) against the group's workers, "+
+			"counted as its processes minus one master (at least 1). When the two lines meet, every worker is stuck and other requests queue (SlowlabWorkersSaturated).",
+		query(fmt.Sprintf(`sum by (instance, group) (slowlab_process_wchan{wchan="sk_stream_wait_memory", %s})`, prodGroups), "{{instance}} {{group}} stuck writing"),
+		query(fmt.Sprintf("clamp_min(sum by (instance, group) (slowlab_processes{%s}) - 1, 1)", prodGroups), "{{instance}} {{group}} workers")))
+	b.WithPanel(waitStatesPanel(prodGroups))
+	b.WithPanel(stackedSeries("Processes by state", units.Short,
+		"The group's processes by scheduler state; states with no process are hidden. Many in disk_sleep point at I/O, running at CPU.",
+		query(fmt.Sprintf("sum by (group, state) (slowlab_processes{%s}) > 0", prodGroups), "{{group}} {{state}}")))
+	b.WithPanel(sendQueuePanel(prodGroups))
+
+	b.WithRow(dashboard.NewRowBuilder("CPU and memory"))
+	b.WithPanel(cpuPanel(prodGroups))
+	b.WithPanel(throttledPanel(prodGroups))
+	b.WithPanel(memoryPanel(prodGroups))
+	b.WithPanel(rssPanel(prodGroups))
+
+	b.WithRow(dashboard.NewRowBuilder("Sockets and proxy buffering"))
+	b.WithPanel(tempBytesPanel(prodGroups))
+	b.WithPanel(tempFilesPanel(prodGroups))
+	b.WithPanel(stackedSeries("TCP sockets by state", units.Short,
+		"The group's TCP sockets by state (listening sockets included); states with no socket are hidden. A growing close_wait count is a peer that left while the app still holds the socket.",
+		query(fmt.Sprintf("sum by (group, state) (slowlab_sockets{%s}) > 0", prodGroups), "{{group}} {{state}}")))
+	b.WithPanel(timeSeries("Socket receive-queue bytes", units.BytesIEC,
+		"Bytes received on the group's TCP sockets and not yet read by the process: requests waiting for a worker to read them.",
+		query(fmt.Sprintf("sum by (group) (slowlab_socket_receive_queue_bytes{%s})", prodGroups), "{{group}}")))
+
+	b.WithRow(dashboard.NewRowBuilder("Exporter health"))
+	b.WithPanel(timeSeries("Collector success", units.Bool,
+		"1 when the collector read everything in the last scrape. A collector at 0 still serves what it could read; see the exporter's log (SlowlabExporterCollectorFailing).",
+		query(fmt.Sprintf("min by (instance, collector) (slowlab_exporter_collector_success{%s})", prodInstances), "{{instance}} {{collector}}")).
+		Max(1))
+	b.WithPanel(timeSeries("Collector duration", units.Seconds,
+		"How long each collector took in the last scrape. It grows with the groups' processes and open file descriptors.",
+		query(fmt.Sprintf("max by (instance, collector) (slowlab_exporter_collector_duration_seconds{%s})", prodInstances), "{{instance}} {{collector}}")))
+	return finish(b)
+}
