@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,4 +142,33 @@ func (s *sampling) stop() ([]recorder.ResourceSample, recorder.Jitter, error) {
 
 func exporterLog(dir, runID string) string {
 	return filepath.Join(dir, runID+"-exporter.log")
+}
+
+// writeTargets writes a Prometheus file_sd file listing this run's
+// exporter (or nothing, between runs), atomically so Prometheus never
+// reads half a file.
+func writeTargets(path, exporterAddr, runID string) error {
+	if path == "" {
+		return nil
+	}
+	type group struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels"`
+	}
+	groups := []group{}
+	if exporterAddr != "" {
+		groups = append(groups, group{Targets: []string{exporterAddr}, Labels: map[string]string{"job": "slowlab-exporter", "run_id": runID}})
+	}
+	b, err := json.MarshalIndent(groups, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("prometheus targets file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("prometheus targets file: %w", err)
+	}
+	return nil
 }

@@ -31,6 +31,10 @@ type Options struct {
 	MaxHostCPU float64
 	// Resume keeps the completed runs already in Out and runs the rest.
 	Resume bool
+	// TargetsFile, if set, is a Prometheus file_sd file that lists the
+	// current run's exporter (job slowlab-exporter, label run_id), so an
+	// existing Prometheus scrapes every run.
+	TargetsFile string
 	// OnRunStart, if set, is called when a run's load starts, with the PIDs
 	// of its processes (app, proxy, exporter); tests use it to inject faults.
 	OnRunStart func(runID string, pids map[string]int)
@@ -292,6 +296,10 @@ func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Opti
 		return fail(recorder.RunFailed, "start exporter: "+err.Error()), nil
 	}
 	defer watch.stop()
+	if err := writeTargets(o.TargetsFile, watch.addr, meta.RunID); err != nil {
+		return fail(recorder.RunFailed, err.Error()), nil
+	}
+	defer writeTargets(o.TargetsFile, "", "")
 
 	t0 := time.Now()
 	samp := startSampling([]string{watch.URL()}, meta.RunID, t0, o.SampleInterval, t.resources)

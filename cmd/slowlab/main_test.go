@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/lab"
 )
 
 // TestMain lets the test binary stand in for the slowlab binary: the lab
@@ -56,6 +60,10 @@ func TestBadInput(t *testing.T) {
 		{[]string{"target", "--large-size", "huge"}, `slowlab target: --large-size "huge": want bytes as N, Nk, Nm or Ng (KiB, MiB, GiB)`},
 		{[]string{"target", "--listen", "nonsense"}, `slowlab target: --listen "nonsense": listen tcp: address nonsense: missing port in address`},
 		{[]string{"proxy", "--buffering", "maybe", "--upstream", "127.0.0.1:1"}, `slowlab proxy: --buffering "maybe": allowed on, off`},
+		{[]string{"run"}, "slowlab run: which scenario file? e.g. slowlab run examples/own-workers.yaml"},
+		{[]string{"run", "testdata/none.yaml"}, "slowlab run: open testdata/none.yaml: no such file or directory"},
+		{[]string{"run", "../../lab/testdata/scenarios/invalid-rate.yml"}, "slowlab run: ../../lab/testdata/scenarios/invalid-rate.yml: fast.rate 0: allowed more than 0 up to 10000 requests/s"},
+		{[]string{"reproduce", "slow-client", "--max-host-cpu", "150"}, "slowlab reproduce: --max-host-cpu 150: allowed 0 (off) to 100 percent"},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -81,5 +89,29 @@ func TestHelp(t *testing.T) {
 	code, stdout, _ := runCmd(t, "--help")
 	if code != 0 || !strings.Contains(stdout, "reproduce") {
 		t.Errorf("slowlab --help: exit %d: %s", code, stdout)
+	}
+}
+
+// The printed preset, run as a scenario, is the same experiment.
+func TestPrintScenarioRunsTheSameMatrix(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "reproduce", "slow-client", "--print-scenario", "--reps", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(path, []byte(stdout), 0o644)
+	sc, err := lab.LoadScenario(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lab.DefaultSlowClient()
+	want.Reps = 2
+	if !reflect.DeepEqual(sc.SlowClient(), want) {
+		t.Errorf("printed scenario runs %+v, want %+v", sc.SlowClient(), want)
+	}
+	for _, ex := range []string{"../../examples/own-workers.yaml", "../../examples/published-slow-client.yaml"} {
+		if _, err := lab.LoadScenario(ex); err != nil {
+			t.Errorf("example: %v", err)
+		}
 	}
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,15 +21,46 @@ var experiments = []string{"slow-client", "long-poll", "latency-gap"}
 
 var stacks = []string{"auto", "embedded", "gunicorn-nginx"}
 
+// labFlags are the flags shared by reproduce and run.
+type labFlags struct {
+	stack, out, metricsAddr string
+	resume, targetsFile     string
+	maxHostCPU              float64
+	noLimits                bool
+}
+
+func (f *labFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.stack, "stack", "", "system under test: auto (gunicorn-nginx when both are on PATH, else embedded), embedded (nothing to install), gunicorn-nginx (default auto, or the scenario's)")
+	fs.StringVar(&f.out, "out", "", "results directory (default results/<experiment>-<UTC timestamp>)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the load generator's /metrics here during the run, e.g. 127.0.0.1:9101 (off when empty)")
+	fs.StringVar(&f.resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones (slow-client)")
+	fs.Float64Var(&f.maxHostCPU, "max-host-cpu", lab.DefaultMaxHostCPU, "abort and retry a run while host CPU stays above this percentage for 2 s (0 disables)")
+	fs.StringVar(&f.targetsFile, "prometheus-targets", "", "write each run's exporter address to this Prometheus file_sd `file` (job slowlab-exporter, label run_id)")
+	fs.BoolVar(&f.noLimits, "no-limits", false, "run the gunicorn-nginx stack without cgroup limits (needed where cgroups cannot be written)")
+}
+
+func (f *labFlags) validate() error {
+	if f.stack != "" && !oneOf(f.stack, stacks) {
+		return usagef("--stack %q: allowed %s", f.stack, strings.Join(stacks, ", "))
+	}
+	if f.maxHostCPU < 0 || f.maxHostCPU > 100 {
+		return usagef("--max-host-cpu %v: allowed 0 (off) to 100 percent", f.maxHostCPU)
+	}
+	if f.resume != "" && f.out != "" && f.resume != f.out {
+		return usagef("--resume %q with --out %q: give one directory", f.resume, f.out)
+	}
+	return nil
+}
+
 func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("reproduce", "slow-client|long-poll|latency-gap [--stack auto|embedded|gunicorn-nginx] [--reps N] [--out DIR] [--quick]", stdout)
-	stack := fs.String("stack", "auto", "system under test: auto (gunicorn-nginx when both are on PATH, else embedded), embedded (nothing to install), gunicorn-nginx")
+	var lf labFlags
+	lf.register(fs)
 	reps := fs.Int("reps", 3, "repetitions of each condition")
 	quick := fs.Bool("quick", false, "one repetition per condition (same as --reps 1)")
-	out := fs.String("out", "", "results directory (default results/<experiment>-<UTC timestamp>)")
+	printScenario := fs.Bool("print-scenario", false, "print the experiment as a scenario file for `slowlab run` and exit")
 	seconds := fs.Float64("seconds", 60, "long-poll: probing window in seconds")
 	wait := fs.Duration("wait", 30*time.Second, "long-poll: how long each held request waits before its 204")
-	metricsAddr := fs.String("metrics-addr", "", "serve the load generator's /metrics here during the run, e.g. 127.0.0.1:9101 (off when empty)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := parseFlags(fs, args); err != nil {
 			return err
@@ -43,8 +74,8 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if !oneOf(experiment, experiments) {
 		return usagef("unknown experiment %q: allowed %s", experiment, strings.Join(experiments, ", "))
 	}
-	if !oneOf(*stack, stacks) {
-		return usagef("--stack %q: allowed %s", *stack, strings.Join(stacks, ", "))
+	if err := lf.validate(); err != nil {
+		return err
 	}
 	if *reps < 1 || *reps > 1000 {
 		return usagef("--reps %d: allowed 1 to 1000", *reps)
@@ -61,42 +92,85 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if experiment == "latency-gap" {
 		return fmt.Errorf("experiment %s is not built yet; slow-client and long-poll are", experiment)
 	}
-	st, err := chooseStack(*stack, stderr)
+	if experiment == "slow-client" {
+		sc := lab.DefaultScenario()
+		sc.Reps = *reps
+		if lf.stack != "" {
+			sc.Stack = lf.stack
+		}
+		if *printScenario {
+			b, err := sc.Marshal()
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(b)
+			return err
+		}
+		return runScenario(ctx, sc, lf, stdout, stderr)
+	}
+	if *printScenario {
+		return usagef("--print-scenario: only slow-client is a scenario so far")
+	}
+	if lf.stack == "" {
+		lf.stack = "auto"
+	}
+	st, err := chooseStack(lf.stack, lab.Scenario{}, true, stderr)
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		*out = filepath.Join("results", experiment+"-"+time.Now().UTC().Format("20060102T150405Z"))
-	}
-	metrics, stopMetrics, err := serveLoadgenMetrics(*metricsAddr, stderr)
+	out := resultsDir(lf.out, experiment)
+	metrics, stopMetrics, err := serveLoadgenMetrics(lf.metricsAddr, stderr)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-
-	o := lab.Options{Out: *out, Stack: st, Progress: stderr, Metrics: metrics}
-	if experiment == "long-poll" {
-		e := lab.DefaultLongPoll()
-		e.Seconds = time.Duration(*seconds * float64(time.Second))
-		e.Wait = *wait
-		fmt.Fprintf(stderr, "long-poll on the %s stack: %d conditions of %s each, results in %s\n", st.Name(), len(e.Conditions), e.Lead+e.Seconds, *out)
-		res, err := lab.RunLongPoll(ctx, e, o)
-		if res != nil {
-			fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
-			lab.PrintLongPoll(stdout, res.Groups)
-		}
-		return interrupted(err, *out)
+	e := lab.DefaultLongPoll()
+	e.Seconds = time.Duration(*seconds * float64(time.Second))
+	e.Wait = *wait
+	fmt.Fprintf(stderr, "long-poll on the %s stack: %d conditions of %s each, results in %s\n", st.Name(), len(e.Conditions), e.Lead+e.Seconds, out)
+	res, err := lab.RunLongPoll(ctx, e, lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics})
+	if res != nil {
+		fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
+		lab.PrintLongPoll(stdout, res.Groups)
 	}
-	e := lab.DefaultSlowClient()
-	e.Reps = *reps
-	fmt.Fprintf(stderr, "slow-client on the %s stack: %d runs, results in %s\n", st.Name(), len(e.Runs()), *out)
-	res, err := lab.RunSlowClient(ctx, e, o)
+	return interrupted(err, out)
+}
+
+func resultsDir(out, experiment string) string {
+	if out != "" {
+		return out
+	}
+	return filepath.Join("results", experiment+"-"+time.Now().UTC().Format("20060102T150405Z"))
+}
+
+// runScenario runs a slow-client scenario and prints the conditions table.
+func runScenario(ctx context.Context, sc lab.Scenario, lf labFlags, stdout, stderr io.Writer) error {
+	if lf.stack != "" {
+		sc.Stack = lf.stack
+	}
+	st, err := chooseStack(sc.Stack, sc, lf.noLimits, stderr)
+	if err != nil {
+		return err
+	}
+	out, resume := resultsDir(lf.out, "slow-client"), false
+	if lf.resume != "" {
+		out, resume = lf.resume, true
+	}
+	metrics, stopMetrics, err := serveLoadgenMetrics(lf.metricsAddr, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	e := sc.SlowClient()
+	fmt.Fprintf(stderr, "slow-client on the %s stack: %d runs, results in %s\n", st.Name(), len(e.Runs()), out)
+	res, err := lab.RunSlowClient(ctx, e, lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics,
+		MaxHostCPU: lf.maxHostCPU, Resume: resume, TargetsFile: lf.targetsFile})
 	if res != nil {
 		fmt.Fprintf(stderr, "resource sampling jitter: %s\n", res.SamplingJitter)
 		fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
 		lab.PrintConditions(stdout, res.Conditions)
 	}
-	return interrupted(err, *out)
+	return interrupted(err, out)
 }
 
 // interrupted words a cancelled experiment's error.
@@ -107,22 +181,34 @@ func interrupted(err error, out string) error {
 	return err
 }
 
-// chooseStack resolves --stack and says which stack auto picked and why.
-func chooseStack(name string, stderr io.Writer) (lab.Stack, error) {
+// chooseStack resolves a stack name and says which stack auto picked and
+// why. The gunicorn-nginx stack gets the scenario's limits unless noLimits.
+func chooseStack(name string, sc lab.Scenario, noLimits bool, stderr io.Writer) (lab.Stack, error) {
+	real := func() (lab.Stack, error) {
+		g := lab.GunicornNginx{ExtraGunicornArgs: sc.Gunicorn.ExtraArgs, NginxSnippet: sc.Nginx.Snippet}
+		if !noLimits {
+			g.Limits = sc.CgroupLimits()
+			if len(g.Limits) == 0 {
+				g.Limits = lab.DefaultLimits()
+			}
+		}
+		return g, nil
+	}
 	switch name {
 	case "embedded":
 		return lab.Embedded{}, nil
 	case "gunicorn-nginx":
-		return nil, errors.New("--stack gunicorn-nginx: this build has no Gunicorn + NGINX stack yet; use --stack embedded")
+		if err := lab.GunicornNginxAvailable(); err != nil {
+			return nil, fmt.Errorf("--stack gunicorn-nginx: %v", err)
+		}
+		return real()
 	}
-	_, gerr := exec.LookPath("gunicorn")
-	_, nerr := exec.LookPath("nginx")
-	why := "gunicorn-nginx stack not in this build"
-	if gerr != nil || nerr != nil {
-		why = "gunicorn and nginx not both on PATH"
+	if err := lab.GunicornNginxAvailable(); err != nil {
+		fmt.Fprintf(stderr, "--stack auto: using embedded (%v)\n", err)
+		return lab.Embedded{}, nil
 	}
-	fmt.Fprintf(stderr, "--stack auto: using embedded (%s)\n", why)
-	return lab.Embedded{}, nil
+	fmt.Fprintln(stderr, "--stack auto: using gunicorn-nginx (both on PATH)")
+	return real()
 }
 
 func oneOf(s string, allowed []string) bool {

@@ -1,0 +1,250 @@
+"""slowlab's WSGI app for Gunicorn (EXPERIMENTS.md section 1).
+
+Framework-free, standard library only. It serves the same endpoints as the
+embedded target (target/handlers.go), byte for byte:
+
+  /fast              12-byte JSON body {"ok": true}
+  /large[?size=N]    N bytes (default SLOWLAB_LARGE_SIZE, else 16 MiB): one
+                     fixed 64 KiB block repeated, Content-Length set
+  /longpoll[?wait=D] sleeps D (a Go duration such as 30s, default 30s), 204
+  /bytes?n=N         N bytes of the same block pattern
+
+Every response carries Server-Timing: app;dur=<ms>, the time the app took to
+produce its headers.
+
+app_send_s of /large is the time from the app being called until the server
+finished writing the last chunk to the socket (which is not delivery to the
+client). The body is an iterable whose close() Gunicorn calls right after the
+last write returned (or after the write failed), so measuring costs the
+worker nothing: close() appends one JSON line
+  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool}
+to the file named by SLOWLAB_APP_SEND_LOG with a single O_APPEND write, which
+keeps lines from concurrent workers whole. "id" is the request's
+X-Slowlab-Request-Id header; "traceparent" is added when the request had one.
+
+Environment:
+  SLOWLAB_LARGE_SIZE    default /large size in bytes
+  SLOWLAB_APP_SEND_LOG  where app_send_s records go; none are kept when unset
+
+Run it with: gunicorn --chdir target/wsgi app:application
+"""
+
+import json
+import os
+import re
+import time
+from urllib.parse import parse_qs
+
+REQUEST_ID = "HTTP_X_SLOWLAB_REQUEST_ID"
+TRACEPARENT = "HTTP_TRACEPARENT"
+
+MAX_BYTES = 1 << 30  # bounds ?size= and ?n= (1 GiB), as the embedded target
+MAX_WAIT_S = 600.0  # bounds ?wait= (10 minutes), as the embedded target
+DEFAULT_WAIT_S = 30.0
+
+FAST_BODY = b'{"ok": true}'
+BLOCK = bytes(ord("a") + i % 26 for i in range(64 * 1024))
+
+STATUS = {
+    200: "200 OK",
+    204: "204 No Content",
+    400: "400 Bad Request",
+    404: "404 Not Found",
+    405: "405 Method Not Allowed",
+}
+
+
+def _large_size_from_env():
+    raw = os.environ.get("SLOWLAB_LARGE_SIZE", "")
+    if raw == "":
+        return 16 << 20
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0 or n > MAX_BYTES:
+        # Fail at import: Gunicorn then refuses to boot and says why.
+        raise ValueError("SLOWLAB_LARGE_SIZE %r: want 0..%d bytes" % (raw, MAX_BYTES))
+    return n
+
+
+LARGE_SIZE = _large_size_from_env()
+SEND_LOG = os.environ.get("SLOWLAB_APP_SEND_LOG", "")
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|ms|s|m|h)")
+
+
+def parse_duration(s):
+    """Seconds in a Go duration string (30s, 1m30s, 250ms, 0); None if bad."""
+    if s == "0":
+        return 0.0
+    total, pos = 0.0, 0
+    for m in _PART.finditer(s):
+        if m.start() != pos:
+            return None
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos == 0 or pos != len(s):
+        return None
+    return total
+
+
+def _timing(start):
+    return ("Server-Timing", "app;dur=%.3f" % ((time.perf_counter() - start) * 1e3))
+
+
+def _error(start_response, start, code, msg):
+    body = (msg + "\n").encode()
+    start_response(STATUS[code], [
+        ("Content-Type", "text/plain; charset=utf-8"),
+        ("Content-Length", str(len(body))),
+        _timing(start),
+    ])
+    return [body]
+
+
+def _size(query, name, default):
+    """Byte count from ?name= (default when absent or empty), -1 if bad."""
+    vals = query.get(name)
+    if not vals or vals[0] == "":
+        return default
+    try:
+        n = int(vals[0])
+    except ValueError:
+        return -1
+    return n if 0 <= n <= MAX_BYTES else -1
+
+
+def _blocks(n):
+    while n > 0:
+        b = BLOCK if n >= len(BLOCK) else BLOCK[:n]
+        n -= len(b)
+        yield b
+
+
+class SendRecorder:
+    """Yields the /large body and, when the server closes it, records how
+    long the app spent sending: a chunk counts as written once the server
+    asks for the next one, so the last one counts only when the iteration
+    ended, which Gunicorn reaches after its final write returned."""
+
+    def __init__(self, start, size, request_id, traceparent):
+        self.start = start
+        self.size = size
+        self.request_id = request_id
+        self.traceparent = traceparent
+        self.chunks = _blocks(size)
+        self.written = 0
+        self.pending = 0
+        self.finished = False
+        self.closed = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.written += self.pending
+        self.pending = 0
+        try:
+            b = next(self.chunks)
+        except StopIteration:
+            self.finished = True
+            raise
+        self.pending = len(b)
+        return b
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        rec = {
+            "id": self.request_id,
+            "bytes": self.written,
+            "app_send_s": time.perf_counter() - self.start,
+            "complete": self.finished and self.written == self.size,
+        }
+        if self.traceparent:
+            rec["traceparent"] = self.traceparent
+        append_record(SEND_LOG, rec)
+
+
+def append_record(path, rec):
+    """Appends rec as one JSON line in a single write (O_APPEND)."""
+    if not path:
+        return
+    line = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def fast(environ, start_response, start, query):
+    start_response(STATUS[200], [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(FAST_BODY))),
+        _timing(start),
+    ])
+    return [FAST_BODY]
+
+
+def _octets(environ, start_response, start, query, name, default, body):
+    """Answers n bytes, n from ?name=; body(n) iterates them."""
+    n = _size(query, name, default)
+    if n < 0:
+        raw = json.dumps(query.get(name, [""])[0])
+        return _error(start_response, start, 400, "%s %s: want 0..%d bytes" % (name, raw, MAX_BYTES))
+    start_response(STATUS[200], [
+        ("Content-Type", "application/octet-stream"),
+        ("Content-Length", str(n)),
+        _timing(start),
+    ])
+    if environ["REQUEST_METHOD"] == "HEAD":
+        return []
+    return body(n)
+
+
+def large(environ, start_response, start, query):
+    rid, trace = environ.get(REQUEST_ID, ""), environ.get(TRACEPARENT, "")
+    return _octets(environ, start_response, start, query, "size", LARGE_SIZE,
+                   lambda n: SendRecorder(start, n, rid, trace))
+
+
+def longpoll(environ, start_response, start, query):
+    wait = DEFAULT_WAIT_S
+    raw = query.get("wait", [""])[0]
+    if raw != "":
+        wait = parse_duration(raw)
+        if wait is None or wait > MAX_WAIT_S:
+            return _error(start_response, start, 400,
+                          "wait %s: want a duration from 0s to 10m0s" % json.dumps(raw))
+    time.sleep(wait)
+    start_response(STATUS[204], [_timing(start)])
+    return []
+
+
+def nbytes(environ, start_response, start, query):
+    return _octets(environ, start_response, start, query, "n", -1, _blocks)
+
+
+ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes}
+
+
+def application(environ, start_response):
+    start = time.perf_counter()
+    handler = ROUTES.get(environ.get("PATH_INFO", ""))
+    if handler is None:
+        return _error(start_response, start, 404, "404 page not found")
+    if environ["REQUEST_METHOD"] not in ("GET", "HEAD"):
+        body = b"Method Not Allowed\n"
+        start_response(STATUS[405], [
+            ("Allow", "GET, HEAD"),
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            _timing(start),
+        ])
+        return [body]
+    query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+    return handler(environ, start_response, start, query)
