@@ -490,3 +490,35 @@ func cpuUsage(t *testing.T, cg *Cgroup) time.Duration {
 	}
 	return time.Duration(cpuStat(t, cg)["usage_usec"]) * time.Microsecond
 }
+
+// The lab's own process goes into a limited cgroup for a run and comes back
+// to exactly the cgroups it was in.
+func TestLimitSelfAndBack(t *testing.T) {
+	requireReal(t, os.Geteuid() == 0, "writing cgroups needs root")
+	before, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "slowlab-test-self-" + strconv.Itoa(os.Getpid())
+	s, err := limitSelf(DefaultCgroupRoot, name, Limits{CPUCores: 0.5, MemoryBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	during, _ := os.ReadFile("/proc/self/cgroup")
+	if !strings.Contains(string(during), "/"+name) {
+		s.release()
+		t.Fatalf("not moved: %s", during)
+	}
+	if err := s.release(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile("/proc/self/cgroup")
+	if string(after) != string(before) {
+		t.Errorf("cgroups after release:\n%s\nwant\n%s", after, before)
+	}
+	for _, d := range s.cg.dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still exists", d)
+		}
+	}
+}

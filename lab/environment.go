@@ -32,10 +32,10 @@ type Environment struct {
 	Versions      map[string]string `json:"versions"` // python3, gunicorn, nginx where installed
 }
 
-func writeEnvironment(dir, experiment, stack string) error {
-	env := Environment{Experiment: experiment, Stack: stack, StartedAt: time.Now().UTC(), Arch: runtime.GOARCH,
+func writeEnvironment(dir, experiment string, o Options) error {
+	env := Environment{Experiment: experiment, Stack: o.Stack.Name(), StartedAt: time.Now().UTC(), Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Go: runtime.Version(), CgroupVersion: CgroupVersion("/sys/fs/cgroup"),
-		Limits: "none: the embedded stack runs without cgroup limits", Versions: map[string]string{}}
+		Limits: limitsApplied(o), Versions: map[string]string{}}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		env.Kernel = unix.ByteSliceToString(u.Release[:])
@@ -56,6 +56,25 @@ func writeEnvironment(dir, experiment, stack string) error {
 		return fmt.Errorf("write environment.json: %w", err)
 	}
 	return nil
+}
+
+// limitsApplied describes the cgroup limits of a run, for environment.json.
+func limitsApplied(o Options) string {
+	var parts []string
+	if g, ok := o.Stack.(GunicornNginx); ok && g.Limits != nil {
+		for _, c := range []string{"app", "proxy"} {
+			if l, ok := g.Limits[c]; ok {
+				parts = append(parts, c+" "+l.String())
+			}
+		}
+	}
+	if o.LoadgenLimits != nil {
+		parts = append(parts, "loadgen "+o.LoadgenLimits.String())
+	}
+	if len(parts) == 0 {
+		return "none: the " + o.Stack.Name() + " stack ran without cgroup limits"
+	}
+	return strings.Join(parts, "; ") + fmt.Sprintf("; CPU quota period %s, no swap", CPUPeriod)
 }
 
 // CgroupVersion tells which cgroup hierarchy is mounted at root: "v2",

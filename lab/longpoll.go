@@ -92,7 +92,7 @@ func RunLongPoll(ctx context.Context, e LongPoll, o Options) (*LongPollResult, e
 	if err := os.MkdirAll(filepath.Join(o.Out, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
-	if err := writeEnvironment(o.Out, "long-poll", o.Stack.Name()); err != nil {
+	if err := writeEnvironment(o.Out, "long-poll", o); err != nil {
 		return nil, err
 	}
 	probes, err := recorder.CreateFile[recorder.Probe](o.Out)

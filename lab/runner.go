@@ -31,6 +31,11 @@ type Options struct {
 	MaxHostCPU float64
 	// Resume keeps the completed runs already in Out and runs the rest.
 	Resume bool
+	// LoadgenLimits, if set, puts the lab's own process (load generator
+	// and controller) in a cgroup with these limits during each run.
+	LoadgenLimits *Limits
+	// CgroupRoot is where cgroup hierarchies are mounted; DefaultCgroupRoot when empty.
+	CgroupRoot string
 	// TargetsFile, if set, is a Prometheus file_sd file that lists the
 	// current run's exporter (job slowlab-exporter, label run_id), so an
 	// existing Prometheus scrapes every run.
@@ -126,7 +131,7 @@ func RunSlowClient(ctx context.Context, e SlowClient, o Options) (*SlowClientRes
 		return nil, err
 	}
 	defer t.close()
-	if err := writeEnvironment(o.Out, "slow-client", o.Stack.Name()); err != nil {
+	if err := writeEnvironment(o.Out, "slow-client", o); err != nil {
 		return nil, err
 	}
 
@@ -291,11 +296,35 @@ func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Opti
 	}
 	groups := running.Groups()
 	groups["loadgen"] = []string{"pid:" + strconv.Itoa(os.Getpid())}
+	var self *selfLimit
+	if o.LoadgenLimits != nil {
+		// The cgroup exists before the exporter starts (it watches it),
+		// and the lab enters it after, so the exporter is not limited.
+		if self, err = prepareSelfLimit(o.CgroupRoot, "slowlab/"+meta.RunID+"/loadgen", *o.LoadgenLimits); err != nil {
+			return fail(recorder.RunFailed, "limit the load generator: "+err.Error()), nil
+		}
+		groups["loadgen"] = []string{"cgroup:" + self.cg.Path()}
+	}
 	watch, err := startWatcher(ctx, exe, exporterLog(filepath.Join(o.Out, "logs"), meta.RunID), groups, running.TempDirs())
 	if err != nil {
+		if self != nil {
+			self.release()
+		}
 		return fail(recorder.RunFailed, "start exporter: "+err.Error()), nil
 	}
-	defer watch.stop()
+	if self != nil {
+		if err := self.enter(); err != nil {
+			watch.stop()
+			return fail(recorder.RunFailed, "limit the load generator: "+err.Error()), nil
+		}
+	}
+	defer func() {
+		// The exporter first: one restarted after enter is in the cgroup.
+		watch.stop()
+		if self != nil {
+			self.release()
+		}
+	}()
 	if err := writeTargets(o.TargetsFile, watch.addr, meta.RunID); err != nil {
 		return fail(recorder.RunFailed, err.Error()), nil
 	}

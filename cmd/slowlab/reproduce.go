@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/report"
 )
 
 func init() {
@@ -132,6 +133,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if res != nil {
 		fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
 		lab.PrintLongPoll(stdout, res.Groups)
+		writeReport(res.Dir, stdout, stderr)
 	}
 	return interrupted(err, out)
 }
@@ -162,15 +164,33 @@ func runScenario(ctx context.Context, sc lab.Scenario, lf labFlags, stdout, stde
 	}
 	defer stopMetrics()
 	e := sc.SlowClient()
+	o := lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics,
+		MaxHostCPU: lf.maxHostCPU, Resume: resume, TargetsFile: lf.targetsFile}
+	if g, ok := st.(lab.GunicornNginx); ok && g.Limits != nil {
+		if l, ok := g.Limits["loadgen"]; ok {
+			o.LoadgenLimits = &l
+		}
+	}
 	fmt.Fprintf(stderr, "slow-client on the %s stack: %d runs, results in %s\n", st.Name(), len(e.Runs()), out)
-	res, err := lab.RunSlowClient(ctx, e, lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics,
-		MaxHostCPU: lf.maxHostCPU, Resume: resume, TargetsFile: lf.targetsFile})
+	res, err := lab.RunSlowClient(ctx, e, o)
 	if res != nil {
 		fmt.Fprintf(stderr, "resource sampling jitter: %s\n", res.SamplingJitter)
 		fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
 		lab.PrintConditions(stdout, res.Conditions)
+		writeReport(res.Dir, stdout, stderr)
 	}
 	return interrupted(err, out)
+}
+
+// writeReport draws the results directory's report; a failure is reported,
+// not fatal, since the measurements are already on disk.
+func writeReport(dir string, stdout, stderr io.Writer) {
+	rep, err := report.Write(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "report: %v\n", err)
+		return
+	}
+	fmt.Fprintf(stdout, "\nreport: %s (%d figures)\n", rep.HTML, len(rep.Figures))
 }
 
 // interrupted words a cancelled experiment's error.

@@ -1,0 +1,18 @@
+// Package report turns a results directory into figures and a report:
+// DIR/figures/NAME.png and NAME.svg for every figure, and DIR/report.html,
+// which references the figures by relative paths and loads nothing from
+// the network (no scripts, fonts or styles from elsewhere), so the
+// directory can be copied, archived or opened offline as it is.
+//
+// Each experiment renders its own section of the report and registers
+// itself in its file's init (slowclient.go, longpoll.go, latencygap.go);
+// Write picks the experiments whose results are in the directory.
+// slow-client and long-poll read their files through recorder's schemas;
+// latency-gap reads gap.csv with the columns given in latencygap.go until
+// recorder owns that schema too.
+//
+// report does not measure or aggregate anything new: statistics are the
+// ones EXPERIMENTS.md defines (nearest-rank percentiles within a run,
+// medians over runs), recomputed with recorder's functions where a figure
+// needs per-run detail, and every caption says which one is drawn.
+package report

@@ -1,0 +1,163 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// gapFile is the latency-gap summary: one row per response size and
+// round-trip time.
+const gapFile = "gap.csv"
+
+func init() {
+	register(experiment{name: "latency-gap", order: 3, marker: gapFile, build: buildLatencyGap})
+}
+
+// gap is one row of gap.csv: what the server measured against what the
+// client waited, for one response size and added round-trip time.
+type gap struct {
+	SizeBytes                      int
+	RTTMS, ServerMS                float64
+	ClientKeepaliveMS, ClientNewMS float64
+	ServerBlindPct                 float64
+	Runs                           int
+	DelayMethod                    string
+}
+
+var gapColumns = []csvColumn[gap]{
+	intCol("size_bytes", func(g *gap) *int { return &g.SizeBytes }),
+	numCol("rtt_ms", func(g *gap) *float64 { return &g.RTTMS }),
+	numCol("server_ms", func(g *gap) *float64 { return &g.ServerMS }),
+	numCol("client_keepalive_ms", func(g *gap) *float64 { return &g.ClientKeepaliveMS }),
+	numCol("client_new_ms", func(g *gap) *float64 { return &g.ClientNewMS }),
+	numCol("server_blind_pct", func(g *gap) *float64 { return &g.ServerBlindPct }),
+	intCol("runs", func(g *gap) *int { return &g.Runs }),
+	strCol("delay_method", func(g *gap) *string { return &g.DelayMethod }),
+}
+
+// size formats a byte count the way the experiment names it: 1 KB, 100 KB.
+func size(b int) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1024 && b%1024 == 0:
+		return fmt.Sprintf("%d KiB", b>>10)
+	case b >= 1000 && b%1000 == 0:
+		return fmt.Sprintf("%d kB", b/1000)
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+func buildLatencyGap(dir string) (*section, error) {
+	rows, err := readCSV(filepath.Join(dir, gapFile), gapColumns)
+	if err != nil {
+		return nil, err
+	}
+	s := &section{id: "latency-gap", title: "latency-gap",
+		intro: "What the server measures of a request against what the client waits, on a kept-alive and a " +
+			"new connection (EXPERIMENTS.md section 3). Server blind = 1 − server / client new-connection time."}
+	if f := latencyGapFigure(rows); f != nil {
+		s.addFigure(f)
+	} else {
+		s.skip("Latency-gap figure left out: %s has no timings.", gapFile)
+	}
+	t := &table{Caption: "Latency-gap conditions (" + gapFile + "): each time is the median over the runs.",
+		Head: []string{"size", "RTT (ms)", "server (ms)", "client keep-alive (ms)", "client new connection (ms)",
+			"server blind (%)", "runs", "delay method"}}
+	for _, g := range rows {
+		t.Rows = append(t.Rows, []cell{{Text: size(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
+			ms(g.RTTMS), ms(g.ServerMS), ms(g.ClientKeepaliveMS), ms(g.ClientNewMS), num(g.ServerBlindPct, 1),
+			integer(g.Runs), text(g.DelayMethod)})
+	}
+	s.addTable(t)
+	return s, nil
+}
+
+// latencyGapFigure draws grouped bars per size and RTT: server-measured,
+// client keep-alive and client new-connection time, with the blind share
+// under each group.
+func latencyGapFigure(rows []gap) *figure {
+	if len(rows) == 0 {
+		return nil
+	}
+	f := &figure{name: "latency-gap", title: "Server-measured vs client-measured time per size and RTT",
+		width: 8 * vg.Inch, height: 4.8 * vg.Inch}
+	p := newPlot(f.title, "response size, added round-trip time (RTT), share the server does not see", "time (ms)")
+	grid(p, false, true)
+	names := make([]string, len(rows))
+	for i, g := range rows {
+		blind := "blind –"
+		if !math.IsNaN(g.ServerBlindPct) {
+			blind = fmt.Sprintf("blind %.1f%%", g.ServerBlindPct)
+		}
+		names[i] = fmt.Sprintf("%s\nRTT %g ms\n%s", size(g.SizeBytes), g.RTTMS, blind)
+	}
+	p.NominalX(names...)
+	stats := []struct {
+		name string
+		get  func(gap) float64
+	}{
+		{"server (Server-Timing)", func(g gap) float64 { return g.ServerMS }},
+		{"client, kept-alive connection", func(g gap) float64 { return g.ClientKeepaliveMS }},
+		{"client, new connection", func(g gap) float64 { return g.ClientNewMS }},
+	}
+	const width = 0.26
+	hi := 0.0
+	for i, st := range stats {
+		pos := make([]float64, len(rows))
+		val := make([]float64, len(rows))
+		for j, g := range rows {
+			pos[j] = float64(j) + (float64(i)-1)*width
+			val[j] = st.get(g)
+			if !math.IsNaN(val[j]) {
+				hi = math.Max(hi, val[j])
+			}
+		}
+		b := newBars(pos, val, width*0.9, false, colorAt(i))
+		p.Add(b, barLabels(pos, val))
+		p.Legend.Add(st.name, b)
+		f.addSeries(st.name, b.drawn())
+	}
+	if hi == 0 {
+		return nil
+	}
+	p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
+	p.Y.Min, p.Y.Max = 0, hi*1.35 // room for the legend
+	p.Legend.Left = true
+	f.panels = []*plot.Plot{p}
+	f.caption = "Bar = median over the condition's runs, as " + gapFile + " reports it: the server's own " +
+		"processing time (request line read to last byte written, from its Server-Timing header) and the " +
+		"client's total time on a kept-alive and on a new connection (the latter includes the TCP handshake). " +
+		"Blind = 1 − server / new-connection time. Each bar is labelled with its value in ms."
+	return f
+}
+
+// barLabels writes each bar's value above it, so that bars too short to
+// see on a shared axis can still be read.
+func barLabels(pos, val []float64) *plotter.Labels {
+	var xyl plotter.XYLabels
+	for i, v := range val {
+		if math.IsNaN(v) {
+			continue
+		}
+		xyl.XYs = append(xyl.XYs, plotter.XY{X: pos[i], Y: v})
+		xyl.Labels = append(xyl.Labels, ms(v).Text)
+	}
+	l, err := plotter.NewLabels(xyl)
+	if err != nil {
+		panic("report: " + err.Error()) // values are finite
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font = font.From(sans, 7)
+		l.TextStyle[i].XAlign = draw.XCenter
+	}
+	l.Offset = vg.Point{Y: vg.Points(2)}
+	return l
+}

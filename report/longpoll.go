@@ -1,0 +1,122 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// groupsFile is the long-poll summary: one row per condition.
+var groupsFile = recorder.FileName[recorder.LongPollGroup]()
+
+func init() {
+	register(experiment{name: "long-poll", order: 2, marker: groupsFile, build: buildLongPoll})
+}
+
+func groupLabel(g recorder.LongPollGroup) string {
+	return fmt.Sprintf("%s, %d held, %d probes", g.Server, g.Hold, g.ProbeConcurrency)
+}
+
+// slotArithmetic compares what wants a slot with the slots there are:
+// held long-polls plus probe workers against workers x threads, and how
+// many requests must wait for a slot at any time.
+func slotArithmetic(g recorder.LongPollGroup) string {
+	need := g.Hold + g.ProbeConcurrency
+	if need > g.Slots {
+		return fmt.Sprintf("%d + %d = %d > %d slots: %d wait", g.Hold, g.ProbeConcurrency, need, g.Slots, need-g.Slots)
+	}
+	return fmt.Sprintf("%d + %d = %d ≤ %d slots: none wait", g.Hold, g.ProbeConcurrency, need, g.Slots)
+}
+
+func buildLongPoll(dir string) (*section, error) {
+	groups, err := recorder.ReadFile[recorder.LongPollGroup](filepath.Join(dir, groupsFile))
+	if err != nil {
+		return nil, err
+	}
+	s := &section{id: "long-poll", title: "long-poll",
+		intro: "Held long-poll requests occupy worker slots; closed-loop probes measure what is left " +
+			"(EXPERIMENTS.md section 2). Slots = workers × threads; free slots = slots − held long-polls."}
+	if f := longPollFigure(groups); f != nil {
+		s.addFigure(f)
+	} else {
+		s.skip("Probe latency figure left out: no condition in %s has a probe latency above 0.", groupsFile)
+	}
+	t := &table{Caption: "Long-poll conditions (" + groupsFile + "): probe successes, failures, latency " +
+		"percentiles and throughput, with the slot arithmetic: held long-polls + probe workers against slots.",
+		Head: []string{"server", "held", "probes", "seconds", "ok", "failed", "p50 (ms)", "p95 (ms)",
+			"max (ms)", "throughput (req/s)", "slots", "free slots", "held + probes vs slots"}}
+	for _, g := range groups {
+		t.Rows = append(t.Rows, []cell{text(g.Server), integer(g.Hold), integer(g.ProbeConcurrency),
+			num(g.Seconds, 1), integer(g.OK), integer(g.Failed), maybe(g.P50MS, ms), maybe(g.P95MS, ms),
+			maybe(g.MaxMS, ms), ms(g.ThroughputRPS), integer(g.Slots), integer(g.FreeSlots), text(slotArithmetic(g))})
+	}
+	s.addTable(t)
+	return s, nil
+}
+
+// longPollFigure draws p50, p95 and max probe latency per condition on a
+// log axis, or returns nil when there is nothing to draw.
+func longPollFigure(groups []recorder.LongPollGroup) *figure {
+	var rows []recorder.LongPollGroup
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, g := range groups {
+		drawn := false
+		for _, v := range []recorder.Maybe{g.P50MS, g.P95MS, g.MaxMS} {
+			if v.Valid && v.Value > 0 {
+				drawn = true
+				lo, hi = math.Min(lo, v.Value), math.Max(hi, v.Value)
+			}
+		}
+		if drawn {
+			rows = append(rows, g)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	f := &figure{name: "longpoll-latency", title: "Probe latency per long-poll condition",
+		width: 8 * vg.Inch, height: rowsHeight(len(rows))}
+	p := newPlot(f.title, "probe latency (ms, log scale)", "condition")
+	grid(p, true, false)
+	labels := make([]string, len(rows))
+	for i, g := range rows {
+		labels[i] = fmt.Sprintf("%s, %d of %d slots free", groupLabel(g), g.FreeSlots, g.Slots)
+	}
+	ys := conditionRows(p, labels)
+	stats := []struct {
+		name  string
+		get   func(recorder.LongPollGroup) recorder.Maybe
+		shape draw.GlyphDrawer
+	}{
+		{"p50", func(g recorder.LongPollGroup) recorder.Maybe { return g.P50MS }, draw.BoxGlyph{}},
+		{"p95", func(g recorder.LongPollGroup) recorder.Maybe { return g.P95MS }, draw.TriangleGlyph{}},
+		{"max", func(g recorder.LongPollGroup) recorder.Maybe { return g.MaxMS }, draw.CrossGlyph{}},
+	}
+	for i, st := range stats {
+		var xys plotter.XYs
+		for j, g := range rows {
+			if v := st.get(g); v.Valid && v.Value > 0 {
+				xys = append(xys, plotter.XY{X: v.Value, Y: ys[j]})
+			}
+		}
+		m := marks(xys, colorAt(i), st.shape)
+		p.Add(m)
+		p.Legend.Add(st.name, m)
+		f.addSeries(st.name, len(m.XYs))
+	}
+	setLog(&p.X, lo, hi)
+	p.X.Max = hi * 6 // room for the legend right of the slowest probe
+	f.panels = []*plot.Plot{p}
+	f.caption = "p50, p95 and max of the condition's probe latencies (request start to last body byte, " +
+		"successful probes; nearest-rank) as " + groupsFile + " reports them. Log scale. A probe waits whenever held long-polls plus " +
+		"probe workers exceed the slots (workers × threads); Gunicorn workers accept independently, so held " +
+		"requests need not spread evenly."
+	return f
+}

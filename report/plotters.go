@@ -1,0 +1,152 @@
+package report
+
+import (
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// bars draws one bar per category from zero to its value, centred on the
+// category's position with a thickness in data units, so that points can
+// be drawn over a bar at known data coordinates (plotter.BarChart sizes
+// bars in points instead).
+type bars struct {
+	pos, val   []float64 // category position and value; a NaN value draws no bar
+	thickness  float64   // in data units along the category axis
+	horizontal bool      // values along X, categories along Y
+	fill       color.Color
+	line       draw.LineStyle
+}
+
+var (
+	_ plot.Plotter     = (*bars)(nil)
+	_ plot.DataRanger  = (*bars)(nil)
+	_ plot.Thumbnailer = (*bars)(nil)
+)
+
+func newBars(pos, val []float64, thickness float64, horizontal bool, c color.Color) *bars {
+	return &bars{pos: pos, val: val, thickness: thickness, horizontal: horizontal, fill: lighter(c),
+		line: draw.LineStyle{Color: c, Width: vg.Points(0.75)}}
+}
+
+// drawn returns the number of bars drawn.
+func (b *bars) drawn() int {
+	n := 0
+	for _, v := range b.val {
+		if !math.IsNaN(v) {
+			n++
+		}
+	}
+	return n
+}
+
+// Plot implements plot.Plotter.
+func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for i, v := range b.val {
+		if math.IsNaN(v) {
+			continue
+		}
+		lo, hi := b.pos[i]-b.thickness/2, b.pos[i]+b.thickness/2
+		var x0, x1, y0, y1 vg.Length
+		if b.horizontal {
+			x0, x1, y0, y1 = trX(0), trX(v), trY(lo), trY(hi)
+		} else {
+			x0, x1, y0, y1 = trX(lo), trX(hi), trY(0), trY(v)
+		}
+		pts := []vg.Point{{X: x0, Y: y0}, {X: x0, Y: y1}, {X: x1, Y: y1}, {X: x1, Y: y0}}
+		c.FillPolygon(b.fill, c.ClipPolygonXY(pts))
+		c.StrokeLines(b.line, c.ClipLinesXY(append(pts, pts[0]))...)
+	}
+}
+
+// DataRange implements plot.DataRanger: the categories' extent and the
+// values' extent including zero.
+func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	cmin, cmax := math.Inf(1), math.Inf(-1)
+	vmin, vmax := 0.0, 0.0
+	for i, v := range b.val {
+		if math.IsNaN(v) {
+			continue
+		}
+		cmin, cmax = math.Min(cmin, b.pos[i]-b.thickness/2), math.Max(cmax, b.pos[i]+b.thickness/2)
+		vmin, vmax = math.Min(vmin, v), math.Max(vmax, v)
+	}
+	if b.horizontal {
+		return vmin, vmax, cmin, cmax
+	}
+	return cmin, cmax, vmin, vmax
+}
+
+// Thumbnail implements plot.Thumbnailer.
+func (b *bars) Thumbnail(c *draw.Canvas) {
+	pts := []vg.Point{
+		{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y},
+		{X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y},
+	}
+	c.FillPolygon(b.fill, pts)
+	c.StrokeLines(b.line, append(pts, pts[0]))
+}
+
+// intervals are points with a low and a high value each, for
+// plotter.XErrorBars (whose errors are relative to the point).
+type intervals struct {
+	plotter.XYs
+	plotter.XErrors
+}
+
+// newIntervals returns the intervals [lo[i], hi[i]] around the points
+// (mid[i], y[i]).
+func newIntervals(y, mid, lo, hi []float64) intervals {
+	iv := intervals{XYs: make(plotter.XYs, len(y)), XErrors: make(plotter.XErrors, len(y))}
+	for i := range y {
+		iv.XYs[i] = plotter.XY{X: mid[i], Y: y[i]}
+		iv.XErrors[i].Low, iv.XErrors[i].High = mid[i]-lo[i], hi[i]-mid[i]
+	}
+	return iv
+}
+
+// finite returns the points of xys whose coordinates are both finite.
+func finite(xys plotter.XYs) plotter.XYs {
+	out := make(plotter.XYs, 0, len(xys))
+	for _, p := range xys {
+		if !math.IsNaN(p.X) && !math.IsInf(p.X, 0) && !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// scatter returns the finite points of xys drawn as filled circles of
+// colour c. The tests count circles in the SVG, so in every figure circles
+// are data points and nothing else is drawn with arcs.
+func scatter(xys plotter.XYs, c color.Color, radius vg.Length) *plotter.Scatter {
+	s, err := plotter.NewScatter(finite(xys))
+	if err != nil {
+		panic("report: " + err.Error()) // finite points cannot fail
+	}
+	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: radius, Shape: draw.CircleGlyph{}}
+	return s
+}
+
+// marks returns points drawn with shape, which must not be a circle
+// (circles are reserved for scatter).
+func marks(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) *plotter.Scatter {
+	s := scatter(xys, c, vg.Points(3.5))
+	s.GlyphStyle.Shape = shape
+	return s
+}
+
+// line returns a polyline through the finite points of xys in colour c.
+func line(xys plotter.XYs, c color.Color) *plotter.Line {
+	l, err := plotter.NewLine(finite(xys))
+	if err != nil {
+		panic("report: " + err.Error()) // finite points cannot fail
+	}
+	l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.25)}
+	return l
+}

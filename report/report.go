@@ -1,0 +1,174 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// FiguresDir is the folder under the results directory that holds the
+// figure files.
+const FiguresDir = "figures"
+
+// HTMLFile is the name of the report written into the results directory.
+const HTMLFile = "report.html"
+
+// ErrNoResults is returned (wrapped) by Write when the directory holds no
+// file that any experiment's report reads.
+var ErrNoResults = errors.New("no results files")
+
+// Report is what Write produced.
+type Report struct {
+	Dir         string   // the results directory
+	HTML        string   // path of report.html
+	Experiments []string // sections in the report, such as "slow-client"
+	Figures     []Figure
+	Notes       []string // what was left out and why
+}
+
+// Figure is one figure, written as PNG and SVG.
+type Figure struct {
+	Name    string   // file name without extension, such as "fast-p95"
+	Title   string   // what the figure shows
+	Caption string   // which statistic is drawn and what was left out
+	Files   []string // slash-separated paths relative to Report.Dir
+	Series  int      // data series drawn, over all panels
+	Panels  int      // stacked plots sharing the time axis, 1 for most figures
+
+	points []int // points (or bars) per series, in drawing order
+}
+
+// experiment renders one experiment's results into a section.
+type experiment struct {
+	name  string // as in environment.json's "experiment"
+	order int    // place in the report
+	// marker is the results file whose presence says the directory holds
+	// this experiment's results.
+	marker string
+	build  func(dir string) (*section, error)
+}
+
+var experiments []experiment
+
+// register adds an experiment; each experiment's file calls it from init.
+func register(e experiment) {
+	if slices.ContainsFunc(experiments, func(o experiment) bool { return o.name == e.name }) {
+		panic("report: experiment registered twice: " + e.name)
+	}
+	experiments = append(experiments, e)
+	slices.SortFunc(experiments, func(a, b experiment) int { return a.order - b.order })
+}
+
+// section is one experiment's part of the report.
+type section struct {
+	id, title string
+	intro     string
+	blocks    []block
+	notes     []string
+}
+
+// block is one item of a section: exactly one of figure, table and note
+// is set.
+type block struct {
+	figure *figure
+	table  *table
+	note   string
+}
+
+func (s *section) addFigure(f *figure) { s.blocks = append(s.blocks, block{figure: f}) }
+func (s *section) addTable(t *table)   { s.blocks = append(s.blocks, block{table: t}) }
+
+// skip records that something was left out of the section, in the report
+// and in Report.Notes.
+func (s *section) skip(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.notes = append(s.notes, msg)
+	s.blocks = append(s.blocks, block{note: msg})
+}
+
+// Write reads the results directory dir and writes dir/figures/*.png and
+// *.svg and dir/report.html, replacing earlier ones. An experiment's
+// optional files that are missing leave their figures out, with a note; a
+// file that is present but does not parse is an error naming it.
+func Write(dir string) (*Report, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("results directory %s: not a directory", dir)
+	}
+	env, err := readEnvironment(dir)
+	if err != nil {
+		return nil, err
+	}
+
+	rep := &Report{Dir: dir, HTML: filepath.Join(dir, HTMLFile)}
+	var sections []*section
+	for _, e := range selectExperiments(dir, env) {
+		s, err := e.build(dir)
+		if err != nil {
+			return nil, err
+		}
+		rep.Experiments = append(rep.Experiments, e.name)
+		sections = append(sections, s)
+	}
+	if len(sections) == 0 {
+		var markers []string
+		for _, e := range experiments {
+			markers = append(markers, e.marker)
+		}
+		return nil, fmt.Errorf("%s: %w: none of %s is present", dir, ErrNoResults, strings.Join(markers, ", "))
+	}
+
+	if err := os.MkdirAll(filepath.Join(dir, FiguresDir), 0o755); err != nil {
+		return nil, fmt.Errorf("create figures directory: %w", err)
+	}
+	page := page{Dir: dir}
+	if env != nil {
+		page.Env = env.table()
+	} else {
+		rep.Notes = append(rep.Notes, EnvironmentFile+" is not present: no environment summary")
+	}
+	for _, s := range sections {
+		hs := htmlSection{ID: s.id, Title: s.title, Intro: s.intro}
+		for _, b := range s.blocks {
+			hb := htmlBlock{Table: b.table, Note: b.note}
+			if b.figure != nil {
+				fig, err := b.figure.write(dir)
+				if err != nil {
+					return nil, err
+				}
+				rep.Figures = append(rep.Figures, fig)
+				hb.Figure = newHTMLFigure(len(rep.Figures), fig, b.figure)
+			}
+			hs.Blocks = append(hs.Blocks, hb)
+		}
+		page.Sections = append(page.Sections, hs)
+		rep.Notes = append(rep.Notes, s.notes...)
+	}
+	if err := writeHTML(rep.HTML, &page); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// selectExperiments returns the experiments to report on: the one
+// environment.json names when it names a known one and its results file
+// is present, else every experiment whose results file is present.
+func selectExperiments(dir string, env *environment) []experiment {
+	var found []experiment
+	for _, e := range experiments {
+		if _, err := os.Stat(filepath.Join(dir, e.marker)); err != nil {
+			continue
+		}
+		if env != nil && env.Experiment == e.name {
+			return []experiment{e}
+		}
+		found = append(found, e)
+	}
+	return found
+}

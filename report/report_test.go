@@ -1,0 +1,649 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	_ "image/png"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// svgStats is what the tests count in an SVG file.
+type svgStats struct {
+	root  string         // name of the root element
+	paths int            // <path> elements
+	arcs  int            // paths with an arc: circle glyphs, which are data points (see scatter)
+	fills map[string]int // filled paths by fill colour, such as "#0072B2"
+}
+
+func parseSVG(t *testing.T, data []byte) svgStats {
+	t.Helper()
+	st := svgStats{fills: map[string]int{}}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG does not parse as XML: %v", err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if st.root == "" {
+			st.root = el.Name.Local
+		}
+		if el.Name.Local != "path" {
+			continue
+		}
+		st.paths++
+		for _, a := range el.Attr {
+			switch a.Name.Local {
+			case "d":
+				if strings.Contains(a.Value, "A") {
+					st.arcs++
+				}
+			case "style":
+				for _, decl := range strings.Split(a.Value, ";") {
+					if v, ok := strings.CutPrefix(decl, "fill:"); ok && v != "none" {
+						st.fills[v]++
+					}
+				}
+			}
+		}
+	}
+	return st
+}
+
+func hexColor(c color.Color) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
+}
+
+func figureByName(t *testing.T, rep *Report, name string) Figure {
+	t.Helper()
+	for _, f := range rep.Figures {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no figure %q among %v", name, figureNames(rep))
+	return Figure{}
+}
+
+func figureNames(rep *Report) []string {
+	var names []string
+	for _, f := range rep.Figures {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+func sum(vs []int) int {
+	n := 0
+	for _, v := range vs {
+		n += v
+	}
+	return n
+}
+
+// checkFiles checks that every figure's PNG decodes to its size and its
+// SVG parses, and returns the SVG stats by figure name.
+func checkFiles(t *testing.T, rep *Report) map[string]svgStats {
+	t.Helper()
+	stats := map[string]svgStats{}
+	for _, f := range rep.Figures {
+		if f.Title == "" || f.Caption == "" || f.Series == 0 || f.Panels == 0 {
+			t.Errorf("figure %s: title %q, caption %q, %d series, %d panels", f.Name, f.Title, f.Caption, f.Series, f.Panels)
+		}
+		if len(f.points) != f.Series {
+			t.Errorf("figure %s: %d series, %d point counts", f.Name, f.Series, len(f.points))
+		}
+		want := []string{"figures/" + f.Name + ".png", "figures/" + f.Name + ".svg"}
+		if !slices.Equal(f.Files, want) {
+			t.Errorf("figure %s: files %v, want %v", f.Name, f.Files, want)
+		}
+		for _, rel := range f.Files {
+			data, err := os.ReadFile(filepath.Join(rep.Dir, filepath.FromSlash(rel)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch path.Ext(rel) {
+			case ".png":
+				cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
+				if err != nil || format != "png" || cfg.Width < 600 || cfg.Height < 300 {
+					t.Errorf("%s: %s %dx%d, %v", rel, format, cfg.Width, cfg.Height, err)
+				}
+			case ".svg":
+				st := parseSVG(t, data)
+				if st.root != "svg" {
+					t.Errorf("%s: root element %q, want svg", rel, st.root)
+				}
+				if bytes.Contains(data, []byte("http://fonts")) || bytes.Contains(data, []byte("url(http")) {
+					t.Errorf("%s references the network", rel)
+				}
+				stats[f.Name] = st
+			}
+		}
+	}
+	return stats
+}
+
+// checkHTML parses report.html and checks that every src and href is a
+// relative path to a file in the results directory (or a fragment naming
+// an element), that nothing could load from elsewhere, and that every
+// figure's PNG is shown.
+func checkHTML(t *testing.T, rep *Report) *html.Node {
+	t.Helper()
+	data, err := os.ReadFile(rep.HTML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	var refs []string
+	imgs := map[string]bool{}
+	for n := range doc.Descendants() {
+		if n.Type != html.ElementNode {
+			continue
+		}
+		switch n.Data {
+		case "script", "link", "iframe", "object", "embed", "base":
+			t.Errorf("report.html has a <%s> element", n.Data)
+		case "style":
+			if css := n.FirstChild; css != nil && (strings.Contains(css.Data, "url(") || strings.Contains(css.Data, "@import")) {
+				t.Error("report.html's CSS loads something")
+			}
+		}
+		for _, a := range n.Attr {
+			switch a.Key {
+			case "id":
+				ids[a.Val] = true
+			case "src", "href", "srcset", "poster", "data":
+				refs = append(refs, a.Val)
+				if n.Data == "img" && a.Key == "src" {
+					imgs[a.Val] = true
+				}
+			case "style":
+				if strings.Contains(a.Val, "url(") {
+					t.Errorf("inline style loads something: %q", a.Val)
+				}
+			}
+		}
+	}
+	if len(refs) == 0 {
+		t.Fatal("report.html references nothing")
+	}
+	for _, ref := range refs {
+		u, err := url.Parse(ref)
+		if err != nil {
+			t.Errorf("reference %q: %v", ref, err)
+			continue
+		}
+		if u.Scheme != "" || u.Host != "" || strings.HasPrefix(ref, "//") || path.IsAbs(u.Path) {
+			t.Errorf("reference %q is not relative to the results directory", ref)
+			continue
+		}
+		if u.Path == "" {
+			if !ids[u.Fragment] {
+				t.Errorf("reference %q names no element", ref)
+			}
+			continue
+		}
+		if strings.Contains(u.Path, "..") {
+			t.Errorf("reference %q leaves the results directory", ref)
+		}
+		if st, err := os.Stat(filepath.Join(rep.Dir, filepath.FromSlash(u.Path))); err != nil || st.IsDir() {
+			t.Errorf("reference %q: not a file: %v", ref, err)
+		}
+	}
+	for _, f := range rep.Figures {
+		if !imgs[f.Files[0]] {
+			t.Errorf("report.html shows no <img> for %s", f.Files[0])
+		}
+	}
+	return doc
+}
+
+// expectedDownloads counts the fixture's downloads of ok runs: all of
+// them, and those with an app_send_s.
+func expectedDownloads(fx fixture) (all, withApp int) {
+	for _, c := range fixtureConditions() {
+		for rep := 1; rep <= fx.reps; rep++ {
+			if fx.failed[runID(c, rep)] {
+				continue
+			}
+			all += c.slow
+			withApp += c.slow
+			if rep == 1 && c.slow >= 2 {
+				withApp-- // client 1 of rep 1 has no app_send_s
+			}
+		}
+	}
+	return all, withApp
+}
+
+func TestWriteSlowClient(t *testing.T) {
+	dir := t.TempDir()
+	fx := fixture{reps: 3, failed: map[string]bool{"direct-sync-2-s2-r3": true}}
+	runs := fx.write(t, dir)
+	rep, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.HTML != filepath.Join(dir, "report.html") || !slices.Equal(rep.Experiments, []string{"slow-client"}) {
+		t.Errorf("report %s, experiments %v", rep.HTML, rep.Experiments)
+	}
+	wantNames := []string{"fast-p95", "send-vs-receive", "timeseries-direct-sync-2-s2", "timeseries-direct-gthread-1x4-s2",
+		"timeseries-proxy-buffering-off-sync-2-s2", "timeseries-proxy-buffering-on-sync-2-s2"}
+	if got := figureNames(rep); !slices.Equal(got, wantNames) {
+		t.Fatalf("figures %v, want %v", got, wantNames)
+	}
+	if len(rep.Notes) != 0 {
+		t.Errorf("notes %q, want none", rep.Notes)
+	}
+	stats := checkFiles(t, rep)
+	checkHTML(t, rep)
+
+	// fast-p95: one series per route and server; one circle per condition.
+	p95 := figureByName(t, rep, "fast-p95")
+	if p95.Series != 4 || !slices.Equal(p95.points, []int{3, 1, 3, 3}) {
+		t.Errorf("fast-p95: %d series with %v points, want 4 with [3 1 3 3]", p95.Series, p95.points)
+	}
+	if got := stats["fast-p95"].arcs; got != 10 {
+		t.Errorf("fast-p95.svg has %d circles, want 10 (one per condition)", got)
+	}
+	if !strings.Contains(p95.Caption, "nearest-rank 95th percentile of a run's 72 /fast latencies") ||
+		!strings.Contains(p95.Caption, "line = min to max") || !strings.Contains(p95.Caption, "2 to 3 per condition") {
+		t.Errorf("fast-p95 caption: %s", p95.Caption)
+	}
+
+	// send-vs-receive: 7 conditions with downloads, 2 bars each, a point
+	// per download of the ok runs.
+	sr := figureByName(t, rep, "send-vs-receive")
+	all, withApp := expectedDownloads(fx)
+	if want := []int{7, 7, withApp, all}; !slices.Equal(sr.points, want) {
+		t.Errorf("send-vs-receive points %v, want %v", sr.points, want)
+	}
+	st := stats["send-vs-receive"]
+	if want := withApp + all + 2; st.arcs != want { // + the two legend glyphs
+		t.Errorf("send-vs-receive.svg has %d circles, want %d", st.arcs, want)
+	}
+	for i, fill := range []string{hexColor(lighter(colorAt(1))), hexColor(lighter(colorAt(0)))} {
+		if got := st.fills[fill]; got != 7+1 { // + the legend thumbnail
+			t.Errorf("send-vs-receive.svg bar series %d: %d paths filled %s, want 8", i, got, fill)
+		}
+	}
+	if !strings.Contains(sr.Caption, fmt.Sprintf("%d downloads have no app_send_s", all-withApp)) {
+		t.Errorf("send-vs-receive caption: %s", sr.Caption)
+	}
+
+	// Time series: the median-p95 ok run; no proxy on the direct route.
+	direct := figureByName(t, rep, "timeseries-direct-sync-2-s2")
+	var ok []recorder.Run
+	for _, r := range runs {
+		if r.Route == "direct" && r.Server == "sync-2" && r.SlowClients == 2 && r.Status == recorder.RunOK {
+			ok = append(ok, r)
+		}
+	}
+	slices.SortFunc(ok, func(a, b recorder.Run) int { return cmpFloat(a.P95MS.Value, b.P95MS.Value) })
+	if want := ok[0].RunID; !strings.Contains(direct.Title, want) { // lower middle of two
+		t.Errorf("direct time series %q, want run %s", direct.Title, want)
+	}
+	if direct.Panels != 3 || !slices.Equal(direct.points, []int{71, 49, 49, 48, 48}) {
+		t.Errorf("direct time series: %d panels, points %v", direct.Panels, direct.points)
+	}
+	if !strings.Contains(direct.Caption, "Left out for lack of data: proxy temp files") ||
+		!strings.Contains(direct.Caption, "the direct route has no proxy") ||
+		!strings.Contains(direct.Caption, "1 failed requests") {
+		t.Errorf("direct time series caption: %s", direct.Caption)
+	}
+	if got := stats[direct.Name].arcs; got != 71 {
+		t.Errorf("%s.svg has %d circles, want 71 /fast latencies", direct.Name, got)
+	}
+	on := figureByName(t, rep, "timeseries-proxy-buffering-on-sync-2-s2")
+	if on.Panels != 4 || on.Series != 7 || strings.Contains(on.Caption, "Left out") {
+		t.Errorf("buffering-on time series: %d panels, %d series, caption %s", on.Panels, on.Series, on.Caption)
+	}
+
+	// Writing again replaces the report.
+	if _, err := Write(dir); err != nil {
+		t.Fatalf("second Write: %v", err)
+	}
+}
+
+// TestFigureLabels checks that every panel of every figure has a title and
+// axis labels, and that value axes name their unit.
+func TestFigureLabels(t *testing.T) {
+	dir := t.TempDir()
+	fixture{reps: 2}.write(t, dir)
+	writeLongPollAndGap(t, dir)
+	var figs []*figure
+	for _, build := range []func(string) (*section, error){buildSlowClient, buildLongPoll, buildLatencyGap} {
+		s, err := build(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range s.blocks {
+			if b.figure != nil {
+				figs = append(figs, b.figure)
+			}
+		}
+	}
+	if len(figs) != 8 {
+		t.Fatalf("%d figures, want 8", len(figs))
+	}
+	units := []string{"(ms", "(s)", "MiB", "cores"}
+	for _, f := range figs {
+		for i, p := range f.panels {
+			x, y := p.X.Label.Text, p.Y.Label.Text
+			if p.Title.Text == "" || x == "" || y == "" {
+				t.Errorf("%s panel %d: title %q, x %q, y %q", f.name, i, p.Title.Text, x, y)
+			}
+			if !slices.ContainsFunc(units, func(u string) bool { return strings.Contains(x+" "+y, u) }) {
+				t.Errorf("%s panel %d: no unit in axis labels %q, %q", f.name, i, x, y)
+			}
+		}
+	}
+}
+
+func TestWriteMissingOptionalFiles(t *testing.T) {
+	dir := t.TempDir()
+	fixture{reps: 2, skip: map[string]bool{"large-responses.csv": true, "resource-samples.csv": true,
+		"conditions.csv": true, "environment.json": true}}.write(t, dir)
+	rep, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := figureNames(rep); slices.Contains(got, "send-vs-receive") || len(got) != 5 {
+		t.Errorf("figures %v: want fast-p95 and 4 time series", got)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	for _, want := range []string{"environment.json is not present",
+		"Not present in the results directory: conditions.csv, large-responses.csv, resource-samples.csv"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	for _, f := range rep.Figures {
+		if strings.HasPrefix(f.Name, "timeseries-") && (f.Panels != 1 || !strings.Contains(f.Caption, "resource-samples.csv is not present")) {
+			t.Errorf("%s: %d panels, caption %s", f.Name, f.Panels, f.Caption)
+		}
+	}
+	checkFiles(t, rep)
+	checkHTML(t, rep)
+	page, _ := os.ReadFile(rep.HTML)
+	if !bytes.Contains(page, []byte("computed from runs.csv because conditions.csv is not present")) {
+		t.Error("report.html does not say the conditions table was computed")
+	}
+}
+
+func TestWriteWithoutResourceValues(t *testing.T) {
+	dir := t.TempDir()
+	fixture{reps: 1, noResources: true}.write(t, dir)
+	rep, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := figureByName(t, rep, "timeseries-proxy-buffering-on-sync-2-s2")
+	for _, want := range []string{"proxy temp files (no temp_logical_bytes samples for component proxy)",
+		"app memory (no memory_bytes or rss_bytes samples for component app)", "CPU (fewer than two cpu_seconds"} {
+		if ts.Panels != 1 || !strings.Contains(ts.Caption, want) {
+			t.Errorf("%d panels; caption lacks %q: %s", ts.Panels, want, ts.Caption)
+		}
+	}
+	checkFiles(t, rep)
+}
+
+// writeLongPollAndGap writes groups.csv and gap.csv as the issue gives
+// their columns.
+func writeLongPollAndGap(t *testing.T, dir string) {
+	t.Helper()
+	groups := "server,hold,probe_concurrency,seconds,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots\n" +
+		"sync-2,0,20,60,60000,0,18.5,22.1,40.2,1000.5,2,2\n" +
+		"sync-2,2,20,60,38,0,29800,30010,30050,0.63,2,0\n" +
+		"gthread-2x16,0,20,60,59000,0,19,25,48,980,32,32\n" +
+		"gthread-2x16,20,20,60,58000,2,19.5,26,2100,970,32,12\n" +
+		"gthread-2x16,20,8,60,30000,0,9.1,12,,500,32,12\n" // max not measured
+	gap := "size_bytes,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method\n" +
+		"1024,0,0.05,0.12,0.17,70.6,40,none\n" +
+		"102400,0,0.2,0.5,0.7,71.4,40,none\n" +
+		"1024,50,0.06,50.3,100.7,99.9,40,netem\n" +
+		"102400,50,0.3,100.8,151.2,99.8,40,netem\n"
+	for name, body := range map[string]string{groupsFile: groups, gapFile: gap} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestWriteLongPollAndLatencyGap(t *testing.T) {
+	dir := t.TempDir()
+	writeLongPollAndGap(t, dir)
+	rep, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Experiments, []string{"long-poll", "latency-gap"}) {
+		t.Errorf("experiments %v", rep.Experiments)
+	}
+	stats := checkFiles(t, rep)
+	checkHTML(t, rep)
+	lp := figureByName(t, rep, "longpoll-latency")
+	if lp.Series != 3 || !slices.Equal(lp.points, []int{5, 5, 4}) {
+		t.Errorf("longpoll-latency: %d series, points %v; want p50, p95, max with 5, 5, 4", lp.Series, lp.points)
+	}
+	gap := figureByName(t, rep, "latency-gap")
+	if gap.Series != 3 || !slices.Equal(gap.points, []int{4, 4, 4}) {
+		t.Errorf("latency-gap: %d series, points %v", gap.Series, gap.points)
+	}
+	for i := range 3 {
+		if got := stats["latency-gap"].fills[hexColor(lighter(colorAt(i)))]; got != 4+1 {
+			t.Errorf("latency-gap.svg series %d: %d bars, want 4 + legend", i, got)
+		}
+	}
+	b, _ := os.ReadFile(rep.HTML)
+	page := html.UnescapeString(string(b))
+	for _, want := range []string{"<td>20 + 20 = 40 > 32 slots: 8 wait</td>", "<td>20 + 8 = 28 ≤ 32 slots: none wait</td>",
+		"<td>2 + 20 = 22 > 2 slots: 20 wait</td>", "<td class=\"num\">99.9</td>", "netem", "100 KiB", "0.630"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
+
+func TestWriteErrors(t *testing.T) {
+	valid := func(t *testing.T) string {
+		dir := t.TempDir()
+		fixture{reps: 1}.write(t, dir)
+		return dir
+	}
+	replace := func(t *testing.T, dir, name, old, new string) {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(old)) {
+			t.Fatalf("%s has no %q", name, old)
+		}
+		if err := os.WriteFile(p, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T) string
+		want   []string
+		target error
+	}{
+		{"missing directory", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") },
+			[]string{"results directory", "no such file"}, fs.ErrNotExist},
+		{"file, not directory", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "f")
+			os.WriteFile(p, nil, 0o644)
+			return p
+		}, []string{"not a directory"}, nil},
+		{"no results", func(t *testing.T) string { return t.TempDir() },
+			[]string{"no results files: none of runs.csv, groups.csv, gap.csv is present"}, ErrNoResults},
+		{"runs.csv header", func(t *testing.T) string {
+			dir := valid(t)
+			replace(t, dir, "runs.csv", "p95_ms", "p96_ms")
+			return dir
+		}, []string{"runs.csv", `header column 12: want "p95_ms", got "p96_ms"`}, recorder.ErrHeader},
+		{"requests.csv cell", func(t *testing.T) string {
+			dir := valid(t)
+			replace(t, dir, "requests.csv", ",200,12,", ",ok,12,")
+			return dir
+		}, []string{"requests.csv", "line 2, column 13 (status)"}, recorder.ErrNotInteger},
+		{"environment.json", func(t *testing.T) string {
+			dir := valid(t)
+			os.WriteFile(filepath.Join(dir, "environment.json"), []byte(`{"cpus": "four"}`), 0o644)
+			return dir
+		}, []string{"environment.json", "cpus"}, nil},
+		{"groups.csv header", func(t *testing.T) string {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, groupsFile), []byte("server,hold\nsync-2,2\n"), 0o644)
+			return dir
+		}, []string{"groups.csv", `column 3 "probe_concurrency" is missing`}, recorder.ErrHeader},
+		{"gap.csv cell", func(t *testing.T) string {
+			dir := t.TempDir()
+			writeLongPollAndGap(t, dir)
+			replace(t, dir, gapFile, "0.05", "fast")
+			return dir
+		}, []string{"gap.csv", `line 2, column 3 (server_ms): "fast": want a finite decimal number`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.setup(t)
+			rep, err := Write(dir)
+			if err == nil {
+				t.Fatalf("Write = %+v, want an error", rep)
+			}
+			msg := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q lacks %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error has more than one line: %q", msg)
+			}
+			if tt.target != nil && !errors.Is(err, tt.target) {
+				t.Errorf("error %v is not %v", err, tt.target)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "report.html")); err == nil {
+				t.Error("report.html written despite the error")
+			}
+		})
+	}
+}
+
+func TestMedianRun(t *testing.T) {
+	run := func(rep int, p95 recorder.Maybe) recorder.Run { return recorder.Run{Rep: rep, P95MS: p95} }
+	s, n := recorder.Some, recorder.None()
+	tests := []struct {
+		runs    []recorder.Run
+		wantRep int
+		wantN   int
+	}{
+		{[]recorder.Run{run(1, s(30)), run(2, s(10)), run(3, s(20))}, 3, 3},
+		{[]recorder.Run{run(1, s(30)), run(2, s(10))}, 2, 2}, // lower middle
+		{[]recorder.Run{run(1, s(5)), run(2, n), run(3, s(5)), run(4, s(9))}, 3, 3},
+		{[]recorder.Run{run(1, s(5)), run(2, s(5))}, 1, 2}, // tie: first repetition
+	}
+	for i, tt := range tests {
+		got, n, ok := medianRun(tt.runs)
+		if !ok || got.Rep != tt.wantRep || n != tt.wantN {
+			t.Errorf("case %d: rep %d of %d (%v), want rep %d of %d", i, got.Rep, n, ok, tt.wantRep, tt.wantN)
+		}
+	}
+	if _, _, ok := medianRun([]recorder.Run{run(1, n)}); ok {
+		t.Error("a run without p95 was chosen")
+	}
+}
+
+func TestLogTicks(t *testing.T) {
+	labels := func(lo, hi float64) []string {
+		var ls []string
+		for _, tk := range (logTicks{}).Ticks(lo, hi) {
+			if tk.Label != "" {
+				ls = append(ls, tk.Label)
+			}
+		}
+		return ls
+	}
+	for _, tt := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{1.2, 4, []string{"2"}},
+		{0.8, 4, []string{"1", "2"}},
+		{1, 1000, []string{"1", "2", "5", "10", "20", "50", "100", "200", "500", "1000"}},
+		{1, 30000, []string{"1", "10", "100", "1000", "10000"}},
+		{0.05, 0.3, []string{"0.05", "0.1", "0.2"}},
+	} {
+		if got := labels(tt.lo, tt.hi); !slices.Equal(got, tt.want) {
+			t.Errorf("logTicks(%v, %v) labels %v, want %v", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+	if got := (logTicks{}).Ticks(0, 10); got != nil {
+		t.Errorf("logTicks(0, 10) = %v, want none", got)
+	}
+}
+
+func TestLinearTicks(t *testing.T) {
+	for _, tt := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0, 9.6, []string{"0", "2", "4", "6", "8"}},
+		{0, 66, []string{"0", "20", "40", "60"}},
+		{0, 0.23, []string{"0", "0.05", "0.1", "0.15", "0.2"}},
+		{-0.6, 6.4, []string{"0", "2", "4", "6"}},
+	} {
+		var got []string
+		for _, tk := range (linearTicks{}).Ticks(tt.lo, tt.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("linearTicks(%v, %v) labels %v, want %v", tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
+
+func TestLimitsText(t *testing.T) {
+	for raw, want := range map[string]string{
+		``:                 "",
+		`null`:             "",
+		`"none: embedded"`: "none: embedded",
+		`{"app": {"cpu": 0.25}, "proxy": "0.20 CPU"}`: `app: {"cpu":0.25}; proxy: 0.20 CPU`,
+		`[1, 2]`: "[1,2]",
+	} {
+		if got := limitsText([]byte(raw)); got != want {
+			t.Errorf("limitsText(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -1,0 +1,334 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// timeSeriesFig is the time-series figure of one route and server, or why
+// there is none.
+type timeSeriesFig struct {
+	key condKey
+	fig *figure
+	why string
+}
+
+// timeSeries returns, for each route and server, the time series of the
+// median-p95 run of its condition with the most slow clients (the 2-slow
+// condition of the presets): the run whose queueing matters most, shown as
+// a typical rather than the best or worst repetition.
+func timeSeries(keys []condKey, groups map[condKey][]recorder.Run, d *slowClient) []timeSeriesFig {
+	type rs struct{ route, server string }
+	var order []rs
+	most := map[rs]condKey{}
+	for _, k := range keys {
+		g := rs{k.route, k.server}
+		cur, seen := most[g]
+		if !seen {
+			order = append(order, g)
+		}
+		if !seen || k.slow > cur.slow {
+			most[g] = k
+		}
+	}
+	var out []timeSeriesFig
+	for _, g := range order {
+		k := most[g]
+		run, nRuns, ok := medianRun(groups[k])
+		if !ok {
+			out = append(out, timeSeriesFig{key: k, why: "no ok run of the condition has a p95"})
+			continue
+		}
+		f, why := timeSeriesFigure(k, run, nRuns, d)
+		out = append(out, timeSeriesFig{key: k, fig: f, why: why})
+	}
+	return out
+}
+
+// medianRun returns the run whose p95 is the median of the runs' p95: the
+// lower middle for an even count, ties broken by repetition, so it is
+// always a run that exists. n is the number of runs with a p95.
+func medianRun(runs []recorder.Run) (run recorder.Run, n int, ok bool) {
+	var with []recorder.Run
+	for _, r := range runs {
+		if r.P95MS.Valid {
+			with = append(with, r)
+		}
+	}
+	if len(with) == 0 {
+		return recorder.Run{}, 0, false
+	}
+	slices.SortStableFunc(with, func(a, b recorder.Run) int {
+		if a.P95MS.Value != b.P95MS.Value {
+			if a.P95MS.Value < b.P95MS.Value {
+				return -1
+			}
+			return 1
+		}
+		return a.Rep - b.Rep
+	})
+	return with[(len(with)-1)/2], len(with), true
+}
+
+// panel is one plot of a time-series figure with its series.
+type panel struct {
+	p       *plot.Plot
+	series  []seriesInfo
+	missing []string // series of the panel without data, left out
+	xMax    float64
+}
+
+func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *slowClient) (*figure, string) {
+	var reqs []recorder.Request
+	for _, r := range d.requests {
+		if r.RunID == run.RunID {
+			reqs = append(reqs, r)
+		}
+	}
+	samples := map[string][]recorder.ResourceSample{}
+	for _, s := range d.samples {
+		if s.RunID == run.RunID {
+			samples[s.Component] = append(samples[s.Component], s)
+		}
+	}
+	for _, ss := range samples {
+		slices.SortStableFunc(ss, func(a, b recorder.ResourceSample) int { return cmpFloat(a.TS, b.TS) })
+	}
+
+	var panels []panel
+	var drawn, skipped []string
+	missing := map[string][]string{}
+	add := func(what string, p *panel, why string) {
+		if p == nil {
+			skipped = append(skipped, what+" ("+why+")")
+			return
+		}
+		panels = append(panels, *p)
+		drawn = append(drawn, what)
+		missing[what] = p.missing
+	}
+	lat, failed, why := latencyPanel(reqs, d.requests != nil)
+	add("/fast latency", lat, why)
+	temp, why := tempPanel(samples["proxy"], d.samples != nil, k.route)
+	add("proxy temp files", temp, why)
+	mem, why := memoryPanel(samples["app"], d.samples != nil)
+	add("app memory", mem, why)
+	cpu, why := cpuPanel(samples, d.samples != nil)
+	add("CPU", cpu, why)
+	if len(panels) == 0 {
+		return nil, "run " + run.RunID + " has no data to draw: " + strings.Join(skipped, "; ")
+	}
+
+	f := &figure{name: "timeseries-" + k.name(),
+		title: fmt.Sprintf("%s, %s, %d slow clients: run %s over time", k.route, k.server, k.slow, run.RunID),
+		width: 8 * vg.Inch, height: vg.Length(0.6+2.3*float64(len(panels))) * vg.Inch}
+	xMax := 0.0
+	for _, p := range panels {
+		xMax = math.Max(xMax, p.xMax)
+	}
+	for _, p := range panels {
+		p.p.X.Min, p.p.X.Max = 0, math.Max(xMax, 1)
+		f.panels = append(f.panels, p.p)
+		f.series = append(f.series, p.series...)
+	}
+
+	var parts []string
+	for _, what := range drawn {
+		n := len(parts)
+		switch what {
+		case "/fast latency":
+			s := "/fast latency = each ok request's actual start to last body byte, at its start time (log scale)"
+			if failed > 0 {
+				s += fmt.Sprintf("; %d failed requests (no response or an error) are not drawn", failed)
+			}
+			parts = append(parts, s)
+		case "proxy temp files":
+			parts = append(parts, "proxy temp files = total logical size of the proxy's open temp files, "+
+				"unlinked ones included, in MiB")
+		case "app memory":
+			parts = append(parts, "app memory = the app cgroup's current memory usage and the RSS summed "+
+				"over its processes, in MiB")
+		case "CPU":
+			parts = append(parts, "CPU = change in a component's CPU time (cpu_seconds) between "+
+				"consecutive samples divided by the time between them, in cores")
+		}
+		if m := missing[what]; len(parts) > n && len(m) > 0 {
+			parts[n] += " (no samples, not drawn: " + strings.Join(m, ", ") + ")"
+		}
+	}
+	f.caption = fmt.Sprintf("Run %s is the condition's median run: its p95 (%.1f ms) is the median of the "+
+		"p95 of the condition's %d ok runs (the lower middle for an even count). Time is seconds since the run "+
+		"start; resources are sampled about every 200 ms. %s.",
+		run.RunID, run.P95MS.Value, nRuns, capitalize(strings.Join(parts, "; ")))
+	if len(skipped) > 0 {
+		f.caption += " Left out for lack of data: " + strings.Join(skipped, "; ") + "."
+	}
+	return f, ""
+}
+
+func latencyPanel(reqs []recorder.Request, present bool) (p *panel, failed int, why string) {
+	if !present {
+		return nil, 0, "requests.csv is not present"
+	}
+	var xys plotter.XYs
+	for _, r := range reqs {
+		ok := r.Status >= 200 && r.Status <= 399 && r.Error == ""
+		if !ok || !(r.LatencyMS > 0) || math.IsNaN(r.StartS) {
+			if !ok {
+				failed++
+			}
+			continue
+		}
+		xys = append(xys, plotter.XY{X: r.StartS, Y: r.LatencyMS})
+	}
+	if len(xys) == 0 {
+		return nil, failed, fmt.Sprintf("no ok /fast request of the run in requests.csv, %d failed", failed)
+	}
+	pl := newPlot("/fast latency", "time since run start (s)", "latency (ms, log scale)")
+	grid(pl, true, true)
+	s := scatter(xys, colorAt(0), vg.Points(2.5))
+	pl.Add(s)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	xMax := 0.0
+	for _, p := range s.XYs {
+		lo, hi, xMax = math.Min(lo, p.Y), math.Max(hi, p.Y), math.Max(xMax, p.X)
+	}
+	setLog(&pl.Y, lo, hi)
+	return &panel{p: pl, series: []seriesInfo{{"/fast latency", len(s.XYs)}}, xMax: xMax}, failed, ""
+}
+
+// series collects one Maybe column of samples as (t, scale*value) points.
+func seriesOf(ss []recorder.ResourceSample, get func(recorder.ResourceSample) recorder.Maybe, scale float64) plotter.XYs {
+	var xys plotter.XYs
+	for _, s := range ss {
+		if v := get(s); v.Valid && !math.IsNaN(s.TS) {
+			xys = append(xys, plotter.XY{X: s.TS, Y: v.Value * scale})
+		}
+	}
+	return xys
+}
+
+const mibScale = 1.0 / (1 << 20)
+
+// linePanel draws named series as lines from a zero baseline; it returns
+// nil when no series has a point.
+func linePanel(title, yLabel string, names []string, series []plotter.XYs) *panel {
+	pl := newPlot(title, "time since run start (s)", yLabel)
+	grid(pl, true, true)
+	p := &panel{p: pl}
+	hi := 0.0
+	for i, xys := range series {
+		if len(xys) == 0 {
+			p.missing = append(p.missing, names[i])
+			continue
+		}
+		l := line(xys, colorAt(i))
+		pl.Add(l)
+		if len(series) > 1 {
+			pl.Legend.Add(names[i], l)
+		}
+		p.series = append(p.series, seriesInfo{names[i], len(l.XYs)})
+		for _, q := range l.XYs {
+			p.xMax, hi = math.Max(p.xMax, q.X), math.Max(hi, q.Y)
+		}
+	}
+	if len(p.series) == 0 {
+		return nil
+	}
+	pl.Legend.Left = true
+	// Headroom above the data for the legend's lines.
+	pl.Y.Min, pl.Y.Max = 0, hi*(1.1+0.15*float64(len(p.series)))
+	if hi <= 0 {
+		pl.Y.Max = 1 // all zero: still a readable axis
+	}
+	return p
+}
+
+func tempPanel(ss []recorder.ResourceSample, present bool, route string) (*panel, string) {
+	if !present {
+		return nil, "resource-samples.csv is not present"
+	}
+	xys := seriesOf(ss, func(s recorder.ResourceSample) recorder.Maybe { return s.TempLogicalBytes }, mibScale)
+	if p := linePanel("proxy temp files, logical size", "MiB", []string{"temp logical"}, []plotter.XYs{xys}); p != nil {
+		return p, ""
+	}
+	why := "no temp_logical_bytes samples for component proxy"
+	if route == "direct" {
+		why += "; the direct route has no proxy"
+	}
+	return nil, why
+}
+
+func memoryPanel(ss []recorder.ResourceSample, present bool) (*panel, string) {
+	if !present {
+		return nil, "resource-samples.csv is not present"
+	}
+	mem := seriesOf(ss, func(s recorder.ResourceSample) recorder.Maybe { return s.MemoryBytes }, mibScale)
+	rss := seriesOf(ss, func(s recorder.ResourceSample) recorder.Maybe { return s.RSSBytes }, mibScale)
+	if p := linePanel("app memory", "MiB", []string{"cgroup memory", "RSS"}, []plotter.XYs{mem, rss}); p != nil {
+		return p, ""
+	}
+	return nil, "no memory_bytes or rss_bytes samples for component app"
+}
+
+// cpuPanel draws each component's CPU use in cores: the derivative of its
+// cumulative cpu_seconds. A decrease (a counter reset, such as a restarted
+// cgroup) is a gap, not negative use.
+func cpuPanel(byComp map[string][]recorder.ResourceSample, present bool) (*panel, string) {
+	if !present {
+		return nil, "resource-samples.csv is not present"
+	}
+	comps := slices.Clone(recorder.Components[:])
+	for c := range byComp {
+		if !slices.Contains(comps, c) {
+			comps = append(comps, c)
+		}
+	}
+	slices.Sort(comps[len(recorder.Components):])
+	var names []string
+	var series []plotter.XYs
+	for _, c := range comps {
+		var xys plotter.XYs
+		var prevT, prevV float64
+		have := false
+		for _, s := range byComp[c] {
+			if !s.CPUSeconds.Valid || math.IsNaN(s.TS) {
+				continue
+			}
+			if have && s.TS > prevT && s.CPUSeconds.Value >= prevV {
+				xys = append(xys, plotter.XY{X: s.TS, Y: (s.CPUSeconds.Value - prevV) / (s.TS - prevT)})
+			}
+			prevT, prevV, have = s.TS, s.CPUSeconds.Value, true
+		}
+		names, series = append(names, c), append(series, xys)
+	}
+	if p := linePanel("CPU use", "cores", names, series); p != nil {
+		return p, ""
+	}
+	return nil, "fewer than two cpu_seconds samples for every component"
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
