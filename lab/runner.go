@@ -145,6 +145,8 @@ func RunSlowClient(ctx context.Context, e SlowClient, o Options) (*SlowClientRes
 		fmt.Fprintf(o.Progress, "resume: %d runs completed in %s, %d to run\n", len(res.Runs), o.Out, len(specs))
 	}
 	guard := newCPUGuard(o.MaxHostCPU, "")
+	pool := newStackPool(o)
+	defer pool.close()
 	p := newProgress(o.Progress, len(specs), func(i int) time.Duration { return e.Duration(specs[i].SlowClients) })
 	var runErr error
 matrix:
@@ -155,7 +157,7 @@ matrix:
 				id = fmt.Sprintf("%s.try%d", id, try)
 			}
 			p.start(i, id)
-			run, busy, err := e.runOne(ctx, spec, id, o, t, guard)
+			run, busy, err := e.runOne(ctx, spec, id, o, t, guard, pool)
 			if werr := t.runs.Write(run); werr != nil && err == nil {
 				err = werr
 			}
@@ -256,10 +258,10 @@ func resumeTables(dir string) (*tables, []recorder.Run, error) {
 // matrix (writing results failed); a failed run is a Run with Status failed.
 //
 // busy reports that the CPU guard aborted it.
-func (e SlowClient) runOne(parent context.Context, spec RunSpec, id string, o Options, t *tables, guard *cpuGuard) (_ recorder.Run, busy bool, _ error) {
+func (e SlowClient) runOne(parent context.Context, spec RunSpec, id string, o Options, t *tables, guard *cpuGuard, pool *stackPool) (_ recorder.Run, busy bool, _ error) {
 	ctx, stopGuard := guard.watch(parent)
 	defer stopGuard()
-	run, err := e.measure(ctx, spec, id, o, t)
+	run, err := e.measure(ctx, spec, id, o, t, pool)
 	if run.Status == recorder.RunAborted && parent.Err() == nil && errors.Is(context.Cause(ctx), errHostBusy) {
 		run.Reason = guard.why()
 		return run, true, err
@@ -268,27 +270,26 @@ func (e SlowClient) runOne(parent context.Context, spec RunSpec, id string, o Op
 }
 
 // measure performs one run on ctx.
-func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Options, t *tables) (recorder.Run, error) {
+func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Options, t *tables, pool *stackPool) (recorder.Run, error) {
 	meta := recorder.RunMeta{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(),
 		SlowClients: spec.SlowClients, Rep: spec.Rep, StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	fail := func(status, reason string) recorder.Run {
 		meta.Status, meta.Reason = status, reason
 		return recorder.SummarizeRun(meta, nil, nil)
 	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
-	if err != nil {
-		return fail(recorder.RunFailed, "work dir: "+err.Error()), nil
-	}
-	defer os.RemoveAll(work)
-	running, err := o.Stack.Start(ctx, Deployment{RunID: meta.RunID, Route: spec.Route, Server: spec.Server,
-		LargeSize: e.LargeSize, LogDir: filepath.Join(o.Out, "logs"), WorkDir: work})
+	running, err := pool.get(ctx, meta.RunID, spec, e.LargeSize)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fail(recorder.RunAborted, "interrupted while starting the stack"), nil
 		}
 		return fail(recorder.RunFailed, "start stack: "+err.Error()), nil
 	}
-	defer running.Stop()
+	kept := false
+	defer func() {
+		if !kept {
+			pool.close()
+		}
+	}()
 
 	exe, err := executable()
 	if err != nil {
@@ -409,9 +410,9 @@ func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Opti
 	case sendErr != nil && spec.SlowClients > 0:
 		meta.Status, meta.Reason = recorder.RunFailed, "read app_send_s: "+sendErr.Error()
 	}
-	if err := running.Stop(); err != nil && meta.Status == recorder.RunOK {
-		meta.Status, meta.Reason = recorder.RunFailed, err.Error()
-	}
+	// A completed run leaves the stack for the next run of the same
+	// deployment; any other is torn down so the next starts clean.
+	kept = meta.Status == recorder.RunOK
 	run := recorder.SummarizeRun(meta, reqs, larges)
 	run.Components, run.TempPeakMiB = recorder.SummarizeResources(samples, 0, end)
 	t.jitter.Samples = append(t.jitter.Samples, jitter.Samples...)
