@@ -114,8 +114,8 @@ func (s Size) MarshalYAML() (any, error) { return proxy.FormatSize(int64(s)), ni
 // stack included, so printing it and running it gives the same matrix.
 func ScenarioOf(e SlowClient, stack string, limits map[string]Limits) Scenario {
 	s := Scenario{Experiment: "slow-client", Stack: stack, Reps: e.Reps,
-		Fast: FastSpec{Path: e.FastPath, Rate: e.FastRate, Duration: Duration(e.FastDuration), Offset: Duration(e.FastOffset), Timeout: Duration(e.FastTimeout)},
-		Large: LargeSpec{Path: e.LargePath, Size: Size(e.LargeSize)},
+		Fast:       FastSpec{Path: e.FastPath, Rate: e.FastRate, Duration: Duration(e.FastDuration), Offset: Duration(e.FastOffset), Timeout: Duration(e.FastTimeout)},
+		Large:      LargeSpec{Path: e.LargePath, Size: Size(e.LargeSize)},
 		SlowReader: SlowReaderSpec{ReadRate: Size(e.ReadRate), RcvBuf: Size(e.RcvBuf), ReadSize: Size(e.ReadSize), Timeout: Duration(e.SlowTimeout)},
 		Limits:     map[string]LimitSpec{},
 	}
