@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/target"
@@ -19,6 +20,58 @@ import (
 type Embedded struct {
 	// Executable is the slowlab binary; the running one when empty.
 	Executable string
+	// Cgroups puts the app and the proxy each in a cgroup of its own
+	// (slowlab/<run>/<component>), without limits, so their CPU and memory
+	// are accounted as on the real stack. Needs root.
+	Cgroups bool
+	// CgroupRoot is where cgroup hierarchies are mounted; DefaultCgroupRoot when empty.
+	CgroupRoot string
+}
+
+// CgroupProcsEnv names the cgroup.procs files (separated by ":") that a
+// slowlab child writes its own PID to before doing anything else, so it
+// runs inside its cgroups from the start (see JoinCgroupsFromEnv).
+const CgroupProcsEnv = "SLOWLAB_CGROUP_PROCS"
+
+// JoinCgroupsFromEnv moves this process into the cgroups named by
+// CgroupProcsEnv, if set. slowlab's main calls it first thing.
+func JoinCgroupsFromEnv() error {
+	v := os.Getenv(CgroupProcsEnv)
+	if v == "" {
+		return nil
+	}
+	os.Unsetenv(CgroupProcsEnv) // not for the process's own children
+	for _, f := range strings.Split(v, ":") {
+		if err := writeCgroupFile(f, strconv.Itoa(os.Getpid())); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// childEnv returns the environment of a child that joins cg (nil: none).
+func childEnv(cg *Cgroup) []string {
+	env := withoutEnv(os.Environ(), CgroupProcsEnv)
+	if cg != nil {
+		env = append(env, CgroupProcsEnv+"="+strings.Join(cg.procsFiles(), ":"))
+	}
+	return env
+}
+
+// cgroup creates the accounting cgroup of one component, if enabled.
+func (e Embedded) cgroup(d Deployment, comp string) (*Cgroup, error) {
+	if !e.Cgroups {
+		return nil, nil
+	}
+	root := e.CgroupRoot
+	if root == "" {
+		root = DefaultCgroupRoot
+	}
+	cg, err := NewCgroup(root, "slowlab/"+d.RunID+"/"+comp, Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%s cgroup: %w", comp, err)
+	}
+	return cg, nil
 }
 
 var _ Stack = Embedded{}
@@ -40,10 +93,15 @@ func (e Embedded) Start(ctx context.Context, d Deployment) (Running, error) {
 	if threads < 1 {
 		threads = 1
 	}
+	var err error
+	if r.appCg, err = e.cgroup(d, "app"); err != nil {
+		return nil, err
+	}
 	app, err := startChild(ctx, "target", filepath.Join(d.LogDir, d.RunID+"-target.log"), []string{exe, "target",
 		"--model", d.Server.Model, "--workers", strconv.Itoa(d.Server.Workers), "--threads", strconv.Itoa(threads),
-		"--large-size", strconv.FormatInt(d.LargeSize, 10), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}, os.Environ())
+		"--large-size", strconv.FormatInt(d.LargeSize, 10), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}, childEnv(r.appCg))
 	if err != nil {
+		r.Stop()
 		return nil, err
 	}
 	r.app = app
@@ -61,9 +119,13 @@ func (e Embedded) Start(ctx context.Context, d Deployment) (Running, error) {
 		r.Stop()
 		return nil, fmt.Errorf("proxy temp dir: %w", err)
 	}
+	if r.proxyCg, err = e.cgroup(d, "proxy"); err != nil {
+		r.Stop()
+		return nil, err
+	}
 	proxy, err := startChild(ctx, "proxy", filepath.Join(d.LogDir, d.RunID+"-proxy.log"), []string{exe, "proxy",
 		"--buffering", buffering, "--upstream", app.ready["listen"], "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
-		"--temp-dir", tempDir}, os.Environ())
+		"--temp-dir", tempDir}, childEnv(r.proxyCg))
 	if err != nil {
 		r.Stop()
 		return nil, err
@@ -75,15 +137,22 @@ func (e Embedded) Start(ctx context.Context, d Deployment) (Running, error) {
 }
 
 type embeddedRun struct {
-	app, proxy *child
-	url, admin string
-	tempDir    string
+	app, proxy     *child
+	appCg, proxyCg *Cgroup // nil without Embedded.Cgroups
+	url, admin     string
+	tempDir        string
 }
 
 func (r *embeddedRun) Groups() map[string][]string {
-	g := map[string][]string{"app": {"tree:" + strconv.Itoa(r.app.pid())}}
+	sel := func(c *child, cg *Cgroup) []string {
+		if cg != nil {
+			return []string{"cgroup:" + cg.Path()}
+		}
+		return []string{"tree:" + strconv.Itoa(c.pid())}
+	}
+	g := map[string][]string{"app": sel(r.app, r.appCg)}
 	if r.proxy != nil {
-		g["proxy"] = []string{"tree:" + strconv.Itoa(r.proxy.pid())}
+		g["proxy"] = sel(r.proxy, r.proxyCg)
 	}
 	return g
 }
@@ -145,6 +214,11 @@ func (r *embeddedRun) Stop() error {
 	for _, c := range []*child{r.proxy, r.app} {
 		if c != nil {
 			errs = append(errs, c.stop(3*time.Second))
+		}
+	}
+	for _, cg := range []*Cgroup{r.proxyCg, r.appCg} {
+		if cg != nil {
+			errs = append(errs, cg.Remove())
 		}
 	}
 	return errors.Join(errs...)

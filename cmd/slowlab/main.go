@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/slowlab/slowlab/lab"
 )
 
 // command is one slowlab subcommand. run parses its own flags from args.
@@ -41,6 +43,11 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 func main() {
+	// A child the lab starts in its own cgroup joins it before anything else.
+	if err := lab.JoinCgroupsFromEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "slowlab: %v\n", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -166,9 +167,14 @@ func runScenario(ctx context.Context, sc lab.Scenario, lf labFlags, stdout, stde
 	e := sc.SlowClient()
 	o := lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics,
 		MaxHostCPU: lf.maxHostCPU, Resume: resume, TargetsFile: lf.targetsFile}
-	if g, ok := st.(lab.GunicornNginx); ok && g.Limits != nil {
-		if l, ok := g.Limits["loadgen"]; ok {
+	switch st := st.(type) {
+	case lab.GunicornNginx:
+		if l, ok := st.Limits["loadgen"]; ok {
 			o.LoadgenLimits = &l
+		}
+	case lab.Embedded:
+		if st.Cgroups {
+			o.LoadgenLimits = &lab.Limits{} // accounted, not limited
 		}
 	}
 	fmt.Fprintf(stderr, "slow-client on the %s stack: %d runs, results in %s\n", st.Name(), len(e.Runs()), out)
@@ -214,9 +220,12 @@ func chooseStack(name string, sc lab.Scenario, noLimits bool, stderr io.Writer) 
 		}
 		return g, nil
 	}
+	embedded := func() (lab.Stack, error) {
+		return lab.Embedded{Cgroups: accountingCgroups(noLimits)}, nil
+	}
 	switch name {
 	case "embedded":
-		return lab.Embedded{}, nil
+		return embedded()
 	case "gunicorn-nginx":
 		if err := lab.GunicornNginxAvailable(); err != nil {
 			return nil, fmt.Errorf("--stack gunicorn-nginx: %v", err)
@@ -225,10 +234,21 @@ func chooseStack(name string, sc lab.Scenario, noLimits bool, stderr io.Writer) 
 	}
 	if err := lab.GunicornNginxAvailable(); err != nil {
 		fmt.Fprintf(stderr, "--stack auto: using embedded (%v)\n", err)
-		return lab.Embedded{}, nil
+		return embedded()
 	}
 	fmt.Fprintln(stderr, "--stack auto: using gunicorn-nginx (both on PATH)")
 	return real()
+}
+
+// accountingCgroups tells whether the embedded stack can put its components
+// in cgroups (without limits) to account their CPU and memory: as root, on
+// a machine with a cgroup hierarchy, unless --no-limits.
+func accountingCgroups(noLimits bool) bool {
+	if noLimits || os.Geteuid() != 0 {
+		return false
+	}
+	_, err := lab.DetectCgroups(lab.DefaultCgroupRoot)
+	return err == nil
 }
 
 func oneOf(s string, allowed []string) bool {

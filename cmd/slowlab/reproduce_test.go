@@ -35,9 +35,28 @@ func TestSlowClientShapeReduced(t *testing.T) {
 	e.FastOffset = 100 * time.Millisecond
 	e.FastDuration = 2 * time.Second
 	out := t.TempDir()
-	res, err := lab.RunSlowClient(context.Background(), e, lab.Options{Out: out, Stack: lab.Embedded{}, Progress: testWriter{t}})
+	// As root, every component is accounted in a cgroup of its own, as
+	// `slowlab reproduce` does; the load generator is this test process.
+	root := os.Geteuid() == 0
+	o := lab.Options{Out: out, Stack: lab.Embedded{Cgroups: root}, Progress: testWriter{t}}
+	if root {
+		o.LoadgenLimits = &lab.Limits{}
+	}
+	res, err := lab.RunSlowClient(context.Background(), e, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if root {
+		assertNothingLeft(t)
+		for _, r := range res.Runs {
+			for i, c := range r.Components {
+				if c.MemoryPeakBytes.Valid != (i != 1 || r.Route != "direct") {
+					t.Errorf("%s %s: memory peak %v: want a cgroup value for every component that exists", r.RunID, recorder.Components[i], c.MemoryPeakBytes)
+				}
+			}
+		}
+	} else if os.Getenv("CI") == "true" {
+		t.Error("CI=true but not root: the cgroup accounting of the embedded stack is not tested")
 	}
 	byCond := map[string]recorder.Condition{}
 	for _, c := range res.Conditions {
