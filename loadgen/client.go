@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,6 +41,9 @@ type Result struct {
 	Bytes        int64         // body bytes received
 	ServerTiming time.Duration // the server's app;dur, 0 when absent
 	Err          error
+	// TraceID is the trace of the request's span when that span was
+	// sampled, else zero; histogram observations carry it as an exemplar.
+	TraceID trace.TraceID
 }
 
 // ClientOptions configures a Client.
@@ -47,12 +52,17 @@ type ClientOptions struct {
 	Timeout   time.Duration // per request; DefaultTimeout when 0
 	RcvBuf    int           // SO_RCVBUF set before connect; 0 leaves the kernel default
 	Header    http.Header   // added to every request
+	// TracerProvider, when set, gives every request a client span (HTTP
+	// semantic conventions, connection phases as events) and a W3C
+	// traceparent header. Nil turns tracing off at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Client sends GET requests and times their phases with httptrace.
 type Client struct {
-	hc   *http.Client
-	opts ClientOptions
+	hc     *http.Client
+	opts   ClientOptions
+	tracer *tracer // nil: no spans
 }
 
 // NewClient returns a Client. Close it to release idle connections.
@@ -70,7 +80,7 @@ func NewClient(o ClientOptions) *Client {
 		ForceAttemptHTTP2:   false,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-	return &Client{hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, opts: o}
+	return &Client{hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, opts: o, tracer: newTracer(o.TracerProvider)}
 }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -81,13 +91,29 @@ func (c *Client) Close() { c.hc.CloseIdleConnections() }
 // Get performs one GET of url and fills r's timings, status, bytes and error.
 // r.Start is set here if the caller left it zero.
 func (c *Client) Get(ctx context.Context, url string, r *Result) {
+	c.get(ctx, url, r, nil)
+}
+
+// get is Get with the span attributes of the caller's loop (nil: derived
+// from url).
+func (c *Client) get(ctx context.Context, url string, r *Result, attrs []attribute.KeyValue) {
 	if r.Start.IsZero() {
 		r.Start = time.Now()
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
+	var rt *reqTrace
+	if c.tracer != nil {
+		rt = c.tracer.begin(ctx, url, r, attrs)
+		ctx = rt.withHooks(rt.ctx)
+	}
+	c.do(ctx, url, r, rt)
+	rt.end(r)
+}
+
+func (c *Client) do(ctx context.Context, url string, r *Result, rt *reqTrace) {
 	var connectStart time.Time
-	trace := &httptrace.ClientTrace{
+	hooks := &httptrace.ClientTrace{
 		ConnectStart: func(_, _ string) { connectStart = time.Now() },
 		ConnectDone: func(_, _ string, err error) {
 			if err == nil && !connectStart.IsZero() {
@@ -97,7 +123,7 @@ func (c *Client) Get(ctx context.Context, url string, r *Result) {
 		GotConn:              func(info httptrace.GotConnInfo) { r.NewConn = !info.Reused },
 		GotFirstResponseByte: func() { r.TTFB = time.Since(r.Start) },
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, hooks), http.MethodGet, url, nil)
 	if err != nil {
 		r.Err = err
 		r.Latency = time.Since(r.Start)
@@ -106,9 +132,11 @@ func (c *Client) Get(ctx context.Context, url string, r *Result) {
 	for k, v := range c.opts.Header {
 		req.Header[k] = v
 	}
+	rt.inject(req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		r.Err = err
+		rt.bodyDone(err, r.TTFB > 0)
 		r.Latency = time.Since(r.Start)
 		return
 	}
@@ -118,8 +146,9 @@ func (c *Client) Get(ctx context.Context, url string, r *Result) {
 	}
 	r.Bytes, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	r.Latency = time.Since(r.Start)
 	r.Err = checkLength(err, r.Bytes, resp.ContentLength)
+	rt.bodyDone(r.Err, true)
+	r.Latency = time.Since(r.Start)
 }
 
 // checkLength turns a body shorter than its Content-Length (which net/http

@@ -33,6 +33,7 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 		role = RoleProbe
 	}
 	lbl := c.Metrics.with(c.RunID, role)
+	attrs := c.Client.spanAttrs(c.URL, c.RunID, role)
 	end := c.Start.Add(c.Duration)
 	results := make(chan Result, 64)
 	var out []Result
@@ -60,7 +61,7 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 			for seq := 0; ctx.Err() == nil && time.Now().Before(end); seq++ {
 				r := Result{Seq: seq, Worker: w, Start: time.Now()}
 				lbl.start()
-				c.Client.Get(ctx, c.URL, &r)
+				c.Client.get(ctx, c.URL, &r, attrs)
 				lbl.observe(&r)
 				results <- r
 			}
@@ -89,6 +90,7 @@ type Holders struct {
 // Run holds until ctx ends and returns how many requests were issued.
 func (h *Holders) Run(ctx context.Context) int {
 	lbl := h.Metrics.with(h.RunID, RoleLongPoll)
+	attrs := h.Client.spanAttrs(h.URL, h.RunID, RoleLongPoll)
 	var mu sync.Mutex
 	issued := 0
 	var wg sync.WaitGroup
@@ -100,7 +102,7 @@ func (h *Holders) Run(ctx context.Context) int {
 				issued++
 				mu.Unlock()
 				lbl.start()
-				h.Client.Get(ctx, h.URL, &r)
+				h.Client.get(ctx, h.URL, &r, attrs)
 				lbl.observe(&r)
 				if h.OnResult != nil {
 					h.OnResult(r)

@@ -4,7 +4,11 @@
 // is visible rather than silently closed-loop), slow readers that pace their
 // socket reads with a small receive buffer, and per-request timings from
 // net/http/httptrace. Every result is also observed into Prometheus metrics
-// on a registry the caller owns.
+// on a registry the caller owns. Given a TracerProvider (ClientOptions,
+// SlowReader), every request is also an OpenTelemetry client span with its
+// connection phases as events and a W3C traceparent header, and sampled
+// requests' histogram observations carry their trace ID as an exemplar;
+// without one, tracing costs nothing.
 //
 // It does not decide what to run (lab), write CSV files (recorder) or serve
 // anything (target).

@@ -94,24 +94,29 @@ func (l *labels) start() {
 	}
 }
 
-// observe records one finished request.
+// observe records one finished request. A sampled request's observations
+// carry its trace ID as an exemplar.
 func (l *labels) observe(r *Result) {
 	if l == nil {
 		return
 	}
+	var ex prometheus.Labels
+	if r.TraceID.IsValid() {
+		ex = prometheus.Labels{"trace_id": r.TraceID.String()}
+	}
 	l.inFlight.Dec()
 	l.received.Add(float64(r.Bytes))
 	if r.Scheduled {
-		l.lag.Observe(r.ScheduleLag.Seconds())
+		observe(l.lag, r.ScheduleLag.Seconds(), ex)
 	}
 	if r.NewConn && r.Connect > 0 {
-		l.connect.Observe(r.Connect.Seconds())
+		observe(l.connect, r.Connect.Seconds(), ex)
 	}
 	if r.TTFB > 0 {
-		l.ttfb.Observe(r.TTFB.Seconds())
+		observe(l.ttfb, r.TTFB.Seconds(), ex)
 	}
 	if r.ServerTiming > 0 {
-		l.serverTiming.Observe(r.ServerTiming.Seconds())
+		observe(l.serverTiming, r.ServerTiming.Seconds(), ex)
 	}
 	if r.Status > 0 {
 		l.m.requests.WithLabelValues(l.runID, l.role, strconv.Itoa(r.Status)).Inc()
@@ -120,5 +125,17 @@ func (l *labels) observe(r *Result) {
 		l.m.errors.WithLabelValues(l.runID, l.role, ErrorReason(r.Err)).Inc()
 		return
 	}
-	l.duration.Observe(r.Latency.Seconds())
+	observe(l.duration, r.Latency.Seconds(), ex)
+}
+
+// observe observes v into o, with exemplar ex when it is set (histograms
+// from a HistogramVec always take exemplars).
+func observe(o prometheus.Observer, v float64, ex prometheus.Labels) {
+	if ex != nil {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, ex)
+			return
+		}
+	}
+	o.Observe(v)
 }

@@ -70,6 +70,7 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 		role = RoleFast
 	}
 	lbl := o.Metrics.with(o.RunID, role)
+	attrs := o.Client.spanAttrs(o.URL, o.RunID, role)
 	results := make(chan Result, 64)
 	var out []Result
 	collected := make(chan struct{})
@@ -105,7 +106,7 @@ schedule:
 			r := Result{Seq: hit, Scheduled: true, ScheduledAt: due, Start: time.Now()}
 			r.ScheduleLag = r.Start.Sub(due)
 			lbl.start()
-			o.Client.Get(ctx, o.URL, &r)
+			o.Client.get(ctx, o.URL, &r, attrs)
 			lbl.observe(&r)
 			results <- r
 		}()

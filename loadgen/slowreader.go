@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Slow reader defaults from EXPERIMENTS.md section 1.
@@ -32,6 +34,9 @@ type SlowReader struct {
 	Header   http.Header
 	RunID    string
 	Metrics  *Metrics
+	// TracerProvider, when set, gives each download a client span from
+	// before connect to its last paced read, and a W3C traceparent header.
+	TracerProvider trace.TracerProvider
 }
 
 // Download is one slow reader's result.
@@ -68,9 +73,18 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 	lbl := s.Metrics.with(s.RunID, RoleSlow)
 	lbl.start()
 	r := Result{Start: time.Now(), NewConn: true}
+	var rt *reqTrace
+	if t := newTracer(s.TracerProvider); t != nil {
+		rt = t.begin(ctx, "", &r, targetAttrs(s.URL, s.RunID, RoleSlow))
+		rt.span.SetAttributes(AttrSlowClient.Int(client), AttrReadRate.Float64(s.Rate), AttrRcvBuf.Int(s.RcvBuf))
+		ctx = rt.ctx
+	}
+	hooks := rt.phaseHooks()
 	defer func() {
 		r.Status, r.Bytes, r.Err = d.Status, d.Bytes, d.Err
+		hooks.bodyDone(d.Err)
 		r.Latency = time.Since(r.Start)
+		rt.end(&r)
 		lbl.observe(&r)
 	}()
 	timeout := s.Timeout
@@ -81,8 +95,11 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 	defer cancel()
 
 	dialer := net.Dialer{Control: rcvBufControl(s.RcvBuf)}
+	addr := hostPort(s.URL)
+	hooks.connectStart(addr)
 	connectStart := time.Now()
-	conn, err := dialer.DialContext(ctx, "tcp", hostPort(s.URL))
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	hooks.connectDone(addr, conn, err)
 	if err != nil {
 		d.Err = err
 		return d
@@ -96,12 +113,21 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
-	if err := req.Write(conn); err != nil {
+	rt.inject(req.Header)
+	hooks.sendStart()
+	err = req.Write(conn)
+	hooks.sendDone(err)
+	if err != nil {
 		d.Err = err
 		return d
 	}
 	d.Start = time.Now()
 	br := bufio.NewReaderSize(conn, s.ReadSize)
+	if hooks != nil {
+		if _, err := br.Peek(1); err == nil {
+			hooks.firstByte()
+		}
+	}
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		d.Err = s.ctxErr(ctx, err)

@@ -18,7 +18,9 @@
 // The app endpoints are /fast, /large, /longpoll and /bytes; every response
 // carries Server-Timing: app;dur=<ms>. A separate admin listener, outside the
 // worker pool so it answers while every worker is stuck, serves /metrics,
-// /healthz and /app-send (each /large response's app_send_s).
+// /healthz and /app-send (each /large response's app_send_s). With
+// Options.TracerProvider, each request a worker serves is a server span
+// continuing the client's W3C traceparent.
 //
 // The package does not proxy (see target/proxy), generate load (loadgen) or
 // start processes (lab).

@@ -3,6 +3,8 @@ package target
 import (
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Model is a worker model name.
@@ -34,6 +36,9 @@ type Options struct {
 	Threads   int   // T, gthread only
 	LargeSize int64 // /large body size in bytes
 	BlockSize int   // /large is written in blocks of this size
+	// TracerProvider, when set, gives every app request a server span
+	// continuing the client's W3C traceparent. Nil: no tracing, no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultOptions returns the published main condition: sync, 2 workers.

@@ -116,7 +116,7 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 // worker wraps the app for one sync or async worker, counting its busy
 // requests; the listener decides how many it takes at once.
 func (s *Server) worker(id int) http.Handler {
-	app := s.Handler()
+	app := s.traced(s.Handler(), id)
 	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		busy.Inc()
@@ -129,7 +129,7 @@ func (s *Server) worker(id int) http.Handler {
 // threads (slots), using the slot its connection reserved at accept time if
 // it has one, else waiting for one (a kept-alive connection's next request).
 func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
-	app := s.Handler()
+	app := s.traced(s.Handler(), id)
 	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gc, _ := r.Context().Value(connKey{}).(*gateConn)

@@ -34,6 +34,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
 	linger := fs.Duration("linger", 0, "keep serving /metrics this long after the run, so a scraper sees the final values")
 	allowRemote := fs.Bool("allow-remote", false, "allow targets that are not loopback addresses")
+	tracing := addTracingFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -88,15 +89,23 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := sr.Validate(); err != nil {
 		return usagef("slow reader: %v", err)
 	}
+	if err := tracing.validate(); err != nil {
+		return err
+	}
 	if *runID == "" {
 		*runID = "adhoc-" + time.Now().UTC().Format("20060102T150405Z")
 	}
+	tp, stopTracing, err := tracing.start(ctx, "slowlab-loadgen", stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	metrics, stopMetrics, err := serveLoadgenMetrics(*metricsAddr, stderr)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	sr.RunID, sr.Metrics = *runID, metrics
+	sr.RunID, sr.Metrics, sr.TracerProvider = *runID, metrics, tp
 
 	var reqW *recorder.FileWriter[recorder.Request]
 	var largeW *recorder.FileWriter[recorder.LargeResponse]
@@ -122,7 +131,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for i := range downloads {
 		wg.Go(func() { downloads[i] = sr.Run(ctx, i) })
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{KeepAlive: *keepAlive, Timeout: *timeout})
+	client := loadgen.NewClient(loadgen.ClientOptions{KeepAlive: *keepAlive, Timeout: *timeout, TracerProvider: tp})
 	defer client.Close()
 	var writeErr error
 	loop := loadgen.OpenLoop{Client: client, URL: u.String(), Pacer: pacer, Start: t0.Add(*offset), RunID: *runID, Metrics: metrics,

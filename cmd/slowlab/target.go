@@ -23,6 +23,7 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	block := fs.String("block-size", "64k", "/large is written as one block of this size repeated (bytes; k, m suffixes)")
 	listen := fs.String("listen", "127.0.0.1:0", "app address (port 0 picks a free port)")
 	admin := fs.String("admin", "127.0.0.1:0", "admin address for /metrics, /healthz, /app-send; outside the worker pool")
+	tracing := addTracingFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,6 +37,18 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	o.BlockSize = int(bs)
+	if err := o.Validate(); err != nil {
+		return usagef("--%v", err)
+	}
+	if err := tracing.validate(); err != nil {
+		return err
+	}
+	tp, stopTracing, err := tracing.start(ctx, "slowlab-target", stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	o.TracerProvider = tp
 	srv, err := target.New(o)
 	if err != nil {
 		return usagef("--%v", err)

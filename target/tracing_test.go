@@ -1,0 +1,61 @@
+package target
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Every worker model continues the caller's trace in a server span named
+// after the route, with the worker that served it.
+func TestServerSpans(t *testing.T) {
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, model := range Models {
+		t.Run(string(model), func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			defer tp.Shutdown(context.Background())
+			o := DefaultOptions()
+			o.Model, o.TracerProvider = model, tp
+			if model == ModelGthread {
+				o.Threads = 2
+			}
+			if model == ModelAsync {
+				o.Workers = 1
+			}
+			_, app, _ := startServer(t, o)
+			req, _ := http.NewRequest(http.MethodGet, app+"/bytes?n=10", nil)
+			req.Header.Set("Traceparent", traceparent)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			// The handler may end its span after the client has the body.
+			spans := rec.Ended()
+			for deadline := time.Now().Add(2 * time.Second); len(spans) == 0 && time.Now().Before(deadline); spans = rec.Ended() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if len(spans) != 1 {
+				t.Fatalf("%d spans, want 1", len(spans))
+			}
+			s := spans[0]
+			got := map[string]any{}
+			for _, kv := range s.Attributes() {
+				got[string(kv.Key)] = kv.Value.AsInterface()
+			}
+			if s.Name() != "GET /bytes" || s.SpanKind() != trace.SpanKindServer ||
+				s.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || s.Parent().SpanID().String() != "00f067aa0ba902b7" {
+				t.Errorf("span %q kind %v trace %s parent %s: want GET /bytes continuing %s", s.Name(), s.SpanKind(), s.SpanContext().TraceID(), s.Parent().SpanID(), traceparent)
+			}
+			if got["http.route"] != "/bytes" || got["http.response.status_code"] != int64(200) || got[string(AttrServer)] != o.Name() || got[string(AttrWorker)] == nil {
+				t.Errorf("attributes %v", got)
+			}
+		})
+	}
+}
