@@ -149,7 +149,7 @@ func (e LongPoll) runOne(ctx context.Context, id string, c LongPollCondition, o 
 
 	holdCtx, stopHolding := context.WithCancel(ctx)
 	defer stopHolding()
-	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second})
+	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second, TracerProvider: o.TracerProvider})
 	defer holdClient.Close()
 	holders := loadgen.Holders{Client: holdClient, URL: running.URL() + "/longpoll?wait=" + e.Wait.String(), N: c.Hold, RunID: id, Metrics: o.Metrics}
 	held := make(chan struct{})
@@ -159,7 +159,7 @@ func (e LongPoll) runOne(ctx context.Context, id string, c LongPollCondition, o 
 	}()
 
 	t0 := time.Now()
-	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second})
+	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second, TracerProvider: o.TracerProvider})
 	defer probeClient.Close()
 	var writeErr error
 	var rows []recorder.Probe

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/target"
@@ -31,6 +33,10 @@ type Options struct {
 	MaxHostCPU float64
 	// Resume keeps the completed runs already in Out and runs the rest.
 	Resume bool
+	// TracerProvider, if set, traces every request the load generator
+	// sends (OTEL_TRACES_EXPORTER on slowlab reproduce); the children of
+	// the embedded stack inherit the environment and trace their side.
+	TracerProvider trace.TracerProvider
 	// LoadgenLimits, if set, puts the lab's own process (load generator
 	// and controller) in a cgroup with these limits during each run.
 	LoadgenLimits *Limits
@@ -358,12 +364,12 @@ func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Opti
 	}
 	for i := range downloads {
 		sr := loadgen.SlowReader{URL: largeURL, RcvBuf: e.RcvBuf, ReadSize: e.ReadSize, Rate: e.ReadRate,
-			Timeout: e.SlowTimeout, RunID: meta.RunID, Metrics: o.Metrics,
+			Timeout: e.SlowTimeout, RunID: meta.RunID, Metrics: o.Metrics, TracerProvider: o.TracerProvider,
 			Header: http.Header{target.RequestIDHeader: {slowID(meta.RunID, i)}}}
 		wg.Go(func() { downloads[i] = sr.Run(ctx, i) })
 	}
 
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.FastTimeout})
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.FastTimeout, TracerProvider: o.TracerProvider})
 	defer client.Close()
 	var writeErr error
 	var reqs []recorder.Request

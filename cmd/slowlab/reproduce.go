@@ -29,6 +29,7 @@ type labFlags struct {
 	resume, targetsFile     string
 	maxHostCPU              float64
 	noLimits                bool
+	tracing                 tracingFlags
 }
 
 func (f *labFlags) register(fs *flag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *labFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones (slow-client)")
 	fs.Float64Var(&f.maxHostCPU, "max-host-cpu", lab.DefaultMaxHostCPU, "abort and retry a run while host CPU stays above this percentage for 2 s (0 disables)")
 	fs.StringVar(&f.targetsFile, "prometheus-targets", "", "write each run's exporter address to this Prometheus file_sd `file` (job slowlab-exporter, label run_id)")
+	f.tracing = addTracingFlags(fs)
 	fs.BoolVar(&f.noLimits, "no-limits", false, "run the gunicorn-nginx stack without cgroup limits (needed where cgroups cannot be written)")
 }
 
@@ -51,7 +53,7 @@ func (f *labFlags) validate() error {
 	if f.resume != "" && f.out != "" && f.resume != f.out {
 		return usagef("--resume %q with --out %q: give one directory", f.resume, f.out)
 	}
-	return nil
+	return f.tracing.validate()
 }
 
 func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -126,11 +128,16 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer stopMetrics()
+	tp, stopTracing, err := lf.tracing.start(ctx, "slowlab-loadgen", stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	e := lab.DefaultLongPoll()
 	e.Seconds = time.Duration(*seconds * float64(time.Second))
 	e.Wait = *wait
 	fmt.Fprintf(stderr, "long-poll on the %s stack: %d conditions of %s each, results in %s\n", st.Name(), len(e.Conditions), e.Lead+e.Seconds, out)
-	res, err := lab.RunLongPoll(ctx, e, lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics})
+	res, err := lab.RunLongPoll(ctx, e, lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics, TracerProvider: tp})
 	if res != nil {
 		fmt.Fprintf(stdout, "results: %s\n\n", res.Dir)
 		lab.PrintLongPoll(stdout, res.Groups)
@@ -164,8 +171,13 @@ func runScenario(ctx context.Context, sc lab.Scenario, lf labFlags, stdout, stde
 		return err
 	}
 	defer stopMetrics()
+	tp, stopTracing, err := lf.tracing.start(ctx, "slowlab-loadgen", stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	e := sc.SlowClient()
-	o := lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics,
+	o := lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics, TracerProvider: tp,
 		MaxHostCPU: lf.maxHostCPU, Resume: resume, TargetsFile: lf.targetsFile}
 	switch st := st.(type) {
 	case lab.GunicornNginx:
