@@ -87,7 +87,7 @@ type Condition struct {
 
 // Row is the set of CSV row types.
 type Row interface {
-	Request | LargeResponse | ResourceSample | Run | Condition | Probe | LongPollGroup
+	Request | LargeResponse | ResourceSample | Run | Condition | Probe | LongPollGroup | GapRow | GapRequest | GapPath
 }
 
 // Precision of float columns: digits kept after the decimal point.
@@ -237,6 +237,8 @@ func schemaOf[T Row]() *schema[T] {
 		s = &probeSchema
 	case LongPollGroup:
 		s = &longPollGroupSchema
+	case GapRow, GapRequest, GapPath:
+		s = gapSchemaOf(zero)
 	}
 	return s.(*schema[T])
 }

@@ -64,6 +64,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "testdata/none.yaml"}, "slowlab run: open testdata/none.yaml: no such file or directory"},
 		{[]string{"run", "../../lab/testdata/scenarios/invalid-rate.yml"}, "slowlab run: ../../lab/testdata/scenarios/invalid-rate.yml: fast.rate 0: allowed more than 0 up to 10000 requests/s"},
 		{[]string{"reproduce", "slow-client", "--max-host-cpu", "150"}, "slowlab reproduce: --max-host-cpu 150: allowed 0 (off) to 100 percent"},
+		{[]string{"reproduce", "latency-gap", "--delay", "soon"}, `slowlab reproduce: --delay "soon": want durations from 0 to 5s, comma-separated, e.g. 0,25ms`},
+		{[]string{"reproduce", "latency-gap", "--sizes", "0"}, `slowlab reproduce: --sizes "0": want sizes from 1 byte to 64m, comma-separated, e.g. 1k,100k`},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -1,0 +1,392 @@
+package netem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Method is how a Path delays packets.
+type Method string
+
+// Methods; see the package doc.
+const (
+	MethodAuto  Method = "auto" // none without delay or rate, else netem, else tun
+	MethodNetem Method = "netem"
+	MethodTUN   Method = "tun"
+	MethodNone  Method = "none"
+)
+
+// Methods lists the valid methods.
+var Methods = []Method{MethodAuto, MethodNetem, MethodTUN, MethodNone}
+
+// MTU is the path's MTU: TCP segments carry at most 1460 bytes, as on
+// Ethernet.
+const MTU = 1500
+
+// MaxDelay bounds Config.Delay.
+const MaxDelay = 10 * time.Second
+
+// ErrNoNetem is wrapped by New's error when MethodNetem was asked for and
+// the kernel has no netem qdisc (adding one fails with ENOENT).
+var ErrNoNetem = errors.New("the kernel has no netem qdisc (sch_netem)")
+
+// Link names inside the namespaces; the namespaces are private, so the
+// names cannot clash with anything.
+const (
+	clientLink = "slowlab-cli"
+	serverLink = "slowlab-srv"
+)
+
+// Config configures a Path.
+type Config struct {
+	Delay  time.Duration // added one way, in each direction: the RTT grows by 2*Delay
+	Rate   int64         // bytes per second in each direction; 0 for no limit
+	Method Method        // MethodAuto when ""
+	// CongestionControl is set (TCP_CONGESTION) on the sockets Listen and
+	// DialContext create; the namespace default when "".
+	CongestionControl string
+	QueueLimit        int // packets queued per direction; DefaultQueueLimit when 0
+}
+
+// Validate names the first field that cannot be used.
+func (c Config) Validate() error {
+	if c.Method != "" && !slices.Contains(Methods, c.Method) {
+		return fmt.Errorf("method %q: allowed auto, netem, tun, none", c.Method)
+	}
+	if c.Delay < 0 || c.Delay > MaxDelay {
+		return fmt.Errorf("delay %s: allowed 0 to %s", c.Delay, MaxDelay)
+	}
+	if c.Rate < 0 {
+		return fmt.Errorf("rate %d: must be 0 (no limit) or more bytes per second", c.Rate)
+	}
+	if c.Rate > 0 && c.Rate < 1000 {
+		return fmt.Errorf("rate %d: at least 1000 bytes per second, or 0 for no limit", c.Rate)
+	}
+	if c.Method == MethodNone && (c.Delay > 0 || c.Rate > 0) {
+		return fmt.Errorf("method none with delay %s and rate %d: none adds no delay; use auto, netem or tun", c.Delay, c.Rate)
+	}
+	if c.QueueLimit < 0 || c.QueueLimit > 1_000_000 {
+		return fmt.Errorf("queue limit %d: allowed 0 (default %d) to 1000000", c.QueueLimit, DefaultQueueLimit)
+	}
+	if cc := c.CongestionControl; len(cc) > 15 || strings.Trim(cc, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		return fmt.Errorf("congestion control %q: want a kernel algorithm name such as cubic or bbr", cc)
+	}
+	return nil
+}
+
+// Path is a client namespace and a server namespace joined by a delayed
+// link. Create it with New; Close removes everything.
+type Path struct {
+	Name                   string // slowlab-<random>
+	Method                 Method // the method in use (never auto)
+	Delay                  time.Duration
+	Client, Server         *Namespace
+	ClientAddr, ServerAddr netip.Addr
+
+	cc    string
+	tuns  []*tunDevice
+	lines []*DelayLine
+	veth  bool
+	once  sync.Once
+	err   error
+}
+
+// New creates the namespaces and the path between them. On error
+// everything created so far is removed.
+func New(ctx context.Context, c Config) (_ *Path, err error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Method == "" {
+		c.Method = MethodAuto
+	}
+	x := byte(rand.IntN(256))
+	p := &Path{Name: fmt.Sprintf("slowlab-%06x", rand.IntN(1<<24)), Delay: c.Delay, cc: c.CongestionControl,
+		ClientAddr: netip.AddrFrom4([4]byte{10, 255, x, 1}), ServerAddr: netip.AddrFrom4([4]byte{10, 255, x, 2})}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	if p.Client, err = NewNamespace(p.Name + "-cli"); err != nil {
+		return nil, err
+	}
+	if p.Server, err = NewNamespace(p.Name + "-srv"); err != nil {
+		return nil, err
+	}
+	for _, ns := range []*Namespace{p.Client, p.Server} {
+		if err := prepare(ns, c.CongestionControl); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.Method = c.Method
+	if p.Method == MethodAuto {
+		p.Method = MethodNetem
+		if c.Delay == 0 && c.Rate == 0 {
+			p.Method = MethodNone
+		}
+	}
+	switch p.Method {
+	case MethodNone:
+		err = p.setupVeth(nil)
+	case MethodNetem:
+		err = p.setupVeth(&c)
+		if errors.Is(err, ErrNoNetem) && c.Method == MethodAuto {
+			if err = p.removeVeth(); err == nil {
+				p.Method = MethodTUN
+				err = p.setupTUN(c)
+			}
+		}
+	case MethodTUN:
+		err = p.setupTUN(c)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// prepare sets the namespace's sysctls before any link exists: no IPv6
+// (nothing but the experiment's packets on the path) and no TCP metrics
+// cache (every new connection starts cold).
+func prepare(ns *Namespace, cc string) error {
+	for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+		if err := ns.sysctl(key, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	if err := ns.sysctl("net.ipv4.tcp_no_metrics_save", "1"); err != nil {
+		return err
+	}
+	if cc == "" {
+		return nil
+	}
+	avail, err := ns.readSysctl("net.ipv4.tcp_available_congestion_control")
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", ns.Name, err)
+	}
+	if !slices.Contains(strings.Fields(avail), cc) {
+		return fmt.Errorf("congestion control %q: not available in this kernel (available: %s)", cc, avail)
+	}
+	return nil
+}
+
+func (p *Path) prefixes() (cli, srv netip.Prefix) {
+	return netip.PrefixFrom(p.ClientAddr, 30), netip.PrefixFrom(p.ServerAddr, 30)
+}
+
+// setupVeth joins the namespaces with a veth pair, with netem on both ends
+// when c is not nil.
+func (p *Path) setupVeth(c *Config) error {
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: clientLink, MTU: MTU, TxQLen: -1}, PeerName: serverLink,
+		PeerNamespace: netlink.NsFd(int(p.Server.h)), PeerTxQLen: -1}
+	if err := p.Client.nl.LinkAdd(v); err != nil {
+		return fmt.Errorf("add veth pair: %w", permission(err))
+	}
+	p.veth = true
+	cliPrefix, srvPrefix := p.prefixes()
+	if err := configureLink(p.Client, clientLink, MTU, cliPrefix); err != nil {
+		return err
+	}
+	if err := configureLink(p.Server, serverLink, MTU, srvPrefix); err != nil {
+		return err
+	}
+	ends := []struct {
+		ns   *Namespace
+		link string
+		peer netip.Addr
+	}{{p.Client, clientLink, p.ServerAddr}, {p.Server, serverLink, p.ClientAddr}}
+	links := make([]netlink.Link, 2)
+	for i, e := range ends {
+		l, err := e.ns.nl.LinkByName(e.link)
+		if err != nil {
+			return fmt.Errorf("namespace %s: %s: %w", e.ns.Name, e.link, err)
+		}
+		links[i] = l
+	}
+	// Static neighbours: ARP would add a round trip to the first packet.
+	for i, e := range ends {
+		n := &netlink.Neigh{LinkIndex: links[i].Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			IP: e.peer.AsSlice(), HardwareAddr: links[1-i].Attrs().HardwareAddr}
+		if err := e.ns.nl.NeighAdd(n); err != nil {
+			return fmt.Errorf("namespace %s: neighbour %s: %w", e.ns.Name, e.peer, permission(err))
+		}
+	}
+	if c == nil {
+		return nil
+	}
+	limit := uint32(c.QueueLimit)
+	if limit == 0 {
+		limit = 10000 // packets in flight over the delay, per direction
+	}
+	for i, e := range ends {
+		q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: links[i].Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
+			netlink.NetemQdiscAttrs{Latency: uint32(c.Delay.Microseconds()), Limit: limit, Rate64: uint64(c.Rate)})
+		if err := e.ns.nl.QdiscAdd(q); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return fmt.Errorf("namespace %s: add netem qdisc to %s: %w: %w", e.ns.Name, e.link, ErrNoNetem, err)
+			}
+			return fmt.Errorf("namespace %s: add netem qdisc to %s: %w", e.ns.Name, e.link, permission(err))
+		}
+	}
+	return nil
+}
+
+// removeVeth deletes the veth pair (both ends go together).
+func (p *Path) removeVeth() error {
+	if !p.veth {
+		return nil
+	}
+	l, err := p.Client.nl.LinkByName(clientLink)
+	if err == nil {
+		err = p.Client.nl.LinkDel(l)
+	}
+	var notFound netlink.LinkNotFoundError
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("namespace %s: delete veth %s: %w", p.Client.Name, clientLink, err)
+	}
+	p.veth = false
+	return nil
+}
+
+// setupTUN creates a TUN device in each namespace and a delay line per
+// direction between them.
+func (p *Path) setupTUN(c Config) error {
+	cliPrefix, srvPrefix := p.prefixes()
+	cli, err := openTUN(p.Client, clientLink, MTU, cliPrefix)
+	if err != nil {
+		return err
+	}
+	p.tuns = append(p.tuns, cli)
+	srv, err := openTUN(p.Server, serverLink, MTU, srvPrefix)
+	if err != nil {
+		return err
+	}
+	p.tuns = append(p.tuns, srv)
+	lc := LineConfig{Delay: c.Delay, Rate: c.Rate, QueueLimit: c.QueueLimit}
+	p.lines = []*DelayLine{StartLine(cli, srv, lc), StartLine(srv, cli, lc)}
+	return nil
+}
+
+// Listen listens on TCP port (0 for any) at the server address, in the
+// server namespace.
+func (p *Path) Listen(ctx context.Context, port int) (net.Listener, error) {
+	lc := net.ListenConfig{Control: p.control}
+	var ln net.Listener
+	err := p.Server.Do(func() (err error) {
+		ln, err = lc.Listen(ctx, "tcp4", netip.AddrPortFrom(p.ServerAddr, uint16(port)).String())
+		return err
+	})
+	return ln, err
+}
+
+// DialContext connects from the client namespace to address, which must be
+// the path's server address (traffic never leaves the path). Its signature
+// fits http.Transport.DialContext; dials are serialized.
+func (p *Path) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || ap.Addr() != p.ServerAddr || (network != "tcp" && network != "tcp4") {
+		return nil, fmt.Errorf("dial %s %s: only tcp to the path's server %s", network, address, p.ServerAddr)
+	}
+	d := net.Dialer{Control: p.control}
+	var conn net.Conn
+	err = p.Client.Do(func() (err error) {
+		conn, err = d.DialContext(ctx, "tcp4", address)
+		return err
+	})
+	return conn, err
+}
+
+// control sets the congestion control algorithm on a new socket.
+func (p *Path) control(_, _ string, c syscall.RawConn) error {
+	if p.cc == "" {
+		return nil
+	}
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, p.cc)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set TCP_CONGESTION %s: %w", p.cc, serr)
+	}
+	return nil
+}
+
+// CongestionControl is the algorithm the path's sockets use.
+func (p *Path) CongestionControl() string {
+	if p.cc != "" {
+		return p.cc
+	}
+	cc, err := p.Server.readSysctl("net.ipv4.tcp_congestion_control")
+	if err != nil {
+		return ""
+	}
+	return cc
+}
+
+// TakeLateness returns the lateness of the packets the delay lines (both
+// directions) forwarded since the previous call. Only MethodTUN has delay
+// lines; the others report no packets.
+func (p *Path) TakeLateness() Lateness {
+	var all []time.Duration
+	dropped := 0
+	for _, l := range p.lines {
+		late, d := l.take()
+		all = append(all, late...)
+		dropped += d
+	}
+	return summarize(all, dropped)
+}
+
+// Close stops the delay lines, removes the links and TUN devices and
+// releases the namespaces. Close sockets made with Listen and DialContext
+// first: a namespace lasts as long as any socket in it.
+func (p *Path) Close() error {
+	p.once.Do(func() {
+		var errs []error
+		for _, d := range p.tuns {
+			d.shutdown()
+		}
+		for _, l := range p.lines {
+			errs = append(errs, l.Wait())
+		}
+		for _, d := range p.tuns {
+			d.close()
+		}
+		if p.Client != nil {
+			errs = append(errs, p.removeVeth())
+		}
+		for _, ns := range []*Namespace{p.Client, p.Server} {
+			if ns != nil {
+				errs = append(errs, ns.Close())
+			}
+		}
+		p.err = errors.Join(errs...)
+	})
+	return p.err
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}

@@ -1,0 +1,316 @@
+package netem
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// requireRoot skips a test that needs namespaces when not root, unless
+// CI=true, where it must run.
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and CI=true")
+		}
+		t.Skip("needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN)")
+	}
+}
+
+// newPath creates a path and checks, when the test ends, that nothing of
+// it is left.
+func newPath(t *testing.T, c Config) *Path {
+	t.Helper()
+	procs := runtime.GOMAXPROCS(0)
+	p, err := New(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := []uint64{p.Client.Inode(), p.Server.Inode()}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		CheckNothingLeft(t, inodes...)
+		if got := runtime.GOMAXPROCS(0); got != procs {
+			t.Errorf("GOMAXPROCS %d after Close, was %d", got, procs)
+		}
+	})
+	return p
+}
+
+// CheckNothingLeft fails t if anything the path created is still there: a
+// link named slowlab-* in this namespace, a slowlab-* entry in
+// /var/run/netns, a thread of this process in one of the namespaces, or a
+// file descriptor holding one of them or a TUN device.
+func CheckNothingLeft(t *testing.T, inodes ...uint64) {
+	t.Helper()
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, "slowlab-") {
+			t.Errorf("link %s left in the test's namespace", l.Attrs().Name)
+		}
+	}
+	if names, err := filepath.Glob("/var/run/netns/slowlab-*"); len(names) > 0 || err != nil {
+		t.Errorf("named namespaces left: %v %v", names, err)
+	}
+	held := map[string]bool{}
+	for _, ino := range inodes {
+		held[fmt.Sprintf("net:[%d]", ino)] = true
+	}
+	tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
+	fds, _ := filepath.Glob("/proc/self/fd/*")
+	for _, p := range append(tasks, fds...) {
+		target, err := os.Readlink(p)
+		if err == nil && (held[target] || target == "/dev/net/tun") {
+			t.Errorf("%s still holds %s", p, target)
+		}
+	}
+}
+
+// TestTUNDelayLine sends UDP datagrams from the client namespace to the
+// server namespace over the TUN delay line (10 ms each way): they arrive
+// in order, no sooner than 10 ms after they were sent, and the line's
+// lateness is within MaxP99Lateness.
+func TestTUNDelayLine(t *testing.T) {
+	requireRoot(t)
+	const delay = 10 * time.Millisecond
+	p := newPath(t, Config{Method: MethodTUN, Delay: delay})
+	if p.Method != MethodTUN {
+		t.Fatalf("method %s, want tun", p.Method)
+	}
+	var rx, tx *net.UDPConn
+	err := p.Server.Do(func() (err error) {
+		rx, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.ServerAddr, 0)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	err = p.Client.Do(func() (err error) {
+		tx, err = net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+
+	const n = 300
+	got := make(chan []time.Duration, 1)
+	go func() {
+		var delays []time.Duration
+		buf := make([]byte, 2000)
+		rx.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for i := 0; i < n; i++ {
+			m, err := rx.Read(buf)
+			if err != nil || m < 12 {
+				break
+			}
+			if seq := binary.BigEndian.Uint32(buf); seq != uint32(i) {
+				t.Errorf("datagram %d arrived as number %d: order not kept", seq, i)
+				break
+			}
+			delays = append(delays, time.Duration(time.Now().UnixNano()-int64(binary.BigEndian.Uint64(buf[4:]))))
+		}
+		got <- delays
+	}()
+	p.TakeLateness()
+	msg := make([]byte, 1200)
+	for i := range n {
+		binary.BigEndian.PutUint32(msg, uint32(i))
+		binary.BigEndian.PutUint64(msg[4:], uint64(time.Now().UnixNano()))
+		if _, err := tx.Write(msg[:12+i%1000]); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 9 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	delays := <-got
+	if len(delays) != n {
+		t.Fatalf("%d of %d datagrams arrived", len(delays), n)
+	}
+	slices.Sort(delays)
+	if delays[0] < delay {
+		t.Errorf("a datagram arrived %s after it was sent, want at least %s", delays[0], delay)
+	}
+	p99 := delays[n*99/100-1]
+	if p99 > delay+2*time.Millisecond {
+		t.Errorf("p99 one-way time %s, want at most %s", p99, delay+2*time.Millisecond)
+	}
+	lt := p.TakeLateness()
+	t.Logf("one-way time min %s p50 %s p99 %s max %s; delay line lateness over %d packets: p50 %s p99 %s max %s, %d dropped",
+		delays[0], delays[n/2], p99, delays[n-1], lt.Packets, lt.P50, lt.P99, lt.Max, lt.Dropped)
+	if lt.Packets < n || lt.Dropped != 0 || !lt.Valid() {
+		t.Errorf("lateness %+v: want >= %d packets, none dropped, p99 <= %s", lt, n, MaxP99Lateness)
+	}
+}
+
+// TestPathConnectTime dials across each kind of path: with 25 ms each way
+// (netem where the kernel has it, else the TUN delay line) the TCP
+// handshake takes one 50 ms round trip; without delay, well under 5 ms.
+func TestPathConnectTime(t *testing.T) {
+	requireRoot(t)
+	for _, tc := range []struct {
+		c        Config
+		min, max time.Duration
+	}{
+		{Config{Delay: 25 * time.Millisecond, CongestionControl: "cubic"}, 50 * time.Millisecond, 56 * time.Millisecond},
+		{Config{}, 0, 5 * time.Millisecond},
+	} {
+		t.Run(fmt.Sprint(tc.c.Delay), func(t *testing.T) { checkConnect(t, tc.c, tc.min, tc.max) })
+	}
+}
+
+// checkConnect dials three times across a path made with c and wants
+// each handshake to take from lo to hi.
+func checkConnect(t *testing.T, c Config, lo, hi time.Duration) {
+	p := newPath(t, c)
+	ln, err := p.Listen(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+	}()
+	for range 3 {
+		start := time.Now()
+		conn, err := p.DialContext(context.Background(), "tcp", ln.Addr().String())
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cc, err := congestionControl(conn); c.CongestionControl != "" && (err != nil || cc != c.CongestionControl) {
+			t.Errorf("congestion control %q (%v), want %s", cc, err, c.CongestionControl)
+		}
+		conn.Close()
+		t.Logf("%s path, delay %s: connect %s", p.Method, c.Delay, took)
+		if took < lo || took > hi {
+			t.Errorf("%s path, delay %s: connect took %s, want %s to %s", p.Method, c.Delay, took, lo, hi)
+		}
+	}
+	if _, err := p.DialContext(context.Background(), "tcp", "127.0.0.1:80"); err == nil {
+		t.Error("dialed an address outside the path")
+	}
+}
+
+// congestionControl reads TCP_CONGESTION of c.
+func congestionControl(c net.Conn) (string, error) {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return "", err
+	}
+	var s string
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		s, serr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	}); err != nil {
+		return "", err
+	}
+	return s, serr
+}
+
+// TestNetem asks for netem explicitly: on a kernel without sch_netem the
+// error says so and nothing is left; with it, the handshake takes 2 x delay.
+func TestNetem(t *testing.T) {
+	requireRoot(t)
+	p, err := New(context.Background(), Config{Method: MethodNetem, Delay: 10 * time.Millisecond})
+	if errors.Is(err, ErrNoNetem) {
+		t.Logf("as expected on this kernel: %v", err)
+		CheckNothingLeft(t)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ln, err := p.Listen(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	start := time.Now()
+	c, err := p.DialContext(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if took := time.Since(start); took < 20*time.Millisecond {
+		t.Errorf("netem path: connect %s, want at least 20 ms", took)
+	}
+}
+
+// TestPermissionError runs New in a copy of the test binary as an
+// unprivileged user: the error must wrap ErrPermission and say what is
+// needed.
+func TestPermissionError(t *testing.T) {
+	if os.Getenv("SLOWLAB_NETEM_UNPRIVILEGED") == "1" {
+		_, err := New(context.Background(), Config{Delay: time.Millisecond})
+		fmt.Println("error:", err)
+		if !errors.Is(err, ErrPermission) {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	requireRoot(t)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is private too
+	os.Chmod(dir, 0o755)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "netem.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestPermissionError$")
+	cmd.Env = append(os.Environ(), "SLOWLAB_NETEM_UNPRIVILEGED=1")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("unprivileged: %s", strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("unprivileged New did not fail with ErrPermission: %v", err)
+	}
+	if !strings.Contains(string(out), "CAP_NET_ADMIN") {
+		t.Errorf("error does not say what is needed: %s", out)
+	}
+}

@@ -1,0 +1,128 @@
+package netem
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// tunDevice is a TUN device (IFF_TUN|IFF_NO_PI: each read returns one IP
+// packet, each write takes one). It is read and written with plain system
+// calls on the calling thread, not through the runtime poller, so the delay
+// line's own threads pick a packet up as soon as it arrives. The device is
+// not persistent: it disappears when its descriptor is closed.
+type tunDevice struct {
+	name string
+	fd   int
+	stop int // eventfd, readable after shutdown: ends a blocked Read
+
+	once sync.Once
+}
+
+// openTUN creates the TUN device name in n, sets its MTU and address and
+// brings it up.
+func openTUN(n *Namespace, name string, mtu int, addr netip.Prefix) (*tunDevice, error) {
+	d := &tunDevice{name: name, fd: -1, stop: -1}
+	err := n.Do(func() error {
+		// The device's namespace is the opener's, fixed at open(2).
+		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return fmt.Errorf("open /dev/net/tun: %w", err)
+		}
+		d.fd = fd
+		ifr, err := unix.NewIfreq(name)
+		if err == nil {
+			ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+			err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+		}
+		if err != nil {
+			return fmt.Errorf("TUNSETIFF %s: %w", name, err)
+		}
+		return nil
+	})
+	if err == nil {
+		d.stop, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	}
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("namespace %s: %w", n.Name, permission(err))
+	}
+	if err := configureLink(n, name, mtu, addr); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Read waits for one packet; after shutdown it returns os.ErrClosed.
+func (d *tunDevice) Read(p []byte) (int, error) {
+	fds := []unix.PollFd{{Fd: int32(d.fd), Events: unix.POLLIN}, {Fd: int32(d.stop), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Read(d.fd, p)
+		switch err {
+		case nil:
+			return n, nil
+		case unix.EAGAIN, unix.EINTR:
+		default:
+			return 0, fmt.Errorf("read %s: %w", d.name, err)
+		}
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			return 0, fmt.Errorf("poll %s: %w", d.name, err)
+		}
+		if fds[1].Revents != 0 {
+			return 0, os.ErrClosed
+		}
+	}
+}
+
+// Write sends one packet into the device's namespace.
+func (d *tunDevice) Write(p []byte) (int, error) {
+	n, err := unix.Write(d.fd, p)
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", d.name, err)
+	}
+	return n, nil
+}
+
+// shutdown ends pending and future Reads.
+func (d *tunDevice) shutdown() {
+	if d.stop >= 0 {
+		unix.Write(d.stop, binary.NativeEndian.AppendUint64(nil, 1))
+	}
+}
+
+// close closes the descriptors, which removes the device. Call it only when
+// no line uses the device any more.
+func (d *tunDevice) close() {
+	d.once.Do(func() {
+		for _, fd := range []int{d.fd, d.stop} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	})
+}
+
+// configureLink sets the MTU and address of link name in n and brings it up.
+func configureLink(n *Namespace, name string, mtu int, addr netip.Prefix) error {
+	l, err := n.nl.LinkByName(name)
+	if err == nil {
+		err = n.nl.LinkSetMTU(l, mtu)
+	}
+	if err == nil {
+		err = n.nl.AddrAdd(l, &netlink.Addr{IPNet: ipNet(addr)})
+	}
+	if err == nil {
+		err = n.nl.LinkSetUp(l)
+	}
+	if err != nil {
+		return fmt.Errorf("namespace %s: configure %s: %w", n.Name, name, permission(err))
+	}
+	return nil
+}
