@@ -143,6 +143,15 @@ type embeddedRun struct {
 	tempDir        string
 }
 
+// MetricsEndpoints lists the target's and the proxy's admin listeners.
+func (r *embeddedRun) MetricsEndpoints() map[string]string {
+	m := map[string]string{"slowlab-target": r.app.ready["admin"]}
+	if r.proxy != nil {
+		m["slowlab-proxy"] = r.proxy.ready["admin"]
+	}
+	return m
+}
+
 func (r *embeddedRun) Groups() map[string][]string {
 	sel := func(c *child, cg *Cgroup) []string {
 		if cg != nil {

@@ -144,10 +144,17 @@ func exporterLog(dir, runID string) string {
 	return filepath.Join(dir, runID+"-exporter.log")
 }
 
+// metricsEndpoints is implemented by stacks whose components serve
+// Prometheus metrics of their own (the embedded target and proxy): job name
+// to host:port of /metrics.
+type metricsEndpoints interface {
+	MetricsEndpoints() map[string]string
+}
+
 // writeTargets writes a Prometheus file_sd file listing this run's
-// exporter (or nothing, between runs), atomically so Prometheus never
-// reads half a file.
-func writeTargets(path, exporterAddr, runID string) error {
+// endpoints by job (or nothing, between runs), atomically so Prometheus
+// never reads half a file.
+func writeTargets(path, runID string, endpoints map[string]string) error {
 	if path == "" {
 		return nil
 	}
@@ -156,8 +163,13 @@ func writeTargets(path, exporterAddr, runID string) error {
 		Labels  map[string]string `json:"labels"`
 	}
 	groups := []group{}
-	if exporterAddr != "" {
-		groups = append(groups, group{Targets: []string{exporterAddr}, Labels: map[string]string{"job": "slowlab-exporter", "run_id": runID}})
+	jobs := make([]string, 0, len(endpoints))
+	for job := range endpoints {
+		jobs = append(jobs, job)
+	}
+	slices.Sort(jobs)
+	for _, job := range jobs {
+		groups = append(groups, group{Targets: []string{endpoints[job]}, Labels: map[string]string{"job": job, "run_id": runID}})
 	}
 	b, err := json.MarshalIndent(groups, "", "  ")
 	if err != nil {

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"maps"
 	"errors"
 	"fmt"
 	"io"
@@ -332,10 +333,14 @@ func (e SlowClient) measure(ctx context.Context, spec RunSpec, id string, o Opti
 			self.release()
 		}
 	}()
-	if err := writeTargets(o.TargetsFile, watch.addr, meta.RunID); err != nil {
+	endpoints := map[string]string{"slowlab-exporter": watch.addr}
+	if me, ok := running.(metricsEndpoints); ok {
+		maps.Copy(endpoints, me.MetricsEndpoints())
+	}
+	if err := writeTargets(o.TargetsFile, meta.RunID, endpoints); err != nil {
 		return fail(recorder.RunFailed, err.Error()), nil
 	}
-	defer writeTargets(o.TargetsFile, "", "")
+	defer writeTargets(o.TargetsFile, "", nil)
 
 	t0 := time.Now()
 	samp := startSampling([]string{watch.URL()}, meta.RunID, t0, o.SampleInterval, t.resources)

@@ -65,7 +65,7 @@ rule_files: [rules.yml]
 scrape_configs:
   - job_name: slowlab-loadgen
     static_configs: [{targets: [%q]}]
-  - job_name: slowlab-exporter
+  - job_name: slowlab-lab # each target's job label comes from the file
     file_sd_configs: [{files: [%q], refresh_interval: 1s}]
 `, strings.TrimPrefix(lg.URL, "http://"), targets)
 	os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644)
@@ -141,6 +141,8 @@ scrape_configs:
 		`sum by (group) (rate(slowlab_process_cpu_seconds_total{job="slowlab-exporter"}[1m] @ end()))`,
 		`max by (group) (max_over_time(slowlab_socket_send_queue_bytes{group="app"}[5m]))`,
 		`min(min_over_time(slowlab_exporter_collector_success[5m]))`,
+		`max(max_over_time(slowlab_target_slots{job="slowlab-target"}[5m]))`,
+		fmt.Sprintf(`max(max_over_time(slowlab_target_busy_slots{job="slowlab-target",run_id=%q}[5m]))`, busy),
 	} {
 		if v := query(q); len(v) == 0 {
 			t.Errorf("no data for %s", q)
