@@ -2,10 +2,10 @@ package lab
 
 import (
 	"context"
-	"maps"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
