@@ -7,7 +7,9 @@ DEBIAN_PACKAGES ?= prometheus gunicorn nginx chromium
 .PHONY: test deps check build fuzz bench
 
 test: deps check
-	$(GO) test -count=1 -timeout 20m ./...
+	# -p 1: packages one at a time, so timing-sensitive end-to-end tests do not
+	# share two cores with another package's load.
+	$(GO) test -p 1 -count=1 -timeout 20m ./...
 
 deps:
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
