@@ -27,6 +27,10 @@ type LongPoll struct {
 	Wait       time.Duration // each long-poll's wait
 	Lead       time.Duration // probes start this long after the holders
 	ProbePath  string
+	// KeepAlive has holders and probes reuse their connections, as browsers
+	// and API clients do; a kept-alive connection stays with the worker that
+	// accepted it. Off: a new connection per request.
+	KeepAlive bool
 }
 
 // DefaultLongPoll returns the published conditions: sync-2 holding 0 and 2
@@ -149,7 +153,7 @@ func (e LongPoll) runOne(ctx context.Context, id string, c LongPollCondition, o 
 
 	holdCtx, stopHolding := context.WithCancel(ctx)
 	defer stopHolding()
-	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second, TracerProvider: o.TracerProvider})
+	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second, KeepAlive: e.KeepAlive, TracerProvider: o.TracerProvider})
 	defer holdClient.Close()
 	holders := loadgen.Holders{Client: holdClient, URL: running.URL() + "/longpoll?wait=" + e.Wait.String(), N: c.Hold, RunID: id, Metrics: o.Metrics}
 	held := make(chan struct{})
@@ -159,7 +163,7 @@ func (e LongPoll) runOne(ctx context.Context, id string, c LongPollCondition, o 
 	}()
 
 	t0 := time.Now()
-	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second, TracerProvider: o.TracerProvider})
+	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: e.Wait + 30*time.Second, KeepAlive: e.KeepAlive, TracerProvider: o.TracerProvider})
 	defer probeClient.Close()
 	var writeErr error
 	var rows []recorder.Probe

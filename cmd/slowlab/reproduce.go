@@ -39,7 +39,7 @@ func (f *labFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the load generator's /metrics here during the run, e.g. 127.0.0.1:9101 (off when empty)")
 	fs.StringVar(&f.resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones (slow-client)")
 	fs.Float64Var(&f.maxHostCPU, "max-host-cpu", lab.DefaultMaxHostCPU, "abort and retry a run while host CPU stays above this percentage for 2 s (0 disables)")
-	fs.StringVar(&f.targetsFile, "prometheus-targets", "", "write each run's exporter address to this Prometheus file_sd `file` (job slowlab-exporter, label run_id)")
+	fs.StringVar(&f.targetsFile, "prometheus-targets", "", "write each run's /metrics endpoints to this Prometheus file_sd `file` (jobs slowlab-exporter, slowlab-target, slowlab-proxy; label run_id)")
 	f.tracing = addTracingFlags(fs)
 	fs.BoolVar(&f.noLimits, "no-limits", false, "run the gunicorn-nginx stack without cgroup limits (needed where cgroups cannot be written)")
 }
@@ -63,9 +63,10 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	lf.register(fs)
 	reps := fs.Int("reps", 3, "repetitions of each condition")
 	quick := fs.Bool("quick", false, "one repetition per condition (same as --reps 1)")
-	printScenario := fs.Bool("print-scenario", false, "print the experiment as a scenario file for `slowlab run` and exit")
+	printScenario := fs.Bool("print-scenario", false, "print the experiment as a scenario file for slowlab run, and exit")
 	seconds := fs.Float64("seconds", 60, "long-poll: probing window in seconds")
 	wait := fs.Duration("wait", 30*time.Second, "long-poll: how long each held request waits before its 204")
+	keepAlive := fs.Bool("keepalive", false, "long-poll: holders and probes reuse their connections (default: a new connection per request)")
 	runs := fs.Int("runs", 40, "latency-gap: requests per mode (keep-alive, new connection) and condition; medians over them")
 	delays := fs.String("delay", "0,25ms", "latency-gap: added one-way delays, comma-separated (each applies in both directions)")
 	sizes := fs.String("sizes", "1k,100k", "latency-gap: response sizes, comma-separated (bytes; k, m suffixes)")
@@ -140,6 +141,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	e := lab.DefaultLongPoll()
 	e.Seconds = time.Duration(*seconds * float64(time.Second))
 	e.Wait = *wait
+	e.KeepAlive = *keepAlive
 	fmt.Fprintf(stderr, "long-poll on the %s stack: %d conditions of %s each, results in %s\n", st.Name(), len(e.Conditions), e.Lead+e.Seconds, out)
 	res, err := lab.RunLongPoll(ctx, e, lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics, TracerProvider: tp})
 	if res != nil {
