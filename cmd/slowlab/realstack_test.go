@@ -120,18 +120,21 @@ func TestRealStackThrottling(t *testing.T) {
 	st := realStack(t)
 	e := lab.DefaultSlowClient()
 	e.Conditions = []lab.Condition{{Route: lab.RouteDirect, Server: lab.PublishedServer, SlowClients: 0}}
-	e.Reps, e.FastRate, e.FastOffset, e.FastDuration = 1, 1000, 0, 2*time.Second
+	// 256 KiB responses at 1500/s want more than half a core (a response
+	// costs Gunicorn about 0.4 ms here), twice the quota.
+	e.FastPath = "/large?size=262144"
+	e.Reps, e.FastRate, e.FastOffset, e.FastDuration = 1, 1500, 0, time.Second
 	res, err := lab.RunSlowClient(context.Background(), e, lab.Options{Out: t.TempDir(), Stack: st, Progress: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	app := res.Runs[0].Components[0]
 	t.Logf("app: %.3f cores, throttled %.1f ms", app.CPUCores.Value, app.ThrottledMS.Value)
-	if !(app.ThrottledMS.Value > 0) {
-		t.Errorf("app throttled %v ms at 1000 requests/s, want > 0", app.ThrottledMS)
+	if !(app.ThrottledMS.Value > 50) {
+		t.Errorf("app throttled %v ms at 1500 responses/s of 256 KiB, want > 50", app.ThrottledMS)
 	}
-	if app.CPUCores.Value > 0.3 {
-		t.Errorf("app used %.3f cores under a 0.25-core quota", app.CPUCores.Value)
+	if !(app.CPUCores.Value > 0.15 && app.CPUCores.Value <= 0.3) {
+		t.Errorf("app used %.3f cores under a 0.25-core quota it saturates; want about 0.25", app.CPUCores.Value)
 	}
 }
 
