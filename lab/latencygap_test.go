@@ -106,16 +106,16 @@ func TestPrintLatencyGap(t *testing.T) {
 	rows := []LatencyGapRow{
 		{Gap: recorder.GapRow{SizeBytes: 1024, RTTMS: 50, ServerMS: recorder.Some(0.1234), ClientKeepaliveMS: recorder.Some(50.61),
 			ClientNewMS: recorder.Some(101.4), ServerBlindPct: recorder.Some(99.88), Runs: 40, DelayMethod: "tun"},
-			Path:           recorder.GapPath{Valid: false, LatenessP50MS: recorder.Some(0.05), LatenessP99MS: recorder.Some(1.5), LatenessMaxMS: recorder.Some(3)},
-			ServerHeaderMS: recorder.Some(0.006), ServerHeaderBlindPct: recorder.Some(99.99)},
+			Path:             recorder.GapPath{Valid: false, LatenessP50MS: recorder.Some(0.05), LatenessP99MS: recorder.Some(1.5), LatenessMaxMS: recorder.Some(3)},
+			ServerLastByteMS: recorder.Some(0.006), ServerLastByteBlindPct: recorder.Some(99.99)},
 		{Gap: recorder.GapRow{SizeBytes: 102400, DelayMethod: "none"}, Path: recorder.GapPath{Valid: true}},
 	}
 	var b bytes.Buffer
 	PrintLatencyGap(&b, rows)
 	want := "" +
-		"size_bytes  rtt_ms  method  server_ms  keepalive_ms  new_ms  blind_%  hdr_ms  hdr_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  valid\n" +
-		"      1024      50     tun      0.123         50.61  101.40     99.9   0.006        100.0    40        0.050        1.500        3.000     NO\n" +
-		"    102400       0    none          -             -       -        -       -            -     0            -            -            -    yes\n"
+		"size_bytes  rtt_ms  method  server_ms  keepalive_ms  new_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  valid\n" +
+		"      1024      50     tun      0.123         50.61  101.40     99.9         0.006              100.0    40        0.050        1.500        3.000     NO\n" +
+		"    102400       0    none          -             -       -        -             -                  -     0            -            -            -    yes\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}

@@ -133,7 +133,7 @@ func latencyGapFigure(rows []gap) *figure {
 	p.Legend.Left = true
 	f.panels = []*plot.Plot{p}
 	f.caption = "Bar = median over the condition's runs, as " + gapFile + " reports it: the server's own " +
-		"processing time (request line read to last byte written, from its Server-Timing header) and the " +
+		"processing time as it reports it in its Server-Timing header (what a server-side dashboard sees) and the " +
 		"client's total time on a kept-alive and on a new connection (the latter includes the TCP handshake). " +
 		"Blind = 1 − server / new-connection time. Each bar is labelled with its value in ms."
 	return f
