@@ -35,18 +35,7 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 	lbl := c.Metrics.with(c.RunID, role)
 	attrs := c.Client.spanAttrs(c.URL, c.RunID, role)
 	end := c.Start.Add(c.Duration)
-	results := make(chan Result, 64)
-	var out []Result
-	collected := make(chan struct{})
-	go func() {
-		defer close(collected)
-		for r := range results {
-			if c.OnResult != nil {
-				c.OnResult(r)
-			}
-			out = append(out, r)
-		}
-	}()
+	results, collected := collect(c.OnResult)
 	if wait := time.Until(c.Start); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
@@ -69,9 +58,28 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 	}
 	wg.Wait()
 	close(results)
-	<-collected
+	out := collected()
 	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out
+}
+
+// collect gathers results from the request goroutines: one goroutine hands
+// each to onResult (if set) in arrival order and keeps it. Close the
+// channel when every sender is done; collected then waits and returns all.
+func collect(onResult func(Result)) (chan<- Result, func() []Result) {
+	results := make(chan Result, 64)
+	var out []Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for r := range results {
+			if onResult != nil {
+				onResult(r)
+			}
+			out = append(out, r)
+		}
+	}()
+	return results, func() []Result { <-done; return out }
 }
 
 // Holders keeps N requests to URL in flight until ctx ends: each one is

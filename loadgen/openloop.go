@@ -71,18 +71,7 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 	}
 	lbl := o.Metrics.with(o.RunID, role)
 	attrs := o.Client.spanAttrs(o.URL, o.RunID, role)
-	results := make(chan Result, 64)
-	var out []Result
-	collected := make(chan struct{})
-	go func() {
-		defer close(collected)
-		for r := range results {
-			if o.OnResult != nil {
-				o.OnResult(r)
-			}
-			out = append(out, r)
-		}
-	}()
+	results, collected := collect(o.OnResult)
 
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
@@ -113,7 +102,7 @@ schedule:
 	}
 	wg.Wait()
 	close(results)
-	<-collected
+	out := collected()
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out
 }
