@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/report"
 	"github.com/slowlab/slowlab/target/proxy"
 )
@@ -42,6 +45,22 @@ func (f *labFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.targetsFile, "prometheus-targets", "", "write each run's /metrics endpoints to this Prometheus file_sd `file` (jobs slowlab-exporter, slowlab-target, slowlab-proxy; label run_id)")
 	f.tracing = addTracingFlags(fs)
 	fs.BoolVar(&f.noLimits, "no-limits", false, "run the gunicorn-nginx stack without cgroup limits (needed where cgroups cannot be written)")
+}
+
+// telemetry starts what the lab's load generator reports through: its
+// metrics (served on --metrics-addr when set) and, when OTEL_* asks for it,
+// its tracer provider. stop flushes and ends both.
+func (f *labFlags) telemetry(ctx context.Context, stderr io.Writer) (*loadgen.Metrics, trace.TracerProvider, func(), error) {
+	metrics, stopMetrics, err := serveLoadgenMetrics(f.metricsAddr, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tp, stopTracing, err := f.tracing.start(ctx, "slowlab-loadgen", stderr)
+	if err != nil {
+		stopMetrics()
+		return nil, nil, nil, err
+	}
+	return metrics, tp, func() { stopTracing(); stopMetrics() }, nil
 }
 
 func (f *labFlags) validate() error {
@@ -128,16 +147,11 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	out := resultsDir(lf.out, experiment)
-	metrics, stopMetrics, err := serveLoadgenMetrics(lf.metricsAddr, stderr)
+	metrics, tp, stopTelemetry, err := lf.telemetry(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
-	tp, stopTracing, err := lf.tracing.start(ctx, "slowlab-loadgen", stderr)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
+	defer stopTelemetry()
 	e := lab.DefaultLongPoll()
 	e.Seconds = time.Duration(*seconds * float64(time.Second))
 	e.Wait = *wait
@@ -212,16 +226,11 @@ func runScenario(ctx context.Context, sc lab.Scenario, lf labFlags, stdout, stde
 	if lf.resume != "" {
 		out, resume = lf.resume, true
 	}
-	metrics, stopMetrics, err := serveLoadgenMetrics(lf.metricsAddr, stderr)
+	metrics, tp, stopTelemetry, err := lf.telemetry(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
-	tp, stopTracing, err := lf.tracing.start(ctx, "slowlab-loadgen", stderr)
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
+	defer stopTelemetry()
 	e := sc.SlowClient()
 	o := lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics, TracerProvider: tp,
 		MaxHostCPU: lf.maxHostCPU, Resume: resume, TargetsFile: lf.targetsFile}
