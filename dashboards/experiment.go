@@ -76,11 +76,13 @@ func Experiment() (dashboard.Dashboard, error) {
 		"Slow downloads in flight, by run. Each one holds a synchronous worker (direct route) or a proxy connection (buffering on) until it finishes.",
 		query(fmt.Sprintf("sum by (run_id) (slowlab_loadgen_in_flight{%s})", slow), "{{run_id}}")))
 	b.WithPanel(timeSeries("Busy slots vs slots", units.Short,
-		"Embedded target only (scrape its --admin /metrics): requests being worked on, the slot capacity (workers x threads) and requests queued for a gthread worker's threads. "+
-			"Busy = slots means the next request waits.",
+		"Embedded target only (scrape its --admin /metrics): requests being worked on, the slot capacity (workers x threads), requests queued for a gthread worker's threads, "+
+			"and the most long-polls one worker holds. Busy = slots means the next request waits; so does a request accepted by a worker whose every thread holds a long-poll, "+
+			"however many slots the other workers have free.",
 		query("sum(slowlab_target_busy_slots)", "busy"),
 		query("sum(slowlab_target_slots)", "slots"),
-		query("sum(slowlab_target_queued_requests)", "queued")))
+		query("sum(slowlab_target_queued_requests)", "queued"),
+		query("max(slowlab_target_longpolls_in_progress)", "most long-polls on one worker")))
 	b.WithPanel(waitStatesPanel(expGroups))
 
 	b.WithRow(dashboard.NewRowBuilder("Resources per group"))

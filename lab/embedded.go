@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/target"
 )
 
@@ -26,6 +27,9 @@ type Embedded struct {
 	Cgroups bool
 	// CgroupRoot is where cgroup hierarchies are mounted; DefaultCgroupRoot when empty.
 	CgroupRoot string
+	// AcceptWhenFree has gthread workers accept only while a thread is free
+	// (target.Options.AcceptWhenFree); Gunicorn's policy when false.
+	AcceptWhenFree bool
 }
 
 // CgroupProcsEnv names the cgroup.procs files (separated by ":") that a
@@ -97,9 +101,13 @@ func (e Embedded) Start(ctx context.Context, d Deployment) (Running, error) {
 	if r.appCg, err = e.cgroup(d, "app"); err != nil {
 		return nil, err
 	}
-	app, err := startChild(ctx, "target", filepath.Join(d.LogDir, d.RunID+"-target.log"), []string{exe, "target",
+	argv := []string{exe, "target",
 		"--model", d.Server.Model, "--workers", strconv.Itoa(d.Server.Workers), "--threads", strconv.Itoa(threads),
-		"--large-size", strconv.FormatInt(d.LargeSize, 10), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}, childEnv(r.appCg))
+		"--large-size", strconv.FormatInt(d.LargeSize, 10), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"}
+	if e.AcceptWhenFree && d.Server.Model == "gthread" {
+		argv = append(argv, "--accept-when-free")
+	}
+	app, err := startChild(ctx, "target", filepath.Join(d.LogDir, d.RunID+"-target.log"), argv, childEnv(r.appCg))
 	if err != nil {
 		r.Stop()
 		return nil, err
@@ -183,21 +191,59 @@ func (r *embeddedRun) PIDs() map[string]int {
 	return m
 }
 
-func (r *embeddedRun) AppSend(ctx context.Context) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// adminGet fetches path from the target's admin listener and hands the
+// response to read; errors name what was fetched.
+func (r *embeddedRun) adminGet(ctx context.Context, path, accept string, timeout time.Duration, read func(*http.Response) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.admin+"/app-send", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.admin+path, nil)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("app-send: %w", err)
+		return fmt.Errorf("target admin %s: %w", path, err)
 	}
 	defer resp.Body.Close()
+	if err := read(resp); err != nil {
+		return fmt.Errorf("target admin %s: %w", path, err)
+	}
+	return nil
+}
+
+// LongPollsHeld implements HeldCounter from the target's
+// slowlab_target_longpolls_in_progress gauge, by worker index.
+func (r *embeddedRun) LongPollsHeld(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	err := r.adminGet(ctx, "/metrics", recorder.AcceptHeader, 2*time.Second, func(resp *http.Response) error {
+		fams, err := recorder.ParseExposition(resp.Body, resp.Header.Get("Content-Type"))
+		if err != nil {
+			return err
+		}
+		if f := fams["slowlab_target_longpolls_in_progress"]; f != nil {
+			for _, m := range f.Metric {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "worker" {
+						out[l.GetValue()] = int(m.GetGauge().GetValue())
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (r *embeddedRun) AppSend(ctx context.Context) (map[string]float64, error) {
 	var recs []target.SendRecord
-	if err := json.NewDecoder(resp.Body).Decode(&recs); err != nil {
-		return nil, fmt.Errorf("app-send: %w", err)
+	err := r.adminGet(ctx, "/app-send", "", 5*time.Second, func(resp *http.Response) error {
+		return json.NewDecoder(resp.Body).Decode(&recs)
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make(map[string]float64, len(recs))
 	for _, rec := range recs {

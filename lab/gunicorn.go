@@ -186,6 +186,7 @@ type gunicornRun struct {
 	url        string
 	tempDir    string
 	sendLog    string
+	heldDir    string             // where app.py's workers report their held long-polls
 	cgroups    map[string]*Cgroup // component -> its cgroup; empty without limits
 
 	stopOnce sync.Once
@@ -232,8 +233,12 @@ func (r *gunicornRun) startGunicorn(ctx context.Context, g GunicornNginx, d Depl
 		"--error-logfile", "-", "--log-level", "info")
 	argv = append(argv, g.ExtraGunicornArgs...)
 	argv = append(argv, wsgi.AppModule)
-	env := append(withoutEnv(os.Environ(), "GUNICORN_CMD_ARGS", "SLOWLAB_APP_SEND_LOG", "SLOWLAB_LARGE_SIZE"),
-		"SLOWLAB_APP_SEND_LOG="+r.sendLog, "SLOWLAB_LARGE_SIZE="+strconv.FormatInt(d.LargeSize, 10),
+	r.heldDir = filepath.Join(d.WorkDir, "held")
+	if err := os.MkdirAll(r.heldDir, 0o755); err != nil {
+		return "", fmt.Errorf("held long-polls directory: %w", err)
+	}
+	env := append(withoutEnv(os.Environ(), "GUNICORN_CMD_ARGS", "SLOWLAB_APP_SEND_LOG", "SLOWLAB_LARGE_SIZE", "SLOWLAB_HELD_DIR"),
+		"SLOWLAB_APP_SEND_LOG="+r.sendLog, "SLOWLAB_LARGE_SIZE="+strconv.FormatInt(d.LargeSize, 10), "SLOWLAB_HELD_DIR="+r.heldDir,
 		"PYTHONDONTWRITEBYTECODE=1")
 	c, err := startChild(ctx, "gunicorn", filepath.Join(d.LogDir, d.RunID+"-gunicorn.log"),
 		cgroupExecArgv(r.procsFiles("app"), argv), env)
@@ -423,6 +428,35 @@ func readAppSendLog(path string) (map[string]float64, error) {
 }
 
 // Failed implements Running.
+// LongPollsHeld implements HeldCounter from the files app.py's workers keep
+// in heldDir (held-<pid>), skipping workers that have exited.
+func (r *gunicornRun) LongPollsHeld(context.Context) (map[string]int, error) {
+	ents, err := os.ReadDir(r.heldDir)
+	if err != nil {
+		return nil, fmt.Errorf("held long-polls: %w", err)
+	}
+	out := map[string]int{}
+	for _, e := range ents {
+		pid, ok := strings.CutPrefix(e.Name(), "held-")
+		if !ok {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(r.heldDir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("held long-polls: %w", err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("held long-polls: %s: %q is not a count", e.Name(), b)
+		}
+		out[pid] = n
+	}
+	return out, nil
+}
+
 func (r *gunicornRun) Failed() error {
 	for i, c := range []*child{r.app, r.proxy} {
 		if c == nil {

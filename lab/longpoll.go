@@ -77,6 +77,79 @@ func (e LongPoll) Validate() error {
 	return nil
 }
 
+// HeldCounter is a running stack that can tell how many long-polls each of
+// its app workers holds now, by worker (its PID on Gunicorn, its index on
+// the embedded target). The long-poll experiment samples it to find the
+// per-worker shortage that the slot total hides.
+type HeldCounter interface {
+	LongPollsHeld(ctx context.Context) (map[string]int, error)
+}
+
+// heldEvery is how often the long-poll experiment samples held long-polls.
+const heldEvery = 50 * time.Millisecond
+
+// heldStats is what sampling a HeldCounter found.
+type heldStats struct {
+	samples, failed int
+	max             int           // most long-polls one worker held
+	full            time.Duration // time some worker had every thread holding one
+	lastErr         error
+}
+
+// sampleHeld samples hc every heldEvery from start to end (the probing
+// window) or until stop is called, which returns the statistics.
+func sampleHeld(ctx context.Context, hc HeldCounter, threads int, start, end time.Time) (stop func() heldStats) {
+	done := make(chan struct{})
+	result := make(chan heldStats, 1)
+	go func() {
+		var st heldStats
+		defer func() { result <- st }()
+		select {
+		case <-time.After(time.Until(start)):
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		}
+		tick := time.NewTicker(heldEvery)
+		defer tick.Stop()
+		prev := time.Now()
+		for {
+			held, err := hc.LongPollsHeld(ctx)
+			now := time.Now()
+			if now.After(end) {
+				return
+			}
+			if err != nil {
+				st.failed++
+				st.lastErr = err
+			} else {
+				st.samples++
+				most := 0
+				for _, n := range held {
+					most = max(most, n)
+				}
+				st.max = max(st.max, most)
+				if most >= threads {
+					st.full += min(now.Sub(prev), 2*heldEvery)
+				}
+			}
+			prev = now
+			select {
+			case <-tick.C:
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() heldStats {
+		close(done)
+		return <-result
+	}
+}
+
 // LongPollResult is what RunLongPoll wrote.
 type LongPollResult struct {
 	Dir    string
@@ -122,8 +195,9 @@ func RunLongPoll(ctx context.Context, e LongPoll, o Options) (*LongPollResult, e
 		}
 		res.Groups = append(res.Groups, g)
 		p.spentIntr += p.intrinsic(i)
-		fmt.Fprintf(o.Progress, "        probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s; slots %d, free %d\n",
-			g.OK, g.Failed, num(g.P50MS, 1), num(g.P95MS, 1), num(g.MaxMS, 1), g.ThroughputRPS, g.Slots, g.FreeSlots)
+		fmt.Fprintf(o.Progress, "        probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s; slots %d, free %d; most held on one worker %s of %d threads, full %s s\n",
+			g.OK, g.Failed, num(g.P50MS, 1), num(g.P95MS, 1), num(g.MaxMS, 1), g.ThroughputRPS, g.Slots, g.FreeSlots,
+			num(g.MaxWorkerHeld, 0), max(c.Server.Threads, 1), num(g.FullWorkerS, 1))
 		if err != nil || ctx.Err() != nil {
 			runErr = err
 			if runErr == nil {
@@ -180,20 +254,39 @@ func (e LongPoll) runOne(ctx context.Context, id string, c LongPollCondition, o 
 				writeErr = err
 			}
 		}}
+	var stopSampling func() heldStats
+	if hc, ok := running.(HeldCounter); ok {
+		stopSampling = sampleHeld(ctx, hc, max(c.Server.Threads, 1), t0.Add(e.Lead), t0.Add(e.Lead+e.Seconds))
+	}
 	loop.Run(ctx)
+	var hs heldStats
+	if stopSampling != nil {
+		hs = stopSampling()
+	}
 	stopHolding()
 	<-held
 	if err := running.Failed(); err != nil && ctx.Err() == nil {
 		writeErr = errors.Join(writeErr, fmt.Errorf("%s: %w", id, err))
 	}
-	return recorder.SummarizeProbes(g, rows), writeErr
+	g = recorder.SummarizeProbes(g, rows)
+	if hs.samples > 0 {
+		g.MaxWorkerHeld, g.FullWorkerS = recorder.Some(float64(hs.max)), recorder.Some(hs.full.Seconds())
+	}
+	if hs.failed > 0 {
+		fmt.Fprintf(o.Progress, "        held long-polls: %d of %d samples failed, last: %v\n", hs.failed, hs.failed+hs.samples, hs.lastErr)
+	}
+	return g, writeErr
 }
 
 // PrintLongPoll writes the groups table as aligned text.
 func PrintLongPoll(w io.Writer, groups []recorder.LongPollGroup) {
-	fmt.Fprintf(w, "%-14s %5s %7s %6s %7s %10s %10s %10s %9s %6s %5s\n", "server", "hold", "probes", "ok", "failed", "p50_ms", "p95_ms", "max_ms", "req/s", "slots", "free")
+	fmt.Fprintf(w, "%-14s %5s %7s %7s %7s %10s %10s %10s %9s %6s %5s %11s %8s %7s\n", "server", "hold", "probes", "ok", "failed",
+		"p50_ms", "p95_ms", "max_ms", "req/s", "slots", "free", "worker_held", "full_s", ">1s")
 	for _, g := range groups {
-		fmt.Fprintf(w, "%-14s %5d %7d %6d %7d %10s %10s %10s %9.1f %6d %5d\n", g.Server, g.Hold, g.ProbeConcurrency, g.OK, g.Failed,
-			num(g.P50MS, 1), num(g.P95MS, 1), num(g.MaxMS, 1), g.ThroughputRPS, g.Slots, g.FreeSlots)
+		fmt.Fprintf(w, "%-14s %5d %7d %7d %7d %10s %10s %10s %9.1f %6d %5d %11s %8s %7d\n", g.Server, g.Hold, g.ProbeConcurrency, g.OK, g.Failed,
+			num(g.P50MS, 1), num(g.P95MS, 1), num(g.MaxMS, 1), g.ThroughputRPS, g.Slots, g.FreeSlots,
+			num(g.MaxWorkerHeld, 0), num(g.FullWorkerS, 1), g.ProbesOver1s)
 	}
+	fmt.Fprintln(w, "worker_held: most long-polls one worker held at once; full_s: seconds some worker had every thread holding one")
+	fmt.Fprintln(w, "(with Gunicorn's accept policy, a request it accepted then waited for a long-poll to end); >1s: probes over 1 s")
 }

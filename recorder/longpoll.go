@@ -30,6 +30,16 @@ type LongPollGroup struct {
 	ThroughputRPS    float64 // OK probes per second of the window
 	Slots            int     // workers x threads
 	FreeSlots        int     // slots minus held long-polls (may be negative)
+	// MaxWorkerHeld is the most long-polls one worker held at once
+	// (sampled); empty when the stack cannot tell.
+	MaxWorkerHeld Maybe
+	// FullWorkerS is how long some worker had every thread holding a
+	// long-poll (sampled), when a request it accepts waits for a long-poll
+	// to end however many slots other workers have free; empty with
+	// MaxWorkerHeld.
+	FullWorkerS Maybe
+	// ProbesOver1s counts successful probes slower than one second.
+	ProbesOver1s int
 }
 
 var probeSchema = schema[Probe]{file: "probes.csv", cols: []column[Probe]{
@@ -61,17 +71,23 @@ var longPollGroupSchema = schema[LongPollGroup]{file: "groups.csv", cols: []colu
 	col("throughput_rps", milli, func(r *LongPollGroup) any { return &r.ThroughputRPS }),
 	col("slots", 0, func(r *LongPollGroup) any { return &r.Slots }),
 	col("free_slots", 0, func(r *LongPollGroup) any { return &r.FreeSlots }),
+	col("max_worker_held", 0, func(r *LongPollGroup) any { return &r.MaxWorkerHeld }),
+	col("full_worker_s", msOfS, func(r *LongPollGroup) any { return &r.FullWorkerS }),
+	col("probes_over_1s", 0, func(r *LongPollGroup) any { return &r.ProbesOver1s }),
 }}
 
 // SummarizeProbes computes a long-poll condition's row from its probes:
 // percentiles are nearest-rank over the successful probes' latencies.
 func SummarizeProbes(g LongPollGroup, probes []Probe) LongPollGroup {
 	var lat []float64
-	g.OK, g.Failed = 0, 0
+	g.OK, g.Failed, g.ProbesOver1s = 0, 0, 0
 	for _, p := range probes {
 		if p.Error == "" && p.Status >= 200 && p.Status < 400 {
 			g.OK++
 			lat = append(lat, p.LatencyMS)
+			if p.LatencyMS > 1000 {
+				g.ProbesOver1s++
+			}
 		} else {
 			g.Failed++
 		}

@@ -26,13 +26,43 @@ func groupLabel(g recorder.LongPollGroup) string {
 
 // slotArithmetic compares what wants a slot with the slots there are:
 // held long-polls plus probe workers against workers x threads, and how
-// many requests must wait for a slot at any time.
+// many requests must wait for a slot at any time if every worker took
+// only what it had threads for.
 func slotArithmetic(g recorder.LongPollGroup) string {
 	need := g.Hold + g.ProbeConcurrency
 	if need > g.Slots {
 		return fmt.Sprintf("%d + %d = %d > %d slots: %d wait", g.Hold, g.ProbeConcurrency, need, g.Slots, need-g.Slots)
 	}
 	return fmt.Sprintf("%d + %d = %d ≤ %d slots: none wait", g.Hold, g.ProbeConcurrency, need, g.Slots)
+}
+
+// threadsOf returns the threads per worker named by a server label
+// (gthread-WxT; 1 for sync-W), or 0 when the label names neither.
+func threadsOf(server string) int {
+	var w, t int
+	if _, err := fmt.Sscanf(server, "gthread-%dx%d", &w, &t); err == nil && t > 0 {
+		return t
+	}
+	if _, err := fmt.Sscanf(server, "sync-%d", &w); err == nil {
+		return 1
+	}
+	return 0
+}
+
+// workerHeld says how many long-polls the busiest worker held against its
+// threads, and for how long it had none free.
+func workerHeld(g recorder.LongPollGroup) string {
+	if !g.MaxWorkerHeld.Valid {
+		return "not measured"
+	}
+	s := fmt.Sprintf("%.0f", g.MaxWorkerHeld.Value)
+	if t := threadsOf(g.Server); t > 0 {
+		s += fmt.Sprintf(" of %d threads", t)
+	}
+	if g.FullWorkerS.Valid && g.FullWorkerS.Value > 0 {
+		s += fmt.Sprintf(", full for %.1f s", g.FullWorkerS.Value)
+	}
+	return s
 }
 
 func buildLongPoll(dir string) (*section, error) {
@@ -42,20 +72,25 @@ func buildLongPoll(dir string) (*section, error) {
 	}
 	s := &section{id: "long-poll", title: "long-poll",
 		intro: "Held long-poll requests occupy worker slots; closed-loop probes measure what is left " +
-			"(EXPERIMENTS.md section 2). Slots = workers × threads; free slots = slots − held long-polls."}
+			"(EXPERIMENTS.md section 2). Slots = workers × threads; free slots = slots − held long-polls. " +
+			"The total is not the whole rule: a Gunicorn worker accepts whether or not it has a free thread, so " +
+			"while one worker's threads all hold long-polls, every request it accepts waits for one of them to end, " +
+			"however many slots the other workers have free. The busiest worker's count shows when that happened."}
 	if f := longPollFigure(groups); f != nil {
 		s.addFigure(f)
 	} else {
 		s.skip("Probe latency figure left out: no condition in %s has a probe latency above 0.", groupsFile)
 	}
 	t := &table{Caption: "Long-poll conditions (" + groupsFile + "): probe successes, failures, latency " +
-		"percentiles and throughput, with the slot arithmetic: held long-polls + probe workers against slots.",
+		"percentiles, probes slower than 1 s and throughput, with the slot arithmetic (held long-polls + probe " +
+		"workers against slots) and the most long-polls one worker held (sampled every 50 ms).",
 		Head: []string{"server", "held", "probes", "seconds", "ok", "failed", "p50 (ms)", "p95 (ms)",
-			"max (ms)", "throughput (req/s)", "slots", "free slots", "held + probes vs slots"}}
+			"max (ms)", "> 1 s", "throughput (req/s)", "slots", "free slots", "held + probes vs slots", "busiest worker held"}}
 	for _, g := range groups {
 		t.Rows = append(t.Rows, []cell{text(g.Server), integer(g.Hold), integer(g.ProbeConcurrency),
 			num(g.Seconds, 1), integer(g.OK), integer(g.Failed), maybe(g.P50MS, ms), maybe(g.P95MS, ms),
-			maybe(g.MaxMS, ms), ms(g.ThroughputRPS), integer(g.Slots), integer(g.FreeSlots), text(slotArithmetic(g))})
+			maybe(g.MaxMS, ms), integer(g.ProbesOver1s), ms(g.ThroughputRPS), integer(g.Slots), integer(g.FreeSlots),
+			text(slotArithmetic(g)), text(workerHeld(g))})
 	}
 	s.addTable(t)
 	return s, nil

@@ -7,11 +7,16 @@
 //   - sync: W workers, each accepting exactly one connection at a time and
 //     closing it after the response; a worker stuck writing to a slow reader
 //     takes nothing else, exactly like Gunicorn's sync worker.
-//   - gthread: W workers x T threads. Each worker accepts on its own, and
-//     only while one of its threads is free, so held requests need not spread
-//     evenly over workers, yet a new request waits only when all W*T slots
-//     are taken (the capacity rule of the long-poll experiment). A kept-alive
-//     connection's next request queues for its own worker's threads.
+//   - gthread: W workers x T threads. As in Gunicorn, each worker accepts on
+//     its own, up to WorkerConnections (Gunicorn's worker_connections, 1000)
+//     open connections, whether or not a thread is free, and its requests
+//     wait for its threads in arrival order. So held requests need not spread
+//     evenly over workers, and a worker whose threads are all held keeps
+//     accepting requests that wait behind them while another worker has
+//     free threads. Options.AcceptWhenFree switches to accepting only while
+//     a thread is free, which leaves waiting connections in the kernel
+//     backlog for any worker with a free thread (a policy Gunicorn lacks).
+//     A kept-alive connection's next request queues for its own worker.
 //   - async: one goroutine per connection, unbounded (a contrast, not in the
 //     published experiment).
 //

@@ -10,6 +10,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	write    *prometheus.HistogramVec
 	busy     *prometheus.GaugeVec
+	held     *prometheus.GaugeVec
 	queued   prometheus.Gauge
 }
 
@@ -29,6 +30,10 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 			Name: "slowlab_target_busy_slots",
 			Help: "Requests a worker is working on now (a sync worker has one slot, a gthread worker one per thread).",
 		}, []string{"worker"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "slowlab_target_longpolls_in_progress",
+			Help: "Long-polls a worker is holding now, each on one of its slots (part of busy slots).",
+		}, []string{"worker"}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slowlab_target_queued_requests",
 			Help: "Requests accepted by a gthread worker and waiting for one of its threads.",
@@ -38,12 +43,13 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 		Name: "slowlab_target_slots",
 		Help: "Requests the server can work on at once (workers x threads); absent for the unbounded async model.",
 	})
-	reg.MustRegister(m.requests, m.write, m.busy, m.queued)
+	reg.MustRegister(m.requests, m.write, m.busy, m.held, m.queued)
 	if n := o.Slots(); n > 0 {
 		slots.Set(float64(n))
 		reg.MustRegister(slots)
 		for w := 0; w < o.Workers; w++ {
 			m.busy.WithLabelValues(strconv.Itoa(w))
+			m.held.WithLabelValues(strconv.Itoa(w))
 		}
 	}
 	return m

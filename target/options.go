@@ -27,6 +27,9 @@ const (
 	DefaultWorkers   = 2
 	// MaxLongPollWait bounds /longpoll?wait= so a typo cannot hold a slot for a day.
 	MaxLongPollWait = 10 * time.Minute
+	// DefaultWorkerConnections is Gunicorn's worker_connections default: a
+	// gthread worker stops accepting once it has this many connections open.
+	DefaultWorkerConnections = 1000
 )
 
 // Options configures a Server.
@@ -36,6 +39,16 @@ type Options struct {
 	Threads   int   // T, gthread only
 	LargeSize int64 // /large body size in bytes
 	BlockSize int   // /large is written in blocks of this size
+	// WorkerConnections bounds the connections a gthread worker has open
+	// (accepted, queued for a thread, or kept alive); 0 means
+	// DefaultWorkerConnections.
+	WorkerConnections int
+	// AcceptWhenFree makes a gthread worker accept only while one of its
+	// threads is free. Gunicorn does not do this: its workers accept up to
+	// worker_connections and queue requests for their threads, so a worker
+	// whose threads are all held keeps taking requests that then wait. Set
+	// it to see what the accept policy changes.
+	AcceptWhenFree bool
 	// TracerProvider, when set, gives every app request a server span
 	// continuing the client's W3C traceparent. Nil: no tracing, no cost.
 	TracerProvider trace.TracerProvider
@@ -67,6 +80,12 @@ func (o Options) Validate() error {
 	}
 	if o.BlockSize < 1 {
 		return fmt.Errorf("block size %d: must be at least 1 byte", o.BlockSize)
+	}
+	if o.WorkerConnections < 0 {
+		return fmt.Errorf("worker connections %d: must be 0 (Gunicorn's default, %d) or more", o.WorkerConnections, DefaultWorkerConnections)
+	}
+	if o.Model != ModelGthread && (o.AcceptWhenFree || o.WorkerConnections != 0) {
+		return fmt.Errorf("accept policy: only the gthread model has one (model %s)", o.Model)
 	}
 	return nil
 }

@@ -298,3 +298,90 @@ func TestValidate(t *testing.T) {
 		t.Errorf("defaults: %v", err)
 	}
 }
+
+// gauges returns a per-worker gauge's values by worker label.
+func gauges(s *Server, name string) map[string]float64 {
+	out := map[string]float64{}
+	mfs, _ := s.Registry().Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.Metric {
+			key := ""
+			for _, l := range m.Label {
+				key = l.GetValue()
+			}
+			out[key] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// holdLongPolls starts n long-polls of wait each on new connections and
+// returns once the server has taken all n (held on a thread or queued).
+func holdLongPolls(t *testing.T, s *Server, base string, n int, wait time.Duration) {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for i := 0; i < n; i++ {
+		go func() {
+			resp, err := c.Get(fmt.Sprintf("%s/longpoll?wait=%s", base, wait))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		total := gauges(s, "slowlab_target_queued_requests")[""]
+		for _, v := range gauges(s, "slowlab_target_longpolls_in_progress") {
+			total += v
+		}
+		if int(total) == n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("server never took %d long-polls: held %v", n, gauges(s, "slowlab_target_longpolls_in_progress"))
+}
+
+// TestGthreadFullWorkerKeepsAccepting: 2 workers x 2 threads given 3
+// long-polls have a worker with both threads held (pigeonhole) and one with
+// a free thread. As in Gunicorn, the full worker still accepts, so some
+// /fast requests wait behind its long-polls although a thread is free
+// elsewhere. With AcceptWhenFree every /fast goes to a free thread.
+func TestGthreadFullWorkerKeepsAccepting(t *testing.T) {
+	for _, whenFree := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AcceptWhenFree=%v", whenFree), func(t *testing.T) {
+			s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 2, Threads: 2, LargeSize: 10, BlockSize: 4, AcceptWhenFree: whenFree})
+			holdLongPolls(t, s, base, 3, time.Minute)
+			held := gauges(s, "slowlab_target_longpolls_in_progress")
+			if max(held["0"], held["1"]) != 2 {
+				t.Fatalf("held per worker %v: want one worker with both threads held", held)
+			}
+			// Rounds of 8 concurrent /fast; the long-polls outlast every
+			// timeout, so a timed-out /fast waited behind them.
+			answered, failed := 0, 0
+			for round := 0; round < 10 && (whenFree || failed == 0); round++ {
+				errs := make(chan error, 8)
+				for i := 0; i < cap(errs); i++ {
+					go func() { errs <- getFast(base, 3*time.Second) }()
+				}
+				for i := 0; i < cap(errs); i++ {
+					if <-errs != nil {
+						failed++
+					} else {
+						answered++
+					}
+				}
+			}
+			if whenFree && failed != 0 {
+				t.Errorf("AcceptWhenFree: %d /fast timed out (%d answered); the free thread should have taken them all", failed, answered)
+			}
+			if !whenFree && failed == 0 {
+				t.Errorf("Gunicorn's policy: all %d /fast answered; want some queued behind the full worker's long-polls", answered)
+			}
+			t.Logf("held %v, /fast answered %d, timed out %d", held, answered, failed)
+		})
+	}
+}

@@ -66,6 +66,11 @@ func TestBadInput(t *testing.T) {
 		{[]string{"reproduce", "slow-client", "--max-host-cpu", "150"}, "slowlab reproduce: --max-host-cpu 150: allowed 0 (off) to 100 percent"},
 		{[]string{"reproduce", "latency-gap", "--delay", "soon"}, `slowlab reproduce: --delay "soon": want durations from 0 to 5s, comma-separated, e.g. 0,25ms`},
 		{[]string{"reproduce", "latency-gap", "--sizes", "0"}, `slowlab reproduce: --sizes "0": want sizes from 1 byte to 64m, comma-separated, e.g. 1k,100k`},
+		{[]string{"reproduce", "long-poll", "--condition", "gthread-2x16:20"}, `slowlab reproduce: invalid value "gthread-2x16:20" for flag -condition: "gthread-2x16:20": want SERVER:HOLD:PROBES, e.g. gthread-2x16:20:8 (see --help)`},
+		{[]string{"reproduce", "long-poll", "--condition", "gthread-2x16:20:0"}, `slowlab reproduce: invalid value "gthread-2x16:20:0" for flag -condition: "gthread-2x16:20:0": probes "0": want 1 to 10000 (see --help)`},
+		{[]string{"reproduce", "long-poll", "--accept-when-free"}, "slowlab reproduce: --accept-when-free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts"},
+		{[]string{"reproduce", "slow-client", "--condition", "sync-2:1:1"}, "slowlab reproduce: --condition and --accept-when-free: long-poll only"},
+		{[]string{"target", "--model", "sync", "--accept-when-free"}, "slowlab target: --accept policy: only the gthread model has one (model sync)"},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +87,9 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	seconds := fs.Float64("seconds", 60, "long-poll: probing window in seconds")
 	wait := fs.Duration("wait", 30*time.Second, "long-poll: how long each held request waits before its 204")
 	keepAlive := fs.Bool("keepalive", false, "long-poll: holders and probes reuse their connections (default: a new connection per request)")
+	var conds conditionsFlag
+	fs.Var(&conds, "condition", "long-poll: SERVER:HOLD:PROBES, e.g. gthread-2x16:31:8; repeat for more (default: the published six)")
+	acceptWhenFree := fs.Bool("accept-when-free", false, "long-poll, embedded stack: gthread workers accept only while a thread is free (Gunicorn accepts regardless)")
 	runs := fs.Int("runs", 40, "latency-gap: requests per mode (keep-alive, new connection) and condition; medians over them")
 	delays := fs.String("delay", "0,25ms", "latency-gap: added one-way delays, comma-separated (each applies in both directions)")
 	sizes := fs.String("sizes", "1k,100k", "latency-gap: response sizes, comma-separated (bytes; k, m suffixes)")
@@ -117,6 +121,9 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *wait <= 0 || *wait > 10*time.Minute {
 		return usagef("--wait %s: allowed more than 0 up to 10m", *wait)
 	}
+	if experiment != "long-poll" && (len(conds) > 0 || *acceptWhenFree) {
+		return usagef("--condition and --accept-when-free: long-poll only")
+	}
 	if experiment == "latency-gap" {
 		return runLatencyGap(ctx, lf, *runs, *delays, *sizes, stdout, stderr)
 	}
@@ -139,6 +146,9 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *printScenario {
 		return usagef("--print-scenario: only slow-client is a scenario so far")
 	}
+	if *acceptWhenFree && lf.stack != "embedded" {
+		return usagef("--accept-when-free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts")
+	}
 	if lf.stack == "" {
 		lf.stack = "auto"
 	}
@@ -156,6 +166,13 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	e.Seconds = time.Duration(*seconds * float64(time.Second))
 	e.Wait = *wait
 	e.KeepAlive = *keepAlive
+	if len(conds) > 0 {
+		e.Conditions = conds
+	}
+	if em, ok := st.(lab.Embedded); ok {
+		em.AcceptWhenFree = *acceptWhenFree
+		st = em
+	}
 	fmt.Fprintf(stderr, "long-poll on the %s stack: %d conditions of %s each, results in %s\n", st.Name(), len(e.Conditions), e.Lead+e.Seconds, out)
 	res, err := lab.RunLongPoll(ctx, e, lab.Options{Out: out, Stack: st, Progress: stderr, Metrics: metrics, TracerProvider: tp})
 	if res != nil {
@@ -325,4 +342,30 @@ func oneOf(s string, allowed []string) bool {
 		}
 	}
 	return false
+}
+
+// conditionsFlag collects --condition SERVER:HOLD:PROBES values.
+type conditionsFlag []lab.LongPollCondition
+
+func (c *conditionsFlag) String() string { return "" }
+
+func (c *conditionsFlag) Set(v string) error {
+	parts := strings.Split(v, ":")
+	if len(parts) != 3 {
+		return fmt.Errorf("%q: want SERVER:HOLD:PROBES, e.g. gthread-2x16:20:8", v)
+	}
+	srv, err := lab.ParseServer(parts[0])
+	if err != nil || srv.Model == "async" {
+		return fmt.Errorf("%q: server %q: want sync-W or gthread-WxT", v, parts[0])
+	}
+	hold, err := strconv.Atoi(parts[1])
+	if err != nil || hold < 0 || hold > 10000 {
+		return fmt.Errorf("%q: hold %q: want 0 to 10000", v, parts[1])
+	}
+	probes, err := strconv.Atoi(parts[2])
+	if err != nil || probes < 1 || probes > 10000 {
+		return fmt.Errorf("%q: probes %q: want 1 to 10000", v, parts[2])
+	}
+	*c = append(*c, lab.LongPollCondition{Server: srv, Hold: hold, Probes: probes})
+	return nil
 }

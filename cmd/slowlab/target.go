@@ -19,6 +19,8 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	model := fs.String("model", string(o.Model), "worker model: sync (one request per worker at a time), gthread (workers x threads), async (unbounded)")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "number of workers (W)")
 	fs.IntVar(&o.Threads, "threads", o.Threads, "threads per worker (T), gthread only")
+	fs.IntVar(&o.WorkerConnections, "worker-connections", 0, "gthread: connections a worker keeps open before it stops accepting (0: Gunicorn's default, 1000)")
+	fs.BoolVar(&o.AcceptWhenFree, "accept-when-free", false, "gthread: a worker accepts only while one of its threads is free (Gunicorn accepts regardless and queues)")
 	large := fs.String("large-size", "16m", "body size of /large (bytes; suffixes k, m, g are KiB, MiB, GiB)")
 	block := fs.String("block-size", "64k", "/large is written as one block of this size repeated (bytes; k, m suffixes)")
 	listen := fs.String("listen", "127.0.0.1:0", "app address (port 0 picks a free port)")

@@ -22,9 +22,15 @@ to the file named by SLOWLAB_APP_SEND_LOG with a single O_APPEND write, which
 keeps lines from concurrent workers whole. "id" is the request's
 X-Slowlab-Request-Id header; "traceparent" is added when the request had one.
 
+Long-polls held: with SLOWLAB_HELD_DIR set, each worker process keeps the
+number of /longpoll requests it is sleeping on in the file held-<pid> of that
+directory (one decimal number, rewritten in place on every change), so the
+lab can see how the held requests spread over Gunicorn's workers.
+
 Environment:
   SLOWLAB_LARGE_SIZE    default /large size in bytes
   SLOWLAB_APP_SEND_LOG  where app_send_s records go; none are kept when unset
+  SLOWLAB_HELD_DIR      where each worker reports its held long-polls; unset: none
 
 Run it with: gunicorn --chdir target/wsgi app:application
 """
@@ -32,6 +38,7 @@ Run it with: gunicorn --chdir target/wsgi app:application
 import json
 import os
 import re
+import threading
 import time
 from urllib.parse import parse_qs
 
@@ -181,6 +188,24 @@ def append_record(path, rec):
         os.close(fd)
 
 
+HELD_DIR = os.environ.get("SLOWLAB_HELD_DIR", "")
+_held_lock = threading.Lock()
+_held = {"pid": 0, "fd": -1, "n": 0}
+
+
+def held_add(delta):
+    """Adds delta to this worker's held long-polls and rewrites its file."""
+    if not HELD_DIR:
+        return
+    with _held_lock:
+        pid = os.getpid()
+        if _held["pid"] != pid:  # first use in this worker (or after a fork)
+            path = os.path.join(HELD_DIR, "held-%d" % pid)
+            _held.update(pid=pid, n=0, fd=os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        _held["n"] += delta
+        os.pwrite(_held["fd"], b"%10d\n" % _held["n"], 0)
+
+
 def fast(environ, start_response, start, query):
     start_response(STATUS[200], [
         ("Content-Type", "application/json"),
@@ -220,7 +245,11 @@ def longpoll(environ, start_response, start, query):
         if wait is None or wait > MAX_WAIT_S:
             return _error(start_response, start, 400,
                           "wait %s: want a duration from 0s to 10m0s" % json.dumps(raw))
-    time.sleep(wait)
+    held_add(1)
+    try:
+        time.sleep(wait)
+    finally:
+        held_add(-1)
     start_response(STATUS[204], [_timing(start)])
     return []
 
