@@ -4,6 +4,12 @@
 // writes the results directory, and tears every child down on every path,
 // including errors and SIGINT.
 //
+// The long-poll experiment also watches the app's workers: each stack can
+// say how many long-polls every worker holds (HeldCounter: app.py's files on
+// Gunicorn, the target's gauge on the embedded stack), because a Gunicorn
+// worker accepts whether or not it has a free thread, so the number that
+// decides whether a probe waits is the busiest worker's, not the total.
+//
 // The lab owns orchestration: stacks, the run matrix, child processes,
 // progress and the printed tables. Measuring is loadgen's, the CSV contract
 // and aggregation are recorder's, and serving is target's.

@@ -27,6 +27,10 @@ type LongPoll struct {
 	Wait       time.Duration // each long-poll's wait
 	Lead       time.Duration // probes start this long after the holders
 	ProbePath  string
+	// Reps runs every condition this many times in a row (0 means 1): a
+	// worker filling up with long-polls is a matter of chance at each
+	// re-issue, so one run of a condition can miss it.
+	Reps int
 	// KeepAlive has holders and probes reuse their connections, as browsers
 	// and API clients do; a kept-alive connection stays with the worker that
 	// accepted it. Off: a new connection per request.
@@ -73,6 +77,8 @@ func (e LongPoll) Validate() error {
 		return fmt.Errorf("wait %s: allowed more than 0 up to 10m", e.Wait)
 	case e.Lead < 0:
 		return fmt.Errorf("lead %s: must be 0 or more", e.Lead)
+	case e.Reps < 0 || e.Reps > 1000:
+		return fmt.Errorf("reps %d: allowed 1 to 1000", e.Reps)
 	}
 	return nil
 }
@@ -156,8 +162,9 @@ type LongPollResult struct {
 	Groups []recorder.LongPollGroup
 }
 
-// RunLongPoll runs every condition once on a fresh stack (direct route) and
-// writes probes.csv, groups.csv and environment.json. Cancelling ctx keeps
+// RunLongPoll runs every condition Reps times, each on a fresh stack (direct
+// route), and writes probes.csv, groups.csv (a row per run) and
+// environment.json. Cancelling ctx keeps
 // what was measured and returns ctx's error.
 func RunLongPoll(ctx context.Context, e LongPoll, o Options) (*LongPollResult, error) {
 	if err := e.Validate(); err != nil {
@@ -184,10 +191,12 @@ func RunLongPoll(ctx context.Context, e LongPoll, o Options) (*LongPollResult, e
 	defer groups.Close()
 
 	res := &LongPollResult{Dir: o.Out}
-	p := newProgress(o.Progress, len(e.Conditions), func(int) time.Duration { return e.Lead + e.Seconds })
+	reps := max(e.Reps, 1)
+	p := newProgress(o.Progress, len(e.Conditions)*reps, func(int) time.Duration { return e.Lead + e.Seconds })
 	var runErr error
-	for i, c := range e.Conditions {
-		id := fmt.Sprintf("%s.hold%d.probes%d", c.Server.Name(), c.Hold, c.Probes)
+	for i := range len(e.Conditions) * reps {
+		c := e.Conditions[i/reps]
+		id := fmt.Sprintf("%s.hold%d.probes%d.rep%d", c.Server.Name(), c.Hold, c.Probes, i%reps+1)
 		p.start(i, id)
 		g, err := e.runOne(ctx, id, c, o, probes)
 		if err == nil {
@@ -210,7 +219,7 @@ func RunLongPoll(ctx context.Context, e LongPoll, o Options) (*LongPollResult, e
 }
 
 func (e LongPoll) runOne(ctx context.Context, id string, c LongPollCondition, o Options, w *recorder.FileWriter[recorder.Probe]) (recorder.LongPollGroup, error) {
-	g := recorder.LongPollGroup{Server: c.Server.Name(), Hold: c.Hold, ProbeConcurrency: c.Probes,
+	g := recorder.LongPollGroup{RunID: id, Server: c.Server.Name(), Hold: c.Hold, ProbeConcurrency: c.Probes,
 		Seconds: e.Seconds.Seconds(), Slots: c.Server.Workers * max(c.Server.Threads, 1)}
 	g.FreeSlots = g.Slots - g.Hold
 	work, err := os.MkdirTemp("", "slowlab-run-")

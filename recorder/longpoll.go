@@ -18,8 +18,9 @@ type Probe struct {
 	Error            string
 }
 
-// LongPollGroup is one condition of the long-poll experiment (groups.csv).
+// LongPollGroup is one run of a long-poll condition (groups.csv).
 type LongPollGroup struct {
+	RunID            string // the run's probes in probes.csv have this run_id
 	Server           string
 	Hold             int
 	ProbeConcurrency int
@@ -59,6 +60,7 @@ var probeSchema = schema[Probe]{file: "probes.csv", cols: []column[Probe]{
 }}
 
 var longPollGroupSchema = schema[LongPollGroup]{file: "groups.csv", cols: []column[LongPollGroup]{
+	col("run_id", 0, func(r *LongPollGroup) any { return &r.RunID }),
 	col("server", 0, func(r *LongPollGroup) any { return &r.Server }),
 	col("hold", 0, func(r *LongPollGroup) any { return &r.Hold }),
 	col("probe_concurrency", 0, func(r *LongPollGroup) any { return &r.ProbeConcurrency }),

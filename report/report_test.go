@@ -419,12 +419,12 @@ func TestWriteWithoutResourceValues(t *testing.T) {
 // their columns.
 func writeLongPollAndGap(t *testing.T, dir string) {
 	t.Helper()
-	groups := "server,hold,probe_concurrency,seconds,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s\n" +
-		"sync-2,0,20,60,60000,0,18.5,22.1,40.2,1000.5,2,2,0,0,0\n" +
-		"sync-2,2,20,60,38,0,29800,30010,30050,0.63,2,0,1,59.5,38\n" +
-		"gthread-2x16,0,20,60,59000,0,19,25,48,980,32,32,0,0,0\n" +
-		"gthread-2x16,20,20,60,58000,2,19.5,26,2100,970,32,12,16,1.25,20\n" +
-		"gthread-2x16,20,8,60,30000,0,9.1,12,,500,32,12,,,0\n" // max and held not measured
+	groups := "run_id,server,hold,probe_concurrency,seconds,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s\n" +
+		"sync-2.hold0.probes20.rep1,sync-2,0,20,60,60000,0,18.5,22.1,40.2,1000.5,2,2,0,0,0\n" +
+		"sync-2.hold2.probes20.rep1,sync-2,2,20,60,38,0,29800,30010,30050,0.63,2,0,1,59.5,38\n" +
+		"gthread-2x16.hold0.probes20.rep1,gthread-2x16,0,20,60,59000,0,19,25,48,980,32,32,0,0,0\n" +
+		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,60,58000,2,19.5,26,2100,970,32,12,16,1.25,20\n" +
+		"gthread-2x16.hold20.probes8.rep1,gthread-2x16,20,8,60,30000,0,9.1,12,,500,32,12,,,0\n" // max and held not measured
 	gap := "size_bytes,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method\n" +
 		"1024,0,0.05,0.12,0.17,70.6,40,none\n" +
 		"102400,0,0.2,0.5,0.7,71.4,40,none\n" +
@@ -524,9 +524,9 @@ func TestWriteErrors(t *testing.T) {
 		}, []string{"environment.json", "cpus"}, nil},
 		{"groups.csv header", func(t *testing.T) string {
 			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, groupsFile), []byte("server,hold\nsync-2,2\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, groupsFile), []byte("run_id,server,hold\nr1,sync-2,2\n"), 0o644)
 			return dir
-		}, []string{"groups.csv", `column 3 "probe_concurrency" is missing`}, recorder.ErrHeader},
+		}, []string{"groups.csv", `column 4 "probe_concurrency" is missing`}, recorder.ErrHeader},
 		{"gap.csv cell", func(t *testing.T) string {
 			dir := t.TempDir()
 			writeLongPollAndGap(t, dir)

@@ -7,10 +7,12 @@
 //   - sync: W workers, each accepting exactly one connection at a time and
 //     closing it after the response; a worker stuck writing to a slow reader
 //     takes nothing else, exactly like Gunicorn's sync worker.
-//   - gthread: W workers x T threads. As in Gunicorn, each worker accepts on
-//     its own, up to WorkerConnections (Gunicorn's worker_connections, 1000)
-//     open connections, whether or not a thread is free, and its requests
-//     wait for its threads in arrival order. So held requests need not spread
+//   - gthread: W workers x T threads. As in Gunicorn, a worker takes new
+//     connections up to WorkerConnections (Gunicorn's worker_connections,
+//     1000) open at once, whether or not a thread is free, and its requests
+//     wait for its threads in arrival order. Which worker gets a connection
+//     is chance (Gunicorn's processes race for the socket; here each
+//     connection goes to a worker drawn at random). So held requests need not spread
 //     evenly over workers, and a worker whose threads are all held keeps
 //     accepting requests that wait behind them while another worker has
 //     free threads. Options.AcceptWhenFree switches to accepting only while

@@ -3,11 +3,8 @@ package target
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,41 +71,32 @@ func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
 			serve(srv, netutil.LimitListener(sharedListener{app}, 1))
 		}
 	case ModelGthread:
-		// Like Gunicorn, each worker accepts on its own up to its connection
-		// limit and queues requests for its threads, so a worker whose
-		// threads are all held keeps taking requests that wait. With
+		// Like Gunicorn's, a worker takes connections up to its connection
+		// limit (which one gets a connection is chance, see dispatcher) and
+		// queues requests for its threads, so a worker whose threads are
+		// all held keeps taking requests that wait. With
 		// AcceptWhenFree a worker accepts only while a thread is free, and
 		// the kernel backlog holds the rest until any worker has one.
 		conns := s.opts.WorkerConnections
 		if conns == 0 {
 			conns = DefaultWorkerConnections
 		}
-		lns := make([]net.Listener, s.opts.Workers)
-		for w := range lns {
-			if s.opts.AcceptWhenFree {
-				lns[w] = sharedListener{app}
-				continue
-			}
-			ln, err := ownListener(app)
-			if err != nil {
-				for _, l := range lns[:w] {
-					l.Close()
-				}
-				return fmt.Errorf("gthread worker %d: %w", w, err)
-			}
-			lns[w] = netutil.LimitListener(ln, conns)
+		var disp *dispatcher
+		if !s.opts.AcceptWhenFree {
+			disp = newDispatcher(app, s.opts.Workers, conns)
+			g.Go(func() error { disp.run(); return nil })
 		}
-		for w, ln := range lns {
+		for w := 0; w < s.opts.Workers; w++ {
 			slots := make(chan struct{}, s.opts.Threads)
 			srv := s.newHTTPServer(s.threadedWorker(w, slots))
-			if !s.opts.AcceptWhenFree {
-				serve(srv, ln)
+			if disp != nil {
+				serve(srv, disp.workers[w])
 				continue
 			}
 			srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 				return context.WithValue(ctx, connKey{}, c)
 			}
-			serve(srv, &gateListener{Listener: ln, slots: slots, closed: make(chan struct{})})
+			serve(srv, &gateListener{Listener: sharedListener{app}, slots: slots, closed: make(chan struct{})})
 		}
 	case ModelAsync:
 		serve(s.newHTTPServer(s.worker(0)), app)
@@ -245,40 +233,6 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /app-send", s.sends.serveHTTP)
 	return mux
-}
-
-// ownListener gives a worker its own descriptor of the app socket, as each
-// forked Gunicorn worker has: every worker's accept loop is woken when a
-// connection arrives and they race for it, as Gunicorn's processes do.
-// (Goroutines accepting on one shared descriptor are not independent: one
-// of them holds its lock while it waits and takes nearly every connection.)
-// A listener that cannot be duplicated is shared instead.
-func ownListener(app net.Listener) (net.Listener, error) {
-	f, ok := app.(interface{ File() (*os.File, error) })
-	if !ok {
-		return sharedListener{app}, nil
-	}
-	dup, err := f.File()
-	if err != nil {
-		return nil, fmt.Errorf("duplicate the app socket: %w", err)
-	}
-	defer dup.Close()
-	ln, err := net.FileListener(dup)
-	if err != nil {
-		return nil, err
-	}
-	return yieldingListener{ln}, nil
-}
-
-// yieldingListener lets the other workers run after each accept, as a
-// Gunicorn worker goes back to its event loop after accepting one
-// connection; without it the first worker awake drains the backlog.
-type yieldingListener struct{ net.Listener }
-
-func (l yieldingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	runtime.Gosched()
-	return c, err
 }
 
 // sharedListener lets several workers accept from one socket without any of

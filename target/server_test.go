@@ -286,6 +286,8 @@ func TestValidate(t *testing.T) {
 		{Options{Model: ModelSync, Workers: 0, Threads: 1, BlockSize: 1}, "workers 0: must be at least 1"},
 		{Options{Model: ModelGthread, Workers: 1, Threads: -2, BlockSize: 1}, "threads -2: must be at least 1"},
 		{Options{Model: ModelSync, Workers: 1, Threads: 4, BlockSize: 1}, "threads 4: only the gthread model has threads (use 1)"},
+		{Options{Model: ModelGthread, Workers: 1, Threads: 1, BlockSize: 1, WorkerConnections: -1}, "worker connections -1: must be 0 (Gunicorn's default, 1000) or more"},
+		{Options{Model: ModelAsync, Workers: 1, Threads: 1, BlockSize: 1, AcceptWhenFree: true}, "accept policy: only the gthread model has one (model async)"},
 		{Options{Model: ModelSync, Workers: 1, Threads: 1, LargeSize: -1, BlockSize: 1}, "large size -1: must be 0 or more bytes"},
 		{Options{Model: ModelSync, Workers: 1, Threads: 1}, "block size 0: must be at least 1 byte"},
 	} {
@@ -383,5 +385,37 @@ func TestGthreadFullWorkerKeepsAccepting(t *testing.T) {
 			}
 			t.Logf("held %v, /fast answered %d, timed out %d", held, answered, failed)
 		})
+	}
+}
+
+// TestGthreadWorkerConnections: a worker stops accepting at its connection
+// limit, as Gunicorn's worker_connections; the rest wait in the backlog.
+func TestGthreadWorkerConnections(t *testing.T) {
+	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 1, Threads: 1, LargeSize: 10, BlockSize: 4, WorkerConnections: 2})
+	holdLongPolls(t, s, base, 1, time.Minute)
+	for i := 0; i < 3; i++ {
+		go getFast(base, time.Minute)
+	}
+	// The held connection and one /fast fill the limit: one /fast queues
+	// for the thread, two stay in the kernel backlog unaccepted.
+	deadline := time.Now().Add(5 * time.Second)
+	for gauges(s, "slowlab_target_queued_requests")[""] < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if q := gauges(s, "slowlab_target_queued_requests")[""]; q != 1 {
+		t.Errorf("queued = %v with worker_connections 2 and one held; want 1 (the rest unaccepted)", q)
+	}
+}
+
+// TestGthreadConnectionsGoToEveryWorker: each connection goes to a worker
+// drawn at random, so 20 long-polls land on both workers of 2 (all on one
+// has probability 2^-19); goroutines sharing one descriptor would not.
+func TestGthreadConnectionsGoToEveryWorker(t *testing.T) {
+	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 2, Threads: 16, LargeSize: 10, BlockSize: 4})
+	holdLongPolls(t, s, base, 20, time.Minute)
+	held := gauges(s, "slowlab_target_longpolls_in_progress")
+	if held["0"] == 0 || held["1"] == 0 {
+		t.Errorf("held per worker %v: want both workers to have taken some of 20", held)
 	}
 }

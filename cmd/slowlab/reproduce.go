@@ -81,7 +81,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlagSet("reproduce", "slow-client|long-poll|latency-gap [--stack auto|embedded|gunicorn-nginx] [--reps N] [--out DIR] [--quick]", stdout)
 	var lf labFlags
 	lf.register(fs)
-	reps := fs.Int("reps", 3, "repetitions of each condition")
+	reps := fs.Int("reps", 3, "repetitions of each condition (long-poll: 1 unless given)")
 	quick := fs.Bool("quick", false, "one repetition per condition (same as --reps 1)")
 	printScenario := fs.Bool("print-scenario", false, "print the experiment as a scenario file for slowlab run, and exit")
 	seconds := fs.Float64("seconds", 60, "long-poll: probing window in seconds")
@@ -166,6 +166,13 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	e.Seconds = time.Duration(*seconds * float64(time.Second))
 	e.Wait = *wait
 	e.KeepAlive = *keepAlive
+	// --reps defaults to 3 for slow-client; long-poll runs each condition
+	// once unless asked (--quick is once anyway).
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "reps" {
+			e.Reps = *reps
+		}
+	})
 	if len(conds) > 0 {
 		e.Conditions = conds
 	}
