@@ -15,7 +15,7 @@ import (
 )
 
 // startServer serves o on loopback and returns app and admin base URLs.
-func startServer(t *testing.T, o Options) (*Server, string, string) {
+func startServer(t testing.TB, o Options) (*Server, string, string) {
 	t.Helper()
 	s, err := New(o)
 	if err != nil {
