@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/net/netutil"
 	"golang.org/x/sync/errgroup"
 )
@@ -150,12 +151,15 @@ func (s *Server) worker(id int) http.Handler {
 // threads (slots), using the slot its connection reserved at accept time if
 // it has one (AcceptWhenFree), else waiting for one in arrival order.
 func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
-	app := s.traced(s.Handler(), id)
+	app := s.Handler()
 	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
 	held := s.metrics.held.WithLabelValues(strconv.Itoa(id))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tracing := s.opts.TracerProvider != nil
+	return s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var waited time.Duration
 		gc, _ := r.Context().Value(connKey{}).(*gateConn)
 		if gc == nil || !gc.reserved.CompareAndSwap(true, false) {
+			start := time.Now()
 			s.metrics.queued.Inc()
 			select {
 			case slots <- struct{}{}:
@@ -164,8 +168,12 @@ func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
 				s.metrics.queued.Dec()
 				return
 			}
+			waited = time.Since(start)
 		}
 		defer func() { <-slots }()
+		if tracing {
+			trace.SpanFromContext(r.Context()).SetAttributes(AttrThreadWaitMS.Float64(float64(waited.Microseconds()) / 1e3))
+		}
 		busy.Inc()
 		defer busy.Dec()
 		if r.URL.Path == "/longpoll" {
@@ -173,7 +181,7 @@ func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
 			defer held.Dec()
 		}
 		app.ServeHTTP(w, r)
-	})
+	}), id)
 }
 
 type connKey struct{}

@@ -16,13 +16,21 @@ import (
 const (
 	AttrServer = attribute.Key("slowlab.server") // Options.Name: sync-2, gthread-1x4, async
 	AttrWorker = attribute.Key("slowlab.worker") // the worker that served the request
+	// AttrThreadWaitMS is how long a gthread request waited, after its
+	// worker accepted it, for one of the worker's threads (0 when one was
+	// free). A request accepted by a worker whose threads all hold
+	// long-polls shows the whole wait here.
+	AttrThreadWaitMS = attribute.Key("slowlab.thread_wait_ms")
 )
 
 // traced wraps one worker's app in a server span (otelhttp: HTTP semantic
 // conventions, span name "GET /fast" from the route) continuing the
-// client's W3C traceparent. It sits inside the worker wrapper, so the span
-// covers the request's time on a worker slot, not its wait for one. Without
-// a TracerProvider it returns app unchanged.
+// client's W3C traceparent. For sync and async workers the span covers the
+// request's time on its worker (a sync request waits for a worker in the
+// kernel backlog, which no server span sees); for gthread it starts when
+// the worker reads the request, so it also covers the wait for a thread,
+// recorded as AttrThreadWaitMS. Without a TracerProvider it returns app
+// unchanged.
 func (s *Server) traced(app http.Handler, worker int) http.Handler {
 	tp := s.opts.TracerProvider
 	if tp == nil {

@@ -59,3 +59,43 @@ func TestServerSpans(t *testing.T) {
 		})
 	}
 }
+
+// A gthread request that waits for a thread carries the wait in its server
+// span: on 1 worker x 1 thread, /fast sent while a 300 ms long-poll holds
+// the thread cannot start before the long-poll's app returns.
+func TestServerSpanThreadWait(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	s, app, _ := startServer(t, Options{Model: ModelGthread, Workers: 1, Threads: 1, LargeSize: 10, BlockSize: 4, TracerProvider: tp})
+	holdLongPolls(t, s, app, 1, 300*time.Millisecond)
+	if err := getFast(app, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for deadline := time.Now().Add(5 * time.Second); len(byName) < 2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, sp := range rec.Ended() {
+			byName[sp.Name()] = sp
+		}
+	}
+	lp, fast := byName["GET /longpoll"], byName["GET /fast"]
+	if lp == nil || fast == nil {
+		t.Fatalf("spans %v: want GET /longpoll and GET /fast", byName)
+	}
+	wait := func(sp sdktrace.ReadOnlySpan) (float64, bool) {
+		for _, kv := range sp.Attributes() {
+			if kv.Key == AttrThreadWaitMS {
+				return kv.Value.AsFloat64(), true
+			}
+		}
+		return 0, false
+	}
+	if _, ok := wait(lp); !ok {
+		t.Errorf("GET /longpoll span lacks %s", AttrThreadWaitMS)
+	}
+	got, ok := wait(fast)
+	least := float64(lp.StartTime().Add(300*time.Millisecond).Sub(fast.StartTime()).Microseconds())/1e3 - 1
+	if !ok || got < least || least <= 0 {
+		t.Errorf("GET /fast %s = %v (present %v); want at least %.1f ms, the long-poll's remaining time", AttrThreadWaitMS, got, ok, least)
+	}
+}
