@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -120,9 +121,23 @@ func longPollFigure(groups []recorder.LongPollGroup) *figure {
 		width: 8 * vg.Inch, height: rowsHeight(len(rows))}
 	p := newPlot(f.title, "probe latency (ms, log scale)", "condition")
 	grid(p, true, false)
+	seen := map[string]int{}
+	for _, g := range rows {
+		seen[groupLabel(g)]++
+	}
 	labels := make([]string, len(rows))
 	for i, g := range rows {
-		labels[i] = fmt.Sprintf("%s, %d of %d slots free", groupLabel(g), g.FreeSlots, g.Slots)
+		l := groupLabel(g)
+		if seen[l] > 1 { // repetitions: tell the runs apart
+			if j := strings.LastIndex(g.RunID, ".rep"); j >= 0 {
+				l += ", rep " + g.RunID[j+len(".rep"):]
+			}
+		}
+		l += fmt.Sprintf(", %d of %d slots free", g.FreeSlots, g.Slots)
+		if g.FullWorkerS.Valid && g.FullWorkerS.Value > 0 {
+			l += fmt.Sprintf(", a worker full %.1f s", g.FullWorkerS.Value)
+		}
+		labels[i] = l
 	}
 	ys := conditionRows(p, labels)
 	stats := []struct {
@@ -150,8 +165,8 @@ func longPollFigure(groups []recorder.LongPollGroup) *figure {
 	p.X.Max = hi * 6 // room for the legend right of the slowest probe
 	f.panels = []*plot.Plot{p}
 	f.caption = "p50, p95 and max of the condition's probe latencies (request start to last body byte, " +
-		"successful probes; nearest-rank) as " + groupsFile + " reports them. Log scale. A probe waits whenever held long-polls plus " +
-		"probe workers exceed the slots (workers × threads); Gunicorn workers accept independently, so held " +
-		"requests need not spread evenly."
+		"successful probes; nearest-rank) as " + groupsFile + " reports them, one row per run. Log scale. Max jumps when " +
+		"one worker's threads all hold long-polls (\"a worker full\"): Gunicorn workers accept whether or not a thread is " +
+		"free, and held requests need not spread evenly, so the slot total alone does not predict it."
 	return f
 }

@@ -648,3 +648,29 @@ func TestLimitsText(t *testing.T) {
 		}
 	}
 }
+
+// Repeated long-poll runs of one condition are told apart in the figure,
+// and a run whose worker filled up says so.
+func TestLongPollRepsLabelled(t *testing.T) {
+	dir := t.TempDir()
+	groups := "run_id,server,hold,probe_concurrency,seconds,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s\n" +
+		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,40,290000,0,2.4,5.3,61.8,7332.2,32,12,14,0,0\n" +
+		"gthread-2x16.hold20.probes20.rep2,gthread-2x16,20,20,40,187295,0,2.6,6.0,30003.7,4682.4,32,12,16,12,20\n"
+	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(groups), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "figures", figureByName(t, rep, "longpoll-latency").Name+".svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := html.UnescapeString(string(svg))
+	for _, want := range []string{"20 probes, rep 1, 12 of 32 slots free<", "20 probes, rep 2, 12 of 32 slots free, a worker full 12.0 s<"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("longpoll-latency.svg lacks the label %q", want)
+		}
+	}
+}
