@@ -3,6 +3,11 @@ package lab
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,5 +62,33 @@ func TestSampleHeld(t *testing.T) {
 	time.Sleep(7 * heldEvery)
 	if st := stop(); st.full != 0 || st.max != 10 || st.samples == 0 {
 		t.Errorf("spread 10/10 of 16 threads: %+v, want max 10, never full", st)
+	}
+}
+
+// gunicornRun.LongPollsHeld reads app.py's per-worker files: live workers
+// only, fixed-width counts, a clear error for a file that is not a count.
+func TestGunicornLongPollsHeld(t *testing.T) {
+	dir := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	me := strconv.Itoa(os.Getpid())
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("held-"+me, "        16\n")
+	write("held-"+strconv.Itoa(dead.Process.Pid), "         3\n") // exited worker: skipped
+	write("other-file", "x")
+	r := &gunicornRun{heldDir: dir}
+	got, err := r.LongPollsHeld(context.Background())
+	if err != nil || len(got) != 1 || got[me] != 16 {
+		t.Fatalf("LongPollsHeld = %v, %v; want {%s: 16}", got, err, me)
+	}
+	write("held-"+me, "sixteen\n")
+	if _, err := r.LongPollsHeld(context.Background()); err == nil || !strings.Contains(err.Error(), `held-`+me+`: "sixteen\n" is not a count`) {
+		t.Errorf("malformed file: err = %v", err)
 	}
 }
