@@ -164,8 +164,8 @@ type LongPollResult struct {
 
 // RunLongPoll runs every condition Reps times, each on a fresh stack (direct
 // route), and writes probes.csv, groups.csv (a row per run) and
-// environment.json. Cancelling ctx keeps
-// what was measured and returns ctx's error.
+// environment.json. Cancelling ctx keeps what was measured and returns
+// ctx's error.
 func RunLongPoll(ctx context.Context, e LongPoll, o Options) (*LongPollResult, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err

@@ -37,14 +37,19 @@ func runLongPoll(t *testing.T, e lab.LongPoll, st lab.Stack) map[string]recorder
 		t.Fatal(err)
 	}
 	got := map[string]recorder.LongPollGroup{}
-	for _, g := range res.Groups {
+	for i, g := range res.Groups {
+		reps := max(e.Reps, 1)
+		c := e.Conditions[i/reps]
+		if want := fmt.Sprintf("%s.hold%d.probes%d.rep%d", c.Server.Name(), c.Hold, c.Probes, i%reps+1); g.RunID != want {
+			t.Errorf("run %d: run_id %q, want %q", i, g.RunID, want)
+		}
 		got[g.Server+"/"+itoa(g.Hold)+"/"+itoa(g.ProbeConcurrency)] = g
 		if g.Failed != 0 {
 			t.Errorf("%s: %d failed probes", g.Server+"/"+itoa(g.Hold)+"/"+itoa(g.ProbeConcurrency), g.Failed)
 		}
 	}
 	groups, err := recorder.ReadFile[recorder.LongPollGroup](filepath.Join(out, "groups.csv"))
-	if err != nil || len(groups) != len(e.Conditions) {
+	if err != nil || len(groups) != len(e.Conditions)*max(e.Reps, 1) {
 		t.Fatalf("groups.csv: %d rows, %v", len(groups), err)
 	}
 	probes, err := recorder.ReadFile[recorder.Probe](filepath.Join(out, "probes.csv"))
@@ -134,7 +139,9 @@ func TestLongPollShape(t *testing.T) {
 	checkSlotRule(t, e, got)
 	checkFullWorker(t, e, got["gthread-2x16/31/8"], false)
 
+	// Two runs, so the repetitions' run ids and rows are checked too.
 	free := shortLongPoll(lab.LongPollCondition{Server: gthread216, Hold: 31, Probes: 8})
+	free.Reps = 2
 	checkFullWorker(t, free, runLongPoll(t, free, lab.Embedded{AcceptWhenFree: true})["gthread-2x16/31/8"], true)
 }
 
