@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/vishvananda/netlink"
 )
@@ -151,5 +152,44 @@ func checkNoNamespaceLeft(t *testing.T) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A condition whose delay line runs late is measured again, and only the
+// attempt kept is in gap-requests.csv. With the lateness bound at 0 every
+// TUN-delayed attempt is late: three tries, the last kept and marked invalid.
+func TestLatencyGapRetriesLatePath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("latency-gap needs root (network namespaces) and CI=true")
+		}
+		t.Skip("latency-gap needs root (network namespaces)")
+	}
+	saved := netem.MaxP99Lateness
+	netem.MaxP99Lateness = 0
+	t.Cleanup(func() { netem.MaxP99Lateness = saved })
+	e := lab.DefaultLatencyGap()
+	e.Delays, e.Sizes, e.Runs, e.Method = []time.Duration{5 * time.Millisecond}, []int{1024}, 3, netem.MethodTUN
+	out := t.TempDir()
+	var progress bytes.Buffer
+	res, err := lab.RunLatencyGap(context.Background(), e, lab.Options{Out: out, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoNamespaceLeft(t)
+	for _, want := range []string{"discarded, measuring again (try 2 of 3)", "discarded, measuring again (try 3 of 3)"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
+	}
+	if strings.Contains(progress.String(), "try 4 of 3") {
+		t.Errorf("more than 3 tries:\n%s", progress.String())
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Path.Valid || res.Rows[0].Gap.Runs != e.Runs {
+		t.Fatalf("rows %+v: want one condition, invalid, %d runs", res.Rows, e.Runs)
+	}
+	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(out, "gap-requests.csv"))
+	if err != nil || len(reqs) != 2*e.Runs {
+		t.Errorf("gap-requests.csv: %d rows (%v), want the kept attempt's %d", len(reqs), err, 2*e.Runs)
 	}
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // MaxP99Lateness is the most a delay line's p99 lateness may be for its
-// measurements to count (Lateness.Valid).
-const MaxP99Lateness = time.Millisecond
+// measurements to count (Lateness.Valid). A variable only so that tests can
+// make every path invalid; nothing else changes it.
+var MaxP99Lateness = time.Millisecond
 
 // DefaultQueueLimit is how many packets a delay line holds before it drops
 // (netem's default limit).
