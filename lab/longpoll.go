@@ -78,7 +78,7 @@ func (e LongPoll) Validate() error {
 	case e.Lead < 0:
 		return fmt.Errorf("lead %s: must be 0 or more", e.Lead)
 	case e.Reps < 0 || e.Reps > 1000:
-		return fmt.Errorf("reps %d: allowed 1 to 1000", e.Reps)
+		return fmt.Errorf("reps %d: allowed 0 (once) to 1000", e.Reps)
 	}
 	return nil
 }

@@ -20,12 +20,7 @@ import (
 // line where the kernel has no netem), and asserts the shape of
 // EXPERIMENTS.md section 3. Needs root; skipped otherwise unless CI=true.
 func TestLatencyGapShape(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("latency-gap needs root (network namespaces) and CI=true")
-		}
-		t.Skip("latency-gap needs root (network namespaces)")
-	}
+	requireRoot(t, "latency-gap's network namespaces")
 	e := lab.DefaultLatencyGap()
 	e.Runs = 15
 	out := t.TempDir()
@@ -159,12 +154,7 @@ func checkNoNamespaceLeft(t *testing.T) {
 // attempt kept is in gap-requests.csv. With the lateness bound at 0 every
 // TUN-delayed attempt is late: three tries, the last kept and marked invalid.
 func TestLatencyGapRetriesLatePath(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("latency-gap needs root (network namespaces) and CI=true")
-		}
-		t.Skip("latency-gap needs root (network namespaces)")
-	}
+	requireRoot(t, "latency-gap's network namespaces")
 	saved := netem.MaxP99Lateness
 	netem.MaxP99Lateness = 0
 	t.Cleanup(func() { netem.MaxP99Lateness = saved })

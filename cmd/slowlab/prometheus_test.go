@@ -38,6 +38,19 @@ func requireTool(t *testing.T, name string) string {
 	return p
 }
 
+// requireRoot skips a test that needs root (why says what for), except in
+// CI where running without root fails the run.
+func requireRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s need root, and CI=true", why)
+	}
+	t.Skipf("%s need root", why)
+}
+
 // TestPrometheusAlertsOnRealRun runs a real Prometheus that scrapes the load
 // generator and each run's exporter (found through the lab's file_sd file)
 // with alerts/ loaded, during a short embedded slow-client matrix: the

@@ -19,12 +19,7 @@ func realStack(t *testing.T) lab.GunicornNginx {
 	t.Helper()
 	requireTool(t, "gunicorn")
 	requireTool(t, "nginx")
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but not root: cgroup limits need root")
-		}
-		t.Skip("cgroup limits need root")
-	}
+	requireRoot(t, "cgroup limits")
 	t.Cleanup(func() { assertNothingLeft(t) })
 	return lab.GunicornNginx{Limits: lab.DefaultLimits()}
 }
