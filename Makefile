@@ -4,12 +4,25 @@ GO ?= go
 # (root needed); with CI=true a real-component test never skips.
 DEBIAN_PACKAGES ?= prometheus gunicorn nginx chromium
 
-.PHONY: test deps check build fuzz bench
+SHELL := /bin/bash
+
+# The timing-sensitive end-to-end tests, by package: `make stress` runs them
+# ten times over. Run it before submitting a change that touches them.
+STRESS_PKGS ?= ./cmd/slowlab ./lab ./lab/netem
+STRESS_RUN ?= Shape|Interrupt|Resume|HostCPUGuard|KilledMidRun|RealStack|RealGunicorn|LatencyGap|Prometheus|Traces|GunicornNginx|RealCgroup|SampleHeld|DelayLine|ChildOutput
+STRESS_COUNT ?= 10
+
+.PHONY: test deps check build fuzz bench stress
 
 test: deps check
 	# -p 1: packages one at a time, so timing-sensitive end-to-end tests do not
-	# share two cores with another package's load.
-	$(GO) test -p 1 -count=1 -timeout 20m ./...
+	# share two cores with another package's load. The summary at the end
+	# lists every skipped test and why (a run without root says what did
+	# not run); pipefail keeps go test's own verdict too.
+	set -o pipefail; $(GO) test -json -p 1 -count=1 -timeout 20m ./... | $(GO) run ./scripts/testsummary
+
+stress: deps
+	set -o pipefail; $(GO) test -json -p 1 -count=$(STRESS_COUNT) -timeout 120m -run '$(STRESS_RUN)' $(STRESS_PKGS) | $(GO) run ./scripts/testsummary
 
 deps:
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)

@@ -31,42 +31,6 @@ func seedFiles(f *testing.F, names ...string) {
 	}
 }
 
-func FuzzParseCPUStat(f *testing.F) {
-	seedFiles(f, "cpu.stat")
-	f.Fuzz(func(t *testing.T, s string) {
-		m, err := parseCPUStat(strings.NewReader(s))
-		if err == nil && m == nil {
-			t.Fatal("nil map without error")
-		}
-	})
-}
-
-func FuzzParseLimits(f *testing.F) {
-	seedFiles(f, "cpu.max", "memory.max", "memory.*_in_bytes", "memory.current", "memory.peak", "cpuacct.usage", "cpu.cfs_*_us")
-	f.Fuzz(func(t *testing.T, s string) {
-		if m, err := parseCPUMax(strings.NewReader(s)); err == nil && (m.period == 0 || m.unlimited && m.quota != 0) {
-			t.Fatalf("parseCPUMax(%q) = %+v", s, m)
-		}
-		if l, err := parseMax(strings.NewReader(s)); err == nil && l.unlimited && l.value != 0 {
-			t.Fatalf("parseMax(%q) = %+v", s, l)
-		}
-		_, _ = parseUint(strings.NewReader(s))
-		_, _ = parseInt(strings.NewReader(s))
-	})
-}
-
-func FuzzParseCgroupProcs(f *testing.F) {
-	seedFiles(f, "cgroup.procs")
-	f.Fuzz(func(t *testing.T, s string) {
-		pids, err := parseCgroupProcs(strings.NewReader(s))
-		for _, p := range pids {
-			if err == nil && p < 1 {
-				t.Fatalf("pid %d accepted", p)
-			}
-		}
-	})
-}
-
 func FuzzParseFDTarget(f *testing.F) {
 	links, _ := filepath.Glob("testdata/fixtures/proc/*/fd/*")
 	for _, l := range links {

@@ -170,9 +170,14 @@ func metricValue(m *dto.Metric) float64 {
 	return 0
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
+// hangGuard bounds waits for events that a working kernel and exporter
+// bring about promptly: generous, so a slow or loaded machine never hits
+// it; it only keeps a broken setup from hanging the test.
+const hangGuard = time.Minute
+
+// waitFor polls cond until it holds, or reports false after hangGuard.
+func waitFor(cond func() bool) bool {
+	deadline := time.Now().Add(hangGuard)
 	for time.Now().Before(deadline) {
 		if cond() {
 			return true

@@ -130,11 +130,16 @@ type wchanCount struct {
 
 // topWchans keeps the top most common wait channels and sums the rest into
 // "other", so the label stays bounded however many kernel functions
-// processes sleep in.
+// processes sleep in. "other" is always last, at 0 when nothing was folded
+// into it, so every group has a wchan series from its first scrape, even
+// before any of its processes sleeps.
 func topWchans(m map[string]int, top int) []wchanCount {
+	other := wchanCount{name: "other", count: m["other"]} // a kernel symbol named "other" would collide; fold it in
 	all := make([]wchanCount, 0, len(m))
 	for n, c := range m {
-		all = append(all, wchanCount{n, c})
+		if n != "other" {
+			all = append(all, wchanCount{n, c})
+		}
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].count != all[j].count {
@@ -142,23 +147,13 @@ func topWchans(m map[string]int, top int) []wchanCount {
 		}
 		return all[i].name < all[j].name
 	})
-	if len(all) <= top {
-		return all
-	}
-	other := wchanCount{name: "other"}
-	for _, w := range all[top:] {
-		other.count += w.count
-	}
-	out := append(all[:top:top], other)
-	// A kernel symbol named "other" would collide; fold it in.
-	for i := 0; i < len(out)-1; i++ {
-		if out[i].name == "other" {
-			out[len(out)-1].count += out[i].count
-			out = append(out[:i], out[i+1:]...)
-			break
+	if len(all) > top {
+		for _, w := range all[top:] {
+			other.count += w.count
 		}
+		all = all[:top]
 	}
-	return out
+	return append(all, other)
 }
 
 // genericWaits are kernel helpers that many unrelated waits sleep in. Since

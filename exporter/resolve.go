@@ -1,11 +1,8 @@
 package exporter
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/slowlab/slowlab/cgroup"
 )
 
 // resolver turns the configured groups into Targets once per scrape, so every
@@ -41,7 +40,7 @@ func (r *resolver) resolve(ctx context.Context) []Target {
 	var (
 		table       *procTable
 		scanErr     error
-		layout      cgroupLayout
+		layout      cgroup.Layout
 		layoutErr   error
 		layoutReady bool
 	)
@@ -69,14 +68,14 @@ func (r *resolver) resolve(ctx context.Context) []Target {
 				table.match(s, pids)
 			case "cgroup":
 				if !layoutReady {
-					layout, layoutErr = detectCgroups(r.cgroupFS)
+					layout, layoutErr = cgroup.Detect(r.cgroupFS)
 					layoutReady = true
 				}
 				if layoutErr != nil {
 					errs.add(layoutErr)
 					continue
 				}
-				if err := cgroupPIDs(layout.procsDir(s.path), pids); err != nil {
+				if err := layout.AddPids(s.path, pids); err != nil {
 					errs.add(fmt.Errorf("cgroup:%s: %w", s.path, err))
 				}
 			}
@@ -184,59 +183,4 @@ func (t *procTable) cmdline(pid int) string {
 	}
 	t.cmdlines[pid] = c
 	return c
-}
-
-// cgroupPIDs adds the processes of the cgroup at dir and of its descendants.
-func cgroupPIDs(dir string, pids map[int]bool) error {
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("no such cgroup: %w", err)
-	}
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if isGone(err) {
-				return nil // a child cgroup removed during the walk
-			}
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		f, err := os.Open(filepath.Join(p, "cgroup.procs"))
-		if err != nil {
-			if isGone(err) {
-				return nil
-			}
-			return err
-		}
-		defer f.Close()
-		list, err := parseCgroupProcs(f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Join(p, "cgroup.procs"), err)
-		}
-		for _, pid := range list {
-			pids[pid] = true
-		}
-		return nil
-	})
-}
-
-// parseCgroupProcs parses cgroup.procs: one PID per line.
-func parseCgroupProcs(r io.Reader) ([]int, error) {
-	var pids []int
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		pid, err := strconv.Atoi(line)
-		if err != nil || pid < 1 {
-			return nil, fmt.Errorf("parse cgroup.procs: bad pid %q", line)
-		}
-		pids = append(pids, pid)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read cgroup.procs: %w", err)
-	}
-	return pids, nil
 }

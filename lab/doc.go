@@ -1,16 +1,24 @@
-// Package lab runs the published experiments end to end: it starts the stack
-// under test (the embedded target and proxy as child processes, or Gunicorn
-// and NGINX), drives the load generator through the experiment's matrix,
-// writes the results directory, and tears every child down on every path,
-// including errors and SIGINT.
+// Package lab runs experiments end to end and holds what they share: the
+// experiment registry (Register, Lookup: each experiment is a package,
+// lab/slowclient, lab/longpoll, lab/latencygap, that registers itself),
+// the scenario format (`slowlab run FILE`, --print-scenario: an
+// experiment's configuration is its schema), the shared flags and how a
+// session resolves them (Options, RunSession: results directory, stack,
+// cgroups and limits, canonical scenario and resume checks), and the
+// instruments of a run (Instrument: the exporter on the run's processes,
+// resource sampling, the Prometheus targets file, the load generator's own
+// cgroup), the stack pool, the host CPU guard and progress lines.
 //
-// The long-poll experiment also watches the app's workers: each stack can
-// say how many long-polls every worker holds (HeldCounter: app.py's files on
-// Gunicorn, the target's gauge on the embedded stack), because a Gunicorn
-// worker accepts whether or not it has a free thread, so the number that
-// decides whether a probe waits is the busiest worker's, not the total.
+// What it leaves to others: the system under test is lab/stack's (app
+// servers × proxies, each a registered component), child processes and
+// their protocol are package child's, cgroups are package cgroup's, the
+// network path of latency-gap is lab/netem's; measuring is loadgen's,
+// every results file is recorder's, figures are report's.
 //
-// The lab owns orchestration: stacks, the run matrix, child processes,
-// progress and the printed tables. Measuring is loadgen's, the CSV contract
-// and aggregation are recorder's, and serving is target's.
+// Adding an experiment: a package lab/NAME with a Config (YAML-tagged
+// scenario fields, Flags, Validate, Run) and a Result (Print, AllFailed),
+// registered with Register from its init; its results files, each a row
+// type in recorder (one file each); its report section in report (one
+// file); and one import line in cmd/slowlab/experiments.go. See
+// CONTRIBUTING.md for app servers, proxies and exporter collectors.
 package lab

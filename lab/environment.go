@@ -4,98 +4,89 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/recorder"
 )
 
-// Environment is environment.json: what the results were measured on.
-type Environment struct {
-	Experiment    string            `json:"experiment"`
-	Stack         string            `json:"stack"`
-	StartedAt     time.Time         `json:"started_at"`
-	Kernel        string            `json:"kernel"`
-	Arch          string            `json:"arch"`
-	CPUs          int               `json:"cpus"`
-	Go            string            `json:"go"`
-	SlowlabSHA256 string            `json:"slowlab_sha256"`
-	CgroupVersion string            `json:"cgroup_version"`
-	Limits        string            `json:"limits"`
-	Versions      map[string]string `json:"versions"` // python3, gunicorn, nginx where installed
+// RecordSession adds this session to env.Out's environment.json (what the
+// results were measured on; a resumed experiment adds a session rather
+// than replacing the first one) and, on a new results directory, writes
+// its canonical scenario (env.Scenario, else cfg's) to scenario.yaml, which
+// a resume checks.
+func RecordSession(env *Env, cfg Config) error {
+	if len(env.Scenario) == 0 {
+		b, err := MarshalScenario(cfg)
+		if err != nil {
+			return err
+		}
+		env.Scenario = b
+	}
+	if !env.Resume {
+		if err := writeScenario(env.Out, env.Scenario); err != nil {
+			return err
+		}
+	}
+	return recorder.AppendEnvironment(env.Out, Environment(env, cfg.Head().Experiment))
 }
 
-func writeEnvironment(dir, experiment string, o Options) error {
-	env := Environment{Experiment: experiment, Stack: o.Stack.Name(), StartedAt: time.Now().UTC(), Arch: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Go: runtime.Version(), CgroupVersion: CgroupVersion("/sys/fs/cgroup"),
-		Limits: limitsApplied(o), Versions: map[string]string{}}
+// Environment describes this machine and the session's stack and limits.
+func Environment(env *Env, experiment string) recorder.Environment {
+	root := env.Stack.CgroupRoot
+	if root == "" {
+		root = cgroup.DefaultRoot
+	}
+	stackName := env.Stack.Name
+	if stackName == "" {
+		stackName = "embedded (in the lab process)"
+	}
+	e := recorder.Environment{Experiment: experiment, Stack: stackName, StartedAt: time.Now().UTC(), Arch: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Go: runtime.Version(), CgroupVersion: cgroup.Version(root),
+		Limits: limitsApplied(env), Swap: cgroup.SwapEnforcement(root, "/proc"), Versions: map[string]string{}}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
-		env.Kernel = unix.ByteSliceToString(u.Release[:])
+		e.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	if exe, err := executable(); err == nil {
-		env.SlowlabSHA256, _ = fileSHA256(exe)
+	if exe, err := child.Executable(); err == nil {
+		e.SlowlabSHA256, _ = fileSHA256(exe)
 	}
 	for name, args := range map[string][]string{"python3": {"--version"}, "gunicorn": {"--version"}, "nginx": {"-v"}} {
 		if v := toolVersion(name, args...); v != "" {
-			env.Versions[name] = v
+			e.Versions[name] = v
 		}
 	}
-	b, err := json.MarshalIndent(env, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "environment.json"), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write environment.json: %w", err)
-	}
-	return nil
+	return e
 }
 
-// limitsApplied describes the cgroup limits of a run, for environment.json.
-func limitsApplied(o Options) string {
+// limitsApplied describes the cgroup limits of a session, for
+// environment.json.
+func limitsApplied(env *Env) string {
+	st := env.Stack
+	if !st.Cgroups {
+		if st.Name == "" {
+			return "none: served in the lab process, without cgroups"
+		}
+		return "none: the " + st.Name + " stack ran without cgroups"
+	}
 	var parts []string
-	if g, ok := o.Stack.(GunicornNginx); ok && g.Limits != nil {
-		for _, c := range []string{"app", "proxy"} {
-			if l, ok := g.Limits[c]; ok {
-				parts = append(parts, c+" "+l.String())
-			}
+	for _, role := range []string{"app", "proxy", "loadgen"} {
+		if l, ok := st.Limits[role]; ok {
+			parts = append(parts, role+" "+l.String())
+		} else {
+			parts = append(parts, role+" accounted, not limited")
 		}
 	}
-	if o.LoadgenLimits != nil {
-		parts = append(parts, "loadgen "+o.LoadgenLimits.String())
-	}
-	if len(parts) == 0 {
-		return "none: the " + o.Stack.Name() + " stack ran without cgroup limits"
-	}
-	return strings.Join(parts, "; ") + fmt.Sprintf("; CPU quota period %s, no swap", CPUPeriod)
-}
-
-// CgroupVersion tells which cgroup hierarchy is mounted at root: "v2",
-// "v1", "hybrid" (v1 controllers with a unified v2 tree) or "none".
-func CgroupVersion(root string) string {
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
-		return "v2"
-	}
-	v1 := false
-	for _, c := range []string{"cpu", "memory", "cpu,cpuacct"} {
-		if _, err := os.Stat(filepath.Join(root, c)); err == nil {
-			v1 = true
-		}
-	}
-	if !v1 {
-		return "none"
-	}
-	if _, err := os.Stat(filepath.Join(root, "unified", "cgroup.controllers")); err == nil {
-		return "hybrid"
-	}
-	return "v1"
+	return strings.Join(parts, "; ") + fmt.Sprintf("; CPU quota period %s", cgroup.CPUPeriod)
 }
 
 func fileSHA256(path string) (string, error) {

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,11 +10,11 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// cpuGuard watches host CPU utilisation during a run and cancels the run
+// Guard watches host CPU utilisation during a run and cancels the run
 // when it stays above max: a machine busy with other work would make the
 // measurements about that work. Utilisation is 1 - idle/total over each
 // interval from /proc/stat (all CPUs).
-type cpuGuard struct {
+type Guard struct {
 	max      float64 // fraction, 0 disables
 	interval time.Duration
 	strikes  int // consecutive intervals above max that abort the run
@@ -23,19 +24,18 @@ type cpuGuard struct {
 	reason string
 }
 
-// DefaultMaxHostCPU is --max-host-cpu's default, in percent.
-const DefaultMaxHostCPU = 90
-
-func newCPUGuard(maxPercent float64, procRoot string) *cpuGuard {
+// NewGuard returns a guard that cancels a run while host CPU stays above
+// maxPercent (0 disables it); procRoot is where /proc is mounted.
+func NewGuard(maxPercent float64, procRoot string) *Guard {
 	if procRoot == "" {
 		procRoot = procfs.DefaultMountPoint
 	}
-	return &cpuGuard{max: maxPercent / 100, interval: time.Second, strikes: 2, procfs: procRoot}
+	return &Guard{max: maxPercent / 100, interval: time.Second, strikes: 2, procfs: procRoot}
 }
 
-// watch returns a context that is cancelled when the host is too busy, and
-// a stop function. Reason says why, after the cancellation.
-func (g *cpuGuard) watch(ctx context.Context) (context.Context, func()) {
+// Watch returns a context that is cancelled, with cause ErrHostBusy, when
+// the host is too busy, and a stop function. Why says why, after that.
+func (g *Guard) Watch(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	if g == nil || g.max <= 0 {
 		return ctx, func() { cancel(nil) }
@@ -74,7 +74,7 @@ func (g *cpuGuard) watch(ctx context.Context) (context.Context, func()) {
 				g.mu.Lock()
 				g.reason = fmt.Sprintf("host CPU %.0f%% above --max-host-cpu %.0f%% for %d s", busy*100, g.max*100, over)
 				g.mu.Unlock()
-				cancel(errHostBusy)
+				cancel(ErrHostBusy)
 				return
 			}
 		}
@@ -82,13 +82,15 @@ func (g *cpuGuard) watch(ctx context.Context) (context.Context, func()) {
 	return ctx, func() { cancel(nil); <-done }
 }
 
-func (g *cpuGuard) why() string {
+// Why says why the guard cancelled a run.
+func (g *Guard) Why() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.reason
 }
 
-var errHostBusy = fmt.Errorf("host too busy")
+// ErrHostBusy is the cause of a run the guard cancelled.
+var ErrHostBusy = errors.New("host too busy")
 
 // utilisation is the busy fraction of all CPUs between two /proc/stat reads.
 func utilisation(a, b procfs.CPUStat) float64 {

@@ -4,36 +4,38 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/slowlab/slowlab/lab/stack"
 )
 
-// stackPool keeps the started stack between consecutive runs that deploy
-// the same route, server and response size, so a matrix does not pay a
+// Pool keeps the started stack between consecutive runs that deploy the
+// same route, server and response size, so a matrix does not pay a
 // Gunicorn and NGINX start for every run: runs of one rep differ only in
-// their slow-client count. A stack is started afresh after a run that did
-// not complete, or when a component died.
-type stackPool struct {
-	stack  Stack
-	logDir string
-
+// their load. A stack is started afresh after a run that did not
+// complete (Discard), or when a component died.
+type Pool struct {
+	env  *Env
 	key  string
-	cur  Running
+	cur  *stack.Running
 	work string
 }
 
-// get returns a running stack for the run.
-func (p *stackPool) get(ctx context.Context, runID string, spec RunSpec, largeSize int64) (Running, error) {
-	key := fmt.Sprintf("%s/%s/%d", spec.Route, spec.Server.Name(), largeSize)
+// NewPool returns a pool of env's stack.
+func NewPool(env *Env) *Pool { return &Pool{env: env} }
+
+// Get returns a running stack for the run.
+func (p *Pool) Get(ctx context.Context, runID string, route stack.Route, server stack.Server, largeSize int64) (*stack.Running, error) {
+	key := fmt.Sprintf("%s/%s/%d", route, server.Name(), largeSize)
 	if p.cur != nil && p.key == key && p.cur.Failed() == nil {
 		return p.cur, nil
 	}
-	p.close()
+	p.Close()
 	work, err := os.MkdirTemp("", "slowlab-run-")
 	if err != nil {
 		return nil, fmt.Errorf("work dir: %w", err)
 	}
-	r, err := p.stack.Start(ctx, Deployment{RunID: runID, Route: spec.Route, Server: spec.Server,
-		LargeSize: largeSize, LogDir: p.logDir, WorkDir: work})
+	r, err := p.env.Stack.Start(ctx, stack.Deployment{RunID: runID, Route: route, Server: server,
+		LargeSize: largeSize, LogDir: p.env.LogDir(), WorkDir: work})
 	if err != nil {
 		os.RemoveAll(work)
 		return nil, err
@@ -42,8 +44,8 @@ func (p *stackPool) get(ctx context.Context, runID string, spec RunSpec, largeSi
 	return r, nil
 }
 
-// close stops the current stack, if any, and removes its work directory.
-func (p *stackPool) close() error {
+// Close stops the current stack, if any, and removes its work directory.
+func (p *Pool) Close() error {
 	if p.cur == nil {
 		return nil
 	}
@@ -51,8 +53,4 @@ func (p *stackPool) close() error {
 	os.RemoveAll(p.work)
 	p.cur, p.key, p.work = nil, "", ""
 	return err
-}
-
-func newStackPool(o Options) *stackPool {
-	return &stackPool{stack: o.Stack, logDir: filepath.Join(o.Out, "logs")}
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// progress prints one line as each run starts and ends, with elapsed time
-// and an ETA from the remaining runs' intrinsic durations scaled by how much
-// longer than intrinsic the runs so far took.
-type progress struct {
+// Progress prints a line as each run of a matrix starts, with elapsed
+// time and an ETA from the remaining runs' intrinsic durations scaled by
+// how much longer than intrinsic the runs so far took.
+type Progress struct {
 	w         io.Writer
 	n         int
 	intrinsic func(i int) time.Duration
@@ -21,15 +21,32 @@ type progress struct {
 	spentIntr time.Duration
 }
 
-func newProgress(w io.Writer, n int, intrinsic func(int) time.Duration) *progress {
-	return &progress{w: w, n: n, intrinsic: intrinsic, began: time.Now()}
+// NewProgress returns the progress of n runs whose intrinsic durations
+// (what the schedule takes, without starting stacks) intrinsic gives.
+func NewProgress(w io.Writer, n int, intrinsic func(int) time.Duration) *Progress {
+	if w == nil {
+		w = io.Discard
+	}
+	return &Progress{w: w, n: n, intrinsic: intrinsic, began: time.Now()}
 }
 
-func (p *progress) start(i int, id string) {
+// Start prints that run i, id, starts.
+func (p *Progress) Start(i int, id string) {
 	fmt.Fprintf(p.w, "[%d/%d] %s  elapsed %s, ETA %s\n", i+1, p.n, id, round(time.Since(p.began)), round(p.eta(i)))
 }
 
-func (p *progress) eta(i int) time.Duration {
+// Done accounts for run i's end and prints detail under its line.
+func (p *Progress) Done(i int, format string, args ...any) {
+	p.spentIntr += p.intrinsic(i)
+	fmt.Fprintf(p.w, "        "+format+"\n", args...)
+}
+
+// Note prints a line under the current run's.
+func (p *Progress) Note(format string, args ...any) {
+	fmt.Fprintf(p.w, "        "+format+"\n", args...)
+}
+
+func (p *Progress) eta(i int) time.Duration {
 	var rest time.Duration
 	for j := i; j < p.n; j++ {
 		rest += p.intrinsic(j)
@@ -40,47 +57,38 @@ func (p *progress) eta(i int) time.Duration {
 	return rest
 }
 
-func (p *progress) done(i int, r recorder.Run) {
-	p.spentIntr += p.intrinsic(i)
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
-	fmt.Fprintf(p.w, "        fast %d/%d ok, p50 %s ms, p95 %s ms, max lag %s ms; receive %s s, app_send %s s  [%s]\n",
-		r.FastOK, r.FastTotal, num(r.P50MS, 1), num(r.P95MS, 1), num(r.MaxScheduleLagMS, 2), num(r.ClientReceiveS, 2), num(r.AppSendS, 2), status)
-}
-
 func round(d time.Duration) time.Duration { return d.Round(time.Second) }
 
-func num(m recorder.Maybe, decimals int) string {
+// Num formats a value that may not have been measured: "-" then.
+func Num(m recorder.Maybe, decimals int) string {
 	if !m.Valid || math.IsNaN(m.Value) {
 		return "-"
 	}
 	return fmt.Sprintf("%.*f", decimals, m.Value)
 }
 
-// PrintConditions writes the conditions table as aligned text.
-func PrintConditions(w io.Writer, conds []recorder.Condition) {
-	head := []string{"route", "server", "slow", "runs", "p50_ms", "p95_ms", "p95_min-max_ms", "app_send_s", "client_receive_s", "temp_peak_mib"}
-	rows := [][]string{head}
-	for _, c := range conds {
-		rows = append(rows, []string{c.Route, c.Server, fmt.Sprint(c.SlowClients), fmt.Sprint(c.Runs),
-			num(c.P50MS, 1), num(c.P95MS, 1), num(c.P95MinMS, 1) + "-" + num(c.P95MaxMS, 1),
-			num(c.AppSendS, 2), num(c.ClientReceiveS, 2), num(c.TempPeakMiB, 1)})
+// PrintTable writes rows (the first is the header) as aligned text: the
+// first left columns left-aligned, the rest right-aligned.
+func PrintTable(w io.Writer, left int, rows [][]string) {
+	if len(rows) == 0 {
+		return
 	}
-	width := make([]int, len(head))
+	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
-			width[i] = max(width[i], len(c))
+			if i < len(width) {
+				width[i] = max(width[i], len(c))
+			}
 		}
 	}
 	for _, r := range rows {
 		var b strings.Builder
 		for i, c := range r {
-			if i > 1 {
-				b.WriteString(strings.Repeat(" ", width[i]-len(c)) + c)
+			pad := strings.Repeat(" ", width[i]-len(c))
+			if i < left {
+				b.WriteString(c + pad)
 			} else {
-				b.WriteString(c + strings.Repeat(" ", width[i]-len(c)))
+				b.WriteString(pad + c)
 			}
 			b.WriteString("  ")
 		}

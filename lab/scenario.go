@@ -6,60 +6,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/target/proxy"
 )
 
-// Scenario is an experiment as data: `slowlab run FILE` runs it, and every
-// preset is one (`slowlab reproduce slow-client --print-scenario`). Fields
-// left out keep the published values; unknown fields are rejected.
-type Scenario struct {
-	Experiment string              `yaml:"experiment"`
-	Stack      string              `yaml:"stack"`
-	Reps       int                 `yaml:"reps"`
-	Conditions []ScenarioCondition `yaml:"conditions"`
-	Fast       FastSpec            `yaml:"fast"`
-	Large      LargeSpec           `yaml:"large"`
-	SlowReader SlowReaderSpec      `yaml:"slow_reader"`
+// StackSpec is the scenario part of an experiment that runs on a stack:
+// which stack, the cgroup limits by component, and the components'
+// settings.
+type StackSpec struct {
+	Stack string `yaml:"stack"`
 	// Limits are cgroup limits by component (app, proxy, loadgen), applied
-	// on the gunicorn-nginx stack unless --no-limits.
+	// on a stack with a real component unless --no-limits.
 	Limits   map[string]LimitSpec `yaml:"limits"`
 	Gunicorn GunicornSpec         `yaml:"gunicorn"`
 	Nginx    NginxSpec            `yaml:"nginx"`
-}
-
-// ScenarioCondition is one cell of the matrix.
-type ScenarioCondition struct {
-	Route       string `yaml:"route"`
-	Server      string `yaml:"server"` // sync-W or gthread-WxT
-	SlowClients int    `yaml:"slow_clients"`
-}
-
-// FastSpec is the open-loop /fast load.
-type FastSpec struct {
-	Path     string   `yaml:"path"`
-	Rate     float64  `yaml:"rate"` // requests per second
-	Duration Duration `yaml:"duration"`
-	Offset   Duration `yaml:"offset"` // after the slow connections
-	Timeout  Duration `yaml:"timeout"`
-}
-
-// LargeSpec is the slow clients' download.
-type LargeSpec struct {
-	Path string `yaml:"path"`
-	Size Size   `yaml:"size"`
-}
-
-// SlowReaderSpec is how slow clients read.
-type SlowReaderSpec struct {
-	ReadRate Size     `yaml:"read_rate"` // bytes per second
-	RcvBuf   Size     `yaml:"rcvbuf"`
-	ReadSize Size     `yaml:"read_size"`
-	Timeout  Duration `yaml:"timeout"`
+	// AcceptWhenFree has the embedded gthread workers accept only while a
+	// thread is free (Gunicorn accepts regardless).
+	AcceptWhenFree bool `yaml:"accept_when_free,omitempty"`
 }
 
 // LimitSpec is one component's cgroup limits.
@@ -76,6 +46,64 @@ type GunicornSpec struct {
 // NginxSpec adds directives to NGINX's location block.
 type NginxSpec struct {
 	Snippet string `yaml:"snippet,omitempty"`
+}
+
+// PublishedLimits are EXPERIMENTS.md section 1's limits by component: app
+// 0.25 CPU / 128 MiB, proxy 0.20 CPU / 96 MiB, loadgen (with the
+// controller) 0.20 CPU / 128 MiB.
+func PublishedLimits() map[string]cgroup.Limits {
+	return map[string]cgroup.Limits{
+		"app":     {CPUCores: 0.25, MemoryBytes: 128 << 20},
+		"proxy":   {CPUCores: 0.20, MemoryBytes: 96 << 20},
+		"loadgen": {CPUCores: 0.20, MemoryBytes: 128 << 20},
+	}
+}
+
+// PublishedStackSpec is a stack spec with the published limits, on the
+// stack auto chooses.
+func PublishedStackSpec() StackSpec {
+	s := StackSpec{Stack: stack.NameAuto, Limits: map[string]LimitSpec{}}
+	for name, l := range PublishedLimits() {
+		s.Limits[name] = LimitSpec{CPU: l.CPUCores, Memory: Size(l.MemoryBytes)}
+	}
+	return s
+}
+
+// CgroupLimits returns the spec's limits for the stack.
+func (s StackSpec) CgroupLimits() map[string]cgroup.Limits {
+	m := map[string]cgroup.Limits{}
+	for name, l := range s.Limits {
+		m[name] = cgroup.Limits{CPUCores: l.CPU, MemoryBytes: int64(l.Memory)}
+	}
+	return m
+}
+
+// Settings are the components' settings of the spec.
+func (s StackSpec) Settings() stack.Settings {
+	return stack.Settings{GunicornArgs: s.Gunicorn.ExtraArgs, NginxSnippet: s.Nginx.Snippet, AcceptWhenFree: s.AcceptWhenFree}
+}
+
+// Validate checks the stack name, limits and component settings, naming
+// each field by its YAML path.
+func (s StackSpec) Validate() error {
+	if err := stack.ValidName(s.Stack); err != nil {
+		return err
+	}
+	for name, l := range s.Limits {
+		if !slices.Contains([]string{"app", "proxy", "loadgen"}, name) {
+			return fmt.Errorf("limits.%s: allowed components app, proxy, loadgen", name)
+		}
+		if err := (cgroup.Limits{CPUCores: l.CPU, MemoryBytes: int64(l.Memory)}).Validate(); err != nil {
+			return fmt.Errorf("limits.%s: %v", name, err)
+		}
+	}
+	if err := stack.ValidateGunicornArgs(s.Gunicorn.ExtraArgs); err != nil {
+		return fmt.Errorf("gunicorn.extra_args: %v", err)
+	}
+	if err := stack.ValidateNginxSnippet(s.Nginx.Snippet); err != nil {
+		return fmt.Errorf("nginx.snippet: %v", err)
+	}
+	return nil
 }
 
 // Duration is a time.Duration written as "250ms" in YAML.
@@ -110,164 +138,83 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML implements yaml.Marshaler.
 func (s Size) MarshalYAML() (any, error) { return proxy.FormatSize(int64(s)), nil }
 
-// ScenarioOf returns the scenario of a slow-client experiment, limits and
-// stack included, so printing it and running it gives the same matrix.
-func ScenarioOf(e SlowClient, stack string, limits map[string]Limits) Scenario {
-	s := Scenario{Experiment: "slow-client", Stack: stack, Reps: e.Reps,
-		Fast:       FastSpec{Path: e.FastPath, Rate: e.FastRate, Duration: Duration(e.FastDuration), Offset: Duration(e.FastOffset), Timeout: Duration(e.FastTimeout)},
-		Large:      LargeSpec{Path: e.LargePath, Size: Size(e.LargeSize)},
-		SlowReader: SlowReaderSpec{ReadRate: Size(e.ReadRate), RcvBuf: Size(e.RcvBuf), ReadSize: Size(e.ReadSize), Timeout: Duration(e.SlowTimeout)},
-		Limits:     map[string]LimitSpec{},
-	}
-	for _, c := range e.Conditions {
-		s.Conditions = append(s.Conditions, ScenarioCondition{Route: string(c.Route), Server: c.Server.Name(), SlowClients: c.SlowClients})
-	}
-	for name, l := range limits {
-		s.Limits[name] = LimitSpec{CPU: l.CPUCores, Memory: Size(l.MemoryBytes)}
-	}
-	return s
-}
-
-// DefaultScenario is the published slow-client experiment.
-func DefaultScenario() Scenario {
-	return ScenarioOf(DefaultSlowClient(), "auto", DefaultLimits())
-}
-
-// Marshal returns the scenario as YAML.
-func (s Scenario) Marshal() ([]byte, error) {
+// MarshalScenario returns cfg as a scenario file for `slowlab run`.
+func MarshalScenario(cfg Config) ([]byte, error) {
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(cfg); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), enc.Close()
 }
 
-// LoadScenario reads and validates a scenario file. Errors name the file,
-// the field, the value and what is allowed.
-func LoadScenario(path string) (Scenario, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Scenario{}, err
+// LoadScenario reads and validates a scenario file ("-" is standard
+// input). Errors name the file, the field, the value and what is allowed.
+func LoadScenario(path string, stdin io.Reader) (Config, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
 	}
-	s, err := ParseScenario(b)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	return s, nil
+	cfg, err := ParseScenario(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
 }
 
-// ParseScenario decodes YAML over the published defaults and validates it.
-func ParseScenario(b []byte) (Scenario, error) {
-	s := DefaultScenario()
-	s.Conditions = nil
+// ParseScenario decodes a scenario over its experiment's published values
+// (fields left out keep them; unknown fields are errors) and validates it
+// completely, component settings included, before anything starts.
+func ParseScenario(b []byte) (Config, error) {
+	var head Header
+	if err := yaml.Unmarshal(b, &head); err != nil {
+		return nil, yamlError(err)
+	}
+	if head.Experiment == "" {
+		return nil, emptyScenario()
+	}
+	e, err := Lookup(head.Experiment)
+	if err != nil {
+		return nil, fmt.Errorf("experiment %q: allowed %s", head.Experiment, strings.Join(Names(), ", "))
+	}
+	cfg := e.New()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Scenario{}, errors.New("empty scenario (want at least experiment: slow-client)")
-		}
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			return Scenario{}, errors.New(oneLine(strings.Join(te.Errors, "; ")))
-		}
-		return Scenario{}, errors.New(oneLine(strings.TrimPrefix(err.Error(), "yaml: ")))
+	if err := dec.Decode(cfg); err != nil {
+		return nil, yamlError(err)
 	}
-	if len(s.Conditions) == 0 {
-		s.Conditions = DefaultScenario().Conditions
+	if s, ok := cfg.(Stacked); ok {
+		if err := s.Stack().Validate(); err != nil {
+			return nil, err
+		}
 	}
-	return s, s.Validate()
+	return cfg, cfg.Validate()
 }
 
-// Validate checks every field, naming it by its YAML path.
-func (s Scenario) Validate() error {
-	if s.Experiment != "slow-client" {
-		return fmt.Errorf("experiment %q: allowed slow-client (long-poll and latency-gap run with slowlab reproduce)", s.Experiment)
+// yamlError keeps a decoding error on one line, without the library's
+// prefix.
+func yamlError(err error) error {
+	if errors.Is(err, io.EOF) {
+		return emptyScenario()
 	}
-	if !oneOfStr(s.Stack, "auto", "embedded", "gunicorn-nginx") {
-		return fmt.Errorf("stack %q: allowed auto, embedded, gunicorn-nginx", s.Stack)
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return errors.New(oneLine(strings.Join(te.Errors, "; ")))
 	}
-	for i, c := range s.Conditions {
-		if !Route(c.Route).Valid() {
-			return fmt.Errorf("conditions[%d].route %q: allowed direct, proxy-buffering-off, proxy-buffering-on", i, c.Route)
-		}
-		if sp, err := ParseServer(c.Server); err != nil || sp.Model == "async" {
-			return fmt.Errorf("conditions[%d].server %q: allowed sync-W or gthread-WxT, e.g. sync-2, gthread-1x4", i, c.Server)
-		}
-		if c.SlowClients < 0 || c.SlowClients > 1000 {
-			return fmt.Errorf("conditions[%d].slow_clients %d: allowed 0 to 1000", i, c.SlowClients)
-		}
-	}
-	switch {
-	case s.Reps < 1 || s.Reps > 1000:
-		return fmt.Errorf("reps %d: allowed 1 to 1000", s.Reps)
-	case !strings.HasPrefix(s.Fast.Path, "/"):
-		return fmt.Errorf("fast.path %q: must start with /", s.Fast.Path)
-	case !(s.Fast.Rate > 0) || s.Fast.Rate > 10000:
-		return fmt.Errorf("fast.rate %v: allowed more than 0 up to 10000 requests/s", s.Fast.Rate)
-	case s.Fast.Duration <= 0:
-		return fmt.Errorf("fast.duration %s: must be more than 0", time.Duration(s.Fast.Duration))
-	case s.Fast.Offset < 0:
-		return fmt.Errorf("fast.offset %s: must be 0 or more", time.Duration(s.Fast.Offset))
-	case s.Fast.Timeout <= 0:
-		return fmt.Errorf("fast.timeout %s: must be more than 0", time.Duration(s.Fast.Timeout))
-	case !strings.HasPrefix(s.Large.Path, "/"):
-		return fmt.Errorf("large.path %q: must start with /", s.Large.Path)
-	case s.Large.Size > 1<<30:
-		return fmt.Errorf("large.size %s: allowed 0 to 1g", proxy.FormatSize(int64(s.Large.Size)))
-	case s.SlowReader.ReadRate <= 0:
-		return fmt.Errorf("slow_reader.read_rate %d: must be more than 0 bytes/s", s.SlowReader.ReadRate)
-	case s.SlowReader.ReadSize <= 0:
-		return fmt.Errorf("slow_reader.read_size %d: must be at least 1 byte", s.SlowReader.ReadSize)
-	case s.SlowReader.Timeout <= 0:
-		return fmt.Errorf("slow_reader.timeout %s: must be more than 0", time.Duration(s.SlowReader.Timeout))
-	}
-	for name, l := range s.Limits {
-		if !oneOfStr(name, "app", "proxy", "loadgen") {
-			return fmt.Errorf("limits.%s: allowed components app, proxy, loadgen", name)
-		}
-		if err := (Limits{CPUCores: l.CPU, MemoryBytes: int64(l.Memory)}).Validate(); err != nil {
-			return fmt.Errorf("limits.%s: %v", name, err)
-		}
-	}
-	if err := validateGunicornArgs(s.Gunicorn.ExtraArgs); err != nil {
-		return fmt.Errorf("gunicorn.extra_args: %v", err)
-	}
-	return nil
+	return errors.New(oneLine(strings.TrimPrefix(err.Error(), "yaml: ")))
 }
 
-// SlowClient converts the scenario to the experiment it describes.
-func (s Scenario) SlowClient() SlowClient {
-	e := SlowClient{Reps: s.Reps, FastPath: s.Fast.Path, FastRate: s.Fast.Rate, FastDuration: time.Duration(s.Fast.Duration),
-		FastOffset: time.Duration(s.Fast.Offset), FastTimeout: time.Duration(s.Fast.Timeout), LargePath: s.Large.Path,
-		LargeSize: int64(s.Large.Size), ReadRate: float64(s.SlowReader.ReadRate), RcvBuf: int(s.SlowReader.RcvBuf),
-		ReadSize: int(s.SlowReader.ReadSize), SlowTimeout: time.Duration(s.SlowReader.Timeout)}
-	for _, c := range s.Conditions {
-		sp, _ := ParseServer(c.Server)
-		e.Conditions = append(e.Conditions, Condition{Route: Route(c.Route), Server: sp, SlowClients: c.SlowClients})
-	}
-	return e
-}
-
-// CgroupLimits returns the scenario's limits for the stack.
-func (s Scenario) CgroupLimits() map[string]Limits {
-	m := map[string]Limits{}
-	for name, l := range s.Limits {
-		m[name] = Limits{CPUCores: l.CPU, MemoryBytes: int64(l.Memory)}
-	}
-	return m
+func emptyScenario() error {
+	return fmt.Errorf("empty scenario (want at least experiment: NAME, one of %s)", strings.Join(Names(), ", "))
 }
 
 // oneLine keeps an error on one line: values quoted from the file may hold
 // newlines.
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
-
-func oneOfStr(s string, allowed ...string) bool {
-	for _, a := range allowed {
-		if s == a {
-			return true
-		}
-	}
-	return false
-}

@@ -1,4 +1,4 @@
-package lab
+package lab_test
 
 import (
 	"os"
@@ -6,14 +6,19 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/latencygap"
+	"github.com/slowlab/slowlab/lab/longpoll"
+	"github.com/slowlab/slowlab/lab/slowclient"
 )
 
 // Every testdata/scenarios/invalid-*.yml starts with "# error: MESSAGE",
 // the exact error LoadScenario must give (after the file name).
 func TestInvalidScenarios(t *testing.T) {
 	files, _ := filepath.Glob("testdata/scenarios/invalid-*.yml")
-	if len(files) < 12 {
-		t.Fatalf("%d invalid scenarios, want at least 12", len(files))
+	if len(files) < 15 {
+		t.Fatalf("%d invalid scenarios, want at least 15", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -23,7 +28,7 @@ func TestInvalidScenarios(t *testing.T) {
 			if !ok {
 				t.Fatalf("first line %q is not '# error: ...'", first)
 			}
-			_, err := LoadScenario(f)
+			_, err := lab.LoadScenario(f, nil)
 			if err == nil || err.Error() != f+": "+want {
 				t.Errorf("got  %v\nwant %s: %s", err, f, want)
 			}
@@ -32,43 +37,53 @@ func TestInvalidScenarios(t *testing.T) {
 }
 
 func TestValidScenario(t *testing.T) {
-	s, err := LoadScenario("testdata/scenarios/valid-own-workers.yml")
+	cfg, err := lab.LoadScenario("testdata/scenarios/valid-own-workers.yml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := s.SlowClient()
-	if err := e.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if len(e.Runs()) != 4 || e.Conditions[0].Server.Workers != 4 || e.LargeSize != 8<<20 || e.ReadRate != 1<<20 || e.FastRate != 10 {
-		t.Errorf("scenario decoded to %+v", e)
+	c := cfg.(*slowclient.Config)
+	if len(c.Runs()) != 4 || c.Conditions[0].Server != "sync-4" || c.Large.Size != 8<<20 || c.SlowReader.ReadRate != 1<<20 || c.Fast.Rate != 10 {
+		t.Errorf("scenario decoded to %+v", c)
 	}
 	// Fields left out keep the published values.
-	if d := DefaultSlowClient(); e.FastOffset != d.FastOffset || e.RcvBuf != d.RcvBuf || e.ReadSize != d.ReadSize {
-		t.Errorf("defaults lost: %+v", e)
+	if d := slowclient.Published(); c.Fast.Offset != d.Fast.Offset || c.SlowReader.RcvBuf != d.SlowReader.RcvBuf || c.SlowReader.ReadSize != d.SlowReader.ReadSize {
+		t.Errorf("defaults lost: %+v", c)
 	}
 }
 
-// The preset printed as a scenario runs the same matrix.
-func TestPresetRoundTrip(t *testing.T) {
-	d := DefaultScenario()
-	b, err := d.Marshal()
-	if err != nil {
-		t.Fatal(err)
+// Every experiment's published configuration, printed as a scenario, reads
+// back as the same configuration, and "-" reads standard input.
+func TestPrintedScenariosRoundTrip(t *testing.T) {
+	for _, cfg := range []lab.Config{slowclient.Published(), longpoll.Published(), latencygap.Published()} {
+		b, err := lab.MarshalScenario(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := lab.LoadScenario("-", strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+		if !reflect.DeepEqual(got, cfg) {
+			t.Errorf("%s: round trip changed the experiment:\n%s\n got %+v\nwant %+v", cfg.Head().Experiment, b, got, cfg)
+		}
 	}
-	got, err := ParseScenario(b)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	if !reflect.DeepEqual(got.SlowClient(), DefaultSlowClient()) {
-		t.Errorf("round trip changed the experiment:\n%s", b)
-	}
-	if !reflect.DeepEqual(got.CgroupLimits(), DefaultLimits()) {
-		t.Errorf("round trip changed the limits: %v", got.CgroupLimits())
-	}
-	for _, want := range []string{"experiment: slow-client", "duration: 9s", "size: 16m", "read_rate: 2m", "server: gthread-1x4"} {
+	b, _ := lab.MarshalScenario(slowclient.Published())
+	for _, want := range []string{"experiment: slow-client", "duration: 9s", "size: 16m", "read_rate: 2m", "server: gthread-1x4", "cpu: 0.25"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("printed scenario lacks %q:\n%s", want, b)
+		}
+	}
+}
+
+// The shipped examples load and validate completely.
+func TestExamplesLoad(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("examples: %v", files)
+	}
+	for _, f := range files {
+		if _, err := lab.LoadScenario(f, nil); err != nil {
+			t.Errorf("%v", err)
 		}
 	}
 }
@@ -80,23 +95,15 @@ func FuzzParseScenario(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseScenario(b)
+		cfg, err := lab.ParseScenario(b)
 		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("multi-line error %q", err)
+			if err.Error() == "" || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q: want one non-empty line", err)
 			}
 			return
 		}
-		if err := s.SlowClient().Validate(); err != nil {
-			t.Errorf("accepted scenario fails experiment validation: %v", err)
-		}
-		out, err := s.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := ParseScenario(out)
-		if err != nil || !reflect.DeepEqual(again.SlowClient(), s.SlowClient()) {
-			t.Errorf("re-parse of marshalled scenario: %v\n%s", err, out)
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("accepted scenario does not validate: %v", err)
 		}
 	})
 }

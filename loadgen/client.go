@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +24,10 @@ const DefaultTimeout = 30 * time.Second
 
 // ErrIncomplete is a response body shorter than its Content-Length.
 var ErrIncomplete = errors.New("response body incomplete")
+
+// ErrNotSent is the error of an open-loop request that was never sent: the
+// run was stopped before the request was due.
+var ErrNotSent = errors.New("not_sent: the run was stopped before the request was due")
 
 // Result is one request as the client saw it. Times are absolute; callers
 // make them relative to their run start.
@@ -40,7 +45,16 @@ type Result struct {
 	Status       int           // 0 when no response arrived
 	Bytes        int64         // body bytes received
 	ServerTiming time.Duration // the server's app;dur, 0 when absent
-	Err          error
+	// ServerTimingTrailer is the server's app;dur sent as a trailer after
+	// the body (its time through the last byte written), 0 when absent.
+	ServerTimingTrailer time.Duration
+	// TCPMinRTT is the connection's minimum RTT (TCP_INFO), with
+	// ClientOptions.TCPInfo; 0 otherwise.
+	TCPMinRTT time.Duration
+	Err       error
+	// NotSent marks an open-loop request whose schedule was stopped before
+	// it was due: Start is zero, nothing was measured and Err is ErrNotSent.
+	NotSent bool
 	// TraceID is the trace of the request's span when that span was
 	// sampled, else zero; histogram observations carry it as an exemplar.
 	TraceID trace.TraceID
@@ -56,6 +70,20 @@ type ClientOptions struct {
 	// semantic conventions, connection phases as events) and a W3C
 	// traceparent header. Nil turns tracing off at no cost.
 	TracerProvider trace.TracerProvider
+	// AllowRemote lets the client connect to addresses that are not
+	// loopback. Without it every connection is checked after name
+	// resolution, just before connect, and refused (an error wrapping
+	// ErrNotLoopback) unless its address is in 127.0.0.0/8 or ::1.
+	AllowRemote bool
+	// DialContext, when set, replaces the client's dialer (and with it the
+	// loopback check above and RcvBuf): the caller is then responsible for
+	// where it connects. The lab sets it to dial inside the network
+	// namespaces it created.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TCPInfo has every result carry its connection's minimum round-trip
+	// time as the kernel measured it (Result.TCPMinRTT), at the cost of a
+	// getsockopt per request.
+	TCPInfo bool
 }
 
 // Client sends GET requests and times their phases with httptrace.
@@ -70,9 +98,13 @@ func NewClient(o ClientOptions) *Client {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	d := &net.Dialer{Timeout: o.Timeout, Control: rcvBufControl(o.RcvBuf)}
+	dial := o.DialContext
+	if dial == nil {
+		d := &net.Dialer{Timeout: o.Timeout, Control: chainControl(dialGuard(o.AllowRemote), rcvBufControl(o.RcvBuf))}
+		dial = d.DialContext
+	}
 	tr := &http.Transport{
-		DialContext:         d.DialContext,
+		DialContext:         dial,
 		DisableKeepAlives:   !o.KeepAlive,
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 1024,
@@ -112,17 +144,12 @@ func (c *Client) get(ctx context.Context, url string, r *Result, attrs []attribu
 }
 
 func (c *Client) do(ctx context.Context, url string, r *Result, rt *reqTrace) {
-	var connectStart time.Time
-	hooks := &httptrace.ClientTrace{
-		ConnectStart: func(_, _ string) { connectStart = time.Now() },
-		ConnectDone: func(_, _ string, err error) {
-			if err == nil && !connectStart.IsZero() {
-				r.Connect = time.Since(connectStart)
-			}
-		},
-		GotConn:              func(info httptrace.GotConnInfo) { r.NewConn = !info.Reused },
-		GotFirstResponseByte: func() { r.TTFB = time.Since(r.Start) },
-	}
+	// The hooks may run on the dialer's goroutine, which can outlive a
+	// cancelled request: they write phases under mu, copied into r at the
+	// end, so a late hook never races the caller reading r.
+	ph := phases{tcpInfo: c.opts.TCPInfo}
+	hooks := ph.hooks(r.Start)
+	defer ph.into(r)
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, hooks), http.MethodGet, url, nil)
 	if err != nil {
 		r.Err = err
@@ -136,7 +163,7 @@ func (c *Client) do(ctx context.Context, url string, r *Result, rt *reqTrace) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		r.Err = err
-		rt.bodyDone(err, r.TTFB > 0)
+		rt.bodyDone(err, ph.ttfb() > 0)
 		r.Latency = time.Since(r.Start)
 		return
 	}
@@ -146,9 +173,88 @@ func (c *Client) do(ctx context.Context, url string, r *Result, rt *reqTrace) {
 	}
 	r.Bytes, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	r.Latency = time.Since(r.Start)
+	// A trailer is complete only once the body was read to its end.
+	if st := resp.Trailer.Get("Server-Timing"); st != "" {
+		r.ServerTimingTrailer, _ = ParseServerTiming(st, "app")
+	}
 	r.Err = checkLength(err, r.Bytes, resp.ContentLength)
 	rt.bodyDone(r.Err, true)
-	r.Latency = time.Since(r.Start)
+}
+
+// phases are a request's connection phases as the httptrace hooks see them.
+type phases struct {
+	tcpInfo      bool // read the connection's RTT at the first response byte
+	mu           sync.Mutex
+	connectStart time.Time
+	connect      time.Duration
+	newConn      bool
+	ttfbAt       time.Duration
+	conn         net.Conn
+	minRTTAt     time.Duration
+}
+
+func (p *phases) hooks(start time.Time) *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		ConnectStart: func(_, _ string) { p.mu.Lock(); p.connectStart = time.Now(); p.mu.Unlock() },
+		ConnectDone: func(_, _ string, err error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if err == nil && !p.connectStart.IsZero() {
+				p.connect = time.Since(p.connectStart)
+			}
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			p.mu.Lock()
+			p.newConn, p.conn = !info.Reused, info.Conn
+			p.mu.Unlock()
+		},
+		GotFirstResponseByte: func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.ttfbAt = time.Since(start)
+			if p.tcpInfo {
+				// Now, while the connection is surely open: without
+				// keep-alive it is closed once the body is read.
+				p.minRTTAt = minRTT(p.conn)
+			}
+		},
+	}
+}
+
+func (p *phases) ttfb() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ttfbAt
+}
+
+// into copies the phases into r.
+func (p *phases) into(r *Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.Connect, r.NewConn, r.TTFB, r.TCPMinRTT = p.connect, p.newConn, p.ttfbAt, p.minRTTAt
+}
+
+// minRTT is the kernel's minimum round-trip time of a TCP connection
+// (TCP_INFO tcpi_min_rtt, else tcpi_rtt), 0 when it cannot be read.
+func minRTT(conn net.Conn) time.Duration {
+	tc, ok := conn.(*net.TCPConn)
+	if !ok {
+		return 0
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var info *unix.TCPInfo
+	raw.Control(func(fd uintptr) { info, _ = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) })
+	if info == nil {
+		return 0
+	}
+	if info.Min_rtt > 0 {
+		return time.Duration(info.Min_rtt) * time.Microsecond
+	}
+	return time.Duration(info.Rtt) * time.Microsecond
 }
 
 // checkLength turns a body shorter than its Content-Length (which net/http
@@ -180,12 +286,20 @@ func rcvBufControl(size int) func(network, address string, c syscall.RawConn) er
 	}
 }
 
-// ErrorReason maps an error to a bounded metric label value.
+// ErrorReasons are the values ErrorReason returns for an error: the
+// reason label values of slowlab_loadgen_request_errors_total, each of
+// which exists (at 0) from the moment a loop starts.
+var ErrorReasons = []string{"timeout", "refused", "reset", "eof", "canceled", "incomplete", "not_sent", "other"}
+
+// ErrorReason maps an error to a bounded metric label value, one of
+// ErrorReasons ("" for nil).
 func ErrorReason(err error) string {
 	var ne net.Error
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, ErrNotSent):
+		return "not_sent"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():

@@ -8,7 +8,9 @@
 // SlowReader), every request is also an OpenTelemetry client span with its
 // connection phases as events and a W3C traceparent header, and sampled
 // requests' histogram observations carry their trace ID as an exemplar;
-// without one, tracing costs nothing.
+// without one, tracing costs nothing. Unless told otherwise (AllowRemote),
+// every connection it opens is checked, after name resolution, to go to a
+// loopback address.
 //
 // It does not decide what to run (lab), write CSV files (recorder) or serve
 // anything (target).

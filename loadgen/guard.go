@@ -1,16 +1,38 @@
 package loadgen
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
-	"strings"
+	"syscall"
+	"time"
 )
 
+// ErrNotLoopback is wrapped by the error of a connection the dial guard
+// refused because its address is not loopback.
+var ErrNotLoopback = errors.New("not a loopback address")
+
+// loopbackRanges names what counts as loopback, for error messages.
+const loopbackRanges = "(127.0.0.0/8, ::1, localhost)"
+
+// lookupHost resolves a host name for the loopback check. It is a variable
+// so tests can resolve names without a resolver.
+var lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// lookupTimeout bounds the resolution of a target's host name.
+const lookupTimeout = 10 * time.Second
+
 // CheckTarget validates a target URL: http only, a host, and unless
-// allowRemote, a loopback address (127.0.0.0/8, ::1 or localhost). Host
-// names other than localhost are refused without allowRemote rather than
-// resolved, so no lookup can turn a name into a remote address.
+// allowRemote, a loopback host. An IP literal must be in 127.0.0.0/8 or
+// ::1; a name (localhost included, since /etc/hosts or DNS decide what it
+// means) is resolved and every address it resolves to must be. The check
+// does not bind later lookups, so Client and SlowReader also refuse, at
+// connect time, any address that is not loopback.
 func CheckTarget(raw string, allowRemote bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -23,17 +45,89 @@ func CheckTarget(raw string, allowRemote bool) (*url.URL, error) {
 	if host == "" {
 		return nil, fmt.Errorf("target %q: no host (want http://HOST:PORT/PATH)", raw)
 	}
-	if allowRemote || IsLoopback(host) {
+	if allowRemote {
 		return u, nil
 	}
-	return nil, fmt.Errorf("target %q: %s is not a loopback address (127.0.0.0/8, ::1, localhost); pass --allow-remote to load another host", raw, host)
+	if err := checkLoopbackHost(host); err != nil {
+		return nil, fmt.Errorf("target %q: %v; pass --allow-remote to load another host", raw, err)
+	}
+	return u, nil
 }
 
-// IsLoopback reports whether host (an IP literal or "localhost") is loopback.
-func IsLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
+// IsLoopback reports whether host is a loopback IP literal, or a name
+// whose every address is loopback.
+func IsLoopback(host string) bool { return checkLoopbackHost(host) == nil }
+
+// checkLoopbackHost returns nil when host is loopback, else an error naming
+// host and the address that is not.
+func checkLoopbackHost(host string) error {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !isLoopbackAddr(ip) {
+			return fmt.Errorf("%s is not a loopback address %s", host, loopbackRanges)
+		}
+		return nil
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	addrs, err := lookupHost(ctx, host)
+	if err != nil {
+		return fmt.Errorf("%s: cannot resolve it to check that it is a loopback address %s: %v", host, loopbackRanges, err)
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("%s resolves to no address, so it is not a loopback address %s", host, loopbackRanges)
+	}
+	for _, ip := range addrs {
+		if !isLoopbackAddr(ip) {
+			return fmt.Errorf("%s resolves to %s, which is not a loopback address %s", host, ip.Unmap(), loopbackRanges)
+		}
+	}
+	return nil
+}
+
+// isLoopbackAddr reports whether ip is in 127.0.0.0/8 or is ::1 (an
+// IPv4-mapped address counts as its IPv4 address). It is a variable so a
+// test can check that a dialer is guarded without connecting to another
+// host: it makes 127.0.0.1 count as remote.
+var isLoopbackAddr = func(ip netip.Addr) bool { return ip.Unmap().IsLoopback() }
+
+// dialGuard returns a net.Dialer Control function that refuses to connect
+// to an address that is not loopback, unless allowRemote (then nil). It
+// runs after name resolution, on the address about to be connected, so no
+// lookup (DNS rebinding included) can turn a checked name into a remote
+// connection.
+func dialGuard(allowRemote bool) func(network, address string, c syscall.RawConn) error {
+	if allowRemote {
+		return nil
+	}
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%s: %w (cannot parse it: %v)", address, ErrNotLoopback, err)
+		}
+		if !isLoopbackAddr(ap.Addr()) {
+			return fmt.Errorf("%s: %w (127.0.0.0/8, ::1); set AllowRemote to connect to another host", ap.Addr().Unmap(), ErrNotLoopback)
+		}
+		return nil
+	}
+}
+
+// chainControl runs each non-nil Control function in turn; nil if none.
+func chainControl(fns ...func(network, address string, c syscall.RawConn) error) func(network, address string, c syscall.RawConn) error {
+	var set []func(network, address string, c syscall.RawConn) error
+	for _, f := range fns {
+		if f != nil {
+			set = append(set, f)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return func(network, address string, c syscall.RawConn) error {
+		for _, f := range set {
+			if err := f(network, address, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }

@@ -1,14 +1,19 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -57,18 +62,29 @@ func TestConstantPacer(t *testing.T) {
 	}
 }
 
-// An open loop never waits for responses: with a server slower than the
-// schedule, every request still starts on time and gets exactly one result.
+// An open loop never waits for responses: with a server that answers no
+// request before all ten have arrived, every request still starts and gets
+// exactly one result. (A loop that waited would never send the second.)
 func TestOpenLoopDoesNotWaitForResponses(t *testing.T) {
+	const n = 10
 	var active, peak atomic.Int32
+	all := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := active.Add(1)
+		a := active.Add(1)
 		defer active.Add(-1)
 		for {
 			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
+			if a <= p || peak.CompareAndSwap(p, a) {
 				break
 			}
+		}
+		if a == n {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-r.Context().Done():
+			return
 		}
 		time.Sleep(400 * time.Millisecond)
 		w.Header().Set("Server-Timing", "app;dur=400")
@@ -98,7 +114,7 @@ func TestOpenLoopDoesNotWaitForResponses(t *testing.T) {
 		}
 	}
 	// All 10 were in flight at once: the schedule ran ahead of the responses.
-	if peak.Load() < 8 {
+	if peak.Load() != n {
 		t.Errorf("peak concurrency %d: the loop waited for responses", peak.Load())
 	}
 	want := `
@@ -149,16 +165,19 @@ func TestFailedRequestsKeepTheirRows(t *testing.T) {
 	}))
 	defer short.Close()
 
+	// Only the hanging server gets a short timeout: the others must fail
+	// for their own reason however slowly this machine runs.
 	for _, tc := range []struct {
 		name, url, reason string
+		timeout           time.Duration
 	}{
-		{"refused", refused, "refused"},
-		{"timeout", hang.URL, "timeout"},
-		{"short body", short.URL, "incomplete"},
+		{"refused", refused, "refused", 0},
+		{"timeout", hang.URL, "timeout", 200 * time.Millisecond},
+		{"short body", short.URL, "incomplete", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			c := NewClient(ClientOptions{Timeout: 200 * time.Millisecond})
+			c := NewClient(ClientOptions{Timeout: tc.timeout})
 			loop := OpenLoop{Client: c, URL: tc.url, Pacer: ConstantPacer{Interval: 10 * time.Millisecond, Duration: 30 * time.Millisecond},
 				Start: time.Now(), RunID: "r", Metrics: NewMetrics(reg)}
 			res := loop.Run(context.Background())
@@ -170,34 +189,230 @@ func TestFailedRequestsKeepTheirRows(t *testing.T) {
 					t.Errorf("seq %d: err %v (reason %q), want reason %q", r.Seq, r.Err, ErrorReason(r.Err), tc.reason)
 				}
 			}
-			want := fmt.Sprintf(`
-# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, other).
+			want := bytes.NewBufferString(`
+# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, other).
 # TYPE slowlab_loadgen_request_errors_total counter
-slowlab_loadgen_request_errors_total{reason=%q,role="fast",run_id="r"} 3
-`, tc.reason)
-			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "slowlab_loadgen_request_errors_total"); err != nil {
+`)
+			for _, reason := range ErrorReasons {
+				n := 0
+				if reason == tc.reason {
+					n = 3
+				}
+				fmt.Fprintf(want, "slowlab_loadgen_request_errors_total{reason=%q,role=\"fast\",run_id=\"r\"} %d\n", reason, n)
+			}
+			if err := testutil.GatherAndCompare(reg, want, "slowlab_loadgen_request_errors_total"); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 }
 
-func TestOpenLoopCancel(t *testing.T) {
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
-	defer hang.Close()
+// Cancelling a schedule accounts for every hit: the requests answered keep
+// their results, those in flight end canceled, and each hit never started
+// gets a NotSent result, in seq order after the started ones.
+func TestOpenLoopCancelAccountsEveryHit(t *testing.T) {
+	const answered = 3
+	var arrived atomic.Int32
+	hanging := make(chan struct{}) // closed when a request beyond the answered ones is in the handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := arrived.Add(1)
+		if n <= answered {
+			fmt.Fprint(w, "ok")
+			return
+		}
+		if n == answered+1 {
+			close(hanging)
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(120*time.Millisecond, cancel)
+	defer cancel()
+	reg := prometheus.NewRegistry()
 	c := NewClient(ClientOptions{})
-	loop := OpenLoop{Client: c, URL: hang.URL, Pacer: ConstantPacer{Interval: 50 * time.Millisecond, Duration: time.Hour}, Start: time.Now()}
-	res := loop.Run(ctx)
-	if len(res) < 2 || len(res) > 4 {
-		t.Fatalf("%d results after cancelling at 120ms of a 50ms schedule", len(res))
+	defer c.Close()
+	pacer := ConstantPacer{Interval: 20 * time.Millisecond, Duration: 10 * time.Minute}
+	var streamed []Result
+	observed := make(chan struct{})
+	loop := OpenLoop{Client: c, URL: srv.URL, Pacer: pacer, Start: time.Now(), RunID: "c", Metrics: NewMetrics(reg),
+		OnResult: func(r Result) {
+			streamed = append(streamed, r)
+			if len(streamed) == answered {
+				close(observed)
+			}
+		}}
+	if got, want := loop.Planned(), pacer.Hits(); got != want || want != 30000 {
+		t.Fatalf("Planned %d, want %d (the pacer's hits, 30000)", got, want)
 	}
-	for _, r := range res {
-		if ErrorReason(r.Err) != "canceled" {
-			t.Errorf("seq %d: %v, want canceled", r.Seq, r.Err)
+	go func() {
+		<-observed
+		<-hanging
+		cancel()
+	}()
+	res := loop.Run(ctx)
+
+	planned := loop.Planned()
+	if len(res) != planned || len(streamed) != planned {
+		t.Fatalf("%d results, %d streamed; want one per planned hit, %d", len(res), len(streamed), planned)
+	}
+	var started, canceled, notSent int
+	for i, r := range res {
+		if t.Failed() {
+			break // one bad hit is enough; there may be 30000
+		}
+		if r.Seq != i {
+			t.Fatalf("result %d has seq %d: want every seq 0..%d once, in order", i, r.Seq, planned-1)
+		}
+		off, _ := pacer.Due(i)
+		if !r.Scheduled || !r.ScheduledAt.Equal(loop.Start.Add(off)) {
+			t.Errorf("seq %d: scheduled %v at %s, want %s", i, r.Scheduled, r.ScheduledAt, loop.Start.Add(off))
+		}
+		switch {
+		case r.NotSent:
+			notSent++
+			if !errors.Is(r.Err, ErrNotSent) || ErrorReason(r.Err) != "not_sent" || !r.Start.IsZero() || r.Status != 0 || r.Latency != 0 {
+				t.Errorf("seq %d not sent: %+v", i, r)
+			}
+			if started+notSent != i+1 {
+				t.Errorf("seq %d not sent before seq %d was started", i, started+notSent)
+			}
+		case r.Err == nil && r.Status == 200:
+			started++
+		case ErrorReason(r.Err) == "canceled":
+			started++
+			canceled++
+		default:
+			t.Errorf("seq %d: status %d, err %v; want 200, canceled or not sent", i, r.Status, r.Err)
 		}
 	}
+	if started < answered+1 || canceled < 1 || notSent < 1 {
+		t.Errorf("%d started (%d canceled), %d not sent; want at least %d started, 1 canceled and 1 not sent", started, canceled, notSent, answered+1)
+	}
+	// OnResult saw the started results first, then the unsent in seq order.
+	for i, r := range streamed[started:] {
+		if !r.NotSent || r.Seq != started+i {
+			t.Fatalf("streamed result %d: seq %d not sent %v; want the unsent hits in seq order after the %d started", started+i, r.Seq, r.NotSent, started)
+		}
+	}
+	if got := testutil.ToFloat64(loop.Metrics.errors.WithLabelValues("c", RoleFast, "not_sent")); got != float64(notSent) {
+		t.Errorf("not_sent errors %v, want %d", got, notSent)
+	}
+	if got := testutil.ToFloat64(loop.Metrics.inFlight.WithLabelValues("c", RoleFast)); got != 0 {
+		t.Errorf("in flight %v after the run, want 0", got)
+	}
+	if got := histogramCount(t, reg, "slowlab_loadgen_schedule_lag_seconds"); got != uint64(started) {
+		t.Errorf("schedule lag observed %d times, want once per started request (%d)", got, started)
+	}
+}
+
+// histogramCount is the sample count of the histogram family name in reg,
+// summed over its series.
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.Metric {
+				n += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return n
+}
+
+// endless is a Pacer without Hits whose schedule never ends.
+type endless struct{}
+
+func (endless) Due(hit int) (time.Duration, bool) { return time.Duration(hit) * time.Second, true }
+
+// threeHits is a Pacer without Hits.
+type threeHits struct{}
+
+func (threeHits) Due(hit int) (time.Duration, bool) {
+	return time.Duration(hit) * time.Millisecond, hit >= 0 && hit < 3
+}
+
+func TestOpenLoopPlanned(t *testing.T) {
+	for _, tc := range []struct {
+		p    Pacer
+		want int
+	}{
+		{ConstantPacer{Interval: 125 * time.Millisecond, Duration: 9 * time.Second}, 72},
+		{threeHits{}, 3},
+		{endless{}, -1},
+		{ConstantPacer{Interval: time.Microsecond, Duration: time.Minute}, -1}, // 60 million: too many to account
+		{ConstantPacer{Interval: time.Microsecond, Duration: 10 * time.Second}, 10_000_000},
+	} {
+		if got := (&OpenLoop{Pacer: tc.p}).Planned(); got != tc.want {
+			t.Errorf("Planned with %T = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+}
+
+// The series of a run's labels exist, at 0, as soon as its loop starts:
+// before any request has finished, every loadgen family is there, with each
+// error reason and code 200.
+func TestMetricsExistBeforeTheFirstResult(t *testing.T) {
+	arrived := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(arrived) })
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := NewClient(ClientOptions{})
+	defer c.Close()
+	loop := OpenLoop{Client: c, URL: srv.URL, Pacer: ConstantPacer{Interval: time.Hour, Duration: time.Hour}, Start: time.Now(),
+		RunID: "z", Metrics: NewMetrics(reg)}
+	done := make(chan []Result)
+	go func() { done <- loop.Run(ctx) }()
+	<-arrived // the only request is in the handler, which never answers
+
+	var want strings.Builder
+	want.WriteString(`
+# HELP slowlab_loadgen_in_flight Requests started and not finished.
+# TYPE slowlab_loadgen_in_flight gauge
+slowlab_loadgen_in_flight{role="fast",run_id="z"} 1
+# HELP slowlab_loadgen_received_bytes_total Response body bytes received.
+# TYPE slowlab_loadgen_received_bytes_total counter
+slowlab_loadgen_received_bytes_total{role="fast",run_id="z"} 0
+# HELP slowlab_loadgen_requests_total Requests that got a response, by status code.
+# TYPE slowlab_loadgen_requests_total counter
+slowlab_loadgen_requests_total{code="200",role="fast",run_id="z"} 0
+# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, other).
+# TYPE slowlab_loadgen_request_errors_total counter
+`)
+	for _, reason := range ErrorReasons {
+		fmt.Fprintf(&want, "slowlab_loadgen_request_errors_total{reason=%q,role=\"fast\",run_id=\"z\"} 0\n", reason)
+	}
+	families := []string{"slowlab_loadgen_in_flight", "slowlab_loadgen_received_bytes_total", "slowlab_loadgen_requests_total", "slowlab_loadgen_request_errors_total"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want.String()), families...); err != nil {
+		t.Error(err)
+	}
+	histograms := []string{"slowlab_loadgen_request_duration_seconds", "slowlab_loadgen_schedule_lag_seconds",
+		"slowlab_loadgen_connect_duration_seconds", "slowlab_loadgen_ttfb_seconds", "slowlab_loadgen_server_timing_seconds"}
+	for _, name := range histograms {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 1 {
+			t.Errorf("%s: %d series (%v), want 1", name, n, err)
+		}
+		if got := histogramCount(t, reg, name); got != 0 {
+			t.Errorf("%s: %d observations before any request finished, want 0", name, got)
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != len(families)-1+len(ErrorReasons)+len(histograms) {
+		t.Errorf("%d series in all (%v), want %d: one per family and error reason", n, err, len(families)-1+len(ErrorReasons)+len(histograms))
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	cancel()
+	<-done
 }
 
 func TestKeepAliveReusesConnections(t *testing.T) {
@@ -295,7 +510,35 @@ func TestSlowReaderFailures(t *testing.T) {
 	}
 }
 
+// resolveWith makes the loopback check resolve names from hosts for the
+// rest of the test (a name absent from it does not resolve).
+func resolveWith(t *testing.T, hosts map[string][]string) {
+	t.Helper()
+	orig := lookupHost
+	t.Cleanup(func() { lookupHost = orig })
+	lookupHost = func(_ context.Context, host string) ([]netip.Addr, error) {
+		addrs, ok := hosts[host]
+		if !ok {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		var out []netip.Addr
+		for _, a := range addrs {
+			out = append(out, netip.MustParseAddr(a))
+		}
+		return out, nil
+	}
+}
+
 func TestCheckTarget(t *testing.T) {
+	resolveWith(t, map[string][]string{
+		"localhost":     {"127.0.0.1", "::1"},
+		"app.test":      {"127.0.0.5"},
+		"internal.test": {"10.0.0.1"},
+		"mixed.test":    {"127.0.0.1", "192.0.2.7"},
+		"mapped.test":   {"::ffff:127.0.0.1"},
+		"hijacked":      {"10.9.9.9"},
+		"empty.test":    {},
+	})
 	for _, tc := range []struct {
 		url    string
 		remote bool
@@ -305,9 +548,16 @@ func TestCheckTarget(t *testing.T) {
 		{"http://127.9.9.9/", false, ""},
 		{"http://[::1]:80/", false, ""},
 		{"http://localhost:1/", false, ""},
-		{"http://10.0.0.1/", false, "is not a loopback address"},
-		{"http://example.invalid/", false, "is not a loopback address"},
+		{"http://app.test:1/", false, ""},
+		{"http://mapped.test/", false, ""},
+		{"http://10.0.0.1/", false, `target "http://10.0.0.1/": 10.0.0.1 is not a loopback address (127.0.0.0/8, ::1, localhost); pass --allow-remote to load another host`},
+		{"http://[::ffff:10.0.0.1]/", false, "::ffff:10.0.0.1 is not a loopback address"},
+		{"http://internal.test/", false, `target "http://internal.test/": internal.test resolves to 10.0.0.1, which is not a loopback address (127.0.0.0/8, ::1, localhost); pass --allow-remote to load another host`},
+		{"http://mixed.test/", false, "mixed.test resolves to 192.0.2.7, which is not a loopback address"},
+		{"http://empty.test/", false, "empty.test resolves to no address"},
+		{"http://example.invalid/", false, `target "http://example.invalid/": example.invalid: cannot resolve it to check that it is a loopback address (127.0.0.0/8, ::1, localhost): lookup example.invalid: no such host; pass --allow-remote to load another host`},
 		{"http://10.0.0.1/", true, ""},
+		{"http://internal.test/", true, ""},
 		{"https://127.0.0.1/", false, `scheme "https" not supported`},
 		{"ftp://127.0.0.1/", false, `scheme "ftp" not supported`},
 		{"127.0.0.1:8000", false, "not a URL"},
@@ -318,6 +568,94 @@ func TestCheckTarget(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("CheckTarget(%q, %v) = %v, want %q", tc.url, tc.remote, err, tc.want)
 		}
+	}
+	// The resolver, not the name, decides: a localhost that resolves
+	// elsewhere is refused.
+	resolveWith(t, map[string][]string{"localhost": {"127.0.0.1", "10.1.1.1"}})
+	if _, err := CheckTarget("http://localhost:8000/", false); err == nil || !strings.Contains(err.Error(), "localhost resolves to 10.1.1.1, which is not a loopback address") {
+		t.Errorf("localhost resolving to 10.1.1.1: %v, want it refused naming 10.1.1.1", err)
+	}
+	if IsLoopback("localhost") || !IsLoopback("127.0.0.1") || IsLoopback("10.0.0.1") {
+		t.Errorf("IsLoopback: localhost %v, 127.0.0.1 %v, 10.0.0.1 %v; want false, true, false", IsLoopback("localhost"), IsLoopback("127.0.0.1"), IsLoopback("10.0.0.1"))
+	}
+}
+
+// The dial guard checks the address about to be connected, after any
+// lookup: no traffic to it is needed to test it.
+func TestDialGuard(t *testing.T) {
+	guard := dialGuard(false)
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:80": true, "127.200.0.1:80": true, "[::1]:80": true, "[::ffff:127.0.0.1]:80": true,
+		"10.0.0.1:80": false, "[2001:db8::1]:80": false, "0.0.0.0:80": false, "[::ffff:10.0.0.1]:80": false, "garbage": false,
+	} {
+		err := guard("tcp", addr, nil)
+		if ok && err != nil || !ok && !errors.Is(err, ErrNotLoopback) {
+			t.Errorf("guard(%s) = %v, want allowed %v", addr, err, ok)
+		}
+	}
+	if dialGuard(true) != nil {
+		t.Error("dialGuard(true): want no guard")
+	}
+}
+
+// Client and SlowReader connect through the guard unless AllowRemote: with
+// 127.0.0.1 counting as remote for this test, they refuse to connect to a
+// loopback server, and connect with AllowRemote.
+func TestClientsRefuseRemoteAddresses(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "x")
+	}))
+	defer srv.Close()
+	orig := isLoopbackAddr
+	t.Cleanup(func() { isLoopbackAddr = orig })
+	isLoopbackAddr = func(netip.Addr) bool { return false }
+	u, _ := url.Parse(srv.URL)
+
+	var r Result
+	NewClient(ClientOptions{}).Get(context.Background(), srv.URL, &r)
+	if !errors.Is(r.Err, ErrNotLoopback) || r.Status != 0 {
+		t.Errorf("client without AllowRemote: status %d, err %v; want ErrNotLoopback", r.Status, r.Err)
+	}
+	d := SlowReader{URL: u, ReadSize: 1024, Rate: 1e9}.Run(context.Background(), 0)
+	if !errors.Is(d.Err, ErrNotLoopback) || d.Status != 0 {
+		t.Errorf("slow reader without AllowRemote: status %d, err %v; want ErrNotLoopback", d.Status, d.Err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the server through the guard", n)
+	}
+
+	r = Result{}
+	NewClient(ClientOptions{AllowRemote: true}).Get(context.Background(), srv.URL, &r)
+	if r.Err != nil || r.Status != 200 {
+		t.Errorf("client with AllowRemote: status %d, err %v", r.Status, r.Err)
+	}
+	d = SlowReader{URL: u, ReadSize: 1024, Rate: 1e9, AllowRemote: true}.Run(context.Background(), 0)
+	if !d.Complete {
+		t.Errorf("slow reader with AllowRemote: %+v", d)
+	}
+}
+
+// A DialContext option replaces the dialer, guard included: the caller
+// decides where to connect.
+func TestClientDialContext(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "x") }))
+	defer srv.Close()
+	orig := isLoopbackAddr
+	t.Cleanup(func() { isLoopbackAddr = orig })
+	isLoopbackAddr = func(netip.Addr) bool { return false }
+	var dialed []string
+	var d net.Dialer
+	c := NewClient(ClientOptions{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialed = append(dialed, network+" "+addr)
+		return d.DialContext(ctx, network, strings.TrimPrefix(srv.URL, "http://"))
+	}})
+	// Nothing listens on 127.0.0.2:1: only the caller's dialer reaches srv.
+	var r Result
+	c.Get(context.Background(), "http://127.0.0.2:1/x", &r)
+	if r.Err != nil || r.Status != 200 || len(dialed) != 1 || dialed[0] != "tcp 127.0.0.2:1" {
+		t.Errorf("status %d, err %v, dialed %q; want 200 through the caller's dialer, asked for tcp 127.0.0.2:1", r.Status, r.Err, dialed)
 	}
 }
 
@@ -333,11 +671,20 @@ func TestErrorReason(t *testing.T) {
 		{syscall.ECONNRESET, "reset"},
 		{syscall.EPIPE, "reset"},
 		{ErrIncomplete, "incomplete"},
+		{io.ErrUnexpectedEOF, "eof"},
+		{ErrNotSent, "not_sent"},
+		{fmt.Errorf("wrapped: %w", ErrNotSent), "not_sent"},
 		{errors.New("weird"), "other"},
 	} {
 		if got := ErrorReason(tc.err); got != tc.want {
 			t.Errorf("ErrorReason(%v) = %q, want %q", tc.err, got, tc.want)
 		}
+		if tc.err != nil && !slices.Contains(ErrorReasons, tc.want) {
+			t.Errorf("ErrorReason(%v) = %q is not one of ErrorReasons %v", tc.err, tc.want, ErrorReasons)
+		}
+	}
+	if !strings.HasPrefix(ErrNotSent.Error(), "not_sent") {
+		t.Errorf("ErrNotSent %q: want its text to start with not_sent", ErrNotSent)
 	}
 }
 

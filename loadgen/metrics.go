@@ -12,6 +12,7 @@ const (
 	RoleProbe    = "probe"
 	RoleLongPoll = "longpoll"
 	RoleSlow     = "slow"
+	RoleGap      = "gap" // latency-gap's requests, sent one after another
 )
 
 // Buckets are the classic histogram buckets: 100 us to 60 s. Native
@@ -46,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "slowlab_loadgen_requests_total", Help: "Requests that got a response, by status code.",
 		}, []string{"run_id", "role", "code"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slowlab_loadgen_request_errors_total", Help: "Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, other).",
+			Name: "slowlab_loadgen_request_errors_total", Help: "Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, other).",
 		}, []string{"run_id", "role", "reason"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slowlab_loadgen_in_flight", Help: "Requests started and not finished.",
@@ -72,10 +73,18 @@ type labels struct {
 	serverTiming prometheus.Observer
 }
 
+// with resolves the children of a run_id/role pair. It creates every
+// series the pair can have with a bounded label (each error reason, and
+// requests_total for code 200) at 0, so rate() and absent() see a series
+// from the moment a loop starts rather than from its first event.
 func (m *Metrics) with(runID, role string) *labels {
 	if m == nil {
 		return nil
 	}
+	for _, reason := range ErrorReasons {
+		m.errors.WithLabelValues(runID, role, reason)
+	}
+	m.requests.WithLabelValues(runID, role, "200")
 	return &labels{
 		m: m, runID: runID, role: role,
 		inFlight:     m.inFlight.WithLabelValues(runID, role),
@@ -88,9 +97,25 @@ func (m *Metrics) with(runID, role string) *labels {
 	}
 }
 
+// Observe records one finished request of role in run runID, for callers
+// that send requests one by one with Client.Get rather than in a loop.
+func (m *Metrics) Observe(runID, role string, r *Result) {
+	l := m.with(runID, role)
+	l.start()
+	l.observe(r)
+}
+
 func (l *labels) start() {
 	if l != nil {
 		l.inFlight.Inc()
+	}
+}
+
+// notSent records a scheduled request that was never sent: an error, and
+// nothing else (it was never in flight and has no timings).
+func (l *labels) notSent() {
+	if l != nil {
+		l.m.errors.WithLabelValues(l.runID, l.role, ErrorReason(ErrNotSent)).Inc()
 	}
 }
 

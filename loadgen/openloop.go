@@ -21,7 +21,9 @@ type OpenLoop struct {
 	Role    string // RoleFast unless set
 	Metrics *Metrics
 	// OnResult, if set, is called once per request from a single goroutine,
-	// in completion order, so a writer can persist rows as they are measured.
+	// in completion order, so a writer can persist rows as they are
+	// measured; when the run is cancelled, the hits never sent follow
+	// (NotSent, in seq order).
 	OnResult func(Result)
 	// SpinWindow is how long before a request is due the loop stops
 	// sleeping and yields in a loop instead: when the process is otherwise
@@ -61,9 +63,35 @@ func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.T
 	return ctx.Err() == nil
 }
 
-// Run sends the schedule and returns every started request's result in
-// schedule order. Cancelling ctx stops the schedule; requests in flight end
-// with a canceled error and still get their result.
+// MaxPlanned is the most hits a schedule can have for its unsent hits to
+// be accounted: every result is kept in memory, and a cancelled run would
+// otherwise allocate the rest of a day-long schedule at once.
+const MaxPlanned = 10_000_000
+
+// Planned returns how many requests the schedule has: the Pacer's Hits when
+// it has that method (ConstantPacer does), else the hits counted with Due;
+// -1 when that is more than MaxPlanned (or the schedule has no end).
+func (o *OpenLoop) Planned() int {
+	if h, ok := o.Pacer.(interface{ Hits() int }); ok {
+		if n := h.Hits(); n <= MaxPlanned {
+			return n
+		}
+		return -1
+	}
+	for hit := 0; hit <= MaxPlanned; hit++ {
+		if _, ok := o.Pacer.Due(hit); !ok {
+			return hit
+		}
+	}
+	return -1
+}
+
+// Run sends the schedule and returns a result for every hit in schedule
+// order. Cancelling ctx stops the schedule: requests in flight end with a
+// canceled error and still get their result, and every hit not yet started
+// gets one with NotSent set and Err ErrNotSent (after the started ones, in
+// OnResult too), so each of the Planned hits is accounted exactly once. A
+// schedule without a Planned count (-1) gets no NotSent results.
 func (o *OpenLoop) Run(ctx context.Context) []Result {
 	role := o.Role
 	if role == "" {
@@ -77,7 +105,7 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var prev time.Duration
-schedule:
+	stopped := -1 // the first hit not sent, when ctx ended first
 	for hit := 0; ; hit++ {
 		off, ok := o.Pacer.Due(hit)
 		if !ok {
@@ -87,7 +115,8 @@ schedule:
 		gap := off - prev
 		prev = off
 		if !o.sleepUntil(ctx, timer, due, gap) {
-			break schedule
+			stopped = hit
+			break
 		}
 		wg.Add(1)
 		go func() {
@@ -101,6 +130,16 @@ schedule:
 		}()
 	}
 	wg.Wait()
+	if stopped >= 0 {
+		for hit, planned := stopped, o.Planned(); hit < planned; hit++ {
+			off, ok := o.Pacer.Due(hit)
+			if !ok {
+				break
+			}
+			lbl.notSent()
+			results <- Result{Seq: hit, Scheduled: true, ScheduledAt: o.Start.Add(off), NotSent: true, Err: ErrNotSent}
+		}
+	}
 	close(results)
 	out := collected()
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })

@@ -37,6 +37,10 @@ type SlowReader struct {
 	// TracerProvider, when set, gives each download a client span from
 	// before connect to its last paced read, and a W3C traceparent header.
 	TracerProvider trace.TracerProvider
+	// AllowRemote lets the reader connect to an address that is not
+	// loopback; without it the connection is refused just before connect
+	// (an error wrapping ErrNotLoopback), as a Client's is.
+	AllowRemote bool
 }
 
 // Download is one slow reader's result.
@@ -94,32 +98,55 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	dialer := net.Dialer{Control: rcvBufControl(s.RcvBuf)}
+	conn, err := s.dial(ctx, hooks, &r)
+	if err != nil {
+		d.Err = err
+		return d
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	resp, err := s.request(ctx, conn, rt, hooks, &d, &r)
+	if err != nil {
+		d.Err = err
+		d.Receive = time.Since(d.Start)
+		return d
+	}
+	defer resp.Body.Close()
+	s.read(ctx, resp, &d)
+	d.Receive = time.Since(d.Start)
+	d.Err = checkLength(d.Err, d.Bytes, resp.ContentLength)
+	d.Complete = d.Err == nil && d.Status == http.StatusOK
+	return d
+}
+
+// dial connects with the small receive buffer set before connect.
+func (s SlowReader) dial(ctx context.Context, hooks *rawPhases, r *Result) (net.Conn, error) {
+	dialer := net.Dialer{Control: chainControl(dialGuard(s.AllowRemote), rcvBufControl(s.RcvBuf))}
 	addr := hostPort(s.URL)
 	hooks.connectStart(addr)
 	connectStart := time.Now()
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	hooks.connectDone(addr, conn, err)
-	if err != nil {
-		d.Err = err
-		return d
+	if err == nil {
+		r.Connect = time.Since(connectStart)
 	}
-	r.Connect = time.Since(connectStart)
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	return conn, err
+}
 
+// request sends the GET (Connection: close) and reads the response header
+// through a reader of ReadSize, so reads stay small.
+func (s SlowReader) request(ctx context.Context, conn net.Conn, rt *reqTrace, hooks *rawPhases, d *Download, r *Result) (*http.Response, error) {
 	req := &http.Request{Method: http.MethodGet, URL: s.URL, Host: s.URL.Host, Header: s.Header.Clone(), Close: true, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
 	rt.inject(req.Header)
 	hooks.sendStart()
-	err = req.Write(conn)
+	err := req.Write(conn)
 	hooks.sendDone(err)
 	if err != nil {
-		d.Err = err
-		return d
+		return nil, err
 	}
 	d.Start = time.Now()
 	br := bufio.NewReaderSize(conn, s.ReadSize)
@@ -130,17 +157,19 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 	}
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		d.Err = s.ctxErr(ctx, err)
-		d.Receive = time.Since(d.Start)
-		return d
+		return nil, s.ctxErr(ctx, err)
 	}
 	r.TTFB = time.Since(r.Start)
 	d.Status = resp.StatusCode
 	if st := resp.Header.Get("Server-Timing"); st != "" {
 		r.ServerTiming, _ = ParseServerTiming(st, "app")
 	}
-	defer resp.Body.Close()
+	return resp, nil
+}
 
+// read consumes the body at most ReadSize at a time, pacing the reads so
+// that bytes read / time since Start never exceeds Rate.
+func (s SlowReader) read(ctx context.Context, resp *http.Response, d *Download) {
 	buf := make([]byte, s.ReadSize)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -155,23 +184,18 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 				case <-timer.C:
 				case <-ctx.Done():
 					d.Err = ctx.Err()
-					d.Receive = time.Since(d.Start)
-					return d
+					return
 				}
 			}
 		}
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
 			d.Err = s.ctxErr(ctx, err)
-			break
+			return
 		}
 	}
-	d.Receive = time.Since(d.Start)
-	d.Err = checkLength(d.Err, d.Bytes, resp.ContentLength)
-	d.Complete = d.Err == nil && d.Status == http.StatusOK
-	return d
 }
 
 // ctxErr prefers the context's error over the deadline error it caused.

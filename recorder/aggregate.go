@@ -55,12 +55,14 @@ func sortedNumbers(values []float64) []float64 {
 }
 
 // RunMeta identifies a run and says how it ended; lab knows these, the
-// measurements do not.
+// measurements do not. FastPlanned is how many /fast requests its
+// schedule had.
 type RunMeta struct {
 	RunID, Route, Server string
 	SlowClients, Rep     int
 	StartedAt            time.Time
 	Status, Reason       string
+	FastPlanned          int
 }
 
 // okRequest reports whether r counts toward the latency percentiles: a
@@ -72,18 +74,24 @@ func okRequest(r Request) bool {
 // SummarizeRun summarizes one run's /fast requests and slow downloads, all
 // of which must belong to that run. Latency percentiles cover the ok
 // requests only (a failed request has no latency worth ranking; FastOK <
-// FastTotal shows it); schedule lag covers all. TempPeakMiB and Components
-// are left None for the resource sampler to fill in.
+// FastTotal shows it); schedule lag covers every request that was sent.
+// app_send_s and client_receive_s are medians over the complete downloads
+// only: a cut or failed download measured something else. TempPeakMiB and
+// Components are left None for the resource sampler to fill in.
 func SummarizeRun(meta RunMeta, reqs []Request, larges []LargeResponse) Run {
 	run := Run{
 		RunID: meta.RunID, Route: meta.Route, Server: meta.Server,
 		SlowClients: meta.SlowClients, Rep: meta.Rep, StartedAt: meta.StartedAt,
 		Status: meta.Status, Reason: meta.Reason,
-		FastTotal: len(reqs),
+		FastTotal: len(reqs), FastPlanned: meta.FastPlanned,
 	}
 	latencies := make([]float64, 0, len(reqs))
 	lags := make([]float64, 0, len(reqs))
 	for _, r := range reqs {
+		if r.NotSent() {
+			continue
+		}
+		run.FastSent++
 		lags = append(lags, r.ScheduleLagMS)
 		if okRequest(r) {
 			run.FastOK++
@@ -97,6 +105,9 @@ func SummarizeRun(meta RunMeta, reqs []Request, larges []LargeResponse) Run {
 
 	var appSend, receive []float64
 	for _, l := range larges {
+		if l.Outcome != DownloadComplete {
+			continue
+		}
 		if l.AppSendS.Valid {
 			appSend = append(appSend, l.AppSendS.Value)
 		}
@@ -108,7 +119,9 @@ func SummarizeRun(meta RunMeta, reqs []Request, larges []LargeResponse) Run {
 }
 
 // SummarizeConditions summarizes the runs with Status RunOK per (route,
-// server, slow clients), in order of each condition's first appearance.
+// server, slow clients), in order of each condition's first appearance;
+// the other runs are counted in RunsExcluded (a condition with no ok run
+// still has its row, with every value None).
 // p50_ms and p95_ms are medians of the runs' values, p95_min_ms and
 // p95_max_ms their extremes, app_send_s and client_receive_s medians of
 // the runs' medians, temp_peak_mib the largest peak. Runs missing a value
@@ -120,13 +133,16 @@ func SummarizeConditions(runs []Run) []Condition {
 	}
 	var order []key
 	groups := map[key][]Run{}
+	excluded := map[key]int{}
 	for _, r := range runs {
-		if r.Status != RunOK {
-			continue
-		}
 		k := key{r.Route, r.Server, r.SlowClients}
 		if _, seen := groups[k]; !seen {
 			order = append(order, k)
+			groups[k] = nil
+		}
+		if r.Status != RunOK {
+			excluded[k]++
+			continue
 		}
 		groups[k] = append(groups[k], r)
 	}
@@ -137,7 +153,7 @@ func SummarizeConditions(runs []Run) []Condition {
 		p95 := valid(g, func(r Run) Maybe { return r.P95MS })
 		conds = append(conds, Condition{
 			Route: k.route, Server: k.server, SlowClients: k.slowClients,
-			Runs:           len(g),
+			Runs: len(g), RunsExcluded: excluded[k],
 			P50MS:          Some(Median(valid(g, func(r Run) Maybe { return r.P50MS }))),
 			P95MS:          Some(Median(p95)),
 			P95MinMS:       Some(minimum(p95)),

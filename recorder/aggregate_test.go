@@ -93,7 +93,7 @@ func TestMedian(t *testing.T) {
 func TestSummarizeRun(t *testing.T) {
 	started := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	meta := RunMeta{RunID: "r1", Route: "direct", Server: "sync-2", SlowClients: 2, Rep: 3,
-		StartedAt: started, Status: RunFailed, Reason: "app exited"}
+		StartedAt: started, Status: RunFailed, Reason: "app exited", FastPlanned: 11}
 	reqs := []Request{
 		{Seq: 0, Status: 200, LatencyMS: 10, ScheduleLagMS: 1},
 		{Seq: 1, Status: 200, LatencyMS: 30, ScheduleLagMS: 0.5},
@@ -104,21 +104,28 @@ func TestSummarizeRun(t *testing.T) {
 		{Seq: 6, Status: 200, LatencyMS: 1, ScheduleLagMS: 3, Error: "short body"}, // status ok but failed
 		{Seq: 7, Status: 199, LatencyMS: 1, ScheduleLagMS: 3},
 		{Seq: 8, Status: 400, LatencyMS: 1, ScheduleLagMS: 3},
+		{Seq: 9, LatencyMS: math.NaN(), ScheduleLagMS: math.NaN(), Error: NotSentPrefix + ": interrupted"},
+		{Seq: 10, LatencyMS: math.NaN(), ScheduleLagMS: math.NaN(), Error: NotSentPrefix + ": interrupted"},
 	}
 	larges := []LargeResponse{
-		{Client: 0, ReceiveS: 8.25, AppSendS: Some(7.75)},
-		{Client: 1, ReceiveS: 8.5, AppSendS: None()},
-		{Client: 2, ReceiveS: 8, AppSendS: Some(7.5)},
+		{Client: 0, ReceiveS: 8.25, AppSendS: Some(7.75), Outcome: DownloadComplete},
+		{Client: 1, ReceiveS: 8.5, AppSendS: None(), Outcome: DownloadAppUnfinished},
+		{Client: 2, ReceiveS: 8, AppSendS: Some(7.5), Outcome: DownloadComplete},
+		{Client: 3, ReceiveS: 8.75, AppSendS: Some(8), Outcome: DownloadComplete},
+		// Cut mid-way: its times measured something else.
+		{Client: 4, ReceiveS: 0.5, AppSendS: Some(0.1), Outcome: DownloadShortBody},
+		{Client: 5, ReceiveS: 0.01, Outcome: DownloadClientError},
 	}
 	// OK latencies 10, 30, 20, 40 -> sorted 10 20 30 40: p50 = 2nd (ceil 2),
-	// p95 = 4th (ceil 3.8), max 40. Lag over all 9 rows: 7. app_send_s:
-	// median(7.75, 7.5) = 7.625. client_receive_s: median(8.25, 8.5, 8) = 8.25.
+	// p95 = 4th (ceil 3.8), max 40. Lag over the 9 sent rows: 7. Only the
+	// complete downloads count: app_send_s median(7.75, 7.5, 8) = 7.75,
+	// client_receive_s median(8.25, 8, 8.75) = 8.25.
 	want := Run{
 		RunID: "r1", Route: "direct", Server: "sync-2", SlowClients: 2, Rep: 3,
 		StartedAt: started, Status: RunFailed, Reason: "app exited",
-		FastTotal: 9, FastOK: 4,
+		FastTotal: 11, FastOK: 4, FastPlanned: 11, FastSent: 9,
 		P50MS: Some(20), P95MS: Some(40), MaxMS: Some(40), MaxScheduleLagMS: Some(7),
-		AppSendS: Some(7.625), ClientReceiveS: Some(8.25),
+		AppSendS: Some(7.75), ClientReceiveS: Some(8.25),
 	}
 	if got := SummarizeRun(meta, reqs, larges); got != want {
 		t.Errorf("SummarizeRun\n got: %+v\nwant: %+v", got, want)
@@ -130,7 +137,7 @@ func TestSummarizeRun(t *testing.T) {
 		reqs = append(reqs, Request{Seq: i, Status: 200, LatencyMS: v, ScheduleLagMS: v / 100})
 	}
 	got := SummarizeRun(meta, reqs, nil)
-	if got.FastTotal != 72 || got.FastOK != 72 || got.P50MS != Some(36) || got.P95MS != Some(69) ||
+	if got.FastTotal != 72 || got.FastOK != 72 || got.FastSent != 72 || got.P50MS != Some(36) || got.P95MS != Some(69) ||
 		got.MaxMS != Some(72) || got.MaxScheduleLagMS != Some(0.72) {
 		t.Errorf("72 requests: %+v", got)
 	}
@@ -152,9 +159,9 @@ func TestSummarizeRunNothingMeasured(t *testing.T) {
 		{Status: 0, Error: "connection refused", LatencyMS: math.NaN(), ScheduleLagMS: 1.5},
 		{Status: 0, Error: "connection refused", LatencyMS: math.NaN(), ScheduleLagMS: math.NaN()},
 	}
-	larges := []LargeResponse{{ReceiveS: 2}, {ReceiveS: 3}}
+	larges := []LargeResponse{{ReceiveS: 2, Outcome: DownloadComplete}, {ReceiveS: 3, Outcome: DownloadComplete}}
 	want = Run{RunID: "r1", Status: RunAborted, Reason: "host CPU above 90%",
-		FastTotal: 2, MaxScheduleLagMS: Some(1.5), ClientReceiveS: Some(2.5)}
+		FastTotal: 2, FastSent: 2, MaxScheduleLagMS: Some(1.5), ClientReceiveS: Some(2.5)}
 	if got := SummarizeRun(meta, reqs, larges); got != want {
 		t.Errorf("all failed\n got: %+v\nwant: %+v", got, want)
 	}
@@ -176,19 +183,20 @@ func TestSummarizeConditions(t *testing.T) {
 		run(d, "sync-2", 0, RunOK, s(4), s(5), n, s(8.25), n),               // F
 		run(d, "sync-2", 2, RunAborted, s(1), s(1), s(1), s(1), s(1)),       // excluded
 		run(on, "sync-2", 2, RunOK, n, n, s(0.125), s(8.5), s(30)),          // H: no ok requests
-		run(d, g, 2, RunFailed, s(2), s(3), s(0.1), s(8), n),                // only failed: no condition
+		run(d, g, 2, RunFailed, s(2), s(3), s(0.1), s(8), n),                // only failed: counted, no values
 		run(on, "sync-2", 1, RunOK, n, n, n, n, n),                          // nothing measured
 	}
 	want := []Condition{
 		// A, C, F: p50 median(2,3,4) = 3; p95 median(4,6,5) = 5, min 4, max 6;
 		// app_send_s median(0.125, 0.375) = 0.25 (F has none); receive median(8, 8.5, 8.25).
-		{Route: d, Server: "sync-2", SlowClients: 0, Runs: 3, P50MS: s(3), P95MS: s(5), P95MinMS: s(4), P95MaxMS: s(6),
+		{Route: d, Server: "sync-2", SlowClients: 0, Runs: 3, RunsExcluded: 1, P50MS: s(3), P95MS: s(5), P95MinMS: s(4), P95MaxMS: s(6),
 			AppSendS: s(0.25), ClientReceiveS: s(8.25)},
-		{Route: d, Server: "sync-2", SlowClients: 2, Runs: 1, P50MS: s(100), P95MS: s(3000), P95MinMS: s(3000), P95MaxMS: s(3000),
+		{Route: d, Server: "sync-2", SlowClients: 2, Runs: 1, RunsExcluded: 1, P50MS: s(100), P95MS: s(3000), P95MinMS: s(3000), P95MaxMS: s(3000),
 			AppSendS: s(7.875), ClientReceiveS: s(8.25)},
 		// E, H: H has no latencies, so p50/p95 come from E alone; temp is the larger peak.
 		{Route: on, Server: "sync-2", SlowClients: 2, Runs: 2, P50MS: s(1.5), P95MS: s(5), P95MinMS: s(5), P95MaxMS: s(5),
 			AppSendS: s(0.09375), ClientReceiveS: s(8.25), TempPeakMiB: s(32.5)},
+		{Route: d, Server: g, SlowClients: 2, Runs: 0, RunsExcluded: 1},
 		{Route: on, Server: "sync-2", SlowClients: 1, Runs: 1},
 	}
 	got := SummarizeConditions(runs)

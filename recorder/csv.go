@@ -16,7 +16,7 @@ import (
 var ErrHeader = errors.New("header does not match the CSV contract")
 
 // Writer writes rows of type T as CSV. It is safe for concurrent use.
-type Writer[T Row] struct {
+type Writer[T Row[T]] struct {
 	mu      sync.Mutex
 	cw      *csv.Writer
 	schema  *schema[T]
@@ -26,7 +26,7 @@ type Writer[T Row] struct {
 
 // NewWriter writes the header of T to w, flushes it and returns a Writer
 // for the rows.
-func NewWriter[T Row](w io.Writer) (*Writer[T], error) {
+func NewWriter[T Row[T]](w io.Writer) (*Writer[T], error) {
 	s := schemaOf[T]()
 	cw := csv.NewWriter(w)
 	if err := cw.Write(Header[T]()); err != nil {
@@ -41,33 +41,52 @@ func NewWriter[T Row](w io.Writer) (*Writer[T], error) {
 
 // newRowWriter returns a Writer that writes rows only (the header is
 // already there).
-func newRowWriter[T Row](w io.Writer) *Writer[T] {
+func newRowWriter[T Row[T]](w io.Writer) *Writer[T] {
 	return &Writer[T]{cw: csv.NewWriter(w), schema: schemaOf[T]()}
 }
 
 // RewriteFile replaces dir/FileName[T]() with its header and the rows
 // keep accepts, atomically (a temporary file renamed over it). Resuming an
 // experiment uses it to drop the rows of runs that did not complete.
-func RewriteFile[T Row](dir string, keep func(T) bool) error {
+func RewriteFile[T Row[T]](dir string, keep func(T) bool) error {
 	path := filepath.Join(dir, FileName[T]())
 	rows, err := ReadFile[T](path)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+FileName[T]()+".tmp-")
-	if err != nil {
-		return fmt.Errorf("rewrite %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	w, err := NewWriter[T](tmp)
-	if err == nil {
+	err = replaceFile(dir, FileName[T](), func(f io.Writer) error {
+		w, err := NewWriter[T](f)
+		if err != nil {
+			return err
+		}
 		for _, r := range rows {
 			if keep(r) {
-				if err = w.Write(r); err != nil {
-					break
+				if err := w.Write(r); err != nil {
+					return err
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rewrite %s: %w", path, err)
+	}
+	return nil
+}
+
+// replaceFile replaces dir/name atomically: write fills a temporary file
+// in dir, which is synced and renamed over dir/name, so a reader or a
+// crash sees the old file or the new one, never a mix. The new file is
+// readable by all, like the files CreateFile makes.
+func replaceFile(dir, name string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	err = write(tmp)
+	if err == nil {
+		err = tmp.Chmod(0o644)
 	}
 	if err == nil {
 		err = tmp.Sync()
@@ -76,12 +95,9 @@ func RewriteFile[T Row](dir string, keep func(T) bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
 	}
-	if err != nil {
-		return fmt.Errorf("rewrite %s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // Write writes one row and flushes it to the underlying io.Writer, so rows
@@ -102,7 +118,7 @@ func (w *Writer[T]) Write(row T) error {
 }
 
 // FileWriter is a Writer on a results file created by CreateFile.
-type FileWriter[T Row] struct {
+type FileWriter[T Row[T]] struct {
 	*Writer[T]
 	f *os.File
 }
@@ -110,7 +126,7 @@ type FileWriter[T Row] struct {
 // CreateFile creates dir (if needed) and the new file dir/FileName[T](),
 // and writes the header. It refuses to overwrite an existing file (the
 // error wraps fs.ErrExist), because that file holds earlier measurements.
-func CreateFile[T Row](dir string) (*FileWriter[T], error) {
+func CreateFile[T Row[T]](dir string) (*FileWriter[T], error) {
 	path := filepath.Join(dir, FileName[T]())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
@@ -130,7 +146,7 @@ func CreateFile[T Row](dir string) (*FileWriter[T], error) {
 // AppendFile opens the existing file dir/FileName[T]() for appending, after
 // checking that its header is Header[T]() and that it ends with a complete
 // line, so a resumed experiment adds rows to the same results.
-func AppendFile[T Row](dir string) (*FileWriter[T], error) {
+func AppendFile[T Row[T]](dir string) (*FileWriter[T], error) {
 	path := filepath.Join(dir, FileName[T]())
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -188,7 +204,7 @@ func (w *FileWriter[T]) Close() error {
 // column and value otherwise). On error ReadAll also returns the rows
 // before the bad record, so a file cut short by a crash still yields what
 // was measured.
-func ReadAll[T Row](r io.Reader) ([]T, error) {
+func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
 	s := schemaOf[T]()
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
@@ -248,7 +264,7 @@ func (s *schema[T]) checkHeader(got []string) error {
 }
 
 // ReadFile reads the rows of type T from the file at path.
-func ReadFile[T Row](path string) ([]T, error) {
+func ReadFile[T Row[T]](path string) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read rows: %w", err)

@@ -17,7 +17,7 @@ import (
 )
 
 // readFixture reads testdata/name as rows of T and writes them back.
-func readFixture[T Row](t *testing.T, name string) ([]T, []byte) {
+func readFixture[T Row[T]](t *testing.T, name string) ([]T, []byte) {
 	t.Helper()
 	rows, err := ReadFile[T](filepath.Join("testdata", name))
 	if err != nil {
@@ -110,7 +110,7 @@ func TestReadRejects(t *testing.T) {
 		{"runs-invalid-time.csv", readErr[Run],
 			`runs.csv line 2, column 6 (started_at): "yesterday": want an RFC 3339 time`, ErrNotTime},
 		{"conditions-invalid-extra-column.csv", readErr[Condition],
-			`conditions.csv: header has 12 columns, want 11: unexpected column 12 "host": header does not match the CSV contract`, ErrHeader},
+			`conditions.csv: header has 13 columns, want 12: unexpected column 13 "host": header does not match the CSV contract`, ErrHeader},
 		{"conditions-invalid-int.csv", readErr[Condition],
 			`conditions.csv line 2, column 4 (runs): "3.0": want an integer: invalid syntax`, ErrNotInteger},
 	}
@@ -134,7 +134,7 @@ func TestReadRejects(t *testing.T) {
 	}
 }
 
-func readErr[T Row](r io.Reader) error {
+func readErr[T Row[T]](r io.Reader) error {
 	_, err := ReadAll[T](r)
 	return err
 }
@@ -158,8 +158,8 @@ func TestCellErrorFields(t *testing.T) {
 // the record number, when earlier cells span lines.
 func TestCellErrorLineCountsQuotedNewlines(t *testing.T) {
 	in := strings.Join(Header[LargeResponse](), ",") + "\n" +
-		"r1,direct,sync-2,2,1,0,200,1,8,,false,\"two\nlines\"\n" +
-		"r1,direct,sync-2,2,1,1,200,x,8,,false,\n"
+		"r1,direct,sync-2,2,1,0,200,1,8,,false,client_error,\"two\nlines\"\n" +
+		"r1,direct,sync-2,2,1,1,200,x,8,,false,client_error,\n"
 	_, err := ReadAll[LargeResponse](strings.NewReader(in))
 	var ce *CellError
 	if !errors.As(err, &ce) || ce.Line != 4 || ce.Name != "bytes" {
@@ -209,40 +209,12 @@ func TestWriteFormats(t *testing.T) {
 		{"resource sample", string(writeRows(t, []ResourceSample{sample})),
 			"r1,0.2,proxy,1.234568,2,0,1000000001,,3,0,16777216,,0,\n"},
 		{"run", string(writeRows(t, []Run{run})),
-			"r1,,,0,0,2025-03-01T12:00:00.0000005Z,ok,,0,0,,,,,,,32,0.25,,,,,,,,,,,\n"},
+			"r1,,,0,0,2025-03-01T12:00:00.0000005Z,ok,,0,0,0,0,,,,,,,32,0.25,,,,,,,,,,,\n"},
 	}
 	for _, tt := range tests {
 		_, row, _ := strings.Cut(tt.got, "\n")
 		if row != tt.want {
 			t.Errorf("%s row\n got: %q\nwant: %q", tt.name, row, tt.want)
-		}
-	}
-}
-
-// TestRoundTrip is the property test: rows whose values lie on each
-// column's grid read back exactly as written, for every row type.
-func TestRoundTrip(t *testing.T) {
-	t.Run("requests", roundTrip[Request])
-	t.Run("large-responses", roundTrip[LargeResponse])
-	t.Run("resource-samples", roundTrip[ResourceSample])
-	t.Run("runs", roundTrip[Run])
-	t.Run("conditions", roundTrip[Condition])
-}
-
-func roundTrip[T Row](t *testing.T) {
-	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))
-	for batch := range 50 {
-		rows := make([]T, 1+rng.IntN(100))
-		for i := range rows {
-			rows[i] = randomRow[T](rng, false)
-		}
-		out := writeRows(t, rows)
-		got, err := ReadAll[T](bytes.NewReader(out))
-		if err != nil {
-			t.Fatalf("batch %d: read back: %v\n%s", batch, err, out)
-		}
-		if d := diffRows(rows, got, 0); d != "" {
-			t.Fatalf("batch %d: %s\n%s", batch, d, out)
 		}
 	}
 }
@@ -280,7 +252,7 @@ func TestNewWriterWritesHeaderNow(t *testing.T) {
 	if err := w.Write(Condition{Route: "direct", Runs: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if want += "direct,,0,3,,,,,,,\n"; buf.String() != want {
+	if want += "direct,,0,3,0,,,,,,,\n"; buf.String() != want {
 		t.Fatalf("after Write: %q, want %q", buf.String(), want)
 	}
 }
@@ -319,67 +291,6 @@ func TestWriterErrors(t *testing.T) {
 	}
 	if err := w.Write(Request{}); !errors.Is(err, diskFull) {
 		t.Errorf("second Write error = %v, want the error to stick", err)
-	}
-}
-
-func TestCreateFile(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "results", "slow-client-20250301T120000Z")
-	w, err := CreateFile[LargeResponse](dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "large-responses.csv")
-	if w.Name() != path {
-		t.Errorf("Name = %q, want %q", w.Name(), path)
-	}
-	rows := []LargeResponse{
-		{RunID: "r1", Client: 0, Status: 200, Bytes: 16 << 20, ReceiveS: 8.127, AppSendS: Some(7.981), Complete: true},
-		{RunID: "r1", Client: 1, Error: "unexpected EOF"},
-	}
-	for i, r := range rows {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-		// Each row is in the file before Close: a crash loses nothing.
-		got, err := ReadFile[LargeResponse](path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := diffRows(rows[:i+1], got, 0); d != "" {
-			t.Fatalf("after row %d: %s", i, d)
-		}
-	}
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err == nil {
-		t.Error("second Close succeeded")
-	}
-
-	// The file holds measurements: CreateFile must not truncate it.
-	if _, err := CreateFile[LargeResponse](dir); !errors.Is(err, fs.ErrExist) {
-		t.Errorf("CreateFile on an existing file: error = %v, want fs.ErrExist", err)
-	}
-	got, err := ReadFile[LargeResponse](path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := diffRows(rows, got, 0); d != "" {
-		t.Error(d)
-	}
-}
-
-func TestCreateFileBadDir(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "not-a-dir")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := CreateFile[Run](file)
-	if err == nil || !strings.Contains(err.Error(), "create "+filepath.Join(file, "runs.csv")) {
-		t.Fatalf("error = %v, want it to name the path", err)
 	}
 }
 
@@ -440,52 +351,5 @@ func TestReadKeepsRowsBeforeError(t *testing.T) {
 	}
 	if d := diffRows(rows[:1], got, 0); d != "" {
 		t.Errorf("rows before the bad cell: %s", d)
-	}
-}
-
-func TestAppendAndRewriteFile(t *testing.T) {
-	dir := t.TempDir()
-	w, err := CreateFile[Request](dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"a", "b", "a"} {
-		if err := w.Write(Request{RunID: id, Status: 200}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := RewriteFile[Request](dir, func(r Request) bool { return r.RunID == "a" }); err != nil {
-		t.Fatal(err)
-	}
-	aw, err := AppendFile[Request](dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := aw.Write(Request{RunID: "c", Status: 204}); err != nil {
-		t.Fatal(err)
-	}
-	if err := aw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := ReadFile[Request](filepath.Join(dir, "requests.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, r := range rows {
-		ids = append(ids, r.RunID)
-	}
-	if strings.Join(ids, ",") != "a,a,c" {
-		t.Errorf("rows after rewrite and append: %v, want a,a,c", ids)
-	}
-	// A file cut mid-row is not appended to.
-	path := filepath.Join(dir, "requests.csv")
-	b, _ := os.ReadFile(path)
-	os.WriteFile(path, b[:len(b)-3], 0o644)
-	if _, err := AppendFile[Request](dir); err == nil || !strings.Contains(err.Error(), "complete row") {
-		t.Errorf("append to a torn file: %v", err)
 	}
 }

@@ -1,8 +1,16 @@
 // Package recorder owns slowlab's results files: the CSV contract of
 // DESIGN.md (requests.csv, large-responses.csv, resource-samples.csv,
-// runs.csv, conditions.csv), their typed rows, writers and readers, and the
-// aggregation of EXPERIMENTS.md section 1 (nearest-rank percentiles, run and
-// condition summaries).
+// runs.csv, conditions.csv) and of the long-poll (probes.csv, groups.csv)
+// and latency-gap (gap.csv, gap-requests.csv, gap-path.csv) experiments,
+// their typed rows, writers and readers, the aggregation of EXPERIMENTS.md
+// (nearest-rank percentiles, run, condition, long-poll and gap summaries),
+// and environment.json, which keeps one Environment per session that
+// wrote the results directory.
+//
+// Each row type declares its file name and columns in its own file
+// (requests.go, runs.go, gap.go, ...) and implements Row, which is all the
+// generic CreateFile, AppendFile, RewriteFile, NewWriter, ReadAll and
+// ReadFile need: a new results file is one new file here.
 //
 // It also fills resource-samples.csv: Sampler scrapes /metrics endpoints
 // (text format or OpenMetrics, parsed by ParseExposition) on a drift-free
@@ -14,8 +22,9 @@
 // recorder does not measure anything on the host itself: loadgen produces
 // Request and LargeResponse values, the exporter reads cgroups, /proc and
 // sockets into the metrics resource samples come from (recorder only
-// scrapes them), and lab decides when runs start, end or fail and where the
-// results directory is. Figures and report.html belong to report.
+// scrapes them), and lab decides when runs start, end or fail, where the
+// results directory is, and gathers what a session's Environment says.
+// Figures and report.html belong to report.
 //
 // Every row type has a fixed column order (Header) that is the contract
 // readers in other tools rely on; ReadAll rejects any file whose header

@@ -71,7 +71,7 @@ func gridValue(rng *rand.Rand, decimals int, nonZero bool) float64 {
 
 // randomRow fills every column of a T with a random value on the column's
 // grid. With nonZero, no field is left at its zero value.
-func randomRow[T Row](rng *rand.Rand, nonZero bool) T {
+func randomRow[T Row[T]](rng *rand.Rand, nonZero bool) T {
 	var row T
 	for _, c := range schemaOf[T]().cols {
 		switch p := c.field(&row).(type) {
@@ -122,7 +122,7 @@ func randomRow[T Row](rng *rand.Rand, nonZero bool) T {
 // diffRows describes the first difference between want and got, or
 // returns "". Floats may differ by tol grid steps (0 means exactly, with NaN
 // equal to NaN); strings are compared after cleanString.
-func diffRows[T Row](want, got []T, tol float64) string {
+func diffRows[T Row[T]](want, got []T, tol float64) string {
 	if len(want) != len(got) {
 		return fmt.Sprintf("got %d rows, want %d", len(got), len(want))
 	}
@@ -193,7 +193,7 @@ func show(p any) string {
 }
 
 // writeRows writes rows with a Writer and returns the CSV.
-func writeRows[T Row](t testing.TB, rows []T) []byte {
+func writeRows[T Row[T]](t testing.TB, rows []T) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := NewWriter[T](&buf)

@@ -7,9 +7,8 @@
 // Each experiment renders its own section of the report and registers
 // itself in its file's init (slowclient.go, longpoll.go, latencygap.go);
 // Write picks the experiments whose results are in the directory.
-// slow-client and long-poll read their files through recorder's schemas;
-// latency-gap reads gap.csv with the columns given in latencygap.go until
-// recorder owns that schema too.
+// Every results file, environment.json included, is read through
+// recorder, which owns their formats: report has no reader of its own.
 //
 // report does not measure or aggregate anything new: statistics are the
 // ones EXPERIMENTS.md defines (nearest-rank percentiles within a run,

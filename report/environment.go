@@ -1,57 +1,39 @@
 package report
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // EnvironmentFile is the results file describing the machine and tools.
-const EnvironmentFile = "environment.json"
+const EnvironmentFile = recorder.EnvironmentFile
 
-// environment is what report shows of environment.json. Fields it does not
-// know are ignored, so lab can add some without breaking old reports.
-type environment struct {
-	Experiment    string            `json:"experiment"`
-	Stack         string            `json:"stack"`
-	StartedAt     string            `json:"started_at"`
-	Kernel        string            `json:"kernel"`
-	Arch          string            `json:"arch"`
-	CPUs          int               `json:"cpus"`
-	Go            string            `json:"go"`
-	CgroupVersion string            `json:"cgroup_version"`
-	Limits        json.RawMessage   `json:"limits"` // a sentence today; an object would do too
-	Versions      map[string]string `json:"versions"`
-	SlowlabSHA256 string            `json:"slowlab_sha256"`
-}
-
-// readEnvironment reads dir/environment.json; it returns nil, nil when
-// the file is not there.
-func readEnvironment(dir string) (*environment, error) {
-	path := filepath.Join(dir, EnvironmentFile)
-	b, err := os.ReadFile(path)
+// readEnvironment reads the sessions of dir/environment.json; it returns
+// nil, nil when the file is not there.
+func readEnvironment(dir string) ([]recorder.Environment, error) {
+	sessions, err := recorder.ReadEnvironment(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	var env environment
-	if err := json.Unmarshal(b, &env); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return &env, nil
+	return sessions, err
 }
 
-// table returns the environment as name/value rows.
-func (e *environment) table() *table {
+// environmentTable shows the first session as name/value rows and, when
+// more than one session wrote the directory (an experiment resumed), how
+// many did and when each started.
+func environmentTable(sessions []recorder.Environment) *table {
+	e := sessions[0]
 	t := &table{Caption: "Environment the results were measured in (" + EnvironmentFile + ")."}
+	if len(sessions) > 1 {
+		t.Caption = fmt.Sprintf("Environment the results were measured in (%s): the first of its %d sessions.",
+			EnvironmentFile, len(sessions))
+	}
 	add := func(name, value string) {
 		if value == "" {
 			t.Rows = append(t.Rows, []cell{text(name), {Text: "–", Title: "not recorded"}})
@@ -61,7 +43,10 @@ func (e *environment) table() *table {
 	}
 	add("experiment", e.Experiment)
 	add("stack", e.Stack)
-	add("started at", e.StartedAt)
+	add("started at", startedAt(e.StartedAt))
+	if len(sessions) > 1 {
+		add("sessions", sessionsText(sessions))
+	}
 	add("kernel", e.Kernel)
 	add("arch", e.Arch)
 	cpus := ""
@@ -71,7 +56,7 @@ func (e *environment) table() *table {
 	add("CPUs", cpus)
 	add("Go", e.Go)
 	add("cgroup version", e.CgroupVersion)
-	add("limits", limitsText(e.Limits))
+	add("limits", e.Limits)
 	names := make([]string, 0, len(e.Versions))
 	for n := range e.Versions {
 		names = append(names, n)
@@ -84,33 +69,23 @@ func (e *environment) table() *table {
 	return t
 }
 
-// limitsText shows limits whether lab wrote them as a string, an object
-// of per-component limits, or anything else JSON.
-func limitsText(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
+// startedAt shows a session's start as environment.json spells it; ""
+// when it was not recorded.
+func startedAt(t time.Time) string {
+	if t.IsZero() {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) == nil {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
+	return t.Format(time.RFC3339Nano)
+}
+
+// sessionsText says how many sessions wrote the results and when each
+// started.
+func sessionsText(sessions []recorder.Environment) string {
+	starts := make([]string, len(sessions))
+	for i, s := range sessions {
+		if starts[i] = startedAt(s.StartedAt); starts[i] == "" {
+			starts[i] = "start not recorded"
 		}
-		slices.Sort(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			v, _ := json.Marshal(m[k])
-			parts[i] = k + ": " + strings.Trim(string(v), `"`)
-		}
-		return strings.Join(parts, "; ")
 	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) == nil {
-		return buf.String()
-	}
-	return string(raw)
+	return fmt.Sprintf("%d sessions wrote this directory, started at %s", len(sessions), strings.Join(starts, ", "))
 }

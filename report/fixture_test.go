@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -63,7 +62,7 @@ func fastLatency(c fixtureCond, rnd *rand.Rand) float64 {
 	return base
 }
 
-func create[T recorder.Row](t testing.TB, dir string) *recorder.FileWriter[T] {
+func create[T recorder.Row[T]](t testing.TB, dir string) *recorder.FileWriter[T] {
 	t.Helper()
 	w, err := recorder.CreateFile[T](dir)
 	if err != nil {
@@ -186,15 +185,11 @@ func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 	if err := condW.Close(); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]any{"experiment": "slow-client", "stack": "embedded", "started_at": "2026-01-02T15:04:05Z",
-		"kernel": "6.1.0-test", "arch": "amd64", "cpus": 4, "go": "go1.26.0", "slowlab_sha256": "ab12",
-		"cgroup_version": "v2", "limits": "none: the embedded stack runs without cgroup limits",
-		"versions": map[string]string{"python3": "Python 3.11.2"}}
-	b, err := json.MarshalIndent(env, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, EnvironmentFile), b, 0o644); err != nil {
+	env := recorder.Environment{Experiment: "slow-client", Stack: "embedded", StartedAt: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+		Kernel: "6.1.0-test", Arch: "amd64", CPUs: 4, Go: "go1.26.0", SlowlabSHA256: "ab12",
+		CgroupVersion: "v2", Limits: "none: the embedded stack runs without cgroup limits",
+		Versions: map[string]string{"python3": "Python 3.11.2"}}
+	if err := recorder.AppendEnvironment(dir, env); err != nil {
 		t.Fatal(err)
 	}
 	for name := range fx.skip {

@@ -10,36 +10,16 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // gapFile is the latency-gap summary: one row per response size and
 // round-trip time.
-const gapFile = "gap.csv"
+var gapFile = recorder.FileName[recorder.GapRow]()
 
 func init() {
 	register(experiment{name: "latency-gap", order: 3, marker: gapFile, build: buildLatencyGap})
-}
-
-// gap is one row of gap.csv: what the server measured against what the
-// client waited, for one response size and added round-trip time.
-type gap struct {
-	SizeBytes                      int
-	RTTMS, ServerMS                float64
-	ClientKeepaliveMS, ClientNewMS float64
-	ServerBlindPct                 float64
-	Runs                           int
-	DelayMethod                    string
-}
-
-var gapColumns = []csvColumn[gap]{
-	intCol("size_bytes", func(g *gap) *int { return &g.SizeBytes }),
-	numCol("rtt_ms", func(g *gap) *float64 { return &g.RTTMS }),
-	numCol("server_ms", func(g *gap) *float64 { return &g.ServerMS }),
-	numCol("client_keepalive_ms", func(g *gap) *float64 { return &g.ClientKeepaliveMS }),
-	numCol("client_new_ms", func(g *gap) *float64 { return &g.ClientNewMS }),
-	numCol("server_blind_pct", func(g *gap) *float64 { return &g.ServerBlindPct }),
-	intCol("runs", func(g *gap) *int { return &g.Runs }),
-	strCol("delay_method", func(g *gap) *string { return &g.DelayMethod }),
 }
 
 // size formats a byte count the way the experiment names it: 1 KB, 100 KB.
@@ -56,7 +36,7 @@ func size(b int) string {
 }
 
 func buildLatencyGap(dir string) (*section, error) {
-	rows, err := readCSV(filepath.Join(dir, gapFile), gapColumns)
+	rows, err := recorder.ReadFile[recorder.GapRow](filepath.Join(dir, gapFile))
 	if err != nil {
 		return nil, err
 	}
@@ -68,12 +48,14 @@ func buildLatencyGap(dir string) (*section, error) {
 	} else {
 		s.skip("Latency-gap figure left out: %s has no timings.", gapFile)
 	}
-	t := &table{Caption: "Latency-gap conditions (" + gapFile + "): each time is the median over the runs.",
-		Head: []string{"size", "RTT (ms)", "server (ms)", "client keep-alive (ms)", "client new connection (ms)",
+	t := &table{Caption: "Latency-gap conditions (" + gapFile + "): each time is the median over the runs; RTT " +
+		"configured is what the path was asked to add, measured what the kernel measured on the connections (TCP_INFO).",
+		Head: []string{"size", "RTT configured (ms)", "RTT measured (ms)", "server (ms)", "client keep-alive (ms)", "client new connection (ms)",
 			"server blind (%)", "runs", "delay method"}}
 	for _, g := range rows {
 		t.Rows = append(t.Rows, []cell{{Text: size(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
-			ms(g.RTTMS), ms(g.ServerMS), ms(g.ClientKeepaliveMS), ms(g.ClientNewMS), num(g.ServerBlindPct, 1),
+			ms(g.ConfiguredRTTMS), maybe(g.RTTMS, ms), maybe(g.ServerMS, ms), maybe(g.ClientKeepaliveMS, ms), maybe(g.ClientNewMS, ms),
+			maybe(g.ServerBlindPct, func(v float64) cell { return num(v, 1) }),
 			integer(g.Runs), text(g.DelayMethod)})
 	}
 	s.addTable(t)
@@ -83,7 +65,7 @@ func buildLatencyGap(dir string) (*section, error) {
 // latencyGapFigure draws grouped bars per size and RTT: server-measured,
 // client keep-alive and client new-connection time, with the blind share
 // under each group.
-func latencyGapFigure(rows []gap) *figure {
+func latencyGapFigure(rows []recorder.GapRow) *figure {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -94,19 +76,19 @@ func latencyGapFigure(rows []gap) *figure {
 	names := make([]string, len(rows))
 	for i, g := range rows {
 		blind := "blind –"
-		if !math.IsNaN(g.ServerBlindPct) {
-			blind = fmt.Sprintf("blind %.1f%%", g.ServerBlindPct)
+		if g.ServerBlindPct.Valid {
+			blind = fmt.Sprintf("blind %.1f%%", g.ServerBlindPct.Value)
 		}
-		names[i] = fmt.Sprintf("%s\nRTT %g ms\n%s", size(g.SizeBytes), g.RTTMS, blind)
+		names[i] = fmt.Sprintf("%s\nRTT %g ms\n%s", size(g.SizeBytes), g.ConfiguredRTTMS, blind)
 	}
 	p.NominalX(names...)
 	stats := []struct {
 		name string
-		get  func(gap) float64
+		get  func(recorder.GapRow) recorder.Maybe
 	}{
-		{"server (Server-Timing)", func(g gap) float64 { return g.ServerMS }},
-		{"client, kept-alive connection", func(g gap) float64 { return g.ClientKeepaliveMS }},
-		{"client, new connection", func(g gap) float64 { return g.ClientNewMS }},
+		{"server (Server-Timing)", func(g recorder.GapRow) recorder.Maybe { return g.ServerMS }},
+		{"client, kept-alive connection", func(g recorder.GapRow) recorder.Maybe { return g.ClientKeepaliveMS }},
+		{"client, new connection", func(g recorder.GapRow) recorder.Maybe { return g.ClientNewMS }},
 	}
 	const width = 0.26
 	hi := 0.0
@@ -115,9 +97,10 @@ func latencyGapFigure(rows []gap) *figure {
 		val := make([]float64, len(rows))
 		for j, g := range rows {
 			pos[j] = float64(j) + (float64(i)-1)*width
-			val[j] = st.get(g)
-			if !math.IsNaN(val[j]) {
-				hi = math.Max(hi, val[j])
+			val[j] = math.NaN() // not measured: no bar
+			if m := st.get(g); m.Valid {
+				val[j] = m.Value
+				hi = math.Max(hi, m.Value)
 			}
 		}
 		b := newBars(pos, val, width*0.9, false, colorAt(i))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -82,19 +83,85 @@ func buildLongPoll(dir string) (*section, error) {
 	} else {
 		s.skip("Probe latency figure left out: no condition in %s has a probe latency above 0.", groupsFile)
 	}
-	t := &table{Caption: "Long-poll conditions (" + groupsFile + "): probe successes, failures, latency " +
-		"percentiles, probes slower than 1 s and throughput, with the slot arithmetic (held long-polls + probe " +
-		"workers against slots) and the most long-polls one worker held (sampled every 50 ms).",
-		Head: []string{"server", "held", "probes", "seconds", "ok", "failed", "p50 (ms)", "p95 (ms)",
-			"max (ms)", "> 1 s", "throughput (req/s)", "slots", "free slots", "held + probes vs slots", "busiest worker held"}}
+	t := &table{Caption: "Long-poll runs (" + groupsFile + "): probe successes, failures, latency " +
+		"percentiles, probes slower than 1 s and throughput over the elapsed probing time, with the slot arithmetic " +
+		"(held long-polls + probe workers against slots), the most long-polls one worker held (" + heldSampling(groups) +
+		") and the long-polls' issue waves after which some worker was full.",
+		Head: []string{"server", "held", "probes", "elapsed (s)", "ok", "failed", "p50 (ms)", "p95 (ms)",
+			"max (ms)", "> 1 s", "throughput (req/s)", "slots", "free slots", "held + probes vs slots", "busiest worker held",
+			"waves with a full worker"}}
 	for _, g := range groups {
+		waves := notMeasured
+		if g.Waves.Valid && g.FullWaves.Valid {
+			waves = text(fmt.Sprintf("%.0f of %.0f", g.FullWaves.Value, g.Waves.Value))
+		}
 		t.Rows = append(t.Rows, []cell{text(g.Server), integer(g.Hold), integer(g.ProbeConcurrency),
-			num(g.Seconds, 1), integer(g.OK), integer(g.Failed), maybe(g.P50MS, ms), maybe(g.P95MS, ms),
+			num(g.ElapsedS, 1), integer(g.OK), integer(g.Failed), maybe(g.P50MS, ms), maybe(g.P95MS, ms),
 			maybe(g.MaxMS, ms), integer(g.ProbesOver1s), ms(g.ThroughputRPS), integer(g.Slots), integer(g.FreeSlots),
-			text(slotArithmetic(g)), text(workerHeld(g))})
+			text(slotArithmetic(g)), text(workerHeld(g)), waves})
 	}
 	s.addTable(t)
+	if rt := repsTable(groups); rt != nil {
+		s.addTable(rt)
+	}
 	return s, nil
+}
+
+// heldSampling says how often held long-polls were sampled, from the
+// runs' sample counts over their elapsed time.
+func heldSampling(groups []recorder.LongPollGroup) string {
+	samples, secs := 0, 0.0
+	for _, g := range groups {
+		if g.HeldSamples > 0 {
+			samples += g.HeldSamples
+			secs += g.ElapsedS
+		}
+	}
+	if samples == 0 {
+		return "not sampled"
+	}
+	return fmt.Sprintf("sampled about every %.0f ms, %d samples over %.0f s", 1000*secs/float64(samples), samples, secs)
+}
+
+// repsTable summarizes conditions run more than once: how many runs had a
+// full worker and a probe over 1 s, and Fisher's exact test between
+// conditions that differ only in their probe count; nil without repetitions.
+func repsTable(groups []recorder.LongPollGroup) *table {
+	sums := recorder.SummarizeLongPoll(groups)
+	if !slices.ContainsFunc(sums, func(s recorder.LongPollSummary) bool { return s.Runs > 1 }) {
+		return nil
+	}
+	t := &table{Caption: "Over the repetitions of each condition: runs in which some worker was sampled full, runs with a " +
+		"probe over 1 s, and issue waves after which a worker was full. p: Fisher's exact test (two-sided) against the " +
+		"condition with the same server and held long-polls but another probe count; a small p says the two differ in " +
+		"how often it happens.",
+		Head: []string{"server", "held", "probes", "runs", "runs with a full worker", "runs with a probe > 1 s",
+			"waves with a full worker", "p (probe > 1 s)", "p (full worker)", "against"}}
+	cmp := recorder.CompareLongPoll(sums)
+	for _, s := range sums {
+		full, waves := notMeasured, notMeasured
+		if s.Sampled > 0 {
+			full = text(fmt.Sprintf("%d of %d", s.RunsFull, s.Sampled))
+		}
+		if s.Counted > 0 {
+			waves = text(fmt.Sprintf("%d of %d", s.FullWaves, s.Waves))
+		}
+		pOver, pFull, against := notMeasured, notMeasured, text("")
+		for _, c := range cmp {
+			if c.A == s || c.B == s {
+				other := c.B
+				if c.B == s {
+					other = c.A
+				}
+				pOver, pFull = num(c.POver1s, 3), num(c.PFullRuns, 3)
+				against = text(fmt.Sprintf("%d probes", other.Probes))
+				break
+			}
+		}
+		t.Rows = append(t.Rows, []cell{text(s.Server), integer(s.Hold), integer(s.Probes), integer(s.Runs), full,
+			text(fmt.Sprintf("%d of %d", s.RunsOver1s, s.Runs)), waves, pOver, pFull, against})
+	}
+	return t
 }
 
 // longPollFigure draws p50, p95 and max probe latency per condition on a

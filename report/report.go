@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // FiguresDir is the folder under the results directory that holds the
@@ -101,14 +103,14 @@ func Write(dir string) (*Report, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("results directory %s: not a directory", dir)
 	}
-	env, err := readEnvironment(dir)
+	sessions, err := readEnvironment(dir)
 	if err != nil {
 		return nil, err
 	}
 
 	rep := &Report{Dir: dir, HTML: filepath.Join(dir, HTMLFile)}
 	var sections []*section
-	for _, e := range selectExperiments(dir, env) {
+	for _, e := range selectExperiments(dir, sessions) {
 		s, err := e.build(dir)
 		if err != nil {
 			return nil, err
@@ -128,8 +130,8 @@ func Write(dir string) (*Report, error) {
 		return nil, fmt.Errorf("create figures directory: %w", err)
 	}
 	page := page{Dir: dir}
-	if env != nil {
-		page.Env = env.table()
+	if len(sessions) > 0 {
+		page.Env = environmentTable(sessions)
 	} else {
 		rep.Notes = append(rep.Notes, EnvironmentFile+" is not present: no environment summary")
 	}
@@ -157,15 +159,16 @@ func Write(dir string) (*Report, error) {
 }
 
 // selectExperiments returns the experiments to report on: the one
-// environment.json names when it names a known one and its results file
-// is present, else every experiment whose results file is present.
-func selectExperiments(dir string, env *environment) []experiment {
+// environment.json's first session names when it names a known one and
+// its results file is present, else every experiment whose results file
+// is present.
+func selectExperiments(dir string, sessions []recorder.Environment) []experiment {
 	var found []experiment
 	for _, e := range experiments {
 		if _, err := os.Stat(filepath.Join(dir, e.marker)); err != nil {
 			continue
 		}
-		if env != nil && env.Experiment == e.name {
+		if len(sessions) > 0 && sessions[0].Experiment == e.name {
 			return []experiment{e}
 		}
 		found = append(found, e)

@@ -2,246 +2,17 @@ package report
 
 import (
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	_ "image/png"
-	"io"
 	"io/fs"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"golang.org/x/net/html"
-
 	"github.com/slowlab/slowlab/recorder"
 )
-
-// svgStats is what the tests count in an SVG file.
-type svgStats struct {
-	root  string         // name of the root element
-	paths int            // <path> elements
-	arcs  int            // paths with an arc: circle glyphs, which are data points (see scatter)
-	fills map[string]int // filled paths by fill colour, such as "#0072B2"
-}
-
-func parseSVG(t *testing.T, data []byte) svgStats {
-	t.Helper()
-	st := svgStats{fills: map[string]int{}}
-	dec := xml.NewDecoder(bytes.NewReader(data))
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG does not parse as XML: %v", err)
-		}
-		el, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		if st.root == "" {
-			st.root = el.Name.Local
-		}
-		if el.Name.Local != "path" {
-			continue
-		}
-		st.paths++
-		for _, a := range el.Attr {
-			switch a.Name.Local {
-			case "d":
-				if strings.Contains(a.Value, "A") {
-					st.arcs++
-				}
-			case "style":
-				for _, decl := range strings.Split(a.Value, ";") {
-					if v, ok := strings.CutPrefix(decl, "fill:"); ok && v != "none" {
-						st.fills[v]++
-					}
-				}
-			}
-		}
-	}
-	return st
-}
-
-func hexColor(c color.Color) string {
-	r, g, b, _ := c.RGBA()
-	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
-}
-
-func figureByName(t *testing.T, rep *Report, name string) Figure {
-	t.Helper()
-	for _, f := range rep.Figures {
-		if f.Name == name {
-			return f
-		}
-	}
-	t.Fatalf("no figure %q among %v", name, figureNames(rep))
-	return Figure{}
-}
-
-func figureNames(rep *Report) []string {
-	var names []string
-	for _, f := range rep.Figures {
-		names = append(names, f.Name)
-	}
-	return names
-}
-
-func sum(vs []int) int {
-	n := 0
-	for _, v := range vs {
-		n += v
-	}
-	return n
-}
-
-// checkFiles checks that every figure's PNG decodes to its size and its
-// SVG parses, and returns the SVG stats by figure name.
-func checkFiles(t *testing.T, rep *Report) map[string]svgStats {
-	t.Helper()
-	stats := map[string]svgStats{}
-	for _, f := range rep.Figures {
-		if f.Title == "" || f.Caption == "" || f.Series == 0 || f.Panels == 0 {
-			t.Errorf("figure %s: title %q, caption %q, %d series, %d panels", f.Name, f.Title, f.Caption, f.Series, f.Panels)
-		}
-		if len(f.points) != f.Series {
-			t.Errorf("figure %s: %d series, %d point counts", f.Name, f.Series, len(f.points))
-		}
-		want := []string{"figures/" + f.Name + ".png", "figures/" + f.Name + ".svg"}
-		if !slices.Equal(f.Files, want) {
-			t.Errorf("figure %s: files %v, want %v", f.Name, f.Files, want)
-		}
-		for _, rel := range f.Files {
-			data, err := os.ReadFile(filepath.Join(rep.Dir, filepath.FromSlash(rel)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch path.Ext(rel) {
-			case ".png":
-				cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
-				if err != nil || format != "png" || cfg.Width < 600 || cfg.Height < 300 {
-					t.Errorf("%s: %s %dx%d, %v", rel, format, cfg.Width, cfg.Height, err)
-				}
-			case ".svg":
-				st := parseSVG(t, data)
-				if st.root != "svg" {
-					t.Errorf("%s: root element %q, want svg", rel, st.root)
-				}
-				if bytes.Contains(data, []byte("http://fonts")) || bytes.Contains(data, []byte("url(http")) {
-					t.Errorf("%s references the network", rel)
-				}
-				stats[f.Name] = st
-			}
-		}
-	}
-	return stats
-}
-
-// checkHTML parses report.html and checks that every src and href is a
-// relative path to a file in the results directory (or a fragment naming
-// an element), that nothing could load from elsewhere, and that every
-// figure's PNG is shown.
-func checkHTML(t *testing.T, rep *Report) *html.Node {
-	t.Helper()
-	data, err := os.ReadFile(rep.HTML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := html.Parse(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := map[string]bool{}
-	var refs []string
-	imgs := map[string]bool{}
-	for n := range doc.Descendants() {
-		if n.Type != html.ElementNode {
-			continue
-		}
-		switch n.Data {
-		case "script", "link", "iframe", "object", "embed", "base":
-			t.Errorf("report.html has a <%s> element", n.Data)
-		case "style":
-			if css := n.FirstChild; css != nil && (strings.Contains(css.Data, "url(") || strings.Contains(css.Data, "@import")) {
-				t.Error("report.html's CSS loads something")
-			}
-		}
-		for _, a := range n.Attr {
-			switch a.Key {
-			case "id":
-				ids[a.Val] = true
-			case "src", "href", "srcset", "poster", "data":
-				refs = append(refs, a.Val)
-				if n.Data == "img" && a.Key == "src" {
-					imgs[a.Val] = true
-				}
-			case "style":
-				if strings.Contains(a.Val, "url(") {
-					t.Errorf("inline style loads something: %q", a.Val)
-				}
-			}
-		}
-	}
-	if len(refs) == 0 {
-		t.Fatal("report.html references nothing")
-	}
-	for _, ref := range refs {
-		u, err := url.Parse(ref)
-		if err != nil {
-			t.Errorf("reference %q: %v", ref, err)
-			continue
-		}
-		if u.Scheme != "" || u.Host != "" || strings.HasPrefix(ref, "//") || path.IsAbs(u.Path) {
-			t.Errorf("reference %q is not relative to the results directory", ref)
-			continue
-		}
-		if u.Path == "" {
-			if !ids[u.Fragment] {
-				t.Errorf("reference %q names no element", ref)
-			}
-			continue
-		}
-		if strings.Contains(u.Path, "..") {
-			t.Errorf("reference %q leaves the results directory", ref)
-		}
-		if st, err := os.Stat(filepath.Join(rep.Dir, filepath.FromSlash(u.Path))); err != nil || st.IsDir() {
-			t.Errorf("reference %q: not a file: %v", ref, err)
-		}
-	}
-	for _, f := range rep.Figures {
-		if !imgs[f.Files[0]] {
-			t.Errorf("report.html shows no <img> for %s", f.Files[0])
-		}
-	}
-	return doc
-}
-
-// expectedDownloads counts the fixture's downloads of ok runs: all of
-// them, and those with an app_send_s.
-func expectedDownloads(fx fixture) (all, withApp int) {
-	for _, c := range fixtureConditions() {
-		for rep := 1; rep <= fx.reps; rep++ {
-			if fx.failed[runID(c, rep)] {
-				continue
-			}
-			all += c.slow
-			withApp += c.slow
-			if rep == 1 && c.slow >= 2 {
-				withApp-- // client 1 of rep 1 has no app_send_s
-			}
-		}
-	}
-	return all, withApp
-}
 
 func TestWriteSlowClient(t *testing.T) {
 	dir := t.TempDir()
@@ -415,64 +186,6 @@ func TestWriteWithoutResourceValues(t *testing.T) {
 	checkFiles(t, rep)
 }
 
-// writeLongPollAndGap writes groups.csv and gap.csv as the issue gives
-// their columns.
-func writeLongPollAndGap(t *testing.T, dir string) {
-	t.Helper()
-	groups := "run_id,server,hold,probe_concurrency,seconds,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s\n" +
-		"sync-2.hold0.probes20.rep1,sync-2,0,20,60,60000,0,18.5,22.1,40.2,1000.5,2,2,0,0,0\n" +
-		"sync-2.hold2.probes20.rep1,sync-2,2,20,60,38,0,29800,30010,30050,0.63,2,0,1,59.5,38\n" +
-		"gthread-2x16.hold0.probes20.rep1,gthread-2x16,0,20,60,59000,0,19,25,48,980,32,32,0,0,0\n" +
-		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,60,58000,2,19.5,26,2100,970,32,12,16,1.25,20\n" +
-		"gthread-2x16.hold20.probes8.rep1,gthread-2x16,20,8,60,30000,0,9.1,12,,500,32,12,,,0\n" // max and held not measured
-	gap := "size_bytes,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method\n" +
-		"1024,0,0.05,0.12,0.17,70.6,40,none\n" +
-		"102400,0,0.2,0.5,0.7,71.4,40,none\n" +
-		"1024,50,0.06,50.3,100.7,99.9,40,netem\n" +
-		"102400,50,0.3,100.8,151.2,99.8,40,netem\n"
-	for name, body := range map[string]string{groupsFile: groups, gapFile: gap} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestWriteLongPollAndLatencyGap(t *testing.T) {
-	dir := t.TempDir()
-	writeLongPollAndGap(t, dir)
-	rep, err := Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(rep.Experiments, []string{"long-poll", "latency-gap"}) {
-		t.Errorf("experiments %v", rep.Experiments)
-	}
-	stats := checkFiles(t, rep)
-	checkHTML(t, rep)
-	lp := figureByName(t, rep, "longpoll-latency")
-	if lp.Series != 3 || !slices.Equal(lp.points, []int{5, 5, 4}) {
-		t.Errorf("longpoll-latency: %d series, points %v; want p50, p95, max with 5, 5, 4", lp.Series, lp.points)
-	}
-	gap := figureByName(t, rep, "latency-gap")
-	if gap.Series != 3 || !slices.Equal(gap.points, []int{4, 4, 4}) {
-		t.Errorf("latency-gap: %d series, points %v", gap.Series, gap.points)
-	}
-	for i := range 3 {
-		if got := stats["latency-gap"].fills[hexColor(lighter(colorAt(i)))]; got != 4+1 {
-			t.Errorf("latency-gap.svg series %d: %d bars, want 4 + legend", i, got)
-		}
-	}
-	b, _ := os.ReadFile(rep.HTML)
-	page := html.UnescapeString(string(b))
-	for _, want := range []string{"<td>20 + 20 = 40 > 32 slots: 8 wait</td>", "<td>16 of 16 threads, full for 1.2 s</td>",
-		"<td>1 of 1 threads, full for 59.5 s</td>", "<td>not measured</td>", "<td>20 + 8 = 28 ≤ 32 slots: none wait</td>",
-		"<td>2 + 20 = 22 > 2 slots: 20 wait</td>", "<td class=\"num\">99.9</td>", "netem", "100 KiB", "0.630"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("report.html lacks %q", want)
-		}
-	}
-}
-
 func TestWriteErrors(t *testing.T) {
 	valid := func(t *testing.T) string {
 		dir := t.TempDir()
@@ -511,7 +224,7 @@ func TestWriteErrors(t *testing.T) {
 			dir := valid(t)
 			replace(t, dir, "runs.csv", "p95_ms", "p96_ms")
 			return dir
-		}, []string{"runs.csv", `header column 12: want "p95_ms", got "p96_ms"`}, recorder.ErrHeader},
+		}, []string{"runs.csv", `header column 14: want "p95_ms", got "p96_ms"`}, recorder.ErrHeader},
 		{"requests.csv cell", func(t *testing.T) string {
 			dir := valid(t)
 			replace(t, dir, "requests.csv", ",200,12,", ",ok,12,")
@@ -532,7 +245,7 @@ func TestWriteErrors(t *testing.T) {
 			writeLongPollAndGap(t, dir)
 			replace(t, dir, gapFile, "0.05", "fast")
 			return dir
-		}, []string{"gap.csv", `line 2, column 3 (server_ms): "fast": want a finite decimal number`}, nil},
+		}, []string{"gap.csv", `line 2, column 4 (server_ms): "fast": want a finite decimal number`}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -631,46 +344,6 @@ func TestLinearTicks(t *testing.T) {
 		}
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("linearTicks(%v, %v) labels %v, want %v", tt.lo, tt.hi, got, tt.want)
-		}
-	}
-}
-
-func TestLimitsText(t *testing.T) {
-	for raw, want := range map[string]string{
-		``:                 "",
-		`null`:             "",
-		`"none: embedded"`: "none: embedded",
-		`{"app": {"cpu": 0.25}, "proxy": "0.20 CPU"}`: `app: {"cpu":0.25}; proxy: 0.20 CPU`,
-		`[1, 2]`: "[1,2]",
-	} {
-		if got := limitsText([]byte(raw)); got != want {
-			t.Errorf("limitsText(%s) = %q, want %q", raw, got, want)
-		}
-	}
-}
-
-// Repeated long-poll runs of one condition are told apart in the figure,
-// and a run whose worker filled up says so.
-func TestLongPollRepsLabelled(t *testing.T) {
-	dir := t.TempDir()
-	groups := "run_id,server,hold,probe_concurrency,seconds,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s\n" +
-		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,40,290000,0,2.4,5.3,61.8,7332.2,32,12,14,0,0\n" +
-		"gthread-2x16.hold20.probes20.rep2,gthread-2x16,20,20,40,187295,0,2.6,6.0,30003.7,4682.4,32,12,16,12,20\n"
-	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(groups), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svg, err := os.ReadFile(filepath.Join(dir, "figures", figureByName(t, rep, "longpoll-latency").Name+".svg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := html.UnescapeString(string(svg))
-	for _, want := range []string{"20 probes, rep 1, 12 of 32 slots free<", "20 probes, rep 2, 12 of 32 slots free, a worker full 12.0 s<"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("longpoll-latency.svg lacks the label %q", want)
 		}
 	}
 }

@@ -29,7 +29,7 @@ type slowClient struct {
 
 // readOptional reads dir's file of row type T; present is false when the
 // file does not exist.
-func readOptional[T recorder.Row](dir string) (rows []T, present bool, err error) {
+func readOptional[T recorder.Row[T]](dir string) (rows []T, present bool, err error) {
 	path := filepath.Join(dir, recorder.FileName[T]())
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil

@@ -33,57 +33,79 @@ func rowsHeight(n int) vg.Length {
 	return max(3*vg.Inch, vg.Length(1.4+0.32*float64(n))*vg.Inch)
 }
 
-// p95Figure draws each condition's /fast p95: the median over its ok runs
-// as a point, min to max as a line, on a log axis. It returns nil and the
-// reason when no run has a p95 to draw.
-func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*figure, string) {
-	type row struct {
-		key          condKey
-		mid, lo, hi  float64
-		runs, values int
-	}
-	var rows []row
-	var totals, runCounts []int
-	var noP95 []string
-	nonPositive := 0
+// p95Row is one condition of the p95 figure: the median, min and max
+// over its ok runs of each run's /fast p95.
+type p95Row struct {
+	key         condKey
+	mid, lo, hi float64
+}
+
+// p95Data is what the p95 figure draws, and what its caption says about
+// the runs and what was left out.
+type p95Data struct {
+	rows        []p95Row
+	totals      []int    // /fast requests of each ok run
+	runCounts   []int    // ok runs of each condition
+	noP95       []string // conditions without a run p95, not drawn
+	nonPositive int      // run p95 values <= 0, which a log axis cannot show
+}
+
+// collectP95 gathers the ok runs' p95 values per condition.
+func collectP95(keys []condKey, groups map[condKey][]recorder.Run) p95Data {
+	var d p95Data
 	for _, k := range keys {
 		var vals []float64
 		for _, r := range groups[k] {
-			totals = append(totals, r.FastTotal)
+			d.totals = append(d.totals, r.FastTotal)
 			switch {
 			case !r.P95MS.Valid:
 			case r.P95MS.Value <= 0:
-				nonPositive++ // cannot be drawn on a log axis
+				d.nonPositive++ // cannot be drawn on a log axis
 			default:
 				vals = append(vals, r.P95MS.Value)
 			}
 		}
-		runCounts = append(runCounts, len(groups[k]))
+		d.runCounts = append(d.runCounts, len(groups[k]))
 		if len(vals) == 0 {
-			noP95 = append(noP95, k.label())
+			d.noP95 = append(d.noP95, k.label())
 			continue
 		}
-		rows = append(rows, row{k, recorder.Median(vals), slices.Min(vals), slices.Max(vals), len(groups[k]), len(vals)})
+		d.rows = append(d.rows, p95Row{k, recorder.Median(vals), slices.Min(vals), slices.Max(vals)})
 	}
-	if len(rows) == 0 {
+	return d
+}
+
+// p95Figure draws each condition's /fast p95: the median over its ok runs
+// as a point, min to max as a line, on a log axis. It returns nil and the
+// reason when no run has a p95 to draw.
+func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*figure, string) {
+	d := collectP95(keys, groups)
+	if len(d.rows) == 0 {
 		return nil, "no ok run has a p95 above 0"
 	}
-
-	f := &figure{name: "fast-p95", title: "/fast p95 latency per condition", width: 8 * vg.Inch, height: rowsHeight(len(rows))}
+	f := &figure{name: "fast-p95", title: "/fast p95 latency per condition", width: 8 * vg.Inch, height: rowsHeight(len(d.rows))}
 	p := newPlot(f.title, "/fast p95 latency (ms, log scale)", "condition")
 	grid(p, true, false)
-	labels := make([]string, len(rows))
-	for i, r := range rows {
+	labels := make([]string, len(d.rows))
+	for i, r := range d.rows {
 		labels[i] = r.key.label()
 	}
 	ys := conditionRows(p, labels)
+	if err := drawP95(p, f, d.rows, ys); err != nil {
+		return nil, err.Error()
+	}
+	f.panels = []*plot.Plot{p}
+	f.caption = p95Caption(d)
+	return f, ""
+}
 
-	// One series per route and server, so the routes stand apart by colour.
+// drawP95 adds the rows at ys to p as one series per route and server,
+// so the routes stand apart by colour, and sets p's log axis.
+func drawP95(p *plot.Plot, f *figure, rows []p95Row, ys []float64) error {
 	type group struct {
 		name           string
 		y, mid, lo, hi []float64
 		color          int
-		first          int
 	}
 	var order []string
 	byName := map[string]*group{}
@@ -105,7 +127,7 @@ func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*figure, stri
 		iv := newIntervals(g.y, g.mid, g.lo, g.hi)
 		bars, err := plotter.NewXErrorBars(iv)
 		if err != nil {
-			return nil, err.Error()
+			return err
 		}
 		bars.LineStyle.Color, bars.LineStyle.Width = c, vg.Points(1.5)
 		bars.CapWidth = vg.Points(6)
@@ -113,39 +135,43 @@ func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*figure, stri
 		f.addSeries(name, len(g.y))
 	}
 	setLog(&p.X, lo, hi)
-	f.panels = []*plot.Plot{p}
-
-	fastN := countRange(totals)
-	f.caption = fmt.Sprintf("p95 = nearest-rank 95th percentile of a run's %s /fast latencies "+
-		"(actual start to last body byte; ok responses only, a failed request has no latency); "+
-		"point = median over the condition's ok runs (%s per condition), line = min to max over those runs. "+
-		"Log scale; colour groups route and server.", fastN, countRange(runCounts))
-	if len(noP95) > 0 {
-		f.caption += " Not drawn, no run with a p95: " + strings.Join(noP95, "; ") + "."
-	}
-	if nonPositive > 0 {
-		f.caption += fmt.Sprintf(" %d run p95 values of 0 ms are not drawn (log scale).", nonPositive)
-	}
-	return f, ""
+	return nil
 }
 
-// sendReceiveFigure draws, per condition with slow downloads, the app's
-// send time against the clients' receive time: bars for the medians over
-// runs of each run's median, a point per download.
-func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) (*figure, string) {
+// p95Caption says what the p95 figure's points and lines are and what it
+// leaves out.
+func p95Caption(d p95Data) string {
+	caption := fmt.Sprintf("p95 = nearest-rank 95th percentile of a run's %s /fast latencies "+
+		"(actual start to last body byte; ok responses only, a failed request has no latency); "+
+		"point = median over the condition's ok runs (%s per condition), line = min to max over those runs. "+
+		"Log scale; colour groups route and server.", countRange(d.totals), countRange(d.runCounts))
+	if len(d.noP95) > 0 {
+		caption += " Not drawn, no run with a p95: " + strings.Join(d.noP95, "; ") + "."
+	}
+	if d.nonPositive > 0 {
+		caption += fmt.Sprintf(" %d run p95 values of 0 ms are not drawn (log scale).", d.nonPositive)
+	}
+	return caption
+}
+
+// sendReceiveRow is one condition of the send-vs-receive figure.
+type sendReceiveRow struct {
+	key                condKey
+	app, recv          float64 // medians over runs of the runs' medians
+	appPoints, recvPts []float64
+	incomplete         int
+}
+
+// collectSendReceive gathers, per condition, the slow downloads of its ok
+// runs; conditions without any are left out.
+func collectSendReceive(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) []sendReceiveRow {
 	byRun := map[string][]recorder.LargeResponse{}
 	for _, l := range larges {
 		byRun[l.RunID] = append(byRun[l.RunID], l)
 	}
-	type row struct {
-		key                condKey
-		app, recv          float64 // medians over runs of the runs' medians
-		appPoints, recvPts []float64
-		incomplete         int
-	}
-	var rows []row
+	var rows []sendReceiveRow
 	for _, k := range keys {
-		r := row{key: k}
+		r := sendReceiveRow{key: k}
 		var appMed, recvMed []float64
 		for _, run := range groups[k] {
 			var app, recv []float64
@@ -169,10 +195,17 @@ func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges
 		r.app, r.recv = recorder.Median(appMed), recorder.Median(recvMed)
 		rows = append(rows, r)
 	}
+	return rows
+}
+
+// sendReceiveFigure draws, per condition with slow downloads, the app's
+// send time against the clients' receive time: bars for the medians over
+// runs of each run's median, a point per download.
+func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) (*figure, string) {
+	rows := collectSendReceive(keys, groups, larges)
 	if len(rows) == 0 {
 		return nil, "no ok run has a slow download in large-responses.csv"
 	}
-
 	f := &figure{name: "send-vs-receive", title: "App send time vs client receive time of the slow downloads",
 		width: 8 * vg.Inch, height: rowsHeight(len(rows))}
 	p := newPlot(f.title, "time (s)", "condition")
@@ -182,12 +215,24 @@ func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges
 		labels[i] = r.key.label()
 	}
 	ys := conditionRows(p, labels)
+	noAppSend := drawSendReceive(p, f, rows, ys)
+	f.panels = []*plot.Plot{p}
+	incomplete := 0
+	for _, r := range rows {
+		incomplete += r.incomplete
+	}
+	f.caption = sendReceiveCaption(noAppSend, incomplete)
+	return f, ""
+}
 
+// drawSendReceive adds the rows at ys to p: a bar for each median, app
+// above and client below the row's line, and a point per download. It
+// returns how many downloads have a receive time but no app send time.
+func drawSendReceive(p *plot.Plot, f *figure, rows []sendReceiveRow, ys []float64) (noAppSend int) {
 	const offset, thickness, spread = 0.19, 0.34, 0.24
 	var appPos, appVal, recvPos, recvVal []float64
 	var appXY, recvXY plotter.XYs
 	hi := 0.0
-	incomplete := 0
 	for i, r := range rows {
 		appPos, appVal = append(appPos, ys[i]+offset), append(appVal, r.app)
 		recvPos, recvVal = append(recvPos, ys[i]-offset), append(recvVal, r.recv)
@@ -198,7 +243,6 @@ func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges
 				hi = math.Max(hi, v)
 			}
 		}
-		incomplete += r.incomplete
 	}
 	appColor, recvColor := colorAt(1), colorAt(0)
 	appBars := newBars(appPos, appVal, thickness, true, appColor)
@@ -216,19 +260,23 @@ func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges
 	p.Legend.Add("receive_s, one download", recvDots)
 	// Room on the right for the legend.
 	p.X.Min, p.X.Max = 0, math.Max(hi, 1e-3)*1.55
-	f.panels = []*plot.Plot{p}
+	return len(recvXY) - len(appXY)
+}
 
-	f.caption = "app_send_s = the app's time from starting the response generator to having written the " +
+// sendReceiveCaption says what the send-vs-receive figure's bars and
+// points are, and which downloads lack a value or did not complete.
+func sendReceiveCaption(noAppSend, incomplete int) string {
+	caption := "app_send_s = the app's time from starting the response generator to having written the " +
 		"last chunk to the socket (not delivery); client_receive_s = a slow client's time from sending the " +
 		"request to consuming the last chunk under its read pacing. Bar = median over the condition's ok runs " +
 		"of each run's median download (as in conditions.csv); point = one download of those runs."
-	if missing := len(recvXY) - len(appXY); missing > 0 {
-		f.caption += fmt.Sprintf(" %d downloads have no app_send_s (the app did not report it).", missing)
+	if noAppSend > 0 {
+		caption += fmt.Sprintf(" %d downloads have no app_send_s (the app did not report it).", noAppSend)
 	}
 	if incomplete > 0 {
-		f.caption += fmt.Sprintf(" %d downloads did not complete (error or short body); their times are drawn as measured.", incomplete)
+		caption += fmt.Sprintf(" %d downloads did not complete (error or short body); their times are drawn as measured.", incomplete)
 	}
-	return f, ""
+	return caption
 }
 
 // jitter places values at y, spread evenly over a band of the given

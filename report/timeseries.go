@@ -86,68 +86,106 @@ type panel struct {
 	xMax    float64
 }
 
-func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *slowClient) (*figure, string) {
+// runData returns the run's /fast requests and its resource samples by
+// component, in time order.
+func runData(runID string, d *slowClient) ([]recorder.Request, map[string][]recorder.ResourceSample) {
 	var reqs []recorder.Request
 	for _, r := range d.requests {
-		if r.RunID == run.RunID {
+		if r.RunID == runID {
 			reqs = append(reqs, r)
 		}
 	}
 	samples := map[string][]recorder.ResourceSample{}
 	for _, s := range d.samples {
-		if s.RunID == run.RunID {
+		if s.RunID == runID {
 			samples[s.Component] = append(samples[s.Component], s)
 		}
 	}
 	for _, ss := range samples {
 		slices.SortStableFunc(ss, func(a, b recorder.ResourceSample) int { return cmpFloat(a.TS, b.TS) })
 	}
+	return reqs, samples
+}
 
-	var panels []panel
-	var drawn, skipped []string
-	missing := map[string][]string{}
-	add := func(what string, p *panel, why string) {
-		if p == nil {
-			skipped = append(skipped, what+" ("+why+")")
-			return
-		}
-		panels = append(panels, *p)
-		drawn = append(drawn, what)
-		missing[what] = p.missing
+// runPanels is the panels of a run's time-series figure: those drawn, by
+// name in drawing order, and those left out with the reason.
+type runPanels struct {
+	panels  []panel
+	drawn   []string
+	skipped []string            // "name (why)"
+	missing map[string][]string // series of a drawn panel without data
+	failed  int                 // /fast requests that failed, not drawn
+}
+
+func (rp *runPanels) add(what string, p *panel, why string) {
+	if p == nil {
+		rp.skipped = append(rp.skipped, what+" ("+why+")")
+		return
 	}
+	rp.panels = append(rp.panels, *p)
+	rp.drawn = append(rp.drawn, what)
+	rp.missing[what] = p.missing
+}
+
+// buildPanels draws the panels of condition k's run from its requests and
+// samples.
+func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]recorder.ResourceSample, d *slowClient) *runPanels {
+	rp := &runPanels{missing: map[string][]string{}}
 	lat, failed, why := latencyPanel(reqs, d.requests != nil)
-	add("/fast latency", lat, why)
+	rp.failed = failed
+	rp.add("/fast latency", lat, why)
 	temp, why := tempPanel(samples["proxy"], d.samples != nil, k.route)
-	add("proxy temp files", temp, why)
+	rp.add("proxy temp files", temp, why)
 	mem, why := memoryPanel(samples["app"], d.samples != nil)
-	add("app memory", mem, why)
+	rp.add("app memory", mem, why)
 	cpu, why := cpuPanel(samples, d.samples != nil)
-	add("CPU", cpu, why)
-	if len(panels) == 0 {
-		return nil, "run " + run.RunID + " has no data to draw: " + strings.Join(skipped, "; ")
+	rp.add("CPU", cpu, why)
+	return rp
+}
+
+// timeSeriesFigure draws run, the median run of condition k's nRuns, over
+// time: a panel each for its /fast latency, the proxy's temp files, the
+// app's memory and the components' CPU use, as far as there is data. It
+// returns nil and the reason when there is none.
+func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *slowClient) (*figure, string) {
+	reqs, samples := runData(run.RunID, d)
+	rp := buildPanels(k, reqs, samples, d)
+	if len(rp.panels) == 0 {
+		return nil, "run " + run.RunID + " has no data to draw: " + strings.Join(rp.skipped, "; ")
 	}
 
 	f := &figure{name: "timeseries-" + k.name(),
 		title: fmt.Sprintf("%s, %s, %d slow clients: run %s over time", k.route, k.server, k.slow, run.RunID),
-		width: 8 * vg.Inch, height: vg.Length(0.6+2.3*float64(len(panels))) * vg.Inch}
+		width: 8 * vg.Inch, height: vg.Length(0.6+2.3*float64(len(rp.panels))) * vg.Inch}
 	xMax := 0.0
-	for _, p := range panels {
+	for _, p := range rp.panels {
 		xMax = math.Max(xMax, p.xMax)
 	}
-	for _, p := range panels {
+	for _, p := range rp.panels {
 		p.p.X.Min, p.p.X.Max = 0, math.Max(xMax, 1)
 		f.panels = append(f.panels, p.p)
 		f.series = append(f.series, p.series...)
 	}
+	f.caption = fmt.Sprintf("Run %s is the condition's median run: its p95 (%.1f ms) is the median of the "+
+		"p95 of the condition's %d ok runs (the lower middle for an even count). Time is seconds since the run "+
+		"start; %s. %s.",
+		run.RunID, run.P95MS.Value, nRuns, samplingText(samples), capitalize(strings.Join(rp.panelTexts(), "; ")))
+	if len(rp.skipped) > 0 {
+		f.caption += " Left out for lack of data: " + strings.Join(rp.skipped, "; ") + "."
+	}
+	return f, ""
+}
 
+// panelTexts says what each drawn panel shows, for the caption.
+func (rp *runPanels) panelTexts() []string {
 	var parts []string
-	for _, what := range drawn {
+	for _, what := range rp.drawn {
 		n := len(parts)
 		switch what {
 		case "/fast latency":
 			s := "/fast latency = each ok request's actual start to last body byte, at its start time (log scale)"
-			if failed > 0 {
-				s += fmt.Sprintf("; %d failed requests (no response or an error) are not drawn", failed)
+			if rp.failed > 0 {
+				s += fmt.Sprintf("; %d failed requests (no response or an error) are not drawn", rp.failed)
 			}
 			parts = append(parts, s)
 		case "proxy temp files":
@@ -160,18 +198,11 @@ func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *slowClient) (*f
 			parts = append(parts, "CPU = change in a component's CPU time (cpu_seconds) between "+
 				"consecutive samples divided by the time between them, in cores")
 		}
-		if m := missing[what]; len(parts) > n && len(m) > 0 {
+		if m := rp.missing[what]; len(parts) > n && len(m) > 0 {
 			parts[n] += " (no samples, not drawn: " + strings.Join(m, ", ") + ")"
 		}
 	}
-	f.caption = fmt.Sprintf("Run %s is the condition's median run: its p95 (%.1f ms) is the median of the "+
-		"p95 of the condition's %d ok runs (the lower middle for an even count). Time is seconds since the run "+
-		"start; resources are sampled about every 200 ms. %s.",
-		run.RunID, run.P95MS.Value, nRuns, capitalize(strings.Join(parts, "; ")))
-	if len(skipped) > 0 {
-		f.caption += " Left out for lack of data: " + strings.Join(skipped, "; ") + "."
-	}
-	return f, ""
+	return parts
 }
 
 func latencyPanel(reqs []recorder.Request, present bool) (p *panel, failed int, why string) {
@@ -331,4 +362,19 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// samplingText says how often the run's resources were sampled: the
+// median interval between consecutive samples of a component.
+func samplingText(samples map[string][]recorder.ResourceSample) string {
+	var gaps []float64
+	for _, ss := range samples {
+		for i := 1; i < len(ss); i++ {
+			gaps = append(gaps, ss[i].TS-ss[i-1].TS)
+		}
+	}
+	if len(gaps) == 0 {
+		return "resources were not sampled"
+	}
+	return fmt.Sprintf("resources are sampled every %.0f ms (median interval)", 1000*recorder.Median(gaps))
 }

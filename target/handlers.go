@@ -16,7 +16,9 @@ var fastBody = []byte(`{"ok": true}`)
 // maxBytes bounds /bytes?n= and /large?size= (1 GiB).
 const maxBytes = 1 << 30
 
-// Handler returns the app endpoints, without worker limits.
+// Handler returns the app endpoints, without worker limits. Each endpoint
+// and the status codes it counts are listed in endpointCodes too, so its
+// metrics exist before its first request.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /fast", s.fast)
@@ -102,7 +104,7 @@ func (s *Server) longpoll(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-t.C:
 	case <-r.Context().Done():
-		s.done("longpoll", 499, start)
+		s.done("longpoll", statusClientClosed, start)
 		return
 	}
 	serverTiming(w, start)

@@ -1,10 +1,24 @@
 package target
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// statusClientClosed is what a long-poll whose client left first is counted
+// as (NGINX's 499); it is never sent.
+const statusClientClosed = 499
+
+// endpointCodes lists the app endpoints (see Handler) with every status code
+// their handlers count: the bounded label values of requests_total.
+var endpointCodes = map[string][]int{
+	"fast":     {http.StatusOK},
+	"large":    {http.StatusOK, http.StatusBadRequest},
+	"longpoll": {http.StatusNoContent, http.StatusBadRequest, statusClientClosed},
+	"bytes":    {http.StatusOK, http.StatusBadRequest},
+}
 
 type metrics struct {
 	requests *prometheus.CounterVec
@@ -44,13 +58,23 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 		Help: "Requests the server can work on at once (workers x threads); absent for the unbounded async model.",
 	})
 	reg.MustRegister(m.requests, m.write, m.busy, m.held, m.queued)
+	// Every series with a bounded label exists at 0 from the start, so
+	// rate() and absent() see it before the first request.
+	for endpoint, codes := range endpointCodes {
+		m.write.WithLabelValues(endpoint)
+		for _, code := range codes {
+			m.requests.WithLabelValues(endpoint, strconv.Itoa(code))
+		}
+	}
+	workers := 1 // async serves everything as worker 0
 	if n := o.Slots(); n > 0 {
 		slots.Set(float64(n))
 		reg.MustRegister(slots)
-		for w := 0; w < o.Workers; w++ {
-			m.busy.WithLabelValues(strconv.Itoa(w))
-			m.held.WithLabelValues(strconv.Itoa(w))
-		}
+		workers = o.Workers
+	}
+	for w := range workers {
+		m.busy.WithLabelValues(strconv.Itoa(w))
+		m.held.WithLabelValues(strconv.Itoa(w))
 	}
 	return m
 }

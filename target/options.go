@@ -52,6 +52,10 @@ type Options struct {
 	// TracerProvider, when set, gives every app request a server span
 	// continuing the client's W3C traceparent. Nil: no tracing, no cost.
 	TracerProvider trace.TracerProvider
+	// LastByteTiming sends every response chunked, with its Server-Timing
+	// again as a trailer timed through the last body byte handed to the
+	// socket (LastByteTiming); the latency-gap experiment compares both.
+	LastByteTiming bool
 }
 
 // DefaultOptions returns the published main condition: sync, 2 workers.

@@ -127,6 +127,9 @@ func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
 }
 
 func (s *Server) newHTTPServer(h http.Handler) *http.Server {
+	if s.opts.LastByteTiming {
+		h = LastByteTiming(h)
+	}
 	return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 }
 

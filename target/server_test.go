@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func startServer(t testing.TB, o Options) (*Server, string, string) {
 			if err != nil {
 				t.Errorf("Serve: %v", err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(hangGuard):
 			t.Error("Serve did not return after cancel")
 		}
 	})
@@ -62,25 +63,18 @@ func holdLarge(t *testing.T, base, id string) net.Conn {
 // waitBusy waits until the server reports n busy slots.
 func waitBusy(t *testing.T, s *Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(t, fmt.Sprintf("%d busy slots", n), func() bool {
 		total := 0.0
-		mfs, _ := s.Registry().Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "slowlab_target_busy_slots" {
-				for _, m := range mf.Metric {
-					total += m.GetGauge().GetValue()
-				}
-			}
+		for _, v := range gauges(s, "slowlab_target_busy_slots") {
+			total += v
 		}
-		if int(total) == n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("server never had %d busy slots", n)
+		return int(total) == n
+	})
 }
 
+// getFast GETs /fast on a new connection; timeout 0 waits as long as it
+// takes. Expecting an answer, pass hangGuard: a slow machine answers late,
+// not never.
 func getFast(base string, timeout time.Duration) error {
 	c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(base + "/fast")
@@ -109,11 +103,13 @@ func TestSyncWorkersStuckBehindSlowReaders(t *testing.T) {
 
 	h1 := holdLarge(t, base, "h1")
 	waitBusy(t, s, 1)
-	if err := getFast(base, 2*time.Second); err != nil {
+	if err := getFast(base, hangGuard); err != nil {
 		t.Fatalf("one worker stuck, the other should answer /fast: %v", err)
 	}
 	holdLarge(t, base, "h2")
 	waitBusy(t, s, 2)
+	// Nothing can answer now, however long one waits: the timeout only
+	// ends the wait.
 	if err := getFast(base, 300*time.Millisecond); err == nil {
 		t.Fatal("both sync workers are stuck writing, yet /fast was answered")
 	}
@@ -125,7 +121,7 @@ func TestSyncWorkersStuckBehindSlowReaders(t *testing.T) {
 	resp.Body.Close()
 	// Freeing one worker lets /fast through again.
 	h1.Close()
-	if err := getFast(base, 5*time.Second); err != nil {
+	if err := getFast(base, hangGuard); err != nil {
 		t.Fatalf("after a holder left, /fast: %v", err)
 	}
 	recs := appSend(t, admin, "h1")
@@ -146,7 +142,7 @@ func TestGthreadAndAsyncServeBesideSlowReaders(t *testing.T) {
 			if o.Model == ModelGthread {
 				waitBusy(t, s, 2)
 			}
-			if err := getFast(base, 2*time.Second); err != nil {
+			if err := getFast(base, hangGuard); err != nil {
 				t.Fatalf("/fast beside two slow readers: %v", err)
 			}
 		})
@@ -158,16 +154,16 @@ func TestGthreadQueuesWhenThreadsAreFull(t *testing.T) {
 	holdLarge(t, base, "h1")
 	holdLarge(t, base, "h2")
 	waitBusy(t, s, 2)
-	if err := getFast(base, 300*time.Millisecond); err == nil {
+	if err := getFast(base, 300*time.Millisecond); err == nil { // as above: a non-event
 		t.Fatal("1x2 gthread with both threads stuck answered /fast")
 	}
 }
 
+// appSend waits until /app-send has a record for id and returns them.
 func appSend(t *testing.T, admin, id string) []SendRecord {
 	t.Helper()
 	var recs []SendRecord
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(t, "an app-send record for "+id, func() bool {
 		resp, err := http.Get(admin + "/app-send?id=" + id)
 		if err != nil {
 			t.Fatal(err)
@@ -178,11 +174,8 @@ func appSend(t *testing.T, admin, id string) []SendRecord {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(recs) > 0 {
-			return recs
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(recs) > 0
+	})
 	return recs
 }
 
@@ -254,14 +247,21 @@ func TestEndpoints(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 2, Threads: 3, LargeSize: 10, BlockSize: 4})
 	for i := 0; i < 3; i++ {
-		if err := getFast(base, 2*time.Second); err != nil {
+		if err := getFast(base, hangGuard); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := `
 # HELP slowlab_target_requests_total Requests answered by the embedded target, by endpoint and status code.
 # TYPE slowlab_target_requests_total counter
+slowlab_target_requests_total{code="200",endpoint="bytes"} 0
 slowlab_target_requests_total{code="200",endpoint="fast"} 3
+slowlab_target_requests_total{code="200",endpoint="large"} 0
+slowlab_target_requests_total{code="204",endpoint="longpoll"} 0
+slowlab_target_requests_total{code="400",endpoint="bytes"} 0
+slowlab_target_requests_total{code="400",endpoint="large"} 0
+slowlab_target_requests_total{code="400",endpoint="longpoll"} 0
+slowlab_target_requests_total{code="499",endpoint="longpoll"} 0
 # HELP slowlab_target_slots Requests the server can work on at once (workers x threads); absent for the unbounded async model.
 # TYPE slowlab_target_slots gauge
 slowlab_target_slots 6
@@ -333,57 +333,67 @@ func holdLongPolls(t *testing.T, s *Server, base string, n int, wait time.Durati
 			}
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(t, fmt.Sprintf("the server to take %d long-polls", n), func() bool {
 		total := gauges(s, "slowlab_target_queued_requests")[""]
 		for _, v := range gauges(s, "slowlab_target_longpolls_in_progress") {
 			total += v
 		}
-		if int(total) == n {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("server never took %d long-polls: held %v", n, gauges(s, "slowlab_target_longpolls_in_progress"))
+		return int(total) == n
+	})
 }
 
 // TestGthreadFullWorkerKeepsAccepting: 2 workers x 2 threads given 3
 // long-polls have a worker with both threads held (pigeonhole) and one with
 // a free thread. As in Gunicorn, the full worker still accepts, so some
-// /fast requests wait behind its long-polls although a thread is free
-// elsewhere. With AcceptWhenFree every /fast goes to a free thread.
+// /fast requests queue behind its long-polls although a thread is free
+// elsewhere. With AcceptWhenFree every /fast goes to the free thread. The
+// /fast requests go one at a time, and each is either answered or seen
+// queued (the long-polls outlast the test), so no timeout decides.
 func TestGthreadFullWorkerKeepsAccepting(t *testing.T) {
 	for _, whenFree := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AcceptWhenFree=%v", whenFree), func(t *testing.T) {
+			var pending sync.WaitGroup
+			t.Cleanup(pending.Wait) // after the server's shutdown, which ends the queued requests
 			s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 2, Threads: 2, LargeSize: 10, BlockSize: 4, AcceptWhenFree: whenFree})
-			holdLongPolls(t, s, base, 3, time.Minute)
+			holdLongPolls(t, s, base, 3, MaxLongPollWait)
 			held := gauges(s, "slowlab_target_longpolls_in_progress")
 			if max(held["0"], held["1"]) != 2 {
 				t.Fatalf("held per worker %v: want one worker with both threads held", held)
 			}
-			// Rounds of 8 concurrent /fast; the long-polls outlast every
-			// timeout, so a timed-out /fast waited behind them.
-			answered, failed := 0, 0
-			for round := 0; round < 10 && (whenFree || failed == 0); round++ {
-				errs := make(chan error, 8)
-				for i := 0; i < cap(errs); i++ {
-					go func() { errs <- getFast(base, 3*time.Second) }()
-				}
-				for i := 0; i < cap(errs); i++ {
-					if <-errs != nil {
-						failed++
-					} else {
+			// Gunicorn's policy draws a worker per connection: 40 all to
+			// the free worker has probability 2^-40.
+			answered, queued := 0, 0
+			for i := 0; i < 40 && (whenFree || queued == 0); i++ {
+				done := make(chan error, 1)
+				pending.Add(1)
+				go func() {
+					defer pending.Done()
+					done <- getFast(base, 0)
+				}()
+				waitFor(t, "/fast to be answered or queued", func() bool {
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Fatalf("/fast: %v", err)
+						}
 						answered++
+						return true
+					default:
 					}
-				}
+					if q := int(gauges(s, "slowlab_target_queued_requests")[""]); q > queued {
+						queued = q
+						return true
+					}
+					return false
+				})
 			}
-			if whenFree && failed != 0 {
-				t.Errorf("AcceptWhenFree: %d /fast timed out (%d answered); the free thread should have taken them all", failed, answered)
+			if whenFree && queued != 0 {
+				t.Errorf("AcceptWhenFree: %d /fast queued behind long-polls (%d answered); the free thread should have taken them all", queued, answered)
 			}
-			if !whenFree && failed == 0 {
+			if !whenFree && queued == 0 {
 				t.Errorf("Gunicorn's policy: all %d /fast answered; want some queued behind the full worker's long-polls", answered)
 			}
-			t.Logf("held %v, /fast answered %d, timed out %d", held, answered, failed)
+			t.Logf("held %v, /fast answered %d, queued %d", held, answered, queued)
 		})
 	}
 }
@@ -391,20 +401,28 @@ func TestGthreadFullWorkerKeepsAccepting(t *testing.T) {
 // TestGthreadWorkerConnections: a worker stops accepting at its connection
 // limit, as Gunicorn's worker_connections; the rest wait in the backlog.
 func TestGthreadWorkerConnections(t *testing.T) {
+	var pending sync.WaitGroup
+	t.Cleanup(pending.Wait) // after the server's shutdown, which ends the requests
 	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 1, Threads: 1, LargeSize: 10, BlockSize: 4, WorkerConnections: 2})
-	holdLongPolls(t, s, base, 1, time.Minute)
-	for i := 0; i < 3; i++ {
-		go getFast(base, time.Minute)
+	holdLongPolls(t, s, base, 1, MaxLongPollWait)
+	for range 3 {
+		pending.Add(1)
+		go func() {
+			defer pending.Done()
+			getFast(base, 0)
+		}()
 	}
 	// The held connection and one /fast fill the limit: one /fast queues
 	// for the thread, two stay in the kernel backlog unaccepted.
-	deadline := time.Now().Add(5 * time.Second)
-	for gauges(s, "slowlab_target_queued_requests")[""] < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if q := gauges(s, "slowlab_target_queued_requests")[""]; q != 1 {
-		t.Errorf("queued = %v with worker_connections 2 and one held; want 1 (the rest unaccepted)", q)
+	waitFor(t, "a /fast to queue for the thread", func() bool { return gauges(s, "slowlab_target_queued_requests")[""] >= 1 })
+	port := base[strings.LastIndex(base, ":")+1:]
+	var backlog int
+	waitFor(t, "two /fast to wait in the accept queue", func() bool {
+		backlog = acceptQueue(t, port)
+		return backlog >= 2
+	})
+	if q := gauges(s, "slowlab_target_queued_requests")[""]; q != 1 || backlog != 2 {
+		t.Errorf("queued = %v, accept queue %d with worker_connections 2 and one held; want 1 queued and 2 unaccepted", q, backlog)
 	}
 }
 

@@ -37,10 +37,8 @@ func TestServerSpans(t *testing.T) {
 			}
 			resp.Body.Close()
 			// The handler may end its span after the client has the body.
-			spans := rec.Ended()
-			for deadline := time.Now().Add(2 * time.Second); len(spans) == 0 && time.Now().Before(deadline); spans = rec.Ended() {
-				time.Sleep(5 * time.Millisecond)
-			}
+			var spans []sdktrace.ReadOnlySpan
+			waitFor(t, "the server span to end", func() bool { spans = rec.Ended(); return len(spans) > 0 })
 			if len(spans) != 1 {
 				t.Fatalf("%d spans, want 1", len(spans))
 			}
@@ -61,27 +59,47 @@ func TestServerSpans(t *testing.T) {
 }
 
 // A gthread request that waits for a thread carries the wait in its server
-// span: on 1 worker x 1 thread, /fast sent while a 300 ms long-poll holds
-// the thread cannot start before the long-poll's app returns.
+// span: on 1 worker x 1 thread, /fast sent while a long-poll holds the
+// thread waits at least from when it is seen queued until the long-poll's
+// client leaves and frees the thread.
 func TestServerSpanThreadWait(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
 	s, app, _ := startServer(t, Options{Model: ModelGthread, Workers: 1, Threads: 1, LargeSize: 10, BlockSize: 4, TracerProvider: tp})
-	holdLongPolls(t, s, app, 1, 300*time.Millisecond)
-	if err := getFast(app, 5*time.Second); err != nil {
+
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, app+"/longpoll?wait=10m", nil)
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, "the long-poll to hold the thread", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	fast := make(chan error, 1)
+	go func() { fast <- getFast(app, hangGuard) }()
+	waitFor(t, "/fast to queue for the thread", func() bool { return gauges(s, "slowlab_target_queued_requests")[""] == 1 })
+	queuedBy := time.Now()
+	// Hold the thread a little longer, so the wait has a lower bound
+	// worth checking; any length would do.
+	time.Sleep(50 * time.Millisecond)
+	freedAfter := time.Now()
+	leave()
+	<-left
+	if err := <-fast; err != nil {
 		t.Fatal(err)
 	}
+
 	byName := map[string]sdktrace.ReadOnlySpan{}
-	for deadline := time.Now().Add(5 * time.Second); len(byName) < 2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	waitFor(t, "both server spans to end", func() bool {
 		for _, sp := range rec.Ended() {
 			byName[sp.Name()] = sp
 		}
-	}
-	lp, fast := byName["GET /longpoll"], byName["GET /fast"]
-	if lp == nil || fast == nil {
-		t.Fatalf("spans %v: want GET /longpoll and GET /fast", byName)
-	}
+		return byName["GET /longpoll"] != nil && byName["GET /fast"] != nil
+	})
 	wait := func(sp sdktrace.ReadOnlySpan) (float64, bool) {
 		for _, kv := range sp.Attributes() {
 			if kv.Key == AttrThreadWaitMS {
@@ -90,12 +108,11 @@ func TestServerSpanThreadWait(t *testing.T) {
 		}
 		return 0, false
 	}
-	if _, ok := wait(lp); !ok {
+	if _, ok := wait(byName["GET /longpoll"]); !ok {
 		t.Errorf("GET /longpoll span lacks %s", AttrThreadWaitMS)
 	}
-	got, ok := wait(fast)
-	least := float64(lp.StartTime().Add(300*time.Millisecond).Sub(fast.StartTime()).Microseconds())/1e3 - 1
-	if !ok || got < least || least <= 0 {
-		t.Errorf("GET /fast %s = %v (present %v); want at least %.1f ms, the long-poll's remaining time", AttrThreadWaitMS, got, ok, least)
+	got, ok := wait(byName["GET /fast"])
+	if least := float64(freedAfter.Sub(queuedBy).Microseconds()) / 1e3; !ok || got < least {
+		t.Errorf("GET /fast %s = %v (present %v); want at least %.1f ms, from when it was seen queued until the thread was freed", AttrThreadWaitMS, got, ok, least)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/exporter"
 )
 
@@ -73,16 +74,16 @@ func runExporter(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlagSet("exporter", "[--config FILE] [--group NAME=SELECTOR[,SELECTOR...]]... [flags]", stdout)
 	f := exporterFlags{collectors: map[string]bool{}}
 	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
-	fs.Var(&f.groups, "group", "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
-	fs.Var(&f.tempDirs, "collector.tempfiles.dir", "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
+	fs.Var(&f.groups, string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
+	fs.Var(&f.tempDirs, string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
 	fs.StringVar(&f.procFS, "path.procfs", exporter.DefaultProcFS, "procfs mount `point`")
 	fs.StringVar(&f.cgroupFS, "path.cgroupfs", exporter.DefaultCgroupFS, "cgroup filesystem root (v2 mount, or the tmpfs holding v1 hierarchies)")
-	fs.StringVar(&f.listen, "web.listen-address", ":9817", "`address` to listen on; port 0 picks a free port (printed as \"ready listen=IP:PORT\")")
+	fs.StringVar(&f.listen, string(child.ExporterListen), ":9817", "`address` to listen on; port 0 picks a free port (printed as \"ready listen=IP:PORT\")")
 	fs.StringVar(&f.webConfig, "web.config.file", "", "exporter-toolkit web config `file` enabling TLS and basic auth")
 	fs.StringVar(&f.metricsPath, "web.telemetry-path", exporter.DefaultMetricsPath, "`path` of the metrics endpoint")
 	fs.DurationVar(&f.scrapeTimeout, "scrape.timeout", exporter.DefaultScrapeTimeout, "longest a scrape may take when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds")
 	fs.IntVar(&f.wchanTop, "collector.process.wchan-top", exporter.DefaultWchanTop, "wait-channel names reported per group before the rest count as \"other\"")
-	fs.StringVar(&f.logLevel, "log.level", "info", "log `level`: debug, info, warn, error")
+	fs.StringVar(&f.logLevel, string(child.ExporterLogLevel), "info", "log `level`: debug, info, warn, error")
 	for _, c := range exporter.Collectors() {
 		fs.Var(collectorFlag{f.collectors, c.Name, true}, "collector."+c.Name, fmt.Sprintf("enable the %s collector: %s (default %t)", c.Name, c.Help, c.Enabled))
 		fs.Var(collectorFlag{f.collectors, c.Name, false}, "no-collector."+c.Name, "disable the "+c.Name+" collector")
@@ -112,7 +113,7 @@ func runExporter(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("listen: %w", err)
 	}
 	logger.Info("exporter starting", "groups", len(cfg.Groups), "collectors", strings.Join(exp.EnabledCollectors(), ","), "address", ln.Addr().String())
-	fmt.Fprintf(stdout, "ready listen=%s\n", ln.Addr())
+	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: ln.Addr().String()}))
 	return serve(ctx, ln, handler, f.webConfig, logger)
 }
 

@@ -42,13 +42,16 @@ func TestInterruptMidMatrix(t *testing.T) {
 	defer cmd.Process.Kill()
 	sc := bufio.NewScanner(stderr)
 	var log []string
-	for sc.Scan() {
+	second := ""
+	for second == "" && sc.Scan() {
 		log = append(log, sc.Text())
-		if strings.HasPrefix(sc.Text(), "[2/") {
-			break
+		if f := strings.Fields(sc.Text()); len(f) > 1 && strings.HasPrefix(f[0], "[2/") {
+			second = f[1]
 		}
 	}
-	time.Sleep(3 * time.Second) // into the second run's load
+	// Into the second run's load: interrupted once 5 of its requests are
+	// in requests.csv (rows are written as they are measured).
+	waitRows(t, filepath.Join(out, "requests.csv"), second, 5)
 	interrupted := time.Now()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -61,8 +64,8 @@ func TestInterruptMidMatrix(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err = <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatalf("still running 15 s after SIGINT; log:\n%s", strings.Join(log, "\n"))
+	case <-time.After(90 * time.Second):
+		t.Fatalf("still running 90 s after SIGINT; log:\n%s", strings.Join(log, "\n"))
 	}
 	t.Logf("exited %v after SIGINT: %v", time.Since(interrupted).Round(time.Millisecond), err)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
@@ -83,15 +86,23 @@ func TestInterruptMidMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perRun := map[string]int{}
+	perRun, notSent := map[string]int{}, map[string]int{}
 	for _, r := range reqs {
 		perRun[r.RunID]++
+		if r.NotSent() {
+			notSent[r.RunID]++
+		}
 	}
-	if perRun[runs[0].RunID] != 72 {
-		t.Errorf("completed run has %d request rows, want 72", perRun[runs[0].RunID])
+	if perRun[runs[0].RunID] != 72 || notSent[runs[0].RunID] != 0 {
+		t.Errorf("completed run has %d request rows, %d not sent; want 72, all sent", perRun[runs[0].RunID], notSent[runs[0].RunID])
 	}
-	if n := perRun[runs[1].RunID]; n == 0 || n >= 72 {
-		t.Errorf("aborted run has %d request rows, want some measured before the interrupt", n)
+	// Every scheduled request of the interrupted run is accounted for:
+	// those measured before the interrupt, and the rest as not sent.
+	if n, ns := perRun[runs[1].RunID], notSent[runs[1].RunID]; n != 72 || ns == 0 || ns > 72-5 {
+		t.Errorf("aborted run has %d request rows, %d not sent; want all 72, at least 5 sent", n, ns)
+	}
+	if r := runs[1]; r.FastPlanned != 72 || r.FastSent != 72-notSent[r.RunID] {
+		t.Errorf("aborted run: planned %d, sent %d; want 72 and the rows that were sent", r.FastPlanned, r.FastSent)
 	}
 	for _, name := range []string{"large-responses.csv", "resource-samples.csv", "conditions.csv"} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
@@ -106,11 +117,37 @@ func TestInterruptMidMatrix(t *testing.T) {
 	}
 }
 
+// waitRows waits until the CSV file at path has at least n rows whose
+// first column is runID.
+func waitRows(t *testing.T, path, runID string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Count(string(b), "\n"+runID+",") >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: fewer than %d rows of run %q after 120 s", path, n, runID)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // orphans lists live processes whose parent is this process, reaping any
-// that already exited.
+// that already exited; processes that are exiting get up to 30 s.
 func orphans(t *testing.T) []string {
 	t.Helper()
-	time.Sleep(200 * time.Millisecond)
+	var left []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if left = liveChildren(); len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+	}
+}
+
+// liveChildren reaps this process's exited children and lists the others.
+func liveChildren() []string {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)

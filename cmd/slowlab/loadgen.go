@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -12,189 +15,270 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
+// loadgenSynopsis is the first part of loadgen --help, exit statuses included.
+const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--slow N] [--out DIR] [--metrics-addr ADDR]
+
+Exit status:
+  0  the run completed and at least one request succeeded (a complete 2xx or 3xx response),
+     or it was interrupted (SIGINT, SIGTERM) after writing what it measured
+  1  an error, such as a results file that could not be written or closed
+  2  a bad command line
+  3  the run completed but no request succeeded; stderr names the causes`
+
 func init() {
 	register(command{name: "loadgen", summary: "send open-loop requests (and slow readers) to any target and report latency", run: runLoadgen})
 }
 
+// loadgenFlags are the command line of `slowlab loadgen`.
+type loadgenFlags struct {
+	target, slowTarget, runID, out, metricsAddr string
+	readRate, rcvBuf, readSize                  string
+	rate                                        float64
+	duration, offset, timeout, linger           time.Duration
+	slow                                        int
+	keepAlive, allowRemote                      bool
+	tracing                                     tracingFlags
+}
+
+func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
+	f := &loadgenFlags{}
+	fs.StringVar(&f.target, "target", "", "URL of the open-loop requests, e.g. http://127.0.0.1:8000/fast (required)")
+	fs.Float64Var(&f.rate, "rate", 8, "open-loop rate in requests per second; each starts on schedule whatever earlier ones are doing")
+	fs.DurationVar(&f.duration, "duration", 9*time.Second, "how long to send open-loop requests")
+	fs.DurationVar(&f.offset, "start-offset", 0, "delay of the open-loop schedule after the slow readers start")
+	fs.BoolVar(&f.keepAlive, "keepalive", false, "reuse connections (default: a new TCP connection per request)")
+	fs.DurationVar(&f.timeout, "timeout", loadgen.DefaultTimeout, "per-request timeout, start to last body byte")
+	fs.IntVar(&f.slow, "slow", 0, "number of slow readers downloading --slow-target during the run")
+	fs.StringVar(&f.slowTarget, "slow-target", "", "URL the slow readers download (default: --target with path /large)")
+	fs.StringVar(&f.readRate, "read-rate", "2m", "bytes per second each slow reader consumes (k, m suffixes are KiB, MiB)")
+	fs.StringVar(&f.rcvBuf, "rcvbuf", "8k", "slow readers' SO_RCVBUF, set before connect (Linux reports double)")
+	fs.StringVar(&f.readSize, "read-size", "16k", "slow readers read at most this many bytes per read")
+	fs.StringVar(&f.runID, "run-id", "", "run_id label and CSV column (default adhoc-<UTC timestamp>)")
+	fs.StringVar(&f.out, "out", "", "write requests.csv (and large-responses.csv with --slow) to this directory")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
+	fs.DurationVar(&f.linger, "linger", 0, "keep serving /metrics this long after the run, so a scraper sees the final values")
+	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow targets that are not loopback; without it a host name must resolve to loopback addresses only, and every connection is checked again before connect")
+	f.tracing = addTracingFlags(fs)
+	return f
+}
+
+// loadgenRun is a validated `slowlab loadgen`.
+type loadgenRun struct {
+	f     *loadgenFlags
+	u     *url.URL
+	pacer loadgen.ConstantPacer
+	sr    loadgen.SlowReader
+}
+
 func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("loadgen", "--target URL [--rate R] [--duration D] [--slow N] [--out DIR] [--metrics-addr ADDR]", stdout)
-	targetURL := fs.String("target", "", "URL of the open-loop requests, e.g. http://127.0.0.1:8000/fast (required)")
-	rate := fs.Float64("rate", 8, "open-loop rate in requests per second; each starts on schedule whatever earlier ones are doing")
-	duration := fs.Duration("duration", 9*time.Second, "how long to send open-loop requests")
-	offset := fs.Duration("start-offset", 0, "delay of the open-loop schedule after the slow readers start")
-	keepAlive := fs.Bool("keepalive", false, "reuse connections (default: a new TCP connection per request)")
-	timeout := fs.Duration("timeout", loadgen.DefaultTimeout, "per-request timeout, start to last body byte")
-	slow := fs.Int("slow", 0, "number of slow readers downloading --slow-target during the run")
-	slowTarget := fs.String("slow-target", "", "URL the slow readers download (default: --target with path /large)")
-	readRate := fs.String("read-rate", "2m", "bytes per second each slow reader consumes (k, m suffixes are KiB, MiB)")
-	rcvBuf := fs.String("rcvbuf", "8k", "slow readers' SO_RCVBUF, set before connect (Linux reports double)")
-	readSize := fs.String("read-size", "16k", "slow readers read at most this many bytes per read")
-	runID := fs.String("run-id", "", "run_id label and CSV column (default adhoc-<UTC timestamp>)")
-	out := fs.String("out", "", "write requests.csv (and large-responses.csv with --slow) to this directory")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
-	linger := fs.Duration("linger", 0, "keep serving /metrics this long after the run, so a scraper sees the final values")
-	allowRemote := fs.Bool("allow-remote", false, "allow targets that are not loopback addresses")
-	tracing := addTracingFlags(fs)
+	fs := newFlagSet("loadgen", loadgenSynopsis, stdout)
+	f := defineLoadgenFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *targetURL == "" {
-		return usagef("--target is required, e.g. --target http://127.0.0.1:8000/fast")
-	}
-	u, err := loadgen.CheckTarget(*targetURL, *allowRemote)
+	r, err := f.validate()
 	if err != nil {
-		return usagef("--%v", err)
+		return err
 	}
-	pacer, err := loadgen.RatePacer(*rate, *duration)
+	tp, stopTracing, err := f.tracing.start(ctx, "slowlab-loadgen", stderr)
 	if err != nil {
-		if *duration <= 0 {
-			return usagef("--duration %s: must be more than 0", *duration)
-		}
-		return usagef("--rate %v: want more than 0 and at most 1e6 requests/s", *rate)
+		return err
 	}
-	if *timeout <= 0 {
-		return usagef("--timeout %s: must be more than 0", *timeout)
+	defer stopTracing()
+	metrics, stopMetrics, err := serveLoadgenMetrics(f.metricsAddr, stderr)
+	if err != nil {
+		return err
 	}
-	if *offset < 0 {
-		return usagef("--start-offset %s: must be 0 or more", *offset)
+	defer stopMetrics()
+	r.sr.RunID, r.sr.Metrics, r.sr.TracerProvider, r.sr.AllowRemote = f.runID, metrics, tp, f.allowRemote
+	client := loadgen.NewClient(loadgen.ClientOptions{KeepAlive: f.keepAlive, Timeout: f.timeout, TracerProvider: tp, AllowRemote: f.allowRemote})
+	defer client.Close()
+	return r.run(ctx, client, metrics, stdout)
+}
+
+// validate checks every flag; each mistake is a one-line usage error.
+func (f *loadgenFlags) validate() (*loadgenRun, error) {
+	r := &loadgenRun{f: f}
+	var err error
+	switch {
+	case f.target == "":
+		return nil, usagef("--target is required, e.g. --target http://127.0.0.1:8000/fast")
+	case f.timeout <= 0:
+		return nil, usagef("--timeout %s: must be more than 0", f.timeout)
+	case f.offset < 0:
+		return nil, usagef("--start-offset %s: must be 0 or more", f.offset)
+	case f.slow < 0 || f.slow > 10000:
+		return nil, usagef("--slow %d: allowed 0 to 10000", f.slow)
 	}
-	if *slow < 0 || *slow > 10000 {
-		return usagef("--slow %d: allowed 0 to 10000", *slow)
+	if r.u, err = loadgen.CheckTarget(f.target, f.allowRemote); err != nil {
+		return nil, usagef("--%v", err)
 	}
+	if r.pacer, err = f.schedule(); err != nil {
+		return nil, err
+	}
+	if r.sr, err = f.slowReader(r.u); err != nil {
+		return nil, err
+	}
+	if err := f.tracing.validate(); err != nil {
+		return nil, err
+	}
+	if f.runID == "" {
+		f.runID = "adhoc-" + time.Now().UTC().Format("20060102T150405Z")
+	}
+	return r, nil
+}
+
+// schedule is the open-loop schedule the rate and duration make.
+func (f *loadgenFlags) schedule() (loadgen.ConstantPacer, error) {
+	pacer, err := loadgen.RatePacer(f.rate, f.duration)
+	switch {
+	case err != nil && f.duration <= 0:
+		return pacer, usagef("--duration %s: must be more than 0", f.duration)
+	case err != nil:
+		return pacer, usagef("--rate %v: want more than 0 and at most 1e6 requests/s", f.rate)
+	case pacer.Hits() > loadgen.MaxPlanned:
+		return pacer, usagef("--rate %v for --duration %s: %d requests, at most %d per run (every result is kept in memory)", f.rate, f.duration, pacer.Hits(), loadgen.MaxPlanned)
+	}
+	return pacer, nil
+}
+
+// slowReader is how the slow readers read, and what.
+func (f *loadgenFlags) slowReader(u *url.URL) (loadgen.SlowReader, error) {
 	sr := loadgen.SlowReader{}
-	if *slow > 0 {
-		raw := *slowTarget
+	if f.slow > 0 {
+		raw := f.slowTarget
 		if raw == "" {
 			v := *u
 			v.Path, v.RawQuery = "/large", ""
 			raw = v.String()
 		}
-		if sr.URL, err = loadgen.CheckTarget(raw, *allowRemote); err != nil {
-			return usagef("--slow-%v", err)
+		var err error
+		if sr.URL, err = loadgen.CheckTarget(raw, f.allowRemote); err != nil {
+			return sr, usagef("--slow-%v", err)
 		}
 	}
-	rr, err := byteSizeFlag("read-rate", *readRate)
-	if err != nil {
-		return err
+	sizes := []struct {
+		name, value string
+		dst         func(int64)
+	}{
+		{"read-rate", f.readRate, func(v int64) { sr.Rate = float64(v) }},
+		{"rcvbuf", f.rcvBuf, func(v int64) { sr.RcvBuf = int(v) }},
+		{"read-size", f.readSize, func(v int64) { sr.ReadSize = int(v) }},
 	}
-	rb, err := byteSizeFlag("rcvbuf", *rcvBuf)
-	if err != nil {
-		return err
+	for _, s := range sizes {
+		v, err := byteSizeFlag(s.name, s.value)
+		if err != nil {
+			return sr, err
+		}
+		s.dst(v)
 	}
-	rs, err := byteSizeFlag("read-size", *readSize)
-	if err != nil {
-		return err
-	}
-	sr.Rate, sr.RcvBuf, sr.ReadSize = float64(rr), int(rb), int(rs)
 	if err := sr.Validate(); err != nil {
-		return usagef("slow reader: %v", err)
+		return sr, usagef("slow reader: %v", err)
 	}
-	if err := tracing.validate(); err != nil {
-		return err
-	}
-	if *runID == "" {
-		*runID = "adhoc-" + time.Now().UTC().Format("20060102T150405Z")
-	}
-	tp, stopTracing, err := tracing.start(ctx, "slowlab-loadgen", stderr)
+	return sr, nil
+}
+
+// run sends the load, writes the files, prints the summary and says how
+// it ended: exit status 3 when the run completed and nothing succeeded.
+func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *loadgen.Metrics, stdout io.Writer) error {
+	files, err := openLoadgenFiles(r.f.out, r.f.slow > 0)
 	if err != nil {
 		return err
 	}
-	defer stopTracing()
-	metrics, stopMetrics, err := serveLoadgenMetrics(*metricsAddr, stderr)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
-	sr.RunID, sr.Metrics, sr.TracerProvider = *runID, metrics, tp
-
-	var reqW *recorder.FileWriter[recorder.Request]
-	var largeW *recorder.FileWriter[recorder.LargeResponse]
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if reqW, err = recorder.CreateFile[recorder.Request](*out); err != nil {
-			return err
-		}
-		defer reqW.Close()
-		if *slow > 0 {
-			if largeW, err = recorder.CreateFile[recorder.LargeResponse](*out); err != nil {
-				return err
-			}
-			defer largeW.Close()
-		}
-	}
-
+	meta := recorder.RunMeta{RunID: r.f.runID}
 	t0 := time.Now()
 	var wg sync.WaitGroup
-	downloads := make([]loadgen.Download, *slow)
+	downloads := make([]loadgen.Download, r.f.slow)
 	for i := range downloads {
-		wg.Go(func() { downloads[i] = sr.Run(ctx, i) })
+		wg.Go(func() { downloads[i] = r.sr.Run(ctx, i) })
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{KeepAlive: *keepAlive, Timeout: *timeout, TracerProvider: tp})
-	defer client.Close()
-	var writeErr error
-	loop := loadgen.OpenLoop{Client: client, URL: u.String(), Pacer: pacer, Start: t0.Add(*offset), RunID: *runID, Metrics: metrics,
-		OnResult: func(r loadgen.Result) {
-			if reqW == nil {
-				return
-			}
-			row := recorder.Request{RunID: *runID, Seq: r.Seq, ScheduledS: r.ScheduledAt.Sub(t0).Seconds(), StartS: r.Start.Sub(t0).Seconds(),
-				ScheduleLagMS: msOf(r.ScheduleLag), ConnectMS: msOf(r.Connect), TTFBMS: msOf(r.TTFB), LatencyMS: msOf(r.Latency), Status: r.Status, Bytes: r.Bytes}
-			if r.Err != nil {
-				row.Error = r.Err.Error()
-			}
-			if err := reqW.Write(row); err != nil && writeErr == nil {
-				writeErr = err
-			}
-		}}
+	loop := loadgen.OpenLoop{Client: client, URL: r.u.String(), Pacer: r.pacer, Start: t0.Add(r.f.offset), RunID: r.f.runID, Metrics: metrics,
+		OnResult: func(res loadgen.Result) { files.request(loadgen.RequestRow(meta, t0, res)) }}
 	results := loop.Run(ctx)
 	wg.Wait()
+	interrupted := ctx.Err() != nil // before the linger, which an interrupt also ends
 	for _, d := range downloads {
-		if largeW != nil {
-			row := recorder.LargeResponse{RunID: *runID, Client: d.Client, Status: d.Status, Bytes: d.Bytes, ReceiveS: d.Receive.Seconds(), Complete: d.Complete}
-			if d.Err != nil {
-				row.Error = d.Err.Error()
-			}
-			if err := largeW.Write(row); err != nil && writeErr == nil {
-				writeErr = err
-			}
-		}
+		files.download(loadgen.DownloadRow(meta, d, recorder.None(), false))
 	}
-	printLoadSummary(stdout, results, downloads)
-	if *linger > 0 && *metricsAddr != "" {
+	fileErr := files.close()
+	sum := loadgen.Summarize(results)
+	sum.Print(stdout)
+	loadgen.PrintDownloads(stdout, downloads)
+	if r.f.linger > 0 && r.f.metricsAddr != "" {
 		select {
-		case <-time.After(*linger):
+		case <-time.After(r.f.linger):
 		case <-ctx.Done():
 		}
 	}
-	return writeErr
+	// A file that could not be written outranks exit status 3: what was
+	// measured is lost.
+	switch {
+	case fileErr != nil && sum.OK == 0 && !interrupted:
+		return errors.Join(fileErr, fmt.Errorf("no request succeeded: %s", sum.Cause()))
+	case fileErr != nil:
+		return fileErr
+	case sum.OK == 0 && !interrupted:
+		return exitError{code: 3, err: fmt.Errorf("no request succeeded: %s", sum.Cause())}
+	}
+	return nil
 }
 
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// loadgenFiles are the results files of `slowlab loadgen --out`.
+type loadgenFiles struct {
+	reqs   *recorder.FileWriter[recorder.Request]
+	larges *recorder.FileWriter[recorder.LargeResponse]
+	err    error // the first write error
+}
 
-// printLoadSummary prints counts and nearest-rank percentiles of latency
-// and schedule lag.
-func printLoadSummary(w io.Writer, results []loadgen.Result, downloads []loadgen.Download) {
-	var lat, lag []float64
-	ok, codes := 0, map[int]int{}
-	for _, r := range results {
-		lag = append(lag, msOf(r.ScheduleLag))
-		codes[r.Status]++
-		if r.Err == nil && r.Status >= 200 && r.Status < 400 {
-			ok++
-			lat = append(lat, msOf(r.Latency))
-		}
+// openLoadgenFiles creates requests.csv (and large-responses.csv with slow
+// readers) in dir; nothing without a dir.
+func openLoadgenFiles(dir string, slow bool) (*loadgenFiles, error) {
+	f := &loadgenFiles{}
+	if dir == "" {
+		return f, nil
 	}
-	fmt.Fprintf(w, "requests %d, ok %d, status counts %v\n", len(results), ok, codes)
-	pct := func(v []float64, p float64) float64 { return recorder.NearestRank(v, p) }
-	fmt.Fprintf(w, "latency ms:      p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", pct(lat, 50), pct(lat, 95), pct(lat, 99), pct(lat, 100))
-	fmt.Fprintf(w, "schedule lag ms: p50 %.3f  p99 %.3f  max %.3f\n", pct(lag, 50), pct(lag, 99), pct(lag, 100))
-	for _, d := range downloads {
-		status := "complete"
-		if !d.Complete {
-			status = fmt.Sprintf("incomplete: %v", d.Err)
-		}
-		fmt.Fprintf(w, "slow reader %d: status %d, %d bytes in %.2f s (%s)\n", d.Client, d.Status, d.Bytes, d.Receive.Seconds(), status)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
 	}
+	var err error
+	if f.reqs, err = recorder.CreateFile[recorder.Request](dir); err == nil && slow {
+		f.larges, err = recorder.CreateFile[recorder.LargeResponse](dir)
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+func (f *loadgenFiles) request(row recorder.Request) {
+	if f.reqs != nil {
+		f.keep(f.reqs.Write(row))
+	}
+}
+
+func (f *loadgenFiles) download(row recorder.LargeResponse) {
+	if f.larges != nil {
+		f.keep(f.larges.Write(row))
+	}
+}
+
+func (f *loadgenFiles) keep(err error) {
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+}
+
+// close closes the files, once each: every write, close and fsync error
+// reaches the caller.
+func (f *loadgenFiles) close() error {
+	errs := []error{f.err}
+	if f.reqs != nil {
+		errs = append(errs, f.reqs.Close())
+		f.reqs = nil
+	}
+	if f.larges != nil {
+		errs = append(errs, f.larges.Close())
+		f.larges = nil
+	}
+	return errors.Join(errs...)
 }

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/cgroup"
 )
 
 // command is one slowlab subcommand. run parses its own flags from args.
@@ -42,9 +42,19 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// exitError ends a command with its own exit status, documented in that
+// command's --help, after err is printed like any other error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
 func main() {
 	// A child the lab starts in its own cgroup joins it before anything else.
-	if err := lab.JoinCgroupsFromEnv(); err != nil {
+	if err := cgroup.JoinFromEnv(); err != nil {
 		fmt.Fprintf(os.Stderr, "slowlab: %v\n", err)
 		os.Exit(1)
 	}
@@ -79,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
 	}
 	return 1
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/latencygap"
+	"github.com/slowlab/slowlab/lab/longpoll"
+	"github.com/slowlab/slowlab/lab/slowclient"
 )
 
 // TestMain lets the test binary stand in for the slowlab binary: the lab
@@ -52,7 +55,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"reproduce", "slow-client", "--reps", "0"}, "slowlab reproduce: --reps 0: allowed 1 to 1000"},
 		{[]string{"reproduce", "fast-client"}, `slowlab reproduce: unknown experiment "fast-client": allowed slow-client, long-poll, latency-gap`},
 		{[]string{"reproduce"}, "slowlab reproduce: which experiment? allowed: slow-client, long-poll, latency-gap"},
-		{[]string{"reproduce", "slow-client", "--stack", "docker"}, `slowlab reproduce: --stack "docker": allowed auto, embedded, gunicorn-nginx`},
+		{[]string{"reproduce", "slow-client", "--stack", "docker"}, `slowlab reproduce: --stack "docker": allowed auto, embedded, real, gunicorn-nginx, APP+PROXY`},
+		{[]string{"reproduce", "slow-client", "--reps", "x"}, `slowlab reproduce: invalid value "x" for flag -reps: "x": want a whole number (see --help)`},
 		{[]string{"reproduce", "slow-client", "--quick", "extra"}, `slowlab reproduce: unexpected argument "extra" (see --help)`},
 		{[]string{"target", "--model", "prefork"}, `slowlab target: --model "prefork": allowed sync, gthread, async`},
 		{[]string{"target", "--workers", "0"}, "slowlab target: --workers 0: must be at least 1"},
@@ -64,12 +68,19 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "testdata/none.yaml"}, "slowlab run: open testdata/none.yaml: no such file or directory"},
 		{[]string{"run", "../../lab/testdata/scenarios/invalid-rate.yml"}, "slowlab run: ../../lab/testdata/scenarios/invalid-rate.yml: fast.rate 0: allowed more than 0 up to 10000 requests/s"},
 		{[]string{"reproduce", "slow-client", "--max-host-cpu", "150"}, "slowlab reproduce: --max-host-cpu 150: allowed 0 (off) to 100 percent"},
-		{[]string{"reproduce", "latency-gap", "--delay", "soon"}, `slowlab reproduce: --delay "soon": want durations from 0 to 5s, comma-separated, e.g. 0,25ms`},
-		{[]string{"reproduce", "latency-gap", "--sizes", "0"}, `slowlab reproduce: --sizes "0": want sizes from 1 byte to 64m, comma-separated, e.g. 1k,100k`},
+		{[]string{"reproduce", "latency-gap", "--delay", "soon"}, `slowlab reproduce: invalid value "soon" for flag -delay: "soon": want durations, comma-separated, e.g. 0,25ms (see --help)`},
+		{[]string{"reproduce", "latency-gap", "--delay", "0,2s"}, `slowlab reproduce: delays[1] 2s: allowed 0 to 1s each way`},
+		{[]string{"reproduce", "latency-gap", "--sizes", "x"}, `slowlab reproduce: invalid value "x" for flag -sizes: "x": want sizes, comma-separated, e.g. 1k,100k (see --help)`},
+		{[]string{"reproduce", "latency-gap", "--sizes", "1k,65m"}, `slowlab reproduce: sizes[1] 68157440: allowed 0 to 67108864 bytes`},
 		{[]string{"reproduce", "long-poll", "--condition", "gthread-2x16:20"}, `slowlab reproduce: invalid value "gthread-2x16:20" for flag -condition: "gthread-2x16:20": want SERVER:HOLD:PROBES, e.g. gthread-2x16:20:8 (see --help)`},
 		{[]string{"reproduce", "long-poll", "--condition", "gthread-2x16:20:0"}, `slowlab reproduce: invalid value "gthread-2x16:20:0" for flag -condition: "gthread-2x16:20:0": probes "0": want 1 to 10000 (see --help)`},
-		{[]string{"reproduce", "long-poll", "--accept-when-free"}, "slowlab reproduce: --accept-when-free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts"},
-		{[]string{"reproduce", "slow-client", "--condition", "sync-2:1:1"}, "slowlab reproduce: --condition and --accept-when-free: long-poll only"},
+		{[]string{"reproduce", "long-poll", "--accept-when-free"}, "slowlab reproduce: accept_when_free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts"},
+		{[]string{"reproduce", "long-poll", "--seconds", "-1"}, "slowlab reproduce: seconds -1s: allowed more than 0 up to 24h"},
+		{[]string{"reproduce", "slow-client", "--condition", "sync-2:1:1"}, "slowlab reproduce: flag provided but not defined: -condition (see --help)"},
+		{[]string{"reproduce", "latency-gap", "--resume", "x"}, "slowlab reproduce: --resume: latency-gap does not take it; slow-client does"},
+		{[]string{"reproduce", "latency-gap", "--stack", "embedded"}, "slowlab reproduce: --stack: latency-gap does not take it; long-poll, slow-client do"},
+		{[]string{"reproduce", "long-poll", "--max-host-cpu", "50"}, "slowlab reproduce: --max-host-cpu: long-poll does not take it; slow-client does"},
+		{[]string{"run", "../../lab/testdata/scenarios/valid-latency-gap.yml", "--stack", "real"}, "slowlab run: --stack: latency-gap does not take it; long-poll, slow-client do"},
 		{[]string{"target", "--model", "sync", "--accept-when-free"}, "slowlab target: --accept policy: only the gthread model has one (model sync)"},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
 	} {
@@ -99,26 +110,86 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// The printed preset, run as a scenario, is the same experiment.
-func TestPrintScenarioRunsTheSameMatrix(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "reproduce", "slow-client", "--print-scenario", "--reps", "2")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+// Every experiment's printed scenario, with the flags given, reads back
+// as the configuration those flags make.
+func TestPrintScenario(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want func() lab.Config
+	}{
+		{[]string{"slow-client", "--reps", "2", "--stack", "embedded"}, func() lab.Config {
+			c := slowclient.Published()
+			c.Reps, c.StackSpec.Stack = 2, "embedded"
+			return c
+		}},
+		{[]string{"long-poll", "--quick", "--seconds", "40", "--condition", "gthread-2x16:31:8"}, func() lab.Config {
+			c := longpoll.Published()
+			c.Reps, c.Seconds, c.Conditions = 1, lab.Duration(40*time.Second), []longpoll.Condition{{Server: "gthread-2x16", Hold: 31, Probes: 8}}
+			return c
+		}},
+		{[]string{"latency-gap", "--runs", "5", "--delay", "10ms", "--sizes", "2k"}, func() lab.Config {
+			c := latencygap.Published()
+			c.Runs, c.Delays, c.Sizes = 5, []lab.Duration{lab.Duration(10 * time.Millisecond)}, []lab.Size{2048}
+			return c
+		}},
+	} {
+		code, stdout, stderr := runCmd(t, append(append([]string{"reproduce"}, tc.args...), "--print-scenario")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		got, err := lab.ParseScenario([]byte(stdout))
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, stdout)
+		}
+		if want := tc.want(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: printed scenario reads back as %+v, want %+v", tc.args, got, want)
+		}
 	}
-	path := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(path, []byte(stdout), 0o644)
-	sc, err := lab.LoadScenario(path)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// Each experiment's --help shows its own flags and the shared ones it
+// takes, and nothing else.
+func TestReproduceHelpPerExperiment(t *testing.T) {
+	for exp, tc := range map[string]struct{ has, hasNot []string }{
+		"slow-client": {[]string{"-stack", "-resume", "-max-host-cpu", "-reps", "-prometheus-targets"}, []string{"-sizes", "-delay", "-condition", "-seconds"}},
+		"long-poll":   {[]string{"-stack", "-condition", "-seconds", "-wait", "-keepalive", "-prometheus-targets", "-reps"}, []string{"-sizes", "-delay", "-runs", "-resume", "-max-host-cpu"}},
+		"latency-gap": {[]string{"-runs", "-delay", "-sizes", "-metrics-addr", "-trace-sample-ratio"}, []string{"-stack", "-condition", "-seconds", "-resume", "-reps", "-no-limits"}},
+	} {
+		code, stdout, _ := runCmd(t, "reproduce", exp, "--help")
+		if code != 0 || !strings.Contains(stdout, "Usage: slowlab reproduce "+exp) {
+			t.Errorf("%s --help: exit %d\n%s", exp, code, stdout)
+		}
+		for _, f := range tc.has {
+			if !strings.Contains(stdout, "  "+f+" ") && !strings.Contains(stdout, "  "+f+"\n") {
+				t.Errorf("%s --help lacks %s:\n%s", exp, f, stdout)
+			}
+		}
+		for _, f := range tc.hasNot {
+			if strings.Contains(stdout, "  "+f+" ") || strings.Contains(stdout, "  "+f+"\n") {
+				t.Errorf("%s --help shows %s:\n%s", exp, f, stdout)
+			}
+		}
 	}
-	want := lab.DefaultSlowClient()
-	want.Reps = 2
-	if !reflect.DeepEqual(sc.SlowClient(), want) {
-		t.Errorf("printed scenario runs %+v, want %+v", sc.SlowClient(), want)
-	}
-	for _, ex := range []string{"../../examples/own-workers.yaml", "../../examples/published-slow-client.yaml"} {
-		if _, err := lab.LoadScenario(ex); err != nil {
-			t.Errorf("example: %v", err)
+}
+
+// Every shared flag either works in an experiment that takes it, or is a
+// usage error naming the experiments that do.
+func TestSharedFlagsPerExperiment(t *testing.T) {
+	values := map[string]string{"stack": "embedded", "no-limits": "", "reps": "1", "quick": "", "resume": "x",
+		"max-host-cpu": "50", "metrics-addr": "127.0.0.1:0", "trace-sample-ratio": "0.5", "prometheus-targets": "x"}
+	for _, e := range lab.Experiments() {
+		for name, v := range values {
+			args := []string{"reproduce", e.Name, "--" + name}
+			if v != "" {
+				args = append(args, v)
+			}
+			code, _, stderr := runCmd(t, append(args, "--print-scenario")...)
+			if !lab.IsShared(name) {
+				t.Fatalf("%s is not a shared flag", name)
+			}
+			if e.Takes(name) && code != 0 || !e.Takes(name) && (code != 2 || stderr != "slowlab reproduce: "+lab.WhoHas(name, e.Name)+"\n") {
+				t.Errorf("%v: exit %d, stderr %q (takes it: %t)", args, code, stderr, e.Takes(name))
+			}
 		}
 	}
 }

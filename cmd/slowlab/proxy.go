@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/target/proxy"
 )
 
@@ -44,7 +45,8 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		f.buffering, o.Upstream, proxy.FormatSize(int64(o.BufferSize)), o.Buffers, proxy.FormatSize(int64(o.BusyBuffersSize)),
 		proxy.FormatSize(o.MaxTempFileSize), proxy.FormatSize(int64(o.TempFileWriteSize)), o.TempDir)
 	// The lab reads this line to learn the ports; print nothing else on stdout.
-	fmt.Fprintf(stdout, "ready listen=%s admin=%s\n", ln.Addr(), admin.Addr())
+	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: ln.Addr().String()},
+		child.Field{Key: child.KeyAdmin, Value: admin.Addr().String()}))
 	return p.Serve(ctx, ln, admin)
 }
 
@@ -62,12 +64,12 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	d := proxy.DefaultOptions()
 	f := &proxyFlags{}
 	size := func(n int64) string { return proxy.FormatSize(n) }
-	fs.StringVar(&f.buffering, "buffering", "", "proxy_buffering, required: on (read the upstream at once into memory and a temp file, release it early) or off (relay through one --buffer-size buffer at the client's pace)")
-	fs.StringVar(&f.upstream, "upstream", "", "the app's HOST:PORT, required; must be loopback (127.0.0.0/8, ::1, localhost) unless --allow-remote")
+	fs.StringVar(&f.buffering, string(child.ProxyBuffering), "", "proxy_buffering, required: on (read the upstream at once into memory and a temp file, release it early) or off (relay through one --buffer-size buffer at the client's pace)")
+	fs.StringVar(&f.upstream, string(child.ProxyUpstream), "", "the app's HOST:PORT, required; must be loopback (127.0.0.0/8, ::1, localhost) unless --allow-remote")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --upstream")
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "client-facing HOST:PORT (port 0 picks a free port; see the ready line)")
-	fs.StringVar(&f.admin, "admin", "127.0.0.1:0", "HOST:PORT for /metrics and /healthz (port 0 picks a free port)")
-	fs.StringVar(&f.tempDir, "temp-dir", d.TempDir, "proxy_temp_path: directory for temp files, created if missing; files are unlinked at once")
+	fs.StringVar(&f.listen, string(child.ProxyListen), "127.0.0.1:0", "client-facing HOST:PORT (port 0 picks a free port; see the ready line)")
+	fs.StringVar(&f.admin, string(child.ProxyAdmin), "127.0.0.1:0", "HOST:PORT for /metrics and /healthz (port 0 picks a free port)")
+	fs.StringVar(&f.tempDir, string(child.ProxyTempDir), d.TempDir, "proxy_temp_path: directory for temp files, created if missing; files are unlinked at once")
 	fs.StringVar(&f.bufferSize, "buffer-size", size(int64(d.BufferSize)), "proxy_buffer_size in bytes (k, m, g = KiB, MiB, GiB): buffer for the response header and the start of the body; the only buffer with --buffering off")
 	fs.StringVar(&f.buffers, "buffers", d.Buffers.String(), `proxy_buffers "COUNT SIZE": in-memory buffers per response with --buffering on`)
 	fs.StringVar(&f.busyBuffers, "busy-buffers-size", size(int64(d.BusyBuffersSize)), "proxy_busy_buffers_size in bytes: at most this much memory is busy sending to the client while the upstream is read")
@@ -102,7 +104,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 	o.Upstream, o.AllowRemote, o.TempDir = f.upstream, f.allowRemote, f.tempDir
 	for _, a := range []struct {
 		name, value string
-	}{{"listen", f.listen}, {"admin", f.admin}} {
+	}{{string(child.ProxyListen), f.listen}, {string(child.ProxyAdmin), f.admin}} {
 		if _, port, err := net.SplitHostPort(a.value); err != nil || !validPort(port) {
 			return o, usagef("--%s %q: allowed HOST:PORT, e.g. 127.0.0.1:8080 (port 0 picks a free port)", a.name, a.value)
 		}

@@ -103,7 +103,7 @@ func TestProxyCommandServes(t *testing.T) {
 	case ready = <-stdout.first:
 	case code := <-exit:
 		t.Fatalf("exit %d before ready: %s", code, stderr.String())
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("no ready line")
 	}
 	var listen, admin string
@@ -137,7 +137,7 @@ func TestProxyCommandServes(t *testing.T) {
 		if code != 0 {
 			t.Errorf("exit %d after cancel, stderr %s", code, stderr.String())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("proxy did not stop after cancel")
 	}
 	if out := stdout.String(); out != ready+"\n" {

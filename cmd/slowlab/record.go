@@ -31,19 +31,25 @@ type recordFlags struct {
 	step        time.Duration
 	out         string
 	runID       string
+	selector    string
 	allowRemote bool
 }
 
 // Flags that belong to one mode only.
 var (
 	scrapeOnlyFlags = []string{"interval", "timeout", "duration"}
-	promOnlyFlags   = []string{"start", "end", "step"}
+	promOnlyFlags   = []string{"selector", "start", "end", "step"}
 )
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("record",
 		"--scrape URL [--scrape URL]... [--interval 200ms] [--duration D] --out DIR [--run-id ID]\n"+
-			"       slowlab record --prometheus URL --run-id ID --start TIME --end TIME [--step 200ms] --out DIR", stdout)
+			"       slowlab record --prometheus URL (--run-id ID | --selector '{LABEL=\"VALUE\",...}' [--run-id ID]) --start TIME --end TIME [--step 200ms] --out DIR\n\n"+
+			"With --prometheus, only the run's own series are read: --run-id ID selects {run_id=\"ID\"}, the label the lab's\n"+
+			"Prometheus targets file (--prometheus-targets) puts on each run's targets. --selector replaces that matcher, for\n"+
+			"a Prometheus that labels runs differently; --run-id then only names the rows' run_id, and defaults to the\n"+
+			"selector's run_id=\"...\" value. One of them is required: without it every run's and every other exporter's\n"+
+			"series with the same group names would be summed.", stdout)
 	var f recordFlags
 	fs.Var(&f.scrape, "scrape", "`URL` of a /metrics endpoint to sample, repeatable (the exporter's, e.g. http://127.0.0.1:9817/metrics, first)")
 	fs.StringVar(&f.prometheus, "prometheus", "", "`URL` of a Prometheus server to read the run back from with query_range, e.g. http://127.0.0.1:9090")
@@ -54,7 +60,9 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&f.end, "end", "", "Prometheus mode: end of the run, RFC 3339")
 	fs.DurationVar(&f.step, "step", recorder.DefaultInterval, "Prometheus mode: time between rows")
 	fs.StringVar(&f.out, "out", "", "`dir`ectory to write resource-samples.csv to (required; an existing file is not overwritten)")
-	fs.StringVar(&f.runID, "run-id", "", "run_id column (default in scrape mode: record-<UTC timestamp>)")
+	fs.StringVar(&f.runID, "run-id", "", "`ID` in the run_id column; with --prometheus and no --selector it also selects the run's series, {run_id=\"ID\"} (default in scrape mode: record-<UTC timestamp>)")
+	fs.StringVar(&f.selector, "selector", "", "Prometheus mode: label matchers `{LABEL=\"VALUE\",...}` that select the run's series instead of {run_id=\"ID\"}, "+
+		"e.g. '{job=\"slowlab-exporter\",instance=\"127.0.0.1:9817\"}' (PromQL, no metric name); --run-id then only names the rows")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow URLs that are not loopback addresses")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -114,6 +122,7 @@ func (f recordFlags) sampler(set map[string]bool) (*recorder.Sampler, error) {
 // promQuery is a validated Prometheus-mode command line.
 type promQuery struct {
 	url, runID string
+	sel        recorder.Selector
 	start, end time.Time
 	step       time.Duration
 }
@@ -127,10 +136,10 @@ func (f recordFlags) promQuery(set map[string]bool) (promQuery, error) {
 	if _, err := loadgen.CheckTarget(f.prometheus, f.allowRemote); err != nil {
 		return q, usagef("--prometheus %s", strings.TrimPrefix(err.Error(), "target "))
 	}
-	if f.runID == "" {
-		return q, usagef("--run-id is required with --prometheus: the run_id of the rows")
-	}
 	var err error
+	if q.sel, q.runID, err = f.promSelector(); err != nil {
+		return q, err
+	}
 	if q.start, err = rfc3339Flag("start", f.start); err != nil {
 		return q, err
 	}
@@ -144,6 +153,33 @@ func (f recordFlags) promQuery(set map[string]bool) (promQuery, error) {
 		return q, usagef("--step %v: want 1ms or more, such as 200ms", f.step)
 	}
 	return q, nil
+}
+
+// promSelector returns the series to read and the rows' run_id: the run
+// --run-id names, or --selector's series labelled with --run-id, or with
+// the selector's own run_id.
+func (f recordFlags) promSelector() (recorder.Selector, string, error) {
+	if f.selector == "" {
+		if f.runID == "" {
+			return recorder.Selector{}, "", usagef("--run-id or --selector is required with --prometheus: without one, " +
+				"the series of every run and every other exporter with the same group names would be summed")
+		}
+		return recorder.RunSelector(f.runID), f.runID, nil
+	}
+	sel, err := recorder.ParseSelector(f.selector)
+	if err != nil {
+		return sel, "", usagef("--selector '%s': %v", f.selector, err)
+	}
+	id, ok := sel.RunID()
+	switch {
+	case f.runID == "" && !ok:
+		return sel, "", usagef("--selector '%s' has no %s=\"...\" matcher: give --run-id for the rows' run_id", f.selector, recorder.RunLabel)
+	case f.runID == "":
+		return sel, id, nil
+	case ok && id != f.runID:
+		return sel, "", usagef("--run-id %s and --selector '%s' name different runs: the rows would be labelled with a run they do not come from", f.runID, f.selector)
+	}
+	return sel, f.runID, nil
 }
 
 // onlyWith rejects any of names that was set, as belonging to mode.
@@ -203,7 +239,7 @@ func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Durat
 
 // recordFromPrometheus reads the run back from Prometheus and writes it.
 func recordFromPrometheus(ctx context.Context, q promQuery, out string, stdout io.Writer) error {
-	rows, err := recorder.QueryRange(ctx, q.url, q.runID, q.start, q.end, q.step)
+	rows, err := recorder.QueryRange(ctx, q.url, q.sel, q.runID, q.start, q.end, q.step)
 	if err != nil {
 		return err
 	}
@@ -224,6 +260,9 @@ func recordFromPrometheus(ctx context.Context, q promQuery, out string, stdout i
 	if err := w.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %d rows (%d without samples) from %s to %s\n", len(rows), empty, q.url, w.Name())
+	fmt.Fprintf(stdout, "wrote %d rows (%d without samples) of %s from %s to %s\n", len(rows), empty, q.sel, q.url, w.Name())
+	if empty == len(rows) {
+		fmt.Fprintf(stdout, "no step has samples of %s: check the selector (the lab's targets file labels each run's targets run_id=<run>)\n", q.sel)
+	}
 	return nil
 }

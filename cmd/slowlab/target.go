@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 
+	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/target"
 )
 
@@ -16,15 +18,15 @@ func init() {
 func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("target", "--model sync|gthread|async --workers N [--threads T] --listen ADDR --admin ADDR", stdout)
 	o := target.DefaultOptions()
-	model := fs.String("model", string(o.Model), "worker model: sync (one request per worker at a time), gthread (workers x threads), async (unbounded)")
-	fs.IntVar(&o.Workers, "workers", o.Workers, "number of workers (W)")
-	fs.IntVar(&o.Threads, "threads", o.Threads, "threads per worker (T), gthread only")
+	model := fs.String(string(child.TargetModel), string(o.Model), "worker model: sync (one request per worker at a time), gthread (workers x threads), async (unbounded)")
+	fs.IntVar(&o.Workers, string(child.TargetWorkers), o.Workers, "number of workers (W)")
+	fs.IntVar(&o.Threads, string(child.TargetThreads), o.Threads, "threads per worker (T), gthread only")
 	fs.IntVar(&o.WorkerConnections, "worker-connections", 0, "gthread: connections a worker keeps open before it stops accepting (0: Gunicorn's default, 1000)")
-	fs.BoolVar(&o.AcceptWhenFree, "accept-when-free", false, "gthread: a worker accepts only while one of its threads is free (Gunicorn accepts regardless and queues)")
-	large := fs.String("large-size", "16m", "body size of /large (bytes; suffixes k, m, g are KiB, MiB, GiB)")
+	fs.BoolVar(&o.AcceptWhenFree, string(child.TargetAcceptWhenFree), false, "gthread: a worker accepts only while one of its threads is free (Gunicorn accepts regardless and queues)")
+	large := fs.String(string(child.TargetLargeSize), "16m", "body size of /large (bytes; suffixes k, m, g are KiB, MiB, GiB)")
 	block := fs.String("block-size", "64k", "/large is written as one block of this size repeated (bytes; k, m suffixes)")
-	listen := fs.String("listen", "127.0.0.1:0", "app address (port 0 picks a free port)")
-	admin := fs.String("admin", "127.0.0.1:0", "admin address for /metrics, /healthz, /app-send; outside the worker pool")
+	listen := fs.String(string(child.TargetListen), "127.0.0.1:0", "app address (port 0 picks a free port)")
+	admin := fs.String(string(child.TargetAdmin), "127.0.0.1:0", "admin address for /metrics, /healthz, /app-send; outside the worker pool")
 	tracing := addTracingFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -64,6 +66,8 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		appLn.Close()
 		return usagef("--admin %q: %v", *admin, err)
 	}
-	fmt.Fprintf(stdout, "ready listen=%s admin=%s model=%s slots=%d\n", appLn.Addr(), adminLn.Addr(), o.Name(), o.Slots())
+	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: appLn.Addr().String()},
+		child.Field{Key: child.KeyAdmin, Value: adminLn.Addr().String()}, child.Field{Key: child.KeyModel, Value: o.Name()},
+		child.Field{Key: child.KeySlots, Value: strconv.Itoa(o.Slots())}))
 	return srv.Serve(ctx, appLn, adminLn)
 }

@@ -46,6 +46,20 @@ func (d *chanDevice) written() []written {
 	return append([]written(nil), d.out...)
 }
 
+// waitWritten waits until dst has n packets: closing the line's source
+// drops what is still queued, so a test closes it only once everything it
+// expects has left (a loaded machine may run the writer late).
+func waitWritten(t *testing.T, dst *chanDevice, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(dst.written()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d packets written after 30 s", len(dst.written()), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func pkt(seq uint32, size int) []byte {
 	b := make([]byte, size)
 	binary.BigEndian.PutUint32(b, seq)
@@ -69,7 +83,7 @@ func TestDelayLineOrderAndDelay(t *testing.T) {
 		}
 		time.Sleep(time.Duration(burst%3) * time.Millisecond)
 	}
-	time.Sleep(delay + 10*time.Millisecond)
+	waitWritten(t, dst, len(sent))
 	close(src.in)
 	if err := l.Wait(); err != nil {
 		t.Fatal(err)
@@ -107,7 +121,7 @@ func TestDelayLineRate(t *testing.T) {
 	for i := range n {
 		src.in <- pkt(uint32(i), 1000)
 	}
-	time.Sleep(delay + n*time.Millisecond + 20*time.Millisecond)
+	waitWritten(t, dst, n)
 	close(src.in)
 	l.Wait()
 	out := dst.written()
@@ -134,7 +148,7 @@ func TestDelayLineQueueLimit(t *testing.T) {
 	for i := range 30 {
 		src.in <- pkt(uint32(i), 60)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitWritten(t, dst, 10) // the queue's worth; the rest was dropped on arrival
 	close(src.in)
 	l.Wait()
 	lt := l.TakeLateness()

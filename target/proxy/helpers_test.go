@@ -10,9 +10,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// hangGuard bounds waits for events that a working proxy brings about
+// promptly: generous, so a slow or loaded machine never hits it; it only
+// keeps a broken proxy from hanging the test.
+const hangGuard = time.Minute
 
 // testBody is n deterministic pseudo-random bytes, so a shifted or
 // repeated block cannot pass for the right one.
@@ -95,11 +101,13 @@ type appServer struct {
 	body    []byte
 	chunked bool          // omit Content-Length
 	sent    chan sendDone // one per response, buffered
+
+	mu   sync.Mutex
+	conn net.Conn // the connection last accepted
 }
 
 type sendDone struct {
-	took time.Duration // handler start to return: the app's send time
-	err  error         // from writing the body
+	err error // from writing the body
 }
 
 func newAppServer(t testing.TB, body []byte) *appServer {
@@ -111,13 +119,19 @@ func newAppServerOn(t testing.TB, body []byte, ln net.Listener) *appServer {
 	a.Server = httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
 	a.Listener.Close()
 	a.Listener = ln
+	a.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			a.mu.Lock()
+			a.conn = c
+			a.mu.Unlock()
+		}
+	}
 	a.Start()
 	t.Cleanup(a.Close)
 	return a
 }
 
 func (a *appServer) serve(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
 	if !a.chunked {
 		w.Header().Set("Content-Length", strconv.Itoa(len(a.body)))
 	}
@@ -131,9 +145,16 @@ func (a *appServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	select {
-	case a.sent <- sendDone{took: time.Since(start), err: err}:
+	case a.sent <- sendDone{err: err}:
 	default:
 	}
+}
+
+// lastConn returns the connection the app accepted last.
+func (a *appServer) lastConn() net.Conn {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.conn
 }
 
 func (a *appServer) addr() string { return strings.TrimPrefix(a.URL, "http://") }
@@ -144,7 +165,7 @@ func (a *appServer) waitSent(t testing.TB) sendDone {
 	select {
 	case d := <-a.sent:
 		return d
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("upstream handler did not return")
 		return sendDone{}
 	}
@@ -153,7 +174,7 @@ func (a *appServer) waitSent(t testing.TB) sendDone {
 // get fetches url with a fresh client and returns status, header and body.
 func get(t testing.TB, url string) (*http.Response, []byte) {
 	t.Helper()
-	c := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	c := &http.Client{Timeout: hangGuard, Transport: &http.Transport{DisableCompression: true}}
 	defer c.CloseIdleConnections()
 	resp, err := c.Get(url)
 	if err != nil {
@@ -167,29 +188,43 @@ func get(t testing.TB, url string) (*http.Response, []byte) {
 	return resp, b
 }
 
-// eventually polls cond every 5 ms for up to 5 s.
+// eventually polls cond every 5 ms until it holds, failing after hangGuard.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
+			t.Fatalf("gave up after %v waiting: %s", hangGuard, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// settledGoroutines waits until runtime.NumGoroutine stops changing and
-// returns it: goroutines started just before (Serve's) get to run first.
-func settledGoroutines() int {
-	n, same := runtime.NumGoroutine(), 0
-	for same < 5 {
-		time.Sleep(10 * time.Millisecond)
-		if m := runtime.NumGoroutine(); m == n {
-			same++
-		} else {
-			n, same = m, 0
+// requestGoroutines returns the goroutines that may serve a request, by ID
+// with their stacks: every connection of the proxy or of the app, and any
+// goroutine running or started by code of this package, except the tests,
+// Serve and the servers' accept loops.
+func requestGoroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	const pkg = "slowlab/target/proxy."
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		id, _, _ := strings.Cut(strings.TrimPrefix(header, "goroutine "), " ")
+		switch {
+		case strings.Contains(g, pkg+"Test"), strings.Contains(g, pkg+"(*Proxy).Serve("), strings.Contains(g, pkg+"(*Proxy).Serve."),
+			strings.Contains(g, "net/http.(*Server).Serve("): // the tests, Serve and the accept loops live on
+		case strings.Contains(g, "net/http.(*conn).serve("), strings.Contains(g, pkg):
+			out[id] = g
 		}
 	}
-	return n
+	return out
 }

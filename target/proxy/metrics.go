@@ -1,8 +1,16 @@
 package proxy
 
 import (
+	"net/http"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// initialCodes are the status codes requests_total starts with at 0: the
+// usual upstream answer and every status the proxy sends itself (fail).
+// Other upstream codes get their series when first seen.
+var initialCodes = []int{http.StatusOK, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 
 // Upstream error stages, the values of the stage label.
 const (
@@ -62,8 +70,13 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 	if o.Buffering {
 		buffering.Set(1)
 	}
+	// Series with a bounded label exist at 0 from the start, so rate()
+	// and absent() see them before the first request.
 	for _, s := range []string{stageConnect, stageSend, stageHeader, stageBody} {
 		m.upstreamErrors.WithLabelValues(s)
+	}
+	for _, code := range initialCodes {
+		m.requests.WithLabelValues(strconv.Itoa(code))
 	}
 	reg.MustRegister(m.requests, m.inFlight, m.upstreamSeconds, m.upstreamErrors,
 		m.clientDisconnects, m.spooledBytes, m.tempFilesOpen, buffering)

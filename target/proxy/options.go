@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,7 +70,8 @@ func ParseBuffers(s string) (Buffers, error) {
 // Options configures a Proxy. Start from DefaultOptions; sizes are bytes.
 type Options struct {
 	// Upstream is the app's host:port. Without AllowRemote it must be
-	// loopback (127.0.0.0/8, ::1 or localhost).
+	// loopback: an IP in 127.0.0.0/8 or ::1, or a name (localhost
+	// included) whose every address is.
 	Upstream    string
 	AllowRemote bool
 
@@ -183,17 +186,49 @@ func validateUpstream(addr string, allowRemote bool) error {
 	if p, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
 		return invalid("Upstream", strconv.Quote(addr), "host:port with a port 1 to 65535, e.g. 127.0.0.1:8000")
 	}
-	if !allowRemote && !IsLoopbackHost(host) {
-		return invalid("Upstream", strconv.Quote(addr), "a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed")
+	if allowRemote {
+		return nil
+	}
+	if err := checkLoopbackHost(host); err != nil {
+		return invalid("Upstream", strconv.Quote(addr), "a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (%v)", err)
 	}
 	return nil
 }
 
-// IsLoopbackHost reports whether host is "localhost" or a loopback IP.
-func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
+// lookupHost resolves an upstream's host name for the loopback check. It
+// is a variable so tests can resolve names without a resolver.
+var lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// IsLoopbackHost reports whether host is a loopback IP (127.0.0.0/8, ::1)
+// or a name whose every address is one. Names are resolved, localhost
+// too: what it means is up to /etc/hosts and DNS.
+func IsLoopbackHost(host string) bool { return checkLoopbackHost(host) == nil }
+
+// checkLoopbackHost returns nil when host is loopback, else an error naming
+// host and the address that is not.
+func checkLoopbackHost(host string) error {
+	loopback := func(ip netip.Addr) bool { return ip.Unmap().IsLoopback() }
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !loopback(ip) {
+			return fmt.Errorf("%s is not a loopback address", host)
+		}
+		return nil
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addrs, err := lookupHost(ctx, host)
+	if err != nil {
+		return fmt.Errorf("%s: cannot resolve it to check that it is loopback: %v", host, err)
+	}
+	if len(addrs) == 0 {
+		return fmt.Errorf("%s resolves to no address", host)
+	}
+	for _, ip := range addrs {
+		if !loopback(ip) {
+			return fmt.Errorf("%s resolves to %s, which is not a loopback address", host, ip.Unmap())
+		}
+	}
+	return nil
 }

@@ -1,12 +1,41 @@
 package proxy
 
 import (
+	"context"
 	"errors"
+	"net"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
 
+// resolveWith makes the loopback check resolve names from hosts for the
+// rest of the test (a name absent from it does not resolve).
+func resolveWith(t *testing.T, hosts map[string][]string) {
+	t.Helper()
+	orig := lookupHost
+	t.Cleanup(func() { lookupHost = orig })
+	lookupHost = func(_ context.Context, host string) ([]netip.Addr, error) {
+		addrs, ok := hosts[host]
+		if !ok {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		var out []netip.Addr
+		for _, a := range addrs {
+			out = append(out, netip.MustParseAddr(a))
+		}
+		return out, nil
+	}
+}
+
 func TestProxyOptionsValidate(t *testing.T) {
+	resolveWith(t, map[string][]string{
+		"localhost":   {"127.0.0.1", "::1"},
+		"app.test":    {"127.0.0.9"},
+		"example.com": {"192.0.2.10"},
+		"mixed.test":  {"127.0.0.1", "10.0.0.2"},
+	})
 	valid := DefaultOptions()
 	valid.Upstream = "127.0.0.1:8000"
 	if err := valid.Validate(); err != nil {
@@ -24,9 +53,13 @@ func TestProxyOptionsValidate(t *testing.T) {
 		{"upstream port 0", func(o *Options) { o.Upstream = "127.0.0.1:0" },
 			`Upstream "127.0.0.1:0": allowed host:port with a port 1 to 65535, e.g. 127.0.0.1:8000`},
 		{"remote upstream", func(o *Options) { o.Upstream = "10.0.0.1:80" },
-			`Upstream "10.0.0.1:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed`},
+			`Upstream "10.0.0.1:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (10.0.0.1 is not a loopback address)`},
 		{"remote name", func(o *Options) { o.Upstream = "example.com:80" },
-			`Upstream "example.com:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed`},
+			`Upstream "example.com:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (example.com resolves to 192.0.2.10, which is not a loopback address)`},
+		{"name with a remote address", func(o *Options) { o.Upstream = "mixed.test:80" },
+			`Upstream "mixed.test:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (mixed.test resolves to 10.0.0.2, which is not a loopback address)`},
+		{"unresolvable name", func(o *Options) { o.Upstream = "nowhere.test:80" },
+			`Upstream "nowhere.test:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (nowhere.test: cannot resolve it to check that it is loopback: lookup nowhere.test: no such host)`},
 		{"buffer size 0", func(o *Options) { o.BufferSize = 0 },
 			`BufferSize 0: allowed 1k to 16m`},
 		{"buffer size huge", func(o *Options) { o.BufferSize = 32 << 20 },
@@ -71,6 +104,7 @@ func TestProxyOptionsValidate(t *testing.T) {
 	}
 	for _, ok := range []func(*Options){
 		func(o *Options) { o.Upstream = "localhost:80" },
+		func(o *Options) { o.Upstream = "app.test:80" },
 		func(o *Options) { o.Upstream = "[::1]:80" },
 		func(o *Options) { o.Upstream = "127.9.9.9:80" },
 		func(o *Options) { o.Upstream, o.AllowRemote = "example.com:80", true },
@@ -82,6 +116,16 @@ func TestProxyOptionsValidate(t *testing.T) {
 		if err := o.Validate(); err != nil {
 			t.Errorf("%+v: %v", o, err)
 		}
+	}
+	// The resolver decides what localhost is, not its name.
+	resolveWith(t, map[string][]string{"localhost": {"10.1.1.1"}})
+	o := valid
+	o.Upstream = "localhost:80"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "localhost resolves to 10.1.1.1, which is not a loopback address") {
+		t.Errorf("localhost resolving to 10.1.1.1: %v, want it refused naming 10.1.1.1", err)
+	}
+	if IsLoopbackHost("localhost") || !IsLoopbackHost("127.0.0.1") {
+		t.Errorf("IsLoopbackHost: localhost %v, 127.0.0.1 %v; want false (it resolves to 10.1.1.1), true", IsLoopbackHost("localhost"), IsLoopbackHost("127.0.0.1"))
 	}
 }
 

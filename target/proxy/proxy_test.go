@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,7 +167,10 @@ func TestProxyUpstreamUnreachable(t *testing.T) {
 	want := `
 # HELP slowlab_proxy_requests_total Responses the proxy started, by status code (the upstream's, or 502/504 when the upstream failed before its header).
 # TYPE slowlab_proxy_requests_total counter
+slowlab_proxy_requests_total{code="200"} 0
 slowlab_proxy_requests_total{code="502"} 1
+slowlab_proxy_requests_total{code="503"} 0
+slowlab_proxy_requests_total{code="504"} 0
 # HELP slowlab_proxy_upstream_errors_total Upstream failures by stage: connect, send (request), header, body (response cut short).
 # TYPE slowlab_proxy_upstream_errors_total counter
 slowlab_proxy_upstream_errors_total{stage="body"} 0
@@ -218,18 +222,25 @@ func TestProxyUpstreamBadHeader(t *testing.T) {
 	}
 }
 
+// TestProxyUpstreamTimeout: an upstream that reads the request and never
+// answers gets the client a 504 once UpstreamTimeout passes. The upstream
+// lets go only when the proxy closes the connection, so nothing but the
+// timeout can end the request.
 func TestProxyUpstreamTimeout(t *testing.T) {
-	up := rawUpstream(t, func(c net.Conn) { time.Sleep(2 * time.Second) })
+	up := rawUpstream(t, func(c net.Conn) { c.Read(make([]byte, 1)) })
 	o := testOptions(t, up, true)
 	o.UpstreamTimeout = 100 * time.Millisecond
-	_, addr := startProxy(t, o)
+	p, addr := startProxy(t, o)
 	start := time.Now()
 	resp, _ := get(t, "http://"+addr+"/")
 	if resp.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("status %d, want 504", resp.StatusCode)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %v with a 100ms upstream timeout", d)
+	if d := time.Since(start); d < o.UpstreamTimeout {
+		t.Errorf("504 after %v, before the %v upstream timeout", d, o.UpstreamTimeout)
+	}
+	if v := testutil.ToFloat64(p.m.upstreamErrors.WithLabelValues(stageHeader)); v != 1 {
+		t.Errorf("header errors %v, want 1", v)
 	}
 }
 
@@ -295,11 +306,14 @@ func TestProxyMetricsLint(t *testing.T) {
 // TestProxyClientLeavesBeforeHeader: a client that gives up while the
 // upstream thinks closes the upstream connection too, with no 502 counted.
 func TestProxyClientLeavesBeforeHeader(t *testing.T) {
-	upstreamGone := make(chan struct{})
+	arrived := make(chan struct{})
+	var once sync.Once
+	upstreamGone := make(chan error, 1)
 	up := rawUpstream(t, func(c net.Conn) {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		c.Read(make([]byte, 1)) // returns when the proxy closes the connection
-		close(upstreamGone)
+		once.Do(func() { close(arrived) })
+		c.SetReadDeadline(time.Now().Add(hangGuard))
+		_, err := c.Read(make([]byte, 1)) // returns when the proxy closes the connection
+		upstreamGone <- err
 	})
 	p, addr := startProxy(t, testOptions(t, up, true))
 	c, err := net.Dial("tcp", addr)
@@ -307,12 +321,14 @@ func TestProxyClientLeavesBeforeHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-	time.Sleep(50 * time.Millisecond)
-	c.Close()
 	select {
-	case <-upstreamGone:
-	case <-time.After(3 * time.Second):
-		t.Fatal("upstream connection still open after the client left")
+	case <-arrived:
+	case <-time.After(hangGuard):
+		t.Fatal("the request never reached the upstream")
+	}
+	c.Close()
+	if err := <-upstreamGone; timedOut(err) {
+		t.Fatalf("upstream connection still open %v after the client left", hangGuard)
 	}
 	eventually(t, "disconnect counted", func() bool { return testutil.ToFloat64(p.m.clientDisconnects) == 1 })
 	if v := testutil.ToFloat64(p.m.requests.WithLabelValues("502")); v != 0 {

@@ -1,0 +1,72 @@
+package child
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+)
+
+// pollEvery is how often the Wait functions look again.
+const pollEvery = 25 * time.Millisecond
+
+// WaitLog polls p's log until done says it shows readiness, and returns
+// what done found in it; it fails if p exits, deadline passes or ctx ends
+// first. For servers that print no ready line of their own (Gunicorn).
+func WaitLog(ctx context.Context, p *Process, deadline time.Time, done func(log []byte) ([][]byte, bool)) ([][]byte, error) {
+	for {
+		if b, err := os.ReadFile(p.LogPath()); err == nil {
+			if m, ok := done(b); ok {
+				return m, nil
+			}
+		}
+		if err := p.poll(ctx, deadline, "its log does not show it ready"); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// WaitHTTP polls url until it answers 200: the readiness of a server that
+// prints no ready line of its own.
+func WaitHTTP(ctx context.Context, p *Process, url string, deadline time.Time) error {
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	why := ""
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			why = "answers " + resp.Status
+		} else {
+			why = err.Error()
+		}
+		if err := p.poll(ctx, deadline, "GET "+url+": "+why); err != nil {
+			return err
+		}
+	}
+}
+
+// poll waits one polling interval and returns an error, with the log
+// tail, if p exited, the deadline passed or ctx ended meanwhile.
+func (p *Process) poll(ctx context.Context, deadline time.Time, why string) error {
+	t := time.NewTimer(pollEvery)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited before it was ready (%v): %s", p.name, p.err, p.LogTail())
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", p.name, ctx.Err())
+	case <-t.C:
+	}
+	if time.Now().After(deadline) {
+		return fmt.Errorf("%s not ready by its deadline (%s): %s", p.name, why, p.LogTail())
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// The summary names what happened: counts, status codes, error reasons
+// with an example, "-" where nothing was measured; a run where no request
+// succeeded exits 3 with the cause on stderr.
+func TestLoadgenSummary(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	short := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.Write([]byte("only ten.."))
+	}))
+	defer short.Close()
+	healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
+	defer healthy.Close()
+
+	const lag = `schedule lag ms: p50 -?\d+\.\d{3}  p99 -?\d+\.\d{3}  max -?\d+\.\d{3}`
+	refused := "dial tcp " + closed + ": connect: connection refused"
+	for _, tc := range []struct {
+		name, target string
+		code         int
+		stdout       []string // exact lines, or patterns where they start with ^
+		stderr       string
+	}{
+		{"refused", "http://" + closed + "/fast", 3, []string{
+			"requests 10: ok 0, failed 10, not sent 0",
+			"status: no response",
+			"errors: refused 10",
+			"  refused: " + refused,
+			"latency ms:      -",
+			"^" + lag + "$",
+		}, "slowlab loadgen: no request succeeded: refused 10 (" + refused + ")\n"},
+		{"short body", short.URL + "/fast", 3, []string{
+			"requests 10: ok 0, failed 10, not sent 0",
+			"status 200: 10",
+			"errors: incomplete 10",
+			"  incomplete: response body incomplete: 10 of 100 bytes",
+			"latency ms:      -",
+			"^" + lag + "$",
+		}, "slowlab loadgen: no request succeeded: incomplete 10 (response body incomplete: 10 of 100 bytes)\n"},
+		{"healthy", healthy.URL + "/fast", 0, []string{
+			"requests 10: ok 10, failed 0, not sent 0",
+			"status 200: 10",
+			"errors: none",
+			`^latency ms:      p50 \d+\.\d{2}  p95 \d+\.\d{2}  p99 \d+\.\d{2}  max \d+\.\d{2}$`,
+			"^" + lag + "$",
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, "loadgen", "--target", tc.target, "--rate", "100", "--duration", "100ms")
+			if code != tc.code || stderr != tc.stderr {
+				t.Errorf("exit %d, stderr %q; want exit %d, stderr %q", code, stderr, tc.code, tc.stderr)
+			}
+			lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+			if len(lines) != len(tc.stdout) {
+				t.Fatalf("stdout:\n%s\nwant %d lines", stdout, len(tc.stdout))
+			}
+			for i, want := range tc.stdout {
+				if strings.HasPrefix(want, "^") && !regexp.MustCompile(want).MatchString(lines[i]) || !strings.HasPrefix(want, "^") && lines[i] != want {
+					t.Errorf("stdout line %d:\n%s\nwant\n%s", i+1, lines[i], want)
+				}
+			}
+		})
+	}
+}
+
+// The exit statuses are part of the usage.
+func TestLoadgenHelpExitStatus(t *testing.T) {
+	code, stdout, _ := runCmd(t, "loadgen", "--help")
+	for _, want := range []string{"Exit status:", "  0  the run completed and at least one request succeeded", "  1  an error", "  2  a bad command line", "  3  the run completed but no request succeeded"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("loadgen --help (exit %d) lacks %q:\n%s", code, want, stdout)
+		}
+	}
+}
+
+// An interrupted run still accounts for every scheduled request: the ones
+// never sent are requests.csv rows with status 0 and the not_sent error.
+func TestLoadgenInterruptedWritesUnsentRows(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var arrived atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) == 3 {
+			cancel() // as SIGINT does, while the schedule has a minute to go
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"loadgen", "--target", srv.URL + "/fast", "--rate", "100", "--duration", "60s", "--out", out, "--run-id", "i"}, &stdout, &stderr)
+	if code != 0 || stderr.Len() > 0 {
+		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr.String())
+	}
+	rows, err := recorder.ReadFile[recorder.Request](filepath.Join(out, "requests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 6000 {
+		t.Fatalf("%d rows, want one per scheduled request (6000)", len(rows))
+	}
+	seen := make([]bool, len(rows))
+	notSent := 0
+	for _, r := range rows {
+		if r.Seq < 0 || r.Seq >= len(rows) || seen[r.Seq] {
+			t.Fatalf("seq %d out of range or seen twice", r.Seq)
+		}
+		seen[r.Seq] = true
+		if r.Error != loadgen.ErrNotSent.Error() {
+			continue
+		}
+		notSent++
+		if r.Status != 0 || !math.IsNaN(r.StartS) || !math.IsNaN(r.LatencyMS) || math.Abs(r.ScheduledS-float64(r.Seq)/100) > 1e-3 {
+			t.Fatalf("not sent row %+v: want status 0, no start or latency (empty cells), scheduled at seq/100 s", r)
+		}
+	}
+	if notSent == 0 {
+		t.Error("no not_sent row, but the schedule was interrupted a minute early")
+	}
+	first := strings.SplitN(stdout.String(), "\n", 2)[0]
+	var total, ok, failed, unsent int
+	if _, err := fmt.Sscanf(first, "requests %d: ok %d, failed %d, not sent %d", &total, &ok, &failed, &unsent); err != nil || total != 6000 || ok+failed+unsent != total || unsent != notSent {
+		t.Errorf("summary %q (%v): want 6000 requests of which %d not sent", first, err, notSent)
+	}
+}
+
+// A schedule too long to keep every result in memory is refused before it
+// starts. (The context is already cancelled, so a run that did start would
+// stop at once.)
+func TestLoadgenRefusesHugeSchedules(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"loadgen", "--target", "http://127.0.0.1:1/", "--rate", "1000000", "--duration", "11s"}, &stdout, &stderr)
+	want := "slowlab loadgen: --rate 1e+06 for --duration 11s: 11000000 requests, at most 10000000 per run (every result is kept in memory)\n"
+	if code != 2 || stderr.String() != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), want)
+	}
+}

@@ -1,0 +1,81 @@
+// Package slowlabtest holds what slowlab's end-to-end tests share: a
+// slowlab binary built from this module for the lab to start as its
+// children (under `go test` the running executable is the test binary,
+// which cannot serve `slowlab target`), and the rule that a test whose
+// real component is missing fails under CI=true instead of skipping.
+package slowlabtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slowlab/slowlab/child"
+)
+
+// Main builds ./cmd/slowlab of this module into a temporary directory,
+// points child.ExecutableEnv at it, runs the tests and removes it. Call it
+// from a TestMain: os.Exit(slowlabtest.Main(m)).
+func Main(m *testing.M) int {
+	if os.Getenv(child.ExecutableEnv) != "" {
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "slowlab-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "slowlabtest:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "slowlab")
+	if err := build(bin); err != nil {
+		fmt.Fprintln(os.Stderr, "slowlabtest: build slowlab:", err)
+		return 1
+	}
+	os.Setenv(child.ExecutableEnv, bin)
+	return m.Run()
+}
+
+// build compiles the module's cmd/slowlab into bin.
+func build(bin string) error {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/slowlab")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
+	}
+	return nil
+}
+
+// Require skips t when ok is false, except with CI=true, where it fails
+// it: CI must run every test.
+func Require(t testing.TB, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true but %s", why)
+	}
+	t.Skip(why)
+}
+
+// RequireTool requires name on PATH and returns its path.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	Require(t, err == nil, name+" is not installed (make test installs it)")
+	return p
+}
+
+// RequireRoot requires root, for why.
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	Require(t, os.Geteuid() == 0, "not root: "+why+" needs root")
+}

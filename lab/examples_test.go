@@ -1,0 +1,73 @@
+package lab_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/latencygap"
+	"github.com/slowlab/slowlab/lab/longpoll"
+	"github.com/slowlab/slowlab/lab/slowclient"
+)
+
+// TestMain builds the slowlab binary the lab starts as its children.
+func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
+
+// reduce shortens a scenario to a few seconds, keeping its stack and
+// component settings.
+func reduce(t *testing.T, cfg lab.Config) {
+	switch c := cfg.(type) {
+	case *slowclient.Config:
+		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+		c.Fast.Duration, c.Large.Size, c.SlowReader.ReadRate = lab.Duration(time.Second), 1<<20, 4<<20
+	case *longpoll.Config:
+		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+		c.Seconds, c.Wait, c.Lead = lab.Duration(2*time.Second), lab.Duration(time.Second), lab.Duration(500*time.Millisecond)
+	case *latencygap.Config:
+		slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
+		c.Runs, c.Delays, c.Sizes = 3, c.Delays[:min(2, len(c.Delays))], c.Sizes[:1]
+	default:
+		t.Fatalf("no reduction for %T", cfg)
+	}
+}
+
+// Every shipped example loads, validates and runs, reduced to a few
+// seconds, on the stack it names (resolved as `slowlab run` does), and
+// every run ends ok: an example cannot rot.
+func TestExamplesRun(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) < 4 {
+		t.Fatalf("examples: %v", files)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := lab.LoadScenario(f, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reduce(t, cfg)
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if s, ok := cfg.(lab.Stacked); ok && s.Stack().Stack != "embedded" {
+				slowlabtest.RequireRoot(t, "the real stack's cgroup limits")
+			}
+			env, err := lab.Options{Out: t.TempDir()}.Env(cfg, labtest.LogWriter{T: t})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := cfg.Run(context.Background(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.AllFailed() {
+				t.Fatalf("every run failed: see %s", env.Out)
+			}
+		})
+	}
+}

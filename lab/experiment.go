@@ -1,0 +1,173 @@
+package lab
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/slowlab/slowlab/lab/stack"
+)
+
+// Experiment is one registered experiment. Its package's init calls
+// Register once; that is the whole of its registration.
+type Experiment struct {
+	Name    string // as `slowlab reproduce NAME` and a scenario's experiment: name it
+	Summary string // one line for help
+	Order   int    // place in lists and help: the published order
+	// Shared are the shared flags and scenario fields it takes; any other
+	// shared flag is a usage error naming the experiments that have it.
+	Shared Shared
+	// New returns its configuration with the published values.
+	New func() Config
+}
+
+// Config is an experiment's configuration. Its exported fields with YAML
+// tags are its scenario schema (`slowlab run`, --print-scenario); Flags
+// adds its own flags; Validate checks it all, naming each field by its
+// YAML path; Run measures and writes the results directory.
+type Config interface {
+	// Head is the part every scenario has.
+	Head() *Header
+	// Flags adds the experiment's own flags, bound to the config.
+	Flags(fs *flag.FlagSet)
+	// Validate checks every field before anything starts.
+	Validate() error
+	// Run runs the experiment in env and returns what it measured, also
+	// when it ended early (with its error).
+	Run(ctx context.Context, env *Env) (Result, error)
+}
+
+// Stacked is a Config that runs on a stack: its scenario has the stack,
+// limits and component settings, and the stack must run its servers.
+type Stacked interface {
+	Config
+	Stack() *StackSpec
+	Servers() []stack.Server
+}
+
+// Result is what a run of an experiment measured.
+type Result interface {
+	// Print writes the experiment's table.
+	Print(w io.Writer)
+	// AllFailed reports that nothing was measured: every run failed.
+	AllFailed() bool
+}
+
+// Header is what every scenario has: which experiment.
+type Header struct {
+	Experiment string `yaml:"experiment"`
+}
+
+// Repeated is a Config whose conditions run Reps times (--reps, --quick).
+type Repeated interface {
+	Config
+	Repetitions() *int
+}
+
+// Shared is a set of shared flags (and their scenario fields).
+type Shared uint
+
+// The shared flags an experiment may take.
+const (
+	SharedStack   Shared = 1 << iota // --stack, --no-limits; scenario stack, limits, gunicorn, nginx
+	SharedReps                       // --reps, --quick
+	SharedResume                     // --resume
+	SharedHostCPU                    // --max-host-cpu
+	SharedMetrics                    // --metrics-addr
+	SharedTracing                    // --trace-sample-ratio and OTEL_*
+	SharedTargets                    // --prometheus-targets
+)
+
+// flagNames are the flags of each shared set, for usage errors.
+var flagNames = map[Shared][]string{
+	SharedStack:   {"stack", "no-limits"},
+	SharedReps:    {"reps", "quick"},
+	SharedResume:  {"resume"},
+	SharedHostCPU: {"max-host-cpu"},
+	SharedMetrics: {"metrics-addr"},
+	SharedTracing: {"trace-sample-ratio"},
+	SharedTargets: {"prometheus-targets"},
+}
+
+// Has reports whether s includes every flag of f.
+func (s Shared) Has(f Shared) bool { return s&f == f }
+
+var experiments []Experiment
+
+// Register adds an experiment; each experiment's package calls it from init.
+func Register(e Experiment) {
+	if slices.ContainsFunc(experiments, func(o Experiment) bool { return o.Name == e.Name }) {
+		panic("lab: experiment registered twice: " + e.Name)
+	}
+	experiments = append(experiments, e)
+	slices.SortStableFunc(experiments, func(a, b Experiment) int { return a.Order - b.Order })
+}
+
+// Experiments lists the registered experiments in registration order.
+func Experiments() []Experiment { return slices.Clone(experiments) }
+
+// Names lists the registered experiments' names.
+func Names() []string {
+	var names []string
+	for _, e := range experiments {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+// Lookup returns the experiment called name.
+func Lookup(name string) (Experiment, error) {
+	i := slices.IndexFunc(experiments, func(e Experiment) bool { return e.Name == name })
+	if i < 0 {
+		return Experiment{}, fmt.Errorf("unknown experiment %q: allowed %s", name, strings.Join(Names(), ", "))
+	}
+	return experiments[i], nil
+}
+
+// Takes reports whether e takes the shared flag name; false also for a
+// flag that is not shared.
+func (e Experiment) Takes(flagName string) bool {
+	for set, names := range flagNames {
+		if e.Shared.Has(set) && slices.Contains(names, flagName) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsShared reports whether flagName is a shared flag.
+func IsShared(flagName string) bool {
+	for _, names := range flagNames {
+		if slices.Contains(names, flagName) {
+			return true
+		}
+	}
+	return false
+}
+
+// WhoHas names the experiments that take shared flag name, for the error
+// of an experiment that does not: "--resume: long-poll does not take it;
+// slow-client does".
+func WhoHas(flagName, experiment string) string {
+	var has []string
+	for _, e := range experiments {
+		for set, names := range flagNames {
+			if e.Shared.Has(set) && slices.Contains(names, flagName) {
+				has = append(has, e.Name)
+			}
+		}
+	}
+	if len(has) == 0 {
+		return ""
+	}
+	slices.Sort(has)
+	has = slices.Compact(has)
+	verb := "does"
+	if len(has) > 1 {
+		verb = "do"
+	}
+	return fmt.Sprintf("--%s: %s does not take it; %s %s", flagName, experiment, strings.Join(has, ", "), verb)
+}

@@ -1,0 +1,138 @@
+// Package latencygap is the latency-gap experiment (EXPERIMENTS.md section
+// 3): what the server measures of a request against what the client
+// waits, on a kept-alive and a new connection, across a path that delays
+// every packet (lab/netem) between a client and a server network
+// namespace that the run creates. The server is the embedded app (async
+// model) with its Server-Timing both as a header and as a trailer timed
+// through the last byte (target.LastByteTiming); the client is loadgen's,
+// dialing inside the client namespace and reading each connection's RTT
+// from the kernel, so that every row says the delay the path really had.
+//
+// It owns its scenario schema and flags, its run and its printed table;
+// its figure is report's latency-gap section, its files recorder's
+// gap.csv, gap-requests.csv and gap-path.csv.
+package latencygap
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/target/proxy"
+)
+
+// Name is the experiment's name.
+const Name = "latency-gap"
+
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() },
+		Summary: "server-reported against client-observed time, with added network delay (root: network namespaces)",
+		Shared:  lab.SharedMetrics | lab.SharedTracing})
+}
+
+// MaxDelay bounds the added one-way delay.
+const MaxDelay = time.Second
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Header `yaml:",inline"`
+	Delays     []lab.Duration `yaml:"delays"` // added one-way delay, each direction
+	Sizes      []lab.Size     `yaml:"sizes"`  // response body bytes (/bytes?n=)
+	Runs       int            `yaml:"runs"`   // requests per mode and condition
+	Method     netem.Method   `yaml:"method"` // auto: none at 0, else netem, else the TUN delay line
+	Rate       lab.Size       `yaml:"rate"`   // bytes per second each way; 0 for no limit
+	// CongestionControl of the path's sockets; the namespaces' default when "".
+	CongestionControl string       `yaml:"congestion_control"`
+	Timeout           lab.Duration `yaml:"timeout"` // per request
+}
+
+// Published returns the published conditions: 1 KB and 100 KB responses
+// at 0 and 25 ms each way (50 ms RTT), 40 runs, cubic (Linux's default
+// congestion control, which the original ran with).
+func Published() *Config {
+	return &Config{Header: lab.Header{Experiment: Name},
+		Delays: []lab.Duration{0, lab.Duration(25 * time.Millisecond)}, Sizes: []lab.Size{1024, 102400},
+		Runs: 40, Method: netem.MethodAuto, CongestionControl: "cubic", Timeout: lab.Duration(10 * time.Second)}
+}
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Flags implements lab.Config.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.IntVar(&c.Runs, "runs", c.Runs, "requests per mode (keep-alive, new connection) and condition; medians over them")
+	fs.Var(&delaysFlag{c}, "delay", "added one-way delays, comma-separated, each applied in both directions (default 0,25ms)")
+	fs.Var(&sizesFlag{c}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
+}
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if len(c.Delays) == 0 {
+		return errors.New("delays: none given")
+	}
+	for i, d := range c.Delays {
+		if d < 0 || time.Duration(d) > MaxDelay {
+			return fmt.Errorf("delays[%d] %s: allowed 0 to %s each way", i, time.Duration(d), MaxDelay)
+		}
+		if c.Method == netem.MethodNone && d > 0 {
+			return fmt.Errorf("delays[%d] %s with method none: none adds no delay; use auto, netem or tun", i, time.Duration(d))
+		}
+	}
+	if len(c.Sizes) == 0 {
+		return errors.New("sizes: none given")
+	}
+	for i, s := range c.Sizes {
+		if s < 0 || s > 64<<20 {
+			return fmt.Errorf("sizes[%d] %d: allowed 0 to %d bytes", i, s, 64<<20)
+		}
+	}
+	switch {
+	case c.Runs < 1 || c.Runs > 10000:
+		return fmt.Errorf("runs %d: allowed 1 to 10000", c.Runs)
+	case c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute:
+		return fmt.Errorf("timeout %s: allowed more than 0 up to 5m", time.Duration(c.Timeout))
+	}
+	return netem.Config{Method: c.Method, Rate: int64(c.Rate), CongestionControl: c.CongestionControl}.Validate()
+}
+
+// delaysFlag is --delay: comma-separated durations; Validate checks the range.
+type delaysFlag struct{ c *Config }
+
+func (f *delaysFlag) String() string { return "" }
+
+func (f *delaysFlag) Set(v string) error {
+	f.c.Delays = nil
+	for _, d := range strings.Split(v, ",") {
+		d = strings.TrimSpace(d)
+		t, err := time.ParseDuration(d)
+		if d == "0" {
+			t, err = 0, nil
+		}
+		if err != nil {
+			return fmt.Errorf("%q: want durations, comma-separated, e.g. 0,25ms", v)
+		}
+		f.c.Delays = append(f.c.Delays, lab.Duration(t))
+	}
+	return nil
+}
+
+// sizesFlag is --sizes: comma-separated byte sizes; Validate checks the range.
+type sizesFlag struct{ c *Config }
+
+func (f *sizesFlag) String() string { return "" }
+
+func (f *sizesFlag) Set(v string) error {
+	f.c.Sizes = nil
+	for _, s := range strings.Split(v, ",") {
+		n, err := proxy.ParseSize(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("%q: want sizes, comma-separated, e.g. 1k,100k", v)
+		}
+		f.c.Sizes = append(f.c.Sizes, lab.Size(n))
+	}
+	return nil
+}

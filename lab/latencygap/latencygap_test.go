@@ -1,0 +1,369 @@
+package latencygap
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+func TestPublishedIsThePublishedMatrix(t *testing.T) {
+	c := Published()
+	if !slices.Equal(c.Delays, []lab.Duration{0, lab.Duration(25 * time.Millisecond)}) || !slices.Equal(c.Sizes, []lab.Size{1024, 102400}) ||
+		c.Runs != 40 || c.Method != netem.MethodAuto {
+		t.Errorf("Published() = %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Delays = nil }, "delays: none given"},
+		{func(c *Config) { c.Delays = []lab.Duration{0, lab.Duration(-time.Millisecond)} }, "delays[1] -1ms: allowed 0 to 1s each way"},
+		{func(c *Config) { c.Delays = []lab.Duration{lab.Duration(2 * time.Second)} }, "delays[0] 2s: allowed 0 to 1s each way"},
+		{func(c *Config) { c.Method = netem.MethodNone },
+			"delays[1] 25ms with method none: none adds no delay; use auto, netem or tun"},
+		{func(c *Config) { c.Sizes = nil }, "sizes: none given"},
+		{func(c *Config) { c.Sizes = []lab.Size{1024, -1} }, "sizes[1] -1: allowed 0 to 67108864 bytes"},
+		{func(c *Config) { c.Runs = 0 }, "runs 0: allowed 1 to 10000"},
+		{func(c *Config) { c.Timeout = 0 }, "timeout 0s: allowed more than 0 up to 5m"},
+		{func(c *Config) { c.Method = "tc" }, `method "tc": allowed auto, netem, tun, none`},
+		{func(c *Config) { c.Rate = -5 }, "rate -5: must be 0 (no limit) or more bytes per second"},
+		{func(c *Config) { c.CongestionControl = "Cubic!" }, `congestion control "Cubic!": want a kernel algorithm name such as cubic or bbr`},
+	} {
+		c := Published()
+		tc.change(c)
+		if err := c.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+	}
+}
+
+func TestPrintRows(t *testing.T) {
+	rows := []Row{
+		{Gap: recorder.GapRow{SizeBytes: 1024, ConfiguredRTTMS: 50, RTTMS: recorder.Some(50.081), ServerMS: recorder.Some(0.1234),
+			ClientKeepaliveMS: recorder.Some(50.61), ClientNewMS: recorder.Some(101.4), ServerBlindPct: recorder.Some(99.88), Runs: 40, DelayMethod: "tun"},
+			Path:             recorder.GapPath{Valid: false, LatenessP50MS: recorder.Some(0.05), LatenessP99MS: recorder.Some(1.5), LatenessMaxMS: recorder.Some(3)},
+			ServerLastByteMS: recorder.Some(0.006), ServerLastByteBlindPct: recorder.Some(99.99)},
+		{Gap: recorder.GapRow{SizeBytes: 102400, DelayMethod: "none"}, Path: recorder.GapPath{Valid: true}},
+	}
+	var b bytes.Buffer
+	PrintRows(&b, rows)
+	want := "" +
+		"size_bytes  configured_rtt_ms  rtt_ms  method  server_ms  keepalive_ms  new_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  valid\n" +
+		"      1024                 50  50.081     tun      0.123         50.61  101.40     99.9         0.006              100.0    40        0.050        1.500        3.000     NO\n" +
+		"    102400                  0       -    none          -             -       -        -             -                  -     0            -            -            -    yes\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// A row is valid only when the RTT the kernel measured is within 1 ms of
+// the configured one and the delay line was on time.
+func TestSummarizeValidity(t *testing.T) {
+	reqs := func(rtt float64) []recorder.GapRequest {
+		var out []recorder.GapRequest
+		for i, mode := range []string{recorder.GapKeepAlive, recorder.GapNew} {
+			out = append(out, recorder.GapRequest{Mode: mode, NewConn: i == 1, TotalMS: 100, Status: 200, TCPRTTMS: recorder.Some(rtt)})
+		}
+		return out
+	}
+	onTime := netem.Lateness{Packets: 10}
+	for _, tc := range []struct {
+		rtt   float64
+		lt    netem.Lateness
+		valid bool
+	}{
+		{50.3, onTime, true},
+		{51.2, onTime, false},
+		{48.9, onTime, false},
+		{50.1, netem.Lateness{Packets: 10, P99: 2 * time.Millisecond}, false},
+	} {
+		r := summarize(1024, 50, "tun", "cubic", reqs(tc.rtt), tc.lt)
+		if r.Path.Valid != tc.valid || r.Gap.RTTMS.Value != tc.rtt || r.Path.RTTMS != r.Gap.RTTMS || r.Path.ConfiguredRTTMS != 50 {
+			t.Errorf("measured %g ms, lateness %+v: row %+v, want valid %t", tc.rtt, tc.lt, r.Path, tc.valid)
+		}
+	}
+	if r := summarize(1024, 0, "none", "cubic", nil, netem.Lateness{}); r.Path.Valid {
+		t.Error("nothing measured, yet valid")
+	}
+}
+
+// TestLatencyGapShape runs the published latency-gap conditions with fewer
+// runs, in namespaces over a real delayed path (netem, or the TUN delay
+// line where the kernel has no netem), and asserts the shape of
+// EXPERIMENTS.md section 3, and that every row's measured RTT is the
+// configured one.
+func TestLatencyGapShape(t *testing.T) {
+	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
+	c := Published()
+	c.Runs = 15
+	env := &lab.Env{Out: t.TempDir(), Progress: labtest.LogWriter{T: t}}
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.(*Result)
+	var table bytes.Buffer
+	res.Print(&table)
+	t.Logf("\n%s", table.String())
+	checkNoNamespaceLeft(t)
+	rows := checkRows(t, c, res)
+	ka1, new1, new100 := rows[key{1024, 50}].Gap.ClientKeepaliveMS.Value, rows[key{1024, 50}].Gap.ClientNewMS.Value, rows[key{102400, 50}].Gap.ClientNewMS.Value
+	if ka1 < 48 || ka1 > 62 {
+		t.Errorf("RTT 50 ms, 1 KB kept alive: %.1f ms, want about one RTT (48-62)", ka1)
+	}
+	if new1 < 95 || new1 > 120 {
+		t.Errorf("RTT 50 ms, 1 KB new connection: %.1f ms, want about two RTTs (95-120)", new1)
+	}
+	if new100 < new1+50 {
+		t.Errorf("RTT 50 ms, 100 KB new connection: %.1f ms, want at least one RTT more than 1 KB (%.1f): slow start", new100, new1)
+	}
+	checkFiles(t, c, env.Out)
+}
+
+type key struct {
+	size int
+	rtt  float64
+}
+
+// checkRows checks every condition's row: all runs ok, the path faithful
+// (its measured RTT within 1 ms of the configured one), and the server
+// blind as EXPERIMENTS.md says.
+func checkRows(t *testing.T, c *Config, res *Result) map[key]Row {
+	t.Helper()
+	rows := map[key]Row{}
+	for _, r := range res.Rows {
+		g := r.Gap
+		rows[key{g.SizeBytes, g.ConfiguredRTTMS}] = r
+		if g.Runs != c.Runs || !r.Path.Valid || r.Path.Dropped != 0 || !g.RTTMS.Valid || g.RTTMS.Value-g.ConfiguredRTTMS > 1 || g.RTTMS.Value < g.ConfiguredRTTMS {
+			t.Errorf("%d bytes, RTT %g ms: %d ok runs of %d, measured RTT %v, path %+v", g.SizeBytes, g.ConfiguredRTTMS, g.Runs, c.Runs, g.RTTMS, r.Path)
+		}
+		if g.ConfiguredRTTMS == 50 && g.ServerBlindPct.Value < 95 {
+			t.Errorf("RTT 50 ms, %d bytes: server (as it reports itself) blind to %.1f%%, want >= 95%%", g.SizeBytes, g.ServerBlindPct.Value)
+		}
+		// Through the last byte written, the server still cannot see the
+		// handshake nor the last round trip of delivery; for 1 KB it sees
+		// next to nothing (100 KB does not fit in a new connection's
+		// default send buffer, so there its write waits for ACKs).
+		lb := r.ServerLastByteMS.Value
+		if g.ConfiguredRTTMS == 50 && (lb > g.ClientNewMS.Value-75 || g.SizeBytes == 1024 && r.ServerLastByteBlindPct.Value < 95) {
+			t.Errorf("RTT 50 ms, %d bytes: server to last byte %.1f ms of %.1f ms, blind %.1f%%", g.SizeBytes, lb, g.ClientNewMS.Value, r.ServerLastByteBlindPct.Value)
+		}
+		if g.ConfiguredRTTMS == 0 && !(g.ClientNewMS.Value > g.ServerMS.Value && g.ServerBlindPct.Value > 20) {
+			t.Errorf("no delay, %d bytes: server %.3f ms, new connection %.3f ms, blind %.1f%%: want a gap", g.SizeBytes, g.ServerMS.Value, g.ClientNewMS.Value, g.ServerBlindPct.Value)
+		}
+		if want := map[float64]string{0: "none", 50: "tun"}[g.ConfiguredRTTMS]; g.DelayMethod != want && !(g.ConfiguredRTTMS == 50 && g.DelayMethod == "netem") {
+			t.Errorf("RTT %g ms: delay method %q, want %s", g.ConfiguredRTTMS, g.DelayMethod, want)
+		}
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d conditions, want 4", len(rows))
+	}
+	return rows
+}
+
+// checkFiles checks the results files: every request once, the TCP
+// connect of a new connection about one RTT, every request's RTT measured.
+func checkFiles(t *testing.T, c *Config, out string) {
+	t.Helper()
+	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(out, "gap-requests.csv"))
+	if err != nil || len(reqs) != 2*c.Runs*4 {
+		t.Fatalf("gap-requests.csv: %d rows, %v; want %d", len(reqs), err, 2*c.Runs*4)
+	}
+	var connect []float64
+	for _, r := range reqs {
+		if r.ConfiguredRTTMS == 50 && r.Mode == recorder.GapNew {
+			connect = append(connect, r.ConnectMS)
+		}
+		if r.Mode == recorder.GapKeepAlive && r.NewConn {
+			t.Errorf("keep-alive request %+v opened a connection", r)
+		}
+		if !r.TCPRTTMS.Valid {
+			t.Errorf("request %+v: no TCP RTT", r)
+		}
+	}
+	if m := recorder.Median(connect); m < 49 || m > 56 {
+		t.Errorf("RTT 50 ms: TCP connect median %.1f ms, want about one RTT (50)", m)
+	}
+	for _, name := range []string{"gap.csv", "gap-path.csv", "environment.json", lab.ScenarioFile} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// A condition whose delay line runs late is measured again, and only the
+// attempt kept is in gap-requests.csv. With the lateness bound at 0 every
+// TUN-delayed attempt is late: three tries, the last kept and marked invalid.
+func TestLatencyGapRetriesLatePath(t *testing.T) {
+	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
+	saved := netem.MaxP99Lateness
+	netem.MaxP99Lateness = 0
+	t.Cleanup(func() { netem.MaxP99Lateness = saved })
+	c := Published()
+	c.Delays, c.Sizes, c.Runs, c.Method = []lab.Duration{lab.Duration(5 * time.Millisecond)}, []lab.Size{1024}, 3, netem.MethodTUN
+	var progress bytes.Buffer
+	env := &lab.Env{Out: t.TempDir(), Progress: &progress}
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.(*Result)
+	checkNoNamespaceLeft(t)
+	for _, want := range []string{"discarded, measuring again (try 2 of 3)", "discarded, measuring again (try 3 of 3)"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
+	}
+	if strings.Contains(progress.String(), "try 4 of 3") {
+		t.Errorf("more than 3 tries:\n%s", progress.String())
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Path.Valid || res.Rows[0].Gap.Runs != c.Runs {
+		t.Fatalf("rows %+v: want one condition, invalid, %d runs", res.Rows, c.Runs)
+	}
+	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(env.Out, "gap-requests.csv"))
+	if err != nil || len(reqs) != 2*c.Runs {
+		t.Errorf("gap-requests.csv: %d rows (%v), want the kept attempt's %d", len(reqs), err, 2*c.Runs)
+	}
+}
+
+// TestLatencyGapInterrupted cancels a run after 5 measured requests: Run
+// returns the context's error with what it measured on disk, and no
+// namespace, link, TUN device or thread of the run is left.
+func TestLatencyGapInterrupted(t *testing.T) {
+	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
+	c := Published()
+	c.Delays, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, 1000
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	measured := 0
+	env := &lab.Env{Out: t.TempDir(), OnRequest: func(string) {
+		if measured++; measured == 5 {
+			cancel()
+		}
+	}}
+	r, err := c.Run(ctx, env)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the context's error", err)
+	}
+	res, _ := r.(*Result)
+	if res == nil || len(res.Rows) != 1 || !res.Rows[0].Gap.ClientKeepaliveMS.Valid {
+		t.Fatalf("result %+v: want the interrupted condition with its keep-alive measurements", res)
+	}
+	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(env.Out, "gap-requests.csv"))
+	if err != nil || len(reqs) < 5 {
+		t.Errorf("gap-requests.csv: %d rows, %v", len(reqs), err)
+	}
+	for _, f := range []string{"gap.csv", "gap-path.csv", "environment.json"} {
+		if _, err := os.Stat(filepath.Join(env.Out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	checkNoNamespaceLeft(t)
+}
+
+// TestNeedsPrivileges runs Run in a copy of the test binary as an
+// unprivileged user: it fails before writing anything, with an error that
+// wraps netem.ErrPermission and says what is needed.
+func TestNeedsPrivileges(t *testing.T) {
+	if out := os.Getenv("SLOWLAB_GAP_UNPRIVILEGED_OUT"); out != "" {
+		_, err := Published().Run(context.Background(), &lab.Env{Out: out})
+		fmt.Println("error:", err)
+		if !errors.Is(err, netem.ErrPermission) {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	slowlabtest.RequireRoot(t, "starting an unprivileged child")
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is private too
+	os.Chmod(dir, 0o777)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "latencygap.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "results")
+	cmd := exec.Command(bin, "-test.run=^TestNeedsPrivileges$")
+	cmd.Env = append(os.Environ(), "SLOWLAB_GAP_UNPRIVILEGED_OUT="+out)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	msg, err := cmd.CombinedOutput()
+	t.Logf("unprivileged: %s", strings.TrimSpace(string(msg)))
+	if err != nil || !strings.Contains(string(msg), "CAP_NET_ADMIN") {
+		t.Errorf("want an error wrapping ErrPermission that names CAP_NET_ADMIN; exit %v", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("results directory written without privileges: %v", err)
+	}
+}
+
+// checkNoNamespaceLeft fails t if a link named slowlab-* exists here, a
+// slowlab-* namespace is bind-mounted, or this process still has a thread
+// or file descriptor in another network namespace or on a TUN device.
+func checkNoNamespaceLeft(t *testing.T) {
+	t.Helper()
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, "slowlab-") {
+			t.Errorf("link %s left behind", l.Attrs().Name)
+		}
+	}
+	if names, _ := filepath.Glob("/var/run/netns/slowlab-*"); len(names) > 0 {
+		t.Errorf("namespaces left behind: %v", names)
+	}
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() []string {
+		var held []string
+		tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
+		fds, _ := filepath.Glob("/proc/self/fd/*")
+		for _, p := range append(tasks, fds...) {
+			target, err := os.Readlink(p)
+			if err == nil && (strings.HasPrefix(target, "net:[") && target != self || target == "/dev/net/tun") {
+				held = append(held, p+" -> "+target)
+			}
+		}
+		return held
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(held()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h := held(); len(h) > 0 {
+		t.Errorf("still held: %v", h)
+	}
+}

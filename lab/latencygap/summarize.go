@@ -1,0 +1,106 @@
+package latencygap
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// MaxRTTError is how far a condition's measured RTT may be from the
+// configured one for its row to be valid.
+const MaxRTTError = 1.0 // ms
+
+// Row is one condition's results: its gap.csv and gap-path.csv rows, and
+// the server figures had the server timed itself through the last body
+// byte written (its Server-Timing trailer) instead of up to its header.
+//
+// gap.csv's server_ms is what the server reports in its Server-Timing
+// header, the figure a server-side dashboard sees. Timed through the last
+// byte, a 100 KB response on a new connection shows up to two RTTs more,
+// because a new socket's send buffer holds about 50 KB and the write
+// waits for ACKs: that figure is kept here and in gap-requests.csv.
+type Row struct {
+	Gap                                      recorder.GapRow
+	Path                                     recorder.GapPath
+	ServerLastByteMS, ServerLastByteBlindPct recorder.Maybe
+}
+
+// summarize computes a condition's row from its requests and the
+// lateness of its packets. The row is valid only when the measured RTT is
+// within MaxRTTError of the configured one and, for the TUN delay line,
+// its p99 lateness within netem.MaxP99Lateness.
+func summarize(size int, configured float64, method, cc string, reqs []recorder.GapRequest, lt netem.Lateness) Row {
+	byHeader := slices.Clone(reqs)
+	for i := range byHeader {
+		byHeader[i].ServerMS = byHeader[i].ServerHeaderMS
+	}
+	row := Row{Gap: recorder.SummarizeGap(size, configured, method, byHeader)}
+	lb := recorder.SummarizeGap(size, configured, method, reqs)
+	row.ServerLastByteMS, row.ServerLastByteBlindPct = lb.ServerMS, lb.ServerBlindPct
+	rtt := row.Gap.RTTMS
+	row.Path = recorder.GapPath{SizeBytes: size, ConfiguredRTTMS: configured, RTTMS: rtt, DelayMethod: method, MTU: netem.MTU,
+		CongestionControl: cc, Packets: lt.Packets, Dropped: lt.Dropped,
+		Valid: lt.Valid() && rtt.Valid && math.Abs(rtt.Value-configured) <= MaxRTTError}
+	if method == string(netem.MethodTUN) && lt.Packets > 0 {
+		row.Path.LatenessP50MS, row.Path.LatenessP99MS, row.Path.LatenessMaxMS = recorder.Some(ms(lt.P50)), recorder.Some(ms(lt.P99)), recorder.Some(ms(lt.Max))
+	}
+	return row
+}
+
+// invalidWhy says why a path was not faithful.
+func invalidWhy(p recorder.GapPath) string {
+	if p.LatenessP99MS.Valid && p.LatenessP99MS.Value > float64(netem.MaxP99Lateness)/1e6 {
+		return fmt.Sprintf("delay line lateness p99 %s ms above %s", lab.Num(p.LatenessP99MS, 3), netem.MaxP99Lateness)
+	}
+	return fmt.Sprintf("measured RTT %s ms, configured %g ms: more than %g ms apart", lab.Num(p.RTTMS, 3), p.ConfiguredRTTMS, MaxRTTError)
+}
+
+// rowLine is a condition's progress line.
+func rowLine(r Row) string {
+	g := r.Gap
+	line := fmt.Sprintf("server %s ms (to last byte %s ms), keep-alive %s ms, new connection %s ms, blind %s%% (to last byte %s%%), %d runs; RTT measured %s ms of %g ms",
+		lab.Num(g.ServerMS, 3), lab.Num(r.ServerLastByteMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.ServerBlindPct, 1),
+		lab.Num(r.ServerLastByteBlindPct, 1), g.Runs, lab.Num(g.RTTMS, 3), g.ConfiguredRTTMS)
+	if r.Path.LatenessP99MS.Valid {
+		line += "; delay line lateness p99 " + lab.Num(r.Path.LatenessP99MS, 3) + " ms"
+	}
+	if !r.Path.Valid {
+		line += "  INVALID: " + invalidWhy(r.Path)
+	}
+	return line
+}
+
+// Print implements lab.Result: the conditions as an aligned table, and a
+// warning when a path was not faithful.
+func (r *Result) Print(w io.Writer) {
+	PrintRows(w, r.Rows)
+	if !r.Valid() {
+		fmt.Fprintf(w, "\nwarning: in some condition the path was not faithful (measured RTT more than %g ms off the configured one, or the delay line's p99 lateness above %s): those rows are marked invalid\n",
+			MaxRTTError, netem.MaxP99Lateness)
+	}
+}
+
+// PrintRows writes the conditions as an aligned table: the gap.csv
+// columns, the same by the last byte, the measured RTT, then the delay
+// line's lateness (TUN only) and whether the path was faithful.
+func PrintRows(w io.Writer, rows []Row) {
+	table := [][]string{{"size_bytes", "configured_rtt_ms", "rtt_ms", "method", "server_ms", "keepalive_ms", "new_ms", "blind_%", "last_byte_ms",
+		"last_byte_blind_%", "runs", "late_p50_ms", "late_p99_ms", "late_max_ms", "valid"}}
+	for _, r := range rows {
+		g, p := r.Gap, r.Path
+		valid := "yes"
+		if !p.Valid {
+			valid = "NO"
+		}
+		table = append(table, []string{fmt.Sprint(g.SizeBytes), fmt.Sprintf("%g", g.ConfiguredRTTMS), lab.Num(g.RTTMS, 3), g.DelayMethod,
+			lab.Num(g.ServerMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.ServerBlindPct, 1),
+			lab.Num(r.ServerLastByteMS, 3), lab.Num(r.ServerLastByteBlindPct, 1), fmt.Sprint(g.Runs),
+			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), valid})
+	}
+	lab.PrintTable(w, 0, table)
+}

@@ -1,0 +1,200 @@
+package longpoll
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// TestMain builds the slowlab binary the lab starts as its children.
+func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
+
+// testEnv is slowlabtest.Env with the accept policy of gthread workers.
+func testEnv(t *testing.T, stackName string, acceptWhenFree bool) *lab.Env {
+	t.Helper()
+	env := labtest.Env(t, stackName)
+	env.Stack.Settings.AcceptWhenFree = acceptWhenFree
+	return env
+}
+
+// short is the long-poll experiment with a short wait and window: the
+// published conditions (or the given ones) with the same arithmetic.
+func short(conds ...Condition) *Config {
+	c := Published()
+	c.Wait, c.Seconds, c.Lead = lab.Duration(3*time.Second), lab.Duration(4*time.Second), lab.Duration(time.Second)
+	if len(conds) > 0 {
+		c.Conditions = conds
+	}
+	return c
+}
+
+// runLongPoll runs c in env and returns its groups by server/hold/probes,
+// after checking groups.csv and probes.csv agree with them.
+func runLongPoll(t *testing.T, c *Config, env *lab.Env) map[string]recorder.LongPollGroup {
+	t.Helper()
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.(*Result)
+	got := map[string]recorder.LongPollGroup{}
+	for i, g := range res.Groups {
+		cond := c.Conditions[i/c.Reps]
+		if want := cond.RunID(i%c.Reps + 1); g.RunID != want {
+			t.Errorf("run %d: run_id %q, want %q", i, g.RunID, want)
+		}
+		key := g.Server + "/" + itoa(g.Hold) + "/" + itoa(g.ProbeConcurrency)
+		got[key] = g
+		if g.Failed != 0 {
+			t.Errorf("%s: %d failed probes", key, g.Failed)
+		}
+		if !(g.ElapsedS >= g.Seconds) || g.ThroughputRPS != float64(g.OK)/g.ElapsedS {
+			t.Errorf("%s: elapsed %.3f s for a %.3f s window, throughput %.3f for %d ok: want over the elapsed time", key, g.ElapsedS, g.Seconds, g.ThroughputRPS, g.OK)
+		}
+	}
+	groups, err := recorder.ReadFile[recorder.LongPollGroup](filepath.Join(env.Out, "groups.csv"))
+	if err != nil || len(groups) != len(c.Conditions)*c.Reps {
+		t.Fatalf("groups.csv: %d rows, %v", len(groups), err)
+	}
+	probes, err := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, g := range groups {
+		total += g.OK + g.Failed
+	}
+	if len(probes) != total {
+		t.Errorf("probes.csv has %d rows, groups count %d", len(probes), total)
+	}
+	samples, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(env.Out, "resource-samples.csv"))
+	if err != nil || len(samples) == 0 {
+		t.Errorf("resource-samples.csv: %d rows, %v", len(samples), err)
+	}
+	return got
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// checkSlotRule asserts what the long-poll experiment shows on any stack
+// with Gunicorn's accept policy, and that every probe slower than a second
+// is explained by a worker whose every thread held a long-poll:
+//   - sync-2 holding 2 starves every probe (p50 a large part of the wait,
+//     throughput collapses);
+//   - gthread 2x16 holding 20 keeps p95 near baseline with 8 and 20 probes;
+//   - a probe over 1 s happens only while some worker is full.
+func checkSlotRule(t *testing.T, e *Config, got map[string]recorder.LongPollGroup) {
+	t.Helper()
+	wait := float64(time.Duration(e.Wait).Milliseconds())
+	base, held := got["sync-2/0/20"], got["sync-2/2/20"]
+	if held.P50MS.Value < wait/3 {
+		t.Errorf("sync-2 holding 2: probe p50 %.0f ms, want >= %.0f (every probe waits behind a long-poll)", held.P50MS.Value, wait/3)
+	}
+	if held.ThroughputRPS > base.ThroughputRPS/20 {
+		t.Errorf("sync-2 throughput %.1f/s holding 2 vs %.1f/s holding 0: want a collapse", held.ThroughputRPS, base.ThroughputRPS)
+	}
+	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || held.FullWorkerS.Value < time.Duration(e.Seconds).Seconds()/2 {
+		t.Errorf("sync-2 holding 2: busiest worker held %v for %v s, want 1 (its only slot) for most of the window", held.MaxWorkerHeld, held.FullWorkerS)
+	}
+	for _, probes := range []int{8, 20} {
+		g := got[fmt.Sprintf("gthread-2x16/20/%d", probes)]
+		if g.OK == 0 || g.P95MS.Value >= 1000 || g.FreeSlots != 12 || g.Slots != 32 {
+			t.Errorf("gthread-2x16 holding 20 with %d probes: ok %d, p95 %.0f ms, slots %d, free %d; want p95 < 1000, 32 slots, 12 free",
+				probes, g.OK, g.P95MS.Value, g.Slots, g.FreeSlots)
+		}
+	}
+	for key, g := range got {
+		if !g.MaxWorkerHeld.Valid {
+			t.Errorf("%s: held long-polls per worker not measured", key)
+			continue
+		}
+		if g.ProbesOver1s > 0 && g.FullWorkerS.Value == 0 {
+			t.Errorf("%s: %d probes over 1 s (max %.0f ms) while no worker had every thread holding a long-poll (busiest held %.0f)",
+				key, g.ProbesOver1s, g.MaxMS.Value, g.MaxWorkerHeld.Value)
+		}
+		if g.Hold == 0 && (g.MaxWorkerHeld.Value != 0 || g.ProbesOver1s != 0) {
+			t.Errorf("%s: nothing held, yet busiest worker held %.0f and %d probes took over 1 s", key, g.MaxWorkerHeld.Value, g.ProbesOver1s)
+		}
+	}
+}
+
+// checkFullWorker asserts the per-worker rule where pigeonhole forces it:
+// 31 long-polls on 2 workers x 16 threads leave a worker with every thread
+// held. With Gunicorn's accept policy it still accepts probes, which wait
+// for a long-poll to end although a slot is free elsewhere; a worker that
+// accepts only with a free thread leaves them to the other.
+func checkFullWorker(t *testing.T, e *Config, g recorder.LongPollGroup, acceptWhenFree bool) {
+	t.Helper()
+	if g.MaxWorkerHeld.Value != 16 || g.FullWorkerS.Value < time.Duration(e.Seconds).Seconds()/2 {
+		t.Errorf("gthread-2x16 holding 31: busiest worker held %v for %v s; want 16 (all its threads) for most of the window", g.MaxWorkerHeld, g.FullWorkerS)
+	}
+	if acceptWhenFree {
+		if g.MaxMS.Value >= 1000 || g.ProbesOver1s != 0 {
+			t.Errorf("accepting only with a free thread, holding 31 (1 free slot): max %.0f ms, %d probes over 1 s; want none", g.MaxMS.Value, g.ProbesOver1s)
+		}
+		return
+	}
+	if g.MaxMS.Value < float64(time.Duration(e.Wait).Milliseconds())/3 || g.ProbesOver1s == 0 {
+		t.Errorf("Gunicorn's accept policy, holding 31 (1 free slot): max %.0f ms, %d probes over 1 s; want probes stuck behind the full worker's long-polls",
+			g.MaxMS.Value, g.ProbesOver1s)
+	}
+}
+
+// TestLongPollShape runs the published long-poll conditions, plus the
+// pigeonhole condition, on the embedded stack with both accept policies.
+func TestLongPollShape(t *testing.T) {
+	c := short()
+	c.Conditions = append(c.Conditions, Condition{"gthread-2x16", 31, 8})
+	got := runLongPoll(t, c, testEnv(t, stack.NameEmbedded, false))
+	checkSlotRule(t, c, got)
+	checkFullWorker(t, c, got["gthread-2x16/31/8"], false)
+
+	// Two runs, so the repetitions' run ids and rows are checked too.
+	free := short(Condition{"gthread-2x16", 31, 8})
+	free.Reps = 2
+	checkFullWorker(t, free, runLongPoll(t, free, testEnv(t, stack.NameEmbedded, true))["gthread-2x16/31/8"], true)
+}
+
+// TestLongPollRealGunicorn runs the same conditions on real Gunicorn under
+// the published cgroup limits, as reproduce long-poll does, its workers
+// reporting their held long-polls through app.py's files.
+func TestLongPollRealGunicorn(t *testing.T) {
+	env := testEnv(t, stack.NameReal, false)
+	c := short()
+	c.Conditions = append(c.Conditions, Condition{"gthread-2x16", 31, 8})
+	got := runLongPoll(t, c, env)
+	checkSlotRule(t, c, got)
+	checkFullWorker(t, c, got["gthread-2x16/31/8"], false)
+	b, _ := os.ReadFile(filepath.Join(env.Out, "environment.json"))
+	if !strings.Contains(string(b), "app 0.25 CPU / 128 MiB") {
+		t.Errorf("environment.json does not record the app's limits:\n%s", b)
+	}
+}
+
+// The wave count follows the holders' re-issues: with a 1 s wait over a
+// 4 s window there are about 4 waves.
+func TestLongPollWaves(t *testing.T) {
+	c := short(Condition{"gthread-2x16", 20, 4})
+	c.Wait = lab.Duration(time.Second)
+	got := runLongPoll(t, c, testEnv(t, stack.NameEmbedded, false))
+	g := got["gthread-2x16/20/4"]
+	if !g.Waves.Valid || g.Waves.Value < 3 || g.Waves.Value > 7 || !g.FullWaves.Valid || g.FullWaves.Value > g.Waves.Value {
+		t.Errorf("waves %v, full %v over %.1f s with a 1 s wait; want about 4-5", g.Waves, g.FullWaves, g.ElapsedS)
+	}
+	if g.HeldSamples < 10 {
+		t.Errorf("%d held samples over %.1f s", g.HeldSamples, g.ElapsedS)
+	}
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,185 @@
+// Package longpoll is the long-poll experiment (EXPERIMENTS.md section 2):
+// long-polls held open against the app's worker slots while closed-loop
+// probes measure what is left. It also watches the app's workers: how
+// many long-polls each holds (stack.HeldCounter), because a Gunicorn
+// worker accepts whether or not it has a free thread, so the number that
+// decides whether a probe waits is the busiest worker's, not the total.
+//
+// It owns its scenario schema and flags, its run and its printed table;
+// its figures are report's long-poll section, its files recorder's
+// probes.csv and groups.csv (and resource-samples.csv).
+package longpoll
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+)
+
+// Name is the experiment's name.
+const Name = "long-poll"
+
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() },
+		Summary: "long-polls held against worker slots while probes measure what is left",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+}
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Header    `yaml:",inline"`
+	Reps          int `yaml:"reps"`
+	lab.StackSpec `yaml:",inline"`
+	Conditions    []Condition  `yaml:"conditions"`
+	Seconds       lab.Duration `yaml:"seconds"`    // probing window (S)
+	Wait          lab.Duration `yaml:"wait"`       // each long-poll's wait
+	Lead          lab.Duration `yaml:"lead"`       // probes start this long after the holders
+	ProbePath     string       `yaml:"probe_path"` // the probe endpoint
+	// KeepAlive has holders and probes reuse their connections, as browsers
+	// and API clients do; a kept-alive connection stays with the worker that
+	// accepted it. Off: a new connection per request.
+	KeepAlive bool `yaml:"keepalive"`
+}
+
+// Condition is one cell of the experiment.
+type Condition struct {
+	Server string `yaml:"server"` // sync-W or gthread-WxT
+	Hold   int    `yaml:"hold"`   // long-polls held open (N)
+	Probes int    `yaml:"probes"` // closed-loop probe workers (C)
+}
+
+// Published returns the published conditions: sync-2 holding 0 and 2
+// with 20 probes; gthread 2x16 holding 0 and 20 with 20 and 8 probes;
+// once each.
+func Published() *Config {
+	return &Config{Header: lab.Header{Experiment: Name}, Reps: 1, StackSpec: lab.PublishedStackSpec(),
+		Conditions: []Condition{{"sync-2", 0, 20}, {"sync-2", 2, 20},
+			{"gthread-2x16", 0, 20}, {"gthread-2x16", 20, 20}, {"gthread-2x16", 0, 8}, {"gthread-2x16", 20, 8}},
+		Seconds: lab.Duration(60 * time.Second), Wait: lab.Duration(30 * time.Second), Lead: lab.Duration(2 * time.Second),
+		ProbePath: "/fast"}
+}
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Repetitions implements lab.Repeated.
+func (c *Config) Repetitions() *int { return &c.Reps }
+
+// Stack implements lab.Stacked.
+func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+
+// Servers implements lab.Stacked.
+func (c *Config) Servers() []stack.Server {
+	var out []stack.Server
+	for _, cond := range c.Conditions {
+		if s, err := stack.ParseServer(cond.Server); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Flags implements lab.Config.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var((*durationFlag)(&c.Seconds), "seconds", "probing window, e.g. 60s (a number is seconds)")
+	fs.Var((*durationFlag)(&c.Wait), "wait", "how long each held request waits before its 204, e.g. 30s")
+	fs.BoolVar(&c.KeepAlive, "keepalive", c.KeepAlive, "holders and probes reuse their connections (default: a new connection per request)")
+	fs.Var(&conditionsFlag{list: &c.Conditions}, "condition", "SERVER:HOLD:PROBES, e.g. gthread-2x16:31:8; repeat for more (default: the published six)")
+	fs.BoolVar(&c.AcceptWhenFree, "accept-when-free", c.AcceptWhenFree, "embedded stack: gthread workers accept only while a thread is free (Gunicorn accepts regardless)")
+}
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if len(c.Conditions) == 0 {
+		return errors.New("conditions: none given")
+	}
+	for i, cond := range c.Conditions {
+		if s, err := stack.ParseServer(cond.Server); err != nil || s.Model == "async" {
+			return fmt.Errorf("conditions[%d].server %q: want sync-W or gthread-WxT", i, cond.Server)
+		}
+		if cond.Hold < 0 || cond.Hold > 10000 {
+			return fmt.Errorf("conditions[%d].hold %d: allowed 0 to 10000", i, cond.Hold)
+		}
+		if cond.Probes < 1 || cond.Probes > 10000 {
+			return fmt.Errorf("conditions[%d].probes %d: allowed 1 to 10000", i, cond.Probes)
+		}
+	}
+	switch {
+	case c.Reps < 1 || c.Reps > 1000:
+		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
+	case c.Seconds <= 0 || time.Duration(c.Seconds) > 24*time.Hour:
+		return fmt.Errorf("seconds %s: allowed more than 0 up to 24h", time.Duration(c.Seconds))
+	case c.Wait <= 0 || time.Duration(c.Wait) > 10*time.Minute:
+		return fmt.Errorf("wait %s: allowed more than 0 up to 10m", time.Duration(c.Wait))
+	case c.Lead < 0:
+		return fmt.Errorf("lead %s: must be 0 or more", time.Duration(c.Lead))
+	case !strings.HasPrefix(c.ProbePath, "/"):
+		return fmt.Errorf("probe_path %q: must start with /", c.ProbePath)
+	case c.AcceptWhenFree && c.StackSpec.Stack != stack.NameEmbedded:
+		return fmt.Errorf("accept_when_free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts")
+	}
+	return nil
+}
+
+// durationFlag is a duration flag that also takes a plain number of
+// seconds.
+type durationFlag lab.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(v string) error {
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		*d = durationFlag(s * float64(time.Second))
+		return nil
+	}
+	t, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: want a duration such as 40s or a number of seconds", v)
+	}
+	*d = durationFlag(t)
+	return nil
+}
+
+// conditionsFlag collects --condition SERVER:HOLD:PROBES values; the first
+// replaces the published conditions, the next ones add to it.
+type conditionsFlag struct {
+	list *[]Condition
+	set  bool
+}
+
+func (c *conditionsFlag) String() string { return "" }
+
+func (c *conditionsFlag) Set(v string) error {
+	parts := strings.Split(v, ":")
+	if len(parts) != 3 {
+		return fmt.Errorf("%q: want SERVER:HOLD:PROBES, e.g. gthread-2x16:20:8", v)
+	}
+	srv, err := stack.ParseServer(parts[0])
+	if err != nil || srv.Model == "async" {
+		return fmt.Errorf("%q: server %q: want sync-W or gthread-WxT", v, parts[0])
+	}
+	hold, err := strconv.Atoi(parts[1])
+	if err != nil || hold < 0 || hold > 10000 {
+		return fmt.Errorf("%q: hold %q: want 0 to 10000", v, parts[1])
+	}
+	probes, err := strconv.Atoi(parts[2])
+	if err != nil || probes < 1 || probes > 10000 {
+		return fmt.Errorf("%q: probes %q: want 1 to 10000", v, parts[2])
+	}
+	if !c.set {
+		*c.list, c.set = nil, true
+	}
+	*c.list = append(*c.list, Condition{Server: srv.Name(), Hold: hold, Probes: probes})
+	return nil
+}
+
+// RunID is the run id of a condition's rep: server, hold, probes, rep.
+func (cond Condition) RunID(rep int) string {
+	return fmt.Sprintf("%s.hold%d.probes%d.rep%d", cond.Server, cond.Hold, cond.Probes, rep)
+}

@@ -1,0 +1,266 @@
+package longpoll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote.
+type Result struct {
+	Dir    string
+	Groups []recorder.LongPollGroup
+}
+
+// AllFailed implements lab.Result: no run got a probe through.
+func (r *Result) AllFailed() bool {
+	for _, g := range r.Groups {
+		if g.OK > 0 {
+			return false
+		}
+	}
+	return len(r.Groups) > 0
+}
+
+// files are the open results files of a long-poll session.
+type files struct {
+	probes    *recorder.FileWriter[recorder.Probe]
+	groups    *recorder.FileWriter[recorder.LongPollGroup]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+	closed    bool
+	closeErr  error
+}
+
+// close closes every file once; a second call reports the first's errors.
+func (f *files) close() error {
+	if f.closed {
+		return f.closeErr
+	}
+	f.closed = true
+	var errs []error
+	if f.probes != nil {
+		errs = append(errs, f.probes.Close())
+	}
+	if f.groups != nil {
+		errs = append(errs, f.groups.Close())
+	}
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
+	}
+	f.closeErr = errors.Join(errs...)
+	return f.closeErr
+}
+
+func openFiles(env *lab.Env) (*files, error) {
+	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	f := &files{}
+	var err error
+	if f.probes, err = recorder.CreateFile[recorder.Probe](env.Out); err == nil {
+		if f.groups, err = recorder.CreateFile[recorder.LongPollGroup](env.Out); err == nil {
+			f.resources, err = recorder.CreateFile[recorder.ResourceSample](env.Out)
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+// Run implements lab.Config: every condition Reps times in a row, each on
+// a fresh stack (direct route), writing probes.csv, groups.csv (a row per
+// run), resource-samples.csv and environment.json. Cancelling ctx keeps
+// what was measured and returns ctx's error.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	f, err := openFiles(env)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: env.Out}
+	n := len(c.Conditions) * c.Reps
+	p := lab.NewProgress(env.Progress, n, func(int) time.Duration { return time.Duration(c.Lead + c.Seconds) })
+	var runErr error
+	for i := range n {
+		cond := c.Conditions[i/c.Reps]
+		id := cond.RunID(i%c.Reps + 1)
+		p.Start(i, id)
+		g, err := c.runOne(ctx, env, id, cond, f)
+		if err == nil {
+			err = f.groups.Write(g)
+		}
+		res.Groups = append(res.Groups, g)
+		p.Done(i, "%s", groupLine(g))
+		if err != nil || ctx.Err() != nil {
+			runErr = errors.Join(err, ctx.Err())
+			break
+		}
+	}
+	return res, errors.Join(runErr, f.close())
+}
+
+// groupLine is the progress line of a finished run.
+func groupLine(g recorder.LongPollGroup) string {
+	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %d, free %d; most held on one worker %s, full %s s, waves with a full worker %s",
+		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, g.Slots, g.FreeSlots,
+		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g))
+}
+
+// runOne runs one condition on a fresh stack.
+func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, f *files) (recorder.LongPollGroup, error) {
+	srv, _ := stack.ParseServer(cond.Server)
+	g := recorder.LongPollGroup{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes,
+		Seconds: time.Duration(c.Seconds).Seconds(), Slots: srv.Slots(), FreeSlots: srv.Slots() - cond.Hold}
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return g, err
+	}
+	defer os.RemoveAll(work)
+	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: stack.RouteDirect, Server: srv,
+		LogDir: env.LogDir(), WorkDir: work})
+	if err != nil {
+		return g, fmt.Errorf("%s: start stack: %w", id, err)
+	}
+	defer running.Stop()
+	in, err := lab.Instrument(ctx, env, id, running)
+	if err != nil {
+		return g, fmt.Errorf("%s: %w", id, err)
+	}
+	defer in.Stop()
+	m, err := c.probe(ctx, env, running, in, id, cond, f)
+	if err := running.Failed(); err != nil && ctx.Err() == nil {
+		m.writeErr = errors.Join(m.writeErr, fmt.Errorf("%s: %w", id, err))
+	}
+	g.ElapsedS = m.elapsed.Seconds()
+	g = recorder.SummarizeProbes(g, m.rows)
+	c.summarizeHeld(&g, m, cond, env)
+	return g, errors.Join(err, m.writeErr)
+}
+
+// measured is what one run's load measured.
+type measured struct {
+	rows     []recorder.Probe
+	writeErr error
+	elapsed  time.Duration // the probing, from the window's start to the last probe's end
+	held     heldStats
+	sampled  bool
+	issues   []time.Time // when the holders issued their long-polls
+	t0       time.Time
+}
+
+// probe holds the long-polls and runs the closed-loop probes for the
+// window, sampling the long-polls each worker holds meanwhile.
+func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running, in *lab.Instruments, id string, cond Condition, f *files) (*measured, error) {
+	m := &measured{}
+	holdCtx, stopHolding := context.WithCancel(ctx)
+	defer stopHolding()
+	timeout := time.Duration(c.Wait) + 30*time.Second
+	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider})
+	defer holdClient.Close()
+	held := c.hold(holdCtx, env, running, holdClient, id, cond, m)
+
+	m.t0 = time.Now()
+	in.Start(m.t0, f.resources, running.PIDs())
+	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider})
+	defer probeClient.Close()
+	lead, window := time.Duration(c.Lead), time.Duration(c.Seconds)
+	loop := loadgen.ClosedLoop{Client: probeClient, URL: running.URL() + c.ProbePath, Workers: cond.Probes,
+		Start: m.t0.Add(lead), Duration: window, RunID: id, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) { m.record(env, f, id, cond, r) }}
+	var stopSampling func() heldStats
+	if hc, ok := running.HeldCounter(); ok {
+		srv, _ := stack.ParseServer(cond.Server)
+		stopSampling = sampleHeld(ctx, hc, max(srv.Threads, 1), m.t0.Add(lead), m.t0.Add(lead+window))
+	}
+	loop.Run(ctx)
+	m.elapsed = max(0, time.Since(m.t0.Add(lead)))
+	if stopSampling != nil {
+		m.held, m.sampled = stopSampling(), true
+	}
+	stopHolding()
+	<-held
+	_, _, err := in.Samples()
+	return m, err
+}
+
+// record writes one probe's row.
+func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r loadgen.Result) {
+	row := recorder.Probe{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Worker: r.Worker, Seq: r.Seq,
+		StartS: r.Start.Sub(m.t0).Seconds(), ConnectMS: ms(r.Connect), TTFBMS: ms(r.TTFB), LatencyMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes}
+	if r.Err != nil {
+		row.Error = r.Err.Error()
+	}
+	m.rows = append(m.rows, row)
+	if err := f.probes.Write(row); err != nil && m.writeErr == nil {
+		m.writeErr = err
+	}
+	env.RequestDone(id)
+}
+
+// hold keeps cond.Hold long-polls in flight until ctx ends, recording when
+// they were issued: every hold that ends is re-issued at once, so its end
+// is a re-issue. The returned channel closes when the holders are done.
+func (c *Config) hold(ctx context.Context, env *lab.Env, running *stack.Running, client *loadgen.Client, id string, cond Condition, m *measured) <-chan struct{} {
+	var mu sync.Mutex
+	m.issues = []time.Time{time.Now()}
+	holders := loadgen.Holders{Client: client, URL: running.URL() + "/longpoll?wait=" + time.Duration(c.Wait).String(), N: cond.Hold,
+		RunID: id, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) {
+			mu.Lock()
+			m.issues = append(m.issues, r.Start.Add(r.Latency))
+			mu.Unlock()
+		}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		holders.Run(ctx)
+	}()
+	return done
+}
+
+// summarizeHeld adds what sampling the held long-polls found.
+func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Condition, env *lab.Env) {
+	hs := m.held
+	g.HeldSamples = hs.samples
+	if hs.failed > 0 {
+		env.Logf("        held long-polls: %d of %d samples failed, last: %v", hs.failed, hs.failed+hs.samples, hs.lastErr)
+	}
+	if hs.samples == 0 {
+		return
+	}
+	g.MaxWorkerHeld, g.FullWorkerS = recorder.Some(float64(hs.max)), recorder.Some(hs.full.Seconds())
+	if cond.Hold == 0 {
+		return
+	}
+	rel := func(ts []time.Time) []float64 {
+		out := make([]float64, len(ts))
+		for i, v := range ts {
+			out[i] = v.Sub(m.t0).Seconds()
+		}
+		return out
+	}
+	lead := time.Duration(c.Lead).Seconds()
+	waves, full := recorder.CountWaves(rel(m.issues), rel(hs.fullAt), lead, lead+g.ElapsedS, waveGap(time.Duration(c.Wait)))
+	g.Waves, g.FullWaves = recorder.Some(float64(waves)), recorder.Some(float64(full))
+}
+
+// waveGap separates two waves of long-polls: holds issued together end
+// within a few milliseconds of each other, a wait apart.
+func waveGap(wait time.Duration) float64 { return min(wait/4, time.Second).Seconds() }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

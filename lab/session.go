@@ -1,0 +1,219 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/report"
+)
+
+// Options are a session's shared settings: the shared flags of `slowlab
+// reproduce` and `slowlab run`, and the instruments cmd started.
+type Options struct {
+	Stack       string // overrides the scenario's stack when set
+	NoLimits    bool
+	Out         string
+	Resume      string // results directory to resume
+	MaxHostCPU  float64
+	TargetsFile string
+	MetricsAddr string // served by cmd; here only to be refused where not taken
+	Reps        Reps   // overrides the scenario's reps when set
+	Quick       bool   // one repetition per condition
+
+	Metrics        *loadgen.Metrics
+	TracerProvider trace.TracerProvider
+}
+
+// DefaultMaxHostCPU is --max-host-cpu's default, in percent.
+const DefaultMaxHostCPU = 90
+
+// AddFlags adds the shared flags an experiment takes to fs (all of them
+// for `slowlab run`, which learns the experiment from the file).
+func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
+	fs.StringVar(&o.Out, "out", "", "results directory (default results/<experiment>-<UTC timestamp>)")
+	if shared.Has(SharedStack) {
+		fs.StringVar(&o.Stack, "stack", "", "system under test: auto (real when installed, else embedded), embedded (nothing to install), real (Gunicorn + NGINX; alias gunicorn-nginx), or APP+PROXY such as embedded+nginx (default: the scenario's, auto)")
+		fs.BoolVar(&o.NoLimits, "no-limits", false, "run without cgroups (needed where cgroups cannot be written)")
+	}
+	if shared.Has(SharedReps) {
+		fs.Var(&o.Reps, "reps", "repetitions of each condition, 1 to 1000 (default: the experiment's)")
+		fs.BoolVar(&o.Quick, "quick", false, "one repetition per condition (same as --reps 1)")
+	}
+	if shared.Has(SharedResume) {
+		fs.StringVar(&o.Resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones; refused if it was run with other settings")
+	}
+	if shared.Has(SharedHostCPU) {
+		fs.Float64Var(&o.MaxHostCPU, "max-host-cpu", DefaultMaxHostCPU, "abort and retry a run while host CPU stays above this percentage for 2 s (0 disables)")
+	}
+	if shared.Has(SharedMetrics) {
+		fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve the load generator's /metrics here during the run, e.g. 127.0.0.1:9101 (off when empty)")
+	}
+	if shared.Has(SharedTargets) {
+		fs.StringVar(&o.TargetsFile, "prometheus-targets", "", "write each run's /metrics endpoints to this Prometheus file_sd `file` (jobs slowlab-exporter, slowlab-target, slowlab-proxy; label run_id)")
+	}
+}
+
+// Validate checks the shared settings.
+func (o Options) Validate() error {
+	switch {
+	case o.MaxHostCPU < 0 || o.MaxHostCPU > 100:
+		return fmt.Errorf("--max-host-cpu %v: allowed 0 (off) to 100 percent", o.MaxHostCPU)
+	case o.Resume != "" && o.Out != "" && o.Resume != o.Out:
+		return fmt.Errorf("--resume %q with --out %q: give one directory", o.Resume, o.Out)
+	case o.Reps.Given && (o.Reps.N < 1 || o.Reps.N > 1000):
+		return fmt.Errorf("--reps %d: allowed 1 to 1000", o.Reps.N)
+	case o.Stack != "":
+		if err := stack.ValidName(o.Stack); err != nil {
+			return fmt.Errorf("--%w", err)
+		}
+	}
+	return nil
+}
+
+// Reps is the --reps flag: a count, and whether it was given.
+type Reps struct {
+	N     int
+	Given bool
+}
+
+func (r *Reps) String() string { return "" }
+
+func (r *Reps) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q: want a whole number", v)
+	}
+	r.N, r.Given = n, true
+	return nil
+}
+
+// Apply puts the options that override scenario fields into cfg: reps
+// and the stack name.
+func (o Options) Apply(cfg Config) {
+	if r, ok := cfg.(Repeated); ok {
+		switch {
+		case o.Quick:
+			*r.Repetitions() = 1
+		case o.Reps.Given:
+			*r.Repetitions() = o.Reps.N
+		}
+	}
+	if s, ok := cfg.(Stacked); ok && o.Stack != "" {
+		s.Stack().Stack = o.Stack
+	}
+}
+
+// ResultsDir is where a session writes: out if given, else
+// results/<experiment>-<UTC timestamp>.
+func ResultsDir(out, experiment string) string {
+	if out != "" {
+		return out
+	}
+	return filepath.Join("results", experiment+"-"+time.Now().UTC().Format("20060102T150405Z"))
+}
+
+// ErrAllFailed is returned when every run of a session failed.
+var ErrAllFailed = errors.New("every run failed")
+
+// RunSession runs cfg (validated, with the options applied) as `slowlab
+// reproduce` and `slowlab run` do: it resolves the stack, says where the
+// results go, runs, prints the table and writes the report. Progress goes
+// to stderr.
+func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Writer) error {
+	env, err := o.Env(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: results in %s\n", cfg.Head().Experiment, env.Out)
+	res, err := cfg.Run(ctx, env)
+	if res != nil {
+		fmt.Fprintf(stdout, "results: %s\n\n", env.Out)
+		res.Print(stdout)
+		writeReport(env.Out, stdout, stderr)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted; runs completed so far are in %s", env.Out)
+	}
+	if err == nil && res != nil && res.AllFailed() {
+		return fmt.Errorf("%w; the reasons are in %s", ErrAllFailed, filepath.Join(env.Out, "runs.csv"))
+	}
+	return err
+}
+
+// writeReport draws the results directory's report; a failure is
+// reported, not fatal, since the measurements are already on disk.
+func writeReport(dir string, stdout, stderr io.Writer) {
+	rep, err := report.Write(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "report: %v\n", err)
+		return
+	}
+	fmt.Fprintf(stdout, "\nreport: %s (%d figures)\n", rep.HTML, len(rep.Figures))
+}
+
+// Env resolves the session's environment for cfg: the results directory,
+// the stack (saying which auto chose and why) with its cgroups and limits,
+// and the canonical scenario.
+func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
+	env := &Env{Out: ResultsDir(o.Out, cfg.Head().Experiment), Progress: stderr, Metrics: o.Metrics,
+		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, TargetsFile: o.TargetsFile}
+	if o.Resume != "" {
+		env.Out, env.Resume = o.Resume, true
+	}
+	if s, ok := cfg.(Stacked); ok {
+		st, err := o.stack(s, stderr)
+		if err != nil {
+			return nil, err
+		}
+		env.Stack = st
+	}
+	b, err := MarshalScenario(cfg)
+	if err != nil {
+		return nil, err
+	}
+	env.Scenario = b
+	return env, nil
+}
+
+// stack resolves the stack of cfg. A stack with a real component runs
+// every component under the scenario's limits (the published ones by
+// default), which needs cgroups; the embedded stack runs in cgroups only
+// to account CPU and memory, where cgroups can be written. --no-limits
+// runs without cgroups. The scenario is updated to say what ran.
+func (o Options) stack(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
+	spec := cfg.Stack()
+	st, note, err := stack.Lookup(spec.Stack)
+	if err != nil {
+		return st, err
+	}
+	if note != "" {
+		fmt.Fprintln(stderr, note)
+	}
+	spec.Stack = st.Name
+	st.Settings = spec.Settings()
+	usable := stack.CgroupsUsable(cgroup.DefaultRoot)
+	switch {
+	case o.NoLimits:
+		spec.Limits = map[string]LimitSpec{}
+	case st.Real():
+		if !usable {
+			return st, fmt.Errorf("the %s stack runs under cgroup limits: %w", st.Name, cgroup.ErrUnavailable)
+		}
+		st.Cgroups, st.Limits = true, spec.CgroupLimits()
+	default:
+		st.Cgroups = usable // accounted, not limited
+		spec.Limits = map[string]LimitSpec{}
+	}
+	return st, st.Check(cfg.Servers()...)
+}

@@ -1,0 +1,243 @@
+package slowclient
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// TestMain builds the slowlab binary the lab starts as its children.
+func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
+
+// testEnv is slowlabtest.Env, checking at the end that the run left no
+// process or cgroup behind.
+func testEnv(t *testing.T, stackName string) *lab.Env {
+	t.Helper()
+	env := labtest.Env(t, stackName)
+	t.Cleanup(func() { assertNothingLeft(t) })
+	return env
+}
+
+// small is a reduced matrix of the given conditions: one rep, short runs.
+func small(conds ...Condition) *Config {
+	c := Published()
+	c.Conditions, c.Reps = conds, 1
+	c.Large.Size, c.SlowReader.ReadRate = 8<<20, 4<<20 // 2 s downloads
+	c.Fast.Rate, c.Fast.Offset, c.Fast.Duration = 20, lab.Duration(100*time.Millisecond), lab.Duration(2*time.Second)
+	return c
+}
+
+func run(t *testing.T, c *Config, env *lab.Env) *Result {
+	t.Helper()
+	res, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.(*Result)
+}
+
+// TestSlowClientShapeReduced runs a reduced matrix on the embedded stack
+// (real child processes, real sockets) and asserts the published shape:
+// two slow readers starve sync-2 directly, not behind a buffering proxy and
+// not with gthread 1x4.
+func TestSlowClientShapeReduced(t *testing.T) {
+	c := small(
+		Condition{stack.RouteDirect, "sync-2", 0},
+		Condition{stack.RouteDirect, "sync-2", 2},
+		Condition{stack.RouteBufferingOff, "sync-2", 2},
+		Condition{stack.RouteBufferingOn, "sync-2", 2},
+		Condition{stack.RouteDirect, "gthread-1x4", 2},
+	)
+	env := testEnv(t, stack.NameEmbedded)
+	res := run(t, c, env)
+	if env.Stack.Cgroups {
+		for _, r := range res.Runs {
+			for i, comp := range r.Components {
+				if comp.MemoryPeakBytes.Valid != (i != 1 || r.Route != "direct") {
+					t.Errorf("%s %s: memory peak %v: want a cgroup value for every component that exists", r.RunID, recorder.Components[i], comp.MemoryPeakBytes)
+				}
+			}
+		}
+	} else {
+		slowlabtest.RequireRoot(t, "the embedded stack's cgroup accounting")
+	}
+	byCond := conditions(res)
+	if v := p95(t, byCond, "direct/sync-2/0"); v >= 50 {
+		t.Errorf("direct sync-2 0 slow: p95 %.1f ms, want < 50", v)
+	}
+	if v := p95(t, byCond, "direct/sync-2/2"); v < 500 {
+		t.Errorf("direct sync-2 2 slow: p95 %.1f ms, want >= 500 (workers stuck writing)", v)
+	}
+	if v := p95(t, byCond, "proxy-buffering-on/sync-2/2"); v >= 100 {
+		t.Errorf("buffering on 2 slow: p95 %.1f ms, want < 100", v)
+	}
+	if v := p95(t, byCond, "direct/gthread-1x4/2"); v >= 100 {
+		t.Errorf("gthread-1x4 2 slow: p95 %.1f ms, want < 100", v)
+	}
+	if on, direct := byCond["proxy-buffering-on/sync-2/2"], byCond["direct/sync-2/2"]; !(on.AppSendS.Value < direct.AppSendS.Value/4) {
+		t.Errorf("app_send_s buffering on %.3f s vs direct %.3f s: the proxy should release the app early", on.AppSendS.Value, direct.AppSendS.Value)
+	}
+	checkResultFiles(t, env.Out, len(c.Conditions), 40)
+	if on := byCond["proxy-buffering-on/sync-2/2"].TempPeakMiB; !on.Valid || on.Value < 5 {
+		t.Errorf("buffering on: temp_peak_mib %v, want > 5 (two 8 MiB responses spooled)", on)
+	}
+	if off := byCond["proxy-buffering-off/sync-2/2"].TempPeakMiB; !off.Valid || off.Value > 0.1 {
+		t.Errorf("buffering off: temp_peak_mib %v, want about 0", off)
+	}
+	checkResources(t, env.Out, res.Runs)
+	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(env.Out, "large-responses.csv"))
+	if err != nil || len(larges) != 8 {
+		t.Fatalf("%d large-response rows (%v), want 8", len(larges), err)
+	}
+	for _, l := range larges {
+		if l.Outcome != recorder.DownloadComplete || l.Bytes != int64(c.Large.Size) || l.Status != 200 || !l.AppSendS.Valid || l.ReceiveS < 2 {
+			t.Errorf("download %+v: want complete %d bytes, app_send_s, receive >= 2 s", l, c.Large.Size)
+		}
+	}
+}
+
+func conditions(res *Result) map[string]recorder.Condition {
+	m := map[string]recorder.Condition{}
+	for _, c := range res.Conditions {
+		m[c.Route+"/"+c.Server+"/"+strconv.Itoa(c.SlowClients)] = c
+	}
+	return m
+}
+
+func p95(t *testing.T, byCond map[string]recorder.Condition, key string) float64 {
+	t.Helper()
+	c, ok := byCond[key]
+	if !ok || !c.P95MS.Valid {
+		t.Fatalf("no p95 for %s in %+v", key, byCond)
+	}
+	return c.P95MS.Value
+}
+
+// checkResultFiles checks the results directory against the CSV contract:
+// every file parses with the exact header, every run is ok and has exactly
+// perRun request rows, every one sent.
+func checkResultFiles(t *testing.T, dir string, runs, perRun int) {
+	t.Helper()
+	for _, name := range []string{"requests.csv", "large-responses.csv", "resource-samples.csv", "runs.csv", "conditions.csv", "environment.json", lab.ScenarioFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	reqs, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, "requests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]int{}
+	for _, r := range reqs {
+		rows[r.RunID] = append(rows[r.RunID], r.Seq)
+		if r.Status != 200 || r.Error != "" || r.Bytes != 12 {
+			t.Errorf("request %s#%d: status %d bytes %d error %q", r.RunID, r.Seq, r.Status, r.Bytes, r.Error)
+		}
+	}
+	rr, err := recorder.ReadFile[recorder.Run](filepath.Join(dir, "runs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr) != runs {
+		t.Errorf("%d runs, want %d", len(rr), runs)
+	}
+	for _, r := range rr {
+		if r.Status != recorder.RunOK || r.FastTotal != perRun || r.FastOK != perRun || r.FastPlanned != perRun || r.FastSent != perRun {
+			t.Errorf("run %s: status %s %q, fast %d/%d, planned %d, sent %d", r.RunID, r.Status, r.Reason, r.FastOK, r.FastTotal, r.FastPlanned, r.FastSent)
+		}
+		seqs := rows[r.RunID]
+		slices.Sort(seqs)
+		if len(seqs) != perRun || seqs[0] != 0 || seqs[len(seqs)-1] != perRun-1 || len(slices.Compact(seqs)) != perRun {
+			t.Errorf("run %s: request seqs %v, want 0..%d once each", r.RunID, seqs, perRun-1)
+		}
+	}
+	if _, err := recorder.ReadFile[recorder.Condition](filepath.Join(dir, "conditions.csv")); err != nil {
+		t.Error(err)
+	}
+}
+
+// checkResources checks resource-samples.csv: samples of every component
+// through each healthy run (at most one error row), and the run's
+// component columns filled where the component exists.
+func checkResources(t *testing.T, dir string, runs []recorder.Run) {
+	t.Helper()
+	samples, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(dir, "resource-samples.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ run, comp string }
+	rows, bad := map[key]int{}, map[key]int{}
+	for _, s := range samples {
+		rows[key{s.RunID, s.Component}]++
+		if s.Error != "" {
+			bad[key{s.RunID, s.Component}]++
+		}
+	}
+	for _, r := range runs {
+		comps := []string{"app", "loadgen"}
+		if r.Route != "direct" {
+			comps = append(comps, "proxy")
+		}
+		for _, c := range comps {
+			k := key{r.RunID, c}
+			// A loaded machine skips late ticks rather than bunch them:
+			// a 2 s run still gets a few.
+			if rows[k] < 3 || bad[k] > 1 {
+				t.Errorf("%s %s: %d sample rows, %d with errors", r.RunID, c, rows[k], bad[k])
+			}
+			i := slices.Index(recorder.Components[:], c)
+			cs := r.Components[i]
+			if !cs.CPUCores.Valid || !cs.RSSPeakBytes.Valid || cs.RSSPeakBytes.Value < 1<<20 {
+				t.Errorf("%s %s: component summary %+v", r.RunID, c, cs)
+			}
+		}
+	}
+}
+
+// assertNothingLeft fails if a child process of the lab or a slowlab
+// cgroup remains after a test; processes that are exiting get 30 s.
+func assertNothingLeft(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(leftBehind()) > 0; {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, what := range leftBehind() {
+		t.Errorf("left behind: %s", what)
+	}
+}
+
+// leftBehind lists processes whose command line names a lab work
+// directory, and slowlab cgroups.
+func leftBehind() []string {
+	var left []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), "slowlab-run-") {
+			left = append(left, "process "+e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	for _, h := range []string{"cpu", "cpuacct", "memory", "unified", ""} {
+		sub, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", h, "slowlab"))
+		for _, s := range sub {
+			if s.IsDir() {
+				left = append(left, "cgroup "+filepath.Join(h, "slowlab", s.Name()))
+			}
+		}
+	}
+	return left
+}

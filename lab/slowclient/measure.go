@@ -1,0 +1,153 @@
+package slowclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/target"
+)
+
+// measure performs one run on ctx: it gets the stack, starts the
+// instruments, sends the load and summarizes the run.
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, t *tables, pool *lab.Pool) (recorder.Run, error) {
+	meta := recorder.RunMeta{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(),
+		SlowClients: spec.SlowClients, Rep: spec.Rep, StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	fail := func(status, reason string) recorder.Run {
+		meta.Status, meta.Reason = status, reason
+		return recorder.SummarizeRun(meta, nil, nil)
+	}
+	running, err := pool.Get(ctx, id, spec.Route, spec.Server, int64(c.Large.Size))
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(recorder.RunAborted, "interrupted while starting the stack"), nil
+		}
+		return fail(recorder.RunFailed, "start stack: "+err.Error()), nil
+	}
+	kept := false
+	defer func() {
+		if !kept { // the next run starts on a fresh stack
+			pool.Close()
+		}
+	}()
+	in, err := lab.Instrument(ctx, env, id, running)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error()), nil
+	}
+	defer in.Stop()
+
+	t0 := time.Now()
+	in.Start(t0, t.resources, running.PIDs())
+	l := c.load(ctx, env, running, &meta, t0, t)
+	end := time.Since(t0).Seconds()
+	samples, jitter, sampErr := in.Samples()
+	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, t)
+	c.verdict(ctx, &meta, running, sendErr, larges, l.reqs)
+	// A completed run leaves the stack for the next run of the same
+	// deployment; any other is torn down so the next starts clean.
+	kept = meta.Status == recorder.RunOK
+	run := recorder.SummarizeRun(meta, l.reqs, larges)
+	run.Components, run.TempPeakMiB = recorder.SummarizeResources(samples, 0, end)
+	t.jitter.Samples = append(t.jitter.Samples, jitter.Samples...)
+	t.jitter.Skipped += jitter.Skipped
+	return run, errors.Join(l.writeErr, sampErr, largeErr)
+}
+
+// loaded is what a run's load measured.
+type loaded struct {
+	downloads []loadgen.Download
+	reqs      []recorder.Request
+	writeErr  error
+}
+
+// load sends the run's load: the slow readers, and FastOffset later the
+// open-loop /fast schedule, whose every scheduled request gets its row in
+// requests.csv as it finishes (or is found never sent).
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta *recorder.RunMeta, t0 time.Time, t *tables) loaded {
+	var l loaded
+	var wg sync.WaitGroup
+	l.downloads = make([]loadgen.Download, meta.SlowClients)
+	largeURL, err := loadgen.CheckTarget(running.URL()+c.Large.Path, false)
+	if err != nil {
+		l.writeErr = err
+		return l
+	}
+	for i := range l.downloads {
+		sr := loadgen.SlowReader{URL: largeURL, RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
+			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
+			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
+			Header: http.Header{target.RequestIDHeader: {slowID(meta.RunID, i)}}}
+		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
+	}
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider})
+	defer client.Close()
+	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
+		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
+		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) {
+			row := loadgen.RequestRow(*meta, t0, r)
+			l.reqs = append(l.reqs, row)
+			if err := t.requests.Write(row); err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+			env.RequestDone(meta.RunID)
+		}}
+	meta.FastPlanned = loop.Planned()
+	loop.Run(ctx)
+	wg.Wait()
+	return l
+}
+
+// downloads writes the slow downloads' rows, with the app's send times.
+func (c *Config) downloads(ctx context.Context, running *stack.Running, meta recorder.RunMeta, downloads []loadgen.Download, t *tables) (_ []recorder.LargeResponse, sendErr, writeErr error) {
+	var done []string
+	for _, d := range downloads {
+		if d.Complete {
+			done = append(done, slowID(meta.RunID, d.Client))
+		}
+	}
+	sends, sendErr := appSendTimes(ctx, running, done)
+	var larges []recorder.LargeResponse
+	for _, d := range downloads {
+		appSend := recorder.None()
+		if v, ok := sends[slowID(meta.RunID, d.Client)]; ok {
+			appSend = recorder.Some(v)
+		}
+		row := loadgen.DownloadRow(meta, d, appSend, true)
+		larges = append(larges, row)
+		if err := t.larges.Write(row); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}
+	return larges, sendErr, writeErr
+}
+
+// verdict says how the run ended: aborted when interrupted, failed when a
+// component died, the app's send times could not be read, a download was
+// incomplete or a scheduled request is missing, else ok.
+func (c *Config) verdict(ctx context.Context, meta *recorder.RunMeta, running *stack.Running, sendErr error, larges []recorder.LargeResponse, reqs []recorder.Request) {
+	failed := running.Failed()
+	switch {
+	case ctx.Err() != nil:
+		meta.Status, meta.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case failed != nil:
+		meta.Status, meta.Reason = recorder.RunFailed, failed.Error()
+	case sendErr != nil && meta.SlowClients > 0:
+		meta.Status, meta.Reason = recorder.RunFailed, "read app_send_s: "+sendErr.Error()
+	case incompleteDownloads(larges) != "":
+		meta.Status, meta.Reason = recorder.RunFailed, incompleteDownloads(larges)
+	case meta.FastPlanned >= 0 && len(reqs) != meta.FastPlanned:
+		meta.Status, meta.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", len(reqs), meta.FastPlanned)
+	}
+}
+
+func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

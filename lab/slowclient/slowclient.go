@@ -1,0 +1,223 @@
+// Package slowclient is the slow-client experiment (EXPERIMENTS.md section
+// 1): slow downloads of /large against an open-loop schedule of /fast,
+// directly and behind a proxy that buffers or not, on sync and gthread
+// workers. It owns the experiment's scenario schema and flags, its run
+// (the matrix, each run's load and measurements, resume), and its printed
+// table; its figures are report's slow-client section, its files
+// recorder's requests.csv, large-responses.csv, resource-samples.csv,
+// runs.csv and conditions.csv.
+package slowclient
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/target"
+	"github.com/slowlab/slowlab/target/proxy"
+)
+
+// Name is the experiment's name.
+const Name = "slow-client"
+
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 1, New: func() lab.Config { return Published() },
+		Summary: "slow downloads against a fast endpoint, directly and behind a buffering proxy",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+}
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Header    `yaml:",inline"`
+	Reps          int `yaml:"reps"`
+	lab.StackSpec `yaml:",inline"`
+	Conditions    []Condition    `yaml:"conditions"`
+	Fast          FastSpec       `yaml:"fast"`
+	Large         LargeSpec      `yaml:"large"`
+	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
+}
+
+// Condition is one cell of the matrix.
+type Condition struct {
+	Route       stack.Route `yaml:"route"`
+	Server      string      `yaml:"server"` // sync-W, gthread-WxT
+	SlowClients int         `yaml:"slow_clients"`
+}
+
+// FastSpec is the open-loop /fast load: a new connection per request.
+type FastSpec struct {
+	Path     string       `yaml:"path"`
+	Rate     float64      `yaml:"rate"` // requests per second
+	Duration lab.Duration `yaml:"duration"`
+	Offset   lab.Duration `yaml:"offset"` // after the slow connections
+	Timeout  lab.Duration `yaml:"timeout"`
+}
+
+// LargeSpec is the slow clients' download.
+type LargeSpec struct {
+	Path string   `yaml:"path"`
+	Size lab.Size `yaml:"size"`
+}
+
+// SlowReaderSpec is how slow clients read.
+type SlowReaderSpec struct {
+	ReadRate lab.Size     `yaml:"read_rate"` // bytes per second
+	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF, set before connect
+	ReadSize lab.Size     `yaml:"read_size"` // at most this many bytes per read
+	Timeout  lab.Duration `yaml:"timeout"`
+}
+
+// PublishedServer is the main condition's server: Gunicorn sync, 2 workers.
+const PublishedServer = "sync-2"
+
+// Published returns the published matrix: 3 routes x {0,1,2} slow clients
+// on sync-2, plus gthread 1x4 direct with 2 slow clients; 3 reps, on the
+// stack auto chooses, under the published limits.
+func Published() *Config {
+	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+		Fast: FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Large: LargeSpec{Path: "/large", Size: lab.Size(target.DefaultLargeSize)},
+		SlowReader: SlowReaderSpec{ReadRate: loadgen.DefaultSlowRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
+			Timeout: lab.Duration(2 * time.Minute)}}
+	for _, r := range stack.Routes {
+		for slow := 0; slow <= 2; slow++ {
+			c.Conditions = append(c.Conditions, Condition{Route: r, Server: PublishedServer, SlowClients: slow})
+		}
+	}
+	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteDirect, Server: "gthread-1x4", SlowClients: 2})
+	return c
+}
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Repetitions implements lab.Repeated.
+func (c *Config) Repetitions() *int { return &c.Reps }
+
+// Stack implements lab.Stacked.
+func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+
+// Flags implements lab.Config: the experiment has only the shared flags;
+// everything else is in its scenario.
+func (c *Config) Flags(*flag.FlagSet) {}
+
+// Servers implements lab.Stacked.
+func (c *Config) Servers() []stack.Server {
+	var out []stack.Server
+	for _, cond := range c.Conditions {
+		if s, err := stack.ParseServer(cond.Server); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if len(c.Conditions) == 0 {
+		return fmt.Errorf("conditions: none given")
+	}
+	for i, cond := range c.Conditions {
+		if err := cond.validate(); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
+		}
+	}
+	if c.Reps < 1 || c.Reps > 1000 {
+		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
+	}
+	if err := c.Fast.validate(); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(c.Large.Path, "/") {
+		return fmt.Errorf("large.path %q: must start with /", c.Large.Path)
+	}
+	if c.Large.Size < 0 || c.Large.Size > 1<<30 {
+		return fmt.Errorf("large.size %s: allowed 0 to 1g", proxy.FormatSize(int64(c.Large.Size)))
+	}
+	return c.SlowReader.validate()
+}
+
+func (cond Condition) validate() error {
+	if !cond.Route.Valid() {
+		return fmt.Errorf("route %q: allowed direct, proxy-buffering-off, proxy-buffering-on", cond.Route)
+	}
+	if s, err := stack.ParseServer(cond.Server); err != nil || s.Model == "async" {
+		return fmt.Errorf("server %q: allowed sync-W or gthread-WxT, e.g. sync-2, gthread-1x4", cond.Server)
+	}
+	if cond.SlowClients < 0 || cond.SlowClients > 1000 {
+		return fmt.Errorf("slow_clients %d: allowed 0 to 1000", cond.SlowClients)
+	}
+	return nil
+}
+
+func (f FastSpec) validate() error {
+	switch {
+	case !strings.HasPrefix(f.Path, "/"):
+		return fmt.Errorf("fast.path %q: must start with /", f.Path)
+	case !(f.Rate > 0) || f.Rate > 10000:
+		return fmt.Errorf("fast.rate %v: allowed more than 0 up to 10000 requests/s", f.Rate)
+	case f.Duration <= 0:
+		return fmt.Errorf("fast.duration %s: must be more than 0", time.Duration(f.Duration))
+	case f.Offset < 0:
+		return fmt.Errorf("fast.offset %s: must be 0 or more", time.Duration(f.Offset))
+	case f.Timeout <= 0:
+		return fmt.Errorf("fast.timeout %s: must be more than 0", time.Duration(f.Timeout))
+	}
+	return nil
+}
+
+func (s SlowReaderSpec) validate() error {
+	switch {
+	case s.ReadRate <= 0:
+		return fmt.Errorf("slow_reader.read_rate %d: must be more than 0 bytes/s", s.ReadRate)
+	case s.ReadSize <= 0:
+		return fmt.Errorf("slow_reader.read_size %d: must be at least 1 byte", s.ReadSize)
+	case s.RcvBuf < 0:
+		return fmt.Errorf("slow_reader.rcvbuf %d: must be 0 (kernel default) or more bytes", s.RcvBuf)
+	case s.Timeout <= 0:
+		return fmt.Errorf("slow_reader.timeout %s: must be more than 0", time.Duration(s.Timeout))
+	}
+	return nil
+}
+
+// RunSpec is one run of the matrix.
+type RunSpec struct {
+	Condition
+	Server stack.Server
+	Rep    int
+}
+
+// ID is the run's run_id: route, server, slow clients and rep.
+func (r RunSpec) ID() string {
+	return fmt.Sprintf("%s.%s.slow%d.rep%d", r.Route, r.Server.Name(), r.SlowClients, r.Rep)
+}
+
+// Runs expands the matrix: every condition once per rep, reps outermost so
+// a drift over time spreads across conditions instead of hitting one.
+func (c *Config) Runs() []RunSpec {
+	var runs []RunSpec
+	for rep := 1; rep <= c.Reps; rep++ {
+		for _, cond := range c.Conditions {
+			s, _ := stack.ParseServer(cond.Server)
+			runs = append(runs, RunSpec{Condition: cond, Server: s, Rep: rep})
+		}
+	}
+	return runs
+}
+
+// Duration is a run's intrinsic length: the longer of the fast schedule
+// and the slow downloads at their paced rate.
+func (c *Config) Duration(slow int) time.Duration {
+	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
+	if slow > 0 && c.SlowReader.ReadRate > 0 {
+		if dl := time.Duration(float64(c.Large.Size) / float64(c.SlowReader.ReadRate) * float64(time.Second)); dl > d {
+			d = dl
+		}
+	}
+	return d
+}

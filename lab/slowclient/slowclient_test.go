@@ -1,0 +1,76 @@
+package slowclient
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+func TestPublishedIsThePublishedMatrix(t *testing.T) {
+	c := Published()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	runs := c.Runs()
+	if len(runs) != 30 {
+		t.Fatalf("%d runs, want 27 + 3 gthread", len(runs))
+	}
+	ids := map[string]bool{}
+	for _, r := range runs {
+		if ids[r.ID()] {
+			t.Errorf("duplicate run id %s", r.ID())
+		}
+		ids[r.ID()] = true
+	}
+	last := c.Conditions[len(c.Conditions)-1]
+	if last.Server != "gthread-1x4" || last.Route != stack.RouteDirect || last.SlowClients != 2 {
+		t.Errorf("auxiliary condition %+v", last)
+	}
+	if d := c.Duration(2); d != 9250*time.Millisecond {
+		t.Errorf("intrinsic duration %s, want 9.25s (fast schedule outlasts 8 s downloads)", d)
+	}
+	if c.Stack().Stack != stack.NameAuto || c.Stack().Limits["app"].CPU != 0.25 {
+		t.Errorf("stack spec %+v: want auto under the published limits", c.Stack())
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		mod  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Conditions = nil }, "conditions: none given"},
+		{func(c *Config) { c.Conditions[0].Route = "sideways" }, `conditions[0].route "sideways": allowed direct, proxy-buffering-off, proxy-buffering-on`},
+		{func(c *Config) { c.Conditions[1].Server = "sync-0" }, `conditions[1].server "sync-0": allowed sync-W or gthread-WxT, e.g. sync-2, gthread-1x4`},
+		{func(c *Config) { c.Conditions[1].Server = "async" }, `conditions[1].server "async": allowed sync-W or gthread-WxT, e.g. sync-2, gthread-1x4`},
+		{func(c *Config) { c.Conditions[2].SlowClients = -1 }, "conditions[2].slow_clients -1: allowed 0 to 1000"},
+		{func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 1000"},
+		{func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0: allowed more than 0 up to 10000 requests/s"},
+		{func(c *Config) { c.Fast.Duration = 0 }, "fast.duration 0s: must be more than 0"},
+		{func(c *Config) { c.SlowReader.ReadRate = 0 }, "slow_reader.read_rate 0: must be more than 0 bytes/s"},
+		{func(c *Config) { c.Large.Size = 2 << 30 }, "large.size 2g: allowed 0 to 1g"},
+	} {
+		c := Published()
+		tc.mod(c)
+		if err := c.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
+
+func TestPrintConditions(t *testing.T) {
+	var b bytes.Buffer
+	PrintConditions(&b, []recorder.Condition{
+		{Route: "direct", Server: "sync-2", SlowClients: 2, Runs: 3, RunsExcluded: 1, P50MS: recorder.Some(2500), P95MS: recorder.Some(5932.86),
+			P95MinMS: recorder.Some(5800), P95MaxMS: recorder.Some(6000), AppSendS: recorder.Some(6.5), ClientReceiveS: recorder.Some(8.01)},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "route") || !strings.Contains(lines[0], "excluded") ||
+		!strings.Contains(lines[1], "5932.9") || !strings.Contains(lines[1], "5800.0-6000.0") || !strings.HasSuffix(lines[1], "-") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}

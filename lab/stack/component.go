@@ -1,0 +1,135 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/child"
+)
+
+// Deployment is what one run needs from a stack.
+type Deployment struct {
+	RunID     string
+	Route     Route
+	Server    Server
+	LargeSize int64  // bytes of /large
+	LogDir    string // child logs go here
+	WorkDir   string // scratch space for this run (configs, temp files)
+}
+
+// Settings are the user's settings for components, from the scenario:
+// each component reads and validates its own.
+type Settings struct {
+	GunicornArgs   []string // extra Gunicorn arguments
+	NginxSnippet   string   // extra directives in NGINX's location block
+	AcceptWhenFree bool     // embedded gthread workers accept only with a free thread
+}
+
+// Component is what apps and proxies have in common.
+type Component interface {
+	// Name is how stacks and --stack name it: "gunicorn", "nginx".
+	Name() string
+	// Needs are the programs it runs, which must be on PATH.
+	Needs() []string
+	// Real reports whether it is an installed program, to which the
+	// published cgroup limits apply (the embedded ones run in cgroups
+	// that only account, unless the stack mixes in a real component).
+	Real() bool
+	// Validate checks the settings it uses before anything starts.
+	Validate(Settings) error
+}
+
+// App is an app server component.
+type App interface {
+	Component
+	// Models are the server models it runs.
+	Models() []Model
+	// Start starts the app for d in cgroup cg (nil: no cgroup) and waits
+	// until it serves with every worker booted.
+	Start(ctx context.Context, d Deployment, s Settings, cg *cgroup.Cgroup) (RunningApp, error)
+}
+
+// Proxy is a reverse proxy component.
+type Proxy interface {
+	Component
+	// Start starts the proxy in front of the app at upstream (HOST:PORT),
+	// buffering responses or not, in cgroup cg (nil: none).
+	Start(ctx context.Context, d Deployment, s Settings, upstream string, buffering bool, cg *cgroup.Cgroup) (RunningProxy, error)
+}
+
+// Started is a started component.
+type Started interface {
+	// Process is its main process; its process group holds the rest.
+	Process() *child.Process
+	// Addr is the HOST:PORT it serves on.
+	Addr() string
+	// Stop stops it; safe to call more than once.
+	Stop() error
+}
+
+// RunningApp is a started app.
+type RunningApp interface {
+	Started
+	// AppSend returns each /large response's app_send_s by request id.
+	AppSend(ctx context.Context) (map[string]float64, error)
+}
+
+// RunningProxy is a started proxy.
+type RunningProxy interface {
+	Started
+	// TempDirs are where it writes its temp files.
+	TempDirs() []string
+}
+
+// HeldCounter is a running app that can tell how many long-polls each of
+// its workers holds now, by worker (its PID on Gunicorn, its index on the
+// embedded app).
+type HeldCounter interface {
+	LongPollsHeld(ctx context.Context) (map[string]int, error)
+}
+
+// MetricsEndpoint is a component that serves Prometheus metrics of its
+// own: the job name and HOST:PORT of its /metrics.
+type MetricsEndpoint interface {
+	MetricsEndpoint() (job, addr string)
+}
+
+var (
+	apps    []App
+	proxies []Proxy
+)
+
+// RegisterApp adds an app server; each app's file calls it from init.
+func RegisterApp(a App) {
+	if slices.ContainsFunc(apps, func(o App) bool { return o.Name() == a.Name() }) {
+		panic("stack: app registered twice: " + a.Name())
+	}
+	apps = append(apps, a)
+}
+
+// RegisterProxy adds a proxy; each proxy's file calls it from init.
+func RegisterProxy(p Proxy) {
+	if slices.ContainsFunc(proxies, func(o Proxy) bool { return o.Name() == p.Name() }) {
+		panic("stack: proxy registered twice: " + p.Name())
+	}
+	proxies = append(proxies, p)
+}
+
+// Installed returns nil when every program c needs is on PATH, else an
+// error naming what is missing.
+func Installed(c Component) error {
+	var missing []string
+	for _, bin := range c.Needs() {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s needs %s on PATH (Debian package %s)", c.Name(), strings.Join(missing, " and "), strings.Join(missing, ", "))
+	}
+	return nil
+}

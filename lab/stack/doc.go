@@ -1,0 +1,22 @@
+// Package stack owns the system under test: an app server × a proxy, each
+// a component registered once (RegisterApp, RegisterProxy) in a file of its
+// own. A component says what it needs installed, which server models it
+// runs (apps), how it starts as a child process, whether the published
+// cgroup limits apply to it, and what it can report (the app's send times,
+// held long-polls, admin /metrics). The stack composes them for one run:
+// it creates each component's cgroup (slowlab/<run>/app, .../proxy),
+// starts the app, then the proxy in front of it on the routes that have
+// one, and builds the exporter's selectors for both.
+//
+// Stacks by name: "embedded" (the embedded app and proxy, nothing to
+// install), "real" (Gunicorn and NGINX; "gunicorn-nginx" is its old name),
+// "auto" (real when installed, else embedded, saying which and why), or
+// any APP+PROXY of registered components such as "embedded+nginx".
+//
+// Adding an app server is one file that implements App and calls
+// RegisterApp from init; nothing else here changes. A proxy likewise with
+// Proxy and RegisterProxy.
+//
+// It does not decide what runs when (the experiments in lab/...), nor
+// measure anything (loadgen, exporter).
+package stack

@@ -1,0 +1,39 @@
+package stack
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// gunicornRun.LongPollsHeld reads app.py's per-worker files: live workers
+// only, fixed-width counts, a clear error for a file that is not a count.
+func TestGunicornLongPollsHeld(t *testing.T) {
+	dir := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	me := strconv.Itoa(os.Getpid())
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("held-"+me, "        16\n")
+	write("held-"+strconv.Itoa(dead.Process.Pid), "         3\n") // exited worker: skipped
+	write("other-file", "x")
+	r := &gunicornRun{heldDir: dir}
+	got, err := r.LongPollsHeld(context.Background())
+	if err != nil || len(got) != 1 || got[me] != 16 {
+		t.Fatalf("LongPollsHeld = %v, %v; want {%s: 16}", got, err, me)
+	}
+	write("held-"+me, "sixteen\n")
+	if _, err := r.LongPollsHeld(context.Background()); err == nil || !strings.Contains(err.Error(), `held-`+me+`: "sixteen\n" is not a count`) {
+		t.Errorf("malformed file: err = %v", err)
+	}
+}

@@ -1,0 +1,63 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/child"
+)
+
+func init() { RegisterProxy(embeddedProxy{}) }
+
+// embeddedProxy is `slowlab proxy`: NGINX's proxy_buffering on and off
+// with NGINX's knobs and defaults, nothing to install.
+type embeddedProxy struct{}
+
+func (embeddedProxy) Name() string            { return "embedded" }
+func (embeddedProxy) Needs() []string         { return nil }
+func (embeddedProxy) Real() bool              { return false }
+func (embeddedProxy) Validate(Settings) error { return nil }
+
+func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstream string, buffering bool, cg *cgroup.Cgroup) (RunningProxy, error) {
+	exe, err := child.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find slowlab binary: %w", err)
+	}
+	tempDir := filepath.Join(d.WorkDir, "proxy-temp")
+	if err := os.MkdirAll(tempDir, 0o700); err != nil {
+		return nil, fmt.Errorf("proxy temp dir: %w", err)
+	}
+	mode := "off"
+	if buffering {
+		mode = "on"
+	}
+	argv := []string{exe, child.CmdProxy}
+	argv = append(argv, child.ProxyBuffering.Arg(mode)...)
+	argv = append(argv, child.ProxyUpstream.Arg(upstream)...)
+	argv = append(argv, child.ProxyListen.Arg("127.0.0.1:0")...)
+	argv = append(argv, child.ProxyAdmin.Arg("127.0.0.1:0")...)
+	argv = append(argv, child.ProxyTempDir.Arg(tempDir)...)
+	p, err := child.Start(ctx, "proxy", filepath.Join(d.LogDir, d.RunID+"-proxy.log"), argv, cgroup.ChildEnv(os.Environ(), cg))
+	if err != nil {
+		return nil, err
+	}
+	return &embeddedProxyRun{p: p, addr: p.Ready()[child.KeyListen], admin: p.Ready()[child.KeyAdmin], tempDir: tempDir}, nil
+}
+
+// embeddedProxyRun is a started embedded proxy.
+type embeddedProxyRun struct {
+	p                    *child.Process
+	addr, admin, tempDir string
+}
+
+func (r *embeddedProxyRun) Process() *child.Process { return r.p }
+func (r *embeddedProxyRun) Addr() string            { return r.addr }
+func (r *embeddedProxyRun) TempDirs() []string      { return []string{r.tempDir} }
+func (r *embeddedProxyRun) Stop() error             { return r.p.Stop(3 * time.Second) }
+
+// MetricsEndpoint implements MetricsEndpoint: the proxy's admin listener.
+func (r *embeddedProxyRun) MetricsEndpoint() (string, string) { return "slowlab-proxy", r.admin }

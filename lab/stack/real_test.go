@@ -1,0 +1,576 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/target"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+func TestNginxConfigGolden(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		cfg    nginxConfig
+	}{
+		{"buffering-off", nginxConfig{RunID: "proxy-buffering-off.sync-2.slow2.rep1", Dir: "/tmp/slowlab-run-1/nginx",
+			TempDir: "/tmp/slowlab-run-1/proxy_temp", Listen: "127.0.0.1:40001", Upstream: "127.0.0.1:40000"}},
+		{"buffering-on-root-snippet", nginxConfig{RunID: "proxy-buffering-on.sync-2.slow2.rep1", Dir: "/tmp/slowlab-run-2/nginx",
+			TempDir: "/tmp/slowlab-run-2/proxy_temp", Listen: "127.0.0.1:40003", Upstream: "127.0.0.1:40002", Buffering: true,
+			User: "root", Group: "root", Snippet: "add_header X-Slowlab-Snippet on;\n\n  proxy_read_timeout 90s;"}},
+	} {
+		got, err := tc.cfg.render()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", "nginx", tc.golden+".golden")
+		if *updateGolden {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the generated config (run with -update if the change is intended):\n%s", path, got)
+		}
+	}
+}
+
+func TestStackCheck(t *testing.T) {
+	real, _, err := compose(NameReal, []string{"gunicorn"}, "nginx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(*Stack)) Stack { s := real; f(&s); return s }
+	for _, tc := range []struct {
+		s    Stack
+		want string
+	}{
+		{with(func(s *Stack) { s.Limits = map[string]cgroup.Limits{"db": {}} }), `limits for "db": components are app, proxy and loadgen`},
+		{with(func(s *Stack) { s.Limits = map[string]cgroup.Limits{"app": {CPUCores: -1}} }), "limits for app: CPU limit -1 cores: must be 0 (unlimited) or a positive number"},
+		{with(func(s *Stack) { s.CgroupRoot = "sys/fs/cgroup" }), `cgroup root "sys/fs/cgroup": must be an absolute path`},
+		{with(func(s *Stack) { s.Settings.GunicornArgs = []string{"--bind=0.0.0.0:80"} }), `extra gunicorn argument "--bind=0.0.0.0:80": --bind is set by the lab`},
+		{with(func(s *Stack) { s.Settings.GunicornArgs = []string{"-w4"} }), `extra gunicorn argument "-w4": -w is set by the lab`},
+		{with(func(s *Stack) { s.Settings.GunicornArgs = []string{""} }), `extra gunicorn argument "": must be non-empty text`},
+		{with(func(s *Stack) { s.Settings.NginxSnippet = "add_header X y" }), `nginx snippet "add_header X y": must end with ; or }`},
+		{with(func(s *Stack) { s.Settings.NginxSnippet = "if ($x) { return 404; " }), `nginx snippet "if ($x) { return 404; ": unbalanced {`},
+		{with(func(s *Stack) { s.Settings.NginxSnippet = `add_header X "y;` }), `nginx snippet "add_header X \"y;": unterminated quote`},
+		{with(func(s *Stack) { s.Settings.NginxSnippet = "add_header X y; proxy_buffering on;" }), `nginx snippet "add_header X y; proxy_buffering on;": sets proxy_buffering, which the lab sets for the route`},
+	} {
+		if err := tc.s.Check(); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: err = %v, want %q", tc.s, err, tc.want)
+		}
+	}
+	ok := with(func(s *Stack) {
+		s.Limits = publishedLimits
+		s.Settings = Settings{GunicornArgs: []string{"--max-requests", "1000", "--worker-connections=10", "--keep-alive", "5"},
+			NginxSnippet: "add_header X-A \"b;c\";\nlocation /x { return 204; }"}
+	})
+	if err := ok.Check(); err != nil {
+		t.Errorf("valid settings refused: %v", err)
+	}
+	if err := real.Check(Server{Model: "async", Workers: 1, Threads: 1}); err == nil || err.Error() != `server model "async": the real stack runs sync, gthread` {
+		t.Errorf("async on the real stack: %v", err)
+	}
+
+	d := Deployment{RunID: "r", Route: RouteDirect, Server: Server{Model: "sync", Workers: 2, Threads: 1}, WorkDir: "/w", LogDir: "/l"}
+	for _, tc := range []struct {
+		mod  func(*Deployment)
+		want string
+	}{
+		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on]`},
+		{func(d *Deployment) { d.Server.Workers = 0 }, "server workers 0: must be at least 1"},
+		{func(d *Deployment) { d.LargeSize = -1 }, "large size -1: want 0..1073741824 bytes"},
+		{func(d *Deployment) { d.RunID = "a/b" }, `run id "a/b": must be a non-empty name without /`},
+		{func(d *Deployment) { d.WorkDir = "" }, "deployment needs a work dir and a log dir"},
+	} {
+		dd := d
+		tc.mod(&dd)
+		if err := validateDeployment(dd); err == nil || err.Error() != tc.want {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+func TestReadAppSendLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app-send.jsonl")
+	if m, err := readAppSendLog(path); err != nil || len(m) != 0 {
+		t.Fatalf("missing log: %v, %v; want empty", m, err)
+	}
+	os.WriteFile(path, []byte(`{"id":"a","bytes":10,"app_send_s":0.5,"complete":true}`+"\n"+
+		`{"id":"b","bytes":3,"app_send_s":1.25,"complete":false,"traceparent":"00-x"}`+"\n"+`{"id":"c","by`), 0o644)
+	m, err := readAppSendLog(path)
+	if err != nil || len(m) != 2 || m["a"] != 0.5 || m["b"] != 1.25 {
+		t.Fatalf("got %v, %v; want a and b, the torn last line skipped", m, err)
+	}
+	os.WriteFile(path, []byte("garbage\n"+`{"id":"a","app_send_s":1}`+"\n"), 0o644)
+	if _, err := readAppSendLog(path); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("bad line: %v", err)
+	}
+}
+
+// realStack is a stack started for one route and server, stopped at
+// cleanup.
+type realStack struct {
+	run     *Running
+	d       Deployment
+	limited bool
+}
+
+// gunicorn is the started app as Gunicorn.
+func (s *realStack) gunicorn() *gunicornRun { return s.run.app.(*gunicornRun) }
+
+// publishedLimits are EXPERIMENTS.md's limits by role.
+var publishedLimits = map[string]cgroup.Limits{
+	"app":     {CPUCores: 0.25, MemoryBytes: 128 << 20},
+	"proxy":   {CPUCores: 0.20, MemoryBytes: 96 << 20},
+	"loadgen": {CPUCores: 0.20, MemoryBytes: 128 << 20},
+}
+
+// lookup returns the named stack, requiring its components (CI=true fails
+// without them), with the published limits in cgroups when root.
+func lookup(t *testing.T, name string) Stack {
+	t.Helper()
+	st, _, err := Lookup(name)
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	slowlabtest.Require(t, err == nil, why)
+	if os.Geteuid() == 0 {
+		st.Cgroups, st.Limits = true, publishedLimits
+	}
+	return st
+}
+
+func startReal(t *testing.T, st Stack, route Route, server string, largeSize int64) *realStack {
+	t.Helper()
+	spec, err := ParseServer(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 3)
+	rand.Read(b)
+	d := Deployment{RunID: fmt.Sprintf("test-%s.%s.%s", route, server, hex.EncodeToString(b)), Route: route, Server: spec,
+		LargeSize: largeSize, LogDir: t.TempDir(), WorkDir: t.TempDir()}
+	r, err := st.Start(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop() })
+	return &realStack{run: r, d: d, limited: st.Cgroups}
+}
+
+// get fetches url with the given request headers on a new connection.
+func get(t *testing.T, u string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// largeBody is what the embedded target writes for n bytes.
+func largeBody(n int) []byte {
+	block := make([]byte, target.DefaultBlockSize)
+	for i := range block {
+		block[i] = byte('a' + i%26)
+	}
+	return bytes.Repeat(block, n/len(block)+1)[:n]
+}
+
+var serverTimingRE = regexp.MustCompile(`^app;dur=\d+\.\d{3}$`)
+
+// waitAppSend polls AppSend until it has id: the app records a response
+// right after its last write, which may be after the client got the bytes.
+func waitAppSend(t *testing.T, r *Running, id string) float64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := r.AppSend(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := m[id]; ok {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AppSend has no record for %q: %v", id, m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupMembers lists live (non-zombie) processes in process group pgid.
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command: state ppid pgrp ...
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// checkWorkers asserts that Start returned with every worker booted.
+func (s *realStack) checkWorkers(t *testing.T) {
+	t.Helper()
+	if m := groupMembers(s.run.PIDs()["app"]); len(m) != 1+s.d.Server.Workers {
+		t.Errorf("gunicorn's process group has %v, want the master and %d workers", m, s.d.Server.Workers)
+	}
+}
+
+// stopAndCheck stops the stack and asserts that none of the processes it
+// started (Gunicorn's master and workers, NGINX) nor its cgroups remain.
+func (s *realStack) stopAndCheck(t *testing.T) {
+	t.Helper()
+	members := map[int][]int{}
+	for _, pid := range s.run.PIDs() {
+		members[pid] = groupMembers(pid)
+	}
+	var dirs []string
+	for _, cg := range s.run.cgroups {
+		dirs = append(dirs, cg.Dirs()...)
+	}
+	s.run.Stop()
+	// SIGKILLed processes take a moment to go on a loaded machine.
+	gone := func() bool {
+		for pgid := range members {
+			if len(groupMembers(pgid)) > 0 {
+				return false
+			}
+		}
+		return len(processesMentioning(s.d.WorkDir)) == 0
+	}
+	for deadline := time.Now().Add(30 * time.Second); !gone() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for pgid, was := range members {
+		if left := groupMembers(pgid); len(left) > 0 {
+			t.Errorf("processes %v of group %d (was %v) still running after Stop", left, pgid, was)
+		}
+	}
+	if left := processesMentioning(s.d.WorkDir); len(left) > 0 {
+		t.Errorf("processes %v still running with the run's work dir", left)
+	}
+	for _, d := range append(dirs, filepath.Dir(firstOr(dirs))) {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("cgroup %s left after Stop", d)
+		}
+	}
+}
+
+// processesMentioning lists live processes whose command line contains s.
+func processesMentioning(s string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func firstOr(s []string) string {
+	if len(s) == 0 {
+		return "/nonexistent/x"
+	}
+	return s[0]
+}
+
+// TestGunicornNginxRoutes serves /fast and /large through every route with
+// both server conditions, and checks what the lab reads from the stack.
+func TestGunicornNginxRoutes(t *testing.T) {
+	for _, server := range []string{"sync-2", "gthread-1x4"} {
+		for _, route := range Routes {
+			t.Run(string(route)+"/"+server, func(t *testing.T) {
+				g := lookup(t, NameReal)
+				if route == RouteBufferingOff && server == "sync-2" {
+					g.Settings.NginxSnippet = "add_header X-Slowlab-Snippet on;"
+					g.Settings.GunicornArgs = []string{"--max-requests", "1000"}
+				}
+				const largeSize = 300_000 // not a whole number of blocks
+				s := startReal(t, g, route, server, largeSize)
+				s.checkWorkers(t)
+				testRealServes(t, s, g)
+				if route == RouteBufferingOn && server == "sync-2" {
+					testRealSpool(t, s)
+				}
+				s.stopAndCheck(t)
+			})
+		}
+	}
+}
+
+func testRealServes(t *testing.T, s *realStack, g Stack) {
+	r := s.run
+	resp, body := get(t, r.URL()+"/fast", map[string]string{target.RequestIDHeader: "fast-1"})
+	if resp.StatusCode != 200 || string(body) != `{"ok": true}` || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("/fast: %s %q %v", resp.Status, body, resp.Header)
+	}
+	if st := resp.Header.Get("Server-Timing"); !serverTimingRE.MatchString(st) {
+		t.Errorf("/fast Server-Timing %q", st)
+	}
+	if g.Settings.NginxSnippet != "" && resp.Header.Get("X-Slowlab-Snippet") != "on" {
+		t.Errorf("NginxSnippet not applied: %v", resp.Header)
+	}
+	const trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for id, size := range map[string]int{"large-default": int(s.d.LargeSize), "large-1m": 1 << 20} {
+		u := r.URL() + "/large"
+		if id != "large-default" {
+			u += "?size=" + strconv.Itoa(size)
+		}
+		resp, body := get(t, u, map[string]string{target.RequestIDHeader: id, "traceparent": trace})
+		if resp.StatusCode != 200 || resp.ContentLength != int64(size) || !bytes.Equal(body, largeBody(size)) {
+			t.Errorf("%s: %s, Content-Length %d, %d bytes, byte-exact %t", u, resp.Status, resp.ContentLength, len(body), bytes.Equal(body, largeBody(size)))
+		}
+		if st := resp.Header.Get("Server-Timing"); !serverTimingRE.MatchString(st) {
+			t.Errorf("%s Server-Timing %q", u, st)
+		}
+		if v := waitAppSend(t, r, id); !(v > 0 && v < 10) {
+			t.Errorf("%s: app_send_s %v", id, v)
+		}
+	}
+	// The request id and traceparent reached the app through the proxy.
+	log, _ := os.ReadFile(s.gunicorn().sendLog)
+	if !bytes.Contains(log, []byte(`"id":"large-1m","bytes":1048576,`)) || !bytes.Contains(log, []byte(`"traceparent":"`+trace+`"`)) {
+		t.Errorf("app-send log lacks the request id or traceparent:\n%s", log)
+	}
+	for path, code := range map[string]int{"/large?size=x": 400, "/large?size=1073741825": 400, "/bytes": 400,
+		"/longpoll?wait=1h": 400, "/longpoll?wait=50ms": 204, "/nope": 404} {
+		resp, _ := get(t, r.URL()+path, nil)
+		if resp.StatusCode != code || !serverTimingRE.MatchString(resp.Header.Get("Server-Timing")) {
+			t.Errorf("%s: %s, Server-Timing %q; want %d with Server-Timing", path, resp.Status, resp.Header.Get("Server-Timing"), code)
+		}
+	}
+	if resp, body := get(t, r.URL()+"/bytes?n=70000", nil); resp.StatusCode != 200 || !bytes.Equal(body, largeBody(70000)) {
+		t.Errorf("/bytes?n=70000: %s, %d bytes", resp.Status, len(body))
+	}
+
+	groups, pids := r.Groups(), r.PIDs()
+	for _, comp := range []string{"app", "proxy"} {
+		want := []string{"tree:" + strconv.Itoa(pids[comp])}
+		if s.limited {
+			want = []string{"cgroup:slowlab/" + s.d.RunID + "/" + comp}
+		}
+		if comp == "proxy" && s.d.Route == RouteDirect {
+			want = nil
+		}
+		if fmt.Sprint(groups[comp]) != fmt.Sprint(want) {
+			t.Errorf("Groups()[%s] = %v, want %v", comp, groups[comp], want)
+		}
+	}
+	if s.d.Route == RouteDirect {
+		if len(r.TempDirs()) != 0 || len(pids) != 1 {
+			t.Errorf("direct route: TempDirs %v, PIDs %v", r.TempDirs(), pids)
+		}
+	} else if td := r.TempDirs(); len(td) != 1 || td[0] != filepath.Join(s.d.WorkDir, "proxy_temp") || !exists(td[0]) {
+		t.Errorf("TempDirs = %v, want the existing %s", td, filepath.Join(s.d.WorkDir, "proxy_temp"))
+	}
+	if err := r.Failed(); err != nil {
+		t.Errorf("Failed() = %v on a healthy stack", err)
+	}
+}
+
+// testRealSpool reads a response slowly through the buffering proxy: NGINX
+// spools it to an (unlinked) temp file under TempDirs while the app is done
+// sending within a fraction of the download time.
+func testRealSpool(t *testing.T, s *realStack) {
+	// Larger than NGINX's socket send buffer can absorb (tcp_wmem's
+	// maximum is typically 4 MiB), so the rest must spill to disk.
+	const size = 8 << 20
+	u, _ := url.Parse(s.run.URL() + "/large?size=" + strconv.Itoa(size))
+	sr := loadgen.SlowReader{URL: u, RcvBuf: 8 << 10, ReadSize: 16 << 10, Rate: 4 << 20, Timeout: 15 * time.Second,
+		Header: http.Header{target.RequestIDHeader: {"slow-0"}}}
+	var wg sync.WaitGroup
+	var dl loadgen.Download
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wg.Go(func() { dl = sr.Run(ctx, 0); cancel() })
+	tempDir := s.run.TempDirs()[0]
+	seen := ""
+	for ctx.Err() == nil && seen == "" {
+		seen = openTempFile(s.run.PIDs()["proxy"], tempDir)
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	if !dl.Complete || dl.Bytes != size || dl.Err != nil {
+		t.Fatalf("slow download: %+v", dl)
+	}
+	sendS := waitAppSend(t, s.run, "slow-0")
+	t.Logf("slow download %.2fs, app_send_s %.3f, temp file %q", dl.Receive.Seconds(), sendS, seen)
+	if seen == "" {
+		t.Errorf("no NGINX temp file open under %s during the slow download", tempDir)
+	}
+	if dl.Receive < time.Second || sendS > dl.Receive.Seconds()/4 {
+		t.Errorf("app_send_s %.3f for a %.2fs download; want the proxy to absorb the response", sendS, dl.Receive.Seconds())
+	}
+}
+
+// openTempFile returns a file under dir that process pid has open (NGINX
+// unlinks its temp files right after creating them), or "".
+func openTempFile(pid int, dir string) string {
+	fdDir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	entries, _ := os.ReadDir(fdDir)
+	for _, e := range entries {
+		if l, err := os.Readlink(filepath.Join(fdDir, e.Name())); err == nil && strings.HasPrefix(l, dir+"/") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestGunicornNginxThrottled loads the app with /large responses: under its
+// 0.25-core quota the app's cgroup is throttled, and uses about the quota.
+func TestGunicornNginxThrottled(t *testing.T) {
+	slowlabtest.RequireRoot(t, "cgroup limits")
+	s := startReal(t, lookup(t, NameReal), RouteDirect, "sync-2", 16<<20)
+	cg := s.run.cgroups["app"]
+	if pids, err := cg.Pids(); len(pids) != 3 {
+		t.Errorf("app cgroup holds %v (%v), want gunicorn's master and 2 workers", pids, err)
+	}
+	// Load until the kernel has throttled the app for 50 periods (half a
+	// second of its quota periods), however long that takes here.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t0 := time.Now() // before the usage read: the rate can only come out low
+	s0, u0 := cpuStat(t, cg), cpuUsage(t, cg)
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.run.URL()+"/large", nil)
+				if resp, err := client.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	for deadline := time.Now().Add(60 * time.Second); cpuStat(t, cg)["nr_throttled"] < s0["nr_throttled"]+50 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	s1, u1 := cpuStat(t, cg), cpuUsage(t, cg)
+	t1 := time.Now()
+	cores := (u1 - u0).Seconds() / t1.Sub(t0).Seconds()
+	t.Logf("app cgroup: nr_periods %d, nr_throttled %d -> %d, usage %.3f cores", s1["nr_periods"]-s0["nr_periods"],
+		s0["nr_throttled"], s1["nr_throttled"], cores)
+	if s1["nr_throttled"] <= s0["nr_throttled"] {
+		t.Errorf("app cgroup not throttled under load: nr_throttled %d -> %d", s0["nr_throttled"], s1["nr_throttled"])
+	}
+	if cores > 0.35 {
+		t.Errorf("app used %.3f cores, above its 0.25 quota", cores)
+	}
+	if err := s.run.Failed(); err != nil {
+		t.Error(err)
+	}
+	s.stopAndCheck(t)
+}
+
+// TestGunicornNginxAppDies kills Gunicorn's master mid-run: Failed says so,
+// and Stop still cleans up the workers and cgroups.
+func TestGunicornNginxAppDies(t *testing.T) {
+	s := startReal(t, lookup(t, NameReal), RouteBufferingOff, "sync-2", 1<<20)
+	s.checkWorkers(t)
+	if err := s.run.Failed(); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.run.PIDs()["app"]
+	syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for err == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		err = s.run.Failed()
+	}
+	want := fmt.Sprintf("app: gunicorn (pid %d) exited during the run: signal: killed", pid)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Failed() = %v, want %q", err, want)
+	}
+	s.stopAndCheck(t)
+}
+
+// A stack that cannot start says why and leaves nothing behind.
+func TestGunicornNginxStartFails(t *testing.T) {
+	for _, tc := range []struct {
+		s    Settings
+		want string
+	}{
+		{Settings{GunicornArgs: []string{"--no-such-flag"}}, "gunicorn exited before it was ready"},
+		{Settings{NginxSnippet: "no_such_directive on;"}, `unknown directive "no_such_directive"`},
+	} {
+		g := lookup(t, NameReal)
+		g.Settings = tc.s
+		d := Deployment{RunID: "test-fail-" + strconv.Itoa(os.Getpid()), Route: RouteBufferingOn, Server: Server{Model: "sync", Workers: 1, Threads: 1},
+			LargeSize: 1 << 20, LogDir: t.TempDir(), WorkDir: t.TempDir()}
+		r, err := g.Start(context.Background(), d)
+		if err == nil {
+			r.Stop()
+			t.Fatalf("%+v started", tc.s)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want it to contain %q", err, tc.want)
+		}
+		for _, h := range []string{"cpu", "cpuacct", "memory", ""} {
+			if _, err := os.Stat(filepath.Join(cgroup.DefaultRoot, h, "slowlab", d.RunID)); err == nil {
+				t.Errorf("cgroup %s left behind in %q", d.RunID, h)
+			}
+		}
+		if left := processesMentioning(d.WorkDir); len(left) > 0 {
+			t.Errorf("processes %v still running with the run's work dir", left)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package stack
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Model is a server model an app component runs, and how its size is
+// written: "async" (no size), "sync-W" (workers), "gthread-WxT" (workers x
+// threads, or x connections for an event loop).
+type Model struct {
+	Name    string
+	Sized   bool // takes a worker count: MODEL-W
+	Threads bool // takes a second count too: MODEL-WxT
+}
+
+// Server is an app server configuration of a condition: a model and its
+// size. Threads is 1 for a model without threads.
+type Server struct {
+	Model   string `yaml:"model"`
+	Workers int    `yaml:"workers"`
+	Threads int    `yaml:"threads"`
+}
+
+// Name is the CSV server label: sync-2, gthread-1x4, async.
+func (s Server) Name() string {
+	m, ok := findModel(s.Model)
+	switch {
+	case ok && !m.Sized:
+		return s.Model
+	case ok && m.Threads:
+		return fmt.Sprintf("%s-%dx%d", s.Model, s.Workers, s.Threads)
+	}
+	return fmt.Sprintf("%s-%d", s.Model, s.Workers)
+}
+
+// Slots is how many requests the server works on at once (workers x
+// threads), 0 for an unbounded model.
+func (s Server) Slots() int {
+	if m, ok := findModel(s.Model); ok && !m.Sized {
+		return 0
+	}
+	return s.Workers * max(s.Threads, 1)
+}
+
+// ParseServer reads a server label of a registered model: sync-2,
+// gthread-1x4, async.
+func ParseServer(s string) (Server, error) {
+	name, size, sized := strings.Cut(s, "-")
+	m, ok := findModel(name)
+	bad := fmt.Errorf("server %q: want %s", s, modelSyntax())
+	switch {
+	case !ok || sized != m.Sized:
+		return Server{}, bad
+	case !m.Sized:
+		return Server{Model: name, Workers: 1, Threads: 1}, nil
+	case !m.Threads:
+		w, err := strconv.Atoi(size)
+		if err != nil || w < 1 {
+			return Server{}, bad
+		}
+		return Server{Model: name, Workers: w, Threads: 1}, nil
+	}
+	ws, ts, ok := strings.Cut(size, "x")
+	w, err1 := strconv.Atoi(ws)
+	t, err2 := strconv.Atoi(ts)
+	if !ok || err1 != nil || err2 != nil || w < 1 || t < 1 {
+		return Server{}, bad
+	}
+	return Server{Model: name, Workers: w, Threads: t}, nil
+}
+
+// findModel looks a model up among the registered apps.
+func findModel(name string) (Model, bool) {
+	for _, a := range apps {
+		for _, m := range a.Models() {
+			if m.Name == name {
+				return m, true
+			}
+		}
+	}
+	return Model{}, false
+}
+
+// modelSyntax lists the server labels the registered apps run.
+func modelSyntax() string {
+	var forms []string
+	for _, a := range apps {
+		for _, m := range a.Models() {
+			f := m.Name
+			switch {
+			case m.Threads:
+				f += "-WxT"
+			case m.Sized:
+				f += "-W"
+			}
+			if !slices.Contains(forms, f) {
+				forms = append(forms, f)
+			}
+		}
+	}
+	return strings.Join(forms, ", ")
+}
+
+// Route is how the load generator reaches the app.
+type Route string
+
+// Routes of the experiments.
+const (
+	RouteDirect       Route = "direct"
+	RouteBufferingOff Route = "proxy-buffering-off"
+	RouteBufferingOn  Route = "proxy-buffering-on"
+)
+
+// Routes lists the valid routes.
+var Routes = []Route{RouteDirect, RouteBufferingOff, RouteBufferingOn}
+
+// Valid reports whether r is a known route.
+func (r Route) Valid() bool { return slices.Contains(Routes, r) }
+
+// Proxied reports whether the route goes through a proxy.
+func (r Route) Proxied() bool { return r != RouteDirect }
+
+// Buffering reports whether the route's proxy buffers responses.
+func (r Route) Buffering() bool { return r == RouteBufferingOn }

@@ -1,0 +1,329 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/slowlab/slowlab/cgroup"
+)
+
+// Stack is an app server family × a proxy, with the cgroup policy of the
+// run: one app component per server model, first registered first.
+type Stack struct {
+	Name  string
+	Apps  []App
+	Proxy Proxy
+	// Cgroups puts every component in a cgroup of its own; Limits are
+	// applied in it by role (app, proxy, loadgen), a role missing from
+	// the map is only accounted. Without Cgroups nothing runs in a cgroup.
+	Cgroups    bool
+	Limits     map[string]cgroup.Limits
+	CgroupRoot string // cgroup.DefaultRoot when empty
+	Settings   Settings
+}
+
+// Named stacks. "gunicorn-nginx" is the real stack's first name.
+const (
+	NameAuto     = "auto"
+	NameEmbedded = "embedded"
+	NameReal     = "real"
+	nameOldReal  = "gunicorn-nginx"
+)
+
+// Names lists the --stack values: the named stacks and APP+PROXY.
+func Names() []string {
+	return []string{NameAuto, NameEmbedded, NameReal, nameOldReal, "APP+PROXY"}
+}
+
+// ValidName checks a --stack value's form: a named stack or APP+PROXY
+// (whether the components exist and are installed is Lookup's).
+func ValidName(name string) error {
+	if slices.Contains(Names(), name) || strings.Count(name, "+") == 1 {
+		return nil
+	}
+	return fmt.Errorf("stack %q: allowed %s", name, strings.Join(Names(), ", "))
+}
+
+// Lookup returns the stack a --stack value names, without cgroups: auto
+// (real when every real component is installed, else embedded, with a note
+// saying which and why), embedded, real (alias gunicorn-nginx) or
+// APP+PROXY of registered components (apps: embedded, gunicorn; proxies:
+// embedded, nginx).
+func Lookup(name string) (st Stack, note string, err error) {
+	switch name {
+	case NameEmbedded:
+		return compose(NameEmbedded, []string{"embedded"}, "embedded")
+	case NameReal, nameOldReal:
+		st, _, err := compose(NameReal, realApps(), realProxy())
+		if err == nil {
+			err = st.Installed()
+		}
+		return st, "", err
+	case NameAuto, "":
+		real, _, err := compose(NameReal, realApps(), realProxy())
+		if err == nil {
+			err = real.Installed()
+		}
+		if err != nil {
+			st, _, _ := compose(NameEmbedded, []string{"embedded"}, "embedded")
+			return st, fmt.Sprintf("--stack auto: using embedded (%v)", err), nil
+		}
+		return real, "--stack auto: using real (" + real.describe() + ", all installed)", nil
+	}
+	app, proxy, ok := strings.Cut(name, "+")
+	if !ok {
+		return Stack{}, "", fmt.Errorf("--stack %q: allowed %s", name, strings.Join(Names(), ", "))
+	}
+	st, _, err = compose(name, []string{app}, proxy)
+	if err == nil {
+		err = st.Installed()
+	}
+	return st, "", err
+}
+
+// realApps are the names of the registered apps that are installed
+// programs; realProxy the first such proxy.
+func realApps() []string {
+	var names []string
+	for _, a := range apps {
+		if a.Real() {
+			names = append(names, a.Name())
+		}
+	}
+	return names
+}
+
+func realProxy() string {
+	for _, p := range proxies {
+		if p.Real() {
+			return p.Name()
+		}
+	}
+	return ""
+}
+
+// compose builds a stack of the named components.
+func compose(name string, appNames []string, proxyName string) (Stack, string, error) {
+	st := Stack{Name: name}
+	for _, n := range appNames {
+		i := slices.IndexFunc(apps, func(a App) bool { return a.Name() == n })
+		if i < 0 {
+			return Stack{}, "", fmt.Errorf("--stack %q: no app server %q (apps: %s)", name, n, componentNames(apps))
+		}
+		st.Apps = append(st.Apps, apps[i])
+	}
+	i := slices.IndexFunc(proxies, func(p Proxy) bool { return p.Name() == proxyName })
+	if i < 0 {
+		return Stack{}, "", fmt.Errorf("--stack %q: no proxy %q (proxies: %s)", name, proxyName, componentNames(proxies))
+	}
+	st.Proxy = proxies[i]
+	return st, "", nil
+}
+
+func componentNames[C Component](cs []C) string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// describe names the components: "gunicorn and nginx".
+func (s Stack) describe() string {
+	var names []string
+	for _, c := range s.components() {
+		names = append(names, c.Name())
+	}
+	return strings.Join(names, " and ")
+}
+
+func (s Stack) components() []Component {
+	var cs []Component
+	for _, a := range s.Apps {
+		cs = append(cs, a)
+	}
+	return append(cs, s.Proxy)
+}
+
+// Installed returns nil when every component's programs are on PATH.
+func (s Stack) Installed() error {
+	var errs []error
+	for _, c := range s.components() {
+		errs = append(errs, Installed(c))
+	}
+	return errors.Join(errs...)
+}
+
+// Real reports whether any component is an installed program: then the
+// published limits apply to every role.
+func (s Stack) Real() bool {
+	return slices.ContainsFunc(s.components(), func(c Component) bool { return c.Real() })
+}
+
+// Models lists the server models the stack runs.
+func (s Stack) Models() []string {
+	var names []string
+	for _, a := range s.Apps {
+		for _, m := range a.Models() {
+			if !slices.Contains(names, m.Name) {
+				names = append(names, m.Name)
+			}
+		}
+	}
+	return names
+}
+
+// app returns the app component that runs model.
+func (s Stack) app(model string) (App, error) {
+	for _, a := range s.Apps {
+		if slices.ContainsFunc(a.Models(), func(m Model) bool { return m.Name == model }) {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("server model %q: the %s stack runs %s", model, s.Name, strings.Join(s.Models(), ", "))
+}
+
+// Check validates the stack's settings, limits and cgroup root, and that
+// it runs every server given, before anything starts.
+func (s Stack) Check(servers ...Server) error {
+	for _, c := range s.components() {
+		if err := c.Validate(s.Settings); err != nil {
+			return err
+		}
+	}
+	for role, l := range s.Limits {
+		if !slices.Contains([]string{"app", "proxy", "loadgen"}, role) {
+			return fmt.Errorf("limits for %q: components are app, proxy and loadgen", role)
+		}
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("limits for %s: %w", role, err)
+		}
+	}
+	if s.CgroupRoot != "" && !filepath.IsAbs(s.CgroupRoot) {
+		return fmt.Errorf("cgroup root %q: must be an absolute path", s.CgroupRoot)
+	}
+	for _, srv := range servers {
+		if _, err := s.app(srv.Model); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s Stack) root() string {
+	if s.CgroupRoot != "" {
+		return s.CgroupRoot
+	}
+	return cgroup.DefaultRoot
+}
+
+// LoadgenLimits are the limits of the load generator's own cgroup, and
+// whether it gets one: as the stack's components do.
+func (s Stack) LoadgenLimits() (cgroup.Limits, bool) {
+	return s.Limits["loadgen"], s.Cgroups
+}
+
+func validateDeployment(d Deployment) error {
+	switch {
+	case !d.Route.Valid():
+		return fmt.Errorf("route %q: allowed %v", d.Route, Routes)
+	case d.Server.Workers < 1:
+		return fmt.Errorf("server workers %d: must be at least 1", d.Server.Workers)
+	case d.LargeSize < 0 || d.LargeSize > 1<<30:
+		return fmt.Errorf("large size %d: want 0..%d bytes", d.LargeSize, 1<<30)
+	case d.RunID == "" || d.RunID == "." || d.RunID == ".." || strings.ContainsAny(d.RunID, "/\x00"):
+		return fmt.Errorf("run id %q: must be a non-empty name without /", d.RunID)
+	case d.WorkDir == "" || d.LogDir == "":
+		return errors.New("deployment needs a work dir and a log dir")
+	}
+	return nil
+}
+
+// Start starts the stack for one run: the app, then on a proxied route the
+// proxy in front of it, each in its own cgroup when Cgroups is set. On
+// error everything it started is stopped and every cgroup removed.
+func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
+	if err := validateDeployment(d); err != nil {
+		return nil, err
+	}
+	app, err := s.app(d.Server.Model)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	r := &Running{cgroups: map[string]*cgroup.Cgroup{}}
+	ok := false
+	defer func() {
+		if !ok {
+			r.Stop()
+		}
+	}()
+	appCg, err := s.cgroup(r, d, "app")
+	if err != nil {
+		return nil, err
+	}
+	// Set only on success: a component's nil pointer in an interface is
+	// not a nil interface.
+	ra, err := app.Start(ctx, d, s.Settings, appCg)
+	if err != nil {
+		return nil, err
+	}
+	r.app = ra
+	if d.Route.Proxied() {
+		proxyCg, err := s.cgroup(r, d, "proxy")
+		if err != nil {
+			return nil, err
+		}
+		rp, err := s.Proxy.Start(ctx, d, s.Settings, ra.Addr(), d.Route.Buffering(), proxyCg)
+		if err != nil {
+			return nil, err
+		}
+		r.proxy = rp
+	}
+	ok = true
+	return r, nil
+}
+
+// cgroup creates role's cgroup of the run, if the stack uses cgroups.
+func (s Stack) cgroup(r *Running, d Deployment, role string) (*cgroup.Cgroup, error) {
+	if !s.Cgroups {
+		return nil, nil
+	}
+	cg, err := cgroup.New(s.root(), "slowlab/"+d.RunID+"/"+role, s.Limits[role])
+	if err != nil {
+		return nil, fmt.Errorf("%s cgroup: %w", role, err)
+	}
+	r.cgroups[role] = cg
+	return cg, nil
+}
+
+// CgroupsUsable reports whether this process can create cgroups under
+// root (cgroup.DefaultRoot when empty): as root, with a cgroup hierarchy
+// mounted.
+func CgroupsUsable(root string) bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	if root == "" {
+		root = cgroup.DefaultRoot
+	}
+	_, err := cgroup.Detect(root)
+	return err == nil
+}
+
+// selector is the exporter's selector of a component: its cgroup, else
+// its process tree.
+func selector(cg *cgroup.Cgroup, c Started) []string {
+	if cg != nil {
+		return []string{"cgroup:" + cg.Path()}
+	}
+	return []string{"tree:" + strconv.Itoa(c.Process().PID())}
+}

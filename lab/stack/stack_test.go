@@ -1,0 +1,162 @@
+package stack
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/target"
+)
+
+// TestMain builds the slowlab binary the embedded components run.
+func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// cpuStat reads the cgroup's cpu.stat.
+func cpuStat(t *testing.T, cg *cgroup.Cgroup) map[string]int64 {
+	t.Helper()
+	m := map[string]int64{}
+	b, err := os.ReadFile(filepath.Join(cg.ControllerDir("cpu"), "cpu.stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			m[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return m
+}
+
+// cpuUsage is the cgroup's CPU time: v1 cpuacct.usage, v2 cpu.stat usage_usec.
+func cpuUsage(t *testing.T, cg *cgroup.Cgroup) time.Duration {
+	t.Helper()
+	if acct := filepath.Join(cg.ControllerDir("cpuacct"), "cpuacct.usage"); exists(acct) {
+		b, err := os.ReadFile(acct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ns)
+	}
+	return time.Duration(cpuStat(t, cg)["usage_usec"]) * time.Microsecond
+}
+
+func TestParseServer(t *testing.T) {
+	for _, s := range []string{"sync-2", "sync-1", "gthread-1x4", "gthread-2x16", "async"} {
+		spec, err := ParseServer(s)
+		if err != nil || spec.Name() != s {
+			t.Errorf("ParseServer(%q) = %+v, %v", s, spec, err)
+		}
+	}
+	for _, s := range []string{"", "sync", "sync-0", "gthread-2", "gthread-2x0", "async-2", "prefork-2", "sync-2x4"} {
+		if _, err := ParseServer(s); err == nil || !strings.Contains(err.Error(), "want sync-W, gthread-WxT, async") {
+			t.Errorf("ParseServer(%q): %v", s, err)
+		}
+	}
+	if s, _ := ParseServer("gthread-2x16"); s.Slots() != 32 {
+		t.Errorf("gthread-2x16 slots %d", s.Slots())
+	}
+	if s, _ := ParseServer("async"); s.Slots() != 0 {
+		t.Errorf("async slots %d", s.Slots())
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for _, tc := range []struct {
+		name, apps, proxy string
+	}{
+		{"embedded", "embedded", "embedded"},
+		{"embedded+embedded", "embedded", "embedded"},
+	} {
+		st, note, err := Lookup(tc.name)
+		if err != nil || st.describe() != tc.apps+" and "+tc.proxy || note != "" {
+			t.Errorf("Lookup(%q) = %q, %q, %v", tc.name, st.describe(), note, err)
+		}
+	}
+	for name, want := range map[string]string{
+		"docker":          `--stack "docker": allowed auto, embedded, real, gunicorn-nginx, APP+PROXY`,
+		"apache+nginx":    `--stack "apache+nginx": no app server "apache" (apps: embedded, gunicorn)`,
+		"embedded+apache": `--stack "embedded+apache": no proxy "apache" (proxies: embedded, nginx)`,
+	} {
+		if _, _, err := Lookup(name); err == nil || err.Error() != want {
+			t.Errorf("Lookup(%q): %v, want %q", name, err, want)
+		}
+	}
+	// auto says which it chose and why.
+	st, note, err := Lookup("auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case st.Name == NameReal && note == "--stack auto: using real (gunicorn and nginx, all installed)":
+	case st.Name == NameEmbedded && strings.HasPrefix(note, "--stack auto: using embedded (gunicorn needs gunicorn on PATH") ||
+		strings.HasPrefix(note, "--stack auto: using embedded (nginx needs nginx"):
+	default:
+		t.Errorf("auto: %s, %q", st.Name, note)
+	}
+}
+
+// The embedded app and proxy serve every route; on a proxied route the
+// load generator's URL is the proxy's, which relays to the app.
+func TestEmbeddedRoutes(t *testing.T) {
+	st, _, _ := Lookup(NameEmbedded)
+	for _, route := range Routes {
+		t.Run(string(route), func(t *testing.T) {
+			s := startReal(t, st, route, "gthread-1x4", 300_000)
+			resp, body := get(t, s.run.URL()+"/large", map[string]string{target.RequestIDHeader: "e-1"})
+			if resp.StatusCode != http.StatusOK || len(body) != 300_000 {
+				t.Fatalf("/large: %s, %d bytes", resp.Status, len(body))
+			}
+			if v := waitAppSend(t, s.run, "e-1"); !(v >= 0 && v < 10) {
+				t.Errorf("app_send_s %v", v)
+			}
+			eps := s.run.MetricsEndpoints()
+			if eps["slowlab-target"] == "" || route.Proxied() != (eps["slowlab-proxy"] != "") {
+				t.Errorf("metrics endpoints %v", eps)
+			}
+			if hc, ok := s.run.HeldCounter(); !ok {
+				t.Error("the embedded app counts no held long-polls")
+			} else if held, err := hc.LongPollsHeld(context.Background()); err != nil || len(held) != 1 {
+				t.Errorf("held %v, %v: want one worker", held, err)
+			}
+			if err := s.run.Failed(); err != nil {
+				t.Error(err)
+			}
+			s.stopAndCheck(t)
+		})
+	}
+}
+
+// NGINX works in front of the embedded app: a stack is an app × a proxy.
+func TestNginxInFrontOfEmbeddedApp(t *testing.T) {
+	st := lookup(t, "embedded+nginx")
+	for _, route := range []Route{RouteBufferingOff, RouteBufferingOn} {
+		s := startReal(t, st, route, "sync-2", 1<<20)
+		resp, body := get(t, s.run.URL()+"/large", map[string]string{target.RequestIDHeader: "n-1"})
+		if resp.StatusCode != http.StatusOK || len(body) != 1<<20 || resp.Header.Get("Server") == "" || !strings.HasPrefix(resp.Header.Get("Server"), "nginx") {
+			t.Errorf("%s /large: %s, %d bytes, Server %q: want NGINX relaying the embedded app", route, resp.Status, len(body), resp.Header.Get("Server"))
+		}
+		if v := waitAppSend(t, s.run, "n-1"); !(v >= 0 && v < 10) {
+			t.Errorf("app_send_s %v", v)
+		}
+		if td := s.run.TempDirs(); len(td) != 1 || filepath.Base(td[0]) != "proxy_temp" {
+			t.Errorf("TempDirs %v: want NGINX's", td)
+		}
+		s.stopAndCheck(t)
+	}
+}

@@ -1,0 +1,54 @@
+package recorder
+
+// GapRequest is one request of the latency-gap experiment
+// (gap-requests.csv). ConnectMS is NaN on a reused connection. ServerMS is
+// what the server reported for its processing through the last body byte
+// (a Server-Timing trailer); ServerHeaderMS the target's Server-Timing
+// header, measured when the header was written. TCPRTTMS is its
+// connection's minimum RTT as the kernel measured it (TCP_INFO), and
+// ConfiguredRTTMS the round-trip time the path was asked to add.
+type GapRequest struct {
+	SizeBytes       int
+	ConfiguredRTTMS float64
+	DelayMethod     string
+	Mode            string // GapKeepAlive or GapNew
+	Seq             int
+	StartS          float64 // since the condition started
+	NewConn         bool    // a TCP connection was opened for it
+	ConnectMS       float64
+	TTFBMS          float64
+	TotalMS         float64 // start to last body byte
+	ServerMS        Maybe
+	ServerHeaderMS  Maybe
+	TCPRTTMS        Maybe
+	Status          int
+	Bytes           int64
+	Error           string
+}
+
+// Modes of a latency-gap request (GapRequest.Mode).
+const (
+	GapKeepAlive = "keepalive" // on a connection kept alive from the previous request
+	GapNew       = "new"       // on a new TCP connection, handshake included
+)
+
+func (GapRequest) schema() *schema[GapRequest] { return &gapRequestSchema }
+
+var gapRequestSchema = schema[GapRequest]{file: "gap-requests.csv", cols: []column[GapRequest]{
+	col("size_bytes", 0, func(r *GapRequest) any { return &r.SizeBytes }),
+	col("configured_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.ConfiguredRTTMS }),
+	col("delay_method", 0, func(r *GapRequest) any { return &r.DelayMethod }),
+	col("mode", 0, func(r *GapRequest) any { return &r.Mode }),
+	col("seq", 0, func(r *GapRequest) any { return &r.Seq }),
+	col("start_s", usOfS, func(r *GapRequest) any { return &r.StartS }),
+	col("new_conn", 0, func(r *GapRequest) any { return &r.NewConn }),
+	col("connect_ms", usOfMS, func(r *GapRequest) any { return &r.ConnectMS }),
+	col("ttfb_ms", usOfMS, func(r *GapRequest) any { return &r.TTFBMS }),
+	col("total_ms", usOfMS, func(r *GapRequest) any { return &r.TotalMS }),
+	col("server_ms", usOfMS, func(r *GapRequest) any { return &r.ServerMS }),
+	col("server_header_ms", usOfMS, func(r *GapRequest) any { return &r.ServerHeaderMS }),
+	col("tcp_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.TCPRTTMS }),
+	col("status", 0, func(r *GapRequest) any { return &r.Status }),
+	col("bytes", 0, func(r *GapRequest) any { return &r.Bytes }),
+	col("error", 0, func(r *GapRequest) any { return &r.Error }),
+}}

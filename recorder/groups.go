@@ -1,0 +1,91 @@
+package recorder
+
+// LongPollGroup is one run of a long-poll condition (groups.csv).
+type LongPollGroup struct {
+	RunID            string // the run's probes in probes.csv have this run_id
+	Server           string
+	Hold             int
+	ProbeConcurrency int
+	Seconds          float64 // probing window, as planned
+	// ElapsedS is how long the probing really took: from the window's
+	// start until the last probe ended (a probe started in the window runs
+	// to its end) or the run was interrupted.
+	ElapsedS      float64
+	OK, Failed    int
+	P50MS, P95MS  Maybe
+	MaxMS         Maybe
+	ThroughputRPS float64 // OK probes per second of ElapsedS
+	Slots         int     // workers x threads
+	FreeSlots     int     // slots minus held long-polls (may be negative)
+	// MaxWorkerHeld is the most long-polls one worker held at once
+	// (sampled); empty when the stack cannot tell.
+	MaxWorkerHeld Maybe
+	// FullWorkerS is how long some worker had every thread holding a
+	// long-poll (sampled), when a request it accepts waits for a long-poll
+	// to end however many slots other workers have free; empty with
+	// MaxWorkerHeld.
+	FullWorkerS Maybe
+	// ProbesOver1s counts successful probes slower than one second.
+	ProbesOver1s int
+	// HeldSamples is how many times the held long-polls per worker were
+	// sampled over the window (0 when the stack cannot tell).
+	HeldSamples int
+	// Waves counts the long-poll issue waves in effect during the window:
+	// the holders' requests are issued together and re-issued together
+	// when they return, and each wave may land them differently on the
+	// workers. FullWaves counts the waves during which some worker was
+	// sampled full. Both are empty when nothing was held or sampled.
+	Waves, FullWaves Maybe
+}
+
+func (LongPollGroup) schema() *schema[LongPollGroup] { return &longPollGroupSchema }
+
+var longPollGroupSchema = schema[LongPollGroup]{file: "groups.csv", cols: []column[LongPollGroup]{
+	col("run_id", 0, func(r *LongPollGroup) any { return &r.RunID }),
+	col("server", 0, func(r *LongPollGroup) any { return &r.Server }),
+	col("hold", 0, func(r *LongPollGroup) any { return &r.Hold }),
+	col("probe_concurrency", 0, func(r *LongPollGroup) any { return &r.ProbeConcurrency }),
+	col("seconds", msOfS, func(r *LongPollGroup) any { return &r.Seconds }),
+	col("elapsed_s", msOfS, func(r *LongPollGroup) any { return &r.ElapsedS }),
+	col("ok", 0, func(r *LongPollGroup) any { return &r.OK }),
+	col("failed", 0, func(r *LongPollGroup) any { return &r.Failed }),
+	col("p50_ms", usOfMS, func(r *LongPollGroup) any { return &r.P50MS }),
+	col("p95_ms", usOfMS, func(r *LongPollGroup) any { return &r.P95MS }),
+	col("max_ms", usOfMS, func(r *LongPollGroup) any { return &r.MaxMS }),
+	col("throughput_rps", milli, func(r *LongPollGroup) any { return &r.ThroughputRPS }),
+	col("slots", 0, func(r *LongPollGroup) any { return &r.Slots }),
+	col("free_slots", 0, func(r *LongPollGroup) any { return &r.FreeSlots }),
+	col("max_worker_held", 0, func(r *LongPollGroup) any { return &r.MaxWorkerHeld }),
+	col("full_worker_s", msOfS, func(r *LongPollGroup) any { return &r.FullWorkerS }),
+	col("probes_over_1s", 0, func(r *LongPollGroup) any { return &r.ProbesOver1s }),
+	col("held_samples", 0, func(r *LongPollGroup) any { return &r.HeldSamples }),
+	col("waves", 0, func(r *LongPollGroup) any { return &r.Waves }),
+	col("full_waves", 0, func(r *LongPollGroup) any { return &r.FullWaves }),
+}}
+
+// SummarizeProbes computes a long-poll condition's row from its probes:
+// percentiles are nearest-rank over the successful probes' latencies,
+// throughput is the successful probes over ElapsedS (which the caller
+// sets).
+func SummarizeProbes(g LongPollGroup, probes []Probe) LongPollGroup {
+	var lat []float64
+	g.OK, g.Failed, g.ProbesOver1s = 0, 0, 0
+	for _, p := range probes {
+		if p.Error == "" && p.Status >= 200 && p.Status < 400 {
+			g.OK++
+			lat = append(lat, p.LatencyMS)
+			if p.LatencyMS > 1000 {
+				g.ProbesOver1s++
+			}
+		} else {
+			g.Failed++
+		}
+	}
+	g.P50MS, g.P95MS, g.MaxMS = Some(NearestRank(lat, 50)), Some(NearestRank(lat, 95)), Some(NearestRank(lat, 100))
+	g.ThroughputRPS = 0
+	if g.ElapsedS > 0 {
+		g.ThroughputRPS = float64(g.OK) / g.ElapsedS
+	}
+	g.FreeSlots = g.Slots - g.Hold
+	return g
+}

@@ -1,0 +1,51 @@
+package recorder
+
+// LargeResponse is one row of large-responses.csv: one slow download of
+// /large. AppSendS is the app's own send time when the app reported it.
+// Complete says the client received the whole body with status 200;
+// Outcome is the verdict on the download, one of the Download* values,
+// and Error says why when it is not DownloadComplete. Only complete
+// downloads enter the app_send_s and client_receive_s medians.
+type LargeResponse struct {
+	RunID, Route, Server             string
+	SlowClients, Rep, Client, Status int
+	Bytes                            int64
+	ReceiveS                         float64
+	AppSendS                         Maybe
+	Complete                         bool
+	Outcome                          string
+	Error                            string
+}
+
+// Outcomes of a slow download (LargeResponse.Outcome).
+const (
+	// DownloadComplete: the client read every byte with status 200 and the
+	// app reported finishing its send.
+	DownloadComplete = "complete"
+	// DownloadClientError: the request failed (connect, reset, timeout,
+	// interrupted, or a status other than 200).
+	DownloadClientError = "client_error"
+	// DownloadShortBody: the body ended before its Content-Length.
+	DownloadShortBody = "short_body"
+	// DownloadAppUnfinished: the client read it all, but the app never
+	// reported finishing its send, so app_send_s is missing.
+	DownloadAppUnfinished = "app_unfinished"
+)
+
+func (LargeResponse) schema() *schema[LargeResponse] { return &largeResponseSchema }
+
+var largeResponseSchema = schema[LargeResponse]{file: "large-responses.csv", cols: []column[LargeResponse]{
+	col("run_id", 0, func(r *LargeResponse) any { return &r.RunID }),
+	col("route", 0, func(r *LargeResponse) any { return &r.Route }),
+	col("server", 0, func(r *LargeResponse) any { return &r.Server }),
+	col("slow_clients", 0, func(r *LargeResponse) any { return &r.SlowClients }),
+	col("rep", 0, func(r *LargeResponse) any { return &r.Rep }),
+	col("client", 0, func(r *LargeResponse) any { return &r.Client }),
+	col("status", 0, func(r *LargeResponse) any { return &r.Status }),
+	col("bytes", 0, func(r *LargeResponse) any { return &r.Bytes }),
+	col("receive_s", msOfS, func(r *LargeResponse) any { return &r.ReceiveS }),
+	col("app_send_s", msOfS, func(r *LargeResponse) any { return &r.AppSendS }),
+	col("complete", 0, func(r *LargeResponse) any { return &r.Complete }),
+	col("outcome", 0, func(r *LargeResponse) any { return &r.Outcome }),
+	col("error", 0, func(r *LargeResponse) any { return &r.Error }),
+}}

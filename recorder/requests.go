@@ -1,0 +1,45 @@
+package recorder
+
+import "strings"
+
+// Request is one row of requests.csv: one scheduled /fast request. A request
+// that failed or timed out still has its row, with Status 0 and Error set.
+// Times are relative to the run start. A float that was not measured (NaN)
+// is written as an empty cell and an empty cell reads back as NaN.
+type Request struct {
+	RunID, Route, Server                        string
+	SlowClients, Rep, Seq                       int
+	ScheduledS, StartS                          float64
+	ScheduleLagMS, ConnectMS, TTFBMS, LatencyMS float64
+	Status                                      int
+	Bytes                                       int64
+	Error                                       string
+}
+
+// NotSentPrefix starts the error column of a requests.csv row for a
+// scheduled request that was never sent (the run was interrupted before it
+// was due): such a row has status 0 and no timings.
+const NotSentPrefix = "not_sent"
+
+// NotSent reports whether r is a scheduled request that was never sent.
+func (r Request) NotSent() bool { return strings.HasPrefix(r.Error, NotSentPrefix) }
+
+func (Request) schema() *schema[Request] { return &requestSchema }
+
+var requestSchema = schema[Request]{file: "requests.csv", cols: []column[Request]{
+	col("run_id", 0, func(r *Request) any { return &r.RunID }),
+	col("route", 0, func(r *Request) any { return &r.Route }),
+	col("server", 0, func(r *Request) any { return &r.Server }),
+	col("slow_clients", 0, func(r *Request) any { return &r.SlowClients }),
+	col("rep", 0, func(r *Request) any { return &r.Rep }),
+	col("seq", 0, func(r *Request) any { return &r.Seq }),
+	col("scheduled_s", msOfS, func(r *Request) any { return &r.ScheduledS }),
+	col("start_s", msOfS, func(r *Request) any { return &r.StartS }),
+	col("schedule_lag_ms", usOfMS, func(r *Request) any { return &r.ScheduleLagMS }),
+	col("connect_ms", usOfMS, func(r *Request) any { return &r.ConnectMS }),
+	col("ttfb_ms", usOfMS, func(r *Request) any { return &r.TTFBMS }),
+	col("latency_ms", usOfMS, func(r *Request) any { return &r.LatencyMS }),
+	col("status", 0, func(r *Request) any { return &r.Status }),
+	col("bytes", 0, func(r *Request) any { return &r.Bytes }),
+	col("error", 0, func(r *Request) any { return &r.Error }),
+}}

@@ -1,0 +1,80 @@
+package recorder
+
+import "time"
+
+// Run is one row of runs.csv: the summary of one repetition of one
+// condition. Only runs with Status RunOK enter conditions.csv. StartedAt
+// is written in UTC; a zero StartedAt is an empty cell.
+type Run struct {
+	RunID, Route, Server string
+	SlowClients, Rep     int
+	StartedAt            time.Time
+	Status, Reason       string
+	FastTotal, FastOK    int
+	// FastPlanned is how many /fast requests the run's schedule had, and
+	// FastSent how many of them were sent; requests.csv has a row for
+	// each planned one (FastTotal), those never sent marked not_sent.
+	FastPlanned, FastSent    int
+	P50MS, P95MS, MaxMS      Maybe
+	MaxScheduleLagMS         Maybe
+	AppSendS, ClientReceiveS Maybe
+	TempPeakMiB              Maybe
+	Components               [3]ComponentSummary
+}
+
+// Run.Status values.
+const (
+	RunOK      = "ok"
+	RunFailed  = "failed"
+	RunAborted = "aborted"
+)
+
+// ComponentSummary is one component's resource use over a run, in the
+// c_cpu_cores, c_throttled_ms, c_memory_peak_bytes, c_rss_peak_bytes
+// columns of runs.csv.
+type ComponentSummary struct {
+	CPUCores, ThrottledMS, MemoryPeakBytes, RSSPeakBytes Maybe
+}
+
+// Components names the resource groups summarized in runs.csv, in column
+// order; Run.Components is indexed the same way.
+var Components = [3]string{"app", "proxy", "loadgen"}
+
+func (Run) schema() *schema[Run] { return &runSchema }
+
+var runSchema = schema[Run]{file: "runs.csv", cols: append([]column[Run]{
+	col("run_id", 0, func(r *Run) any { return &r.RunID }),
+	col("route", 0, func(r *Run) any { return &r.Route }),
+	col("server", 0, func(r *Run) any { return &r.Server }),
+	col("slow_clients", 0, func(r *Run) any { return &r.SlowClients }),
+	col("rep", 0, func(r *Run) any { return &r.Rep }),
+	col("started_at", 0, func(r *Run) any { return &r.StartedAt }),
+	col("status", 0, func(r *Run) any { return &r.Status }),
+	col("reason", 0, func(r *Run) any { return &r.Reason }),
+	col("fast_total", 0, func(r *Run) any { return &r.FastTotal }),
+	col("fast_ok", 0, func(r *Run) any { return &r.FastOK }),
+	col("fast_planned", 0, func(r *Run) any { return &r.FastPlanned }),
+	col("fast_sent", 0, func(r *Run) any { return &r.FastSent }),
+	col("p50_ms", usOfMS, func(r *Run) any { return &r.P50MS }),
+	col("p95_ms", usOfMS, func(r *Run) any { return &r.P95MS }),
+	col("max_ms", usOfMS, func(r *Run) any { return &r.MaxMS }),
+	col("max_schedule_lag_ms", usOfMS, func(r *Run) any { return &r.MaxScheduleLagMS }),
+	col("app_send_s", msOfS, func(r *Run) any { return &r.AppSendS }),
+	col("client_receive_s", msOfS, func(r *Run) any { return &r.ClientReceiveS }),
+	col("temp_peak_mib", kibOfMi, func(r *Run) any { return &r.TempPeakMiB }),
+}, componentColumns()...)}
+
+// componentColumns returns c_cpu_cores, c_throttled_ms, c_memory_peak_bytes,
+// c_rss_peak_bytes for each c in Components.
+func componentColumns() []column[Run] {
+	var cols []column[Run]
+	for i, c := range Components {
+		cols = append(cols,
+			col(c+"_cpu_cores", milli, func(r *Run) any { return &r.Components[i].CPUCores }),
+			col(c+"_throttled_ms", usOfMS, func(r *Run) any { return &r.Components[i].ThrottledMS }),
+			col(c+"_memory_peak_bytes", whole, func(r *Run) any { return &r.Components[i].MemoryPeakBytes }),
+			col(c+"_rss_peak_bytes", whole, func(r *Run) any { return &r.Components[i].RSSPeakBytes }),
+		)
+	}
+	return cols
+}

@@ -1,0 +1,120 @@
+// Command testsummary reads `go test -json` on stdin, prints the test output
+// as `go test` would, and ends with a summary of every skipped test and why
+// it was skipped, so that a run without root or without a real component
+// says which parts did not run. It exits 1 when a test or package failed
+// (or the input ended early), so `go test -json ... | testsummary` keeps
+// the suite's verdict.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string
+	Elapsed float64
+}
+
+// skip is a skipped test and the lines it logged.
+type skip struct {
+	pkg, test string
+	reason    []string
+}
+
+func main() {
+	os.Exit(run(os.Stdin, os.Stdout))
+}
+
+func run(in io.Reader, out io.Writer) int {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	logs := map[string][]string{} // package/test -> output lines
+	var skips []skip
+	failed := 0
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			// Not JSON: a build error or a line printed outside a test.
+			fmt.Fprintln(out, sc.Text())
+			continue
+		}
+		key := e.Package + "/" + e.Test
+		switch e.Action {
+		case "output":
+			if e.Test == "" {
+				if e.Output != "PASS\n" { // the test binary's own line: ok follows
+					fmt.Fprint(out, e.Output) // package lines: ok, FAIL, coverage
+				}
+			} else {
+				logs[key] = append(logs[key], e.Output)
+				if strings.HasPrefix(strings.TrimSpace(e.Output), "--- FAIL") {
+					fmt.Fprint(out, strings.Join(logs[key], ""))
+				}
+			}
+		case "skip":
+			if e.Test != "" {
+				skips = append(skips, skip{e.Package, e.Test, reasons(logs[key])})
+			}
+			delete(logs, key)
+		case "fail":
+			failed++
+			delete(logs, key)
+		case "pass":
+			delete(logs, key)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(out, "testsummary: reading go test -json: %v\n", err)
+		failed++
+	}
+	printSkips(out, skips)
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// reasons keeps the lines a skipped test logged, without the framing lines
+// `go test` adds (=== RUN, --- SKIP).
+func reasons(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- SKIP") {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func printSkips(out io.Writer, skips []skip) {
+	if len(skips) == 0 {
+		fmt.Fprintln(out, "\nskipped tests: none")
+		return
+	}
+	sort.Slice(skips, func(i, j int) bool {
+		if skips[i].pkg != skips[j].pkg {
+			return skips[i].pkg < skips[j].pkg
+		}
+		return skips[i].test < skips[j].test
+	})
+	fmt.Fprintf(out, "\nskipped tests (%d): these parts did not run\n", len(skips))
+	for _, s := range skips {
+		why := "(no reason given)"
+		if len(s.reason) > 0 {
+			why = strings.Join(s.reason, " / ")
+		}
+		fmt.Fprintf(out, "  %s %s: %s\n", strings.TrimPrefix(s.pkg, "github.com/slowlab/slowlab/"), s.test, why)
+	}
+}

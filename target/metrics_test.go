@@ -1,0 +1,194 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape GETs admin/metrics and returns every sample keyed
+// name{label="value",...} (labels sorted; histograms as name_count).
+func scrape(t *testing.T, admin string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	out := map[string]float64{}
+	for name, mf := range fams {
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			sort.Strings(ls)
+			key := "{" + strings.Join(ls, ",") + "}"
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				out[name+key] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[name+key] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_count"+key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// withPrefix keeps the samples whose key starts with one of prefixes.
+func withPrefix(samples map[string]float64, prefixes ...string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range samples {
+		for _, p := range prefixes {
+			if strings.HasPrefix(k, p) {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// TestBoundedSeriesBeforeTraffic: a fresh server's /metrics has every
+// series with a bounded label at 0 (each endpoint with each status code it
+// can count, each worker), so rate() and alerts see them before the first
+// request.
+func TestBoundedSeriesBeforeTraffic(t *testing.T) {
+	for _, o := range []Options{
+		DefaultOptions(),
+		{Model: ModelGthread, Workers: 2, Threads: 3, LargeSize: 10, BlockSize: 4},
+		{Model: ModelAsync, Workers: 1, Threads: 1, LargeSize: 10, BlockSize: 4},
+	} {
+		t.Run(o.Name(), func(t *testing.T) {
+			_, _, admin := startServer(t, o)
+			got := scrape(t, admin)
+			want := []string{
+				`slowlab_target_requests_total{code="200",endpoint="fast"}`,
+				`slowlab_target_requests_total{code="200",endpoint="large"}`,
+				`slowlab_target_requests_total{code="400",endpoint="large"}`,
+				`slowlab_target_requests_total{code="200",endpoint="bytes"}`,
+				`slowlab_target_requests_total{code="400",endpoint="bytes"}`,
+				`slowlab_target_requests_total{code="204",endpoint="longpoll"}`,
+				`slowlab_target_requests_total{code="400",endpoint="longpoll"}`,
+				`slowlab_target_requests_total{code="499",endpoint="longpoll"}`,
+				`slowlab_target_response_write_seconds_count{endpoint="fast"}`,
+				`slowlab_target_response_write_seconds_count{endpoint="large"}`,
+				`slowlab_target_response_write_seconds_count{endpoint="bytes"}`,
+				`slowlab_target_response_write_seconds_count{endpoint="longpoll"}`,
+				`slowlab_target_queued_requests{}`,
+			}
+			workers := o.Workers
+			if o.Model == ModelAsync {
+				workers = 1 // everything is served as worker 0
+			} else {
+				want = append(want, `slowlab_target_slots{}`)
+			}
+			for w := range workers {
+				want = append(want,
+					fmt.Sprintf(`slowlab_target_busy_slots{worker="%d"}`, w),
+					fmt.Sprintf(`slowlab_target_longpolls_in_progress{worker="%d"}`, w))
+			}
+			for _, k := range want {
+				v, ok := got[k]
+				switch {
+				case !ok:
+					t.Errorf("%s missing before any request", k)
+				case v != 0 && !strings.HasPrefix(k, "slowlab_target_slots"):
+					t.Errorf("%s = %v before any request, want 0", k, v)
+				}
+			}
+		})
+	}
+}
+
+// TestTrafficAddsNoSeries drives every status code of every endpoint and
+// checks that each was counted in a series that existed from the start:
+// the initialised label values are the complete set.
+func TestTrafficAddsNoSeries(t *testing.T) {
+	o := Options{Model: ModelGthread, Workers: 1, Threads: 2, LargeSize: 10, BlockSize: 4}
+	s, base, admin := startServer(t, o)
+	families := []string{"slowlab_target_requests_total", "slowlab_target_response_write_seconds_count", "slowlab_target_busy_slots", "slowlab_target_longpolls_in_progress"}
+	before := withPrefix(scrape(t, admin), families...)
+
+	get := func(path string, want int) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	get("/fast", 200)
+	get("/large", 200)
+	get("/large?size=x", 400)
+	get("/bytes?n=10", 200)
+	get("/bytes?n=x", 400)
+	get("/longpoll?wait=0s", 204)
+	get("/longpoll?wait=x", 400)
+	// A long-poll whose client leaves is counted as 499.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/longpoll?wait=10m", nil)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, "the long-poll to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	cancel()
+	<-gone
+	waitFor(t, "the abandoned long-poll to be counted", func() bool {
+		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="longpoll"}`] == 1
+	})
+
+	after := withPrefix(scrape(t, admin), families...)
+	if added := slices.DeleteFunc(slices.Sorted(maps.Keys(after)), func(k string) bool { _, ok := before[k]; return ok }); len(added) > 0 {
+		t.Errorf("series created by traffic rather than at start: %v", added)
+	}
+	for k, v := range withPrefix(after, "slowlab_target_requests_total") {
+		if v != 1 {
+			t.Errorf("%s = %v after one request of each kind, want 1", k, v)
+		}
+	}
+}
+
+// waitFor polls cond until it holds; the bound only keeps a broken server
+// from hanging the test.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(hangGuard); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s", hangGuard, what)
+		}
+	}
+}
+
+// hangGuard bounds waits for events that a working server makes happen
+// promptly: generous, so a slow or loaded machine never hits it.
+const hangGuard = time.Minute
