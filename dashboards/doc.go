@@ -5,7 +5,7 @@
 // fails while the committed JSON differs from what the code builds.
 //
 // It owns the dashboards and their PromQL; the metrics come from loadgen,
-// target, target/proxy and exporter, and the recording rules some panels
+// appserver, proxy and exporter, and the recording rules some panels
 // reuse from alerts/. It does not talk to Grafana or Prometheus.
 package dashboards
 

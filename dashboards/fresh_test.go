@@ -21,10 +21,10 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/slowlab/slowlab/alerts"
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/exporter"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/target"
-	"github.com/slowlab/slowlab/target/proxy"
+	"github.com/slowlab/slowlab/proxy"
 )
 
 // freshGuard bounds waits for events that happen promptly on a working
@@ -185,7 +185,7 @@ func serveUntilCleanup(t *testing.T, what string, serve func(ctx context.Context
 // and returns its admin /metrics URL.
 func freshTarget(t *testing.T) string {
 	t.Helper()
-	s, err := target.New(target.DefaultOptions())
+	s, err := appserver.New(appserver.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/slowlab/slowlab/alerts"
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/target"
-	"github.com/slowlab/slowlab/target/proxy"
+	"github.com/slowlab/slowlab/proxy"
 )
 
 // knownMetrics returns every series name slowlab exposes, taken from the
@@ -105,7 +105,7 @@ func stackRegistries(t *testing.T) map[string]*prometheus.Registry {
 		}
 	})
 
-	app, err := target.New(target.DefaultOptions())
+	app, err := appserver.New(appserver.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

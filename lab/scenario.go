@@ -14,7 +14,7 @@ import (
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/target/proxy"
+	"github.com/slowlab/slowlab/proxy"
 )
 
 // StackSpec is the scenario part of an experiment that runs on a stack:

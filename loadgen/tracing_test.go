@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/slowlab/slowlab/target"
+	"github.com/slowlab/slowlab/appserver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -59,9 +59,9 @@ func traced(t *testing.T) (*spanLog, *sdktrace.TracerProvider) {
 
 // serveTarget runs the embedded target with o on loopback and returns its
 // base URL.
-func serveTarget(t *testing.T, o target.Options) string {
+func serveTarget(t *testing.T, o appserver.Options) string {
 	t.Helper()
-	s, err := target.New(o)
+	s, err := appserver.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +81,8 @@ func serveTarget(t *testing.T, o target.Options) string {
 	return "http://" + ln.Addr().String()
 }
 
-func targetOptions(tp trace.TracerProvider, model target.Model) target.Options {
-	o := target.DefaultOptions()
+func targetOptions(tp trace.TracerProvider, model appserver.Model) appserver.Options {
+	o := appserver.DefaultOptions()
 	o.Model, o.TracerProvider, o.LargeSize = model, tp, 64<<10
 	return o
 }
@@ -173,9 +173,9 @@ func TestTracingFastRequests(t *testing.T) {
 	for _, keepAlive := range []bool{false, true} {
 		t.Run("keepalive="+strconv.FormatBool(keepAlive), func(t *testing.T) {
 			rec, tp := traced(t)
-			model := target.ModelSync
+			model := appserver.ModelSync
 			if keepAlive {
-				model = target.ModelAsync // sync workers close every connection
+				model = appserver.ModelAsync // sync workers close every connection
 			}
 			base := serveTarget(t, targetOptions(tp, model))
 			u, _ := url.Parse(base)
@@ -239,10 +239,10 @@ func TestTracingFastRequests(t *testing.T) {
 					t.Errorf("%s: server span %q starts %s, want GET /fast inside the client span from %s", what, srv.Name(), srv.StartTime(), s.StartTime())
 				}
 				checkAttrs(t, what+" server span", srv, map[attribute.Key]any{
-					"http.response.status_code": int64(200), "http.route": "/fast", target.AttrServer: targetOptions(nil, model).Name(),
+					"http.response.status_code": int64(200), "http.route": "/fast", appserver.AttrServer: targetOptions(nil, model).Name(),
 				})
-				if _, ok := attrs(srv)[target.AttrWorker]; !ok {
-					t.Errorf("%s: server span without %s", what, target.AttrWorker)
+				if _, ok := attrs(srv)[appserver.AttrWorker]; !ok {
+					t.Errorf("%s: server span without %s", what, appserver.AttrWorker)
 				}
 			}
 			if !keepAlive {
@@ -271,7 +271,7 @@ func TestTracingFastRequests(t *testing.T) {
 // of the write it holds up is inside it.
 func TestTracingSlowReader(t *testing.T) {
 	rec, tp := traced(t)
-	base := serveTarget(t, targetOptions(tp, target.ModelSync))
+	base := serveTarget(t, targetOptions(tp, appserver.ModelSync))
 	u, _ := url.Parse(base + "/large")
 	sr := SlowReader{URL: u, RcvBuf: 8 << 10, ReadSize: 16 << 10, Rate: 256 << 10, RunID: "s", TracerProvider: tp, Metrics: NewMetrics(prometheus.NewRegistry())}
 	d := sr.Run(context.Background(), 2)
@@ -312,7 +312,7 @@ func TestTracingFailedRequests(t *testing.T) {
 	ln.Close()
 	t.Run("timeout", func(t *testing.T) {
 		rec, tp := traced(t)
-		base := serveTarget(t, targetOptions(tp, target.ModelAsync))
+		base := serveTarget(t, targetOptions(tp, appserver.ModelAsync))
 		c := NewClient(ClientOptions{TracerProvider: tp})
 		// The deadline passes once the request is sent, so the span has
 		// its connect and send phases however slowly this machine runs.
@@ -415,7 +415,7 @@ func TestTracingOffAndUnsampled(t *testing.T) {
 
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
-	base := serveTarget(t, targetOptions(tp, target.ModelAsync))
+	base := serveTarget(t, targetOptions(tp, appserver.ModelAsync))
 	r = Result{}
 	NewClient(ClientOptions{TracerProvider: tp}).Get(context.Background(), srv.URL, &r)
 	if h := <-headers; !strings.HasPrefix(h, "00-") || !strings.HasSuffix(h, "-00") || r.TraceID.IsValid() {
@@ -431,7 +431,7 @@ func TestTracingOffAndUnsampled(t *testing.T) {
 // /metrics when the scraper asks for OpenMetrics.
 func TestExemplars(t *testing.T) {
 	_, tp := traced(t)
-	base := serveTarget(t, targetOptions(tp, target.ModelAsync))
+	base := serveTarget(t, targetOptions(tp, appserver.ModelAsync))
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	c := NewClient(ClientOptions{TracerProvider: tp})

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/child"
-	"github.com/slowlab/slowlab/target/proxy"
+	"github.com/slowlab/slowlab/proxy"
 )
 
 func init() {

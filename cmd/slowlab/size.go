@@ -1,6 +1,6 @@
 package main
 
-import "github.com/slowlab/slowlab/target/proxy"
+import "github.com/slowlab/slowlab/proxy"
 
 // byteSizeFlag reads a byte size flag with NGINX's size syntax (16k, 32m, 1g).
 func byteSizeFlag(name, s string) (int64, error) {

@@ -7,8 +7,8 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/child"
-	"github.com/slowlab/slowlab/target"
 )
 
 func init() {
@@ -17,7 +17,7 @@ func init() {
 
 func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("target", "--model sync|gthread|async --workers N [--threads T] --listen ADDR --admin ADDR", stdout)
-	o := target.DefaultOptions()
+	o := appserver.DefaultOptions()
 	model := fs.String(string(child.TargetModel), string(o.Model), "worker model: sync (one request per worker at a time), gthread (workers x threads), async (unbounded)")
 	fs.IntVar(&o.Workers, string(child.TargetWorkers), o.Workers, "number of workers (W)")
 	fs.IntVar(&o.Threads, string(child.TargetThreads), o.Threads, "threads per worker (T), gthread only")
@@ -31,7 +31,7 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	o.Model = target.Model(*model)
+	o.Model = appserver.Model(*model)
 	var err error
 	if o.LargeSize, err = byteSizeFlag("large-size", *large); err != nil {
 		return err
@@ -53,7 +53,7 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer stopTracing()
 	o.TracerProvider = tp
-	srv, err := target.New(o)
+	srv, err := appserver.New(o)
 	if err != nil {
 		return usagef("--%v", err)
 	}

@@ -8,11 +8,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/target"
 )
 
 // Result is what Run wrote.
@@ -173,7 +173,7 @@ func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, 
 // keep-alive allowed) on the path's server address, reporting its
 // last-byte time in a trailer, and returns its address and a stop func.
 func serve(ctx context.Context, path *netem.Path, env *lab.Env) (string, func(), error) {
-	tg, err := target.New(target.Options{Model: target.ModelAsync, Workers: 1, Threads: 1, BlockSize: target.DefaultBlockSize,
+	tg, err := appserver.New(appserver.Options{Model: appserver.ModelAsync, Workers: 1, Threads: 1, BlockSize: appserver.DefaultBlockSize,
 		LastByteTiming: true, TracerProvider: env.TracerProvider})
 	if err != nil {
 		return "", nil, err

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/target"
 )
 
 // measure performs one run on ctx: it gets the stack, starts the
@@ -83,7 +83,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		sr := loadgen.SlowReader{URL: largeURL, RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
 			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
 			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
-			Header: http.Header{target.RequestIDHeader: {slowID(meta.RunID, i)}}}
+			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
 		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
 	}
 	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider})

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/target"
-	"github.com/slowlab/slowlab/target/proxy"
+	"github.com/slowlab/slowlab/proxy"
 )
 
 // Name is the experiment's name.
@@ -81,7 +81,7 @@ func Published() *Config {
 	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
 		Fast: FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
-		Large: LargeSpec{Path: "/large", Size: lab.Size(target.DefaultLargeSize)},
+		Large: LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
 		SlowReader: SlowReaderSpec{ReadRate: loadgen.DefaultSlowRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
 			Timeout: lab.Duration(2 * time.Minute)}}
 	for _, r := range stack.Routes {

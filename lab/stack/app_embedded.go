@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/target"
 )
 
 func init() { RegisterApp(embeddedApp{}) }
@@ -114,7 +114,7 @@ func (r *embeddedRun) LongPollsHeld(ctx context.Context) (map[string]int, error)
 
 // AppSend implements RunningApp from the target's /app-send.
 func (r *embeddedRun) AppSend(ctx context.Context) (map[string]float64, error) {
-	var recs []target.SendRecord
+	var recs []appserver.SendRecord
 	err := r.adminGet(ctx, "/app-send", "", 5*time.Second, func(resp *http.Response) error {
 		return json.NewDecoder(resp.Body).Decode(&recs)
 	})

@@ -17,15 +17,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/appserver/wsgi"
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
-	"github.com/slowlab/slowlab/target"
-	"github.com/slowlab/slowlab/target/wsgi"
 )
 
 func init() { RegisterApp(gunicornApp{}) }
 
-// gunicornApp is Gunicorn (Debian gunicorn) serving target/wsgi/app.py, a
+// gunicornApp is Gunicorn (Debian gunicorn) serving appserver/wsgi/app.py, a
 // framework-free WSGI app with the embedded app's endpoints and
 // Server-Timing semantics, with the sync and gthread worker classes.
 type gunicornApp struct{}
@@ -207,7 +207,7 @@ func readAppSendLog(path string) (map[string]float64, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var rec target.SendRecord
+		var rec appserver.SendRecord
 		if err := json.Unmarshal(line, &rec); err != nil {
 			if i == len(lines)-1 {
 				continue

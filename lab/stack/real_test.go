@@ -20,10 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/target"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -206,7 +206,7 @@ func get(t *testing.T, u string, hdr map[string]string) (*http.Response, []byte)
 
 // largeBody is what the embedded target writes for n bytes.
 func largeBody(n int) []byte {
-	block := make([]byte, target.DefaultBlockSize)
+	block := make([]byte, appserver.DefaultBlockSize)
 	for i := range block {
 		block[i] = byte('a' + i%26)
 	}
@@ -354,7 +354,7 @@ func TestGunicornNginxRoutes(t *testing.T) {
 
 func testRealServes(t *testing.T, s *realStack, g Stack) {
 	r := s.run
-	resp, body := get(t, r.URL()+"/fast", map[string]string{target.RequestIDHeader: "fast-1"})
+	resp, body := get(t, r.URL()+"/fast", map[string]string{appserver.RequestIDHeader: "fast-1"})
 	if resp.StatusCode != 200 || string(body) != `{"ok": true}` || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("/fast: %s %q %v", resp.Status, body, resp.Header)
 	}
@@ -370,7 +370,7 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 		if id != "large-default" {
 			u += "?size=" + strconv.Itoa(size)
 		}
-		resp, body := get(t, u, map[string]string{target.RequestIDHeader: id, "traceparent": trace})
+		resp, body := get(t, u, map[string]string{appserver.RequestIDHeader: id, "traceparent": trace})
 		if resp.StatusCode != 200 || resp.ContentLength != int64(size) || !bytes.Equal(body, largeBody(size)) {
 			t.Errorf("%s: %s, Content-Length %d, %d bytes, byte-exact %t", u, resp.Status, resp.ContentLength, len(body), bytes.Equal(body, largeBody(size)))
 		}
@@ -431,7 +431,7 @@ func testRealSpool(t *testing.T, s *realStack) {
 	const size = 8 << 20
 	u, _ := url.Parse(s.run.URL() + "/large?size=" + strconv.Itoa(size))
 	sr := loadgen.SlowReader{URL: u, RcvBuf: 8 << 10, ReadSize: 16 << 10, Rate: 4 << 20, Timeout: 15 * time.Second,
-		Header: http.Header{target.RequestIDHeader: {"slow-0"}}}
+		Header: http.Header{appserver.RequestIDHeader: {"slow-0"}}}
 	var wg sync.WaitGroup
 	var dl loadgen.Download
 	ctx, cancel := context.WithCancel(context.Background())

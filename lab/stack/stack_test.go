@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
-	"github.com/slowlab/slowlab/target"
 )
 
 // TestMain builds the slowlab binary the embedded components run.
@@ -118,7 +118,7 @@ func TestEmbeddedRoutes(t *testing.T) {
 	for _, route := range Routes {
 		t.Run(string(route), func(t *testing.T) {
 			s := startReal(t, st, route, "gthread-1x4", 300_000)
-			resp, body := get(t, s.run.URL()+"/large", map[string]string{target.RequestIDHeader: "e-1"})
+			resp, body := get(t, s.run.URL()+"/large", map[string]string{appserver.RequestIDHeader: "e-1"})
 			if resp.StatusCode != http.StatusOK || len(body) != 300_000 {
 				t.Fatalf("/large: %s, %d bytes", resp.Status, len(body))
 			}
@@ -147,7 +147,7 @@ func TestNginxInFrontOfEmbeddedApp(t *testing.T) {
 	st := lookup(t, "embedded+nginx")
 	for _, route := range []Route{RouteBufferingOff, RouteBufferingOn} {
 		s := startReal(t, st, route, "sync-2", 1<<20)
-		resp, body := get(t, s.run.URL()+"/large", map[string]string{target.RequestIDHeader: "n-1"})
+		resp, body := get(t, s.run.URL()+"/large", map[string]string{appserver.RequestIDHeader: "n-1"})
 		if resp.StatusCode != http.StatusOK || len(body) != 1<<20 || resp.Header.Get("Server") == "" || !strings.HasPrefix(resp.Header.Get("Server"), "nginx") {
 			t.Errorf("%s /large: %s, %d bytes, Server %q: want NGINX relaying the embedded app", route, resp.Status, len(body), resp.Header.Get("Server"))
 		}

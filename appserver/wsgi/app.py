@@ -1,7 +1,7 @@
 """slowlab's WSGI app for Gunicorn (EXPERIMENTS.md section 1).
 
 Framework-free, standard library only. It serves the same endpoints as the
-embedded target (target/handlers.go), byte for byte:
+embedded app server (appserver/handlers.go), byte for byte:
 
   /fast              12-byte JSON body {"ok": true}
   /large[?size=N]    N bytes (default SLOWLAB_LARGE_SIZE, else 16 MiB): one
@@ -32,7 +32,7 @@ Environment:
   SLOWLAB_APP_SEND_LOG  where app_send_s records go; none are kept when unset
   SLOWLAB_HELD_DIR      where each worker reports its held long-polls; unset: none
 
-Run it with: gunicorn --chdir target/wsgi app:application
+Run it with: gunicorn --chdir appserver/wsgi app:application
 """
 
 import json

@@ -1,4 +1,4 @@
-// Package target is the embedded lab server: an HTTP/1.1 server whose worker
+// Package appserver is the embedded app server: an HTTP/1.1 server whose worker
 // models behave like Gunicorn's, so the slow-client and long-poll experiments
 // can run where Gunicorn is not installed.
 //
@@ -29,6 +29,6 @@
 // Options.TracerProvider, each request a worker serves is a server span
 // continuing the client's W3C traceparent.
 //
-// The package does not proxy (see target/proxy), generate load (loadgen) or
+// The package does not proxy (see package proxy), generate load (loadgen) or
 // start processes (lab).
-package target
+package appserver

@@ -214,7 +214,7 @@ func requestGoroutines() map[string]string {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	const pkg = "slowlab/target/proxy."
+	const pkg = "slowlab/proxy."
 	out := map[string]string{}
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		header, _, _ := strings.Cut(g, "\n")
