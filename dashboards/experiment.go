@@ -64,7 +64,7 @@ func Experiment() (dashboard.Dashboard, error) {
 		query(quantile(0.5, ttfbM, sel(`role=~"fast|probe"`, runs), "run_id, role"), "{{run_id}} {{role}} client ttfb"),
 		query(quantile(0.5, durationM, sel(`role=~"fast|probe"`, runs), "run_id, role"), "{{run_id}} {{role}} client total")))
 	b.WithPanel(timeSeries("Request outcomes", units.RequestsPerSecond,
-		"Responses per second by role and status code, and failures by reason (timeout, refused, reset, eof, canceled, incomplete). Every fast request should get 200.",
+		"Responses per second by role and status code, and failures by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent for scheduled requests the run ended before sending, other). Every fast request should get 200.",
 		query(fmt.Sprintf("sum by (role, code) (rate(slowlab_loadgen_requests_total{%s}[$__rate_interval]))", runs), "{{role}} {{code}}"),
 		query(fmt.Sprintf("sum by (role, reason) (rate(slowlab_loadgen_request_errors_total{%s}[$__rate_interval]))", runs), "{{role}} error {{reason}}")))
 

@@ -15,7 +15,8 @@
 // It also fills resource-samples.csv: Sampler scrapes /metrics endpoints
 // (text format or OpenMetrics, parsed by ParseExposition) on a drift-free
 // schedule, QueryRange reads the same series back from the Prometheus HTTP
-// API, SamplesFromFamilies maps the exporter's metric contract to one row
+// API for one run (a Selector that selects no run_id is refused with
+// ErrNoSelector), SamplesFromFamilies maps the exporter's metric contract to one row
 // per component, and SummarizeResources turns a run's samples into the
 // component columns of runs.csv.
 //

@@ -120,6 +120,9 @@ func (j Jitter) Max() time.Duration {
 
 // String gives the three figures a run reports.
 func (j Jitter) String() string {
+	if len(j.Samples) == 0 {
+		return fmt.Sprintf("no scrapes, %d ticks skipped", j.Skipped)
+	}
 	return fmt.Sprintf("p50 %v p99 %v max %v over %d scrapes, %d ticks skipped",
 		j.P50(), j.P99(), j.Max(), len(j.Samples), j.Skipped)
 }

@@ -573,6 +573,9 @@ func TestJitter(t *testing.T) {
 	if j.P50() != 0 || j.P99() != 0 || j.Max() != 0 {
 		t.Errorf("empty jitter: %v", j)
 	}
+	if got := (Jitter{Skipped: 2}).String(); got != "no scrapes, 2 ticks skipped" {
+		t.Errorf("empty String: %q", got)
+	}
 	for i := 100; i >= 1; i-- {
 		j.Samples = append(j.Samples, time.Duration(i)*time.Microsecond)
 	}
