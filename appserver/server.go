@@ -136,7 +136,12 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 // worker wraps the app for one sync or async worker, counting its busy
 // requests; the listener decides how many it takes at once.
 func (s *Server) worker(id int) http.Handler {
-	app := s.traced(s.Handler(), id)
+	return s.traced(s.counted(s.Handler(), id), id)
+}
+
+// counted wraps app so that worker id's requests count as busy while they
+// run and, for /longpoll, as held.
+func (s *Server) counted(app http.Handler, id int) http.Handler {
 	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
 	held := s.metrics.held.WithLabelValues(strconv.Itoa(id))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -154,9 +159,7 @@ func (s *Server) worker(id int) http.Handler {
 // threads (slots), using the slot its connection reserved at accept time if
 // it has one (AcceptWhenFree), else waiting for one in arrival order.
 func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
-	app := s.Handler()
-	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
-	held := s.metrics.held.WithLabelValues(strconv.Itoa(id))
+	app := s.counted(s.Handler(), id)
 	tracing := s.opts.TracerProvider != nil
 	return s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var waited time.Duration
@@ -176,12 +179,6 @@ func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
 		defer func() { <-slots }()
 		if tracing {
 			trace.SpanFromContext(r.Context()).SetAttributes(AttrThreadWaitMS.Float64(float64(waited.Microseconds()) / 1e3))
-		}
-		busy.Inc()
-		defer busy.Dec()
-		if r.URL.Path == "/longpoll" {
-			held.Inc()
-			defer held.Dec()
 		}
 		app.ServeHTTP(w, r)
 	}), id)

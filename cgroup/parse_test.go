@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 func TestParseKeyed(t *testing.T) {
@@ -131,31 +133,8 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// seedFiles adds every file under testdata named like one of names.
-func seedFiles(f *testing.F, names ...string) {
-	f.Helper()
-	err := filepath.Walk("testdata", func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		for _, n := range names {
-			if matched, _ := filepath.Match(n, fi.Name()); matched {
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				f.Add(string(data))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		f.Fatal(err)
-	}
-}
-
 func FuzzParseKeyed(f *testing.F) {
-	seedFiles(f, "cpu.stat")
+	slowlabtest.SeedFiles(f, "cpu.stat")
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseKeyed(strings.NewReader(s))
 		if err == nil && m == nil {
@@ -165,7 +144,7 @@ func FuzzParseKeyed(f *testing.F) {
 }
 
 func FuzzParseLimits(f *testing.F) {
-	seedFiles(f, "cpu.max", "memory.max", "memory.*_in_bytes", "memory.current", "memory.peak", "cpuacct.usage", "cpu.cfs_*_us")
+	slowlabtest.SeedFiles(f, "cpu.max", "memory.max", "memory.*_in_bytes", "memory.current", "memory.peak", "cpuacct.usage", "cpu.cfs_*_us")
 	f.Fuzz(func(t *testing.T, s string) {
 		if m, err := parseCPUMax(strings.NewReader(s)); err == nil && (m.period == 0 || m.unlimited && m.quota != 0) {
 			t.Fatalf("parseCPUMax(%q) = %+v", s, m)
@@ -179,7 +158,7 @@ func FuzzParseLimits(f *testing.F) {
 }
 
 func FuzzParsePids(f *testing.F) {
-	seedFiles(f, "cgroup.procs")
+	slowlabtest.SeedFiles(f, "cgroup.procs")
 	f.Add("1\n2\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		pids, err := ParsePids(strings.NewReader(s))

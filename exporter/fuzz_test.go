@@ -6,30 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// seedFiles adds the content of every fixture file named one of names.
-func seedFiles(f *testing.F, names ...string) {
-	f.Helper()
-	err := filepath.Walk("testdata", func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		for _, n := range names {
-			if matched, _ := filepath.Match(n, fi.Name()); matched {
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				f.Add(string(data))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		f.Fatal(err)
-	}
-}
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+)
 
 func FuzzParseFDTarget(f *testing.F) {
 	links, _ := filepath.Glob("testdata/fixtures/proc/*/fd/*")
@@ -51,7 +30,7 @@ func FuzzParseFDTarget(f *testing.F) {
 }
 
 func FuzzParseStack(f *testing.F) {
-	seedFiles(f, "stack")
+	slowlabtest.SeedFiles(f, "stack")
 	f.Fuzz(func(t *testing.T, s string) {
 		frames, err := parseStack(strings.NewReader(s))
 		for _, fn := range frames {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/slowlab/slowlab/cgroup"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,7 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
+
+	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // onlyCollector enables one collector.
@@ -327,22 +328,6 @@ func tcpInfoHasNotsent(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	raw, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info [512]byte
-	size := uint32(len(info))
-	var errno syscall.Errno
-	if err := raw.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
-			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&size)), 0)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if errno != 0 {
-		t.Fatalf("getsockopt TCP_INFO: %v", errno)
-	}
-	// tcpi_notsent_bytes is the u32 at offset 144 (include/uapi/linux/tcp.h).
-	return size >= 144+4
+	_, ok := slowlabtest.NotSent(t, c)
+	return ok
 }

@@ -1,31 +1,18 @@
 package loadgen
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"syscall"
-	"time"
+
+	"github.com/slowlab/slowlab/internal/loopback"
 )
 
 // ErrNotLoopback is wrapped by the error of a connection the dial guard
 // refused because its address is not loopback.
 var ErrNotLoopback = errors.New("not a loopback address")
-
-// loopbackRanges names what counts as loopback, for error messages.
-const loopbackRanges = "(127.0.0.0/8, ::1, localhost)"
-
-// lookupHost resolves a host name for the loopback check. It is a variable
-// so tests can resolve names without a resolver.
-var lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
-	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-}
-
-// lookupTimeout bounds the resolution of a target's host name.
-const lookupTimeout = 10 * time.Second
 
 // CheckTarget validates a target URL: http only, a host, and unless
 // allowRemote, a loopback host. An IP literal must be in 127.0.0.0/8 or
@@ -48,7 +35,7 @@ func CheckTarget(raw string, allowRemote bool) (*url.URL, error) {
 	if allowRemote {
 		return u, nil
 	}
-	if err := checkLoopbackHost(host); err != nil {
+	if err := loopback.Check(host); err != nil {
 		return nil, fmt.Errorf("target %q: %v; pass --allow-remote to load another host", raw, err)
 	}
 	return u, nil
@@ -56,39 +43,13 @@ func CheckTarget(raw string, allowRemote bool) (*url.URL, error) {
 
 // IsLoopback reports whether host is a loopback IP literal, or a name
 // whose every address is loopback.
-func IsLoopback(host string) bool { return checkLoopbackHost(host) == nil }
-
-// checkLoopbackHost returns nil when host is loopback, else an error naming
-// host and the address that is not.
-func checkLoopbackHost(host string) error {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !isLoopbackAddr(ip) {
-			return fmt.Errorf("%s is not a loopback address %s", host, loopbackRanges)
-		}
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
-	defer cancel()
-	addrs, err := lookupHost(ctx, host)
-	if err != nil {
-		return fmt.Errorf("%s: cannot resolve it to check that it is a loopback address %s: %v", host, loopbackRanges, err)
-	}
-	if len(addrs) == 0 {
-		return fmt.Errorf("%s resolves to no address, so it is not a loopback address %s", host, loopbackRanges)
-	}
-	for _, ip := range addrs {
-		if !isLoopbackAddr(ip) {
-			return fmt.Errorf("%s resolves to %s, which is not a loopback address %s", host, ip.Unmap(), loopbackRanges)
-		}
-	}
-	return nil
-}
+func IsLoopback(host string) bool { return loopback.Is(host) }
 
 // isLoopbackAddr reports whether ip is in 127.0.0.0/8 or is ::1 (an
 // IPv4-mapped address counts as its IPv4 address). It is a variable so a
 // test can check that a dialer is guarded without connecting to another
 // host: it makes 127.0.0.1 count as remote.
-var isLoopbackAddr = func(ip netip.Addr) bool { return ip.Unmap().IsLoopback() }
+var isLoopbackAddr = loopback.Addr
 
 // dialGuard returns a net.Dialer Control function that refuses to connect
 // to an address that is not loopback, unless allowRemote (then nil). It

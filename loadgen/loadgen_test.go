@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/sys/unix"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 func TestConstantPacer(t *testing.T) {
@@ -510,27 +512,8 @@ func TestSlowReaderFailures(t *testing.T) {
 	}
 }
 
-// resolveWith makes the loopback check resolve names from hosts for the
-// rest of the test (a name absent from it does not resolve).
-func resolveWith(t *testing.T, hosts map[string][]string) {
-	t.Helper()
-	orig := lookupHost
-	t.Cleanup(func() { lookupHost = orig })
-	lookupHost = func(_ context.Context, host string) ([]netip.Addr, error) {
-		addrs, ok := hosts[host]
-		if !ok {
-			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-		}
-		var out []netip.Addr
-		for _, a := range addrs {
-			out = append(out, netip.MustParseAddr(a))
-		}
-		return out, nil
-	}
-}
-
 func TestCheckTarget(t *testing.T) {
-	resolveWith(t, map[string][]string{
+	slowlabtest.ResolveWith(t, map[string][]string{
 		"localhost":     {"127.0.0.1", "::1"},
 		"app.test":      {"127.0.0.5"},
 		"internal.test": {"10.0.0.1"},
@@ -571,7 +554,7 @@ func TestCheckTarget(t *testing.T) {
 	}
 	// The resolver, not the name, decides: a localhost that resolves
 	// elsewhere is refused.
-	resolveWith(t, map[string][]string{"localhost": {"127.0.0.1", "10.1.1.1"}})
+	slowlabtest.ResolveWith(t, map[string][]string{"localhost": {"127.0.0.1", "10.1.1.1"}})
 	if _, err := CheckTarget("http://localhost:8000/", false); err == nil || !strings.Contains(err.Error(), "localhost resolves to 10.1.1.1, which is not a loopback address") {
 		t.Errorf("localhost resolving to 10.1.1.1: %v, want it refused naming 10.1.1.1", err)
 	}

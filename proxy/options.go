@@ -1,15 +1,15 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/loopback"
 )
 
 // Defaults, as in the NGINX configuration of EXPERIMENTS.md section 1.
@@ -189,46 +189,13 @@ func validateUpstream(addr string, allowRemote bool) error {
 	if allowRemote {
 		return nil
 	}
-	if err := checkLoopbackHost(host); err != nil {
-		return invalid("Upstream", strconv.Quote(addr), "a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (%v)", err)
+	if err := loopback.Check(host); err != nil {
+		return invalid("Upstream", strconv.Quote(addr), "a loopback host unless remote upstreams are allowed (%v)", err)
 	}
 	return nil
-}
-
-// lookupHost resolves an upstream's host name for the loopback check. It
-// is a variable so tests can resolve names without a resolver.
-var lookupHost = func(ctx context.Context, host string) ([]netip.Addr, error) {
-	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
 // IsLoopbackHost reports whether host is a loopback IP (127.0.0.0/8, ::1)
 // or a name whose every address is one. Names are resolved, localhost
 // too: what it means is up to /etc/hosts and DNS.
-func IsLoopbackHost(host string) bool { return checkLoopbackHost(host) == nil }
-
-// checkLoopbackHost returns nil when host is loopback, else an error naming
-// host and the address that is not.
-func checkLoopbackHost(host string) error {
-	loopback := func(ip netip.Addr) bool { return ip.Unmap().IsLoopback() }
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !loopback(ip) {
-			return fmt.Errorf("%s is not a loopback address", host)
-		}
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	addrs, err := lookupHost(ctx, host)
-	if err != nil {
-		return fmt.Errorf("%s: cannot resolve it to check that it is loopback: %v", host, err)
-	}
-	if len(addrs) == 0 {
-		return fmt.Errorf("%s resolves to no address", host)
-	}
-	for _, ip := range addrs {
-		if !loopback(ip) {
-			return fmt.Errorf("%s resolves to %s, which is not a loopback address", host, ip.Unmap())
-		}
-	}
-	return nil
-}
+func IsLoopbackHost(host string) bool { return loopback.Is(host) }

@@ -1,36 +1,16 @@
 package proxy
 
 import (
-	"context"
 	"errors"
-	"net"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
-// resolveWith makes the loopback check resolve names from hosts for the
-// rest of the test (a name absent from it does not resolve).
-func resolveWith(t *testing.T, hosts map[string][]string) {
-	t.Helper()
-	orig := lookupHost
-	t.Cleanup(func() { lookupHost = orig })
-	lookupHost = func(_ context.Context, host string) ([]netip.Addr, error) {
-		addrs, ok := hosts[host]
-		if !ok {
-			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-		}
-		var out []netip.Addr
-		for _, a := range addrs {
-			out = append(out, netip.MustParseAddr(a))
-		}
-		return out, nil
-	}
-}
-
 func TestProxyOptionsValidate(t *testing.T) {
-	resolveWith(t, map[string][]string{
+	slowlabtest.ResolveWith(t, map[string][]string{
 		"localhost":   {"127.0.0.1", "::1"},
 		"app.test":    {"127.0.0.9"},
 		"example.com": {"192.0.2.10"},
@@ -53,13 +33,13 @@ func TestProxyOptionsValidate(t *testing.T) {
 		{"upstream port 0", func(o *Options) { o.Upstream = "127.0.0.1:0" },
 			`Upstream "127.0.0.1:0": allowed host:port with a port 1 to 65535, e.g. 127.0.0.1:8000`},
 		{"remote upstream", func(o *Options) { o.Upstream = "10.0.0.1:80" },
-			`Upstream "10.0.0.1:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (10.0.0.1 is not a loopback address)`},
+			`Upstream "10.0.0.1:80": allowed a loopback host unless remote upstreams are allowed (10.0.0.1 is not a loopback address (127.0.0.0/8, ::1, localhost))`},
 		{"remote name", func(o *Options) { o.Upstream = "example.com:80" },
-			`Upstream "example.com:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (example.com resolves to 192.0.2.10, which is not a loopback address)`},
+			`Upstream "example.com:80": allowed a loopback host unless remote upstreams are allowed (example.com resolves to 192.0.2.10, which is not a loopback address (127.0.0.0/8, ::1, localhost))`},
 		{"name with a remote address", func(o *Options) { o.Upstream = "mixed.test:80" },
-			`Upstream "mixed.test:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (mixed.test resolves to 10.0.0.2, which is not a loopback address)`},
+			`Upstream "mixed.test:80": allowed a loopback host unless remote upstreams are allowed (mixed.test resolves to 10.0.0.2, which is not a loopback address (127.0.0.0/8, ::1, localhost))`},
 		{"unresolvable name", func(o *Options) { o.Upstream = "nowhere.test:80" },
-			`Upstream "nowhere.test:80": allowed a loopback host (127.0.0.0/8, ::1 or localhost) unless remote upstreams are allowed (nowhere.test: cannot resolve it to check that it is loopback: lookup nowhere.test: no such host)`},
+			`Upstream "nowhere.test:80": allowed a loopback host unless remote upstreams are allowed (nowhere.test: cannot resolve it to check that it is a loopback address (127.0.0.0/8, ::1, localhost): lookup nowhere.test: no such host)`},
 		{"buffer size 0", func(o *Options) { o.BufferSize = 0 },
 			`BufferSize 0: allowed 1k to 16m`},
 		{"buffer size huge", func(o *Options) { o.BufferSize = 32 << 20 },
@@ -118,7 +98,7 @@ func TestProxyOptionsValidate(t *testing.T) {
 		}
 	}
 	// The resolver decides what localhost is, not its name.
-	resolveWith(t, map[string][]string{"localhost": {"10.1.1.1"}})
+	slowlabtest.ResolveWith(t, map[string][]string{"localhost": {"10.1.1.1"}})
 	o := valid
 	o.Upstream = "localhost:80"
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "localhost resolves to 10.1.1.1, which is not a loopback address") {

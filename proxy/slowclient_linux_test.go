@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -16,9 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // slowClient downloads like the experiment's slow clients: SO_RCVBUF set
@@ -118,30 +118,13 @@ const (
 // notSent returns the bytes in c's send queue that TCP has not sent even
 // once (tcpi_notsent_bytes): on loopback, bytes that wait for the peer to
 // open its receive window, i.e. for the peer to read. A kernel whose
-// tcp_info lacks the field (before Linux 4.6) skips the test.
+// tcp_info lacks the field (before Linux 4.6) fails the test under CI=true
+// and skips it elsewhere.
 func notSent(t *testing.T, c net.Conn) uint32 {
 	t.Helper()
-	raw, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info [512]byte
-	size := uint32(len(info))
-	var errno syscall.Errno
-	if err := raw.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
-			uintptr(unsafe.Pointer(&info[0])), uintptr(unsafe.Pointer(&size)), 0)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if errno != 0 {
-		t.Fatalf("getsockopt TCP_INFO: %v", errno)
-	}
-	const off = 144 // tcpi_notsent_bytes, include/uapi/linux/tcp.h
-	if size < off+4 {
-		t.Skip("the kernel's tcp_info has no tcpi_notsent_bytes (Linux 4.6+)")
-	}
-	return binary.NativeEndian.Uint32(info[off:])
+	n, ok := slowlabtest.NotSent(t, c)
+	slowlabtest.Require(t, ok, "the kernel's tcp_info has no tcpi_notsent_bytes (Linux 4.6+)")
+	return n
 }
 
 // waitHeldOrSent pauses the client until the app is held, its unsent bytes

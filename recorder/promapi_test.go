@@ -21,6 +21,8 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/model"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 func TestColumnQuery(t *testing.T) {
@@ -121,7 +123,7 @@ func startPrometheus(t *testing.T, cfg string) string {
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeLoopbackAddr(t)
+	addr := slowlabtest.FreeAddr(t)
 	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,18 +189,6 @@ func waitForTarget(t *testing.T, promURL, query string) {
 		vec, ok := v.(model.Vector)
 		return err == nil && ok && len(vec) == 1 && vec[0].Value == 1, fmt.Sprintf("%v, %v", v, err)
 	})
-}
-
-// freeLoopbackAddr returns a loopback address whose port was free a moment
-// ago.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // scrapedSince reports whether Prometheus has at least n samples of the
@@ -451,7 +441,7 @@ func lastIn(samples []model.SamplePair, from, to time.Time, closed bool) Maybe {
 // TestQueryRangeDown checks that an unreachable Prometheus is an error, not
 // empty rows.
 func TestQueryRangeDown(t *testing.T) {
-	addr := freeLoopbackAddr(t)
+	addr := slowlabtest.FreeAddr(t)
 	now := time.Now()
 	_, err := QueryRange(context.Background(), "http://"+addr, RunSelector("r"), "r", now, now.Add(time.Second), DefaultInterval)
 	var opErr *net.OpError

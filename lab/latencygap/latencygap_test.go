@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/lab/netem/netemtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -128,7 +127,7 @@ func TestLatencyGapShape(t *testing.T) {
 	var table bytes.Buffer
 	res.Print(&table)
 	t.Logf("\n%s", table.String())
-	checkNoNamespaceLeft(t)
+	netemtest.CheckNothingLeft(t)
 	rows := checkRows(t, c, res)
 	ka1, new1, new100 := rows[key{1024, 50}].Gap.ClientKeepaliveMS.Value, rows[key{1024, 50}].Gap.ClientNewMS.Value, rows[key{102400, 50}].Gap.ClientNewMS.Value
 	if ka1 < 48 || ka1 > 62 {
@@ -231,7 +230,7 @@ func TestLatencyGapRetriesLatePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := r.(*Result)
-	checkNoNamespaceLeft(t)
+	netemtest.CheckNothingLeft(t)
 	for _, want := range []string{"discarded, measuring again (try 2 of 3)", "discarded, measuring again (try 3 of 3)"} {
 		if !strings.Contains(progress.String(), want) {
 			t.Errorf("progress lacks %q:\n%s", want, progress.String())
@@ -281,7 +280,7 @@ func TestLatencyGapInterrupted(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	checkNoNamespaceLeft(t)
+	netemtest.CheckNothingLeft(t)
 }
 
 // TestNeedsPrivileges runs Run in a copy of the test binary as an
@@ -297,21 +296,7 @@ func TestNeedsPrivileges(t *testing.T) {
 		os.Exit(0)
 	}
 	slowlabtest.RequireRoot(t, "starting an unprivileged child")
-	dir := t.TempDir()
-	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is private too
-	os.Chmod(dir, 0o777)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "latencygap.test")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, dir := slowlabtest.PublicTestBinary(t, 0o777)
 	out := filepath.Join(dir, "results")
 	cmd := exec.Command(bin, "-test.run=^TestNeedsPrivileges$")
 	cmd.Env = append(os.Environ(), "SLOWLAB_GAP_UNPRIVILEGED_OUT="+out)
@@ -324,46 +309,5 @@ func TestNeedsPrivileges(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("results directory written without privileges: %v", err)
-	}
-}
-
-// checkNoNamespaceLeft fails t if a link named slowlab-* exists here, a
-// slowlab-* namespace is bind-mounted, or this process still has a thread
-// or file descriptor in another network namespace or on a TUN device.
-func checkNoNamespaceLeft(t *testing.T) {
-	t.Helper()
-	links, err := netlink.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, "slowlab-") {
-			t.Errorf("link %s left behind", l.Attrs().Name)
-		}
-	}
-	if names, _ := filepath.Glob("/var/run/netns/slowlab-*"); len(names) > 0 {
-		t.Errorf("namespaces left behind: %v", names)
-	}
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := func() []string {
-		var held []string
-		tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
-		fds, _ := filepath.Glob("/proc/self/fd/*")
-		for _, p := range append(tasks, fds...) {
-			target, err := os.Readlink(p)
-			if err == nil && (strings.HasPrefix(target, "net:[") && target != self || target == "/dev/net/tun") {
-				held = append(held, p+" -> "+target)
-			}
-		}
-		return held
-	}
-	for deadline := time.Now().Add(30 * time.Second); len(held()) > 0 && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if h := held(); len(h) > 0 {
-		t.Errorf("still held: %v", h)
 	}
 }

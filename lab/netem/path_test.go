@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -17,20 +16,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab/netem/netemtest"
 )
 
 // requireRoot skips a test that needs namespaces when not root, unless
 // CI=true, where it must run.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and CI=true")
-		}
-		t.Skip("needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN)")
-	}
+	slowlabtest.RequireRoot(t, "namespaces (CAP_SYS_ADMIN, CAP_NET_ADMIN)")
 }
 
 // newPath creates a path and checks, when the test ends, that nothing of
@@ -42,49 +38,16 @@ func newPath(t *testing.T, c Config) *Path {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inodes := []uint64{p.Client.Inode(), p.Server.Inode()}
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		CheckNothingLeft(t, inodes...)
+		netemtest.CheckNothingLeft(t)
 		if got := runtime.GOMAXPROCS(0); got != procs {
 			t.Errorf("GOMAXPROCS %d after Close, was %d", got, procs)
 		}
 	})
 	return p
-}
-
-// CheckNothingLeft fails t if anything the path created is still there: a
-// link named slowlab-* in this namespace, a slowlab-* entry in
-// /var/run/netns, a thread of this process in one of the namespaces, or a
-// file descriptor holding one of them or a TUN device.
-func CheckNothingLeft(t *testing.T, inodes ...uint64) {
-	t.Helper()
-	links, err := netlink.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, "slowlab-") {
-			t.Errorf("link %s left in the test's namespace", l.Attrs().Name)
-		}
-	}
-	if names, err := filepath.Glob("/var/run/netns/slowlab-*"); len(names) > 0 || err != nil {
-		t.Errorf("named namespaces left: %v %v", names, err)
-	}
-	held := map[string]bool{}
-	for _, ino := range inodes {
-		held[fmt.Sprintf("net:[%d]", ino)] = true
-	}
-	tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
-	fds, _ := filepath.Glob("/proc/self/fd/*")
-	for _, p := range append(tasks, fds...) {
-		target, err := os.Readlink(p)
-		if err == nil && (held[target] || target == "/dev/net/tun") {
-			t.Errorf("%s still holds %s", p, target)
-		}
-	}
 }
 
 // TestTUNDelayLine sends UDP datagrams from the client namespace to the
@@ -250,7 +213,7 @@ func TestNetem(t *testing.T) {
 	p, err := New(context.Background(), Config{Method: MethodNetem, Delay: 10 * time.Millisecond})
 	if errors.Is(err, ErrNoNetem) {
 		t.Logf("as expected on this kernel: %v", err)
-		CheckNothingLeft(t)
+		netemtest.CheckNothingLeft(t)
 		return
 	}
 	if err != nil {
@@ -286,21 +249,7 @@ func TestPermissionError(t *testing.T) {
 		os.Exit(0)
 	}
 	requireRoot(t)
-	dir := t.TempDir()
-	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is private too
-	os.Chmod(dir, 0o755)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "netem.test")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, dir := slowlabtest.PublicTestBinary(t, 0o755)
 	cmd := exec.Command(bin, "-test.run=^TestPermissionError$")
 	cmd.Env = append(os.Environ(), "SLOWLAB_NETEM_UNPRIVILEGED=1")
 	cmd.Dir = dir

@@ -1,0 +1,59 @@
+// Package netemtest holds what tests of emulated network paths share: the
+// check that a path left nothing behind once closed.
+package netemtest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+)
+
+// CheckNothingLeft fails t if anything a path creates is still there: a
+// link named slowlab-* in this network namespace, a slowlab-* entry in
+// /var/run/netns, or a thread or file descriptor of this process in
+// another network namespace or on a TUN device. Threads and descriptors
+// are given until slowlabtest.HangGuard to go (a closed namespace's last
+// thread may still be exiting).
+func CheckNothingLeft(t testing.TB) {
+	t.Helper()
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, "slowlab-") {
+			t.Errorf("link %s left in the test's namespace", l.Attrs().Name)
+		}
+	}
+	if names, err := filepath.Glob("/var/run/netns/slowlab-*"); len(names) > 0 || err != nil {
+		t.Errorf("named namespaces left: %v %v", names, err)
+	}
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() []string {
+		var held []string
+		tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
+		fds, _ := filepath.Glob("/proc/self/fd/*")
+		for _, p := range append(tasks, fds...) {
+			target, err := os.Readlink(p)
+			if err == nil && (strings.HasPrefix(target, "net:[") && target != self || target == "/dev/net/tun") {
+				held = append(held, p+" -> "+target)
+			}
+		}
+		return held
+	}
+	for deadline := time.Now().Add(slowlabtest.HangGuard); len(held()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h := held(); len(h) > 0 {
+		t.Errorf("still held: %v", h)
+	}
+}
