@@ -30,7 +30,9 @@ type LongPollGroup struct {
 	// HeldSamples is how many times the held long-polls per worker were
 	// sampled over the window (0 when the stack cannot tell).
 	HeldSamples int
-	// Waves counts the long-poll issue waves in effect during the window:
+	// Waves counts the long-poll issue waves in effect during the span the
+	// held long-polls were sampled over (the window, not the probes'
+	// elapsed time, which a stuck probe can stretch past it):
 	// the holders' requests are issued together and re-issued together
 	// when they return, and each wave may land them differently on the
 	// workers. FullWaves counts the waves during which some worker was

@@ -16,6 +16,7 @@ type heldStats struct {
 	max             int           // most long-polls one worker held
 	full            time.Duration // time some worker had every thread holding one
 	fullAt          []time.Time   // when a sample found a worker full
+	first, last     time.Time     // the first and last successful samples
 	lastErr         error
 }
 
@@ -47,7 +48,11 @@ func sampleHeld(ctx context.Context, hc stack.HeldCounter, threads int, start, e
 				st.failed++
 				st.lastErr = err
 			} else {
+				if st.samples == 0 {
+					st.first = now
+				}
 				st.samples++
+				st.last = now
 				most := 0
 				for _, n := range held {
 					most = max(most, n)

@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // scriptedHeld answers LongPollsHeld from a script, one entry per call,
@@ -88,3 +91,25 @@ func waitFor(t *testing.T, cond func() bool) {
 
 // gunicornRun.LongPollsHeld reads app.py's per-worker files: live workers
 // only, fixed-width counts, a clear error for a file that is not a count.
+
+// Waves are counted over the span the workers were sampled, not over the
+// probes' elapsed time: a probe stuck behind a full worker can end 30 s
+// after sampling stopped, and the wave issued meanwhile was never seen.
+func TestSummarizeHeldCountsSampledWaves(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	c := &Config{Wait: lab.Duration(30 * time.Second), Lead: lab.Duration(2 * time.Second)}
+	m := &measured{t0: t0,
+		// three waves of 20 long-polls: at 0, 30 and 60 s
+		issues: []time.Time{at(0), at(30), at(30.002), at(60), at(60.001)},
+		held: heldStats{samples: 800, max: 16, full: 10 * time.Second,
+			first: at(2), last: at(42), fullAt: []time.Time{at(35), at(36)}}}
+	g := recorder.LongPollGroup{ElapsedS: 62} // a stuck probe ended 22 s after the 40 s window
+	c.summarizeHeld(&g, m, Condition{Server: "gthread-2x16", Hold: 20, Probes: 20}, &lab.Env{})
+	if g.Waves != recorder.Some(2) || g.FullWaves != recorder.Some(1) {
+		t.Errorf("waves %v, full %v; want 2 (the wave at 60 s was never sampled), 1", g.Waves, g.FullWaves)
+	}
+	if g.HeldSamples != 800 || g.MaxWorkerHeld != recorder.Some(16) || g.FullWorkerS != recorder.Some(10) {
+		t.Errorf("samples %d, max %v, full_s %v", g.HeldSamples, g.MaxWorkerHeld, g.FullWorkerS)
+	}
+}

@@ -27,7 +27,7 @@ func PrintLongPoll(w io.Writer, groups []recorder.LongPollGroup) {
 	}
 	fmt.Fprintln(w, "worker_held: most long-polls one worker held at once; full_s: seconds some worker had every thread holding one")
 	fmt.Fprintln(w, "(with Gunicorn's accept policy, a request it accepted then waited for a long-poll to end); >1s: probes over 1 s;")
-	fmt.Fprintln(w, "full_waves: issue waves of the long-polls during the window after which some worker was full, of all waves; req/s: over the elapsed time")
+	fmt.Fprintln(w, "full_waves: issue waves of the long-polls in the sampled window after which some worker was full, of all such waves; req/s: over the elapsed time")
 	printLongPollReps(w, groups)
 }
 

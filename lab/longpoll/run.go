@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -254,8 +255,11 @@ func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Cond
 		}
 		return out
 	}
-	lead := time.Duration(c.Lead).Seconds()
-	waves, full := recorder.CountWaves(rel(m.issues), rel(hs.fullAt), lead, lead+g.ElapsedS, waveGap(time.Duration(c.Wait)))
+	// Waves count over the span the samples cover, not the probes' elapsed
+	// time: probes stuck behind a full worker can end long after sampling
+	// stopped, and a wave issued then could not have been seen full.
+	span := rel([]time.Time{hs.first, hs.last})
+	waves, full := recorder.CountWaves(rel(m.issues), rel(hs.fullAt), span[0], math.Nextafter(span[1], math.Inf(1)), waveGap(time.Duration(c.Wait)))
 	g.Waves, g.FullWaves = recorder.Some(float64(waves)), recorder.Some(float64(full))
 }
 

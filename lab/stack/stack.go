@@ -41,13 +41,20 @@ func Names() []string {
 	return []string{NameAuto, NameEmbedded, NameReal, nameOldReal, "APP+PROXY"}
 }
 
-// ValidName checks a --stack value's form: a named stack or APP+PROXY
-// (whether the components exist and are installed is Lookup's).
+// ValidName checks a --stack value: a named stack, or APP+PROXY of
+// registered components (whether they are installed is Lookup's).
 func ValidName(name string) error {
-	if slices.Contains(Names(), name) || strings.Count(name, "+") == 1 {
+	if slices.Contains(Names(), name) {
 		return nil
 	}
-	return fmt.Errorf("stack %q: allowed %s", name, strings.Join(Names(), ", "))
+	app, proxy, ok := strings.Cut(name, "+")
+	if !ok {
+		return fmt.Errorf("stack %q: allowed %s", name, strings.Join(Names(), ", "))
+	}
+	if _, _, err := compose(name, []string{app}, proxy); err != nil {
+		return fmt.Errorf("stack %q: %w", name, err)
+	}
+	return nil
 }
 
 // Lookup returns the stack a --stack value names, without cgroups: auto
@@ -81,10 +88,10 @@ func Lookup(name string) (st Stack, note string, err error) {
 		return Stack{}, "", fmt.Errorf("--stack %q: allowed %s", name, strings.Join(Names(), ", "))
 	}
 	st, _, err = compose(name, []string{app}, proxy)
-	if err == nil {
-		err = st.Installed()
+	if err != nil {
+		return Stack{}, "", fmt.Errorf("--stack %q: %w", name, err)
 	}
-	return st, "", err
+	return st, "", st.Installed()
 }
 
 // realApps are the names of the registered apps that are installed
@@ -114,13 +121,13 @@ func compose(name string, appNames []string, proxyName string) (Stack, string, e
 	for _, n := range appNames {
 		i := slices.IndexFunc(apps, func(a App) bool { return a.Name() == n })
 		if i < 0 {
-			return Stack{}, "", fmt.Errorf("--stack %q: no app server %q (apps: %s)", name, n, componentNames(apps))
+			return Stack{}, "", fmt.Errorf("no app server %q (apps: %s)", n, componentNames(apps))
 		}
 		st.Apps = append(st.Apps, apps[i])
 	}
 	i := slices.IndexFunc(proxies, func(p Proxy) bool { return p.Name() == proxyName })
 	if i < 0 {
-		return Stack{}, "", fmt.Errorf("--stack %q: no proxy %q (proxies: %s)", name, proxyName, componentNames(proxies))
+		return Stack{}, "", fmt.Errorf("no proxy %q (proxies: %s)", proxyName, componentNames(proxies))
 	}
 	st.Proxy = proxies[i]
 	return st, "", nil

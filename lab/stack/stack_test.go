@@ -96,6 +96,16 @@ func TestLookup(t *testing.T) {
 		if _, _, err := Lookup(name); err == nil || err.Error() != want {
 			t.Errorf("Lookup(%q): %v, want %q", name, err, want)
 		}
+		// ValidName, which checks scenarios and flags before anything
+		// runs, refuses the same names with the same reason.
+		if err := ValidName(name); err == nil || "--"+err.Error() != want {
+			t.Errorf("ValidName(%q): %v, want %q", name, err, want)
+		}
+	}
+	for _, name := range []string{"auto", "embedded", "real", "gunicorn-nginx", "gunicorn+embedded", "embedded+nginx"} {
+		if err := ValidName(name); err != nil {
+			t.Errorf("ValidName(%q): %v", name, err)
+		}
 	}
 	// auto says which it chose and why.
 	st, note, err := Lookup("auto")
