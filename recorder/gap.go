@@ -3,7 +3,10 @@ package recorder
 // GapRow is one condition of the latency-gap experiment (gap.csv): what the
 // server reported against what the client waited, for one response size
 // and added round-trip time. Times are medians over the condition's ok
-// requests; ServerBlindPct = 100 * (1 - ServerMS / ClientNewMS).
+// requests. ServerMS is what the server reported in its Server-Timing
+// header (what a server-side dashboard sees), ServerBlindPct = 100 * (1 -
+// ServerMS / ClientNewMS); ServerLastByteMS and ServerLastByteBlindPct
+// are the same for the server's timing through the last byte written.
 // ConfiguredRTTMS is the round-trip time the path was asked to add (twice
 // the one-way delay); RTTMS is what the kernel measured on the
 // condition's connections (TCP_INFO minimum RTT, median over the ok
@@ -12,12 +15,15 @@ type GapRow struct {
 	SizeBytes         int
 	ConfiguredRTTMS   float64
 	RTTMS             Maybe
-	ServerMS          Maybe // server-reported, on the new-connection requests
+	ServerMS          Maybe // server-reported (header), on the new-connection requests
 	ClientKeepaliveMS Maybe
 	ClientNewMS       Maybe
 	ServerBlindPct    Maybe
 	Runs              int    // ok requests per mode (the smaller of the two)
 	DelayMethod       string // netem, tun or none
+	// The server's figures through the last body byte written, on the
+	// same requests.
+	ServerLastByteMS, ServerLastByteBlindPct Maybe
 }
 
 func (GapRow) schema() *schema[GapRow] { return &gapSchema }
@@ -32,6 +38,8 @@ var gapSchema = schema[GapRow]{file: "gap.csv", cols: []column[GapRow]{
 	col("server_blind_pct", milli, func(r *GapRow) any { return &r.ServerBlindPct }),
 	col("runs", 0, func(r *GapRow) any { return &r.Runs }),
 	col("delay_method", 0, func(r *GapRow) any { return &r.DelayMethod }),
+	col("server_last_byte_ms", usOfMS, func(r *GapRow) any { return &r.ServerLastByteMS }),
+	col("server_last_byte_blind_pct", milli, func(r *GapRow) any { return &r.ServerLastByteBlindPct }),
 }}
 
 // okGap reports whether r counts toward the medians.
@@ -40,10 +48,11 @@ func okGap(r GapRequest) bool { return r.Status >= 200 && r.Status <= 299 && r.E
 // SummarizeGap computes one condition's gap.csv row from its requests.
 // ClientKeepaliveMS is the median total of the ok keep-alive requests that
 // reused a connection; ClientNewMS that of the ok new-connection requests,
-// and ServerMS the median the server reported for those same requests.
+// and ServerMS (ServerLastByteMS) the median of the server's header
+// (last-byte) timings of those same requests.
 // RTTMS is the median TCP RTT of every ok request.
 func SummarizeGap(sizeBytes int, configuredRTTMS float64, method string, reqs []GapRequest) GapRow {
-	var ka, nw, srv, rtt []float64
+	var ka, nw, srv, last, rtt []float64
 	for _, r := range reqs {
 		if okGap(r) && r.TCPRTTMS.Valid {
 			rtt = append(rtt, r.TCPRTTMS.Value)
@@ -54,15 +63,26 @@ func SummarizeGap(sizeBytes int, configuredRTTMS float64, method string, reqs []
 			ka = append(ka, r.TotalMS)
 		case r.Mode == GapNew && r.NewConn:
 			nw = append(nw, r.TotalMS)
-			if r.ServerMS.Valid {
-				srv = append(srv, r.ServerMS.Value)
+			if r.ServerHeaderMS.Valid {
+				srv = append(srv, r.ServerHeaderMS.Value)
+			}
+			if r.ServerLastByteMS.Valid {
+				last = append(last, r.ServerLastByteMS.Value)
 			}
 		}
 	}
 	g := GapRow{SizeBytes: sizeBytes, ConfiguredRTTMS: configuredRTTMS, RTTMS: Some(Median(rtt)), DelayMethod: method, Runs: min(len(ka), len(nw)),
-		ServerMS: Some(Median(srv)), ClientKeepaliveMS: Some(Median(ka)), ClientNewMS: Some(Median(nw))}
-	if g.ServerMS.Valid && g.ClientNewMS.Valid && g.ClientNewMS.Value > 0 {
-		g.ServerBlindPct = Some(100 * (1 - g.ServerMS.Value/g.ClientNewMS.Value))
-	}
+		ServerMS: Some(Median(srv)), ServerLastByteMS: Some(Median(last)), ClientKeepaliveMS: Some(Median(ka)), ClientNewMS: Some(Median(nw))}
+	g.ServerBlindPct = blindPct(g.ServerMS, g.ClientNewMS)
+	g.ServerLastByteBlindPct = blindPct(g.ServerLastByteMS, g.ClientNewMS)
 	return g
+}
+
+// blindPct is the share of the client's time the server did not see,
+// 100 * (1 - server / client), empty unless both were measured.
+func blindPct(server, client Maybe) Maybe {
+	if !server.Valid || !client.Valid || client.Value <= 0 {
+		return Maybe{}
+	}
+	return Some(100 * (1 - server.Value/client.Value))
 }

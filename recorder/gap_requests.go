@@ -1,29 +1,30 @@
 package recorder
 
 // GapRequest is one request of the latency-gap experiment
-// (gap-requests.csv). ConnectMS is NaN on a reused connection. ServerMS is
-// what the server reported for its processing through the last body byte
-// (a Server-Timing trailer); ServerHeaderMS the target's Server-Timing
-// header, measured when the header was written. TCPRTTMS is its
+// (gap-requests.csv). ConnectMS is NaN on a reused connection.
+// ServerHeaderMS is the server's Server-Timing header, measured when the
+// header was written (what a server-side dashboard sees);
+// ServerLastByteMS what it reported for its processing through the last
+// body byte written (a Server-Timing trailer). TCPRTTMS is its
 // connection's minimum RTT as the kernel measured it (TCP_INFO), and
 // ConfiguredRTTMS the round-trip time the path was asked to add.
 type GapRequest struct {
-	SizeBytes       int
-	ConfiguredRTTMS float64
-	DelayMethod     string
-	Mode            string // GapKeepAlive or GapNew
-	Seq             int
-	StartS          float64 // since the condition started
-	NewConn         bool    // a TCP connection was opened for it
-	ConnectMS       float64
-	TTFBMS          float64
-	TotalMS         float64 // start to last body byte
-	ServerMS        Maybe
-	ServerHeaderMS  Maybe
-	TCPRTTMS        Maybe
-	Status          int
-	Bytes           int64
-	Error           string
+	SizeBytes        int
+	ConfiguredRTTMS  float64
+	DelayMethod      string
+	Mode             string // GapKeepAlive or GapNew
+	Seq              int
+	StartS           float64 // since the condition started
+	NewConn          bool    // a TCP connection was opened for it
+	ConnectMS        float64
+	TTFBMS           float64
+	TotalMS          float64 // start to last body byte
+	ServerHeaderMS   Maybe
+	ServerLastByteMS Maybe
+	TCPRTTMS         Maybe
+	Status           int
+	Bytes            int64
+	Error            string
 }
 
 // Modes of a latency-gap request (GapRequest.Mode).
@@ -45,8 +46,8 @@ var gapRequestSchema = schema[GapRequest]{file: "gap-requests.csv", cols: []colu
 	col("connect_ms", usOfMS, func(r *GapRequest) any { return &r.ConnectMS }),
 	col("ttfb_ms", usOfMS, func(r *GapRequest) any { return &r.TTFBMS }),
 	col("total_ms", usOfMS, func(r *GapRequest) any { return &r.TotalMS }),
-	col("server_ms", usOfMS, func(r *GapRequest) any { return &r.ServerMS }),
 	col("server_header_ms", usOfMS, func(r *GapRequest) any { return &r.ServerHeaderMS }),
+	col("server_last_byte_ms", usOfMS, func(r *GapRequest) any { return &r.ServerLastByteMS }),
 	col("tcp_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.TCPRTTMS }),
 	col("status", 0, func(r *GapRequest) any { return &r.Status }),
 	col("bytes", 0, func(r *GapRequest) any { return &r.Bytes }),

@@ -14,9 +14,9 @@ func TestGapHeaders(t *testing.T) {
 		file, header, want string
 	}{
 		{FileName[GapRow](), strings.Join(Header[GapRow](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method"},
+			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct"},
 		{FileName[GapRequest](), strings.Join(Header[GapRequest](), ","),
-			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_ms,server_header_ms,tcp_rtt_ms,status,bytes,error"},
+			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error"},
 		{FileName[GapPath](), strings.Join(Header[GapPath](), ","),
 			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid"},
 	} {
@@ -31,7 +31,8 @@ func TestGapHeaders(t *testing.T) {
 
 func TestSummarizeGap(t *testing.T) {
 	req := func(mode string, newConn bool, total, server float64, status int, errText string) GapRequest {
-		return GapRequest{Mode: mode, NewConn: newConn, TotalMS: total, ServerMS: Some(server), Status: status, Error: errText,
+		// the last byte is timed 10x the header, to tell them apart
+		return GapRequest{Mode: mode, NewConn: newConn, TotalMS: total, ServerHeaderMS: Some(server), ServerLastByteMS: Some(10 * server), Status: status, Error: errText,
 			TCPRTTMS: Some(50 + total/1000)}
 	}
 	reqs := []GapRequest{
@@ -48,12 +49,14 @@ func TestSummarizeGap(t *testing.T) {
 	// The measured RTT is the median over the ok requests of both modes:
 	// 50.05, 50.052, 50.06, 50.1, 50.1, 50.104 -> 50.08.
 	want := GapRow{SizeBytes: 1024, ConfiguredRTTMS: 50, RTTMS: g.RTTMS, ServerMS: Some(2), ClientKeepaliveMS: Some(52), ClientNewMS: Some(102),
-		ServerBlindPct: g.ServerBlindPct, Runs: 2, DelayMethod: "tun"}
-	if g != want || math.Abs(g.ServerBlindPct.Value-98.0392) > 1e-4 || math.Abs(g.RTTMS.Value-50.08) > 1e-9 {
+		ServerBlindPct: g.ServerBlindPct, Runs: 2, DelayMethod: "tun", ServerLastByteMS: Some(20), ServerLastByteBlindPct: g.ServerLastByteBlindPct}
+	if g != want || math.Abs(g.ServerBlindPct.Value-98.0392) > 1e-4 || math.Abs(g.ServerLastByteBlindPct.Value-80.3922) > 1e-4 ||
+		math.Abs(g.RTTMS.Value-50.08) > 1e-9 {
 		t.Errorf("SummarizeGap\n got %+v\nwant %+v", g, want)
 	}
 	empty := SummarizeGap(1024, 0, "none", nil)
-	if empty.ServerMS.Valid || empty.ClientNewMS.Valid || empty.ServerBlindPct.Valid || empty.RTTMS.Valid || empty.Runs != 0 {
+	if empty.ServerMS.Valid || empty.ClientNewMS.Valid || empty.ServerBlindPct.Valid || empty.ServerLastByteMS.Valid || empty.ServerLastByteBlindPct.Valid ||
+		empty.RTTMS.Valid || empty.Runs != 0 {
 		t.Errorf("no requests: %+v, want nothing measured", empty)
 	}
 	// Written and read back, a not-measured cell stays not measured.

@@ -21,11 +21,11 @@ func writeLongPollAndGap(t *testing.T, dir string) {
 		"gthread-2x16.hold0.probes20.rep1,gthread-2x16,0,20,60,60,59000,0,19,25,48,980,32,32,0,0,0,1200,,\n" +
 		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,60,60,58000,2,19.5,26,2100,970,32,12,16,1.25,20,1200,2,1\n" +
 		"gthread-2x16.hold20.probes8.rep1,gthread-2x16,20,8,60,60,30000,0,9.1,12,,500,32,12,,,0,0,,\n" // max and held not measured
-	gap := "size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method\n" +
-		"1024,0,0.04,0.05,0.12,0.17,70.6,40,none\n" +
-		"102400,0,0.05,0.2,0.5,0.7,71.4,40,none\n" +
-		"1024,50,50.08,0.06,50.3,100.7,99.9,40,netem\n" +
-		"102400,50,50.1,0.3,100.8,151.2,99.8,40,netem\n"
+	gap := "size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct\n" +
+		"1024,0,0.04,0.05,0.12,0.17,70.6,40,none,0.06,64.7\n" +
+		"102400,0,0.05,0.2,0.5,0.7,71.4,40,none,0.3,57.1\n" +
+		"1024,50,50.08,0.06,50.3,100.7,99.9,40,netem,0.1,99.9\n" +
+		"102400,50,50.1,0.3,100.8,151.2,99.8,40,netem,,\n" // last byte not measured
 	for name, body := range map[string]string{groupsFile: groups, gapFile: gap} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)

@@ -42,7 +42,8 @@ func buildLatencyGap(dir string) (*section, error) {
 	}
 	s := &section{id: "latency-gap", title: "latency-gap",
 		intro: "What the server measures of a request against what the client waits, on a kept-alive and a " +
-			"new connection (EXPERIMENTS.md section 3). Server blind = 1 − server / client new-connection time."}
+			"new connection (EXPERIMENTS.md section 3). Server blind = 1 − server / client new-connection time, where server is " +
+			"what the server reports in its Server-Timing header; to last byte, what it measured through the last body byte written."}
 	if f := latencyGapFigure(rows); f != nil {
 		s.addFigure(f)
 	} else {
@@ -51,11 +52,12 @@ func buildLatencyGap(dir string) (*section, error) {
 	t := &table{Caption: "Latency-gap conditions (" + gapFile + "): each time is the median over the runs; RTT " +
 		"configured is what the path was asked to add, measured what the kernel measured on the connections (TCP_INFO).",
 		Head: []string{"size", "RTT configured (ms)", "RTT measured (ms)", "server (ms)", "client keep-alive (ms)", "client new connection (ms)",
-			"server blind (%)", "runs", "delay method"}}
+			"server blind (%)", "server to last byte (ms)", "blind to last byte (%)", "runs", "delay method"}}
 	for _, g := range rows {
 		t.Rows = append(t.Rows, []cell{{Text: size(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
 			ms(g.ConfiguredRTTMS), maybe(g.RTTMS, ms), maybe(g.ServerMS, ms), maybe(g.ClientKeepaliveMS, ms), maybe(g.ClientNewMS, ms),
 			maybe(g.ServerBlindPct, func(v float64) cell { return num(v, 1) }),
+			maybe(g.ServerLastByteMS, ms), maybe(g.ServerLastByteBlindPct, func(v float64) cell { return num(v, 1) }),
 			integer(g.Runs), text(g.DelayMethod)})
 	}
 	s.addTable(t)

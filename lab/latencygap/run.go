@@ -231,7 +231,7 @@ func requestRow(r loadgen.Result, t0 time.Time, size int, configured float64, me
 		row.ServerHeaderMS = recorder.Some(ms(r.ServerTiming))
 	}
 	if r.ServerTimingTrailer > 0 {
-		row.ServerMS = recorder.Some(ms(r.ServerTimingTrailer))
+		row.ServerLastByteMS = recorder.Some(ms(r.ServerTimingTrailer))
 	}
 	if r.TCPMinRTT > 0 {
 		row.TCPRTTMS = recorder.Some(ms(r.TCPMinRTT))

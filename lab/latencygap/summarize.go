@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
@@ -15,19 +14,16 @@ import (
 // configured one for its row to be valid.
 const MaxRTTError = 1.0 // ms
 
-// Row is one condition's results: its gap.csv and gap-path.csv rows, and
-// the server figures had the server timed itself through the last body
-// byte written (its Server-Timing trailer) instead of up to its header.
+// Row is one condition's results: its gap.csv and gap-path.csv rows.
 //
 // gap.csv's server_ms is what the server reports in its Server-Timing
 // header, the figure a server-side dashboard sees. Timed through the last
-// byte, a 100 KB response on a new connection shows up to two RTTs more,
-// because a new socket's send buffer holds about 50 KB and the write
-// waits for ACKs: that figure is kept here and in gap-requests.csv.
+// byte (server_last_byte_ms), a 100 KB response on a new connection shows
+// up to two RTTs more, because a new socket's send buffer holds about
+// 50 KB and the write waits for ACKs.
 type Row struct {
-	Gap                                      recorder.GapRow
-	Path                                     recorder.GapPath
-	ServerLastByteMS, ServerLastByteBlindPct recorder.Maybe
+	Gap  recorder.GapRow
+	Path recorder.GapPath
 }
 
 // summarize computes a condition's row from its requests and the
@@ -35,13 +31,7 @@ type Row struct {
 // within MaxRTTError of the configured one and, for the TUN delay line,
 // its p99 lateness within netem.MaxP99Lateness.
 func summarize(size int, configured float64, method, cc string, reqs []recorder.GapRequest, lt netem.Lateness) Row {
-	byHeader := slices.Clone(reqs)
-	for i := range byHeader {
-		byHeader[i].ServerMS = byHeader[i].ServerHeaderMS
-	}
-	row := Row{Gap: recorder.SummarizeGap(size, configured, method, byHeader)}
-	lb := recorder.SummarizeGap(size, configured, method, reqs)
-	row.ServerLastByteMS, row.ServerLastByteBlindPct = lb.ServerMS, lb.ServerBlindPct
+	row := Row{Gap: recorder.SummarizeGap(size, configured, method, reqs)}
 	rtt := row.Gap.RTTMS
 	row.Path = recorder.GapPath{SizeBytes: size, ConfiguredRTTMS: configured, RTTMS: rtt, DelayMethod: method, MTU: netem.MTU,
 		CongestionControl: cc, Packets: lt.Packets, Dropped: lt.Dropped,
@@ -64,8 +54,8 @@ func invalidWhy(p recorder.GapPath) string {
 func rowLine(r Row) string {
 	g := r.Gap
 	line := fmt.Sprintf("server %s ms (to last byte %s ms), keep-alive %s ms, new connection %s ms, blind %s%% (to last byte %s%%), %d runs; RTT measured %s ms of %g ms",
-		lab.Num(g.ServerMS, 3), lab.Num(r.ServerLastByteMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.ServerBlindPct, 1),
-		lab.Num(r.ServerLastByteBlindPct, 1), g.Runs, lab.Num(g.RTTMS, 3), g.ConfiguredRTTMS)
+		lab.Num(g.ServerMS, 3), lab.Num(g.ServerLastByteMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.ServerBlindPct, 1),
+		lab.Num(g.ServerLastByteBlindPct, 1), g.Runs, lab.Num(g.RTTMS, 3), g.ConfiguredRTTMS)
 	if r.Path.LatenessP99MS.Valid {
 		line += "; delay line lateness p99 " + lab.Num(r.Path.LatenessP99MS, 3) + " ms"
 	}
@@ -99,7 +89,7 @@ func PrintRows(w io.Writer, rows []Row) {
 		}
 		table = append(table, []string{fmt.Sprint(g.SizeBytes), fmt.Sprintf("%g", g.ConfiguredRTTMS), lab.Num(g.RTTMS, 3), g.DelayMethod,
 			lab.Num(g.ServerMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.ServerBlindPct, 1),
-			lab.Num(r.ServerLastByteMS, 3), lab.Num(r.ServerLastByteBlindPct, 1), fmt.Sprint(g.Runs),
+			lab.Num(g.ServerLastByteMS, 3), lab.Num(g.ServerLastByteBlindPct, 1), fmt.Sprint(g.Runs),
 			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), valid})
 	}
 	lab.PrintTable(w, 0, table)
