@@ -18,17 +18,35 @@ var ErrHeader = errors.New("header does not match the CSV contract")
 // Writer writes rows of type T as CSV. It is safe for concurrent use.
 type Writer[T Row[T]] struct {
 	mu      sync.Mutex
+	out     *countingWriter
 	cw      *csv.Writer
 	schema  *schema[T]
 	enc     encoder
 	scratch T // Write encodes from here so the row argument never escapes
+	// truncate, when set, cuts the output back to a size: a row that
+	// could be written only in part (a full disk) is removed, so the file
+	// keeps every complete row and stays readable.
+	truncate func(size int64) error
+}
+
+// countingWriter counts the bytes that reached w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // NewWriter writes the header of T to w, flushes it and returns a Writer
 // for the rows.
 func NewWriter[T Row[T]](w io.Writer) (*Writer[T], error) {
 	s := schemaOf[T]()
-	cw := csv.NewWriter(w)
+	out := &countingWriter{w: w}
+	cw := csv.NewWriter(out)
 	if err := cw.Write(Header[T]()); err != nil {
 		return nil, fmt.Errorf("write %s header: %w", s.file, err)
 	}
@@ -36,13 +54,14 @@ func NewWriter[T Row[T]](w io.Writer) (*Writer[T], error) {
 	if err := cw.Error(); err != nil {
 		return nil, fmt.Errorf("write %s header: %w", s.file, err)
 	}
-	return newRowWriter[T](w), nil
+	return newRowWriter[T](w, out.n), nil
 }
 
 // newRowWriter returns a Writer that writes rows only (the header is
-// already there).
-func newRowWriter[T Row[T]](w io.Writer) *Writer[T] {
-	return &Writer[T]{cw: csv.NewWriter(w), schema: schemaOf[T]()}
+// already there): size bytes are already in w.
+func newRowWriter[T Row[T]](w io.Writer, size int64) *Writer[T] {
+	out := &countingWriter{w: w, n: size}
+	return &Writer[T]{out: out, cw: csv.NewWriter(out), schema: schemaOf[T]()}
 }
 
 // RewriteFile replaces dir/FileName[T]() with its header and the rows
@@ -102,17 +121,28 @@ func replaceFile(dir, name string, write func(io.Writer) error) error {
 
 // Write writes one row and flushes it to the underlying io.Writer, so rows
 // reach the file as they are measured. It returns the csv.Writer's error,
-// which stays set once a write has failed.
+// which stays set once a write has failed. A row written only in part is
+// cut off again where the Writer can (a FileWriter's file), so what is on
+// disk is every row before it, complete.
 func (w *Writer[T]) Write(row T) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.scratch = row
+	good := w.out.n
 	if err := w.cw.Write(encode(&w.enc, w.schema.cols, &w.scratch)); err != nil {
 		return fmt.Errorf("write %s row: %w", w.schema.file, err)
 	}
 	w.cw.Flush()
 	if err := w.cw.Error(); err != nil {
-		return fmt.Errorf("write %s row: %w", w.schema.file, err)
+		err = fmt.Errorf("write %s row: %w", w.schema.file, err)
+		if w.truncate != nil && w.out.n > good {
+			if terr := w.truncate(good); terr != nil {
+				err = errors.Join(err, fmt.Errorf("remove the partial %s row: %w", w.schema.file, terr))
+			} else {
+				w.out.n = good
+			}
+		}
+		return err
 	}
 	return nil
 }
@@ -140,6 +170,7 @@ func CreateFile[T Row[T]](dir string) (*FileWriter[T], error) {
 		// Nothing was measured yet; do not leave a headerless file behind.
 		return nil, errors.Join(fmt.Errorf("create %s: %w", path, err), f.Close(), os.Remove(path))
 	}
+	w.truncate = cutTo(f)
 	return &FileWriter[T]{Writer: w, f: f}, nil
 }
 
@@ -162,7 +193,20 @@ func AppendFile[T Row[T]](dir string) (*FileWriter[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", path, err)
 	}
-	return &FileWriter[T]{Writer: newRowWriter[T](f), f: f}, nil
+	w := newRowWriter[T](f, int64(len(b)))
+	w.truncate = cutTo(f)
+	return &FileWriter[T]{Writer: w, f: f}, nil
+}
+
+// cutTo returns a function that cuts f to a size and writes on from there.
+func cutTo(f *os.File) func(int64) error {
+	return func(size int64) error {
+		if err := f.Truncate(size); err != nil {
+			return err
+		}
+		_, err := f.Seek(size, io.SeekStart)
+		return err
+	}
 }
 
 // Name returns the path of the file.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // readFixture reads testdata/name as rows of T and writes them back.
@@ -351,5 +353,65 @@ func TestReadKeepsRowsBeforeError(t *testing.T) {
 	}
 	if d := diffRows(rows[:1], got, 0); d != "" {
 		t.Errorf("rows before the bad cell: %s", d)
+	}
+}
+
+// On a disk that fills up, CreateFile's and AppendFile's files keep every
+// row whose Write succeeded, complete, and no part of the row that failed:
+// the file stays readable, and appendable once there is room again.
+func TestFileWriterDiskFull(t *testing.T) {
+	dir := slowlabtest.TinyDisk(t, 16<<10)
+	row := func(i int) Request {
+		return Request{RunID: "disk-full", Seq: i, Status: 200, LatencyMS: 1.5, Error: strings.Repeat("x", 40)}
+	}
+	filler := filepath.Join(dir, "other-data")
+	if err := os.WriteFile(filler, make([]byte, 4<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := CreateFile[Request](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := 0
+	for ; written < 10000; written++ {
+		if err := w.Write(row(written)); err != nil {
+			if !strings.Contains(err.Error(), "no space left on device") {
+				t.Fatalf("Write %d: %v", written, err)
+			}
+			break
+		}
+	}
+	if written == 0 || written == 10000 {
+		t.Fatalf("%d rows written: the disk should fill up after some", written)
+	}
+	if err := w.Close(); err == nil {
+		t.Error("Close after a failed write: nil, want the write error again")
+	}
+	rows, err := ReadFile[Request](filepath.Join(dir, FileName[Request]()))
+	if err != nil || len(rows) != written || rows[len(rows)-1] != row(written-1) {
+		t.Fatalf("read back %d rows (%v), want the %d written", len(rows), err, written)
+	}
+
+	// With room made again, the file takes rows where it ended.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	a, err := AppendFile[Request](dir)
+	if err != nil {
+		t.Fatalf("AppendFile after a full disk: %v", err)
+	}
+	appended := 0
+	for ; appended < 10000; appended++ {
+		if err := a.Write(row(written + appended)); err != nil {
+			break
+		}
+	}
+	a.Close()
+	if appended == 0 {
+		t.Fatal("no row appended after room was made")
+	}
+	rows, err = ReadFile[Request](filepath.Join(dir, FileName[Request]()))
+	if err != nil || len(rows) != written+appended {
+		t.Fatalf("after append: %d rows (%v), want %d", len(rows), err, written+appended)
 	}
 }
