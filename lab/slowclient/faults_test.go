@@ -16,6 +16,7 @@ import (
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -163,5 +164,29 @@ func TestExporterKilledMidRun(t *testing.T) {
 	}
 	if resumed := slices.Index(seq[first:], false); resumed < 0 {
 		t.Errorf("app rows %v: sampling never resumed after the exporter was restarted", seq)
+	}
+}
+
+// TestDiskFullStopsTheSession fills the results disk (a real 24 KiB
+// tmpfs, which the first run's 150 requests overflow): the session ends
+// with the cause, the rows that were written stay readable and complete,
+// and runs.csv does not call the run ok with rows its files lack.
+func TestDiskFullStopsTheSession(t *testing.T) {
+	c := Published()
+	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 0}}
+	c.Reps, c.Fast.Rate, c.Fast.Offset, c.Fast.Duration = 2, 50, 0, lab.Duration(3*time.Second)
+	env := testEnv(t, "embedded")
+	env.Out = filepath.Join(slowlabtest.TinyDisk(t, 24<<10), "results")
+	res, err := c.Run(context.Background(), env)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Run: %v, want the full disk named", err)
+	}
+	reqs, err := recorder.ReadFile[recorder.Request](filepath.Join(env.Out, "requests.csv"))
+	if err != nil || len(reqs) == 0 || len(reqs) >= 150 {
+		t.Fatalf("requests.csv: %d rows, %v; want the rows that fitted, readable", len(reqs), err)
+	}
+	runs := res.(*Result).Runs
+	if len(runs) != 1 || runs[0].Status != recorder.RunFailed || !strings.Contains(runs[0].Reason, "results not all written") {
+		t.Errorf("runs %+v: want the one run, failed because its results were not all written", runs)
 	}
 }

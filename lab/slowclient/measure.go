@@ -50,6 +50,12 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	samples, jitter, sampErr := in.Samples()
 	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, t)
 	c.verdict(ctx, &meta, running, sendErr, larges, l.reqs)
+	// A run whose rows did not all reach the results files is not ok,
+	// whatever it measured: runs.csv must not claim rows the files lack.
+	writeErr := errors.Join(l.writeErr, sampErr, largeErr)
+	if writeErr != nil {
+		meta.Status, meta.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
+	}
 	// A completed run leaves the stack for the next run of the same
 	// deployment; any other is torn down so the next starts clean.
 	kept = meta.Status == recorder.RunOK
@@ -57,7 +63,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run.Components, run.TempPeakMiB = recorder.SummarizeResources(samples, 0, end)
 	t.jitter.Samples = append(t.jitter.Samples, jitter.Samples...)
 	t.jitter.Skipped += jitter.Skipped
-	return run, errors.Join(l.writeErr, sampErr, largeErr)
+	return run, writeErr
 }
 
 // loaded is what a run's load measured.
