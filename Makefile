@@ -2,14 +2,14 @@
 GO ?= go
 # Real components the tests start. Missing ones are installed with apt-get
 # (root needed); with CI=true a real-component test never skips.
-DEBIAN_PACKAGES ?= prometheus gunicorn nginx chromium
+DEBIAN_PACKAGES ?= prometheus gunicorn python3-gevent nginx chromium
 
 SHELL := /bin/bash
 
 # The timing-sensitive end-to-end tests, by package: `make stress` runs them
 # ten times over. Run it before submitting a change that touches them.
-STRESS_PKGS ?= ./cmd/slowlab ./lab ./lab/netem
-STRESS_RUN ?= Shape|Interrupt|Resume|HostCPUGuard|KilledMidRun|RealStack|RealGunicorn|LatencyGap|Prometheus|Traces|GunicornNginx|RealCgroup|SampleHeld|DelayLine|ChildOutput
+STRESS_PKGS ?= ./cmd/slowlab ./lab/... ./child ./exporter ./recorder
+STRESS_RUN ?= Interrupt|Unsent|TracesEndToEnd|RecordPrometheus|EveryRunFailed|Shape|CutDownload|KilledMidRun|DiskFull|PrometheusAlerts|RealStack|Resume|HostCPUGuard|RealGunicorn|LongPollWaves|SampleHeld|LatencyGap|GunicornNginx|GunicornLongPollsHeld|EmbeddedRoutes|NginxInFront|DelayLine|PathConnectTime|Netem|ExitsBeforeReady|ReadyThenExit|StopEndsProcessGroup|OutputReachesLog|RealCgroup|RealUnlinked|RealBlocked|EndToEnd|ProcessExitsMidScan|ScrapeTimeout|Sampler|QueryRangeRealPrometheus|ExamplesRun
 STRESS_COUNT ?= 10
 
 .PHONY: test deps check build fuzz bench stress

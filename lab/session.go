@@ -193,7 +193,7 @@ func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
 // runs without cgroups. The scenario is updated to say what ran.
 func (o Options) stack(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 	spec := cfg.Stack()
-	st, note, err := stack.Lookup(spec.Stack)
+	st, note, err := stack.Lookup(spec.Stack, cfg.Servers()...)
 	if err != nil {
 		return st, err
 	}

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# install-deps.sh PKG...: installs the Debian packages whose commands the
-# tests need (gunicorn, nginx, prometheus/promtool, chromium) when they are
-# missing. apt-get needs root; without it, say what is missing and fail.
+# install-deps.sh PKG...: installs the Debian packages the tests need when
+# they are missing: a package with a command (gunicorn, nginx,
+# prometheus/promtool, chromium, node) counts as there when its command is
+# on PATH, a library (python3-gevent, python3-uvicorn) when dpkg has it.
+# apt-get needs root; without it, say what is missing and fail.
 set -euo pipefail
 
-declare -A cmd_of=([prometheus]=promtool [gunicorn]=gunicorn [nginx]=nginx [chromium]=chromium [prometheus-node-exporter]=prometheus-node-exporter)
+declare -A cmd_of=([prometheus]=promtool [gunicorn]=gunicorn [nginx]=nginx [chromium]=chromium
+  [prometheus-node-exporter]=prometheus-node-exporter [nodejs]=node)
 missing=()
 for pkg in "$@"; do
-  c=${cmd_of[$pkg]:-$pkg}
-  command -v "$c" >/dev/null 2>&1 || missing+=("$pkg")
+  if [ -n "${cmd_of[$pkg]:-}" ]; then
+    command -v "${cmd_of[$pkg]}" >/dev/null 2>&1 || missing+=("$pkg")
+  else
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  fi
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

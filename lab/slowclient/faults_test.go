@@ -62,6 +62,7 @@ type cutApp struct{}
 
 func (cutApp) Name() string                  { return "cut" }
 func (cutApp) Needs() []string               { return nil }
+func (cutApp) Packages() []string            { return nil }
 func (cutApp) Real() bool                    { return false }
 func (cutApp) Validate(stack.Settings) error { return nil }
 func (cutApp) Models() []stack.Model         { return []stack.Model{{Name: "sync", Sized: true}} }

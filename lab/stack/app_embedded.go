@@ -24,6 +24,7 @@ type embeddedApp struct{}
 
 func (embeddedApp) Name() string            { return "embedded" }
 func (embeddedApp) Needs() []string         { return nil }
+func (embeddedApp) Packages() []string      { return nil }
 func (embeddedApp) Real() bool              { return false }
 func (embeddedApp) Validate(Settings) error { return nil }
 

@@ -27,15 +27,56 @@ func init() { RegisterApp(gunicornApp{}) }
 
 // gunicornApp is Gunicorn (Debian gunicorn) serving appserver/wsgi/app.py, a
 // framework-free WSGI app with the embedded app's endpoints and
-// Server-Timing semantics, with the sync and gthread worker classes.
+// Server-Timing semantics, with the sync, gthread and gevent worker
+// classes (gevent-WxC: W workers of C worker connections each; Debian
+// python3-gevent).
 type gunicornApp struct{}
 
-func (gunicornApp) Name() string    { return "gunicorn" }
-func (gunicornApp) Needs() []string { return []string{"gunicorn"} }
-func (gunicornApp) Real() bool      { return true }
+func (gunicornApp) Name() string       { return "gunicorn" }
+func (gunicornApp) Needs() []string    { return []string{"gunicorn"} }
+func (gunicornApp) Packages() []string { return []string{"gunicorn"} }
+func (gunicornApp) Real() bool         { return true }
 
 func (gunicornApp) Models() []Model {
-	return []Model{{Name: "sync", Sized: true}, {Name: "gthread", Sized: true, Threads: true}}
+	return []Model{{Name: "sync", Sized: true}, {Name: "gthread", Sized: true, Threads: true}, {Name: "gevent", Sized: true, Threads: true}}
+}
+
+// ModelInstalled implements ModelChecker: the gevent worker class needs
+// the gevent module in the Python that runs Gunicorn.
+func (gunicornApp) ModelInstalled(model string) error {
+	if model != "gevent" {
+		return nil
+	}
+	py, err := gunicornPython()
+	if err != nil {
+		return err
+	}
+	if out, err := exec.Command(py, "-c", "import gevent").CombinedOutput(); err != nil {
+		return fmt.Errorf("gunicorn's gevent worker needs the gevent module in %s (apt-get install python3-gevent): %v: %s", py, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// gunicornPython is the interpreter the gunicorn on PATH runs with, from
+// its #! line.
+func gunicornPython() (string, error) {
+	bin, err := exec.LookPath("gunicorn")
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	fields := strings.Fields(strings.TrimPrefix(string(line), "#!"))
+	if !bytes.HasPrefix(line, []byte("#!")) || len(fields) == 0 {
+		return "", fmt.Errorf("%s: no #! line naming its Python", bin)
+	}
+	if filepath.Base(fields[0]) == "env" && len(fields) > 1 {
+		return exec.LookPath(fields[1])
+	}
+	return fields[0], nil
 }
 
 // Validate checks the extra Gunicorn arguments.
@@ -46,17 +87,32 @@ func (gunicornApp) Validate(s Settings) error { return ValidateGunicornArgs(s.Gu
 var gunicornOwnedFlags = []string{"-b", "--bind", "-w", "--workers", "-k", "--worker-class", "--threads",
 	"--chdir", "-c", "--config", "-D", "--daemon", "--error-logfile", "--log-file", "--log-level", "--worker-tmp-dir"}
 
+// ValidateModel implements ModelValidator: a gevent server's worker
+// connections are its size (gevent-WxC), which the lab sets.
+func (gunicornApp) ValidateModel(model string, s Settings) error {
+	if model != "gevent" {
+		return nil
+	}
+	return validateGunicornFlags(s.GunicornArgs, []string{"--worker-connections"}, "for a gevent server (its size, gevent-WxC)")
+}
+
 // ValidateGunicornArgs refuses extra arguments that are empty or set a
 // flag the lab sets itself.
 func ValidateGunicornArgs(args []string) error {
+	return validateGunicornFlags(args, gunicornOwnedFlags, "")
+}
+
+// validateGunicornFlags refuses empty arguments and any that sets one of
+// owned; why says when the lab sets them.
+func validateGunicornFlags(args, owned []string, why string) error {
 	for _, a := range args {
 		if a == "" || strings.ContainsRune(a, 0) {
 			return fmt.Errorf("extra gunicorn argument %q: must be non-empty text", a)
 		}
-		for _, f := range gunicornOwnedFlags {
+		for _, f := range owned {
 			short := len(f) == 2
 			if a == f || !short && strings.HasPrefix(a, f+"=") || short && !strings.HasPrefix(a, "--") && strings.HasPrefix(a, f) {
-				return fmt.Errorf("extra gunicorn argument %q: %s is set by the lab", a, f)
+				return fmt.Errorf("extra gunicorn argument %q: %s is set by the lab%s", a, f, strings.TrimRight(" "+why, " "))
 			}
 		}
 	}
@@ -127,8 +183,11 @@ func (gunicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgro
 func gunicornArgv(bin, conf, dir string, d Deployment, s Settings) []string {
 	argv := []string{bin, "--config", conf, "--chdir", dir, "--bind", "127.0.0.1:0",
 		"--worker-class", d.Server.Model, "--workers", strconv.Itoa(d.Server.Workers)}
-	if d.Server.Model == "gthread" {
+	switch d.Server.Model {
+	case "gthread":
 		argv = append(argv, "--threads", strconv.Itoa(d.Server.Threads))
+	case "gevent":
+		argv = append(argv, "--worker-connections", strconv.Itoa(d.Server.Threads))
 	}
 	argv = append(argv, "--graceful-timeout", "2", "--worker-tmp-dir", d.WorkDir,
 		"--error-logfile", "-", "--log-level", "info")

@@ -35,6 +35,9 @@ type Component interface {
 	Name() string
 	// Needs are the programs it runs, which must be on PATH.
 	Needs() []string
+	// Packages are the Debian packages that install them (make test
+	// installs them; error messages name them).
+	Packages() []string
 	// Real reports whether it is an installed program, to which the
 	// published cgroup limits apply (the embedded ones run in cgroups
 	// that only account, unless the stack mixes in a real component).
@@ -85,6 +88,19 @@ type RunningProxy interface {
 	TempDirs() []string
 }
 
+// ModelChecker is an app with models that need more than its programs
+// (a Python module, a worker class): ModelInstalled returns nil when model
+// can run here, else an error naming what to install.
+type ModelChecker interface {
+	ModelInstalled(model string) error
+}
+
+// ModelValidator is an app whose settings are valid for some models only:
+// ValidateModel checks s for a server of model, before anything starts.
+type ModelValidator interface {
+	ValidateModel(model string, s Settings) error
+}
+
 // HeldCounter is a running app that can tell how many long-polls each of
 // its workers holds now, by worker (its PID on Gunicorn, its index on the
 // embedded app).
@@ -129,7 +145,7 @@ func Installed(c Component) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%s needs %s on PATH (Debian package %s)", c.Name(), strings.Join(missing, " and "), strings.Join(missing, ", "))
+		return fmt.Errorf("%s needs %s on PATH (apt-get install %s)", c.Name(), strings.Join(missing, " and "), strings.Join(c.Packages(), " "))
 	}
 	return nil
 }

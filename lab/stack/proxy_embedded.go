@@ -19,6 +19,7 @@ type embeddedProxy struct{}
 
 func (embeddedProxy) Name() string            { return "embedded" }
 func (embeddedProxy) Needs() []string         { return nil }
+func (embeddedProxy) Packages() []string      { return nil }
 func (embeddedProxy) Real() bool              { return false }
 func (embeddedProxy) Validate(Settings) error { return nil }
 

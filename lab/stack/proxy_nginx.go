@@ -217,9 +217,10 @@ func init() { RegisterProxy(nginxProxy{}) }
 // with the published proxy settings and the route's proxy_buffering.
 type nginxProxy struct{}
 
-func (nginxProxy) Name() string    { return "nginx" }
-func (nginxProxy) Needs() []string { return []string{"nginx"} }
-func (nginxProxy) Real() bool      { return true }
+func (nginxProxy) Name() string       { return "nginx" }
+func (nginxProxy) Needs() []string    { return []string{"nginx"} }
+func (nginxProxy) Packages() []string { return []string{"nginx"} }
+func (nginxProxy) Real() bool         { return true }
 
 // Validate checks the user's NGINX snippet.
 func (nginxProxy) Validate(s Settings) error { return ValidateNginxSnippet(s.NginxSnippet) }

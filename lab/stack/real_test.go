@@ -92,8 +92,17 @@ func TestStackCheck(t *testing.T) {
 	if err := ok.Check(); err != nil {
 		t.Errorf("valid settings refused: %v", err)
 	}
-	if err := real.Check(Server{Model: "async", Workers: 1, Threads: 1}); err == nil || err.Error() != `server model "async": the real stack runs sync, gthread` {
+	if err := real.Check(Server{Model: "async", Workers: 1, Threads: 1}); err == nil || err.Error() != `server model "async": the real stack runs sync, gthread, gevent` {
 		t.Errorf("async on the real stack: %v", err)
+	}
+	// A gevent server's worker connections are its size: the lab sets them.
+	gevent := Server{Model: "gevent", Workers: 2, Threads: 100}
+	if err := ok.Check(Server{Model: "gthread", Workers: 1, Threads: 4}); err != nil {
+		t.Errorf("--worker-connections with gthread: %v", err)
+	}
+	const want = `server gevent-2x100: extra gunicorn argument "--worker-connections=10": --worker-connections is set by the lab for a gevent server (its size, gevent-WxC)`
+	if err := ok.Check(gevent); err == nil || err.Error() != want {
+		t.Errorf("--worker-connections with gevent: %v, want %q", err, want)
 	}
 
 	d := Deployment{RunID: "r", Route: RouteDirect, Server: Server{Model: "sync", Workers: 2, Threads: 1}, WorkDir: "/w", LogDir: "/l"}
@@ -152,9 +161,17 @@ var publishedLimits = map[string]cgroup.Limits{
 
 // lookup returns the named stack, requiring its components (CI=true fails
 // without them), with the published limits in cgroups when root.
-func lookup(t *testing.T, name string) Stack {
+func lookup(t *testing.T, name string, servers ...string) Stack {
 	t.Helper()
-	st, _, err := Lookup(name)
+	var specs []Server
+	for _, srv := range servers {
+		spec, err := ParseServer(srv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, spec)
+	}
+	st, _, err := Lookup(name, specs...)
 	why := ""
 	if err != nil {
 		why = err.Error()
@@ -331,10 +348,10 @@ func firstOr(s []string) string {
 // TestGunicornNginxRoutes serves /fast and /large through every route with
 // both server conditions, and checks what the lab reads from the stack.
 func TestGunicornNginxRoutes(t *testing.T) {
-	for _, server := range []string{"sync-2", "gthread-1x4"} {
+	for _, server := range []string{"sync-2", "gthread-1x4", "gevent-2x50"} {
 		for _, route := range Routes {
 			t.Run(string(route)+"/"+server, func(t *testing.T) {
-				g := lookup(t, NameReal)
+				g := lookup(t, NameReal, server)
 				if route == RouteBufferingOff && server == "sync-2" {
 					g.Settings.NginxSnippet = "add_header X-Slowlab-Snippet on;"
 					g.Settings.GunicornArgs = []string{"--max-requests", "1000"}

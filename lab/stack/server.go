@@ -14,7 +14,17 @@ type Model struct {
 	Name    string
 	Sized   bool // takes a worker count: MODEL-W
 	Threads bool // takes a second count too: MODEL-WxT
+	// Async is an event loop per worker: how many requests it works on at
+	// once is not bounded by its size (Slots is 0).
+	Async bool
+	// BackpressureOff is a model whose app can write /large without
+	// waiting for the socket (/large?backpressure=off).
+	BackpressureOff bool
 }
+
+// ModelInfo returns the server's registered model (false when none has
+// its name).
+func (s Server) ModelInfo() (Model, bool) { return findModel(s.Model) }
 
 // Server is an app server configuration of a condition: a model and its
 // size. Threads is 1 for a model without threads.
@@ -39,7 +49,7 @@ func (s Server) Name() string {
 // Slots is how many requests the server works on at once (workers x
 // threads), 0 for an unbounded model.
 func (s Server) Slots() int {
-	if m, ok := findModel(s.Model); ok && !m.Sized {
+	if m, ok := findModel(s.Model); ok && (!m.Sized || m.Async) {
 		return 0
 	}
 	return s.Workers * max(s.Threads, 1)

@@ -57,31 +57,34 @@ func ValidName(name string) error {
 	return nil
 }
 
-// Lookup returns the stack a --stack value names, without cgroups: auto
-// (real when every real component is installed, else embedded, with a note
-// saying which and why), embedded, real (alias gunicorn-nginx) or
-// APP+PROXY of registered components (apps: embedded, gunicorn; proxies:
-// embedded, nginx).
-func Lookup(name string) (st Stack, note string, err error) {
+// Lookup returns the stack a --stack value names, without cgroups, for
+// the servers it will run: auto (real when the real components those
+// servers need are installed, else embedded, with a note saying which and
+// why), embedded, real (alias gunicorn-nginx: NGINX and every real app
+// server, each server model run by the app that has it) or APP+PROXY of
+// registered components. It fails when a component a server needs is not
+// installed, naming what to install; without servers it needs the proxy
+// and at least one app installed.
+func Lookup(name string, servers ...Server) (st Stack, note string, err error) {
 	switch name {
 	case NameEmbedded:
 		return compose(NameEmbedded, []string{"embedded"}, "embedded")
 	case NameReal, nameOldReal:
 		st, _, err := compose(NameReal, realApps(), realProxy())
 		if err == nil {
-			err = st.Installed()
+			err = st.installedFor(servers)
 		}
 		return st, "", err
 	case NameAuto, "":
 		real, _, err := compose(NameReal, realApps(), realProxy())
 		if err == nil {
-			err = real.Installed()
+			err = real.installedFor(servers)
 		}
 		if err != nil {
 			st, _, _ := compose(NameEmbedded, []string{"embedded"}, "embedded")
 			return st, fmt.Sprintf("--stack auto: using embedded (%v)", err), nil
 		}
-		return real, "--stack auto: using real (" + real.describe() + ", all installed)", nil
+		return real, "--stack auto: using real (" + real.describeFor(servers) + ", installed)", nil
 	}
 	app, proxy, ok := strings.Cut(name, "+")
 	if !ok {
@@ -91,7 +94,63 @@ func Lookup(name string) (st Stack, note string, err error) {
 	if err != nil {
 		return Stack{}, "", fmt.Errorf("--stack %q: %w", name, err)
 	}
-	return st, "", st.Installed()
+	return st, "", st.installedFor(servers)
+}
+
+// installedFor returns nil when the proxy and the app of every server are
+// installed; without servers, the proxy and at least one app.
+func (s Stack) installedFor(servers []Server) error {
+	if err := Installed(s.Proxy); err != nil {
+		return err
+	}
+	if len(servers) == 0 {
+		var errs []error
+		for _, a := range s.Apps {
+			err := Installed(a)
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+	for _, srv := range servers {
+		a, err := s.app(srv.Model)
+		if err != nil {
+			return err
+		}
+		if err := Installed(a); err != nil {
+			return fmt.Errorf("server %s: %w", srv.Name(), err)
+		}
+		if mc, ok := a.(ModelChecker); ok {
+			if err := mc.ModelInstalled(srv.Model); err != nil {
+				return fmt.Errorf("server %s: %w", srv.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// describeFor names the components servers use: "gunicorn and nginx";
+// without servers, the installed ones.
+func (s Stack) describeFor(servers []Server) string {
+	var names []string
+	add := func(c Component) {
+		if !slices.Contains(names, c.Name()) {
+			names = append(names, c.Name())
+		}
+	}
+	for _, a := range s.Apps {
+		used := slices.ContainsFunc(servers, func(srv Server) bool {
+			app, err := s.app(srv.Model)
+			return err == nil && app.Name() == a.Name()
+		})
+		if used || len(servers) == 0 && Installed(a) == nil {
+			add(a)
+		}
+	}
+	add(s.Proxy)
+	return strings.Join(names, " and ")
 }
 
 // realApps are the names of the registered apps that are installed
@@ -158,15 +217,6 @@ func (s Stack) components() []Component {
 	return append(cs, s.Proxy)
 }
 
-// Installed returns nil when every component's programs are on PATH.
-func (s Stack) Installed() error {
-	var errs []error
-	for _, c := range s.components() {
-		errs = append(errs, Installed(c))
-	}
-	return errors.Join(errs...)
-}
-
 // Real reports whether any component is an installed program: then the
 // published limits apply to every role.
 func (s Stack) Real() bool {
@@ -216,8 +266,14 @@ func (s Stack) Check(servers ...Server) error {
 		return fmt.Errorf("cgroup root %q: must be an absolute path", s.CgroupRoot)
 	}
 	for _, srv := range servers {
-		if _, err := s.app(srv.Model); err != nil {
+		a, err := s.app(srv.Model)
+		if err != nil {
 			return err
+		}
+		if mv, ok := a.(ModelValidator); ok {
+			if err := mv.ValidateModel(srv.Model, s.Settings); err != nil {
+				return fmt.Errorf("server %s: %w", srv.Name(), err)
+			}
 		}
 	}
 	return nil

@@ -108,16 +108,51 @@ func TestLookup(t *testing.T) {
 		}
 	}
 	// auto says which it chose and why.
-	st, note, err := Lookup("auto")
+	sync2 := Server{Model: "sync", Workers: 2, Threads: 1}
+	st, note, err := Lookup("auto", sync2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	switch {
-	case st.Name == NameReal && note == "--stack auto: using real (gunicorn and nginx, all installed)":
-	case st.Name == NameEmbedded && strings.HasPrefix(note, "--stack auto: using embedded (gunicorn needs gunicorn on PATH") ||
-		strings.HasPrefix(note, "--stack auto: using embedded (nginx needs nginx"):
+	case st.Name == NameReal && note == "--stack auto: using real (gunicorn and nginx, installed)":
+	case st.Name == NameEmbedded && strings.HasPrefix(note, "--stack auto: using embedded (server sync-2: gunicorn needs gunicorn on PATH (apt-get install gunicorn)") ||
+		strings.HasPrefix(note, "--stack auto: using embedded (nginx needs nginx on PATH (apt-get install nginx)"):
 	default:
 		t.Errorf("auto: %s, %q", st.Name, note)
+	}
+}
+
+// missingApp is a real app that is never installed.
+type missingApp struct{ gunicornApp }
+
+func (missingApp) Name() string       { return "missing" }
+func (missingApp) Needs() []string    { return []string{"slowlab-no-such-program"} }
+func (missingApp) Packages() []string { return []string{"slowlab-no-such-package"} }
+func (missingApp) Models() []Model    { return []Model{{Name: "missingmodel", Sized: true}} }
+
+// A real stack runs what is installed: a server whose app is missing is
+// refused by real, names the package to install, and makes auto choose
+// the embedded stack, saying why; servers whose apps are there still run.
+func TestLookupMissingApp(t *testing.T) {
+	RegisterApp(missingApp{})
+	t.Cleanup(func() { apps = apps[:len(apps)-1] })
+	slowlabtest.RequireTool(t, "gunicorn")
+	slowlabtest.RequireTool(t, "nginx")
+	missing := Server{Model: "missingmodel", Workers: 2, Threads: 1}
+	const why = "server missingmodel-2: missing needs slowlab-no-such-program on PATH (apt-get install slowlab-no-such-package)"
+	if _, _, err := Lookup(NameReal, missing); err == nil || err.Error() != why {
+		t.Errorf("real with a missing app: %v, want %q", err, why)
+	}
+	st, note, err := Lookup(NameAuto, Server{Model: "sync", Workers: 2, Threads: 1}, missing)
+	if err != nil || st.Name != NameEmbedded || note != "--stack auto: using embedded ("+why+")" {
+		t.Errorf("auto with a missing app: %s, %q, %v", st.Name, note, err)
+	}
+	st, note, err = Lookup(NameAuto, Server{Model: "gthread", Workers: 1, Threads: 4})
+	if err != nil || st.Name != NameReal || note != "--stack auto: using real (gunicorn and nginx, installed)" {
+		t.Errorf("auto without it: %s, %q, %v", st.Name, note, err)
+	}
+	if _, _, err := Lookup(NameReal); err != nil {
+		t.Errorf("real without servers, gunicorn installed: %v", err)
 	}
 }
 
