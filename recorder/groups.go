@@ -15,8 +15,12 @@ type LongPollGroup struct {
 	P50MS, P95MS  Maybe
 	MaxMS         Maybe
 	ThroughputRPS float64 // OK probes per second of ElapsedS
-	Slots         int     // workers x threads
-	FreeSlots     int     // slots minus held long-polls (may be negative)
+	// Slots is how many requests the server works on at once (workers x
+	// threads, or worker connections), FreeSlots the slots minus the held
+	// long-polls (may be negative) and WorkerSlots one worker's share:
+	// all empty for a server whose concurrency its size does not bound
+	// (an event loop: Uvicorn, Node.js).
+	Slots, FreeSlots Maybe
 	// MaxWorkerHeld is the most long-polls one worker held at once
 	// (sampled); empty when the stack cannot tell.
 	MaxWorkerHeld Maybe
@@ -38,6 +42,7 @@ type LongPollGroup struct {
 	// workers. FullWaves counts the waves during which some worker was
 	// sampled full. Both are empty when nothing was held or sampled.
 	Waves, FullWaves Maybe
+	WorkerSlots      Maybe
 }
 
 func (LongPollGroup) schema() *schema[LongPollGroup] { return &longPollGroupSchema }
@@ -63,6 +68,7 @@ var longPollGroupSchema = schema[LongPollGroup]{file: "groups.csv", cols: []colu
 	col("held_samples", 0, func(r *LongPollGroup) any { return &r.HeldSamples }),
 	col("waves", 0, func(r *LongPollGroup) any { return &r.Waves }),
 	col("full_waves", 0, func(r *LongPollGroup) any { return &r.FullWaves }),
+	col("worker_slots", 0, func(r *LongPollGroup) any { return &r.WorkerSlots }),
 }}
 
 // SummarizeProbes computes a long-poll condition's row from its probes:
@@ -88,6 +94,9 @@ func SummarizeProbes(g LongPollGroup, probes []Probe) LongPollGroup {
 	if g.ElapsedS > 0 {
 		g.ThroughputRPS = float64(g.OK) / g.ElapsedS
 	}
-	g.FreeSlots = g.Slots - g.Hold
+	g.FreeSlots = Maybe{}
+	if g.Slots.Valid {
+		g.FreeSlots = Some(g.Slots.Value - float64(g.Hold))
+	}
 	return g
 }

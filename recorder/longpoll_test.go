@@ -15,7 +15,7 @@ func TestLongPollHeaders(t *testing.T) {
 			"run_id,server,hold,probe_concurrency,worker,seq,start_s,connect_ms,ttfb_ms,latency_ms,status,bytes,error"},
 		{FileName[LongPollGroup](), strings.Join(Header[LongPollGroup](), ","),
 			"run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots," +
-				"max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves"},
+				"max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots"},
 	} {
 		if tc.header != tc.want {
 			t.Errorf("%s header\n got: %s\nwant: %s", tc.file, tc.header, tc.want)
@@ -26,14 +26,14 @@ func TestLongPollHeaders(t *testing.T) {
 // Throughput is over the time the probing really took: probes that started
 // in the window and ran past it stretch it.
 func TestSummarizeProbesThroughputOverElapsed(t *testing.T) {
-	g := LongPollGroup{Seconds: 4, ElapsedS: 10, Slots: 2, Hold: 1}
+	g := LongPollGroup{Seconds: 4, ElapsedS: 10, Slots: Some(2), Hold: 1}
 	probes := []Probe{{Status: 200, LatencyMS: 5}, {Status: 200, LatencyMS: 9000}, {Status: 0, Error: "timeout"}, {Status: 204, LatencyMS: 1}}
 	got := SummarizeProbes(g, probes)
-	if got.OK != 3 || got.Failed != 1 || got.ProbesOver1s != 1 || got.ThroughputRPS != 0.3 || got.FreeSlots != 1 {
+	if got.OK != 3 || got.Failed != 1 || got.ProbesOver1s != 1 || got.ThroughputRPS != 0.3 || got.FreeSlots != Some(1) {
 		t.Errorf("got %+v: want 3 ok, 1 failed, 1 over 1 s, 0.3 req/s over the 10 s elapsed", got)
 	}
-	if got := SummarizeProbes(LongPollGroup{Seconds: 4}, probes); got.ThroughputRPS != 0 {
-		t.Errorf("no elapsed time: throughput %v, want 0", got.ThroughputRPS)
+	if got := SummarizeProbes(LongPollGroup{Seconds: 4}, probes); got.ThroughputRPS != 0 || got.FreeSlots.Valid {
+		t.Errorf("no elapsed time, no slots: throughput %v, free slots %v; want 0 and empty", got.ThroughputRPS, got.FreeSlots)
 	}
 }
 

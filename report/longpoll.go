@@ -32,23 +32,23 @@ func groupLabel(g recorder.LongPollGroup) string {
 // only what it had threads for.
 func slotArithmetic(g recorder.LongPollGroup) string {
 	need := g.Hold + g.ProbeConcurrency
-	if need > g.Slots {
-		return fmt.Sprintf("%d + %d = %d > %d slots: %d wait", g.Hold, g.ProbeConcurrency, need, g.Slots, need-g.Slots)
+	if !g.Slots.Valid {
+		return fmt.Sprintf("%d + %d = %d, slots not bounded by the server's size", g.Hold, g.ProbeConcurrency, need)
 	}
-	return fmt.Sprintf("%d + %d = %d ≤ %d slots: none wait", g.Hold, g.ProbeConcurrency, need, g.Slots)
+	slots := int(g.Slots.Value)
+	if need > slots {
+		return fmt.Sprintf("%d + %d = %d > %d slots: %d wait", g.Hold, g.ProbeConcurrency, need, slots, need-slots)
+	}
+	return fmt.Sprintf("%d + %d = %d ≤ %d slots: none wait", g.Hold, g.ProbeConcurrency, need, slots)
 }
 
-// threadsOf returns the threads per worker named by a server label
-// (gthread-WxT; 1 for sync-W), or 0 when the label names neither.
-func threadsOf(server string) int {
-	var w, t int
-	if _, err := fmt.Sscanf(server, "gthread-%dx%d", &w, &t); err == nil && t > 0 {
-		return t
+// slotsCell shows a slot count, or that the server's size bounds none
+// (an event loop works on any number of requests at once).
+func slotsCell(m recorder.Maybe) cell {
+	if !m.Valid {
+		return cell{Text: "unbounded", Title: "the server's size does not bound how many requests it works on at once", Num: true}
 	}
-	if _, err := fmt.Sscanf(server, "sync-%d", &w); err == nil {
-		return 1
-	}
-	return 0
+	return num(m.Value, 0)
 }
 
 // workerHeld says how many long-polls the busiest worker held against its
@@ -58,8 +58,8 @@ func workerHeld(g recorder.LongPollGroup) string {
 		return "not measured"
 	}
 	s := fmt.Sprintf("%.0f", g.MaxWorkerHeld.Value)
-	if t := threadsOf(g.Server); t > 0 {
-		s += fmt.Sprintf(" of %d threads", t)
+	if g.WorkerSlots.Valid {
+		s += fmt.Sprintf(" of %.0f slots", g.WorkerSlots.Value)
 	}
 	if g.FullWorkerS.Valid && g.FullWorkerS.Value > 0 {
 		s += fmt.Sprintf(", full for %.1f s", g.FullWorkerS.Value)
@@ -97,7 +97,7 @@ func buildLongPoll(dir string) (*section, error) {
 		}
 		t.Rows = append(t.Rows, []cell{text(g.Server), integer(g.Hold), integer(g.ProbeConcurrency),
 			num(g.ElapsedS, 1), integer(g.OK), integer(g.Failed), maybe(g.P50MS, ms), maybe(g.P95MS, ms),
-			maybe(g.MaxMS, ms), integer(g.ProbesOver1s), ms(g.ThroughputRPS), integer(g.Slots), integer(g.FreeSlots),
+			maybe(g.MaxMS, ms), integer(g.ProbesOver1s), ms(g.ThroughputRPS), slotsCell(g.Slots), slotsCell(g.FreeSlots),
 			text(slotArithmetic(g)), text(workerHeld(g)), waves})
 	}
 	s.addTable(t)
@@ -200,7 +200,9 @@ func longPollFigure(groups []recorder.LongPollGroup) *figure {
 				l += ", rep " + g.RunID[j+len(".rep"):]
 			}
 		}
-		l += fmt.Sprintf(", %d of %d slots free", g.FreeSlots, g.Slots)
+		if g.Slots.Valid {
+			l += fmt.Sprintf(", %.0f of %.0f slots free", g.FreeSlots.Value, g.Slots.Value)
+		}
 		if g.FullWorkerS.Valid && g.FullWorkerS.Value > 0 {
 			l += fmt.Sprintf(", a worker full %.1f s", g.FullWorkerS.Value)
 		}

@@ -109,9 +109,9 @@ func checkSlotRule(t *testing.T, e *Config, got map[string]recorder.LongPollGrou
 	}
 	for _, probes := range []int{8, 20} {
 		g := got[fmt.Sprintf("gthread-2x16/20/%d", probes)]
-		if g.OK == 0 || g.P95MS.Value >= 1000 || g.FreeSlots != 12 || g.Slots != 32 {
-			t.Errorf("gthread-2x16 holding 20 with %d probes: ok %d, p95 %.0f ms, slots %d, free %d; want p95 < 1000, 32 slots, 12 free",
-				probes, g.OK, g.P95MS.Value, g.Slots, g.FreeSlots)
+		if g.OK == 0 || g.P95MS.Value >= 1000 || g.FreeSlots != recorder.Some(12) || g.Slots != recorder.Some(32) || g.WorkerSlots != recorder.Some(16) {
+			t.Errorf("gthread-2x16 holding 20 with %d probes: ok %d, p95 %.0f ms, slots %v, free %v, per worker %v; want p95 < 1000, 32 slots, 12 free, 16 per worker",
+				probes, g.OK, g.P95MS.Value, g.Slots, g.FreeSlots, g.WorkerSlots)
 		}
 	}
 	for key, g := range got {

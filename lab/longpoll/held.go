@@ -21,7 +21,9 @@ type heldStats struct {
 }
 
 // sampleHeld samples hc every heldEvery from start to end (the probing
-// window) or until stop is called, which returns the statistics.
+// window) or until stop is called, which returns the statistics. A worker
+// is full when it holds threads long-polls; threads 0 is a worker no
+// number of long-polls fills (an event loop).
 func sampleHeld(ctx context.Context, hc stack.HeldCounter, threads int, start, end time.Time) (stop func() heldStats) {
 	done := make(chan struct{})
 	result := make(chan heldStats, 1)
@@ -58,7 +60,7 @@ func sampleHeld(ctx context.Context, hc stack.HeldCounter, threads int, start, e
 					most = max(most, n)
 				}
 				st.max = max(st.max, most)
-				if most >= threads {
+				if threads > 0 && most >= threads {
 					st.full += min(now.Sub(prev), 2*heldEvery)
 					st.fullAt = append(st.fullAt, now)
 				}

@@ -100,8 +100,8 @@ func (c *Config) Validate() error {
 		return errors.New("conditions: none given")
 	}
 	for i, cond := range c.Conditions {
-		if s, err := stack.ParseServer(cond.Server); err != nil || s.Model == "async" {
-			return fmt.Errorf("conditions[%d].server %q: want sync-W or gthread-WxT", i, cond.Server)
+		if _, err := stack.ParseServer(cond.Server); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 		if cond.Hold < 0 || cond.Hold > 10000 {
 			return fmt.Errorf("conditions[%d].hold %d: allowed 0 to 10000", i, cond.Hold)
@@ -161,8 +161,8 @@ func (c *conditionsFlag) Set(v string) error {
 		return fmt.Errorf("%q: want SERVER:HOLD:PROBES, e.g. gthread-2x16:20:8", v)
 	}
 	srv, err := stack.ParseServer(parts[0])
-	if err != nil || srv.Model == "async" {
-		return fmt.Errorf("%q: server %q: want sync-W or gthread-WxT", v, parts[0])
+	if err != nil {
+		return fmt.Errorf("%q: %w", v, err)
 	}
 	hold, err := strconv.Atoi(parts[1])
 	if err != nil || hold < 0 || hold > 10000 {

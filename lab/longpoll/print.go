@@ -21,8 +21,8 @@ func PrintLongPoll(w io.Writer, groups []recorder.LongPollGroup) {
 	fmt.Fprintf(w, "%-14s %5s %7s %7s %7s %10s %10s %10s %9s %6s %5s %11s %8s %7s %11s\n", "server", "hold", "probes", "ok", "failed",
 		"p50_ms", "p95_ms", "max_ms", "req/s", "slots", "free", "worker_held", "full_s", ">1s", "full_waves")
 	for _, g := range groups {
-		fmt.Fprintf(w, "%-14s %5d %7d %7d %7d %10s %10s %10s %9.1f %6d %5d %11s %8s %7d %11s\n", g.Server, g.Hold, g.ProbeConcurrency, g.OK, g.Failed,
-			lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.Slots, g.FreeSlots,
+		fmt.Fprintf(w, "%-14s %5d %7d %7d %7d %10s %10s %10s %9.1f %6s %5s %11s %8s %7d %11s\n", g.Server, g.Hold, g.ProbeConcurrency, g.OK, g.Failed,
+			lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
 			lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), g.ProbesOver1s, wavesText(g))
 	}
 	fmt.Fprintln(w, "worker_held: most long-polls one worker held at once; full_s: seconds some worker had every thread holding one")

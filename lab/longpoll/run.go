@@ -117,8 +117,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 
 // groupLine is the progress line of a finished run.
 func groupLine(g recorder.LongPollGroup) string {
-	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %d, free %d; most held on one worker %s, full %s s, waves with a full worker %s",
-		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, g.Slots, g.FreeSlots,
+	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %s, free %s; most held on one worker %s, full %s s, waves with a full worker %s",
+		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
 		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g))
 }
 
@@ -126,7 +126,10 @@ func groupLine(g recorder.LongPollGroup) string {
 func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, f *files) (recorder.LongPollGroup, error) {
 	srv, _ := stack.ParseServer(cond.Server)
 	g := recorder.LongPollGroup{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes,
-		Seconds: time.Duration(c.Seconds).Seconds(), Slots: srv.Slots(), FreeSlots: srv.Slots() - cond.Hold}
+		Seconds: time.Duration(c.Seconds).Seconds()}
+	if n := srv.Slots(); n > 0 {
+		g.Slots, g.FreeSlots, g.WorkerSlots = recorder.Some(float64(n)), recorder.Some(float64(n-cond.Hold)), recorder.Some(float64(n/srv.Workers))
+	}
 	work, err := os.MkdirTemp("", "slowlab-run-")
 	if err != nil {
 		return g, err
@@ -186,7 +189,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running
 	var stopSampling func() heldStats
 	if hc, ok := running.HeldCounter(); ok {
 		srv, _ := stack.ParseServer(cond.Server)
-		stopSampling = sampleHeld(ctx, hc, max(srv.Threads, 1), m.t0.Add(lead), m.t0.Add(lead+window))
+		stopSampling = sampleHeld(ctx, hc, srv.Slots()/srv.Workers, m.t0.Add(lead), m.t0.Add(lead+window))
 	}
 	loop.Run(ctx)
 	m.elapsed = max(0, time.Since(m.t0.Add(lead)))
@@ -244,7 +247,11 @@ func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Cond
 	if hs.samples == 0 {
 		return
 	}
-	g.MaxWorkerHeld, g.FullWorkerS = recorder.Some(float64(hs.max)), recorder.Some(hs.full.Seconds())
+	g.MaxWorkerHeld = recorder.Some(float64(hs.max))
+	if !g.WorkerSlots.Valid { // no number of long-polls fills a worker
+		return
+	}
+	g.FullWorkerS = recorder.Some(hs.full.Seconds())
 	if cond.Hold == 0 {
 		return
 	}

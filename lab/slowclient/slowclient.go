@@ -146,8 +146,8 @@ func (cond Condition) validate() error {
 	if !cond.Route.Valid() {
 		return fmt.Errorf("route %q: allowed direct, proxy-buffering-off, proxy-buffering-on", cond.Route)
 	}
-	if s, err := stack.ParseServer(cond.Server); err != nil || s.Model == "async" {
-		return fmt.Errorf("server %q: allowed sync-W or gthread-WxT, e.g. sync-2, gthread-1x4", cond.Server)
+	if _, err := stack.ParseServer(cond.Server); err != nil {
+		return err
 	}
 	if cond.SlowClients < 0 || cond.SlowClients > 1000 {
 		return fmt.Errorf("slow_clients %d: allowed 0 to 1000", cond.SlowClients)

@@ -45,8 +45,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{func(c *Config) { c.Conditions = nil }, "conditions: none given"},
 		{func(c *Config) { c.Conditions[0].Route = "sideways" }, `conditions[0].route "sideways": allowed direct, proxy-buffering-off, proxy-buffering-on`},
-		{func(c *Config) { c.Conditions[1].Server = "sync-0" }, `conditions[1].server "sync-0": allowed sync-W or gthread-WxT, e.g. sync-2, gthread-1x4`},
-		{func(c *Config) { c.Conditions[1].Server = "async" }, `conditions[1].server "async": allowed sync-W or gthread-WxT, e.g. sync-2, gthread-1x4`},
+		{func(c *Config) { c.Conditions[1].Server = "sync-0" }, `conditions[1].server "sync-0": allowed ` + stack.ModelSyntax()},
+		{func(c *Config) { c.Conditions[1].Server = "async-2" }, `conditions[1].server "async-2": allowed ` + stack.ModelSyntax()},
 		{func(c *Config) { c.Conditions[2].SlowClients = -1 }, "conditions[2].slow_clients -1: allowed 0 to 1000"},
 		{func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 1000"},
 		{func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0: allowed more than 0 up to 10000 requests/s"},

@@ -38,7 +38,7 @@ func (gunicornApp) Packages() []string { return []string{"gunicorn"} }
 func (gunicornApp) Real() bool         { return true }
 
 func (gunicornApp) Models() []Model {
-	return []Model{{Name: "sync", Sized: true}, {Name: "gthread", Sized: true, Threads: true}, {Name: "gevent", Sized: true, Threads: true}}
+	return []Model{{Name: "sync", Sized: true}, {Name: "gthread", Sized: true, Threads: true}, {Name: "gevent", Sized: true, Threads: true, Second: "C"}}
 }
 
 // ModelInstalled implements ModelChecker: the gevent worker class needs

@@ -14,6 +14,9 @@ type Model struct {
 	Name    string
 	Sized   bool // takes a worker count: MODEL-W
 	Threads bool // takes a second count too: MODEL-WxT
+	// Second names the second count in messages: "T" (threads, when
+	// empty) or "C" (connections, gevent-WxC).
+	Second string
 	// Async is an event loop per worker: how many requests it works on at
 	// once is not bounded by its size (Slots is 0).
 	Async bool
@@ -60,7 +63,7 @@ func (s Server) Slots() int {
 func ParseServer(s string) (Server, error) {
 	name, size, sized := strings.Cut(s, "-")
 	m, ok := findModel(name)
-	bad := fmt.Errorf("server %q: want %s", s, modelSyntax())
+	bad := fmt.Errorf("server %q: allowed %s", s, ModelSyntax())
 	switch {
 	case !ok || sized != m.Sized:
 		return Server{}, bad
@@ -94,13 +97,16 @@ func findModel(name string) (Model, bool) {
 	return Model{}, false
 }
 
-// modelSyntax lists the server labels the registered apps run.
-func modelSyntax() string {
+// ModelSyntax lists the server labels the registered apps run, for
+// messages: "sync-W, gthread-WxT, async, ...".
+func ModelSyntax() string {
 	var forms []string
 	for _, a := range apps {
 		for _, m := range a.Models() {
 			f := m.Name
 			switch {
+			case m.Threads && m.Second != "":
+				f += "-Wx" + m.Second
 			case m.Threads:
 				f += "-WxT"
 			case m.Sized:

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,19 +58,25 @@ func cpuUsage(t *testing.T, cg *cgroup.Cgroup) time.Duration {
 }
 
 func TestParseServer(t *testing.T) {
-	for _, s := range []string{"sync-2", "sync-1", "gthread-1x4", "gthread-2x16", "async"} {
+	for _, s := range []string{"sync-2", "sync-1", "gthread-1x4", "gthread-2x16", "async", "gevent-2x100"} {
 		spec, err := ParseServer(s)
 		if err != nil || spec.Name() != s {
 			t.Errorf("ParseServer(%q) = %+v, %v", s, spec, err)
 		}
 	}
 	for _, s := range []string{"", "sync", "sync-0", "gthread-2", "gthread-2x0", "async-2", "prefork-2", "sync-2x4"} {
-		if _, err := ParseServer(s); err == nil || !strings.Contains(err.Error(), "want sync-W, gthread-WxT, async") {
+		if _, err := ParseServer(s); err == nil || err.Error() != fmt.Sprintf("server %q: allowed %s", s, ModelSyntax()) {
 			t.Errorf("ParseServer(%q): %v", s, err)
 		}
 	}
 	if s, _ := ParseServer("gthread-2x16"); s.Slots() != 32 {
 		t.Errorf("gthread-2x16 slots %d", s.Slots())
+	}
+	if s, _ := ParseServer("gevent-2x100"); s.Slots() != 200 || s.Name() != "gevent-2x100" {
+		t.Errorf("gevent-2x100: %d slots, name %s", s.Slots(), s.Name())
+	}
+	if !strings.HasPrefix(ModelSyntax(), "sync-W, gthread-WxT, async, gevent-WxC") {
+		t.Errorf("ModelSyntax() = %q", ModelSyntax())
 	}
 	if s, _ := ParseServer("async"); s.Slots() != 0 {
 		t.Errorf("async slots %d", s.Slots())
