@@ -50,39 +50,7 @@ type Process struct {
 // child exits, ReadyTimeout passes or ctx ends first, it is stopped and an
 // error returned with the tail of its log.
 func Start(ctx context.Context, name, logPath string, argv, env []string) (*Process, error) {
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Stdout = pw
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
-	pw.Close() // the child has its copy; EOF comes when every holder has closed it
-	if err != nil {
-		pr.Close()
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &Process{name: name, cmd: cmd, done: make(chan struct{}), logf: logf, stdout: pr, readDone: make(chan struct{})}
-	readyc := make(chan Ready, 1)
-	go p.readStdout(readyc)
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := p.awaitReady(ctx, readyc); err != nil {
-		p.Stop(time.Second)
-		return nil, err
-	}
-	return p, nil
+	return StartWithFiles(ctx, name, logPath, argv, env, nil)
 }
 
 func (p *Process) awaitReady(ctx context.Context, readyc <-chan Ready) error {
@@ -127,14 +95,13 @@ func (p *Process) readStdout(readyc chan<- Ready) {
 	defer close(p.readDone)
 	sc := bufio.NewScanner(p.stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sent := false // only the first ready line is the child's; later ones are log
 	for sc.Scan() {
 		line := sc.Text()
-		if r, ok := ParseReady(line); ok {
-			select {
-			case readyc <- r:
-				continue
-			default:
-			}
+		if r, ok := ParseReady(line); ok && !sent {
+			sent = true
+			readyc <- r // buffered for one: never blocks
+			continue
 		}
 		fmt.Fprintln(p.logf, line)
 	}

@@ -88,6 +88,28 @@ func TestOutputReachesLogToTheEnd(t *testing.T) {
 	}
 }
 
+// Only the first ready line is the child's: a later one (a server run
+// behind a wrapper that printed its own) is log like any other line.
+func TestSecondReadyLineIsLogged(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "log")
+	p, err := Start(context.Background(), "wrapped", logPath,
+		[]string{"/bin/sh", "-c", "echo ready pid=1; echo ready listen=127.0.0.1:9; echo after"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if err := p.Stop(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if p.Ready()["pid"] != "1" {
+		t.Errorf("Ready() = %v, want the first line's", p.Ready())
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil || string(b) != "ready listen=127.0.0.1:9\nafter\n" {
+		t.Errorf("log %q, %v; want the second ready line and the next", b, err)
+	}
+}
+
 func TestReadyLine(t *testing.T) {
 	line := ReadyLine(Field{KeyListen, "127.0.0.1:1"}, Field{KeyAdmin, "127.0.0.1:2"})
 	if line != "ready listen=127.0.0.1:1 admin=127.0.0.1:2" {

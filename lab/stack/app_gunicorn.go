@@ -3,21 +3,15 @@ package stack
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/appserver/wsgi"
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
@@ -156,10 +150,11 @@ func (gunicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgro
 	if err != nil {
 		return nil, err
 	}
-	r := &gunicornRun{sendLog: filepath.Join(d.WorkDir, "app-send.jsonl"), heldDir: filepath.Join(d.WorkDir, "held")}
-	if err := os.MkdirAll(r.heldDir, 0o755); err != nil {
-		return nil, fmt.Errorf("held long-polls directory: %w", err)
+	ap, err := newAppProcess(d.WorkDir)
+	if err != nil {
+		return nil, err
 	}
+	r := &gunicornRun{ap}
 	argv := gunicornArgv(bin, conf, dir, d, s)
 	var procs []string
 	if cg != nil {
@@ -196,22 +191,12 @@ func gunicornArgv(bin, conf, dir string, d Deployment, s Settings) []string {
 }
 
 // gunicornRun is a started Gunicorn.
-type gunicornRun struct {
-	p       *child.Process
-	addr    string
-	sendLog string // app.py's SLOWLAB_APP_SEND_LOG
-	heldDir string // where app.py's workers report their held long-polls
-
-	stopOnce sync.Once
-	stopErr  error
-}
+type gunicornRun struct{ *appProcess }
 
 // env is Gunicorn's environment: app.py's settings, no inherited
 // GUNICORN_CMD_ARGS.
 func (r *gunicornRun) env(d Deployment) []string {
-	return append(withoutEnv(os.Environ(), "GUNICORN_CMD_ARGS", "SLOWLAB_APP_SEND_LOG", "SLOWLAB_LARGE_SIZE", "SLOWLAB_HELD_DIR"),
-		"SLOWLAB_APP_SEND_LOG="+r.sendLog, "SLOWLAB_LARGE_SIZE="+strconv.FormatInt(d.LargeSize, 10), "SLOWLAB_HELD_DIR="+r.heldDir,
-		"PYTHONDONTWRITEBYTECODE=1")
+	return r.appEnv(withoutEnv(os.Environ(), "GUNICORN_CMD_ARGS"), d, "PYTHONDONTWRITEBYTECODE=1")
 }
 
 // waitReady waits for the "Listening at" line and every worker's ready
@@ -227,94 +212,4 @@ func (r *gunicornRun) waitReady(ctx context.Context, workers int) error {
 	}
 	r.addr = string(m[1])
 	return child.WaitHTTP(ctx, r.p, "http://"+r.addr+"/fast", deadline)
-}
-
-func (r *gunicornRun) Process() *child.Process { return r.p }
-func (r *gunicornRun) Addr() string            { return r.addr }
-
-// Stop sends SIGTERM to Gunicorn's process group, SIGKILL after the grace,
-// and waits for its workers to be gone (they are not the lab's children).
-func (r *gunicornRun) Stop() error {
-	r.stopOnce.Do(func() {
-		r.stopErr = r.p.Stop(3 * time.Second)
-		child.WaitGroupGone(r.p.PID(), 2*time.Second)
-	})
-	return r.stopErr
-}
-
-// AppSend implements RunningApp from the app's SLOWLAB_APP_SEND_LOG file.
-func (r *gunicornRun) AppSend(ctx context.Context) (map[string]float64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return readAppSendLog(r.sendLog)
-}
-
-// readAppSendLog reads the app's JSON lines. A torn last line (a worker
-// killed while writing it) is skipped; any other bad line is an error.
-func readAppSendLog(path string) (map[string]float64, error) {
-	out := map[string]float64{}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil // no /large response finished yet
-	}
-	if err != nil {
-		return nil, fmt.Errorf("app-send: %w", err)
-	}
-	lines := bytes.Split(b, []byte("\n"))
-	for i, line := range lines {
-		if len(line) == 0 {
-			continue
-		}
-		var rec appserver.SendRecord
-		if err := json.Unmarshal(line, &rec); err != nil {
-			if i == len(lines)-1 {
-				continue
-			}
-			return nil, fmt.Errorf("app-send: %s line %d: %w", path, i+1, err)
-		}
-		out[rec.ID] = rec.AppSendS
-	}
-	return out, nil
-}
-
-// LongPollsHeld implements HeldCounter from the files app.py's workers
-// keep in heldDir (held-<pid>), skipping workers that have exited.
-func (r *gunicornRun) LongPollsHeld(context.Context) (map[string]int, error) {
-	ents, err := os.ReadDir(r.heldDir)
-	if err != nil {
-		return nil, fmt.Errorf("held long-polls: %w", err)
-	}
-	out := map[string]int{}
-	for _, e := range ents {
-		pid, ok := strings.CutPrefix(e.Name(), "held-")
-		if !ok {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + pid); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(r.heldDir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("held long-polls: %w", err)
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil {
-			return nil, fmt.Errorf("held long-polls: %s: %q is not a count", e.Name(), b)
-		}
-		out[pid] = n
-	}
-	return out, nil
-}
-
-// withoutEnv returns env without the named variables.
-func withoutEnv(env []string, names ...string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(names, k) {
-			out = append(out, kv)
-		}
-	}
-	return out
 }

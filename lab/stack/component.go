@@ -101,6 +101,13 @@ type ModelValidator interface {
 	ValidateModel(model string, s Settings) error
 }
 
+// WorkerWatcher is a running app whose main process outlives a worker
+// that dies (Uvicorn's parent neither notices nor replaces one):
+// WorkersFailed returns an error naming a worker that is gone.
+type WorkerWatcher interface {
+	WorkersFailed() error
+}
+
 // HeldCounter is a running app that can tell how many long-polls each of
 // its workers holds now, by worker (its PID on Gunicorn, its index on the
 // embedded app).

@@ -9,9 +9,17 @@
 // one, and builds the exporter's selectors for both.
 //
 // Stacks by name: "embedded" (the embedded app and proxy, nothing to
-// install), "real" (Gunicorn and NGINX; "gunicorn-nginx" is its old name),
-// "auto" (real when installed, else embedded, saying which and why), or
-// any APP+PROXY of registered components such as "embedded+nginx".
+// install), "real" (NGINX in front of every installed app server: Gunicorn
+// sync, gthread and gevent, Uvicorn, Node.js, each server model run by the
+// app that has it; "gunicorn-nginx" is its old name), "auto" (real when
+// what the servers need is installed, else embedded, saying which and
+// why), or any APP+PROXY of registered components such as
+// "embedded+nginx" or "node+nginx".
+//
+// The installed apps serve the same endpoints with the same records:
+// app.py (WSGI, Gunicorn), asgi/app.py (ASGI, Uvicorn) and node/app.js
+// (node:http) in appserver/, each keeping a send log and held-<pid> files
+// that appProcess reads.
 //
 // Adding an app server is one file that implements App and calls
 // RegisterApp from init; nothing else here changes. A proxy likewise with

@@ -27,7 +27,7 @@ func TestGunicornLongPollsHeld(t *testing.T) {
 	write("held-"+me, "        16\n")
 	write("held-"+strconv.Itoa(dead.Process.Pid), "         3\n") // exited worker: skipped
 	write("other-file", "x")
-	r := &gunicornRun{heldDir: dir}
+	r := &appProcess{heldDir: dir}
 	got, err := r.LongPollsHeld(context.Background())
 	if err != nil || len(got) != 1 || got[me] != 16 {
 		t.Fatalf("LongPollsHeld = %v, %v; want {%s: 16}", got, err, me)

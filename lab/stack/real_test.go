@@ -92,7 +92,7 @@ func TestStackCheck(t *testing.T) {
 	if err := ok.Check(); err != nil {
 		t.Errorf("valid settings refused: %v", err)
 	}
-	if err := real.Check(Server{Model: "async", Workers: 1, Threads: 1}); err == nil || err.Error() != `server model "async": the real stack runs sync, gthread, gevent` {
+	if err := real.Check(Server{Model: "async", Workers: 1, Threads: 1}); err == nil || err.Error() != `server model "async": the real stack runs `+strings.Join(real.Models(), ", ") {
 		t.Errorf("async on the real stack: %v", err)
 	}
 	// A gevent server's worker connections are its size: the lab sets them.

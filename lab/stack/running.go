@@ -98,6 +98,11 @@ func (r *Running) Failed() error {
 		if done, err := p.Exited(); done {
 			return fmt.Errorf("%s: %s (pid %d) exited during the run: %v", role, p.Name(), p.PID(), err)
 		}
+		if ww, ok := c.(WorkerWatcher); ok {
+			if err := ww.WorkersFailed(); err != nil {
+				return fmt.Errorf("%s: %s: %w", role, p.Name(), err)
+			}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,367 @@
+"""slowlab's ASGI app for Uvicorn.
+
+Framework-free, standard library only: the ASGI twin of appserver/wsgi/app.py,
+with the same endpoints, byte for byte, and the same records:
+
+  /fast              12-byte JSON body {"ok": true}
+  /large[?size=N]    N bytes (default SLOWLAB_LARGE_SIZE, else 16 MiB): one
+                     fixed 64 KiB block repeated, in 64 KiB chunks,
+                     Content-Length set; ?backpressure=on|off (below)
+  /longpoll[?wait=D] sleeps D (a Go duration such as 30s, default 30s), 204
+  /bytes?n=N         N bytes of the same block pattern
+
+Every response carries Server-Timing: app;dur=<ms>, the time the app took to
+produce its headers.
+
+Backpressure. With backpressure=on (the default), /large awaits send() for
+each chunk, and Uvicorn's send() waits for the transport to drain before it
+writes: the app goes at the reader's pace and holds about one chunk. With
+backpressure=off, a producer task renders every chunk ahead of send() into
+an unbounded asyncio.Queue while the response is sent from the queue (what
+Starlette's BaseHTTPMiddleware did to streamed bodies, starlette#1012): with
+a slow reader the whole body sits in the worker's memory. Chunks are fresh
+bytes objects in both modes, as an app that renders its body makes them, so
+a buffered chunk costs its own memory.
+
+app_send_s of /large is the time from the app being called until it handed
+the last chunk to the server: with backpressure=on, until the last send()
+returned (Uvicorn has then written it to its transport, which is not delivery
+to the client); with backpressure=off, until the producer had queued the
+last chunk. One JSON line
+  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool}
+goes to the file named by SLOWLAB_APP_SEND_LOG with a single O_APPEND write,
+which keeps lines from concurrent workers whole. "id" is the request's
+X-Slowlab-Request-Id header; "traceparent" is added when the request had one.
+"bytes" are the bytes handed over: to the server, or with backpressure=off to
+the queue. With backpressure=on a client that went away stops the sending and
+leaves the record incomplete (the chunk send() was waiting with is not
+counted); with backpressure=off the record is written before that can be
+known.
+
+Long-polls held: with SLOWLAB_HELD_DIR set, each worker process keeps the
+number of /longpoll requests it is sleeping on in the file held-<pid> of that
+directory (one decimal number, rewritten in place on every change), so the
+lab can see how the held requests spread over Uvicorn's workers.
+
+Environment:
+  SLOWLAB_LARGE_SIZE    default /large size in bytes
+  SLOWLAB_APP_SEND_LOG  where app_send_s records go; none are kept when unset
+  SLOWLAB_HELD_DIR      where each worker reports its held long-polls; unset: none
+
+Run it with: python3 -m uvicorn --app-dir appserver/asgi --lifespan on app:application
+"""
+
+import asyncio
+import json
+import os
+import re
+import time
+from urllib.parse import parse_qs
+
+REQUEST_ID = b"x-slowlab-request-id"
+TRACEPARENT = b"traceparent"
+
+MAX_BYTES = 1 << 30  # bounds ?size= and ?n= (1 GiB), as the embedded target
+MAX_WAIT_S = 600.0  # bounds ?wait= (10 minutes), as the embedded target
+DEFAULT_WAIT_S = 30.0
+
+FAST_BODY = b'{"ok": true}'
+BLOCK = bytes(ord("a") + i % 26 for i in range(64 * 1024))
+
+
+def _large_size_from_env():
+    raw = os.environ.get("SLOWLAB_LARGE_SIZE", "")
+    if raw == "":
+        return 16 << 20
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0 or n > MAX_BYTES:
+        # Fail at import: the worker then exits and its log says why.
+        raise ValueError("SLOWLAB_LARGE_SIZE %r: want 0..%d bytes" % (raw, MAX_BYTES))
+    return n
+
+
+LARGE_SIZE = _large_size_from_env()
+SEND_LOG = os.environ.get("SLOWLAB_APP_SEND_LOG", "")
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|ms|s|m|h)")
+
+
+def parse_duration(s):
+    """Seconds in a Go duration string (30s, 1m30s, 250ms, 0); None if bad."""
+    if s == "0":
+        return 0.0
+    total, pos = 0.0, 0
+    for m in _PART.finditer(s):
+        if m.start() != pos:
+            return None
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos == 0 or pos != len(s):
+        return None
+    return total
+
+
+def _timing(start):
+    return (b"server-timing", b"app;dur=%.3f" % ((time.perf_counter() - start) * 1e3))
+
+
+def _start(status, headers, start):
+    """The http.response.start message; Server-Timing is taken now."""
+    return {"type": "http.response.start", "status": status, "headers": headers + [_timing(start)]}
+
+
+async def _respond(send, start, status, headers, body=b""):
+    await send(_start(status, headers, start))
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _error(send, start, code, msg):
+    body = (msg + "\n").encode()
+    await _respond(send, start, code, [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", b"%d" % len(body)),
+    ], body)
+
+
+def _size(query, name, default):
+    """Byte count from ?name= (default when absent or empty), -1 if bad."""
+    vals = query.get(name)
+    if not vals or vals[0] == "":
+        return default
+    try:
+        n = int(vals[0])
+    except ValueError:
+        return -1
+    return n if 0 <= n <= MAX_BYTES else -1
+
+
+def _blocks(n):
+    """Yields n bytes of the block pattern in chunks of up to 64 KiB, each a
+    fresh copy, as an app renders them."""
+    view = memoryview(BLOCK)
+    while n > 0:
+        k = min(n, len(BLOCK))
+        n -= k
+        yield bytes(view[:k])
+
+
+def _header(scope, name):
+    """The request header name (lowercase bytes) as text, repeats joined
+    with commas as in a WSGI environ; "" when absent."""
+    return ",".join(v.decode("latin-1") for k, v in scope["headers"] if k == name)
+
+
+def append_record(path, rec):
+    """Appends rec as one JSON line in a single write (O_APPEND)."""
+    if not path:
+        return
+    line = (json.dumps(rec, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+class SendRecord:
+    """The /large record of one request, written once."""
+
+    def __init__(self, scope, start, size):
+        self.start = start
+        self.size = size
+        self.request_id = _header(scope, REQUEST_ID)
+        self.traceparent = _header(scope, TRACEPARENT)
+        self.written = False
+
+    def write(self, handed, complete):
+        if self.written:
+            return
+        self.written = True
+        rec = {
+            "id": self.request_id,
+            "bytes": handed,
+            "app_send_s": time.perf_counter() - self.start,
+            "complete": complete and handed == self.size,
+        }
+        if self.traceparent:
+            rec["traceparent"] = self.traceparent
+        append_record(SEND_LOG, rec)
+
+
+HELD_DIR = os.environ.get("SLOWLAB_HELD_DIR", "")
+_held = {"pid": 0, "fd": -1, "n": 0}
+
+
+def held_add(delta):
+    """Adds delta to this worker's held long-polls and rewrites its file.
+    Only the worker's event loop calls it: no lock."""
+    if not HELD_DIR:
+        return
+    pid = os.getpid()
+    if _held["pid"] != pid:  # first use in this worker
+        path = os.path.join(HELD_DIR, "held-%d" % pid)
+        _held.update(pid=pid, n=0, fd=os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+    _held["n"] += delta
+    os.pwrite(_held["fd"], b"%10d\n" % _held["n"], 0)
+
+
+async def _watch_disconnect(receive, gone):
+    """Sets gone when the server says the client went away (Uvicorn's
+    send() then drops what it is given without a word)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
+
+
+async def fast(scope, receive, send, start, query):
+    await _respond(send, start, 200, [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"%d" % len(FAST_BODY)),
+    ], FAST_BODY)
+
+
+def _octet_headers(n):
+    return [(b"content-type", b"application/octet-stream"), (b"content-length", b"%d" % n)]
+
+
+async def _octets(scope, send, start, query, name, default):
+    """Checks ?name= and answers its errors and HEAD; returns the byte count
+    of a GET to send, else None."""
+    n = _size(query, name, default)
+    if n < 0:
+        raw = json.dumps(query.get(name, [""])[0])
+        await _error(send, start, 400, "%s %s: want 0..%d bytes" % (name, raw, MAX_BYTES))
+        return None
+    if scope["method"] == "HEAD":
+        await _respond(send, start, 200, _octet_headers(n))
+        return None
+    return n
+
+
+async def _send_paced(send, n, gone):
+    """Sends n bytes, each chunk after the previous one's send() returned;
+    returns the bytes handed to the server and whether all were."""
+    handed = 0
+    if n == 0:
+        await send({"type": "http.response.body", "body": b""})
+        return 0, True
+    for b in _blocks(n):
+        if gone.is_set():
+            return handed, False
+        await send({"type": "http.response.body", "body": b, "more_body": handed + len(b) < n})
+        if gone.is_set():  # the client left while send() waited: dropped
+            return handed, False
+        handed += len(b)
+    return handed, True
+
+
+async def _send_buffered(send, n, gone, record):
+    """Sends n bytes from a queue that a producer task fills without waiting
+    for send(); the producer writes the record when it has queued the last
+    chunk."""
+    queue = asyncio.Queue()
+
+    async def produce():
+        queued = 0
+        for b in _blocks(n):
+            await queue.put(b)  # unbounded: never waits
+            queued += len(b)
+        await queue.put(None)
+        record.write(queued, True)
+
+    producer = asyncio.create_task(produce())
+    try:
+        while not gone.is_set():
+            b = await queue.get()
+            if b is None:
+                break
+            await send({"type": "http.response.body", "body": b, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+        await producer
+    finally:
+        if not producer.done():
+            producer.cancel()
+
+
+async def large(scope, receive, send, start, query):
+    mode = query.get("backpressure", [""])[0]
+    if mode not in ("", "on", "off"):
+        return await _error(send, start, 400, "backpressure %s: want on or off" % json.dumps(mode))
+    n = await _octets(scope, send, start, query, "size", LARGE_SIZE)
+    if n is None:
+        return
+    record = SendRecord(scope, start, n)
+    gone = asyncio.Event()
+    watcher = asyncio.create_task(_watch_disconnect(receive, gone))
+    handed, complete = 0, False
+    try:
+        await send(_start(200, _octet_headers(n), start))
+        if mode == "off":
+            await _send_buffered(send, n, gone, record)
+        else:
+            handed, complete = await _send_paced(send, n, gone)
+    finally:
+        watcher.cancel()
+        record.write(handed, complete)  # a no-op when the producer wrote it
+
+
+async def longpoll(scope, receive, send, start, query):
+    wait = DEFAULT_WAIT_S
+    raw = query.get("wait", [""])[0]
+    if raw != "":
+        wait = parse_duration(raw)
+        if wait is None or wait > MAX_WAIT_S:
+            return await _error(send, start, 400, "wait %s: want a duration from 0s to 10m0s" % json.dumps(raw))
+    held_add(1)
+    try:
+        await asyncio.sleep(wait)
+    finally:
+        held_add(-1)
+    await _respond(send, start, 204, [])
+
+
+async def nbytes(scope, receive, send, start, query):
+    n = await _octets(scope, send, start, query, "n", -1)
+    if n is None:
+        return
+    await send(_start(200, _octet_headers(n), start))
+    await _send_paced(send, n, asyncio.Event())
+
+
+ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes}
+
+
+async def _lifespan(receive, send):
+    # Uvicorn logs "Application startup complete." per worker once this
+    # answers: the lab counts those lines to know every worker is up.
+    while True:
+        msg = await receive()
+        if msg["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif msg["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "lifespan":
+        return await _lifespan(receive, send)
+    if scope["type"] != "http":
+        raise ValueError("unsupported ASGI scope type %r" % scope["type"])
+    start = time.perf_counter()
+    handler = ROUTES.get(scope["path"])
+    if handler is None:
+        return await _error(send, start, 404, "404 page not found")
+    if scope["method"] not in ("GET", "HEAD"):
+        body = b"Method Not Allowed\n"
+        return await _respond(send, start, 405, [
+            (b"allow", b"GET, HEAD"),
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", b"%d" % len(body)),
+        ], body)
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    await handler(scope, receive, send, start, query)

@@ -1,0 +1,454 @@
+'use strict';
+/*
+slowlab's Node.js app (node:http), the counterpart of the WSGI app that
+Gunicorn serves (appserver/wsgi/app.py). Dependency-free: node:cluster,
+node:fs, node:http. It serves the same endpoints, byte for byte:
+
+  /fast              12-byte JSON body {"ok": true}
+  /large[?size=N]    N bytes (default SLOWLAB_LARGE_SIZE, else 16 MiB): one
+                     fixed 64 KiB block repeated, Content-Length set, written
+                     in 64 KiB chunks; ?backpressure=off ignores backpressure
+  /longpoll[?wait=D] waits D (a Go duration such as 30s, default 30s), 204
+  /bytes?n=N         N bytes of the same block pattern
+
+Every response carries Server-Timing: app;dur=<ms>, the time the app took to
+produce its headers. Other paths answer 404, other methods than GET and HEAD
+405, bad parameters 400, with the WSGI app's messages.
+
+Backpressure on /large: by default (backpressure=on) the next chunk is
+written only once res.write returned true or res emitted 'drain', so the
+process holds about one chunk per slow reader. With backpressure=off every
+chunk is written at once, ignoring res.write's return value: what the
+socket does not take waits in the process, the whole body for a reader that
+reads slowly (the pattern behind Node and Bun apps that run out of memory
+behind slow clients). Each chunk in flight is a buffer of its own (reused
+once res has flushed it): writing one shared block 256 times would queue 256
+references to the same 64 KiB and hide that memory.
+
+app_send_s of /large is the time from the handler's start until the app
+handed the last chunk to res (the return of its last res.write call; with
+backpressure that chunk may still wait in the process for a moment, as
+Gunicorn's last chunk waits in the kernel). Then one JSON line
+  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool}
+is appended to the file named by SLOWLAB_APP_SEND_LOG with a single O_APPEND
+write, which keeps lines from concurrent workers whole. "bytes" counts the
+bytes handed to res; "complete" is false when the client went away before
+the app handed the last chunk (with backpressure=off it never can).
+"id" is the request's X-Slowlab-Request-Id header; "traceparent" is added
+when the request had one.
+
+Long-polls held: with SLOWLAB_HELD_DIR set, each worker process keeps the
+number of /longpoll requests it is waiting on in the file held-<pid> of
+that directory (one decimal number, rewritten in place on every change).
+As in the WSGI app, a long-poll counts until its wait is over, whether or
+not the client is still there.
+
+Workers: SLOWLAB_WORKERS=W (default 1). W = 1 is one process serving the
+app. W > 1 is a node:cluster primary that forks W workers and hands them
+connections round-robin (cluster.SCHED_RR, set here so the environment
+cannot change it): the primary accepts, unlike Gunicorn's workers, which
+each accept from the shared socket. The primary answers no request itself;
+it restarts a worker that dies once all were ready (as Gunicorn's master
+does), exits if one dies before, and on SIGTERM or SIGINT stops its workers
+and exits once they are gone.
+
+It listens on 127.0.0.1, on a port the kernel picks (listen on port 0). In
+a cluster the primary owns the listening socket: every worker's listen(0)
+asks the primary for the same handle, so all of them serve the one port
+the kernel gave the first. Once every worker listens it prints one line on
+stderr, "ready listen=127.0.0.1:PORT" (slowlab's child protocol,
+child.ReadyLine), which the lab reads from its log: on stdout the lab
+takes only the first ready line, which the launcher that puts the app in
+its cgroup prints.
+
+Environment:
+  SLOWLAB_WORKERS       worker processes (default 1)
+  SLOWLAB_LARGE_SIZE    default /large size in bytes
+  SLOWLAB_APP_SEND_LOG  where app_send_s records go; none are kept when unset
+  SLOWLAB_HELD_DIR      where each worker reports its held long-polls; unset: none
+
+Run it with: SLOWLAB_WORKERS=2 node app.js
+*/
+
+const cluster = require('node:cluster');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const { performance } = require('node:perf_hooks');
+
+const REQUEST_ID = 'x-slowlab-request-id';
+const TRACEPARENT = 'traceparent';
+
+const MAX_BYTES = 2 ** 30; // bounds ?size= and ?n= (1 GiB), as the embedded target
+const MAX_WAIT_S = 600; // bounds ?wait= (10 minutes), as the embedded target
+const DEFAULT_WAIT_S = 30;
+
+const FAST_BODY = Buffer.from('{"ok": true}');
+const BLOCK = Buffer.alloc(64 * 1024);
+for (let i = 0; i < BLOCK.length; i++) BLOCK[i] = 0x61 + (i % 26);
+
+// log writes one line to stderr, which the lab keeps in the app's log.
+function log(msg) {
+  process.stderr.write(`slowlab node app[${process.pid}]: ${msg}\n`);
+}
+
+// pyInt reads a byte count as Python's int() does (spaces around, a sign,
+// underscores between digits); null if it is not one.
+function pyInt(s) {
+  const t = s.trim();
+  if (!/^[+-]?[0-9]+(?:_[0-9]+)*$/.test(t)) return null;
+  return Number(t.replace(/_/g, ''));
+}
+
+// pyJSON is JSON as Python's json.dumps writes it with
+// separators=(",", ":"): every character outside printable ASCII escaped.
+function pyJSON(v) {
+  return JSON.stringify(v).replace(/[\u007f-\uffff]/g,
+    (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+// config reads the environment; it throws on a bad value, and the app then
+// refuses to start and says why.
+function config(env) {
+  const rawSize = env.SLOWLAB_LARGE_SIZE ?? '';
+  let largeSize = 16 << 20;
+  if (rawSize !== '') {
+    const n = pyInt(rawSize);
+    if (n === null || n < 0 || n > MAX_BYTES) {
+      throw new Error(`SLOWLAB_LARGE_SIZE ${pyJSON(rawSize)}: want 0..${MAX_BYTES} bytes`);
+    }
+    largeSize = n;
+  }
+  const rawWorkers = env.SLOWLAB_WORKERS ?? '';
+  let workers = 1;
+  if (rawWorkers !== '') {
+    const n = pyInt(rawWorkers);
+    if (n === null || n < 1 || n > 1024) {
+      throw new Error(`SLOWLAB_WORKERS ${pyJSON(rawWorkers)}: want 1..1024 processes`);
+    }
+    workers = n;
+  }
+  return {
+    largeSize,
+    workers,
+    sendLog: env.SLOWLAB_APP_SEND_LOG ?? '',
+    heldDir: env.SLOWLAB_HELD_DIR ?? '',
+  };
+}
+
+const UNITS = { ns: 1e-9, us: 1e-6, '\u00b5s': 1e-6, ms: 1e-3, s: 1, m: 60, h: 3600 };
+const PART = /([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|ms|s|m|h)/y;
+
+// parseDuration returns the seconds in a Go duration string (30s, 1m30s,
+// 250ms, 0); null if bad.
+function parseDuration(s) {
+  if (s === '0') return 0;
+  let total = 0;
+  let pos = 0;
+  while (pos < s.length) {
+    PART.lastIndex = pos;
+    const m = PART.exec(s);
+    if (m === null) return null;
+    total += parseFloat(m[1]) * UNITS[m[2]];
+    pos = PART.lastIndex;
+  }
+  return pos === 0 ? null : total;
+}
+
+function timing(start) {
+  return `app;dur=${(performance.now() - start).toFixed(3)}`;
+}
+
+function sendError(res, start, code, msg) {
+  const body = Buffer.from(msg + '\n');
+  res.writeHead(code, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': body.length,
+    'Server-Timing': timing(start),
+  });
+  res.end(body);
+}
+
+// size is the byte count from ?name= (dflt when absent or empty), -1 if
+// bad.
+function size(query, name, dflt) {
+  const v = query.get(name);
+  if (v === null || v === '') return dflt;
+  const n = pyInt(v);
+  return n !== null && n >= 0 && n <= MAX_BYTES ? n : -1;
+}
+
+// Chunk buffers: a copy of BLOCK each, taken for one res.write and given
+// back when res has flushed it. A few are kept for reuse, so a process
+// holds about what its responses have queued.
+const freeChunks = [];
+const KEEP_CHUNKS = 16;
+
+function takeChunk() {
+  return freeChunks.pop() ?? Buffer.from(BLOCK);
+}
+
+function giveChunk(buf) {
+  if (freeChunks.length < KEEP_CHUNKS) freeChunks.push(buf);
+}
+
+// writeBlocks writes n bytes of the block pattern to res in 64 KiB chunks,
+// then calls done(bytes handed to res, whether all were). With
+// backpressure it writes the next chunk only once res.write returned true
+// or res emitted 'drain'; without, it writes them all at once.
+function writeBlocks(res, n, backpressure, done) {
+  let written = 0;
+  const next = () => {
+    while (written < n) {
+      if (res.destroyed) {
+        done(written, false);
+        return;
+      }
+      const len = Math.min(BLOCK.length, n - written);
+      const buf = takeChunk();
+      const ok = res.write(len === buf.length ? buf : buf.subarray(0, len), () => giveChunk(buf));
+      written += len;
+      if (backpressure && !ok && written < n) {
+        const onDrain = () => {
+          res.off('close', onClose);
+          next();
+        };
+        const onClose = () => {
+          res.off('drain', onDrain);
+          done(written, false);
+        };
+        res.once('drain', onDrain);
+        res.once('close', onClose);
+        return;
+      }
+    }
+    done(written, true);
+  };
+  next();
+}
+
+// appendRecord appends rec as one JSON line in a single write (O_APPEND).
+function appendRecord(file, rec) {
+  if (!file) return;
+  const line = pyJSON(rec) + '\n';
+  try {
+    const fd = fs.openSync(file, 'a', 0o644);
+    try {
+      fs.writeSync(fd, line);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (err) {
+    log(`app-send log: ${err.message}`);
+  }
+}
+
+// heldAdd adds delta to this worker's held long-polls and rewrites its
+// file in place.
+const held = { fd: -1, n: 0 };
+function heldAdd(dir, delta) {
+  if (!dir) return;
+  held.n += delta;
+  try {
+    if (held.fd < 0) {
+      held.fd = fs.openSync(path.join(dir, `held-${process.pid}`), 'w', 0o644);
+    }
+    fs.writeSync(held.fd, String(held.n).padStart(10) + '\n', 0);
+  } catch (err) {
+    log(`held long-polls: ${err.message}`);
+  }
+}
+
+function fast(cfg, req, res, start) {
+  res.writeHead(200, {
+    'Content-Type': 'application/json',
+    'Content-Length': FAST_BODY.length,
+    'Server-Timing': timing(start),
+  });
+  res.end(FAST_BODY);
+}
+
+// octets answers n bytes, n from ?name=; body(n) writes them and ends res.
+function octets(req, res, start, query, name, dflt, body) {
+  const n = size(query, name, dflt);
+  if (n < 0) {
+    const raw = pyJSON(query.get(name) ?? '');
+    sendError(res, start, 400, `${name} ${raw}: want 0..${MAX_BYTES} bytes`);
+    return;
+  }
+  res.writeHead(200, {
+    'Content-Type': 'application/octet-stream',
+    'Content-Length': n,
+    'Server-Timing': timing(start),
+  });
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  body(n);
+}
+
+function large(cfg, req, res, start, query) {
+  const id = req.headers[REQUEST_ID] ?? '';
+  const trace = req.headers[TRACEPARENT] ?? '';
+  const backpressure = query.get('backpressure') !== 'off';
+  octets(req, res, start, query, 'size', cfg.largeSize, (n) => {
+    writeBlocks(res, n, backpressure, (written, all) => {
+      const rec = { id, bytes: written, app_send_s: (performance.now() - start) / 1e3, complete: all && written === n };
+      if (trace) rec.traceparent = trace;
+      appendRecord(cfg.sendLog, rec);
+      res.end();
+    });
+  });
+}
+
+function longpoll(cfg, req, res, start, query) {
+  let wait = DEFAULT_WAIT_S;
+  const raw = query.get('wait') ?? '';
+  if (raw !== '') {
+    wait = parseDuration(raw);
+    if (wait === null || wait > MAX_WAIT_S) {
+      sendError(res, start, 400, `wait ${pyJSON(raw)}: want a duration from 0s to 10m0s`);
+      return;
+    }
+  }
+  heldAdd(cfg.heldDir, 1);
+  setTimeout(() => {
+    heldAdd(cfg.heldDir, -1);
+    res.writeHead(204, { 'Server-Timing': timing(start) });
+    res.end();
+  }, wait * 1e3);
+}
+
+function nbytes(cfg, req, res, start, query) {
+  octets(req, res, start, query, 'n', -1, (n) => writeBlocks(res, n, true, () => res.end()));
+}
+
+const ROUTES = new Map([['/fast', fast], ['/large', large], ['/longpoll', longpoll], ['/bytes', nbytes]]);
+
+// target splits a request target into its path, percent-decoded as WSGI's
+// PATH_INFO is (bytes as Latin-1), and its query.
+function target(url) {
+  if (!url.startsWith('/')) {
+    try {
+      const u = new URL(url);
+      url = u.pathname + u.search;
+    } catch {
+      return ['', ''];
+    }
+  }
+  const q = url.indexOf('?');
+  const raw = q < 0 ? url : url.slice(0, q);
+  const pathInfo = raw.replace(/%([0-9A-Fa-f]{2})/g, (_, h) => String.fromCharCode(parseInt(h, 16)));
+  return [pathInfo, q < 0 ? '' : url.slice(q + 1)];
+}
+
+function app(cfg) {
+  return (req, res) => {
+    const start = performance.now();
+    const [pathInfo, query] = target(req.url);
+    const handler = ROUTES.get(pathInfo);
+    if (handler === undefined) {
+      sendError(res, start, 404, '404 page not found');
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      const body = Buffer.from('Method Not Allowed\n');
+      res.writeHead(405, {
+        Allow: 'GET, HEAD',
+        'Content-Type': 'text/plain; charset=utf-8',
+        'Content-Length': body.length,
+        'Server-Timing': timing(start),
+      });
+      res.end(body);
+      return;
+    }
+    handler(cfg, req, res, start, new URLSearchParams(query));
+  };
+}
+
+function readyLine(port) {
+  return `ready listen=127.0.0.1:${port}\n`;
+}
+
+// serve runs the app in this process: a cluster worker, or the only
+// process.
+function serve(cfg) {
+  const server = http.createServer(app(cfg));
+  server.on('error', (err) => {
+    log(`listen: ${err.message}`);
+    process.exit(1);
+  });
+  server.listen(0, '127.0.0.1', () => {
+    if (!cluster.isWorker) process.stderr.write(readyLine(server.address().port));
+  });
+}
+
+// primary forks the workers, prints the ready line once each listens, and
+// keeps them running until SIGTERM.
+function primary(cfg) {
+  cluster.schedulingPolicy = cluster.SCHED_RR;
+  const live = new Set(); // workers not yet exited
+  const ports = new Map(); // listening workers' ports
+  let ready = false;
+  let stopping = false;
+  let exitCode = 0;
+
+  const fork = () => live.add(cluster.fork().id);
+  const stop = (code) => {
+    if (stopping) return;
+    stopping = true;
+    exitCode = code;
+    for (const w of Object.values(cluster.workers)) {
+      if (live.has(w.id)) w.process.kill('SIGTERM');
+    }
+    if (live.size === 0) process.exit(exitCode);
+  };
+
+  cluster.on('listening', (worker, addr) => {
+    ports.set(worker.id, addr.port);
+    if (ready || ports.size < cfg.workers) return;
+    const distinct = new Set(ports.values());
+    if (distinct.size !== 1) {
+      log(`workers listen on different ports: ${[...distinct].join(', ')}`);
+      stop(1);
+      return;
+    }
+    ready = true;
+    process.stderr.write(readyLine(addr.port));
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    live.delete(worker.id);
+    ports.delete(worker.id);
+    if (stopping) {
+      if (live.size === 0) process.exit(exitCode);
+      return;
+    }
+    log(`worker ${worker.process.pid} exited (${signal ?? 'code ' + code})`);
+    if (!ready) {
+      stop(1);
+      return;
+    }
+    fork();
+  });
+  process.on('SIGTERM', () => stop(0));
+  process.on('SIGINT', () => stop(0));
+  for (let i = 0; i < cfg.workers; i++) fork();
+}
+
+function main() {
+  let cfg;
+  try {
+    cfg = config(process.env);
+  } catch (err) {
+    log(err.message);
+    process.exit(2);
+  }
+  if (cfg.workers > 1 && cluster.isPrimary) {
+    primary(cfg);
+  } else {
+    serve(cfg);
+  }
+}
+
+main();

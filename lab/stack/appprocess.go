@@ -1,0 +1,161 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/child"
+)
+
+// appProcess is what the runs of the installed app servers (Gunicorn,
+// Uvicorn, Node.js) share: the child process, whose process group holds
+// the workers; the address it serves on; and the two files their apps
+// (app.py, app.js) keep for the lab: the send log, a JSON line per /large
+// response, and the held long-polls directory, a held-<pid> file per
+// worker.
+type appProcess struct {
+	p       *child.Process
+	addr    string
+	sendLog string // the app's SLOWLAB_APP_SEND_LOG
+	heldDir string // the app's SLOWLAB_HELD_DIR
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// newAppProcess makes the run's send log path and held directory under
+// workDir.
+func newAppProcess(workDir string) (*appProcess, error) {
+	r := &appProcess{sendLog: filepath.Join(workDir, "app-send.jsonl"), heldDir: filepath.Join(workDir, "held")}
+	if err := os.MkdirAll(r.heldDir, 0o755); err != nil {
+		return nil, fmt.Errorf("held long-polls directory: %w", err)
+	}
+	return r, nil
+}
+
+// appEnv is env without the variables the apps read, then those set for
+// this run and d, then extra (NAME=VALUE).
+func (r *appProcess) appEnv(env []string, d Deployment, extra ...string) []string {
+	env = withoutEnv(env, "SLOWLAB_APP_SEND_LOG", "SLOWLAB_LARGE_SIZE", "SLOWLAB_HELD_DIR")
+	env = append(env, "SLOWLAB_APP_SEND_LOG="+r.sendLog, "SLOWLAB_LARGE_SIZE="+strconv.FormatInt(d.LargeSize, 10), "SLOWLAB_HELD_DIR="+r.heldDir)
+	return append(env, extra...)
+}
+
+func (r *appProcess) Process() *child.Process { return r.p }
+func (r *appProcess) Addr() string            { return r.addr }
+
+// Stop sends SIGTERM to the process group, SIGKILL after the grace, and
+// waits for the workers to be gone (they are not the lab's children).
+func (r *appProcess) Stop() error {
+	r.stopOnce.Do(func() {
+		r.stopErr = r.p.Stop(3 * time.Second)
+		child.WaitGroupGone(r.p.PID(), 2*time.Second)
+	})
+	return r.stopErr
+}
+
+// AppSend implements RunningApp from the send log.
+func (r *appProcess) AppSend(ctx context.Context) (map[string]float64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return readAppSendLog(r.sendLog)
+}
+
+// LongPollsHeld implements HeldCounter from the held directory.
+func (r *appProcess) LongPollsHeld(context.Context) (map[string]int, error) {
+	return readHeldFiles(r.heldDir)
+}
+
+// readAppSendLog reads the app's JSON lines. A torn last line (a worker
+// killed while writing it) is skipped; any other bad line is an error.
+func readAppSendLog(path string) (map[string]float64, error) {
+	out := map[string]float64{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil // no /large response finished yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("app-send: %w", err)
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	for i, line := range lines {
+		if len(line) == 0 {
+			continue
+		}
+		var rec appserver.SendRecord
+		if err := json.Unmarshal(line, &rec); err != nil {
+			if i == len(lines)-1 {
+				continue
+			}
+			return nil, fmt.Errorf("app-send: %s line %d: %w", path, i+1, err)
+		}
+		out[rec.ID] = rec.AppSendS
+	}
+	return out, nil
+}
+
+// readHeldFiles reads the held-<pid> files the workers keep in dir, by
+// worker PID, skipping workers that have exited.
+func readHeldFiles(dir string) (map[string]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("held long-polls: %w", err)
+	}
+	out := map[string]int{}
+	for _, e := range ents {
+		pid, ok := strings.CutPrefix(e.Name(), "held-")
+		if !ok {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("held long-polls: %w", err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return nil, fmt.Errorf("held long-polls: %s: %q is not a count", e.Name(), b)
+		}
+		out[pid] = n
+	}
+	return out, nil
+}
+
+// withoutEnv returns env without the named variables.
+func withoutEnv(env []string, names ...string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(names, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// processAlive reports whether pid is a process that has not exited (a
+// zombie, exited but not yet reaped, has).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name's closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
