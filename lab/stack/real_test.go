@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,9 +150,6 @@ type realStack struct {
 	limited bool
 }
 
-// gunicorn is the started app as Gunicorn.
-func (s *realStack) gunicorn() *gunicornRun { return s.run.app.(*gunicornRun) }
-
 // publishedLimits are EXPERIMENTS.md's limits by role.
 var publishedLimits = map[string]cgroup.Limits{
 	"app":     {CPUCores: 0.25, MemoryBytes: 128 << 20},
@@ -274,16 +272,25 @@ func groupMembers(pgid int) []int {
 	return out
 }
 
-// checkWorkers asserts that Start returned with every worker booted.
-func (s *realStack) checkWorkers(t *testing.T) {
+var _ testedApp = (*gunicornRun)(nil)
+
+// checkWorkers asserts that Start returned with every worker booted:
+// Gunicorn's process group is its master and W workers.
+func (r *gunicornRun) checkWorkers(t *testing.T, d Deployment) {
 	t.Helper()
-	if m := groupMembers(s.run.PIDs()["app"]); len(m) != 1+s.d.Server.Workers {
-		t.Errorf("gunicorn's process group has %v, want the master and %d workers", m, s.d.Server.Workers)
+	if m := groupMembers(r.p.PID()); len(m) != 1+d.Server.Workers {
+		t.Errorf("gunicorn's process group has %v, want the master and %d workers", m, d.Server.Workers)
 	}
 }
 
+// servingPIDs are Gunicorn's workers: its process group but the master.
+func (r *gunicornRun) servingPIDs() []int {
+	return slices.DeleteFunc(groupMembers(r.p.PID()), func(p int) bool { return p == r.p.PID() })
+}
+
 // stopAndCheck stops the stack and asserts that none of the processes it
-// started (Gunicorn's master and workers, NGINX) nor its cgroups remain.
+// started (the app's and NGINX's) nor its cgroups remain, and that an
+// installed app's held long-polls then count none (its workers exited).
 func (s *realStack) stopAndCheck(t *testing.T) {
 	t.Helper()
 	members := map[int][]int{}
@@ -320,6 +327,11 @@ func (s *realStack) stopAndCheck(t *testing.T) {
 			t.Errorf("cgroup %s left after Stop", d)
 		}
 	}
+	if a, ok := s.run.app.(testedApp); ok {
+		if held, err := a.appProc().LongPollsHeld(context.Background()); err != nil || len(held) != 0 {
+			t.Errorf("LongPollsHeld after Stop = %v, %v; want none (its workers exited)", held, err)
+		}
+	}
 }
 
 // processesMentioning lists live processes whose command line contains s.
@@ -345,97 +357,26 @@ func firstOr(s []string) string {
 	return s[0]
 }
 
-// TestGunicornNginxRoutes serves /fast and /large through every route with
-// both server conditions, and checks what the lab reads from the stack.
+// TestGunicornNginxRoutes serves every endpoint through every route with
+// each worker class, and checks what the lab reads from the stack.
 func TestGunicornNginxRoutes(t *testing.T) {
 	for _, server := range []string{"sync-2", "gthread-1x4", "gevent-2x50"} {
 		for _, route := range Routes {
 			t.Run(string(route)+"/"+server, func(t *testing.T) {
-				g := lookup(t, NameReal, server)
-				if route == RouteBufferingOff && server == "sync-2" {
-					g.Settings.NginxSnippet = "add_header X-Slowlab-Snippet on;"
-					g.Settings.GunicornArgs = []string{"--max-requests", "1000"}
+				var setup func(*Stack)
+				var more func(*testing.T, *realStack)
+				switch {
+				case route == RouteBufferingOff && server == "sync-2":
+					setup = func(g *Stack) {
+						g.Settings.NginxSnippet = "add_header X-Slowlab-Snippet on;"
+						g.Settings.GunicornArgs = []string{"--max-requests", "1000"}
+					}
+				case route == RouteBufferingOn && server == "sync-2":
+					more = testRealSpool
 				}
-				const largeSize = 300_000 // not a whole number of blocks
-				s := startReal(t, g, route, server, largeSize)
-				s.checkWorkers(t)
-				testRealServes(t, s, g)
-				if route == RouteBufferingOn && server == "sync-2" {
-					testRealSpool(t, s)
-				}
-				s.stopAndCheck(t)
+				testServes(t, route, server, setup, more)
 			})
 		}
-	}
-}
-
-func testRealServes(t *testing.T, s *realStack, g Stack) {
-	r := s.run
-	resp, body := get(t, r.URL()+"/fast", map[string]string{appserver.RequestIDHeader: "fast-1"})
-	if resp.StatusCode != 200 || string(body) != `{"ok": true}` || resp.Header.Get("Content-Type") != "application/json" {
-		t.Errorf("/fast: %s %q %v", resp.Status, body, resp.Header)
-	}
-	if st := resp.Header.Get("Server-Timing"); !serverTimingRE.MatchString(st) {
-		t.Errorf("/fast Server-Timing %q", st)
-	}
-	if g.Settings.NginxSnippet != "" && resp.Header.Get("X-Slowlab-Snippet") != "on" {
-		t.Errorf("NginxSnippet not applied: %v", resp.Header)
-	}
-	const trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	for id, size := range map[string]int{"large-default": int(s.d.LargeSize), "large-1m": 1 << 20} {
-		u := r.URL() + "/large"
-		if id != "large-default" {
-			u += "?size=" + strconv.Itoa(size)
-		}
-		resp, body := get(t, u, map[string]string{appserver.RequestIDHeader: id, "traceparent": trace})
-		if resp.StatusCode != 200 || resp.ContentLength != int64(size) || !bytes.Equal(body, largeBody(size)) {
-			t.Errorf("%s: %s, Content-Length %d, %d bytes, byte-exact %t", u, resp.Status, resp.ContentLength, len(body), bytes.Equal(body, largeBody(size)))
-		}
-		if st := resp.Header.Get("Server-Timing"); !serverTimingRE.MatchString(st) {
-			t.Errorf("%s Server-Timing %q", u, st)
-		}
-		if v := waitAppSend(t, r, id); !(v > 0 && v < 10) {
-			t.Errorf("%s: app_send_s %v", id, v)
-		}
-	}
-	// The request id and traceparent reached the app through the proxy.
-	log, _ := os.ReadFile(s.gunicorn().sendLog)
-	if !bytes.Contains(log, []byte(`"id":"large-1m","bytes":1048576,`)) || !bytes.Contains(log, []byte(`"traceparent":"`+trace+`"`)) {
-		t.Errorf("app-send log lacks the request id or traceparent:\n%s", log)
-	}
-	for path, code := range map[string]int{"/large?size=x": 400, "/large?size=1073741825": 400, "/bytes": 400,
-		"/longpoll?wait=1h": 400, "/longpoll?wait=50ms": 204, "/nope": 404} {
-		resp, _ := get(t, r.URL()+path, nil)
-		if resp.StatusCode != code || !serverTimingRE.MatchString(resp.Header.Get("Server-Timing")) {
-			t.Errorf("%s: %s, Server-Timing %q; want %d with Server-Timing", path, resp.Status, resp.Header.Get("Server-Timing"), code)
-		}
-	}
-	if resp, body := get(t, r.URL()+"/bytes?n=70000", nil); resp.StatusCode != 200 || !bytes.Equal(body, largeBody(70000)) {
-		t.Errorf("/bytes?n=70000: %s, %d bytes", resp.Status, len(body))
-	}
-
-	groups, pids := r.Groups(), r.PIDs()
-	for _, comp := range []string{"app", "proxy"} {
-		want := []string{"tree:" + strconv.Itoa(pids[comp])}
-		if s.limited {
-			want = []string{"cgroup:slowlab/" + s.d.RunID + "/" + comp}
-		}
-		if comp == "proxy" && s.d.Route == RouteDirect {
-			want = nil
-		}
-		if fmt.Sprint(groups[comp]) != fmt.Sprint(want) {
-			t.Errorf("Groups()[%s] = %v, want %v", comp, groups[comp], want)
-		}
-	}
-	if s.d.Route == RouteDirect {
-		if len(r.TempDirs()) != 0 || len(pids) != 1 {
-			t.Errorf("direct route: TempDirs %v, PIDs %v", r.TempDirs(), pids)
-		}
-	} else if td := r.TempDirs(); len(td) != 1 || td[0] != filepath.Join(s.d.WorkDir, "proxy_temp") || !exists(td[0]) {
-		t.Errorf("TempDirs = %v, want the existing %s", td, filepath.Join(s.d.WorkDir, "proxy_temp"))
-	}
-	if err := r.Failed(); err != nil {
-		t.Errorf("Failed() = %v on a healthy stack", err)
 	}
 }
 
