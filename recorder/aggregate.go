@@ -154,16 +154,30 @@ func SummarizeConditions(runs []Run) []Condition {
 		conds = append(conds, Condition{
 			Route: k.route, Server: k.server, SlowClients: k.slowClients,
 			Runs: len(g), RunsExcluded: excluded[k],
-			P50MS:          Some(Median(valid(g, func(r Run) Maybe { return r.P50MS }))),
-			P95MS:          Some(Median(p95)),
-			P95MinMS:       Some(minimum(p95)),
-			P95MaxMS:       Some(NearestRank(p95, 100)),
-			AppSendS:       Some(Median(valid(g, func(r Run) Maybe { return r.AppSendS }))),
-			ClientReceiveS: Some(Median(valid(g, func(r Run) Maybe { return r.ClientReceiveS }))),
-			TempPeakMiB:    Some(NearestRank(valid(g, func(r Run) Maybe { return r.TempPeakMiB }), 100)),
+			P50MS:              Some(Median(valid(g, func(r Run) Maybe { return r.P50MS }))),
+			P95MS:              Some(Median(p95)),
+			P95MinMS:           Some(minimum(p95)),
+			P95MaxMS:           Some(NearestRank(p95, 100)),
+			AppSendS:           Some(Median(valid(g, func(r Run) Maybe { return r.AppSendS }))),
+			ClientReceiveS:     Some(Median(valid(g, func(r Run) Maybe { return r.ClientReceiveS }))),
+			TempPeakMiB:        Some(NearestRank(valid(g, func(r Run) Maybe { return r.TempPeakMiB }), 100)),
+			AppMemoryPeakMiB:   Some(NearestRank(valid(g, func(r Run) Maybe { return memoryPeakMiB(r.Components[0]) }), 100)),
+			ProxyMemoryPeakMiB: Some(NearestRank(valid(g, func(r Run) Maybe { return memoryPeakMiB(r.Components[1]) }), 100)),
 		})
 	}
 	return conds
+}
+
+// memoryPeakMiB is a component's cgroup memory peak in MiB, else its
+// RSS peak, else nothing.
+func memoryPeakMiB(c ComponentSummary) Maybe {
+	switch {
+	case c.MemoryPeakBytes.Valid:
+		return Some(c.MemoryPeakBytes.Value / (1 << 20))
+	case c.RSSPeakBytes.Valid:
+		return Some(c.RSSPeakBytes.Value / (1 << 20))
+	}
+	return Maybe{}
 }
 
 // minimum returns the smallest non-NaN value, or NaN when there is none.

@@ -199,6 +199,15 @@ func TestSummarizeConditions(t *testing.T) {
 		{Route: d, Server: g, SlowClients: 2, Runs: 0, RunsExcluded: 1},
 		{Route: on, Server: "sync-2", SlowClients: 1, Runs: 1},
 	}
+	// Memory: the app's cgroup peak of E (40 MiB) and H (48 MiB) gives 48;
+	// the proxy ran without a cgroup in E (RSS 20 MiB) and with one in H
+	// (64 MiB, temp files' page cache included): 64. A failed run's 900
+	// MiB does not count.
+	mib := func(v float64) Maybe { return s(v * (1 << 20)) }
+	runs[4].Components[0].MemoryPeakBytes, runs[4].Components[1].RSSPeakBytes = mib(40), mib(20)
+	runs[7].Components[0].MemoryPeakBytes, runs[7].Components[1].MemoryPeakBytes = mib(48), mib(64)
+	runs[3].Components[0].MemoryPeakBytes = mib(900)
+	want[2].AppMemoryPeakMiB, want[2].ProxyMemoryPeakMiB = s(48), s(64)
 	got := SummarizeConditions(runs)
 	if len(got) != len(want) {
 		t.Fatalf("got %d conditions, want %d: %+v", len(got), len(want), got)

@@ -9,6 +9,11 @@ type Condition struct {
 	SlowClients, Runs, RunsExcluded       int
 	P50MS, P95MS, P95MinMS, P95MaxMS      Maybe
 	AppSendS, ClientReceiveS, TempPeakMiB Maybe
+	// AppMemoryPeakMiB and ProxyMemoryPeakMiB are the most memory the
+	// component's cgroup held in any of the condition's runs (page cache
+	// included: a proxy's temp files count), else its processes' peak
+	// RSS where it ran without a cgroup.
+	AppMemoryPeakMiB, ProxyMemoryPeakMiB Maybe
 }
 
 func (Condition) schema() *schema[Condition] { return &conditionSchema }
@@ -26,4 +31,6 @@ var conditionSchema = schema[Condition]{file: "conditions.csv", cols: []column[C
 	col("app_send_s", msOfS, func(r *Condition) any { return &r.AppSendS }),
 	col("client_receive_s", msOfS, func(r *Condition) any { return &r.ClientReceiveS }),
 	col("temp_peak_mib", kibOfMi, func(r *Condition) any { return &r.TempPeakMiB }),
+	col("app_memory_peak_mib", kibOfMi, func(r *Condition) any { return &r.AppMemoryPeakMiB }),
+	col("proxy_memory_peak_mib", kibOfMi, func(r *Condition) any { return &r.ProxyMemoryPeakMiB }),
 }}

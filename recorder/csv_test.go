@@ -112,7 +112,7 @@ func TestReadRejects(t *testing.T) {
 		{"runs-invalid-time.csv", readErr[Run],
 			`runs.csv line 2, column 6 (started_at): "yesterday": want an RFC 3339 time`, ErrNotTime},
 		{"conditions-invalid-extra-column.csv", readErr[Condition],
-			`conditions.csv: header has 13 columns, want 12: unexpected column 13 "host": header does not match the CSV contract`, ErrHeader},
+			`conditions.csv: header has 15 columns, want 14: unexpected column 15 "host": header does not match the CSV contract`, ErrHeader},
 		{"conditions-invalid-int.csv", readErr[Condition],
 			`conditions.csv line 2, column 4 (runs): "3.0": want an integer: invalid syntax`, ErrNotInteger},
 	}
@@ -254,7 +254,7 @@ func TestNewWriterWritesHeaderNow(t *testing.T) {
 	if err := w.Write(Condition{Route: "direct", Runs: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if want += "direct,,0,3,0,,,,,,,\n"; buf.String() != want {
+	if want += "direct,,0,3,0,,,,,,,,,\n"; buf.String() != want {
 		t.Fatalf("after Write: %q, want %q", buf.String(), want)
 	}
 }

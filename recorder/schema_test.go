@@ -18,7 +18,7 @@ const (
 	designResourceSamples = "run_id, t_s, component, cpu_seconds, throttled_periods, throttled_s, memory_bytes, rss_bytes, processes, temp_files, temp_logical_bytes, temp_allocated_bytes, send_queue_bytes, error"
 	designRuns            = "run_id, route, server, slow_clients, rep, started_at, status, reason, fast_total, fast_ok, fast_planned, fast_sent, p50_ms, p95_ms, max_ms, max_schedule_lag_ms, app_send_s, client_receive_s, temp_peak_mib"
 	designRunComponent    = "c_cpu_cores, c_throttled_ms, c_memory_peak_bytes, c_rss_peak_bytes"
-	designConditions      = "route, server, slow_clients, runs, runs_excluded, p50_ms, p95_ms, p95_min_ms, p95_max_ms, app_send_s, client_receive_s, temp_peak_mib"
+	designConditions      = "route, server, slow_clients, runs, runs_excluded, p50_ms, p95_ms, p95_min_ms, p95_max_ms, app_send_s, client_receive_s, temp_peak_mib, app_memory_peak_mib, proxy_memory_peak_mib"
 )
 
 func designColumns(s string) []string { return strings.Split(s, ", ") }

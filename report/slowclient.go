@@ -200,18 +200,20 @@ func conditionsTable(d *slowClient) *table {
 	t := &table{Caption: "Conditions (conditions.csv): p50 and p95 are medians over the condition's ok runs " +
 		"of each run's nearest-rank percentile of its /fast latencies; p95 min and max are the extremes over " +
 		"those runs; app_send_s and client_receive_s are medians over runs of each run's median download; " +
-		"temp peak is the largest total of the proxy's temp files seen in any of the runs."}
+		"temp peak is the largest total of the proxy's temp files seen in any of the runs; app and proxy memory are " +
+		"the most their cgroup held in any of the runs (page cache included), or their peak RSS without a cgroup."}
 	if conds == nil {
 		conds = recorder.SummarizeConditions(d.runs)
 		t.Caption = "Conditions, computed from runs.csv because conditions.csv is not present: " +
 			strings.TrimPrefix(t.Caption, "Conditions (conditions.csv): ")
 	}
 	t.Head = []string{"route", "server", "slow clients", "runs", "p50 (ms)", "p95 (ms)", "p95 min (ms)",
-		"p95 max (ms)", "app_send (s)", "client_receive (s)", "temp peak (MiB)"}
+		"p95 max (ms)", "app_send (s)", "client_receive (s)", "temp peak (MiB)", "app memory (MiB)", "proxy memory (MiB)"}
 	for _, c := range conds {
 		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), integer(c.SlowClients), integer(c.Runs),
 			maybe(c.P50MS, ms), maybe(c.P95MS, ms), maybe(c.P95MinMS, ms), maybe(c.P95MaxMS, ms),
-			maybe(c.AppSendS, seconds), maybe(c.ClientReceiveS, seconds), maybe(c.TempPeakMiB, mib)})
+			maybe(c.AppSendS, seconds), maybe(c.ClientReceiveS, seconds), maybe(c.TempPeakMiB, mib),
+			maybe(c.AppMemoryPeakMiB, mib), maybe(c.ProxyMemoryPeakMiB, mib)})
 	}
 	return t
 }

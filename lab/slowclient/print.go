@@ -17,11 +17,12 @@ func (r *Result) Print(w io.Writer) {
 
 // PrintConditions writes the conditions table as aligned text.
 func PrintConditions(w io.Writer, conds []recorder.Condition) {
-	rows := [][]string{{"route", "server", "slow", "runs", "excluded", "p50_ms", "p95_ms", "p95_min-max_ms", "app_send_s", "client_receive_s", "temp_peak_mib"}}
+	rows := [][]string{{"route", "server", "slow", "runs", "excluded", "p50_ms", "p95_ms", "p95_min-max_ms", "app_send_s", "client_receive_s", "temp_peak_mib", "app_mem_mib", "proxy_mem_mib"}}
 	for _, c := range conds {
 		rows = append(rows, []string{c.Route, c.Server, fmt.Sprint(c.SlowClients), fmt.Sprint(c.Runs), fmt.Sprint(c.RunsExcluded),
 			lab.Num(c.P50MS, 1), lab.Num(c.P95MS, 1), spread(c),
-			lab.Num(c.AppSendS, 2), lab.Num(c.ClientReceiveS, 2), lab.Num(c.TempPeakMiB, 1)})
+			lab.Num(c.AppSendS, 2), lab.Num(c.ClientReceiveS, 2), lab.Num(c.TempPeakMiB, 1), lab.Num(c.AppMemoryPeakMiB, 1),
+			lab.Num(c.ProxyMemoryPeakMiB, 1)})
 	}
 	lab.PrintTable(w, 2, rows)
 }

@@ -2,6 +2,7 @@ package slowclient
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,11 +67,13 @@ func TestPrintConditions(t *testing.T) {
 	var b bytes.Buffer
 	PrintConditions(&b, []recorder.Condition{
 		{Route: "direct", Server: "sync-2", SlowClients: 2, Runs: 3, RunsExcluded: 1, P50MS: recorder.Some(2500), P95MS: recorder.Some(5932.86),
-			P95MinMS: recorder.Some(5800), P95MaxMS: recorder.Some(6000), AppSendS: recorder.Some(6.5), ClientReceiveS: recorder.Some(8.01)},
+			P95MinMS: recorder.Some(5800), P95MaxMS: recorder.Some(6000), AppSendS: recorder.Some(6.5), ClientReceiveS: recorder.Some(8.01),
+			AppMemoryPeakMiB: recorder.Some(41.25)},
 	})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "route") || !strings.Contains(lines[0], "excluded") ||
-		!strings.Contains(lines[1], "5932.9") || !strings.Contains(lines[1], "5800.0-6000.0") || !strings.HasSuffix(lines[1], "-") {
+		!strings.Contains(lines[1], "5932.9") || !strings.Contains(lines[1], "5800.0-6000.0") ||
+		!strings.HasSuffix(lines[0], "temp_peak_mib  app_mem_mib  proxy_mem_mib") || !regexp.MustCompile(`  -  +41\.2  +-$`).MatchString(lines[1]) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
