@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,7 +24,15 @@ func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
 func reduce(t *testing.T, cfg lab.Config) {
 	switch c := cfg.(type) {
 	case *slowclient.Config:
-		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+		// The first condition of each server, so that every server an
+		// example names starts.
+		var conds []slowclient.Condition
+		for _, cond := range c.Conditions {
+			if !slices.ContainsFunc(conds, func(o slowclient.Condition) bool { return o.Server == cond.Server }) {
+				conds = append(conds, cond)
+			}
+		}
+		c.Reps, c.Conditions = 1, conds
 		c.Fast.Duration, c.Large.Size, c.SlowReader.ReadRate = lab.Duration(time.Second), 1<<20, 4<<20
 	case *longpoll.Config:
 		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
