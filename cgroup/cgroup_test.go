@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -569,5 +570,45 @@ func TestSwapEnforcement(t *testing.T) {
 		}
 	} else {
 		t.Errorf("the v2 fixture has no cgroup with memory.swap.max")
+	}
+}
+
+// A process that outgrows the cgroup's memory limit is killed by the
+// kernel, and OOMKills counts it: the lab records such a run as what it
+// is, not as a crash of unknown cause.
+func TestRealCgroupOOMKill(t *testing.T) {
+	requireReal(t, os.Geteuid() == 0, "not root: the real cgroup test needs root")
+	swap := SwapEnforcement(DefaultRoot, "/proc")
+	requireReal(t, strings.HasPrefix(swap, "none allowed") || strings.HasSuffix(swap, "the host has no swap"),
+		"swap: "+swap+": a process over its memory limit would swap instead of being killed")
+	b := make([]byte, 4)
+	rand.Read(b)
+	cg, err := New(DefaultRoot, "slowlab/test-"+hex.EncodeToString(b)+"/hog", Limits{MemoryBytes: 32 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cg.Remove(); err != nil {
+			t.Errorf("Remove: %v", err)
+		}
+	})
+	if n, err := cg.OOMKills(); err != nil || n != 0 {
+		requireReal(t, !errors.Is(err, ErrNoOOMCount), "the kernel does not count OOM kills per cgroup (Linux 4.13+)")
+		t.Fatalf("fresh cgroup: %d OOM kills, %v", n, err)
+	}
+	// The hog touches 256 MiB, one page at a time, in a limit of 32 MiB
+	// (with no swap allowed where the kernel accounts it).
+	hog, err := startChild(context.Background(), "hog", "", ExecArgv(cg.ProcsFiles(), []string{"/bin/sh", "-c",
+		`exec awk 'BEGIN { s = "x"; while (length(s) < 268435456) s = s s; print length(s) }'`}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-hog.done
+	var ee *exec.ExitError
+	if !errors.As(hog.err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the hog ended with %v, want SIGKILL from the OOM killer", hog.err)
+	}
+	if n, err := cg.OOMKills(); err != nil || n != 1 {
+		t.Errorf("OOMKills() = %d, %v; want 1", n, err)
 	}
 }

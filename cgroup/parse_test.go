@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,4 +180,29 @@ func FuzzParseProcCgroup(f *testing.F) {
 			t.Fatal("nil map without error")
 		}
 	})
+}
+
+func TestReadOOMKills(t *testing.T) {
+	write := func(dir, name, body string) string {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	v1 := write(t.TempDir(), "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+	v2 := write(t.TempDir(), "memory.events", "low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n")
+	old := write(t.TempDir(), "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n") // before Linux 4.13
+	for _, tc := range []struct {
+		dir  string
+		want int
+		err  error
+	}{{v1, 3, nil}, {v2, 2, nil}, {old, 0, ErrNoOOMCount}, {t.TempDir(), 0, ErrNoOOMCount}} {
+		n, err := ReadOOMKills(tc.dir)
+		if n != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("%s: %d, %v; want %d, %v", tc.dir, n, err, tc.want, tc.err)
+		}
+	}
+	if _, err := ReadOOMKills(write(t.TempDir(), "memory.events", "oom_kill x\n")); err == nil {
+		t.Error("a malformed count was accepted")
+	}
 }

@@ -211,7 +211,7 @@ func TestWriteFormats(t *testing.T) {
 		{"resource sample", string(writeRows(t, []ResourceSample{sample})),
 			"r1,0.2,proxy,1.234568,2,0,1000000001,,3,0,16777216,,0,\n"},
 		{"run", string(writeRows(t, []Run{run})),
-			"r1,,,0,0,2025-03-01T12:00:00.0000005Z,ok,,0,0,0,0,,,,,,,32,0.25,,,,,,,,,,,\n"},
+			"r1,,,0,0,2025-03-01T12:00:00.0000005Z,ok,,0,0,0,0,,,,,,,32,0.25,,,,,,,,,,,,,,\n"},
 	}
 	for _, tt := range tests {
 		_, row, _ := strings.Cut(tt.got, "\n")

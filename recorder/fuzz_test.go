@@ -13,7 +13,7 @@ func TestReadEdgeCases(t *testing.T) {
 	}
 	runHeader := strings.Join(Header[Run](), ",") + "\n"
 	run := func(startedAt string) string {
-		return runHeader + "r1,direct,sync-2,2,1," + startedAt + ",ok,,72,72,72,72" + strings.Repeat(",", 19) + "\n"
+		return runHeader + "r1,direct,sync-2,2,1," + startedAt + ",ok,,72,72,72,72" + strings.Repeat(",", 22) + "\n"
 	}
 	accepted := []struct {
 		name string

@@ -34,6 +34,10 @@ const (
 // columns of runs.csv.
 type ComponentSummary struct {
 	CPUCores, ThrottledMS, MemoryPeakBytes, RSSPeakBytes Maybe
+	// OOMKills is how many of the component's processes the kernel killed
+	// during the run for reaching its cgroup's memory limit; empty without
+	// a cgroup or where the kernel does not count them.
+	OOMKills Maybe
 }
 
 // Components names the resource groups summarized in runs.csv, in column
@@ -65,7 +69,8 @@ var runSchema = schema[Run]{file: "runs.csv", cols: append([]column[Run]{
 }, componentColumns()...)}
 
 // componentColumns returns c_cpu_cores, c_throttled_ms, c_memory_peak_bytes,
-// c_rss_peak_bytes for each c in Components.
+// c_rss_peak_bytes for each c in Components, then c_oom_kills for each
+// (added later, so after the others).
 func componentColumns() []column[Run] {
 	var cols []column[Run]
 	for i, c := range Components {
@@ -75,6 +80,9 @@ func componentColumns() []column[Run] {
 			col(c+"_memory_peak_bytes", whole, func(r *Run) any { return &r.Components[i].MemoryPeakBytes }),
 			col(c+"_rss_peak_bytes", whole, func(r *Run) any { return &r.Components[i].RSSPeakBytes }),
 		)
+	}
+	for i, c := range Components {
+		cols = append(cols, col(c+"_oom_kills", 0, func(r *Run) any { return &r.Components[i].OOMKills }))
 	}
 	return cols
 }

@@ -30,6 +30,7 @@ func TestHeaderMatchesDesign(t *testing.T) {
 			runs = append(runs, c+strings.TrimPrefix(col, "c"))
 		}
 	}
+	runs = append(runs, "app_oom_kills", "proxy_oom_kills", "loadgen_oom_kills")
 	tests := []struct {
 		file   string
 		header []string
@@ -50,8 +51,8 @@ func TestHeaderMatchesDesign(t *testing.T) {
 			t.Errorf("%s header\n got: %s\nwant: %s", tt.file, strings.Join(tt.header, ", "), strings.Join(tt.design, ", "))
 		}
 	}
-	if got := len(Header[Run]()); got != 31 {
-		t.Errorf("runs.csv has %d columns, want 31", got)
+	if got := len(Header[Run]()); got != 34 {
+		t.Errorf("runs.csv has %d columns, want 34", got)
 	}
 }
 

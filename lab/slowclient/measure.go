@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		}
 		return fail(recorder.RunFailed, "start stack: "+err.Error()), nil
 	}
+	oom0 := running.OOMKills()
 	kept := false
 	defer func() {
 		if !kept { // the next run starts on a fresh stack
@@ -50,6 +52,15 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	samples, jitter, sampErr := in.Samples()
 	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, t)
 	c.verdict(ctx, &meta, running, sendErr, larges, l.reqs)
+	oom := oomDuring(oom0, running.OOMKills())
+	if why := oomReason(oom); why != "" {
+		// The OOM kill is the cause of whatever else failed.
+		if meta.Status == recorder.RunOK {
+			meta.Status, meta.Reason = recorder.RunFailed, why
+		} else {
+			meta.Reason = why + "; " + meta.Reason
+		}
+	}
 	// A run whose rows did not all reach the results files is not ok,
 	// whatever it measured: runs.csv must not claim rows the files lack.
 	writeErr := errors.Join(l.writeErr, sampErr, largeErr)
@@ -61,6 +72,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	kept = meta.Status == recorder.RunOK
 	run := recorder.SummarizeRun(meta, l.reqs, larges)
 	run.Components, run.TempPeakMiB = recorder.SummarizeResources(samples, 0, end)
+	for i, role := range recorder.Components {
+		if n, ok := oom[role]; ok {
+			run.Components[i].OOMKills = recorder.Some(float64(n))
+		}
+	}
 	t.jitter.Samples = append(t.jitter.Samples, jitter.Samples...)
 	t.jitter.Skipped += jitter.Skipped
 	return run, writeErr
@@ -80,7 +96,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	var l loaded
 	var wg sync.WaitGroup
 	l.downloads = make([]loadgen.Download, meta.SlowClients)
-	largeURL, err := loadgen.CheckTarget(running.URL()+c.Large.Path, false)
+	largeURL, err := loadgen.CheckTarget(running.URL()+c.Large.url(), false)
 	if err != nil {
 		l.writeErr = err
 		return l
@@ -157,3 +173,31 @@ func (c *Config) verdict(ctx context.Context, meta *recorder.RunMeta, running *s
 func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// oomDuring is, by role, the OOM kills between two counts of the same
+// cgroups (a stack kept from the previous run has its counts so far).
+func oomDuring(before, after map[string]int) map[string]int {
+	out := map[string]int{}
+	for role, n := range after {
+		if b, ok := before[role]; ok {
+			out[role] = n - b
+		}
+	}
+	return out
+}
+
+// oomReason names the components the kernel killed processes of for
+// memory during the run, "" when none.
+func oomReason(oom map[string]int) string {
+	var parts []string
+	for _, role := range recorder.Components {
+		if n := oom[role]; n > 0 {
+			what := "processes"
+			if n == 1 {
+				what = "process"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %d %s killed for memory (OOM, cgroup memory limit reached)", role, n, what))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,6 +1,7 @@
 package slowclient
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,41 @@ func TestRealStackGunicornKilled(t *testing.T) {
 	}
 	if n != res.Runs[0].FastTotal {
 		t.Errorf("killed run: %d request rows, runs.csv says %d", n, res.Runs[0].FastTotal)
+	}
+}
+
+// TestRealStackOOMKill: Node.js writing four 16 MiB bodies without
+// waiting for its slow readers outgrows a 64 MiB app limit; the kernel
+// kills the worker, and the run says so: failed, the OOM kill first in
+// its reason, app_oom_kills in runs.csv. The runs of the same condition
+// with backpressure on stay ok and count no kill.
+func TestRealStackOOMKill(t *testing.T) {
+	c := small(Condition{stack.RouteDirect, "node-2", 4})
+	c.Large.Size, c.SlowReader.ReadRate = 16<<20, 1<<20 // the bodies wait in the worker
+	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2*time.Second)
+	for _, bp := range []string{"off", "on"} {
+		t.Run("backpressure-"+bp, func(t *testing.T) {
+			c.Large.Backpressure = bp
+			env := testEnv(t, stack.NameReal)
+			app := env.Stack.Limits["app"]
+			app.MemoryBytes = 64 << 20
+			env.Stack.Limits = maps.Clone(env.Stack.Limits)
+			env.Stack.Limits["app"] = app
+			res := run(t, c, env)
+			runs, err := recorder.ReadFile[recorder.Run](filepath.Join(env.Out, "runs.csv"))
+			if err != nil || len(runs) != 1 || len(res.Runs) != 1 {
+				t.Fatalf("runs.csv: %d rows, %v", len(runs), err)
+			}
+			r := runs[0]
+			kills := r.Components[0].OOMKills
+			t.Logf("backpressure %s: %s %q, app memory peak %.1f MiB, OOM kills %v", bp, r.Status, r.Reason, r.Components[0].MemoryPeakBytes.Value/(1<<20), kills)
+			if bp == "off" && (r.Status != recorder.RunFailed || !strings.HasPrefix(r.Reason, "app: ") ||
+				!strings.Contains(r.Reason, "killed for memory (OOM") || !kills.Valid || kills.Value < 1) {
+				t.Errorf("backpressure off: run %s %q, app_oom_kills %v; want failed for the OOM kill", r.Status, r.Reason, kills)
+			}
+			if bp == "on" && (r.Status != recorder.RunOK || kills != recorder.Some(0)) {
+				t.Errorf("backpressure on: run %s %q, app_oom_kills %v; want ok with 0", r.Status, r.Reason, kills)
+			}
+		})
 	}
 }

@@ -61,6 +61,22 @@ type FastSpec struct {
 type LargeSpec struct {
 	Path string   `yaml:"path"`
 	Size lab.Size `yaml:"size"`
+	// Backpressure "off" asks the app to write the whole body without
+	// waiting for the socket (/large?backpressure=off), which only the
+	// models with Model.BackpressureOff serve (Uvicorn, Node.js); "on"
+	// or empty is every server's default.
+	Backpressure string `yaml:"backpressure,omitempty"`
+}
+
+// url is the download's path and query on the app.
+func (l LargeSpec) url() string {
+	if l.Backpressure != "off" {
+		return l.Path
+	}
+	if strings.Contains(l.Path, "?") {
+		return l.Path + "&backpressure=off"
+	}
+	return l.Path + "?backpressure=off"
 }
 
 // SlowReaderSpec is how slow clients read.
@@ -139,7 +155,30 @@ func (c *Config) Validate() error {
 	if c.Large.Size < 0 || c.Large.Size > 1<<30 {
 		return fmt.Errorf("large.size %s: allowed 0 to 1g", proxy.FormatSize(int64(c.Large.Size)))
 	}
+	if err := c.validateBackpressure(); err != nil {
+		return err
+	}
 	return c.SlowReader.validate()
+}
+
+// validateBackpressure refuses backpressure off for a server whose app
+// always waits for the socket, naming the models that can.
+func (c *Config) validateBackpressure() error {
+	switch c.Large.Backpressure {
+	case "", "on":
+		return nil
+	case "off":
+	default:
+		return fmt.Errorf("large.backpressure %q: allowed on, off", c.Large.Backpressure)
+	}
+	for i, cond := range c.Conditions {
+		srv, _ := stack.ParseServer(cond.Server)
+		if m, ok := srv.ModelInfo(); !ok || !m.BackpressureOff {
+			return fmt.Errorf("conditions[%d].server %q: large.backpressure off needs an app that can write without waiting for the socket (%s)",
+				i, cond.Server, strings.Join(stack.BackpressureOffModels(), ", "))
+		}
+	}
+	return nil
 }
 
 func (cond Condition) validate() error {

@@ -3,6 +3,7 @@ package slowclient
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,29 @@ func TestPublishedIsThePublishedMatrix(t *testing.T) {
 	}
 }
 
+// Backpressure off is a query on the download's path, and allowed only
+// where every server's app serves it.
+func TestBackpressureOff(t *testing.T) {
+	if got := (LargeSpec{Path: "/large"}).url(); got != "/large" {
+		t.Errorf("default: %s", got)
+	}
+	if got := (LargeSpec{Path: "/large", Backpressure: "off"}).url(); got != "/large?backpressure=off" {
+		t.Errorf("off: %s", got)
+	}
+	if got := (LargeSpec{Path: "/large?size=1", Backpressure: "off"}).url(); got != "/large?size=1&backpressure=off" {
+		t.Errorf("off with a query: %s", got)
+	}
+	c := Published()
+	c.Conditions = []Condition{{stack.RouteDirect, "node-2", 8}, {stack.RouteBufferingOn, "uvicorn-2", 8}}
+	c.Large.Backpressure = "off"
+	if err := c.Validate(); err != nil {
+		t.Errorf("node and uvicorn with backpressure off: %v", err)
+	}
+	if m := stack.BackpressureOffModels(); !slices.Contains(m, "node") || !slices.Contains(m, "uvicorn") || slices.Contains(m, "sync") {
+		t.Errorf("BackpressureOffModels() = %v", m)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		mod  func(*Config)
@@ -54,6 +78,9 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Fast.Duration = 0 }, "fast.duration 0s: must be more than 0"},
 		{func(c *Config) { c.SlowReader.ReadRate = 0 }, "slow_reader.read_rate 0: must be more than 0 bytes/s"},
 		{func(c *Config) { c.Large.Size = 2 << 30 }, "large.size 2g: allowed 0 to 1g"},
+		{func(c *Config) { c.Large.Backpressure = "maybe" }, `large.backpressure "maybe": allowed on, off`},
+		{func(c *Config) { c.Large.Backpressure = "off" }, `conditions[0].server "sync-2": large.backpressure off needs an app that can write without waiting for the socket (` +
+			strings.Join(stack.BackpressureOffModels(), ", ") + ")"},
 	} {
 		c := Published()
 		tc.mod(c)

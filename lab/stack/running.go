@@ -127,3 +127,17 @@ func (r *Running) Stop() error {
 	})
 	return r.stopErr
 }
+
+// OOMKills returns, by role, how many processes the kernel has killed in
+// the role's cgroup since it was created because the cgroup reached its
+// memory limit. A role without a cgroup, or whose kernel does not count
+// OOM kills, is absent.
+func (r *Running) OOMKills() map[string]int {
+	out := map[string]int{}
+	for role, cg := range r.cgroups {
+		if n, err := cg.OOMKills(); err == nil {
+			out[role] = n
+		}
+	}
+	return out
+}

@@ -120,6 +120,20 @@ func ModelSyntax() string {
 	return strings.Join(forms, ", ")
 }
 
+// BackpressureOffModels names the registered models whose apps serve
+// /large?backpressure=off.
+func BackpressureOffModels() []string {
+	var names []string
+	for _, a := range apps {
+		for _, m := range a.Models() {
+			if m.BackpressureOff && !slices.Contains(names, m.Name) {
+				names = append(names, m.Name)
+			}
+		}
+	}
+	return names
+}
+
 // Route is how the load generator reaches the app.
 type Route string
 

@@ -5,6 +5,7 @@ package netemtest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
+
+// namedBefore are the named namespaces there when the test binary started:
+// left by a process killed outright in an earlier session, not by a test.
+var namedBefore, _ = filepath.Glob("/var/run/netns/slowlab-*")
 
 // CheckNothingLeft fails t if anything a path creates is still there: a
 // link named slowlab-* in this network namespace, a slowlab-* entry in
@@ -31,7 +36,9 @@ func CheckNothingLeft(t testing.TB) {
 			t.Errorf("link %s left in the test's namespace", l.Attrs().Name)
 		}
 	}
-	if names, err := filepath.Glob("/var/run/netns/slowlab-*"); len(names) > 0 || err != nil {
+	names, err := filepath.Glob("/var/run/netns/slowlab-*")
+	names = slices.DeleteFunc(names, func(n string) bool { return slices.Contains(namedBefore, n) })
+	if len(names) > 0 || err != nil {
 		t.Errorf("named namespaces left: %v %v", names, err)
 	}
 	self, err := os.Readlink("/proc/self/ns/net")
