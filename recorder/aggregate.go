@@ -161,16 +161,16 @@ func SummarizeConditions(runs []Run) []Condition {
 			AppSendS:           Some(Median(valid(g, func(r Run) Maybe { return r.AppSendS }))),
 			ClientReceiveS:     Some(Median(valid(g, func(r Run) Maybe { return r.ClientReceiveS }))),
 			TempPeakMiB:        Some(NearestRank(valid(g, func(r Run) Maybe { return r.TempPeakMiB }), 100)),
-			AppMemoryPeakMiB:   Some(NearestRank(valid(g, func(r Run) Maybe { return memoryPeakMiB(r.Components[0]) }), 100)),
-			ProxyMemoryPeakMiB: Some(NearestRank(valid(g, func(r Run) Maybe { return memoryPeakMiB(r.Components[1]) }), 100)),
+			AppMemoryPeakMiB:   Some(NearestRank(valid(g, func(r Run) Maybe { return MemoryPeakMiB(r.Components[0]) }), 100)),
+			ProxyMemoryPeakMiB: Some(NearestRank(valid(g, func(r Run) Maybe { return MemoryPeakMiB(r.Components[1]) }), 100)),
 		})
 	}
 	return conds
 }
 
-// memoryPeakMiB is a component's cgroup memory peak in MiB, else its
+// MemoryPeakMiB is a component's cgroup memory peak in MiB, else its
 // RSS peak, else nothing.
-func memoryPeakMiB(c ComponentSummary) Maybe {
+func MemoryPeakMiB(c ComponentSummary) Maybe {
 	switch {
 	case c.MemoryPeakBytes.Valid:
 		return Some(c.MemoryPeakBytes.Value / (1 << 20))

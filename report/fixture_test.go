@@ -24,6 +24,8 @@ type fixture struct {
 	noResources bool
 	// skip names files not to write.
 	skip map[string]bool
+	// oom marks runs (by id) as failed by an OOM kill of the app.
+	oom map[string]bool
 }
 
 type fixtureCond struct {
@@ -121,7 +123,7 @@ func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 				}
 			}
 			status := recorder.RunOK
-			if fx.failed[id] {
+			if fx.failed[id] || fx.oom[id] {
 				status = recorder.RunFailed
 			}
 			run := recorder.SummarizeRun(recorder.RunMeta{RunID: id, Route: c.route, Server: c.server,
@@ -130,7 +132,7 @@ func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 
 			// Samples every 200 ms for 9.6 s.
 			cpu := map[string]float64{}
-			tempPeak := 0.0
+			tempPeak, appPeak := 0.0, 0.0
 			for i := range 49 {
 				ts := float64(i) * 0.2
 				for _, comp := range recorder.Components {
@@ -139,6 +141,13 @@ func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 						cpu[comp] += 0.2 * (0.05 + rnd.Float64()*0.15)
 						s.CPUSeconds = recorder.Some(cpu[comp])
 						s.MemoryBytes = recorder.Some(float64(40<<20) + rnd.Float64()*float64(8<<20))
+						if comp == "app" {
+							// The app holds 16 MiB per slow reader on the direct route.
+							if c.route == "direct" && ts > 1 {
+								s.MemoryBytes.Value += float64(c.slow) * (16 << 20)
+							}
+							appPeak = math.Max(appPeak, s.MemoryBytes.Value)
+						}
 						s.RSSBytes = recorder.Some(float64(30<<20) + rnd.Float64()*float64(4<<20))
 						s.Processes = recorder.Some(3)
 						if comp == "proxy" {
@@ -158,6 +167,14 @@ func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 			}
 			if c.route != "direct" && !fx.noResources {
 				run.TempPeakMiB = recorder.Some(tempPeak)
+			}
+			if !fx.noResources {
+				run.Components[0].MemoryPeakBytes = recorder.Some(appPeak)
+				run.Components[0].OOMKills = recorder.Some(0)
+				if fx.oom[id] {
+					run.Components[0].OOMKills = recorder.Some(1)
+					run.Reason = "app: 1 process killed for memory (OOM, cgroup memory limit reached)"
+				}
 			}
 			runs = append(runs, run)
 		}

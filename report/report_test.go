@@ -25,7 +25,7 @@ func TestWriteSlowClient(t *testing.T) {
 	if rep.HTML != filepath.Join(dir, "report.html") || !slices.Equal(rep.Experiments, []string{"slow-client"}) {
 		t.Errorf("report %s, experiments %v", rep.HTML, rep.Experiments)
 	}
-	wantNames := []string{"fast-p95", "send-vs-receive", "timeseries-direct-sync-2-s2", "timeseries-direct-gthread-1x4-s2",
+	wantNames := []string{"fast-p95", "send-vs-receive", "app-memory", "timeseries-direct-sync-2-s2", "timeseries-direct-gthread-1x4-s2",
 		"timeseries-proxy-buffering-off-sync-2-s2", "timeseries-proxy-buffering-on-sync-2-s2"}
 	if got := figureNames(rep); !slices.Equal(got, wantNames) {
 		t.Fatalf("figures %v, want %v", got, wantNames)
@@ -67,6 +67,23 @@ func TestWriteSlowClient(t *testing.T) {
 	}
 	if !strings.Contains(sr.Caption, fmt.Sprintf("%d downloads have no app_send_s", all-withApp)) {
 		t.Errorf("send-vs-receive caption: %s", sr.Caption)
+	}
+
+	// app-memory: a series per route and server with two reader counts
+	// (gthread 1x4 has one); a circle per ok run with slow readers, the
+	// failed run left out and counted.
+	mem := figureByName(t, rep, "app-memory")
+	if mem.Series != 3 || !slices.Equal(mem.points, []int{5, 6, 6}) {
+		t.Errorf("app-memory: %d series with %v points, want 3 with [5 6 6]", mem.Series, mem.points)
+	}
+	if got := stats["app-memory"].arcs; got != 17+3 { // + the legend glyphs
+		t.Errorf("app-memory.svg has %d circles, want 20", got)
+	}
+	for _, want := range []string{"1 runs failed or aborted for other reasons are left out",
+		"1 route and server combinations with fewer than two slow-reader counts"} {
+		if !strings.Contains(mem.Caption, want) {
+			t.Errorf("app-memory caption lacks %q: %s", want, mem.Caption)
+		}
 	}
 
 	// Time series: the median-p95 ok run; no proxy on the direct route.
@@ -121,8 +138,8 @@ func TestFigureLabels(t *testing.T) {
 			}
 		}
 	}
-	if len(figs) != 8 {
-		t.Fatalf("%d figures, want 8", len(figs))
+	if len(figs) != 9 {
+		t.Fatalf("%d figures, want 9", len(figs))
 	}
 	units := []string{"(ms", "(s)", "MiB", "cores"}
 	for _, f := range figs {
@@ -146,8 +163,8 @@ func TestWriteMissingOptionalFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := figureNames(rep); slices.Contains(got, "send-vs-receive") || len(got) != 5 {
-		t.Errorf("figures %v: want fast-p95 and 4 time series", got)
+	if got := figureNames(rep); slices.Contains(got, "send-vs-receive") || len(got) != 6 {
+		t.Errorf("figures %v: want fast-p95, app-memory (from runs.csv) and 4 time series", got)
 	}
 	notes := strings.Join(rep.Notes, "\n")
 	for _, want := range []string{"environment.json is not present",
@@ -166,6 +183,39 @@ func TestWriteMissingOptionalFiles(t *testing.T) {
 	page, _ := os.ReadFile(rep.HTML)
 	if !bytes.Contains(page, []byte("computed from runs.csv because conditions.csv is not present")) {
 		t.Error("report.html does not say the conditions table was computed")
+	}
+}
+
+// An OOM-killed run is drawn, as a cross at the limit it hit, though it
+// failed; the app's memory growing with slow readers is what it shows.
+func TestMemoryFigureMarksOOMKills(t *testing.T) {
+	dir := t.TempDir()
+	runs := fixture{reps: 2, oom: map[string]bool{"direct-sync-2-s2-r2": true}}.write(t, dir)
+	f, why := memoryFigure(runs)
+	if f == nil {
+		t.Fatal(why)
+	}
+	if f.series[0].name != "direct, sync-2" || f.series[0].points != 4 {
+		t.Errorf("series %+v, want direct, sync-2 first with 4 points (3 ok, 1 OOM-killed)", f.series)
+	}
+	if !strings.Contains(f.caption, "1 runs OOM-killed.") || strings.Contains(f.caption, "other reasons") {
+		t.Errorf("caption: %s", f.caption)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "figures"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.write(dir); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "figures", "app-memory.svg"))
+	if err != nil || !bytes.Contains(svg, []byte("direct, sync-2, OOM-killed")) {
+		t.Errorf("app-memory.svg lacks the legend entry for OOM-killed runs (%v)", err)
+	}
+	// The app's peak grows with readers on the direct route: the median
+	// line rises from 1 to 2 slow readers.
+	ok := collectMemory(runs)[0].ok
+	if got := medianLine(ok); len(got) != 2 || got[1].Y <= got[0].Y+8 {
+		t.Errorf("direct sync-2 median line %v: want a rise of about 16 MiB from 1 to 2 readers", got)
 	}
 }
 

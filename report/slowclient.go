@@ -180,6 +180,11 @@ func buildSlowClient(dir string) (*section, error) {
 			s.skip("app_send_s vs client_receive_s figure left out: %s.", why)
 		}
 	}
+	if f, why := memoryFigure(d.runs); f != nil {
+		s.addFigure(f)
+	} else if len(keys) > 0 {
+		s.skip("App memory against slow readers left out: %s.", why)
+	}
 	if len(keys) > 0 {
 		for _, ts := range timeSeries(keys, groups, d) {
 			if ts.fig != nil {
