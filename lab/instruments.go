@@ -41,7 +41,7 @@ func Instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 	groups := running.Groups()
 	groups["loadgen"] = []string{"pid:" + strconv.Itoa(os.Getpid())}
 	if l, ok := env.LoadgenLimits(); ok {
-		if in.self, err = cgroup.PrepareSelf(env.Stack.CgroupRoot, "slowlab/"+runID+"/loadgen", l); err != nil {
+		if in.self, err = cgroup.PrepareSelf(env.Stack.CgroupRoot, stack.CgroupName(runID, "loadgen"), l); err != nil {
 			return nil, fmt.Errorf("limit the load generator: %w", err)
 		}
 		groups["loadgen"] = []string{"cgroup:" + in.self.Cgroup().Path()}

@@ -189,7 +189,7 @@ func (s *realStack) checkGroups(t *testing.T) {
 	for _, comp := range []string{"app", "proxy"} {
 		want := []string{"tree:" + strconv.Itoa(pids[comp])}
 		if s.limited {
-			want = []string{"cgroup:slowlab/" + s.d.RunID + "/" + comp}
+			want = []string{"cgroup:slowlab/" + strconv.Itoa(os.Getpid()) + "/" + s.d.RunID + "/" + comp}
 		}
 		if comp == "proxy" && s.d.Route == RouteDirect {
 			want = nil

@@ -4,7 +4,7 @@
 // runs (apps), how it starts as a child process, whether the published
 // cgroup limits apply to it, and what it can report (the app's send times,
 // held long-polls, admin /metrics). The stack composes them for one run:
-// it creates each component's cgroup (slowlab/<run>/app, .../proxy),
+// it creates each component's cgroup (slowlab/<pid>/<run>/app, .../proxy),
 // starts the app, then the proxy in front of it on the routes that have
 // one, and builds the exporter's selectors for both.
 //

@@ -523,7 +523,7 @@ func TestGunicornNginxStartFails(t *testing.T) {
 			t.Errorf("err = %v, want it to contain %q", err, tc.want)
 		}
 		for _, h := range []string{"cpu", "cpuacct", "memory", ""} {
-			if _, err := os.Stat(filepath.Join(cgroup.DefaultRoot, h, "slowlab", d.RunID)); err == nil {
+			if _, err := os.Stat(filepath.Join(cgroup.DefaultRoot, h, filepath.Dir(CgroupName(d.RunID, "app")))); err == nil {
 				t.Errorf("cgroup %s left behind in %q", d.RunID, h)
 			}
 		}

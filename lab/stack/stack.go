@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/slowlab/slowlab/cgroup"
@@ -279,13 +277,6 @@ func (s Stack) Check(servers ...Server) error {
 	return nil
 }
 
-func (s Stack) root() string {
-	if s.CgroupRoot != "" {
-		return s.CgroupRoot
-	}
-	return cgroup.DefaultRoot
-}
-
 // LoadgenLimits are the limits of the load generator's own cgroup, and
 // whether it gets one: as the stack's components do.
 func (s Stack) LoadgenLimits() (cgroup.Limits, bool) {
@@ -353,40 +344,4 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 	}
 	ok = true
 	return r, nil
-}
-
-// cgroup creates role's cgroup of the run, if the stack uses cgroups.
-func (s Stack) cgroup(r *Running, d Deployment, role string) (*cgroup.Cgroup, error) {
-	if !s.Cgroups {
-		return nil, nil
-	}
-	cg, err := cgroup.New(s.root(), "slowlab/"+d.RunID+"/"+role, s.Limits[role])
-	if err != nil {
-		return nil, fmt.Errorf("%s cgroup: %w", role, err)
-	}
-	r.cgroups[role] = cg
-	return cg, nil
-}
-
-// CgroupsUsable reports whether this process can create cgroups under
-// root (cgroup.DefaultRoot when empty): as root, with a cgroup hierarchy
-// mounted.
-func CgroupsUsable(root string) bool {
-	if os.Geteuid() != 0 {
-		return false
-	}
-	if root == "" {
-		root = cgroup.DefaultRoot
-	}
-	_, err := cgroup.Detect(root)
-	return err == nil
-}
-
-// selector is the exporter's selector of a component: its cgroup, else
-// its process tree.
-func selector(cg *cgroup.Cgroup, c Started) []string {
-	if cg != nil {
-		return []string{"cgroup:" + cg.Path()}
-	}
-	return []string{"tree:" + strconv.Itoa(c.Process().PID())}
 }
