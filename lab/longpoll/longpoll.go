@@ -49,7 +49,7 @@ type Config struct {
 
 // Condition is one cell of the experiment.
 type Condition struct {
-	Server string `yaml:"server"` // sync-W or gthread-WxT
+	Server string `yaml:"server"` // a registered model: sync-W, gthread-WxT, uvicorn-W, ...
 	Hold   int    `yaml:"hold"`   // long-polls held open (N)
 	Probes int    `yaml:"probes"` // closed-loop probe workers (C)
 }
