@@ -156,8 +156,21 @@ func checkRows(t *testing.T, c *Config, res *Result) map[key]Row {
 	for _, r := range res.Rows {
 		g := r.Gap
 		rows[key{g.SizeBytes, g.ConfiguredRTTMS}] = r
-		if g.Runs != c.Runs || !r.Path.Valid || r.Path.Dropped != 0 || !g.RTTMS.Valid || g.RTTMS.Value-g.ConfiguredRTTMS > 1 || g.RTTMS.Value < g.ConfiguredRTTMS {
+		if g.Runs != c.Runs || r.Path.Dropped != 0 || !g.RTTMS.Valid || g.RTTMS.Value-g.ConfiguredRTTMS > 1 || g.RTTMS.Value < g.ConfiguredRTTMS {
 			t.Errorf("%d bytes, RTT %g ms: %d ok runs of %d, measured RTT %v, path %+v", g.SizeBytes, g.ConfiguredRTTMS, g.Runs, c.Runs, g.RTTMS, r.Path)
+		}
+		// The user-space delay line can be late on a loaded machine (CI
+		// saw p99 1-5 ms over all three tries); the row must then say
+		// invalid, which is the tool being honest, not the test failing.
+		// Any other reason for an invalid row fails the test.
+		late := r.Path.LatenessP99MS.Valid && r.Path.LatenessP99MS.Value > 1
+		switch {
+		case !r.Path.Valid && !late:
+			t.Errorf("%d bytes, RTT %g ms: invalid though the RTT was right and the delay line on time: %+v", g.SizeBytes, g.ConfiguredRTTMS, r.Path)
+		case r.Path.Valid && late:
+			t.Errorf("%d bytes, RTT %g ms: valid though the delay line was late: %+v", g.SizeBytes, g.ConfiguredRTTMS, r.Path)
+		case late:
+			t.Logf("%d bytes, RTT %g ms: delay line late on this machine (p99 %.3f ms), row marked invalid as it must be", g.SizeBytes, g.ConfiguredRTTMS, r.Path.LatenessP99MS.Value)
 		}
 		if g.ConfiguredRTTMS == 50 && g.ServerBlindPct.Value < 95 {
 			t.Errorf("RTT 50 ms, %d bytes: server (as it reports itself) blind to %.1f%%, want >= 95%%", g.SizeBytes, g.ServerBlindPct.Value)
