@@ -49,7 +49,7 @@ func TestDetectFixtures(t *testing.T) {
 func TestReadFixtures(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	want := Stats{CPUSeconds: f(12.5), Periods: f(4200), ThrottledPeriods: f(1300), ThrottledSeconds: f(3.75), LimitCores: f(0.25),
-		MemoryBytes: f(41943040), MemoryPeakBytes: f(60817408), MemoryLimitBytes: f(134217728)}
+		MemoryBytes: f(41943040), MemoryPeakBytes: f(60817408), MemoryLimitBytes: f(134217728), OOMKills: f(2)}
 	for _, tree := range []string{"cgroup-v1", "cgroup-v2"} {
 		l, err := Detect(filepath.Join(fixtures, tree))
 		if err != nil {

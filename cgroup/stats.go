@@ -21,6 +21,10 @@ type Stats struct {
 	MemoryBytes      *float64 // v1 memory.usage_in_bytes, v2 memory.current
 	MemoryPeakBytes  *float64 // v1 memory.max_usage_in_bytes, v2 memory.peak
 	MemoryLimitBytes *float64 // nil when unlimited
+	// OOMKills counts the processes the kernel killed for the cgroup's
+	// memory limit (oom_kill of v2 memory.events, v1 memory.oom_control);
+	// nil where the kernel does not count them.
+	OOMKills *float64
 }
 
 // Read reads every figure of cgroup path it can; the error lists, on one
@@ -39,6 +43,13 @@ func (l Layout) Read(path string) (Stats, error) {
 		errs = append(errs, readMemoryV1(dir, &s))
 	} else {
 		errs = append(errs, readMemoryV2(dir, &s))
+	}
+	if dir != "" {
+		if n, err := ReadOOMKills(dir); err == nil {
+			s.OOMKills = ptr(float64(n))
+		} else if !errors.Is(err, ErrNoOOMCount) {
+			errs = append(errs, fmt.Errorf("read OOM kills: %w", err))
+		}
 	}
 	return s, joinLine(errs...)
 }

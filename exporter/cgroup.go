@@ -33,6 +33,8 @@ var (
 		"Highest memory usage recorded for the cgroup (v2 memory.peak, v1 memory.max_usage_in_bytes); absent where the kernel lacks it.", []string{"group"}, nil)
 	cgroupMemLimit = prometheus.NewDesc("slowlab_cgroup_memory_limit_bytes",
 		"Memory limit of the cgroup (v2 memory.max, v1 memory.limit_in_bytes); absent when unlimited.", []string{"group"}, nil)
+	cgroupOOMKills = prometheus.NewDesc("slowlab_cgroup_oom_kills_total",
+		"Processes the kernel killed because the cgroup reached its memory limit (oom_kill of v2 memory.events, v1 memory.oom_control); absent where the kernel does not count them.", []string{"group"}, nil)
 )
 
 // cgroupCollector reads the cgroup of each group that has a cgroup: selector.
@@ -86,4 +88,5 @@ func send(ch chan<- prometheus.Metric, s cgroup.Stats, group string) {
 	emit(cgroupMemUsage, prometheus.GaugeValue, s.MemoryBytes)
 	emit(cgroupMemPeak, prometheus.GaugeValue, s.MemoryPeakBytes)
 	emit(cgroupMemLimit, prometheus.GaugeValue, s.MemoryLimitBytes)
+	emit(cgroupOOMKills, prometheus.CounterValue, s.OOMKills)
 }

@@ -77,6 +77,7 @@ func TestCgroupCollectorBadInput(t *testing.T) {
 slowlab_cgroup_memory_limit_bytes{group="app"} 1.34217728e+08
 slowlab_cgroup_memory_peak_bytes{group="app"} 6.0817408e+07
 slowlab_cgroup_memory_usage_bytes{group="app"} 4.194304e+07
+slowlab_cgroup_oom_kills_total{group="app"} 2
 `,
 			err: `group app: cgroup:slowlab/app: read cpu.stat: cpu.stat: bad value in line "usage_usec twelve"`,
 		},
@@ -95,6 +96,7 @@ slowlab_cgroup_cpu_throttled_seconds_total{group="app"} 3.75
 slowlab_cgroup_cpu_usage_seconds_total{group="app"} 12.5
 slowlab_cgroup_memory_limit_bytes{group="app"} 1.34217728e+08
 slowlab_cgroup_memory_peak_bytes{group="app"} 6.0817408e+07
+slowlab_cgroup_oom_kills_total{group="app"} 2
 `,
 			err: "read cpu.max: cpu.max: empty file",
 		},
@@ -111,8 +113,26 @@ slowlab_cgroup_cpu_usage_seconds_total{group="app"} 12.5
 slowlab_cgroup_memory_limit_bytes{group="app"} 1.34217728e+08
 slowlab_cgroup_memory_peak_bytes{group="app"} 6.0817408e+07
 slowlab_cgroup_memory_usage_bytes{group="app"} 4.194304e+07
+slowlab_cgroup_oom_kills_total{group="app"} 2
 `,
 			err: "read cpu.cfs_quota_us: cpu.cfs_quota_us: want an integer",
+		},
+		{
+			name: "v2 malformed memory.events", tree: "cgroup-v2",
+			breakIt: func(r string) error {
+				return os.WriteFile(filepath.Join(r, "slowlab/app/memory.events"), []byte("oom_kill many\n"), 0o644)
+			},
+			want: `
+slowlab_cgroup_cpu_limit_cores{group="app"} 0.25
+slowlab_cgroup_cpu_periods_total{group="app"} 4200
+slowlab_cgroup_cpu_throttled_periods_total{group="app"} 1300
+slowlab_cgroup_cpu_throttled_seconds_total{group="app"} 3.75
+slowlab_cgroup_cpu_usage_seconds_total{group="app"} 12.5
+slowlab_cgroup_memory_limit_bytes{group="app"} 1.34217728e+08
+slowlab_cgroup_memory_peak_bytes{group="app"} 6.0817408e+07
+slowlab_cgroup_memory_usage_bytes{group="app"} 4.194304e+07
+`,
+			err: "read OOM kills: memory.events: bad value",
 		},
 		{
 			name: "hybrid cgroup missing from memory hierarchy", tree: "cgroup-hybrid",
