@@ -17,24 +17,24 @@ func init() {
 }
 
 var (
-	cgroupCPUUsage = prometheus.NewDesc("slowlab_cgroup_cpu_usage_seconds_total",
-		"CPU time consumed by the group's cgroup (v1 cpuacct.usage, v2 cpu.stat usage_usec).", []string{"group"}, nil)
-	cgroupCPUPeriods = prometheus.NewDesc("slowlab_cgroup_cpu_periods_total",
-		"CFS enforcement periods that elapsed while the cgroup had runnable tasks (cpu.stat nr_periods; 0 without a quota).", []string{"group"}, nil)
-	cgroupCPUThrottledPeriods = prometheus.NewDesc("slowlab_cgroup_cpu_throttled_periods_total",
-		"CFS periods in which the cgroup used up its quota and was throttled (cpu.stat nr_throttled).", []string{"group"}, nil)
-	cgroupCPUThrottledSeconds = prometheus.NewDesc("slowlab_cgroup_cpu_throttled_seconds_total",
-		"Time the cgroup's tasks were held back by the CPU quota (v1 cpu.stat throttled_time, v2 throttled_usec).", []string{"group"}, nil)
-	cgroupCPULimit = prometheus.NewDesc("slowlab_cgroup_cpu_limit_cores",
-		"CPU quota divided by period, in cores; absent when the cgroup has no quota.", []string{"group"}, nil)
-	cgroupMemUsage = prometheus.NewDesc("slowlab_cgroup_memory_usage_bytes",
-		"Memory charged to the cgroup, page cache included (v2 memory.current, v1 memory.usage_in_bytes).", []string{"group"}, nil)
-	cgroupMemPeak = prometheus.NewDesc("slowlab_cgroup_memory_peak_bytes",
-		"Highest memory usage recorded for the cgroup (v2 memory.peak, v1 memory.max_usage_in_bytes); absent where the kernel lacks it.", []string{"group"}, nil)
-	cgroupMemLimit = prometheus.NewDesc("slowlab_cgroup_memory_limit_bytes",
-		"Memory limit of the cgroup (v2 memory.max, v1 memory.limit_in_bytes); absent when unlimited.", []string{"group"}, nil)
-	cgroupOOMKills = prometheus.NewDesc("slowlab_cgroup_oom_kills_total",
-		"Processes the kernel killed because the cgroup reached its memory limit (oom_kill of v2 memory.events, v1 memory.oom_control); absent where the kernel does not count them.", []string{"group"}, nil)
+	cgroupCPUUsage = newGroupDesc("slowlab_cgroup_cpu_usage_seconds_total",
+		"CPU time consumed by the group's cgroup (v1 cpuacct.usage, v2 cpu.stat usage_usec).")
+	cgroupCPUPeriods = newGroupDesc("slowlab_cgroup_cpu_periods_total",
+		"CFS enforcement periods that elapsed while the cgroup had runnable tasks (cpu.stat nr_periods; 0 without a quota).")
+	cgroupCPUThrottledPeriods = newGroupDesc("slowlab_cgroup_cpu_throttled_periods_total",
+		"CFS periods in which the cgroup used up its quota and was throttled (cpu.stat nr_throttled).")
+	cgroupCPUThrottledSeconds = newGroupDesc("slowlab_cgroup_cpu_throttled_seconds_total",
+		"Time the cgroup's tasks were held back by the CPU quota (v1 cpu.stat throttled_time, v2 throttled_usec).")
+	cgroupCPULimit = newGroupDesc("slowlab_cgroup_cpu_limit_cores",
+		"CPU quota divided by period, in cores; absent when the cgroup has no quota.")
+	cgroupMemUsage = newGroupDesc("slowlab_cgroup_memory_usage_bytes",
+		"Memory charged to the cgroup, page cache included (v2 memory.current, v1 memory.usage_in_bytes).")
+	cgroupMemPeak = newGroupDesc("slowlab_cgroup_memory_peak_bytes",
+		"Highest memory usage recorded for the cgroup (v2 memory.peak, v1 memory.max_usage_in_bytes); absent where the kernel lacks it.")
+	cgroupMemLimit = newGroupDesc("slowlab_cgroup_memory_limit_bytes",
+		"Memory limit of the cgroup (v2 memory.max, v1 memory.limit_in_bytes); absent when unlimited.")
+	cgroupOOMKills = newGroupDesc("slowlab_cgroup_oom_kills_total",
+		"Processes the kernel killed because the cgroup reached its memory limit (oom_kill of v2 memory.events, v1 memory.oom_control); absent where the kernel does not count them.")
 )
 
 // cgroupCollector reads the cgroup of each group that has a cgroup: selector.
@@ -51,7 +51,11 @@ func (c *cgroupCollector) Update(ctx context.Context, targets []Target, ch chan<
 		errs   partialErrors
 	)
 	for _, t := range targets {
-		if t.Cgroup == "" {
+		paths := t.Cgroups
+		if t.Cgroup != "" {
+			paths = []string{t.Cgroup}
+		}
+		if len(paths) == 0 {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -64,20 +68,52 @@ func (c *cgroupCollector) Update(ctx context.Context, targets []Target, ch chan<
 			}
 			ready = true
 		}
-		s, err := layout.Read(t.Cgroup)
-		if err != nil {
-			errs.add(fmt.Errorf("group %s: cgroup:%s: %w", t.Group, t.Cgroup, err))
+		var sum cgroup.Stats
+		for i, p := range paths {
+			s, err := layout.Read(p)
+			if err != nil {
+				errs.add(fmt.Errorf("group %s: cgroup:%s: %w", t.Group, p, err))
+			}
+			if i == 0 {
+				sum = s
+			} else {
+				sum = addStats(sum, s)
+			}
 		}
-		send(ch, s, t.Group)
+		send(ch, sum, t)
 	}
 	return errs.err()
 }
 
+// addStats sums what sums over cgroups: CPU time, periods, throttling,
+// memory in use and OOM kills. A sum of limits or of peaks is no limit or
+// peak of anything, so those are left out.
+func addStats(a, b cgroup.Stats) cgroup.Stats {
+	add := func(x, y *float64) *float64 {
+		switch {
+		case x == nil:
+			return y
+		case y == nil:
+			return x
+		}
+		v := *x + *y
+		return &v
+	}
+	return cgroup.Stats{
+		CPUSeconds:       add(a.CPUSeconds, b.CPUSeconds),
+		Periods:          add(a.Periods, b.Periods),
+		ThrottledPeriods: add(a.ThrottledPeriods, b.ThrottledPeriods),
+		ThrottledSeconds: add(a.ThrottledSeconds, b.ThrottledSeconds),
+		MemoryBytes:      add(a.MemoryBytes, b.MemoryBytes),
+		OOMKills:         add(a.OOMKills, b.OOMKills),
+	}
+}
+
 // send emits what could be read of a group's cgroup.
-func send(ch chan<- prometheus.Metric, s cgroup.Stats, group string) {
-	emit := func(d *prometheus.Desc, typ prometheus.ValueType, v *float64) {
+func send(ch chan<- prometheus.Metric, s cgroup.Stats, t Target) {
+	emit := func(d *groupDesc, typ prometheus.ValueType, v *float64) {
 		if v != nil {
-			ch <- prometheus.MustNewConstMetric(d, typ, *v, group)
+			ch <- t.metric(d, typ, *v)
 		}
 	}
 	emit(cgroupCPUUsage, prometheus.CounterValue, s.CPUSeconds)

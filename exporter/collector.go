@@ -23,8 +23,13 @@ type Collector interface {
 
 // Target is one configured group resolved for a single scrape.
 type Target struct {
-	Group    string
-	Cgroup   string   // path below the cgroup root; "" when the group has none
+	Group  string
+	Cgroup string // path below the cgroup root; "" when the group has none
+	// Cgroups are the cgroups of group "other", which sums the matches of
+	// dynamic groups beyond --max-dynamic-groups (Cgroup is then "").
+	Cgroups []string
+	// Labels are a dynamic group's captures, added to each of its metrics.
+	Labels   prometheus.Labels
 	PIDs     []int    // sorted, unique; processes that exited may remain
 	Ports    []int    // local ports from port: selectors
 	TempDirs []string // absolute, cleaned
@@ -32,7 +37,8 @@ type Target struct {
 	// incomplete, and collectors that use them report the failure.
 	Err error
 
-	fds *fdCache // shared by the scrape's collectors; nil outside a scrape
+	fds   *fdCache   // shared by the scrape's collectors; nil outside a scrape
+	descs *descCache // a dynamic group's Descs, for this scrape
 }
 
 // ErrNoData marks an optional source the kernel does not provide (memory.peak

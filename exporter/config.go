@@ -39,9 +39,18 @@ type Config struct {
 //	port:N         no process: TCP sockets whose local port is N count for the
 //	               group in the socket collector (for when /proc/PID/fd is
 //	               unreadable)
+//	cgroup-re:REGEX  one group per cgroup whose path (below the root, as in
+//	               cgroup:) matches REGEX entirely: a dynamic group. REGEX
+//	               needs named captures, (?P<unit>[^/]+), which become labels
+//	               of the group's metrics; GroupName sets the group label.
+//	               The only selector of its group.
 type Group struct {
 	Name      string   `yaml:"name"`
 	Selectors []string `yaml:"selectors"`
+	// GroupName is the group label of each match of a cgroup-re: selector,
+	// with ${capture} replaced by the match's capture ("${unit}",
+	// "pod-${pod_uid}"); empty means the matched cgroup path.
+	GroupName string `yaml:"group_name,omitempty"`
 	// TempDirs overrides Config.TempDirs for this group.
 	TempDirs []string `yaml:"temp_dirs,omitempty"`
 }
@@ -58,7 +67,7 @@ func DefaultTempDirs() []string {
 }
 
 // Selector kinds, in the order error messages list them.
-var selectorKinds = []string{"cgroup", "comm", "cmdline", "pid", "tree", "port"}
+var selectorKinds = []string{"cgroup", "cgroup-re", "comm", "cmdline", "pid", "tree", "port"}
 
 var groupNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
@@ -66,7 +75,7 @@ var groupNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 type selector struct {
 	kind string
 	path string         // cgroup
-	re   *regexp.Regexp // comm, cmdline
+	re   *regexp.Regexp // comm, cmdline, cgroup-re
 	n    int            // pid, tree, port
 }
 
@@ -77,6 +86,7 @@ type group struct {
 	cgroup    string // "" when the group has no cgroup selector
 	ports     []int
 	tempDirs  []string
+	dyn       *dynamic // a cgroup-re: group; nil for a fixed one
 }
 
 // LoadConfig reads a YAML config file, rejecting unknown fields, and
@@ -152,6 +162,9 @@ func (c Config) compile() ([]group, error) {
 		cg.tempDirs = cleanDirs(cg.tempDirs)
 		groups = append(groups, cg)
 	}
+	if err := checkDynamic(groups); err != nil {
+		return nil, err
+	}
 	return groups, nil
 }
 
@@ -176,7 +189,7 @@ func compileGroup(g Group) (group, error) {
 		}
 		cg.selectors = append(cg.selectors, s)
 	}
-	return cg, nil
+	return cg, compileDynamic(&cg, g)
 }
 
 // parseSelector parses "KIND:VALUE".
@@ -196,7 +209,7 @@ func parseSelector(raw string) (selector, error) {
 			return selector{}, fmt.Errorf("selector %q: %w", raw, err)
 		}
 		s.path = p
-	case "comm", "cmdline":
+	case "comm", "cmdline", "cgroup-re":
 		if _, err := regexp.Compile(value); err != nil {
 			return selector{}, fmt.Errorf("selector %q: bad regex: %w", raw, err)
 		}

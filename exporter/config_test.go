@@ -118,8 +118,8 @@ func TestParseSelector(t *testing.T) {
 		{in: "cgroup:a/../../b", err: `selector "cgroup:a/../../b": cgroup path must not contain ".."`},
 		{in: "cgroup://", err: `selector "cgroup://": cgroup path must name a cgroup below the root`},
 		{in: "comm:[", err: "selector \"comm:[\": bad regex: error parsing regexp: missing closing ]: `[`"},
-		{in: "nothing", err: `selector "nothing": want KIND:VALUE with KIND one of cgroup, comm, cmdline, pid, tree, port`},
-		{in: "uid:0", err: `selector "uid:0": unknown kind "uid" (allowed: cgroup, comm, cmdline, pid, tree, port)`},
+		{in: "nothing", err: `selector "nothing": want KIND:VALUE with KIND one of cgroup, cgroup-re, comm, cmdline, pid, tree, port`},
+		{in: "uid:0", err: `selector "uid:0": unknown kind "uid" (allowed: cgroup, cgroup-re, comm, cmdline, pid, tree, port)`},
 		{in: "comm:", err: `selector "comm:": empty value`},
 	}
 	for _, tt := range tests {
@@ -162,9 +162,9 @@ func TestParseGroupFlag(t *testing.T) {
 		{in: "app", err: `group "app": want NAME=SELECTOR[,SELECTOR...]`},
 		{in: "=pid:1", err: `group "=pid:1": want NAME=SELECTOR[,SELECTOR...]`},
 		{in: "app=", err: `group "app=": want NAME=SELECTOR[,SELECTOR...]`},
-		{in: "app=pid:1,", err: `group "app": selector "": want KIND:VALUE with KIND one of cgroup, comm, cmdline, pid, tree, port`},
+		{in: "app=pid:1,", err: `group "app": selector "": want KIND:VALUE with KIND one of cgroup, cgroup-re, comm, cmdline, pid, tree, port`},
 		// Commas split selectors: a regex with a comma belongs in the config file.
-		{in: "app=comm:a{1,2}", err: `group "app": selector "2}": want KIND:VALUE with KIND one of cgroup, comm, cmdline, pid, tree, port`},
+		{in: "app=comm:a{1,2}", err: `group "app": selector "2}": want KIND:VALUE with KIND one of cgroup, cgroup-re, comm, cmdline, pid, tree, port`},
 	}
 	for _, tt := range tests {
 		g, err := ParseGroupFlag(tt.in)

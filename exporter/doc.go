@@ -6,7 +6,9 @@
 //
 // A group is named by the user (app, proxy, loadgen, ...) and selects
 // processes with selectors such as cgroup:PATH, comm:REGEX or tree:PID; see
-// Config. Each data source is one Collector in its own file (cgroup.go,
+// Config. A cgroup-re:REGEX selector makes a group per matching cgroup at
+// every scrape, its named captures as labels (dynamic.go), bounded by
+// Options.MaxDynamicGroups. Each data source is one Collector in its own file (cgroup.go,
 // process.go, tempfiles.go, sockets.go), registered once with
 // registerCollector, which also gives it its --collector.NAME flag. Every
 // filesystem root (/proc, /sys/fs/cgroup) comes from Options, so tests run the
@@ -15,7 +17,8 @@
 // The package owns collection and the HTTP handler (OpenMetrics negotiation,
 // scrape timeouts, landing page). It does not own listening, TLS or basic
 // auth (the command wires prometheus/exporter-toolkit), nor host-wide metrics
-// that node_exporter already provides. It never labels by PID, path, socket
-// or error text: label values are group names, states and a bounded set of
-// wait-channel names.
+// that node_exporter already provides. It never labels by PID, socket or
+// error text: label values are group names, states, a bounded set of
+// wait-channel names, and the captures of dynamic groups (unit names, pod
+// UIDs), bounded by MaxDynamicGroups.
 package exporter

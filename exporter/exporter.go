@@ -39,6 +39,10 @@ type Options struct {
 	// folding the rest into "other". 0 means DefaultWchanTop; negative
 	// reports only "other".
 	WchanTop int
+	// MaxDynamicGroups bounds the groups cgroup-re: selectors make; the
+	// matches over it are summed into the group "other".
+	// DefaultMaxDynamicGroups when 0; negative is an error.
+	MaxDynamicGroups int
 	// Extra is served by Handler after the exporter's own metrics (e.g. a
 	// registry with the Go runtime and process collectors).
 	Extra prometheus.Gatherer
@@ -49,6 +53,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.MaxDynamicGroups == 0 {
+		o.MaxDynamicGroups = DefaultMaxDynamicGroups
+	}
 	if o.ProcFS == "" {
 		o.ProcFS = DefaultProcFS
 	}
@@ -102,6 +109,9 @@ func New(cfg Config, opts Options, logger *slog.Logger) (*Exporter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.MaxDynamicGroups < 0 {
+		return nil, fmt.Errorf("max dynamic groups %d: want at least 1", opts.MaxDynamicGroups)
+	}
 	opts = opts.withDefaults()
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -114,7 +124,7 @@ func New(cfg Config, opts Options, logger *slog.Logger) (*Exporter, error) {
 	e := &Exporter{
 		opts:       opts,
 		logger:     logger,
-		resolver:   resolver{procFS: opts.ProcFS, cgroupFS: opts.CgroupFS, groups: groups},
+		resolver:   resolver{procFS: opts.ProcFS, cgroupFS: opts.CgroupFS, groups: groups, maxDyn: opts.MaxDynamicGroups},
 		collectors: map[string]Collector{},
 		failing:    map[string]bool{},
 	}
@@ -165,7 +175,15 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 // collector never fails the scrape: its error is logged once when it starts
 // failing, and its success metric is 0.
 func (e *Exporter) CollectContext(ctx context.Context, ch chan<- prometheus.Metric) {
-	targets := e.resolver.resolve(ctx)
+	targets, dyn, dynErr := e.resolver.resolve(ctx)
+	if e.resolver.dynamic() {
+		// Resolving the dynamic groups is reported as if it were a
+		// collector: its success, and its error logged on change.
+		ch <- prometheus.MustNewConstMetric(dynamicGroups, prometheus.GaugeValue, float64(dyn.groups))
+		ch <- prometheus.MustNewConstMetric(dynamicOther, prometheus.GaugeValue, float64(dyn.other))
+		ch <- prometheus.MustNewConstMetric(collectorSuccess, prometheus.GaugeValue, map[bool]float64{true: 1}[dynErr == nil], "cgroup-re")
+		e.logResult("cgroup-re", dynErr)
+	}
 	cache := newFDCache(collectorEnv{opts: e.opts}.fdWalker())
 	for i := range targets {
 		targets[i].fds = cache

@@ -42,7 +42,8 @@ func FuzzParseStack(f *testing.F) {
 }
 
 func FuzzParseSelector(f *testing.F) {
-	for _, s := range []string{"cgroup:slowlab/app", "comm:nginx", "cmdline:.*gunicorn.*", "pid:1", "tree:42", "port:8080", "cgroup:../x", "comm:("} {
+	for _, s := range []string{"cgroup:slowlab/app", "comm:nginx", "cmdline:.*gunicorn.*", "pid:1", "tree:42", "port:8080", "cgroup:../x", "comm:(",
+		`cgroup-re:system\.slice/(?P<unit>[^/]+)\.service`, "cgroup-re:(?P<1x>a)", "cgroup-re:[^/]+"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

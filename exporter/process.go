@@ -27,14 +27,14 @@ func init() {
 }
 
 var (
-	processCount = prometheus.NewDesc("slowlab_processes",
-		"Processes of the group by scheduler state (from /proc/PID/stat).", []string{"group", "state"}, nil)
-	processRSS = prometheus.NewDesc("slowlab_process_resident_memory_bytes",
-		"Resident set size summed over the group's processes.", []string{"group"}, nil)
-	processCPU = prometheus.NewDesc("slowlab_process_cpu_seconds_total",
-		"User and system CPU time summed over the group's current processes (utime+stime); drops when a process exits, so rate() treats that as a reset. Prefer slowlab_cgroup_cpu_usage_seconds_total where the group has a cgroup.", []string{"group"}, nil)
-	processWchan = prometheus.NewDesc("slowlab_process_wchan",
-		"Sleeping processes of the group by kernel wait channel (/proc/PID/wchan), the most common names plus \"other\"; e.g. sk_stream_wait_memory is a write waiting for send-buffer space.", []string{"group", "wchan"}, nil)
+	processCount = newGroupDesc("slowlab_processes",
+		"Processes of the group by scheduler state (from /proc/PID/stat).", "state")
+	processRSS = newGroupDesc("slowlab_process_resident_memory_bytes",
+		"Resident set size summed over the group's processes.")
+	processCPU = newGroupDesc("slowlab_process_cpu_seconds_total",
+		"User and system CPU time summed over the group's current processes (utime+stime); drops when a process exits, so rate() treats that as a reset. Prefer slowlab_cgroup_cpu_usage_seconds_total where the group has a cgroup.")
+	processWchan = newGroupDesc("slowlab_process_wchan",
+		"Sleeping processes of the group by kernel wait channel (/proc/PID/wchan), the most common names plus \"other\"; e.g. sk_stream_wait_memory is a write waiting for send-buffer space.", "wchan")
 )
 
 // userHZ is the unit of utime and stime in /proc/PID/stat: 100 on every
@@ -103,12 +103,12 @@ func (c *processCollector) Update(ctx context.Context, targets []Target, ch chan
 			}
 		}
 		for _, s := range processStates {
-			ch <- prometheus.MustNewConstMetric(processCount, prometheus.GaugeValue, float64(states[s.name]), t.Group, s.name)
+			ch <- t.metric(processCount, prometheus.GaugeValue, float64(states[s.name]), s.name)
 		}
-		ch <- prometheus.MustNewConstMetric(processRSS, prometheus.GaugeValue, float64(rss), t.Group)
-		ch <- prometheus.MustNewConstMetric(processCPU, prometheus.CounterValue, float64(cpuTicks)/userHZ, t.Group)
+		ch <- t.metric(processRSS, prometheus.GaugeValue, float64(rss))
+		ch <- t.metric(processCPU, prometheus.CounterValue, float64(cpuTicks)/userHZ)
 		for _, w := range topWchans(wchans, c.wchanTop) {
-			ch <- prometheus.MustNewConstMetric(processWchan, prometheus.GaugeValue, float64(w.count), t.Group, w.name)
+			ch <- t.metric(processWchan, prometheus.GaugeValue, float64(w.count), w.name)
 		}
 	}
 	return errs.err()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ type resolver struct {
 	procFS   string
 	cgroupFS string
 	groups   []group
+	maxDyn   int // Options.MaxDynamicGroups
 }
 
 // procEntry is one process from a full /proc scan.
@@ -36,7 +38,7 @@ type procTable struct {
 	cmdlines map[int]string
 }
 
-func (r *resolver) resolve(ctx context.Context) []Target {
+func (r *resolver) resolve(ctx context.Context) ([]Target, dynStats, error) {
 	var (
 		table       *procTable
 		scanErr     error
@@ -48,7 +50,12 @@ func (r *resolver) resolve(ctx context.Context) []Target {
 		table, scanErr = scanProcs(ctx, r.procFS)
 	}
 	targets := make([]Target, 0, len(r.groups))
+	hasDyn := false
 	for _, g := range r.groups {
+		if g.dyn != nil {
+			hasDyn = true
+			continue
+		}
 		t := Target{Group: g.name, Cgroup: g.cgroup, Ports: g.ports, TempDirs: g.tempDirs}
 		pids := map[int]bool{}
 		var errs partialErrors
@@ -90,7 +97,30 @@ func (r *resolver) resolve(ctx context.Context) []Target {
 		}
 		targets = append(targets, t)
 	}
-	return targets
+	if !hasDyn {
+		return targets, dynStats{}, nil
+	}
+	if !layoutReady {
+		layout, layoutErr = cgroup.Detect(r.cgroupFS)
+	}
+	if layoutErr != nil {
+		return targets, dynStats{}, fmt.Errorf("cgroup-re: %w", layoutErr)
+	}
+	matches, err := matchDynamic(ctx, layout, r.groups)
+	if err != nil {
+		return targets, dynStats{}, err
+	}
+	taken := map[string]bool{}
+	for _, t := range targets {
+		taken[dynMatch{name: t.Group}.key()] = true
+	}
+	dyn, st := dynamicTargets(layout, matches, r.maxDyn, taken)
+	return append(targets, dyn...), st, nil
+}
+
+// dynamic reports whether any group is a cgroup-re: group.
+func (r *resolver) dynamic() bool {
+	return slices.ContainsFunc(r.groups, func(g group) bool { return g.dyn != nil })
 }
 
 func (r *resolver) needsScan() bool {

@@ -22,14 +22,14 @@ func init() {
 }
 
 var (
-	socketSendQueue = prometheus.NewDesc("slowlab_socket_send_queue_bytes",
-		"Bytes in the send queues of the group's TCP sockets, written by the process but not yet acknowledged by the peer (sock_diag idiag_wqueue; listening sockets excluded).", []string{"group"}, nil)
-	socketRecvQueue = prometheus.NewDesc("slowlab_socket_receive_queue_bytes",
-		"Bytes received on the group's TCP sockets that the process has not read yet (sock_diag idiag_rqueue; listening sockets excluded).", []string{"group"}, nil)
-	socketNotSent = prometheus.NewDesc("slowlab_socket_notsent_bytes",
-		"Bytes in the group's TCP send queues not yet sent even once (TCP_INFO tcpi_notsent_bytes), a part of the send queue.", []string{"group"}, nil)
-	socketCount = prometheus.NewDesc("slowlab_sockets",
-		"TCP sockets of the group by state.", []string{"group", "state"}, nil)
+	socketSendQueue = newGroupDesc("slowlab_socket_send_queue_bytes",
+		"Bytes in the send queues of the group's TCP sockets, written by the process but not yet acknowledged by the peer (sock_diag idiag_wqueue; listening sockets excluded).")
+	socketRecvQueue = newGroupDesc("slowlab_socket_receive_queue_bytes",
+		"Bytes received on the group's TCP sockets that the process has not read yet (sock_diag idiag_rqueue; listening sockets excluded).")
+	socketNotSent = newGroupDesc("slowlab_socket_notsent_bytes",
+		"Bytes in the group's TCP send queues not yet sent even once (TCP_INFO tcpi_notsent_bytes), a part of the send queue.")
+	socketCount = newGroupDesc("slowlab_sockets",
+		"TCP sockets of the group by state.", "state")
 )
 
 // tcpStates are the kernel's TCP states (include/net/tcp_states.h), index =
@@ -113,11 +113,11 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 	}
 	for i, t := range targets {
 		tt := totals[i]
-		ch <- prometheus.MustNewConstMetric(socketSendQueue, prometheus.GaugeValue, tt.send, t.Group)
-		ch <- prometheus.MustNewConstMetric(socketRecvQueue, prometheus.GaugeValue, tt.recv, t.Group)
-		ch <- prometheus.MustNewConstMetric(socketNotSent, prometheus.GaugeValue, tt.notsent, t.Group)
+		ch <- t.metric(socketSendQueue, prometheus.GaugeValue, tt.send)
+		ch <- t.metric(socketRecvQueue, prometheus.GaugeValue, tt.recv)
+		ch <- t.metric(socketNotSent, prometheus.GaugeValue, tt.notsent)
 		for st := 1; st < len(tcpStates); st++ {
-			ch <- prometheus.MustNewConstMetric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), t.Group, tcpStates[st])
+			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
 		}
 	}
 	return errs.err()

@@ -16,12 +16,12 @@ func init() {
 }
 
 var (
-	tempFiles = prometheus.NewDesc("slowlab_proxy_temp_files",
-		"Regular files under the group's temp dirs held open by its processes, unlinked ones included, counted once per device and inode.", []string{"group"}, nil)
-	tempLogical = prometheus.NewDesc("slowlab_proxy_temp_logical_bytes",
-		"Summed size (st_size) of the group's open temp files.", []string{"group"}, nil)
-	tempAllocated = prometheus.NewDesc("slowlab_proxy_temp_allocated_bytes",
-		"Summed disk space allocated (st_blocks*512) to the group's open temp files.", []string{"group"}, nil)
+	tempFiles = newGroupDesc("slowlab_proxy_temp_files",
+		"Regular files under the group's temp dirs held open by its processes, unlinked ones included, counted once per device and inode.")
+	tempLogical = newGroupDesc("slowlab_proxy_temp_logical_bytes",
+		"Summed size (st_size) of the group's open temp files.")
+	tempAllocated = newGroupDesc("slowlab_proxy_temp_allocated_bytes",
+		"Summed disk space allocated (st_blocks*512) to the group's open temp files.")
 )
 
 // tempFilesCollector finds proxy temp files through /proc/PID/fd: NGINX and
@@ -76,9 +76,9 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 				errs.add(fmt.Errorf("group %s: %w", t.Group, err))
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(tempFiles, prometheus.GaugeValue, float64(len(seen)), t.Group)
-		ch <- prometheus.MustNewConstMetric(tempLogical, prometheus.GaugeValue, float64(logical), t.Group)
-		ch <- prometheus.MustNewConstMetric(tempAllocated, prometheus.GaugeValue, float64(allocated), t.Group)
+		ch <- t.metric(tempFiles, prometheus.GaugeValue, float64(len(seen)))
+		ch <- t.metric(tempLogical, prometheus.GaugeValue, float64(logical))
+		ch <- t.metric(tempAllocated, prometheus.GaugeValue, float64(allocated))
 	}
 	return errs.err()
 }

@@ -41,6 +41,7 @@ type exporterFlags struct {
 	metricsPath   string
 	scrapeTimeout time.Duration
 	wchanTop      int
+	maxDynamic    int
 	logLevel      string
 	collectors    map[string]bool
 }
@@ -74,7 +75,7 @@ func runExporter(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlagSet("exporter", "[--config FILE] [--group NAME=SELECTOR[,SELECTOR...]]... [flags]", stdout)
 	f := exporterFlags{collectors: map[string]bool{}}
 	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
-	fs.Var(&f.groups, string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
+	fs.Var(&f.groups, string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
 	fs.Var(&f.tempDirs, string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
 	fs.StringVar(&f.procFS, "path.procfs", exporter.DefaultProcFS, "procfs mount `point`")
 	fs.StringVar(&f.cgroupFS, "path.cgroupfs", exporter.DefaultCgroupFS, "cgroup filesystem root (v2 mount, or the tmpfs holding v1 hierarchies)")
@@ -83,6 +84,7 @@ func runExporter(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&f.metricsPath, "web.telemetry-path", exporter.DefaultMetricsPath, "`path` of the metrics endpoint")
 	fs.DurationVar(&f.scrapeTimeout, "scrape.timeout", exporter.DefaultScrapeTimeout, "longest a scrape may take when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds")
 	fs.IntVar(&f.wchanTop, "collector.process.wchan-top", exporter.DefaultWchanTop, "wait-channel names reported per group before the rest count as \"other\"")
+	fs.IntVar(&f.maxDynamic, "max-dynamic-groups", exporter.DefaultMaxDynamicGroups, "groups the cgroup-re: selectors may make; further matches are summed into group \"other\"")
 	fs.StringVar(&f.logLevel, string(child.ExporterLogLevel), "info", "log `level`: debug, info, warn, error")
 	for _, c := range exporter.Collectors() {
 		fs.Var(collectorFlag{f.collectors, c.Name, true}, "collector."+c.Name, fmt.Sprintf("enable the %s collector: %s (default %t)", c.Name, c.Help, c.Enabled))
@@ -146,6 +148,9 @@ func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level,
 	if f.wchanTop < 0 {
 		return cfg, exporter.Options{}, level, usagef("--collector.process.wchan-top %d: want 0 or more", f.wchanTop)
 	}
+	if f.maxDynamic < 1 {
+		return cfg, exporter.Options{}, level, usagef("--max-dynamic-groups %d: want at least 1", f.maxDynamic)
+	}
 	if f.scrapeTimeout <= 0 {
 		return cfg, exporter.Options{}, level, usagef("--scrape.timeout %v: want a positive duration", f.scrapeTimeout)
 	}
@@ -162,11 +167,12 @@ func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level,
 		wchanTop = -1 // Options treats 0 as "default"
 	}
 	return cfg, exporter.Options{
-		ProcFS:        f.procFS,
-		CgroupFS:      f.cgroupFS,
-		Collectors:    f.collectors,
-		ScrapeTimeout: f.scrapeTimeout,
-		WchanTop:      wchanTop,
+		ProcFS:           f.procFS,
+		CgroupFS:         f.cgroupFS,
+		Collectors:       f.collectors,
+		ScrapeTimeout:    f.scrapeTimeout,
+		WchanTop:         wchanTop,
+		MaxDynamicGroups: f.maxDynamic,
 	}, level, nil
 }
 

@@ -127,6 +127,8 @@ func TestExporterUsageErrors(t *testing.T) {
 		{[]string{"--group", "app=pid:1", "--no-collector.disk"}, `flag provided but not defined: -no-collector.disk`},
 		{[]string{"--group", "app=pid:1", "--log.level", "loud"}, `--log.level "loud": want debug, info, warn or error`},
 		{[]string{"--group", "app=pid:1", "--collector.process.wchan-top", "-1"}, `want 0 or more`},
+		{[]string{"--group", "app=pid:1", "--max-dynamic-groups", "0"}, `--max-dynamic-groups 0: want at least 1`},
+		{[]string{"--group", `units=cgroup-re:system\.slice/[^/]+`}, `no named capture such as (?P<unit>[^/]+)`},
 		{[]string{"--group", "app=pid:1", "--collector.tempfiles.dir", "relative/dir"}, `temp_dirs: "relative/dir": must be an absolute path`},
 		{[]string{"--group", "app=pid:1", "--web.config.file", "/nonexistent/web.yml"}, `--web.config.file /nonexistent/web.yml:`},
 		{[]string{"--config", "../../exporter/testdata/config/invalid-two-cgroups.yml"}, `at most one cgroup selector per group`},

@@ -1,0 +1,273 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slowlab/slowlab/cgroup"
+)
+
+// This file is the exporter's dynamic groups: a cgroup-re: selector makes
+// one group per cgroup whose path matches, labelled with the regex's named
+// captures, resolved again at every scrape (a cgroup that is gone is no
+// longer reported: no stale series), and bounded by
+// Options.MaxDynamicGroups, beyond which matches are summed into the group
+// "other".
+
+// DefaultMaxDynamicGroups bounds the groups cgroup-re: selectors make.
+const DefaultMaxDynamicGroups = 200
+
+// OtherGroup is the group that sums the dynamic matches over the bound.
+const OtherGroup = "other"
+
+// dynamic is a compiled cgroup-re: group.
+type dynamic struct {
+	re       *regexp.Regexp
+	captures []string // the regex's named captures, in order
+	template string   // GroupName; "" means the matched path
+}
+
+var (
+	labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	templateRef = regexp.MustCompile(`\$(?:\{([^}]*)\}|([A-Za-z0-9_]+))`)
+
+	dynamicGroups = prometheus.NewDesc("slowlab_exporter_dynamic_groups",
+		"Groups the cgroup-re: selectors made at this scrape, up to --max-dynamic-groups.", nil, nil)
+	dynamicOther = prometheus.NewDesc("slowlab_exporter_dynamic_groups_other",
+		"Matches of cgroup-re: selectors over --max-dynamic-groups (or with a label set already taken) at this scrape, summed into group=\"other\" instead of reported on their own.", nil, nil)
+)
+
+// compileDynamic checks a group's cgroup-re: selector and group_name and
+// sets cg.dyn; a group without one must not have a group_name.
+func compileDynamic(cg *group, g Group) error {
+	i := slices.IndexFunc(cg.selectors, func(s selector) bool { return s.kind == "cgroup-re" })
+	if i < 0 {
+		if g.GroupName != "" {
+			return fmt.Errorf("group_name %q: only for a group whose selector is cgroup-re:", g.GroupName)
+		}
+		return nil
+	}
+	raw := g.Selectors[i]
+	if len(cg.selectors) > 1 {
+		return fmt.Errorf("selector %q: a cgroup-re: selector must be its group's only selector (each match is a group of its own)", raw)
+	}
+	d := &dynamic{re: cg.selectors[i].re, template: g.GroupName}
+	for _, name := range d.re.SubexpNames()[1:] {
+		switch {
+		case name == "":
+		case !labelNameRE.MatchString(name) || strings.HasPrefix(name, "__"):
+			return fmt.Errorf("selector %q: capture %q is not a valid label name (want [a-zA-Z_][a-zA-Z0-9_]*, not starting with __)", raw, name)
+		case name == "group":
+			return fmt.Errorf("selector %q: capture %q: the group label is set by group_name", raw, name)
+		case slices.Contains(d.captures, name):
+			return fmt.Errorf("selector %q: capture %q named twice", raw, name)
+		default:
+			d.captures = append(d.captures, name)
+		}
+	}
+	if len(d.captures) == 0 {
+		return fmt.Errorf("selector %q: no named capture such as (?P<unit>[^/]+): each match needs labels that tell it from the others", raw)
+	}
+	for _, m := range templateRef.FindAllStringSubmatch(d.template, -1) {
+		if ref := m[1] + m[2]; !slices.Contains(d.captures, ref) {
+			return fmt.Errorf("group_name %q: $%s is not a capture of %q (captures: %s)", d.template, ref, raw, strings.Join(d.captures, ", "))
+		}
+	}
+	cg.cgroup, cg.dyn = "", d
+	return nil
+}
+
+// checkDynamic refuses configs whose dynamic groups could give two groups
+// the same label set: two cgroup-re: groups with the same captures and the
+// same group_name, or a fixed group named "other".
+func checkDynamic(groups []group) error {
+	var dyn []group
+	for _, g := range groups {
+		if g.dyn != nil {
+			dyn = append(dyn, g)
+		}
+	}
+	if len(dyn) == 0 {
+		return nil
+	}
+	for _, g := range groups {
+		if g.dyn == nil && g.name == OtherGroup {
+			return fmt.Errorf("group %q: the name is taken by the sum of the dynamic groups over --max-dynamic-groups", g.name)
+		}
+	}
+	for i, a := range dyn {
+		for _, b := range dyn[i+1:] {
+			if a.dyn.template == b.dyn.template && slices.Equal(sorted(a.dyn.captures), sorted(b.dyn.captures)) {
+				return fmt.Errorf("groups %q and %q: their cgroup-re: selectors give the same label set (captures %s, group_name %q), so one cgroup could be reported twice: give them different captures or group_name",
+					a.name, b.name, strings.Join(a.dyn.captures, ", "), a.dyn.template)
+			}
+		}
+	}
+	return nil
+}
+
+func sorted(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+// dynMatch is one cgroup a dynamic group's regex matched.
+type dynMatch struct {
+	g      *group
+	path   string
+	labels prometheus.Labels
+	name   string // the group label
+}
+
+// key is the match's label set, which must be unique among the targets.
+func (m dynMatch) key() string {
+	names := make([]string, 0, len(m.labels))
+	for k := range m.labels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(m.name)
+	for _, k := range names {
+		fmt.Fprintf(&b, "\xff%s=%s", k, m.labels[k])
+	}
+	return b.String()
+}
+
+// dynStats is what the last resolve made of the dynamic groups.
+type dynStats struct {
+	groups, other int
+}
+
+// walkRoot is the hierarchy the dynamic groups' paths are matched in: the
+// v1 memory (else cpu) hierarchy, else the v2 tree. kubelet and systemd
+// create every cgroup in each hierarchy, under the same path.
+func walkRoot(l cgroup.Layout) string {
+	for _, ctrl := range []string{"memory", "cpu"} {
+		if d, ok := l.V1[ctrl]; ok {
+			return d
+		}
+	}
+	return l.Unified
+}
+
+// matchDynamic walks the cgroup tree once and returns every match of the
+// dynamic groups, by group in config order, then by path.
+func matchDynamic(ctx context.Context, l cgroup.Layout, groups []group) ([]dynMatch, error) {
+	root := walkRoot(l)
+	var out []dynMatch
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking
+			}
+			return err
+		}
+		if !d.IsDir() || p == root {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
+		for i := range groups {
+			g := &groups[i]
+			if g.dyn == nil {
+				continue
+			}
+			if sub := g.dyn.re.FindStringSubmatchIndex(rel); sub != nil {
+				out = append(out, newMatch(g, rel, sub))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cgroup-re: walk %s: %w", root, err)
+	}
+	order := map[*group]int{}
+	for i := range groups {
+		order[&groups[i]] = i
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if order[out[i].g] != order[out[j].g] {
+			return order[out[i].g] < order[out[j].g]
+		}
+		return out[i].path < out[j].path
+	})
+	return out, nil
+}
+
+func newMatch(g *group, rel string, sub []int) dynMatch {
+	m := dynMatch{g: g, path: rel, labels: prometheus.Labels{}, name: rel}
+	for i, name := range g.dyn.re.SubexpNames() {
+		if name != "" && sub[2*i] >= 0 {
+			m.labels[name] = rel[sub[2*i]:sub[2*i+1]]
+		} else if name != "" {
+			m.labels[name] = ""
+		}
+	}
+	if g.dyn.template != "" {
+		m.name = string(g.dyn.re.ExpandString(nil, g.dyn.template, rel, sub))
+	}
+	return m
+}
+
+// dynamicTargets turns the matches into targets: the first max with a label
+// set of their own each a group, the rest summed into OtherGroup.
+func dynamicTargets(l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool) ([]Target, dynStats) {
+	var (
+		out   []Target
+		other = Target{Group: OtherGroup}
+		pids  = map[int]bool{}
+		errs  partialErrors
+		st    dynStats
+	)
+	for _, m := range matches {
+		key := m.key()
+		if st.groups < max && !taken[key] {
+			taken[key] = true
+			t := Target{Group: m.name, Cgroup: m.path, Labels: m.labels, TempDirs: m.g.tempDirs, descs: &descCache{}}
+			own := map[int]bool{}
+			if err := l.AddPids(m.path, own); err != nil && !isGone(err) {
+				t.Err = fmt.Errorf("group %s: select processes: cgroup:%s: %w", m.name, m.path, err)
+			}
+			t.PIDs = sortedPids(own)
+			out = append(out, t)
+			st.groups++
+			continue
+		}
+		st.other++
+		other.Cgroups = append(other.Cgroups, m.path)
+		other.TempDirs = m.g.tempDirs
+		if err := l.AddPids(m.path, pids); err != nil && !isGone(err) {
+			errs.add(fmt.Errorf("cgroup:%s: %w", m.path, err))
+		}
+	}
+	if st.other > 0 {
+		other.PIDs = sortedPids(pids)
+		if err := errs.err(); err != nil {
+			other.Err = fmt.Errorf("group %s: select processes: %w", OtherGroup, err)
+		}
+		out = append(out, other)
+	}
+	return out, st
+}
+
+func sortedPids(set map[int]bool) []int {
+	out := make([]int, 0, len(set))
+	for pid := range set {
+		out = append(out, pid)
+	}
+	sort.Ints(out)
+	return out
+}
