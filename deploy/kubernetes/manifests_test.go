@@ -1,0 +1,239 @@
+// Package kubernetes holds the exporter's Kubernetes manifests (a
+// DaemonSet, a headless Service, a PodMonitor for the Prometheus Operator
+// and the ConfigMap with the dynamic groups of a node's containers) and the
+// tests that keep them valid: each decodes strictly into its k8s.io/api
+// type, says what the exporter's README asks of it, and the DaemonSet's
+// command line runs the real exporter with the ConfigMap's config.
+package kubernetes
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/exporter"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
+
+// decode reads file strictly into v: an unknown, misspelt or duplicate
+// field fails.
+func decode(t *testing.T, file string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strictDecode(b, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+// strictDecode is the API server's strict decoding: case-sensitive field
+// names (encoding/json would take clusterIp for clusterIP), no unknown and
+// no duplicate fields.
+func strictDecode(b []byte, v any) error {
+	j, err := yaml.YAMLToJSONStrict(b)
+	if err != nil {
+		return err
+	}
+	strict, err := kjson.UnmarshalStrict(j, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
+}
+
+// Every manifest decodes strictly into its type; kustomization.yaml lists
+// them all.
+func TestManifestsDecodeStrictly(t *testing.T) {
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Namespace  string   `json:"namespace"`
+		Resources  []string `json:"resources"`
+	}
+	decode(t, "kustomization.yaml", &k)
+	files, _ := filepath.Glob("*.yaml")
+	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
+	slices.Sort(files)
+	res := slices.Sorted(slices.Values(k.Resources))
+	if !slices.Equal(res, files) {
+		t.Errorf("kustomization resources %v, want every manifest %v", res, files)
+	}
+	decode(t, "daemonset.yaml", &appsv1.DaemonSet{})
+	decode(t, "service.yaml", &corev1.Service{})
+	decode(t, "configmap.yaml", &corev1.ConfigMap{})
+	decode(t, "podmonitor.yaml", &monitoringv1.PodMonitor{})
+
+	// The check can fail: a misspelt or wrongly cased field is refused.
+	for _, bad := range []string{"spec:\n  clusterIp: None\n", "spec:\n  clusterAddress: None\n", "spec:\n  clusterIP: None\n  clusterIP: x\n"} {
+		if err := strictDecode([]byte("apiVersion: v1\nkind: Service\n"+bad), &corev1.Service{}); err == nil {
+			t.Errorf("%q decoded without error", bad)
+		}
+	}
+}
+
+// The DaemonSet is what exporter/README.md asks: host PIDs, /proc and the
+// cgroup tree read-only, only SYS_PTRACE and DAC_READ_SEARCH, a read-only
+// root filesystem, requests and limits; the Service and PodMonitor select
+// its pods and port.
+func TestDaemonSetShape(t *testing.T) {
+	var ds appsv1.DaemonSet
+	decode(t, "daemonset.yaml", &ds)
+	pod := ds.Spec.Template.Spec
+	if !pod.HostPID || len(pod.Containers) != 1 {
+		t.Fatalf("hostPID %t, %d containers", pod.HostPID, len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"SYS_PTRACE", "DAC_READ_SEARCH"}) ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("security context %+v", sc)
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := c.Resources.Requests[r]; !ok {
+			t.Errorf("no %s request", r)
+		}
+		if _, ok := c.Resources.Limits[r]; !ok {
+			t.Errorf("no %s limit", r)
+		}
+	}
+	hostPaths := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	mounted := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		if p, ok := hostPaths[m.Name]; ok {
+			if !m.ReadOnly {
+				t.Errorf("host path %s mounted writable", p)
+			}
+			mounted[p] = true
+		}
+	}
+	if !mounted["/proc"] || !mounted["/sys/fs/cgroup"] || len(mounted) != 2 {
+		t.Errorf("host paths mounted %v, want /proc and /sys/fs/cgroup only", mounted)
+	}
+
+	var svc corev1.Service
+	decode(t, "service.yaml", &svc)
+	var pm monitoringv1.PodMonitor
+	decode(t, "podmonitor.yaml", &pm)
+	labels := ds.Spec.Template.Labels
+	for k, v := range svc.Spec.Selector {
+		if labels[k] != v {
+			t.Errorf("service selector %s=%s does not select the pods (%v)", k, v, labels)
+		}
+	}
+	for k, v := range pm.Spec.Selector.MatchLabels {
+		if labels[k] != v {
+			t.Errorf("pod monitor selector %s=%s does not select the pods (%v)", k, v, labels)
+		}
+	}
+	if len(pm.Spec.PodMetricsEndpoints) != 1 || pm.Spec.PodMetricsEndpoints[0].Port == nil ||
+		*pm.Spec.PodMetricsEndpoints[0].Port != c.Ports[0].Name || svc.Spec.Ports[0].TargetPort.StrVal != c.Ports[0].Name {
+		t.Errorf("pod monitor and service must scrape port %q", c.Ports[0].Name)
+	}
+}
+
+// The ConfigMap's config is valid, makes dynamic groups, and the
+// DaemonSet's own command line runs the real exporter with it (host paths
+// swapped for this machine's, the port for a free one): every flag exists.
+func TestDaemonSetCommandRuns(t *testing.T) {
+	var cm corev1.ConfigMap
+	decode(t, "configmap.yaml", &cm)
+	var ds appsv1.DaemonSet
+	decode(t, "daemonset.yaml", &ds)
+	c := ds.Spec.Template.Spec.Containers[0]
+	dir := t.TempDir()
+	var mountDir string
+	for _, m := range c.VolumeMounts {
+		if m.Name == "config" {
+			mountDir = m.MountPath
+		}
+	}
+	var args []string
+	for _, a := range c.Args[1:] {
+		switch {
+		case strings.HasPrefix(a, "--config="):
+			name, ok := strings.CutPrefix(strings.TrimPrefix(a, "--config="), mountDir+"/")
+			if !ok || cm.Data[name] == "" {
+				t.Fatalf("%s: not a key of the ConfigMap mounted at %s", a, mountDir)
+			}
+			file := filepath.Join(dir, name)
+			os.WriteFile(file, []byte(cm.Data[name]), 0o644)
+			cfg, err := exporter.LoadConfig(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dynamic := 0
+			for _, g := range cfg.Groups {
+				if slices.ContainsFunc(g.Selectors, func(s string) bool { return strings.HasPrefix(s, "cgroup-re:") }) {
+					dynamic++
+				}
+			}
+			if dynamic != 2 {
+				t.Errorf("%d dynamic groups in the ConfigMap, want one per kubelet cgroup driver", dynamic)
+			}
+			a = "--config=" + file
+		case strings.HasPrefix(a, "--path.procfs="):
+			a = "--path.procfs=/proc"
+		case strings.HasPrefix(a, "--path.cgroupfs="):
+			a = "--path.cgroupfs=" + exporter.DefaultCgroupFS
+		case strings.HasPrefix(a, "--web.listen-address="):
+			a = "--web.listen-address=127.0.0.1:0"
+		}
+		args = append(args, a)
+	}
+	if c.Args[0] != "exporter" {
+		t.Fatalf("args %v: want the exporter subcommand first", c.Args)
+	}
+	bin := os.Getenv(child.ExecutableEnv)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, append([]string{"exporter"}, args...)...)
+	out, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
+	if err != nil || !ok {
+		t.Fatalf("no ready line (%q, %v); stderr: %s", line, err, stderr.String())
+	}
+	client := http.Client{Timeout: time.Minute}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "slowlab_exporter_dynamic_groups ") ||
+		!strings.Contains(string(body), `slowlab_exporter_collector_success{collector="cgroup-re"} 1`) {
+		t.Errorf("status %d, /metrics without the dynamic-group gauges or with the cgroup walk failing:\n%s", resp.StatusCode, body)
+	}
+}
