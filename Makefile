@@ -12,7 +12,7 @@ STRESS_PKGS ?= ./cmd/slowlab ./lab/... ./child ./exporter ./recorder
 STRESS_RUN ?= Interrupt|Unsent|TracesEndToEnd|RecordPrometheus|EveryRunFailed|Shape|CutDownload|KilledMidRun|DiskFull|PrometheusAlerts|RealStack|Resume|HostCPUGuard|RealGunicorn|LongPollWaves|SampleHeld|LatencyGap|GunicornNginx|GunicornLongPollsHeld|EmbeddedRoutes|NginxInFront|DelayLine|PathConnectTime|Netem|ExitsBeforeReady|ReadyThenExit|StopEndsProcessGroup|OutputReachesLog|RealCgroup|RealUnlinked|RealBlocked|EndToEnd|ProcessExitsMidScan|ScrapeTimeout|Sampler|QueryRangeRealPrometheus|ExamplesRun
 STRESS_COUNT ?= 10
 
-.PHONY: test deps check build fuzz bench stress
+.PHONY: test deps check build fuzz bench stress package
 
 test: deps check
 	# -p 1: packages one at a time, so timing-sensitive end-to-end tests do not
@@ -34,6 +34,11 @@ check:
 
 build:
 	$(GO) build -o slowlab ./cmd/slowlab
+
+# The exporter's Debian package (binary, systemd unit, default config), built
+# with nfpm: dist/slowlab_VERSION_ARCH.deb.
+package:
+	$(GO) run ./scripts/package -out dist
 
 # Short coverage-guided runs of every fuzz target (the seeds run in `test`).
 fuzz:

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+)
+
+var (
+	once            sync.Once
+	debPath, debDir string
+	debErr          error
+)
+
+// buildOnce builds the package once for the tests (a static build takes a
+// while the first time).
+func buildOnce(t *testing.T) string {
+	t.Helper()
+	once.Do(func() {
+		if debDir, debErr = os.MkdirTemp("", "slowlab-deb-"); debErr == nil {
+			debPath, debErr = build("../..", debDir, "0.0~test")
+		}
+	})
+	if debErr != nil {
+		t.Fatal(debErr)
+	}
+	return debPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if debDir != "" {
+		os.RemoveAll(debDir)
+	}
+	os.Exit(code)
+}
+
+// The .deb installs with dpkg, its exporter runs and serves /metrics (under
+// systemd where systemd runs, else from the unit's own ExecStart line), and
+// it is removed again, the configuration file last, on purge.
+func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
+	slowlabtest.RequireRoot(t, "dpkg -i")
+	dpkg := slowlabtest.RequireTool(t, "dpkg")
+	if out, err := exec.Command(dpkg, "-s", "slowlab").CombinedOutput(); err == nil && strings.Contains(string(out), "Status: install ok installed") {
+		t.Fatal("a slowlab package is installed on this machine already: this test will not replace it")
+	}
+	deb := buildOnce(t)
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run(dpkg, "-i", deb)
+	purged := false
+	t.Cleanup(func() {
+		if !purged {
+			exec.Command(dpkg, "--purge", "slowlab").Run()
+		}
+	})
+	if st := run(dpkg, "-s", "slowlab"); !strings.Contains(st, "Status: install ok installed") || !strings.Contains(st, "Version: 0.0~test") {
+		t.Fatalf("dpkg -s:\n%s", st)
+	}
+	for path, mode := range map[string]os.FileMode{BinPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644} {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s: %v, mode %v; want %v", path, err, fi, mode)
+		}
+	}
+	if conf := run(dpkg, "-s", "slowlab"); !strings.Contains(conf, ConfigPath) {
+		t.Errorf("%s is not a conffile:\n%s", ConfigPath, conf)
+	}
+
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		scrapeUnderSystemd(t, run)
+	} else {
+		t.Log("systemd is not running here: starting the unit's ExecStart line directly")
+		scrapeExecStart(t)
+	}
+
+	run(dpkg, "-r", "slowlab")
+	if _, err := os.Stat(BinPath); !os.IsNotExist(err) {
+		t.Errorf("%s after dpkg -r: %v", BinPath, err)
+	}
+	if _, err := os.Stat(ConfigPath); err != nil {
+		t.Errorf("%s gone after dpkg -r, want it kept until purge: %v", ConfigPath, err)
+	}
+	run(dpkg, "--purge", "slowlab")
+	purged = true
+	if _, err := os.Stat(ConfigPath); !os.IsNotExist(err) {
+		t.Errorf("%s after purge: %v", ConfigPath, err)
+	}
+}
+
+// scrapeUnderSystemd starts the installed unit and scrapes it on :9817.
+func scrapeUnderSystemd(t *testing.T, run func(...string) string) {
+	run("systemctl", "daemon-reload")
+	run("systemctl", "start", "slowlab-exporter.service")
+	t.Cleanup(func() { exec.Command("systemctl", "stop", "slowlab-exporter.service").Run() })
+	var body string
+	slowlabtest.WaitFor(t, "the unit's /metrics", func() bool {
+		body = get(t, "127.0.0.1:9817")
+		return body != ""
+	}, func() string { return run("systemctl", "status", "slowlab-exporter.service") })
+	checkMetrics(t, body)
+}
+
+// scrapeExecStart runs the installed unit's ExecStart line, listening on a
+// free loopback port instead of :9817, and scrapes it.
+func scrapeExecStart(t *testing.T) {
+	unit, err := os.ReadFile(UnitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var argv []string
+	for _, line := range strings.Split(string(unit), "\n") {
+		if rest, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			argv = strings.Fields(rest)
+		}
+	}
+	if len(argv) < 2 || argv[0] != BinPath {
+		t.Fatalf("ExecStart %v: want %s first", argv, BinPath)
+	}
+	for i, a := range argv {
+		if a == "--web.listen-address" && i+1 < len(argv) {
+			argv[i+1] = "127.0.0.1:0"
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	out, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
+	if err != nil || !ok {
+		t.Fatalf("%v: no ready line (%q, %v); stderr: %s", argv, line, err, stderr.String())
+	}
+	checkMetrics(t, get(t, addr))
+}
+
+func get(t *testing.T, addr string) string {
+	c := http.Client{Timeout: time.Minute}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %s\n%s", resp.Status, b)
+	}
+	return string(b)
+}
+
+// checkMetrics wants the default config's dynamic groups walked without
+// error.
+func checkMetrics(t *testing.T, body string) {
+	t.Helper()
+	if !strings.Contains(body, `slowlab_exporter_collector_success{collector="cgroup-re"} 1`) || !strings.Contains(body, "slowlab_exporter_dynamic_groups ") {
+		t.Errorf("/metrics of the installed exporter lacks the dynamic-group metrics:\n%s", body)
+	}
+}
+
+// The package holds exactly the binary, the unit and the config.
+func TestDebContents(t *testing.T) {
+	dpkgDeb := slowlabtest.RequireTool(t, "dpkg-deb")
+	deb := buildOnce(t)
+	out, err := exec.Command(dpkgDeb, "-c", deb).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if p := strings.TrimPrefix(f[len(f)-1], "."); !strings.HasSuffix(p, "/") {
+			paths = append(paths, p)
+		}
+	}
+	want := []string{BinPath, UnitPath, ConfigPath}
+	for _, w := range want {
+		found := false
+		for _, p := range paths {
+			found = found || p == w
+		}
+		if !found {
+			t.Errorf("%s not in the package: %v", w, paths)
+		}
+	}
+	if len(paths) != len(want) {
+		t.Errorf("package files %v, want %v", paths, want)
+	}
+	if filepath.Ext(deb) != ".deb" {
+		t.Errorf("file %s", deb)
+	}
+}
