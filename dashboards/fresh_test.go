@@ -220,6 +220,7 @@ func freshExporter(t *testing.T) string {
 			{Name: "app", Selectors: []string{"cgroup:slowlab/app"}},
 			{Name: "proxy", Selectors: []string{"cgroup:slowlab/proxy"}},
 			{Name: "loadgen", Selectors: []string{"cgroup:slowlab/loadgen"}},
+			{Name: "roles", Selectors: []string{`cgroup-re:slowlab/(?P<role>[^/]+)`}, GroupName: "role-${role}"},
 		},
 		TempDirs: []string{t.TempDir()},
 	}

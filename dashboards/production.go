@@ -44,6 +44,7 @@ func Production() (dashboard.Dashboard, error) {
 	b.WithPanel(throttledPanel(prodGroups))
 	b.WithPanel(memoryPanel(prodGroups))
 	b.WithPanel(rssPanel(prodGroups))
+	b.WithPanel(oomPanel(prodGroups))
 
 	b.WithRow(dashboard.NewRowBuilder("Sockets and proxy buffering"))
 	b.WithPanel(tempBytesPanel(prodGroups))
@@ -63,5 +64,10 @@ func Production() (dashboard.Dashboard, error) {
 	b.WithPanel(timeSeries("Collector duration", units.Seconds,
 		"How long each collector took in the last scrape. It grows with the groups' processes and open file descriptors.",
 		query(fmt.Sprintf("max by (instance, collector) (slowlab_exporter_collector_duration_seconds{%s})", prodInstances), "{{instance}} {{collector}}")))
+	b.WithPanel(timeSeries("Dynamic groups", units.Short,
+		"Groups the exporter's cgroup-re: selectors made (one per systemd unit or container), and the matches over --max-dynamic-groups summed into group=\"other\". "+
+			"Empty without dynamic groups.",
+		query(fmt.Sprintf("max by (instance) (slowlab_exporter_dynamic_groups{%s})", prodInstances), "{{instance}} groups"),
+		query(fmt.Sprintf("max by (instance) (slowlab_exporter_dynamic_groups_other{%s})", prodInstances), "{{instance}} in other")))
 	return finish(b)
 }

@@ -35,6 +35,13 @@ func memoryPanel(s string) *timeseries.PanelBuilder {
 		query(fmt.Sprintf("sum by (group) (slowlab_cgroup_memory_limit_bytes{%s})", s), "{{group}} limit"))
 }
 
+func oomPanel(s string) *timeseries.PanelBuilder {
+	return timeSeries("OOM kills", units.Short,
+		"Processes the kernel killed because the group's cgroup reached its memory limit, in each interval (SlowlabOOMKill). "+
+			"An async server that writes without waiting for slow clients holds each of their responses in memory and ends here.",
+		query(fmt.Sprintf("sum by (group) (increase(slowlab_cgroup_oom_kills_total{%s}[$__rate_interval]))", s), "{{group}}"))
+}
+
 func rssPanel(s string) *timeseries.PanelBuilder {
 	return timeSeries("Resident memory (RSS)", units.BytesIEC,
 		"RSS summed over each group's processes (pages shared between a master and its workers count once per process).",

@@ -30,6 +30,9 @@ func fixtureConfig(t testing.TB) Config {
 		{Name: "loadgen", Selectors: []string{"cgroup:slowlab/loadgen", "cmdline:.*slowlab loadgen.*"}},
 		{Name: "workers", Selectors: []string{"tree:200"}},
 		{Name: "gone", Selectors: []string{"pid:999", "comm:no-such-process"}},
+		// A dynamic group: one per cgroup under slowlab/ whose name starts
+		// with a, labelled role="app".
+		{Name: "roles", Selectors: []string{`cgroup-re:slowlab/(?P<role>a[^/]*)`}, GroupName: "role-${role}"},
 	}}
 }
 

@@ -290,17 +290,23 @@ func TestBoundedSeriesFromFirstScrape(t *testing.T) {
 		want("slowlab_exporter_collector_duration_seconds{" + c + "}")
 	}
 	for _, g := range fixtureConfig(t).Groups {
+		// The label values before state or wchan: the group, and a
+		// dynamic group's capture (role sorts between group and state).
+		id := g.Name
+		if g.GroupName != "" {
+			id = "role-app,app"
+		}
 		for _, s := range processStates {
-			want("slowlab_processes{" + g.Name + "," + s.name + "}")
+			want("slowlab_processes{" + id + "," + s.name + "}")
 		}
 		for _, s := range tcpStates[1:] {
-			want("slowlab_sockets{" + g.Name + "," + s + "}")
+			want("slowlab_sockets{" + id + "," + s + "}")
 		}
-		want("slowlab_process_wchan{" + g.Name + ",other}")
+		want("slowlab_process_wchan{" + id + ",other}")
 		for _, m := range []string{"slowlab_process_resident_memory_bytes", "slowlab_process_cpu_seconds_total",
 			"slowlab_proxy_temp_files", "slowlab_proxy_temp_logical_bytes", "slowlab_proxy_temp_allocated_bytes",
 			"slowlab_socket_send_queue_bytes", "slowlab_socket_receive_queue_bytes", "slowlab_socket_notsent_bytes"} {
-			want(m + "{" + g.Name + "}")
+			want(m + "{" + id + "}")
 		}
 	}
 	if len(missing) > 0 {
