@@ -108,7 +108,8 @@ func readAppSendLog(path string) (map[string]float64, error) {
 }
 
 // readHeldFiles reads the held-<pid> files the workers keep in dir, by
-// worker PID, skipping workers that have exited.
+// worker PID, skipping workers that have exited; a file not yet written
+// counts 0.
 func readHeldFiles(dir string) (map[string]int, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -127,7 +128,15 @@ func readHeldFiles(dir string) (map[string]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("held long-polls: %w", err)
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		// A worker opens its file at its first long-poll and then writes
+		// the count: read in between, the file is empty, and the count
+		// that sample would have seen a moment earlier is 0.
+		text := strings.TrimSpace(string(b))
+		if text == "" {
+			out[pid] = 0
+			continue
+		}
+		n, err := strconv.Atoi(text)
 		if err != nil {
 			return nil, fmt.Errorf("held long-polls: %s: %q is not a count", e.Name(), b)
 		}

@@ -11,7 +11,9 @@ import (
 )
 
 // gunicornRun.LongPollsHeld reads app.py's per-worker files: live workers
-// only, fixed-width counts, a clear error for a file that is not a count.
+// only, fixed-width counts, a file created but not yet written as 0 (CI
+// caught Node's worker between the two), a clear error for a file that is
+// not a count.
 func TestGunicornLongPollsHeld(t *testing.T) {
 	dir := t.TempDir()
 	dead := exec.Command("true")
@@ -31,6 +33,10 @@ func TestGunicornLongPollsHeld(t *testing.T) {
 	got, err := r.LongPollsHeld(context.Background())
 	if err != nil || len(got) != 1 || got[me] != 16 {
 		t.Fatalf("LongPollsHeld = %v, %v; want {%s: 16}", got, err, me)
+	}
+	write("held-"+me, "")
+	if got, err := r.LongPollsHeld(context.Background()); err != nil || got[me] != 0 {
+		t.Errorf("file not yet written: LongPollsHeld = %v, %v; want {%s: 0}", got, err, me)
 	}
 	write("held-"+me, "sixteen\n")
 	if _, err := r.LongPollsHeld(context.Background()); err == nil || !strings.Contains(err.Error(), `held-`+me+`: "sixteen\n" is not a count`) {
