@@ -107,11 +107,22 @@ func checkSlotRule(t *testing.T, e *Config, got map[string]recorder.LongPollGrou
 	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || held.FullWorkerS.Value < time.Duration(e.Seconds).Seconds()/2 {
 		t.Errorf("sync-2 holding 2: busiest worker held %v for %v s, want 1 (its only slot) for most of the window", held.MaxWorkerHeld, held.FullWorkerS)
 	}
+	// 20 long-polls fit the 32 slots, but Gunicorn's policy may put 16 of
+	// them on one worker (the README measures it in about 1 run in 5 with
+	// 8 probes): p95 stays under 1 s only while no worker is full, and a
+	// full worker is logged, not failed (a stress run caught one).
 	for _, probes := range []int{8, 20} {
 		g := got[fmt.Sprintf("gthread-2x16/20/%d", probes)]
-		if g.OK == 0 || g.P95MS.Value >= 1000 || g.FreeSlots != recorder.Some(12) || g.Slots != recorder.Some(32) || g.WorkerSlots != recorder.Some(16) {
-			t.Errorf("gthread-2x16 holding 20 with %d probes: ok %d, p95 %.0f ms, slots %v, free %v, per worker %v; want p95 < 1000, 32 slots, 12 free, 16 per worker",
-				probes, g.OK, g.P95MS.Value, g.Slots, g.FreeSlots, g.WorkerSlots)
+		if g.OK == 0 || g.FreeSlots != recorder.Some(12) || g.Slots != recorder.Some(32) || g.WorkerSlots != recorder.Some(16) {
+			t.Errorf("gthread-2x16 holding 20 with %d probes: ok %d, slots %v, free %v, per worker %v; want 32 slots, 12 free, 16 per worker",
+				probes, g.OK, g.Slots, g.FreeSlots, g.WorkerSlots)
+		}
+		switch {
+		case g.FullWorkerS.Value == 0 && g.P95MS.Value >= 1000:
+			t.Errorf("gthread-2x16 holding 20 with %d probes: p95 %.0f ms though no worker was full; want < 1000", probes, g.P95MS.Value)
+		case g.FullWorkerS.Value > 0:
+			t.Logf("gthread-2x16 holding 20 with %d probes: a worker held %.0f long-polls for %.1f s, p95 %.0f ms (the busiest worker, not the slot total)",
+				probes, g.MaxWorkerHeld.Value, g.FullWorkerS.Value, g.P95MS.Value)
 		}
 	}
 	for key, g := range got {
