@@ -106,19 +106,13 @@ func checkDynamic(groups []group) error {
 	}
 	for i, a := range dyn {
 		for _, b := range dyn[i+1:] {
-			if a.dyn.template == b.dyn.template && slices.Equal(sorted(a.dyn.captures), sorted(b.dyn.captures)) {
+			if a.dyn.template == b.dyn.template && slices.Equal(slices.Sorted(slices.Values(a.dyn.captures)), slices.Sorted(slices.Values(b.dyn.captures))) {
 				return fmt.Errorf("groups %q and %q: their cgroup-re: selectors give the same label set (captures %s, group_name %q), so one cgroup could be reported twice: give them different captures or group_name",
 					a.name, b.name, strings.Join(a.dyn.captures, ", "), a.dyn.template)
 			}
 		}
 	}
 	return nil
-}
-
-func sorted(s []string) []string {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c
 }
 
 // dynMatch is one cgroup a dynamic group's regex matched.
