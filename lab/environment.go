@@ -72,6 +72,15 @@ func Environment(env *Env, experiment string) recorder.Environment {
 // environment.json.
 func limitsApplied(env *Env) string {
 	st := env.Stack
+	if st.External != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		found, err := st.External.Find(ctx)
+		if err != nil {
+			return "none applied by slowlab (external stack); limits found: unknown: " + err.Error()
+		}
+		return "none applied by slowlab (external stack); " + found.String()
+	}
 	if !st.Cgroups {
 		if st.Name == "" {
 			return "none: served in the lab process, without cgroups"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -30,6 +31,42 @@ type StackSpec struct {
 	// AcceptWhenFree has the embedded gthread workers accept only while a
 	// thread is free (Gunicorn accepts regardless).
 	AcceptWhenFree bool `yaml:"accept_when_free,omitempty"`
+	// External is the deployment of stack: external.
+	External *ExternalSpec `yaml:"external,omitempty"`
+}
+
+// ExternalSpec is, for stack: external, an app (and proxy) the user
+// already runs: where the experiment's requests go (any paths; they
+// replace the experiment's fast.path, large.path, probe_path and
+// /longpoll), what it is (route and server label the results), and the
+// exporter selectors that find each component's processes.
+type ExternalSpec struct {
+	FastURL     string              `yaml:"fast_url,omitempty"`
+	LargeURL    string              `yaml:"large_url,omitempty"`
+	LongPollURL string              `yaml:"longpoll_url,omitempty"` // ?wait= is added
+	Route       stack.Route         `yaml:"route"`                  // direct when empty
+	Server      string              `yaml:"server"`                 // sync-2, node-1, ...
+	Groups      map[string][]string `yaml:"groups"`                 // app, proxy
+	TempDirs    []string            `yaml:"temp_dirs,omitempty"`    // the proxy's
+}
+
+// Deployment is the spec as the stack takes it.
+func (e ExternalSpec) Deployment(allowRemote bool) (stack.External, error) {
+	srv, err := stack.ParseServer(e.Server)
+	if err != nil {
+		return stack.External{}, fmt.Errorf("external.server: %v", err)
+	}
+	ext := stack.External{URLs: map[stack.Target]string{}, Route: e.Route, Server: srv, Groups: e.Groups,
+		TempDirs: e.TempDirs, AllowRemote: allowRemote}
+	if ext.Route == "" {
+		ext.Route = stack.RouteDirect
+	}
+	for t, u := range map[stack.Target]string{stack.TargetFast: e.FastURL, stack.TargetLarge: e.LargeURL, stack.TargetLongPoll: e.LongPollURL} {
+		if u != "" {
+			ext.URLs[t] = u
+		}
+	}
+	return ext, ext.Validate()
 }
 
 // LimitSpec is one component's cgroup limits.
@@ -89,6 +126,9 @@ func (s StackSpec) Validate() error {
 	if err := stack.ValidName(s.Stack); err != nil {
 		return err
 	}
+	if err := s.validateExternal(); err != nil {
+		return err
+	}
 	for name, l := range s.Limits {
 		if !slices.Contains([]string{"app", "proxy", "loadgen"}, name) {
 			return fmt.Errorf("limits.%s: allowed components app, proxy, loadgen", name)
@@ -102,6 +142,29 @@ func (s StackSpec) Validate() error {
 	}
 	if err := stack.ValidateNginxSnippet(s.Nginx.Snippet); err != nil {
 		return fmt.Errorf("nginx.snippet: %v", err)
+	}
+	return nil
+}
+
+// validateExternal checks the external: block, which only stack:
+// external has, and that such a stack is given no limits (it applies
+// none). Whether its URLs may leave loopback is the session's check
+// (--allow-remote).
+func (s StackSpec) validateExternal() error {
+	if s.Stack != stack.NameExternal {
+		if s.External != nil {
+			return fmt.Errorf("external: only with stack: external (stack is %s)", s.Stack)
+		}
+		return nil
+	}
+	if s.External == nil {
+		return errors.New("stack external: no external: block; give the deployment's URLs (fast_url, large_url, longpoll_url), route, server and groups")
+	}
+	if _, err := s.External.Deployment(true); err != nil {
+		return err
+	}
+	if len(s.Limits) > 0 && !maps.EqualFunc(s.CgroupLimits(), PublishedLimits(), func(a, b cgroup.Limits) bool { return a == b }) {
+		return errors.New("limits: the external stack applies none (it records the limits it finds); remove limits:")
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -23,6 +24,7 @@ import (
 type Options struct {
 	Stack       string // overrides the scenario's stack when set
 	NoLimits    bool
+	AllowRemote bool // the external stack's URLs may leave loopback
 	Out         string
 	Resume      string // results directory to resume
 	MaxHostCPU  float64
@@ -43,8 +45,9 @@ const DefaultMaxHostCPU = 90
 func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 	fs.StringVar(&o.Out, "out", "", "results directory (default results/<experiment>-<UTC timestamp>)")
 	if shared.Has(SharedStack) {
-		fs.StringVar(&o.Stack, "stack", "", "system under test: auto (real when installed, else embedded), embedded (nothing to install), real (Gunicorn + NGINX; alias gunicorn-nginx), or APP+PROXY such as embedded+nginx (default: the scenario's, auto)")
+		fs.StringVar(&o.Stack, "stack", "", "system under test: auto (real when installed, else embedded), embedded (nothing to install), real (Gunicorn + NGINX; alias gunicorn-nginx), external (an app the user runs, described in the scenario's external: block), or APP+PROXY such as embedded+nginx (default: the scenario's, auto)")
 		fs.BoolVar(&o.NoLimits, "no-limits", false, "run without cgroups (needed where cgroups cannot be written)")
+		fs.BoolVar(&o.AllowRemote, "allow-remote", false, "let the external stack's URLs name a host that is not loopback (only with stack: external)")
 	}
 	if shared.Has(SharedReps) {
 		fs.Var(&o.Reps, "reps", "repetitions of each condition, 1 to 1000 (default: the experiment's)")
@@ -77,6 +80,22 @@ func (o Options) Validate() error {
 		if err := stack.ValidName(o.Stack); err != nil {
 			return fmt.Errorf("--%w", err)
 		}
+	}
+	return nil
+}
+
+// ValidateFor checks the options that depend on cfg's stack, once they
+// are applied to it: --allow-remote is for the external stack only.
+func (o Options) ValidateFor(cfg Config) error {
+	if !o.AllowRemote {
+		return nil
+	}
+	s, ok := cfg.(Stacked)
+	if !ok {
+		return errors.New("--allow-remote: only for stack: external")
+	}
+	if name := s.Stack().Stack; name != stack.NameExternal {
+		return fmt.Errorf("--allow-remote: only for stack: external (the %s stack serves on loopback)", name)
 	}
 	return nil
 }
@@ -193,6 +212,12 @@ func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
 // runs without cgroups. The scenario is updated to say what ran.
 func (o Options) stack(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 	spec := cfg.Stack()
+	if spec.Stack == stack.NameExternal {
+		return o.external(cfg, stderr)
+	}
+	if err := o.ValidateFor(cfg); err != nil {
+		return stack.Stack{}, err
+	}
 	st, note, err := stack.Lookup(spec.Stack, cfg.Servers()...)
 	if err != nil {
 		return st, err
@@ -216,4 +241,71 @@ func (o Options) stack(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 		spec.Limits = map[string]LimitSpec{}
 	}
 	return st, st.Check(cfg.Servers()...)
+}
+
+// Targeting is a Stacked config that says which kinds of request it
+// sends, so that an external stack can check it has their URLs.
+type Targeting interface {
+	Targets() []stack.Target
+}
+
+// Routed is a Stacked config whose conditions name routes, which an
+// external deployment (one route) must match.
+type Routed interface {
+	Routes() []stack.Route
+}
+
+// external resolves stack: external before anything starts: the
+// deployment's URLs (loopback unless --allow-remote), one URL for every
+// kind of request the experiment sends, conditions of its route and
+// server only, and every selector selecting something now. It starts
+// nothing and applies no limits; it says which limits it found.
+func (o Options) external(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
+	spec := cfg.Stack()
+	exp := cfg.Head().Experiment
+	if spec.External == nil {
+		return stack.Stack{}, errors.New("stack external: no external: block in the scenario; give the deployment's URLs (fast_url, large_url, longpoll_url), route, server and groups")
+	}
+	ext, err := spec.External.Deployment(o.AllowRemote)
+	if err != nil {
+		return stack.Stack{}, err
+	}
+	st := stack.Stack{Name: stack.NameExternal, External: &ext}
+	if err := st.Check(cfg.Servers()...); err != nil {
+		return st, err
+	}
+	if t, ok := cfg.(Targeting); ok {
+		for _, k := range t.Targets() {
+			if ext.URLs[k] == "" {
+				return st, fmt.Errorf("external.%s_url: %s sends these requests; give their URL", k, exp)
+			}
+		}
+	}
+	if r, ok := cfg.(Routed); ok {
+		for _, route := range r.Routes() {
+			if route != ext.Route {
+				return st, fmt.Errorf("a condition's route %s: the external deployment is %s (external.route)", route, ext.Route)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	found, err := ext.Find(ctx)
+	if err != nil {
+		return st, err
+	}
+	spec.Limits = map[string]LimitSpec{}
+	fmt.Fprintf(stderr, "--stack external: %s %s at %s, nothing started, no limits applied; %s\n", ext.Route, ext.Server.Name(),
+		strings.Join(externalURLs(ext), ", "), found)
+	return st, nil
+}
+
+func externalURLs(ext stack.External) []string {
+	var out []string
+	for _, t := range stack.Targets {
+		if u, ok := ext.URLs[t]; ok {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -81,6 +81,9 @@ func (s *session) prepare(cfg lab.Config) error {
 		}
 	}
 	s.opts.Apply(cfg)
+	if err := s.opts.ValidateFor(cfg); err != nil {
+		return usagef("%v", err)
+	}
 	if st, ok := cfg.(lab.Stacked); ok {
 		if err := st.Stack().Validate(); err != nil {
 			return usagef("%v", err)

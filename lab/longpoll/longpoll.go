@@ -74,6 +74,11 @@ func (c *Config) Repetitions() *int { return &c.Reps }
 // Stack implements lab.Stacked.
 func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
+// Targets implements lab.Targeting: the probes and the held long-polls.
+func (c *Config) Targets() []stack.Target {
+	return []stack.Target{stack.TargetFast, stack.TargetLongPoll}
+}
+
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {
 	var out []stack.Server

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,16 +175,18 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running
 	holdCtx, stopHolding := context.WithCancel(ctx)
 	defer stopHolding()
 	timeout := time.Duration(c.Wait) + 30*time.Second
-	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider})
+	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider,
+		AllowRemote: running.AllowRemote()})
 	defer holdClient.Close()
 	held := c.hold(holdCtx, env, running, holdClient, id, cond, m)
 
 	m.t0 = time.Now()
 	in.Start(m.t0, f.resources, running.PIDs())
-	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider})
+	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider,
+		AllowRemote: running.AllowRemote()})
 	defer probeClient.Close()
 	lead, window := time.Duration(c.Lead), time.Duration(c.Seconds)
-	loop := loadgen.ClosedLoop{Client: probeClient, URL: running.URL() + c.ProbePath, Workers: cond.Probes,
+	loop := loadgen.ClosedLoop{Client: probeClient, URL: running.Target(stack.TargetFast, c.ProbePath), Workers: cond.Probes,
 		Start: m.t0.Add(lead), Duration: window, RunID: id, Metrics: env.Metrics,
 		OnResult: func(r loadgen.Result) { m.record(env, f, id, cond, r) }}
 	var stopSampling func() heldStats
@@ -222,7 +225,7 @@ func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r l
 func (c *Config) hold(ctx context.Context, env *lab.Env, running *stack.Running, client *loadgen.Client, id string, cond Condition, m *measured) <-chan struct{} {
 	var mu sync.Mutex
 	m.issues = []time.Time{time.Now()}
-	holders := loadgen.Holders{Client: client, URL: running.URL() + "/longpoll?wait=" + time.Duration(c.Wait).String(), N: cond.Hold,
+	holders := loadgen.Holders{Client: client, URL: withWait(running.Target(stack.TargetLongPoll, "/longpoll"), time.Duration(c.Wait)), N: cond.Hold,
 		RunID: id, Metrics: env.Metrics,
 		OnResult: func(r loadgen.Result) {
 			mu.Lock()
@@ -275,3 +278,12 @@ func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Cond
 func waveGap(wait time.Duration) float64 { return min(wait/4, time.Second).Seconds() }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// withWait adds the long-poll's wait to its URL: /longpoll?wait=25s.
+func withWait(u string, wait time.Duration) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "wait=" + wait.String()
+}

@@ -96,21 +96,22 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	var l loaded
 	var wg sync.WaitGroup
 	l.downloads = make([]loadgen.Download, meta.SlowClients)
-	largeURL, err := loadgen.CheckTarget(running.URL()+c.Large.url(), false)
+	largeURL, err := loadgen.CheckTarget(running.Target(stack.TargetLarge, c.Large.url()), running.AllowRemote())
 	if err != nil {
 		l.writeErr = err
 		return l
 	}
 	for i := range l.downloads {
-		sr := loadgen.SlowReader{URL: largeURL, RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
+		sr := loadgen.SlowReader{URL: largeURL, AllowRemote: running.AllowRemote(), RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
 			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
 			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
 			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
 		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider})
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
+		AllowRemote: running.AllowRemote()})
 	defer client.Close()
-	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
+	loop := loadgen.OpenLoop{Client: client, URL: running.Target(stack.TargetFast, c.Fast.Path),
 		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
 		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
 		OnResult: func(r loadgen.Result) {
@@ -136,13 +137,14 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 		}
 	}
 	sends, sendErr := appSendTimes(ctx, running, done)
+	_, external := running.External() // its app reports no send times
 	var larges []recorder.LargeResponse
 	for _, d := range downloads {
 		appSend := recorder.None()
 		if v, ok := sends[slowID(meta.RunID, d.Client)]; ok {
 			appSend = recorder.Some(v)
 		}
-		row := loadgen.DownloadRow(meta, d, appSend, true)
+		row := loadgen.DownloadRow(meta, d, appSend, !external)
 		larges = append(larges, row)
 		if err := t.larges.Write(row); err != nil && writeErr == nil {
 			writeErr = err

@@ -133,6 +133,27 @@ func (c *Config) Servers() []stack.Server {
 	return out
 }
 
+// Targets implements lab.Targeting: /fast, and /large when a condition
+// has slow clients.
+func (c *Config) Targets() []stack.Target {
+	out := []stack.Target{stack.TargetFast}
+	for _, cond := range c.Conditions {
+		if cond.SlowClients > 0 {
+			return append(out, stack.TargetLarge)
+		}
+	}
+	return out
+}
+
+// Routes implements lab.Routed.
+func (c *Config) Routes() []stack.Route {
+	var out []stack.Route
+	for _, cond := range c.Conditions {
+		out = append(out, cond.Route)
+	}
+	return out
+}
+
 // Validate implements lab.Config, naming each field by its YAML path.
 func (c *Config) Validate() error {
 	if len(c.Conditions) == 0 {

@@ -13,8 +13,12 @@
 // sync, gthread and gevent, Uvicorn, Node.js, each server model run by the
 // app that has it; "gunicorn-nginx" is its old name), "auto" (real when
 // what the servers need is installed, else embedded, saying which and
-// why), or any APP+PROXY of registered components such as
-// "embedded+nginx" or "node+nginx".
+// why), any APP+PROXY of registered components such as
+// "embedded+nginx" or "node+nginx", or "external": an app (and proxy) the
+// user runs, which the stack neither starts nor limits; it maps the
+// experiments' requests to the user's URLs (Running.Target), finds the
+// user's processes through exporter selectors, and reads the cgroup
+// limits they run under (External, external.go).
 //
 // The installed apps serve the same endpoints with the same records:
 // app.py (WSGI, Gunicorn), asgi/app.py (ASGI, Uvicorn) and node/app.js

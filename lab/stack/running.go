@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"sync"
 
 	"github.com/slowlab/slowlab/cgroup"
@@ -14,25 +17,73 @@ type Running struct {
 	app     RunningApp
 	proxy   RunningProxy // nil on the direct route
 	cgroups map[string]*cgroup.Cgroup
+	// ext is the external deployment a run measures (app and proxy are
+	// then nil: slowlab started nothing); found is what its selectors
+	// found when the run started.
+	ext   *External
+	found Found
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
 // URL is the base URL the load generator targets: the proxy's on a
-// proxied route, else the app's.
+// proxied route, else the app's; on an external stack, the scheme and
+// host of its first URL (Target gives each request's).
 func (r *Running) URL() string {
+	if r.ext != nil {
+		for _, t := range Targets {
+			if u, err := url.Parse(r.ext.URLs[t]); err == nil && u.Host != "" {
+				return u.Scheme + "://" + u.Host
+			}
+		}
+		return ""
+	}
 	if r.proxy != nil {
 		return "http://" + r.proxy.Addr()
 	}
 	return "http://" + r.app.Addr()
 }
 
-// AppAddr is where the app itself listens.
-func (r *Running) AppAddr() string { return r.app.Addr() }
+// AppAddr is where the app itself listens ("" on an external stack).
+func (r *Running) AppAddr() string {
+	if r.app == nil {
+		return ""
+	}
+	return r.app.Addr()
+}
 
-// PIDs maps role (app, proxy) to the main process the stack started.
+// Target is the URL of a request of kind: the base URL with pathQuery
+// (the experiment's path and query, "/large?backpressure=off") on a stack
+// slowlab started; on an external stack, the user's URL of that kind with
+// pathQuery's query parameters added, "" when the user gave none.
+func (r *Running) Target(kind Target, pathQuery string) string {
+	if r.ext != nil {
+		return r.ext.target(kind, pathQuery)
+	}
+	return r.URL() + pathQuery
+}
+
+// AllowRemote reports whether the load generator may send to a host that
+// is not loopback: only on an external stack given --allow-remote.
+func (r *Running) AllowRemote() bool { return r.ext != nil && r.ext.AllowRemote }
+
+// External reports whether the run measures a deployment slowlab did not
+// start, and what its selectors found when the run started.
+func (r *Running) External() (Found, bool) { return r.found, r.ext != nil }
+
+// PIDs maps role (app, proxy) to the main process the stack started; on
+// an external stack, the first process each role's selectors found.
 func (r *Running) PIDs() map[string]int {
+	if r.ext != nil {
+		m := map[string]int{}
+		for role, pids := range r.found.PIDs {
+			if len(pids) > 0 {
+				m[role] = pids[0]
+			}
+		}
+		return m
+	}
 	m := map[string]int{"app": r.app.Process().PID()}
 	if r.proxy != nil {
 		m["proxy"] = r.proxy.Process().PID()
@@ -43,6 +94,9 @@ func (r *Running) PIDs() map[string]int {
 // Groups maps role to the exporter selectors that find its processes: its
 // cgroup when it has one, else its process tree.
 func (r *Running) Groups() map[string][]string {
+	if r.ext != nil {
+		return maps.Clone(r.ext.Groups)
+	}
 	g := map[string][]string{"app": selector(r.cgroups["app"], r.app)}
 	if r.proxy != nil {
 		g["proxy"] = selector(r.cgroups["proxy"], r.proxy)
@@ -55,19 +109,29 @@ func (r *Running) Cgroup(role string) *cgroup.Cgroup { return r.cgroups[role] }
 
 // TempDirs are where the proxy writes its temp files.
 func (r *Running) TempDirs() []string {
+	if r.ext != nil {
+		return slices.Clone(r.ext.TempDirs)
+	}
 	if r.proxy == nil {
 		return nil
 	}
 	return r.proxy.TempDirs()
 }
 
-// AppSend returns each /large response's app_send_s by request id.
+// AppSend returns each /large response's app_send_s by request id; none
+// on an external stack, whose app keeps no send log slowlab can read.
 func (r *Running) AppSend(ctx context.Context) (map[string]float64, error) {
+	if r.ext != nil {
+		return map[string]float64{}, nil
+	}
 	return r.app.AppSend(ctx)
 }
 
 // HeldCounter returns the app's held long-poll counter, if it has one.
 func (r *Running) HeldCounter() (HeldCounter, bool) {
+	if r.ext != nil {
+		return nil, false
+	}
 	hc, ok := r.app.(HeldCounter)
 	return hc, ok
 }
@@ -84,8 +148,13 @@ func (r *Running) MetricsEndpoints() map[string]string {
 	return m
 }
 
-// Failed reports a component that died during the run.
+// Failed reports a component that died during the run; on an external
+// stack, a role whose selectors no longer select anything.
 func (r *Running) Failed() error {
+	if r.ext != nil {
+		_, err := r.ext.Find(context.Background())
+		return err
+	}
 	for _, rc := range []struct {
 		role string
 		c    Started

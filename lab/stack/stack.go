@@ -24,6 +24,9 @@ type Stack struct {
 	Limits     map[string]cgroup.Limits
 	CgroupRoot string // cgroup.DefaultRoot when empty
 	Settings   Settings
+	// External, when set, is the deployment the user runs (Name is
+	// NameExternal): no component is started, no cgroup made.
+	External *External
 }
 
 // Named stacks. "gunicorn-nginx" is the real stack's first name.
@@ -36,7 +39,7 @@ const (
 
 // Names lists the --stack values: the named stacks and APP+PROXY.
 func Names() []string {
-	return []string{NameAuto, NameEmbedded, NameReal, nameOldReal, "APP+PROXY"}
+	return []string{NameAuto, NameEmbedded, NameReal, nameOldReal, NameExternal, "APP+PROXY"}
 }
 
 // ValidName checks a --stack value: a named stack, or APP+PROXY of
@@ -65,6 +68,8 @@ func ValidName(name string) error {
 // and at least one app installed.
 func Lookup(name string, servers ...Server) (st Stack, note string, err error) {
 	switch name {
+	case NameExternal:
+		return Stack{}, "", errors.New("--stack external: the deployment is described in the scenario (stack: external with an external: block)")
 	case NameEmbedded:
 		return compose(NameEmbedded, []string{"embedded"}, "embedded")
 	case NameReal, nameOldReal:
@@ -212,6 +217,9 @@ func (s Stack) components() []Component {
 	for _, a := range s.Apps {
 		cs = append(cs, a)
 	}
+	if s.Proxy == nil {
+		return cs
+	}
 	return append(cs, s.Proxy)
 }
 
@@ -247,6 +255,9 @@ func (s Stack) app(model string) (App, error) {
 // Check validates the stack's settings, limits and cgroup root, and that
 // it runs every server given, before anything starts.
 func (s Stack) Check(servers ...Server) error {
+	if s.External != nil {
+		return s.External.check(servers)
+	}
 	for _, c := range s.components() {
 		if err := c.Validate(s.Settings); err != nil {
 			return err
@@ -305,6 +316,9 @@ func validateDeployment(d Deployment) error {
 func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 	if err := validateDeployment(d); err != nil {
 		return nil, err
+	}
+	if s.External != nil {
+		return s.External.start(ctx, d)
 	}
 	app, err := s.app(d.Server.Model)
 	if err != nil {

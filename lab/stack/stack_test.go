@@ -96,7 +96,7 @@ func TestLookup(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"docker":          `--stack "docker": allowed auto, embedded, real, gunicorn-nginx, APP+PROXY`,
+		"docker":          `--stack "docker": allowed auto, embedded, real, gunicorn-nginx, external, APP+PROXY`,
 		"apache+nginx":    `--stack "apache+nginx": no app server "apache" (apps: ` + componentNames(apps) + `)`,
 		"embedded+apache": `--stack "embedded+apache": no proxy "apache" (proxies: embedded, nginx)`,
 	} {
