@@ -478,6 +478,30 @@ slowlab_loadgen_received_bytes_total{role="slow",run_id="s"} 1.048576e+06
 	}
 }
 
+// TestSlowReaderPacesFromResponse: a reader whose response comes late
+// (the server was busy: a sync worker serving other slow readers) still
+// reads the body at its rate, from when the response begins; the wait is
+// not credit to read the body at once.
+func TestSlowReaderPacesFromResponse(t *testing.T) {
+	const size, rate, late = 256 << 10, 512 << 10, 600 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(late) // the busy server: it answers late
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		w.Write(make([]byte, size))
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL + "/large")
+	got := SlowReader{URL: u, RcvBuf: 8 << 10, ReadSize: 16 << 10, Rate: rate}.Run(context.Background(), 0)
+	if !got.Complete {
+		t.Fatalf("download: %+v", got)
+	}
+	// The server's wait plus the body at the rate (500 ms): pacing and
+	// the wait only ever make it longer.
+	if min := late + time.Duration(size)*time.Second/rate; got.Receive < min {
+		t.Errorf("receive %s: the body was read faster than %d B/s after a %s wait; want at least %s", got.Receive, rate, late, min)
+	}
+}
+
 func TestSlowReaderFailures(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	u, _ := url.Parse("http://" + ln.Addr().String() + "/large")

@@ -23,7 +23,8 @@ const (
 
 // SlowReader downloads a URL the way a slow client does: a small receive
 // buffer set before connect, reads of at most ReadSize, and reads paced so
-// that bytes consumed / time elapsed never exceeds Rate. It paces the
+// that body bytes consumed / time since the response began never exceeds
+// Rate. It paces the
 // reader; it does not shape the network.
 type SlowReader struct {
 	URL      *url.URL
@@ -113,7 +114,7 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 		return d
 	}
 	defer resp.Body.Close()
-	s.read(ctx, resp, &d)
+	s.read(ctx, resp, &d, time.Now())
 	d.Receive = time.Since(d.Start)
 	d.Err = checkLength(d.Err, d.Bytes, resp.ContentLength)
 	d.Complete = d.Err == nil && d.Status == http.StatusOK
@@ -168,8 +169,12 @@ func (s SlowReader) request(ctx context.Context, conn net.Conn, rt *reqTrace, ho
 }
 
 // read consumes the body at most ReadSize at a time, pacing the reads so
-// that bytes read / time since Start never exceeds Rate.
-func (s SlowReader) read(ctx context.Context, resp *http.Response, d *Download) {
+// that bytes read / time since the response began (its header read, at
+// paceFrom) never exceeds Rate. Pacing from the request instead would let
+// a reader that waited for a busy server (queued behind other slow
+// readers for a worker) read the whole body at once, as no client on a
+// slow link can: the time it waited is not bandwidth it saved.
+func (s SlowReader) read(ctx context.Context, resp *http.Response, d *Download, paceFrom time.Time) {
 	buf := make([]byte, s.ReadSize)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -177,7 +182,7 @@ func (s SlowReader) read(ctx context.Context, resp *http.Response, d *Download) 
 		n, err := resp.Body.Read(buf)
 		d.Bytes += int64(n)
 		if n > 0 {
-			due := d.Start.Add(time.Duration(float64(d.Bytes) / s.Rate * float64(time.Second)))
+			due := paceFrom.Add(time.Duration(float64(d.Bytes) / s.Rate * float64(time.Second)))
 			if wait := time.Until(due); wait > 0 {
 				timer.Reset(wait)
 				select {

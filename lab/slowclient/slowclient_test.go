@@ -90,17 +90,41 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestLateGenerator: a run whose load generator started a request late
+// is named under the table; runs on time, and failed runs, are not.
+func TestLateGenerator(t *testing.T) {
+	run := func(server string, lag float64, status string) recorder.Run {
+		return recorder.Run{Route: "direct", Server: server, SlowClients: 32, Status: status, MaxScheduleLagMS: recorder.Some(lag)}
+	}
+	if note := lateGenerator([]recorder.Run{run("node-2", 12, recorder.RunOK), run("node-2", 900, recorder.RunFailed)}); note != "" {
+		t.Errorf("on time: %q", note)
+	}
+	note := lateGenerator([]recorder.Run{run("node-2", 12, recorder.RunOK), run("node-2", 507.6, recorder.RunOK), run("gevent-2x100", 614.7, recorder.RunOK)})
+	for _, want := range []string{"in 2 of 3 ok runs", "up to 615 ms", "direct node-2 32 slow, direct gevent-2x100 32 slow"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+}
+
 func TestPrintConditions(t *testing.T) {
 	var b bytes.Buffer
 	PrintConditions(&b, []recorder.Condition{
 		{Route: "direct", Server: "sync-2", SlowClients: 2, Runs: 3, RunsExcluded: 1, P50MS: recorder.Some(2500), P95MS: recorder.Some(5932.86),
 			P95MinMS: recorder.Some(5800), P95MaxMS: recorder.Some(6000), AppSendS: recorder.Some(6.5), ClientReceiveS: recorder.Some(8.01),
 			AppMemoryPeakMiB: recorder.Some(41.25)},
+	}, []recorder.Run{
+		// The condition's ok runs count; a failed run and another
+		// condition's run do not.
+		{Route: "direct", Server: "sync-2", SlowClients: 2, Status: recorder.RunOK, FastOK: 70, FastTotal: 72, Components: [3]recorder.ComponentSummary{{RSSPeakBytes: recorder.Some(30 << 20)}}},
+		{Route: "direct", Server: "sync-2", SlowClients: 2, Status: recorder.RunOK, FastOK: 72, FastTotal: 72, Components: [3]recorder.ComponentSummary{{RSSPeakBytes: recorder.Some(33.5 * (1 << 20))}}},
+		{Route: "direct", Server: "sync-2", SlowClients: 2, Status: recorder.RunFailed, FastOK: 1, FastTotal: 72, Components: [3]recorder.ComponentSummary{{RSSPeakBytes: recorder.Some(90 << 20)}}},
+		{Route: "direct", Server: "sync-2", SlowClients: 0, Status: recorder.RunOK, FastOK: 5, FastTotal: 72, Components: [3]recorder.ComponentSummary{{RSSPeakBytes: recorder.Some(80 << 20)}}},
 	})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "route") || !strings.Contains(lines[0], "excluded") ||
-		!strings.Contains(lines[1], "5932.9") || !strings.Contains(lines[1], "5800.0-6000.0") ||
-		!strings.HasSuffix(lines[0], "temp_peak_mib  app_mem_mib  proxy_mem_mib") || !regexp.MustCompile(`  -  +41\.2  +-$`).MatchString(lines[1]) {
+		!strings.Contains(lines[1], "5932.9") || !strings.Contains(lines[1], " 142/144 ") || !strings.Contains(lines[1], "5800.0-6000.0") ||
+		!strings.HasSuffix(lines[0], "temp_peak_mib  app_mem_mib  app_rss_mib  proxy_mem_mib") || !regexp.MustCompile(`  -  +41\.2  +33\.5  +-$`).MatchString(lines[1]) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
