@@ -165,9 +165,24 @@ func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Wr
 		return fmt.Errorf("interrupted; runs completed so far are in %s", env.Out)
 	}
 	if err == nil && res != nil && res.AllFailed() {
-		return fmt.Errorf("%w; the reasons are in %s", ErrAllFailed, filepath.Join(env.Out, "runs.csv"))
+		return fmt.Errorf("%w; the reasons are in %s", ErrAllFailed, filepath.Join(env.Out, reasonsFile(res)))
 	}
 	return err
+}
+
+// Reasoned is a Result whose failures are explained in a results file
+// other than runs.csv (long-poll's probes.csv, latency-gap's
+// gap-requests.csv: their error column).
+type Reasoned interface {
+	ReasonsFile() string
+}
+
+// reasonsFile is the results file that says why res's runs failed.
+func reasonsFile(res Result) string {
+	if r, ok := res.(Reasoned); ok {
+		return r.ReasonsFile()
+	}
+	return "runs.csv"
 }
 
 // writeReport draws the results directory's report; a failure is

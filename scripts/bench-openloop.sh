@@ -26,7 +26,7 @@ for rate in $rates; do
     flags=""; [ "$mode" = keepalive ] && flags="--keepalive"
     out=$("$work/slowlab" loadgen --target "$url" --rate "$rate" --duration "$duration" $flags)
     lag=$(sed -n 's/^schedule lag ms: p50 \([^ ]*\)  p99 \([^ ]*\)  max \([^ ]*\)/\1 \2 \3/p' <<<"$out")
-    ok=$(sed -n 's/^requests \([0-9]*\), ok \([0-9]*\).*/\2\/\1/p' <<<"$out")
+    ok=$(sed -n 's/^requests \([0-9]*\): ok \([0-9]*\).*/\2\/\1/p' <<<"$out")
     p99=$(sed -n 's/^latency ms: .*p99 \([^ ]*\) .*/\1/p' <<<"$out")
     read -r l50 l99 lmax <<<"$lag"
     printf "%-8s %-10s %12s %12s %12s %10s %12s\n" "$rate" "slowlab-$mode" "$l50" "$l99" "$lmax" "$ok" "$p99"

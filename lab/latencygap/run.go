@@ -21,6 +21,11 @@ type Result struct {
 	Rows []Row
 }
 
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: gap-requests.csv (each request's error) says why.
+func (r *Result) ReasonsFile() string { return "gap-requests.csv" }
+
 // AllFailed implements lab.Result: no condition got a request through.
 func (r *Result) AllFailed() bool {
 	for _, row := range r.Rows {

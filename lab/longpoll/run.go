@@ -22,6 +22,11 @@ type Result struct {
 	Groups []recorder.LongPollGroup
 }
 
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: probes.csv (each probe's error) says why.
+func (r *Result) ReasonsFile() string { return "probes.csv" }
+
 // AllFailed implements lab.Result: no run got a probe through.
 func (r *Result) AllFailed() bool {
 	for _, g := range r.Groups {
