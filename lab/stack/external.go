@@ -49,9 +49,6 @@ type External struct {
 	TempDirs []string
 	// AllowRemote lets the URLs name a host that is not loopback.
 	AllowRemote bool
-	// ProcFS and CgroupFS are where /proc and the cgroup mounts are
-	// (the exporter's defaults when empty).
-	ProcFS, CgroupFS string
 }
 
 // Validate checks the URLs, the route, the server label and the
@@ -134,14 +131,7 @@ type Found struct {
 // role's cgroup (its cgroup: selector's, else its first process's).
 func (e External) Find(ctx context.Context) (Found, error) {
 	f := Found{PIDs: map[string][]int{}, Cgroups: map[string]string{}, Limits: map[string]cgroup.Limits{}}
-	procFS := e.ProcFS
-	if procFS == "" {
-		procFS = exporter.DefaultProcFS
-	}
-	cgFS := e.CgroupFS
-	if cgFS == "" {
-		cgFS = exporter.DefaultCgroupFS
-	}
+	procFS, cgFS := exporter.DefaultProcFS, exporter.DefaultCgroupFS
 	layout, layoutErr := cgroup.Detect(cgFS)
 	for _, role := range []string{"app", "proxy"} {
 		var pids []int

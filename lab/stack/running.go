@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"sync"
 
@@ -28,15 +27,10 @@ type Running struct {
 }
 
 // URL is the base URL the load generator targets: the proxy's on a
-// proxied route, else the app's; on an external stack, the scheme and
-// host of its first URL (Target gives each request's).
+// proxied route, else the app's; "" on an external stack, whose URLs
+// Target gives one by one.
 func (r *Running) URL() string {
 	if r.ext != nil {
-		for _, t := range Targets {
-			if u, err := url.Parse(r.ext.URLs[t]); err == nil && u.Host != "" {
-				return u.Scheme + "://" + u.Host
-			}
-		}
 		return ""
 	}
 	if r.proxy != nil {
