@@ -23,11 +23,15 @@
 //     published experiment).
 //
 // The app endpoints are /fast, /large, /longpoll and /bytes; every response
-// carries Server-Timing: app;dur=<ms>. A separate admin listener, outside the
-// worker pool so it answers while every worker is stuck, serves /metrics,
-// /healthz and /app-send (each /large response's app_send_s). With
-// Options.TracerProvider, each request a worker serves is a server span
-// continuing the client's W3C traceparent.
+// carries Server-Timing: app;dur=<ms>, and every /large response
+// X-Slowlab-Peer-Port (PeerPortHeader): the remote port of the connection
+// the app accepted it on. The WSGI, ASGI and Node.js apps (appserver/wsgi,
+// appserver/asgi, appserver/node) serve the same endpoints, byte for byte,
+// and set these two headers the same way. A separate admin listener,
+// outside the worker pool so it answers while every worker is stuck,
+// serves /metrics, /healthz and /app-send (each /large response's
+// app_send_s). With Options.TracerProvider, each request a worker serves
+// is a server span continuing the client's W3C traceparent.
 //
 // The package does not proxy (see package proxy), generate load (loadgen) or
 // start processes (lab).

@@ -2,6 +2,7 @@ package appserver
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +10,18 @@ import (
 
 // RequestIDHeader names a request so its app_send_s can be found on /app-send.
 const RequestIDHeader = "X-Slowlab-Request-Id"
+
+// PeerPortHeader is a response header of every GET and HEAD /large (400s
+// included), and of no other endpoint, in all four apps: the embedded app
+// server and the WSGI, ASGI and Node.js apps. Its value is the remote TCP
+// port, in decimal, of the connection the app accepted the request on:
+// on a direct connection the client's local port; through a proxy the
+// local port of the proxy's upstream socket to the app. A hop sampler
+// pairs a slow download's client socket with the app's accepted socket by
+// it. It is left out when the app knows no port for the connection (a
+// Unix socket, or the port 0 that Uvicorn's --proxy-headers puts in
+// place of a trusted proxy's: see appserver/asgi).
+const PeerPortHeader = "X-Slowlab-Peer-Port"
 
 // fastBody is the published /fast response: 12 bytes of JSON.
 var fastBody = []byte(`{"ok": true}`)
@@ -45,6 +58,7 @@ func (s *Server) fast(w http.ResponseWriter, r *http.Request) {
 // generator start until the socket accepted the last byte (not delivery).
 func (s *Server) large(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	setPeerPort(w, r)
 	size := s.opts.LargeSize
 	if q := r.URL.Query().Get("size"); q != "" {
 		n, err := strconv.ParseInt(q, 10, 64)
@@ -68,6 +82,18 @@ func (s *Server) large(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sends.add(rec)
 	s.done("large", http.StatusOK, start)
+}
+
+// setPeerPort sets PeerPortHeader to the port of r.RemoteAddr, if it has
+// one.
+func setPeerPort(w http.ResponseWriter, r *http.Request) {
+	_, port, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err == nil && n != 0 {
+		w.Header().Set(PeerPortHeader, port)
+	}
 }
 
 func (s *Server) writeBlocks(w http.ResponseWriter, size int64) (int64, error) {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -241,6 +243,80 @@ func TestEndpoints(t *testing.T) {
 	}
 	if resp, _ = get("/nope"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/nope: %d", resp.StatusCode)
+	}
+}
+
+// getPort GETs (or HEADs) base+path on a new connection from 127.0.0.1
+// and returns the response, its body and the local port the client's
+// socket had, learned from the dialer.
+func getPort(t *testing.T, method, url string) (*http.Response, []byte, int) {
+	t.Helper()
+	var port int
+	var d net.Dialer
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			port = c.LocalAddr().(*net.TCPAddr).Port
+		}
+		return c, err
+	}}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := (&http.Client{Timeout: hangGuard, Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s body: %v", method, url, err)
+	}
+	if port == 0 {
+		t.Fatalf("%s %s: the dialer saw no connection", method, url)
+	}
+	return resp, body, port
+}
+
+// Every /large response (GET, HEAD, a 400) carries PeerPortHeader: the
+// port of the client's own socket, the remote port of the connection the
+// app accepted; no other endpoint has it, and a connection without a port
+// (a Unix socket's RemoteAddr) leaves it out.
+func TestPeerPortHeader(t *testing.T) {
+	for _, o := range []Options{
+		{Model: ModelSync, Workers: 2, Threads: 1, LargeSize: 300_000, BlockSize: DefaultBlockSize},
+		{Model: ModelGthread, Workers: 1, Threads: 4, LargeSize: 300_000, BlockSize: DefaultBlockSize},
+		{Model: ModelAsync, Workers: 1, Threads: 1, LargeSize: 300_000, BlockSize: DefaultBlockSize},
+	} {
+		t.Run(o.Name(), func(t *testing.T) {
+			_, base, _ := startServer(t, o)
+			for _, tc := range []struct {
+				method, path string
+				code         int
+				want         bool
+			}{
+				{"GET", "/large", 200, true}, {"GET", "/large?size=10", 200, true}, {"HEAD", "/large", 200, true},
+				{"GET", "/large?size=abc", 400, true},
+				{"GET", "/fast", 200, false}, {"GET", "/bytes?n=10", 200, false}, {"GET", "/longpoll?wait=0s", 204, false},
+			} {
+				resp, body, port := getPort(t, tc.method, base+tc.path)
+				got, want := resp.Header.Values(PeerPortHeader), []string(nil)
+				if tc.want {
+					want = []string{strconv.Itoa(port)}
+				}
+				if resp.StatusCode != tc.code || fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s %s from port %d: %s, %d bytes, %s %q; want %d and %q", tc.method, tc.path, port, resp.Status, len(body), PeerPortHeader, got, tc.code, want)
+				}
+			}
+		})
+	}
+	for _, remote := range []string{"@", "", "127.0.0.1:0"} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/large", nil)
+		r.RemoteAddr = remote
+		setPeerPort(w, r)
+		if v, ok := w.Header()[PeerPortHeader]; ok {
+			t.Errorf("RemoteAddr %q: %s %q, want none", remote, PeerPortHeader, v)
+		}
 	}
 }
 

@@ -40,7 +40,9 @@ func RecordSession(env *Env, cfg Config) error {
 	return recorder.AppendEnvironment(env.Out, Environment(env, cfg.Head().Experiment))
 }
 
-// Environment describes this machine and the session's stack and limits.
+// Environment describes this machine and the session's stack and limits,
+// and the kernel's network buffer settings of the lab's network namespace
+// (NetSettings).
 func Environment(env *Env, experiment string) recorder.Environment {
 	root := env.Stack.CgroupRoot
 	if root == "" {
@@ -65,6 +67,11 @@ func Environment(env *Env, experiment string) recorder.Environment {
 			e.Versions[name] = v
 		}
 	}
+	// The settings of the lab's own network namespace, where the stacks
+	// run (latency-gap's path runs in namespaces it creates, whose
+	// settings these are not). A setting that cannot be read is left blank
+	// rather than failing the session.
+	e.Net = NetSettings(HostNamespace, nil, nil)
 	return e
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -42,6 +43,9 @@ type SlowReader struct {
 	// loopback; without it the connection is refused just before connect
 	// (an error wrapping ErrNotLoopback), as a Client's is.
 	AllowRemote bool
+	// OnConnect, when set, is called with the client number and the
+	// socket's local address once connected, before the request is sent.
+	OnConnect func(client int, local netip.AddrPort)
 }
 
 // Download is one slow reader's result.
@@ -53,6 +57,12 @@ type Download struct {
 	Bytes    int64
 	Complete bool // status 200 and every Content-Length byte consumed
 	Err      error
+	// Local is the client socket's address (zero if it never connected):
+	// with the server's address it names the download's socket in
+	// sock_diag, for samplers that follow its bytes hop by hop.
+	Local netip.AddrPort
+	// Header is the response's header (nil without a response).
+	Header http.Header
 }
 
 // Validate reports settings that cannot run.
@@ -105,6 +115,13 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 		return d
 	}
 	defer conn.Close()
+	if a, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+		ap := a.AddrPort()
+		d.Local = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	if s.OnConnect != nil {
+		s.OnConnect(client, d.Local)
+	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	resp, err := s.request(ctx, conn, rt, hooks, &d, &r)
@@ -162,6 +179,7 @@ func (s SlowReader) request(ctx context.Context, conn net.Conn, rt *reqTrace, ho
 	}
 	r.TTFB = time.Since(r.Start)
 	d.Status = resp.StatusCode
+	d.Header = resp.Header
 	if st := resp.Header.Get("Server-Timing"); st != "" {
 		r.ServerTiming, _ = ParseServerTiming(st, "app")
 	}

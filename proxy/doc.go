@@ -14,8 +14,9 @@
 //     data, the oldest is spooled in TempFileWriteSize batches to a temp
 //     file of at most MaxTempFileSize (then reading waits for the client:
 //     back-pressure), while the client is fed from memory and file in
-//     order, at most BusyBuffersSize of memory at a time. The temp file is
-//     created in TempDir with the prefix "proxy-temp-" and unlinked at once,
+//     order, at most BusyBuffersSize at a time (of memory buffers, or of
+//     the temp file with sendfile(2)). The temp file is created in
+//     TempDir with the prefix "proxy-temp-" and unlinked at once,
 //     so it only shows up as "(deleted)" under /proc/PID/fd; it grows to the
 //     amount spooled and is closed when the response ends. The upstream
 //     connection is closed as soon as its body was read, which releases the
@@ -33,6 +34,40 @@
 // The proxy counts its own requests, upstream time, spooled bytes and open
 // temp files in a registry of its own (Registry), served with /healthz by
 // AdminHandler.
+//
+// Where each response's body is right now, AdminHandler serves as GET
+// /buffers (Proxy.Buffered; Content-Type application/json): a JSON array
+// with one object per request in flight, listed from the moment its
+// upstream connection is established until its handler returns, e.g.
+//
+//	[{"client":"127.0.0.1:50326","upstream_local":"127.0.0.1:35370",
+//	  "buffering":true,"memory_bytes":65589,"temp_file_bytes":8257483,
+//	  "temp_file_size_bytes":8323019,"upstream_read_bytes":8388608,
+//	  "client_written_bytes":65536}]
+//
+// client is the client connection's remote address as the proxy sees it
+// (the client's local address), upstream_local the local address of the
+// proxy's connection to the upstream (the app's peer). The byte counts are
+// of the body as relayed, never the header nor chunked framing:
+// upstream_read_bytes read from the upstream so far; client_written_bytes
+// handed to the client's socket so far (a write and flush that returned,
+// so the kernel holds or has sent them); memory_bytes read and not yet
+// written, in memory (with buffering off the one relay buffer);
+// temp_file_bytes read and not yet written, in the temp file (spooled, not
+// yet sent). Bytes being written count as memory or temp file until the
+// write returns: at most BusyBuffersSize (buffering on) or BufferSize
+// (off), part of which the kernel may already hold. Each object is taken
+// under the request's lock (with buffering on, the spool's), so in every
+// one, exactly:
+//
+//	upstream_read_bytes = memory_bytes + temp_file_bytes + client_written_bytes
+//
+// temp_file_size_bytes is outside that sum: the temp file's size, all that
+// was spooled, sent or not, as the file looks from outside (the exporter's
+// view; NGINX's temp files also keep what was sent). Not counted anywhere:
+// body bytes that arrived with the upstream's header, or read ahead with
+// chunked framing, still in the upstream connection's read buffer (at most
+// BufferSize), until the relay reads them.
 //
 // It does not cache, compress, terminate TLS, retry, balance over several
 // upstreams or rewrite headers beyond dropping hop-by-hop ones. It does not

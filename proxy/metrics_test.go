@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -14,22 +13,8 @@ import (
 // the status codes the proxy produces itself (and 200) and every upstream
 // error stage at 0, so rate() and alerts see them before the first request.
 func TestProxyBoundedSeriesBeforeTraffic(t *testing.T) {
-	p, err := New(testOptions(t, "127.0.0.1:1", true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, admin := listen(t, 0), listen(t, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx, ln, admin) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-
-	resp, err := http.Get("http://" + admin.Addr().String() + "/metrics")
+	p, _, admin := startProxyAdmin(t, testOptions(t, "127.0.0.1:1", true), listen(t, 0))
+	resp, err := http.Get("http://" + admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	closed bool
 	active sync.WaitGroup // one per ServeHTTP call past the closed check
+
+	flowMu sync.Mutex
+	flows  map[*flow]struct{} // requests with an upstream connection (Buffered)
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -48,7 +51,7 @@ func New(o Options) (*Proxy, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Proxy{opts: o, reg: reg, m: newMetrics(reg, o), ctx: ctx, cancel: cancel}, nil
+	return &Proxy{opts: o, reg: reg, m: newMetrics(reg, o), ctx: ctx, cancel: cancel, flows: map[*flow]struct{}{}}, nil
 }
 
 // Options returns the options the proxy runs with.
@@ -57,11 +60,13 @@ func (p *Proxy) Options() Options { return p.opts }
 // Registry returns the proxy's metrics registry.
 func (p *Proxy) Registry() *prometheus.Registry { return p.reg }
 
-// AdminHandler serves /metrics and /healthz.
+// AdminHandler serves /metrics, /healthz and /buffers (Buffered as a JSON
+// array).
 func (p *Proxy) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /buffers", p.serveBuffered)
 	return mux
 }
 
@@ -148,6 +153,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	defer p.untrack(&up.flow)
 	defer up.close()
 
 	copyResponseHeader(w.Header(), up.resp)
@@ -203,15 +209,18 @@ func (p *Proxy) relayUnbuffered(ctx context.Context, w io.Writer, rc *http.Respo
 		return clientError{err}
 	}
 	buf := make([]byte, p.opts.BufferSize)
+	f := &up.flow
 	for {
 		n, err := up.resp.Body.Read(buf)
 		if n > 0 {
+			f.relayed(n)
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return clientError{werr}
 			}
 			if werr := rc.Flush(); werr != nil {
 				return clientError{werr}
 			}
+			f.sentFromMemory(int64(n))
 		}
 		switch {
 		case err == io.EOF:

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -220,6 +221,9 @@ func TestProxyUpstreamBadHeader(t *testing.T) {
 	if v := testutil.ToFloat64(p.m.upstreamErrors.WithLabelValues(stageHeader)); v != 1 {
 		t.Errorf("header errors %v, want 1", v)
 	}
+	if b := p.Buffered(); len(b) != 0 {
+		t.Errorf("Buffered after a 502: %+v; want none", b)
+	}
 }
 
 // TestProxyUpstreamTimeout: an upstream that reads the request and never
@@ -278,6 +282,7 @@ func TestProxyUpstreamCutsBody(t *testing.T) {
 			eventually(t, "body error counted", func() bool {
 				return testutil.ToFloat64(p.m.upstreamErrors.WithLabelValues(stageBody)) == 1
 			})
+			eventually(t, "the cut response unlisted from Buffered", func() bool { return len(p.Buffered()) == 0 })
 		})
 	}
 }
@@ -305,11 +310,14 @@ func TestProxyMetricsLint(t *testing.T) {
 
 // TestProxyClientLeavesBeforeHeader: a client that gives up while the
 // upstream thinks closes the upstream connection too, with no 502 counted.
+// Meanwhile Buffered lists the request, with no bytes yet.
 func TestProxyClientLeavesBeforeHeader(t *testing.T) {
 	arrived := make(chan struct{})
 	var once sync.Once
 	upstreamGone := make(chan error, 1)
+	var upstreamPeer string
 	up := rawUpstream(t, func(c net.Conn) {
+		upstreamPeer = c.RemoteAddr().String()
 		once.Do(func() { close(arrived) })
 		c.SetReadDeadline(time.Now().Add(hangGuard))
 		_, err := c.Read(make([]byte, 1)) // returns when the proxy closes the connection
@@ -326,11 +334,16 @@ func TestProxyClientLeavesBeforeHeader(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("the request never reached the upstream")
 	}
+	want := []Buffered{{Client: c.LocalAddr().String(), UpstreamLocal: upstreamPeer, Buffering: true}}
+	if b := p.Buffered(); !slices.Equal(b, want) {
+		t.Errorf("Buffered while the upstream thinks: %+v; want %+v", b, want)
+	}
 	c.Close()
 	if err := <-upstreamGone; timedOut(err) {
 		t.Fatalf("upstream connection still open %v after the client left", hangGuard)
 	}
 	eventually(t, "disconnect counted", func() bool { return testutil.ToFloat64(p.m.clientDisconnects) == 1 })
+	eventually(t, "the request unlisted from Buffered", func() bool { return len(p.Buffered()) == 0 })
 	if v := testutil.ToFloat64(p.m.requests.WithLabelValues("502")); v != 0 {
 		t.Errorf("502s counted: %v", v)
 	}

@@ -24,9 +24,10 @@ import (
 // slowClient downloads like the experiment's slow clients: SO_RCVBUF set
 // before connecting, at most 16 KiB per read, reads paced to rate.
 type slowClient struct {
-	rate    float64 // bytes per second
-	rcvbuf  int
-	onBytes func(n int64) bool // after each read; false hangs up
+	rate      float64 // bytes per second
+	rcvbuf    int
+	onConnect func(c net.Conn)   // once connected, before the request
+	onBytes   func(n int64) bool // after each read; false hangs up
 }
 
 type slowResult struct {
@@ -52,6 +53,9 @@ func (c slowClient) get(t *testing.T, addr, path string) slowResult {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	if c.onConnect != nil {
+		c.onConnect(conn)
+	}
 	start := time.Now()
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
 	pr := &pacedReader{r: conn, rate: c.rate, start: start, onBytes: c.onBytes}
@@ -295,6 +299,9 @@ func TestProxyClientDisconnect(t *testing.T) {
 				t.Errorf("upstream finished sending %d bytes to a client that left at 2 MiB", len(body))
 			}
 			eventually(t, "request finished", func() bool { return testutil.ToFloat64(p.m.inFlight) == 0 })
+			if b := p.Buffered(); len(b) != 0 {
+				t.Errorf("Buffered after the client left: %+v; want none", b)
+			}
 			eventually(t, "temp files closed", func() bool {
 				return testutil.ToFloat64(p.m.tempFilesOpen) == 0 && len(tempFiles(t, o.TempDir)) == 0
 			})

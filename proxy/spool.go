@@ -17,7 +17,7 @@ func (p *Proxy) relayBuffered(ctx context.Context, w io.Writer, rc *http.Respons
 		return clientError{err}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := newSpool(p.opts, p.m)
+	s := newSpool(p.opts, p.m, &up.flow)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		err := s.fill(ctx, up.resp.Body)
@@ -48,24 +48,28 @@ type segment struct {
 type spool struct {
 	opts Options
 	m    *metrics
+	f    *flow // its counts change under mu with what they count
 
-	mu        sync.Mutex
+	mu        *sync.Mutex // the flow's, so Buffered sees whole steps
 	queue     []segment
 	free      [][]byte
 	allocated int // buffers made so far, up to 1 + Buffers.Count
 	done      bool
 	readErr   error
 	file      *os.File
-	fileSize  int64 // also the next write offset: the file is never reused
+	fileSize  int64            // also the next write offset: the file is never reused
+	fileChunk io.LimitedReader // the writer's, reused for every sendFile chunk
 
 	readerWake chan struct{} // a buffer was freed
 	writerWake chan struct{} // data arrived or the reader finished
 }
 
-func newSpool(o Options, m *metrics) *spool {
+func newSpool(o Options, m *metrics, f *flow) *spool {
 	return &spool{
 		opts:       o,
 		m:          m,
+		f:          f,
+		mu:         &f.mu,
 		readerWake: make(chan struct{}, 1),
 		writerWake: make(chan struct{}, 1),
 	}
@@ -102,6 +106,8 @@ func (s *spool) fill(ctx context.Context, body io.Reader) error {
 		s.mu.Lock()
 		if n > 0 {
 			s.queue = append(s.queue, segment{buf: buf[:n], n: int64(n)})
+			s.f.read += int64(n)
+			s.f.memory += int64(n)
 			wake(s.writerWake)
 		} else {
 			s.free = append(s.free, buf)
@@ -199,6 +205,9 @@ func (s *spool) spoolLocked() (bool, error) {
 		s.free = append(s.free, seg.buf[:cap(seg.buf)])
 		s.queue[i] = segment{off: s.fileSize, n: seg.n}
 		s.fileSize += seg.n
+		s.f.memory -= seg.n
+		s.f.tempFile += seg.n
+		s.f.tempFileSize = s.fileSize
 		s.m.spooledBytes.Add(float64(seg.n))
 	}
 	s.mergeFileSegments()
@@ -280,9 +289,12 @@ func (s *spool) next(ctx context.Context) ([]segment, error) {
 	return segs, nil
 }
 
-// release gives sent memory buffers back to the reader.
-func (s *spool) release(segs []segment) {
+// release gives memory buffers back to the reader; sent is how many of
+// their bytes reached the client's socket (all, or 0 after a failed write).
+func (s *spool) release(segs []segment, sent int64) {
 	s.mu.Lock()
+	s.f.memory -= sent
+	s.f.written += sent
 	for _, seg := range segs {
 		s.free = append(s.free, seg.buf[:cap(seg.buf)])
 	}
@@ -302,38 +314,61 @@ func (s *spool) drain(ctx context.Context, w io.Writer, rc *http.ResponseControl
 			return err
 		}
 		if segs[0].buf == nil {
-			if err := s.sendFile(w, segs[0]); err != nil {
+			if err := s.sendFile(w, rc, segs[0]); err != nil {
 				return err
 			}
 			continue
 		}
+		var sent int64
 		for _, seg := range segs {
 			if _, err = w.Write(seg.buf); err != nil {
 				break
 			}
+			sent += seg.n
 		}
 		if err == nil {
 			err = rc.Flush()
 		}
-		s.release(segs)
+		if err != nil {
+			sent = 0 // how much reached the socket is unknown; gone soon
+		}
+		s.release(segs, sent)
 		if err != nil {
 			return clientError{err}
 		}
 	}
 }
 
-// sendFile sends one temp file region. The writer owns the file offset;
-// net/http hands an *io.LimitedReader of an *os.File to sendfile(2).
-func (s *spool) sendFile(w io.Writer, seg segment) error {
+// sendFile sends one temp file region, BusyBuffersSize at a time so that
+// Buffered sees the region shrink as the client takes it (each chunk is
+// counted once flushed to the client's socket). The writer owns the file
+// offset; net/http hands an *io.LimitedReader of an *os.File to
+// sendfile(2), which advances the offset.
+func (s *spool) sendFile(w io.Writer, rc *http.ResponseController, seg segment) error {
 	if _, err := s.file.Seek(seg.off, io.SeekStart); err != nil {
 		return fmt.Errorf("seek temp file: %w", err)
 	}
-	n, err := io.Copy(w, io.LimitReader(s.file, seg.n))
-	if err != nil {
-		return clientError{err}
-	}
-	if n < seg.n {
-		return fmt.Errorf("temp file: read %d of %d bytes: %w", n, seg.n, io.ErrUnexpectedEOF)
+	lr := &s.fileChunk
+	for left := seg.n; left > 0; {
+		chunk := min(left, int64(s.opts.BusyBuffersSize))
+		lr.R, lr.N = s.file, chunk
+		n, err := io.Copy(w, lr)
+		if err != nil {
+			return clientError{err}
+		}
+		if n < chunk {
+			return fmt.Errorf("temp file: read %d of %d bytes: %w", seg.n-left+n, seg.n, io.ErrUnexpectedEOF)
+		}
+		// Without sendfile (a chunked response) the end of a chunk
+		// may still sit in net/http's buffer.
+		if err := rc.Flush(); err != nil {
+			return clientError{err}
+		}
+		s.mu.Lock()
+		s.f.tempFile -= chunk
+		s.f.written += chunk
+		s.mu.Unlock()
+		left -= chunk
 	}
 	return nil
 }

@@ -14,11 +14,14 @@ import (
 	"time"
 )
 
-// upstream is one request's connection to the app. It is never reused.
+// upstream is one request's connection to the app, and the accounting of
+// the body it relays (listed in Proxy.flows from the dial on). It is never
+// reused.
 type upstream struct {
 	conn  net.Conn
 	resp  *http.Response
 	start time.Time // before dialing
+	flow  flow
 
 	once sync.Once
 	stop func() bool // stops the context watcher
@@ -49,6 +52,8 @@ func timedOut(err error) bool {
 
 // openUpstream dials the upstream, sends r on it and reads the response
 // header. The connection is closed when ctx is done, which unblocks reads.
+// The request is listed in Buffered from the dial on; on success the
+// caller unlists it (untrack) when it is done.
 func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, error) {
 	start := time.Now()
 	d := net.Dialer{Timeout: p.opts.UpstreamTimeout}
@@ -57,18 +62,23 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 		return nil, &stageError{stageConnect, err}
 	}
 	u := &upstream{conn: conn, start: start}
+	u.flow.client, u.flow.upstreamLocal, u.flow.buffering = r.RemoteAddr, conn.LocalAddr(), p.opts.Buffering
+	p.track(&u.flow)
 	u.stop = context.AfterFunc(ctx, func() { conn.Close() })
+	fail := func(stage string, err error) (*upstream, error) {
+		u.close()
+		p.untrack(&u.flow)
+		return nil, &stageError{stage, err}
+	}
 	tc := &timeoutConn{Conn: conn, timeout: p.opts.UpstreamTimeout}
 
 	out := outgoingRequest(r, p.opts.Upstream)
 	bw := bufio.NewWriterSize(tc, p.opts.BufferSize)
 	if err := out.Write(bw); err != nil {
-		u.close()
-		return nil, &stageError{stageSend, err}
+		return fail(stageSend, err)
 	}
 	if err := bw.Flush(); err != nil {
-		u.close()
-		return nil, &stageError{stageSend, err}
+		return fail(stageSend, err)
 	}
 	// The header must fit proxy_buffer_size in NGINX; here the buffer only
 	// sizes the reads, and body bytes read with the header are kept.
@@ -76,13 +86,11 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 	for {
 		resp, err := http.ReadResponse(br, out)
 		if err != nil {
-			u.close()
-			return nil, &stageError{stageHeader, err}
+			return fail(stageHeader, err)
 		}
 		switch {
 		case resp.StatusCode == http.StatusSwitchingProtocols:
-			u.close()
-			return nil, &stageError{stageHeader, errors.New("protocol upgrades are not proxied")}
+			return fail(stageHeader, errors.New("protocol upgrades are not proxied"))
 		case resp.StatusCode < 200:
 			continue // 100 Continue, 103 Early Hints: informational, skip
 		}

@@ -1,7 +1,8 @@
 // Package recorder owns slowlab's results files: the CSV contract of
 // DESIGN.md (requests.csv, large-responses.csv, resource-samples.csv,
 // runs.csv, conditions.csv) and of the long-poll (probes.csv, groups.csv)
-// and latency-gap (gap.csv, gap-requests.csv, gap-path.csv) experiments,
+// and latency-gap (gap.csv, gap-requests.csv, gap-path.csv) experiments, hops.csv (where a
+// slow download's bytes are, hop by hop),
 // their typed rows, writers and readers, the aggregation of EXPERIMENTS.md
 // (nearest-rank percentiles, run, condition, long-poll and gap summaries),
 // and environment.json, which keeps one Environment per session that

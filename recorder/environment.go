@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -34,6 +36,81 @@ type Environment struct {
 	// memory.swap.max on v2), and the host's swap either way.
 	Swap     string            `json:"swap"`
 	Versions map[string]string `json:"versions"` // python3, gunicorn, nginx where installed
+	// Net is the kernel's network buffer settings the session ran under;
+	// nil in files written before slowlab recorded them, and when none of
+	// them could be read.
+	Net *NetSettings `json:"net,omitempty"`
+}
+
+// NetSettings is the kernel's network buffer settings of one network
+// namespace, which decide how many bytes of a response the sockets between
+// an app and a slow client hold. The sysctls are kept as the kernel gives
+// them, whitespace collapsed to single spaces ("4096 16384 4194304"); a
+// setting that could not be read is "" (LoMTU 0), not a default.
+type NetSettings struct {
+	// Namespace is the network namespace the settings were read in: "host"
+	// for the one the lab process runs in (the host's, unless slowlab
+	// itself runs in a container); a run that creates its own namespace
+	// may name it instead.
+	Namespace         string `json:"namespace"`
+	TCPRmem           string `json:"tcp_rmem"`            // net.ipv4.tcp_rmem: "min default max" bytes
+	TCPWmem           string `json:"tcp_wmem"`            // net.ipv4.tcp_wmem: "min default max" bytes
+	TCPNotsentLowat   string `json:"tcp_notsent_lowat"`   // net.ipv4.tcp_notsent_lowat, bytes
+	RmemMax           string `json:"rmem_max"`            // net.core.rmem_max, bytes
+	WmemMax           string `json:"wmem_max"`            // net.core.wmem_max, bytes
+	TCPModerateRcvbuf string `json:"tcp_moderate_rcvbuf"` // net.ipv4.tcp_moderate_rcvbuf: "1" on, "0" off
+	LoMTU             int    `json:"lo_mtu"`              // the loopback interface's MTU, bytes
+}
+
+// TCPMem is a parsed net.ipv4.tcp_rmem or tcp_wmem: the minimum, default
+// and maximum size in bytes of a TCP socket's receive or send buffer.
+type TCPMem struct {
+	Min, Default, Max int64
+}
+
+// TCPMem parses the setting key, "tcp_rmem" or "tcp_wmem", into its three
+// sizes. The error names the key and the text it could not parse; a
+// setting that was not recorded ("") is an error too. Each size must be a
+// non-negative decimal integer; the order of the three is not checked,
+// since the kernel does not enforce it either.
+func (n NetSettings) TCPMem(key string) (TCPMem, error) {
+	var s string
+	switch key {
+	case "tcp_rmem":
+		s = n.TCPRmem
+	case "tcp_wmem":
+		s = n.TCPWmem
+	default:
+		return TCPMem{}, fmt.Errorf("net setting %q: want tcp_rmem or tcp_wmem", key)
+	}
+	return parseTCPMem(key, s)
+}
+
+// parseTCPMem parses s, the value of the setting key, as three byte
+// counts separated by whitespace.
+func parseTCPMem(key, s string) (TCPMem, error) {
+	if strings.TrimSpace(s) == "" {
+		return TCPMem{}, fmt.Errorf("%s %q: not recorded", key, s)
+	}
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return TCPMem{}, fmt.Errorf("%s %q: want three sizes \"min default max\", got %d fields", key, s, len(f))
+	}
+	var v [3]int64
+	for i, name := range []string{"min", "default", "max"} {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err == nil && n < 0 {
+			err = errors.New("negative")
+		}
+		if err != nil {
+			if ne, ok := err.(*strconv.NumError); ok {
+				err = ne.Err
+			}
+			return TCPMem{}, fmt.Errorf("%s %q: %s %q: want a byte count: %w", key, s, name, f[i], err)
+		}
+		v[i] = n
+	}
+	return TCPMem{Min: v[0], Default: v[1], Max: v[2]}, nil
 }
 
 // environmentFile is the layout of environment.json.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ func session(experiment string, started time.Time) Environment {
 func TestAppendEnvironmentKeepsSessions(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results")
 	first := session("slow-client", time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
+	first.Net = &NetSettings{Namespace: "host", TCPRmem: "4096 131072 33554432", TCPWmem: "4096 16384 4194304",
+		TCPNotsentLowat: "4294967295", RmemMax: "4194304", WmemMax: "", TCPModerateRcvbuf: "1", LoMTU: 65536}
 	second := session("slow-client", time.Date(2026, 1, 3, 9, 0, 0, 500, time.UTC))
 	second.Versions = nil
 	for _, s := range []Environment{first, second} {
@@ -50,6 +53,21 @@ func TestAppendEnvironmentKeepsSessions(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) > 0 {
 		t.Errorf("temporary files left behind: %v", left)
+	}
+	// The net settings are one object under "net" with the sysctls' own
+	// names; a session without them has no "net" key at all.
+	wantNet := `"net": {
+        "namespace": "host",
+        "tcp_rmem": "4096 131072 33554432",
+        "tcp_wmem": "4096 16384 4194304",
+        "tcp_notsent_lowat": "4294967295",
+        "rmem_max": "4194304",
+        "wmem_max": "",
+        "tcp_moderate_rcvbuf": "1",
+        "lo_mtu": 65536
+      }`
+	if n := strings.Count(string(b), `"net"`); n != 1 || !strings.Contains(string(b), wantNet) {
+		t.Errorf("want one net object, the first session's, spelled\n%s\ngot:\n%s", wantNet, b)
 	}
 }
 
@@ -132,4 +150,84 @@ func TestEnvironmentCorrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTCPMem(t *testing.T) {
+	net := NetSettings{TCPRmem: "4096 131072 33554432", TCPWmem: "4096\t16384\t4194304"}
+	if got, err := net.TCPMem("tcp_rmem"); err != nil || got != (TCPMem{4096, 131072, 33554432}) {
+		t.Errorf("tcp_rmem = %+v, %v", got, err)
+	}
+	if got, err := net.TCPMem("tcp_wmem"); err != nil || got != (TCPMem{4096, 16384, 4194304}) {
+		t.Errorf("tcp_wmem = %+v, %v", got, err)
+	}
+	if _, err := net.TCPMem("rmem_max"); err == nil || err.Error() != `net setting "rmem_max": want tcp_rmem or tcp_wmem` {
+		t.Errorf("TCPMem(rmem_max) error %v", err)
+	}
+	for _, tc := range []struct {
+		text string
+		want TCPMem
+		err  string // the whole error message; "" when it parses
+	}{
+		{"4096 16384 4194304", TCPMem{4096, 16384, 4194304}, ""},
+		{"4096\t16384\t4194304\n", TCPMem{4096, 16384, 4194304}, ""},
+		{"  1   1   1  ", TCPMem{1, 1, 1}, ""},
+		{"0 0 0", TCPMem{}, ""},
+		{"8192 4096 1024", TCPMem{8192, 4096, 1024}, ""}, // the kernel does not order them either
+		{"9223372036854775807 1 1", TCPMem{1<<63 - 1, 1, 1}, ""},
+		{"", TCPMem{}, `tcp_wmem "": not recorded`},
+		{" \t\n", TCPMem{}, `tcp_wmem " \t\n": not recorded`},
+		{"4096 16384", TCPMem{}, `tcp_wmem "4096 16384": want three sizes "min default max", got 2 fields`},
+		{"4096 16384 4194304 1", TCPMem{}, `tcp_wmem "4096 16384 4194304 1": want three sizes "min default max", got 4 fields`},
+		{"4096 x 4194304", TCPMem{}, `tcp_wmem "4096 x 4194304": default "x": want a byte count: invalid syntax`},
+		{"4096 16384 4M", TCPMem{}, `tcp_wmem "4096 16384 4M": max "4M": want a byte count: invalid syntax`},
+		{"-1 16384 4194304", TCPMem{}, `tcp_wmem "-1 16384 4194304": min "-1": want a byte count: negative`},
+		{"4096 16384 9223372036854775808", TCPMem{},
+			`tcp_wmem "4096 16384 9223372036854775808": max "9223372036854775808": want a byte count: value out of range`},
+		{"4096 16384.5 4194304", TCPMem{}, `tcp_wmem "4096 16384.5 4194304": default "16384.5": want a byte count: invalid syntax`},
+		{"0x1000 16384 4194304", TCPMem{}, `tcp_wmem "0x1000 16384 4194304": min "0x1000": want a byte count: invalid syntax`},
+	} {
+		got, err := NetSettings{TCPWmem: tc.text}.TCPMem("tcp_wmem")
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%q: got %+v, %v; want %+v", tc.text, got, err, tc.want)
+		case tc.err != "" && (err == nil || err.Error() != tc.err):
+			t.Errorf("%q: error\n got: %v\nwant: %s", tc.text, err, tc.err)
+		}
+	}
+}
+
+// FuzzTCPMem: whatever the text, TCPMem does not panic; an error names the
+// key and quotes the text; what parses is three non-negative sizes that
+// parse back the same when printed and do not depend on how the text was
+// spaced.
+//
+//	go test ./recorder -run '^$' -fuzz FuzzTCPMem -fuzztime 30s
+func FuzzTCPMem(f *testing.F) {
+	for _, s := range []string{"4096\t16384\t4194304\n", "4096 131072 33554432", "0 0 0", "", "4096 16384",
+		"4096 x 4194304", "-1 1 1", "1 1 9223372036854775808", "+1 1 1", "1\u00a01 1"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, rmem bool) {
+		key, n := "tcp_wmem", NetSettings{TCPWmem: s}
+		if rmem {
+			key, n = "tcp_rmem", NetSettings{TCPRmem: s}
+		}
+		got, err := n.TCPMem(key)
+		if err != nil {
+			if prefix := key + " " + strconv.Quote(s) + ": "; !strings.HasPrefix(err.Error(), prefix) {
+				t.Fatalf("error %q does not start with %q", err, prefix)
+			}
+			return
+		}
+		if got.Min < 0 || got.Default < 0 || got.Max < 0 {
+			t.Fatalf("%q parsed to %+v", s, got)
+		}
+		printed := strconv.FormatInt(got.Min, 10) + " " + strconv.FormatInt(got.Default, 10) + " " + strconv.FormatInt(got.Max, 10)
+		for _, again := range []string{printed, strings.Join(strings.Fields(s), " ")} {
+			if back, err := parseTCPMem(key, again); err != nil || back != got {
+				t.Fatalf("%q parsed to %+v, but %q to %+v, %v", s, got, again, back, err)
+			}
+		}
+	})
 }

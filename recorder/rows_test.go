@@ -30,6 +30,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("gap", roundTrip[GapRow])
 	t.Run("gap-requests", roundTrip[GapRequest])
 	t.Run("gap-path", roundTrip[GapPath])
+	t.Run("hops", roundTrip[Hop])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -45,6 +46,7 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[GapRow](t)
 	checkCoverage[GapRequest](t)
 	checkCoverage[GapPath](t)
+	checkCoverage[Hop](t)
 }
 
 func FuzzReadRequests(f *testing.F)        { fuzzRead[Request](f) }
@@ -57,6 +59,7 @@ func FuzzReadGroups(f *testing.F)          { fuzzRead[LongPollGroup](f) }
 func FuzzReadGap(f *testing.F)             { fuzzRead[GapRow](f) }
 func FuzzReadGapRequests(f *testing.F)     { fuzzRead[GapRequest](f) }
 func FuzzReadGapPath(f *testing.F)         { fuzzRead[GapPath](f) }
+func FuzzReadHops(f *testing.F)            { fuzzRead[Hop](f) }
 
 func roundTrip[T Row[T]](t *testing.T) {
 	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))

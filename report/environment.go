@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +27,11 @@ func readEnvironment(dir string) ([]recorder.Environment, error) {
 
 // environmentTable shows the first session as name/value rows and, when
 // more than one session wrote the directory (an experiment resumed), how
-// many did and when each started.
+// many did and when each started. The kernel's network buffer settings,
+// where the session recorded them, follow the kernel, one row per sysctl;
+// a later session whose settings differ from the first's is named with
+// the settings that differ, since they decide how much of a response the
+// sockets hold.
 func environmentTable(sessions []recorder.Environment) *table {
 	e := sessions[0]
 	t := &table{Caption: "Environment the results were measured in (" + EnvironmentFile + ")."}
@@ -48,6 +53,19 @@ func environmentTable(sessions []recorder.Environment) *table {
 		add("sessions", sessionsText(sessions))
 	}
 	add("kernel", e.Kernel)
+	if e.Net != nil {
+		add("network namespace", e.Net.Namespace)
+		for _, ns := range netSettings {
+			if v := ns.value(e.Net); v == "" {
+				add(ns.name, "")
+			} else {
+				t.Rows = append(t.Rows, []cell{text(ns.name), {Text: ns.show(v), Title: ns.title}})
+			}
+		}
+	}
+	if changed := netChanges(sessions); changed != "" {
+		add("net settings in later sessions", changed)
+	}
 	add("arch", e.Arch)
 	cpus := ""
 	if e.CPUs > 0 {
@@ -88,4 +106,132 @@ func sessionsText(sessions []recorder.Environment) string {
 		}
 	}
 	return fmt.Sprintf("%d sessions wrote this directory, started at %s", len(sessions), strings.Join(starts, ", "))
+}
+
+// netSetting is one row of the kernel's network buffer settings: its
+// sysctl name, what it means (shown on hover), its value as recorded and
+// how the value reads in the table.
+type netSetting struct {
+	name, title string
+	value       func(*recorder.NetSettings) string
+	show        func(string) string
+}
+
+// netSettings are the rows of recorder.NetSettings, send side first.
+var netSettings = []netSetting{
+	{"net.ipv4.tcp_wmem", "a TCP socket's send buffer, bytes: min, default, and the max the kernel's autotuning may grow it to",
+		func(n *recorder.NetSettings) string { return n.TCPWmem }, showTCPMem},
+	{"net.core.wmem_max", "the largest send buffer a socket may set with SO_SNDBUF, bytes",
+		func(n *recorder.NetSettings) string { return n.WmemMax }, showBytes},
+	{"net.ipv4.tcp_notsent_lowat", "the not yet sent bytes above which a TCP socket's send queue takes no more and polls as not writable; 4294967295, the kernel's default, sets no limit",
+		func(n *recorder.NetSettings) string { return n.TCPNotsentLowat }, showNotsentLowat},
+	{"net.ipv4.tcp_rmem", "a TCP socket's receive buffer, bytes: min, default, and the max the kernel's autotuning may grow it to",
+		func(n *recorder.NetSettings) string { return n.TCPRmem }, showTCPMem},
+	{"net.core.rmem_max", "the largest receive buffer a socket may set with SO_RCVBUF, bytes",
+		func(n *recorder.NetSettings) string { return n.RmemMax }, showBytes},
+	{"net.ipv4.tcp_moderate_rcvbuf", "whether the kernel grows a TCP socket's receive buffer (up to tcp_rmem's max) to what the connection needs",
+		func(n *recorder.NetSettings) string { return n.TCPModerateRcvbuf }, showOnOff},
+	{"loopback MTU", "the MTU of the loopback interface lo, bytes",
+		func(n *recorder.NetSettings) string {
+			if n.LoMTU <= 0 {
+				return ""
+			}
+			return strconv.Itoa(n.LoMTU)
+		}, func(v string) string { return v }},
+}
+
+// showTCPMem shows tcp_wmem or tcp_rmem as recorded, with its three sizes
+// in binary units: "4096 16384 4194304 (min 4 KiB, default 16 KiB, max 4
+// MiB)". A value that does not parse is shown as it is.
+func showTCPMem(v string) string {
+	m, err := recorder.NetSettings{TCPWmem: v}.TCPMem("tcp_wmem")
+	if err != nil {
+		return v
+	}
+	return fmt.Sprintf("%s (min %s, default %s, max %s)", v, binaryBytes(m.Min), binaryBytes(m.Default), binaryBytes(m.Max))
+}
+
+// showBytes shows a byte count as recorded and in binary units: "4194304
+// (4 MiB)". A value that is not a byte count is shown as it is.
+func showBytes(v string) string {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return v
+	}
+	return v + " (" + binaryBytes(n) + ")"
+}
+
+// showNotsentLowat shows tcp_notsent_lowat; its default, the largest
+// unsigned 32-bit value, sets no limit.
+func showNotsentLowat(v string) string {
+	if v == "4294967295" {
+		return v + " (no limit)"
+	}
+	return showBytes(v)
+}
+
+// showOnOff shows a boolean sysctl: "1 (on)", "0 (off)".
+func showOnOff(v string) string {
+	switch v {
+	case "0":
+		return "0 (off)"
+	case "1":
+		return "1 (on)"
+	}
+	return v
+}
+
+// binaryBytes formats n bytes in the largest binary unit it reaches: an
+// exact count as a whole number ("16 KiB"), another to one decimal
+// ("976.6 KiB").
+func binaryBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i, size := 0, int64(1)
+	for i < len(units)-1 && n >= size<<10 {
+		i, size = i+1, size<<10
+	}
+	if n%size == 0 {
+		return strconv.FormatInt(n/size, 10) + " " + units[i]
+	}
+	return strconv.FormatFloat(float64(n)/float64(size), 'f', 1, 64) + " " + units[i]
+}
+
+// netChanges names each later session whose network buffer settings are
+// not the first session's, with the settings that differ ("session 2,
+// started at T: net.ipv4.tcp_wmem 4096 16384 16777216"); "" when every
+// session recorded the same settings or none did.
+func netChanges(sessions []recorder.Environment) string {
+	first := sessions[0].Net
+	var parts []string
+	for i, s := range sessions[1:] {
+		if s.Net == first || s.Net != nil && first != nil && *s.Net == *first {
+			continue
+		}
+		start := startedAt(s.StartedAt)
+		if start == "" {
+			start = "start not recorded"
+		}
+		what := "net settings not recorded"
+		if s.Net != nil {
+			var diff []string
+			if first == nil || s.Net.Namespace != first.Namespace {
+				diff = append(diff, "network namespace "+orNotRecorded(s.Net.Namespace))
+			}
+			for _, ns := range netSettings {
+				if v := ns.value(s.Net); first == nil || v != ns.value(first) {
+					diff = append(diff, ns.name+" "+orNotRecorded(v))
+				}
+			}
+			what = strings.Join(diff, ", ")
+		}
+		parts = append(parts, fmt.Sprintf("session %d, started at %s: %s", i+2, start, what))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orNotRecorded(v string) string {
+	if v == "" {
+		return "not recorded"
+	}
+	return v
 }

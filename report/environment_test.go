@@ -68,6 +68,112 @@ func TestEnvironmentOneSession(t *testing.T) {
 	if s, ok := rows["sessions"]; ok {
 		t.Errorf("one session has a sessions row: %q", s)
 	}
+	checkNoNetRows(t, rows)
+}
+
+// checkNoNetRows fails if the environment table shows network settings:
+// a session that did not record them shows nothing in their place.
+func checkNoNetRows(t *testing.T, rows map[string]string) {
+	t.Helper()
+	for name, value := range rows {
+		if strings.HasPrefix(name, "net") || name == "loopback MTU" {
+			t.Errorf("a session without net settings shows row %q = %q", name, value)
+		}
+	}
+}
+
+// netSession is the fixture's session with the kernel's network buffer
+// settings recorded, one of them unreadable and the MTU not recorded.
+func netSession() recorder.Environment {
+	return recorder.Environment{Experiment: "slow-client", Stack: "embedded", StartedAt: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+		Kernel: "6.1.0-test", Net: &recorder.NetSettings{Namespace: "host", TCPRmem: "4096 131072 6291456",
+			TCPWmem: "4096 16384 4194304", TCPNotsentLowat: "4294967295", RmemMax: "1000000", WmemMax: "",
+			TCPModerateRcvbuf: "1", LoMTU: 0}}
+}
+
+// writeEnvironment replaces the fixture's environment.json with sessions.
+func writeEnvironment(t *testing.T, dir string, sessions ...recorder.Environment) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, EnvironmentFile)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		if err := recorder.AppendEnvironment(dir, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The kernel's network buffer settings show after the kernel, one row per
+// sysctl under its own name, each as recorded with its sizes in binary
+// units; a setting that could not be read shows as not recorded.
+func TestEnvironmentNetSettings(t *testing.T) {
+	dir := t.TempDir()
+	fixture{reps: 1}.write(t, dir)
+	writeEnvironment(t, dir, netSession())
+	rep, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := environmentRows(t, rep)
+	for name, want := range map[string]string{
+		"network namespace":            "host",
+		"net.ipv4.tcp_wmem":            "4096 16384 4194304 (min 4 KiB, default 16 KiB, max 4 MiB)",
+		"net.core.wmem_max":            "–",
+		"net.ipv4.tcp_notsent_lowat":   "4294967295 (no limit)",
+		"net.ipv4.tcp_rmem":            "4096 131072 6291456 (min 4 KiB, default 128 KiB, max 6 MiB)",
+		"net.core.rmem_max":            "1000000 (976.6 KiB)",
+		"net.ipv4.tcp_moderate_rcvbuf": "1 (on)",
+		"loopback MTU":                 "–",
+	} {
+		if got, ok := rows[name]; !ok || got != want {
+			t.Errorf("environment row %q = %q, want %q", name, got, want)
+		}
+	}
+	if _, ok := rows["net settings in later sessions"]; ok {
+		t.Error("one session has a row about later sessions")
+	}
+	page, _ := os.ReadFile(rep.HTML)
+	kernel := strings.Index(string(page), "<td>6.1.0-test</td>")
+	wmem := strings.Index(string(page), "<td>net.ipv4.tcp_wmem</td>")
+	rmem := strings.Index(string(page), "<td>net.ipv4.tcp_rmem</td>")
+	if kernel < 0 || !(kernel < wmem && wmem < rmem) {
+		t.Errorf("want the kernel row, then tcp_wmem, then tcp_rmem: at %d, %d, %d", kernel, wmem, rmem)
+	}
+	if !strings.Contains(string(page), `title="a TCP socket&#39;s send buffer, bytes: min, default, and the max`) {
+		t.Error("tcp_wmem's row does not explain its three sizes on hover")
+	}
+}
+
+// A resumed session whose network settings differ from the first's is
+// named with the settings that differ; one with the same settings is not.
+func TestEnvironmentNetSettingsChanged(t *testing.T) {
+	dir := t.TempDir()
+	fixture{reps: 1}.write(t, dir)
+	first := netSession()
+	same := netSession()
+	same.StartedAt = first.StartedAt.Add(time.Hour)
+	changed := netSession()
+	changed.StartedAt = first.StartedAt.Add(2 * time.Hour)
+	changed.Net.TCPWmem = "4096 16384 16777216"
+	changed.Net.LoMTU = 65536
+	old := netSession()
+	old.StartedAt = first.StartedAt.Add(3 * time.Hour)
+	old.Net = nil
+	writeEnvironment(t, dir, first, same, changed, old)
+	rep, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := environmentRows(t, rep)
+	want := "session 3, started at 2026-01-02T17:04:05Z: net.ipv4.tcp_wmem 4096 16384 16777216, loopback MTU 65536; " +
+		"session 4, started at 2026-01-02T18:04:05Z: net settings not recorded"
+	if got := rows["net settings in later sessions"]; got != want {
+		t.Errorf("later sessions row\n got %q\nwant %q", got, want)
+	}
+	if got := rows["net.ipv4.tcp_wmem"]; !strings.HasPrefix(got, "4096 16384 4194304 ") {
+		t.Errorf("tcp_wmem row %q: want the first session's", got)
+	}
 }
 
 // A resumed experiment's directory shows its first session, how many
@@ -119,4 +225,5 @@ func TestEnvironmentOldFormat(t *testing.T) {
 			t.Errorf("environment row %q = %q, want %q", name, rows[name], want)
 		}
 	}
+	checkNoNetRows(t, rows)
 }

@@ -11,7 +11,16 @@ with the same endpoints, byte for byte, and the same records:
   /bytes?n=N         N bytes of the same block pattern
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
-produce its headers.
+produce its headers. Every /large response (GET or HEAD, 400s included)
+carries x-slowlab-peer-port: <N> (appserver.PeerPortHeader), as in the other
+three apps, and no other endpoint does: N is the remote TCP port of the
+connection the worker accepted the request on, the client's local port on a
+direct connection, the local port of the proxy's upstream socket through a
+proxy. It is scope["client"][1], which Uvicorn takes from the socket's
+getpeername(). It is left out when there is none (a Unix socket) or it is 0:
+Uvicorn's --proxy-headers, on by default, replaces the client with
+X-Forwarded-For's host and port 0 when a trusted proxy (127.0.0.1) sends
+that header.
 
 Backpressure. With backpressure=on (the default), /large awaits send() for
 each chunk, and Uvicorn's send() waits for the transport to drain before it
@@ -60,6 +69,7 @@ from urllib.parse import parse_qs
 
 REQUEST_ID = b"x-slowlab-request-id"
 TRACEPARENT = b"traceparent"
+PEER_PORT = b"x-slowlab-peer-port"  # appserver.PeerPortHeader
 
 MAX_BYTES = 1 << 30  # bounds ?size= and ?n= (1 GiB), as the embedded target
 MAX_WAIT_S = 600.0  # bounds ?wait= (10 minutes), as the embedded target
@@ -119,12 +129,22 @@ async def _respond(send, start, status, headers, body=b""):
     await send({"type": "http.response.body", "body": body})
 
 
-async def _error(send, start, code, msg):
+async def _error(send, start, code, msg, extra=()):
     body = (msg + "\n").encode()
     await _respond(send, start, code, [
         (b"content-type", b"text/plain; charset=utf-8"),
         (b"content-length", b"%d" % len(body)),
+        *extra,
     ], body)
+
+
+def _peer_port(scope):
+    """The x-slowlab-peer-port header, as a list of none or one: the remote
+    port of the accepted connection (scope["client"]), if it has one."""
+    client = scope.get("client")
+    if not client or not 0 < client[1] < 65536:
+        return []
+    return [(PEER_PORT, b"%d" % client[1])]
 
 
 def _size(query, name, default):
@@ -228,16 +248,17 @@ def _octet_headers(n):
     return [(b"content-type", b"application/octet-stream"), (b"content-length", b"%d" % n)]
 
 
-async def _octets(scope, send, start, query, name, default):
-    """Checks ?name= and answers its errors and HEAD; returns the byte count
-    of a GET to send, else None."""
+async def _octets(scope, send, start, query, name, default, extra=()):
+    """Checks ?name= and answers its errors and HEAD, with the more
+    response headers extra; returns the byte count of a GET to send, else
+    None."""
     n = _size(query, name, default)
     if n < 0:
         raw = json.dumps(query.get(name, [""])[0])
-        await _error(send, start, 400, "%s %s: want 0..%d bytes" % (name, raw, MAX_BYTES))
+        await _error(send, start, 400, "%s %s: want 0..%d bytes" % (name, raw, MAX_BYTES), extra)
         return None
     if scope["method"] == "HEAD":
-        await _respond(send, start, 200, _octet_headers(n))
+        await _respond(send, start, 200, _octet_headers(n) + list(extra))
         return None
     return n
 
@@ -288,10 +309,11 @@ async def _send_buffered(send, n, gone, record):
 
 
 async def large(scope, receive, send, start, query):
+    peer = _peer_port(scope)
     mode = query.get("backpressure", [""])[0]
     if mode not in ("", "on", "off"):
-        return await _error(send, start, 400, "backpressure %s: want on or off" % json.dumps(mode))
-    n = await _octets(scope, send, start, query, "size", LARGE_SIZE)
+        return await _error(send, start, 400, "backpressure %s: want on or off" % json.dumps(mode), peer)
+    n = await _octets(scope, send, start, query, "size", LARGE_SIZE, peer)
     if n is None:
         return
     record = SendRecord(scope, start, n)
@@ -299,7 +321,7 @@ async def large(scope, receive, send, start, query):
     watcher = asyncio.create_task(_watch_disconnect(receive, gone))
     handed, complete = 0, False
     try:
-        await send(_start(200, _octet_headers(n), start))
+        await send(_start(200, _octet_headers(n) + peer, start))
         if mode == "off":
             await _send_buffered(send, n, gone, record)
         else:

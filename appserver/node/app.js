@@ -12,8 +12,16 @@ node:fs, node:http. It serves the same endpoints, byte for byte:
   /bytes?n=N         N bytes of the same block pattern
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
-produce its headers. Other paths answer 404, other methods than GET and HEAD
-405, bad parameters 400, with the WSGI app's messages.
+produce its headers. Every /large response (GET or HEAD, 400s included)
+carries X-Slowlab-Peer-Port: <N> (appserver.PeerPortHeader), as in the other
+three apps, and no other endpoint does: N is the remote TCP port of the
+connection the app accepted the request on (req.socket.remotePort), the
+client's local port on a direct connection, the local port of the proxy's
+upstream socket through a proxy; it is left out when there is none (a Unix
+socket). In a cluster the primary accepts and hands the socket to a worker,
+so this is still the port of the connection the primary accepted. Other
+paths answer 404, other methods than GET and HEAD 405, bad parameters 400,
+with the WSGI app's messages.
 
 Backpressure on /large: by default (backpressure=on) the next chunk is
 written only once res.write returned true or res emitted 'drain', so the
@@ -78,6 +86,7 @@ const { performance } = require('node:perf_hooks');
 
 const REQUEST_ID = 'x-slowlab-request-id';
 const TRACEPARENT = 'traceparent';
+const PEER_PORT = 'X-Slowlab-Peer-Port'; // appserver.PeerPortHeader
 
 const MAX_BYTES = 2 ** 30; // bounds ?size= and ?n= (1 GiB), as the embedded target
 const MAX_WAIT_S = 600; // bounds ?wait= (10 minutes), as the embedded target
@@ -289,6 +298,9 @@ function octets(req, res, start, query, name, dflt, body) {
 }
 
 function large(cfg, req, res, start, query) {
+  // Set before octets: writeHead keeps it, on the 200 and on a 400.
+  const port = req.socket.remotePort;
+  if (Number.isInteger(port) && port > 0) res.setHeader(PEER_PORT, String(port));
   const id = req.headers[REQUEST_ID] ?? '';
   const trace = req.headers[TRACEPARENT] ?? '';
   const backpressure = query.get('backpressure') !== 'off';

@@ -10,7 +10,15 @@ embedded app server (appserver/handlers.go), byte for byte:
   /bytes?n=N         N bytes of the same block pattern
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
-produce its headers.
+produce its headers. Every /large response (GET or HEAD, 400s included)
+carries X-Slowlab-Peer-Port: <N> (appserver.PeerPortHeader), as in the other
+three apps, and no other endpoint does: N is the remote TCP port of the
+connection the worker accepted the request on, the client's local port on a
+direct connection, the local port of the proxy's upstream socket through a
+proxy. It is Gunicorn's REMOTE_PORT, which the sync, gthread and gevent
+workers take from accept() (gunicorn/http/wsgi.py create()); on a Unix
+socket there is none and the header is left out. (Gunicorn's
+--proxy-protocol would put the PROXY header's client port there instead.)
 
 app_send_s of /large is the time from the app being called until the server
 finished writing the last chunk to the socket (which is not delivery to the
@@ -44,6 +52,7 @@ from urllib.parse import parse_qs
 
 REQUEST_ID = "HTTP_X_SLOWLAB_REQUEST_ID"
 TRACEPARENT = "HTTP_TRACEPARENT"
+PEER_PORT = "X-Slowlab-Peer-Port"  # appserver.PeerPortHeader
 
 MAX_BYTES = 1 << 30  # bounds ?size= and ?n= (1 GiB), as the embedded target
 MAX_WAIT_S = 600.0  # bounds ?wait= (10 minutes), as the embedded target
@@ -101,14 +110,25 @@ def _timing(start):
     return ("Server-Timing", "app;dur=%.3f" % ((time.perf_counter() - start) * 1e3))
 
 
-def _error(start_response, start, code, msg):
+def _error(start_response, start, code, msg, extra=()):
     body = (msg + "\n").encode()
     start_response(STATUS[code], [
         ("Content-Type", "text/plain; charset=utf-8"),
         ("Content-Length", str(len(body))),
+        *extra,
         _timing(start),
     ])
     return [body]
+
+
+def _peer_port(environ):
+    """The X-Slowlab-Peer-Port header, as a list of none or one: the remote
+    port of the accepted connection (REMOTE_PORT), if it has one."""
+    try:
+        n = int(environ.get("REMOTE_PORT", ""))
+    except ValueError:
+        return []
+    return [(PEER_PORT, str(n))] if 0 < n < 65536 else []
 
 
 def _size(query, name, default):
@@ -215,15 +235,17 @@ def fast(environ, start_response, start, query):
     return [FAST_BODY]
 
 
-def _octets(environ, start_response, start, query, name, default, body):
-    """Answers n bytes, n from ?name=; body(n) iterates them."""
+def _octets(environ, start_response, start, query, name, default, body, extra=()):
+    """Answers n bytes, n from ?name=; body(n) iterates them. extra are
+    more response headers."""
     n = _size(query, name, default)
     if n < 0:
         raw = json.dumps(query.get(name, [""])[0])
-        return _error(start_response, start, 400, "%s %s: want 0..%d bytes" % (name, raw, MAX_BYTES))
+        return _error(start_response, start, 400, "%s %s: want 0..%d bytes" % (name, raw, MAX_BYTES), extra)
     start_response(STATUS[200], [
         ("Content-Type", "application/octet-stream"),
         ("Content-Length", str(n)),
+        *extra,
         _timing(start),
     ])
     if environ["REQUEST_METHOD"] == "HEAD":
@@ -234,7 +256,7 @@ def _octets(environ, start_response, start, query, name, default, body):
 def large(environ, start_response, start, query):
     rid, trace = environ.get(REQUEST_ID, ""), environ.get(TRACEPARENT, "")
     return _octets(environ, start_response, start, query, "size", LARGE_SIZE,
-                   lambda n: SendRecorder(start, n, rid, trace))
+                   lambda n: SendRecorder(start, n, rid, trace), _peer_port(environ))
 
 
 def longpoll(environ, start_response, start, query):

@@ -68,7 +68,7 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.upstream, string(child.ProxyUpstream), "", "the app's HOST:PORT, required; must be loopback (127.0.0.0/8, ::1, localhost) unless --allow-remote")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --upstream")
 	fs.StringVar(&f.listen, string(child.ProxyListen), "127.0.0.1:0", "client-facing HOST:PORT (port 0 picks a free port; see the ready line)")
-	fs.StringVar(&f.admin, string(child.ProxyAdmin), "127.0.0.1:0", "HOST:PORT for /metrics and /healthz (port 0 picks a free port)")
+	fs.StringVar(&f.admin, string(child.ProxyAdmin), "127.0.0.1:0", "HOST:PORT for /metrics, /healthz and /buffers (port 0 picks a free port)")
 	fs.StringVar(&f.tempDir, string(child.ProxyTempDir), d.TempDir, "proxy_temp_path: directory for temp files, created if missing; files are unlinked at once")
 	fs.StringVar(&f.bufferSize, "buffer-size", size(int64(d.BufferSize)), "proxy_buffer_size in bytes (k, m, g = KiB, MiB, GiB): buffer for the response header and the start of the body; the only buffer with --buffering off")
 	fs.StringVar(&f.buffers, "buffers", d.Buffers.String(), `proxy_buffers "COUNT SIZE": in-memory buffers per response with --buffering on`)

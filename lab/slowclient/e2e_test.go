@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/hops"
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
@@ -97,6 +98,7 @@ func TestSlowClientShapeReduced(t *testing.T) {
 		t.Errorf("buffering off: temp_peak_mib %v, want about 0", off)
 	}
 	checkResources(t, env.Out, res.Runs)
+	checkHops(t, env.Out, res.Runs, recorder.HopSourceProxy)
 	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(env.Out, "large-responses.csv"))
 	if err != nil || len(larges) != 8 {
 		t.Fatalf("%d large-response rows (%v), want 8", len(larges), err)
@@ -130,7 +132,7 @@ func p95(t *testing.T, byCond map[string]recorder.Condition, key string) float64
 // perRun request rows, every one sent.
 func checkResultFiles(t *testing.T, dir string, runs, perRun int) {
 	t.Helper()
-	for _, name := range []string{"requests.csv", "large-responses.csv", "resource-samples.csv", "runs.csv", "conditions.csv", "environment.json", lab.ScenarioFile} {
+	for _, name := range []string{"requests.csv", "large-responses.csv", "resource-samples.csv", "runs.csv", "conditions.csv", "hops.csv", "environment.json", lab.ScenarioFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Error(err)
 		}
@@ -165,6 +167,68 @@ func checkResultFiles(t *testing.T, dir string, runs, perRun int) {
 	}
 	if _, err := recorder.ReadFile[recorder.Condition](filepath.Join(dir, "conditions.csv")); err != nil {
 		t.Error(err)
+	}
+}
+
+// checkHops checks hops.csv: every slow download of every run was sampled
+// through its download, bytes are conserved at every sample (the missing
+// hop named where not), and the bytes waited where the route puts them:
+// directly in the app's send queue, behind a buffering proxy in its temp
+// file (proxySource: the embedded proxy reports it, NGINX's is derived),
+// behind an unbuffered one in little proxy memory.
+func checkHops(t *testing.T, dir string, runs []recorder.Run, proxySource string) {
+	t.Helper()
+	rows, err := recorder.ReadFile[recorder.Hop](filepath.Join(dir, "hops.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := hops.Check(rows); len(bad) > 0 {
+		t.Errorf("%d samples not conserved; the first: %s", len(bad), bad[0])
+	}
+	type key struct {
+		run      string
+		download int
+	}
+	samples := map[key]int{}
+	peak := map[string]map[string]int64{}
+	source := map[string]string{}
+	for _, r := range rows {
+		if r.Hop == recorder.HopClientRead {
+			samples[key{r.RunID, r.Download}]++
+		}
+		if peak[r.RunID] == nil {
+			peak[r.RunID] = map[string]int64{}
+		}
+		peak[r.RunID][r.Hop] = max(peak[r.RunID][r.Hop], r.Bytes)
+		if r.Hop == recorder.HopProxyTempFile && r.Source != recorder.HopSourceMissing {
+			source[r.RunID] = r.Source
+		}
+	}
+	for _, run := range runs {
+		for d := range run.SlowClients {
+			// Downloads take 2 s or more; samples every 50 ms.
+			if n := samples[key{run.RunID, d}]; n < 20 {
+				t.Errorf("%s download %d: %d hop samples, want 20 or more", run.RunID, d, n)
+			}
+		}
+		if run.SlowClients == 0 {
+			continue
+		}
+		p := peak[run.RunID]
+		switch stack.Route(run.Route) {
+		case stack.RouteDirect:
+			if p[recorder.HopAppSendQueue] < 1<<20 {
+				t.Errorf("%s: app send queue peaked at %d bytes, want over 1 MiB on loopback", run.RunID, p[recorder.HopAppSendQueue])
+			}
+		case stack.RouteBufferingOn:
+			if p[recorder.HopProxyTempFile] < 1<<20 || source[run.RunID] != proxySource {
+				t.Errorf("%s: proxy temp file peaked at %d bytes (%s), want over 1 MiB (%s)", run.RunID, p[recorder.HopProxyTempFile], source[run.RunID], proxySource)
+			}
+		case stack.RouteBufferingOff:
+			if p[recorder.HopProxyMemory] > 64<<10 || p[recorder.HopProxyTempFile] != 0 || p[recorder.HopAppSendQueue] < 1<<20 {
+				t.Errorf("%s: peaks %v: want the bytes in the sockets, not in the proxy", run.RunID, p)
+			}
+		}
 	}
 }
 

@@ -168,7 +168,7 @@ func TestExporterKilledMidRun(t *testing.T) {
 	}
 }
 
-// TestDiskFullStopsTheSession fills the results disk (a real 24 KiB
+// TestDiskFullStopsTheSession fills the results disk (a real 28 KiB
 // tmpfs, which the first run's 150 requests overflow): the session ends
 // with the cause, the rows that were written stay readable and complete,
 // and runs.csv does not call the run ok with rows its files lack.
@@ -177,7 +177,7 @@ func TestDiskFullStopsTheSession(t *testing.T) {
 	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 0}}
 	c.Reps, c.Fast.Rate, c.Fast.Offset, c.Fast.Duration = 2, 50, 0, lab.Duration(3*time.Second)
 	env := testEnv(t, "embedded")
-	env.Out = filepath.Join(slowlabtest.TinyDisk(t, 24<<10), "results")
+	env.Out = filepath.Join(slowlabtest.TinyDisk(t, 28<<10), "results")
 	res, err := c.Run(context.Background(), env)
 	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("Run: %v, want the full disk named", err)

@@ -47,8 +47,13 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 	t0 := time.Now()
 	in.Start(t0, t.resources, running.PIDs())
+	hs, err := c.startHops(ctx, running, spec.SlowClients, t0)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error()), nil
+	}
 	l := c.load(ctx, env, running, &meta, t0, t)
 	end := time.Since(t0).Seconds()
+	hopErr := c.writeHops(env, hs, meta.RunID, l.downloads, t)
 	samples, jitter, sampErr := in.Samples()
 	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, t)
 	c.verdict(ctx, &meta, running, sendErr, larges, l.reqs)
@@ -63,7 +68,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	// A run whose rows did not all reach the results files is not ok,
 	// whatever it measured: runs.csv must not claim rows the files lack.
-	writeErr := errors.Join(l.writeErr, sampErr, largeErr)
+	writeErr := errors.Join(l.writeErr, sampErr, largeErr, hopErr)
 	if writeErr != nil {
 		meta.Status, meta.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
 	}
@@ -80,6 +85,26 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	t.jitter.Samples = append(t.jitter.Samples, jitter.Samples...)
 	t.jitter.Skipped += jitter.Skipped
 	return run, writeErr
+}
+
+// writeHops stops the hop sampling and writes hops.csv's rows of the run;
+// samples where bytes were not conserved are logged, naming what was
+// missing (they stay in hops.csv as measured). Its error is only for rows
+// that did not reach the file.
+func (c *Config) writeHops(env *lab.Env, hs *hopSampling, runID string, downloads []loadgen.Download, t *tables) error {
+	rows, bad, err := hs.finish(runID, downloads)
+	if err != nil {
+		env.Logf("%s: %v", runID, err)
+	}
+	if len(bad) > 0 {
+		env.Logf("%s: bytes not conserved at %d hop samples; the first: %s", runID, len(bad), bad[0])
+	}
+	for _, r := range rows {
+		if err := t.hops.Write(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loaded is what a run's load measured.

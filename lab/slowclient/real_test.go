@@ -43,6 +43,7 @@ func TestRealStackShape(t *testing.T) {
 		t.Errorf("gthread 1x4 2 slow: p95 %.1f ms, want < 100", v)
 	}
 	checkResultFiles(t, env.Out, len(c.Conditions), 40)
+	checkHops(t, env.Out, res.Runs, recorder.HopSourceDerived)
 	for _, r := range res.Runs {
 		app, loadgen := r.Components[0], r.Components[2]
 		if !app.CPUCores.Valid || !app.MemoryPeakBytes.Valid || !app.ThrottledMS.Valid || !loadgen.MemoryPeakBytes.Valid {

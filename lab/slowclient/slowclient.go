@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/hops"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
@@ -39,6 +40,13 @@ type Config struct {
 	Fast          FastSpec       `yaml:"fast"`
 	Large         LargeSpec      `yaml:"large"`
 	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
+	Hops          HopsSpec       `yaml:"hops"`
+}
+
+// HopsSpec is the sampling of where the slow downloads' bytes are
+// (hops.csv): every Interval; 0 samples nothing.
+type HopsSpec struct {
+	Interval lab.Duration `yaml:"interval"`
 }
 
 // Condition is one cell of the matrix.
@@ -99,7 +107,8 @@ func Published() *Config {
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Large: LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
 		SlowReader: SlowReaderSpec{ReadRate: loadgen.DefaultSlowRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
-			Timeout: lab.Duration(2 * time.Minute)}}
+			Timeout: lab.Duration(2 * time.Minute)},
+		Hops: HopsSpec{Interval: lab.Duration(hops.DefaultInterval)}}
 	for _, r := range stack.Routes {
 		for slow := 0; slow <= 2; slow++ {
 			c.Conditions = append(c.Conditions, Condition{Route: r, Server: PublishedServer, SlowClients: slow})
@@ -179,7 +188,17 @@ func (c *Config) Validate() error {
 	if err := c.validateBackpressure(); err != nil {
 		return err
 	}
+	if err := c.Hops.validate(); err != nil {
+		return err
+	}
 	return c.SlowReader.validate()
+}
+
+func (h HopsSpec) validate() error {
+	if h.Interval != 0 && (h.Interval < lab.Duration(10*time.Millisecond) || h.Interval > lab.Duration(10*time.Second)) {
+		return fmt.Errorf("hops.interval %s: allowed 0 (no hop sampling) or 10ms to 10s", time.Duration(h.Interval))
+	}
+	return nil
 }
 
 // validateBackpressure refuses backpressure off for a server whose app

@@ -3,6 +3,8 @@ package slowclient
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -14,6 +16,7 @@ type tables struct {
 	larges    *recorder.FileWriter[recorder.LargeResponse]
 	resources *recorder.FileWriter[recorder.ResourceSample]
 	runs      *recorder.FileWriter[recorder.Run]
+	hops      *recorder.FileWriter[recorder.Hop]
 	jitter    recorder.Jitter // resource sampling lateness over all runs
 	closed    bool
 	closeErr  error
@@ -25,7 +28,9 @@ func createTables(dir string) (*tables, error) {
 	if t.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
 		if t.larges, err = recorder.CreateFile[recorder.LargeResponse](dir); err == nil {
 			if t.resources, err = recorder.CreateFile[recorder.ResourceSample](dir); err == nil {
-				t.runs, err = recorder.CreateFile[recorder.Run](dir)
+				if t.runs, err = recorder.CreateFile[recorder.Run](dir); err == nil {
+					t.hops, err = recorder.CreateFile[recorder.Hop](dir)
+				}
 			}
 		}
 	}
@@ -55,6 +60,9 @@ func (t *tables) close() error {
 	if t.runs != nil {
 		errs = append(errs, t.runs.Close())
 	}
+	if t.hops != nil {
+		errs = append(errs, t.hops.Close())
+	}
 	t.closeErr = errors.Join(errs...)
 	return t.closeErr
 }
@@ -80,6 +88,7 @@ func resumeTables(dir string) (*tables, []recorder.Run, error) {
 		recorder.RewriteFile(dir, func(r recorder.LargeResponse) bool { return ok[r.RunID] }),
 		recorder.RewriteFile(dir, func(r recorder.ResourceSample) bool { return ok[r.RunID] }),
 		recorder.RewriteFile(dir, func(r recorder.Run) bool { return ok[r.RunID] }),
+		rewriteIfPresent(dir, func(r recorder.Hop) bool { return ok[r.RunID] }),
 	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
@@ -88,7 +97,9 @@ func resumeTables(dir string) (*tables, []recorder.Run, error) {
 	if t.requests, err = recorder.AppendFile[recorder.Request](dir); err == nil {
 		if t.larges, err = recorder.AppendFile[recorder.LargeResponse](dir); err == nil {
 			if t.resources, err = recorder.AppendFile[recorder.ResourceSample](dir); err == nil {
-				t.runs, err = recorder.AppendFile[recorder.Run](dir)
+				if t.runs, err = recorder.AppendFile[recorder.Run](dir); err == nil {
+					t.hops, err = recorder.AppendFile[recorder.Hop](dir)
+				}
 			}
 		}
 	}
@@ -96,4 +107,17 @@ func resumeTables(dir string) (*tables, []recorder.Run, error) {
 		return nil, nil, fmt.Errorf("resume: %w", errors.Join(err, t.close()))
 	}
 	return t, kept, nil
+}
+
+// rewriteIfPresent is RewriteFile for a file that results written before
+// it existed lack (hops.csv): a missing file is created empty.
+func rewriteIfPresent[T recorder.Row[T]](dir string, keep func(T) bool) error {
+	if _, err := os.Stat(filepath.Join(dir, recorder.FileName[T]())); errors.Is(err, fs.ErrNotExist) {
+		w, err := recorder.CreateFile[T](dir)
+		if err != nil {
+			return err
+		}
+		return w.Close()
+	}
+	return recorder.RewriteFile(dir, keep)
 }

@@ -79,6 +79,9 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 	if resp.StatusCode != 200 || string(body) != `{"ok": true}` || resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("/fast: %s %q %v", resp.Status, body, resp.Header)
 	}
+	if v := resp.Header.Values(appserver.PeerPortHeader); v != nil {
+		t.Errorf("/fast has %s %q: want it on /large only", appserver.PeerPortHeader, v)
+	}
 	if st := resp.Header.Get("Server-Timing"); !serverTimingRE.MatchString(st) {
 		t.Errorf("/fast Server-Timing %q", st)
 	}
@@ -100,10 +103,11 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 	}
 	for _, tc := range cases {
 		u := r.URL() + "/large" + tc.query
-		resp, body := get(t, u, map[string]string{appserver.RequestIDHeader: tc.id, "traceparent": trace})
+		resp, body, port := getPort(t, http.MethodGet, u, map[string]string{appserver.RequestIDHeader: tc.id, "traceparent": trace})
 		if resp.StatusCode != 200 || resp.ContentLength != int64(tc.size) || !bytes.Equal(body, largeBody(tc.size)) {
 			t.Errorf("%s: %s, Content-Length %d, %d bytes, byte-exact %t", u, resp.Status, resp.ContentLength, len(body), bytes.Equal(body, largeBody(tc.size)))
 		}
+		s.checkPeerPort(t, "GET "+u, resp, port)
 		if st := resp.Header.Get("Server-Timing"); !serverTimingRE.MatchString(st) {
 			t.Errorf("%s Server-Timing %q", u, st)
 		}
@@ -130,22 +134,20 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 	if held, err := s.app().LongPollsHeld(context.Background()); err != nil || len(held) != 1 || slices.Max(slices.Collect(maps.Values(held))) != 0 {
 		t.Errorf("LongPollsHeld after a finished long-poll = %v, %v; want one worker holding 0", held, err)
 	}
-	resp, body = get(t, r.URL()+"/large?size=x", nil)
+	resp, body, port := getPort(t, http.MethodGet, r.URL()+"/large?size=x", nil)
 	if want := "size \"x\": want 0..1073741824 bytes\n"; string(body) != want || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
 		t.Errorf("/large?size=x: %q, %v; want %q", body, resp.Header, want)
 	}
-	if resp, body := get(t, r.URL()+"/bytes?n=70000", nil); resp.StatusCode != 200 || !bytes.Equal(body, largeBody(70000)) {
-		t.Errorf("/bytes?n=70000: %s, %d bytes", resp.Status, len(body))
+	s.checkPeerPort(t, "GET /large?size=x", resp, port)
+	if resp, body := get(t, r.URL()+"/bytes?n=70000", nil); resp.StatusCode != 200 || !bytes.Equal(body, largeBody(70000)) || resp.Header.Values(appserver.PeerPortHeader) != nil {
+		t.Errorf("/bytes?n=70000: %s, %d bytes, %v", resp.Status, len(body), resp.Header)
 	}
 	// HEAD has the GET's headers and no body; other methods are refused.
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
-	if resp, err := client.Head(r.URL() + "/large"); err != nil {
-		t.Error(err)
+	if resp, _, port := getPort(t, http.MethodHead, r.URL()+"/large", nil); resp.StatusCode != 200 || resp.ContentLength != s.d.LargeSize || !serverTimingRE.MatchString(resp.Header.Get("Server-Timing")) {
+		t.Errorf("HEAD /large: %s, Content-Length %d, %v", resp.Status, resp.ContentLength, resp.Header)
 	} else {
-		resp.Body.Close()
-		if resp.StatusCode != 200 || resp.ContentLength != s.d.LargeSize || !serverTimingRE.MatchString(resp.Header.Get("Server-Timing")) {
-			t.Errorf("HEAD /large: %s, Content-Length %d, %v", resp.Status, resp.ContentLength, resp.Header)
-		}
+		s.checkPeerPort(t, "HEAD /large", resp, port)
 	}
 	if resp, err := client.Post(r.URL()+"/fast", "text/plain", strings.NewReader("x")); err != nil {
 		t.Error(err)
@@ -166,6 +168,91 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 	if err := r.Failed(); err != nil {
 		t.Errorf("Failed() = %v on a healthy stack", err)
 	}
+}
+
+// getPort sends method u with the given request headers on a new
+// connection and reads the response; it returns the local port of the
+// client's socket too, learned from the dialer.
+func getPort(t *testing.T, method, u string, hdr map[string]string) (*http.Response, []byte, int) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	var port int
+	var d net.Dialer
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			port = c.LocalAddr().(*net.TCPAddr).Port
+		}
+		return c, err
+	}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Timeout: 20 * time.Second, Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port == 0 {
+		t.Fatalf("%s %s: the dialer saw no connection", method, u)
+	}
+	return resp, body, port
+}
+
+// checkPeerPort checks the PeerPortHeader of a /large response that a
+// client got on a connection from local port clientPort: the remote port
+// of the connection the app accepted. Direct, that is clientPort. Through
+// the proxy it is the local port of the proxy's upstream socket, which the
+// client cannot see: then the kernel must know a TCP connection between
+// 127.0.0.1 on that port and the app's address, still open or in
+// TIME_WAIT (for a minute after it closed).
+func (s *realStack) checkPeerPort(t *testing.T, what string, resp *http.Response, clientPort int) {
+	t.Helper()
+	v := resp.Header.Values(appserver.PeerPortHeader)
+	port, err := strconv.Atoi(strings.Join(v, ","))
+	if err != nil || port < 1 || port > 65535 {
+		t.Errorf("%s from port %d: %s %q, want one port number", what, clientPort, appserver.PeerPortHeader, v)
+		return
+	}
+	if !s.d.Route.Proxied() {
+		if port != clientPort {
+			t.Errorf("%s: %s %d, want the client's local port %d", what, appserver.PeerPortHeader, port, clientPort)
+		}
+		return
+	}
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, app := procNetAddr(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))), procNetAddr(t, s.run.AppAddr())
+	if !tcpConnExists(b, peer, app) {
+		var seen []string
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.Contains(line, app) {
+				seen = append(seen, strings.TrimSpace(line))
+			}
+		}
+		t.Errorf("%s through the proxy: %s %d, but /proc/net/tcp has no connection between %s and the app at %s (%s); its sockets of the app:\n%s",
+			what, appserver.PeerPortHeader, port, peer, s.run.AppAddr(), app, strings.Join(seen, "\n"))
+	}
+}
+
+// tcpConnExists reports whether a /proc/net/tcp text has a socket of the
+// connection between a and b (as procNetAddr writes them), from either
+// end, in any state.
+func tcpConnExists(procNetTCP []byte, a, b string) bool {
+	for line := range strings.SplitSeq(string(procNetTCP), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && (f[1] == a && f[2] == b || f[1] == b && f[2] == a) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCodes GETs base+path for each path: it must answer its status
@@ -618,5 +705,14 @@ func TestProcParsers(t *testing.T) {
 	}
 	if _, err := parseSendQueue([]byte("   1: 0100007F:9C41 0100007F:D431 01 zz:00000000\n"), "0100007F:9C41", "0100007F:D431"); err == nil {
 		t.Error("a bad tx_queue read as a number")
+	}
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{{"0100007F:9C41", "0100007F:D431", true}, {"0100007F:D431", "0100007F:9C41", true},
+		{"0100007F:9C41", "0100007F:0001", false}, {"0100007F:D431", "0100007F:D431", false}} {
+		if got := tcpConnExists([]byte(tcp), tc.a, tc.b); got != tc.want {
+			t.Errorf("tcpConnExists(%s, %s) = %t, want %t", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

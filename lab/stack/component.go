@@ -88,6 +88,21 @@ type RunningProxy interface {
 	TempDirs() []string
 }
 
+// BufferReporter is a running proxy that reports the responses it is
+// relaying, where each one's bytes are: BuffersURL serves them as JSON
+// (the embedded proxy's GET /buffers; hops.FetchProxy reads it).
+type BufferReporter interface {
+	BuffersURL() string
+}
+
+// MemoryBufferer is a running proxy that reports nothing of its buffers
+// but whose memory per response is fixed by its configuration (NGINX's
+// proxy_buffer_size + proxy_buffers): MemoryBuffers is that many bytes,
+// the most of a response it holds in memory before it writes a temp file.
+type MemoryBufferer interface {
+	MemoryBuffers() int64
+}
+
 // ModelChecker is an app with models that need more than its programs
 // (a Python module, a worker class): ModelInstalled returns nil when model
 // can run here, else an error naming what to install.

@@ -60,5 +60,8 @@ func (r *embeddedProxyRun) Addr() string            { return r.addr }
 func (r *embeddedProxyRun) TempDirs() []string      { return []string{r.tempDir} }
 func (r *embeddedProxyRun) Stop() error             { return r.p.Stop(3 * time.Second) }
 
+// BuffersURL implements BufferReporter: the admin listener's /buffers.
+func (r *embeddedProxyRun) BuffersURL() string { return "http://" + r.admin + "/buffers" }
+
 // MetricsEndpoint implements MetricsEndpoint: the proxy's admin listener.
 func (r *embeddedProxyRun) MetricsEndpoint() (string, string) { return "slowlab-proxy", r.admin }

@@ -285,19 +285,36 @@ func startNginxOnce(ctx context.Context, cfg nginxConfig, conf string, argv []st
 		p.Stop(time.Second)
 		return nil, err
 	}
-	return &nginxRun{p: p, addr: cfg.Listen, tempDir: cfg.TempDir}, nil
+	return &nginxRun{p: p, addr: cfg.Listen, tempDir: cfg.TempDir, buffering: cfg.Buffering}, nil
 }
 
 // nginxRun is a started NGINX.
 type nginxRun struct {
 	p             *child.Process
 	addr, tempDir string
+	buffering     bool
 	stopOnce      sync.Once
 	stopErr       error
 }
 
 func (r *nginxRun) Process() *child.Process { return r.p }
 func (r *nginxRun) Addr() string            { return r.addr }
+
+// NGINX's memory buffers per response, as nginxTemplate sets them.
+const (
+	nginxBufferSize = 16 << 10     // proxy_buffer_size 16k
+	nginxBuffers    = 4 * 16 << 10 // proxy_buffers 4 16k
+)
+
+// MemoryBuffers implements MemoryBufferer: with buffering on, the header
+// buffer and proxy_buffers; off, the one proxy_buffer_size buffer it
+// relays through.
+func (r *nginxRun) MemoryBuffers() int64 {
+	if r.buffering {
+		return nginxBufferSize + nginxBuffers
+	}
+	return nginxBufferSize
+}
 
 // TempDirs is NGINX's proxy_temp_path.
 func (r *nginxRun) TempDirs() []string { return []string{r.tempDir} }

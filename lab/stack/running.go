@@ -47,6 +47,28 @@ func (r *Running) AppAddr() string {
 	return r.app.Addr()
 }
 
+// ProxyAddr is where the proxy listens ("" on the direct route and on an
+// external stack).
+func (r *Running) ProxyAddr() string {
+	if r.proxy == nil {
+		return ""
+	}
+	return r.proxy.Addr()
+}
+
+// ProxyBuffers says what the proxy tells of the bytes it holds: the URL of
+// its report (BufferReporter), else the memory it buffers a response in
+// by its configuration (MemoryBufferer); neither on the direct route.
+func (r *Running) ProxyBuffers() (reportURL string, memory int64) {
+	if br, ok := r.proxy.(BufferReporter); ok {
+		return br.BuffersURL(), 0
+	}
+	if mb, ok := r.proxy.(MemoryBufferer); ok {
+		return "", mb.MemoryBuffers()
+	}
+	return "", 0
+}
+
 // Target is the URL of a request of kind: the base URL with pathQuery
 // (the experiment's path and query, "/large?backpressure=off") on a stack
 // slowlab started; on an external stack, the user's URL of that kind with

@@ -1,0 +1,256 @@
+package hops
+
+import (
+	"net/netip"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Path is how a run's downloads went from the app to the client.
+type Path struct {
+	AppPort uint16
+	// ProxyPort is the proxy's listening port; 0 on the direct route.
+	ProxyPort uint16
+	// ProxyMemory, for a proxy that does not report its buffers (NGINX),
+	// is the memory it buffers a response in before it writes a temp
+	// file (proxy_buffer_size + proxy_buffers): the split of what it holds
+	// into proxy_memory and proxy_temp_file is derived from it.
+	ProxyMemory int64
+	// ProxyReports says the samples have the proxy's own report.
+	ProxyReports bool
+}
+
+// Download is one slow download to follow.
+type Download struct {
+	Client int
+	// Local is the client socket's address.
+	Local netip.AddrPort
+	// PeerPort is the remote port of the app's socket: the port the app
+	// reported the request came from; 0 when unknown (then a reporting
+	// proxy's upstream address is used).
+	PeerPort uint16
+	// Total is what the app writes in all (header and body) when the
+	// download completed, 0 when it did not or is unknown: what an app
+	// whose socket closed wrote.
+	Total int64
+}
+
+// state carries what was last seen of a download's sockets, for the
+// samples after a socket closed.
+type state struct {
+	appWritten int64 // the app's bytes written, last seen
+	appSeen    bool
+	upRead     int64 // the proxy's bytes read from the app's socket, last seen
+	upSeen     bool
+	clientSent int64 // the proxy's bytes written to the client's socket, last seen
+	clientSeen bool
+}
+
+// Hops turns samples into hops.csv rows for each download, for the
+// samples in which the download's client socket was open.
+//
+// A socket that is not in a sample although the response has started
+// (the client received bytes) or it was seen before has closed: its
+// queues are empty (0, source derived), and what passed through it is
+// derived: an app that closed its socket wrote the whole response when the
+// download completed (Download.Total), else at least what was last seen or
+// what the proxy read; a proxy's socket to the app that closed read all
+// the app wrote. A socket not in a sample before the response started is
+// missing (0, source missing, not counted), and so is anything derived
+// from it.
+func Hops(runID string, p Path, downloads []Download, samples []Sample) []recorder.Hop {
+	var rows []recorder.Hop
+	for _, d := range downloads {
+		if !d.Local.IsValid() {
+			continue
+		}
+		var st state
+		for _, smp := range samples {
+			rows = p.sample(rows, runID, d, smp, &st)
+		}
+	}
+	return rows
+}
+
+func find(socks []Socket, localPort, remotePort uint16) (Socket, bool) {
+	if localPort == 0 || remotePort == 0 {
+		return Socket{}, false
+	}
+	for _, s := range socks {
+		if s.Local.Port() == localPort && s.Remote.Port() == remotePort && s.HasInfo {
+			return s, true
+		}
+	}
+	return Socket{}, false
+}
+
+// sampleRows builds one sample's rows and sums.
+type sampleRows struct {
+	rows    []recorder.Hop
+	base    recorder.Hop
+	transit int64
+	missing []string
+}
+
+func (r *sampleRows) add(hop string, bytes int64, source string) {
+	h := r.base
+	h.Hop, h.Bytes, h.Source = hop, bytes, source
+	r.rows = append(r.rows, h)
+}
+
+// put adds a hop in transit: counted unless missing.
+func (r *sampleRows) put(hop string, bytes int64, source string) {
+	r.add(hop, bytes, source)
+	if source == recorder.HopSourceMissing {
+		r.missing = append(r.missing, hop)
+	} else {
+		r.transit += bytes
+	}
+}
+
+func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, st *state) []recorder.Hop {
+	front := p.AppPort
+	if p.ProxyPort != 0 {
+		front = p.ProxyPort
+	}
+	client, ok := find(smp.Sockets, d.Local.Port(), front)
+	if !ok {
+		return rows
+	}
+	r := &sampleRows{rows: rows, base: recorder.Hop{RunID: runID, TS: smp.T.Seconds(), Download: d.Client}}
+	var pb *ProxyBuffer
+	if p.ProxyReports {
+		for i := range smp.Proxy {
+			if smp.Proxy[i].Client.Port() == d.Local.Port() {
+				pb = &smp.Proxy[i]
+			}
+		}
+	}
+	peer := d.PeerPort
+	if peer == 0 && p.ProxyPort == 0 {
+		peer = d.Local.Port()
+	}
+	if peer == 0 && pb != nil {
+		peer = pb.UpstreamLocal.Port()
+	}
+	started := client.BytesReceived > 0
+
+	// The app's socket.
+	var written int64
+	var writtenOK bool
+	writtenSrc := recorder.HopSourceKernel
+	app, appOK := find(smp.Sockets, p.AppPort, peer)
+	switch {
+	case appOK:
+		written, writtenOK = int64(app.BytesAcked)+int64(app.SendQ), true
+		st.appWritten, st.appSeen = written, true
+		r.put(recorder.HopAppSendQueue, int64(app.SendQ), recorder.HopSourceKernel)
+		r.add(recorder.HopAppSendQueueNotSent, int64(app.NotSent), recorder.HopSourceKernel)
+	case started || st.appSeen:
+		written, writtenOK, writtenSrc = max(st.appWritten, d.Total), true, recorder.HopSourceDerived
+		if pb != nil {
+			written = max(written, pb.UpstreamRead)
+		}
+		if p.ProxyPort == 0 {
+			written = max(written, int64(client.BytesReceived))
+		}
+		r.put(recorder.HopAppSendQueue, 0, recorder.HopSourceDerived)
+		r.add(recorder.HopAppSendQueueNotSent, 0, recorder.HopSourceDerived)
+	default:
+		r.put(recorder.HopAppSendQueue, 0, recorder.HopSourceMissing)
+		r.add(recorder.HopAppSendQueueNotSent, 0, recorder.HopSourceMissing)
+	}
+
+	if p.ProxyPort != 0 {
+		p.proxyHops(r, d, smp, st, pb, peer, started, written)
+	}
+	if appOK {
+		recv := client
+		if p.ProxyPort != 0 {
+			recv, ok = find(smp.Sockets, peer, p.AppPort)
+		}
+		r.delivered(recorder.HopAppSendQueueDelivered, app, recv, ok)
+	}
+	r.put(recorder.HopClientRecvQueue, int64(client.RecvQ), recorder.HopSourceKernel)
+	read := int64(client.BytesReceived) - int64(client.RecvQ)
+	r.add(recorder.HopClientRead, read, recorder.HopSourceKernel)
+	if !writtenOK {
+		writtenSrc = recorder.HopSourceMissing
+	}
+	r.add(recorder.HopAppWritten, written, writtenSrc)
+	var skew int64
+	if pb != nil {
+		skew = pb.Skew
+	}
+	r.add(recorder.HopSampleSkew, skew, recorder.HopSourceCheck)
+	src := recorder.HopSourceCheck
+	if len(r.missing) > 0 || !writtenOK {
+		src = recorder.HopSourceMissing
+	}
+	r.add(recorder.HopUnaccounted, written-r.transit-read, src)
+	return r.rows
+}
+
+// delivered adds the part of sender's send queue the receiver already
+// has: received beyond what the sender saw acknowledged. It is taken off
+// the bytes in transit, which would count it twice.
+func (r *sampleRows) delivered(hop string, sender, receiver Socket, ok bool) {
+	if !ok {
+		return
+	}
+	n := min(max(int64(receiver.BytesReceived)-int64(sender.BytesAcked), 0), int64(sender.SendQ))
+	r.add(hop, n, recorder.HopSourceKernel)
+	r.transit -= n
+}
+
+// proxyHops adds the proxy's hops: its receive queue from the app, its
+// memory and temp file, its send queue to the client.
+func (p Path) proxyHops(r *sampleRows, d Download, smp Sample, st *state, pb *ProxyBuffer, peer uint16, started bool, written int64) {
+	up, upOK := find(smp.Sockets, peer, p.AppPort)
+	acc, accOK := find(smp.Sockets, p.ProxyPort, d.Local.Port())
+	switch {
+	case upOK:
+		r.put(recorder.HopProxyUpstreamRecvQ, int64(up.RecvQ), recorder.HopSourceKernel)
+		st.upRead, st.upSeen = int64(up.BytesReceived)-int64(up.RecvQ), true
+	case started || st.upSeen:
+		// Closed: the proxy read it to the end, all the app wrote.
+		st.upRead, st.upSeen = max(st.upRead, written), true
+		r.put(recorder.HopProxyUpstreamRecvQ, 0, recorder.HopSourceDerived)
+	default:
+		r.put(recorder.HopProxyUpstreamRecvQ, 0, recorder.HopSourceMissing)
+	}
+	if accOK {
+		st.clientSent, st.clientSeen = int64(acc.BytesAcked)+int64(acc.SendQ), true
+	}
+	switch {
+	case pb != nil:
+		r.put(recorder.HopProxyMemory, pb.Memory, recorder.HopSourceProxy)
+		r.put(recorder.HopProxyTempFile, pb.TempFile, recorder.HopSourceProxy)
+	case p.ProxyReports && started:
+		// Not in the report once the response started: it ended, the
+		// proxy holds nothing of it.
+		r.put(recorder.HopProxyMemory, 0, recorder.HopSourceProxy)
+		r.put(recorder.HopProxyTempFile, 0, recorder.HopSourceProxy)
+	case !p.ProxyReports && st.upSeen && (accOK || st.clientSeen):
+		var held int64
+		if accOK { // else its socket to the client closed: it sent everything
+			held = max(st.upRead-st.clientSent, 0)
+		}
+		mem := min(held, p.ProxyMemory)
+		r.put(recorder.HopProxyMemory, mem, recorder.HopSourceDerived)
+		r.put(recorder.HopProxyTempFile, held-mem, recorder.HopSourceDerived)
+	default:
+		r.put(recorder.HopProxyMemory, 0, recorder.HopSourceMissing)
+		r.put(recorder.HopProxyTempFile, 0, recorder.HopSourceMissing)
+	}
+	switch {
+	case accOK:
+		r.put(recorder.HopProxyClientSendQueue, int64(acc.SendQ), recorder.HopSourceKernel)
+		client, ok := find(smp.Sockets, d.Local.Port(), p.ProxyPort)
+		r.delivered(recorder.HopProxyClientSendQueueDelivered, acc, client, ok)
+	case st.clientSeen:
+		r.put(recorder.HopProxyClientSendQueue, 0, recorder.HopSourceDerived)
+	default:
+		r.put(recorder.HopProxyClientSendQueue, 0, recorder.HopSourceMissing)
+	}
+}

@@ -1,0 +1,160 @@
+package hops
+
+import (
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+func ap(port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
+}
+
+func sock(local, remote uint16, rq, sq uint32, acked, recv uint64) Socket {
+	return Socket{Local: ap(local), Remote: ap(remote), State: 1, RecvQ: rq, SendQ: sq, BytesAcked: acked, BytesReceived: recv, HasInfo: true}
+}
+
+func hopAt(rows []recorder.Hop, ts float64, hop string) (recorder.Hop, bool) {
+	for _, r := range rows {
+		if r.TS == ts && r.Hop == hop {
+			return r, true
+		}
+	}
+	return recorder.Hop{}, false
+}
+
+// Through a proxy that reports nothing (NGINX), what it holds is derived
+// from its two sockets and split at its memory; after the app's and the
+// proxy's upstream sockets closed, their queues are empty and app_written
+// keeps the last value; a sample before the app's socket existed names
+// the missing hops and is not a violation (nothing was written yet); a
+// sample whose counts do not add up is one.
+func TestHopsDerivedProxy(t *testing.T) {
+	const app, proxy, client, peer = 8000, 8080, 40000, 40001
+	p := Path{AppPort: app, ProxyPort: proxy, ProxyMemory: 80 << 10}
+	d := Download{Client: 1, Local: ap(client), PeerPort: peer}
+	samples := []Sample{
+		{T: 100 * time.Millisecond, Sockets: []Socket{sock(client, proxy, 0, 0, 100, 0), sock(proxy, client, 0, 0, 0, 100)}},
+		// The app wrote 5 MiB: 1 MiB in its send queue, 4 MiB acked by the
+		// proxy, which has 256 KiB unread; it wrote 1 MiB to the client
+		// (768 KiB acked, read by the client but 8 KiB).
+		{T: 200 * time.Millisecond, Sockets: []Socket{
+			sock(app, peer, 100, 1<<20, 4<<20, 100),
+			sock(peer, app, 256<<10, 0, 100, 4<<20),
+			sock(proxy, client, 0, 256<<10, 768<<10, 100),
+			sock(client, proxy, 8<<10, 0, 100, 768<<10),
+		}},
+		// The app and the proxy's upstream socket are gone (16 MiB read).
+		{T: 300 * time.Millisecond, Sockets: []Socket{
+			sock(proxy, client, 0, 256<<10, 1<<20, 100),
+			sock(client, proxy, 8<<10, 0, 100, 1<<20),
+		}},
+	}
+	rows := Hops("r", p, []Download{d}, samples)
+	if bad := Check(rows); len(bad) != 0 {
+		t.Fatalf("violations: %v", bad)
+	}
+	held := int64(4<<20-256<<10) - (768<<10 + 256<<10)
+	for hop, want := range map[string]int64{
+		recorder.HopAppWritten: 5 << 20, recorder.HopAppSendQueue: 1 << 20, recorder.HopProxyUpstreamRecvQ: 256 << 10,
+		recorder.HopProxyMemory: 80 << 10, recorder.HopProxyTempFile: held - 80<<10, recorder.HopProxyClientSendQueue: 256 << 10,
+		recorder.HopClientRecvQueue: 8 << 10, recorder.HopClientRead: 760 << 10,
+	} {
+		r, ok := hopAt(rows, 0.2, hop)
+		if !ok || r.Bytes != want {
+			t.Errorf("at 0.2 s %s = %+v, want %d", hop, r, want)
+		}
+	}
+	if r, _ := hopAt(rows, 0.2, recorder.HopProxyMemory); r.Source != recorder.HopSourceDerived {
+		t.Errorf("NGINX's memory: source %q, want derived", r.Source)
+	}
+	if r, _ := hopAt(rows, 0.1, recorder.HopUnaccounted); r.Source != recorder.HopSourceMissing || r.Bytes != 0 {
+		t.Errorf("before the app's socket: unaccounted %+v, want 0 marked missing", r)
+	}
+	// After the upstream side closed, app_written keeps what was last seen
+	// (derived) and the proxy's holding is derived from it.
+	if r, _ := hopAt(rows, 0.3, recorder.HopAppWritten); r.Source != recorder.HopSourceDerived || r.Bytes != 5<<20 {
+		t.Errorf("after close: app_written %+v, want 5 MiB derived", r)
+	}
+
+	// A sample that loses 1 MiB: the proxy's socket to the client claims
+	// less than the client received.
+	broken := []Sample{{T: time.Second, Sockets: []Socket{
+		sock(app, peer, 100, 0, 4<<20, 100),
+		sock(peer, app, 0, 0, 100, 4<<20),
+		sock(client, proxy, 0, 0, 100, 1<<20),
+	}}}
+	bad := Check(Hops("r", p, []Download{d}, broken))
+	if len(bad) != 1 || !strings.Contains(bad[0].String(), "missing from the sample: ") ||
+		!strings.Contains(bad[0].String(), "proxy_client_send_queue") {
+		t.Fatalf("violations %v: want one naming proxy_client_send_queue", bad)
+	}
+}
+
+// A reporting proxy's buffers come from its report, matched by the
+// client's address, and its upstream address names the app's socket when
+// the app's header is missing.
+func TestHopsReportingProxy(t *testing.T) {
+	b, err := os.ReadFile("testdata/buffers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := ParseProxyReport(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const app, proxy, client, peer = 8000, 8080, 40000, 40001
+	smp := Sample{T: time.Second, Proxy: report, Sockets: []Socket{
+		sock(app, peer, 0, 512<<10, 3<<20, 100),
+		sock(peer, app, 0, 0, 100, 3<<20),
+		sock(proxy, client, 0, 1<<20, 984<<10, 100),
+		sock(client, proxy, 8<<10, 0, 100, 984<<10),
+	}}
+	rows := Hops("r", Path{AppPort: app, ProxyPort: proxy, ProxyReports: true}, []Download{{Local: ap(client)}}, []Sample{smp})
+	if bad := Check(rows); len(bad) != 0 {
+		t.Fatalf("violations: %v", bad)
+	}
+	if r, _ := hopAt(rows, 1, recorder.HopProxyTempFile); r.Bytes != 1<<20 || r.Source != recorder.HopSourceProxy {
+		t.Errorf("temp file %+v, want 1 MiB from the proxy", r)
+	}
+	if r, _ := hopAt(rows, 1, recorder.HopAppSendQueue); r.Bytes != 512<<10 {
+		t.Errorf("app send queue %+v: the app's socket was not found by the proxy's upstream address", r)
+	}
+}
+
+func TestParseProxyReportErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{}`, "cannot unmarshal"},
+		{`[{"client":"nowhere"}]`, "buffers[0].client"},
+		{`[{"client":"127.0.0.1:1","upstream_local":"x"}]`, "buffers[0].upstream_local"},
+		{`[{"client":"127.0.0.1:1","memory_bytes":-1}]`, "negative"},
+	} {
+		if _, err := ParseProxyReport([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseProxyReport(f *testing.F) {
+	b, err := os.ReadFile("testdata/buffers.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := ParseProxyReport(b)
+		if err != nil {
+			return
+		}
+		for _, e := range out {
+			if !e.Client.IsValid() || e.Memory < 0 || e.TempFile < 0 {
+				t.Fatalf("accepted %+v", e)
+			}
+		}
+	})
+}

@@ -1,0 +1,213 @@
+package hops
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultInterval is how often a Sampler samples unless told otherwise.
+const DefaultInterval = 50 * time.Millisecond
+
+// ProxyBuffer is what a reporting proxy says about one response it is
+// relaying: the client's address as the proxy sees it, its own address
+// on the connection to the app, and the body bytes it holds and has moved.
+// For the identity UpstreamRead = Memory + TempFile + ClientWritten to be
+// usable the proxy must report all four from one consistent moment.
+type ProxyBuffer struct {
+	Client        netip.AddrPort
+	UpstreamLocal netip.AddrPort
+	Memory        int64
+	TempFile      int64
+	UpstreamRead  int64
+	ClientWritten int64
+	// Skew is how far UpstreamRead and ClientWritten moved together
+	// between the reports read before and after the socket dump: the
+	// sample's uncertainty for this response.
+	Skew int64
+}
+
+// Sample is one moment: the sockets on the stack's ports and what the
+// proxy reported.
+type Sample struct {
+	T       time.Duration // since the sampling's t0, taken at the dump
+	Sockets []Socket
+	Proxy   []ProxyBuffer
+}
+
+// Sampler takes Samples of the sockets on Ports. Dump defaults to DumpTCP
+// of Ports; Proxy, when set, is the proxy's report, read around each dump.
+type Sampler struct {
+	Interval time.Duration
+	// Ports are the listening ports of the stack's app and proxy: a
+	// socket is kept when its local or remote port is one of them and it
+	// is not listening.
+	Ports []uint16
+	// IPv6 dumps IPv6 sockets too (a stack listening on ::1).
+	IPv6  bool
+	Proxy func(ctx context.Context) ([]ProxyBuffer, error)
+	Dump  func() ([]Socket, error)
+}
+
+// maxSkew is the proxy movement during a sample above which the sample is
+// taken again (at most skewTries times), so samples taken while the proxy
+// reads the app at full speed are not needlessly uncertain.
+const (
+	maxSkew   = 64 << 10
+	skewTries = 3
+)
+
+// Sampling is a running Sampler.
+type Sampling struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	samples []Sample
+	err     error
+	errs    int
+}
+
+// Start samples from now until Stop, on a drift-free schedule from t0.
+func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
+	ctx, cancel := context.WithCancel(ctx)
+	g := &Sampling{cancel: cancel, done: make(chan struct{})}
+	interval := s.Interval
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	go func() {
+		defer close(g.done)
+		next := time.Now()
+		timer := time.NewTimer(0)
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			smp, err := s.Take(ctx, t0)
+			g.mu.Lock()
+			if err != nil {
+				if ctx.Err() == nil {
+					g.errs++
+					if g.err == nil {
+						g.err = err
+					}
+				}
+			} else {
+				g.samples = append(g.samples, smp)
+			}
+			g.mu.Unlock()
+			for next = next.Add(interval); !next.After(time.Now()); next = next.Add(interval) {
+			}
+			timer.Reset(time.Until(next))
+		}
+	}()
+	return g
+}
+
+// Take takes one Sample now.
+func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
+	dump := s.Dump
+	if dump == nil {
+		dump = func() ([]Socket, error) { return DumpTCP(s.Ports, s.IPv6) }
+	}
+	var smp Sample
+	for try := 0; ; try++ {
+		var before []ProxyBuffer
+		if s.Proxy != nil {
+			var err error
+			if before, err = s.Proxy(ctx); err != nil {
+				return Sample{}, err
+			}
+		}
+		all, err := dump()
+		if err != nil {
+			return Sample{}, err
+		}
+		smp = Sample{T: time.Since(t0), Sockets: s.keep(all)}
+		if s.Proxy == nil {
+			return smp, nil
+		}
+		after, err := s.Proxy(ctx)
+		if err != nil {
+			return Sample{}, err
+		}
+		smp.Proxy = skewed(before, after)
+		if try+1 >= skewTries || maxOf(smp.Proxy) <= maxSkew {
+			return smp, nil
+		}
+	}
+}
+
+// keep returns the sockets on the sampler's ports, listeners left out.
+func (s *Sampler) keep(all []Socket) []Socket {
+	var out []Socket
+	for _, so := range all {
+		if so.State == tcpListen {
+			continue
+		}
+		if slices.Contains(s.Ports, so.Local.Port()) || slices.Contains(s.Ports, so.Remote.Port()) {
+			out = append(out, so)
+		}
+	}
+	return out
+}
+
+// skewed is the after report with each response's movement since before.
+func skewed(before, after []ProxyBuffer) []ProxyBuffer {
+	out := slices.Clone(after)
+	for i := range out {
+		j := slices.IndexFunc(before, func(b ProxyBuffer) bool { return b.Client == out[i].Client })
+		if j < 0 {
+			out[i].Skew = out[i].UpstreamRead + out[i].ClientWritten
+			continue
+		}
+		out[i].Skew = abs(out[i].UpstreamRead-before[j].UpstreamRead) + abs(out[i].ClientWritten-before[j].ClientWritten)
+	}
+	return out
+}
+
+func maxOf(p []ProxyBuffer) int64 {
+	var m int64
+	for _, b := range p {
+		m = max(m, b.Skew)
+	}
+	return m
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// Stop ends the sampling and returns its samples, in time order, and the
+// first error of any sample that failed (with how many did).
+func (g *Sampling) Stop() ([]Sample, error) {
+	g.cancel()
+	<-g.done
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return g.samples, &SampleError{Failed: g.errs, First: g.err}
+	}
+	return g.samples, nil
+}
+
+// SampleError says that some samples failed.
+type SampleError struct {
+	Failed int
+	First  error
+}
+
+func (e *SampleError) Error() string {
+	return fmt.Sprintf("hop samples: %d failed, the first: %v", e.Failed, e.First)
+}
+
+func (e *SampleError) Unwrap() error { return e.First }

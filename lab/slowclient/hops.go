@@ -1,0 +1,97 @@
+package slowclient
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/hops"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// hopSampling follows a run's slow downloads hop by hop (hops.csv).
+type hopSampling struct {
+	path hops.Path
+	g    *hops.Sampling
+}
+
+// startHops starts sampling the stack's sockets every Hops.Interval, or
+// returns nil when there is nothing to follow: no slow clients, sampling
+// off, or an external stack (whose ports slowlab does not own).
+func (c *Config) startHops(ctx context.Context, running *stack.Running, slow int, t0 time.Time) (*hopSampling, error) {
+	if c.Hops.Interval == 0 || slow == 0 {
+		return nil, nil
+	}
+	if _, ext := running.External(); ext {
+		return nil, nil
+	}
+	appPort, err := port(running.AppAddr())
+	if err != nil {
+		return nil, fmt.Errorf("hops: app address: %w", err)
+	}
+	p := hops.Path{AppPort: appPort}
+	s := &hops.Sampler{Interval: time.Duration(c.Hops.Interval), Ports: []uint16{appPort}, IPv6: strings.Contains(running.AppAddr(), "[")}
+	if addr := running.ProxyAddr(); addr != "" {
+		if p.ProxyPort, err = port(addr); err != nil {
+			return nil, fmt.Errorf("hops: proxy address: %w", err)
+		}
+		s.Ports = append(s.Ports, p.ProxyPort)
+		url, mem := running.ProxyBuffers()
+		p.ProxyMemory = mem
+		if url != "" {
+			p.ProxyReports = true
+			s.Proxy = hops.FetchProxy(url)
+		}
+	}
+	return &hopSampling{path: p, g: s.Start(ctx, t0)}, nil
+}
+
+// finish stops the sampling and attributes its samples to downloads.
+func (h *hopSampling) finish(runID string, downloads []loadgen.Download) ([]recorder.Hop, []hops.Violation, error) {
+	if h == nil {
+		return nil, nil, nil
+	}
+	samples, err := h.g.Stop()
+	var ds []hops.Download
+	for _, d := range downloads {
+		hd := hops.Download{Client: d.Client, Local: d.Local}
+		if d.Complete {
+			hd.Total = headerSize(d.Header) + d.Bytes
+		}
+		if v, perr := strconv.ParseUint(d.Header.Get(appserver.PeerPortHeader), 10, 16); perr == nil {
+			hd.PeerPort = uint16(v)
+		}
+		ds = append(ds, hd)
+	}
+	rows := hops.Hops(runID, h.path, ds, samples)
+	return rows, hops.Check(rows), err
+}
+
+// headerSize is about the bytes of a response header: its status line and
+// fields as received (the app's own header, which a proxy may have
+// rewritten, differs by some tens of bytes).
+func headerSize(h http.Header) int64 {
+	n := int64(len("HTTP/1.1 200 OK\r\n\r\n"))
+	for k, vs := range h {
+		for _, v := range vs {
+			n += int64(len(k) + len(": ") + len(v) + len("\r\n"))
+		}
+	}
+	return n
+}
+
+func port(hostPort string) (uint16, error) {
+	_, p, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(p, 10, 16)
+	return uint16(v), err
+}

@@ -1,0 +1,74 @@
+package recorder
+
+// Hop is one row of hops.csv: at one sample of one run, how many bytes of
+// one slow download were in one place between the app and the client
+// (issue #19's hop list). Hop is one of the Hop* names; Source says how
+// the figure was obtained: HopSourceKernel (sock_diag, the kernel's own
+// queue and byte counters), HopSourceProxy (the embedded proxy's report of
+// its buffers), HopSourceDerived (computed from other hops and the
+// configuration, for a proxy that reports nothing, such as NGINX) or
+// HopSourceCheck (the conservation check's own rows) or HopSourceMissing.
+type Hop struct {
+	RunID    string
+	TS       float64 // seconds since the run's t0
+	Download int     // the slow client's number
+	Hop      string
+	Bytes    int64
+	Source   string
+}
+
+// The places a slow download's bytes are sampled in, from the app to the
+// client. AppWritten and ClientRead are cumulative; the others hold bytes
+// now. Conservation: AppWritten = AppSendQueue + ProxyUpstreamRecvQueue +
+// ProxyMemory + ProxyTempFile + ProxyClientSendQueue + ClientRecvQueue +
+// ClientRead - AppSendQueueDelivered - ProxyClientSendQueueDelivered;
+// Unaccounted is the difference. AppSendQueueNotSent is a part of
+// AppSendQueue, not subtracted. A send queue holds its bytes until they
+// are acknowledged, and the receiver acknowledges late (delayed ACKs), so
+// bytes can be in a send queue and in the next receive queue at once: the
+// *Delivered hops are those, the receiver's received count beyond the
+// sender's acknowledged one, read from the same dump. SampleSkew is how
+// far the proxy's own counters moved while one sample was taken, the
+// sample's uncertainty.
+const (
+	HopAppWritten                    = "app_written"
+	HopAppSendQueue                  = "app_send_queue"
+	HopAppSendQueueNotSent           = "app_send_queue_notsent"
+	HopAppSendQueueDelivered         = "app_send_queue_delivered"
+	HopProxyUpstreamRecvQ            = "proxy_upstream_recv_queue"
+	HopProxyMemory                   = "proxy_memory"
+	HopProxyTempFile                 = "proxy_temp_file"
+	HopProxyClientSendQueue          = "proxy_client_send_queue"
+	HopProxyClientSendQueueDelivered = "proxy_client_send_queue_delivered"
+	HopClientRecvQueue               = "client_recv_queue"
+	HopClientRead                    = "client_read"
+	HopUnaccounted                   = "unaccounted"
+	HopSampleSkew                    = "sample_skew"
+)
+
+// Sources of a Hop's figure.
+const (
+	HopSourceKernel  = "sock_diag"
+	HopSourceProxy   = "proxy"
+	HopSourceDerived = "derived"
+	HopSourceCheck   = "check"
+	// HopSourceMissing: the hop's socket was not in the sample (not open
+	// yet, or never found); its bytes are 0 and not counted.
+	HopSourceMissing = "missing"
+)
+
+// HopsInTransit are the hops between AppWritten and ClientRead, in path
+// order: where written bytes not yet read are.
+var HopsInTransit = []string{HopAppSendQueue, HopProxyUpstreamRecvQ, HopProxyMemory, HopProxyTempFile,
+	HopProxyClientSendQueue, HopClientRecvQueue}
+
+func (Hop) schema() *schema[Hop] { return &hopSchema }
+
+var hopSchema = schema[Hop]{file: "hops.csv", cols: []column[Hop]{
+	col("run_id", 0, func(r *Hop) any { return &r.RunID }),
+	col("t_s", msOfS, func(r *Hop) any { return &r.TS }),
+	col("download", 0, func(r *Hop) any { return &r.Download }),
+	col("hop", 0, func(r *Hop) any { return &r.Hop }),
+	col("bytes", whole, func(r *Hop) any { return &r.Bytes }),
+	col("source", 0, func(r *Hop) any { return &r.Source }),
+}}
