@@ -71,7 +71,11 @@ func Environment(env *Env, experiment string) recorder.Environment {
 	// run (latency-gap's path runs in namespaces it creates, whose
 	// settings these are not). A setting that cannot be read is left blank
 	// rather than failing the session.
-	e.Net = NetSettings(HostNamespace, nil, nil)
+	ns := HostNamespace
+	if label := os.Getenv(NetnsEnv); label != "" {
+		ns = label // a session a parent started in a namespace it made
+	}
+	e.Net = NetSettings(ns, nil, nil)
 	return e
 }
 

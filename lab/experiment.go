@@ -67,6 +67,13 @@ type Repeated interface {
 	Repetitions() *int
 }
 
+// Reducer is a Repeated config whose --quick also reduces its grid (and
+// runs one repetition).
+type Reducer interface {
+	Repeated
+	Reduce()
+}
+
 // Shared is a set of shared flags (and their scenario fields).
 type Shared uint
 

@@ -23,6 +23,12 @@ const (
 // the network namespace the lab process runs in.
 const HostNamespace = "host"
 
+// NetnsEnv names the environment variable a parent session sets when it
+// starts a session in a network namespace it created (buffer-sweep's
+// kernel settings): its value labels the namespace in environment.json,
+// and it tells the child that it may set the namespace's sysctls.
+const NetnsEnv = "SLOWLAB_NETNS"
+
 // NetSettings reads the kernel's network buffer settings of one network
 // namespace, which it records under the name namespace: the sysctls
 // net.ipv4.tcp_rmem, tcp_wmem, tcp_notsent_lowat and tcp_moderate_rcvbuf

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/buffersweep"
 	"github.com/slowlab/slowlab/lab/latencygap"
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
@@ -54,7 +55,7 @@ func TestValidScenario(t *testing.T) {
 // Every experiment's published configuration, printed as a scenario, reads
 // back as the same configuration, and "-" reads standard input.
 func TestPrintedScenariosRoundTrip(t *testing.T) {
-	for _, cfg := range []lab.Config{slowclient.Published(), longpoll.Published(), latencygap.Published()} {
+	for _, cfg := range []lab.Config{slowclient.Published(), longpoll.Published(), latencygap.Published(), buffersweep.Published()} {
 		b, err := lab.MarshalScenario(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -31,6 +31,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("gap-requests", roundTrip[GapRequest])
 	t.Run("gap-path", roundTrip[GapPath])
 	t.Run("hops", roundTrip[Hop])
+	t.Run("sweep", roundTrip[SweepCell])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -47,6 +48,7 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[GapRequest](t)
 	checkCoverage[GapPath](t)
 	checkCoverage[Hop](t)
+	checkCoverage[SweepCell](t)
 }
 
 func FuzzReadRequests(f *testing.F)        { fuzzRead[Request](f) }
@@ -60,6 +62,7 @@ func FuzzReadGap(f *testing.F)             { fuzzRead[GapRow](f) }
 func FuzzReadGapRequests(f *testing.F)     { fuzzRead[GapRequest](f) }
 func FuzzReadGapPath(f *testing.F)         { fuzzRead[GapPath](f) }
 func FuzzReadHops(f *testing.F)            { fuzzRead[Hop](f) }
+func FuzzReadSweep(f *testing.F)           { fuzzRead[SweepCell](f) }
 
 func roundTrip[T Row[T]](t *testing.T) {
 	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))

@@ -5,8 +5,9 @@
 // directory can be copied, archived or opened offline as it is.
 //
 // Each experiment renders its own section of the report and registers
-// itself in its file's init (slowclient.go, longpoll.go, latencygap.go);
-// Write picks the experiments whose results are in the directory.
+// itself in its file's init (slowclient.go, longpoll.go, latencygap.go,
+// buffersweep.go); Write picks the experiments whose results are in the
+// directory.
 // Every results file, environment.json included, is read through
 // recorder, which owns their formats: report has no reader of its own.
 //

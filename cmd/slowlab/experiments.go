@@ -3,6 +3,7 @@ package main
 // The experiments `slowlab reproduce` and `slowlab run` know: each package
 // registers itself with lab; adding an experiment is one line here.
 import (
+	_ "github.com/slowlab/slowlab/lab/buffersweep"
 	_ "github.com/slowlab/slowlab/lab/latencygap"
 	_ "github.com/slowlab/slowlab/lab/longpoll"
 	_ "github.com/slowlab/slowlab/lab/slowclient"

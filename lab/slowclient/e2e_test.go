@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowlab/slowlab/hops"
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
@@ -182,9 +181,7 @@ func checkHops(t *testing.T, dir string, runs []recorder.Run, proxySource string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bad := hops.Check(rows); len(bad) > 0 {
-		t.Errorf("%d samples not conserved; the first: %s", len(bad), bad[0])
-	}
+	labtest.CheckConserved(t, dir, rows)
 	type key struct {
 		run      string
 		download int

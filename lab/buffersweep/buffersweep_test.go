@@ -1,0 +1,151 @@
+package buffersweep
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+func TestValidateNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Server = "sync" }, "server: "},
+		{func(c *Config) { c.Routes = nil }, "routes: none given"},
+		{func(c *Config) { c.Routes = []stack.Route{"sideways"} }, `routes[0] "sideways": allowed direct`},
+		{func(c *Config) { c.Sizes = nil }, "sizes: none given"},
+		{func(c *Config) { c.Sizes = []lab.Size{1 << 10} }, "sizes[0] 1k: allowed 64k to 1g"},
+		{func(c *Config) { c.Rates = []lab.Size{1 << 20, 0} }, "rates[1] 0: allowed 16k to 1g"},
+		{func(c *Config) { c.Rates = []lab.Size{1 << 20, 1 << 20} }, "rates[1] 1m: given twice"},
+		{func(c *Config) { c.TCPWmemMax = []lab.Size{100} }, "tcp_wmem_max[0] 100: allowed 4k to 1g"},
+		{func(c *Config) { c.TCPRmemMax = []lab.Size{2 << 30} }, "tcp_rmem_max[0] 2g: allowed 4k to 1g"},
+		{func(c *Config) { c.SlowClients = 0 }, "slow_clients 0: allowed 1 to 100"},
+		{func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 100"},
+		{func(c *Config) { c.FastRate = 0 }, "fast_rate 0: allowed"},
+		{func(c *Config) { c.HopInterval = 0 }, "hop_interval 0s: allowed 10ms to 1s"},
+		{func(c *Config) { c.StackSpec.Stack = stack.NameExternal }, "stack external: buffer-sweep starts the stack per cell"},
+		{func(c *Config) {
+			c.Reps, c.TCPWmemMax, c.TCPRmemMax = 100, []lab.Size{1 << 20, 2 << 20, 4 << 20}, []lab.Size{1 << 20, 2 << 20, 4 << 20}
+		}, "the grid has 43200 runs: allowed at most 10000"},
+	} {
+		c := Published()
+		tc.change(c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one containing %q", err, tc.want)
+		}
+	}
+	if err := Published().Validate(); err != nil {
+		t.Errorf("published grid: %v", err)
+	}
+}
+
+func TestKernels(t *testing.T) {
+	c := Published()
+	if ks := c.kernels(); len(ks) != 1 || !ks[0].host || ks[0].Label() != "host" || ks[0].dir() != "kernel-host" {
+		t.Errorf("no limits: %+v, want the host's", ks)
+	}
+	c.TCPWmemMax = []lab.Size{1 << 20, 16 << 20}
+	ks := c.kernels()
+	if len(ks) != 2 || ks[0].Label() != "wmem=1m rmem=default" || ks[1].dir() != "kernel-wmem16m-rmemdefault" {
+		t.Errorf("wmem list: %+v", ks)
+	}
+	c.TCPRmemMax = []lab.Size{4 << 20, 8 << 20}
+	if ks := c.kernels(); len(ks) != 4 || ks[3].Label() != "wmem=16m rmem=8m" {
+		t.Errorf("both lists: every pair, got %+v", ks)
+	}
+}
+
+// A cell is a slow-client matrix of the routes with /fast for as long as
+// the downloads take, within 2 s to 60 s.
+func TestCellIsASlowClientMatrix(t *testing.T) {
+	c := Published()
+	sc := c.slowClient(16<<20, 2<<20)
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Conditions) != 3 || sc.Conditions[1].Route != stack.RouteBufferingOff || sc.Conditions[0].SlowClients != 2 || sc.Conditions[0].Server != "sync-2" {
+		t.Errorf("conditions %+v", sc.Conditions)
+	}
+	if time.Duration(sc.Fast.Duration) != 8*time.Second || sc.Large.Size != 16<<20 || sc.SlowReader.ReadRate != 2<<20 || sc.Hops.Interval != c.HopInterval {
+		t.Errorf("cell config %+v", sc)
+	}
+	if d := time.Duration(c.slowClient(1<<20, 4<<20).Fast.Duration); d != 2*time.Second {
+		t.Errorf("a 0.25 s download: /fast for %s, want the 2 s minimum", d)
+	}
+}
+
+// Capacity is the most a download had in flight, from samples whose
+// app_written is known; the prediction is (size - capacity) / rate.
+func TestCapacityAndPrediction(t *testing.T) {
+	h := func(ts float64, d int, hop string, b int64, src string) recorder.Hop {
+		return recorder.Hop{RunID: "r", TS: ts, Download: d, Hop: hop, Bytes: b, Source: src}
+	}
+	rows := []recorder.Hop{
+		h(0.1, 0, recorder.HopAppWritten, 0, recorder.HopSourceMissing), h(0.1, 0, recorder.HopClientRead, 0, "sock_diag"),
+		h(0.2, 0, recorder.HopAppWritten, 5<<20, "sock_diag"), h(0.2, 0, recorder.HopClientRead, 1<<20, "sock_diag"),
+		h(0.3, 0, recorder.HopAppWritten, 6<<20, "sock_diag"), h(0.3, 0, recorder.HopClientRead, 3<<20, "sock_diag"),
+		h(0.2, 1, recorder.HopAppWritten, 2<<20, "derived"), h(0.2, 1, recorder.HopClientRead, 1<<20, "sock_diag"),
+	}
+	caps := capacities(rows)
+	if caps["r"][0] != 4<<20 || caps["r"][1] != 1<<20 {
+		t.Fatalf("capacities %v, want 4 MiB and 1 MiB", caps)
+	}
+	cell := recorder.SweepCell{Route: "direct"}
+	summarize(&cell, []download{
+		{route: "direct", appSendS: recorder.Some(2.2), capacity: recorder.Some(4 << 20), predicted: recorder.Some(2)},
+		{route: "direct", appSendS: recorder.Some(1.8), capacity: recorder.Some(4 << 20), predicted: recorder.Some(2)},
+		{route: "proxy-buffering-on", appSendS: recorder.Some(0.01)},
+	})
+	if cell.AppSendS != recorder.Some(2) || cell.PredictedAppSendS != recorder.Some(2) || cell.CapacityBytes != recorder.Some(4<<20) || cell.PredictionErrorPct != recorder.Some(0) {
+		t.Errorf("cell %+v", cell)
+	}
+}
+
+func TestPrintSweep(t *testing.T) {
+	var b bytes.Buffer
+	PrintSweep(&b, []recorder.SweepCell{{Kernel: "host", TCPWmem: "4096 16384 4194304", TCPRmem: "4096 131072 6291456", Route: "direct",
+		SizeBytes: 16 << 20, RateBps: 2 << 20, Runs: 1, RunsOK: 1, FastP95MS: recorder.Some(3786), AppSendS: recorder.Some(4.4),
+		PredictedAppSendS: recorder.Some(5.9), PredictionErrorPct: recorder.Some(-25), CapacityBytes: recorder.Some(4 << 20)}})
+	for _, want := range []string{"kernel host: tcp_wmem 4096 16384 4194304", "direct", "16m", "2m", "1/1", "3786.0", "4.40", "5.90", "-25", "4.00"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	PrintSweep(&b, nil)
+	if !strings.Contains(b.String(), "no cell completed") {
+		t.Errorf("empty sweep: %q", b.String())
+	}
+}
+
+// A session that says it is in a namespace but is in its parent's does
+// not touch a sysctl.
+func TestChildRefusesTheHostNamespace(t *testing.T) {
+	ino, err := netnsInode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(lab.NetnsEnv, "wmem=1m rmem=default")
+	t.Setenv(parentEnv, strconv.FormatUint(ino, 10))
+	before, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem")
+	c := Published()
+	c.TCPWmemMax = []lab.Size{1 << 20}
+	if err := c.enterKernel(); err == nil || !strings.Contains(err.Error(), "refusing to change the host's socket buffer settings") {
+		t.Errorf("enterKernel in the parent's namespace: %v", err)
+	}
+	os.Unsetenv(parentEnv)
+	if err := c.enterKernel(); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("enterKernel without the parent's namespace: %v", err)
+	}
+	if after, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem"); !bytes.Equal(before, after) {
+		t.Errorf("tcp_wmem changed: %q -> %q", before, after)
+	}
+}

@@ -1,0 +1,187 @@
+package buffersweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// parentEnv carries the parent's network namespace (its inode) to a child
+// session, which refuses to set sysctls unless its own namespace is
+// another one.
+const parentEnv = "SLOWLAB_NETNS_PARENT"
+
+// childScenario is the child session's scenario file in its kernel
+// directory (the child writes scenario.yaml there itself).
+const childScenario = "sweep-scenario.yaml"
+
+// checkNamespaces says, before anything starts, whether this process may
+// create network namespaces.
+func checkNamespaces() error {
+	if err := netem.Check(); err != nil {
+		return fmt.Errorf("tcp_wmem_max/tcp_rmem_max are set in a network namespace the sweep creates: %w", err)
+	}
+	return nil
+}
+
+// netnsInode is the inode of this process's network namespace.
+func netnsInode() (uint64, error) {
+	fi, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		return 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, errors.New("no inode for /proc/self/ns/net")
+	}
+	return st.Ino, nil
+}
+
+// runChild runs kernel setting k's cells in a child session started in a
+// new network namespace, into env.Out/<k.dir()>, and adds the child's
+// sweep.csv rows. Cancelling ctx interrupts the child, which keeps what
+// it completed.
+func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, add func([]recorder.SweepCell) error) error {
+	dir := filepath.Join(env.Out, k.dir())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("results directory: %w", err)
+	}
+	cc := *c
+	cc.TCPWmemMax, cc.TCPRmemMax = nil, nil
+	if k.wmem > 0 {
+		cc.TCPWmemMax = []lab.Size{lab.Size(k.wmem)}
+	}
+	if k.rmem > 0 {
+		cc.TCPRmemMax = []lab.Size{lab.Size(k.rmem)}
+	}
+	b, err := lab.MarshalScenario(&cc)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(dir, childScenario)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		return err
+	}
+	exe, err := child.Executable()
+	if err != nil {
+		return fmt.Errorf("find slowlab binary: %w", err)
+	}
+	ino, err := netnsInode()
+	if err != nil {
+		return fmt.Errorf("this process's network namespace: %w", err)
+	}
+	args := []string{"run", file, "--out", dir}
+	if !env.Stack.Cgroups {
+		args = append(args, "--no-limits")
+	}
+	out, err := os.Create(filepath.Join(dir, "session-output.txt"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), lab.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.Stdout = out
+	cmd.Stderr = prefixed(progress(env), "["+k.Label()+"] ")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
+	fmt.Fprintf(progress(env), "%s: a session in a network namespace of its own, results in %s\n", k.Label(), dir)
+	runErr := cmd.Run()
+	if runErr != nil && ctx.Err() == nil && errors.Is(runErr, syscall.EPERM) {
+		runErr = fmt.Errorf("start a session in a new network namespace: %w", netem.ErrPermission)
+	}
+	cells, err := recorder.ReadFile[recorder.SweepCell](filepath.Join(dir, recorder.FileName[recorder.SweepCell]()))
+	for i := range cells {
+		cells[i].Dir = filepath.Join(k.dir(), cells[i].Dir)
+	}
+	if aerr := add(cells); aerr != nil {
+		err = errors.Join(err, aerr)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if runErr != nil {
+		return errors.Join(fmt.Errorf("%s: the session in its namespace: %w (its output: %s)", k.Label(), runErr, out.Name()), err)
+	}
+	return err
+}
+
+// enterKernel prepares a child session: it must be in a network
+// namespace other than its parent's, where it sets loopback up and the
+// setting's tcp_wmem and tcp_rmem maxima (the namespace's minimum and
+// default kept, lowered to the maximum if above it).
+func (c *Config) enterKernel() error {
+	ks := c.kernels()
+	if len(ks) != 1 || ks[0].host {
+		return fmt.Errorf("%s is set: a session in a namespace runs one kernel setting, not %d", lab.NetnsEnv, len(ks))
+	}
+	ino, err := netnsInode()
+	if err != nil {
+		return fmt.Errorf("this process's network namespace: %w", err)
+	}
+	if p := os.Getenv(parentEnv); p == "" || p == strconv.FormatUint(ino, 10) {
+		return fmt.Errorf("%s is set but this process is not in a network namespace of its own: refusing to change the host's socket buffer settings", lab.NetnsEnv)
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err == nil {
+		err = netlink.LinkSetUp(lo)
+	}
+	if err != nil {
+		return fmt.Errorf("namespace: set lo up: %w", err)
+	}
+	for _, s := range []struct {
+		key string
+		max int64
+	}{{"net/ipv4/tcp_wmem", ks[0].wmem}, {"net/ipv4/tcp_rmem", ks[0].rmem}} {
+		if s.max > 0 {
+			if err := setMemMax(s.key, s.max); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setMemMax sets the maximum of a "min default max" sysctl and checks the
+// kernel took it.
+func setMemMax(key string, maxBytes int64) error {
+	cur, err := lab.ProcSys(key)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	f := strings.Fields(cur)
+	if len(f) != 3 {
+		return fmt.Errorf("%s %q: want three sizes", key, cur)
+	}
+	lo, err1 := strconv.ParseInt(f[0], 10, 64)
+	def, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("%s %q: %w", key, cur, err)
+	}
+	def = min(def, maxBytes)
+	lo = min(lo, def)
+	want := fmt.Sprintf("%d %d %d", lo, def, maxBytes)
+	if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(want), 0); err != nil {
+		return fmt.Errorf("set %s to %q in the namespace: %w", key, want, err)
+	}
+	got, err := lab.ProcSys(key)
+	if err != nil || strings.Join(strings.Fields(got), " ") != want {
+		return fmt.Errorf("set %s to %q: the kernel has %q (%v)", key, want, strings.TrimSpace(got), err)
+	}
+	return nil
+}

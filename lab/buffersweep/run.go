@@ -1,0 +1,207 @@
+package buffersweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/slowclient"
+	"github.com/slowlab/slowlab/proxy"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what a sweep (or the part of it that ran) measured.
+type Result struct {
+	Dir   string
+	Cells []recorder.SweepCell
+}
+
+// AllFailed implements lab.Result.
+func (r *Result) AllFailed() bool {
+	runs, ok := 0, 0
+	for _, c := range r.Cells {
+		runs += c.Runs
+		ok += c.RunsOK
+	}
+	return runs > 0 && ok == 0
+}
+
+// Run implements lab.Config: every kernel setting in turn (the host's in
+// this process, each namespace's in a child started in it), every size x
+// rate cell of it a slow-client matrix of the routes, each cell's rows
+// added to sweep.csv as it completes. Cancelling ctx keeps what completed.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	child := os.Getenv(lab.NetnsEnv) != ""
+	if child {
+		if err := c.enterKernel(); err != nil {
+			return nil, err
+		}
+	} else if !c.kernels()[0].host {
+		if err := checkNamespaces(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(env.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
+	w, err := recorder.CreateFile[recorder.SweepCell](env.Out)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: env.Out}
+	add := func(cells []recorder.SweepCell) error {
+		for _, cell := range cells {
+			if err := w.Write(cell); err != nil {
+				return err
+			}
+		}
+		res.Cells = append(res.Cells, cells...)
+		return w.Sync()
+	}
+	var runErr error
+	if child {
+		runErr = c.runKernel(ctx, env, c.kernels()[0], "", add)
+	} else {
+		for _, k := range c.kernels() {
+			if k.host {
+				runErr = c.runKernel(ctx, env, k, k.dir(), add)
+			} else {
+				runErr = c.runChild(ctx, env, k, add)
+			}
+			if runErr != nil {
+				break
+			}
+		}
+	}
+	return res, errors.Join(runErr, w.Close())
+}
+
+// runKernel runs every size x rate cell under kernel setting k in this
+// process, each into base/<cell>.
+func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base string, add func([]recorder.SweepCell) error) error {
+	wmem, rmem := readMem()
+	for _, size := range c.Sizes {
+		for _, rate := range c.Rates {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			name := fmt.Sprintf("size%s-rate%s", proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
+			fmt.Fprintf(progress(env), "%s: %s of %s read at %s/s\n", k.Label(), name, proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
+			cells, err := c.runCell(ctx, env, filepath.Join(base, name), int64(size), int64(rate))
+			for i := range cells {
+				cells[i].Kernel, cells[i].TCPWmem, cells[i].TCPRmem = k.Label(), wmem, rmem
+			}
+			if werr := add(cells); werr != nil {
+				return errors.Join(err, werr)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runCell runs one size x rate cell: the routes' slow-client runs, into
+// env.Out/dir, and returns a row per route.
+func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, rate int64) ([]recorder.SweepCell, error) {
+	sc := c.slowClient(size, rate)
+	cellEnv := *env
+	cellEnv.Out, cellEnv.Resume, cellEnv.Scenario = filepath.Join(env.Out, dir), false, nil
+	cellEnv.Progress = prefixed(progress(env), "  ")
+	r, err := sc.Run(ctx, &cellEnv)
+	var cells []recorder.SweepCell
+	res, _ := r.(*slowclient.Result)
+	if res == nil {
+		return nil, err
+	}
+	ds, derr := downloads(cellEnv.Out, size, rate)
+	for _, cond := range res.Conditions {
+		cell := recorder.SweepCell{Route: cond.Route, Server: cond.Server, SlowClients: cond.SlowClients,
+			SizeBytes: size, RateBps: rate, FastP95MS: cond.P95MS, Dir: dir}
+		for _, run := range res.Runs {
+			if run.Route == cond.Route {
+				cell.Runs++
+				if run.Status == recorder.RunOK {
+					cell.RunsOK++
+				}
+			}
+		}
+		summarize(&cell, ds)
+		cells = append(cells, cell)
+	}
+	return cells, errors.Join(err, derr)
+}
+
+// slowClient is the slow-client matrix of one cell: the routes with the
+// sweep's server and slow clients, the download of size read at rate, and
+// /fast at FastRate from 250 ms on, for as long as the downloads take
+// (2 s to 60 s).
+func (c *Config) slowClient(size, rate int64) *slowclient.Config {
+	sc := slowclient.Published()
+	sc.StackSpec, sc.Reps = c.StackSpec, c.Reps
+	sc.Conditions = nil
+	for _, r := range c.Routes {
+		sc.Conditions = append(sc.Conditions, slowclient.Condition{Route: r, Server: c.Server, SlowClients: c.SlowClients})
+	}
+	dl := time.Duration(float64(size) / float64(rate) * float64(time.Second))
+	sc.Large.Size, sc.SlowReader.ReadRate = lab.Size(size), lab.Size(rate)
+	sc.SlowReader.Timeout = lab.Duration(max(2*time.Minute, 3*dl))
+	sc.Fast.Rate, sc.Fast.Offset = c.FastRate, lab.Duration(250*time.Millisecond)
+	sc.Fast.Duration = lab.Duration(min(max(dl, 2*time.Second), time.Minute))
+	sc.Hops.Interval = c.HopInterval
+	return sc
+}
+
+// readMem reads tcp_wmem and tcp_rmem of this process's namespace, as
+// the kernel gives them.
+func readMem() (wmem, rmem string) {
+	w, _ := lab.ProcSys("net/ipv4/tcp_wmem")
+	r, _ := lab.ProcSys("net/ipv4/tcp_rmem")
+	return strings.Join(strings.Fields(w), " "), strings.Join(strings.Fields(r), " ")
+}
+
+func progress(env *lab.Env) io.Writer {
+	if env.Progress == nil {
+		return io.Discard
+	}
+	return env.Progress
+}
+
+// prefixed writes every line to w with prefix in front.
+func prefixed(w io.Writer, prefix string) io.Writer {
+	return &prefixWriter{w: w, prefix: prefix, bol: true}
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	bol    bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	var out []byte
+	for _, c := range b {
+		if p.bol {
+			out = append(out, p.prefix...)
+		}
+		out = append(out, c)
+		p.bol = c == '\n'
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

@@ -1,0 +1,54 @@
+package recorder
+
+// SweepCell is one row of sweep.csv (buffer-sweep): one cell of the size x
+// rate x route x kernel-buffer grid, over its repetitions. Kernel labels
+// the socket buffer settings the cell ran under ("host": the host's, no
+// namespace; else the network namespace the run made, such as
+// "wmem=1m rmem=default"); TCPWmem and TCPRmem are the settings read
+// there ("min default max" bytes). Dir is the cell's own results
+// directory (a slow-client one), relative to the sweep's.
+//
+// CapacityBytes is the path's measured capacity: the most bytes one
+// download had in flight between the app and the client (app_written -
+// client_read in hops.csv), median over the cell's downloads.
+// PredictedAppSendS is max(0, size - capacity) / rate, median over the
+// downloads, and PredictionErrorPct how far the observed AppSendS is from
+// it, in percent of the prediction (empty when the prediction is 0).
+type SweepCell struct {
+	Kernel             string
+	TCPWmem, TCPRmem   string
+	Route, Server      string
+	SlowClients        int
+	SizeBytes          int64
+	RateBps            int64
+	Runs, RunsOK       int
+	FastP95MS          Maybe
+	AppSendS           Maybe
+	ClientReceiveS     Maybe
+	CapacityBytes      Maybe
+	PredictedAppSendS  Maybe
+	PredictionErrorPct Maybe
+	Dir                string
+}
+
+func (SweepCell) schema() *schema[SweepCell] { return &sweepSchema }
+
+var sweepSchema = schema[SweepCell]{file: "sweep.csv", cols: []column[SweepCell]{
+	col("kernel", 0, func(r *SweepCell) any { return &r.Kernel }),
+	col("tcp_wmem", 0, func(r *SweepCell) any { return &r.TCPWmem }),
+	col("tcp_rmem", 0, func(r *SweepCell) any { return &r.TCPRmem }),
+	col("route", 0, func(r *SweepCell) any { return &r.Route }),
+	col("server", 0, func(r *SweepCell) any { return &r.Server }),
+	col("slow_clients", 0, func(r *SweepCell) any { return &r.SlowClients }),
+	col("size_bytes", whole, func(r *SweepCell) any { return &r.SizeBytes }),
+	col("rate_bps", whole, func(r *SweepCell) any { return &r.RateBps }),
+	col("runs", 0, func(r *SweepCell) any { return &r.Runs }),
+	col("runs_ok", 0, func(r *SweepCell) any { return &r.RunsOK }),
+	col("fast_p95_ms", usOfMS, func(r *SweepCell) any { return &r.FastP95MS }),
+	col("app_send_s", msOfS, func(r *SweepCell) any { return &r.AppSendS }),
+	col("client_receive_s", msOfS, func(r *SweepCell) any { return &r.ClientReceiveS }),
+	col("capacity_bytes", whole, func(r *SweepCell) any { return &r.CapacityBytes }),
+	col("predicted_app_send_s", msOfS, func(r *SweepCell) any { return &r.PredictedAppSendS }),
+	col("prediction_error_pct", 1, func(r *SweepCell) any { return &r.PredictionErrorPct }),
+	col("dir", 0, func(r *SweepCell) any { return &r.Dir }),
+}}
