@@ -263,8 +263,9 @@ func TestRealBlockedSender(t *testing.T) {
 		t.Fatal(err)
 	}
 	const (
-		sendQueue = "slowlab_socket_send_queue_bytes{sender}"
-		notSent   = "slowlab_socket_notsent_bytes{sender}"
+		// The sender connected out: its socket is on the connected side.
+		sendQueue = "slowlab_socket_send_queue_bytes{sender,connected}"
+		notSent   = "slowlab_socket_notsent_bytes{sender,connected}"
 		sleeping  = "slowlab_processes{sender,sleeping}"
 	)
 	// The peer never reads, so once its window is closed the data in the

@@ -23,11 +23,11 @@ func init() {
 
 var (
 	socketSendQueue = newGroupDesc("slowlab_socket_send_queue_bytes",
-		"Bytes in the send queues of the group's TCP sockets, written by the process but not yet acknowledged by the peer (sock_diag idiag_wqueue; listening sockets excluded).")
+		"Bytes in the send queues of the group's TCP sockets, written by the process but not yet acknowledged by the peer (sock_diag idiag_wqueue; listening sockets excluded), by side: accepted (the socket's local port is one the group listens on: its clients) or connected (the group connected out: its upstreams).", "side")
 	socketRecvQueue = newGroupDesc("slowlab_socket_receive_queue_bytes",
-		"Bytes received on the group's TCP sockets that the process has not read yet (sock_diag idiag_rqueue; listening sockets excluded).")
+		"Bytes received on the group's TCP sockets that the process has not read yet (sock_diag idiag_rqueue; listening sockets excluded), by side: accepted or connected.", "side")
 	socketNotSent = newGroupDesc("slowlab_socket_notsent_bytes",
-		"Bytes in the group's TCP send queues not yet sent even once (TCP_INFO tcpi_notsent_bytes), a part of the send queue.")
+		"Bytes in the group's TCP send queues not yet sent even once (TCP_INFO tcpi_notsent_bytes), a part of the send queue, by side: accepted or connected.", "side")
 	socketCount = newGroupDesc("slowlab_sockets",
 		"TCP sockets of the group by state.", "state")
 )
@@ -59,8 +59,12 @@ type socketsCollector struct {
 
 var _ Collector = (*socketsCollector)(nil)
 
+// Sides of a socket: accepted from one of the group's listening ports, or
+// connected out by the group.
+var sides = [2]string{"accepted", "connected"}
+
 type socketTotals struct {
-	send, recv, notsent float64
+	send, recv, notsent [2]float64 // by side
 	states              [13]int
 }
 
@@ -91,31 +95,60 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 			}
 		}
 	}
-	totals := make([]socketTotals, len(targets))
+	type match struct {
+		s       tcpSocket
+		targets []int
+	}
+	var matched []match
 	for _, family := range []uint8{syscall.AF_INET, syscall.AF_INET6} {
 		socks, err := c.dump(family)
 		if err != nil {
 			errs.add(fmt.Errorf("sock_diag dump (family %d): %w", family, err))
 		}
 		for _, s := range socks {
-			for _, i := range mergeOnce(byInode[s.inode], byPort[s.localPort]) {
-				tt := &totals[i]
-				if int(s.state) < len(tt.states) {
-					tt.states[s.state]++
-				}
-				if s.state != tcpListen { // a listener's queues are its accept backlog
-					tt.send += float64(s.wqueue)
-					tt.recv += float64(s.rqueue)
-					tt.notsent += float64(s.notsent)
-				}
+			if ts := mergeOnce(byInode[s.inode], byPort[s.localPort]); len(ts) > 0 {
+				matched = append(matched, match{s, ts})
 			}
+		}
+	}
+	// A socket is accepted when its local port is one its group listens on.
+	listening := make([]map[uint16]bool, len(targets))
+	for _, m := range matched {
+		if m.s.state == tcpListen {
+			for _, i := range m.targets {
+				if listening[i] == nil {
+					listening[i] = map[uint16]bool{}
+				}
+				listening[i][m.s.localPort] = true
+			}
+		}
+	}
+	totals := make([]socketTotals, len(targets))
+	for _, m := range matched {
+		for _, i := range m.targets {
+			tt := &totals[i]
+			if int(m.s.state) < len(tt.states) {
+				tt.states[m.s.state]++
+			}
+			if m.s.state == tcpListen { // a listener's queues are its accept backlog
+				continue
+			}
+			side := 1
+			if listening[i][m.s.localPort] {
+				side = 0
+			}
+			tt.send[side] += float64(m.s.wqueue)
+			tt.recv[side] += float64(m.s.rqueue)
+			tt.notsent[side] += float64(m.s.notsent)
 		}
 	}
 	for i, t := range targets {
 		tt := totals[i]
-		ch <- t.metric(socketSendQueue, prometheus.GaugeValue, tt.send)
-		ch <- t.metric(socketRecvQueue, prometheus.GaugeValue, tt.recv)
-		ch <- t.metric(socketNotSent, prometheus.GaugeValue, tt.notsent)
+		for side, name := range sides {
+			ch <- t.metric(socketSendQueue, prometheus.GaugeValue, tt.send[side], name)
+			ch <- t.metric(socketRecvQueue, prometheus.GaugeValue, tt.recv[side], name)
+			ch <- t.metric(socketNotSent, prometheus.GaugeValue, tt.notsent[side], name)
+		}
 		for st := 1; st < len(tcpStates); st++ {
 			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
 		}

@@ -173,8 +173,10 @@ func TestBufferSweepRealWmem(t *testing.T) {
 	if !(w1.FastP95MS.Value > 1000 && w4.FastP95MS.Value > 1000 && w16.FastP95MS.Value < 100) {
 		t.Errorf("/fast p95 %v, %v, %v ms: want seconds with 1 and 4 MiB, milliseconds with 16 MiB", w1.FastP95MS, w4.FastP95MS, w16.FastP95MS)
 	}
-	if !(w1.AppSendS.Value > w4.AppSendS.Value && w4.AppSendS.Value > w16.AppSendS.Value && w16.AppSendS.Value < 0.5) {
-		t.Errorf("app_send %v, %v, %v s: want falling with the buffers, under 0.5 s with 16 MiB", w1.AppSendS, w4.AppSendS, w16.AppSendS)
+	// With 16 MiB buffers the path holds 15-16 MiB: the app is released at
+	// once or after the last megabyte drains (under a second).
+	if !(w1.AppSendS.Value > w4.AppSendS.Value && w4.AppSendS.Value > 4*w16.AppSendS.Value) {
+		t.Errorf("app_send %v, %v, %v s: want falling with the buffers, by 4x or more to 16 MiB", w1.AppSendS, w4.AppSendS, w16.AppSendS)
 	}
 	checkPrediction(t, c, cells)
 	peaks := func(cell recorder.SweepCell) map[string]int64 {
