@@ -53,8 +53,8 @@ func Production() (dashboard.Dashboard, error) {
 		"The group's TCP sockets by state (listening sockets included); states with no socket are hidden. A growing close_wait count is a peer that left while the app still holds the socket.",
 		query(fmt.Sprintf("sum by (group, state) (slowlab_sockets{%s}) > 0", prodGroups), "{{group}} {{state}}")))
 	b.WithPanel(timeSeries("Socket receive-queue bytes", units.BytesIEC,
-		"Bytes received on the group's TCP sockets and not yet read by the process: requests waiting for a worker to read them.",
-		query(fmt.Sprintf("sum by (group) (slowlab_socket_receive_queue_bytes{%s})", prodGroups), "{{group}}")))
+		"Bytes received on the group's TCP sockets and not yet read by the process, by side: accepted, requests waiting for a worker to read them; connected, responses from upstreams the group has not read (a proxy with buffering off reads the app only as fast as its slow client).",
+		query(fmt.Sprintf("sum by (group, side) (slowlab_socket_receive_queue_bytes{%s})", prodGroups), "{{group}} {{side}}")))
 
 	b.WithRow(dashboard.NewRowBuilder("Exporter health"))
 	b.WithPanel(timeSeries("Collector success", units.Bool,

@@ -64,10 +64,11 @@ func tempFilesPanel(s string) *timeseries.PanelBuilder {
 
 func sendQueuePanel(s string) *timeseries.PanelBuilder {
 	return timeSeries("Socket send-queue bytes", units.BytesIEC,
-		"Bytes written into the groups' TCP sockets and not yet acknowledged by the peer; not-sent is the part the peer's closed window never let out. "+
-			"A worker writing to a slow reader fills this, then blocks (wait channel sk_stream_wait_memory).",
-		query(fmt.Sprintf("sum by (group) (slowlab_socket_send_queue_bytes{%s})", s), "{{group}} send queue"),
-		query(fmt.Sprintf("sum by (group) (slowlab_socket_notsent_bytes{%s})", s), "{{group}} not sent"))
+		"Bytes written into the groups' TCP sockets and not yet acknowledged by the peer, by side (accepted: to the group's clients; connected: to its upstreams); not-sent is the part the peer's closed window never let out. "+
+			"A worker writing to a slow reader fills this, then blocks (wait channel sk_stream_wait_memory). Behind a proxy with buffering off, the proxy's accepted-side queue is where a slow client's response waits, up to the kernel's tcp_wmem maximum per socket: "+
+			"while the response fits there the app is released, once it does not the app is held again.",
+		query(fmt.Sprintf("sum by (group, side) (slowlab_socket_send_queue_bytes{%s})", s), "{{group}} {{side}} send queue"),
+		query(fmt.Sprintf("sum by (group, side) (slowlab_socket_notsent_bytes{%s})", s), "{{group}} {{side}} not sent"))
 }
 
 func waitStatesPanel(s string) *timeseries.PanelBuilder {

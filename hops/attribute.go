@@ -49,8 +49,8 @@ type state struct {
 // Hops turns samples into hops.csv rows for each download, for the
 // samples in which the download's client socket was open.
 //
-// A socket that is not in a sample although the response has started
-// (the client received bytes) or it was seen before has closed: its
+// A socket that is not in a sample although it was seen before, or
+// (through a proxy) the response has started, has closed: its
 // queues are empty (0, source derived), and what passed through it is
 // derived: an app that closed its socket wrote the whole response when the
 // download completed (Download.Total), else at least what was last seen or
@@ -146,7 +146,11 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		st.appWritten, st.appSeen = written, true
 		r.put(recorder.HopAppSendQueue, int64(app.SendQ), recorder.HopSourceKernel)
 		r.add(recorder.HopAppSendQueueNotSent, int64(app.NotSent), recorder.HopSourceKernel)
-	case started || st.appSeen:
+	case st.appSeen || started && p.ProxyPort != 0:
+		// Closed (seen before), or through a proxy that already sends the
+		// response: an app released by a buffering proxy can close before
+		// the first sample. Directly, an app socket not yet seen cannot have
+		// closed (the client has read too little): it is missing.
 		written, writtenOK, writtenSrc = max(st.appWritten, d.Total), true, recorder.HopSourceDerived
 		if pb != nil {
 			written = max(written, pb.UpstreamRead)
@@ -178,9 +182,9 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		writtenSrc = recorder.HopSourceMissing
 	}
 	r.add(recorder.HopAppWritten, written, writtenSrc)
-	var skew int64
+	skew := smp.Skew
 	if pb != nil {
-		skew = pb.Skew
+		skew += pb.Skew
 	}
 	r.add(recorder.HopSampleSkew, skew, recorder.HopSourceCheck)
 	src := recorder.HopSourceCheck

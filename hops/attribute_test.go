@@ -158,3 +158,34 @@ func FuzzParseProxyReport(f *testing.F) {
 		}
 	})
 }
+
+// Directly, an app socket not in the first sample although the client
+// already received bytes did not close (the client has read too little):
+// app_written is missing, not the whole response derived, so the sample
+// is not a violation of the bytes the hops did see.
+func TestHopsDirectAppNotYetSeen(t *testing.T) {
+	const app, client = 8000, 40000
+	d := Download{Local: ap(client), PeerPort: client, Total: 8 << 20}
+	smp := Sample{T: 4 * time.Millisecond, Sockets: []Socket{sock(client, app, 8<<10, 0, 100, 20<<10)}}
+	rows := Hops("r", Path{AppPort: app}, []Download{d}, []Sample{smp})
+	if r, _ := hopAt(rows, 0.004, recorder.HopAppWritten); r.Source != recorder.HopSourceMissing {
+		t.Errorf("app_written %+v, want missing", r)
+	}
+	if bad := Check(rows); len(bad) != 0 {
+		t.Errorf("violations %v", bad)
+	}
+}
+
+// Movement between two dumps counts each socket's change, and all the
+// bytes of a socket in one dump only (a connection half in a dump).
+func TestMovement(t *testing.T) {
+	a := []Socket{sock(1, 2, 0, 100, 1000, 0), sock(2, 1, 50, 0, 0, 1050)}
+	b := []Socket{sock(1, 2, 0, 40, 1100, 0), sock(2, 1, 10, 0, 0, 1130), sock(3, 4, 0, 0, 7, 9)}
+	// written 1100 -> 1140 (40), received 1050 -> 1130 (80), new socket 7 + 9.
+	if m := movement(a, b); m != 40+80+16 {
+		t.Errorf("movement %d, want 136", m)
+	}
+	if m := movement(b, b); m != 0 {
+		t.Errorf("no change: movement %d", m)
+	}
+}

@@ -5,9 +5,12 @@
 // send queue to the client, in the client's receive queue, and how many
 // the client has read.
 //
-// A Sampler takes a Sample every Interval (50 ms by default): one
-// sock_diag dump (netlink, with TCP_INFO) of the TCP sockets on the stack's
-// listening ports, in the sampler's network namespace, and, for a proxy
+// A Sampler takes a Sample every Interval (50 ms by default): two
+// sock_diag dumps back to back (netlink, with TCP_INFO) of the TCP sockets
+// on the stack's listening ports, in the sampler's network namespace (a
+// dump walks the kernel's whole socket table, so it is not one instant:
+// how far the sockets moved between the two is the sample's skew, and a
+// sample that moved much is taken again), and, for a proxy
 // that reports its buffers (the embedded proxy's GET /buffers), that
 // report, read just before and just after the dump so the sample knows
 // how far the proxy moved meanwhile (its skew). Every socket of the path is

@@ -36,6 +36,9 @@ type Sample struct {
 	T       time.Duration // since the sampling's t0, taken at the dump
 	Sockets []Socket
 	Proxy   []ProxyBuffer
+	// Skew is how many bytes the sockets moved between the sample's two
+	// dumps: its uncertainty, added to every download's.
+	Skew int64
 }
 
 // Sampler takes Samples of the sockets on Ports. Dump defaults to DumpTCP
@@ -52,9 +55,10 @@ type Sampler struct {
 	Dump  func() ([]Socket, error)
 }
 
-// maxSkew is the proxy movement during a sample above which the sample is
-// taken again (at most skewTries times), so samples taken while the proxy
-// reads the app at full speed are not needlessly uncertain.
+// maxSkew is the movement during a sample (of the sockets, or of the
+// proxy's own counts) above which the sample is taken again (at most
+// skewTries times), so samples taken during a burst are not needlessly
+// uncertain.
 const (
 	maxSkew   = 64 << 10
 	skewTries = 3
@@ -110,7 +114,14 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 	return g
 }
 
-// Take takes one Sample now.
+// Take takes one Sample now: two dumps back to back (and the proxy's
+// report before and after them). A dump is not one instant: the kernel
+// walks its whole socket table (milliseconds on a host with many sockets),
+// so a connection set up meanwhile can be half in it, and a proxy that
+// moves a burst from one socket to the other meanwhile is counted in
+// both or neither. How far the sockets moved between the two dumps is the
+// sample's Skew (a socket in one dump only counts its bytes); a sample
+// that moved more than maxSkew is taken again, at most skewTries times.
 func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 	dump := s.Dump
 	if dump == nil {
@@ -125,24 +136,56 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 				return Sample{}, err
 			}
 		}
+		first, err := dump()
+		if err != nil {
+			return Sample{}, err
+		}
 		all, err := dump()
 		if err != nil {
 			return Sample{}, err
 		}
 		smp = Sample{T: time.Since(t0), Sockets: s.keep(all)}
-		if s.Proxy == nil {
-			return smp, nil
+		smp.Skew = movement(s.keep(first), smp.Sockets)
+		if s.Proxy != nil {
+			after, err := s.Proxy(ctx)
+			if err != nil {
+				return Sample{}, err
+			}
+			smp.Proxy = skewed(before, after)
 		}
-		after, err := s.Proxy(ctx)
-		if err != nil {
-			return Sample{}, err
-		}
-		smp.Proxy = skewed(before, after)
-		if try+1 >= skewTries || maxOf(smp.Proxy) <= maxSkew {
+		if try+1 >= skewTries || max(smp.Skew, maxOf(smp.Proxy)) <= maxSkew {
 			return smp, nil
 		}
 	}
 }
+
+// movement is how many bytes the sockets moved between two dumps: the
+// change of each one's written (acked + send queue) and received counts,
+// and all of those of a socket in one dump only.
+func movement(a, b []Socket) int64 {
+	type key struct{ l, r netip.AddrPort }
+	at := make(map[key]Socket, len(a))
+	for _, s := range a {
+		at[key{s.Local, s.Remote}] = s
+	}
+	var m int64
+	for _, s := range b {
+		k := key{s.Local, s.Remote}
+		o, ok := at[k]
+		delete(at, k)
+		if !ok {
+			m += written(s) + int64(s.BytesReceived)
+			continue
+		}
+		m += abs(written(s)-written(o)) + abs(int64(s.BytesReceived)-int64(o.BytesReceived))
+	}
+	for _, o := range at {
+		m += written(o) + int64(o.BytesReceived)
+	}
+	return m
+}
+
+func written(s Socket) int64 { return int64(s.BytesAcked) + int64(s.SendQ) }
 
 // keep returns the sockets on the sampler's ports, listeners left out.
 func (s *Sampler) keep(all []Socket) []Socket {

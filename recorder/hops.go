@@ -28,8 +28,8 @@ type Hop struct {
 // bytes can be in a send queue and in the next receive queue at once: the
 // *Delivered hops are those, the receiver's received count beyond the
 // sender's acknowledged one, read from the same dump. SampleSkew is how
-// far the proxy's own counters moved while one sample was taken, the
-// sample's uncertainty.
+// far the sockets (between the sample's two dumps) and the proxy's own
+// counters moved while one sample was taken, the sample's uncertainty.
 const (
 	HopAppWritten                    = "app_written"
 	HopAppSendQueue                  = "app_send_queue"

@@ -14,6 +14,11 @@ package recorder
 // PredictedAppSendS is max(0, size - capacity) / rate, median over the
 // downloads, and PredictionErrorPct how far the observed AppSendS is from
 // it, in percent of the prediction (empty when the prediction is 0).
+// WakeStepBytes is the most the app wrote between two hop samples once
+// the path was full (median over the downloads): a writer blocked on a
+// full socket is woken only when a third of its buffer is free, so it
+// writes in steps, and its last write can finish up to a step's reading
+// time (WakeStepBytes / rate) after the prediction.
 type SweepCell struct {
 	Kernel             string
 	TCPWmem, TCPRmem   string
@@ -28,6 +33,7 @@ type SweepCell struct {
 	CapacityBytes      Maybe
 	PredictedAppSendS  Maybe
 	PredictionErrorPct Maybe
+	WakeStepBytes      Maybe
 	Dir                string
 }
 
@@ -50,5 +56,6 @@ var sweepSchema = schema[SweepCell]{file: "sweep.csv", cols: []column[SweepCell]
 	col("capacity_bytes", whole, func(r *SweepCell) any { return &r.CapacityBytes }),
 	col("predicted_app_send_s", msOfS, func(r *SweepCell) any { return &r.PredictedAppSendS }),
 	col("prediction_error_pct", 1, func(r *SweepCell) any { return &r.PredictionErrorPct }),
+	col("wake_step_bytes", whole, func(r *SweepCell) any { return &r.WakeStepBytes }),
 	col("dir", 0, func(r *SweepCell) any { return &r.Dir }),
 }}

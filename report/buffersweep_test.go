@@ -409,8 +409,8 @@ func TestBufferSweepKernels(t *testing.T) {
 	dir := copySweep(t)
 	k := "wmem=16m rmem=default,4096 16384 16777216,4096 131072 6291456,"
 	editSweep(t, dir, nil,
-		k+"direct,sync-2,2,16777216,2097152,1,1,1.9,0.031,8.001,16777216,0,,kernel-wmem16m-rmemdefault/size16m-rate2m",
-		k+"proxy-buffering-off,sync-2,2,16777216,2097152,1,1,2.2,0.035,8.001,16777216,0,,kernel-wmem16m-rmemdefault/size16m-rate2m")
+		k+"direct,sync-2,2,16777216,2097152,1,1,1.9,0.031,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m",
+		k+"proxy-buffering-off,sync-2,2,16777216,2097152,1,1,2.2,0.035,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m")
 	rep, err := Write(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -94,9 +94,13 @@ func TestCapacityAndPrediction(t *testing.T) {
 		h(0.3, 0, recorder.HopAppWritten, 6<<20, "sock_diag"), h(0.3, 0, recorder.HopClientRead, 3<<20, "sock_diag"),
 		h(0.2, 1, recorder.HopAppWritten, 2<<20, "derived"), h(0.2, 1, recorder.HopClientRead, 1<<20, "sock_diag"),
 	}
-	caps := capacities(rows)
-	if caps["r"][0] != 4<<20 || caps["r"][1] != 1<<20 {
-		t.Fatalf("capacities %v, want 4 MiB and 1 MiB", caps)
+	ps := paths(rows)
+	if ps["r"][0].capacity != 4<<20 || ps["r"][1].capacity != 1<<20 {
+		t.Fatalf("paths %v, want capacities 4 MiB and 1 MiB", ps)
+	}
+	// Full (within 90% of the peak) from 0.2 s on; then the app wrote 1 MiB.
+	if ps["r"][0].step != 1<<20 {
+		t.Errorf("wake-up step %d, want 1 MiB", ps["r"][0].step)
 	}
 	cell := recorder.SweepCell{Route: "direct"}
 	summarize(&cell, []download{

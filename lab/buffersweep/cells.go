@@ -14,14 +14,20 @@ type download struct {
 	appSendS  recorder.Maybe
 	receiveS  float64
 	capacity  recorder.Maybe // most bytes in flight, from the hop samples
+	step      recorder.Maybe // the app's wake-up step, from the hop samples
 	predicted recorder.Maybe // max(0, size - capacity) / rate
 }
 
-// capacities returns, per run and download, the most bytes it had in
-// flight between the app and the client: app_written - client_read over
-// the samples in which app_written was known.
-func capacities(rows []recorder.Hop) map[string]map[int]int64 {
-	out := map[string]map[int]int64{}
+// path is what the hop samples say of one download's path.
+type path struct {
+	capacity int64 // the most bytes in flight: app_written - client_read
+	step     int64 // the most the app wrote between two samples once the path was full
+}
+
+// paths returns, per run and download, its path from the samples in
+// which app_written was known (rows in time order per download, as Hops
+// writes them).
+func paths(rows []recorder.Hop) map[string]map[int]path {
 	type key struct {
 		run string
 		d   int
@@ -33,6 +39,8 @@ func capacities(rows []recorder.Hop) map[string]map[int]int64 {
 			written[key{r.RunID, r.Download, r.TS}] = r.Bytes
 		}
 	}
+	type series struct{ w, inFlight []int64 }
+	byDownload := map[string]map[int]*series{}
 	for _, r := range rows {
 		if r.Hop != recorder.HopClientRead {
 			continue
@@ -41,10 +49,37 @@ func capacities(rows []recorder.Hop) map[string]map[int]int64 {
 		if !ok {
 			continue
 		}
-		if out[r.RunID] == nil {
-			out[r.RunID] = map[int]int64{}
+		if byDownload[r.RunID] == nil {
+			byDownload[r.RunID] = map[int]*series{}
 		}
-		out[r.RunID][r.Download] = max(out[r.RunID][r.Download], w-r.Bytes)
+		s := byDownload[r.RunID][r.Download]
+		if s == nil {
+			s = &series{}
+			byDownload[r.RunID][r.Download] = s
+		}
+		s.w, s.inFlight = append(s.w, w), append(s.inFlight, w-r.Bytes)
+	}
+	out := map[string]map[int]path{}
+	for run, ds := range byDownload {
+		out[run] = map[int]path{}
+		for d, s := range ds {
+			var p path
+			full := -1
+			for _, f := range s.inFlight {
+				p.capacity = max(p.capacity, f)
+			}
+			// The path is full from the first sample within 90% of the peak.
+			for i, f := range s.inFlight {
+				if f >= p.capacity*9/10 {
+					full = i
+					break
+				}
+			}
+			for i := max(full, 0) + 1; full >= 0 && i < len(s.w); i++ {
+				p.step = max(p.step, s.w[i]-s.w[i-1])
+			}
+			out[run][d] = p
+		}
 	}
 	return out
 }
@@ -68,16 +103,16 @@ func downloads(dir string, size, rate int64) ([]download, error) {
 	for _, r := range runs {
 		ok[r.RunID] = r.Status == recorder.RunOK
 	}
-	caps := capacities(hopRows)
+	ps := paths(hopRows)
 	var out []download
 	for _, l := range larges {
 		if !ok[l.RunID] || l.Outcome != recorder.DownloadComplete {
 			continue
 		}
 		d := download{route: l.Route, appSendS: l.AppSendS, receiveS: l.ReceiveS}
-		if c, found := caps[l.RunID][l.Client]; found {
-			d.capacity = recorder.Some(float64(c))
-			d.predicted = recorder.Some(float64(max(0, size-c)) / float64(rate))
+		if p, found := ps[l.RunID][l.Client]; found {
+			d.capacity, d.step = recorder.Some(float64(p.capacity)), recorder.Some(float64(p.step))
+			d.predicted = recorder.Some(float64(max(0, size-p.capacity)) / float64(rate))
 		}
 		out = append(out, d)
 	}
@@ -100,7 +135,7 @@ func median(vs []recorder.Maybe) recorder.Maybe {
 
 // summarize fills a cell's measured columns from its downloads of route.
 func summarize(cell *recorder.SweepCell, ds []download) {
-	var sends, recv, caps, preds []recorder.Maybe
+	var sends, recv, caps, steps, preds []recorder.Maybe
 	for _, d := range ds {
 		if d.route != cell.Route {
 			continue
@@ -108,14 +143,20 @@ func summarize(cell *recorder.SweepCell, ds []download) {
 		sends = append(sends, d.appSendS)
 		recv = append(recv, recorder.Some(d.receiveS))
 		caps = append(caps, d.capacity)
+		steps = append(steps, d.step)
 		preds = append(preds, d.predicted)
 	}
 	cell.AppSendS, cell.ClientReceiveS = median(sends), median(recv)
-	cell.CapacityBytes, cell.PredictedAppSendS = median(caps), median(preds)
-	if cell.CapacityBytes.Valid {
-		cell.CapacityBytes = recorder.Some(float64(int64(cell.CapacityBytes.Value)))
-	}
+	cell.CapacityBytes, cell.WakeStepBytes, cell.PredictedAppSendS = whole(median(caps)), whole(median(steps)), median(preds)
 	if p, o := cell.PredictedAppSendS, cell.AppSendS; p.Valid && o.Valid && p.Value > 0 {
 		cell.PredictionErrorPct = recorder.Some((o.Value - p.Value) / p.Value * 100)
 	}
+}
+
+// whole rounds a byte count down to a whole byte.
+func whole(m recorder.Maybe) recorder.Maybe {
+	if m.Valid {
+		m.Value = float64(int64(m.Value))
+	}
+	return m
 }
