@@ -152,10 +152,15 @@ func (uvicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgrou
 // loop pinned to the pure-Python ones Debian's package runs (httptools or
 // uvloop, where installed, would change what is measured); lifespan on,
 // for the per-worker ready line; no access log; its log at info on stderr.
+// --no-proxy-headers: the client address the app sees (and reports as
+// X-Slowlab-Peer-Port, which pairs its socket with the proxy's) is the
+// connection's, never one an X-Forwarded-For header from a user's NGINX
+// snippet put there (Uvicorn's default trusts it from 127.0.0.1 and then
+// reports port 0).
 func uvicornArgv(py, dir string, workers int) []string {
 	return []string{py, "-m", "uvicorn", "--fd", strconv.Itoa(uvicornListenFD), "--workers", strconv.Itoa(workers),
 		"--app-dir", dir, "--http", "h11", "--loop", "asyncio", "--ws", "none", "--lifespan", "on",
-		"--no-access-log", "--log-level", "info", "--no-use-colors", asgi.AppModule}
+		"--no-access-log", "--log-level", "info", "--no-use-colors", "--no-proxy-headers", asgi.AppModule}
 }
 
 // uvicornRun is a started Uvicorn.
