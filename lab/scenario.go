@@ -281,3 +281,26 @@ func emptyScenario() error {
 // oneLine keeps an error on one line: values quoted from the file may hold
 // newlines.
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
+
+// SizesFlag is a flag of comma-separated byte sizes (k, m, g suffixes)
+// into *To; Example is shown in its error. The experiment's Validate
+// checks the range.
+type SizesFlag struct {
+	To      *[]Size
+	Example string
+}
+
+func (f SizesFlag) String() string { return "" }
+
+// Set implements flag.Value.
+func (f SizesFlag) Set(v string) error {
+	*f.To = nil
+	for _, s := range strings.Split(v, ",") {
+		n, err := proxy.ParseSize(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("%q: want sizes, comma-separated, e.g. %s", v, f.Example)
+		}
+		*f.To = append(*f.To, Size(n))
+	}
+	return nil
+}

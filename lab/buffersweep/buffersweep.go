@@ -107,10 +107,10 @@ func (c *Config) Targets() []stack.Target { return []stack.Target{stack.TargetFa
 
 // Flags implements lab.Config.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var(&sizesFlag{&c.Sizes}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 4m,8m,16m,32m)")
-	fs.Var(&sizesFlag{&c.Rates}, "rates", "slow read rates in bytes/s, comma-separated (default 512k,1m,2m,4m)")
-	fs.Var(&sizesFlag{&c.TCPWmemMax}, "tcp-wmem-max", "net.ipv4.tcp_wmem maxima to sweep, comma-separated (e.g. 1m,4m,16m), each set in a network namespace of its own; needs root (default: the host's, no namespace)")
-	fs.Var(&sizesFlag{&c.TCPRmemMax}, "tcp-rmem-max", "net.ipv4.tcp_rmem maxima to sweep, likewise (every pair with --tcp-wmem-max)")
+	fs.Var(lab.SizesFlag{To: &c.Sizes, Example: "4m,16m"}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 4m,8m,16m,32m)")
+	fs.Var(lab.SizesFlag{To: &c.Rates, Example: "1m,2m"}, "rates", "slow read rates in bytes/s, comma-separated (default 512k,1m,2m,4m)")
+	fs.Var(lab.SizesFlag{To: &c.TCPWmemMax, Example: "1m,4m,16m"}, "tcp-wmem-max", "net.ipv4.tcp_wmem maxima to sweep, comma-separated (e.g. 1m,4m,16m), each set in a network namespace of its own; needs root (default: the host's, no namespace)")
+	fs.Var(lab.SizesFlag{To: &c.TCPRmemMax, Example: "1m,4m,16m"}, "tcp-rmem-max", "net.ipv4.tcp_rmem maxima to sweep, likewise (every pair with --tcp-wmem-max)")
 	fs.IntVar(&c.SlowClients, "slow-clients", c.SlowClients, "slow clients per run")
 	fs.StringVar(&c.Server, "server", c.Server, "server model, e.g. sync-2, gthread-1x4")
 }
@@ -229,22 +229,4 @@ func (c *Config) kernels() []kernel {
 		}
 	}
 	return out
-}
-
-// sizesFlag is a comma-separated list of byte sizes; Validate checks the
-// ranges.
-type sizesFlag struct{ to *[]lab.Size }
-
-func (f *sizesFlag) String() string { return "" }
-
-func (f *sizesFlag) Set(v string) error {
-	*f.to = nil
-	for _, s := range strings.Split(v, ",") {
-		n, err := proxy.ParseSize(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("%q: want sizes, comma-separated, e.g. 1m,4m,16m", v)
-		}
-		*f.to = append(*f.to, lab.Size(n))
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	pathpkg "path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,17 +165,12 @@ func setMemMax(key string, maxBytes int64) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
-	f := strings.Fields(cur)
-	if len(f) != 3 {
-		return fmt.Errorf("%s %q: want three sizes", key, cur)
+	m, err := recorder.NetSettings{TCPWmem: cur, TCPRmem: cur}.TCPMem(pathpkg.Base(key))
+	if err != nil {
+		return err
 	}
-	lo, err1 := strconv.ParseInt(f[0], 10, 64)
-	def, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return fmt.Errorf("%s %q: %w", key, cur, err)
-	}
-	def = min(def, maxBytes)
-	lo = min(lo, def)
+	def := min(m.Default, maxBytes)
+	lo := min(m.Min, def)
 	want := fmt.Sprintf("%d %d %d", lo, def, maxBytes)
 	if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(want), 0); err != nil {
 		return fmt.Errorf("set %s to %q in the namespace: %w", key, want, err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -165,12 +164,12 @@ func (c *Config) slowClient(size, rate int64) *slowclient.Config {
 	return sc
 }
 
-// readMem reads tcp_wmem and tcp_rmem of this process's namespace, as
-// the kernel gives them.
+// readMem returns tcp_wmem and tcp_rmem of this process's namespace.
 func readMem() (wmem, rmem string) {
-	w, _ := lab.ProcSys("net/ipv4/tcp_wmem")
-	r, _ := lab.ProcSys("net/ipv4/tcp_rmem")
-	return strings.Join(strings.Fields(w), " "), strings.Join(strings.Fields(r), " ")
+	if n := lab.NetSettings(lab.HostNamespace, nil, nil); n != nil {
+		return n.TCPWmem, n.TCPRmem
+	}
+	return "", ""
 }
 
 func progress(env *lab.Env) io.Writer {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
-	"github.com/slowlab/slowlab/proxy"
 )
 
 // Name is the experiment's name.
@@ -66,7 +65,7 @@ func (c *Config) Head() *lab.Header { return &c.Header }
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Runs, "runs", c.Runs, "requests per mode (keep-alive, new connection) and condition; medians over them")
 	fs.Var(&delaysFlag{c}, "delay", "added one-way delays, comma-separated, each applied in both directions (default 0,25ms)")
-	fs.Var(&sizesFlag{c}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
+	fs.Var(lab.SizesFlag{To: &c.Sizes, Example: "1k,100k"}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.
@@ -116,23 +115,6 @@ func (f *delaysFlag) Set(v string) error {
 			return fmt.Errorf("%q: want durations, comma-separated, e.g. 0,25ms", v)
 		}
 		f.c.Delays = append(f.c.Delays, lab.Duration(t))
-	}
-	return nil
-}
-
-// sizesFlag is --sizes: comma-separated byte sizes; Validate checks the range.
-type sizesFlag struct{ c *Config }
-
-func (f *sizesFlag) String() string { return "" }
-
-func (f *sizesFlag) Set(v string) error {
-	f.c.Sizes = nil
-	for _, s := range strings.Split(v, ",") {
-		n, err := proxy.ParseSize(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("%q: want sizes, comma-separated, e.g. 1k,100k", v)
-		}
-		f.c.Sizes = append(f.c.Sizes, lab.Size(n))
 	}
 	return nil
 }
