@@ -136,6 +136,11 @@ def post_worker_init(worker):
 // (no window in which another process could take a port picked in
 // advance), inside cg from its first instruction on (cgroup.ExecArgv).
 func (gunicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgroup.Cgroup) (RunningApp, error) {
+	if d.AppTimeout != 0 {
+		if err := validateGunicornFlags(s.GunicornArgs, []string{"-t", "--timeout"}, "for this run (its app timeout)"); err != nil {
+			return nil, err
+		}
+	}
 	dir := filepath.Join(d.WorkDir, "wsgi")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("app dir: %w", err)
@@ -174,7 +179,8 @@ func (gunicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgro
 // gunicornArgv is Gunicorn's command line: no access log (Gunicorn's
 // default); errors to stderr, at info so the "Listening at" line is
 // there; a short graceful timeout so that Stop does not wait for a slow
-// download; the user's extra arguments last.
+// download; the deployment's --timeout when it sets one; the user's extra
+// arguments last.
 func gunicornArgv(bin, conf, dir string, d Deployment, s Settings) []string {
 	argv := []string{bin, "--config", conf, "--chdir", dir, "--bind", "127.0.0.1:0",
 		"--worker-class", d.Server.Model, "--workers", strconv.Itoa(d.Server.Workers)}
@@ -183,6 +189,9 @@ func gunicornArgv(bin, conf, dir string, d Deployment, s Settings) []string {
 		argv = append(argv, "--threads", strconv.Itoa(d.Server.Threads))
 	case "gevent":
 		argv = append(argv, "--worker-connections", strconv.Itoa(d.Server.Threads))
+	}
+	if d.AppTimeout != 0 {
+		argv = append(argv, "--timeout", strconv.Itoa(int(d.AppTimeout/time.Second)))
 	}
 	argv = append(argv, "--graceful-timeout", "2", "--worker-tmp-dir", d.WorkDir,
 		"--error-logfile", "-", "--log-level", "info")

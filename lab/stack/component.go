@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
@@ -19,7 +20,29 @@ type Deployment struct {
 	LargeSize int64  // bytes of /large
 	LogDir    string // child logs go here
 	WorkDir   string // scratch space for this run (configs, temp files)
+
+	// The request side (slow-upload, idle-connections): zero is each
+	// component's default.
+	//
+	// AppTimeout is Gunicorn's --timeout (its default is 30 s): a worker
+	// silent for longer is killed, with the request it was working on. An
+	// app without the setting refuses a deployment that sets it.
+	AppTimeout time.Duration
+	// ClientBodyBuffer is the proxy's client_body_buffer_size (NGINX's
+	// default 16k): the most of a buffered request body it holds in
+	// memory before it writes the body to a temp file.
+	ClientBodyBuffer int64
+	// ClientHeaderTimeout is the proxy's client_header_timeout (NGINX's
+	// default 60 s): how long it waits for a request's header.
+	ClientHeaderTimeout time.Duration
 }
+
+// Limits of the request-side settings.
+const (
+	MaxAppTimeout          = time.Hour
+	MaxClientBodyBuffer    = 1 << 30
+	MaxClientHeaderTimeout = time.Hour
+)
 
 // Settings are the user's settings for components, from the scenario:
 // each component reads and validates its own.

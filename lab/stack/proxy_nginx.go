@@ -28,6 +28,12 @@ type nginxConfig struct {
 	Listen    string // 127.0.0.1:PORT
 	Upstream  string // Gunicorn's 127.0.0.1:PORT
 	Buffering bool
+	// The request side: proxy_request_buffering, client_body_buffer_size
+	// and client_header_timeout (NGINX's defaults when the deployment
+	// leaves them 0: on, 16k, 60s).
+	RequestBuffering    bool
+	ClientBodyBuffer    string
+	ClientHeaderTimeout string
 	// User and Group are set when running as root: NGINX then needs a
 	// user to hand temp directories to, and would otherwise look up its
 	// compiled-in default (which may not exist). With master_process off
@@ -37,8 +43,11 @@ type nginxConfig struct {
 }
 
 // nginxTemplate follows EXPERIMENTS.md section 1: one process, HTTP/1.1 to
-// the app, the published buffer sizes, proxy_buffering as the route says,
-// everything else at NGINX's defaults. NGINX passes the client's request
+// the app, the published buffer sizes, proxy_buffering and
+// proxy_request_buffering as the route says, everything else at NGINX's
+// defaults but client_max_body_size (0: no limit, so that an upload of any
+// size reaches the app). The request-side settings NGINX has defaults for
+// are written out with the deployment's values or those defaults. NGINX passes the client's request
 // headers upstream by default (X-Slowlab-Request-Id, traceparent), and asks
 // the app to close the connection after each response (no upstream
 // keepalive). Errors go to stderr, which the lab logs to the run's log dir.
@@ -62,6 +71,9 @@ http {
     access_log off;
     default_type application/octet-stream;
     client_body_temp_path {{.Dir}}/client_body_temp;
+    client_max_body_size 0;
+    client_body_buffer_size {{.ClientBodyBuffer}};
+    client_header_timeout {{.ClientHeaderTimeout}};
     proxy_temp_path {{.TempDir}};
     fastcgi_temp_path {{.Dir}}/fastcgi_temp;
     uwsgi_temp_path {{.Dir}}/uwsgi_temp;
@@ -74,6 +86,7 @@ http {
             proxy_pass http://{{.Upstream}};
             proxy_http_version 1.1;
             proxy_buffering {{if .Buffering}}on{{else}}off{{end}};
+            proxy_request_buffering {{if .RequestBuffering}}on{{else}}off{{end}};
             proxy_buffer_size 16k;
             proxy_buffers 4 16k;
             proxy_busy_buffers_size 32k;
@@ -113,7 +126,8 @@ func (c nginxConfig) render() ([]byte, error) {
 // nginxOwnedDirectives are set by the lab; a snippet that set them again
 // would make NGINX refuse the config ("directive is duplicate") or break
 // what the lab measures (the temp path, the route).
-var nginxOwnedDirectives = []string{"listen", "proxy_pass", "proxy_buffering",
+var nginxOwnedDirectives = []string{"listen", "proxy_pass", "proxy_buffering", "proxy_request_buffering",
+	"client_max_body_size", "client_body_buffer_size", "client_header_timeout", "client_body_temp_path",
 	"proxy_temp_path", "proxy_http_version", "proxy_buffer_size", "proxy_buffers", "proxy_busy_buffers_size",
 	"proxy_max_temp_file_size", "proxy_temp_file_write_size"}
 
@@ -243,7 +257,14 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	}
 	usr, grp := nginxUser()
 	cfg := nginxConfig{RunID: d.RunID, Dir: dir, TempDir: tempDir, Upstream: upstream,
-		Buffering: buffering, User: usr, Group: grp, Snippet: s.NginxSnippet}
+		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(),
+		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", User: usr, Group: grp, Snippet: s.NginxSnippet}
+	if d.ClientBodyBuffer != 0 {
+		cfg.ClientBodyBuffer = strconv.FormatInt(d.ClientBodyBuffer, 10)
+	}
+	if d.ClientHeaderTimeout != 0 {
+		cfg.ClientHeaderTimeout = strconv.Itoa(int(d.ClientHeaderTimeout/time.Second)) + "s"
+	}
 	conf := filepath.Join(dir, "nginx.conf")
 	var procs []string
 	if cg != nil {

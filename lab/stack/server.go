@@ -142,16 +142,37 @@ const (
 	RouteDirect       Route = "direct"
 	RouteBufferingOff Route = "proxy-buffering-off"
 	RouteBufferingOn  Route = "proxy-buffering-on"
+	// The request-body routes: the proxy reads the whole request body
+	// before it opens the upstream connection (NGINX's default,
+	// proxy_request_buffering on) or passes it on as it comes (off). Their
+	// responses are buffered, NGINX's default.
+	RouteRequestBufferingOn  Route = "proxy-request-buffering-on"
+	RouteRequestBufferingOff Route = "proxy-request-buffering-off"
 )
 
-// Routes lists the valid routes.
+// Routes lists the download routes (slow-client, buffer-sweep, external).
 var Routes = []Route{RouteDirect, RouteBufferingOff, RouteBufferingOn}
 
-// Valid reports whether r is a known route.
+// UploadRoutes lists the routes of request-body experiments (slow-upload).
+var UploadRoutes = []Route{RouteDirect, RouteRequestBufferingOn, RouteRequestBufferingOff}
+
+// Valid reports whether r is a download route.
 func (r Route) Valid() bool { return slices.Contains(Routes, r) }
+
+// Known reports whether r is any route a deployment can have.
+func (r Route) Known() bool { return r.Valid() || slices.Contains(UploadRoutes, r) }
 
 // Proxied reports whether the route goes through a proxy.
 func (r Route) Proxied() bool { return r != RouteDirect }
 
-// Buffering reports whether the route's proxy buffers responses.
-func (r Route) Buffering() bool { return r == RouteBufferingOn }
+// Buffering reports whether the route's proxy buffers responses: the
+// download route that says so, and the request-body routes (NGINX's
+// default).
+func (r Route) Buffering() bool {
+	return r == RouteBufferingOn || r == RouteRequestBufferingOn || r == RouteRequestBufferingOff
+}
+
+// RequestBuffering reports whether the route's proxy reads a request's
+// whole body before it passes the request on: every proxied route but
+// proxy-request-buffering-off (NGINX's default is on).
+func (r Route) RequestBuffering() bool { return r.Proxied() && r != RouteRequestBufferingOff }

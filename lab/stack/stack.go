@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/slowlab/slowlab/cgroup"
 )
@@ -296,8 +297,14 @@ func (s Stack) LoadgenLimits() (cgroup.Limits, bool) {
 
 func validateDeployment(d Deployment) error {
 	switch {
-	case !d.Route.Valid():
-		return fmt.Errorf("route %q: allowed %v", d.Route, Routes)
+	case !d.Route.Known():
+		return fmt.Errorf("route %q: allowed %v and %v", d.Route, Routes, UploadRoutes[1:])
+	case d.AppTimeout != 0 && (d.AppTimeout < time.Second || d.AppTimeout > MaxAppTimeout || d.AppTimeout%time.Second != 0):
+		return fmt.Errorf("app timeout %v: want 0 (the app's default) or whole seconds from 1s to %v", d.AppTimeout, MaxAppTimeout)
+	case d.ClientBodyBuffer != 0 && (d.ClientBodyBuffer < 1<<10 || d.ClientBodyBuffer > MaxClientBodyBuffer):
+		return fmt.Errorf("client body buffer %d: want 0 (the proxy's default) or %d..%d bytes", d.ClientBodyBuffer, 1<<10, MaxClientBodyBuffer)
+	case d.ClientHeaderTimeout != 0 && (d.ClientHeaderTimeout < time.Second || d.ClientHeaderTimeout > MaxClientHeaderTimeout || d.ClientHeaderTimeout%time.Second != 0):
+		return fmt.Errorf("client header timeout %v: want 0 (the proxy's default) or whole seconds from 1s to %v", d.ClientHeaderTimeout, MaxClientHeaderTimeout)
 	case d.Server.Workers < 1:
 		return fmt.Errorf("server workers %d: must be at least 1", d.Server.Workers)
 	case d.LargeSize < 0 || d.LargeSize > 1<<30:
