@@ -33,6 +33,11 @@ func Production() (dashboard.Dashboard, error) {
 			"counted as its processes minus one master (at least 1). When the two lines meet, every worker is stuck and other requests queue (SlowlabWorkersSaturated).",
 		query(fmt.Sprintf(`sum by (instance, group) (slowlab_process_wchan{wchan="sk_stream_wait_memory", %s})`, prodGroups), "{{instance}} {{group}} stuck writing"),
 		query(fmt.Sprintf("clamp_min(sum by (instance, group) (slowlab_processes{%s}) - 1, 1)", prodGroups), "{{instance}} {{group}} workers")))
+	b.WithPanel(timeSeries("Workers waiting for clients", units.Short,
+		"Processes blocked reading from a client that sends slowly or not at all (wait channel sk_wait_data: a slow upload, an idle or slowloris connection) against the group's workers. "+
+			"When the lines meet while the CPU panel is flat, every worker waits for a client and other requests queue (SlowlabWorkersWaitingForClients).",
+		query(fmt.Sprintf(`sum by (instance, group) (slowlab_process_wchan{wchan="sk_wait_data", %s})`, prodGroups), "{{instance}} {{group}} waiting for clients"),
+		query(fmt.Sprintf("clamp_min(sum by (instance, group) (slowlab_processes{%s}) - 1, 1)", prodGroups), "{{instance}} {{group}} workers")))
 	b.WithPanel(waitStatesPanel(prodGroups))
 	b.WithPanel(stackedSeries("Processes by state", units.Short,
 		"The group's processes by scheduler state; states with no process are hidden. Many in disk_sleep point at I/O, running at CPU.",
@@ -52,6 +57,11 @@ func Production() (dashboard.Dashboard, error) {
 	b.WithPanel(stackedSeries("TCP sockets by state", units.Short,
 		"The group's TCP sockets by state (listening sockets included); states with no socket are hidden. A growing close_wait count is a peer that left while the app still holds the socket.",
 		query(fmt.Sprintf("sum by (group, state) (slowlab_sockets{%s}) > 0", prodGroups), "{{group}} {{state}}")))
+	b.WithPanel(timeSeries("Client connections quiet for 60 s", units.Short,
+		"The group's client (accepted) connections that have received nothing for 10 s, 60 s and 300 s, against its established connections. "+
+			"Requests keep a connection busy; a large quiet share is idle clients holding connections, each one a worker on a sync server (SlowlabIdleConnectionsHigh).",
+		query(fmt.Sprintf(`sum by (group, quiet) (slowlab_sockets_quiet{side="accepted", %s})`, prodGroups), "{{group}} quiet {{quiet}}"),
+		query(fmt.Sprintf(`sum by (group) (slowlab_sockets{state="established", %s})`, prodGroups), "{{group}} established")))
 	b.WithPanel(timeSeries("Socket receive-queue bytes", units.BytesIEC,
 		"Bytes received on the group's TCP sockets and not yet read by the process, by side: accepted, requests waiting for a worker to read them; connected, responses from upstreams the group has not read (a proxy with buffering off reads the app only as fast as its slow client).",
 		query(fmt.Sprintf("sum by (group, side) (slowlab_socket_receive_queue_bytes{%s})", prodGroups), "{{group}} {{side}}")))

@@ -52,7 +52,7 @@ func fixtureSockets(t testing.TB) func(uint8) ([]tcpSocket, error) {
 			}
 			var fam, state, port uint64
 			var s tcpSocket
-			if _, err := fmt.Sscan(sc.Text(), &fam, &state, &s.inode, &port, &s.rqueue, &s.wqueue, &s.notsent); err != nil {
+			if _, err := fmt.Sscan(sc.Text(), &fam, &state, &s.inode, &port, &s.rqueue, &s.wqueue, &s.notsent, &s.lastDataRecv); err != nil {
 				return nil, fmt.Errorf("sockets.txt: %q: %w", sc.Text(), err)
 			}
 			s.state, s.localPort = uint8(state), uint16(port)

@@ -66,8 +66,31 @@ func runHelper(mode string) int {
 		// A blocking writer like a sync worker: plain syscalls on the main
 		// thread, writing until the peer's buffers and ours are full.
 		return blockingSend(os.Getenv("SLOWLAB_ADDR"))
+	case "recv":
+		// A sync worker waiting for a request: accept one connection on the
+		// inherited listener (fd 3) and block reading it, plain syscalls
+		// on the main thread, until the peer closes.
+		return blockingRecv()
 	}
 	return 2
+}
+
+func blockingRecv() int {
+	fd, _, err := syscall.Accept(3)
+	if err != nil {
+		return 8
+	}
+	buf := make([]byte, 4096)
+	for {
+		n, err := syscall.Read(fd, buf)
+		switch {
+		case err == syscall.EINTR:
+		case err != nil:
+			return 9
+		case n == 0:
+			return 0
+		}
+	}
 }
 
 func blockingSend(addr string) int {

@@ -314,6 +314,69 @@ func TestRealBlockedSender(t *testing.T) {
 		"/proc/PID/stack is unreadable (%v) and the kernel names the generic wait_woken: a blocked write cannot be told from a blocked read", stackErr))
 }
 
+// TestRealQuietClient has a blocking reader (a sync worker waiting for a
+// request) accept a connection whose client sends nothing: the reader
+// sleeps in sk_wait_data, and the connection counts as quiet on the
+// accepted side once 10 s pass without data, and no longer once the client
+// sends a byte.
+func TestRealQuietClient(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	lf, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	reader := startHelper(t, "recv", nil, lf)
+	client, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	e, err := New(Config{Groups: []Group{{Name: "reader", Selectors: []string{"pid:" + strconv.Itoa(reader.pid())}}}},
+		Options{Collectors: map[string]bool{"cgroup": false, "tempfiles": false}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		quiet10  = "slowlab_sockets_quiet{reader,10s,accepted}"
+		quiet60  = "slowlab_sockets_quiet{reader,60s,accepted}"
+		reading  = "slowlab_process_wchan{reader,sk_wait_data}"
+		accepted = "slowlab_sockets{reader,established}"
+	)
+	var v map[string]float64
+	start := time.Now()
+	if !waitFor(func() bool { v = values(t, e); return v[quiet10] == 1 }) {
+		t.Fatalf("the idle client's connection never counted as quiet for 10 s: %v", v)
+	}
+	if held := time.Since(start); held < 9*time.Second {
+		// The connection was made just before start: quiet for 10 s
+		// cannot be seen sooner.
+		t.Errorf("quiet for 10 s after %v", held)
+	}
+	if v[quiet60] != 0 || v[accepted] != 1 {
+		t.Errorf("quiet 60s %v (want 0), established %v (want 1)", v[quiet60], v[accepted])
+	}
+	if _, stackErr := os.ReadFile(filepath.Join(DefaultProcFS, strconv.Itoa(reader.pid()), "stack")); stackErr == nil && v[reading] != 1 {
+		var wchans []string
+		for k, n := range v {
+			if strings.HasPrefix(k, "slowlab_process_wchan") && n > 0 {
+				wchans = append(wchans, fmt.Sprintf("%s=%v", k, n))
+			}
+		}
+		t.Errorf("the reader is not counted in sk_wait_data: %v", wchans)
+	}
+	if _, err := client.Write([]byte("G")); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { v = values(t, e); return v[quiet10] == 0 }) {
+		t.Fatalf("the connection still counts as quiet after the client sent a byte: %v", v[quiet10])
+	}
+}
+
 // tcpInfoHasNotsent reports whether the kernel's struct tcp_info reaches
 // tcpi_notsent_bytes (Linux 4.6+), which sock_diag reports in the same
 // struct: a shorter one leaves slowlab_socket_notsent_bytes at 0.

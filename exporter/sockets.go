@@ -30,7 +30,16 @@ var (
 		"Bytes in the group's TCP send queues not yet sent even once (TCP_INFO tcpi_notsent_bytes), a part of the send queue, by side: accepted or connected.", "side")
 	socketCount = newGroupDesc("slowlab_sockets",
 		"TCP sockets of the group by state.", "state")
+	socketQuiet = newGroupDesc("slowlab_sockets_quiet",
+		"Established TCP sockets of the group that have received no data for at least `quiet` (TCP_INFO tcpi_last_data_recv; a connection that never sent anything counts from its handshake), by side: accepted (clients holding a connection without sending: idle or abandoned keep-alive, or a request never sent) or connected.", "side", "quiet")
 )
+
+// quietAfter are the thresholds of slowlab_sockets_quiet, cumulative: a
+// socket quiet for 2 minutes counts in all three.
+var quietAfter = []struct {
+	label string
+	ms    uint32
+}{{"10s", 10_000}, {"60s", 60_000}, {"300s", 300_000}}
 
 // tcpStates are the kernel's TCP states (include/net/tcp_states.h), index =
 // state number; all are exported for every group.
@@ -39,7 +48,10 @@ var tcpStates = []string{
 	"close", "close_wait", "last_ack", "listen", "closing", "new_syn_recv",
 }
 
-const tcpListen = 10
+const (
+	tcpEstablished = 1
+	tcpListen      = 10
+)
 
 // tcpSocket is what the collector needs from one sock_diag record.
 type tcpSocket struct {
@@ -48,6 +60,9 @@ type tcpSocket struct {
 	localPort      uint16
 	rqueue, wqueue uint32
 	notsent        uint32
+	// lastDataRecv is TCP_INFO tcpi_last_data_recv: milliseconds since
+	// the socket last received data (or since its handshake).
+	lastDataRecv uint32
 }
 
 // socketsCollector matches TCP sockets from one sock_diag dump to groups by
@@ -65,6 +80,7 @@ var sides = [2]string{"accepted", "connected"}
 
 type socketTotals struct {
 	send, recv, notsent [2]float64 // by side
+	quiet               [2][3]int  // by side and quietAfter
 	states              [13]int
 }
 
@@ -140,6 +156,13 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 			tt.send[side] += float64(m.s.wqueue)
 			tt.recv[side] += float64(m.s.rqueue)
 			tt.notsent[side] += float64(m.s.notsent)
+			if m.s.state == tcpEstablished {
+				for q, after := range quietAfter {
+					if m.s.lastDataRecv >= after.ms {
+						tt.quiet[side][q]++
+					}
+				}
+			}
 		}
 	}
 	for i, t := range targets {
@@ -148,6 +171,9 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 			ch <- t.metric(socketSendQueue, prometheus.GaugeValue, tt.send[side], name)
 			ch <- t.metric(socketRecvQueue, prometheus.GaugeValue, tt.recv[side], name)
 			ch <- t.metric(socketNotSent, prometheus.GaugeValue, tt.notsent[side], name)
+			for q, after := range quietAfter {
+				ch <- t.metric(socketQuiet, prometheus.GaugeValue, float64(tt.quiet[side][q]), name, after.label)
+			}
 		}
 		for st := 1; st < len(tcpStates); st++ {
 			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
@@ -196,6 +222,7 @@ func dumpTCPNetlink(family uint8) ([]tcpSocket, error) {
 		s := tcpSocket{state: m.State, inode: uint64(m.INode), localPort: m.ID.SourcePort, rqueue: m.RQueue, wqueue: m.WQueue}
 		if r.TCPInfo != nil {
 			s.notsent = r.TCPInfo.Notsent_bytes
+			s.lastDataRecv = r.TCPInfo.Last_data_recv
 		}
 		out = append(out, s)
 	}

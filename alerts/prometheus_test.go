@@ -1,0 +1,111 @@
+package alerts
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/exporter"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab/stack"
+)
+
+var forClause = regexp.MustCompile(`(?m)^(\s+for:) \S+$`)
+
+// TestProductionAlertsOnRealGunicorn runs the production rules on a real
+// Prometheus that scrapes the exporter watching a real Gunicorn with two
+// sync workers, and has clients connect to it and send nothing: both
+// workers take one each and block reading it, the rest wait in the listen
+// backlog. SlowlabWorkersWaitingForClients fires for the app's group, and
+// once the connections have been quiet for a minute
+// SlowlabIdleConnectionsHigh does too. Every `for` is cut to 2 s; the
+// minute of quiet is the rule's own and is waited for.
+func TestProductionAlertsOnRealGunicorn(t *testing.T) {
+	server, err := stack.ParseServer("sync-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := stack.Lookup(stack.NameReal, server)
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	slowlabtest.Require(t, err == nil, why)
+	slowlabtest.RequireRoot(t, "reading the workers' kernel stacks (sk_wait_data)")
+	// A worker timeout longer than the test: the workers holding the idle
+	// connections are not killed and replaced meanwhile.
+	d := stack.Deployment{RunID: "alerts-" + strconv.Itoa(os.Getpid()), Route: stack.RouteDirect, Server: server,
+		AppTimeout: 10 * time.Minute, LogDir: t.TempDir(), WorkDir: t.TempDir()}
+	r, err := st.Start(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop() })
+	_, port, _ := net.SplitHostPort(r.AppAddr())
+	// The port: selector counts the connections still in the backlog,
+	// which no process holds yet.
+	e, err := exporter.New(exporter.Config{Groups: []exporter.Group{{Name: "app", Selectors: append(r.Groups()["app"], "port:"+port)}}},
+		exporter.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.Handler())
+	defer srv.Close()
+
+	rules, err := os.ReadFile(RulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: slowlab-exporter
+    static_configs: [{targets: [%q]}]
+`, strings.TrimPrefix(srv.URL, "http://"))
+	prom := slowlabtest.StartPrometheus(t, cfg, map[string]string{"rules.yml": forClause.ReplaceAllString(string(rules), "$1 2s")})
+
+	alert := func(name string) string {
+		return fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing",group="app"}`, name)
+	}
+	// Before any client: the workers wait for connections, not data.
+	slowlabtest.WaitFor(t, "5 scrapes of the app's group", func() bool {
+		v := prom.Query(`count_over_time(slowlab_processes{group="app",state="sleeping"}[1m])`)
+		return len(v) > 0 && v[0].Value >= 5
+	}, nil)
+	for _, name := range []string{"SlowlabWorkersWaitingForClients", "SlowlabIdleConnectionsHigh"} {
+		if v := prom.Query(alert(name)); len(v) > 0 {
+			t.Errorf("%s firing before any client connected: %v", name, v)
+		}
+	}
+
+	const clients = 12
+	for range clients {
+		c, err := net.Dial("tcp4", r.AppAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	detail := func() string {
+		return fmt.Sprintf("sk_wait_data %v, quiet %v, established %v",
+			prom.Query(`slowlab_process_wchan{group="app",wchan="sk_wait_data"}`),
+			prom.Query(`slowlab_sockets_quiet{group="app",side="accepted"}`),
+			prom.Query(`slowlab_sockets{group="app",state="established"}`))
+	}
+	slowlabtest.WaitFor(t, "SlowlabWorkersWaitingForClients firing", func() bool {
+		return len(prom.Query(alert("SlowlabWorkersWaitingForClients"))) > 0
+	}, detail)
+	slowlabtest.WaitFor(t, "SlowlabIdleConnectionsHigh firing", func() bool {
+		return len(prom.Query(alert("SlowlabIdleConnectionsHigh"))) > 0
+	}, detail)
+	if v := prom.Query(`slowlab_sockets_quiet{group="app",side="accepted",quiet="60s"}`); len(v) != 1 || v[0].Value != clients {
+		t.Errorf("quiet for 60 s: %v, want the %d idle clients", v, clients)
+	}
+}
