@@ -3,6 +3,7 @@ package netem
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -32,6 +33,7 @@ type Device interface {
 // LineConfig configures a DelayLine.
 type LineConfig struct {
 	Delay      time.Duration // added to every packet
+	Loss       float64       // percent of packets dropped at random on arrival
 	Rate       int64         // bytes per second the line paces at; 0 for no limit
 	QueueLimit int           // packets waiting; more are dropped; DefaultQueueLimit when 0
 	MaxPacket  int           // largest packet read; 65535 when 0
@@ -58,7 +60,10 @@ type DelayLine struct {
 	mu      sync.Mutex
 	late    []time.Duration // lateness of packets written since the last take
 	dropped int             // packets dropped (queue full, write failed, line closed) since the last take
-	err     error           // why the reader stopped, if not a close
+
+	// Since the start: packets read, and those dropped at random (Loss).
+	arrived, lost atomic.Int64
+	err           error // why the reader stopped, if not a close
 }
 
 type packet struct {
@@ -111,6 +116,11 @@ func (l *DelayLine) read() {
 			return
 		}
 		now := time.Now()
+		l.arrived.Add(1)
+		if l.c.Loss > 0 && rand.Float64()*100 < l.c.Loss {
+			l.lost.Add(1)
+			continue
+		}
 		if len(l.queue) == cap(l.queue) {
 			l.mu.Lock()
 			l.dropped++
@@ -242,6 +252,31 @@ func (l *DelayLine) take() ([]time.Duration, int) {
 	late, dropped := l.late, l.dropped
 	l.late, l.dropped = nil, 0
 	return late, dropped
+}
+
+// Counts returns the packets the line has read since it started, and how
+// many of them it dropped at random (LineConfig.Loss).
+func (l *DelayLine) Counts() Loss {
+	return Loss{Packets: l.arrived.Load(), Lost: l.lost.Load()}
+}
+
+// Loss is how many packets entered a path (or a line), and how many of
+// them it dropped.
+type Loss struct {
+	Packets, Lost int64
+}
+
+// Pct is the share of the packets lost, in percent (0 without packets).
+func (l Loss) Pct() float64 {
+	if l.Packets == 0 {
+		return 0
+	}
+	return 100 * float64(l.Lost) / float64(l.Packets)
+}
+
+// Sub returns the packets and losses since before.
+func (l Loss) Sub(before Loss) Loss {
+	return Loss{Packets: l.Packets - before.Packets, Lost: l.Lost - before.Lost}
 }
 
 // Lateness is how late a delay line wrote packets: actual write minus due.

@@ -20,14 +20,17 @@
 //
 //   - netem: a veth pair between the namespaces (MTU 1500, static neighbour
 //     entries so ARP adds no round trip) with a netem qdisc delaying each
-//     end's egress by Delay, so the round trip is 2*Delay.
+//     end's egress by Delay, so the round trip is 2*Delay (or by DelayUp at
+//     the client's end and DelayDown at the server's), dropping Loss
+//     percent at random and pacing at Rate.
 //   - tun: where adding the netem qdisc fails with ENOENT (kernels built
 //     without sch_netem), a TUN device in each namespace (MTU 1500, no
 //     offloads, so every packet is at most one MTU as on a real link) and
 //     one DelayLine per direction in this process. A DelayLine reads a
 //     packet from one TUN device and writes it to the other when it is due:
 //     due = max(arrival + Delay, previous due), so order is kept, optionally
-//     after pacing at Rate. It records every packet's lateness (actual write
+//     after pacing at Rate; it drops Loss percent of the packets at random
+//     as they arrive. It records every packet's lateness (actual write
 //     minus due); a path whose p99 lateness exceeds MaxP99Lateness did not
 //     delay faithfully (Lateness.Valid). To keep lateness in tens of
 //     microseconds on a busy host, the reader and the writer each own an
@@ -45,6 +48,10 @@
 // Both namespaces disable IPv6 (no router solicitations or MLD reports
 // travel the path) and set tcp_no_metrics_save, so every new connection
 // starts cold instead of inheriting the previous one's RTT and ssthresh.
+//
+// Path.Counts reports the packets that entered the path and those it
+// dropped, from the delay lines or the netem qdiscs' statistics: the loss
+// the path applied, which a run reports beside the loss it asked for.
 //
 // Privileges: creating a namespace needs CAP_SYS_ADMIN and configuring
 // links CAP_NET_ADMIN (root); without them New fails with an error that

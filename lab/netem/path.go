@@ -36,8 +36,15 @@ var Methods = []Method{MethodAuto, MethodNetem, MethodTUN, MethodNone}
 // Ethernet.
 const MTU = 1500
 
-// MaxDelay bounds Config.Delay.
+// MaxDelay bounds Config.Delay, DelayUp and DelayDown.
 const MaxDelay = 10 * time.Second
+
+// MaxLoss bounds Config.Loss, in percent: beyond it TCP barely moves and
+// nothing measured would mean anything.
+const MaxLoss = 50.0
+
+// MinRate is the lowest Config.Rate, in bytes per second (64 kbit/s).
+const MinRate = 8000
 
 // ErrNoNetem is wrapped by New's error when MethodNetem was asked for and
 // the kernel has no netem qdisc (adding one fails with ENOENT).
@@ -52,9 +59,16 @@ const (
 
 // Config configures a Path.
 type Config struct {
-	Delay  time.Duration // added one way, in each direction: the RTT grows by 2*Delay
-	Rate   int64         // bytes per second in each direction; 0 for no limit
-	Method Method        // MethodAuto when ""
+	Delay time.Duration // added one way, in each direction: the RTT grows by 2*Delay
+	// DelayUp and DelayDown, when either is set, replace Delay (which must
+	// then be 0): the one-way delay from client to server and from server
+	// to client. The RTT grows by their sum.
+	DelayUp, DelayDown time.Duration
+	// Loss is the percentage of packets dropped at random in each
+	// direction, independently (netem loss random); 0 for none.
+	Loss   float64
+	Rate   int64  // bytes per second in each direction; 0 for no limit
+	Method Method // MethodAuto when ""
 	// CongestionControl is set (TCP_CONGESTION) on the sockets Listen and
 	// DialContext create; the namespace default when "".
 	CongestionControl string
@@ -66,17 +80,29 @@ func (c Config) Validate() error {
 	if c.Method != "" && !slices.Contains(Methods, c.Method) {
 		return fmt.Errorf("method %q: allowed auto, netem, tun, none", c.Method)
 	}
-	if c.Delay < 0 || c.Delay > MaxDelay {
-		return fmt.Errorf("delay %s: allowed 0 to %s", c.Delay, MaxDelay)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"delay", c.Delay}, {"delay up", c.DelayUp}, {"delay down", c.DelayDown}} {
+		if d.v < 0 || d.v > MaxDelay {
+			return fmt.Errorf("%s %s: allowed 0 to %s", d.name, d.v, MaxDelay)
+		}
+	}
+	if c.Delay > 0 && (c.DelayUp > 0 || c.DelayDown > 0) {
+		return fmt.Errorf("delay %s with delay up %s and down %s: give either one delay for both directions or one per direction", c.Delay, c.DelayUp, c.DelayDown)
+	}
+	if c.Loss < 0 || c.Loss > MaxLoss || c.Loss != c.Loss {
+		return fmt.Errorf("loss %g%%: allowed 0 to %g%%", c.Loss, MaxLoss)
 	}
 	if c.Rate < 0 {
 		return fmt.Errorf("rate %d: must be 0 (no limit) or more bytes per second", c.Rate)
 	}
-	if c.Rate > 0 && c.Rate < 1000 {
-		return fmt.Errorf("rate %d: at least 1000 bytes per second, or 0 for no limit", c.Rate)
+	if c.Rate > 0 && c.Rate < MinRate {
+		return fmt.Errorf("rate %d bytes/s: at least %d bytes/s (64 kbit/s), or 0 for no limit", c.Rate, MinRate)
 	}
-	if c.Method == MethodNone && (c.Delay > 0 || c.Rate > 0) {
-		return fmt.Errorf("method none with delay %s and rate %d: none adds no delay; use auto, netem or tun", c.Delay, c.Rate)
+	if c.Method == MethodNone && !c.plain() {
+		return fmt.Errorf("method none with delay %s (up %s, down %s), loss %g%% and rate %d: none adds nothing; use auto, netem or tun",
+			c.Delay, c.DelayUp, c.DelayDown, c.Loss, c.Rate)
 	}
 	if c.QueueLimit < 0 || c.QueueLimit > 1_000_000 {
 		return fmt.Errorf("queue limit %d: allowed 0 (default %d) to 1000000", c.QueueLimit, DefaultQueueLimit)
@@ -87,12 +113,27 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// plain reports whether the path adds nothing: no delay, loss or rate.
+func (c Config) plain() bool {
+	return c.Delay == 0 && c.DelayUp == 0 && c.DelayDown == 0 && c.Loss == 0 && c.Rate == 0
+}
+
+// oneWay returns the delays from client to server and back.
+func (c Config) oneWay() (up, down time.Duration) {
+	if c.DelayUp > 0 || c.DelayDown > 0 {
+		return c.DelayUp, c.DelayDown
+	}
+	return c.Delay, c.Delay
+}
+
 // Path is a client namespace and a server namespace joined by a delayed
 // link. Create it with New; Close removes everything.
 type Path struct {
 	Name                   string // slowlab-<random>
 	Method                 Method // the method in use (never auto)
 	Delay                  time.Duration
+	DelayUp, DelayDown     time.Duration // client to server, server to client
+	Loss                   float64       // percent, each direction
 	Client, Server         *Namespace
 	ClientAddr, ServerAddr netip.Addr
 
@@ -114,7 +155,8 @@ func New(ctx context.Context, c Config) (_ *Path, err error) {
 		c.Method = MethodAuto
 	}
 	x := byte(rand.IntN(256))
-	p := &Path{Name: fmt.Sprintf("slowlab-%06x", rand.IntN(1<<24)), Delay: c.Delay, cc: c.CongestionControl,
+	up, down := c.oneWay()
+	p := &Path{Name: fmt.Sprintf("slowlab-%06x", rand.IntN(1<<24)), Delay: c.Delay, DelayUp: up, DelayDown: down, Loss: c.Loss, cc: c.CongestionControl,
 		ClientAddr: netip.AddrFrom4([4]byte{10, 255, x, 1}), ServerAddr: netip.AddrFrom4([4]byte{10, 255, x, 2})}
 	defer func() {
 		if err != nil {
@@ -138,7 +180,7 @@ func New(ctx context.Context, c Config) (_ *Path, err error) {
 	p.Method = c.Method
 	if p.Method == MethodAuto {
 		p.Method = MethodNetem
-		if c.Delay == 0 && c.Rate == 0 {
+		if c.plain() {
 			p.Method = MethodNone
 		}
 	}
@@ -238,9 +280,14 @@ func (p *Path) setupVeth(c *Config) error {
 	if limit == 0 {
 		limit = 10000 // packets in flight over the delay, per direction
 	}
+	up, down := c.oneWay()
 	for i, e := range ends {
+		delay := up // the client's end sends toward the server
+		if i == 1 {
+			delay = down
+		}
 		q := netlink.NewNetem(netlink.QdiscAttrs{LinkIndex: links[i].Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT},
-			netlink.NetemQdiscAttrs{Latency: uint32(c.Delay.Microseconds()), Limit: limit, Rate64: uint64(c.Rate)})
+			netlink.NetemQdiscAttrs{Latency: uint32(delay.Microseconds()), Limit: limit, Loss: float32(c.Loss), Rate64: uint64(c.Rate)})
 		if err := e.ns.nl.QdiscAdd(q); err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				return fmt.Errorf("namespace %s: add netem qdisc to %s: %w: %w", e.ns.Name, e.link, ErrNoNetem, err)
@@ -282,8 +329,11 @@ func (p *Path) setupTUN(c Config) error {
 		return err
 	}
 	p.tuns = append(p.tuns, srv)
-	lc := LineConfig{Delay: c.Delay, Rate: c.Rate, QueueLimit: c.QueueLimit}
-	p.lines = []*DelayLine{StartLine(cli, srv, lc), StartLine(srv, cli, lc)}
+	up, down := c.oneWay()
+	lc := LineConfig{Delay: up, Loss: c.Loss, Rate: c.Rate, QueueLimit: c.QueueLimit}
+	upLine := StartLine(cli, srv, lc)
+	lc.Delay = down
+	p.lines = []*DelayLine{upLine, StartLine(srv, cli, lc)}
 	return nil
 }
 
@@ -345,6 +395,9 @@ func (p *Path) CongestionControl() string {
 	return cc
 }
 
+// RTT is the round-trip time the path adds.
+func (p *Path) RTT() time.Duration { return p.DelayUp + p.DelayDown }
+
 // TakeLateness returns the lateness of the packets the delay lines (both
 // directions) forwarded since the previous call. Only MethodTUN has delay
 // lines; the others report no packets.
@@ -357,6 +410,45 @@ func (p *Path) TakeLateness() Lateness {
 		dropped += d
 	}
 	return summarize(all, dropped)
+}
+
+// Counts returns the packets that entered the path in both directions
+// since it was made, and how many it dropped: the delay lines' random
+// losses (tun), or the netem qdiscs' drops, random or over their queue
+// limit (netem; a packet counts when it leaves the qdisc or is dropped, so
+// the ones still delayed are not in yet). Subtract two Counts for an
+// interval's loss as applied.
+func (p *Path) Counts() (Loss, error) {
+	var sum Loss
+	for _, l := range p.lines {
+		c := l.Counts()
+		sum.Packets += c.Packets
+		sum.Lost += c.Lost
+	}
+	if p.Method != MethodNetem {
+		return sum, nil
+	}
+	for _, e := range []struct {
+		ns   *Namespace
+		link string
+	}{{p.Client, clientLink}, {p.Server, serverLink}} {
+		l, err := e.ns.nl.LinkByName(e.link)
+		if err != nil {
+			return Loss{}, fmt.Errorf("namespace %s: %s: %w", e.ns.Name, e.link, err)
+		}
+		qs, err := e.ns.nl.QdiscList(l)
+		if err != nil {
+			return Loss{}, fmt.Errorf("namespace %s: qdiscs of %s: %w", e.ns.Name, e.link, err)
+		}
+		i := slices.IndexFunc(qs, func(q netlink.Qdisc) bool { return q.Type() == "netem" })
+		if i < 0 || qs[i].Attrs().Statistics == nil || qs[i].Attrs().Statistics.Basic == nil || qs[i].Attrs().Statistics.Queue == nil {
+			return Loss{}, fmt.Errorf("namespace %s: %s has no netem qdisc with statistics", e.ns.Name, e.link)
+		}
+		st := qs[i].Attrs().Statistics
+		sum.Packets += int64(st.Basic.Packets) + int64(st.Queue.Drops)
+		sum.Lost += int64(st.Queue.Drops)
+	}
+	return sum, nil
 }
 
 // Close stops the delay lines, removes the links and TUN devices and

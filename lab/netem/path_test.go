@@ -273,3 +273,157 @@ func TestPermissionError(t *testing.T) {
 		t.Errorf("error does not say what is needed: %s", out)
 	}
 }
+
+// udpPair returns a UDP socket in the server namespace and one in the
+// client namespace connected to each other.
+func udpPair(t *testing.T, p *Path) (srv, cli *net.UDPConn) {
+	t.Helper()
+	err := p.Server.Do(func() (err error) {
+		srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.ServerAddr, 0)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	err = p.Client.Do(func() (err error) {
+		cli, err = net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return srv, cli
+}
+
+// oneWay sends n timestamped datagrams with send and returns the one-way
+// time of each that recv got before a gap of a second.
+func oneWay(t *testing.T, n int, send func([]byte) error, recv func([]byte) (int, error), setDeadline func(time.Time) error) []time.Duration {
+	t.Helper()
+	got := make(chan []time.Duration, 1)
+	go func() {
+		var d []time.Duration
+		buf := make([]byte, 64)
+		for {
+			setDeadline(time.Now().Add(time.Second))
+			m, err := recv(buf)
+			if err != nil || m < 8 {
+				break
+			}
+			d = append(d, time.Duration(time.Now().UnixNano()-int64(binary.BigEndian.Uint64(buf))))
+		}
+		got <- d
+	}()
+	msg := make([]byte, 8)
+	for i := range n {
+		binary.BigEndian.PutUint64(msg, uint64(time.Now().UnixNano()))
+		if err := send(msg); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 9 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return <-got
+}
+
+// TestPathAsymmetricDelay gives each direction its own delay (5 ms up,
+// 30 ms down) on both kinds of delaying path: a datagram from the client
+// takes at least 5 ms and less than 30, one back at least 30 ms; the
+// clocks of both ends are this process's.
+func TestPathAsymmetricDelay(t *testing.T) {
+	requireRoot(t)
+	const up, down = 5 * time.Millisecond, 30 * time.Millisecond
+	for _, m := range []Method{MethodNetem, MethodTUN} {
+		t.Run(string(m), func(t *testing.T) {
+			p, ok := newPathOr(t, Config{Method: m, DelayUp: up, DelayDown: down})
+			if !ok {
+				return
+			}
+			if p.RTT() != up+down {
+				t.Errorf("RTT %s, want %s", p.RTT(), up+down)
+			}
+			srv, cli := udpPair(t, p)
+			ups := oneWay(t, 50, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline)
+			peer := cli.LocalAddr().(*net.UDPAddr)
+			downs := oneWay(t, 50, func(b []byte) error { _, err := srv.WriteToUDP(b, peer); return err }, cli.Read, cli.SetReadDeadline)
+			if len(ups) != 50 || len(downs) != 50 {
+				t.Fatalf("%d of 50 datagrams up and %d of 50 down arrived", len(ups), len(downs))
+			}
+			slices.Sort(ups)
+			slices.Sort(downs)
+			t.Logf("%s: up min %s p50 %s, down min %s p50 %s", p.Method, ups[0], ups[25], downs[0], downs[25])
+			if ups[0] < up || ups[25] >= down {
+				t.Errorf("up: min %s, median %s: want at least %s and well under %s", ups[0], ups[25], up, down)
+			}
+			if downs[0] < down {
+				t.Errorf("down: min %s, want at least %s", downs[0], down)
+			}
+		})
+	}
+}
+
+// TestPathLoss drops 10% of the packets at random on both kinds of
+// delaying path: of 2000 datagrams sent one way, the path counts every one
+// in Counts, the ones it reports lost are exactly the ones that did not
+// arrive, and they are 10% within 3 points (the binomial's standard
+// deviation is 0.67 points).
+func TestPathLoss(t *testing.T) {
+	requireRoot(t)
+	const n, loss = 2000, 10.0
+	for _, m := range []Method{MethodNetem, MethodTUN} {
+		t.Run(string(m), func(t *testing.T) {
+			p, ok := newPathOr(t, Config{Method: m, Delay: time.Millisecond, Loss: loss})
+			if !ok {
+				return
+			}
+			srv, cli := udpPair(t, p)
+			before, err := p.Counts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := oneWay(t, n, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline)
+			after, err := p.Counts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := after.Sub(before)
+			t.Logf("%s: %d of %d arrived; path counted %d packets, %d lost (%.2f%%)", p.Method, len(got), n, c.Packets, c.Lost, c.Pct())
+			if c.Packets != n || int(c.Lost) != n-len(got) {
+				t.Errorf("counted %d packets and %d lost, want %d and the %d that did not arrive", c.Packets, c.Lost, n, n-len(got))
+			}
+			if math.Abs(c.Pct()-loss) > 3 {
+				t.Errorf("lost %.2f%%, want %g%% within 3 points", c.Pct(), loss)
+			}
+		})
+	}
+}
+
+// newPathOr creates a path with the method c names. A kernel built
+// without sch_netem (this project's test machines) cannot have a netem
+// path, and no package installs one: the test is skipped, saying so, after
+// checking the failed attempt left nothing behind; ok is then false.
+func newPathOr(t *testing.T, c Config) (*Path, bool) {
+	t.Helper()
+	procs := runtime.GOMAXPROCS(0)
+	p, err := New(context.Background(), c)
+	if errors.Is(err, ErrNoNetem) {
+		netemtest.CheckNothingLeft(t)
+		t.Skipf("this kernel cannot run a netem path (the tun path is tested instead): %v", err)
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		netemtest.CheckNothingLeft(t)
+		if got := runtime.GOMAXPROCS(0); got != procs {
+			t.Errorf("GOMAXPROCS %d after Close, was %d", got, procs)
+		}
+	})
+	return p, true
+}
