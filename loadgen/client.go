@@ -51,7 +51,14 @@ type Result struct {
 	// TCPMinRTT is the connection's minimum RTT (TCP_INFO), with
 	// ClientOptions.TCPInfo; 0 otherwise.
 	TCPMinRTT time.Duration
-	Err       error
+	// TLSHandshake is how long the TLS handshake of a new connection took
+	// (httptrace TLSHandshakeStart to TLSHandshakeDone), 0 without one;
+	// TLSVersion its version (tls.VersionTLS13, ...) and TLSResumed
+	// whether it resumed an earlier session.
+	TLSHandshake time.Duration
+	TLSVersion   uint16
+	TLSResumed   bool
+	Err          error
 	// NotSent marks an open-loop request whose schedule was stopped before
 	// it was due: Start is zero, nothing was measured and Err is ErrNotSent.
 	NotSent bool
@@ -84,6 +91,9 @@ type ClientOptions struct {
 	// time as the kernel measured it (Result.TCPMinRTT), at the cost of a
 	// getsockopt per request.
 	TCPInfo bool
+	// TLS configures https:// requests (nil: the standard defaults). Give
+	// it a ClientSessionCache to resume sessions on new connections.
+	TLS *tls.Config
 }
 
 // Client sends GET requests and times their phases with httptrace.
@@ -111,6 +121,7 @@ func NewClient(o ClientOptions) *Client {
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   false,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+		TLSClientConfig:     o.TLS,
 	}
 	return &Client{hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, opts: o, tracer: newTracer(o.TracerProvider)}
 }
@@ -192,6 +203,10 @@ type phases struct {
 	ttfbAt       time.Duration
 	conn         net.Conn
 	minRTTAt     time.Duration
+	tlsStart     time.Time
+	tlsTook      time.Duration
+	tlsVersion   uint16
+	tlsResumed   bool
 }
 
 func (p *phases) hooks(start time.Time) *httptrace.ClientTrace {
@@ -202,6 +217,14 @@ func (p *phases) hooks(start time.Time) *httptrace.ClientTrace {
 			defer p.mu.Unlock()
 			if err == nil && !p.connectStart.IsZero() {
 				p.connect = time.Since(p.connectStart)
+			}
+		},
+		TLSHandshakeStart: func() { p.mu.Lock(); p.tlsStart = time.Now(); p.mu.Unlock() },
+		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if err == nil && !p.tlsStart.IsZero() {
+				p.tlsTook, p.tlsVersion, p.tlsResumed = time.Since(p.tlsStart), cs.Version, cs.DidResume
 			}
 		},
 		GotConn: func(info httptrace.GotConnInfo) {
@@ -233,11 +256,15 @@ func (p *phases) into(r *Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r.Connect, r.NewConn, r.TTFB, r.TCPMinRTT = p.connect, p.newConn, p.ttfbAt, p.minRTTAt
+	r.TLSHandshake, r.TLSVersion, r.TLSResumed = p.tlsTook, p.tlsVersion, p.tlsResumed
 }
 
 // minRTT is the kernel's minimum round-trip time of a TCP connection
 // (TCP_INFO tcpi_min_rtt, else tcpi_rtt), 0 when it cannot be read.
 func minRTT(conn net.Conn) time.Duration {
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
 	tc, ok := conn.(*net.TCPConn)
 	if !ok {
 		return 0

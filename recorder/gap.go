@@ -24,11 +24,16 @@ type GapRow struct {
 	// The server's figures through the last body byte written, on the
 	// same requests.
 	ServerLastByteMS, ServerLastByteBlindPct Maybe
+	GapSettings
+	// HandshakeMS is the median TLS handshake of the new-connection
+	// requests (empty without TLS); ResumedPct the share of them that
+	// resumed a session.
+	HandshakeMS, ResumedPct Maybe
 }
 
 func (GapRow) schema() *schema[GapRow] { return &gapSchema }
 
-var gapSchema = schema[GapRow]{file: "gap.csv", cols: []column[GapRow]{
+var gapSchema = schema[GapRow]{file: "gap.csv", cols: append(append([]column[GapRow]{
 	col("size_bytes", 0, func(r *GapRow) any { return &r.SizeBytes }),
 	col("configured_rtt_ms", usOfMS, func(r *GapRow) any { return &r.ConfiguredRTTMS }),
 	col("rtt_ms", usOfMS, func(r *GapRow) any { return &r.RTTMS }),
@@ -40,19 +45,24 @@ var gapSchema = schema[GapRow]{file: "gap.csv", cols: []column[GapRow]{
 	col("delay_method", 0, func(r *GapRow) any { return &r.DelayMethod }),
 	col("server_last_byte_ms", usOfMS, func(r *GapRow) any { return &r.ServerLastByteMS }),
 	col("server_last_byte_blind_pct", milli, func(r *GapRow) any { return &r.ServerLastByteBlindPct }),
-}}
+}, gapSettingsCols(func(r *GapRow) *GapSettings { return &r.GapSettings })...),
+	col("handshake_ms", usOfMS, func(r *GapRow) any { return &r.HandshakeMS }),
+	col("resumed_pct", milli, func(r *GapRow) any { return &r.ResumedPct }),
+)}
 
 // okGap reports whether r counts toward the medians.
 func okGap(r GapRequest) bool { return r.Status >= 200 && r.Status <= 299 && r.Error == "" }
 
-// SummarizeGap computes one condition's gap.csv row from its requests.
+// SummarizeGap computes one condition's gap.csv row from its requests
+// (the settings are the caller's: set GapSettings on the row).
 // ClientKeepaliveMS is the median total of the ok keep-alive requests that
 // reused a connection; ClientNewMS that of the ok new-connection requests,
 // and ServerMS (ServerLastByteMS) the median of the server's header
 // (last-byte) timings of those same requests.
 // RTTMS is the median TCP RTT of every ok request.
 func SummarizeGap(sizeBytes int, configuredRTTMS float64, method string, reqs []GapRequest) GapRow {
-	var ka, nw, srv, last, rtt []float64
+	var ka, nw, srv, last, rtt, hs []float64
+	resumed := 0
 	for _, r := range reqs {
 		if okGap(r) && r.TCPRTTMS.Valid {
 			rtt = append(rtt, r.TCPRTTMS.Value)
@@ -69,10 +79,19 @@ func SummarizeGap(sizeBytes int, configuredRTTMS float64, method string, reqs []
 			if r.ServerLastByteMS.Valid {
 				last = append(last, r.ServerLastByteMS.Value)
 			}
+			if r.HandshakeMS.Valid {
+				hs = append(hs, r.HandshakeMS.Value)
+				if r.TLSResumed {
+					resumed++
+				}
+			}
 		}
 	}
 	g := GapRow{SizeBytes: sizeBytes, ConfiguredRTTMS: configuredRTTMS, RTTMS: Some(Median(rtt)), DelayMethod: method, Runs: min(len(ka), len(nw)),
 		ServerMS: Some(Median(srv)), ServerLastByteMS: Some(Median(last)), ClientKeepaliveMS: Some(Median(ka)), ClientNewMS: Some(Median(nw))}
+	if len(hs) > 0 {
+		g.HandshakeMS, g.ResumedPct = Some(Median(hs)), Some(100*float64(resumed)/float64(len(hs)))
+	}
 	g.ServerBlindPct = blindPct(g.ServerMS, g.ClientNewMS)
 	g.ServerLastByteBlindPct = blindPct(g.ServerLastByteMS, g.ClientNewMS)
 	return g

@@ -18,11 +18,18 @@ type GapPath struct {
 	Packets, Dropped                            int
 	LatenessP50MS, LatenessP99MS, LatenessMaxMS Maybe
 	Valid                                       bool
+	GapSettings
+	// PathPackets are the packets that entered the path during the
+	// condition, both directions, and LossAppliedPct the share it dropped
+	// (the loss it applied, against GapSettings.LossPct asked for); empty
+	// where the path cannot count them.
+	PathPackets    Maybe
+	LossAppliedPct Maybe
 }
 
 func (GapPath) schema() *schema[GapPath] { return &gapPathSchema }
 
-var gapPathSchema = schema[GapPath]{file: "gap-path.csv", cols: []column[GapPath]{
+var gapPathSchema = schema[GapPath]{file: "gap-path.csv", cols: append(append([]column[GapPath]{
 	col("size_bytes", 0, func(r *GapPath) any { return &r.SizeBytes }),
 	col("configured_rtt_ms", usOfMS, func(r *GapPath) any { return &r.ConfiguredRTTMS }),
 	col("rtt_ms", usOfMS, func(r *GapPath) any { return &r.RTTMS }),
@@ -35,4 +42,7 @@ var gapPathSchema = schema[GapPath]{file: "gap-path.csv", cols: []column[GapPath
 	col("lateness_p99_ms", usOfMS, func(r *GapPath) any { return &r.LatenessP99MS }),
 	col("lateness_max_ms", usOfMS, func(r *GapPath) any { return &r.LatenessMaxMS }),
 	col("valid", 0, func(r *GapPath) any { return &r.Valid }),
-}}
+}, gapSettingsCols(func(r *GapPath) *GapSettings { return &r.GapSettings })...),
+	col("path_packets", 0, func(r *GapPath) any { return &r.PathPackets }),
+	col("loss_applied_pct", milli, func(r *GapPath) any { return &r.LossAppliedPct }),
+)}

@@ -25,6 +25,11 @@ type GapRequest struct {
 	Status           int
 	Bytes            int64
 	Error            string
+	GapSettings
+	// HandshakeMS is its TLS handshake (empty without one) and TLSResumed
+	// whether that resumed a session.
+	HandshakeMS Maybe
+	TLSResumed  bool
 }
 
 // Modes of a latency-gap request (GapRequest.Mode).
@@ -35,7 +40,7 @@ const (
 
 func (GapRequest) schema() *schema[GapRequest] { return &gapRequestSchema }
 
-var gapRequestSchema = schema[GapRequest]{file: "gap-requests.csv", cols: []column[GapRequest]{
+var gapRequestSchema = schema[GapRequest]{file: "gap-requests.csv", cols: append(append([]column[GapRequest]{
 	col("size_bytes", 0, func(r *GapRequest) any { return &r.SizeBytes }),
 	col("configured_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.ConfiguredRTTMS }),
 	col("delay_method", 0, func(r *GapRequest) any { return &r.DelayMethod }),
@@ -52,4 +57,7 @@ var gapRequestSchema = schema[GapRequest]{file: "gap-requests.csv", cols: []colu
 	col("status", 0, func(r *GapRequest) any { return &r.Status }),
 	col("bytes", 0, func(r *GapRequest) any { return &r.Bytes }),
 	col("error", 0, func(r *GapRequest) any { return &r.Error }),
-}}
+}, gapSettingsCols(func(r *GapRequest) *GapSettings { return &r.GapSettings })...),
+	col("handshake_ms", usOfMS, func(r *GapRequest) any { return &r.HandshakeMS }),
+	col("tls_resumed", 0, func(r *GapRequest) any { return &r.TLSResumed }),
+)}

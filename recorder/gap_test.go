@@ -10,15 +10,16 @@ import (
 // TestGapHeaders pins the latency-gap files' columns. gap.csv's are the
 // ones report reads.
 func TestGapHeaders(t *testing.T) {
+	const settings = "tls,loss_pct,rate,delay_up_ms,delay_down_ms,work_ms,work_kind"
 	for _, tc := range []struct {
 		file, header, want string
 	}{
 		{FileName[GapRow](), strings.Join(Header[GapRow](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct"},
+			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," + settings + ",handshake_ms,resumed_pct"},
 		{FileName[GapRequest](), strings.Join(Header[GapRequest](), ","),
-			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error"},
+			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error," + settings + ",handshake_ms,tls_resumed"},
 		{FileName[GapPath](), strings.Join(Header[GapPath](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid"},
+			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid," + settings + ",path_packets,loss_applied_pct"},
 	} {
 		if tc.header != tc.want {
 			t.Errorf("%s header\n got: %s\nwant: %s", tc.file, tc.header, tc.want)
@@ -63,5 +64,25 @@ func TestSummarizeGap(t *testing.T) {
 	got, err := ReadAll[GapRow](bytes.NewReader(writeRows(t, []GapRow{empty, g})))
 	if err != nil || len(got) != 2 || got[0].ServerBlindPct.Valid || math.Abs(got[1].ServerBlindPct.Value-98.039) > 1e-9 {
 		t.Errorf("read back %+v, %v", got, err)
+	}
+}
+
+// TestSummarizeGapHandshake: the handshake median and resumed share come
+// from the ok new-connection requests only; without TLS both stay empty.
+func TestSummarizeGapHandshake(t *testing.T) {
+	req := func(mode string, hs float64, resumed bool, status int) GapRequest {
+		return GapRequest{Mode: mode, NewConn: mode == GapNew, TotalMS: 100, Status: status, HandshakeMS: Some(hs), TLSResumed: resumed}
+	}
+	g := SummarizeGap(1024, 50, "tun", []GapRequest{
+		req(GapNew, 100, false, 200), req(GapNew, 50, true, 200), req(GapNew, 52, true, 200), req(GapNew, 51, true, 200),
+		req(GapNew, 1, true, 500),          // failed: not counted
+		req(GapKeepAlive, 999, false, 200), // not a new connection
+	})
+	if !g.HandshakeMS.Valid || g.HandshakeMS.Value != 51.5 || !g.ResumedPct.Valid || g.ResumedPct.Value != 75 {
+		t.Errorf("handshake %v, resumed %v: want 51.5 ms and 75%%", g.HandshakeMS, g.ResumedPct)
+	}
+	plain := SummarizeGap(1024, 50, "tun", []GapRequest{{Mode: GapNew, NewConn: true, TotalMS: 100, Status: 200}})
+	if plain.HandshakeMS.Valid || plain.ResumedPct.Valid {
+		t.Errorf("without TLS: handshake %v, resumed %v, want both empty", plain.HandshakeMS, plain.ResumedPct)
 	}
 }

@@ -49,13 +49,26 @@ func buildLatencyGap(dir string) (*section, error) {
 	} else {
 		s.skip("Latency-gap figure left out: %s has no timings.", gapFile)
 	}
+	reqs, present, err := readOptional[recorder.GapRequest](dir)
+	if err != nil {
+		return nil, err
+	}
+	if f := gapPhasesFigure(rows, reqs); f != nil {
+		s.addFigure(f)
+	} else if !present {
+		s.skip("New-connection phases left out: no %s.", recorder.FileName[recorder.GapRequest]())
+	}
+	if f := blindByWorkFigure(rows); f != nil {
+		s.addFigure(f)
+	}
 	t := &table{Caption: "Latency-gap conditions (" + gapFile + "): each time is the median over the runs; RTT " +
 		"configured is what the path was asked to add, measured what the kernel measured on the connections (TCP_INFO).",
-		Head: []string{"size", "RTT configured (ms)", "RTT measured (ms)", "server (ms)", "client keep-alive (ms)", "client new connection (ms)",
-			"server blind (%)", "server to last byte (ms)", "blind to last byte (%)", "runs", "delay method"}}
+		Head: []string{"size", "RTT configured (ms)", "path", "TLS", "work (ms)", "RTT measured (ms)", "server (ms)", "client keep-alive (ms)",
+			"client new connection (ms)", "TLS handshake (ms)", "server blind (%)", "server to last byte (ms)", "blind to last byte (%)", "runs", "delay method"}}
 	for _, g := range rows {
 		t.Rows = append(t.Rows, []cell{{Text: size(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
-			ms(g.ConfiguredRTTMS), maybe(g.RTTMS, ms), maybe(g.ServerMS, ms), maybe(g.ClientKeepaliveMS, ms), maybe(g.ClientNewMS, ms),
+			ms(g.ConfiguredRTTMS), text(gapPath(g.GapSettings)), text(gapTLS(g.TLS)), text(gapWork(g.GapSettings)), maybe(g.RTTMS, ms),
+			maybe(g.ServerMS, ms), maybe(g.ClientKeepaliveMS, ms), maybe(g.ClientNewMS, ms), maybe(g.HandshakeMS, ms),
 			maybe(g.ServerBlindPct, func(v float64) cell { return num(v, 1) }),
 			maybe(g.ServerLastByteMS, ms), maybe(g.ServerLastByteBlindPct, func(v float64) cell { return num(v, 1) }),
 			integer(g.Runs), text(g.DelayMethod)})
@@ -81,7 +94,7 @@ func latencyGapFigure(rows []recorder.GapRow) *figure {
 		if g.ServerBlindPct.Valid {
 			blind = fmt.Sprintf("blind %.1f%%", g.ServerBlindPct.Value)
 		}
-		names[i] = fmt.Sprintf("%s\nRTT %g ms\n%s", size(g.SizeBytes), g.ConfiguredRTTMS, blind)
+		names[i] = gapLabel(g.SizeBytes, g.ConfiguredRTTMS, g.GapSettings) + "\n" + blind
 	}
 	p.NominalX(names...)
 	stats := []struct {

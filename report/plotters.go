@@ -16,6 +16,7 @@ import (
 // bars in points instead).
 type bars struct {
 	pos, val   []float64 // category position and value; a NaN value draws no bar
+	base       []float64 // where each bar starts (stacked bars); nil: at zero
 	thickness  float64   // in data units along the category axis
 	horizontal bool      // values along X, categories along Y
 	fill       color.Color
@@ -31,6 +32,21 @@ var (
 func newBars(pos, val []float64, thickness float64, horizontal bool, c color.Color) *bars {
 	return &bars{pos: pos, val: val, thickness: thickness, horizontal: horizontal, fill: lighter(c),
 		line: draw.LineStyle{Color: c, Width: vg.Points(0.75)}}
+}
+
+// newStackedBars draws each bar from base to base + val.
+func newStackedBars(pos, base, val []float64, thickness float64, c color.Color) *bars {
+	b := newBars(pos, val, thickness, false, c)
+	b.base = base
+	return b
+}
+
+// from is where bar i starts.
+func (b *bars) from(i int) float64 {
+	if b.base == nil {
+		return 0
+	}
+	return b.base[i]
 }
 
 // drawn returns the number of bars drawn.
@@ -52,11 +68,12 @@ func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 			continue
 		}
 		lo, hi := b.pos[i]-b.thickness/2, b.pos[i]+b.thickness/2
+		start := b.from(i)
 		var x0, x1, y0, y1 vg.Length
 		if b.horizontal {
-			x0, x1, y0, y1 = trX(0), trX(v), trY(lo), trY(hi)
+			x0, x1, y0, y1 = trX(start), trX(start+v), trY(lo), trY(hi)
 		} else {
-			x0, x1, y0, y1 = trX(lo), trX(hi), trY(0), trY(v)
+			x0, x1, y0, y1 = trX(lo), trX(hi), trY(start), trY(start+v)
 		}
 		pts := []vg.Point{{X: x0, Y: y0}, {X: x0, Y: y1}, {X: x1, Y: y1}, {X: x1, Y: y0}}
 		c.FillPolygon(b.fill, c.ClipPolygonXY(pts))
@@ -74,7 +91,8 @@ func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 			continue
 		}
 		cmin, cmax = math.Min(cmin, b.pos[i]-b.thickness/2), math.Max(cmax, b.pos[i]+b.thickness/2)
-		vmin, vmax = math.Min(vmin, v), math.Max(vmax, v)
+		start := b.from(i)
+		vmin, vmax = math.Min(vmin, math.Min(start, start+v)), math.Max(vmax, math.Max(start, start+v))
 	}
 	if b.horizontal {
 		return vmin, vmax, cmin, cmax

@@ -43,7 +43,21 @@ type Config struct {
 	Sizes      []lab.Size     `yaml:"sizes"`  // response body bytes (/bytes?n=)
 	Runs       int            `yaml:"runs"`   // requests per mode and condition
 	Method     netem.Method   `yaml:"method"` // auto: none at 0, else netem, else the TUN delay line
-	Rate       lab.Size       `yaml:"rate"`   // bytes per second each way; 0 for no limit
+	Rate       lab.Size       `yaml:"rate"`   // bytes per second each way, every condition; 0 for no limit
+	// DelayUp and DelayDown, when either is set, replace Delays with one
+	// path of these one-way delays: client to server, and back.
+	DelayUp   lab.Duration `yaml:"delay_up"`
+	DelayDown lab.Duration `yaml:"delay_down"`
+	// Losses are random losses in percent, each direction, one condition
+	// each (none when empty).
+	Losses []float64 `yaml:"loss"`
+	// Rates are rate limits in bits per second ("10mbit"), each direction,
+	// one condition each (instead of rate; 0 is no limit).
+	Rates []BitRate `yaml:"rates"`
+	// TLS are the TLS modes, one condition each: none, 1.2, 1.3 and
+	// 1.3-resume (new connections resume the previous session, without
+	// 0-RTT). Empty: none.
+	TLS []string `yaml:"tls"`
 	// CongestionControl of the path's sockets; the namespaces' default when "".
 	CongestionControl string       `yaml:"congestion_control"`
 	Timeout           lab.Duration `yaml:"timeout"` // per request
@@ -66,6 +80,14 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Runs, "runs", c.Runs, "requests per mode (keep-alive, new connection) and condition; medians over them")
 	fs.Var(&delaysFlag{c}, "delay", "added one-way delays, comma-separated, each applied in both directions (default 0,25ms)")
 	fs.Var(lab.SizesFlag{To: &c.Sizes, Example: "1k,100k"}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
+	fs.Var(durationFlag{&c.DelayUp}, "delay-up", "one-way delay client to server; with --delay-down, replaces --delay with one asymmetric path")
+	fs.Var(durationFlag{&c.DelayDown}, "delay-down", "one-way delay server to client (see --delay-up)")
+	fs.Var(listFlag[float64]{to: &c.Losses, parse: parseLoss, usage: "percentages, comma-separated, e.g. 0.1%,1%"}, "loss",
+		"random packet loss each way, comma-separated percentages, one condition each (e.g. 0.1%,1%)")
+	fs.Var(listFlag[BitRate]{to: &c.Rates, parse: ParseBitRate, usage: "rates, comma-separated, e.g. 10mbit,1mbit"}, "rate",
+		"rate limit each way, comma-separated (bits per second: kbit, mbit, gbit), one condition each (e.g. 10mbit)")
+	fs.Var(listFlag[string]{to: &c.TLS, parse: func(s string) (string, error) { return s, nil }, usage: "TLS modes, comma-separated"}, "tls",
+		"TLS modes, comma-separated, one condition each: none, 1.2, 1.3, 1.3-resume (default none)")
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.
@@ -95,7 +117,10 @@ func (c *Config) Validate() error {
 	case c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute:
 		return fmt.Errorf("timeout %s: allowed more than 0 up to 5m", time.Duration(c.Timeout))
 	}
-	return netem.Config{Method: c.Method, Rate: int64(c.Rate), CongestionControl: c.CongestionControl}.Validate()
+	if err := (netem.Config{Method: c.Method, Rate: int64(c.Rate), CongestionControl: c.CongestionControl}).Validate(); err != nil {
+		return err
+	}
+	return c.validateConditions()
 }
 
 // delaysFlag is --delay: comma-separated durations; Validate checks the range.

@@ -50,6 +50,18 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Method = "tc" }, `method "tc": allowed auto, netem, tun, none`},
 		{func(c *Config) { c.Rate = -5 }, "rate -5: must be 0 (no limit) or more bytes per second"},
 		{func(c *Config) { c.CongestionControl = "Cubic!" }, `congestion control "Cubic!": want a kernel algorithm name such as cubic or bbr`},
+		{func(c *Config) { c.Losses = []float64{1, 51} }, "loss[1] 51%: allowed 0 to 50%"},
+		{func(c *Config) { c.Losses = []float64{-1} }, "loss[0] -1%: allowed 0 to 50%"},
+		{func(c *Config) { c.Rates = []BitRate{10_000_000, 63_999} }, "rates[1] 63999bit: allowed 0 (no limit) or 64kbit to 10gbit"},
+		{func(c *Config) { c.Rates, c.Rate = []BitRate{10_000_000}, 100000 }, "rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)"},
+		{func(c *Config) { c.DelayUp = lab.Duration(-time.Millisecond) }, "delay_up -1ms: allowed 0 to 1s"},
+		{func(c *Config) { c.DelayDown = lab.Duration(2 * time.Second) }, "delay_down 2s: allowed 0 to 1s"},
+		{func(c *Config) { c.TLS = []string{"1.3", "ssl3"} }, `tls[1] "ssl3": allowed none, 1.2, 1.3, 1.3-resume`},
+		{func(c *Config) { c.TLS = []string{"1.3", "1.3"} }, `tls[1] "1.3": given twice`},
+		{func(c *Config) { c.Losses, c.Method = []float64{1}, netem.MethodNone },
+			"delays[1] 25ms with method none: none adds no delay; use auto, netem or tun"},
+		{func(c *Config) { c.Delays, c.Losses, c.Method = []lab.Duration{0}, []float64{1}, netem.MethodNone },
+			"path 0s each way, 1% loss: method none with delay 0s (up 0s, down 0s), loss 1% and rate 0: none adds nothing; use auto, netem or tun"},
 	} {
 		c := Published()
 		tc.change(c)
@@ -67,12 +79,16 @@ func TestPrintRows(t *testing.T) {
 			Path: recorder.GapPath{Valid: false, LatenessP50MS: recorder.Some(0.05), LatenessP99MS: recorder.Some(1.5), LatenessMaxMS: recorder.Some(3)}},
 		{Gap: recorder.GapRow{SizeBytes: 102400, DelayMethod: "none"}, Path: recorder.GapPath{Valid: true}},
 	}
+	rows = append(rows, Row{Gap: recorder.GapRow{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", HandshakeMS: recorder.Some(50.5),
+		GapSettings: recorder.GapSettings{TLS: "1.3", LossPct: 1, RateBits: 10_000_000, DelayUpMS: 5, DelayDownMS: 45}},
+		Path: recorder.GapPath{Valid: true, LossAppliedPct: recorder.Some(0.987)}})
 	var b bytes.Buffer
 	PrintRows(&b, rows)
 	want := "" +
-		"size_bytes  configured_rtt_ms  rtt_ms  method  server_ms  keepalive_ms  new_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  valid\n" +
-		"      1024                 50  50.081     tun      0.123         50.61  101.40     99.9         0.006              100.0    40        0.050        1.500        3.000     NO\n" +
-		"    102400                  0       -    none          -             -       -        -             -                  -     0            -            -            -    yes\n"
+		"size_bytes  configured_rtt_ms  rtt_ms  method   tls  loss_%    rate  server_ms  keepalive_ms  new_ms  handshake_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  lost_%  valid\n" +
+		"      1024                 50  50.081     tun  none       0       -      0.123         50.61  101.40             -     99.9         0.006              100.0    40        0.050        1.500        3.000       -     NO\n" +
+		"    102400                  0       -    none  none       0       -          -             -       -             -        -             -                  -     0            -            -            -       -    yes\n" +
+		"      1024               5+45       -     tun   1.3       1  10mbit          -             -       -         50.50        -             -                  -     0            -            -            -    0.99    yes\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
@@ -99,12 +115,13 @@ func TestSummarizeValidity(t *testing.T) {
 		{48.9, onTime, false},
 		{50.1, netem.Lateness{Packets: 10, P99: 2 * time.Millisecond}, false},
 	} {
-		r := summarize(1024, 50, "tun", "cubic", reqs(tc.rtt), tc.lt)
+		cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond}}
+		r := summarize(cond, 50, "tun", "cubic", reqs(tc.rtt), tc.lt, nil)
 		if r.Path.Valid != tc.valid || r.Gap.RTTMS.Value != tc.rtt || r.Path.RTTMS != r.Gap.RTTMS || r.Path.ConfiguredRTTMS != 50 {
 			t.Errorf("measured %g ms, lateness %+v: row %+v, want valid %t", tc.rtt, tc.lt, r.Path, tc.valid)
 		}
 	}
-	if r := summarize(1024, 0, "none", "cubic", nil, netem.Lateness{}); r.Path.Valid {
+	if r := summarize(condition{size: 1024}, 0, "none", "cubic", nil, netem.Lateness{}, nil); r.Path.Valid {
 		t.Error("nothing measured, yet valid")
 	}
 }

@@ -2,6 +2,7 @@ package latencygap
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -107,12 +108,14 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	res := &Result{Dir: env.Out}
-	p := lab.NewProgress(env.Progress, len(c.Delays)*len(c.Sizes), func(i int) time.Duration {
-		return time.Duration(c.Runs) * (10*time.Duration(c.Delays[i/len(c.Sizes)]) + 2*time.Millisecond)
+	paths, modes := c.paths(), c.tlsModes()
+	per := len(modes) * len(c.Sizes)
+	p := lab.NewProgress(env.Progress, len(paths)*per, func(i int) time.Duration {
+		return time.Duration(c.Runs) * (5*paths[i/per].rtt() + 2*time.Millisecond)
 	})
 	var runErr error
-	for i, d := range c.Delays {
-		rows, err := c.runDelay(ctx, env, time.Duration(d), f, p, i*len(c.Sizes))
+	for i, pc := range paths {
+		rows, err := c.runPath(ctx, env, pc, f, p, i*per)
 		res.Rows = append(res.Rows, rows...)
 		if err != nil || ctx.Err() != nil {
 			runErr = errors.Join(err, ctx.Err())
@@ -122,51 +125,89 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	return res, errors.Join(runErr, f.close())
 }
 
-// runDelay builds the path for one delay, serves on it and measures every
-// size; the path and the server are gone when it returns.
-func (c *Config) runDelay(ctx context.Context, env *lab.Env, delay time.Duration, f *files, p *lab.Progress, first int) ([]Row, error) {
-	path, err := netem.New(ctx, netem.Config{Delay: delay, Rate: int64(c.Rate), Method: c.Method, CongestionControl: c.CongestionControl})
+// runPath builds one path, serves on it in each TLS mode and measures
+// every size; the path and the servers are gone when it returns.
+func (c *Config) runPath(ctx context.Context, env *lab.Env, pc pathCond, f *files, p *lab.Progress, first int) ([]Row, error) {
+	path, err := netem.New(ctx, pc.netem(c))
 	if err != nil {
-		return nil, fmt.Errorf("latency-gap at %s each way: network path: %w", delay, err)
+		return nil, fmt.Errorf("latency-gap at %s: network path: %w", pc, err)
 	}
 	defer path.Close()
-	env.Logf("path %s: %s, %s each way, client %s, server %s, MTU %d, %s",
-		path.Name, path.Method, delay, path.ClientAddr, path.ServerAddr, netem.MTU, path.CongestionControl())
-	addr, stop, err := serve(ctx, path, env)
-	if err != nil {
-		return nil, fmt.Errorf("latency-gap at %s each way: %w", delay, err)
-	}
-	defer stop()
+	env.Logf("path %s: %s, %s, client %s, server %s, MTU %d, %s",
+		path.Name, path.Method, pc, path.ClientAddr, path.ServerAddr, netem.MTU, path.CongestionControl())
+	var cert *certificate
 	var rows []Row
-	for j, size := range c.Sizes {
-		p.Start(first+j, fmt.Sprintf("%d bytes, %s each way (%s)", size, delay, path.Method))
-		row, reqs := c.condition(ctx, env, path, fmt.Sprintf("http://%s/bytes?n=%d", addr, size), int(size), delay, p)
-		var werr error
-		for _, r := range reqs {
-			if err := f.reqs.Write(r); err != nil && werr == nil {
-				werr = err
+	for k, mode := range c.tlsModes() {
+		var serverTLS, clientTLS *tls.Config
+		if mode != recorder.GapTLSNone {
+			if cert == nil {
+				if cert, err = newCertificate(path.ServerAddr); err != nil {
+					return rows, err
+				}
+			}
+			serverTLS, clientTLS = cert.server(mode), cert.client(mode)
+		}
+		addr, stop, err := serve(ctx, path, env, serverTLS)
+		if err != nil {
+			return rows, fmt.Errorf("latency-gap at %s: %w", pc, err)
+		}
+		scheme := "http"
+		if serverTLS != nil {
+			scheme = "https"
+		}
+		for j, size := range c.Sizes {
+			i := first + k*len(c.Sizes) + j
+			p.Start(i, fmt.Sprintf("%d bytes, %s, tls %s (%s)", size, pc, mode, path.Method))
+			cond := condition{size: int(size), path: pc, settings: pc.settings(mode), url: fmt.Sprintf("%s://%s/bytes?n=%d", scheme, addr, size), tls: clientTLS}
+			row, reqs := c.condition(ctx, env, path, cond, p)
+			var werr error
+			for _, r := range reqs {
+				if err := f.reqs.Write(r); err != nil && werr == nil {
+					werr = err
+				}
+			}
+			p.Done(i, "%s", rowLine(row))
+			rows = append(rows, row)
+			if err := errors.Join(werr, f.gaps.Write(row.Gap), f.paths.Write(row.Path)); err != nil {
+				stop()
+				return rows, err
+			}
+			if ctx.Err() != nil {
+				stop()
+				return rows, ctx.Err()
 			}
 		}
-		p.Done(first+j, "%s", rowLine(row))
-		rows = append(rows, row)
-		if err := errors.Join(werr, f.gaps.Write(row.Gap), f.paths.Write(row.Path)); err != nil {
-			return rows, err
-		}
-		if ctx.Err() != nil {
-			return rows, ctx.Err()
-		}
+		stop()
 	}
 	return rows, nil
 }
 
-// condition measures one size on the path, again while the path was not
-// faithful (a machine that stalled the delay line measured itself).
-func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, url string, size int, delay time.Duration, p *lab.Progress) (Row, []recorder.GapRequest) {
-	configured := ms(2 * delay)
+// condition is one measured condition: a size on a path in a TLS mode.
+type condition struct {
+	size     int
+	path     pathCond
+	settings recorder.GapSettings
+	url      string
+	tls      *tls.Config // the client's; nil without TLS
+}
+
+// condition measures one condition on the path, again while the path was
+// not faithful (a machine that stalled the delay line measured itself).
+func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, cond condition, p *lab.Progress) (Row, []recorder.GapRequest) {
+	configured := ms(cond.path.rtt())
 	for try := 1; ; try++ {
 		path.TakeLateness()
-		reqs := c.measure(ctx, env, path, url, size, configured)
-		row := summarize(size, configured, string(path.Method), path.CongestionControl(), reqs, path.TakeLateness())
+		before, cerr := path.Counts()
+		reqs := c.measure(ctx, env, path, cond, configured)
+		after, err := path.Counts()
+		var loss *netem.Loss
+		if cerr == nil && err == nil {
+			l := after.Sub(before)
+			loss = &l
+		} else {
+			env.Logf("path %s: cannot count its packets: %v", path.Name, errors.Join(cerr, err))
+		}
+		row := summarize(cond, configured, string(path.Method), path.CongestionControl(), reqs, path.TakeLateness(), loss)
 		if row.Path.Valid || try == tries || ctx.Err() != nil {
 			return row, reqs
 		}
@@ -175,9 +216,10 @@ func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, 
 }
 
 // serve starts the embedded app (async model: a goroutine per connection,
-// keep-alive allowed) on the path's server address, reporting its
-// last-byte time in a trailer, and returns its address and a stop func.
-func serve(ctx context.Context, path *netem.Path, env *lab.Env) (string, func(), error) {
+// keep-alive allowed) on the path's server address, with TLS when
+// serverTLS is set, reporting its last-byte time in a trailer, and
+// returns its address and a stop func.
+func serve(ctx context.Context, path *netem.Path, env *lab.Env, serverTLS *tls.Config) (string, func(), error) {
 	tg, err := appserver.New(appserver.Options{Model: appserver.ModelAsync, Workers: 1, Threads: 1, BlockSize: appserver.DefaultBlockSize,
 		LastByteTiming: true, TracerProvider: env.TracerProvider})
 	if err != nil {
@@ -187,33 +229,44 @@ func serve(ctx context.Context, path *netem.Path, env *lab.Env) (string, func(),
 	if err != nil {
 		return "", nil, fmt.Errorf("listen in the server namespace: %w", err)
 	}
+	addr := ln.Addr().String()
+	if serverTLS != nil {
+		ln = tls.NewListener(ln, serverTLS)
+	}
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		tg.Serve(sctx, ln, nil)
 	}()
-	return ln.Addr().String(), func() { cancel(); <-done }, nil
+	return addr, func() { cancel(); <-done }, nil
 }
 
 // measure sends one warm-up request and then Runs measured ones on a
 // kept-alive connection, back to back (so the connection's congestion
 // window never idles past an RTO), then the same on new connections.
-func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, url string, size int, configured float64) []recorder.GapRequest {
+func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, cond condition, configured float64) []recorder.GapRequest {
 	t0 := time.Now()
-	runID := fmt.Sprintf("latency-gap.%dB.%gms", size, configured)
+	runID := runID(cond, configured)
 	var reqs []recorder.GapRequest
 	for _, mode := range []string{recorder.GapKeepAlive, recorder.GapNew} {
+		var clientTLS *tls.Config
+		if cond.tls != nil {
+			clientTLS = cond.tls.Clone() // its own session cache: a mode resumes only its own sessions
+			if cond.tls.ClientSessionCache != nil {
+				clientTLS.ClientSessionCache = tls.NewLRUClientSessionCache(16)
+			}
+		}
 		client := loadgen.NewClient(loadgen.ClientOptions{DialContext: path.DialContext, KeepAlive: mode == recorder.GapKeepAlive,
-			Timeout: time.Duration(c.Timeout), TCPInfo: true, TracerProvider: env.TracerProvider})
+			Timeout: time.Duration(c.Timeout), TCPInfo: true, TracerProvider: env.TracerProvider, TLS: clientTLS})
 		for seq := -1; seq < c.Runs && ctx.Err() == nil; seq++ {
 			var r loadgen.Result
-			client.Get(ctx, url, &r)
+			client.Get(ctx, cond.url, &r)
 			if seq < 0 {
-				continue // warm-up: opens the kept-alive connection
+				continue // warm-up: opens the kept-alive connection, or the session a new one resumes
 			}
 			env.Metrics.Observe(runID, loadgen.RoleGap, &r)
-			reqs = append(reqs, requestRow(r, t0, size, configured, string(path.Method), mode, seq))
+			reqs = append(reqs, requestRow(r, t0, cond, configured, string(path.Method), mode, seq))
 			env.RequestDone(runID)
 		}
 		client.Close()
@@ -221,11 +274,35 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, ur
 	return reqs
 }
 
+// runID names a condition in metrics and traces: latency-gap.1024B.50ms,
+// then what differs from a plain path.
+func runID(cond condition, configured float64) string {
+	id := fmt.Sprintf("latency-gap.%dB.%gms", cond.size, configured)
+	s := cond.settings
+	if s.DelayUpMS != s.DelayDownMS {
+		id += fmt.Sprintf(".up%gms", s.DelayUpMS)
+	}
+	if s.LossPct > 0 {
+		id += fmt.Sprintf(".loss%g", s.LossPct)
+	}
+	if s.RateBits > 0 {
+		id += "." + BitRate(s.RateBits).String()
+	}
+	if s.TLS != recorder.GapTLSNone {
+		id += ".tls" + s.TLS
+	}
+	return id
+}
+
 // requestRow is a request's gap-requests.csv row.
-func requestRow(r loadgen.Result, t0 time.Time, size int, configured float64, method, mode string, seq int) recorder.GapRequest {
+func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float64, method, mode string, seq int) recorder.GapRequest {
+	size := cond.size
 	row := recorder.GapRequest{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
 		StartS: r.Start.Sub(t0).Seconds(), NewConn: r.NewConn, ConnectMS: math.NaN(), TTFBMS: math.NaN(),
-		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes}
+		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes, GapSettings: cond.settings, TLSResumed: r.TLSResumed}
+	if r.TLSHandshake > 0 {
+		row.HandshakeMS = recorder.Some(ms(r.TLSHandshake))
+	}
 	if r.NewConn && r.Connect > 0 {
 		row.ConnectMS = ms(r.Connect)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
@@ -30,16 +31,35 @@ type Row struct {
 // lateness of its packets. The row is valid only when the measured RTT is
 // within MaxRTTError of the configured one and, for the TUN delay line,
 // its p99 lateness within netem.MaxP99Lateness.
-func summarize(size int, configured float64, method, cc string, reqs []recorder.GapRequest, lt netem.Lateness) Row {
+func summarize(cond condition, configured float64, method, cc string, reqs []recorder.GapRequest, lt netem.Lateness, loss *netem.Loss) Row {
+	size := cond.size
 	row := Row{Gap: recorder.SummarizeGap(size, configured, method, reqs)}
+	row.Gap.GapSettings = cond.settings
 	rtt := row.Gap.RTTMS
 	row.Path = recorder.GapPath{SizeBytes: size, ConfiguredRTTMS: configured, RTTMS: rtt, DelayMethod: method, MTU: netem.MTU,
-		CongestionControl: cc, Packets: lt.Packets, Dropped: lt.Dropped,
-		Valid: lt.Valid() && rtt.Valid && math.Abs(rtt.Value-configured) <= MaxRTTError}
+		CongestionControl: cc, Packets: lt.Packets, Dropped: lt.Dropped, GapSettings: cond.settings,
+		Valid: lt.Valid() && rtt.Valid && math.Abs(rtt.Value-configured) <= maxRTTError(cond.path)}
+	if loss != nil && (method != string(netem.MethodNone) || cond.path.loss > 0) {
+		row.Path.PathPackets = recorder.Some(float64(loss.Packets))
+		if loss.Packets > 0 {
+			row.Path.LossAppliedPct = recorder.Some(loss.Pct())
+		}
+	}
 	if method == string(netem.MethodTUN) && lt.Packets > 0 {
 		row.Path.LatenessP50MS, row.Path.LatenessP99MS, row.Path.LatenessMaxMS = recorder.Some(ms(lt.P50)), recorder.Some(ms(lt.P99)), recorder.Some(ms(lt.Max))
 	}
 	return row
+}
+
+// maxRTTError is how far a path's measured RTT may be from its configured
+// one: MaxRTTError, plus, on a rate-limited path, the time to send two
+// full-size packets at its rate (a segment's RTT sample includes its own
+// serialization, and its ACK's).
+func maxRTTError(p pathCond) float64 {
+	if p.rate <= 0 {
+		return MaxRTTError
+	}
+	return MaxRTTError + ms(time.Duration(2*netem.MTU*8*int64(time.Second)/int64(p.rate)))
 }
 
 // invalidWhy says why a path was not faithful.
@@ -47,7 +67,8 @@ func invalidWhy(p recorder.GapPath) string {
 	if p.LatenessP99MS.Valid && p.LatenessP99MS.Value > float64(netem.MaxP99Lateness)/1e6 {
 		return fmt.Sprintf("delay line lateness p99 %s ms above %s", lab.Num(p.LatenessP99MS, 3), netem.MaxP99Lateness)
 	}
-	return fmt.Sprintf("measured RTT %s ms, configured %g ms: more than %g ms apart", lab.Num(p.RTTMS, 3), p.ConfiguredRTTMS, MaxRTTError)
+	return fmt.Sprintf("measured RTT %s ms, configured %g ms: more than %s ms apart", lab.Num(p.RTTMS, 3), p.ConfiguredRTTMS,
+		lab.Num(recorder.Some(maxRTTError(pathCond{rate: BitRate(p.RateBits)})), 3))
 }
 
 // rowLine is a condition's progress line.
@@ -76,21 +97,34 @@ func (r *Result) Print(w io.Writer) {
 }
 
 // PrintRows writes the conditions as an aligned table: the gap.csv
-// columns, the same by the last byte, the measured RTT, then the delay
-// line's lateness (TUN only) and whether the path was faithful.
+// columns (the configured RTT as up+down when the path is asymmetric, the
+// TLS mode, loss and rate of the condition), the TLS handshake, the same
+// by the last byte, the measured RTT, then the delay line's lateness (TUN
+// only), the loss the path applied and whether the path was faithful.
 func PrintRows(w io.Writer, rows []Row) {
-	table := [][]string{{"size_bytes", "configured_rtt_ms", "rtt_ms", "method", "server_ms", "keepalive_ms", "new_ms", "blind_%", "last_byte_ms",
-		"last_byte_blind_%", "runs", "late_p50_ms", "late_p99_ms", "late_max_ms", "valid"}}
+	table := [][]string{{"size_bytes", "configured_rtt_ms", "rtt_ms", "method", "tls", "loss_%", "rate", "server_ms", "keepalive_ms", "new_ms",
+		"handshake_ms", "blind_%", "last_byte_ms", "last_byte_blind_%", "runs", "late_p50_ms", "late_p99_ms", "late_max_ms", "lost_%", "valid"}}
 	for _, r := range rows {
 		g, p := r.Gap, r.Path
 		valid := "yes"
 		if !p.Valid {
 			valid = "NO"
 		}
-		table = append(table, []string{fmt.Sprint(g.SizeBytes), fmt.Sprintf("%g", g.ConfiguredRTTMS), lab.Num(g.RTTMS, 3), g.DelayMethod,
-			lab.Num(g.ServerMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.ServerBlindPct, 1),
+		rtt := fmt.Sprintf("%g", g.ConfiguredRTTMS)
+		if g.DelayUpMS != g.DelayDownMS {
+			rtt = fmt.Sprintf("%g+%g", g.DelayUpMS, g.DelayDownMS)
+		}
+		tlsMode, rate := g.TLS, "-"
+		if tlsMode == "" {
+			tlsMode = recorder.GapTLSNone
+		}
+		if g.RateBits > 0 {
+			rate = BitRate(g.RateBits).String()
+		}
+		table = append(table, []string{fmt.Sprint(g.SizeBytes), rtt, lab.Num(g.RTTMS, 3), g.DelayMethod, tlsMode, fmt.Sprintf("%g", g.LossPct), rate,
+			lab.Num(g.ServerMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.HandshakeMS, 2), lab.Num(g.ServerBlindPct, 1),
 			lab.Num(g.ServerLastByteMS, 3), lab.Num(g.ServerLastByteBlindPct, 1), fmt.Sprint(g.Runs),
-			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), valid})
+			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), lab.Num(p.LossAppliedPct, 2), valid})
 	}
 	lab.PrintTable(w, 0, table)
 }

@@ -1,0 +1,240 @@
+package latencygap
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// BitRate is a link rate in bits per second, written as a number with an
+// optional kbit, mbit or gbit suffix ("10mbit"), as tc writes rates.
+type BitRate int64
+
+// MinRate is the lowest rate (64 kbit/s).
+const MinRate = BitRate(8 * netem.MinRate)
+
+// MaxRate is the highest rate (10 gbit/s).
+const MaxRate = BitRate(10_000_000_000)
+
+var rateUnits = []struct {
+	suffix string
+	mult   float64
+}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+
+// ParseBitRate reads "10mbit", "64kbit", "1.5gbit" or "8000".
+func ParseBitRate(s string) (BitRate, error) {
+	v, mult := strings.ToLower(strings.TrimSpace(s)), 1.0
+	for _, u := range rateUnits {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			v, mult = num, u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f*mult > float64(math.MaxInt64) {
+		return 0, fmt.Errorf("%q is not a rate (want bits per second as N, Nkbit, Nmbit or Ngbit)", s)
+	}
+	return BitRate(math.Round(f * mult)), nil
+}
+
+// String writes the rate with the largest unit that keeps it whole.
+func (r BitRate) String() string {
+	for _, u := range rateUnits[:3] {
+		if m := int64(u.mult); r != 0 && int64(r)%m == 0 {
+			return strconv.FormatInt(int64(r)/m, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(r), 10) + "bit"
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (r *BitRate) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseBitRate(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: %q is not a rate (want bits per second as N, Nkbit, Nmbit or Ngbit)", n.Line, n.Value)
+	}
+	*r = v
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (r BitRate) MarshalYAML() (any, error) { return r.String(), nil }
+
+// pathCond is one network path of the grid: its one-way delays, random
+// loss and rate limit.
+type pathCond struct {
+	up, down time.Duration
+	loss     float64 // percent
+	rate     BitRate // 0: no limit
+}
+
+func (p pathCond) rtt() time.Duration { return p.up + p.down }
+
+// String names the path in progress lines.
+func (p pathCond) String() string {
+	s := fmt.Sprintf("%s each way", p.up)
+	if p.up != p.down {
+		s = fmt.Sprintf("%s up, %s down", p.up, p.down)
+	}
+	if p.loss > 0 {
+		s += fmt.Sprintf(", %g%% loss", p.loss)
+	}
+	if p.rate > 0 {
+		s += ", " + p.rate.String()
+	}
+	return s
+}
+
+// netem is the path's configuration for lab/netem.
+func (p pathCond) netem(c *Config) netem.Config {
+	return netem.Config{DelayUp: p.up, DelayDown: p.down, Loss: p.loss, Rate: int64(p.rate) / 8, Method: c.Method,
+		CongestionControl: c.CongestionControl}
+}
+
+// settings are the path's part of a row's recorder.GapSettings.
+func (p pathCond) settings(tls string) recorder.GapSettings {
+	return recorder.GapSettings{TLS: tls, LossPct: p.loss, RateBits: int64(p.rate), DelayUpMS: ms(p.up), DelayDownMS: ms(p.down),
+		WorkKind: recorder.GapWorkSleep}
+}
+
+// paths is the grid's paths: each delay (or the one asymmetric pair)
+// with each loss and each rate, in that nesting.
+func (c *Config) paths() []pathCond {
+	type pair struct{ up, down time.Duration }
+	var delays []pair
+	if c.DelayUp > 0 || c.DelayDown > 0 {
+		delays = []pair{{time.Duration(c.DelayUp), time.Duration(c.DelayDown)}}
+	} else {
+		for _, d := range c.Delays {
+			delays = append(delays, pair{time.Duration(d), time.Duration(d)})
+		}
+	}
+	losses := c.Losses
+	if len(losses) == 0 {
+		losses = []float64{0}
+	}
+	rates := c.Rates
+	if len(rates) == 0 {
+		rates = []BitRate{BitRate(8 * c.Rate)}
+	}
+	var out []pathCond
+	for _, d := range delays {
+		for _, l := range losses {
+			for _, r := range rates {
+				out = append(out, pathCond{up: d.up, down: d.down, loss: l, rate: r})
+			}
+		}
+	}
+	return out
+}
+
+// tlsModes is the grid's TLS modes, none when not given.
+func (c *Config) tlsModes() []string {
+	if len(c.TLS) == 0 {
+		return []string{recorder.GapTLSNone}
+	}
+	return c.TLS
+}
+
+// validateConditions checks the grid's path and TLS settings.
+func (c *Config) validateConditions() error {
+	for _, d := range []struct {
+		name string
+		v    lab.Duration
+	}{{"delay_up", c.DelayUp}, {"delay_down", c.DelayDown}} {
+		if d.v < 0 || time.Duration(d.v) > MaxDelay {
+			return fmt.Errorf("%s %s: allowed 0 to %s", d.name, time.Duration(d.v), MaxDelay)
+		}
+	}
+	for i, l := range c.Losses {
+		if l < 0 || l > netem.MaxLoss || math.IsNaN(l) {
+			return fmt.Errorf("loss[%d] %g%%: allowed 0 to %g%%", i, l, netem.MaxLoss)
+		}
+	}
+	if len(c.Rates) > 0 && c.Rate != 0 {
+		return errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
+	}
+	for i, r := range c.Rates {
+		if r != 0 && (r < MinRate || r > MaxRate) {
+			return fmt.Errorf("rates[%d] %s: allowed 0 (no limit) or %s to %s", i, r, MinRate, MaxRate)
+		}
+	}
+	for i, m := range c.TLS {
+		if !slices.Contains(recorder.GapTLSModes, m) {
+			return fmt.Errorf("tls[%d] %q: allowed %s", i, m, strings.Join(recorder.GapTLSModes, ", "))
+		}
+		if slices.Index(c.TLS, m) != i {
+			return fmt.Errorf("tls[%d] %q: given twice", i, m)
+		}
+	}
+	if n := len(c.paths()) * len(c.tlsModes()) * len(c.Sizes); n > maxConditions {
+		return fmt.Errorf("%d conditions (paths x tls x sizes): at most %d", n, maxConditions)
+	}
+	for _, p := range c.paths() {
+		if err := p.netem(c).Validate(); err != nil {
+			return fmt.Errorf("path %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// maxConditions bounds the grid: each condition is 2 x Runs requests.
+const maxConditions = 500
+
+// listFlag is a comma-separated list flag parsed by parse.
+type listFlag[T any] struct {
+	to    *[]T
+	parse func(string) (T, error)
+	usage string // the format, for errors: "0.1%,1%"
+}
+
+func (f listFlag[T]) String() string { return "" }
+
+func (f listFlag[T]) Set(v string) error {
+	var out []T
+	for _, s := range strings.Split(v, ",") {
+		x, err := f.parse(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("%q: want %s: %w", v, f.usage, err)
+		}
+		out = append(out, x)
+	}
+	*f.to = out
+	return nil
+}
+
+// parseLoss reads "1%", "0.1%" or "1" (percent).
+func parseLoss(s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a percentage", s)
+	}
+	return f, nil
+}
+
+// durationFlag is a single lab.Duration flag.
+type durationFlag struct{ to *lab.Duration }
+
+func (f durationFlag) String() string { return "" }
+
+func (f durationFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if v == "0" {
+		d, err = 0, nil
+	}
+	if err != nil {
+		return fmt.Errorf("%q: want a duration, e.g. 20ms", v)
+	}
+	*f.to = lab.Duration(d)
+	return nil
+}

@@ -1,0 +1,186 @@
+package latencygap
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/lab/netem/netemtest"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+func TestParseBitRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want BitRate
+		str  string
+	}{
+		{"10mbit", 10_000_000, "10mbit"}, {"64kbit", 64_000, "64kbit"}, {"1.5gbit", 1_500_000_000, "1500mbit"},
+		{"8000", 8000, "8kbit"}, {"1500bit", 1500, "1500bit"}, {" 2Mbit ", 2_000_000, "2mbit"}, {"0", 0, "0bit"},
+	} {
+		got, err := ParseBitRate(tc.in)
+		if err != nil || got != tc.want || got.String() != tc.str {
+			t.Errorf("ParseBitRate(%q) = %d (%s), %v; want %d (%s)", tc.in, got, got, err, tc.want, tc.str)
+		}
+	}
+	for _, bad := range []string{"", "fast", "-1mbit", "10mb", "1e30gbit", "NaN"} {
+		if _, err := ParseBitRate(bad); err == nil {
+			t.Errorf("ParseBitRate(%q): no error", bad)
+		}
+	}
+}
+
+// FuzzParseBitRate: any input either fails or gives a rate that writes
+// back as text that parses to itself.
+func FuzzParseBitRate(f *testing.F) {
+	for _, s := range []string{"10mbit", "64kbit", "1.5gbit", "8000", "0", "-1", "1e3kbit"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseBitRate(s)
+		if err != nil {
+			return
+		}
+		if r < 0 {
+			t.Fatalf("%q: negative rate %d", s, r)
+		}
+		back, err := ParseBitRate(r.String())
+		if err != nil || back != r {
+			t.Fatalf("%q: %d writes as %q, which reads as %d (%v)", s, r, r.String(), back, err)
+		}
+	})
+}
+
+// TestPaths: the grid's paths are each delay (or the one asymmetric
+// pair) with each loss and each rate; rate (bytes per second) stands for
+// one rate of 8x the bits.
+func TestPaths(t *testing.T) {
+	c := Published()
+	c.Losses, c.Rates = []float64{0, 1}, []BitRate{0, 10_000_000}
+	if got := c.paths(); len(got) != 8 || got[0] != (pathCond{}) || got[7] != (pathCond{up: 25e6, down: 25e6, loss: 1, rate: 10_000_000}) {
+		t.Errorf("paths %v", got)
+	}
+	c = Published()
+	c.DelayUp, c.DelayDown, c.Rate = 5e6, 45e6, 125000
+	if got := c.paths(); len(got) != 1 || got[0] != (pathCond{up: 5e6, down: 45e6, rate: 1_000_000}) || got[0].rtt() != 50e6 {
+		t.Errorf("asymmetric paths %v", got)
+	}
+}
+
+// runGap runs c in namespaces and returns its rows, checking nothing is
+// left behind.
+func runGap(t *testing.T, c *Config) []Row {
+	t.Helper()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	env := &lab.Env{Out: t.TempDir(), Progress: labtest.LogWriter{T: t}}
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.(*Result)
+	var table bytes.Buffer
+	res.Print(&table)
+	t.Logf("\n%s", table.String())
+	netemtest.CheckNothingLeft(t)
+	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(env.Out, "gap-requests.csv"))
+	if err != nil || len(reqs) != 2*c.Runs*len(res.Rows) {
+		t.Fatalf("gap-requests.csv: %d rows, %v; want %d", len(reqs), err, 2*c.Runs*len(res.Rows))
+	}
+	for _, name := range []string{"gap.csv", "gap-path.csv"} {
+		if _, err := os.Stat(filepath.Join(env.Out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	return res.Rows
+}
+
+// TestLatencyGapTLS measures 1 KB on new connections at 50 ms RTT in
+// each TLS mode: the handshake takes one round trip with TLS 1.3, two
+// with TLS 1.2, one when TLS 1.3 resumes (every measured connection
+// resumed: the warm-up request made the session), and none without TLS;
+// a new connection's request takes that many round trips more than
+// without TLS.
+func TestLatencyGapTLS(t *testing.T) {
+	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
+	c := Published()
+	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 6
+	c.TLS = recorder.GapTLSModes
+	rows := map[string]recorder.GapRow{}
+	for _, r := range runGap(t, c) {
+		rows[r.Gap.TLS] = r.Gap
+		if r.Gap.Runs != c.Runs {
+			t.Errorf("tls %s: %d ok runs of %d", r.Gap.TLS, r.Gap.Runs, c.Runs)
+		}
+	}
+	const rtt = 50.0
+	plain := rows[recorder.GapTLSNone].ClientNewMS.Value
+	for _, tc := range []struct {
+		mode    string
+		rounds  float64
+		resumed float64
+	}{{recorder.GapTLS13, 1, 0}, {recorder.GapTLS12, 2, 0}, {recorder.GapTLS13Resume, 1, 100}} {
+		g := rows[tc.mode]
+		hs := g.HandshakeMS.Value
+		if !g.HandshakeMS.Valid || hs < tc.rounds*rtt-2 || hs > tc.rounds*rtt+15 {
+			t.Errorf("tls %s: handshake %v ms, want %g round trips of %g ms", tc.mode, g.HandshakeMS, tc.rounds, rtt)
+		}
+		if !g.ResumedPct.Valid || g.ResumedPct.Value != tc.resumed {
+			t.Errorf("tls %s: %v%% of new connections resumed, want %g%%", tc.mode, g.ResumedPct, tc.resumed)
+		}
+		if extra := g.ClientNewMS.Value - plain; extra < tc.rounds*rtt-5 || extra > tc.rounds*rtt+20 {
+			t.Errorf("tls %s: new connection %.1f ms, %.1f ms more than without TLS (%.1f): want %g round trips more", tc.mode, g.ClientNewMS.Value, extra, plain, tc.rounds)
+		}
+	}
+	if g := rows[recorder.GapTLSNone]; g.HandshakeMS.Valid {
+		t.Errorf("no TLS, yet a handshake of %v ms", g.HandshakeMS)
+	}
+}
+
+// TestLatencyGapLossAndRate runs a lossy path and a rate-limited one.
+// With 5% loss each way every request still completes (TCP retransmits)
+// and the path reports the loss it applied, near what was asked. At
+// 1 mbit/s, a 100 KB response on a kept-alive connection takes its
+// size / rate, within 20%.
+func TestLatencyGapLossAndRate(t *testing.T) {
+	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
+	t.Run("loss", func(t *testing.T) {
+		c := Published()
+		c.Delays, c.Sizes, c.Runs, c.Losses = []lab.Duration{lab.Duration(5 * time.Millisecond)}, []lab.Size{102400}, 10, []float64{5}
+		rows := runGap(t, c)
+		if len(rows) != 1 {
+			t.Fatalf("%d rows, want 1", len(rows))
+		}
+		g, p := rows[0].Gap, rows[0].Path
+		if g.Runs != c.Runs || g.LossPct != 5 {
+			t.Errorf("%d ok runs of %d, loss %g%%", g.Runs, c.Runs, g.LossPct)
+		}
+		if !p.LossAppliedPct.Valid || !p.PathPackets.Valid || p.PathPackets.Value < 500 || p.LossAppliedPct.Value < 2 || p.LossAppliedPct.Value > 9 {
+			t.Errorf("applied loss %v%% over %v packets: want about 5%% of hundreds", p.LossAppliedPct, p.PathPackets)
+		}
+	})
+	t.Run("rate", func(t *testing.T) {
+		c := Published()
+		c.Delays, c.Sizes, c.Runs, c.Rates = []lab.Duration{0}, []lab.Size{102400}, 3, []BitRate{1_000_000}
+		rows := runGap(t, c)
+		if len(rows) != 1 {
+			t.Fatalf("%d rows, want 1", len(rows))
+		}
+		g := rows[0].Gap
+		want := 102400 * 8 / 1e6 * 1000 // ms
+		if got := g.ClientKeepaliveMS.Value; !g.ClientKeepaliveMS.Valid || got < 0.8*want || got > 1.2*want {
+			t.Errorf("100 KB at 1 mbit/s kept alive: %v ms, want %.0f ms within 20%%", g.ClientKeepaliveMS, want)
+		}
+		if g.RateBits != 1_000_000 || g.DelayMethod == string(netem.MethodNone) {
+			t.Errorf("rate %d, method %s", g.RateBits, g.DelayMethod)
+		}
+	})
+}
