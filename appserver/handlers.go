@@ -47,6 +47,9 @@ func serverTiming(w http.ResponseWriter, start time.Time) {
 
 func (s *Server) fast(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if !s.work(w, r, "fast", start) {
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", "12")
 	serverTiming(w, start)
@@ -145,6 +148,9 @@ func (s *Server) bytes(w http.ResponseWriter, r *http.Request) {
 	if err != nil || n < 0 || n > maxBytes {
 		http.Error(w, fmt.Sprintf("n %q: want 0..%d bytes", q, maxBytes), http.StatusBadRequest)
 		s.done("bytes", http.StatusBadRequest, start)
+		return
+	}
+	if !s.work(w, r, "bytes", start) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

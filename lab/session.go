@@ -51,7 +51,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 	}
 	if shared.Has(SharedReps) {
 		fs.Var(&o.Reps, "reps", "repetitions of each condition, 1 to 1000 (default: the experiment's)")
-		fs.BoolVar(&o.Quick, "quick", false, "one repetition per condition (same as --reps 1); buffer-sweep also runs a reduced grid")
+		fs.BoolVar(&o.Quick, "quick", false, "one repetition per condition (same as --reps 1), and the experiment's reduced grid where it has one (see its help)")
 	}
 	if shared.Has(SharedResume) {
 		fs.StringVar(&o.Resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones; refused if it was run with other settings")

@@ -70,6 +70,70 @@ func (r *BitRate) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML implements yaml.Marshaler.
 func (r BitRate) MarshalYAML() (any, error) { return r.String(), nil }
 
+// Work is a processing time the server spends per request, asleep (an
+// I/O-bound handler) or on the CPU, written "10ms", "sleep:10ms" or
+// "cpu:10ms".
+type Work struct {
+	D    time.Duration
+	Kind string // recorder.GapWorkSleep or recorder.GapWorkCPU
+}
+
+// MaxWork bounds a condition's processing time.
+const MaxWork = 5 * time.Second
+
+// ParseWork reads "10ms", "sleep:10ms" or "cpu:10ms".
+func ParseWork(s string) (Work, error) {
+	kind, v, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		kind, v = recorder.GapWorkSleep, kind
+	}
+	d, err := time.ParseDuration(v)
+	if v == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || (kind != recorder.GapWorkSleep && kind != recorder.GapWorkCPU) {
+		return Work{}, fmt.Errorf("%q is not a processing time (want DURATION, sleep:DURATION or cpu:DURATION)", s)
+	}
+	return Work{D: d, Kind: kind}, nil
+}
+
+// String writes the work as ParseWork reads it.
+func (w Work) String() string {
+	if w.Kind == recorder.GapWorkCPU {
+		return "cpu:" + w.D.String()
+	}
+	return w.D.String()
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (w *Work) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseWork(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: %q is not a processing time (want DURATION, sleep:DURATION or cpu:DURATION)", n.Line, n.Value)
+	}
+	*w = v
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (w Work) MarshalYAML() (any, error) { return w.String(), nil }
+
+// query is the request's work parameters ("" for none).
+func (w Work) query() string {
+	if w.D == 0 {
+		return ""
+	}
+	return fmt.Sprintf("&work=%s&work_kind=%s", w.D, w.Kind)
+}
+
+// works is the grid's processing times, none when not given.
+func (c *Config) works() []Work {
+	if len(c.Work) == 0 {
+		return []Work{{Kind: recorder.GapWorkSleep}}
+	}
+	return c.Work
+}
+
 // pathCond is one network path of the grid: its one-way delays, random
 // loss and rate limit.
 type pathCond struct {
@@ -177,8 +241,16 @@ func (c *Config) validateConditions() error {
 			return fmt.Errorf("tls[%d] %q: given twice", i, m)
 		}
 	}
-	if n := len(c.paths()) * len(c.tlsModes()) * len(c.Sizes); n > maxConditions {
-		return fmt.Errorf("%d conditions (paths x tls x sizes): at most %d", n, maxConditions)
+	for i, w := range c.Work {
+		if w.D < 0 || w.D > MaxWork {
+			return fmt.Errorf("work[%d] %s: allowed 0 to %s", i, w, MaxWork)
+		}
+		if slices.Index(c.Work, w) != i {
+			return fmt.Errorf("work[%d] %s: given twice", i, w)
+		}
+	}
+	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.Sizes); n > maxConditions {
+		return fmt.Errorf("%d conditions (paths x tls x work x sizes): at most %d", n, maxConditions)
 	}
 	for _, p := range c.paths() {
 		if err := p.netem(c).Validate(); err != nil {

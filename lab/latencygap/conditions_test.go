@@ -184,3 +184,51 @@ func TestLatencyGapLossAndRate(t *testing.T) {
 		}
 	})
 }
+
+// TestLatencyGapWork sweeps the server's processing time at 50 ms RTT:
+// the server reports the time it worked (asleep or on the CPU), the client
+// waits that much more, and the server's timing is the less blind the
+// longer it works.
+func TestLatencyGapWork(t *testing.T) {
+	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
+	c := Published()
+	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 4
+	c.Work = []Work{{0, recorder.GapWorkSleep}, {50 * time.Millisecond, recorder.GapWorkSleep}, {50 * time.Millisecond, recorder.GapWorkCPU}}
+	rows := runGap(t, c)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(rows))
+	}
+	none := rows[0].Gap
+	for _, r := range rows[1:] {
+		g := r.Gap
+		if g.WorkMS != 50 || g.ServerMS.Value < 50 || g.ServerMS.Value > 65 {
+			t.Errorf("work %g ms (%s): server reports %v ms, want 50-65", g.WorkMS, g.WorkKind, g.ServerMS)
+		}
+		if extra := g.ClientNewMS.Value - none.ClientNewMS.Value; extra < 45 || extra > 70 {
+			t.Errorf("work %g ms (%s): new connection %.1f ms, %.1f ms more than without work, want about 50", g.WorkMS, g.WorkKind, g.ClientNewMS.Value, extra)
+		}
+		if g.ServerBlindPct.Value >= none.ServerBlindPct.Value || g.ServerBlindPct.Value > 80 {
+			t.Errorf("work %g ms (%s): blind %.1f%%, without work %.1f%%: want less blind, under 80%%", g.WorkMS, g.WorkKind, g.ServerBlindPct.Value, none.ServerBlindPct.Value)
+		}
+	}
+	if rows[1].Gap.WorkKind != recorder.GapWorkSleep || rows[2].Gap.WorkKind != recorder.GapWorkCPU {
+		t.Errorf("work kinds %s, %s", rows[1].Gap.WorkKind, rows[2].Gap.WorkKind)
+	}
+}
+
+// TestQuickReducesTheGrid: --quick keeps 10 runs and the ends of each
+// list.
+func TestQuickReducesTheGrid(t *testing.T) {
+	c := Published()
+	c.Delays = []lab.Duration{0, 1e6, 2e6, 3e6}
+	c.Work = []Work{{0, "sleep"}, {1e6, "sleep"}, {10e6, "sleep"}, {200e6, "sleep"}}
+	c.TLS = recorder.GapTLSModes
+	c.Reduce()
+	if c.Runs != quickRuns || len(c.Delays) != 2 || c.Delays[1] != 3e6 || len(c.Work) != 2 || c.Work[1].D != 200e6 ||
+		len(c.TLS) != 2 || c.TLS[1] != recorder.GapTLS13Resume || len(c.Sizes) != 2 {
+		t.Errorf("reduced: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
+	}
+}

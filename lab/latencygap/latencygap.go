@@ -22,6 +22,7 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // Name is the experiment's name.
@@ -30,7 +31,7 @@ const Name = "latency-gap"
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() },
 		Summary: "server-reported against client-observed time, with added network delay (root: network namespaces)",
-		Shared:  lab.SharedMetrics | lab.SharedTracing})
+		Shared:  lab.SharedReps | lab.SharedMetrics | lab.SharedTracing})
 }
 
 // MaxDelay bounds the added one-way delay.
@@ -53,14 +54,20 @@ type Config struct {
 	Losses []float64 `yaml:"loss"`
 	// Rates are rate limits in bits per second ("10mbit"), each direction,
 	// one condition each (instead of rate; 0 is no limit).
-	Rates []BitRate `yaml:"rates"`
+	Rates []BitRate `yaml:"rates,omitempty"`
 	// TLS are the TLS modes, one condition each: none, 1.2, 1.3 and
 	// 1.3-resume (new connections resume the previous session, without
 	// 0-RTT). Empty: none.
 	TLS []string `yaml:"tls"`
+	// Work are the server's processing times per request, one condition
+	// each ("10ms" asleep, "cpu:10ms" on the CPU). Empty: none.
+	Work []Work `yaml:"work"`
 	// CongestionControl of the path's sockets; the namespaces' default when "".
 	CongestionControl string       `yaml:"congestion_control"`
 	Timeout           lab.Duration `yaml:"timeout"` // per request
+	// Reps measures each condition that many times over: its medians are
+	// over Reps x Runs requests per mode.
+	Reps int `yaml:"reps"`
 }
 
 // Published returns the published conditions: 1 KB and 100 KB responses
@@ -69,7 +76,35 @@ type Config struct {
 func Published() *Config {
 	return &Config{Header: lab.Header{Experiment: Name},
 		Delays: []lab.Duration{0, lab.Duration(25 * time.Millisecond)}, Sizes: []lab.Size{1024, 102400},
-		Runs: 40, Method: netem.MethodAuto, CongestionControl: "cubic", Timeout: lab.Duration(10 * time.Second)}
+		Runs: 40, Method: netem.MethodAuto, CongestionControl: "cubic", Timeout: lab.Duration(10 * time.Second), Reps: 1,
+		Losses: []float64{0}, TLS: []string{recorder.GapTLSNone}, Work: []Work{{Kind: recorder.GapWorkSleep}}}
+}
+
+// Repetitions implements lab.Repeated.
+func (c *Config) Repetitions() *int { return &c.Reps }
+
+// quickRuns are the requests per mode and condition of --quick.
+const quickRuns = 10
+
+// Reduce implements lab.Reducer: --quick measures 10 requests per mode
+// and condition, and keeps the first and the last of each list of the
+// grid (delays, sizes, losses, rates, TLS modes, processing times).
+func (c *Config) Reduce() {
+	c.Runs = min(c.Runs, quickRuns)
+	c.Delays = ends(c.Delays)
+	c.Sizes = ends(c.Sizes)
+	c.Losses = ends(c.Losses)
+	c.Rates = ends(c.Rates)
+	c.TLS = ends(c.TLS)
+	c.Work = ends(c.Work)
+}
+
+// ends keeps a list's first and last element.
+func ends[T any](s []T) []T {
+	if len(s) <= 2 {
+		return s
+	}
+	return []T{s[0], s[len(s)-1]}
 }
 
 // Head implements lab.Config.
@@ -88,6 +123,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		"rate limit each way, comma-separated (bits per second: kbit, mbit, gbit), one condition each (e.g. 10mbit)")
 	fs.Var(listFlag[string]{to: &c.TLS, parse: func(s string) (string, error) { return s, nil }, usage: "TLS modes, comma-separated"}, "tls",
 		"TLS modes, comma-separated, one condition each: none, 1.2, 1.3, 1.3-resume (default none)")
+	fs.Var(listFlag[Work]{to: &c.Work, parse: ParseWork, usage: "processing times, comma-separated, e.g. 0,10ms,cpu:50ms"}, "work",
+		"the server's processing time per request, comma-separated, one condition each: DURATION asleep, cpu:DURATION on the CPU (e.g. 0,1ms,10ms,50ms,200ms)")
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.
@@ -114,6 +151,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Runs < 1 || c.Runs > 10000:
 		return fmt.Errorf("runs %d: allowed 1 to 10000", c.Runs)
+	case c.Reps < 1 || c.Reps > 100 || c.Reps*c.Runs > 10000:
+		return fmt.Errorf("reps %d: allowed 1 to 100, and reps x runs at most 10000", c.Reps)
 	case c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute:
 		return fmt.Errorf("timeout %s: allowed more than 0 up to 5m", time.Duration(c.Timeout))
 	}

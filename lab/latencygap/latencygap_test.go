@@ -80,15 +80,15 @@ func TestPrintRows(t *testing.T) {
 		{Gap: recorder.GapRow{SizeBytes: 102400, DelayMethod: "none"}, Path: recorder.GapPath{Valid: true}},
 	}
 	rows = append(rows, Row{Gap: recorder.GapRow{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", HandshakeMS: recorder.Some(50.5),
-		GapSettings: recorder.GapSettings{TLS: "1.3", LossPct: 1, RateBits: 10_000_000, DelayUpMS: 5, DelayDownMS: 45}},
+		GapSettings: recorder.GapSettings{TLS: "1.3", LossPct: 1, RateBits: 10_000_000, DelayUpMS: 5, DelayDownMS: 45, WorkMS: 10, WorkKind: "cpu"}},
 		Path: recorder.GapPath{Valid: true, LossAppliedPct: recorder.Some(0.987)}})
 	var b bytes.Buffer
 	PrintRows(&b, rows)
 	want := "" +
-		"size_bytes  configured_rtt_ms  rtt_ms  method   tls  loss_%    rate  server_ms  keepalive_ms  new_ms  handshake_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  lost_%  valid\n" +
-		"      1024                 50  50.081     tun  none       0       -      0.123         50.61  101.40             -     99.9         0.006              100.0    40        0.050        1.500        3.000       -     NO\n" +
-		"    102400                  0       -    none  none       0       -          -             -       -             -        -             -                  -     0            -            -            -       -    yes\n" +
-		"      1024               5+45       -     tun   1.3       1  10mbit          -             -       -         50.50        -             -                  -     0            -            -            -    0.99    yes\n"
+		"size_bytes  configured_rtt_ms  rtt_ms  method   tls  loss_%    rate  work_ms  server_ms  keepalive_ms  new_ms  handshake_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  lost_%  valid\n" +
+		"      1024                 50  50.081     tun  none       0       -        -      0.123         50.61  101.40             -     99.9         0.006              100.0    40        0.050        1.500        3.000       -     NO\n" +
+		"    102400                  0       -    none  none       0       -        -          -             -       -             -        -             -                  -     0            -            -            -       -    yes\n" +
+		"      1024               5+45       -     tun   1.3       1  10mbit   10 cpu          -             -       -         50.50        -             -                  -     0            -            -            -    0.99    yes\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}

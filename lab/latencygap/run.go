@@ -109,9 +109,10 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	res := &Result{Dir: env.Out}
 	paths, modes := c.paths(), c.tlsModes()
-	per := len(modes) * len(c.Sizes)
+	per := len(modes) * len(c.works()) * len(c.Sizes)
 	p := lab.NewProgress(env.Progress, len(paths)*per, func(i int) time.Duration {
-		return time.Duration(c.Runs) * (5*paths[i/per].rtt() + 2*time.Millisecond)
+		w := c.works()[i/len(c.Sizes)%len(c.works())].D
+		return time.Duration(c.Reps*c.Runs) * (5*paths[i/per].rtt() + 2*w + 2*time.Millisecond)
 	})
 	var runErr error
 	for i, pc := range paths {
@@ -147,18 +148,41 @@ func (c *Config) runPath(ctx context.Context, env *lab.Env, pc pathCond, f *file
 			}
 			serverTLS, clientTLS = cert.server(mode), cert.client(mode)
 		}
-		addr, stop, err := serve(ctx, path, env, serverTLS)
+		mrows, err := c.runMode(ctx, env, path, pc, mode, serverTLS, clientTLS, f, p, first+k*len(c.works())*len(c.Sizes))
+		rows = append(rows, mrows...)
 		if err != nil {
-			return rows, fmt.Errorf("latency-gap at %s: %w", pc, err)
+			return rows, err
 		}
-		scheme := "http"
-		if serverTLS != nil {
-			scheme = "https"
-		}
+	}
+	return rows, nil
+}
+
+// runMode serves on the path in one TLS mode and measures every
+// processing time and size; the server is gone when it returns.
+func (c *Config) runMode(ctx context.Context, env *lab.Env, path *netem.Path, pc pathCond, mode string, serverTLS, clientTLS *tls.Config,
+	f *files, p *lab.Progress, first int) ([]Row, error) {
+	addr, stop, err := serve(ctx, path, env, serverTLS)
+	if err != nil {
+		return nil, fmt.Errorf("latency-gap at %s: %w", pc, err)
+	}
+	defer stop()
+	scheme := "http"
+	if serverTLS != nil {
+		scheme = "https"
+	}
+	var rows []Row
+	for wi, work := range c.works() {
 		for j, size := range c.Sizes {
-			i := first + k*len(c.Sizes) + j
-			p.Start(i, fmt.Sprintf("%d bytes, %s, tls %s (%s)", size, pc, mode, path.Method))
-			cond := condition{size: int(size), path: pc, settings: pc.settings(mode), url: fmt.Sprintf("%s://%s/bytes?n=%d", scheme, addr, size), tls: clientTLS}
+			i := first + wi*len(c.Sizes) + j
+			what := fmt.Sprintf("%d bytes, %s, tls %s", size, pc, mode)
+			if work.D > 0 {
+				what += ", work " + work.String()
+			}
+			p.Start(i, fmt.Sprintf("%s (%s)", what, path.Method))
+			settings := pc.settings(mode)
+			settings.WorkMS, settings.WorkKind = ms(work.D), work.Kind
+			cond := condition{size: int(size), path: pc, settings: settings, tls: clientTLS,
+				url: fmt.Sprintf("%s://%s/bytes?n=%d%s", scheme, addr, size, work.query())}
 			row, reqs := c.condition(ctx, env, path, cond, p)
 			var werr error
 			for _, r := range reqs {
@@ -169,15 +193,12 @@ func (c *Config) runPath(ctx context.Context, env *lab.Env, pc pathCond, f *file
 			p.Done(i, "%s", rowLine(row))
 			rows = append(rows, row)
 			if err := errors.Join(werr, f.gaps.Write(row.Gap), f.paths.Write(row.Path)); err != nil {
-				stop()
 				return rows, err
 			}
 			if ctx.Err() != nil {
-				stop()
 				return rows, ctx.Err()
 			}
 		}
-		stop()
 	}
 	return rows, nil
 }
@@ -242,7 +263,7 @@ func serve(ctx context.Context, path *netem.Path, env *lab.Env, serverTLS *tls.C
 	return addr, func() { cancel(); <-done }, nil
 }
 
-// measure sends one warm-up request and then Runs measured ones on a
+// measure sends one warm-up request and then Reps x Runs measured ones on a
 // kept-alive connection, back to back (so the connection's congestion
 // window never idles past an RTO), then the same on new connections.
 func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, cond condition, configured float64) []recorder.GapRequest {
@@ -259,7 +280,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 		}
 		client := loadgen.NewClient(loadgen.ClientOptions{DialContext: path.DialContext, KeepAlive: mode == recorder.GapKeepAlive,
 			Timeout: time.Duration(c.Timeout), TCPInfo: true, TracerProvider: env.TracerProvider, TLS: clientTLS})
-		for seq := -1; seq < c.Runs && ctx.Err() == nil; seq++ {
+		for seq := -1; seq < c.Reps*c.Runs && ctx.Err() == nil; seq++ {
 			var r loadgen.Result
 			client.Get(ctx, cond.url, &r)
 			if seq < 0 {
@@ -290,6 +311,12 @@ func runID(cond condition, configured float64) string {
 	}
 	if s.TLS != recorder.GapTLSNone {
 		id += ".tls" + s.TLS
+	}
+	if s.WorkMS > 0 {
+		id += fmt.Sprintf(".work%gms", s.WorkMS)
+		if s.WorkKind == recorder.GapWorkCPU {
+			id += "cpu"
+		}
 	}
 	return id
 }

@@ -98,11 +98,11 @@ func (r *Result) Print(w io.Writer) {
 
 // PrintRows writes the conditions as an aligned table: the gap.csv
 // columns (the configured RTT as up+down when the path is asymmetric, the
-// TLS mode, loss and rate of the condition), the TLS handshake, the same
+// TLS mode, loss, rate and processing time of the condition), the TLS handshake, the same
 // by the last byte, the measured RTT, then the delay line's lateness (TUN
 // only), the loss the path applied and whether the path was faithful.
 func PrintRows(w io.Writer, rows []Row) {
-	table := [][]string{{"size_bytes", "configured_rtt_ms", "rtt_ms", "method", "tls", "loss_%", "rate", "server_ms", "keepalive_ms", "new_ms",
+	table := [][]string{{"size_bytes", "configured_rtt_ms", "rtt_ms", "method", "tls", "loss_%", "rate", "work_ms", "server_ms", "keepalive_ms", "new_ms",
 		"handshake_ms", "blind_%", "last_byte_ms", "last_byte_blind_%", "runs", "late_p50_ms", "late_p99_ms", "late_max_ms", "lost_%", "valid"}}
 	for _, r := range rows {
 		g, p := r.Gap, r.Path
@@ -121,7 +121,14 @@ func PrintRows(w io.Writer, rows []Row) {
 		if g.RateBits > 0 {
 			rate = BitRate(g.RateBits).String()
 		}
-		table = append(table, []string{fmt.Sprint(g.SizeBytes), rtt, lab.Num(g.RTTMS, 3), g.DelayMethod, tlsMode, fmt.Sprintf("%g", g.LossPct), rate,
+		work := "-"
+		if g.WorkMS > 0 {
+			work = fmt.Sprintf("%g", g.WorkMS)
+			if g.WorkKind == recorder.GapWorkCPU {
+				work += " cpu"
+			}
+		}
+		table = append(table, []string{fmt.Sprint(g.SizeBytes), rtt, lab.Num(g.RTTMS, 3), g.DelayMethod, tlsMode, fmt.Sprintf("%g", g.LossPct), rate, work,
 			lab.Num(g.ServerMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.HandshakeMS, 2), lab.Num(g.ServerBlindPct, 1),
 			lab.Num(g.ServerLastByteMS, 3), lab.Num(g.ServerLastByteBlindPct, 1), fmt.Sprint(g.Runs),
 			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), lab.Num(p.LossAppliedPct, 2), valid})
