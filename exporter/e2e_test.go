@@ -38,12 +38,12 @@ func fixtureConfig(t testing.TB) Config {
 
 // fixtureSockets returns a sock_diag stand-in that reads
 // testdata/fixtures/sockets.txt.
-func fixtureSockets(t testing.TB) func(uint8) ([]tcpSocket, error) {
+func fixtureSockets(t testing.TB) func(uint8, []uint16) ([]tcpSocket, error) {
 	data, err := os.ReadFile("testdata/fixtures/sockets.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(family uint8) ([]tcpSocket, error) {
+	return func(family uint8, _ []uint16) ([]tcpSocket, error) {
 		var out []tcpSocket
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		for sc.Scan() {

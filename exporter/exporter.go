@@ -48,7 +48,7 @@ type Options struct {
 	Extra prometheus.Gatherer
 
 	// Test seams: fixture socket dumps and faulty fd walkers.
-	dumpTCP func(family uint8) ([]tcpSocket, error)
+	dumpTCP func(family uint8, ports []uint16) ([]tcpSocket, error)
 	fds     *fdWalker
 }
 

@@ -2,12 +2,12 @@ package exporter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/vishvananda/netlink"
+
+	"github.com/slowlab/slowlab/internal/sockdiag"
 )
 
 func init() {
@@ -68,8 +68,11 @@ type tcpSocket struct {
 // socketsCollector matches TCP sockets from one sock_diag dump to groups by
 // the socket inodes open in the groups' processes, or by local port.
 type socketsCollector struct {
-	fds  fdWalker
-	dump func(family uint8) ([]tcpSocket, error)
+	fds fdWalker
+	// dump returns the family's sockets: those with a full socket (every
+	// state but TIME_WAIT and NEW_SYN_RECV), and the TIME_WAIT and
+	// NEW_SYN_RECV ones on ports, which only port: selectors count.
+	dump func(family uint8, ports []uint16) ([]tcpSocket, error)
 }
 
 var _ Collector = (*socketsCollector)(nil)
@@ -116,8 +119,12 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 		targets []int
 	}
 	var matched []match
+	ports := make([]uint16, 0, len(byPort))
+	for p := range byPort {
+		ports = append(ports, p)
+	}
 	for _, family := range []uint8{syscall.AF_INET, syscall.AF_INET6} {
-		socks, err := c.dump(family)
+		socks, err := c.dump(family, ports)
 		if err != nil {
 			errs.add(fmt.Errorf("sock_diag dump (family %d): %w", family, err))
 		}
@@ -202,29 +209,37 @@ func mergeOnce(a, b []int) []int {
 	return out
 }
 
-// dumpTCPNetlink dumps all TCP sockets of one family in the current network
-// namespace with TCP_INFO. An interrupted dump (sockets changed meanwhile)
-// is retried once, then used as it is.
-func dumpTCPNetlink(family uint8) ([]tcpSocket, error) {
-	resp, err := netlink.SocketDiagTCPInfo(family)
-	if errors.Is(err, netlink.ErrDumpInterrupted) {
-		resp, err = netlink.SocketDiagTCPInfo(family)
-	}
-	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
+// fullStates are the states of sockets that have an inode (a process
+// can hold them) and TCP_INFO: all but TIME_WAIT and NEW_SYN_RECV, which a
+// busy host has tens of thousands of.
+const fullStates = sockdiag.AllStates &^ (1<<sockdiag.TimeWait | 1<<sockdiag.NewSynRecv)
+
+// dumpTCPNetlink dumps one family's TCP sockets in the current network
+// namespace, the kernel filtering them: every socket in fullStates with
+// TCP_INFO, then the TIME_WAIT and NEW_SYN_RECV ones whose local or remote
+// port is one of ports (all of them when there are more ports than a
+// filter takes; none when there are no ports).
+func dumpTCPNetlink(family uint8, ports []uint16) ([]tcpSocket, error) {
+	full, err := sockdiag.Dump(sockdiag.Filter{States: fullStates, Info: true}, family)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]tcpSocket, 0, len(resp))
-	for _, r := range resp {
-		m := r.InetDiagMsg
-		if m == nil {
-			continue
+	var half []sockdiag.Socket
+	if len(ports) > 0 {
+		f := sockdiag.Filter{States: 1<<sockdiag.TimeWait | 1<<sockdiag.NewSynRecv}
+		if len(ports) <= sockdiag.MaxPorts {
+			f.Ports = ports
 		}
-		s := tcpSocket{state: m.State, inode: uint64(m.INode), localPort: m.ID.SourcePort, rqueue: m.RQueue, wqueue: m.WQueue}
-		if r.TCPInfo != nil {
-			s.notsent = r.TCPInfo.Notsent_bytes
-			s.lastDataRecv = r.TCPInfo.Last_data_recv
+		if half, err = sockdiag.Dump(f, family); err != nil {
+			return nil, err
 		}
-		out = append(out, s)
+	}
+	out := make([]tcpSocket, 0, len(full)+len(half))
+	for _, list := range [][]sockdiag.Socket{full, half} {
+		for _, so := range list {
+			out = append(out, tcpSocket{state: so.State, inode: uint64(so.Inode), localPort: so.Local.Port(), rqueue: so.RecvQ, wqueue: so.SendQ,
+				notsent: so.NotSent, lastDataRecv: so.LastDataRecv})
+		}
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/sockdiag"
 )
 
 // DefaultInterval is how often a Sampler samples unless told otherwise.
@@ -191,7 +193,7 @@ func written(s Socket) int64 { return int64(s.BytesAcked) + int64(s.SendQ) }
 func (s *Sampler) keep(all []Socket) []Socket {
 	var out []Socket
 	for _, so := range all {
-		if so.State == tcpListen {
+		if so.State == sockdiag.Listen {
 			continue
 		}
 		if slices.Contains(s.Ports, so.Local.Port()) || slices.Contains(s.Ports, so.Remote.Port()) {
