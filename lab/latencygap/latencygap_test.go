@@ -121,6 +121,24 @@ func TestSummarizeValidity(t *testing.T) {
 			t.Errorf("measured %g ms, lateness %+v: row %+v, want valid %t", tc.rtt, tc.lt, r.Path, tc.valid)
 		}
 	}
+	// The loss the path applied must be the loss asked for, within the
+	// binomial's spread: 1% of 2000 packets is 20 +- 4.4 (+- 0.9 points
+	// at 4 standard deviations, + 0.1).
+	for _, tc := range []struct {
+		asked float64
+		lost  int64
+		valid bool
+	}{{1, 20, true}, {1, 39, true}, {1, 41, false}, {1, 0, false}, {0, 0, true}, {0, 3, false}} {
+		cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond, loss: tc.asked}}
+		cond.settings = cond.path.settings(recorder.GapTLSNone)
+		r := summarize(cond, 50, "tun", "cubic", reqs(50.1), onTime, &netem.Loss{Packets: 2000, Lost: tc.lost})
+		if r.Path.Valid != tc.valid || r.Path.LossAppliedPct.Value != float64(tc.lost)/20 {
+			t.Errorf("asked %g%%, lost %d of 2000: valid %t, applied %v; want valid %t", tc.asked, tc.lost, r.Path.Valid, r.Path.LossAppliedPct, tc.valid)
+		}
+		if !tc.valid && !strings.Contains(invalidWhy(r.Path), "the path dropped") {
+			t.Errorf("asked %g%%, lost %d: invalid because %q", tc.asked, tc.lost, invalidWhy(r.Path))
+		}
+	}
 	if r := summarize(condition{size: 1024}, 0, "none", "cubic", nil, netem.Lateness{}, nil); r.Path.Valid {
 		t.Error("nothing measured, yet valid")
 	}

@@ -43,6 +43,7 @@ func summarize(cond condition, configured float64, method, cc string, reqs []rec
 		row.Path.PathPackets = recorder.Some(float64(loss.Packets))
 		if loss.Packets > 0 {
 			row.Path.LossAppliedPct = recorder.Some(loss.Pct())
+			row.Path.Valid = row.Path.Valid && lossFaithful(cond.path.loss, *loss)
 		}
 	}
 	if method == string(netem.MethodTUN) && lt.Packets > 0 {
@@ -62,10 +63,27 @@ func maxRTTError(p pathCond) float64 {
 	return MaxRTTError + ms(time.Duration(2*netem.MTU*8*int64(time.Second)/int64(p.rate)))
 }
 
+// lossFaithful reports whether the loss a path applied is what was
+// asked for: within 4 standard deviations of the binomial over its packets
+// (a random loss is not exact), plus 0.1 point.
+func lossFaithful(askedPct float64, l netem.Loss) bool {
+	return math.Abs(l.Pct()-askedPct) <= lossTolerance(askedPct, l.Packets)
+}
+
+func lossTolerance(askedPct float64, packets int64) float64 {
+	p := askedPct / 100
+	return 100*4*math.Sqrt(p*(1-p)/float64(packets)) + 0.1
+}
+
 // invalidWhy says why a path was not faithful.
 func invalidWhy(p recorder.GapPath) string {
 	if p.LatenessP99MS.Valid && p.LatenessP99MS.Value > float64(netem.MaxP99Lateness)/1e6 {
 		return fmt.Sprintf("delay line lateness p99 %s ms above %s", lab.Num(p.LatenessP99MS, 3), netem.MaxP99Lateness)
+	}
+	if p.LossAppliedPct.Valid && p.PathPackets.Valid && p.PathPackets.Value > 0 &&
+		math.Abs(p.LossAppliedPct.Value-p.LossPct) > lossTolerance(p.LossPct, int64(p.PathPackets.Value)) {
+		return fmt.Sprintf("the path dropped %s%% of %d packets, asked %g%%: more than %s points apart", lab.Num(p.LossAppliedPct, 2),
+			int64(p.PathPackets.Value), p.LossPct, lab.Num(recorder.Some(lossTolerance(p.LossPct, int64(p.PathPackets.Value))), 2))
 	}
 	return fmt.Sprintf("measured RTT %s ms, configured %g ms: more than %s ms apart", lab.Num(p.RTTMS, 3), p.ConfiguredRTTMS,
 		lab.Num(recorder.Some(maxRTTError(pathCond{rate: BitRate(p.RateBits)})), 3))
