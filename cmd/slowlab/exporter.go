@@ -3,22 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"runtime/debug"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/exporter-toolkit/web"
-
-	"github.com/slowlab/slowlab/child"
-	"github.com/slowlab/slowlab/exporter"
+	"github.com/slowlab/slowlab/exporter/exportercmd"
 )
 
 func init() {
@@ -29,179 +16,13 @@ func init() {
 	})
 }
 
-// exporterFlags are the exporter's command-line settings.
-type exporterFlags struct {
-	configFile    string
-	groups        stringList
-	tempDirs      stringList
-	procFS        string
-	cgroupFS      string
-	listen        string
-	webConfig     string
-	metricsPath   string
-	scrapeTimeout time.Duration
-	wchanTop      int
-	maxDynamic    int
-	logLevel      string
-	collectors    map[string]bool
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, " ") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// collectorFlag is --collector.NAME (on=true) or --no-collector.NAME
-// (on=false); the last one given wins.
-type collectorFlag struct {
-	m    map[string]bool
-	name string
-	on   bool
-}
-
-func (f collectorFlag) String() string   { return "" }
-func (f collectorFlag) IsBoolFlag() bool { return true }
-func (f collectorFlag) Set(v string) error {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return err
-	}
-	f.m[f.name] = b == f.on
-	return nil
-}
-
+// runExporter is exportercmd's command line as a slowlab subcommand (also
+// the standalone slowlab-exporter binary).
 func runExporter(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("exporter", "[--config FILE] [--group NAME=SELECTOR[,SELECTOR...]]... [flags]", stdout)
-	f := exporterFlags{collectors: map[string]bool{}}
-	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
-	fs.Var(&f.groups, string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
-	fs.Var(&f.tempDirs, string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
-	fs.StringVar(&f.procFS, "path.procfs", exporter.DefaultProcFS, "procfs mount `point`")
-	fs.StringVar(&f.cgroupFS, "path.cgroupfs", exporter.DefaultCgroupFS, "cgroup filesystem root (v2 mount, or the tmpfs holding v1 hierarchies)")
-	fs.StringVar(&f.listen, string(child.ExporterListen), ":9817", "`address` to listen on; port 0 picks a free port (printed as \"ready listen=IP:PORT\")")
-	fs.StringVar(&f.webConfig, "web.config.file", "", "exporter-toolkit web config `file` enabling TLS and basic auth")
-	fs.StringVar(&f.metricsPath, "web.telemetry-path", exporter.DefaultMetricsPath, "`path` of the metrics endpoint")
-	fs.DurationVar(&f.scrapeTimeout, "scrape.timeout", exporter.DefaultScrapeTimeout, "longest a scrape may take when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds")
-	fs.IntVar(&f.wchanTop, "collector.process.wchan-top", exporter.DefaultWchanTop, "wait-channel names reported per group before the rest count as \"other\"")
-	fs.IntVar(&f.maxDynamic, "max-dynamic-groups", exporter.DefaultMaxDynamicGroups, "groups the cgroup-re: selectors may make; further matches are summed into group \"other\"")
-	fs.StringVar(&f.logLevel, string(child.ExporterLogLevel), "info", "log `level`: debug, info, warn, error")
-	for _, c := range exporter.Collectors() {
-		fs.Var(collectorFlag{f.collectors, c.Name, true}, "collector."+c.Name, fmt.Sprintf("enable the %s collector: %s (default %t)", c.Name, c.Help, c.Enabled))
-		fs.Var(collectorFlag{f.collectors, c.Name, false}, "no-collector."+c.Name, "disable the "+c.Name+" collector")
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cfg, opts, level, err := f.options()
-	if err != nil {
-		return err
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	extra := prometheus.NewRegistry()
-	extra.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	opts.Extra = extra
-	exp, err := exporter.New(cfg, opts, logger)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	handler, err := exp.Mux(f.metricsPath, buildVersion())
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	logger.Info("exporter starting", "groups", len(cfg.Groups), "collectors", strings.Join(exp.EnabledCollectors(), ","), "address", ln.Addr().String())
-	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: ln.Addr().String()}))
-	return serve(ctx, ln, handler, f.webConfig, logger)
-}
-
-// options validates the flags and turns them into the package's config.
-func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level, error) {
-	var cfg exporter.Config
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return cfg, exporter.Options{}, level, usagef("--log.level %q: want debug, info, warn or error", f.logLevel)
-	}
-	if f.configFile != "" {
-		var err error
-		if cfg, err = exporter.LoadConfig(f.configFile); err != nil {
-			return cfg, exporter.Options{}, level, usagef("--config: %v", err)
-		}
-	}
-	for _, g := range f.groups {
-		grp, err := exporter.ParseGroupFlag(g)
-		if err != nil {
-			return cfg, exporter.Options{}, level, usagef("--group: %v", err)
-		}
-		cfg.Groups = append(cfg.Groups, grp)
-	}
-	if len(f.tempDirs) > 0 {
-		cfg.TempDirs = f.tempDirs
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, exporter.Options{}, level, usagef("%v", err)
-	}
-	if f.wchanTop < 0 {
-		return cfg, exporter.Options{}, level, usagef("--collector.process.wchan-top %d: want 0 or more", f.wchanTop)
-	}
-	if f.maxDynamic < 1 {
-		return cfg, exporter.Options{}, level, usagef("--max-dynamic-groups %d: want at least 1", f.maxDynamic)
-	}
-	if f.scrapeTimeout <= 0 {
-		return cfg, exporter.Options{}, level, usagef("--scrape.timeout %v: want a positive duration", f.scrapeTimeout)
-	}
-	if !strings.HasPrefix(f.metricsPath, "/") {
-		return cfg, exporter.Options{}, level, usagef("--web.telemetry-path %q: want a path starting with /", f.metricsPath)
-	}
-	if f.webConfig != "" {
-		if err := web.Validate(f.webConfig); err != nil {
-			return cfg, exporter.Options{}, level, usagef("--web.config.file %s: %v", f.webConfig, err)
-		}
-	}
-	wchanTop := f.wchanTop
-	if wchanTop == 0 {
-		wchanTop = -1 // Options treats 0 as "default"
-	}
-	return cfg, exporter.Options{
-		ProcFS:           f.procFS,
-		CgroupFS:         f.cgroupFS,
-		Collectors:       f.collectors,
-		ScrapeTimeout:    f.scrapeTimeout,
-		WchanTop:         wchanTop,
-		MaxDynamicGroups: f.maxDynamic,
-	}, level, nil
-}
-
-// serve runs the HTTP server (TLS and basic auth per the web config file)
-// until ctx is done, then shuts it down gracefully.
-func serve(ctx context.Context, ln net.Listener, handler http.Handler, webConfig string, logger *slog.Logger) error {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	addrs := []string{ln.Addr().String()}
-	errc := make(chan error, 1)
-	go func() {
-		errc <- web.Serve(ln, srv, &web.FlagConfig{WebListenAddresses: &addrs, WebConfigFile: &webConfig}, logger)
-	}()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := srv.Shutdown(shutdownCtx)
-	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
-		err = serveErr
+	err := exportercmd.Run(ctx, "slowlab exporter", args, stdout, stderr)
+	var ue exportercmd.UsageError
+	if errors.As(err, &ue) {
+		return usagef("%s", ue.Msg)
 	}
 	return err
-}
-
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "dev"
 }

@@ -1,5 +1,7 @@
 // Command package builds the exporter's Debian package with nfpm: the
-// slowlab binary (static), the systemd unit deploy/systemd/ and a default
+// slowlab binary and the standalone slowlab-exporter binary (both static;
+// the unit runs the standalone one, which links nothing but the exporter
+// and so uses about half the memory), the systemd unit deploy/systemd/ and a default
 // /etc/slowlab/exporter.yml, a configuration file dpkg keeps when the user
 // changed it. `make package` runs it; it writes dist/slowlab_VERSION_ARCH.deb.
 //
@@ -22,9 +24,10 @@ import (
 
 // Where the package puts its files.
 const (
-	BinPath    = "/usr/bin/slowlab"
-	UnitPath   = "/lib/systemd/system/slowlab-exporter.service"
-	ConfigPath = "/etc/slowlab/exporter.yml"
+	BinPath         = "/usr/bin/slowlab"
+	ExporterBinPath = "/usr/bin/slowlab-exporter"
+	UnitPath        = "/lib/systemd/system/slowlab-exporter.service"
+	ConfigPath      = "/etc/slowlab/exporter.yml"
 )
 
 func main() {
@@ -39,7 +42,7 @@ func main() {
 	fmt.Println(deb)
 }
 
-// build compiles ./cmd/slowlab of the module at root and packages it with
+// build compiles ./cmd/slowlab and ./cmd/slowlab-exporter of the module at root and packages them with
 // the unit and config of deploy/systemd; it returns the .deb's path.
 func build(root, out, version string) (string, error) {
 	if version == "" {
@@ -57,11 +60,13 @@ func build(root, out, version string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "slowlab")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/slowlab")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w: %s", err, b)
+	bin, exporterBin := filepath.Join(tmp, "slowlab"), filepath.Join(tmp, "slowlab-exporter")
+	for out, pkg := range map[string]string{bin: "./cmd/slowlab", exporterBin: "./cmd/slowlab-exporter"} {
+		cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %w: %s", pkg, err, b)
+		}
 	}
 	info := nfpm.WithDefaults(&nfpm.Info{
 		Name:          "slowlab",
@@ -78,6 +83,7 @@ func build(root, out, version string) (string, error) {
 		Overridables: nfpm.Overridables{
 			Contents: files.Contents{
 				{Source: bin, Destination: BinPath, FileInfo: &files.ContentFileInfo{Mode: 0o755}},
+				{Source: exporterBin, Destination: ExporterBinPath, FileInfo: &files.ContentFileInfo{Mode: 0o755}},
 				{Source: filepath.Join(root, "deploy/systemd/slowlab-exporter.service"), Destination: UnitPath, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
 				{Source: filepath.Join(root, "deploy/systemd/exporter.yml"), Destination: ConfigPath, Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
 			},

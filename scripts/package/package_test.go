@@ -73,7 +73,7 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 	if st := run(dpkg, "-s", "slowlab"); !strings.Contains(st, "Status: install ok installed") || !strings.Contains(st, "Version: 0.0~test") {
 		t.Fatalf("dpkg -s:\n%s", st)
 	}
-	for path, mode := range map[string]os.FileMode{BinPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644} {
+	for path, mode := range map[string]os.FileMode{BinPath: 0o755, ExporterBinPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644} {
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode().Perm() != mode {
 			t.Errorf("%s: %v, mode %v; want %v", path, err, fi, mode)
@@ -91,8 +91,10 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 	}
 
 	run(dpkg, "-r", "slowlab")
-	if _, err := os.Stat(BinPath); !os.IsNotExist(err) {
-		t.Errorf("%s after dpkg -r: %v", BinPath, err)
+	for _, bin := range []string{BinPath, ExporterBinPath} {
+		if _, err := os.Stat(bin); !os.IsNotExist(err) {
+			t.Errorf("%s after dpkg -r: %v", bin, err)
+		}
 	}
 	if _, err := os.Stat(ConfigPath); err != nil {
 		t.Errorf("%s gone after dpkg -r, want it kept until purge: %v", ConfigPath, err)
@@ -130,8 +132,8 @@ func scrapeExecStart(t *testing.T) {
 			argv = strings.Fields(rest)
 		}
 	}
-	if len(argv) < 2 || argv[0] != BinPath {
-		t.Fatalf("ExecStart %v: want %s first", argv, BinPath)
+	if len(argv) < 2 || argv[0] != ExporterBinPath {
+		t.Fatalf("ExecStart %v: want %s first", argv, ExporterBinPath)
 	}
 	for i, a := range argv {
 		if a == "--web.listen-address" && i+1 < len(argv) {
@@ -178,7 +180,7 @@ func checkMetrics(t *testing.T, body string) {
 	}
 }
 
-// The package holds exactly the binary, the unit and the config.
+// The package holds exactly the two binaries, the unit and the config.
 func TestDebContents(t *testing.T) {
 	dpkgDeb := slowlabtest.RequireTool(t, "dpkg-deb")
 	deb := buildOnce(t)
@@ -193,7 +195,7 @@ func TestDebContents(t *testing.T) {
 			paths = append(paths, p)
 		}
 	}
-	want := []string{BinPath, UnitPath, ConfigPath}
+	want := []string{BinPath, ExporterBinPath, UnitPath, ConfigPath}
 	for _, w := range want {
 		found := false
 		for _, p := range paths {
