@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkScrape measures one full scrape (all collectors) of 3 groups
@@ -91,11 +93,15 @@ func benchScrape(b *testing.B, procs int) {
 		b.Fatal(err)
 	}
 	var v map[string]float64
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for b.Loop() {
 		v = valuesB(b, e)
 	}
 	b.StopTimer()
+	// CPU time (user + system, all threads) per scrape: what a scrape
+	// costs the host, steadier than wall time on a busy machine.
+	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
 	if got := v["slowlab_proxy_temp_files{proxy}"]; got != 12 {
 		b.Errorf("proxy temp files %v, want 12", got)
 	}
@@ -104,4 +110,13 @@ func benchScrape(b *testing.B, procs int) {
 			b.Errorf("collector %s failed", c)
 		}
 	}
+}
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
