@@ -43,7 +43,7 @@ func TestLint(t *testing.T) {
 // faultyWalker wraps the fixture fd walker with injected failures.
 func faultyWalker(procFS string, listErr map[string]error, statErr map[string]error) *fdWalker {
 	w := newFDWalker(procFS)
-	list, stat := w.listDir, w.stat
+	list, stat := listDirNames, w.stat
 	w.listDir = func(dir string) ([]string, error) {
 		if err, ok := listErr[filepath.Base(filepath.Dir(dir))]; ok {
 			return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
