@@ -58,6 +58,24 @@ func FuzzParseBitRate(f *testing.F) {
 	})
 }
 
+func TestParseWork(t *testing.T) {
+	for in, want := range map[string]Work{"10ms": {10 * time.Millisecond, "sleep"}, "sleep:1s": {time.Second, "sleep"},
+		"cpu:50ms": {50 * time.Millisecond, "cpu"}, "0": {0, "sleep"}} {
+		got, err := ParseWork(in)
+		if err != nil || got != want {
+			t.Errorf("ParseWork(%q) = %v, %v; want %v", in, got, err, want)
+		}
+		if back, err := ParseWork(got.String()); err != nil || back != got {
+			t.Errorf("%v writes as %q, which reads as %v, %v", got, got.String(), back, err)
+		}
+	}
+	for _, bad := range []string{"", "io:1ms", "cpu:", "fast", "cpu:ten"} {
+		if _, err := ParseWork(bad); err == nil {
+			t.Errorf("ParseWork(%q): no error", bad)
+		}
+	}
+}
+
 // TestPaths: the grid's paths are each delay (or the one asymmetric
 // pair) with each loss and each rate; rate (bytes per second) stands for
 // one rate of 8x the bits.

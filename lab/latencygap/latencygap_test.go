@@ -58,6 +58,8 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.DelayDown = lab.Duration(2 * time.Second) }, "delay_down 2s: allowed 0 to 1s"},
 		{func(c *Config) { c.TLS = []string{"1.3", "ssl3"} }, `tls[1] "ssl3": allowed none, 1.2, 1.3, 1.3-resume`},
 		{func(c *Config) { c.TLS = []string{"1.3", "1.3"} }, `tls[1] "1.3": given twice`},
+		{func(c *Config) { c.Work = []Work{{0, "sleep"}, {6 * time.Second, "cpu"}} }, "work[1] cpu:6s: allowed 0 to 5s"},
+		{func(c *Config) { c.Work = []Work{{time.Millisecond, "sleep"}, {time.Millisecond, "sleep"}} }, "work[1] 1ms: given twice"},
 		{func(c *Config) { c.Losses, c.Method = []float64{1}, netem.MethodNone },
 			"delays[1] 25ms with method none: none adds no delay; use auto, netem or tun"},
 		{func(c *Config) { c.Delays, c.Losses, c.Method = []lab.Duration{0}, []float64{1}, netem.MethodNone },
