@@ -38,6 +38,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /large", s.large)
 	mux.HandleFunc("GET /longpoll", s.longpoll)
 	mux.HandleFunc("GET /bytes", s.bytes)
+	mux.HandleFunc("POST /upload", s.upload)
 	return mux
 }
 

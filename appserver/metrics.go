@@ -18,6 +18,7 @@ var endpointCodes = map[string][]int{
 	"large":    {http.StatusOK, http.StatusBadRequest},
 	"longpoll": {http.StatusNoContent, http.StatusBadRequest, statusClientClosed},
 	"bytes":    {http.StatusOK, http.StatusBadRequest},
+	"upload":   {http.StatusOK, statusClientClosed},
 }
 
 type metrics struct {

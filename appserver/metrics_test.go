@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -165,6 +166,22 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 	<-gone
 	waitFor(t, "the abandoned long-poll to be counted", func() bool {
 		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="longpoll"}`] == 1
+	})
+
+	// An upload read whole is a 200; one whose client leaves mid-body, 499.
+	resp, err := http.Post(base+"/upload", "application/octet-stream", strings.NewReader("0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+	conn.Close()
+	waitFor(t, "the cut upload to be counted", func() bool {
+		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="upload"}`] == 1
 	})
 
 	after := withPrefix(scrape(t, admin), families...)

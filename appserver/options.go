@@ -2,6 +2,7 @@ package appserver
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -56,6 +57,18 @@ type Options struct {
 	// again as a trailer timed through the last body byte handed to the
 	// socket (LastByteTiming); the latency-gap experiment compares both.
 	LastByteTiming bool
+	// WorkerTimeout is Gunicorn's --timeout for the sync model: a worker
+	// that spends longer than this on one connection (waiting for its
+	// request, working on it or writing the response) has the connection
+	// aborted, as Gunicorn kills the worker (see timeouts). 0: none (a
+	// request header still has to arrive within 30 s). The gthread and
+	// async models accept it and ignore it, as Gunicorn's gthread and
+	// gevent workers do: their main thread (greenlet) reports alive while
+	// connections are held.
+	WorkerTimeout time.Duration
+	// ErrorLog receives the server's log lines (a worker timeout's); nil
+	// discards them.
+	ErrorLog io.Writer
 }
 
 // DefaultOptions returns the published main condition: sync, 2 workers.
@@ -87,6 +100,9 @@ func (o Options) Validate() error {
 	}
 	if o.WorkerConnections < 0 {
 		return fmt.Errorf("worker connections %d: must be 0 (Gunicorn's default, %d) or more", o.WorkerConnections, DefaultWorkerConnections)
+	}
+	if o.WorkerTimeout < 0 || o.WorkerTimeout > MaxWorkerTimeout {
+		return fmt.Errorf("worker timeout %v: want 0 (none) up to %v", o.WorkerTimeout, MaxWorkerTimeout)
 	}
 	if o.Model != ModelGthread && (o.AcceptWhenFree || o.WorkerConnections != 0) {
 		return fmt.Errorf("accept policy: only the gthread model has one (model %s)", o.Model)

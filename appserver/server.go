@@ -24,6 +24,7 @@ type Server struct {
 	metrics *metrics
 	sends   *sendLog
 	block   []byte
+	timeout *timeouts
 }
 
 // New validates o and returns a Server with its own metrics registry.
@@ -38,6 +39,7 @@ func New(o Options) (*Server, error) {
 		metrics: newMetrics(reg, o),
 		sends:   newSendLog(10000),
 		block:   make([]byte, o.BlockSize),
+		timeout: newTimeouts(reg, o),
 	}
 	for i := range s.block {
 		s.block[i] = byte('a' + i%26)
@@ -69,13 +71,14 @@ func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
 		for w := 0; w < s.opts.Workers; w++ {
 			srv := s.newHTTPServer(s.worker(w))
 			srv.SetKeepAlivesEnabled(false)
-			serve(srv, netutil.LimitListener(sharedListener{app}, 1))
+			serve(srv, s.timeout.listener(netutil.LimitListener(sharedListener{app}, 1), w))
 		}
 	case ModelGthread:
 		// Like Gunicorn's, a worker takes connections up to its connection
 		// limit (which one gets a connection is chance, see dispatcher) and
-		// queues requests for its threads, so a worker whose threads are
-		// all held keeps taking requests that wait. With
+		// queues them for its threads (threadListener), so a worker whose
+		// threads are all held keeps taking connections that wait, and a
+		// connection holds its thread until its request has arrived. With
 		// AcceptWhenFree a worker accepts only while a thread is free, and
 		// the kernel backlog holds the rest until any worker has one.
 		conns := s.opts.WorkerConnections
@@ -90,12 +93,10 @@ func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
 		for w := 0; w < s.opts.Workers; w++ {
 			slots := make(chan struct{}, s.opts.Threads)
 			srv := s.newHTTPServer(s.threadedWorker(w, slots))
+			srv.ConnContext = withConn
 			if disp != nil {
-				serve(srv, disp.workers[w])
+				serve(srv, &threadListener{Listener: disp.workers[w], slots: slots, queued: s.metrics.queued})
 				continue
-			}
-			srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-				return context.WithValue(ctx, connKey{}, c)
 			}
 			serve(srv, &gateListener{Listener: sharedListener{app}, slots: slots, closed: make(chan struct{})})
 		}
@@ -164,7 +165,9 @@ func (s *Server) threadedWorker(id int, slots chan struct{}) http.Handler {
 	return s.traced(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var waited time.Duration
 		gc, _ := r.Context().Value(connKey{}).(*gateConn)
-		if gc == nil || !gc.reserved.CompareAndSwap(true, false) {
+		if gc != nil && gc.reserved.CompareAndSwap(true, false) {
+			waited = gc.waited // before the request was read (threadConn)
+		} else {
 			start := time.Now()
 			s.metrics.queued.Inc()
 			select {
@@ -223,6 +226,7 @@ type gateConn struct {
 	slots    chan struct{}
 	reserved atomic.Bool
 	once     sync.Once
+	waited   time.Duration // how long the reservation waited for a thread
 }
 
 func (c *gateConn) Close() error {

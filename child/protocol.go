@@ -30,6 +30,7 @@ const (
 	TargetListen         Flag = "listen"
 	TargetAdmin          Flag = "admin"
 	TargetAcceptWhenFree Flag = "accept-when-free"
+	TargetWorkerTimeout  Flag = "worker-timeout"
 )
 
 // Flags of `slowlab proxy`.
@@ -39,6 +40,12 @@ const (
 	ProxyListen    Flag = "listen"
 	ProxyAdmin     Flag = "admin"
 	ProxyTempDir   Flag = "temp-dir"
+	// The request side: proxy_request_buffering, client_body_buffer_size,
+	// client_body_temp_path, client_header_timeout.
+	ProxyRequestBuffering     Flag = "request-buffering"
+	ProxyClientBodyBufferSize Flag = "client-body-buffer-size"
+	ProxyClientBodyTempDir    Flag = "client-body-temp-dir"
+	ProxyClientHeaderTimeout  Flag = "client-header-timeout"
 )
 
 // Flags of `slowlab exporter`.

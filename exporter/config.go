@@ -55,13 +55,17 @@ type Group struct {
 	TempDirs []string `yaml:"temp_dirs,omitempty"`
 }
 
-// DefaultTempDirs returns where reverse proxies spool buffered responses:
-// NGINX proxy_temp on Debian and upstream builds, and the embedded proxy's
+// DefaultTempDirs returns where reverse proxies spool buffered responses
+// and request bodies: NGINX's proxy_temp and client_body_temp on Debian
+// (/var/lib/nginx/proxy, /var/lib/nginx/body) and upstream builds
+// (/var/cache/nginx/proxy_temp, client_temp), and the embedded proxy's
 // directory, filepath.Join(os.TempDir(), "slowlab-proxy").
 func DefaultTempDirs() []string {
 	return []string{
 		"/var/lib/nginx/proxy",
+		"/var/lib/nginx/body",
 		"/var/cache/nginx/proxy_temp",
+		"/var/cache/nginx/client_temp",
 		filepath.Join(os.TempDir(), "slowlab-proxy"),
 	}
 }

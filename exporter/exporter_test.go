@@ -304,7 +304,8 @@ func TestBoundedSeriesFromFirstScrape(t *testing.T) {
 		}
 		want("slowlab_process_wchan{" + id + ",other}")
 		for _, m := range []string{"slowlab_process_resident_memory_bytes", "slowlab_process_cpu_seconds_total",
-			"slowlab_proxy_temp_files", "slowlab_proxy_temp_logical_bytes", "slowlab_proxy_temp_allocated_bytes"} {
+			"slowlab_proxy_temp_files", "slowlab_proxy_temp_logical_bytes", "slowlab_proxy_temp_allocated_bytes",
+			"slowlab_proxy_request_body_temp_files", "slowlab_proxy_request_body_temp_logical_bytes", "slowlab_proxy_request_body_temp_allocated_bytes"} {
 			want(m + "{" + id + "}")
 		}
 		for _, m := range []string{"slowlab_socket_send_queue_bytes", "slowlab_socket_receive_queue_bytes", "slowlab_socket_notsent_bytes"} {

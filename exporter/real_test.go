@@ -360,6 +360,10 @@ func TestRealQuietClient(t *testing.T) {
 	if v[quiet60] != 0 || v[accepted] != 1 {
 		t.Errorf("quiet 60s %v (want 0), established %v (want 1)", v[quiet60], v[accepted])
 	}
+	// stdin, stdout, stderr, the listener and the accepted connection.
+	if fds, err := os.ReadDir(filepath.Join(DefaultProcFS, strconv.Itoa(reader.pid()), "fd")); err != nil || v["slowlab_process_open_fds{reader}"] != float64(len(fds)) || len(fds) < 5 {
+		t.Errorf("open fds %v, /proc/PID/fd has %d entries (%v), want the same and at least 5", v["slowlab_process_open_fds{reader}"], len(fds), err)
+	}
 	if _, stackErr := os.ReadFile(filepath.Join(DefaultProcFS, strconv.Itoa(reader.pid()), "stack")); stackErr == nil && v[reading] != 1 {
 		var wchans []string
 		for k, n := range v {

@@ -30,6 +30,8 @@ var (
 		"Bytes in the group's TCP send queues not yet sent even once (TCP_INFO tcpi_notsent_bytes), a part of the send queue, by side: accepted or connected.", "side")
 	socketCount = newGroupDesc("slowlab_sockets",
 		"TCP sockets of the group by state.", "state")
+	openFDs = newGroupDesc("slowlab_process_open_fds",
+		"File descriptors open in the group's processes (the entries of /proc/PID/fd, summed; read by the sockets collector's walk of them).")
 	socketQuiet = newGroupDesc("slowlab_sockets_quiet",
 		"Established TCP sockets of the group that have received no data for at least `quiet` (TCP_INFO tcpi_last_data_recv; a connection that never sent anything counts from its handshake), by side: accepted (clients holding a connection without sending: idle or abandoned keep-alive, or a request never sent) or connected.", "side", "quiet")
 )
@@ -90,6 +92,7 @@ type socketTotals struct {
 func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan<- prometheus.Metric) error {
 	var errs partialErrors
 	byInode := map[uint64][]int{} // socket inode -> target indexes
+	fds := make([]int, len(targets))
 	byPort := map[uint16][]int{}
 	for i, t := range targets {
 		errs.add(t.Err)
@@ -101,6 +104,7 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 		for j := len(t.PIDs) - 1; j >= 0; j-- {
 			pid := t.PIDs[j]
 			links, err := fdLinks(ctx, t, c.fds, pid)
+			fds[i] += len(links)
 			for _, l := range links {
 				if ino := parseFDTarget(l.path, l.target).socket; ino != 0 {
 					byInode[ino] = appendOnce(byInode[ino], i)
@@ -185,6 +189,7 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 		for st := 1; st < len(tcpStates); st++ {
 			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
 		}
+		ch <- t.metric(openFDs, prometheus.GaugeValue, float64(fds[i]))
 	}
 	return errs.err()
 }

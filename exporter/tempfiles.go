@@ -3,6 +3,9 @@ package exporter
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +25,46 @@ var (
 		"Summed size (st_size) of the group's open temp files.")
 	tempAllocated = newGroupDesc("slowlab_proxy_temp_allocated_bytes",
 		"Summed disk space allocated (st_blocks*512) to the group's open temp files.")
+	// The request-body temp files among them (proxy_request_buffering on:
+	// bodies over client_body_buffer_size), counted in the totals above too.
+	bodyTempFiles = newGroupDesc("slowlab_proxy_request_body_temp_files",
+		"Of slowlab_proxy_temp_files, the request-body temp files: in a client_body_temp, body or client_temp directory (NGINX's client_body_temp_path) or named client-body-temp-* (the embedded proxy's).")
+	bodyTempLogical = newGroupDesc("slowlab_proxy_request_body_temp_logical_bytes",
+		"Summed size (st_size) of the group's open request-body temp files.")
+	bodyTempAllocated = newGroupDesc("slowlab_proxy_request_body_temp_allocated_bytes",
+		"Summed disk space allocated (st_blocks*512) to the group's open request-body temp files.")
 )
+
+// Request-body temp files are told from response ones by where they are:
+// NGINX names no file by kind, so its client_body_temp_path directory
+// says it (the lab's and NGINX's compiled-in default "client_body_temp",
+// Debian's /var/lib/nginx/body, nginx.org's /var/cache/nginx/client_temp);
+// the embedded proxy's start with its prefix (proxy.ClientBodyTempPrefix).
+var (
+	bodyTempDirNames = []string{"client_body_temp", "body", "client_temp"}
+	bodyTempPrefix   = "client-body-temp-"
+)
+
+// isRequestBodyTemp reports whether the temp file at path holds a
+// request body.
+func isRequestBodyTemp(path string) bool {
+	if strings.HasPrefix(filepath.Base(path), bodyTempPrefix) {
+		return true
+	}
+	return slices.Contains(bodyTempDirNames, filepath.Base(filepath.Dir(path)))
+}
+
+// tempTotals are the counts of one kind of temp file.
+type tempTotals struct {
+	files              int
+	logical, allocated int64
+}
+
+func (t *tempTotals) add(st *syscall.Stat_t) {
+	t.files++
+	t.logical += st.Size
+	t.allocated += st.Blocks * 512
+}
 
 // tempFilesCollector finds proxy temp files through /proc/PID/fd: NGINX and
 // the embedded proxy unlink them right after creating them, so only the open
@@ -40,7 +82,7 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 	for _, t := range targets {
 		errs.add(t.Err)
 		seen := map[devIno]bool{}
-		var logical, allocated int64
+		var all, body tempTotals
 		for _, pid := range t.PIDs {
 			links, err := fdLinks(ctx, t, c.fds, pid)
 			for _, l := range links {
@@ -66,8 +108,10 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 					continue
 				}
 				seen[key] = true
-				logical += st.Size
-				allocated += st.Blocks * 512
+				all.add(st)
+				if isRequestBodyTemp(ft.path) {
+					body.add(st)
+				}
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -76,9 +120,12 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 				errs.add(fmt.Errorf("group %s: %w", t.Group, err))
 			}
 		}
-		ch <- t.metric(tempFiles, prometheus.GaugeValue, float64(len(seen)))
-		ch <- t.metric(tempLogical, prometheus.GaugeValue, float64(logical))
-		ch <- t.metric(tempAllocated, prometheus.GaugeValue, float64(allocated))
+		ch <- t.metric(tempFiles, prometheus.GaugeValue, float64(all.files))
+		ch <- t.metric(tempLogical, prometheus.GaugeValue, float64(all.logical))
+		ch <- t.metric(tempAllocated, prometheus.GaugeValue, float64(all.allocated))
+		ch <- t.metric(bodyTempFiles, prometheus.GaugeValue, float64(body.files))
+		ch <- t.metric(bodyTempLogical, prometheus.GaugeValue, float64(body.logical))
+		ch <- t.metric(bodyTempAllocated, prometheus.GaugeValue, float64(body.allocated))
 	}
 	return errs.err()
 }

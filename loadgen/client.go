@@ -296,18 +296,24 @@ func checkLength(err error, got, want int64) error {
 // rcvBufControl sets SO_RCVBUF before connect, so the window the client
 // advertises in its SYN is already small (setting it later does not shrink it).
 func rcvBufControl(size int) func(network, address string, c syscall.RawConn) error {
+	return bufControl(unix.SO_RCVBUF, "SO_RCVBUF", size)
+}
+
+// bufControl sets the socket buffer option opt (named name) to size
+// before connect; nil for a size of 0 or less (the kernel's default).
+func bufControl(opt int, name string, size int) func(network, address string, c syscall.RawConn) error {
 	if size <= 0 {
 		return nil
 	}
 	return func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		if err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, size)
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, size)
 		}); err != nil {
 			return err
 		}
 		if serr != nil {
-			return os.NewSyscallError("setsockopt SO_RCVBUF", serr)
+			return os.NewSyscallError("setsockopt "+name, serr)
 		}
 		return nil
 	}

@@ -13,6 +13,7 @@ const (
 	RoleLongPoll = "longpoll"
 	RoleSlow     = "slow"
 	RoleGap      = "gap" // latency-gap's requests, sent one after another
+	RoleUpload   = "upload"
 )
 
 // Buckets are the classic histogram buckets: 100 us to 60 s. Native

@@ -22,6 +22,24 @@
 //     connection is closed as soon as its body was read, which releases the
 //     app worker while the client is still draining.
 //
+// The request side (slow-upload), with NGINX's knobs and defaults:
+//
+//   - Request buffering on (proxy_request_buffering on, the default): a
+//     request's whole body is read before the upstream is contacted. A body
+//     up to ClientBodyBufferSize (client_body_buffer_size, 16k) stays in
+//     memory; a larger one goes, all of it, to a temp file in
+//     ClientBodyTempDir (client_body_temp_path; by default
+//     "client_body_temp" under TempDir) with the prefix "client-body-temp-",
+//     unlinked at once like the response's. The upstream then gets the body
+//     at once, with its Content-Length, so a slow uploader never holds an
+//     app worker. A client that leaves mid-body is dropped without a
+//     response.
+//   - Request buffering off: the body is streamed to the upstream as it
+//     arrives (chunked if the client's was), and the app waits for the
+//     client.
+//   - ClientHeaderTimeout (client_header_timeout, 60 s) bounds how long a
+//     client may take to send a request's header.
+//
 // It is not net/http/httputil.ReverseProxy because the point is control
 // over exactly these: when the upstream connection closes and where the
 // body waits.

@@ -27,6 +27,7 @@ type metrics struct {
 	upstreamErrors    *prometheus.CounterVec
 	clientDisconnects prometheus.Counter
 	spooledBytes      prometheus.Counter
+	bodySpooledBytes  prometheus.Counter
 	tempFilesOpen     prometheus.Gauge
 }
 
@@ -58,6 +59,10 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 			Name: "slowlab_proxy_spooled_bytes_total",
 			Help: "Response bytes written to temp files.",
 		}),
+		bodySpooledBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "slowlab_proxy_request_body_spooled_bytes_total",
+			Help: "Request body bytes written to temp files (request buffering on, bodies over the client body buffer).",
+		}),
 		tempFilesOpen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slowlab_proxy_temp_files_open",
 			Help: "Temp files the proxy holds open now (already unlinked).",
@@ -79,6 +84,6 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 		m.requests.WithLabelValues(strconv.Itoa(code))
 	}
 	reg.MustRegister(m.requests, m.inFlight, m.upstreamSeconds, m.upstreamErrors,
-		m.clientDisconnects, m.spooledBytes, m.tempFilesOpen, buffering)
+		m.clientDisconnects, m.spooledBytes, m.bodySpooledBytes, m.tempFilesOpen, buffering)
 	return m
 }

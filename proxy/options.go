@@ -22,6 +22,10 @@ const (
 	DefaultTempFileWriteSize = 64 << 10 // proxy_temp_file_write_size 64k
 	DefaultUpstreamTimeout   = 60 * time.Second
 	DefaultShutdownTimeout   = 5 * time.Second
+	// The request side, NGINX's defaults: proxy_request_buffering on,
+	// client_body_buffer_size 16k (64-bit platforms), client_header_timeout 60s.
+	DefaultClientBodyBufferSize = 16 << 10
+	DefaultClientHeaderTimeout  = 60 * time.Second
 )
 
 // Limits that keep one response's memory bounded; NGINX has none, but a
@@ -97,6 +101,25 @@ type Options struct {
 	// TempDir holds the temp files (proxy_temp_path); New creates it.
 	TempDir string
 
+	// RequestBuffering is proxy_request_buffering: true reads a request's
+	// whole body before the upstream is contacted, so the app gets it at
+	// once however slowly the client sends; false streams it to the
+	// upstream as it arrives, and the app waits for the client.
+	RequestBuffering bool
+	// ClientBodyBufferSize is client_body_buffer_size: a buffered request
+	// body up to this size stays in memory; a larger one goes, all of it,
+	// to a temp file in ClientBodyTempDir.
+	ClientBodyBufferSize int
+	// ClientBodyTempDir is client_body_temp_path; empty is
+	// DefaultClientBodyTempDir under TempDir, made when a body first
+	// spills. Its files
+	// start with ClientBodyTempPrefix and are unlinked at once.
+	ClientBodyTempDir string
+	// ClientHeaderTimeout is client_header_timeout: how long a client
+	// connection may take to send a request's header (an idle kept-alive
+	// connection waits for IdleTimeout instead).
+	ClientHeaderTimeout time.Duration
+
 	// UpstreamTimeout bounds connecting to the upstream and each read from
 	// and write to it (proxy_connect_timeout, proxy_read_timeout,
 	// proxy_send_timeout).
@@ -119,6 +142,10 @@ func DefaultOptions() Options {
 		TempDir:           filepath.Join(os.TempDir(), "slowlab-proxy"),
 		UpstreamTimeout:   DefaultUpstreamTimeout,
 		ShutdownTimeout:   DefaultShutdownTimeout,
+
+		RequestBuffering:     true,
+		ClientBodyBufferSize: DefaultClientBodyBufferSize,
+		ClientHeaderTimeout:  DefaultClientHeaderTimeout,
 	}
 }
 
@@ -171,6 +198,12 @@ func (o Options) Validate() error {
 	}
 	if o.TempDir == "" {
 		return invalid("TempDir", `""`, "a directory path")
+	}
+	if c := o.ClientBodyBufferSize; c < MinBufferSize || c > MaxBuffersTotal {
+		return invalid("ClientBodyBufferSize", FormatSize(int64(c)), "%s to %s", FormatSize(MinBufferSize), FormatSize(MaxBuffersTotal))
+	}
+	if o.ClientHeaderTimeout <= 0 {
+		return invalid("ClientHeaderTimeout", o.ClientHeaderTimeout.String(), "a duration above 0, e.g. 60s")
 	}
 	if o.UpstreamTimeout <= 0 {
 		return invalid("UpstreamTimeout", o.UpstreamTimeout.String(), "a duration above 0, e.g. 60s")

@@ -95,7 +95,7 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 		})
 	}
 	// Timeouts as NGINX's client_header_timeout and keepalive_timeout.
-	run(&http.Server{Handler: p, ReadHeaderTimeout: 60 * time.Second, IdleTimeout: 75 * time.Second}, ln, p.opts.ShutdownTimeout)
+	run(&http.Server{Handler: p, ReadHeaderTimeout: p.opts.ClientHeaderTimeout, IdleTimeout: 75 * time.Second}, ln, p.opts.ShutdownTimeout)
 	if admin != nil {
 		run(&http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}, admin, time.Second)
 	}
@@ -137,6 +137,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 
+	release, err := p.bufferRequest(r)
+	if err != nil {
+		if isClientError(err) || r.Context().Err() != nil { // the client left mid-body
+			p.m.clientDisconnects.Inc()
+			return
+		}
+		p.fail(w, http.StatusInternalServerError, "request body: "+err.Error())
+		return
+	}
+	defer release()
 	up, err := p.openUpstream(ctx, r)
 	if err != nil {
 		if r.Context().Err() != nil { // the client left first (NGINX's 499)

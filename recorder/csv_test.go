@@ -209,7 +209,7 @@ func TestWriteFormats(t *testing.T) {
 		{"request", string(writeRows(t, []Request{req})),
 			"r1,direct,sync-2,2,3,71,9.125,9.126,0,,,1803.5,200,12,\"a,\nb\"\n"},
 		{"resource sample", string(writeRows(t, []ResourceSample{sample})),
-			"r1,0.2,proxy,1.234568,2,0,1000000001,,3,0,16777216,,0,\n"},
+			"r1,0.2,proxy,1.234568,2,0,1000000001,,3,0,16777216,,0,,,,\n"},
 		{"run", string(writeRows(t, []Run{run})),
 			"r1,,,0,0,2025-03-01T12:00:00.0000005Z,ok,,0,0,0,0,,,,,,,32,0.25,,,,,,,,,,,,,,\n"},
 	}

@@ -84,6 +84,9 @@ const (
 	metricTempLogicalBytes   = "slowlab_proxy_temp_logical_bytes"
 	metricTempAllocatedBytes = "slowlab_proxy_temp_allocated_bytes"
 	metricSendQueueBytes     = "slowlab_socket_send_queue_bytes"
+	metricOpenFDs            = "slowlab_process_open_fds"
+	metricSockets            = "slowlab_sockets"
+	metricSocketsQuiet       = "slowlab_sockets_quiet"
 )
 
 // resourceColumn is one value column of resource-samples.csv and the
@@ -93,22 +96,26 @@ type resourceColumn struct {
 	name    string // CSV column
 	metrics []string
 	cell    func(*ResourceSample) *Maybe
+	only    map[string]string // the series counted: these label values (nil: all)
 }
 
 // resourceColumns are the value columns of resource-samples.csv in CSV
 // order. CPU time comes from the cgroup when the group has one, else from
 // the summed utime+stime of the group's processes (groups selected by PID).
 var resourceColumns = []resourceColumn{
-	{"cpu_seconds", []string{metricCgroupCPU, metricProcessCPU}, func(r *ResourceSample) *Maybe { return &r.CPUSeconds }},
-	{"throttled_periods", []string{metricThrottledPeriods}, func(r *ResourceSample) *Maybe { return &r.ThrottledPeriods }},
-	{"throttled_s", []string{metricThrottledSeconds}, func(r *ResourceSample) *Maybe { return &r.ThrottledS }},
-	{"memory_bytes", []string{metricMemoryUsage}, func(r *ResourceSample) *Maybe { return &r.MemoryBytes }},
-	{"rss_bytes", []string{metricResidentMemory}, func(r *ResourceSample) *Maybe { return &r.RSSBytes }},
-	{"processes", []string{metricProcesses}, func(r *ResourceSample) *Maybe { return &r.Processes }},
-	{"temp_files", []string{metricTempFiles}, func(r *ResourceSample) *Maybe { return &r.TempFiles }},
-	{"temp_logical_bytes", []string{metricTempLogicalBytes}, func(r *ResourceSample) *Maybe { return &r.TempLogicalBytes }},
-	{"temp_allocated_bytes", []string{metricTempAllocatedBytes}, func(r *ResourceSample) *Maybe { return &r.TempAllocatedBytes }},
-	{"send_queue_bytes", []string{metricSendQueueBytes}, func(r *ResourceSample) *Maybe { return &r.SendQueueBytes }},
+	{"cpu_seconds", []string{metricCgroupCPU, metricProcessCPU}, func(r *ResourceSample) *Maybe { return &r.CPUSeconds }, nil},
+	{"throttled_periods", []string{metricThrottledPeriods}, func(r *ResourceSample) *Maybe { return &r.ThrottledPeriods }, nil},
+	{"throttled_s", []string{metricThrottledSeconds}, func(r *ResourceSample) *Maybe { return &r.ThrottledS }, nil},
+	{"memory_bytes", []string{metricMemoryUsage}, func(r *ResourceSample) *Maybe { return &r.MemoryBytes }, nil},
+	{"rss_bytes", []string{metricResidentMemory}, func(r *ResourceSample) *Maybe { return &r.RSSBytes }, nil},
+	{"processes", []string{metricProcesses}, func(r *ResourceSample) *Maybe { return &r.Processes }, nil},
+	{"temp_files", []string{metricTempFiles}, func(r *ResourceSample) *Maybe { return &r.TempFiles }, nil},
+	{"temp_logical_bytes", []string{metricTempLogicalBytes}, func(r *ResourceSample) *Maybe { return &r.TempLogicalBytes }, nil},
+	{"temp_allocated_bytes", []string{metricTempAllocatedBytes}, func(r *ResourceSample) *Maybe { return &r.TempAllocatedBytes }, nil},
+	{"send_queue_bytes", []string{metricSendQueueBytes}, func(r *ResourceSample) *Maybe { return &r.SendQueueBytes }, nil},
+	{"open_fds", []string{metricOpenFDs}, func(r *ResourceSample) *Maybe { return &r.OpenFDs }, nil},
+	{"established", []string{metricSockets}, func(r *ResourceSample) *Maybe { return &r.Established }, map[string]string{"state": "established"}},
+	{"quiet_clients", []string{metricSocketsQuiet}, func(r *ResourceSample) *Maybe { return &r.QuietClients }, map[string]string{"side": "accepted", "quiet": "10s"}},
 }
 
 // SamplesFromFamilies maps one tick's scrapes to resource-samples.csv
@@ -126,18 +133,18 @@ func SamplesFromFamilies(runID string, t float64, components []string, targets .
 		row := &rows[i]
 		row.RunID, row.TS, row.Component = runID, t, comp
 		for _, col := range resourceColumns {
-			*col.cell(row) = lookup(col.metrics, comp, targets)
+			*col.cell(row) = lookup(col.metrics, comp, col.only, targets)
 		}
 	}
 	return rows
 }
 
 // lookup returns the first of metrics, in the first target, that has a
-// series for group.
-func lookup(metrics []string, group string, targets []Families) Maybe {
+// series for group (and the only label values).
+func lookup(metrics []string, group string, only map[string]string, targets []Families) Maybe {
 	for _, name := range metrics {
 		for _, fams := range targets {
-			if v, ok := groupSum(fams[name], group); ok {
+			if v, ok := groupSum(fams[name], group, only); ok {
 				return Some(v)
 			}
 		}
@@ -145,11 +152,11 @@ func lookup(metrics []string, group string, targets []Families) Maybe {
 	return None()
 }
 
-// groupSum sums the values of mf's series labelled group. ok is false when
-// there is no such series with a value.
-func groupSum(mf *dto.MetricFamily, group string) (sum float64, ok bool) {
+// groupSum sums the values of mf's series labelled group and the only
+// label values. ok is false when there is no such series with a value.
+func groupSum(mf *dto.MetricFamily, group string, only map[string]string) (sum float64, ok bool) {
 	for _, m := range mf.GetMetric() {
-		if !hasLabel(m, groupLabel, group) {
+		if !hasLabel(m, groupLabel, group) || !hasLabels(m, only) {
 			continue
 		}
 		if v, has := sampleValue(mf.GetType(), m); has {
@@ -158,6 +165,15 @@ func groupSum(mf *dto.MetricFamily, group string) (sum float64, ok bool) {
 		}
 	}
 	return sum, ok
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	for name, value := range want {
+		if !hasLabel(m, name, value) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasLabel(m *dto.Metric, name, value string) bool {

@@ -145,6 +145,30 @@ slowlab_socket_send_queue_bytes{group="app"} 1
 	}
 }
 
+// TestSamplesOfConnections: established counts only that state's series,
+// quiet clients only the accepted side's 10 s series, open fds all of the
+// group's.
+func TestSamplesOfConnections(t *testing.T) {
+	fams := mustParse(t, contentTypeText, `
+slowlab_process_open_fds{group="app"} 42
+slowlab_sockets{group="app",state="established"} 12
+slowlab_sockets{group="app",state="time_wait"} 100
+slowlab_sockets{group="app",state="listen"} 1
+slowlab_sockets_quiet{group="app",side="accepted",quiet="10s"} 10
+slowlab_sockets_quiet{group="app",side="accepted",quiet="60s"} 4
+slowlab_sockets_quiet{group="app",side="connected",quiet="10s"} 3
+slowlab_sockets{group="proxy",state="time_wait"} 5
+`)
+	got := SamplesFromFamilies("r", 0, []string{"app", "proxy"}, fams)
+	want := []ResourceSample{
+		{RunID: "r", Component: "app", OpenFDs: Some(42), Established: Some(12), QuietClients: Some(10)},
+		{RunID: "r", Component: "proxy"}, // no established series: not measured, not 0
+	}
+	if d := diffRows(want, got, 0); d != "" {
+		t.Error(d)
+	}
+}
+
 func mustParse(t *testing.T, contentType, body string) Families {
 	t.Helper()
 	fams, err := ParseExposition(strings.NewReader(strings.TrimPrefix(body, "\n")), contentType)

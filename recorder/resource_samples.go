@@ -12,6 +12,10 @@ type ResourceSample struct {
 	TempFiles, TempLogicalBytes              Maybe
 	TempAllocatedBytes, SendQueueBytes       Maybe
 	Error                                    string
+	// OpenFDs are the descriptors open in the component's processes;
+	// Established its established TCP connections; QuietClients its
+	// client (accepted) connections that have sent nothing for 10 s.
+	OpenFDs, Established, QuietClients Maybe
 }
 
 func (ResourceSample) schema() *schema[ResourceSample] { return &resourceSampleSchema }
@@ -31,4 +35,7 @@ var resourceSampleSchema = schema[ResourceSample]{file: "resource-samples.csv", 
 	col("temp_allocated_bytes", whole, func(r *ResourceSample) any { return &r.TempAllocatedBytes }),
 	col("send_queue_bytes", whole, func(r *ResourceSample) any { return &r.SendQueueBytes }),
 	col("error", 0, func(r *ResourceSample) any { return &r.Error }),
+	col("open_fds", whole, func(r *ResourceSample) any { return &r.OpenFDs }),
+	col("established", whole, func(r *ResourceSample) any { return &r.Established }),
+	col("quiet_clients", whole, func(r *ResourceSample) any { return &r.QuietClients }),
 }}

@@ -15,7 +15,7 @@ import (
 const (
 	designRequests        = "run_id, route, server, slow_clients, rep, seq, scheduled_s, start_s, schedule_lag_ms, connect_ms, ttfb_ms, latency_ms, status, bytes, error"
 	designLargeResponses  = "run_id, route, server, slow_clients, rep, client, status, bytes, receive_s, app_send_s, complete, outcome, error"
-	designResourceSamples = "run_id, t_s, component, cpu_seconds, throttled_periods, throttled_s, memory_bytes, rss_bytes, processes, temp_files, temp_logical_bytes, temp_allocated_bytes, send_queue_bytes, error"
+	designResourceSamples = "run_id, t_s, component, cpu_seconds, throttled_periods, throttled_s, memory_bytes, rss_bytes, processes, temp_files, temp_logical_bytes, temp_allocated_bytes, send_queue_bytes, error, open_fds, established, quiet_clients"
 	designRuns            = "run_id, route, server, slow_clients, rep, started_at, status, reason, fast_total, fast_ok, fast_planned, fast_sent, p50_ms, p95_ms, max_ms, max_schedule_lag_ms, app_send_s, client_receive_s, temp_peak_mib"
 	designRunComponent    = "c_cpu_cores, c_throttled_ms, c_memory_peak_bytes, c_rss_peak_bytes"
 	designConditions      = "route, server, slow_clients, runs, runs_excluded, p50_ms, p95_ms, p95_min_ms, p95_max_ms, app_send_s, client_receive_s, temp_peak_mib, app_memory_peak_mib, proxy_memory_peak_mib"

@@ -9,6 +9,11 @@ with the same endpoints, byte for byte, and the same records:
                      Content-Length set; ?backpressure=on|off (below)
   /longpoll[?wait=D] sleeps D (a Go duration such as 30s, default 30s), 204
   /bytes?n=N         N bytes of the same block pattern
+  POST /upload       reads the request body to its end, then 200
+                     {"bytes": N} with x-slowlab-body-bytes: N and
+                     Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
+                     (ASGI hands the body over in the messages Uvicorn makes
+                     of it, as it arrives, at most 64 KiB each)
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
 produce its headers. Every /large response (GET or HEAD, 400s included)
@@ -354,7 +359,31 @@ async def nbytes(scope, receive, send, start, query):
     await _send_paced(send, n, asyncio.Event())
 
 
+async def upload(scope, receive, send, start, query):
+    """Receives the body to its end and answers how many bytes came and how
+    long receiving took, waits for the client included. A client that left
+    mid-body gets nothing (there is no one to answer)."""
+    t0, n = time.perf_counter(), 0
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            return
+        n += len(msg.get("body", b""))
+        if not msg.get("more_body", False):
+            break
+    read_ms = (time.perf_counter() - t0) * 1e3
+    body = b'{"bytes": %d}' % n
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/json"),
+        (b"content-length", b"%d" % len(body)),
+        (b"x-slowlab-body-bytes", b"%d" % n),
+        (b"server-timing", b"app;dur=%.3f, body;dur=%.3f" % ((time.perf_counter() - start) * 1e3, read_ms)),
+    ]})
+    await send({"type": "http.response.body", "body": body})
+
+
 ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes}
+POST_ROUTES = {"/upload": upload}
 
 
 async def _lifespan(receive, send):
@@ -375,13 +404,16 @@ async def application(scope, receive, send):
     if scope["type"] != "http":
         raise ValueError("unsupported ASGI scope type %r" % scope["type"])
     start = time.perf_counter()
-    handler = ROUTES.get(scope["path"])
+    if scope["path"] in POST_ROUTES:
+        handler, allowed = POST_ROUTES[scope["path"]], ("POST",)
+    else:
+        handler, allowed = ROUTES.get(scope["path"]), ("GET", "HEAD")
     if handler is None:
         return await _error(send, start, 404, "404 page not found")
-    if scope["method"] not in ("GET", "HEAD"):
+    if scope["method"] not in allowed:
         body = b"Method Not Allowed\n"
         return await _respond(send, start, 405, [
-            (b"allow", b"GET, HEAD"),
+            (b"allow", ", ".join(allowed).encode()),
             (b"content-type", b"text/plain; charset=utf-8"),
             (b"content-length", b"%d" % len(body)),
         ], body)

@@ -10,6 +10,10 @@ node:fs, node:http. It serves the same endpoints, byte for byte:
                      in 64 KiB chunks; ?backpressure=off ignores backpressure
   /longpoll[?wait=D] waits D (a Go duration such as 30s, default 30s), 204
   /bytes?n=N         N bytes of the same block pattern
+  POST /upload       reads the request body to its end, then 200
+                     {"bytes": N} with X-Slowlab-Body-Bytes: N and
+                     Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
+                     (in the chunks node:http hands over, at most 64 KiB)
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
 produce its headers. Every /large response (GET or HEAD, 400s included)
@@ -336,7 +340,29 @@ function nbytes(cfg, req, res, start, query) {
   octets(req, res, start, query, 'n', -1, (n) => writeBlocks(res, n, true, () => res.end()));
 }
 
+// upload reads the body to its end and answers how many bytes came and how
+// long reading took, waits for the client included. A client that left
+// mid-body gets nothing (there is no one to answer).
+function upload(cfg, req, res, start) {
+  const t0 = performance.now();
+  let n = 0;
+  req.on('data', (chunk) => { n += chunk.length; });
+  req.on('error', () => {});
+  req.on('end', () => {
+    const readMS = performance.now() - t0;
+    const body = Buffer.from(`{"bytes": ${n}}`);
+    res.writeHead(200, {
+      'Content-Type': 'application/json',
+      'Content-Length': body.length,
+      'X-Slowlab-Body-Bytes': String(n),
+      'Server-Timing': `${timing(start)}, body;dur=${readMS.toFixed(3)}`,
+    });
+    res.end(body);
+  });
+}
+
 const ROUTES = new Map([['/fast', fast], ['/large', large], ['/longpoll', longpoll], ['/bytes', nbytes]]);
+const POST_ROUTES = new Map([['/upload', upload]]);
 
 // target splits a request target into its path, percent-decoded as WSGI's
 // PATH_INFO is (bytes as Latin-1), and its query.
@@ -359,15 +385,17 @@ function app(cfg) {
   return (req, res) => {
     const start = performance.now();
     const [pathInfo, query] = target(req.url);
-    const handler = ROUTES.get(pathInfo);
+    const post = POST_ROUTES.has(pathInfo);
+    const handler = post ? POST_ROUTES.get(pathInfo) : ROUTES.get(pathInfo);
+    const allowed = post ? ['POST'] : ['GET', 'HEAD'];
     if (handler === undefined) {
       sendError(res, start, 404, '404 page not found');
       return;
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
+    if (!allowed.includes(req.method)) {
       const body = Buffer.from('Method Not Allowed\n');
       res.writeHead(405, {
-        Allow: 'GET, HEAD',
+        Allow: allowed.join(', '),
         'Content-Type': 'text/plain; charset=utf-8',
         'Content-Length': body.length,
         'Server-Timing': timing(start),

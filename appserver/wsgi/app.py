@@ -8,6 +8,9 @@ embedded app server (appserver/handlers.go), byte for byte:
                      fixed 64 KiB block repeated, Content-Length set
   /longpoll[?wait=D] sleeps D (a Go duration such as 30s, default 30s), 204
   /bytes?n=N         N bytes of the same block pattern
+  POST /upload       reads the request body in 64 KiB reads to its end, then
+                     200 {"bytes": N} with X-Slowlab-Body-Bytes: N and
+                     Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
 produce its headers. Every /large response (GET or HEAD, 400s included)
@@ -276,22 +279,70 @@ def longpoll(environ, start_response, start, query):
     return []
 
 
+UPLOAD_CHUNK = 64 << 10  # appserver.UploadChunk
+BODY_BYTES = "X-Slowlab-Body-Bytes"  # appserver.UploadBytesHeader
+
+
+def upload(environ, start_response, start, query):
+    """Reads the body in UPLOAD_CHUNK reads to its end (Content-Length, or
+    the end of a chunked body, which Gunicorn's wsgi.input decodes) and
+    answers how many bytes it read and how long the reads took, waits for
+    the client included. A body cut short gets a 400 nobody may read."""
+    body = environ["wsgi.input"]
+    t0, n, err = time.perf_counter(), 0, None
+    try:
+        while True:
+            b = body.read(UPLOAD_CHUNK)
+            if not b:
+                break
+            n += len(b)
+    except Exception as e:  # the client left or was cut mid-body
+        err = e
+    read_ms = (time.perf_counter() - t0) * 1e3
+    timing = ("Server-Timing", "app;dur=%.3f, body;dur=%.3f" % ((time.perf_counter() - start) * 1e3, read_ms))
+    length = environ.get("CONTENT_LENGTH", "")
+    if err is None and length.isdigit() and n != int(length):
+        err = "body ended after %d of %s bytes" % (n, length)
+    if err is not None:
+        out = ("read body: %s after %d bytes\n" % (err, n)).encode()
+        start_response(STATUS[400], [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(out))),
+            (BODY_BYTES, str(n)),
+            timing,
+        ])
+        return [out]
+    out = b'{"bytes": %d}' % n
+    start_response(STATUS[200], [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(out))),
+        (BODY_BYTES, str(n)),
+        timing,
+    ])
+    return [out]
+
+
 def nbytes(environ, start_response, start, query):
     return _octets(environ, start_response, start, query, "n", -1, _blocks)
 
 
 ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes}
+POST_ROUTES = {"/upload": upload}
 
 
 def application(environ, start_response):
     start = time.perf_counter()
-    handler = ROUTES.get(environ.get("PATH_INFO", ""))
+    path = environ.get("PATH_INFO", "")
+    if path in POST_ROUTES:
+        handler, allowed = POST_ROUTES[path], ("POST",)
+    else:
+        handler, allowed = ROUTES.get(path), ("GET", "HEAD")
     if handler is None:
         return _error(start_response, start, 404, "404 page not found")
-    if environ["REQUEST_METHOD"] not in ("GET", "HEAD"):
+    if environ["REQUEST_METHOD"] not in allowed:
         body = b"Method Not Allowed\n"
         start_response(STATUS[405], [
-            ("Allow", "GET, HEAD"),
+            ("Allow", ", ".join(allowed)),
             ("Content-Type", "text/plain; charset=utf-8"),
             ("Content-Length", str(len(body))),
             _timing(start),

@@ -41,9 +41,10 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return fmt.Errorf("--admin %q: %w", f.admin, err)
 	}
-	fmt.Fprintf(stderr, "slowlab proxy: buffering=%s upstream=%s buffer-size=%s buffers=%q busy-buffers-size=%s max-temp-file-size=%s temp-file-write-size=%s temp-dir=%s\n",
+	fmt.Fprintf(stderr, "slowlab proxy: buffering=%s upstream=%s buffer-size=%s buffers=%q busy-buffers-size=%s max-temp-file-size=%s temp-file-write-size=%s temp-dir=%s request-buffering=%s client-body-buffer-size=%s client-header-timeout=%s\n",
 		f.buffering, o.Upstream, proxy.FormatSize(int64(o.BufferSize)), o.Buffers, proxy.FormatSize(int64(o.BusyBuffersSize)),
-		proxy.FormatSize(o.MaxTempFileSize), proxy.FormatSize(int64(o.TempFileWriteSize)), o.TempDir)
+		proxy.FormatSize(o.MaxTempFileSize), proxy.FormatSize(int64(o.TempFileWriteSize)), o.TempDir,
+		f.requestBuffering, proxy.FormatSize(int64(o.ClientBodyBufferSize)), o.ClientHeaderTimeout)
 	// The lab reads this line to learn the ports; print nothing else on stdout.
 	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: ln.Addr().String()},
 		child.Field{Key: child.KeyAdmin, Value: admin.Addr().String()}))
@@ -57,6 +58,8 @@ type proxyFlags struct {
 	buffering, upstream, listen, admin, tempDir          string
 	bufferSize, buffers, busyBuffers, maxTemp, tempWrite string
 	upstreamTimeout, shutdownTimeout                     string
+	requestBuffering, bodyBuffer, bodyTempDir            string
+	headerTimeout                                        string
 	allowRemote                                          bool
 }
 
@@ -76,6 +79,10 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.maxTemp, "max-temp-file-size", size(d.MaxTempFileSize), "proxy_max_temp_file_size in bytes, per response; 0 disables temp files (reading then waits for the client)")
 	fs.StringVar(&f.tempWrite, "temp-file-write-size", size(int64(d.TempFileWriteSize)), "proxy_temp_file_write_size in bytes: how much is moved from memory to the temp file at a time")
 	fs.StringVar(&f.upstreamTimeout, "upstream-timeout", d.UpstreamTimeout.String(), "timeout for connecting to the upstream and for each read and write on it (a Go duration)")
+	fs.StringVar(&f.requestBuffering, string(child.ProxyRequestBuffering), "on", "proxy_request_buffering: on (read a request's whole body, memory then a temp file, before contacting the upstream) or off (stream it to the upstream as it arrives)")
+	fs.StringVar(&f.bodyBuffer, string(child.ProxyClientBodyBufferSize), size(int64(d.ClientBodyBufferSize)), "client_body_buffer_size in bytes: a buffered request body up to this size stays in memory, a larger one goes to a temp file")
+	fs.StringVar(&f.bodyTempDir, string(child.ProxyClientBodyTempDir), "", "client_body_temp_path: directory for request body temp files, created if missing (default: "+proxy.DefaultClientBodyTempDir+" under --temp-dir)")
+	fs.StringVar(&f.headerTimeout, string(child.ProxyClientHeaderTimeout), d.ClientHeaderTimeout.String(), "client_header_timeout: how long a client may take to send a request header (a Go duration)")
 	fs.StringVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout.String(), "on SIGINT/SIGTERM, how long responses in flight may finish before they are cut (a Go duration)")
 	return f
 }
@@ -86,6 +93,7 @@ var proxyFlagOf = map[string]string{
 	"BusyBuffersSize": "busy-buffers-size", "MaxTempFileSize": "max-temp-file-size",
 	"TempFileWriteSize": "temp-file-write-size", "TempDir": "temp-dir",
 	"UpstreamTimeout": "upstream-timeout", "ShutdownTimeout": "shutdown-timeout",
+	"ClientBodyBufferSize": "client-body-buffer-size", "ClientHeaderTimeout": "client-header-timeout",
 }
 
 func (f *proxyFlags) options() (proxy.Options, error) {
@@ -101,7 +109,15 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 	if host, _, err := net.SplitHostPort(f.upstream); err == nil && !f.allowRemote && !proxy.IsLoopbackHost(host) {
 		return o, usagef("--upstream %q: allowed a loopback HOST:PORT (127.0.0.0/8, ::1, localhost) unless --allow-remote", f.upstream)
 	}
-	o.Upstream, o.AllowRemote, o.TempDir = f.upstream, f.allowRemote, f.tempDir
+	switch f.requestBuffering {
+	case "on":
+		o.RequestBuffering = true
+	case "off":
+		o.RequestBuffering = false
+	default:
+		return o, usagef("--%s %q: allowed on, off", child.ProxyRequestBuffering, f.requestBuffering)
+	}
+	o.Upstream, o.AllowRemote, o.TempDir, o.ClientBodyTempDir = f.upstream, f.allowRemote, f.tempDir, f.bodyTempDir
 	for _, a := range []struct {
 		name, value string
 	}{{string(child.ProxyListen), f.listen}, {string(child.ProxyAdmin), f.admin}} {
@@ -120,6 +136,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		{"buffer-size", f.bufferSize, &o.BufferSize},
 		{"busy-buffers-size", f.busyBuffers, &o.BusyBuffersSize},
 		{"temp-file-write-size", f.tempWrite, &o.TempFileWriteSize},
+		{string(child.ProxyClientBodyBufferSize), f.bodyBuffer, &o.ClientBodyBufferSize},
 	}
 	for _, s := range ints {
 		n, err := proxy.ParseSize(s.value)
@@ -134,7 +151,8 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 	for _, d := range []struct {
 		name, value string
 		dst         *time.Duration
-	}{{"upstream-timeout", f.upstreamTimeout, &o.UpstreamTimeout}, {"shutdown-timeout", f.shutdownTimeout, &o.ShutdownTimeout}} {
+	}{{"upstream-timeout", f.upstreamTimeout, &o.UpstreamTimeout}, {"shutdown-timeout", f.shutdownTimeout, &o.ShutdownTimeout},
+		{string(child.ProxyClientHeaderTimeout), f.headerTimeout, &o.ClientHeaderTimeout}} {
 		if *d.dst, err = time.ParseDuration(d.value); err != nil {
 			return o, usagef("--%s %q: allowed a Go duration, e.g. 60s or 500ms", d.name, d.value)
 		}
@@ -157,6 +175,7 @@ func (f *proxyFlags) value(name string) string {
 		"busy-buffers-size": f.busyBuffers, "max-temp-file-size": f.maxTemp,
 		"temp-file-write-size": f.tempWrite, "temp-dir": f.tempDir,
 		"upstream-timeout": f.upstreamTimeout, "shutdown-timeout": f.shutdownTimeout,
+		"client-body-buffer-size": f.bodyBuffer, "client-header-timeout": f.headerTimeout,
 	}[name]
 }
 

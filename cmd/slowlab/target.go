@@ -23,6 +23,7 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.Threads, string(child.TargetThreads), o.Threads, "threads per worker (T), gthread only")
 	fs.IntVar(&o.WorkerConnections, "worker-connections", 0, "gthread: connections a worker keeps open before it stops accepting (0: Gunicorn's default, 1000)")
 	fs.BoolVar(&o.AcceptWhenFree, string(child.TargetAcceptWhenFree), false, "gthread: a worker accepts only while one of its threads is free (Gunicorn accepts regardless and queues)")
+	fs.DurationVar(&o.WorkerTimeout, string(child.TargetWorkerTimeout), 0, "sync: abort a worker's connection once the worker has spent this long on it, as Gunicorn's --timeout kills the worker (0: none)")
 	large := fs.String(string(child.TargetLargeSize), "16m", "body size of /large (bytes; suffixes k, m, g are KiB, MiB, GiB)")
 	block := fs.String("block-size", "64k", "/large is written as one block of this size repeated (bytes; k, m suffixes)")
 	listen := fs.String(string(child.TargetListen), "127.0.0.1:0", "app address (port 0 picks a free port)")
@@ -53,6 +54,7 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer stopTracing()
 	o.TracerProvider = tp
+	o.ErrorLog = stderr
 	srv, err := appserver.New(o)
 	if err != nil {
 		return usagef("--%v", err)

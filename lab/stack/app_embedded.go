@@ -44,6 +44,9 @@ func (embeddedApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgro
 	argv = append(argv, child.TargetLargeSize.Arg(strconv.FormatInt(d.LargeSize, 10))...)
 	argv = append(argv, child.TargetListen.Arg("127.0.0.1:0")...)
 	argv = append(argv, child.TargetAdmin.Arg("127.0.0.1:0")...)
+	if d.AppTimeout != 0 {
+		argv = append(argv, child.TargetWorkerTimeout.Arg(d.AppTimeout.String())...)
+	}
 	if s.AcceptWhenFree && d.Server.Model == "gthread" {
 		argv = append(argv, child.TargetAcceptWhenFree.Set())
 	}

@@ -83,6 +83,14 @@ func (nodeApp) ModelInstalled(string) error {
 // listens (no window in which another process could take a port picked in
 // advance), inside cg from its first instruction on (cgroup.ExecArgv).
 func (nodeApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgroup.Cgroup) (RunningApp, error) {
+	if d.AppTimeout != 0 {
+		// Measured (Node.js 20): server.headersTimeout (60 s, checked every
+		// connectionsCheckingInterval, 30 s) answers 408 to a connection
+		// whose header has not arrived, and requestTimeout (300 s) bounds
+		// receiving a request; neither ends a request being served, which
+		// is what Gunicorn's --timeout does.
+		return nil, fmt.Errorf("app timeout %v: node has no worker timeout (headersTimeout and requestTimeout bound receiving a request, not serving it); leave it 0", d.AppTimeout)
+	}
 	dir := filepath.Join(d.WorkDir, "node")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("app dir: %w", err)

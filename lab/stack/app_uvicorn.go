@@ -105,6 +105,13 @@ var (
 // Uvicorn's own multi-worker parent binds; so every uvicorn-W behaves as
 // uvicorn-2 would with --port, uvicorn-1 included.
 func (uvicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgroup.Cgroup) (RunningApp, error) {
+	if d.AppTimeout != 0 {
+		// Measured (Uvicorn 0.17.6, h11): a connection that sends nothing,
+		// or a header a byte at a time, is held until the client leaves;
+		// --timeout-keep-alive only closes a kept-alive connection after a
+		// response, and nothing bounds a request being served.
+		return nil, fmt.Errorf("app timeout %v: uvicorn has no worker timeout (--timeout-keep-alive only closes a kept-alive connection between requests); leave it 0", d.AppTimeout)
+	}
 	py, err := findUvicornPython(uvicornPythons)
 	if err != nil {
 		return nil, err

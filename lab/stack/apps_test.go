@@ -162,8 +162,8 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 		if len(r.TempDirs()) != 0 || len(r.PIDs()) != 1 {
 			t.Errorf("direct route: TempDirs %v, PIDs %v", r.TempDirs(), r.PIDs())
 		}
-	} else if td := r.TempDirs(); len(td) != 1 || td[0] != filepath.Join(s.d.WorkDir, "proxy_temp") || !exists(td[0]) {
-		t.Errorf("TempDirs = %v, want the existing %s", td, filepath.Join(s.d.WorkDir, "proxy_temp"))
+	} else if td, want := r.TempDirs(), []string{filepath.Join(s.d.WorkDir, "proxy_temp"), filepath.Join(s.d.WorkDir, "nginx", "client_body_temp")}; !slices.Equal(td, want) || !exists(td[0]) || !exists(td[1]) {
+		t.Errorf("TempDirs = %v, want the existing %v (proxy_temp_path, client_body_temp_path)", td, want)
 	}
 	if err := r.Failed(); err != nil {
 		t.Errorf("Failed() = %v on a healthy stack", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/slowlab/slowlab/cgroup"
@@ -13,8 +14,9 @@ import (
 
 func init() { RegisterProxy(embeddedProxy{}) }
 
-// embeddedProxy is `slowlab proxy`: NGINX's proxy_buffering on and off
-// with NGINX's knobs and defaults, nothing to install.
+// embeddedProxy is `slowlab proxy`: NGINX's proxy_buffering and
+// proxy_request_buffering on and off with NGINX's knobs and defaults,
+// nothing to install.
 type embeddedProxy struct{}
 
 func (embeddedProxy) Name() string            { return "embedded" }
@@ -42,6 +44,19 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	argv = append(argv, child.ProxyListen.Arg("127.0.0.1:0")...)
 	argv = append(argv, child.ProxyAdmin.Arg("127.0.0.1:0")...)
 	argv = append(argv, child.ProxyTempDir.Arg(tempDir)...)
+	// The request side; request bodies spill under tempDir
+	// (proxy.DefaultClientBodyTempDir), which TempDirs covers.
+	reqMode := "off"
+	if d.Route.RequestBuffering() {
+		reqMode = "on"
+	}
+	argv = append(argv, child.ProxyRequestBuffering.Arg(reqMode)...)
+	if d.ClientBodyBuffer != 0 {
+		argv = append(argv, child.ProxyClientBodyBufferSize.Arg(strconv.FormatInt(d.ClientBodyBuffer, 10))...)
+	}
+	if d.ClientHeaderTimeout != 0 {
+		argv = append(argv, child.ProxyClientHeaderTimeout.Arg(d.ClientHeaderTimeout.String())...)
+	}
 	p, err := child.Start(ctx, "proxy", filepath.Join(d.LogDir, d.RunID+"-proxy.log"), argv, cgroup.ChildEnv(os.Environ(), cg))
 	if err != nil {
 		return nil, err

@@ -306,13 +306,14 @@ func startNginxOnce(ctx context.Context, cfg nginxConfig, conf string, argv []st
 		p.Stop(time.Second)
 		return nil, err
 	}
-	return &nginxRun{p: p, addr: cfg.Listen, tempDir: cfg.TempDir, buffering: cfg.Buffering}, nil
+	return &nginxRun{p: p, addr: cfg.Listen, tempDir: cfg.TempDir, bodyTempDir: filepath.Join(cfg.Dir, "client_body_temp"), buffering: cfg.Buffering}, nil
 }
 
 // nginxRun is a started NGINX.
 type nginxRun struct {
 	p             *child.Process
 	addr, tempDir string
+	bodyTempDir   string // client_body_temp_path, as nginxTemplate sets it
 	buffering     bool
 	stopOnce      sync.Once
 	stopErr       error
@@ -337,8 +338,9 @@ func (r *nginxRun) MemoryBuffers() int64 {
 	return nginxBufferSize
 }
 
-// TempDirs is NGINX's proxy_temp_path.
-func (r *nginxRun) TempDirs() []string { return []string{r.tempDir} }
+// TempDirs are NGINX's proxy_temp_path (buffered responses) and
+// client_body_temp_path (buffered request bodies).
+func (r *nginxRun) TempDirs() []string { return []string{r.tempDir, r.bodyTempDir} }
 
 // Stop stops NGINX and waits for its process group to be gone.
 func (r *nginxRun) Stop() error {

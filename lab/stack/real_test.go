@@ -116,11 +116,15 @@ func TestStackCheck(t *testing.T) {
 		mod  func(*Deployment)
 		want string
 	}{
-		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on]`},
+		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on] and [proxy-request-buffering-on proxy-request-buffering-off]`},
 		{func(d *Deployment) { d.Server.Workers = 0 }, "server workers 0: must be at least 1"},
 		{func(d *Deployment) { d.LargeSize = -1 }, "large size -1: want 0..1073741824 bytes"},
 		{func(d *Deployment) { d.RunID = "a/b" }, `run id "a/b": must be a non-empty name without /`},
 		{func(d *Deployment) { d.WorkDir = "" }, "deployment needs a work dir and a log dir"},
+		{func(d *Deployment) { d.AppTimeout = 1500 * time.Millisecond }, "app timeout 1.5s: want 0 (the app's default) or whole seconds from 1s to 1h0m0s"},
+		{func(d *Deployment) { d.AppTimeout = 2 * time.Hour }, "app timeout 2h0m0s: want 0 (the app's default) or whole seconds from 1s to 1h0m0s"},
+		{func(d *Deployment) { d.ClientBodyBuffer = 100 }, "client body buffer 100: want 0 (the proxy's default) or 1024..1073741824 bytes"},
+		{func(d *Deployment) { d.ClientHeaderTimeout = -time.Second }, "client header timeout -1s: want 0 (the proxy's default) or whole seconds from 1s to 1h0m0s"},
 	} {
 		dd := d
 		tc.mod(&dd)

@@ -206,8 +206,8 @@ func TestNginxInFrontOfEmbeddedApp(t *testing.T) {
 		if v := waitAppSend(t, s.run, "n-1"); !(v >= 0 && v < 10) {
 			t.Errorf("app_send_s %v", v)
 		}
-		if td := s.run.TempDirs(); len(td) != 1 || filepath.Base(td[0]) != "proxy_temp" {
-			t.Errorf("TempDirs %v: want NGINX's", td)
+		if td := s.run.TempDirs(); len(td) != 2 || filepath.Base(td[0]) != "proxy_temp" || filepath.Base(td[1]) != "client_body_temp" {
+			t.Errorf("TempDirs %v: want NGINX's proxy_temp and client_body_temp", td)
 		}
 		s.stopAndCheck(t)
 	}
