@@ -11,9 +11,11 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/idleconn"
 	"github.com/slowlab/slowlab/lab/latencygap"
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
+	"github.com/slowlab/slowlab/lab/slowupload"
 )
 
 // TestMain builds the slowlab binary the lab starts as its children.
@@ -40,6 +42,12 @@ func reduce(t *testing.T, cfg lab.Config) {
 	case *latencygap.Config:
 		slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 		c.Runs, c.Delays, c.Sizes = 3, c.Delays[:min(2, len(c.Delays))], c.Sizes[:1]
+	case *idleconn.Config:
+		c.Reps, c.Modes, c.Conns = 1, c.Modes[:1], []int{2}
+		c.Hold, c.Fast.Duration = lab.Duration(2*time.Second), lab.Duration(time.Second)
+	case *slowupload.Config:
+		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+		c.Upload.Size, c.Upload.Rate, c.Fast.Duration = 1<<20, 1<<20, lab.Duration(time.Second)
 	default:
 		t.Fatalf("no reduction for %T", cfg)
 	}

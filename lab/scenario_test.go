@@ -12,6 +12,7 @@ import (
 	"github.com/slowlab/slowlab/lab/latencygap"
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
+	_ "github.com/slowlab/slowlab/lab/slowupload"
 )
 
 // Every testdata/scenarios/invalid-*.yml starts with "# error: MESSAGE",

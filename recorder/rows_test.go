@@ -32,6 +32,10 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("gap-path", roundTrip[GapPath])
 	t.Run("hops", roundTrip[Hop])
 	t.Run("sweep", roundTrip[SweepCell])
+	t.Run("uploads", roundTrip[Upload])
+	t.Run("upload-runs", roundTrip[UploadRun])
+	t.Run("idle-conns", roundTrip[IdleConn])
+	t.Run("idle-runs", roundTrip[IdleRun])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -49,6 +53,10 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[GapPath](t)
 	checkCoverage[Hop](t)
 	checkCoverage[SweepCell](t)
+	checkCoverage[Upload](t)
+	checkCoverage[UploadRun](t)
+	checkCoverage[IdleConn](t)
+	checkCoverage[IdleRun](t)
 }
 
 func FuzzReadRequests(f *testing.F)        { fuzzRead[Request](f) }
@@ -63,6 +71,10 @@ func FuzzReadGapRequests(f *testing.F)     { fuzzRead[GapRequest](f) }
 func FuzzReadGapPath(f *testing.F)         { fuzzRead[GapPath](f) }
 func FuzzReadHops(f *testing.F)            { fuzzRead[Hop](f) }
 func FuzzReadSweep(f *testing.F)           { fuzzRead[SweepCell](f) }
+func FuzzReadUploads(f *testing.F)         { fuzzRead[Upload](f) }
+func FuzzReadUploadRuns(f *testing.F)      { fuzzRead[UploadRun](f) }
+func FuzzReadIdleConns(f *testing.F)       { fuzzRead[IdleConn](f) }
+func FuzzReadIdleRuns(f *testing.F)        { fuzzRead[IdleRun](f) }
 
 func roundTrip[T Row[T]](t *testing.T) {
 	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))

@@ -4,7 +4,9 @@ package main
 // registers itself with lab; adding an experiment is one line here.
 import (
 	_ "github.com/slowlab/slowlab/lab/buffersweep"
+	_ "github.com/slowlab/slowlab/lab/idleconn"
 	_ "github.com/slowlab/slowlab/lab/latencygap"
 	_ "github.com/slowlab/slowlab/lab/longpoll"
 	_ "github.com/slowlab/slowlab/lab/slowclient"
+	_ "github.com/slowlab/slowlab/lab/slowupload"
 )

@@ -1,0 +1,282 @@
+package idleconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote.
+type Result struct {
+	Dir  string
+	Runs []recorder.IdleRun
+}
+
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: idle-runs.csv says why a run failed.
+func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.IdleRun]() }
+
+// AllFailed implements lab.Result.
+func (r *Result) AllFailed() bool {
+	for _, run := range r.Runs {
+		if run.Status == recorder.RunOK {
+			return false
+		}
+	}
+	return len(r.Runs) > 0
+}
+
+// files are the open results files of a session.
+type files struct {
+	conns     *recorder.FileWriter[recorder.IdleConn]
+	runs      *recorder.FileWriter[recorder.IdleRun]
+	requests  *recorder.FileWriter[recorder.Request]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+}
+
+func (f *files) close() error {
+	var errs []error
+	if f.conns != nil {
+		errs = append(errs, f.conns.Close())
+	}
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
+	}
+	if f.requests != nil {
+		errs = append(errs, f.requests.Close())
+	}
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
+	}
+	*f = files{}
+	return errors.Join(errs...)
+}
+
+func openFiles(env *lab.Env) (*files, error) {
+	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	f := &files{}
+	var err error
+	if f.conns, err = recorder.CreateFile[recorder.IdleConn](env.Out); err == nil {
+		if f.runs, err = recorder.CreateFile[recorder.IdleRun](env.Out); err == nil {
+			if f.requests, err = recorder.CreateFile[recorder.Request](env.Out); err == nil {
+				f.resources, err = recorder.CreateFile[recorder.ResourceSample](env.Out)
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+// Run implements lab.Config: every condition Reps times, each on a fresh
+// stack, with RLIMIT_NOFILE raised for the session (restored when it
+// ends). Cancelling ctx keeps what was measured and returns ctx's error.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	most := 0
+	for _, k := range c.Conns {
+		most = max(most, k)
+	}
+	// Each connection is a descriptor here and one in the app or proxy
+	// (which sends nothing upstream for a request it never got), each
+	// process counting its own against the limit it inherits; the rest is
+	// headroom for /fast, logs and the runtime.
+	restore, err := raiseNoFile(uint64(most + 4096))
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+	f, err := openFiles(env)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: env.Out}
+	conds := c.Conditions()
+	n := len(conds) * c.Reps
+	p := lab.NewProgress(env.Progress, n, func(int) time.Duration {
+		return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
+	})
+	var runErr error
+	for i := range n {
+		cond, rep := conds[i/c.Reps], i%c.Reps+1
+		id := cond.RunID(rep)
+		p.Start(i, id)
+		run, err := c.runOne(ctx, env, id, cond, rep, f)
+		if werr := f.runs.Write(run); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		res.Runs = append(res.Runs, run)
+		p.Done(i, "%s", runLine(run))
+		if err != nil || ctx.Err() != nil {
+			runErr = errors.Join(err, ctx.Err())
+			break
+		}
+	}
+	return res, errors.Join(runErr, f.close(), restore())
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.IdleRun) string {
+	if r.Status != recorder.RunOK {
+		return r.Status + ": " + r.Reason
+	}
+	return fmt.Sprintf("connected %d/%d: fin %d, reset %d, bound %d; server closed after %s s (max %s); /fast ok %d/%d p95 %s ms",
+		r.Connected, r.Conns, r.FIN, r.Reset, r.Bound, lab.Num(r.ServerClosedP50S, 2), lab.Num(r.ServerClosedMaxS, 2),
+		r.FastOK, r.FastSent, lab.Num(r.FastP95MS, 1))
+}
+
+// runOne runs one condition on a fresh stack. A run that could not be
+// measured is returned failed with its reason; the error is for results
+// that did not reach their files.
+func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (recorder.IdleRun, error) {
+	run := recorder.IdleRun{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns, Rep: rep,
+		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
+	if c.AppTimeout > 0 {
+		run.AppTimeoutS = recorder.Some(time.Duration(c.AppTimeout).Seconds())
+	}
+	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
+		run.HeaderTimeoutS = recorder.Some(time.Duration(c.HeaderTimeout).Seconds())
+	}
+	fail := func(status, reason string) recorder.IdleRun {
+		run.Status, run.Reason = status, reason
+		if ctx.Err() != nil {
+			run.Status = recorder.RunAborted
+		}
+		return run
+	}
+	srv, err := stack.ParseServer(cond.Server)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error()), nil
+	}
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error()), nil
+	}
+	defer os.RemoveAll(work)
+	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: cond.Route, Server: srv, LogDir: env.LogDir(), WorkDir: work,
+		AppTimeout: time.Duration(c.AppTimeout), ClientHeaderTimeout: time.Duration(c.HeaderTimeout)})
+	if err != nil {
+		return fail(recorder.RunFailed, "start stack: "+err.Error()), nil
+	}
+	defer running.Stop()
+	in, err := lab.Instrument(ctx, env, id, running)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error()), nil
+	}
+	defer in.Stop()
+	fastURL := running.Target(stack.TargetFast, c.Fast.Path)
+	u, err := url.Parse(fastURL)
+	if err != nil {
+		return fail(recorder.RunFailed, fmt.Sprintf("target %q: %v", fastURL, err)), nil
+	}
+	t0 := time.Now()
+	in.Start(t0, f.resources, running.PIDs())
+	conns, reqs, writeErr := c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
+	end := time.Since(t0).Seconds()
+	samples, _, sampErr := in.Samples()
+	comps, _ := recorder.SummarizeResources(samples, 0, end)
+	run.AppMemMiB, run.AppRSSMiB = mib(comps[0].MemoryPeakBytes), mib(comps[0].RSSPeakBytes)
+	run.ProxyMemMiB, run.ProxyRSSMiB = mib(comps[1].MemoryPeakBytes), mib(comps[1].RSSPeakBytes)
+	fds := func(s recorder.ResourceSample) recorder.Maybe { return s.OpenFDs }
+	est := func(s recorder.ResourceSample) recorder.Maybe { return s.Established }
+	run.AppFDs, run.AppEstablished = recorder.PeakOf(samples, "app", fds), recorder.PeakOf(samples, "app", est)
+	run.ProxyFDs, run.ProxyEstablished = recorder.PeakOf(samples, "proxy", fds), recorder.PeakOf(samples, "proxy", est)
+	run = recorder.SummarizeIdle(run, conns, reqs)
+	switch {
+	case ctx.Err() != nil:
+		run.Status, run.Reason = recorder.RunAborted, "interrupted"
+	case running.Failed() != nil:
+		run.Status, run.Reason = recorder.RunFailed, running.Failed().Error()
+	}
+	if err := errors.Join(writeErr, sampErr); err != nil {
+		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+err.Error()
+		return run, err
+	}
+	return run, nil
+}
+
+func mib(b recorder.Maybe) recorder.Maybe {
+	if !b.Valid {
+		return b
+	}
+	return recorder.Some(b.Value / (1 << 20))
+}
+
+// load holds cond's connections to addr and, once every one was tried,
+// runs /fast open loop; it returns once the holders are done (each within
+// its bound), with the rows it wrote.
+func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *files) ([]recorder.IdleConn, []recorder.Request, error) {
+	tried := make(chan struct{})
+	h := loadgen.IdleHolders{Addr: addr, Mode: cond.Mode, N: cond.Conns, Sources: c.sources(cond.Conns), Hold: time.Duration(c.Hold),
+		ByteEvery: time.Duration(c.ByteEvery), ConnectTimeout: time.Duration(c.ConnectTimeout), Dialers: c.Dialers,
+		OnConnected: func(int) { close(tried) }}
+	type held struct {
+		out []loadgen.HeldConn
+		err error
+	}
+	done := make(chan held, 1)
+	go func() {
+		out, err := h.Run(ctx)
+		done <- held{out, err}
+	}()
+	var reqs []recorder.Request
+	var writeErr error
+	select {
+	case <-tried:
+		client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider})
+		meta := recorder.RunMeta{RunID: id, Route: string(cond.Route), Server: cond.Server, Rep: rep}
+		loop := loadgen.OpenLoop{Client: client, URL: fastURL,
+			Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
+			Start: time.Now().Add(time.Duration(c.Fast.Offset)), RunID: id, Role: loadgen.RoleFast, Metrics: env.Metrics,
+			OnResult: func(r loadgen.Result) {
+				row := loadgen.RequestRow(meta, t0, r)
+				reqs = append(reqs, row)
+				if err := f.requests.Write(row); err != nil && writeErr == nil {
+					writeErr = err
+				}
+				env.RequestDone(id)
+			}}
+		loop.Run(ctx)
+		client.Close()
+	case <-ctx.Done():
+	}
+	hd := <-done
+	rows := make([]recorder.IdleConn, 0, len(hd.out))
+	for _, o := range hd.out {
+		row := recorder.IdleConn{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns,
+			Seq: o.Seq, Source: o.Source, ConnectMS: float64(o.Connect) / float64(time.Millisecond), End: string(o.End),
+			SentBytes: o.Sent, ReceivedBytes: o.Received, FirstLine: o.FirstLine}
+		if !o.Start.IsZero() {
+			row.StartS = o.Start.Sub(t0).Seconds()
+		}
+		if o.End != loadgen.EndConnectError && !(o.End == loadgen.EndCanceled && o.Source == "") {
+			row.HeldS = recorder.Some(o.Held.Seconds())
+		}
+		if o.Err != nil {
+			row.Error = o.Err.Error()
+		}
+		rows = append(rows, row)
+		if err := f.conns.Write(row); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}
+	return rows, reqs, errors.Join(writeErr, hd.err)
+}

@@ -1,0 +1,294 @@
+package slowupload
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote.
+type Result struct {
+	Dir  string
+	Runs []recorder.UploadRun
+	// Skipped names the conditions the stack could not run (an "async"
+	// server on a stack without one).
+	Skipped []string
+}
+
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: upload-runs.csv says why a run
+// failed.
+func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.UploadRun]() }
+
+// AllFailed implements lab.Result.
+func (r *Result) AllFailed() bool {
+	for _, run := range r.Runs {
+		if run.Status == recorder.RunOK {
+			return false
+		}
+	}
+	return len(r.Runs) > 0
+}
+
+// files are the open results files of a session.
+type files struct {
+	uploads   *recorder.FileWriter[recorder.Upload]
+	runs      *recorder.FileWriter[recorder.UploadRun]
+	requests  *recorder.FileWriter[recorder.Request]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+	closed    bool
+	closeErr  error
+}
+
+func openFiles(dir string) (*files, error) {
+	f := &files{}
+	var err error
+	if f.uploads, err = recorder.CreateFile[recorder.Upload](dir); err == nil {
+		if f.runs, err = recorder.CreateFile[recorder.UploadRun](dir); err == nil {
+			if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
+				f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+// close closes every file once; a second call reports the first's errors.
+func (f *files) close() error {
+	if f.closed {
+		return f.closeErr
+	}
+	f.closed = true
+	var errs []error
+	if f.uploads != nil {
+		errs = append(errs, f.uploads.Close())
+	}
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
+	}
+	if f.requests != nil {
+		errs = append(errs, f.requests.Close())
+	}
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
+	}
+	f.closeErr = errors.Join(errs...)
+	return f.closeErr
+}
+
+// Run implements lab.Config: every run of the matrix on a fresh stack,
+// writing uploads.csv, upload-runs.csv, requests.csv, resource-samples.csv
+// and environment.json. A run whose stack fails is recorded as failed and
+// the next goes on; an upload that ends badly (the app's timeout killed
+// its worker, a reset, a 502) is an outcome in uploads.csv, not a failed
+// run. Cancelling ctx keeps what was measured and returns ctx's error.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	f, err := openFiles(env.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
+	specs, skipped := c.Runs(env.Stack)
+	res := &Result{Dir: env.Out, Skipped: skipped}
+	for _, s := range skipped {
+		env.Logf("skipped: %s", s)
+	}
+	p := lab.NewProgress(env.Progress, len(specs), func(i int) time.Duration { return c.Duration(specs[i].Size) })
+	var runErr error
+	for i, spec := range specs {
+		p.Start(i, spec.ID())
+		run, err := c.measure(ctx, env, spec, f)
+		if werr := f.runs.Write(run); werr != nil && err == nil {
+			err = werr
+		}
+		res.Runs = append(res.Runs, run)
+		p.Done(i, "%s", runLine(run))
+		if err != nil || ctx.Err() != nil {
+			runErr = errors.Join(err, ctx.Err())
+			break
+		}
+	}
+	return res, errors.Join(runErr, f.close())
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.UploadRun) string {
+	status := r.Status
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	return fmt.Sprintf("fast %d/%d ok, p50 %s ms, p95 %s ms; uploads ok %d, 5xx %d, reset %d, timeout %d, other %d; send %s s, app read %s s; worker timeouts %s  [%s]",
+		r.FastOK, r.FastTotal, lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1), r.UploadsOK, r.Uploads5xx, r.UploadsReset, r.UploadsTimeout, r.UploadsOther,
+		lab.Num(r.SendS, 2), lab.Num(r.AppReadS, 2), lab.Num(r.WorkerTimeouts, 0), status)
+}
+
+// measure performs one run: a fresh stack, the instruments, the uploads
+// and the /fast schedule, then the run's verdict. Its error is only for
+// results that could not be written.
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.UploadRun, error) {
+	id := spec.ID()
+	run := recorder.UploadRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Uploaders: spec.Uploaders, Rep: spec.Rep,
+		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	if spec.AppTimeout != 0 {
+		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
+	}
+	fail := func(status, reason string) (recorder.UploadRun, error) {
+		run.Status, run.Reason = status, reason
+		if ctx.Err() != nil {
+			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
+		}
+		return run, nil
+	}
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return run, err
+	}
+	defer os.RemoveAll(work)
+	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server,
+		AppTimeout: time.Duration(spec.AppTimeout), ClientBodyBuffer: int64(c.ClientBodyBuffer), LogDir: env.LogDir(), WorkDir: work})
+	if err != nil {
+		return fail(recorder.RunFailed, "start stack: "+err.Error())
+	}
+	defer running.Stop()
+	in, err := lab.Instrument(ctx, env, id, running)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error())
+	}
+	defer in.Stop()
+
+	t0 := time.Now()
+	in.Start(t0, f.resources, running.PIDs())
+	l := c.load(ctx, env, running, spec, &run, t0, f)
+	end := time.Since(t0).Seconds()
+	samples, _, sampErr := in.Samples()
+	run = recorder.SummarizeUploadRun(run, l.reqs, l.uploads)
+	comps, temp := recorder.SummarizeResources(samples, 0, end)
+	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = temp, recorder.MemoryPeakMiB(comps[0]), recorder.MemoryPeakMiB(comps[1])
+	if n, err := countWorkerTimeouts(env.LogDir(), id); err == nil {
+		run.WorkerTimeouts = recorder.Some(float64(n))
+	}
+	switch failed := running.Failed(); {
+	case ctx.Err() != nil:
+		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case failed != nil:
+		run.Status, run.Reason = recorder.RunFailed, failed.Error()
+	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
+		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	}
+	// A run whose rows did not all reach the results files is not ok.
+	writeErr := errors.Join(l.writeErr, sampErr)
+	if writeErr != nil {
+		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
+	}
+	return run, writeErr
+}
+
+// loaded is what a run's load measured.
+type loaded struct {
+	uploads  []recorder.Upload
+	reqs     []recorder.Request
+	writeErr error
+}
+
+// load starts the uploads at t0 and, Fast.Offset later, the open-loop
+// /fast schedule, and waits for both. Every upload and every scheduled
+// request gets its row as it finishes.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.UploadRun, t0 time.Time, f *files) loaded {
+	var l loaded
+	var mu sync.Mutex
+	upURL, err := loadgen.CheckTarget(running.URL()+c.Upload.Path, running.AllowRemote())
+	if err != nil {
+		l.writeErr = err
+		return l
+	}
+	base := recorder.Upload{RunID: run.RunID, Route: run.Route, Server: run.Server, Uploaders: run.Uploaders, Rep: run.Rep,
+		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
+	var wg sync.WaitGroup
+	for i := range spec.Uploaders {
+		up := loadgen.SlowUploader{URL: upURL, Size: spec.Size, Rate: float64(c.Upload.Rate), SndBuf: int(c.Upload.SndBuf),
+			WriteSize: int(c.Upload.WriteSize), Timeout: time.Duration(c.Upload.Timeout), RunID: run.RunID, Metrics: env.Metrics,
+			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/upload-%d", run.RunID, i)}}}
+		wg.Go(func() {
+			row := loadgen.UploadRow(base, t0, up.Run(ctx, i))
+			mu.Lock()
+			defer mu.Unlock()
+			l.uploads = append(l.uploads, row)
+			if err := f.uploads.Write(row); err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+		})
+	}
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
+		AllowRemote: running.AllowRemote()})
+	defer client.Close()
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
+	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
+		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
+		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) {
+			row := loadgen.RequestRow(meta, t0, r)
+			mu.Lock()
+			defer mu.Unlock()
+			l.reqs = append(l.reqs, row)
+			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+			env.RequestDone(run.RunID)
+		}}
+	run.FastPlanned = loop.Planned()
+	loop.Run(ctx)
+	wg.Wait()
+	return l
+}
+
+// workerTimeout is what Gunicorn's master logs when it kills a worker
+// that outlived --timeout: "[CRITICAL] WORKER TIMEOUT (pid:1234)".
+var workerTimeout = []byte("WORKER TIMEOUT")
+
+// countWorkerTimeouts counts workerTimeout lines in the run's logs
+// (LOGDIR/RUNID-*.log). It fails when no log of the run is there.
+func countWorkerTimeouts(logDir, runID string) (int, error) {
+	paths, err := filepath.Glob(filepath.Join(logDir, runID+"-*.log"))
+	if err != nil || len(paths) == 0 {
+		return 0, fmt.Errorf("no logs of run %s in %s", runID, logDir)
+	}
+	n := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return 0, err
+		}
+		for line := range bytes.Lines(b) {
+			if bytes.Contains(line, workerTimeout) && !strings.Contains(p, "exporter") {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

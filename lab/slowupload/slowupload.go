@@ -1,0 +1,372 @@
+package slowupload
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/proxy"
+)
+
+// Name is the experiment's name.
+const Name = "slow-upload"
+
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 5, New: func() lab.Config { return Published() },
+		Summary: "slow uploads against a fast endpoint, directly and behind a proxy that buffers request bodies or not",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+}
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Header    `yaml:",inline"`
+	Reps          int `yaml:"reps"`
+	lab.StackSpec `yaml:",inline"`
+	Conditions    []Condition `yaml:"conditions"`
+	Fast          FastSpec    `yaml:"fast"`
+	Upload        UploadSpec  `yaml:"upload"`
+	// ClientBodyBuffer is the proxy's client_body_buffer_size; 0 leaves
+	// the proxy's default (16k).
+	ClientBodyBuffer lab.Size `yaml:"client_body_buffer,omitempty"`
+}
+
+// Condition is one cell of the matrix.
+type Condition struct {
+	Route stack.Route `yaml:"route"` // direct, proxy-request-buffering-on, proxy-request-buffering-off
+	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
+	// the stack's event-loop server, whatever it is (the embedded async
+	// model; on the real stack the first async model it has, with one
+	// worker, such as uvicorn-1).
+	Server    string `yaml:"server"`
+	Uploaders int    `yaml:"uploaders"`
+	// Size replaces upload.size for this condition; 0 keeps it.
+	Size lab.Size `yaml:"size,omitempty"`
+	// AppTimeout is the app's timeout (Gunicorn's --timeout); 0 leaves
+	// the app's default (Gunicorn's is 30 s).
+	AppTimeout lab.Duration `yaml:"app_timeout,omitempty"`
+}
+
+// FastSpec is the open-loop /fast load: a new connection per request, as
+// in slow-client.
+type FastSpec struct {
+	Path     string       `yaml:"path"`
+	Rate     float64      `yaml:"rate"` // requests per second
+	Duration lab.Duration `yaml:"duration"`
+	Offset   lab.Duration `yaml:"offset"` // after the uploads start
+	Timeout  lab.Duration `yaml:"timeout"`
+}
+
+// UploadSpec is how the slow clients upload.
+type UploadSpec struct {
+	Path      string       `yaml:"path"`
+	Size      lab.Size     `yaml:"size"`       // bytes
+	Rate      lab.Size     `yaml:"rate"`       // bytes per second
+	SndBuf    lab.Size     `yaml:"sndbuf"`     // SO_SNDBUF before connect; 0 the kernel's
+	WriteSize lab.Size     `yaml:"write_size"` // at most this much per write
+	Timeout   lab.Duration `yaml:"timeout"`    // each upload, from connect to the response
+}
+
+// Published values.
+const (
+	// PublishedAppTimeout is the app timeout of the main conditions:
+	// longer than an upload, so that only the timeout condition measures
+	// Gunicorn's kill (its default, 30 s, is shorter than 16 MiB at
+	// 512 KiB/s).
+	PublishedAppTimeout = 60 * time.Second
+	// The timeout condition: a 10 s timeout, a 20 s upload (10 MiB at
+	// 512 KiB/s).
+	TimeoutConditionTimeout = 10 * time.Second
+	TimeoutConditionSize    = 10 << 20
+)
+
+// Async names the stack's event-loop server in a condition.
+const Async = "async"
+
+// Published returns the matrix: the three upload routes x 1, 2, 4
+// uploaders on sync-2; gthread 1x4 direct with 2 and 4; the stack's async
+// server direct with 4; and sync-2 direct with one upload outliving a 10 s
+// app timeout. 16 MiB at 512 KiB/s each, 3 repetitions, /fast at 8 req/s
+// for 9 s.
+func Published() *Config {
+	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+		Fast: FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Upload: UploadSpec{Path: "/upload", Size: 16 << 20, Rate: loadgen.DefaultUploadRate, SndBuf: loadgen.DefaultUploadSndBuf,
+			WriteSize: loadgen.DefaultUploadWriteSize, Timeout: lab.Duration(2 * time.Minute)}}
+	long := lab.Duration(PublishedAppTimeout)
+	for _, r := range stack.UploadRoutes {
+		for _, n := range []int{1, 2, 4} {
+			c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Uploaders: n, AppTimeout: long})
+		}
+	}
+	c.Conditions = append(c.Conditions,
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 4, AppTimeout: long},
+		Condition{Route: stack.RouteDirect, Server: Async, Uploaders: 4},
+		timeoutCondition())
+	return c
+}
+
+func timeoutCondition() Condition {
+	return Condition{Route: stack.RouteDirect, Server: "sync-2", Uploaders: 1, Size: TimeoutConditionSize,
+		AppTimeout: lab.Duration(TimeoutConditionTimeout)}
+}
+
+// Reduce implements lab.Reducer: --quick runs 2 uploads on sync-2 on each
+// route, gthread 1x4 and async direct, and the timeout condition, once
+// each; uploads of 8 MiB unless --size set another size.
+func (c *Config) Reduce() {
+	long := lab.Duration(PublishedAppTimeout)
+	if c.Upload.Size == Published().Upload.Size {
+		c.Upload.Size = 8 << 20
+	}
+	c.Conditions = nil
+	for _, r := range stack.UploadRoutes {
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Uploaders: 2, AppTimeout: long})
+	}
+	c.Conditions = append(c.Conditions,
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
+		Condition{Route: stack.RouteDirect, Server: Async, Uploaders: 2},
+		timeoutCondition())
+}
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Repetitions implements lab.Repeated.
+func (c *Config) Repetitions() *int { return &c.Reps }
+
+// Stack implements lab.Stacked.
+func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+
+// Flags implements lab.Config: everything else is in the scenario.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var((*sizeFlag)(&c.Upload.Size), "size", "each upload's size in bytes (k, m, g suffixes), e.g. 16m")
+	fs.Var((*sizeFlag)(&c.Upload.Rate), "rate", "each uploader's rate in bytes/s (k, m suffixes), e.g. 512k")
+}
+
+// Servers implements lab.Stacked: the conditions' servers but "async",
+// which is whatever event-loop server the stack has.
+func (c *Config) Servers() []stack.Server {
+	var out []stack.Server
+	for _, cond := range c.Conditions {
+		if cond.Server == Async {
+			continue
+		}
+		if s, err := stack.ParseServer(cond.Server); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Routes implements lab.Routed.
+func (c *Config) Routes() []stack.Route {
+	var out []stack.Route
+	for _, cond := range c.Conditions {
+		out = append(out, cond.Route)
+	}
+	return out
+}
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if len(c.Conditions) == 0 {
+		return errors.New("conditions: none given")
+	}
+	for i, cond := range c.Conditions {
+		if err := cond.validate(); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
+		}
+	}
+	if c.Reps < 1 || c.Reps > 1000 {
+		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
+	}
+	if c.StackSpec.Stack == stack.NameExternal {
+		return errors.New("stack external: slow-upload starts its own stack (its conditions set the app's timeout and the proxy's request buffering)")
+	}
+	if b := c.ClientBodyBuffer; b != 0 && (b < 1<<10 || b > stack.MaxClientBodyBuffer) {
+		return fmt.Errorf("client_body_buffer %s: allowed 0 (the proxy's default) or 1k to %s", proxy.FormatSize(int64(b)), proxy.FormatSize(stack.MaxClientBodyBuffer))
+	}
+	if err := c.Fast.validate(); err != nil {
+		return err
+	}
+	return c.Upload.validate()
+}
+
+// Limits of the upload settings: beyond them a value is a typo.
+const (
+	maxSize      = 1 << 30
+	minRate      = 1 << 10
+	maxRate      = 1 << 30
+	maxSndBuf    = 64 << 20
+	maxWriteSize = 16 << 20
+)
+
+func (cond Condition) validate() error {
+	if !slices.Contains(stack.UploadRoutes, cond.Route) {
+		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
+	}
+	if cond.Server != Async {
+		if _, err := stack.ParseServer(cond.Server); err != nil {
+			return err
+		}
+	}
+	switch {
+	case cond.Uploaders < 0 || cond.Uploaders > 1000:
+		return fmt.Errorf("uploaders %d: allowed 0 to 1000", cond.Uploaders)
+	case cond.Size < 0 || cond.Size > maxSize:
+		return fmt.Errorf("size %s: allowed 0 (upload.size) or 1 byte to 1g", sizeText(cond.Size))
+	case cond.AppTimeout != 0 && (cond.AppTimeout < lab.Duration(time.Second) || cond.AppTimeout > lab.Duration(stack.MaxAppTimeout) || cond.AppTimeout%lab.Duration(time.Second) != 0):
+		return fmt.Errorf("app_timeout %s: allowed 0 (the app's default) or whole seconds from 1s to %s", time.Duration(cond.AppTimeout), stack.MaxAppTimeout)
+	}
+	return nil
+}
+
+func routeNames() string {
+	var names []string
+	for _, r := range stack.UploadRoutes {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
+}
+
+// sizeText writes a size for an error: negative ones as numbers.
+func sizeText(s lab.Size) string {
+	if s < 0 {
+		return fmt.Sprint(int64(s))
+	}
+	return proxy.FormatSize(int64(s))
+}
+
+func (f FastSpec) validate() error {
+	switch {
+	case !strings.HasPrefix(f.Path, "/"):
+		return fmt.Errorf("fast.path %q: must start with /", f.Path)
+	case !(f.Rate > 0) || f.Rate > 10000:
+		return fmt.Errorf("fast.rate %v: allowed more than 0 up to 10000 requests/s", f.Rate)
+	case f.Duration <= 0 || time.Duration(f.Duration) > time.Hour:
+		return fmt.Errorf("fast.duration %s: allowed more than 0 up to 1h", time.Duration(f.Duration))
+	case f.Offset < 0:
+		return fmt.Errorf("fast.offset %s: must be 0 or more", time.Duration(f.Offset))
+	case f.Timeout <= 0:
+		return fmt.Errorf("fast.timeout %s: must be more than 0", time.Duration(f.Timeout))
+	}
+	return nil
+}
+
+func (u UploadSpec) validate() error {
+	switch {
+	case !strings.HasPrefix(u.Path, "/"):
+		return fmt.Errorf("upload.path %q: must start with /", u.Path)
+	case u.Size < 1 || u.Size > maxSize:
+		return fmt.Errorf("upload.size %s: allowed 1 byte to 1g", sizeText(u.Size))
+	case u.Rate < minRate || u.Rate > maxRate:
+		return fmt.Errorf("upload.rate %s: allowed 1k to 1g bytes/s", sizeText(u.Rate))
+	case u.SndBuf < 0 || u.SndBuf > maxSndBuf:
+		return fmt.Errorf("upload.sndbuf %s: allowed 0 (the kernel's) or up to 64m", sizeText(u.SndBuf))
+	case u.WriteSize < 1 || u.WriteSize > maxWriteSize:
+		return fmt.Errorf("upload.write_size %s: allowed 1 byte to 16m", sizeText(u.WriteSize))
+	case u.Timeout <= 0 || time.Duration(u.Timeout) > time.Hour:
+		return fmt.Errorf("upload.timeout %s: allowed more than 0 up to 1h", time.Duration(u.Timeout))
+	}
+	return nil
+}
+
+// sizeFlag is a lab.Size flag: 16m, 512k, 1048576.
+type sizeFlag lab.Size
+
+func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := proxy.ParseSize(v)
+	if err != nil {
+		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+// RunSpec is one run of the matrix.
+type RunSpec struct {
+	Condition
+	Server stack.Server
+	Size   int64
+	Rep    int
+}
+
+// ID is the run's run_id: route, server, uploaders, size when the
+// condition sets one, app timeout when set, and rep.
+func (r RunSpec) ID() string {
+	id := fmt.Sprintf("%s.%s.up%d", r.Route, r.Server.Name(), r.Uploaders)
+	if r.Condition.Size != 0 {
+		id += "." + proxy.FormatSize(r.Size)
+	}
+	if r.AppTimeout != 0 {
+		id += fmt.Sprintf(".timeout%ds", int(time.Duration(r.AppTimeout)/time.Second))
+	}
+	return fmt.Sprintf("%s.rep%d", id, r.Rep)
+}
+
+// Runs expands the matrix on st: every condition once per rep, reps
+// outermost; "async" becomes the stack's event-loop server, and a
+// condition naming it on a stack without one is left out (skipped names
+// them).
+func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
+	for rep := 1; rep <= c.Reps; rep++ {
+		for _, cond := range c.Conditions {
+			srv, ok := resolveServer(st, cond.Server)
+			if !ok {
+				if rep == 1 {
+					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.Route, cond.Server, st.Name))
+				}
+				continue
+			}
+			size := int64(c.Upload.Size)
+			if cond.Size != 0 {
+				size = int64(cond.Size)
+			}
+			runs = append(runs, RunSpec{Condition: cond, Server: srv, Size: size, Rep: rep})
+		}
+	}
+	return runs, skipped
+}
+
+// resolveServer parses a condition's server, "async" as the stack's own
+// async model: "async" itself where the stack runs it, else the first
+// async model it has, with one worker.
+func resolveServer(st stack.Stack, name string) (stack.Server, bool) {
+	if name != Async {
+		s, err := stack.ParseServer(name)
+		return s, err == nil
+	}
+	models := st.Models()
+	if slices.Contains(models, Async) {
+		s, err := stack.ParseServer(Async)
+		return s, err == nil
+	}
+	for _, m := range models {
+		if s, err := stack.ParseServer(m + "-1"); err == nil {
+			if info, ok := s.ModelInfo(); ok && info.Async {
+				return s, true
+			}
+		}
+	}
+	return stack.Server{}, false
+}
+
+// Duration is a run's intrinsic length: the longer of the fast schedule
+// and an upload at its paced rate.
+func (c *Config) Duration(size int64) time.Duration {
+	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
+	if up := time.Duration(float64(size) / float64(c.Upload.Rate) * float64(time.Second)); up > d {
+		d = up
+	}
+	return d
+}

@@ -1,0 +1,283 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Slow uploader defaults (slow-upload): 512 KiB/s in writes of 16 KiB
+// through a 16 KiB send buffer (Linux doubles it).
+const (
+	DefaultUploadRate      = 512 << 10 // bytes per second
+	DefaultUploadSndBuf    = 16 << 10
+	DefaultUploadWriteSize = 16 << 10
+)
+
+// SlowUploader POSTs Size bytes to a URL the way a slow client on a thin
+// uplink does: a small send buffer set before connect, writes of at most
+// WriteSize, and writes paced so that body bytes written / time since the
+// header was sent never exceeds Rate. It paces the writer; it does not
+// shape the network. A server that stops reading makes the writes block
+// (the send buffer is full), and the upload then goes slower than Rate.
+// The response is read meanwhile: one that comes before the body is done
+// (an early error) ends the upload.
+type SlowUploader struct {
+	URL       *url.URL
+	Size      int64
+	Rate      float64 // bytes per second
+	SndBuf    int     // SO_SNDBUF in bytes before connect (Linux reports double); 0 the kernel's
+	WriteSize int     // at most this many bytes per write
+	Timeout   time.Duration
+	Header    http.Header
+	RunID     string
+	Metrics   *Metrics
+	// AllowRemote lets the uploader connect to an address that is not
+	// loopback; without it the connection is refused just before connect.
+	AllowRemote bool
+}
+
+// Upload is one slow upload's result.
+type Upload struct {
+	Client int
+	Start  time.Time // the request header was written, after connect
+	// Send is Start until the last body byte was handed to the socket, or
+	// until sending stopped (an error, an early response).
+	Send time.Duration
+	// Total is Start until the response was read, or the upload failed.
+	Total  time.Duration
+	Sent   int64 // body bytes handed to the socket
+	Status int   // 0 when no response arrived
+	// AppRead is the app's time in body reads (Server-Timing body;dur),
+	// AppBytes the body bytes it read (UploadBytesHeader), when reported.
+	AppRead    time.Duration
+	AppReadOK  bool
+	AppBytes   int64
+	AppBytesOK bool
+	Outcome    string // one of recorder.UploadOutcomes
+	Err        error
+}
+
+// Validate reports settings that cannot run.
+func (s SlowUploader) Validate() error {
+	switch {
+	case s.Size < 0:
+		return fmt.Errorf("upload size %d: must be 0 or more bytes", s.Size)
+	case !(s.Rate > 0):
+		return fmt.Errorf("upload rate %v: must be more than 0 bytes/s", s.Rate)
+	case s.SndBuf < 0:
+		return fmt.Errorf("send buffer %d: must be 0 (kernel default) or more bytes", s.SndBuf)
+	case s.WriteSize < 1:
+		return fmt.Errorf("write size %d: must be at least 1 byte", s.WriteSize)
+	}
+	return nil
+}
+
+// Names of what the apps report about an upload (appserver's
+// UploadBytesHeader and UploadTimingMetric; loadgen does not import the
+// app server).
+const (
+	uploadBytesHeader  = "X-Slowlab-Body-Bytes"
+	uploadTimingMetric = "body"
+)
+
+// Run performs one paced upload as client number client.
+func (s SlowUploader) Run(ctx context.Context, client int) (u Upload) {
+	u = Upload{Client: client}
+	lbl := s.Metrics.with(s.RunID, RoleUpload)
+	lbl.start()
+	r := Result{Start: time.Now(), NewConn: true}
+	defer func() {
+		r.Status, r.Bytes, r.Err = u.Status, 0, u.Err
+		r.Latency = time.Since(r.Start)
+		lbl.observe(&r)
+	}()
+	defer func() { u.Outcome = uploadOutcome(u) }()
+	if s.URL == nil {
+		u.Err = errors.New("slow uploader: no URL")
+		return u
+	}
+	if err := s.Validate(); err != nil {
+		u.Err = err
+		return u
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	dialer := net.Dialer{Control: chainControl(dialGuard(s.AllowRemote), sndBufControl(s.SndBuf))}
+	t := time.Now()
+	conn, err := dialer.DialContext(ctx, "tcp", hostPort(s.URL))
+	if err != nil {
+		u.Err = err
+		return u
+	}
+	r.Connect = time.Since(t)
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	req := &http.Request{Method: http.MethodPost, URL: s.URL, Host: s.URL.Host, Header: s.Header.Clone(), Close: true,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: s.Size}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	// The header alone: Write would send a body, unpaced.
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: slowlab\r\nContent-Length: %d\r\nConnection: close\r\n", s.URL.RequestURI(), s.URL.Host, s.Size)
+	for k, vv := range req.Header {
+		for _, v := range vv {
+			head += k + ": " + v + "\r\n"
+		}
+	}
+	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+		u.Err = ctxErr(ctx, err)
+		return u
+	}
+	u.Start = time.Now()
+	resp := make(chan responseOrErr, 1)
+	go func() {
+		res, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err == nil {
+			_, err = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+		resp <- responseOrErr{res, err}
+	}()
+	sendErr := s.send(ctx, conn, &u, resp)
+	u.Send = time.Since(u.Start)
+	var got responseOrErr
+	select {
+	case got = <-resp:
+	case <-ctx.Done():
+		conn.SetDeadline(time.Unix(1, 0))
+		got = <-resp
+	}
+	u.Total = time.Since(u.Start)
+	if got.resp != nil {
+		u.Status = got.resp.StatusCode
+		u.AppRead, u.AppReadOK = ParseServerTiming(got.resp.Header.Get("Server-Timing"), uploadTimingMetric)
+		if n, err := strconv.ParseInt(got.resp.Header.Get(uploadBytesHeader), 10, 64); err == nil && n >= 0 {
+			u.AppBytes, u.AppBytesOK = n, true
+		}
+	}
+	switch {
+	case got.err != nil:
+		u.Err = ctxErr(ctx, got.err)
+	case sendErr != nil && u.Status == http.StatusOK:
+		u.Err = ctxErr(ctx, sendErr)
+	case u.Status == http.StatusOK && u.Sent != s.Size:
+		u.Err = fmt.Errorf("%w: sent %d of %d bytes before the response", ErrIncomplete, u.Sent, s.Size)
+	}
+	return u
+}
+
+type responseOrErr struct {
+	resp *http.Response
+	err  error
+}
+
+// send writes the body WriteSize at a time, each write waiting until the
+// bytes written so far are due at Rate. It stops early when a response
+// arrived (resp is left for the caller to read again).
+func (s SlowUploader) send(ctx context.Context, conn net.Conn, u *Upload, resp chan responseOrErr) error {
+	buf := make([]byte, s.WriteSize)
+	for i := range buf {
+		buf[i] = byte('a' + i%26)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for u.Sent < s.Size {
+		b := buf[:min(int64(len(buf)), s.Size-u.Sent)]
+		n, err := conn.Write(b)
+		u.Sent += int64(n)
+		if err != nil {
+			return err
+		}
+		due := u.Start.Add(time.Duration(float64(u.Sent) / s.Rate * float64(time.Second)))
+		if wait := time.Until(due); wait > 0 && u.Sent < s.Size {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case got := <-resp:
+				resp <- got
+				return errors.New("the server answered before the body was sent")
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// uploadOutcome classifies a finished upload.
+func uploadOutcome(u Upload) string {
+	switch {
+	case u.Status >= 500:
+		return recorder.UploadServerError
+	case u.Status == http.StatusOK && u.Err == nil:
+		return recorder.UploadOK
+	case u.Status != 0 && u.Status != http.StatusOK:
+		return recorder.UploadStatus
+	case errors.Is(u.Err, context.DeadlineExceeded) || errors.Is(u.Err, context.Canceled) || errors.Is(u.Err, os.ErrDeadlineExceeded):
+		return recorder.UploadTimeout
+	case isReset(u.Err):
+		return recorder.UploadReset
+	}
+	return recorder.UploadError
+}
+
+// isReset reports a connection the server reset or closed without an
+// answer: RST (ECONNRESET), a write after the peer closed (EPIPE), or the
+// end of the stream where the response should have been.
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// ctxErr prefers the context's error over the deadline error it caused.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
+}
+
+// sndBufControl sets SO_SNDBUF before connect, so the writes block as soon
+// as a small amount is unacknowledged or unread by the server.
+func sndBufControl(size int) func(network, address string, c syscall.RawConn) error {
+	return bufControl(unix.SO_SNDBUF, "SO_SNDBUF", size)
+}
+
+// UploadRow is u as an uploads.csv row: row (the run's and condition's
+// columns) with u's measurements, its start relative to t0.
+func UploadRow(row recorder.Upload, t0 time.Time, u Upload) recorder.Upload {
+	row.Client, row.SendS, row.TotalS, row.SentBytes, row.Status, row.Outcome = u.Client, u.Send.Seconds(), u.Total.Seconds(), u.Sent, u.Status, u.Outcome
+	if !u.Start.IsZero() {
+		row.StartS = u.Start.Sub(t0).Seconds()
+	}
+	if u.AppReadOK {
+		row.AppReadS = recorder.Some(u.AppRead.Seconds())
+	}
+	if u.AppBytesOK {
+		row.AppBytes = recorder.Some(float64(u.AppBytes))
+	}
+	if u.Err != nil {
+		row.Error = u.Err.Error()
+	}
+	return row
+}

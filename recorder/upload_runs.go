@@ -1,0 +1,194 @@
+package recorder
+
+import (
+	"slices"
+	"time"
+)
+
+// UploadRun is one row of upload-runs.csv: one run of the slow-upload
+// experiment. The /fast columns are runs.csv's (SummarizeRun: nearest-rank
+// percentiles of the ok requests). SendS and AppReadS are medians over the
+// run's uploads that ended ok; the Uploads* columns count the uploads by
+// outcome. WorkerTimeouts counts Gunicorn's "WORKER TIMEOUT" lines in the
+// run's logs: workers its master killed for outliving --timeout (empty
+// where no log was read). TempPeakMiB is the largest total of the proxy's
+// open temp files sampled during the run (request bodies spooled to disk),
+// AppMemMiB and ProxyMemMiB each component's memory peak
+// (MemoryPeakMiB).
+type UploadRun struct {
+	RunID, Route, Server         string
+	Uploaders, Rep               int
+	SizeBytes, RateBps           int64
+	AppTimeoutS                  Maybe
+	StartedAt                    time.Time
+	Status, Reason               string
+	FastPlanned, FastSent        int
+	FastTotal, FastOK            int
+	P50MS, P95MS, MaxMS          Maybe
+	SendS, AppReadS              Maybe
+	UploadsOK, Uploads5xx        int
+	UploadsReset, UploadsTimeout int
+	UploadsOther                 int
+	WorkerTimeouts               Maybe
+	TempPeakMiB                  Maybe
+	AppMemMiB, ProxyMemMiB       Maybe
+}
+
+func (UploadRun) schema() *schema[UploadRun] { return &uploadRunSchema }
+
+var uploadRunSchema = schema[UploadRun]{file: "upload-runs.csv", cols: []column[UploadRun]{
+	col("run_id", 0, func(r *UploadRun) any { return &r.RunID }),
+	col("route", 0, func(r *UploadRun) any { return &r.Route }),
+	col("server", 0, func(r *UploadRun) any { return &r.Server }),
+	col("uploaders", 0, func(r *UploadRun) any { return &r.Uploaders }),
+	col("rep", 0, func(r *UploadRun) any { return &r.Rep }),
+	col("size_bytes", whole, func(r *UploadRun) any { return &r.SizeBytes }),
+	col("rate_bps", whole, func(r *UploadRun) any { return &r.RateBps }),
+	col("app_timeout_s", msOfS, func(r *UploadRun) any { return &r.AppTimeoutS }),
+	col("started_at", 0, func(r *UploadRun) any { return &r.StartedAt }),
+	col("status", 0, func(r *UploadRun) any { return &r.Status }),
+	col("reason", 0, func(r *UploadRun) any { return &r.Reason }),
+	col("fast_planned", 0, func(r *UploadRun) any { return &r.FastPlanned }),
+	col("fast_sent", 0, func(r *UploadRun) any { return &r.FastSent }),
+	col("fast_total", 0, func(r *UploadRun) any { return &r.FastTotal }),
+	col("fast_ok", 0, func(r *UploadRun) any { return &r.FastOK }),
+	col("p50_ms", usOfMS, func(r *UploadRun) any { return &r.P50MS }),
+	col("p95_ms", usOfMS, func(r *UploadRun) any { return &r.P95MS }),
+	col("max_ms", usOfMS, func(r *UploadRun) any { return &r.MaxMS }),
+	col("send_s", msOfS, func(r *UploadRun) any { return &r.SendS }),
+	col("app_read_s", msOfS, func(r *UploadRun) any { return &r.AppReadS }),
+	col("uploads_ok", 0, func(r *UploadRun) any { return &r.UploadsOK }),
+	col("uploads_5xx", 0, func(r *UploadRun) any { return &r.Uploads5xx }),
+	col("uploads_reset", 0, func(r *UploadRun) any { return &r.UploadsReset }),
+	col("uploads_timeout", 0, func(r *UploadRun) any { return &r.UploadsTimeout }),
+	col("uploads_other", 0, func(r *UploadRun) any { return &r.UploadsOther }),
+	col("worker_timeouts", whole, func(r *UploadRun) any { return &r.WorkerTimeouts }),
+	col("temp_peak_mib", kibOfMi, func(r *UploadRun) any { return &r.TempPeakMiB }),
+	col("app_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.AppMemMiB }),
+	col("proxy_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.ProxyMemMiB }),
+}}
+
+// SummarizeUploadRun fills run's /fast columns from reqs (as SummarizeRun
+// does) and its upload columns from uploads, which must all be the run's.
+func SummarizeUploadRun(run UploadRun, reqs []Request, uploads []Upload) UploadRun {
+	fast := SummarizeRun(RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
+	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
+	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	var send, read []float64
+	run.UploadsOK, run.Uploads5xx, run.UploadsReset, run.UploadsTimeout, run.UploadsOther = 0, 0, 0, 0, 0
+	for _, u := range uploads {
+		switch u.Outcome {
+		case UploadOK:
+			run.UploadsOK++
+			send = append(send, u.SendS)
+			if u.AppReadS.Valid {
+				read = append(read, u.AppReadS.Value)
+			}
+		case UploadServerError:
+			run.Uploads5xx++
+		case UploadReset:
+			run.UploadsReset++
+		case UploadTimeout:
+			run.UploadsTimeout++
+		default:
+			run.UploadsOther++
+		}
+	}
+	run.SendS, run.AppReadS = Some(Median(send)), Some(Median(read))
+	return run
+}
+
+// UploadConditions groups runs by condition (route, server, uploaders,
+// size, rate, app timeout), in order of first appearance.
+func UploadConditions(runs []UploadRun) [][]UploadRun {
+	type key struct {
+		route, server string
+		uploaders     int
+		size, rate    int64
+		timeout       Maybe
+	}
+	var keys []key
+	groups := map[key][]UploadRun{}
+	for _, r := range runs {
+		k := key{r.Route, r.Server, r.Uploaders, r.SizeBytes, r.RateBps, r.AppTimeoutS}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([][]UploadRun, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, groups[k])
+	}
+	return out
+}
+
+// UploadCondition is one condition of slow-upload over its ok runs: the
+// printed table's row and the report's.
+type UploadCondition struct {
+	Route, Server          string
+	Uploaders              int
+	SizeBytes              int64
+	AppTimeoutS            Maybe
+	Runs, Excluded         int
+	P50MS, P95MS           Maybe // medians of the runs' values
+	P95MinMS, P95MaxMS     Maybe
+	SendS, AppReadS        Maybe // medians of the runs' medians
+	OK, Err5xx, Reset      int   // uploads by outcome, summed over the runs
+	Timeout, Other         int
+	WorkerTimeouts         Maybe // summed
+	TempPeakMiB            Maybe // the largest
+	AppMemMiB, ProxyMemMiB Maybe // the largest
+}
+
+// SummarizeUploadConditions folds runs into one UploadCondition per
+// condition (UploadConditions), in order of first
+// appearance; runs that did not end ok count only in Excluded.
+func SummarizeUploadConditions(runs []UploadRun) []UploadCondition {
+	var rows []UploadCondition
+	for _, g := range UploadConditions(runs) {
+		first := g[0]
+		row := UploadCondition{Route: first.Route, Server: first.Server, Uploaders: first.Uploaders, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS}
+		var p50, p95, send, read []float64
+		var wt, temp, appMem, proxyMem []float64
+		for _, r := range g {
+			if r.Status != RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
+			send, read = appendValidMaybe(send, r.SendS), appendValidMaybe(read, r.AppReadS)
+			wt, temp = appendValidMaybe(wt, r.WorkerTimeouts), appendValidMaybe(temp, r.TempPeakMiB)
+			appMem, proxyMem = appendValidMaybe(appMem, r.AppMemMiB), appendValidMaybe(proxyMem, r.ProxyMemMiB)
+			row.OK += r.UploadsOK
+			row.Err5xx += r.Uploads5xx
+			row.Reset += r.UploadsReset
+			row.Timeout += r.UploadsTimeout
+			row.Other += r.UploadsOther
+		}
+		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))
+		if len(p95) > 0 {
+			row.P95MinMS, row.P95MaxMS = Some(slices.Min(p95)), Some(slices.Max(p95))
+		}
+		row.SendS, row.AppReadS = Some(Median(send)), Some(Median(read))
+		if len(wt) > 0 {
+			sum := 0.0
+			for _, v := range wt {
+				sum += v
+			}
+			row.WorkerTimeouts = Some(sum)
+		}
+		row.TempPeakMiB = Some(NearestRank(temp, 100))
+		row.AppMemMiB, row.ProxyMemMiB = Some(NearestRank(appMem, 100)), Some(NearestRank(proxyMem, 100))
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func appendValidMaybe(vs []float64, m Maybe) []float64 {
+	if m.Valid {
+		return append(vs, m.Value)
+	}
+	return vs
+}
