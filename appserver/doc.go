@@ -19,10 +19,27 @@
 //     a thread is free, which leaves waiting connections in the kernel
 //     backlog for any worker with a free thread (a policy Gunicorn lacks).
 //     A kept-alive connection's next request queues for its own worker.
+//     A new connection takes a thread for its first read, as Gunicorn 20.1
+//     hands an accepted connection to its thread pool at once: a client
+//     that connects and sends nothing holds a thread (for ever, as in
+//     Gunicorn), so T idle connections starve the worker.
 //   - async: one goroutine per connection, unbounded (a contrast, not in the
 //     published experiment).
 //
-// The app endpoints are /fast, /large, /longpoll and /bytes; every response
+// Options.WorkerTimeout is Gunicorn's --timeout for the sync model: a
+// worker that spends longer on one connection (reading a request that
+// never comes, reading a slow upload, writing to a slow reader) has that
+// connection closed without a response, logs "WORKER TIMEOUT" and counts
+// it in slowlab_target_worker_timeouts_total, and takes the next one.
+// Gunicorn's arbiter checks about once a second, so a real worker dies up
+// to a second later; its gthread and gevent workers keep notifying while
+// connections are held, so the timeout never fires there, and here it is
+// ignored for gthread and async alike.
+//
+// The app endpoints are /fast, /large, /longpoll, /bytes and POST /upload
+// (the body read in 64 KiB reads, Server-Timing body;dur its time in
+// them); /fast and /bytes take ?work=DURATION&work_kind=sleep|cpu, spent
+// inside their Server-Timing (embedded app only); every response
 // carries Server-Timing: app;dur=<ms>, and every /large response
 // X-Slowlab-Peer-Port (PeerPortHeader): the remote port of the connection
 // the app accepted it on. The WSGI, ASGI and Node.js apps (appserver/wsgi,
