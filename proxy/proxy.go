@@ -94,8 +94,10 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 			return nil
 		})
 	}
-	// Timeouts as NGINX's client_header_timeout and keepalive_timeout.
-	run(&http.Server{Handler: p, ReadHeaderTimeout: p.opts.ClientHeaderTimeout, IdleTimeout: 75 * time.Second}, ln, p.opts.ShutdownTimeout)
+	// Timeouts as NGINX's client_header_timeout (silent, see quietListener)
+	// and keepalive_timeout.
+	run(&http.Server{Handler: p, ReadHeaderTimeout: p.opts.ClientHeaderTimeout, IdleTimeout: 75 * time.Second, ConnContext: withQuietConn},
+		quietListener{ln}, p.opts.ShutdownTimeout)
 	if admin != nil {
 		run(&http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}, admin, time.Second)
 	}
@@ -125,6 +127,7 @@ func (p *Proxy) enter() bool {
 
 // ServeHTTP proxies one request to the upstream on a new connection.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer handling(r)()
 	if !p.enter() {
 		p.fail(w, http.StatusServiceUnavailable, "proxy is shutting down")
 		return
