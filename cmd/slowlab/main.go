@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/cliflag"
 )
 
 // command is one slowlab subcommand. run parses its own flags from args.
@@ -115,40 +116,20 @@ func printUsage(w io.Writer) {
 	}
 }
 
-// newFlagSet returns a FlagSet whose parse errors are returned, not printed,
-// so a bad flag yields one line; --help prints the full usage to stdout.
+// newFlagSet returns the subcommand's flag set (cliflag's conventions).
 func newFlagSet(name, synopsis string, stdout io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("slowlab "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: slowlab %s %s\n\nFlags:\n", name, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return fs
+	return cliflag.NewFlagSet("slowlab "+name, synopsis, stdout)
 }
 
-// parseFlags parses args into fs. --help prints usage and returns
-// flag.ErrHelp; any other parse error becomes a one-line usageError.
+// parseFlags parses args into fs (cliflag.Parse): --help prints usage and
+// returns flag.ErrHelp; any other mistake is a one-line usageError.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	// The flag package prints usage on every parse error; keep that quiet
-	// and print it only for --help, so a mistake is one line.
-	usage := fs.Usage
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	fs.Usage = usage
-	if errors.Is(err, flag.ErrHelp) {
-		usage()
-		return flag.ErrHelp
+	err := cliflag.Parse(fs, args)
+	var ue cliflag.UsageError
+	if errors.As(err, &ue) {
+		return usagef("%s", ue.Msg)
 	}
-	if err != nil {
-		return usagef("%v (see --help)", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (see --help)", fs.Arg(0))
-	}
-	return nil
+	return err
 }
 
 // stringList is a repeatable string flag.

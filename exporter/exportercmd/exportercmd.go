@@ -12,7 +12,6 @@ package exportercmd
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/exporter"
+	"github.com/slowlab/slowlab/internal/cliflag"
 )
 
 // exporterFlags are the exporter's command-line settings.
@@ -78,18 +78,16 @@ const Synopsis = "[--config FILE] [--group NAME=SELECTOR[,SELECTOR...]]... [flag
 
 // UsageError is a mistake in the command line: the caller prints it and
 // exits with status 2.
-type UsageError struct{ Msg string }
+type UsageError = cliflag.UsageError
 
-func (e UsageError) Error() string { return e.Msg }
-
-func usagef(format string, args ...any) error { return UsageError{fmt.Sprintf(format, args...)} }
+var usagef = cliflag.Usagef
 
 // Run runs the exporter with the command line args until ctx is done.
 // prog names it in the usage text ("slowlab exporter", "slowlab-exporter").
 // --help prints the usage to stdout and returns flag.ErrHelp; a bad
 // command line returns a UsageError; the log goes to stderr.
 func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(prog, stdout)
+	fs := cliflag.NewFlagSet(prog, Synopsis, stdout)
 	f := exporterFlags{collectors: map[string]bool{}}
 	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
 	fs.Var(&f.groups, string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
@@ -107,7 +105,7 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 		fs.Var(collectorFlag{f.collectors, c.Name, true}, "collector."+c.Name, fmt.Sprintf("enable the %s collector: %s (default %t)", c.Name, c.Help, c.Enabled))
 		fs.Var(collectorFlag{f.collectors, c.Name, false}, "no-collector."+c.Name, "disable the "+c.Name+" collector")
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	cfg, opts, level, err := f.options()
@@ -221,37 +219,4 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
-}
-
-// newFlagSet is a quiet flag set whose usage goes to stdout on --help.
-func newFlagSet(prog string, stdout io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage: %s %s\n\nFlags:\n", prog, Synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return fs
-}
-
-// parseFlags parses args into fs: --help prints the usage and returns
-// flag.ErrHelp; any other mistake is a one-line UsageError.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	usage := fs.Usage
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	fs.Usage = usage
-	if errors.Is(err, flag.ErrHelp) {
-		usage()
-		return flag.ErrHelp
-	}
-	if err != nil {
-		return usagef("%v (see --help)", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (see --help)", fs.Arg(0))
-	}
-	return nil
 }
