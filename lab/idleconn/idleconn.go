@@ -66,17 +66,7 @@ type Config struct {
 	// NGINX 60 s; the embedded app none).
 	AppTimeout    lab.Duration `yaml:"app_timeout"`
 	HeaderTimeout lab.Duration `yaml:"client_header_timeout"`
-	Fast          FastSpec     `yaml:"fast"`
-}
-
-// FastSpec is the open-loop /fast load, a new connection per request,
-// starting Offset after every held connection was tried.
-type FastSpec struct {
-	Path     string       `yaml:"path"`
-	Rate     float64      `yaml:"rate"`
-	Duration lab.Duration `yaml:"duration"`
-	Offset   lab.Duration `yaml:"offset"`
-	Timeout  lab.Duration `yaml:"timeout"`
+	Fast          lab.FastSpec `yaml:"fast"`
 }
 
 // Condition is one cell of the grid.
@@ -100,7 +90,7 @@ func Published() *Config {
 		Modes: []string{string(loadgen.HoldIdle), string(loadgen.HoldSlowloris)}, Conns: []int{10, 100, 1000, 10000},
 		Hold: lab.Duration(100 * time.Second), ByteEvery: lab.Duration(loadgen.DefaultByteEvery),
 		ConnectTimeout: lab.Duration(5 * time.Second), Dialers: 256,
-		Fast: FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)}}
 }
 
@@ -230,20 +220,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app_timeout %s: want 0 (the app's default) or whole seconds up to %s", time.Duration(c.AppTimeout), stack.MaxAppTimeout)
 	case c.HeaderTimeout < 0 || time.Duration(c.HeaderTimeout) > stack.MaxClientHeaderTimeout || time.Duration(c.HeaderTimeout)%time.Second != 0:
 		return fmt.Errorf("client_header_timeout %s: want 0 (the proxy's default) or whole seconds up to %s", time.Duration(c.HeaderTimeout), stack.MaxClientHeaderTimeout)
-	case !strings.HasPrefix(c.Fast.Path, "/"):
-		return fmt.Errorf("fast.path %q: must start with /", c.Fast.Path)
-	case !(c.Fast.Rate > 0 && c.Fast.Rate <= 1000):
-		return fmt.Errorf("fast.rate %v: allowed more than 0 up to 1000 requests per second", c.Fast.Rate)
-	case c.Fast.Duration <= 0 || time.Duration(c.Fast.Duration) > time.Hour:
-		return fmt.Errorf("fast.duration %s: allowed more than 0 up to 1h", time.Duration(c.Fast.Duration))
-	case c.Fast.Offset < 0 || time.Duration(c.Fast.Offset) > time.Minute:
-		return fmt.Errorf("fast.offset %s: allowed 0 up to 1m", time.Duration(c.Fast.Offset))
-	case c.Fast.Timeout <= 0 || time.Duration(c.Fast.Timeout) > time.Hour:
-		return fmt.Errorf("fast.timeout %s: allowed more than 0 up to 1h", time.Duration(c.Fast.Timeout))
 	case c.StackSpec.Stack == stack.NameExternal:
 		return errors.New("stack external: idle-connections starts its own stack (its timeouts are deployment settings)")
 	}
-	return nil
+	return c.Fast.Validate()
 }
 
 // sources are the addresses the connections of a k-connection condition

@@ -37,7 +37,7 @@ type Config struct {
 	Reps          int `yaml:"reps"`
 	lab.StackSpec `yaml:",inline"`
 	Conditions    []Condition    `yaml:"conditions"`
-	Fast          FastSpec       `yaml:"fast"`
+	Fast          lab.FastSpec   `yaml:"fast"`
 	Large         LargeSpec      `yaml:"large"`
 	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
 	Hops          HopsSpec       `yaml:"hops"`
@@ -54,15 +54,6 @@ type Condition struct {
 	Route       stack.Route `yaml:"route"`
 	Server      string      `yaml:"server"` // sync-W, gthread-WxT
 	SlowClients int         `yaml:"slow_clients"`
-}
-
-// FastSpec is the open-loop /fast load: a new connection per request.
-type FastSpec struct {
-	Path     string       `yaml:"path"`
-	Rate     float64      `yaml:"rate"` // requests per second
-	Duration lab.Duration `yaml:"duration"`
-	Offset   lab.Duration `yaml:"offset"` // after the slow connections
-	Timeout  lab.Duration `yaml:"timeout"`
 }
 
 // LargeSpec is the slow clients' download.
@@ -103,7 +94,7 @@ const PublishedServer = "sync-2"
 // stack auto chooses, under the published limits.
 func Published() *Config {
 	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
-		Fast: FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Large: LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
 		SlowReader: SlowReaderSpec{ReadRate: loadgen.DefaultSlowRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
@@ -176,7 +167,7 @@ func (c *Config) Validate() error {
 	if c.Reps < 1 || c.Reps > 1000 {
 		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
 	}
-	if err := c.Fast.validate(); err != nil {
+	if err := c.Fast.Validate(); err != nil {
 		return err
 	}
 	if !strings.HasPrefix(c.Large.Path, "/") {
@@ -230,22 +221,6 @@ func (cond Condition) validate() error {
 	}
 	if cond.SlowClients < 0 || cond.SlowClients > 1000 {
 		return fmt.Errorf("slow_clients %d: allowed 0 to 1000", cond.SlowClients)
-	}
-	return nil
-}
-
-func (f FastSpec) validate() error {
-	switch {
-	case !strings.HasPrefix(f.Path, "/"):
-		return fmt.Errorf("fast.path %q: must start with /", f.Path)
-	case !(f.Rate > 0) || f.Rate > 10000:
-		return fmt.Errorf("fast.rate %v: allowed more than 0 up to 10000 requests/s", f.Rate)
-	case f.Duration <= 0:
-		return fmt.Errorf("fast.duration %s: must be more than 0", time.Duration(f.Duration))
-	case f.Offset < 0:
-		return fmt.Errorf("fast.offset %s: must be 0 or more", time.Duration(f.Offset))
-	case f.Timeout <= 0:
-		return fmt.Errorf("fast.timeout %s: must be more than 0", time.Duration(f.Timeout))
 	}
 	return nil
 }

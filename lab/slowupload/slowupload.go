@@ -28,9 +28,9 @@ type Config struct {
 	lab.Header    `yaml:",inline"`
 	Reps          int `yaml:"reps"`
 	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition `yaml:"conditions"`
-	Fast          FastSpec    `yaml:"fast"`
-	Upload        UploadSpec  `yaml:"upload"`
+	Conditions    []Condition  `yaml:"conditions"`
+	Fast          lab.FastSpec `yaml:"fast"`
+	Upload        UploadSpec   `yaml:"upload"`
 	// ClientBodyBuffer is the proxy's client_body_buffer_size; 0 leaves
 	// the proxy's default (16k).
 	ClientBodyBuffer lab.Size `yaml:"client_body_buffer,omitempty"`
@@ -50,16 +50,6 @@ type Condition struct {
 	// AppTimeout is the app's timeout (Gunicorn's --timeout); 0 leaves
 	// the app's default (Gunicorn's is 30 s).
 	AppTimeout lab.Duration `yaml:"app_timeout,omitempty"`
-}
-
-// FastSpec is the open-loop /fast load: a new connection per request, as
-// in slow-client.
-type FastSpec struct {
-	Path     string       `yaml:"path"`
-	Rate     float64      `yaml:"rate"` // requests per second
-	Duration lab.Duration `yaml:"duration"`
-	Offset   lab.Duration `yaml:"offset"` // after the uploads start
-	Timeout  lab.Duration `yaml:"timeout"`
 }
 
 // UploadSpec is how the slow clients upload.
@@ -95,7 +85,7 @@ const Async = "async"
 // for 9 s.
 func Published() *Config {
 	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
-		Fast: FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Upload: UploadSpec{Path: "/upload", Size: 16 << 20, Rate: loadgen.DefaultUploadRate, SndBuf: loadgen.DefaultUploadSndBuf,
 			WriteSize: loadgen.DefaultUploadWriteSize, Timeout: lab.Duration(2 * time.Minute)}}
@@ -194,7 +184,7 @@ func (c *Config) Validate() error {
 	if b := c.ClientBodyBuffer; b != 0 && (b < 1<<10 || b > stack.MaxClientBodyBuffer) {
 		return fmt.Errorf("client_body_buffer %s: allowed 0 (the proxy's default) or 1k to %s", proxy.FormatSize(int64(b)), proxy.FormatSize(stack.MaxClientBodyBuffer))
 	}
-	if err := c.Fast.validate(); err != nil {
+	if err := c.Fast.Validate(); err != nil {
 		return err
 	}
 	return c.Upload.validate()
@@ -243,22 +233,6 @@ func sizeText(s lab.Size) string {
 		return fmt.Sprint(int64(s))
 	}
 	return proxy.FormatSize(int64(s))
-}
-
-func (f FastSpec) validate() error {
-	switch {
-	case !strings.HasPrefix(f.Path, "/"):
-		return fmt.Errorf("fast.path %q: must start with /", f.Path)
-	case !(f.Rate > 0) || f.Rate > 10000:
-		return fmt.Errorf("fast.rate %v: allowed more than 0 up to 10000 requests/s", f.Rate)
-	case f.Duration <= 0 || time.Duration(f.Duration) > time.Hour:
-		return fmt.Errorf("fast.duration %s: allowed more than 0 up to 1h", time.Duration(f.Duration))
-	case f.Offset < 0:
-		return fmt.Errorf("fast.offset %s: must be 0 or more", time.Duration(f.Offset))
-	case f.Timeout <= 0:
-		return fmt.Errorf("fast.timeout %s: must be more than 0", time.Duration(f.Timeout))
-	}
-	return nil
 }
 
 func (u UploadSpec) validate() error {
