@@ -46,6 +46,9 @@ const (
 	ProxyClientBodyBufferSize Flag = "client-body-buffer-size"
 	ProxyClientBodyTempDir    Flag = "client-body-temp-dir"
 	ProxyClientHeaderTimeout  Flag = "client-header-timeout"
+	// The response side: proxy_max_temp_file_size and send_timeout.
+	ProxyMaxTempFileSize Flag = "max-temp-file-size"
+	ProxySendTimeout     Flag = "send-timeout"
 )
 
 // Flags of `slowlab exporter`.

@@ -26,6 +26,9 @@ const (
 	// client_body_buffer_size 16k (64-bit platforms), client_header_timeout 60s.
 	DefaultClientBodyBufferSize = 16 << 10
 	DefaultClientHeaderTimeout  = 60 * time.Second
+	// send_timeout's default: a client that takes nothing for this long
+	// between two writes is closed.
+	DefaultSendTimeout = 60 * time.Second
 )
 
 // Limits that keep one response's memory bounded; NGINX has none, but a
@@ -119,6 +122,11 @@ type Options struct {
 	// connection may take to send a request's header (an idle kept-alive
 	// connection waits for IdleTimeout instead).
 	ClientHeaderTimeout time.Duration
+	// SendTimeout is send_timeout: the longest a write of the response to
+	// the client may wait for the client to take anything (between two
+	// successive writes, not for the whole response); past it the
+	// connection is closed and the response is cut short.
+	SendTimeout time.Duration
 
 	// UpstreamTimeout bounds connecting to the upstream and each read from
 	// and write to it (proxy_connect_timeout, proxy_read_timeout,
@@ -146,6 +154,7 @@ func DefaultOptions() Options {
 		RequestBuffering:     true,
 		ClientBodyBufferSize: DefaultClientBodyBufferSize,
 		ClientHeaderTimeout:  DefaultClientHeaderTimeout,
+		SendTimeout:          DefaultSendTimeout,
 	}
 }
 
@@ -204,6 +213,9 @@ func (o Options) Validate() error {
 	}
 	if o.ClientHeaderTimeout <= 0 {
 		return invalid("ClientHeaderTimeout", o.ClientHeaderTimeout.String(), "a duration above 0, e.g. 60s")
+	}
+	if o.SendTimeout <= 0 {
+		return invalid("SendTimeout", o.SendTimeout.String(), "a duration above 0, e.g. 60s")
 	}
 	if o.UpstreamTimeout <= 0 {
 		return invalid("UpstreamTimeout", o.UpstreamTimeout.String(), "a duration above 0, e.g. 60s")

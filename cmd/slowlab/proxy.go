@@ -59,7 +59,7 @@ type proxyFlags struct {
 	bufferSize, buffers, busyBuffers, maxTemp, tempWrite string
 	upstreamTimeout, shutdownTimeout                     string
 	requestBuffering, bodyBuffer, bodyTempDir            string
-	headerTimeout                                        string
+	headerTimeout, sendTimeout                           string
 	allowRemote                                          bool
 }
 
@@ -76,13 +76,14 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.bufferSize, "buffer-size", size(int64(d.BufferSize)), "proxy_buffer_size in bytes (k, m, g = KiB, MiB, GiB): buffer for the response header and the start of the body; the only buffer with --buffering off")
 	fs.StringVar(&f.buffers, "buffers", d.Buffers.String(), `proxy_buffers "COUNT SIZE": in-memory buffers per response with --buffering on`)
 	fs.StringVar(&f.busyBuffers, "busy-buffers-size", size(int64(d.BusyBuffersSize)), "proxy_busy_buffers_size in bytes: at most this much memory is busy sending to the client while the upstream is read")
-	fs.StringVar(&f.maxTemp, "max-temp-file-size", size(d.MaxTempFileSize), "proxy_max_temp_file_size in bytes, per response; 0 disables temp files (reading then waits for the client)")
+	fs.StringVar(&f.maxTemp, string(child.ProxyMaxTempFileSize), size(d.MaxTempFileSize), "proxy_max_temp_file_size in bytes, per response; 0 disables temp files (reading then waits for the client)")
 	fs.StringVar(&f.tempWrite, "temp-file-write-size", size(int64(d.TempFileWriteSize)), "proxy_temp_file_write_size in bytes: how much is moved from memory to the temp file at a time")
 	fs.StringVar(&f.upstreamTimeout, "upstream-timeout", d.UpstreamTimeout.String(), "timeout for connecting to the upstream and for each read and write on it (a Go duration)")
 	fs.StringVar(&f.requestBuffering, string(child.ProxyRequestBuffering), "on", "proxy_request_buffering: on (read a request's whole body, memory then a temp file, before contacting the upstream) or off (stream it to the upstream as it arrives)")
 	fs.StringVar(&f.bodyBuffer, string(child.ProxyClientBodyBufferSize), size(int64(d.ClientBodyBufferSize)), "client_body_buffer_size in bytes: a buffered request body up to this size stays in memory, a larger one goes to a temp file")
 	fs.StringVar(&f.bodyTempDir, string(child.ProxyClientBodyTempDir), "", "client_body_temp_path: directory for request body temp files, created if missing (default: "+proxy.DefaultClientBodyTempDir+" under --temp-dir)")
 	fs.StringVar(&f.headerTimeout, string(child.ProxyClientHeaderTimeout), d.ClientHeaderTimeout.String(), "client_header_timeout: how long a client may take to send a request header (a Go duration)")
+	fs.StringVar(&f.sendTimeout, string(child.ProxySendTimeout), d.SendTimeout.String(), "send_timeout: how long a write to the client may wait for it to take anything before the connection is closed (a Go duration)")
 	fs.StringVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout.String(), "on SIGINT/SIGTERM, how long responses in flight may finish before they are cut (a Go duration)")
 	return f
 }
@@ -94,6 +95,7 @@ var proxyFlagOf = map[string]string{
 	"TempFileWriteSize": "temp-file-write-size", "TempDir": "temp-dir",
 	"UpstreamTimeout": "upstream-timeout", "ShutdownTimeout": "shutdown-timeout",
 	"ClientBodyBufferSize": "client-body-buffer-size", "ClientHeaderTimeout": "client-header-timeout",
+	"SendTimeout": "send-timeout",
 }
 
 func (f *proxyFlags) options() (proxy.Options, error) {
@@ -152,7 +154,8 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		name, value string
 		dst         *time.Duration
 	}{{"upstream-timeout", f.upstreamTimeout, &o.UpstreamTimeout}, {"shutdown-timeout", f.shutdownTimeout, &o.ShutdownTimeout},
-		{string(child.ProxyClientHeaderTimeout), f.headerTimeout, &o.ClientHeaderTimeout}} {
+		{string(child.ProxyClientHeaderTimeout), f.headerTimeout, &o.ClientHeaderTimeout},
+		{string(child.ProxySendTimeout), f.sendTimeout, &o.SendTimeout}} {
 		if *d.dst, err = time.ParseDuration(d.value); err != nil {
 			return o, usagef("--%s %q: allowed a Go duration, e.g. 60s or 500ms", d.name, d.value)
 		}
@@ -176,6 +179,7 @@ func (f *proxyFlags) value(name string) string {
 		"temp-file-write-size": f.tempWrite, "temp-dir": f.tempDir,
 		"upstream-timeout": f.upstreamTimeout, "shutdown-timeout": f.shutdownTimeout,
 		"client-body-buffer-size": f.bodyBuffer, "client-header-timeout": f.headerTimeout,
+		"send-timeout": f.sendTimeout,
 	}[name]
 }
 

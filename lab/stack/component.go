@@ -35,6 +35,21 @@ type Deployment struct {
 	// ClientHeaderTimeout is the proxy's client_header_timeout (NGINX's
 	// default 60 s): how long it waits for a request's header.
 	ClientHeaderTimeout time.Duration
+
+	// The response side (stalled-reader, the temp-file cliff,
+	// temp-disk-full): zero is each component's default.
+	//
+	// SendTimeout is the proxy's send_timeout (NGINX's default 60 s): a
+	// client that accepts nothing for this long between two writes is
+	// closed.
+	SendTimeout time.Duration
+	// MaxTempFileSize is the proxy's proxy_max_temp_file_size (nil: NGINX's
+	// 32m as EXPERIMENTS.md sets it; 0: no temp file, memory buffers only).
+	MaxTempFileSize *int64
+	// TempTmpfs, when above 0, puts the proxy's proxy_temp_path on a tmpfs
+	// of this many bytes, mounted in a mount namespace of the proxy's own
+	// (so it vanishes with the proxy, on every path).
+	TempTmpfs int64
 }
 
 // Limits of the request-side settings.
@@ -42,7 +57,24 @@ const (
 	MaxAppTimeout          = time.Hour
 	MaxClientBodyBuffer    = 1 << 30
 	MaxClientHeaderTimeout = time.Hour
+	MaxSendTimeout         = time.Hour
+	MaxMaxTempFileSize     = 1 << 40
+	MinTempTmpfs           = 1 << 20
+	MaxTempTmpfs           = 1 << 30
 )
+
+// DefaultMaxTempFileSize is proxy_max_temp_file_size as EXPERIMENTS.md
+// section 1 sets it (and as both proxies run when the deployment leaves
+// MaxTempFileSize nil).
+const DefaultMaxTempFileSize = 32 << 20
+
+// MaxTempFile returns the deployment's proxy_max_temp_file_size in bytes.
+func (d Deployment) MaxTempFile() int64 {
+	if d.MaxTempFileSize == nil {
+		return DefaultMaxTempFileSize
+	}
+	return *d.MaxTempFileSize
+}
 
 // Settings are the user's settings for components, from the scenario:
 // each component reads and validates its own.

@@ -57,6 +57,10 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	if d.ClientHeaderTimeout != 0 {
 		argv = append(argv, child.ProxyClientHeaderTimeout.Arg(d.ClientHeaderTimeout.String())...)
 	}
+	argv = append(argv, child.ProxyMaxTempFileSize.Arg(strconv.FormatInt(d.MaxTempFile(), 10))...)
+	if d.SendTimeout != 0 {
+		argv = append(argv, child.ProxySendTimeout.Arg(d.SendTimeout.String())...)
+	}
 	p, err := child.Start(ctx, "proxy", filepath.Join(d.LogDir, d.RunID+"-proxy.log"), argv, cgroup.ChildEnv(os.Environ(), cg))
 	if err != nil {
 		return nil, err

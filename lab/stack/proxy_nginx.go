@@ -34,6 +34,11 @@ type nginxConfig struct {
 	RequestBuffering    bool
 	ClientBodyBuffer    string
 	ClientHeaderTimeout string
+	// The response side: send_timeout and proxy_max_temp_file_size
+	// (NGINX's 60s and EXPERIMENTS.md's 32m when the deployment leaves
+	// them unset).
+	SendTimeout     string
+	MaxTempFileSize string
 	// User and Group are set when running as root: NGINX then needs a
 	// user to hand temp directories to, and would otherwise look up its
 	// compiled-in default (which may not exist). With master_process off
@@ -74,6 +79,7 @@ http {
     client_max_body_size 0;
     client_body_buffer_size {{.ClientBodyBuffer}};
     client_header_timeout {{.ClientHeaderTimeout}};
+    send_timeout {{.SendTimeout}};
     proxy_temp_path {{.TempDir}};
     fastcgi_temp_path {{.Dir}}/fastcgi_temp;
     uwsgi_temp_path {{.Dir}}/uwsgi_temp;
@@ -90,7 +96,7 @@ http {
             proxy_buffer_size 16k;
             proxy_buffers 4 16k;
             proxy_busy_buffers_size 32k;
-            proxy_max_temp_file_size 32m;
+            proxy_max_temp_file_size {{.MaxTempFileSize}};
             proxy_temp_file_write_size 64k;
 {{- if .Snippet}}
 
@@ -127,7 +133,7 @@ func (c nginxConfig) render() ([]byte, error) {
 // would make NGINX refuse the config ("directive is duplicate") or break
 // what the lab measures (the temp path, the route).
 var nginxOwnedDirectives = []string{"listen", "proxy_pass", "proxy_buffering", "proxy_request_buffering",
-	"client_max_body_size", "client_body_buffer_size", "client_header_timeout", "client_body_temp_path",
+	"client_max_body_size", "client_body_buffer_size", "client_header_timeout", "send_timeout", "client_body_temp_path",
 	"proxy_temp_path", "proxy_http_version", "proxy_buffer_size", "proxy_buffers", "proxy_busy_buffers_size",
 	"proxy_max_temp_file_size", "proxy_temp_file_write_size"}
 
@@ -258,7 +264,11 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	usr, grp := nginxUser()
 	cfg := nginxConfig{RunID: d.RunID, Dir: dir, TempDir: tempDir, Upstream: upstream,
 		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(),
-		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", User: usr, Group: grp, Snippet: s.NginxSnippet}
+		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s",
+		MaxTempFileSize: nginxSize(d.MaxTempFile()), User: usr, Group: grp, Snippet: s.NginxSnippet}
+	if d.SendTimeout != 0 {
+		cfg.SendTimeout = strconv.Itoa(int(d.SendTimeout/time.Second)) + "s"
+	}
 	if d.ClientBodyBuffer != 0 {
 		cfg.ClientBodyBuffer = strconv.FormatInt(d.ClientBodyBuffer, 10)
 	}
@@ -349,6 +359,17 @@ func (r *nginxRun) Stop() error {
 		child.WaitGroupGone(r.p.PID(), time.Second)
 	})
 	return r.stopErr
+}
+
+// nginxSize writes n bytes in NGINX's size syntax: 32m, 64k, 0.
+func nginxSize(n int64) string {
+	switch {
+	case n != 0 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + "m"
+	case n != 0 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + "k"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // freeLoopbackPort returns a loopback TCP port that was free a moment ago.

@@ -305,6 +305,12 @@ func validateDeployment(d Deployment) error {
 		return fmt.Errorf("client body buffer %d: want 0 (the proxy's default) or %d..%d bytes", d.ClientBodyBuffer, 1<<10, MaxClientBodyBuffer)
 	case d.ClientHeaderTimeout != 0 && (d.ClientHeaderTimeout < time.Second || d.ClientHeaderTimeout > MaxClientHeaderTimeout || d.ClientHeaderTimeout%time.Second != 0):
 		return fmt.Errorf("client header timeout %v: want 0 (the proxy's default) or whole seconds from 1s to %v", d.ClientHeaderTimeout, MaxClientHeaderTimeout)
+	case d.SendTimeout != 0 && (d.SendTimeout < time.Second || d.SendTimeout > MaxSendTimeout || d.SendTimeout%time.Second != 0):
+		return fmt.Errorf("send timeout %v: want 0 (the proxy's default) or whole seconds from 1s to %v", d.SendTimeout, MaxSendTimeout)
+	case d.MaxTempFileSize != nil && (*d.MaxTempFileSize < 0 || *d.MaxTempFileSize > MaxMaxTempFileSize || *d.MaxTempFileSize != 0 && *d.MaxTempFileSize < 64<<10):
+		return fmt.Errorf("max temp file size %d: want 0 (no temp file) or %d..%d bytes", *d.MaxTempFileSize, 64<<10, int64(MaxMaxTempFileSize))
+	case d.TempTmpfs != 0 && (d.TempTmpfs < MinTempTmpfs || d.TempTmpfs > MaxTempTmpfs):
+		return fmt.Errorf("temp tmpfs %d bytes: want 0 (no tmpfs) or %d..%d bytes (1 MiB to 1 GiB)", d.TempTmpfs, MinTempTmpfs, MaxTempTmpfs)
 	case d.Server.Workers < 1:
 		return fmt.Errorf("server workers %d: must be at least 1", d.Server.Workers)
 	case d.LargeSize < 0 || d.LargeSize > 1<<30:
