@@ -94,10 +94,10 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 			return nil
 		})
 	}
-	// Timeouts as NGINX's client_header_timeout (silent, see quietListener)
-	// and keepalive_timeout.
-	run(&http.Server{Handler: p, ReadHeaderTimeout: p.opts.ClientHeaderTimeout, IdleTimeout: 75 * time.Second, ConnContext: withQuietConn},
-		quietListener{ln}, p.opts.ShutdownTimeout)
+	// Timeouts as NGINX's client_header_timeout (silent, see quietListener),
+	// keepalive_timeout and send_timeout (sendTimeoutListener).
+	run(&http.Server{Handler: p, ReadHeaderTimeout: p.opts.ClientHeaderTimeout, IdleTimeout: 75 * time.Second, ConnContext: connContext},
+		withSendTimeout(quietListener{ln}, p.opts.SendTimeout), p.opts.ShutdownTimeout)
 	if admin != nil {
 		run(&http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}, admin, time.Second)
 	}
