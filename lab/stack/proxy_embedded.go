@@ -30,6 +30,9 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	if err != nil {
 		return nil, fmt.Errorf("find slowlab binary: %w", err)
 	}
+	if err := checkTmpfs(d); err != nil {
+		return nil, err
+	}
 	tempDir := filepath.Join(d.WorkDir, "proxy-temp")
 	if err := os.MkdirAll(tempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("proxy temp dir: %w", err)
@@ -60,6 +63,9 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	argv = append(argv, child.ProxyMaxTempFileSize.Arg(strconv.FormatInt(d.MaxTempFile(), 10))...)
 	if d.SendTimeout != 0 {
 		argv = append(argv, child.ProxySendTimeout.Arg(d.SendTimeout.String())...)
+	}
+	if d.TempTmpfs > 0 {
+		argv = TmpfsArgv(d.TempTmpfs, tempDir, argv)
 	}
 	p, err := child.Start(ctx, "proxy", filepath.Join(d.LogDir, d.RunID+"-proxy.log"), argv, cgroup.ChildEnv(os.Environ(), cg))
 	if err != nil {

@@ -261,6 +261,9 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTmpfs(d); err != nil {
+		return nil, err
+	}
 	usr, grp := nginxUser()
 	cfg := nginxConfig{RunID: d.RunID, Dir: dir, TempDir: tempDir, Upstream: upstream,
 		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(),
@@ -280,7 +283,11 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	if cg != nil {
 		procs = cg.ProcsFiles()
 	}
-	argv := cgroup.ExecArgv(procs, nginxArgv(bin, dir, conf, nginxHasErrorLogFlag(bin)))
+	inner := nginxArgv(bin, dir, conf, nginxHasErrorLogFlag(bin))
+	if d.TempTmpfs > 0 {
+		inner = TmpfsArgv(d.TempTmpfs, tempDir, inner)
+	}
+	argv := cgroup.ExecArgv(procs, inner)
 	deadline := time.Now().Add(child.ReadyTimeout)
 	for attempt := 1; ; attempt++ {
 		r, err := startNginxOnce(ctx, cfg, conf, argv, filepath.Join(d.LogDir, d.RunID+"-nginx.log"), deadline)
