@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"os"
 	"sync"
+	"syscall"
 )
 
 // relayBuffered reads the upstream in a goroutine of its own as fast as it
@@ -56,6 +59,10 @@ type spool struct {
 	allocated int // buffers made so far, up to 1 + Buffers.Count
 	done      bool
 	readErr   error
+	// tempErr is a failed temp file write or create: the response is cut
+	// at once, whatever is still queued (NGINX finalizes the request with
+	// an error and closes the client connection).
+	tempErr   error
 	file      *os.File
 	fileSize  int64            // also the next write offset: the file is never reused
 	fileChunk io.LimitedReader // the writer's, reused for every sendFile chunk
@@ -192,6 +199,8 @@ func (s *spool) spoolLocked() (bool, error) {
 	}
 	if s.file == nil {
 		if err := s.createFile(); err != nil {
+			s.tempErr = err
+			wake(s.writerWake)
 			return false, err
 		}
 	}
@@ -199,8 +208,11 @@ func (s *spool) spoolLocked() (bool, error) {
 		seg := s.queue[i]
 		// WriteAt leaves the file offset to the writer, which sends
 		// from the file with sendfile(2) at that offset.
-		if _, err := s.file.WriteAt(seg.buf, s.fileSize); err != nil {
-			return false, fmt.Errorf("write temp file: %w", err)
+		if n, err := s.file.WriteAt(seg.buf, s.fileSize); err != nil {
+			logTempWrite(s.file.Name(), n, len(seg.buf), err)
+			s.tempErr = fmt.Errorf("write temp file: %w", err)
+			wake(s.writerWake)
+			return false, s.tempErr
 		}
 		s.free = append(s.free, seg.buf[:cap(seg.buf)])
 		s.queue[i] = segment{off: s.fileSize, n: seg.n}
@@ -230,11 +242,26 @@ func (s *spool) mergeFileSegments() {
 	s.queue = q
 }
 
+// logTempWrite logs a failed temp file write as NGINX does (at crit, the
+// errno and its text), e.g. on a full temp disk:
+//
+//	[crit] pwrite() "/tmp/proxy-temp/proxy-temp-1" failed (28: no space left on device) while reading upstream, wrote 32768 of 65536 bytes
+func logTempWrite(path string, wrote, of int, err error) {
+	code := -1
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		code = int(errno)
+		err = errno
+	}
+	log.Printf("[crit] pwrite() %q failed (%d: %v) while reading upstream, wrote %d of %d bytes", path, code, err, wrote, of)
+}
+
 // createFile opens the temp file and unlinks it at once, as NGINX does: it
 // lives until closed and shows up only as "(deleted)" in /proc/PID/fd.
 func (s *spool) createFile() error {
 	f, err := os.CreateTemp(s.opts.TempDir, TempFilePrefix)
 	if err != nil {
+		log.Printf("[crit] open() temp file in %q failed while reading upstream: %v", s.opts.TempDir, err)
 		return fmt.Errorf("create temp file: %w", err)
 	}
 	if err := os.Remove(f.Name()); err != nil {
@@ -263,7 +290,10 @@ func (s *spool) close() {
 func (s *spool) next(ctx context.Context) ([]segment, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.queue) == 0 {
+	for len(s.queue) == 0 || s.tempErr != nil {
+		if s.tempErr != nil {
+			return nil, s.tempErr
+		}
 		if s.done {
 			if s.readErr != nil {
 				return nil, s.readErr
