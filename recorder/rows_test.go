@@ -36,6 +36,8 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("upload-runs", roundTrip[UploadRun])
 	t.Run("idle-conns", roundTrip[IdleConn])
 	t.Run("idle-runs", roundTrip[IdleRun])
+	t.Run("stalled-downloads", roundTrip[StalledDownload])
+	t.Run("stalled-runs", roundTrip[StalledRun])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -57,24 +59,28 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[UploadRun](t)
 	checkCoverage[IdleConn](t)
 	checkCoverage[IdleRun](t)
+	checkCoverage[StalledDownload](t)
+	checkCoverage[StalledRun](t)
 }
 
-func FuzzReadRequests(f *testing.F)        { fuzzRead[Request](f) }
-func FuzzReadLargeResponses(f *testing.F)  { fuzzRead[LargeResponse](f) }
-func FuzzReadResourceSamples(f *testing.F) { fuzzRead[ResourceSample](f) }
-func FuzzReadRuns(f *testing.F)            { fuzzRead[Run](f) }
-func FuzzReadConditions(f *testing.F)      { fuzzRead[Condition](f) }
-func FuzzReadProbes(f *testing.F)          { fuzzRead[Probe](f) }
-func FuzzReadGroups(f *testing.F)          { fuzzRead[LongPollGroup](f) }
-func FuzzReadGap(f *testing.F)             { fuzzRead[GapRow](f) }
-func FuzzReadGapRequests(f *testing.F)     { fuzzRead[GapRequest](f) }
-func FuzzReadGapPath(f *testing.F)         { fuzzRead[GapPath](f) }
-func FuzzReadHops(f *testing.F)            { fuzzRead[Hop](f) }
-func FuzzReadSweep(f *testing.F)           { fuzzRead[SweepCell](f) }
-func FuzzReadUploads(f *testing.F)         { fuzzRead[Upload](f) }
-func FuzzReadUploadRuns(f *testing.F)      { fuzzRead[UploadRun](f) }
-func FuzzReadIdleConns(f *testing.F)       { fuzzRead[IdleConn](f) }
-func FuzzReadIdleRuns(f *testing.F)        { fuzzRead[IdleRun](f) }
+func FuzzReadRequests(f *testing.F)         { fuzzRead[Request](f) }
+func FuzzReadLargeResponses(f *testing.F)   { fuzzRead[LargeResponse](f) }
+func FuzzReadResourceSamples(f *testing.F)  { fuzzRead[ResourceSample](f) }
+func FuzzReadRuns(f *testing.F)             { fuzzRead[Run](f) }
+func FuzzReadConditions(f *testing.F)       { fuzzRead[Condition](f) }
+func FuzzReadProbes(f *testing.F)           { fuzzRead[Probe](f) }
+func FuzzReadGroups(f *testing.F)           { fuzzRead[LongPollGroup](f) }
+func FuzzReadGap(f *testing.F)              { fuzzRead[GapRow](f) }
+func FuzzReadGapRequests(f *testing.F)      { fuzzRead[GapRequest](f) }
+func FuzzReadGapPath(f *testing.F)          { fuzzRead[GapPath](f) }
+func FuzzReadHops(f *testing.F)             { fuzzRead[Hop](f) }
+func FuzzReadSweep(f *testing.F)            { fuzzRead[SweepCell](f) }
+func FuzzReadUploads(f *testing.F)          { fuzzRead[Upload](f) }
+func FuzzReadUploadRuns(f *testing.F)       { fuzzRead[UploadRun](f) }
+func FuzzReadIdleConns(f *testing.F)        { fuzzRead[IdleConn](f) }
+func FuzzReadIdleRuns(f *testing.F)         { fuzzRead[IdleRun](f) }
+func FuzzReadStalledDownloads(f *testing.F) { fuzzRead[StalledDownload](f) }
+func FuzzReadStalledRuns(f *testing.F)      { fuzzRead[StalledRun](f) }
 
 func roundTrip[T Row[T]](t *testing.T) {
 	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))
