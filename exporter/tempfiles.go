@@ -126,6 +126,14 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 		ch <- t.metric(bodyTempFiles, prometheus.GaugeValue, float64(body.files))
 		ch <- t.metric(bodyTempLogical, prometheus.GaugeValue, float64(body.logical))
 		ch <- t.metric(bodyTempAllocated, prometheus.GaugeValue, float64(body.allocated))
+		size, avail, ok, err := tempFS(c.fds.procFS, t.PIDs, t.TempDirs)
+		if err != nil {
+			errs.add(fmt.Errorf("group %s: %w", t.Group, err))
+		}
+		if ok {
+			ch <- t.metric(tempFSSize, prometheus.GaugeValue, float64(size))
+			ch <- t.metric(tempFSAvail, prometheus.GaugeValue, float64(avail))
+		}
 	}
 	return errs.err()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,3 +88,47 @@ type collectorFunc func(ch chan<- prometheus.Metric)
 
 func (f collectorFunc) Describe(chan<- *prometheus.Desc)    {}
 func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
+
+// TestTempFS: the temp dir's filesystem as the group's process sees it
+// (through /proc/PID/root), the fullest of its temp dirs; a process gone
+// leaves the metrics out without an error.
+func TestTempFS(t *testing.T) {
+	orig := statfsFunc
+	t.Cleanup(func() { statfsFunc = orig })
+	var asked []string
+	statfsFunc = func(path string, st *syscall.Statfs_t) error {
+		asked = append(asked, path)
+		switch path {
+		case "/proc/42/root/tmp/a":
+			st.Bsize, st.Blocks, st.Bavail = 4096, 2048, 1024 // 8 MiB, 4 MiB free
+		case "/proc/42/root/tmp/b":
+			st.Bsize, st.Blocks, st.Bavail = 4096, 2048, 16 // 8 MiB, 64 KiB free
+		default:
+			return syscall.ENOENT
+		}
+		return nil
+	}
+	c := &tempFilesCollector{fds: newFDWalker("/proc")}
+	reg := prometheus.NewPedanticRegistry()
+	targets := []Target{{Group: "proxy", PIDs: []int{41, 42}, TempDirs: []string{"/tmp/a", "/tmp/b"}},
+		{Group: "gone", PIDs: []int{7}, TempDirs: []string{"/tmp/a"}}}
+	reg.MustRegister(collectorFunc(func(ch chan<- prometheus.Metric) {
+		if err := c.Update(context.Background(), targets, ch); err != nil {
+			t.Errorf("Update: %v", err)
+		}
+	}))
+	want := `
+# HELP slowlab_proxy_temp_fs_avail_bytes Space available to unprivileged writers on that filesystem (statfs f_bavail*f_bsize).
+# TYPE slowlab_proxy_temp_fs_avail_bytes gauge
+slowlab_proxy_temp_fs_avail_bytes{group="proxy"} 65536
+# HELP slowlab_proxy_temp_fs_size_bytes Size of the filesystem holding the group's temp dir with the least space available, as its processes see it (statfs through /proc/PID/root).
+# TYPE slowlab_proxy_temp_fs_size_bytes gauge
+slowlab_proxy_temp_fs_size_bytes{group="proxy"} 8.388608e+06
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "slowlab_proxy_temp_fs_avail_bytes", "slowlab_proxy_temp_fs_size_bytes"); err != nil {
+		t.Error(err)
+	}
+	if len(asked) == 0 || asked[0] != "/proc/41/root/tmp/a" {
+		t.Errorf("statfs calls %v: want /proc/PID/root/DIR", asked)
+	}
+}
