@@ -39,6 +39,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /longpoll", s.longpoll)
 	mux.HandleFunc("GET /bytes", s.bytes)
 	mux.HandleFunc("POST /upload", s.upload)
+	mux.HandleFunc("GET /events", s.events)
 	return mux
 }
 

@@ -19,6 +19,7 @@ var endpointCodes = map[string][]int{
 	"longpoll": {http.StatusNoContent, http.StatusBadRequest, statusClientClosed},
 	"bytes":    {http.StatusOK, http.StatusBadRequest},
 	"upload":   {http.StatusOK, statusClientClosed},
+	"events":   {http.StatusOK, http.StatusBadRequest, statusClientClosed},
 }
 
 type metrics struct {
@@ -47,7 +48,7 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 		}, []string{"worker"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slowlab_target_longpolls_in_progress",
-			Help: "Long-polls a worker is holding now, each on one of its slots (part of busy slots).",
+			Help: "Long-polls and SSE streams (/events) a worker is holding now, each on one of its slots (part of busy slots).",
 		}, []string{"worker"}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slowlab_target_queued_requests",

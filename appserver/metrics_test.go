@@ -184,6 +184,21 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="upload"}`] == 1
 	})
 
+	// A stream that ends is a 200, a bad query a 400, one whose client
+	// leaves a 499.
+	get("/events?interval=10ms&duration=20ms", 200)
+	get("/events?interval=1ms", 400)
+	sse, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(sse, "GET /events?interval=10ms&duration=5m HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, "the stream to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	sse.Close()
+	waitFor(t, "the abandoned stream to be counted", func() bool {
+		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="events"}`] == 1
+	})
+
 	after := withPrefix(scrape(t, admin), families...)
 	if added := slices.DeleteFunc(slices.Sorted(maps.Keys(after)), func(k string) bool { _, ok := before[k]; return ok }); len(added) > 0 {
 		t.Errorf("series created by traffic rather than at start: %v", added)

@@ -141,14 +141,14 @@ func (s *Server) worker(id int) http.Handler {
 }
 
 // counted wraps app so that worker id's requests count as busy while they
-// run and, for /longpoll, as held.
+// run and, for /longpoll and /events, as held.
 func (s *Server) counted(app http.Handler, id int) http.Handler {
 	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
 	held := s.metrics.held.WithLabelValues(strconv.Itoa(id))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		busy.Inc()
 		defer busy.Dec()
-		if r.URL.Path == "/longpoll" {
+		if r.URL.Path == "/longpoll" || r.URL.Path == "/events" {
 			held.Inc()
 			defer held.Dec()
 		}

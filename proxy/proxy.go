@@ -170,10 +170,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer up.close()
 
 	copyResponseHeader(w.Header(), up.resp)
+	w.Header().Del(AccelBufferingHeader)
 	w.WriteHeader(up.resp.StatusCode)
 	p.m.requests.WithLabelValues(strconv.Itoa(up.resp.StatusCode)).Inc()
 	rc := http.NewResponseController(w)
-	if p.opts.Buffering {
+	if responseBuffering(up.resp.Header, p.opts.Buffering) {
 		err = p.relayBuffered(ctx, w, rc, up)
 	} else {
 		err = p.relayUnbuffered(ctx, w, rc, up)

@@ -11,6 +11,17 @@ embedded app server (appserver/handlers.go), byte for byte:
   POST /upload       reads the request body in 64 KiB reads to its end, then
                      200 {"bytes": N} with X-Slowlab-Body-Bytes: N and
                      Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
+  /events[?interval=D&duration=D&pad=N&accel=yes|no]
+                     Server-Sent Events (text/event-stream, chunked): a tick
+                     at once and then every interval (10ms..10s, default
+                     100ms) while less than duration (0s..5m, default 10s)
+                     has passed, each "id: K\ndata: {"seq": K, "t_us": T}"
+                     with T the wall clock in unix microseconds when it was
+                     written (pad=N adds N bytes, "pad": "aaa..."), then
+                     "event: end\ndata: {"events": N, "t_us": T}" at
+                     duration; accel sets X-Accel-Buffering. The stream
+                     holds the worker (a sync worker for its whole length)
+                     and counts in held-<pid> as a long-poll does.
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
 produce its headers. Every /large response (GET or HEAD, 400s included)
@@ -322,11 +333,89 @@ def upload(environ, start_response, start, query):
     return [out]
 
 
+MIN_INTERVAL_S, MAX_INTERVAL_S = 0.01, 10.0  # appserver.MinSSEInterval, MaxSSEInterval
+MAX_DURATION_S = 300.0  # appserver.MaxSSEDuration
+MAX_PAD = 64 << 10  # appserver.MaxSSEPad
+
+
+def sse_params(query):
+    """(interval_s, duration_s, pad, accel) from /events' query, or the
+    400's text as a string (the embedded app's ParseSSEQuery, word for
+    word)."""
+    interval, duration, pad = 0.1, 10.0, 0
+    raw = query.get("interval", [""])[0]
+    if raw != "":
+        interval = parse_duration(raw)
+        if interval is None or not MIN_INTERVAL_S <= interval <= MAX_INTERVAL_S:
+            return "interval %s: want a duration from 10ms to 10s" % json.dumps(raw)
+    raw = query.get("duration", [""])[0]
+    if raw != "":
+        duration = parse_duration(raw)
+        if duration is None or duration > MAX_DURATION_S:
+            return "duration %s: want a duration from 0s to 5m0s" % json.dumps(raw)
+    raw = query.get("pad", [""])[0]
+    if raw != "":
+        pad = int(raw) if raw.isdigit() else -1
+        if not 0 <= pad <= MAX_PAD:
+            return "pad %s: want 0..%d bytes" % (json.dumps(raw), MAX_PAD)
+    accel = query.get("accel", [""])[0]
+    if accel not in ("", "yes", "no"):
+        return "accel %s: want yes or no" % json.dumps(accel)
+    return interval, duration, pad, accel
+
+
+def sse_event(seq, pad):
+    """One tick, stamped with the wall clock now (unix microseconds)."""
+    t_us = time.time_ns() // 1000
+    if pad:
+        return b'id: %d\ndata: {"seq": %d, "t_us": %d, "pad": "%s"}\n\n' % (seq, seq, t_us, pad)
+    return b'id: %d\ndata: {"seq": %d, "t_us": %d}\n\n' % (seq, seq, t_us)
+
+
+def sse_count(interval, duration):
+    """Ticks in a stream: at 0, interval, ... while less than duration."""
+    if duration <= 0:
+        return 0
+    return int(-(-round(duration * 1e9) // round(interval * 1e9)))
+
+
+def _sse_stream(start, interval, duration, pad):
+    n = sse_count(interval, duration)
+    padding = b"a" * pad
+    held_add(1)
+    try:
+        for seq in range(n + 1):
+            due = start + (seq * interval if seq < n else duration)
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            if seq < n:
+                yield sse_event(seq, padding)
+            else:
+                yield b'event: end\ndata: {"events": %d, "t_us": %d}\n\n' % (n, time.time_ns() // 1000)
+    finally:
+        held_add(-1)
+
+
+def events(environ, start_response, start, query):
+    params = sse_params(query)
+    if isinstance(params, str):
+        return _error(start_response, start, 400, params)
+    interval, duration, pad, accel = params
+    headers = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")]
+    if accel:
+        headers.append(("X-Accel-Buffering", accel))
+    start_response(STATUS[200], headers + [_timing(start)])
+    if environ["REQUEST_METHOD"] == "HEAD":
+        return []
+    return _sse_stream(start, interval, duration, pad)
+
+
 def nbytes(environ, start_response, start, query):
     return _octets(environ, start_response, start, query, "n", -1, _blocks)
 
 
-ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes}
+ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes, "/events": events}
 POST_ROUTES = {"/upload": upload}
 
 
