@@ -99,6 +99,7 @@ type Exporter struct {
 
 	mu      sync.Mutex
 	failing map[string]bool // collector -> last update failed (log on change only)
+	fds     *fdCache        // the last finished scrape's fd walks (see fdCache.next)
 }
 
 var _ prometheus.Collector = (*Exporter)(nil)
@@ -184,7 +185,13 @@ func (e *Exporter) CollectContext(ctx context.Context, ch chan<- prometheus.Metr
 		ch <- prometheus.MustNewConstMetric(collectorSuccess, prometheus.GaugeValue, map[bool]float64{true: 1}[dynErr == nil], "cgroup-re")
 		e.logResult("cgroup-re", dynErr)
 	}
+	e.mu.Lock()
+	last := e.fds
+	e.mu.Unlock()
 	cache := newFDCache(collectorEnv{opts: e.opts}.fdWalker())
+	if last != nil {
+		cache = last.next()
+	}
 	for i := range targets {
 		targets[i].fds = cache
 	}
@@ -203,6 +210,9 @@ func (e *Exporter) CollectContext(ctx context.Context, ch chan<- prometheus.Metr
 		})
 	}
 	wg.Wait()
+	e.mu.Lock()
+	e.fds = cache
+	e.mu.Unlock()
 }
 
 // logResult logs a collector's error when it starts failing and once when it

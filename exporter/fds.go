@@ -1,7 +1,9 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,84 +11,146 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // fdWalker lists a process's open files through /proc/PID/fd. The function
-// fields are the seam fault tests use to make an fd vanish between readlink
-// and stat, or a directory unreadable, as happens to a running exporter;
-// listDir and readlink nil (the default) read through a descriptor of the
-// fd directory instead: getdents on it, and readlinkat relative to it, so
-// the kernel resolves /proc/PID once per process, not once per fd (a
-// quarter of a readlink's cost).
+// fields are the seam fault tests use to make a directory unreadable or an
+// fd vanish between readlink and stat, as happens to a running exporter;
+// listDir nil (the default) reads the fd directory through one descriptor:
+// getdents on it into a pooled buffer, parsed in place, and readlinkat
+// relative to it, so the kernel resolves /proc/PID once per process, not
+// once per fd, and an fd that is not a file costs no allocation at all.
 type fdWalker struct {
-	procFS   string
-	listDir  func(dir string) ([]string, error)
-	readlink func(name string) (string, error)
-	stat     func(name string) (os.FileInfo, error)
+	procFS  string
+	listDir func(dir string) ([]string, error)
+	stat    func(name string) (os.FileInfo, error)
 }
 
 func newFDWalker(procFS string) fdWalker {
 	return fdWalker{procFS: procFS, stat: os.Stat}
 }
 
-// listDirNames lists dir's entries (what listDir does when nil).
+// listDirNames lists dir's entries (the seam's default in tests).
 func listDirNames(dir string) ([]string, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
-	return readDirNames(fd, dir)
+	var names []string
+	err = readFDNums(fd, dir, func(n int) { names = append(names, strconv.Itoa(n)) })
+	return names, err
 }
 
-// direntBufs are getdents buffers, reused across walks.
-var direntBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+// walkBufs are the buffers of one walk, reused across walks: getdents
+// output, the fd numbers, the NUL-terminated name and the link text.
+type walkBufs struct {
+	dirents []byte
+	fds     []int
+	name    []byte
+	link    []byte
+}
 
-// readDirNames lists the entries of the open directory fd.
-func readDirNames(fd int, dir string) ([]string, error) {
-	bp := direntBufs.Get().(*[]byte)
-	defer direntBufs.Put(bp)
-	buf := *bp
-	var names []string
+var walkPool = sync.Pool{New: func() any {
+	return &walkBufs{dirents: make([]byte, 8192), name: make([]byte, 0, 24), link: make([]byte, 256)}
+}}
+
+// readFDNums calls fn with each entry of the open fd directory fd whose
+// name is a number (every entry of /proc/PID/fd), parsing the getdents
+// records in place: struct linux_dirent64 is an 8-byte inode, an 8-byte
+// offset, a 2-byte record length, a 1-byte type and the NUL-terminated
+// name.
+func readFDNums(fd int, dir string, fn func(int)) error {
+	b := walkPool.Get().(*walkBufs)
+	defer walkPool.Put(b)
+	buf := b.dirents
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return names, &fs.PathError{Op: "getdents", Path: dir, Err: err}
+			return &fs.PathError{Op: "getdents", Path: dir, Err: err}
 		}
 		if n <= 0 {
-			return names, nil
+			return nil
 		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+		if err := parseDirents(buf[:n], fn); err != nil {
+			return &fs.PathError{Op: "getdents", Path: dir, Err: err}
+		}
 	}
 }
 
-// readlinkAt reads the link name in the directory dirfd, into *buf
-// (grown as needed and kept for the next call).
-func readlinkAt(dirfd int, dir, name string, buf *[]byte) (string, error) {
+// parseDirents calls fn with the number that names each record of a
+// getdents64 buffer, skipping names that are not numbers (".", "..").
+func parseDirents(buf []byte, fn func(int)) error {
+	for off := 0; off < len(buf); {
+		if off+19 > len(buf) {
+			return fmt.Errorf("short record at %d of %d bytes", off, len(buf))
+		}
+		reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+		if reclen < 19 || off+reclen > len(buf) {
+			return fmt.Errorf("bad record length %d at %d of %d bytes", reclen, off, len(buf))
+		}
+		if v, ok := atoiNUL(buf[off+19 : off+reclen]); ok && v < 1<<31 {
+			fn(v)
+		}
+		off += reclen
+	}
+	return nil
+}
+
+// atoiNUL parses the decimal number that is b up to its first NUL (all of
+// b without one), at most 18 digits.
+func atoiNUL(b []byte) (int, bool) {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+// readlinkAt reads the link text of fd number num in the directory dirfd
+// into b.link (grown as needed and kept), without allocating.
+func readlinkAt(dirfd int, num int, b *walkBufs) ([]byte, error) {
+	b.name = append(strconv.AppendInt(b.name[:0], int64(num), 10), 0)
 	for {
-		n, err := unix.Readlinkat(dirfd, name, *buf)
-		if err == unix.EINTR {
+		r, _, errno := unix.Syscall6(unix.SYS_READLINKAT, uintptr(dirfd), uintptr(unsafe.Pointer(&b.name[0])),
+			uintptr(unsafe.Pointer(&b.link[0])), uintptr(len(b.link)), 0, 0)
+		if errno == unix.EINTR {
 			continue
 		}
-		if err != nil {
-			return "", &fs.PathError{Op: "readlink", Path: dir + "/" + name, Err: err}
+		if errno != 0 {
+			return nil, errno
 		}
-		if n < len(*buf) {
-			return string((*buf)[:n]), nil
+		if n := int(r); n < len(b.link) {
+			return b.link[:n], nil
 		}
-		*buf = make([]byte, 2*len(*buf))
+		b.link = make([]byte, 2*len(b.link))
 	}
 }
 
-// walk calls fn with the path of each of pid's fd links and the link's text.
-// A process or fd that disappears mid-walk is skipped; a permission error
-// (another user's process without CAP_SYS_PTRACE) is returned.
-func (w fdWalker) walk(ctx context.Context, pid int, fn func(fdPath, target string)) error {
+// walk returns pid's fd links (see fdLink for what each keeps), in one
+// allocation. A process or fd that disappears mid-walk is skipped; a
+// permission error (another user's process without CAP_SYS_PTRACE) is
+// returned.
+//
+// prev are the links of the same pid from the scrape before, in the order
+// walk returned them: an fd whose link text has not changed reuses its
+// strings, so a steady process costs no allocation but the slice.
+func (w fdWalker) walk(ctx context.Context, pid int, prev []fdLink) ([]fdLink, error) {
 	dir := filepath.Join(w.procFS, strconv.Itoa(pid), "fd")
 	listErr := func(err error) error {
 		if isGone(err) {
@@ -94,50 +158,70 @@ func (w fdWalker) walk(ctx context.Context, pid int, fn func(fdPath, target stri
 		}
 		return fmt.Errorf("pid %d: list fds: %w", pid, permissionHint(err))
 	}
-	var names []string
+	b := walkPool.Get().(*walkBufs)
+	defer walkPool.Put(b)
+	fds := b.fds[:0]
+	defer func() { b.fds = fds[:0] }()
 	if w.listDir != nil {
-		var err error
-		if names, err = w.listDir(dir); err != nil {
-			return listErr(err)
-		}
-	}
-	dirfd := -1
-	if w.listDir == nil || w.readlink == nil {
-		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		names, err := w.listDir(dir)
 		if err != nil {
-			return listErr(&fs.PathError{Op: "open", Path: dir, Err: err})
+			return nil, listErr(err)
 		}
-		defer unix.Close(fd)
-		dirfd = fd
+		for _, name := range names {
+			if n, err := strconv.Atoi(name); err == nil && n >= 0 {
+				fds = append(fds, n)
+			}
+		}
 	}
+	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, listErr(&fs.PathError{Op: "open", Path: dir, Err: err})
+	}
+	defer unix.Close(dirfd)
 	if w.listDir == nil {
-		var err error
-		if names, err = readDirNames(dirfd, dir); err != nil {
-			return listErr(err)
+		if err := readFDNums(dirfd, dir, func(n int) { fds = append(fds, n) }); err != nil {
+			return nil, listErr(err)
 		}
 	}
-	linkBuf := make([]byte, 256)
-	for _, name := range names {
+	links := make([]fdLink, 0, len(fds))
+	for _, num := range fds {
 		if err := ctx.Err(); err != nil {
-			return err
+			return links, err
 		}
-		p := dir + "/" + name
-		var target string
-		var err error
-		if w.readlink != nil {
-			target, err = w.readlink(p)
-		} else {
-			target, err = readlinkAt(dirfd, dir, name, &linkBuf)
-		}
+		link, err := readlinkAt(dirfd, num, b)
 		if err != nil {
 			if isGone(err) {
 				continue
 			}
-			return fmt.Errorf("pid %d: readlink fd %s: %w", pid, name, permissionHint(err))
+			return links, fmt.Errorf("pid %d: readlink fd %d: %w", pid, num, permissionHint(&fs.PathError{Op: "readlink", Path: dir + "/" + strconv.Itoa(num), Err: err}))
 		}
-		fn(p, target)
+		for len(prev) > 0 && int(prev[0].num) < num {
+			prev = prev[1:]
+		}
+		if len(prev) > 0 && int(prev[0].num) == num && prev[0].target != "" && prev[0].target == string(link) {
+			links = append(links, prev[0])
+			continue
+		}
+		links = append(links, newFDLink(dir, num, link))
 	}
-	return nil
+	return links, nil
+}
+
+// newFDLink keeps what the collectors need of fd num's link text: the
+// strings of a link to a file, the inode of a socket, nothing else.
+func newFDLink(dir string, num int, link []byte) fdLink {
+	if rest, ok := bytes.CutPrefix(link, []byte("socket:[")); ok {
+		if inner, ok := bytes.CutSuffix(rest, []byte("]")); ok {
+			if n, ok := atoiNUL(inner); ok && n > 0 && bytes.IndexByte(inner, 0) < 0 {
+				return fdLink{socket: uint64(n), num: int32(num)}
+			}
+		}
+		return fdLink{num: int32(num)}
+	}
+	if len(link) == 0 || link[0] != '/' && link[0] != '.' {
+		return fdLink{num: int32(num)} // pipe:[N], anon_inode:..., other pseudo files
+	}
+	return fdLink{path: dir + "/" + strconv.Itoa(num), target: string(link), num: int32(num)}
 }
 
 // fdTarget is a parsed /proc/PID/fd link text.
@@ -192,16 +276,28 @@ func under(path string, dirs []string) bool {
 	return false
 }
 
-// fdLink is one /proc/PID/fd entry: the link's path and its text.
-type fdLink struct{ path, target string }
+// fdLink is one /proc/PID/fd entry. A link to a file (an absolute path,
+// or a relative one in fixture trees) keeps the fd link's path
+// (/proc/PID/fd/N, which reaches an unlinked file) and its text; a socket
+// keeps its inode; a pipe or anonymous inode keeps nothing and is only
+// counted.
+type fdLink struct {
+	path, target string
+	socket       uint64
+	num          int32 // the fd number
+}
 
 // fdCache shares one walk of each process's fds between the collectors of a
 // scrape: readlink on every fd is most of a scrape's cost with many
 // processes, and both the temp-file and the socket collector need them.
+//
+// prev is the scrape before's walks (read only): an fd whose link has not
+// changed since keeps its strings (see walk).
 type fdCache struct {
-	w  fdWalker
-	mu sync.Mutex
-	m  map[int]*fdEntry
+	w    fdWalker
+	mu   sync.Mutex
+	m    map[int]*fdEntry
+	prev map[int]*fdEntry
 }
 
 type fdEntry struct {
@@ -211,6 +307,14 @@ type fdEntry struct {
 }
 
 func newFDCache(w fdWalker) *fdCache { return &fdCache{w: w, m: map[int]*fdEntry{}} }
+
+// next returns the cache of the next scrape, which reuses this one's
+// unchanged links.
+func (c *fdCache) next() *fdCache {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &fdCache{w: c.w, m: make(map[int]*fdEntry, len(c.m)), prev: c.m}
+}
 
 // links returns pid's fd links, walking /proc/PID/fd on first use.
 func (c *fdCache) links(ctx context.Context, pid int) ([]fdLink, error) {
@@ -222,9 +326,11 @@ func (c *fdCache) links(ctx context.Context, pid int) ([]fdLink, error) {
 	}
 	c.mu.Unlock()
 	e.once.Do(func() {
-		e.err = c.w.walk(ctx, pid, func(p, target string) {
-			e.links = append(e.links, fdLink{p, target})
-		})
+		var prev []fdLink
+		if p := c.prev[pid]; p != nil && p.err == nil {
+			prev = p.links
+		}
+		e.links, e.err = c.w.walk(ctx, pid, prev)
 	})
 	return e.links, e.err
 }

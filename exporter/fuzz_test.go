@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
@@ -89,4 +92,74 @@ func FuzzParseConfig(f *testing.F) {
 			seen[g.name] = true
 		}
 	})
+}
+
+// FuzzNewFDLink: what the fd walk keeps of a link text agrees with
+// parseFDTarget, the one parser the collectors apply to it.
+func FuzzNewFDLink(f *testing.F) {
+	links, _ := filepath.Glob("testdata/fixtures/proc/*/fd/*")
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil {
+			f.Add(target)
+		}
+	}
+	f.Add("socket:[18446744073709551615]")
+	f.Add("socket:[0]")
+	f.Fuzz(func(t *testing.T, link string) {
+		l := newFDLink("/proc/1/fd", 3, []byte(link))
+		ft := parseFDTarget("/proc/1/fd/3", link)
+		if l.socket != ft.socket && ft.socket < 1<<62 {
+			t.Fatalf("newFDLink(%q) socket %d, parseFDTarget %d", link, l.socket, ft.socket)
+		}
+		if ft.path != "" && (l.target != link || l.path != "/proc/1/fd/3") {
+			t.Fatalf("newFDLink(%q) = %+v, want the link kept (parseFDTarget path %q)", link, l, ft.path)
+		}
+		if l.num != 3 {
+			t.Fatalf("newFDLink(%q) num %d", link, l.num)
+		}
+	})
+}
+
+// FuzzParseDirents: the in-place getdents64 parser never reads past its
+// buffer and, on the kernel's own records (the seeds: real fd
+// directories), finds exactly the numeric names unix.ParseDirent finds.
+func FuzzParseDirents(f *testing.F) {
+	for _, dir := range append([]string{"/proc/self/fd"}, mustGlob(f, "testdata/fixtures/proc/*/fd")...) {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			f.Fatal(err)
+		}
+		buf := make([]byte, 4096)
+		n, err := unix.Getdents(fd, buf)
+		unix.Close(fd)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf[:n])
+	}
+	f.Fuzz(func(t *testing.T, buf []byte) {
+		var got []int
+		err := parseDirents(buf, func(n int) { got = append(got, n) })
+		if err != nil {
+			return
+		}
+		_, _, names := unix.ParseDirent(buf, -1, nil)
+		var want []int
+		for _, name := range names {
+			if n, ok := atoiNUL([]byte(name)); ok && n < 1<<31 {
+				want = append(want, n)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("parseDirents found %v, unix.ParseDirent %v", got, want)
+		}
+	})
+}
+
+func mustGlob(f *testing.F, pattern string) []string {
+	m, err := filepath.Glob(pattern)
+	if err != nil || len(m) == 0 {
+		f.Fatalf("glob %s: %v, %d matches", pattern, err, len(m))
+	}
+	return m
 }

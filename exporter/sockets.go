@@ -106,7 +106,7 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 			links, err := fdLinks(ctx, t, c.fds, pid)
 			fds[i] += len(links)
 			for _, l := range links {
-				if ino := parseFDTarget(l.path, l.target).socket; ino != 0 {
+				if ino := l.socket; ino != 0 {
 					byInode[ino] = appendOnce(byInode[ino], i)
 				}
 			}
