@@ -62,6 +62,10 @@ type Result struct {
 	// NotSent marks an open-loop request whose schedule was stopped before
 	// it was due: Start is zero, nothing was measured and Err is ErrNotSent.
 	NotSent bool
+	// Skipped marks an open-loop request not started because it could not
+	// start within OpenLoop.MaxLag of its schedule: Start is zero,
+	// ScheduleLag is how late it was then and Err wraps ErrLate.
+	Skipped bool
 	// TraceID is the trace of the request's span when that span was
 	// sampled, else zero; histogram observations carry it as an exemplar.
 	TraceID trace.TraceID
@@ -322,7 +326,7 @@ func bufControl(opt int, name string, size int) func(network, address string, c 
 // ErrorReasons are the values ErrorReason returns for an error: the
 // reason label values of slowlab_loadgen_request_errors_total, each of
 // which exists (at 0) from the moment a loop starts.
-var ErrorReasons = []string{"timeout", "refused", "reset", "eof", "canceled", "incomplete", "not_sent", "other"}
+var ErrorReasons = []string{"timeout", "refused", "reset", "eof", "canceled", "incomplete", "not_sent", "late", "other"}
 
 // ErrorReason maps an error to a bounded metric label value, one of
 // ErrorReasons ("" for nil).
@@ -333,6 +337,8 @@ func ErrorReason(err error) string {
 		return ""
 	case errors.Is(err, ErrNotSent):
 		return "not_sent"
+	case errors.Is(err, ErrLate):
+		return "late"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():

@@ -35,7 +35,7 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 	lbl := c.Metrics.with(c.RunID, role)
 	attrs := c.Client.spanAttrs(c.URL, c.RunID, role)
 	end := c.Start.Add(c.Duration)
-	results, collected := collect(c.OnResult)
+	results, collected := collect(c.OnResult, false)
 	if wait := time.Until(c.Start); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
@@ -64,9 +64,9 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 }
 
 // collect gathers results from the request goroutines: one goroutine hands
-// each to onResult (if set) in arrival order and keeps it. Close the
+// each to onResult (if set) in arrival order and keeps it (unless discard). Close the
 // channel when every sender is done; collected then waits and returns all.
-func collect(onResult func(Result)) (chan<- Result, func() []Result) {
+func collect(onResult func(Result), discard bool) (chan<- Result, func() []Result) {
 	results := make(chan Result, 64)
 	var out []Result
 	done := make(chan struct{})
@@ -76,7 +76,9 @@ func collect(onResult func(Result)) (chan<- Result, func() []Result) {
 			if onResult != nil {
 				onResult(r)
 			}
-			out = append(out, r)
+			if !discard {
+				out = append(out, r)
+			}
 		}
 	}()
 	return results, func() []Result { <-done; return out }

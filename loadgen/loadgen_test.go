@@ -192,7 +192,7 @@ func TestFailedRequestsKeepTheirRows(t *testing.T) {
 				}
 			}
 			want := bytes.NewBufferString(`
-# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, other).
+# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, other).
 # TYPE slowlab_loadgen_request_errors_total counter
 `)
 			for _, reason := range ErrorReasons {
@@ -387,7 +387,7 @@ slowlab_loadgen_received_bytes_total{role="fast",run_id="z"} 0
 # HELP slowlab_loadgen_requests_total Requests that got a response, by status code.
 # TYPE slowlab_loadgen_requests_total counter
 slowlab_loadgen_requests_total{code="200",role="fast",run_id="z"} 0
-# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, other).
+# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, other).
 # TYPE slowlab_loadgen_request_errors_total counter
 `)
 	for _, reason := range ErrorReasons {

@@ -48,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "slowlab_loadgen_requests_total", Help: "Requests that got a response, by status code.",
 		}, []string{"run_id", "role", "code"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slowlab_loadgen_request_errors_total", Help: "Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, other).",
+			Name: "slowlab_loadgen_request_errors_total", Help: "Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, other).",
 		}, []string{"run_id", "role", "reason"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slowlab_loadgen_in_flight", Help: "Requests started and not finished.",
@@ -72,6 +72,8 @@ type labels struct {
 	connect      prometheus.Observer
 	ttfb         prometheus.Observer
 	serverTiming prometheus.Observer
+	late         prometheus.Counter // errors_total{reason="late"}
+	ok           prometheus.Counter // requests_total{code="200"}
 }
 
 // with resolves the children of a run_id/role pair. It creates every
@@ -95,6 +97,8 @@ func (m *Metrics) with(runID, role string) *labels {
 		connect:      m.connect.WithLabelValues(runID, role),
 		ttfb:         m.ttfb.WithLabelValues(runID, role),
 		serverTiming: m.serverTiming.WithLabelValues(runID, role),
+		late:         m.errors.WithLabelValues(runID, role, "late"),
+		ok:           m.requests.WithLabelValues(runID, role, "200"),
 	}
 }
 
@@ -109,6 +113,14 @@ func (m *Metrics) Observe(runID, role string, r *Result) {
 func (l *labels) start() {
 	if l != nil {
 		l.inFlight.Inc()
+	}
+}
+
+// skipped records a scheduled request not started because it was too
+// late: an error (reason late), and nothing else.
+func (l *labels) skipped() {
+	if l != nil {
+		l.late.Inc()
 	}
 }
 
@@ -144,7 +156,10 @@ func (l *labels) observe(r *Result) {
 	if r.ServerTiming > 0 {
 		observe(l.serverTiming, r.ServerTiming.Seconds(), ex)
 	}
-	if r.Status > 0 {
+	switch {
+	case r.Status == 200:
+		l.ok.Inc()
+	case r.Status > 0:
 		l.m.requests.WithLabelValues(l.runID, l.role, strconv.Itoa(r.Status)).Inc()
 	}
 	if r.Err != nil {

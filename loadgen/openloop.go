@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"sort"
 	"sync"
@@ -25,6 +27,18 @@ type OpenLoop struct {
 	// measured; when the run is cancelled, the hits never sent follow
 	// (NotSent, in seq order).
 	OnResult func(Result)
+	// DiscardResults has Run keep no result and return nil: they reach
+	// OnResult only, so the memory of a long run does not grow with its
+	// requests (`slowlab loadgen` streams its rows and summary this way).
+	DiscardResults bool
+	// MaxLag, when more than 0, bounds how late a request may start: a hit
+	// the loop cannot start within MaxLag of its due time is not sent but
+	// skipped, its Result marked Skipped with an error wrapping ErrLate
+	// (reason late) and the lag it had then. Beyond the generator's
+	// capacity the schedule then keeps its rate instead of collapsing into
+	// an ever-growing backlog, and what could not start on time is counted
+	// rather than sent late. 0 sends every hit, however late.
+	MaxLag time.Duration
 	// SpinWindow is how long before a request is due the loop stops
 	// sleeping and yields in a loop instead: when the process is otherwise
 	// idle the runtime's timers wake up to 1 ms late (epoll waits whole
@@ -63,6 +77,17 @@ func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.T
 	return ctx.Err() == nil
 }
 
+// ErrLate is wrapped by the error of an open-loop request skipped because
+// it could not start within OpenLoop.MaxLag of its schedule.
+var ErrLate = errors.New("late")
+
+// skip is the result of a hit skipped lag after its due time.
+func (o *OpenLoop) skip(lbl *labels, hit int, due time.Time, lag time.Duration) Result {
+	lbl.skipped()
+	return Result{Seq: hit, Scheduled: true, ScheduledAt: due, ScheduleLag: lag, Skipped: true,
+		Err: fmt.Errorf("%w: not started, %v behind schedule (max lag %v)", ErrLate, lag.Round(time.Microsecond), o.MaxLag)}
+}
+
 // MaxPlanned is the most hits a schedule can have for its unsent hits to
 // be accounted: every result is kept in memory, and a cancelled run would
 // otherwise allocate the rest of a day-long schedule at once.
@@ -99,7 +124,7 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 	}
 	lbl := o.Metrics.with(o.RunID, role)
 	attrs := o.Client.spanAttrs(o.URL, o.RunID, role)
-	results, collected := collect(o.OnResult)
+	results, collected := collect(o.OnResult, o.DiscardResults)
 
 	var wg sync.WaitGroup
 	timer := time.NewTimer(time.Hour)
@@ -118,11 +143,21 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 			stopped = hit
 			break
 		}
+		if o.MaxLag > 0 {
+			if lag := time.Since(due); lag > o.MaxLag {
+				results <- o.skip(lbl, hit, due, lag)
+				continue
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := Result{Seq: hit, Scheduled: true, ScheduledAt: due, Start: time.Now()}
 			r.ScheduleLag = r.Start.Sub(due)
+			if o.MaxLag > 0 && r.ScheduleLag > o.MaxLag {
+				results <- o.skip(lbl, hit, due, r.ScheduleLag)
+				return
+			}
 			lbl.start()
 			o.Client.get(ctx, o.URL, &r, attrs)
 			lbl.observe(&r)
@@ -142,6 +177,9 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 	}
 	close(results)
 	out := collected()
+	if o.DiscardResults {
+		return nil
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out
 }

@@ -11,14 +11,21 @@ import (
 
 // RequestRow is r as a requests.csv row of the run meta names, times
 // relative to t0. A request never sent (the run ended before it was due)
-// has its row too, its times not measured and ErrNotSent as its error.
+// has its row too, its times not measured and ErrNotSent as its error; one
+// skipped as late (Result.Skipped) has only its schedule lag.
 func RequestRow(meta recorder.RunMeta, t0 time.Time, r Result) recorder.Request {
 	row := recorder.Request{RunID: meta.RunID, Route: meta.Route, Server: meta.Server, SlowClients: meta.SlowClients,
 		Rep: meta.Rep, Seq: r.Seq, ScheduledS: r.ScheduledAt.Sub(t0).Seconds(), Status: r.Status, Bytes: r.Bytes}
-	if r.NotSent {
+	switch {
+	case r.NotSent:
 		nan := math.NaN()
 		row.StartS, row.ScheduleLagMS, row.ConnectMS, row.TTFBMS, row.LatencyMS = nan, nan, nan, nan, nan
-	} else {
+	case r.Skipped:
+		// Not started: no times, but how late it was is kept.
+		nan := math.NaN()
+		row.StartS, row.ConnectMS, row.TTFBMS, row.LatencyMS = nan, nan, nan, nan
+		row.ScheduleLagMS = ms(r.ScheduleLag)
+	default:
 		row.StartS, row.ScheduleLagMS, row.ConnectMS = r.Start.Sub(t0).Seconds(), ms(r.ScheduleLag), ms(r.Connect)
 		row.TTFBMS, row.LatencyMS = ms(r.TTFB), ms(r.Latency)
 	}

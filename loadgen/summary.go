@@ -9,47 +9,82 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/slowlab/slowlab/recorder"
+	"time"
 )
 
 // Summary is what `slowlab loadgen` says about its open-loop requests:
 // counts, status codes, error reasons with an example each, and the
-// latencies and schedule lags.
+// latencies and schedule lags. Its memory does not grow with the number of
+// requests (the percentiles come from bounded histograms), so a run can
+// stream its results into one with Add instead of keeping them.
 type Summary struct {
 	Total, OK, Failed, NotSent int
-	codes                      map[int]int    // responses by status code
-	reasons                    map[string]int // failed requests by ErrorReason
-	example                    map[string]string
-	lat, lag                   []float64 // latency of ok requests, lag of sent ones
+	// Late counts the requests that started more than LateAfter after
+	// they were due; Skipped those never started because they could not
+	// start within OpenLoop.MaxLag (also counted in Failed, reason late).
+	Late, Skipped int
+	codes         map[int]int    // responses by status code
+	reasons       map[string]int // failed requests by ErrorReason
+	example       map[string]string
+	lat, lag      durationHist // latency of ok requests, lag of started ones
+	first, last   time.Time    // the first and last start
 }
 
+// LateAfter is the schedule lag beyond which a started request counts as
+// late in the Summary: the issue-21 goal of starting within 1 ms.
+const LateAfter = time.Millisecond
+
+// NewSummary returns an empty Summary to Add results to.
+func NewSummary() *Summary {
+	return &Summary{codes: map[int]int{}, reasons: map[string]int{}, example: map[string]string{}}
+}
+
+// Summarize summarizes results.
 func Summarize(results []Result) Summary {
-	s := Summary{Total: len(results), codes: map[int]int{}, reasons: map[string]int{}, example: map[string]string{}}
+	s := NewSummary()
 	for _, r := range results {
-		if r.NotSent {
-			s.NotSent++
-			continue
+		s.Add(r)
+	}
+	return *s
+}
+
+// Add counts one more result.
+func (s *Summary) Add(r Result) {
+	s.Total++
+	if r.NotSent {
+		s.NotSent++
+		return
+	}
+	if r.Skipped {
+		s.Skipped++
+	} else {
+		s.lag.add(r.ScheduleLag)
+		if r.ScheduleLag > LateAfter {
+			s.Late++
 		}
-		s.lag = append(s.lag, ms(r.ScheduleLag))
-		if r.Status > 0 {
-			s.codes[r.Status]++
+		if s.first.IsZero() || r.Start.Before(s.first) {
+			s.first = r.Start
 		}
-		if r.Err == nil && r.Status >= 200 && r.Status < 400 {
-			s.OK++
-			s.lat = append(s.lat, ms(r.Latency))
-			continue
-		}
-		s.Failed++
-		if r.Err != nil {
-			reason := ErrorReason(r.Err)
-			if s.reasons[reason] == 0 {
-				s.example[reason] = errorText(r.Err)
-			}
-			s.reasons[reason]++
+		if r.Start.After(s.last) {
+			s.last = r.Start
 		}
 	}
-	return s
+	if r.Status > 0 {
+		s.codes[r.Status]++
+	}
+	if r.Err == nil && r.Status >= 200 && r.Status < 400 {
+		s.OK++
+		s.lat.add(r.Latency)
+		return
+	}
+	s.Failed++
+	if r.Err != nil {
+		reason := ErrorReason(r.Err)
+		if s.reasons[reason] == 0 {
+			s.example[reason] = errorText(r.Err)
+		}
+		s.reasons[reason]++
+	}
 }
 
 // errorText is err without the "Get URL: " that every client error starts
@@ -116,17 +151,33 @@ func (s Summary) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %s: %s\n", reason, s.example[reason])
 		}
 	}
-	pct := func(v []float64, p float64) float64 { return recorder.NearestRank(v, p) }
-	if len(s.lat) == 0 {
+	if s.lat.n == 0 {
 		fmt.Fprintln(w, "latency ms:      -")
 	} else {
-		fmt.Fprintf(w, "latency ms:      p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", pct(s.lat, 50), pct(s.lat, 95), pct(s.lat, 99), pct(s.lat, 100))
+		fmt.Fprintf(w, "latency ms:      p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", s.lat.percentile(50), s.lat.percentile(95), s.lat.percentile(99), s.lat.percentile(100))
 	}
-	if len(s.lag) == 0 {
+	if s.lag.n == 0 {
 		fmt.Fprintln(w, "schedule lag ms: -")
 	} else {
-		fmt.Fprintf(w, "schedule lag ms: p50 %.3f  p99 %.3f  max %.3f\n", pct(s.lag, 50), pct(s.lag, 99), pct(s.lag, 100))
+		fmt.Fprintf(w, "schedule lag ms: p50 %.3f  p99 %.3f  max %.3f\n", s.lag.percentile(50), s.lag.percentile(99), s.lag.percentile(100))
 	}
+	fmt.Fprintln(w, s.onSchedule())
+}
+
+// onSchedule is the summary line on how well the schedule was kept: the
+// share of started requests that started within LateAfter, the late and
+// skipped counts, and the rate at which requests started.
+func (s Summary) onSchedule() string {
+	started := int(s.lag.n)
+	if started == 0 {
+		return fmt.Sprintf("on schedule: - (late 0 of 0 started, skipped %d)", s.Skipped)
+	}
+	rate := "-"
+	if span := s.last.Sub(s.first); started > 1 && span > 0 {
+		rate = fmt.Sprintf("%.1f", float64(started-1)/span.Seconds())
+	}
+	return fmt.Sprintf("on schedule: %.2f%% started within %v (late %d of %d started, skipped %d), %s req/s started",
+		100*float64(started-s.Late)/float64(started), LateAfter, s.Late, started, s.Skipped, rate)
 }
 
 // PrintDownloads writes one line per slow reader.

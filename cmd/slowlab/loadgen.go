@@ -16,7 +16,7 @@ import (
 )
 
 // loadgenSynopsis is the first part of loadgen --help, exit statuses included.
-const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--slow N] [--out DIR] [--metrics-addr ADDR]
+const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--slow N] [--out DIR] [--metrics-addr ADDR]
 
 Exit status:
   0  the run completed and at least one request succeeded (a complete 2xx or 3xx response),
@@ -34,7 +34,7 @@ type loadgenFlags struct {
 	target, slowTarget, runID, out, metricsAddr string
 	readRate, rcvBuf, readSize                  string
 	rate                                        float64
-	duration, offset, timeout, linger           time.Duration
+	duration, offset, timeout, linger, maxLag   time.Duration
 	slow                                        int
 	keepAlive, allowRemote                      bool
 	tracing                                     tracingFlags
@@ -47,6 +47,7 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.DurationVar(&f.duration, "duration", 9*time.Second, "how long to send open-loop requests")
 	fs.DurationVar(&f.offset, "start-offset", 0, "delay of the open-loop schedule after the slow readers start")
 	fs.BoolVar(&f.keepAlive, "keepalive", false, "reuse connections (default: a new TCP connection per request)")
+	fs.DurationVar(&f.maxLag, "max-lag", 0, "skip (error reason late) an open-loop request that cannot start within this of its schedule, so a generator beyond its capacity keeps its schedule rather than falling ever further behind (e.g. 10ms); 0 sends every request however late")
 	fs.DurationVar(&f.timeout, "timeout", loadgen.DefaultTimeout, "per-request timeout, start to last body byte")
 	fs.IntVar(&f.slow, "slow", 0, "number of slow readers downloading --slow-target during the run")
 	fs.StringVar(&f.slowTarget, "slow-target", "", "URL the slow readers download (default: --target with path /large)")
@@ -105,6 +106,8 @@ func (f *loadgenFlags) validate() (*loadgenRun, error) {
 		return nil, usagef("--target is required, e.g. --target http://127.0.0.1:8000/fast")
 	case f.timeout <= 0:
 		return nil, usagef("--timeout %s: must be more than 0", f.timeout)
+	case f.maxLag < 0:
+		return nil, usagef("--max-lag %s: must be 0 or more", f.maxLag)
 	case f.offset < 0:
 		return nil, usagef("--start-offset %s: must be 0 or more", f.offset)
 	case f.slow < 0 || f.slow > 10000:
@@ -192,16 +195,22 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 	for i := range downloads {
 		wg.Go(func() { downloads[i] = r.sr.Run(ctx, i) })
 	}
+	// Results are streamed into the files and the summary, never kept: the
+	// memory of a long run does not grow with its requests.
+	sum := loadgen.NewSummary()
 	loop := loadgen.OpenLoop{Client: client, URL: r.u.String(), Pacer: r.pacer, Start: t0.Add(r.f.offset), RunID: r.f.runID, Metrics: metrics,
-		OnResult: func(res loadgen.Result) { files.request(loadgen.RequestRow(meta, t0, res)) }}
-	results := loop.Run(ctx)
+		MaxLag: r.f.maxLag, DiscardResults: true,
+		OnResult: func(res loadgen.Result) {
+			sum.Add(res)
+			files.request(loadgen.RequestRow(meta, t0, res))
+		}}
+	loop.Run(ctx)
 	wg.Wait()
 	interrupted := ctx.Err() != nil // before the linger, which an interrupt also ends
 	for _, d := range downloads {
 		files.download(loadgen.DownloadRow(meta, d, recorder.None(), false))
 	}
 	fileErr := files.close()
-	sum := loadgen.Summarize(results)
 	sum.Print(stdout)
 	loadgen.PrintDownloads(stdout, downloads)
 	if r.f.linger > 0 && r.f.metricsAddr != "" {

@@ -37,6 +37,7 @@ func TestLoadgenSummary(t *testing.T) {
 	defer healthy.Close()
 
 	const lag = `schedule lag ms: p50 -?\d+\.\d{3}  p99 -?\d+\.\d{3}  max -?\d+\.\d{3}`
+	const onSchedule = `^on schedule: \d+\.\d{2}% started within 1ms \(late \d+ of 10 started, skipped 0\), \d+\.\d req/s started$`
 	refused := "dial tcp " + closed + ": connect: connection refused"
 	for _, tc := range []struct {
 		name, target string
@@ -51,6 +52,7 @@ func TestLoadgenSummary(t *testing.T) {
 			"  refused: " + refused,
 			"latency ms:      -",
 			"^" + lag + "$",
+			onSchedule,
 		}, "slowlab loadgen: no request succeeded: refused 10 (" + refused + ")\n"},
 		{"short body", short.URL + "/fast", 3, []string{
 			"requests 10: ok 0, failed 10, not sent 0",
@@ -59,6 +61,7 @@ func TestLoadgenSummary(t *testing.T) {
 			"  incomplete: response body incomplete: 10 of 100 bytes",
 			"latency ms:      -",
 			"^" + lag + "$",
+			onSchedule,
 		}, "slowlab loadgen: no request succeeded: incomplete 10 (response body incomplete: 10 of 100 bytes)\n"},
 		{"healthy", healthy.URL + "/fast", 0, []string{
 			"requests 10: ok 10, failed 0, not sent 0",
@@ -66,6 +69,7 @@ func TestLoadgenSummary(t *testing.T) {
 			"errors: none",
 			`^latency ms:      p50 \d+\.\d{2}  p95 \d+\.\d{2}  p99 \d+\.\d{2}  max \d+\.\d{2}$`,
 			"^" + lag + "$",
+			onSchedule,
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
