@@ -38,6 +38,10 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("idle-runs", roundTrip[IdleRun])
 	t.Run("stalled-downloads", roundTrip[StalledDownload])
 	t.Run("stalled-runs", roundTrip[StalledRun])
+	t.Run("sse-events", roundTrip[SSEEvent])
+	t.Run("sse-streams", roundTrip[SSEStream])
+	t.Run("sse-runs", roundTrip[SSERun])
+	t.Run("temp-runs", roundTrip[TempRun])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -61,6 +65,10 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[IdleRun](t)
 	checkCoverage[StalledDownload](t)
 	checkCoverage[StalledRun](t)
+	checkCoverage[SSEEvent](t)
+	checkCoverage[SSEStream](t)
+	checkCoverage[SSERun](t)
+	checkCoverage[TempRun](t)
 }
 
 func FuzzReadRequests(f *testing.F)         { fuzzRead[Request](f) }
@@ -81,6 +89,10 @@ func FuzzReadIdleConns(f *testing.F)        { fuzzRead[IdleConn](f) }
 func FuzzReadIdleRuns(f *testing.F)         { fuzzRead[IdleRun](f) }
 func FuzzReadStalledDownloads(f *testing.F) { fuzzRead[StalledDownload](f) }
 func FuzzReadStalledRuns(f *testing.F)      { fuzzRead[StalledRun](f) }
+func FuzzReadSSEEvents(f *testing.F)        { fuzzRead[SSEEvent](f) }
+func FuzzReadSSEStreams(f *testing.F)       { fuzzRead[SSEStream](f) }
+func FuzzReadSSERuns(f *testing.F)          { fuzzRead[SSERun](f) }
+func FuzzReadTempRuns(f *testing.F)         { fuzzRead[TempRun](f) }
 
 func roundTrip[T Row[T]](t *testing.T) {
 	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))
