@@ -1,0 +1,30 @@
+package recorder
+
+// SSEEvent is one event of an SSE stream of the sse experiment
+// (sse-events.csv), as the client received it. SentS is the server's
+// timestamp in the event (its wall clock when it wrote the event) and
+// ReceivedS the client's when it had read the whole event, both relative
+// to the run's start; DelayMS = received - sent: the event's delivery
+// delay (one machine, one clock, loopback).
+type SSEEvent struct {
+	RunID, Route, Server string
+	Streams, Rep         int
+	Client, Seq          int
+	SentS, ReceivedS     float64
+	DelayMS              float64
+}
+
+func (SSEEvent) schema() *schema[SSEEvent] { return &sseEventSchema }
+
+var sseEventSchema = schema[SSEEvent]{file: "sse-events.csv", cols: []column[SSEEvent]{
+	col("run_id", 0, func(r *SSEEvent) any { return &r.RunID }),
+	col("route", 0, func(r *SSEEvent) any { return &r.Route }),
+	col("server", 0, func(r *SSEEvent) any { return &r.Server }),
+	col("streams", 0, func(r *SSEEvent) any { return &r.Streams }),
+	col("rep", 0, func(r *SSEEvent) any { return &r.Rep }),
+	col("client", 0, func(r *SSEEvent) any { return &r.Client }),
+	col("seq", 0, func(r *SSEEvent) any { return &r.Seq }),
+	col("sent_s", usOfS, func(r *SSEEvent) any { return &r.SentS }),
+	col("received_s", usOfS, func(r *SSEEvent) any { return &r.ReceivedS }),
+	col("delay_ms", usOfMS, func(r *SSEEvent) any { return &r.DelayMS }),
+}}

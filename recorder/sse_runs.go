@@ -1,0 +1,167 @@
+package recorder
+
+import (
+	"slices"
+	"time"
+)
+
+// SSERun is one row of sse-runs.csv: one run of the sse experiment.
+// Streams SSE streams of IntervalS for DurationS ran beside the open-loop
+// /fast schedule. EventsExpected and Events count the tick events the
+// streams should carry and those the client received; StreamsComplete the
+// streams that ended with their end event. The delay columns are over
+// every event of the run (nearest rank; max the largest), FirstByteMS the
+// median over its streams. Slots is the app's capacity (workers x
+// threads; empty for an event loop), Workers its worker processes;
+// HeldMax is the most streams the app held at once, and WorkersHoldingMax
+// the most workers holding at least one stream at once, both from the
+// app's own count sampled during the run (empty when none was read). The
+// /fast columns are runs.csv's (SummarizeRun).
+type SSERun struct {
+	RunID, Route, Server    string
+	Streams, Rep            int
+	IntervalS, DurationS    float64
+	StartedAt               time.Time
+	Status, Reason          string
+	EventsExpected, Events  int
+	StreamsComplete         int
+	DelayP50MS, DelayP95MS  Maybe
+	DelayMaxMS, FirstByteMS Maybe
+	Slots, Workers          Maybe
+	HeldMax                 Maybe
+	WorkersHoldingMax       Maybe
+	FastPlanned, FastSent   int
+	FastTotal, FastOK       int
+	P50MS, P95MS, MaxMS     Maybe
+}
+
+func (SSERun) schema() *schema[SSERun] { return &sseRunSchema }
+
+var sseRunSchema = schema[SSERun]{file: "sse-runs.csv", cols: []column[SSERun]{
+	col("run_id", 0, func(r *SSERun) any { return &r.RunID }),
+	col("route", 0, func(r *SSERun) any { return &r.Route }),
+	col("server", 0, func(r *SSERun) any { return &r.Server }),
+	col("streams", 0, func(r *SSERun) any { return &r.Streams }),
+	col("rep", 0, func(r *SSERun) any { return &r.Rep }),
+	col("interval_s", msOfS, func(r *SSERun) any { return &r.IntervalS }),
+	col("duration_s", msOfS, func(r *SSERun) any { return &r.DurationS }),
+	col("started_at", 0, func(r *SSERun) any { return &r.StartedAt }),
+	col("status", 0, func(r *SSERun) any { return &r.Status }),
+	col("reason", 0, func(r *SSERun) any { return &r.Reason }),
+	col("events_expected", 0, func(r *SSERun) any { return &r.EventsExpected }),
+	col("events", 0, func(r *SSERun) any { return &r.Events }),
+	col("streams_complete", 0, func(r *SSERun) any { return &r.StreamsComplete }),
+	col("delay_p50_ms", usOfMS, func(r *SSERun) any { return &r.DelayP50MS }),
+	col("delay_p95_ms", usOfMS, func(r *SSERun) any { return &r.DelayP95MS }),
+	col("delay_max_ms", usOfMS, func(r *SSERun) any { return &r.DelayMaxMS }),
+	col("first_byte_ms", usOfMS, func(r *SSERun) any { return &r.FirstByteMS }),
+	col("slots", whole, func(r *SSERun) any { return &r.Slots }),
+	col("workers", whole, func(r *SSERun) any { return &r.Workers }),
+	col("held_max", whole, func(r *SSERun) any { return &r.HeldMax }),
+	col("workers_holding_max", whole, func(r *SSERun) any { return &r.WorkersHoldingMax }),
+	col("fast_planned", 0, func(r *SSERun) any { return &r.FastPlanned }),
+	col("fast_sent", 0, func(r *SSERun) any { return &r.FastSent }),
+	col("fast_total", 0, func(r *SSERun) any { return &r.FastTotal }),
+	col("fast_ok", 0, func(r *SSERun) any { return &r.FastOK }),
+	col("p50_ms", usOfMS, func(r *SSERun) any { return &r.P50MS }),
+	col("p95_ms", usOfMS, func(r *SSERun) any { return &r.P95MS }),
+	col("max_ms", usOfMS, func(r *SSERun) any { return &r.MaxMS }),
+}}
+
+// SummarizeSSERun fills run's /fast columns from reqs (as SummarizeRun
+// does) and its event columns from the run's streams and events.
+func SummarizeSSERun(run SSERun, reqs []Request, streams []SSEStream, events []SSEEvent) SSERun {
+	fast := SummarizeRun(RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
+	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
+	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.EventsExpected, run.Events, run.StreamsComplete = 0, len(events), 0
+	var first []float64
+	for _, s := range streams {
+		run.EventsExpected += s.EventsExpected
+		if s.Outcome == SSEComplete {
+			run.StreamsComplete++
+		}
+		first = appendValidMaybe(first, s.FirstByteMS)
+	}
+	delays := make([]float64, len(events))
+	for i, e := range events {
+		delays[i] = e.DelayMS
+	}
+	run.DelayP50MS, run.DelayP95MS, run.DelayMaxMS = SSEDelays(delays)
+	run.FirstByteMS = Some(Median(first))
+	return run
+}
+
+// SSEDelays returns the nearest-rank p50 and p95 and the largest of
+// delays, each invalid when there are none.
+func SSEDelays(delays []float64) (p50, p95, most Maybe) {
+	return Some(NearestRank(delays, 50)), Some(NearestRank(delays, 95)), Some(NearestRank(delays, 100))
+}
+
+// SSECondition is one condition of sse over its ok runs: the printed
+// table's row and the report's. Delays and /fast percentiles are medians
+// of the runs' values (DelayMaxMS the largest); events and streams are
+// summed; HeldMax and WorkersHoldingMax are the largest.
+type SSECondition struct {
+	Route, Server           string
+	Streams                 int
+	IntervalS, DurationS    float64
+	Runs, Excluded          int
+	EventsExpected, Events  int
+	StreamsComplete         int
+	DelayP50MS, DelayP95MS  Maybe
+	DelayMaxMS, FirstByteMS Maybe
+	Slots, Workers          Maybe
+	HeldMax                 Maybe
+	WorkersHoldingMax       Maybe
+	FastPlanned, FastOK     int
+	P50MS, P95MS            Maybe
+}
+
+// SummarizeSSEConditions folds runs into one SSECondition per condition
+// (route, server, streams, interval, duration), in order of first
+// appearance; runs that did not end ok count only in Excluded.
+func SummarizeSSEConditions(runs []SSERun) []SSECondition {
+	type key struct {
+		route, server string
+		streams       int
+		interval, dur float64
+	}
+	var keys []key
+	groups := map[key][]SSERun{}
+	for _, r := range runs {
+		k := key{r.Route, r.Server, r.Streams, r.IntervalS, r.DurationS}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var rows []SSECondition
+	for _, k := range keys {
+		row := SSECondition{Route: k.route, Server: k.server, Streams: k.streams, IntervalS: k.interval, DurationS: k.dur}
+		var p50, p95, most, first, held, holding, fp50, fp95 []float64
+		for _, r := range groups[k] {
+			if r.Status != RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			row.EventsExpected += r.EventsExpected
+			row.Events += r.Events
+			row.StreamsComplete += r.StreamsComplete
+			row.FastPlanned += r.FastPlanned
+			row.FastOK += r.FastOK
+			row.Slots, row.Workers = r.Slots, r.Workers
+			p50, p95, most = appendValidMaybe(p50, r.DelayP50MS), appendValidMaybe(p95, r.DelayP95MS), appendValidMaybe(most, r.DelayMaxMS)
+			first = appendValidMaybe(first, r.FirstByteMS)
+			held, holding = appendValidMaybe(held, r.HeldMax), appendValidMaybe(holding, r.WorkersHoldingMax)
+			fp50, fp95 = appendValidMaybe(fp50, r.P50MS), appendValidMaybe(fp95, r.P95MS)
+		}
+		row.DelayP50MS, row.DelayP95MS, row.DelayMaxMS = Some(Median(p50)), Some(Median(p95)), Some(NearestRank(most, 100))
+		row.FirstByteMS = Some(Median(first))
+		row.HeldMax, row.WorkersHoldingMax = Some(NearestRank(held, 100)), Some(NearestRank(holding, 100))
+		row.P50MS, row.P95MS = Some(Median(fp50)), Some(Median(fp95))
+		rows = append(rows, row)
+	}
+	return rows
+}
