@@ -1,0 +1,229 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// SSEClient reads one Server-Sent Events stream of the apps' GET /events
+// (appserver.SSEEvent) and measures each tick's delivery delay: the
+// client's wall clock when it had read the whole event minus the server's
+// timestamp in it. Both clocks are the one machine's, over loopback, so
+// the difference is the time the event spent between the app's write and
+// the client: in the app's server, the proxy and the sockets.
+type SSEClient struct {
+	URL     *url.URL // with the stream's query
+	Timeout time.Duration
+	Header  http.Header
+	// AllowRemote lets the client connect to an address that is not
+	// loopback; without it the connection is refused just before connect.
+	AllowRemote bool
+}
+
+// SSEDelivery is one tick as the client received it.
+type SSEDelivery struct {
+	Seq      int
+	Sent     time.Time // the server's timestamp (microseconds)
+	Received time.Time
+}
+
+// Delay is the event's delivery delay.
+func (d SSEDelivery) Delay() time.Duration { return d.Received.Sub(d.Sent) }
+
+// SSEStream is one stream's result.
+type SSEStream struct {
+	Client    int
+	Start     time.Time     // the request was written, after connect
+	FirstByte time.Duration // Start until the response's first byte; 0 when none came
+	Status    int
+	Events    []SSEDelivery
+	EndEvent  bool // the end event arrived
+	Outcome   string
+	Err       error
+}
+
+// Run reads one stream as client number client until it ends, the
+// Timeout passes or ctx is done.
+func (c SSEClient) Run(ctx context.Context, client int) (s SSEStream) {
+	s.Client = client
+	defer func() { s.Outcome = sseOutcome(s) }()
+	if c.URL == nil {
+		s.Err = errors.New("sse client: no URL")
+		return s
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	dialer := net.Dialer{Control: dialGuard(c.AllowRemote)}
+	conn, err := dialer.DialContext(ctx, "tcp", hostPort(c.URL))
+	if err != nil {
+		s.Err = err
+		return s
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	head := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: slowlab\r\nAccept: text/event-stream\r\nConnection: close\r\n", c.URL.RequestURI(), c.URL.Host)
+	for k, vv := range c.Header {
+		for _, v := range vv {
+			head += k + ": " + v + "\r\n"
+		}
+	}
+	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+		s.Err = ctxErr(ctx, err)
+		return s
+	}
+	s.Start = time.Now()
+	fb := &firstByteReader{r: conn}
+	resp, err := http.ReadResponse(bufio.NewReader(fb), &http.Request{Method: http.MethodGet})
+	if !fb.at.IsZero() {
+		s.FirstByte = fb.at.Sub(s.Start)
+	}
+	if err != nil {
+		s.Err = ctxErr(ctx, err)
+		return s
+	}
+	defer resp.Body.Close()
+	s.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, resp.Body)
+		return s
+	}
+	if err := readEvents(resp.Body, &s); err != nil {
+		s.Err = ctxErr(ctx, err)
+	}
+	return s
+}
+
+// firstByteReader notes when its first read returned data.
+type firstByteReader struct {
+	r  io.Reader
+	at time.Time
+}
+
+func (f *firstByteReader) Read(b []byte) (int, error) {
+	n, err := f.r.Read(b)
+	if n > 0 && f.at.IsZero() {
+		f.at = time.Now()
+	}
+	return n, err
+}
+
+// sseData is the data of a tick or of the end event.
+type sseData struct {
+	Seq    *int   `json:"seq"`
+	TUS    *int64 `json:"t_us"`
+	Events *int   `json:"events"`
+}
+
+// readEvents parses the stream line by line, timing each event when its
+// blank line was read, until the body's end. Events other than ticks and
+// the end are ignored; anything after the end event is an error.
+func readEvents(body io.Reader, s *SSEStream) error {
+	br := bufio.NewReader(body)
+	var event, data string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			if err == io.EOF && line == "" && event == "" && data == "" {
+				if !s.EndEvent {
+					return fmt.Errorf("%w: the stream ended before its end event, after %d events", ErrIncomplete, len(s.Events))
+				}
+				return nil
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("after %d events: %w", len(s.Events), err)
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if line != "" {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				event = value
+			case "data":
+				data = value
+			}
+			continue
+		}
+		now := time.Now()
+		if data == "" {
+			event = ""
+			continue
+		}
+		if s.EndEvent {
+			return fmt.Errorf("event %q after the end event", data)
+		}
+		var d sseData
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			return fmt.Errorf("event data %q: %w", data, err)
+		}
+		switch {
+		case event == "end":
+			s.EndEvent = true
+		case event == "" && d.Seq != nil && d.TUS != nil:
+			s.Events = append(s.Events, SSEDelivery{Seq: *d.Seq, Sent: time.UnixMicro(*d.TUS), Received: now})
+		}
+		event, data = "", ""
+	}
+}
+
+// sseOutcome classifies a finished stream.
+func sseOutcome(s SSEStream) string {
+	switch {
+	case s.Status == http.StatusOK && s.Err == nil && s.EndEvent:
+		return recorder.SSEComplete
+	case s.Status != 0 && s.Status != http.StatusOK:
+		return recorder.SSEStatus
+	case errors.Is(s.Err, context.DeadlineExceeded) || errors.Is(s.Err, context.Canceled) || errors.Is(s.Err, os.ErrDeadlineExceeded):
+		return recorder.SSETimeout
+	case s.Status == http.StatusOK && (errors.Is(s.Err, ErrIncomplete) || isReset(s.Err)):
+		return recorder.SSETruncated
+	case isReset(s.Err):
+		return recorder.SSEReset
+	}
+	return recorder.SSEError
+}
+
+// SSERows are s as an sse-streams.csv row and its sse-events.csv rows:
+// stream (the run's and condition's columns) with s's measurements, times
+// relative to t0.
+func SSERows(stream recorder.SSEStream, t0 time.Time, expected int, s SSEStream) (recorder.SSEStream, []recorder.SSEEvent) {
+	stream.Client, stream.Status, stream.Outcome = s.Client, s.Status, s.Outcome
+	stream.Events, stream.EventsExpected = len(s.Events), expected
+	if !s.Start.IsZero() {
+		stream.StartS = s.Start.Sub(t0).Seconds()
+	}
+	if s.FirstByte > 0 {
+		stream.FirstByteMS = recorder.Some(float64(s.FirstByte.Microseconds()) / 1e3)
+	}
+	if s.Err != nil {
+		stream.Error = s.Err.Error()
+	}
+	events := make([]recorder.SSEEvent, len(s.Events))
+	delays := make([]float64, len(s.Events))
+	for i, e := range s.Events {
+		delays[i] = float64(e.Delay().Microseconds()) / 1e3
+		events[i] = recorder.SSEEvent{RunID: stream.RunID, Route: stream.Route, Server: stream.Server, Streams: stream.Streams, Rep: stream.Rep,
+			Client: s.Client, Seq: e.Seq, SentS: e.Sent.Sub(t0).Seconds(), ReceivedS: e.Received.Sub(t0).Seconds(), DelayMS: delays[i]}
+	}
+	stream.DelayP50MS, stream.DelayP95MS, stream.DelayMaxMS = recorder.SSEDelays(delays)
+	return stream, events
+}
