@@ -46,6 +46,14 @@ type SlowReader struct {
 	// OnConnect, when set, is called with the client number and the
 	// socket's local address once connected, before the request is sent.
 	OnConnect func(client int, local netip.AddrPort)
+	// Stall, when above 0, makes a stalled reader: once StallAfter body
+	// bytes are read (paced to Rate; 0 stalls right after the header),
+	// it reads nothing for Stall, its receive buffer full and its window
+	// closed, then reads what is left as fast as it comes, to see what
+	// the server did meanwhile. Timeout still bounds the whole download:
+	// past it the client gives up and closes.
+	Stall      time.Duration
+	StallAfter int64
 }
 
 // Download is one slow reader's result.
@@ -63,6 +71,13 @@ type Download struct {
 	Local netip.AddrPort
 	// Header is the response's header (nil without a response).
 	Header http.Header
+	// For a stalled reader (SlowReader.Stall): Stalled is when it stopped
+	// reading and Resumed when it read again (zero if it never got
+	// there), StallBytes the body bytes read before the stall; LastByte
+	// is when the last body byte was read, for any reader.
+	Stalled, Resumed time.Time
+	StallBytes       int64
+	LastByte         time.Time
 }
 
 // Validate reports settings that cannot run.
@@ -74,6 +89,10 @@ func (s SlowReader) Validate() error {
 		return fmt.Errorf("read size %d: must be at least 1 byte", s.ReadSize)
 	case !(s.Rate > 0):
 		return fmt.Errorf("read rate %v: must be more than 0 bytes/s", s.Rate)
+	case s.Stall < 0 || s.StallAfter < 0:
+		return fmt.Errorf("stall %v after %d bytes: must be 0 or more", s.Stall, s.StallAfter)
+	case s.Stall > 0 && s.Timeout > 0 && s.Timeout <= s.Stall:
+		return fmt.Errorf("timeout %v: must outlast the %v stall", s.Timeout, s.Stall)
 	}
 	return nil
 }
@@ -196,10 +215,24 @@ func (s SlowReader) read(ctx context.Context, resp *http.Response, d *Download, 
 	buf := make([]byte, s.ReadSize)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	stalling := s.Stall > 0
 	for {
-		n, err := resp.Body.Read(buf)
+		if stalling && d.Bytes >= s.StallAfter {
+			if !s.stall(ctx, d, timer) {
+				return
+			}
+			stalling = false
+		}
+		want := buf
+		if stalling {
+			want = buf[:min(int64(len(buf)), s.StallAfter-d.Bytes)]
+		}
+		n, err := resp.Body.Read(want)
 		d.Bytes += int64(n)
 		if n > 0 {
+			d.LastByte = time.Now()
+		}
+		if n > 0 && d.Resumed.IsZero() {
 			due := paceFrom.Add(time.Duration(float64(d.Bytes) / s.Rate * float64(time.Second)))
 			if wait := time.Until(due); wait > 0 {
 				timer.Reset(wait)
@@ -218,6 +251,21 @@ func (s SlowReader) read(ctx context.Context, resp *http.Response, d *Download, 
 			d.Err = s.ctxErr(ctx, err)
 			return
 		}
+	}
+}
+
+// stall reads nothing for Stall, then notes when reading resumed; false
+// when ctx ended first (the client gives up).
+func (s SlowReader) stall(ctx context.Context, d *Download, timer *time.Timer) bool {
+	d.Stalled, d.StallBytes = time.Now(), d.Bytes
+	timer.Reset(s.Stall)
+	select {
+	case <-timer.C:
+		d.Resumed = time.Now()
+		return true
+	case <-ctx.Done():
+		d.Err = ctx.Err()
+		return false
 	}
 }
 

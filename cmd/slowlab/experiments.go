@@ -9,4 +9,5 @@ import (
 	_ "github.com/slowlab/slowlab/lab/longpoll"
 	_ "github.com/slowlab/slowlab/lab/slowclient"
 	_ "github.com/slowlab/slowlab/lab/slowupload"
+	_ "github.com/slowlab/slowlab/lab/stalledreader"
 )

@@ -1,0 +1,450 @@
+package stalledreader
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/proxy"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote.
+type Result struct {
+	Dir  string
+	Runs []recorder.StalledRun
+	// Skipped names the conditions the stack could not run (an "async"
+	// server on a stack without one).
+	Skipped []string
+}
+
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: stalled-runs.csv says why a run
+// failed.
+func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.StalledRun]() }
+
+// AllFailed implements lab.Result.
+func (r *Result) AllFailed() bool {
+	for _, run := range r.Runs {
+		if run.Status == recorder.RunOK {
+			return false
+		}
+	}
+	return len(r.Runs) > 0
+}
+
+// files are the open results files of a session.
+type files struct {
+	downloads *recorder.FileWriter[recorder.StalledDownload]
+	runs      *recorder.FileWriter[recorder.StalledRun]
+	requests  *recorder.FileWriter[recorder.Request]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+	closed    bool
+	closeErr  error
+}
+
+func openFiles(dir string) (*files, error) {
+	f := &files{}
+	var err error
+	if f.downloads, err = recorder.CreateFile[recorder.StalledDownload](dir); err == nil {
+		if f.runs, err = recorder.CreateFile[recorder.StalledRun](dir); err == nil {
+			if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
+				f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+// close closes every file once; a second call reports the first's errors.
+func (f *files) close() error {
+	if f.closed {
+		return f.closeErr
+	}
+	f.closed = true
+	var errs []error
+	if f.downloads != nil {
+		errs = append(errs, f.downloads.Close())
+	}
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
+	}
+	if f.requests != nil {
+		errs = append(errs, f.requests.Close())
+	}
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
+	}
+	f.closeErr = errors.Join(errs...)
+	return f.closeErr
+}
+
+// Run implements lab.Config: every run of the matrix on a fresh stack,
+// writing stalled-downloads.csv, stalled-runs.csv, requests.csv,
+// resource-samples.csv and environment.json. A run whose stack fails is
+// recorded as failed and the next goes on; a download cut short is an
+// outcome, not a failed run. Cancelling ctx keeps what was measured and
+// returns ctx's error.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	f, err := openFiles(env.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
+	specs, skipped := c.Runs(env.Stack)
+	res := &Result{Dir: env.Out, Skipped: skipped}
+	for _, s := range skipped {
+		env.Logf("skipped: %s", s)
+	}
+	p := lab.NewProgress(env.Progress, len(specs), func(i int) time.Duration { return c.Duration(specs[i].Mode) })
+	var runErr error
+	for i, spec := range specs {
+		p.Start(i, spec.ID())
+		run, err := c.measure(ctx, env, spec, f)
+		if werr := f.runs.Write(run); werr != nil && err == nil {
+			err = werr
+		}
+		res.Runs = append(res.Runs, run)
+		p.Done(i, "%s", runLine(run))
+		if err != nil || ctx.Err() != nil {
+			runErr = errors.Join(err, ctx.Err())
+			break
+		}
+	}
+	return res, errors.Join(runErr, f.close())
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.StalledRun) string {
+	status := r.Status
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; downloads complete %d, truncated %d, reset %d, timeout %d, other %d; by app_timeout %d, send_timeout %d, client %d, unknown %d; bytes %s; worker timeouts %s; app held %s s  [%s]",
+		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), r.Complete, r.Truncated, r.Reset, r.Timeout, r.Other, r.ByAppTimeout, r.BySendTimeout,
+		r.ByClient, r.ByUnknown, lab.Num(r.BytesMedian, 0), lab.Num(r.WorkerTimeouts, 0), lab.Num(r.AppHeldS, 2), status)
+}
+
+// measure performs one run: a fresh stack, the instruments, the readers
+// and the /fast schedule, then the run's verdict. Its error is only for
+// results that could not be written.
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.StalledRun, error) {
+	id := spec.ID()
+	run := recorder.StalledRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Mode: spec.Mode, Clients: spec.Clients,
+		Rep: spec.Rep, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
+		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	if spec.AppTimeout != 0 {
+		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
+	}
+	if spec.Route.Proxied() {
+		run.SendTimeoutS = recorder.Some(sendTimeout(spec.Condition).Seconds())
+	}
+	fail := func(status, reason string) (recorder.StalledRun, error) {
+		run.Status, run.Reason = status, reason
+		if ctx.Err() != nil {
+			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
+		}
+		return run, nil
+	}
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return run, err
+	}
+	defer os.RemoveAll(work)
+	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
+		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout), LogDir: env.LogDir(), WorkDir: work})
+	if err != nil {
+		return fail(recorder.RunFailed, "start stack: "+err.Error())
+	}
+	defer running.Stop()
+	in, err := lab.Instrument(ctx, env, id, running)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error())
+	}
+	defer in.Stop()
+
+	t0 := time.Now()
+	in.Start(t0, f.resources, running.PIDs())
+	l := c.load(ctx, env, running, spec, &run, t0, f)
+	samples, _, sampErr := in.Samples()
+	_ = samples
+	wt, wtErr := countWorkerTimeouts(env.LogDir(), id)
+	if wtErr == nil {
+		run.WorkerTimeouts = recorder.Some(float64(wt))
+	}
+	sends := appSendTimes(ctx, running, l.ids, l.complete)
+	for i := range l.downloads {
+		d := &l.downloads[i]
+		if v, ok := sends[l.ids[i]]; ok {
+			d.AppSendS = recorder.Some(v)
+		}
+		d.EndedBy = ender(*d, spec.Condition, wt)
+		if err := f.downloads.Write(*d); err != nil && l.writeErr == nil {
+			l.writeErr = err
+		}
+	}
+	run = recorder.SummarizeStalledRun(run, l.reqs, l.downloads)
+	switch failed := running.Failed(); {
+	case ctx.Err() != nil:
+		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case failed != nil:
+		run.Status, run.Reason = recorder.RunFailed, failed.Error()
+	case wtErr != nil:
+		run.Status, run.Reason = recorder.RunFailed, "worker timeouts: "+wtErr.Error()
+	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
+		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	}
+	writeErr := errors.Join(l.writeErr, sampErr)
+	if writeErr != nil {
+		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
+	}
+	return run, writeErr
+}
+
+// stallS is the stall of a mode's readers in seconds: 0 for slow ones.
+func (c *Config) stallS(mode string) float64 {
+	if mode != ModeStall {
+		return 0
+	}
+	return time.Duration(c.Client.Stall).Seconds()
+}
+
+// sendTimeout is a proxied condition's send_timeout: its own, or the
+// proxy's default.
+func sendTimeout(cond Condition) time.Duration {
+	if cond.SendTimeout != 0 {
+		return time.Duration(cond.SendTimeout)
+	}
+	return proxy.DefaultSendTimeout
+}
+
+// loaded is what a run's load measured.
+type loaded struct {
+	downloads []recorder.StalledDownload // by client number
+	ids       []string                   // each download's request id
+	complete  []bool
+	reqs      []recorder.Request
+	writeErr  error
+}
+
+// load starts the readers at t0 and, Fast.Offset later, the open-loop
+// /fast schedule, and waits for both. Every scheduled request gets its row
+// as it finishes; the downloads' rows are written once their ender is
+// known.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.StalledRun, t0 time.Time, f *files) loaded {
+	l := loaded{downloads: make([]recorder.StalledDownload, spec.Clients), ids: make([]string, spec.Clients), complete: make([]bool, spec.Clients)}
+	var mu sync.Mutex
+	u, err := loadgen.CheckTarget(running.URL()+c.Client.Path, running.AllowRemote())
+	if err != nil {
+		l.writeErr = err
+		return l
+	}
+	base := recorder.StalledDownload{RunID: run.RunID, Route: run.Route, Server: run.Server, Mode: run.Mode, Clients: run.Clients, Rep: run.Rep,
+		SizeBytes: run.SizeBytes, RateBps: run.RateBps, AppTimeoutS: run.AppTimeoutS, SendTimeoutS: run.SendTimeoutS, StallS: run.StallS,
+		GiveUpS: run.GiveUpS}
+	var wg sync.WaitGroup
+	for i := range spec.Clients {
+		l.ids[i] = fmt.Sprintf("%s/stalled-%d", run.RunID, i)
+		r := loadgen.SlowReader{URL: u, RcvBuf: int(c.Client.RcvBuf), ReadSize: int(c.Client.ReadSize), Rate: float64(c.Client.Rate),
+			Timeout: time.Duration(c.Client.GiveUp), RunID: run.RunID, Metrics: env.Metrics, TracerProvider: env.TracerProvider,
+			Header: http.Header{appserver.RequestIDHeader: {l.ids[i]}}}
+		if spec.Mode == ModeStall {
+			r.Stall, r.StallAfter = time.Duration(c.Client.Stall), int64(c.Client.StallAfter)
+		}
+		wg.Go(func() {
+			d := r.Run(ctx, i)
+			l.downloads[i], l.complete[i] = downloadRow(base, t0, d), d.Complete
+		})
+	}
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
+		AllowRemote: running.AllowRemote()})
+	defer client.Close()
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Clients, Rep: run.Rep}
+	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
+		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
+		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) {
+			row := loadgen.RequestRow(meta, t0, r)
+			mu.Lock()
+			defer mu.Unlock()
+			l.reqs = append(l.reqs, row)
+			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+			env.RequestDone(run.RunID)
+		}}
+	run.FastPlanned = loop.Planned()
+	loop.Run(ctx)
+	wg.Wait()
+	return l
+}
+
+// downloadRow is d as a stalled-downloads.csv row (its ender still unset).
+func downloadRow(row recorder.StalledDownload, t0 time.Time, d loadgen.Download) recorder.StalledDownload {
+	row.Client, row.Status, row.Bytes, row.StallBytes, row.ContentLength = d.Client, d.Status, d.Bytes, d.StallBytes, -1
+	if d.Header != nil {
+		row.ContentLength = contentLength(d.Header)
+	}
+	start := d.Start
+	if start.IsZero() {
+		start = t0
+	}
+	row.StartS = start.Sub(t0).Seconds()
+	rel := func(t time.Time) recorder.Maybe {
+		if t.IsZero() {
+			return recorder.Maybe{}
+		}
+		return recorder.Some(t.Sub(start).Seconds())
+	}
+	row.StalledS, row.ResumedS, row.LastByteS = rel(d.Stalled), rel(d.Resumed), rel(d.LastByte)
+	row.EndS = d.Receive.Seconds()
+	row.Outcome = outcome(d)
+	if d.Err != nil {
+		row.Error = d.Err.Error()
+	}
+	return row
+}
+
+func contentLength(h http.Header) int64 {
+	var n int64 = -1
+	if v := h.Get("Content-Length"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	return n
+}
+
+// outcome classifies a download as the client saw it
+// (recorder.StalledOutcomes).
+func outcome(d loadgen.Download) string {
+	switch {
+	case d.Complete:
+		return recorder.StalledComplete
+	case errors.Is(d.Err, context.DeadlineExceeded):
+		return recorder.StalledTimeout
+	case errors.Is(d.Err, syscall.ECONNRESET):
+		return recorder.StalledReset
+	case d.Status == 0 && (errors.Is(d.Err, io.EOF) || errors.Is(d.Err, io.ErrUnexpectedEOF)):
+		return recorder.StalledReset // closed before any response
+	case d.Status == http.StatusOK && errors.Is(d.Err, loadgen.ErrIncomplete):
+		return recorder.StalledTruncated
+	}
+	return recorder.StalledError
+}
+
+// ender infers which component ended a download that did not complete
+// (see the package doc): workerTimeouts is the run's WORKER TIMEOUT count.
+func ender(d recorder.StalledDownload, cond Condition, workerTimeouts int) string {
+	switch d.Outcome {
+	case recorder.StalledComplete:
+		return recorder.EndedByNone
+	case recorder.StalledTimeout:
+		return recorder.EndedByClient
+	}
+	app := cond.AppTimeout != 0 && workerTimeouts > 0
+	var send bool
+	var sendDue float64
+	if cond.Route.Proxied() && d.StalledS.Valid {
+		st := sendTimeout(cond).Seconds()
+		stalled := d.EndS - d.StalledS.Value
+		if d.ResumedS.Valid {
+			stalled = d.ResumedS.Value - d.StalledS.Value
+		}
+		send, sendDue = stalled >= st, d.StalledS.Value+st
+	}
+	switch {
+	case app && send:
+		if time.Duration(cond.AppTimeout).Seconds() <= sendDue {
+			return recorder.EndedByAppTimeout
+		}
+		return recorder.EndedBySendTimeout
+	case app:
+		return recorder.EndedByAppTimeout
+	case send:
+		return recorder.EndedBySendTimeout
+	}
+	return recorder.EndedByUnknown
+}
+
+// appSendWait bounds how long the lab waits, after the downloads ended,
+// for the app's record of a download the client completed.
+var appSendWait = 5 * time.Second
+
+// appSendTimes returns the app's send times by request id once every
+// complete download has one, or appSendWait has passed. Killed workers
+// leave none.
+func appSendTimes(ctx context.Context, running *stack.Running, ids []string, complete []bool) map[string]float64 {
+	deadline := time.Now().Add(appSendWait)
+	for {
+		sends, err := running.AppSend(ctx)
+		if err != nil {
+			return map[string]float64{}
+		}
+		missing := 0
+		for i, id := range ids {
+			if _, ok := sends[id]; !ok && complete[i] {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return sends
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// workerTimeout is what Gunicorn's master logs when it kills a worker
+// that outlived --timeout, "[CRITICAL] WORKER TIMEOUT (pid:1234)", and
+// the embedded sync model alike (appserver.WorkerTimeoutLog).
+var workerTimeout = []byte(appserver.WorkerTimeoutLog)
+
+// countWorkerTimeouts counts workerTimeout lines in the run's logs
+// (LOGDIR/RUNID-*.log, the exporter's left out). It fails when no log of
+// the run is there.
+func countWorkerTimeouts(logDir, runID string) (int, error) {
+	paths, err := filepath.Glob(filepath.Join(logDir, runID+"-*.log"))
+	if err != nil || len(paths) == 0 {
+		return 0, fmt.Errorf("no logs of run %s in %s", runID, logDir)
+	}
+	n := 0
+	for _, p := range paths {
+		if strings.Contains(filepath.Base(p), "exporter") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return 0, err
+		}
+		for line := range bytes.Lines(b) {
+			if bytes.Contains(line, workerTimeout) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

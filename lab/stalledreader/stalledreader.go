@@ -1,0 +1,390 @@
+package stalledreader
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/proxy"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Name is the experiment's name.
+const Name = "stalled-reader"
+
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 7, New: func() lab.Config { return Published() },
+		Summary: "clients that stop reading /large (or read it at 16 KiB/s) against the app's worker timeout and the proxy's send_timeout",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+}
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Header    `yaml:",inline"`
+	Reps          int `yaml:"reps"`
+	lab.StackSpec `yaml:",inline"`
+	Conditions    []Condition  `yaml:"conditions"`
+	Fast          lab.FastSpec `yaml:"fast"`
+	Client        ClientSpec   `yaml:"client"`
+	// Size is /large's size (the deployment's LargeSize).
+	Size lab.Size `yaml:"size"`
+}
+
+// Condition is one cell of the matrix.
+type Condition struct {
+	Route stack.Route `yaml:"route"` // direct, proxy-buffering-off, proxy-buffering-on
+	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
+	// the stack's event-loop server, whatever it is.
+	Server  string `yaml:"server"`
+	Mode    string `yaml:"mode"` // stall or slow
+	Clients int    `yaml:"clients"`
+	// AppTimeout is the app's timeout (Gunicorn's --timeout); 0 leaves
+	// the app's default (Gunicorn's is 30 s).
+	AppTimeout lab.Duration `yaml:"app_timeout,omitempty"`
+	// SendTimeout is the proxy's send_timeout; 0 leaves its default
+	// (60 s). Only on a proxied route.
+	SendTimeout lab.Duration `yaml:"send_timeout,omitempty"`
+}
+
+// ClientSpec is how the clients read.
+type ClientSpec struct {
+	Path string `yaml:"path"`
+	// Rate paces a slow reader throughout and a stalled one until it
+	// stalls, in bytes per second.
+	Rate lab.Size `yaml:"rate"`
+	// StallAfter is how many body bytes a stalled reader reads first.
+	StallAfter lab.Size `yaml:"stall_after"`
+	// Stall is how long a stalled reader then reads nothing.
+	Stall lab.Duration `yaml:"stall"`
+	// GiveUp bounds every download from its request: past it the client
+	// closes, whatever it got.
+	GiveUp   lab.Duration `yaml:"give_up"`
+	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF before connect; 0 the kernel's
+	ReadSize lab.Size     `yaml:"read_size"` // at most this much per read
+}
+
+// Modes of a condition.
+const (
+	ModeStall = recorder.StallMode
+	ModeSlow  = recorder.SlowMode
+)
+
+// Async names the stack's event-loop server in a condition.
+const Async = "async"
+
+// Published values: timeouts well inside the stall, which is well inside
+// the client's bound.
+const (
+	PublishedAppTimeout  = 10 * time.Second
+	PublishedSendTimeout = 5 * time.Second
+	PublishedStall       = 20 * time.Second
+	PublishedGiveUp      = 40 * time.Second
+	PublishedSize        = 16 << 20
+	PublishedRate        = 16 << 10
+)
+
+// Published returns the matrix, 2 clients each: stalled readers on
+// sync-2 on the three routes with a 10 s app timeout and (proxied) a 5 s
+// send_timeout; a 16 KiB/s reader on sync-2 direct and behind the
+// buffering proxy; stalled readers on gthread 1x4 (10 s timeout) and the
+// stack's async server (none), direct. /large is 16 MiB; a stall lasts
+// 20 s, the client gives up at 40 s; 3 repetitions, /fast at 8 req/s for
+// 9 s.
+func Published() *Config {
+	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(), Size: PublishedSize,
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Client: ClientSpec{Path: "/large", Rate: PublishedRate, StallAfter: 64 << 10, Stall: lab.Duration(PublishedStall),
+			GiveUp: lab.Duration(PublishedGiveUp), RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize}}
+	app, send := lab.Duration(PublishedAppTimeout), lab.Duration(PublishedSendTimeout)
+	c.Conditions = []Condition{
+		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: app},
+		{Route: stack.RouteBufferingOff, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: app, SendTimeout: send},
+		{Route: stack.RouteBufferingOn, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: app, SendTimeout: send},
+		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeSlow, Clients: 2, AppTimeout: app},
+		{Route: stack.RouteBufferingOn, Server: "sync-2", Mode: ModeSlow, Clients: 2, AppTimeout: app, SendTimeout: send},
+		{Route: stack.RouteDirect, Server: "gthread-1x4", Mode: ModeStall, Clients: 2, AppTimeout: app},
+		{Route: stack.RouteDirect, Server: Async, Mode: ModeStall, Clients: 2},
+	}
+	return c
+}
+
+// Reduce implements lab.Reducer: --quick runs stalled readers on sync-2
+// on the three routes, a slow reader direct and stalled readers on the
+// async server, once each, with 3 s timeouts, a 6 s stall, a 12 s bound
+// and 4 MiB of /large (unless the size was set), /fast for 5 s.
+func (c *Config) Reduce() {
+	if c.Size == Published().Size {
+		c.Size = 4 << 20
+	}
+	c.Client.Stall, c.Client.GiveUp = lab.Duration(6*time.Second), lab.Duration(12*time.Second)
+	c.Fast.Duration = lab.Duration(5 * time.Second)
+	short := lab.Duration(3 * time.Second)
+	c.Conditions = []Condition{
+		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: short},
+		{Route: stack.RouteBufferingOff, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: lab.Duration(10 * time.Second), SendTimeout: short},
+		{Route: stack.RouteBufferingOn, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: short, SendTimeout: short},
+		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeSlow, Clients: 1, AppTimeout: short},
+		{Route: stack.RouteDirect, Server: Async, Mode: ModeStall, Clients: 2},
+	}
+}
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Repetitions implements lab.Repeated.
+func (c *Config) Repetitions() *int { return &c.Reps }
+
+// Stack implements lab.Stacked.
+func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+
+// Flags implements lab.Config: everything else is in the scenario.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var((*sizeFlag)(&c.Size), "size", "/large's size in bytes (k, m, g suffixes), e.g. 16m")
+	fs.Var((*durationFlag)(&c.Client.Stall), "stall", "how long a stalled reader reads nothing, e.g. 20s")
+	fs.Var((*durationFlag)(&c.Client.GiveUp), "give-up", "the client's bound on every download, e.g. 40s")
+}
+
+// Servers implements lab.Stacked: the conditions' servers but "async".
+func (c *Config) Servers() []stack.Server {
+	var out []stack.Server
+	for _, cond := range c.Conditions {
+		if cond.Server == Async {
+			continue
+		}
+		if s, err := stack.ParseServer(cond.Server); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Routes implements lab.Routed.
+func (c *Config) Routes() []stack.Route {
+	var out []stack.Route
+	for _, cond := range c.Conditions {
+		out = append(out, cond.Route)
+	}
+	return out
+}
+
+// Limits: beyond them a value is a typo.
+const (
+	minSize, maxSize = 1 << 10, 1 << 30
+	minRate, maxRate = 1 << 10, 1 << 30
+	maxRcvBuf        = 64 << 20
+	maxReadSize      = 16 << 20
+	maxClients       = 100
+	maxBound         = time.Hour
+)
+
+// Validate implements lab.Config, naming each field by its YAML path.
+// Timeouts must be ordered: the client's bound outlives its stall and
+// every timeout it is meant to see fire.
+func (c *Config) Validate() error {
+	if len(c.Conditions) == 0 {
+		return errors.New("conditions: none given")
+	}
+	if c.Reps < 1 || c.Reps > 1000 {
+		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
+	}
+	if c.StackSpec.Stack == stack.NameExternal {
+		return errors.New("stack external: stalled-reader starts its own stack (its conditions set the app's timeout and the proxy's send_timeout)")
+	}
+	if c.Size < minSize || c.Size > maxSize {
+		return fmt.Errorf("size %s: allowed 1k to 1g", sizeText(c.Size))
+	}
+	if err := c.Client.validate(c.Size); err != nil {
+		return err
+	}
+	for i, cond := range c.Conditions {
+		if err := cond.validate(time.Duration(c.Client.GiveUp)); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
+		}
+	}
+	return c.Fast.Validate()
+}
+
+func (cs ClientSpec) validate(size lab.Size) error {
+	switch {
+	case !strings.HasPrefix(cs.Path, "/"):
+		return fmt.Errorf("client.path %q: must start with /", cs.Path)
+	case cs.Rate < minRate || cs.Rate > maxRate:
+		return fmt.Errorf("client.rate %s: allowed 1k to 1g bytes/s", sizeText(cs.Rate))
+	case cs.StallAfter < 0 || cs.StallAfter >= size:
+		return fmt.Errorf("client.stall_after %s: allowed 0 to less than size (%s)", sizeText(cs.StallAfter), sizeText(size))
+	case cs.RcvBuf < 0 || cs.RcvBuf > maxRcvBuf:
+		return fmt.Errorf("client.rcvbuf %s: allowed 0 (the kernel's) or up to 64m", sizeText(cs.RcvBuf))
+	case cs.ReadSize < 1 || cs.ReadSize > maxReadSize:
+		return fmt.Errorf("client.read_size %s: allowed 1 byte to 16m", sizeText(cs.ReadSize))
+	case cs.Stall < lab.Duration(time.Second) || time.Duration(cs.Stall) > maxBound:
+		return fmt.Errorf("client.stall %s: allowed 1s to 1h", time.Duration(cs.Stall))
+	case cs.GiveUp <= cs.Stall || time.Duration(cs.GiveUp) > maxBound:
+		return fmt.Errorf("client.give_up %s: must outlast client.stall (%s), up to 1h", time.Duration(cs.GiveUp), time.Duration(cs.Stall))
+	}
+	return nil
+}
+
+func (cond Condition) validate(giveUp time.Duration) error {
+	if !slices.Contains(stack.Routes, cond.Route) {
+		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
+	}
+	async := cond.Server == Async
+	if !async {
+		s, err := stack.ParseServer(cond.Server)
+		if err != nil {
+			return err
+		}
+		if info, ok := s.ModelInfo(); ok && info.Async {
+			async = true
+		}
+	}
+	wholeSeconds := func(d lab.Duration) bool {
+		return d >= lab.Duration(time.Second) && time.Duration(d) <= maxBound && d%lab.Duration(time.Second) == 0
+	}
+	switch {
+	case cond.Mode != ModeStall && cond.Mode != ModeSlow:
+		return fmt.Errorf("mode %q: allowed %s, %s", cond.Mode, ModeStall, ModeSlow)
+	case cond.Clients < 1 || cond.Clients > maxClients:
+		return fmt.Errorf("clients %d: allowed 1 to %d", cond.Clients, maxClients)
+	case cond.AppTimeout != 0 && !wholeSeconds(cond.AppTimeout):
+		return fmt.Errorf("app_timeout %s: allowed 0 (the app's default) or whole seconds from 1s to 1h", time.Duration(cond.AppTimeout))
+	case cond.AppTimeout != 0 && async:
+		return fmt.Errorf("app_timeout %s: server %s is an event-loop server, which has no worker timeout; leave it 0", time.Duration(cond.AppTimeout), cond.Server)
+	case cond.AppTimeout != 0 && time.Duration(cond.AppTimeout) >= giveUp:
+		return fmt.Errorf("app_timeout %s: must be shorter than client.give_up (%s), or the client leaves before it can fire", time.Duration(cond.AppTimeout), giveUp)
+	case cond.SendTimeout != 0 && !cond.Route.Proxied():
+		return fmt.Errorf("send_timeout %s: route %s has no proxy; leave it 0", time.Duration(cond.SendTimeout), cond.Route)
+	case cond.SendTimeout != 0 && !wholeSeconds(cond.SendTimeout):
+		return fmt.Errorf("send_timeout %s: allowed 0 (the proxy's default) or whole seconds from 1s to 1h", time.Duration(cond.SendTimeout))
+	case cond.SendTimeout != 0 && time.Duration(cond.SendTimeout) >= giveUp:
+		return fmt.Errorf("send_timeout %s: must be shorter than client.give_up (%s), or the client leaves before it can fire", time.Duration(cond.SendTimeout), giveUp)
+	}
+	return nil
+}
+
+func routeNames() string {
+	var names []string
+	for _, r := range stack.Routes {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
+}
+
+// sizeText writes a size for an error: negative ones as numbers.
+func sizeText(s lab.Size) string {
+	if s < 0 {
+		return fmt.Sprint(int64(s))
+	}
+	return proxy.FormatSize(int64(s))
+}
+
+// sizeFlag is a lab.Size flag: 16m, 512k, 1048576.
+type sizeFlag lab.Size
+
+func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := proxy.ParseSize(v)
+	if err != nil {
+		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+// durationFlag is a lab.Duration flag: 20s, 1m.
+type durationFlag lab.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(v string) error {
+	t, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: want a duration such as 20s", v)
+	}
+	*d = durationFlag(t)
+	return nil
+}
+
+// RunSpec is one run of the matrix.
+type RunSpec struct {
+	Condition
+	Server stack.Server
+	Rep    int
+}
+
+// ID is the run's run_id: route, server, mode, clients, the timeouts set,
+// and rep.
+func (r RunSpec) ID() string {
+	id := fmt.Sprintf("%s.%s.%s%d", r.Route, r.Server.Name(), r.Mode, r.Clients)
+	if r.AppTimeout != 0 {
+		id += fmt.Sprintf(".app%ds", int(time.Duration(r.AppTimeout)/time.Second))
+	}
+	if r.SendTimeout != 0 {
+		id += fmt.Sprintf(".send%ds", int(time.Duration(r.SendTimeout)/time.Second))
+	}
+	return fmt.Sprintf("%s.rep%d", id, r.Rep)
+}
+
+// Runs expands the matrix on st: every condition once per rep, reps
+// outermost; "async" becomes the stack's event-loop server, and a
+// condition naming it on a stack without one is left out (skipped names
+// them).
+func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
+	for rep := 1; rep <= c.Reps; rep++ {
+		for _, cond := range c.Conditions {
+			srv, ok := resolveServer(st, cond.Server)
+			if !ok {
+				if rep == 1 {
+					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.Route, cond.Server, st.Name))
+				}
+				continue
+			}
+			runs = append(runs, RunSpec{Condition: cond, Server: srv, Rep: rep})
+		}
+	}
+	return runs, skipped
+}
+
+// resolveServer parses a condition's server, "async" as the stack's own
+// async model: "async" itself where the stack runs it, else the first
+// async model it has, with one worker.
+func resolveServer(st stack.Stack, name string) (stack.Server, bool) {
+	if name != Async {
+		s, err := stack.ParseServer(name)
+		return s, err == nil
+	}
+	models := st.Models()
+	if slices.Contains(models, Async) {
+		s, err := stack.ParseServer(Async)
+		return s, err == nil
+	}
+	for _, m := range models {
+		if s, err := stack.ParseServer(m + "-1"); err == nil {
+			if info, ok := s.ModelInfo(); ok && info.Async {
+				return s, true
+			}
+		}
+	}
+	return stack.Server{}, false
+}
+
+// Duration is a run's intrinsic length: the longer of the fast schedule
+// and a download (a stall and the rest, or the whole body at the rate),
+// at most the client's bound.
+func (c *Config) Duration(mode string) time.Duration {
+	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
+	dl := time.Duration(float64(c.Size) / float64(c.Client.Rate) * float64(time.Second))
+	if mode == ModeStall {
+		dl = time.Duration(c.Client.Stall) + time.Duration(float64(c.Client.StallAfter)/float64(c.Client.Rate)*float64(time.Second))
+	}
+	dl = min(dl, time.Duration(c.Client.GiveUp))
+	return max(d, dl)
+}
