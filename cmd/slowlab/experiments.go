@@ -9,5 +9,6 @@ import (
 	_ "github.com/slowlab/slowlab/lab/longpoll"
 	_ "github.com/slowlab/slowlab/lab/slowclient"
 	_ "github.com/slowlab/slowlab/lab/slowupload"
+	_ "github.com/slowlab/slowlab/lab/sse"
 	_ "github.com/slowlab/slowlab/lab/stalledreader"
 )

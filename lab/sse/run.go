@@ -1,0 +1,283 @@
+package sse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote.
+type Result struct {
+	Dir  string
+	Runs []recorder.SSERun
+	// Skipped names the conditions the stack could not run (an "async"
+	// server on a stack without one).
+	Skipped []string
+}
+
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: sse-runs.csv says why a run failed.
+func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.SSERun]() }
+
+// AllFailed implements lab.Result.
+func (r *Result) AllFailed() bool {
+	for _, run := range r.Runs {
+		if run.Status == recorder.RunOK {
+			return false
+		}
+	}
+	return len(r.Runs) > 0
+}
+
+// files are the open results files of a session.
+type files struct {
+	events    *recorder.FileWriter[recorder.SSEEvent]
+	streams   *recorder.FileWriter[recorder.SSEStream]
+	runs      *recorder.FileWriter[recorder.SSERun]
+	requests  *recorder.FileWriter[recorder.Request]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+}
+
+func openFiles(dir string) (*files, error) {
+	f := &files{}
+	var err error
+	if f.events, err = recorder.CreateFile[recorder.SSEEvent](dir); err == nil {
+		if f.streams, err = recorder.CreateFile[recorder.SSEStream](dir); err == nil {
+			if f.runs, err = recorder.CreateFile[recorder.SSERun](dir); err == nil {
+				if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
+					f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+// close closes every open file; it is called once.
+func (f *files) close() error {
+	var errs []error
+	if f.events != nil {
+		errs = append(errs, f.events.Close())
+	}
+	if f.streams != nil {
+		errs = append(errs, f.streams.Close())
+	}
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
+	}
+	if f.requests != nil {
+		errs = append(errs, f.requests.Close())
+	}
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
+	}
+	*f = files{}
+	return errors.Join(errs...)
+}
+
+// Run implements lab.Config: every run of the matrix on a fresh stack,
+// writing sse-events.csv, sse-streams.csv, sse-runs.csv, requests.csv,
+// resource-samples.csv and environment.json. A run whose stack fails is
+// recorded as failed and the next goes on; a stream that ends badly is an
+// outcome in sse-streams.csv, not a failed run. Cancelling ctx keeps what
+// was measured and returns ctx's error.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	f, err := openFiles(env.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
+	specs, skipped := c.Runs(env.Stack)
+	res := &Result{Dir: env.Out, Skipped: skipped}
+	for _, s := range skipped {
+		env.Logf("skipped: %s", s)
+	}
+	p := lab.NewProgress(env.Progress, len(specs), func(int) time.Duration { return c.Duration() })
+	var runErr error
+	for i, spec := range specs {
+		p.Start(i, spec.ID())
+		run, err := c.measure(ctx, env, spec, f)
+		if werr := f.runs.Write(run); werr != nil && err == nil {
+			err = werr
+		}
+		res.Runs = append(res.Runs, run)
+		p.Done(i, "%s", runLine(run))
+		if err != nil || ctx.Err() != nil {
+			runErr = errors.Join(err, ctx.Err())
+			break
+		}
+	}
+	return res, errors.Join(runErr, f.close())
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.SSERun) string {
+	status := r.Status
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	return fmt.Sprintf("events %d/%d, delay p50 %s ms, p95 %s ms, max %s ms; held %s on %s workers; fast %d/%d ok, p95 %s ms  [%s]",
+		r.Events, r.EventsExpected, lab.Num(r.DelayP50MS, 1), lab.Num(r.DelayP95MS, 1), lab.Num(r.DelayMaxMS, 1),
+		lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), status)
+}
+
+// capacity is the server's workers and slots (workers x threads; none
+// for an event loop).
+func capacity(s stack.Server) (workers, slots recorder.Maybe) {
+	workers = recorder.Some(float64(max(s.Workers, 1)))
+	if info, ok := s.ModelInfo(); ok && info.Async {
+		return workers, recorder.Maybe{}
+	}
+	return workers, recorder.Some(float64(max(s.Workers, 1) * max(s.Threads, 1)))
+}
+
+// measure performs one run: a fresh stack, the instruments, the streams
+// and the /fast schedule, the held-stream samples, then the run's
+// verdict. Its error is only for results that could not be written.
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.SSERun, error) {
+	id := spec.ID()
+	run := recorder.SSERun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+		IntervalS: time.Duration(c.Stream.Interval).Seconds(), DurationS: time.Duration(c.Stream.Duration).Seconds(),
+		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	run.Workers, run.Slots = capacity(spec.Server)
+	fail := func(status, reason string) (recorder.SSERun, error) {
+		run.Status, run.Reason = status, reason
+		if ctx.Err() != nil {
+			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
+		}
+		return run, nil
+	}
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return run, err
+	}
+	defer os.RemoveAll(work)
+	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
+		AppTimeout: c.appTimeout(), LogDir: env.LogDir(), WorkDir: work})
+	if err != nil {
+		return fail(recorder.RunFailed, "start stack: "+err.Error())
+	}
+	defer running.Stop()
+	in, err := lab.Instrument(ctx, env, id, running)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error())
+	}
+	defer in.Stop()
+
+	t0 := time.Now()
+	in.Start(t0, f.resources, running.PIDs())
+	var stopHeld func() heldStats
+	if hc, ok := running.HeldCounter(); ok {
+		stopHeld = sampleHeld(ctx, hc)
+	}
+	l := c.load(ctx, env, running, spec, &run, t0, f)
+	if stopHeld != nil {
+		if st := stopHeld(); st.samples > 0 {
+			run.HeldMax, run.WorkersHoldingMax = recorder.Some(float64(st.held)), recorder.Some(float64(st.workers))
+		} else if st.lastErr != nil {
+			env.Logf("%s: held streams not read: %v", id, st.lastErr)
+		}
+	}
+	_, _, sampErr := in.Samples()
+	run = recorder.SummarizeSSERun(run, l.reqs, l.streams, l.events)
+	switch failed := running.Failed(); {
+	case ctx.Err() != nil:
+		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case failed != nil:
+		run.Status, run.Reason = recorder.RunFailed, failed.Error()
+	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
+		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	case len(l.streams) != spec.Streams:
+		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
+	}
+	writeErr := errors.Join(l.writeErr, sampErr)
+	if writeErr != nil {
+		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
+	}
+	return run, writeErr
+}
+
+// loaded is what a run's load measured.
+type loaded struct {
+	streams  []recorder.SSEStream
+	events   []recorder.SSEEvent
+	reqs     []recorder.Request
+	writeErr error
+}
+
+// load starts the streams at t0 and, Fast.Offset later, the open-loop
+// /fast schedule, and waits for both. Every stream and every scheduled
+// request gets its rows as it finishes.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.SSERun, t0 time.Time, f *files) loaded {
+	var l loaded
+	var mu sync.Mutex
+	params := c.Params(spec.Route)
+	u, err := loadgen.CheckTarget(running.URL()+c.Stream.Path+"?"+params.Query(), running.AllowRemote())
+	if err != nil {
+		l.writeErr = err
+		return l
+	}
+	base := recorder.SSEStream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep}
+	var wg sync.WaitGroup
+	for i := range spec.Streams {
+		cl := loadgen.SSEClient{URL: u, Timeout: time.Duration(c.Stream.Timeout), AllowRemote: running.AllowRemote(),
+			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/sse-%d", run.RunID, i)}}}
+		wg.Go(func() {
+			row, evs := loadgen.SSERows(base, t0, params.Events(), cl.Run(ctx, i))
+			mu.Lock()
+			defer mu.Unlock()
+			l.streams, l.events = append(l.streams, row), append(l.events, evs...)
+			err := f.streams.Write(row)
+			for _, e := range evs {
+				err = errors.Join(err, f.events.Write(e))
+			}
+			if err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+		})
+	}
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
+		AllowRemote: running.AllowRemote()})
+	defer client.Close()
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Streams, Rep: run.Rep}
+	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
+		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
+		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) {
+			row := loadgen.RequestRow(meta, t0, r)
+			mu.Lock()
+			defer mu.Unlock()
+			l.reqs = append(l.reqs, row)
+			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+			env.RequestDone(run.RunID)
+		}}
+	run.FastPlanned = loop.Planned()
+	loop.Run(ctx)
+	wg.Wait()
+	return l
+}

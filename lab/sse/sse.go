@@ -1,0 +1,311 @@
+package sse
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+)
+
+// Name is the experiment's name.
+const Name = "sse"
+
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() },
+		Summary: "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+}
+
+// RouteAccelNo is the buffering-on route with the app's X-Accel-Buffering:
+// no on each stream: the proxy-buffering-on deployment, the streams asked
+// with ?accel=no.
+const RouteAccelNo stack.Route = "proxy-buffering-on-accel-no"
+
+// Routes lists the experiment's routes.
+var Routes = []stack.Route{stack.RouteDirect, stack.RouteBufferingOff, stack.RouteBufferingOn, RouteAccelNo}
+
+// deployed is the route the stack runs for r.
+func deployed(r stack.Route) stack.Route {
+	if r == RouteAccelNo {
+		return stack.RouteBufferingOn
+	}
+	return r
+}
+
+// Async names the stack's event-loop server in a condition.
+const Async = "async"
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Header    `yaml:",inline"`
+	Reps          int `yaml:"reps"`
+	lab.StackSpec `yaml:",inline"`
+	Conditions    []Condition  `yaml:"conditions"`
+	Fast          lab.FastSpec `yaml:"fast"`
+	Stream        StreamSpec   `yaml:"stream"`
+}
+
+// Condition is one cell of the matrix.
+type Condition struct {
+	// Route is direct, proxy-buffering-off, proxy-buffering-on or
+	// proxy-buffering-on-accel-no (buffering on, the app's
+	// X-Accel-Buffering: no).
+	Route stack.Route `yaml:"route"`
+	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
+	// the stack's event-loop server (the embedded async model; on the real
+	// stack the first async model it has, with one worker).
+	Server  string `yaml:"server"`
+	Streams int    `yaml:"streams"`
+}
+
+// StreamSpec is what each SSE client asks for.
+type StreamSpec struct {
+	Path     string       `yaml:"path"`
+	Interval lab.Duration `yaml:"interval"` // between two events, 10ms to 10s
+	Duration lab.Duration `yaml:"duration"` // of each stream, at least one interval, at most 5m
+	Pad      lab.Size     `yaml:"pad"`      // bytes of padding in each event, 0 to 64k
+	Timeout  lab.Duration `yaml:"timeout"`  // each stream, from connect to its end
+}
+
+// Published returns the matrix: the four routes x 1, 2, 4 streams on
+// sync-2; gthread 1x4 direct with 2 and 4; the stack's async server direct
+// with 4. An event every 100 ms for 10 s, 3 repetitions, /fast at 8 req/s
+// for 9 s.
+func Published() *Config {
+	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Stream: StreamSpec{Path: "/events", Interval: lab.Duration(appserver.DefaultSSEInterval), Duration: lab.Duration(appserver.DefaultSSEDuration),
+			Timeout: lab.Duration(time.Minute)}}
+	for _, r := range Routes {
+		for _, n := range []int{1, 2, 4} {
+			c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: n})
+		}
+	}
+	c.Conditions = append(c.Conditions,
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 4},
+		Condition{Route: stack.RouteDirect, Server: Async, Streams: 4})
+	return c
+}
+
+// Reduce implements lab.Reducer: --quick runs 2 streams on sync-2 on each
+// route, gthread 1x4 and async direct, once each, streams of 4 s (unless
+// the scenario set another duration) beside /fast for 3.5 s.
+func (c *Config) Reduce() {
+	c.Reps = 1
+	if c.Stream.Duration == Published().Stream.Duration {
+		c.Stream.Duration = lab.Duration(4 * time.Second)
+		c.Fast.Duration = lab.Duration(3500 * time.Millisecond)
+	}
+	c.Conditions = nil
+	for _, r := range Routes {
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2})
+	}
+	c.Conditions = append(c.Conditions,
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
+		Condition{Route: stack.RouteDirect, Server: Async, Streams: 2})
+}
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Repetitions implements lab.Repeated.
+func (c *Config) Repetitions() *int { return &c.Reps }
+
+// Stack implements lab.Stacked.
+func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+
+// Flags implements lab.Config: everything else is in the scenario.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var((*durationFlag)(&c.Stream.Interval), "interval", "time between two events of a stream, 10ms to 10s")
+	fs.Var((*durationFlag)(&c.Stream.Duration), "stream-duration", "each stream's length, at least one interval, at most 5m")
+}
+
+// Servers implements lab.Stacked: the conditions' servers but "async".
+func (c *Config) Servers() []stack.Server {
+	var out []stack.Server
+	for _, cond := range c.Conditions {
+		if cond.Server == Async {
+			continue
+		}
+		if s, err := stack.ParseServer(cond.Server); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Routes implements lab.Routed: the deployed routes.
+func (c *Config) Routes() []stack.Route {
+	var out []stack.Route
+	for _, cond := range c.Conditions {
+		out = append(out, deployed(cond.Route))
+	}
+	return out
+}
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if len(c.Conditions) == 0 {
+		return errors.New("conditions: none given")
+	}
+	for i, cond := range c.Conditions {
+		if err := cond.validate(); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
+		}
+	}
+	if c.Reps < 1 || c.Reps > 1000 {
+		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
+	}
+	if c.StackSpec.Stack == stack.NameExternal {
+		return errors.New("stack external: sse starts its own stack (its conditions set the proxy's buffering and count the app's held streams)")
+	}
+	if err := c.Fast.Validate(); err != nil {
+		return err
+	}
+	return c.Stream.validate()
+}
+
+func (cond Condition) validate() error {
+	if !slices.Contains(Routes, cond.Route) {
+		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
+	}
+	if cond.Server != Async {
+		if _, err := stack.ParseServer(cond.Server); err != nil {
+			return err
+		}
+	}
+	if cond.Streams < 0 || cond.Streams > 1000 {
+		return fmt.Errorf("streams %d: allowed 0 to 1000", cond.Streams)
+	}
+	return nil
+}
+
+func routeNames() string {
+	var names []string
+	for _, r := range Routes {
+		names = append(names, string(r))
+	}
+	return strings.Join(names, ", ")
+}
+
+func (s StreamSpec) validate() error {
+	iv, d := time.Duration(s.Interval), time.Duration(s.Duration)
+	switch {
+	case !strings.HasPrefix(s.Path, "/"):
+		return fmt.Errorf("stream.path %q: must start with /", s.Path)
+	case iv < appserver.MinSSEInterval || iv > appserver.MaxSSEInterval:
+		return fmt.Errorf("stream.interval %s: allowed %s to %s", iv, appserver.MinSSEInterval, appserver.MaxSSEInterval)
+	case d < iv || d > appserver.MaxSSEDuration:
+		return fmt.Errorf("stream.duration %s: allowed one interval (%s) to %s", d, iv, appserver.MaxSSEDuration)
+	case s.Pad < 0 || s.Pad > appserver.MaxSSEPad:
+		return fmt.Errorf("stream.pad %d: allowed 0 to 64k bytes", int64(s.Pad))
+	case s.Timeout <= 0 || time.Duration(s.Timeout) > time.Hour:
+		return fmt.Errorf("stream.timeout %s: allowed more than 0 up to 1h", time.Duration(s.Timeout))
+	case time.Duration(s.Timeout) <= d:
+		return fmt.Errorf("stream.timeout %s: must be longer than stream.duration %s", time.Duration(s.Timeout), d)
+	}
+	return nil
+}
+
+// durationFlag is a lab.Duration flag: 100ms, 10s.
+type durationFlag lab.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(v string) error {
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: want a duration such as 100ms or 10s", v)
+	}
+	*d = durationFlag(x)
+	return nil
+}
+
+// Params is what each stream asks the app for.
+func (c *Config) Params(route stack.Route) appserver.SSEParams {
+	p := appserver.SSEParams{Interval: time.Duration(c.Stream.Interval), Duration: time.Duration(c.Stream.Duration), Pad: int(c.Stream.Pad)}
+	if route == RouteAccelNo {
+		p.Accel = "no"
+	}
+	return p
+}
+
+// RunSpec is one run of the matrix.
+type RunSpec struct {
+	Condition
+	Server stack.Server
+	Rep    int
+}
+
+// ID is the run's run_id: route, server, streams and rep.
+func (r RunSpec) ID() string {
+	return fmt.Sprintf("%s.%s.s%d.rep%d", r.Route, r.Server.Name(), r.Streams, r.Rep)
+}
+
+// Runs expands the matrix on st: every condition once per rep, reps
+// outermost; "async" becomes the stack's event-loop server, and a
+// condition naming it on a stack without one is left out (skipped names
+// them).
+func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
+	for rep := 1; rep <= c.Reps; rep++ {
+		for _, cond := range c.Conditions {
+			srv, ok := resolveServer(st, cond.Server)
+			if !ok {
+				if rep == 1 {
+					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.Route, cond.Server, st.Name))
+				}
+				continue
+			}
+			runs = append(runs, RunSpec{Condition: cond, Server: srv, Rep: rep})
+		}
+	}
+	return runs, skipped
+}
+
+// resolveServer parses a condition's server, "async" as the stack's own
+// async model (as slow-upload does).
+func resolveServer(st stack.Stack, name string) (stack.Server, bool) {
+	if name != Async {
+		s, err := stack.ParseServer(name)
+		return s, err == nil
+	}
+	models := st.Models()
+	if slices.Contains(models, Async) {
+		s, err := stack.ParseServer(Async)
+		return s, err == nil
+	}
+	for _, m := range models {
+		if s, err := stack.ParseServer(m + "-1"); err == nil {
+			if info, ok := s.ModelInfo(); ok && info.Async {
+				return s, true
+			}
+		}
+	}
+	return stack.Server{}, false
+}
+
+// Duration is a run's intrinsic length: the longer of the fast schedule
+// and a stream.
+func (c *Config) Duration() time.Duration {
+	return max(time.Duration(c.Fast.Offset+c.Fast.Duration), time.Duration(c.Stream.Duration))
+}
+
+// appTimeout is the app's timeout for a run: Gunicorn's default (30 s)
+// kills a sync worker whose stream outlives it, so a stream longer than
+// 20 s gets its length and 30 s more.
+func (c *Config) appTimeout() time.Duration {
+	d := time.Duration(c.Stream.Duration)
+	if d <= 20*time.Second {
+		return 0
+	}
+	return min(d.Truncate(time.Second)+30*time.Second, stack.MaxAppTimeout)
+}
