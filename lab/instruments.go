@@ -75,6 +75,10 @@ func (in *Instruments) Start(t0 time.Time, w *recorder.FileWriter[recorder.Resou
 	in.env.RunStarted(in.runID, pids)
 }
 
+// ExporterURL is the run's exporter's /metrics, for an experiment that
+// reads a metric of it beyond the resource samples.
+func (in *Instruments) ExporterURL() string { return in.watch.URL() }
+
 // Samples ends sampling and returns what it sampled and how late.
 func (in *Instruments) Samples() ([]recorder.ResourceSample, recorder.Jitter, error) {
 	if in.samp == nil {

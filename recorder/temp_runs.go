@@ -1,6 +1,9 @@
 package recorder
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // TempRun is one row of temp-runs.csv: one run of the temp-cliff or
 // temp-disk-full experiment (slow readers of SizeBytes behind a buffering
@@ -95,4 +98,79 @@ func SummarizeTempRun(run TempRun, reqs []Request, larges []LargeResponse) TempR
 	}
 	run.AppSendS, run.ReceiveS = Some(Median(send)), Some(Median(recv))
 	return run
+}
+
+// TempCondition is one condition of temp-cliff or temp-disk-full over its
+// ok runs: the printed table's row and the report's.
+type TempCondition struct {
+	Server                                      string
+	SlowClients                                 int
+	SizeBytes, MaxTempFileBytes, TempTmpfsBytes int64
+	Runs, Excluded                              int
+	FastOK, FastTotal                           int   // summed
+	P50MS, P95MS                                Maybe // medians of the runs' values
+	P95MinMS, P95MaxMS                          Maybe
+	AppSendS, ReceiveS                          Maybe // medians of the runs' medians
+	Complete, Cut                               int   // downloads, summed
+	BytesMinMiB                                 Maybe // the fewest over the runs
+	TempPeakMiB, ProxyMemMiB, AppMemMiB         Maybe // the largest
+	TempFSAvailMinMiB                           Maybe // the least
+	ProxyErrors                                 int   // summed
+}
+
+// SummarizeTempConditions folds runs into one TempCondition per condition
+// (server, slow clients, size, max temp file size, tmpfs), in order of
+// first appearance; runs that did not end ok count only in Excluded.
+func SummarizeTempConditions(runs []TempRun) []TempCondition {
+	type key struct {
+		server        string
+		slow          int
+		size, max, fs int64
+	}
+	var keys []key
+	groups := map[key][]TempRun{}
+	for _, r := range runs {
+		k := key{r.Server, r.SlowClients, r.SizeBytes, r.MaxTempFileBytes, r.TempTmpfsBytes}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var out []TempCondition
+	for _, k := range keys {
+		row := TempCondition{Server: k.server, SlowClients: k.slow, SizeBytes: k.size, MaxTempFileBytes: k.max, TempTmpfsBytes: k.fs}
+		var p50, p95, send, recv, bmin, temp, pmem, amem, avail []float64
+		for _, r := range groups[k] {
+			if r.Status != RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			row.FastOK += r.FastOK
+			row.FastTotal += r.FastTotal
+			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
+			send, recv = appendValidMaybe(send, r.AppSendS), appendValidMaybe(recv, r.ReceiveS)
+			temp, avail = appendValidMaybe(temp, r.TempPeakMiB), appendValidMaybe(avail, r.TempFSAvailMinMiB)
+			pmem, amem = appendValidMaybe(pmem, r.ProxyMemMiB), appendValidMaybe(amem, r.AppMemMiB)
+			bmin = append(bmin, float64(r.BytesMin)/(1<<20))
+			row.Complete += r.DownloadsComplete
+			row.Cut += r.DownloadsCut
+			row.ProxyErrors += r.ProxyErrors
+		}
+		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))
+		if len(p95) > 0 {
+			row.P95MinMS, row.P95MaxMS = Some(slices.Min(p95)), Some(slices.Max(p95))
+		}
+		row.AppSendS, row.ReceiveS = Some(Median(send)), Some(Median(recv))
+		if len(bmin) > 0 {
+			row.BytesMinMiB = Some(slices.Min(bmin))
+		}
+		if len(avail) > 0 {
+			row.TempFSAvailMinMiB = Some(slices.Min(avail))
+		}
+		row.TempPeakMiB = Some(NearestRank(temp, 100))
+		row.ProxyMemMiB, row.AppMemMiB = Some(NearestRank(pmem, 100)), Some(NearestRank(amem, 100))
+		out = append(out, row)
+	}
+	return out
 }

@@ -1,0 +1,93 @@
+package tempcliff
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// TestMain builds the slowlab binary the lab starts as its children.
+func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
+
+// shapeConfig is --quick's matrix: 2 slow readers on sync-2 at 8 MiB/s of
+// 6 MiB and 32 MiB against proxy_max_temp_file_size 8m, and of 16 MiB
+// against 0 (memory buffers only); /fast at 10 req/s for 1.5 s.
+func shapeConfig() *Config {
+	c := Published()
+	c.Reduce()
+	c.Reps = 1
+	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(1500*time.Millisecond)
+	return c
+}
+
+// checkShape asserts the cliff: below the max temp size the proxy takes
+// the whole response at once and the app is free within a fraction of the
+// download; above it the temp file fills and the app is held until the
+// client has drained most of it; with 0, memory buffers only, the app is
+// held as well. Every download completes. Bounds only tell a held app
+// (seconds) from a free one.
+func checkShape(t *testing.T, res *Result, env *lab.Env) {
+	t.Helper()
+	if len(res.Runs) != 3 {
+		t.Fatalf("%d runs, want 3", len(res.Runs))
+	}
+	for _, r := range res.Runs {
+		if r.Status != recorder.RunOK || r.DownloadsComplete != 2 || !r.AppSendS.Valid || !r.ReceiveS.Valid {
+			t.Errorf("%s: %s %s, %d downloads complete, app_send %v, receive %v", r.RunID, r.Status, r.Reason, r.DownloadsComplete, r.AppSendS, r.ReceiveS)
+		}
+		t.Logf("%s: app_send %v s, receive %v s, /fast p95 %v ms, temp peak %v MiB", r.RunID, r.AppSendS, r.ReceiveS, r.P95MS, r.TempPeakMiB)
+	}
+	below, above, memory := res.Runs[0], res.Runs[1], res.Runs[2]
+	if below.AppSendS.Value >= below.ReceiveS.Value/4 {
+		t.Errorf("below the limit: app_send %.3f s of a %.3f s download; want the app free at once", below.AppSendS.Value, below.ReceiveS.Value)
+	}
+	if above.AppSendS.Value < above.ReceiveS.Value/2 || above.AppSendS.Value < 4*below.AppSendS.Value {
+		t.Errorf("above the limit: app_send %.3f s of a %.3f s download (below: %.3f s); want the app held most of the download",
+			above.AppSendS.Value, above.ReceiveS.Value, below.AppSendS.Value)
+	}
+	if !below.P95MS.Valid || below.P95MS.Value >= 500 || !above.P95MS.Valid || above.P95MS.Value < 1000 {
+		t.Errorf("/fast p95 below the limit %v ms, above %v ms; want < 500 and >= 1000 (both workers held)", below.P95MS, above.P95MS)
+	}
+	if memory.AppSendS.Value < memory.ReceiveS.Value/4 {
+		t.Errorf("memory buffers only: app_send %.3f s of a %.3f s download; want the app held", memory.AppSendS.Value, memory.ReceiveS.Value)
+	}
+	if !above.TempPeakMiB.Valid || above.TempPeakMiB.Value < 7.5 || above.TempPeakMiB.Value > 2*8+0.5 {
+		t.Errorf("above the limit: temp peak %v MiB; want full temp files, at most 8 MiB per response", above.TempPeakMiB)
+	}
+	if memory.TempPeakMiB.Valid && memory.TempPeakMiB.Value > 0 {
+		t.Errorf("memory buffers only: temp peak %v MiB, want none", memory.TempPeakMiB)
+	}
+	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(env.Out, recorder.FileName[recorder.LargeResponse]()))
+	if err != nil || len(larges) != 6 {
+		t.Errorf("large-responses.csv: %d rows (%v), want 6", len(larges), err)
+	}
+	runs, err := recorder.ReadFile[recorder.TempRun](filepath.Join(env.Out, recorder.FileName[recorder.TempRun]()))
+	if err != nil || len(runs) != 3 {
+		t.Errorf("temp-runs.csv: %d rows (%v), want 3", len(runs), err)
+	}
+}
+
+func runShape(t *testing.T, stackName string) {
+	env := labtest.Env(t, stackName)
+	res, err := shapeConfig().Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkShape(t, res.(*Result), env)
+}
+
+// TestTempCliffShapeEmbedded runs the reduced matrix on the embedded
+// stack.
+func TestTempCliffShapeEmbedded(t *testing.T) { runShape(t, stack.NameEmbedded) }
+
+// TestTempCliffShapeReal runs it on real Gunicorn + NGINX under the
+// published limits.
+func TestTempCliffShapeReal(t *testing.T) { runShape(t, stack.NameReal) }

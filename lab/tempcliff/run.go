@@ -1,0 +1,397 @@
+package tempcliff
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote.
+type Result struct {
+	Dir  string
+	Runs []recorder.TempRun
+}
+
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: temp-runs.csv says why a run failed.
+func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.TempRun]() }
+
+// AllFailed implements lab.Result.
+func (r *Result) AllFailed() bool {
+	for _, run := range r.Runs {
+		if run.Status == recorder.RunOK {
+			return false
+		}
+	}
+	return len(r.Runs) > 0
+}
+
+// files are the open results files of a session.
+type files struct {
+	runs      *recorder.FileWriter[recorder.TempRun]
+	larges    *recorder.FileWriter[recorder.LargeResponse]
+	requests  *recorder.FileWriter[recorder.Request]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+	closed    bool
+	closeErr  error
+}
+
+func openFiles(dir string) (*files, error) {
+	f := &files{}
+	var err error
+	if f.runs, err = recorder.CreateFile[recorder.TempRun](dir); err == nil {
+		if f.larges, err = recorder.CreateFile[recorder.LargeResponse](dir); err == nil {
+			if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
+				f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+// close closes every file once; a second call reports the first's errors.
+func (f *files) close() error {
+	if f.closed {
+		return f.closeErr
+	}
+	f.closed = true
+	var errs []error
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
+	}
+	if f.larges != nil {
+		errs = append(errs, f.larges.Close())
+	}
+	if f.requests != nil {
+		errs = append(errs, f.requests.Close())
+	}
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
+	}
+	f.closeErr = errors.Join(errs...)
+	return f.closeErr
+}
+
+// Run implements lab.Config: every run of the matrix on a fresh stack,
+// writing temp-runs.csv, large-responses.csv, requests.csv,
+// resource-samples.csv and environment.json. A download the proxy cut (a
+// full temp disk) is an outcome, not a failed run. Cancelling ctx keeps
+// what was measured and returns ctx's error; the stack, and with it the
+// proxy's tmpfs, is gone on every path.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	f, err := openFiles(env.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
+	specs := c.Runs()
+	res := &Result{Dir: env.Out}
+	p := lab.NewProgress(env.Progress, len(specs), func(i int) time.Duration { return c.Duration(int64(specs[i].Size)) })
+	var runErr error
+	for i, spec := range specs {
+		p.Start(i, spec.ID())
+		run, err := c.measure(ctx, env, spec, f)
+		if werr := f.runs.Write(run); werr != nil && err == nil {
+			err = werr
+		}
+		res.Runs = append(res.Runs, run)
+		p.Done(i, "%s", runLine(run))
+		if err != nil || ctx.Err() != nil {
+			runErr = errors.Join(err, ctx.Err())
+			break
+		}
+	}
+	return res, errors.Join(runErr, f.close())
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.TempRun) string {
+	status := r.Status
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; app_send %s s, receive %s s; downloads complete %d, cut %d (fewest bytes %d); temp peak %s MiB, temp fs avail min %s MiB, proxy errors %d  [%s]",
+		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.Num(r.AppSendS, 2), lab.Num(r.ReceiveS, 2), r.DownloadsComplete, r.DownloadsCut,
+		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, status)
+}
+
+// measure performs one run: a fresh stack, the instruments, the slow
+// readers and the /fast schedule, then the run's verdict. Its error is
+// only for results that could not be written.
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.TempRun, error) {
+	id := spec.ID()
+	run := recorder.TempRun{RunID: id, Route: string(stack.RouteBufferingOn), Server: spec.Server.Name(), SlowClients: spec.SlowClients,
+		Rep: spec.Rep, SizeBytes: int64(spec.Size), MaxTempFileBytes: int64(spec.MaxTempFileSize), TempTmpfsBytes: int64(spec.TempTmpfs),
+		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	fail := func(status, reason string) (recorder.TempRun, error) {
+		run.Status, run.Reason = status, reason
+		if ctx.Err() != nil {
+			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
+		}
+		return run, nil
+	}
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return run, err
+	}
+	defer os.RemoveAll(work)
+	maxTemp := int64(spec.MaxTempFileSize)
+	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: stack.RouteBufferingOn, Server: spec.Server,
+		LargeSize: int64(spec.Size), MaxTempFileSize: &maxTemp, TempTmpfs: int64(spec.TempTmpfs), LogDir: env.LogDir(), WorkDir: work})
+	if err != nil {
+		return fail(recorder.RunFailed, "start stack: "+err.Error())
+	}
+	defer running.Stop()
+	in, err := lab.Instrument(ctx, env, id, running)
+	if err != nil {
+		return fail(recorder.RunFailed, err.Error())
+	}
+	defer in.Stop()
+
+	t0 := time.Now()
+	in.Start(t0, f.resources, running.PIDs())
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	avail := make(chan recorder.Maybe, 1)
+	go func() { avail <- pollTempFSAvail(pollCtx, in.ExporterURL()) }()
+	meta := recorder.RunMeta{RunID: id, Route: run.Route, Server: run.Server, SlowClients: spec.SlowClients, Rep: spec.Rep}
+	l := c.load(ctx, env, running, &meta, t0, f)
+	end := time.Since(t0).Seconds()
+	stopPoll()
+	run.TempFSAvailMinMiB = <-avail
+	run.FastPlanned = meta.FastPlanned
+	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, f)
+	samples, _, sampErr := in.Samples()
+	run = recorder.SummarizeTempRun(run, l.reqs, larges)
+	comps, temp := recorder.SummarizeResources(samples, 0, end)
+	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = temp, recorder.MemoryPeakMiB(comps[0]), recorder.MemoryPeakMiB(comps[1])
+	n, logErr := countProxyErrors(env.LogDir(), id)
+	run.ProxyErrors = n
+	switch failed := running.Failed(); {
+	case ctx.Err() != nil:
+		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case failed != nil:
+		run.Status, run.Reason = recorder.RunFailed, failed.Error()
+	case sendErr != nil:
+		run.Status, run.Reason = recorder.RunFailed, "read app_send_s: "+sendErr.Error()
+	case logErr != nil:
+		run.Status, run.Reason = recorder.RunFailed, "read the proxy's log: "+logErr.Error()
+	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
+		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	}
+	writeErr := errors.Join(l.writeErr, sampErr, largeErr)
+	if writeErr != nil {
+		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
+	}
+	return run, writeErr
+}
+
+// loaded is what a run's load measured.
+type loaded struct {
+	downloads []loadgen.Download
+	reqs      []recorder.Request
+	writeErr  error
+}
+
+// load starts the slow readers at t0 and, Fast.Offset later, the
+// open-loop /fast schedule, and waits for both.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta *recorder.RunMeta, t0 time.Time, f *files) loaded {
+	var l loaded
+	var wg sync.WaitGroup
+	largeURL, err := loadgen.CheckTarget(running.Target(stack.TargetLarge, "/large"), running.AllowRemote())
+	if err != nil {
+		l.writeErr = err
+		return l
+	}
+	l.downloads = make([]loadgen.Download, meta.SlowClients)
+	for i := range l.downloads {
+		sr := loadgen.SlowReader{URL: largeURL, AllowRemote: running.AllowRemote(), RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
+			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
+			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
+			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
+		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
+	}
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
+		AllowRemote: running.AllowRemote()})
+	defer client.Close()
+	var mu sync.Mutex
+	loop := loadgen.OpenLoop{Client: client, URL: running.Target(stack.TargetFast, c.Fast.Path),
+		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
+		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) {
+			row := loadgen.RequestRow(*meta, t0, r)
+			mu.Lock()
+			defer mu.Unlock()
+			l.reqs = append(l.reqs, row)
+			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+			env.RequestDone(meta.RunID)
+		}}
+	meta.FastPlanned = loop.Planned()
+	loop.Run(ctx)
+	wg.Wait()
+	return l
+}
+
+// appSendWait bounds how long the lab waits, after the downloads ended,
+// for the app's record of each download: the app writes it right after
+// its last write, which can reach the client first.
+var appSendWait = 10 * time.Second
+
+// downloads writes the slow downloads' rows with the app's send times
+// (waiting for those of every download, complete or cut, until
+// appSendWait: a cut one's app may still be writing into the proxy's
+// closed connection).
+func (c *Config) downloads(ctx context.Context, running *stack.Running, meta recorder.RunMeta, downloads []loadgen.Download, f *files) (_ []recorder.LargeResponse, sendErr, writeErr error) {
+	deadline := time.Now().Add(appSendWait)
+	var sends map[string]float64
+	for {
+		sends, sendErr = running.AppSend(ctx)
+		if sendErr != nil {
+			break
+		}
+		missing := 0
+		for _, d := range downloads {
+			if _, ok := sends[slowID(meta.RunID, d.Client)]; !ok && d.Complete {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	var larges []recorder.LargeResponse
+	for _, d := range downloads {
+		appSend := recorder.None()
+		if v, ok := sends[slowID(meta.RunID, d.Client)]; ok {
+			appSend = recorder.Some(v)
+		}
+		row := loadgen.DownloadRow(meta, d, appSend, true)
+		larges = append(larges, row)
+		if err := f.larges.Write(row); err != nil && writeErr == nil {
+			writeErr = err
+		}
+	}
+	return larges, sendErr, writeErr
+}
+
+func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
+
+// tempFSAvailMetric is the exporter's space available on the proxy's temp
+// filesystem (exporter/tempfs.go).
+const tempFSAvailMetric = `slowlab_proxy_temp_fs_avail_bytes{group="proxy"}`
+
+// pollTempFSAvail scrapes the exporter every 100 ms until ctx ends and
+// returns the least slowlab_proxy_temp_fs_avail_bytes it reported for the
+// proxy, in MiB; None when it reported none.
+func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
+	least := recorder.None()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		if v, ok := scrapeMetric(ctx, client, url, tempFSAvailMetric); ok {
+			if mib := v / (1 << 20); !least.Valid || mib < least.Value {
+				least = recorder.Some(mib)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return least
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// scrapeMetric returns the value of the series named exactly series in the
+// text exposition at url.
+func scrapeMetric(ctx context.Context, client *http.Client, url, series string) (float64, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// errorLevels mark a proxy log line at error level or worse, NGINX's
+// ("[crit] pwrite() ... failed (28: No space left on device)") and the
+// embedded proxy's alike.
+var errorLevels = [][]byte{[]byte("[error]"), []byte("[crit]"), []byte("[alert]"), []byte("[emerg]")}
+
+// countProxyErrors counts the error lines in the run's proxy log
+// (LOGDIR/RUNID-nginx.log or RUNID-proxy.log).
+func countProxyErrors(logDir, runID string) (int, error) {
+	var paths []string
+	for _, name := range []string{"nginx", "proxy"} {
+		if p := filepath.Join(logDir, runID+"-"+name+".log"); fileExists(p) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return 0, fmt.Errorf("no proxy log of run %s in %s", runID, logDir)
+	}
+	n := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return 0, err
+		}
+		for line := range bytes.Lines(b) {
+			for _, lvl := range errorLevels {
+				if bytes.Contains(line, lvl) {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

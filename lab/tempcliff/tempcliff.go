@@ -1,0 +1,260 @@
+package tempcliff
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/proxy"
+)
+
+// Name is the experiment's name.
+const Name = "temp-cliff"
+
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 8, New: func() lab.Config { return Published() },
+		Summary: "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing})
+}
+
+// Config is the experiment (and temp-disk-full's): its YAML tags are the
+// scenario schema.
+type Config struct {
+	lab.Header    `yaml:",inline"`
+	Reps          int `yaml:"reps"`
+	lab.StackSpec `yaml:",inline"`
+	Conditions    []Condition    `yaml:"conditions"`
+	Fast          lab.FastSpec   `yaml:"fast"`
+	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
+	// quick is the conditions --quick runs (Reduce), set by Published.
+	quick []Condition
+}
+
+// Condition is one cell of the matrix; the route is always the proxy
+// with buffering on.
+type Condition struct {
+	Server      string `yaml:"server"`
+	SlowClients int    `yaml:"slow_clients"`
+	// Size is each slow reader's /large.
+	Size lab.Size `yaml:"size"`
+	// MaxTempFileSize is proxy_max_temp_file_size: 0 is no temp file
+	// (memory buffers only), else 64k to 1t.
+	MaxTempFileSize lab.Size `yaml:"max_temp_file_size"`
+	// TempTmpfs puts the proxy's temp dir on a tmpfs of this size (1m to
+	// 1g) in a mount namespace of its own; 0 leaves it on disk.
+	TempTmpfs lab.Size `yaml:"temp_tmpfs,omitempty"`
+}
+
+// SlowReaderSpec is how slow clients read.
+type SlowReaderSpec struct {
+	ReadRate lab.Size     `yaml:"read_rate"` // bytes per second
+	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF, set before connect
+	ReadSize lab.Size     `yaml:"read_size"` // at most this many bytes per read
+	Timeout  lab.Duration `yaml:"timeout"`
+}
+
+// Published values.
+const (
+	PublishedServer   = "sync-2"
+	PublishedMaxTemp  = stack.DefaultMaxTempFileSize // 32m
+	PublishedReadRate = 4 << 20                      // 4 MiB/s: a 64 MiB download in 16 s
+)
+
+// NewConfig returns experiment name's configuration with the published
+// load and no conditions.
+func NewConfig(name string) *Config {
+	return &Config{Header: lab.Header{Experiment: name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		SlowReader: SlowReaderSpec{ReadRate: PublishedReadRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
+			Timeout: lab.Duration(2 * time.Minute)}}
+}
+
+// Published returns the matrix: 2 slow readers on sync-2 of 16, 48 and
+// 64 MiB against proxy_max_temp_file_size 32m, and of 16 and 48 MiB with
+// 0 (memory buffers only); 3 repetitions at 4 MiB/s, /fast at 8 req/s for
+// 9 s. --quick: 6 and 32 MiB against 8m, 16 MiB against 0, at 8 MiB/s
+// (what lies beyond the limit must exceed the kernel's socket buffers,
+// several MiB on loopback, for the app to be held).
+func Published() *Config {
+	c := NewConfig(Name)
+	for _, size := range []lab.Size{16 << 20, 48 << 20, 64 << 20} {
+		c.Conditions = append(c.Conditions, Condition{Server: PublishedServer, SlowClients: 2, Size: size, MaxTempFileSize: PublishedMaxTemp})
+	}
+	for _, size := range []lab.Size{16 << 20, 48 << 20} {
+		c.Conditions = append(c.Conditions, Condition{Server: PublishedServer, SlowClients: 2, Size: size})
+	}
+	c.SetQuick([]Condition{
+		{Server: PublishedServer, SlowClients: 2, Size: 6 << 20, MaxTempFileSize: 8 << 20},
+		{Server: PublishedServer, SlowClients: 2, Size: 32 << 20, MaxTempFileSize: 8 << 20},
+		{Server: PublishedServer, SlowClients: 2, Size: 16 << 20},
+	})
+	return c
+}
+
+// SetQuick sets the conditions --quick runs.
+func (c *Config) SetQuick(conds []Condition) { c.quick = conds }
+
+// Reduce implements lab.Reducer: the quick conditions, slow readers at
+// 8 MiB/s and /fast for 3 s.
+func (c *Config) Reduce() {
+	if c.quick != nil {
+		c.Conditions = append([]Condition(nil), c.quick...)
+	}
+	c.SlowReader.ReadRate = 8 << 20
+	c.Fast.Duration = lab.Duration(3 * time.Second)
+}
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Repetitions implements lab.Repeated.
+func (c *Config) Repetitions() *int { return &c.Reps }
+
+// Stack implements lab.Stacked.
+func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+
+// Flags implements lab.Config: everything else is in the scenario.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var((*sizeFlag)(&c.SlowReader.ReadRate), "read-rate", "each slow reader's rate in bytes/s (k, m suffixes), e.g. 4m")
+}
+
+// Servers implements lab.Stacked.
+func (c *Config) Servers() []stack.Server {
+	var out []stack.Server
+	for _, cond := range c.Conditions {
+		if s, err := stack.ParseServer(cond.Server); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Routes implements lab.Routed: always the buffering proxy.
+func (c *Config) Routes() []stack.Route { return []stack.Route{stack.RouteBufferingOn} }
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if len(c.Conditions) == 0 {
+		return errors.New("conditions: none given")
+	}
+	for i, cond := range c.Conditions {
+		if err := cond.validate(); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
+		}
+	}
+	if c.Reps < 1 || c.Reps > 1000 {
+		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
+	}
+	if c.StackSpec.Stack == stack.NameExternal {
+		return fmt.Errorf("stack external: %s starts its own stack (its conditions set the proxy's proxy_max_temp_file_size and temp dir)", c.Experiment)
+	}
+	if err := c.Fast.Validate(); err != nil {
+		return err
+	}
+	return c.SlowReader.validate()
+}
+
+// Limits: beyond them a value is a typo.
+const (
+	maxSize        = 1 << 30
+	minMaxTemp     = 64 << 10
+	maxSlowClients = 100
+	maxReadRate    = 1 << 30
+)
+
+func (cond Condition) validate() error {
+	if _, err := stack.ParseServer(cond.Server); err != nil {
+		return err
+	}
+	switch {
+	case cond.SlowClients < 1 || cond.SlowClients > maxSlowClients:
+		return fmt.Errorf("slow_clients %d: allowed 1 to %d", cond.SlowClients, maxSlowClients)
+	case cond.Size < 1 || cond.Size > maxSize:
+		return fmt.Errorf("size %s: allowed 1 byte to 1g", sizeText(cond.Size))
+	case cond.MaxTempFileSize != 0 && (cond.MaxTempFileSize < minMaxTemp || cond.MaxTempFileSize > stack.MaxMaxTempFileSize):
+		return fmt.Errorf("max_temp_file_size %s: allowed 0 (memory buffers only) or 64k to 1t", sizeText(cond.MaxTempFileSize))
+	case cond.TempTmpfs != 0 && (cond.TempTmpfs < stack.MinTempTmpfs || cond.TempTmpfs > stack.MaxTempTmpfs):
+		return fmt.Errorf("temp_tmpfs %s: allowed 0 (no tmpfs) or 1m to 1g", sizeText(cond.TempTmpfs))
+	}
+	return nil
+}
+
+func (s SlowReaderSpec) validate() error {
+	switch {
+	case s.ReadRate < 1<<10 || s.ReadRate > maxReadRate:
+		return fmt.Errorf("slow_reader.read_rate %s: allowed 1k to 1g bytes/s", sizeText(s.ReadRate))
+	case s.ReadSize < 1 || s.ReadSize > 16<<20:
+		return fmt.Errorf("slow_reader.read_size %s: allowed 1 byte to 16m", sizeText(s.ReadSize))
+	case s.RcvBuf < 0 || s.RcvBuf > 64<<20:
+		return fmt.Errorf("slow_reader.rcvbuf %s: allowed 0 (the kernel's) to 64m", sizeText(s.RcvBuf))
+	case s.Timeout <= 0 || time.Duration(s.Timeout) > time.Hour:
+		return fmt.Errorf("slow_reader.timeout %s: allowed more than 0 up to 1h", time.Duration(s.Timeout))
+	}
+	return nil
+}
+
+// sizeText writes a size for an error: negative ones as numbers.
+func sizeText(s lab.Size) string {
+	if s < 0 {
+		return fmt.Sprint(int64(s))
+	}
+	return proxy.FormatSize(int64(s))
+}
+
+// sizeFlag is a lab.Size flag: 4m, 512k, 1048576.
+type sizeFlag lab.Size
+
+func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := proxy.ParseSize(v)
+	if err != nil {
+		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+// RunSpec is one run of the matrix.
+type RunSpec struct {
+	Condition
+	Server stack.Server
+	Rep    int
+}
+
+// ID is the run's run_id: server, slow clients, size, max temp file size,
+// the tmpfs when set, and rep.
+func (r RunSpec) ID() string {
+	id := fmt.Sprintf("%s.slow%d.%s.max%s", r.Server.Name(), r.SlowClients, proxy.FormatSize(int64(r.Size)), proxy.FormatSize(int64(r.MaxTempFileSize)))
+	if r.TempTmpfs != 0 {
+		id += ".tmpfs" + proxy.FormatSize(int64(r.TempTmpfs))
+	}
+	return fmt.Sprintf("%s.rep%d", id, r.Rep)
+}
+
+// Runs expands the matrix: every condition once per rep, reps outermost.
+func (c *Config) Runs() []RunSpec {
+	var runs []RunSpec
+	for rep := 1; rep <= c.Reps; rep++ {
+		for _, cond := range c.Conditions {
+			s, _ := stack.ParseServer(cond.Server)
+			runs = append(runs, RunSpec{Condition: cond, Server: s, Rep: rep})
+		}
+	}
+	return runs
+}
+
+// Duration is a run's intrinsic length: the longer of the fast schedule
+// and a download at the paced rate.
+func (c *Config) Duration(size int64) time.Duration {
+	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
+	if dl := time.Duration(float64(size) / float64(c.SlowReader.ReadRate) * float64(time.Second)); dl > d {
+		d = dl
+	}
+	return d
+}
