@@ -16,6 +16,7 @@ import (
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/slowupload"
+	"github.com/slowlab/slowlab/lab/stalledreader"
 )
 
 // TestMain builds the slowlab binary the lab starts as its children.
@@ -48,6 +49,10 @@ func reduce(t *testing.T, cfg lab.Config) {
 	case *slowupload.Config:
 		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
 		c.Upload.Size, c.Upload.Rate, c.Fast.Duration = 1<<20, 1<<20, lab.Duration(time.Second)
+	case *stalledreader.Config:
+		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+		c.Size, c.Client.Rate, c.Client.Stall, c.Client.GiveUp = 1<<20, 1<<20, lab.Duration(time.Second), lab.Duration(15*time.Second)
+		c.Fast.Duration = lab.Duration(time.Second)
 	default:
 		t.Fatalf("no reduction for %T", cfg)
 	}

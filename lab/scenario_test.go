@@ -13,6 +13,7 @@ import (
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	_ "github.com/slowlab/slowlab/lab/slowupload"
+	_ "github.com/slowlab/slowlab/lab/stalledreader"
 )
 
 // Every testdata/scenarios/invalid-*.yml starts with "# error: MESSAGE",
