@@ -8,6 +8,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"golang.org/x/sys/unix"
 )
 
 // OpenLoop sends requests on a fixed schedule, each in its own goroutine, and
@@ -40,26 +43,34 @@ type OpenLoop struct {
 	// rather than sent late. 0 sends every hit, however late.
 	MaxLag time.Duration
 	// SpinWindow is how long before a request is due the loop stops
-	// sleeping and yields in a loop instead: when the process is otherwise
-	// idle the runtime's timers wake up to 1 ms late (epoll waits whole
-	// milliseconds), which would be most of the schedule lag. The window is
-	// capped at an eighth of the gap between requests, so at high rates
-	// (when the busy runtime fires timers precisely anyway) the loop does
-	// not spin away a core. DefaultSpinWindow when 0; negative never spins.
+	// sleeping and polls the clock instead, to absorb the wake-up latency
+	// of the sleep. The window is capped at an eighth of the gap between
+	// requests, so at high rates the loop does not spin away a core.
+	// DefaultSpinWindow when 0; negative never spins.
 	SpinWindow time.Duration
 }
 
-// DefaultSpinWindow covers the runtime's timer granularity.
-const DefaultSpinWindow = time.Millisecond
+// DefaultSpinWindow covers the wake-up latency of the pacer's sleep
+// (nanosleep on its own thread with a 1 ns timer slack: tens of µs).
+const DefaultSpinWindow = 200 * time.Microsecond
 
-// sleepUntil returns at due, or false if ctx ended first.
+// runtimeTimerSlack is how late a runtime timer may fire when the process
+// is otherwise idle: epoll waits whole milliseconds. The pacer leaves the
+// last stretch of a wait to nanosleep, which is precise.
+const runtimeTimerSlack = 2 * time.Millisecond
+
+// sleepUntil returns at due, or false if ctx ended first. It runs on the
+// pacer's own OS thread (see Run): the long part of a wait on a runtime
+// timer, which a cancel interrupts, the last runtimeTimerSlack in
+// nanosleep, which wakes within tens of µs instead of up to a millisecond
+// late, then a spin of at most the spin window.
 func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.Time, gap time.Duration) bool {
 	spin := o.SpinWindow
 	if spin == 0 {
 		spin = DefaultSpinWindow
 	}
 	spin = max(0, min(spin, gap/8))
-	if wait := time.Until(due) - spin; wait > 0 {
+	if wait := time.Until(due) - spin - runtimeTimerSlack; wait > 0 {
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
@@ -68,13 +79,71 @@ func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.T
 			return false
 		}
 	}
-	for time.Now().Before(due) {
-		if ctx.Err() != nil {
-			return false
+	if ctx.Err() != nil {
+		return false
+	}
+	for {
+		wait := time.Until(due) - spin
+		if wait <= 0 {
+			break
 		}
-		runtime.Gosched()
+		ts := unix.NsecToTimespec(int64(wait))
+		_ = unix.Nanosleep(&ts, nil) // EINTR: the loop sleeps the rest
+	}
+	for time.Now().Before(due) {
+		// Busy: yielding (Gosched) would queue the pacer behind every
+		// runnable request goroutine.
 	}
 	return ctx.Err() == nil
+}
+
+// lockPacerThread gives the calling goroutine its own OS thread for good
+// (it is never unlocked, so the thread ends with the goroutine) with a
+// timer slack of 1 ns, so its nanosleeps are not rounded up by the
+// kernel's default 50 µs slack.
+func lockPacerThread() {
+	runtime.LockOSThread()
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) // best effort: precision only
+}
+
+// pace sends the schedule: one goroutine per hit, started at its due
+// time. It returns the first hit not sent because ctx ended, or -1.
+func (o *OpenLoop) pace(ctx context.Context, lbl *labels, attrs []attribute.KeyValue, results chan<- Result, wg *sync.WaitGroup) int {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var prev time.Duration
+	for hit := 0; ; hit++ {
+		off, ok := o.Pacer.Due(hit)
+		if !ok {
+			return -1
+		}
+		due := o.Start.Add(off)
+		gap := off - prev
+		prev = off
+		if !o.sleepUntil(ctx, timer, due, gap) {
+			return hit
+		}
+		if o.MaxLag > 0 {
+			if lag := time.Since(due); lag > o.MaxLag {
+				results <- o.skip(lbl, hit, due, lag)
+				continue
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := Result{Seq: hit, Scheduled: true, ScheduledAt: due, Start: time.Now()}
+			r.ScheduleLag = r.Start.Sub(due)
+			if o.MaxLag > 0 && r.ScheduleLag > o.MaxLag {
+				results <- o.skip(lbl, hit, due, r.ScheduleLag)
+				return
+			}
+			lbl.start()
+			o.Client.get(ctx, o.URL, &r, attrs)
+			lbl.observe(&r)
+			results <- r
+		}()
+	}
 }
 
 // ErrLate is wrapped by the error of an open-loop request skipped because
@@ -126,44 +195,16 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 	attrs := o.Client.spanAttrs(o.URL, o.RunID, role)
 	results, collected := collect(o.OnResult, o.DiscardResults)
 
+	// The pacer runs on a goroutine of its own, locked to its own OS
+	// thread, so its sleeps are precise and no request goroutine shares
+	// its thread's timers.
 	var wg sync.WaitGroup
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var prev time.Duration
-	stopped := -1 // the first hit not sent, when ctx ended first
-	for hit := 0; ; hit++ {
-		off, ok := o.Pacer.Due(hit)
-		if !ok {
-			break
-		}
-		due := o.Start.Add(off)
-		gap := off - prev
-		prev = off
-		if !o.sleepUntil(ctx, timer, due, gap) {
-			stopped = hit
-			break
-		}
-		if o.MaxLag > 0 {
-			if lag := time.Since(due); lag > o.MaxLag {
-				results <- o.skip(lbl, hit, due, lag)
-				continue
-			}
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := Result{Seq: hit, Scheduled: true, ScheduledAt: due, Start: time.Now()}
-			r.ScheduleLag = r.Start.Sub(due)
-			if o.MaxLag > 0 && r.ScheduleLag > o.MaxLag {
-				results <- o.skip(lbl, hit, due, r.ScheduleLag)
-				return
-			}
-			lbl.start()
-			o.Client.get(ctx, o.URL, &r, attrs)
-			lbl.observe(&r)
-			results <- r
-		}()
-	}
+	paced := make(chan int)
+	go func() {
+		lockPacerThread()
+		paced <- o.pace(ctx, lbl, attrs, results, &wg)
+	}()
+	stopped := <-paced // the first hit not sent, when ctx ended first; else -1
 	wg.Wait()
 	if stopped >= 0 {
 		for hit, planned := stopped, o.Planned(); hit < planned; hit++ {
