@@ -313,7 +313,7 @@ func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", 
 // filesystem (exporter/tempfs.go).
 const tempFSAvailMetric = `slowlab_proxy_temp_fs_avail_bytes{group="proxy"}`
 
-// pollTempFSAvail scrapes the exporter every 100 ms until ctx ends and
+// pollTempFSAvail scrapes the exporter every 50 ms until ctx ends and
 // returns the least slowlab_proxy_temp_fs_avail_bytes it reported for the
 // proxy, in MiB; None when it reported none.
 func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
@@ -328,7 +328,7 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 		select {
 		case <-ctx.Done():
 			return least
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
