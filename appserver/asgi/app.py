@@ -9,6 +9,10 @@ with the same endpoints, byte for byte, and the same records:
                      Content-Length set; ?backpressure=on|off (below)
   /longpoll[?wait=D] sleeps D (a Go duration such as 30s, default 30s), 204
   /bytes?n=N         N bytes of the same block pattern
+  /events[?interval=D&duration=D&pad=N&accel=yes|no]
+                     Server-Sent Events, as the WSGI app's (a tick stamped
+                     with the wall clock in unix microseconds every
+                     interval, then the end event); held like a long-poll
   POST /upload       reads the request body to its end, then 200
                      {"bytes": N} with x-slowlab-body-bytes: N and
                      Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
@@ -382,7 +386,78 @@ async def upload(scope, receive, send, start, query):
     await send({"type": "http.response.body", "body": body})
 
 
-ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes}
+MIN_INTERVAL_S, MAX_INTERVAL_S = 0.01, 10.0  # appserver.MinSSEInterval, MaxSSEInterval
+MAX_DURATION_S = 300.0  # appserver.MaxSSEDuration
+MAX_PAD = 64 << 10  # appserver.MaxSSEPad
+
+
+def sse_params(query):
+    """(interval_s, duration_s, pad, accel) from /events' query, or the
+    400's text as a string (the embedded app's ParseSSEQuery, word for
+    word)."""
+    interval, duration, pad = 0.1, 10.0, 0
+    raw = query.get("interval", [""])[0]
+    if raw != "":
+        interval = parse_duration(raw)
+        if interval is None or not MIN_INTERVAL_S <= interval <= MAX_INTERVAL_S:
+            return "interval %s: want a duration from 10ms to 10s" % json.dumps(raw)
+    raw = query.get("duration", [""])[0]
+    if raw != "":
+        duration = parse_duration(raw)
+        if duration is None or duration > MAX_DURATION_S:
+            return "duration %s: want a duration from 0s to 5m0s" % json.dumps(raw)
+    raw = query.get("pad", [""])[0]
+    if raw != "":
+        pad = int(raw) if raw.isdigit() else -1
+        if not 0 <= pad <= MAX_PAD:
+            return "pad %s: want 0..%d bytes" % (json.dumps(raw), MAX_PAD)
+    accel = query.get("accel", [""])[0]
+    if accel not in ("", "yes", "no"):
+        return "accel %s: want yes or no" % json.dumps(accel)
+    return interval, duration, pad, accel
+
+
+async def events(scope, receive, send, start, query):
+    """Server-Sent Events: a tick at once and then every interval while
+    less than duration has passed, each stamped with the wall clock when
+    handed to the server, then the end event (appserver.SSEEvent). The
+    stream counts as held, as a long-poll does."""
+    params = sse_params(query)
+    if isinstance(params, str):
+        return await _error(send, start, 400, params)
+    interval, duration, pad, accel = params
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+    if accel:
+        headers.append((b"x-accel-buffering", accel.encode()))
+    if scope["method"] == "HEAD":
+        return await _respond(send, start, 200, headers)
+    await send(_start(200, headers, start))
+    n = 0 if duration <= 0 else int(-(-round(duration * 1e9) // round(interval * 1e9)))
+    padding = b"a" * pad
+    gone = asyncio.Event()
+    watcher = asyncio.create_task(_watch_disconnect(receive, gone))
+    held_add(1)
+    try:
+        for seq in range(n + 1):
+            wait = start + (seq * interval if seq < n else duration) - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if gone.is_set():
+                return
+            t_us = time.time_ns() // 1000
+            if seq == n:
+                body = b'event: end\ndata: {"events": %d, "t_us": %d}\n\n' % (n, t_us)
+            elif pad:
+                body = b'id: %d\ndata: {"seq": %d, "t_us": %d, "pad": "%s"}\n\n' % (seq, seq, t_us, padding)
+            else:
+                body = b'id: %d\ndata: {"seq": %d, "t_us": %d}\n\n' % (seq, seq, t_us)
+            await send({"type": "http.response.body", "body": body, "more_body": seq < n})
+    finally:
+        held_add(-1)
+        watcher.cancel()
+
+
+ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes, "/events": events}
 POST_ROUTES = {"/upload": upload}
 
 

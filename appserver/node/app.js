@@ -10,6 +10,10 @@ node:fs, node:http. It serves the same endpoints, byte for byte:
                      in 64 KiB chunks; ?backpressure=off ignores backpressure
   /longpoll[?wait=D] waits D (a Go duration such as 30s, default 30s), 204
   /bytes?n=N         N bytes of the same block pattern
+  /events[?interval=D&duration=D&pad=N&accel=yes|no]
+                     Server-Sent Events, as the WSGI app's (a tick stamped
+                     with the wall clock in unix microseconds every
+                     interval, then the end event); held like a long-poll
   POST /upload       reads the request body to its end, then 200
                      {"bytes": N} with X-Slowlab-Body-Bytes: N and
                      Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
@@ -361,7 +365,101 @@ function upload(cfg, req, res, start) {
   });
 }
 
-const ROUTES = new Map([['/fast', fast], ['/large', large], ['/longpoll', longpoll], ['/bytes', nbytes]]);
+// Limits of /events (appserver.MinSSEInterval, MaxSSEInterval,
+// MaxSSEDuration, MaxSSEPad).
+const MIN_INTERVAL_S = 0.01;
+const MAX_INTERVAL_S = 10;
+const MAX_DURATION_S = 300;
+const MAX_PAD = 64 << 10;
+
+// sseParams reads /events' query; a string is the 400's text, the
+// embedded app's ParseSSEQuery word for word.
+function sseParams(query) {
+  let interval = 0.1;
+  let duration = 10;
+  let pad = 0;
+  const rawInterval = query.get('interval') ?? '';
+  if (rawInterval !== '') {
+    interval = parseDuration(rawInterval);
+    if (interval === null || interval < MIN_INTERVAL_S || interval > MAX_INTERVAL_S) {
+      return `interval ${pyJSON(rawInterval)}: want a duration from 10ms to 10s`;
+    }
+  }
+  const rawDuration = query.get('duration') ?? '';
+  if (rawDuration !== '') {
+    duration = parseDuration(rawDuration);
+    if (duration === null || duration > MAX_DURATION_S) {
+      return `duration ${pyJSON(rawDuration)}: want a duration from 0s to 5m0s`;
+    }
+  }
+  const rawPad = query.get('pad') ?? '';
+  if (rawPad !== '') {
+    pad = /^[0-9]+$/.test(rawPad) ? Number(rawPad) : -1;
+    if (pad < 0 || pad > MAX_PAD) return `pad ${pyJSON(rawPad)}: want 0..${MAX_PAD} bytes`;
+  }
+  const accel = query.get('accel') ?? '';
+  if (!['', 'yes', 'no'].includes(accel)) return `accel ${pyJSON(accel)}: want yes or no`;
+  return { interval, duration, pad, accel };
+}
+
+// nowUS is the wall clock in unix microseconds (Date.now has only
+// milliseconds; timeOrigin + now is the wall clock at start advanced by
+// the monotonic clock).
+function nowUS() {
+  return Math.round((performance.timeOrigin + performance.now()) * 1e3);
+}
+
+// events streams Server-Sent Events: a tick at once and then every
+// interval while less than duration has passed, each stamped when
+// written, then the end event (appserver.SSEEvent). The stream counts as
+// held, as a long-poll does.
+function events(cfg, req, res, start, query) {
+  const p = sseParams(query);
+  if (typeof p === 'string') {
+    sendError(res, start, 400, p);
+    return;
+  }
+  const headers = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' };
+  if (p.accel) headers['X-Accel-Buffering'] = p.accel;
+  headers['Server-Timing'] = timing(start);
+  res.writeHead(200, headers);
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  const n = p.duration <= 0 ? 0 : Math.ceil(Math.round(p.duration * 1e9) / Math.round(p.interval * 1e9));
+  const padding = p.pad ? `, "pad": "${'a'.repeat(p.pad)}"` : '';
+  heldAdd(cfg.heldDir, 1);
+  let seq = 0;
+  let timer = null;
+  let over = false;
+  const finish = () => {
+    if (over) return;
+    over = true;
+    if (timer !== null) clearTimeout(timer);
+    heldAdd(cfg.heldDir, -1);
+  };
+  res.on('close', finish);
+  const tick = () => {
+    if (res.destroyed) {
+      finish();
+      return;
+    }
+    if (seq < n) {
+      res.write(`id: ${seq}\ndata: {"seq": ${seq}, "t_us": ${nowUS()}${padding}}\n\n`);
+      seq++;
+    } else {
+      res.end(`event: end\ndata: {"events": ${n}, "t_us": ${nowUS()}}\n\n`);
+      finish();
+      return;
+    }
+    const due = start + (seq < n ? seq * p.interval : p.duration) * 1e3;
+    timer = setTimeout(tick, Math.max(0, due - performance.now()));
+  };
+  tick();
+}
+
+const ROUTES = new Map([['/fast', fast], ['/large', large], ['/longpoll', longpoll], ['/bytes', nbytes], ['/events', events]]);
 const POST_ROUTES = new Map([['/upload', upload]]);
 
 // target splits a request target into its path, percent-decoded as WSGI's
