@@ -13,6 +13,8 @@ import (
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	_ "github.com/slowlab/slowlab/lab/slowupload"
+	_ "github.com/slowlab/slowlab/lab/tempcliff"
+	_ "github.com/slowlab/slowlab/lab/tempdisk"
 	_ "github.com/slowlab/slowlab/lab/stalledreader"
 )
 
