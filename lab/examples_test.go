@@ -16,6 +16,7 @@ import (
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/slowupload"
+	"github.com/slowlab/slowlab/lab/sse"
 	"github.com/slowlab/slowlab/lab/stalledreader"
 )
 
@@ -53,6 +54,9 @@ func reduce(t *testing.T, cfg lab.Config) {
 		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
 		c.Size, c.Client.Rate, c.Client.Stall, c.Client.GiveUp = 1<<20, 1<<20, lab.Duration(time.Second), lab.Duration(15*time.Second)
 		c.Fast.Duration = lab.Duration(time.Second)
+	case *sse.Config:
+		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+		c.Stream.Duration, c.Fast.Duration = lab.Duration(time.Second), lab.Duration(time.Second)
 	default:
 		t.Fatalf("no reduction for %T", cfg)
 	}
