@@ -81,6 +81,12 @@ func TestRequestBufferingOnSpoolsToTempFile(t *testing.T) {
 	if got := testutil.ToFloat64(p.m.bodySpooledBytes); got != float64(len(body)) {
 		t.Errorf("request body spooled bytes %v, want %d", got, len(body))
 	}
+	// The handler closes the temp file once it has written the answer, so
+	// the client can read the answer before that: wait for the close, then
+	// check that it was counted once.
+	eventually(t, "the proxy to close the request body temp file", func() bool {
+		return testutil.ToFloat64(p.m.tempFilesOpen) <= 0
+	})
 	if got := testutil.ToFloat64(p.m.tempFilesOpen); got != 0 {
 		t.Errorf("temp files open after the request: %v, want 0", got)
 	}
