@@ -36,48 +36,13 @@ func (r *Result) AllFailed() bool {
 }
 
 // files are the open results files of a session.
-type files struct {
-	conns     *recorder.FileWriter[recorder.IdleConn]
-	runs      *recorder.FileWriter[recorder.IdleRun]
-	requests  *recorder.FileWriter[recorder.Request]
-	resources *recorder.FileWriter[recorder.ResourceSample]
-}
-
-func (f *files) close() error {
-	var errs []error
-	if f.conns != nil {
-		errs = append(errs, f.conns.Close())
-	}
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-	}
-	if f.requests != nil {
-		errs = append(errs, f.requests.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
-	*f = files{}
-	return errors.Join(errs...)
-}
+type files = lab.RunFiles[recorder.IdleConn, recorder.IdleRun]
 
 func openFiles(env *lab.Env) (*files, error) {
 	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
-	f := &files{}
-	var err error
-	if f.conns, err = recorder.CreateFile[recorder.IdleConn](env.Out); err == nil {
-		if f.runs, err = recorder.CreateFile[recorder.IdleRun](env.Out); err == nil {
-			if f.requests, err = recorder.CreateFile[recorder.Request](env.Out); err == nil {
-				f.resources, err = recorder.CreateFile[recorder.ResourceSample](env.Out)
-			}
-		}
-	}
-	if err != nil {
-		return nil, errors.Join(err, f.close())
-	}
-	return f, nil
+	return lab.OpenRunFiles[recorder.IdleConn, recorder.IdleRun](env.Out)
 }
 
 // Run implements lab.Config: every condition Reps times, each on a fresh
@@ -104,7 +69,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.close()
+	defer f.Close()
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
@@ -120,7 +85,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		id := cond.RunID(rep)
 		p.Start(i, id)
 		run, err := c.runOne(ctx, env, id, cond, rep, f)
-		if werr := f.runs.Write(run); werr != nil {
+		if werr := f.Runs.Write(run); werr != nil {
 			err = errors.Join(err, werr)
 		}
 		res.Runs = append(res.Runs, run)
@@ -130,7 +95,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			break
 		}
 	}
-	return res, errors.Join(runErr, f.close(), restore())
+	return res, errors.Join(runErr, f.Close(), restore())
 }
 
 // runLine is the progress line of a finished run.
@@ -188,7 +153,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 		return fail(recorder.RunFailed, fmt.Sprintf("target %q: %v", fastURL, err)), nil
 	}
 	t0 := time.Now()
-	in.Start(t0, f.resources, running.PIDs())
+	in.Start(t0, f.Resources, running.PIDs())
 	conns, reqs, writeErr := c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
 	end := time.Since(t0).Seconds()
 	samples, _, sampErr := in.Samples()
@@ -249,7 +214,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 			OnResult: func(r loadgen.Result) {
 				row := loadgen.RequestRow(meta, t0, r)
 				reqs = append(reqs, row)
-				if err := f.requests.Write(row); err != nil && writeErr == nil {
+				if err := f.Requests.Write(row); err != nil && writeErr == nil {
 					writeErr = err
 				}
 				env.RequestDone(id)
@@ -274,7 +239,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 			row.Error = o.Err.Error()
 		}
 		rows = append(rows, row)
-		if err := f.conns.Write(row); err != nil && writeErr == nil {
+		if err := f.Items.Write(row); err != nil && writeErr == nil {
 			writeErr = err
 		}
 	}

@@ -1,14 +1,11 @@
 package slowupload
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -45,53 +42,7 @@ func (r *Result) AllFailed() bool {
 }
 
 // files are the open results files of a session.
-type files struct {
-	uploads   *recorder.FileWriter[recorder.Upload]
-	runs      *recorder.FileWriter[recorder.UploadRun]
-	requests  *recorder.FileWriter[recorder.Request]
-	resources *recorder.FileWriter[recorder.ResourceSample]
-	closed    bool
-	closeErr  error
-}
-
-func openFiles(dir string) (*files, error) {
-	f := &files{}
-	var err error
-	if f.uploads, err = recorder.CreateFile[recorder.Upload](dir); err == nil {
-		if f.runs, err = recorder.CreateFile[recorder.UploadRun](dir); err == nil {
-			if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
-				f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
-			}
-		}
-	}
-	if err != nil {
-		return nil, errors.Join(err, f.close())
-	}
-	return f, nil
-}
-
-// close closes every file once; a second call reports the first's errors.
-func (f *files) close() error {
-	if f.closed {
-		return f.closeErr
-	}
-	f.closed = true
-	var errs []error
-	if f.uploads != nil {
-		errs = append(errs, f.uploads.Close())
-	}
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-	}
-	if f.requests != nil {
-		errs = append(errs, f.requests.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
-	f.closeErr = errors.Join(errs...)
-	return f.closeErr
-}
+type files = lab.RunFiles[recorder.Upload, recorder.UploadRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack,
 // writing uploads.csv, upload-runs.csv, requests.csv, resource-samples.csv
@@ -106,11 +57,11 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
-	f, err := openFiles(env.Out)
+	f, err := lab.OpenRunFiles[recorder.Upload, recorder.UploadRun](env.Out)
 	if err != nil {
 		return nil, err
 	}
-	defer f.close()
+	defer f.Close()
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
@@ -124,7 +75,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	for i, spec := range specs {
 		p.Start(i, spec.ID())
 		run, err := c.measure(ctx, env, spec, f)
-		if werr := f.runs.Write(run); werr != nil && err == nil {
+		if werr := f.Runs.Write(run); werr != nil && err == nil {
 			err = werr
 		}
 		res.Runs = append(res.Runs, run)
@@ -134,7 +85,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			break
 		}
 	}
-	return res, errors.Join(runErr, f.close())
+	return res, errors.Join(runErr, f.Close())
 }
 
 // runLine is the progress line of a finished run.
@@ -183,14 +134,14 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 	defer in.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.resources, running.PIDs())
+	in.Start(t0, f.Resources, running.PIDs())
 	l := c.load(ctx, env, running, spec, &run, t0, f)
 	end := time.Since(t0).Seconds()
 	samples, _, sampErr := in.Samples()
 	run = recorder.SummarizeUploadRun(run, l.reqs, l.uploads)
 	comps, temp := recorder.SummarizeResources(samples, 0, end)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = temp, recorder.MemoryPeakMiB(comps[0]), recorder.MemoryPeakMiB(comps[1])
-	if n, err := countWorkerTimeouts(env.LogDir(), id); err == nil {
+	if n, err := lab.CountWorkerTimeouts(env.LogDir(), id); err == nil {
 		run.WorkerTimeouts = recorder.Some(float64(n))
 	}
 	switch failed := running.Failed(); {
@@ -239,7 +190,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			mu.Lock()
 			defer mu.Unlock()
 			l.uploads = append(l.uploads, row)
-			if err := f.uploads.Write(row); err != nil && l.writeErr == nil {
+			if err := f.Items.Write(row); err != nil && l.writeErr == nil {
 				l.writeErr = err
 			}
 		})
@@ -256,7 +207,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			mu.Lock()
 			defer mu.Unlock()
 			l.reqs = append(l.reqs, row)
-			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
+			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
 				l.writeErr = err
 			}
 			env.RequestDone(run.RunID)
@@ -265,30 +216,4 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	loop.Run(ctx)
 	wg.Wait()
 	return l
-}
-
-// workerTimeout is what Gunicorn's master logs when it kills a worker
-// that outlived --timeout: "[CRITICAL] WORKER TIMEOUT (pid:1234)".
-var workerTimeout = []byte("WORKER TIMEOUT")
-
-// countWorkerTimeouts counts workerTimeout lines in the run's logs
-// (LOGDIR/RUNID-*.log). It fails when no log of the run is there.
-func countWorkerTimeouts(logDir, runID string) (int, error) {
-	paths, err := filepath.Glob(filepath.Join(logDir, runID+"-*.log"))
-	if err != nil || len(paths) == 0 {
-		return 0, fmt.Errorf("no logs of run %s in %s", runID, logDir)
-	}
-	n := 0
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return 0, err
-		}
-		for line := range bytes.Lines(b) {
-			if bytes.Contains(line, workerTimeout) && !strings.Contains(p, "exporter") {
-				n++
-			}
-		}
-	}
-	return n, nil
 }

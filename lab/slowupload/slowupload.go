@@ -76,7 +76,7 @@ const (
 )
 
 // Async names the stack's event-loop server in a condition.
-const Async = "async"
+const Async = lab.AsyncServer
 
 // Published returns the matrix: the three upload routes x 1, 2, 4
 // uploaders on sync-2; gthread 1x4 direct with 2 and 4; the stack's async
@@ -295,7 +295,7 @@ func (r RunSpec) ID() string {
 func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
 	for rep := 1; rep <= c.Reps; rep++ {
 		for _, cond := range c.Conditions {
-			srv, ok := resolveServer(st, cond.Server)
+			srv, ok := lab.ResolveServer(st, cond.Server)
 			if !ok {
 				if rep == 1 {
 					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.Route, cond.Server, st.Name))
@@ -310,29 +310,6 @@ func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
 		}
 	}
 	return runs, skipped
-}
-
-// resolveServer parses a condition's server, "async" as the stack's own
-// async model: "async" itself where the stack runs it, else the first
-// async model it has, with one worker.
-func resolveServer(st stack.Stack, name string) (stack.Server, bool) {
-	if name != Async {
-		s, err := stack.ParseServer(name)
-		return s, err == nil
-	}
-	models := st.Models()
-	if slices.Contains(models, Async) {
-		s, err := stack.ParseServer(Async)
-		return s, err == nil
-	}
-	for _, m := range models {
-		if s, err := stack.ParseServer(m + "-1"); err == nil {
-			if info, ok := s.ModelInfo(); ok && info.Async {
-				return s, true
-			}
-		}
-	}
-	return stack.Server{}, false
 }
 
 // Duration is a run's intrinsic length: the longer of the fast schedule

@@ -83,16 +83,3 @@ func TestScenarioRoundTrip(t *testing.T) {
 		t.Errorf("round trip changed the scenario:\n%s\nthen\n%s", b, again)
 	}
 }
-
-func TestResolveAsync(t *testing.T) {
-	st, _, err := stack.Lookup(stack.NameEmbedded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, ok := resolveServer(st, Async); !ok || s.Name() != "async" {
-		t.Errorf("embedded async: %v %v", s, ok)
-	}
-	if _, ok := resolveServer(stack.Stack{Name: "none"}, Async); ok {
-		t.Error("a stack without apps resolved async")
-	}
-}

@@ -1,15 +1,12 @@
 package stalledreader
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,53 +45,7 @@ func (r *Result) AllFailed() bool {
 }
 
 // files are the open results files of a session.
-type files struct {
-	downloads *recorder.FileWriter[recorder.StalledDownload]
-	runs      *recorder.FileWriter[recorder.StalledRun]
-	requests  *recorder.FileWriter[recorder.Request]
-	resources *recorder.FileWriter[recorder.ResourceSample]
-	closed    bool
-	closeErr  error
-}
-
-func openFiles(dir string) (*files, error) {
-	f := &files{}
-	var err error
-	if f.downloads, err = recorder.CreateFile[recorder.StalledDownload](dir); err == nil {
-		if f.runs, err = recorder.CreateFile[recorder.StalledRun](dir); err == nil {
-			if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
-				f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
-			}
-		}
-	}
-	if err != nil {
-		return nil, errors.Join(err, f.close())
-	}
-	return f, nil
-}
-
-// close closes every file once; a second call reports the first's errors.
-func (f *files) close() error {
-	if f.closed {
-		return f.closeErr
-	}
-	f.closed = true
-	var errs []error
-	if f.downloads != nil {
-		errs = append(errs, f.downloads.Close())
-	}
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-	}
-	if f.requests != nil {
-		errs = append(errs, f.requests.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
-	f.closeErr = errors.Join(errs...)
-	return f.closeErr
-}
+type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack,
 // writing stalled-downloads.csv, stalled-runs.csv, requests.csv,
@@ -109,11 +60,11 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
-	f, err := openFiles(env.Out)
+	f, err := lab.OpenRunFiles[recorder.StalledDownload, recorder.StalledRun](env.Out)
 	if err != nil {
 		return nil, err
 	}
-	defer f.close()
+	defer f.Close()
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
@@ -127,7 +78,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	for i, spec := range specs {
 		p.Start(i, spec.ID())
 		run, err := c.measure(ctx, env, spec, f)
-		if werr := f.runs.Write(run); werr != nil && err == nil {
+		if werr := f.Runs.Write(run); werr != nil && err == nil {
 			err = werr
 		}
 		res.Runs = append(res.Runs, run)
@@ -137,7 +88,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			break
 		}
 	}
-	return res, errors.Join(runErr, f.close())
+	return res, errors.Join(runErr, f.Close())
 }
 
 // runLine is the progress line of a finished run.
@@ -190,11 +141,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 	defer in.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.resources, running.PIDs())
+	in.Start(t0, f.Resources, running.PIDs())
 	l := c.load(ctx, env, running, spec, &run, t0, f)
 	samples, _, sampErr := in.Samples()
 	_ = samples
-	wt, wtErr := countWorkerTimeouts(env.LogDir(), id)
+	wt, wtErr := lab.CountWorkerTimeouts(env.LogDir(), id)
 	if wtErr == nil {
 		run.WorkerTimeouts = recorder.Some(float64(wt))
 	}
@@ -205,7 +156,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 			d.AppSendS = recorder.Some(v)
 		}
 		d.EndedBy = ender(*d, spec.Condition, wt)
-		if err := f.downloads.Write(*d); err != nil && l.writeErr == nil {
+		if err := f.Items.Write(*d); err != nil && l.writeErr == nil {
 			l.writeErr = err
 		}
 	}
@@ -294,7 +245,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			mu.Lock()
 			defer mu.Unlock()
 			l.reqs = append(l.reqs, row)
-			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
+			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
 				l.writeErr = err
 			}
 			env.RequestDone(run.RunID)
@@ -416,35 +367,4 @@ func appSendTimes(ctx context.Context, running *stack.Running, ids []string, com
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// workerTimeout is what Gunicorn's master logs when it kills a worker
-// that outlived --timeout, "[CRITICAL] WORKER TIMEOUT (pid:1234)", and
-// the embedded sync model alike (appserver.WorkerTimeoutLog).
-var workerTimeout = []byte(appserver.WorkerTimeoutLog)
-
-// countWorkerTimeouts counts workerTimeout lines in the run's logs
-// (LOGDIR/RUNID-*.log, the exporter's left out). It fails when no log of
-// the run is there.
-func countWorkerTimeouts(logDir, runID string) (int, error) {
-	paths, err := filepath.Glob(filepath.Join(logDir, runID+"-*.log"))
-	if err != nil || len(paths) == 0 {
-		return 0, fmt.Errorf("no logs of run %s in %s", runID, logDir)
-	}
-	n := 0
-	for _, p := range paths {
-		if strings.Contains(filepath.Base(p), "exporter") {
-			continue
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return 0, err
-		}
-		for line := range bytes.Lines(b) {
-			if bytes.Contains(line, workerTimeout) {
-				n++
-			}
-		}
-	}
-	return n, nil
 }
