@@ -77,10 +77,11 @@ func rawServer(tb testing.TB) string {
 // every result a requests.csv row, here to io.Discard), with a new
 // connection per request and with keep-alive. Besides allocs/op it
 // reports the schedule lag's p50, p99 and max, the share of requests
-// started more than 1 ms late, and the failures.
+// started more than 1 ms late, and the failures; each with net/http and
+// with ClientOptions.Lean.
 //
 //	go test -run '^$' -bench OpenLoop -benchmem ./loadgen
-//	go test -run '^$' -bench OpenLoop/new -cpuprofile cpu.out -memprofile mem.out ./loadgen
+//	go test -run '^$' -bench OpenLoop/lean/new -cpuprofile cpu.out -memprofile mem.out ./loadgen
 func BenchmarkOpenLoop(b *testing.B) {
 	url := rawServer(b)
 	for _, mode := range []struct {
@@ -88,36 +89,39 @@ func BenchmarkOpenLoop(b *testing.B) {
 		keepAlive bool
 		rate      float64
 	}{{"new", false, 2000}, {"keepalive", true, 4000}} {
-		b.Run(fmt.Sprintf("%s/rate=%g", mode.name, mode.rate), func(b *testing.B) {
-			c := NewClient(ClientOptions{KeepAlive: mode.keepAlive, Timeout: 10 * time.Second})
-			defer c.Close()
-			w, err := recorder.NewWriter[recorder.Request](io.Discard)
-			if err != nil {
-				b.Fatal(err)
-			}
-			meta := recorder.RunMeta{RunID: "bench"}
-			interval := time.Duration(float64(time.Second) / mode.rate)
-			lags := make([]time.Duration, 0, b.N)
-			failed := 0
-			b.ReportAllocs()
-			b.ResetTimer()
-			t0 := time.Now()
-			loop := OpenLoop{Client: c, URL: url, Pacer: ConstantPacer{Interval: interval, Duration: time.Duration(b.N) * interval},
-				Start: t0, RunID: "bench", Metrics: NewMetrics(prometheus.NewRegistry()), DiscardResults: true,
-				OnResult: func(r Result) {
-					lags = append(lags, r.ScheduleLag)
-					if r.Err != nil {
-						failed++
-					}
-					if err := w.Write(RequestRow(meta, t0, r)); err != nil {
-						b.Error(err)
-					}
-				}}
-			loop.Run(context.Background())
-			b.StopTimer()
-			reportLags(b, lags)
-			b.ReportMetric(float64(failed), "failed")
-		})
+		for _, lean := range []bool{false, true} {
+			client := map[bool]string{false: "nethttp", true: "lean"}[lean]
+			b.Run(fmt.Sprintf("%s/%s/rate=%g", client, mode.name, mode.rate), func(b *testing.B) {
+				c := NewClient(ClientOptions{KeepAlive: mode.keepAlive, Timeout: 10 * time.Second, Lean: lean})
+				defer c.Close()
+				w, err := recorder.NewWriter[recorder.Request](io.Discard)
+				if err != nil {
+					b.Fatal(err)
+				}
+				meta := recorder.RunMeta{RunID: "bench"}
+				interval := time.Duration(float64(time.Second) / mode.rate)
+				lags := make([]time.Duration, 0, b.N)
+				failed := 0
+				b.ReportAllocs()
+				b.ResetTimer()
+				t0 := time.Now()
+				loop := OpenLoop{Client: c, URL: url, Pacer: ConstantPacer{Interval: interval, Duration: time.Duration(b.N) * interval},
+					Start: t0, RunID: "bench", Metrics: NewMetrics(prometheus.NewRegistry()), DiscardResults: true,
+					OnResult: func(r Result) {
+						lags = append(lags, r.ScheduleLag)
+						if r.Err != nil {
+							failed++
+						}
+						if err := w.Write(RequestRow(meta, t0, r)); err != nil {
+							b.Error(err)
+						}
+					}}
+				loop.Run(context.Background())
+				b.StopTimer()
+				reportLags(b, lags)
+				b.ReportMetric(float64(failed), "failed")
+			})
+		}
 	}
 }
 

@@ -92,7 +92,9 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer stopMetrics()
 	r.sr.RunID, r.sr.Metrics, r.sr.TracerProvider, r.sr.AllowRemote = f.runID, metrics, tp, f.allowRemote
-	client := loadgen.NewClient(loadgen.ClientOptions{KeepAlive: f.keepAlive, Timeout: f.timeout, TracerProvider: tp, AllowRemote: f.allowRemote})
+	// Lean: the open loop's requests without net/http's goroutines and allocations,
+	// unless traced (loadgen.ClientOptions.Lean).
+	client := loadgen.NewClient(loadgen.ClientOptions{KeepAlive: f.keepAlive, Timeout: f.timeout, TracerProvider: tp, AllowRemote: f.allowRemote, Lean: true})
 	defer client.Close()
 	return r.run(ctx, client, metrics, stdout)
 }
