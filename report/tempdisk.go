@@ -1,0 +1,61 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+func init() {
+	register(experiment{name: "temp-disk-full", order: 11, marker: tempRunsFile, build: buildTempDisk})
+}
+
+// tempDiskLabel names a temp-disk-full condition by where its temp dir
+// was, then the load.
+func tempDiskLabel(c recorder.TempCondition) string {
+	return fmt.Sprintf("%s, %s, %d × %s, %s", tempDirText(c.TempTmpfsBytes), c.Server, c.SlowClients, sizeText(c.SizeBytes),
+		maxTempText(c.MaxTempFileBytes))
+}
+
+func buildTempDisk(dir string) (*section, error) {
+	d, err := readTemp(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &section{id: "temp-disk-full", title: "temp-disk-full",
+		intro: "Slow readers download /large through the proxy with buffering on, its temp dir on a small tmpfs mounted " +
+			"in a mount namespace of the proxy's own, beside the same load with the temp dir on disk. When the tmpfs is " +
+			"full the proxy's temp write fails (NGINX logs [crit] pwritev() ... failed (28: No space left on device)) and " +
+			"it cuts the responses it was buffering: the client has a 200 and a body shorter than its Content-Length. " +
+			"The exporter's slowlab_proxy_temp_fs_avail_bytes shows the filesystem full."}
+	d.notes(s)
+	if f := tempDownloadsFigure(d, "temp-disk-downloads", tempDiskLabel); f != nil {
+		s.addFigure(f)
+	} else if d.noDownloads == "" {
+		s.skip("Downloads figure left out: no download of an ok run in %s.", tempDownloadsFile)
+	}
+	t := &table{Caption: "What each temp dir did (" + tempRunsFile + ", over the ok runs): downloads complete and cut " +
+		"of those started, the fewest bytes one received of the response's size, the proxy's error lines (summed over " +
+		"the runs), the least space the exporter saw available on the temp filesystem (– when it reported none), and " +
+		"/fast (ok of accounted; p95: nearest rank in a run, median over the runs).",
+		Head: []string{"temp dir", "server", "slow", "size (MiB)", "max temp (MiB)", "runs", "excluded", "complete", "cut",
+			"fewest received (MiB)", "fewest received (%)", "proxy errors", "temp fs avail min (MiB)", "/fast ok", "/fast p95 (ms)"}}
+	for _, c := range d.conds {
+		where := "disk"
+		if c.TempTmpfsBytes != 0 {
+			where = sizeText(c.TempTmpfsBytes) + " tmpfs"
+		}
+		t.Rows = append(t.Rows, []cell{text(where), text(c.Server), integer(c.SlowClients), num(float64(c.SizeBytes)/(1<<20), 1),
+			num(float64(c.MaxTempFileBytes)/(1<<20), 1), integer(c.Runs), integer(c.Excluded), integer(c.Complete), integer(c.Cut),
+			maybe(c.BytesMinMiB, func(v float64) cell { return num(v, 2) }),
+			maybe(c.BytesMinMiB, func(v float64) cell { return num(100*v*(1<<20)/float64(c.SizeBytes), 1) }),
+			integer(c.ProxyErrors), maybe(c.TempFSAvailMinMiB, func(v float64) cell { return num(v, 2) }),
+			text(fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal)), maybe(c.P95MS, ms)})
+	}
+	s.addTable(t)
+	if t := tempDownloadsTable(d); t != nil {
+		s.addTable(t)
+	}
+	s.addTable(tempConditionsTable(d.conds, "temp-disk-full"))
+	return s, nil
+}
