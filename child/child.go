@@ -24,7 +24,8 @@ const drainTimeout = 5 * time.Second
 
 // Process is a child process, in its own process group so that the group
 // (the child and anything it forks, like Gunicorn's workers) can be
-// stopped together. It is killed if its parent dies (Pdeathsig).
+// stopped together. It is killed if its parent dies (Pdeathsig; see
+// StartCmd for why it is forked from one thread).
 //
 // Its stdout is an os.Pipe the parent owns, not exec's StdoutPipe: os/exec
 // forbids reading a StdoutPipe while Wait runs (Wait closes it, and the

@@ -31,7 +31,7 @@ func StartWithFiles(ctx context.Context, name, logPath string, argv, env []strin
 	cmd.Stderr = logf
 	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	err = StartCmd(cmd)
 	pw.Close() // the child has its copy; EOF comes when every holder has closed it
 	if err != nil {
 		pr.Close()

@@ -97,13 +97,20 @@ func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.T
 	return ctx.Err() == nil
 }
 
-// lockPacerThread gives the calling goroutine its own OS thread for good
-// (it is never unlocked, so the thread ends with the goroutine) with a
+// lockPacerThread gives the calling goroutine its own OS thread with a
 // timer slack of 1 ns, so its nanosleeps are not rounded up by the
-// kernel's default 50 µs slack.
-func lockPacerThread() {
+// kernel's default 50 µs slack; the returned function restores the slack
+// and unlocks. It must be called: a goroutine that exits locked ends its
+// thread, and every child process that thread ever forked with a parent
+// death signal (child.Start sets SIGKILL) is killed with it — the lab's
+// Gunicorn died mid-run that way.
+func lockPacerThread() (unlock func()) {
 	runtime.LockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0) // best effort: precision only
+	return func() {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // 0: back to the thread's default
+		runtime.UnlockOSThread()
+	}
 }
 
 // pace sends the schedule: one goroutine per hit, started at its due
@@ -201,7 +208,8 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 	var wg sync.WaitGroup
 	paced := make(chan int)
 	go func() {
-		lockPacerThread()
+		unlock := lockPacerThread()
+		defer unlock()
 		paced <- o.pace(ctx, lbl, attrs, results, &wg)
 	}()
 	stopped := <-paced // the first hit not sent, when ctx ended first; else -1

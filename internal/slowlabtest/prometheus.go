@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/slowlab/slowlab/child"
 )
 
 // HangGuard bounds the waits of end-to-end tests: only a broken test gets
@@ -59,7 +61,7 @@ func StartPrometheus(t testing.TB, config string, files map[string]string) *Prom
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := child.StartCmd(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

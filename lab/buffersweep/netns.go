@@ -102,7 +102,10 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, add func(
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	fmt.Fprintf(progress(env), "%s: a session in a network namespace of its own, results in %s\n", k.Label(), dir)
-	runErr := cmd.Run()
+	runErr := child.StartCmd(cmd)
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 	if runErr != nil && ctx.Err() == nil && errors.Is(runErr, syscall.EPERM) {
 		runErr = fmt.Errorf("start a session in a new network namespace: %w", netem.ErrPermission)
 	}
