@@ -18,6 +18,8 @@ import (
 	"github.com/slowlab/slowlab/lab/slowupload"
 	"github.com/slowlab/slowlab/lab/sse"
 	"github.com/slowlab/slowlab/lab/stalledreader"
+	"github.com/slowlab/slowlab/lab/tempcliff"
+	_ "github.com/slowlab/slowlab/lab/tempdisk"
 )
 
 // TestMain builds the slowlab binary the lab starts as its children.
@@ -57,6 +59,15 @@ func reduce(t *testing.T, cfg lab.Config) {
 	case *sse.Config:
 		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
 		c.Stream.Duration, c.Fast.Duration = lab.Duration(time.Second), lab.Duration(time.Second)
+	case *tempcliff.Config: // temp-cliff and temp-disk-full
+		if slices.ContainsFunc(c.Conditions, func(cond tempcliff.Condition) bool { return cond.TempTmpfs != 0 }) {
+			slowlabtest.RequireRoot(t, "temp-disk-full's mount namespace")
+		}
+		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+		for i := range c.Conditions {
+			c.Conditions[i].Size = 2 << 20
+		}
+		c.SlowReader.ReadRate, c.Fast.Duration = 8<<20, lab.Duration(time.Second)
 	default:
 		t.Fatalf("no reduction for %T", cfg)
 	}
