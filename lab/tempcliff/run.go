@@ -1,7 +1,6 @@
 package tempcliff
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,8 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,54 +39,9 @@ func (r *Result) AllFailed() bool {
 	return len(r.Runs) > 0
 }
 
-// files are the open results files of a session.
-type files struct {
-	runs      *recorder.FileWriter[recorder.TempRun]
-	larges    *recorder.FileWriter[recorder.LargeResponse]
-	requests  *recorder.FileWriter[recorder.Request]
-	resources *recorder.FileWriter[recorder.ResourceSample]
-	closed    bool
-	closeErr  error
-}
-
-func openFiles(dir string) (*files, error) {
-	f := &files{}
-	var err error
-	if f.runs, err = recorder.CreateFile[recorder.TempRun](dir); err == nil {
-		if f.larges, err = recorder.CreateFile[recorder.LargeResponse](dir); err == nil {
-			if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
-				f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
-			}
-		}
-	}
-	if err != nil {
-		return nil, errors.Join(err, f.close())
-	}
-	return f, nil
-}
-
-// close closes every file once; a second call reports the first's errors.
-func (f *files) close() error {
-	if f.closed {
-		return f.closeErr
-	}
-	f.closed = true
-	var errs []error
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-	}
-	if f.larges != nil {
-		errs = append(errs, f.larges.Close())
-	}
-	if f.requests != nil {
-		errs = append(errs, f.requests.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
-	f.closeErr = errors.Join(errs...)
-	return f.closeErr
-}
+// files are the open results files of a session: large-responses.csv
+// and temp-runs.csv, with requests.csv and resource-samples.csv.
+type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack,
 // writing temp-runs.csv, large-responses.csv, requests.csv,
@@ -104,11 +56,11 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
-	f, err := openFiles(env.Out)
+	f, err := lab.OpenRunFiles[recorder.LargeResponse, recorder.TempRun](env.Out)
 	if err != nil {
 		return nil, err
 	}
-	defer f.close()
+	defer f.Close()
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
@@ -119,7 +71,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	for i, spec := range specs {
 		p.Start(i, spec.ID())
 		run, err := c.measure(ctx, env, spec, f)
-		if werr := f.runs.Write(run); werr != nil && err == nil {
+		if werr := f.Runs.Write(run); werr != nil && err == nil {
 			err = werr
 		}
 		res.Runs = append(res.Runs, run)
@@ -129,7 +81,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			break
 		}
 	}
-	return res, errors.Join(runErr, f.close())
+	return res, errors.Join(runErr, f.Close())
 }
 
 // runLine is the progress line of a finished run.
@@ -177,7 +129,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 	defer in.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.resources, running.PIDs())
+	in.Start(t0, f.Resources, running.PIDs())
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	avail := make(chan recorder.Maybe, 1)
 	go func() { avail <- pollTempFSAvail(pollCtx, in.ExporterURL()) }()
@@ -250,7 +202,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			mu.Lock()
 			defer mu.Unlock()
 			l.reqs = append(l.reqs, row)
-			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
+			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
 				l.writeErr = err
 			}
 			env.RequestDone(meta.RunID)
@@ -300,7 +252,7 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 		}
 		row := loadgen.DownloadRow(meta, d, appSend, true)
 		larges = append(larges, row)
-		if err := f.larges.Write(row); err != nil && writeErr == nil {
+		if err := f.Items.Write(row); err != nil && writeErr == nil {
 			writeErr = err
 		}
 	}
@@ -310,8 +262,11 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
 
 // tempFSAvailMetric is the exporter's space available on the proxy's temp
-// filesystem (exporter/tempfs.go).
-const tempFSAvailMetric = `slowlab_proxy_temp_fs_avail_bytes{group="proxy"}`
+// filesystem (exporter/tempfs.go), for the group proxyGroup.
+const (
+	tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
+	proxyGroup        = "proxy"
+)
 
 // pollTempFSAvail scrapes the exporter every 50 ms until ctx ends and
 // returns the least slowlab_proxy_temp_fs_avail_bytes it reported for the
@@ -320,7 +275,7 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 	least := recorder.None()
 	client := &http.Client{Timeout: time.Second}
 	for {
-		if v, ok := scrapeMetric(ctx, client, url, tempFSAvailMetric); ok {
+		if v, ok := scrapeGauge(ctx, client, url, tempFSAvailMetric, proxyGroup); ok {
 			if mib := v / (1 << 20); !least.Valid || mib < least.Value {
 				least = recorder.Some(mib)
 			}
@@ -333,24 +288,29 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 	}
 }
 
-// scrapeMetric returns the value of the series named exactly series in the
-// text exposition at url.
-func scrapeMetric(ctx context.Context, client *http.Client, url, series string) (float64, bool) {
+// scrapeGauge returns the value of gauge name's series for the
+// component group in the exposition at url, parsed as the Sampler parses
+// it (recorder.ParseExposition).
+func scrapeGauge(ctx context.Context, client *http.Client, url, name, group string) (float64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, false
 	}
+	req.Header.Set("Accept", recorder.AcceptHeader)
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, false
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
-			v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
-			return v, err == nil
+	fams, err := recorder.ParseExposition(resp.Body, resp.Header.Get("Content-Type"))
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range fams[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "group" && l.GetValue() == group {
+				return m.GetGauge().GetValue(), true
+			}
 		}
 	}
 	return 0, false
