@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -145,4 +146,40 @@ func reportLags(b *testing.B, lags []time.Duration) {
 	b.ReportMetric(at(99), "lag-p99-ms")
 	b.ReportMetric(at(100), "lag-max-ms")
 	b.ReportMetric(100*float64(late)/float64(len(lags)), "%late")
+}
+
+// BenchmarkOpenLoopHeap runs b.N requests as `slowlab loadgen` does
+// (results streamed into a Summary and requests.csv rows, none kept) with
+// keep-alive at 4,000 req/s, and reports the live heap after a GC at the
+// end: run it with -benchtime 20000x and 40000x; the two should match, as
+// nothing the loop keeps may grow with its requests.
+//
+//	go test -run '^$' -bench OpenLoopHeap -benchtime 20000x ./loadgen
+func BenchmarkOpenLoopHeap(b *testing.B) {
+	url := rawServer(b)
+	c := NewClient(ClientOptions{KeepAlive: true, Lean: true, Timeout: 10 * time.Second})
+	defer c.Close()
+	w, err := recorder.NewWriter[recorder.Request](io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	meta := recorder.RunMeta{RunID: "heap"}
+	sum := NewSummary()
+	t0 := time.Now()
+	const interval = 250 * time.Microsecond
+	loop := OpenLoop{Client: c, URL: url, Pacer: ConstantPacer{Interval: interval, Duration: time.Duration(b.N) * interval},
+		Start: t0, RunID: "heap", Metrics: NewMetrics(prometheus.NewRegistry()), DiscardResults: true,
+		OnResult: func(r Result) {
+			sum.Add(r)
+			if err := w.Write(RequestRow(meta, t0, r)); err != nil {
+				b.Error(err)
+			}
+		}}
+	loop.Run(context.Background())
+	b.StopTimer()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(sum.OK), "ok")
 }

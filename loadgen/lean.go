@@ -31,6 +31,7 @@ import (
 // address), first response byte, last body byte, the connection's RTT.
 type lean struct {
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	ownDial   bool // dial is the client's net.Dialer, which has the request timeout
 	keepAlive bool
 	tcpInfo   bool
 	header    http.Header
@@ -62,7 +63,7 @@ const leanIdle = 1024
 var leanReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 func newLean(dial func(ctx context.Context, network, addr string) (net.Conn, error), o ClientOptions) *lean {
-	return &lean{dial: dial, keepAlive: o.KeepAlive, tcpInfo: o.TCPInfo, header: o.Header}
+	return &lean{dial: dial, ownDial: o.DialContext == nil, keepAlive: o.KeepAlive, tcpInfo: o.TCPInfo, header: o.Header}
 }
 
 // target returns the prepared target of raw, or nil when lean does not
@@ -147,10 +148,14 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 	}
 	reused := c != nil
 	if c == nil {
-		dctx, cancel := context.WithDeadline(ctx, deadline)
+		dctx := ctx
+		if !l.ownDial { // the caller's dial is bounded by the request's deadline
+			var cancel context.CancelFunc
+			dctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
 		connectStart := time.Now()
 		conn, err := l.dial(dctx, "tcp", t.addr)
-		cancel()
 		if err != nil {
 			return l.fail(ctx, t, err)
 		}
