@@ -27,7 +27,9 @@ func buildTempDisk(dir string) (*section, error) {
 			"in a mount namespace of the proxy's own, beside the same load with the temp dir on disk. When the tmpfs is " +
 			"full the proxy's temp write fails (NGINX logs [crit] pwritev() ... failed (28: No space left on device)) and " +
 			"it cuts the responses it was buffering: the client has a 200 and a body shorter than its Content-Length. " +
-			"The exporter's slowlab_proxy_temp_fs_avail_bytes shows the filesystem full."}
+			"The exporter's slowlab_proxy_temp_fs_avail_bytes is the tmpfs's free space at each scrape: the proxy frees its " +
+			"temp files the moment it cuts the responses, so a fill that lasts milliseconds can pass between two scrapes, " +
+			"and the proxy's error lines are what always shows it."}
 	d.notes(s)
 	if f := tempDownloadsFigure(d, "temp-disk-downloads", tempDiskLabel); f != nil {
 		s.addFigure(f)
@@ -56,6 +58,8 @@ func buildTempDisk(dir string) (*section, error) {
 	if t := tempDownloadsTable(d); t != nil {
 		s.addTable(t)
 	}
-	s.addTable(tempConditionsTable(d.conds, "temp-disk-full"))
+	all := tempConditionsTable(d.conds, "temp-disk-full")
+	all.Details = fmt.Sprintf("Every column of the conditions (%s)", tempRunsFile)
+	s.addTable(all)
 	return s, nil
 }
