@@ -128,6 +128,15 @@ type Options struct {
 	// connection is closed and the response is cut short.
 	SendTimeout time.Duration
 
+	// UpstreamHTTP10 is proxy_http_version 1.0 (NGINX's default; the lab
+	// runs 1.1, false here): requests go to the upstream as HTTP/1.0, so
+	// the apps answer a body of unknown length close-delimited instead of
+	// chunked, and a request body of unknown length is read whole first
+	// whatever RequestBuffering says (it cannot be sent chunked). A
+	// close-delimited body relayed buffered is held, header included,
+	// until a buffer fills or the body ends (see relayBuffered).
+	UpstreamHTTP10 bool
+
 	// UpstreamTimeout bounds connecting to the upstream and each read from
 	// and write to it (proxy_connect_timeout, proxy_read_timeout,
 	// proxy_send_timeout).

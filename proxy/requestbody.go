@@ -125,11 +125,14 @@ func (b *bufferedBody) spill(dir string, data []byte) error {
 }
 
 // bufferRequest reads r's body whole when request buffering is on and r
-// has a body, and makes r send it from there with its Content-Length.
-// The returned close releases the temp file. An error means the client
-// went away (clientError) or the temp file failed.
+// has a body, or when the upstream is HTTP/1.0 and the body's length is
+// unknown (NGINX does the same: it cannot send it chunked), and makes r
+// send it from there with its Content-Length. The returned close releases
+// the temp file. An error means the client went away (clientError) or the
+// temp file failed.
 func (p *Proxy) bufferRequest(r *http.Request) (func(), error) {
-	if !p.opts.RequestBuffering || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+	buffer := p.opts.RequestBuffering || p.opts.UpstreamHTTP10 && r.ContentLength < 0
+	if !buffer || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return func() {}, nil
 	}
 	b, err := p.readRequestBody(r)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -74,7 +76,11 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 
 	out := outgoingRequest(r, p.opts.Upstream)
 	bw := bufio.NewWriterSize(tc, p.opts.BufferSize)
-	if err := out.Write(bw); err != nil {
+	write := out.Write
+	if p.opts.UpstreamHTTP10 {
+		write = func(w io.Writer) error { return writeRequest10(w, out) }
+	}
+	if err := write(bw); err != nil {
 		return fail(stageSend, err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -124,6 +130,53 @@ func outgoingRequest(r *http.Request, host string) *http.Request {
 		out.Body = r.Body // -1 (unknown) is sent chunked
 	}
 	return out
+}
+
+// writeRequest10 writes out as an HTTP/1.0 request, as NGINX does with
+// proxy_http_version 1.0 (Request.Write always says HTTP/1.1): the
+// request line, Host, "Connection: close", the Content-Length of a body
+// (whose length is known: bufferRequest read one of unknown length
+// whole), the other headers, then the body.
+func writeRequest10(w io.Writer, out *http.Request) error {
+	h := out.Header.Clone()
+	for _, k := range []string{"Host", "Content-Length", "Connection", "Transfer-Encoding"} {
+		h.Del(k)
+	}
+	if ua := h["User-Agent"]; len(ua) == 1 && ua[0] == "" {
+		h.Del("User-Agent")
+	}
+	if _, err := fmt.Fprintf(w, "%s %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n", out.Method, out.URL.RequestURI(), out.Host); err != nil {
+		return err
+	}
+	if out.Body != nil {
+		if out.ContentLength < 0 {
+			return errors.New("HTTP/1.0 request body of unknown length")
+		}
+		if _, err := fmt.Fprintf(w, "Content-Length: %d\r\n", out.ContentLength); err != nil {
+			return err
+		}
+	}
+	if err := h.Write(w); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, "\r\n"); err != nil {
+		return err
+	}
+	if out.Body == nil {
+		return nil
+	}
+	n, err := io.Copy(w, io.LimitReader(out.Body, out.ContentLength))
+	if err == nil && n < out.ContentLength {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// closeDelimited reports whether resp's body ends when the upstream
+// closes the connection: neither a Content-Length nor chunked, what an
+// app answers a stream of unknown length to an HTTP/1.0 request.
+func closeDelimited(resp *http.Response) bool {
+	return resp.ContentLength < 0 && len(resp.TransferEncoding) == 0
 }
 
 // hopHeaders are meaningful for one connection only (RFC 9110 section 7.6.1).
