@@ -49,6 +49,8 @@ const (
 	// The response side: proxy_max_temp_file_size and send_timeout.
 	ProxyMaxTempFileSize Flag = "max-temp-file-size"
 	ProxySendTimeout     Flag = "send-timeout"
+	// ProxyHTTPVersion is proxy_http_version: 1.0 or 1.1.
+	ProxyHTTPVersion Flag = "http-version"
 )
 
 // Flags of `slowlab exporter`.

@@ -41,10 +41,10 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return fmt.Errorf("--admin %q: %w", f.admin, err)
 	}
-	fmt.Fprintf(stderr, "slowlab proxy: buffering=%s upstream=%s buffer-size=%s buffers=%q busy-buffers-size=%s max-temp-file-size=%s temp-file-write-size=%s temp-dir=%s request-buffering=%s client-body-buffer-size=%s client-header-timeout=%s\n",
+	fmt.Fprintf(stderr, "slowlab proxy: buffering=%s upstream=%s buffer-size=%s buffers=%q busy-buffers-size=%s max-temp-file-size=%s temp-file-write-size=%s temp-dir=%s request-buffering=%s client-body-buffer-size=%s client-header-timeout=%s http-version=%s\n",
 		f.buffering, o.Upstream, proxy.FormatSize(int64(o.BufferSize)), o.Buffers, proxy.FormatSize(int64(o.BusyBuffersSize)),
 		proxy.FormatSize(o.MaxTempFileSize), proxy.FormatSize(int64(o.TempFileWriteSize)), o.TempDir,
-		f.requestBuffering, proxy.FormatSize(int64(o.ClientBodyBufferSize)), o.ClientHeaderTimeout)
+		f.requestBuffering, proxy.FormatSize(int64(o.ClientBodyBufferSize)), o.ClientHeaderTimeout, f.httpVersion)
 	// The lab reads this line to learn the ports; print nothing else on stdout.
 	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: ln.Addr().String()},
 		child.Field{Key: child.KeyAdmin, Value: admin.Addr().String()}))
@@ -59,7 +59,7 @@ type proxyFlags struct {
 	bufferSize, buffers, busyBuffers, maxTemp, tempWrite string
 	upstreamTimeout, shutdownTimeout                     string
 	requestBuffering, bodyBuffer, bodyTempDir            string
-	headerTimeout, sendTimeout                           string
+	headerTimeout, sendTimeout, httpVersion              string
 	allowRemote                                          bool
 }
 
@@ -84,6 +84,7 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.bodyTempDir, string(child.ProxyClientBodyTempDir), "", "client_body_temp_path: directory for request body temp files, created if missing (default: "+proxy.DefaultClientBodyTempDir+" under --temp-dir)")
 	fs.StringVar(&f.headerTimeout, string(child.ProxyClientHeaderTimeout), d.ClientHeaderTimeout.String(), "client_header_timeout: how long a client may take to send a request header (a Go duration)")
 	fs.StringVar(&f.sendTimeout, string(child.ProxySendTimeout), d.SendTimeout.String(), "send_timeout: how long a write to the client may wait for it to take anything before the connection is closed (a Go duration)")
+	fs.StringVar(&f.httpVersion, string(child.ProxyHTTPVersion), "1.1", "proxy_http_version: the HTTP version of requests to the upstream, 1.1 (the lab's) or 1.0 (NGINX's default: the app answers a stream close-delimited, which a buffered response holds until a buffer fills or the body ends)")
 	fs.StringVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout.String(), "on SIGINT/SIGTERM, how long responses in flight may finish before they are cut (a Go duration)")
 	return f
 }
@@ -118,6 +119,14 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		o.RequestBuffering = false
 	default:
 		return o, usagef("--%s %q: allowed on, off", child.ProxyRequestBuffering, f.requestBuffering)
+	}
+	switch f.httpVersion {
+	case "1.1":
+		o.UpstreamHTTP10 = false
+	case "1.0":
+		o.UpstreamHTTP10 = true
+	default:
+		return o, usagef("--%s %q: allowed 1.0, 1.1", child.ProxyHTTPVersion, f.httpVersion)
 	}
 	o.Upstream, o.AllowRemote, o.TempDir, o.ClientBodyTempDir = f.upstream, f.allowRemote, f.tempDir, f.bodyTempDir
 	for _, a := range []struct {

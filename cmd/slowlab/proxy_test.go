@@ -39,6 +39,7 @@ func TestProxyFlagErrors(t *testing.T) {
 		{on("--upstream-timeout", "soon"), `slowlab proxy: --upstream-timeout "soon": allowed a Go duration, e.g. 60s or 500ms`},
 		{on("--upstream-timeout", "0s"), `slowlab proxy: --upstream-timeout "0s": allowed a duration above 0, e.g. 60s`},
 		{on("--shutdown-timeout", "-1s"), `slowlab proxy: --shutdown-timeout "-1s": allowed 0 or more, e.g. 5s`},
+		{on("--http-version", "2"), `slowlab proxy: --http-version "2": allowed 1.0, 1.1`},
 		{on("--bogus"), `slowlab proxy: flag provided but not defined: -bogus (see --help)`},
 		{on("extra"), `slowlab proxy: unexpected argument "extra" (see --help)`},
 	} {
@@ -53,6 +54,25 @@ func TestProxyFlagErrors(t *testing.T) {
 				t.Errorf("stderr:\n%s\nwant one line starting\n%s", stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestProxyHTTPVersionFlag: --http-version 1.0 sets UpstreamHTTP10, and
+// the default is the lab's 1.1.
+func TestProxyHTTPVersionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{nil, false}, {[]string{"--http-version", "1.1"}, false}, {[]string{"--http-version", "1.0"}, true}} {
+		fs := newFlagSet("proxy", "", io.Discard)
+		f := defineProxyFlags(fs)
+		if err := fs.Parse(append([]string{"--buffering", "on", "--upstream", "127.0.0.1:8000"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		o, err := f.options()
+		if err != nil || o.UpstreamHTTP10 != tc.want {
+			t.Errorf("%v: UpstreamHTTP10 %v (%v), want %v", tc.args, o.UpstreamHTTP10, err, tc.want)
+		}
 	}
 }
 

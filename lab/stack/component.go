@@ -46,6 +46,11 @@ type Deployment struct {
 	// MaxTempFileSize is the proxy's proxy_max_temp_file_size (nil: NGINX's
 	// 32m as EXPERIMENTS.md sets it; 0: no temp file, memory buffers only).
 	MaxTempFileSize *int64
+	// UpstreamHTTP10 is the proxy's proxy_http_version 1.0 (NGINX's
+	// default) instead of the 1.1 EXPERIMENTS.md sets: the app then
+	// answers a stream of unknown length close-delimited, not chunked, and
+	// a buffered proxy holds it until a buffer fills or it ends.
+	UpstreamHTTP10 bool
 	// TempTmpfs, when above 0, puts the proxy's proxy_temp_path on a tmpfs
 	// of this many bytes, mounted in a mount namespace of the proxy's own
 	// (so it vanishes with the proxy, on every path).

@@ -39,6 +39,9 @@ type nginxConfig struct {
 	// them unset).
 	SendTimeout     string
 	MaxTempFileSize string
+	// HTTPVersion is proxy_http_version: 1.1 as EXPERIMENTS.md sets it,
+	// or 1.0 (NGINX's default) when the deployment asks for it.
+	HTTPVersion string
 	// User and Group are set when running as root: NGINX then needs a
 	// user to hand temp directories to, and would otherwise look up its
 	// compiled-in default (which may not exist). With master_process off
@@ -48,7 +51,7 @@ type nginxConfig struct {
 }
 
 // nginxTemplate follows EXPERIMENTS.md section 1: one process, HTTP/1.1 to
-// the app, the published buffer sizes, proxy_buffering and
+// the app (1.0 when the deployment says so), the published buffer sizes, proxy_buffering and
 // proxy_request_buffering as the route says, everything else at NGINX's
 // defaults but client_max_body_size (0: no limit, so that an upload of any
 // size reaches the app). The request-side settings NGINX has defaults for
@@ -90,7 +93,7 @@ http {
 
         location / {
             proxy_pass http://{{.Upstream}};
-            proxy_http_version 1.1;
+            proxy_http_version {{.HTTPVersion}};
             proxy_buffering {{if .Buffering}}on{{else}}off{{end}};
             proxy_request_buffering {{if .RequestBuffering}}on{{else}}off{{end}};
             proxy_buffer_size 16k;
@@ -268,7 +271,10 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	cfg := nginxConfig{RunID: d.RunID, Dir: dir, TempDir: tempDir, Upstream: upstream,
 		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(),
 		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s",
-		MaxTempFileSize: nginxSize(d.MaxTempFile()), User: usr, Group: grp, Snippet: s.NginxSnippet}
+		MaxTempFileSize: nginxSize(d.MaxTempFile()), HTTPVersion: "1.1", User: usr, Group: grp, Snippet: s.NginxSnippet}
+	if d.UpstreamHTTP10 {
+		cfg.HTTPVersion = "1.0"
+	}
 	if d.SendTimeout != 0 {
 		cfg.SendTimeout = strconv.Itoa(int(d.SendTimeout/time.Second)) + "s"
 	}
