@@ -13,10 +13,10 @@ import (
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	_ "github.com/slowlab/slowlab/lab/slowupload"
-	_ "github.com/slowlab/slowlab/lab/tempcliff"
-	_ "github.com/slowlab/slowlab/lab/tempdisk"
 	_ "github.com/slowlab/slowlab/lab/sse"
 	_ "github.com/slowlab/slowlab/lab/stalledreader"
+	_ "github.com/slowlab/slowlab/lab/tempcliff"
+	_ "github.com/slowlab/slowlab/lab/tempdisk"
 )
 
 // Every testdata/scenarios/invalid-*.yml starts with "# error: MESSAGE",

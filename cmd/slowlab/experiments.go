@@ -10,7 +10,7 @@ import (
 	_ "github.com/slowlab/slowlab/lab/slowclient"
 	_ "github.com/slowlab/slowlab/lab/slowupload"
 	_ "github.com/slowlab/slowlab/lab/sse"
+	_ "github.com/slowlab/slowlab/lab/stalledreader"
 	_ "github.com/slowlab/slowlab/lab/tempcliff"
 	_ "github.com/slowlab/slowlab/lab/tempdisk"
-	_ "github.com/slowlab/slowlab/lab/stalledreader"
 )
