@@ -59,6 +59,8 @@ const (
 	ExporterLogLevel Flag = "log.level"
 	ExporterGroup    Flag = "group"
 	ExporterTempDir  Flag = "collector.tempfiles.dir"
+	// ExporterErrorLog is GROUP=FILE: a proxy error log of the group.
+	ExporterErrorLog Flag = "collector.errorlog.file"
 )
 
 // Key is a key of the ready line.

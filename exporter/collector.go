@@ -33,6 +33,9 @@ type Target struct {
 	PIDs     []int    // sorted, unique; processes that exited may remain
 	Ports    []int    // local ports from port: selectors
 	TempDirs []string // absolute, cleaned
+	// ErrorLogs are the proxy's error logs (absolute, cleaned); none for a
+	// dynamic group.
+	ErrorLogs []string
 	// Err is why resolving the group's processes failed; PIDs may then be
 	// incomplete, and collectors that use them report the failure.
 	Err error
@@ -49,6 +52,7 @@ var ErrNoData = errors.New("no data")
 type collectorEnv struct {
 	opts   Options
 	logger *slog.Logger
+	groups []group // the configured groups, for a collector that keeps state per group
 }
 
 type collectorInfo struct {

@@ -53,6 +53,10 @@ type Group struct {
 	GroupName string `yaml:"group_name,omitempty"`
 	// TempDirs overrides Config.TempDirs for this group.
 	TempDirs []string `yaml:"temp_dirs,omitempty"`
+	// ErrorLogs are the proxy's error log files (absolute paths), read by
+	// the errorlog collector for failed writes under the group's temp
+	// dirs (errorlog_line.go). Not on a dynamic group.
+	ErrorLogs []string `yaml:"error_logs,omitempty"`
 }
 
 // DefaultTempDirs returns where reverse proxies spool buffered responses
@@ -90,6 +94,7 @@ type group struct {
 	cgroup    string // "" when the group has no cgroup selector
 	ports     []int
 	tempDirs  []string
+	errorLogs []string // absolute, cleaned
 	dyn       *dynamic // a cgroup-re: group; nil for a fixed one
 }
 
@@ -164,6 +169,17 @@ func (c Config) compile() ([]group, error) {
 			cg.tempDirs = g.TempDirs
 		}
 		cg.tempDirs = cleanDirs(cg.tempDirs)
+		if len(g.ErrorLogs) > 0 {
+			if cg.dyn != nil {
+				return nil, fmt.Errorf("group %q: error_logs: not on a dynamic (cgroup-re:) group: give the proxy a group of its own", g.Name)
+			}
+			if err := checkPaths(g.ErrorLogs); err != nil {
+				return nil, fmt.Errorf("group %q: error_logs: %w", g.Name, err)
+			}
+			for _, p := range g.ErrorLogs {
+				cg.errorLogs = append(cg.errorLogs, filepath.Clean(p))
+			}
+		}
 		groups = append(groups, cg)
 	}
 	if err := checkDynamic(groups); err != nil {
@@ -249,8 +265,11 @@ func cleanCgroupPath(p string) (string, error) {
 	return c, nil
 }
 
-func checkTempDirs(dirs []string) error {
-	for _, d := range dirs {
+func checkTempDirs(dirs []string) error { return checkPaths(dirs) }
+
+// checkPaths requires absolute paths.
+func checkPaths(paths []string) error {
+	for _, d := range paths {
 		if !filepath.IsAbs(d) {
 			return fmt.Errorf("%q: must be an absolute path", d)
 		}

@@ -60,10 +60,11 @@ func TestLoadConfigValid(t *testing.T) {
 		kinds        []string
 		ports        []int
 		tempDirs     []string
+		errorLogs    []string
 	}
 	var got []summary
 	for _, g := range groups {
-		s := summary{name: g.name, cgroup: g.cgroup, ports: g.ports, tempDirs: g.tempDirs}
+		s := summary{name: g.name, cgroup: g.cgroup, ports: g.ports, tempDirs: g.tempDirs, errorLogs: g.errorLogs}
 		for _, sel := range g.selectors {
 			s.kinds = append(s.kinds, sel.kind)
 		}
@@ -71,7 +72,8 @@ func TestLoadConfigValid(t *testing.T) {
 	}
 	want := []summary{
 		{name: "app", cgroup: "slowlab/app", kinds: []string{"cgroup", "tree"}, tempDirs: []string{"/tmp/slowlab-proxy"}},
-		{name: "proxy", kinds: []string{"comm", "port"}, ports: []int{8080}, tempDirs: []string{"/var/lib/nginx/proxy"}},
+		{name: "proxy", kinds: []string{"comm", "port"}, ports: []int{8080}, tempDirs: []string{"/var/lib/nginx/proxy"},
+			errorLogs: []string{"/var/log/nginx/error.log"}},
 		{name: "loadgen", kinds: []string{"cmdline", "pid"}, tempDirs: []string{"/tmp/slowlab-proxy"}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -183,7 +185,7 @@ func TestParseGroupFlag(t *testing.T) {
 func TestNewRejectsUnknownCollector(t *testing.T) {
 	cfg := Config{Groups: []Group{{Name: "app", Selectors: []string{"pid:1"}}}}
 	_, err := New(cfg, Options{ProcFS: "testdata/fixtures/proc", Collectors: map[string]bool{"disk": true}}, nil)
-	want := `unknown collector "disk" (allowed: cgroup, process, sockets, tempfiles)`
+	want := `unknown collector "disk" (allowed: cgroup, errorlog, process, sockets, tempfiles)`
 	if err == nil || err.Error() != want {
 		t.Errorf("New with unknown collector: %v, want %q", err, want)
 	}

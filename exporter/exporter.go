@@ -129,7 +129,7 @@ func New(cfg Config, opts Options, logger *slog.Logger) (*Exporter, error) {
 		collectors: map[string]Collector{},
 		failing:    map[string]bool{},
 	}
-	env := collectorEnv{opts: opts, logger: logger}
+	env := collectorEnv{opts: opts, logger: logger, groups: groups}
 	for _, info := range Collectors() {
 		enabled := info.Enabled
 		if v, ok := opts.Collectors[info.Name]; ok {

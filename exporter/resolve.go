@@ -56,7 +56,7 @@ func (r *resolver) resolve(ctx context.Context) ([]Target, dynStats, error) {
 			hasDyn = true
 			continue
 		}
-		t := Target{Group: g.name, Cgroup: g.cgroup, Ports: g.ports, TempDirs: g.tempDirs}
+		t := Target{Group: g.name, Cgroup: g.cgroup, Ports: g.ports, TempDirs: g.tempDirs, ErrorLogs: g.errorLogs}
 		pids := map[int]bool{}
 		var errs partialErrors
 		for _, s := range g.selectors {

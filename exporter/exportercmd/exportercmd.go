@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ type exporterFlags struct {
 	configFile    string
 	groups        stringList
 	tempDirs      stringList
+	errorLogs     stringList
 	procFS        string
 	cgroupFS      string
 	listen        string
@@ -92,6 +94,7 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
 	fs.Var(&f.groups, string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
 	fs.Var(&f.tempDirs, string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
+	fs.Var(&f.errorLogs, string(child.ExporterErrorLog), "`GROUP=FILE`: a proxy error log of the group, read for failed temp-file writes (slowlab_proxy_temp_write_errors_total); repeatable; added to the group's error_logs")
 	fs.StringVar(&f.procFS, "path.procfs", exporter.DefaultProcFS, "procfs mount `point`")
 	fs.StringVar(&f.cgroupFS, "path.cgroupfs", exporter.DefaultCgroupFS, "cgroup filesystem root (v2 mount, or the tmpfs holding v1 hierarchies)")
 	fs.StringVar(&f.listen, string(child.ExporterListen), ":9817", "`address` to listen on; port 0 picks a free port (printed as \"ready listen=IP:PORT\")")
@@ -156,6 +159,14 @@ func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level,
 	}
 	if len(f.tempDirs) > 0 {
 		cfg.TempDirs = f.tempDirs
+	}
+	for _, v := range f.errorLogs {
+		name, file, ok := strings.Cut(v, "=")
+		i := slices.IndexFunc(cfg.Groups, func(g exporter.Group) bool { return g.Name == name })
+		if !ok || file == "" || i < 0 {
+			return cfg, exporter.Options{}, level, usagef("--%s %q: want GROUP=FILE with GROUP a configured group", child.ExporterErrorLog, v)
+		}
+		cfg.Groups[i].ErrorLogs = append(cfg.Groups[i].ErrorLogs, file)
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, exporter.Options{}, level, usagef("%v", err)
