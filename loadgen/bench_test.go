@@ -89,7 +89,7 @@ func BenchmarkOpenLoop(b *testing.B) {
 		name      string
 		keepAlive bool
 		rate      float64
-	}{{"new", false, 2000}, {"keepalive", true, 4000}} {
+	}{{"new", false, 2000}, {"keepalive", true, 4000}, {"keepalive", true, 1000}} {
 		for _, lean := range []bool{false, true} {
 			client := map[bool]string{false: "nethttp", true: "lean"}[lean]
 			b.Run(fmt.Sprintf("%s/%s/rate=%g", client, mode.name, mode.rate), func(b *testing.B) {

@@ -51,8 +51,10 @@ type OpenLoop struct {
 }
 
 // DefaultSpinWindow covers the wake-up latency of the pacer's sleep
-// (nanosleep on its own thread with a 1 ns timer slack: tens of µs).
-const DefaultSpinWindow = 200 * time.Microsecond
+// (nanosleep on its own thread with a 1 ns timer slack: tens of µs). At
+// 1,000 req/s a 200 µs window cost 0.5 s more CPU per 5 s than 50 µs, and
+// no fewer requests started late.
+const DefaultSpinWindow = 50 * time.Microsecond
 
 // runtimeTimerSlack is how late a runtime timer may fire when the process
 // is otherwise idle: epoll waits whole milliseconds. The pacer leaves the
