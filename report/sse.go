@@ -33,7 +33,10 @@ func buildSSE(dir string) (*section, error) {
 	s := &section{id: "sse", title: "sse",
 		intro: "SSE clients each hold a stream of an event every interval, stamped with the server's clock, while /fast runs " +
 			"on its open-loop schedule. An event's delivery delay is the client's clock when it had read it minus the stamp. " +
-			"A stream holds its worker for its whole length whatever the proxy does, so N streams on sync-N starve /fast."}
+			"A stream holds its worker for its whole length whatever the proxy does, so N streams on sync-N starve /fast. " +
+			"Routes ending in -http10 ask the app in HTTP/1.0 (proxy_http_version 1.0, NGINX's default): the app answers " +
+			"close-delimited instead of chunked, and a buffering proxy then holds the stream until a buffer fills or it ends; " +
+			"-accel-no and -accel-yes are the app's X-Accel-Buffering."}
 	for _, f := range []struct {
 		fig  *figure
 		what string

@@ -4,17 +4,28 @@
 // /fast schedule of slow-client runs beside them. Each event's delivery
 // delay is the client's clock when it had read the event minus the stamp
 // (one machine, loopback). The routes are direct, through the proxy with
-// proxy_buffering off and on, and on with the app's X-Accel-Buffering: no
-// (the pseudo-route proxy-buffering-on-accel-no: the buffering-on
-// deployment, the stream asked with ?accel=no); servers are sync,
-// gthread and the stack's event-loop server. A stream holds its worker
-// for its whole length whatever the proxy does, so N streams on sync-N
-// occupy every worker and starve /fast: the cost of SSE on a sync server.
+// proxy_buffering off and on, and pseudo-routes (a deployed route plus
+// what the streams ask or the proxy's upstream HTTP version):
+// proxy-buffering-on-accel-no (buffering on, the streams asked with
+// ?accel=no, so the app answers X-Accel-Buffering: no),
+// proxy-buffering-on-http10 (buffering on, proxy_http_version 1.0:
+// stack.Deployment.UpstreamHTTP10), proxy-buffering-on-http10-accel-no
+// (and ?accel=no) and proxy-buffering-off-http10-accel-yes (buffering
+// off, HTTP/1.0, ?accel=yes). The route column of every file names the
+// pseudo-route. Servers are sync, gthread and the stack's event-loop
+// server. A stream holds its worker for its whole length whatever the
+// proxy does, so N streams on sync-N occupy every worker and starve
+// /fast: the cost of SSE on a sync server.
 //
 // NGINX 1.22 with proxy_http_version 1.1 (the lab's) passes each small
 // event of a chunked upstream response on as it arrives, buffering on or
-// off (measured; see the README), so the routes differ little in delivery
-// delay; the embedded proxy does the same.
+// off. With 1.0 (NGINX's default) the app answers close-delimited, and
+// with buffering in effect (on, or off with X-Accel-Buffering: yes) NGINX
+// holds the stream, header included, until a 16k buffer fills or the
+// stream ends; X-Accel-Buffering: no passes each event on again. The
+// shape tests assert the held stream and its X-Accel-Buffering: no on
+// NGINX and on the embedded proxy, which does the same; the published
+// grid also runs the buffering-off X-Accel-Buffering: yes route.
 //
 // It owns the experiment's scenario schema and flags, its run (the
 // matrix, each run's stack, load and verdict) and its printed table. Its

@@ -20,11 +20,11 @@ func (r *Result) Print(w io.Writer) {
 // PrintTable writes the conditions table as aligned text, then what its
 // columns mean.
 func PrintTable(w io.Writer, runs []recorder.SSERun) {
-	fmt.Fprintf(w, "%-27s %-12s %7s %4s %8s %13s %9s %12s %12s %12s %13s %4s %15s %9s %11s %11s\n", "route", "server", "streams", "runs", "excluded",
+	fmt.Fprintf(w, "%-36s %-12s %7s %4s %8s %13s %9s %12s %12s %12s %13s %4s %15s %9s %11s %11s\n", "route", "server", "streams", "runs", "excluded",
 		"events", "complete", "delay_p50_ms", "delay_p95_ms", "delay_max_ms", "first_byte_ms", "held", "workers_holding", "fast_ok", "fast_p50_ms", "fast_p95_ms")
 	for _, r := range recorder.SummarizeSSEConditions(runs) {
 		holding := lab.Num(r.WorkersHoldingMax, 0) + "/" + lab.Num(r.Workers, 0)
-		fmt.Fprintf(w, "%-27s %-12s %7d %4d %8d %13s %9d %12s %12s %12s %13s %4s %15s %9s %11s %11s\n", r.Route, r.Server, r.Streams, r.Runs, r.Excluded,
+		fmt.Fprintf(w, "%-36s %-12s %7d %4d %8d %13s %9d %12s %12s %12s %13s %4s %15s %9s %11s %11s\n", r.Route, r.Server, r.Streams, r.Runs, r.Excluded,
 			fmt.Sprintf("%d/%d", r.Events, r.EventsExpected), r.StreamsComplete, lab.Num(r.DelayP50MS, 1), lab.Num(r.DelayP95MS, 1), lab.Num(r.DelayMaxMS, 1),
 			lab.Num(r.FirstByteMS, 1), lab.Num(r.HeldMax, 0), holding, fmt.Sprintf("%d/%d", r.FastOK, r.FastPlanned), lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1))
 	}

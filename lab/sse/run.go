@@ -176,7 +176,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 	}
 	defer os.RemoveAll(work)
 	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
-		AppTimeout: c.appTimeout(), LogDir: env.LogDir(), WorkDir: work})
+		AppTimeout: c.appTimeout(), UpstreamHTTP10: upstreamHTTP10(spec.Route), LogDir: env.LogDir(), WorkDir: work})
 	if err != nil {
 		return fail(recorder.RunFailed, "start stack: "+err.Error())
 	}

@@ -23,20 +23,52 @@ func init() {
 		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
 }
 
-// RouteAccelNo is the buffering-on route with the app's X-Accel-Buffering:
-// no on each stream: the proxy-buffering-on deployment, the streams asked
-// with ?accel=no.
-const RouteAccelNo stack.Route = "proxy-buffering-on-accel-no"
+// The pseudo-routes: a deployed route (buffering on or off) with the
+// app's X-Accel-Buffering on each stream or the proxy's
+// proxy_http_version 1.0 (NGINX's default; the lab's is 1.1).
+//
+// RouteAccelNo is the buffering-on deployment, the streams asked with
+// ?accel=no. RouteHTTP10 is the buffering-on deployment with an HTTP/1.0
+// upstream: the app answers close-delimited, not chunked, and the proxy
+// holds the stream until a buffer fills or it ends. RouteHTTP10AccelNo is
+// that with ?accel=no, RouteHTTP10AccelYes the buffering-off deployment
+// with an HTTP/1.0 upstream and ?accel=yes.
+const (
+	RouteAccelNo        stack.Route = "proxy-buffering-on-accel-no"
+	RouteHTTP10         stack.Route = "proxy-buffering-on-http10"
+	RouteHTTP10AccelNo  stack.Route = "proxy-buffering-on-http10-accel-no"
+	RouteHTTP10AccelYes stack.Route = "proxy-buffering-off-http10-accel-yes"
+)
 
 // Routes lists the experiment's routes.
-var Routes = []stack.Route{stack.RouteDirect, stack.RouteBufferingOff, stack.RouteBufferingOn, RouteAccelNo}
+var Routes = []stack.Route{stack.RouteDirect, stack.RouteBufferingOff, stack.RouteBufferingOn, RouteAccelNo,
+	RouteHTTP10, RouteHTTP10AccelNo, RouteHTTP10AccelYes}
 
 // deployed is the route the stack runs for r.
 func deployed(r stack.Route) stack.Route {
-	if r == RouteAccelNo {
+	switch r {
+	case RouteAccelNo, RouteHTTP10, RouteHTTP10AccelNo:
 		return stack.RouteBufferingOn
+	case RouteHTTP10AccelYes:
+		return stack.RouteBufferingOff
 	}
 	return r
+}
+
+// upstreamHTTP10 reports whether r's proxy asks the app in HTTP/1.0.
+func upstreamHTTP10(r stack.Route) bool {
+	return r == RouteHTTP10 || r == RouteHTTP10AccelNo || r == RouteHTTP10AccelYes
+}
+
+// accel is the X-Accel-Buffering the streams of r ask the app for.
+func accel(r stack.Route) string {
+	switch r {
+	case RouteAccelNo, RouteHTTP10AccelNo:
+		return "no"
+	case RouteHTTP10AccelYes:
+		return "yes"
+	}
+	return ""
 }
 
 // Async names the stack's event-loop server in a condition.
@@ -54,9 +86,12 @@ type Config struct {
 
 // Condition is one cell of the matrix.
 type Condition struct {
-	// Route is direct, proxy-buffering-off, proxy-buffering-on or
-	// proxy-buffering-on-accel-no (buffering on, the app's
-	// X-Accel-Buffering: no).
+	// Route is direct, proxy-buffering-off, proxy-buffering-on, or a
+	// pseudo-route: proxy-buffering-on-accel-no (buffering on, the app's
+	// X-Accel-Buffering: no), proxy-buffering-on-http10 (buffering on,
+	// proxy_http_version 1.0), proxy-buffering-on-http10-accel-no (and
+	// X-Accel-Buffering: no) or proxy-buffering-off-http10-accel-yes
+	// (buffering off, proxy_http_version 1.0, X-Accel-Buffering: yes).
 	Route stack.Route `yaml:"route"`
 	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
 	// the stack's event-loop server (the embedded async model; on the real
@@ -74,20 +109,24 @@ type StreamSpec struct {
 	Timeout  lab.Duration `yaml:"timeout"`  // each stream, from connect to its end
 }
 
-// Published returns the matrix: the four routes x 1, 2, 4 streams on
-// sync-2; gthread 1x4 direct with 2 and 4; the stack's async server direct
-// with 4. An event every 100 ms for 10 s, 3 repetitions, /fast at 8 req/s
-// for 9 s.
+// Published returns the matrix: direct, buffering off, on and on with
+// X-Accel-Buffering: no x 1, 2, 4 streams on sync-2; the three HTTP/1.0
+// upstream routes with 2 streams on sync-2; gthread 1x4 direct with 2 and
+// 4; the stack's async server direct with 4. An event every 100 ms for
+// 10 s, 3 repetitions, /fast at 8 req/s for 9 s.
 func Published() *Config {
 	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Stream: StreamSpec{Path: "/events", Interval: lab.Duration(appserver.DefaultSSEInterval), Duration: lab.Duration(appserver.DefaultSSEDuration),
 			Timeout: lab.Duration(time.Minute)}}
-	for _, r := range Routes {
+	for _, r := range Routes[:4] {
 		for _, n := range []int{1, 2, 4} {
 			c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: n})
 		}
+	}
+	for _, r := range Routes[4:] {
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2})
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
@@ -96,9 +135,10 @@ func Published() *Config {
 	return c
 }
 
-// Reduce implements lab.Reducer: --quick runs 2 streams on sync-2 on each
-// route, gthread 1x4 and async direct, once each, streams of 4 s (unless
-// the scenario set another duration) beside /fast for 3.5 s.
+// Reduce implements lab.Reducer: --quick runs 2 streams on sync-2 on
+// each route but proxy-buffering-off-http10-accel-yes, gthread 1x4 and
+// async direct, once each, streams of 4 s (unless the scenario set
+// another duration) beside /fast for 3.5 s.
 func (c *Config) Reduce() {
 	c.Reps = 1
 	if c.Stream.Duration == Published().Stream.Duration {
@@ -106,7 +146,7 @@ func (c *Config) Reduce() {
 		c.Fast.Duration = lab.Duration(3500 * time.Millisecond)
 	}
 	c.Conditions = nil
-	for _, r := range Routes {
+	for _, r := range Routes[:6] {
 		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2})
 	}
 	c.Conditions = append(c.Conditions,
@@ -232,11 +272,8 @@ func (d *durationFlag) Set(v string) error {
 
 // Params is what each stream asks the app for.
 func (c *Config) Params(route stack.Route) appserver.SSEParams {
-	p := appserver.SSEParams{Interval: time.Duration(c.Stream.Interval), Duration: time.Duration(c.Stream.Duration), Pad: int(c.Stream.Pad)}
-	if route == RouteAccelNo {
-		p.Accel = "no"
-	}
-	return p
+	return appserver.SSEParams{Interval: time.Duration(c.Stream.Interval), Duration: time.Duration(c.Stream.Duration), Pad: int(c.Stream.Pad),
+		Accel: accel(route)}
 }
 
 // RunSpec is one run of the matrix.

@@ -25,7 +25,7 @@ func TestValidate(t *testing.T) {
 		{"timeout shorter than a stream", func(c *Config) { c.Stream.Timeout = lab.Duration(5 * time.Second) }, "stream.timeout 5s: must be longer than stream.duration 10s"},
 		{"path", func(c *Config) { c.Stream.Path = "events" }, `stream.path "events": must start with /`},
 		{"unknown route", func(c *Config) { c.Conditions[0].Route = "proxy-buffering-maybe" },
-			`conditions[0].route "proxy-buffering-maybe": allowed direct, proxy-buffering-off, proxy-buffering-on, proxy-buffering-on-accel-no`},
+			`conditions[0].route "proxy-buffering-maybe": allowed direct, proxy-buffering-off, proxy-buffering-on, proxy-buffering-on-accel-no, proxy-buffering-on-http10, proxy-buffering-on-http10-accel-no, proxy-buffering-off-http10-accel-yes`},
 		{"upload route", func(c *Config) { c.Conditions[0].Route = stack.RouteRequestBufferingOn }, `conditions[0].route "proxy-request-buffering-on": allowed`},
 		{"streams", func(c *Config) { c.Conditions[1].Streams = -1 }, "conditions[1].streams -1: allowed 0 to 1000"},
 		{"server", func(c *Config) { c.Conditions[0].Server = "sync-0" }, "conditions[0].server"},
@@ -57,7 +57,7 @@ func TestPublishedAndQuick(t *testing.T) {
 	if err := q.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if len(q.Conditions) != 6 || q.Reps != 1 || q.Stream.Duration != lab.Duration(4*time.Second) {
+	if len(q.Conditions) != 8 || q.Reps != 1 || q.Stream.Duration != lab.Duration(4*time.Second) {
 		t.Errorf("quick: %+v", q)
 	}
 	own := Published()
@@ -71,14 +71,38 @@ func TestPublishedAndQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs, skipped := q.Runs(st)
-	if len(runs) != 6 || len(skipped) != 0 || runs[3].ID() != "proxy-buffering-on-accel-no.sync-2.s2.rep1" || runs[5].Server.Name() != "async" {
+	if len(runs) != 8 || len(skipped) != 0 || runs[3].ID() != "proxy-buffering-on-accel-no.sync-2.s2.rep1" ||
+		runs[4].ID() != "proxy-buffering-on-http10.sync-2.s2.rep1" || runs[5].ID() != "proxy-buffering-on-http10-accel-no.sync-2.s2.rep1" ||
+		runs[7].Server.Name() != "async" {
 		t.Errorf("runs %v, skipped %v", runs, skipped)
 	}
-	if got := q.Routes(); got[3] != stack.RouteBufferingOn {
-		t.Errorf("accel-no deploys %s, want proxy-buffering-on", got[3])
+	if got := q.Routes(); got[3] != stack.RouteBufferingOn || got[4] != stack.RouteBufferingOn || got[5] != stack.RouteBufferingOn {
+		t.Errorf("accel-no and the http10 routes deploy %v, want proxy-buffering-on", got[3:6])
 	}
-	if p := q.Params(RouteAccelNo); p.Accel != "no" || q.Params(stack.RouteBufferingOn).Accel != "" {
-		t.Errorf("params: accel-no %+v", p)
+}
+
+// Each route's deployment, HTTP version and X-Accel-Buffering.
+func TestPseudoRoutes(t *testing.T) {
+	c := Published()
+	for _, tc := range []struct {
+		route, deploy stack.Route
+		http10        bool
+		accel         string
+	}{
+		{stack.RouteDirect, stack.RouteDirect, false, ""},
+		{stack.RouteBufferingOff, stack.RouteBufferingOff, false, ""},
+		{stack.RouteBufferingOn, stack.RouteBufferingOn, false, ""},
+		{RouteAccelNo, stack.RouteBufferingOn, false, "no"},
+		{RouteHTTP10, stack.RouteBufferingOn, true, ""},
+		{RouteHTTP10AccelNo, stack.RouteBufferingOn, true, "no"},
+		{RouteHTTP10AccelYes, stack.RouteBufferingOff, true, "yes"},
+	} {
+		if d, h, a := deployed(tc.route), upstreamHTTP10(tc.route), c.Params(tc.route).Accel; d != tc.deploy || h != tc.http10 || a != tc.accel {
+			t.Errorf("%s: deploys %s, HTTP/1.0 %v, accel %q; want %s, %v, %q", tc.route, d, h, a, tc.deploy, tc.http10, tc.accel)
+		}
+	}
+	if len(Routes) != 7 {
+		t.Errorf("%d routes, the table above covers 7", len(Routes))
 	}
 }
 
