@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -218,7 +219,8 @@ func freshExporter(t *testing.T) string {
 	cfg := exporter.Config{
 		Groups: []exporter.Group{
 			{Name: "app", Selectors: []string{"cgroup:slowlab/app"}},
-			{Name: "proxy", Selectors: []string{"cgroup:slowlab/proxy"}},
+			// Its error log does not exist before the proxy starts: 0.
+			{Name: "proxy", Selectors: []string{"cgroup:slowlab/proxy"}, ErrorLogs: []string{filepath.Join(t.TempDir(), "nginx.log")}},
 			{Name: "loadgen", Selectors: []string{"cgroup:slowlab/loadgen"}},
 			{Name: "roles", Selectors: []string{`cgroup-re:slowlab/(?P<role>[^/]+)`}, GroupName: "role-${role}"},
 		},

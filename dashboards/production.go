@@ -54,6 +54,7 @@ func Production() (dashboard.Dashboard, error) {
 	b.WithRow(dashboard.NewRowBuilder("Sockets and proxy buffering"))
 	b.WithPanel(tempBytesPanel(prodGroups))
 	b.WithPanel(tempFilesPanel(prodGroups))
+	b.WithPanel(tempWriteErrorsPanel(prodGroups))
 	b.WithPanel(stackedSeries("TCP sockets by state", units.Short,
 		"The group's TCP sockets by state (listening sockets included); states with no socket are hidden. A growing close_wait count is a peer that left while the app still holds the socket.",
 		query(fmt.Sprintf("sum by (group, state) (slowlab_sockets{%s}) > 0", prodGroups), "{{group}} {{state}}")))

@@ -62,6 +62,14 @@ func tempFilesPanel(s string) *timeseries.PanelBuilder {
 		query(fmt.Sprintf("sum by (group) (slowlab_proxy_temp_files{%s})", s), "{{group}}"))
 }
 
+func tempWriteErrorsPanel(s string) *timeseries.PanelBuilder {
+	return timeSeries("Proxy temp write failures", units.Short,
+		"Failed temp-file writes in the proxy's error log in each interval (No space left on device, or a short write, under the group's temp dirs; "+
+			"read from the error_logs the group names): each is a buffered response cut, a 200 with a short body. A burst fills a small temp filesystem "+
+			"and is freed in milliseconds, between scrapes of the free-space gauge; this count does not miss it. Alert: SlowlabProxyTempWriteFailed.",
+		query(fmt.Sprintf("sum by (group) (increase(slowlab_proxy_temp_write_errors_total{%s}[$__rate_interval]))", s), "{{group}}"))
+}
+
 func sendQueuePanel(s string) *timeseries.PanelBuilder {
 	return timeSeries("Socket send-queue bytes", units.BytesIEC,
 		"Bytes written into the groups' TCP sockets and not yet acknowledged by the peer, by side (accepted: to the group's clients; connected: to its upstreams); not-sent is the part the peer's closed window never let out. "+

@@ -24,9 +24,15 @@ func fixtureConfig(t testing.TB) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The proxy's error log: lines written before the exporter started
+	// are not counted, so the counter reads 0.
+	errorLog, err := filepath.Abs("testdata/errorlog/nginx-tmpfs.log")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return Config{Groups: []Group{
 		{Name: "app", Selectors: []string{"cgroup:slowlab/app"}},
-		{Name: "proxy", Selectors: []string{"cgroup:/slowlab/proxy/", "port:8080"}, TempDirs: []string{tmp}},
+		{Name: "proxy", Selectors: []string{"cgroup:/slowlab/proxy/", "port:8080"}, TempDirs: []string{tmp}, ErrorLogs: []string{errorLog}},
 		{Name: "loadgen", Selectors: []string{"cgroup:slowlab/loadgen", "cmdline:.*slowlab loadgen.*"}},
 		{Name: "workers", Selectors: []string{"tree:200"}},
 		{Name: "gone", Selectors: []string{"pid:999", "comm:no-such-process"}},
