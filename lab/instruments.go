@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -46,7 +47,13 @@ func Instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 		}
 		groups["loadgen"] = []string{"cgroup:" + in.self.Cgroup().Path()}
 	}
-	if in.watch, err = startWatcher(ctx, exe, exporterLog(env.LogDir(), runID), groups, running.TempDirs()); err != nil {
+	var errorLogs []string
+	if _, ok := groups[ProxyGroup]; ok {
+		if errorLogs, err = ProxyErrorLogs(env.LogDir(), runID); err != nil {
+			return nil, err
+		}
+	}
+	if in.watch, err = startWatcher(ctx, exe, exporterLog(env.LogDir(), runID), groups, running.TempDirs(), errorLogs); err != nil {
 		in.Stop()
 		return nil, fmt.Errorf("start exporter: %w", err)
 	}
@@ -64,6 +71,27 @@ func Instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 		return nil, err
 	}
 	return in, nil
+}
+
+// ProxyGroup is the exporter's group of the run's proxy.
+const ProxyGroup = "proxy"
+
+// ProxyErrorLogs are the run's proxy logs that exist, as absolute paths
+// (the exporter's error_logs): the stack writes NGINX's stderr, where its
+// error_log goes, to LOGDIR/RUNID-nginx.log and the embedded proxy's to
+// RUNID-proxy.log. None on an external stack.
+func ProxyErrorLogs(logDir, runID string) ([]string, error) {
+	var out []string
+	for _, name := range []string{"nginx", "proxy"} {
+		p, err := filepath.Abs(filepath.Join(logDir, runID+"-"+name+".log"))
+		if err != nil {
+			return nil, fmt.Errorf("proxy log: %w", err)
+		}
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // Start begins sampling resources at t0, the run's start, into w, and

@@ -30,8 +30,9 @@ type watcher struct {
 	done     chan struct{}
 }
 
-// startWatcher starts the exporter for groups (component -> selectors).
-func startWatcher(ctx context.Context, exe, logPath string, groups map[string][]string, tempDirs []string) (*watcher, error) {
+// startWatcher starts the exporter for groups (component -> selectors),
+// with the proxy group's error logs.
+func startWatcher(ctx context.Context, exe, logPath string, groups map[string][]string, tempDirs, errorLogs []string) (*watcher, error) {
 	argv := []string{exe, child.CmdExporter}
 	argv = append(argv, child.ExporterListen.Arg("127.0.0.1:0")...)
 	argv = append(argv, child.ExporterLogLevel.Arg("warn")...)
@@ -45,6 +46,9 @@ func startWatcher(ctx context.Context, exe, logPath string, groups map[string][]
 	}
 	for _, d := range tempDirs {
 		argv = append(argv, child.ExporterTempDir.Arg(d)...)
+	}
+	for _, l := range errorLogs {
+		argv = append(argv, child.ExporterErrorLog.Arg(ProxyGroup+"="+l)...)
 	}
 	c, err := child.Start(ctx, "exporter", logPath, argv, os.Environ())
 	if err != nil {

@@ -19,7 +19,11 @@ import (
 // temp dir's filesystem (slowlab_proxy_temp_fs_avail_bytes; empty when
 // it reported none), ProxyErrors the lines at error level or worse in
 // the proxy's log (NGINX's "[crit] pwrite() ... failed (28: No space left
-// on device)"; the embedded proxy logs the same).
+// on device)"; the embedded proxy logs the same). ExporterTempWriteErrors
+// is the exporter's slowlab_proxy_temp_write_errors_total for the proxy at
+// the run's end: the failed temp-file writes it read in the proxy's error
+// log while the run lasted (empty when it reported none: no proxy log, an
+// external stack).
 type TempRun struct {
 	RunID, Route, Server   string
 	SlowClients, Rep       int
@@ -39,6 +43,8 @@ type TempRun struct {
 	TempFSAvailMinMiB      Maybe
 	ProxyErrors            int
 	AppMemMiB, ProxyMemMiB Maybe
+	// Appended last, so older files' columns keep their places.
+	ExporterTempWriteErrors Maybe
 }
 
 func (TempRun) schema() *schema[TempRun] { return &tempRunSchema }
@@ -72,6 +78,7 @@ var tempRunSchema = schema[TempRun]{file: "temp-runs.csv", cols: []column[TempRu
 	col("proxy_errors", 0, func(r *TempRun) any { return &r.ProxyErrors }),
 	col("app_mem_mib", kibOfMi, func(r *TempRun) any { return &r.AppMemMiB }),
 	col("proxy_mem_mib", kibOfMi, func(r *TempRun) any { return &r.ProxyMemMiB }),
+	col("exporter_temp_write_errors", whole, func(r *TempRun) any { return &r.ExporterTempWriteErrors }),
 }}
 
 // SummarizeTempRun fills run's /fast columns from reqs and its download
@@ -116,6 +123,7 @@ type TempCondition struct {
 	TempPeakMiB, ProxyMemMiB, AppMemMiB         Maybe // the largest
 	TempFSAvailMinMiB                           Maybe // the least
 	ProxyErrors                                 int   // summed
+	ExporterTempWriteErrors                     Maybe // summed over the runs that have it
 }
 
 // SummarizeTempConditions folds runs into one TempCondition per condition
@@ -139,7 +147,7 @@ func SummarizeTempConditions(runs []TempRun) []TempCondition {
 	var out []TempCondition
 	for _, k := range keys {
 		row := TempCondition{Server: k.server, SlowClients: k.slow, SizeBytes: k.size, MaxTempFileBytes: k.max, TempTmpfsBytes: k.fs}
-		var p50, p95, send, recv, bmin, temp, pmem, amem, avail []float64
+		var p50, p95, send, recv, bmin, temp, pmem, amem, avail, twe []float64
 		for _, r := range groups[k] {
 			if r.Status != RunOK {
 				row.Excluded++
@@ -156,6 +164,7 @@ func SummarizeTempConditions(runs []TempRun) []TempCondition {
 			row.Complete += r.DownloadsComplete
 			row.Cut += r.DownloadsCut
 			row.ProxyErrors += r.ProxyErrors
+			twe = appendValidMaybe(twe, r.ExporterTempWriteErrors)
 		}
 		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))
 		if len(p95) > 0 {
@@ -167,6 +176,13 @@ func SummarizeTempConditions(runs []TempRun) []TempCondition {
 		}
 		if len(avail) > 0 {
 			row.TempFSAvailMinMiB = Some(slices.Min(avail))
+		}
+		if len(twe) > 0 {
+			sum := 0.0
+			for _, v := range twe {
+				sum += v
+			}
+			row.ExporterTempWriteErrors = Some(sum)
 		}
 		row.TempPeakMiB = Some(NearestRank(temp, 100))
 		row.ProxyMemMiB, row.AppMemMiB = Some(NearestRank(pmem, 100)), Some(NearestRank(amem, 100))

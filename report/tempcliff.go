@@ -398,15 +398,19 @@ func tempDownloadsFigure(d *tempData, name string, label func(recorder.TempCondi
 }
 
 // tempConditionsTable is the conditions table of either section.
+// count is a whole number of a Maybe column.
+func count(v float64) cell { return num(v, 0) }
+
 func tempConditionsTable(conds []recorder.TempCondition, experiment string) *table {
 	t := &table{Caption: experiment + " conditions (" + tempRunsFile + "), over the ok runs: /fast requests ok of " +
 		"those accounted, p50 and p95 (nearest rank in a run, median over runs; p95 range over runs), app_send_s and the " +
 		"complete downloads' receive time (medians of the runs' medians), downloads complete and cut (summed), the fewest " +
 		"bytes a download received, the proxy's temp files at their largest, the least space the exporter saw available on " +
-		"the temp filesystem (slowlab_proxy_temp_fs_avail_bytes), the proxy's error lines (summed), and memory peaks.",
+		"the temp filesystem (slowlab_proxy_temp_fs_avail_bytes), the proxy's error lines (summed), the failed temp writes " +
+		"the exporter counted in them (slowlab_proxy_temp_write_errors_total, summed), and memory peaks.",
 		Head: []string{"server", "slow", "size (MiB)", "max temp (MiB)", "tmpfs (MiB)", "runs", "excluded", "/fast ok", "p50 (ms)",
 			"p95 (ms)", "p95 min (ms)", "p95 max (ms)", "app_send (s)", "receive (s)", "complete", "cut", "fewest (MiB)",
-			"temp peak (MiB)", "temp fs avail min (MiB)", "proxy errors", "app memory (MiB)", "proxy memory (MiB)"}}
+			"temp peak (MiB)", "temp fs avail min (MiB)", "proxy errors", "exporter temp write errors", "app memory (MiB)", "proxy memory (MiB)"}}
 	for _, c := range conds {
 		tmpfs := text("disk")
 		if c.TempTmpfsBytes != 0 {
@@ -418,7 +422,7 @@ func tempConditionsTable(conds []recorder.TempCondition, experiment string) *tab
 			maybe(c.P95MaxMS, ms), maybe(c.AppSendS, seconds), maybe(c.ReceiveS, seconds), integer(c.Complete), integer(c.Cut),
 			maybe(c.BytesMinMiB, func(v float64) cell { return num(v, 2) }), maybe(c.TempPeakMiB, mib),
 			maybe(c.TempFSAvailMinMiB, func(v float64) cell { return num(v, 2) }), integer(c.ProxyErrors),
-			maybe(c.AppMemMiB, mib), maybe(c.ProxyMemMiB, mib)})
+			maybe(c.ExporterTempWriteErrors, count), maybe(c.AppMemMiB, mib), maybe(c.ProxyMemMiB, mib)})
 	}
 	return t
 }

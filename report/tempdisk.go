@@ -29,7 +29,9 @@ func buildTempDisk(dir string) (*section, error) {
 			"it cuts the responses it was buffering: the client has a 200 and a body shorter than its Content-Length. " +
 			"The exporter's slowlab_proxy_temp_fs_avail_bytes is the tmpfs's free space at each scrape: the proxy frees its " +
 			"temp files the moment it cuts the responses, so a fill that lasts milliseconds can pass between two scrapes, " +
-			"and the proxy's error lines are what always shows it."}
+			"and the proxy's error lines are what always shows it. The exporter reads them too: " +
+			"slowlab_proxy_temp_write_errors_total counts the failed temp writes in the proxy's error log " +
+			"(alert SlowlabProxyTempWriteFailed), whenever it is scraped."}
 	d.notes(s)
 	if f := tempDownloadsFigure(d, "temp-disk-downloads", tempDiskLabel); f != nil {
 		s.addFigure(f)
@@ -38,10 +40,12 @@ func buildTempDisk(dir string) (*section, error) {
 	}
 	t := &table{Caption: "What each temp dir did (" + tempRunsFile + ", over the ok runs): downloads complete and cut " +
 		"of those started, the fewest bytes one received of the response's size, the proxy's error lines (summed over " +
-		"the runs), the least space the exporter saw available on the temp filesystem (– when it reported none), and " +
+		"the runs), the failed temp writes the exporter counted in the proxy's error log (slowlab_proxy_temp_write_errors_total " +
+		"at each run's end, summed; – when it reported none), the least space the exporter saw available on the temp " +
+		"filesystem (– when it reported none), and " +
 		"/fast (ok of accounted; p95: nearest rank in a run, median over the runs).",
 		Head: []string{"temp dir", "server", "slow", "size (MiB)", "max temp (MiB)", "runs", "excluded", "complete", "cut",
-			"fewest received (MiB)", "fewest received (%)", "proxy errors", "temp fs avail min (MiB)", "/fast ok", "/fast p95 (ms)"}}
+			"fewest received (MiB)", "fewest received (%)", "proxy errors", "exporter temp write errors", "temp fs avail min (MiB)", "/fast ok", "/fast p95 (ms)"}}
 	for _, c := range d.conds {
 		where := "disk"
 		if c.TempTmpfsBytes != 0 {
@@ -51,7 +55,7 @@ func buildTempDisk(dir string) (*section, error) {
 			num(float64(c.MaxTempFileBytes)/(1<<20), 1), integer(c.Runs), integer(c.Excluded), integer(c.Complete), integer(c.Cut),
 			maybe(c.BytesMinMiB, func(v float64) cell { return num(v, 2) }),
 			maybe(c.BytesMinMiB, func(v float64) cell { return num(100*v*(1<<20)/float64(c.SizeBytes), 1) }),
-			integer(c.ProxyErrors), maybe(c.TempFSAvailMinMiB, func(v float64) cell { return num(v, 2) }),
+			integer(c.ProxyErrors), maybe(c.ExporterTempWriteErrors, count), maybe(c.TempFSAvailMinMiB, func(v float64) cell { return num(v, 2) }),
 			text(fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal)), maybe(c.P95MS, ms)})
 	}
 	s.addTable(t)

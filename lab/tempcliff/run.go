@@ -90,9 +90,9 @@ func runLine(r recorder.TempRun) string {
 	if r.Reason != "" {
 		status += ": " + r.Reason
 	}
-	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; app_send %s s, receive %s s; downloads complete %d, cut %d (fewest bytes %d); temp peak %s MiB, temp fs avail min %s MiB, proxy errors %d  [%s]",
+	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; app_send %s s, receive %s s; downloads complete %d, cut %d (fewest bytes %d); temp peak %s MiB, temp fs avail min %s MiB, proxy errors %d, exporter temp write errors %s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.Num(r.AppSendS, 2), lab.Num(r.ReceiveS, 2), r.DownloadsComplete, r.DownloadsCut,
-		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, status)
+		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, lab.Num(r.ExporterTempWriteErrors, 0), status)
 }
 
 // measure performs one run: a fresh stack, the instruments, the slow
@@ -146,6 +146,9 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = temp, recorder.MemoryPeakMiB(comps[0]), recorder.MemoryPeakMiB(comps[1])
 	n, logErr := countProxyErrors(env.LogDir(), id)
 	run.ProxyErrors = n
+	// After the log was read: every line in it now is there for the
+	// exporter's scrape too (the proxy writes its stderr to the file).
+	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, in.ExporterURL())
 	switch failed := running.Failed(); {
 	case ctx.Err() != nil:
 		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
@@ -265,7 +268,7 @@ func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", 
 // filesystem (exporter/tempfs.go), for the group proxyGroup.
 const (
 	tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
-	proxyGroup        = "proxy"
+	proxyGroup        = lab.ProxyGroup
 )
 
 // pollTempFSAvail scrapes the exporter every 50 ms until ctx ends and
@@ -288,9 +291,23 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 	}
 }
 
-// scrapeGauge returns the value of gauge name's series for the
-// component group in the exposition at url, parsed as the Sampler parses
-// it (recorder.ParseExposition).
+// tempWriteErrorsMetric counts the failed temp writes the exporter read in
+// the proxy's error log (exporter/errorlog.go).
+const tempWriteErrorsMetric = "slowlab_proxy_temp_write_errors_total"
+
+// scrapeTempWriteErrors is the exporter's count of the proxy's failed temp
+// writes; None when it reported none.
+func scrapeTempWriteErrors(ctx context.Context, url string) recorder.Maybe {
+	client := &http.Client{Timeout: 5 * time.Second}
+	if v, ok := scrapeGauge(ctx, client, url, tempWriteErrorsMetric, proxyGroup); ok {
+		return recorder.Some(v)
+	}
+	return recorder.None()
+}
+
+// scrapeGauge returns the value of gauge (or counter) name's series for
+// the component group in the exposition at url, parsed as the Sampler
+// parses it (recorder.ParseExposition).
 func scrapeGauge(ctx context.Context, client *http.Client, url, name, group string) (float64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -309,6 +326,9 @@ func scrapeGauge(ctx context.Context, client *http.Client, url, name, group stri
 	for _, m := range fams[name].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "group" && l.GetValue() == group {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue(), true
+				}
 				return m.GetGauge().GetValue(), true
 			}
 		}

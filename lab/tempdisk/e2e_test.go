@@ -39,8 +39,9 @@ func shapeConfig() *tempcliff.Config {
 
 // checkShape: a full temp disk is reported, not silent: the proxy logs
 // errors, at least one download is cut short of its 16 MiB, and the
-// exporter reports the proxy's tmpfs; /fast is answered; on disk every
-// download completes with no error.
+// exporter reports the proxy's tmpfs and counts at least one failed temp
+// write in its error log; /fast is answered; on disk every download
+// completes with no error, none counted.
 func checkShape(t *testing.T, res *tempcliff.Result) {
 	t.Helper()
 	if len(res.Runs) != 2 {
@@ -51,8 +52,8 @@ func checkShape(t *testing.T, res *tempcliff.Result) {
 		if r.Status != recorder.RunOK || r.FastOK != r.FastPlanned {
 			t.Errorf("%s: %s %s, /fast %d ok of %d", r.RunID, r.Status, r.Reason, r.FastOK, r.FastPlanned)
 		}
-		t.Logf("%s: complete %d, cut %d, fewest bytes %d, proxy errors %d, temp fs avail min %v MiB, temp peak %v MiB, /fast p95 %v ms",
-			r.RunID, r.DownloadsComplete, r.DownloadsCut, r.BytesMin, r.ProxyErrors, r.TempFSAvailMinMiB, r.TempPeakMiB, r.P95MS)
+		t.Logf("%s: complete %d, cut %d, fewest bytes %d, proxy errors %d, exporter temp write errors %v, temp fs avail min %v MiB, temp peak %v MiB, /fast p95 %v ms",
+			r.RunID, r.DownloadsComplete, r.DownloadsCut, r.BytesMin, r.ProxyErrors, r.ExporterTempWriteErrors, r.TempFSAvailMinMiB, r.TempPeakMiB, r.P95MS)
 	}
 	if full.ProxyErrors < 1 || full.DownloadsCut < 1 || full.BytesMin >= full.SizeBytes {
 		t.Errorf("full temp disk: %d proxy errors, %d downloads cut, fewest bytes %d; want errors logged and a download cut", full.ProxyErrors, full.DownloadsCut, full.BytesMin)
@@ -68,6 +69,14 @@ func checkShape(t *testing.T, res *tempcliff.Result) {
 	}
 	if onDisk.ProxyErrors != 0 || onDisk.DownloadsComplete != 2 {
 		t.Errorf("on disk: %d proxy errors, %d downloads complete; want 0 and 2", onDisk.ProxyErrors, onDisk.DownloadsComplete)
+	}
+	// Unlike the gauge, the exporter's count of failed temp writes, read
+	// from the proxy's error log, does not depend on when it scraped.
+	if v := full.ExporterTempWriteErrors; !v.Valid || v.Value < 1 || v.Value > float64(full.ProxyErrors) {
+		t.Errorf("full temp disk: the exporter counted %v failed temp writes; want at least 1 and at most the proxy's %d error lines", v, full.ProxyErrors)
+	}
+	if v := onDisk.ExporterTempWriteErrors; !v.Valid || v.Value != 0 {
+		t.Errorf("on disk: the exporter counted %v failed temp writes; want 0", v)
 	}
 }
 

@@ -6,8 +6,11 @@
 // No space left on device)" and cuts the responses it was buffering: the
 // clients get a 200 and a body shorter than its Content-Length; /fast is
 // untouched. The embedded proxy does the same. The exporter's
-// slowlab_proxy_temp_fs_avail_bytes shows the filesystem full and the
-// alert SlowlabProxyTempFilesystemFull fires. The namespace, and the
+// slowlab_proxy_temp_write_errors_total, read from the proxy's error log,
+// counts each failed write and SlowlabProxyTempWriteFailed fires; its
+// slowlab_proxy_temp_fs_avail_bytes shows the filesystem full only if a
+// scrape falls in the milliseconds it is (SlowlabProxyTempFilesystemFull
+// fires for one that stays full). The namespace, and the
 // tmpfs with it, ends with the proxy on every path.
 //
 // Its configuration, run, files and table are temp-cliff's (package
