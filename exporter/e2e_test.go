@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -84,6 +85,18 @@ var durationLine = regexp.MustCompile(`(?m)^(slowlab_exporter_collector_duration
 // output against testdata/e2e-*.metrics (go test -run EndToEnd -update
 // rewrites them). Durations are the only values masked.
 func TestEndToEnd(t *testing.T) {
+	// statfs of a temp dir through a fixture process's /proc/PID/root: a
+	// fixed 64 MiB filesystem with 48 MiB available (the fixture tree has
+	// no mounts of its own; the host's would change the golden output).
+	orig := statfsFunc
+	t.Cleanup(func() { statfsFunc = orig })
+	statfsFunc = func(path string, st *syscall.Statfs_t) error {
+		if !strings.HasPrefix(path, "testdata/fixtures/proc/") {
+			return syscall.ENOENT
+		}
+		st.Bsize, st.Blocks, st.Bavail = 4096, 16384, 12288
+		return nil
+	}
 	for _, version := range []string{"v1", "v2", "hybrid"} {
 		t.Run(version, func(t *testing.T) {
 			e, err := New(fixtureConfig(t), fixtureOptions(t, "cgroup-"+version), nil)
