@@ -121,7 +121,7 @@ func TestTempFS(t *testing.T) {
 # HELP slowlab_proxy_temp_fs_avail_bytes Space available to unprivileged writers on that filesystem (statfs f_bavail*f_bsize).
 # TYPE slowlab_proxy_temp_fs_avail_bytes gauge
 slowlab_proxy_temp_fs_avail_bytes{group="proxy"} 65536
-# HELP slowlab_proxy_temp_fs_size_bytes Size of the filesystem holding the group's temp dir with the least space available, as its processes see it (statfs through /proc/PID/root).
+# HELP slowlab_proxy_temp_fs_size_bytes Size of the filesystem holding the group's temp dir with the least space available, as its processes see it (statfs through /proc/PID/root; as the exporter sees it while none is alive).
 # TYPE slowlab_proxy_temp_fs_size_bytes gauge
 slowlab_proxy_temp_fs_size_bytes{group="proxy"} 8.388608e+06
 `
