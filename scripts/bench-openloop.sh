@@ -6,8 +6,8 @@
 # each, default 5s). Per rate and mode it prints slowlab's schedule lag
 # p50/p99/max, the share of requests started within 1 ms of schedule, the
 # success share, the achieved rate and the latency p99, and vegeta's achieved
-# rate, success share and latency p99, with each process's CPU seconds and,
-# in new-connection runs, the most TIME_WAIT sockets seen. Then the highest
+# rate, success share and latency p99, with each generator's and NGINX's CPU
+# seconds and the most TIME_WAIT sockets on the host during it. Then the highest
 # rate each held (slowlab: >= 99% started within 1 ms and >= 99.9%
 # succeeded; vegeta: achieved >= 99% of the asked rate with >= 99.9%
 # success), the ratio, the machine's ceiling (CPUs, ephemeral ports,
@@ -18,7 +18,8 @@
 # DURATION at RATE (default 2000 req/s; SOAK_FLAGS, default none: a new
 # connection per request) writing requests.csv, its resident memory
 # sampled every SOAK_EVERY (default 10 s); prints RSS at start, middle, end
-# and the most, and checks the goal (under 200 MiB; 60m is the goal's run).
+# and the most, and checks the goal (under 200 MiB; 60m is the goal's run,
+# whose requests.csv of 7.2 million rows takes about 1 GB in the temp dir).
 #
 # slowlab runs with --max-lag MAX_LAG (default 100ms): beyond its capacity it
 # skips, and counts as late, what it cannot start within that of schedule,
