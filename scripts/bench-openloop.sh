@@ -45,6 +45,15 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
+  # The new-connection runs leave the ephemeral port range in TIME_WAIT for
+  # 60 s; until it drains, any bind to 127.0.0.1:0 fails ("address already
+  # in use"). Wait for it (bounded), so that what runs next, e.g. a test
+  # under the same lock, is not starved of ports.
+  for _ in $(seq 70); do
+    tw=$(awk '$1 == "TCP:" { for (i = 1; i < NF; i++) if ($i == "tw") print $(i + 1) }' /proc/net/sockstat)
+    [ "${tw:-0}" -lt 1000 ] && break
+    sleep 1
+  done
 }
 trap cleanup EXIT
 
