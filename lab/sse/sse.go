@@ -72,7 +72,7 @@ func accel(r stack.Route) string {
 }
 
 // Async names the stack's event-loop server in a condition.
-const Async = "async"
+const Async = lab.AsyncServer
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
@@ -295,7 +295,7 @@ func (r RunSpec) ID() string {
 func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
 	for rep := 1; rep <= c.Reps; rep++ {
 		for _, cond := range c.Conditions {
-			srv, ok := resolveServer(st, cond.Server)
+			srv, ok := lab.ResolveServer(st, cond.Server)
 			if !ok {
 				if rep == 1 {
 					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.Route, cond.Server, st.Name))
@@ -306,28 +306,6 @@ func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
 		}
 	}
 	return runs, skipped
-}
-
-// resolveServer parses a condition's server, "async" as the stack's own
-// async model (as slow-upload does).
-func resolveServer(st stack.Stack, name string) (stack.Server, bool) {
-	if name != Async {
-		s, err := stack.ParseServer(name)
-		return s, err == nil
-	}
-	models := st.Models()
-	if slices.Contains(models, Async) {
-		s, err := stack.ParseServer(Async)
-		return s, err == nil
-	}
-	for _, m := range models {
-		if s, err := stack.ParseServer(m + "-1"); err == nil {
-			if info, ok := s.ModelInfo(); ok && info.Async {
-				return s, true
-			}
-		}
-	}
-	return stack.Server{}, false
 }
 
 // Duration is a run's intrinsic length: the longer of the fast schedule
