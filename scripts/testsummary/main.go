@@ -3,7 +3,9 @@
 // it was skipped, so that a run without root or without a real component
 // says which parts did not run. It exits 1 when a test or package failed
 // (or the input ended early), so `go test -json ... | testsummary` keeps
-// the suite's verdict.
+// the suite's verdict. Before the skips it lists the slowest top-level
+// tests, so that a suite drifting toward its time budget says where the
+// time goes.
 package main
 
 import (
@@ -40,6 +42,7 @@ func run(in io.Reader, out io.Writer) int {
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	logs := map[string][]string{} // package/test -> output lines
 	var skips []skip
+	var timed []timing
 	failed := 0
 	for sc.Scan() {
 		var e event
@@ -72,16 +75,51 @@ func run(in io.Reader, out io.Writer) int {
 		case "pass":
 			delete(logs, key)
 		}
+		if (e.Action == "pass" || e.Action == "fail") && e.Test != "" && !strings.Contains(e.Test, "/") {
+			timed = append(timed, timing{e.Package, e.Test, e.Elapsed})
+		}
 	}
 	if err := sc.Err(); err != nil {
 		fmt.Fprintf(out, "testsummary: reading go test -json: %v\n", err)
 		failed++
 	}
+	printSlowest(out, timed, slowest)
 	printSkips(out, skips)
 	if failed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// timing is a top-level test's wall time.
+type timing struct {
+	pkg, test string
+	seconds   float64
+}
+
+// slowest is how many tests printSlowest lists.
+const slowest = 15
+
+// printSlowest lists the n slowest tests, slowest first, and their share
+// of the time all tests took.
+func printSlowest(out io.Writer, timed []timing, n int) {
+	var total float64
+	for _, t := range timed {
+		total += t.seconds
+	}
+	if total == 0 {
+		return
+	}
+	sort.SliceStable(timed, func(i, j int) bool { return timed[i].seconds > timed[j].seconds })
+	timed = timed[:min(n, len(timed))]
+	var top float64
+	for _, t := range timed {
+		top += t.seconds
+	}
+	fmt.Fprintf(out, "\nslowest tests (%d of %.0f s in all tests, %.0f%%):\n", len(timed), total, 100*top/total)
+	for _, t := range timed {
+		fmt.Fprintf(out, "  %6.1f s  %s %s\n", t.seconds, strings.TrimPrefix(t.pkg, "github.com/slowlab/slowlab/"), t.test)
+	}
 }
 
 // reasons keeps the lines a skipped test logged, without the framing lines

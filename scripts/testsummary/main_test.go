@@ -39,3 +39,25 @@ func TestSummary(t *testing.T) {
 		t.Errorf("failure output:\n%s", out.String())
 	}
 }
+
+func TestSlowest(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"pass","Package":"github.com/slowlab/slowlab/lab","Test":"TestFast","Elapsed":1}`,
+		`{"Action":"pass","Package":"github.com/slowlab/slowlab/lab","Test":"TestSlow/sub","Elapsed":8}`,
+		`{"Action":"pass","Package":"github.com/slowlab/slowlab/lab","Test":"TestSlow","Elapsed":9}`,
+		`{"Action":"fail","Package":"github.com/slowlab/slowlab/proxy","Test":"TestMid","Elapsed":3}`,
+		`{"Action":"fail","Package":"github.com/slowlab/slowlab/proxy","Elapsed":3}`,
+	}, "\n")
+	var out bytes.Buffer
+	run(strings.NewReader(in), &out)
+	want := "\nslowest tests (2 of 13 s in all tests, 92%):\n     9.0 s  lab TestSlow\n     3.0 s  proxy TestMid\n"
+	var got bytes.Buffer
+	printSlowest(&got, []timing{{"github.com/slowlab/slowlab/lab", "TestFast", 1}, {"github.com/slowlab/slowlab/lab", "TestSlow", 9},
+		{"github.com/slowlab/slowlab/proxy", "TestMid", 3}}, 2)
+	if got.String() != want {
+		t.Errorf("printSlowest:\n%q\nwant\n%q", got.String(), want)
+	}
+	if !strings.Contains(out.String(), "slowest tests (3 of 13 s") || strings.Contains(out.String(), "TestSlow/sub") {
+		t.Errorf("run lists subtests or misses tests:\n%s", out.String())
+	}
+}
