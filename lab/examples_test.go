@@ -48,6 +48,7 @@ func reduce(t *testing.T, cfg lab.Config) {
 		c.Runs, c.Delays, c.Sizes = 3, c.Delays[:min(2, len(c.Delays))], c.Sizes[:1]
 	case *idleconn.Config:
 		c.Reps, c.Modes, c.Conns = 1, c.Modes[:1], []int{2}
+		c.RouteNames = c.RouteNames[:min(1, len(c.RouteNames))] // every server, on the first route
 		c.Hold, c.Fast.Duration = lab.Duration(2*time.Second), lab.Duration(time.Second)
 	case *slowupload.Config:
 		c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
