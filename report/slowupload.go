@@ -97,55 +97,17 @@ func buildSlowUpload(dir string) (*section, error) {
 // uploadP95Figure draws each condition's /fast p95 (median over ok runs,
 // with its range) and p50, on a log axis; nil when nothing can be drawn.
 func uploadP95Figure(conds []recorder.UploadCondition) *figure {
-	var rows []recorder.UploadCondition
-	lo, hi := math.Inf(1), math.Inf(-1)
+	var rows []latencyRow
 	for _, c := range conds {
 		if c.P95MinMS.Valid && c.P95MinMS.Value > 0 && c.P50MS.Valid && c.P50MS.Value > 0 {
-			rows = append(rows, c)
-			lo, hi = math.Min(lo, c.P50MS.Value), math.Max(hi, c.P95MaxMS.Value)
+			rows = append(rows, latencyRow{uploadLabel(c), c.P95MS.Value, c.P95MinMS.Value, c.P95MaxMS.Value, c.P50MS.Value})
 		}
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	f := &figure{name: "upload-fast-p95", title: "/fast latency under slow uploads", width: 8 * vg.Inch, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, "/fast latency (ms, log scale)", "condition")
-	grid(p, true, false)
-	labels := make([]string, len(rows))
-	for i, c := range rows {
-		labels[i] = uploadLabel(c)
-	}
-	ys := conditionRows(p, labels)
-	var mid, low, high, p50 []float64
-	for _, c := range rows {
-		mid, low, high, p50 = append(mid, c.P95MS.Value), append(low, c.P95MinMS.Value), append(high, c.P95MaxMS.Value), append(p50, c.P50MS.Value)
-	}
-	iv := newIntervals(ys, mid, low, high)
-	bars, err := plotter.NewXErrorBars(iv)
-	if err != nil {
-		return nil
-	}
-	bars.LineStyle.Color, bars.LineStyle.Width, bars.CapWidth = colorAt(0), vg.Points(1.5), vg.Points(6)
-	pts := scatter(iv.XYs, colorAt(0), vg.Points(4))
-	p.Add(bars, pts)
-	p.Legend.Add("p95", pts)
-	f.addSeries("p95", len(pts.XYs))
-	var xys plotter.XYs
-	for i := range rows {
-		xys = append(xys, plotter.XY{X: p50[i], Y: ys[i]})
-	}
-	m := marks(xys, colorAt(1), draw.BoxGlyph{})
-	p.Add(m)
-	p.Legend.Add("p50", m)
-	f.addSeries("p50", len(m.XYs))
-	setLog(&p.X, lo, hi)
-	p.X.Max = hi * 6
-	f.panels = []*plot.Plot{p}
-	f.caption = "/fast latency (actual start to last body byte, ok responses) per condition: p95 = nearest-rank 95th " +
-		"percentile of a run, point = median over the condition's ok runs, line = min to max over them; p50 likewise " +
-		"(median). Log scale. Direct sync workers reading slow uploads leave /fast waiting for a worker; request " +
-		"buffering on keeps it at the no-upload level."
-	return f
+	return fastLatencyFigure("upload-fast-p95", "/fast latency under slow uploads", 8*vg.Inch, rows,
+		"/fast latency (actual start to last body byte, ok responses) per condition: p95 = nearest-rank 95th "+
+			"percentile of a run, point = median over the condition's ok runs, line = min to max over them; p50 likewise "+
+			"(median). Log scale. Direct sync workers reading slow uploads leave /fast waiting for a worker; request "+
+			"buffering on keeps it at the no-upload level.")
 }
 
 // uploadTimesFigure draws, per condition, how long the clients took to

@@ -251,12 +251,7 @@ func stalledBytesFigure(d *stalledData) *figure {
 // runs, with their range) and p50 (median), on a log axis; nil when
 // nothing can be drawn.
 func stalledP95Figure(d *stalledData) *figure {
-	type row struct {
-		label            string
-		mid, lo, hi, p50 float64
-	}
-	var rows []row
-	lo, hi := math.Inf(1), math.Inf(-1)
+	var rows []latencyRow
 	for i, c := range d.conds {
 		var p95s []float64
 		for _, r := range d.okRuns[i] {
@@ -267,48 +262,12 @@ func stalledP95Figure(d *stalledData) *figure {
 		if len(p95s) == 0 || !c.P95MS.Valid || !c.P50MS.Valid || c.P50MS.Value <= 0 || slices.Min(p95s) <= 0 {
 			continue
 		}
-		r := row{stalledLabel(c), c.P95MS.Value, slices.Min(p95s), slices.Max(p95s), c.P50MS.Value}
-		rows = append(rows, r)
-		lo, hi = math.Min(lo, r.p50), math.Max(hi, r.hi)
+		rows = append(rows, latencyRow{stalledLabel(c), c.P95MS.Value, slices.Min(p95s), slices.Max(p95s), c.P50MS.Value})
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	f := &figure{name: "stalled-fast-p95", title: "/fast latency beside stalled readers", width: 9 * vg.Inch, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, "/fast latency (ms, log scale)", "condition")
-	grid(p, true, false)
-	labels := make([]string, len(rows))
-	var mid, low, high, p50 []float64
-	for i, r := range rows {
-		labels[i] = r.label
-		mid, low, high, p50 = append(mid, r.mid), append(low, r.lo), append(high, r.hi), append(p50, r.p50)
-	}
-	ys := conditionRows(p, labels)
-	iv := newIntervals(ys, mid, low, high)
-	bars, err := plotter.NewXErrorBars(iv)
-	if err != nil {
-		return nil
-	}
-	bars.LineStyle.Color, bars.LineStyle.Width, bars.CapWidth = colorAt(0), vg.Points(1.5), vg.Points(6)
-	pts := scatter(iv.XYs, colorAt(0), vg.Points(4))
-	p.Add(bars, pts)
-	p.Legend.Add("p95", pts)
-	f.addSeries("p95", len(pts.XYs))
-	var xys plotter.XYs
-	for i := range rows {
-		xys = append(xys, plotter.XY{X: p50[i], Y: ys[i]})
-	}
-	m := marks(xys, colorAt(1), draw.BoxGlyph{})
-	p.Add(m)
-	p.Legend.Add("p50", m)
-	f.addSeries("p50", len(m.XYs))
-	setLog(&p.X, lo, hi)
-	p.X.Max = hi * 6
-	f.panels = []*plot.Plot{p}
-	f.caption = "/fast latency (ok responses) per condition: p95 = nearest-rank 95th percentile of a run, point = " +
-		"median over the condition's ok runs, line = min to max over them; p50 likewise (median). Log scale. A sync " +
-		"worker held by a stalled reader leaves /fast waiting until the worker is killed or the write ends."
-	return f
+	return fastLatencyFigure("stalled-fast-p95", "/fast latency beside stalled readers", 9*vg.Inch, rows,
+		"/fast latency (ok responses) per condition: p95 = nearest-rank 95th percentile of a run, point = "+
+			"median over the condition's ok runs, line = min to max over them; p50 likewise (median). Log scale. A sync "+
+			"worker held by a stalled reader leaves /fast waiting until the worker is killed or the write ends.")
 }
 
 // stalledTimeoutsFigure draws, per condition, the WORKER TIMEOUT lines of
