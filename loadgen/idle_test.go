@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -79,16 +80,12 @@ func TestIdleHoldersEnds(t *testing.T) {
 func TestSlowlorisSendsHeaderBytes(t *testing.T) {
 	got := make(chan string, 1)
 	addr := idleServer(t, func(c *net.TCPConn) {
-		var b []byte
-		buf := make([]byte, 64)
-		for len(b) < 40 {
-			n, err := c.Read(buf)
-			if err != nil {
-				break
-			}
-			b = append(b, buf[:n]...)
-		}
-		got <- string(b)
+		// Exactly 40 bytes, however the client's bytes were split or
+		// coalesced into segments on the way (one read may return
+		// several bytes on a loaded machine).
+		b := make([]byte, 40)
+		n, _ := io.ReadFull(c, b)
+		got <- string(b[:n])
 	})
 	out := runHolders(t, IdleHolders{Addr: addr, Mode: HoldSlowloris, N: 1, Hold: time.Minute, ByteEvery: time.Millisecond})
 	b := <-got

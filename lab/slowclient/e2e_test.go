@@ -74,17 +74,20 @@ func TestSlowClientShapeReduced(t *testing.T) {
 		slowlabtest.RequireRoot(t, "the embedded stack's cgroup accounting")
 	}
 	byCond := conditions(res)
-	if v := p95(t, byCond, "direct/sync-2/0"); v >= 50 {
-		t.Errorf("direct sync-2 0 slow: p95 %.1f ms, want < 50", v)
+	// Unstarved conditions are told by their median: a p95 of 40
+	// requests is the second slowest, one request's luck on a loaded
+	// machine; starved ones by their p95, which starvation sets.
+	if v := p50(t, byCond, "direct/sync-2/0"); v >= 50 {
+		t.Errorf("direct sync-2 0 slow: p50 %.1f ms, want < 50", v)
 	}
 	if v := p95(t, byCond, "direct/sync-2/2"); v < 500 {
 		t.Errorf("direct sync-2 2 slow: p95 %.1f ms, want >= 500 (workers stuck writing)", v)
 	}
-	if v := p95(t, byCond, "proxy-buffering-on/sync-2/2"); v >= 100 {
-		t.Errorf("buffering on 2 slow: p95 %.1f ms, want < 100", v)
+	if v := p50(t, byCond, "proxy-buffering-on/sync-2/2"); v >= 100 {
+		t.Errorf("buffering on 2 slow: p50 %.1f ms, want < 100", v)
 	}
-	if v := p95(t, byCond, "direct/gthread-1x4/2"); v >= 100 {
-		t.Errorf("gthread-1x4 2 slow: p95 %.1f ms, want < 100", v)
+	if v := p50(t, byCond, "direct/gthread-1x4/2"); v >= 100 {
+		t.Errorf("gthread-1x4 2 slow: p50 %.1f ms, want < 100", v)
 	}
 	if on, direct := byCond["proxy-buffering-on/sync-2/2"], byCond["direct/sync-2/2"]; !(on.AppSendS.Value < direct.AppSendS.Value/4) {
 		t.Errorf("app_send_s buffering on %.3f s vs direct %.3f s: the proxy should release the app early", on.AppSendS.Value, direct.AppSendS.Value)
@@ -124,6 +127,17 @@ func p95(t *testing.T, byCond map[string]recorder.Condition, key string) float64
 		t.Fatalf("no p95 for %s in %+v", key, byCond)
 	}
 	return c.P95MS.Value
+}
+
+// p50 is the condition's median /fast latency: what tells an unstarved
+// condition from a starved one whatever one request's luck was.
+func p50(t *testing.T, byCond map[string]recorder.Condition, key string) float64 {
+	t.Helper()
+	c, ok := byCond[key]
+	if !ok || !c.P50MS.Valid {
+		t.Fatalf("no p50 for %s in %+v", key, byCond)
+	}
+	return c.P50MS.Value
 }
 
 // checkResultFiles checks the results directory against the CSV contract:
