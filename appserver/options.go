@@ -21,7 +21,7 @@ const (
 // Models lists the valid worker models.
 var Models = []Model{ModelSync, ModelGthread, ModelAsync}
 
-// Default sizes from EXPERIMENTS.md section 1.
+// Default sizes from docs/experiments.md section 1.
 const (
 	DefaultLargeSize = 16 << 20
 	DefaultBlockSize = 64 << 10

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// testLimits are EXPERIMENTS.md's limits, as the lab applies them.
+// testLimits are docs/experiments.md's limits, as the lab applies them.
 var testLimits = map[string]Limits{
 	"app":     {CPUCores: 0.25, MemoryBytes: 128 << 20},
 	"proxy":   {CPUCores: 0.20, MemoryBytes: 96 << 20},

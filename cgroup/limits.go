@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// CPUPeriod is the CPU quota period of every limited cgroup (EXPERIMENTS.md
+// CPUPeriod is the CPU quota period of every limited cgroup (docs/experiments.md
 // section 1: 10 ms), so 0.25 CPU is 2.5 ms of CPU time per 10 ms.
 const CPUPeriod = 10 * time.Millisecond
 

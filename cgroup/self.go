@@ -12,7 +12,7 @@ import (
 
 // Self puts this process into a limited cgroup, and back where it was
 // afterwards: the lab runs the load generator in-process, and
-// EXPERIMENTS.md limits the load generator too.
+// docs/experiments.md limits the load generator too.
 type Self struct {
 	cg   *Cgroup
 	back []string // the cgroup.procs files the process came from

@@ -85,7 +85,7 @@ type NginxSpec struct {
 	Snippet string `yaml:"snippet,omitempty"`
 }
 
-// PublishedLimits are EXPERIMENTS.md section 1's limits by component: app
+// PublishedLimits are docs/experiments.md section 1's limits by component: app
 // 0.25 CPU / 128 MiB, proxy 0.20 CPU / 96 MiB, loadgen (with the
 // controller) 0.20 CPU / 128 MiB.
 func PublishedLimits() map[string]cgroup.Limits {

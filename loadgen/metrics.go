@@ -20,7 +20,7 @@ const (
 // histogram buckets are exposed beside them for scrapers that ask.
 var Buckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
-// Metrics are the load generator's metrics (DESIGN.md metric contract), on a
+// Metrics are the load generator's metrics (a contract: names, labels and buckets stay stable), on a
 // registry the caller owns. A nil *Metrics observes nothing.
 type Metrics struct {
 	duration, lag, connect, ttfb, serverTiming *prometheus.HistogramVec

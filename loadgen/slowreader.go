@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Slow reader defaults from EXPERIMENTS.md section 1.
+// Slow reader defaults from docs/experiments.md section 1.
 const (
 	DefaultSlowRcvBuf   = 8 << 10
 	DefaultSlowReadSize = 16 << 10

@@ -12,7 +12,7 @@ import (
 	"github.com/slowlab/slowlab/internal/loopback"
 )
 
-// Defaults, as in the NGINX configuration of EXPERIMENTS.md section 1.
+// Defaults, as in the NGINX configuration of docs/experiments.md section 1.
 const (
 	DefaultBufferSize        = 16 << 10 // proxy_buffer_size 16k
 	DefaultBuffersCount      = 4        // proxy_buffers 4 16k
@@ -146,7 +146,7 @@ type Options struct {
 	ShutdownTimeout time.Duration
 }
 
-// DefaultOptions returns NGINX's settings from EXPERIMENTS.md section 1 with
+// DefaultOptions returns NGINX's settings from docs/experiments.md section 1 with
 // buffering on (NGINX's default). Upstream must still be set.
 func DefaultOptions() Options {
 	return Options{

@@ -1,9 +1,9 @@
-// Package recorder owns slowlab's results files: the CSV contract of
-// DESIGN.md (requests.csv, large-responses.csv, resource-samples.csv,
+// Package recorder owns slowlab's results files and their CSV contract
+// (requests.csv, large-responses.csv, resource-samples.csv,
 // runs.csv, conditions.csv) and of the long-poll (probes.csv, groups.csv)
 // and latency-gap (gap.csv, gap-requests.csv, gap-path.csv) experiments, hops.csv (where a
 // slow download's bytes are, hop by hop), sweep.csv (buffer-sweep's cells),
-// their typed rows, writers and readers, the aggregation of EXPERIMENTS.md
+// their typed rows, writers and readers, the aggregation of docs/experiments.md
 // (nearest-rank percentiles, run, condition, long-poll and gap summaries),
 // and environment.json, which keeps one Environment per session that
 // wrote the results directory.

@@ -68,8 +68,8 @@ func formatName(f expfmt.Format) string {
 	return "text format"
 }
 
-// The exporter metrics resource-samples.csv is made of (DESIGN.md metric
-// contract), each with the label group naming a component.
+// The exporter metrics resource-samples.csv is made of (exporter/README.md
+// lists them), each with the label group naming a component.
 const (
 	groupLabel = "group"
 

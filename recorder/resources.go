@@ -28,7 +28,7 @@ const proxyComponent = "proxy"
 //
 // tempPeakMiB is the largest temp_logical_bytes of the "proxy" component,
 // in MiB: the total size of the proxy's open temp files, which is what
-// EXPERIMENTS.md compares (allocated bytes can be smaller for sparse
+// docs/experiments.md compares (allocated bytes can be smaller for sparse
 // files).
 func SummarizeResources(samples []ResourceSample, from, to float64) (comps [3]ComponentSummary, tempPeakMiB Maybe) {
 	for i, name := range Components {

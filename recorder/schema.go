@@ -46,7 +46,7 @@ func schemaOf[T Row[T]]() *schema[T] {
 	return zero.schema()
 }
 
-// Header returns the CSV header of row type T: the DESIGN.md columns, in
+// Header returns the CSV header of row type T: its columns, the contract, in
 // order. The caller may modify the returned slice.
 func Header[T Row[T]]() []string {
 	cols := schemaOf[T]().cols

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The CSV contract: DESIGN.md's columns, with the columns added since
+// The CSV contract: the first columns of each file, with the columns added since
 // (large-responses.csv outcome, runs.csv fast_planned and fast_sent,
 // conditions.csv runs_excluded: see recorder/doc.go).
 const (

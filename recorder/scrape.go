@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// DefaultInterval is the resource sampling interval of EXPERIMENTS.md
+// DefaultInterval is the resource sampling interval of docs/experiments.md
 // section 1.
 const DefaultInterval = 200 * time.Millisecond
 

@@ -95,7 +95,7 @@ func newSweep(dir string, rows []recorder.SweepCell) *sweep {
 	return sw
 }
 
-// routeOrder ranks routes as EXPERIMENTS.md lists them; others follow.
+// routeOrder ranks routes as docs/experiments.md lists them; others follow.
 func routeOrder(route string) int {
 	if r, ok := routeRank[route]; ok {
 		return r

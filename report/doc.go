@@ -12,7 +12,7 @@
 // recorder, which owns their formats: report has no reader of its own.
 //
 // report does not measure or aggregate anything new: statistics are the
-// ones EXPERIMENTS.md defines (nearest-rank percentiles within a run,
+// ones docs/experiments.md defines (nearest-rank percentiles within a run,
 // medians over runs), recomputed with recorder's functions where a figure
 // needs per-run detail, and every caption says which one is drawn.
 package report

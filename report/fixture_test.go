@@ -13,7 +13,7 @@ import (
 )
 
 // fixture describes a synthetic slow-client results directory shaped like
-// EXPERIMENTS.md's expectations, written with recorder's writers.
+// docs/experiments.md's expectations, written with recorder's writers.
 type fixture struct {
 	reps int
 	// failed marks runs (by id) as failed: they stay in runs.csv and

@@ -42,7 +42,7 @@ func buildLatencyGap(dir string) (*section, error) {
 	}
 	s := &section{id: "latency-gap", title: "latency-gap",
 		intro: "What the server measures of a request against what the client waits, on a kept-alive and a " +
-			"new connection (EXPERIMENTS.md section 3). Server blind = 1 − server / client new-connection time, where server is " +
+			"new connection (docs/experiments.md section 3). Server blind = 1 − server / client new-connection time, where server is " +
 			"what the server reports in its Server-Timing header; to last byte, what it measured through the last body byte written."}
 	if f := latencyGapFigure(rows); f != nil {
 		s.addFigure(f)

@@ -74,7 +74,7 @@ func buildLongPoll(dir string) (*section, error) {
 	}
 	s := &section{id: "long-poll", title: "long-poll",
 		intro: "Held long-poll requests occupy worker slots; closed-loop probes measure what is left " +
-			"(EXPERIMENTS.md section 2). Slots = workers × threads; free slots = slots − held long-polls. " +
+			"(docs/experiments.md section 2). Slots = workers × threads; free slots = slots − held long-polls. " +
 			"The total is not the whole rule: a Gunicorn worker accepts whether or not it has a free thread, so " +
 			"while one worker's threads all hold long-polls, every request it accepts waits for one of them to end, " +
 			"however many slots the other workers have free. The busiest worker's count shows when that happened."}

@@ -90,7 +90,7 @@ func (k condKey) name() string { return slug(fmt.Sprintf("%s-%s-s%d", k.route, k
 
 func keyOf(r recorder.Run) condKey { return condKey{r.Route, r.Server, r.SlowClients} }
 
-// routeRank orders routes as EXPERIMENTS.md lists them; others follow.
+// routeRank orders routes as docs/experiments.md lists them; others follow.
 var routeRank = map[string]int{"direct": 0, "proxy-buffering-off": 1, "proxy-buffering-on": 2}
 
 // okRunsByCondition groups the ok runs by condition and returns the
@@ -157,7 +157,7 @@ func buildSlowClient(dir string) (*section, error) {
 	}
 	s := &section{id: "slow-client", title: "slow-client",
 		intro: "Slow downloads of /large against fast /fast requests served by the same workers, " +
-			"directly and behind a proxy with buffering off or on (EXPERIMENTS.md section 1). " +
+			"directly and behind a proxy with buffering off or on (docs/experiments.md section 1). " +
 			"Only runs with status ok enter the figures and the conditions table, as in conditions.csv."}
 	if len(d.missing) > 0 {
 		s.skip("Not present in the results directory: %s; what needs them is left out.", strings.Join(d.missing, ", "))

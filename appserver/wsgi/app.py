@@ -1,4 +1,4 @@
-"""slowlab's WSGI app for Gunicorn (EXPERIMENTS.md section 1).
+"""slowlab's WSGI app for Gunicorn (docs/experiments.md section 1).
 
 Framework-free, standard library only. It serves the same endpoints as the
 embedded app server (appserver/handlers.go), byte for byte:

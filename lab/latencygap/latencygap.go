@@ -1,4 +1,4 @@
-// Package latencygap is the latency-gap experiment (EXPERIMENTS.md section
+// Package latencygap is the latency-gap experiment (docs/experiments.md section
 // 3): what the server measures of a request against what the client
 // waits, on a kept-alive and a new connection, across a path that delays
 // every packet (lab/netem) between a client and a server network

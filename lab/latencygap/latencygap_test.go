@@ -149,7 +149,7 @@ func TestSummarizeValidity(t *testing.T) {
 // TestLatencyGapShape runs the published latency-gap conditions with fewer
 // runs, in namespaces over a real delayed path (netem, or the TUN delay
 // line where the kernel has no netem), and asserts the shape of
-// EXPERIMENTS.md section 3, and that every row's measured RTT is the
+// docs/experiments.md section 3, and that every row's measured RTT is the
 // configured one.
 func TestLatencyGapShape(t *testing.T) {
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
@@ -186,7 +186,7 @@ type key struct {
 
 // checkRows checks every condition's row: all runs ok, the path faithful
 // (its measured RTT within 1 ms of the configured one), and the server
-// blind as EXPERIMENTS.md says.
+// blind as docs/experiments.md says.
 func checkRows(t *testing.T, c *Config, res *Result) map[key]Row {
 	t.Helper()
 	rows := map[key]Row{}

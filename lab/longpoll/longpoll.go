@@ -1,4 +1,4 @@
-// Package longpoll is the long-poll experiment (EXPERIMENTS.md section 2):
+// Package longpoll is the long-poll experiment (docs/experiments.md section 2):
 // long-polls held open against the app's worker slots while closed-loop
 // probes measure what is left. It also watches the app's workers: how
 // many long-polls each holds (stack.HeldCounter), because a Gunicorn

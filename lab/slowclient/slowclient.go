@@ -1,4 +1,4 @@
-// Package slowclient is the slow-client experiment (EXPERIMENTS.md section
+// Package slowclient is the slow-client experiment (docs/experiments.md section
 // 1): slow downloads of /large against an open-loop schedule of /fast,
 // directly and behind a proxy that buffers or not, on sync and gthread
 // workers. It owns the experiment's scenario schema and flags, its run

@@ -44,10 +44,10 @@ type Deployment struct {
 	// closed.
 	SendTimeout time.Duration
 	// MaxTempFileSize is the proxy's proxy_max_temp_file_size (nil: NGINX's
-	// 32m as EXPERIMENTS.md sets it; 0: no temp file, memory buffers only).
+	// 32m as docs/experiments.md sets it; 0: no temp file, memory buffers only).
 	MaxTempFileSize *int64
 	// UpstreamHTTP10 is the proxy's proxy_http_version 1.0 (NGINX's
-	// default) instead of the 1.1 EXPERIMENTS.md sets: the app then
+	// default) instead of the 1.1 docs/experiments.md sets: the app then
 	// answers a stream of unknown length close-delimited, not chunked, and
 	// a buffered proxy holds it until a buffer fills or it ends.
 	UpstreamHTTP10 bool
@@ -68,7 +68,7 @@ const (
 	MaxTempTmpfs           = 1 << 30
 )
 
-// DefaultMaxTempFileSize is proxy_max_temp_file_size as EXPERIMENTS.md
+// DefaultMaxTempFileSize is proxy_max_temp_file_size as docs/experiments.md
 // section 1 sets it (and as both proxies run when the deployment leaves
 // MaxTempFileSize nil).
 const DefaultMaxTempFileSize = 32 << 20

@@ -163,7 +163,7 @@ type realStack struct {
 	limited bool
 }
 
-// publishedLimits are EXPERIMENTS.md's limits by role.
+// publishedLimits are docs/experiments.md's limits by role.
 var publishedLimits = map[string]cgroup.Limits{
 	"app":     {CPUCores: 0.25, MemoryBytes: 128 << 20},
 	"proxy":   {CPUCores: 0.20, MemoryBytes: 96 << 20},
