@@ -93,8 +93,12 @@ func (g *Guard) Why() string {
 var ErrHostBusy = errors.New("host too busy")
 
 // utilisation is the busy fraction of all CPUs between two /proc/stat reads.
+// Time spent in processes at a lower priority (nice > 0) counts as idle:
+// such work yields the CPU to the run's processes (nice 0), as a batch
+// job or `make test-loaded`'s hog does, so it does not make the run's
+// measurements about it.
 func utilisation(a, b procfs.CPUStat) float64 {
-	idle := (b.Idle + b.Iowait) - (a.Idle + a.Iowait)
+	idle := (b.Idle + b.Iowait + b.Nice) - (a.Idle + a.Iowait + a.Nice)
 	total := sum(b) - sum(a)
 	if total <= 0 {
 		return 0

@@ -2,6 +2,10 @@ package lab
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -21,12 +25,18 @@ type RunFiles[I recorder.Row[I], R recorder.Row[R]] struct {
 // OpenRunFiles creates the four files in dir; on an error it closes those
 // it created.
 func OpenRunFiles[I recorder.Row[I], R recorder.Row[R]](dir string) (*RunFiles[I, R], error) {
+	return openRunFiles[I, R](dir, false)
+}
+
+// openRunFiles creates the four files in dir, or opens them to append
+// (resume); on an error it closes those it opened.
+func openRunFiles[I recorder.Row[I], R recorder.Row[R]](dir string, resume bool) (*RunFiles[I, R], error) {
 	f := &RunFiles[I, R]{}
 	var err error
-	if f.Items, err = recorder.CreateFile[I](dir); err == nil {
-		if f.Runs, err = recorder.CreateFile[R](dir); err == nil {
-			if f.Requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
-				f.Resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
+	if f.Items, err = OpenFile[I](dir, resume); err == nil {
+		if f.Runs, err = OpenFile[R](dir, resume); err == nil {
+			if f.Requests, err = OpenFile[recorder.Request](dir, resume); err == nil {
+				f.Resources, err = OpenFile[recorder.ResourceSample](dir, resume)
 			}
 		}
 	}
@@ -34,6 +44,36 @@ func OpenRunFiles[I recorder.Row[I], R recorder.Row[R]](dir string) (*RunFiles[I
 		return nil, errors.Join(err, f.Close())
 	}
 	return f, nil
+}
+
+// OpenFile creates T's results file in dir, or, to resume, opens it to
+// append (creating it when results written before the file existed lack
+// it).
+func OpenFile[T recorder.Row[T]](dir string, resume bool) (*recorder.FileWriter[T], error) {
+	if resume {
+		_, err := os.Stat(filepath.Join(dir, recorder.FileName[T]()))
+		if err == nil {
+			return recorder.AppendFile[T](dir)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+	}
+	return recorder.CreateFile[T](dir)
+}
+
+// UseRunFiles sets m up to write the RunFiles[I, R] layout: its Files and
+// Open, which stores the open files in *f for the experiment's Measure.
+func UseRunFiles[S Planned, I recorder.Row[I], R recorder.Row[R]](m *Matrix[S, R], f **RunFiles[I, R]) {
+	m.Files = []string{recorder.FileName[I](), recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+	m.Open = func(dir string, resume bool) (RowWriter[R], func() error, error) {
+		files, err := openRunFiles[I, R](dir, resume)
+		if err != nil {
+			return nil, nil, err
+		}
+		*f = files
+		return files.Runs, files.Close, nil
+	}
 }
 
 // Close closes every file once; a second call reports the first's errors.

@@ -26,28 +26,28 @@ var _ lab.Reasoned = (*Result)(nil)
 func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.IdleRun]() }
 
 // AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool {
-	for _, run := range r.Runs {
-		if run.Status == recorder.RunOK {
-			return false
-		}
-	}
-	return len(r.Runs) > 0
+func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
+
+// verdict points at an idle run row's id, status and reason.
+func verdict(r *recorder.IdleRun) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.IdleConn, recorder.IdleRun]
 
-func openFiles(env *lab.Env) (*files, error) {
-	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	return lab.OpenRunFiles[recorder.IdleConn, recorder.IdleRun](env.Out)
+// runSpec is one run: a condition and its repetition.
+type runSpec struct {
+	cond Condition
+	rep  int
 }
 
+func (s runSpec) ID() string { return s.cond.RunID(s.rep) }
+
 // Run implements lab.Config: every condition Reps times, each on a fresh
-// stack, with RLIMIT_NOFILE raised for the session (restored when it
-// ends). Cancelling ctx keeps what was measured and returns ctx's error.
+// stack (lab.Matrix: resume, the host-CPU guard, progress), with
+// RLIMIT_NOFILE raised for the session (restored when it ends). Cancelling
+// ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -65,37 +65,24 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	defer restore()
-	f, err := openFiles(env)
-	if err != nil {
-		return nil, err
+	var specs []runSpec
+	for _, cond := range c.Conditions() {
+		for rep := 1; rep <= c.Reps; rep++ {
+			specs = append(specs, runSpec{cond, rep})
+		}
 	}
-	defer f.Close()
-	if err := lab.RecordSession(env, c); err != nil {
-		return nil, err
-	}
+	var f *files
+	m := &lab.Matrix[runSpec, recorder.IdleRun]{Specs: specs, Verdict: verdict, Line: runLine,
+		Expected: func(runSpec) time.Duration {
+			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
+		},
+		Measure: func(ctx context.Context, s runSpec, id string) (recorder.IdleRun, error) {
+			return c.runOne(ctx, env, id, s.cond, s.rep, f)
+		}}
+	lab.UseRunFiles(m, &f)
 	res := &Result{Dir: env.Out}
-	conds := c.Conditions()
-	n := len(conds) * c.Reps
-	p := lab.NewProgress(env.Progress, n, func(int) time.Duration {
-		return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
-	})
-	var runErr error
-	for i := range n {
-		cond, rep := conds[i/c.Reps], i%c.Reps+1
-		id := cond.RunID(rep)
-		p.Start(i, id)
-		run, err := c.runOne(ctx, env, id, cond, rep, f)
-		if werr := f.Runs.Write(run); werr != nil {
-			err = errors.Join(err, werr)
-		}
-		res.Runs = append(res.Runs, run)
-		p.Done(i, "%s", runLine(run))
-		if err != nil || ctx.Err() != nil {
-			runErr = errors.Join(err, ctx.Err())
-			break
-		}
-	}
-	return res, errors.Join(runErr, f.Close(), restore())
+	res.Runs, err = m.Run(ctx, env, c)
+	return res, errors.Join(err, restore())
 }
 
 // runLine is the progress line of a finished run.

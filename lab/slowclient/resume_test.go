@@ -85,9 +85,9 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 // A host busier than --max-host-cpu aborts the run with the reason and
 // tries it again under a new run id.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
-	saved := cooldown
-	cooldown = 100 * time.Millisecond
-	t.Cleanup(func() { cooldown = saved })
+	saved := lab.HostBusyCooldown
+	lab.HostBusyCooldown = 100 * time.Millisecond
+	t.Cleanup(func() { lab.HostBusyCooldown = saved })
 	c := tiny()
 	c.Conditions = c.Conditions[:1]
 	c.Fast.Duration = lab.Duration(4 * time.Second)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -23,140 +22,48 @@ type Result struct {
 }
 
 // AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool {
-	for _, run := range r.Runs {
-		if run.Status == recorder.RunOK {
-			return false
-		}
-	}
-	return len(r.Runs) > 0
+func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
+
+// verdict points at a run row's id, status and reason.
+func verdict(r *recorder.Run) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
-// A run aborted because the host was busy is tried up to maxRetries more
-// times, after a cooldown.
-const maxRetries = 2
-
-var cooldown = 5 * time.Second
-
-// Run implements lab.Config: it runs the whole matrix and writes the
-// results directory. A run that fails (a child dies, the stack does not
-// start, a download is cut) is recorded as failed with its reason and the
-// next run goes on. A run aborted because the host was too busy
-// (Env.MaxHostCPU) is recorded as aborted and tried again, as RUN_ID.try2
-// and so on. Cancelling ctx marks the current run aborted, keeps
-// everything measured so far, writes conditions.csv from the completed
-// runs and returns ctx's error. With Env.Resume, the completed runs
-// already in Env.Out are kept and only the others run.
+// Run implements lab.Config: it runs the whole matrix (lab.Matrix: resume,
+// the host-CPU guard and its retries as RUN_ID.try2 and so on, progress)
+// and writes the results directory. A run that fails (a child dies, the
+// stack does not start, a download is cut) is recorded as failed with its
+// reason and the next run goes on. Cancelling ctx marks the current run
+// aborted, keeps everything measured so far, writes conditions.csv from
+// the completed runs and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	t, done, err := c.open(env)
-	if err != nil {
-		return nil, err
-	}
-	defer t.close()
-	res := &Result{Dir: env.Out, Runs: done}
-	var specs []RunSpec
-	for _, spec := range c.Runs() {
-		if !completed(done, spec) {
-			specs = append(specs, spec)
-		}
-	}
-	if env.Resume {
-		env.Logf("resume: %d runs completed in %s, %d to run", len(done), env.Out, len(specs))
-	}
-	runErr := c.matrix(ctx, env, specs, t, res)
-	res.SamplingJitter = t.jitter
-	res.Conditions = recorder.SummarizeConditions(res.Runs)
-	return res, errors.Join(runErr, writeConditions(env.Out, res.Conditions), t.close())
-}
-
-// open creates the results directory and its tables, or reopens them to
-// resume, and records the session's environment.
-func (c *Config) open(env *lab.Env) (*tables, []recorder.Run, error) {
-	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
-		return nil, nil, fmt.Errorf("results directory: %w", err)
-	}
 	var t *tables
-	var done []recorder.Run
-	var err error
-	if env.Resume {
-		if err = lab.CheckResume(env, c); err == nil {
-			t, done, err = resumeTables(env.Out)
-		}
-	} else {
-		t, err = createTables(env.Out)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := lab.RecordSession(env, c); err != nil {
-		t.close()
-		return nil, nil, err
-	}
-	return t, done, nil
-}
-
-// matrix runs specs in order, trying a run the host guard aborted again,
-// until all ran or ctx ends.
-func (c *Config) matrix(ctx context.Context, env *lab.Env, specs []RunSpec, t *tables, res *Result) error {
-	guard := lab.NewGuard(env.MaxHostCPU, "")
 	pool := lab.NewPool(env)
 	defer pool.Close()
-	p := lab.NewProgress(env.Progress, len(specs), func(i int) time.Duration { return c.Duration(specs[i].SlowClients) })
-	for i, spec := range specs {
-		for try := 1; ; try++ {
-			id := spec.ID()
-			if try > 1 {
-				id = fmt.Sprintf("%s.try%d", id, try)
+	m := &lab.Matrix[RunSpec, recorder.Run]{Specs: c.Runs(), Files: files, Verdict: verdict, Line: runLine,
+		Expected: func(s RunSpec) time.Duration { return c.Duration(s.SlowClients) },
+		Open: func(dir string, resume bool) (lab.RowWriter[recorder.Run], func() error, error) {
+			var err error
+			if t, err = openTables(dir, resume); err != nil {
+				return nil, nil, err
 			}
-			p.Start(i, id)
-			run, busy, err := c.runOne(ctx, env, spec, id, t, guard, pool)
-			if werr := t.runs.Write(run); werr != nil && err == nil {
-				err = werr
-			}
-			res.Runs = append(res.Runs, run)
-			p.Done(i, "%s", runLine(run))
-			if err != nil || ctx.Err() != nil {
-				return errors.Join(err, ctx.Err())
-			}
-			if !busy || try > maxRetries {
-				break
-			}
-			p.Note("host too busy; cooling down %s before trying again", cooldown)
-			select {
-			case <-time.After(cooldown):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+			return t.runs, t.close, nil
+		},
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.Run, error) {
+			return c.measure(ctx, env, s, id, t, pool)
+		}}
+	res := &Result{Dir: env.Out}
+	var runErr error
+	res.Runs, runErr = m.Run(ctx, env, c)
+	if res.Runs == nil && runErr != nil {
+		return nil, runErr
 	}
-	return nil
-}
-
-// runOne performs one run under the host guard. Its error is only for
-// faults that must stop the matrix (writing results failed); a failed run
-// is a Run with Status failed. busy reports that the guard aborted it.
-func (c *Config) runOne(parent context.Context, env *lab.Env, spec RunSpec, id string, t *tables, guard *lab.Guard, pool *lab.Pool) (recorder.Run, bool, error) {
-	ctx, stopGuard := guard.Watch(parent)
-	defer stopGuard()
-	run, err := c.measure(ctx, env, spec, id, t, pool)
-	if run.Status == recorder.RunAborted && parent.Err() == nil && errors.Is(context.Cause(ctx), lab.ErrHostBusy) {
-		run.Reason = guard.Why()
-		return run, true, err
-	}
-	return run, false, err
-}
-
-// completed reports whether runs has a completed run of spec (any try).
-func completed(runs []recorder.Run, spec RunSpec) bool {
-	for _, r := range runs {
-		if r.Status == recorder.RunOK && (r.RunID == spec.ID() || strings.HasPrefix(r.RunID, spec.ID()+".try")) {
-			return true
-		}
-	}
-	return false
+	res.SamplingJitter = t.jitter
+	res.Conditions = recorder.SummarizeConditions(res.Runs)
+	return res, errors.Join(runErr, writeConditions(env.Out, res.Conditions))
 }
 
 // writeConditions replaces conditions.csv with the summary of every run.

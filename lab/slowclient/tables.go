@@ -2,11 +2,8 @@ package slowclient
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -22,14 +19,17 @@ type tables struct {
 	closeErr  error
 }
 
-func createTables(dir string) (*tables, error) {
+// openTables creates the session's files in dir, or opens them to append
+// when resuming (lab.Matrix has already dropped the rows of runs that did
+// not complete).
+func openTables(dir string, resume bool) (*tables, error) {
 	t := &tables{}
 	var err error
-	if t.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
-		if t.larges, err = recorder.CreateFile[recorder.LargeResponse](dir); err == nil {
-			if t.resources, err = recorder.CreateFile[recorder.ResourceSample](dir); err == nil {
-				if t.runs, err = recorder.CreateFile[recorder.Run](dir); err == nil {
-					t.hops, err = recorder.CreateFile[recorder.Hop](dir)
+	if t.requests, err = lab.OpenFile[recorder.Request](dir, resume); err == nil {
+		if t.larges, err = lab.OpenFile[recorder.LargeResponse](dir, resume); err == nil {
+			if t.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume); err == nil {
+				if t.runs, err = lab.OpenFile[recorder.Run](dir, resume); err == nil {
+					t.hops, err = lab.OpenFile[recorder.Hop](dir, resume)
 				}
 			}
 		}
@@ -39,6 +39,11 @@ func createTables(dir string) (*tables, error) {
 	}
 	return t, nil
 }
+
+// files are the results files besides runs.csv, whose rows of incomplete
+// runs a resume drops.
+var files = []string{recorder.FileName[recorder.Request](), recorder.FileName[recorder.LargeResponse](),
+	recorder.FileName[recorder.ResourceSample](), recorder.FileName[recorder.Hop]()}
 
 // close flushes, syncs and closes every file once; every error reaches the
 // caller, also on the second call.
@@ -65,59 +70,4 @@ func (t *tables) close() error {
 	}
 	t.closeErr = errors.Join(errs...)
 	return t.closeErr
-}
-
-// resumeTables keeps the completed runs of an earlier results directory:
-// rows of runs that failed or were aborted are dropped (they run again), and
-// the files are opened for appending.
-func resumeTables(dir string) (*tables, []recorder.Run, error) {
-	runs, err := recorder.ReadFile[recorder.Run](filepath.Join(dir, recorder.FileName[recorder.Run]()))
-	if err != nil {
-		return nil, nil, fmt.Errorf("resume: %w", err)
-	}
-	ok := map[string]bool{}
-	var kept []recorder.Run
-	for _, r := range runs {
-		if r.Status == recorder.RunOK {
-			ok[r.RunID] = true
-			kept = append(kept, r)
-		}
-	}
-	err = errors.Join(
-		recorder.RewriteFile(dir, func(r recorder.Request) bool { return ok[r.RunID] }),
-		recorder.RewriteFile(dir, func(r recorder.LargeResponse) bool { return ok[r.RunID] }),
-		recorder.RewriteFile(dir, func(r recorder.ResourceSample) bool { return ok[r.RunID] }),
-		recorder.RewriteFile(dir, func(r recorder.Run) bool { return ok[r.RunID] }),
-		rewriteIfPresent(dir, func(r recorder.Hop) bool { return ok[r.RunID] }),
-	)
-	if err != nil {
-		return nil, nil, fmt.Errorf("resume: %w", err)
-	}
-	t := &tables{}
-	if t.requests, err = recorder.AppendFile[recorder.Request](dir); err == nil {
-		if t.larges, err = recorder.AppendFile[recorder.LargeResponse](dir); err == nil {
-			if t.resources, err = recorder.AppendFile[recorder.ResourceSample](dir); err == nil {
-				if t.runs, err = recorder.AppendFile[recorder.Run](dir); err == nil {
-					t.hops, err = recorder.AppendFile[recorder.Hop](dir)
-				}
-			}
-		}
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("resume: %w", errors.Join(err, t.close()))
-	}
-	return t, kept, nil
-}
-
-// rewriteIfPresent is RewriteFile for a file that results written before
-// it existed lack (hops.csv): a missing file is created empty.
-func rewriteIfPresent[T recorder.Row[T]](dir string, keep func(T) bool) error {
-	if _, err := os.Stat(filepath.Join(dir, recorder.FileName[T]())); errors.Is(err, fs.ErrNotExist) {
-		w, err := recorder.CreateFile[T](dir)
-		if err != nil {
-			return err
-		}
-		return w.Close()
-	}
-	return recorder.RewriteFile(dir, keep)
 }

@@ -32,37 +32,25 @@ var _ lab.Reasoned = (*Result)(nil)
 func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.UploadRun]() }
 
 // AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool {
-	for _, run := range r.Runs {
-		if run.Status == recorder.RunOK {
-			return false
-		}
-	}
-	return len(r.Runs) > 0
+func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
+
+// verdict points at an upload run row's id, status and reason.
+func verdict(r *recorder.UploadRun) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.Upload, recorder.UploadRun]
 
-// Run implements lab.Config: every run of the matrix on a fresh stack,
-// writing uploads.csv, upload-runs.csv, requests.csv, resource-samples.csv
-// and environment.json. A run whose stack fails is recorded as failed and
-// the next goes on; an upload that ends badly (the app's timeout killed
-// its worker, a reset, a 502) is an outcome in uploads.csv, not a failed
-// run. Cancelling ctx keeps what was measured and returns ctx's error.
+// Run implements lab.Config: every run of the matrix on a fresh stack
+// (lab.Matrix: resume, the host-CPU guard, progress), writing uploads.csv,
+// upload-runs.csv, requests.csv, resource-samples.csv and
+// environment.json. A run whose stack fails is recorded as failed and the
+// next goes on; an upload that ends badly (the app's timeout killed its
+// worker, a reset, a 502) is an outcome in uploads.csv, not a failed run.
+// Cancelling ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	f, err := lab.OpenRunFiles[recorder.Upload, recorder.UploadRun](env.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
 	specs, skipped := c.Runs(env.Stack)
@@ -70,22 +58,16 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	for _, s := range skipped {
 		env.Logf("skipped: %s", s)
 	}
-	p := lab.NewProgress(env.Progress, len(specs), func(i int) time.Duration { return c.Duration(specs[i].Size) })
-	var runErr error
-	for i, spec := range specs {
-		p.Start(i, spec.ID())
-		run, err := c.measure(ctx, env, spec, f)
-		if werr := f.Runs.Write(run); werr != nil && err == nil {
-			err = werr
-		}
-		res.Runs = append(res.Runs, run)
-		p.Done(i, "%s", runLine(run))
-		if err != nil || ctx.Err() != nil {
-			runErr = errors.Join(err, ctx.Err())
-			break
-		}
-	}
-	return res, errors.Join(runErr, f.Close())
+	var f *files
+	m := &lab.Matrix[RunSpec, recorder.UploadRun]{Specs: specs, Verdict: verdict, Line: runLine,
+		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Size) },
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.UploadRun, error) {
+			return c.measure(ctx, env, s, id, f)
+		}}
+	lab.UseRunFiles(m, &f)
+	var err error
+	res.Runs, err = m.Run(ctx, env, c)
+	return res, err
 }
 
 // runLine is the progress line of a finished run.
@@ -102,8 +84,7 @@ func runLine(r recorder.UploadRun) string {
 // measure performs one run: a fresh stack, the instruments, the uploads
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.UploadRun, error) {
-	id := spec.ID()
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.UploadRun, error) {
 	run := recorder.UploadRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Uploaders: spec.Uploaders, Rep: spec.Rep,
 		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.AppTimeout != 0 {

@@ -31,13 +31,11 @@ var _ lab.Reasoned = (*Result)(nil)
 func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.SSERun]() }
 
 // AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool {
-	for _, run := range r.Runs {
-		if run.Status == recorder.RunOK {
-			return false
-		}
-	}
-	return len(r.Runs) > 0
+func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
+
+// verdict points at an SSE run row's id, status and reason.
+func verdict(r *recorder.SSERun) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // files are the open results files of a session.
@@ -49,14 +47,19 @@ type files struct {
 	resources *recorder.FileWriter[recorder.ResourceSample]
 }
 
-func openFiles(dir string) (*files, error) {
+// fileNames are the results files besides sse-runs.csv.
+var fileNames = []string{recorder.FileName[recorder.SSEEvent](), recorder.FileName[recorder.SSEStream](),
+	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+
+// openFiles creates the session's files in dir, or opens them to append.
+func openFiles(dir string, resume bool) (*files, error) {
 	f := &files{}
 	var err error
-	if f.events, err = recorder.CreateFile[recorder.SSEEvent](dir); err == nil {
-		if f.streams, err = recorder.CreateFile[recorder.SSEStream](dir); err == nil {
-			if f.runs, err = recorder.CreateFile[recorder.SSERun](dir); err == nil {
-				if f.requests, err = recorder.CreateFile[recorder.Request](dir); err == nil {
-					f.resources, err = recorder.CreateFile[recorder.ResourceSample](dir)
+	if f.events, err = lab.OpenFile[recorder.SSEEvent](dir, resume); err == nil {
+		if f.streams, err = lab.OpenFile[recorder.SSEStream](dir, resume); err == nil {
+			if f.runs, err = lab.OpenFile[recorder.SSERun](dir, resume); err == nil {
+				if f.requests, err = lab.OpenFile[recorder.Request](dir, resume); err == nil {
+					f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
 				}
 			}
 		}
@@ -89,8 +92,9 @@ func (f *files) close() error {
 	return errors.Join(errs...)
 }
 
-// Run implements lab.Config: every run of the matrix on a fresh stack,
-// writing sse-events.csv, sse-streams.csv, sse-runs.csv, requests.csv,
+// Run implements lab.Config: every run of the matrix on a fresh stack
+// (lab.Matrix: resume, the host-CPU guard, progress), writing
+// sse-events.csv, sse-streams.csv, sse-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A run whose stack fails is
 // recorded as failed and the next goes on; a stream that ends badly is an
 // outcome in sse-streams.csv, not a failed run. Cancelling ctx keeps what
@@ -99,38 +103,27 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	f, err := openFiles(env.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	if err := lab.RecordSession(env, c); err != nil {
-		return nil, err
-	}
 	specs, skipped := c.Runs(env.Stack)
 	res := &Result{Dir: env.Out, Skipped: skipped}
 	for _, s := range skipped {
 		env.Logf("skipped: %s", s)
 	}
-	p := lab.NewProgress(env.Progress, len(specs), func(int) time.Duration { return c.Duration() })
-	var runErr error
-	for i, spec := range specs {
-		p.Start(i, spec.ID())
-		run, err := c.measure(ctx, env, spec, f)
-		if werr := f.runs.Write(run); werr != nil && err == nil {
-			err = werr
-		}
-		res.Runs = append(res.Runs, run)
-		p.Done(i, "%s", runLine(run))
-		if err != nil || ctx.Err() != nil {
-			runErr = errors.Join(err, ctx.Err())
-			break
-		}
-	}
-	return res, errors.Join(runErr, f.close())
+	var f *files
+	m := &lab.Matrix[RunSpec, recorder.SSERun]{Specs: specs, Files: fileNames, Verdict: verdict, Line: runLine,
+		Expected: func(RunSpec) time.Duration { return c.Duration() },
+		Open: func(dir string, resume bool) (lab.RowWriter[recorder.SSERun], func() error, error) {
+			var err error
+			if f, err = openFiles(dir, resume); err != nil {
+				return nil, nil, err
+			}
+			return f.runs, f.close, nil
+		},
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.SSERun, error) {
+			return c.measure(ctx, env, s, id, f)
+		}}
+	var err error
+	res.Runs, err = m.Run(ctx, env, c)
+	return res, err
 }
 
 // runLine is the progress line of a finished run.
@@ -157,8 +150,7 @@ func capacity(s stack.Server) (workers, slots recorder.Maybe) {
 // measure performs one run: a fresh stack, the instruments, the streams
 // and the /fast schedule, the held-stream samples, then the run's
 // verdict. Its error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.SSERun, error) {
-	id := spec.ID()
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.SSERun, error) {
 	run := recorder.SSERun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
 		IntervalS: time.Duration(c.Stream.Interval).Seconds(), DurationS: time.Duration(c.Stream.Duration).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}

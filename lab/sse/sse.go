@@ -20,7 +20,7 @@ const Name = "sse"
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() },
 		Summary: "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
 }
 
 // The pseudo-routes: a deployed route (buffering on or off) with the

@@ -30,58 +30,39 @@ var _ lab.Reasoned = (*Result)(nil)
 func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.TempRun]() }
 
 // AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool {
-	for _, run := range r.Runs {
-		if run.Status == recorder.RunOK {
-			return false
-		}
-	}
-	return len(r.Runs) > 0
+func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
+
+// verdict points at a temp run row's id, status and reason.
+func verdict(r *recorder.TempRun) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // files are the open results files of a session: large-responses.csv
 // and temp-runs.csv, with requests.csv and resource-samples.csv.
 type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
 
-// Run implements lab.Config: every run of the matrix on a fresh stack,
-// writing temp-runs.csv, large-responses.csv, requests.csv,
-// resource-samples.csv and environment.json. A download the proxy cut (a
-// full temp disk) is an outcome, not a failed run. Cancelling ctx keeps
-// what was measured and returns ctx's error; the stack, and with it the
-// proxy's tmpfs, is gone on every path.
+// Run implements lab.Config: every run of the matrix on a fresh stack
+// (lab.Matrix: resume, the host-CPU guard, progress), writing
+// temp-runs.csv, large-responses.csv, requests.csv, resource-samples.csv
+// and environment.json. A download the proxy cut (a full temp disk) is an
+// outcome, not a failed run. Cancelling ctx keeps what was measured and
+// returns ctx's error; the stack, and with it the proxy's tmpfs, is gone
+// on every path.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	f, err := lab.OpenRunFiles[recorder.LargeResponse, recorder.TempRun](env.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := lab.RecordSession(env, c); err != nil {
-		return nil, err
-	}
-	specs := c.Runs()
+	var f *files
+	m := &lab.Matrix[RunSpec, recorder.TempRun]{Specs: c.Runs(), Verdict: verdict, Line: runLine,
+		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) },
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.TempRun, error) {
+			return c.measure(ctx, env, s, id, f)
+		}}
+	lab.UseRunFiles(m, &f)
 	res := &Result{Dir: env.Out}
-	p := lab.NewProgress(env.Progress, len(specs), func(i int) time.Duration { return c.Duration(int64(specs[i].Size)) })
-	var runErr error
-	for i, spec := range specs {
-		p.Start(i, spec.ID())
-		run, err := c.measure(ctx, env, spec, f)
-		if werr := f.Runs.Write(run); werr != nil && err == nil {
-			err = werr
-		}
-		res.Runs = append(res.Runs, run)
-		p.Done(i, "%s", runLine(run))
-		if err != nil || ctx.Err() != nil {
-			runErr = errors.Join(err, ctx.Err())
-			break
-		}
-	}
-	return res, errors.Join(runErr, f.Close())
+	var err error
+	res.Runs, err = m.Run(ctx, env, c)
+	return res, err
 }
 
 // runLine is the progress line of a finished run.
@@ -98,8 +79,7 @@ func runLine(r recorder.TempRun) string {
 // measure performs one run: a fresh stack, the instruments, the slow
 // readers and the /fast schedule, then the run's verdict. Its error is
 // only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.TempRun, error) {
-	id := spec.ID()
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.TempRun, error) {
 	run := recorder.TempRun{RunID: id, Route: string(stack.RouteBufferingOn), Server: spec.Server.Name(), SlowClients: spec.SlowClients,
 		Rep: spec.Rep, SizeBytes: int64(spec.Size), MaxTempFileBytes: int64(spec.MaxTempFileSize), TempTmpfsBytes: int64(spec.TempTmpfs),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}

@@ -18,7 +18,7 @@ const Name = "temp-cliff"
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 8, New: func() lab.Config { return Published() },
 		Summary: "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing})
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
 }
 
 // Config is the experiment (and temp-disk-full's): its YAML tags are the

@@ -32,7 +32,7 @@ const PublishedTmpfs = 8 << 20
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() },
 		Summary: "slow readers behind a buffering proxy whose temp dir is a small tmpfs that fills up (root: a mount namespace)",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing})
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
 }
 
 // Published returns the matrix: 2 slow readers of 16 MiB on sync-2 with

@@ -1,0 +1,149 @@
+package lab
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// fakeConfig is a Config whose runs the test performs itself.
+type fakeConfig struct {
+	Header `yaml:",inline"`
+	Runs   int `yaml:"runs"`
+}
+
+func (c *fakeConfig) Head() *Header                             { return &c.Header }
+func (c *fakeConfig) Flags(*flag.FlagSet)                       {}
+func (c *fakeConfig) Validate() error                           { return nil }
+func (c *fakeConfig) Run(context.Context, *Env) (Result, error) { return nil, nil }
+
+type fakeSpec int
+
+func (s fakeSpec) ID() string { return fmt.Sprintf("cond%d.rep1", int(s)) }
+
+// fakeMatrix is a matrix of n runs; each writes two request rows and its
+// run row; measure decides each run's outcome.
+func fakeMatrix(n int, measure func(ctx context.Context, s fakeSpec, id string) string) (*Matrix[fakeSpec, recorder.UploadRun], *[]string) {
+	var f *RunFiles[recorder.Upload, recorder.UploadRun]
+	var measured []string
+	specs := make([]fakeSpec, n)
+	for i := range specs {
+		specs[i] = fakeSpec(i)
+	}
+	m := &Matrix[fakeSpec, recorder.UploadRun]{Specs: specs, Expected: func(fakeSpec) time.Duration { return time.Second },
+		Verdict: func(r *recorder.UploadRun) Verdict {
+			return Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
+		},
+		Line: func(r recorder.UploadRun) string { return r.Status },
+		Measure: func(ctx context.Context, s fakeSpec, id string) (recorder.UploadRun, error) {
+			measured = append(measured, id)
+			for seq := range 2 {
+				if err := f.Requests.Write(recorder.Request{RunID: id, Seq: seq, Status: 200}); err != nil {
+					return recorder.UploadRun{}, err
+				}
+			}
+			return recorder.UploadRun{RunID: id, Status: measure(ctx, s, id)}, nil
+		}}
+	UseRunFiles(m, &f)
+	return m, &measured
+}
+
+func requestRuns(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	rows, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, recorder.FileName[recorder.Request]()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range rows {
+		n[r.RunID]++
+	}
+	return n
+}
+
+// TestMatrixResume: an interrupted session resumed keeps its completed
+// runs, drops the rows of the failed and aborted ones from every file and
+// runs only those again; a resume with other settings is refused and
+// changes nothing.
+func TestMatrixResume(t *testing.T) {
+	env := &Env{Out: t.TempDir()}
+	cfg := &fakeConfig{Header: Header{Experiment: "fake"}, Runs: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	m, measured := fakeMatrix(3, func(_ context.Context, s fakeSpec, _ string) string {
+		switch s {
+		case 0:
+			return recorder.RunOK
+		case 1:
+			return recorder.RunFailed
+		}
+		cancel()
+		return recorder.RunAborted
+	})
+	runs, err := m.Run(ctx, env, cfg)
+	if err == nil || len(runs) != 3 {
+		t.Fatalf("interrupted session: %d runs, %v; want 3 and the interruption", len(runs), err)
+	}
+	if n := requestRuns(t, env.Out); len(n) != 3 {
+		t.Fatalf("requests of %v before resume", n)
+	}
+
+	other := &fakeConfig{Header: Header{Experiment: "fake"}, Runs: 4}
+	env.Resume, env.Scenario = true, nil
+	if _, err := m.Run(context.Background(), env, other); err == nil || !strings.Contains(err.Error(), "runs: 3 -> 4") {
+		t.Fatalf("resume with other settings: %v", err)
+	}
+	env.Scenario = nil
+	m, measured = fakeMatrix(3, func(context.Context, fakeSpec, string) string { return recorder.RunOK })
+	runs, err = m.Run(context.Background(), env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(*measured, " ") != "cond1.rep1 cond2.rep1" {
+		t.Errorf("resume measured %v, want the failed and the aborted run only", *measured)
+	}
+	if len(runs) != 3 || runs[0].RunID != "cond0.rep1" || AllFailed(runs, m.Verdict) {
+		t.Errorf("runs after resume: %+v", runs)
+	}
+	if n := requestRuns(t, env.Out); len(n) != 3 || n["cond0.rep1"] != 2 || n["cond1.rep1"] != 2 || n["cond2.rep1"] != 2 {
+		t.Errorf("requests per run after resume %v, want 2 each, once", n)
+	}
+	kept, _ := recorder.ReadFile[recorder.UploadRun](filepath.Join(env.Out, recorder.FileName[recorder.UploadRun]()))
+	if len(kept) != 3 {
+		t.Errorf("%d run rows after resume, want 3 (the first session's failed and aborted ones dropped)", len(kept))
+	}
+}
+
+// TestMatrixHostBusy: with a guard any working machine exceeds, every run
+// is aborted with the guard's reason and tried again as .try2 and .try3;
+// AllFailed then holds.
+func TestMatrixHostBusy(t *testing.T) {
+	saved := HostBusyCooldown
+	HostBusyCooldown = 10 * time.Millisecond
+	t.Cleanup(func() { HostBusyCooldown = saved })
+	env := &Env{Out: t.TempDir(), MaxHostCPU: 0.001}
+	m, measured := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
+		<-ctx.Done() // the guard's cancellation is the observed event
+		return recorder.RunAborted
+	})
+	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(*measured, " ") != "cond0.rep1 cond0.rep1.try2 cond0.rep1.try3" {
+		t.Errorf("tries %v", *measured)
+	}
+	for _, r := range runs {
+		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") {
+			t.Errorf("run %s: %s %q, want aborted for host CPU", r.RunID, r.Status, r.Reason)
+		}
+	}
+	if !AllFailed(runs, m.Verdict) {
+		t.Error("AllFailed false with every run aborted")
+	}
+}
