@@ -209,7 +209,7 @@ func TestTempDiskFullShapeReal(t *testing.T) { runShape(t, stack.NameReal) }
 func TestTempDiskFullInterrupted(t *testing.T) {
 	slowlabtest.RequireRoot(t, "a mount namespace for the proxy's temp dir")
 	bin := os.Getenv(child.ExecutableEnv)
-	cmd := exec.Command(bin, "reproduce", Name, "--quick", "--stack", "embedded", "--out", t.TempDir())
+	cmd := exec.Command(bin, "reproduce", Name, "--quick", "--stack", "embedded", "--max-host-cpu", "0", "--out", t.TempDir())
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
