@@ -44,6 +44,12 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		if err := c.enterKernel(); err != nil {
 			return nil, err
 		}
+		hostCPU, err := childHostCPU()
+		if err != nil {
+			return nil, err
+		}
+		e := *env
+		e.MaxHostCPU, env = hostCPU, &e
 	} else if !c.kernels()[0].host {
 		if err := checkNamespaces(); err != nil {
 			return nil, err
