@@ -103,8 +103,7 @@ func byRoute(cells []recorder.SweepCell) map[string]recorder.SweepCell {
 // the embedded stack under the host's socket buffers: behind a buffering
 // proxy the whole response fits in the path and the app is released at
 // once; directly it does not (the host's tcp_wmem max is well under
-// 16 MiB), and the app's send time is what the measured capacity
-// predicts.
+// 16 MiB). The model's capacities are what the host's settings give.
 func TestBufferSweepShape(t *testing.T) {
 	c := Published()
 	c.Sizes, c.Rates = []lab.Size{16 << 20}, []lab.Size{4 << 20}
@@ -114,12 +113,25 @@ func TestBufferSweepShape(t *testing.T) {
 	}
 	got := byRoute(cells)
 	on := got["host/"+string(stack.RouteBufferingOn)]
-	// What the client reads in two hop intervals: the first sample after
-	// the app finished comes up to an interval (and the schedule's
-	// lateness) after it.
-	resolution := 2 * float64(on.RateBps) * time.Duration(c.HopInterval).Seconds()
+	// What the client reads while the app still writes and in two hop
+	// intervals after: the first sample after the app finished comes up
+	// to an interval (and the schedule's lateness) after it.
+	resolution := float64(on.RateBps) * (on.AppSendS.Value + 2*time.Duration(c.HopInterval).Seconds())
 	if !on.CapacityBytes.Valid || on.CapacityBytes.Value < float64(on.SizeBytes)-resolution || on.AppSendS.Value > 0.5 {
-		t.Errorf("buffering on: capacity %v, predicted %v, app_send %v: want the whole response in the path, the app released at once", on.CapacityBytes, on.PredictedAppSendS, on.AppSendS)
+		t.Errorf("buffering on: capacity %v, app_send %v: want the whole response in the path, the app released at once", on.CapacityBytes, on.AppSendS)
+	}
+	// The model, from the host's tcp_wmem as sweep.csv records it: the
+	// direct path is the app's send buffer (autotuned to tcp_wmem's
+	// maximum) and the client's 8 KiB SO_RCVBUF doubled; buffering on
+	// holds the whole response (its temp file alone is 32 MiB).
+	wmem, err := recorder.NetSettings{TCPWmem: on.TCPWmem}.TCPMem("tcp_wmem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got["host/direct"]; d.CapacityPredictedBytes != recorder.Some(float64(wmem.Max+16<<10)) ||
+		!(on.CapacityPredictedBytes.Value > float64(on.SizeBytes)) || on.AppSendPredictedS != recorder.Some(0) {
+		t.Errorf("predicted capacity: direct %v with tcp_wmem %q, buffering on %v (app_send %v): want tcp_wmem's max + 16 KiB, and more than the response",
+			d.CapacityPredictedBytes, on.TCPWmem, on.CapacityPredictedBytes, on.AppSendPredictedS)
 	}
 	if d := got["host/direct"]; d.AppSendS.Value < 1 || d.FastP95MS.Value < 500 || !(d.CapacityBytes.Value < float64(d.SizeBytes)/2) {
 		t.Errorf("direct: app_send %v s, /fast p95 %v ms, capacity %v: want the app held by the slow readers", d.AppSendS, d.FastP95MS, d.CapacityBytes)
