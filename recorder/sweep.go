@@ -8,17 +8,28 @@ package recorder
 // there ("min default max" bytes). Dir is the cell's own results
 // directory (a slow-client one), relative to the sweep's.
 //
-// CapacityBytes is the path's measured capacity: the most bytes one
-// download had in flight between the app and the client (app_written -
-// client_read in hops.csv), median over the cell's downloads.
-// PredictedAppSendS is max(0, size - capacity) / rate, median over the
-// downloads, and PredictionErrorPct how far the observed AppSendS is from
-// it, in percent of the prediction (empty when the prediction is 0).
-// WakeStepBytes is the most the app wrote between two hop samples once
-// the path was full (median over the downloads): a writer blocked on a
-// full socket is woken only when a third of its buffer is free, so it
+// The path's capacity is the most bytes of one download the path between
+// the app and the client holds. CapacityPredictedBytes is the buffer-sweep
+// model's, computed before the run from configuration only (the kernel's
+// socket buffer settings of the cell's namespace, the buffers the app,
+// the proxy and the client set; package buffersweep's model.go), and
+// AppSendPredictedS the app's send time it implies, max(0, size -
+// capacity) / rate. CapacityMeasuredBytes is what the hop samples show:
+// the most bytes one download had in flight (app_written - client_read
+// in hops.csv), median over the cell's downloads; AppSendMeasuredS the
+// app's send time from its send log, median over the same downloads.
+//
+// CapacityBytes, PredictedAppSendS and AppSendS are the older names of
+// CapacityMeasuredBytes, AppSendPredictedS and AppSendMeasuredS, kept so
+// that readers of the earlier columns go on working (PredictedAppSendS
+// was once computed from the measured capacity; it is now the model's).
+// PredictionErrorPct is how far the measured send time is from the
+// predicted one, in percent of the prediction (empty when the prediction
+// is 0). WakeStepBytes is the most the app wrote between two hop samples
+// once the path was full (median over the downloads): a writer blocked on
+// a full socket is woken only when a third of its buffer is free, so it
 // writes in steps, and its last write can finish up to a step's reading
-// time (WakeStepBytes / rate) after the prediction.
+// time (WakeStepBytes / rate) after a continuous model says.
 type SweepCell struct {
 	Kernel             string
 	TCPWmem, TCPRmem   string
@@ -35,6 +46,11 @@ type SweepCell struct {
 	PredictionErrorPct Maybe
 	WakeStepBytes      Maybe
 	Dir                string
+	// The model against the measurement (see above).
+	CapacityPredictedBytes Maybe
+	CapacityMeasuredBytes  Maybe
+	AppSendPredictedS      Maybe
+	AppSendMeasuredS       Maybe
 }
 
 func (SweepCell) schema() *schema[SweepCell] { return &sweepSchema }
@@ -58,4 +74,8 @@ var sweepSchema = schema[SweepCell]{file: "sweep.csv", cols: []column[SweepCell]
 	col("prediction_error_pct", 1, func(r *SweepCell) any { return &r.PredictionErrorPct }),
 	col("wake_step_bytes", whole, func(r *SweepCell) any { return &r.WakeStepBytes }),
 	col("dir", 0, func(r *SweepCell) any { return &r.Dir }),
+	col("capacity_predicted_bytes", whole, func(r *SweepCell) any { return &r.CapacityPredictedBytes }),
+	col("capacity_measured_bytes", whole, func(r *SweepCell) any { return &r.CapacityMeasuredBytes }),
+	col("app_send_predicted_s", msOfS, func(r *SweepCell) any { return &r.AppSendPredictedS }),
+	col("app_send_measured_s", msOfS, func(r *SweepCell) any { return &r.AppSendMeasuredS }),
 }}

@@ -183,10 +183,13 @@ func buildBufferSweep(dir string) (*section, error) {
 		intro: "Slow downloads of each response size read at each rate, on each route, under each kernel " +
 			"socket-buffer setting (issue #19's buffer-sweep): where proxy buffering off stops protecting a synchronous " +
 			"app. Each size × rate cell is a slow-client run matrix with its own results directory; " + sweepFile +
-			" has one row per cell and route. The path's capacity C is the most bytes one download had in flight " +
-			"between the app and the client (app_written − client_read in the cell's hops.csv, median over its " +
-			"downloads); the app's send time is predicted as max(0, size − C) / rate. The environment table above " +
-			"is the sweep's own session; the kernel settings each cell ran under are in the first table below."}
+			" has one row per cell and route. The path's capacity C, the most bytes of one download the path between " +
+			"the app and the client holds, is predicted before each cell runs from configuration only (the namespace's " +
+			"tcp_wmem and tcp_rmem, the app's, the proxy's and the client's buffers), and the app's send time from it as " +
+			"max(0, size − C) / rate; beside them, what was measured: the most bytes one download had in flight " +
+			"(app_written − client_read in the cell's hops.csv) and the app's send time from its send log, medians over " +
+			"the cell's downloads. The environment table above is the sweep's own session; the kernel settings each cell " +
+			"ran under are in the first table below."}
 	path := filepath.Join(dir, sweepFile)
 	if st, err := os.Stat(path); err == nil && st.Size() == 0 {
 		s.skip("%s is empty (not even its header): the sweep ended before its first cell; no figures or tables.", sweepFile)
@@ -345,32 +348,46 @@ func kernelNet(sw *sweep, kernel string) (*recorder.NetSettings, string, error) 
 // cellsTable lists every cell of sweep.csv.
 func cellsTable(sw *sweep) *table {
 	t := &table{Caption: "Cells (" + sweepFile + "): /fast p95 is the median over the cell's ok runs of each run's " +
-		"nearest-rank 95th percentile; app_send observed, client_receive, capacity and predicted app_send are medians " +
-		"over the cell's complete downloads; error = (observed − predicted) / predicted, empty where the prediction " +
-		"is 0 (size ≤ capacity: the path holds the whole response). Directory: the cell's slow-client results, " +
-		"relative to this one.",
+		"nearest-rank 95th percentile. Capacity and app_send predicted: before the run, from configuration only; " +
+		"measured: medians over the cell's complete downloads, as are client_receive. Error = (measured − predicted) / " +
+		"predicted, empty where size ≤ predicted capacity: the model says the path holds the whole response (app_send " +
+		"predicted 0), and a download never has more than its size in flight, so the samples cannot show the capacity. " +
+		"Directory: the cell's slow-client results, relative to this one.",
 		Head: []string{"kernel", "route", "server", "slow clients", "size", "read rate (MiB/s)", "runs ok",
-			"/fast p95 (ms)", "app_send observed (s)", "app_send predicted (s)", "error (%)", "capacity (MiB)",
-			"size > capacity", "client_receive (s)", "directory"}}
+			"/fast p95 (ms)", "capacity predicted (MiB)", "capacity measured (MiB)", "capacity error (%)",
+			"app_send predicted (s)", "app_send measured (s)", "app_send error (%)", "size > predicted capacity",
+			"client_receive (s)", "directory"}}
 	if len(sw.cells) > 24 {
 		t.Details = fmt.Sprintf("All %d cells (%s)", len(sw.cells), sweepFile)
 	}
+	pct := func(v float64) cell { return num(v, 1) }
+	mib := func(v float64) cell { return num(v/(1<<20), 2) }
 	for _, c := range sw.cells {
-		above := notMeasured
-		if c.CapacityBytes.Valid {
+		above, capacityError := notMeasured, recorder.None()
+		if c.CapacityPredictedBytes.Valid {
 			above = text("no")
-			if float64(c.SizeBytes) > c.CapacityBytes.Value {
-				above = text("yes")
+			if float64(c.SizeBytes) > c.CapacityPredictedBytes.Value {
+				above, capacityError = text("yes"), errorOf(c.CapacityMeasuredBytes, c.CapacityPredictedBytes)
 			}
 		}
 		t.Rows = append(t.Rows, []cell{text(c.Kernel), text(c.Route), text(c.Server), integer(c.SlowClients),
 			{Text: sizeText(c.SizeBytes), Title: fmt.Sprint(c.SizeBytes, " bytes"), Num: true},
 			{Text: mibNumber(c.RateBps), Title: fmt.Sprint(c.RateBps, " bytes/s"), Num: true},
 			{Text: fmt.Sprintf("%d/%d", c.RunsOK, c.Runs), Num: true},
-			maybe(c.FastP95MS, ms), maybe(c.AppSendS, seconds), maybe(c.PredictedAppSendS, seconds),
-			maybe(c.PredictionErrorPct, func(v float64) cell { return num(v, 1) }),
-			maybe(c.CapacityBytes, func(v float64) cell { return num(v/(1<<20), 2) }), above,
+			maybe(c.FastP95MS, ms), maybe(c.CapacityPredictedBytes, mib), maybe(c.CapacityMeasuredBytes, mib),
+			maybe(capacityError, pct),
+			maybe(c.AppSendPredictedS, seconds), maybe(c.AppSendMeasuredS, seconds),
+			maybe(errorOf(c.AppSendMeasuredS, c.AppSendPredictedS), pct), above,
 			maybe(c.ClientReceiveS, seconds), text(c.Dir)})
 	}
 	return t
+}
+
+// errorOf is how far measured is from predicted, in percent of the
+// prediction; none where either is missing or the prediction is 0.
+func errorOf(measured, predicted recorder.Maybe) recorder.Maybe {
+	if !measured.Valid || !predicted.Valid || predicted.Value == 0 {
+		return recorder.None()
+	}
+	return recorder.Some((measured.Value - predicted.Value) / predicted.Value * 100)
 }

@@ -198,7 +198,7 @@ func kernelMem(sw *sweep, kernel string) (wmem, rmem string) {
 }
 
 // routeShapes are the prediction figure's markers, by route: filled for
-// the cells with size > capacity, hollow for the others.
+// the cells with size > predicted capacity, hollow for the others.
 var routeShapes = []struct{ filled, hollow draw.GlyphDrawer }{
 	{draw.CircleGlyph{}, draw.RingGlyph{}},
 	{draw.PyramidGlyph{}, draw.TriangleGlyph{}},
@@ -206,17 +206,18 @@ var routeShapes = []struct{ filled, hollow draw.GlyphDrawer }{
 	{draw.CrossGlyph{}, draw.PlusGlyph{}},
 }
 
-// predictionFigure draws each cell's observed app_send_s against its
-// prediction, max(0, size - capacity) / rate: full colour where size >
-// capacity (the prediction's domain), light where the path held the whole
-// response; nil and the reason when no cell has both.
+// predictionFigure draws each cell's measured app send time against the
+// model's prediction, max(0, size - capacity) / rate with the capacity
+// predicted from configuration: full colour where size > that capacity,
+// light where the model says the path holds the whole response; nil and
+// the reason when no cell has both.
 func predictionFigure(sw *sweep) (*figure, string) {
 	var routes []string
 	above, within := map[string]plotter.XYs{}, map[string]plotter.XYs{}
 	var left []string
 	hi := 0.0
 	for _, c := range sw.cells {
-		if !c.AppSendS.Valid || !c.PredictedAppSendS.Valid || !c.CapacityBytes.Valid {
+		if !c.AppSendMeasuredS.Valid || !c.AppSendPredictedS.Valid || !c.CapacityPredictedBytes.Valid {
 			left = append(left, fmt.Sprintf("%s %s at %s (kernel %s)", c.Route, sizeText(c.SizeBytes), rateText(c.RateBps), c.Kernel))
 			continue
 		}
@@ -224,8 +225,8 @@ func predictionFigure(sw *sweep) (*figure, string) {
 			routes = append(routes, c.Route)
 			above[c.Route] = plotter.XYs{}
 		}
-		xy := plotter.XY{X: c.PredictedAppSendS.Value, Y: c.AppSendS.Value}
-		if float64(c.SizeBytes) > c.CapacityBytes.Value {
+		xy := plotter.XY{X: c.AppSendPredictedS.Value, Y: c.AppSendMeasuredS.Value}
+		if float64(c.SizeBytes) > c.CapacityPredictedBytes.Value {
 			above[c.Route] = append(above[c.Route], xy)
 		} else {
 			within[c.Route] = append(within[c.Route], xy)
@@ -233,11 +234,11 @@ func predictionFigure(sw *sweep) (*figure, string) {
 		hi = math.Max(hi, math.Max(xy.X, xy.Y))
 	}
 	if len(routes) == 0 {
-		return nil, "no cell has both an observed and a predicted app_send_s"
+		return nil, "no cell has both a measured and a predicted app send time"
 	}
-	f := &figure{name: "buffer-sweep-send-predicted", title: "Observed against predicted app send time per cell",
+	f := &figure{name: "buffer-sweep-send-predicted", title: "Measured against predicted app send time per cell",
 		width: 8 * vg.Inch, height: 6 * vg.Inch}
-	p := newPlot(f.title, "predicted app_send = max(0, size − capacity) / rate (s)", "observed app_send_s (s)")
+	p := newPlot(f.title, "predicted app_send = max(0, size − predicted capacity) / rate (s)", "measured app_send (s)")
 	grid(p, true, true)
 	hi = math.Max(hi, 0.1) * 1.08
 	// ref is the line y = slope * x across the plot.
@@ -254,7 +255,7 @@ func predictionFigure(sw *sweep) (*figure, string) {
 	diag := ref(1, false)
 	plus, minus := ref(1.2, true), ref(0.8, true)
 	p.Add(diag, plus, minus)
-	p.Legend.Add("observed = predicted", diag)
+	p.Legend.Add("measured = predicted", diag)
 	p.Legend.Add("±20%", plus)
 	// Routes in report order, so their colours match from run to run.
 	slices.SortStableFunc(routes, func(a, b string) int {
@@ -271,14 +272,14 @@ func predictionFigure(sw *sweep) (*figure, string) {
 		if xys := above[route]; len(xys) > 0 {
 			s := mk(xys, shape.filled)
 			p.Add(s)
-			p.Legend.Add(route+", size > capacity", s)
-			f.addSeries(route+", size > capacity", len(s.XYs))
+			p.Legend.Add(route+", size > predicted capacity", s)
+			f.addSeries(route+", size > predicted capacity", len(s.XYs))
 		}
 		if xys := within[route]; len(xys) > 0 {
 			s := mk(xys, shape.hollow)
 			p.Add(s)
-			p.Legend.Add(route+", size ≤ capacity", s)
-			f.addSeries(route+", size ≤ capacity", len(s.XYs))
+			p.Legend.Add(route+", size ≤ predicted capacity", s)
+			f.addSeries(route+", size ≤ predicted capacity", len(s.XYs))
 			nWithin += len(xys)
 		}
 	}
@@ -286,12 +287,12 @@ func predictionFigure(sw *sweep) (*figure, string) {
 	p.Legend.Left = true
 	f.panels = []*plot.Plot{p}
 	f.caption = "Point = one cell of " + sweepFile + ", every kernel setting. x = the predicted send time, " +
-		"max(0, size − C) / R, with C the path's measured capacity (capacity_bytes: the most bytes one download had in " +
-		"flight between the app and the client, app_written − client_read in the cell's hops.csv) and R the slow read " +
-		"rate, median over the cell's downloads; y = the observed app_send_s (the app's time to hand the whole response " +
-		"to its socket), median over the same downloads. Colour and marker: route. Filled: size > C, the cells the " +
-		"prediction is about; hollow: size ≤ C (the path holds the whole response, prediction 0). Solid line: observed = " +
-		"predicted; dashed: ±20%."
+		"max(0, size − C) / R, with C the path's capacity predicted before the run from configuration only " +
+		"(capacity_predicted_bytes: the app's send buffer as the kernel sizes it, the proxy's buffers and sockets on " +
+		"proxied routes, the client's receive buffer) and R the slow read rate; y = the measured app send time " +
+		"(app_send_measured_s: the app's time to hand the whole response to its socket, from its send log), median over " +
+		"the cell's downloads. Colour and marker: route. Filled: size > C, the cells the prediction says hold the app; " +
+		"hollow: size ≤ C (prediction 0). Solid line: measured = predicted; dashed: ±20%."
 	if nWithin == 0 {
 		f.caption += " No cell has size ≤ C."
 	}

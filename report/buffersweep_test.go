@@ -194,10 +194,10 @@ func TestWriteBufferSweep(t *testing.T) {
 	if got := stats[pr.Name].arcs; got != 4+1 {
 		t.Errorf("send-predicted.svg has %d circles, want direct's 4 + its legend glyph", got)
 	}
-	containsAll(t, "send-predicted caption", pr.Caption, "max(0, size − C) / R", "measured capacity",
+	containsAll(t, "send-predicted caption", pr.Caption, "max(0, size − C) / R", "predicted before the run from configuration only",
 		"Filled: size > C", "hollow: size ≤ C", "Not drawn, no observed or no predicted send time: proxy-buffering-off 8 MiB at 2 MiB/s (kernel host)")
-	containsAll(t, "send-predicted SVG", svgText(t, rep, pr.Name), "direct, size > capacity",
-		"proxy-buffering-off, size ≤ capacity", "observed = predicted", "±20%")
+	containsAll(t, "send-predicted SVG", svgText(t, rep, pr.Name), "direct, size > predicted capacity",
+		"proxy-buffering-off, size ≤ predicted capacity", "measured = predicted", "±20%")
 
 	// Hop bytes: the 16 MiB at 2 MiB/s cell of each route, its first ok
 	// run, download 0; direct stacks client_read, client_recv_queue and
@@ -223,9 +223,9 @@ func TestWriteBufferSweep(t *testing.T) {
 		"host | 8 | 4096 16384 4194304 (min 4 KiB, default 16 KiB, max 4 MiB) | 212992 (208 KiB) | 4294967295 (no limit) | " +
 			"4096 131072 6291456 (min 4 KiB, default 128 KiB, max 6 MiB) | 212992 (208 KiB) | 1 (on) | 65536 | host | " +
 			"sweep.csv, size16m-rate1m/environment.json",
-		"host | direct | sync-2 | 2 | 16 MiB | 2 | 2/2 | 5966 | 6.590 | 6.750 | -2.4 | 2.50 | yes | 8.002 | size16m-rate2m",
-		"host | proxy-buffering-off | sync-2 | 2 | 8 MiB | 1 | 1/1 | 2.10 | 0.041 | 0.000 | – | 8.00 | no | 8.003 | size8m-rate1m",
-		"host | proxy-buffering-off | sync-2 | 2 | 8 MiB | 2 | 0/1 | – | – | – | – | – | – | – | size8m-rate2m",
+		"host | direct | sync-2 | 2 | 16 MiB | 2 | 2/2 | 5966 | 4.02 | 2.50 | -37.7 | 5.992 | 6.590 | 10.0 | yes | 8.002 | size16m-rate2m",
+		"host | proxy-buffering-off | sync-2 | 2 | 8 MiB | 1 | 1/1 | 2.10 | 8.16 | 8.00 | – | 0.000 | 0.041 | – | no | 8.003 | size8m-rate1m",
+		"host | proxy-buffering-off | sync-2 | 2 | 8 MiB | 2 | 0/1 | – | 8.16 | – | – | 0.000 | – | – | no | – | size8m-rate2m",
 	} {
 		if !slices.Contains(rows, want) {
 			t.Errorf("buffer-sweep tables lack the row\n%s\nrows:\n%s", want, strings.Join(rows, "\n"))
@@ -409,8 +409,8 @@ func TestBufferSweepKernels(t *testing.T) {
 	dir := copySweep(t)
 	k := "wmem=16m rmem=default,4096 16384 16777216,4096 131072 6291456,"
 	editSweep(t, dir, nil,
-		k+"direct,sync-2,2,16777216,2097152,1,1,1.9,0.031,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m",
-		k+"proxy-buffering-off,sync-2,2,16777216,2097152,1,1,2.2,0.035,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m")
+		k+"direct,sync-2,2,16777216,2097152,1,1,1.9,0.031,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m,16793600,16777216,0,0.031",
+		k+"proxy-buffering-off,sync-2,2,16777216,2097152,1,1,2.2,0.035,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m,33718272,16777216,0,0.035")
 	rep, err := Write(dir)
 	if err != nil {
 		t.Fatal(err)

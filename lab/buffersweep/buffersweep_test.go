@@ -3,6 +3,7 @@ package buffersweep
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,9 +83,10 @@ func TestCellIsASlowClientMatrix(t *testing.T) {
 	}
 }
 
-// Capacity is the most a download had in flight, from samples whose
-// app_written is known; the prediction is (size - capacity) / rate.
-func TestCapacityAndPrediction(t *testing.T) {
+// The measured capacity is the most a download had in flight, from
+// samples whose app_written is known; the cell's measured columns are the
+// medians over its downloads of the route.
+func TestMeasuredCapacity(t *testing.T) {
 	h := func(ts float64, d int, hop string, b int64, src string) recorder.Hop {
 		return recorder.Hop{RunID: "r", TS: ts, Download: d, Hop: hop, Bytes: b, Source: src}
 	}
@@ -104,12 +106,16 @@ func TestCapacityAndPrediction(t *testing.T) {
 	}
 	cell := recorder.SweepCell{Route: "direct"}
 	summarize(&cell, []download{
-		{route: "direct", appSendS: recorder.Some(2.2), capacity: recorder.Some(4 << 20), predicted: recorder.Some(2)},
-		{route: "direct", appSendS: recorder.Some(1.8), capacity: recorder.Some(4 << 20), predicted: recorder.Some(2)},
+		{route: "direct", appSendS: recorder.Some(2.2), capacity: recorder.Some(4 << 20)},
+		{route: "direct", appSendS: recorder.Some(1.8), capacity: recorder.Some(4 << 20)},
 		{route: "proxy-buffering-on", appSendS: recorder.Some(0.01)},
 	})
-	if cell.AppSendS != recorder.Some(2) || cell.PredictedAppSendS != recorder.Some(2) || cell.CapacityBytes != recorder.Some(4<<20) || cell.PredictionErrorPct != recorder.Some(0) {
+	if cell.AppSendS != recorder.Some(2) || cell.AppSendMeasuredS != recorder.Some(2) || cell.CapacityBytes != recorder.Some(4<<20) ||
+		cell.CapacityMeasuredBytes != recorder.Some(4<<20) {
 		t.Errorf("cell %+v", cell)
+	}
+	if cell.PredictedAppSendS.Valid || cell.AppSendPredictedS.Valid || cell.CapacityPredictedBytes.Valid || cell.PredictionErrorPct.Valid {
+		t.Errorf("the samples filled a predicted column: %+v", cell)
 	}
 }
 
@@ -117,11 +123,18 @@ func TestPrintSweep(t *testing.T) {
 	var b bytes.Buffer
 	PrintSweep(&b, []recorder.SweepCell{{Kernel: "host", TCPWmem: "4096 16384 4194304", TCPRmem: "4096 131072 6291456", Route: "direct",
 		SizeBytes: 16 << 20, RateBps: 2 << 20, Runs: 1, RunsOK: 1, FastP95MS: recorder.Some(3786), AppSendS: recorder.Some(4.4),
-		PredictedAppSendS: recorder.Some(5.9), PredictionErrorPct: recorder.Some(-25), CapacityBytes: recorder.Some(4 << 20)}})
-	for _, want := range []string{"kernel host: tcp_wmem 4096 16384 4194304", "direct", "16m", "2m", "1/1", "3786.0", "4.40", "5.90", "-25", "4.00"} {
+		PredictedAppSendS: recorder.Some(5.9), PredictionErrorPct: recorder.Some(-25), CapacityBytes: recorder.Some(3 << 20),
+		CapacityPredictedBytes: recorder.Some(4 << 20), CapacityMeasuredBytes: recorder.Some(3 << 20),
+		AppSendPredictedS: recorder.Some(5.9), AppSendMeasuredS: recorder.Some(4.4)}})
+	for _, want := range []string{"kernel host: tcp_wmem 4096 16384 4194304", "capacity predicted MiB  measured MiB  error %  app_send predicted s  measured s  error %"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+	// The row: capacity predicted, measured and its error, then app_send's.
+	row := "direct 16m 2m 1/1 3786.0 4.00 3.00 -25 5.90 4.40 -25"
+	if !slices.ContainsFunc(strings.Split(b.String(), "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == row }) {
+		t.Errorf("table lacks the row %q:\n%s", row, b.String())
 	}
 	b.Reset()
 	PrintSweep(&b, nil)
@@ -151,5 +164,24 @@ func TestChildRefusesTheHostNamespace(t *testing.T) {
 	}
 	if after, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem"); !bytes.Equal(before, after) {
 		t.Errorf("tcp_wmem changed: %q -> %q", before, after)
+	}
+}
+
+// A child session takes the parent's host CPU guard (its `slowlab run`
+// would otherwise apply --max-host-cpu's default), and refuses to run
+// without it.
+func TestChildTakesTheParentsHostCPUGuard(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want float64
+		err  string
+	}{
+		{"0", 0, ""}, {"90", 90, ""}, {"", 0, hostCPUEnv + ` ""`}, {"150", 0, hostCPUEnv + ` "150"`}, {"x", 0, `"x"`},
+	} {
+		t.Setenv(hostCPUEnv, tc.env)
+		got, err := childHostCPU()
+		if tc.err == "" && (err != nil || got != tc.want) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s=%q: %v, %v; want %v, error containing %q", hostCPUEnv, tc.env, got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -10,12 +10,11 @@ import (
 
 // download is what one slow download of a cell measured.
 type download struct {
-	route     string
-	appSendS  recorder.Maybe
-	receiveS  float64
-	capacity  recorder.Maybe // most bytes in flight, from the hop samples
-	step      recorder.Maybe // the app's wake-up step, from the hop samples
-	predicted recorder.Maybe // max(0, size - capacity) / rate
+	route    string
+	appSendS recorder.Maybe
+	receiveS float64
+	capacity recorder.Maybe // most bytes in flight, from the hop samples
+	step     recorder.Maybe // the app's wake-up step, from the hop samples
 }
 
 // path is what the hop samples say of one download's path.
@@ -85,8 +84,8 @@ func paths(rows []recorder.Hop) map[string]map[int]path {
 }
 
 // downloads reads a cell's results directory: every complete download of
-// every completed run, with its capacity and prediction.
-func downloads(dir string, size, rate int64) ([]download, error) {
+// every completed run, with its measured capacity and wake-up step.
+func downloads(dir string) ([]download, error) {
 	hopRows, err := recorder.ReadFile[recorder.Hop](filepath.Join(dir, recorder.FileName[recorder.Hop]()))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
@@ -112,7 +111,6 @@ func downloads(dir string, size, rate int64) ([]download, error) {
 		d := download{route: l.Route, appSendS: l.AppSendS, receiveS: l.ReceiveS}
 		if p, found := ps[l.RunID][l.Client]; found {
 			d.capacity, d.step = recorder.Some(float64(p.capacity)), recorder.Some(float64(p.step))
-			d.predicted = recorder.Some(float64(max(0, size-p.capacity)) / float64(rate))
 		}
 		out = append(out, d)
 	}
@@ -135,7 +133,7 @@ func median(vs []recorder.Maybe) recorder.Maybe {
 
 // summarize fills a cell's measured columns from its downloads of route.
 func summarize(cell *recorder.SweepCell, ds []download) {
-	var sends, recv, caps, steps, preds []recorder.Maybe
+	var sends, recv, caps, steps []recorder.Maybe
 	for _, d := range ds {
 		if d.route != cell.Route {
 			continue
@@ -144,13 +142,20 @@ func summarize(cell *recorder.SweepCell, ds []download) {
 		recv = append(recv, recorder.Some(d.receiveS))
 		caps = append(caps, d.capacity)
 		steps = append(steps, d.step)
-		preds = append(preds, d.predicted)
 	}
 	cell.AppSendS, cell.ClientReceiveS = median(sends), median(recv)
-	cell.CapacityBytes, cell.WakeStepBytes, cell.PredictedAppSendS = whole(median(caps)), whole(median(steps)), median(preds)
-	if p, o := cell.PredictedAppSendS, cell.AppSendS; p.Valid && o.Valid && p.Value > 0 {
-		cell.PredictionErrorPct = recorder.Some((o.Value - p.Value) / p.Value * 100)
-	}
+	cell.CapacityBytes, cell.WakeStepBytes = whole(median(caps)), whole(median(steps))
+	cell.CapacityMeasuredBytes, cell.AppSendMeasuredS = cell.CapacityBytes, cell.AppSendS
+}
+
+// predict fills a cell's predicted columns from the model's capacity of
+// its path, and the measured send time's error against the prediction.
+func predict(cell *recorder.SweepCell, p pathCapacity) {
+	c := p.Total()
+	cell.CapacityPredictedBytes = recorder.Some(float64(c))
+	cell.AppSendPredictedS = recorder.Some(predictAppSend(cell.SizeBytes, cell.RateBps, c))
+	cell.PredictedAppSendS = cell.AppSendPredictedS
+	cell.PredictionErrorPct = errorPct(cell.AppSendMeasuredS, cell.AppSendPredictedS)
 }
 
 // whole rounds a byte count down to a whole byte.

@@ -26,6 +26,21 @@ import (
 // another one.
 const parentEnv = "SLOWLAB_NETNS_PARENT"
 
+// hostCPUEnv carries the parent's host CPU guard (lab.Env.MaxHostCPU,
+// percent; 0 off) to a child session, whose `slowlab run` would otherwise
+// apply --max-host-cpu's default to its cells while the parent's own
+// cells run under the parent's setting.
+const hostCPUEnv = "SLOWLAB_NETNS_MAX_HOST_CPU"
+
+// childHostCPU is the parent's host CPU guard as hostCPUEnv carries it.
+func childHostCPU() (float64, error) {
+	v, err := strconv.ParseFloat(os.Getenv(hostCPUEnv), 64)
+	if err != nil || v < 0 || v > 100 {
+		return 0, fmt.Errorf("%s %q: want the parent's --max-host-cpu, 0 to 100", hostCPUEnv, os.Getenv(hostCPUEnv))
+	}
+	return v, nil
+}
+
 // childScenario is the child session's scenario file in its kernel
 // directory (the child writes scenario.yaml there itself).
 const childScenario = "sweep-scenario.yaml"
@@ -95,7 +110,8 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, add func(
 	}
 	defer out.Close()
 	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = append(os.Environ(), lab.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10))
+	cmd.Env = append(os.Environ(), lab.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10),
+		hostCPUEnv+"="+strconv.FormatFloat(env.MaxHostCPU, 'f', -1, 64))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout = out
 	cmd.Stderr = prefixed(progress(env), "["+k.Label()+"] ")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/slowclient"
+	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -44,6 +45,12 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		if err := c.enterKernel(); err != nil {
 			return nil, err
 		}
+		hostCPU, err := childHostCPU()
+		if err != nil {
+			return nil, err
+		}
+		e := *env
+		e.MaxHostCPU, env = hostCPU, &e
 	} else if !c.kernels()[0].host {
 		if err := checkNamespaces(); err != nil {
 			return nil, err
@@ -90,7 +97,15 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 // runKernel runs every size x rate cell under kernel setting k in this
 // process, each into base/<cell>.
 func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base string, add func([]recorder.SweepCell) error) error {
-	wmem, rmem := readMem()
+	net := lab.NetSettings(lab.HostNamespace, nil, nil)
+	var wmem, rmem string
+	if net != nil {
+		wmem, rmem = net.TCPWmem, net.TCPRmem
+	}
+	var model pathConfig
+	if err := netConfig(net, &model); err != nil {
+		return fmt.Errorf("%s: the path model's kernel settings: %w", k.Label(), err)
+	}
 	for _, size := range c.Sizes {
 		for _, rate := range c.Rates {
 			if ctx.Err() != nil {
@@ -98,7 +113,7 @@ func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base str
 			}
 			name := fmt.Sprintf("size%s-rate%s", proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
 			fmt.Fprintf(progress(env), "%s: %s of %s read at %s/s\n", k.Label(), name, proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
-			cells, err := c.runCell(ctx, env, filepath.Join(base, name), int64(size), int64(rate))
+			cells, err := c.runCell(ctx, env, filepath.Join(base, name), int64(size), int64(rate), model)
 			for i := range cells {
 				cells[i].Kernel, cells[i].TCPWmem, cells[i].TCPRmem = k.Label(), wmem, rmem
 			}
@@ -114,19 +129,37 @@ func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base str
 }
 
 // runCell runs one size x rate cell: the routes' slow-client runs, into
-// env.Out/dir, and returns a row per route.
-func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, rate int64) ([]recorder.SweepCell, error) {
+// env.Out/dir, and returns a row per route, each with the path model's
+// prediction, made before the runs from model (the namespace's kernel
+// settings) and the cell's configuration.
+func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, rate int64, model pathConfig) ([]recorder.SweepCell, error) {
 	sc := c.slowClient(size, rate)
+	predicted, err := c.predictRoutes(sc, model)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range c.Routes {
+		fmt.Fprintf(progress(env), "  %s: predicted capacity %s\n", r, predicted[r])
+	}
 	cellEnv := *env
 	cellEnv.Out, cellEnv.Resume, cellEnv.Scenario = filepath.Join(env.Out, dir), false, nil
 	cellEnv.Progress = prefixed(progress(env), "  ")
 	r, err := sc.Run(ctx, &cellEnv)
-	var cells []recorder.SweepCell
 	res, _ := r.(*slowclient.Result)
 	if res == nil {
 		return nil, err
 	}
-	ds, derr := downloads(cellEnv.Out, size, rate)
+	cells, derr := cellRows(res, cellEnv.Out, dir, size, rate, predicted)
+	return cells, errors.Join(err, derr)
+}
+
+// cellRows is a row per condition of a cell's slow-client result res,
+// whose results directory is out (dir relative to the sweep's): the
+// measured columns from its files, the predicted ones from predicted, the
+// path model's capacity of each route.
+func cellRows(res *slowclient.Result, out, dir string, size, rate int64, predicted map[stack.Route]pathCapacity) ([]recorder.SweepCell, error) {
+	ds, err := downloads(out)
+	var cells []recorder.SweepCell
 	for _, cond := range res.Conditions {
 		cell := recorder.SweepCell{Route: cond.Route, Server: cond.Server, SlowClients: cond.SlowClients,
 			SizeBytes: size, RateBps: rate, FastP95MS: cond.P95MS, Dir: dir}
@@ -139,9 +172,12 @@ func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, ra
 			}
 		}
 		summarize(&cell, ds)
+		if p, ok := predicted[stack.Route(cond.Route)]; ok {
+			predict(&cell, p)
+		}
 		cells = append(cells, cell)
 	}
-	return cells, errors.Join(err, derr)
+	return cells, err
 }
 
 // slowClient is the slow-client matrix of one cell: the routes with the
@@ -164,12 +200,24 @@ func (c *Config) slowClient(size, rate int64) *slowclient.Config {
 	return sc
 }
 
-// readMem returns tcp_wmem and tcp_rmem of this process's namespace.
-func readMem() (wmem, rmem string) {
-	if n := lab.NetSettings(lab.HostNamespace, nil, nil); n != nil {
-		return n.TCPWmem, n.TCPRmem
+// predictRoutes is the path model's capacity of each route of cell sc,
+// from model (the kernel's settings) and sc's configuration: the slow
+// client's SO_RCVBUF, the proxy's response buffers of sc's deployments
+// (proxy_max_temp_file_size at its default: slow-client leaves it), and
+// no SO_SNDBUF for the app (no app of package stack sets one).
+func (c *Config) predictRoutes(sc *slowclient.Config, model pathConfig) (map[stack.Route]pathCapacity, error) {
+	out := map[stack.Route]pathCapacity{}
+	for _, r := range c.Routes {
+		m := model
+		m.Route, m.AppSndBuf, m.ClientRcvBuf = r, 0, int64(sc.SlowReader.RcvBuf)
+		m.Proxy = stack.Deployment{Route: r, LargeSize: int64(sc.Large.Size)}.ResponseBuffers()
+		p, err := predictCapacity(m)
+		if err != nil {
+			return nil, fmt.Errorf("the path model of route %s: %w", r, err)
+		}
+		out[r] = p
 	}
-	return "", ""
+	return out, nil
 }
 
 func progress(env *lab.Env) io.Writer {

@@ -1,0 +1,174 @@
+package buffersweep
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/proxy"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// The path model: how many bytes of one slow download the path between
+// the app and the client can hold, predicted before the run from
+// configuration only (the kernel's socket buffer settings of the
+// namespace the cell runs in, the buffers the app, the proxy and the
+// client set), never from what the run measures. The app is held until
+// all but that many bytes have been read, so its send time is
+// max(0, size - capacity) / rate.
+//
+// Each hop is a buffer as the kernel or the proxy sizes it:
+//   - a socket whose owner sets SO_SNDBUF or SO_RCVBUF to v gets
+//     max(2 * min(v, net.core.wmem_max or rmem_max), the kernel's minimum):
+//     Linux doubles the value for its bookkeeping and locks the size;
+//   - a send buffer nobody sets is autotuned up to tcp_wmem's maximum;
+//   - a receive buffer nobody sets starts at tcp_rmem's default and is
+//     grown by receive autotuning only when its reader copies more than
+//     it holds per round trip; every reader on this path drains at the
+//     slow client's rate (NGINX reads from the app only as fast as the
+//     client takes it), far less, so it stays at the default;
+//   - the proxy holds proxy_buffer_size with buffering off (the one
+//     buffer it relays through), proxy_buffer_size + proxy_buffers and up
+//     to proxy_max_temp_file_size on disk with buffering on
+//     (proxy_busy_buffers_size is a part of proxy_buffers, not more).
+//
+// The model counts buffer sizes, not the payload they hold: the kernel
+// charges a socket's buffer with each packet's whole memory (truesize),
+// advertises only part of a receive buffer as window, autotunes a send
+// buffer to what its congestion window asks (which may stay under the
+// maximum) and wakes a blocked writer only when a third of its buffer is
+// free. Where the measured send time differs, those are the reasons; the
+// model is not adjusted to the measurements.
+
+// Kernel minima of a socket buffer set with SO_SNDBUF or SO_RCVBUF
+// (SOCK_MIN_SNDBUF and SOCK_MIN_RCVBUF on 64-bit Linux: 2048 bytes and a
+// socket buffer's own 256, twice that for a send buffer).
+const (
+	sockMinRcvBuf = 2048 + 256
+	sockMinSndBuf = 2 * sockMinRcvBuf
+)
+
+// pathConfig is everything the model reads: configuration, all of it
+// known before the run.
+type pathConfig struct {
+	Route            stack.Route
+	TCPWmem, TCPRmem recorder.TCPMem // net.ipv4.tcp_wmem, tcp_rmem of the cell's namespace
+	WmemMax, RmemMax int64           // net.core.wmem_max, rmem_max: the most SO_SNDBUF, SO_RCVBUF may ask
+	AppSndBuf        int64           // SO_SNDBUF the app sets; 0: none (autotuned)
+	ClientRcvBuf     int64           // SO_RCVBUF the slow client sets; 0: none
+	Proxy            stack.ResponseBuffers
+}
+
+// pathCapacity is the model's capacity of a path, hop by hop, in bytes
+// (0 for the hops a route does not have).
+type pathCapacity struct {
+	AppSend       int64 // the app's send buffer
+	ProxyRecv     int64 // the proxy's receive buffer from the app
+	ProxyMemory   int64 // the proxy's memory buffers
+	ProxyTempFile int64 // the proxy's temp file
+	ProxySend     int64 // the proxy's send buffer to the client
+	ClientRecv    int64 // the client's receive buffer
+}
+
+// Total is the path's capacity: every hop's.
+func (p pathCapacity) Total() int64 {
+	return p.AppSend + p.ProxyRecv + p.ProxyMemory + p.ProxyTempFile + p.ProxySend + p.ClientRecv
+}
+
+// String writes the capacity and its hops: "1.02 MiB: app send 1m +
+// client receive 16k".
+func (p pathCapacity) String() string {
+	var parts []string
+	for _, h := range []struct {
+		name string
+		v    int64
+	}{{"app send", p.AppSend}, {"proxy receive", p.ProxyRecv}, {"proxy memory", p.ProxyMemory},
+		{"proxy temp file", p.ProxyTempFile}, {"proxy send", p.ProxySend}, {"client receive", p.ClientRecv}} {
+		if h.v > 0 {
+			parts = append(parts, h.name+" "+proxy.FormatSize(h.v))
+		}
+	}
+	return fmt.Sprintf("%.2f MiB: %s", float64(p.Total())/(1<<20), strings.Join(parts, " + "))
+}
+
+// netConfig reads a namespace's socket buffer settings into c: tcp_wmem
+// and tcp_rmem ("min default max"), wmem_max and rmem_max (bytes).
+func netConfig(n *recorder.NetSettings, c *pathConfig) error {
+	if n == nil {
+		return errors.New("the kernel's socket buffer settings could not be read")
+	}
+	var err error
+	if c.TCPWmem, err = n.TCPMem("tcp_wmem"); err != nil {
+		return err
+	}
+	if c.TCPRmem, err = n.TCPMem("tcp_rmem"); err != nil {
+		return err
+	}
+	// wmem_max and rmem_max matter only to a socket that sets its
+	// buffer; predictCapacity refuses one whose limit was not read.
+	for _, m := range []struct {
+		key, v string
+		to     *int64
+	}{{"net.core.wmem_max", n.WmemMax, &c.WmemMax}, {"net.core.rmem_max", n.RmemMax, &c.RmemMax}} {
+		if m.v == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(m.v), 10, 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("%s %q: want a byte count", m.key, m.v)
+		}
+		*m.to = v
+	}
+	return nil
+}
+
+// predictCapacity is the capacity of c's path.
+func predictCapacity(c pathConfig) (pathCapacity, error) {
+	switch {
+	case !c.Route.Valid():
+		return pathCapacity{}, fmt.Errorf("route %q: allowed %v", c.Route, stack.Routes)
+	case c.TCPWmem.Max <= 0 || c.TCPRmem.Default <= 0:
+		return pathCapacity{}, fmt.Errorf("tcp_wmem max %d, tcp_rmem default %d: want both above 0", c.TCPWmem.Max, c.TCPRmem.Default)
+	case c.AppSndBuf < 0 || c.ClientRcvBuf < 0:
+		return pathCapacity{}, fmt.Errorf("SO_SNDBUF %d, SO_RCVBUF %d: want 0 (not set) or more", c.AppSndBuf, c.ClientRcvBuf)
+	case (c.AppSndBuf > 0 && c.WmemMax <= 0) || (c.ClientRcvBuf > 0 && c.RmemMax <= 0):
+		return pathCapacity{}, fmt.Errorf("wmem_max %d, rmem_max %d: a socket that sets its buffer needs the limit", c.WmemMax, c.RmemMax)
+	}
+	p := pathCapacity{AppSend: c.sndBuf(c.AppSndBuf), ClientRecv: c.rcvBuf(c.ClientRcvBuf)}
+	if !c.Route.Proxied() {
+		return p, nil
+	}
+	p.ProxyRecv, p.ProxySend = c.rcvBuf(0), c.sndBuf(0)
+	p.ProxyMemory = c.Proxy.BufferSize
+	if c.Route.Buffering() {
+		p.ProxyMemory += int64(c.Proxy.Buffers.Count) * int64(c.Proxy.Buffers.Size)
+		p.ProxyTempFile = c.Proxy.MaxTempFileSize
+	}
+	return p, nil
+}
+
+// sndBuf is a send buffer's size: set with SO_SNDBUF (set > 0), or
+// autotuned up to tcp_wmem's maximum.
+func (c pathConfig) sndBuf(set int64) int64 {
+	if set > 0 {
+		return max(2*min(set, c.WmemMax), sockMinSndBuf)
+	}
+	return c.TCPWmem.Max
+}
+
+// rcvBuf is a receive buffer's size: set with SO_RCVBUF (set > 0), or
+// tcp_rmem's default, which autotuning does not grow for a slow reader.
+func (c pathConfig) rcvBuf(set int64) int64 {
+	if set > 0 {
+		return max(2*min(set, c.RmemMax), sockMinRcvBuf)
+	}
+	return c.TCPRmem.Default
+}
+
+// predictAppSend is the app's send time in seconds for a download of
+// size bytes read at rate bytes/s through a path holding capacity bytes.
+func predictAppSend(size, rate, capacity int64) float64 {
+	return float64(max(0, size-capacity)) / float64(rate)
+}
