@@ -1,0 +1,124 @@
+package netem
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPathTransit sends datagrams one way across a path and compares three
+// counts of what crossed it: the receiving socket's (the truth), the
+// path's ends' (Transit, settled) and the path's own (Counts). Transit
+// must match the socket exactly on every kind of path; so must the path's
+// own count, except where its dropper is made to drop packets it does
+// not count (UncountedLoss), which Transit must still see.
+func TestPathTransit(t *testing.T) {
+	requireRoot(t)
+	const n = 2000
+	for _, tc := range []struct {
+		name      string
+		c         Config
+		uncounted float64 // UncountedLoss
+	}{
+		{"none", Config{Method: MethodNone}, 0},
+		{"tun", Config{Method: MethodTUN, Delay: time.Millisecond, Loss: 10}, 0},
+		{"tun-miscounting", Config{Method: MethodTUN, Delay: time.Millisecond, Loss: 10}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			UncountedLoss = tc.uncounted
+			p := newPath(t, tc.c)
+			UncountedLoss = 0
+			srv, cli := udpPair(t, p)
+			before, err := p.Settle(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			own0, err := p.Counts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := oneWay(t, n, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline)
+			after, err := p.Settle(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			own1, err := p.Counts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, own := after.Sub(before), own1.Sub(own0)
+			t.Logf("%s: %d of %d arrived; ends counted %d sent, %d received; the path's own count %d packets, %d lost, %d overflowed",
+				p.Method, len(got), n, tr.Sent, tr.Received, own.Packets, own.Lost, own.Overflow)
+			if tr.Sent != n || tr.Received != int64(len(got)) || tr.Lost() != int64(n-len(got)) {
+				t.Errorf("ends counted %d sent and %d received, want %d and the %d that arrived", tr.Sent, tr.Received, n, len(got))
+			}
+			if tc.c.Loss > 0 && len(got) == n {
+				t.Errorf("all %d arrived through a %g%% loss", n, tc.c.Loss)
+			}
+			switch {
+			case tc.uncounted == 0 && own.Lost+own.Overflow != tr.Lost():
+				t.Errorf("the path counted %d lost, the ends %d", own.Lost+own.Overflow, tr.Lost())
+			case tc.uncounted > 0 && own.Lost+own.Overflow >= tr.Lost():
+				t.Errorf("a dropper that drops more than it counts counted %d lost, the ends %d: want fewer", own.Lost+own.Overflow, tr.Lost())
+			}
+		})
+	}
+}
+
+// TestParseSNMP reads the Ip counters from the files in testdata and
+// refuses the broken ones there, naming what is wrong.
+func TestParseSNMP(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		want     Transit
+		contains string
+	}{
+		{"snmp.txt", Transit{Sent: 6520, Received: 8700}, ""},
+		{"snmp-old.txt", Transit{Sent: 17, Received: 23}, ""},
+		{"snmp-invalid-no-ip.txt", Transit{}, "no Ip counters"},
+		{"snmp-invalid-short.txt", Transit{}, "names but"},
+		{"snmp-invalid-negative.txt", Transit{}, "InReceives"},
+		{"snmp-invalid-no-out.txt", Transit{}, "no OutRequests"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseSNMP(bytes.NewReader(b))
+		if got != tc.want || (err == nil) != (tc.contains == "") || err != nil && !strings.Contains(err.Error(), tc.contains) {
+			t.Errorf("%s: %+v, %v; want %+v and an error saying %q", tc.file, got, err, tc.want, tc.contains)
+		}
+	}
+}
+
+// FuzzParseSNMP: parseSNMP never panics, and a count it returns is one
+// the input has.
+func FuzzParseSNMP(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "snmp*.txt"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("seeds: %v %v", files, err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseSNMP(bytes.NewReader(b))
+		if err != nil {
+			if got != (Transit{}) || err.Error() == "" {
+				t.Fatalf("error %v with %+v", err, got)
+			}
+			return
+		}
+		if got.Sent < 0 || got.Received < 0 {
+			t.Fatalf("negative counts %+v", got)
+		}
+	})
+}
