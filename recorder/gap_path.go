@@ -22,8 +22,8 @@ type GapPath struct {
 	GapSettings
 	// PathPackets are the packets that entered the path during the
 	// condition, both directions, and LossAppliedPct the share it dropped
-	// (the loss it applied, against GapSettings.LossPct asked for); empty
-	// where the path cannot count them.
+	// at random, both by the path's own count; empty where the path has
+	// none (method none without loss).
 	PathPackets    Maybe
 	LossAppliedPct Maybe
 	// OverflowDrops are the packets the path dropped, by its own count,
