@@ -48,27 +48,59 @@ func (p *Path) Counts() (Loss, error) {
 	if p.Method != MethodNetem {
 		return sum, nil
 	}
+	stats, err := p.netemStats()
+	if err != nil {
+		return Loss{}, err
+	}
+	for _, st := range stats {
+		sum.Packets += int64(st.Basic.Packets) + int64(st.Queue.Drops)
+		sum.Lost += int64(st.Queue.Drops)
+	}
+	return sum, nil
+}
+
+// netemStats returns the statistics of the netem qdisc at each end.
+func (p *Path) netemStats() ([]*netlink.QdiscStatistics, error) {
+	var out []*netlink.QdiscStatistics
 	for _, e := range []struct {
 		ns   *Namespace
 		link string
 	}{{p.Client, clientLink}, {p.Server, serverLink}} {
 		l, err := e.ns.nl.LinkByName(e.link)
 		if err != nil {
-			return Loss{}, fmt.Errorf("namespace %s: %s: %w", e.ns.Name, e.link, err)
+			return nil, fmt.Errorf("namespace %s: %s: %w", e.ns.Name, e.link, err)
 		}
 		qs, err := e.ns.nl.QdiscList(l)
 		if err != nil {
-			return Loss{}, fmt.Errorf("namespace %s: qdiscs of %s: %w", e.ns.Name, e.link, err)
+			return nil, fmt.Errorf("namespace %s: qdiscs of %s: %w", e.ns.Name, e.link, err)
 		}
 		i := slices.IndexFunc(qs, func(q netlink.Qdisc) bool { return q.Type() == "netem" })
 		if i < 0 || qs[i].Attrs().Statistics == nil || qs[i].Attrs().Statistics.Basic == nil || qs[i].Attrs().Statistics.Queue == nil {
-			return Loss{}, fmt.Errorf("namespace %s: %s has no netem qdisc with statistics", e.ns.Name, e.link)
+			return nil, fmt.Errorf("namespace %s: %s has no netem qdisc with statistics", e.ns.Name, e.link)
 		}
-		st := qs[i].Attrs().Statistics
-		sum.Packets += int64(st.Basic.Packets) + int64(st.Queue.Drops)
-		sum.Lost += int64(st.Queue.Drops)
+		out = append(out, qs[i].Attrs().Statistics)
 	}
-	return sum, nil
+	return out, nil
+}
+
+// held is how many packets the path holds now: queued in its delay lines
+// or being written (tun), or in its netem qdiscs (netem).
+func (p *Path) held() (int64, error) {
+	var n int64
+	for _, l := range p.lines {
+		n += l.inFlight.Load()
+	}
+	if p.Method != MethodNetem {
+		return n, nil
+	}
+	stats, err := p.netemStats()
+	if err != nil {
+		return 0, err
+	}
+	for _, st := range stats {
+		n += int64(st.Queue.Qlen)
+	}
+	return n, nil
 }
 
 // Transit is what the two ends of a path counted, summed over both
@@ -116,12 +148,13 @@ var ErrNotQuiet = errors.New("the path did not fall quiet")
 const settleWindows = 50
 
 // Settle waits until the path carries nothing: until both ends' counters
-// stay unchanged over a window longer than a packet can take to cross
-// (the longer one-way delay, two full packets at the rate, and the
-// allowed lateness, twice over). Then no packet is between the ends, and
-// the reading it returns has none on the way. It gives up after
-// settleWindows windows with the last reading and an error wrapping
-// ErrNotQuiet, or when ctx ends.
+// stay unchanged over a window longer than a packet takes to cross (the
+// longer one-way delay, two full packets at the rate, and the allowed
+// lateness, twice over) and the path holds no packet (its delay lines or
+// netem qdiscs, which a stalled delay line could keep a packet in for
+// longer). Then no packet is between the ends, and the reading it returns
+// has none on the way. It gives up after settleWindows windows with the
+// last reading and an error wrapping ErrNotQuiet, or when ctx ends.
 func (p *Path) Settle(ctx context.Context) (Transit, error) {
 	w := p.quietWindow()
 	prev, err := p.Transit()
@@ -136,11 +169,15 @@ func (p *Path) Settle(ctx context.Context) (Transit, error) {
 			return prev, ctx.Err()
 		case <-t.C:
 		}
+		held, err := p.held()
+		if err != nil {
+			return Transit{}, err
+		}
 		cur, err := p.Transit()
 		if err != nil {
 			return Transit{}, err
 		}
-		if cur == prev {
+		if cur == prev && held == 0 {
 			return cur, nil
 		}
 		prev = cur

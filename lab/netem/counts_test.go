@@ -3,9 +3,11 @@ package netem
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -121,4 +123,59 @@ func FuzzParseSNMP(f *testing.F) {
 			t.Fatalf("negative counts %+v", got)
 		}
 	})
+}
+
+// stallDevice is a Device whose Write blocks until release is closed: a
+// delay line stalled with a packet in hand.
+type stallDevice struct {
+	*chanDevice
+	entered chan struct{} // closed when the first Write starts
+	release chan struct{}
+	once    sync.Once
+}
+
+func (d *stallDevice) Write(p []byte) (int, error) {
+	d.once.Do(func() { close(d.entered) })
+	<-d.release
+	return d.chanDevice.Write(p)
+}
+
+// TestSettleWaitsForHeldPackets: a delay line that holds a packet (its
+// writer stalled) keeps the path from settling, however long the ends'
+// counters stay unchanged (they do here: the line is between two
+// devices of the test, so no namespace sends anything). Settle gives up
+// saying so; once the packet is written it settles.
+func TestSettleWaitsForHeldPackets(t *testing.T) {
+	requireRoot(t)
+	cli, err := NewNamespace("slowlab-settle-cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	srv, err := NewNamespace("slowlab-settle-srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	src, dst := newChanDevice(), &stallDevice{chanDevice: newChanDevice(), entered: make(chan struct{}), release: make(chan struct{})}
+	l := StartLine(src, dst, LineConfig{})
+	var release sync.Once
+	defer func() {
+		release.Do(func() { close(dst.release) })
+		close(src.in)
+		l.Wait()
+	}()
+	p := &Path{Name: "slowlab-settle", Method: MethodTUN, Client: cli, Server: srv, lines: []*DelayLine{l}}
+	src.in <- pkt(1, 100)
+	<-dst.entered
+	if _, err := p.Settle(context.Background()); !errors.Is(err, ErrNotQuiet) {
+		t.Fatalf("settled with a packet held: %v", err)
+	}
+	release.Do(func() { close(dst.release) })
+	if _, err := p.Settle(context.Background()); err != nil {
+		t.Fatalf("the packet written, still not settled: %v", err)
+	}
+	if len(dst.written()) != 1 {
+		t.Fatalf("%d packets written, want 1", len(dst.written()))
+	}
 }

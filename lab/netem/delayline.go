@@ -74,7 +74,8 @@ type DelayLine struct {
 	// Since the start: packets read, those dropped at random (Loss) and
 	// those dropped because the queue was full.
 	arrived, lost, overflow atomic.Int64
-	err                     error // why the reader stopped, if not a close
+	inFlight                atomic.Int64 // queued or being written now
+	err                     error        // why the reader stopped, if not a close
 }
 
 type packet struct {
@@ -142,6 +143,7 @@ func (l *DelayLine) read() {
 			l.mu.Unlock()
 			continue
 		}
+		l.inFlight.Add(1)
 		l.queue <- packet{data: slices.Clone(buf[:n]), due: l.schedule(now, n)}
 	}
 }
@@ -173,10 +175,12 @@ func (l *DelayLine) write() {
 			l.mu.Lock()
 			l.dropped++ // closing: nothing waits for these any more
 			l.mu.Unlock()
+			l.inFlight.Add(-1)
 			continue
 		}
 		sleepUntil(p.due)
 		_, err := l.dst.Write(p.data)
+		l.inFlight.Add(-1)
 		late := time.Since(p.due)
 		l.mu.Lock()
 		if err != nil {
