@@ -5,9 +5,10 @@ package recorder
 // them (actual write minus due) over the condition's packets, both
 // directions; the round-trip time it was asked to add and the one the
 // kernel measured on the condition's connections. Valid is false when the
-// measured RTT is more than 1 ms from the configured one, or the TUN
-// delay line's p99 lateness exceeded 1 ms: the path was not what the row
-// claims.
+// measured RTT is more than 1 ms from the configured one, the TUN delay
+// line's p99 lateness exceeded 1 ms, or the loss measured at the path's
+// ends (LossMeasuredPct) does not agree with the asked one within the
+// binomial's bound for its packets: the path was not what the row claims.
 type GapPath struct {
 	SizeBytes                                   int
 	ConfiguredRTTMS                             float64
@@ -21,10 +22,22 @@ type GapPath struct {
 	GapSettings
 	// PathPackets are the packets that entered the path during the
 	// condition, both directions, and LossAppliedPct the share it dropped
-	// (the loss it applied, against GapSettings.LossPct asked for); empty
-	// where the path cannot count them.
+	// at random, both by the path's own count; empty where the path has
+	// none (method none without loss).
 	PathPackets    Maybe
 	LossAppliedPct Maybe
+	// OverflowDrops are the packets the path dropped, by its own count,
+	// because its queue was full (a rate limit's queue; not random loss,
+	// not in LossAppliedPct). SentPackets and ReceivedPackets are the IP
+	// packets its two ends sent into it and received from it (both
+	// directions, the namespaces' own counters, not the path's), and
+	// LossMeasuredPct the share of those sent that did not arrive, the
+	// overflow drops left out of both: the loss compared with
+	// GapSettings.LossPct for Valid. Empty where not counted.
+	OverflowDrops   Maybe
+	SentPackets     Maybe
+	ReceivedPackets Maybe
+	LossMeasuredPct Maybe
 }
 
 func (GapPath) schema() *schema[GapPath] { return &gapPathSchema }
@@ -45,4 +58,8 @@ var gapPathSchema = schema[GapPath]{file: "gap-path.csv", cols: append(append([]
 }, gapSettingsCols(func(r *GapPath) *GapSettings { return &r.GapSettings })...),
 	col("path_packets", 0, func(r *GapPath) any { return &r.PathPackets }),
 	col("loss_applied_pct", milli, func(r *GapPath) any { return &r.LossAppliedPct }),
+	col("overflow_drops", 0, func(r *GapPath) any { return &r.OverflowDrops }),
+	col("sent_packets", 0, func(r *GapPath) any { return &r.SentPackets }),
+	col("received_packets", 0, func(r *GapPath) any { return &r.ReceivedPackets }),
+	col("loss_measured_pct", milli, func(r *GapPath) any { return &r.LossMeasuredPct }),
 )}

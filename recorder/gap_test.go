@@ -19,7 +19,7 @@ func TestGapHeaders(t *testing.T) {
 		{FileName[GapRequest](), strings.Join(Header[GapRequest](), ","),
 			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error," + settings + ",handshake_ms,tls_resumed"},
 		{FileName[GapPath](), strings.Join(Header[GapPath](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid," + settings + ",path_packets,loss_applied_pct"},
+			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid," + settings + ",path_packets,loss_applied_pct,overflow_drops,sent_packets,received_packets,loss_measured_pct"},
 	} {
 		if tc.header != tc.want {
 			t.Errorf("%s header\n got: %s\nwant: %s", tc.file, tc.header, tc.want)

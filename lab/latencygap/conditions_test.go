@@ -3,8 +3,10 @@ package latencygap
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,11 +165,13 @@ func TestLatencyGapTLS(t *testing.T) {
 	}
 }
 
-// TestLatencyGapLossAndRate runs a lossy path and a rate-limited one.
-// With 5% loss each way every request still completes (TCP retransmits)
-// and the path reports the loss it applied, near what was asked. At
-// 1 mbit/s, a 100 KB response on a kept-alive connection takes its
-// size / rate, within 20%.
+// TestLatencyGapLossAndRate runs a lossy path, one that drops more than
+// it counts, and a rate-limited one. With 5% loss each way every request
+// still completes (TCP retransmits) and the loss measured at the path's
+// ends agrees with what was asked. A path asked for 1% that counts 1% but
+// drops 5% more is marked invalid for its loss, however often it is
+// measured again. At 1 mbit/s, a 100 KB response on a kept-alive
+// connection takes its size / rate, within 20%, and no packet is lost.
 func TestLatencyGapLossAndRate(t *testing.T) {
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	t.Run("loss", func(t *testing.T) {
@@ -183,6 +187,39 @@ func TestLatencyGapLossAndRate(t *testing.T) {
 		}
 		if !p.LossAppliedPct.Valid || !p.PathPackets.Valid || p.PathPackets.Value < 500 || p.LossAppliedPct.Value < 2 || p.LossAppliedPct.Value > 9 {
 			t.Errorf("applied loss %v%% over %v packets: want about 5%% of hundreds", p.LossAppliedPct, p.PathPackets)
+		}
+		checkMeasuredLoss(t, rows[0], 5)
+	})
+	t.Run("miscounting path", func(t *testing.T) {
+		// The delay line drops 5% more than the 1% asked without counting
+		// them: its own count says 1%, its ends see about 6%. The row must
+		// be invalid, for that reason, after every try.
+		netem.UncountedLoss = 5
+		t.Cleanup(func() { netem.UncountedLoss = 0 })
+		c := Published()
+		c.Delays, c.Sizes, c.Runs, c.Losses, c.Method = []lab.Duration{lab.Duration(5 * time.Millisecond)}, []lab.Size{102400}, 5, []float64{1}, netem.MethodTUN
+		var progress bytes.Buffer
+		env := &lab.Env{Out: t.TempDir(), Progress: &progress}
+		r, err := c.Run(context.Background(), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := r.(*Result).Rows
+		netemtest.CheckNothingLeft(t)
+		if len(rows) != 1 {
+			t.Fatalf("%d rows, want 1", len(rows))
+		}
+		p := rows[0].Path
+		t.Logf("own count %v%% of %v packets; ends %v sent, %v received, %v%% lost; valid %t: %s",
+			p.LossAppliedPct, p.PathPackets, p.SentPackets, p.ReceivedPackets, p.LossMeasuredPct, p.Valid, invalidWhy(p))
+		if p.Valid || !strings.Contains(lossWhy(p), "its ends lost") {
+			t.Errorf("a path that dropped ~6%% while asked and counting 1%%: valid %t, %q; want invalid for its loss", p.Valid, lossWhy(p))
+		}
+		if !strings.Contains(progress.String(), "measuring again (try 3 of 3)") {
+			t.Errorf("the miscounting path was not measured again:\n%s", progress.String())
+		}
+		if !p.LossMeasuredPct.Valid || !p.LossAppliedPct.Valid || p.LossMeasuredPct.Value < p.LossAppliedPct.Value+2 {
+			t.Errorf("ends measured %v%%, own count %v%%: want the ends' several points more", p.LossMeasuredPct, p.LossAppliedPct)
 		}
 	})
 	t.Run("rate", func(t *testing.T) {
@@ -200,8 +237,35 @@ func TestLatencyGapLossAndRate(t *testing.T) {
 		if g.RateBits != 1_000_000 || g.DelayMethod == string(netem.MethodNone) {
 			t.Errorf("rate %d, method %s", g.RateBits, g.DelayMethod)
 		}
+		checkMeasuredLoss(t, rows[0], 0)
 	})
 }
+
+// checkMeasuredLoss checks a condition's loss as its path's ends measured
+// it: hundreds of packets counted, their loss agreeing with the asked
+// loss, and the row valid unless the delay line was late (then it must
+// say so); the path's own count, where it has one, beside it.
+func checkMeasuredLoss(t *testing.T, r Row, asked float64) {
+	t.Helper()
+	p := r.Path
+	t.Logf("asked %g%%: own count %s%% of %s packets, %s overflows; ends %s sent, %s received, %s%% lost; valid %t",
+		asked, lab.Num(p.LossAppliedPct, 2), lab.Num(p.PathPackets, 0), lab.Num(p.OverflowDrops, 0), lab.Num(p.SentPackets, 0),
+		lab.Num(p.ReceivedPackets, 0), lab.Num(p.LossMeasuredPct, 2), p.Valid)
+	if !p.SentPackets.Valid || !p.ReceivedPackets.Valid || !p.LossMeasuredPct.Valid || !p.OverflowDrops.Valid || p.SentPackets.Value < 200 {
+		t.Fatalf("loss not measured at the ends: %+v", p)
+	}
+	lost, of := int64(p.SentPackets.Value-p.ReceivedPackets.Value-p.OverflowDrops.Value), int64(p.SentPackets.Value-p.OverflowDrops.Value)
+	if !lossAgrees(asked, lost, of) || math.Abs(p.LossMeasuredPct.Value-100*float64(lost)/float64(of)) > 1e-3 {
+		t.Errorf("asked %g%%: the ends lost %d of %d (%v%%): %s", asked, lost, of, p.LossMeasuredPct, lossWhy(p))
+	}
+	if !p.Valid && !lateRow(p) {
+		t.Errorf("invalid though the delay line was on time: %s", invalidWhy(p))
+	}
+}
+
+// lateRow: the delay line was late (on a loaded machine), which makes a
+// row invalid whatever else it measured.
+func lateRow(p recorder.GapPath) bool { return p.LatenessP99MS.Valid && p.LatenessP99MS.Value > 1 }
 
 // TestLatencyGapWork sweeps the server's processing time at 50 ms RTT:
 // the server reports the time it worked (asleep or on the CPU), the client

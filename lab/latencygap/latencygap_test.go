@@ -83,14 +83,14 @@ func TestPrintRows(t *testing.T) {
 	}
 	rows = append(rows, Row{Gap: recorder.GapRow{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", HandshakeMS: recorder.Some(50.5),
 		GapSettings: recorder.GapSettings{TLS: "1.3", LossPct: 1, RateBits: 10_000_000, DelayUpMS: 5, DelayDownMS: 45, WorkMS: 10, WorkKind: "cpu"}},
-		Path: recorder.GapPath{Valid: true, LossAppliedPct: recorder.Some(0.987)}})
+		Path: recorder.GapPath{Valid: true, LossAppliedPct: recorder.Some(0.987), LossMeasuredPct: recorder.Some(1.0123), OverflowDrops: recorder.Some(12)}})
 	var b bytes.Buffer
 	PrintRows(&b, rows)
 	want := "" +
-		"size_bytes  configured_rtt_ms  rtt_ms  method   tls  loss_%    rate  work_ms  server_ms  keepalive_ms  new_ms  handshake_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  lost_%  valid\n" +
-		"      1024                 50  50.081     tun  none       0       -        -      0.123         50.61  101.40             -     99.9         0.006              100.0    40        0.050        1.500        3.000       -     NO\n" +
-		"    102400                  0       -    none  none       0       -        -          -             -       -             -        -             -                  -     0            -            -            -       -    yes\n" +
-		"      1024               5+45       -     tun   1.3       1  10mbit   10 cpu          -             -       -         50.50        -             -                  -     0            -            -            -    0.99    yes\n"
+		"size_bytes  configured_rtt_ms  rtt_ms  method   tls  loss_%    rate  work_ms  server_ms  keepalive_ms  new_ms  handshake_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  lost_%  measured_lost_%  overflow  valid\n" +
+		"      1024                 50  50.081     tun  none       0       -        -      0.123         50.61  101.40             -     99.9         0.006              100.0    40        0.050        1.500        3.000       -                -         -     NO\n" +
+		"    102400                  0       -    none  none       0       -        -          -             -       -             -        -             -                  -     0            -            -            -       -                -         -    yes\n" +
+		"      1024               5+45       -     tun   1.3       1  10mbit   10 cpu          -             -       -         50.50        -             -                  -     0            -            -            -    0.99             1.01        12    yes\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
@@ -118,28 +118,57 @@ func TestSummarizeValidity(t *testing.T) {
 		{50.1, netem.Lateness{Packets: 10, P99: 2 * time.Millisecond}, false},
 	} {
 		cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond}}
-		r := summarize(cond, 50, "tun", "cubic", reqs(tc.rtt), tc.lt, nil)
+		r := summarize(cond, 50, "tun", "cubic", reqs(tc.rtt), tc.lt, &pathCounts{transit: netem.Transit{Sent: 100, Received: 100}})
 		if r.Path.Valid != tc.valid || r.Gap.RTTMS.Value != tc.rtt || r.Path.RTTMS != r.Gap.RTTMS || r.Path.ConfiguredRTTMS != 50 {
 			t.Errorf("measured %g ms, lateness %+v: row %+v, want valid %t", tc.rtt, tc.lt, r.Path, tc.valid)
 		}
 	}
-	// The loss the path applied must be the loss asked for, within the
-	// binomial's spread: 1% of 2000 packets is 20 +- 4.4 (+- 0.9 points
-	// at 4 standard deviations, + 0.1).
+	// The loss the path's ends measured must agree with the loss asked
+	// for, whatever the path counted itself. 1% of 5000 packets agrees
+	// from 0.36% to 1.8% (binomial, Chernoff bound at 1e-6).
 	for _, tc := range []struct {
-		asked float64
-		lost  int64
-		valid bool
-	}{{1, 20, true}, {1, 39, true}, {1, 41, false}, {1, 0, false}, {0, 0, true}, {0, 3, false}} {
+		name           string
+		asked          float64
+		own            netem.Loss // the path's own count
+		sent, received int64      // its ends'
+		valid          bool
+	}{
+		{"as asked", 1, netem.Loss{Packets: 5000, Lost: 50}, 5000, 4950, true},
+		{"at the upper bound", 1, netem.Loss{Packets: 5000, Lost: 90}, 5000, 4910, true},
+		{"past the upper bound", 1, netem.Loss{Packets: 5000, Lost: 95}, 5000, 4905, false},
+		{"none lost of 1%", 1, netem.Loss{Packets: 5000}, 5000, 5000, false},
+		{"none asked, none lost", 0, netem.Loss{Packets: 5000}, 5000, 5000, true},
+		{"none asked, one lost", 0, netem.Loss{Packets: 5000}, 5000, 4999, false},
+		// The path counts the 1% asked (the old rule passed it), but 3%
+		// never arrived: a dropper that miscounts, or a loss elsewhere on
+		// the path.
+		{"right own count, ends lost more", 1, netem.Loss{Packets: 5000, Lost: 50}, 5000, 4850, false},
+		// The dropper counts 3% but the ends lost 1%: what crossed counts.
+		{"own count off, ends right", 1, netem.Loss{Packets: 5000, Lost: 150}, 5000, 4950, true},
+		// Queue overflows under a rate limit are not the random loss: 100
+		// overflows and 49 random losses of the 4900 left agree with 1%.
+		{"overflow apart", 1, netem.Loss{Packets: 5000, Lost: 49, Overflow: 100}, 5000, 4851, true},
+		{"overflow counted as random", 1, netem.Loss{Packets: 5000, Lost: 49}, 5000, 4851, false},
+		{"more overflow claimed than lost", 0, netem.Loss{Packets: 5000, Overflow: 10}, 5000, 4995, false},
+	} {
 		cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond, loss: tc.asked}}
 		cond.settings = cond.path.settings(recorder.GapTLSNone)
-		r := summarize(cond, 50, "tun", "cubic", reqs(50.1), onTime, &netem.Loss{Packets: 2000, Lost: tc.lost})
-		if r.Path.Valid != tc.valid || r.Path.LossAppliedPct.Value != float64(tc.lost)/20 {
-			t.Errorf("asked %g%%, lost %d of 2000: valid %t, applied %v; want valid %t", tc.asked, tc.lost, r.Path.Valid, r.Path.LossAppliedPct, tc.valid)
+		c := pathCounts{own: tc.own, transit: netem.Transit{Sent: tc.sent, Received: tc.received}}
+		r := summarize(cond, 50, "tun", "cubic", reqs(50.1), onTime, &c)
+		p := r.Path
+		lost, of := tc.sent-tc.received-tc.own.Overflow, tc.sent-tc.own.Overflow
+		if p.Valid != tc.valid || p.LossMeasuredPct != recorder.Some(100*float64(lost)/float64(of)) || p.SentPackets.Value != float64(tc.sent) ||
+			p.ReceivedPackets.Value != float64(tc.received) || p.OverflowDrops.Value != float64(tc.own.Overflow) || p.LossAppliedPct != recorder.Some(tc.own.Pct()) {
+			t.Errorf("%s: asked %g%%: row %+v; want valid %t", tc.name, tc.asked, p, tc.valid)
 		}
-		if !tc.valid && !strings.Contains(invalidWhy(r.Path), "the path dropped") {
-			t.Errorf("asked %g%%, lost %d: invalid because %q", tc.asked, tc.lost, invalidWhy(r.Path))
+		if why := invalidWhy(p); !tc.valid && !strings.Contains(why, "its ends lost") {
+			t.Errorf("%s: invalid because %q", tc.name, why)
 		}
+	}
+	// Packets that could not be counted leave a row invalid.
+	cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond}}
+	if r := summarize(cond, 50, "tun", "cubic", reqs(50.1), onTime, nil); r.Path.Valid || !strings.Contains(invalidWhy(r.Path), "could not be counted") {
+		t.Errorf("no packet counts: valid %t, %q", r.Path.Valid, invalidWhy(r.Path))
 	}
 	if r := summarize(condition{size: 1024}, 0, "none", "cubic", nil, netem.Lateness{}, nil); r.Path.Valid {
 		t.Error("nothing measured, yet valid")

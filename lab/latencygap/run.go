@@ -218,17 +218,17 @@ func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, 
 	configured := ms(cond.path.rtt())
 	for try := 1; ; try++ {
 		path.TakeLateness()
-		before, cerr := path.Counts()
+		before, cerr := readCounts(ctx, path)
 		reqs := c.measure(ctx, env, path, cond, configured)
-		after, err := path.Counts()
-		var loss *netem.Loss
+		after, err := readCounts(ctx, path)
+		var counts *pathCounts
 		if cerr == nil && err == nil {
-			l := after.Sub(before)
-			loss = &l
-		} else {
+			d := after.sub(before)
+			counts = &d
+		} else if ctx.Err() == nil {
 			env.Logf("path %s: cannot count its packets: %v", path.Name, errors.Join(cerr, err))
 		}
-		row := summarize(cond, configured, string(path.Method), path.CongestionControl(), reqs, path.TakeLateness(), loss)
+		row := summarize(cond, configured, string(path.Method), path.CongestionControl(), reqs, path.TakeLateness(), counts)
 		if row.Path.Valid || try == tries || ctx.Err() != nil {
 			return row, reqs
 		}

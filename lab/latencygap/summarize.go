@@ -27,11 +27,13 @@ type Row struct {
 	Path recorder.GapPath
 }
 
-// summarize computes a condition's row from its requests and the
-// lateness of its packets. The row is valid only when the measured RTT is
-// within MaxRTTError of the configured one and, for the TUN delay line,
-// its p99 lateness within netem.MaxP99Lateness.
-func summarize(cond condition, configured float64, method, cc string, reqs []recorder.GapRequest, lt netem.Lateness, loss *netem.Loss) Row {
+// summarize computes a condition's row from its requests, the
+// lateness of its packets and its packet counts (nil when they could not
+// be read). The row is valid only when the measured RTT is within
+// MaxRTTError of the configured one, for the TUN delay line its p99
+// lateness within netem.MaxP99Lateness, and the loss its ends measured
+// agrees with the asked one (setLoss).
+func summarize(cond condition, configured float64, method, cc string, reqs []recorder.GapRequest, lt netem.Lateness, counts *pathCounts) Row {
 	size := cond.size
 	row := Row{Gap: recorder.SummarizeGap(size, configured, method, reqs)}
 	row.Gap.GapSettings = cond.settings
@@ -39,13 +41,7 @@ func summarize(cond condition, configured float64, method, cc string, reqs []rec
 	row.Path = recorder.GapPath{SizeBytes: size, ConfiguredRTTMS: configured, RTTMS: rtt, DelayMethod: method, MTU: netem.MTU,
 		CongestionControl: cc, Packets: lt.Packets, Dropped: lt.Dropped, GapSettings: cond.settings,
 		Valid: lt.Valid() && rtt.Valid && math.Abs(rtt.Value-configured) <= maxRTTError(cond.path)}
-	if loss != nil && (method != string(netem.MethodNone) || cond.path.loss > 0) {
-		row.Path.PathPackets = recorder.Some(float64(loss.Packets))
-		if loss.Packets > 0 {
-			row.Path.LossAppliedPct = recorder.Some(loss.Pct())
-			row.Path.Valid = row.Path.Valid && lossFaithful(cond.path.loss, *loss)
-		}
-	}
+	setLoss(&row.Path, cond.path.loss, method, counts)
 	if method == string(netem.MethodTUN) && lt.Packets > 0 {
 		row.Path.LatenessP50MS, row.Path.LatenessP99MS, row.Path.LatenessMaxMS = recorder.Some(ms(lt.P50)), recorder.Some(ms(lt.P99)), recorder.Some(ms(lt.Max))
 	}
@@ -63,27 +59,13 @@ func maxRTTError(p pathCond) float64 {
 	return MaxRTTError + ms(time.Duration(2*netem.MTU*8*int64(time.Second)/int64(p.rate)))
 }
 
-// lossFaithful reports whether the loss a path applied is what was
-// asked for: within 4 standard deviations of the binomial over its packets
-// (a random loss is not exact), plus 0.1 point.
-func lossFaithful(askedPct float64, l netem.Loss) bool {
-	return math.Abs(l.Pct()-askedPct) <= lossTolerance(askedPct, l.Packets)
-}
-
-func lossTolerance(askedPct float64, packets int64) float64 {
-	p := askedPct / 100
-	return 100*4*math.Sqrt(p*(1-p)/float64(packets)) + 0.1
-}
-
 // invalidWhy says why a path was not faithful.
 func invalidWhy(p recorder.GapPath) string {
 	if p.LatenessP99MS.Valid && p.LatenessP99MS.Value > float64(netem.MaxP99Lateness)/1e6 {
 		return fmt.Sprintf("delay line lateness p99 %s ms above %s", lab.Num(p.LatenessP99MS, 3), netem.MaxP99Lateness)
 	}
-	if p.LossAppliedPct.Valid && p.PathPackets.Valid && p.PathPackets.Value > 0 &&
-		math.Abs(p.LossAppliedPct.Value-p.LossPct) > lossTolerance(p.LossPct, int64(p.PathPackets.Value)) {
-		return fmt.Sprintf("the path dropped %s%% of %d packets, asked %g%%: more than %s points apart", lab.Num(p.LossAppliedPct, 2),
-			int64(p.PathPackets.Value), p.LossPct, lab.Num(recorder.Some(lossTolerance(p.LossPct, int64(p.PathPackets.Value))), 2))
+	if why := lossWhy(p); why != "" {
+		return why
 	}
 	return fmt.Sprintf("measured RTT %s ms, configured %g ms: more than %s ms apart", lab.Num(p.RTTMS, 3), p.ConfiguredRTTMS,
 		lab.Num(recorder.Some(maxRTTError(pathCond{rate: BitRate(p.RateBits)})), 3))
@@ -109,7 +91,7 @@ func rowLine(r Row) string {
 func (r *Result) Print(w io.Writer) {
 	PrintRows(w, r.Rows)
 	if !r.Valid() {
-		fmt.Fprintf(w, "\nwarning: in some condition the path was not faithful (measured RTT more than %g ms off the configured one, or the delay line's p99 lateness above %s): those rows are marked invalid\n",
+		fmt.Fprintf(w, "\nwarning: in some condition the path was not faithful (measured RTT more than %g ms off the configured one, the delay line's p99 lateness above %s, or the loss measured at the path's ends off the asked one beyond the binomial's bound): those rows are marked invalid\n",
 			MaxRTTError, netem.MaxP99Lateness)
 	}
 }
@@ -118,10 +100,12 @@ func (r *Result) Print(w io.Writer) {
 // columns (the configured RTT as up+down when the path is asymmetric, the
 // TLS mode, loss, rate and processing time of the condition), the TLS handshake, the same
 // by the last byte, the measured RTT, then the delay line's lateness (TUN
-// only), the loss the path applied and whether the path was faithful.
+// only), the loss the path applied by its own count, the loss its ends
+// measured (queue overflows not counted) and the queue overflows, and
+// whether the path was faithful.
 func PrintRows(w io.Writer, rows []Row) {
 	table := [][]string{{"size_bytes", "configured_rtt_ms", "rtt_ms", "method", "tls", "loss_%", "rate", "work_ms", "server_ms", "keepalive_ms", "new_ms",
-		"handshake_ms", "blind_%", "last_byte_ms", "last_byte_blind_%", "runs", "late_p50_ms", "late_p99_ms", "late_max_ms", "lost_%", "valid"}}
+		"handshake_ms", "blind_%", "last_byte_ms", "last_byte_blind_%", "runs", "late_p50_ms", "late_p99_ms", "late_max_ms", "lost_%", "measured_lost_%", "overflow", "valid"}}
 	for _, r := range rows {
 		g, p := r.Gap, r.Path
 		valid := "yes"
@@ -149,7 +133,8 @@ func PrintRows(w io.Writer, rows []Row) {
 		table = append(table, []string{fmt.Sprint(g.SizeBytes), rtt, lab.Num(g.RTTMS, 3), g.DelayMethod, tlsMode, fmt.Sprintf("%g", g.LossPct), rate, work,
 			lab.Num(g.ServerMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.HandshakeMS, 2), lab.Num(g.ServerBlindPct, 1),
 			lab.Num(g.ServerLastByteMS, 3), lab.Num(g.ServerLastByteBlindPct, 1), fmt.Sprint(g.Runs),
-			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), lab.Num(p.LossAppliedPct, 2), valid})
+			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), lab.Num(p.LossAppliedPct, 2),
+			lab.Num(p.LossMeasuredPct, 2), lab.Num(p.OverflowDrops, 0), valid})
 	}
 	lab.PrintTable(w, 0, table)
 }

@@ -19,6 +19,14 @@ import (
 // make every path invalid; nothing else changes it.
 var MaxP99Lateness = time.Millisecond
 
+// UncountedLoss is a fault for tests: the percentage of packets every
+// delay line drops at random, after LineConfig.Loss, without counting them
+// anywhere, as a dropper whose count is wrong would. A variable only so
+// that tests can check that a path's loss is measured at its ends
+// (Transit) and not taken from its own count; nothing else sets it. Set
+// it before a line starts.
+var UncountedLoss float64
+
 // DefaultQueueLimit is how many packets a delay line holds before it drops
 // (netem's default limit).
 const DefaultQueueLimit = 1000
@@ -53,6 +61,8 @@ type DelayLine struct {
 	queue chan packet
 	wg    sync.WaitGroup
 
+	uncounted float64 // UncountedLoss when the line started
+
 	// reader state
 	lastDue, txFree time.Time
 	stopped         atomic.Bool // the reader has ended
@@ -61,9 +71,11 @@ type DelayLine struct {
 	late    []time.Duration // lateness of packets written since the last take
 	dropped int             // packets dropped (queue full, write failed, line closed) since the last take
 
-	// Since the start: packets read, and those dropped at random (Loss).
-	arrived, lost atomic.Int64
-	err           error // why the reader stopped, if not a close
+	// Since the start: packets read, those dropped at random (Loss) and
+	// those dropped because the queue was full.
+	arrived, lost, overflow atomic.Int64
+	inFlight                atomic.Int64 // queued or being written now
+	err                     error        // why the reader stopped, if not a close
 }
 
 type packet struct {
@@ -81,7 +93,7 @@ func StartLine(src, dst Device, c LineConfig) *DelayLine {
 	if c.MaxPacket <= 0 {
 		c.MaxPacket = 65535
 	}
-	l := &DelayLine{c: c, src: src, dst: dst, queue: make(chan packet, c.QueueLimit)}
+	l := &DelayLine{c: c, src: src, dst: dst, queue: make(chan packet, c.QueueLimit), uncounted: UncountedLoss}
 	procs.add(2)
 	l.wg.Add(2)
 	go l.read()
@@ -121,12 +133,17 @@ func (l *DelayLine) read() {
 			l.lost.Add(1)
 			continue
 		}
+		if l.uncounted > 0 && rand.Float64()*100 < l.uncounted {
+			continue // a test's fault: dropped, not counted
+		}
 		if len(l.queue) == cap(l.queue) {
+			l.overflow.Add(1)
 			l.mu.Lock()
 			l.dropped++
 			l.mu.Unlock()
 			continue
 		}
+		l.inFlight.Add(1)
 		l.queue <- packet{data: slices.Clone(buf[:n]), due: l.schedule(now, n)}
 	}
 }
@@ -158,10 +175,12 @@ func (l *DelayLine) write() {
 			l.mu.Lock()
 			l.dropped++ // closing: nothing waits for these any more
 			l.mu.Unlock()
+			l.inFlight.Add(-1)
 			continue
 		}
 		sleepUntil(p.due)
 		_, err := l.dst.Write(p.data)
+		l.inFlight.Add(-1)
 		late := time.Since(p.due)
 		l.mu.Lock()
 		if err != nil {
@@ -254,16 +273,18 @@ func (l *DelayLine) take() ([]time.Duration, int) {
 	return late, dropped
 }
 
-// Counts returns the packets the line has read since it started, and how
-// many of them it dropped at random (LineConfig.Loss).
+// Counts returns the packets the line has read since it started, how
+// many of them it dropped at random (LineConfig.Loss) and how many
+// because its queue was full (LineConfig.QueueLimit).
 func (l *DelayLine) Counts() Loss {
-	return Loss{Packets: l.arrived.Load(), Lost: l.lost.Load()}
+	return Loss{Packets: l.arrived.Load(), Lost: l.lost.Load(), Overflow: l.overflow.Load()}
 }
 
-// Loss is how many packets entered a path (or a line), and how many of
-// them it dropped.
+// Loss is how many packets entered a path (or a line), by its own count,
+// how many of them it dropped at random (Lost), and how many because its
+// queue was full (Overflow, as under a rate limit; not in Lost).
 type Loss struct {
-	Packets, Lost int64
+	Packets, Lost, Overflow int64
 }
 
 // Pct is the share of the packets lost, in percent (0 without packets).
@@ -276,7 +297,7 @@ func (l Loss) Pct() float64 {
 
 // Sub returns the packets and losses since before.
 func (l Loss) Sub(before Loss) Loss {
-	return Loss{Packets: l.Packets - before.Packets, Lost: l.Lost - before.Lost}
+	return Loss{Packets: l.Packets - before.Packets, Lost: l.Lost - before.Lost, Overflow: l.Overflow - before.Overflow}
 }
 
 // Lateness is how late a delay line wrote packets: actual write minus due.

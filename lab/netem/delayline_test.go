@@ -155,6 +155,10 @@ func TestDelayLineQueueLimit(t *testing.T) {
 	if got := len(dst.written()); got+lt.Dropped != 30 || got < 10 || lt.Dropped == 0 {
 		t.Errorf("%d written, %d dropped of 30 with a queue of 10", got, lt.Dropped)
 	}
+	// Its own count has them as overflows, none as random loss.
+	if c := l.Counts(); c.Packets != 30 || c.Lost != 0 || c.Overflow != int64(lt.Dropped) {
+		t.Errorf("counts %+v, want 30 packets, none lost at random, %d overflows", c, lt.Dropped)
+	}
 }
 
 func TestSchedule(t *testing.T) {

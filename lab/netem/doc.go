@@ -50,8 +50,15 @@
 // starts cold instead of inheriting the previous one's RTT and ssthresh.
 //
 // Path.Counts reports the packets that entered the path and those it
-// dropped, from the delay lines or the netem qdiscs' statistics: the loss
-// the path applied, which a run reports beside the loss it asked for.
+// dropped, by its own count: the delay lines' (random losses and queue
+// overflows apart) or the netem qdiscs' statistics. Path.Transit counts
+// the same packets at the path's ends instead, from each namespace's IP
+// counters (packets its stack sent, packets it received): what the path
+// lost whoever dropped it, the figure to check the path's own count and
+// the asked loss against. Path.Settle waits until no packet is between
+// the ends, so that an interval's two readings match. Every link carries
+// GSO packets of one segment only, so that a packet to the IP layer is a
+// packet on the path (and netem drops packets, not 64 KB bursts).
 //
 // Privileges: creating a namespace needs CAP_SYS_ADMIN and configuring
 // links CAP_NET_ADMIN (root); without them New fails with an error that

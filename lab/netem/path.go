@@ -138,6 +138,7 @@ type Path struct {
 	ClientAddr, ServerAddr netip.Addr
 
 	cc    string
+	rate  int64 // bytes per second, each direction; 0: no limit
 	tuns  []*tunDevice
 	lines []*DelayLine
 	veth  bool
@@ -156,7 +157,7 @@ func New(ctx context.Context, c Config) (_ *Path, err error) {
 	}
 	x := byte(rand.IntN(256))
 	up, down := c.oneWay()
-	p := &Path{Name: fmt.Sprintf("slowlab-%06x", rand.IntN(1<<24)), Delay: c.Delay, DelayUp: up, DelayDown: down, Loss: c.Loss, cc: c.CongestionControl,
+	p := &Path{Name: fmt.Sprintf("slowlab-%06x", rand.IntN(1<<24)), Delay: c.Delay, DelayUp: up, DelayDown: down, Loss: c.Loss, cc: c.CongestionControl, rate: c.Rate,
 		ClientAddr: netip.AddrFrom4([4]byte{10, 255, x, 1}), ServerAddr: netip.AddrFrom4([4]byte{10, 255, x, 2})}
 	defer func() {
 		if err != nil {
@@ -397,59 +398,6 @@ func (p *Path) CongestionControl() string {
 
 // RTT is the round-trip time the path adds.
 func (p *Path) RTT() time.Duration { return p.DelayUp + p.DelayDown }
-
-// TakeLateness returns the lateness of the packets the delay lines (both
-// directions) forwarded since the previous call. Only MethodTUN has delay
-// lines; the others report no packets.
-func (p *Path) TakeLateness() Lateness {
-	var all []time.Duration
-	dropped := 0
-	for _, l := range p.lines {
-		late, d := l.take()
-		all = append(all, late...)
-		dropped += d
-	}
-	return summarize(all, dropped)
-}
-
-// Counts returns the packets that entered the path in both directions
-// since it was made, and how many it dropped: the delay lines' random
-// losses (tun), or the netem qdiscs' drops, random or over their queue
-// limit (netem; a packet counts when it leaves the qdisc or is dropped, so
-// the ones still delayed are not in yet). Subtract two Counts for an
-// interval's loss as applied.
-func (p *Path) Counts() (Loss, error) {
-	var sum Loss
-	for _, l := range p.lines {
-		c := l.Counts()
-		sum.Packets += c.Packets
-		sum.Lost += c.Lost
-	}
-	if p.Method != MethodNetem {
-		return sum, nil
-	}
-	for _, e := range []struct {
-		ns   *Namespace
-		link string
-	}{{p.Client, clientLink}, {p.Server, serverLink}} {
-		l, err := e.ns.nl.LinkByName(e.link)
-		if err != nil {
-			return Loss{}, fmt.Errorf("namespace %s: %s: %w", e.ns.Name, e.link, err)
-		}
-		qs, err := e.ns.nl.QdiscList(l)
-		if err != nil {
-			return Loss{}, fmt.Errorf("namespace %s: qdiscs of %s: %w", e.ns.Name, e.link, err)
-		}
-		i := slices.IndexFunc(qs, func(q netlink.Qdisc) bool { return q.Type() == "netem" })
-		if i < 0 || qs[i].Attrs().Statistics == nil || qs[i].Attrs().Statistics.Basic == nil || qs[i].Attrs().Statistics.Queue == nil {
-			return Loss{}, fmt.Errorf("namespace %s: %s has no netem qdisc with statistics", e.ns.Name, e.link)
-		}
-		st := qs[i].Attrs().Statistics
-		sum.Packets += int64(st.Basic.Packets) + int64(st.Queue.Drops)
-		sum.Lost += int64(st.Queue.Drops)
-	}
-	return sum, nil
-}
 
 // Close stops the delay lines, removes the links and TUN devices and
 // releases the namespaces. Close sockets made with Listen and DialContext

@@ -109,11 +109,18 @@ func (d *tunDevice) close() {
 	})
 }
 
-// configureLink sets the MTU and address of link name in n and brings it up.
+// configureLink sets the MTU and address of link name in n and brings it
+// up. It also limits the link's GSO packets to one segment: TCP then hands
+// IP one wire packet at a time instead of up to 64 KB to be cut up below
+// it, so a netem qdisc drops packets, not bursts of 44, and the IP
+// counters Transit reads count packets.
 func configureLink(n *Namespace, name string, mtu int, addr netip.Prefix) error {
 	l, err := n.nl.LinkByName(name)
 	if err == nil {
 		err = n.nl.LinkSetMTU(l, mtu)
+	}
+	if err == nil {
+		err = n.nl.LinkSetGSOMaxSegs(l, 1)
 	}
 	if err == nil {
 		err = n.nl.AddrAdd(l, &netlink.Addr{IPNet: ipNet(addr)})
