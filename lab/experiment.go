@@ -22,6 +22,11 @@ type Experiment struct {
 	Shared Shared
 	// New returns its configuration with the published values.
 	New func() Config
+	// NewResult returns an empty Result of the type its Config's Run
+	// returns, so that what its Print writes (the table's header, the
+	// columns of its rows) can be checked without running it, as the
+	// README's tables are.
+	NewResult func() Result
 }
 
 // Config is an experiment's configuration. Its exported fields with YAML
@@ -108,6 +113,9 @@ var experiments []Experiment
 func Register(e Experiment) {
 	if slices.ContainsFunc(experiments, func(o Experiment) bool { return o.Name == e.Name }) {
 		panic("lab: experiment registered twice: " + e.Name)
+	}
+	if e.New == nil || e.NewResult == nil {
+		panic("lab: experiment registered without New or NewResult: " + e.Name)
 	}
 	experiments = append(experiments, e)
 	slices.SortStableFunc(experiments, func(a, b Experiment) int { return a.Order - b.Order })

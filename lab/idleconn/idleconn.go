@@ -19,7 +19,7 @@ import (
 const Name = "idle-connections"
 
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 6, New: func() lab.Config { return Published() },
+	lab.Register(lab.Experiment{Name: Name, Order: 6, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Summary: "idle and slowloris connections held against each server model while /fast runs",
 		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
 }

@@ -29,7 +29,7 @@ import (
 const Name = "latency-gap"
 
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() },
+	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Summary: "server-reported against client-observed time, with added network delay (root: network namespaces)",
 		Shared:  lab.SharedReps | lab.SharedMetrics | lab.SharedTracing})
 }

@@ -26,7 +26,7 @@ import (
 const Name = "long-poll"
 
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() },
+	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Summary: "long-polls held against worker slots while probes measure what is left",
 		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
 }

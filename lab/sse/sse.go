@@ -18,7 +18,7 @@ import (
 const Name = "sse"
 
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() },
+	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Summary: "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
 		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
 }

@@ -30,7 +30,7 @@ const Name = "temp-disk-full"
 const PublishedTmpfs = 8 << 20
 
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() },
+	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(tempcliff.Result) },
 		Summary: "slow readers behind a buffering proxy whose temp dir is a small tmpfs that fills up (root: a mount namespace)",
 		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
 }
