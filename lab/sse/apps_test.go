@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,10 +40,19 @@ func TestAppsServeEvents(t *testing.T) {
 			if s.Outcome != recorder.SSEComplete || len(s.Events) != p.Events() {
 				t.Fatalf("stream: %s, %d events (%v); want complete with %d", s.Outcome, len(s.Events), s.Err, p.Events())
 			}
+			var delays []time.Duration
 			for i, e := range s.Events {
-				if e.Seq != i || e.Delay() < -time.Millisecond || e.Delay() > 45*time.Millisecond {
+				if e.Seq != i || e.Delay() < -time.Millisecond {
 					t.Errorf("event %d: seq %d, delay %v", i, e.Seq, e.Delay())
 				}
+				delays = append(delays, e.Delay())
+			}
+			// Unbuffered: the typical event arrives well within the
+			// interval. One event's delay is a loaded machine's luck
+			// (102 ms was seen); the median of the stream is the shape.
+			slices.Sort(delays)
+			if med := delays[len(delays)/2]; med > 45*time.Millisecond {
+				t.Errorf("median event delay %v (all %v), want well under the 50ms interval", med, delays)
 			}
 			resp, err := http.Get(running.URL() + "/events?interval=1ms")
 			if err != nil {
