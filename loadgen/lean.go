@@ -24,7 +24,9 @@ import (
 // writes a request line and headers prepared once per URL, and reads the
 // status line, the few headers it needs (Content-Length, Transfer-Encoding,
 // Connection, Server-Timing) and the body (length-delimited, chunked with
-// its trailers, or to EOF) from a pooled buffer. It measures what the
+// its trailers, or to EOF) from a pooled buffer; a header that is not the
+// common case is parsed by net/http's own ReadResponse from the same
+// buffer (lean_head.go), so the results are net/http's. It measures what the
 // net/http path does, the same way: connect (the dial of the literal
 // address), first response byte, last body byte, the connection's RTT.
 type lean struct {

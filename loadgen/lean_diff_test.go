@@ -237,11 +237,11 @@ func FuzzLeanMatchesNetHTTP(f *testing.F) {
 		want, got := p.get(srv.base + "/close/" + id)
 		for _, r := range []Result{want, got} {
 			if ErrorReason(r.Err) == "timeout" {
-				t.Fatalf("%q: a request hung until its timeout: %v", raw, r.Err)
+				t.Fatalf("%.300q: a request hung until its timeout: %v", raw, r.Err)
 			}
 		}
 		if d := differ(want, got); d != "" {
-			t.Fatalf("%q:%s", raw, d)
+			t.Fatalf("%.300q:%s", raw, d)
 		}
 	})
 }
