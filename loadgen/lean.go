@@ -220,7 +220,7 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 	n, r.ServerTimingTrailer, err = readLeanBody(c.br, &h)
 	r.Bytes = n
 	r.Err = checkLength(l.ctxErr(ctx, err), n, h.length)
-	keep = !h.close && l.keepAlive && r.Err == nil
+	keep = !h.close && l.keepAlive && r.Err == nil && c.pending == nil
 	return nil
 }
 
