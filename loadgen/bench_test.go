@@ -183,3 +183,30 @@ func BenchmarkOpenLoopHeap(b *testing.B) {
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(sum.OK), "ok")
 }
+
+// BenchmarkLeanGet sends b.N requests one after another to rawServer,
+// with net/http and with ClientOptions.Lean, keep-alive and a new
+// connection each: the client's own allocations per request, without the
+// open loop's concurrency (which varies with the machine's load).
+//
+//	go test -run '^$' -bench LeanGet -benchmem ./loadgen
+func BenchmarkLeanGet(b *testing.B) {
+	url := rawServer(b)
+	for _, keepAlive := range []bool{true, false} {
+		for _, lean := range []bool{false, true} {
+			name := map[bool]string{false: "nethttp", true: "lean"}[lean] + map[bool]string{true: "/keepalive", false: "/new"}[keepAlive]
+			b.Run(name, func(b *testing.B) {
+				c := NewClient(ClientOptions{KeepAlive: keepAlive, Timeout: 10 * time.Second, Lean: lean})
+				defer c.Close()
+				b.ReportAllocs()
+				for b.Loop() {
+					var r Result
+					c.Get(context.Background(), url, &r)
+					if r.Err != nil || r.Status != 200 {
+						b.Fatalf("status %d, err %v", r.Status, r.Err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -10,10 +10,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
-	"net/textproto"
 	"net/url"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -26,7 +24,9 @@ import (
 // writes a request line and headers prepared once per URL, and reads the
 // status line, the few headers it needs (Content-Length, Transfer-Encoding,
 // Connection, Server-Timing) and the body (length-delimited, chunked with
-// its trailers, or to EOF) from a pooled buffer. It measures what the
+// its trailers, or to EOF) from a pooled buffer; a header that is not the
+// common case is parsed by net/http's own ReadResponse from the same
+// buffer (lean_head.go), so the results are net/http's. It measures what the
 // net/http path does, the same way: connect (the dial of the literal
 // address), first response byte, last body byte, the connection's RTT.
 type lean struct {
@@ -46,14 +46,26 @@ type leanTarget struct {
 	url  string
 	addr string
 	req  []byte
+	get  *http.Request // what net/http's ReadResponse is told was sent
 	idle chan *leanConn
 }
 
 // leanConn is a connection with its read buffer, which may hold the start
-// of the next response.
+// of the next response. The buffer reads through Read.
 type leanConn struct {
 	net.Conn
 	br *bufio.Reader
+	// pending is a read error that a look ahead took from the buffer,
+	// handed to its next read.
+	pending error
+}
+
+func (c *leanConn) Read(p []byte) (int, error) {
+	if err := c.pending; err != nil {
+		c.pending = nil
+		return 0, err
+	}
+	return c.Conn.Read(p)
 }
 
 // leanIdle is how many idle keep-alive connections a target keeps (the
@@ -101,7 +113,8 @@ func (l *lean) prepare(raw string) *leanTarget {
 	b.WriteString("\r\n")
 	addr := net.JoinHostPort(u.Hostname(), port)
 	idle, _ := l.idle.LoadOrStore(addr, make(chan *leanConn, leanIdle))
-	return &leanTarget{url: raw, addr: addr, req: b.Bytes(), idle: idle.(chan *leanConn)}
+	get := &http.Request{Method: http.MethodGet, URL: u, Header: http.Header{}}
+	return &leanTarget{url: raw, addr: addr, req: b.Bytes(), get: get, idle: idle.(chan *leanConn)}
 }
 
 // close closes the idle connections.
@@ -160,9 +173,8 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 			return l.fail(ctx, t, err)
 		}
 		r.Connect = time.Since(connectStart)
-		br := leanReaders.Get().(*bufio.Reader)
-		br.Reset(conn)
-		c = &leanConn{Conn: conn, br: br}
+		c = &leanConn{Conn: conn, br: leanReaders.Get().(*bufio.Reader)}
+		c.br.Reset(c)
 	}
 	r.NewConn = !reused
 	keep := false
@@ -199,37 +211,48 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 	if l.tcpInfo {
 		r.TCPMinRTT = minRTT(c.Conn)
 	}
-	h, err := readLeanHead(c.br)
+	h, err := readLeanHead(c, t.get)
 	if err != nil {
 		return l.fail(ctx, t, err)
 	}
 	r.Status, r.ServerTiming = h.status, h.serverTiming
 	var n int64
+	n, r.ServerTimingTrailer, err = readLeanBody(c.br, &h)
+	r.Bytes = n
+	r.Err = checkLength(l.ctxErr(ctx, err), n, h.length)
+	keep = !h.close && l.keepAlive && r.Err == nil && c.pending == nil
+	return nil
+}
+
+// readLeanBody reads the body that h announces from br, counting its bytes.
+func readLeanBody(br *bufio.Reader, h *leanHead) (n int64, trailer time.Duration, err error) {
 	switch {
-	case h.status == http.StatusNoContent || h.status == http.StatusNotModified:
-		keep = !h.close
-	case h.chunked:
-		cr := httputil.NewChunkedReader(c.br)
-		n, err = discardBody(cr)
-		if err == nil {
-			r.ServerTimingTrailer, err = readLeanTrailer(c.br)
+	case h.resp != nil: // parsed by net/http
+		body := h.resp.Body
+		if h.upgraded {
+			body = io.NopCloser(br) // net/http's transport gives the rest of the connection
 		}
-		keep = err == nil && !h.close
+		n, err = discardBody(body)
+		if st := h.resp.Trailer.Get("Server-Timing"); st != "" && err == nil {
+			trailer, _ = ParseServerTiming(st, "app")
+		}
+	case h.status == http.StatusNoContent || h.status == http.StatusNotModified:
+	case h.chunked:
+		n, err = discardBody(httputil.NewChunkedReader(br))
+		if err == nil {
+			trailer, err = readLeanTrailer(br)
+		}
 	case h.length >= 0:
 		var m int
-		m, err = c.br.Discard(int(h.length))
+		m, err = br.Discard(int(h.length))
 		n = int64(m)
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		keep = err == nil && !h.close
 	default: // to EOF
-		n, err = discardBody(c.br)
+		n, err = discardBody(br)
 	}
-	r.Bytes = n
-	r.Err = checkLength(l.ctxErr(ctx, err), n, h.length)
-	keep = keep && l.keepAlive && r.Err == nil
-	return nil
+	return n, trailer, err
 }
 
 // discardBody reads r to its end and counts the bytes, without allocating.
@@ -269,106 +292,4 @@ func (l *lean) ctxErr(ctx context.Context, err error) error {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// leanHead is what lean needs of a response header.
-type leanHead struct {
-	status       int
-	length       int64 // -1 when unknown
-	chunked      bool
-	close        bool
-	serverTiming time.Duration
-}
-
-var errLeanMalformed = errors.New("malformed HTTP response")
-
-// readLeanHead reads a status line and header, skipping 1xx responses.
-func readLeanHead(br *bufio.Reader) (leanHead, error) {
-	for {
-		h := leanHead{length: -1}
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return h, err
-		}
-		// "HTTP/1.1 200 OK"
-		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-			return h, errLeanMalformed
-		}
-		if h.status, err = strconv.Atoi(string(line[9:12])); err != nil {
-			return h, errLeanMalformed
-		}
-		h.close = line[7] == '0' // HTTP/1.0 closes unless told otherwise
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return h, err
-			}
-			line = bytes.TrimRight(line, "\r\n")
-			if len(line) == 0 {
-				break
-			}
-			name, value, ok := bytes.Cut(line, []byte(":"))
-			if !ok {
-				return h, errLeanMalformed
-			}
-			value = bytes.TrimSpace(value)
-			switch {
-			case asciiEqualFold(name, "Content-Length"):
-				if h.length, err = strconv.ParseInt(string(value), 10, 64); err != nil || h.length < 0 {
-					return h, errLeanMalformed
-				}
-			case asciiEqualFold(name, "Transfer-Encoding"):
-				h.chunked = asciiEqualFold(value, "chunked")
-			case asciiEqualFold(name, "Connection"):
-				h.close = asciiEqualFold(value, "close")
-			case asciiEqualFold(name, "Server-Timing") && h.serverTiming == 0:
-				h.serverTiming, _ = ParseServerTiming(string(value), "app")
-			}
-		}
-		if h.status >= 200 || h.status == http.StatusSwitchingProtocols {
-			if h.chunked {
-				h.length = -1
-			}
-			return h, nil
-		}
-	}
-}
-
-// readLeanTrailer reads a chunked body's trailer, returning its
-// Server-Timing app;dur.
-func readLeanTrailer(br *bufio.Reader) (time.Duration, error) {
-	tp := textproto.NewReader(br)
-	var st time.Duration
-	for {
-		line, err := tp.ReadLineBytes()
-		if err != nil {
-			return st, err
-		}
-		if len(line) == 0 {
-			return st, nil
-		}
-		if name, value, ok := bytes.Cut(line, []byte(":")); ok && asciiEqualFold(name, "Server-Timing") && st == 0 {
-			st, _ = ParseServerTiming(string(bytes.TrimSpace(value)), "app")
-		}
-	}
-}
-
-// asciiEqualFold reports whether b is s, ignoring ASCII case.
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }

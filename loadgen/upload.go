@@ -29,10 +29,13 @@ const (
 
 // SlowUploader POSTs Size bytes to a URL the way a slow client on a thin
 // uplink does: a small send buffer set before connect, writes of at most
-// WriteSize, and writes paced so that body bytes written / time since the
-// header was sent never exceeds Rate. It paces the writer; it does not
-// shape the network. A server that stops reading makes the writes block
-// (the send buffer is full), and the upload then goes slower than Rate.
+// WriteSize, and each write paced from the previous one at Rate by a token
+// bucket that holds at most one write (uplink). It paces the writer; it
+// does not shape the network. A server that stops reading makes the writes
+// block (the send buffer is full), and the upload then goes slower than
+// Rate; the time spent blocked is not banked, so an upload that waited in
+// an accept queue still sends at Rate once the server reads it, as a real
+// slow uplink does.
 // The response is read meanwhile: one that comes before the body is done
 // (an early error) ends the upload.
 type SlowUploader struct {
@@ -191,9 +194,9 @@ type responseOrErr struct {
 	err  error
 }
 
-// send writes the body WriteSize at a time, each write waiting until the
-// bytes written so far are due at Rate. It stops early when a response
-// arrived (resp is left for the caller to read again).
+// send writes the body WriteSize at a time, each write waiting for its
+// bytes in the uplink's bucket. It stops early when a response arrived
+// (resp is left for the caller to read again).
 func (s SlowUploader) send(ctx context.Context, conn net.Conn, u *Upload, resp chan responseOrErr) error {
 	buf := make([]byte, s.WriteSize)
 	for i := range buf {
@@ -201,15 +204,10 @@ func (s SlowUploader) send(ctx context.Context, conn net.Conn, u *Upload, resp c
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	up := newUplink(s.Rate, s.WriteSize, u.Start)
 	for u.Sent < s.Size {
 		b := buf[:min(int64(len(buf)), s.Size-u.Sent)]
-		n, err := conn.Write(b)
-		u.Sent += int64(n)
-		if err != nil {
-			return err
-		}
-		due := u.Start.Add(time.Duration(float64(u.Sent) / s.Rate * float64(time.Second)))
-		if wait := time.Until(due); wait > 0 && u.Sent < s.Size {
+		if wait := up.wait(len(b), time.Now()); wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-timer.C:
@@ -220,8 +218,54 @@ func (s SlowUploader) send(ctx context.Context, conn net.Conn, u *Upload, resp c
 				return ctx.Err()
 			}
 		}
+		up.take(len(b))
+		n, err := conn.Write(b)
+		u.Sent += int64(n)
+		if err != nil {
+			return err
+		}
+		up.idle(time.Now())
 	}
 	return nil
+}
+
+// uplink is a token bucket of bytes that fills at rate and holds at most
+// burst bytes (one write): a slow link sends at its rate and never banks
+// bandwidth it did not use. Its state is empty, the instant the bucket
+// was (or, credited, would have been) empty.
+type uplink struct {
+	rate  float64 // bytes per second
+	burst time.Duration
+	empty time.Time
+}
+
+// newUplink returns a bucket that is full at start.
+func newUplink(rate float64, burst int, start time.Time) *uplink {
+	b := bytesTime(burst, rate)
+	return &uplink{rate: rate, burst: b, empty: start.Add(-b)}
+}
+
+func bytesTime(n int, rate float64) time.Duration {
+	return time.Duration(float64(n) / rate * float64(time.Second))
+}
+
+// wait is how long after now the bucket holds n bytes.
+func (l *uplink) wait(n int, now time.Time) time.Duration {
+	return l.empty.Add(bytesTime(n, l.rate)).Sub(now)
+}
+
+// take removes n bytes (after wait said they were there).
+func (l *uplink) take(n int) {
+	l.empty = l.empty.Add(bytesTime(n, l.rate))
+}
+
+// idle caps the bucket at burst at now: called when a write returns, so a
+// write that blocked (the server not reading) banks at most one write,
+// while a timer that fired a little late is credited.
+func (l *uplink) idle(now time.Time) {
+	if floor := now.Add(-l.burst); l.empty.Before(floor) {
+		l.empty = floor
+	}
 }
 
 // uploadOutcome classifies a finished upload.
