@@ -21,7 +21,7 @@ func (r *Result) Print(w io.Writer) {
 // PrintTable writes the conditions table as aligned text, then what its
 // columns mean.
 func PrintTable(w io.Writer, runs []recorder.UploadRun) {
-	fmt.Fprintf(w, "%-27s %-12s %9s %8s %7s %4s %8s %8s %8s %14s %7s %10s %s %8s %13s %11s %13s\n", "route", "server", "uploaders", "size_mib", "timeout",
+	fmt.Fprintf(w, "%-27s %-12s %9s %8s %7s %4s %8s %8s %8s %17s %7s %10s %s %8s %13s %11s %13s\n", "route", "server", "uploaders", "size_mib", "timeout",
 		"runs", "excluded", "p50_ms", "p95_ms", "p95_min-max_ms", "send_s", "app_read_s", "outcomes(ok/5xx/reset/timeout/other)", "killed",
 		"temp_peak_mib", "app_mem_mib", "proxy_mem_mib")
 	for _, r := range recorder.SummarizeUploadConditions(runs) {
@@ -34,7 +34,7 @@ func PrintTable(w io.Writer, runs []recorder.UploadRun) {
 			rng = lab.Num(r.P95MinMS, 1) + "-" + lab.Num(r.P95MaxMS, 1)
 		}
 		outcomes := fmt.Sprintf("%d/%d/%d/%d/%d", r.OK, r.Err5xx, r.Reset, r.Timeout, r.Other)
-		fmt.Fprintf(w, "%-27s %-12s %9d %8s %7s %4d %8d %8s %8s %14s %7s %10s %-36s %8s %13s %11s %13s\n", r.Route, r.Server, r.Uploaders,
+		fmt.Fprintf(w, "%-27s %-12s %9d %8s %7s %4d %8d %8s %8s %17s %7s %10s %-36s %8s %13s %11s %13s\n", r.Route, r.Server, r.Uploaders,
 			mib(r.SizeBytes), timeout, r.Runs, r.Excluded, lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1), rng, lab.Num(r.SendS, 2),
 			lab.Num(r.AppReadS, 2), outcomes, lab.Num(r.WorkerTimeouts, 0), lab.Num(r.TempPeakMiB, 1), lab.Num(r.AppMemMiB, 1), lab.Num(r.ProxyMemMiB, 1))
 	}
