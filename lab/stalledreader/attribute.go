@@ -93,37 +93,59 @@ func (e evidence) cut(client int) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ender says which component ended a download, from the client's own
-// view (complete; its bound: client) and otherwise from evidence about
-// that download only: app_timeout when a WORKER TIMEOUT line names the
-// worker serving it, send_timeout when the proxy logged closing it;
-// when both did, the one logged first (the logs' clocks count whole
-// seconds: within the same second, unknown); unknown with no evidence.
-func ender(d recorder.StalledDownload, id string, e evidence) string {
-	switch d.Outcome {
-	case recorder.StalledComplete:
+// ender says which component ended a download that began at t0 plus
+// d.StartS: none when it completed; otherwise the component evidence
+// about that download names: app_timeout when a WORKER TIMEOUT line
+// names the worker serving it, send_timeout when the proxy logged
+// closing it, and when both did, the one logged first. A download the
+// client gave up on (its bound) was ended by that component when it was
+// logged before the client gave up, else by the client. The logs' clocks
+// count whole seconds: two instants within the same second cannot be
+// ordered, and give unknown; so does a download no evidence names.
+func ender(d recorder.StalledDownload, id string, e evidence, t0 time.Time) string {
+	if d.Outcome == recorder.StalledComplete {
 		return recorder.EndedByNone
-	case recorder.StalledTimeout:
+	}
+	by, at := e.first(id, d.Client)
+	if d.Outcome != recorder.StalledTimeout {
+		return by
+	}
+	if by == recorder.EndedByUnknown && at.IsZero() {
+		return recorder.EndedByClient // no evidence: the client's own bound
+	}
+	gaveUp := t0.Add(time.Duration((d.StartS + d.EndS) * float64(time.Second)))
+	switch a, c := at.Truncate(time.Second), gaveUp.Truncate(time.Second); {
+	case by != recorder.EndedByUnknown && !at.IsZero() && a.Before(c):
+		return by
+	case !at.IsZero() && c.Before(a):
 		return recorder.EndedByClient
 	}
+	return recorder.EndedByUnknown
+}
+
+// first is the component evidence names as having ended download client
+// (request id), and when it was logged: unknown with a zero time when
+// none does; unknown with the time when both did within one second.
+func (e evidence) first(id string, client int) (string, time.Time) {
 	killAt, killed := e.killed(id)
-	cutAt, cut := e.cut(d.Client)
+	cutAt, cut := e.cut(client)
 	switch {
 	case killed && cut:
 		if killAt.IsZero() || cutAt.IsZero() {
-			return recorder.EndedByUnknown
+			return recorder.EndedByUnknown, time.Time{}
 		}
 		k, c := killAt.Truncate(time.Second), cutAt.Truncate(time.Second)
 		switch {
 		case k.Before(c):
-			return recorder.EndedByAppTimeout
+			return recorder.EndedByAppTimeout, killAt
 		case c.Before(k):
-			return recorder.EndedBySendTimeout
+			return recorder.EndedBySendTimeout, cutAt
 		}
+		return recorder.EndedByUnknown, killAt
 	case killed:
-		return recorder.EndedByAppTimeout
+		return recorder.EndedByAppTimeout, killAt
 	case cut:
-		return recorder.EndedBySendTimeout
+		return recorder.EndedBySendTimeout, cutAt
 	}
-	return recorder.EndedByUnknown
+	return recorder.EndedByUnknown, time.Time{}
 }

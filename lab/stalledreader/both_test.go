@@ -69,7 +69,7 @@ func runBothTimeouts(t *testing.T, stackName string) ([]recorder.StalledDownload
 		t.Fatal(err)
 	}
 	for i := range rows {
-		rows[i].EndedBy = ender(rows[i], ids[i], ev)
+		rows[i].EndedBy = ender(rows[i], ids[i], ev, t0)
 		t.Logf("client %d: %s after %.2f s, %d bytes, ended by %s (app: %+v)", i, rows[i].Outcome, rows[i].EndS, rows[i].Bytes, rows[i].EndedBy, ev.served[ids[i]])
 	}
 	t.Logf("WORKER TIMEOUT lines %+v; client timed out lines %+v", ev.kills, ev.cuts)

@@ -19,7 +19,7 @@
 // (recorder.StalledEnders). The client cannot see who closed a socket
 // whose window it keeps shut, so the ender comes from evidence about that
 // download, never from the rule under test (attribute.go):
-//   - complete: none; the client's bound: client;
+//   - complete: none;
 //   - app_timeout when a WORKER TIMEOUT line of the app's log names the
 //     worker that was serving it: Gunicorn's pid:N against the pid in the
 //     app's send-log start record for the download's request id (and
@@ -30,7 +30,10 @@
 //     info, the lab's error_log level; the embedded proxy alike) quoting
 //     the download's request line, whose ?download=N names it;
 //   - when both, the one logged first (to the second; within one second,
-//     unknown); unknown when there is no evidence.
+//     unknown); unknown when there is no evidence;
+//   - a download the client gave up on (its bound; it may still have been
+//     draining what the path held): the component logged before it gave
+//     up, else client.
 //
 // It owns the experiment's scenario schema and flags, its run and its
 // printed table. Its files are recorder's stalled-downloads.csv,

@@ -155,7 +155,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 		if v, ok := sends[l.ids[i]]; ok {
 			d.AppSendS = recorder.Some(v)
 		}
-		d.EndedBy = ender(*d, l.ids[i], ev)
+		d.EndedBy = ender(*d, l.ids[i], ev, t0)
 		if err := f.Items.Write(*d); err != nil && l.writeErr == nil {
 			l.writeErr = err
 		}

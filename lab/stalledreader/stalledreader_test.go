@@ -99,7 +99,8 @@ func TestScenarioRoundTrip(t *testing.T) {
 
 // ender attributes each download from evidence about that download only:
 // a WORKER TIMEOUT naming another worker, or a "client timed out" line
-// naming another download, says nothing about it.
+// naming another download, says nothing about it; a download the client
+// gave up on (20.2 s after t0) was ended by what was logged before that.
 func TestEnder(t *testing.T) {
 	at := func(sec int) time.Time { return time.Date(2026, 12, 3, 12, 0, sec, 0, time.UTC) }
 	d := func(client int, outcome string) recorder.StalledDownload {
@@ -121,7 +122,12 @@ func TestEnder(t *testing.T) {
 		want string
 	}{
 		{"complete", d(3, recorder.StalledComplete), "r/3", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 102}}}, recorder.EndedByNone},
-		{"client bound", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByClient},
+		{"client bound", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 101, At: at(4)}}}, recorder.EndedByClient},
+		{"killed before the client gave up", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
+		{"cut before the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(19)}}}, recorder.EndedBySendTimeout},
+		{"cut after the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(21)}}}, recorder.EndedByClient},
+		{"cut in the second the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(20)}}}, recorder.EndedByUnknown},
+		{"both before the client gave up, one second", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(4)}}}, recorder.EndedByUnknown},
 		{"its worker killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
 		{"another worker killed", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
 		{"its worker killed later", d(2, recorder.StalledTruncated), "r/2", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
@@ -137,7 +143,7 @@ func TestEnder(t *testing.T) {
 		{"both in one second", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(4).Add(500 * time.Millisecond)}}}, recorder.EndedByUnknown},
 		{"nothing", d(0, recorder.StalledReset), "r/0", evidence{served: served}, recorder.EndedByUnknown},
 	} {
-		if got := ender(tc.d, tc.id, tc.e); got != tc.want {
+		if got := ender(tc.d, tc.id, tc.e, at(0)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
