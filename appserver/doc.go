@@ -46,7 +46,8 @@
 // appserver/asgi, appserver/node) serve the same endpoints, byte for byte,
 // and set these two headers the same way. A separate admin listener,
 // outside the worker pool so it answers while every worker is stuck,
-// serves /metrics, /healthz and /app-send (each /large response's
+// serves /metrics, /healthz and /app-send (each /large response's start
+// and end records, SendRecord: the worker process and peer port, then
 // app_send_s). With Options.TracerProvider, each request a worker serves
 // is a server span continuing the client's W3C traceparent.
 //

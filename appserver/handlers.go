@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -77,11 +78,13 @@ func (s *Server) large(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	serverTiming(w, start)
+	id, pid, port := r.Header.Get(RequestIDHeader), os.Getpid(), peerPort(r)
+	s.sends.add(SendRecord{Event: SendStart, ID: id, PID: pid, PeerPort: port})
 	written, err := s.writeBlocks(w, size)
 	if err == nil {
 		err = http.NewResponseController(w).Flush()
 	}
-	rec := SendRecord{ID: r.Header.Get(RequestIDHeader), Bytes: written, AppSendS: time.Since(start).Seconds(), Complete: err == nil && written == size}
+	rec := SendRecord{ID: id, Bytes: written, AppSendS: time.Since(start).Seconds(), Complete: err == nil && written == size, PID: pid, PeerPort: port}
 	if err != nil {
 		rec.Error = err.Error()
 	}
@@ -92,13 +95,22 @@ func (s *Server) large(w http.ResponseWriter, r *http.Request) {
 // setPeerPort sets PeerPortHeader to the port of r.RemoteAddr, if it has
 // one.
 func setPeerPort(w http.ResponseWriter, r *http.Request) {
+	if n := peerPort(r); n != 0 {
+		w.Header().Set(PeerPortHeader, strconv.Itoa(n))
+	}
+}
+
+// peerPort is the port of r.RemoteAddr; 0 if it has none.
+func peerPort(r *http.Request) int {
 	_, port, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return
+		return 0
 	}
-	if n, err := strconv.ParseUint(port, 10, 16); err == nil && n != 0 {
-		w.Header().Set(PeerPortHeader, port)
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return 0
 	}
+	return int(n)
 }
 
 func (s *Server) writeBlocks(w http.ResponseWriter, size int64) (int64, error) {

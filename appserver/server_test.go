@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,11 +162,13 @@ func TestGthreadQueuesWhenThreadsAreFull(t *testing.T) {
 	}
 }
 
-// appSend waits until /app-send has a record for id and returns them.
+// appSend waits until /app-send has an end record for id and returns the
+// end records, having checked that a start record naming this process
+// and a peer port came first.
 func appSend(t *testing.T, admin, id string) []SendRecord {
 	t.Helper()
 	var recs []SendRecord
-	waitFor(t, "an app-send record for "+id, func() bool {
+	waitFor(t, "an app-send end record for "+id, func() bool {
 		resp, err := http.Get(admin + "/app-send?id=" + id)
 		if err != nil {
 			t.Fatal(err)
@@ -176,9 +179,19 @@ func appSend(t *testing.T, admin, id string) []SendRecord {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(recs) > 0
+		return len(recs) > 1
 	})
-	return recs
+	if s := recs[0]; s.Event != SendStart || s.ID != id || s.PID != os.Getpid() || s.PeerPort == 0 || s.Bytes != 0 {
+		t.Errorf("first app-send record of %s: %+v, want a start record of this process with a peer port", id, s)
+	}
+	var ends []SendRecord
+	for _, r := range recs[1:] {
+		if r.Event != "" || r.PID != os.Getpid() || r.PeerPort != recs[0].PeerPort {
+			t.Errorf("app-send record of %s after its start: %+v, want an end record of this process from peer port %d", id, r, recs[0].PeerPort)
+		}
+		ends = append(ends, r)
+	}
+	return ends
 }
 
 func TestEndpoints(t *testing.T) {

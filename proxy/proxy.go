@@ -184,6 +184,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 	case errors.As(err, &ce) || r.Context().Err() != nil && p.ctx.Err() == nil:
 		p.m.clientDisconnects.Inc()
+		if errors.Is(err, ErrSendTimeout) {
+			logClientTimeout(r)
+		}
 	default:
 		if !errors.Is(err, context.Canceled) {
 			p.m.upstreamErrors.WithLabelValues(stageBody).Inc()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
+	"net/http"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +16,21 @@ import (
 // ErrSendTimeout is the error of a write to the client that made no
 // progress for SendTimeout: NGINX's "client timed out" while sending.
 var ErrSendTimeout = errors.New("send_timeout: the client took nothing")
+
+// logClientTimeout logs a response send_timeout cut as NGINX does, at info
+// (ngx_connection_error with ETIMEDOUT), with the client's address and the
+// request line, so that a lab reading either proxy's log finds which
+// request it was:
+//
+//	[info] client timed out (110: Connection timed out) while sending to client, client: 127.0.0.1, server: , request: "GET /large?download=1 HTTP/1.1", host: "127.0.0.1:8080"
+func logClientTimeout(r *http.Request) {
+	client, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		client = r.RemoteAddr
+	}
+	log.Printf("[info] client timed out (110: Connection timed out) while sending to client, client: %s, server: , request: \"%s %s %s\", host: \"%s\"",
+		client, r.Method, r.RequestURI, r.Proto, r.Host)
+}
 
 // sendTimeoutListener applies send_timeout to every accepted connection:
 // NGINX's "timeout set only between two successive write operations, not

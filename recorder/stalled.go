@@ -53,14 +53,16 @@ const (
 var StalledOutcomes = []string{StalledComplete, StalledTruncated, StalledReset, StalledTimeout, StalledError}
 
 // StalledDownload.EndedBy values: the component that ended a download
-// that did not complete, inferred from the run's logs and timing (see the
-// stalled-reader experiment's package doc).
+// that did not complete, from the run's evidence about that download:
+// the app's WORKER TIMEOUT lines against the worker that served it, the
+// proxy's "client timed out" line for it (see the stalled-reader
+// experiment's package doc).
 const (
 	EndedByNone        = "none"         // it completed
 	EndedByClient      = "client"       // the client's give-up bound
 	EndedByAppTimeout  = "app_timeout"  // the app's worker timeout (WORKER TIMEOUT in its log)
 	EndedBySendTimeout = "send_timeout" // the proxy's send_timeout
-	EndedByUnknown     = "unknown"      // none of those explains it
+	EndedByUnknown     = "unknown"      // no evidence names it
 )
 
 // StalledEnders lists the EndedBy values in column order.

@@ -108,7 +108,8 @@ func buildStalled(dir string) (*section, error) {
 			"worker writing to a client that does not read is held in sendall until --timeout kills it (WORKER TIMEOUT in " +
 			"the log): the client gets what the socket buffers held, then EOF. A proxy's send_timeout closes a stalled " +
 			"client itself; with buffering on the app was rid of the response long before. Every download's outcome is " +
-			"what the client saw; the component that ended it is inferred from the run's logs and timing."}
+			"what the client saw; the component that ended it comes from evidence about that download: a WORKER TIMEOUT " +
+			"line naming the worker that served it, or the proxy's log line closing it."}
 	downloads, dErr := recorder.ReadFile[recorder.StalledDownload](filepath.Join(dir, stalledDownloadsFile))
 	if dErr == nil {
 		d.addDownloads(downloads)
@@ -238,9 +239,9 @@ func stalledBytesFigure(d *stalledData) *figure {
 	f.panels = []*plot.Plot{p}
 	f.caption = fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
 		"response's size (Content-Length). Shape: the outcome as the client saw it (complete; truncated: a 200, then EOF "+
-		"before Content-Length; reset; timeout: the client's own bound); colour: the component inferred to have ended "+
-		"it (app_timeout: the run's log has WORKER TIMEOUT lines; send_timeout: proxied and stalled at least the "+
-		"proxy's send_timeout; client: its bound). Downloads of one condition are spread vertically.", stalledDownloadsFile)
+		"before Content-Length; reset; timeout: the client's own bound); colour: the component that ended "+
+		"it (app_timeout: a WORKER TIMEOUT line names the worker that served it; send_timeout: the proxy logged "+
+		"closing it; client: its bound; unknown: no evidence). Downloads of one condition are spread vertically.", stalledDownloadsFile)
 	if d.left > 0 {
 		f.caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
 	}
@@ -328,8 +329,8 @@ func stalledTimeoutsFigure(d *stalledData) *figure {
 
 func stalledConditionsTable(d *stalledData) *table {
 	t := &table{Caption: "stalled-reader conditions (" + stalledRunsFile + "), over the ok runs: /fast ok of total and its " +
-		"p50 and p95 (nearest rank in a run, median over runs), every download by outcome and by the component inferred " +
-		"to have ended it, the median bytes received (median over runs of each run's median), WORKER TIMEOUT lines " +
+		"p50 and p95 (nearest rank in a run, median over runs), every download by outcome and by the component that " +
+		"ended it (from the logs' evidence about each download), the median bytes received (median over runs of each run's median), WORKER TIMEOUT lines " +
 		"(summed) and the longest the app held a worker on a download (median over runs).",
 		Head: []string{"route", "server", "mode", "clients", "size (MiB)", "rate (KiB/s)", "stall (s)", "app timeout (s)",
 			"send_timeout (s)", "runs", "excluded", "/fast ok", "p50 (ms)", "p95 (ms)", "complete", "truncated", "reset",

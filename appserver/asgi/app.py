@@ -46,10 +46,14 @@ the last chunk to the server: with backpressure=on, until the last send()
 returned (Uvicorn has then written it to its transport, which is not delivery
 to the client); with backpressure=off, until the producer had queued the
 last chunk. One JSON line
-  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool}
+  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool, "pid": P}
 goes to the file named by SLOWLAB_APP_SEND_LOG with a single O_APPEND write,
 which keeps lines from concurrent workers whole. "id" is the request's
-X-Slowlab-Request-Id header; "traceparent" is added when the request had one.
+X-Slowlab-Request-Id header; "pid" the worker's process id; "peer_port" (as
+x-slowlab-peer-port) follows when there is one, and "traceparent" when the
+request had one. As the body begins, the same file gets
+  {"event": "start", "id": ..., "pid": P, "peer_port": N}
+(appserver.SendRecord), the worker that serves the request.
 "bytes" are the bytes handed over: to the server, or with backpressure=off to
 the queue. With backpressure=on a client that went away stops the sending and
 leaves the record incomplete (the chunk send() was waiting with is not
@@ -205,6 +209,16 @@ class SendRecord:
         self.request_id = _header(scope, REQUEST_ID)
         self.traceparent = _header(scope, TRACEPARENT)
         self.written = False
+        self.pid = os.getpid()
+        peer = _peer_port(scope)
+        self.peer_port = int(peer[0][1]) if peer else 0
+
+    def begin(self):
+        """Records that this worker begins the body."""
+        rec = {"event": "start", "id": self.request_id, "pid": self.pid}
+        if self.peer_port:
+            rec["peer_port"] = self.peer_port
+        append_record(SEND_LOG, rec)
 
     def write(self, handed, complete):
         if self.written:
@@ -215,7 +229,10 @@ class SendRecord:
             "bytes": handed,
             "app_send_s": time.perf_counter() - self.start,
             "complete": complete and handed == self.size,
+            "pid": self.pid,
         }
+        if self.peer_port:
+            rec["peer_port"] = self.peer_port
         if self.traceparent:
             rec["traceparent"] = self.traceparent
         append_record(SEND_LOG, rec)
@@ -326,6 +343,7 @@ async def large(scope, receive, send, start, query):
     if n is None:
         return
     record = SendRecord(scope, start, n)
+    record.begin()
     gone = asyncio.Event()
     watcher = asyncio.create_task(_watch_disconnect(receive, gone))
     handed, complete = 0, False

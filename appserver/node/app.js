@@ -45,13 +45,16 @@ app_send_s of /large is the time from the handler's start until the app
 handed the last chunk to res (the return of its last res.write call; with
 backpressure that chunk may still wait in the process for a moment, as
 Gunicorn's last chunk waits in the kernel). Then one JSON line
-  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool}
+  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool, "pid": P}
 is appended to the file named by SLOWLAB_APP_SEND_LOG with a single O_APPEND
 write, which keeps lines from concurrent workers whole. "bytes" counts the
 bytes handed to res; "complete" is false when the client went away before
 the app handed the last chunk (with backpressure=off it never can).
-"id" is the request's X-Slowlab-Request-Id header; "traceparent" is added
-when the request had one.
+"id" is the request's X-Slowlab-Request-Id header; "pid" the worker's
+process id; "peer_port" (as X-Slowlab-Peer-Port) follows when there is one,
+and "traceparent" when the request had one. As the body begins, the same
+file gets {"event": "start", "id": ..., "pid": P, "peer_port": N}
+(appserver.SendRecord), the worker that serves the request.
 
 Long-polls held: with SLOWLAB_HELD_DIR set, each worker process keeps the
 number of /longpoll requests it is waiting on in the file held-<pid> of
@@ -312,9 +315,14 @@ function large(cfg, req, res, start, query) {
   const id = req.headers[REQUEST_ID] ?? '';
   const trace = req.headers[TRACEPARENT] ?? '';
   const backpressure = query.get('backpressure') !== 'off';
+  const peer = Number.isInteger(port) && port > 0 ? port : 0;
   octets(req, res, start, query, 'size', cfg.largeSize, (n) => {
+    const begin = { event: 'start', id, pid: process.pid };
+    if (peer) begin.peer_port = peer;
+    appendRecord(cfg.sendLog, begin);
     writeBlocks(res, n, backpressure, (written, all) => {
-      const rec = { id, bytes: written, app_send_s: (performance.now() - start) / 1e3, complete: all && written === n };
+      const rec = { id, bytes: written, app_send_s: (performance.now() - start) / 1e3, complete: all && written === n, pid: process.pid };
+      if (peer) rec.peer_port = peer;
       if (trace) rec.traceparent = trace;
       appendRecord(cfg.sendLog, rec);
       res.end();

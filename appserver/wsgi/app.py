@@ -39,10 +39,15 @@ finished writing the last chunk to the socket (which is not delivery to the
 client). The body is an iterable whose close() Gunicorn calls right after the
 last write returned (or after the write failed), so measuring costs the
 worker nothing: close() appends one JSON line
-  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool}
+  {"id": ..., "bytes": n, "app_send_s": s, "complete": bool, "pid": P}
 to the file named by SLOWLAB_APP_SEND_LOG with a single O_APPEND write, which
 keeps lines from concurrent workers whole. "id" is the request's
-X-Slowlab-Request-Id header; "traceparent" is added when the request had one.
+X-Slowlab-Request-Id header; "pid" the worker's process id; "peer_port" (as
+X-Slowlab-Peer-Port) follows when there is one, and "traceparent" when the
+request had one. As the body begins, the same file gets
+  {"event": "start", "id": ..., "pid": P, "peer_port": N}
+(appserver.SendRecord), so a worker Gunicorn kills mid-body (WORKER TIMEOUT
+(pid:P)) leaves a record of the request it was serving.
 
 Long-polls held: with SLOWLAB_HELD_DIR set, each worker process keeps the
 number of /longpoll requests it is sleeping on in the file held-<pid> of that
@@ -170,11 +175,17 @@ class SendRecorder:
     asks for the next one, so the last one counts only when the iteration
     ended, which Gunicorn reaches after its final write returned."""
 
-    def __init__(self, start, size, request_id, traceparent):
+    def __init__(self, start, size, request_id, traceparent, peer_port):
         self.start = start
         self.size = size
         self.request_id = request_id
         self.traceparent = traceparent
+        self.pid = os.getpid()
+        self.peer_port = peer_port
+        rec = {"event": "start", "id": request_id, "pid": self.pid}
+        if peer_port:
+            rec["peer_port"] = peer_port
+        append_record(SEND_LOG, rec)
         self.chunks = _blocks(size)
         self.written = 0
         self.pending = 0
@@ -204,7 +215,10 @@ class SendRecorder:
             "bytes": self.written,
             "app_send_s": time.perf_counter() - self.start,
             "complete": self.finished and self.written == self.size,
+            "pid": self.pid,
         }
+        if self.peer_port:
+            rec["peer_port"] = self.peer_port
         if self.traceparent:
             rec["traceparent"] = self.traceparent
         append_record(SEND_LOG, rec)
@@ -269,8 +283,10 @@ def _octets(environ, start_response, start, query, name, default, body, extra=()
 
 def large(environ, start_response, start, query):
     rid, trace = environ.get(REQUEST_ID, ""), environ.get(TRACEPARENT, "")
+    peer = _peer_port(environ)
+    port = int(peer[0][1]) if peer else 0
     return _octets(environ, start_response, start, query, "size", LARGE_SIZE,
-                   lambda n: SendRecorder(start, n, rid, trace), _peer_port(environ))
+                   lambda n: SendRecorder(start, n, rid, trace, port), peer)
 
 
 def longpoll(environ, start_response, start, query):

@@ -118,16 +118,26 @@ func (r *embeddedRun) LongPollsHeld(ctx context.Context) (map[string]int, error)
 
 // AppSend implements RunningApp from the target's /app-send.
 func (r *embeddedRun) AppSend(ctx context.Context) (map[string]float64, error) {
+	recs, err := r.sendRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return appSendTimes(recs), nil
+}
+
+// AppServed implements ServedReporter from the target's /app-send.
+func (r *embeddedRun) AppServed(ctx context.Context) (map[string]Served, error) {
+	recs, err := r.sendRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ServedFrom(recs), nil
+}
+
+func (r *embeddedRun) sendRecords(ctx context.Context) ([]appserver.SendRecord, error) {
 	var recs []appserver.SendRecord
 	err := r.adminGet(ctx, "/app-send", "", 5*time.Second, func(resp *http.Response) error {
 		return json.NewDecoder(resp.Body).Decode(&recs)
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]float64, len(recs))
-	for _, rec := range recs {
-		out[rec.ID] = rec.AppSendS
-	}
-	return out, nil
+	return recs, err
 }

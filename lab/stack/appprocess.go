@@ -68,10 +68,11 @@ func (r *appProcess) Stop() error {
 
 // AppSend implements RunningApp from the send log.
 func (r *appProcess) AppSend(ctx context.Context) (map[string]float64, error) {
-	if err := ctx.Err(); err != nil {
+	recs, err := r.sendRecords(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return readAppSendLog(r.sendLog)
+	return appSendTimes(recs), nil
 }
 
 // LongPollsHeld implements HeldCounter from the held directory.
@@ -79,17 +80,34 @@ func (r *appProcess) LongPollsHeld(context.Context) (map[string]int, error) {
 	return readHeldFiles(r.heldDir)
 }
 
-// readAppSendLog reads the app's JSON lines. A torn last line (a worker
-// killed while writing it) is skipped; any other bad line is an error.
-func readAppSendLog(path string) (map[string]float64, error) {
-	out := map[string]float64{}
+// AppServed implements ServedReporter from the send log.
+func (r *appProcess) AppServed(ctx context.Context) (map[string]Served, error) {
+	recs, err := r.sendRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ServedFrom(recs), nil
+}
+
+func (r *appProcess) sendRecords(ctx context.Context) ([]appserver.SendRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return readSendLog(r.sendLog)
+}
+
+// readSendLog reads the app's JSON lines in the order written. A torn last
+// line (a worker killed while writing it) is skipped; any other bad line
+// is an error.
+func readSendLog(path string) ([]appserver.SendRecord, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil // no /large response finished yet
+		return nil, nil // no /large response begun yet
 	}
 	if err != nil {
 		return nil, fmt.Errorf("app-send: %w", err)
 	}
+	var out []appserver.SendRecord
 	lines := bytes.Split(b, []byte("\n"))
 	for i, line := range lines {
 		if len(line) == 0 {
@@ -102,9 +120,20 @@ func readAppSendLog(path string) (map[string]float64, error) {
 			}
 			return nil, fmt.Errorf("app-send: %s line %d: %w", path, i+1, err)
 		}
-		out[rec.ID] = rec.AppSendS
+		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// appSendTimes is app_send_s by request id, from the end records.
+func appSendTimes(recs []appserver.SendRecord) map[string]float64 {
+	out := map[string]float64{}
+	for _, rec := range recs {
+		if rec.Event == "" {
+			out[rec.ID] = rec.AppSendS
+		}
+	}
+	return out
 }
 
 // readHeldFiles reads the held-<pid> files the workers keep in dir, by
@@ -167,4 +196,13 @@ func processAlive(pid int) bool {
 	// The state follows the command name's closing parenthesis.
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// readAppSendLog is app_send_s by request id from the send log at path.
+func readAppSendLog(path string) (map[string]float64, error) {
+	recs, err := readSendLog(path)
+	if err != nil {
+		return nil, err
+	}
+	return appSendTimes(recs), nil
 }

@@ -94,6 +94,7 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 		size      int
 	}
 	cases := []large{{"large-default", "", int(s.d.LargeSize)}, {"large-1m", "?size=1048576", 1 << 20}}
+	peers := map[string]string{} // X-Slowlab-Peer-Port by request id
 	if m, _ := s.d.Server.ModelInfo(); m.BackpressureOff {
 		cases = append(cases, large{"large-on", "?backpressure=on&size=200000", 200_000},
 			large{"large-on-1m", "?backpressure=on&size=1048576", 1 << 20},
@@ -108,6 +109,7 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 			t.Errorf("%s: %s, Content-Length %d, %d bytes, byte-exact %t", u, resp.Status, resp.ContentLength, len(body), bytes.Equal(body, largeBody(tc.size)))
 		}
 		s.checkPeerPort(t, "GET "+u, resp, port)
+		peers[tc.id] = resp.Header.Get(appserver.PeerPortHeader)
 		if st := resp.Header.Get("Server-Timing"); !serverTimingRE.MatchString(st) {
 			t.Errorf("%s Server-Timing %q", u, st)
 		}
@@ -118,11 +120,19 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 	// The request id and traceparent reached the app through the proxy,
 	// and each record says the app handed over the whole body.
 	log, _ := os.ReadFile(s.app().sendLog)
+	served, ok, err := r.AppServed(context.Background())
+	if !ok || err != nil {
+		t.Errorf("AppServed: %t, %v", ok, err)
+	}
 	for _, tc := range cases {
 		if _, line, ok := sendRecord(log, tc.id); !ok {
 			t.Errorf("app-send log has no record of %s:\n%s", tc.id, log)
 		} else {
-			checkRecordLine(t, line, tc.id, tc.size, trace)
+			checkRecordLine(t, line, tc.id, tc.size, trace, s.servingPIDs(), peers[tc.id])
+		}
+		checkStartLine(t, log, tc.id, s.servingPIDs(), peers[tc.id])
+		if sv := served[tc.id]; !sv.Ended || !sv.Complete || !slices.Contains(s.servingPIDs(), sv.PID) || peerPortKey(strconv.Itoa(sv.PeerPort)) != peerPortKey(peers[tc.id]) && (sv.PeerPort != 0 || peers[tc.id] != "") {
+			t.Errorf("AppServed[%s] = %+v, want ended complete by one of the workers %v from peer port %s", tc.id, sv, s.servingPIDs(), peers[tc.id])
 		}
 	}
 	if bytes.Contains(log, []byte(`"complete":false`)) {
@@ -297,11 +307,11 @@ func (s *realStack) checkGroups(t *testing.T) {
 }
 
 // sendRecord finds id's record in a send log text: the record and its
-// line.
+// line; start records are skipped.
 func sendRecord(log []byte, id string) (appserver.SendRecord, []byte, bool) {
 	for line := range bytes.SplitSeq(log, []byte("\n")) {
 		var rec appserver.SendRecord
-		if json.Unmarshal(line, &rec) == nil && rec.ID == id {
+		if json.Unmarshal(line, &rec) == nil && rec.ID == id && rec.Event == "" {
 			return rec, line, true
 		}
 	}
@@ -326,17 +336,50 @@ func (s *realStack) waitRecord(t *testing.T, id string) (appserver.SendRecord, [
 // checkRecordLine checks a send-log line of a whole response of n bytes,
 // to the byte, as the apps write it (app.py's json.dumps with compact
 // separators, its keys in order): {"id":ID,"bytes":N,"app_send_s":S,
-// "complete":true} with "traceparent":trace last when the request had one.
-func checkRecordLine(t *testing.T, line []byte, id string, n int, trace string) {
+// "complete":true,"pid":P,"peer_port":PORT} with "traceparent":trace last
+// when the request had one; P one of pids, PORT the response's
+// X-Slowlab-Peer-Port.
+func checkRecordLine(t *testing.T, line []byte, id string, n int, trace string, pids []int, port string) {
 	t.Helper()
 	prefix := fmt.Sprintf(`{"id":"%s","bytes":%d,"app_send_s":`, id, n)
-	suffix := `,"complete":true}`
+	tail := peerPortKey(port) + "}"
 	if trace != "" {
-		suffix = `,"complete":true,"traceparent":"` + trace + `"}`
+		tail = fmt.Sprintf(`%s,"traceparent":"%s"}`, peerPortKey(port), trace)
 	}
-	if !bytes.HasPrefix(line, []byte(prefix)) || !bytes.HasSuffix(line, []byte(suffix)) {
-		t.Errorf("app-send record %s, want %s...%s", line, prefix, suffix)
+	var rec appserver.SendRecord
+	json.Unmarshal(line, &rec)
+	suffix := fmt.Sprintf(`,"complete":true,"pid":%d`, rec.PID) + tail
+	if !bytes.HasPrefix(line, []byte(prefix)) || !bytes.HasSuffix(line, []byte(suffix)) || !slices.Contains(pids, rec.PID) {
+		t.Errorf("app-send record %s, want %s...%s with the pid one of the workers %v", line, prefix, suffix, pids)
 	}
+}
+
+// peerPortKey is a send record's "peer_port" key: none when the response
+// had no X-Slowlab-Peer-Port.
+func peerPortKey(port string) string {
+	if port == "" {
+		return ""
+	}
+	return `,"peer_port":` + port
+}
+
+// checkStartLine checks that the send log has id's start record, to the
+// byte: {"event":"start","id":ID,"pid":P,"peer_port":PORT}, P one of
+// pids, before id's end record.
+func checkStartLine(t *testing.T, log []byte, id string, pids []int, port string) {
+	t.Helper()
+	for line := range bytes.SplitSeq(log, []byte("\n")) {
+		var rec appserver.SendRecord
+		if json.Unmarshal(line, &rec) != nil || rec.ID != id {
+			continue
+		}
+		want := fmt.Sprintf(`{"event":"start","id":"%s","pid":%d%s}`, id, rec.PID, peerPortKey(port))
+		if string(line) != want || !slices.Contains(pids, rec.PID) {
+			t.Errorf("first app-send record of %s: %s, want %s with the pid one of the workers %v", id, line, want, pids)
+		}
+		return
+	}
+	t.Errorf("app-send log has no record of %s:\n%s", id, log)
 }
 
 // rawGet sends GET path with request id id to addr on a connection whose
@@ -659,7 +702,7 @@ func testBackpressure(t *testing.T, server, mode string, size int) {
 		t.Fatalf("%s: %d bytes, byte-exact %t; headers %v", resp.Status, len(body), bytes.Equal(body, largeBody(size)), resp.Header)
 	}
 	_, line := s.waitRecord(t, id)
-	checkRecordLine(t, line, id, size, "")
+	checkRecordLine(t, line, id, size, "", pids, resp.Header.Get(appserver.PeerPortHeader))
 	hwm1 := procMemory(t, pids, "VmHWM")
 	t.Logf("backpressure=%s: workers' VmHWM %d -> %d KiB (+%d KiB) over the download", mode, hwm0>>10, hwm1>>10, (hwm1-hwm0)>>10)
 	if mode == "on" {

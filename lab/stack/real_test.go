@@ -143,11 +143,12 @@ func TestReadAppSendLog(t *testing.T) {
 	if m, err := readAppSendLog(path); err != nil || len(m) != 0 {
 		t.Fatalf("missing log: %v, %v; want empty", m, err)
 	}
-	os.WriteFile(path, []byte(`{"id":"a","bytes":10,"app_send_s":0.5,"complete":true}`+"\n"+
+	os.WriteFile(path, []byte(`{"event":"start","id":"a","pid":7,"peer_port":5000}`+"\n"+`{"id":"a","bytes":10,"app_send_s":0.5,"complete":true}`+"\n"+
+		`{"event":"start","id":"s","pid":7}`+"\n"+
 		`{"id":"b","bytes":3,"app_send_s":1.25,"complete":false,"traceparent":"00-x"}`+"\n"+`{"id":"c","by`), 0o644)
 	m, err := readAppSendLog(path)
 	if err != nil || len(m) != 2 || m["a"] != 0.5 || m["b"] != 1.25 {
-		t.Fatalf("got %v, %v; want a and b, the torn last line skipped", m, err)
+		t.Fatalf("got %v, %v; want a and b, the start records and the torn last line skipped", m, err)
 	}
 	os.WriteFile(path, []byte("garbage\n"+`{"id":"a","app_send_s":1}`+"\n"), 0o644)
 	if _, err := readAppSendLog(path); err == nil || !strings.Contains(err.Error(), "line 1") {

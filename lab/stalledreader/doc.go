@@ -17,13 +17,23 @@
 // before its Content-Length; reset, RST or a close before any response;
 // timeout, the client's bound; error) and which component ended it
 // (recorder.StalledEnders). The client cannot see who closed a socket
-// whose window it keeps shut, so the ender is inferred:
-//   - complete: none; the client's bound: client;
-//   - otherwise app_timeout when the condition sets an app timeout and
-//     the run's app log has WORKER TIMEOUT lines, send_timeout when the
-//     route is proxied and the download stalled for at least the proxy's
-//     send_timeout; when both apply, the one due first (the app's from
-//     the request, the proxy's from the stall); unknown when neither.
+// whose window it keeps shut, so the ender comes from evidence about that
+// download, never from the rule under test (attribute.go):
+//   - complete: none;
+//   - app_timeout when a WORKER TIMEOUT line of the app's log names the
+//     worker that was serving it: Gunicorn's pid:N against the pid in the
+//     app's send-log start record for the download's request id (and
+//     that worker began nothing after it), the embedded app's peer
+//     HOST:PORT against the record's peer_port;
+//   - send_timeout when the proxy logged closing it: "client timed out
+//     (110: Connection timed out) while sending to client" (NGINX at
+//     info, the lab's error_log level; the embedded proxy alike) quoting
+//     the download's request line, whose ?download=N names it;
+//   - when both, the one logged first (to the second; within one second,
+//     unknown); unknown when there is no evidence;
+//   - a download the client gave up on (its bound; it may still have been
+//     draining what the path held): the component logged before it gave
+//     up, else client.
 //
 // It owns the experiment's scenario schema and flags, its run and its
 // printed table. Its files are recorder's stalled-downloads.csv,

@@ -2,8 +2,10 @@ package stalledreader
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,7 +100,42 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) (direct, proxied record
 		}
 		t.Logf("%s client %d: %d of %d bytes, %s by %s, ended %.2f s", d.RunID, d.Client, d.Bytes, d.ContentLength, d.Outcome, d.EndedBy, d.EndS)
 	}
+	// The evidence behind ended_by: the proxy logged closing each proxied
+	// download, by its URL, and nothing of the direct ones.
+	for _, r := range []recorder.StalledRun{direct, proxied} {
+		cuts := clientTimeoutLines(t, env.LogDir(), r.RunID)
+		for client := range r.Clients {
+			n := 0
+			for _, l := range cuts {
+				if strings.Contains(l, fmt.Sprintf(`request: "GET /large?download=%d HTTP/1.1"`, client)) {
+					n++
+				}
+			}
+			if want := map[bool]int{true: 1}[r.RunID == proxied.RunID]; n != want {
+				t.Errorf("%s client %d: %d client timed out lines name it, want %d; the run's:\n%s", r.RunID, client, n, want, strings.Join(cuts, ""))
+			}
+		}
+	}
 	return direct, proxied
+}
+
+// clientTimeoutLines are the lines of a run's proxy log (NGINX's or the
+// embedded proxy's) in which send_timeout closed a client.
+func clientTimeoutLines(t *testing.T, logDir, runID string) []string {
+	t.Helper()
+	var out []string
+	for _, name := range []string{"nginx", "proxy"} {
+		b, err := os.ReadFile(filepath.Join(logDir, runID+"-"+name+".log"))
+		if err != nil {
+			continue
+		}
+		for l := range strings.Lines(string(b)) {
+			if strings.Contains(l, "client timed out (110: Connection timed out) while sending to client") {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }
 
 // TestStalledReaderShapeEmbedded runs the reduced matrix on the embedded

@@ -33,7 +33,7 @@ func PrintTable(w io.Writer, runs []recorder.StalledRun) {
 	fmt.Fprintln(w, strings.Join([]string{
 		"app_to: the app's timeout (Gunicorn --timeout), send_to: the proxy's send_timeout (- where unset or no proxy); fast_ok and p95_ms:",
 		"/fast requests ok of sent and their p95 (nearest rank, median over the ok runs); outcomes: every download of the ok runs by how it",
-		"ended (trunc: EOF before Content-Length); ended_by: the component inferred to have ended it; bytes_mib: median bytes received;",
+		"ended (trunc: EOF before Content-Length); ended_by: the component its logs say ended it; bytes_mib: median bytes received;",
 		"killed: WORKER TIMEOUT lines in the runs' logs; app_held_s: the longest the app held a worker on a download (median over runs)"}, "\n"))
 }
 

@@ -145,17 +145,17 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 	l := c.load(ctx, env, running, spec, &run, t0, f)
 	samples, _, sampErr := in.Samples()
 	_ = samples
-	wt, wtErr := lab.CountWorkerTimeouts(env.LogDir(), id)
-	if wtErr == nil {
-		run.WorkerTimeouts = recorder.Some(float64(wt))
-	}
 	sends := appSendTimes(ctx, running, l.ids, l.complete)
+	ev, evErr := gatherEvidence(ctx, running, env.LogDir(), id)
+	if evErr == nil {
+		run.WorkerTimeouts = recorder.Some(float64(len(ev.kills)))
+	}
 	for i := range l.downloads {
 		d := &l.downloads[i]
 		if v, ok := sends[l.ids[i]]; ok {
 			d.AppSendS = recorder.Some(v)
 		}
-		d.EndedBy = ender(*d, spec.Condition, wt)
+		d.EndedBy = ender(*d, l.ids[i], ev, t0)
 		if err := f.Items.Write(*d); err != nil && l.writeErr == nil {
 			l.writeErr = err
 		}
@@ -166,8 +166,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
 	case failed != nil:
 		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case wtErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "worker timeouts: "+wtErr.Error()
+	case evErr != nil:
+		run.Status, run.Reason = recorder.RunFailed, "who ended the downloads: "+evErr.Error()
 	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
 		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
 	}
@@ -222,7 +222,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	var wg sync.WaitGroup
 	for i := range spec.Clients {
 		l.ids[i] = fmt.Sprintf("%s/stalled-%d", run.RunID, i)
-		r := loadgen.SlowReader{URL: u, RcvBuf: int(c.Client.RcvBuf), ReadSize: int(c.Client.ReadSize), Rate: float64(c.Client.Rate),
+		r := loadgen.SlowReader{URL: downloadURL(u, i), RcvBuf: int(c.Client.RcvBuf), ReadSize: int(c.Client.ReadSize), Rate: float64(c.Client.Rate),
 			Timeout: time.Duration(c.Client.GiveUp), RunID: run.RunID, Metrics: env.Metrics, TracerProvider: env.TracerProvider,
 			Header: http.Header{appserver.RequestIDHeader: {l.ids[i]}}}
 		if spec.Mode == ModeStall {
@@ -306,40 +306,6 @@ func outcome(d loadgen.Download) string {
 		return recorder.StalledTruncated
 	}
 	return recorder.StalledError
-}
-
-// ender infers which component ended a download that did not complete
-// (see the package doc): workerTimeouts is the run's WORKER TIMEOUT count.
-func ender(d recorder.StalledDownload, cond Condition, workerTimeouts int) string {
-	switch d.Outcome {
-	case recorder.StalledComplete:
-		return recorder.EndedByNone
-	case recorder.StalledTimeout:
-		return recorder.EndedByClient
-	}
-	app := cond.AppTimeout != 0 && workerTimeouts > 0
-	var send bool
-	var sendDue float64
-	if cond.Route.Proxied() && d.StalledS.Valid {
-		st := sendTimeout(cond).Seconds()
-		stalled := d.EndS - d.StalledS.Value
-		if d.ResumedS.Valid {
-			stalled = d.ResumedS.Value - d.StalledS.Value
-		}
-		send, sendDue = stalled >= st, d.StalledS.Value+st
-	}
-	switch {
-	case app && send:
-		if time.Duration(cond.AppTimeout).Seconds() <= sendDue {
-			return recorder.EndedByAppTimeout
-		}
-		return recorder.EndedBySendTimeout
-	case app:
-		return recorder.EndedByAppTimeout
-	case send:
-		return recorder.EndedBySendTimeout
-	}
-	return recorder.EndedByUnknown
 }
 
 // appSendWait bounds how long the lab waits, after the downloads ended,

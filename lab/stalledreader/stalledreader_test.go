@@ -1,6 +1,7 @@
 package stalledreader
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -96,29 +97,65 @@ func TestScenarioRoundTrip(t *testing.T) {
 	}
 }
 
+// ender attributes each download from evidence about that download only:
+// a WORKER TIMEOUT naming another worker, or a "client timed out" line
+// naming another download, says nothing about it; a download the client
+// gave up on (20.2 s after t0) was ended by what was logged before that.
 func TestEnder(t *testing.T) {
-	app, send := lab.Duration(10*time.Second), lab.Duration(5*time.Second)
-	stalled := func(outcome string, stalledS, resumedS float64) recorder.StalledDownload {
-		return recorder.StalledDownload{Outcome: outcome, StalledS: recorder.Some(stalledS), ResumedS: recorder.Some(resumedS), EndS: resumedS + 0.2}
+	at := func(sec int) time.Time { return time.Date(2026, 12, 3, 12, 0, sec, 0, time.UTC) }
+	d := func(client int, outcome string) recorder.StalledDownload {
+		return recorder.StalledDownload{Client: client, Outcome: outcome, StalledS: recorder.Some(0.1), ResumedS: recorder.Some(20), EndS: 20.2}
 	}
+	served := map[string]stack.Served{
+		"r/0": {PID: 100, PeerPort: 5000, Ended: true},                 // killed: Gunicorn calls close() as the worker exits
+		"r/1": {PID: 101, PeerPort: 5001, Ended: true},                 // NGINX closed its upstream: the worker goes on
+		"r/2": {PID: 100, PeerPort: 5002, Ended: true, Followed: true}, // an earlier body of pid 100
+		"r/3": {PID: 102, PeerPort: 5003, Ended: true, Complete: true},
+		"r/4": {PID: 103, PeerPort: 5004},
+	}
+	gunicorn := []lab.WorkerTimeout{{PID: 100, At: at(4)}}
 	for _, tc := range []struct {
 		name string
 		d    recorder.StalledDownload
-		cond Condition
-		wt   int
+		id   string
+		e    evidence
 		want string
 	}{
-		{"complete", stalled(recorder.StalledComplete, 1, 21), Condition{Route: stack.RouteDirect}, 0, recorder.EndedByNone},
-		{"client bound", stalled(recorder.StalledTimeout, 1, 21), Condition{Route: stack.RouteDirect, AppTimeout: app}, 2, recorder.EndedByClient},
-		{"app killed", stalled(recorder.StalledTruncated, 1, 21), Condition{Route: stack.RouteDirect, AppTimeout: app}, 2, recorder.EndedByAppTimeout},
-		{"send first", stalled(recorder.StalledTruncated, 1, 21), Condition{Route: stack.RouteBufferingOff, AppTimeout: app, SendTimeout: send}, 2, recorder.EndedBySendTimeout},
-		{"app first", stalled(recorder.StalledTruncated, 8, 28), Condition{Route: stack.RouteBufferingOff, AppTimeout: app, SendTimeout: send}, 2, recorder.EndedByAppTimeout},
-		{"send only", stalled(recorder.StalledTruncated, 1, 21), Condition{Route: stack.RouteBufferingOn, AppTimeout: app, SendTimeout: send}, 0, recorder.EndedBySendTimeout},
-		{"stall too short", stalled(recorder.StalledTruncated, 1, 3), Condition{Route: stack.RouteBufferingOn, SendTimeout: send}, 0, recorder.EndedByUnknown},
-		{"nothing", stalled(recorder.StalledReset, 1, 21), Condition{Route: stack.RouteDirect}, 0, recorder.EndedByUnknown},
+		{"complete", d(3, recorder.StalledComplete), "r/3", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 102}}}, recorder.EndedByNone},
+		{"client bound", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 101, At: at(4)}}}, recorder.EndedByClient},
+		{"killed before the client gave up", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
+		{"cut before the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(19)}}}, recorder.EndedBySendTimeout},
+		{"cut after the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(21)}}}, recorder.EndedByClient},
+		{"cut in the second the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(20)}}}, recorder.EndedByUnknown},
+		{"both before the client gave up, one second", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(4)}}}, recorder.EndedByUnknown},
+		{"its worker killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
+		{"another worker killed", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
+		{"its worker killed later", d(2, recorder.StalledTruncated), "r/2", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
+		{"app recorded it complete", d(3, recorder.StalledTruncated), "r/3", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 102}}}, recorder.EndedByUnknown},
+		{"its connection aborted", d(4, recorder.StalledTruncated), "r/4", evidence{served: served, kills: []lab.WorkerTimeout{{PeerPort: 5004}}}, recorder.EndedByAppTimeout},
+		{"another connection aborted", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: []lab.WorkerTimeout{{PeerPort: 5004, PID: 101}}}, recorder.EndedByUnknown},
+		{"no send log", d(0, recorder.StalledTruncated), "r/0", evidence{kills: gunicorn}, recorder.EndedByUnknown},
+		{"proxy cut it", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=1"}}}, recorder.EndedBySendTimeout},
+		{"proxy cut another", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=11"}, {Target: "/large"}}}, recorder.EndedByUnknown},
+		{"reset, cut", d(1, recorder.StalledReset), "r/1", evidence{cuts: []lab.ClientTimeout{{Target: "/large?x=1&download=1"}}}, recorder.EndedBySendTimeout},
+		{"killed, then cut", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(9)}}}, recorder.EndedByAppTimeout},
+		{"cut, then killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(2)}}}, recorder.EndedBySendTimeout},
+		{"both in one second", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(4).Add(500 * time.Millisecond)}}}, recorder.EndedByUnknown},
+		{"nothing", d(0, recorder.StalledReset), "r/0", evidence{served: served}, recorder.EndedByUnknown},
 	} {
-		if got := ender(tc.d, tc.cond, tc.wt); got != tc.want {
+		if got := ender(tc.d, tc.id, tc.e, at(0)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Each download's URL names it, the rest of the query kept.
+func TestDownloadURL(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:8080/large?size=10")
+	if got := downloadURL(u, 3).String(); got != "http://127.0.0.1:8080/large?download=3&size=10" {
+		t.Errorf("got %s", got)
+	}
+	if u.RawQuery != "size=10" {
+		t.Errorf("the original URL changed: %s", u)
 	}
 }

@@ -1,0 +1,70 @@
+package lab
+
+import (
+	"bytes"
+	"strings"
+	"time"
+)
+
+// ClientTimeoutLog is what NGINX logs, at info, when send_timeout closes
+// a client that took nothing ("client timed out (110: Connection timed
+// out) while sending to client, client: ..., request: "GET /large
+// HTTP/1.1", ..."); the embedded proxy logs the same line (proxy's
+// send_timeout).
+const ClientTimeoutLog = "client timed out (110: Connection timed out) while sending to client"
+
+// ClientTimeout is one ClientTimeoutLog line of a proxy's log.
+type ClientTimeout struct {
+	// Target is the request's target as the line quotes it, e.g.
+	// /large?download=1.
+	Target string
+	// At is when it was logged (NGINX: to the second, local time); zero
+	// when the line has no time this parser knows.
+	At time.Time
+}
+
+// ClientTimeouts returns the ClientTimeoutLog lines of a run's proxy logs
+// (LOGDIR/RUNID-nginx.log and RUNID-proxy.log), in file and line order.
+// It fails when no log of the run is there.
+func ClientTimeouts(logDir, runID string) ([]ClientTimeout, error) {
+	var out []ClientTimeout
+	err := runLogLines(logDir, runID, func(name string, line []byte) {
+		if name != runID+"-nginx.log" && name != runID+"-proxy.log" {
+			return
+		}
+		if ct, ok := ParseClientTimeout(line); ok {
+			out = append(out, ct)
+		}
+	})
+	return out, err
+}
+
+// ParseClientTimeout reads a ClientTimeoutLog line, e.g. NGINX's
+//
+//	2026/12/03 12:56:31 [info] 7#0: *3 client timed out (110: Connection timed out) while sending to client, client: 127.0.0.1, server: , request: "GET /large?download=1 HTTP/1.1", upstream: "http://127.0.0.1:8000/large?download=1", host: "127.0.0.1:8080"
+//
+// ok is false for any other line, or one that quotes no request.
+func ParseClientTimeout(line []byte) (ct ClientTimeout, ok bool) {
+	i := bytes.Index(line, []byte(ClientTimeoutLog))
+	if i < 0 {
+		return ct, false
+	}
+	rest := string(line[i+len(ClientTimeoutLog):])
+	const key = `, request: "`
+	j := strings.Index(rest, key)
+	if j < 0 {
+		return ct, false
+	}
+	req := rest[j+len(key):]
+	end := strings.IndexByte(req, '"')
+	if end < 0 {
+		return ct, false
+	}
+	parts := strings.Fields(req[:end])
+	if len(parts) < 2 {
+		return ct, false
+	}
+	ct.Target = parts[1]
+	ct.At = logTime(string(line[:i]))
+	return ct, true
+}
