@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,11 +22,53 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
+// tempWatch keeps the sampler's readings of the temp files' size, so the
+// app can wait for what the sampler has seen.
+type tempWatch struct {
+	mu       sync.Mutex
+	changed  *sync.Cond
+	readings []int64
+}
+
+func newTempWatch() *tempWatch {
+	w := &tempWatch{}
+	w.changed = sync.NewCond(&w.mu)
+	return w
+}
+
+// size wraps the sampler's Temp, keeping each reading.
+func (w *tempWatch) size(f func() (int64, error)) func() (int64, error) {
+	return func() (int64, error) {
+		n, err := f()
+		if err == nil {
+			w.mu.Lock()
+			w.readings = append(w.readings, n)
+			w.mu.Unlock()
+			w.changed.Broadcast()
+		}
+		return n, err
+	}
+}
+
+// waitFor waits until done(readings) or ctx is done.
+func (w *tempWatch) waitFor(ctx context.Context, done func([]int64) bool) {
+	stop := context.AfterFunc(ctx, w.changed.Broadcast)
+	defer stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for !done(w.readings) && ctx.Err() == nil {
+		w.changed.Wait()
+	}
+}
+
 // pacedApp serves size bytes to every request, written in 64 KiB blocks
-// paced to rate (bytes/s), the first half, then nothing for pause, then
-// the second half, with the request's source port in
-// appserver.PeerPortHeader as the lab's apps do.
-func pacedApp(size int64, rate float64, pause time.Duration) http.Handler {
+// paced to rate (bytes/s), with the request's source port in
+// appserver.PeerPortHeader as the lab's apps do. Before the first byte it
+// waits until the sampler has read the temp files six times (a sample
+// taken while the response had not started), and half way until its last twelve
+// readings were the same, over 0 (samples taken while the temp files held
+// still).
+func pacedApp(size int64, rate float64, watch *tempWatch) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ap, err := netip.ParseAddrPort(r.RemoteAddr)
 		if err != nil {
@@ -34,6 +77,11 @@ func pacedApp(size int64, rate float64, pause time.Duration) http.Handler {
 		}
 		w.Header().Set(appserver.PeerPortHeader, strconv.Itoa(int(ap.Port())))
 		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		watch.mu.Lock()
+		seen := len(watch.readings)
+		watch.mu.Unlock()
+		// Any six readings in a row hold a sample's last one.
+		watch.waitFor(r.Context(), func(rd []int64) bool { return len(rd) >= seen+6 })
 		block := make([]byte, 64<<10)
 		start := time.Now()
 		for sent := int64(0); sent < size; {
@@ -43,8 +91,15 @@ func pacedApp(size int64, rate float64, pause time.Duration) http.Handler {
 			}
 			if sent < size/2 && sent+n >= size/2 {
 				w.(http.Flusher).Flush()
-				time.Sleep(pause)
-				start = start.Add(pause)
+				paused := time.Now()
+				watch.waitFor(r.Context(), func(rd []int64) bool {
+					// A sample reads twice a try, three tries at most,
+					// and keeps its last reading: any twelve readings in a
+					// row hold the last readings of two samples.
+					k := len(rd) - 12
+					return k >= 0 && rd[k] > 0 && !slices.ContainsFunc(rd[k:], func(v int64) bool { return v != rd[k] })
+				})
+				start = start.Add(time.Since(paused))
 			}
 			sent += n
 			time.Sleep(time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))))
@@ -112,17 +167,18 @@ func slowGet(addr, path string, rate float64, local chan<- netip.AddrPort) (Down
 // recordBuffered records a small real run through a buffering proxy (the
 // embedded proxy, package proxy, in this process, with NGINX's buffer
 // sizes) and returns its hops.csv rows as written and read back: an app
-// writing 16 MiB at 64 MiB/s with a 300 ms pause half way (so the proxy's
-// temp files fill over several samples and hold still between), two clients reading at 4 MiB/s, sampled every 10 ms with the
-// proxy's temp files measured from this process's fds and, like NGINX's,
-// its buffers not reported.
+// writing 16 MiB at 64 MiB/s with a pause half way until the sampler saw
+// the temp files hold still (pacedApp), two clients reading at 4 MiB/s,
+// sampled every 10 ms with the proxy's temp files measured from this
+// process's fds and, like NGINX's, its buffers not reported.
 func recordBuffered(t *testing.T) []recorder.Hop {
 	const size, fill, read = 16 << 20, 64 << 20, 4 << 20
 	appLn, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := &http.Server{Handler: pacedApp(size, fill, 300*time.Millisecond)}
+	watch := newTempWatch()
+	app := &http.Server{Handler: pacedApp(size, fill, watch)}
 	go app.Serve(appLn)
 	defer app.Close()
 	opts := proxy.DefaultOptions()
@@ -148,7 +204,7 @@ func recordBuffered(t *testing.T) []recorder.Hop {
 	p := Path{AppPort: uint16(appLn.Addr().(*net.TCPAddr).Port), ProxyPort: uint16(pxLn.Addr().(*net.TCPAddr).Port),
 		ProxyMemory: int64(opts.BufferSize + opts.Buffers.Count*opts.Buffers.Size)}
 	s := &Sampler{Interval: 10 * time.Millisecond, Ports: []uint16{p.AppPort, p.ProxyPort},
-		Temp: TempFiles{PIDs: []int{os.Getpid()}, Dirs: []string{opts.TempDir}}.Size}
+		Temp: watch.size(TempFiles{PIDs: []int{os.Getpid()}, Dirs: []string{opts.TempDir}}.Size)}
 	g := s.Start(context.Background(), time.Now())
 	type got struct {
 		d   Download
@@ -231,12 +287,31 @@ func cmpF(a, b float64) int {
 }
 
 // TestCheckMutationsOnRealRun: the samples of a real run through a
-// buffering proxy, its temp files measured from the files, pass Check;
-// each mutation of them fails it: the temp-file hop dropped, doubled, one
-// sample's temp-file reading replaced by an earlier one (measured at
-// another instant than its sockets), and one sample moved later in time.
+// buffering proxy, its temp files measured from the files, pass Check,
+// and each mutation of them fails it (checkMutations).
 func TestCheckMutationsOnRealRun(t *testing.T) {
-	rows := recordBuffered(t)
+	checkMutations(t, recordBuffered(t))
+}
+
+// TestCheckMutationsOnNginxRun: the same on the samples of a real run of
+// NGINX (testdata/nginx-buffered-hops.csv: slow-client on the real stack,
+// Gunicorn sync-2 behind NGINX with proxy_buffering on, two slow clients
+// reading 8 MiB at 2 MiB/s, as hops.csv recorded it).
+func TestCheckMutationsOnNginxRun(t *testing.T) {
+	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMutations(t, rows)
+}
+
+// checkMutations: rows pass Check (but for samples taken while a
+// connection was being set up), and each mutation of them fails it: the
+// temp-file hop dropped, doubled, one sample's temp-file reading replaced
+// by one taken at an earlier sample (at another instant than its
+// sockets), and one sample of a download moved later in time.
+func checkMutations(t *testing.T, rows []recorder.Hop) {
+	t.Helper()
 	if bad := held(rows); len(bad) > 0 {
 		t.Fatalf("unmutated: %d samples not conserved; the first: %s", len(bad), bad[0])
 	}
@@ -245,33 +320,51 @@ func TestCheckMutationsOnRealRun(t *testing.T) {
 	for _, i := range ts {
 		peak = max(peak, rows[i].Bytes)
 	}
-	// A sample while the temp files held still (the app's pause), and the
-	// first later one at which they held still again, 4 MiB more (the
-	// response spooled): the first one's reading paired with the later
-	// one's sockets is a reading from another instant. Held still, each
-	// sample's own uncertainty (its skew) is small.
+	// The first sample at which the temp files held still (its own
+	// uncertainty, its skew, is then small), and the one before it at
+	// which they were the smallest, 4 MiB less at least.
 	stable := func(k int) bool { return k > 0 && rows[ts[k]].Bytes == rows[ts[k-1]].Bytes && rows[ts[k]].Bytes > 0 }
-	still, grown := -1, -1
-	for k := 1; k < len(ts) && grown < 0; k++ {
-		if !stable(k) {
-			continue
-		}
-		for j := k + 1; j < len(ts); j++ {
-			if stable(j) && rows[ts[j]].Bytes-rows[ts[k]].Bytes >= 4<<20 {
-				still, grown = k, j
-				break
+	earlier, still := -1, -1
+	for k := 1; k < len(ts) && still < 0; k++ {
+		if stable(k) {
+			still, earlier = k, 0
+			for i := range k {
+				if rows[ts[i]].Bytes <= rows[ts[earlier]].Bytes {
+					earlier = i
+				}
 			}
 		}
 	}
 	t.Logf("%d rows, %d proxy samples, temp files peak %d bytes", len(rows), len(ts), peak)
-	if peak < 8<<20 || grown < 0 {
+	if peak < 4<<20 || still < 0 || rows[ts[still]].Bytes-rows[ts[earlier]].Bytes < 4<<20 {
 		var seq []string
 		for _, i := range ts {
 			seq = append(seq, fmt.Sprintf("%.3f:%d", rows[i].TS, rows[i].Bytes))
 		}
-		t.Fatalf("temp files peaked at %d bytes, and no sample while they held still was followed by one holding still 4 MiB more: want over 8 MiB and both; the samples: %v", peak, seq)
+		t.Fatalf("temp files peaked at %d bytes, want over 4 MiB, and a sample while they held still with one 4 MiB less before it; the samples: %v", peak, seq)
 	}
-	t.Logf("held still at %.3f s (%d bytes), and again at %.3f s (%d bytes)", rows[ts[still]].TS, rows[ts[still]].Bytes, rows[ts[grown]].TS, rows[ts[grown]].Bytes)
+	at, to := rows[ts[earlier]].TS, rows[ts[still]].TS
+	t.Logf("temp files %d bytes at %.3f s, held still at %d bytes at %.3f s", rows[ts[earlier]].Bytes, at, rows[ts[still]].Bytes, to)
+	// A download whose client had read less at the earlier sample than at
+	// the later one: moved after it, its sample is out of time order.
+	read := map[groupKey]int64{}
+	for _, r := range rows {
+		if r.Hop == recorder.HopClientRead {
+			read[groupKey{r.RunID, r.Download, r.TS}] = r.Bytes
+		}
+	}
+	moved := -1
+	for _, r := range rows {
+		a, okA := read[groupKey{r.RunID, r.Download, at}]
+		b, okB := read[groupKey{r.RunID, r.Download, to}]
+		if r.Hop == recorder.HopClientRead && r.TS == at && okA && okB && a < b {
+			moved = r.Download
+			break
+		}
+	}
+	if moved < 0 {
+		t.Fatalf("no download read more at %.3f s than at %.3f s", to, at)
+	}
 
 	mutations := map[string]func([]recorder.Hop) []recorder.Hop{
 		"drop temp-file hop": func(r []recorder.Hop) []recorder.Hop {
@@ -286,16 +379,13 @@ func TestCheckMutationsOnRealRun(t *testing.T) {
 			return r
 		},
 		"temp files read at an earlier sample": func(r []recorder.Hop) []recorder.Hop {
-			r[ts[grown]].Bytes = r[ts[still]].Bytes
+			r[ts[still]].Bytes = r[ts[earlier]].Bytes
 			return r
 		},
 		"one sample moved later": func(r []recorder.Hop) []recorder.Hop {
-			// Download 0's sample at which the temp files first held
-			// still, to just after the one at which they held still again.
-			at, to := r[ts[still]].TS, r[ts[grown]].TS+0.0005
 			for i := range r {
-				if r[i].Download == 0 && r[i].TS == at {
-					r[i].TS = to
+				if r[i].Download == moved && r[i].TS == at {
+					r[i].TS = to + 0.0005
 				}
 			}
 			return r
