@@ -78,7 +78,8 @@ func (v Violation) String() string {
 // rows) and its configured memory bound allow, per download and, over
 // every download the proxy relays at the sample, at least what its temp
 // files hold unsent. Check also tests that client_read and app_written
-// never fall from one sample of a download to the next. It returns the
+// (as read from the app's socket) never fall from one sample of a
+// download to the next. It returns the
 // samples where a test does not hold.
 func Check(rows []recorder.Hop) []Violation {
 	gs := evaluate(rows)
@@ -115,6 +116,7 @@ type group struct {
 	v    Violation
 	// What the rows say.
 	writtenOK   bool
+	writtenSeen bool  // app_written is from sock_diag, not derived
 	measured    int64 // hops in transit measured (sock_diag, proxy), less their delivered parts
 	kernel      int64 // of those, sock_diag's
 	read        int64
@@ -171,7 +173,7 @@ func (g *group) add(h recorder.Hop) {
 	}
 	switch h.Hop {
 	case recorder.HopAppWritten:
-		v.AppWritten, g.writtenOK = h.Bytes, h.Source != recorder.HopSourceMissing
+		v.AppWritten, g.writtenOK, g.writtenSeen = h.Bytes, h.Source != recorder.HopSourceMissing, h.Source == recorder.HopSourceKernel
 	case recorder.HopSampleSkew:
 		g.skew = h.Bytes
 	case recorder.HopClientRead:
@@ -280,9 +282,10 @@ func (g *group) proxyCheck(ds []*group) {
 }
 
 // monotonic returns a violation for each sample of a download at which
-// client_read or a measured app_written is less than at the sample
-// before: cumulative counts never fall, so a sample out of its time order
-// does not hold.
+// client_read, or app_written read from the app's socket, is less than at
+// the sample before: cumulative counts never fall, so a sample out of its
+// time order does not hold. (A derived app_written, the whole response
+// once the app's socket closed, is no count of the kernel's.)
 func monotonic(gs []*group) []Violation {
 	byDownload := map[groupKey][]*group{}
 	for _, g := range gs {
@@ -300,7 +303,7 @@ func monotonic(gs []*group) []Violation {
 			switch {
 			case cur.read < prev.read:
 				reason = fmt.Sprintf("client_read fell from %d (at %.3f s) to %d", prev.read, prev.k.ts, cur.read)
-			case prev.writtenOK && cur.writtenOK && cur.v.AppWritten < prev.v.AppWritten:
+			case prev.writtenSeen && cur.writtenSeen && cur.v.AppWritten < prev.v.AppWritten:
 				reason = fmt.Sprintf("app_written fell from %d (at %.3f s) to %d", prev.v.AppWritten, prev.k.ts, cur.v.AppWritten)
 			}
 			if reason != "" {
