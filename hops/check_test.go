@@ -1,6 +1,7 @@
 package hops
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,4 +121,27 @@ func TestTempFilesSize(t *testing.T) {
 	if _, err := (TempFiles{PIDs: []int{1 << 30}, Dirs: []string{dir}}).Size(); err == nil || !strings.Contains(err.Error(), "pid 1073741824") {
 		t.Errorf("a process that does not exist: %v, want an error naming it", err)
 	}
+}
+
+// Check reads hops.csv rows from a file: whatever rows it is given, it
+// returns only violations it can say why of, and never panics.
+func FuzzCheck(f *testing.F) {
+	for _, name := range []string{"testdata/nginx-899m.csv", "testdata/nginx-buffered-hops.csv"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rows, err := recorder.ReadAll[recorder.Hop](bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for _, v := range Check(rows) {
+			if v.Reason == "" && abs(v.Unaccounted) <= v.Allowed {
+				t.Fatalf("violation within its allowance: %+v", v)
+			}
+		}
+	})
 }
