@@ -189,6 +189,10 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		if p.ProxyPort == 0 {
 			written = max(written, int64(client.BytesReceived))
 		}
+		// Never seen, and neither the whole response nor the proxy's
+		// read known (a download that did not complete): not 0 but
+		// unknown.
+		writtenOK = written > 0
 		r.put(recorder.HopAppSendQueue, 0, recorder.HopSourceDerived)
 		r.add(recorder.HopAppSendQueueNotSent, 0, recorder.HopSourceDerived)
 	default:

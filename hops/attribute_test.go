@@ -191,3 +191,21 @@ func TestMovement(t *testing.T) {
 		t.Errorf("no change: movement %d", m)
 	}
 }
+
+// Through a proxy, an app socket never seen by a download that did not
+// complete (no Total) leaves app_written unknown: missing, not 0.
+func TestHopsProxyAppNeverSeen(t *testing.T) {
+	const app, proxy, client = 8000, 8080, 40000
+	smp := Sample{T: time.Second, HasTemp: true, Sockets: []Socket{
+		sock(proxy, client, 0, 256<<10, 1<<20, 100),
+		sock(client, proxy, 8<<10, 0, 100, 1<<20),
+	}}
+	rows := Hops("r", Path{AppPort: app, ProxyPort: proxy, ProxyMemory: 80 << 10}, []Download{{Local: ap(client)}}, []Sample{smp})
+	if r, _ := hopAt(rows, 1, recorder.HopAppWritten); r.Source != recorder.HopSourceMissing {
+		t.Errorf("app_written %+v, want missing", r)
+	}
+	bad := Check(rows)
+	if len(bad) == 0 || !strings.Contains(bad[0].String(), "missing from the sample: ") || !strings.Contains(bad[0].String(), "app_written") {
+		t.Errorf("violations %v: want them naming app_written missing", bad)
+	}
+}
