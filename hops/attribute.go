@@ -11,10 +11,12 @@ type Path struct {
 	AppPort uint16
 	// ProxyPort is the proxy's listening port; 0 on the direct route.
 	ProxyPort uint16
-	// ProxyMemory, for a proxy that does not report its buffers (NGINX),
-	// is the memory it buffers a response in before it writes a temp
-	// file (proxy_buffer_size + proxy_buffers): the split of what it holds
-	// into proxy_memory and proxy_temp_file is derived from it.
+	// ProxyMemory is the most memory the proxy buffers a response in by
+	// its configuration (NGINX's proxy_buffer_size + proxy_buffers): the
+	// bound Check puts on its memory. For a proxy that does not report its
+	// buffers (NGINX), the split of what it holds into proxy_memory and
+	// proxy_temp_file is derived from it (for the reader; Check leaves
+	// derived hops out).
 	ProxyMemory int64
 	// ProxyReports says the samples have the proxy's own report.
 	ProxyReports bool
@@ -58,17 +60,49 @@ type state struct {
 // the app wrote. A socket not in a sample before the response started is
 // missing (0, source missing, not counted), and so is anything derived
 // from it.
+//
+// On a proxied route whose samples measured the proxy's temp files, each
+// sample in which a download was followed gets the proxy's own rows
+// (Download recorder.HopProxyWide): the temp files' size and the proxy's
+// memory bound per response. Every unaccounted row is what Check
+// computes from the measured hops.
 func Hops(runID string, p Path, downloads []Download, samples []Sample) []recorder.Hop {
 	var rows []recorder.Hop
+	followed := make([]bool, len(samples))
 	for _, d := range downloads {
 		if !d.Local.IsValid() {
 			continue
 		}
 		var st state
-		for _, smp := range samples {
+		for i, smp := range samples {
+			n := len(rows)
 			rows = p.sample(rows, runID, d, smp, &st)
+			followed[i] = followed[i] || len(rows) > n
 		}
 	}
+	for i, smp := range samples {
+		if followed[i] && p.ProxyPort != 0 && smp.HasTemp {
+			rows = p.proxyRows(rows, runID, smp)
+		}
+	}
+	account(rows)
+	return rows
+}
+
+// proxyRows adds the proxy's own rows of one sample: its temp files'
+// size (from the files), its memory bound (from its configuration), the
+// sample's skew and the proxy's unaccounted bytes (set by account).
+func (p Path) proxyRows(rows []recorder.Hop, runID string, smp Sample) []recorder.Hop {
+	base := recorder.Hop{RunID: runID, TS: smp.T.Seconds(), Download: recorder.HopProxyWide}
+	add := func(hop string, bytes int64, source string) {
+		h := base
+		h.Hop, h.Bytes, h.Source = hop, bytes, source
+		rows = append(rows, h)
+	}
+	add(recorder.HopProxyTempFileSize, smp.TempFile, recorder.HopSourceFile)
+	add(recorder.HopProxyMemoryBound, p.ProxyMemory, recorder.HopSourceConfig)
+	add(recorder.HopSampleSkew, smp.Skew+smp.TempSkew, recorder.HopSourceCheck)
+	add(recorder.HopUnaccounted, 0, recorder.HopSourceCheck)
 	return rows
 }
 
@@ -88,7 +122,6 @@ func find(socks []Socket, localPort, remotePort uint16) (Socket, bool) {
 type sampleRows struct {
 	rows    []recorder.Hop
 	base    recorder.Hop
-	transit int64
 	missing []string
 }
 
@@ -98,13 +131,11 @@ func (r *sampleRows) add(hop string, bytes int64, source string) {
 	r.rows = append(r.rows, h)
 }
 
-// put adds a hop in transit: counted unless missing.
+// put adds a hop in transit, noting it when missing.
 func (r *sampleRows) put(hop string, bytes int64, source string) {
 	r.add(hop, bytes, source)
 	if source == recorder.HopSourceMissing {
 		r.missing = append(r.missing, hop)
-	} else {
-		r.transit += bytes
 	}
 }
 
@@ -158,6 +189,10 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		if p.ProxyPort == 0 {
 			written = max(written, int64(client.BytesReceived))
 		}
+		// Never seen, and neither the whole response nor the proxy's
+		// read known (a download that did not complete): not 0 but
+		// unknown.
+		writtenOK = written > 0
 		r.put(recorder.HopAppSendQueue, 0, recorder.HopSourceDerived)
 		r.add(recorder.HopAppSendQueueNotSent, 0, recorder.HopSourceDerived)
 	default:
@@ -182,29 +217,38 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		writtenSrc = recorder.HopSourceMissing
 	}
 	r.add(recorder.HopAppWritten, written, writtenSrc)
+	p.checkRows(r, smp, pb, writtenOK)
+	return r.rows
+}
+
+// checkRows adds a download's sample_skew (the sockets', the proxy
+// report's and the temp files' movement during the sample) and its
+// unaccounted row, whose bytes account sets from the measured hops.
+func (p Path) checkRows(r *sampleRows, smp Sample, pb *ProxyBuffer, writtenOK bool) {
 	skew := smp.Skew
 	if pb != nil {
 		skew += pb.Skew
+	}
+	if p.ProxyPort != 0 {
+		skew += smp.TempSkew
 	}
 	r.add(recorder.HopSampleSkew, skew, recorder.HopSourceCheck)
 	src := recorder.HopSourceCheck
 	if len(r.missing) > 0 || !writtenOK {
 		src = recorder.HopSourceMissing
 	}
-	r.add(recorder.HopUnaccounted, written-r.transit-read, src)
-	return r.rows
+	r.add(recorder.HopUnaccounted, 0, src)
 }
 
 // delivered adds the part of sender's send queue the receiver already
-// has: received beyond what the sender saw acknowledged. It is taken off
-// the bytes in transit, which would count it twice.
+// has: received beyond what the sender saw acknowledged. Check takes it
+// off the bytes in transit, which would count it twice.
 func (r *sampleRows) delivered(hop string, sender, receiver Socket, ok bool) {
 	if !ok {
 		return
 	}
 	n := min(max(int64(receiver.BytesReceived)-int64(sender.BytesAcked), 0), int64(sender.SendQ))
 	r.add(hop, n, recorder.HopSourceKernel)
-	r.transit -= n
 }
 
 // proxyHops adds the proxy's hops: its receive queue from the app, its

@@ -38,18 +38,20 @@ func TestHopsDerivedProxy(t *testing.T) {
 	p := Path{AppPort: app, ProxyPort: proxy, ProxyMemory: 80 << 10}
 	d := Download{Client: 1, Local: ap(client), PeerPort: peer}
 	samples := []Sample{
-		{T: 100 * time.Millisecond, Sockets: []Socket{sock(client, proxy, 0, 0, 100, 0), sock(proxy, client, 0, 0, 0, 100)}},
+		{T: 100 * time.Millisecond, HasTemp: true, Sockets: []Socket{sock(client, proxy, 0, 0, 100, 0), sock(proxy, client, 0, 0, 0, 100)}},
 		// The app wrote 5 MiB: 1 MiB in its send queue, 4 MiB acked by the
 		// proxy, which has 256 KiB unread; it wrote 1 MiB to the client
-		// (768 KiB acked, read by the client but 8 KiB).
-		{T: 200 * time.Millisecond, Sockets: []Socket{
+		// (768 KiB acked, read by the client but 8 KiB). Its temp file
+		// has 3 MiB (so it holds 2.75 MiB: in memory and in the file).
+		{T: 200 * time.Millisecond, HasTemp: true, TempFile: 3 << 20, Sockets: []Socket{
 			sock(app, peer, 100, 1<<20, 4<<20, 100),
 			sock(peer, app, 256<<10, 0, 100, 4<<20),
 			sock(proxy, client, 0, 256<<10, 768<<10, 100),
 			sock(client, proxy, 8<<10, 0, 100, 768<<10),
 		}},
-		// The app and the proxy's upstream socket are gone (16 MiB read).
-		{T: 300 * time.Millisecond, Sockets: []Socket{
+		// The app and the proxy's upstream socket are gone (5 MiB read,
+		// 4 MiB of it in the temp file, 1.25 MiB sent).
+		{T: 300 * time.Millisecond, HasTemp: true, TempFile: 4 << 20, Sockets: []Socket{
 			sock(proxy, client, 0, 256<<10, 1<<20, 100),
 			sock(client, proxy, 8<<10, 0, 100, 1<<20),
 		}},
@@ -83,7 +85,7 @@ func TestHopsDerivedProxy(t *testing.T) {
 
 	// A sample that loses 1 MiB: the proxy's socket to the client claims
 	// less than the client received.
-	broken := []Sample{{T: time.Second, Sockets: []Socket{
+	broken := []Sample{{T: time.Second, HasTemp: true, TempFile: 3 << 20, Sockets: []Socket{
 		sock(app, peer, 100, 0, 4<<20, 100),
 		sock(peer, app, 0, 0, 100, 4<<20),
 		sock(client, proxy, 0, 0, 100, 1<<20),
@@ -187,5 +189,23 @@ func TestMovement(t *testing.T) {
 	}
 	if m := movement(b, b); m != 0 {
 		t.Errorf("no change: movement %d", m)
+	}
+}
+
+// Through a proxy, an app socket never seen by a download that did not
+// complete (no Total) leaves app_written unknown: missing, not 0.
+func TestHopsProxyAppNeverSeen(t *testing.T) {
+	const app, proxy, client = 8000, 8080, 40000
+	smp := Sample{T: time.Second, HasTemp: true, Sockets: []Socket{
+		sock(proxy, client, 0, 256<<10, 1<<20, 100),
+		sock(client, proxy, 8<<10, 0, 100, 1<<20),
+	}}
+	rows := Hops("r", Path{AppPort: app, ProxyPort: proxy, ProxyMemory: 80 << 10}, []Download{{Local: ap(client)}}, []Sample{smp})
+	if r, _ := hopAt(rows, 1, recorder.HopAppWritten); r.Source != recorder.HopSourceMissing {
+		t.Errorf("app_written %+v, want missing", r)
+	}
+	bad := Check(rows)
+	if len(bad) == 0 || !strings.Contains(bad[0].String(), "missing from the sample: ") || !strings.Contains(bad[0].String(), "app_written") {
+		t.Errorf("violations %v: want them naming app_written missing", bad)
 	}
 }

@@ -10,26 +10,42 @@
 // on the stack's listening ports, in the sampler's network namespace (a
 // dump walks the kernel's whole socket table, so it is not one instant:
 // how far the sockets moved between the two is the sample's skew, and a
-// sample that moved much is taken again), and, for a proxy
-// that reports its buffers (the embedded proxy's GET /buffers), that
-// report, read just before and just after the dump so the sample knows
-// how far the proxy moved meanwhile (its skew). Every socket of the path is
-// in one dump: the load generator's own sockets are in the same namespace
-// as the stack's, so its receive queue and read count come from the same
-// kernel snapshot as the app's send queue.
+// sample that moved much is taken again); on a proxied route, the size of
+// the proxy's temp files, read from the files themselves (TempFiles: the
+// proxy's fds in /proc/PID/fd, stat'ed through the fd) just before the
+// first dump and just after the second (how far it moved adds to the
+// skew); and, for a proxy that reports its buffers (the embedded proxy's
+// GET /buffers), that report, read just before and just after the dump so
+// the sample knows how far the proxy moved meanwhile. Every socket of the
+// path is in one dump: the load generator's own sockets are in the same
+// namespace as the stack's, so its receive queue and read count come from
+// the same kernel snapshot as the app's send queue.
 //
 // Hops attributes the sockets to downloads after the run, by ports: the
 // client's local address names its socket and the proxy's accepted one;
 // the port the app saw the request come from (the app's
 // X-Slowlab-Peer-Port response header, appserver.PeerPortHeader) names the
 // app's socket and the proxy's socket to the app. It writes what it found
-// as recorder.Hop rows (hops.csv) with their source, and what the kernel
-// does not say (NGINX's buffers) derived from the other hops and the
-// proxy's configured memory, marked derived. Check tests the conservation
-// of bytes at every sample: app_written = every hop in between +
-// client_read, within 5% or 256 KiB plus the sample's skew; where it does
-// not hold it names the hops that were missing from the sample.
+// as recorder.Hop rows (hops.csv) with their source. What the kernel does
+// not say, where a proxy does not report it (NGINX's memory and temp file
+// per download), is derived from the other hops for the reader and marked
+// derived; the proxy's temp files, which nothing outside the proxy can
+// tell apart by download, are the proxy's own rows (Download
+// recorder.HopProxyWide), with its memory bound per response from its
+// configuration.
+//
+// Check tests the conservation of bytes at every sample from the measured
+// hops only (a derived hop stays out): app_written = every measured hop
+// in between + client_read, within 5% or 256 KiB plus the sample's skew,
+// where what a non-reporting proxy holds is not a value but a range: per
+// download at most its temp files and its memory bound, and over the
+// downloads it relays at least what its temp files hold unsent (their
+// size less what it sent to the clients) and at most their size plus its
+// memory bound per download. It also tests that client_read and
+// app_written never fall from a sample to the next. Where a test does not
+// hold it names the hops that were missing from the sample.
 //
 // hops does not start stacks, send load (loadgen) or decide where its rows
-// go (lab and recorder); it reads sockets only on the host it runs on.
+// go (lab and recorder); it reads sockets and the proxy's fds only on
+// the host it runs on.
 package hops

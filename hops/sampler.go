@@ -41,6 +41,12 @@ type Sample struct {
 	// Skew is how many bytes the sockets moved between the sample's two
 	// dumps: its uncertainty, added to every download's.
 	Skew int64
+	// HasTemp says the proxy's temp files were measured: TempFile is
+	// their summed size (Sampler.Temp) read just after the second dump,
+	// and TempSkew how far it moved since just before the first.
+	HasTemp  bool
+	TempFile int64
+	TempSkew int64
 }
 
 // Sampler takes Samples of the sockets on Ports. Dump defaults to DumpTCP
@@ -54,7 +60,11 @@ type Sampler struct {
 	// IPv6 dumps IPv6 sockets too (a stack listening on ::1).
 	IPv6  bool
 	Proxy func(ctx context.Context) ([]ProxyBuffer, error)
-	Dump  func() ([]Socket, error)
+	// Temp, when set, measures the proxy's temp files from outside it
+	// (TempFiles.Size), read just before the first dump and just after
+	// the second.
+	Temp func() (int64, error)
+	Dump func() ([]Socket, error)
 }
 
 // maxSkew is the movement during a sample (of the sockets, or of the
@@ -117,7 +127,7 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 }
 
 // Take takes one Sample now: two dumps back to back (and the proxy's
-// report before and after them). A dump is not one instant: the kernel
+// report and its temp files' size before and after them). A dump is not one instant: the kernel
 // walks its whole socket table (milliseconds on a host with many sockets),
 // so a connection set up meanwhile can be half in it, and a proxy that
 // moves a burst from one socket to the other meanwhile is counted in
@@ -138,6 +148,13 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 				return Sample{}, err
 			}
 		}
+		var tempBefore int64
+		if s.Temp != nil {
+			var err error
+			if tempBefore, err = s.Temp(); err != nil {
+				return Sample{}, err
+			}
+		}
 		first, err := dump()
 		if err != nil {
 			return Sample{}, err
@@ -148,6 +165,12 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 		}
 		smp = Sample{T: time.Since(t0), Sockets: s.keep(all)}
 		smp.Skew = movement(s.keep(first), smp.Sockets)
+		if s.Temp != nil {
+			if smp.TempFile, err = s.Temp(); err != nil {
+				return Sample{}, err
+			}
+			smp.HasTemp, smp.TempSkew = true, abs(smp.TempFile-tempBefore)
+		}
 		if s.Proxy != nil {
 			after, err := s.Proxy(ctx)
 			if err != nil {
@@ -155,7 +178,7 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 			}
 			smp.Proxy = skewed(before, after)
 		}
-		if try+1 >= skewTries || max(smp.Skew, maxOf(smp.Proxy)) <= maxSkew {
+		if try+1 >= skewTries || max(smp.Skew, maxOf(smp.Proxy), smp.TempSkew) <= maxSkew {
 			return smp, nil
 		}
 	}

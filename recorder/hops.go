@@ -8,6 +8,13 @@ package recorder
 // its buffers), HopSourceDerived (computed from other hops and the
 // configuration, for a proxy that reports nothing, such as NGINX) or
 // HopSourceCheck (the conservation check's own rows) or HopSourceMissing.
+// A derived figure is kept for the reader (the stacked figure) but is no
+// measurement: the conservation check (hops.Check) leaves it out.
+//
+// Rows of Download HopProxyWide are the proxy's as a whole at that sample
+// (its temp files cannot be told apart by download from outside it):
+// HopProxyTempFileSize (source HopSourceFile) and HopProxyMemoryBound
+// (source HopSourceConfig), with the proxy's SampleSkew and Unaccounted.
 type Hop struct {
 	RunID    string
 	TS       float64 // seconds since the run's t0
@@ -44,7 +51,22 @@ const (
 	HopClientRead                    = "client_read"
 	HopUnaccounted                   = "unaccounted"
 	HopSampleSkew                    = "sample_skew"
+	// HopProxyTempFileSize is the summed size (st_size) of the response
+	// temp files the proxy holds open, read from the files themselves
+	// (stat of the proxy's fds): everything spooled so far, sent or not,
+	// a cumulative count (a temp file is never truncated), at the same
+	// sample as the sockets. It bounds what the proxy holds in its temp
+	// files: at most it, at least it less what the proxy sent to clients.
+	HopProxyTempFileSize = "proxy_temp_file_size"
+	// HopProxyMemoryBound is the most of one response the proxy holds in
+	// memory by its configuration (NGINX's proxy_buffer_size +
+	// proxy_buffers): a bound, not a measurement.
+	HopProxyMemoryBound = "proxy_memory_bound"
 )
+
+// HopProxyWide is the Download of the rows that are the proxy's as a
+// whole at a sample, not one download's.
+const HopProxyWide = -1
 
 // Sources of a Hop's figure.
 const (
@@ -52,6 +74,11 @@ const (
 	HopSourceProxy   = "proxy"
 	HopSourceDerived = "derived"
 	HopSourceCheck   = "check"
+	// HopSourceFile: read from the files themselves (the proxy's open
+	// temp files, found through /proc/PID/fd and stat'ed through the fd).
+	HopSourceFile = "temp_file"
+	// HopSourceConfig: a bound the configuration sets, not a measurement.
+	HopSourceConfig = "config"
 	// HopSourceMissing: the hop's socket was not in the sample (not open
 	// yet, or never found); its bytes are 0 and not counted.
 	HopSourceMissing = "missing"

@@ -187,8 +187,10 @@ func checkResultFiles(t *testing.T, dir string, runs, perRun int) {
 // through its download, bytes are conserved at every sample (the missing
 // hop named where not), and the bytes waited where the route puts them:
 // directly in the app's send queue, behind a buffering proxy in its temp
-// file (proxySource: the embedded proxy reports it, NGINX's is derived),
-// behind an unbuffered one in little proxy memory.
+// file (proxySource: the embedded proxy reports it, NGINX's is derived; on
+// both the proxy's temp files are measured from the files, and Check
+// bounds what the proxy holds by them), behind an unbuffered one in
+// little proxy memory.
 func checkHops(t *testing.T, dir string, runs []recorder.Run, proxySource string) {
 	t.Helper()
 	rows, err := recorder.ReadFile[recorder.Hop](filepath.Join(dir, "hops.csv"))
@@ -214,6 +216,9 @@ func checkHops(t *testing.T, dir string, runs []recorder.Run, proxySource string
 		if r.Hop == recorder.HopProxyTempFile && r.Source != recorder.HopSourceMissing {
 			source[r.RunID] = r.Source
 		}
+		if r.Hop == recorder.HopProxyTempFileSize && (r.Download != recorder.HopProxyWide || r.Source != recorder.HopSourceFile) {
+			t.Errorf("%s: %+v: want the proxy's temp files measured from the files, as the proxy's row", r.RunID, r)
+		}
 	}
 	for _, run := range runs {
 		for d := range run.SlowClients {
@@ -234,6 +239,10 @@ func checkHops(t *testing.T, dir string, runs []recorder.Run, proxySource string
 		case stack.RouteBufferingOn:
 			if p[recorder.HopProxyTempFile] < 1<<20 || source[run.RunID] != proxySource {
 				t.Errorf("%s: proxy temp file peaked at %d bytes (%s), want over 1 MiB (%s)", run.RunID, p[recorder.HopProxyTempFile], source[run.RunID], proxySource)
+			}
+			// Conserved above with the temp files measured, not derived.
+			if p[recorder.HopProxyTempFileSize] < 1<<20 {
+				t.Errorf("%s: the proxy's temp files measured at most %d bytes, want over 1 MiB", run.RunID, p[recorder.HopProxyTempFileSize])
 			}
 		case stack.RouteBufferingOff:
 			if p[recorder.HopProxyMemory] > 64<<10 || p[recorder.HopProxyTempFile] != 0 || p[recorder.HopAppSendQueue] < 1<<20 {

@@ -49,6 +49,13 @@ func (c *Config) startHops(ctx context.Context, running *stack.Running, slow int
 			p.ProxyReports = true
 			s.Proxy = hops.FetchProxy(url)
 		}
+		// The proxy's temp files, measured from the files at every sample
+		// (Check bounds what the proxy holds by them).
+		pid, dirs := running.ProxyProcess()
+		if pid == 0 {
+			return nil, fmt.Errorf("hops: the proxy's process is not known")
+		}
+		s.Temp = hops.TempFiles{PIDs: []int{pid}, Dirs: dirs}.Size
 	}
 	return &hopSampling{path: p, g: s.Start(ctx, t0)}, nil
 }

@@ -74,13 +74,25 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	if err != nil {
 		return nil, err
 	}
-	return &embeddedProxyRun{p: p, addr: p.Ready()[child.KeyListen], admin: p.Ready()[child.KeyAdmin], tempDir: tempDir}, nil
+	return &embeddedProxyRun{p: p, addr: p.Ready()[child.KeyListen], admin: p.Ready()[child.KeyAdmin], tempDir: tempDir, buffering: buffering}, nil
 }
 
 // embeddedProxyRun is a started embedded proxy.
 type embeddedProxyRun struct {
 	p                    *child.Process
 	addr, admin, tempDir string
+	buffering            bool
+}
+
+// MemoryBuffers implements MemoryBufferer: the embedded proxy runs with
+// NGINX's buffer sizes (proxy.DefaultBufferSize and DefaultBuffers*), so
+// it holds what NGINX would: with buffering on the header buffer and the
+// buffers, off the one relay buffer.
+func (r *embeddedProxyRun) MemoryBuffers() int64 {
+	if r.buffering {
+		return nginxBufferSize + nginxBuffers
+	}
+	return nginxBufferSize
 }
 
 func (r *embeddedProxyRun) Process() *child.Process { return r.p }

@@ -57,16 +57,26 @@ func (r *Running) ProxyAddr() string {
 }
 
 // ProxyBuffers says what the proxy tells of the bytes it holds: the URL of
-// its report (BufferReporter), else the memory it buffers a response in
-// by its configuration (MemoryBufferer); neither on the direct route.
+// its report (BufferReporter), and the memory it buffers a response in at
+// most by its configuration (MemoryBufferer); neither on the direct route.
 func (r *Running) ProxyBuffers() (reportURL string, memory int64) {
 	if br, ok := r.proxy.(BufferReporter); ok {
-		return br.BuffersURL(), 0
+		reportURL = br.BuffersURL()
 	}
 	if mb, ok := r.proxy.(MemoryBufferer); ok {
-		return "", mb.MemoryBuffers()
+		memory = mb.MemoryBuffers()
 	}
-	return "", 0
+	return reportURL, memory
+}
+
+// ProxyProcess is the proxy's process and its temp dirs, where its temp
+// files can be found from outside it (hops.TempFiles); pid is 0 on the
+// direct route and on an external stack.
+func (r *Running) ProxyProcess() (pid int, tempDirs []string) {
+	if r.ext != nil || r.proxy == nil {
+		return 0, nil
+	}
+	return r.proxy.Process().PID(), r.proxy.TempDirs()
 }
 
 // Target is the URL of a request of kind: the base URL with pathQuery

@@ -1,0 +1,402 @@
+package hops
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/proxy"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// tempWatch keeps the sampler's readings of the temp files' size, so the
+// app can wait for what the sampler has seen.
+type tempWatch struct {
+	mu       sync.Mutex
+	changed  *sync.Cond
+	readings []int64
+}
+
+func newTempWatch() *tempWatch {
+	w := &tempWatch{}
+	w.changed = sync.NewCond(&w.mu)
+	return w
+}
+
+// size wraps the sampler's Temp, keeping each reading.
+func (w *tempWatch) size(f func() (int64, error)) func() (int64, error) {
+	return func() (int64, error) {
+		n, err := f()
+		if err == nil {
+			w.mu.Lock()
+			w.readings = append(w.readings, n)
+			w.mu.Unlock()
+			w.changed.Broadcast()
+		}
+		return n, err
+	}
+}
+
+// waitFor waits until done(readings) or ctx is done.
+func (w *tempWatch) waitFor(ctx context.Context, done func([]int64) bool) {
+	stop := context.AfterFunc(ctx, w.changed.Broadcast)
+	defer stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for !done(w.readings) && ctx.Err() == nil {
+		w.changed.Wait()
+	}
+}
+
+// pacedApp serves size bytes to every request, written in 64 KiB blocks
+// paced to rate (bytes/s), with the request's source port in
+// appserver.PeerPortHeader as the lab's apps do. Before the first byte it
+// waits until the sampler has read the temp files six times (a sample
+// taken while the response had not started), and half way until its last twelve
+// readings were the same, over 0 (samples taken while the temp files held
+// still).
+func pacedApp(size int64, rate float64, watch *tempWatch) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ap, err := netip.ParseAddrPort(r.RemoteAddr)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set(appserver.PeerPortHeader, strconv.Itoa(int(ap.Port())))
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		watch.mu.Lock()
+		seen := len(watch.readings)
+		watch.mu.Unlock()
+		// Any six readings in a row hold a sample's last one.
+		watch.waitFor(r.Context(), func(rd []int64) bool { return len(rd) >= seen+6 })
+		block := make([]byte, 64<<10)
+		start := time.Now()
+		for sent := int64(0); sent < size; {
+			n := min(int64(len(block)), size-sent)
+			if _, err := w.Write(block[:n]); err != nil {
+				return
+			}
+			if sent < size/2 && sent+n >= size/2 {
+				w.(http.Flusher).Flush()
+				paused := time.Now()
+				watch.waitFor(r.Context(), func(rd []int64) bool {
+					// A sample reads twice a try, three tries at most,
+					// and keeps its last reading: any twelve readings in a
+					// row hold the last readings of two samples.
+					k := len(rd) - 12
+					return k >= 0 && rd[k] > 0 && !slices.ContainsFunc(rd[k:], func(v int64) bool { return v != rd[k] })
+				})
+				start = start.Add(time.Since(paused))
+			}
+			sent += n
+			time.Sleep(time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))))
+		}
+	})
+}
+
+// slowGet sends GET path to addr from a socket with an 8 KiB receive
+// buffer and reads the response at about rate bytes/s. It sends its local
+// address on local as soon as it is connected, and returns the download
+// as Hops needs it.
+func slowGet(addr, path string, rate float64, local chan<- netip.AddrPort) (Download, error) {
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 8<<10) })
+		return err
+	}}
+	conn, err := d.Dial("tcp4", addr)
+	if err != nil {
+		return Download{}, err
+	}
+	defer conn.Close()
+	dl := Download{Local: conn.LocalAddr().(*net.TCPAddr).AddrPort()}
+	local <- dl.Local
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, addr)
+	br := bufio.NewReaderSize(conn, 16<<10)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return dl, err
+	}
+	defer resp.Body.Close()
+	peer, err := strconv.ParseUint(resp.Header.Get(appserver.PeerPortHeader), 10, 16)
+	if err != nil {
+		return dl, fmt.Errorf("peer port header: %w", err)
+	}
+	dl.PeerPort = uint16(peer)
+	buf := make([]byte, 16<<10)
+	start := time.Now()
+	var n int64
+	for {
+		k, err := resp.Body.Read(buf)
+		n += int64(k)
+		time.Sleep(time.Until(start.Add(time.Duration(float64(n) / rate * float64(time.Second)))))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return dl, err
+		}
+	}
+	if n != resp.ContentLength {
+		return dl, fmt.Errorf("read %d of %d bytes", n, resp.ContentLength)
+	}
+	// What the app wrote: its header (about as received) and the body.
+	hdr := int64(len("HTTP/1.1 200 OK\r\n\r\n"))
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			hdr += int64(len(k) + len(v) + 4)
+		}
+	}
+	dl.Total = hdr + n
+	return dl, nil
+}
+
+// recordBuffered records a small real run through a buffering proxy (the
+// embedded proxy, package proxy, in this process, with NGINX's buffer
+// sizes) and returns its hops.csv rows as written and read back: an app
+// writing 16 MiB at 64 MiB/s with a pause half way until the sampler saw
+// the temp files hold still (pacedApp), two clients reading at 4 MiB/s,
+// sampled every 10 ms with the proxy's temp files measured from this
+// process's fds and, like NGINX's, its buffers not reported.
+func recordBuffered(t *testing.T) []recorder.Hop {
+	const size, fill, read = 16 << 20, 64 << 20, 4 << 20
+	appLn, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := newTempWatch()
+	app := &http.Server{Handler: pacedApp(size, fill, watch)}
+	go app.Serve(appLn)
+	defer app.Close()
+	opts := proxy.DefaultOptions()
+	opts.Upstream, opts.TempDir = appLn.Addr().String(), t.TempDir()
+	px, err := proxy.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pxLn, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- px.Serve(ctx, pxLn, nil) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	p := Path{AppPort: uint16(appLn.Addr().(*net.TCPAddr).Port), ProxyPort: uint16(pxLn.Addr().(*net.TCPAddr).Port),
+		ProxyMemory: int64(opts.BufferSize + opts.Buffers.Count*opts.Buffers.Size)}
+	s := &Sampler{Interval: 10 * time.Millisecond, Ports: []uint16{p.AppPort, p.ProxyPort},
+		Temp: watch.size(TempFiles{PIDs: []int{os.Getpid()}, Dirs: []string{opts.TempDir}}.Size)}
+	g := s.Start(context.Background(), time.Now())
+	type got struct {
+		d   Download
+		err error
+	}
+	results := make(chan got, 2)
+	local := make(chan netip.AddrPort, 2)
+	for i := range 2 {
+		go func() {
+			d, err := slowGet(pxLn.Addr().String(), "/large", read, local)
+			d.Client = i
+			results <- got{d, err}
+		}()
+	}
+	var downloads []Download
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		downloads = append(downloads, r.d)
+	}
+	samples, err := g.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Hops("buffered", p, downloads, samples)
+	dir := t.TempDir()
+	w, err := recorder.CreateFile[recorder.Hop](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := recorder.ReadFile[recorder.Hop](filepath.Join(dir, recorder.FileName[recorder.Hop]()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// held returns the violations of rows that are not of a sample taken
+// while a connection was being set up.
+func held(rows []recorder.Hop) []Violation {
+	var out []Violation
+	for _, v := range Check(rows) {
+		if !v.Setup() {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// tempSamples are the proxy's temp-file-size rows, in time order.
+func tempSamples(rows []recorder.Hop) []int {
+	var idx []int
+	for i, r := range rows {
+		if r.Hop == recorder.HopProxyTempFileSize {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmpF(rows[a].TS, rows[b].TS) })
+	return idx
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// TestCheckMutationsOnRealRun: the samples of a real run through a
+// buffering proxy, its temp files measured from the files, pass Check,
+// and each mutation of them fails it (checkMutations).
+func TestCheckMutationsOnRealRun(t *testing.T) {
+	checkMutations(t, recordBuffered(t))
+}
+
+// TestCheckMutationsOnNginxRun: the same on the samples of a real run of
+// NGINX (testdata/nginx-buffered-hops.csv: slow-client on the real stack,
+// Gunicorn sync-2 behind NGINX with proxy_buffering on, two slow clients
+// reading 8 MiB at 2 MiB/s, as hops.csv recorded it).
+func TestCheckMutationsOnNginxRun(t *testing.T) {
+	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMutations(t, rows)
+}
+
+// checkMutations: rows pass Check (but for samples taken while a
+// connection was being set up), and each mutation of them fails it: the
+// temp-file hop dropped, doubled, one sample's temp-file reading replaced
+// by one taken at an earlier sample (at another instant than its
+// sockets), and one sample of a download moved later in time.
+func checkMutations(t *testing.T, rows []recorder.Hop) {
+	t.Helper()
+	if bad := held(rows); len(bad) > 0 {
+		t.Fatalf("unmutated: %d samples not conserved; the first: %s", len(bad), bad[0])
+	}
+	ts := tempSamples(rows)
+	var peak int64
+	for _, i := range ts {
+		peak = max(peak, rows[i].Bytes)
+	}
+	// The first sample at which the temp files held still (its own
+	// uncertainty, its skew, is then small), and the one before it at
+	// which they were the smallest, 4 MiB less at least.
+	stable := func(k int) bool { return k > 0 && rows[ts[k]].Bytes == rows[ts[k-1]].Bytes && rows[ts[k]].Bytes > 0 }
+	earlier, still := -1, -1
+	for k := 1; k < len(ts) && still < 0; k++ {
+		if stable(k) {
+			still, earlier = k, 0
+			for i := range k {
+				if rows[ts[i]].Bytes <= rows[ts[earlier]].Bytes {
+					earlier = i
+				}
+			}
+		}
+	}
+	t.Logf("%d rows, %d proxy samples, temp files peak %d bytes", len(rows), len(ts), peak)
+	if peak < 4<<20 || still < 0 || rows[ts[still]].Bytes-rows[ts[earlier]].Bytes < 4<<20 {
+		var seq []string
+		for _, i := range ts {
+			seq = append(seq, fmt.Sprintf("%.3f:%d", rows[i].TS, rows[i].Bytes))
+		}
+		t.Fatalf("temp files peaked at %d bytes, want over 4 MiB, and a sample while they held still with one 4 MiB less before it; the samples: %v", peak, seq)
+	}
+	at, to := rows[ts[earlier]].TS, rows[ts[still]].TS
+	t.Logf("temp files %d bytes at %.3f s, held still at %d bytes at %.3f s", rows[ts[earlier]].Bytes, at, rows[ts[still]].Bytes, to)
+	// A download whose client had read less at the earlier sample than at
+	// the later one: moved after it, its sample is out of time order.
+	read := map[groupKey]int64{}
+	for _, r := range rows {
+		if r.Hop == recorder.HopClientRead {
+			read[groupKey{r.RunID, r.Download, r.TS}] = r.Bytes
+		}
+	}
+	moved := -1
+	for _, r := range rows {
+		a, okA := read[groupKey{r.RunID, r.Download, at}]
+		b, okB := read[groupKey{r.RunID, r.Download, to}]
+		if r.Hop == recorder.HopClientRead && r.TS == at && okA && okB && a < b {
+			moved = r.Download
+			break
+		}
+	}
+	if moved < 0 {
+		t.Fatalf("no download read more at %.3f s than at %.3f s", to, at)
+	}
+
+	mutations := map[string]func([]recorder.Hop) []recorder.Hop{
+		"drop temp-file hop": func(r []recorder.Hop) []recorder.Hop {
+			return slices.DeleteFunc(r, func(h recorder.Hop) bool { return h.Hop == recorder.HopProxyTempFileSize })
+		},
+		"double temp-file hop": func(r []recorder.Hop) []recorder.Hop {
+			for i := range r {
+				if r[i].Hop == recorder.HopProxyTempFileSize {
+					r[i].Bytes *= 2
+				}
+			}
+			return r
+		},
+		"temp files read at an earlier sample": func(r []recorder.Hop) []recorder.Hop {
+			r[ts[still]].Bytes = r[ts[earlier]].Bytes
+			return r
+		},
+		"one sample moved later": func(r []recorder.Hop) []recorder.Hop {
+			for i := range r {
+				if r[i].Download == moved && r[i].TS == at {
+					r[i].TS = to + 0.0005
+				}
+			}
+			return r
+		},
+	}
+	for name, mutate := range mutations {
+		bad := held(mutate(slices.Clone(rows)))
+		if len(bad) == 0 {
+			t.Errorf("%s: Check found nothing", name)
+			continue
+		}
+		t.Logf("%s: %d violations; the first: %s", name, len(bad), bad[0])
+	}
+}
