@@ -157,14 +157,14 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 		m.writeErr = errors.Join(m.writeErr, fmt.Errorf("%s: %w", id, err))
 	}
 	g.ElapsedS = m.elapsed.Seconds()
-	g = recorder.SummarizeProbes(g, m.rows)
+	g = m.probes.Group(g)
 	c.summarizeHeld(&g, m, cond, env)
 	return g, errors.Join(err, m.writeErr)
 }
 
 // measured is what one run's load measured.
 type measured struct {
-	rows     []recorder.Probe
+	probes   recorder.ProbeSummary // every probe, as written to probes.csv
 	writeErr error
 	elapsed  time.Duration // the probing, from the window's start to the last probe's end
 	held     heldStats
@@ -210,14 +210,15 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running
 	return m, err
 }
 
-// record writes one probe's row.
+// record writes one probe's row and adds it to the run's summary; the
+// row is not kept.
 func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r loadgen.Result) {
 	row := recorder.Probe{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Worker: r.Worker, Seq: r.Seq,
 		StartS: r.Start.Sub(m.t0).Seconds(), ConnectMS: ms(r.Connect), TTFBMS: ms(r.TTFB), LatencyMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes}
 	if r.Err != nil {
 		row.Error = r.Err.Error()
 	}
-	m.rows = append(m.rows, row)
+	m.probes.Add(row)
 	if err := f.probes.Write(row); err != nil && m.writeErr == nil {
 		m.writeErr = err
 	}
