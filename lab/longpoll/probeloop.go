@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/slowlab/slowlab/loadgen"
 )
 
@@ -45,8 +47,9 @@ func (p probeLoop) args() []string {
 // to --hold-url while --workers closed-loop workers probe --probe-url for
 // --window from --start-unix-ns, and prints a result line
 // (loadgen.ParseResultLine) for every probe and every hold as it ends.
-// Not for people: the long-poll experiment runs it.
-func RunProbeLoop(ctx context.Context, args []string, stdout io.Writer) error {
+// Its requests are traced with tp when set. Not for people: the long-poll
+// experiment runs it.
+func RunProbeLoop(ctx context.Context, args []string, stdout io.Writer, tp trace.TracerProvider) error {
 	fs := flag.NewFlagSet(CmdProbeLoop, flag.ContinueOnError)
 	var p probeLoop
 	fs.StringVar(&p.probeURL, "probe-url", "", "URL the probes get")
@@ -65,12 +68,12 @@ func RunProbeLoop(ctx context.Context, args []string, stdout io.Writer) error {
 	if p.probeURL == "" || p.workers < 1 || p.window <= 0 || p.timeout <= 0 || p.startNS <= 0 || (p.holders > 0 && p.holdURL == "") {
 		return fmt.Errorf("%s: want --probe-url, --workers, --window, --timeout, --start-unix-ns (and --hold-url with --holders)", CmdProbeLoop)
 	}
-	return p.run(ctx, stdout)
+	return p.run(ctx, stdout, tp)
 }
 
 // run holds and probes; every result line is flushed as it is written, so
 // a kill loses none already measured.
-func (p probeLoop) run(ctx context.Context, stdout io.Writer) error {
+func (p probeLoop) run(ctx context.Context, stdout io.Writer, tp trace.TracerProvider) error {
 	var mu sync.Mutex
 	w := bufio.NewWriter(stdout)
 	var werr error
@@ -83,7 +86,7 @@ func (p probeLoop) run(ctx context.Context, stdout io.Writer) error {
 			}
 		}
 	}
-	opts := loadgen.ClientOptions{Timeout: p.timeout, KeepAlive: p.keepAlive, AllowRemote: p.allowRemote}
+	opts := loadgen.ClientOptions{Timeout: p.timeout, KeepAlive: p.keepAlive, AllowRemote: p.allowRemote, TracerProvider: tp}
 	holdCtx, stopHolding := context.WithCancel(ctx)
 	defer stopHolding()
 	held := make(chan struct{})
