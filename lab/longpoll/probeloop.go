@@ -22,6 +22,7 @@ const CmdProbeLoop = "probe-loop"
 
 // Result line kinds of the probe loop.
 const (
+	lineStart = "start"
 	lineProbe = "probe"
 	lineHold  = "hold"
 )
@@ -30,23 +31,24 @@ const (
 type probeLoop struct {
 	probeURL, holdURL, runID string
 	workers, holders         int
-	startNS                  int64
-	window, timeout          time.Duration
+	lead, window, timeout    time.Duration
 	keepAlive, allowRemote   bool
 }
 
 // args is p as the child's command line.
 func (p probeLoop) args() []string {
 	return []string{CmdProbeLoop, "--probe-url", p.probeURL, "--hold-url", p.holdURL, "--run-id", p.runID,
-		"--workers", fmt.Sprint(p.workers), "--holders", fmt.Sprint(p.holders), "--start-unix-ns", fmt.Sprint(p.startNS),
+		"--workers", fmt.Sprint(p.workers), "--holders", fmt.Sprint(p.holders), "--lead", p.lead.String(),
 		"--window", p.window.String(), "--timeout", p.timeout.String(),
 		fmt.Sprintf("--keepalive=%t", p.keepAlive), fmt.Sprintf("--allow-remote=%t", p.allowRemote)}
 }
 
-// RunProbeLoop is `slowlab probe-loop ARGS`: it holds --holders long-polls
-// to --hold-url while --workers closed-loop workers probe --probe-url for
-// --window from --start-unix-ns, and prints a result line
-// (loadgen.ParseResultLine) for every probe and every hold as it ends.
+// RunProbeLoop is `slowlab probe-loop ARGS`: it starts --holders
+// long-polls to --hold-url, prints a start line ("start T0_UNIX_NS", the
+// instant after the holders started), and from --lead after T0
+// --workers closed-loop workers probe --probe-url for --window; it prints
+// a result line (loadgen.ParseResultLine) for every probe and every hold
+// as it ends.
 // Its requests are traced with tp when set. Not for people: the long-poll
 // experiment runs it.
 func RunProbeLoop(ctx context.Context, args []string, stdout io.Writer, tp trace.TracerProvider) error {
@@ -57,7 +59,7 @@ func RunProbeLoop(ctx context.Context, args []string, stdout io.Writer, tp trace
 	fs.StringVar(&p.runID, "run-id", "", "run_id")
 	fs.IntVar(&p.workers, "workers", 0, "closed-loop probe workers")
 	fs.IntVar(&p.holders, "holders", 0, "long-polls held")
-	fs.Int64Var(&p.startNS, "start-unix-ns", 0, "when the probing window starts (Unix ns)")
+	fs.DurationVar(&p.lead, "lead", 0, "from the holders' start to the probing window's")
 	fs.DurationVar(&p.window, "window", 0, "the probing window")
 	fs.DurationVar(&p.timeout, "timeout", 0, "per-request timeout")
 	fs.BoolVar(&p.keepAlive, "keepalive", false, "reuse connections")
@@ -65,8 +67,8 @@ func RunProbeLoop(ctx context.Context, args []string, stdout io.Writer, tp trace
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if p.probeURL == "" || p.workers < 1 || p.window <= 0 || p.timeout <= 0 || p.startNS <= 0 || (p.holders > 0 && p.holdURL == "") {
-		return fmt.Errorf("%s: want --probe-url, --workers, --window, --timeout, --start-unix-ns (and --hold-url with --holders)", CmdProbeLoop)
+	if p.probeURL == "" || p.workers < 1 || p.window <= 0 || p.timeout <= 0 || p.lead < 0 || (p.holders > 0 && p.holdURL == "") {
+		return fmt.Errorf("%s: want --probe-url, --workers, --window, --timeout, --lead (and --hold-url with --holders)", CmdProbeLoop)
 	}
 	return p.run(ctx, stdout, tp)
 }
@@ -101,9 +103,15 @@ func (p probeLoop) run(ctx context.Context, stdout io.Writer, tp trace.TracerPro
 			OnResult: func(r loadgen.Result) { emit(lineHold, r) }}
 		h.Run(holdCtx)
 	}()
+	t0 := time.Now()
+	mu.Lock()
+	if _, werr = fmt.Fprintf(w, "%s %d\n", lineStart, t0.UnixNano()); werr == nil {
+		werr = w.Flush()
+	}
+	mu.Unlock()
 	client := loadgen.NewClient(opts)
 	defer client.Close()
-	loop := loadgen.ClosedLoop{Client: client, URL: p.probeURL, Workers: p.workers, Start: time.Unix(0, p.startNS), Duration: p.window,
+	loop := loadgen.ClosedLoop{Client: client, URL: p.probeURL, Workers: p.workers, Start: t0.Add(p.lead), Duration: p.window,
 		RunID: p.runID, OnResult: func(r loadgen.Result) { emit(lineProbe, r) }}
 	loop.Run(ctx)
 	stopHolding()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,21 +181,37 @@ type measured struct {
 // limits; a load generator killed for memory fails the run with that
 // reason, every row it reported already written.
 func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running, in *lab.Instruments, id string, cond Condition, f *files) (*measured, error) {
-	m := &measured{issues: []time.Time{time.Now()}}
-	m.t0 = time.Now()
-	in.Start(m.t0, f.resources, running.PIDs())
+	m := &measured{}
 	lead, window := time.Duration(c.Lead), time.Duration(c.Seconds)
-	start := m.t0.Add(lead)
 	loop := probeLoop{probeURL: running.Target(stack.TargetFast, c.ProbePath), holdURL: withWait(running.Target(stack.TargetLongPoll, "/longpoll"), time.Duration(c.Wait)),
-		runID: id, workers: cond.Probes, holders: cond.Hold, startNS: start.UnixNano(), window: window,
+		runID: id, workers: cond.Probes, holders: cond.Hold, lead: lead, window: window,
 		timeout: time.Duration(c.Wait) + 30*time.Second, keepAlive: c.KeepAlive, allowRemote: running.AllowRemote()}
 	var stopSampling func() heldStats
-	if hc, ok := running.HeldCounter(); ok {
-		srv, _ := stack.ParseServer(cond.Server)
-		stopSampling = sampleHeld(ctx, hc, srv.Slots()/srv.Workers, start, start.Add(window))
+	var start time.Time
+	// started is the child's start line: the holders are issued, the
+	// window opens lead later.
+	started := func(rest string) error {
+		ns, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || !m.t0.IsZero() {
+			return fmt.Errorf("start line %q: want one, with a time in Unix ns", rest)
+		}
+		m.t0, m.issues = time.Unix(0, ns), []time.Time{time.Unix(0, ns)}
+		start = m.t0.Add(lead)
+		in.Start(m.t0, f.resources, running.PIDs())
+		if hc, ok := running.HeldCounter(); ok {
+			srv, _ := stack.ParseServer(cond.Server)
+			stopSampling = sampleHeld(ctx, hc, srv.Slots()/srv.Workers, start, start.Add(window))
+		}
+		return nil
 	}
 	var lastEnd time.Time
 	loadErr := in.RunLoad(ctx, loop.args(), func(line string) error {
+		if rest, ok := strings.CutPrefix(line, lineStart+" "); ok {
+			return started(rest)
+		}
+		if m.t0.IsZero() {
+			return fmt.Errorf("result line %q before the start line", line)
+		}
 		kind, r, err := loadgen.ParseResultLine(line)
 		if err != nil {
 			return err
@@ -213,7 +230,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running
 		return nil
 	})
 	m.elapsed = max(0, lastEnd.Sub(start))
-	if lastEnd.IsZero() {
+	if lastEnd.IsZero() && !start.IsZero() {
 		m.elapsed = max(0, time.Since(start))
 	}
 	if stopSampling != nil {
