@@ -2,14 +2,19 @@ package longpoll
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // The probes run in a load generator of their own, in the load
@@ -54,5 +59,30 @@ func TestProbesRunOutsideTheSession(t *testing.T) {
 	g := r.(*Result).Groups[0]
 	if g.OK == 0 || g.Failed != 0 || g.ElapsedS < g.Seconds || g.ElapsedS > time.Since(start).Seconds() {
 		t.Errorf("group %+v: want ok probes, none failed, elapsed from the window's start to the last probe's end", g)
+	}
+}
+
+// A load generator over its memory limit fails the run with that reason:
+// the session, outside the limit, survives to say so, and every probe
+// reported before the kill is a row of probes.csv. (The session used to
+// be in the cgroup: the kernel killed it, exit 137 and no message.)
+func TestLongPollLoadgenKilledForMemory(t *testing.T) {
+	env := testEnv(t, "embedded", false)
+	slowlabtest.Require(t, env.Stack.Cgroups, "cgroups are not usable (root with a cgroup hierarchy)")
+	swap := cgroup.SwapEnforcement(cgroup.DefaultRoot, "/proc")
+	slowlabtest.Require(t, strings.HasPrefix(swap, "none allowed") || strings.HasSuffix(swap, "the host has no swap"),
+		"swap: "+swap+": a process over its memory limit would swap instead of being killed")
+	env.Stack.Limits = map[string]cgroup.Limits{"loadgen": {MemoryBytes: 6 << 20}}
+	reported := 0
+	env.OnRequest = func(string) { reported++ }
+	c := short(Condition{Server: "sync-2", Hold: 1, Probes: 4})
+	_, err := c.Run(context.Background(), env)
+	if !errors.Is(err, lab.ErrKilledForMemory) || !strings.Contains(err.Error(), "6 MiB") {
+		t.Fatalf("error %v, want the load generator killed for memory at its 6 MiB limit", err)
+	}
+	t.Logf("%v (%d probes reported before)", err, reported)
+	probes, rerr := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
+	if rerr != nil || len(probes) != reported {
+		t.Errorf("probes.csv: %d rows (%v), want the %d reported before the kill", len(probes), rerr, reported)
 	}
 }
