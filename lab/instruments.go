@@ -19,7 +19,8 @@ import (
 // Instruments watch one run the way operators watch production: the
 // exporter on the run's processes (restarted if it dies), resource
 // sampling into resource-samples.csv, the Prometheus targets file, and
-// the load generator's own cgroup (this process runs the load).
+// the load generator's own cgroup (this process enters it when it runs the
+// load itself; RunLoad runs a load generator child in it instead).
 type Instruments struct {
 	env   *Env
 	runID string
