@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,44 @@ func TestLongPollLoadgenKilledForMemory(t *testing.T) {
 	probes, rerr := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
 	if rerr != nil || len(probes) != reported {
 		t.Errorf("probes.csv: %d rows (%v), want the %d reported before the kill", len(probes), rerr, reported)
+	}
+}
+
+// Interrupting a run stops its load generator child (SIGTERM: it ends its
+// requests and reports them), keeps every probe reported as a row, and
+// leaves neither the child nor its cgroup behind.
+func TestLongPollInterruptStopsTheLoadGenerator(t *testing.T) {
+	env := testEnv(t, "embedded", false)
+	slowlabtest.Require(t, env.Stack.Cgroups, "cgroups are not usable (root with a cgroup hierarchy)")
+	env.Stack.Limits = map[string]cgroup.Limits{"loadgen": {MemoryBytes: 128 << 20}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reported, runID := 0, ""
+	env.OnRequest = func(id string) {
+		if reported++; reported == 200 {
+			runID = id
+			cancel()
+		}
+	}
+	c := short(Condition{Server: "sync-2", Hold: 1, Probes: 4})
+	c.Seconds = lab.Duration(time.Hour)
+	_, err := c.Run(ctx, env)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	probes, rerr := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
+	if rerr != nil || len(probes) != reported || reported < 200 {
+		t.Errorf("probes.csv: %d rows (%v), want the %d reported (at least 200)", len(probes), rerr, reported)
+	}
+	layout, err := cgroup.Detect(cgroup.DefaultRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pids, err := layout.Pids(stack.CgroupName(runID, "loadgen")); err == nil {
+		t.Errorf("the load generator's cgroup is still there, pids %v", pids)
+	}
+	out, _ := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid()), "-f", CmdProbeLoop).Output()
+	if len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("probe-loop children still running: %s", out)
 	}
 }
