@@ -11,8 +11,11 @@ import (
 )
 
 // Self puts this process into a limited cgroup, and back where it was
-// afterwards: the lab runs the load generator in-process, and
-// docs/experiments.md limits the load generator too.
+// afterwards, for an experiment whose load generator runs in-process (the
+// published conditions limit the load generator too); one whose load
+// generator is a child uses only the cgroup. Moving a process does not
+// move what it had already charged elsewhere (v1): the limit then bounds
+// only the memory it touches afterwards.
 type Self struct {
 	cg   *Cgroup
 	back []string // the cgroup.procs files the process came from

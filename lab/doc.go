@@ -7,7 +7,10 @@
 // cgroups and limits, canonical scenario and resume checks), and the
 // instruments of a run (Instrument: the exporter on the run's processes,
 // resource sampling, the Prometheus targets file, the load generator's own
-// cgroup), the stack pool, the host CPU guard and progress lines.
+// cgroup, which this process enters when the load runs in it, or in which
+// Instruments.RunLoad runs the load generator as a child, this process
+// outside, a kill for memory failing the run as ErrKilledForMemory), the
+// stack pool, the host CPU guard and progress lines.
 //
 // What it leaves to others: the system under test is lab/stack's (app
 // servers × proxies, each a registered component), child processes and

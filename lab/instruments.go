@@ -19,7 +19,8 @@ import (
 // Instruments watch one run the way operators watch production: the
 // exporter on the run's processes (restarted if it dies), resource
 // sampling into resource-samples.csv, the Prometheus targets file, and
-// the load generator's own cgroup (this process runs the load).
+// the load generator's own cgroup (this process enters it when it runs the
+// load itself; RunLoad runs a load generator child in it instead).
 type Instruments struct {
 	env   *Env
 	runID string
@@ -32,8 +33,22 @@ type Instruments struct {
 // Instrument starts the exporter on running's processes and this one, and
 // lists the run's endpoints in the targets file. The load generator's
 // cgroup exists before the exporter starts (it watches it) and this
-// process enters it after, so the exporter is not limited.
+// process enters it after, so the exporter is not limited: for an
+// experiment whose load runs in this process.
 func Instrument(ctx context.Context, env *Env, runID string, running *stack.Running) (*Instruments, error) {
+	return instrument(ctx, env, runID, running, true)
+}
+
+// InstrumentLoadChild is Instrument for an experiment whose load generator
+// runs as a child (Instruments.RunLoad): this process stays out of the
+// load generator's cgroup, so the published limits bound the load
+// generator alone, and its orchestration (sampling, CSV writing) cannot
+// be killed by them; the exporter watches the cgroup.
+func InstrumentLoadChild(ctx context.Context, env *Env, runID string, running *stack.Running) (*Instruments, error) {
+	return instrument(ctx, env, runID, running, false)
+}
+
+func instrument(ctx context.Context, env *Env, runID string, running *stack.Running, enter bool) (*Instruments, error) {
 	exe, err := child.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find slowlab binary: %w", err)
@@ -57,7 +72,7 @@ func Instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 		in.Stop()
 		return nil, fmt.Errorf("start exporter: %w", err)
 	}
-	if in.self != nil {
+	if in.self != nil && enter {
 		if err := in.self.Enter(); err != nil {
 			in.self = nil // Enter removed it
 			in.Stop()

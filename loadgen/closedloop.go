@@ -2,8 +2,8 @@ package loadgen
 
 import (
 	"context"
-	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,7 +11,9 @@ import (
 // its next request as soon as its previous one finished. Unlike OpenLoop it
 // measures what a fixed population of impatient clients gets: throughput
 // collapses when the server stalls. A request started inside the window
-// runs to completion (or its timeout).
+// runs to completion (or its timeout). No result is kept: each goes to
+// OnResult as it ends, so the loop's memory does not grow with how many
+// requests it sends (thousands a second against a fast server).
 type ClosedLoop struct {
 	Client   *Client
 	URL      string
@@ -21,13 +23,16 @@ type ClosedLoop struct {
 	RunID    string
 	Role     string // RoleProbe unless set
 	Metrics  *Metrics
-	// OnResult, if set, is called once per request from a single goroutine.
+	// OnResult is called once per request from a single goroutine, in
+	// completion order; it is where a caller writes each result's row
+	// and adds it to its running summaries. Result.Worker says which
+	// worker sent it.
 	OnResult func(Result)
 }
 
-// Run sends until the window closes or ctx ends and returns every result,
-// ordered by start time. Result.Worker says which worker sent it.
-func (c *ClosedLoop) Run(ctx context.Context) []Result {
+// Run sends until the window closes or ctx ends and returns how many
+// requests it sent, after OnResult has seen every one of them.
+func (c *ClosedLoop) Run(ctx context.Context) int {
 	role := c.Role
 	if role == "" {
 		role = RoleProbe
@@ -35,7 +40,8 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 	lbl := c.Metrics.with(c.RunID, role)
 	attrs := c.Client.spanAttrs(c.URL, c.RunID, role)
 	end := c.Start.Add(c.Duration)
-	results, collected := collect(c.OnResult, false)
+	var sent atomic.Int64
+	results, collected := collect(c.OnResult, true)
 	if wait := time.Until(c.Start); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
@@ -52,15 +58,15 @@ func (c *ClosedLoop) Run(ctx context.Context) []Result {
 				lbl.start()
 				c.Client.get(ctx, c.URL, &r, attrs)
 				lbl.observe(&r)
+				sent.Add(1)
 				results <- r
 			}
 		})
 	}
 	wg.Wait()
 	close(results)
-	out := collected()
-	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
-	return out
+	collected()
+	return int(sent.Load())
 }
 
 // collect gathers results from the request goroutines: one goroutine hands

@@ -50,35 +50,3 @@ func TestOpenLoopMaxLagSkipsLateHits(t *testing.T) {
 		t.Errorf("late errors metric %v, want %d", got, sum.Skipped)
 	}
 }
-
-// The summary's percentiles come from a bounded histogram: exact for small
-// durations, within 1/2048 above, and bounded memory for any count.
-func TestDurationHist(t *testing.T) {
-	var h durationHist
-	for i := 1; i <= 1_000_000; i++ {
-		h.add(time.Duration(i) * time.Microsecond) // 1 µs .. 1 s
-	}
-	for _, p := range []float64{1, 50, 99, 99.9} {
-		want := p / 100 * 1000 // ms
-		if got := h.percentile(p); math.Abs(got-want)/want > 1.0/2048 {
-			t.Errorf("p%v = %v ms, want %v within 1/2048", p, got, want)
-		}
-	}
-	if got := h.percentile(100); got != 1000 {
-		t.Errorf("max %v ms, want 1000", got)
-	}
-	if len(h.counts) > 30<<histBits {
-		t.Errorf("%d buckets for durations up to 1 s", len(h.counts))
-	}
-	var small durationHist
-	for _, d := range []time.Duration{500, 700, 900} {
-		small.add(d)
-	}
-	if got := small.percentile(50); got != ms(700) {
-		t.Errorf("p50 of 500, 700, 900 ns = %v ms, want exactly 0.0007", got)
-	}
-	var empty durationHist
-	if !math.IsNaN(empty.percentile(50)) {
-		t.Error("percentile of nothing is not NaN")
-	}
-}

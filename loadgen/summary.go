@@ -58,7 +58,7 @@ func (s *Summary) Add(r Result) {
 	if r.Skipped {
 		s.Skipped++
 	} else {
-		s.lag.add(r.ScheduleLag)
+		s.lag.Add(r.ScheduleLag)
 		if r.ScheduleLag > LateAfter {
 			s.Late++
 		}
@@ -74,7 +74,7 @@ func (s *Summary) Add(r Result) {
 	}
 	if r.Err == nil && r.Status >= 200 && r.Status < 400 {
 		s.OK++
-		s.lat.add(r.Latency)
+		s.lat.Add(r.Latency)
 		return
 	}
 	s.Failed++
@@ -151,15 +151,15 @@ func (s Summary) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %s: %s\n", reason, s.example[reason])
 		}
 	}
-	if s.lat.n == 0 {
+	if s.lat.N() == 0 {
 		fmt.Fprintln(w, "latency ms:      -")
 	} else {
-		fmt.Fprintf(w, "latency ms:      p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", s.lat.percentile(50), s.lat.percentile(95), s.lat.percentile(99), s.lat.percentile(100))
+		fmt.Fprintf(w, "latency ms:      p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", s.lat.Percentile(50), s.lat.Percentile(95), s.lat.Percentile(99), s.lat.Percentile(100))
 	}
-	if s.lag.n == 0 {
+	if s.lag.N() == 0 {
 		fmt.Fprintln(w, "schedule lag ms: -")
 	} else {
-		fmt.Fprintf(w, "schedule lag ms: p50 %.3f  p99 %.3f  max %.3f\n", s.lag.percentile(50), s.lag.percentile(99), s.lag.percentile(100))
+		fmt.Fprintf(w, "schedule lag ms: p50 %.3f  p99 %.3f  max %.3f\n", s.lag.Percentile(50), s.lag.Percentile(99), s.lag.Percentile(100))
 	}
 	fmt.Fprintln(w, s.onSchedule())
 }
@@ -168,7 +168,7 @@ func (s Summary) Print(w io.Writer) {
 // share of started requests that started within LateAfter, the late and
 // skipped counts, and the rate at which requests started.
 func (s Summary) onSchedule() string {
-	started := int(s.lag.n)
+	started := s.lag.N()
 	if started == 0 {
 		return fmt.Sprintf("on schedule: - (late 0 of 0 started, skipped %d)", s.Skipped)
 	}

@@ -1,5 +1,7 @@
 package recorder
 
+import "time"
+
 // LongPollGroup is one run of a long-poll condition (groups.csv).
 type LongPollGroup struct {
 	RunID            string // the run's probes in probes.csv have this run_id
@@ -71,25 +73,36 @@ var longPollGroupSchema = schema[LongPollGroup]{file: "groups.csv", cols: []colu
 	col("worker_slots", 0, func(r *LongPollGroup) any { return &r.WorkerSlots }),
 }}
 
-// SummarizeProbes computes a long-poll condition's row from its probes:
-// percentiles are nearest-rank over the successful probes' latencies,
-// throughput is the successful probes over ElapsedS (which the caller
-// sets).
-func SummarizeProbes(g LongPollGroup, probes []Probe) LongPollGroup {
-	var lat []float64
-	g.OK, g.Failed, g.ProbesOver1s = 0, 0, 0
-	for _, p := range probes {
-		if p.Error == "" && p.Status >= 200 && p.Status < 400 {
-			g.OK++
-			lat = append(lat, p.LatencyMS)
-			if p.LatencyMS > 1000 {
-				g.ProbesOver1s++
-			}
-		} else {
-			g.Failed++
-		}
+// ProbeSummary is a long-poll run's probes summarized as they are
+// measured: counts and a bounded latency histogram, so a run's memory does
+// not grow with its probes (a closed loop against a fast server sends
+// thousands a second). The zero value is empty and ready.
+type ProbeSummary struct {
+	ok, failed, over1s int
+	lat                DurationHist // successful probes' latencies
+}
+
+// Add counts probe p: successful when it has no error and a 2xx or 3xx
+// status.
+func (s *ProbeSummary) Add(p Probe) {
+	if p.Error != "" || p.Status < 200 || p.Status >= 400 {
+		s.failed++
+		return
 	}
-	g.P50MS, g.P95MS, g.MaxMS = Some(NearestRank(lat, 50)), Some(NearestRank(lat, 95)), Some(NearestRank(lat, 100))
+	s.ok++
+	s.lat.Add(time.Duration(p.LatencyMS * float64(time.Millisecond)))
+	if p.LatencyMS > 1000 {
+		s.over1s++
+	}
+}
+
+// Group is g with the probes' figures: counts, percentiles (nearest rank
+// over the successful probes' latencies, within 1/2048 of the exact one;
+// the maximum exact), throughput as the successful probes over ElapsedS
+// (which the caller sets), and the free slots.
+func (s *ProbeSummary) Group(g LongPollGroup) LongPollGroup {
+	g.OK, g.Failed, g.ProbesOver1s = s.ok, s.failed, s.over1s
+	g.P50MS, g.P95MS, g.MaxMS = Some(s.lat.Percentile(50)), Some(s.lat.Percentile(95)), Some(s.lat.Percentile(100))
 	g.ThroughputRPS = 0
 	if g.ElapsedS > 0 {
 		g.ThroughputRPS = float64(g.OK) / g.ElapsedS
@@ -99,4 +112,13 @@ func SummarizeProbes(g LongPollGroup, probes []Probe) LongPollGroup {
 		g.FreeSlots = Some(g.Slots.Value - float64(g.Hold))
 	}
 	return g
+}
+
+// SummarizeProbes is g with the figures of probes (ProbeSummary.Group).
+func SummarizeProbes(g LongPollGroup, probes []Probe) LongPollGroup {
+	var s ProbeSummary
+	for _, p := range probes {
+		s.Add(p)
+	}
+	return s.Group(g)
 }

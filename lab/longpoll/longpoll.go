@@ -5,6 +5,10 @@
 // worker accepts whether or not it has a free thread, so the number that
 // decides whether a probe waits is the busiest worker's, not the total.
 //
+// Its load (holders and probes) runs in `slowlab probe-loop`
+// (RunProbeLoop), a child in the load generator's cgroup, whose result
+// lines the session writes as rows and summarizes as they arrive.
+//
 // It owns its scenario schema and flags, its run and its printed table;
 // its figures are report's long-poll section, its files recorder's
 // probes.csv and groups.csv (and resource-samples.csv).

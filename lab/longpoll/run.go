@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -147,7 +147,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 		return g, fmt.Errorf("%s: start stack: %w", id, err)
 	}
 	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
+	in, err := lab.InstrumentLoadChild(ctx, env, id, running)
 	if err != nil {
 		return g, fmt.Errorf("%s: %w", id, err)
 	}
@@ -157,14 +157,14 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 		m.writeErr = errors.Join(m.writeErr, fmt.Errorf("%s: %w", id, err))
 	}
 	g.ElapsedS = m.elapsed.Seconds()
-	g = recorder.SummarizeProbes(g, m.rows)
+	g = m.probes.Group(g)
 	c.summarizeHeld(&g, m, cond, env)
 	return g, errors.Join(err, m.writeErr)
 }
 
 // measured is what one run's load measured.
 type measured struct {
-	rows     []recorder.Probe
+	probes   recorder.ProbeSummary // every probe, as written to probes.csv
 	writeErr error
 	elapsed  time.Duration // the probing, from the window's start to the last probe's end
 	held     heldStats
@@ -173,76 +173,96 @@ type measured struct {
 	t0       time.Time
 }
 
-// probe holds the long-polls and runs the closed-loop probes for the
-// window, sampling the long-polls each worker holds meanwhile.
+// probe runs the run's load generator as a child in the load generator's
+// cgroup (RunProbeLoop: the holders' long-polls and the closed-loop
+// probes for the window) and writes each probe's row as its result line
+// arrives, sampling the long-polls each worker holds meanwhile. This
+// process, which samples and writes, stays out of the load generator's
+// limits; a load generator killed for memory fails the run with that
+// reason, every row it reported already written.
 func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running, in *lab.Instruments, id string, cond Condition, f *files) (*measured, error) {
 	m := &measured{}
-	holdCtx, stopHolding := context.WithCancel(ctx)
-	defer stopHolding()
-	timeout := time.Duration(c.Wait) + 30*time.Second
-	holdClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer holdClient.Close()
-	held := c.hold(holdCtx, env, running, holdClient, id, cond, m)
-
-	m.t0 = time.Now()
-	in.Start(m.t0, f.resources, running.PIDs())
-	probeClient := loadgen.NewClient(loadgen.ClientOptions{Timeout: timeout, KeepAlive: c.KeepAlive, TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer probeClient.Close()
 	lead, window := time.Duration(c.Lead), time.Duration(c.Seconds)
-	loop := loadgen.ClosedLoop{Client: probeClient, URL: running.Target(stack.TargetFast, c.ProbePath), Workers: cond.Probes,
-		Start: m.t0.Add(lead), Duration: window, RunID: id, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) { m.record(env, f, id, cond, r) }}
+	loop := probeLoop{probeURL: running.Target(stack.TargetFast, c.ProbePath), holdURL: withWait(running.Target(stack.TargetLongPoll, "/longpoll"), time.Duration(c.Wait)),
+		runID: id, workers: cond.Probes, holders: cond.Hold, lead: lead, window: window,
+		timeout: time.Duration(c.Wait) + 30*time.Second, keepAlive: c.KeepAlive, allowRemote: running.AllowRemote()}
 	var stopSampling func() heldStats
-	if hc, ok := running.HeldCounter(); ok {
-		srv, _ := stack.ParseServer(cond.Server)
-		stopSampling = sampleHeld(ctx, hc, srv.Slots()/srv.Workers, m.t0.Add(lead), m.t0.Add(lead+window))
+	var start time.Time
+	// started is the child's start line: the holders are issued, the
+	// window opens lead later.
+	started := func(rest string) error {
+		ns, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || !m.t0.IsZero() {
+			return fmt.Errorf("start line %q: want one, with a time in Unix ns", rest)
+		}
+		m.t0, m.issues = time.Unix(0, ns), []time.Time{time.Unix(0, ns)}
+		start = m.t0.Add(lead)
+		in.Start(m.t0, f.resources, running.PIDs())
+		if hc, ok := running.HeldCounter(); ok {
+			srv, _ := stack.ParseServer(cond.Server)
+			stopSampling = sampleHeld(ctx, hc, srv.Slots()/srv.Workers, start, start.Add(window))
+		}
+		return nil
 	}
-	loop.Run(ctx)
-	m.elapsed = max(0, time.Since(m.t0.Add(lead)))
+	var lastEnd time.Time
+	loadErr := in.RunLoad(ctx, loop.args(), func(line string) error {
+		if rest, ok := strings.CutPrefix(line, lineStart+" "); ok {
+			return started(rest)
+		}
+		if m.t0.IsZero() {
+			return fmt.Errorf("result line %q before the start line", line)
+		}
+		kind, r, err := loadgen.ParseResultLine(line)
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case lineProbe:
+			env.Metrics.Observe(id, loadgen.RoleProbe, &r)
+			m.record(env, f, id, cond, r)
+			lastEnd = later(lastEnd, r.Start.Add(r.Latency))
+		case lineHold:
+			env.Metrics.Observe(id, loadgen.RoleLongPoll, &r)
+			m.issues = append(m.issues, r.Start.Add(r.Latency))
+		default:
+			return fmt.Errorf("result line of unknown kind %q", kind)
+		}
+		return nil
+	})
+	m.elapsed = max(0, lastEnd.Sub(start))
+	if lastEnd.IsZero() && !start.IsZero() {
+		m.elapsed = max(0, time.Since(start))
+	}
 	if stopSampling != nil {
 		m.held, m.sampled = stopSampling(), true
 	}
-	stopHolding()
-	<-held
 	_, _, err := in.Samples()
+	if loadErr != nil && ctx.Err() == nil {
+		err = errors.Join(fmt.Errorf("%s: %w", id, loadErr), err)
+	}
 	return m, err
 }
 
-// record writes one probe's row.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// record writes one probe's row and adds it to the run's summary; the
+// row is not kept.
 func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r loadgen.Result) {
 	row := recorder.Probe{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Worker: r.Worker, Seq: r.Seq,
 		StartS: r.Start.Sub(m.t0).Seconds(), ConnectMS: ms(r.Connect), TTFBMS: ms(r.TTFB), LatencyMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes}
 	if r.Err != nil {
 		row.Error = r.Err.Error()
 	}
-	m.rows = append(m.rows, row)
+	m.probes.Add(row)
 	if err := f.probes.Write(row); err != nil && m.writeErr == nil {
 		m.writeErr = err
 	}
 	env.RequestDone(id)
-}
-
-// hold keeps cond.Hold long-polls in flight until ctx ends, recording when
-// they were issued: every hold that ends is re-issued at once, so its end
-// is a re-issue. The returned channel closes when the holders are done.
-func (c *Config) hold(ctx context.Context, env *lab.Env, running *stack.Running, client *loadgen.Client, id string, cond Condition, m *measured) <-chan struct{} {
-	var mu sync.Mutex
-	m.issues = []time.Time{time.Now()}
-	holders := loadgen.Holders{Client: client, URL: withWait(running.Target(stack.TargetLongPoll, "/longpoll"), time.Duration(c.Wait)), N: cond.Hold,
-		RunID: id, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			mu.Lock()
-			m.issues = append(m.issues, r.Start.Add(r.Latency))
-			mu.Unlock()
-		}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		holders.Run(ctx)
-	}()
-	return done
 }
 
 // summarizeHeld adds what sampling the held long-polls found.
