@@ -68,7 +68,8 @@ type Repeated interface {
 }
 
 // Reducer is a Repeated config whose --quick also reduces its grid (and
-// runs one repetition).
+// runs one repetition). Reduce need not spare what the user gave:
+// Options.Apply applies the scenario's fields and the flags again over it.
 type Reducer interface {
 	Repeated
 	Reduce()

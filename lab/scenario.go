@@ -215,6 +215,14 @@ func MarshalScenario(cfg Config) ([]byte, error) {
 // LoadScenario reads and validates a scenario file ("-" is standard
 // input). Errors name the file, the field, the value and what is allowed.
 func LoadScenario(path string, stdin io.Reader) (Config, error) {
+	cfg, _, err := ReadScenario(path, stdin)
+	return cfg, err
+}
+
+// ReadScenario is LoadScenario that also returns the file's bytes, which
+// Options.Apply takes (Given.Scenario) so that the file's fields win over
+// --quick's.
+func ReadScenario(path string, stdin io.Reader) (Config, []byte, error) {
 	var b []byte
 	var err error
 	if path == "-" {
@@ -223,13 +231,13 @@ func LoadScenario(path string, stdin io.Reader) (Config, error) {
 		b, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := ParseScenario(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, b, nil
 }
 
 // ParseScenario decodes a scenario over its experiment's published values
@@ -248,10 +256,8 @@ func ParseScenario(b []byte) (Config, error) {
 		return nil, fmt.Errorf("experiment %q: allowed %s", head.Experiment, strings.Join(Names(), ", "))
 	}
 	cfg := e.New()
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
-		return nil, yamlError(err)
+	if err := decodeScenario(b, cfg); err != nil {
+		return nil, err
 	}
 	if s, ok := cfg.(Stacked); ok {
 		if err := s.Stack().Validate(); err != nil {
@@ -259,6 +265,17 @@ func ParseScenario(b []byte) (Config, error) {
 		}
 	}
 	return cfg, cfg.Validate()
+}
+
+// decodeScenario decodes b over cfg: the fields b has replace cfg's, the
+// others are kept.
+func decodeScenario(b []byte, cfg Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		return yamlError(err)
+	}
+	return nil
 }
 
 // yamlError keeps a decoding error on one line, without the library's
