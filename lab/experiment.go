@@ -75,6 +75,14 @@ type Reducer interface {
 	Reduce()
 }
 
+// FlagChecker is a Config with flags that change the meaning of another
+// (latency-gap's --delay-up replaces --delay's list): CheckFlags refuses
+// the combinations given (given reports whether a flag was) that would
+// otherwise silently drop or pick a value.
+type FlagChecker interface {
+	CheckFlags(given func(name string) bool) error
+}
+
 // Shared is a set of shared flags (and their scenario fields).
 type Shared uint
 

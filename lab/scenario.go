@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/proxy"
 )
@@ -259,12 +260,27 @@ func ParseScenario(b []byte) (Config, error) {
 	if err := decodeScenario(b, cfg); err != nil {
 		return nil, err
 	}
-	if s, ok := cfg.(Stacked); ok {
-		if err := s.Stack().Validate(); err != nil {
-			return nil, err
+	return cfg, ValidateAll(cfg)
+}
+
+// ValidateAll checks cfg completely: its stack, limits and component
+// settings, and the experiment's own fields. With stack: external the
+// experiment's own check comes first, so that one that starts its own
+// stack says so before the external stack asks for its external: block.
+func ValidateAll(cfg Config) error {
+	s, ok := cfg.(Stacked)
+	if !ok {
+		return cfg.Validate()
+	}
+	if s.Stack().Stack == stack.NameExternal {
+		if err := cfg.Validate(); err != nil {
+			return err
 		}
 	}
-	return cfg, cfg.Validate()
+	if err := s.Stack().Validate(); err != nil {
+		return err
+	}
+	return cfg.Validate()
 }
 
 // decodeScenario decodes b over cfg: the fields b has replace cfg's, the
@@ -300,24 +316,11 @@ func emptyScenario() error {
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
 // SizesFlag is a flag of comma-separated byte sizes (k, m, g suffixes)
-// into *To; Example is shown in its error. The experiment's Validate
+// into *to; example is shown in its error. The experiment's Validate
 // checks the range.
-type SizesFlag struct {
-	To      *[]Size
-	Example string
-}
-
-func (f SizesFlag) String() string { return "" }
-
-// Set implements flag.Value.
-func (f SizesFlag) Set(v string) error {
-	*f.To = nil
-	for _, s := range strings.Split(v, ",") {
-		n, err := proxy.ParseSize(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("%q: want sizes, comma-separated, e.g. %s", v, f.Example)
-		}
-		*f.To = append(*f.To, Size(n))
-	}
-	return nil
+func SizesFlag(to *[]Size, example string) *cliflag.List[Size] {
+	return &cliflag.List[Size]{To: to, Want: "sizes, comma-separated, e.g. " + example, Parse: func(s string) (Size, error) {
+		n, err := proxy.ParseSize(s)
+		return Size(n), err
+	}}
 }

@@ -117,15 +117,6 @@ func (r *Reps) Set(v string) error {
 	return nil
 }
 
-// Given is what the user gave explicitly besides the shared options: the
-// fields of the scenario file `slowlab run` read, and the experiment's own
-// flags on the command line (Args, as parsed into Flags).
-type Given struct {
-	Scenario []byte
-	Flags    *flag.FlagSet
-	Args     []string
-}
-
 // Apply puts the options that override scenario fields into cfg: reps
 // and the stack name. --quick is one repetition (--reps, when given,
 // wins) and the experiment's reduced grid; what the user gave explicitly
@@ -133,6 +124,9 @@ type Given struct {
 // applied again over the reduction, so that a value the user gave always
 // wins over --quick's. This is the one place --quick is applied.
 func (o Options) Apply(cfg Config, given Given) error {
+	if err := given.check(cfg); err != nil {
+		return err
+	}
 	if r, ok := cfg.(Repeated); ok {
 		if rd, ok := cfg.(Reducer); ok && o.Quick {
 			rd.Reduce()
@@ -152,40 +146,6 @@ func (o Options) Apply(cfg Config, given Given) error {
 	}
 	return nil
 }
-
-// reapply applies the scenario's fields and then the experiment's own
-// flags to cfg again. The flags are parsed from Args into a new flag set
-// bound to cfg, so that each flag's Set runs once on this config (a flag
-// whose first value replaces a list and the next ones add to it starts
-// afresh); the other flags of Flags (the shared ones) are read and
-// ignored.
-func (g Given) reapply(cfg Config) error {
-	if g.Scenario != nil {
-		if err := decodeScenario(g.Scenario, cfg); err != nil {
-			return err
-		}
-	}
-	if g.Flags == nil {
-		return nil
-	}
-	own := flag.NewFlagSet(g.Flags.Name(), flag.ContinueOnError)
-	own.SetOutput(io.Discard)
-	cfg.Flags(own)
-	g.Flags.VisitAll(func(f *flag.Flag) {
-		if own.Lookup(f.Name) == nil {
-			b, ok := f.Value.(interface{ IsBoolFlag() bool })
-			own.Var(ignoredFlag(ok && b.IsBoolFlag()), f.Name, "")
-		}
-	})
-	return own.Parse(g.Args)
-}
-
-// ignoredFlag is a flag reapply reads and ignores; true for a boolean one.
-type ignoredFlag bool
-
-func (ignoredFlag) String() string     { return "" }
-func (ignoredFlag) Set(string) error   { return nil }
-func (b ignoredFlag) IsBoolFlag() bool { return bool(b) }
 
 // ResultsDir is where a session writes: out if given, else
 // results/<experiment>-<UTC timestamp>.

@@ -87,12 +87,7 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 	if err := s.opts.ValidateFor(cfg); err != nil {
 		return usagef("%v", err)
 	}
-	if st, ok := cfg.(lab.Stacked); ok {
-		if err := st.Stack().Validate(); err != nil {
-			return usagef("%v", err)
-		}
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := lab.ValidateAll(cfg); err != nil {
 		return usagef("%v", err)
 	}
 	return nil
