@@ -181,3 +181,29 @@ func scalars(a, b int64, dur bool) []string {
 	}
 	return out
 }
+
+// The commands issue 35 reported run with the values given: each prints
+// the scenario it would run.
+func TestQuickIssueCommands(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // lines of the printed scenario
+	}{
+		{[]string{"temp-cliff", "--read-rate", "1m"}, []string{"  read_rate: 1m"}},
+		{[]string{"stalled-reader", "--stall", "30s"}, []string{"  stall: 30s", "  give_up: 1m0s"}},
+		{[]string{"idle-connections", "--connections", "100", "--hold", "60s"}, []string{"connections:\n  - 100", "hold: 1m0s"}},
+		{[]string{"sse", "--reps", "2"}, []string{"reps: 2"}},
+	} {
+		args := append([]string{"reproduce"}, append(tc.args, "--quick", "--print-scenario")...)
+		code, stdout, stderr := runCmd(t, args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout, w+"\n") {
+				t.Errorf("%v: printed scenario lacks %q:\n%s", args, w, stdout)
+			}
+		}
+	}
+}
