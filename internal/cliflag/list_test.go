@@ -4,6 +4,7 @@ import (
 	"flag"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -43,3 +44,29 @@ func TestList(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// FuzzList: whatever a list flag is given, it either refuses it or holds
+// each value once, as many as were given.
+func FuzzList(f *testing.F) {
+	for _, s := range []string{"1,2", "1,01", "1,,2", "", ",", " 3 , 4 ", "x", "7,7,7"} {
+		f.Add(s, false)
+	}
+	f.Add("5", true)
+	f.Fuzz(func(t *testing.T, v string, repeat bool) {
+		var got []int
+		l := &List[int]{To: &got, Parse: strconv.Atoi, Repeat: repeat}
+		if err := l.Set(v); err != nil {
+			return
+		}
+		seen := map[int]bool{}
+		for _, x := range got {
+			if seen[x] {
+				t.Fatalf("%q: %v holds %d twice", v, got, x)
+			}
+			seen[x] = true
+		}
+		if n := len(strings.Split(v, ",")); !repeat && len(got) != n {
+			t.Fatalf("%q: %d values, want %d", v, len(got), n)
+		}
+	})
+}
