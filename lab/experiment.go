@@ -73,10 +73,19 @@ type Repeated interface {
 }
 
 // Reducer is a Repeated config whose --quick also reduces its grid (and
-// runs one repetition).
+// runs one repetition). Reduce need not spare what the user gave:
+// Options.Apply applies the scenario's fields and the flags again over it.
 type Reducer interface {
 	Repeated
 	Reduce()
+}
+
+// FlagChecker is a Config with flags that change the meaning of another
+// (latency-gap's --delay-up replaces --delay's list): CheckFlags refuses
+// the combinations given (given reports whether a flag was) that would
+// otherwise silently drop or pick a value.
+type FlagChecker interface {
+	CheckFlags(given func(name string) bool) error
 }
 
 // Shared is a set of shared flags (and their scenario fields).

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/proxy"
 )
@@ -215,6 +216,14 @@ func MarshalScenario(cfg Config) ([]byte, error) {
 // LoadScenario reads and validates a scenario file ("-" is standard
 // input). Errors name the file, the field, the value and what is allowed.
 func LoadScenario(path string, stdin io.Reader) (Config, error) {
+	cfg, _, err := ReadScenario(path, stdin)
+	return cfg, err
+}
+
+// ReadScenario is LoadScenario that also returns the file's bytes, which
+// Options.Apply takes (Given.Scenario) so that the file's fields win over
+// --quick's.
+func ReadScenario(path string, stdin io.Reader) (Config, []byte, error) {
 	var b []byte
 	var err error
 	if path == "-" {
@@ -223,13 +232,13 @@ func LoadScenario(path string, stdin io.Reader) (Config, error) {
 		b, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := ParseScenario(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, b, nil
 }
 
 // ParseScenario decodes a scenario over its experiment's published values
@@ -248,17 +257,41 @@ func ParseScenario(b []byte) (Config, error) {
 		return nil, fmt.Errorf("experiment %q: allowed %s", head.Experiment, strings.Join(Names(), ", "))
 	}
 	cfg := e.New()
+	if err := decodeScenario(b, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, ValidateAll(cfg)
+}
+
+// ValidateAll checks cfg completely: its stack, limits and component
+// settings, and the experiment's own fields. With stack: external the
+// experiment's own check comes first, so that one that starts its own
+// stack says so before the external stack asks for its external: block.
+func ValidateAll(cfg Config) error {
+	s, ok := cfg.(Stacked)
+	if !ok {
+		return cfg.Validate()
+	}
+	if s.Stack().Stack == stack.NameExternal {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+	}
+	if err := s.Stack().Validate(); err != nil {
+		return err
+	}
+	return cfg.Validate()
+}
+
+// decodeScenario decodes b over cfg: the fields b has replace cfg's, the
+// others are kept.
+func decodeScenario(b []byte, cfg Config) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil {
-		return nil, yamlError(err)
+		return yamlError(err)
 	}
-	if s, ok := cfg.(Stacked); ok {
-		if err := s.Stack().Validate(); err != nil {
-			return nil, err
-		}
-	}
-	return cfg, cfg.Validate()
+	return nil
 }
 
 // yamlError keeps a decoding error on one line, without the library's
@@ -283,24 +316,11 @@ func emptyScenario() error {
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
 // SizesFlag is a flag of comma-separated byte sizes (k, m, g suffixes)
-// into *To; Example is shown in its error. The experiment's Validate
+// into *to; example is shown in its error. The experiment's Validate
 // checks the range.
-type SizesFlag struct {
-	To      *[]Size
-	Example string
-}
-
-func (f SizesFlag) String() string { return "" }
-
-// Set implements flag.Value.
-func (f SizesFlag) Set(v string) error {
-	*f.To = nil
-	for _, s := range strings.Split(v, ",") {
-		n, err := proxy.ParseSize(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("%q: want sizes, comma-separated, e.g. %s", v, f.Example)
-		}
-		*f.To = append(*f.To, Size(n))
-	}
-	return nil
+func SizesFlag(to *[]Size, example string) *cliflag.List[Size] {
+	return &cliflag.List[Size]{To: to, Want: "sizes, comma-separated, e.g. " + example, Parse: func(s string) (Size, error) {
+		n, err := proxy.ParseSize(s)
+		return Size(n), err
+	}}
 }

@@ -51,7 +51,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 	}
 	if shared.Has(SharedReps) {
 		fs.Var(&o.Reps, "reps", "repetitions of each condition, 1 to 1000 (default: the experiment's)")
-		fs.BoolVar(&o.Quick, "quick", false, "one repetition per condition (same as --reps 1), and the experiment's reduced grid where it has one (see its help)")
+		fs.BoolVar(&o.Quick, "quick", false, "one repetition per condition (as --reps 1; --reps, given, wins), and the experiment's reduced grid where it has one (see its help); a value you give, as a flag or a field of the scenario file, always wins over the reduced one")
 	}
 	if shared.Has(SharedResume) {
 		fs.StringVar(&o.Resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones; refused if it was run with other settings")
@@ -118,22 +118,33 @@ func (r *Reps) Set(v string) error {
 }
 
 // Apply puts the options that override scenario fields into cfg: reps
-// and the stack name.
-func (o Options) Apply(cfg Config) {
+// and the stack name. --quick is one repetition (--reps, when given,
+// wins) and the experiment's reduced grid; what the user gave explicitly
+// (given: the scenario file's fields, then the experiment's own flags) is
+// applied again over the reduction, so that a value the user gave always
+// wins over --quick's. This is the one place --quick is applied.
+func (o Options) Apply(cfg Config, given Given) error {
+	if err := given.check(cfg); err != nil {
+		return err
+	}
 	if r, ok := cfg.(Repeated); ok {
-		switch {
-		case o.Quick:
-			*r.Repetitions() = 1
-			if rd, ok := cfg.(Reducer); ok {
-				rd.Reduce()
+		if rd, ok := cfg.(Reducer); ok && o.Quick {
+			rd.Reduce()
+			if err := given.reapply(cfg); err != nil {
+				return err
 			}
+		}
+		switch {
 		case o.Reps.Given:
 			*r.Repetitions() = o.Reps.N
+		case o.Quick:
+			*r.Repetitions() = 1
 		}
 	}
 	if s, ok := cfg.(Stacked); ok && o.Stack != "" {
 		s.Stack().Stack = o.Stack
 	}
+	return nil
 }
 
 // ResultsDir is where a session writes: out if given, else

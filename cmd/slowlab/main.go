@@ -131,9 +131,3 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return err
 }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, " ") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

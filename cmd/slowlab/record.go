@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -22,7 +23,7 @@ func init() {
 
 // recordFlags are the command line of `slowlab record`.
 type recordFlags struct {
-	scrape      stringList
+	scrape      []string
 	prometheus  string
 	interval    time.Duration
 	timeout     time.Duration
@@ -51,7 +52,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"selector's run_id=\"...\" value. One of them is required: without it every run's and every other exporter's\n"+
 			"series with the same group names would be summed.", stdout)
 	var f recordFlags
-	fs.Var(&f.scrape, "scrape", "`URL` of a /metrics endpoint to sample, repeatable (the exporter's, e.g. http://127.0.0.1:9817/metrics, first)")
+	fs.Var(cliflag.Strings(&f.scrape), "scrape", "`URL` of a /metrics endpoint to sample, repeatable (the exporter's, e.g. http://127.0.0.1:9817/metrics, first)")
 	fs.StringVar(&f.prometheus, "prometheus", "", "`URL` of a Prometheus server to read the run back from with query_range, e.g. http://127.0.0.1:9090")
 	fs.DurationVar(&f.interval, "interval", recorder.DefaultInterval, "scrape mode: time between samples, anchored to the start (no drift)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "scrape mode: a scrape slower than this is an error row (default: --interval)")

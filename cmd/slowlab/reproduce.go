@@ -40,7 +40,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseExperimentFlags(fs, args[1:], e.Name); err != nil {
 		return err
 	}
-	if err := s.prepare(cfg); err != nil {
+	if err := s.prepare(cfg, lab.Given{Flags: fs, Args: args[1:]}); err != nil {
 		return err
 	}
 	if *printScenario {
@@ -69,9 +69,10 @@ func (s *session) addFlags(fs *flag.FlagSet, shared lab.Shared) {
 	}
 }
 
-// prepare validates the shared options, applies them to cfg and validates
-// cfg: every mistake is a usage error before anything starts.
-func (s *session) prepare(cfg lab.Config) error {
+// prepare validates the shared options, applies them to cfg (what the
+// user gave explicitly winning over --quick's) and validates cfg: every
+// mistake is a usage error before anything starts.
+func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 	if err := s.opts.Validate(); err != nil {
 		return usagef("%v", err)
 	}
@@ -80,16 +81,13 @@ func (s *session) prepare(cfg lab.Config) error {
 			return err
 		}
 	}
-	s.opts.Apply(cfg)
+	if err := s.opts.Apply(cfg, given); err != nil {
+		return usagef("%v", err)
+	}
 	if err := s.opts.ValidateFor(cfg); err != nil {
 		return usagef("%v", err)
 	}
-	if st, ok := cfg.(lab.Stacked); ok {
-		if err := st.Stack().Validate(); err != nil {
-			return usagef("%v", err)
-		}
-	}
-	if err := cfg.Validate(); err != nil {
+	if err := lab.ValidateAll(cfg); err != nil {
 		return usagef("%v", err)
 	}
 	return nil

@@ -30,7 +30,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, err := lab.LoadScenario(args[0], os.Stdin)
+	cfg, scenario, err := lab.ReadScenario(args[0], os.Stdin)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -44,7 +44,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if refused != nil {
 		return refused
 	}
-	if err := s.prepare(cfg); err != nil {
+	if err := s.prepare(cfg, lab.Given{Scenario: scenario}); err != nil {
 		return err
 	}
 	return s.run(ctx, cfg, stdout, stderr)

@@ -1,7 +1,8 @@
 // Package cliflag is the command-line convention every slowlab binary
 // follows: a mistake is one line (a UsageError, exit status 2), --help
 // prints the whole usage to standard output. It owns flag sets and their
-// parsing; what the flags mean is each command's.
+// parsing, and the one list-flag type (List); what the flags mean is each
+// command's.
 package cliflag
 
 import (

@@ -110,10 +110,10 @@ func (c *Config) Targets() []stack.Target { return []stack.Target{stack.TargetFa
 
 // Flags implements lab.Config.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var(lab.SizesFlag{To: &c.Sizes, Example: "4m,16m"}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 4m,8m,16m,32m)")
-	fs.Var(lab.SizesFlag{To: &c.Rates, Example: "1m,2m"}, "rates", "slow read rates in bytes/s, comma-separated (default 512k,1m,2m,4m)")
-	fs.Var(lab.SizesFlag{To: &c.TCPWmemMax, Example: "1m,4m,16m"}, "tcp-wmem-max", "net.ipv4.tcp_wmem maxima to sweep, comma-separated (e.g. 1m,4m,16m), each set in a network namespace of its own; needs root (default: the host's, no namespace)")
-	fs.Var(lab.SizesFlag{To: &c.TCPRmemMax, Example: "1m,4m,16m"}, "tcp-rmem-max", "net.ipv4.tcp_rmem maxima to sweep, likewise (every pair with --tcp-wmem-max)")
+	fs.Var(lab.SizesFlag(&c.Sizes, "4m,16m"), "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 4m,8m,16m,32m)")
+	fs.Var(lab.SizesFlag(&c.Rates, "1m,2m"), "rates", "slow read rates in bytes/s, comma-separated (default 512k,1m,2m,4m)")
+	fs.Var(lab.SizesFlag(&c.TCPWmemMax, "1m,4m,16m"), "tcp-wmem-max", "net.ipv4.tcp_wmem maxima to sweep, comma-separated (e.g. 1m,4m,16m), each set in a network namespace of its own; needs root (default: the host's, no namespace)")
+	fs.Var(lab.SizesFlag(&c.TCPRmemMax, "1m,4m,16m"), "tcp-rmem-max", "net.ipv4.tcp_rmem maxima to sweep, likewise (every pair with --tcp-wmem-max)")
 	fs.IntVar(&c.SlowClients, "slow-clients", c.SlowClients, "slow clients per run")
 	fs.StringVar(&c.Server, "server", c.Server, "server model, e.g. sync-2, gthread-1x4")
 }

@@ -7,9 +7,9 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
@@ -149,25 +149,17 @@ func (cond Condition) RunID(rep int) string {
 
 // Flags implements lab.Config.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var(&listFlag{set: func(v []string) error { c.ServerNames = v; return nil }}, "servers", "comma-separated server models, e.g. sync-2,gthread-1x4,async")
-	fs.Var(&listFlag{set: func(v []string) error {
-		c.RouteNames = nil
-		for _, r := range v {
-			c.RouteNames = append(c.RouteNames, stack.Route(r))
+	str := func(s string) (string, error) { return s, nil }
+	fs.Var(&cliflag.List[string]{To: &c.ServerNames, Parse: str}, "servers", "comma-separated server models, e.g. sync-2,gthread-1x4,async")
+	fs.Var(&cliflag.List[stack.Route]{To: &c.RouteNames, Parse: func(s string) (stack.Route, error) { return stack.Route(s), nil }},
+		"routes", "comma-separated routes: direct, proxy-buffering-on")
+	fs.Var(&cliflag.List[string]{To: &c.Modes, Parse: str}, "modes", "comma-separated: idle, slowloris")
+	fs.Var(&cliflag.List[int]{To: &c.Conns, Parse: func(s string) (int, error) {
+		k, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, fmt.Errorf("%q: want a number of connections", s)
 		}
-		return nil
-	}}, "routes", "comma-separated routes: direct, proxy-buffering-on")
-	fs.Var(&listFlag{set: func(v []string) error { c.Modes = v; return nil }}, "modes", "comma-separated: idle, slowloris")
-	fs.Var(&listFlag{set: func(v []string) error {
-		c.Conns = nil
-		for _, s := range v {
-			k, err := strconv.Atoi(s)
-			if err != nil {
-				return fmt.Errorf("%q: want a number of connections", s)
-			}
-			c.Conns = append(c.Conns, k)
-		}
-		return nil
+		return k, nil
 	}}, "connections", "comma-separated K, e.g. 10,100,1000,10000")
 	fs.DurationVar((*time.Duration)(&c.Hold), "hold", time.Duration(c.Hold), "each connection's bound: its holder closes it this long after it connected")
 	fs.DurationVar((*time.Duration)(&c.AppTimeout), "app-timeout", time.Duration(c.AppTimeout), "the app's worker timeout, e.g. 30s (Gunicorn --timeout; 0: the app's default)")
@@ -242,19 +234,4 @@ func (c *Config) sources(k int) []netip.Addr {
 		a = a.Next()
 	}
 	return out
-}
-
-// listFlag is a comma-separated list flag.
-type listFlag struct{ set func([]string) error }
-
-func (l *listFlag) String() string { return "" }
-
-func (l *listFlag) Set(v string) error {
-	var parts []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			parts = append(parts, p)
-		}
-	}
-	return l.set(parts)
 }

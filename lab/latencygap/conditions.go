@@ -224,6 +224,9 @@ func (c *Config) validateConditions() error {
 		if l < 0 || l > netem.MaxLoss || math.IsNaN(l) {
 			return fmt.Errorf("loss[%d] %g%%: allowed 0 to %g%%", i, l, netem.MaxLoss)
 		}
+		if slices.Index(c.Losses, l) != i {
+			return fmt.Errorf("loss[%d] %g%%: given twice", i, l)
+		}
 	}
 	if len(c.Rates) > 0 && c.Rate != 0 {
 		return errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
@@ -231,6 +234,9 @@ func (c *Config) validateConditions() error {
 	for i, r := range c.Rates {
 		if r != 0 && (r < MinRate || r > MaxRate) {
 			return fmt.Errorf("rates[%d] %s: allowed 0 (no limit) or %s to %s", i, r, MinRate, MaxRate)
+		}
+		if slices.Index(c.Rates, r) != i {
+			return fmt.Errorf("rates[%d] %s: given twice", i, r)
 		}
 	}
 	for i, m := range c.TLS {
@@ -263,33 +269,11 @@ func (c *Config) validateConditions() error {
 // maxConditions bounds the grid: each condition is 2 x Runs requests.
 const maxConditions = 500
 
-// listFlag is a comma-separated list flag parsed by parse.
-type listFlag[T any] struct {
-	to    *[]T
-	parse func(string) (T, error)
-	usage string // the format, for errors: "0.1%,1%"
-}
-
-func (f listFlag[T]) String() string { return "" }
-
-func (f listFlag[T]) Set(v string) error {
-	var out []T
-	for _, s := range strings.Split(v, ",") {
-		x, err := f.parse(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("%q: want %s: %w", v, f.usage, err)
-		}
-		out = append(out, x)
-	}
-	*f.to = out
-	return nil
-}
-
 // parseLoss reads "1%", "0.1%" or "1" (percent).
 func parseLoss(s string) (float64, error) {
 	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a percentage", s)
+		return 0, fmt.Errorf("%q is not a percentage (want e.g. 0.1%% or 1)", s)
 	}
 	return f, nil
 }

@@ -17,9 +17,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
@@ -113,18 +114,36 @@ func (c *Config) Head() *lab.Header { return &c.Header }
 // Flags implements lab.Config.
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Runs, "runs", c.Runs, "requests per mode (keep-alive, new connection) and condition; medians over them")
-	fs.Var(&delaysFlag{c}, "delay", "added one-way delays, comma-separated, each applied in both directions (default 0,25ms)")
-	fs.Var(lab.SizesFlag{To: &c.Sizes, Example: "1k,100k"}, "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
-	fs.Var(durationFlag{&c.DelayUp}, "delay-up", "one-way delay client to server; with --delay-down, replaces --delay with one asymmetric path")
+	fs.Var(&cliflag.List[lab.Duration]{To: &c.Delays, Parse: parseDelay, Want: "durations, comma-separated, e.g. 0,25ms"}, "delay",
+		"added one-way delays, comma-separated, each applied in both directions (default 0,25ms)")
+	fs.Var(lab.SizesFlag(&c.Sizes, "1k,100k"), "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
+	fs.Var(durationFlag{&c.DelayUp}, "delay-up", "one-way delay client to server; give --delay-down with it (0 for none): the two replace --delay's list with one asymmetric path, so neither is taken alone or beside --delay")
 	fs.Var(durationFlag{&c.DelayDown}, "delay-down", "one-way delay server to client (see --delay-up)")
-	fs.Var(listFlag[float64]{to: &c.Losses, parse: parseLoss, usage: "percentages, comma-separated, e.g. 0.1%,1%"}, "loss",
+	fs.Var(&cliflag.List[float64]{To: &c.Losses, Parse: parseLoss}, "loss",
 		"random packet loss each way, comma-separated percentages, one condition each (e.g. 0.1%,1%)")
-	fs.Var(listFlag[BitRate]{to: &c.Rates, parse: ParseBitRate, usage: "rates, comma-separated, e.g. 10mbit,1mbit"}, "rate",
+	fs.Var(&cliflag.List[BitRate]{To: &c.Rates, Parse: ParseBitRate}, "rate",
 		"rate limit each way, comma-separated (bits per second: kbit, mbit, gbit), one condition each (e.g. 10mbit)")
-	fs.Var(listFlag[string]{to: &c.TLS, parse: func(s string) (string, error) { return s, nil }, usage: "TLS modes, comma-separated"}, "tls",
+	fs.Var(&cliflag.List[string]{To: &c.TLS, Parse: func(s string) (string, error) { return s, nil }}, "tls",
 		"TLS modes, comma-separated, one condition each: none, 1.2, 1.3, 1.3-resume (default none)")
-	fs.Var(listFlag[Work]{to: &c.Work, parse: ParseWork, usage: "processing times, comma-separated, e.g. 0,10ms,cpu:50ms"}, "work",
+	fs.Var(&cliflag.List[Work]{To: &c.Work, Parse: ParseWork}, "work",
 		"the server's processing time per request, comma-separated, one condition each: DURATION asleep, cpu:DURATION on the CPU (e.g. 0,1ms,10ms,50ms,200ms)")
+}
+
+// CheckFlags implements lab.FlagChecker: --delay-up and --delay-down
+// replace --delay's list with one path, so they come as a pair and not
+// beside --delay; alone, one would silently drop the published delays
+// and pick 0 for the other direction.
+func (c *Config) CheckFlags(given func(name string) bool) error {
+	up, down := given("delay-up"), given("delay-down")
+	switch {
+	case (up || down) && given("delay"):
+		return errors.New("--delay with --delay-up/--delay-down: give one (--delay-up and --delay-down replace --delay's list with one asymmetric path)")
+	case up && !down:
+		return fmt.Errorf("--delay-up %s without --delay-down: give both (0 for none); together they replace --delay's list (default 0,25ms) with one asymmetric path", time.Duration(c.DelayUp))
+	case down && !up:
+		return fmt.Errorf("--delay-down %s without --delay-up: give both (0 for none); together they replace --delay's list (default 0,25ms) with one asymmetric path", time.Duration(c.DelayDown))
+	}
+	return nil
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.
@@ -139,6 +158,9 @@ func (c *Config) Validate() error {
 		if c.Method == netem.MethodNone && d > 0 {
 			return fmt.Errorf("delays[%d] %s with method none: none adds no delay; use auto, netem or tun", i, time.Duration(d))
 		}
+		if slices.Index(c.Delays, d) != i {
+			return fmt.Errorf("delays[%d] %s: given twice", i, time.Duration(d))
+		}
 	}
 	if len(c.Sizes) == 0 {
 		return errors.New("sizes: none given")
@@ -146,6 +168,9 @@ func (c *Config) Validate() error {
 	for i, s := range c.Sizes {
 		if s < 0 || s > 64<<20 {
 			return fmt.Errorf("sizes[%d] %d: allowed 0 to %d bytes", i, s, 64<<20)
+		}
+		if slices.Index(c.Sizes, s) != i {
+			return fmt.Errorf("sizes[%d] %d: given twice", i, s)
 		}
 	}
 	switch {
@@ -162,23 +187,11 @@ func (c *Config) Validate() error {
 	return c.validateConditions()
 }
 
-// delaysFlag is --delay: comma-separated durations; Validate checks the range.
-type delaysFlag struct{ c *Config }
-
-func (f *delaysFlag) String() string { return "" }
-
-func (f *delaysFlag) Set(v string) error {
-	f.c.Delays = nil
-	for _, d := range strings.Split(v, ",") {
-		d = strings.TrimSpace(d)
-		t, err := time.ParseDuration(d)
-		if d == "0" {
-			t, err = 0, nil
-		}
-		if err != nil {
-			return fmt.Errorf("%q: want durations, comma-separated, e.g. 0,25ms", v)
-		}
-		f.c.Delays = append(f.c.Delays, lab.Duration(t))
+// parseDelay reads one delay: a duration, or 0.
+func parseDelay(s string) (lab.Duration, error) {
+	if s == "0" {
+		return 0, nil
 	}
-	return nil
+	d, err := time.ParseDuration(s)
+	return lab.Duration(d), err
 }

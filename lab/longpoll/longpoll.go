@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 )
@@ -99,7 +100,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var((*durationFlag)(&c.Seconds), "seconds", "probing window, e.g. 60s (a number is seconds)")
 	fs.Var((*durationFlag)(&c.Wait), "wait", "how long each held request waits before its 204, e.g. 30s")
 	fs.BoolVar(&c.KeepAlive, "keepalive", c.KeepAlive, "holders and probes reuse their connections (default: a new connection per request)")
-	fs.Var(&conditionsFlag{list: &c.Conditions}, "condition", "SERVER:HOLD:PROBES, e.g. gthread-2x16:31:8; repeat for more (default: the published six)")
+	fs.Var(&cliflag.List[Condition]{To: &c.Conditions, Parse: parseCondition, Repeat: true}, "condition", "SERVER:HOLD:PROBES, e.g. gthread-2x16:31:8; repeat for more (default: the published six)")
 	fs.BoolVar(&c.AcceptWhenFree, "accept-when-free", c.AcceptWhenFree, "embedded stack: gthread workers accept only while a thread is free (Gunicorn accepts regardless)")
 }
 
@@ -155,37 +156,25 @@ func (d *durationFlag) Set(v string) error {
 	return nil
 }
 
-// conditionsFlag collects --condition SERVER:HOLD:PROBES values; the first
-// replaces the published conditions, the next ones add to it.
-type conditionsFlag struct {
-	list *[]Condition
-	set  bool
-}
-
-func (c *conditionsFlag) String() string { return "" }
-
-func (c *conditionsFlag) Set(v string) error {
+// parseCondition reads --condition SERVER:HOLD:PROBES.
+func parseCondition(v string) (Condition, error) {
 	parts := strings.Split(v, ":")
 	if len(parts) != 3 {
-		return fmt.Errorf("%q: want SERVER:HOLD:PROBES, e.g. gthread-2x16:20:8", v)
+		return Condition{}, errors.New("want SERVER:HOLD:PROBES, e.g. gthread-2x16:20:8")
 	}
 	srv, err := stack.ParseServer(parts[0])
 	if err != nil {
-		return fmt.Errorf("%q: %w", v, err)
+		return Condition{}, err
 	}
 	hold, err := strconv.Atoi(parts[1])
 	if err != nil || hold < 0 || hold > 10000 {
-		return fmt.Errorf("%q: hold %q: want 0 to 10000", v, parts[1])
+		return Condition{}, fmt.Errorf("hold %q: want 0 to 10000", parts[1])
 	}
 	probes, err := strconv.Atoi(parts[2])
 	if err != nil || probes < 1 || probes > 10000 {
-		return fmt.Errorf("%q: probes %q: want 1 to 10000", v, parts[2])
+		return Condition{}, fmt.Errorf("probes %q: want 1 to 10000", parts[2])
 	}
-	if !c.set {
-		*c.list, c.set = nil, true
-	}
-	*c.list = append(*c.list, Condition{Server: srv.Name(), Hold: hold, Probes: probes})
-	return nil
+	return Condition{Server: srv.Name(), Hold: hold, Probes: probes}, nil
 }
 
 // RunID is the run id of a condition's rep: server, hold, probes, rep.

@@ -118,12 +118,17 @@ func Published() *Config {
 // Reduce implements lab.Reducer: --quick runs stalled readers on sync-2
 // on the three routes, a slow reader direct and stalled readers on the
 // async server, once each, with 3 s timeouts, a 6 s stall, a 12 s bound
+// (twice a longer stall the user gave, which the session applies again)
 // and 4 MiB of /large (unless the size was set), /fast for 5 s.
 func (c *Config) Reduce() {
 	if c.Size == Published().Size {
 		c.Size = 4 << 20
 	}
+	stall := c.Client.Stall
 	c.Client.Stall, c.Client.GiveUp = lab.Duration(6*time.Second), lab.Duration(12*time.Second)
+	if stall != Published().Client.Stall {
+		c.Client.GiveUp = max(c.Client.GiveUp, 2*stall)
+	}
 	c.Fast.Duration = lab.Duration(5 * time.Second)
 	short := lab.Duration(3 * time.Second)
 	c.Conditions = []Condition{
