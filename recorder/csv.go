@@ -64,35 +64,6 @@ func newRowWriter[T Row[T]](w io.Writer, size int64) *Writer[T] {
 	return &Writer[T]{out: out, cw: csv.NewWriter(out), schema: schemaOf[T]()}
 }
 
-// RewriteFile replaces dir/FileName[T]() with its header and the rows
-// keep accepts, atomically (a temporary file renamed over it). Resuming an
-// experiment uses it to drop the rows of runs that did not complete.
-func RewriteFile[T Row[T]](dir string, keep func(T) bool) error {
-	path := filepath.Join(dir, FileName[T]())
-	rows, err := ReadFile[T](path)
-	if err != nil {
-		return err
-	}
-	err = replaceFile(dir, FileName[T](), func(f io.Writer) error {
-		w, err := NewWriter[T](f)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if keep(r) {
-				if err := w.Write(r); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("rewrite %s: %w", path, err)
-	}
-	return nil
-}
-
 // replaceFile replaces dir/name atomically: write fills a temporary file
 // in dir, which is synced and renamed over dir/name, so a reader or a
 // crash sees the old file or the new one, never a mix. The new file is

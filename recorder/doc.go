@@ -10,7 +10,7 @@
 //
 // Each row type declares its file name and columns in its own file
 // (requests.go, runs.go, gap.go, ...) and implements Row, which is all the
-// generic CreateFile, AppendFile, RewriteFile, NewWriter, ReadAll and
+// generic CreateFile, AppendFile, NewWriter, ReadAll and
 // ReadFile need: a new results file is one new file here.
 //
 // It also fills resource-samples.csv: Sampler scrapes /metrics endpoints

@@ -70,7 +70,9 @@ func TestCreateFileBadDir(t *testing.T) {
 	}
 }
 
-func TestAppendAndRewriteFile(t *testing.T) {
+// Appending after KeepRuns (a resume): the kept runs' rows, then the new
+// ones, in a file as readable as a created one.
+func TestAppendAfterKeepRuns(t *testing.T) {
 	dir := t.TempDir()
 	w, err := CreateFile[Request](dir)
 	if err != nil {
@@ -84,7 +86,7 @@ func TestAppendAndRewriteFile(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := RewriteFile[Request](dir, func(r Request) bool { return r.RunID == "a" }); err != nil {
+	if err := KeepRuns(dir, FileName[Request](), func(id string) bool { return id == "a" }); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(filepath.Join(dir, "requests.csv")); err != nil {
