@@ -2,6 +2,7 @@ package hops
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -272,18 +273,8 @@ func tempSamples(rows []recorder.Hop) []int {
 			idx = append(idx, i)
 		}
 	}
-	slices.SortFunc(idx, func(a, b int) int { return cmpF(rows[a].TS, rows[b].TS) })
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(rows[a].TS, rows[b].TS) })
 	return idx
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TestCheckMutationsOnRealRun: the samples of a real run through a
