@@ -120,24 +120,26 @@ func conditions(res *Result) map[string]recorder.Condition {
 	return m
 }
 
+// p95 is the condition's /fast p95: what a starved condition is told by.
 func p95(t *testing.T, byCond map[string]recorder.Condition, key string) float64 {
 	t.Helper()
-	c, ok := byCond[key]
-	if !ok || !c.P95MS.Valid {
-		t.Fatalf("no p95 for %s in %+v", key, byCond)
-	}
-	return c.P95MS.Value
+	return latency(t, byCond, key, "p95", func(c recorder.Condition) recorder.Maybe { return c.P95MS })
 }
 
 // p50 is the condition's median /fast latency: what tells an unstarved
 // condition from a starved one whatever one request's luck was.
 func p50(t *testing.T, byCond map[string]recorder.Condition, key string) float64 {
 	t.Helper()
+	return latency(t, byCond, key, "p50", func(c recorder.Condition) recorder.Maybe { return c.P50MS })
+}
+
+func latency(t *testing.T, byCond map[string]recorder.Condition, key, name string, get func(recorder.Condition) recorder.Maybe) float64 {
+	t.Helper()
 	c, ok := byCond[key]
-	if !ok || !c.P50MS.Valid {
-		t.Fatalf("no p50 for %s in %+v", key, byCond)
+	if !ok || !get(c).Valid {
+		t.Fatalf("no %s for %s in %+v", name, key, byCond)
 	}
-	return c.P50MS.Value
+	return get(c).Value
 }
 
 // checkResultFiles checks the results directory against the CSV contract:
