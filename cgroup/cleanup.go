@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/slowlab/slowlab/child"
 )
 
 // Sessions' cgroups live at slowlab/<pid>/<run-id>/<role> in every
@@ -33,8 +35,8 @@ func (l Leftover) Removed() bool { return len(l.Pids) == 0 && l.Err == nil }
 // CleanupOptions says what CleanupDead may treat as gone and how it
 // removes directories.
 type CleanupOptions struct {
-	// Alive reports whether the process with this PID runs; by default,
-	// whether /proc/PID exists.
+	// Alive reports whether the process with this PID runs; by default
+	// child.Alive.
 	Alive func(pid int) bool
 	// Ops are the filesystem calls (KernelOps by default).
 	Ops Ops
@@ -53,7 +55,7 @@ type CleanupOptions struct {
 // read.
 func CleanupDead(root string, o CleanupOptions) ([]Leftover, error) {
 	if o.Alive == nil {
-		o.Alive = processAlive
+		o.Alive = child.Alive
 	}
 	if o.Ops.Rmdir == nil {
 		o.Ops = KernelOps
@@ -130,10 +132,4 @@ func (l Layout) hierarchies() []string {
 	}
 	slices.Sort(hs)
 	return hs
-}
-
-// processAlive reports whether a process with this PID exists.
-func processAlive(pid int) bool {
-	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
-	return err == nil
 }

@@ -213,7 +213,7 @@ func (r *uvicornRun) WorkersFailed() error {
 		return nil
 	}
 	for _, pid := range r.workers {
-		if !processAlive(pid) {
+		if !child.Alive(pid) {
 			return fmt.Errorf("worker %d exited during the run", pid)
 		}
 	}

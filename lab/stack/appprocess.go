@@ -186,18 +186,6 @@ func withoutEnv(env []string, names ...string) []string {
 	return out
 }
 
-// processAlive reports whether pid is a process that has not exited (a
-// zombie, exited but not yet reaped, has).
-func processAlive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the command name's closing parenthesis.
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
-}
-
 // readAppSendLog is app_send_s by request id from the send log at path.
 func readAppSendLog(path string) (map[string]float64, error) {
 	recs, err := readSendLog(path)

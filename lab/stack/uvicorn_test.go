@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
@@ -142,7 +143,7 @@ func TestUvicornWorkerDiesFailsRun(t *testing.T) {
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	slowlabtest.WaitFor(t, "the killed worker to be gone", func() bool { return !processAlive(victim) }, func() string { return run.p.LogTail() })
+	slowlabtest.WaitFor(t, "the killed worker to be gone", func() bool { return !child.Alive(victim) }, func() string { return run.p.LogTail() })
 	want := fmt.Sprintf("app: uvicorn: worker %d exited during the run", victim)
 	if err := s.run.Failed(); err == nil || err.Error() != want {
 		t.Errorf("Failed() = %v, want %q", err, want)
