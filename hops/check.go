@@ -281,9 +281,18 @@ func (g *group) proxyCheck(ds []*group) {
 	v.Allowed = allowed(v.AppWritten, g.skew)
 }
 
+// WrittenJitter is how far app_written, read from the app's socket, may
+// fall between two samples although nothing went back: the kernel fills
+// its send queue (write_seq - snd_una) and TCP_INFO's bytes_acked (snd_una)
+// one after the other, so an ACK processed in between counts what it
+// acknowledged twice in that sample (a fall of 8 KiB was seen on loopback);
+// one ACK on loopback covers at most a few 64 KiB segments.
+const WrittenJitter = 128 << 10
+
 // monotonic returns a violation for each sample of a download at which
 // client_read, or app_written read from the app's socket, is less than at
-// the sample before: cumulative counts never fall, so a sample out of its
+// the sample before (app_written: by more than the samples' skew or
+// WrittenJitter): cumulative counts never fall, so a sample out of its
 // time order does not hold. (A derived app_written, the whole response
 // once the app's socket closed, is no count of the kernel's.)
 func monotonic(gs []*group) []Violation {
@@ -303,7 +312,7 @@ func monotonic(gs []*group) []Violation {
 			switch {
 			case cur.read < prev.read:
 				reason = fmt.Sprintf("client_read fell from %d (at %.3f s) to %d", prev.read, prev.k.ts, cur.read)
-			case prev.writtenSeen && cur.writtenSeen && cur.v.AppWritten < prev.v.AppWritten:
+			case prev.writtenSeen && cur.writtenSeen && cur.v.AppWritten < prev.v.AppWritten-max(prev.skew, cur.skew, WrittenJitter):
 				reason = fmt.Sprintf("app_written fell from %d (at %.3f s) to %d", prev.v.AppWritten, prev.k.ts, cur.v.AppWritten)
 			}
 			if reason != "" {

@@ -145,3 +145,42 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// app_written read from the app's socket may fall by what one ACK
+// acknowledges while the kernel fills the sample (8 KiB was seen), not by
+// more: a fall of 1 MiB is a sample out of its time order.
+func TestCheckWrittenJitter(t *testing.T) {
+	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fell := func(by int64) []Violation {
+		var first []recorder.Hop
+		ts := rows[0].TS
+		for _, r := range rows {
+			if r.TS == ts {
+				first = append(first, r)
+			}
+		}
+		later := slices.Clone(first)
+		for i := range later {
+			later[i].TS = ts + 0.05
+			if later[i].Hop == recorder.HopAppWritten && later[i].Source == recorder.HopSourceKernel {
+				later[i].Bytes -= by
+			}
+		}
+		var out []Violation
+		for _, v := range Check(append(slices.Clone(first), later...)) {
+			if strings.Contains(v.Reason, "app_written fell") {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	if v := fell(8 << 10); len(v) != 0 {
+		t.Errorf("an 8 KiB fall: %v, want none", v)
+	}
+	if v := fell(1 << 20); len(v) == 0 {
+		t.Error("a 1 MiB fall passed the check")
+	}
+}
