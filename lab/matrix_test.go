@@ -128,7 +128,10 @@ func TestMatrixHostBusy(t *testing.T) {
 	t.Cleanup(func() { HostBusyCooldown = saved })
 	env := &Env{Out: t.TempDir(), MaxHostCPU: 0.001}
 	m, measured := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
-		<-ctx.Done() // the guard's cancellation is the observed event
+		// The run itself keeps a CPU busy, so the guard's cancellation
+		// (the observed event) follows from the test and not from
+		// whatever else the machine runs: an idle machine waited minutes.
+		spin(ctx)
 		return recorder.RunAborted
 	})
 	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
@@ -145,5 +148,14 @@ func TestMatrixHostBusy(t *testing.T) {
 	}
 	if !AllFailed(runs, m.Verdict) {
 		t.Error("AllFailed false with every run aborted")
+	}
+}
+
+// spin keeps one CPU busy until ctx is done.
+func spin(ctx context.Context) {
+	for n := 0; ctx.Err() == nil; n++ {
+		for i := 0; i < 1<<16; i++ {
+			n ^= i
+		}
 	}
 }

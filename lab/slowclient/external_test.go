@@ -144,8 +144,15 @@ func TestExternalStackMatchesManaged(t *testing.T) {
 	}
 	m, e := p95(t, managed, "direct/sync-2/2"), p95(t, got, "direct/sync-2/2")
 	t.Logf("direct sync-2 2 slow: p95 managed %.0f ms, external %.0f ms", m, e)
-	if e < 0.75*m || e > 1.25*m {
-		t.Errorf("direct sync-2 2 slow: external p95 %.0f ms, managed %.0f ms; want within 25%%", e, m)
+	// Both runs are starved: a /fast request waits for a worker behind a
+	// slow download, up to the download's app send time. Which of the
+	// 40 requests land early in a download decides the p95 (the second
+	// slowest) between runs of one stack by up to a third on a loaded
+	// machine (892 against 1151 ms seen), so the stacks must agree
+	// within half: an external stack that missed the starvation (a p95
+	// of tens of ms) or doubled it still fails.
+	if e < m/1.5 || e > m*1.5 {
+		t.Errorf("direct sync-2 2 slow: external p95 %.0f ms, managed %.0f ms; want within a factor 1.5", e, m)
 	}
 	mb, eb := managed["proxy-buffering-on/sync-2/2"], got["proxy-buffering-on/sync-2/2"]
 	t.Logf("buffering on: p95 managed %.1f ms, external %.1f ms; temp peak %.1f and %.1f MiB", mb.P95MS.Value, eb.P95MS.Value, mb.TempPeakMiB.Value, eb.TempPeakMiB.Value)
