@@ -67,25 +67,46 @@ type state struct {
 // memory bound per response. Every unaccounted row is what Check
 // computes from the measured hops.
 func Hops(runID string, p Path, downloads []Download, samples []Sample) []recorder.Hop {
+	a := NewAttribution(runID, p, downloads)
 	var rows []recorder.Hop
-	followed := make([]bool, len(samples))
+	for _, smp := range samples {
+		rows = a.Rows(rows, smp)
+	}
+	return rows
+}
+
+// Attribution is Hops one sample at a time, in time order, so that a
+// run's samples need not all be in memory: what it carries from one
+// sample to the next is the last seen of each download's sockets.
+type Attribution struct {
+	runID     string
+	p         Path
+	downloads []Download
+	st        []state
+}
+
+// NewAttribution follows downloads (those that connected) on p.
+func NewAttribution(runID string, p Path, downloads []Download) *Attribution {
+	var ds []Download
 	for _, d := range downloads {
-		if !d.Local.IsValid() {
-			continue
-		}
-		var st state
-		for i, smp := range samples {
-			n := len(rows)
-			rows = p.sample(rows, runID, d, smp, &st)
-			followed[i] = followed[i] || len(rows) > n
+		if d.Local.IsValid() {
+			ds = append(ds, d)
 		}
 	}
-	for i, smp := range samples {
-		if followed[i] && p.ProxyPort != 0 && smp.HasTemp {
-			rows = p.proxyRows(rows, runID, smp)
-		}
+	return &Attribution{runID: runID, p: p, downloads: ds, st: make([]state, len(ds))}
+}
+
+// Rows appends smp's rows (each download's, then the proxy's) to rows,
+// their unaccounted rows computed; samples must come in time order.
+func (a *Attribution) Rows(rows []recorder.Hop, smp Sample) []recorder.Hop {
+	n := len(rows)
+	for i, d := range a.downloads {
+		rows = a.p.sample(rows, a.runID, d, smp, &a.st[i])
 	}
-	account(rows)
+	if len(rows) > n && a.p.ProxyPort != 0 && smp.HasTemp {
+		rows = a.p.proxyRows(rows, a.runID, smp)
+	}
+	account(rows[n:])
 	return rows
 }
 

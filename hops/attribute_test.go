@@ -209,3 +209,47 @@ func TestHopsProxyAppNeverSeen(t *testing.T) {
 		t.Errorf("violations %v: want them naming app_written missing", bad)
 	}
 }
+
+// An incomplete download through a buffering proxy whose app closed its
+// socket before the first sample: what the app wrote is unknown, so the
+// sample is not checked (Unchecked), not reported as bytes lost; the same
+// download completed (its total known) is checked, and a corrupted
+// client count then fails.
+func TestHopsAppWrittenUnknown(t *testing.T) {
+	const app, proxy, client, up = 8000, 8080, 40000, 41000
+	p := Path{AppPort: app, ProxyPort: proxy, ProxyMemory: 64 << 10}
+	smp := Sample{T: 20 * time.Millisecond, HasTemp: true, TempFile: 700 << 10, Sockets: []Socket{
+		sock(client, proxy, 0, 0, 0, 300<<10), sock(proxy, client, 0, 0, 300<<10, 0)}}
+	d := Download{Client: 0, Local: ap(client), PeerPort: up}
+	for _, tc := range []struct {
+		name      string
+		total     int64
+		read      uint64
+		unchecked bool
+		fails     bool
+	}{
+		{"incomplete", 0, 300 << 10, true, true},
+		{"complete", 1 << 20, 300 << 10, false, false},
+		{"complete, client count corrupted", 1 << 20, 1600 << 10, false, true},
+	} {
+		d.Total = tc.total
+		s := smp
+		s.Sockets = []Socket{sock(client, proxy, 0, 0, 0, tc.read), sock(proxy, client, 0, 0, tc.read, 0)}
+		bad := Check(Hops("r", p, []Download{d}, []Sample{s}))
+		var downloads []Violation
+		for _, v := range bad {
+			if v.Download == 0 {
+				downloads = append(downloads, v)
+			}
+		}
+		if tc.fails != (len(downloads) > 0) {
+			t.Errorf("%s: violations %v, want some: %v", tc.name, downloads, tc.fails)
+			continue
+		}
+		for _, v := range downloads {
+			if v.Unchecked() != tc.unchecked || v.Setup() {
+				t.Errorf("%s: %s: unchecked %v, setup %v; want unchecked %v", tc.name, v, v.Unchecked(), v.Setup(), tc.unchecked)
+			}
+		}
+	}
+}

@@ -48,6 +48,14 @@ type Violation struct {
 // run). Every other violation is bytes the hops cannot explain.
 func (v Violation) Setup() bool { return v.Reason == "" && v.ClientReceived == 0 && len(v.Missing) > 0 }
 
+// Unchecked reports a violation in a sample whose app_written is unknown:
+// the app's socket was never seen (it closed before the first sample)
+// and the download did not complete, so what the app wrote is not known
+// and there is nothing to conserve against.
+func (v Violation) Unchecked() bool {
+	return v.Reason == "" && slices.Contains(v.Missing, recorder.HopAppWritten)
+}
+
 func (v Violation) String() string {
 	who := fmt.Sprintf("download %d", v.Download)
 	if v.Download == recorder.HopProxyWide {
@@ -307,17 +315,7 @@ func monotonic(gs []*group) []Violation {
 	for _, s := range byDownload {
 		slices.SortStableFunc(s, func(a, b *group) int { return cmp.Compare(a.k.ts, b.k.ts) })
 		for i := 1; i < len(s); i++ {
-			prev, cur := s[i-1], s[i]
-			reason := ""
-			switch {
-			case cur.read < prev.read:
-				reason = fmt.Sprintf("client_read fell from %d (at %.3f s) to %d", prev.read, prev.k.ts, cur.read)
-			case prev.writtenSeen && cur.writtenSeen && cur.v.AppWritten < prev.v.AppWritten-max(prev.skew, cur.skew, WrittenJitter):
-				reason = fmt.Sprintf("app_written fell from %d (at %.3f s) to %d", prev.v.AppWritten, prev.k.ts, cur.v.AppWritten)
-			}
-			if reason != "" {
-				v := cur.v
-				v.Reason, v.Missing = reason, nil
+			if v, ok := fell(s[i-1], s[i]); ok {
 				out = append(out, v)
 			}
 		}
@@ -325,5 +323,56 @@ func monotonic(gs []*group) []Violation {
 	slices.SortFunc(out, func(a, b Violation) int {
 		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Download, b.Download), cmp.Compare(a.TS, b.TS))
 	})
+	return out
+}
+
+// fell is the violation of cur, the sample of a download after prev, when
+// a cumulative count fell between them.
+func fell(prev, cur *group) (Violation, bool) {
+	reason := ""
+	switch {
+	case cur.read < prev.read:
+		reason = fmt.Sprintf("client_read fell from %d (at %.3f s) to %d", prev.read, prev.k.ts, cur.read)
+	case prev.writtenSeen && cur.writtenSeen && cur.v.AppWritten < prev.v.AppWritten-max(prev.skew, cur.skew, WrittenJitter):
+		reason = fmt.Sprintf("app_written fell from %d (at %.3f s) to %d", prev.v.AppWritten, prev.k.ts, cur.v.AppWritten)
+	}
+	if reason == "" {
+		return Violation{}, false
+	}
+	v := cur.v
+	v.Reason, v.Missing = reason, nil
+	return v, true
+}
+
+// Checker is Check one sample at a time, in time order (the rows
+// Attribution.Rows gives for each), so that a run's rows need not all be
+// in memory: it keeps each download's last sample for the counts that
+// must not fall.
+type Checker struct {
+	last map[groupKey]*group
+}
+
+// Add checks one sample's rows and returns where they do not hold.
+func (c *Checker) Add(rows []recorder.Hop) []Violation {
+	if c.last == nil {
+		c.last = map[groupKey]*group{}
+	}
+	var out []Violation
+	for _, g := range evaluate(rows) {
+		if g.v.Reason != "" || abs(g.v.Unaccounted) > g.v.Allowed {
+			out = append(out, g.v)
+		}
+		if g.k.download == recorder.HopProxyWide {
+			continue
+		}
+		k := groupKey{run: g.k.run, download: g.k.download}
+		if prev := c.last[k]; prev != nil {
+			if v, ok := fell(prev, g); ok {
+				out = append(out, v)
+			}
+		}
+		g.rows = nil // rows are the caller's: keep the sums only
+		c.last[k] = g
+	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -254,14 +255,37 @@ func recordBuffered(t *testing.T) []recorder.Hop {
 }
 
 // held returns the violations of rows that are not of a sample taken
-// while a connection was being set up.
-func held(rows []recorder.Hop) []Violation {
-	var out []Violation
-	for _, v := range Check(rows) {
-		if !v.Setup() {
-			out = append(out, v)
-		}
+// while a connection was being set up. Checker, fed the rows one sample
+// at a time in time order, must find the same as Check of them all.
+func held(t *testing.T, rows []recorder.Hop) []Violation {
+	t.Helper()
+	notSetup := func(vs []Violation) []Violation {
+		return slices.DeleteFunc(vs, func(v Violation) bool { return v.Setup() })
 	}
+	out := notSetup(Check(rows))
+	byTS := map[float64][]recorder.Hop{}
+	for _, r := range rows {
+		byTS[r.TS] = append(byTS[r.TS], r)
+	}
+	var c Checker
+	var streamed []Violation
+	for _, ts := range slices.Sorted(maps.Keys(byTS)) {
+		streamed = append(streamed, c.Add(byTS[ts])...)
+	}
+	key := func(v Violation) string { return fmt.Sprintf("%d@%.4f %s", v.Download, v.TS, v.Reason) }
+	a, b := sortedKeys(out, key), sortedKeys(notSetup(streamed), key)
+	if !slices.Equal(a, b) {
+		t.Errorf("Check found %v, Checker one sample at a time %v", a, b)
+	}
+	return out
+}
+
+func sortedKeys(vs []Violation, key func(Violation) string) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, key(v))
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -303,7 +327,7 @@ func TestCheckMutationsOnNginxRun(t *testing.T) {
 // sockets), and one sample of a download moved later in time.
 func checkMutations(t *testing.T, rows []recorder.Hop) {
 	t.Helper()
-	if bad := held(rows); len(bad) > 0 {
+	if bad := held(t, rows); len(bad) > 0 {
 		t.Fatalf("unmutated: %d samples not conserved; the first: %s", len(bad), bad[0])
 	}
 	ts := tempSamples(rows)
@@ -383,7 +407,7 @@ func checkMutations(t *testing.T, rows []recorder.Hop) {
 		},
 	}
 	for name, mutate := range mutations {
-		bad := held(mutate(slices.Clone(rows)))
+		bad := held(t, mutate(slices.Clone(rows)))
 		if len(bad) == 0 {
 			t.Errorf("%s: Check found nothing", name)
 			continue

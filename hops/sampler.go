@@ -65,6 +65,10 @@ type Sampler struct {
 	// the second.
 	Temp func() (int64, error)
 	Dump func() ([]Socket, error)
+	// Sink, when set, gets each sample as it is taken instead of the
+	// Sampling keeping it (a Spill's Put); its error counts as the
+	// sample's.
+	Sink func(Sample) error
 }
 
 // maxSkew is the movement during a sample (of the sockets, or of the
@@ -106,6 +110,10 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 			case <-timer.C:
 			}
 			smp, err := s.Take(ctx, t0)
+			kept := false
+			if err == nil && s.Sink != nil {
+				err, kept = s.Sink(smp), true
+			}
 			g.mu.Lock()
 			if err != nil {
 				if ctx.Err() == nil {
@@ -114,7 +122,7 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 						g.err = err
 					}
 				}
-			} else {
+			} else if !kept {
 				g.samples = append(g.samples, smp)
 			}
 			g.mu.Unlock()
@@ -255,8 +263,9 @@ func abs(v int64) int64 {
 	return v
 }
 
-// Stop ends the sampling and returns its samples, in time order, and the
-// first error of any sample that failed (with how many did).
+// Stop ends the sampling and returns its samples, in time order (none
+// with a Sink), and the first error of any sample that failed (with how
+// many did).
 func (g *Sampling) Stop() ([]Sample, error) {
 	g.cancel()
 	<-g.done

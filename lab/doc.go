@@ -9,7 +9,8 @@
 // resource sampling, the Prometheus targets file, the load generator's own
 // cgroup, which this process enters when the load runs in it, or in which
 // Instruments.RunLoad runs the load generator as a child, this process
-// outside, a kill for memory failing the run as ErrKilledForMemory), the
+// outside, a kill for memory failing the run as ErrKilledForMemory:
+// slow-client's `slowlab slow-load`, long-poll's `slowlab probe-loop`), the
 // stack pool, the host CPU guard and progress lines.
 //
 // What it leaves to others: the system under test is lab/stack's (app

@@ -110,6 +110,30 @@ func (m *Metrics) Observe(runID, role string, r *Result) {
 	l.observe(r)
 }
 
+// Begin and End record a request of role in run runID that another
+// process measured: Begin when it is known to be in flight, End with its
+// result when it ended (a NotSent or Skipped one counted as the loop
+// counts them). Observe is both at once.
+func (m *Metrics) Begin(runID, role string) { m.with(runID, role).start() }
+
+// Prepare creates the series of role in run runID at 0, as a loop does
+// when it starts: a series that first appears with its first observations
+// counted is one whose rate() misses them.
+func (m *Metrics) Prepare(runID, role string) { m.with(runID, role) }
+
+// End: see Begin.
+func (m *Metrics) End(runID, role string, r *Result) {
+	l := m.with(runID, role)
+	switch {
+	case r.NotSent:
+		l.notSent()
+	case r.Skipped:
+		l.skipped()
+	default:
+		l.observe(r)
+	}
+}
+
 func (l *labels) start() {
 	if l != nil {
 		l.inFlight.Inc()

@@ -30,6 +30,11 @@ type OpenLoop struct {
 	// measured; when the run is cancelled, the hits never sent follow
 	// (NotSent, in seq order).
 	OnResult func(Result)
+	// OnSend, if set, is called with a hit's seq as its request starts,
+	// concurrently from the requests' goroutines (and before the hit's
+	// OnResult), for a process that keeps the metrics of a load generator
+	// running elsewhere: what is in flight.
+	OnSend func(seq int)
 	// DiscardResults has Run keep no result and return nil: they reach
 	// OnResult only, so the memory of a long run does not grow with its
 	// requests (`slowlab loadgen` streams its rows and summary this way).
@@ -148,6 +153,9 @@ func (o *OpenLoop) pace(ctx context.Context, lbl *labels, attrs []attribute.KeyV
 				return
 			}
 			lbl.start()
+			if o.OnSend != nil {
+				o.OnSend(hit)
+			}
 			o.Client.get(ctx, o.URL, &r, attrs)
 			lbl.observe(&r)
 			results <- r

@@ -46,6 +46,10 @@ type SlowReader struct {
 	// OnConnect, when set, is called with the client number and the
 	// socket's local address once connected, before the request is sent.
 	OnConnect func(client int, local netip.AddrPort)
+	// OnResult, when set, gets the download's request as a Result (what
+	// Metrics observes of it) when it ends, for a process that keeps the
+	// metrics of a load generator running elsewhere.
+	OnResult func(Result)
 	// Stall, when above 0, makes a stalled reader: once StallAfter body
 	// bytes are read (paced to Rate; 0 stalls right after the header),
 	// it reads nothing for Stall, its receive buffer full and its window
@@ -120,6 +124,9 @@ func (s SlowReader) Run(ctx context.Context, client int) Download {
 		r.Latency = time.Since(r.Start)
 		rt.end(&r)
 		lbl.observe(&r)
+		if s.OnResult != nil {
+			s.OnResult(r)
+		}
 	}()
 	timeout := s.Timeout
 	if timeout <= 0 {

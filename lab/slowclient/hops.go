@@ -16,10 +16,13 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// hopSampling follows a run's slow downloads hop by hop (hops.csv).
+// hopSampling follows a run's slow downloads hop by hop (hops.csv): its
+// samples wait on disk (hops.Spill) until the downloads are known, then
+// are attributed and checked one at a time.
 type hopSampling struct {
-	path hops.Path
-	g    *hops.Sampling
+	path  hops.Path
+	g     *hops.Sampling
+	spill *hops.Spill
 }
 
 // startHops starts sampling the stack's sockets every Hops.Interval, or
@@ -57,15 +60,24 @@ func (c *Config) startHops(ctx context.Context, running *stack.Running, slow int
 		}
 		s.Temp = hops.TempFiles{PIDs: []int{pid}, Dirs: dirs}.Size
 	}
-	return &hopSampling{path: p, g: s.Start(ctx, t0)}, nil
+	spill, err := hops.NewSpill("")
+	if err != nil {
+		return nil, err
+	}
+	s.Sink = spill.Put
+	return &hopSampling{path: p, g: s.Start(ctx, t0), spill: spill}, nil
 }
 
-// finish stops the sampling and attributes its samples to downloads.
-func (h *hopSampling) finish(runID string, downloads []loadgen.Download) ([]recorder.Hop, []hops.Violation, error) {
+// finish stops the sampling, attributes its samples to downloads and
+// hands each sample's rows to write, checked: it returns the samples at
+// which bytes were not conserved, the error of samples that failed, and
+// write's first error.
+func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write func([]recorder.Hop) error) (bad []hops.Violation, sampleErr, writeErr error) {
 	if h == nil {
 		return nil, nil, nil
 	}
-	samples, err := h.g.Stop()
+	defer h.spill.Close()
+	_, sampleErr = h.g.Stop()
 	var ds []hops.Download
 	for _, d := range downloads {
 		hd := hops.Download{Client: d.Client, Local: d.Local}
@@ -77,8 +89,18 @@ func (h *hopSampling) finish(runID string, downloads []loadgen.Download) ([]reco
 		}
 		ds = append(ds, hd)
 	}
-	rows := hops.Hops(runID, h.path, ds, samples)
-	return rows, hops.Check(rows), err
+	a := hops.NewAttribution(runID, h.path, ds)
+	var c hops.Checker
+	var rows []recorder.Hop
+	err := h.spill.Each(func(smp hops.Sample) error {
+		rows = a.Rows(rows[:0], smp)
+		bad = append(bad, c.Add(rows)...)
+		return write(rows)
+	})
+	if err != nil && writeErr == nil {
+		writeErr = err
+	}
+	return bad, sampleErr, writeErr
 }
 
 // headerSize is about the bytes of a response header: its status line and

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/hops"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
@@ -39,24 +38,28 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 			pool.Close()
 		}
 	}()
-	in, err := lab.Instrument(ctx, env, id, running)
+	in, err := lab.InstrumentLoadChild(ctx, env, id, running)
 	if err != nil {
 		return fail(recorder.RunFailed, err.Error()), nil
 	}
 	defer in.Stop()
 
-	t0 := time.Now()
-	in.Start(t0, t.resources, running.PIDs())
-	hs, err := c.startHops(ctx, running, spec.SlowClients, t0)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error()), nil
+	var hs *hopSampling
+	// started is the load generator's start line: its t0 starts the
+	// resource and hop sampling.
+	started := func(t0 time.Time) error {
+		in.Start(t0, t.resources, running.PIDs())
+		var err error
+		hs, err = c.startHops(ctx, running, spec.SlowClients, t0)
+		return err
 	}
-	l := c.load(ctx, env, running, &meta, t0, t)
+	l := c.load(ctx, env, in, running, &meta, started, t)
+	t0 := l.t0
 	end := time.Since(t0).Seconds()
 	hopErr := c.writeHops(env, hs, meta.RunID, l.downloads, t)
 	samples, jitter, sampErr := in.Samples()
 	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, t)
-	c.verdict(ctx, &meta, running, sendErr, larges, l.reqs)
+	c.verdict(ctx, &meta, running, l.loadErr, sendErr, larges, l.reqs)
 	oom := oomDuring(oom0, running.OOMKills())
 	if why := oomReason(oom); why != "" {
 		// The OOM kill is the cause of whatever else failed.
@@ -92,65 +95,142 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // missing (they stay in hops.csv as measured). Its error is only for rows
 // that did not reach the file.
 func (c *Config) writeHops(env *lab.Env, hs *hopSampling, runID string, downloads []loadgen.Download, t *tables) error {
-	rows, bad, err := hs.finish(runID, downloads)
-	if err != nil {
-		env.Logf("%s: %v", runID, err)
+	bad, sampleErr, err := hs.finish(runID, downloads, func(rows []recorder.Hop) error {
+		for _, r := range rows {
+			if err := t.hops.Write(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if sampleErr != nil {
+		env.Logf("%s: %v", runID, sampleErr)
+	}
+	var unchecked []hops.Violation
+	bad = slices.DeleteFunc(bad, func(v hops.Violation) bool {
+		if v.Unchecked() {
+			unchecked = append(unchecked, v)
+		}
+		return v.Unchecked()
+	})
+	if len(unchecked) > 0 {
+		env.Logf("%s: %d hop samples not checked, what the app wrote unknown (its socket closed before it was sampled, the download incomplete); the first: %s",
+			runID, len(unchecked), unchecked[0])
 	}
 	if len(bad) > 0 {
 		env.Logf("%s: bytes not conserved at %d hop samples; the first: %s", runID, len(bad), bad[0])
 	}
-	for _, r := range rows {
-		if err := t.hops.Write(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // loaded is what a run's load measured.
 type loaded struct {
+	t0        time.Time // the load's start, as the load generator took it
 	downloads []loadgen.Download
 	reqs      []recorder.Request
-	writeErr  error
+	writeErr  error // rows not written
+	loadErr   error // why the load generator failed, if it did
+	connected map[int]bool
 }
 
-// load sends the run's load: the slow readers, and FastOffset later the
+// load runs the run's load generator (`slowlab slow-load`, a child in the
+// load generator's cgroup): the slow readers, and FastOffset later the
 // open-loop /fast schedule, whose every scheduled request gets its row in
-// requests.csv as it finishes (or is found never sent).
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta *recorder.RunMeta, t0 time.Time, t *tables) loaded {
+// requests.csv as its line arrives (or is found never sent). started
+// gets the load's t0 from its first line. This process, which samples and
+// writes, stays out of the load generator's limits; a load generator that
+// fails (killed for memory, or dead) fails the run with that reason,
+// every row it reported already written.
+func (c *Config) load(ctx context.Context, env *lab.Env, in *lab.Instruments, running *stack.Running, meta *recorder.RunMeta,
+	started func(time.Time) error, t *tables) loaded {
 	var l loaded
-	var wg sync.WaitGroup
+	sl := slowLoad{largeURL: running.Target(stack.TargetLarge, c.Large.url()), fastURL: running.Target(stack.TargetFast, c.Fast.Path),
+		runID: meta.RunID, slow: meta.SlowClients, rcvBuf: int(c.SlowReader.RcvBuf), readSize: int(c.SlowReader.ReadSize),
+		readRate: float64(c.SlowReader.ReadRate), slowTimeout: time.Duration(c.SlowReader.Timeout), fastTimeout: time.Duration(c.Fast.Timeout),
+		fastInterval: time.Duration(float64(time.Second) / c.Fast.Rate), fastFor: time.Duration(c.Fast.Duration),
+		fastOffset: time.Duration(c.Fast.Offset), allowRemote: running.AllowRemote()}
+	plan := loadgen.OpenLoop{Pacer: loadgen.ConstantPacer{Interval: sl.fastInterval, Duration: sl.fastFor}}
+	meta.FastPlanned = plan.Planned()
 	l.downloads = make([]loadgen.Download, meta.SlowClients)
-	largeURL, err := loadgen.CheckTarget(running.Target(stack.TargetLarge, c.Large.url()), running.AllowRemote())
-	if err != nil {
-		l.writeErr = err
-		return l
-	}
 	for i := range l.downloads {
-		sr := loadgen.SlowReader{URL: largeURL, AllowRemote: running.AllowRemote(), RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
-			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
-			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
-			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
-		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
+		l.downloads[i] = loadgen.Download{Client: i, Err: errors.New("the load generator reported no download")}
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
-	loop := loadgen.OpenLoop{Client: client, URL: running.Target(stack.TargetFast, c.Fast.Path),
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(*meta, t0, r)
-			l.reqs = append(l.reqs, row)
-			if err := t.requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
+	loadErr := in.RunLoad(ctx, sl.args(), func(line string) error {
+		w, err := loadgen.ParseWireLine(line)
+		if err != nil {
+			return err
+		}
+		if w.Kind == loadgen.KindStart {
+			if !l.t0.IsZero() {
+				return fmt.Errorf("a second start line %q", line)
 			}
-			env.RequestDone(meta.RunID)
-		}}
-	meta.FastPlanned = loop.Planned()
-	loop.Run(ctx)
-	wg.Wait()
+			l.t0 = time.Unix(0, w.At)
+			env.Metrics.Prepare(meta.RunID, loadgen.RoleFast)
+			if meta.SlowClients > 0 {
+				env.Metrics.Prepare(meta.RunID, loadgen.RoleSlow)
+			}
+			return started(l.t0)
+		}
+		if l.t0.IsZero() {
+			return fmt.Errorf("line %q before the start line", line)
+		}
+		return l.line(env, meta, w, t)
+	})
+	if l.t0.IsZero() {
+		l.t0 = time.Now()
+	}
+	if ctx.Err() == nil {
+		l.loadErr = loadErr
+	}
 	return l
+}
+
+// line takes one wire line of the load generator: a /fast request's row
+// written, a slow reader's metrics, its download kept.
+func (l *loaded) line(env *lab.Env, meta *recorder.RunMeta, w loadgen.WireLine, t *tables) error {
+	switch w.Kind {
+	case loadgen.KindFast:
+		r, err := w.Result.Result()
+		if err != nil {
+			return err
+		}
+		env.Metrics.End(meta.RunID, loadgen.RoleFast, &r) // its sent line began it
+		row := loadgen.RequestRow(*meta, l.t0, r)
+		l.reqs = append(l.reqs, row)
+		if err := t.requests.Write(row); err != nil && l.writeErr == nil {
+			l.writeErr = err
+		}
+		env.RequestDone(meta.RunID)
+	case loadgen.KindSent:
+		env.Metrics.Begin(meta.RunID, loadgen.RoleFast)
+	case loadgen.KindConnect:
+		if l.connected == nil {
+			l.connected = map[int]bool{}
+		}
+		l.connected[w.Client] = true
+		env.Metrics.Begin(meta.RunID, loadgen.RoleSlow)
+	case loadgen.KindSlow:
+		r, err := w.Result.Result()
+		if err != nil {
+			return err
+		}
+		if !l.connected[w.Client] { // no connect line began it
+			env.Metrics.Begin(meta.RunID, loadgen.RoleSlow)
+		}
+		env.Metrics.End(meta.RunID, loadgen.RoleSlow, &r)
+	case loadgen.KindDownload:
+		d, err := w.Download.Download()
+		if err != nil {
+			return err
+		}
+		if d.Client < 0 || d.Client >= len(l.downloads) {
+			return fmt.Errorf("download of client %d, of %d slow clients", d.Client, len(l.downloads))
+		}
+		l.downloads[d.Client] = d
+	default:
+		return fmt.Errorf("a %s line from the slow-client load generator", w.Kind)
+	}
+	return nil
 }
 
 // downloads writes the slow downloads' rows, with the app's send times.
@@ -178,14 +258,17 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 	return larges, sendErr, writeErr
 }
 
-// verdict says how the run ended: aborted when interrupted, failed when a
-// component died, the app's send times could not be read, a download was
-// incomplete or a scheduled request is missing, else ok.
-func (c *Config) verdict(ctx context.Context, meta *recorder.RunMeta, running *stack.Running, sendErr error, larges []recorder.LargeResponse, reqs []recorder.Request) {
+// verdict says how the run ended: aborted when interrupted, failed when
+// the load generator or a component died, the app's send times could not
+// be read, a download was incomplete or a scheduled request is missing,
+// else ok.
+func (c *Config) verdict(ctx context.Context, meta *recorder.RunMeta, running *stack.Running, loadErr, sendErr error, larges []recorder.LargeResponse, reqs []recorder.Request) {
 	failed := running.Failed()
 	switch {
 	case ctx.Err() != nil:
 		meta.Status, meta.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case loadErr != nil:
+		meta.Status, meta.Reason = recorder.RunFailed, loadErr.Error()
 	case failed != nil:
 		meta.Status, meta.Reason = recorder.RunFailed, failed.Error()
 	case sendErr != nil && meta.SlowClients > 0:

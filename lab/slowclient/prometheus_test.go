@@ -64,7 +64,9 @@ func TestPrometheusAlertsOnRealRun(t *testing.T) {
 	slowlabtest.WaitFor(t, "SlowlabWorkersSaturated firing for "+busy, func() bool {
 		return len(prom.Query(fmt.Sprintf(`ALERTS{alertname="SlowlabWorkersSaturated",alertstate="firing",run_id=%q}`, busy))) > 0
 	}, func() string {
-		return fmt.Sprint("p95 now ", prom.Query(`slowlab:loadgen_request_duration_seconds:p95{role="fast"}`))
+		return fmt.Sprint("p95 over the last 5 min ", prom.Query(`max_over_time(slowlab:loadgen_request_duration_seconds:p95{role="fast"}[5m])`),
+			"; baseline ", prom.Query(`max_over_time(slowlab:loadgen_request_duration_seconds:p95_baseline{role="fast"}[5m])`),
+			"; slow readers in flight ", prom.Query(`max_over_time(slowlab_loadgen_in_flight{role="slow"}[5m])`))
 	})
 	if v := prom.Query(fmt.Sprintf(`max_over_time(ALERTS{alertname="SlowlabWorkersSaturated",run_id=%q}[10m])`, calm)); len(v) > 0 {
 		t.Errorf("alert fired for the run without slow clients: %v", v)

@@ -2,8 +2,10 @@
 // 1): slow downloads of /large against an open-loop schedule of /fast,
 // directly and behind a proxy that buffers or not, on sync and gthread
 // workers. It owns the experiment's scenario schema and flags, its run
-// (the matrix, each run's load and measurements, resume), and its printed
-// table; its figures are report's slow-client section, its files
+// (the matrix, each run's load and measurements, resume), its load
+// generator (`slowlab slow-load`, a child in the load generator's cgroup
+// whose wire lines the session turns into rows and metrics), and its
+// printed table; its figures are report's slow-client section, its files
 // recorder's requests.csv, large-responses.csv, resource-samples.csv,
 // runs.csv and conditions.csv.
 package slowclient
