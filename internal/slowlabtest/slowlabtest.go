@@ -1,8 +1,10 @@
 // Package slowlabtest holds what slowlab's end-to-end tests share: a
 // slowlab binary built from this module for the lab to start as its
 // children (under `go test` the running executable is the test binary,
-// which cannot serve `slowlab target`), and the rule that a test whose
-// real component is missing fails under CI=true instead of skipping.
+// which cannot serve `slowlab target`), the rule that a test whose real
+// component is missing fails under CI=true instead of skipping, and the
+// check that a test left none of its own processes or cgroups behind
+// (NothingLeft), whatever else runs on the machine.
 package slowlabtest
 
 import (
@@ -20,6 +22,7 @@ import (
 // points child.ExecutableEnv at it, runs the tests and removes it. Call it
 // from a TestMain: os.Exit(slowlabtest.Main(m)).
 func Main(m *testing.M) int {
+	markOwner()
 	if os.Getenv(child.ExecutableEnv) != "" {
 		return m.Run()
 	}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,14 +19,12 @@ import (
 // TestMain builds the slowlab binary the lab starts as its children.
 func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
 
-// testEnv is slowlabtest.Env, checking at the end that the run left no
-// process or cgroup behind.
+// testEnv is labtest.Env, checking at the end that the run left none of
+// this test's processes or cgroups behind.
 func testEnv(t *testing.T, stackName string) *lab.Env {
 	t.Helper()
-	before := leftBehind()
-	env := labtest.Env(t, stackName)
-	t.Cleanup(func() { assertNothingLeft(t, before) })
-	return env
+	slowlabtest.NothingLeft(t)
+	return labtest.Env(t, stackName)
 }
 
 // small is a reduced matrix of the given conditions: one rep, short runs.
@@ -290,50 +287,4 @@ func checkResources(t *testing.T, dir string, runs []recorder.Run) {
 			}
 		}
 	}
-}
-
-// assertNothingLeft fails if a child process of the lab or a slowlab
-// cgroup remains after a test that was not there before it; processes
-// that are exiting get 30 s. What was there before (left by a process
-// killed outright in an earlier session: SIGKILL runs no cleanup) is not
-// this test's doing and is only logged.
-func assertNothingLeft(t *testing.T, before []string) {
-	t.Helper()
-	added := func() []string {
-		return slices.DeleteFunc(leftBehind(), func(s string) bool { return slices.Contains(before, s) })
-	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(added()) > 0; {
-		time.Sleep(50 * time.Millisecond)
-	}
-	for _, what := range added() {
-		t.Errorf("left behind: %s", what)
-	}
-	if len(before) > 0 {
-		t.Logf("there before this test (not checked): %v", before)
-	}
-}
-
-// leftBehind lists processes whose command line names a lab work
-// directory, and slowlab cgroups.
-func leftBehind() []string {
-	var left []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(cmdline), "slowlab-run-") {
-			left = append(left, "process "+e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
-	}
-	for _, h := range []string{"cpu", "cpuacct", "memory", "unified", ""} {
-		sub, _ := os.ReadDir(filepath.Join("/sys/fs/cgroup", h, "slowlab"))
-		for _, s := range sub {
-			if s.IsDir() {
-				left = append(left, "cgroup "+filepath.Join(h, "slowlab", s.Name()))
-			}
-		}
-	}
-	return left
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -112,8 +113,7 @@ func TestExternalStackMatchesManaged(t *testing.T) {
 	buffered := Condition{stack.RouteBufferingOn, "sync-2", 2}
 	managed := conditions(run(t, small(direct, buffered), testEnv(t, stack.NameReal)))
 
-	before := leftBehind()
-	t.Cleanup(func() { assertNothingLeft(t, before) })
+	slowlabtest.NothingLeft(t)
 	running := labtest.StartOwn(t, stack.NameReal, stack.RouteBufferingOn, "sync-2", int64(small().Large.Size))
 	app := "cgroup:/" + running.Cgroup("app").Path()
 	proxy := "cgroup:/" + running.Cgroup("proxy").Path()
@@ -174,8 +174,7 @@ func TestExternalStackMatchesManaged(t *testing.T) {
 func TestExternalStackNode(t *testing.T) {
 	cond := Condition{stack.RouteDirect, "node-1", 2}
 	managed := conditions(run(t, small(cond), testEnv(t, stack.NameReal)))
-	before := leftBehind()
-	t.Cleanup(func() { assertNothingLeft(t, before) })
+	slowlabtest.NothingLeft(t)
 	running := labtest.StartOwn(t, stack.NameReal, stack.RouteDirect, "node-1", int64(small().Large.Size))
 	ext := lab.ExternalSpec{FastURL: running.URL() + "/fast", LargeURL: running.URL() + "/large", Server: "node-1",
 		Groups: map[string][]string{"app": {"tree:" + strconv.Itoa(running.PIDs()["app"])}}}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,41 +34,12 @@ func shapeConfig() *Config {
 	return c
 }
 
-// testEnv is labtest.Env, checking at the end that the run left no
-// process or cgroup behind.
+// testEnv is labtest.Env, checking at the end that the run left none of
+// this test's processes or cgroups behind.
 func testEnv(t *testing.T, stackName string) *lab.Env {
 	t.Helper()
-	before := leftBehind()
-	env := labtest.Env(t, stackName)
-	t.Cleanup(func() {
-		added := func() []string {
-			return slices.DeleteFunc(leftBehind(), func(s string) bool { return slices.Contains(before, s) })
-		}
-		slowlabtest.WaitFor(t, "the run's processes and cgroups to be gone", func() bool { return len(added()) == 0 },
-			func() string { return strings.Join(added(), "; ") })
-	})
-	return env
-}
-
-// leftBehind lists processes whose command line names a lab work
-// directory, and slowlab cgroups.
-func leftBehind() []string {
-	var left []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, _ := os.ReadFile(p)
-		if pid := filepath.Base(filepath.Dir(p)); pid != strconv.Itoa(os.Getpid()) && strings.Contains(string(b), "slowlab-run-") {
-			left = append(left, "process "+pid)
-		}
-	}
-	cgs, _ := filepath.Glob("/sys/fs/cgroup/*/slowlab/*")
-	more, _ := filepath.Glob("/sys/fs/cgroup/slowlab/*")
-	for _, cg := range append(cgs, more...) {
-		if st, err := os.Stat(cg); err == nil && st.IsDir() {
-			left = append(left, "cgroup "+cg)
-		}
-	}
-	return left
+	slowlabtest.NothingLeft(t)
+	return labtest.Env(t, stackName)
 }
 
 func runShape(t *testing.T, stackName string) (*Result, *lab.Env) {

@@ -1,0 +1,75 @@
+package slowlabtest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// OwnerEnv marks every process a test process starts: Main sets it to the
+// test process's PID, and children inherit it, so LeftBehind finds this
+// test's processes and no other session's (another `go test` package, a
+// `slowlab` session beside it) running on the same machine.
+const OwnerEnv = "SLOWLAB_TEST_OWNER"
+
+// markOwner sets OwnerEnv for the processes this one starts.
+func markOwner() { os.Setenv(OwnerEnv, strconv.Itoa(os.Getpid())) }
+
+// LeftBehind lists what this test process started and is still there:
+// processes that carry its OwnerEnv mark (but itself), and cgroups under
+// slowlab/PID, the lab's cgroups of this process (lab/stack.CgroupName),
+// in each mounted hierarchy.
+func LeftBehind() []string {
+	me := strconv.Itoa(os.Getpid())
+	mark := []byte(OwnerEnv + "=" + me + "\x00")
+	var left []string
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, p := range envs {
+		pid := filepath.Base(filepath.Dir(p))
+		if pid == me {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(append(b, 0), mark) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		if len(cmd) == 0 { // a zombie, or gone: nothing held
+			continue
+		}
+		left = append(left, "process "+pid+" "+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	}
+	cgs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "slowlab", me))
+	if st, err := os.Stat(filepath.Join("/sys/fs/cgroup", "slowlab", me)); err == nil && st.IsDir() {
+		cgs = append(cgs, filepath.Join("/sys/fs/cgroup", "slowlab", me))
+	}
+	for _, cg := range cgs {
+		sub, _ := os.ReadDir(cg)
+		for _, s := range sub {
+			if s.IsDir() {
+				left = append(left, "cgroup "+filepath.Join(cg, s.Name()))
+			}
+		}
+	}
+	return left
+}
+
+// NothingLeft checks, when t ends, that nothing LeftBehind lists was
+// added during t: each such process or cgroup is an error, after waiting
+// for them to go (processes that are exiting). What was there before t
+// (an earlier test's, checked there) is not t's doing.
+func NothingLeft(t testing.TB) {
+	t.Helper()
+	before := LeftBehind()
+	t.Cleanup(func() {
+		added := func() []string {
+			return slices.DeleteFunc(LeftBehind(), func(s string) bool { return slices.Contains(before, s) })
+		}
+		WaitFor(t, "the test's processes and cgroups to be gone", func() bool { return len(added()) == 0 },
+			func() string { return "left behind: " + strings.Join(added(), "; ") })
+	})
+}
