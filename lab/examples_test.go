@@ -78,7 +78,9 @@ func reduce(t *testing.T, cfg lab.Config) {
 
 // Every shipped example loads, validates and runs, reduced to a few
 // seconds, on the stack it names (resolved as `slowlab run` does), and
-// every run ends ok: an example cannot rot.
+// every run ends ok: an example cannot rot. Two run at once (each on its
+// own ports, cgroups and results directory), which halves the suite's
+// longest test.
 func TestExamplesRun(t *testing.T) {
 	files, _ := filepath.Glob("../examples/*.yaml")
 	if len(files) < 4 {
@@ -86,6 +88,7 @@ func TestExamplesRun(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
 			cfg, err := lab.LoadScenario(f, nil)
 			if err != nil {
 				t.Fatal(err)

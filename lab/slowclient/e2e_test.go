@@ -221,9 +221,13 @@ func checkHops(t *testing.T, dir string, runs []recorder.Run, proxySource string
 	}
 	for _, run := range runs {
 		for d := range run.SlowClients {
-			// Downloads take 2 s or more; samples every 50 ms.
-			if n := samples[key{run.RunID, d}]; n < 20 {
-				t.Errorf("%s download %d: %d hop samples, want 20 or more", run.RunID, d, n)
+			// Downloads take 2 s or more; samples are due every 50 ms,
+			// but a sample (two socket dumps, the proxy's report and temp
+			// files) on a loaded 2-core machine took 180 ms: how often is
+			// the sampler's speed, not a property of the download. That
+			// it was followed through is: several samples.
+			if n := samples[key{run.RunID, d}]; n < 5 {
+				t.Errorf("%s download %d: %d hop samples, want 5 or more", run.RunID, d, n)
 			}
 		}
 		if run.SlowClients == 0 {
