@@ -35,20 +35,19 @@ var _ lab.Reasoned = (*Result)(nil)
 func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.StalledRun]() }
 
 // AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool {
-	for _, run := range r.Runs {
-		if run.Status == recorder.RunOK {
-			return false
-		}
-	}
-	return len(r.Runs) > 0
+func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
+
+// verdict points at a stalled run row's id, status and reason.
+func verdict(r *recorder.StalledRun) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
 
-// Run implements lab.Config: every run of the matrix on a fresh stack,
-// writing stalled-downloads.csv, stalled-runs.csv, requests.csv,
+// Run implements lab.Config: every run of the matrix on a fresh stack
+// (lab.Matrix: resume, the host-CPU guard, progress), writing
+// stalled-downloads.csv, stalled-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A run whose stack fails is
 // recorded as failed and the next goes on; a download cut short is an
 // outcome, not a failed run. Cancelling ctx keeps what was measured and
@@ -57,38 +56,21 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	f, err := lab.OpenRunFiles[recorder.StalledDownload, recorder.StalledRun](env.Out)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if err := lab.RecordSession(env, c); err != nil {
-		return nil, err
-	}
 	specs, skipped := c.Runs(env.Stack)
 	res := &Result{Dir: env.Out, Skipped: skipped}
 	for _, s := range skipped {
 		env.Logf("skipped: %s", s)
 	}
-	p := lab.NewProgress(env.Progress, len(specs), func(i int) time.Duration { return c.Duration(specs[i].Mode) })
-	var runErr error
-	for i, spec := range specs {
-		p.Start(i, spec.ID())
-		run, err := c.measure(ctx, env, spec, f)
-		if werr := f.Runs.Write(run); werr != nil && err == nil {
-			err = werr
-		}
-		res.Runs = append(res.Runs, run)
-		p.Done(i, "%s", runLine(run))
-		if err != nil || ctx.Err() != nil {
-			runErr = errors.Join(err, ctx.Err())
-			break
-		}
-	}
-	return res, errors.Join(runErr, f.Close())
+	var f *files
+	m := &lab.Matrix[RunSpec, recorder.StalledRun]{Specs: specs, Verdict: verdict, Line: runLine,
+		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) },
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.StalledRun, error) {
+			return c.measure(ctx, env, s, id, f)
+		}}
+	lab.UseRunFiles(m, &f)
+	var err error
+	res.Runs, err = m.Run(ctx, env, c)
+	return res, err
 }
 
 // runLine is the progress line of a finished run.
@@ -105,8 +87,7 @@ func runLine(r recorder.StalledRun) string {
 // measure performs one run: a fresh stack, the instruments, the readers
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *files) (recorder.StalledRun, error) {
-	id := spec.ID()
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.StalledRun, error) {
 	run := recorder.StalledRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Mode: spec.Mode, Clients: spec.Clients,
 		Rep: spec.Rep, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
 		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
@@ -143,8 +124,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, f *fil
 	t0 := time.Now()
 	in.Start(t0, f.Resources, running.PIDs())
 	l := c.load(ctx, env, running, spec, &run, t0, f)
-	samples, _, sampErr := in.Samples()
-	_ = samples
+	_, _, sampErr := in.Samples()
 	sends := appSendTimes(ctx, running, l.ids, l.complete)
 	ev, evErr := gatherEvidence(ctx, running, env.LogDir(), id)
 	if evErr == nil {
