@@ -56,6 +56,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--help"}, 0, "Usage: slowlab-exporter [--config FILE]"},
 		{[]string{"--group", "bad"}, 2, "slowlab-exporter: --group:"},
 		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus (see --help)"},
+		// A repeated flag's value given twice would watch one group twice.
+		{[]string{"--group", "self=pid:1", "--group", "self=pid:1"}, 2, `"self=pid:1": given twice`},
+		{[]string{"--collector.tempfiles.dir", "/tmp", "--collector.tempfiles.dir", "/tmp"}, 2, `"/tmp": given twice`},
 	} {
 		var out, errw strings.Builder
 		if code := run(context.Background(), tc.args, &out, &errw); code != tc.code || !strings.Contains(out.String()+errw.String(), tc.out) {

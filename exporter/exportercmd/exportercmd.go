@@ -35,9 +35,9 @@ import (
 // exporterFlags are the exporter's command-line settings.
 type exporterFlags struct {
 	configFile    string
-	groups        stringList
-	tempDirs      stringList
-	errorLogs     stringList
+	groups        []string
+	tempDirs      []string
+	errorLogs     []string
 	procFS        string
 	cgroupFS      string
 	listen        string
@@ -49,12 +49,6 @@ type exporterFlags struct {
 	logLevel      string
 	collectors    map[string]bool
 }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, " ") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // collectorFlag is --collector.NAME (on=true) or --no-collector.NAME
 // (on=false); the last one given wins.
@@ -92,9 +86,9 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	fs := cliflag.NewFlagSet(prog, Synopsis, stdout)
 	f := exporterFlags{collectors: map[string]bool{}}
 	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
-	fs.Var(&f.groups, string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
-	fs.Var(&f.tempDirs, string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
-	fs.Var(&f.errorLogs, string(child.ExporterErrorLog), "`GROUP=FILE`: a proxy error log of the group, read for failed temp-file writes (slowlab_proxy_temp_write_errors_total); repeatable; added to the group's error_logs")
+	fs.Var(cliflag.Strings(&f.groups), string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
+	fs.Var(cliflag.Strings(&f.tempDirs), string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
+	fs.Var(cliflag.Strings(&f.errorLogs), string(child.ExporterErrorLog), "`GROUP=FILE`: a proxy error log of the group, read for failed temp-file writes (slowlab_proxy_temp_write_errors_total); repeatable; added to the group's error_logs")
 	fs.StringVar(&f.procFS, "path.procfs", exporter.DefaultProcFS, "procfs mount `point`")
 	fs.StringVar(&f.cgroupFS, "path.cgroupfs", exporter.DefaultCgroupFS, "cgroup filesystem root (v2 mount, or the tmpfs holding v1 hierarchies)")
 	fs.StringVar(&f.listen, string(child.ExporterListen), ":9817", "`address` to listen on; port 0 picks a free port (printed as \"ready listen=IP:PORT\")")
