@@ -1,6 +1,6 @@
 // Package recorder owns slowlab's results files and their CSV contract
 // (requests.csv, large-responses.csv, resource-samples.csv,
-// runs.csv, conditions.csv) and of the long-poll (probes.csv, groups.csv)
+// runs.csv, conditions.csv) and of the long-poll (probes.csv, groups.csv, longpoll-runs.csv)
 // and latency-gap (gap.csv, gap-requests.csv, gap-path.csv) experiments, hops.csv (where a
 // slow download's bytes are, hop by hop), sweep.csv (buffer-sweep's cells),
 // their typed rows, writers and readers, the aggregation of docs/experiments.md

@@ -16,6 +16,8 @@ func TestLongPollHeaders(t *testing.T) {
 		{FileName[LongPollGroup](), strings.Join(Header[LongPollGroup](), ","),
 			"run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots," +
 				"max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots"},
+		{FileName[LongPollRun](), strings.Join(Header[LongPollRun](), ","),
+			"run_id,server,hold,probe_concurrency,rep,started_at,status,reason,probes"},
 	} {
 		if tc.header != tc.want {
 			t.Errorf("%s header\n got: %s\nwant: %s", tc.file, tc.header, tc.want)

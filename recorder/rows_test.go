@@ -27,6 +27,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("conditions", roundTrip[Condition])
 	t.Run("probes", roundTrip[Probe])
 	t.Run("groups", roundTrip[LongPollGroup])
+	t.Run("longpoll-runs", roundTrip[LongPollRun])
 	t.Run("gap", roundTrip[GapRow])
 	t.Run("gap-requests", roundTrip[GapRequest])
 	t.Run("gap-path", roundTrip[GapPath])
@@ -54,6 +55,7 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[Condition](t)
 	checkCoverage[Probe](t)
 	checkCoverage[LongPollGroup](t)
+	checkCoverage[LongPollRun](t)
 	checkCoverage[GapRow](t)
 	checkCoverage[GapRequest](t)
 	checkCoverage[GapPath](t)
@@ -78,6 +80,7 @@ func FuzzReadRuns(f *testing.F)             { fuzzRead[Run](f) }
 func FuzzReadConditions(f *testing.F)       { fuzzRead[Condition](f) }
 func FuzzReadProbes(f *testing.F)           { fuzzRead[Probe](f) }
 func FuzzReadGroups(f *testing.F)           { fuzzRead[LongPollGroup](f) }
+func FuzzReadLongPollRuns(f *testing.F)     { fuzzRead[LongPollRun](f) }
 func FuzzReadGap(f *testing.F)              { fuzzRead[GapRow](f) }
 func FuzzReadGapRequests(f *testing.F)      { fuzzRead[GapRequest](f) }
 func FuzzReadGapPath(f *testing.F)          { fuzzRead[GapPath](f) }

@@ -65,9 +65,10 @@ func TestProbesRunOutsideTheSession(t *testing.T) {
 }
 
 // A load generator over its memory limit fails the run with that reason:
-// the session, outside the limit, survives to say so, and every probe
-// reported before the kill is a row of probes.csv. (The session used to
-// be in the cgroup: the kernel killed it, exit 137 and no message.)
+// the session, outside the limit, survives to say so and goes on, and
+// every probe reported before the kill is a row of probes.csv. (The
+// session used to be in the cgroup: the kernel killed it, exit 137 and no
+// message.)
 func TestLongPollLoadgenKilledForMemory(t *testing.T) {
 	env := testEnv(t, "embedded", false)
 	slowlabtest.Require(t, env.Stack.Cgroups, "cgroups are not usable (root with a cgroup hierarchy)")
@@ -78,14 +79,21 @@ func TestLongPollLoadgenKilledForMemory(t *testing.T) {
 	reported := 0
 	env.OnRequest = func(string) { reported++ }
 	c := short(Condition{Server: "sync-2", Hold: 1, Probes: 4})
-	_, err := c.Run(context.Background(), env)
-	if !errors.Is(err, lab.ErrKilledForMemory) || !strings.Contains(err.Error(), "6 MiB") {
-		t.Fatalf("error %v, want the load generator killed for memory at its 6 MiB limit", err)
+	res, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%v (%d probes reported before)", err, reported)
+	r := res.(*Result).Runs[0]
+	if r.Status != recorder.RunFailed || !strings.Contains(r.Reason, lab.ErrKilledForMemory.Error()) || !strings.Contains(r.Reason, "6 MiB") {
+		t.Fatalf("run %s: %s %q, want failed with the load generator killed for memory at its 6 MiB limit", r.RunID, r.Status, r.Reason)
+	}
+	if !res.AllFailed() {
+		t.Error("AllFailed is false with the only run failed")
+	}
+	t.Logf("%s (%d probes reported before)", r.Reason, reported)
 	probes, rerr := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
-	if rerr != nil || len(probes) != reported {
-		t.Errorf("probes.csv: %d rows (%v), want the %d reported before the kill", len(probes), rerr, reported)
+	if rerr != nil || len(probes) != reported || r.Probes != reported {
+		t.Errorf("probes.csv: %d rows (%v), the run counts %d; want the %d reported before the kill", len(probes), rerr, r.Probes, reported)
 	}
 }
 

@@ -9,9 +9,15 @@
 // (RunProbeLoop), a child in the load generator's cgroup, whose result
 // lines the session writes as rows and summarizes as they arrive.
 //
+// Its runs go through lab.Matrix, the one run loop (--resume, the
+// host-CPU guard, progress): one run per condition and repetition, whose
+// row in longpoll-runs.csv says how it ended; groups.csv has the figures
+// of each run that ended ok, from which the summary over the repetitions
+// is computed.
+//
 // It owns its scenario schema and flags, its run and its printed table;
 // its figures are report's long-poll section, its files recorder's
-// probes.csv and groups.csv (and resource-samples.csv).
+// probes.csv, groups.csv and longpoll-runs.csv (and resource-samples.csv).
 package longpoll
 
 import (
@@ -33,7 +39,7 @@ const Name = "long-poll"
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Summary: "long-polls held against worker slots while probes measure what is left",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
 }
 
 // Config is the experiment: its YAML tags are its scenario schema.

@@ -4,31 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"os"
-	"strconv"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
 
 // Result is what Run wrote.
 type Result struct {
-	Dir    string
+	Dir string
+	// Runs are every run of the session, resumed ones first
+	// (longpoll-runs.csv); Groups the figures of those that ended ok
+	// (groups.csv), in the same order.
+	Runs   []recorder.LongPollRun
 	Groups []recorder.LongPollGroup
 }
 
 var _ lab.Reasoned = (*Result)(nil)
 
-// ReasonsFile implements lab.Reasoned: probes.csv (each probe's error) says why.
-func (r *Result) ReasonsFile() string { return "probes.csv" }
+// ReasonsFile implements lab.Reasoned: longpoll-runs.csv says why a run
+// failed (probes.csv each probe's error).
+func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.LongPollRun]() }
 
-// AllFailed implements lab.Result: no run got a probe through.
+// AllFailed implements lab.Result: no run ended ok, or none got a probe
+// through.
 func (r *Result) AllFailed() bool {
+	if lab.AllFailed(r.Runs, verdict) {
+		return true
+	}
 	for _, g := range r.Groups {
 		if g.OK > 0 {
 			return false
@@ -37,44 +41,139 @@ func (r *Result) AllFailed() bool {
 	return len(r.Groups) > 0
 }
 
-// files are the open results files of a long-poll session.
+// verdict points at a long-poll run row's id, status and reason.
+func verdict(r *recorder.LongPollRun) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
+}
+
+// RunSpec is one run of the matrix: a condition's repetition.
+type RunSpec struct {
+	Cond Condition
+	Rep  int
+}
+
+// ID implements lab.Planned.
+func (s RunSpec) ID() string { return s.Cond.RunID(s.Rep) }
+
+// Runs are the matrix's runs: every condition Reps times in a row.
+func (c *Config) Runs() []RunSpec {
+	var specs []RunSpec
+	for _, cond := range c.Conditions {
+		for rep := 1; rep <= c.Reps; rep++ {
+			specs = append(specs, RunSpec{Cond: cond, Rep: rep})
+		}
+	}
+	return specs
+}
+
+// Run implements lab.Config: every condition Reps times in a row, each on
+// a fresh stack (direct route), through lab.Matrix (resume, the host-CPU
+// guard, progress), writing probes.csv, longpoll-runs.csv (every run and
+// how it ended), groups.csv (the figures of each run that ended ok),
+// resource-samples.csv and environment.json. A run whose stack or load
+// generator fails is recorded as failed and the next goes on. Cancelling
+// ctx keeps what was measured and returns ctx's error.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	var f *files
+	measured := map[string]recorder.LongPollGroup{} // this session's runs, by id
+	m := &lab.Matrix[RunSpec, recorder.LongPollRun]{Specs: c.Runs(), Files: fileNames, Verdict: verdict,
+		Expected: func(RunSpec) time.Duration { return time.Duration(c.Lead + c.Seconds) },
+		Open: func(dir string, resume bool) (lab.RowWriter[recorder.LongPollRun], func() error, error) {
+			var err error
+			if f, err = openFiles(dir, resume, measured); err != nil {
+				return nil, nil, err
+			}
+			return f, f.close, nil
+		},
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.LongPollRun, error) {
+			run, g, err := c.measure(ctx, env, s, id, f)
+			measured[id] = g
+			return run, err
+		},
+		Line: func(r recorder.LongPollRun) string { return runLine(r, measured[r.RunID]) }}
+	runs, err := m.Run(ctx, env, c)
+	if runs == nil {
+		return nil, err
+	}
+	res := &Result{Dir: env.Out, Runs: runs}
+	groups, gerr := completedGroups(env.Out, runs, measured)
+	res.Groups = groups
+	return res, errors.Join(err, gerr)
+}
+
+// completedGroups are the groups of the runs that ended ok, in their
+// order: this session's as measured, resumed ones as groups.csv has them.
+func completedGroups(dir string, runs []recorder.LongPollRun, measured map[string]recorder.LongPollGroup) ([]recorder.LongPollGroup, error) {
+	var resumed map[string]recorder.LongPollGroup
+	var out []recorder.LongPollGroup
+	for _, r := range runs {
+		if r.Status != recorder.RunOK {
+			continue
+		}
+		if g, ok := measured[r.RunID]; ok {
+			out = append(out, g)
+			continue
+		}
+		if resumed == nil {
+			path := filepath.Join(dir, recorder.FileName[recorder.LongPollGroup]())
+			rows, err := recorder.ReadFile[recorder.LongPollGroup](path)
+			if err != nil {
+				return out, fmt.Errorf("resumed runs' groups: %w", err)
+			}
+			resumed = map[string]recorder.LongPollGroup{}
+			for _, g := range rows {
+				resumed[g.RunID] = g
+			}
+		}
+		g, ok := resumed[r.RunID]
+		if !ok {
+			return out, fmt.Errorf("resumed run %s ended ok but has no row in %s", r.RunID, recorder.FileName[recorder.LongPollGroup]())
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.LongPollRun, g recorder.LongPollGroup) string {
+	status := r.Status
+	if r.Reason != "" {
+		status += ": " + r.Reason
+	}
+	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %s, free %s; most held on one worker %s, full %s s, waves with a full worker %s  [%s]",
+		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
+		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g), status)
+}
+
+// files are the open results files of a long-poll session. As the
+// matrix's writer of run rows, it writes a run's group (its figures, kept
+// in measured by Measure) to groups.csv first when the run ended ok, so
+// groups.csv holds exactly the completed runs, as the matrix decided
+// their status (the host guard may abort a run after it measured).
 type files struct {
 	probes    *recorder.FileWriter[recorder.Probe]
 	groups    *recorder.FileWriter[recorder.LongPollGroup]
+	runs      *recorder.FileWriter[recorder.LongPollRun]
 	resources *recorder.FileWriter[recorder.ResourceSample]
-	closed    bool
-	closeErr  error
+	measured  map[string]recorder.LongPollGroup
 }
 
-// close closes every file once; a second call reports the first's errors.
-func (f *files) close() error {
-	if f.closed {
-		return f.closeErr
-	}
-	f.closed = true
-	var errs []error
-	if f.probes != nil {
-		errs = append(errs, f.probes.Close())
-	}
-	if f.groups != nil {
-		errs = append(errs, f.groups.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
-	f.closeErr = errors.Join(errs...)
-	return f.closeErr
-}
+// fileNames are the results files besides longpoll-runs.csv.
+var fileNames = []string{recorder.FileName[recorder.Probe](), recorder.FileName[recorder.LongPollGroup](),
+	recorder.FileName[recorder.ResourceSample]()}
 
-func openFiles(env *lab.Env) (*files, error) {
-	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	f := &files{}
+// openFiles creates the session's files in dir, or opens them to append.
+func openFiles(dir string, resume bool, measured map[string]recorder.LongPollGroup) (*files, error) {
+	f := &files{measured: measured}
 	var err error
-	if f.probes, err = recorder.CreateFile[recorder.Probe](env.Out); err == nil {
-		if f.groups, err = recorder.CreateFile[recorder.LongPollGroup](env.Out); err == nil {
-			f.resources, err = recorder.CreateFile[recorder.ResourceSample](env.Out)
+	if f.probes, err = lab.OpenFile[recorder.Probe](dir, resume); err == nil {
+		if f.groups, err = lab.OpenFile[recorder.LongPollGroup](dir, resume); err == nil {
+			if f.runs, err = lab.OpenFile[recorder.LongPollRun](dir, resume); err == nil {
+				f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
+			}
 		}
 	}
 	if err != nil {
@@ -83,232 +182,37 @@ func openFiles(env *lab.Env) (*files, error) {
 	return f, nil
 }
 
-// Run implements lab.Config: every condition Reps times in a row, each on
-// a fresh stack (direct route), writing probes.csv, groups.csv (a row per
-// run), resource-samples.csv and environment.json. Cancelling ctx keeps
-// what was measured and returns ctx's error.
-func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	f, err := openFiles(env)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	if err := lab.RecordSession(env, c); err != nil {
-		return nil, err
-	}
-	res := &Result{Dir: env.Out}
-	n := len(c.Conditions) * c.Reps
-	p := lab.NewProgress(env.Progress, n, func(int) time.Duration { return time.Duration(c.Lead + c.Seconds) })
-	var runErr error
-	for i := range n {
-		cond := c.Conditions[i/c.Reps]
-		id := cond.RunID(i%c.Reps + 1)
-		p.Start(i, id)
-		g, err := c.runOne(ctx, env, id, cond, f)
-		if err == nil {
-			err = f.groups.Write(g)
+// Write implements lab.RowWriter: the run's group when it ended ok, then
+// its run row. A group that could not be written leaves the run without
+// a row, so a resume runs it again.
+func (f *files) Write(r recorder.LongPollRun) error {
+	if r.Status == recorder.RunOK {
+		g, ok := f.measured[r.RunID]
+		if !ok {
+			return fmt.Errorf("run %s ended ok with no figures", r.RunID)
 		}
-		res.Groups = append(res.Groups, g)
-		p.Done(i, "%s", groupLine(g))
-		if err != nil || ctx.Err() != nil {
-			runErr = errors.Join(err, ctx.Err())
-			break
-		}
-	}
-	return res, errors.Join(runErr, f.close())
-}
-
-// groupLine is the progress line of a finished run.
-func groupLine(g recorder.LongPollGroup) string {
-	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %s, free %s; most held on one worker %s, full %s s, waves with a full worker %s",
-		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
-		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g))
-}
-
-// runOne runs one condition on a fresh stack.
-func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, f *files) (recorder.LongPollGroup, error) {
-	srv, _ := stack.ParseServer(cond.Server)
-	g := recorder.LongPollGroup{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes,
-		Seconds: time.Duration(c.Seconds).Seconds()}
-	if n := srv.Slots(); n > 0 {
-		g.Slots, g.FreeSlots, g.WorkerSlots = recorder.Some(float64(n)), recorder.Some(float64(n-cond.Hold)), recorder.Some(float64(n/srv.Workers))
-	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
-	if err != nil {
-		return g, err
-	}
-	defer os.RemoveAll(work)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: stack.RouteDirect, Server: srv,
-		LogDir: env.LogDir(), WorkDir: work})
-	if err != nil {
-		return g, fmt.Errorf("%s: start stack: %w", id, err)
-	}
-	defer running.Stop()
-	in, err := lab.InstrumentLoadChild(ctx, env, id, running)
-	if err != nil {
-		return g, fmt.Errorf("%s: %w", id, err)
-	}
-	defer in.Stop()
-	m, err := c.probe(ctx, env, running, in, id, cond, f)
-	if err := running.Failed(); err != nil && ctx.Err() == nil {
-		m.writeErr = errors.Join(m.writeErr, fmt.Errorf("%s: %w", id, err))
-	}
-	g.ElapsedS = m.elapsed.Seconds()
-	g = m.probes.Group(g)
-	c.summarizeHeld(&g, m, cond, env)
-	return g, errors.Join(err, m.writeErr)
-}
-
-// measured is what one run's load measured.
-type measured struct {
-	probes   recorder.ProbeSummary // every probe, as written to probes.csv
-	writeErr error
-	elapsed  time.Duration // the probing, from the window's start to the last probe's end
-	held     heldStats
-	sampled  bool
-	issues   []time.Time // when the holders issued their long-polls
-	t0       time.Time
-}
-
-// probe runs the run's load generator as a child in the load generator's
-// cgroup (RunProbeLoop: the holders' long-polls and the closed-loop
-// probes for the window) and writes each probe's row as its result line
-// arrives, sampling the long-polls each worker holds meanwhile. This
-// process, which samples and writes, stays out of the load generator's
-// limits; a load generator killed for memory fails the run with that
-// reason, every row it reported already written.
-func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running, in *lab.Instruments, id string, cond Condition, f *files) (*measured, error) {
-	m := &measured{}
-	lead, window := time.Duration(c.Lead), time.Duration(c.Seconds)
-	loop := probeLoop{probeURL: running.Target(stack.TargetFast, c.ProbePath), holdURL: withWait(running.Target(stack.TargetLongPoll, "/longpoll"), time.Duration(c.Wait)),
-		runID: id, workers: cond.Probes, holders: cond.Hold, lead: lead, window: window,
-		timeout: time.Duration(c.Wait) + 30*time.Second, keepAlive: c.KeepAlive, allowRemote: running.AllowRemote()}
-	var stopSampling func() heldStats
-	var start time.Time
-	// started is the child's start line: the holders are issued, the
-	// window opens lead later.
-	started := func(rest string) error {
-		ns, err := strconv.ParseInt(rest, 10, 64)
-		if err != nil || !m.t0.IsZero() {
-			return fmt.Errorf("start line %q: want one, with a time in Unix ns", rest)
-		}
-		m.t0, m.issues = time.Unix(0, ns), []time.Time{time.Unix(0, ns)}
-		start = m.t0.Add(lead)
-		in.Start(m.t0, f.resources, running.PIDs())
-		if hc, ok := running.HeldCounter(); ok {
-			srv, _ := stack.ParseServer(cond.Server)
-			stopSampling = sampleHeld(ctx, hc, srv.Slots()/srv.Workers, start, start.Add(window))
-		}
-		return nil
-	}
-	var lastEnd time.Time
-	loadErr := in.RunLoad(ctx, loop.args(), func(line string) error {
-		if rest, ok := strings.CutPrefix(line, lineStart+" "); ok {
-			return started(rest)
-		}
-		if m.t0.IsZero() {
-			return fmt.Errorf("result line %q before the start line", line)
-		}
-		kind, r, err := loadgen.ParseResultLine(line)
-		if err != nil {
+		if err := f.groups.Write(g); err != nil {
 			return err
 		}
-		switch kind {
-		case lineProbe:
-			env.Metrics.Observe(id, loadgen.RoleProbe, &r)
-			m.record(env, f, id, cond, r)
-			lastEnd = later(lastEnd, r.Start.Add(r.Latency))
-		case lineHold:
-			env.Metrics.Observe(id, loadgen.RoleLongPoll, &r)
-			m.issues = append(m.issues, r.Start.Add(r.Latency))
-		default:
-			return fmt.Errorf("result line of unknown kind %q", kind)
-		}
-		return nil
-	})
-	m.elapsed = max(0, lastEnd.Sub(start))
-	if lastEnd.IsZero() && !start.IsZero() {
-		m.elapsed = max(0, time.Since(start))
 	}
-	if stopSampling != nil {
-		m.held, m.sampled = stopSampling(), true
-	}
-	_, _, err := in.Samples()
-	if loadErr != nil && ctx.Err() == nil {
-		err = errors.Join(fmt.Errorf("%s: %w", id, loadErr), err)
-	}
-	return m, err
+	return f.runs.Write(r)
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// close closes every open file; it is called once.
+func (f *files) close() error {
+	var errs []error
+	if f.probes != nil {
+		errs = append(errs, f.probes.Close())
 	}
-	return a
-}
-
-// record writes one probe's row and adds it to the run's summary; the
-// row is not kept.
-func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r loadgen.Result) {
-	row := recorder.Probe{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Worker: r.Worker, Seq: r.Seq,
-		StartS: r.Start.Sub(m.t0).Seconds(), ConnectMS: ms(r.Connect), TTFBMS: ms(r.TTFB), LatencyMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes}
-	if r.Err != nil {
-		row.Error = r.Err.Error()
+	if f.groups != nil {
+		errs = append(errs, f.groups.Close())
 	}
-	m.probes.Add(row)
-	if err := f.probes.Write(row); err != nil && m.writeErr == nil {
-		m.writeErr = err
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
 	}
-	env.RequestDone(id)
-}
-
-// summarizeHeld adds what sampling the held long-polls found.
-func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Condition, env *lab.Env) {
-	hs := m.held
-	g.HeldSamples = hs.samples
-	if hs.failed > 0 {
-		env.Logf("        held long-polls: %d of %d samples failed, last: %v", hs.failed, hs.failed+hs.samples, hs.lastErr)
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
 	}
-	if hs.samples == 0 {
-		return
-	}
-	g.MaxWorkerHeld = recorder.Some(float64(hs.max))
-	if !g.WorkerSlots.Valid { // no number of long-polls fills a worker
-		return
-	}
-	g.FullWorkerS = recorder.Some(hs.full.Seconds())
-	if cond.Hold == 0 {
-		return
-	}
-	rel := func(ts []time.Time) []float64 {
-		out := make([]float64, len(ts))
-		for i, v := range ts {
-			out[i] = v.Sub(m.t0).Seconds()
-		}
-		return out
-	}
-	// Waves count over the span the samples cover, not the probes' elapsed
-	// time: probes stuck behind a full worker can end long after sampling
-	// stopped, and a wave issued then could not have been seen full.
-	span := rel([]time.Time{hs.first, hs.last})
-	waves, full := recorder.CountWaves(rel(m.issues), rel(hs.fullAt), span[0], math.Nextafter(span[1], math.Inf(1)), waveGap(time.Duration(c.Wait)))
-	g.Waves, g.FullWaves = recorder.Some(float64(waves)), recorder.Some(float64(full))
-}
-
-// waveGap separates two waves of long-polls: holds issued together end
-// within a few milliseconds of each other, a wait apart.
-func waveGap(wait time.Duration) float64 { return min(wait/4, time.Second).Seconds() }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// withWait adds the long-poll's wait to its URL: /longpoll?wait=25s.
-func withWait(u string, wait time.Duration) string {
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
-	return u + sep + "wait=" + wait.String()
+	f.probes, f.groups, f.runs, f.resources = nil, nil, nil, nil
+	return errors.Join(errs...)
 }

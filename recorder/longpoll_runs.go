@@ -1,0 +1,37 @@
+package recorder
+
+import "time"
+
+// LongPollRun is one row of longpoll-runs.csv: one run of the long-poll
+// experiment and how it ended. Status is ok when the run measured its
+// whole window (its figures are then groups.csv's row of the same run_id),
+// failed when the stack, the instruments or the load generator failed, or
+// results were not all written, aborted when it was interrupted or the
+// host was too busy (--max-host-cpu); Reason says why. Probes counts the
+// rows the run wrote to probes.csv, whatever its status. A resumed session
+// keeps the runs that are ok here and drops every other run's rows from
+// each file.
+type LongPollRun struct {
+	RunID            string
+	Server           string
+	Hold             int
+	ProbeConcurrency int
+	Rep              int
+	StartedAt        time.Time
+	Status, Reason   string
+	Probes           int
+}
+
+func (LongPollRun) schema() *schema[LongPollRun] { return &longPollRunSchema }
+
+var longPollRunSchema = schema[LongPollRun]{file: "longpoll-runs.csv", cols: []column[LongPollRun]{
+	col("run_id", 0, func(r *LongPollRun) any { return &r.RunID }),
+	col("server", 0, func(r *LongPollRun) any { return &r.Server }),
+	col("hold", 0, func(r *LongPollRun) any { return &r.Hold }),
+	col("probe_concurrency", 0, func(r *LongPollRun) any { return &r.ProbeConcurrency }),
+	col("rep", 0, func(r *LongPollRun) any { return &r.Rep }),
+	col("started_at", 0, func(r *LongPollRun) any { return &r.StartedAt }),
+	col("status", 0, func(r *LongPollRun) any { return &r.Status }),
+	col("reason", 0, func(r *LongPollRun) any { return &r.Reason }),
+	col("probes", 0, func(r *LongPollRun) any { return &r.Probes }),
+}}
