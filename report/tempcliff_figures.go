@@ -113,21 +113,7 @@ func tempCliffFigure(conds []recorder.TempCondition) (*figure, string) {
 		yMin, yMax := p.Y.Min, p.Y.Max
 		for i, l := range lines {
 			if l.max > 0 {
-				x := float64(l.max) / (1 << 20)
-				cliff := line(plotter.XYs{{X: x, Y: yMin}, {X: x, Y: yMax}}, colorAt(i))
-				cliff.LineStyle.Width = vg.Points(1)
-				cliff.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-				p.Add(cliff)
-				name := "cliff: " + maxTempText(l.max)
-				p.Legend.Add(name, cliff)
-				f.addSeries(pn.name+", "+name, 1)
-				// Its size written beside the line's top, on the axis's scale.
-				if lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: yMax / 1.25}},
-					Labels: []string{" " + sizeText(l.max)}}); err == nil {
-					lb.TextStyle[0].Font = font.From(sans, 9)
-					lb.TextStyle[0].Color = colorAt(i)
-					p.Add(lb)
-				}
+				addCliff(f, p, pn.name, l.max, colorAt(i), yMin, yMax)
 			}
 			if len(pts[i]) == 0 {
 				continue
@@ -157,6 +143,27 @@ func tempCliffFigure(conds []recorder.TempCondition) (*figure, string) {
 		f.caption += fmt.Sprintf(" Not drawn (no value above 0): %s.", strings.Join(left, "; "))
 	}
 	return f, ""
+}
+
+// addCliff draws a line's cliff on panel p of f: a dashed vertical line
+// at its proxy_max_temp_file_size maxTemp, from yMin to yMax, in the line's
+// colour, with the size written beside its top.
+func addCliff(f *figure, p *plot.Plot, panel string, maxTemp int64, c color.Color, yMin, yMax float64) {
+	x := float64(maxTemp) / (1 << 20)
+	cliff := line(plotter.XYs{{X: x, Y: yMin}, {X: x, Y: yMax}}, c)
+	cliff.LineStyle.Width = vg.Points(1)
+	cliff.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	p.Add(cliff)
+	name := "cliff: " + maxTempText(maxTemp)
+	p.Legend.Add(name, cliff)
+	f.addSeries(panel+", "+name, 1)
+	// Its size written beside the line's top, on the axis's scale.
+	if lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: yMax / 1.25}},
+		Labels: []string{" " + sizeText(maxTemp)}}); err == nil {
+		lb.TextStyle[0].Font = font.From(sans, 9)
+		lb.TextStyle[0].Color = c
+		p.Add(lb)
+	}
 }
 
 // downloadOutcomes are how a download is drawn: complete, cut with a
