@@ -91,9 +91,36 @@ type socketTotals struct {
 
 func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan<- prometheus.Metric) error {
 	var errs partialErrors
-	byInode := map[uint64][]int{} // socket inode -> target indexes
-	fds := make([]int, len(targets))
-	byPort := map[uint16][]int{}
+	byInode, byPort, fds, err := c.walk(ctx, targets, &errs)
+	if err != nil {
+		return err
+	}
+	totals := sumSockets(c.match(byInode, byPort, &errs), len(targets))
+	for i, t := range targets {
+		tt := totals[i]
+		for side, name := range sides {
+			ch <- t.metric(socketSendQueue, prometheus.GaugeValue, tt.send[side], name)
+			ch <- t.metric(socketRecvQueue, prometheus.GaugeValue, tt.recv[side], name)
+			ch <- t.metric(socketNotSent, prometheus.GaugeValue, tt.notsent[side], name)
+			for q, after := range quietAfter {
+				ch <- t.metric(socketQuiet, prometheus.GaugeValue, float64(tt.quiet[side][q]), name, after.label)
+			}
+		}
+		for st := 1; st < len(tcpStates); st++ {
+			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
+		}
+		ch <- t.metric(openFDs, prometheus.GaugeValue, float64(fds[i]))
+	}
+	return errs.err()
+}
+
+// walk reads the targets' open fds: which targets hold each socket inode,
+// which listen on each port, and how many fds each has. A target's error
+// goes to errs; the context's ending is walk's own error.
+func (c *socketsCollector) walk(ctx context.Context, targets []Target, errs *partialErrors) (byInode map[uint64][]int, byPort map[uint16][]int, fds []int, err error) {
+	byInode = map[uint64][]int{} // socket inode -> target indexes
+	fds = make([]int, len(targets))
+	byPort = map[uint16][]int{}
 	for i, t := range targets {
 		errs.add(t.Err)
 		for _, port := range t.Ports {
@@ -112,17 +139,25 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 			}
 			if err != nil {
 				if ctx.Err() != nil {
-					return fmt.Errorf("sockets: %w", err)
+					return nil, nil, nil, fmt.Errorf("sockets: %w", err)
 				}
 				errs.add(fmt.Errorf("group %s: %w", t.Group, err))
 			}
 		}
 	}
-	type match struct {
-		s       tcpSocket
-		targets []int
-	}
-	var matched []match
+	return byInode, byPort, fds, nil
+}
+
+// socketMatch is a TCP socket and the targets it belongs to.
+type socketMatch struct {
+	s       tcpSocket
+	targets []int
+}
+
+// match dumps the TCP sockets (kernel-filtered to the targets' ports) and
+// keeps those a target holds or listens on the port of.
+func (c *socketsCollector) match(byInode map[uint64][]int, byPort map[uint16][]int, errs *partialErrors) []socketMatch {
+	var matched []socketMatch
 	ports := make([]uint16, 0, len(byPort))
 	for p := range byPort {
 		ports = append(ports, p)
@@ -134,12 +169,18 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 		}
 		for _, s := range socks {
 			if ts := mergeOnce(byInode[s.inode], byPort[s.localPort]); len(ts) > 0 {
-				matched = append(matched, match{s, ts})
+				matched = append(matched, socketMatch{s, ts})
 			}
 		}
 	}
-	// A socket is accepted when its local port is one its group listens on.
-	listening := make([]map[uint16]bool, len(targets))
+	return matched
+}
+
+// sumSockets adds up the matched sockets of each of n targets: counts by
+// state, and queues and quiet connections by side. A socket is accepted
+// when its local port is one its group listens on.
+func sumSockets(matched []socketMatch, n int) []socketTotals {
+	listening := make([]map[uint16]bool, n)
 	for _, m := range matched {
 		if m.s.state == tcpListen {
 			for _, i := range m.targets {
@@ -150,7 +191,7 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 			}
 		}
 	}
-	totals := make([]socketTotals, len(targets))
+	totals := make([]socketTotals, n)
 	for _, m := range matched {
 		for _, i := range m.targets {
 			tt := &totals[i]
@@ -176,22 +217,7 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 			}
 		}
 	}
-	for i, t := range targets {
-		tt := totals[i]
-		for side, name := range sides {
-			ch <- t.metric(socketSendQueue, prometheus.GaugeValue, tt.send[side], name)
-			ch <- t.metric(socketRecvQueue, prometheus.GaugeValue, tt.recv[side], name)
-			ch <- t.metric(socketNotSent, prometheus.GaugeValue, tt.notsent[side], name)
-			for q, after := range quietAfter {
-				ch <- t.metric(socketQuiet, prometheus.GaugeValue, float64(tt.quiet[side][q]), name, after.label)
-			}
-		}
-		for st := 1; st < len(tcpStates); st++ {
-			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
-		}
-		ch <- t.metric(openFDs, prometheus.GaugeValue, float64(fds[i]))
-	}
-	return errs.err()
+	return totals
 }
 
 func appendOnce(s []int, v int) []int {

@@ -1,17 +1,34 @@
-// Package lab runs experiments end to end and holds what they share: the
-// experiment registry (Register, Lookup: each experiment is a package,
-// lab/slowclient, lab/longpoll, lab/latencygap, that registers itself),
-// the scenario format (`slowlab run FILE`, --print-scenario: an
-// experiment's configuration is its schema), the shared flags and how a
-// session resolves them (Options, RunSession: results directory, stack,
-// cgroups and limits, canonical scenario and resume checks), and the
-// instruments of a run (Instrument: the exporter on the run's processes,
-// resource sampling, the Prometheus targets file, the load generator's own
-// cgroup, which this process enters when the load runs in it, or in which
-// Instruments.RunLoad runs the load generator as a child, this process
-// outside, a kill for memory failing the run as ErrKilledForMemory:
-// slow-client's `slowlab slow-load`, long-poll's `slowlab probe-loop`), the
-// stack pool, the host CPU guard and progress lines.
+// Package lab runs experiments end to end and holds what they share:
+//
+//   - the experiment registry (Register, Experiments, Names, Lookup): each
+//     experiment is a package that registers itself from its init, with
+//     its name, order, shared flags and summary: lab/slowclient,
+//     lab/longpoll, lab/latencygap, lab/buffersweep, lab/slowupload,
+//     lab/idleconn, lab/stalledreader, lab/sse, lab/tempcliff and
+//     lab/tempdisk;
+//   - the scenario format (`slowlab run FILE`, --print-scenario: an
+//     experiment's configuration is its schema; ParseScenario,
+//     MarshalScenario, ValidateAll) and the shared parts of it (StackSpec,
+//     LimitSpec, FastSpec, Reps, Duration and Size);
+//   - the session (Options, RunSession: results directory, stack, cgroups
+//     and limits, the canonical scenario, CheckResume, environment.json
+//     through RecordSession);
+//   - the run loop, Matrix: an experiment gives its runs, what one run
+//     measures and where its run row keeps its verdict, and Matrix owns
+//     the results files (RunFiles, UseRunFiles), --resume, the host CPU
+//     guard (Guard, --max-host-cpu) and its retries, progress lines
+//     (Progress), interruption and AllFailed; Pool keeps a started stack
+//     between runs that can share it;
+//   - the instruments of a run (Instrument: the exporter on the run's
+//     processes, resource sampling, the Prometheus targets file, the load
+//     generator's own cgroup, which this process enters when the load runs
+//     in it, or, after InstrumentLoadChild, in which Instruments.RunLoad
+//     runs the load generator as a child, this process outside, a kill for
+//     memory failing the run as ErrKilledForMemory: slow-client's `slowlab
+//     slow-load`, long-poll's `slowlab probe-loop`);
+//   - what runs read back from the stack's logs (WorkerTimeouts,
+//     ClientTimeouts, ProxyErrorLogs) and the host's network settings
+//     (NetSettings).
 //
 // What it leaves to others: the system under test is lab/stack's (app
 // servers × proxies, each a registered component), child processes and
@@ -20,9 +37,10 @@
 // every results file is recorder's, figures are report's.
 //
 // Adding an experiment: a package lab/NAME with a Config (YAML-tagged
-// scenario fields, Flags, Validate, Run) and a Result (Print, AllFailed),
-// registered with Register from its init; its results files, each a row
-// type in recorder (one file each); its report section in report (one
-// file); and one import line in cmd/slowlab/experiments.go. See
-// CONTRIBUTING.md for app servers, proxies and exporter collectors.
+// scenario fields, Flags, Validate, Run, which hands its runs to Matrix)
+// and a Result (Print, AllFailed), registered with Register from its init;
+// its results files, each a row type in recorder (one file each, with its
+// round-trip and fuzz tests); its report section in report (one file); and
+// one import line in cmd/slowlab/experiments.go. CONTRIBUTING.md lists the
+// files, and those of app servers, proxies and exporter collectors.
 package lab

@@ -1,19 +1,42 @@
 // Package loadgen generates the experiments' load and measures it from the
-// client side: an open-loop pacer whose requests start on schedule whatever
-// earlier ones are doing (with the schedule lag measured, so a late generator
-// is visible rather than silently closed-loop), slow readers that pace their
-// socket reads with a small receive buffer, and per-request timings from
-// net/http/httptrace (or, with ClientOptions.Lean, from a minimal HTTP/1.1
-// client of its own that measures the same phases at a fraction of the
-// cost, for high rates). Every result is also observed into Prometheus metrics
-// on a registry the caller owns. Given a TracerProvider (ClientOptions,
-// SlowReader), every request is also an OpenTelemetry client span with its
-// connection phases as events and a W3C traceparent header, and sampled
-// requests' histogram observations carry their trace ID as an exemplar;
-// without one, tracing costs nothing. Unless told otherwise (AllowRemote),
-// every connection it opens is checked, after name resolution, to go to a
-// loopback address.
+// client side. Its loads:
 //
-// It does not decide what to run (lab), write CSV files (recorder) or serve
-// anything (target).
+//   - OpenLoop: requests paced by a Pacer (RatePacer) that start on
+//     schedule whatever earlier ones are doing, with the schedule lag
+//     measured, so a late generator is visible rather than silently
+//     closed-loop;
+//   - ClosedLoop: a fixed population of workers, each sending its next
+//     request when its previous one ends (long-poll's probes);
+//   - Holders: N requests kept in flight, each re-issued as it returns
+//     (long-poll's holds); IdleHolders: connections held idle or as
+//     slowloris, timed until the server closes them (idle-connections);
+//   - SlowReader: downloads whose socket reads are paced, with a small
+//     receive buffer, or that stall (Download); SlowUploader: uploads sent
+//     at a paced rate (Upload); SSEClient: event streams, each event's
+//     delivery timed (SSEStream).
+//
+// Each request's timings come from net/http/httptrace (Client), or, with
+// ClientOptions.Lean, from a minimal HTTP/1.1 client of its own that
+// measures the same phases at a fraction of the cost, for high rates;
+// Summary and PrintDownloads summarize them for the terminal. Every result
+// is also observed into Prometheus metrics on a registry the caller owns
+// (Metrics). Given a TracerProvider (ClientOptions, SlowReader), every
+// request is also an OpenTelemetry client span with its connection phases
+// as events and a W3C traceparent header, and sampled requests' histogram
+// observations carry their trace ID as an exemplar; without one, tracing
+// costs nothing. Unless told otherwise (AllowRemote), every connection it
+// opens is checked, after name resolution, to go to a loopback address
+// (CheckTarget).
+//
+// A load generator running as a child process in its own cgroup hands
+// what it measured to the session on its stdout, a line at a time: result
+// lines (resultline.go: WriteResultLine, ParseResultLine; long-poll's
+// `slowlab probe-loop`) carry a Result each, and wire lines (wire.go:
+// WireLine, AppendWireLine, ParseWireLine; slow-client's `slowlab
+// slow-load`) carry every field of a result or a download and the events
+// the session acts on as they happen. RequestRow, DownloadRow, UploadRow
+// and SSERows turn what it measured into recorder's rows.
+//
+// It does not decide what to run (lab and its experiments), write results
+// files (recorder) or serve anything (appserver and lab/stack).
 package loadgen

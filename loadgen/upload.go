@@ -135,18 +135,7 @@ func (s SlowUploader) Run(ctx context.Context, client int) (u Upload) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	req := &http.Request{Method: http.MethodPost, URL: s.URL, Host: s.URL.Host, Header: s.Header.Clone(), Close: true,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: s.Size}
-	if req.Header == nil {
-		req.Header = http.Header{}
-	}
-	// The header alone: Write would send a body, unpaced.
-	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: slowlab\r\nContent-Length: %d\r\nConnection: close\r\n", s.URL.RequestURI(), s.URL.Host, s.Size)
-	for k, vv := range req.Header {
-		for _, v := range vv {
-			head += k + ": " + v + "\r\n"
-		}
-	}
+	req, head := s.request()
 	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
 		u.Err = ctxErr(ctx, err)
 		return u
@@ -171,6 +160,33 @@ func (s SlowUploader) Run(ctx context.Context, client int) (u Upload) {
 		got = <-resp
 	}
 	u.Total = time.Since(u.Start)
+	s.settle(ctx, &u, got, sendErr)
+	return u
+}
+
+// request returns the upload's request, for reading its response, and
+// its header lines without the blank line that ends them: the header
+// alone is written, since Write would send a body, unpaced.
+func (s SlowUploader) request() (*http.Request, string) {
+	req := &http.Request{Method: http.MethodPost, URL: s.URL, Host: s.URL.Host, Header: s.Header.Clone(), Close: true,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: s.Size}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: slowlab\r\nContent-Length: %d\r\nConnection: close\r\n", s.URL.RequestURI(), s.URL.Host, s.Size)
+	for k, vv := range req.Header {
+		for _, v := range vv {
+			head += k + ": " + v + "\r\n"
+		}
+	}
+	return req, head
+}
+
+// settle records in u the response got (status, the app's Server-Timing
+// and byte count) and the upload's error: the response's, the send's
+// when the app answered 200 anyway, or ErrIncomplete for a 200 before
+// every byte was sent.
+func (s SlowUploader) settle(ctx context.Context, u *Upload, got responseOrErr, sendErr error) {
 	if got.resp != nil {
 		u.Status = got.resp.StatusCode
 		u.AppRead, u.AppReadOK = ParseServerTiming(got.resp.Header.Get("Server-Timing"), uploadTimingMetric)
@@ -186,7 +202,6 @@ func (s SlowUploader) Run(ctx context.Context, client int) (u Upload) {
 	case u.Status == http.StatusOK && u.Sent != s.Size:
 		u.Err = fmt.Errorf("%w: sent %d of %d bytes before the response", ErrIncomplete, u.Sent, s.Size)
 	}
-	return u
 }
 
 type responseOrErr struct {

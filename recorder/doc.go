@@ -1,12 +1,28 @@
-// Package recorder owns slowlab's results files and their CSV contract
-// (requests.csv, large-responses.csv, resource-samples.csv,
-// runs.csv, conditions.csv) and of the long-poll (probes.csv, groups.csv, longpoll-runs.csv)
-// and latency-gap (gap.csv, gap-requests.csv, gap-path.csv) experiments, hops.csv (where a
-// slow download's bytes are, hop by hop), sweep.csv (buffer-sweep's cells),
-// their typed rows, writers and readers, the aggregation of docs/experiments.md
-// (nearest-rank percentiles, run, condition, long-poll and gap summaries),
+// Package recorder owns slowlab's results files and their CSV contract:
+// every file an experiment writes, one row type each, with its writers and
+// readers. The files, by the experiments that write them:
+//
+//   - shared: requests.csv (each request the load generator made) and
+//     resource-samples.csv (each component's resources over a run), which
+//     most experiments write beside their own files;
+//   - slow-client: large-responses.csv, runs.csv, conditions.csv, hops.csv
+//     (where a slow download's bytes are, hop by hop);
+//   - long-poll: probes.csv, groups.csv (ok runs), longpoll-runs.csv;
+//   - latency-gap: gap.csv, gap-requests.csv, gap-path.csv;
+//   - buffer-sweep: sweep.csv (its cells), with runs.csv,
+//     large-responses.csv and hops.csv;
+//   - slow-upload: uploads.csv, upload-runs.csv;
+//   - idle-connections: idle-conns.csv, idle-runs.csv;
+//   - stalled-reader: stalled-downloads.csv, stalled-runs.csv;
+//   - sse: sse-events.csv, sse-streams.csv, sse-runs.csv;
+//   - temp-cliff and temp-disk-full: temp-runs.csv, with
+//     large-responses.csv;
+//
 // and environment.json, which keeps one Environment per session that
-// wrote the results directory.
+// wrote the results directory. It also owns the aggregation the
+// experiments share (NearestRank and Median percentiles, SummarizeRun,
+// SummarizeConditions, SummarizeResources, DurationHist) and KeepRuns,
+// which keeps the rows of the runs --resume keeps.
 //
 // Each row type declares its file name and columns in its own file
 // (requests.go, runs.go, gap.go, ...) and implements Row, which is all the

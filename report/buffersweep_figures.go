@@ -131,23 +131,10 @@ func sweepHeatmap(sw *sweep, kernel, name string) (*figure, string) {
 			colours = append(colours, ink)
 		}
 		p.Add(cells)
-		if len(xyl.Labels) > 0 {
-			l, err := plotter.NewLabels(xyl)
-			if err != nil {
-				return nil, err.Error()
-			}
-			for i := range l.TextStyle {
-				l.TextStyle[i].Font = font.From(sans, 9)
-				l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
-				l.TextStyle[i].Color = colours[i]
-			}
-			p.Add(l)
+		if err := addHeatLabels(p, xyl, colours); err != nil {
+			return nil, err.Error()
 		}
-		for _, b := range p95Bins {
-			p.Legend.Add(b.label, swatch{b.fill})
-		}
-		p.Legend.Add("no p95", swatch{noP95Fill})
-		p.Legend.Top, p.Legend.Left = true, false
+		addHeatLegend(p)
 		nr := float64(len(sw.rates))
 		p.X.Min, p.X.Max = -0.5, nr-0.5+0.28*nr // room on the right for the legend, about 1.5 in
 		p.Y.Min, p.Y.Max = -0.5, float64(len(sw.sizes))-0.5
@@ -172,6 +159,34 @@ func sweepHeatmap(sw *sweep, kernel, name string) (*figure, string) {
 	}
 	f.caption += " Blank: not in " + sweepFile + " (not run)."
 	return f, ""
+}
+
+// addHeatLabels writes each cell's label, centred, in its ink.
+func addHeatLabels(p *plot.Plot, xyl plotter.XYLabels, colours []color.Color) error {
+	if len(xyl.Labels) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(xyl)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font = font.From(sans, 9)
+		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+		l.TextStyle[i].Color = colours[i]
+	}
+	p.Add(l)
+	return nil
+}
+
+// addHeatLegend adds the p95 decades and "no p95" to a heatmap's legend,
+// top right.
+func addHeatLegend(p *plot.Plot) {
+	for _, b := range p95Bins {
+		p.Legend.Add(b.label, swatch{b.fill})
+	}
+	p.Legend.Add("no p95", swatch{noP95Fill})
+	p.Legend.Top, p.Legend.Left = true, false
 }
 
 func binLabels() string {
@@ -241,22 +256,7 @@ func predictionFigure(sw *sweep) (*figure, string) {
 	p := newPlot(f.title, "predicted app_send = max(0, size − predicted capacity) / rate (s)", "measured app_send (s)")
 	grid(p, true, true)
 	hi = math.Max(hi, 0.1) * 1.08
-	// ref is the line y = slope * x across the plot.
-	ref := func(slope float64, dashed bool) *plotter.Line {
-		end := math.Min(hi, hi/slope)
-		l := line(plotter.XYs{{X: 0, Y: 0}, {X: end, Y: slope * end}}, color.Gray{0x66})
-		l.LineStyle.Width = vg.Points(0.75)
-		if dashed {
-			l.LineStyle.Color = color.Gray{0xaa}
-			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
-		return l
-	}
-	diag := ref(1, false)
-	plus, minus := ref(1.2, true), ref(0.8, true)
-	p.Add(diag, plus, minus)
-	p.Legend.Add("measured = predicted", diag)
-	p.Legend.Add("±20%", plus)
+	addPredictionReferences(p, hi)
 	// Routes in report order, so their colours match from run to run.
 	slices.SortStableFunc(routes, func(a, b string) int {
 		return cmp.Or(cmp.Compare(routeOrder(a), routeOrder(b)), strings.Compare(a, b))
@@ -300,4 +300,25 @@ func predictionFigure(sw *sweep) (*figure, string) {
 		f.caption += fmt.Sprintf(" Not drawn, no observed or no predicted send time: %s.", strings.Join(left, "; "))
 	}
 	return f, ""
+}
+
+// addPredictionReferences draws measured = predicted (solid) and ±20%
+// (dashed) across a plot whose axes run from 0 to hi.
+func addPredictionReferences(p *plot.Plot, hi float64) {
+	// ref is the line y = slope * x across the plot.
+	ref := func(slope float64, dashed bool) *plotter.Line {
+		end := math.Min(hi, hi/slope)
+		l := line(plotter.XYs{{X: 0, Y: 0}, {X: end, Y: slope * end}}, color.Gray{0x66})
+		l.LineStyle.Width = vg.Points(0.75)
+		if dashed {
+			l.LineStyle.Color = color.Gray{0xaa}
+			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		return l
+	}
+	diag := ref(1, false)
+	plus, minus := ref(1.2, true), ref(0.8, true)
+	p.Add(diag, plus, minus)
+	p.Legend.Add("measured = predicted", diag)
+	p.Legend.Add("±20%", plus)
 }

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -246,7 +245,7 @@ func hopsFigure(sw *sweep) (f *figure, skipped []string, err error) {
 	f = &figure{name: "buffer-sweep-hops", title: "Where one download's bytes are over time, one run per route",
 		width: 8 * vg.Inch}
 	cache := map[string]*cellData{}
-	var texts, derived, reported, zeroTexts, missingTexts []string
+	var notes hopNotes
 	xMax, yMax := 0.0, 0.0
 	keys := sw.keysOf(kernel)
 	for _, k := range keys {
@@ -294,36 +293,7 @@ func hopsFigure(sw *sweep) (f *figure, skipped []string, err error) {
 		f.series = append(f.series, series...)
 		xMax, yMax = math.Max(xMax, st.ts[len(st.ts)-1]), math.Max(yMax, top)
 
-		t := fmt.Sprintf("%s: the cell %s (kernel %s, directory %s)", k.route, where, kernel, c.Dir)
-		if !preferred {
-			t += ", the largest size at the median rate, since the route has no cell of 16 MiB at 2 MiB/s"
-		}
-		t += fmt.Sprintf(", run %s", runID)
-		if status != recorder.RunOK {
-			t += fmt.Sprintf(" (status %s: the route has no ok run with hop samples)", status)
-		}
-		t += fmt.Sprintf(", %d samples %s", len(st.ts), sampleInterval(st.ts))
-		texts = append(texts, t)
-		for _, hop := range []string{recorder.HopProxyMemory, recorder.HopProxyTempFile} {
-			if st.sources[hop][recorder.HopSourceDerived] && !slices.Contains(derived, k.route) {
-				derived = append(derived, k.route)
-			}
-			if st.sources[hop][recorder.HopSourceProxy] && !slices.Contains(reported, k.route) {
-				reported = append(reported, k.route)
-			}
-		}
-		if len(zero) > 0 {
-			zeroTexts = append(zeroTexts, k.route+": "+strings.Join(zero, ", "))
-		}
-		var miss []string
-		for _, l := range st.layers {
-			if n := st.missing[l.hop]; n > 0 {
-				miss = append(miss, fmt.Sprintf("%s in %d", l.hop, n))
-			}
-		}
-		if len(miss) > 0 {
-			missingTexts = append(missingTexts, k.route+": "+strings.Join(miss, ", "))
-		}
+		notes.add(k, where, kernel, c, preferred, runID, status, st, zero)
 	}
 	if len(f.panels) == 0 {
 		if len(keys) > 0 && len(skipped) == 0 {
@@ -339,30 +309,7 @@ func hopsFigure(sw *sweep) (f *figure, skipped []string, err error) {
 		p.Y.Min, p.Y.Max = 0, math.Max(yMax, 0.1)*1.06
 	}
 	f.height = vg.Length(0.6+2.7*float64(len(f.panels))) * vg.Inch
-	f.caption = "Download 0 of one run per route, " + strings.Join(texts, "; ") + ". Stacked from the bottom, in MiB: " +
-		"client_read (the bytes the client has read), then where the bytes written but not yet read are, from the " +
-		"client back to the app (hops.csv's hops in transit): client_recv_queue, proxy_client_send_queue, proxy_temp_file, " +
-		"proxy_memory, proxy_upstream_recv_queue, app_send_queue. A send queue holds its bytes until they are " +
-		"acknowledged, and some of them the receiver already has: app_send_queue_delivered and " +
-		"proxy_client_send_queue_delivered are taken off app_send_queue and proxy_client_send_queue, so nothing counts " +
-		"twice. The line is app_written, the bytes the app has handed to its socket; any gap between it and the " +
-		"stack's top is hops.csv's unaccounted. Time is seconds since the run start; panels share their axes."
-	if len(derived) > 0 {
-		f.caption += " proxy_memory and proxy_temp_file of " + strings.Join(derived, " and ") + " are derived, not " +
-			"measured (source \"derived\": NGINX reports no buffers): what the proxy read from the app minus what it " +
-			"sent the client, in memory up to its proxy_buffer_size + proxy_buffers and the rest in its temp file."
-	}
-	if len(reported) > 0 {
-		f.caption += " proxy_memory and proxy_temp_file of " + strings.Join(reported, " and ") +
-			" are the embedded proxy's own report of its buffers."
-	}
-	if len(zeroTexts) > 0 {
-		f.caption += " At 0 throughout, not drawn: " + strings.Join(zeroTexts, "; ") + "."
-	}
-	if len(missingTexts) > 0 {
-		f.caption += " Samples in which a hop's socket was not found (source \"missing\"), counted as 0: " +
-			strings.Join(missingTexts, "; ") + "."
-	}
+	f.caption = notes.caption()
 	return f, skipped, nil
 }
 

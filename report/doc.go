@@ -5,9 +5,11 @@
 // directory can be copied, archived or opened offline as it is.
 //
 // Each experiment renders its own section of the report and registers
-// itself in its file's init (slowclient.go, longpoll.go, latencygap.go,
-// buffersweep.go); Write picks the experiments whose results are in the
-// directory.
+// it in its file's init: slowclient.go, longpoll.go, latencygap.go,
+// buffersweep.go, slowupload.go, idle.go, stalled.go, sse.go, tempcliff.go
+// and tempdisk.go (figures too large for one file in a second, such as
+// slowclient_figures.go); Write picks the experiments whose results are in
+// the directory.
 // Every results file, environment.json included, is read through
 // recorder, which owns their formats: report has no reader of its own.
 //

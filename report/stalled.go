@@ -186,6 +186,23 @@ func stalledBytesFigure(d *stalledData) *figure {
 	p.Legend.Add("response size", sb)
 	f.addSeries("response size", sb.drawn())
 
+	addStalledMarks(f, p, d, rows, ys)
+	p.X.Min, p.X.Max = 0, hi*1.7 // room on the right for the legend
+	f.panels = []*plot.Plot{p}
+	f.caption = fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
+		"response's size (Content-Length). Shape: the outcome as the client saw it (complete; truncated: a 200, then EOF "+
+		"before Content-Length; reset; timeout: the client's own bound); colour: the component that ended "+
+		"it (app_timeout: a WORKER TIMEOUT line names the worker that served it; send_timeout: the proxy logged "+
+		"closing it; client: its bound; unknown: no evidence). Downloads of one condition are spread vertically.", stalledDownloadsFile)
+	if d.left > 0 {
+		f.caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
+	}
+	return f
+}
+
+// addStalledMarks marks each download of d's conditions rows (drawn at
+// ys) at the bytes it received: shape by outcome, colour by what ended it.
+func addStalledMarks(f *figure, p *plot.Plot, d *stalledData, rows []int, ys []float64) {
 	// Each download's place in its row, spread so that equal byte counts
 	// stay visible.
 	type point struct {
@@ -235,17 +252,6 @@ func stalledBytesFigure(d *stalledData) *figure {
 			f.addSeries(name, len(m.XYs))
 		}
 	}
-	p.X.Min, p.X.Max = 0, hi*1.7 // room on the right for the legend
-	f.panels = []*plot.Plot{p}
-	f.caption = fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
-		"response's size (Content-Length). Shape: the outcome as the client saw it (complete; truncated: a 200, then EOF "+
-		"before Content-Length; reset; timeout: the client's own bound); colour: the component that ended "+
-		"it (app_timeout: a WORKER TIMEOUT line names the worker that served it; send_timeout: the proxy logged "+
-		"closing it; client: its bound; unknown: no evidence). Downloads of one condition are spread vertically.", stalledDownloadsFile)
-	if d.left > 0 {
-		f.caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
-	}
-	return f
 }
 
 // stalledP95Figure draws each condition's /fast p95 (median over its ok

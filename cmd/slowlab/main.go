@@ -1,6 +1,34 @@
-// Command slowlab reproduces slow-client, long-poll and latency-gap experiments
-// and watches them with Prometheus metrics. Each subcommand lives in its own
-// file and registers itself with register; this file only dispatches.
+// Command slowlab reproduces slow-client experiments (slow downloads,
+// uploads, long-polls and streams starving an app server's workers behind
+// a proxy) on a real or an embedded stack and watches them with Prometheus
+// metrics. It is wiring only: each subcommand lives in its own file and
+// registers itself with register; this file only dispatches.
+//
+// The subcommands:
+//
+//   - reproduce (reproduce.go): run a published experiment end to end;
+//   - run (run.go): run a scenario file, any experiment with its own
+//     matrix, stack, limits and settings;
+//   - report (report.go): figures and report.html from a results directory;
+//   - record (record.go): sample resources into resource-samples.csv;
+//   - loadgen (loadgen.go): open-loop load and slow readers to any target;
+//   - target (target.go), proxy (proxy.go): the embedded app server and
+//     proxy;
+//   - exporter (exporter.go): the exporter, as slowlab-exporter runs it;
+//   - cleanup (cleanup.go): remove the cgroups killed sessions left behind;
+//   - slow-load (slowload.go) and probe-loop (probeloop.go): the load
+//     generators of slow-client and long-poll, run by them as a child in
+//     the load generator's own cgroup, not by hand.
+//
+// The experiments are not listed here in code: each is a package that
+// registers itself with lab.Register, and experiments.go imports them all,
+// one line each: buffer-sweep, idle-connections, latency-gap, long-poll,
+// slow-client, slow-upload, sse, stalled-reader, temp-cliff and
+// temp-disk-full. `slowlab reproduce --help` lists them from the registry.
+//
+// What it leaves to others: the experiments, their scenarios and sessions
+// are lab's; the stack is lab/stack's; measuring is loadgen's; results
+// files are recorder's; figures are report's.
 package main
 
 import (

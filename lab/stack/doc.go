@@ -21,13 +21,20 @@
 // limits they run under (External, external.go).
 //
 // The installed apps serve the same endpoints with the same records:
-// app.py (WSGI, Gunicorn), asgi/app.py (ASGI, Uvicorn) and node/app.js
+// wsgi/app.py (WSGI, Gunicorn), asgi/app.py (ASGI, Uvicorn) and node/app.js
 // (node:http) in appserver/, each keeping a send log and held-<pid> files
 // that appProcess reads.
 //
-// Adding an app server is one file that implements App and calls
-// RegisterApp from init; nothing else here changes. A proxy likewise with
-// Proxy and RegisterProxy.
+// Adding an app server: in this package, one file app_NAME.go that
+// implements App and calls RegisterApp from its init (the stacks, server
+// models and the real stack's choice of app come from that registry, so
+// no other file here changes), and its test file NAME_test.go, which
+// implements apps_test.go's testedApp so the shared serving, long-poll and
+// backpressure tests run on it. Outside it: the app itself, in
+// appserver/NAME/ (serving the shared endpoints, keeping the send log and
+// held-<pid> files appProcess reads), and its Debian package in the
+// Makefile's DEBIAN_PACKAGES. A proxy is one file, proxy_NAME.go, that
+// implements Proxy and calls RegisterProxy. CONTRIBUTING.md says the same.
 //
 // It does not decide what runs when (the experiments in lab/...), nor
 // measure anything (loadgen, exporter).
