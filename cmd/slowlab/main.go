@@ -16,7 +16,7 @@
 //     proxy;
 //   - exporter (exporter.go): the exporter, as slowlab-exporter runs it;
 //   - cleanup (cleanup.go): remove the cgroups killed sessions left behind;
-//   - slow-load (slowload.go) and probe-loop (probeloop.go): the load
+//   - slow-load (loadchild.go) and probe-loop (loadchild.go): the load
 //     generators of slow-client and long-poll, run by them as a child in
 //     the load generator's own cgroup, not by hand.
 //

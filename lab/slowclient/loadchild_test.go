@@ -3,15 +3,14 @@ package slowclient
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
@@ -28,29 +27,9 @@ func TestSlowLoadRunsOutsideTheSession(t *testing.T) {
 	env := testEnv(t, stack.NameEmbedded)
 	slowlabtest.Require(t, env.Stack.Cgroups, "cgroups are not usable (root with a cgroup hierarchy)")
 	env.Stack.Limits = map[string]cgroup.Limits{"loadgen": {MemoryBytes: 128 << 20, CPUCores: 0.2}}
-	layout, err := cgroup.Detect(cgroup.DefaultRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	env.OnRequest = func(runID string) {
-		if checked > 0 {
-			return
-		}
-		checked++
-		name := stack.CgroupName(runID, "loadgen")
-		pids, err := layout.Pids(name)
-		switch {
-		case err != nil:
-			t.Errorf("the load generator's cgroup %s: %v", name, err)
-		case slices.Contains(pids, os.Getpid()):
-			t.Errorf("the session (pid %d) is in the load generator's cgroup %s (pids %v)", os.Getpid(), name, pids)
-		case len(pids) != 1:
-			t.Errorf("cgroup %s has pids %v, want the load generator alone", name, pids)
-		}
-	}
+	checked := labtest.LoadgenAlone(t, env)
 	res := run(t, small(Condition{stack.RouteBufferingOff, "sync-2", 2}), env)
-	if checked == 0 {
+	if *checked == 0 {
 		t.Fatal("no /fast request was measured")
 	}
 	r := res.Runs[0]
