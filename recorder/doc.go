@@ -8,7 +8,7 @@
 //   - slow-client: large-responses.csv, runs.csv, conditions.csv, hops.csv
 //     (where a slow download's bytes are, hop by hop);
 //   - long-poll: probes.csv, groups.csv (ok runs), longpoll-runs.csv;
-//   - latency-gap: gap.csv, gap-requests.csv, gap-path.csv;
+//   - latency-gap: gap.csv, gap-requests.csv, gap-path.csv, gap-runs.csv;
 //   - buffer-sweep: sweep.csv (its cells), with runs.csv,
 //     large-responses.csv and hops.csv;
 //   - slow-upload: uploads.csv, upload-runs.csv;

@@ -29,6 +29,9 @@ type GapRow struct {
 	// requests (empty without TLS); ResumedPct the share of them that
 	// resumed a session.
 	HandshakeMS, ResumedPct Maybe
+	// RunID is the condition's run (gap-runs.csv): resuming a session
+	// keeps a row only if its run completed.
+	RunID string
 }
 
 func (GapRow) schema() *schema[GapRow] { return &gapSchema }
@@ -48,6 +51,7 @@ var gapSchema = schema[GapRow]{file: "gap.csv", cols: append(append([]column[Gap
 }, gapSettingsCols(func(r *GapRow) *GapSettings { return &r.GapSettings })...),
 	col("handshake_ms", usOfMS, func(r *GapRow) any { return &r.HandshakeMS }),
 	col("resumed_pct", milli, func(r *GapRow) any { return &r.ResumedPct }),
+	col("run_id", 0, func(r *GapRow) any { return &r.RunID }),
 )}
 
 // okGap reports whether r counts toward the medians.

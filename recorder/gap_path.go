@@ -38,6 +38,7 @@ type GapPath struct {
 	SentPackets     Maybe
 	ReceivedPackets Maybe
 	LossMeasuredPct Maybe
+	RunID           string // its condition's run (gap-runs.csv)
 }
 
 func (GapPath) schema() *schema[GapPath] { return &gapPathSchema }
@@ -62,4 +63,5 @@ var gapPathSchema = schema[GapPath]{file: "gap-path.csv", cols: append(append([]
 	col("sent_packets", 0, func(r *GapPath) any { return &r.SentPackets }),
 	col("received_packets", 0, func(r *GapPath) any { return &r.ReceivedPackets }),
 	col("loss_measured_pct", milli, func(r *GapPath) any { return &r.LossMeasuredPct }),
+	col("run_id", 0, func(r *GapPath) any { return &r.RunID }),
 )}

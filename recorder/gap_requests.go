@@ -30,6 +30,7 @@ type GapRequest struct {
 	// whether that resumed a session.
 	HandshakeMS Maybe
 	TLSResumed  bool
+	RunID       string // its condition's run (gap-runs.csv)
 }
 
 // Modes of a latency-gap request (GapRequest.Mode).
@@ -60,4 +61,5 @@ var gapRequestSchema = schema[GapRequest]{file: "gap-requests.csv", cols: append
 }, gapSettingsCols(func(r *GapRequest) *GapSettings { return &r.GapSettings })...),
 	col("handshake_ms", usOfMS, func(r *GapRequest) any { return &r.HandshakeMS }),
 	col("tls_resumed", 0, func(r *GapRequest) any { return &r.TLSResumed }),
+	col("run_id", 0, func(r *GapRequest) any { return &r.RunID }),
 )}

@@ -15,11 +15,11 @@ func TestGapHeaders(t *testing.T) {
 		file, header, want string
 	}{
 		{FileName[GapRow](), strings.Join(Header[GapRow](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," + settings + ",handshake_ms,resumed_pct"},
+			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," + settings + ",handshake_ms,resumed_pct,run_id"},
 		{FileName[GapRequest](), strings.Join(Header[GapRequest](), ","),
-			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error," + settings + ",handshake_ms,tls_resumed"},
+			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error," + settings + ",handshake_ms,tls_resumed,run_id"},
 		{FileName[GapPath](), strings.Join(Header[GapPath](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid," + settings + ",path_packets,loss_applied_pct,overflow_drops,sent_packets,received_packets,loss_measured_pct"},
+			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid," + settings + ",path_packets,loss_applied_pct,overflow_drops,sent_packets,received_packets,loss_measured_pct,run_id"},
 	} {
 		if tc.header != tc.want {
 			t.Errorf("%s header\n got: %s\nwant: %s", tc.file, tc.header, tc.want)

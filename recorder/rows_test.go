@@ -31,6 +31,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("gap", roundTrip[GapRow])
 	t.Run("gap-requests", roundTrip[GapRequest])
 	t.Run("gap-path", roundTrip[GapPath])
+	t.Run("gap-runs", roundTrip[GapRun])
 	t.Run("hops", roundTrip[Hop])
 	t.Run("sweep", roundTrip[SweepCell])
 	t.Run("uploads", roundTrip[Upload])
@@ -59,6 +60,7 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[GapRow](t)
 	checkCoverage[GapRequest](t)
 	checkCoverage[GapPath](t)
+	checkCoverage[GapRun](t)
 	checkCoverage[Hop](t)
 	checkCoverage[SweepCell](t)
 	checkCoverage[Upload](t)
@@ -84,6 +86,7 @@ func FuzzReadLongPollRuns(f *testing.F)     { fuzzRead[LongPollRun](f) }
 func FuzzReadGap(f *testing.F)              { fuzzRead[GapRow](f) }
 func FuzzReadGapRequests(f *testing.F)      { fuzzRead[GapRequest](f) }
 func FuzzReadGapPath(f *testing.F)          { fuzzRead[GapPath](f) }
+func FuzzReadGapRuns(f *testing.F)          { fuzzRead[GapRun](f) }
 func FuzzReadHops(f *testing.F)             { fuzzRead[Hop](f) }
 func FuzzReadSweep(f *testing.F)            { fuzzRead[SweepCell](f) }
 func FuzzReadUploads(f *testing.F)          { fuzzRead[Upload](f) }

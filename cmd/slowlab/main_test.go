@@ -79,9 +79,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"reproduce", "long-poll", "--accept-when-free"}, "slowlab reproduce: accept_when_free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts"},
 		{[]string{"reproduce", "long-poll", "--seconds", "-1"}, "slowlab reproduce: seconds -1s: allowed more than 0 up to 24h"},
 		{[]string{"reproduce", "slow-client", "--condition", "sync-2:1:1"}, "slowlab reproduce: flag provided but not defined: -condition (see --help)"},
-		{[]string{"reproduce", "latency-gap", "--resume", "x"}, "slowlab reproduce: --resume: latency-gap does not take it; idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
+		{[]string{"reproduce", "buffer-sweep", "--resume", "x"}, "slowlab reproduce: --resume: buffer-sweep does not take it; idle-connections, latency-gap, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
 		{[]string{"reproduce", "latency-gap", "--stack", "embedded"}, "slowlab reproduce: --stack: latency-gap does not take it; buffer-sweep, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
-		{[]string{"reproduce", "latency-gap", "--max-host-cpu", "50"}, "slowlab reproduce: --max-host-cpu: latency-gap does not take it; idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
+		{[]string{"reproduce", "buffer-sweep", "--max-host-cpu", "50"}, "slowlab reproduce: --max-host-cpu: buffer-sweep does not take it; idle-connections, latency-gap, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
 		{[]string{"run", "../../lab/testdata/scenarios/valid-latency-gap.yml", "--stack", "real"}, "slowlab run: --stack: latency-gap does not take it; buffer-sweep, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
 		{[]string{"target", "--model", "sync", "--accept-when-free"}, "slowlab target: --accept policy: only the gthread model has one (model sync)"},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
@@ -155,7 +155,7 @@ func TestReproduceHelpPerExperiment(t *testing.T) {
 	for exp, tc := range map[string]struct{ has, hasNot []string }{
 		"slow-client": {[]string{"-stack", "-resume", "-max-host-cpu", "-reps", "-prometheus-targets"}, []string{"-sizes", "-delay", "-condition", "-seconds"}},
 		"long-poll":   {[]string{"-stack", "-condition", "-seconds", "-wait", "-keepalive", "-prometheus-targets", "-reps", "-resume", "-max-host-cpu"}, []string{"-sizes", "-delay", "-runs"}},
-		"latency-gap": {[]string{"-runs", "-delay", "-sizes", "-metrics-addr", "-trace-sample-ratio", "-reps", "-quick", "-tls", "-loss", "-rate", "-work", "-delay-up"}, []string{"-stack", "-condition", "-seconds", "-resume", "-no-limits"}},
+		"latency-gap": {[]string{"-runs", "-delay", "-sizes", "-metrics-addr", "-trace-sample-ratio", "-reps", "-quick", "-tls", "-loss", "-rate", "-work", "-delay-up", "-resume", "-max-host-cpu"}, []string{"-stack", "-condition", "-seconds", "-no-limits"}},
 	} {
 		code, stdout, _ := runCmd(t, "reproduce", exp, "--help")
 		if code != 0 || !strings.Contains(stdout, "Usage: slowlab reproduce "+exp) {

@@ -10,7 +10,8 @@
 //
 // It owns its scenario schema and flags, its run and its printed table;
 // its figure is report's latency-gap section, its files recorder's
-// gap.csv, gap-requests.csv and gap-path.csv.
+// gap.csv, gap-requests.csv, gap-path.csv and gap-runs.csv (the run
+// loop, lab.Matrix, resumes from it).
 package latencygap
 
 import (
@@ -32,7 +33,7 @@ const Name = "latency-gap"
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Summary: "server-reported against client-observed time, with added network delay (root: network namespaces)",
-		Shared:  lab.SharedReps | lab.SharedMetrics | lab.SharedTracing})
+		Shared:  lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
 }
 
 // MaxDelay bounds the added one-way delay.

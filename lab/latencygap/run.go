@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
@@ -16,193 +15,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
-type Result struct {
-	Dir  string
-	Rows []Row
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: gap-requests.csv (each request's error) says why.
-func (r *Result) ReasonsFile() string { return "gap-requests.csv" }
-
-// AllFailed implements lab.Result: no condition got a request through.
-func (r *Result) AllFailed() bool {
-	for _, row := range r.Rows {
-		if row.Gap.Runs > 0 {
-			return false
-		}
-	}
-	return len(r.Rows) > 0
-}
-
-// Valid reports whether every condition's path delayed faithfully.
-func (r *Result) Valid() bool {
-	for _, row := range r.Rows {
-		if !row.Path.Valid {
-			return false
-		}
-	}
-	return true
-}
-
-// tries is how often a condition whose path was not faithful (its delay
-// line ran late, or its measured RTT is off) is measured before its last
-// attempt is kept, marked invalid.
-const tries = 3
-
-// files are the open results files of a latency-gap session.
-type files struct {
-	gaps  *recorder.FileWriter[recorder.GapRow]
-	reqs  *recorder.FileWriter[recorder.GapRequest]
-	paths *recorder.FileWriter[recorder.GapPath]
-}
-
-func (f *files) close() error {
-	var errs []error
-	if f.gaps != nil {
-		errs = append(errs, f.gaps.Close())
-		f.gaps = nil
-	}
-	if f.reqs != nil {
-		errs = append(errs, f.reqs.Close())
-		f.reqs = nil
-	}
-	if f.paths != nil {
-		errs = append(errs, f.paths.Close())
-		f.paths = nil
-	}
-	return errors.Join(errs...)
-}
-
-// Run implements lab.Config: every delay and size, writing gap.csv,
-// gap-requests.csv, gap-path.csv and environment.json. It serves from the
-// lab process. It needs root for the namespaces; without it, it fails
-// before writing anything, saying so. A condition whose path was not
-// faithful is measured again, up to tries times, the discarded attempts
-// noted in the progress output. Cancelling ctx keeps what was measured,
-// removes the namespaces and returns ctx's error.
-func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	if err := netem.Check(); err != nil {
-		return nil, fmt.Errorf("latency-gap: %w", err)
-	}
-	if err := os.MkdirAll(env.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("results directory: %w", err)
-	}
-	if err := lab.RecordSession(env, c); err != nil {
-		return nil, err
-	}
-	f := &files{}
-	defer f.close()
-	var err error
-	if f.gaps, err = recorder.CreateFile[recorder.GapRow](env.Out); err == nil {
-		if f.reqs, err = recorder.CreateFile[recorder.GapRequest](env.Out); err == nil {
-			f.paths, err = recorder.CreateFile[recorder.GapPath](env.Out)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Dir: env.Out}
-	paths, modes := c.paths(), c.tlsModes()
-	per := len(modes) * len(c.works()) * len(c.Sizes)
-	p := lab.NewProgress(env.Progress, len(paths)*per, func(i int) time.Duration {
-		w := c.works()[i/len(c.Sizes)%len(c.works())].D
-		return time.Duration(c.Reps*c.Runs) * (5*paths[i/per].rtt() + 2*w + 2*time.Millisecond)
-	})
-	var runErr error
-	for i, pc := range paths {
-		rows, err := c.runPath(ctx, env, pc, f, p, i*per)
-		res.Rows = append(res.Rows, rows...)
-		if err != nil || ctx.Err() != nil {
-			runErr = errors.Join(err, ctx.Err())
-			break
-		}
-	}
-	return res, errors.Join(runErr, f.close())
-}
-
-// runPath builds one path, serves on it in each TLS mode and measures
-// every size; the path and the servers are gone when it returns.
-func (c *Config) runPath(ctx context.Context, env *lab.Env, pc pathCond, f *files, p *lab.Progress, first int) ([]Row, error) {
-	path, err := netem.New(ctx, pc.netem(c))
-	if err != nil {
-		return nil, fmt.Errorf("latency-gap at %s: network path: %w", pc, err)
-	}
-	defer path.Close()
-	env.Logf("path %s: %s, %s, client %s, server %s, MTU %d, %s",
-		path.Name, path.Method, pc, path.ClientAddr, path.ServerAddr, netem.MTU, path.CongestionControl())
-	var cert *certificate
-	var rows []Row
-	for k, mode := range c.tlsModes() {
-		var serverTLS, clientTLS *tls.Config
-		if mode != recorder.GapTLSNone {
-			if cert == nil {
-				if cert, err = newCertificate(path.ServerAddr); err != nil {
-					return rows, err
-				}
-			}
-			serverTLS, clientTLS = cert.server(mode), cert.client(mode)
-		}
-		mrows, err := c.runMode(ctx, env, path, pc, mode, serverTLS, clientTLS, f, p, first+k*len(c.works())*len(c.Sizes))
-		rows = append(rows, mrows...)
-		if err != nil {
-			return rows, err
-		}
-	}
-	return rows, nil
-}
-
-// runMode serves on the path in one TLS mode and measures every
-// processing time and size; the server is gone when it returns.
-func (c *Config) runMode(ctx context.Context, env *lab.Env, path *netem.Path, pc pathCond, mode string, serverTLS, clientTLS *tls.Config,
-	f *files, p *lab.Progress, first int) ([]Row, error) {
-	addr, stop, err := serve(ctx, path, env, serverTLS)
-	if err != nil {
-		return nil, fmt.Errorf("latency-gap at %s: %w", pc, err)
-	}
-	defer stop()
-	scheme := "http"
-	if serverTLS != nil {
-		scheme = "https"
-	}
-	var rows []Row
-	for wi, work := range c.works() {
-		for j, size := range c.Sizes {
-			i := first + wi*len(c.Sizes) + j
-			what := fmt.Sprintf("%d bytes, %s, tls %s", size, pc, mode)
-			if work.D > 0 {
-				what += ", work " + work.String()
-			}
-			p.Start(i, fmt.Sprintf("%s (%s)", what, path.Method))
-			settings := pc.settings(mode)
-			settings.WorkMS, settings.WorkKind = ms(work.D), work.Kind
-			cond := condition{size: int(size), path: pc, settings: settings, tls: clientTLS,
-				url: fmt.Sprintf("%s://%s/bytes?n=%d%s", scheme, addr, size, work.query())}
-			row, reqs := c.condition(ctx, env, path, cond, p)
-			var werr error
-			for _, r := range reqs {
-				if err := f.reqs.Write(r); err != nil && werr == nil {
-					werr = err
-				}
-			}
-			p.Done(i, "%s", rowLine(row))
-			rows = append(rows, row)
-			if err := errors.Join(werr, f.gaps.Write(row.Gap), f.paths.Write(row.Path)); err != nil {
-				return rows, err
-			}
-			if ctx.Err() != nil {
-				return rows, ctx.Err()
-			}
-		}
-	}
-	return rows, nil
-}
-
 // condition is one measured condition: a size on a path in a TLS mode.
 type condition struct {
 	size     int
@@ -210,11 +22,12 @@ type condition struct {
 	settings recorder.GapSettings
 	url      string
 	tls      *tls.Config // the client's; nil without TLS
+	id       string      // its run's id (the spec's, or a retry's ID.tryN)
 }
 
 // condition measures one condition on the path, again while the path was
 // not faithful (a machine that stalled the delay line measured itself).
-func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, cond condition, p *lab.Progress) (Row, []recorder.GapRequest) {
+func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, cond condition) (Row, []recorder.GapRequest) {
 	configured := ms(cond.path.rtt())
 	for try := 1; ; try++ {
 		path.TakeLateness()
@@ -232,7 +45,7 @@ func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, 
 		if row.Path.Valid || try == tries || ctx.Err() != nil {
 			return row, reqs
 		}
-		p.Note("path not faithful (%s): discarded, measuring again (try %d of %d)", invalidWhy(row.Path), try+1, tries)
+		env.Logf("        path not faithful (%s): discarded, measuring again (try %d of %d)", invalidWhy(row.Path), try+1, tries)
 	}
 }
 
@@ -268,7 +81,7 @@ func serve(ctx context.Context, path *netem.Path, env *lab.Env, serverTLS *tls.C
 // window never idles past an RTO), then the same on new connections.
 func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, cond condition, configured float64) []recorder.GapRequest {
 	t0 := time.Now()
-	runID := runID(cond, configured)
+	runID := cond.id
 	var reqs []recorder.GapRequest
 	for _, mode := range []string{recorder.GapKeepAlive, recorder.GapNew} {
 		var clientTLS *tls.Config
@@ -295,11 +108,10 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 	return reqs
 }
 
-// runID names a condition in metrics and traces: latency-gap.1024B.50ms,
-// then what differs from a plain path.
-func runID(cond condition, configured float64) string {
-	id := fmt.Sprintf("latency-gap.%dB.%gms", cond.size, configured)
-	s := cond.settings
+// runID names a condition's run in the results files, metrics and
+// traces: latency-gap.1024B.50ms, then what differs from a plain path.
+func runID(size int, configured float64, s recorder.GapSettings) string {
+	id := fmt.Sprintf("latency-gap.%dB.%gms", size, configured)
 	if s.DelayUpMS != s.DelayDownMS {
 		id += fmt.Sprintf(".up%gms", s.DelayUpMS)
 	}
@@ -326,7 +138,7 @@ func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float
 	size := cond.size
 	row := recorder.GapRequest{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
 		StartS: r.Start.Sub(t0).Seconds(), NewConn: r.NewConn, ConnectMS: math.NaN(), TTFBMS: math.NaN(),
-		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes, GapSettings: cond.settings, TLSResumed: r.TLSResumed}
+		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes, GapSettings: cond.settings, TLSResumed: r.TLSResumed, RunID: cond.id}
 	if r.TLSHandshake > 0 {
 		row.HandshakeMS = recorder.Some(ms(r.TLSHandshake))
 	}

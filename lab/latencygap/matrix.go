@@ -1,0 +1,358 @@
+package latencygap
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote.
+type Result struct {
+	Dir string
+	// Runs are the session's runs, resumed ones first (gap-runs.csv).
+	Runs []recorder.GapRun
+	// Rows are the conditions of the completed runs, resumed ones
+	// included, and of a run interrupted with what it measured.
+	Rows []Row
+}
+
+var _ lab.Reasoned = (*Result)(nil)
+
+// ReasonsFile implements lab.Reasoned: gap-runs.csv says why when every
+// run failed or was aborted, else gap-requests.csv (each request's error).
+func (r *Result) ReasonsFile() string {
+	if lab.AllFailed(r.Runs, verdict) {
+		return recorder.FileName[recorder.GapRun]()
+	}
+	return recorder.FileName[recorder.GapRequest]()
+}
+
+// AllFailed implements lab.Result: every run failed, or no condition got
+// a request through.
+func (r *Result) AllFailed() bool {
+	if lab.AllFailed(r.Runs, verdict) {
+		return true
+	}
+	for _, row := range r.Rows {
+		if row.Gap.Runs > 0 {
+			return false
+		}
+	}
+	return len(r.Rows) > 0
+}
+
+// Valid reports whether every condition's path delayed faithfully.
+func (r *Result) Valid() bool {
+	for _, row := range r.Rows {
+		if !row.Path.Valid {
+			return false
+		}
+	}
+	return true
+}
+
+// verdict points at a gap-runs.csv row's id, status and reason.
+func verdict(r *recorder.GapRun) lab.Verdict {
+	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
+}
+
+// tries is how often a condition whose path was not faithful (its delay
+// line ran late, or its measured RTT is off) is measured before its last
+// attempt is kept, marked invalid.
+const tries = 3
+
+// spec is one run: a condition (a size on a path, in a TLS mode, with a
+// processing time), its Reps x Runs requests per mode.
+type spec struct {
+	path     pathCond
+	tls      string
+	work     Work
+	size     int
+	settings recorder.GapSettings
+}
+
+// ID implements lab.Planned: runID's name of the condition.
+func (s spec) ID() string { return runID(s.size, ms(s.path.rtt()), s.settings) }
+
+// specs are the runs of the grid, in the order they share a path (and a
+// server in one TLS mode).
+func (c *Config) specs() []spec {
+	var out []spec
+	for _, pc := range c.paths() {
+		for _, mode := range c.tlsModes() {
+			for _, w := range c.works() {
+				for _, size := range c.Sizes {
+					st := pc.settings(mode)
+					st.WorkMS, st.WorkKind = ms(w.D), w.Kind
+					out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Run implements lab.Config: every condition of the grid as one run of
+// lab.Matrix (--resume, the host-CPU guard, progress), writing gap.csv,
+// gap-requests.csv, gap-path.csv, gap-runs.csv and environment.json. It
+// serves from the lab process. It needs root for the namespaces; without
+// it, it fails before writing anything, saying so. Consecutive runs on
+// the same path share it (and its server in one TLS mode). A condition
+// whose path was not faithful is measured again, up to tries times, the
+// discarded attempts noted in the progress output. Cancelling ctx keeps
+// what was measured, removes the namespaces and returns ctx's error.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := netem.Check(); err != nil {
+		return nil, fmt.Errorf("latency-gap: %w", err)
+	}
+	s := &session{c: c, env: env, ctx: ctx, rows: map[string]Row{}}
+	defer s.close()
+	m := &lab.Matrix[spec, recorder.GapRun]{Specs: c.specs(), Verdict: verdict, Line: s.line, Open: s.open,
+		Files: []string{recorder.FileName[recorder.GapRow](), recorder.FileName[recorder.GapRequest](), recorder.FileName[recorder.GapPath]()},
+		Expected: func(sp spec) time.Duration {
+			return time.Duration(c.Reps*c.Runs) * (5*sp.path.rtt() + 2*sp.work.D + 2*time.Millisecond)
+		},
+		Measure: s.measure}
+	runs, err := m.Run(ctx, env, c)
+	s.close()
+	res := &Result{Dir: env.Out, Runs: runs}
+	rows, rerr := s.resultRows(runs)
+	res.Rows = rows
+	return res, errors.Join(err, rerr)
+}
+
+// files are the open results files of a latency-gap session.
+type files struct {
+	runs  *recorder.FileWriter[recorder.GapRun]
+	gaps  *recorder.FileWriter[recorder.GapRow]
+	reqs  *recorder.FileWriter[recorder.GapRequest]
+	paths *recorder.FileWriter[recorder.GapPath]
+}
+
+// open implements lab.Matrix's Open: the four files, created, or opened
+// to append on resume.
+func (s *session) open(dir string, resume bool) (lab.RowWriter[recorder.GapRun], func() error, error) {
+	f := &s.files
+	var err error
+	if f.runs, err = lab.OpenFile[recorder.GapRun](dir, resume); err == nil {
+		if f.gaps, err = lab.OpenFile[recorder.GapRow](dir, resume); err == nil {
+			if f.reqs, err = lab.OpenFile[recorder.GapRequest](dir, resume); err == nil {
+				f.paths, err = lab.OpenFile[recorder.GapPath](dir, resume)
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, f.close())
+	}
+	return f.runs, f.close, nil
+}
+
+func (f *files) close() error {
+	var errs []error
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
+		f.runs = nil
+	}
+	if f.gaps != nil {
+		errs = append(errs, f.gaps.Close())
+		f.gaps = nil
+	}
+	if f.reqs != nil {
+		errs = append(errs, f.reqs.Close())
+		f.reqs = nil
+	}
+	if f.paths != nil {
+		errs = append(errs, f.paths.Close())
+		f.paths = nil
+	}
+	return errors.Join(errs...)
+}
+
+// session is a Run's state across its runs: the open files, the path and
+// server consecutive runs share, and the rows it measured.
+type session struct {
+	c     *Config
+	env   *lab.Env
+	ctx   context.Context // the session's: the path and server outlive a run
+	files files
+
+	pc     pathCond
+	path   *netem.Path // nil until a run needs one
+	cert   *certificate
+	server *server // on path, in one TLS mode
+
+	rows map[string]Row // by run id, this session's
+}
+
+// server is the app serving on the path in one TLS mode.
+type server struct {
+	mode      string
+	url       string // scheme://addr
+	clientTLS *tls.Config
+	stop      func()
+}
+
+// on makes sure the path and server of sp are up, replacing those of the
+// previous run when it differs.
+func (s *session) on(sp spec) error {
+	if s.path != nil && s.pc != sp.path {
+		s.close()
+	}
+	var err error
+	if s.path == nil {
+		if s.path, err = netem.New(s.ctx, sp.path.netem(s.c)); err != nil {
+			s.path = nil
+			return fmt.Errorf("latency-gap at %s: network path: %w", sp.path, err)
+		}
+		s.pc = sp.path
+		s.env.Logf("path %s: %s, %s, client %s, server %s, MTU %d, %s",
+			s.path.Name, s.path.Method, sp.path, s.path.ClientAddr, s.path.ServerAddr, netem.MTU, s.path.CongestionControl())
+	}
+	if s.server != nil && s.server.mode == sp.tls {
+		return nil
+	}
+	s.stopServer()
+	var serverTLS, clientTLS *tls.Config
+	if sp.tls != recorder.GapTLSNone {
+		if s.cert == nil {
+			if s.cert, err = newCertificate(s.path.ServerAddr); err != nil {
+				return err
+			}
+		}
+		serverTLS, clientTLS = s.cert.server(sp.tls), s.cert.client(sp.tls)
+	}
+	addr, stop, err := serve(s.ctx, s.path, s.env, serverTLS)
+	if err != nil {
+		return fmt.Errorf("latency-gap at %s: %w", sp.path, err)
+	}
+	scheme := "http"
+	if serverTLS != nil {
+		scheme = "https"
+	}
+	s.server = &server{mode: sp.tls, url: scheme + "://" + addr, clientTLS: clientTLS, stop: stop}
+	return nil
+}
+
+func (s *session) stopServer() {
+	if s.server != nil {
+		s.server.stop()
+		s.server = nil
+	}
+}
+
+// close stops the server and removes the path.
+func (s *session) close() {
+	s.stopServer()
+	if s.path != nil {
+		s.path.Close()
+		s.path, s.cert = nil, nil
+	}
+}
+
+// measure implements lab.Matrix's Measure: one condition on its path,
+// its requests, gap.csv and gap-path.csv rows written. A path or server
+// that cannot start ends the session, as a fault of the machine, not of
+// the condition.
+func (s *session) measure(ctx context.Context, sp spec, id string) (recorder.GapRun, error) {
+	run := recorder.GapRun{RunID: id, Status: recorder.RunOK}
+	if err := s.on(sp); err != nil {
+		run.Status, run.Reason = recorder.RunFailed, err.Error()
+		return run, err
+	}
+	cond := condition{size: sp.size, path: sp.path, settings: sp.settings, tls: s.server.clientTLS, id: id,
+		url: fmt.Sprintf("%s/bytes?n=%d%s", s.server.url, sp.size, sp.work.query())}
+	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
+	row.Gap.RunID, row.Path.RunID = id, id
+	s.rows[id] = row
+	var errs []error
+	for _, r := range reqs {
+		if err := s.files.reqs.Write(r); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	werr := errors.Join(append(errs, s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))...)
+	switch {
+	case werr != nil:
+		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()
+	case ctx.Err() != nil:
+		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	}
+	return run, werr
+}
+
+// line is a finished run's progress line.
+func (s *session) line(r recorder.GapRun) string {
+	line := r.Status
+	if row, ok := s.rows[r.RunID]; ok {
+		line = rowLine(row)
+		if r.Status != recorder.RunOK {
+			line += "  [" + r.Status + "]"
+		}
+	}
+	if r.Reason != "" {
+		line += ": " + r.Reason
+	}
+	return line
+}
+
+// resultRows are the conditions of runs that completed, and of one
+// interrupted: this session's as measured, resumed ones from gap.csv and
+// gap-path.csv.
+func (s *session) resultRows(runs []recorder.GapRun) ([]Row, error) {
+	var disk map[string]Row
+	var rows []Row
+	for _, r := range runs {
+		interrupted := r.Status == recorder.RunAborted && s.ctx.Err() != nil
+		if r.Status != recorder.RunOK && !interrupted {
+			continue
+		}
+		row, ok := s.rows[r.RunID]
+		if !ok {
+			if disk == nil {
+				var err error
+				if disk, err = readRows(s.env.Out); err != nil {
+					return rows, err
+				}
+			}
+			if row, ok = disk[r.RunID]; !ok {
+				return rows, fmt.Errorf("resume %s: run %s has no row in gap.csv and gap-path.csv", s.env.Out, r.RunID)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// readRows reads dir's gap.csv and gap-path.csv rows by run id.
+func readRows(dir string) (map[string]Row, error) {
+	gaps, err := recorder.ReadFile[recorder.GapRow](filepath.Join(dir, recorder.FileName[recorder.GapRow]()))
+	if err != nil {
+		return nil, err
+	}
+	paths, err := recorder.ReadFile[recorder.GapPath](filepath.Join(dir, recorder.FileName[recorder.GapPath]()))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Row{}
+	for _, g := range gaps {
+		out[g.RunID] = Row{Gap: g}
+	}
+	for _, p := range paths {
+		if r, ok := out[p.RunID]; ok {
+			r.Path = p
+			out[p.RunID] = r
+		}
+	}
+	return out, nil
+}
