@@ -1,0 +1,191 @@
+package buffersweep
+
+import (
+	"context"
+	"flag"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// small is a sweep of one route and one rate whose cells are one short
+// run each on the embedded stack.
+func small(sizes ...lab.Size) *Config {
+	c := Published()
+	c.Stack().Stack = stack.NameEmbedded
+	c.Routes, c.Sizes, c.Rates = []stack.Route{stack.RouteDirect}, sizes, []lab.Size{4 << 20}
+	return c
+}
+
+// flagEnv is the session env for c from the shared flags args, parsed as
+// `slowlab reproduce buffer-sweep` parses them (the flags buffer-sweep
+// registered), on the embedded stack.
+func flagEnv(t *testing.T, c *Config, args ...string) *lab.Env {
+	t.Helper()
+	e, err := lab.Lookup(Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o lab.Options
+	fs := flag.NewFlagSet(Name, flag.ContinueOnError)
+	o.AddFlags(fs, e.Shared)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	env, err := o.Env(c, labtest.LogWriter{T: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Progress = labtest.LogWriter{T: t}
+	return env
+}
+
+func readSweep(t *testing.T, dir string) []recorder.SweepCell {
+	t.Helper()
+	rows, err := recorder.ReadFile[recorder.SweepCell](filepath.Join(dir, "sweep.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// requestsPerRun counts each run's rows of a cell's requests.csv.
+func requestsPerRun(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	rows, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, "requests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range rows {
+		n[r.RunID]++
+	}
+	return n
+}
+
+// A sweep interrupted in its second cell, resumed with --resume, keeps the
+// first cell as it was (its run not measured again), resumes the second
+// and ends with each cell once in sweep.csv; other settings are refused
+// naming the field.
+func TestResumeSweepAfterInterrupt(t *testing.T) {
+	c := small(1<<20, 2<<20)
+	out := filepath.Join(t.TempDir(), "sweep")
+	env := flagEnv(t, c, "--out", out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Interrupted at the 3rd request measured once sweep.csv has the first
+	// cell's row.
+	seen := 0
+	env.OnRequest = func(string) {
+		if rows, _ := recorder.ReadFile[recorder.SweepCell](filepath.Join(out, "sweep.csv")); len(rows) > 0 {
+			if seen++; seen == 3 {
+				cancel()
+			}
+		}
+	}
+	if _, err := c.Run(ctx, env); err == nil {
+		t.Fatal("interrupted sweep returned no error")
+	}
+	before := readSweep(t, out)
+	if len(before) != 2 || before[0].RunsOK != 1 || before[1].RunsOK != 0 {
+		t.Fatalf("before resume: %+v; want the first cell ok and the second interrupted", before)
+	}
+	first := filepath.Join(out, before[0].Dir)
+	firstReqs := requestsPerRun(t, first)
+
+	env = flagEnv(t, c, "--resume", out)
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, returned := readSweep(t, out), r.(*Result).Cells
+	if len(after) != 2 || len(returned) != 2 || rowKey(after[0]) == rowKey(after[1]) ||
+		rowKey(returned[0]) != rowKey(after[0]) || rowKey(returned[1]) != rowKey(after[1]) {
+		t.Fatalf("after resume: sweep.csv %+v, returned %+v; want the two cells once each", after, returned)
+	}
+	if !reflect.DeepEqual(after[0], before[0]) {
+		t.Errorf("the completed cell's row changed: %+v -> %+v", before[0], after[0])
+	}
+	if got := requestsPerRun(t, first); !reflect.DeepEqual(got, firstReqs) {
+		t.Errorf("the completed cell's requests.csv: %v runs' rows, was %v: want it not measured again", got, firstReqs)
+	}
+	if cell := after[1]; cell.SizeBytes != 2<<20 || cell.Runs != 1 || cell.RunsOK != 1 {
+		t.Errorf("resumed cell %+v: want 2 MiB with its one run, ok", cell)
+	}
+	second, err := recorder.ReadFile[recorder.Run](filepath.Join(out, after[1].Dir, "runs.csv"))
+	if err != nil || len(second) != 1 || second[0].Status != recorder.RunOK {
+		t.Errorf("resumed cell's runs.csv: %+v (%v): want the interrupted run's row dropped, one ok run", second, err)
+	}
+	if sessions, err := recorder.ReadEnvironment(out); err != nil || len(sessions) != 2 {
+		t.Errorf("environment.json: %d sessions (%v), want both", len(sessions), err)
+	}
+
+	other := small(1<<20, 2<<20)
+	other.SlowClients = 1
+	_, err = other.Run(context.Background(), flagEnv(t, other, "--resume", out))
+	if want := "it was run with other settings: slow_clients: 2 -> 1"; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("resume with other settings: %v, want ... %q", err, want)
+	}
+	if got := readSweep(t, out); !reflect.DeepEqual(got, after) {
+		t.Errorf("a refused resume changed sweep.csv: %+v", got)
+	}
+}
+
+// spin keeps a CPU busy until ctx ends.
+func spin(ctx context.Context) {
+	for n := 0; ctx.Err() == nil; n++ {
+		for i := 0; i < 1<<16; i++ {
+			n ^= i
+		}
+	}
+}
+
+// --max-host-cpu reaches the cell's slow-client matrix: a host busier than
+// it (the test keeps the CPUs busy) aborts the cell's run with the reason
+// and tries it again as .try2 and .try3.
+func TestSweepHostCPUGuardAbortsAndRetries(t *testing.T) {
+	saved := lab.HostBusyCooldown
+	lab.HostBusyCooldown = 100 * time.Millisecond
+	t.Cleanup(func() { lab.HostBusyCooldown = saved })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range runtime.NumCPU() {
+		go spin(ctx)
+	}
+	// 1 MiB read at 256 KiB/s: /fast runs for 4 s, past the guard's 2 s.
+	c := small(1 << 20)
+	c.Rates = []lab.Size{256 << 10}
+	env := flagEnv(t, c, "--out", filepath.Join(t.TempDir(), "sweep"), "--max-host-cpu", "0.001")
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.(*Result)
+	if len(res.Cells) != 1 || res.Cells[0].Runs != 3 || res.Cells[0].RunsOK != 0 || !res.AllFailed() {
+		t.Fatalf("cells %+v: want one cell with 3 runs, none ok", res.Cells)
+	}
+	runs, err := recorder.ReadFile[recorder.Run](filepath.Join(env.Out, res.Cells[0].Dir, "runs.csv"))
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("the cell's runs.csv: %+v (%v), want 3 runs", runs, err)
+	}
+	for i, r := range runs {
+		want := "direct.sync-2.slow2.rep1"
+		if i > 0 {
+			want += ".try" + string(rune('1'+i))
+		}
+		if r.RunID != want || r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") {
+			t.Errorf("run %d: %s %s %q, want %s aborted for host CPU", i, r.RunID, r.Status, r.Reason, want)
+		}
+	}
+}
