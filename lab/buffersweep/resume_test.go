@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -27,7 +28,8 @@ func small(sizes ...lab.Size) *Config {
 
 // flagEnv is the session env for c from the shared flags args, parsed as
 // `slowlab reproduce buffer-sweep` parses them (the flags buffer-sweep
-// registered), on the embedded stack.
+// registered), on the embedded stack. The resume tests turn the host
+// guard off (--max-host-cpu 0): a loaded machine would abort their runs.
 func flagEnv(t *testing.T, c *Config, args ...string) *lab.Env {
 	t.Helper()
 	e, err := lab.Lookup(Name)
@@ -81,7 +83,7 @@ func requestsPerRun(t *testing.T, dir string) map[string]int {
 func TestResumeSweepAfterInterrupt(t *testing.T) {
 	c := small(1<<20, 2<<20)
 	out := filepath.Join(t.TempDir(), "sweep")
-	env := flagEnv(t, c, "--out", out)
+	env := flagEnv(t, c, "--out", out, "--max-host-cpu", "0")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Interrupted at the 3rd request measured once sweep.csv has the first
@@ -104,7 +106,7 @@ func TestResumeSweepAfterInterrupt(t *testing.T) {
 	first := filepath.Join(out, before[0].Dir)
 	firstReqs := requestsPerRun(t, first)
 
-	env = flagEnv(t, c, "--resume", out)
+	env = flagEnv(t, c, "--resume", out, "--max-host-cpu", "0")
 	r, err := c.Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +135,7 @@ func TestResumeSweepAfterInterrupt(t *testing.T) {
 
 	other := small(1<<20, 2<<20)
 	other.SlowClients = 1
-	_, err = other.Run(context.Background(), flagEnv(t, other, "--resume", out))
+	_, err = other.Run(context.Background(), flagEnv(t, other, "--resume", out, "--max-host-cpu", "0"))
 	if want := "it was run with other settings: slow_clients: 2 -> 1"; err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("resume with other settings: %v, want ... %q", err, want)
 	}
@@ -186,6 +188,84 @@ func TestSweepHostCPUGuardAbortsAndRetries(t *testing.T) {
 		}
 		if r.RunID != want || r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") {
 			t.Errorf("run %d: %s %s %q, want %s aborted for host CPU", i, r.RunID, r.Status, r.Reason, want)
+		}
+	}
+}
+
+// A sweep of two kernel settings interrupted in the second namespace's
+// run (3 of its requests written), resumed: the first setting's child is
+// not started again (its cell's requests.csv unchanged), the second's
+// child resumes its own session (--resume: its interrupted run's rows
+// dropped, the run again), and each setting's cell is in sweep.csv once.
+func TestResumeSweepNamespaces(t *testing.T) {
+	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
+	c := small(1 << 20)
+	c.TCPWmemMax = []lab.Size{1 << 20, 2 << 20}
+	out := filepath.Join(t.TempDir(), "sweep")
+	second := filepath.Join(out, "kernel-wmem2m-rmemdefault", "size1m-rate4m")
+	env := flagEnv(t, c, "--out", out, "--max-host-cpu", "0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if rows, _ := recorder.ReadFile[recorder.Request](filepath.Join(second, "requests.csv")); len(rows) >= 3 {
+				cancel()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	if _, err := c.Run(ctx, env); err == nil {
+		t.Fatal("interrupted sweep returned no error")
+	}
+	before := readSweep(t, out)
+	if len(before) != 2 || before[0].RunsOK != 1 || !strings.HasPrefix(before[0].Kernel, "wmem=1m") || before[1].RunsOK != 0 {
+		t.Fatalf("before resume: %+v; want the first setting's cell ok, the second's interrupted", before)
+	}
+	firstReqs := requestsPerRun(t, filepath.Join(out, before[0].Dir))
+	env = flagEnv(t, c, "--resume", out, "--max-host-cpu", "0")
+	if _, err := c.Run(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	after := readSweep(t, out)
+	if len(after) != 2 || after[0] != before[0] || !strings.HasPrefix(after[1].Kernel, "wmem=2m") || after[1].Runs != 1 || after[1].RunsOK != 1 {
+		t.Fatalf("after resume: %+v; want the first setting's cell as it was, then the second's, its one run ok", after)
+	}
+	if got := requestsPerRun(t, filepath.Join(out, before[0].Dir)); !reflect.DeepEqual(got, firstReqs) {
+		t.Errorf("the first setting's requests.csv: %v runs' rows, was %v: want it not measured again", got, firstReqs)
+	}
+	if child := readSweep(t, filepath.Dir(second)); len(child) != 1 || child[0].RunsOK != 1 {
+		t.Errorf("the second namespace's own sweep.csv: %+v, want its cell once, ok", child)
+	}
+	if sessions, err := recorder.ReadEnvironment(filepath.Dir(second)); err != nil || len(sessions) != 2 {
+		t.Errorf("the second namespace's environment.json: %d sessions (%v), want the child resumed", len(sessions), err)
+	}
+}
+
+// --max-host-cpu reaches a namespace's child session too (as its own
+// --max-host-cpu): the busy host aborts its cell's run and the child tries
+// it again as .try2 and .try3. The child, every run failed, exits 1, which
+// the sweep reports.
+func TestSweepHostCPUGuardInNamespace(t *testing.T) {
+	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range runtime.NumCPU() {
+		go spin(ctx)
+	}
+	c := small(1 << 20)
+	c.Rates, c.TCPWmemMax = []lab.Size{256 << 10}, []lab.Size{1 << 20}
+	out := filepath.Join(t.TempDir(), "sweep")
+	// The child's cooldown is lab.HostBusyCooldown's default, 5 s.
+	if _, err := c.Run(context.Background(), flagEnv(t, c, "--out", out, "--max-host-cpu", "0.001")); err == nil || !strings.Contains(err.Error(), "exit status 1") {
+		t.Errorf("sweep: %v, want the child's exit status 1 (every run failed)", err)
+	}
+	runs, err := recorder.ReadFile[recorder.Run](filepath.Join(out, "kernel-wmem1m-rmemdefault", "size1m-rate256k", "runs.csv"))
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("the cell's runs.csv: %+v (%v), want 3 runs", runs, err)
+	}
+	for i, r := range runs {
+		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") || i == 2 && !strings.HasSuffix(r.RunID, ".try3") {
+			t.Errorf("run %d: %s %s %q, want aborted for host CPU, the last .try3", i, r.RunID, r.Status, r.Reason)
 		}
 	}
 }
