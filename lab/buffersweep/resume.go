@@ -24,15 +24,18 @@ func rowKey(r recorder.SweepCell) string { return cellKey(r.Kernel, r.SizeBytes,
 // runs again every run that is not ok, a cell with a failed or aborted
 // run (an interrupted cell's rows say so) is not complete.
 func (c *Config) complete(rows []recorder.SweepCell) map[string]bool {
-	ok := map[string]int{}
+	ok := map[string]map[string]bool{} // cell -> its routes with every run ok
 	for _, r := range rows {
 		if r.RunsOK == c.Reps {
-			ok[rowKey(r)]++
+			if ok[rowKey(r)] == nil {
+				ok[rowKey(r)] = map[string]bool{}
+			}
+			ok[rowKey(r)][r.Route] = true
 		}
 	}
 	done := map[string]bool{}
-	for k, n := range ok {
-		if n == len(c.Routes) {
+	for k, routes := range ok {
+		if len(routes) == len(c.Routes) {
 			done[k] = true
 		}
 	}

@@ -269,3 +269,24 @@ func TestSweepHostCPUGuardInNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A cell is complete only with a row for each route, each with every
+// repetition ok: a missing route, a route twice or a run not ok leaves it
+// to run again.
+func TestCompleteCells(t *testing.T) {
+	c := Published()
+	c.Reps = 2
+	row := func(size int64, route stack.Route, ok int) recorder.SweepCell {
+		return recorder.SweepCell{Kernel: "host", SizeBytes: size, RateBps: 1 << 20, Route: string(route), Runs: 2, RunsOK: ok}
+	}
+	var rows []recorder.SweepCell
+	for _, r := range c.Routes {
+		rows = append(rows, row(1, r, 2), row(2, r, 2), row(3, r, 2))
+	}
+	rows[4].RunsOK = 1                                        // size 2: buffering off, one run not ok
+	rows = append(rows[:len(rows)-1], row(3, c.Routes[0], 2)) // size 3: buffering on missing, direct twice
+	got := c.complete(rows)
+	if want := map[string]bool{cellKey("host", 1, 1<<20): true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("complete: %v, want only the 1-byte cell", got)
+	}
+}
