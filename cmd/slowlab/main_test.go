@@ -79,9 +79,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"reproduce", "long-poll", "--accept-when-free"}, "slowlab reproduce: accept_when_free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts"},
 		{[]string{"reproduce", "long-poll", "--seconds", "-1"}, "slowlab reproduce: seconds -1s: allowed more than 0 up to 24h"},
 		{[]string{"reproduce", "slow-client", "--condition", "sync-2:1:1"}, "slowlab reproduce: flag provided but not defined: -condition (see --help)"},
-		{[]string{"reproduce", "buffer-sweep", "--resume", "x"}, "slowlab reproduce: --resume: buffer-sweep does not take it; idle-connections, latency-gap, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
 		{[]string{"reproduce", "latency-gap", "--stack", "embedded"}, "slowlab reproduce: --stack: latency-gap does not take it; buffer-sweep, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
-		{[]string{"reproduce", "buffer-sweep", "--max-host-cpu", "50"}, "slowlab reproduce: --max-host-cpu: buffer-sweep does not take it; idle-connections, latency-gap, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
 		{[]string{"run", "../../lab/testdata/scenarios/valid-latency-gap.yml", "--stack", "real"}, "slowlab run: --stack: latency-gap does not take it; buffer-sweep, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full do"},
 		{[]string{"target", "--model", "sync", "--accept-when-free"}, "slowlab target: --accept policy: only the gthread model has one (model sync)"},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
@@ -192,6 +190,22 @@ func TestSharedFlagsPerExperiment(t *testing.T) {
 			if e.Takes(name) && code != 0 || !e.Takes(name) && (code != 2 || stderr != "slowlab reproduce: "+lab.WhoHas(name, e.Name)+"\n") {
 				t.Errorf("%v: exit %d, stderr %q (takes it: %t)", args, code, stderr, e.Takes(name))
 			}
+		}
+	}
+}
+
+// Every registered experiment runs through the one run loop and takes its
+// flags: --resume and --max-host-cpu, shown in its --help and accepted.
+func TestEveryExperimentResumesAndGuards(t *testing.T) {
+	for _, e := range lab.Experiments() {
+		code, stdout, _ := runCmd(t, "reproduce", e.Name, "--help")
+		for _, name := range []string{"resume", "max-host-cpu"} {
+			if !e.Takes(name) || code != 0 || !strings.Contains(stdout, "  -"+name+" ") {
+				t.Errorf("%s does not take --%s (registered: %t; --help exit %d)", e.Name, name, e.Takes(name), code)
+			}
+		}
+		if code, _, stderr := runCmd(t, "reproduce", e.Name, "--resume", t.TempDir(), "--max-host-cpu", "50", "--print-scenario"); code != 0 {
+			t.Errorf("%s --resume DIR --max-host-cpu 50: exit %d: %s", e.Name, code, stderr)
 		}
 	}
 }

@@ -20,7 +20,10 @@
 // there (network sysctls are per namespace) and runs the whole stack and
 // load inside it, so the host's settings are never changed. Without
 // limits given, the cells run in the lab's own namespace, under the
-// host's settings.
+// host's settings. --max-host-cpu reaches every cell's matrix (a
+// namespace's child takes it as its own flag); --resume keeps the cells
+// sweep.csv has complete (every run ok), drops the others' rows and runs
+// them again, each resuming its own slow-client matrix (its ok runs kept).
 //
 // It owns its scenario schema, flags, grid and sweep.csv's rows; the runs
 // are slowclient's, the figures report's buffer-sweep section.
@@ -46,7 +49,7 @@ const Name = "buffer-sweep"
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 4, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Summary: "response size x read rate x route x kernel socket buffers: where buffering off stops protecting the app",
-		Shared:  lab.SharedStack | lab.SharedReps})
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU})
 }
 
 // Config is the experiment: its YAML tags are its scenario schema.

@@ -166,22 +166,3 @@ func TestChildRefusesTheHostNamespace(t *testing.T) {
 		t.Errorf("tcp_wmem changed: %q -> %q", before, after)
 	}
 }
-
-// A child session takes the parent's host CPU guard (its `slowlab run`
-// would otherwise apply --max-host-cpu's default), and refuses to run
-// without it.
-func TestChildTakesTheParentsHostCPUGuard(t *testing.T) {
-	for _, tc := range []struct {
-		env  string
-		want float64
-		err  string
-	}{
-		{"0", 0, ""}, {"90", 90, ""}, {"", 0, hostCPUEnv + ` ""`}, {"150", 0, hostCPUEnv + ` "150"`}, {"x", 0, `"x"`},
-	} {
-		t.Setenv(hostCPUEnv, tc.env)
-		got, err := childHostCPU()
-		if tc.err == "" && (err != nil || got != tc.want) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("%s=%q: %v, %v; want %v, error containing %q", hostCPUEnv, tc.env, got, err, tc.want, tc.err)
-		}
-	}
-}

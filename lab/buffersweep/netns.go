@@ -26,21 +26,6 @@ import (
 // another one.
 const parentEnv = "SLOWLAB_NETNS_PARENT"
 
-// hostCPUEnv carries the parent's host CPU guard (lab.Env.MaxHostCPU,
-// percent; 0 off) to a child session, whose `slowlab run` would otherwise
-// apply --max-host-cpu's default to its cells while the parent's own
-// cells run under the parent's setting.
-const hostCPUEnv = "SLOWLAB_NETNS_MAX_HOST_CPU"
-
-// childHostCPU is the parent's host CPU guard as hostCPUEnv carries it.
-func childHostCPU() (float64, error) {
-	v, err := strconv.ParseFloat(os.Getenv(hostCPUEnv), 64)
-	if err != nil || v < 0 || v > 100 {
-		return 0, fmt.Errorf("%s %q: want the parent's --max-host-cpu, 0 to 100", hostCPUEnv, os.Getenv(hostCPUEnv))
-	}
-	return v, nil
-}
-
 // childScenario is the child session's scenario file in its kernel
 // directory (the child writes scenario.yaml there itself).
 const childScenario = "sweep-scenario.yaml"
@@ -70,8 +55,14 @@ func netnsInode() (uint64, error) {
 // runChild runs kernel setting k's cells in a child session started in a
 // new network namespace, into env.Out/<k.dir()>, and adds the child's
 // sweep.csv rows. Cancelling ctx interrupts the child, which keeps what
-// it completed.
-func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, add func([]recorder.SweepCell) error) error {
+// it completed. The child takes the session's --max-host-cpu and, when
+// the sweep resumes, --resume: it keeps its own complete cells and resumes
+// the others' matrices; a setting whose cells done has all is not started.
+func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[string]bool, add func([]recorder.SweepCell) error) error {
+	if c.allDone(k, done) {
+		fmt.Fprintf(progress(env), "%s: every cell completed, kept\n", k.Label())
+		return nil
+	}
 	dir := filepath.Join(env.Out, k.dir())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results directory: %w", err)
@@ -100,18 +91,14 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, add func(
 	if err != nil {
 		return fmt.Errorf("this process's network namespace: %w", err)
 	}
-	args := []string{"run", file, "--out", dir}
-	if !env.Stack.Cgroups {
-		args = append(args, "--no-limits")
-	}
+	args := childArgs(env, file, dir)
 	out, err := os.Create(filepath.Join(dir, "session-output.txt"))
 	if err != nil {
 		return err
 	}
 	defer out.Close()
 	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = append(os.Environ(), lab.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10),
-		hostCPUEnv+"="+strconv.FormatFloat(env.MaxHostCPU, 'f', -1, 64))
+	cmd.Env = append(os.Environ(), lab.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout = out
 	cmd.Stderr = prefixed(progress(env), "["+k.Label()+"] ")
@@ -139,6 +126,34 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, add func(
 		return errors.Join(fmt.Errorf("%s: the session in its namespace: %w (its output: %s)", k.Label(), runErr, out.Name()), err)
 	}
 	return err
+}
+
+// childArgs is the command line of kernel setting's child session, run
+// from scenario file into dir: the parent's host CPU guard, resume when the
+// parent resumes a child session that had started, and no limits when the
+// parent has none.
+func childArgs(env *lab.Env, file, dir string) []string {
+	args := []string{"run", file, "--out", dir}
+	if env.Resume && started(dir) {
+		args = []string{"run", file, "--resume", dir}
+	}
+	args = append(args, "--max-host-cpu", strconv.FormatFloat(env.MaxHostCPU, 'f', -1, 64))
+	if !env.Stack.Cgroups {
+		args = append(args, "--no-limits")
+	}
+	return args
+}
+
+// allDone reports whether done has every size x rate cell of k.
+func (c *Config) allDone(k kernel, done map[string]bool) bool {
+	for _, size := range c.Sizes {
+		for _, rate := range c.Rates {
+			if !done[cellKey(k.Label(), int64(size), int64(rate))] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // enterKernel prepares a child session: it must be in a network

@@ -36,6 +36,9 @@ func (r *Result) AllFailed() bool {
 // this process, each namespace's in a child started in it), every size x
 // rate cell of it a slow-client matrix of the routes, each cell's rows
 // added to sweep.csv as it completes. Cancelling ctx keeps what completed.
+// With env.Resume the complete cells of env.Out's sweep.csv are kept and
+// only the others run, each resuming its own slow-client matrix (its ok
+// runs kept); every cell's matrix runs under env.MaxHostCPU's guard.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -45,12 +48,6 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		if err := c.enterKernel(); err != nil {
 			return nil, err
 		}
-		hostCPU, err := childHostCPU()
-		if err != nil {
-			return nil, err
-		}
-		e := *env
-		e.MaxHostCPU, env = hostCPU, &e
 	} else if !c.kernels()[0].host {
 		if err := checkNamespaces(); err != nil {
 			return nil, err
@@ -59,32 +56,48 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := os.MkdirAll(env.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}
+	res := &Result{Dir: env.Out}
+	var done map[string]bool
+	if env.Resume {
+		var err error
+		if res.Cells, done, err = c.resume(env); err != nil {
+			return nil, err
+		}
+	}
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
-	w, err := recorder.CreateFile[recorder.SweepCell](env.Out)
+	open := recorder.CreateFile[recorder.SweepCell]
+	if env.Resume {
+		open = recorder.AppendFile[recorder.SweepCell]
+	}
+	w, err := open(env.Out)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: env.Out}
+	// add writes a finished cell's rows once: a kept cell's rows, which a
+	// resumed namespace session reports again, are already there.
 	add := func(cells []recorder.SweepCell) error {
 		for _, cell := range cells {
+			if done[rowKey(cell)] {
+				continue
+			}
 			if err := w.Write(cell); err != nil {
 				return err
 			}
+			res.Cells = append(res.Cells, cell)
 		}
-		res.Cells = append(res.Cells, cells...)
 		return w.Sync()
 	}
 	var runErr error
 	if child {
-		runErr = c.runKernel(ctx, env, c.kernels()[0], "", add)
+		runErr = c.runKernel(ctx, env, c.kernels()[0], "", done, add)
 	} else {
 		for _, k := range c.kernels() {
 			if k.host {
-				runErr = c.runKernel(ctx, env, k, k.dir(), add)
+				runErr = c.runKernel(ctx, env, k, k.dir(), done, add)
 			} else {
-				runErr = c.runChild(ctx, env, k, add)
+				runErr = c.runChild(ctx, env, k, done, add)
 			}
 			if runErr != nil {
 				break
@@ -95,8 +108,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 }
 
 // runKernel runs every size x rate cell under kernel setting k in this
-// process, each into base/<cell>.
-func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base string, add func([]recorder.SweepCell) error) error {
+// process, each into base/<cell>, but those done has.
+func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base string, done map[string]bool, add func([]recorder.SweepCell) error) error {
 	net := lab.NetSettings(lab.HostNamespace, nil, nil)
 	var wmem, rmem string
 	if net != nil {
@@ -112,6 +125,10 @@ func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base str
 				return ctx.Err()
 			}
 			name := fmt.Sprintf("size%s-rate%s", proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
+			if done[cellKey(k.Label(), int64(size), int64(rate))] {
+				fmt.Fprintf(progress(env), "%s: %s completed, kept\n", k.Label(), name)
+				continue
+			}
 			fmt.Fprintf(progress(env), "%s: %s of %s read at %s/s\n", k.Label(), name, proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
 			cells, err := c.runCell(ctx, env, filepath.Join(base, name), int64(size), int64(rate), model)
 			for i := range cells {
@@ -142,7 +159,10 @@ func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, ra
 		fmt.Fprintf(progress(env), "  %s: predicted capacity %s\n", r, predicted[r])
 	}
 	cellEnv := *env
-	cellEnv.Out, cellEnv.Resume, cellEnv.Scenario = filepath.Join(env.Out, dir), false, nil
+	// A cell of a resumed sweep that had started resumes its matrix: its
+	// ok runs are kept, the others run again.
+	cellEnv.Out, cellEnv.Scenario = filepath.Join(env.Out, dir), nil
+	cellEnv.Resume = env.Resume && started(cellEnv.Out)
 	cellEnv.Progress = prefixed(progress(env), "  ")
 	r, err := sc.Run(ctx, &cellEnv)
 	res, _ := r.(*slowclient.Result)

@@ -1,0 +1,105 @@
+package buffersweep
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// cellKey names one size x rate cell of a kernel setting in sweep.csv.
+func cellKey(kernel string, size, rate int64) string {
+	return kernel + "/" + strconv.FormatInt(size, 10) + "/" + strconv.FormatInt(rate, 10)
+}
+
+func rowKey(r recorder.SweepCell) string { return cellKey(r.Kernel, r.SizeBytes, r.RateBps) }
+
+// complete is the set of cells of rows that are complete: a row for each
+// of c's routes, each with every repetition ok. Like lab.Matrix, which
+// runs again every run that is not ok, a cell with a failed or aborted
+// run (an interrupted cell's rows say so) is not complete.
+func (c *Config) complete(rows []recorder.SweepCell) map[string]bool {
+	ok := map[string]map[string]bool{} // cell -> its routes with every run ok
+	for _, r := range rows {
+		if r.RunsOK == c.Reps {
+			if ok[rowKey(r)] == nil {
+				ok[rowKey(r)] = map[string]bool{}
+			}
+			ok[rowKey(r)][r.Route] = true
+		}
+	}
+	done := map[string]bool{}
+	for k, routes := range ok {
+		if len(routes) == len(c.Routes) {
+			done[k] = true
+		}
+	}
+	return done
+}
+
+// resume checks env.Out was run with c's settings (lab.CheckResume: the
+// error names each field that differs) and keeps in its sweep.csv only
+// the complete cells' rows, which it returns with their keys. The other
+// cells run again, each resuming its slow-client matrix in its own
+// directory. A session that ended before sweep.csv was made has none.
+func (c *Config) resume(env *lab.Env) ([]recorder.SweepCell, map[string]bool, error) {
+	if err := lab.CheckResume(env, c); err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(env.Out, recorder.FileName[recorder.SweepCell]())
+	rows, err := recorder.ReadFile[recorder.SweepCell](path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("resume: %w", err)
+	}
+	done := c.complete(rows)
+	var kept []recorder.SweepCell
+	for _, r := range rows {
+		if done[rowKey(r)] {
+			kept = append(kept, r)
+		}
+	}
+	if err := rewriteSweep(env.Out, kept); err != nil {
+		return nil, nil, fmt.Errorf("resume %s: %w", path, err)
+	}
+	fmt.Fprintf(progress(env), "resume: %d cells completed in %s, %d rows kept\n", len(done), env.Out, len(kept))
+	return kept, done, nil
+}
+
+// rewriteSweep replaces dir's sweep.csv with rows, atomically: a crash
+// leaves the old file or the new one.
+func rewriteSweep(dir string, rows []recorder.SweepCell) error {
+	tmp, err := os.CreateTemp(dir, ".sweep.csv.tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w, err := recorder.NewWriter[recorder.SweepCell](tmp)
+	for i := 0; err == nil && i < len(rows); i++ {
+		err = w.Write(rows[i])
+	}
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, recorder.FileName[recorder.SweepCell]()))
+	}
+	return err
+}
+
+// started reports whether dir holds a session that recorded its
+// scenario: one to resume rather than start.
+func started(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, lab.ScenarioFile))
+	return err == nil
+}
