@@ -142,7 +142,14 @@ func TestLatencyGapTLS(t *testing.T) {
 		}
 	}
 	const rtt = 50.0
+	// Below: the round trips cannot be faster than the path. Above: the
+	// handshake's crypto runs on the CPU, which a loaded 2-core machine
+	// delays by tens of ms (a TLS 1.3 resume 88 ms above plain was seen,
+	// one round trip of 50 expected); what must not appear is a whole
+	// round trip more than the mode takes, which is what tells TLS 1.2's
+	// two from TLS 1.3's one.
 	plain := rows[recorder.GapTLSNone].ClientNewMS.Value
+	over := func(rounds, v float64) bool { return v > (rounds+1)*rtt-5 }
 	for _, tc := range []struct {
 		mode    string
 		rounds  float64
@@ -150,13 +157,13 @@ func TestLatencyGapTLS(t *testing.T) {
 	}{{recorder.GapTLS13, 1, 0}, {recorder.GapTLS12, 2, 0}, {recorder.GapTLS13Resume, 1, 100}} {
 		g := rows[tc.mode]
 		hs := g.HandshakeMS.Value
-		if !g.HandshakeMS.Valid || hs < tc.rounds*rtt-2 || hs > tc.rounds*rtt+15 {
+		if !g.HandshakeMS.Valid || hs < tc.rounds*rtt-2 || over(tc.rounds, hs) {
 			t.Errorf("tls %s: handshake %v ms, want %g round trips of %g ms", tc.mode, g.HandshakeMS, tc.rounds, rtt)
 		}
 		if !g.ResumedPct.Valid || g.ResumedPct.Value != tc.resumed {
 			t.Errorf("tls %s: %v%% of new connections resumed, want %g%%", tc.mode, g.ResumedPct, tc.resumed)
 		}
-		if extra := g.ClientNewMS.Value - plain; extra < tc.rounds*rtt-5 || extra > tc.rounds*rtt+20 {
+		if extra := g.ClientNewMS.Value - plain; extra < tc.rounds*rtt-5 || over(tc.rounds, extra) {
 			t.Errorf("tls %s: new connection %.1f ms, %.1f ms more than without TLS (%.1f): want %g round trips more", tc.mode, g.ClientNewMS.Value, extra, plain, tc.rounds)
 		}
 	}
