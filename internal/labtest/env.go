@@ -22,9 +22,12 @@ func (w LogWriter) Write(p []byte) (int, error) {
 // Env returns an environment on the named stack as `slowlab reproduce`
 // sets it up: the published limits in cgroups on a stack with a real
 // component (root needed; CI=true fails without it), accounting cgroups
-// on the embedded one when root; results in a temporary directory.
+// on the embedded one when root; results in a temporary directory. When
+// the test ends, none of the processes or cgroups it started may be left
+// (slowlabtest.NothingLeft).
 func Env(t testing.TB, stackName string) *lab.Env {
 	t.Helper()
+	slowlabtest.NothingLeft(t)
 	st, _, err := stack.Lookup(stackName)
 	why := ""
 	if err != nil {
