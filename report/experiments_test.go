@@ -26,11 +26,11 @@ func writeLongPollAndGap(t *testing.T, dir string) {
 		"gthread-2x16.hold20.probes8.rep1,gthread-2x16,20,8,60,60,30000,0,9.1,12,,500,32,12,,,0,0,,,16\n" + // max and held not measured
 		"node-2.hold20.probes20.rep1,node-2,20,20,60,60,59000,0,3,5,10,983.3,,,11,,0,1200,,,\n" // an event loop: slots unbounded
 	gap := "size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," +
-		"tls,loss_pct,rate,delay_up_ms,delay_down_ms,work_ms,work_kind,handshake_ms,resumed_pct\n" +
-		"1024,0,0.04,0.05,0.12,0.17,70.6,40,none,0.06,64.7,none,0,0,0,0,0,sleep,,\n" +
-		"102400,0,0.05,0.2,0.5,0.7,71.4,40,none,0.3,57.1,none,0,0,0,0,0,sleep,,\n" +
-		"1024,50,50.08,0.06,50.3,100.7,99.9,40,netem,0.1,99.9,none,0,0,25,25,0,sleep,,\n" +
-		"102400,50,50.1,0.3,100.8,151.2,99.8,40,netem,,,none,0,0,25,25,0,sleep,,\n" // last byte not measured
+		"tls,loss_pct,rate,delay_up_ms,delay_down_ms,work_ms,work_kind,handshake_ms,resumed_pct,run_id\n" +
+		"1024,0,0.04,0.05,0.12,0.17,70.6,40,none,0.06,64.7,none,0,0,0,0,0,sleep,,,latency-gap.1024B.0ms\n" +
+		"102400,0,0.05,0.2,0.5,0.7,71.4,40,none,0.3,57.1,none,0,0,0,0,0,sleep,,,latency-gap.102400B.0ms\n" +
+		"1024,50,50.08,0.06,50.3,100.7,99.9,40,netem,0.1,99.9,none,0,0,25,25,0,sleep,,,latency-gap.1024B.50ms\n" +
+		"102400,50,50.1,0.3,100.8,151.2,99.8,40,netem,,,none,0,0,25,25,0,sleep,,,latency-gap.102400B.50ms\n" // last byte not measured
 	for name, body := range map[string]string{groupsFile: groups, gapFile: gap} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
