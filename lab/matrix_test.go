@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -131,7 +132,7 @@ func TestMatrixHostBusy(t *testing.T) {
 		// The run itself keeps a CPU busy, so the guard's cancellation
 		// (the observed event) follows from the test and not from
 		// whatever else the machine runs: an idle machine waited minutes.
-		spin(ctx)
+		slowlabtest.Spin(ctx)
 		return recorder.RunAborted
 	})
 	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
@@ -148,14 +149,5 @@ func TestMatrixHostBusy(t *testing.T) {
 	}
 	if !AllFailed(runs, m.Verdict) {
 		t.Error("AllFailed false with every run aborted")
-	}
-}
-
-// spin keeps one CPU busy until ctx is done.
-func spin(ctx context.Context) {
-	for n := 0; ctx.Err() == nil; n++ {
-		for i := 0; i < 1<<16; i++ {
-			n ^= i
-		}
 	}
 }

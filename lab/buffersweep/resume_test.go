@@ -5,7 +5,6 @@ import (
 	"flag"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -144,27 +143,11 @@ func TestResumeSweepAfterInterrupt(t *testing.T) {
 	}
 }
 
-// spin keeps a CPU busy until ctx ends.
-func spin(ctx context.Context) {
-	for n := 0; ctx.Err() == nil; n++ {
-		for i := 0; i < 1<<16; i++ {
-			n ^= i
-		}
-	}
-}
-
 // --max-host-cpu reaches the cell's slow-client matrix: a host busier than
 // it (the test keeps the CPUs busy) aborts the cell's run with the reason
 // and tries it again as .try2 and .try3.
 func TestSweepHostCPUGuardAbortsAndRetries(t *testing.T) {
-	saved := lab.HostBusyCooldown
-	lab.HostBusyCooldown = 100 * time.Millisecond
-	t.Cleanup(func() { lab.HostBusyCooldown = saved })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for range runtime.NumCPU() {
-		go spin(ctx)
-	}
+	labtest.BusyHost(t)
 	// 1 MiB read at 256 KiB/s: /fast runs for 4 s, past the guard's 2 s.
 	c := small(1 << 20)
 	c.Rates = []lab.Size{256 << 10}
@@ -247,11 +230,7 @@ func TestResumeSweepNamespaces(t *testing.T) {
 // the sweep reports.
 func TestSweepHostCPUGuardInNamespace(t *testing.T) {
 	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for range runtime.NumCPU() {
-		go spin(ctx)
-	}
+	slowlabtest.BusyCPUs(t)
 	c := small(1 << 20)
 	c.Rates, c.TCPWmemMax = []lab.Size{256 << 10}, []lab.Size{1 << 20}
 	out := filepath.Join(t.TempDir(), "sweep")

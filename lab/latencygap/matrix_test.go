@@ -132,18 +132,12 @@ func checkOnce(t *testing.T, dir string, c *Config, ids []string) {
 // .try3, each with its own rows; every run aborted, AllFailed holds.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
-	saved := lab.HostBusyCooldown
-	lab.HostBusyCooldown = 100 * time.Millisecond
-	t.Cleanup(func() { lab.HostBusyCooldown = saved })
 	c := tiny()
 	// 1000 requests of 10 ms each per mode: far longer than the guard's
 	// two 1 s intervals, so a run ends by the guard.
 	c.Sizes, c.Runs, c.Work = c.Sizes[:1], 1000, []Work{{D: 10 * time.Millisecond, Kind: recorder.GapWorkSleep}}
 	env := &lab.Env{Out: t.TempDir(), Progress: labtest.LogWriter{T: t}, MaxHostCPU: 0.001}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); spin(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	labtest.BusyHost(t)
 
 	res, err := c.Run(context.Background(), env)
 	if err != nil {
@@ -172,13 +166,4 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 		t.Errorf("AllFailed %t, reasons in %s; want true, gap-runs.csv, with every run aborted", res.AllFailed(), res.(*Result).ReasonsFile())
 	}
 	netemtest.CheckNothingLeft(t)
-}
-
-// spin keeps one CPU busy until ctx is done.
-func spin(ctx context.Context) {
-	for n := 0; ctx.Err() == nil; n++ {
-		for i := 0; i < 1<<16; i++ {
-			n ^= i
-		}
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -163,19 +164,13 @@ func TestResumeAfterInterrupt(t *testing.T) {
 // groups.csv, and every probe row is of one of the tries. The test keeps
 // a CPU busy itself, so the guard fires from what the test causes.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
-	saved := lab.HostBusyCooldown
-	lab.HostBusyCooldown = 100 * time.Millisecond
-	t.Cleanup(func() { lab.HostBusyCooldown = saved })
 	c := tiny()
 	// Far longer than the guard's two 1 s intervals: a run that ends ok
 	// was not aborted.
 	c.Reps, c.Seconds = 1, lab.Duration(30*time.Second)
 	env := testEnv(t, stack.NameEmbedded, false)
 	env.MaxHostCPU = 0.001
-	busy, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); spin(busy) }()
-	t.Cleanup(func() { stop(); <-done })
+	labtest.BusyHost(t)
 	r, err := c.Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -209,14 +204,5 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	}
 	if res := r.(*Result); !res.AllFailed() || len(res.Groups) != 0 {
 		t.Errorf("AllFailed %t, groups %+v; want true and none with every run aborted", res.AllFailed(), res.Groups)
-	}
-}
-
-// spin keeps one CPU busy until ctx is done.
-func spin(ctx context.Context) {
-	for n := 0; ctx.Err() == nil; n++ {
-		for i := 0; i < 1<<16; i++ {
-			n ^= i
-		}
 	}
 }

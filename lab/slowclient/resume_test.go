@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -85,15 +86,12 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 // A host busier than --max-host-cpu aborts the run with the reason and
 // tries it again under a new run id.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
-	saved := lab.HostBusyCooldown
-	lab.HostBusyCooldown = 100 * time.Millisecond
-	t.Cleanup(func() { lab.HostBusyCooldown = saved })
 	c := tiny()
 	c.Conditions = c.Conditions[:1]
 	c.Fast.Duration = lab.Duration(4 * time.Second)
 	env := testEnv(t, stack.NameEmbedded)
-	// 0.001 % is exceeded by any machine that is doing anything at all.
 	env.MaxHostCPU = 0.001
+	labtest.BusyHost(t) // the busy host is the test's own doing
 	res := run(t, c, env)
 	if len(res.Runs) != 3 {
 		t.Fatalf("%d runs, want the first try and 2 retries", len(res.Runs))

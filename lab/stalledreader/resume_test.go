@@ -178,9 +178,6 @@ func keys[V any](m map[string]V) []string {
 // aborts the run with the guard's reason and tries it again as .try2 and
 // .try3, each with its own rows; every run aborted, AllFailed holds.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
-	saved := lab.HostBusyCooldown
-	lab.HostBusyCooldown = 100 * time.Millisecond
-	t.Cleanup(func() { lab.HostBusyCooldown = saved })
 	c := tiny()
 	c.Conditions = c.Conditions[:1]
 	// Longer than the guard's two 1 s intervals, so a run ends by the
@@ -188,10 +185,7 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	c.Fast.Duration = lab.Duration(6 * time.Second)
 	env := labtest.Env(t, stack.NameEmbedded)
 	env.MaxHostCPU = 0.001
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); spin(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	labtest.BusyHost(t)
 
 	res, err := c.Run(context.Background(), env)
 	if err != nil {
@@ -218,14 +212,5 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	}
 	if len(rows) != 3 || len(reqs) != 3 {
 		t.Errorf("%d run rows, requests of %v; want 3 runs, each with its own requests", len(rows), reqs)
-	}
-}
-
-// spin keeps one CPU busy until ctx is done.
-func spin(ctx context.Context) {
-	for n := 0; ctx.Err() == nil; n++ {
-		for i := 0; i < 1<<16; i++ {
-			n ^= i
-		}
 	}
 }
