@@ -3,7 +3,6 @@ package latencygap
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,15 +22,6 @@ func tiny() *Config {
 	c := Published()
 	c.Delays, c.Sizes, c.Runs = []lab.Duration{0}, []lab.Size{1024, 2048}, 2
 	return c
-}
-
-func readCSV[T recorder.Row[T]](t *testing.T, dir string) []T {
-	t.Helper()
-	rows, err := recorder.ReadFile[T](filepath.Join(dir, recorder.FileName[T]()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }
 
 // An interrupted session resumed with --resume keeps its completed run
@@ -54,7 +44,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	if _, err := c.Run(ctx, env); err == nil {
 		t.Fatal("interrupted session returned no error")
 	}
-	kept := readCSV[recorder.GapRow](t, env.Out)[0]
+	kept := labtest.ReadRows[recorder.GapRow](t, env.Out)[0]
 
 	var mu sync.Mutex
 	measured := map[string]bool{}
@@ -94,13 +84,13 @@ func TestResumeAfterInterrupt(t *testing.T) {
 func checkOnce(t *testing.T, dir string, c *Config, ids []string) {
 	t.Helper()
 	var runs, gaps, paths []string
-	for _, r := range readCSV[recorder.GapRun](t, dir) {
+	for _, r := range labtest.ReadRows[recorder.GapRun](t, dir) {
 		runs = append(runs, r.RunID+" "+r.Status)
 	}
-	for _, r := range readCSV[recorder.GapRow](t, dir) {
+	for _, r := range labtest.ReadRows[recorder.GapRow](t, dir) {
 		gaps = append(gaps, r.RunID)
 	}
-	for _, r := range readCSV[recorder.GapPath](t, dir) {
+	for _, r := range labtest.ReadRows[recorder.GapPath](t, dir) {
 		paths = append(paths, r.RunID)
 	}
 	var want []string
@@ -114,7 +104,7 @@ func checkOnce(t *testing.T, dir string, c *Config, ids []string) {
 		t.Errorf("gap.csv runs %v, gap-path.csv runs %v; want %v once each", gaps, paths, ids)
 	}
 	reqs := map[string]int{}
-	for _, r := range readCSV[recorder.GapRequest](t, dir) {
+	for _, r := range labtest.ReadRows[recorder.GapRequest](t, dir) {
 		reqs[fmt.Sprintf("%s/%s/%d", r.RunID, r.Mode, r.Seq)]++
 	}
 	if len(reqs) != len(ids)*2*c.Runs {
@@ -146,14 +136,14 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	id := "latency-gap.1024B.0ms.work10ms"
 	want := []string{id, id + ".try2", id + ".try3"}
 	reqs := map[string]int{}
-	for _, r := range readCSV[recorder.GapRequest](t, env.Out) {
+	for _, r := range labtest.ReadRows[recorder.GapRequest](t, env.Out) {
 		reqs[r.RunID]++
 	}
 	if len(reqs) != 3 || reqs[want[0]] == 0 || reqs[want[1]] == 0 || reqs[want[2]] == 0 {
 		t.Errorf("requests by run %v, want requests of each of %v", reqs, want)
 	}
 	var ids []string
-	for _, r := range readCSV[recorder.GapRun](t, env.Out) {
+	for _, r := range labtest.ReadRows[recorder.GapRun](t, env.Out) {
 		ids = append(ids, r.RunID)
 		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") {
 			t.Errorf("run %s: %s %q, want aborted for host CPU", r.RunID, r.Status, r.Reason)

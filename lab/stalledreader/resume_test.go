@@ -3,7 +3,6 @@ package stalledreader
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,15 +29,6 @@ func tiny() *Config {
 	return c
 }
 
-func readRows[T recorder.Row[T]](t *testing.T, dir string) []T {
-	t.Helper()
-	rows, err := recorder.ReadFile[T](filepath.Join(dir, recorder.FileName[T]()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // An interrupted session resumed with --resume keeps its completed run
 // (not measured again, its row as it was), drops the partial run's rows
 // from every file and runs it again, so every run id ends with its rows
@@ -61,7 +51,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	if _, err := c.Run(ctx, env); err == nil {
 		t.Fatal("interrupted session returned no error")
 	}
-	before := readRows[recorder.StalledRun](t, env.Out)
+	before := labtest.ReadRows[recorder.StalledRun](t, env.Out)
 	if len(before) != 2 || before[0].Status != recorder.RunOK || before[1].Status != recorder.RunAborted {
 		t.Fatalf("before resume: %+v; want the first run ok, the second aborted", before)
 	}
@@ -113,7 +103,7 @@ func checkOnce(t *testing.T, dir string, runs []recorder.StalledRun) {
 		}
 		return out
 	}
-	if got, want := verdicts(readRows[recorder.StalledRun](t, dir)), verdicts(runs); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := verdicts(labtest.ReadRows[recorder.StalledRun](t, dir)), verdicts(runs); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%s: %v, want %v", recorder.FileName[recorder.StalledRun](), got, want)
 	}
 	planned := map[string]int{}
@@ -121,7 +111,7 @@ func checkOnce(t *testing.T, dir string, runs []recorder.StalledRun) {
 		planned[r.RunID] = r.FastPlanned
 	}
 	seqs := map[string]map[int]int{}
-	for _, r := range readRows[recorder.Request](t, dir) {
+	for _, r := range labtest.ReadRows[recorder.Request](t, dir) {
 		if seqs[r.RunID] == nil {
 			seqs[r.RunID] = map[int]int{}
 		}
@@ -141,7 +131,7 @@ func checkOnce(t *testing.T, dir string, runs []recorder.StalledRun) {
 		t.Errorf("requests of runs %v, want %v", keys(seqs), keys(planned))
 	}
 	clients := map[string]int{}
-	for _, d := range readRows[recorder.StalledDownload](t, dir) {
+	for _, d := range labtest.ReadRows[recorder.StalledDownload](t, dir) {
 		clients[fmt.Sprintf("%s/%d", d.RunID, d.Client)]++
 	}
 	if len(clients) != len(runs) {
@@ -154,7 +144,7 @@ func checkOnce(t *testing.T, dir string, runs []recorder.StalledRun) {
 	}
 	// A second session's samples of a run would start again from 0.
 	last := map[string]float64{}
-	for _, s := range readRows[recorder.ResourceSample](t, dir) {
+	for _, s := range labtest.ReadRows[recorder.ResourceSample](t, dir) {
 		k := s.RunID + "/" + s.Component
 		if _, ok := planned[s.RunID]; !ok {
 			t.Errorf("resource sample of run %s", s.RunID)
@@ -205,9 +195,9 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	if !res.AllFailed() {
 		t.Error("AllFailed is false with every run aborted")
 	}
-	rows := readRows[recorder.StalledRun](t, env.Out)
+	rows := labtest.ReadRows[recorder.StalledRun](t, env.Out)
 	reqs := map[string]int{}
-	for _, r := range readRows[recorder.Request](t, env.Out) {
+	for _, r := range labtest.ReadRows[recorder.Request](t, env.Out) {
 		reqs[r.RunID]++
 	}
 	if len(rows) != 3 || len(reqs) != 3 {
