@@ -1,12 +1,10 @@
 package longpoll
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -76,18 +74,8 @@ func RunProbeLoop(ctx context.Context, args []string, stdout io.Writer, tp trace
 // run holds and probes; every result line is flushed as it is written, so
 // a kill loses none already measured.
 func (p probeLoop) run(ctx context.Context, stdout io.Writer, tp trace.TracerProvider) error {
-	var mu sync.Mutex
-	w := bufio.NewWriter(stdout)
-	var werr error
-	emit := func(kind string, r loadgen.Result) {
-		mu.Lock()
-		defer mu.Unlock()
-		if werr == nil {
-			if werr = loadgen.WriteResultLine(w, kind, r); werr == nil {
-				werr = w.Flush()
-			}
-		}
-	}
+	w := loadgen.NewLineWriter(stdout)
+	emit := func(kind string, r loadgen.Result) { w.Line(loadgen.AppendResultLine(nil, kind, r), nil) }
 	opts := loadgen.ClientOptions{Timeout: p.timeout, KeepAlive: p.keepAlive, AllowRemote: p.allowRemote, TracerProvider: tp}
 	holdCtx, stopHolding := context.WithCancel(ctx)
 	defer stopHolding()
@@ -104,11 +92,7 @@ func (p probeLoop) run(ctx context.Context, stdout io.Writer, tp trace.TracerPro
 		h.Run(holdCtx)
 	}()
 	t0 := time.Now()
-	mu.Lock()
-	if _, werr = fmt.Fprintf(w, "%s %d\n", lineStart, t0.UnixNano()); werr == nil {
-		werr = w.Flush()
-	}
-	mu.Unlock()
+	w.Line(fmt.Appendf(nil, "%s %d\n", lineStart, t0.UnixNano()), nil)
 	client := loadgen.NewClient(opts)
 	defer client.Close()
 	loop := loadgen.ClosedLoop{Client: client, URL: p.probeURL, Workers: p.workers, Start: t0.Add(p.lead), Duration: p.window,
@@ -116,7 +100,5 @@ func (p probeLoop) run(ctx context.Context, stdout io.Writer, tp trace.TracerPro
 	loop.Run(ctx)
 	stopHolding()
 	<-held
-	mu.Lock()
-	defer mu.Unlock()
-	return werr
+	return w.Err()
 }

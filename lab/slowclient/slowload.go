@@ -1,7 +1,6 @@
 package slowclient
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -105,22 +104,8 @@ func (l slowLoad) run(ctx context.Context, stdout io.Writer, tp trace.TracerProv
 			return err
 		}
 	}
-	var mu sync.Mutex
-	w := bufio.NewWriter(stdout)
-	var werr error
-	emit := func(line loadgen.WireLine) {
-		mu.Lock()
-		defer mu.Unlock()
-		if werr != nil {
-			return
-		}
-		var b []byte
-		if b, werr = loadgen.AppendWireLine(nil, line); werr == nil {
-			if _, werr = w.Write(b); werr == nil {
-				werr = w.Flush()
-			}
-		}
-	}
+	w := loadgen.NewLineWriter(stdout)
+	emit := func(line loadgen.WireLine) { w.Line(loadgen.AppendWireLine(nil, line)) }
 	t0 := time.Now()
 	emit(loadgen.WireLine{Kind: loadgen.KindStart, At: t0.UnixNano()})
 	var wg sync.WaitGroup
@@ -145,10 +130,8 @@ func (l slowLoad) run(ctx context.Context, stdout io.Writer, tp trace.TracerProv
 		OnResult: func(r loadgen.Result) { emit(loadgen.WireLine{Kind: loadgen.KindFast, Result: loadgen.ToWire(r)}) }}
 	loop.Run(ctx)
 	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if werr != nil {
-		return fmt.Errorf("%s: write results: %w", CmdSlowLoad, werr)
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("%s: write results: %w", CmdSlowLoad, err)
 	}
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
