@@ -1,6 +1,8 @@
 package labtest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/slowlab/slowlab/hops"
@@ -10,7 +12,9 @@ import (
 // CheckConserved fails t unless bytes are conserved at every hop sample
 // of rows (hops.csv), but for samples taken while a connection was still
 // being set up (a hop's socket not yet in the dump, nothing received
-// yet), which it logs.
+// yet), which it logs. A violation is reported with the download's rows
+// at that sample and the one before, so a failure seen once (on a loaded
+// CI machine) can be read without rerunning it.
 func CheckConserved(t testing.TB, what string, rows []recorder.Hop) {
 	t.Helper()
 	for _, v := range hops.Check(rows) {
@@ -18,6 +22,24 @@ func CheckConserved(t testing.TB, what string, rows []recorder.Hop) {
 			t.Logf("%s: during setup: %s", what, v)
 			continue
 		}
-		t.Errorf("%s: not conserved: %s", what, v)
+		t.Errorf("%s: not conserved: %s\n%s", what, v, around(rows, v))
 	}
+}
+
+// around is the rows of v's download (all downloads for a proxy-wide
+// violation) at v's sample and the sample before it, one per line.
+func around(rows []recorder.Hop, v hops.Violation) string {
+	var prev float64 = -1
+	for _, h := range rows {
+		if h.RunID == v.RunID && h.Download == v.Download && h.TS < v.TS && h.TS > prev {
+			prev = h.TS
+		}
+	}
+	var b strings.Builder
+	for _, h := range rows {
+		if h.RunID == v.RunID && h.Download == v.Download && (h.TS == v.TS || h.TS == prev) {
+			fmt.Fprintf(&b, "    %.3f s %-40s %12d %s\n", h.TS, h.Hop, h.Bytes, h.Source)
+		}
+	}
+	return b.String()
 }

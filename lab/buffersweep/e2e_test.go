@@ -163,8 +163,13 @@ func TestBufferSweepKernelNamespaces(t *testing.T) {
 	if !strings.HasSuffix(small.TCPWmem, " 1048576") || !strings.HasSuffix(big.TCPWmem, " 16777216") {
 		t.Fatalf("tcp_wmem recorded %q and %q, want maxima 1048576 and 16777216 (cells %+v)", small.TCPWmem, big.TCPWmem, cells)
 	}
-	if !(small.AppSendS.Value > big.AppSendS.Value+0.5) || big.AppSendS.Value > 0.5 || !(small.CapacityBytes.Value < big.CapacityBytes.Value) {
-		t.Errorf("app_send %v s (1 MiB) vs %v s (16 MiB), capacity %v vs %v: want the larger buffers to release the app",
+	// Held by the reader, the 1 MiB app sends for (size - capacity) / rate,
+	// about 3.4 s, however idle the machine; released, the 16 MiB app's
+	// send is the buffers' autotuning and its CPU (0.15 to 0.7 s seen):
+	// judged as less than half of the held one's, not in idle-machine
+	// figures.
+	if !(small.AppSendS.Value > 2*big.AppSendS.Value) || !(small.CapacityBytes.Value < big.CapacityBytes.Value) {
+		t.Errorf("app_send %v s (1 MiB) vs %v s (16 MiB), capacity %v vs %v: want the larger buffers to release the app (under half the app_send)",
 			small.AppSendS, big.AppSendS, small.CapacityBytes, big.CapacityBytes)
 	}
 	checkPrediction(t, c, cells)
@@ -178,6 +183,8 @@ func TestBufferSweepKernelNamespaces(t *testing.T) {
 		sessions, err := recorder.ReadEnvironment(filepath.Join(env.Out, k))
 		if err != nil || sessions[0].Net == nil || !strings.HasPrefix(sessions[0].Net.Namespace, "wmem=") {
 			t.Errorf("%s: environment %+v (%v): want the namespace's net settings", k, sessions, err)
+		} else if sessions[0].Stack != stack.NameEmbedded {
+			t.Errorf("%s: the namespace's session ran on stack %q, want the parent's %q", k, sessions[0].Stack, stack.NameEmbedded)
 		}
 	}
 }

@@ -129,13 +129,17 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 }
 
 // childArgs is the command line of kernel setting's child session, run
-// from scenario file into dir: the parent's host CPU guard, resume when the
+// from scenario file into dir: the parent's stack (the child would
+// otherwise choose its own, auto), its host CPU guard, resume when the
 // parent resumes a child session that had started, and no limits when the
 // parent has none.
 func childArgs(env *lab.Env, file, dir string) []string {
 	args := []string{"run", file, "--out", dir}
 	if env.Resume && started(dir) {
 		args = []string{"run", file, "--resume", dir}
+	}
+	if env.Stack.Name != "" {
+		args = append(args, "--stack", env.Stack.Name)
 	}
 	args = append(args, "--max-host-cpu", strconv.FormatFloat(env.MaxHostCPU, 'f', -1, 64))
 	if !env.Stack.Cgroups {
