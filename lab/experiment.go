@@ -25,7 +25,7 @@ type Experiment struct {
 	// NewResult returns an empty Result of the type its Config's Run
 	// returns, so that what its Print writes (the table's header, the
 	// columns of its rows) can be checked without running it, as the
-	// README's tables are.
+	// the tables of README.md and docs/ are.
 	NewResult func() Result
 }
 

@@ -30,17 +30,18 @@ const awaitingMark = "awaiting a rerun"
 // commandPrefixes start the commands whose printed output the README shows.
 var commandPrefixes = []string{"go run ./cmd/slowlab ", "slowlab "}
 
-// TestREADMETablesMatchPrinters reads every fenced block of README.md that
-// shows what an experiment printed (the command is on the block's first
-// line after "$ ", or is the last slowlab command in backquotes in the
-// paragraph before it), and checks it against what that experiment's
-// printer prints now, the experiment found through the registry
-// (`slowlab run FILE` through the scenario's experiment:): the same
-// header, and every row one value per column, each under its column.
+// TestREADMETablesMatchPrinters reads every fenced block of README.md and
+// of the pages under docs/ that shows what an experiment printed (the
+// command is on the block's first line after "$ ", or is the last slowlab
+// command in backquotes in the paragraph before it), and checks it against
+// what that experiment's printer prints now, the experiment found through
+// the registry (`slowlab run FILE` through the scenario's experiment:):
+// the same header, and every row one value per column, each under its
+// column. Every experiment has a page with at least one such table.
 func TestREADMETablesMatchPrinters(t *testing.T) {
-	text, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("docs/*.md: %d pages (%v)", len(pages), err)
 	}
 	printers := map[string]printedTable{}
 	for _, e := range lab.Experiments() {
@@ -51,11 +52,34 @@ func TestREADMETablesMatchPrinters(t *testing.T) {
 		}
 		printers[e.Name] = p
 	}
-	checked := 0
+	tabled := map[string]int{}
+	for _, page := range append([]string{filepath.Join(repoRoot, "README.md")}, pages...) {
+		for name, n := range checkTables(t, page, printers) {
+			tabled[name] += n
+		}
+	}
+	for _, e := range lab.Experiments() {
+		if tabled[e.Name] == 0 {
+			t.Errorf("%s: no table of its output in README.md or docs/", e.Name)
+		}
+	}
+	t.Logf("tables checked per experiment: %v", tabled)
+}
+
+// checkTables checks the experiment tables of one markdown file against
+// the printers, returning how many it checked per experiment.
+func checkTables(t *testing.T, file string, printers map[string]printedTable) map[string]int {
+	t.Helper()
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, _ := filepath.Rel(repoRoot, file)
+	checked := map[string]int{}
 	for _, b := range fencedBlocks(string(text)) {
 		tb, ok, err := readmeTable(b)
 		if err != nil {
-			t.Errorf("README.md:%d: %v", b.line, err)
+			t.Errorf("%s:%d: %v", name, b.line, err)
 			continue
 		}
 		if !ok {
@@ -65,9 +89,9 @@ func TestREADMETablesMatchPrinters(t *testing.T) {
 		if !found {
 			continue // its printer failed, said above
 		}
-		checked++
-		t.Logf("README.md:%d: %s table of `%s`, %d rows", tb.headerLine, tb.experiment, tb.command, len(tb.rows))
-		where := fmt.Sprintf("README.md:%d, the %s table printed by `%s`", tb.headerLine, tb.experiment, tb.command)
+		checked[tb.experiment]++
+		t.Logf("%s:%d: %s table of `%s`, %d rows", name, tb.headerLine, tb.experiment, tb.command, len(tb.rows))
+		where := fmt.Sprintf("%s:%d, the %s table printed by `%s`", name, tb.headerLine, tb.experiment, tb.command)
 		problems, note := tableProblems(tb, p)
 		if note != "" {
 			t.Logf("%s: %s", where, note)
@@ -76,10 +100,7 @@ func TestREADMETablesMatchPrinters(t *testing.T) {
 			t.Errorf("%s: %s", where, pr)
 		}
 	}
-	if checked == 0 {
-		t.Fatal("README.md: no table of an experiment's output found")
-	}
-	t.Logf("%d README tables checked", checked)
+	return checked
 }
 
 // mdBlock is a fenced block of a markdown file.
