@@ -20,10 +20,37 @@ const OwnerEnv = "SLOWLAB_TEST_OWNER"
 func markOwner() { os.Setenv(OwnerEnv, strconv.Itoa(os.Getpid())) }
 
 // LeftBehind lists what this test process started and is still there:
-// processes that carry its OwnerEnv mark (but itself), and cgroups under
+// processes that carry its OwnerEnv mark (but itself), cgroups under
 // slowlab/PID, the lab's cgroups of this process (lab/stack.CgroupName),
-// in each mounted hierarchy.
+// in each mounted hierarchy, and its own threads and file descriptors in
+// another network namespace or on a TUN device (HeldNamespaces).
 func LeftBehind() []string {
+	return append(leftProcessesAndCgroups(), HeldNamespaces()...)
+}
+
+// HeldNamespaces lists this process's threads and file descriptors that
+// are in a network namespace other than its own, or on /dev/net/tun: a
+// namespace (or an emulated path's TUN device) that a closed path should
+// have released. A namespace made for a child process is the child's,
+// found among the processes.
+func HeldNamespaces() []string {
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		return nil
+	}
+	var held []string
+	tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
+	fds, _ := filepath.Glob("/proc/self/fd/*")
+	for _, p := range append(tasks, fds...) {
+		target, err := os.Readlink(p)
+		if err == nil && (strings.HasPrefix(target, "net:[") && target != self || target == "/dev/net/tun") {
+			held = append(held, "held "+p+" -> "+target)
+		}
+	}
+	return held
+}
+
+func leftProcessesAndCgroups() []string {
 	me := strconv.Itoa(os.Getpid())
 	mark := []byte(OwnerEnv + "=" + me + "\x00")
 	var left []string

@@ -4,10 +4,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // LeftBehind lists a process this test process started and a cgroup under
@@ -60,4 +63,30 @@ func TestLeftBehindIsThisProcesssOwn(t *testing.T) {
 func isDir(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
+}
+
+// A thread of this process left in a network namespace of its own is
+// listed while it is there, and not once it has gone.
+func TestLeftBehindHasThreadsInOtherNamespaces(t *testing.T) {
+	RequireRoot(t, "a network namespace (CAP_SYS_ADMIN)")
+	inNS, release, done := make(chan error), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		inNS <- unix.Unshare(unix.CLONE_NEWNET)
+		<-release
+	}()
+	if err := <-inNS; err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	held := func() bool {
+		return slices.ContainsFunc(LeftBehind(), func(s string) bool { return strings.HasPrefix(s, "held /proc/self/task/") })
+	}
+	if !held() {
+		close(release)
+		t.Fatalf("a thread in a namespace of its own is not listed: %v", LeftBehind())
+	}
+	close(release)
+	<-done
+	WaitFor(t, "the namespace's thread to exit", func() bool { return !held() }, func() string { return strings.Join(HeldNamespaces(), "; ") })
 }

@@ -3,7 +3,6 @@
 package netemtest
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,22 +40,7 @@ func CheckNothingLeft(t testing.TB) {
 	if len(names) > 0 || err != nil {
 		t.Errorf("named namespaces left: %v %v", names, err)
 	}
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := func() []string {
-		var held []string
-		tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
-		fds, _ := filepath.Glob("/proc/self/fd/*")
-		for _, p := range append(tasks, fds...) {
-			target, err := os.Readlink(p)
-			if err == nil && (strings.HasPrefix(target, "net:[") && target != self || target == "/dev/net/tun") {
-				held = append(held, p+" -> "+target)
-			}
-		}
-		return held
-	}
+	held := slowlabtest.HeldNamespaces
 	for deadline := time.Now().Add(slowlabtest.HangGuard); len(held()) > 0 && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
