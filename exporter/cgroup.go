@@ -13,7 +13,7 @@ func init() {
 	registerCollector("cgroup", "cgroup v1/v2 CPU usage, quota, throttling and memory of each group's cgroup: selector", true,
 		func(env collectorEnv) (Collector, error) {
 			return &cgroupCollector{root: env.opts.CgroupFS}, nil
-		})
+		}, nil)
 }
 
 var (

@@ -3,10 +3,12 @@ package exporter
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -60,18 +62,61 @@ type collectorInfo struct {
 	help    string
 	enabled bool
 	factory func(collectorEnv) (Collector, error)
+	flags   func(fs *flag.FlagSet, o *Options)
 }
 
 // collectors is filled by registerCollector from each collector file's init.
 var collectors = map[string]collectorInfo{}
 
 // registerCollector makes a collector known; it is the one place a new
-// collector is added, and the command derives --collector.NAME from it.
-func registerCollector(name, help string, enabled bool, factory func(collectorEnv) (Collector, error)) {
+// collector is added: CollectorFlags derives --collector.NAME and
+// --no-collector.NAME from it, and declares the flags of the collector's
+// own settings with flags (nil when it has none), which the collector's
+// file defines, as node_exporter's collectors do.
+func registerCollector(name, help string, enabled bool, factory func(collectorEnv) (Collector, error), flags func(fs *flag.FlagSet, o *Options)) {
 	if _, dup := collectors[name]; dup {
 		panic("exporter: collector registered twice: " + name)
 	}
-	collectors[name] = collectorInfo{name: name, help: help, enabled: enabled, factory: factory}
+	collectors[name] = collectorInfo{name: name, help: help, enabled: enabled, factory: factory, flags: flags}
+}
+
+// CollectorFlags declares on fs every registered collector's flags, in
+// name order: --collector.NAME and --no-collector.NAME (the last given
+// wins), setting o.Collectors, and the flags of its own settings, setting
+// its fields of o.
+func CollectorFlags(fs *flag.FlagSet, o *Options) {
+	if o.Collectors == nil {
+		o.Collectors = map[string]bool{}
+	}
+	if o.Own == nil {
+		o.Own = map[string]any{}
+	}
+	for _, c := range Collectors() {
+		fs.Var(enableFlag{o.Collectors, c.Name, true}, "collector."+c.Name, fmt.Sprintf("enable the %s collector: %s (default %t)", c.Name, c.Help, c.Enabled))
+		fs.Var(enableFlag{o.Collectors, c.Name, false}, "no-collector."+c.Name, "disable the "+c.Name+" collector")
+		if f := collectors[c.Name].flags; f != nil {
+			f(fs, o)
+		}
+	}
+}
+
+// enableFlag is --collector.NAME (on=true) or --no-collector.NAME
+// (on=false).
+type enableFlag struct {
+	m    map[string]bool
+	name string
+	on   bool
+}
+
+func (f enableFlag) String() string   { return "" }
+func (f enableFlag) IsBoolFlag() bool { return true }
+func (f enableFlag) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	f.m[f.name] = b == f.on
+	return nil
 }
 
 // CollectorInfo describes a registered collector for flag wiring.

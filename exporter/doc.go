@@ -9,8 +9,11 @@
 // Config. A cgroup-re:REGEX selector makes a group per matching cgroup at
 // every scrape, its named captures as labels (dynamic.go), bounded by
 // Options.MaxDynamicGroups. Each data source is one Collector in its own file (cgroup.go,
-// process.go, tempfiles.go, sockets.go), registered once with
-// registerCollector, which also gives it its --collector.NAME flag. Every
+// process.go, tempfiles.go, sockets.go, errorlog.go), registered once with
+// registerCollector, which also gives it its --collector.NAME and
+// --no-collector.NAME flags and declares the flags of its own settings
+// (CollectorFlags puts them on the command line: process.go's
+// --collector.process.wchan-top, errorlog.go's --collector.errorlog.file). Every
 // filesystem root (/proc, /sys/fs/cgroup) comes from Options, so tests run the
 // collectors on fixture trees under testdata.
 //

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slowlab/slowlab/child"
 )
 
 func init() {
@@ -20,7 +25,38 @@ func init() {
 			c := &errorLogCollector{maxRead: errorLogMaxRead, files: map[errorLogKey]*errorLogFile{}}
 			c.baseline(env.groups)
 			return c, nil
+		},
+		func(fs *flag.FlagSet, o *Options) {
+			fs.Var(errorLogFlag{&o.ErrorLogs}, string(child.ExporterErrorLog), "`GROUP=FILE`: a proxy error log of the group, read for failed temp-file writes (slowlab_proxy_temp_write_errors_total); repeatable; added to the group's error_logs")
 		})
+}
+
+// errorLogFlag collects the GROUP=FILE values of ErrorLogFlag in order.
+type errorLogFlag struct{ v *[]string }
+
+func (f errorLogFlag) String() string {
+	if f.v == nil {
+		return ""
+	}
+	return strings.Join(*f.v, ",")
+}
+
+func (f errorLogFlag) Set(v string) error {
+	*f.v = append(*f.v, v)
+	return nil
+}
+
+// addErrorLogs adds each GROUP=FILE of logs to its group of cfg.
+func addErrorLogs(cfg *Config, logs []string) error {
+	for _, v := range logs {
+		name, file, ok := strings.Cut(v, "=")
+		i := slices.IndexFunc(cfg.Groups, func(g Group) bool { return g.Name == name })
+		if !ok || file == "" || i < 0 {
+			return fmt.Errorf("--%s %q: want GROUP=FILE with GROUP a configured group", child.ExporterErrorLog, v)
+		}
+		cfg.Groups[i].ErrorLogs = append(slices.Clip(cfg.Groups[i].ErrorLogs), file)
+	}
+	return nil
 }
 
 var tempWriteErrors = newGroupDesc("slowlab_proxy_temp_write_errors_total",

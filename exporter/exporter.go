@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,14 @@ type Options struct {
 	// matches over it are summed into the group "other".
 	// DefaultMaxDynamicGroups when 0; negative is an error.
 	MaxDynamicGroups int
+	// Own holds the settings of a collector that has no field here, under
+	// its name: the flags its file declares (registerCollector) store
+	// them, and its factory reads them, so adding a collector with
+	// settings touches its file only.
+	Own map[string]any
+	// ErrorLogs are GROUP=FILE proxy error logs added to the named groups
+	// of the config (the errorlog collector's --collector.errorlog.file).
+	ErrorLogs []string
 	// Extra is served by Handler after the exporter's own metrics (e.g. a
 	// registry with the Go runtime and process collectors).
 	Extra prometheus.Gatherer
@@ -106,6 +115,10 @@ var _ prometheus.Collector = (*Exporter)(nil)
 
 // New validates cfg and creates the enabled collectors.
 func New(cfg Config, opts Options, logger *slog.Logger) (*Exporter, error) {
+	cfg.Groups = slices.Clone(cfg.Groups)
+	if err := addErrorLogs(&cfg, opts.ErrorLogs); err != nil {
+		return nil, err
+	}
 	groups, err := cfg.compile()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,38 @@ func init() {
 				return nil, fmt.Errorf("process collector: %w", err)
 			}
 			return &processCollector{fs: fs, procFS: env.opts.ProcFS, wchanTop: env.opts.WchanTop}, nil
+		},
+		func(fs *flag.FlagSet, o *Options) {
+			fs.Var(wchanTopFlag{&o.WchanTop}, "collector.process.wchan-top", "wait-channel names reported per group before the rest count as \"other\"")
 		})
+}
+
+// wchanTopFlag is --collector.process.wchan-top N into Options.WchanTop:
+// 0 there means the default, so a user's 0 (only "other") is stored as -1.
+type wchanTopFlag struct{ n *int }
+
+func (f wchanTopFlag) String() string {
+	switch {
+	case f.n == nil || *f.n == 0:
+		return strconv.Itoa(DefaultWchanTop)
+	case *f.n < 0:
+		return "0"
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f wchanTopFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("want a whole number")
+	case n < 0:
+		return fmt.Errorf("%d: want 0 or more", n)
+	case n == 0:
+		n = -1
+	}
+	*f.n = n
+	return nil
 }
 
 var (

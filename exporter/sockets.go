@@ -18,7 +18,7 @@ func init() {
 				dump = dumpTCPNetlink
 			}
 			return &socketsCollector{fds: env.fdWalker(), dump: dump}, nil
-		})
+		}, nil)
 }
 
 var (

@@ -15,7 +15,7 @@ func init() {
 	registerCollector("tempfiles", "reverse-proxy temp files open by each group's processes, unlinked ones included", true,
 		func(env collectorEnv) (Collector, error) {
 			return &tempFilesCollector{fds: env.fdWalker()}, nil
-		})
+		}, nil)
 }
 
 var (

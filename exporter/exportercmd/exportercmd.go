@@ -18,8 +18,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,36 +35,17 @@ type exporterFlags struct {
 	configFile    string
 	groups        []string
 	tempDirs      []string
-	errorLogs     []string
 	procFS        string
 	cgroupFS      string
 	listen        string
 	webConfig     string
 	metricsPath   string
 	scrapeTimeout time.Duration
-	wchanTop      int
 	maxDynamic    int
 	logLevel      string
-	collectors    map[string]bool
-}
-
-// collectorFlag is --collector.NAME (on=true) or --no-collector.NAME
-// (on=false); the last one given wins.
-type collectorFlag struct {
-	m    map[string]bool
-	name string
-	on   bool
-}
-
-func (f collectorFlag) String() string   { return "" }
-func (f collectorFlag) IsBoolFlag() bool { return true }
-func (f collectorFlag) Set(v string) error {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return err
-	}
-	f.m[f.name] = b == f.on
-	return nil
+	// collector are the collectors' settings: each collector's file
+	// declares its flags (exporter.CollectorFlags).
+	collector exporter.Options
 }
 
 // Synopsis is the command's arguments, for usage lines.
@@ -84,24 +63,19 @@ var usagef = cliflag.Usagef
 // command line returns a UsageError; the log goes to stderr.
 func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) error {
 	fs := cliflag.NewFlagSet(prog, Synopsis, stdout)
-	f := exporterFlags{collectors: map[string]bool{}}
+	f := exporterFlags{}
 	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
 	fs.Var(cliflag.Strings(&f.groups), string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
 	fs.Var(cliflag.Strings(&f.tempDirs), string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
-	fs.Var(cliflag.Strings(&f.errorLogs), string(child.ExporterErrorLog), "`GROUP=FILE`: a proxy error log of the group, read for failed temp-file writes (slowlab_proxy_temp_write_errors_total); repeatable; added to the group's error_logs")
 	fs.StringVar(&f.procFS, "path.procfs", exporter.DefaultProcFS, "procfs mount `point`")
 	fs.StringVar(&f.cgroupFS, "path.cgroupfs", exporter.DefaultCgroupFS, "cgroup filesystem root (v2 mount, or the tmpfs holding v1 hierarchies)")
 	fs.StringVar(&f.listen, string(child.ExporterListen), ":9817", "`address` to listen on; port 0 picks a free port (printed as \"ready listen=IP:PORT\")")
 	fs.StringVar(&f.webConfig, "web.config.file", "", "exporter-toolkit web config `file` enabling TLS and basic auth")
 	fs.StringVar(&f.metricsPath, "web.telemetry-path", exporter.DefaultMetricsPath, "`path` of the metrics endpoint")
 	fs.DurationVar(&f.scrapeTimeout, "scrape.timeout", exporter.DefaultScrapeTimeout, "longest a scrape may take when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds")
-	fs.IntVar(&f.wchanTop, "collector.process.wchan-top", exporter.DefaultWchanTop, "wait-channel names reported per group before the rest count as \"other\"")
 	fs.IntVar(&f.maxDynamic, "max-dynamic-groups", exporter.DefaultMaxDynamicGroups, "groups the cgroup-re: selectors may make; further matches are summed into group \"other\"")
 	fs.StringVar(&f.logLevel, string(child.ExporterLogLevel), "info", "log `level`: debug, info, warn, error")
-	for _, c := range exporter.Collectors() {
-		fs.Var(collectorFlag{f.collectors, c.Name, true}, "collector."+c.Name, fmt.Sprintf("enable the %s collector: %s (default %t)", c.Name, c.Help, c.Enabled))
-		fs.Var(collectorFlag{f.collectors, c.Name, false}, "no-collector."+c.Name, "disable the "+c.Name+" collector")
-	}
+	exporter.CollectorFlags(fs, &f.collector)
 	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
@@ -154,19 +128,8 @@ func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level,
 	if len(f.tempDirs) > 0 {
 		cfg.TempDirs = f.tempDirs
 	}
-	for _, v := range f.errorLogs {
-		name, file, ok := strings.Cut(v, "=")
-		i := slices.IndexFunc(cfg.Groups, func(g exporter.Group) bool { return g.Name == name })
-		if !ok || file == "" || i < 0 {
-			return cfg, exporter.Options{}, level, usagef("--%s %q: want GROUP=FILE with GROUP a configured group", child.ExporterErrorLog, v)
-		}
-		cfg.Groups[i].ErrorLogs = append(cfg.Groups[i].ErrorLogs, file)
-	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, exporter.Options{}, level, usagef("%v", err)
-	}
-	if f.wchanTop < 0 {
-		return cfg, exporter.Options{}, level, usagef("--collector.process.wchan-top %d: want 0 or more", f.wchanTop)
 	}
 	if f.maxDynamic < 1 {
 		return cfg, exporter.Options{}, level, usagef("--max-dynamic-groups %d: want at least 1", f.maxDynamic)
@@ -182,18 +145,9 @@ func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level,
 			return cfg, exporter.Options{}, level, usagef("--web.config.file %s: %v", f.webConfig, err)
 		}
 	}
-	wchanTop := f.wchanTop
-	if wchanTop == 0 {
-		wchanTop = -1 // Options treats 0 as "default"
-	}
-	return cfg, exporter.Options{
-		ProcFS:           f.procFS,
-		CgroupFS:         f.cgroupFS,
-		Collectors:       f.collectors,
-		ScrapeTimeout:    f.scrapeTimeout,
-		WchanTop:         wchanTop,
-		MaxDynamicGroups: f.maxDynamic,
-	}, level, nil
+	opts := f.collector
+	opts.ProcFS, opts.CgroupFS, opts.ScrapeTimeout, opts.MaxDynamicGroups = f.procFS, f.cgroupFS, f.scrapeTimeout, f.maxDynamic
+	return cfg, opts, level, nil
 }
 
 // serve runs the HTTP server (TLS and basic auth per the web config file)
