@@ -28,6 +28,15 @@ type Experiment struct {
 	// columns of its rows) can be checked without running it, as the
 	// README's tables are.
 	NewResult func() Result
+	// Files are the results files each of its sessions writes, besides
+	// environment.json and the scenario, as recorder.FileName names them.
+	Files []string
+	// Smoke reduces cfg, a scenario of this experiment (a shipped example,
+	// the published one), to a run of a few seconds that keeps its stack
+	// and component settings, and says why that run needs root ("" when
+	// it does not): what the end-to-end tests of every example run. It is
+	// not --quick, which is the Config's Reduce (Reducer).
+	Smoke func(cfg Config) (root string)
 	// Report is its section of report.html (report.SlowClient, ...), under
 	// its Name; the registry's order is the report's.
 	Report report.Section
@@ -129,6 +138,9 @@ func Register(e Experiment) {
 	}
 	if e.New == nil || e.NewResult == nil {
 		panic("lab: experiment registered without New or NewResult: " + e.Name)
+	}
+	if e.Smoke == nil || len(e.Files) == 0 {
+		panic("lab: experiment registered without Smoke or Files: " + e.Name)
 	}
 	if e.Report.Name != e.Name {
 		panic(fmt.Sprintf("lab: experiment %s registered with report section %q: want its own", e.Name, e.Report.Name))

@@ -7,8 +7,9 @@ import (
 	"github.com/slowlab/slowlab/report"
 )
 
-// Register refuses an experiment whose report section is not its own and
-// one that takes another's place in the order, so the registry alone
+// Register refuses an experiment whose report section is not its own, one
+// that takes another's place in the order and one without its smoke
+// reduction or results files, so the registry alone
 // gives report's sections and their order.
 func TestRegisterRefuses(t *testing.T) {
 	saved := experiments
@@ -16,14 +17,17 @@ func TestRegisterRefuses(t *testing.T) {
 	experiments = nil
 	newCfg := func() Config { return nil }
 	newRes := func() Result { return plainResult{} }
-	Register(Experiment{Name: "sse", Order: 1, New: newCfg, NewResult: newRes, Report: report.SSE})
+	smoke := func(Config) string { return "" }
+	files := []string{"sse-runs.csv"}
+	Register(Experiment{Name: "sse", Order: 1, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: report.SSE})
 	for _, tc := range []struct {
 		e    Experiment
 		want string
 	}{
-		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes}, `lab: experiment temp-cliff registered with report section "": want its own`},
-		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Report: report.TempDiskFull}, `report section "temp-disk-full"`},
-		{Experiment{Name: "temp-cliff", Order: 1, New: newCfg, NewResult: newRes, Report: report.TempCliff}, "lab: experiments sse and temp-cliff registered with the same order 1"},
+		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files}, `lab: experiment temp-cliff registered with report section "": want its own`},
+		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: report.TempDiskFull}, `report section "temp-disk-full"`},
+		{Experiment{Name: "temp-cliff", Order: 1, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: report.TempCliff}, "lab: experiments sse and temp-cliff registered with the same order 1"},
+		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Files: files, Report: report.TempCliff}, "lab: experiment registered without Smoke or Files: temp-cliff"},
 	} {
 		func() {
 			defer func() {

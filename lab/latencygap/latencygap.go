@@ -33,6 +33,7 @@ const Name = "latency-gap"
 
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.LatencyGap,
+		Files: resultsFiles, Smoke: smoke,
 		Summary: "server-reported against client-observed time, with added network delay (root: network namespaces)",
 		Shared:  lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
 }
