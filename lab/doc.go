@@ -27,7 +27,8 @@
 //     memory failing the run as ErrKilledForMemory: slow-client's `slowlab
 //     slow-load`, long-poll's `slowlab probe-loop`);
 //   - what runs read back from the stack's logs (WorkerTimeouts,
-//     ClientTimeouts, ProxyErrorLogs) and the host's network settings
+//     ClientTimeouts; the proxy's error logs are the running
+//     stack's ProxyErrorLogs) and the host's network settings
 //     (NetSettings).
 //
 // What it leaves to others: the system under test is lab/stack's (app

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 
 	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/child"
 )
 
 // Running is a started stack.
@@ -142,6 +144,25 @@ func (r *Running) TempDirs() []string {
 		return nil
 	}
 	return r.proxy.TempDirs()
+}
+
+// ProxyErrorLogs are the files the proxy's error log goes to, as
+// absolute paths; none without a proxy or on an external stack.
+func (r *Running) ProxyErrorLogs() []string {
+	if r.ext != nil || r.proxy == nil {
+		return nil
+	}
+	return r.proxy.ErrorLogs()
+}
+
+// childLogs is the log of child process p, where its stderr goes, as an
+// absolute path.
+func childLogs(p *child.Process) []string {
+	path, err := filepath.Abs(p.LogPath())
+	if err != nil {
+		path = p.LogPath()
+	}
+	return []string{path}
 }
 
 // AppSend returns each /large response's app_send_s by request id; none
