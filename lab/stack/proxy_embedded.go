@@ -100,10 +100,6 @@ func (r *embeddedProxyRun) Addr() string            { return r.addr }
 func (r *embeddedProxyRun) TempDirs() []string      { return []string{r.tempDir} }
 func (r *embeddedProxyRun) Stop() error             { return r.p.Stop(3 * time.Second) }
 
-// ErrorLogs implements RunningProxy: the proxy logs its errors to its
-// stderr, the child's log (LOGDIR/RUNID-proxy.log).
-func (r *embeddedProxyRun) ErrorLogs() []string { return childLogs(r.p) }
-
 // BuffersURL implements BufferReporter: the admin listener's /buffers.
 func (r *embeddedProxyRun) BuffersURL() string { return "http://" + r.admin + "/buffers" }
 

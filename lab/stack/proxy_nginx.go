@@ -368,10 +368,6 @@ func (r *nginxRun) MemoryBuffers() int64 {
 // client_body_temp_path (buffered request bodies).
 func (r *nginxRun) TempDirs() []string { return []string{r.tempDir, r.bodyTempDir} }
 
-// ErrorLogs implements RunningProxy: error_log goes to NGINX's stderr,
-// the child's log (LOGDIR/RUNID-nginx.log).
-func (r *nginxRun) ErrorLogs() []string { return childLogs(r.p) }
-
 // Stop stops NGINX and waits for its process group to be gone.
 func (r *nginxRun) Stop() error {
 	r.stopOnce.Do(func() {

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sync"
 
 	"github.com/slowlab/slowlab/cgroup"
-	"github.com/slowlab/slowlab/child"
 )
 
 // Running is a started stack.
@@ -153,16 +151,6 @@ func (r *Running) ProxyErrorLogs() []string {
 		return nil
 	}
 	return r.proxy.ErrorLogs()
-}
-
-// childLogs is the log of child process p, where its stderr goes, as an
-// absolute path.
-func childLogs(p *child.Process) []string {
-	path, err := filepath.Abs(p.LogPath())
-	if err != nil {
-		path = p.LogPath()
-	}
-	return []string{path}
 }
 
 // AppSend returns each /large response's app_send_s by request id; none
