@@ -2,7 +2,9 @@
 //
 //   - the experiment registry (Register, Experiments, Names, Lookup): each
 //     experiment is a package that registers itself from its init, with
-//     its name, order, shared flags and summary: lab/slowclient,
+//     its name, order, shared flags and summary, its results files, its
+//     smoke reduction and its report section (ReportSections, in the
+//     registry's order, is what report.Write draws): lab/slowclient,
 //     lab/longpoll, lab/latencygap, lab/buffersweep, lab/slowupload,
 //     lab/idleconn, lab/stalledreader, lab/sse, lab/tempcliff and
 //     lab/tempdisk;
