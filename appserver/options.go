@@ -18,9 +18,6 @@ const (
 	ModelAsync   Model = "async"
 )
 
-// Models lists the valid worker models.
-var Models = []Model{ModelSync, ModelGthread, ModelAsync}
-
 // Default sizes from docs/experiments.md section 1.
 const (
 	DefaultLargeSize = 16 << 20
@@ -78,10 +75,9 @@ func DefaultOptions() Options {
 
 // Validate reports the first invalid field, naming the value and what is allowed.
 func (o Options) Validate() error {
-	switch o.Model {
-	case ModelSync, ModelGthread, ModelAsync:
-	default:
-		return fmt.Errorf("model %q: allowed sync, gthread, async", o.Model)
+	spec, ok := specOf(o.Model)
+	if !ok {
+		return fmt.Errorf("model %q: allowed %s", o.Model, ModelNames(", "))
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("workers %d: must be at least 1", o.Workers)
@@ -89,7 +85,7 @@ func (o Options) Validate() error {
 	if o.Threads < 1 {
 		return fmt.Errorf("threads %d: must be at least 1", o.Threads)
 	}
-	if o.Model != ModelGthread && o.Threads != 1 {
+	if !spec.Threads && o.Threads != 1 {
 		return fmt.Errorf("threads %d: only the gthread model has threads (use 1)", o.Threads)
 	}
 	if o.LargeSize < 0 {
@@ -113,22 +109,22 @@ func (o Options) Validate() error {
 // Slots is the number of requests the server works on at once (W*T), or 0
 // for unbounded (async).
 func (o Options) Slots() int {
-	switch o.Model {
-	case ModelSync:
-		return o.Workers
-	case ModelGthread:
+	switch spec, _ := specOf(o.Model); {
+	case spec.Threads:
 		return o.Workers * o.Threads
+	case spec.Sized:
+		return o.Workers
 	}
 	return 0
 }
 
 // Name is the server label used in CSVs: sync-2, gthread-1x4, async.
 func (o Options) Name() string {
-	switch o.Model {
-	case ModelGthread:
-		return fmt.Sprintf("gthread-%dx%d", o.Workers, o.Threads)
-	case ModelAsync:
-		return "async"
+	switch spec, _ := specOf(o.Model); {
+	case spec.Threads:
+		return fmt.Sprintf("%s-%dx%d", o.Model, o.Workers, o.Threads)
+	case spec.Sized || spec.Model == "":
+		return fmt.Sprintf("%s-%d", o.Model, o.Workers)
 	}
-	return fmt.Sprintf("%s-%d", o.Model, o.Workers)
+	return string(o.Model)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/net/netutil"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -64,45 +63,8 @@ func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
 			return nil
 		})
 	}
-	switch s.opts.Model {
-	case ModelSync:
-		// One listener wrapper per worker: each worker accepts one connection,
-		// serves one request and closes before it accepts the next.
-		for w := 0; w < s.opts.Workers; w++ {
-			srv := s.newHTTPServer(s.worker(w))
-			srv.SetKeepAlivesEnabled(false)
-			serve(srv, s.timeout.listener(netutil.LimitListener(sharedListener{app}, 1), w))
-		}
-	case ModelGthread:
-		// Like Gunicorn's, a worker takes connections up to its connection
-		// limit (which one gets a connection is chance, see dispatcher) and
-		// queues them for its threads (threadListener), so a worker whose
-		// threads are all held keeps taking connections that wait, and a
-		// connection holds its thread until its request has arrived. With
-		// AcceptWhenFree a worker accepts only while a thread is free, and
-		// the kernel backlog holds the rest until any worker has one.
-		conns := s.opts.WorkerConnections
-		if conns == 0 {
-			conns = DefaultWorkerConnections
-		}
-		var disp *dispatcher
-		if !s.opts.AcceptWhenFree {
-			disp = newDispatcher(app, s.opts.Workers, conns)
-			g.Go(func() error { disp.run(); return nil })
-		}
-		for w := 0; w < s.opts.Workers; w++ {
-			slots := make(chan struct{}, s.opts.Threads)
-			srv := s.newHTTPServer(s.threadedWorker(w, slots))
-			srv.ConnContext = withConn
-			if disp != nil {
-				serve(srv, &threadListener{Listener: disp.workers[w], slots: slots, queued: s.metrics.queued})
-				continue
-			}
-			serve(srv, &gateListener{Listener: sharedListener{app}, slots: slots, closed: make(chan struct{})})
-		}
-	case ModelAsync:
-		serve(s.newHTTPServer(s.worker(0)), app)
-	}
+	spec, _ := specOf(s.opts.Model) // New validated it
+	spec.serve(s, app, serve, g)
 	if admin != nil {
 		serve(&http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}, admin)
 	}

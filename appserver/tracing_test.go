@@ -15,7 +15,8 @@ import (
 // after the route, with the worker that served it.
 func TestServerSpans(t *testing.T) {
 	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	for _, model := range Models {
+	for _, spec := range ModelSpecs {
+		model := spec.Model
 		t.Run(string(model), func(t *testing.T) {
 			rec := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))

@@ -2,6 +2,8 @@ package lab
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 )
@@ -23,20 +25,24 @@ type ClientTimeout struct {
 	At time.Time
 }
 
-// ClientTimeouts returns the ClientTimeoutLog lines of a run's proxy logs
-// (LOGDIR/RUNID-nginx.log and RUNID-proxy.log), in file and line order.
-// It fails when no log of the run is there.
-func ClientTimeouts(logDir, runID string) ([]ClientTimeout, error) {
+// ClientTimeouts returns the ClientTimeoutLog lines of a run's proxy
+// error logs (as its running stack's ProxyErrorLogs names them; none
+// without a proxy), in file and line order. It fails when a log cannot be
+// read.
+func ClientTimeouts(errorLogs []string) ([]ClientTimeout, error) {
 	var out []ClientTimeout
-	err := runLogLines(logDir, runID, func(name string, line []byte) {
-		if name != runID+"-nginx.log" && name != runID+"-proxy.log" {
-			return
+	for _, p := range errorLogs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("proxy log: %w", err)
 		}
-		if ct, ok := ParseClientTimeout(line); ok {
-			out = append(out, ct)
+		for line := range bytes.Lines(b) {
+			if ct, ok := ParseClientTimeout(line); ok {
+				out = append(out, ct)
+			}
 		}
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // ParseClientTimeout reads a ClientTimeoutLog line, e.g. NGINX's

@@ -2,7 +2,9 @@
 //
 //   - the experiment registry (Register, Experiments, Names, Lookup): each
 //     experiment is a package that registers itself from its init, with
-//     its name, order, shared flags and summary: lab/slowclient,
+//     its name, order, shared flags and summary, its results files, its
+//     smoke reduction and its report section (ReportSections, in the
+//     registry's order, is what report.Write draws): lab/slowclient,
 //     lab/longpoll, lab/latencygap, lab/buffersweep, lab/slowupload,
 //     lab/idleconn, lab/stalledreader, lab/sse, lab/tempcliff and
 //     lab/tempdisk;
@@ -27,7 +29,8 @@
 //     memory failing the run as ErrKilledForMemory: slow-client's `slowlab
 //     slow-load`, long-poll's `slowlab probe-loop`);
 //   - what runs read back from the stack's logs (WorkerTimeouts,
-//     ClientTimeouts, ProxyErrorLogs) and the host's network settings
+//     ClientTimeouts; the proxy's error logs are the running
+//     stack's ProxyErrorLogs) and the host's network settings
 //     (NetSettings).
 //
 // What it leaves to others: the system under test is lab/stack's (app

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"time"
@@ -62,11 +62,7 @@ func Environment(env *Env, experiment string) recorder.Environment {
 	if exe, err := child.Executable(); err == nil {
 		e.SlowlabSHA256, _ = fileSHA256(exe)
 	}
-	for name, args := range map[string][]string{"python3": {"--version"}, "gunicorn": {"--version"}, "nginx": {"-v"}} {
-		if v := toolVersion(name, args...); v != "" {
-			e.Versions[name] = v
-		}
-	}
+	maps.Copy(e.Versions, env.Stack.Versions())
 	// The settings of the lab's own network namespace, where the stacks
 	// run (latency-gap's path runs in namespaces it creates, whose
 	// settings these are not). A setting that cannot be read is left blank
@@ -120,21 +116,4 @@ func fileSHA256(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// toolVersion runs NAME ARGS and returns the first line it prints, or "" if
-// the tool is not installed.
-func toolVersion(name string, args ...string) string {
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
-	if err != nil {
-		return ""
-	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line
 }

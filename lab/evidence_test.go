@@ -72,12 +72,16 @@ func TestRunEvidence(t *testing.T) {
 	if err != nil || len(wts) != 1 || wts[0].PID != 12 {
 		t.Errorf("worker timeouts %+v, %v; want pid 12 only", wts, err)
 	}
-	cts, err := ClientTimeouts(dir, "r1")
+	cts, err := ClientTimeouts([]string{filepath.Join(dir, "r1-nginx.log")})
 	if err != nil || len(cts) != 1 || cts[0].Target != "/large?download=1" {
 		t.Errorf("client timeouts %+v, %v; want download=1 only", cts, err)
 	}
-	if _, err := ClientTimeouts(dir, "r3"); err == nil || !strings.Contains(err.Error(), "no logs of run r3") {
-		t.Errorf("r3 (no logs): %v; want an error naming the run", err)
+	if cts, err := ClientTimeouts(nil); err != nil || len(cts) != 0 {
+		t.Errorf("no proxy: %+v, %v; want none", cts, err)
+	}
+	missing := filepath.Join(dir, "r3-nginx.log")
+	if _, err := ClientTimeouts([]string{missing}); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("r3 (no log): %v; want an error naming the log", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/report"
 )
 
 // Experiment is one registered experiment. Its package's init calls
@@ -27,6 +28,18 @@ type Experiment struct {
 	// columns of its rows) can be checked without running it, as the
 	// the tables of README.md and docs/ are.
 	NewResult func() Result
+	// Files are the results files each of its sessions writes, besides
+	// environment.json and the scenario, as recorder.FileName names them.
+	Files []string
+	// Smoke reduces cfg, a scenario of this experiment (a shipped example,
+	// the published one), to a run of a few seconds that keeps its stack
+	// and component settings, and says why that run needs root ("" when
+	// it does not): what the end-to-end tests of every example run. It is
+	// not --quick, which is the Config's Reduce (Reducer).
+	Smoke func(cfg Config) (root string)
+	// Report is its section of report.html (report.SlowClient, ...), under
+	// its Name; the registry's order is the report's.
+	Report report.Section
 }
 
 // Config is an experiment's configuration. Its exported fields with YAML
@@ -126,12 +139,31 @@ func Register(e Experiment) {
 	if e.New == nil || e.NewResult == nil {
 		panic("lab: experiment registered without New or NewResult: " + e.Name)
 	}
+	if e.Smoke == nil || len(e.Files) == 0 {
+		panic("lab: experiment registered without Smoke or Files: " + e.Name)
+	}
+	if e.Report.Name != e.Name {
+		panic(fmt.Sprintf("lab: experiment %s registered with report section %q: want its own", e.Name, e.Report.Name))
+	}
+	if i := slices.IndexFunc(experiments, func(o Experiment) bool { return o.Order == e.Order }); i >= 0 {
+		panic(fmt.Sprintf("lab: experiments %s and %s registered with the same order %d", experiments[i].Name, e.Name, e.Order))
+	}
 	experiments = append(experiments, e)
 	slices.SortStableFunc(experiments, func(a, b Experiment) int { return a.Order - b.Order })
 }
 
 // Experiments lists the registered experiments in registration order.
 func Experiments() []Experiment { return slices.Clone(experiments) }
+
+// ReportSections lists the registered experiments' report sections, in
+// the registry's order: what report.Write draws.
+func ReportSections() []report.Section {
+	var sections []report.Section
+	for _, e := range experiments {
+		sections = append(sections, e.Report)
+	}
+	return sections
+}
 
 // Names lists the registered experiments' names.
 func Names() []string {

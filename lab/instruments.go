@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -62,13 +61,7 @@ func instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 		}
 		groups["loadgen"] = []string{"cgroup:" + in.self.Cgroup().Path()}
 	}
-	var errorLogs []string
-	if _, ok := groups[ProxyGroup]; ok {
-		if errorLogs, err = ProxyErrorLogs(env.LogDir(), runID); err != nil {
-			return nil, err
-		}
-	}
-	if in.watch, err = startWatcher(ctx, exe, exporterLog(env.LogDir(), runID), groups, running.TempDirs(), errorLogs); err != nil {
+	if in.watch, err = startWatcher(ctx, exe, exporterLog(env.LogDir(), runID), groups, running.TempDirs(), running.ProxyErrorLogs()); err != nil {
 		in.Stop()
 		return nil, fmt.Errorf("start exporter: %w", err)
 	}
@@ -90,24 +83,6 @@ func instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 
 // ProxyGroup is the exporter's group of the run's proxy.
 const ProxyGroup = "proxy"
-
-// ProxyErrorLogs are the run's proxy logs that exist, as absolute paths
-// (the exporter's error_logs): the stack writes NGINX's stderr, where its
-// error_log goes, to LOGDIR/RUNID-nginx.log and the embedded proxy's to
-// RUNID-proxy.log. None on an external stack.
-func ProxyErrorLogs(logDir, runID string) ([]string, error) {
-	var out []string
-	for _, name := range []string{"nginx", "proxy"} {
-		p, err := filepath.Abs(filepath.Join(logDir, runID+"-"+name+".log"))
-		if err != nil {
-			return nil, fmt.Errorf("proxy log: %w", err)
-		}
-		if _, err := os.Stat(p); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
 
 // Start begins sampling resources at t0, the run's start, into w, and
 // tells OnRunStart the run's processes.

@@ -202,7 +202,7 @@ func reasonsFile(res Result) string {
 // writeReport draws the results directory's report; a failure is
 // reported, not fatal, since the measurements are already on disk.
 func writeReport(dir string, stdout, stderr io.Writer) {
-	rep, err := report.Write(dir)
+	rep, err := report.Write(dir, ReportSections())
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return

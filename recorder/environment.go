@@ -35,7 +35,7 @@ type Environment struct {
 	// kernel accounts swap in cgroups (memory.memsw.* on v1,
 	// memory.swap.max on v2), and the host's swap either way.
 	Swap     string            `json:"swap"`
-	Versions map[string]string `json:"versions"` // python3, gunicorn, nginx where installed
+	Versions map[string]string `json:"versions"` // what the stack's components report: gunicorn, uvicorn, node, nginx, their Pythons and gevent, where installed
 	// Net is the kernel's network buffer settings the session ran under;
 	// nil in files written before slowlab recorded them, and when none of
 	// them could be read.

@@ -37,36 +37,34 @@ type SSERun struct {
 
 func (SSERun) schema() *schema[SSERun] { return &sseRunSchema }
 
-var sseRunSchema = schema[SSERun]{file: "sse-runs.csv", cols: []column[SSERun]{
-	col("run_id", 0, func(r *SSERun) any { return &r.RunID }),
-	col("route", 0, func(r *SSERun) any { return &r.Route }),
-	col("server", 0, func(r *SSERun) any { return &r.Server }),
-	col("streams", 0, func(r *SSERun) any { return &r.Streams }),
-	col("rep", 0, func(r *SSERun) any { return &r.Rep }),
-	col("interval_s", msOfS, func(r *SSERun) any { return &r.IntervalS }),
-	col("duration_s", msOfS, func(r *SSERun) any { return &r.DurationS }),
-	col("started_at", 0, func(r *SSERun) any { return &r.StartedAt }),
-	col("status", 0, func(r *SSERun) any { return &r.Status }),
-	col("reason", 0, func(r *SSERun) any { return &r.Reason }),
-	col("events_expected", 0, func(r *SSERun) any { return &r.EventsExpected }),
-	col("events", 0, func(r *SSERun) any { return &r.Events }),
-	col("streams_complete", 0, func(r *SSERun) any { return &r.StreamsComplete }),
-	col("delay_p50_ms", usOfMS, func(r *SSERun) any { return &r.DelayP50MS }),
-	col("delay_p95_ms", usOfMS, func(r *SSERun) any { return &r.DelayP95MS }),
-	col("delay_max_ms", usOfMS, func(r *SSERun) any { return &r.DelayMaxMS }),
-	col("first_byte_ms", usOfMS, func(r *SSERun) any { return &r.FirstByteMS }),
-	col("slots", whole, func(r *SSERun) any { return &r.Slots }),
-	col("workers", whole, func(r *SSERun) any { return &r.Workers }),
-	col("held_max", whole, func(r *SSERun) any { return &r.HeldMax }),
-	col("workers_holding_max", whole, func(r *SSERun) any { return &r.WorkersHoldingMax }),
-	col("fast_planned", 0, func(r *SSERun) any { return &r.FastPlanned }),
-	col("fast_sent", 0, func(r *SSERun) any { return &r.FastSent }),
-	col("fast_total", 0, func(r *SSERun) any { return &r.FastTotal }),
-	col("fast_ok", 0, func(r *SSERun) any { return &r.FastOK }),
-	col("p50_ms", usOfMS, func(r *SSERun) any { return &r.P50MS }),
-	col("p95_ms", usOfMS, func(r *SSERun) any { return &r.P95MS }),
-	col("max_ms", usOfMS, func(r *SSERun) any { return &r.MaxMS }),
-}}
+var sseRunSchema = schema[SSERun]{file: "sse-runs.csv", cols: slices.Concat(
+	[]column[SSERun]{
+		col("run_id", 0, func(r *SSERun) any { return &r.RunID }),
+		col("route", 0, func(r *SSERun) any { return &r.Route }),
+		col("server", 0, func(r *SSERun) any { return &r.Server }),
+		col("streams", 0, func(r *SSERun) any { return &r.Streams }),
+		col("rep", 0, func(r *SSERun) any { return &r.Rep }),
+		col("interval_s", msOfS, func(r *SSERun) any { return &r.IntervalS }),
+		col("duration_s", msOfS, func(r *SSERun) any { return &r.DurationS }),
+	},
+	statusCols(func(r *SSERun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	[]column[SSERun]{
+		col("events_expected", 0, func(r *SSERun) any { return &r.EventsExpected }),
+		col("events", 0, func(r *SSERun) any { return &r.Events }),
+		col("streams_complete", 0, func(r *SSERun) any { return &r.StreamsComplete }),
+		col("delay_p50_ms", usOfMS, func(r *SSERun) any { return &r.DelayP50MS }),
+		col("delay_p95_ms", usOfMS, func(r *SSERun) any { return &r.DelayP95MS }),
+		col("delay_max_ms", usOfMS, func(r *SSERun) any { return &r.DelayMaxMS }),
+		col("first_byte_ms", usOfMS, func(r *SSERun) any { return &r.FirstByteMS }),
+		col("slots", whole, func(r *SSERun) any { return &r.Slots }),
+		col("workers", whole, func(r *SSERun) any { return &r.Workers }),
+		col("held_max", whole, func(r *SSERun) any { return &r.HeldMax }),
+		col("workers_holding_max", whole, func(r *SSERun) any { return &r.WorkersHoldingMax }),
+	},
+	fastCols(func(r *SSERun) fastRun {
+		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	}),
+)}
 
 // SummarizeSSERun fills run's /fast columns from reqs (as SummarizeRun
 // does) and its event columns from the run's streams and events.

@@ -38,42 +38,40 @@ type StalledRun struct {
 
 func (StalledRun) schema() *schema[StalledRun] { return &stalledRunSchema }
 
-var stalledRunSchema = schema[StalledRun]{file: "stalled-runs.csv", cols: []column[StalledRun]{
-	col("run_id", 0, func(r *StalledRun) any { return &r.RunID }),
-	col("route", 0, func(r *StalledRun) any { return &r.Route }),
-	col("server", 0, func(r *StalledRun) any { return &r.Server }),
-	col("mode", 0, func(r *StalledRun) any { return &r.Mode }),
-	col("clients", 0, func(r *StalledRun) any { return &r.Clients }),
-	col("rep", 0, func(r *StalledRun) any { return &r.Rep }),
-	col("size_bytes", whole, func(r *StalledRun) any { return &r.SizeBytes }),
-	col("rate_bps", whole, func(r *StalledRun) any { return &r.RateBps }),
-	col("app_timeout_s", msOfS, func(r *StalledRun) any { return &r.AppTimeoutS }),
-	col("send_timeout_s", msOfS, func(r *StalledRun) any { return &r.SendTimeoutS }),
-	col("stall_s", msOfS, func(r *StalledRun) any { return &r.StallS }),
-	col("give_up_s", msOfS, func(r *StalledRun) any { return &r.GiveUpS }),
-	col("started_at", 0, func(r *StalledRun) any { return &r.StartedAt }),
-	col("status", 0, func(r *StalledRun) any { return &r.Status }),
-	col("reason", 0, func(r *StalledRun) any { return &r.Reason }),
-	col("fast_planned", 0, func(r *StalledRun) any { return &r.FastPlanned }),
-	col("fast_sent", 0, func(r *StalledRun) any { return &r.FastSent }),
-	col("fast_total", 0, func(r *StalledRun) any { return &r.FastTotal }),
-	col("fast_ok", 0, func(r *StalledRun) any { return &r.FastOK }),
-	col("p50_ms", usOfMS, func(r *StalledRun) any { return &r.P50MS }),
-	col("p95_ms", usOfMS, func(r *StalledRun) any { return &r.P95MS }),
-	col("max_ms", usOfMS, func(r *StalledRun) any { return &r.MaxMS }),
-	col("complete", 0, func(r *StalledRun) any { return &r.Complete }),
-	col("truncated", 0, func(r *StalledRun) any { return &r.Truncated }),
-	col("reset", 0, func(r *StalledRun) any { return &r.Reset }),
-	col("timeout", 0, func(r *StalledRun) any { return &r.Timeout }),
-	col("other", 0, func(r *StalledRun) any { return &r.Other }),
-	col("by_client", 0, func(r *StalledRun) any { return &r.ByClient }),
-	col("by_app_timeout", 0, func(r *StalledRun) any { return &r.ByAppTimeout }),
-	col("by_send_timeout", 0, func(r *StalledRun) any { return &r.BySendTimeout }),
-	col("by_unknown", 0, func(r *StalledRun) any { return &r.ByUnknown }),
-	col("bytes_median", whole, func(r *StalledRun) any { return &r.BytesMedian }),
-	col("worker_timeouts", whole, func(r *StalledRun) any { return &r.WorkerTimeouts }),
-	col("app_held_s", msOfS, func(r *StalledRun) any { return &r.AppHeldS }),
-}}
+var stalledRunSchema = schema[StalledRun]{file: "stalled-runs.csv", cols: slices.Concat(
+	[]column[StalledRun]{
+		col("run_id", 0, func(r *StalledRun) any { return &r.RunID }),
+		col("route", 0, func(r *StalledRun) any { return &r.Route }),
+		col("server", 0, func(r *StalledRun) any { return &r.Server }),
+		col("mode", 0, func(r *StalledRun) any { return &r.Mode }),
+		col("clients", 0, func(r *StalledRun) any { return &r.Clients }),
+		col("rep", 0, func(r *StalledRun) any { return &r.Rep }),
+		col("size_bytes", whole, func(r *StalledRun) any { return &r.SizeBytes }),
+		col("rate_bps", whole, func(r *StalledRun) any { return &r.RateBps }),
+		col("app_timeout_s", msOfS, func(r *StalledRun) any { return &r.AppTimeoutS }),
+		col("send_timeout_s", msOfS, func(r *StalledRun) any { return &r.SendTimeoutS }),
+		col("stall_s", msOfS, func(r *StalledRun) any { return &r.StallS }),
+		col("give_up_s", msOfS, func(r *StalledRun) any { return &r.GiveUpS }),
+	},
+	statusCols(func(r *StalledRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	fastCols(func(r *StalledRun) fastRun {
+		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	}),
+	[]column[StalledRun]{
+		col("complete", 0, func(r *StalledRun) any { return &r.Complete }),
+		col("truncated", 0, func(r *StalledRun) any { return &r.Truncated }),
+		col("reset", 0, func(r *StalledRun) any { return &r.Reset }),
+		col("timeout", 0, func(r *StalledRun) any { return &r.Timeout }),
+		col("other", 0, func(r *StalledRun) any { return &r.Other }),
+		col("by_client", 0, func(r *StalledRun) any { return &r.ByClient }),
+		col("by_app_timeout", 0, func(r *StalledRun) any { return &r.ByAppTimeout }),
+		col("by_send_timeout", 0, func(r *StalledRun) any { return &r.BySendTimeout }),
+		col("by_unknown", 0, func(r *StalledRun) any { return &r.ByUnknown }),
+		col("bytes_median", whole, func(r *StalledRun) any { return &r.BytesMedian }),
+		col("worker_timeouts", whole, func(r *StalledRun) any { return &r.WorkerTimeouts }),
+		col("app_held_s", msOfS, func(r *StalledRun) any { return &r.AppHeldS }),
+	},
+)}
 
 // SummarizeStalledRun fills run's /fast columns from reqs (as SummarizeRun
 // does) and its download columns from downloads, which must all be the

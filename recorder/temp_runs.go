@@ -49,37 +49,35 @@ type TempRun struct {
 
 func (TempRun) schema() *schema[TempRun] { return &tempRunSchema }
 
-var tempRunSchema = schema[TempRun]{file: "temp-runs.csv", cols: []column[TempRun]{
-	col("run_id", 0, func(r *TempRun) any { return &r.RunID }),
-	col("route", 0, func(r *TempRun) any { return &r.Route }),
-	col("server", 0, func(r *TempRun) any { return &r.Server }),
-	col("slow_clients", 0, func(r *TempRun) any { return &r.SlowClients }),
-	col("rep", 0, func(r *TempRun) any { return &r.Rep }),
-	col("size_bytes", whole, func(r *TempRun) any { return &r.SizeBytes }),
-	col("max_temp_file_bytes", whole, func(r *TempRun) any { return &r.MaxTempFileBytes }),
-	col("temp_tmpfs_bytes", whole, func(r *TempRun) any { return &r.TempTmpfsBytes }),
-	col("started_at", 0, func(r *TempRun) any { return &r.StartedAt }),
-	col("status", 0, func(r *TempRun) any { return &r.Status }),
-	col("reason", 0, func(r *TempRun) any { return &r.Reason }),
-	col("fast_planned", 0, func(r *TempRun) any { return &r.FastPlanned }),
-	col("fast_sent", 0, func(r *TempRun) any { return &r.FastSent }),
-	col("fast_total", 0, func(r *TempRun) any { return &r.FastTotal }),
-	col("fast_ok", 0, func(r *TempRun) any { return &r.FastOK }),
-	col("p50_ms", usOfMS, func(r *TempRun) any { return &r.P50MS }),
-	col("p95_ms", usOfMS, func(r *TempRun) any { return &r.P95MS }),
-	col("max_ms", usOfMS, func(r *TempRun) any { return &r.MaxMS }),
-	col("app_send_s", msOfS, func(r *TempRun) any { return &r.AppSendS }),
-	col("receive_s", msOfS, func(r *TempRun) any { return &r.ReceiveS }),
-	col("downloads_complete", 0, func(r *TempRun) any { return &r.DownloadsComplete }),
-	col("downloads_cut", 0, func(r *TempRun) any { return &r.DownloadsCut }),
-	col("bytes_min", whole, func(r *TempRun) any { return &r.BytesMin }),
-	col("temp_peak_mib", kibOfMi, func(r *TempRun) any { return &r.TempPeakMiB }),
-	col("temp_fs_avail_min_mib", kibOfMi, func(r *TempRun) any { return &r.TempFSAvailMinMiB }),
-	col("proxy_errors", 0, func(r *TempRun) any { return &r.ProxyErrors }),
-	col("app_mem_mib", kibOfMi, func(r *TempRun) any { return &r.AppMemMiB }),
-	col("proxy_mem_mib", kibOfMi, func(r *TempRun) any { return &r.ProxyMemMiB }),
-	col("exporter_temp_write_errors", whole, func(r *TempRun) any { return &r.ExporterTempWriteErrors }),
-}}
+var tempRunSchema = schema[TempRun]{file: "temp-runs.csv", cols: slices.Concat(
+	[]column[TempRun]{
+		col("run_id", 0, func(r *TempRun) any { return &r.RunID }),
+		col("route", 0, func(r *TempRun) any { return &r.Route }),
+		col("server", 0, func(r *TempRun) any { return &r.Server }),
+		col("slow_clients", 0, func(r *TempRun) any { return &r.SlowClients }),
+		col("rep", 0, func(r *TempRun) any { return &r.Rep }),
+		col("size_bytes", whole, func(r *TempRun) any { return &r.SizeBytes }),
+		col("max_temp_file_bytes", whole, func(r *TempRun) any { return &r.MaxTempFileBytes }),
+		col("temp_tmpfs_bytes", whole, func(r *TempRun) any { return &r.TempTmpfsBytes }),
+	},
+	statusCols(func(r *TempRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	fastCols(func(r *TempRun) fastRun {
+		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	}),
+	[]column[TempRun]{
+		col("app_send_s", msOfS, func(r *TempRun) any { return &r.AppSendS }),
+		col("receive_s", msOfS, func(r *TempRun) any { return &r.ReceiveS }),
+		col("downloads_complete", 0, func(r *TempRun) any { return &r.DownloadsComplete }),
+		col("downloads_cut", 0, func(r *TempRun) any { return &r.DownloadsCut }),
+		col("bytes_min", whole, func(r *TempRun) any { return &r.BytesMin }),
+		col("temp_peak_mib", kibOfMi, func(r *TempRun) any { return &r.TempPeakMiB }),
+		col("temp_fs_avail_min_mib", kibOfMi, func(r *TempRun) any { return &r.TempFSAvailMinMiB }),
+		col("proxy_errors", 0, func(r *TempRun) any { return &r.ProxyErrors }),
+		col("app_mem_mib", kibOfMi, func(r *TempRun) any { return &r.AppMemMiB }),
+		col("proxy_mem_mib", kibOfMi, func(r *TempRun) any { return &r.ProxyMemMiB }),
+		col("exporter_temp_write_errors", whole, func(r *TempRun) any { return &r.ExporterTempWriteErrors }),
+	},
+)}
 
 // SummarizeTempRun fills run's /fast columns from reqs and its download
 // columns from larges, which must all be the run's.

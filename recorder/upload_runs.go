@@ -36,37 +36,35 @@ type UploadRun struct {
 
 func (UploadRun) schema() *schema[UploadRun] { return &uploadRunSchema }
 
-var uploadRunSchema = schema[UploadRun]{file: "upload-runs.csv", cols: []column[UploadRun]{
-	col("run_id", 0, func(r *UploadRun) any { return &r.RunID }),
-	col("route", 0, func(r *UploadRun) any { return &r.Route }),
-	col("server", 0, func(r *UploadRun) any { return &r.Server }),
-	col("uploaders", 0, func(r *UploadRun) any { return &r.Uploaders }),
-	col("rep", 0, func(r *UploadRun) any { return &r.Rep }),
-	col("size_bytes", whole, func(r *UploadRun) any { return &r.SizeBytes }),
-	col("rate_bps", whole, func(r *UploadRun) any { return &r.RateBps }),
-	col("app_timeout_s", msOfS, func(r *UploadRun) any { return &r.AppTimeoutS }),
-	col("started_at", 0, func(r *UploadRun) any { return &r.StartedAt }),
-	col("status", 0, func(r *UploadRun) any { return &r.Status }),
-	col("reason", 0, func(r *UploadRun) any { return &r.Reason }),
-	col("fast_planned", 0, func(r *UploadRun) any { return &r.FastPlanned }),
-	col("fast_sent", 0, func(r *UploadRun) any { return &r.FastSent }),
-	col("fast_total", 0, func(r *UploadRun) any { return &r.FastTotal }),
-	col("fast_ok", 0, func(r *UploadRun) any { return &r.FastOK }),
-	col("p50_ms", usOfMS, func(r *UploadRun) any { return &r.P50MS }),
-	col("p95_ms", usOfMS, func(r *UploadRun) any { return &r.P95MS }),
-	col("max_ms", usOfMS, func(r *UploadRun) any { return &r.MaxMS }),
-	col("send_s", msOfS, func(r *UploadRun) any { return &r.SendS }),
-	col("app_read_s", msOfS, func(r *UploadRun) any { return &r.AppReadS }),
-	col("uploads_ok", 0, func(r *UploadRun) any { return &r.UploadsOK }),
-	col("uploads_5xx", 0, func(r *UploadRun) any { return &r.Uploads5xx }),
-	col("uploads_reset", 0, func(r *UploadRun) any { return &r.UploadsReset }),
-	col("uploads_timeout", 0, func(r *UploadRun) any { return &r.UploadsTimeout }),
-	col("uploads_other", 0, func(r *UploadRun) any { return &r.UploadsOther }),
-	col("worker_timeouts", whole, func(r *UploadRun) any { return &r.WorkerTimeouts }),
-	col("temp_peak_mib", kibOfMi, func(r *UploadRun) any { return &r.TempPeakMiB }),
-	col("app_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.AppMemMiB }),
-	col("proxy_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.ProxyMemMiB }),
-}}
+var uploadRunSchema = schema[UploadRun]{file: "upload-runs.csv", cols: slices.Concat(
+	[]column[UploadRun]{
+		col("run_id", 0, func(r *UploadRun) any { return &r.RunID }),
+		col("route", 0, func(r *UploadRun) any { return &r.Route }),
+		col("server", 0, func(r *UploadRun) any { return &r.Server }),
+		col("uploaders", 0, func(r *UploadRun) any { return &r.Uploaders }),
+		col("rep", 0, func(r *UploadRun) any { return &r.Rep }),
+		col("size_bytes", whole, func(r *UploadRun) any { return &r.SizeBytes }),
+		col("rate_bps", whole, func(r *UploadRun) any { return &r.RateBps }),
+		col("app_timeout_s", msOfS, func(r *UploadRun) any { return &r.AppTimeoutS }),
+	},
+	statusCols(func(r *UploadRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	fastCols(func(r *UploadRun) fastRun {
+		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	}),
+	[]column[UploadRun]{
+		col("send_s", msOfS, func(r *UploadRun) any { return &r.SendS }),
+		col("app_read_s", msOfS, func(r *UploadRun) any { return &r.AppReadS }),
+		col("uploads_ok", 0, func(r *UploadRun) any { return &r.UploadsOK }),
+		col("uploads_5xx", 0, func(r *UploadRun) any { return &r.Uploads5xx }),
+		col("uploads_reset", 0, func(r *UploadRun) any { return &r.UploadsReset }),
+		col("uploads_timeout", 0, func(r *UploadRun) any { return &r.UploadsTimeout }),
+		col("uploads_other", 0, func(r *UploadRun) any { return &r.UploadsOther }),
+		col("worker_timeouts", whole, func(r *UploadRun) any { return &r.WorkerTimeouts }),
+		col("temp_peak_mib", kibOfMi, func(r *UploadRun) any { return &r.TempPeakMiB }),
+		col("app_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.AppMemMiB }),
+		col("proxy_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.ProxyMemMiB }),
+	},
+)}
 
 // SummarizeUploadRun fills run's /fast columns from reqs (as SummarizeRun
 // does) and its upload columns from uploads, which must all be the run's.

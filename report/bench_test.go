@@ -14,7 +14,7 @@ func BenchmarkWrite30Runs(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		rep, err := Write(dir)
+		rep, err := Write(dir, allSections)
 		if err != nil {
 			b.Fatal(err)
 		}

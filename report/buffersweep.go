@@ -16,9 +16,8 @@ import (
 // route x kernel socket-buffer setting).
 var sweepFile = recorder.FileName[recorder.SweepCell]()
 
-func init() {
-	register(experiment{name: "buffer-sweep", order: 4, marker: sweepFile, build: buildBufferSweep})
-}
+// BufferSweep is the buffer-sweep section, which buffer-sweep's registration in lab carries.
+var BufferSweep = Section{Name: "buffer-sweep", Marker: sweepFile, build: buildBufferSweep}
 
 // sweep is a buffer-sweep results directory as read: its cells in report
 // order (kernel in order of first appearance, then condition as in

@@ -116,7 +116,7 @@ func containsAll(t *testing.T, what, s string, wants ...string) {
 
 func TestWriteBufferSweep(t *testing.T) {
 	dir := copySweep(t)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func TestBufferSweepNoCells(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, sweepFile), []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Write(dir)
+			rep, err := Write(dir, allSections)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +379,7 @@ func TestBufferSweepInterrupted(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "size16m-rate2m", "runs.csv")); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestBufferSweepKernels(t *testing.T) {
 	editSweep(t, dir, nil,
 		k+"direct,sync-2,2,16777216,2097152,1,1,1.9,0.031,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m,16793600,16777216,0,0.031",
 		k+"proxy-buffering-off,sync-2,2,16777216,2097152,1,1,2.2,0.035,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m,33718272,16777216,0,0.035")
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +460,7 @@ func TestBufferSweepErrors(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Write(dir)
+			rep, err := Write(dir, allSections)
 			if err == nil {
 				t.Fatalf("Write = %+v, want an error", rep)
 			}

@@ -80,7 +80,7 @@ func TestReportInChromium(t *testing.T) {
 	}
 	dir := t.TempDir()
 	fixture{reps: 2}.write(t, dir)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}

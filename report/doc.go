@@ -4,12 +4,14 @@
 // the network (no scripts, fonts or styles from elsewhere), so the
 // directory can be copied, archived or opened offline as it is.
 //
-// Each experiment renders its own section of the report and registers
-// it in its file's init: slowclient.go, longpoll.go, latencygap.go,
-// buffersweep.go, slowupload.go, idle.go, stalled.go, sse.go, tempcliff.go
-// and tempdisk.go (figures too large for one file in a second, such as
-// slowclient_figures.go); Write picks the experiments whose results are in
-// the directory.
+// Each experiment's section is a Section defined in its own file:
+// slowclient.go, longpoll.go, latencygap.go, buffersweep.go,
+// slowupload.go, idle.go, stalled.go, sse.go, tempcliff.go and tempdisk.go
+// (figures too large for one file in a second, such as
+// slowclient_figures.go). report keeps no list of them: the experiment's
+// registration in lab carries its section, and Write draws, in the order
+// it is given (lab.ReportSections, the registry's), the sections whose
+// results are in the directory.
 // Every results file, environment.json included, is read through
 // recorder, which owns their formats: report has no reader of its own.
 //

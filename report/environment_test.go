@@ -54,7 +54,7 @@ func attr(n *html.Node, key string) string {
 func TestEnvironmentOneSession(t *testing.T) {
 	dir := t.TempDir()
 	fixture{reps: 1}.write(t, dir)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestEnvironmentNetSettings(t *testing.T) {
 	dir := t.TempDir()
 	fixture{reps: 1}.write(t, dir)
 	writeEnvironment(t, dir, netSession())
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestEnvironmentNetSettingsChanged(t *testing.T) {
 	old.StartedAt = first.StartedAt.Add(3 * time.Hour)
 	old.Net = nil
 	writeEnvironment(t, dir, first, same, changed, old)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestEnvironmentSessions(t *testing.T) {
 	if err := recorder.AppendEnvironment(dir, resumed); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestEnvironmentOldFormat(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, EnvironmentFile), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func writeLongPollAndGap(t *testing.T, dir string) {
 func TestWriteLongPollAndLatencyGap(t *testing.T) {
 	dir := t.TempDir()
 	writeLongPollAndGap(t, dir)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestLongPollRepsLabelled(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(groups), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestLongPollRepsCompared(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(head+rows.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(dir); err != nil {
+	if _, err := Write(dir, allSections); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, HTMLFile))
@@ -181,7 +181,7 @@ func TestLatencyGapConditions(t *testing.T) {
 	if err := errors.Join(gaps.Close(), reqs.Close()); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}

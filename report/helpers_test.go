@@ -239,3 +239,8 @@ func expectedDownloads(fx fixture) (all, withApp int) {
 	}
 	return all, withApp
 }
+
+// allSections is every section, in the order lab's registry gives them
+// (report's tests cannot import lab, which imports report; cmd/slowlab's
+// TestReportSectionsFromRegistry checks the registry's own).
+var allSections = []Section{SlowClient, LongPoll, LatencyGap, BufferSweep, SlowUpload, IdleConnections, StalledReader, SSE, TempCliff, TempDiskFull}

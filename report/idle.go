@@ -18,9 +18,8 @@ var (
 	idleConnsFile = recorder.FileName[recorder.IdleConn]()
 )
 
-func init() {
-	register(experiment{name: "idle-connections", order: 6, marker: idleRunsFile, build: buildIdle})
-}
+// IdleConnections is the idle-connections section, which idle-connections's registration in lab carries.
+var IdleConnections = Section{Name: "idle-connections", Marker: idleRunsFile, build: buildIdle}
 
 func idleLabel(r recorder.IdleRun) string {
 	return fmt.Sprintf("%s, %s, %d %s", r.Route, r.Server, r.Conns, r.Mode)

@@ -24,7 +24,7 @@ func TestWriteIdle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, idleRunsFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}

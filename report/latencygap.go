@@ -18,9 +18,8 @@ import (
 // round-trip time.
 var gapFile = recorder.FileName[recorder.GapRow]()
 
-func init() {
-	register(experiment{name: "latency-gap", order: 3, marker: gapFile, build: buildLatencyGap})
-}
+// LatencyGap is the latency-gap section, which latency-gap's registration in lab carries.
+var LatencyGap = Section{Name: "latency-gap", Marker: gapFile, build: buildLatencyGap}
 
 // size formats a byte count the way the experiment names it: 1 KB, 100 KB.
 func size(b int) string {

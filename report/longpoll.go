@@ -18,9 +18,8 @@ import (
 // groupsFile is the long-poll summary: one row per condition.
 var groupsFile = recorder.FileName[recorder.LongPollGroup]()
 
-func init() {
-	register(experiment{name: "long-poll", order: 2, marker: groupsFile, build: buildLongPoll})
-}
+// LongPoll is the long-poll section, which long-poll's registration in lab carries.
+var LongPoll = Section{Name: "long-poll", Marker: groupsFile, build: buildLongPoll}
 
 func groupLabel(g recorder.LongPollGroup) string {
 	return fmt.Sprintf("%s, %d held, %d probes", g.Server, g.Hold, g.ProbeConcurrency)

@@ -43,25 +43,16 @@ type Figure struct {
 	points []int // points (or bars) per series, in drawing order
 }
 
-// experiment renders one experiment's results into a section.
-type experiment struct {
-	name  string // as in environment.json's "experiment"
-	order int    // place in the report
-	// marker is the results file whose presence says the directory holds
+// Section renders one experiment's results into its part of the report.
+// Each is defined in its experiment's file (SlowClient in slowclient.go,
+// SSE in sse.go, ...) and carried by that experiment's registration in
+// lab, which gives the set of sections and their order.
+type Section struct {
+	Name string // the experiment's, as in environment.json's "experiment"
+	// Marker is the results file whose presence says the directory holds
 	// this experiment's results.
-	marker string
+	Marker string
 	build  func(dir string) (*section, error)
-}
-
-var experiments []experiment
-
-// register adds an experiment; each experiment's file calls it from init.
-func register(e experiment) {
-	if slices.ContainsFunc(experiments, func(o experiment) bool { return o.name == e.name }) {
-		panic("report: experiment registered twice: " + e.name)
-	}
-	experiments = append(experiments, e)
-	slices.SortFunc(experiments, func(a, b experiment) int { return a.order - b.order })
 }
 
 // section is one experiment's part of the report.
@@ -92,10 +83,16 @@ func (s *section) skip(format string, args ...any) {
 }
 
 // Write reads the results directory dir and writes dir/figures/*.png and
-// *.svg and dir/report.html, replacing earlier ones. An experiment's
+// *.svg and dir/report.html, replacing earlier ones, with the sections of
+// experiments (in their order) whose results are in dir. An experiment's
 // optional files that are missing leave their figures out, with a note; a
 // file that is present but does not parse is an error naming it.
-func Write(dir string) (*Report, error) {
+func Write(dir string, experiments []Section) (*Report, error) {
+	for _, e := range experiments {
+		if e.build == nil {
+			return nil, fmt.Errorf("report section %q: not one of report's sections", e.Name)
+		}
+	}
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
@@ -110,19 +107,19 @@ func Write(dir string) (*Report, error) {
 
 	rep := &Report{Dir: dir, HTML: filepath.Join(dir, HTMLFile)}
 	var sections []*section
-	for _, e := range selectExperiments(dir, sessions) {
+	for _, e := range selectExperiments(dir, experiments, sessions) {
 		s, err := e.build(dir)
 		if err != nil {
 			return nil, err
 		}
-		rep.Experiments = append(rep.Experiments, e.name)
+		rep.Experiments = append(rep.Experiments, e.Name)
 		sections = append(sections, s)
 	}
 	if len(sections) == 0 {
 		var markers []string
 		for _, e := range experiments {
-			if !slices.Contains(markers, e.marker) { // temp-cliff and temp-disk-full share theirs
-				markers = append(markers, e.marker)
+			if !slices.Contains(markers, e.Marker) { // temp-cliff and temp-disk-full share theirs
+				markers = append(markers, e.Marker)
 			}
 		}
 		return nil, fmt.Errorf("%s: %w: none of %s is present", dir, ErrNoResults, strings.Join(markers, ", "))
@@ -164,14 +161,14 @@ func Write(dir string) (*Report, error) {
 // environment.json's first session names when it names a known one and
 // its results file is present, else every experiment whose results file
 // is present.
-func selectExperiments(dir string, sessions []recorder.Environment) []experiment {
-	var found []experiment
+func selectExperiments(dir string, experiments []Section, sessions []recorder.Environment) []Section {
+	var found []Section
 	for _, e := range experiments {
-		if _, err := os.Stat(filepath.Join(dir, e.marker)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, e.Marker)); err != nil {
 			continue
 		}
-		if len(sessions) > 0 && sessions[0].Experiment == e.name {
-			return []experiment{e}
+		if len(sessions) > 0 && sessions[0].Experiment == e.Name {
+			return []Section{e}
 		}
 		found = append(found, e)
 	}

@@ -18,7 +18,7 @@ func TestWriteSlowClient(t *testing.T) {
 	dir := t.TempDir()
 	fx := fixture{reps: 3, failed: map[string]bool{"direct-sync-2-s2-r3": true}}
 	runs := fx.write(t, dir)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestWriteSlowClient(t *testing.T) {
 	}
 
 	// Writing again replaces the report.
-	if _, err := Write(dir); err != nil {
+	if _, err := Write(dir, allSections); err != nil {
 		t.Fatalf("second Write: %v", err)
 	}
 }
@@ -159,7 +159,7 @@ func TestWriteMissingOptionalFiles(t *testing.T) {
 	dir := t.TempDir()
 	fixture{reps: 2, skip: map[string]bool{"large-responses.csv": true, "resource-samples.csv": true,
 		"conditions.csv": true, "environment.json": true}}.write(t, dir)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestMemoryFigureMarksOOMKills(t *testing.T) {
 func TestWriteWithoutResourceValues(t *testing.T) {
 	dir := t.TempDir()
 	fixture{reps: 1, noResources: true}.write(t, dir)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestWriteErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tt.setup(t)
-			rep, err := Write(dir)
+			rep, err := Write(dir, allSections)
 			if err == nil {
 				t.Fatalf("Write = %+v, want an error", rep)
 			}
@@ -395,5 +395,14 @@ func TestLinearTicks(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("linearTicks(%v, %v) labels %v, want %v", tt.lo, tt.hi, got, tt.want)
 		}
+	}
+}
+
+// A Section that is not one of report's (a zero one) is an error naming
+// it, not a panic.
+func TestWriteForeignSection(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Write(dir, []Section{SSE, {Name: "stub"}}); err == nil || !strings.Contains(err.Error(), `report section "stub": not one of report's sections`) {
+		t.Errorf("Write with a zero section: %v", err)
 	}
 }

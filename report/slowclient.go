@@ -12,9 +12,8 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-func init() {
-	register(experiment{name: "slow-client", order: 1, marker: recorder.FileName[recorder.Run](), build: buildSlowClient})
-}
+// SlowClient is the slow-client section, which slow-client's registration in lab carries.
+var SlowClient = Section{Name: "slow-client", Marker: recorder.FileName[recorder.Run](), build: buildSlowClient}
 
 // slowClient is a slow-client results directory as read. A nil slice of
 // an optional file means the file is not there.

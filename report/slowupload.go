@@ -19,9 +19,8 @@ var (
 	uploadsFile    = recorder.FileName[recorder.Upload]()
 )
 
-func init() {
-	register(experiment{name: "slow-upload", order: 5, marker: uploadRunsFile, build: buildSlowUpload})
-}
+// SlowUpload is the slow-upload section, which slow-upload's registration in lab carries.
+var SlowUpload = Section{Name: "slow-upload", Marker: uploadRunsFile, build: buildSlowUpload}
 
 func uploadLabel(c recorder.UploadCondition) string {
 	l := fmt.Sprintf("%s, %s, %d × %.0f MiB", c.Route, c.Server, c.Uploaders, float64(c.SizeBytes)/(1<<20))

@@ -25,7 +25,7 @@ func TestWriteSlowUpload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestWriteSlowUploadWithoutUploads(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, uploadRunsFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}

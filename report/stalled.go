@@ -21,9 +21,8 @@ var (
 	stalledDownloadsFile = recorder.FileName[recorder.StalledDownload]()
 )
 
-func init() {
-	register(experiment{name: "stalled-reader", order: 7, marker: stalledRunsFile, build: buildStalled})
-}
+// StalledReader is the stalled-reader section, which stalled-reader's registration in lab carries.
+var StalledReader = Section{Name: "stalled-reader", Marker: stalledRunsFile, build: buildStalled}
 
 // stalledKey identifies a stalled-reader condition, as
 // recorder.SummarizeStalledConditions groups runs.

@@ -36,7 +36,7 @@ func copyStalledFixture(t *testing.T, names ...string) string {
 // every condition; and the numbers of the CSVs in the tables.
 func TestWriteStalled(t *testing.T) {
 	dir := copyStalledFixture(t, stalledRunsFile, stalledDownloadsFile)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestWriteStalled(t *testing.T) {
 // section keeps the figures drawn from the runs and says what it left out.
 func TestWriteStalledWithoutDownloads(t *testing.T) {
 	dir := copyStalledFixture(t, stalledRunsFile)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}

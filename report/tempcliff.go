@@ -18,9 +18,8 @@ var (
 	tempDownloadsFile = recorder.FileName[recorder.LargeResponse]()
 )
 
-func init() {
-	register(experiment{name: "temp-cliff", order: 10, marker: tempRunsFile, build: buildTempCliff})
-}
+// TempCliff is the temp-cliff section, which temp-cliff's registration in lab carries.
+var TempCliff = Section{Name: "temp-cliff", Marker: tempRunsFile, build: buildTempCliff}
 
 // tempKey identifies a condition, as recorder.SummarizeTempConditions
 // groups runs.

@@ -48,7 +48,7 @@ func reportPage(t *testing.T, rep *Report) string {
 // CSVs' numbers in the tables.
 func TestWriteTempCliff(t *testing.T) {
 	dir := copyTempFixture(t, "tempcliff", tempRunsFile, tempDownloadsFile, EnvironmentFile)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestWriteTempCliff(t *testing.T) {
 // exporter saw and /fast p95 per temp dir, from the CSVs.
 func TestWriteTempDiskFull(t *testing.T) {
 	dir := copyTempFixture(t, "tempdisk", tempRunsFile, tempDownloadsFile, EnvironmentFile)
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestTempSectionsWithoutEnvironment(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir)
+	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}

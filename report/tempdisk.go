@@ -6,9 +6,8 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-func init() {
-	register(experiment{name: "temp-disk-full", order: 11, marker: tempRunsFile, build: buildTempDisk})
-}
+// TempDiskFull is the temp-disk-full section, which temp-disk-full's registration in lab carries.
+var TempDiskFull = Section{Name: "temp-disk-full", Marker: tempRunsFile, build: buildTempDisk}
 
 // tempDiskLabel names a temp-disk-full condition by where its temp dir
 // was, then the load.

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -104,7 +105,11 @@ func TestInterruptMidMatrix(t *testing.T) {
 	if r := runs[1]; r.FastPlanned != 72 || r.FastSent != 72-notSent[r.RunID] {
 		t.Errorf("aborted run: planned %d, sent %d; want 72 and the rows that were sent", r.FastPlanned, r.FastSent)
 	}
-	for _, name := range []string{"large-responses.csv", "resource-samples.csv", "conditions.csv"} {
+	e, err := lab.Lookup("slow-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range e.Files {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
 			t.Error(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -53,7 +54,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("results directory %s: not a directory", dir)
 	}
 
-	rep, err := report.Write(dir)
+	rep, err := report.Write(dir, lab.ReportSections())
 	if err != nil {
 		return err
 	}

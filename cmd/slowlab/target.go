@@ -16,9 +16,9 @@ func init() {
 }
 
 func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("target", "--model sync|gthread|async --workers N [--threads T] --listen ADDR --admin ADDR", stdout)
+	fs := newFlagSet("target", "--model "+appserver.ModelNames("|")+" --workers N [--threads T] --listen ADDR --admin ADDR", stdout)
 	o := appserver.DefaultOptions()
-	model := fs.String(string(child.TargetModel), string(o.Model), "worker model: sync (one request per worker at a time), gthread (workers x threads), async (unbounded)")
+	model := fs.String(string(child.TargetModel), string(o.Model), "worker model: "+appserver.ModelHelp())
 	fs.IntVar(&o.Workers, string(child.TargetWorkers), o.Workers, "number of workers (W)")
 	fs.IntVar(&o.Threads, string(child.TargetThreads), o.Threads, "threads per worker (T), gthread only")
 	fs.IntVar(&o.WorkerConnections, "worker-connections", 0, "gthread: connections a worker keeps open before it stops accepting (0: Gunicorn's default, 1000)")

@@ -115,7 +115,7 @@ func runGap(t *testing.T, c *Config) []Row {
 	if err != nil || len(reqs) != 2*c.Runs*len(res.Rows) {
 		t.Fatalf("gap-requests.csv: %d rows, %v; want %d", len(reqs), err, 2*c.Runs*len(res.Rows))
 	}
-	for _, name := range []string{"gap.csv", "gap-path.csv"} {
+	for _, name := range registeredFiles(t) {
 		if _, err := os.Stat(filepath.Join(env.Out, name)); err != nil {
 			t.Error(err)
 		}

@@ -285,7 +285,7 @@ func checkFiles(t *testing.T, c *Config, out string) {
 	if m := recorder.Median(connect); m < 49 || m > 56 {
 		t.Errorf("RTT 50 ms: TCP connect median %.1f ms, want about one RTT (50)", m)
 	}
-	for _, name := range []string{"gap.csv", "gap-path.csv", "environment.json", lab.ScenarioFile} {
+	for _, name := range append(registeredFiles(t), "environment.json", lab.ScenarioFile) {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
 			t.Error(err)
 		}
@@ -354,7 +354,7 @@ func TestLatencyGapInterrupted(t *testing.T) {
 	if err != nil || len(reqs) < 5 {
 		t.Errorf("gap-requests.csv: %d rows, %v", len(reqs), err)
 	}
-	for _, f := range []string{"gap.csv", "gap-path.csv", "environment.json"} {
+	for _, f := range append(registeredFiles(t), "environment.json") {
 		if _, err := os.Stat(filepath.Join(env.Out, f)); err != nil {
 			t.Error(err)
 		}
@@ -389,4 +389,15 @@ func TestNeedsPrivileges(t *testing.T) {
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("results directory written without privileges: %v", err)
 	}
+}
+
+// registeredFiles are the results files latency-gap's registration says
+// each session writes.
+func registeredFiles(t *testing.T) []string {
+	t.Helper()
+	e, err := lab.Lookup(Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Files
 }

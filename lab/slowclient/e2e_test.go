@@ -143,7 +143,11 @@ func latency(t *testing.T, byCond map[string]recorder.Condition, key, name strin
 // perRun request rows, every one sent.
 func checkResultFiles(t *testing.T, dir string, runs, perRun int) {
 	t.Helper()
-	for _, name := range []string{"requests.csv", "large-responses.csv", "resource-samples.csv", "runs.csv", "conditions.csv", "hops.csv", "environment.json", lab.ScenarioFile} {
+	e, err := lab.Lookup(Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(e.Files, "environment.json", lab.ScenarioFile) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Error(err)
 		}

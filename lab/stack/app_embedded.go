@@ -28,8 +28,14 @@ func (embeddedApp) Packages() []string      { return nil }
 func (embeddedApp) Real() bool              { return false }
 func (embeddedApp) Validate(Settings) error { return nil }
 
+// Models implements App: appserver's models, as appserver.ModelSpecs
+// defines them.
 func (embeddedApp) Models() []Model {
-	return []Model{{Name: "sync", Sized: true}, {Name: "gthread", Sized: true, Threads: true}, {Name: "async"}}
+	var models []Model
+	for _, m := range appserver.ModelSpecs {
+		models = append(models, Model{Name: string(m.Model), Sized: m.Sized, Threads: m.Threads})
+	}
+	return models
 }
 
 func (embeddedApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgroup.Cgroup) (RunningApp, error) {
@@ -47,7 +53,7 @@ func (embeddedApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgro
 	if d.AppTimeout != 0 {
 		argv = append(argv, child.TargetWorkerTimeout.Arg(d.AppTimeout.String())...)
 	}
-	if s.AcceptWhenFree && d.Server.Model == "gthread" {
+	if s.AcceptWhenFree && appserver.Model(d.Server.Model) == appserver.ModelGthread {
 		argv = append(argv, child.TargetAcceptWhenFree.Set())
 	}
 	p, err := child.Start(ctx, "target", filepath.Join(d.LogDir, d.RunID+"-target.log"), argv, cgroup.ChildEnv(os.Environ(), cg))

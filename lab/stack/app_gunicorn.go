@@ -51,6 +51,16 @@ func (gunicornApp) ModelInstalled(model string) error {
 	return nil
 }
 
+// Versions implements Versioned: Gunicorn's, and its Python's and the
+// gevent module's in it (the gevent worker class), where installed.
+func (gunicornApp) Versions() map[string]string {
+	v := map[string]string{"gunicorn": programVersion("gunicorn", "--version")}
+	if py, err := gunicornPython(); err == nil {
+		v["python3"], v["gevent"] = programVersion(py, "--version"), pythonModuleVersion(py, "gevent")
+	}
+	return v
+}
+
 // gunicornPython is the interpreter the gunicorn on PATH runs with, from
 // its #! line.
 func gunicornPython() (string, error) {

@@ -51,6 +51,11 @@ func (nodeApp) Packages() []string      { return []string{"nodejs"} }
 func (nodeApp) Real() bool              { return true }
 func (nodeApp) Validate(Settings) error { return nil }
 
+// Versions implements Versioned: node --version.
+func (nodeApp) Versions() map[string]string {
+	return map[string]string{"node": programVersion("node", "--version")}
+}
+
 func (nodeApp) Models() []Model {
 	return []Model{{Name: "node", Sized: true, Async: true, BackpressureOff: true}}
 }

@@ -54,6 +54,15 @@ func (uvicornApp) ModelInstalled(string) error {
 	return err
 }
 
+// Versions implements Versioned: the uvicorn module's, and its Python's.
+func (uvicornApp) Versions() map[string]string {
+	py, err := findUvicornPython(uvicornPythons)
+	if err != nil {
+		return nil
+	}
+	return map[string]string{"uvicorn": pythonModuleVersion(py, "uvicorn"), "python3": programVersion(py, "--version")}
+}
+
 // uvicornPythons are the interpreters tried for uvicorn, in order: the
 // python3 on PATH, then Debian's, where python3-uvicorn installs it.
 var uvicornPythons = []string{"python3", "/usr/bin/python3"}

@@ -146,6 +146,10 @@ type RunningProxy interface {
 	Started
 	// TempDirs are where it writes its temp files.
 	TempDirs() []string
+	// ErrorLogs are the files its error log goes to, as absolute paths
+	// (the exporter's error_logs; what a run reads for the proxy's
+	// errors).
+	ErrorLogs() []string
 }
 
 // BufferReporter is a running proxy that reports the responses it is

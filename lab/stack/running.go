@@ -144,6 +144,15 @@ func (r *Running) TempDirs() []string {
 	return r.proxy.TempDirs()
 }
 
+// ProxyErrorLogs are the files the proxy's error log goes to, as
+// absolute paths; none without a proxy or on an external stack.
+func (r *Running) ProxyErrorLogs() []string {
+	if r.ext != nil || r.proxy == nil {
+		return nil
+	}
+	return r.proxy.ErrorLogs()
+}
+
 // AppSend returns each /large response's app_send_s by request id; none
 // on an external stack, whose app keeps no send log slowlab can read.
 func (r *Running) AppSend(ctx context.Context) (map[string]float64, error) {

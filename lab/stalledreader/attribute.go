@@ -44,7 +44,7 @@ func gatherEvidence(ctx context.Context, running *stack.Running, logDir, runID s
 	if e.kills, err = lab.WorkerTimeouts(logDir, runID); err != nil {
 		return e, err
 	}
-	if e.cuts, err = lab.ClientTimeouts(logDir, runID); err != nil {
+	if e.cuts, err = lab.ClientTimeouts(running.ProxyErrorLogs()); err != nil {
 		return e, err
 	}
 	served, ok, err := running.AppServed(ctx)

@@ -21,6 +21,7 @@ package tempdisk
 import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/tempcliff"
+	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
@@ -30,7 +31,8 @@ const Name = "temp-disk-full"
 const PublishedTmpfs = 8 << 20
 
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(tempcliff.Result) },
+	lab.Register(lab.Experiment{Name: Name, Order: 10, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(tempcliff.Result) }, Report: report.TempDiskFull,
+		Files: tempcliff.ResultsFiles, Smoke: tempcliff.Smoke,
 		Summary: "slow readers behind a buffering proxy whose temp dir is a small tmpfs that fills up (root: a mount namespace)",
 		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
 }

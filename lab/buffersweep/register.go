@@ -1,0 +1,24 @@
+package buffersweep
+
+import (
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// resultsFiles are the files each session writes in its directory
+// (lab.Experiment.Files); each cell's own files are in the cell's.
+var resultsFiles = []string{recorder.FileName[recorder.SweepCell]()}
+
+// smoke implements lab.Experiment.Smoke: one cell per kernel setting (the
+// first of each list), 1 MiB read at 4 MiB/s on the first
+// route; kernel settings need root (a network namespace each).
+func smoke(cfg lab.Config) string {
+	c := cfg.(*Config)
+	c.Reps, c.Routes = 1, c.Routes[:min(1, len(c.Routes))]
+	c.Sizes, c.Rates = []lab.Size{1 << 20}, []lab.Size{4 << 20}
+	c.TCPWmemMax, c.TCPRmemMax = c.TCPWmemMax[:min(1, len(c.TCPWmemMax))], c.TCPRmemMax[:min(1, len(c.TCPRmemMax))]
+	if len(c.TCPWmemMax)+len(c.TCPRmemMax) > 0 {
+		return "buffer-sweep's kernel settings (a network namespace each)"
+	}
+	return ""
+}

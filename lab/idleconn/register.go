@@ -1,0 +1,22 @@
+package idleconn
+
+import (
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// resultsFiles are the files each session writes (lab.Experiment.Files).
+var resultsFiles = []string{recorder.FileName[recorder.IdleConn](), recorder.FileName[recorder.IdleRun](),
+	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+
+// smoke implements lab.Experiment.Smoke: one repetition of the first mode
+// with 2 connections held 2 s, every server on the first route.
+func smoke(cfg lab.Config) string {
+	c := cfg.(*Config)
+	c.Reps, c.Modes, c.Conns = 1, c.Modes[:1], []int{2}
+	c.RouteNames = c.RouteNames[:min(1, len(c.RouteNames))]
+	c.Hold, c.Fast.Duration = lab.Duration(2*time.Second), lab.Duration(time.Second)
+	return ""
+}

@@ -1,0 +1,30 @@
+package slowclient
+
+import (
+	"slices"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// resultsFiles are the files each session writes (lab.Experiment.Files).
+var resultsFiles = []string{recorder.FileName[recorder.Request](), recorder.FileName[recorder.LargeResponse](),
+	recorder.FileName[recorder.ResourceSample](), recorder.FileName[recorder.Run](), recorder.FileName[recorder.Condition](),
+	recorder.FileName[recorder.Hop]()}
+
+// smoke implements lab.Experiment.Smoke: one repetition of the first
+// condition of each server, so that every server the scenario names
+// starts, with 1 s of /fast and 1 MiB read at 4 MiB/s.
+func smoke(cfg lab.Config) string {
+	c := cfg.(*Config)
+	var conds []Condition
+	for _, cond := range c.Conditions {
+		if !slices.ContainsFunc(conds, func(o Condition) bool { return o.Server == cond.Server }) {
+			conds = append(conds, cond)
+		}
+	}
+	c.Reps, c.Conditions = 1, conds
+	c.Fast.Duration, c.Large.Size, c.SlowReader.ReadRate = lab.Duration(time.Second), 1<<20, 4<<20
+	return ""
+}

@@ -1,0 +1,21 @@
+package slowupload
+
+import (
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// resultsFiles are the files each session writes (lab.Experiment.Files).
+var resultsFiles = []string{recorder.FileName[recorder.Upload](), recorder.FileName[recorder.UploadRun](),
+	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+
+// smoke implements lab.Experiment.Smoke: one repetition of the first two
+// conditions, 1 MiB uploaded at 1 MiB/s.
+func smoke(cfg lab.Config) string {
+	c := cfg.(*Config)
+	c.Reps, c.Conditions = 1, c.Conditions[:min(2, len(c.Conditions))]
+	c.Upload.Size, c.Upload.Rate, c.Fast.Duration = 1<<20, 1<<20, lab.Duration(time.Second)
+	return ""
+}

@@ -1,0 +1,22 @@
+package stalledreader
+
+import (
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// resultsFiles are the files each session writes (lab.Experiment.Files).
+var resultsFiles = []string{recorder.FileName[recorder.StalledDownload](), recorder.FileName[recorder.StalledRun](),
+	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+
+// smoke implements lab.Experiment.Smoke: one repetition of the first
+// condition, 1 MiB stalled for 1 s (its shape tests cover the grid).
+func smoke(cfg lab.Config) string {
+	c := cfg.(*Config)
+	c.Reps, c.Conditions = 1, c.Conditions[:1]
+	c.Size, c.Client.Rate, c.Client.Stall, c.Client.GiveUp = 1<<20, 1<<20, lab.Duration(time.Second), lab.Duration(15*time.Second)
+	c.Fast.Duration = lab.Duration(time.Second)
+	return ""
+}

@@ -1,0 +1,29 @@
+package tempcliff
+
+import (
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// ResultsFiles are the files each session of temp-cliff, or of
+// temp-disk-full, writes (lab.Experiment.Files).
+var ResultsFiles = []string{recorder.FileName[recorder.LargeResponse](), recorder.FileName[recorder.TempRun](),
+	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+
+// Smoke implements lab.Experiment.Smoke for temp-cliff and temp-disk-full:
+// one repetition of the first condition with 2 MiB responses read at
+// 8 MiB/s; a temp dir on a tmpfs needs root (a mount namespace).
+func Smoke(cfg lab.Config) (root string) {
+	c := cfg.(*Config)
+	c.Reps, c.Conditions = 1, c.Conditions[:1]
+	for i := range c.Conditions {
+		c.Conditions[i].Size = 2 << 20
+		if c.Conditions[i].TempTmpfs != 0 {
+			root = "the proxy's mount namespace"
+		}
+	}
+	c.SlowReader.ReadRate, c.Fast.Duration = 8<<20, lab.Duration(time.Second)
+	return root
+}
