@@ -14,9 +14,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/proxy"
 )
 
 // StackSpec is the scenario part of an experiment that runs on a stack:
@@ -191,7 +191,7 @@ type Size int64
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	v, err := proxy.ParseSize(n.Value)
+	v, err := bytesize.Parse(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: %q is not a size (want bytes as N, Nk, Nm or Ng)", n.Line, n.Value)
 	}
@@ -200,7 +200,7 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // MarshalYAML implements yaml.Marshaler.
-func (s Size) MarshalYAML() (any, error) { return proxy.FormatSize(int64(s)), nil }
+func (s Size) MarshalYAML() (any, error) { return bytesize.Format(int64(s)), nil }
 
 // MarshalScenario returns cfg as a scenario file for `slowlab run`.
 func MarshalScenario(cfg Config) ([]byte, error) {
@@ -320,7 +320,7 @@ func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 // checks the range.
 func SizesFlag(to *[]Size, example string) *cliflag.List[Size] {
 	return &cliflag.List[Size]{To: to, Want: "sizes, comma-separated, e.g. " + example, Parse: func(s string) (Size, error) {
-		n, err := proxy.ParseSize(s)
+		n, err := bytesize.Parse(s)
 		return Size(n), err
 	}}
 }

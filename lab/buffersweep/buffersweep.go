@@ -38,9 +38,9 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/hops"
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/proxy"
 )
 
 // Name is the experiment's name.
@@ -180,10 +180,10 @@ func inRange(field string, l []lab.Size, lo, hi int64, mayBeEmpty bool) error {
 	}
 	for i, v := range l {
 		if int64(v) < lo || int64(v) > hi {
-			return fmt.Errorf("%s[%d] %s: allowed %s to %s", field, i, proxy.FormatSize(int64(v)), proxy.FormatSize(lo), proxy.FormatSize(hi))
+			return fmt.Errorf("%s[%d] %s: allowed %s to %s", field, i, bytesize.Format(int64(v)), bytesize.Format(lo), bytesize.Format(hi))
 		}
 		if slices.Index(l, v) != i {
-			return fmt.Errorf("%s[%d] %s: given twice", field, i, proxy.FormatSize(int64(v)))
+			return fmt.Errorf("%s[%d] %s: given twice", field, i, bytesize.Format(int64(v)))
 		}
 	}
 	return nil
@@ -205,7 +205,7 @@ func (k kernel) Label() string {
 		if v == 0 {
 			return "default"
 		}
-		return proxy.FormatSize(v)
+		return bytesize.Format(v)
 	}
 	return "wmem=" + f(k.wmem) + " rmem=" + f(k.rmem)
 }

@@ -18,10 +18,10 @@ import (
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/hops"
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 )
 
 // Name is the experiment's name.
@@ -176,7 +176,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("large.path %q: must start with /", c.Large.Path)
 	}
 	if c.Large.Size < 0 || c.Large.Size > 1<<30 {
-		return fmt.Errorf("large.size %s: allowed 0 to 1g", proxy.FormatSize(int64(c.Large.Size)))
+		return fmt.Errorf("large.size %s: allowed 0 to 1g", bytesize.Format(int64(c.Large.Size)))
 	}
 	if err := c.validateBackpressure(); err != nil {
 		return err

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 )
 
 // Name is the experiment's name.
@@ -182,7 +182,7 @@ func (c *Config) Validate() error {
 		return errors.New("stack external: slow-upload starts its own stack (its conditions set the app's timeout and the proxy's request buffering)")
 	}
 	if b := c.ClientBodyBuffer; b != 0 && (b < 1<<10 || b > stack.MaxClientBodyBuffer) {
-		return fmt.Errorf("client_body_buffer %s: allowed 0 (the proxy's default) or 1k to %s", proxy.FormatSize(int64(b)), proxy.FormatSize(stack.MaxClientBodyBuffer))
+		return fmt.Errorf("client_body_buffer %s: allowed 0 (the proxy's default) or 1k to %s", bytesize.Format(int64(b)), bytesize.Format(stack.MaxClientBodyBuffer))
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err
@@ -232,7 +232,7 @@ func sizeText(s lab.Size) string {
 	if s < 0 {
 		return fmt.Sprint(int64(s))
 	}
-	return proxy.FormatSize(int64(s))
+	return bytesize.Format(int64(s))
 }
 
 func (u UploadSpec) validate() error {
@@ -256,12 +256,12 @@ func (u UploadSpec) validate() error {
 // sizeFlag is a lab.Size flag: 16m, 512k, 1048576.
 type sizeFlag lab.Size
 
-func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
+func (s *sizeFlag) String() string { return bytesize.Format(int64(*s)) }
 
 func (s *sizeFlag) Set(v string) error {
-	n, err := proxy.ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
-		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
+		return fmt.Errorf("%q: want %s", v, bytesize.Syntax)
 	}
 	*s = sizeFlag(n)
 	return nil
@@ -280,7 +280,7 @@ type RunSpec struct {
 func (r RunSpec) ID() string {
 	id := fmt.Sprintf("%s.%s.up%d", r.Route, r.Server.Name(), r.Uploaders)
 	if r.Condition.Size != 0 {
-		id += "." + proxy.FormatSize(r.Size)
+		id += "." + bytesize.Format(r.Size)
 	}
 	if r.AppTimeout != 0 {
 		id += fmt.Sprintf(".timeout%ds", int(time.Duration(r.AppTimeout)/time.Second))

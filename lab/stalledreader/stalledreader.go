@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -287,18 +287,18 @@ func sizeText(s lab.Size) string {
 	if s < 0 {
 		return fmt.Sprint(int64(s))
 	}
-	return proxy.FormatSize(int64(s))
+	return bytesize.Format(int64(s))
 }
 
 // sizeFlag is a lab.Size flag: 16m, 512k, 1048576.
 type sizeFlag lab.Size
 
-func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
+func (s *sizeFlag) String() string { return bytesize.Format(int64(*s)) }
 
 func (s *sizeFlag) Set(v string) error {
-	n, err := proxy.ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
-		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
+		return fmt.Errorf("%q: want %s", v, bytesize.Syntax)
 	}
 	*s = sizeFlag(n)
 	return nil

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 )
 
 // Name is the experiment's name.
@@ -203,18 +203,18 @@ func sizeText(s lab.Size) string {
 	if s < 0 {
 		return fmt.Sprint(int64(s))
 	}
-	return proxy.FormatSize(int64(s))
+	return bytesize.Format(int64(s))
 }
 
 // sizeFlag is a lab.Size flag: 4m, 512k, 1048576.
 type sizeFlag lab.Size
 
-func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
+func (s *sizeFlag) String() string { return bytesize.Format(int64(*s)) }
 
 func (s *sizeFlag) Set(v string) error {
-	n, err := proxy.ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
-		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
+		return fmt.Errorf("%q: want %s", v, bytesize.Syntax)
 	}
 	*s = sizeFlag(n)
 	return nil
@@ -230,9 +230,9 @@ type RunSpec struct {
 // ID is the run's run_id: server, slow clients, size, max temp file size,
 // the tmpfs when set, and rep.
 func (r RunSpec) ID() string {
-	id := fmt.Sprintf("%s.slow%d.%s.max%s", r.Server.Name(), r.SlowClients, proxy.FormatSize(int64(r.Size)), proxy.FormatSize(int64(r.MaxTempFileSize)))
+	id := fmt.Sprintf("%s.slow%d.%s.max%s", r.Server.Name(), r.SlowClients, bytesize.Format(int64(r.Size)), bytesize.Format(int64(r.MaxTempFileSize)))
 	if r.TempTmpfs != 0 {
-		id += ".tmpfs" + proxy.FormatSize(int64(r.TempTmpfs))
+		id += ".tmpfs" + bytesize.Format(int64(r.TempTmpfs))
 	}
 	return fmt.Sprintf("%s.rep%d", id, r.Rep)
 }
