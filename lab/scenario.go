@@ -15,7 +15,6 @@ import (
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/bytesize"
-	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
@@ -314,13 +313,3 @@ func emptyScenario() error {
 // oneLine keeps an error on one line: values quoted from the file may hold
 // newlines.
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
-
-// SizesFlag is a flag of comma-separated byte sizes (k, m, g suffixes)
-// into *to; example is shown in its error. The experiment's Validate
-// checks the range.
-func SizesFlag(to *[]Size, example string) *cliflag.List[Size] {
-	return &cliflag.List[Size]{To: to, Want: "sizes, comma-separated, e.g. " + example, Parse: func(s string) (Size, error) {
-		n, err := bytesize.Parse(s)
-		return Size(n), err
-	}}
-}

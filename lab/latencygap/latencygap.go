@@ -118,8 +118,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&cliflag.List[lab.Duration]{To: &c.Delays, Parse: parseDelay, Want: "durations, comma-separated, e.g. 0,25ms"}, "delay",
 		"added one-way delays, comma-separated, each applied in both directions (default 0,25ms)")
 	fs.Var(lab.SizesFlag(&c.Sizes, "1k,100k"), "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
-	fs.Var(durationFlag{&c.DelayUp}, "delay-up", "one-way delay client to server; give --delay-down with it (0 for none): the two replace --delay's list with one asymmetric path, so neither is taken alone or beside --delay")
-	fs.Var(durationFlag{&c.DelayDown}, "delay-down", "one-way delay server to client (see --delay-up)")
+	fs.Var((*lab.DurationFlag)(&c.DelayUp), "delay-up", "one-way delay client to server; give --delay-down with it (0 for none): the two replace --delay's list with one asymmetric path, so neither is taken alone or beside --delay")
+	fs.Var((*lab.DurationFlag)(&c.DelayDown), "delay-down", "one-way delay server to client (see --delay-up)")
 	fs.Var(&cliflag.List[float64]{To: &c.Losses, Parse: parseLoss}, "loss",
 		"random packet loss each way, comma-separated percentages, one condition each (e.g. 0.1%,1%)")
 	fs.Var(&cliflag.List[BitRate]{To: &c.Rates, Parse: ParseBitRate}, "rate",

@@ -103,8 +103,8 @@ func (c *Config) Servers() []stack.Server {
 
 // Flags implements lab.Config.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*durationFlag)(&c.Seconds), "seconds", "probing window, e.g. 60s (a number is seconds)")
-	fs.Var((*durationFlag)(&c.Wait), "wait", "how long each held request waits before its 204, e.g. 30s")
+	fs.Var((*lab.DurationFlag)(&c.Seconds), "seconds", "probing window, e.g. 60s (a number is seconds)")
+	fs.Var((*lab.DurationFlag)(&c.Wait), "wait", "how long each held request waits before its 204, e.g. 30s")
 	fs.BoolVar(&c.KeepAlive, "keepalive", c.KeepAlive, "holders and probes reuse their connections (default: a new connection per request)")
 	fs.Var(&cliflag.List[Condition]{To: &c.Conditions, Parse: parseCondition, Repeat: true}, "condition", "SERVER:HOLD:PROBES, e.g. gthread-2x16:31:8; repeat for more (default: the published six)")
 	fs.BoolVar(&c.AcceptWhenFree, "accept-when-free", c.AcceptWhenFree, "embedded stack: gthread workers accept only while a thread is free (Gunicorn accepts regardless)")
@@ -140,25 +140,6 @@ func (c *Config) Validate() error {
 	case c.AcceptWhenFree && c.StackSpec.Stack != stack.NameEmbedded:
 		return fmt.Errorf("accept_when_free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts")
 	}
-	return nil
-}
-
-// durationFlag is a duration flag that also takes a plain number of
-// seconds.
-type durationFlag lab.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-
-func (d *durationFlag) Set(v string) error {
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		*d = durationFlag(s * float64(time.Second))
-		return nil
-	}
-	t, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%q: want a duration such as 40s or a number of seconds", v)
-	}
-	*d = durationFlag(t)
 	return nil
 }
 

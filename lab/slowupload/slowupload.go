@@ -75,9 +75,6 @@ const (
 	TimeoutConditionSize    = 10 << 20
 )
 
-// Async names the stack's event-loop server in a condition.
-const Async = lab.AsyncServer
-
 // Published returns the matrix: the three upload routes x 1, 2, 4
 // uploaders on sync-2; gthread 1x4 direct with 2 and 4; the stack's async
 // server direct with 4; and sync-2 direct with one upload outliving a 10 s
@@ -98,7 +95,7 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 4, AppTimeout: long},
-		Condition{Route: stack.RouteDirect, Server: Async, Uploaders: 4},
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Uploaders: 4},
 		timeoutCondition())
 	return c
 }
@@ -122,7 +119,7 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
-		Condition{Route: stack.RouteDirect, Server: Async, Uploaders: 2},
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Uploaders: 2},
 		timeoutCondition())
 }
 
@@ -137,8 +134,8 @@ func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*sizeFlag)(&c.Upload.Size), "size", "each upload's size in bytes (k, m, g suffixes), e.g. 16m")
-	fs.Var((*sizeFlag)(&c.Upload.Rate), "rate", "each uploader's rate in bytes/s (k, m suffixes), e.g. 512k")
+	fs.Var((*lab.SizeFlag)(&c.Upload.Size), "size", "each upload's size in bytes (k, m, g suffixes), e.g. 16m")
+	fs.Var((*lab.SizeFlag)(&c.Upload.Rate), "rate", "each uploader's rate in bytes/s (k, m suffixes), e.g. 512k")
 }
 
 // Servers implements lab.Stacked: the conditions' servers but "async",
@@ -146,7 +143,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 func (c *Config) Servers() []stack.Server {
 	var out []stack.Server
 	for _, cond := range c.Conditions {
-		if cond.Server == Async {
+		if cond.Server == lab.AsyncServer {
 			continue
 		}
 		if s, err := stack.ParseServer(cond.Server); err == nil {
@@ -203,7 +200,7 @@ func (cond Condition) validate() error {
 	if !slices.Contains(stack.UploadRoutes, cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
 	}
-	if cond.Server != Async {
+	if cond.Server != lab.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
 			return err
 		}
@@ -212,7 +209,7 @@ func (cond Condition) validate() error {
 	case cond.Uploaders < 0 || cond.Uploaders > 1000:
 		return fmt.Errorf("uploaders %d: allowed 0 to 1000", cond.Uploaders)
 	case cond.Size < 0 || cond.Size > maxSize:
-		return fmt.Errorf("size %s: allowed 0 (upload.size) or 1 byte to 1g", sizeText(cond.Size))
+		return fmt.Errorf("size %s: allowed 0 (upload.size) or 1 byte to 1g", bytesize.Format(int64(cond.Size)))
 	case cond.AppTimeout != 0 && (cond.AppTimeout < lab.Duration(time.Second) || cond.AppTimeout > lab.Duration(stack.MaxAppTimeout) || cond.AppTimeout%lab.Duration(time.Second) != 0):
 		return fmt.Errorf("app_timeout %s: allowed 0 (the app's default) or whole seconds from 1s to %s", time.Duration(cond.AppTimeout), stack.MaxAppTimeout)
 	}
@@ -227,43 +224,21 @@ func routeNames() string {
 	return strings.Join(names, ", ")
 }
 
-// sizeText writes a size for an error: negative ones as numbers.
-func sizeText(s lab.Size) string {
-	if s < 0 {
-		return fmt.Sprint(int64(s))
-	}
-	return bytesize.Format(int64(s))
-}
-
 func (u UploadSpec) validate() error {
 	switch {
 	case !strings.HasPrefix(u.Path, "/"):
 		return fmt.Errorf("upload.path %q: must start with /", u.Path)
 	case u.Size < 1 || u.Size > maxSize:
-		return fmt.Errorf("upload.size %s: allowed 1 byte to 1g", sizeText(u.Size))
+		return fmt.Errorf("upload.size %s: allowed 1 byte to 1g", bytesize.Format(int64(u.Size)))
 	case u.Rate < minRate || u.Rate > maxRate:
-		return fmt.Errorf("upload.rate %s: allowed 1k to 1g bytes/s", sizeText(u.Rate))
+		return fmt.Errorf("upload.rate %s: allowed 1k to 1g bytes/s", bytesize.Format(int64(u.Rate)))
 	case u.SndBuf < 0 || u.SndBuf > maxSndBuf:
-		return fmt.Errorf("upload.sndbuf %s: allowed 0 (the kernel's) or up to 64m", sizeText(u.SndBuf))
+		return fmt.Errorf("upload.sndbuf %s: allowed 0 (the kernel's) or up to 64m", bytesize.Format(int64(u.SndBuf)))
 	case u.WriteSize < 1 || u.WriteSize > maxWriteSize:
-		return fmt.Errorf("upload.write_size %s: allowed 1 byte to 16m", sizeText(u.WriteSize))
+		return fmt.Errorf("upload.write_size %s: allowed 1 byte to 16m", bytesize.Format(int64(u.WriteSize)))
 	case u.Timeout <= 0 || time.Duration(u.Timeout) > time.Hour:
 		return fmt.Errorf("upload.timeout %s: allowed more than 0 up to 1h", time.Duration(u.Timeout))
 	}
-	return nil
-}
-
-// sizeFlag is a lab.Size flag: 16m, 512k, 1048576.
-type sizeFlag lab.Size
-
-func (s *sizeFlag) String() string { return bytesize.Format(int64(*s)) }
-
-func (s *sizeFlag) Set(v string) error {
-	n, err := bytesize.Parse(v)
-	if err != nil {
-		return fmt.Errorf("%q: want %s", v, bytesize.Syntax)
-	}
-	*s = sizeFlag(n)
 	return nil
 }
 

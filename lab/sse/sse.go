@@ -71,9 +71,6 @@ func accel(r stack.Route) string {
 	return ""
 }
 
-// Async names the stack's event-loop server in a condition.
-const Async = lab.AsyncServer
-
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
 	lab.Header    `yaml:",inline"`
@@ -131,7 +128,7 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 4},
-		Condition{Route: stack.RouteDirect, Server: Async, Streams: 4})
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 4})
 	return c
 }
 
@@ -151,7 +148,7 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
-		Condition{Route: stack.RouteDirect, Server: Async, Streams: 2})
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 2})
 }
 
 // Head implements lab.Config.
@@ -165,15 +162,15 @@ func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*durationFlag)(&c.Stream.Interval), "interval", "time between two events of a stream, 10ms to 10s")
-	fs.Var((*durationFlag)(&c.Stream.Duration), "stream-duration", "each stream's length, at least one interval, at most 5m")
+	fs.Var((*lab.DurationFlag)(&c.Stream.Interval), "interval", "time between two events of a stream, 10ms to 10s")
+	fs.Var((*lab.DurationFlag)(&c.Stream.Duration), "stream-duration", "each stream's length, at least one interval, at most 5m")
 }
 
 // Servers implements lab.Stacked: the conditions' servers but "async".
 func (c *Config) Servers() []stack.Server {
 	var out []stack.Server
 	for _, cond := range c.Conditions {
-		if cond.Server == Async {
+		if cond.Server == lab.AsyncServer {
 			continue
 		}
 		if s, err := stack.ParseServer(cond.Server); err == nil {
@@ -218,7 +215,7 @@ func (cond Condition) validate() error {
 	if !slices.Contains(Routes, cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
 	}
-	if cond.Server != Async {
+	if cond.Server != lab.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
 			return err
 		}
@@ -253,20 +250,6 @@ func (s StreamSpec) validate() error {
 	case time.Duration(s.Timeout) <= d:
 		return fmt.Errorf("stream.timeout %s: must be longer than stream.duration %s", time.Duration(s.Timeout), d)
 	}
-	return nil
-}
-
-// durationFlag is a lab.Duration flag: 100ms, 10s.
-type durationFlag lab.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-
-func (d *durationFlag) Set(v string) error {
-	x, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%q: want a duration such as 100ms or 10s", v)
-	}
-	*d = durationFlag(x)
 	return nil
 }
 

@@ -120,7 +120,7 @@ func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*sizeFlag)(&c.SlowReader.ReadRate), "read-rate", "each slow reader's rate in bytes/s (k, m suffixes), e.g. 4m")
+	fs.Var((*lab.SizeFlag)(&c.SlowReader.ReadRate), "read-rate", "each slow reader's rate in bytes/s (k, m suffixes), e.g. 4m")
 }
 
 // Servers implements lab.Stacked.
@@ -175,11 +175,11 @@ func (cond Condition) validate() error {
 	case cond.SlowClients < 1 || cond.SlowClients > maxSlowClients:
 		return fmt.Errorf("slow_clients %d: allowed 1 to %d", cond.SlowClients, maxSlowClients)
 	case cond.Size < 1 || cond.Size > maxSize:
-		return fmt.Errorf("size %s: allowed 1 byte to 1g", sizeText(cond.Size))
+		return fmt.Errorf("size %s: allowed 1 byte to 1g", bytesize.Format(int64(cond.Size)))
 	case cond.MaxTempFileSize != 0 && (cond.MaxTempFileSize < minMaxTemp || cond.MaxTempFileSize > stack.MaxMaxTempFileSize):
-		return fmt.Errorf("max_temp_file_size %s: allowed 0 (memory buffers only) or 64k to 1t", sizeText(cond.MaxTempFileSize))
+		return fmt.Errorf("max_temp_file_size %s: allowed 0 (memory buffers only) or 64k to 1t", bytesize.Format(int64(cond.MaxTempFileSize)))
 	case cond.TempTmpfs != 0 && (cond.TempTmpfs < stack.MinTempTmpfs || cond.TempTmpfs > stack.MaxTempTmpfs):
-		return fmt.Errorf("temp_tmpfs %s: allowed 0 (no tmpfs) or 1m to 1g", sizeText(cond.TempTmpfs))
+		return fmt.Errorf("temp_tmpfs %s: allowed 0 (no tmpfs) or 1m to 1g", bytesize.Format(int64(cond.TempTmpfs)))
 	}
 	return nil
 }
@@ -187,36 +187,14 @@ func (cond Condition) validate() error {
 func (s SlowReaderSpec) validate() error {
 	switch {
 	case s.ReadRate < 1<<10 || s.ReadRate > maxReadRate:
-		return fmt.Errorf("slow_reader.read_rate %s: allowed 1k to 1g bytes/s", sizeText(s.ReadRate))
+		return fmt.Errorf("slow_reader.read_rate %s: allowed 1k to 1g bytes/s", bytesize.Format(int64(s.ReadRate)))
 	case s.ReadSize < 1 || s.ReadSize > 16<<20:
-		return fmt.Errorf("slow_reader.read_size %s: allowed 1 byte to 16m", sizeText(s.ReadSize))
+		return fmt.Errorf("slow_reader.read_size %s: allowed 1 byte to 16m", bytesize.Format(int64(s.ReadSize)))
 	case s.RcvBuf < 0 || s.RcvBuf > 64<<20:
-		return fmt.Errorf("slow_reader.rcvbuf %s: allowed 0 (the kernel's) to 64m", sizeText(s.RcvBuf))
+		return fmt.Errorf("slow_reader.rcvbuf %s: allowed 0 (the kernel's) to 64m", bytesize.Format(int64(s.RcvBuf)))
 	case s.Timeout <= 0 || time.Duration(s.Timeout) > time.Hour:
 		return fmt.Errorf("slow_reader.timeout %s: allowed more than 0 up to 1h", time.Duration(s.Timeout))
 	}
-	return nil
-}
-
-// sizeText writes a size for an error: negative ones as numbers.
-func sizeText(s lab.Size) string {
-	if s < 0 {
-		return fmt.Sprint(int64(s))
-	}
-	return bytesize.Format(int64(s))
-}
-
-// sizeFlag is a lab.Size flag: 4m, 512k, 1048576.
-type sizeFlag lab.Size
-
-func (s *sizeFlag) String() string { return bytesize.Format(int64(*s)) }
-
-func (s *sizeFlag) Set(v string) error {
-	n, err := bytesize.Parse(v)
-	if err != nil {
-		return fmt.Errorf("%q: want %s", v, bytesize.Syntax)
-	}
-	*s = sizeFlag(n)
 	return nil
 }
 
