@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,6 +179,9 @@ func (f *loadgenFlags) slowReader(u *url.URL) (loadgen.SlowReader, error) {
 		s.dst(v)
 	}
 	if err := sr.Validate(); err != nil {
+		if se := (*loadgen.SettingError)(nil); errors.As(err, &se) { // named by its flag
+			return sr, usagef("--%s %s: %s", strings.ReplaceAll(se.Setting, "_", "-"), se.Value, se.Allowed)
+		}
 		return sr, usagef("slow reader: %v", err)
 	}
 	return sr, nil

@@ -38,11 +38,11 @@ type Config struct {
 	lab.Header    `yaml:",inline"`
 	Reps          int `yaml:"reps"`
 	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition    `yaml:"conditions"`
-	Fast          lab.FastSpec   `yaml:"fast"`
-	Large         LargeSpec      `yaml:"large"`
-	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
-	Hops          HopsSpec       `yaml:"hops"`
+	Conditions    []Condition        `yaml:"conditions"`
+	Fast          lab.FastSpec       `yaml:"fast"`
+	Large         LargeSpec          `yaml:"large"`
+	SlowReader    lab.SlowReaderSpec `yaml:"slow_reader"`
+	Hops          HopsSpec           `yaml:"hops"`
 }
 
 // HopsSpec is the sampling of where the slow downloads' bytes are
@@ -80,14 +80,6 @@ func (l LargeSpec) url() string {
 	return l.Path + "?backpressure=off"
 }
 
-// SlowReaderSpec is how slow clients read.
-type SlowReaderSpec struct {
-	ReadRate lab.Size     `yaml:"read_rate"` // bytes per second
-	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF, set before connect
-	ReadSize lab.Size     `yaml:"read_size"` // at most this many bytes per read
-	Timeout  lab.Duration `yaml:"timeout"`
-}
-
 // PublishedServer is the main condition's server: Gunicorn sync, 2 workers.
 const PublishedServer = "sync-2"
 
@@ -98,10 +90,9 @@ func Published() *Config {
 	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
-		Large: LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
-		SlowReader: SlowReaderSpec{ReadRate: loadgen.DefaultSlowRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
-			Timeout: lab.Duration(2 * time.Minute)},
-		Hops: HopsSpec{Interval: lab.Duration(hops.DefaultInterval)}}
+		Large:      LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
+		SlowReader: lab.PublishedSlowReader(loadgen.DefaultSlowRate),
+		Hops:       HopsSpec{Interval: lab.Duration(hops.DefaultInterval)}}
 	for _, r := range stack.Routes {
 		for slow := 0; slow <= 2; slow++ {
 			c.Conditions = append(c.Conditions, Condition{Route: r, Server: PublishedServer, SlowClients: slow})
@@ -184,7 +175,7 @@ func (c *Config) Validate() error {
 	if err := c.Hops.validate(); err != nil {
 		return err
 	}
-	return c.SlowReader.validate()
+	return c.SlowReader.Validate()
 }
 
 func (h HopsSpec) validate() error {
@@ -223,20 +214,6 @@ func (cond Condition) validate() error {
 	}
 	if cond.SlowClients < 0 || cond.SlowClients > 1000 {
 		return fmt.Errorf("slow_clients %d: allowed 0 to 1000", cond.SlowClients)
-	}
-	return nil
-}
-
-func (s SlowReaderSpec) validate() error {
-	switch {
-	case s.ReadRate <= 0:
-		return fmt.Errorf("slow_reader.read_rate %d: must be more than 0 bytes/s", s.ReadRate)
-	case s.ReadSize <= 0:
-		return fmt.Errorf("slow_reader.read_size %d: must be at least 1 byte", s.ReadSize)
-	case s.RcvBuf < 0:
-		return fmt.Errorf("slow_reader.rcvbuf %d: must be 0 (kernel default) or more bytes", s.RcvBuf)
-	case s.Timeout <= 0:
-		return fmt.Errorf("slow_reader.timeout %s: must be more than 0", time.Duration(s.Timeout))
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 1000"},
 		{func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0: allowed more than 0 up to 10000 requests/s"},
 		{func(c *Config) { c.Fast.Duration = 0 }, "fast.duration 0s: must be more than 0"},
-		{func(c *Config) { c.SlowReader.ReadRate = 0 }, "slow_reader.read_rate 0: must be more than 0 bytes/s"},
+		{func(c *Config) { c.SlowReader.ReadRate = 0 }, "slow_reader.read_rate 0: allowed 1k to 1g bytes/s"},
 		{func(c *Config) { c.Large.Size = 2 << 30 }, "large.size 2g: allowed 0 to 1g"},
 		{func(c *Config) { c.Large.Backpressure = "maybe" }, `large.backpressure "maybe": allowed on, off`},
 		{func(c *Config) { c.Large.Backpressure = "off" }, `conditions[0].server "sync-2": large.backpressure off needs an app that can write without waiting for the socket (` +

@@ -179,9 +179,6 @@ func (c *Config) Routes() []stack.Route {
 // Limits: beyond them a value is a typo.
 const (
 	minSize, maxSize = 1 << 10, 1 << 30
-	minRate, maxRate = 1 << 10, 1 << 30
-	maxRcvBuf        = 64 << 20
-	maxReadSize      = 16 << 20
 	maxClients       = 100
 	maxBound         = time.Hour
 )
@@ -213,18 +210,18 @@ func (c *Config) Validate() error {
 	return c.Fast.Validate()
 }
 
+// validate checks the client's reading by loadgen's slow-reader rules
+// (its rate is their read_rate), then its path, stall and bound.
 func (cs ClientSpec) validate(size lab.Size) error {
+	r := loadgen.SlowReader{Rate: float64(cs.Rate), RcvBuf: int(cs.RcvBuf), ReadSize: int(cs.ReadSize)}
+	if err := r.Validate(); err != nil {
+		return lab.SettingPath("client.", err, map[string]string{loadgen.SettingReadRate: "rate"})
+	}
 	switch {
 	case !strings.HasPrefix(cs.Path, "/"):
 		return fmt.Errorf("client.path %q: must start with /", cs.Path)
-	case cs.Rate < minRate || cs.Rate > maxRate:
-		return fmt.Errorf("client.rate %s: allowed 1k to 1g bytes/s", bytesize.Format(int64(cs.Rate)))
 	case cs.StallAfter < 0 || cs.StallAfter >= size:
 		return fmt.Errorf("client.stall_after %s: allowed 0 to less than size (%s)", bytesize.Format(int64(cs.StallAfter)), bytesize.Format(int64(size)))
-	case cs.RcvBuf < 0 || cs.RcvBuf > maxRcvBuf:
-		return fmt.Errorf("client.rcvbuf %s: allowed 0 (the kernel's) or up to 64m", bytesize.Format(int64(cs.RcvBuf)))
-	case cs.ReadSize < 1 || cs.ReadSize > maxReadSize:
-		return fmt.Errorf("client.read_size %s: allowed 1 byte to 16m", bytesize.Format(int64(cs.ReadSize)))
 	case cs.Stall < lab.Duration(time.Second) || time.Duration(cs.Stall) > maxBound:
 		return fmt.Errorf("client.stall %s: allowed 1s to 1h", time.Duration(cs.Stall))
 	case cs.GiveUp <= cs.Stall || time.Duration(cs.GiveUp) > maxBound:

@@ -27,9 +27,9 @@ type Config struct {
 	lab.Header    `yaml:",inline"`
 	Reps          int `yaml:"reps"`
 	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition    `yaml:"conditions"`
-	Fast          lab.FastSpec   `yaml:"fast"`
-	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
+	Conditions    []Condition        `yaml:"conditions"`
+	Fast          lab.FastSpec       `yaml:"fast"`
+	SlowReader    lab.SlowReaderSpec `yaml:"slow_reader"`
 	// quick is the conditions --quick runs (Reduce), set by Published.
 	quick []Condition
 }
@@ -49,14 +49,6 @@ type Condition struct {
 	TempTmpfs lab.Size `yaml:"temp_tmpfs,omitempty"`
 }
 
-// SlowReaderSpec is how slow clients read.
-type SlowReaderSpec struct {
-	ReadRate lab.Size     `yaml:"read_rate"` // bytes per second
-	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF, set before connect
-	ReadSize lab.Size     `yaml:"read_size"` // at most this many bytes per read
-	Timeout  lab.Duration `yaml:"timeout"`
-}
-
 // Published values.
 const (
 	PublishedServer   = "sync-2"
@@ -70,8 +62,7 @@ func NewConfig(name string) *Config {
 	return &Config{Header: lab.Header{Experiment: name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
-		SlowReader: SlowReaderSpec{ReadRate: PublishedReadRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
-			Timeout: lab.Duration(2 * time.Minute)}}
+		SlowReader: lab.PublishedSlowReader(PublishedReadRate)}
 }
 
 // Published returns the matrix: 2 slow readers on sync-2 of 16, 48 and
@@ -156,7 +147,7 @@ func (c *Config) Validate() error {
 	if err := c.Fast.Validate(); err != nil {
 		return err
 	}
-	return c.SlowReader.validate()
+	return c.SlowReader.Validate()
 }
 
 // Limits: beyond them a value is a typo.
@@ -164,7 +155,6 @@ const (
 	maxSize        = 1 << 30
 	minMaxTemp     = 64 << 10
 	maxSlowClients = 100
-	maxReadRate    = 1 << 30
 )
 
 func (cond Condition) validate() error {
@@ -180,20 +170,6 @@ func (cond Condition) validate() error {
 		return fmt.Errorf("max_temp_file_size %s: allowed 0 (memory buffers only) or 64k to 1t", bytesize.Format(int64(cond.MaxTempFileSize)))
 	case cond.TempTmpfs != 0 && (cond.TempTmpfs < stack.MinTempTmpfs || cond.TempTmpfs > stack.MaxTempTmpfs):
 		return fmt.Errorf("temp_tmpfs %s: allowed 0 (no tmpfs) or 1m to 1g", bytesize.Format(int64(cond.TempTmpfs)))
-	}
-	return nil
-}
-
-func (s SlowReaderSpec) validate() error {
-	switch {
-	case s.ReadRate < 1<<10 || s.ReadRate > maxReadRate:
-		return fmt.Errorf("slow_reader.read_rate %s: allowed 1k to 1g bytes/s", bytesize.Format(int64(s.ReadRate)))
-	case s.ReadSize < 1 || s.ReadSize > 16<<20:
-		return fmt.Errorf("slow_reader.read_size %s: allowed 1 byte to 16m", bytesize.Format(int64(s.ReadSize)))
-	case s.RcvBuf < 0 || s.RcvBuf > 64<<20:
-		return fmt.Errorf("slow_reader.rcvbuf %s: allowed 0 (the kernel's) to 64m", bytesize.Format(int64(s.RcvBuf)))
-	case s.Timeout <= 0 || time.Duration(s.Timeout) > time.Hour:
-		return fmt.Errorf("slow_reader.timeout %s: allowed more than 0 up to 1h", time.Duration(s.Timeout))
 	}
 	return nil
 }
