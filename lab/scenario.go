@@ -262,11 +262,14 @@ func ParseScenario(b []byte) (Config, error) {
 	return cfg, ValidateAll(cfg)
 }
 
-// ValidateAll checks cfg completely: its stack, limits and component
-// settings, and the experiment's own fields. With stack: external the
+// ValidateAll checks cfg completely: its reps, its stack, limits and
+// component settings, and the experiment's own fields. With stack: external the
 // experiment's own check comes first, so that one that starts its own
 // stack says so before the external stack asks for its external: block.
 func ValidateAll(cfg Config) error {
+	if err := validateReps(cfg); err != nil {
+		return err
+	}
 	s, ok := cfg.(Stacked)
 	if !ok {
 		return cfg.Validate()
@@ -280,6 +283,24 @@ func ValidateAll(cfg Config) error {
 		return err
 	}
 	return cfg.Validate()
+}
+
+// validateReps checks a Repeated config's reps, for every experiment: 1
+// to MaxReps, or to its own RepsLimit. Experiments do not check reps
+// themselves.
+func validateReps(cfg Config) error {
+	r, ok := cfg.(Repeated)
+	if !ok {
+		return nil
+	}
+	limit := MaxReps
+	if l, ok := cfg.(RepsLimit); ok {
+		limit = l.MaxReps()
+	}
+	if n := *r.Repetitions(); n < 1 || n > limit {
+		return fmt.Errorf("reps %d: allowed 1 to %d", n, limit)
+	}
+	return nil
 }
 
 // decodeScenario decodes b over cfg: the fields b has replace cfg's, the

@@ -97,6 +97,10 @@ func (c *Config) Head() *lab.Header { return &c.Header }
 // Repetitions implements lab.Repeated.
 func (c *Config) Repetitions() *int { return &c.Reps }
 
+// MaxReps implements lab.RepsLimit: every cell's run is a stack of its
+// own.
+func (c *Config) MaxReps() int { return 100 }
+
 // Stack implements lab.Stacked.
 func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
@@ -155,8 +159,6 @@ func (c *Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.Reps < 1 || c.Reps > 100:
-		return fmt.Errorf("reps %d: allowed 1 to 100", c.Reps)
 	case c.SlowClients < 1 || c.SlowClients > 100:
 		return fmt.Errorf("slow_clients %d: allowed 1 to 100", c.SlowClients)
 	case !(c.FastRate > 0) || c.FastRate > 1000:

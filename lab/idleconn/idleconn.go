@@ -198,8 +198,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch {
-	case c.Reps < 1 || c.Reps > 1000:
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
 	case c.Hold <= 0 || time.Duration(c.Hold) > MaxHold:
 		return fmt.Errorf("hold %s: allowed more than 0 up to %s", time.Duration(c.Hold), MaxHold)
 	case c.ByteEvery <= 0 || c.ByteEvery > c.Hold:

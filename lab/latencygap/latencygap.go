@@ -85,6 +85,10 @@ func Published() *Config {
 // Repetitions implements lab.Repeated.
 func (c *Config) Repetitions() *int { return &c.Reps }
 
+// MaxReps implements lab.RepsLimit: each repetition is Runs requests
+// more per mode.
+func (c *Config) MaxReps() int { return 100 }
+
 // quickRuns are the requests per mode and condition of --quick.
 const quickRuns = 10
 
@@ -177,8 +181,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Runs < 1 || c.Runs > 10000:
 		return fmt.Errorf("runs %d: allowed 1 to 10000", c.Runs)
-	case c.Reps < 1 || c.Reps > 100 || c.Reps*c.Runs > 10000:
-		return fmt.Errorf("reps %d: allowed 1 to 100, and reps x runs at most 10000", c.Reps)
+	case c.Reps*c.Runs > 10000:
+		return fmt.Errorf("reps %d: reps x runs (%d) at most 10000", c.Reps, c.Reps*c.Runs)
 	case c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute:
 		return fmt.Errorf("timeout %s: allowed more than 0 up to 5m", time.Duration(c.Timeout))
 	}

@@ -127,8 +127,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch {
-	case c.Reps < 1 || c.Reps > 1000:
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
 	case c.Seconds <= 0 || time.Duration(c.Seconds) > 24*time.Hour:
 		return fmt.Errorf("seconds %s: allowed more than 0 up to 24h", time.Duration(c.Seconds))
 	case c.Wait <= 0 || time.Duration(c.Wait) > 10*time.Minute:

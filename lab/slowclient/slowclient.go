@@ -157,9 +157,6 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if err := c.Fast.Validate(); err != nil {
 		return err
 	}

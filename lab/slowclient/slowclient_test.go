@@ -73,7 +73,6 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Conditions[1].Server = "sync-0" }, `conditions[1].server "sync-0": allowed ` + stack.ModelSyntax()},
 		{func(c *Config) { c.Conditions[1].Server = "async-2" }, `conditions[1].server "async-2": allowed ` + stack.ModelSyntax()},
 		{func(c *Config) { c.Conditions[2].SlowClients = -1 }, "conditions[2].slow_clients -1: allowed 0 to 1000"},
-		{func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 1000"},
 		{func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0: allowed more than 0 up to 10000 requests/s"},
 		{func(c *Config) { c.Fast.Duration = 0 }, "fast.duration 0s: must be more than 0"},
 		{func(c *Config) { c.SlowReader.ReadRate = 0 }, "slow_reader.read_rate 0: allowed 1k to 1g bytes/s"},

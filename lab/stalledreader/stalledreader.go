@@ -190,9 +190,6 @@ func (c *Config) Validate() error {
 	if len(c.Conditions) == 0 {
 		return errors.New("conditions: none given")
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if c.StackSpec.Stack == stack.NameExternal {
 		return errors.New("stack external: stalled-reader starts its own stack (its conditions set the app's timeout and the proxy's send_timeout)")
 	}

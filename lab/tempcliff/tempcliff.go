@@ -138,9 +138,6 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if c.StackSpec.Stack == stack.NameExternal {
 		return fmt.Errorf("stack external: %s starts its own stack (its conditions set the proxy's proxy_max_temp_file_size and temp dir)", c.Experiment)
 	}
