@@ -8,10 +8,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -178,11 +178,9 @@ func (f *loadgenFlags) slowReader(u *url.URL) (loadgen.SlowReader, error) {
 		}
 		s.dst(v)
 	}
-	if err := sr.Validate(); err != nil {
-		if se := (*loadgen.SettingError)(nil); errors.As(err, &se) { // named by its flag
-			return sr, usagef("--%s %s: %s", strings.ReplaceAll(se.Setting, "_", "-"), se.Value, se.Allowed)
-		}
-		return sr, usagef("slow reader: %v", err)
+	names := map[string]string{loadgen.SettingReadRate: "read-rate", loadgen.SettingReadSize: "read-size"} // loadgen's, as flags
+	if err := lab.SettingPath("--", sr.Validate(), names); err != nil {
+		return sr, usagef("%v", err)
 	}
 	return sr, nil
 }

@@ -127,3 +127,29 @@ func TestPrintConditions(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
+
+// TestSlowLoadFlagsValidated: the slow-load child checks its slow readers
+// by the same rules as the scenario's slow_reader:, naming its flags.
+func TestSlowLoadFlagsValidated(t *testing.T) {
+	ok := slowLoad{largeURL: "http://127.0.0.1:1/large", fastURL: "http://127.0.0.1:1/fast", runID: "r", slow: 2,
+		rcvBuf: 8 << 10, readSize: 16 << 10, readRate: 2 << 20, slowTimeout: time.Minute, fastTimeout: time.Second,
+		fastInterval: 100 * time.Millisecond, fastFor: time.Second}
+	if _, err := parseSlowLoad(ok.args()[1:]); err != nil {
+		t.Fatalf("published settings: %v", err)
+	}
+	for _, tc := range []struct {
+		edit func(*slowLoad)
+		want string
+	}{
+		{func(l *slowLoad) { l.readRate = 512 }, CmdSlowLoad + ": --read-rate 512: allowed 1k to 1g bytes/s"},
+		{func(l *slowLoad) { l.readSize = 0 }, CmdSlowLoad + ": --read-size 0: allowed 1 byte to 16m"},
+		{func(l *slowLoad) { l.rcvBuf = 65 << 20 }, CmdSlowLoad + ": --rcvbuf 65m: allowed 0 (the kernel's) to 64m"},
+		{func(l *slowLoad) { l.slowTimeout = 2 * time.Hour }, CmdSlowLoad + ": --slow-timeout 2h0m0s: allowed up to 1h"},
+	} {
+		l := ok
+		tc.edit(&l)
+		if _, err := parseSlowLoad(l.args()[1:]); err == nil || err.Error() != tc.want {
+			t.Errorf("error %v, want %s", err, tc.want)
+		}
+	}
+}
