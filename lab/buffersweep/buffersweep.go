@@ -54,14 +54,12 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Server        string        `yaml:"server"` // a registered model: sync-2
-	Routes        []stack.Route `yaml:"routes"`
-	Sizes         []lab.Size    `yaml:"sizes"` // response body bytes
-	Rates         []lab.Size    `yaml:"rates"` // slow read rates, bytes per second
-	SlowClients   int           `yaml:"slow_clients"`
+	lab.Common  `yaml:",inline"`
+	Server      string        `yaml:"server"` // a registered model: sync-2
+	Routes      []stack.Route `yaml:"routes"`
+	Sizes       []lab.Size    `yaml:"sizes"` // response body bytes
+	Rates       []lab.Size    `yaml:"rates"` // slow read rates, bytes per second
+	SlowClients int           `yaml:"slow_clients"`
 	// TCPWmemMax and TCPRmemMax are the maxima of net.ipv4.tcp_wmem and
 	// tcp_rmem to sweep, each set in a network namespace of its own
 	// (every pair of the two lists; an empty list keeps the namespace's
@@ -78,7 +76,7 @@ type Config struct {
 // 4 MiB/s, on the three routes, 2 slow clients against sync-2, under the
 // host's socket buffers, once.
 func Published() *Config {
-	return &Config{Header: lab.Header{Experiment: Name}, Reps: 1, StackSpec: lab.PublishedStackSpec(),
+	return &Config{Common: lab.PublishedCommon(Name, 1),
 		Server: "sync-2", Routes: slices.Clone(stack.Routes),
 		Sizes: []lab.Size{4 << 20, 8 << 20, 16 << 20, 32 << 20}, Rates: []lab.Size{512 << 10, 1 << 20, 2 << 20, 4 << 20},
 		SlowClients: 2, FastRate: 8, HopInterval: lab.Duration(hops.DefaultInterval)}
@@ -91,18 +89,9 @@ func (c *Config) Reduce() {
 	c.Rates = []lab.Size{1 << 20, 2 << 20}
 }
 
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
 // MaxReps implements lab.RepsLimit: every cell's run is a stack of its
 // own.
 func (c *Config) MaxReps() int { return 100 }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {

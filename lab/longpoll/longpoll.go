@@ -44,14 +44,12 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition  `yaml:"conditions"`
-	Seconds       lab.Duration `yaml:"seconds"`    // probing window (S)
-	Wait          lab.Duration `yaml:"wait"`       // each long-poll's wait
-	Lead          lab.Duration `yaml:"lead"`       // probes start this long after the holders
-	ProbePath     string       `yaml:"probe_path"` // the probe endpoint
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Seconds    lab.Duration `yaml:"seconds"`    // probing window (S)
+	Wait       lab.Duration `yaml:"wait"`       // each long-poll's wait
+	Lead       lab.Duration `yaml:"lead"`       // probes start this long after the holders
+	ProbePath  string       `yaml:"probe_path"` // the probe endpoint
 	// KeepAlive has holders and probes reuse their connections, as browsers
 	// and API clients do; a kept-alive connection stays with the worker that
 	// accepted it. Off: a new connection per request.
@@ -69,21 +67,12 @@ type Condition struct {
 // with 20 probes; gthread 2x16 holding 0 and 20 with 20 and 8 probes;
 // once each.
 func Published() *Config {
-	return &Config{Header: lab.Header{Experiment: Name}, Reps: 1, StackSpec: lab.PublishedStackSpec(),
+	return &Config{Common: lab.PublishedCommon(Name, 1),
 		Conditions: []Condition{{"sync-2", 0, 20}, {"sync-2", 2, 20},
 			{"gthread-2x16", 0, 20}, {"gthread-2x16", 20, 20}, {"gthread-2x16", 0, 8}, {"gthread-2x16", 20, 8}},
 		Seconds: lab.Duration(60 * time.Second), Wait: lab.Duration(30 * time.Second), Lead: lab.Duration(2 * time.Second),
 		ProbePath: "/fast"}
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Targets implements lab.Targeting: the probes and the held long-polls.
 func (c *Config) Targets() []stack.Target {

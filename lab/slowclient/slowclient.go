@@ -35,14 +35,12 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition        `yaml:"conditions"`
-	Fast          lab.FastSpec       `yaml:"fast"`
-	Large         LargeSpec          `yaml:"large"`
-	SlowReader    lab.SlowReaderSpec `yaml:"slow_reader"`
-	Hops          HopsSpec           `yaml:"hops"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition        `yaml:"conditions"`
+	Fast       lab.FastSpec       `yaml:"fast"`
+	Large      LargeSpec          `yaml:"large"`
+	SlowReader lab.SlowReaderSpec `yaml:"slow_reader"`
+	Hops       HopsSpec           `yaml:"hops"`
 }
 
 // HopsSpec is the sampling of where the slow downloads' bytes are
@@ -87,7 +85,7 @@ const PublishedServer = "sync-2"
 // on sync-2, plus gthread 1x4 direct with 2 slow clients; 3 reps, on the
 // stack auto chooses, under the published limits.
 func Published() *Config {
-	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Large:      LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
@@ -101,15 +99,6 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteDirect, Server: "gthread-1x4", SlowClients: 2})
 	return c
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: the experiment has only the shared flags;
 // everything else is in its scenario.

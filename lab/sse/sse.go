@@ -73,12 +73,10 @@ func accel(r stack.Route) string {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition  `yaml:"conditions"`
-	Fast          lab.FastSpec `yaml:"fast"`
-	Stream        StreamSpec   `yaml:"stream"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Fast       lab.FastSpec `yaml:"fast"`
+	Stream     StreamSpec   `yaml:"stream"`
 }
 
 // Condition is one cell of the matrix.
@@ -112,7 +110,7 @@ type StreamSpec struct {
 // 4; the stack's async server direct with 4. An event every 100 ms for
 // 10 s, 3 repetitions, /fast at 8 req/s for 9 s.
 func Published() *Config {
-	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Stream: StreamSpec{Path: "/events", Interval: lab.Duration(appserver.DefaultSSEInterval), Duration: lab.Duration(appserver.DefaultSSEDuration),
@@ -150,15 +148,6 @@ func (c *Config) Reduce() {
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
 		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 2})
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {

@@ -26,12 +26,10 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition  `yaml:"conditions"`
-	Fast          lab.FastSpec `yaml:"fast"`
-	Client        ClientSpec   `yaml:"client"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Fast       lab.FastSpec `yaml:"fast"`
+	Client     ClientSpec   `yaml:"client"`
 	// Size is /large's size (the deployment's LargeSize).
 	Size lab.Size `yaml:"size"`
 }
@@ -94,7 +92,7 @@ const (
 // 20 s, the client gives up at 40 s; 3 repetitions, /fast at 8 req/s for
 // 9 s.
 func Published() *Config {
-	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(), Size: PublishedSize,
+	c := &Config{Common: lab.PublishedCommon(Name, 3), Size: PublishedSize,
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Client: ClientSpec{Path: "/large", Rate: PublishedRate, StallAfter: 64 << 10, Stall: lab.Duration(PublishedStall),
@@ -136,15 +134,6 @@ func (c *Config) Reduce() {
 		{Route: stack.RouteDirect, Server: lab.AsyncServer, Mode: ModeStall, Clients: 2},
 	}
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {

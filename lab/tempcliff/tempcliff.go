@@ -24,12 +24,10 @@ func init() {
 // Config is the experiment (and temp-disk-full's): its YAML tags are the
 // scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition        `yaml:"conditions"`
-	Fast          lab.FastSpec       `yaml:"fast"`
-	SlowReader    lab.SlowReaderSpec `yaml:"slow_reader"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition        `yaml:"conditions"`
+	Fast       lab.FastSpec       `yaml:"fast"`
+	SlowReader lab.SlowReaderSpec `yaml:"slow_reader"`
 	// quick is the conditions --quick runs (Reduce), set by Published.
 	quick []Condition
 }
@@ -59,7 +57,7 @@ const (
 // NewConfig returns experiment name's configuration with the published
 // load and no conditions.
 func NewConfig(name string) *Config {
-	return &Config{Header: lab.Header{Experiment: name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+	return &Config{Common: lab.PublishedCommon(name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		SlowReader: lab.PublishedSlowReader(PublishedReadRate)}
@@ -99,15 +97,6 @@ func (c *Config) Reduce() {
 	c.SlowReader.ReadRate = 8 << 20
 	c.Fast.Duration = lab.Duration(3 * time.Second)
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
