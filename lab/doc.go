@@ -10,8 +10,13 @@
 //     lab/tempdisk;
 //   - the scenario format (`slowlab run FILE`, --print-scenario: an
 //     experiment's configuration is its schema; ParseScenario,
-//     MarshalScenario, ValidateAll) and the shared parts of it (StackSpec,
-//     LimitSpec, FastSpec, Reps, Duration and Size);
+//     MarshalScenario, ValidateAll) and the shared parts of it (Common:
+//     the header, reps and StackSpec every experiment on a stack embeds;
+//     LimitSpec, FastSpec, SlowReaderSpec, Duration and Size), with the
+//     rules every experiment shares checked once: reps (1 to MaxReps, or
+//     an experiment's RepsLimit, by ValidateAll), slow readers (loadgen's
+//     ranges, by SlowReaderSpec.Validate and SettingPath); and the shared
+//     flag types (SizeFlag, DurationFlag, SizesFlag);
 //   - the session (Options, RunSession: results directory, stack, cgroups
 //     and limits, the canonical scenario, CheckResume, environment.json
 //     through RecordSession);

@@ -85,6 +85,16 @@ type Repeated interface {
 	Repetitions() *int
 }
 
+// MaxReps is the most repetitions of a condition a scenario's reps: or
+// --reps may ask for; an experiment may allow fewer (RepsLimit).
+const MaxReps = 1000
+
+// RepsLimit is a Repeated config that allows fewer than MaxReps
+// repetitions (its runs are long, or its grid large).
+type RepsLimit interface {
+	MaxReps() int
+}
+
 // Reducer is a Repeated config whose --quick also reduces its grid (and
 // runs one repetition). Reduce need not spare what the user gave:
 // Options.Apply applies the scenario's fields and the flags again over it.

@@ -14,9 +14,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slowlab/slowlab/cgroup"
-	"github.com/slowlab/slowlab/internal/cliflag"
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/proxy"
 )
 
 // StackSpec is the scenario part of an experiment that runs on a stack:
@@ -191,7 +190,7 @@ type Size int64
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	v, err := proxy.ParseSize(n.Value)
+	v, err := bytesize.Parse(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: %q is not a size (want bytes as N, Nk, Nm or Ng)", n.Line, n.Value)
 	}
@@ -200,7 +199,7 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // MarshalYAML implements yaml.Marshaler.
-func (s Size) MarshalYAML() (any, error) { return proxy.FormatSize(int64(s)), nil }
+func (s Size) MarshalYAML() (any, error) { return bytesize.Format(int64(s)), nil }
 
 // MarshalScenario returns cfg as a scenario file for `slowlab run`.
 func MarshalScenario(cfg Config) ([]byte, error) {
@@ -263,11 +262,14 @@ func ParseScenario(b []byte) (Config, error) {
 	return cfg, ValidateAll(cfg)
 }
 
-// ValidateAll checks cfg completely: its stack, limits and component
-// settings, and the experiment's own fields. With stack: external the
+// ValidateAll checks cfg completely: its reps, its stack, limits and
+// component settings, and the experiment's own fields. With stack: external the
 // experiment's own check comes first, so that one that starts its own
 // stack says so before the external stack asks for its external: block.
 func ValidateAll(cfg Config) error {
+	if err := validateReps(cfg); err != nil {
+		return err
+	}
 	s, ok := cfg.(Stacked)
 	if !ok {
 		return cfg.Validate()
@@ -281,6 +283,24 @@ func ValidateAll(cfg Config) error {
 		return err
 	}
 	return cfg.Validate()
+}
+
+// validateReps checks a Repeated config's reps, for every experiment: 1
+// to MaxReps, or to its own RepsLimit. Experiments do not check reps
+// themselves.
+func validateReps(cfg Config) error {
+	r, ok := cfg.(Repeated)
+	if !ok {
+		return nil
+	}
+	limit := MaxReps
+	if l, ok := cfg.(RepsLimit); ok {
+		limit = l.MaxReps()
+	}
+	if n := *r.Repetitions(); n < 1 || n > limit {
+		return fmt.Errorf("reps %d: allowed 1 to %d", n, limit)
+	}
+	return nil
 }
 
 // decodeScenario decodes b over cfg: the fields b has replace cfg's, the
@@ -314,13 +334,3 @@ func emptyScenario() error {
 // oneLine keeps an error on one line: values quoted from the file may hold
 // newlines.
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
-
-// SizesFlag is a flag of comma-separated byte sizes (k, m, g suffixes)
-// into *to; example is shown in its error. The experiment's Validate
-// checks the range.
-func SizesFlag(to *[]Size, example string) *cliflag.List[Size] {
-	return &cliflag.List[Size]{To: to, Want: "sizes, comma-separated, e.g. " + example, Parse: func(s string) (Size, error) {
-		n, err := proxy.ParseSize(s)
-		return Size(n), err
-	}}
-}

@@ -50,7 +50,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 		fs.BoolVar(&o.AllowRemote, "allow-remote", false, "let the external stack's URLs name a host that is not loopback (only with stack: external)")
 	}
 	if shared.Has(SharedReps) {
-		fs.Var(&o.Reps, "reps", "repetitions of each condition, 1 to 1000 (default: the experiment's)")
+		fs.Var(&o.Reps, "reps", fmt.Sprintf("repetitions of each condition, 1 to %d (default: the experiment's)", MaxReps))
 		fs.BoolVar(&o.Quick, "quick", false, "one repetition per condition (as --reps 1; --reps, given, wins), and the experiment's reduced grid where it has one (see its help); a value you give, as a flag or a field of the scenario file, always wins over the reduced one")
 	}
 	if shared.Has(SharedResume) {
@@ -74,8 +74,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--max-host-cpu %v: allowed 0 (off) to 100 percent", o.MaxHostCPU)
 	case o.Resume != "" && o.Out != "" && o.Resume != o.Out:
 		return fmt.Errorf("--resume %q with --out %q: give one directory", o.Resume, o.Out)
-	case o.Reps.Given && (o.Reps.N < 1 || o.Reps.N > 1000):
-		return fmt.Errorf("--reps %d: allowed 1 to 1000", o.Reps.N)
+	case o.Reps.Given && (o.Reps.N < 1 || o.Reps.N > MaxReps):
+		return fmt.Errorf("--reps %d: allowed 1 to %d", o.Reps.N, MaxReps)
 	case o.Stack != "":
 		if err := stack.ValidName(o.Stack); err != nil {
 			return fmt.Errorf("--%w", err)

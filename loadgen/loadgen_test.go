@@ -526,11 +526,18 @@ func TestSlowReaderFailures(t *testing.T) {
 		s    SlowReader
 		want string
 	}{
-		{SlowReader{RcvBuf: -1, ReadSize: 1, Rate: 1}, "receive buffer -1"},
-		{SlowReader{ReadSize: 0, Rate: 1}, "read size 0"},
-		{SlowReader{ReadSize: 1, Rate: 0}, "read rate 0"},
+		{SlowReader{RcvBuf: -1, ReadSize: 1, Rate: 1 << 20}, "rcvbuf -1: allowed 0 (the kernel's) to 64m"},
+		{SlowReader{RcvBuf: 65 << 20, ReadSize: 1, Rate: 1 << 20}, "rcvbuf 65m: allowed 0 (the kernel's) to 64m"},
+		{SlowReader{ReadSize: 0, Rate: 1 << 20}, "read_size 0: allowed 1 byte to 16m"},
+		{SlowReader{ReadSize: 17 << 20, Rate: 1 << 20}, "read_size 17m: allowed 1 byte to 16m"},
+		{SlowReader{ReadSize: 1, Rate: 0}, "read_rate 0: allowed 1k to 1g bytes/s"},
+		{SlowReader{ReadSize: 1, Rate: 1000}, "read_rate 1000: allowed 1k to 1g bytes/s"},
+		{SlowReader{ReadSize: 1, Rate: 1.5e9}, "read_rate 1500000000: allowed 1k to 1g bytes/s"},
+		{SlowReader{ReadSize: 1, Rate: 1 << 20, Timeout: 2 * time.Hour}, "timeout 2h0m0s: allowed up to 1h"},
+		{SlowReader{ReadSize: 1, Rate: 1 << 20, Stall: -time.Second}, "stall -1s: allowed 0 (no stall) or more"},
+		{SlowReader{ReadSize: 1, Rate: 1 << 20, Stall: time.Minute, Timeout: time.Second}, "timeout 1s: must outlast the 1m0s stall"},
 	} {
-		if err := tc.s.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		if err := tc.s.Validate(); err == nil || err.Error() != tc.want {
 			t.Errorf("Validate %+v = %v, want %q", tc.s, err, tc.want)
 		}
 	}

@@ -84,23 +84,6 @@ type Download struct {
 	LastByte         time.Time
 }
 
-// Validate reports settings that cannot run.
-func (s SlowReader) Validate() error {
-	switch {
-	case s.RcvBuf < 0:
-		return fmt.Errorf("receive buffer %d: must be 0 (kernel default) or more bytes", s.RcvBuf)
-	case s.ReadSize < 1:
-		return fmt.Errorf("read size %d: must be at least 1 byte", s.ReadSize)
-	case !(s.Rate > 0):
-		return fmt.Errorf("read rate %v: must be more than 0 bytes/s", s.Rate)
-	case s.Stall < 0 || s.StallAfter < 0:
-		return fmt.Errorf("stall %v after %d bytes: must be 0 or more", s.Stall, s.StallAfter)
-	case s.Stall > 0 && s.Timeout > 0 && s.Timeout <= s.Stall:
-		return fmt.Errorf("timeout %v: must outlast the %v stall", s.Timeout, s.Stall)
-	}
-	return nil
-}
-
 // Run performs one paced download as client number client.
 func (s SlowReader) Run(ctx context.Context, client int) Download {
 	d := Download{Client: client}

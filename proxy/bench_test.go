@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/bytesize"
 )
 
 // BenchmarkProxyRelay measures relay throughput to a fast client (one
@@ -13,7 +15,7 @@ func BenchmarkProxyRelay(b *testing.B) {
 	for _, size := range []int{64 << 10, 4 << 20} {
 		body := testBody(size)
 		for _, route := range []string{"direct", "buffering=off", "buffering=on"} {
-			b.Run(FormatSize(int64(size))+"/"+route, func(b *testing.B) {
+			b.Run(bytesize.Format(int64(size))+"/"+route, func(b *testing.B) {
 				app := newAppServer(b, body)
 				url := app.URL
 				if route != "direct" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/internal/loopback"
 )
 
@@ -52,7 +53,7 @@ type Buffers struct {
 }
 
 // String writes b in proxy_buffers syntax, e.g. "4 16k".
-func (b Buffers) String() string { return strconv.Itoa(b.Count) + " " + FormatSize(int64(b.Size)) }
+func (b Buffers) String() string { return strconv.Itoa(b.Count) + " " + bytesize.Format(int64(b.Size)) }
 
 // BuffersSyntax says which values ParseBuffers accepts, for error messages.
 const BuffersSyntax = `"COUNT SIZE" as in nginx proxy_buffers, e.g. "4 16k"`
@@ -67,9 +68,9 @@ func ParseBuffers(s string) (Buffers, error) {
 	if err != nil {
 		return Buffers{}, fmt.Errorf("buffers %q: allowed %s", s, BuffersSyntax)
 	}
-	size, err := ParseSize(f[1])
+	size, err := bytesize.Parse(f[1])
 	if err != nil || size > MaxBufferSize {
-		return Buffers{}, fmt.Errorf("buffers %q: allowed %s with SIZE at most %s", s, BuffersSyntax, FormatSize(MaxBufferSize))
+		return Buffers{}, fmt.Errorf("buffers %q: allowed %s with SIZE at most %s", s, BuffersSyntax, bytesize.Format(MaxBufferSize))
 	}
 	return Buffers{Count: count, Size: int(size)}, nil
 }
@@ -190,35 +191,35 @@ func (o Options) Validate() error {
 		return err
 	}
 	if o.BufferSize < MinBufferSize || o.BufferSize > MaxBufferSize {
-		return invalid("BufferSize", FormatSize(int64(o.BufferSize)), "%s to %s", FormatSize(MinBufferSize), FormatSize(MaxBufferSize))
+		return invalid("BufferSize", bytesize.Format(int64(o.BufferSize)), "%s to %s", bytesize.Format(MinBufferSize), bytesize.Format(MaxBufferSize))
 	}
 	b := o.Buffers
 	switch {
 	case b.Count < 2 || b.Count > MaxBuffersCount:
 		return invalid("Buffers", strconv.Quote(b.String()), "a count of 2 to %d (nginx needs at least 2)", MaxBuffersCount)
 	case b.Size < MinBufferSize || b.Size > MaxBufferSize:
-		return invalid("Buffers", strconv.Quote(b.String()), "a size of %s to %s", FormatSize(MinBufferSize), FormatSize(MaxBufferSize))
+		return invalid("Buffers", strconv.Quote(b.String()), "a size of %s to %s", bytesize.Format(MinBufferSize), bytesize.Format(MaxBufferSize))
 	case int64(b.Count)*int64(b.Size) > MaxBuffersTotal:
-		return invalid("Buffers", strconv.Quote(b.String()), "at most %s in all", FormatSize(MaxBuffersTotal))
+		return invalid("Buffers", strconv.Quote(b.String()), "at most %s in all", bytesize.Format(MaxBuffersTotal))
 	}
 	// The larger of proxy_buffer_size and one proxy_buffers buffer is the
 	// floor NGINX puts under the busy, temp-file and write sizes.
 	floor := int64(max(o.BufferSize, b.Size))
 	busyCeil := int64(b.Count-1) * int64(b.Size)
 	if bs := int64(o.BusyBuffersSize); bs < floor || bs >= busyCeil {
-		return invalid("BusyBuffersSize", FormatSize(bs), "at least %s (the larger of BufferSize and one of Buffers) and less than %s (all Buffers but one)", FormatSize(floor), FormatSize(busyCeil))
+		return invalid("BusyBuffersSize", bytesize.Format(bs), "at least %s (the larger of BufferSize and one of Buffers) and less than %s (all Buffers but one)", bytesize.Format(floor), bytesize.Format(busyCeil))
 	}
 	if m := o.MaxTempFileSize; m != 0 && m < floor {
-		return invalid("MaxTempFileSize", FormatSize(m), "0 (no temp file) or at least %s (the larger of BufferSize and one of Buffers)", FormatSize(floor))
+		return invalid("MaxTempFileSize", bytesize.Format(m), "0 (no temp file) or at least %s (the larger of BufferSize and one of Buffers)", bytesize.Format(floor))
 	}
 	if w := int64(o.TempFileWriteSize); w < floor || w > MaxBuffersTotal {
-		return invalid("TempFileWriteSize", FormatSize(w), "%s (the larger of BufferSize and one of Buffers) to %s", FormatSize(floor), FormatSize(MaxBuffersTotal))
+		return invalid("TempFileWriteSize", bytesize.Format(w), "%s (the larger of BufferSize and one of Buffers) to %s", bytesize.Format(floor), bytesize.Format(MaxBuffersTotal))
 	}
 	if o.TempDir == "" {
 		return invalid("TempDir", `""`, "a directory path")
 	}
 	if c := o.ClientBodyBufferSize; c < MinBufferSize || c > MaxBuffersTotal {
-		return invalid("ClientBodyBufferSize", FormatSize(int64(c)), "%s to %s", FormatSize(MinBufferSize), FormatSize(MaxBuffersTotal))
+		return invalid("ClientBodyBufferSize", bytesize.Format(int64(c)), "%s to %s", bytesize.Format(MinBufferSize), bytesize.Format(MaxBuffersTotal))
 	}
 	if o.ClientHeaderTimeout <= 0 {
 		return invalid("ClientHeaderTimeout", o.ClientHeaderTimeout.String(), "a duration above 0, e.g. 60s")

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -177,8 +178,9 @@ func (f *loadgenFlags) slowReader(u *url.URL) (loadgen.SlowReader, error) {
 		}
 		s.dst(v)
 	}
-	if err := sr.Validate(); err != nil {
-		return sr, usagef("slow reader: %v", err)
+	names := map[string]string{loadgen.SettingReadRate: "read-rate", loadgen.SettingReadSize: "read-size"} // loadgen's, as flags
+	if err := lab.SettingPath("--", sr.Validate(), names); err != nil {
+		return sr, usagef("%v", err)
 	}
 	return sr, nil
 }

@@ -51,6 +51,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"loadgen"}, "slowlab loadgen: --target is required, e.g. --target http://127.0.0.1:8000/fast"},
 		{[]string{"loadgen", "--target", "http://127.0.0.1:1/", "--read-rate", "fast"}, `slowlab loadgen: --read-rate "fast": want bytes as N, Nk, Nm or Ng (KiB, MiB, GiB)`},
 		{[]string{"loadgen", "--target", "http://127.0.0.1:1/", "--slow", "-1"}, "slowlab loadgen: --slow -1: allowed 0 to 10000"},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/", "--read-rate", "512"}, "slowlab loadgen: --read-rate 512: allowed 1k to 1g bytes/s"},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/", "--read-size", "17m"}, "slowlab loadgen: --read-size 17m: allowed 1 byte to 16m"},
 		{[]string{"loadgen", "--bogus"}, "slowlab loadgen: flag provided but not defined: -bogus (see --help)"},
 		{[]string{"reproduce", "slow-client", "--reps", "0"}, "slowlab reproduce: --reps 0: allowed 1 to 1000"},
 		{[]string{"reproduce", "fast-client"}, `slowlab reproduce: unknown experiment "fast-client": allowed slow-client, long-poll, latency-gap, buffer-sweep`},

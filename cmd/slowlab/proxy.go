@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/proxy"
 )
 
@@ -42,9 +43,9 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--admin %q: %w", f.admin, err)
 	}
 	fmt.Fprintf(stderr, "slowlab proxy: buffering=%s upstream=%s buffer-size=%s buffers=%q busy-buffers-size=%s max-temp-file-size=%s temp-file-write-size=%s temp-dir=%s request-buffering=%s client-body-buffer-size=%s client-header-timeout=%s http-version=%s\n",
-		f.buffering, o.Upstream, proxy.FormatSize(int64(o.BufferSize)), o.Buffers, proxy.FormatSize(int64(o.BusyBuffersSize)),
-		proxy.FormatSize(o.MaxTempFileSize), proxy.FormatSize(int64(o.TempFileWriteSize)), o.TempDir,
-		f.requestBuffering, proxy.FormatSize(int64(o.ClientBodyBufferSize)), o.ClientHeaderTimeout, f.httpVersion)
+		f.buffering, o.Upstream, bytesize.Format(int64(o.BufferSize)), o.Buffers, bytesize.Format(int64(o.BusyBuffersSize)),
+		bytesize.Format(o.MaxTempFileSize), bytesize.Format(int64(o.TempFileWriteSize)), o.TempDir,
+		f.requestBuffering, bytesize.Format(int64(o.ClientBodyBufferSize)), o.ClientHeaderTimeout, f.httpVersion)
 	// The lab reads this line to learn the ports; print nothing else on stdout.
 	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: ln.Addr().String()},
 		child.Field{Key: child.KeyAdmin, Value: admin.Addr().String()}))
@@ -66,7 +67,7 @@ type proxyFlags struct {
 func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	d := proxy.DefaultOptions()
 	f := &proxyFlags{}
-	size := func(n int64) string { return proxy.FormatSize(n) }
+	size := func(n int64) string { return bytesize.Format(n) }
 	fs.StringVar(&f.buffering, string(child.ProxyBuffering), "", "proxy_buffering, required: on (read the upstream at once into memory and a temp file, release it early) or off (relay through one --buffer-size buffer at the client's pace)")
 	fs.StringVar(&f.upstream, string(child.ProxyUpstream), "", "the app's HOST:PORT, required; must be loopback (127.0.0.0/8, ::1, localhost) unless --allow-remote")
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --upstream")
@@ -150,14 +151,14 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		{string(child.ProxyClientBodyBufferSize), f.bodyBuffer, &o.ClientBodyBufferSize},
 	}
 	for _, s := range ints {
-		n, err := proxy.ParseSize(s.value)
+		n, err := bytesize.Parse(s.value)
 		if err != nil || n > proxy.MaxBuffersTotal {
-			return o, usagef("--%s %q: allowed %s, at most %s", s.name, s.value, proxy.SizeSyntax, proxy.FormatSize(proxy.MaxBuffersTotal))
+			return o, usagef("--%s %q: allowed %s, at most %s", s.name, s.value, bytesize.Syntax, bytesize.Format(proxy.MaxBuffersTotal))
 		}
 		*s.dst = int(n)
 	}
-	if o.MaxTempFileSize, err = proxy.ParseSize(f.maxTemp); err != nil {
-		return o, usagef("--max-temp-file-size %q: allowed %s", f.maxTemp, proxy.SizeSyntax)
+	if o.MaxTempFileSize, err = bytesize.Parse(f.maxTemp); err != nil {
+		return o, usagef("--max-temp-file-size %q: allowed %s", f.maxTemp, bytesize.Syntax)
 	}
 	for _, d := range []struct {
 		name, value string

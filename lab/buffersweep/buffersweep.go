@@ -38,9 +38,9 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/hops"
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -56,14 +56,12 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Server        string        `yaml:"server"` // a registered model: sync-2
-	Routes        []stack.Route `yaml:"routes"`
-	Sizes         []lab.Size    `yaml:"sizes"` // response body bytes
-	Rates         []lab.Size    `yaml:"rates"` // slow read rates, bytes per second
-	SlowClients   int           `yaml:"slow_clients"`
+	lab.Common  `yaml:",inline"`
+	Server      string        `yaml:"server"` // a registered model: sync-2
+	Routes      []stack.Route `yaml:"routes"`
+	Sizes       []lab.Size    `yaml:"sizes"` // response body bytes
+	Rates       []lab.Size    `yaml:"rates"` // slow read rates, bytes per second
+	SlowClients int           `yaml:"slow_clients"`
 	// TCPWmemMax and TCPRmemMax are the maxima of net.ipv4.tcp_wmem and
 	// tcp_rmem to sweep, each set in a network namespace of its own
 	// (every pair of the two lists; an empty list keeps the namespace's
@@ -80,7 +78,7 @@ type Config struct {
 // 4 MiB/s, on the three routes, 2 slow clients against sync-2, under the
 // host's socket buffers, once.
 func Published() *Config {
-	return &Config{Header: lab.Header{Experiment: Name}, Reps: 1, StackSpec: lab.PublishedStackSpec(),
+	return &Config{Common: lab.PublishedCommon(Name, 1),
 		Server: "sync-2", Routes: slices.Clone(stack.Routes),
 		Sizes: []lab.Size{4 << 20, 8 << 20, 16 << 20, 32 << 20}, Rates: []lab.Size{512 << 10, 1 << 20, 2 << 20, 4 << 20},
 		SlowClients: 2, FastRate: 8, HopInterval: lab.Duration(hops.DefaultInterval)}
@@ -93,14 +91,9 @@ func (c *Config) Reduce() {
 	c.Rates = []lab.Size{1 << 20, 2 << 20}
 }
 
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+// MaxReps implements lab.RepsLimit: every cell's run is a stack of its
+// own.
+func (c *Config) MaxReps() int { return 100 }
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {
@@ -157,8 +150,6 @@ func (c *Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.Reps < 1 || c.Reps > 100:
-		return fmt.Errorf("reps %d: allowed 1 to 100", c.Reps)
 	case c.SlowClients < 1 || c.SlowClients > 100:
 		return fmt.Errorf("slow_clients %d: allowed 1 to 100", c.SlowClients)
 	case !(c.FastRate > 0) || c.FastRate > 1000:
@@ -182,10 +173,10 @@ func inRange(field string, l []lab.Size, lo, hi int64, mayBeEmpty bool) error {
 	}
 	for i, v := range l {
 		if int64(v) < lo || int64(v) > hi {
-			return fmt.Errorf("%s[%d] %s: allowed %s to %s", field, i, proxy.FormatSize(int64(v)), proxy.FormatSize(lo), proxy.FormatSize(hi))
+			return fmt.Errorf("%s[%d] %s: allowed %s to %s", field, i, bytesize.Format(int64(v)), bytesize.Format(lo), bytesize.Format(hi))
 		}
 		if slices.Index(l, v) != i {
-			return fmt.Errorf("%s[%d] %s: given twice", field, i, proxy.FormatSize(int64(v)))
+			return fmt.Errorf("%s[%d] %s: given twice", field, i, bytesize.Format(int64(v)))
 		}
 	}
 	return nil
@@ -207,7 +198,7 @@ func (k kernel) Label() string {
 		if v == 0 {
 			return "default"
 		}
-		return proxy.FormatSize(v)
+		return bytesize.Format(v)
 	}
 	return "wmem=" + f(k.wmem) + " rmem=" + f(k.rmem)
 }

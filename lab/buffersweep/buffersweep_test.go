@@ -29,7 +29,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(c *Config) { c.TCPWmemMax = []lab.Size{100} }, "tcp_wmem_max[0] 100: allowed 4k to 1g"},
 		{func(c *Config) { c.TCPRmemMax = []lab.Size{2 << 30} }, "tcp_rmem_max[0] 2g: allowed 4k to 1g"},
 		{func(c *Config) { c.SlowClients = 0 }, "slow_clients 0: allowed 1 to 100"},
-		{func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 100"},
 		{func(c *Config) { c.FastRate = 0 }, "fast_rate 0: allowed"},
 		{func(c *Config) { c.HopInterval = 0 }, "hop_interval 0s: allowed 10ms to 1s"},
 		{func(c *Config) { c.StackSpec.Stack = stack.NameExternal }, "stack external: buffer-sweep starts the stack per cell"},

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -87,7 +87,7 @@ func (p pathCapacity) String() string {
 	}{{"app send", p.AppSend}, {"proxy receive", p.ProxyRecv}, {"proxy memory", p.ProxyMemory},
 		{"proxy temp file", p.ProxyTempFile}, {"proxy send", p.ProxySend}, {"client receive", p.ClientRecv}} {
 		if h.v > 0 {
-			parts = append(parts, h.name+" "+proxy.FormatSize(h.v))
+			parts = append(parts, h.name+" "+bytesize.Format(h.v))
 		}
 	}
 	return fmt.Sprintf("%.2f MiB: %s", float64(p.Total())/(1<<20), strings.Join(parts, " + "))

@@ -5,8 +5,8 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -35,7 +35,7 @@ func PrintSweep(w io.Writer, cells []recorder.SweepCell) {
 			}
 			return m
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Route, proxy.FormatSize(c.SizeBytes), proxy.FormatSize(c.RateBps),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.Route, bytesize.Format(c.SizeBytes), bytesize.Format(c.RateBps),
 			c.RunsOK, c.Runs, num(c.FastP95MS, 1), num(mib(c.CapacityPredictedBytes), 2), num(mib(c.CapacityMeasuredBytes), 2),
 			num(capacityError(c), 0), num(c.AppSendPredictedS, 2), num(c.AppSendMeasuredS, 2),
 			num(c.PredictionErrorPct, 0))

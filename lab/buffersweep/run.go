@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -124,12 +124,12 @@ func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base str
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			name := fmt.Sprintf("size%s-rate%s", proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
+			name := fmt.Sprintf("size%s-rate%s", bytesize.Format(int64(size)), bytesize.Format(int64(rate)))
 			if done[cellKey(k.Label(), int64(size), int64(rate))] {
 				fmt.Fprintf(progress(env), "%s: %s completed, kept\n", k.Label(), name)
 				continue
 			}
-			fmt.Fprintf(progress(env), "%s: %s of %s read at %s/s\n", k.Label(), name, proxy.FormatSize(int64(size)), proxy.FormatSize(int64(rate)))
+			fmt.Fprintf(progress(env), "%s: %s of %s read at %s/s\n", k.Label(), name, bytesize.Format(int64(size)), bytesize.Format(int64(rate)))
 			cells, err := c.runCell(ctx, env, filepath.Join(base, name), int64(size), int64(rate), model)
 			for i := range cells {
 				cells[i].Kernel, cells[i].TCPWmem, cells[i].TCPRmem = k.Label(), wmem, rmem

@@ -42,9 +42,7 @@ const (
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
+	lab.Common `yaml:",inline"`
 	// The grid: every route x server x mode x connections.
 	RouteNames  []stack.Route `yaml:"routes"`
 	ServerNames []string      `yaml:"servers"`
@@ -87,7 +85,7 @@ type Condition struct {
 // and Node.js's 60-90 s header timeout), /fast at 8 requests a second for
 // 9 s; once each.
 func Published() *Config {
-	return &Config{Header: lab.Header{Experiment: Name}, Reps: 1, StackSpec: lab.PublishedStackSpec(),
+	return &Config{Common: lab.PublishedCommon(Name, 1),
 		RouteNames: []stack.Route{stack.RouteDirect, stack.RouteBufferingOn}, ServerNames: []string{"sync-2", "gthread-1x4"},
 		Modes: []string{string(loadgen.HoldIdle), string(loadgen.HoldSlowloris)}, Conns: []int{10, 100, 1000, 10000},
 		Hold: lab.Duration(100 * time.Second), ByteEvery: lab.Duration(loadgen.DefaultByteEvery),
@@ -105,15 +103,6 @@ func (c *Config) Reduce() {
 	c.Hold = lab.Duration(10 * time.Second)
 	c.AppTimeout, c.HeaderTimeout = lab.Duration(3*time.Second), lab.Duration(3*time.Second)
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {
@@ -200,8 +189,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch {
-	case c.Reps < 1 || c.Reps > 1000:
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
 	case c.Hold <= 0 || time.Duration(c.Hold) > MaxHold:
 		return fmt.Errorf("hold %s: allowed more than 0 up to %s", time.Duration(c.Hold), MaxHold)
 	case c.ByteEvery <= 0 || c.ByteEvery > c.Hold:

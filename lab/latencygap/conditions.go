@@ -277,20 +277,3 @@ func parseLoss(s string) (float64, error) {
 	}
 	return f, nil
 }
-
-// durationFlag is a single lab.Duration flag.
-type durationFlag struct{ to *lab.Duration }
-
-func (f durationFlag) String() string { return "" }
-
-func (f durationFlag) Set(v string) error {
-	d, err := time.ParseDuration(v)
-	if v == "0" {
-		d, err = 0, nil
-	}
-	if err != nil {
-		return fmt.Errorf("%q: want a duration, e.g. 20ms", v)
-	}
-	*f.to = lab.Duration(d)
-	return nil
-}

@@ -87,6 +87,10 @@ func Published() *Config {
 // Repetitions implements lab.Repeated.
 func (c *Config) Repetitions() *int { return &c.Reps }
 
+// MaxReps implements lab.RepsLimit: each repetition is Runs requests
+// more per mode.
+func (c *Config) MaxReps() int { return 100 }
+
 // quickRuns are the requests per mode and condition of --quick.
 const quickRuns = 10
 
@@ -120,8 +124,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&cliflag.List[lab.Duration]{To: &c.Delays, Parse: parseDelay, Want: "durations, comma-separated, e.g. 0,25ms"}, "delay",
 		"added one-way delays, comma-separated, each applied in both directions (default 0,25ms)")
 	fs.Var(lab.SizesFlag(&c.Sizes, "1k,100k"), "sizes", "response sizes, comma-separated (bytes; k, m suffixes) (default 1k,100k)")
-	fs.Var(durationFlag{&c.DelayUp}, "delay-up", "one-way delay client to server; give --delay-down with it (0 for none): the two replace --delay's list with one asymmetric path, so neither is taken alone or beside --delay")
-	fs.Var(durationFlag{&c.DelayDown}, "delay-down", "one-way delay server to client (see --delay-up)")
+	fs.Var((*lab.DurationFlag)(&c.DelayUp), "delay-up", "one-way delay client to server; give --delay-down with it (0 for none): the two replace --delay's list with one asymmetric path, so neither is taken alone or beside --delay")
+	fs.Var((*lab.DurationFlag)(&c.DelayDown), "delay-down", "one-way delay server to client (see --delay-up)")
 	fs.Var(&cliflag.List[float64]{To: &c.Losses, Parse: parseLoss}, "loss",
 		"random packet loss each way, comma-separated percentages, one condition each (e.g. 0.1%,1%)")
 	fs.Var(&cliflag.List[BitRate]{To: &c.Rates, Parse: ParseBitRate}, "rate",
@@ -179,8 +183,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Runs < 1 || c.Runs > 10000:
 		return fmt.Errorf("runs %d: allowed 1 to 10000", c.Runs)
-	case c.Reps < 1 || c.Reps > 100 || c.Reps*c.Runs > 10000:
-		return fmt.Errorf("reps %d: allowed 1 to 100, and reps x runs at most 10000", c.Reps)
+	case c.Reps*c.Runs > 10000:
+		return fmt.Errorf("reps %d: reps x runs (%d) at most 10000", c.Reps, c.Reps*c.Runs)
 	case c.Timeout <= 0 || time.Duration(c.Timeout) > 5*time.Minute:
 		return fmt.Errorf("timeout %s: allowed more than 0 up to 5m", time.Duration(c.Timeout))
 	}

@@ -46,14 +46,12 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition  `yaml:"conditions"`
-	Seconds       lab.Duration `yaml:"seconds"`    // probing window (S)
-	Wait          lab.Duration `yaml:"wait"`       // each long-poll's wait
-	Lead          lab.Duration `yaml:"lead"`       // probes start this long after the holders
-	ProbePath     string       `yaml:"probe_path"` // the probe endpoint
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Seconds    lab.Duration `yaml:"seconds"`    // probing window (S)
+	Wait       lab.Duration `yaml:"wait"`       // each long-poll's wait
+	Lead       lab.Duration `yaml:"lead"`       // probes start this long after the holders
+	ProbePath  string       `yaml:"probe_path"` // the probe endpoint
 	// KeepAlive has holders and probes reuse their connections, as browsers
 	// and API clients do; a kept-alive connection stays with the worker that
 	// accepted it. Off: a new connection per request.
@@ -71,21 +69,12 @@ type Condition struct {
 // with 20 probes; gthread 2x16 holding 0 and 20 with 20 and 8 probes;
 // once each.
 func Published() *Config {
-	return &Config{Header: lab.Header{Experiment: Name}, Reps: 1, StackSpec: lab.PublishedStackSpec(),
+	return &Config{Common: lab.PublishedCommon(Name, 1),
 		Conditions: []Condition{{"sync-2", 0, 20}, {"sync-2", 2, 20},
 			{"gthread-2x16", 0, 20}, {"gthread-2x16", 20, 20}, {"gthread-2x16", 0, 8}, {"gthread-2x16", 20, 8}},
 		Seconds: lab.Duration(60 * time.Second), Wait: lab.Duration(30 * time.Second), Lead: lab.Duration(2 * time.Second),
 		ProbePath: "/fast"}
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Targets implements lab.Targeting: the probes and the held long-polls.
 func (c *Config) Targets() []stack.Target {
@@ -105,8 +94,8 @@ func (c *Config) Servers() []stack.Server {
 
 // Flags implements lab.Config.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*durationFlag)(&c.Seconds), "seconds", "probing window, e.g. 60s (a number is seconds)")
-	fs.Var((*durationFlag)(&c.Wait), "wait", "how long each held request waits before its 204, e.g. 30s")
+	fs.Var((*lab.DurationFlag)(&c.Seconds), "seconds", "probing window, e.g. 60s (a number is seconds)")
+	fs.Var((*lab.DurationFlag)(&c.Wait), "wait", "how long each held request waits before its 204, e.g. 30s")
 	fs.BoolVar(&c.KeepAlive, "keepalive", c.KeepAlive, "holders and probes reuse their connections (default: a new connection per request)")
 	fs.Var(&cliflag.List[Condition]{To: &c.Conditions, Parse: parseCondition, Repeat: true}, "condition", "SERVER:HOLD:PROBES, e.g. gthread-2x16:31:8; repeat for more (default: the published six)")
 	fs.BoolVar(&c.AcceptWhenFree, "accept-when-free", c.AcceptWhenFree, "embedded stack: gthread workers accept only while a thread is free (Gunicorn accepts regardless)")
@@ -129,8 +118,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	switch {
-	case c.Reps < 1 || c.Reps > 1000:
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
 	case c.Seconds <= 0 || time.Duration(c.Seconds) > 24*time.Hour:
 		return fmt.Errorf("seconds %s: allowed more than 0 up to 24h", time.Duration(c.Seconds))
 	case c.Wait <= 0 || time.Duration(c.Wait) > 10*time.Minute:
@@ -142,25 +129,6 @@ func (c *Config) Validate() error {
 	case c.AcceptWhenFree && c.StackSpec.Stack != stack.NameEmbedded:
 		return fmt.Errorf("accept_when_free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts")
 	}
-	return nil
-}
-
-// durationFlag is a duration flag that also takes a plain number of
-// seconds.
-type durationFlag lab.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-
-func (d *durationFlag) Set(v string) error {
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		*d = durationFlag(s * float64(time.Second))
-		return nil
-	}
-	t, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%q: want a duration such as 40s or a number of seconds", v)
-	}
-	*d = durationFlag(t)
 	return nil
 }
 

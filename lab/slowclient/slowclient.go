@@ -18,10 +18,10 @@ import (
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/hops"
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -37,14 +37,12 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition    `yaml:"conditions"`
-	Fast          lab.FastSpec   `yaml:"fast"`
-	Large         LargeSpec      `yaml:"large"`
-	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
-	Hops          HopsSpec       `yaml:"hops"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition        `yaml:"conditions"`
+	Fast       lab.FastSpec       `yaml:"fast"`
+	Large      LargeSpec          `yaml:"large"`
+	SlowReader lab.SlowReaderSpec `yaml:"slow_reader"`
+	Hops       HopsSpec           `yaml:"hops"`
 }
 
 // HopsSpec is the sampling of where the slow downloads' bytes are
@@ -82,14 +80,6 @@ func (l LargeSpec) url() string {
 	return l.Path + "?backpressure=off"
 }
 
-// SlowReaderSpec is how slow clients read.
-type SlowReaderSpec struct {
-	ReadRate lab.Size     `yaml:"read_rate"` // bytes per second
-	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF, set before connect
-	ReadSize lab.Size     `yaml:"read_size"` // at most this many bytes per read
-	Timeout  lab.Duration `yaml:"timeout"`
-}
-
 // PublishedServer is the main condition's server: Gunicorn sync, 2 workers.
 const PublishedServer = "sync-2"
 
@@ -97,13 +87,12 @@ const PublishedServer = "sync-2"
 // on sync-2, plus gthread 1x4 direct with 2 slow clients; 3 reps, on the
 // stack auto chooses, under the published limits.
 func Published() *Config {
-	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
-		Large: LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
-		SlowReader: SlowReaderSpec{ReadRate: loadgen.DefaultSlowRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
-			Timeout: lab.Duration(2 * time.Minute)},
-		Hops: HopsSpec{Interval: lab.Duration(hops.DefaultInterval)}}
+		Large:      LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
+		SlowReader: lab.PublishedSlowReader(loadgen.DefaultSlowRate),
+		Hops:       HopsSpec{Interval: lab.Duration(hops.DefaultInterval)}}
 	for _, r := range stack.Routes {
 		for slow := 0; slow <= 2; slow++ {
 			c.Conditions = append(c.Conditions, Condition{Route: r, Server: PublishedServer, SlowClients: slow})
@@ -112,15 +101,6 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteDirect, Server: "gthread-1x4", SlowClients: 2})
 	return c
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: the experiment has only the shared flags;
 // everything else is in its scenario.
@@ -168,9 +148,6 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if err := c.Fast.Validate(); err != nil {
 		return err
 	}
@@ -178,7 +155,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("large.path %q: must start with /", c.Large.Path)
 	}
 	if c.Large.Size < 0 || c.Large.Size > 1<<30 {
-		return fmt.Errorf("large.size %s: allowed 0 to 1g", proxy.FormatSize(int64(c.Large.Size)))
+		return fmt.Errorf("large.size %s: allowed 0 to 1g", bytesize.Format(int64(c.Large.Size)))
 	}
 	if err := c.validateBackpressure(); err != nil {
 		return err
@@ -186,7 +163,7 @@ func (c *Config) Validate() error {
 	if err := c.Hops.validate(); err != nil {
 		return err
 	}
-	return c.SlowReader.validate()
+	return c.SlowReader.Validate()
 }
 
 func (h HopsSpec) validate() error {
@@ -225,20 +202,6 @@ func (cond Condition) validate() error {
 	}
 	if cond.SlowClients < 0 || cond.SlowClients > 1000 {
 		return fmt.Errorf("slow_clients %d: allowed 0 to 1000", cond.SlowClients)
-	}
-	return nil
-}
-
-func (s SlowReaderSpec) validate() error {
-	switch {
-	case s.ReadRate <= 0:
-		return fmt.Errorf("slow_reader.read_rate %d: must be more than 0 bytes/s", s.ReadRate)
-	case s.ReadSize <= 0:
-		return fmt.Errorf("slow_reader.read_size %d: must be at least 1 byte", s.ReadSize)
-	case s.RcvBuf < 0:
-		return fmt.Errorf("slow_reader.rcvbuf %d: must be 0 (kernel default) or more bytes", s.RcvBuf)
-	case s.Timeout <= 0:
-		return fmt.Errorf("slow_reader.timeout %s: must be more than 0", time.Duration(s.Timeout))
 	}
 	return nil
 }

@@ -73,10 +73,9 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Conditions[1].Server = "sync-0" }, `conditions[1].server "sync-0": allowed ` + stack.ModelSyntax()},
 		{func(c *Config) { c.Conditions[1].Server = "async-2" }, `conditions[1].server "async-2": allowed ` + stack.ModelSyntax()},
 		{func(c *Config) { c.Conditions[2].SlowClients = -1 }, "conditions[2].slow_clients -1: allowed 0 to 1000"},
-		{func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 1000"},
 		{func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0: allowed more than 0 up to 10000 requests/s"},
 		{func(c *Config) { c.Fast.Duration = 0 }, "fast.duration 0s: must be more than 0"},
-		{func(c *Config) { c.SlowReader.ReadRate = 0 }, "slow_reader.read_rate 0: must be more than 0 bytes/s"},
+		{func(c *Config) { c.SlowReader.ReadRate = 0 }, "slow_reader.read_rate 0: allowed 1k to 1g bytes/s"},
 		{func(c *Config) { c.Large.Size = 2 << 30 }, "large.size 2g: allowed 0 to 1g"},
 		{func(c *Config) { c.Large.Backpressure = "maybe" }, `large.backpressure "maybe": allowed on, off`},
 		{func(c *Config) { c.Large.Backpressure = "off" }, `conditions[0].server "sync-2": large.backpressure off needs an app that can write without waiting for the socket (` +
@@ -126,5 +125,31 @@ func TestPrintConditions(t *testing.T) {
 		!strings.Contains(lines[1], "5932.9") || !strings.Contains(lines[1], " 142/144 ") || !strings.Contains(lines[1], "5800.0-6000.0") ||
 		!strings.HasSuffix(lines[0], "temp_peak_mib  app_mem_mib  app_rss_mib  proxy_mem_mib") || !regexp.MustCompile(`  -  +41\.2  +33\.5  +-$`).MatchString(lines[1]) {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestSlowLoadFlagsValidated: the slow-load child checks its slow readers
+// by the same rules as the scenario's slow_reader:, naming its flags.
+func TestSlowLoadFlagsValidated(t *testing.T) {
+	ok := slowLoad{largeURL: "http://127.0.0.1:1/large", fastURL: "http://127.0.0.1:1/fast", runID: "r", slow: 2,
+		rcvBuf: 8 << 10, readSize: 16 << 10, readRate: 2 << 20, slowTimeout: time.Minute, fastTimeout: time.Second,
+		fastInterval: 100 * time.Millisecond, fastFor: time.Second}
+	if _, err := parseSlowLoad(ok.args()[1:]); err != nil {
+		t.Fatalf("published settings: %v", err)
+	}
+	for _, tc := range []struct {
+		edit func(*slowLoad)
+		want string
+	}{
+		{func(l *slowLoad) { l.readRate = 512 }, CmdSlowLoad + ": --read-rate 512: allowed 1k to 1g bytes/s"},
+		{func(l *slowLoad) { l.readSize = 0 }, CmdSlowLoad + ": --read-size 0: allowed 1 byte to 16m"},
+		{func(l *slowLoad) { l.rcvBuf = 65 << 20 }, CmdSlowLoad + ": --rcvbuf 65m: allowed 0 (the kernel's) to 64m"},
+		{func(l *slowLoad) { l.slowTimeout = 2 * time.Hour }, CmdSlowLoad + ": --slow-timeout 2h0m0s: allowed up to 1h"},
+	} {
+		l := ok
+		tc.edit(&l)
+		if _, err := parseSlowLoad(l.args()[1:]); err == nil || err.Error() != tc.want {
+			t.Errorf("error %v, want %s", err, tc.want)
+		}
 	}
 }

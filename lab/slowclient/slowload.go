@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 )
 
@@ -70,8 +71,18 @@ func parseSlowLoad(args []string) (slowLoad, error) {
 		return l, fmt.Errorf("%s: unexpected arguments %q", CmdSlowLoad, fs.Args())
 	case l.fastURL == "" || l.runID == "" || l.fastInterval <= 0 || l.fastFor <= 0 || l.fastTimeout <= 0 || l.fastOffset < 0:
 		return l, fmt.Errorf("%s: want --fast-url, --run-id, --fast-interval, --fast-for, --fast-timeout and --fast-offset of 0 or more", CmdSlowLoad)
-	case l.slow < 0 || l.slow > 0 && (l.largeURL == "" || l.readSize < 1 || !(l.readRate > 0) || l.rcvBuf < 0):
-		return l, fmt.Errorf("%s: want --slow of 0 or more, and with slow readers --large-url, --read-size, --read-rate and --rcvbuf", CmdSlowLoad)
+	case l.slow < 0 || l.slow > 0 && l.largeURL == "":
+		return l, fmt.Errorf("%s: want --slow of 0 or more, and with slow readers --large-url", CmdSlowLoad)
+	}
+	if l.slow == 0 {
+		return l, nil
+	}
+	// The slow readers' settings, by loadgen's rules, named by their flags.
+	err := (loadgen.SlowReader{RcvBuf: l.rcvBuf, ReadSize: l.readSize, Rate: l.readRate, Timeout: l.slowTimeout}).Validate()
+	err = lab.SettingPath("--", err, map[string]string{loadgen.SettingReadRate: "read-rate", loadgen.SettingReadSize: "read-size",
+		loadgen.SettingTimeout: "slow-timeout"})
+	if err != nil {
+		return l, fmt.Errorf("%s: %w", CmdSlowLoad, err)
 	}
 	return l, nil
 }

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -27,12 +27,10 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition  `yaml:"conditions"`
-	Fast          lab.FastSpec `yaml:"fast"`
-	Upload        UploadSpec   `yaml:"upload"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Fast       lab.FastSpec `yaml:"fast"`
+	Upload     UploadSpec   `yaml:"upload"`
 	// ClientBodyBuffer is the proxy's client_body_buffer_size; 0 leaves
 	// the proxy's default (16k).
 	ClientBodyBuffer lab.Size `yaml:"client_body_buffer,omitempty"`
@@ -77,16 +75,13 @@ const (
 	TimeoutConditionSize    = 10 << 20
 )
 
-// Async names the stack's event-loop server in a condition.
-const Async = lab.AsyncServer
-
 // Published returns the matrix: the three upload routes x 1, 2, 4
 // uploaders on sync-2; gthread 1x4 direct with 2 and 4; the stack's async
 // server direct with 4; and sync-2 direct with one upload outliving a 10 s
 // app timeout. 16 MiB at 512 KiB/s each, 3 repetitions, /fast at 8 req/s
 // for 9 s.
 func Published() *Config {
-	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Upload: UploadSpec{Path: "/upload", Size: 16 << 20, Rate: loadgen.DefaultUploadRate, SndBuf: loadgen.DefaultUploadSndBuf,
@@ -100,7 +95,7 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 4, AppTimeout: long},
-		Condition{Route: stack.RouteDirect, Server: Async, Uploaders: 4},
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Uploaders: 4},
 		timeoutCondition())
 	return c
 }
@@ -124,23 +119,14 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
-		Condition{Route: stack.RouteDirect, Server: Async, Uploaders: 2},
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Uploaders: 2},
 		timeoutCondition())
 }
 
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
-
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*sizeFlag)(&c.Upload.Size), "size", "each upload's size in bytes (k, m, g suffixes), e.g. 16m")
-	fs.Var((*sizeFlag)(&c.Upload.Rate), "rate", "each uploader's rate in bytes/s (k, m suffixes), e.g. 512k")
+	fs.Var((*lab.SizeFlag)(&c.Upload.Size), "size", "each upload's size in bytes (k, m, g suffixes), e.g. 16m")
+	fs.Var((*lab.SizeFlag)(&c.Upload.Rate), "rate", "each uploader's rate in bytes/s (k, m suffixes), e.g. 512k")
 }
 
 // Servers implements lab.Stacked: the conditions' servers but "async",
@@ -148,7 +134,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 func (c *Config) Servers() []stack.Server {
 	var out []stack.Server
 	for _, cond := range c.Conditions {
-		if cond.Server == Async {
+		if cond.Server == lab.AsyncServer {
 			continue
 		}
 		if s, err := stack.ParseServer(cond.Server); err == nil {
@@ -177,14 +163,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if c.StackSpec.Stack == stack.NameExternal {
 		return errors.New("stack external: slow-upload starts its own stack (its conditions set the app's timeout and the proxy's request buffering)")
 	}
 	if b := c.ClientBodyBuffer; b != 0 && (b < 1<<10 || b > stack.MaxClientBodyBuffer) {
-		return fmt.Errorf("client_body_buffer %s: allowed 0 (the proxy's default) or 1k to %s", proxy.FormatSize(int64(b)), proxy.FormatSize(stack.MaxClientBodyBuffer))
+		return fmt.Errorf("client_body_buffer %s: allowed 0 (the proxy's default) or 1k to %s", bytesize.Format(int64(b)), bytesize.Format(stack.MaxClientBodyBuffer))
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err
@@ -205,7 +188,7 @@ func (cond Condition) validate() error {
 	if !slices.Contains(stack.UploadRoutes, cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
 	}
-	if cond.Server != Async {
+	if cond.Server != lab.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
 			return err
 		}
@@ -214,7 +197,7 @@ func (cond Condition) validate() error {
 	case cond.Uploaders < 0 || cond.Uploaders > 1000:
 		return fmt.Errorf("uploaders %d: allowed 0 to 1000", cond.Uploaders)
 	case cond.Size < 0 || cond.Size > maxSize:
-		return fmt.Errorf("size %s: allowed 0 (upload.size) or 1 byte to 1g", sizeText(cond.Size))
+		return fmt.Errorf("size %s: allowed 0 (upload.size) or 1 byte to 1g", bytesize.Format(int64(cond.Size)))
 	case cond.AppTimeout != 0 && (cond.AppTimeout < lab.Duration(time.Second) || cond.AppTimeout > lab.Duration(stack.MaxAppTimeout) || cond.AppTimeout%lab.Duration(time.Second) != 0):
 		return fmt.Errorf("app_timeout %s: allowed 0 (the app's default) or whole seconds from 1s to %s", time.Duration(cond.AppTimeout), stack.MaxAppTimeout)
 	}
@@ -229,43 +212,21 @@ func routeNames() string {
 	return strings.Join(names, ", ")
 }
 
-// sizeText writes a size for an error: negative ones as numbers.
-func sizeText(s lab.Size) string {
-	if s < 0 {
-		return fmt.Sprint(int64(s))
-	}
-	return proxy.FormatSize(int64(s))
-}
-
 func (u UploadSpec) validate() error {
 	switch {
 	case !strings.HasPrefix(u.Path, "/"):
 		return fmt.Errorf("upload.path %q: must start with /", u.Path)
 	case u.Size < 1 || u.Size > maxSize:
-		return fmt.Errorf("upload.size %s: allowed 1 byte to 1g", sizeText(u.Size))
+		return fmt.Errorf("upload.size %s: allowed 1 byte to 1g", bytesize.Format(int64(u.Size)))
 	case u.Rate < minRate || u.Rate > maxRate:
-		return fmt.Errorf("upload.rate %s: allowed 1k to 1g bytes/s", sizeText(u.Rate))
+		return fmt.Errorf("upload.rate %s: allowed 1k to 1g bytes/s", bytesize.Format(int64(u.Rate)))
 	case u.SndBuf < 0 || u.SndBuf > maxSndBuf:
-		return fmt.Errorf("upload.sndbuf %s: allowed 0 (the kernel's) or up to 64m", sizeText(u.SndBuf))
+		return fmt.Errorf("upload.sndbuf %s: allowed 0 (the kernel's) or up to 64m", bytesize.Format(int64(u.SndBuf)))
 	case u.WriteSize < 1 || u.WriteSize > maxWriteSize:
-		return fmt.Errorf("upload.write_size %s: allowed 1 byte to 16m", sizeText(u.WriteSize))
+		return fmt.Errorf("upload.write_size %s: allowed 1 byte to 16m", bytesize.Format(int64(u.WriteSize)))
 	case u.Timeout <= 0 || time.Duration(u.Timeout) > time.Hour:
 		return fmt.Errorf("upload.timeout %s: allowed more than 0 up to 1h", time.Duration(u.Timeout))
 	}
-	return nil
-}
-
-// sizeFlag is a lab.Size flag: 16m, 512k, 1048576.
-type sizeFlag lab.Size
-
-func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
-
-func (s *sizeFlag) Set(v string) error {
-	n, err := proxy.ParseSize(v)
-	if err != nil {
-		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
-	}
-	*s = sizeFlag(n)
 	return nil
 }
 
@@ -282,7 +243,7 @@ type RunSpec struct {
 func (r RunSpec) ID() string {
 	id := fmt.Sprintf("%s.%s.up%d", r.Route, r.Server.Name(), r.Uploaders)
 	if r.Condition.Size != 0 {
-		id += "." + proxy.FormatSize(r.Size)
+		id += "." + bytesize.Format(r.Size)
 	}
 	if r.AppTimeout != 0 {
 		id += fmt.Sprintf(".timeout%ds", int(time.Duration(r.AppTimeout)/time.Second))

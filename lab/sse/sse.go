@@ -73,17 +73,12 @@ func accel(r stack.Route) string {
 	return ""
 }
 
-// Async names the stack's event-loop server in a condition.
-const Async = lab.AsyncServer
-
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition  `yaml:"conditions"`
-	Fast          lab.FastSpec `yaml:"fast"`
-	Stream        StreamSpec   `yaml:"stream"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Fast       lab.FastSpec `yaml:"fast"`
+	Stream     StreamSpec   `yaml:"stream"`
 }
 
 // Condition is one cell of the matrix.
@@ -117,7 +112,7 @@ type StreamSpec struct {
 // 4; the stack's async server direct with 4. An event every 100 ms for
 // 10 s, 3 repetitions, /fast at 8 req/s for 9 s.
 func Published() *Config {
-	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Stream: StreamSpec{Path: "/events", Interval: lab.Duration(appserver.DefaultSSEInterval), Duration: lab.Duration(appserver.DefaultSSEDuration),
@@ -133,7 +128,7 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 4},
-		Condition{Route: stack.RouteDirect, Server: Async, Streams: 4})
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 4})
 	return c
 }
 
@@ -153,29 +148,20 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
-		Condition{Route: stack.RouteDirect, Server: Async, Streams: 2})
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 2})
 }
-
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
 
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*durationFlag)(&c.Stream.Interval), "interval", "time between two events of a stream, 10ms to 10s")
-	fs.Var((*durationFlag)(&c.Stream.Duration), "stream-duration", "each stream's length, at least one interval, at most 5m")
+	fs.Var((*lab.DurationFlag)(&c.Stream.Interval), "interval", "time between two events of a stream, 10ms to 10s")
+	fs.Var((*lab.DurationFlag)(&c.Stream.Duration), "stream-duration", "each stream's length, at least one interval, at most 5m")
 }
 
 // Servers implements lab.Stacked: the conditions' servers but "async".
 func (c *Config) Servers() []stack.Server {
 	var out []stack.Server
 	for _, cond := range c.Conditions {
-		if cond.Server == Async {
+		if cond.Server == lab.AsyncServer {
 			continue
 		}
 		if s, err := stack.ParseServer(cond.Server); err == nil {
@@ -204,9 +190,6 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if c.StackSpec.Stack == stack.NameExternal {
 		return errors.New("stack external: sse starts its own stack (its conditions set the proxy's buffering and count the app's held streams)")
 	}
@@ -220,7 +203,7 @@ func (cond Condition) validate() error {
 	if !slices.Contains(Routes, cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
 	}
-	if cond.Server != Async {
+	if cond.Server != lab.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
 			return err
 		}
@@ -255,20 +238,6 @@ func (s StreamSpec) validate() error {
 	case time.Duration(s.Timeout) <= d:
 		return fmt.Errorf("stream.timeout %s: must be longer than stream.duration %s", time.Duration(s.Timeout), d)
 	}
-	return nil
-}
-
-// durationFlag is a lab.Duration flag: 100ms, 10s.
-type durationFlag lab.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-
-func (d *durationFlag) Set(v string) error {
-	x, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%q: want a duration such as 100ms or 10s", v)
-	}
-	*d = durationFlag(x)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/proxy"
 )
 
@@ -32,7 +33,7 @@ func TestResponseBuffersAreTheConfigs(t *testing.T) {
 				return m[0][1]
 			}
 			size := func(name string) int64 {
-				v, err := proxy.ParseSize(directive(name))
+				v, err := bytesize.Parse(directive(name))
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}

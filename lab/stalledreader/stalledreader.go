@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
@@ -28,12 +28,10 @@ func init() {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition  `yaml:"conditions"`
-	Fast          lab.FastSpec `yaml:"fast"`
-	Client        ClientSpec   `yaml:"client"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Fast       lab.FastSpec `yaml:"fast"`
+	Client     ClientSpec   `yaml:"client"`
 	// Size is /large's size (the deployment's LargeSize).
 	Size lab.Size `yaml:"size"`
 }
@@ -77,9 +75,6 @@ const (
 	ModeSlow  = recorder.SlowMode
 )
 
-// Async names the stack's event-loop server in a condition.
-const Async = lab.AsyncServer
-
 // Published values: timeouts well inside the stall, which is well inside
 // the client's bound.
 const (
@@ -99,7 +94,7 @@ const (
 // 20 s, the client gives up at 40 s; 3 repetitions, /fast at 8 req/s for
 // 9 s.
 func Published() *Config {
-	c := &Config{Header: lab.Header{Experiment: Name}, Reps: 3, StackSpec: lab.PublishedStackSpec(), Size: PublishedSize,
+	c := &Config{Common: lab.PublishedCommon(Name, 3), Size: PublishedSize,
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Client: ClientSpec{Path: "/large", Rate: PublishedRate, StallAfter: 64 << 10, Stall: lab.Duration(PublishedStall),
@@ -112,7 +107,7 @@ func Published() *Config {
 		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeSlow, Clients: 2, AppTimeout: app},
 		{Route: stack.RouteBufferingOn, Server: "sync-2", Mode: ModeSlow, Clients: 2, AppTimeout: app, SendTimeout: send},
 		{Route: stack.RouteDirect, Server: "gthread-1x4", Mode: ModeStall, Clients: 2, AppTimeout: app},
-		{Route: stack.RouteDirect, Server: Async, Mode: ModeStall, Clients: 2},
+		{Route: stack.RouteDirect, Server: lab.AsyncServer, Mode: ModeStall, Clients: 2},
 	}
 	return c
 }
@@ -138,31 +133,22 @@ func (c *Config) Reduce() {
 		{Route: stack.RouteBufferingOff, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: lab.Duration(10 * time.Second), SendTimeout: short},
 		{Route: stack.RouteBufferingOn, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: short, SendTimeout: short},
 		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeSlow, Clients: 1, AppTimeout: short},
-		{Route: stack.RouteDirect, Server: Async, Mode: ModeStall, Clients: 2},
+		{Route: stack.RouteDirect, Server: lab.AsyncServer, Mode: ModeStall, Clients: 2},
 	}
 }
 
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
-
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*sizeFlag)(&c.Size), "size", "/large's size in bytes (k, m, g suffixes), e.g. 16m")
-	fs.Var((*durationFlag)(&c.Client.Stall), "stall", "how long a stalled reader reads nothing, e.g. 20s")
-	fs.Var((*durationFlag)(&c.Client.GiveUp), "give-up", "the client's bound on every download, e.g. 40s")
+	fs.Var((*lab.SizeFlag)(&c.Size), "size", "/large's size in bytes (k, m, g suffixes), e.g. 16m")
+	fs.Var((*lab.DurationFlag)(&c.Client.Stall), "stall", "how long a stalled reader reads nothing, e.g. 20s")
+	fs.Var((*lab.DurationFlag)(&c.Client.GiveUp), "give-up", "the client's bound on every download, e.g. 40s")
 }
 
 // Servers implements lab.Stacked: the conditions' servers but "async".
 func (c *Config) Servers() []stack.Server {
 	var out []stack.Server
 	for _, cond := range c.Conditions {
-		if cond.Server == Async {
+		if cond.Server == lab.AsyncServer {
 			continue
 		}
 		if s, err := stack.ParseServer(cond.Server); err == nil {
@@ -184,9 +170,6 @@ func (c *Config) Routes() []stack.Route {
 // Limits: beyond them a value is a typo.
 const (
 	minSize, maxSize = 1 << 10, 1 << 30
-	minRate, maxRate = 1 << 10, 1 << 30
-	maxRcvBuf        = 64 << 20
-	maxReadSize      = 16 << 20
 	maxClients       = 100
 	maxBound         = time.Hour
 )
@@ -198,14 +181,11 @@ func (c *Config) Validate() error {
 	if len(c.Conditions) == 0 {
 		return errors.New("conditions: none given")
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if c.StackSpec.Stack == stack.NameExternal {
 		return errors.New("stack external: stalled-reader starts its own stack (its conditions set the app's timeout and the proxy's send_timeout)")
 	}
 	if c.Size < minSize || c.Size > maxSize {
-		return fmt.Errorf("size %s: allowed 1k to 1g", sizeText(c.Size))
+		return fmt.Errorf("size %s: allowed 1k to 1g", bytesize.Format(int64(c.Size)))
 	}
 	if err := c.Client.validate(c.Size); err != nil {
 		return err
@@ -218,18 +198,18 @@ func (c *Config) Validate() error {
 	return c.Fast.Validate()
 }
 
+// validate checks the client's reading by loadgen's slow-reader rules
+// (its rate is their read_rate), then its path, stall and bound.
 func (cs ClientSpec) validate(size lab.Size) error {
+	r := loadgen.SlowReader{Rate: float64(cs.Rate), RcvBuf: int(cs.RcvBuf), ReadSize: int(cs.ReadSize)}
+	if err := r.Validate(); err != nil {
+		return lab.SettingPath("client.", err, map[string]string{loadgen.SettingReadRate: "rate"})
+	}
 	switch {
 	case !strings.HasPrefix(cs.Path, "/"):
 		return fmt.Errorf("client.path %q: must start with /", cs.Path)
-	case cs.Rate < minRate || cs.Rate > maxRate:
-		return fmt.Errorf("client.rate %s: allowed 1k to 1g bytes/s", sizeText(cs.Rate))
 	case cs.StallAfter < 0 || cs.StallAfter >= size:
-		return fmt.Errorf("client.stall_after %s: allowed 0 to less than size (%s)", sizeText(cs.StallAfter), sizeText(size))
-	case cs.RcvBuf < 0 || cs.RcvBuf > maxRcvBuf:
-		return fmt.Errorf("client.rcvbuf %s: allowed 0 (the kernel's) or up to 64m", sizeText(cs.RcvBuf))
-	case cs.ReadSize < 1 || cs.ReadSize > maxReadSize:
-		return fmt.Errorf("client.read_size %s: allowed 1 byte to 16m", sizeText(cs.ReadSize))
+		return fmt.Errorf("client.stall_after %s: allowed 0 to less than size (%s)", bytesize.Format(int64(cs.StallAfter)), bytesize.Format(int64(size)))
 	case cs.Stall < lab.Duration(time.Second) || time.Duration(cs.Stall) > maxBound:
 		return fmt.Errorf("client.stall %s: allowed 1s to 1h", time.Duration(cs.Stall))
 	case cs.GiveUp <= cs.Stall || time.Duration(cs.GiveUp) > maxBound:
@@ -242,7 +222,7 @@ func (cond Condition) validate(giveUp time.Duration) error {
 	if !slices.Contains(stack.Routes, cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
 	}
-	async := cond.Server == Async
+	async := cond.Server == lab.AsyncServer
 	if !async {
 		s, err := stack.ParseServer(cond.Server)
 		if err != nil {
@@ -282,42 +262,6 @@ func routeNames() string {
 		names = append(names, string(r))
 	}
 	return strings.Join(names, ", ")
-}
-
-// sizeText writes a size for an error: negative ones as numbers.
-func sizeText(s lab.Size) string {
-	if s < 0 {
-		return fmt.Sprint(int64(s))
-	}
-	return proxy.FormatSize(int64(s))
-}
-
-// sizeFlag is a lab.Size flag: 16m, 512k, 1048576.
-type sizeFlag lab.Size
-
-func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
-
-func (s *sizeFlag) Set(v string) error {
-	n, err := proxy.ParseSize(v)
-	if err != nil {
-		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
-	}
-	*s = sizeFlag(n)
-	return nil
-}
-
-// durationFlag is a lab.Duration flag: 20s, 1m.
-type durationFlag lab.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-
-func (d *durationFlag) Set(v string) error {
-	t, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%q: want a duration such as 20s", v)
-	}
-	*d = durationFlag(t)
-	return nil
 }
 
 // RunSpec is one run of the matrix.

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -21,10 +21,10 @@ func PrintTable(w io.Writer, runs []recorder.TempRun) {
 	for _, c := range recorder.SummarizeTempConditions(runs) {
 		tmpfs := "-"
 		if c.TempTmpfsBytes > 0 {
-			tmpfs = proxy.FormatSize(c.TempTmpfsBytes)
+			tmpfs = bytesize.Format(c.TempTmpfsBytes)
 		}
 		fmt.Fprintf(w, "%-8s %4d %8s %8s %6s %4d %8d %8s %8s %10s %9s %13s %13s %13s %12s %13d %19s\n", c.Server, c.SlowClients,
-			proxy.FormatSize(c.SizeBytes), proxy.FormatSize(c.MaxTempFileBytes), tmpfs, c.Runs, c.Excluded,
+			bytesize.Format(c.SizeBytes), bytesize.Format(c.MaxTempFileBytes), tmpfs, c.Runs, c.Excluded,
 			fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal), lab.Num(c.P95MS, 1), lab.Num(c.AppSendS, 3), lab.Num(c.ReceiveS, 2),
 			fmt.Sprintf("%d/%d", c.Complete, c.Cut), lab.Num(c.BytesMinMiB, 2), lab.Num(c.TempPeakMiB, 1), lab.Num(c.TempFSAvailMinMiB, 2), c.ProxyErrors, lab.Num(c.ExporterTempWriteErrors, 0))
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -26,12 +26,10 @@ func init() {
 // Config is the experiment (and temp-disk-full's): its YAML tags are the
 // scenario schema.
 type Config struct {
-	lab.Header    `yaml:",inline"`
-	Reps          int `yaml:"reps"`
-	lab.StackSpec `yaml:",inline"`
-	Conditions    []Condition    `yaml:"conditions"`
-	Fast          lab.FastSpec   `yaml:"fast"`
-	SlowReader    SlowReaderSpec `yaml:"slow_reader"`
+	lab.Common `yaml:",inline"`
+	Conditions []Condition        `yaml:"conditions"`
+	Fast       lab.FastSpec       `yaml:"fast"`
+	SlowReader lab.SlowReaderSpec `yaml:"slow_reader"`
 	// quick is the conditions --quick runs (Reduce), set by Published.
 	quick []Condition
 }
@@ -51,14 +49,6 @@ type Condition struct {
 	TempTmpfs lab.Size `yaml:"temp_tmpfs,omitempty"`
 }
 
-// SlowReaderSpec is how slow clients read.
-type SlowReaderSpec struct {
-	ReadRate lab.Size     `yaml:"read_rate"` // bytes per second
-	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF, set before connect
-	ReadSize lab.Size     `yaml:"read_size"` // at most this many bytes per read
-	Timeout  lab.Duration `yaml:"timeout"`
-}
-
 // Published values.
 const (
 	PublishedServer   = "sync-2"
@@ -69,11 +59,10 @@ const (
 // NewConfig returns experiment name's configuration with the published
 // load and no conditions.
 func NewConfig(name string) *Config {
-	return &Config{Header: lab.Header{Experiment: name}, Reps: 3, StackSpec: lab.PublishedStackSpec(),
+	return &Config{Common: lab.PublishedCommon(name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
-		SlowReader: SlowReaderSpec{ReadRate: PublishedReadRate, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
-			Timeout: lab.Duration(2 * time.Minute)}}
+		SlowReader: lab.PublishedSlowReader(PublishedReadRate)}
 }
 
 // Published returns the matrix: 2 slow readers on sync-2 of 16, 48 and
@@ -111,18 +100,9 @@ func (c *Config) Reduce() {
 	c.Fast.Duration = lab.Duration(3 * time.Second)
 }
 
-// Head implements lab.Config.
-func (c *Config) Head() *lab.Header { return &c.Header }
-
-// Repetitions implements lab.Repeated.
-func (c *Config) Repetitions() *int { return &c.Reps }
-
-// Stack implements lab.Stacked.
-func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
-
 // Flags implements lab.Config: everything else is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*sizeFlag)(&c.SlowReader.ReadRate), "read-rate", "each slow reader's rate in bytes/s (k, m suffixes), e.g. 4m")
+	fs.Var((*lab.SizeFlag)(&c.SlowReader.ReadRate), "read-rate", "each slow reader's rate in bytes/s (k, m suffixes), e.g. 4m")
 }
 
 // Servers implements lab.Stacked.
@@ -149,16 +129,13 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 	}
-	if c.Reps < 1 || c.Reps > 1000 {
-		return fmt.Errorf("reps %d: allowed 1 to 1000", c.Reps)
-	}
 	if c.StackSpec.Stack == stack.NameExternal {
 		return fmt.Errorf("stack external: %s starts its own stack (its conditions set the proxy's proxy_max_temp_file_size and temp dir)", c.Experiment)
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err
 	}
-	return c.SlowReader.validate()
+	return c.SlowReader.Validate()
 }
 
 // Limits: beyond them a value is a typo.
@@ -166,7 +143,6 @@ const (
 	maxSize        = 1 << 30
 	minMaxTemp     = 64 << 10
 	maxSlowClients = 100
-	maxReadRate    = 1 << 30
 )
 
 func (cond Condition) validate() error {
@@ -177,48 +153,12 @@ func (cond Condition) validate() error {
 	case cond.SlowClients < 1 || cond.SlowClients > maxSlowClients:
 		return fmt.Errorf("slow_clients %d: allowed 1 to %d", cond.SlowClients, maxSlowClients)
 	case cond.Size < 1 || cond.Size > maxSize:
-		return fmt.Errorf("size %s: allowed 1 byte to 1g", sizeText(cond.Size))
+		return fmt.Errorf("size %s: allowed 1 byte to 1g", bytesize.Format(int64(cond.Size)))
 	case cond.MaxTempFileSize != 0 && (cond.MaxTempFileSize < minMaxTemp || cond.MaxTempFileSize > stack.MaxMaxTempFileSize):
-		return fmt.Errorf("max_temp_file_size %s: allowed 0 (memory buffers only) or 64k to 1t", sizeText(cond.MaxTempFileSize))
+		return fmt.Errorf("max_temp_file_size %s: allowed 0 (memory buffers only) or 64k to 1t", bytesize.Format(int64(cond.MaxTempFileSize)))
 	case cond.TempTmpfs != 0 && (cond.TempTmpfs < stack.MinTempTmpfs || cond.TempTmpfs > stack.MaxTempTmpfs):
-		return fmt.Errorf("temp_tmpfs %s: allowed 0 (no tmpfs) or 1m to 1g", sizeText(cond.TempTmpfs))
+		return fmt.Errorf("temp_tmpfs %s: allowed 0 (no tmpfs) or 1m to 1g", bytesize.Format(int64(cond.TempTmpfs)))
 	}
-	return nil
-}
-
-func (s SlowReaderSpec) validate() error {
-	switch {
-	case s.ReadRate < 1<<10 || s.ReadRate > maxReadRate:
-		return fmt.Errorf("slow_reader.read_rate %s: allowed 1k to 1g bytes/s", sizeText(s.ReadRate))
-	case s.ReadSize < 1 || s.ReadSize > 16<<20:
-		return fmt.Errorf("slow_reader.read_size %s: allowed 1 byte to 16m", sizeText(s.ReadSize))
-	case s.RcvBuf < 0 || s.RcvBuf > 64<<20:
-		return fmt.Errorf("slow_reader.rcvbuf %s: allowed 0 (the kernel's) to 64m", sizeText(s.RcvBuf))
-	case s.Timeout <= 0 || time.Duration(s.Timeout) > time.Hour:
-		return fmt.Errorf("slow_reader.timeout %s: allowed more than 0 up to 1h", time.Duration(s.Timeout))
-	}
-	return nil
-}
-
-// sizeText writes a size for an error: negative ones as numbers.
-func sizeText(s lab.Size) string {
-	if s < 0 {
-		return fmt.Sprint(int64(s))
-	}
-	return proxy.FormatSize(int64(s))
-}
-
-// sizeFlag is a lab.Size flag: 4m, 512k, 1048576.
-type sizeFlag lab.Size
-
-func (s *sizeFlag) String() string { return proxy.FormatSize(int64(*s)) }
-
-func (s *sizeFlag) Set(v string) error {
-	n, err := proxy.ParseSize(v)
-	if err != nil {
-		return fmt.Errorf("%q: want %s", v, proxy.SizeSyntax)
-	}
-	*s = sizeFlag(n)
 	return nil
 }
 
@@ -232,9 +172,9 @@ type RunSpec struct {
 // ID is the run's run_id: server, slow clients, size, max temp file size,
 // the tmpfs when set, and rep.
 func (r RunSpec) ID() string {
-	id := fmt.Sprintf("%s.slow%d.%s.max%s", r.Server.Name(), r.SlowClients, proxy.FormatSize(int64(r.Size)), proxy.FormatSize(int64(r.MaxTempFileSize)))
+	id := fmt.Sprintf("%s.slow%d.%s.max%s", r.Server.Name(), r.SlowClients, bytesize.Format(int64(r.Size)), bytesize.Format(int64(r.MaxTempFileSize)))
 	if r.TempTmpfs != 0 {
-		id += ".tmpfs" + proxy.FormatSize(int64(r.TempTmpfs))
+		id += ".tmpfs" + bytesize.Format(int64(r.TempTmpfs))
 	}
 	return fmt.Sprintf("%s.rep%d", id, r.Rep)
 }

@@ -34,7 +34,6 @@ func TestValidate(t *testing.T) {
 		{"read rate", func(c *Config) { c.SlowReader.ReadRate = 10 }, "slow_reader.read_rate 10: allowed 1k to 1g bytes/s"},
 		{"no conditions", func(c *Config) { c.Conditions = nil }, "conditions: none given"},
 		{"external", func(c *Config) { c.StackSpec.Stack = "external" }, "stack external: temp-cliff starts its own stack"},
-		{"reps", func(c *Config) { c.Reps = 0 }, "reps 0: allowed 1 to 1000"},
 		{"fast rate", func(c *Config) { c.Fast.Rate = 0 }, "fast."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
