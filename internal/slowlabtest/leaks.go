@@ -34,8 +34,8 @@ func LeftBehind() []string {
 // have released. A namespace made for a child process is the child's,
 // found among the processes.
 func HeldNamespaces() []string {
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
+	self := startNS
+	if self == "" {
 		return nil
 	}
 	var held []string
@@ -49,6 +49,11 @@ func HeldNamespaces() []string {
 	}
 	return held
 }
+
+// startNS is the network namespace the test process started in, read
+// before any test runs: /proc/self/ns/net is the main thread's, which a
+// test may move for a while.
+var startNS, _ = os.Readlink("/proc/self/ns/net")
 
 func leftProcessesAndCgroups() []string {
 	me := strconv.Itoa(os.Getpid())

@@ -70,12 +70,23 @@ func isDir(p string) bool {
 func TestLeftBehindHasThreadsInOtherNamespaces(t *testing.T) {
 	RequireRoot(t, "a network namespace (CAP_SYS_ADMIN)")
 	inNS, release, done := make(chan error), make(chan struct{}), make(chan struct{})
-	go func() {
+	var inThread func()
+	inThread = func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread cannot exit with its goroutine: hold it, so
+			// the goroutine that moves runs on another thread.
+			go inThread()
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
 		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		// Never unlocked: the thread exits with the goroutine.
 		inNS <- unix.Unshare(unix.CLONE_NEWNET)
 		<-release
-	}()
+	}
+	go inThread()
 	if err := <-inNS; err != nil {
 		t.Fatalf("unshare: %v", err)
 	}
