@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -19,34 +18,17 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
+// Result is what Run wrote: stalled-runs.csv's rows (its ReasonsFile)
+// and the conditions the stack could not run.
 type Result struct {
-	Dir  string
-	Runs []recorder.StalledRun
-	// Skipped names the conditions the stack could not run (an "async"
-	// server on a stack without one).
-	Skipped []string
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: stalled-runs.csv says why a run
-// failed.
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.StalledRun]() }
-
-// AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at a stalled run row's id, status and reason.
-func verdict(r *recorder.StalledRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
+	lab.MatrixResult[recorder.StalledRun]
 }
 
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Matrix: resume, the host-CPU guard, progress), writing
+// (lab.Plan: resume, the host-CPU guard, progress), writing
 // stalled-downloads.csv, stalled-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A run whose stack fails is
 // recorded as failed and the next goes on; a download cut short is an
@@ -57,20 +39,12 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	specs, skipped := c.Runs(env.Stack)
-	res := &Result{Dir: env.Out, Skipped: skipped}
-	for _, s := range skipped {
-		env.Logf("skipped: %s", s)
-	}
-	var f *files
-	m := &lab.Matrix[RunSpec, recorder.StalledRun]{Specs: specs, Verdict: verdict, Line: runLine,
+	res, err := lab.Plan[RunSpec, recorder.StalledDownload, recorder.StalledRun]{Specs: specs, Skipped: skipped, Line: runLine,
 		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) },
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.StalledRun, error) {
+		Measure: func(ctx context.Context, s RunSpec, id string, f *files) (recorder.StalledRun, error) {
 			return c.measure(ctx, env, s, id, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	var err error
-	res.Runs, err = m.Run(ctx, env, c)
-	return res, err
+		}}.Run(ctx, env, c)
+	return &Result{*res}, err
 }
 
 // runLine is the progress line of a finished run.
@@ -97,36 +71,20 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if spec.Route.Proxied() {
 		run.SendTimeoutS = recorder.Some(sendTimeout(spec.Condition).Seconds())
 	}
-	fail := func(status, reason string) (recorder.StalledRun, error) {
-		run.Status, run.Reason = status, reason
-		if ctx.Err() != nil {
-			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
-		}
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
+		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout)}, false)
+	if err != nil {
+		lab.Fail(ctx, lab.VerdictOf(&run), err.Error())
 		return run, nil
 	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
-	if err != nil {
-		return run, err
-	}
-	defer os.RemoveAll(work)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
-		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout), LogDir: env.LogDir(), WorkDir: work})
-	if err != nil {
-		return fail(recorder.RunFailed, "start stack: "+err.Error())
-	}
-	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error())
-	}
-	defer in.Stop()
+	defer fr.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.Resources, running.PIDs())
-	l := c.load(ctx, env, running, spec, &run, t0, f)
-	_, _, sampErr := in.Samples()
-	sends := appSendTimes(ctx, running, l.ids, l.complete)
-	ev, evErr := gatherEvidence(ctx, running, env.LogDir(), id)
+	fr.Start(t0, f.Resources)
+	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	_, sampErr := fr.Sampled(time.Now())
+	sends := appSendTimes(ctx, fr.Running, l.ids, l.complete)
+	ev, evErr := gatherEvidence(ctx, fr.Running, env.LogDir(), id)
 	if evErr == nil {
 		run.WorkerTimeouts = recorder.Some(float64(len(ev.kills)))
 	}
@@ -141,21 +99,12 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		}
 	}
 	run = recorder.SummarizeStalledRun(run, l.reqs, l.downloads)
-	switch failed := running.Failed(); {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	case failed != nil:
-		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case evErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "who ended the downloads: "+evErr.Error()
-	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
-		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	evidence := ""
+	if evErr != nil {
+		evidence = "who ended the downloads: " + evErr.Error()
 	}
-	writeErr := errors.Join(l.writeErr, sampErr)
-	if writeErr != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
-	}
-	return run, writeErr
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr), evidence,
+		lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
 // stallS is the stall of a mode's readers in seconds: 0 for slow ones.
