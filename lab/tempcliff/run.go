@@ -18,23 +18,9 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
+// Result is what Run wrote: temp-runs.csv's rows (its ReasonsFile).
 type Result struct {
-	Dir  string
-	Runs []recorder.TempRun
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: temp-runs.csv says why a run failed.
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.TempRun]() }
-
-// AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at a temp run row's id, status and reason.
-func verdict(r *recorder.TempRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
+	lab.MatrixResult[recorder.TempRun]
 }
 
 // files are the open results files of a session: large-responses.csv
@@ -52,17 +38,12 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	var f *files
-	m := &lab.Matrix[RunSpec, recorder.TempRun]{Specs: c.Runs(), Verdict: verdict, Line: runLine,
+	res, err := lab.Plan[RunSpec, recorder.LargeResponse, recorder.TempRun]{Specs: c.Runs(), Line: runLine,
 		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) },
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.TempRun, error) {
+		Measure: func(ctx context.Context, s RunSpec, id string, f *files) (recorder.TempRun, error) {
 			return c.measure(ctx, env, s, id, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	res := &Result{Dir: env.Out}
-	var err error
-	res.Runs, err = m.Run(ctx, env, c)
-	return res, err
+		}}.Run(ctx, env, c)
+	return &Result{*res}, err
 }
 
 // runLine is the progress line of a finished run.
@@ -83,69 +64,45 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run := recorder.TempRun{RunID: id, Route: string(stack.RouteBufferingOn), Server: spec.Server.Name(), SlowClients: spec.SlowClients,
 		Rep: spec.Rep, SizeBytes: int64(spec.Size), MaxTempFileBytes: int64(spec.MaxTempFileSize), TempTmpfsBytes: int64(spec.TempTmpfs),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	fail := func(status, reason string) (recorder.TempRun, error) {
-		run.Status, run.Reason = status, reason
-		if ctx.Err() != nil {
-			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
-		}
+	maxTemp := int64(spec.MaxTempFileSize)
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: stack.RouteBufferingOn, Server: spec.Server,
+		LargeSize: int64(spec.Size), MaxTempFileSize: &maxTemp, TempTmpfs: int64(spec.TempTmpfs)}, false)
+	if err != nil {
+		lab.Fail(ctx, lab.VerdictOf(&run), err.Error())
 		return run, nil
 	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
-	if err != nil {
-		return run, err
-	}
-	defer os.RemoveAll(work)
-	maxTemp := int64(spec.MaxTempFileSize)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: stack.RouteBufferingOn, Server: spec.Server,
-		LargeSize: int64(spec.Size), MaxTempFileSize: &maxTemp, TempTmpfs: int64(spec.TempTmpfs), LogDir: env.LogDir(), WorkDir: work})
-	if err != nil {
-		return fail(recorder.RunFailed, "start stack: "+err.Error())
-	}
-	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error())
-	}
-	defer in.Stop()
+	defer fr.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.Resources, running.PIDs())
+	fr.Start(t0, f.Resources)
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	avail := make(chan recorder.Maybe, 1)
-	go func() { avail <- pollTempFSAvail(pollCtx, in.ExporterURL()) }()
+	go func() { avail <- pollTempFSAvail(pollCtx, fr.In.ExporterURL()) }()
 	meta := recorder.RunMeta{RunID: id, Route: run.Route, Server: run.Server, SlowClients: spec.SlowClients, Rep: spec.Rep}
-	l := c.load(ctx, env, running, &meta, t0, f)
-	end := time.Since(t0).Seconds()
+	l := c.load(ctx, env, fr.Running, &meta, t0, f)
+	end := time.Now()
 	stopPoll()
 	run.TempFSAvailMinMiB = <-avail
 	run.FastPlanned = meta.FastPlanned
-	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, f)
-	samples, _, sampErr := in.Samples()
+	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.downloads, f)
+	rs, sampErr := fr.Sampled(end)
 	run = recorder.SummarizeTempRun(run, l.reqs, larges)
-	comps, temp := recorder.SummarizeResources(samples, 0, end)
-	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = temp, recorder.MemoryPeakMiB(comps[0]), recorder.MemoryPeakMiB(comps[1])
+	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	n, logErr := countProxyErrors(env.LogDir(), id)
 	run.ProxyErrors = n
 	// After the log was read: every line in it now is there for the
 	// exporter's scrape too (the proxy writes its stderr to the file).
-	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, in.ExporterURL())
-	switch failed := running.Failed(); {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	case failed != nil:
-		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case sendErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "read app_send_s: "+sendErr.Error()
-	case logErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "read the proxy's log: "+logErr.Error()
-	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
-		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, fr.In.ExporterURL())
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr, largeErr),
+		reason("read app_send_s: ", sendErr), reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
+}
+
+// reason is what err fails a run with, or "".
+func reason(what string, err error) string {
+	if err == nil {
+		return ""
 	}
-	writeErr := errors.Join(l.writeErr, sampErr, largeErr)
-	if writeErr != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
-	}
-	return run, writeErr
+	return what + err.Error()
 }
 
 // loaded is what a run's load measured.
