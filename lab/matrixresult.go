@@ -34,14 +34,10 @@ func (r *MatrixResult[R]) AllFailed() bool { return AllFailed(r.Runs, VerdictOf[
 
 // RunMatrix runs m in env for cfg (the experiment validated cfg and made
 // m's specs), after logging each of skipped, and returns what the session
-// wrote, also when it ended early (with the error). A nil m.Verdict is
-// VerdictOf.
+// wrote, also when it ended early (with the error).
 func RunMatrix[S Planned, R recorder.Row[R]](ctx context.Context, env *Env, cfg Config, m *Matrix[S, R], skipped []string) (*MatrixResult[R], error) {
 	for _, s := range skipped {
 		env.Logf("skipped: %s", s)
-	}
-	if m.Verdict == nil {
-		m.Verdict = VerdictOf[R]
 	}
 	res := &MatrixResult[R]{Dir: env.Out, Skipped: skipped}
 	var err error

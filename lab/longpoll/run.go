@@ -30,7 +30,7 @@ func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.LongPo
 // AllFailed implements lab.Result: no run ended ok, or none got a probe
 // through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, verdict) {
+	if lab.AllFailed(r.Runs, lab.VerdictOf[recorder.LongPollRun]) {
 		return true
 	}
 	for _, g := range r.Groups {
@@ -39,11 +39,6 @@ func (r *Result) AllFailed() bool {
 		}
 	}
 	return len(r.Groups) > 0
-}
-
-// verdict points at a long-poll run row's id, status and reason.
-func verdict(r *recorder.LongPollRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // RunSpec is one run of the matrix: a condition's repetition.
@@ -79,7 +74,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	var f *files
 	measured := map[string]recorder.LongPollGroup{} // this session's runs, by id
-	m := &lab.Matrix[RunSpec, recorder.LongPollRun]{Specs: c.Runs(), Files: fileNames, Verdict: verdict,
+	m := &lab.Matrix[RunSpec, recorder.LongPollRun]{Specs: c.Runs(), Files: fileNames,
 		Expected: func(RunSpec) time.Duration { return time.Duration(c.Lead + c.Seconds) },
 		Open: func(dir string, resume bool) (lab.RowWriter[recorder.LongPollRun], func() error, error) {
 			var err error
