@@ -109,6 +109,13 @@ func Fail(ctx context.Context, v Verdict, reason string) {
 	}
 }
 
+// Failed is run with the verdict Fail gives it for err: for a run that
+// could not start.
+func Failed[R any](ctx context.Context, run R, err error) R {
+	Fail(ctx, VerdictOf(&run), err.Error())
+	return run
+}
+
 // Judge gives a run on running that measured its verdict v: aborted when
 // ctx ended, failed when a component of the stack (if any) died, else failed with
 // the first of reasons that is not empty (the experiment's own checks, in

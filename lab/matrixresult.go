@@ -50,24 +50,41 @@ func RunMatrix[S Planned, R recorder.Row[R]](ctx context.Context, env *Env, cfg 
 // what one run measures into the open files, and the progress line of a
 // finished run.
 type Plan[S Planned, I recorder.Row[I], R recorder.Row[R]] struct {
-	Specs []S
-	// Skipped names the conditions left out of Specs, logged first.
-	Skipped []string
+	// Specs are the runs of the validated config, and the conditions left
+	// out of them (logged first).
+	Specs func() (specs []S, skipped []string)
 	// Expected is what a run's schedule takes, for the progress ETA.
 	Expected func(S) time.Duration
-	// Measure performs one run (Matrix.Measure) writing to f.
-	Measure func(ctx context.Context, spec S, id string, f *RunFiles[I, R]) (R, error)
+	// Measure performs one run (Matrix.Measure) in env writing to f.
+	Measure func(ctx context.Context, env *Env, spec S, id string, f *RunFiles[I, R]) (R, error)
 	Line    func(R) string
 }
 
-// Run runs the plan in env for cfg through the one run loop (Matrix with
-// UseRunFiles: resume, the host-CPU guard, progress, interruption).
-func (p Plan[S, I, R]) Run(ctx context.Context, env *Env, cfg Config) (*MatrixResult[R], error) {
+// Matrixed is an experiment's Result that embeds MatrixResult[R].
+type Matrixed[R recorder.Row[R]] interface {
+	Result
+	Matrix() *MatrixResult[R]
+}
+
+// Matrix implements Matrixed: the embedded result Plan.Run fills.
+func (r *MatrixResult[R]) Matrix() *MatrixResult[R] { return r }
+
+// Run validates cfg, then runs the plan in env for it through the one run
+// loop (Matrix with UseRunFiles: resume, the host-CPU guard, progress,
+// interruption) and returns res with what the session wrote, also when
+// it ended early (with the error); an invalid cfg returns no result.
+func (p Plan[S, I, R]) Run(ctx context.Context, env *Env, cfg Config, res Matrixed[R]) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	specs, skipped := p.Specs()
 	var f *RunFiles[I, R]
-	m := &Matrix[S, R]{Specs: p.Specs, Expected: p.Expected, Line: p.Line,
-		Measure: func(ctx context.Context, s S, id string) (R, error) { return p.Measure(ctx, s, id, f) }}
+	m := &Matrix[S, R]{Specs: specs, Expected: p.Expected, Line: p.Line,
+		Measure: func(ctx context.Context, s S, id string) (R, error) { return p.Measure(ctx, env, s, id, f) }}
 	UseRunFiles(m, &f)
-	return RunMatrix(ctx, env, cfg, m, p.Skipped)
+	mr, err := RunMatrix(ctx, env, cfg, m, skipped)
+	*res.Matrix() = *mr
+	return res, err
 }
 
 // verdictFields are the indices of a run row type's RunID, Status and
@@ -99,4 +116,13 @@ func verdictIndex(t reflect.Type) [3][]int {
 		at[i] = f.Index
 	}
 	return at
+}
+
+// StatusText is a run's status for its progress line: the status, and
+// its reason after a colon when it has one.
+func StatusText(status, reason string) string {
+	if reason != "" {
+		return status + ": " + reason
+	}
+	return status
 }

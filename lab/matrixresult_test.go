@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -85,24 +86,62 @@ func cancelled() context.Context {
 func TestPlanRun(t *testing.T) {
 	env := &Env{Out: t.TempDir()}
 	cfg := &fakeConfig{Header: Header{Experiment: "fake"}, Runs: 2}
-	p := Plan[fakeSpec, recorder.Upload, recorder.UploadRun]{Specs: []fakeSpec{0, 1}, Skipped: []string{"cond9: no such server"},
+	p := Plan[fakeSpec, recorder.Upload, recorder.UploadRun]{
+		Specs:    func() ([]fakeSpec, []string) { return []fakeSpec{0, 1}, []string{"cond9: no such server"} },
 		Expected: func(fakeSpec) time.Duration { return time.Second }, Line: func(r recorder.UploadRun) string { return r.Status },
-		Measure: func(_ context.Context, s fakeSpec, id string, f *RunFiles[recorder.Upload, recorder.UploadRun]) (recorder.UploadRun, error) {
+		Measure: func(_ context.Context, _ *Env, s fakeSpec, id string, f *RunFiles[recorder.Upload, recorder.UploadRun]) (recorder.UploadRun, error) {
 			status := recorder.RunOK
 			if s == 1 {
 				status = recorder.RunFailed
 			}
 			return recorder.UploadRun{RunID: id, Status: status}, f.Items.Write(recorder.Upload{RunID: id})
 		}}
-	res, err := p.Run(context.Background(), env, cfg)
+	r, err := p.Run(context.Background(), env, cfg, &planResult{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := r.(*planResult)
 	if res.Dir != env.Out || len(res.Skipped) != 1 || len(res.Runs) != 2 || res.AllFailed() {
 		t.Fatalf("result %+v", res)
 	}
 	rows, err := recorder.ReadFile[recorder.Upload](env.Out + "/" + recorder.FileName[recorder.Upload]())
 	if err != nil || len(rows) != 2 {
 		t.Errorf("uploads.csv: %v, %v", rows, err)
+	}
+}
+
+type planResult struct {
+	MatrixResult[recorder.UploadRun]
+}
+
+func (*planResult) Print(io.Writer) {}
+
+// An invalid config: Plan.Run runs nothing and returns no result.
+func TestPlanRunInvalid(t *testing.T) {
+	env := &Env{Out: t.TempDir()}
+	p := Plan[fakeSpec, recorder.Upload, recorder.UploadRun]{Specs: func() ([]fakeSpec, []string) {
+		t.Fatal("specs made of an invalid config")
+		return nil, nil
+	}}
+	res, err := p.Run(context.Background(), env, &invalidConfig{}, &planResult{})
+	if err == nil || res != nil {
+		t.Errorf("invalid config: %v, %v", res, err)
+	}
+}
+
+type invalidConfig struct{ fakeConfig }
+
+func (*invalidConfig) Validate() error { return errors.New("reps 0: allowed 1 to 1000") }
+
+// Failed: a run that could not start is failed with why, or aborted and
+// "interrupted: " why when its context ended.
+func TestFailed(t *testing.T) {
+	run := Failed(context.Background(), recorder.SSERun{RunID: "a"}, errors.New("start stack: no nginx"))
+	if run.Status != recorder.RunFailed || run.Reason != "start stack: no nginx" {
+		t.Errorf("failed: %q %q", run.Status, run.Reason)
+	}
+	run = Failed(cancelled(), recorder.SSERun{RunID: "a"}, errors.New("start stack: context canceled"))
+	if run.Status != recorder.RunAborted || run.Reason != "interrupted: start stack: context canceled" {
+		t.Errorf("interrupted: %q %q", run.Status, run.Reason)
 	}
 }

@@ -13,11 +13,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote: idle-runs.csv's rows (its ReasonsFile).
-type Result struct {
-	lab.MatrixResult[recorder.IdleRun]
-}
-
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.IdleConn, recorder.IdleRun]
 
@@ -50,20 +45,24 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	defer restore()
-	var specs []runSpec
+	res, err := lab.Plan[runSpec, recorder.IdleConn, recorder.IdleRun]{Specs: c.specs, Line: runLine,
+		Expected: func(runSpec) time.Duration {
+			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
+		},
+		Measure: func(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (recorder.IdleRun, error) {
+			return c.runOne(ctx, env, id, s.cond, s.rep, f)
+		}}.Run(ctx, env, c, &Result{})
+	return res, errors.Join(err, restore())
+}
+
+// specs are the runs: every condition Reps times in a row.
+func (c *Config) specs() (specs []runSpec, skipped []string) {
 	for _, cond := range c.Conditions() {
 		for rep := 1; rep <= c.Reps; rep++ {
 			specs = append(specs, runSpec{cond, rep})
 		}
 	}
-	res, err := lab.Plan[runSpec, recorder.IdleConn, recorder.IdleRun]{Specs: specs, Line: runLine,
-		Expected: func(runSpec) time.Duration {
-			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
-		},
-		Measure: func(ctx context.Context, s runSpec, id string, f *files) (recorder.IdleRun, error) {
-			return c.runOne(ctx, env, id, s.cond, s.rep, f)
-		}}.Run(ctx, env, c)
-	return &Result{*res}, errors.Join(err, restore())
+	return specs, nil
 }
 
 // runLine is the progress line of a finished run.

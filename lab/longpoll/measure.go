@@ -30,8 +30,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: stack.RouteDirect, Server: srv}, true)
 	if err != nil {
-		lab.Fail(ctx, lab.VerdictOf(&run), err.Error())
-		return run, g, nil
+		return lab.Failed(ctx, run, err), g, nil
 	}
 	defer fr.Stop()
 	m := c.probe(ctx, env, fr.Running, fr.In, id, cond, f)

@@ -83,11 +83,7 @@ func writeConditions(dir string, conds []recorder.Condition) error {
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.Run) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok (%d of %d planned sent), p50 %s ms, p95 %s ms, max lag %s ms; receive %s s, app_send %s s  [%s]",
 		r.FastOK, r.FastTotal, r.FastSent, r.FastPlanned, lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1), lab.Num(r.MaxScheduleLagMS, 2),
-		lab.Num(r.ClientReceiveS, 2), lab.Num(r.AppSendS, 2), status)
+		lab.Num(r.ClientReceiveS, 2), lab.Num(r.AppSendS, 2), lab.StatusText(r.Status, r.Reason))
 }

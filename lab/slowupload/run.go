@@ -15,12 +15,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote: upload-runs.csv's rows (its ReasonsFile)
-// and the conditions the stack could not run.
-type Result struct {
-	lab.MatrixResult[recorder.UploadRun]
-}
-
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.Upload, recorder.UploadRun]
 
@@ -32,27 +26,16 @@ type files = lab.RunFiles[recorder.Upload, recorder.UploadRun]
 // worker, a reset, a 502) is an outcome in uploads.csv, not a failed run.
 // Cancelling ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	specs, skipped := c.Runs(env.Stack)
-	res, err := lab.Plan[RunSpec, recorder.Upload, recorder.UploadRun]{Specs: specs, Skipped: skipped, Line: runLine,
-		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Size) },
-		Measure: func(ctx context.Context, s RunSpec, id string, f *files) (recorder.UploadRun, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}.Run(ctx, env, c)
-	return &Result{*res}, err
+	return lab.Plan[RunSpec, recorder.Upload, recorder.UploadRun]{Line: runLine, Measure: c.measure,
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
+		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Size) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.UploadRun) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok, p50 %s ms, p95 %s ms; uploads ok %d, 5xx %d, reset %d, timeout %d, other %d; send %s s, app read %s s; worker timeouts %s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1), r.UploadsOK, r.Uploads5xx, r.UploadsReset, r.UploadsTimeout, r.UploadsOther,
-		lab.Num(r.SendS, 2), lab.Num(r.AppReadS, 2), lab.Num(r.WorkerTimeouts, 0), status)
+		lab.Num(r.SendS, 2), lab.Num(r.AppReadS, 2), lab.Num(r.WorkerTimeouts, 0), lab.StatusText(r.Status, r.Reason))
 }
 
 // measure performs one run: a fresh stack, the instruments, the uploads
@@ -67,8 +50,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server,
 		AppTimeout: time.Duration(spec.AppTimeout), ClientBodyBuffer: int64(c.ClientBodyBuffer)}, false)
 	if err != nil {
-		lab.Fail(ctx, lab.VerdictOf(&run), err.Error())
-		return run, nil
+		return lab.Failed(ctx, run, err), nil
 	}
 	defer fr.Stop()
 
@@ -119,25 +101,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			}
 		})
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
-	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			l.reqs = append(l.reqs, row)
-			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-			env.RequestDone(run.RunID)
-		}}
-	run.FastPlanned = loop.Planned()
-	loop.Run(ctx)
+	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
+	run.FastPlanned = fast.Planned
 	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
 	return l
 }

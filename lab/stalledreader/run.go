@@ -18,12 +18,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote: stalled-runs.csv's rows (its ReasonsFile)
-// and the conditions the stack could not run.
-type Result struct {
-	lab.MatrixResult[recorder.StalledRun]
-}
-
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
 
@@ -35,27 +29,16 @@ type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
 // outcome, not a failed run. Cancelling ctx keeps what was measured and
 // returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	specs, skipped := c.Runs(env.Stack)
-	res, err := lab.Plan[RunSpec, recorder.StalledDownload, recorder.StalledRun]{Specs: specs, Skipped: skipped, Line: runLine,
-		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) },
-		Measure: func(ctx context.Context, s RunSpec, id string, f *files) (recorder.StalledRun, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}.Run(ctx, env, c)
-	return &Result{*res}, err
+	return lab.Plan[RunSpec, recorder.StalledDownload, recorder.StalledRun]{Line: runLine, Measure: c.measure,
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
+		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.StalledRun) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; downloads complete %d, truncated %d, reset %d, timeout %d, other %d; by app_timeout %d, send_timeout %d, client %d, unknown %d; bytes %s; worker timeouts %s; app held %s s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), r.Complete, r.Truncated, r.Reset, r.Timeout, r.Other, r.ByAppTimeout, r.BySendTimeout,
-		r.ByClient, r.ByUnknown, lab.Num(r.BytesMedian, 0), lab.Num(r.WorkerTimeouts, 0), lab.Num(r.AppHeldS, 2), status)
+		r.ByClient, r.ByUnknown, lab.Num(r.BytesMedian, 0), lab.Num(r.WorkerTimeouts, 0), lab.Num(r.AppHeldS, 2), lab.StatusText(r.Status, r.Reason))
 }
 
 // measure performs one run: a fresh stack, the instruments, the readers
@@ -74,8 +57,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
 		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout)}, false)
 	if err != nil {
-		lab.Fail(ctx, lab.VerdictOf(&run), err.Error())
-		return run, nil
+		return lab.Failed(ctx, run, err), nil
 	}
 	defer fr.Stop()
 
@@ -139,7 +121,6 @@ type loaded struct {
 // known.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.StalledRun, t0 time.Time, f *files) loaded {
 	l := loaded{downloads: make([]recorder.StalledDownload, spec.Clients), ids: make([]string, spec.Clients), complete: make([]bool, spec.Clients)}
-	var mu sync.Mutex
 	u, err := loadgen.CheckTarget(running.URL()+c.Client.Path, running.AllowRemote())
 	if err != nil {
 		l.writeErr = err
@@ -162,26 +143,14 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			l.downloads[i], l.complete[i] = downloadRow(base, t0, d), d.Complete
 		})
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Clients, Rep: run.Rep}
-	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			l.reqs = append(l.reqs, row)
-			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-			env.RequestDone(run.RunID)
-		}}
-	run.FastPlanned = loop.Planned()
-	loop.Run(ctx)
+	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
+	run.FastPlanned = fast.Planned
 	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
 	return l
 }
 

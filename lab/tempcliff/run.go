@@ -18,11 +18,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote: temp-runs.csv's rows (its ReasonsFile).
-type Result struct {
-	lab.MatrixResult[recorder.TempRun]
-}
-
 // files are the open results files of a session: large-responses.csv
 // and temp-runs.csv, with requests.csv and resource-samples.csv.
 type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
@@ -35,26 +30,16 @@ type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
 // returns ctx's error; the stack, and with it the proxy's tmpfs, is gone
 // on every path.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	res, err := lab.Plan[RunSpec, recorder.LargeResponse, recorder.TempRun]{Specs: c.Runs(), Line: runLine,
-		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) },
-		Measure: func(ctx context.Context, s RunSpec, id string, f *files) (recorder.TempRun, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}.Run(ctx, env, c)
-	return &Result{*res}, err
+	return lab.Plan[RunSpec, recorder.LargeResponse, recorder.TempRun]{Line: runLine, Measure: c.measure,
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(), nil },
+		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.TempRun) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; app_send %s s, receive %s s; downloads complete %d, cut %d (fewest bytes %d); temp peak %s MiB, temp fs avail min %s MiB, proxy errors %d, exporter temp write errors %s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.Num(r.AppSendS, 2), lab.Num(r.ReceiveS, 2), r.DownloadsComplete, r.DownloadsCut,
-		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, lab.Num(r.ExporterTempWriteErrors, 0), status)
+		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, lab.Num(r.ExporterTempWriteErrors, 0), lab.StatusText(r.Status, r.Reason))
 }
 
 // measure performs one run: a fresh stack, the instruments, the slow
@@ -68,8 +53,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: stack.RouteBufferingOn, Server: spec.Server,
 		LargeSize: int64(spec.Size), MaxTempFileSize: &maxTemp, TempTmpfs: int64(spec.TempTmpfs)}, false)
 	if err != nil {
-		lab.Fail(ctx, lab.VerdictOf(&run), err.Error())
-		return run, nil
+		return lab.Failed(ctx, run, err), nil
 	}
 	defer fr.Stop()
 
@@ -130,26 +114,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
 		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
-	var mu sync.Mutex
-	loop := loadgen.OpenLoop{Client: client, URL: running.Target(stack.TargetFast, c.Fast.Path),
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(*meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			l.reqs = append(l.reqs, row)
-			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-			env.RequestDone(meta.RunID)
-		}}
-	meta.FastPlanned = loop.Planned()
-	loop.Run(ctx)
+	fast := c.Fast.Run(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), *meta, t0, f.Requests)
+	meta.FastPlanned = fast.Planned
 	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
 	return l
 }
 
