@@ -24,8 +24,13 @@
 //     measures and where its run row keeps its verdict, and Matrix owns
 //     the results files (RunFiles, UseRunFiles), --resume, the host CPU
 //     guard (Guard, --max-host-cpu) and its retries, progress lines
-//     (Progress), interruption and AllFailed; Pool keeps a started stack
-//     between runs that can share it;
+//     (Progress), interruption and AllFailed; Plan runs an experiment's
+//     matrix on the RunFiles layout (validating its config and filling its
+//     Result, which embeds MatrixResult: Dir, Runs, Skipped, AllFailed,
+//     ReasonsFile); StartFresh gives a run a stack of its own (a work dir,
+//     NewWorkDir, the stack, the instruments, all ended by Stop), Judge and
+//     Failed its verdict, FastSpec.Run its /fast schedule; Pool keeps a
+//     started stack between runs that can share it;
 //   - the instruments of a run (Instrument: the exporter on the run's
 //     processes, resource sampling, the Prometheus targets file, the load
 //     generator's own cgroup, which this process enters when the load runs
@@ -45,8 +50,8 @@
 // every results file is recorder's, figures are report's.
 //
 // Adding an experiment: a package lab/NAME with a Config (YAML-tagged
-// scenario fields, Flags, Validate, Run, which hands its runs to Matrix)
-// and a Result (Print, AllFailed), registered with Register from its init;
+// scenario fields, Flags, Validate, Run, which hands its runs to Plan or
+// Matrix) and a Result (Print; AllFailed from MatrixResult), registered with Register from its init;
 // its results files, each a row type in recorder (one file each, with its
 // round-trip and fuzz tests); its report section in report (one file); and
 // one import line in cmd/slowlab/experiments.go. CONTRIBUTING.md lists the

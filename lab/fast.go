@@ -1,9 +1,14 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // FastSpec is the open-loop /fast load the experiments run beside their
@@ -35,4 +40,44 @@ func (f FastSpec) Validate() error {
 		return fmt.Errorf("fast.timeout %s: allowed more than 0 up to 1h", time.Duration(f.Timeout))
 	}
 	return nil
+}
+
+// FastRun is what a run's /fast schedule measured: its request rows, as
+// written to requests.csv, how many requests it planned, and its first
+// write error.
+type FastRun struct {
+	Reqs     []recorder.Request
+	Planned  int
+	WriteErr error
+}
+
+// Run sends f's open-loop schedule to url (not on loopback only when
+// allowRemote, as the stack's Running.AllowRemote says), starting Offset after t0, and returns once every scheduled request
+// ended. Each request's row (meta's, seconds from t0) goes to w as it
+// finishes, and env.RequestDone is told, one at a time.
+func (f FastSpec) Run(ctx context.Context, env *Env, url string, allowRemote bool, meta recorder.RunMeta, t0 time.Time,
+	w *recorder.FileWriter[recorder.Request]) FastRun {
+	var out FastRun
+	var mu sync.Mutex
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(f.Timeout), TracerProvider: env.TracerProvider,
+		AllowRemote: allowRemote})
+	defer client.Close()
+	loop := loadgen.OpenLoop{Client: client, URL: url,
+		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / f.Rate), Duration: time.Duration(f.Duration)},
+		Start: t0.Add(time.Duration(f.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
+		OnResult: func(r loadgen.Result) {
+			row := loadgen.RequestRow(meta, t0, r)
+			mu.Lock()
+			defer mu.Unlock()
+			out.Reqs = append(out.Reqs, row)
+			if err := w.Write(row); err != nil && out.WriteErr == nil {
+				out.WriteErr = err
+			}
+			env.RequestDone(meta.RunID)
+		}}
+	out.Planned = loop.Planned()
+	loop.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	return out
 }

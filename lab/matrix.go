@@ -46,7 +46,8 @@ type Matrix[S Planned, R recorder.Row[R]] struct {
 	// results that could not be written (the loop then stops); a run that
 	// failed is a row with a failed status.
 	Measure func(ctx context.Context, spec S, id string) (R, error)
-	// Verdict points at a run row's id, status and reason.
+	// Verdict points at a run row's id, status and reason; nil is
+	// VerdictOf.
 	Verdict func(*R) Verdict
 	// Line is the progress line of a finished run.
 	Line func(R) string
@@ -62,6 +63,9 @@ var (
 // Run runs the matrix in env for cfg and returns every run row of the
 // session, resumed ones first, also when it ended early (with the error).
 func (m *Matrix[S, R]) Run(ctx context.Context, env *Env, cfg Config) ([]R, error) {
+	if m.Verdict == nil {
+		m.Verdict = VerdictOf[R]
+	}
 	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("results directory: %w", err)
 	}

@@ -30,9 +30,9 @@ func (p *Pool) Get(ctx context.Context, runID string, route stack.Route, server 
 		return p.cur, nil
 	}
 	p.Close()
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	work, err := NewWorkDir()
 	if err != nil {
-		return nil, fmt.Errorf("work dir: %w", err)
+		return nil, err
 	}
 	r, err := p.env.Stack.Start(ctx, stack.Deployment{RunID: runID, Route: route, Server: server,
 		LargeSize: largeSize, LogDir: p.env.LogDir(), WorkDir: work})

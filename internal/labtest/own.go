@@ -31,7 +31,7 @@ func StartOwn(t testing.TB, name string, route stack.Route, server string, large
 	if err != nil {
 		t.Fatal(err)
 	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	work, err := lab.NewWorkDir()
 	if err != nil {
 		t.Fatal(err)
 	}

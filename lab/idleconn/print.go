@@ -8,6 +8,11 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
+// Result is what Run wrote: idle-runs.csv's rows (its ReasonsFile).
+type Result struct {
+	lab.MatrixResult[recorder.IdleRun]
+}
+
 // Print implements lab.Result.
 func (r *Result) Print(w io.Writer) { PrintIdle(w, r.Runs) }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -13,25 +12,6 @@ import (
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
-
-// Result is what Run wrote.
-type Result struct {
-	Dir  string
-	Runs []recorder.IdleRun
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: idle-runs.csv says why a run failed.
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.IdleRun]() }
-
-// AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at an idle run row's id, status and reason.
-func verdict(r *recorder.IdleRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
-}
 
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.IdleConn, recorder.IdleRun]
@@ -65,24 +45,24 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	defer restore()
-	var specs []runSpec
+	res, err := lab.Plan[runSpec, recorder.IdleConn, recorder.IdleRun]{Specs: c.specs, Line: runLine,
+		Expected: func(runSpec) time.Duration {
+			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
+		},
+		Measure: func(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (recorder.IdleRun, error) {
+			return c.runOne(ctx, env, id, s.cond, s.rep, f)
+		}}.Run(ctx, env, c, &Result{})
+	return res, errors.Join(err, restore())
+}
+
+// specs are the runs: every condition Reps times in a row.
+func (c *Config) specs() (specs []runSpec, skipped []string) {
 	for _, cond := range c.Conditions() {
 		for rep := 1; rep <= c.Reps; rep++ {
 			specs = append(specs, runSpec{cond, rep})
 		}
 	}
-	var f *files
-	m := &lab.Matrix[runSpec, recorder.IdleRun]{Specs: specs, Verdict: verdict, Line: runLine,
-		Expected: func(runSpec) time.Duration {
-			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
-		},
-		Measure: func(ctx context.Context, s runSpec, id string) (recorder.IdleRun, error) {
-			return c.runOne(ctx, env, id, s.cond, s.rep, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	res := &Result{Dir: env.Out}
-	res.Runs, err = m.Run(ctx, env, c)
-	return res, errors.Join(err, restore())
+	return specs, nil
 }
 
 // runLine is the progress line of a finished run.
@@ -107,62 +87,37 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
 		run.HeaderTimeoutS = recorder.Some(time.Duration(c.HeaderTimeout).Seconds())
 	}
-	fail := func(status, reason string) recorder.IdleRun {
-		run.Status, run.Reason = status, reason
-		if ctx.Err() != nil {
-			run.Status = recorder.RunAborted
-		}
-		return run
+	fail := func(reason string) (recorder.IdleRun, error) {
+		lab.Fail(ctx, lab.VerdictOf(&run), reason)
+		return run, nil
 	}
 	srv, err := stack.ParseServer(cond.Server)
 	if err != nil {
-		return fail(recorder.RunFailed, err.Error()), nil
+		return fail(err.Error())
 	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: cond.Route, Server: srv,
+		AppTimeout: time.Duration(c.AppTimeout), ClientHeaderTimeout: time.Duration(c.HeaderTimeout)}, false)
 	if err != nil {
-		return fail(recorder.RunFailed, err.Error()), nil
+		return fail(err.Error())
 	}
-	defer os.RemoveAll(work)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: cond.Route, Server: srv, LogDir: env.LogDir(), WorkDir: work,
-		AppTimeout: time.Duration(c.AppTimeout), ClientHeaderTimeout: time.Duration(c.HeaderTimeout)})
-	if err != nil {
-		return fail(recorder.RunFailed, "start stack: "+err.Error()), nil
-	}
-	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error()), nil
-	}
-	defer in.Stop()
-	fastURL := running.Target(stack.TargetFast, c.Fast.Path)
+	defer fr.Stop()
+	fastURL := fr.Running.Target(stack.TargetFast, c.Fast.Path)
 	u, err := url.Parse(fastURL)
 	if err != nil {
-		return fail(recorder.RunFailed, fmt.Sprintf("target %q: %v", fastURL, err)), nil
+		return fail(fmt.Sprintf("target %q: %v", fastURL, err))
 	}
 	t0 := time.Now()
-	in.Start(t0, f.Resources, running.PIDs())
+	fr.Start(t0, f.Resources)
 	conns, reqs, writeErr := c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
-	end := time.Since(t0).Seconds()
-	samples, _, sampErr := in.Samples()
-	comps, _ := recorder.SummarizeResources(samples, 0, end)
-	run.AppMemMiB, run.AppRSSMiB = mib(comps[0].MemoryPeakBytes), mib(comps[0].RSSPeakBytes)
-	run.ProxyMemMiB, run.ProxyRSSMiB = mib(comps[1].MemoryPeakBytes), mib(comps[1].RSSPeakBytes)
+	rs, sampErr := fr.Sampled(time.Now())
+	run.AppMemMiB, run.AppRSSMiB = mib(rs.App.MemoryPeakBytes), mib(rs.App.RSSPeakBytes)
+	run.ProxyMemMiB, run.ProxyRSSMiB = mib(rs.Proxy.MemoryPeakBytes), mib(rs.Proxy.RSSPeakBytes)
 	fds := func(s recorder.ResourceSample) recorder.Maybe { return s.OpenFDs }
 	est := func(s recorder.ResourceSample) recorder.Maybe { return s.Established }
-	run.AppFDs, run.AppEstablished = recorder.PeakOf(samples, "app", fds), recorder.PeakOf(samples, "app", est)
-	run.ProxyFDs, run.ProxyEstablished = recorder.PeakOf(samples, "proxy", fds), recorder.PeakOf(samples, "proxy", est)
+	run.AppFDs, run.AppEstablished = recorder.PeakOf(rs.Samples, "app", fds), recorder.PeakOf(rs.Samples, "app", est)
+	run.ProxyFDs, run.ProxyEstablished = recorder.PeakOf(rs.Samples, "proxy", fds), recorder.PeakOf(rs.Samples, "proxy", est)
 	run = recorder.SummarizeIdle(run, conns, reqs)
-	switch {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted"
-	case running.Failed() != nil:
-		run.Status, run.Reason = recorder.RunFailed, running.Failed().Error()
-	}
-	if err := errors.Join(writeErr, sampErr); err != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+err.Error()
-		return run, err
-	}
-	return run, nil
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(writeErr, sampErr))
 }
 
 func mib(b recorder.Maybe) recorder.Maybe {

@@ -28,7 +28,7 @@ var _ lab.Reasoned = (*Result)(nil)
 // ReasonsFile implements lab.Reasoned: gap-runs.csv says why when every
 // run failed or was aborted, else gap-requests.csv (each request's error).
 func (r *Result) ReasonsFile() string {
-	if lab.AllFailed(r.Runs, verdict) {
+	if lab.AllFailed(r.Runs, lab.VerdictOf[recorder.GapRun]) {
 		return recorder.FileName[recorder.GapRun]()
 	}
 	return recorder.FileName[recorder.GapRequest]()
@@ -37,7 +37,7 @@ func (r *Result) ReasonsFile() string {
 // AllFailed implements lab.Result: every run failed, or no condition got
 // a request through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, verdict) {
+	if lab.AllFailed(r.Runs, lab.VerdictOf[recorder.GapRun]) {
 		return true
 	}
 	for _, row := range r.Rows {
@@ -56,11 +56,6 @@ func (r *Result) Valid() bool {
 		}
 	}
 	return true
-}
-
-// verdict points at a gap-runs.csv row's id, status and reason.
-func verdict(r *recorder.GapRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // tries is how often a condition whose path was not faithful (its delay
@@ -117,7 +112,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	s := &session{c: c, env: env, ctx: ctx, rows: map[string]Row{}}
 	defer s.close()
-	m := &lab.Matrix[spec, recorder.GapRun]{Specs: c.specs(), Verdict: verdict, Line: s.line, Open: s.open,
+	m := &lab.Matrix[spec, recorder.GapRun]{Specs: c.specs(), Line: s.line, Open: s.open,
 		Files: []string{recorder.FileName[recorder.GapRow](), recorder.FileName[recorder.GapRequest](), recorder.FileName[recorder.GapPath]()},
 		Expected: func(sp spec) time.Duration {
 			return time.Duration(c.Reps*c.Runs) * (5*sp.path.rtt() + 2*sp.work.D + 2*time.Millisecond)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -29,47 +28,25 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if n := srv.Slots(); n > 0 {
 		g.Slots, g.FreeSlots, g.WorkerSlots = recorder.Some(float64(n)), recorder.Some(float64(n-cond.Hold)), recorder.Some(float64(n/srv.Workers))
 	}
-	fail := func(reason string) (recorder.LongPollRun, recorder.LongPollGroup, error) {
-		run.Status, run.Reason = recorder.RunFailed, reason
-		if ctx.Err() != nil {
-			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
-		}
-		return run, g, nil
-	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: stack.RouteDirect, Server: srv}, true)
 	if err != nil {
-		return fail("work dir: " + err.Error())
+		return lab.Failed(ctx, run, err), g, nil
 	}
-	defer os.RemoveAll(work)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: stack.RouteDirect, Server: srv,
-		LogDir: env.LogDir(), WorkDir: work})
-	if err != nil {
-		return fail("start stack: " + err.Error())
-	}
-	defer running.Stop()
-	in, err := lab.InstrumentLoadChild(ctx, env, id, running)
-	if err != nil {
-		return fail(err.Error())
-	}
-	defer in.Stop()
-	m := c.probe(ctx, env, running, in, id, cond, f)
+	defer fr.Stop()
+	m := c.probe(ctx, env, fr.Running, fr.In, id, cond, f)
 	run.Probes = m.rows
 	g.ElapsedS = m.elapsed.Seconds()
 	g = m.probes.Group(g)
 	c.summarizeHeld(&g, m, cond, env)
-	switch failed := running.Failed(); {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	case failed != nil:
-		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case m.loadErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "load generator: "+m.loadErr.Error()
+	return run, g, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, m.writeErr, reason("load generator: ", m.loadErr))
+}
+
+// reason is what err fails a run with, or "".
+func reason(what string, err error) string {
+	if err == nil {
+		return ""
 	}
-	// A run whose rows did not all reach the results files is not ok.
-	if m.writeErr != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+m.writeErr.Error()
-	}
-	return run, g, m.writeErr
+	return what + err.Error()
 }
 
 // measured is what one run's load measured.

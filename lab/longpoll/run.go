@@ -30,7 +30,7 @@ func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.LongPo
 // AllFailed implements lab.Result: no run ended ok, or none got a probe
 // through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, verdict) {
+	if lab.AllFailed(r.Runs, lab.VerdictOf[recorder.LongPollRun]) {
 		return true
 	}
 	for _, g := range r.Groups {
@@ -39,11 +39,6 @@ func (r *Result) AllFailed() bool {
 		}
 	}
 	return len(r.Groups) > 0
-}
-
-// verdict points at a long-poll run row's id, status and reason.
-func verdict(r *recorder.LongPollRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 }
 
 // RunSpec is one run of the matrix: a condition's repetition.
@@ -79,7 +74,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	var f *files
 	measured := map[string]recorder.LongPollGroup{} // this session's runs, by id
-	m := &lab.Matrix[RunSpec, recorder.LongPollRun]{Specs: c.Runs(), Files: fileNames, Verdict: verdict,
+	m := &lab.Matrix[RunSpec, recorder.LongPollRun]{Specs: c.Runs(), Files: fileNames,
 		Expected: func(RunSpec) time.Duration { return time.Duration(c.Lead + c.Seconds) },
 		Open: func(dir string, resume bool) (lab.RowWriter[recorder.LongPollRun], func() error, error) {
 			var err error
@@ -139,13 +134,9 @@ func completedGroups(dir string, runs []recorder.LongPollRun, measured map[strin
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.LongPollRun, g recorder.LongPollGroup) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %s, free %s; most held on one worker %s, full %s s, waves with a full worker %s  [%s]",
 		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
-		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g), status)
+		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g), lab.StatusText(r.Status, r.Reason))
 }
 
 // files are the open results files of a long-poll session. As the

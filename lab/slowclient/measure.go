@@ -275,8 +275,8 @@ func (c *Config) verdict(ctx context.Context, meta *recorder.RunMeta, running *s
 		meta.Status, meta.Reason = recorder.RunFailed, "read app_send_s: "+sendErr.Error()
 	case incompleteDownloads(larges) != "":
 		meta.Status, meta.Reason = recorder.RunFailed, incompleteDownloads(larges)
-	case meta.FastPlanned >= 0 && len(reqs) != meta.FastPlanned:
-		meta.Status, meta.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", len(reqs), meta.FastPlanned)
+	case lab.FastAccounted(len(reqs), meta.FastPlanned) != "":
+		meta.Status, meta.Reason = recorder.RunFailed, lab.FastAccounted(len(reqs), meta.FastPlanned)
 	}
 }
 

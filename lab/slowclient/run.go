@@ -22,12 +22,7 @@ type Result struct {
 }
 
 // AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at a run row's id, status and reason.
-func verdict(r *recorder.Run) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
-}
+func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, lab.VerdictOf[recorder.Run]) }
 
 // Run implements lab.Config: it runs the whole matrix (lab.Matrix: resume,
 // the host-CPU guard and its retries as RUN_ID.try2 and so on, progress)
@@ -43,7 +38,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	var t *tables
 	pool := lab.NewPool(env)
 	defer pool.Close()
-	m := &lab.Matrix[RunSpec, recorder.Run]{Specs: c.Runs(), Files: files, Verdict: verdict, Line: runLine,
+	m := &lab.Matrix[RunSpec, recorder.Run]{Specs: c.Runs(), Files: files, Line: runLine,
 		Expected: func(s RunSpec) time.Duration { return c.Duration(s.SlowClients) },
 		Open: func(dir string, resume bool) (lab.RowWriter[recorder.Run], func() error, error) {
 			var err error
@@ -83,11 +78,7 @@ func writeConditions(dir string, conds []recorder.Condition) error {
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.Run) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok (%d of %d planned sent), p50 %s ms, p95 %s ms, max lag %s ms; receive %s s, app_send %s s  [%s]",
 		r.FastOK, r.FastTotal, r.FastSent, r.FastPlanned, lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1), lab.Num(r.MaxScheduleLagMS, 2),
-		lab.Num(r.ClientReceiveS, 2), lab.Num(r.AppSendS, 2), status)
+		lab.Num(r.ClientReceiveS, 2), lab.Num(r.AppSendS, 2), lab.StatusText(r.Status, r.Reason))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -16,69 +15,27 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
-type Result struct {
-	Dir  string
-	Runs []recorder.UploadRun
-	// Skipped names the conditions the stack could not run (an "async"
-	// server on a stack without one).
-	Skipped []string
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: upload-runs.csv says why a run
-// failed.
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.UploadRun]() }
-
-// AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at an upload run row's id, status and reason.
-func verdict(r *recorder.UploadRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
-}
-
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.Upload, recorder.UploadRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Matrix: resume, the host-CPU guard, progress), writing uploads.csv,
+// (lab.Plan: resume, the host-CPU guard, progress), writing uploads.csv,
 // upload-runs.csv, requests.csv, resource-samples.csv and
 // environment.json. A run whose stack fails is recorded as failed and the
 // next goes on; an upload that ends badly (the app's timeout killed its
 // worker, a reset, a 502) is an outcome in uploads.csv, not a failed run.
 // Cancelling ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	specs, skipped := c.Runs(env.Stack)
-	res := &Result{Dir: env.Out, Skipped: skipped}
-	for _, s := range skipped {
-		env.Logf("skipped: %s", s)
-	}
-	var f *files
-	m := &lab.Matrix[RunSpec, recorder.UploadRun]{Specs: specs, Verdict: verdict, Line: runLine,
-		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Size) },
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.UploadRun, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	var err error
-	res.Runs, err = m.Run(ctx, env, c)
-	return res, err
+	return lab.Plan[RunSpec, recorder.Upload, recorder.UploadRun]{Line: runLine, Measure: c.measure,
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
+		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Size) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.UploadRun) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok, p50 %s ms, p95 %s ms; uploads ok %d, 5xx %d, reset %d, timeout %d, other %d; send %s s, app read %s s; worker timeouts %s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1), r.UploadsOK, r.Uploads5xx, r.UploadsReset, r.UploadsTimeout, r.UploadsOther,
-		lab.Num(r.SendS, 2), lab.Num(r.AppReadS, 2), lab.Num(r.WorkerTimeouts, 0), status)
+		lab.Num(r.SendS, 2), lab.Num(r.AppReadS, 2), lab.Num(r.WorkerTimeouts, 0), lab.StatusText(r.Status, r.Reason))
 }
 
 // measure performs one run: a fresh stack, the instruments, the uploads
@@ -90,55 +47,23 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if spec.AppTimeout != 0 {
 		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
 	}
-	fail := func(status, reason string) (recorder.UploadRun, error) {
-		run.Status, run.Reason = status, reason
-		if ctx.Err() != nil {
-			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
-		}
-		return run, nil
-	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server,
+		AppTimeout: time.Duration(spec.AppTimeout), ClientBodyBuffer: int64(c.ClientBodyBuffer)}, false)
 	if err != nil {
-		return run, err
+		return lab.Failed(ctx, run, err), nil
 	}
-	defer os.RemoveAll(work)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server,
-		AppTimeout: time.Duration(spec.AppTimeout), ClientBodyBuffer: int64(c.ClientBodyBuffer), LogDir: env.LogDir(), WorkDir: work})
-	if err != nil {
-		return fail(recorder.RunFailed, "start stack: "+err.Error())
-	}
-	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error())
-	}
-	defer in.Stop()
+	defer fr.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.Resources, running.PIDs())
-	l := c.load(ctx, env, running, spec, &run, t0, f)
-	end := time.Since(t0).Seconds()
-	samples, _, sampErr := in.Samples()
+	fr.Start(t0, f.Resources)
+	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	rs, sampErr := fr.Sampled(time.Now())
 	run = recorder.SummarizeUploadRun(run, l.reqs, l.uploads)
-	comps, temp := recorder.SummarizeResources(samples, 0, end)
-	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = temp, recorder.MemoryPeakMiB(comps[0]), recorder.MemoryPeakMiB(comps[1])
+	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	if n, err := lab.CountWorkerTimeouts(env.LogDir(), id); err == nil {
 		run.WorkerTimeouts = recorder.Some(float64(n))
 	}
-	switch failed := running.Failed(); {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	case failed != nil:
-		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
-		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
-	}
-	// A run whose rows did not all reach the results files is not ok.
-	writeErr := errors.Join(l.writeErr, sampErr)
-	if writeErr != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
-	}
-	return run, writeErr
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
 // loaded is what a run's load measured.
@@ -176,25 +101,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			}
 		})
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
-	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			l.reqs = append(l.reqs, row)
-			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-			env.RequestDone(run.RunID)
-		}}
-	run.FastPlanned = loop.Planned()
-	loop.Run(ctx)
+	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
+	run.FastPlanned = fast.Planned
 	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
 	return l
 }

@@ -9,6 +9,12 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
+// Result is what Run wrote: sse-runs.csv's rows (its ReasonsFile) and
+// the conditions the stack could not run.
+type Result struct {
+	lab.MatrixResult[recorder.SSERun]
+}
+
 // Print implements lab.Result.
 func (r *Result) Print(w io.Writer) {
 	PrintTable(w, r.Runs)

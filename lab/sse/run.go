@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -15,28 +14,6 @@ import (
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
-
-// Result is what Run wrote.
-type Result struct {
-	Dir  string
-	Runs []recorder.SSERun
-	// Skipped names the conditions the stack could not run (an "async"
-	// server on a stack without one).
-	Skipped []string
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: sse-runs.csv says why a run failed.
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.SSERun]() }
-
-// AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at an SSE run row's id, status and reason.
-func verdict(r *recorder.SSERun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
-}
 
 // files are the open results files of a session.
 type files struct {
@@ -104,12 +81,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	specs, skipped := c.Runs(env.Stack)
-	res := &Result{Dir: env.Out, Skipped: skipped}
-	for _, s := range skipped {
-		env.Logf("skipped: %s", s)
-	}
 	var f *files
-	m := &lab.Matrix[RunSpec, recorder.SSERun]{Specs: specs, Files: fileNames, Verdict: verdict, Line: runLine,
+	m := &lab.Matrix[RunSpec, recorder.SSERun]{Specs: specs, Files: fileNames, Line: runLine,
 		Expected: func(RunSpec) time.Duration { return c.Duration() },
 		Open: func(dir string, resume bool) (lab.RowWriter[recorder.SSERun], func() error, error) {
 			var err error
@@ -121,20 +94,15 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.SSERun, error) {
 			return c.measure(ctx, env, s, id, f)
 		}}
-	var err error
-	res.Runs, err = m.Run(ctx, env, c)
-	return res, err
+	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
+	return &Result{*res}, err
 }
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.SSERun) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("events %d/%d, delay p50 %s ms, p95 %s ms, max %s ms; held %s on %s workers; fast %d/%d ok, p95 %s ms  [%s]",
 		r.Events, r.EventsExpected, lab.Num(r.DelayP50MS, 1), lab.Num(r.DelayP95MS, 1), lab.Num(r.DelayMaxMS, 1),
-		lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), status)
+		lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.StatusText(r.Status, r.Reason))
 }
 
 // capacity is the server's workers and slots (workers x threads; none
@@ -155,37 +123,20 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		IntervalS: time.Duration(c.Stream.Interval).Seconds(), DurationS: time.Duration(c.Stream.Duration).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
-	fail := func(status, reason string) (recorder.SSERun, error) {
-		run.Status, run.Reason = status, reason
-		if ctx.Err() != nil {
-			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
-		}
-		return run, nil
-	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
+		AppTimeout: c.appTimeout(), UpstreamHTTP10: upstreamHTTP10(spec.Route)}, false)
 	if err != nil {
-		return run, err
+		return lab.Failed(ctx, run, err), nil
 	}
-	defer os.RemoveAll(work)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
-		AppTimeout: c.appTimeout(), UpstreamHTTP10: upstreamHTTP10(spec.Route), LogDir: env.LogDir(), WorkDir: work})
-	if err != nil {
-		return fail(recorder.RunFailed, "start stack: "+err.Error())
-	}
-	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error())
-	}
-	defer in.Stop()
+	defer fr.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.resources, running.PIDs())
+	fr.Start(t0, f.resources)
 	var stopHeld func() heldStats
-	if hc, ok := running.HeldCounter(); ok {
+	if hc, ok := fr.Running.HeldCounter(); ok {
 		stopHeld = sampleHeld(ctx, hc)
 	}
-	l := c.load(ctx, env, running, spec, &run, t0, f)
+	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	if stopHeld != nil {
 		if st := stopHeld(); st.samples > 0 {
 			run.HeldMax, run.WorkersHoldingMax = recorder.Some(float64(st.held)), recorder.Some(float64(st.workers))
@@ -193,23 +144,14 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 			env.Logf("%s: held streams not read: %v", id, st.lastErr)
 		}
 	}
-	_, _, sampErr := in.Samples()
+	_, sampErr := fr.Sampled(time.Now())
 	run = recorder.SummarizeSSERun(run, l.reqs, l.streams, l.events)
-	switch failed := running.Failed(); {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	case failed != nil:
-		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
-		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
-	case len(l.streams) != spec.Streams:
-		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
+	streams := ""
+	if len(l.streams) != spec.Streams {
+		streams = fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
 	}
-	writeErr := errors.Join(l.writeErr, sampErr)
-	if writeErr != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
-	}
-	return run, writeErr
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
 }
 
 // loaded is what a run's load measured.
@@ -251,25 +193,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			}
 		})
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Streams, Rep: run.Rep}
-	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			l.reqs = append(l.reqs, row)
-			if err := f.requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-			env.RequestDone(run.RunID)
-		}}
-	run.FastPlanned = loop.Planned()
-	loop.Run(ctx)
+	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.requests)
+	run.FastPlanned = fast.Planned
 	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
 	return l
 }

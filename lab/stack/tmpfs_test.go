@@ -31,7 +31,7 @@ func TestProxyTempTmpfs(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv, _ := ParseServer("sync-1")
-			work, err := os.MkdirTemp("", "slowlab-run-")
+			work, err := os.MkdirTemp("", "slowlab-tmpfs-")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -19,69 +18,27 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
-type Result struct {
-	Dir  string
-	Runs []recorder.StalledRun
-	// Skipped names the conditions the stack could not run (an "async"
-	// server on a stack without one).
-	Skipped []string
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: stalled-runs.csv says why a run
-// failed.
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.StalledRun]() }
-
-// AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at a stalled run row's id, status and reason.
-func verdict(r *recorder.StalledRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
-}
-
 // files are the open results files of a session.
 type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Matrix: resume, the host-CPU guard, progress), writing
+// (lab.Plan: resume, the host-CPU guard, progress), writing
 // stalled-downloads.csv, stalled-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A run whose stack fails is
 // recorded as failed and the next goes on; a download cut short is an
 // outcome, not a failed run. Cancelling ctx keeps what was measured and
 // returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	specs, skipped := c.Runs(env.Stack)
-	res := &Result{Dir: env.Out, Skipped: skipped}
-	for _, s := range skipped {
-		env.Logf("skipped: %s", s)
-	}
-	var f *files
-	m := &lab.Matrix[RunSpec, recorder.StalledRun]{Specs: specs, Verdict: verdict, Line: runLine,
-		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) },
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.StalledRun, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	var err error
-	res.Runs, err = m.Run(ctx, env, c)
-	return res, err
+	return lab.Plan[RunSpec, recorder.StalledDownload, recorder.StalledRun]{Line: runLine, Measure: c.measure,
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
+		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.StalledRun) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; downloads complete %d, truncated %d, reset %d, timeout %d, other %d; by app_timeout %d, send_timeout %d, client %d, unknown %d; bytes %s; worker timeouts %s; app held %s s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), r.Complete, r.Truncated, r.Reset, r.Timeout, r.Other, r.ByAppTimeout, r.BySendTimeout,
-		r.ByClient, r.ByUnknown, lab.Num(r.BytesMedian, 0), lab.Num(r.WorkerTimeouts, 0), lab.Num(r.AppHeldS, 2), status)
+		r.ByClient, r.ByUnknown, lab.Num(r.BytesMedian, 0), lab.Num(r.WorkerTimeouts, 0), lab.Num(r.AppHeldS, 2), lab.StatusText(r.Status, r.Reason))
 }
 
 // measure performs one run: a fresh stack, the instruments, the readers
@@ -97,36 +54,19 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if spec.Route.Proxied() {
 		run.SendTimeoutS = recorder.Some(sendTimeout(spec.Condition).Seconds())
 	}
-	fail := func(status, reason string) (recorder.StalledRun, error) {
-		run.Status, run.Reason = status, reason
-		if ctx.Err() != nil {
-			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
-		}
-		return run, nil
-	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
+		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout)}, false)
 	if err != nil {
-		return run, err
+		return lab.Failed(ctx, run, err), nil
 	}
-	defer os.RemoveAll(work)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
-		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout), LogDir: env.LogDir(), WorkDir: work})
-	if err != nil {
-		return fail(recorder.RunFailed, "start stack: "+err.Error())
-	}
-	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error())
-	}
-	defer in.Stop()
+	defer fr.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.Resources, running.PIDs())
-	l := c.load(ctx, env, running, spec, &run, t0, f)
-	_, _, sampErr := in.Samples()
-	sends := appSendTimes(ctx, running, l.ids, l.complete)
-	ev, evErr := gatherEvidence(ctx, running, env.LogDir(), id)
+	fr.Start(t0, f.Resources)
+	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	_, sampErr := fr.Sampled(time.Now())
+	sends := appSendTimes(ctx, fr.Running, l.ids, l.complete)
+	ev, evErr := gatherEvidence(ctx, fr.Running, env.LogDir(), id)
 	if evErr == nil {
 		run.WorkerTimeouts = recorder.Some(float64(len(ev.kills)))
 	}
@@ -141,21 +81,12 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		}
 	}
 	run = recorder.SummarizeStalledRun(run, l.reqs, l.downloads)
-	switch failed := running.Failed(); {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	case failed != nil:
-		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case evErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "who ended the downloads: "+evErr.Error()
-	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
-		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	evidence := ""
+	if evErr != nil {
+		evidence = "who ended the downloads: " + evErr.Error()
 	}
-	writeErr := errors.Join(l.writeErr, sampErr)
-	if writeErr != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
-	}
-	return run, writeErr
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr), evidence,
+		lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
 // stallS is the stall of a mode's readers in seconds: 0 for slow ones.
@@ -190,7 +121,6 @@ type loaded struct {
 // known.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.StalledRun, t0 time.Time, f *files) loaded {
 	l := loaded{downloads: make([]recorder.StalledDownload, spec.Clients), ids: make([]string, spec.Clients), complete: make([]bool, spec.Clients)}
-	var mu sync.Mutex
 	u, err := loadgen.CheckTarget(running.URL()+c.Client.Path, running.AllowRemote())
 	if err != nil {
 		l.writeErr = err
@@ -213,26 +143,14 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			l.downloads[i], l.complete[i] = downloadRow(base, t0, d), d.Complete
 		})
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Clients, Rep: run.Rep}
-	loop := loadgen.OpenLoop{Client: client, URL: running.URL() + c.Fast.Path,
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: run.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			l.reqs = append(l.reqs, row)
-			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-			env.RequestDone(run.RunID)
-		}}
-	run.FastPlanned = loop.Planned()
-	loop.Run(ctx)
+	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
+	run.FastPlanned = fast.Planned
 	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
 	return l
 }
 

@@ -10,6 +10,11 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
+// Result is what Run wrote: temp-runs.csv's rows (its ReasonsFile).
+type Result struct {
+	lab.MatrixResult[recorder.TempRun]
+}
+
 // Print implements lab.Result.
 func (r *Result) Print(w io.Writer) { PrintTable(w, r.Runs) }
 

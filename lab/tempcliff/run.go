@@ -18,25 +18,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
-type Result struct {
-	Dir  string
-	Runs []recorder.TempRun
-}
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: temp-runs.csv says why a run failed.
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.TempRun]() }
-
-// AllFailed implements lab.Result.
-func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, verdict) }
-
-// verdict points at a temp run row's id, status and reason.
-func verdict(r *recorder.TempRun) lab.Verdict {
-	return lab.Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
-}
-
 // files are the open results files of a session: large-responses.csv
 // and temp-runs.csv, with requests.csv and resource-samples.csv.
 type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
@@ -49,31 +30,16 @@ type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
 // returns ctx's error; the stack, and with it the proxy's tmpfs, is gone
 // on every path.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	var f *files
-	m := &lab.Matrix[RunSpec, recorder.TempRun]{Specs: c.Runs(), Verdict: verdict, Line: runLine,
-		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) },
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.TempRun, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	res := &Result{Dir: env.Out}
-	var err error
-	res.Runs, err = m.Run(ctx, env, c)
-	return res, err
+	return lab.Plan[RunSpec, recorder.LargeResponse, recorder.TempRun]{Line: runLine, Measure: c.measure,
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(), nil },
+		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
 func runLine(r recorder.TempRun) string {
-	status := r.Status
-	if r.Reason != "" {
-		status += ": " + r.Reason
-	}
 	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; app_send %s s, receive %s s; downloads complete %d, cut %d (fewest bytes %d); temp peak %s MiB, temp fs avail min %s MiB, proxy errors %d, exporter temp write errors %s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.Num(r.AppSendS, 2), lab.Num(r.ReceiveS, 2), r.DownloadsComplete, r.DownloadsCut,
-		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, lab.Num(r.ExporterTempWriteErrors, 0), status)
+		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, lab.Num(r.ExporterTempWriteErrors, 0), lab.StatusText(r.Status, r.Reason))
 }
 
 // measure performs one run: a fresh stack, the instruments, the slow
@@ -83,69 +49,44 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run := recorder.TempRun{RunID: id, Route: string(stack.RouteBufferingOn), Server: spec.Server.Name(), SlowClients: spec.SlowClients,
 		Rep: spec.Rep, SizeBytes: int64(spec.Size), MaxTempFileBytes: int64(spec.MaxTempFileSize), TempTmpfsBytes: int64(spec.TempTmpfs),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	fail := func(status, reason string) (recorder.TempRun, error) {
-		run.Status, run.Reason = status, reason
-		if ctx.Err() != nil {
-			run.Status, run.Reason = recorder.RunAborted, "interrupted: "+reason
-		}
-		return run, nil
-	}
-	work, err := os.MkdirTemp("", "slowlab-run-")
-	if err != nil {
-		return run, err
-	}
-	defer os.RemoveAll(work)
 	maxTemp := int64(spec.MaxTempFileSize)
-	running, err := env.Stack.Start(ctx, stack.Deployment{RunID: id, Route: stack.RouteBufferingOn, Server: spec.Server,
-		LargeSize: int64(spec.Size), MaxTempFileSize: &maxTemp, TempTmpfs: int64(spec.TempTmpfs), LogDir: env.LogDir(), WorkDir: work})
+	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: stack.RouteBufferingOn, Server: spec.Server,
+		LargeSize: int64(spec.Size), MaxTempFileSize: &maxTemp, TempTmpfs: int64(spec.TempTmpfs)}, false)
 	if err != nil {
-		return fail(recorder.RunFailed, "start stack: "+err.Error())
+		return lab.Failed(ctx, run, err), nil
 	}
-	defer running.Stop()
-	in, err := lab.Instrument(ctx, env, id, running)
-	if err != nil {
-		return fail(recorder.RunFailed, err.Error())
-	}
-	defer in.Stop()
+	defer fr.Stop()
 
 	t0 := time.Now()
-	in.Start(t0, f.Resources, running.PIDs())
+	fr.Start(t0, f.Resources)
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	avail := make(chan recorder.Maybe, 1)
-	go func() { avail <- pollTempFSAvail(pollCtx, in.ExporterURL()) }()
+	go func() { avail <- pollTempFSAvail(pollCtx, fr.In.ExporterURL()) }()
 	meta := recorder.RunMeta{RunID: id, Route: run.Route, Server: run.Server, SlowClients: spec.SlowClients, Rep: spec.Rep}
-	l := c.load(ctx, env, running, &meta, t0, f)
-	end := time.Since(t0).Seconds()
+	l := c.load(ctx, env, fr.Running, &meta, t0, f)
+	end := time.Now()
 	stopPoll()
 	run.TempFSAvailMinMiB = <-avail
 	run.FastPlanned = meta.FastPlanned
-	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, f)
-	samples, _, sampErr := in.Samples()
+	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.downloads, f)
+	rs, sampErr := fr.Sampled(end)
 	run = recorder.SummarizeTempRun(run, l.reqs, larges)
-	comps, temp := recorder.SummarizeResources(samples, 0, end)
-	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = temp, recorder.MemoryPeakMiB(comps[0]), recorder.MemoryPeakMiB(comps[1])
+	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	n, logErr := countProxyErrors(env.LogDir(), id)
 	run.ProxyErrors = n
 	// After the log was read: every line in it now is there for the
 	// exporter's scrape too (the proxy writes its stderr to the file).
-	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, in.ExporterURL())
-	switch failed := running.Failed(); {
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	case failed != nil:
-		run.Status, run.Reason = recorder.RunFailed, failed.Error()
-	case sendErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "read app_send_s: "+sendErr.Error()
-	case logErr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "read the proxy's log: "+logErr.Error()
-	case run.FastPlanned >= 0 && run.FastTotal != run.FastPlanned:
-		run.Status, run.Reason = recorder.RunFailed, fmt.Sprintf("%d /fast requests accounted of %d planned", run.FastTotal, run.FastPlanned)
+	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, fr.In.ExporterURL())
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr, largeErr),
+		reason("read app_send_s: ", sendErr), reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
+}
+
+// reason is what err fails a run with, or "".
+func reason(what string, err error) string {
+	if err == nil {
+		return ""
 	}
-	writeErr := errors.Join(l.writeErr, sampErr, largeErr)
-	if writeErr != nil {
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
-	}
-	return run, writeErr
+	return what + err.Error()
 }
 
 // loaded is what a run's load measured.
@@ -173,26 +114,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
 		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
 	}
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider,
-		AllowRemote: running.AllowRemote()})
-	defer client.Close()
-	var mu sync.Mutex
-	loop := loadgen.OpenLoop{Client: client, URL: running.Target(stack.TargetFast, c.Fast.Path),
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-		Start: t0.Add(time.Duration(c.Fast.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(*meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			l.reqs = append(l.reqs, row)
-			if err := f.Requests.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-			env.RequestDone(meta.RunID)
-		}}
-	meta.FastPlanned = loop.Planned()
-	loop.Run(ctx)
+	fast := c.Fast.Run(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), *meta, t0, f.Requests)
+	meta.FastPlanned = fast.Planned
 	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
 	return l
 }
 

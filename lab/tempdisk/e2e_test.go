@@ -98,7 +98,7 @@ func checkNothingLeft(t *testing.T) {
 	slowlabtest.WaitFor(t, "no proxy tmpfs mounted anywhere", func() bool { return mountedAnywhere() == "" }, mountedAnywhere)
 }
 
-// workDirRE matches a run's work directory (os.MkdirTemp("", "slowlab-run-")).
+// workDirRE matches a run's work directory (lab.NewWorkDir).
 var workDirRE = regexp.MustCompile(regexp.QuoteMeta(filepath.Join(os.TempDir(), "slowlab-run-")) + `[0-9]+`)
 
 // cmdline is process pid's command line, its arguments joined by spaces.

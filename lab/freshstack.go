@@ -1,0 +1,156 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// NewWorkDir makes a run's scratch directory (the stack's configs, sockets
+// and temp files); its owner removes it when the run's stack stopped.
+func NewWorkDir() (string, error) {
+	work, err := os.MkdirTemp("", "slowlab-run-")
+	if err != nil {
+		return "", fmt.Errorf("work dir: %w", err)
+	}
+	return work, nil
+}
+
+// Fresh is a run's own stack: its work directory, the stack started in it
+// and the instruments on it. Stop ends them all.
+type Fresh struct {
+	Running *stack.Running
+	In      *Instruments
+	t0      time.Time
+	work    string
+}
+
+// StartFresh starts a stack of its own for run d.RunID (d's LogDir and
+// WorkDir are set here) and the instruments on it: Instrument, or
+// InstrumentLoadChild when the run's load generator is a child. Its error
+// is the reason the run could not start ("work dir: ...", "start stack:
+// ...", or the instruments'); it leaves nothing behind then.
+func StartFresh(ctx context.Context, env *Env, d stack.Deployment, loadChild bool) (*Fresh, error) {
+	work, err := NewWorkDir()
+	if err != nil {
+		return nil, err
+	}
+	d.LogDir, d.WorkDir = env.LogDir(), work
+	running, err := env.Stack.Start(ctx, d)
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	f := &Fresh{Running: running, work: work}
+	instrument := Instrument
+	if loadChild {
+		instrument = InstrumentLoadChild
+	}
+	if f.In, err = instrument(ctx, env, d.RunID, running); err != nil {
+		return nil, errors.Join(err, f.Stop())
+	}
+	return f, nil
+}
+
+// Start begins sampling resources into w at t0, the run's start.
+func (f *Fresh) Start(t0 time.Time, w *recorder.FileWriter[recorder.ResourceSample]) {
+	f.t0 = t0
+	f.In.Start(t0, w, f.Running.PIDs())
+}
+
+// Resources are what a run's instruments sampled and its summary over
+// the load (from the run's start to the load's end).
+type Resources struct {
+	Samples []recorder.ResourceSample
+	Jitter  recorder.Jitter
+	// App, Proxy and Loadgen are the components' summaries.
+	App, Proxy, Loadgen recorder.ComponentSummary
+	TempPeakMiB         recorder.Maybe
+}
+
+// Sampled ends the sampling and summarizes it up to end, the load's end.
+// Its error is for samples that could not be written.
+func (f *Fresh) Sampled(end time.Time) (Resources, error) {
+	samples, jitter, err := f.In.Samples()
+	comps, temp := recorder.SummarizeResources(samples, 0, end.Sub(f.t0).Seconds())
+	return Resources{Samples: samples, Jitter: jitter, App: comps[0], Proxy: comps[1], Loadgen: comps[2], TempPeakMiB: temp}, err
+}
+
+// Stop ends the instruments, stops the stack and removes the work
+// directory. Safe to call again.
+func (f *Fresh) Stop() error {
+	var errs []error
+	if f.In != nil {
+		errs = append(errs, f.In.Stop())
+		f.In = nil
+	}
+	if f.Running != nil {
+		errs = append(errs, f.Running.Stop())
+		f.Running = nil
+	}
+	if f.work != "" {
+		errs = append(errs, os.RemoveAll(f.work))
+		f.work = ""
+	}
+	return errors.Join(errs...)
+}
+
+// Fail sets run v failed for reason, or aborted ("interrupted: " and
+// reason) when ctx ended: for a run that could not measure.
+func Fail(ctx context.Context, v Verdict, reason string) {
+	*v.Status, *v.Reason = recorder.RunFailed, reason
+	if ctx.Err() != nil {
+		*v.Status, *v.Reason = recorder.RunAborted, "interrupted: "+reason
+	}
+}
+
+// Failed is run with the verdict Fail gives it for err: for a run that
+// could not start.
+func Failed[R any](ctx context.Context, run R, err error) R {
+	Fail(ctx, VerdictOf(&run), err.Error())
+	return run
+}
+
+// Judge gives a run on running that measured its verdict v: aborted when
+// ctx ended, failed when a component of the stack (if any) died, else failed with
+// the first of reasons that is not empty (the experiment's own checks, in
+// order), and in any case failed when writeErr says its rows did not all
+// reach the results files (the run then must not claim them). It returns
+// writeErr, the error of Matrix.Measure.
+func Judge(ctx context.Context, v Verdict, running *stack.Running, writeErr error, reasons ...string) error {
+	var failed error
+	if running != nil {
+		failed = running.Failed()
+	}
+	switch {
+	case ctx.Err() != nil:
+		*v.Status, *v.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	case failed != nil:
+		*v.Status, *v.Reason = recorder.RunFailed, failed.Error()
+	default:
+		for _, r := range reasons {
+			if r != "" {
+				*v.Status, *v.Reason = recorder.RunFailed, r
+				break
+			}
+		}
+	}
+	if writeErr != nil {
+		*v.Status, *v.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
+	}
+	return writeErr
+}
+
+// FastAccounted is the reason a run whose /fast schedule planned planned
+// requests (negative: not known) but accounted total fails, or "".
+func FastAccounted(total, planned int) string {
+	if planned >= 0 && total != planned {
+		return fmt.Sprintf("%d /fast requests accounted of %d planned", total, planned)
+	}
+	return ""
+}
