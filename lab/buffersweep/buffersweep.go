@@ -41,18 +41,10 @@ import (
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "buffer-sweep"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 4, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.BufferSweep,
-		Files: resultsFiles, Smoke: smoke,
-		Summary: "response size x read rate x route x kernel socket buffers: where buffering off stops protecting the app",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU})
-}
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {

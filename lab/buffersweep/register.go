@@ -3,7 +3,18 @@ package buffersweep
 import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
+
+// init registers the experiment: its flags and scenario (New), its
+// table (NewResult), its results files, its smoke reduction and its
+// report section.
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 4, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.BufferSweep,
+		Files: resultsFiles, Smoke: smoke,
+		Summary: "response size x read rate x route x kernel socket buffers: where buffering off stops protecting the app",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU})
+}
 
 // resultsFiles are the files each session writes in its directory
 // (lab.Experiment.Files); each cell's own files are in the cell's.

@@ -13,18 +13,10 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "idle-connections"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 6, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.IdleConnections,
-		Files: resultsFiles, Smoke: smoke,
-		Summary: "idle and slowloris connections held against each server model while /fast runs",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
-}
 
 // Limits of the configuration.
 const (

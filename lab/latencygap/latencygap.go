@@ -25,18 +25,10 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "latency-gap"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.LatencyGap,
-		Files: resultsFiles, Smoke: smoke,
-		Summary: "server-reported against client-observed time, with added network delay (root: network namespaces)",
-		Shared:  lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
-}
 
 // MaxDelay bounds the added one-way delay.
 const MaxDelay = time.Second

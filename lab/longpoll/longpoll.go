@@ -31,18 +31,10 @@ import (
 	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "long-poll"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.LongPoll,
-		Files: resultsFiles, Smoke: smoke,
-		Summary: "long-polls held against worker slots while probes measure what is left",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
-}
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {

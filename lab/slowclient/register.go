@@ -6,7 +6,18 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
+
+// init registers the experiment: its flags and scenario (New), its
+// table (NewResult), its results files, its smoke reduction and its
+// report section.
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 1, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SlowClient,
+		Files: resultsFiles, Smoke: smoke,
+		Summary: "slow downloads against a fast endpoint, directly and behind a buffering proxy",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+}
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
 var resultsFiles = []string{recorder.FileName[recorder.Request](), recorder.FileName[recorder.LargeResponse](),

@@ -12,18 +12,10 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "slow-upload"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 5, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SlowUpload,
-		Files: resultsFiles, Smoke: smoke,
-		Summary: "slow uploads against a fast endpoint, directly and behind a proxy that buffers request bodies or not",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
-}
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {

@@ -12,18 +12,10 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "sse"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 8, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SSE,
-		Files: resultsFiles, Smoke: smoke,
-		Summary: "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
-}
 
 // The pseudo-routes: a deployed route (buffering on or off) with the
 // app's X-Accel-Buffering on each stream or the proxy's

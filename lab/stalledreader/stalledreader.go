@@ -13,18 +13,10 @@ import (
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "stalled-reader"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 7, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.StalledReader,
-		Files: resultsFiles, Smoke: smoke,
-		Summary: "clients that stop reading /large (or read it at 16 KiB/s) against the app's worker timeout and the proxy's send_timeout",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
-}
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {

@@ -5,7 +5,18 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
+
+// init registers the experiment: its flags and scenario (New), its
+// table (NewResult), its results files, its smoke reduction and its
+// report section.
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.TempCliff,
+		Files: ResultsFiles, Smoke: Smoke,
+		Summary: "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
+}
 
 // ResultsFiles are the files each session of temp-cliff, or of
 // temp-disk-full, writes (lab.Experiment.Files).

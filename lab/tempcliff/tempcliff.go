@@ -10,18 +10,10 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
 const Name = "temp-cliff"
-
-func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.TempCliff,
-		Files: ResultsFiles, Smoke: Smoke,
-		Summary: "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
-}
 
 // Config is the experiment (and temp-disk-full's): its YAML tags are the
 // scenario schema.
