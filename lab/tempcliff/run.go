@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -72,7 +71,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	rs, sampErr := fr.Sampled(end)
 	run = recorder.SummarizeTempRun(run, l.reqs, larges)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
-	n, logErr := countProxyErrors(env.LogDir(), id)
+	n, logErr := countProxyErrors(fr.Running.ProxyErrorLogs())
 	run.ProxyErrors = n
 	// After the log was read: every line in it now is there for the
 	// exporter's scrape too (the proxy writes its stderr to the file).
@@ -249,17 +248,11 @@ func scrapeGauge(ctx context.Context, client *http.Client, url, name, group stri
 // embedded proxy's alike.
 var errorLevels = [][]byte{[]byte("[error]"), []byte("[crit]"), []byte("[alert]"), []byte("[emerg]")}
 
-// countProxyErrors counts the error lines in the run's proxy log
-// (LOGDIR/RUNID-nginx.log or RUNID-proxy.log).
-func countProxyErrors(logDir, runID string) (int, error) {
-	var paths []string
-	for _, name := range []string{"nginx", "proxy"} {
-		if p := filepath.Join(logDir, runID+"-"+name+".log"); fileExists(p) {
-			paths = append(paths, p)
-		}
-	}
+// countProxyErrors counts the error lines in the run's proxy logs (the
+// running proxy names them).
+func countProxyErrors(paths []string) (int, error) {
 	if len(paths) == 0 {
-		return 0, fmt.Errorf("no proxy log of run %s in %s", runID, logDir)
+		return 0, errors.New("the proxy names no error log")
 	}
 	n := 0
 	for _, p := range paths {
@@ -277,9 +270,4 @@ func countProxyErrors(logDir, runID string) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
