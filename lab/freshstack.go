@@ -5,16 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
 
+// WorkDirPrefix starts the name of every run's scratch directory under
+// the system's temp dir, followed by the PID of the session that made it
+// and "-", so a leak check finds a session's own (slowlabtest.LeftBehind).
+const WorkDirPrefix = "slowlab-run-"
+
 // NewWorkDir makes a run's scratch directory (the stack's configs, sockets
-// and temp files); its owner removes it when the run's stack stopped.
+// and temp files), named WorkDirPrefix + PID + "-"; its owner removes it
+// when the run's stack stopped.
 func NewWorkDir() (string, error) {
-	work, err := os.MkdirTemp("", "slowlab-run-")
+	work, err := os.MkdirTemp("", WorkDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", fmt.Errorf("work dir: %w", err)
 	}

@@ -162,3 +162,32 @@ func TestFreshStackCancelled(t *testing.T) {
 	}
 	checkNothingLeft(t, tmp)
 }
+
+// A run's work directory carries this process's PID, so the leak check
+// every end-to-end test gets (slowlabtest.LeftBehind) finds one left
+// behind, and no longer once it is removed.
+func TestWorkDirIsFoundLeft(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir, err := lab.NewWorkDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(dir), lab.WorkDirPrefix+strconv.Itoa(os.Getpid())+"-") {
+		t.Errorf("work dir %s: want %s%d-*", dir, lab.WorkDirPrefix, os.Getpid())
+	}
+	listed := func() bool {
+		for _, s := range slowlabtest.LeftBehind() {
+			if s == "work dir "+dir {
+				return true
+			}
+		}
+		return false
+	}
+	if !listed() {
+		t.Errorf("LeftBehind %v does not list the work dir %s", slowlabtest.LeftBehind(), dir)
+	}
+	os.Remove(dir)
+	if listed() {
+		t.Errorf("LeftBehind lists the removed work dir %s", dir)
+	}
+}

@@ -22,11 +22,22 @@ func markOwner() { os.Setenv(OwnerEnv, strconv.Itoa(os.Getpid())) }
 // LeftBehind lists what this test process started and is still there:
 // processes that carry its OwnerEnv mark (but itself), cgroups under
 // slowlab/PID, the lab's cgroups of this process (lab/stack.CgroupName),
-// in each mounted hierarchy, and its own threads and file descriptors in
-// another network namespace or on a TUN device (HeldNamespaces).
+// in each mounted hierarchy, its runs' work directories (lab.NewWorkDir's
+// slowlab-run-PID-*, whose mounts and files go with them), and its own
+// threads and file descriptors in another network namespace or on a TUN
+// device (HeldNamespaces).
 func LeftBehind() []string {
-	return append(leftProcessesAndCgroups(), HeldNamespaces()...)
+	left := append(leftProcessesAndCgroups(), HeldNamespaces()...)
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	for _, d := range dirs {
+		left = append(left, "work dir "+d)
+	}
+	return left
 }
+
+// workDirPrefix is lab.WorkDirPrefix (this package cannot import lab;
+// lab's TestWorkDirIsFoundLeft ties the two).
+const workDirPrefix = "slowlab-run-"
 
 // HeldNamespaces lists this process's threads and file descriptors that
 // are in a network namespace other than its own, or on /dev/net/tun: a

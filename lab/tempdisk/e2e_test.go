@@ -99,7 +99,7 @@ func checkNothingLeft(t *testing.T) {
 }
 
 // workDirRE matches a run's work directory (lab.NewWorkDir).
-var workDirRE = regexp.MustCompile(regexp.QuoteMeta(filepath.Join(os.TempDir(), "slowlab-run-")) + `[0-9]+`)
+var workDirRE = regexp.MustCompile(regexp.QuoteMeta(filepath.Join(os.TempDir(), lab.WorkDirPrefix)) + `[0-9]+-[0-9]+`)
 
 // cmdline is process pid's command line, its arguments joined by spaces.
 func cmdline(pid int) string {
