@@ -11,11 +11,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // scrape GETs admin/metrics and returns every sample keyed
@@ -161,10 +162,10 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, "the long-poll to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	slowlabtest.WaitFor(t, "the long-poll to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
 	cancel()
 	<-gone
-	waitFor(t, "the abandoned long-poll to be counted", func() bool {
+	slowlabtest.WaitFor(t, "the abandoned long-poll to be counted", func() bool {
 		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="longpoll"}`] == 1
 	})
 
@@ -180,7 +181,7 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 	}
 	fmt.Fprintf(conn, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
 	conn.Close()
-	waitFor(t, "the cut upload to be counted", func() bool {
+	slowlabtest.WaitFor(t, "the cut upload to be counted", func() bool {
 		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="upload"}`] == 1
 	})
 
@@ -193,9 +194,9 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(sse, "GET /events?interval=10ms&duration=5m HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitFor(t, "the stream to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	slowlabtest.WaitFor(t, "the stream to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
 	sse.Close()
-	waitFor(t, "the abandoned stream to be counted", func() bool {
+	slowlabtest.WaitFor(t, "the abandoned stream to be counted", func() bool {
 		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="events"}`] == 1
 	})
 
@@ -209,18 +210,3 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 		}
 	}
 }
-
-// waitFor polls cond until it holds; the bound only keeps a broken server
-// from hanging the test.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(hangGuard); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", hangGuard, what)
-		}
-	}
-}
-
-// hangGuard bounds waits for events that a working server makes happen
-// promptly: generous, so a slow or loaded machine never hits it.
-const hangGuard = time.Minute

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // startServer serves o on loopback and returns app and admin base URLs.
@@ -43,7 +45,7 @@ func startServer(t testing.TB, o Options) (*Server, string, string) {
 			if err != nil {
 				t.Errorf("Serve: %v", err)
 			}
-		case <-time.After(hangGuard):
+		case <-time.After(slowlabtest.HangGuard):
 			t.Error("Serve did not return after cancel")
 		}
 	})
@@ -66,7 +68,7 @@ func holdLarge(t *testing.T, base, id string) net.Conn {
 // waitBusy waits until the server reports n busy slots.
 func waitBusy(t *testing.T, s *Server, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d busy slots", n), func() bool {
+	slowlabtest.WaitFor(t, fmt.Sprintf("%d busy slots", n), func() bool {
 		total := 0.0
 		for _, v := range gauges(s, "slowlab_target_busy_slots") {
 			total += v
@@ -76,7 +78,7 @@ func waitBusy(t *testing.T, s *Server, n int) {
 }
 
 // getFast GETs /fast on a new connection; timeout 0 waits as long as it
-// takes. Expecting an answer, pass hangGuard: a slow machine answers late,
+// takes. Expecting an answer, pass slowlabtest.HangGuard: a slow machine answers late,
 // not never.
 func getFast(base string, timeout time.Duration) error {
 	c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -106,7 +108,7 @@ func TestSyncWorkersStuckBehindSlowReaders(t *testing.T) {
 
 	h1 := holdLarge(t, base, "h1")
 	waitBusy(t, s, 1)
-	if err := getFast(base, hangGuard); err != nil {
+	if err := getFast(base, slowlabtest.HangGuard); err != nil {
 		t.Fatalf("one worker stuck, the other should answer /fast: %v", err)
 	}
 	holdLarge(t, base, "h2")
@@ -124,7 +126,7 @@ func TestSyncWorkersStuckBehindSlowReaders(t *testing.T) {
 	resp.Body.Close()
 	// Freeing one worker lets /fast through again.
 	h1.Close()
-	if err := getFast(base, hangGuard); err != nil {
+	if err := getFast(base, slowlabtest.HangGuard); err != nil {
 		t.Fatalf("after a holder left, /fast: %v", err)
 	}
 	recs := appSend(t, admin, "h1")
@@ -145,7 +147,7 @@ func TestGthreadAndAsyncServeBesideSlowReaders(t *testing.T) {
 			if o.Model == ModelGthread {
 				waitBusy(t, s, 2)
 			}
-			if err := getFast(base, hangGuard); err != nil {
+			if err := getFast(base, slowlabtest.HangGuard); err != nil {
 				t.Fatalf("/fast beside two slow readers: %v", err)
 			}
 		})
@@ -168,7 +170,7 @@ func TestGthreadQueuesWhenThreadsAreFull(t *testing.T) {
 func appSend(t *testing.T, admin, id string) []SendRecord {
 	t.Helper()
 	var recs []SendRecord
-	waitFor(t, "an app-send end record for "+id, func() bool {
+	slowlabtest.WaitFor(t, "an app-send end record for "+id, func() bool {
 		resp, err := http.Get(admin + "/app-send?id=" + id)
 		if err != nil {
 			t.Fatal(err)
@@ -275,7 +277,7 @@ func getPort(t *testing.T, method, url string) (*http.Response, []byte, int) {
 	}}
 	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest(method, url, nil)
-	resp, err := (&http.Client{Timeout: hangGuard, Transport: tr}).Do(req)
+	resp, err := (&http.Client{Timeout: slowlabtest.HangGuard, Transport: tr}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -336,7 +338,7 @@ func TestPeerPortHeader(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 2, Threads: 3, LargeSize: 10, BlockSize: 4})
 	for i := 0; i < 3; i++ {
-		if err := getFast(base, hangGuard); err != nil {
+		if err := getFast(base, slowlabtest.HangGuard); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -427,7 +429,7 @@ func holdLongPolls(t *testing.T, s *Server, base string, n int, wait time.Durati
 			}
 		}()
 	}
-	waitFor(t, fmt.Sprintf("the server to take %d long-polls", n), func() bool {
+	slowlabtest.WaitFor(t, fmt.Sprintf("the server to take %d long-polls", n), func() bool {
 		total := gauges(s, "slowlab_target_queued_requests")[""]
 		for _, v := range gauges(s, "slowlab_target_longpolls_in_progress") {
 			total += v
@@ -464,7 +466,7 @@ func TestGthreadFullWorkerKeepsAccepting(t *testing.T) {
 					defer pending.Done()
 					done <- getFast(base, 0)
 				}()
-				waitFor(t, "/fast to be answered or queued", func() bool {
+				slowlabtest.WaitFor(t, "/fast to be answered or queued", func() bool {
 					select {
 					case err := <-done:
 						if err != nil {
@@ -508,10 +510,10 @@ func TestGthreadWorkerConnections(t *testing.T) {
 	}
 	// The held connection and one /fast fill the limit: one /fast queues
 	// for the thread, two stay in the kernel backlog unaccepted.
-	waitFor(t, "a /fast to queue for the thread", func() bool { return gauges(s, "slowlab_target_queued_requests")[""] >= 1 })
+	slowlabtest.WaitFor(t, "a /fast to queue for the thread", func() bool { return gauges(s, "slowlab_target_queued_requests")[""] >= 1 })
 	port := base[strings.LastIndex(base, ":")+1:]
 	var backlog int
-	waitFor(t, "two /fast to wait in the accept queue", func() bool {
+	slowlabtest.WaitFor(t, "two /fast to wait in the accept queue", func() bool {
 		backlog = acceptQueue(t, port)
 		return backlog >= 2
 	})

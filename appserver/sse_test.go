@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 func TestParseSSEQuery(t *testing.T) {
@@ -69,7 +71,7 @@ func TestServeEvents(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" || resp.Header.Get(AccelBufferingHeader) != "no" {
 		t.Errorf("Content-Type %q, %s %q", ct, AccelBufferingHeader, resp.Header.Get(AccelBufferingHeader))
 	}
-	waitFor(t, "the stream to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	slowlabtest.WaitFor(t, "the stream to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
 	br := bufio.NewReader(resp.Body)
 	var got []string
 	for {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // syncBuffer is a log the server writes from its timers while the test reads.
@@ -36,7 +38,7 @@ func (b *syncBuffer) String() string {
 // arrived and how it ended (nil: FIN).
 func readClosed(t *testing.T, c net.Conn) ([]byte, error) {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(hangGuard))
+	c.SetReadDeadline(time.Now().Add(slowlabtest.HangGuard))
 	b, err := io.ReadAll(c)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -61,7 +63,7 @@ func timeoutServer(t *testing.T, model Model, workers int, timeout time.Duration
 // serves again; a request finished in time is not counted.
 func TestSyncWorkerTimeoutIdle(t *testing.T) {
 	s, addr, log := timeoutServer(t, ModelSync, 1, 300*time.Millisecond)
-	if err := getFast("http://"+addr, hangGuard); err != nil {
+	if err := getFast("http://"+addr, slowlabtest.HangGuard); err != nil {
 		t.Fatal(err)
 	}
 	idle, err := net.Dial("tcp", addr)
@@ -73,7 +75,7 @@ func TestSyncWorkerTimeoutIdle(t *testing.T) {
 	// answered only after the idle one was closed.
 	fast := make(chan error, 1)
 	var fastAt time.Time
-	go func() { err := getFast("http://"+addr, hangGuard); fastAt = time.Now(); fast <- err }()
+	go func() { err := getFast("http://"+addr, slowlabtest.HangGuard); fastAt = time.Now(); fast <- err }()
 	b, err := readClosed(t, idle)
 	closedAt := time.Now()
 	if err != nil || len(b) != 0 {
@@ -103,7 +105,7 @@ func TestSyncWorkerTimeoutWriting(t *testing.T) {
 	}
 	defer c.Close()
 	fmt.Fprintf(c, "GET /large HTTP/1.1\r\nHost: x\r\n\r\n")
-	waitFor(t, "the worker timed out", func() bool { return testutil.ToFloat64(s.timeout.total) == 1 })
+	slowlabtest.WaitFor(t, "the worker timed out", func() bool { return testutil.ToFloat64(s.timeout.total) == 1 })
 	b, _ := readClosed(t, c)
 	if len(b) == 0 || len(b) >= stuckSize {
 		t.Fatalf("read %d bytes: want part of the %d-byte body, then the end", len(b), stuckSize)
@@ -176,10 +178,10 @@ func TestGthreadIdleConnectionsHoldThreads(t *testing.T) {
 		defer c.Close()
 		idle = append(idle, c)
 	}
-	waitFor(t, "one idle connection queued", queued(1))
+	slowlabtest.WaitFor(t, "one idle connection queued", queued(1))
 	fast := make(chan error, 1)
-	go func() { fast <- getFast(base, hangGuard) }()
-	waitFor(t, "/fast queued behind the idle connections", queued(2))
+	go func() { fast <- getFast(base, slowlabtest.HangGuard) }()
+	slowlabtest.WaitFor(t, "/fast queued behind the idle connections", queued(2))
 	select {
 	case err := <-fast:
 		t.Fatalf("/fast answered (%v) while both threads were held by idle connections", err)
@@ -191,5 +193,5 @@ func TestGthreadIdleConnectionsHoldThreads(t *testing.T) {
 	if err := <-fast; err != nil {
 		t.Fatalf("/fast after the idle connections left: %v", err)
 	}
-	waitFor(t, "nothing queued", queued(0))
+	slowlabtest.WaitFor(t, "nothing queued", queued(0))
 }

@@ -9,6 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // Every worker model continues the caller's trace in a server span named
@@ -39,7 +41,7 @@ func TestServerSpans(t *testing.T) {
 			resp.Body.Close()
 			// The handler may end its span after the client has the body.
 			var spans []sdktrace.ReadOnlySpan
-			waitFor(t, "the server span to end", func() bool { spans = rec.Ended(); return len(spans) > 0 })
+			slowlabtest.WaitFor(t, "the server span to end", func() bool { spans = rec.Ended(); return len(spans) > 0 })
 			if len(spans) != 1 {
 				t.Fatalf("%d spans, want 1", len(spans))
 			}
@@ -79,10 +81,10 @@ func TestServerSpanThreadWait(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, "the long-poll to hold the thread", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	slowlabtest.WaitFor(t, "the long-poll to hold the thread", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
 	fast := make(chan error, 1)
-	go func() { fast <- getFast(app, hangGuard) }()
-	waitFor(t, "/fast to queue for the thread", func() bool { return gauges(s, "slowlab_target_queued_requests")[""] == 1 })
+	go func() { fast <- getFast(app, slowlabtest.HangGuard) }()
+	slowlabtest.WaitFor(t, "/fast to queue for the thread", func() bool { return gauges(s, "slowlab_target_queued_requests")[""] == 1 })
 	queuedBy := time.Now()
 	// Hold the thread a little longer, so the wait has a lower bound
 	// worth checking; any length would do.
@@ -95,7 +97,7 @@ func TestServerSpanThreadWait(t *testing.T) {
 	}
 
 	byName := map[string]sdktrace.ReadOnlySpan{}
-	waitFor(t, "both server spans to end", func() bool {
+	slowlabtest.WaitFor(t, "both server spans to end", func() bool {
 		for _, sp := range rec.Ended() {
 			byName[sp.Name()] = sp
 		}

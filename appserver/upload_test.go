@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/loadgen"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // TestUploadHoldsWorker: a sync worker reading an upload is busy until the
@@ -26,7 +28,7 @@ func TestUploadHoldsWorker(t *testing.T) {
 	const size = 3*UploadChunk + 5
 	body := strings.Repeat("u", size)
 	fmt.Fprintf(conn, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", size, body[:UploadChunk])
-	waitFor(t, "the worker to be busy reading the body", func() bool { return gauges(s, "slowlab_target_busy_slots")["0"] == 1 })
+	slowlabtest.WaitFor(t, "the worker to be busy reading the body", func() bool { return gauges(s, "slowlab_target_busy_slots")["0"] == 1 })
 	if _, err := io.WriteString(conn, body[UploadChunk:]); err != nil {
 		t.Fatal(err)
 	}
@@ -44,5 +46,5 @@ func TestUploadHoldsWorker(t *testing.T) {
 	if !ok || !ok2 || read <= 0 || read > total {
 		t.Errorf("Server-Timing %q: want body;dur above 0 and at most app;dur", resp.Header.Get("Server-Timing"))
 	}
-	waitFor(t, "the worker to be free", func() bool { return gauges(s, "slowlab_target_busy_slots")["0"] == 0 })
+	slowlabtest.WaitFor(t, "the worker to be free", func() bool { return gauges(s, "slowlab_target_busy_slots")["0"] == 0 })
 }

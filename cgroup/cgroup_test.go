@@ -16,20 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// requireReal skips a test whose real dependency is missing, except with
-// CI=true, where a missing dependency fails it: CI must run every test.
-func requireReal(t *testing.T, ok bool, why string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but %s", why)
-	}
-	t.Skip(why)
-}
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+)
 
 // copyTree copies the regular files of src into dst (created).
 func copyTree(t *testing.T, src, dst string) {
@@ -412,7 +401,7 @@ func TestCgroupExecArgv(t *testing.T) {
 // the quota reads back, throttling is counted, usage stays near the quota,
 // and Remove leaves nothing behind in any hierarchy.
 func TestRealCgroupThrottles(t *testing.T) {
-	requireReal(t, os.Geteuid() == 0, "not root: the real cgroup test needs root")
+	slowlabtest.Require(t, os.Geteuid() == 0, "not root: the real cgroup test needs root")
 	layout, err := Detect(DefaultRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -505,7 +494,7 @@ func cpuUsage(t *testing.T, cg *Cgroup) time.Duration {
 // The lab's own process goes into a limited cgroup for a run and comes back
 // to exactly the cgroups it was in.
 func TestLimitSelfAndBack(t *testing.T) {
-	requireReal(t, os.Geteuid() == 0, "writing cgroups needs root")
+	slowlabtest.Require(t, os.Geteuid() == 0, "writing cgroups needs root")
 	before, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		t.Fatal(err)
@@ -577,9 +566,9 @@ func TestSwapEnforcement(t *testing.T) {
 // kernel, and OOMKills counts it: the lab records such a run as what it
 // is, not as a crash of unknown cause.
 func TestRealCgroupOOMKill(t *testing.T) {
-	requireReal(t, os.Geteuid() == 0, "not root: the real cgroup test needs root")
+	slowlabtest.Require(t, os.Geteuid() == 0, "not root: the real cgroup test needs root")
 	swap := SwapEnforcement(DefaultRoot, "/proc")
-	requireReal(t, strings.HasPrefix(swap, "none allowed") || strings.HasSuffix(swap, "the host has no swap"),
+	slowlabtest.Require(t, strings.HasPrefix(swap, "none allowed") || strings.HasSuffix(swap, "the host has no swap"),
 		"swap: "+swap+": a process over its memory limit would swap instead of being killed")
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -593,7 +582,7 @@ func TestRealCgroupOOMKill(t *testing.T) {
 		}
 	})
 	if n, err := cg.OOMKills(); err != nil || n != 0 {
-		requireReal(t, !errors.Is(err, ErrNoOOMCount), "the kernel does not count OOM kills per cgroup (Linux 4.13+)")
+		slowlabtest.Require(t, !errors.Is(err, ErrNoOOMCount), "the kernel does not count OOM kills per cgroup (Linux 4.13+)")
 		t.Fatalf("fresh cgroup: %d OOM kills, %v", n, err)
 	}
 	// The hog touches 256 MiB, one page at a time, in a limit of 32 MiB

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // deadPID is the PID of a process that ran and was reaped.
@@ -77,7 +79,7 @@ func TestCleanupDeadFixture(t *testing.T) {
 // cgroups a SIGKILLed session left under slowlab/<its pid> are removed in
 // every hierarchy, and this (live) session's are not.
 func TestCleanupDeadRealCgroups(t *testing.T) {
-	requireReal(t, os.Geteuid() == 0, "not root: the real cgroup cleanup test needs root")
+	slowlabtest.Require(t, os.Geteuid() == 0, "not root: the real cgroup cleanup test needs root")
 	dead := strconv.Itoa(deadPID(t))
 	var dirs []string
 	for _, role := range []string{"app", "proxy", "loadgen"} {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // TestFoundLimitsV2 reads back, from a v2 fixture tree, the limits a
@@ -43,7 +45,7 @@ func TestFoundLimitsV2(t *testing.T) {
 // both the cgroup (from /proc) and its limits, as the external stack
 // does for processes slowlab did not start.
 func TestRealFoundLimits(t *testing.T) {
-	requireReal(t, os.Geteuid() == 0, "not root: the real cgroup test needs root")
+	slowlabtest.Require(t, os.Geteuid() == 0, "not root: the real cgroup test needs root")
 	layout, err := Detect(DefaultRoot)
 	if err != nil {
 		t.Fatal(err)

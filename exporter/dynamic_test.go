@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slowlab/slowlab/cgroup"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 const (
@@ -189,9 +191,9 @@ func TestMaxDynamicGroupsInvalid(t *testing.T) {
 // process in one, and one selector yields two groups with their labels,
 // the process counted in its group only.
 func TestRealDynamicGroups(t *testing.T) {
-	requireReal(t, os.Geteuid() == 0, "needs root to create cgroups")
+	slowlabtest.Require(t, os.Geteuid() == 0, "needs root to create cgroups")
 	layout, err := cgroup.Detect(cgroup.DefaultRoot)
-	requireReal(t, err == nil, "no cgroup hierarchy mounted")
+	slowlabtest.Require(t, err == nil, "no cgroup hierarchy mounted")
 	name, dirs := testCgroup(t, layout)
 	var procs []string
 	for _, unit := range []string{"api", "worker"} {
@@ -205,7 +207,7 @@ func TestRealDynamicGroups(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			for _, p := range sub {
-				if !waitFor(func() bool { return os.Remove(p) == nil }) {
+				if !slowlabtest.Eventually(func() bool { return os.Remove(p) == nil }) {
 					t.Errorf("remove %s", p)
 				}
 			}
@@ -232,7 +234,7 @@ func TestRealDynamicGroups(t *testing.T) {
 	}
 	var v map[string]float64
 	pid := strconv.Itoa(cmd.Process.Pid)
-	if !waitFor(func() bool {
+	if !slowlabtest.Eventually(func() bool {
 		v = values(t, e)
 		return v[`slowlab_processes{api,sleeping,api}`] == 1
 	}) {

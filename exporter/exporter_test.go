@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/procfs"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 func fixtureExporter(t *testing.T, opts Options, logger *slog.Logger) *Exporter {
@@ -179,7 +181,7 @@ func TestScrapeTimeoutHeader(t *testing.T) {
 	req, _ := http.NewRequest("GET", srv.URL, nil)
 	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "0.3")
 	before := time.Now()
-	resp, err := (&http.Client{Timeout: hangGuard}).Do(req)
+	resp, err := (&http.Client{Timeout: slowlabtest.HangGuard}).Do(req)
 	if err != nil {
 		t.Fatalf("scrape with a 0.3 s timeout header: %v", err)
 	}

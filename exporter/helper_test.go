@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -142,19 +141,6 @@ func startHelper(t *testing.T, mode string, env []string, files ...*os.File) *he
 
 func (h *helper) pid() int { return h.cmd.Process.Pid }
 
-// requireReal skips a test that needs the real machine (root, cgroups),
-// except in CI (CI=true), where a missing capability is a failure.
-func requireReal(t *testing.T, ok bool, why string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but this test cannot run: %s", why)
-	}
-	t.Skip(why)
-}
-
 // values gathers the exporter and returns every sample keyed by
 // name{label values...}, e.g. `slowlab_processes{app,sleeping}`.
 func values(t *testing.T, e *Exporter) map[string]float64 {
@@ -191,23 +177,6 @@ func metricValue(m *dto.Metric) float64 {
 		return m.GetCounter().GetValue()
 	}
 	return 0
-}
-
-// hangGuard bounds waits for events that a working kernel and exporter
-// bring about promptly: generous, so a slow or loaded machine never hits
-// it; it only keeps a broken setup from hanging the test.
-const hangGuard = time.Minute
-
-// waitFor polls cond until it holds, or reports false after hangGuard.
-func waitFor(cond func() bool) bool {
-	deadline := time.Now().Add(hangGuard)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cond()
 }
 
 // slowReaderListener listens on loopback with a small receive buffer and

@@ -58,7 +58,7 @@ func testCgroup(t *testing.T, layout cgroup.Layout) (string, []string) {
 	t.Cleanup(func() {
 		for _, d := range dirs {
 			var err error
-			if !waitFor(func() bool {
+			if !slowlabtest.Eventually(func() bool {
 				err = syscall.Rmdir(d)
 				return err == nil || errors.Is(err, syscall.ENOENT)
 			}) {
@@ -81,12 +81,12 @@ func writeFile(t *testing.T, path, value string) {
 // seconds rise, and the memory it touched shows in usage and the peak.
 func TestRealCgroupQuotaAndPeak(t *testing.T) {
 	layout, err := cgroup.Detect(DefaultCgroupFS)
-	requireReal(t, err == nil && os.Geteuid() == 0, "needs root and a cgroup filesystem at "+DefaultCgroupFS)
+	slowlabtest.Require(t, err == nil && os.Geteuid() == 0, "needs root and a cgroup filesystem at "+DefaultCgroupFS)
 	_, v1cpu := layout.V1["cpu"]
 	_, v1mem := layout.V1["memory"]
 	if !v1cpu || !v1mem {
 		ctrls, _ := os.ReadFile(filepath.Join(layout.Unified, "cgroup.subtree_control"))
-		requireReal(t, strings.Contains(string(ctrls), "cpu") && strings.Contains(string(ctrls), "memory"),
+		slowlabtest.Require(t, strings.Contains(string(ctrls), "cpu") && strings.Contains(string(ctrls), "memory"),
 			"cgroup v2 root does not delegate cpu and memory (cgroup.subtree_control: "+strings.TrimSpace(string(ctrls))+")")
 	}
 	name, dirs := testCgroup(t, layout)
@@ -122,7 +122,7 @@ func TestRealCgroupQuotaAndPeak(t *testing.T) {
 	key := func(m string) string { return m + "{burn}" }
 	var v0, v1 map[string]float64
 	// The burner has touched its memory once the cgroup is charged for it.
-	if !waitFor(func() bool {
+	if !slowlabtest.Eventually(func() bool {
 		v0 = values(t, e)
 		return v0[key("slowlab_cgroup_memory_usage_bytes")] >= allocMiB<<20
 	}) {
@@ -138,7 +138,7 @@ func TestRealCgroupQuotaAndPeak(t *testing.T) {
 	t0 := time.Now()
 	v0 = values(t, e)
 	var t1 time.Time
-	if !waitFor(func() bool {
+	if !slowlabtest.Eventually(func() bool {
 		v1, t1 = values(t, e), time.Now()
 		return v1[key("slowlab_cgroup_cpu_periods_total")] >= v0[key("slowlab_cgroup_cpu_periods_total")]+10 &&
 			v1[key("slowlab_cgroup_cpu_throttled_periods_total")] >= v0[key("slowlab_cgroup_cpu_throttled_periods_total")]+3
@@ -181,7 +181,7 @@ func TestRealCgroupQuotaAndPeak(t *testing.T) {
 		t.Errorf("memory usage %v, want in (0, peak %v]", got, peak)
 	}
 	// Last, as a missing peak skips the test outside CI.
-	requireReal(t, ok, "the kernel has no memory peak for the cgroup (memory.peak needs Linux 5.19 on cgroup v2)")
+	slowlabtest.Require(t, ok, "the kernel has no memory peak for the cgroup (memory.peak needs Linux 5.19 on cgroup v2)")
 	if peak < allocMiB<<20 {
 		t.Errorf("memory peak %.0f bytes, want at least the %d MiB the burner touched", peak, allocMiB)
 	}
@@ -214,7 +214,7 @@ func TestRealUnlinkedTempFile(t *testing.T) {
 	}
 	holder := startHelper(t, "hold", nil, f) // the child's fd 3
 	childFD := filepath.Join(DefaultProcFS, strconv.Itoa(holder.pid()), "fd", "3")
-	if !waitFor(func() bool {
+	if !slowlabtest.Eventually(func() bool {
 		link, err := os.Readlink(childFD)
 		return err == nil && strings.HasSuffix(link, "proxy-temp-1 (deleted)")
 	}) {
@@ -251,10 +251,10 @@ func TestRealUnlinkedTempFile(t *testing.T) {
 // in sk_stream_wait_memory. Outside CI, a kernel that hides any of these
 // skips the test with the reason; in CI (CI=true) it fails.
 func TestRealBlockedSender(t *testing.T) {
-	requireReal(t, tcpInfoHasNotsent(t), "the kernel's tcp_info has no tcpi_notsent_bytes (Linux 4.6+)")
+	slowlabtest.Require(t, tcpInfoHasNotsent(t), "the kernel's tcp_info has no tcpi_notsent_bytes (Linux 4.6+)")
 	ln, accepted := slowReaderListener(t)
 	sender := startHelper(t, "send", []string{"SLOWLAB_ADDR=" + ln.Addr().String()})
-	if !waitFor(accepted) {
+	if !slowlabtest.Eventually(accepted) {
 		t.Fatal("sender never connected")
 	}
 	e, err := New(Config{Groups: []Group{{Name: "sender", Selectors: []string{"pid:" + strconv.Itoa(sender.pid())}}}},
@@ -271,7 +271,7 @@ func TestRealBlockedSender(t *testing.T) {
 	// The peer never reads, so once its window is closed the data in the
 	// send queue stays unsent and the writer sleeps for good.
 	var v map[string]float64
-	if !waitFor(func() bool {
+	if !slowlabtest.Eventually(func() bool {
 		v = values(t, e)
 		return v[sendQueue] > 0 && v[notSent] > 0 && v[sleeping] == 1
 	}) {
@@ -292,11 +292,11 @@ func TestRealBlockedSender(t *testing.T) {
 	// hides it.
 	pidDir := filepath.Join(DefaultProcFS, strconv.Itoa(sender.pid()))
 	w, err := os.ReadFile(filepath.Join(pidDir, "wchan"))
-	requireReal(t, err == nil && len(w) > 0 && string(w) != "0",
+	slowlabtest.Require(t, err == nil && len(w) > 0 && string(w) != "0",
 		fmt.Sprintf("the kernel does not expose /proc/PID/wchan (read %q, %v)", w, err))
 	_, stackErr := os.ReadFile(filepath.Join(pidDir, "stack"))
 	const blocked, generic = "slowlab_process_wchan{sender,sk_stream_wait_memory}", "slowlab_process_wchan{sender,wait_woken}"
-	if !waitFor(func() bool {
+	if !slowlabtest.Eventually(func() bool {
 		v = values(t, e)
 		return v[blocked] == 1 || stackErr != nil && v[generic] == 1
 	}) {
@@ -310,7 +310,7 @@ func TestRealBlockedSender(t *testing.T) {
 	}
 	// Since sk_wait_event sleeps in wait_woken, only the kernel stack tells
 	// a blocked write from a blocked read.
-	requireReal(t, v[blocked] == 1, fmt.Sprintf(
+	slowlabtest.Require(t, v[blocked] == 1, fmt.Sprintf(
 		"/proc/PID/stack is unreadable (%v) and the kernel names the generic wait_woken: a blocked write cannot be told from a blocked read", stackErr))
 }
 
@@ -351,7 +351,7 @@ func TestRealQuietClient(t *testing.T) {
 		accepted = "slowlab_sockets{reader,established}"
 	)
 	var v map[string]float64
-	if !waitFor(func() bool { v = values(t, e); return v[quiet10] == 1 }) {
+	if !slowlabtest.Eventually(func() bool { v = values(t, e); return v[quiet10] == 1 }) {
 		t.Fatalf("the idle client's connection never counted as quiet for 10 s: %v", v)
 	}
 	if held := time.Since(start); held < 9*time.Second {
@@ -376,7 +376,7 @@ func TestRealQuietClient(t *testing.T) {
 	if _, err := client.Write([]byte("G")); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(func() bool { v = values(t, e); return v[quiet10] == 0 }) {
+	if !slowlabtest.Eventually(func() bool { v = values(t, e); return v[quiet10] == 0 }) {
 		t.Fatalf("the connection still counts as quiet after the client sent a byte: %v", v[quiet10])
 	}
 }

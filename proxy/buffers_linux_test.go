@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // startProxyAdmin serves a new Proxy on ln with its admin endpoints on a
@@ -46,7 +48,7 @@ type buffersClient struct {
 func newBuffersClient(t *testing.T, admin string) *buffersClient {
 	tr := &http.Transport{DisableCompression: true}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &buffersClient{url: "http://" + admin + "/buffers", c: &http.Client{Transport: tr, Timeout: hangGuard}}
+	return &buffersClient{url: "http://" + admin + "/buffers", c: &http.Client{Transport: tr, Timeout: slowlabtest.HangGuard}}
 }
 
 // fetch returns the report, refusing anything but a 200 JSON array.

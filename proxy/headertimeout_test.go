@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // TestHeaderTimeoutIsSilent: a client that sends half a request header and
@@ -33,7 +35,7 @@ func TestHeaderTimeoutIsSilent(t *testing.T) {
 			t.Fatal(err)
 		}
 		io.WriteString(c, sent)
-		c.SetReadDeadline(time.Now().Add(hangGuard))
+		c.SetReadDeadline(time.Now().Add(slowlabtest.HangGuard))
 		start := time.Now()
 		got, err := io.ReadAll(c)
 		c.Close()
@@ -47,7 +49,7 @@ func TestHeaderTimeoutIsSilent(t *testing.T) {
 			t.Fatal(err)
 		}
 		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-		c.SetReadDeadline(time.Now().Add(hangGuard))
+		c.SetReadDeadline(time.Now().Add(slowlabtest.HangGuard))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)

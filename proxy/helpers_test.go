@@ -13,12 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// hangGuard bounds waits for events that a working proxy brings about
-// promptly: generous, so a slow or loaded machine never hits it; it only
-// keeps a broken proxy from hanging the test.
-const hangGuard = time.Minute
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+)
 
 // testBody is n deterministic pseudo-random bytes, so a shifted or
 // repeated block cannot pass for the right one.
@@ -165,7 +162,7 @@ func (a *appServer) waitSent(t testing.TB) sendDone {
 	select {
 	case d := <-a.sent:
 		return d
-	case <-time.After(hangGuard):
+	case <-time.After(slowlabtest.HangGuard):
 		t.Fatal("upstream handler did not return")
 		return sendDone{}
 	}
@@ -174,7 +171,7 @@ func (a *appServer) waitSent(t testing.TB) sendDone {
 // get fetches url with a fresh client and returns status, header and body.
 func get(t testing.TB, url string) (*http.Response, []byte) {
 	t.Helper()
-	c := &http.Client{Timeout: hangGuard, Transport: &http.Transport{DisableCompression: true}}
+	c := &http.Client{Timeout: slowlabtest.HangGuard, Transport: &http.Transport{DisableCompression: true}}
 	defer c.CloseIdleConnections()
 	resp, err := c.Get(url)
 	if err != nil {
@@ -188,13 +185,13 @@ func get(t testing.TB, url string) (*http.Response, []byte) {
 	return resp, b
 }
 
-// eventually polls cond every 5 ms until it holds, failing after hangGuard.
+// eventually polls cond every 5 ms until it holds, failing after slowlabtest.HangGuard.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(slowlabtest.HangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting: %s", hangGuard, what)
+			t.Fatalf("gave up after %v waiting: %s", slowlabtest.HangGuard, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 func TestProxyRelaysBodyExactly(t *testing.T) {
@@ -319,7 +321,7 @@ func TestProxyClientLeavesBeforeHeader(t *testing.T) {
 	up := rawUpstream(t, func(c net.Conn) {
 		upstreamPeer = c.RemoteAddr().String()
 		once.Do(func() { close(arrived) })
-		c.SetReadDeadline(time.Now().Add(hangGuard))
+		c.SetReadDeadline(time.Now().Add(slowlabtest.HangGuard))
 		_, err := c.Read(make([]byte, 1)) // returns when the proxy closes the connection
 		upstreamGone <- err
 	})
@@ -331,7 +333,7 @@ func TestProxyClientLeavesBeforeHeader(t *testing.T) {
 	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	select {
 	case <-arrived:
-	case <-time.After(hangGuard):
+	case <-time.After(slowlabtest.HangGuard):
 		t.Fatal("the request never reached the upstream")
 	}
 	want := []Buffered{{Client: c.LocalAddr().String(), UpstreamLocal: upstreamPeer, Buffering: true}}
@@ -340,7 +342,7 @@ func TestProxyClientLeavesBeforeHeader(t *testing.T) {
 	}
 	c.Close()
 	if err := <-upstreamGone; timedOut(err) {
-		t.Fatalf("upstream connection still open %v after the client left", hangGuard)
+		t.Fatalf("upstream connection still open %v after the client left", slowlabtest.HangGuard)
 	}
 	eventually(t, "disconnect counted", func() bool { return testutil.ToFloat64(p.m.clientDisconnects) == 1 })
 	eventually(t, "the request unlisted from Buffered", func() bool { return len(p.Buffered()) == 0 })

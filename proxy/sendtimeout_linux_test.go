@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // stallClient sends GET path with a small receive buffer and reads
@@ -40,7 +42,7 @@ func stallClient(t *testing.T, addr, path string) net.Conn {
 // body bytes and the error that ended it (nil for EOF).
 func drain(t *testing.T, conn net.Conn) (int, int64, int64, error) {
 	t.Helper()
-	conn.SetReadDeadline(time.Now().Add(hangGuard))
+	conn.SetReadDeadline(time.Now().Add(slowlabtest.HangGuard))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		return 0, 0, 0, err

@@ -309,7 +309,7 @@ func TestProxyClientDisconnect(t *testing.T) {
 				t.Errorf("client_disconnects_total %v, want 1", v)
 			}
 			var left []string
-			deadline := time.Now().Add(hangGuard)
+			deadline := time.Now().Add(slowlabtest.HangGuard)
 			for {
 				left = left[:0]
 				for id, stack := range requestGoroutines() {
@@ -323,7 +323,7 @@ func TestProxyClientDisconnect(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			if len(left) > 0 {
-				t.Errorf("%d goroutines of the request still running after %v:\n%s", len(left), hangGuard, strings.Join(left, "\n\n"))
+				t.Errorf("%d goroutines of the request still running after %v:\n%s", len(left), slowlabtest.HangGuard, strings.Join(left, "\n\n"))
 			}
 		})
 	}
@@ -359,7 +359,7 @@ func TestProxyServeShutdown(t *testing.T) {
 			select {
 			case <-stopped:
 				return true
-			case <-time.After(hangGuard):
+			case <-time.After(slowlabtest.HangGuard):
 				return false
 			}
 		}}.get(t, ln.Addr().String(), "/large")
@@ -376,7 +376,7 @@ func TestProxyServeShutdown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
-	case <-time.After(hangGuard):
+	case <-time.After(slowlabtest.HangGuard):
 		t.Fatal("Serve did not return after shutdown")
 	}
 	close(stopped)

@@ -105,16 +105,30 @@ func (p *Prometheus) Query(q string) model.Vector {
 	return v.(model.Vector)
 }
 
+// Eventually polls cond every 50 ms until it holds, and reports false if
+// it still does not after HangGuard, for a test that says itself what it
+// waited for.
+func Eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(HangGuard); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
 // WaitFor polls cond until it holds; after HangGuard the test fails,
-// naming what it waited for and what detail says then.
-func WaitFor(t testing.TB, what string, cond func() bool, detail func() string) {
+// naming what it waited for and what the details say then.
+func WaitFor(t testing.TB, what string, cond func() bool, details ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(HangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			msg := ""
-			if detail != nil {
-				msg = detail()
+			for _, detail := range details {
+				if detail != nil {
+					msg += detail()
+				}
 			}
 			t.Fatalf("%s: not seen after %s. %s", what, HangGuard, msg)
 		}

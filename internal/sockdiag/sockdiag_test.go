@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -110,7 +109,7 @@ func TestDumpRealSockets(t *testing.T) {
 	srv.Close()
 	noTW := uint32(AllStates &^ (1 << TimeWait))
 	var tw []Socket
-	if !waitFor(func() bool {
+	if !slowlabtest.Eventually(func() bool {
 		tw, err = Dump(Filter{States: 1 << TimeWait, Ports: []uint16{port}}, unix.AF_INET)
 		return err == nil && len(tw) == 1
 	}) {
@@ -153,15 +152,3 @@ func FuzzParseMsg(f *testing.F) {
 		}
 	})
 }
-
-func waitFor(cond func() bool) bool {
-	for range 200 {
-		if cond() {
-			return true
-		}
-		sleep()
-	}
-	return cond()
-}
-
-func sleep() { time.Sleep(10 * time.Millisecond) }

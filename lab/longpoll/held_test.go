@@ -9,6 +9,8 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // scriptedHeld answers LongPollsHeld from a script, one entry per call,
@@ -43,7 +45,7 @@ func TestSampleHeld(t *testing.T) {
 	start = time.Now()
 	long := 2000 * heldEvery
 	stop := sampleHeld(context.Background(), hc, 16, start, start.Add(long))
-	waitFor(t, func() bool { return int(hc.calls.Load()) >= len(hc.script) })
+	slowlabtest.WaitFor(t, "every scripted sample taken", func() bool { return int(hc.calls.Load()) >= len(hc.script) }, nil)
 	st = stop()
 	if st.max != 16 {
 		t.Errorf("max = %d, want 16", st.max)
@@ -70,22 +72,9 @@ func TestSampleHeld(t *testing.T) {
 	none := &scriptedHeld{script: []map[string]int{spread}}
 	start = time.Now()
 	stop = sampleHeld(context.Background(), none, 16, start, start.Add(long))
-	waitFor(t, func() bool { return none.calls.Load() >= 3 })
+	slowlabtest.WaitFor(t, "3 samples taken", func() bool { return none.calls.Load() >= 3 }, nil)
 	if st := stop(); st.full != 0 || st.max != 10 || st.samples == 0 {
 		t.Errorf("spread 10/10 of 16 threads: %+v, want max 10, never full", st)
-	}
-}
-
-// waitFor polls cond until it holds; the 60 s bound only keeps a broken
-// test from hanging.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met after 60 s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
