@@ -26,7 +26,7 @@ type Experiment struct {
 	// NewResult returns an empty Result of the type its Config's Run
 	// returns, so that what its Print writes (the table's header, the
 	// columns of its rows) can be checked without running it, as the
-	// the tables of README.md and docs/ are.
+	// tables of README.md and docs/ are.
 	NewResult func() Result
 	// Files are the results files each of its sessions writes, besides
 	// environment.json and the scenario, as recorder.FileName names them.
