@@ -43,7 +43,7 @@ func TestPathTransit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := oneWay(t, n, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline)
+			got := oneWay(t, n, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline, settleOf(t, p))
 			after, err := p.Settle(context.Background())
 			if err != nil {
 				t.Fatal(err)

@@ -300,20 +300,49 @@ func udpPair(t *testing.T, p *Path) (srv, cli *net.UDPConn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
+	// Room for every datagram at both ends: a reader starved on a loaded
+	// machine must drop none at its socket, which is not the path's doing
+	// (SO_RCVBUFFORCE: past rmem_max, as root).
+	for _, c := range []*net.UDPConn{srv, cli} {
+		raw, err := c.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		if err := raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) }); err != nil || serr != nil {
+			t.Fatalf("SO_RCVBUFFORCE: %v %v", err, serr)
+		}
+	}
 	return srv, cli
 }
 
 // oneWay sends n timestamped datagrams with send and returns the one-way
-// time of each that recv got before a gap of a second.
-func oneWay(t *testing.T, n int, send func([]byte) error, recv func([]byte) (int, error), setDeadline func(time.Time) error) []time.Duration {
+// time of each that recv got. With settle nil it reads until a gap of a
+// second; else, once every datagram is sent, it calls settle (which
+// returns when the path holds none: each has arrived or was dropped) and
+// then reads what the socket still queues, so a reader starved on a
+// loaded machine misses none that arrived.
+func oneWay(t *testing.T, n int, send func([]byte) error, recv func([]byte) (int, error), setDeadline func(time.Time) error,
+	settle func()) []time.Duration {
 	t.Helper()
 	got := make(chan []time.Duration, 1)
+	settled := make(chan struct{})
 	go func() {
 		var d []time.Duration
 		buf := make([]byte, 64)
 		for {
-			setDeadline(time.Now().Add(time.Second))
+			switch {
+			case settle == nil:
+				setDeadline(time.Now().Add(time.Second))
+			case isClosed(settled):
+				setDeadline(time.Now().Add(100 * time.Millisecond)) // a drain: what arrived is queued
+			default:
+				setDeadline(time.Now().Add(slowlabtest.HangGuard))
+			}
 			m, err := recv(buf)
+			if err != nil && settle != nil && !isClosed(settled) && errors.Is(err, os.ErrDeadlineExceeded) {
+				continue // settled meanwhile: the deadline interrupted the wait
+			}
 			if err != nil || m < 8 {
 				break
 			}
@@ -331,7 +360,32 @@ func oneWay(t *testing.T, n int, send func([]byte) error, recv func([]byte) (int
 			time.Sleep(time.Millisecond)
 		}
 	}
+	if settle != nil {
+		settle()
+		close(settled)
+		// Wake a reader waiting on an empty queue; not now, so that a read
+		// about to take a queued datagram still gets it.
+		setDeadline(time.Now().Add(100 * time.Millisecond))
+	}
 	return <-got
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// settleOf is oneWay's settle for path p.
+func settleOf(t *testing.T, p *Path) func() {
+	return func() {
+		if _, err := p.Settle(context.Background()); err != nil {
+			t.Errorf("settle: %v", err)
+		}
+	}
 }
 
 // TestPathAsymmetricDelay gives each direction its own delay (5 ms up,
@@ -351,9 +405,9 @@ func TestPathAsymmetricDelay(t *testing.T) {
 				t.Errorf("RTT %s, want %s", p.RTT(), up+down)
 			}
 			srv, cli := udpPair(t, p)
-			ups := oneWay(t, 50, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline)
+			ups := oneWay(t, 50, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline, nil)
 			peer := cli.LocalAddr().(*net.UDPAddr)
-			downs := oneWay(t, 50, func(b []byte) error { _, err := srv.WriteToUDP(b, peer); return err }, cli.Read, cli.SetReadDeadline)
+			downs := oneWay(t, 50, func(b []byte) error { _, err := srv.WriteToUDP(b, peer); return err }, cli.Read, cli.SetReadDeadline, nil)
 			if len(ups) != 50 || len(downs) != 50 {
 				t.Fatalf("%d of 50 datagrams up and %d of 50 down arrived", len(ups), len(downs))
 			}
@@ -389,7 +443,7 @@ func TestPathLoss(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := oneWay(t, n, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline)
+			got := oneWay(t, n, func(b []byte) error { _, err := cli.Write(b); return err }, srv.Read, srv.SetReadDeadline, settleOf(t, p))
 			after, err := p.Counts()
 			if err != nil {
 				t.Fatal(err)
