@@ -35,6 +35,10 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
 		return nil, err
 	}
+	// scenario.yaml and environment.json, as every experiment's session.
+	if err := lab.RecordSession(env, c); err != nil {
+		return nil, err
+	}
 	reqs, err := recorder.CreateFile[recorder.Request](env.Out)
 	if err != nil {
 		return nil, err
