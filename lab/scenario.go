@@ -44,6 +44,8 @@ type ExternalSpec struct {
 	FastURL     string              `yaml:"fast_url,omitempty"`
 	LargeURL    string              `yaml:"large_url,omitempty"`
 	LongPollURL string              `yaml:"longpoll_url,omitempty"` // ?wait= is added
+	UploadURL   string              `yaml:"upload_url,omitempty"`   // assess's slow uploads
+	StreamURL   string              `yaml:"stream_url,omitempty"`   // assess's held streams
 	Route       stack.Route         `yaml:"route"`                  // direct when empty
 	Server      string              `yaml:"server"`                 // sync-2, node-1, ...
 	Groups      map[string][]string `yaml:"groups"`                 // app, proxy
@@ -61,7 +63,8 @@ func (e ExternalSpec) Deployment(allowRemote bool) (stack.External, error) {
 	if ext.Route == "" {
 		ext.Route = stack.RouteDirect
 	}
-	for t, u := range map[stack.Target]string{stack.TargetFast: e.FastURL, stack.TargetLarge: e.LargeURL, stack.TargetLongPoll: e.LongPollURL} {
+	for t, u := range map[stack.Target]string{stack.TargetFast: e.FastURL, stack.TargetLarge: e.LargeURL, stack.TargetLongPoll: e.LongPollURL,
+		stack.TargetUpload: e.UploadURL, stack.TargetStream: e.StreamURL} {
 		if u != "" {
 			ext.URLs[t] = u
 		}

@@ -9,6 +9,8 @@
 //   - reproduce (reproduce.go): run a published experiment end to end;
 //   - run (run.go): run a scenario file, any experiment with its own
 //     matrix, stack, limits and settings;
+//   - assess (assess.go): how many slow clients of each kind take a
+//     stack down, what held it and what fixes it (lab/assess);
 //   - report (report.go): figures and report.html from a results directory;
 //   - record (record.go): sample resources into resource-samples.csv;
 //   - loadgen (loadgen.go): open-loop load and slow readers to any target;

@@ -29,10 +29,12 @@ const (
 	TargetFast     Target = "fast"     // slow-client's /fast, long-poll's probe
 	TargetLarge    Target = "large"    // slow-client's download
 	TargetLongPoll Target = "longpoll" // long-poll's held request (?wait= is added)
+	TargetUpload   Target = "upload"   // assess's slow uploads (a POST with a body)
+	TargetStream   Target = "stream"   // assess's held streams (long-poll or SSE), as given
 )
 
 // Targets lists the request kinds, in the order messages name them.
-var Targets = []Target{TargetFast, TargetLarge, TargetLongPoll}
+var Targets = []Target{TargetFast, TargetLarge, TargetLongPoll, TargetUpload, TargetStream}
 
 // External is a deployment slowlab did not start: where to send each kind
 // of request, what it is (a route and a server model, which label the

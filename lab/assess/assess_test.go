@@ -1,0 +1,208 @@
+package assess
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// TestDegraded feeds the rule windows on each side of each condition.
+func TestDegraded(t *testing.T) {
+	base := 3 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		w    Window
+		want string // "" held, else a substring of the reason
+	}{
+		{"typical", Window{Sent: 25, OK: 25, P95: 4 * time.Millisecond}, ""},
+		{"over 10x but under base+500ms", Window{Sent: 25, OK: 25, P95: 400 * time.Millisecond}, ""},
+		{"at the threshold", Window{Sent: 25, OK: 25, P95: 503 * time.Millisecond}, ""},
+		{"over both", Window{Sent: 25, OK: 25, P95: 504 * time.Millisecond}, "p95 504.0 ms over 503.0 ms"},
+		{"one failure", Window{Sent: 25, OK: 24, Failed: 1, P95: time.Millisecond, FirstError: "timeout"}, "1 of 25 /fast requests failed (timeout)"},
+		{"nothing sent", Window{}, "no /fast request"},
+	} {
+		got := Degraded(base, tc.w)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: Degraded = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// A slow baseline: 10x rules, not +500 ms.
+	if got := Degraded(100*time.Millisecond, Window{Sent: 25, OK: 25, P95: 900 * time.Millisecond}); got != "" {
+		t.Errorf("baseline 100 ms, p95 900 ms: %q, want held (under 10x)", got)
+	}
+}
+
+// TestSummarizeCountsFailuresNotUnsent: a row never sent (interrupted) is
+// not counted; a 5xx and an error are failures, not latencies.
+func TestSummarizeCountsFailuresNotUnsent(t *testing.T) {
+	rows := []recorder.Request{
+		{Status: 200, LatencyMS: 2}, {Status: 200, LatencyMS: 4}, {Status: 503, LatencyMS: 1},
+		{Error: "timeout"}, {Error: recorder.NotSentPrefix + ": stopped"},
+	}
+	w := summarize(rows)
+	if w.Sent != 4 || w.OK != 2 || w.Failed != 2 || w.P95 != 4*time.Millisecond || w.FirstError != "status 503" {
+		t.Errorf("summarize = %+v, want 4 sent, 2 ok, 2 failed, p95 4ms, first error status 503", w)
+	}
+}
+
+func TestParseFailOn(t *testing.T) {
+	got, err := ParseFailOn(" slow-readers<8, idle<100 ")
+	if err != nil || len(got) != 2 || got[0] != (Bound{ProbeSlowReaders, 8}) || got[1] != (Bound{ProbeIdle, 100}) {
+		t.Fatalf("ParseFailOn = %v, %v", got, err)
+	}
+	for in, want := range map[string]string{
+		"slow-readers":                "want PROBE<N",
+		"slow-reader<8":               `unknown probe "slow-reader"`,
+		"idle<0":                      "from 1 to 1024",
+		"idle<x":                      "from 1 to 1024",
+		"idle<2000":                   "from 1 to 1024",
+		"idle<2,idle<3":               "idle given twice",
+		"slow-readers<8,,slowloris<2": "want PROBE<N",
+	} {
+		if _, err := ParseFailOn(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseFailOn(%q) = %v, want an error with %q", in, err, want)
+		}
+	}
+}
+
+func intp(n int) *int { return &n }
+
+// TestFailOnBounds: a threshold below its bound fails, one at it passes,
+// a probe that held passes only when tried up to the bound.
+func TestFailOnBounds(t *testing.T) {
+	r := &Result{Verdicts: []Verdict{
+		{Probe: ProbeSlowReaders, ClientsToDegrade: intp(2), Tried: 2},
+		{Probe: ProbeIdle, ClientsToDegrade: intp(8), Tried: 8},
+		{Probe: ProbeSlowloris, Tried: 64, Stopped: "not degraded with 64"},
+		{Probe: ProbeStalled, Tried: 4, Stopped: "budget: 3s left"},
+	}}
+	r.bounds, _ = ParseFailOn("slow-readers<8,idle<8,slowloris<64,stalled-readers<8,held-streams<1")
+	got := strings.Join(r.Failed(), "\n")
+	for _, want := range []string{"slow-readers<8: degraded with 2", "stalled-readers<8: tried only up to 4 (budget", "held-streams<1: the probe did not run"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Failed lacks %q:\n%s", want, got)
+		}
+	}
+	for _, pass := range []string{"idle<8", "slowloris<64"} {
+		if strings.Contains(got, pass) {
+			t.Errorf("Failed names %s, which held:\n%s", pass, got)
+		}
+	}
+}
+
+// TestValidateRefuses: each bad setting is named before anything starts.
+func TestValidateRefuses(t *testing.T) {
+	for want, mutate := range map[string]func(c *Config){
+		"max_clients 0":                 func(c *Config) { c.MaxClients = 0 },
+		"max_clients 2000":              func(c *Config) { c.MaxClients = 2000 },
+		"window 100ms":                  func(c *Config) { c.Window = lab.Duration(100 * time.Millisecond) },
+		"want at least 20 for a p95":    func(c *Config) { c.FastRate, c.Window = 5, lab.Duration(time.Second) },
+		"large_size 512k":               func(c *Config) { c.LargeSize = 512 << 10 },
+		"socket buffers absorb":         func(c *Config) { c.LargeSize = 512 << 10 },
+		"server":                        func(c *Config) { c.Server = "sync" },
+		`route "proxy"`:                 func(c *Config) { c.Route = "proxy" },
+		"probes: none":                  func(c *Config) { c.Probes = nil },
+		`probes: "slow"`:                func(c *Config) { c.Probes = []Probe{"slow"} },
+		"budget 1s":                     func(c *Config) { c.Budget = lab.Duration(time.Second) },
+		"idle_max 0s":                   func(c *Config) { c.IdleMax = 0 },
+		`paths.fast "fast": must start`: func(c *Config) { c.Paths.Fast = "fast" },
+		"fail_on:":                      func(c *Config) { c.FailOn = "idle" },
+	} {
+		c := Default()
+		mutate(c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want an error with %q", err, want)
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("the default: %v", err)
+	}
+	// Slow readers not chosen: a small large size is no reason to refuse.
+	c := Default()
+	c.Probes, c.LargeSize = []Probe{ProbeIdle}, 0
+	if err := c.Validate(); err != nil {
+		t.Errorf("idle only, large_size 0: %v", err)
+	}
+}
+
+// TestApplyExternal: --fast-url makes the external block; the other
+// external flags alone are refused.
+func TestApplyExternal(t *testing.T) {
+	c := Default()
+	c.Route = stack.RouteBufferingOn
+	c.ext = extFlags{fast: "http://127.0.0.1:8000/fast", large: "http://127.0.0.1:8000/large", app: []string{"port:8000"}, proxy: []string{"comm:nginx"}}
+	if err := c.ApplyExternal(); err != nil {
+		t.Fatal(err)
+	}
+	e := c.StackSpec.External
+	if c.StackSpec.Stack != stack.NameExternal || e == nil || e.LargeURL != c.ext.large || e.Server != "sync-2" || !e.Route.Proxied() || e.Groups["proxy"][0] != "comm:nginx" {
+		t.Errorf("external = %+v (stack %s)", e, c.StackSpec.Stack)
+	}
+	c = Default()
+	c.ext = extFlags{large: "http://127.0.0.1:8000/large"}
+	if err := c.ApplyExternal(); err == nil || !strings.Contains(err.Error(), "give --fast-url too") {
+		t.Errorf("--large-url alone: %v", err)
+	}
+	c = Default()
+	c.ext = extFlags{fast: "http://127.0.0.1:8000/fast", proxy: []string{"comm:nginx"}}
+	if err := c.ApplyExternal(); err == nil || !strings.Contains(err.Error(), "--route proxy-buffering-on or proxy-buffering-off") {
+		t.Errorf("--proxy with route direct: %v", err)
+	}
+	c = Default()
+	c.Route, c.ext = stack.RouteBufferingOn, extFlags{fast: "http://127.0.0.1:8000/fast"}
+	if err := c.ApplyExternal(); err == nil || !strings.Contains(err.Error(), "give its processes with --proxy") {
+		t.Errorf("a proxied route without --proxy: %v", err)
+	}
+}
+
+// TestHeldByTakesTheLevelsSamples: samples outside the level, or of
+// another component, do not count.
+func TestHeldByTakesTheLevelsSamples(t *testing.T) {
+	s := func(ts float64, comp string, est, sendq float64) recorder.ResourceSample {
+		return recorder.ResourceSample{TS: ts, Component: comp, Established: recorder.Some(est), SendQueueBytes: recorder.Some(sendq)}
+	}
+	samples := []recorder.ResourceSample{s(1, "app", 99, 1<<30), s(2, "app", 3, 1<<20), s(2.5, "app", 4, 2<<20), s(2.6, "loadgen", 50, 0), s(9, "app", 99, 0)}
+	h := heldBy(samples, &Level{StartS: 2, EndS: 3})
+	if h.AppEstablished == nil || *h.AppEstablished != 4 || *h.AppSendQueueBytes != 2<<20 || h.ProxyTempFiles != nil {
+		t.Errorf("heldBy = %+v, want 4 connections, 2 MiB send queues, no proxy", h)
+	}
+	if !strings.Contains(h.Summary, "app 4 connections") || !strings.Contains(h.Summary, "2.0 MiB") {
+		t.Errorf("summary %q", h.Summary)
+	}
+	if got := heldBy(samples, nil); got.Summary != "" {
+		t.Errorf("no level: %+v", got)
+	}
+}
+
+// TestWriteJSON: assessment.json has the fields the issue names, null for
+// a probe that did not degrade.
+func TestWriteJSON(t *testing.T) {
+	r := &Result{Dir: t.TempDir(), Verdicts: []Verdict{{Probe: ProbeSlowReaders, ClientsToDegrade: intp(2), Fix: "a buffering proxy"}, {Probe: ProbeIdle}}}
+	if err := r.WriteJSON(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(r.Dir, File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Probes []map[string]any `json:"probes"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Probes) != 2 || got.Probes[0]["probe"] != "slow-readers" || got.Probes[0]["clients_to_degrade"] != 2.0 ||
+		got.Probes[0]["fix"] != "a buffering proxy" || got.Probes[1]["clients_to_degrade"] != nil {
+		t.Errorf("assessment.json:\n%s", b)
+	}
+	if _, ok := got.Probes[1]["clients_to_degrade"]; !ok {
+		t.Errorf("clients_to_degrade absent, want null:\n%s", b)
+	}
+}

@@ -1,0 +1,248 @@
+package assess
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/bytesize"
+	"github.com/slowlab/slowlab/internal/cliflag"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+)
+
+// Name is the command's name, and the results directory's prefix.
+const Name = "assess"
+
+// Limits of the settings.
+const (
+	MaxClients     = 1024
+	DefaultClients = 64
+	DefaultBudget  = 5 * time.Minute
+	DefaultIdleMax = 120 * time.Second
+	// MinLarge is the smallest large response the slow-reader probe
+	// takes: below it the kernel's socket buffers absorb the whole
+	// response, and no reader can hold a worker.
+	MinLarge = 1 << 20
+)
+
+// Config is an assessment: the stack (managed, or the user's external
+// one), the probes to run and their bounds.
+type Config struct {
+	lab.Header    `yaml:",inline"`
+	lab.StackSpec `yaml:",inline"`
+	// Server and Route are the managed stack's deployment (an external
+	// stack's are its external: block's).
+	Server string      `yaml:"server"`
+	Route  stack.Route `yaml:"route"`
+	Probes []Probe     `yaml:"probes"`
+	// MaxClients is the last level tried: 1, 2, 4, ... up to it.
+	MaxClients int `yaml:"max_clients"`
+	// Window is how long /fast runs open loop at each level, at FastRate
+	// requests a second; Offset after the level's clients are in place.
+	Window   lab.Duration `yaml:"window"`
+	FastRate float64      `yaml:"fast_rate"`
+	Offset   lab.Duration `yaml:"offset"`
+	// IdleMax bounds how long the idle and slowloris probes keep their
+	// last level's connections to see how the server ends them.
+	IdleMax lab.Duration `yaml:"idle_max"`
+	// Budget bounds the whole assessment.
+	Budget lab.Duration `yaml:"budget"`
+	// FailOn are the thresholds under which the command fails (exit 1).
+	FailOn string `yaml:"fail_on,omitempty"`
+	// The managed stack's paths and sizes (an external stack's URLs are
+	// taken as they are).
+	Paths      Paths    `yaml:"paths"`
+	LargeSize  lab.Size `yaml:"large_size"`
+	UploadSize lab.Size `yaml:"upload_size"`
+
+	// Selectors of the external stack, given as flags.
+	ext extFlags
+}
+
+// Paths are the requests' paths on a managed stack.
+type Paths struct {
+	Fast   string `yaml:"fast"`
+	Large  string `yaml:"large"`
+	Upload string `yaml:"upload"`
+	Stream string `yaml:"stream"`
+}
+
+// extFlags are the flags that describe an external stack; given, they
+// make the scenario's external: block.
+type extFlags struct {
+	fast, large, upload, stream string
+	app, proxy, tempDirs        []string
+}
+
+// Default is an assessment of sync-2 direct on the stack auto chooses,
+// every probe, up to 64 clients within 5 minutes.
+func Default() *Config {
+	return &Config{Header: lab.Header{Experiment: Name}, StackSpec: lab.PublishedStackSpec(),
+		Server: "sync-2", Route: stack.RouteDirect, Probes: slices.Clone(Probes), MaxClients: DefaultClients,
+		Window: lab.Duration(2 * time.Second), FastRate: 25, Offset: lab.Duration(250 * time.Millisecond),
+		IdleMax: lab.Duration(DefaultIdleMax), Budget: lab.Duration(DefaultBudget),
+		Paths:     Paths{Fast: "/fast", Large: "/large", Upload: "/upload", Stream: "/longpoll"},
+		LargeSize: 16 << 20, UploadSize: 16 << 20}
+}
+
+// Flags implements lab.Config.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Server, "server", c.Server, "managed stack: the app server, "+stack.ModelSyntax())
+	fs.Var((*routeFlag)(&c.Route), "route", fmt.Sprintf("managed stack: the route, one of %v", allRoutes()))
+	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: ParseProbe, Want: fmt.Sprintf("probes, comma-separated, of %s", probeNames())},
+		"probes", "the probes to run, comma-separated (default all: "+probeNames()+")")
+	fs.IntVar(&c.MaxClients, "max-clients", c.MaxClients, fmt.Sprintf("the last level: 1, 2, 4, ... up to this many clients (1 to %d)", MaxClients))
+	fs.Var((*lab.DurationFlag)(&c.Window), "window", "how long /fast runs open loop at each level")
+	fs.Float64Var(&c.FastRate, "fast-rate", c.FastRate, "/fast requests a second during a window")
+	fs.Var((*lab.DurationFlag)(&c.IdleMax), "idle-max", "how long the idle and slowloris probes keep their last connections to see how the server ends them")
+	fs.Var((*lab.DurationFlag)(&c.Budget), "budget", "bound on the whole assessment; a probe stops at the level that would not fit")
+	fs.StringVar(&c.FailOn, "fail-on", "", "exit 1 when a probe's threshold is below a bound, e.g. 'slow-readers<8,idle<100' (a probe that did not degrade passes)")
+	fs.Var((*lab.SizeFlag)(&c.LargeSize), "large-size", "managed stack: the large response's size (at least 1m)")
+	fs.Var((*lab.SizeFlag)(&c.UploadSize), "upload-size", "the slow uploads' body size")
+	fs.StringVar(&c.ext.fast, "fast-url", "", "external stack: the fast request's URL (gives --stack external)")
+	fs.StringVar(&c.ext.large, "large-url", "", "external stack: a large response's URL (slow and stalled readers)")
+	fs.StringVar(&c.ext.upload, "upload-url", "", "external stack: a URL that takes a POST body (slow uploads)")
+	fs.StringVar(&c.ext.stream, "stream-url", "", "external stack: a long-poll or SSE URL (held streams)")
+	fs.Var(cliflag.Strings(&c.ext.app), "app", "external stack: an exporter selector of the app's processes (cgroup:PATH, tree:PID, comm:REGEX, port:N, ...); repeatable")
+	fs.Var(cliflag.Strings(&c.ext.proxy), "proxy", "external stack: an exporter selector of the proxy's processes; repeatable")
+	fs.Var(cliflag.Strings(&c.ext.tempDirs), "temp-dir", "external stack: the proxy's temp-file directory; repeatable")
+}
+
+// routeFlag is --route.
+type routeFlag stack.Route
+
+func (r *routeFlag) String() string { return string(*r) }
+func (r *routeFlag) Set(v string) error {
+	if !stack.Route(v).Known() {
+		return fmt.Errorf("%q: allowed %v", v, allRoutes())
+	}
+	*r = routeFlag(v)
+	return nil
+}
+
+func allRoutes() []stack.Route {
+	out := slices.Clone(stack.Routes)
+	for _, r := range stack.UploadRoutes {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ApplyExternal makes the scenario's external: block from the external flags,
+// when --fast-url was given: the stack becomes external.
+func (c *Config) ApplyExternal() error {
+	e := c.ext
+	given := e.large != "" || e.upload != "" || e.stream != "" || len(e.app) > 0 || len(e.proxy) > 0 || len(e.tempDirs) > 0
+	if e.fast == "" {
+		if given {
+			return errors.New("--large-url, --upload-url, --stream-url, --app, --proxy and --temp-dir describe an external stack: give --fast-url too")
+		}
+		return nil
+	}
+	route := c.Route
+	switch {
+	case len(e.proxy) > 0 && !route.Proxied():
+		return errors.New("--proxy: the stack has a proxy; say how it buffers responses with --route proxy-buffering-on or proxy-buffering-off")
+	case len(e.proxy) == 0 && route.Proxied():
+		return fmt.Errorf("--route %s: the stack has a proxy; give its processes with --proxy", route)
+	}
+	groups := map[string][]string{"app": e.app}
+	if len(e.proxy) > 0 {
+		groups["proxy"] = e.proxy
+	}
+	c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
+		StreamURL: e.stream, Route: route, Server: c.Server, Groups: groups, TempDirs: e.tempDirs}
+	return nil
+}
+
+// Validate implements lab.Config.
+func (c *Config) Validate() error {
+	if _, err := stack.ParseServer(c.Server); err != nil {
+		return fmt.Errorf("server: %v", err)
+	}
+	if !c.Route.Known() {
+		return fmt.Errorf("route %q: allowed %v", c.Route, allRoutes())
+	}
+	if len(c.Probes) == 0 {
+		return fmt.Errorf("probes: none; allowed %s", probeNames())
+	}
+	for _, p := range c.Probes {
+		if !slices.Contains(Probes, p) {
+			return fmt.Errorf("probes: %q: allowed %s", p, probeNames())
+		}
+	}
+	switch {
+	case c.MaxClients < 1 || c.MaxClients > MaxClients:
+		return fmt.Errorf("max_clients %d: allowed 1 to %d", c.MaxClients, MaxClients)
+	case c.Window < lab.Duration(500*time.Millisecond) || c.Window > lab.Duration(time.Minute):
+		return fmt.Errorf("window %s: allowed 500ms to 1m", time.Duration(c.Window))
+	case !(c.FastRate >= 1) || c.FastRate > 1000:
+		return fmt.Errorf("fast_rate %v: allowed 1 to 1000 requests/s", c.FastRate)
+	case c.FastRate*time.Duration(c.Window).Seconds() < 20:
+		return fmt.Errorf("fast_rate %v over window %s: %v requests, want at least 20 for a p95", c.FastRate,
+			time.Duration(c.Window), c.FastRate*time.Duration(c.Window).Seconds())
+	case c.Offset < 0 || c.Offset > lab.Duration(time.Minute):
+		return fmt.Errorf("offset %s: allowed 0 to 1m", time.Duration(c.Offset))
+	case c.IdleMax < lab.Duration(time.Second) || c.IdleMax > lab.Duration(time.Hour):
+		return fmt.Errorf("idle_max %s: allowed 1s to 1h", time.Duration(c.IdleMax))
+	case c.Budget < lab.Duration(10*time.Second) || c.Budget > lab.Duration(24*time.Hour):
+		return fmt.Errorf("budget %s: allowed 10s to 24h", time.Duration(c.Budget))
+	case c.UploadSize < 1 || c.UploadSize > 1<<30:
+		return fmt.Errorf("upload_size %s: allowed 1 byte to 1g", bytesize.Format(int64(c.UploadSize)))
+	case c.StackSpec.Stack != stack.NameExternal && slices.Contains(c.Probes, ProbeSlowReaders) && c.LargeSize < MinLarge:
+		return fmt.Errorf("large_size %s: the slow-reader probe wants at least 1m (the kernel's socket buffers absorb a smaller response: no reader can hold a worker with it)",
+			bytesize.Format(int64(c.LargeSize)))
+	case c.LargeSize > 1<<30:
+		return fmt.Errorf("large_size %s: at most 1g", bytesize.Format(int64(c.LargeSize)))
+	}
+	for name, p := range map[string]string{"fast": c.Paths.Fast, "large": c.Paths.Large, "upload": c.Paths.Upload, "stream": c.Paths.Stream} {
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("paths.%s %q: must start with /", name, p)
+		}
+	}
+	if _, err := ParseFailOn(c.FailOn); err != nil {
+		return fmt.Errorf("fail_on: %w", err)
+	}
+	return nil
+}
+
+// Servers implements lab.Stacked.
+func (c *Config) Servers() []stack.Server {
+	srv, err := stack.ParseServer(c.Server)
+	if err != nil {
+		return nil
+	}
+	return []stack.Server{srv}
+}
+
+// Stack implements lab.Stacked.
+func (c *Config) Stack() *lab.StackSpec { return &c.StackSpec }
+
+// Head implements lab.Config.
+func (c *Config) Head() *lab.Header { return &c.Header }
+
+// Targets implements lab.Targeting: the kinds of request the chosen
+// probes send, each needing its URL on an external stack.
+func (c *Config) Targets() []stack.Target {
+	out := []stack.Target{stack.TargetFast}
+	for _, p := range c.Probes {
+		if t := p.target(); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Routes implements lab.Routed.
+func (c *Config) Routes() []stack.Route {
+	if c.StackSpec.External != nil {
+		return []stack.Route{c.StackSpec.External.Route}
+	}
+	return []stack.Route{c.Route}
+}

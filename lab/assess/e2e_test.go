@@ -1,0 +1,250 @@
+package assess
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// TestMain builds the slowlab binary the lab starts as its children.
+func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
+
+// quick is an assessment of server on route with probes up to max
+// clients, with a 1 s window (25 /fast requests) and connections kept
+// 1 s at the most past the level.
+func quick(server string, route stack.Route, max int, probes ...Probe) *Config {
+	c := Default()
+	c.Server, c.Route, c.Probes, c.MaxClients = server, route, probes, max
+	c.Window, c.IdleMax = lab.Duration(time.Second), lab.Duration(time.Second)
+	return c
+}
+
+// assessCase is a deployment and the threshold each probe must find on
+// it: a number of clients, or 0 for "not with max".
+type assessCase struct {
+	server string
+	route  stack.Route
+	max    int
+	want   map[Probe]int
+}
+
+// The thresholds the experiments measure (docs/slow-client.md,
+// docs/idle-connections.md, docs/slow-upload.md, docs/server-models.md):
+// a sync worker is held by one slow reader or idle connection each, a
+// gthread worker's threads likewise, and a buffering proxy or an async
+// model holds them instead.
+var embeddedCases = []assessCase{
+	{"sync-2", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 2, ProbeSlowUploads: 2, ProbeIdle: 2, ProbeSlowloris: 2, ProbeStalled: 2, ProbeHeldStreams: 2}},
+	{"gthread-1x4", stack.RouteDirect, 8, map[Probe]int{ProbeSlowReaders: 4, ProbeIdle: 4}},
+	{"sync-2", stack.RouteBufferingOn, 8, map[Probe]int{ProbeSlowReaders: 0}},
+	{"sync-2", stack.RouteRequestBufferingOn, 8, map[Probe]int{ProbeSlowUploads: 0}},
+	{"async", stack.RouteDirect, 8, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
+}
+
+func TestAssessEmbedded(t *testing.T) { runCases(t, stack.NameEmbedded, embeddedCases) }
+
+// realCases are the same on Gunicorn, Uvicorn and Node.js behind NGINX.
+var realCases = []assessCase{
+	{"sync-2", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 2, ProbeIdle: 2}},
+	{"gthread-1x4", stack.RouteDirect, 8, map[Probe]int{ProbeSlowReaders: 4, ProbeIdle: 4}},
+	{"sync-2", stack.RouteBufferingOn, 8, map[Probe]int{ProbeSlowReaders: 0}},
+	{"sync-2", stack.RouteRequestBufferingOn, 8, map[Probe]int{ProbeSlowUploads: 0}},
+	{"gevent-1x100", stack.RouteDirect, 8, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
+	{"uvicorn-1", stack.RouteDirect, 8, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
+	{"node-1", stack.RouteDirect, 8, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
+}
+
+func TestAssessReal(t *testing.T) { runCases(t, stack.NameReal, realCases) }
+
+// checkAssessment runs c in env and checks each probe's threshold, that
+// every level below it held and that assessment.json says the same.
+func checkAssessment(t *testing.T, c *Config, env *lab.Env, want map[Probe]int) *Result {
+	t.Helper()
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.(*Result)
+	if len(res.Verdicts) != len(want) {
+		t.Fatalf("%d verdicts for %d probes", len(res.Verdicts), len(want))
+	}
+	for _, v := range res.Verdicts {
+		got := 0
+		if v.ClientsToDegrade != nil {
+			got = *v.ClientsToDegrade
+		}
+		levels := ""
+		for _, lv := range v.Levels {
+			levels += fmt.Sprintf("\n  %d clients: in place %v, /fast %d/%d ok p95 %.1f ms %s ends %v", lv.Clients, lv.Placed, lv.FastOK, lv.FastSent, lv.P95MS, lv.Degraded, lv.Ends)
+		}
+		t.Logf("%s: %s (baseline p95 %.1f ms); held: %s%s", v.Probe, v.Stopped, v.BaselineP95MS, v.Held.Summary, levels)
+		if got != want[v.Probe] {
+			t.Errorf("%s: degraded with %d clients (0: not up to %d), want %d; %s", v.Probe, got, c.MaxClients, want[v.Probe], v.Stopped)
+		}
+		for _, lv := range v.Levels[:max(0, len(v.Levels)-1)] {
+			if lv.Degraded != "" {
+				t.Errorf("%s: level %d degraded but the probe went on", v.Probe, lv.Clients)
+			}
+		}
+		if got == 0 && v.Tried != c.MaxClients {
+			t.Errorf("%s: tried up to %d, want %d (%s)", v.Probe, v.Tried, c.MaxClients, v.Stopped)
+		}
+		if (v.Fix == "") != (got == 0) {
+			t.Errorf("%s: fix %q with threshold %d", v.Probe, v.Fix, got)
+		}
+		for _, lv := range v.Levels {
+			if !lv.Placed {
+				t.Errorf("%s: level %d: /fast began before the clients were in place", v.Probe, lv.Clients)
+			}
+		}
+	}
+	var file Result
+	b, err := os.ReadFile(filepath.Join(env.Out, File))
+	if err != nil || json.Unmarshal(b, &file) != nil || len(file.Verdicts) != len(res.Verdicts) {
+		t.Fatalf("%s: %v\n%s", File, err, b)
+	}
+	reqs := labtest.ReadRows[recorder.Request](t, env.Out)
+	sent := 0
+	for _, v := range res.Verdicts {
+		for _, lv := range v.Levels {
+			sent += lv.FastSent
+		}
+	}
+	if len(reqs) < sent {
+		t.Errorf("requests.csv: %d rows, the levels sent %d", len(reqs), sent)
+	}
+	return res
+}
+
+func runCases(t *testing.T, stackName string, cases []assessCase) {
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%s", tc.server, tc.route), func(t *testing.T) {
+			var probes []Probe
+			for _, p := range Probes {
+				if _, ok := tc.want[p]; ok {
+					probes = append(probes, p)
+				}
+			}
+			checkAssessment(t, quick(tc.server, tc.route, tc.max, probes...), labtest.Env(t, stackName), tc.want)
+		})
+	}
+}
+
+// TestAssessExternal runs assess against Gunicorn sync-2 behind NGINX
+// (buffering on) that the test starts itself, as a user's deployment:
+// straight at the app, 2 slow readers and 2 idle connections take it down
+// as on the managed stack; through the proxy, 8 slow readers do not.
+func TestAssessExternal(t *testing.T) {
+	slowlabtest.NothingLeft(t)
+	running := labtest.StartOwn(t, stack.NameReal, stack.RouteBufferingOn, "sync-2", 16<<20)
+	app := "cgroup:/" + running.Cgroup("app").Path()
+	proxy := "cgroup:/" + running.Cgroup("proxy").Path()
+	for _, tc := range []struct {
+		name  string
+		ext   extFlags
+		max   int
+		want  map[Probe]int
+		route stack.Route
+	}{
+		{"direct", extFlags{fast: "http://" + running.AppAddr() + "/fast", large: "http://" + running.AppAddr() + "/large", app: []string{app}},
+			4, map[Probe]int{ProbeSlowReaders: 2, ProbeIdle: 2}, stack.RouteDirect},
+		{"proxy", extFlags{fast: running.URL() + "/fast", large: running.URL() + "/large", app: []string{app}, proxy: []string{proxy},
+			tempDirs: running.TempDirs()}, 8, map[Probe]int{ProbeSlowReaders: 0}, stack.RouteBufferingOn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var probes []Probe
+			for _, p := range Probes {
+				if _, ok := tc.want[p]; ok {
+					probes = append(probes, p)
+				}
+			}
+			c := quick("sync-2", tc.route, tc.max, probes...)
+			c.ext = tc.ext
+			if err := c.ApplyExternal(); err != nil {
+				t.Fatal(err)
+			}
+			env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := checkAssessment(t, c, env, tc.want)
+			if res.Stack != stack.NameExternal {
+				t.Errorf("stack %q, want external", res.Stack)
+			}
+		})
+	}
+}
+
+// TestAssessInterruptedClosesConnections interrupts an assessment of a
+// stack it did not start while its idle connections hold both workers
+// (at the first /fast request of that level): Run returns the
+// interruption with the verdict so far on disk, and none of its
+// connections to the app is left open.
+func TestAssessInterruptedClosesConnections(t *testing.T) {
+	slowlabtest.NothingLeft(t)
+	running := labtest.StartOwn(t, stack.NameEmbedded, stack.RouteDirect, "sync-2", 0)
+	c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle, ProbeSlowloris)
+	c.ext = extFlags{fast: "http://" + running.AppAddr() + "/fast", app: []string{"tree:" + fmt.Sprint(running.PIDs()["app"])}}
+	if err := c.ApplyExternal(); err != nil {
+		t.Fatal(err)
+	}
+	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env.OnRequest = func(runID string) {
+		if runID == "idle-2" {
+			cancel()
+		}
+	}
+	r, err := c.Run(ctx, env)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want canceled", err)
+	}
+	res := r.(*Result)
+	if len(res.Verdicts) != 1 || !strings.HasPrefix(res.Verdicts[0].Stopped, "interrupted") {
+		t.Fatalf("verdicts %+v, want idle's, interrupted", res.Verdicts)
+	}
+	b, _ := os.ReadFile(filepath.Join(env.Out, File))
+	if !strings.Contains(string(b), `"interrupted`) {
+		t.Errorf("%s lacks the interrupted verdict:\n%s", File, b)
+	}
+	_, port, _ := strings.Cut(running.AppAddr(), ":")
+	slowlabtest.WaitFor(t, "no connection to the app left established", func() bool { return established(t, port) == 0 },
+		func() string { return fmt.Sprintf("%d established to port %s", established(t, port), port) })
+}
+
+// established counts this network namespace's established TCP sockets to
+// port (client side: the remote port is port).
+func established(t *testing.T, port string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	want := fmt.Sprintf(":%04X", p)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.HasSuffix(f[2], want) && f[3] == "01" {
+			n++
+		}
+	}
+	return n
+}

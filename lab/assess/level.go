@@ -1,0 +1,204 @@
+package assess
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// The degradation rule: /fast degrades at a level when one of its
+// requests fails, or when its p95 is over Factor times the baseline's and
+// over the baseline's plus Margin.
+const (
+	Factor = 10
+	Margin = 500 * time.Millisecond
+)
+
+// Threshold is the p95 over which /fast has degraded, for a baseline p95.
+func Threshold(base time.Duration) time.Duration {
+	return max(Factor*base, base+Margin)
+}
+
+// Degraded applies the rule to a window: its reason ("" when /fast held).
+func Degraded(base time.Duration, w Window) string {
+	switch {
+	case w.Sent == 0:
+		return "no /fast request was sent"
+	case w.Failed > 0:
+		return fmt.Sprintf("%d of %d /fast requests failed (%s)", w.Failed, w.Sent, w.FirstError)
+	case w.P95 > Threshold(base):
+		return fmt.Sprintf("/fast p95 %s over %s (10x the baseline %s, and baseline + 500ms)", ms(w.P95), ms(Threshold(base)), ms(base))
+	}
+	return ""
+}
+
+// Window is what one /fast window measured.
+type Window struct {
+	Sent, OK, Failed int
+	P50, P95, Max    time.Duration
+	FirstError       string
+}
+
+// summarize reduces a window's rows (requests never sent are not
+// counted: the window was interrupted).
+func summarize(rows []recorder.Request) Window {
+	var w Window
+	var lat []float64
+	for _, r := range rows {
+		if r.NotSent() {
+			continue
+		}
+		w.Sent++
+		if r.Error != "" || r.Status < 200 || r.Status > 299 {
+			w.Failed++
+			if w.FirstError == "" {
+				w.FirstError = r.Error
+				if w.FirstError == "" {
+					w.FirstError = fmt.Sprintf("status %d", r.Status)
+				}
+			}
+			continue
+		}
+		w.OK++
+		lat = append(lat, r.LatencyMS)
+	}
+	if len(lat) > 0 {
+		w.P50 = msDur(recorder.NearestRank(lat, 50))
+		w.P95 = msDur(recorder.NearestRank(lat, 95))
+		w.Max = msDur(slices.Max(lat))
+	}
+	return w
+}
+
+func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// Level is one level of a probe: its clients and what /fast did.
+type Level struct {
+	Clients  int     `json:"clients"`
+	Placed   bool    `json:"clients_in_place"` // every client connected before /fast began
+	StartS   float64 `json:"start_s"`          // from the probe's start
+	EndS     float64 `json:"end_s"`
+	FastSent int     `json:"fast_sent"`
+	FastOK   int     `json:"fast_ok"`
+	FastFail int     `json:"fast_failed"`
+	P50MS    float64 `json:"fast_p50_ms"`
+	P95MS    float64 `json:"fast_p95_ms"`
+	MaxMS    float64 `json:"fast_max_ms"`
+	Degraded string  `json:"degraded,omitempty"` // the reason, "" when /fast held
+	// Ends counts how the level's clients ended; for the connection
+	// probes' last level, kept until the server ended them or IdleMax.
+	Ends map[string]int `json:"client_ends"`
+	// FirstLines are the response lines the server sent held
+	// connections (a 408, say).
+	FirstLines map[string]int `json:"server_first_lines,omitempty"`
+	// HeldP50S and HeldMaxS are how long the connections were held.
+	HeldP50S *float64 `json:"held_p50_s,omitempty"`
+	HeldMaxS *float64 `json:"held_max_s,omitempty"`
+}
+
+// run is one probe's run: its stack's targets, writers and clock.
+type run struct {
+	cfg   *Config
+	env   *lab.Env
+	probe Probe
+	t     targets
+	t0    time.Time
+	reqs  *recorder.FileWriter[recorder.Request]
+	meta  recorder.RunMeta
+	// fastTimeout bounds each /fast request: twice the threshold, so a
+	// slow request is measured, not only counted as failed.
+	fastTimeout time.Duration
+}
+
+// window runs /fast open loop for the config's window, Offset from now,
+// and returns its summary; its rows go to requests.csv as run id id,
+// their times from the window's start.
+func (r *run) window(ctx context.Context, id string, clients int) (Window, error) {
+	f := lab.FastSpec{Path: "/", Rate: r.cfg.FastRate, Duration: r.cfg.Window, Offset: r.cfg.Offset, Timeout: lab.Duration(r.fastTimeout)}
+	meta := r.meta
+	meta.RunID, meta.SlowClients = id, clients
+	got := f.Run(ctx, r.env, r.t.fast, r.t.allowRemote, meta, time.Now(), r.reqs)
+	return summarize(got.Reqs), got.WriteErr
+}
+
+// hold is how long a level's clients keep the server busy at the most:
+// through the window and the last /fast request's timeout.
+func (r *run) hold() time.Duration {
+	return time.Duration(r.cfg.Offset) + time.Duration(r.cfg.Window) + r.fastTimeout + time.Second
+}
+
+// level runs n clients of the probe beside a /fast window. When last
+// (the top level), or when /fast degrades, a connection probe keeps its
+// connections until the server ends them or IdleMax, to see how it does.
+func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (Level, error) {
+	lv := Level{Clients: n, StartS: time.Since(r.t0).Seconds()}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hold := r.hold()
+	if r.probe.holds() {
+		hold = max(hold, time.Duration(r.cfg.IdleMax))
+	}
+	c := r.probe.start(cctx, r.t, n, hold)
+	select {
+	case <-c.inPlace:
+		lv.Placed = true
+	case <-c.done:
+	case <-time.After(hold):
+	case <-ctx.Done():
+	}
+	w, err := r.window(ctx, fmt.Sprintf("%s-%d", r.probe, n), n)
+	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed
+	lv.P50MS, lv.P95MS, lv.MaxMS = msf(w.P50), msf(w.P95), msf(w.Max)
+	lv.Degraded = Degraded(base, w)
+	if !(r.probe.holds() && (last || lv.Degraded != "")) {
+		cancel()
+	}
+	<-c.done
+	lv.EndS = time.Since(r.t0).Seconds()
+	c.mu.Lock()
+	lv.Ends, lv.FirstLines = maps.Clone(c.ends), maps.Clone(c.firsts)
+	if len(c.held) > 0 {
+		held := slices.Clone(c.held)
+		sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
+		p50, top := held[len(held)/2].Seconds(), held[len(held)-1].Seconds()
+		lv.HeldP50S, lv.HeldMaxS = &p50, &top
+	}
+	c.mu.Unlock()
+	if len(lv.FirstLines) == 0 {
+		lv.FirstLines = nil
+	}
+	return lv, err
+}
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// recovered waits until a /fast request comes back under the threshold
+// again (the last level's clients are gone), one request at a time, for
+// at most bound; false if it never did.
+func (r *run) recovered(ctx context.Context, base, bound time.Duration) bool {
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: r.fastTimeout, AllowRemote: r.t.allowRemote})
+	defer client.Close()
+	end := time.Now().Add(bound)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		var res loadgen.Result
+		client.Get(ctx, r.t.fast, &res)
+		if res.Err == nil && res.Status == http.StatusOK && res.Latency <= Threshold(base) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return false
+}

@@ -1,0 +1,229 @@
+package assess
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+)
+
+// Probe is a kind of slow client.
+type Probe string
+
+// The probes, in the order they run.
+const (
+	ProbeSlowReaders Probe = "slow-readers"    // paced reads of the large URL, small SO_RCVBUF
+	ProbeSlowUploads Probe = "slow-uploads"    // paced writes of a POST body, small SO_SNDBUF
+	ProbeIdle        Probe = "idle"            // connect, send nothing
+	ProbeSlowloris   Probe = "slowloris"       // a header byte a second, never finished
+	ProbeStalled     Probe = "stalled-readers" // read 64 KiB of the large URL, then nothing
+	ProbeHeldStreams Probe = "held-streams"    // a long-poll or SSE request held open
+)
+
+// Probes lists every probe in order.
+var Probes = []Probe{ProbeSlowReaders, ProbeSlowUploads, ProbeIdle, ProbeSlowloris, ProbeStalled, ProbeHeldStreams}
+
+// StallAfter is what a stalled reader reads before it stops reading.
+const StallAfter = 64 << 10
+
+// ParseProbe parses a probe's name.
+func ParseProbe(s string) (Probe, error) {
+	for _, p := range Probes {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown probe %q", s)
+}
+
+func probeNames() string {
+	names := make([]string, len(Probes))
+	for i, p := range Probes {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// target is the kind of request the probe's clients send ("" for the
+// connection probes, which go to the fast URL's host and port).
+func (p Probe) target() stack.Target {
+	switch p {
+	case ProbeSlowReaders, ProbeStalled:
+		return stack.TargetLarge
+	case ProbeSlowUploads:
+		return stack.TargetUpload
+	case ProbeHeldStreams:
+		return stack.TargetStream
+	}
+	return ""
+}
+
+// holds reports whether the probe's last level keeps its connections
+// until the server ends them (or IdleMax), to see how it does.
+func (p Probe) holds() bool { return p == ProbeIdle || p == ProbeSlowloris }
+
+// targets are where one probe's clients go.
+type targets struct {
+	fast        string
+	front       string // the fast URL's host:port
+	large       *url.URL
+	largeSize   int64 // measured by the preflight
+	upload      *url.URL
+	uploadSize  int64
+	stream      *url.URL
+	allowRemote bool
+}
+
+// crowd is one level's clients, running until their context ends (or
+// their own bound).
+type crowd struct {
+	n       int
+	inPlace chan struct{} // closed once every client connected or ended
+	done    chan struct{} // closed once every client ended
+	mu      sync.Mutex
+	placed  int
+	ends    map[string]int   // how the clients ended
+	held    []time.Duration  // how long each connection was held (idle, slowloris)
+	firsts  map[string]int   // the first response lines the server sent them
+	errs    map[string]error // an example error per end
+}
+
+func newCrowd(n int) *crowd {
+	c := &crowd{n: n, inPlace: make(chan struct{}), done: make(chan struct{}), ends: map[string]int{},
+		firsts: map[string]int{}, errs: map[string]error{}}
+	if n == 0 {
+		close(c.inPlace)
+	}
+	return c
+}
+
+// place counts a client in place (connected, or ended before).
+func (c *crowd) place() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.placed++
+	if c.placed == c.n {
+		close(c.inPlace)
+	}
+}
+
+func (c *crowd) end(how string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ends[how]++
+	if err != nil && c.errs[how] == nil {
+		c.errs[how] = err
+	}
+}
+
+// start runs n clients of probe p against t until ctx ends; hold is how
+// long a client keeps the server busy at most (a reader's download is
+// paced to last twice that; the connection probes' bound).
+func (p Probe) start(ctx context.Context, t targets, n int, hold time.Duration) *crowd {
+	c := newCrowd(n)
+	if p.holds() {
+		go p.hold(ctx, t, n, hold, c)
+		return c
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.client(ctx, t, i, hold, c)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(c.done)
+	}()
+	return c
+}
+
+// client runs one client of a request probe.
+func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration, c *crowd) {
+	var once sync.Once
+	placed := func() { once.Do(c.place) }
+	defer placed()
+	switch p {
+	case ProbeSlowReaders, ProbeStalled:
+		r := loadgen.SlowReader{URL: t.large, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
+			Rate: max(float64(t.largeSize)/(2*hold.Seconds()), 1), Timeout: 4 * hold, AllowRemote: t.allowRemote,
+			OnConnect: func(int, netip.AddrPort) { placed() }}
+		if p == ProbeStalled {
+			r.Rate, r.Stall, r.StallAfter = 64<<20, 2*hold, StallAfter
+		}
+		d := r.Run(ctx, i)
+		c.end(readEnd(d), d.Err)
+	case ProbeSlowUploads:
+		u := loadgen.SlowUploader{URL: t.upload, Size: t.uploadSize, Rate: max(float64(t.uploadSize)/(2*hold.Seconds()), 1),
+			SndBuf: loadgen.DefaultUploadSndBuf, WriteSize: loadgen.DefaultUploadWriteSize, Timeout: 4 * hold, AllowRemote: t.allowRemote}
+		placed() // the uploader connects as it starts; the window's offset covers it
+		got := u.Run(ctx, i)
+		c.end(got.Outcome, got.Err)
+	case ProbeHeldStreams:
+		client := loadgen.NewClient(loadgen.ClientOptions{Timeout: 4 * hold, AllowRemote: t.allowRemote})
+		defer client.Close()
+		placed()
+		var r loadgen.Result
+		client.Get(ctx, t.stream.String(), &r)
+		how := fmt.Sprintf("status %d", r.Status)
+		if r.Err != nil {
+			how = loadgen.ErrorReason(r.Err)
+		}
+		c.end(how, r.Err)
+	}
+}
+
+// readEnd is how a download ended: complete, or the error's reason.
+func readEnd(d loadgen.Download) string {
+	switch {
+	case d.Complete:
+		return "complete"
+	case d.Err != nil:
+		return loadgen.ErrorReason(d.Err)
+	case d.Status != http.StatusOK:
+		return fmt.Sprintf("status %d", d.Status)
+	}
+	return "incomplete"
+}
+
+// hold runs n idle or slowloris connections to the front, each kept at
+// most hold.
+func (p Probe) hold(ctx context.Context, t targets, n int, hold time.Duration, c *crowd) {
+	defer close(c.done)
+	mode := loadgen.HoldIdle
+	if p == ProbeSlowloris {
+		mode = loadgen.HoldSlowloris
+	}
+	h := loadgen.IdleHolders{Addr: t.front, Mode: mode, N: n, Hold: hold,
+		OnConnected: func(int) { close(c.inPlace) }}
+	out, err := h.Run(ctx)
+	if err != nil {
+		c.end("error", err)
+		select {
+		case <-c.inPlace:
+		default:
+			close(c.inPlace)
+		}
+		return
+	}
+	for _, o := range out {
+		c.end(string(o.End), o.Err)
+		c.mu.Lock()
+		if o.End != loadgen.EndConnectError {
+			c.held = append(c.held, o.Held)
+		}
+		if o.FirstLine != "" {
+			c.firsts[o.FirstLine]++
+		}
+		c.mu.Unlock()
+	}
+}
