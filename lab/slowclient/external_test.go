@@ -182,9 +182,12 @@ func TestExternalStackNode(t *testing.T) {
 	got := conditions(runExternal(t, externalConfig(ext, cond), out))
 	m, e := p50(t, managed, "direct/node-1/2"), p50(t, got, "direct/node-1/2")
 	t.Logf("node-1 2 slow: p50 managed %.1f ms, external %.1f ms", m, e)
+	// Starved, the median /fast request would wait for a download (about
+	// 2 s here); an event loop is not starved, though under its 0.25 CPU
+	// on a loaded machine it answered in 127 ms (median) once.
 	for name, v := range map[string]float64{"managed": m, "external": e} {
-		if v >= 100 {
-			t.Errorf("%s node-1 2 slow: p50 %.1f ms, want < 100 (an event loop is not starved)", name, v)
+		if v >= 500 {
+			t.Errorf("%s node-1 2 slow: p50 %.1f ms, want < 500 (an event loop is not starved)", name, v)
 		}
 	}
 	checkExternalRuns(t, out, false)
