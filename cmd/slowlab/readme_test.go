@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/assess"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -45,22 +46,29 @@ func TestREADMETablesMatchPrinters(t *testing.T) {
 	}
 	printers := map[string]printedTable{}
 	for _, e := range lab.Experiments() {
-		p, err := printerTable(e)
+		p, err := printerTable(e.NewResult())
 		if err != nil {
 			t.Errorf("%s's printer: %v", e.Name, err)
 			continue
 		}
 		printers[e.Name] = p
 	}
+	// slowlab assess is no experiment, but its verdict tables are checked
+	// the same way.
+	p, err := printerTable(&assess.Result{})
+	if err != nil {
+		t.Errorf("assess's printer: %v", err)
+	}
+	printers[assess.Name] = p
 	tabled := map[string]int{}
 	for _, page := range append([]string{filepath.Join(repoRoot, "README.md")}, pages...) {
 		for name, n := range checkTables(t, page, printers) {
 			tabled[name] += n
 		}
 	}
-	for _, e := range lab.Experiments() {
-		if tabled[e.Name] == 0 {
-			t.Errorf("%s: no table of its output in README.md or docs/", e.Name)
+	for _, name := range append(lab.Names(), assess.Name) {
+		if tabled[name] == 0 {
+			t.Errorf("%s: no table of its output in README.md or docs/", name)
 		}
 	}
 	t.Logf("tables checked per experiment: %v", tabled)
@@ -181,6 +189,9 @@ func commandExperiment(cmd string) (string, error) {
 		}
 	}
 	args := strings.Fields(cmd)
+	if len(args) > 0 && args[0] == assess.Name {
+		return assess.Name, nil
+	}
 	if len(args) < 2 || (args[0] != "reproduce" && args[0] != "run") {
 		return "", nil
 	}
@@ -275,8 +286,7 @@ type printedTable struct {
 
 // printerTable runs e's printer on a Result of e's type with one synthetic
 // element in each list, every field set.
-func printerTable(e lab.Experiment) (p printedTable, err error) {
-	res := e.NewResult()
+func printerTable(res lab.Result) (p printedTable, err error) {
 	fillSynthetic(reflect.ValueOf(res), 0)
 	var buf bytes.Buffer
 	defer func() {

@@ -206,3 +206,81 @@ func TestWriteJSON(t *testing.T) {
 		t.Errorf("clients_to_degrade absent, want null:\n%s", b)
 	}
 }
+
+// TestPrint: the table has a row per probe ("-" where none degraded),
+// then what held the stack with how its clients ended, the fixes and the
+// broken bounds.
+func TestPrint(t *testing.T) {
+	kept, most := 2.0, 10.0
+	r := &Result{Stack: "real", Server: "sync-2", Route: "direct", TookS: 40, BudgetS: 300, Verdicts: []Verdict{
+		{Probe: ProbeIdle, ClientsToDegrade: intp(2), Tried: 2, BaselineP95MS: 3, Stopped: "degraded: 50 of 50 /fast requests failed",
+			Held: Held{Summary: "app 2 connections"}, Fix: "a proxy", FixDoc: "docs/idle-connections.md",
+			Levels: []Level{{Clients: 1}, {Clients: 2, FastSent: 50, FastFail: 50, Ends: map[string]int{"bound": 2}, HeldP50S: &kept, HeldMaxS: &most}}},
+		{Probe: ProbeSlowReaders, Tried: 8, BaselineP95MS: 2.5, Stopped: "not degraded with 8"},
+	}}
+	r.bounds, _ = ParseFailOn("idle<4")
+	var b strings.Builder
+	r.Print(&b)
+	out := b.String()
+	for _, want := range []string{
+		"assessed: sync-2 direct on the real stack, 40 s (budget 300 s)",
+		"probe  clients to degrade  tried  /fast p95 ms before  at  failed at   stopped",
+		"idle                   2      2                  3.0   -      50/50  degraded",
+		"slow-readers                   -      8                  2.5   -          -       max",
+		"idle, held at 2 clients: app 2 connections; clients ended bound 2 (kept 2.0 s median, 10.0 s at most)",
+		"fix idle: a proxy (docs/idle-connections.md)",
+		"fail-on: idle<4: degraded with 2",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Print lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCPUBoundFix: a level whose app was throttled for over a quarter of
+// it is blamed on the CPU limit, not on the clients; one throttled less
+// gets the probe's fix. growth takes the counters' change within the
+// level only.
+func TestCPUBoundFix(t *testing.T) {
+	s := func(ts, cpu, thr float64) recorder.ResourceSample {
+		return recorder.ResourceSample{TS: ts, Component: "app", CPUSeconds: recorder.Some(cpu), ThrottledS: recorder.Some(thr)}
+	}
+	lv := &Level{StartS: 10, EndS: 14}
+	busy := heldBy([]recorder.ResourceSample{s(5, 0, 0), s(10, 1, 2), s(12, 1.5, 3), s(14, 2, 4.2), s(20, 9, 9)}, lv)
+	if comp, _ := busy.CPUBound(); busy.AppCPUS == nil || *busy.AppCPUS != 1 || *busy.AppThrottledS != 2.2 || busy.LevelS != 4 || comp != "app" {
+		t.Fatalf("held %+v, want 1 s CPU, 2.2 s throttled of 4: CPU-bound", busy)
+	}
+	if fix, doc := fixFor(ProbeSlowReaders, stack.RouteBufferingOn, busy); !strings.Contains(fix, "the app's cgroup was throttled 2.2 s of the level's 4.0 s") || doc != "" {
+		t.Errorf("fix %q (%s), want the CPU limit blamed", fix, doc)
+	}
+	idle := heldBy([]recorder.ResourceSample{s(10, 1, 2), s(14, 1.2, 2.5)}, lv)
+	if comp, _ := idle.CPUBound(); comp != "" {
+		t.Errorf("throttled 0.5 s of 4: %+v, want not CPU-bound", idle)
+	}
+	if fix, doc := fixFor(ProbeSlowReaders, stack.RouteDirect, idle); !strings.Contains(fix, "buffering proxy") || doc != "docs/slow-client.md" {
+		t.Errorf("fix %q (%s), want the buffering proxy", fix, doc)
+	}
+	if one := heldBy([]recorder.ResourceSample{s(11, 1, 2)}, lv); one.AppThrottledS != nil {
+		t.Errorf("one sample: %+v, want no growth", one)
+	}
+	// The proxy throttled more than the app: the proxy is named.
+	px := busy
+	more := 3.0
+	px.ProxyThrottledS = &more
+	if comp, thr := px.CPUBound(); comp != "proxy" || thr != 3 {
+		t.Errorf("CPUBound = %s %v, want proxy 3", comp, thr)
+	}
+}
+
+// TestSlowReaderFixOnBufferingProxy: behind a buffering proxy that
+// spooled the responses the app is not what held /fast; without temp
+// files seen the proxy's buffering settings are.
+func TestSlowReaderFixOnBufferingProxy(t *testing.T) {
+	files, bytes := 8.0, float64(100<<20)
+	if fix, _ := fixFor(ProbeSlowReaders, stack.RouteBufferingOn, Held{ProxyTempFiles: &files, ProxyTempBytes: &bytes}); !strings.Contains(fix, "spooled the responses to 8 temp files (100.0 MiB)") {
+		t.Errorf("with temp files: %q", fix)
+	}
+	if fix, doc := fixFor(ProbeSlowReaders, stack.RouteBufferingOn, Held{}); !strings.Contains(fix, "did not take the responses off the app") || doc != "docs/temp-cliff.md" {
+		t.Errorf("without: %q (%s)", fix, doc)
+	}
+}

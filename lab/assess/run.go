@@ -94,6 +94,9 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	defer func() {
 		rs, _ := fr.Sampled(time.Now())
 		v.Held = heldBy(rs.Samples, v.degradedLevel())
+		if v.ClientsToDegrade != nil {
+			v.Fix, v.FixDoc = fixFor(p, c.Routes()[0], v.Held)
+		}
 	}()
 	// An external stack may still be busy with the last probe's clients.
 	if !r.recovered(ctx, 0, recoverBound) {
@@ -111,9 +114,6 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	v.BaselineP50MS, v.BaselineP95MS = msf(base.P50), msf(base.P95)
 	r.fastTimeout = 2 * Threshold(base.P95)
 	c.levels(ctx, env, r, &v, base.P95, deadline)
-	if v.ClientsToDegrade != nil {
-		v.Fix, v.FixDoc = fixFor(p, c.Routes()[0])
-	}
 	return v, nil
 }
 

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -57,7 +59,29 @@ type Held struct {
 	ProxyEstablished  *float64 `json:"proxy_established,omitempty"`
 	ProxyTempFiles    *float64 `json:"proxy_temp_files,omitempty"`
 	ProxyTempBytes    *float64 `json:"proxy_temp_bytes,omitempty"`
-	Summary           string   `json:"summary"`
+	// AppCPUS and AppThrottledS are the app's CPU time and the time its
+	// cgroup was throttled over the level (seconds), LevelS its length.
+	AppCPUS         *float64 `json:"app_cpu_s,omitempty"`
+	AppThrottledS   *float64 `json:"app_throttled_s,omitempty"`
+	ProxyCPUS       *float64 `json:"proxy_cpu_s,omitempty"`
+	ProxyThrottledS *float64 `json:"proxy_throttled_s,omitempty"`
+	LevelS          float64  `json:"level_s"`
+	Summary         string   `json:"summary"`
+}
+
+// CPUBound names the component (app, proxy) whose cgroup was throttled
+// for more than a quarter of the level, the most throttled: its CPU
+// limit, not a client holding a worker, held /fast back. "" for none.
+func (h Held) CPUBound() (comp string, throttled float64) {
+	for _, c := range []struct {
+		name string
+		thr  *float64
+	}{{"app", h.AppThrottledS}, {"proxy", h.ProxyThrottledS}} {
+		if c.thr != nil && h.LevelS > 0 && *c.thr > h.LevelS/4 && *c.thr > throttled {
+			comp, throttled = c.name, *c.thr
+		}
+	}
+	return comp, throttled
 }
 
 // heldBy takes the peaks of the samples within lv's time.
@@ -85,6 +109,11 @@ func heldBy(samples []recorder.ResourceSample, lv *Level) Held {
 	h.ProxyEstablished = peak("proxy", func(s recorder.ResourceSample) recorder.Maybe { return s.Established })
 	h.ProxyTempFiles = peak("proxy", func(s recorder.ResourceSample) recorder.Maybe { return s.TempFiles })
 	h.ProxyTempBytes = peak("proxy", func(s recorder.ResourceSample) recorder.Maybe { return s.TempLogicalBytes })
+	h.LevelS = lv.EndS - lv.StartS
+	h.AppCPUS = growth(samples, "app", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.CPUSeconds })
+	h.AppThrottledS = growth(samples, "app", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.ThrottledS })
+	h.ProxyCPUS = growth(samples, "proxy", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.CPUSeconds })
+	h.ProxyThrottledS = growth(samples, "proxy", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.ThrottledS })
 	var parts []string
 	if h.AppEstablished != nil {
 		parts = append(parts, fmt.Sprintf("app %.0f connections", *h.AppEstablished))
@@ -101,19 +130,62 @@ func heldBy(samples []recorder.ResourceSample, lv *Level) Held {
 	if h.ProxyTempBytes != nil && *h.ProxyTempBytes > 0 {
 		parts = append(parts, mibs(*h.ProxyTempBytes))
 	}
+	if h.AppCPUS != nil && h.LevelS > 0 {
+		parts = append(parts, fmt.Sprintf("app CPU %.2f s in %.1f s", *h.AppCPUS, h.LevelS))
+	}
+	if h.AppThrottledS != nil && *h.AppThrottledS > 0 {
+		parts = append(parts, fmt.Sprintf("throttled %.2f s", *h.AppThrottledS))
+	}
+	if h.ProxyCPUS != nil && h.LevelS > 0 {
+		parts = append(parts, fmt.Sprintf("proxy CPU %.2f s", *h.ProxyCPUS))
+	}
+	if h.ProxyThrottledS != nil && *h.ProxyThrottledS > 0 {
+		parts = append(parts, fmt.Sprintf("throttled %.2f s", *h.ProxyThrottledS))
+	}
 	h.Summary = strings.Join(parts, ", ")
 	return h
+}
+
+// growth is how much a counter of comp grew over lv: its last valid
+// value in the level less its first (nil with fewer than two).
+func growth(samples []recorder.ResourceSample, comp string, lv *Level, get func(recorder.ResourceSample) recorder.Maybe) *float64 {
+	var first, last *float64
+	for _, s := range samples {
+		if s.Component != comp || s.TS < lv.StartS || s.TS > lv.EndS {
+			continue
+		}
+		if m := get(s); m.Valid {
+			v := m.Value
+			if first == nil {
+				first = &v
+			}
+			last = &v
+		}
+	}
+	if first == nil || last == first {
+		return nil
+	}
+	d := *last - *first
+	return &d
 }
 
 func mibs(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
 
 // fixFor is the fix of probe p on route, and the page whose measurement
 // shows it works.
-func fixFor(p Probe, route stack.Route) (fix, doc string) {
+func fixFor(p Probe, route stack.Route, held Held) (fix, doc string) {
+	if comp, thr := held.CPUBound(); comp != "" {
+		return fmt.Sprintf("none for slow clients: the %s's cgroup was throttled %.1f s of the level's %.1f s, so its CPU limit held /fast back while it moved the clients' responses; give it more CPU (or bound concurrent large requests)",
+			comp, thr, held.LevelS), ""
+	}
 	switch p {
 	case ProbeSlowReaders:
+		if route.Buffering() && held.ProxyTempFiles != nil && *held.ProxyTempFiles > 0 {
+			return fmt.Sprintf("none for the app: the proxy spooled the responses to %.0f temp files (%s) and /fast, through the same proxy, waited on that work; give the proxy more CPU or faster temp storage, or bound concurrent large downloads (raise proxy_max_temp_file_size only for responses larger than it)",
+				*held.ProxyTempFiles, mibs(*held.ProxyTempBytes)), "docs/temp-cliff.md"
+		}
 		if route.Buffering() {
-			return "raise proxy_max_temp_file_size (and its disk): a response over it is not buffered, so its reader holds the worker again", "docs/temp-cliff.md"
+			return "the proxy did not take the responses off the app: check proxy_buffering and proxy_max_temp_file_size (a response over it is not buffered, so its reader holds the worker again)", "docs/temp-cliff.md"
 		}
 		return "a buffering proxy in front (NGINX proxy_buffering on): it reads the response at the app's speed and holds it for the reader", "docs/slow-client.md"
 	case ProbeSlowUploads:
@@ -165,36 +237,80 @@ func (r *Result) WriteJSON() error {
 	return os.Rename(tmp, filepath.Join(r.Dir, File))
 }
 
-// Print implements lab.Result: the verdict table.
+// Print implements lab.Result: the verdict table (one word a value:
+// "-" where a probe did not degrade), then what held the stack at each
+// probe's last level and the fixes.
 func (r *Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "%s %s on the %s stack, %.0f s (budget %.0f s)\n\n", r.Server, r.Route, r.Stack, r.TookS, r.BudgetS)
+	fmt.Fprintf(w, "assessed: %s %s on the %s stack, %.0f s (budget %.0f s)\n\n", r.Server, r.Route, r.Stack, r.TookS, r.BudgetS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "probe\tclients to degrade\t/fast p95 ms before\tat\tstopped\theld\t")
+	fmt.Fprintln(tw, "probe\tclients to degrade\ttried\t/fast p95 ms before\tat\tfailed at\tstopped\t")
 	for _, v := range r.Verdicts {
-		n, at := fmt.Sprintf("not with %d", v.Tried), "-"
+		n, at, failed := "-", "-", "-"
 		if v.ClientsToDegrade != nil {
 			n = fmt.Sprint(*v.ClientsToDegrade)
+			failed = "0"
 		}
 		if v.AtP95MS != nil {
 			at = fmt.Sprintf("%.1f", *v.AtP95MS)
 		}
 		if lv := v.degradedLevel(); v.ClientsToDegrade != nil && lv != nil && lv.FastFail > 0 {
-			at = fmt.Sprintf("%d/%d failed", lv.FastFail, lv.FastSent)
+			failed = fmt.Sprintf("%d/%d", lv.FastFail, lv.FastSent)
 		}
-		stopped, _, _ := strings.Cut(v.Stopped, ":")
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t\n", v.Probe, n, v.BaselineP95MS, at, stopped, v.Held.Summary)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", v.Probe, n, v.Tried, v.BaselineP95MS, at, failed, v.stoppedWord())
 	}
 	tw.Flush()
+	fmt.Fprintln(w)
 	for _, v := range r.Verdicts {
-		if strings.HasPrefix(v.Stopped, "failed") || strings.HasPrefix(v.Stopped, "not recovered") {
-			fmt.Fprintf(w, "\n%s: %s", v.Probe, v.Stopped)
+		switch {
+		case strings.HasPrefix(v.Stopped, "failed") || strings.HasPrefix(v.Stopped, "not recovered") || strings.HasPrefix(v.Stopped, "budget"):
+			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Stopped)
+		case v.Held.Summary != "":
+			fmt.Fprintf(w, "%s, held at %d clients: %s%s\n", v.Probe, v.Tried, v.Held.Summary, v.ends())
 		}
-		if v.Fix != "" {
-			fmt.Fprintf(w, "\n%s: %s (%s)", v.Probe, v.Fix, v.FixDoc)
+	}
+	for _, v := range r.Verdicts {
+		switch {
+		case v.Fix != "" && v.FixDoc != "":
+			fmt.Fprintf(w, "\nfix %s: %s (%s)", v.Probe, v.Fix, v.FixDoc)
+		case v.Fix != "":
+			fmt.Fprintf(w, "\nfix %s: %s", v.Probe, v.Fix)
 		}
 	}
 	fmt.Fprintln(w)
 	for _, b := range r.Failed() {
 		fmt.Fprintf(w, "fail-on: %s\n", b)
 	}
+}
+
+// ends says how the last level's connections ended, and for the
+// connection probes how long the server kept them.
+func (v Verdict) ends() string {
+	lv := v.degradedLevel()
+	if lv == nil || len(lv.Ends) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, how := range slices.Sorted(maps.Keys(lv.Ends)) {
+		parts = append(parts, fmt.Sprintf("%s %d", how, lv.Ends[how]))
+	}
+	out := "; clients ended " + strings.Join(parts, ", ")
+	if lv.HeldMaxS != nil {
+		out += fmt.Sprintf(" (kept %.1f s median, %.1f s at most)", *lv.HeldP50S, *lv.HeldMaxS)
+	}
+	for line, n := range lv.FirstLines {
+		out += fmt.Sprintf("; %d got %q", n, line)
+	}
+	return out
+}
+
+// stoppedWord is why the probe stopped, in one word.
+func (v Verdict) stoppedWord() string {
+	word, _, _ := strings.Cut(v.Stopped, ":")
+	switch {
+	case strings.HasPrefix(word, "not degraded"):
+		return "max"
+	case word == "":
+		return "-"
+	}
+	return strings.ReplaceAll(word, " ", "-")
 }
