@@ -284,3 +284,26 @@ func TestSlowReaderFixOnBufferingProxy(t *testing.T) {
 		t.Errorf("without: %q (%s)", fix, doc)
 	}
 }
+
+// TestAbsorbs: the model's prediction from configuration, and where it
+// makes none.
+func TestAbsorbs(t *testing.T) {
+	a, why := absorbs(stack.RouteDirect, false, 1<<20)
+	if a == nil || !a.Fits || a.PredictedBytes < 1<<20 || !strings.Contains(a.String(), "a reader cannot hold a worker at this size") {
+		t.Fatalf("1 MiB direct: %+v (%s)", a, why)
+	}
+	big, _ := absorbs(stack.RouteDirect, false, 1<<30)
+	if big == nil || big.Fits || big.PredictedBytes != a.PredictedBytes || !strings.Contains(big.String(), "the rest holds the app's send") {
+		t.Errorf("1 GiB direct: %+v", big)
+	}
+	on, _ := absorbs(stack.RouteBufferingOn, false, 16<<20)
+	if on == nil || !on.Fits || on.PredictedBytes <= a.PredictedBytes {
+		t.Errorf("16 MiB behind a buffering proxy: %+v, want it to fit (the temp file)", on)
+	}
+	if got, why := absorbs(stack.RouteBufferingOn, true, 16<<20); got != nil || !strings.Contains(why, "its own configuration") {
+		t.Errorf("an external proxy: %+v %q", got, why)
+	}
+	if got, why := absorbs(stack.RouteRequestBufferingOn, false, 16<<20); got != nil || !strings.Contains(why, "not a download route") {
+		t.Errorf("an upload route: %+v %q", got, why)
+	}
+}

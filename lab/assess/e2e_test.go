@@ -258,3 +258,21 @@ func established(t *testing.T, port string) int {
 	}
 	return n
 }
+
+// TestAssessResponseThePathHolds: a 1 MiB response fits in what the
+// direct path holds (the model, from the kernel's settings): 4 slow
+// readers of it leave sync-2's workers free, and the verdict says why;
+// a 16 MiB one does not fit, and 2 readers take both workers.
+func TestAssessResponseThePathHolds(t *testing.T) {
+	small := quick("sync-2", stack.RouteDirect, 4, ProbeSlowReaders)
+	small.LargeSize = 1 << 20
+	res := checkAssessment(t, small, labtest.Env(t, stack.NameEmbedded), map[Probe]int{ProbeSlowReaders: 0})
+	if a := res.Verdicts[0].Absorbs; a == nil || !a.Fits || a.ResponseBytes != 1<<20 {
+		t.Errorf("1 MiB: absorbs %+v (%s), want it to fit", a, res.Verdicts[0].Unpredicted)
+	}
+	large := quick("sync-2", stack.RouteDirect, 2, ProbeSlowReaders)
+	res = checkAssessment(t, large, labtest.Env(t, stack.NameEmbedded), map[Probe]int{ProbeSlowReaders: 2})
+	if a := res.Verdicts[0].Absorbs; a == nil || a.Fits || a.ResponseBytes != 16<<20 {
+		t.Errorf("16 MiB: absorbs %+v (%s), want it not to fit", a, res.Verdicts[0].Unpredicted)
+	}
+}

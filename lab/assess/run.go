@@ -87,6 +87,9 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	if err != nil {
 		return v, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
+	if p == ProbeSlowReaders || p == ProbeStalled {
+		v.Absorbs, v.Unpredicted = absorbs(c.Routes()[0], c.StackSpec.External != nil, t.largeSize)
+	}
 	r := &run{cfg: c, env: env, probe: p, t: t, reqs: reqs, fastTimeout: 5 * time.Second,
 		meta: recorder.RunMeta{Route: string(c.Routes()[0]), Server: c.Server, Rep: 1}}
 	r.t0 = time.Now()

@@ -37,9 +37,13 @@ type Verdict struct {
 	Held Held `json:"held"`
 	// Fix is the change that measured best against this probe, and
 	// FixDoc the page whose measurement shows it ("" when /fast held).
-	Fix    string  `json:"fix"`
-	FixDoc string  `json:"fix_doc,omitempty"`
-	Levels []Level `json:"levels"`
+	Fix    string `json:"fix"`
+	FixDoc string `json:"fix_doc,omitempty"`
+	// Absorbs is, for the readers' probes, what the path holds of the
+	// response (predicted from configuration), or Unpredicted why not.
+	Absorbs     *Absorbs `json:"path_absorbs,omitempty"`
+	Unpredicted string   `json:"path_unpredicted,omitempty"`
+	Levels      []Level  `json:"levels"`
 }
 
 // degradedLevel is the level that degraded, else the last one (nil
@@ -266,6 +270,11 @@ func (r *Result) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Stopped)
 		case v.Held.Summary != "":
 			fmt.Fprintf(w, "%s, held at %d clients: %s%s\n", v.Probe, v.Tried, v.Held.Summary, v.ends())
+		}
+	}
+	for _, v := range r.Verdicts {
+		if v.Absorbs != nil {
+			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Absorbs)
 		}
 	}
 	for _, v := range r.Verdicts {

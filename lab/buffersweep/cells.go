@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -150,10 +151,10 @@ func summarize(cell *recorder.SweepCell, ds []download) {
 
 // predict fills a cell's predicted columns from the model's capacity of
 // its path, and the measured send time's error against the prediction.
-func predict(cell *recorder.SweepCell, p pathCapacity) {
+func predict(cell *recorder.SweepCell, p pathmodel.Capacity) {
 	c := p.Total()
 	cell.CapacityPredictedBytes = recorder.Some(float64(c))
-	cell.AppSendPredictedS = recorder.Some(predictAppSend(cell.SizeBytes, cell.RateBps, c))
+	cell.AppSendPredictedS = recorder.Some(pathmodel.AppSend(cell.SizeBytes, cell.RateBps, c))
 	cell.PredictedAppSendS = cell.AppSendPredictedS
 	cell.PredictionErrorPct = errorPct(cell.AppSendMeasuredS, cell.AppSendPredictedS)
 }

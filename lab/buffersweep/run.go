@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -115,8 +116,8 @@ func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base str
 	if net != nil {
 		wmem, rmem = net.TCPWmem, net.TCPRmem
 	}
-	var model pathConfig
-	if err := netConfig(net, &model); err != nil {
+	var model pathmodel.Config
+	if err := pathmodel.NetConfig(net, &model); err != nil {
 		return fmt.Errorf("%s: the path model's kernel settings: %w", k.Label(), err)
 	}
 	for _, size := range c.Sizes {
@@ -149,7 +150,7 @@ func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base str
 // env.Out/dir, and returns a row per route, each with the path model's
 // prediction, made before the runs from model (the namespace's kernel
 // settings) and the cell's configuration.
-func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, rate int64, model pathConfig) ([]recorder.SweepCell, error) {
+func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, rate int64, model pathmodel.Config) ([]recorder.SweepCell, error) {
 	sc := c.slowClient(size, rate)
 	predicted, err := c.predictRoutes(sc, model)
 	if err != nil {
@@ -177,7 +178,7 @@ func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, ra
 // whose results directory is out (dir relative to the sweep's): the
 // measured columns from its files, the predicted ones from predicted, the
 // path model's capacity of each route.
-func cellRows(res *slowclient.Result, out, dir string, size, rate int64, predicted map[stack.Route]pathCapacity) ([]recorder.SweepCell, error) {
+func cellRows(res *slowclient.Result, out, dir string, size, rate int64, predicted map[stack.Route]pathmodel.Capacity) ([]recorder.SweepCell, error) {
 	ds, err := downloads(out)
 	var cells []recorder.SweepCell
 	for _, cond := range res.Conditions {
@@ -225,13 +226,13 @@ func (c *Config) slowClient(size, rate int64) *slowclient.Config {
 // client's SO_RCVBUF, the proxy's response buffers of sc's deployments
 // (proxy_max_temp_file_size at its default: slow-client leaves it), and
 // no SO_SNDBUF for the app (no app of package stack sets one).
-func (c *Config) predictRoutes(sc *slowclient.Config, model pathConfig) (map[stack.Route]pathCapacity, error) {
-	out := map[stack.Route]pathCapacity{}
+func (c *Config) predictRoutes(sc *slowclient.Config, model pathmodel.Config) (map[stack.Route]pathmodel.Capacity, error) {
+	out := map[stack.Route]pathmodel.Capacity{}
 	for _, r := range c.Routes {
 		m := model
 		m.Route, m.AppSndBuf, m.ClientRcvBuf = r, 0, int64(sc.SlowReader.RcvBuf)
 		m.Proxy = stack.Deployment{Route: r, LargeSize: int64(sc.Large.Size)}.ResponseBuffers()
-		p, err := predictCapacity(m)
+		p, err := pathmodel.Predict(m)
 		if err != nil {
 			return nil, fmt.Errorf("the path model of route %s: %w", r, err)
 		}

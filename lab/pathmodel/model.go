@@ -1,17 +1,4 @@
-package buffersweep
-
-import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-
-	"github.com/slowlab/slowlab/internal/bytesize"
-	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/recorder"
-)
-
-// The path model: how many bytes of one slow download the path between
+// Package pathmodel is the path model: how many bytes of one slow download the path between
 // the app and the client can hold, predicted before the run from
 // configuration only (the kernel's socket buffer settings of the
 // namespace the cell runs in, the buffers the app, the proxy and the
@@ -41,6 +28,23 @@ import (
 // maximum) and wakes a blocked writer only when a third of its buffer is
 // free. Where the measured send time differs, those are the reasons; the
 // model is not adjusted to the measurements.
+//
+// It owns the prediction only: buffer-sweep validates it against what
+// its runs measure (sweep.csv) and assess uses it to say which response
+// sizes can hold a worker at all; reading the kernel's settings is lab's
+// (NetSettings), the proxies' buffer settings lab/stack's.
+package pathmodel
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/slowlab/slowlab/internal/bytesize"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
 
 // Kernel minima of a socket buffer set with SO_SNDBUF or SO_RCVBUF
 // (SOCK_MIN_SNDBUF and SOCK_MIN_RCVBUF on 64-bit Linux: 2048 bytes and a
@@ -50,9 +54,9 @@ const (
 	sockMinSndBuf = 2 * sockMinRcvBuf
 )
 
-// pathConfig is everything the model reads: configuration, all of it
+// Config is everything the model reads: configuration, all of it
 // known before the run.
-type pathConfig struct {
+type Config struct {
 	Route            stack.Route
 	TCPWmem, TCPRmem recorder.TCPMem // net.ipv4.tcp_wmem, tcp_rmem of the cell's namespace
 	WmemMax, RmemMax int64           // net.core.wmem_max, rmem_max: the most SO_SNDBUF, SO_RCVBUF may ask
@@ -61,9 +65,9 @@ type pathConfig struct {
 	Proxy            stack.ResponseBuffers
 }
 
-// pathCapacity is the model's capacity of a path, hop by hop, in bytes
+// Capacity is the model's capacity of a path, hop by hop, in bytes
 // (0 for the hops a route does not have).
-type pathCapacity struct {
+type Capacity struct {
 	AppSend       int64 // the app's send buffer
 	ProxyRecv     int64 // the proxy's receive buffer from the app
 	ProxyMemory   int64 // the proxy's memory buffers
@@ -73,13 +77,13 @@ type pathCapacity struct {
 }
 
 // Total is the path's capacity: every hop's.
-func (p pathCapacity) Total() int64 {
+func (p Capacity) Total() int64 {
 	return p.AppSend + p.ProxyRecv + p.ProxyMemory + p.ProxyTempFile + p.ProxySend + p.ClientRecv
 }
 
 // String writes the capacity and its hops: "1.02 MiB: app send 1m +
 // client receive 16k".
-func (p pathCapacity) String() string {
+func (p Capacity) String() string {
 	var parts []string
 	for _, h := range []struct {
 		name string
@@ -93,9 +97,9 @@ func (p pathCapacity) String() string {
 	return fmt.Sprintf("%.2f MiB: %s", float64(p.Total())/(1<<20), strings.Join(parts, " + "))
 }
 
-// netConfig reads a namespace's socket buffer settings into c: tcp_wmem
+// NetConfig reads a namespace's socket buffer settings into c: tcp_wmem
 // and tcp_rmem ("min default max"), wmem_max and rmem_max (bytes).
-func netConfig(n *recorder.NetSettings, c *pathConfig) error {
+func NetConfig(n *recorder.NetSettings, c *Config) error {
 	if n == nil {
 		return errors.New("the kernel's socket buffer settings could not be read")
 	}
@@ -107,7 +111,7 @@ func netConfig(n *recorder.NetSettings, c *pathConfig) error {
 		return err
 	}
 	// wmem_max and rmem_max matter only to a socket that sets its
-	// buffer; predictCapacity refuses one whose limit was not read.
+	// buffer; Predict refuses one whose limit was not read.
 	for _, m := range []struct {
 		key, v string
 		to     *int64
@@ -124,19 +128,19 @@ func netConfig(n *recorder.NetSettings, c *pathConfig) error {
 	return nil
 }
 
-// predictCapacity is the capacity of c's path.
-func predictCapacity(c pathConfig) (pathCapacity, error) {
+// Predict is the capacity of c's path.
+func Predict(c Config) (Capacity, error) {
 	switch {
 	case !c.Route.Valid():
-		return pathCapacity{}, fmt.Errorf("route %q: allowed %v", c.Route, stack.Routes)
+		return Capacity{}, fmt.Errorf("route %q: allowed %v", c.Route, stack.Routes)
 	case c.TCPWmem.Max <= 0 || c.TCPRmem.Default <= 0:
-		return pathCapacity{}, fmt.Errorf("tcp_wmem max %d, tcp_rmem default %d: want both above 0", c.TCPWmem.Max, c.TCPRmem.Default)
+		return Capacity{}, fmt.Errorf("tcp_wmem max %d, tcp_rmem default %d: want both above 0", c.TCPWmem.Max, c.TCPRmem.Default)
 	case c.AppSndBuf < 0 || c.ClientRcvBuf < 0:
-		return pathCapacity{}, fmt.Errorf("SO_SNDBUF %d, SO_RCVBUF %d: want 0 (not set) or more", c.AppSndBuf, c.ClientRcvBuf)
+		return Capacity{}, fmt.Errorf("SO_SNDBUF %d, SO_RCVBUF %d: want 0 (not set) or more", c.AppSndBuf, c.ClientRcvBuf)
 	case (c.AppSndBuf > 0 && c.WmemMax <= 0) || (c.ClientRcvBuf > 0 && c.RmemMax <= 0):
-		return pathCapacity{}, fmt.Errorf("wmem_max %d, rmem_max %d: a socket that sets its buffer needs the limit", c.WmemMax, c.RmemMax)
+		return Capacity{}, fmt.Errorf("wmem_max %d, rmem_max %d: a socket that sets its buffer needs the limit", c.WmemMax, c.RmemMax)
 	}
-	p := pathCapacity{AppSend: c.sndBuf(c.AppSndBuf), ClientRecv: c.rcvBuf(c.ClientRcvBuf)}
+	p := Capacity{AppSend: c.sndBuf(c.AppSndBuf), ClientRecv: c.rcvBuf(c.ClientRcvBuf)}
 	if !c.Route.Proxied() {
 		return p, nil
 	}
@@ -151,7 +155,7 @@ func predictCapacity(c pathConfig) (pathCapacity, error) {
 
 // sndBuf is a send buffer's size: set with SO_SNDBUF (set > 0), or
 // autotuned up to tcp_wmem's maximum.
-func (c pathConfig) sndBuf(set int64) int64 {
+func (c Config) sndBuf(set int64) int64 {
 	if set > 0 {
 		return max(2*min(set, c.WmemMax), sockMinSndBuf)
 	}
@@ -160,15 +164,15 @@ func (c pathConfig) sndBuf(set int64) int64 {
 
 // rcvBuf is a receive buffer's size: set with SO_RCVBUF (set > 0), or
 // tcp_rmem's default, which autotuning does not grow for a slow reader.
-func (c pathConfig) rcvBuf(set int64) int64 {
+func (c Config) rcvBuf(set int64) int64 {
 	if set > 0 {
 		return max(2*min(set, c.RmemMax), sockMinRcvBuf)
 	}
 	return c.TCPRmem.Default
 }
 
-// predictAppSend is the app's send time in seconds for a download of
+// AppSend is the app's send time in seconds for a download of
 // size bytes read at rate bytes/s through a path holding capacity bytes.
-func predictAppSend(size, rate, capacity int64) float64 {
+func AppSend(size, rate, capacity int64) float64 {
 	return float64(max(0, size-capacity)) / float64(rate)
 }
