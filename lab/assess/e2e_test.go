@@ -43,16 +43,19 @@ type assessCase struct {
 
 // The thresholds the experiments measure (docs/slow-client.md,
 // docs/idle-connections.md, docs/slow-upload.md, docs/server-models.md),
-// with maxima kept small for the suite's time (4: twice a sync-2's
-// workers, a gthread-1x4's threads; 8 behind a buffering proxy):
+// with maxima kept small (4: twice a sync-2's workers, a gthread-1x4's
+// threads). Behind a buffering proxy more is the proxy's own work: on a
+// loaded machine NGINX at its 0.2 CPU spooling 8 responses of 4 MiB to a
+// busy disk made /fast time out, a finding of the proxy, not of the
+// readers, which the verdict names (see docs/assess.md):
 // a sync worker is held by one slow reader or idle connection each, a
 // gthread worker's threads likewise, and a buffering proxy or an async
 // model holds them instead.
 var embeddedCases = []assessCase{
 	{"sync-2", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 2, ProbeSlowUploads: 2, ProbeIdle: 2, ProbeSlowloris: 2, ProbeStalled: 2, ProbeHeldStreams: 2}},
 	{"gthread-1x4", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 4, ProbeIdle: 4}},
-	{"sync-2", stack.RouteBufferingOn, 8, map[Probe]int{ProbeSlowReaders: 0}},
-	{"sync-2", stack.RouteRequestBufferingOn, 8, map[Probe]int{ProbeSlowUploads: 0}},
+	{"sync-2", stack.RouteBufferingOn, 4, map[Probe]int{ProbeSlowReaders: 0}},
+	{"sync-2", stack.RouteRequestBufferingOn, 4, map[Probe]int{ProbeSlowUploads: 0}},
 	{"async", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 }
 
@@ -62,8 +65,8 @@ func TestAssessEmbedded(t *testing.T) { runCases(t, stack.NameEmbedded, embedded
 var realCases = []assessCase{
 	{"sync-2", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 2, ProbeIdle: 2}},
 	{"gthread-1x4", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 4, ProbeIdle: 4}},
-	{"sync-2", stack.RouteBufferingOn, 8, map[Probe]int{ProbeSlowReaders: 0}},
-	{"sync-2", stack.RouteRequestBufferingOn, 8, map[Probe]int{ProbeSlowUploads: 0}},
+	{"sync-2", stack.RouteBufferingOn, 4, map[Probe]int{ProbeSlowReaders: 0}},
+	{"sync-2", stack.RouteRequestBufferingOn, 4, map[Probe]int{ProbeSlowUploads: 0}},
 	{"gevent-1x100", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 	{"uvicorn-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 	{"node-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
@@ -172,7 +175,7 @@ func TestAssessExternal(t *testing.T) {
 		{"direct", extFlags{fast: "http://" + running.AppAddr() + "/fast", large: "http://" + running.AppAddr() + "/large", app: []string{app}},
 			4, map[Probe]int{ProbeSlowReaders: 2, ProbeIdle: 2}, stack.RouteDirect},
 		{"proxy", extFlags{fast: running.URL() + "/fast", large: running.URL() + "/large?size=4194304", app: []string{app}, proxy: []string{proxy},
-			tempDirs: running.TempDirs()}, 8, map[Probe]int{ProbeSlowReaders: 0}, stack.RouteBufferingOn},
+			tempDirs: running.TempDirs()}, 4, map[Probe]int{ProbeSlowReaders: 0}, stack.RouteBufferingOn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var probes []Probe
