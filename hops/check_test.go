@@ -184,3 +184,42 @@ func TestCheckWrittenJitter(t *testing.T) {
 		t.Error("a 1 MiB fall passed the check")
 	}
 }
+
+// TestCheckReadJitter: client_read may fall by what arrives while the
+// kernel fills the sample (8,023 bytes was seen), not by more: a fall of
+// 1 MiB is a sample out of its time order.
+func TestCheckReadJitter(t *testing.T) {
+	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fell := func(by int64) []Violation {
+		var first []recorder.Hop
+		ts := rows[len(rows)/2].TS
+		for _, r := range rows {
+			if r.TS == ts {
+				first = append(first, r)
+			}
+		}
+		later := slices.Clone(first)
+		for i := range later {
+			later[i].TS = ts + 0.05
+			if later[i].Hop == recorder.HopClientRead {
+				later[i].Bytes -= by
+			}
+		}
+		var out []Violation
+		for _, v := range Check(append(slices.Clone(first), later...)) {
+			if strings.Contains(v.Reason, "client_read fell") {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	if v := fell(8023); len(v) != 0 {
+		t.Errorf("an 8,023-byte fall: %v, want none", v)
+	}
+	if v := fell(1 << 20); len(v) == 0 {
+		t.Error("a 1 MiB fall passed the check")
+	}
+}

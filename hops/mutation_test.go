@@ -366,8 +366,9 @@ func checkMutations(t *testing.T, rows []recorder.Hop) {
 	}
 	at, to := rows[ts[earlier]].TS, rows[ts[still]].TS
 	t.Logf("temp files %d bytes at %.3f s, held still at %d bytes at %.3f s", rows[ts[earlier]].Bytes, at, rows[ts[still]].Bytes, to)
-	// A download whose client had read less at the earlier sample than at
-	// the later one: moved after it, its sample is out of time order.
+	// A download whose client had read more than ReadJitter less at the
+	// earlier sample than at the later one: moved after it, its sample is
+	// out of time order.
 	read := map[groupKey]int64{}
 	for _, r := range rows {
 		if r.Hop == recorder.HopClientRead {
@@ -378,7 +379,7 @@ func checkMutations(t *testing.T, rows []recorder.Hop) {
 	for _, r := range rows {
 		a, okA := read[groupKey{r.RunID, r.Download, at}]
 		b, okB := read[groupKey{r.RunID, r.Download, to}]
-		if r.Hop == recorder.HopClientRead && r.TS == at && okA && okB && a < b {
+		if r.Hop == recorder.HopClientRead && r.TS == at && okA && okB && b-a > ReadJitter {
 			moved = r.Download
 			break
 		}
