@@ -150,32 +150,10 @@ func FuzzCheck(f *testing.F) {
 // acknowledges while the kernel fills the sample (8 KiB was seen), not by
 // more: a fall of 1 MiB is a sample out of its time order.
 func TestCheckWrittenJitter(t *testing.T) {
-	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fell := func(by int64) []Violation {
-		var first []recorder.Hop
-		ts := rows[0].TS
-		for _, r := range rows {
-			if r.TS == ts {
-				first = append(first, r)
-			}
-		}
-		later := slices.Clone(first)
-		for i := range later {
-			later[i].TS = ts + 0.05
-			if later[i].Hop == recorder.HopAppWritten && later[i].Source == recorder.HopSourceKernel {
-				later[i].Bytes -= by
-			}
-		}
-		var out []Violation
-		for _, v := range Check(append(slices.Clone(first), later...)) {
-			if strings.Contains(v.Reason, "app_written fell") {
-				out = append(out, v)
-			}
-		}
-		return out
+		return fallBy(t, 0, func(h recorder.Hop) bool {
+			return h.Hop == recorder.HopAppWritten && h.Source == recorder.HopSourceKernel
+		}, by, "app_written fell")
 	}
 	if v := fell(8 << 10); len(v) != 0 {
 		t.Errorf("an 8 KiB fall: %v, want none", v)
@@ -185,36 +163,48 @@ func TestCheckWrittenJitter(t *testing.T) {
 	}
 }
 
-// TestCheckReadJitter: client_read may fall by what arrives while the
-// kernel fills the sample (8,023 bytes was seen), not by more: a fall of
-// 1 MiB is a sample out of its time order.
-func TestCheckReadJitter(t *testing.T) {
+// fallBy checks the first sample at or after row at of the NGINX run
+// followed, 50 ms later, by the same sample with the hops which selects
+// by bytes less, and returns the violations whose reason has reason.
+func fallBy(t *testing.T, at int, which func(recorder.Hop) bool, by int64, reason string) []Violation {
+	t.Helper()
 	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var first []recorder.Hop
+	ts := rows[at].TS
+	for _, r := range rows {
+		if r.TS == ts {
+			first = append(first, r)
+		}
+	}
+	later := slices.Clone(first)
+	for i := range later {
+		later[i].TS = ts + 0.05
+		if which(later[i]) {
+			later[i].Bytes -= by
+		}
+	}
+	var out []Violation
+	for _, v := range Check(append(slices.Clone(first), later...)) {
+		if strings.Contains(v.Reason, reason) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// TestCheckReadJitter: client_read may fall by what arrives while the
+// kernel fills the sample (8,023 bytes was seen), not by more: a fall of
+// 1 MiB is a sample out of its time order.
+func TestCheckReadJitter(t *testing.T) {
 	fell := func(by int64) []Violation {
-		var first []recorder.Hop
-		ts := rows[len(rows)/2].TS
-		for _, r := range rows {
-			if r.TS == ts {
-				first = append(first, r)
-			}
+		rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
+		if err != nil {
+			t.Fatal(err)
 		}
-		later := slices.Clone(first)
-		for i := range later {
-			later[i].TS = ts + 0.05
-			if later[i].Hop == recorder.HopClientRead {
-				later[i].Bytes -= by
-			}
-		}
-		var out []Violation
-		for _, v := range Check(append(slices.Clone(first), later...)) {
-			if strings.Contains(v.Reason, "client_read fell") {
-				out = append(out, v)
-			}
-		}
-		return out
+		return fallBy(t, len(rows)/2, func(h recorder.Hop) bool { return h.Hop == recorder.HopClientRead }, by, "client_read fell")
 	}
 	if v := fell(8023); len(v) != 0 {
 		t.Errorf("an 8,023-byte fall: %v, want none", v)

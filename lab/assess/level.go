@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -169,7 +168,7 @@ func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (
 	lv.Ends, lv.FirstLines = maps.Clone(c.ends), maps.Clone(c.firsts)
 	if len(c.held) > 0 {
 		held := slices.Clone(c.held)
-		sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
+		slices.Sort(held)
 		p50, top := held[len(held)/2].Seconds(), held[len(held)-1].Seconds()
 		lv.HeldP50S, lv.HeldMaxS = &p50, &top
 	}

@@ -89,15 +89,14 @@ type crowd struct {
 	done    chan struct{} // closed once every client ended
 	mu      sync.Mutex
 	placed  int
-	ends    map[string]int   // how the clients ended
-	held    []time.Duration  // how long each connection was held (idle, slowloris)
-	firsts  map[string]int   // the first response lines the server sent them
-	errs    map[string]error // an example error per end
+	ends    map[string]int  // how the clients ended
+	held    []time.Duration // how long each connection was held (idle, slowloris)
+	firsts  map[string]int  // the first response lines the server sent them
 }
 
 func newCrowd(n int) *crowd {
 	c := &crowd{n: n, inPlace: make(chan struct{}), done: make(chan struct{}), ends: map[string]int{},
-		firsts: map[string]int{}, errs: map[string]error{}}
+		firsts: map[string]int{}}
 	if n == 0 {
 		close(c.inPlace)
 	}
@@ -114,13 +113,10 @@ func (c *crowd) place() {
 	}
 }
 
-func (c *crowd) end(how string, err error) {
+func (c *crowd) end(how string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ends[how]++
-	if err != nil && c.errs[how] == nil {
-		c.errs[how] = err
-	}
 }
 
 // start runs n clients of probe p against t until ctx ends; hold is how
@@ -161,13 +157,13 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 			r.Rate, r.Stall, r.StallAfter = 64<<20, 2*hold, StallAfter
 		}
 		d := r.Run(ctx, i)
-		c.end(readEnd(d), d.Err)
+		c.end(readEnd(d))
 	case ProbeSlowUploads:
 		u := loadgen.SlowUploader{URL: t.upload, Size: t.uploadSize, Rate: max(float64(t.uploadSize)/(2*hold.Seconds()), 1),
 			SndBuf: loadgen.DefaultUploadSndBuf, WriteSize: loadgen.DefaultUploadWriteSize, Timeout: 4 * hold, AllowRemote: t.allowRemote}
 		placed() // the uploader connects as it starts; the window's offset covers it
 		got := u.Run(ctx, i)
-		c.end(got.Outcome, got.Err)
+		c.end(got.Outcome)
 	case ProbeHeldStreams:
 		client := loadgen.NewClient(loadgen.ClientOptions{Timeout: 4 * hold, AllowRemote: t.allowRemote})
 		defer client.Close()
@@ -178,7 +174,7 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 		if r.Err != nil {
 			how = loadgen.ErrorReason(r.Err)
 		}
-		c.end(how, r.Err)
+		c.end(how)
 	}
 }
 
@@ -207,7 +203,7 @@ func (p Probe) hold(ctx context.Context, t targets, n int, hold time.Duration, c
 		OnConnected: func(int) { close(c.inPlace) }}
 	out, err := h.Run(ctx)
 	if err != nil {
-		c.end("error", err)
+		c.end("error")
 		select {
 		case <-c.inPlace:
 		default:
@@ -216,7 +212,7 @@ func (p Probe) hold(ctx context.Context, t targets, n int, hold time.Duration, c
 		return
 	}
 	for _, o := range out {
-		c.end(string(o.End), o.Err)
+		c.end(string(o.End))
 		c.mu.Lock()
 		if o.End != loadgen.EndConnectError {
 			c.held = append(c.held, o.Held)

@@ -201,7 +201,7 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 		if t.upload, err = target(stack.TargetUpload, c.Paths.Upload); err != nil {
 			return t, err
 		}
-		if err := post(ctx, t.upload.String(), t.allowRemote); err != nil {
+		if err := post(ctx, t.upload, t.allowRemote); err != nil {
 			return t, fmt.Errorf("upload URL %s: %w", t.upload, err)
 		}
 	case ProbeHeldStreams:
@@ -228,11 +228,7 @@ func get(ctx context.Context, client *loadgen.Client, url string) (int64, error)
 }
 
 // post sends a small body to url: an upload URL must answer it 2xx.
-func post(ctx context.Context, raw string, allowRemote bool) error {
-	u, err := loadgen.CheckTarget(raw, allowRemote)
-	if err != nil {
-		return err
-	}
+func post(ctx context.Context, u *url.URL, allowRemote bool) error {
 	up := loadgen.SlowUploader{URL: u, Size: 1024, Rate: 1 << 30, WriteSize: 1024, Timeout: 10 * time.Second, AllowRemote: allowRemote}
 	got := up.Run(ctx, 0)
 	switch {
