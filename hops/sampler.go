@@ -192,9 +192,12 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 	}
 }
 
-// movement is how many bytes the sockets moved between two dumps: the
-// change of each one's written (acked + send queue) and received counts,
-// and all of those of a socket in one dump only.
+// movement is how many bytes the sockets moved between two dumps: for
+// each socket the largest change of any count a hop reads (bytes
+// acknowledged, received, the send queue, its part not sent, the receive
+// queue), and all the bytes of a socket in one dump only. Each count
+// counts: a burst read between two sockets of one dump moves the sender's
+// acknowledged count and send queue while its written total stays put.
 func movement(a, b []Socket) int64 {
 	type key struct{ l, r netip.AddrPort }
 	at := make(map[key]Socket, len(a))
@@ -210,7 +213,14 @@ func movement(a, b []Socket) int64 {
 			m += written(s) + int64(s.BytesReceived)
 			continue
 		}
-		m += abs(written(s)-written(o)) + abs(int64(s.BytesReceived)-int64(o.BytesReceived))
+		m += max(
+			abs(int64(s.BytesAcked)-int64(o.BytesAcked)),
+			abs(int64(s.BytesReceived)-int64(o.BytesReceived)),
+			abs(int64(s.SendQ)-int64(o.SendQ)),
+			abs(int64(s.NotSent)-int64(o.NotSent)),
+			abs(int64(s.RecvQ)-int64(o.RecvQ)),
+			abs(written(s)-written(o)),
+		)
 	}
 	for _, o := range at {
 		m += written(o) + int64(o.BytesReceived)
