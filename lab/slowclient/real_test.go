@@ -136,8 +136,11 @@ func TestRealStackGunicornKilled(t *testing.T) {
 // with backpressure on stay ok and count no kill.
 func TestRealStackOOMKill(t *testing.T) {
 	c := small(Condition{stack.RouteDirect, "node-2", 4})
-	c.Large.Size, c.SlowReader.ReadRate = 16<<20, 1<<20 // the bodies wait in the worker
+	c.Large.Size, c.SlowReader.ReadRate = 16<<20, 4<<20 // the bodies wait in the worker: 4 s each
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2*time.Second)
+	// A /fast request the Node.js master handed to the killed worker is
+	// never answered: it ends at its timeout (30 s by default).
+	c.Fast.Timeout = lab.Duration(5 * time.Second)
 	for _, bp := range []string{"off", "on"} {
 		t.Run("backpressure-"+bp, func(t *testing.T) {
 			c.Large.Backpressure = bp

@@ -98,7 +98,7 @@ type timing struct {
 }
 
 // slowest is how many tests printSlowest lists.
-const slowest = 15
+const slowest = 40
 
 // printSlowest lists the n slowest tests, slowest first, and their share
 // of the time all tests took.
