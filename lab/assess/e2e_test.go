@@ -61,16 +61,14 @@ var embeddedCases = []assessCase{
 
 func TestAssessEmbedded(t *testing.T) { runCases(t, stack.NameEmbedded, embeddedCases) }
 
-// realCases are the same on Gunicorn, Uvicorn and Node.js behind NGINX;
-// the idle probe runs on one async model (Node.js) here, as the suite's
-// time is spent on what the embedded cases do not already show.
+// realCases are the same on Gunicorn, Uvicorn and Node.js behind NGINX.
 var realCases = []assessCase{
 	{"sync-2", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 2, ProbeIdle: 2}},
 	{"gthread-1x4", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 4, ProbeIdle: 4}},
 	{"sync-2", stack.RouteBufferingOn, 4, map[Probe]int{ProbeSlowReaders: 0}},
 	{"sync-2", stack.RouteRequestBufferingOn, 4, map[Probe]int{ProbeSlowUploads: 0}},
-	{"gevent-1x100", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0}},
-	{"uvicorn-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0}},
+	{"gevent-1x100", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
+	{"uvicorn-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 	{"node-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 }
 
