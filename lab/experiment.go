@@ -166,13 +166,13 @@ func Register(e Experiment) {
 func Experiments() []Experiment { return slices.Clone(experiments) }
 
 // ReportSections lists the registered experiments' report sections, in
-// the registry's order: what report.Write draws.
+// the registry's order, then assess's: what report.Write draws.
 func ReportSections() []report.Section {
 	var sections []report.Section
 	for _, e := range experiments {
 		sections = append(sections, e.Report)
 	}
-	return sections
+	return append(sections, report.Assessment)
 }
 
 // Names lists the registered experiments' names.

@@ -39,7 +39,7 @@ func TestRegisterRefuses(t *testing.T) {
 			Register(tc.e)
 		}()
 	}
-	if got := ReportSections(); len(got) != 1 || got[0].Name != "sse" {
-		t.Errorf("sections %v after the refusals, want sse's alone", got)
+	if got := ReportSections(); len(got) != 2 || got[0].Name != "sse" || got[1].Name != report.Assessment.Name {
+		t.Errorf("sections %v after the refusals, want sse's, then assess's", got)
 	}
 }

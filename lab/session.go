@@ -173,7 +173,7 @@ func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Wr
 	if res != nil {
 		fmt.Fprintf(stdout, "results: %s\n\n", env.Out)
 		res.Print(stdout)
-		writeReport(env.Out, stdout, stderr)
+		WriteReport(env.Out, stdout, stderr)
 	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted; runs completed so far are in %s", env.Out)
@@ -199,9 +199,9 @@ func reasonsFile(res Result) string {
 	return "runs.csv"
 }
 
-// writeReport draws the results directory's report; a failure is
+// WriteReport draws the results directory's report; a failure is
 // reported, not fatal, since the measurements are already on disk.
-func writeReport(dir string, stdout, stderr io.Writer) {
+func WriteReport(dir string, stdout, stderr io.Writer) {
 	rep, err := report.Write(dir, ReportSections())
 	if err != nil {
 		fmt.Fprintf(stderr, "report: %v\n", err)

@@ -11,7 +11,8 @@
 // slowclient_figures.go). report keeps no list of them: the experiment's
 // registration in lab carries its section, and Write draws, in the order
 // it is given (lab.ReportSections, the registry's), the sections whose
-// results are in the directory.
+// results are in the directory. `slowlab assess`'s section (assess.go,
+// from assessment.json) comes last in that list.
 // Every results file, environment.json included, is read through
 // recorder, which owns their formats: report has no reader of its own.
 //

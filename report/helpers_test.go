@@ -243,4 +243,20 @@ func expectedDownloads(fx fixture) (all, withApp int) {
 // allSections is every section, in the order lab's registry gives them
 // (report's tests cannot import lab, which imports report; cmd/slowlab's
 // TestReportSectionsFromRegistry checks the registry's own).
-var allSections = []Section{SlowClient, LongPoll, LatencyGap, BufferSweep, SlowUpload, IdleConnections, StalledReader, SSE, TempCliff, TempDiskFull}
+var allSections = []Section{SlowClient, LongPoll, LatencyGap, BufferSweep, SlowUpload, IdleConnections, StalledReader, SSE, TempCliff, TempDiskFull, Assessment}
+
+// writeOnly writes dir's report with every section, checks that only the
+// section named drew, and checks its files and HTML.
+func writeOnly(t *testing.T, dir, section string) *Report {
+	t.Helper()
+	rep, err := Write(dir, allSections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Experiments, []string{section}) {
+		t.Errorf("experiments %v, want %s", rep.Experiments, section)
+	}
+	checkFiles(t, rep)
+	checkHTML(t, rep)
+	return rep
+}

@@ -24,15 +24,7 @@ func TestWriteIdle(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, idleRunsFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir, allSections)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(rep.Experiments, []string{"idle-connections"}) {
-		t.Errorf("experiments %v, want idle-connections", rep.Experiments)
-	}
-	checkFiles(t, rep)
-	checkHTML(t, rep)
+	rep := writeOnly(t, dir, "idle-connections")
 	if f := figureByName(t, rep, "idle-held"); f.Series != 2 || !slices.Equal(f.points, []int{6, 8}) {
 		t.Errorf("idle-held: %d series, points %v; want held time for 6 runs and /fast p95 for 8", f.Series, f.points)
 	}

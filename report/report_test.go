@@ -269,7 +269,7 @@ func TestWriteErrors(t *testing.T) {
 			return p
 		}, []string{"not a directory"}, nil},
 		{"no results", func(t *testing.T) string { return t.TempDir() },
-			[]string{"no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, idle-runs.csv, stalled-runs.csv, sse-runs.csv, temp-runs.csv is present"}, ErrNoResults},
+			[]string{"no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, idle-runs.csv, stalled-runs.csv, sse-runs.csv, temp-runs.csv, assessment.json is present"}, ErrNoResults},
 		{"runs.csv header", func(t *testing.T) string {
 			dir := valid(t)
 			replace(t, dir, "runs.csv", "p95_ms", "p96_ms")

@@ -55,6 +55,7 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if r, ok := res.(*assess.Result); ok && r != nil {
 		fmt.Fprintf(stdout, "results: %s\n\n", env.Out)
 		r.Print(stdout)
+		lab.WriteReport(env.Out, stdout, stderr)
 		if failed := r.Failed(); err == nil && len(failed) > 0 {
 			return exitError{1, fmt.Errorf("--fail-on: %d bound(s) broken", len(failed))}
 		}

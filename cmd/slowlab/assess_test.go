@@ -62,7 +62,7 @@ func TestAssessRefusesBeforeLoad(t *testing.T) {
 }
 
 // TestAssessFailOn: a threshold under its bound exits 1 naming it, with
-// the verdicts printed and written.
+// the verdicts printed and written, and report.html drawn with them.
 func TestAssessFailOn(t *testing.T) {
 	slowlabtest.NothingLeft(t)
 	out := t.TempDir()
@@ -80,5 +80,9 @@ func TestAssessFailOn(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(out, "assessment.json"))
 	if err != nil || json.Unmarshal(b, &got) != nil || len(got.Probes) != 1 || got.Probes[0].ClientsToDegrade == nil || *got.Probes[0].ClientsToDegrade != 2 {
 		t.Errorf("assessment.json (%v):\n%s", err, b)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !strings.Contains(string(page), "assess: sync-2 direct on the embedded stack") || !strings.Contains(stdout, "report: ") {
+		t.Errorf("report.html (%v) lacks the assessment's section, or stdout does not name it:\n%s", err, stdout)
 	}
 }

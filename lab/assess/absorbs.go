@@ -9,21 +9,8 @@ import (
 	"github.com/slowlab/slowlab/loadgen"
 )
 
-// Absorbs is what the path between the app and a slow reader holds, as
-// the path model predicts it from configuration before any load (the
-// kernel's socket buffer settings, the probe's SO_RCVBUF, the managed
-// proxy's buffers), beside the response's size: a response that fits
-// leaves the app's send as soon as it is written, so no reader of it can
-// hold a worker, however slow.
-type Absorbs struct {
-	PredictedBytes int64  `json:"predicted_bytes"`
-	Hops           string `json:"hops"`
-	ResponseBytes  int64  `json:"response_bytes"`
-	Fits           bool   `json:"fits"`
-}
-
-// String says it for the verdict's notes.
-func (a Absorbs) String() string {
+// absorbsNote says a for the verdict's notes.
+func absorbsNote(a Absorbs) string {
 	if a.Fits {
 		return fmt.Sprintf("the %s response fits in what the path holds (predicted %s): a reader cannot hold a worker at this size; responses over %s can",
 			mibs(float64(a.ResponseBytes)), a.Hops, mibs(float64(a.PredictedBytes)))

@@ -77,12 +77,12 @@ func intp(n int) *int { return &n }
 // TestFailOnBounds: a threshold below its bound fails, one at it passes,
 // a probe that held passes only when tried up to the bound.
 func TestFailOnBounds(t *testing.T) {
-	r := &Result{Verdicts: []Verdict{
-		{Probe: ProbeSlowReaders, ClientsToDegrade: intp(2), Tried: 2},
-		{Probe: ProbeIdle, ClientsToDegrade: intp(8), Tried: 8},
-		{Probe: ProbeSlowloris, Tried: 64, Stopped: "not degraded with 64"},
-		{Probe: ProbeStalled, Tried: 4, Stopped: "budget: 3s left"},
-	}}
+	r := &Result{Assessment: recorder.Assessment{Verdicts: []Verdict{
+		{Probe: string(ProbeSlowReaders), ClientsToDegrade: intp(2), Tried: 2},
+		{Probe: string(ProbeIdle), ClientsToDegrade: intp(8), Tried: 8},
+		{Probe: string(ProbeSlowloris), Tried: 64, Stopped: "not degraded with 64"},
+		{Probe: string(ProbeStalled), Tried: 4, Stopped: "budget: 3s left"},
+	}}}
 	r.bounds, _ = ParseFailOn("slow-readers<8,idle<8,slowloris<64,stalled-readers<8,held-streams<1")
 	got := strings.Join(r.Failed(), "\n")
 	for _, want := range []string{"slow-readers<8: degraded with 2", "stalled-readers<8: tried only up to 4 (budget", "held-streams<1: the probe did not run"} {
@@ -184,7 +184,7 @@ func TestHeldByTakesTheLevelsSamples(t *testing.T) {
 // TestWriteJSON: assessment.json has the fields the issue names, null for
 // a probe that did not degrade.
 func TestWriteJSON(t *testing.T) {
-	r := &Result{Dir: t.TempDir(), Verdicts: []Verdict{{Probe: ProbeSlowReaders, ClientsToDegrade: intp(2), Fix: "a buffering proxy"}, {Probe: ProbeIdle}}}
+	r := &Result{Dir: t.TempDir(), Assessment: recorder.Assessment{Verdicts: []Verdict{{Probe: string(ProbeSlowReaders), ClientsToDegrade: intp(2), Fix: "a buffering proxy"}, {Probe: string(ProbeIdle)}}}}
 	if err := r.WriteJSON(); err != nil {
 		t.Fatal(err)
 	}
@@ -212,12 +212,12 @@ func TestWriteJSON(t *testing.T) {
 // broken bounds.
 func TestPrint(t *testing.T) {
 	kept, most := 2.0, 10.0
-	r := &Result{Stack: "real", Server: "sync-2", Route: "direct", TookS: 40, BudgetS: 300, Verdicts: []Verdict{
-		{Probe: ProbeIdle, ClientsToDegrade: intp(2), Tried: 2, BaselineP95MS: 3, Stopped: "degraded: 50 of 50 /fast requests failed",
+	r := &Result{Assessment: recorder.Assessment{Stack: "real", Server: "sync-2", Route: "direct", TookS: 40, BudgetS: 300, Verdicts: []Verdict{
+		{Probe: string(ProbeIdle), ClientsToDegrade: intp(2), Tried: 2, BaselineP95MS: 3, Stopped: "degraded: 50 of 50 /fast requests failed",
 			Held: Held{Summary: "app 2 connections"}, Fix: "a proxy", FixDoc: "docs/idle-connections.md",
 			Levels: []Level{{Clients: 1}, {Clients: 2, FastSent: 50, FastFail: 50, Ends: map[string]int{"bound": 2}, HeldP50S: &kept, HeldMaxS: &most}}},
-		{Probe: ProbeSlowReaders, Tried: 8, BaselineP95MS: 2.5, Stopped: "not degraded with 8"},
-	}}
+		{Probe: string(ProbeSlowReaders), Tried: 8, BaselineP95MS: 2.5, Stopped: "not degraded with 8"},
+	}}}
 	r.bounds, _ = ParseFailOn("idle<4")
 	var b strings.Builder
 	r.Print(&b)
@@ -247,14 +247,14 @@ func TestCPUBoundFix(t *testing.T) {
 	}
 	lv := &Level{StartS: 10, EndS: 14}
 	busy := heldBy([]recorder.ResourceSample{s(5, 0, 0), s(10, 1, 2), s(12, 1.5, 3), s(14, 2, 4.2), s(20, 9, 9)}, lv)
-	if comp, _ := busy.CPUBound(); busy.AppCPUS == nil || *busy.AppCPUS != 1 || *busy.AppThrottledS != 2.2 || busy.LevelS != 4 || comp != "app" {
+	if comp, _ := cpuBound(busy); busy.AppCPUS == nil || *busy.AppCPUS != 1 || *busy.AppThrottledS != 2.2 || busy.LevelS != 4 || comp != "app" {
 		t.Fatalf("held %+v, want 1 s CPU, 2.2 s throttled of 4: CPU-bound", busy)
 	}
 	if fix, doc := fixFor(ProbeSlowReaders, stack.RouteBufferingOn, busy); !strings.Contains(fix, "the app's cgroup was throttled 2.2 s of the level's 4.0 s") || doc != "" {
 		t.Errorf("fix %q (%s), want the CPU limit blamed", fix, doc)
 	}
 	idle := heldBy([]recorder.ResourceSample{s(10, 1, 2), s(14, 1.2, 2.5)}, lv)
-	if comp, _ := idle.CPUBound(); comp != "" {
+	if comp, _ := cpuBound(idle); comp != "" {
 		t.Errorf("throttled 0.5 s of 4: %+v, want not CPU-bound", idle)
 	}
 	if fix, doc := fixFor(ProbeSlowReaders, stack.RouteDirect, idle); !strings.Contains(fix, "buffering proxy") || doc != "docs/slow-client.md" {
@@ -267,7 +267,7 @@ func TestCPUBoundFix(t *testing.T) {
 	px := busy
 	more := 3.0
 	px.ProxyThrottledS = &more
-	if comp, thr := px.CPUBound(); comp != "proxy" || thr != 3 {
+	if comp, thr := cpuBound(px); comp != "proxy" || thr != 3 {
 		t.Errorf("CPUBound = %s %v, want proxy 3", comp, thr)
 	}
 }
@@ -289,11 +289,11 @@ func TestSlowReaderFixOnBufferingProxy(t *testing.T) {
 // makes none.
 func TestAbsorbs(t *testing.T) {
 	a, why := absorbs(stack.RouteDirect, false, 1<<20)
-	if a == nil || !a.Fits || a.PredictedBytes < 1<<20 || !strings.Contains(a.String(), "a reader cannot hold a worker at this size") {
+	if a == nil || !a.Fits || a.PredictedBytes < 1<<20 || !strings.Contains(absorbsNote(*a), "a reader cannot hold a worker at this size") {
 		t.Fatalf("1 MiB direct: %+v (%s)", a, why)
 	}
 	big, _ := absorbs(stack.RouteDirect, false, 1<<30)
-	if big == nil || big.Fits || big.PredictedBytes != a.PredictedBytes || !strings.Contains(big.String(), "the rest holds the app's send") {
+	if big == nil || big.Fits || big.PredictedBytes != a.PredictedBytes || !strings.Contains(absorbsNote(*big), "the rest holds the app's send") {
 		t.Errorf("1 GiB direct: %+v", big)
 	}
 	on, _ := absorbs(stack.RouteBufferingOn, false, 16<<20)

@@ -13,7 +13,8 @@
 // before each level.
 //
 // What it owns: the probes, the levels and the degradation rule, the
-// verdict (assessment.json, the terminal table) and --fail-on. What it
-// leaves to others: the clients are loadgen's, the stacks lab/stack's, the
-// instruments (exporter, resource samples) lab's, the rows recorder's.
+// verdicts, the terminal table and --fail-on. What it leaves to others:
+// the clients are loadgen's, the stacks lab/stack's, the instruments
+// (exporter, resource samples) lab's, the rows and assessment.json's
+// format recorder's, its section of report.html report's.
 package assess

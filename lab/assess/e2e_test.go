@@ -96,8 +96,8 @@ func checkAssessment(t *testing.T, c *Config, env *lab.Env, want map[Probe]int) 
 			levels += fmt.Sprintf("\n  %d clients: in place %v, /fast %d/%d ok p95 %.1f ms %s ends %v", lv.Clients, lv.Placed, lv.FastOK, lv.FastSent, lv.P95MS, lv.Degraded, lv.Ends)
 		}
 		t.Logf("%s: %s (baseline p95 %.1f ms); held: %s%s", v.Probe, v.Stopped, v.BaselineP95MS, v.Held.Summary, levels)
-		if got != want[v.Probe] {
-			t.Errorf("%s: degraded with %d clients (0: not up to %d), want %d; %s", v.Probe, got, c.MaxClients, want[v.Probe], v.Stopped)
+		if got != want[Probe(v.Probe)] {
+			t.Errorf("%s: degraded with %d clients (0: not up to %d), want %d; %s", v.Probe, got, c.MaxClients, want[Probe(v.Probe)], v.Stopped)
 		}
 		for _, lv := range v.Levels[:max(0, len(v.Levels)-1)] {
 			if lv.Degraded != "" {

@@ -54,7 +54,7 @@ func (r *Result) Failed() []string {
 	for _, b := range r.bounds {
 		var v *Verdict
 		for i := range r.Verdicts {
-			if r.Verdicts[i].Probe == b.Probe {
+			if Probe(r.Verdicts[i].Probe) == b.Probe {
 				v = &r.Verdicts[i]
 			}
 		}

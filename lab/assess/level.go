@@ -81,30 +81,6 @@ func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Mill
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 
-// Level is one level of a probe: its clients and what /fast did.
-type Level struct {
-	Clients  int     `json:"clients"`
-	Placed   bool    `json:"clients_in_place"` // every client connected before /fast began
-	StartS   float64 `json:"start_s"`          // from the probe's start
-	EndS     float64 `json:"end_s"`
-	FastSent int     `json:"fast_sent"`
-	FastOK   int     `json:"fast_ok"`
-	FastFail int     `json:"fast_failed"`
-	P50MS    float64 `json:"fast_p50_ms"`
-	P95MS    float64 `json:"fast_p95_ms"`
-	MaxMS    float64 `json:"fast_max_ms"`
-	Degraded string  `json:"degraded,omitempty"` // the reason, "" when /fast held
-	// Ends counts how the level's clients ended; for the connection
-	// probes' last level, kept until the server ended them or IdleMax.
-	Ends map[string]int `json:"client_ends"`
-	// FirstLines are the response lines the server sent held
-	// connections (a 408, say).
-	FirstLines map[string]int `json:"server_first_lines,omitempty"`
-	// HeldP50S and HeldMaxS are how long the connections were held.
-	HeldP50S *float64 `json:"held_p50_s,omitempty"`
-	HeldMaxS *float64 `json:"held_max_s,omitempty"`
-}
-
 // run is one probe's run: its stack's targets, writers and clock.
 type run struct {
 	cfg   *Config

@@ -49,7 +49,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	defer samples.Close()
-	res := &Result{Dir: env.Out, Stack: env.Stack.Name, Server: c.Server, Route: string(c.Routes()[0]), BudgetS: time.Duration(c.Budget).Seconds()}
+	res := &Result{Dir: env.Out, Assessment: recorder.Assessment{Stack: env.Stack.Name, Server: c.Server, Route: string(c.Routes()[0]),
+		BudgetS: time.Duration(c.Budget).Seconds()}}
 	res.bounds, _ = ParseFailOn(c.FailOn)
 	for _, p := range c.Probes {
 		env.Logf("assess: %s (%s left of the budget)", p, time.Until(deadline).Round(time.Second))
@@ -74,7 +75,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 // with its reason.
 func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time.Time,
 	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample]) (v Verdict, err error) {
-	v = Verdict{Probe: p, MaxClients: c.MaxClients}
+	v = Verdict{Probe: string(p), MaxClients: c.MaxClients}
 	srv, _ := stack.ParseServer(c.Server)
 	fr, ferr := lab.StartFresh(ctx, env, stack.Deployment{RunID: "assess-" + string(p), Route: c.Route, Server: srv,
 		LargeSize: int64(c.LargeSize)}, false)
@@ -96,7 +97,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	fr.Start(r.t0, samples)
 	defer func() {
 		rs, _ := fr.Sampled(time.Now())
-		v.Held = heldBy(rs.Samples, v.degradedLevel())
+		v.Held = heldBy(rs.Samples, v.LastLevel())
 		if v.ClientsToDegrade != nil {
 			v.Fix, v.FixDoc = fixFor(p, c.Routes()[0], v.Held)
 		}

@@ -1,12 +1,9 @@
 package assess
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,67 +13,21 @@ import (
 )
 
 // File is the assessment's results file in its directory.
-const File = "assessment.json"
+const File = recorder.AssessmentFile
 
-// Verdict is one probe's outcome, an object of assessment.json.
-type Verdict struct {
-	Probe Probe `json:"probe"`
-	// ClientsToDegrade is the first level at which /fast degraded; nil
-	// when it did not (up to Tried clients: the maximum, or where the
-	// budget stopped the probe, as Stopped says).
-	ClientsToDegrade *int     `json:"clients_to_degrade"`
-	MaxClients       int      `json:"max_clients"`
-	Tried            int      `json:"clients_tried"`
-	BaselineP50MS    float64  `json:"fast_baseline_p50_ms"`
-	BaselineP95MS    float64  `json:"fast_baseline_p95_ms"`
-	AtP95MS          *float64 `json:"fast_p95_ms_at_degrade"` // nil when none succeeded
-	AtFailed         int      `json:"fast_failed_at_degrade"`
-	Stopped          string   `json:"stopped"`
-	// Held is what the instruments saw holding the stack at the level
-	// that degraded (the last level when none did).
-	Held Held `json:"held"`
-	// Fix is the change that measured best against this probe, and
-	// FixDoc the page whose measurement shows it ("" when /fast held).
-	Fix    string `json:"fix"`
-	FixDoc string `json:"fix_doc,omitempty"`
-	// Absorbs is, for the readers' probes, what the path holds of the
-	// response (predicted from configuration), or Unpredicted why not.
-	Absorbs     *Absorbs `json:"path_absorbs,omitempty"`
-	Unpredicted string   `json:"path_unpredicted,omitempty"`
-	Levels      []Level  `json:"levels"`
-}
+// The assessment's results are recorder's: assessment.json's format is
+// recorder's to keep, report reads it from there.
+type (
+	Verdict = recorder.AssessVerdict
+	Held    = recorder.AssessHeld
+	Level   = recorder.AssessLevel
+	Absorbs = recorder.AssessAbsorbs
+)
 
-// degradedLevel is the level that degraded, else the last one (nil
-// without levels).
-func (v Verdict) degradedLevel() *Level {
-	if len(v.Levels) == 0 {
-		return nil
-	}
-	return &v.Levels[len(v.Levels)-1]
-}
-
-// Held is the peaks of the stack's instruments over one level.
-type Held struct {
-	AppEstablished    *float64 `json:"app_established,omitempty"`
-	AppQuietClients   *float64 `json:"app_quiet_clients,omitempty"`
-	AppSendQueueBytes *float64 `json:"app_send_queue_bytes,omitempty"`
-	ProxyEstablished  *float64 `json:"proxy_established,omitempty"`
-	ProxyTempFiles    *float64 `json:"proxy_temp_files,omitempty"`
-	ProxyTempBytes    *float64 `json:"proxy_temp_bytes,omitempty"`
-	// AppCPUS and AppThrottledS are the app's CPU time and the time its
-	// cgroup was throttled over the level (seconds), LevelS its length.
-	AppCPUS         *float64 `json:"app_cpu_s,omitempty"`
-	AppThrottledS   *float64 `json:"app_throttled_s,omitempty"`
-	ProxyCPUS       *float64 `json:"proxy_cpu_s,omitempty"`
-	ProxyThrottledS *float64 `json:"proxy_throttled_s,omitempty"`
-	LevelS          float64  `json:"level_s"`
-	Summary         string   `json:"summary"`
-}
-
-// CPUBound names the component (app, proxy) whose cgroup was throttled
+// cpuBound names the component (app, proxy) whose cgroup was throttled
 // for more than a quarter of the level, the most throttled: its CPU
 // limit, not a client holding a worker, held /fast back. "" for none.
-func (h Held) CPUBound() (comp string, throttled float64) {
+func cpuBound(h Held) (comp string, throttled float64) {
 	for _, c := range []struct {
 		name string
 		thr  *float64
@@ -178,7 +129,7 @@ func mibs(b float64) string { return fmt.Sprintf("%.1f MiB", b/(1<<20)) }
 // fixFor is the fix of probe p on route, and the page whose measurement
 // shows it works.
 func fixFor(p Probe, route stack.Route, held Held) (fix, doc string) {
-	if comp, thr := held.CPUBound(); comp != "" {
+	if comp, thr := cpuBound(held); comp != "" {
 		return fmt.Sprintf("none for slow clients: the %s's cgroup was throttled %.1f s of the level's %.1f s, so its CPU limit held /fast back while it moved the clients' responses; give it more CPU (or bound concurrent large requests)",
 			comp, thr, held.LevelS), ""
 	}
@@ -206,16 +157,12 @@ func fixFor(p Probe, route stack.Route, held Held) (fix, doc string) {
 	return "", ""
 }
 
-// Result is an assessment: what it ran on and a verdict per probe.
+// Result is an assessment: what it ran on and a verdict per probe
+// (assessment.json), where it is written and the --fail-on bounds.
 type Result struct {
-	Dir      string    `json:"-"`
-	Stack    string    `json:"stack"`
-	Server   string    `json:"server"`
-	Route    string    `json:"route"`
-	BudgetS  float64   `json:"budget_s"`
-	TookS    float64   `json:"took_s"`
-	Verdicts []Verdict `json:"probes"`
-	bounds   []Bound
+	recorder.Assessment
+	Dir    string
+	bounds []Bound
 }
 
 // AllFailed implements lab.Result: no probe measured a level.
@@ -229,17 +176,7 @@ func (r *Result) AllFailed() bool {
 }
 
 // WriteJSON writes assessment.json (replacing it whole).
-func (r *Result) WriteJSON() error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(r.Dir, File+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(r.Dir, File))
-}
+func (r *Result) WriteJSON() error { return recorder.WriteAssessment(r.Dir, r.Assessment) }
 
 // Print implements lab.Result: the verdict table (one word a value:
 // "-" where a probe did not degrade), then what held the stack at each
@@ -257,10 +194,10 @@ func (r *Result) Print(w io.Writer) {
 		if v.AtP95MS != nil {
 			at = fmt.Sprintf("%.1f", *v.AtP95MS)
 		}
-		if lv := v.degradedLevel(); v.ClientsToDegrade != nil && lv != nil && lv.FastFail > 0 {
+		if lv := v.LastLevel(); v.ClientsToDegrade != nil && lv != nil && lv.FastFail > 0 {
 			failed = fmt.Sprintf("%d/%d", lv.FastFail, lv.FastSent)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", v.Probe, n, v.Tried, v.BaselineP95MS, at, failed, v.stoppedWord())
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", v.Probe, n, v.Tried, v.BaselineP95MS, at, failed, stoppedWord(v))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -269,12 +206,12 @@ func (r *Result) Print(w io.Writer) {
 		case strings.HasPrefix(v.Stopped, "failed") || strings.HasPrefix(v.Stopped, "not recovered") || strings.HasPrefix(v.Stopped, "budget"):
 			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Stopped)
 		case v.Held.Summary != "":
-			fmt.Fprintf(w, "%s, held at %d clients: %s%s\n", v.Probe, v.Tried, v.Held.Summary, v.ends())
+			fmt.Fprintf(w, "%s, held at %d clients: %s%s\n", v.Probe, v.Tried, v.Held.Summary, ends(v))
 		}
 	}
 	for _, v := range r.Verdicts {
 		if v.Absorbs != nil {
-			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Absorbs)
+			fmt.Fprintf(w, "%s: %s\n", v.Probe, absorbsNote(*v.Absorbs))
 		}
 	}
 	for _, v := range r.Verdicts {
@@ -293,8 +230,8 @@ func (r *Result) Print(w io.Writer) {
 
 // ends says how the last level's connections ended, and for the
 // connection probes how long the server kept them.
-func (v Verdict) ends() string {
-	lv := v.degradedLevel()
+func ends(v Verdict) string {
+	lv := v.LastLevel()
 	if lv == nil || len(lv.Ends) == 0 {
 		return ""
 	}
@@ -313,7 +250,7 @@ func (v Verdict) ends() string {
 }
 
 // stoppedWord is why the probe stopped, in one word.
-func (v Verdict) stoppedWord() string {
+func stoppedWord(v Verdict) string {
 	word, _, _ := strings.Cut(v.Stopped, ":")
 	switch {
 	case strings.HasPrefix(word, "not degraded"):

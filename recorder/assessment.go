@@ -1,0 +1,195 @@
+package recorder
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// AssessmentFile is what `slowlab assess` writes in its results
+// directory: the stack it assessed and one object per probe.
+const AssessmentFile = "assessment.json"
+
+// Assessment is assessment.json: what was assessed and each probe's
+// verdict, in the order the probes ran.
+type Assessment struct {
+	Stack    string          `json:"stack"`
+	Server   string          `json:"server"`
+	Route    string          `json:"route"`
+	BudgetS  float64         `json:"budget_s"`
+	TookS    float64         `json:"took_s"`
+	Verdicts []AssessVerdict `json:"probes"`
+}
+
+// AssessVerdict is one probe's outcome.
+type AssessVerdict struct {
+	Probe string `json:"probe"`
+	// ClientsToDegrade is the first level at which /fast degraded; nil
+	// when it did not (up to Tried clients: the maximum, or where the
+	// budget stopped the probe, as Stopped says).
+	ClientsToDegrade *int     `json:"clients_to_degrade"`
+	MaxClients       int      `json:"max_clients"`
+	Tried            int      `json:"clients_tried"`
+	BaselineP50MS    float64  `json:"fast_baseline_p50_ms"`
+	BaselineP95MS    float64  `json:"fast_baseline_p95_ms"`
+	AtP95MS          *float64 `json:"fast_p95_ms_at_degrade"` // nil when none succeeded
+	AtFailed         int      `json:"fast_failed_at_degrade"`
+	Stopped          string   `json:"stopped"`
+	// Held is what the instruments saw holding the stack at the level
+	// that degraded (the last level when none did).
+	Held AssessHeld `json:"held"`
+	// Fix is the change that measured best against this probe, and
+	// FixDoc the page whose measurement shows it ("" when /fast held).
+	Fix    string `json:"fix"`
+	FixDoc string `json:"fix_doc,omitempty"`
+	// Absorbs is, for the readers' probes, what the path holds of the
+	// response (predicted from configuration), or Unpredicted why not.
+	Absorbs     *AssessAbsorbs `json:"path_absorbs,omitempty"`
+	Unpredicted string         `json:"path_unpredicted,omitempty"`
+	Levels      []AssessLevel  `json:"levels"`
+}
+
+// LastLevel is the level that degraded, else the last one tried (nil
+// without levels).
+func (v AssessVerdict) LastLevel() *AssessLevel {
+	if len(v.Levels) == 0 {
+		return nil
+	}
+	return &v.Levels[len(v.Levels)-1]
+}
+
+// AssessHeld is the peaks of the stack's instruments over one level.
+type AssessHeld struct {
+	AppEstablished    *float64 `json:"app_established,omitempty"`
+	AppQuietClients   *float64 `json:"app_quiet_clients,omitempty"`
+	AppSendQueueBytes *float64 `json:"app_send_queue_bytes,omitempty"`
+	ProxyEstablished  *float64 `json:"proxy_established,omitempty"`
+	ProxyTempFiles    *float64 `json:"proxy_temp_files,omitempty"`
+	ProxyTempBytes    *float64 `json:"proxy_temp_bytes,omitempty"`
+	// AppCPUS and AppThrottledS are the app's CPU time and the time its
+	// cgroup was throttled over the level (seconds), LevelS its length.
+	AppCPUS         *float64 `json:"app_cpu_s,omitempty"`
+	AppThrottledS   *float64 `json:"app_throttled_s,omitempty"`
+	ProxyCPUS       *float64 `json:"proxy_cpu_s,omitempty"`
+	ProxyThrottledS *float64 `json:"proxy_throttled_s,omitempty"`
+	LevelS          float64  `json:"level_s"`
+	Summary         string   `json:"summary"`
+}
+
+// AssessLevel is one level of a probe: its clients and what /fast did
+// while they were in place.
+type AssessLevel struct {
+	Clients  int     `json:"clients"`
+	Placed   bool    `json:"clients_in_place"` // every client connected before /fast began
+	StartS   float64 `json:"start_s"`          // from the probe's start
+	EndS     float64 `json:"end_s"`
+	FastSent int     `json:"fast_sent"`
+	FastOK   int     `json:"fast_ok"`
+	FastFail int     `json:"fast_failed"`
+	P50MS    float64 `json:"fast_p50_ms"`
+	P95MS    float64 `json:"fast_p95_ms"`
+	MaxMS    float64 `json:"fast_max_ms"`
+	Degraded string  `json:"degraded,omitempty"` // the reason, "" when /fast held
+	// Ends counts how the level's clients ended; for the connection
+	// probes' last level, kept until the server ended them or the
+	// assessment's idle maximum.
+	Ends map[string]int `json:"client_ends"`
+	// FirstLines are the response lines the server sent held
+	// connections (a 408, say).
+	FirstLines map[string]int `json:"server_first_lines,omitempty"`
+	// HeldP50S and HeldMaxS are how long the connections were held.
+	HeldP50S *float64 `json:"held_p50_s,omitempty"`
+	HeldMaxS *float64 `json:"held_max_s,omitempty"`
+}
+
+// AssessAbsorbs is what the path from the app to a slow reader holds of
+// a response, predicted from configuration.
+type AssessAbsorbs struct {
+	PredictedBytes int64  `json:"predicted_bytes"`
+	Hops           string `json:"hops"`
+	ResponseBytes  int64  `json:"response_bytes"`
+	Fits           bool   `json:"fits"`
+}
+
+// WriteAssessment replaces dir/assessment.json with a, atomically: a
+// reader sees the old file or the new one whole.
+func WriteAssessment(dir string, a Assessment) error {
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", AssessmentFile, err)
+	}
+	err = replaceFile(dir, AssessmentFile, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, AssessmentFile), err)
+	}
+	return nil
+}
+
+// ReadAssessment reads dir/assessment.json. A missing file is an error
+// wrapping fs.ErrNotExist; a file that does not parse, has a field this
+// version does not know, or says something impossible (a probe without a
+// name, a threshold above what was tried, levels out of order) is an
+// error naming the file and what is wrong.
+func ReadAssessment(dir string) (Assessment, error) {
+	path := filepath.Join(dir, AssessmentFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Assessment{}, fmt.Errorf("read assessment: %w", err)
+	}
+	a, err := parseAssessment(b)
+	if err != nil {
+		return Assessment{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return a, nil
+}
+
+func parseAssessment(b []byte) (Assessment, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var a Assessment
+	if err := dec.Decode(&a); err != nil {
+		return Assessment{}, err
+	}
+	if dec.More() {
+		return Assessment{}, errors.New("more than one JSON value")
+	}
+	if a.Verdicts == nil {
+		return Assessment{}, errors.New("probes: missing (want a list, one object per probe)")
+	}
+	for i, v := range a.Verdicts {
+		if err := v.check(); err != nil {
+			return Assessment{}, fmt.Errorf("probes[%d] (%q): %w", i, v.Probe, err)
+		}
+	}
+	return a, nil
+}
+
+// check refuses what a verdict cannot say.
+func (v AssessVerdict) check() error {
+	switch {
+	case v.Probe == "":
+		return errors.New("probe: empty")
+	case v.Tried < 0 || v.MaxClients < 0:
+		return fmt.Errorf("clients_tried %d, max_clients %d: want 0 or more", v.Tried, v.MaxClients)
+	case v.ClientsToDegrade != nil && (*v.ClientsToDegrade < 1 || *v.ClientsToDegrade > v.Tried):
+		return fmt.Errorf("clients_to_degrade %d: want 1 up to clients_tried %d", *v.ClientsToDegrade, v.Tried)
+	}
+	for i, lv := range v.Levels {
+		switch {
+		case lv.Clients < 1:
+			return fmt.Errorf("levels[%d]: clients %d, want 1 or more", i, lv.Clients)
+		case i > 0 && lv.Clients <= v.Levels[i-1].Clients:
+			return fmt.Errorf("levels[%d]: %d clients after %d: want levels in rising order", i, lv.Clients, v.Levels[i-1].Clients)
+		case lv.FastOK < 0 || lv.FastFail < 0 || lv.FastOK+lv.FastFail > lv.FastSent:
+			return fmt.Errorf("levels[%d]: /fast %d ok and %d failed of %d sent", i, lv.FastOK, lv.FastFail, lv.FastSent)
+		}
+	}
+	return nil
+}

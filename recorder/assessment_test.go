@@ -1,0 +1,102 @@
+package recorder
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// assessmentFixture is testdata/assessment.json, read whole.
+func assessmentFixture(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", AssessmentFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// An assessment written is read back the same; the fixture's values
+// arrive where its fields say.
+func TestAssessmentRoundTrip(t *testing.T) {
+	a, err := parseAssessment(assessmentFixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := a.Verdicts[0]
+	if a.Server != "sync-2" || len(a.Verdicts) != 2 || sr.ClientsToDegrade == nil || *sr.ClientsToDegrade != 2 ||
+		sr.Absorbs == nil || sr.Absorbs.PredictedBytes != 2637824 || len(sr.Levels) != 2 || sr.LastLevel().Clients != 2 ||
+		a.Verdicts[1].ClientsToDegrade != nil || *a.Verdicts[1].Levels[0].HeldMaxS != 1.1 {
+		t.Fatalf("parsed %+v", a)
+	}
+	dir := t.TempDir()
+	if err := WriteAssessment(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadAssessment(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, a) {
+		t.Errorf("read back %+v\nwant %+v", back, a)
+	}
+	if _, err := ReadAssessment(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// Each corruption of the fixture is refused, naming what is wrong.
+func TestAssessmentRefusesCorrupt(t *testing.T) {
+	good := string(assessmentFixture(t))
+	for _, c := range []struct{ name, from, to, want string }{
+		{"unknown field", `"took_s": 41.2,`, `"took_s": 41.2, "verdict": "fine",`, `unknown field "verdict"`},
+		{"no probes", `"probes": [`, `"probe_list": [`, `unknown field "probe_list"`},
+		{"nameless probe", `"probe": "idle"`, `"probe": ""`, `probes[1] (""): probe: empty`},
+		{"threshold over tried", `"clients_to_degrade": 2,`, `"clients_to_degrade": 3,`, "clients_to_degrade 3: want 1 up to clients_tried 2"},
+		{"levels out of order", `{"clients": 2,`, `{"clients": 1,`, "levels[1]: 1 clients after 1"},
+		{"more outcomes than requests", `"fast_sent": 25, "fast_ok": 25, "fast_failed": 0, "fast_p50_ms": 2.1`, `"fast_sent": 25, "fast_ok": 25, "fast_failed": 3, "fast_p50_ms": 2.1`, "/fast 25 ok and 3 failed of 25 sent"},
+		{"a string for a number", `"clients_tried": 4,`, `"clients_tried": "4",`, "clients_tried"},
+		{"two values", "\n}\n", "\n}\n{}\n", "more than one JSON value"},
+	} {
+		bad := strings.Replace(good, c.from, c.to, 1)
+		if bad == good {
+			t.Fatalf("%s: the fixture has no %q", c.name, c.from)
+		}
+		_, err := parseAssessment([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	if _, err := parseAssessment([]byte(`{"stack": "real"}`)); err == nil || !strings.Contains(err.Error(), "probes: missing") {
+		t.Errorf("no probes: %v", err)
+	}
+}
+
+// FuzzParseAssessment: any input is parsed or refused, never a panic,
+// and what parses writes and reads back the same.
+func FuzzParseAssessment(f *testing.F) {
+	f.Add(assessmentFixture(f))
+	f.Add([]byte(`{"probes": []}`))
+	f.Add([]byte(`{"probes": [{"probe": "idle", "clients_to_degrade": 1, "clients_tried": 1, "levels": [{"clients": 1}]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := parseAssessment(b)
+		if err != nil {
+			return
+		}
+		dir := t.TempDir()
+		if err := WriteAssessment(dir, a); err != nil {
+			t.Fatal(err)
+		}
+		back, err := ReadAssessment(dir)
+		if err != nil {
+			t.Fatalf("wrote what does not read back: %v", err)
+		}
+		if !reflect.DeepEqual(back, a) {
+			t.Fatalf("read back %+v, want %+v", back, a)
+		}
+	})
+}

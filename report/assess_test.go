@@ -1,0 +1,79 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// assessDir is a results directory holding testdata/assess's
+// assessment.json, edited by edit when given.
+func assessDir(t *testing.T, edit func(string) string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "assess", recorder.AssessmentFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if edit != nil {
+		s = edit(s)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, recorder.AssessmentFile), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestWriteAssess reports an assessment (testdata/assess): its section
+// alone, the level figure with a series per probe that measured a p95
+// (slow-readers at 1 and 2 clients, idle at 4), the verdict table with
+// the threshold, the fix and its page, and the path's note.
+func TestWriteAssess(t *testing.T) {
+	rep := writeOnly(t, assessDir(t, nil), "assess")
+	if f := figureByName(t, rep, "assess-levels"); f.Series != 2 || !slices.Equal(f.points, []int{2, 1}) {
+		t.Errorf("assess-levels: %d series, points %v; want slow-readers at 2 levels, idle at 1", f.Series, f.points)
+	}
+	page, _ := os.ReadFile(rep.HTML)
+	text := html.UnescapeString(string(page))
+	for _, want := range []string{"assess: sync-2 direct on the real stack", "2013.4", "docs/slow-client.md",
+		"not degraded with 4", "the path holds 2.5 MiB of the 16.0 MiB response", "took 41 s of its 300 s budget"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
+
+// A level with no /fast request that succeeded has no p95 to draw: a
+// probe whose every level is such is left out of the figure, and the
+// figure itself when no probe is left.
+func TestWriteAssessNoP95(t *testing.T) {
+	dir := assessDir(t, func(s string) string {
+		return strings.NewReplacer(`"fast_ok": 25,`, `"fast_ok": 0,`).Replace(s)
+	})
+	rep, err := Write(dir, allSections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Figures) != 0 || !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "Level figure left out") }) {
+		t.Errorf("figures %v, notes %q; want none and the note saying why", rep.Figures, rep.Notes)
+	}
+}
+
+// An assessment.json that says something impossible is refused, naming
+// the file and what is wrong, not drawn.
+func TestWriteAssessRefusesCorrupt(t *testing.T) {
+	dir := assessDir(t, func(s string) string {
+		return strings.Replace(s, `"clients_to_degrade": 2,`, `"clients_to_degrade": 9,`, 1)
+	})
+	_, err := Write(dir, allSections)
+	if err == nil || !strings.Contains(err.Error(), recorder.AssessmentFile) || !strings.Contains(err.Error(), "clients_to_degrade 9") {
+		t.Errorf("Write: %v, want the file and the bad threshold named", err)
+	}
+}
