@@ -104,6 +104,12 @@ type AssessLevel struct {
 	// HeldP50S and HeldMaxS are how long the connections were held.
 	HeldP50S *float64 `json:"held_p50_s,omitempty"`
 	HeldMaxS *float64 `json:"held_max_s,omitempty"`
+	// FastBackS is, for stalled readers kept past the window, how long
+	// after it /fast came back under the threshold with every one of
+	// them still connected: the server freed what they held (a worker
+	// timeout, a proxy's send_timeout) though they never saw it. Nil when
+	// it did not come back while they were held, or was not watched.
+	FastBackS *float64 `json:"fast_back_s,omitempty"`
 }
 
 // AssessAbsorbs is what the path from the app to a slow reader holds of

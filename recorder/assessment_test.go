@@ -28,9 +28,10 @@ func TestAssessmentRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	sr := a.Verdicts[0]
-	if a.Server != "sync-2" || len(a.Verdicts) != 2 || sr.ClientsToDegrade == nil || *sr.ClientsToDegrade != 2 ||
+	if a.Server != "sync-2" || len(a.Verdicts) != 3 || sr.ClientsToDegrade == nil || *sr.ClientsToDegrade != 2 ||
 		sr.Absorbs == nil || sr.Absorbs.PredictedBytes != 2637824 || len(sr.Levels) != 2 || sr.LastLevel().Clients != 2 ||
-		a.Verdicts[1].ClientsToDegrade != nil || *a.Verdicts[1].Levels[0].HeldMaxS != 1.1 {
+		a.Verdicts[1].ClientsToDegrade != nil || *a.Verdicts[1].Levels[0].HeldMaxS != 1.1 ||
+		*a.Verdicts[2].Levels[0].FastBackS != 27.6 {
 		t.Fatalf("parsed %+v", a)
 	}
 	dir := t.TempDir()

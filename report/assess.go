@@ -49,6 +49,10 @@ func buildAssess(dir string) (*section, error) {
 	}
 	s.addTable(t)
 	for _, v := range a.Verdicts {
+		if lv := v.LastLevel(); lv != nil && lv.FastBackS != nil {
+			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: held past the window at %d clients, /fast came back %.1f s after it "+
+				"with every client still connected: the server freed what they held without their seeing it.", v.Probe, lv.Clients, *lv.FastBackS)})
+		}
 		switch {
 		case v.Absorbs != nil && v.Absorbs.Fits:
 			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: the %.1f MiB response fits in what the path holds (predicted %.1f MiB: %s): "+

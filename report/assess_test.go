@@ -33,8 +33,10 @@ func assessDir(t *testing.T, edit func(string) string) string {
 
 // TestWriteAssess reports an assessment (testdata/assess): its section
 // alone, the level figure with a series per probe that measured a p95
-// (slow-readers at 1 and 2 clients, idle at 4), the verdict table with
-// the threshold, the fix and its page, and the path's note.
+// (slow-readers at 1 and 2 clients, idle at 4; the stalled readers'
+// level had no /fast success), the verdict table with the threshold, the
+// fix and its page, the path's note and when /fast came back while the
+// stalled readers were held.
 func TestWriteAssess(t *testing.T) {
 	rep := writeOnly(t, assessDir(t, nil), "assess")
 	if f := figureByName(t, rep, "assess-levels"); f.Series != 2 || !slices.Equal(f.points, []int{2, 1}) {
@@ -43,7 +45,8 @@ func TestWriteAssess(t *testing.T) {
 	page, _ := os.ReadFile(rep.HTML)
 	text := html.UnescapeString(string(page))
 	for _, want := range []string{"assess: sync-2 direct on the real stack", "2013.4", "docs/slow-client.md",
-		"not degraded with 4", "the path holds 2.5 MiB of the 16.0 MiB response", "took 41 s of its 300 s budget"} {
+		"not degraded with 4", "the path holds 2.5 MiB of the 16.0 MiB response", "took 41 s of its 300 s budget",
+		"stalled-readers: held past the window at 2 clients, /fast came back 27.6 s after it"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report.html lacks %q", want)
 		}

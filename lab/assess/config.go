@@ -46,8 +46,9 @@ type Config struct {
 	Window   lab.Duration `yaml:"window"`
 	FastRate float64      `yaml:"fast_rate"`
 	Offset   lab.Duration `yaml:"offset"`
-	// IdleMax bounds how long the idle and slowloris probes keep their
-	// last level's connections to see how the server ends them.
+	// IdleMax bounds how long the idle, slowloris and stalled-reader
+	// probes keep their last level's clients to see how the server ends
+	// them (for stalled readers: whether /fast comes back meanwhile).
 	IdleMax lab.Duration `yaml:"idle_max"`
 	// Budget bounds the whole assessment.
 	Budget lab.Duration `yaml:"budget"`
@@ -98,7 +99,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxClients, "max-clients", c.MaxClients, fmt.Sprintf("the last level: 1, 2, 4, ... up to this many clients (1 to %d)", MaxClients))
 	fs.Var((*lab.DurationFlag)(&c.Window), "window", "how long /fast runs open loop at each level")
 	fs.Float64Var(&c.FastRate, "fast-rate", c.FastRate, "/fast requests a second during a window")
-	fs.Var((*lab.DurationFlag)(&c.IdleMax), "idle-max", "how long the idle and slowloris probes keep their last connections to see how the server ends them")
+	fs.Var((*lab.DurationFlag)(&c.IdleMax), "idle-max", "how long the idle, slowloris and stalled-reader probes keep their last clients to see how the server ends them")
 	fs.Var((*lab.DurationFlag)(&c.Budget), "budget", "bound on the whole assessment; a probe stops at the level that would not fit")
 	fs.StringVar(&c.FailOn, "fail-on", "", "exit 1 when a probe's threshold is below a bound, e.g. 'slow-readers<8,idle<100' (a probe that did not degrade passes)")
 	fs.Var((*lab.SizeFlag)(&c.LargeSize), "large-size", "managed stack: the large response's size (at least 1m)")

@@ -113,14 +113,15 @@ func (r *run) hold() time.Duration {
 }
 
 // level runs n clients of the probe beside a /fast window. When last
-// (the top level), or when /fast degrades, a connection probe keeps its
-// connections until the server ends them or IdleMax, to see how it does.
+// (the top level), or when /fast degrades, a connection or stalled-reader
+// probe keeps its clients until the server ends them or IdleMax, to see
+// whether and when it does.
 func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (Level, error) {
 	lv := Level{Clients: n, StartS: time.Since(r.t0).Seconds()}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hold := r.hold()
-	if r.probe.holds() {
+	if r.probe.keeps() {
 		hold = max(hold, time.Duration(r.cfg.IdleMax))
 	}
 	c := r.probe.start(cctx, r.t, n, hold)
@@ -135,8 +136,12 @@ func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (
 	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed
 	lv.P50MS, lv.P95MS, lv.MaxMS = msf(w.P50), msf(w.P95), msf(w.Max)
 	lv.Degraded = Degraded(base, w)
-	if !(r.probe.holds() && (last || lv.Degraded != "")) {
+	keep := r.probe.keeps() && (last || lv.Degraded != "")
+	if !keep {
 		cancel()
+	}
+	if keep && r.probe == ProbeStalled && lv.Degraded != "" {
+		lv.FastBackS = r.backWhileHeld(cctx, base, c)
 	}
 	<-c.done
 	lv.EndS = time.Since(r.t0).Seconds()
@@ -153,6 +158,28 @@ func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (
 		lv.FirstLines = nil
 	}
 	return lv, err
+}
+
+// backWhileHeld watches /fast while c's clients are held: how long until
+// it came back under the threshold with every client still connected,
+// nil if it did not before the first of them ended.
+func (r *run) backWhileHeld(ctx context.Context, base time.Duration, c *crowd) *float64 {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.done:
+		case <-c.anyEnded:
+		case <-wctx.Done():
+		}
+		cancel()
+	}()
+	from := time.Now()
+	if !r.recovered(wctx, base, time.Duration(r.cfg.IdleMax)) || wctx.Err() != nil {
+		return nil
+	}
+	s := time.Since(from).Seconds()
+	return &s
 }
 
 func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -65,9 +65,15 @@ func (p Probe) target() stack.Target {
 	return ""
 }
 
-// holds reports whether the probe's last level keeps its connections
-// until the server ends them (or IdleMax), to see how it does.
+// holds reports whether the probe's clients are connections the
+// holders keep (idle, slowloris), not requests.
 func (p Probe) holds() bool { return p == ProbeIdle || p == ProbeSlowloris }
+
+// keeps reports whether the probe's last level (or the one that
+// degraded) keeps its clients until the server ends them, or IdleMax, to
+// see whether and when it does: the connection probes' and the stalled
+// readers'.
+func (p Probe) keeps() bool { return p.holds() || p == ProbeStalled }
 
 // targets are where one probe's clients go.
 type targets struct {
@@ -87,16 +93,18 @@ type crowd struct {
 	n       int
 	inPlace chan struct{} // closed once every client connected or ended
 	done    chan struct{} // closed once every client ended
-	mu      sync.Mutex
-	placed  int
-	ends    map[string]int  // how the clients ended
-	held    []time.Duration // how long each connection was held (idle, slowloris)
-	firsts  map[string]int  // the first response lines the server sent them
+	// anyEnded is closed once the first client ended.
+	anyEnded chan struct{}
+	mu       sync.Mutex
+	placed   int
+	ends     map[string]int  // how the clients ended
+	held     []time.Duration // how long each connection was held (idle, slowloris, stalled readers)
+	firsts   map[string]int  // the first response lines the server sent them
 }
 
 func newCrowd(n int) *crowd {
-	c := &crowd{n: n, inPlace: make(chan struct{}), done: make(chan struct{}), ends: map[string]int{},
-		firsts: map[string]int{}}
+	c := &crowd{n: n, inPlace: make(chan struct{}), done: make(chan struct{}), anyEnded: make(chan struct{}),
+		ends: map[string]int{}, firsts: map[string]int{}}
 	if n == 0 {
 		close(c.inPlace)
 	}
@@ -116,6 +124,9 @@ func (c *crowd) place() {
 func (c *crowd) end(how string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.ends) == 0 {
+		close(c.anyEnded)
+	}
 	c.ends[how]++
 }
 
@@ -154,7 +165,8 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 			Rate: max(float64(t.largeSize)/(2*hold.Seconds()), 1), Timeout: 4 * hold, AllowRemote: t.allowRemote,
 			OnConnect: func(int, netip.AddrPort) { placed() }}
 		if p == ProbeStalled {
-			r.Rate, r.Stall, r.StallAfter = 64<<20, 2*hold, StallAfter
+			p.stall(ctx, r, i, hold, c)
+			return
 		}
 		d := r.Run(ctx, i)
 		c.end(readEnd(d))
@@ -175,6 +187,26 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 			how = loadgen.ErrorReason(r.Err)
 		}
 		c.end(how)
+	}
+}
+
+// stall runs stalled reader i (r): it reads StallAfter, then nothing,
+// until the server ends its connection, the level ends (ctx) or hold
+// passes ("bound"), and counts how long it held the connection.
+func (p Probe) stall(ctx context.Context, r loadgen.SlowReader, i int, hold time.Duration, c *crowd) {
+	r.Rate, r.Stall, r.StallAfter = 64<<20, 2*hold, StallAfter
+	bctx, cancel := context.WithTimeout(ctx, hold)
+	defer cancel()
+	d := r.Run(bctx, i)
+	how := readEnd(d)
+	if ctx.Err() == nil && bctx.Err() != nil {
+		how = string(loadgen.EndBound)
+	}
+	c.end(how)
+	if !d.Start.IsZero() {
+		c.mu.Lock()
+		c.held = append(c.held, time.Since(d.Start))
+		c.mu.Unlock()
 	}
 }
 

@@ -128,7 +128,7 @@ func (c *Config) levels(ctx context.Context, env *lab.Env, r *run, v *Verdict, b
 	for n, prev := 1, 0; n <= c.MaxClients && prev < c.MaxClients; prev, n = n, min(2*n, c.MaxClients) {
 		last := n == c.MaxClients
 		need := r.hold() + time.Duration(c.Offset)
-		if r.probe.holds() && last {
+		if r.probe.keeps() && last {
 			need = max(need, time.Duration(c.IdleMax))
 		}
 		if left := time.Until(deadline); left < need {

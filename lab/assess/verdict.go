@@ -229,7 +229,8 @@ func (r *Result) Print(w io.Writer) {
 }
 
 // ends says how the last level's connections ended, and for the
-// connection probes how long the server kept them.
+// connection probes how long the server kept them, for the stalled
+// readers whether /fast came back while they were held.
 func ends(v Verdict) string {
 	lv := v.LastLevel()
 	if lv == nil || len(lv.Ends) == 0 {
@@ -246,7 +247,19 @@ func ends(v Verdict) string {
 	for line, n := range lv.FirstLines {
 		out += fmt.Sprintf("; %d got %q", n, line)
 	}
+	if Probe(v.Probe) == ProbeStalled && lv.Degraded != "" {
+		out += "; " + fastBack(lv)
+	}
 	return out
+}
+
+// fastBack says whether /fast came back while a degraded level's stalled
+// readers were held.
+func fastBack(lv *Level) string {
+	if lv.FastBackS == nil {
+		return "/fast did not come back while they were held: nothing freed what they held"
+	}
+	return fmt.Sprintf("/fast came back %.1f s after the window with every one of them still connected: the server freed what they held without their seeing it", *lv.FastBackS)
 }
 
 // stoppedWord is why the probe stopped, in one word.
