@@ -3,11 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -64,5 +70,89 @@ func TestExitCodes(t *testing.T) {
 		if code := run(context.Background(), tc.args, &out, &errw); code != tc.code || !strings.Contains(out.String()+errw.String(), tc.out) {
 			t.Errorf("%v: exit %d, output %q %q; want %d and %q", tc.args, code, out.String(), errw.String(), tc.code, tc.out)
 		}
+	}
+}
+
+// freePort is a loopback port nothing listened on a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestVersionListenAndJSONLogs builds the exporter as the package and the
+// image do, with its version set by -ldflags, and checks that --version
+// prints it, that it serves the same metrics (with
+// slowlab_exporter_build_info carrying the version) on each of two
+// --web.listen-address, shows the version on its landing page, and logs
+// one JSON object a line with --log.format json.
+func TestVersionListenAndJSONLogs(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "slowlab-exporter")
+	const v, rev = "1.2.3-test", "0123abcd"
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/prometheus/common/version.Version="+v+
+		" -X github.com/prometheus/common/version.Revision="+rev, "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "slowlab-exporter, version "+v) || !strings.Contains(string(out), "revision: "+rev) {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+
+	a, b := freePort(t), freePort(t)
+	cmd := exec.Command(bin, "--web.listen-address", a, "--web.listen-address", b, "--group", "self=pid:"+strconv.Itoa(os.Getpid()),
+		"--log.format", "json")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready listen="+a {
+		t.Fatalf("ready line %q (%v), want the first address %s; stderr %s", line, err, a, stderr.String())
+	}
+	get := func(addr, path string) string {
+		t.Helper()
+		resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s%s: %s", addr, path, resp.Status)
+		}
+		return string(body)
+	}
+	for _, addr := range []string{a, b} {
+		m := get(addr, "/metrics")
+		if !regexp.MustCompile(`slowlab_exporter_build_info\{[^}]*revision="`+rev+`"[^}]*version="`+v+`"[^}]*\} 1`).MatchString(m) ||
+			!strings.Contains(m, `goversion="go`) {
+			t.Errorf("%s/metrics lacks slowlab_exporter_build_info with version %s, revision %s and goversion", addr, v, rev)
+		}
+		if page := get(addr, "/"); !strings.Contains(page, v) {
+			t.Errorf("%s/: the landing page does not show the version %s", addr, v)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, l := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil || rec["msg"] == nil || rec["level"] == nil {
+			t.Errorf("log line is not a JSON record with msg and level: %q (%v)", l, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"version":"`+v+`"`) {
+		t.Errorf("the starting line does not log the version:\n%s", stderr.String())
 	}
 }

@@ -23,6 +23,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/slowlab/slowlab/child"
@@ -37,12 +40,14 @@ type exporterFlags struct {
 	tempDirs      []string
 	procFS        string
 	cgroupFS      string
-	listen        string
+	listen        []string
 	webConfig     string
 	metricsPath   string
 	scrapeTimeout time.Duration
 	maxDynamic    int
-	logLevel      string
+	logLevel      *promslog.Level
+	logFormat     *promslog.Format
+	version       bool
 	// collector are the collectors' settings: each collector's file
 	// declares its flags (exporter.CollectorFlags).
 	collector exporter.Options
@@ -63,65 +68,88 @@ var usagef = cliflag.Usagef
 // command line returns a UsageError; the log goes to stderr.
 func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) error {
 	fs := cliflag.NewFlagSet(prog, Synopsis, stdout)
-	f := exporterFlags{}
+	f := exporterFlags{logLevel: promslog.NewLevel(), logFormat: promslog.NewFormat()}
 	fs.StringVar(&f.configFile, "config", "", "YAML `file` with the groups (see exporter/README.md)")
 	fs.Var(cliflag.Strings(&f.groups), string(child.ExporterGroup), "a group as `NAME=SELECTOR[,SELECTOR...]`, repeatable; selectors: cgroup:PATH, cgroup-re:REGEX (a group per matching cgroup; in a config file, with group_name), comm:REGEX, cmdline:REGEX, pid:N, tree:N (N and its descendants), port:N (sockets only)")
 	fs.Var(cliflag.Strings(&f.tempDirs), string(child.ExporterTempDir), "proxy temp `dir` for groups without temp_dirs, repeatable (default: "+strings.Join(exporter.DefaultTempDirs(), ", ")+")")
 	fs.StringVar(&f.procFS, "path.procfs", exporter.DefaultProcFS, "procfs mount `point`")
 	fs.StringVar(&f.cgroupFS, "path.cgroupfs", exporter.DefaultCgroupFS, "cgroup filesystem root (v2 mount, or the tmpfs holding v1 hierarchies)")
-	fs.StringVar(&f.listen, string(child.ExporterListen), ":9817", "`address` to listen on; port 0 picks a free port (printed as \"ready listen=IP:PORT\")")
+	fs.Var(cliflag.Strings(&f.listen), string(child.ExporterListen), "`address` to listen on, repeatable (default :9817); port 0 picks a free port (the first address is printed as \"ready listen=IP:PORT\")")
 	fs.StringVar(&f.webConfig, "web.config.file", "", "exporter-toolkit web config `file` enabling TLS and basic auth")
 	fs.StringVar(&f.metricsPath, "web.telemetry-path", exporter.DefaultMetricsPath, "`path` of the metrics endpoint")
 	fs.DurationVar(&f.scrapeTimeout, "scrape.timeout", exporter.DefaultScrapeTimeout, "longest a scrape may take when the scraper sends no X-Prometheus-Scrape-Timeout-Seconds")
 	fs.IntVar(&f.maxDynamic, "max-dynamic-groups", exporter.DefaultMaxDynamicGroups, "groups the cgroup-re: selectors may make; further matches are summed into group \"other\"")
-	fs.StringVar(&f.logLevel, string(child.ExporterLogLevel), "info", "log `level`: debug, info, warn, error")
+	f.logLevel.Set("info")
+	f.logFormat.Set("logfmt")
+	fs.Var(levelFlag{f.logLevel}, string(child.ExporterLogLevel), "log `level`: debug, info, warn, error")
+	fs.Var(formatFlag{f.logFormat}, "log.format", "log `format`: logfmt or json")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	exporter.CollectorFlags(fs, &f.collector)
 	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
-	cfg, opts, level, err := f.options()
+	if f.version {
+		fmt.Fprintln(stdout, version.Print(prog))
+		return nil
+	}
+	cfg, opts, err := f.options()
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := promslog.New(&promslog.Config{Level: f.logLevel, Format: f.logFormat, Writer: stderr})
 
 	extra := prometheus.NewRegistry()
-	extra.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	extra.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		versioncollector.NewCollector("slowlab_exporter"))
 	opts.Extra = extra
 	exp, err := exporter.New(cfg, opts, logger)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	handler, err := exp.Mux(f.metricsPath, buildVersion())
+	handler, err := exp.Mux(f.metricsPath, version.Version)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+	listen := f.listen
+	if len(listen) == 0 {
+		listen = []string{DefaultListen}
 	}
-	logger.Info("exporter starting", "groups", len(cfg.Groups), "collectors", strings.Join(exp.EnabledCollectors(), ","), "address", ln.Addr().String())
-	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: ln.Addr().String()}))
-	return serve(ctx, ln, handler, f.webConfig, logger)
+	var lns []net.Listener
+	var addrs []string
+	for _, a := range listen {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("listen %s: %w", a, err)
+		}
+		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
+	}
+	logger.Info("exporter starting", "version", version.Version, "revision", version.GetRevision(), "groups", len(cfg.Groups),
+		"collectors", strings.Join(exp.EnabledCollectors(), ","), "addresses", strings.Join(addrs, ","))
+	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: addrs[0]}))
+	return serve(ctx, lns, handler, f.webConfig, logger)
 }
 
+// DefaultListen is the address the exporter listens on without
+// --web.listen-address: its port in the Prometheus default port
+// allocations.
+const DefaultListen = ":9817"
+
 // options validates the flags and turns them into the package's config.
-func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level, error) {
+func (f exporterFlags) options() (exporter.Config, exporter.Options, error) {
 	var cfg exporter.Config
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return cfg, exporter.Options{}, level, usagef("--log.level %q: want debug, info, warn or error", f.logLevel)
-	}
 	if f.configFile != "" {
 		var err error
 		if cfg, err = exporter.LoadConfig(f.configFile); err != nil {
-			return cfg, exporter.Options{}, level, usagef("--config: %v", err)
+			return cfg, exporter.Options{}, usagef("--config: %v", err)
 		}
 	}
 	for _, g := range f.groups {
 		grp, err := exporter.ParseGroupFlag(g)
 		if err != nil {
-			return cfg, exporter.Options{}, level, usagef("--group: %v", err)
+			return cfg, exporter.Options{}, usagef("--group: %v", err)
 		}
 		cfg.Groups = append(cfg.Groups, grp)
 	}
@@ -129,53 +157,101 @@ func (f exporterFlags) options() (exporter.Config, exporter.Options, slog.Level,
 		cfg.TempDirs = f.tempDirs
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, exporter.Options{}, level, usagef("%v", err)
+		return cfg, exporter.Options{}, usagef("%v", err)
 	}
 	if f.maxDynamic < 1 {
-		return cfg, exporter.Options{}, level, usagef("--max-dynamic-groups %d: want at least 1", f.maxDynamic)
+		return cfg, exporter.Options{}, usagef("--max-dynamic-groups %d: want at least 1", f.maxDynamic)
 	}
 	if f.scrapeTimeout <= 0 {
-		return cfg, exporter.Options{}, level, usagef("--scrape.timeout %v: want a positive duration", f.scrapeTimeout)
+		return cfg, exporter.Options{}, usagef("--scrape.timeout %v: want a positive duration", f.scrapeTimeout)
 	}
 	if !strings.HasPrefix(f.metricsPath, "/") {
-		return cfg, exporter.Options{}, level, usagef("--web.telemetry-path %q: want a path starting with /", f.metricsPath)
+		return cfg, exporter.Options{}, usagef("--web.telemetry-path %q: want a path starting with /", f.metricsPath)
 	}
 	if f.webConfig != "" {
 		if err := web.Validate(f.webConfig); err != nil {
-			return cfg, exporter.Options{}, level, usagef("--web.config.file %s: %v", f.webConfig, err)
+			return cfg, exporter.Options{}, usagef("--web.config.file %s: %v", f.webConfig, err)
 		}
 	}
 	opts := f.collector
 	opts.ProcFS, opts.CgroupFS, opts.ScrapeTimeout, opts.MaxDynamicGroups = f.procFS, f.cgroupFS, f.scrapeTimeout, f.maxDynamic
-	return cfg, opts, level, nil
+	return cfg, opts, nil
 }
 
-// serve runs the HTTP server (TLS and basic auth per the web config file)
-// until ctx is done, then shuts it down gracefully.
-func serve(ctx context.Context, ln net.Listener, handler http.Handler, webConfig string, logger *slog.Logger) error {
+// serve runs the HTTP server on every listener (TLS and basic auth per
+// the web config file) until ctx is done, then shuts it down gracefully.
+func serve(ctx context.Context, lns []net.Listener, handler http.Handler, webConfig string, logger *slog.Logger) error {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	addrs := []string{ln.Addr().String()}
-	errc := make(chan error, 1)
-	go func() {
-		errc <- web.Serve(ln, srv, &web.FlagConfig{WebListenAddresses: &addrs, WebConfigFile: &webConfig}, logger)
-	}()
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		addrs := []string{ln.Addr().String()}
+		go func() {
+			errc <- web.Serve(ln, srv, &web.FlagConfig{WebListenAddresses: &addrs, WebConfigFile: &webConfig}, logger)
+		}()
+	}
 	select {
 	case err := <-errc:
+		srv.Close()
+		for range len(lns) - 1 {
+			<-errc
+		}
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(shutdownCtx)
-	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
-		err = serveErr
+	for range lns {
+		if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
+			err = serveErr
+		}
 	}
 	return err
 }
 
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+func init() {
+	// Set at build time by the package and the image (-ldflags -X
+	// github.com/prometheus/common/version.Version=...); else the module's
+	// version as the go command stamped it.
+	if version.Version == "" {
+		version.Version = "devel"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			version.Version = bi.Main.Version
+		}
 	}
-	return "dev"
+}
+
+// levelFlag and formatFlag are promslog's flag values, whose String the
+// flag package may call on a zero value (for --help).
+type (
+	levelFlag  struct{ *promslog.Level }
+	formatFlag struct{ *promslog.Format }
+)
+
+func (l levelFlag) String() string {
+	if l.Level == nil {
+		return ""
+	}
+	return l.Level.String()
+}
+
+func (f formatFlag) String() string {
+	if f.Format == nil {
+		return ""
+	}
+	return f.Format.String()
+}
+
+func (l levelFlag) Set(v string) error {
+	if err := l.Level.Set(v); err != nil {
+		return errors.New("want debug, info, warn or error")
+	}
+	return nil
+}
+
+func (f formatFlag) Set(v string) error {
+	if err := f.Format.Set(v); err != nil {
+		return errors.New("want logfmt or json")
+	}
+	return nil
 }

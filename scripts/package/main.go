@@ -61,8 +61,12 @@ func build(root, out, version string) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	bin, exporterBin := filepath.Join(tmp, "slowlab"), filepath.Join(tmp, "slowlab-exporter")
+	// The version --version, the landing page and
+	// slowlab_exporter_build_info show; the revision the go command
+	// stamps from git (vcs.revision).
+	ldflags := "-X github.com/prometheus/common/version.Version=" + version
 	for out, pkg := range map[string]string{bin: "./cmd/slowlab", exporterBin: "./cmd/slowlab-exporter"} {
-		cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
 		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build %s: %w: %s", pkg, err, b)

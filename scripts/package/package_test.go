@@ -82,6 +82,12 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 	if conf := run(dpkg, "-s", "slowlab"); !strings.Contains(conf, ConfigPath) {
 		t.Errorf("%s is not a conffile:\n%s", ConfigPath, conf)
 	}
+	// The binaries know the package's version.
+	for _, cmd := range [][]string{{ExporterBinPath, "--version"}, {BinPath, "exporter", "--version"}} {
+		if out := run(cmd...); !strings.Contains(out, "version 0.0~test") {
+			t.Errorf("%v: %q, want the package version 0.0~test", cmd, out)
+		}
+	}
 
 	if _, err := os.Stat("/run/systemd/system"); err == nil {
 		scrapeUnderSystemd(t, run)
