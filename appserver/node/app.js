@@ -410,11 +410,14 @@ function sseParams(query) {
   return { interval, duration, pad, accel };
 }
 
-// nowUS is the wall clock in unix microseconds (Date.now has only
-// milliseconds; timeOrigin + now is the wall clock at start advanced by
-// the monotonic clock).
+// nowUS is the wall clock in unix microseconds, to the millisecond
+// (Date.now has no finer wall clock). Not timeOrigin + now: that is the
+// wall clock at start advanced by the monotonic clock, and drifts from
+// the wall clock the client stamps its receipt with when the clock is
+// slewed (on a fresh CI machine it ran 7 ms ahead: events "arrived"
+// before they were sent). Truncated, a stamp is never ahead.
 function nowUS() {
-  return Math.round((performance.timeOrigin + performance.now()) * 1e3);
+  return Date.now() * 1e3;
 }
 
 // events streams Server-Sent Events: a tick at once and then every
