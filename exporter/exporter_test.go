@@ -63,8 +63,9 @@ func faultyWalker(procFS string, listErr map[string]error, statErr map[string]er
 }
 
 // TestPermissionDenied: an unreadable /proc/PID/fd (another user's process
-// without CAP_SYS_PTRACE) fails the fd collectors, logs one line however
-// many scrapes fail, and the rest of the scrape is served.
+// without CAP_SYS_PTRACE) fails the fd collectors, leaves the fd-derived
+// series of its group out (not 0 or a part), logs one line however many
+// scrapes fail, and the rest of the scrape is served.
 func TestPermissionDenied(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -80,9 +81,15 @@ func TestPermissionDenied(t *testing.T) {
 			t.Errorf("success{%s} = %v, want %v", collector, got, want)
 		}
 	}
-	// 102's fds are still read: the shared temp file counts (once).
-	if got := v["slowlab_proxy_temp_files{proxy}"]; got != 1 {
-		t.Errorf("proxy temp files = %v, want 1 (from pid 102)", got)
+	// The proxy group's fds were not all read (101's): its fd-derived
+	// series are absent, not a count of what 102 holds; the app's are there.
+	for _, name := range []string{"slowlab_proxy_temp_files{proxy}", "slowlab_proxy_temp_logical_bytes{proxy}", "slowlab_process_open_fds{proxy}"} {
+		if got, ok := v[name]; ok {
+			t.Errorf("%s = %v, want absent (pid 101's fds unreadable)", name, got)
+		}
+	}
+	if _, ok := v["slowlab_process_open_fds{app}"]; !ok {
+		t.Errorf("slowlab_process_open_fds{app} absent: the app's fds were read")
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	if len(lines) != 2 {

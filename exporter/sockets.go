@@ -91,7 +91,7 @@ type socketTotals struct {
 
 func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan<- prometheus.Metric) error {
 	var errs partialErrors
-	byInode, byPort, fds, err := c.walk(ctx, targets, &errs)
+	byInode, byPort, fds, fdsRead, err := c.walk(ctx, targets, &errs)
 	if err != nil {
 		return err
 	}
@@ -109,20 +109,26 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 		for st := 1; st < len(tcpStates); st++ {
 			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
 		}
-		ch <- t.metric(openFDs, prometheus.GaugeValue, float64(fds[i]))
+		if fdsRead[i] { // else absent: a count of what could be read is not the group's
+			ch <- t.metric(openFDs, prometheus.GaugeValue, float64(fds[i]))
+		}
 	}
 	return errs.err()
 }
 
 // walk reads the targets' open fds: which targets hold each socket inode,
-// which listen on each port, and how many fds each has. A target's error
-// goes to errs; the context's ending is walk's own error.
-func (c *socketsCollector) walk(ctx context.Context, targets []Target, errs *partialErrors) (byInode map[uint64][]int, byPort map[uint16][]int, fds []int, err error) {
+// which listen on each port, and how many fds each has; fdsRead says
+// whether every fd table of the target was read (its processes found, none
+// unreadable). A target's error goes to errs; the context's ending is
+// walk's own error.
+func (c *socketsCollector) walk(ctx context.Context, targets []Target, errs *partialErrors) (byInode map[uint64][]int, byPort map[uint16][]int, fds []int, fdsRead []bool, err error) {
 	byInode = map[uint64][]int{} // socket inode -> target indexes
 	fds = make([]int, len(targets))
+	fdsRead = make([]bool, len(targets))
 	byPort = map[uint16][]int{}
 	for i, t := range targets {
 		errs.add(t.Err)
+		fdsRead[i] = t.Err == nil
 		for _, port := range t.Ports {
 			byPort[uint16(port)] = append(byPort[uint16(port)], i)
 		}
@@ -139,13 +145,14 @@ func (c *socketsCollector) walk(ctx context.Context, targets []Target, errs *par
 			}
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, nil, nil, fmt.Errorf("sockets: %w", err)
+					return nil, nil, nil, nil, fmt.Errorf("sockets: %w", err)
 				}
 				errs.add(fmt.Errorf("group %s: %w", t.Group, err))
+				fdsRead[i] = false
 			}
 		}
 	}
-	return byInode, byPort, fds, nil
+	return byInode, byPort, fds, fdsRead, nil
 }
 
 // socketMatch is a TCP socket and the targets it belongs to.

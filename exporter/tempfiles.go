@@ -83,6 +83,7 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 		errs.add(t.Err)
 		seen := map[devIno]bool{}
 		var all, body tempTotals
+		read := t.Err == nil // every fd of the group's processes read
 		for _, pid := range t.PIDs {
 			links, err := fdLinks(ctx, t, c.fds, pid)
 			for _, l := range links {
@@ -96,6 +97,7 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 				if err != nil {
 					if !isGone(err) {
 						errs.add(fmt.Errorf("group %s: pid %d: stat %s: %w", t.Group, pid, fdPath, permissionHint(err)))
+						read = false
 					}
 					continue
 				}
@@ -118,14 +120,20 @@ func (c *tempFilesCollector) Update(ctx context.Context, targets []Target, ch ch
 					return fmt.Errorf("tempfiles: %w", err)
 				}
 				errs.add(fmt.Errorf("group %s: %w", t.Group, err))
+				read = false
 			}
 		}
-		ch <- t.metric(tempFiles, prometheus.GaugeValue, float64(all.files))
-		ch <- t.metric(tempLogical, prometheus.GaugeValue, float64(all.logical))
-		ch <- t.metric(tempAllocated, prometheus.GaugeValue, float64(all.allocated))
-		ch <- t.metric(bodyTempFiles, prometheus.GaugeValue, float64(body.files))
-		ch <- t.metric(bodyTempLogical, prometheus.GaugeValue, float64(body.logical))
-		ch <- t.metric(bodyTempAllocated, prometheus.GaugeValue, float64(body.allocated))
+		// A group whose fds could not all be read has no temp-file series:
+		// a count of what could be read (0, with every process unreadable)
+		// would say "no temp files" where nothing is known.
+		if read {
+			ch <- t.metric(tempFiles, prometheus.GaugeValue, float64(all.files))
+			ch <- t.metric(tempLogical, prometheus.GaugeValue, float64(all.logical))
+			ch <- t.metric(tempAllocated, prometheus.GaugeValue, float64(all.allocated))
+			ch <- t.metric(bodyTempFiles, prometheus.GaugeValue, float64(body.files))
+			ch <- t.metric(bodyTempLogical, prometheus.GaugeValue, float64(body.logical))
+			ch <- t.metric(bodyTempAllocated, prometheus.GaugeValue, float64(body.allocated))
+		}
 		size, avail, ok, err := tempFS(c.fds.procFS, t.PIDs, t.TempDirs)
 		if err != nil {
 			errs.add(fmt.Errorf("group %s: %w", t.Group, err))
