@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -42,6 +43,8 @@ var (
 
 	dynamicGroups = prometheus.NewDesc("slowlab_exporter_dynamic_groups",
 		"Groups the cgroup-re: selectors made at this scrape, up to --max-dynamic-groups.", nil, nil)
+	dynamicDropped = prometheus.NewDesc("slowlab_exporter_dynamic_groups_dropped_total",
+		"Label sets of cgroup-re: matches that went over --max-dynamic-groups and were summed into group=\"other\" since the exporter started, each counted once when it went over.", nil, nil)
 	dynamicOther = prometheus.NewDesc("slowlab_exporter_dynamic_groups_other",
 		"Matches of cgroup-re: selectors over --max-dynamic-groups (or with a label set already taken) at this scrape, summed into group=\"other\" instead of reported on their own.", nil, nil)
 )
@@ -141,6 +144,48 @@ func (m dynMatch) key() string {
 // dynStats is what the last resolve made of the dynamic groups.
 type dynStats struct {
 	groups, other int
+	// own are the label sets that got series of their own; over those
+	// summed into OtherGroup for the cap (by label set, their group
+	// names). newly are the names of those over the cap that were not at
+	// the last scrape, and dropped counts such label sets since the
+	// exporter started (slowlab_exporter_dynamic_groups_dropped_total).
+	own     map[string]bool
+	over    map[string]string
+	newly   []string
+	dropped float64
+}
+
+// dynSlots is what the cap on the dynamic groups keeps from one scrape to
+// the next: a label set that has series of its own keeps them while its
+// cgroup matches, whatever sorts before it, so a new cgroup over the cap
+// goes to "other" instead of pushing an old one there (which would make
+// "other"'s counters jump and its own series vanish).
+type dynSlots struct {
+	mu      sync.Mutex
+	own     map[string]bool
+	over    map[string]string
+	dropped float64
+}
+
+// assign runs dynamicTargets with the slots of the last scrape and keeps
+// this one's; nil slots (a resolver used once) keep nothing.
+func (s *dynSlots) assign(l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool) ([]Target, dynStats) {
+	if s == nil {
+		return dynamicTargets(l, matches, max, taken, nil)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out, st := dynamicTargets(l, matches, max, taken, s.own)
+	for key, name := range st.over {
+		if _, was := s.over[key]; !was {
+			st.newly = append(st.newly, name)
+			s.dropped++
+		}
+	}
+	sort.Strings(st.newly)
+	s.own, s.over = st.own, st.over
+	st.dropped = s.dropped
+	return out, st
 }
 
 // walkRoot is the hierarchy the dynamic groups' paths are matched in: the
@@ -216,20 +261,40 @@ func newMatch(g *group, rel string, sub []int) dynMatch {
 	return m
 }
 
-// dynamicTargets turns the matches into targets: the first max with a label
-// set of their own each a group, the rest summed into OtherGroup.
-func dynamicTargets(l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool) ([]Target, dynStats) {
+// dynamicTargets turns the matches into targets: up to max with a label
+// set of their own each a group, first those in kept (which had their own
+// series at the last scrape), then the others in order; the rest summed
+// into OtherGroup.
+func dynamicTargets(l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool, kept map[string]bool) ([]Target, dynStats) {
 	var (
 		out   []Target
 		other = Target{Group: OtherGroup}
 		pids  = map[int]bool{}
 		errs  partialErrors
-		st    dynStats
+		st    = dynStats{own: map[string]bool{}, over: map[string]string{}}
+		slot  = make([]bool, len(matches))
 	)
-	for _, m := range matches {
+	give := func(i int, key string) {
+		slot[i], taken[key], st.own[key] = true, true, true
+		st.groups++
+	}
+	for i, m := range matches {
+		if key := m.key(); kept[key] && !taken[key] && st.groups < max {
+			give(i, key)
+		}
+	}
+	for i, m := range matches {
 		key := m.key()
-		if st.groups < max && !taken[key] {
-			taken[key] = true
+		switch {
+		case slot[i] || taken[key]:
+		case st.groups < max:
+			give(i, key)
+		default:
+			st.over[key] = m.name
+		}
+	}
+	for i, m := range matches {
+		if slot[i] {
 			t := Target{Group: m.name, Cgroup: m.path, Labels: m.labels, TempDirs: m.g.tempDirs, descs: &descCache{}}
 			own := map[int]bool{}
 			if err := l.AddPids(m.path, own); err != nil && !isGone(err) {
@@ -237,7 +302,6 @@ func dynamicTargets(l cgroup.Layout, matches []dynMatch, max int, taken map[stri
 			}
 			t.PIDs = sortedPids(own)
 			out = append(out, t)
-			st.groups++
 			continue
 		}
 		st.other++

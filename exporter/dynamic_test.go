@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,7 +74,7 @@ func TestDynamicGroupsFixtures(t *testing.T) {
 	for _, tree := range []string{"dynamic-v1", "dynamic-v2"} {
 		t.Run(tree, func(t *testing.T) {
 			targets, st := resolveFixture(t, filepath.Join("testdata/fixtures", tree), DefaultMaxDynamicGroups, fleetGroups()...)
-			if len(targets) != len(wants) || st != (dynStats{groups: 6}) {
+			if len(targets) != len(wants) || st.groups != 6 || st.other != 0 {
 				t.Fatalf("%d targets (%+v), want %d", len(targets), st, len(wants))
 			}
 			for i, w := range wants {
@@ -130,7 +131,7 @@ func TestDynamicGroupsOverflowToOther(t *testing.T) {
 		writeFile(t, filepath.Join(tree, "system.slice", svc+".service", "memory.current"), "1048576\n")
 	}
 	targets, st := resolveFixture(t, tree, 1, fleetGroups()[2])
-	if st != (dynStats{groups: 1, other: 2}) || len(targets) != 2 {
+	if st.groups != 1 || st.other != 2 || len(targets) != 2 {
 		t.Fatalf("%+v, %d targets", st, len(targets))
 	}
 	other := targets[1]
@@ -255,5 +256,63 @@ func TestRealDynamicGroups(t *testing.T) {
 	}
 	if v[`slowlab_exporter_dynamic_groups{}`] != 2 {
 		t.Errorf("%v dynamic groups, want 2", v[`slowlab_exporter_dynamic_groups{}`])
+	}
+}
+
+// Over --max-dynamic-groups, a group that has series of its own keeps
+// them while its cgroup is there: a new cgroup that sorts before it goes
+// to "other" (not it, whose series would vanish and whose counters would
+// jump "other"'s), each group that goes over is logged once and counted in
+// slowlab_exporter_dynamic_groups_dropped_total, and a freed slot goes to
+// the first group in order.
+func TestDynamicGroupSlotsStable(t *testing.T) {
+	tree := copyTree(t, "testdata/fixtures/dynamic-v2")
+	if err := os.RemoveAll(filepath.Join(tree, "system.slice/gunicorn.service")); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	e, err := New(Config{Groups: fleetGroups()[2:]}, Options{ProcFS: "testdata/fixtures/proc", CgroupFS: tree,
+		Collectors: onlyCollector("cgroup"), MaxDynamicGroups: 1, dumpTCP: fixtureSockets(t)},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := func(v map[string]float64) []string {
+		var names []string
+		for k := range v {
+			if name, ok := strings.CutPrefix(k, "slowlab_cgroup_memory_usage_bytes{"); ok && !strings.HasPrefix(name, OtherGroup) {
+				names = append(names, strings.TrimSuffix(name, "}"))
+			}
+		}
+		return names
+	}
+	check := func(step string, wantOwn string, wantDropped float64) {
+		t.Helper()
+		v := values(t, e)
+		if got := own(v); !slices.Equal(got, []string{wantOwn}) || v[`slowlab_exporter_dynamic_groups_dropped_total{}`] != wantDropped {
+			t.Errorf("%s: own series %v, dropped %v; want %s's alone and %v dropped", step, got, v[`slowlab_exporter_dynamic_groups_dropped_total{}`], wantOwn, wantDropped)
+		}
+	}
+	check("nginx and ssh", "nginx,nginx", 1)
+	apache := filepath.Join(tree, "system.slice/apache.service")
+	if err := os.MkdirAll(apache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(apache, "cgroup.procs"), "")
+	writeFile(t, filepath.Join(apache, "memory.current"), "4096\n")
+	check("apache added", "nginx,nginx", 2)
+	check("again", "nginx,nginx", 2)
+	if err := os.RemoveAll(filepath.Join(tree, "system.slice/nginx.service")); err != nil {
+		t.Fatal(err)
+	}
+	check("nginx gone", "apache,apache", 2)
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "over --max-dynamic-groups") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], "group=ssh") || !strings.Contains(lines[1], "group=apache") {
+		t.Errorf("want one line for ssh, then one for apache:\n%s", logs.String())
 	}
 }

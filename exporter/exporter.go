@@ -138,7 +138,7 @@ func New(cfg Config, opts Options, logger *slog.Logger) (*Exporter, error) {
 	e := &Exporter{
 		opts:       opts,
 		logger:     logger,
-		resolver:   resolver{procFS: opts.ProcFS, cgroupFS: opts.CgroupFS, groups: groups, maxDyn: opts.MaxDynamicGroups},
+		resolver:   resolver{procFS: opts.ProcFS, cgroupFS: opts.CgroupFS, groups: groups, maxDyn: opts.MaxDynamicGroups, slots: &dynSlots{}},
 		collectors: map[string]Collector{},
 		failing:    map[string]bool{},
 	}
@@ -195,6 +195,11 @@ func (e *Exporter) CollectContext(ctx context.Context, ch chan<- prometheus.Metr
 		// collector: its success, and its error logged on change.
 		ch <- prometheus.MustNewConstMetric(dynamicGroups, prometheus.GaugeValue, float64(dyn.groups))
 		ch <- prometheus.MustNewConstMetric(dynamicOther, prometheus.GaugeValue, float64(dyn.other))
+		ch <- prometheus.MustNewConstMetric(dynamicDropped, prometheus.CounterValue, dyn.dropped)
+		for _, name := range dyn.newly {
+			e.logger.Warn("dynamic group over --max-dynamic-groups: its cgroups are summed into group \"other\" while the groups that have series of their own keep them",
+				"group", name, "max_dynamic_groups", e.resolver.maxDyn)
+		}
 		ch <- prometheus.MustNewConstMetric(collectorSuccess, prometheus.GaugeValue, map[bool]float64{true: 1}[dynErr == nil], "cgroup-re")
 		e.logResult("cgroup-re", dynErr)
 	}

@@ -22,6 +22,7 @@ type resolver struct {
 	cgroupFS string
 	groups   []group
 	maxDyn   int // Options.MaxDynamicGroups
+	slots    *dynSlots
 }
 
 // procEntry is one process from a full /proc scan.
@@ -114,7 +115,7 @@ func (r *resolver) resolve(ctx context.Context) ([]Target, dynStats, error) {
 	for _, t := range targets {
 		taken[dynMatch{name: t.Group}.key()] = true
 	}
-	dyn, st := dynamicTargets(layout, matches, r.maxDyn, taken)
+	dyn, st := r.slots.assign(layout, matches, r.maxDyn, taken)
 	return append(targets, dyn...), st, nil
 }
 
