@@ -84,10 +84,14 @@ scrape_configs:
 		v := prom.Query(`count_over_time(slowlab_processes{group="app",state="sleeping"}[1m])`)
 		return len(v) > 0 && v[0].Value >= 5
 	}, nil)
-	for _, name := range []string{"SlowlabWorkersWaitingForClients", "SlowlabIdleConnectionsHigh"} {
+	for _, name := range []string{"SlowlabWorkersWaitingForClients", "SlowlabIdleConnectionsHigh", "SlowlabAcceptQueueWhileIdle"} {
 		if v := prom.Query(alert(name)); len(v) > 0 {
 			t.Errorf("%s firing before any client connected: %v", name, v)
 		}
+	}
+	acceptQueue := fmt.Sprintf(`slowlab_socket_accept_queue{group="app",port=%q}`, port)
+	if v := prom.Query(acceptQueue); len(v) != 1 || v[0].Value != 0 {
+		t.Errorf("accept queue before any client: %v, want 0", v)
 	}
 
 	const clients = 12
@@ -112,5 +116,16 @@ scrape_configs:
 	}, detail)
 	if v := prom.Query(`slowlab_sockets_quiet{group="app",side="accepted",quiet="10s"}`); len(v) != 1 || v[0].Value != clients {
 		t.Errorf("quiet for 10 s: %v, want the %d idle clients", v, clients)
+	}
+	// Each of the 2 sync workers took one client and waits on it: the
+	// other clients wait in the accept queue, where /fast would too.
+	slowlabtest.WaitFor(t, "SlowlabAcceptQueueWhileIdle firing", func() bool {
+		return len(prom.Query(alert("SlowlabAcceptQueueWhileIdle"))) > 0
+	}, func() string { return fmt.Sprintf("accept queue %v; %s", prom.Query(acceptQueue), detail()) })
+	if v := prom.Query(acceptQueue); len(v) != 1 || v[0].Value != clients-2 {
+		t.Errorf("accept queue with %d idle clients on 2 sync workers: %v, want %d", clients, v, clients-2)
+	}
+	if v := prom.Query(fmt.Sprintf(`slowlab_socket_accept_queue_limit{group="app",port=%q}`, port)); len(v) != 1 || v[0].Value < clients {
+		t.Errorf("accept queue limit %v, want at least the %d clients it holds", v, clients)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,10 +39,11 @@ const freshGuard = time.Minute
 // rate(), absent() and the alerts see a series (at 0) from the start
 // instead of nothing until the first event.
 func TestQueriedMetricsExistBeforeTraffic(t *testing.T) {
+	target := freshTarget(t)
 	fresh := map[string]map[string]dto.MetricType{
-		"target":   scrapeFamilies(t, freshTarget(t)),
+		"target":   scrapeFamilies(t, target),
 		"proxy":    scrapeFamilies(t, freshProxy(t)),
-		"exporter": scrapeFamilies(t, freshExporter(t)),
+		"exporter": scrapeFamilies(t, freshExporter(t, target)),
 	}
 	fresh["loadgen"] = freshLoadgen(t)
 
@@ -214,11 +216,17 @@ func freshProxy(t *testing.T) string {
 // freshExporter serves the exporter's /metrics for the lab's groups as they
 // are before the experiment starts: their cgroups exist, with limits (the
 // fixture tree), and none of their processes runs yet (an empty /proc).
-func freshExporter(t *testing.T) string {
+func freshExporter(t *testing.T, target string) string {
 	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := exporter.Config{
 		Groups: []exporter.Group{
-			{Name: "app", Selectors: []string{"cgroup:slowlab/app"}},
+			// The fresh target's port: its listening socket, whose accept
+			// queue is there before any client.
+			{Name: "app", Selectors: []string{"cgroup:slowlab/app", "port:" + u.Port()}},
 			// Its error log does not exist before the proxy starts: 0.
 			{Name: "proxy", Selectors: []string{"cgroup:slowlab/proxy"}, ErrorLogs: []string{filepath.Join(t.TempDir(), "nginx.log")}},
 			{Name: "loadgen", Selectors: []string{"cgroup:slowlab/loadgen"}},
@@ -227,7 +235,7 @@ func freshExporter(t *testing.T) string {
 		TempDirs: []string{t.TempDir()},
 	}
 	e, err := exporter.New(cfg, exporter.Options{
-		ProcFS:   t.TempDir(),
+		ProcFS:   "../exporter/testdata/fixtures/proc",
 		CgroupFS: "../exporter/testdata/fixtures/cgroup-v2",
 	}, nil)
 	if err != nil {

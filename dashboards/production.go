@@ -63,6 +63,12 @@ func Production() (dashboard.Dashboard, error) {
 			"Requests keep a connection busy; a large quiet share is idle clients holding connections, each one a worker on a sync server (SlowlabIdleConnectionsHigh).",
 		query(fmt.Sprintf(`sum by (group, quiet) (slowlab_sockets_quiet{side="accepted", %s})`, prodGroups), "{{group}} quiet {{quiet}}"),
 		query(fmt.Sprintf(`sum by (group) (slowlab_sockets{state="established", %s})`, prodGroups), "{{group}} established")))
+	b.WithPanel(timeSeries("Accept queue", units.Short,
+		"Connections waiting in the accept queue of the group's listening sockets, by port, against the queue's limit; and handshakes dropped because a queue was full (per second, in the group's network namespaces). "+
+			"A queue above 0 while the group's CPU is idle is workers held by clients, not work: requests wait there before the server's own timing starts (SlowlabAcceptQueueWhileIdle).",
+		query(fmt.Sprintf("sum by (group, port) (slowlab_socket_accept_queue{%s})", prodGroups), "{{group}} :{{port}} waiting"),
+		query(fmt.Sprintf("sum by (group, port) (slowlab_socket_accept_queue_limit{%s})", prodGroups), "{{group}} :{{port}} limit"),
+		query(fmt.Sprintf("sum by (group) (rate(slowlab_listen_overflows_total{%s}[$__rate_interval]))", prodGroups), "{{group}} overflows/s")))
 	b.WithPanel(timeSeries("Socket receive-queue bytes", units.BytesIEC,
 		"Bytes received on the group's TCP sockets and not yet read by the process, by side: accepted, requests waiting for a worker to read them; connected, responses from upstreams the group has not read (a proxy with buffering off reads the app only as fast as its slow client).",
 		query(fmt.Sprintf("sum by (group, side) (slowlab_socket_receive_queue_bytes{%s})", prodGroups), "{{group}} {{side}}")))

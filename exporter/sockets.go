@@ -3,9 +3,13 @@ package exporter
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
 
 	"github.com/slowlab/slowlab/internal/sockdiag"
 )
@@ -32,6 +36,14 @@ var (
 		"TCP sockets of the group by state.", "state")
 	openFDs = newGroupDesc("slowlab_process_open_fds",
 		"File descriptors open in the group's processes (the entries of /proc/PID/fd, summed; read by the sockets collector's walk of them).")
+	acceptQueue = newGroupDesc("slowlab_socket_accept_queue",
+		"Connections waiting in the accept queue of the group's listening TCP sockets on port (sock_diag idiag_rqueue of a LISTEN socket, summed over the port's listeners): handshakes done, not yet accepted by the process. Above 0 while the process is idle: its workers are held by something other than work (slow clients).", "port")
+	acceptQueueLimit = newGroupDesc("slowlab_socket_accept_queue_limit",
+		"The accept queue's limit of the group's listening TCP sockets on port (idiag_wqueue of a LISTEN socket: min(listen backlog, net.core.somaxconn), summed over the port's listeners); a handshake over it is dropped (ListenOverflows).", "port")
+	listenOverflows = newGroupDesc("slowlab_listen_overflows_total",
+		"Handshakes dropped because a listening socket's accept queue was full, in the network namespaces of the group's processes (/proc/PID/net/netstat TcpExt ListenOverflows, summed over distinct namespaces; groups sharing a namespace report the same count).")
+	listenDrops = newGroupDesc("slowlab_listen_drops_total",
+		"Incoming connections dropped at a listening socket for any reason, overflows included, in the network namespaces of the group's processes (TcpExt ListenDrops, summed over distinct namespaces).")
 	socketQuiet = newGroupDesc("slowlab_sockets_quiet",
 		"Established TCP sockets of the group that have received no data for at least `quiet` (TCP_INFO tcpi_last_data_recv; a connection that never sent anything counts from its handshake), by side: accepted (clients holding a connection without sending: idle or abandoned keep-alive, or a request never sent) or connected.", "side", "quiet")
 )
@@ -87,7 +99,11 @@ type socketTotals struct {
 	send, recv, notsent [2]float64 // by side
 	quiet               [2][3]int  // by side and quietAfter
 	states              [13]int
+	// accept are the group's listening ports' accept queues and limits.
+	accept map[uint16]*acceptTotals
 }
+
+type acceptTotals struct{ queue, limit float64 }
 
 func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan<- prometheus.Metric) error {
 	var errs partialErrors
@@ -109,8 +125,17 @@ func (c *socketsCollector) Update(ctx context.Context, targets []Target, ch chan
 		for st := 1; st < len(tcpStates); st++ {
 			ch <- t.metric(socketCount, prometheus.GaugeValue, float64(tt.states[st]), tcpStates[st])
 		}
+		for port, a := range tt.accept {
+			p := strconv.Itoa(int(port))
+			ch <- t.metric(acceptQueue, prometheus.GaugeValue, a.queue, p)
+			ch <- t.metric(acceptQueueLimit, prometheus.GaugeValue, a.limit, p)
+		}
 		if fdsRead[i] { // else absent: a count of what could be read is not the group's
 			ch <- t.metric(openFDs, prometheus.GaugeValue, float64(fds[i]))
+		}
+		if over, drops, ok := c.listenStats(t, &errs); ok {
+			ch <- t.metric(listenOverflows, prometheus.CounterValue, over)
+			ch <- t.metric(listenDrops, prometheus.CounterValue, drops)
 		}
 	}
 	return errs.err()
@@ -205,7 +230,17 @@ func sumSockets(matched []socketMatch, n int) []socketTotals {
 			if int(m.s.state) < len(tt.states) {
 				tt.states[m.s.state]++
 			}
-			if m.s.state == tcpListen { // a listener's queues are its accept backlog
+			if m.s.state == tcpListen { // a listener's queues are its accept queue and limit
+				if tt.accept == nil {
+					tt.accept = map[uint16]*acceptTotals{}
+				}
+				a := tt.accept[m.s.localPort]
+				if a == nil {
+					a = &acceptTotals{}
+					tt.accept[m.s.localPort] = a
+				}
+				a.queue += float64(m.s.rqueue)
+				a.limit += float64(m.s.wqueue)
 				continue
 			}
 			side := 1
@@ -280,4 +315,45 @@ func dumpTCPNetlink(family uint8, ports []uint16) ([]tcpSocket, error) {
 		}
 	}
 	return out, nil
+}
+
+// listenStats sums ListenOverflows and ListenDrops over the distinct
+// network namespaces of t's processes (/proc/PID/ns/net names one;
+// /proc/PID/net/netstat is its counters). ok is false, the series absent,
+// when the group has no process or a namespace could not be read: a sum
+// that missed one would look like a counter reset.
+func (c *socketsCollector) listenStats(t Target, errs *partialErrors) (over, drops float64, ok bool) {
+	fsys, err := procfs.NewFS(c.fds.procFS)
+	if err != nil {
+		errs.add(fmt.Errorf("group %s: listen stats: %w", t.Group, err))
+		return 0, 0, false
+	}
+	seen := map[string]bool{}
+	for _, pid := range t.PIDs {
+		ns, err := os.Readlink(filepath.Join(c.fds.procFS, strconv.Itoa(pid), "ns", "net"))
+		if err == nil && seen[ns] {
+			continue
+		}
+		var st procfs.ProcNetstat
+		if err == nil {
+			var p procfs.Proc
+			if p, err = fsys.Proc(pid); err == nil {
+				st, err = p.Netstat()
+			}
+		}
+		switch {
+		case err != nil && isGone(err):
+			continue
+		case err != nil:
+			errs.add(fmt.Errorf("group %s: pid %d: listen stats: %w", t.Group, pid, permissionHint(err)))
+			return 0, 0, false
+		case st.ListenOverflows == nil || st.ListenDrops == nil:
+			errs.add(fmt.Errorf("group %s: pid %d: net/netstat has no TcpExt ListenOverflows and ListenDrops", t.Group, pid))
+			return 0, 0, false
+		}
+		seen[ns] = true
+		over += *st.ListenOverflows
+		drops += *st.ListenDrops
+	}
+	return over, drops, len(seen) > 0
 }
