@@ -399,3 +399,44 @@ func tcpInfoHasNotsent(t *testing.T) bool {
 	_, ok := slowlabtest.NotSent(t, c)
 	return ok
 }
+
+// TestRealCloseWait: connections whose clients closed while the process
+// never closed its end (the keep-alive leak of SlowlabCloseWaitGrowing)
+// are counted in close_wait, and leave it when the process closes them.
+func TestRealCloseWait(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const n = 5
+	var held []net.Conn
+	for range n {
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+		c.Close() // the client leaves; this process keeps s open
+	}
+	e, err := New(Config{Groups: []Group{{Name: "self", Selectors: []string{"pid:" + strconv.Itoa(os.Getpid())}}}},
+		Options{Collectors: map[string]bool{"cgroup": false, "tempfiles": false, "process": false}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const closeWait = "slowlab_sockets{self,close_wait}"
+	var v map[string]float64
+	if !slowlabtest.Eventually(func() bool { v = values(t, e); return v[closeWait] == n }) {
+		t.Fatalf("close_wait %v, want the %d connections whose clients left", v[closeWait], n)
+	}
+	for _, s := range held {
+		s.Close()
+	}
+	if !slowlabtest.Eventually(func() bool { v = values(t, e); return v[closeWait] == 0 }) {
+		t.Fatalf("close_wait %v after the process closed them, want 0", v[closeWait])
+	}
+}
