@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,6 +58,10 @@ type Group struct {
 	// the errorlog collector for failed writes under the group's temp
 	// dirs (errorlog_line.go). Not on a dynamic group.
 	ErrorLogs []string `yaml:"error_logs,omitempty"`
+	// SkipComm, on a dynamic group, leaves out a matched cgroup whose
+	// processes all have one of these names (/proc/PID/comm): a pod's
+	// sandbox, whose only process is "pause", is no container to watch.
+	SkipComm []string `yaml:"skip_comm,omitempty"`
 }
 
 // DefaultTempDirs returns where reverse proxies spool buffered responses
@@ -169,6 +174,17 @@ func (c Config) compile() ([]group, error) {
 			cg.tempDirs = g.TempDirs
 		}
 		cg.tempDirs = cleanDirs(cg.tempDirs)
+		if len(g.SkipComm) > 0 {
+			if cg.dyn == nil {
+				return nil, fmt.Errorf("group %q: skip_comm: only on a dynamic (cgroup-re:) group", g.Name)
+			}
+			for _, c := range g.SkipComm {
+				if c == "" || len(c) > 15 || strings.ContainsAny(c, "/\n") {
+					return nil, fmt.Errorf("group %q: skip_comm %q: want a process name as /proc/PID/comm shows it (1 to 15 bytes, no / or newline)", g.Name, c)
+				}
+			}
+			cg.dyn.skipComm = slices.Clone(g.SkipComm)
+		}
 		if len(g.ErrorLogs) > 0 {
 			if cg.dyn != nil {
 				return nil, fmt.Errorf("group %q: error_logs: not on a dynamic (cgroup-re:) group: give the proxy a group of its own", g.Name)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -35,6 +37,36 @@ type dynamic struct {
 	re       *regexp.Regexp
 	captures []string // the regex's named captures, in order
 	template string   // GroupName; "" means the matched path
+	skipComm []string // Group.SkipComm
+}
+
+// skipSandboxes leaves out the matches of groups with skip_comm whose
+// cgroup holds processes and only processes of those names. A process
+// that exits meanwhile is not counted; a cgroup whose processes cannot be
+// read is kept (its group reports the error).
+func skipSandboxes(l cgroup.Layout, procFS string, matches []dynMatch) []dynMatch {
+	return slices.DeleteFunc(matches, func(m dynMatch) bool {
+		if len(m.g.dyn.skipComm) == 0 {
+			return false
+		}
+		pids := map[int]bool{}
+		if err := l.AddPids(m.path, pids); err != nil || len(pids) == 0 {
+			return false
+		}
+		for pid := range pids {
+			b, err := os.ReadFile(filepath.Join(procFS, strconv.Itoa(pid), "comm"))
+			if err != nil {
+				if isGone(err) {
+					continue
+				}
+				return false
+			}
+			if !slices.Contains(m.g.dyn.skipComm, strings.TrimSuffix(string(b), "\n")) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 var (

@@ -173,6 +173,17 @@ func collectorNames() []string {
 // EnabledCollectors lists the collectors this exporter runs, sorted.
 func (e *Exporter) EnabledCollectors() []string { return append([]string(nil), e.names...) }
 
+// Targets resolves the groups as a scrape does (the dynamic groups
+// included, with their cap, but without changing what the next scrape
+// keeps): for a tool or test that checks a config against a host's
+// processes and cgroups.
+func (e *Exporter) Targets(ctx context.Context) ([]Target, error) {
+	r := e.resolver
+	r.slots = nil
+	targets, _, err := r.resolve(ctx)
+	return targets, err
+}
+
 // Describe sends nothing: the exporter is an unchecked collector because the
 // metrics it sends depend on what the kernel provides.
 func (e *Exporter) Describe(chan<- *prometheus.Desc) {}

@@ -115,7 +115,7 @@ func (r *resolver) resolve(ctx context.Context) ([]Target, dynStats, error) {
 	for _, t := range targets {
 		taken[dynMatch{name: t.Group}.key()] = true
 	}
-	dyn, st := r.slots.assign(layout, matches, r.maxDyn, taken)
+	dyn, st := r.slots.assign(layout, skipSandboxes(layout, r.procFS, matches), r.maxDyn, taken)
 	return append(targets, dyn...), st, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,99 @@ func TestDaemonSetCommandRuns(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "slowlab_exporter_dynamic_groups ") ||
 		!strings.Contains(string(body), `slowlab_exporter_collector_success{collector="cgroup-re"} 1`) {
 		t.Errorf("status %d, /metrics without the dynamic-group gauges or with the cgroup walk failing:\n%s", resp.StatusCode, body)
+	}
+}
+
+// The ConfigMap's groups against a table of the cgroup paths each
+// runtime and kubelet cgroup driver makes (a cgroup v2 tree built in a
+// temp dir, each cgroup with one process): every container is a group
+// with its pod UID and container ID, and the pod slices, CRI-O's conmon
+// scopes, a container's own child cgroups and the pod sandboxes (whose
+// only process is pause) are none.
+func TestConfigMapMatchesRuntimes(t *testing.T) {
+	var cm corev1.ConfigMap
+	decode(t, "configmap.yaml", &cm)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "exporter.yml")
+	if err := os.WriteFile(file, []byte(cm.Data["exporter.yml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := exporter.LoadConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(c string) string { return strings.Repeat(c, 64) }
+	const uid, uidU = "6f1e2a3b-1111-2222-3333-444455556666", "6f1e2a3b_1111_2222_3333_444455556666"
+	type want struct{ pod, ctr string }
+	paths := []struct {
+		path, comm string
+		want       *want
+	}{
+		// systemd driver
+		{"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidU + ".slice/cri-containerd-" + id("a") + ".scope", "python3", &want{uidU, id("a")}},
+		{"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidU + ".slice/cri-containerd-" + id("e") + ".scope", "pause", nil},
+		{"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidU + ".slice/cri-containerd-" + id("a") + ".scope/init", "python3", nil},
+		{"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uidU + ".slice", "", nil},
+		{"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + uidU + ".slice/crio-" + id("b") + ".scope", "nginx", &want{uidU, id("b")}},
+		{"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + uidU + ".slice/crio-conmon-" + id("b") + ".scope", "conmon", nil},
+		{"kubepods.slice/kubepods-pod" + uidU + ".slice/docker-" + id("c") + ".scope", "node", &want{uidU, id("c")}},
+		{"kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod" + uidU + ".slice/cri-containerd-" + id("d") + ".scope", "gunicorn", &want{uidU, id("d")}},
+		// cgroupfs driver
+		{"kubepods/burstable/pod" + uid + "/" + id("f"), "python3", &want{uid, id("f")}},
+		{"kubelet/kubepods/burstable/pod" + uid + "/" + id("3"), "python3", &want{uid, id("3")}},
+		{"kubepods/besteffort/pod" + uid + "/crio-" + id("0"), "nginx", &want{uid, id("0")}},
+		{"kubepods/pod" + uid + "/" + id("1"), "uvicorn", &want{uid, id("1")}},
+		{"kubepods/pod" + uid + "/" + id("2"), "pause", nil},
+		{"kubepods/burstable/pod" + uid, "", nil},
+		// not Kubernetes
+		{"system.slice/containerd.service", "containerd", nil},
+	}
+	cgroups, proc := filepath.Join(dir, "cgroup"), filepath.Join(dir, "proc")
+	write := func(path, data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(cgroups, "cgroup.controllers"), "cpu memory\n")
+	for i, p := range paths {
+		procs := ""
+		if p.comm != "" {
+			pid := strconv.Itoa(1000 + i)
+			procs = pid + "\n"
+			write(filepath.Join(proc, pid, "comm"), p.comm+"\n")
+		}
+		write(filepath.Join(cgroups, filepath.FromSlash(p.path), "cgroup.procs"), procs)
+	}
+	e, err := exporter.New(cfg, exporter.Options{ProcFS: proc, CgroupFS: cgroups,
+		Collectors: map[string]bool{"cgroup": false, "process": false, "tempfiles": false, "sockets": false, "errorlog": false}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, err := e.Targets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[want]bool{}
+	for _, g := range targets {
+		if g.Group == exporter.OtherGroup {
+			t.Errorf("a match summed into other: %+v", g)
+			continue
+		}
+		got[want{g.Labels["pod_uid"], g.Labels["container_id"]}] = true
+	}
+	for _, p := range paths {
+		if p.want != nil && !got[*p.want] {
+			t.Errorf("%s (%s): no group with pod_uid %s, container_id %s", p.path, p.comm, p.want.pod, p.want.ctr)
+		}
+		if p.want != nil {
+			delete(got, *p.want)
+		}
+	}
+	for g := range got {
+		t.Errorf("a group that is no container: pod_uid %s, container_id %s", g.pod, g.ctr)
 	}
 }
