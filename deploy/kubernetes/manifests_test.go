@@ -24,6 +24,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -83,6 +84,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	decode(t, "service.yaml", &corev1.Service{})
 	decode(t, "configmap.yaml", &corev1.ConfigMap{})
 	decode(t, "podmonitor.yaml", &monitoringv1.PodMonitor{})
+	decode(t, "priorityclass.yaml", &schedulingv1.PriorityClass{})
 
 	// The check can fail: a misspelt or wrongly cased field is refused.
 	for _, bad := range []string{"spec:\n  clusterIp: None\n", "spec:\n  clusterAddress: None\n", "spec:\n  clusterIP: None\n  clusterIP: x\n"} {
@@ -102,6 +104,21 @@ func TestDaemonSetShape(t *testing.T) {
 	pod := ds.Spec.Template.Spec
 	if !pod.HostPID || len(pod.Containers) != 1 {
 		t.Fatalf("hostPID %t, %d containers", pod.HostPID, len(pod.Containers))
+	}
+	var pc schedulingv1.PriorityClass
+	decode(t, "priorityclass.yaml", &pc)
+	if pod.PriorityClassName != pc.Name || pc.GlobalDefault || pc.Value <= 0 || pc.Value >= 1_000_000_000 {
+		t.Errorf("priority class %q, want %q: above ordinary pods (0), below the system classes (2e9), not the default (value %d, default %t)",
+			pod.PriorityClassName, pc.Name, pc.Value, pc.GlobalDefault)
+	}
+	if pod.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Errorf("node selector %v: the exporter reads Linux /proc and cgroups; want kubernetes.io/os: linux", pod.NodeSelector)
+	}
+	if psc := pod.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v: want seccompProfile RuntimeDefault", psc)
+	}
+	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.String() == "0" {
+		t.Errorf("rolling update %+v: want a maxUnavailable", ru)
 	}
 	c := pod.Containers[0]
 	sc := c.SecurityContext
