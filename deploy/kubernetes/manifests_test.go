@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +29,6 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/exporter"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
@@ -177,8 +177,9 @@ func TestDaemonSetShape(t *testing.T) {
 }
 
 // The ConfigMap's config is valid, makes dynamic groups, and the
-// DaemonSet's own command line runs the real exporter with it (host paths
-// swapped for this machine's, the port for a free one): every flag exists.
+// DaemonSet's own command line runs the image's binary, the standalone
+// exporter, with it (host paths swapped for this machine's, the port for a
+// free one): every flag exists.
 func TestDaemonSetCommandRuns(t *testing.T) {
 	var cm corev1.ConfigMap
 	decode(t, "configmap.yaml", &cm)
@@ -193,7 +194,7 @@ func TestDaemonSetCommandRuns(t *testing.T) {
 		}
 	}
 	var args []string
-	for _, a := range c.Args[1:] {
+	for _, a := range c.Args {
 		switch {
 		case strings.HasPrefix(a, "--config="):
 			name, ok := strings.CutPrefix(strings.TrimPrefix(a, "--config="), mountDir+"/")
@@ -225,12 +226,13 @@ func TestDaemonSetCommandRuns(t *testing.T) {
 		}
 		args = append(args, a)
 	}
-	if c.Args[0] != "exporter" {
-		t.Fatalf("args %v: want the exporter subcommand first", c.Args)
+	// The image's binary: the standalone exporter (deploy/Dockerfile.exporter).
+	bin := filepath.Join(dir, "slowlab-exporter")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab-exporter").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/slowlab-exporter: %v\n%s", err, out)
 	}
-	bin := os.Getenv(child.ExecutableEnv)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"exporter"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	out, _ := cmd.StdoutPipe()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -347,5 +349,41 @@ func TestConfigMapMatchesRuntimes(t *testing.T) {
 	}
 	for g := range got {
 		t.Errorf("a group that is no container: pod_uid %s, container_id %s", g.pod, g.ctr)
+	}
+}
+
+// The DaemonSet's image: deploy/Dockerfile.exporter builds the standalone
+// exporter with its version set, and its entrypoint is what it built. No
+// container runtime runs here, so the build step runs as the Dockerfile
+// says, without one, and the binary reports the version it was given.
+func TestExporterImageBuilds(t *testing.T) {
+	b, err := os.ReadFile("../Dockerfile.exporter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	build := regexp.MustCompile(`(?m)^RUN CGO_ENABLED=0 go build (.*) -o (/\S+) (\./cmd/\S+)$`).FindStringSubmatch(df)
+	entry := regexp.MustCompile(`(?m)^ENTRYPOINT \["(/[^"]+)"\]$`).FindStringSubmatch(df)
+	if build == nil || entry == nil || entry[1] != build[2] || build[3] != "./cmd/slowlab-exporter" {
+		t.Fatalf("Dockerfile.exporter: build %q, entrypoint %q: want the standalone exporter built where the entrypoint runs it", build, entry)
+	}
+	flags := strings.ReplaceAll(build[1], "${VERSION}", "v9.9.9-image")
+	args := []string{"build"}
+	for _, f := range regexp.MustCompile(`"[^"]*"|\S+`).FindAllString(flags, -1) {
+		args = append(args, strings.Trim(f, `"`))
+	}
+	bin := filepath.Join(t.TempDir(), "slowlab-exporter")
+	cmd := exec.Command("go", append(args, "-o", bin, build[3])...)
+	cmd.Dir, cmd.Env = "../..", append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+	if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "version v9.9.9-image") {
+		t.Errorf("--version: %v %q, want the VERSION build argument", err, out)
+	}
+	var ds appsv1.DaemonSet
+	decode(t, "daemonset.yaml", &ds)
+	if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "slowlab-exporter:") {
+		t.Errorf("DaemonSet image %q, want the slowlab-exporter image", img)
 	}
 }
