@@ -7,7 +7,7 @@
 set -euo pipefail
 
 declare -A cmd_of=([prometheus]=promtool [gunicorn]=gunicorn [nginx]=nginx [chromium]=chromium
-  [prometheus-node-exporter]=prometheus-node-exporter [nodejs]=node)
+  [prometheus-node-exporter]=prometheus-node-exporter [nodejs]=node [systemd]=systemd-analyze)
 missing=()
 for pkg in "$@"; do
   if [ -n "${cmd_of[$pkg]:-}" ]; then

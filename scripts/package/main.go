@@ -28,6 +28,7 @@ const (
 	ExporterBinPath = "/usr/bin/slowlab-exporter"
 	UnitPath        = "/lib/systemd/system/slowlab-exporter.service"
 	ConfigPath      = "/etc/slowlab/exporter.yml"
+	DefaultsPath    = "/etc/default/slowlab-exporter"
 )
 
 func main() {
@@ -90,6 +91,7 @@ func build(root, out, version string) (string, error) {
 				{Source: exporterBin, Destination: ExporterBinPath, FileInfo: &files.ContentFileInfo{Mode: 0o755}},
 				{Source: filepath.Join(root, "deploy/systemd/slowlab-exporter.service"), Destination: UnitPath, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
 				{Source: filepath.Join(root, "deploy/systemd/exporter.yml"), Destination: ConfigPath, Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
+				{Source: filepath.Join(root, "deploy/systemd/slowlab-exporter.default"), Destination: DefaultsPath, Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
 			},
 		},
 	})

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,14 +75,14 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 	if st := run(dpkg, "-s", "slowlab"); !strings.Contains(st, "Status: install ok installed") || !strings.Contains(st, "Version: 0.0~test") {
 		t.Fatalf("dpkg -s:\n%s", st)
 	}
-	for path, mode := range map[string]os.FileMode{BinPath: 0o755, ExporterBinPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644} {
+	for path, mode := range map[string]os.FileMode{BinPath: 0o755, ExporterBinPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644, DefaultsPath: 0o644} {
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode().Perm() != mode {
 			t.Errorf("%s: %v, mode %v; want %v", path, err, fi, mode)
 		}
 	}
-	if conf := run(dpkg, "-s", "slowlab"); !strings.Contains(conf, ConfigPath) {
-		t.Errorf("%s is not a conffile:\n%s", ConfigPath, conf)
+	if conf := run(dpkg, "-s", "slowlab"); !strings.Contains(conf, ConfigPath) || !strings.Contains(conf, DefaultsPath) {
+		t.Errorf("%s and %s are not both conffiles:\n%s", ConfigPath, DefaultsPath, conf)
 	}
 	// The binaries know the package's version.
 	for _, cmd := range [][]string{{ExporterBinPath, "--version"}, {BinPath, "exporter", "--version"}} {
@@ -132,10 +134,28 @@ func scrapeExecStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// systemd expands an unquoted $ARGS into words, from the
+	// EnvironmentFile the package ships.
+	defaults, err := os.ReadFile(DefaultsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(string(defaults), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			env[k] = strings.Trim(v, `"`)
+		}
+	}
 	var argv []string
 	for _, line := range strings.Split(string(unit), "\n") {
 		if rest, ok := strings.CutPrefix(line, "ExecStart="); ok {
-			argv = strings.Fields(rest)
+			for _, w := range strings.Fields(rest) {
+				if name, ok := strings.CutPrefix(w, "$"); ok {
+					argv = append(argv, strings.Fields(env[name])...)
+					continue
+				}
+				argv = append(argv, w)
+			}
 		}
 	}
 	if len(argv) < 2 || argv[0] != ExporterBinPath {
@@ -201,7 +221,7 @@ func TestDebContents(t *testing.T) {
 			paths = append(paths, p)
 		}
 	}
-	want := []string{BinPath, ExporterBinPath, UnitPath, ConfigPath}
+	want := []string{BinPath, ExporterBinPath, UnitPath, ConfigPath, DefaultsPath}
 	for _, w := range want {
 		found := false
 		for _, p := range paths {
@@ -216,5 +236,45 @@ func TestDebContents(t *testing.T) {
 	}
 	if filepath.Ext(deb) != ".deb" {
 		t.Errorf("file %s", deb)
+	}
+}
+
+// The unit's hardening, as systemd-analyze scores it offline: 2.5 or lower
+// ("OK"). The score can fail: without its hardening the unit scores worse.
+func TestUnitHardening(t *testing.T) {
+	analyze := slowlabtest.RequireTool(t, "systemd-analyze")
+	score := func(unit string) float64 {
+		t.Helper()
+		out, _ := exec.Command(analyze, "security", "--offline=yes", "--no-pager", unit).CombinedOutput()
+		m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security %s: no overall level:\n%s", unit, out)
+		}
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	unit := "../../deploy/systemd/slowlab-exporter.service"
+	if got := score(unit); got > 2.5 {
+		t.Errorf("%s: exposure %.1f, want 2.5 or lower", unit, got)
+	}
+	b, err := os.ReadFile(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bare []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "SystemCall") && !strings.HasPrefix(line, "Protect") && !strings.HasPrefix(line, "Restrict") {
+			bare = append(bare, line)
+		}
+	}
+	weak := filepath.Join(t.TempDir(), "slowlab-exporter.service")
+	if err := os.WriteFile(weak, []byte(strings.Join(bare, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := score(weak); got <= 2.5 {
+		t.Errorf("the unit without its Protect*, Restrict* and SystemCall* lines scores %.1f: the check cannot fail", got)
 	}
 }
