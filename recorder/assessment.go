@@ -83,17 +83,21 @@ type AssessHeld struct {
 // AssessLevel is one level of a probe: its clients and what /fast did
 // while they were in place.
 type AssessLevel struct {
-	Clients  int     `json:"clients"`
-	Placed   bool    `json:"clients_in_place"` // every client connected before /fast began
-	StartS   float64 `json:"start_s"`          // from the probe's start
-	EndS     float64 `json:"end_s"`
-	FastSent int     `json:"fast_sent"`
-	FastOK   int     `json:"fast_ok"`
-	FastFail int     `json:"fast_failed"`
-	P50MS    float64 `json:"fast_p50_ms"`
-	P95MS    float64 `json:"fast_p95_ms"`
-	MaxMS    float64 `json:"fast_max_ms"`
-	Degraded string  `json:"degraded,omitempty"` // the reason, "" when /fast held
+	Clients int     `json:"clients"`
+	Placed  bool    `json:"clients_in_place"` // every client connected before /fast began
+	StartS  float64 `json:"start_s"`          // from the probe's start
+	EndS    float64 `json:"end_s"`            // the end of its /fast window
+	// KeptS is how long past the window the clients were kept (a
+	// connection or stalled-reader probe's last level, or the one that
+	// degraded); nil when they were not.
+	KeptS    *float64 `json:"kept_s,omitempty"`
+	FastSent int      `json:"fast_sent"`
+	FastOK   int      `json:"fast_ok"`
+	FastFail int      `json:"fast_failed"`
+	P50MS    float64  `json:"fast_p50_ms"`
+	P95MS    float64  `json:"fast_p95_ms"`
+	MaxMS    float64  `json:"fast_max_ms"`
+	Degraded string   `json:"degraded,omitempty"` // the reason, "" when /fast held
 	// Ends counts how the level's clients ended; for the connection
 	// probes' last level, kept until the server ended them or the
 	// assessment's idle maximum.

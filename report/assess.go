@@ -51,7 +51,8 @@ func buildAssess(dir string) (*section, error) {
 	for _, v := range a.Verdicts {
 		if lv := v.LastLevel(); lv != nil && lv.FastBackS != nil {
 			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: held past the window at %d clients, /fast came back %.1f s after it "+
-				"with every client still connected: the server freed what they held without their seeing it.", v.Probe, lv.Clients, *lv.FastBackS)})
+				"with every client still connected: they no longer held it (a worker timeout, a proxy's send_timeout, or a proxy done buffering their responses).",
+				v.Probe, lv.Clients, *lv.FastBackS)})
 		}
 		switch {
 		case v.Absorbs != nil && v.Absorbs.Fits:

@@ -136,6 +136,10 @@ func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (
 	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed
 	lv.P50MS, lv.P95MS, lv.MaxMS = msf(w.P50), msf(w.P95), msf(w.Max)
 	lv.Degraded = Degraded(base, w)
+	// The level's instruments are read over the window: a kept level's
+	// quiet tail would dilute its CPU and throttling.
+	windowEnd := time.Now()
+	lv.EndS = windowEnd.Sub(r.t0).Seconds()
 	keep := r.probe.keeps() && (last || lv.Degraded != "")
 	if !keep {
 		cancel()
@@ -144,7 +148,10 @@ func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (
 		lv.FastBackS = r.backWhileHeld(cctx, base, c)
 	}
 	<-c.done
-	lv.EndS = time.Since(r.t0).Seconds()
+	if keep {
+		kept := time.Since(windowEnd).Seconds()
+		lv.KeptS = &kept
+	}
 	c.mu.Lock()
 	lv.Ends, lv.FirstLines = maps.Clone(c.ends), maps.Clone(c.firsts)
 	if len(c.held) > 0 {

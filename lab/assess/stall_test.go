@@ -64,7 +64,7 @@ func TestStalledLevelWatchesFast(t *testing.T) {
 			srv := syncOne(t, tc.cut)
 			large, _ := url.Parse(srv.URL + "/large")
 			c := quick("sync-1", stack.RouteDirect, 1, ProbeStalled)
-			c.IdleMax = lab.Duration(3 * time.Second)
+			c.IdleMax = lab.Duration(6 * time.Second)
 			reqs, err := recorder.CreateFile[recorder.Request](t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -80,6 +80,11 @@ func TestStalledLevelWatchesFast(t *testing.T) {
 				lv.Degraded, lv.Ends, orNone(lv.HeldMaxS), orNone(lv.FastBackS))
 			if lv.Degraded == "" || lv.Ends["bound"] != 1 || lv.HeldMaxS == nil {
 				t.Fatalf("want a degraded level whose reader was held to the bound")
+			}
+			// The level's instruments are read over its window, not the
+			// kept tail (which diluted a CPU-bound level's throttling).
+			if lv.KeptS == nil || *lv.KeptS < 1 || lv.EndS-lv.StartS > 4.5 {
+				t.Errorf("level %.1f to %.1f s, kept %s s after: want the window alone in the level and the tail kept", lv.StartS, lv.EndS, orNone(lv.KeptS))
 			}
 			if (lv.FastBackS != nil) != (tc.cut > 0) {
 				t.Errorf("/fast back after %v; want it back only where the server frees the worker", lv.FastBackS)

@@ -257,9 +257,9 @@ func ends(v Verdict) string {
 // readers were held.
 func fastBack(lv *Level) string {
 	if lv.FastBackS == nil {
-		return "/fast did not come back while they were held: nothing freed what they held"
+		return "/fast did not come back while they were held: nothing let go of them"
 	}
-	return fmt.Sprintf("/fast came back %.1f s after the window with every one of them still connected: the server freed what they held without their seeing it", *lv.FastBackS)
+	return fmt.Sprintf("/fast came back %.1f s after the window with every one of them still connected: they no longer held it (a worker timeout, a proxy's send_timeout, or a proxy done buffering their responses)", *lv.FastBackS)
 }
 
 // stoppedWord is why the probe stopped, in one word.
