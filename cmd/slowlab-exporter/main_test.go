@@ -13,9 +13,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // TestServesMetrics runs the standalone exporter on a free loopback port
@@ -155,4 +158,90 @@ func TestVersionListenAndJSONLogs(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"version":"`+v+`"`) {
 		t.Errorf("the starting line does not log the version:\n%s", stderr.String())
 	}
+}
+
+// TestReloadOnSIGHUP: SIGHUP (ExecReload) reads the config file again: a
+// group added to it is served at the next scrape; a config that no longer
+// loads is logged and the running one kept.
+func TestReloadOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "exporter.yml")
+	group := func(names ...string) string {
+		s := "groups:\n"
+		for _, n := range names {
+			s += "  - name: " + n + "\n    selectors: [\"pid:" + strconv.Itoa(os.Getpid()) + "\"]\n"
+		}
+		return s
+	}
+	if err := os.WriteFile(conf, []byte(group("one")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "slowlab-exporter")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--config", conf, "--web.listen-address", "127.0.0.1:0")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
+	if err != nil || !ok {
+		t.Fatalf("no ready line %q (%v); stderr %s", line, err, stderr.String())
+	}
+	served := func(group string) bool {
+		resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(body), `slowlab_processes{group="`+group+`"`)
+	}
+	if !served("one") || served("two") {
+		t.Fatal("before the reload: want group one alone")
+	}
+	if err := os.WriteFile(conf, []byte(group("one", "two")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	if !slowlabtest.Eventually(func() bool { return served("two") }) {
+		t.Fatalf("group two not served after SIGHUP; stderr %s", stderr.String())
+	}
+	if err := os.WriteFile(conf, []byte("groups: [oops"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGHUP)
+	if !slowlabtest.Eventually(func() bool { return strings.Contains(stderr.String(), "reload: config kept as it was") }) {
+		t.Fatalf("no log line for the broken config; stderr %s", stderr.String())
+	}
+	if !served("one") || !served("two") {
+		t.Error("after a broken config: want the running groups kept")
+	}
+}
+
+// syncBuffer is a strings.Builder safe for a process's writes while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

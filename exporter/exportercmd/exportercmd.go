@@ -17,8 +17,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,14 +106,48 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	extra.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("slowlab_exporter"))
 	opts.Extra = extra
-	exp, err := exporter.New(cfg, opts, logger)
+	build := func(cfg exporter.Config, opts exporter.Options) (http.Handler, []string, error) {
+		exp, err := exporter.New(cfg, opts, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		h, err := exp.Mux(f.metricsPath, version.Version)
+		return h, exp.EnabledCollectors(), err
+	}
+	h, collectorNames, err := build(cfg, opts)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	handler, err := exp.Mux(f.metricsPath, version.Version)
-	if err != nil {
-		return err
-	}
+	var current atomic.Pointer[http.Handler]
+	current.Store(&h)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })
+	// SIGHUP (systemctl reload) reads the flags' config again: the config
+	// file and the groups given with it. A config that does not load is
+	// logged and the running one kept.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			cfg, opts, err := f.options()
+			var h http.Handler
+			if err == nil {
+				opts.Extra = extra
+				h, _, err = build(cfg, opts)
+			}
+			if err != nil {
+				logger.Error("reload: config kept as it was", "err", err)
+				continue
+			}
+			current.Store(&h)
+			logger.Info("reload: config read again", "groups", len(cfg.Groups))
+		}
+	}()
 	listen := f.listen
 	if len(listen) == 0 {
 		listen = []string{DefaultListen}
@@ -127,7 +165,7 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
 	}
 	logger.Info("exporter starting", "version", version.Version, "revision", version.GetRevision(), "groups", len(cfg.Groups),
-		"collectors", strings.Join(exp.EnabledCollectors(), ","), "addresses", strings.Join(addrs, ","))
+		"collectors", strings.Join(collectorNames, ","), "addresses", strings.Join(addrs, ","))
 	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: addrs[0]}))
 	return serve(ctx, lns, handler, f.webConfig, logger)
 }
