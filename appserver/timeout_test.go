@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +14,6 @@ import (
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
-
-// syncBuffer is a log the server writes from its timers while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // readClosed reads c until the server ends the connection and returns what
 // arrived and how it ended (nil: FIN).
@@ -47,12 +28,12 @@ func readClosed(t *testing.T, c net.Conn) ([]byte, error) {
 	return b, err
 }
 
-func timeoutServer(t *testing.T, model Model, workers int, timeout time.Duration) (*Server, string, *syncBuffer) {
+func timeoutServer(t *testing.T, model Model, workers int, timeout time.Duration) (*Server, string, *slowlabtest.SyncBuffer) {
 	t.Helper()
 	o := DefaultOptions()
 	o.Model, o.Workers, o.WorkerTimeout = model, workers, timeout
 	o.LargeSize = stuckSize
-	log := &syncBuffer{}
+	log := &slowlabtest.SyncBuffer{}
 	o.ErrorLog = log
 	s, base, _ := startServer(t, o)
 	return s, strings.TrimPrefix(base, "http://"), log

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // TestProxySendTimeoutLogsClientTimeout: a send_timeout cut is logged as
@@ -19,7 +21,7 @@ import (
 func TestProxySendTimeoutLogsClientTimeout(t *testing.T) {
 	for _, buffering := range []bool{true, false} {
 		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
-			var logs syncBuffer
+			var logs slowlabtest.SyncBuffer
 			log.SetOutput(&logs)
 			t.Cleanup(func() { log.SetOutput(os.Stderr) })
 			body := testBody(8 << 20)

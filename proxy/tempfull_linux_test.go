@@ -2,37 +2,17 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
-
-// syncBuffer is a log destination safe for the proxy's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestProxyTempDiskFull: a temp dir on a full tmpfs (256 KiB) makes the
 // spool's write fail with ENOSPC; the proxy logs it as NGINX does
@@ -49,7 +29,7 @@ func TestProxyTempDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Unmount(o.TempDir, syscall.MNT_DETACH) })
-	var logs syncBuffer
+	var logs slowlabtest.SyncBuffer
 	log.SetOutput(&logs)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	_, addr := startProxyOn(t, o, listen(t, smallSndbuf))

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,7 +181,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "--config", conf, "--web.listen-address", "127.0.0.1:0")
 	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
+	var stderr slowlabtest.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -225,23 +224,4 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if !served("one") || !served("two") {
 		t.Error("after a broken config: want the running groups kept")
 	}
-}
-
-// syncBuffer is a strings.Builder safe for a process's writes while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
