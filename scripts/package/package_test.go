@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +54,19 @@ func TestMain(m *testing.M) {
 func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 	slowlabtest.RequireRoot(t, "dpkg -i")
 	dpkg := slowlabtest.RequireTool(t, "dpkg")
+	// dpkg takes one package operation at a time on a machine: a second
+	// suite running beside this one (make test-loaded beside make test)
+	// waits here until this one's package is purged (the cleanups run
+	// last-registered first, so the lock goes last) instead of failing on
+	// dpkg's lock or on the package this one installed.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "slowlab-package-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() }) // closing releases the lock
 	if out, err := exec.Command(dpkg, "-s", "slowlab").CombinedOutput(); err == nil && strings.Contains(string(out), "Status: install ok installed") {
 		t.Fatal("a slowlab package is installed on this machine already: this test will not replace it")
 	}
