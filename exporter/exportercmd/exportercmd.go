@@ -105,50 +105,75 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	extra := prometheus.NewRegistry()
 	extra.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("slowlab_exporter"))
-	opts.Extra = extra
-	build := func(cfg exporter.Config, opts exporter.Options) (http.Handler, []string, error) {
-		exp, err := exporter.New(cfg, opts, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		h, err := exp.Mux(f.metricsPath, version.Version)
-		return h, exp.EnabledCollectors(), err
-	}
-	h, collectorNames, err := build(cfg, opts)
+	b := builder{f: &f, logger: logger, extra: extra}
+	h, collectorNames, err := b.build(cfg, opts)
 	if err != nil {
 		return usagef("%v", err)
 	}
 	var current atomic.Pointer[http.Handler]
 	current.Store(&h)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })
-	// SIGHUP (systemctl reload) reads the flags' config again: the config
-	// file and the groups given with it. A config that does not load is
-	// logged and the running one kept.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-			}
-			cfg, opts, err := f.options()
-			var h http.Handler
-			if err == nil {
-				opts.Extra = extra
-				h, _, err = build(cfg, opts)
-			}
-			if err != nil {
-				logger.Error("reload: config kept as it was", "err", err)
-				continue
-			}
-			current.Store(&h)
-			logger.Info("reload: config read again", "groups", len(cfg.Groups))
+	go b.reloadOn(ctx, hup, &current)
+	lns, addrs, err := listenAll(f.listen)
+	if err != nil {
+		return err
+	}
+	logger.Info("exporter starting", "version", version.Version, "revision", version.GetRevision(), "groups", len(cfg.Groups),
+		"collectors", strings.Join(collectorNames, ","), "addresses", strings.Join(addrs, ","))
+	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: addrs[0]}))
+	return serve(ctx, lns, handler, f.webConfig, logger)
+}
+
+// builder makes the exporter's handler from the flags' config, at start
+// and on each reload.
+type builder struct {
+	f      *exporterFlags
+	logger *slog.Logger
+	extra  *prometheus.Registry // the exporter's own Go, process and build metrics
+}
+
+func (b builder) build(cfg exporter.Config, opts exporter.Options) (http.Handler, []string, error) {
+	opts.Extra = b.extra
+	exp, err := exporter.New(cfg, opts, b.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := exp.Mux(b.f.metricsPath, version.Version)
+	return h, exp.EnabledCollectors(), err
+}
+
+// reloadOn reads the flags' config again (the config file and the groups
+// given with it) on each signal of hup (SIGHUP: systemctl reload) until
+// ctx ends, and serves it from then on; a config that does not load is
+// logged and the running one kept.
+func (b builder) reloadOn(ctx context.Context, hup <-chan os.Signal, current *atomic.Pointer[http.Handler]) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
 		}
-	}()
-	listen := f.listen
+		cfg, opts, err := b.f.options()
+		var h http.Handler
+		if err == nil {
+			h, _, err = b.build(cfg, opts)
+		}
+		if err != nil {
+			b.logger.Error("reload: config kept as it was", "err", err)
+			continue
+		}
+		current.Store(&h)
+		b.logger.Info("reload: config read again", "groups", len(cfg.Groups))
+	}
+}
+
+// listenAll listens on each address (DefaultListen when none is given),
+// and returns the listeners and their addresses; on an error it closes
+// those it opened.
+func listenAll(listen []string) ([]net.Listener, []string, error) {
 	if len(listen) == 0 {
 		listen = []string{DefaultListen}
 	}
@@ -160,14 +185,11 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 			for _, l := range lns {
 				l.Close()
 			}
-			return fmt.Errorf("listen %s: %w", a, err)
+			return nil, nil, fmt.Errorf("listen %s: %w", a, err)
 		}
 		lns, addrs = append(lns, ln), append(addrs, ln.Addr().String())
 	}
-	logger.Info("exporter starting", "version", version.Version, "revision", version.GetRevision(), "groups", len(cfg.Groups),
-		"collectors", strings.Join(collectorNames, ","), "addresses", strings.Join(addrs, ","))
-	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: addrs[0]}))
-	return serve(ctx, lns, handler, f.webConfig, logger)
+	return lns, addrs, nil
 }
 
 // DefaultListen is the address the exporter listens on without
