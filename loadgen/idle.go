@@ -62,7 +62,7 @@ const (
 // connection is closed by the holder at the latest Hold after it
 // connected, so Run ends within the connects' time plus Hold.
 type IdleHolders struct {
-	Addr    string       // host:port, loopback
+	Addr    string       // IP:PORT on loopback; HOST:PORT anywhere with AllowRemote
 	Mode    HoldMode     // idle or slowloris
 	N       int          // connections, up to MaxHeldConns
 	Sources []netip.Addr // local addresses, used in turn (127.0.0.2, ...); empty: the kernel's choice
@@ -76,6 +76,9 @@ type IdleHolders struct {
 	// OnConnected, when set, is called once every connection has been
 	// tried (connected or failed), with the number connected.
 	OnConnected func(connected int)
+	// AllowRemote lets Addr be another host (a name or an address); without
+	// it only loopback, checked again at connect as the clients do.
+	AllowRemote bool
 }
 
 // HeldConn is one held connection's outcome.
@@ -95,11 +98,17 @@ type HeldConn struct {
 // Validate names the first invalid field.
 func (h *IdleHolders) Validate() error {
 	ap, err := netip.ParseAddrPort(h.Addr)
+	host, port, splitErr := net.SplitHostPort(h.Addr)
 	switch {
+	case h.AllowRemote && (splitErr != nil || host == "" || port == ""):
+		return fmt.Errorf("addr %q: want HOST:PORT", h.Addr)
+	case h.AllowRemote:
 	case err != nil:
 		return fmt.Errorf("addr %q: want IP:PORT", h.Addr)
 	case !loopback.Addr(ap.Addr()):
-		return fmt.Errorf("addr %q: must be in %s", h.Addr, loopback.Ranges)
+		return fmt.Errorf("addr %q: must be in %s (another host needs AllowRemote: --allow-remote)", h.Addr, loopback.Ranges)
+	}
+	switch {
 	case h.Mode != HoldIdle && h.Mode != HoldSlowloris:
 		return fmt.Errorf("mode %q: allowed %v", h.Mode, HoldModes)
 	case h.N < 0 || h.N > MaxHeldConns:
@@ -194,11 +203,14 @@ func (h *IdleHolders) dial(ctx context.Context, i int) (net.Conn, HeldConn) {
 	if timeout == 0 {
 		timeout = h.Hold
 	}
-	d := net.Dialer{Timeout: timeout, Control: dialGuard(false)}
+	d := net.Dialer{Timeout: timeout, Control: dialGuard(h.AllowRemote)}
+	network := "tcp4"
 	if len(h.Sources) > 0 {
 		d.LocalAddr = &net.TCPAddr{IP: h.Sources[i%len(h.Sources)].AsSlice()}
+	} else if h.AllowRemote {
+		network = "tcp" // a name may resolve to IPv6 only
 	}
-	c, err := d.DialContext(ctx, "tcp4", h.Addr)
+	c, err := d.DialContext(ctx, network, h.Addr)
 	r.Connect = time.Since(r.Start)
 	if err != nil {
 		r.End, r.Err = EndConnectError, err

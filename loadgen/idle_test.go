@@ -152,6 +152,8 @@ func TestIdleHoldersValidate(t *testing.T) {
 		{func(h *IdleHolders) { h.Hold = 48 * time.Hour }, "hold 48h0m0s: allowed more than 0 up to 1h0m0s"},
 		{func(h *IdleHolders) { h.Mode = "flood" }, `mode "flood": allowed [idle slowloris]`},
 		{func(h *IdleHolders) { h.Sources = []netip.Addr{netip.MustParseAddr("192.168.1.2")} }, "sources[0] 192.168.1.2: must be an IPv4 address in 127.0.0.0/8"},
+		{func(h *IdleHolders) { h.Addr = "staging.example:80" }, `addr "staging.example:80": want IP:PORT`},
+		{func(h *IdleHolders) { h.Addr, h.AllowRemote = "staging.example", true }, `addr "staging.example": want HOST:PORT`},
 	} {
 		h := ok
 		tc.edit(&h)
@@ -161,5 +163,14 @@ func TestIdleHoldersValidate(t *testing.T) {
 	}
 	if err := ok.Validate(); err != nil {
 		t.Error(err)
+	}
+	// Another host, by address or name, with AllowRemote (validated only:
+	// the tests send nothing off loopback).
+	for _, addr := range []string{"10.0.0.1:80", "staging.example:8080", "[2001:db8::1]:443"} {
+		h := ok
+		h.Addr, h.AllowRemote = addr, true
+		if err := h.Validate(); err != nil {
+			t.Errorf("%s with AllowRemote: %v", addr, err)
+		}
 	}
 }

@@ -231,7 +231,7 @@ func (p Probe) hold(ctx context.Context, t targets, n int, hold time.Duration, c
 	if p == ProbeSlowloris {
 		mode = loadgen.HoldSlowloris
 	}
-	h := loadgen.IdleHolders{Addr: t.front, Mode: mode, N: n, Hold: hold,
+	h := loadgen.IdleHolders{Addr: t.front, Mode: mode, N: n, Hold: hold, AllowRemote: t.allowRemote,
 		OnConnected: func(int) { close(c.inPlace) }}
 	out, err := h.Run(ctx)
 	if err != nil {
