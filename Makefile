@@ -49,7 +49,8 @@ build:
 	$(GO) build -o slowlab ./cmd/slowlab
 
 # The exporter's Debian package (binary, systemd unit, default config), built
-# with nfpm: dist/slowlab_VERSION_ARCH.deb.
+# with nfpm: dist/slowlab-exporter_VERSION_ARCH.deb (the exporter alone, its unit
+# and config) and dist/slowlab_VERSION_ARCH.deb (the lab).
 package:
 	$(GO) run ./scripts/package -out dist
 

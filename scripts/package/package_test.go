@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,25 +21,29 @@ import (
 )
 
 var (
-	once            sync.Once
-	debPath, debDir string
-	debErr          error
+	once   sync.Once
+	debs   []string
+	debDir string
+	debErr error
 )
 
-// buildOnce builds the package once for the tests (a static build takes a
-// while the first time).
-func buildOnce(t *testing.T) string {
+// buildOnce builds the packages once for the tests (a static build takes
+// a while the first time): the exporter's .deb, then the lab's.
+func buildOnce(t *testing.T) (exporterDeb, labDeb string) {
 	t.Helper()
 	once.Do(func() {
 		if debDir, debErr = os.MkdirTemp("", "slowlab-deb-"); debErr == nil {
-			debPath, debErr = build("../..", debDir, "0.0~test")
+			debs, debErr = build("../..", debDir, "0.0~test")
 		}
 	})
 	if debErr != nil {
 		t.Fatal(debErr)
 	}
-	return debPath
+	return debs[0], debs[1]
 }
+
+// enabledLink is where deb-systemd-helper enables the unit.
+const enabledLink = "/etc/systemd/system/multi-user.target.wants/slowlab-exporter.service"
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -67,10 +72,12 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lock.Close() }) // closing releases the lock
-	if out, err := exec.Command(dpkg, "-s", "slowlab").CombinedOutput(); err == nil && strings.Contains(string(out), "Status: install ok installed") {
-		t.Fatal("a slowlab package is installed on this machine already: this test will not replace it")
+	for _, name := range []string{ExporterPackage, LabPackage} {
+		if out, err := exec.Command(dpkg, "-s", name).CombinedOutput(); err == nil && strings.Contains(string(out), "Status: install ok installed") {
+			t.Fatalf("a %s package is installed on this machine already: this test will not replace it", name)
+		}
 	}
-	deb := buildOnce(t)
+	exporterDeb, labDeb := buildOnce(t)
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
@@ -79,30 +86,33 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 		}
 		return string(out)
 	}
-	run(dpkg, "-i", deb)
 	purged := false
 	t.Cleanup(func() {
 		if !purged {
-			exec.Command(dpkg, "--purge", "slowlab").Run()
+			exec.Command(dpkg, "--purge", ExporterPackage, LabPackage).Run()
 		}
 	})
-	if st := run(dpkg, "-s", "slowlab"); !strings.Contains(st, "Status: install ok installed") || !strings.Contains(st, "Version: 0.0~test") {
-		t.Fatalf("dpkg -s:\n%s", st)
+	// The exporter alone: its package needs nothing of the lab's.
+	run(dpkg, "-i", exporterDeb)
+	if st := run(dpkg, "-s", ExporterPackage); !strings.Contains(st, "Status: install ok installed") || !strings.Contains(st, "Version: 0.0~test") ||
+		!strings.Contains(st, ConfigPath) || !strings.Contains(st, DefaultsPath) {
+		t.Fatalf("dpkg -s %s: want installed, version 0.0~test, %s and %s conffiles:\n%s", ExporterPackage, ConfigPath, DefaultsPath, st)
 	}
-	for path, mode := range map[string]os.FileMode{BinPath: 0o755, ExporterBinPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644, DefaultsPath: 0o644} {
+	for path, mode := range map[string]os.FileMode{ExporterBinPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644, DefaultsPath: 0o644} {
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode().Perm() != mode {
 			t.Errorf("%s: %v, mode %v; want %v", path, err, fi, mode)
 		}
 	}
-	if conf := run(dpkg, "-s", "slowlab"); !strings.Contains(conf, ConfigPath) || !strings.Contains(conf, DefaultsPath) {
-		t.Errorf("%s and %s are not both conffiles:\n%s", ConfigPath, DefaultsPath, conf)
+	if _, err := os.Stat(BinPath); !os.IsNotExist(err) {
+		t.Errorf("%s with the exporter's package alone: %v; want it in the lab's package", BinPath, err)
 	}
-	// The binaries know the package's version.
-	for _, cmd := range [][]string{{ExporterBinPath, "--version"}, {BinPath, "exporter", "--version"}} {
-		if out := run(cmd...); !strings.Contains(out, "version 0.0~test") {
-			t.Errorf("%v: %q, want the package version 0.0~test", cmd, out)
-		}
+	// postinst enabled the unit (deb-systemd-helper, where systemd runs or not).
+	if target, err := os.Readlink(enabledLink); err != nil || target != UnitPath {
+		t.Errorf("after install: %s -> %q (%v), want the unit enabled", enabledLink, target, err)
+	}
+	if out := run(ExporterBinPath, "--version"); !strings.Contains(out, "version 0.0~test") {
+		t.Errorf("%s --version: %q, want the package version 0.0~test", ExporterBinPath, out)
 	}
 
 	if _, err := os.Stat("/run/systemd/system"); err == nil {
@@ -111,20 +121,42 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 		t.Log("systemd is not running here: starting the unit's ExecStart line directly")
 		scrapeExecStart(t)
 	}
+	// An upgrade (the same version again) runs postinst with the old
+	// version: the unit stays enabled.
+	run(dpkg, "-i", exporterDeb)
+	if _, err := os.Readlink(enabledLink); err != nil {
+		t.Errorf("after reinstall: %v, want the unit still enabled", err)
+	}
 
-	run(dpkg, "-r", "slowlab")
-	for _, bin := range []string{BinPath, ExporterBinPath} {
-		if _, err := os.Stat(bin); !os.IsNotExist(err) {
-			t.Errorf("%s after dpkg -r: %v", bin, err)
-		}
+	// The lab's package beside it.
+	run(dpkg, "-i", labDeb)
+	if out := run(BinPath, "exporter", "--version"); !strings.Contains(out, "version 0.0~test") {
+		t.Errorf("%s exporter --version: %q, want the package version 0.0~test", BinPath, out)
+	}
+	run(dpkg, "-r", LabPackage)
+	if _, err := os.Stat(BinPath); !os.IsNotExist(err) {
+		t.Errorf("%s after dpkg -r %s: %v", BinPath, LabPackage, err)
+	}
+	if _, err := os.Stat(ExporterBinPath); err != nil {
+		t.Errorf("removing the lab removed the exporter: %v", err)
+	}
+
+	run(dpkg, "-r", ExporterPackage)
+	if _, err := os.Stat(ExporterBinPath); !os.IsNotExist(err) {
+		t.Errorf("%s after dpkg -r: %v", ExporterBinPath, err)
 	}
 	if _, err := os.Stat(ConfigPath); err != nil {
 		t.Errorf("%s gone after dpkg -r, want it kept until purge: %v", ConfigPath, err)
 	}
-	run(dpkg, "--purge", "slowlab")
+	run(dpkg, "--purge", ExporterPackage, LabPackage)
 	purged = true
-	if _, err := os.Stat(ConfigPath); !os.IsNotExist(err) {
-		t.Errorf("%s after purge: %v", ConfigPath, err)
+	for _, path := range []string{ConfigPath, DefaultsPath} {
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%s after purge: %v", path, err)
+		}
+	}
+	if _, err := os.Lstat(enabledLink); !os.IsNotExist(err) {
+		t.Errorf("%s after purge: %v; want no link left (dangling: the unit is gone)", enabledLink, err)
 	}
 }
 
@@ -220,36 +252,48 @@ func checkMetrics(t *testing.T, body string) {
 	}
 }
 
-// The package holds exactly the two binaries, the unit and the config.
+// Each package holds exactly its files: the exporter's its binary, unit,
+// config, defaults and copyright, with the maintainer scripts; the lab's
+// its binary and copyright.
 func TestDebContents(t *testing.T) {
 	dpkgDeb := slowlabtest.RequireTool(t, "dpkg-deb")
-	deb := buildOnce(t)
-	out, err := exec.Command(dpkgDeb, "-c", deb).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if p := strings.TrimPrefix(f[len(f)-1], "."); !strings.HasSuffix(p, "/") {
-			paths = append(paths, p)
+	exporterDeb, labDeb := buildOnce(t)
+	for _, tc := range []struct {
+		deb, name string
+		want      []string
+		scripts   bool
+	}{
+		{exporterDeb, ExporterPackage, []string{ExporterBinPath, UnitPath, ConfigPath, DefaultsPath, "/usr/share/doc/slowlab-exporter/copyright"}, true},
+		{labDeb, LabPackage, []string{BinPath, "/usr/share/doc/slowlab/copyright"}, false},
+	} {
+		out, err := exec.Command(dpkgDeb, "-c", tc.deb).Output()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	want := []string{BinPath, ExporterBinPath, UnitPath, ConfigPath, DefaultsPath}
-	for _, w := range want {
-		found := false
-		for _, p := range paths {
-			found = found || p == w
+		var paths []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(line)
+			if p := strings.TrimPrefix(f[len(f)-1], "."); !strings.HasSuffix(p, "/") {
+				paths = append(paths, p)
+			}
 		}
-		if !found {
-			t.Errorf("%s not in the package: %v", w, paths)
+		slices.Sort(paths)
+		want := slices.Sorted(slices.Values(tc.want))
+		if !slices.Equal(paths, want) {
+			t.Errorf("%s: files %v, want %v", tc.name, paths, want)
 		}
-	}
-	if len(paths) != len(want) {
-		t.Errorf("package files %v, want %v", paths, want)
-	}
-	if filepath.Ext(deb) != ".deb" {
-		t.Errorf("file %s", deb)
+		info, err := exec.Command(dpkgDeb, "-I", tc.deb).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, script := range []string{"postinst", "prerm", "postrm"} {
+			if got := strings.Contains(string(info), " "+script+" "); got != tc.scripts {
+				t.Errorf("%s: %s in the package %t, want %t", tc.name, script, got, tc.scripts)
+			}
+		}
+		if !strings.Contains(string(info), "Package: "+tc.name) {
+			t.Errorf("%s: dpkg-deb -I:\n%s", tc.deb, info)
+		}
 	}
 }
 
