@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
@@ -334,5 +336,121 @@ func TestUnitHardening(t *testing.T) {
 	}
 	if got := score(weak); got <= 2.5 {
 		t.Errorf("the unit without its Protect*, Restrict* and SystemCall* lines scores %.1f: the check cannot fail", got)
+	}
+}
+
+// unitCaps reads the unit's AmbientCapabilities as setpriv's list
+// (+sys_ptrace,+dac_read_search) and checks the bounding set and
+// NoNewPrivileges say the same.
+func unitCaps(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/systemd/slowlab-exporter.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			kv[k] = v
+		}
+	}
+	if kv["AmbientCapabilities"] != kv["CapabilityBoundingSet"] || kv["NoNewPrivileges"] != "yes" || kv["DynamicUser"] != "yes" {
+		t.Fatalf("unit: ambient %q, bounding %q, NoNewPrivileges %q, DynamicUser %q; want the same capabilities, no new privileges, a dynamic user",
+			kv["AmbientCapabilities"], kv["CapabilityBoundingSet"], kv["NoNewPrivileges"], kv["DynamicUser"])
+	}
+	var caps []string
+	for _, c := range strings.Fields(kv["AmbientCapabilities"]) {
+		caps = append(caps, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+	}
+	return strings.Join(caps, ",")
+}
+
+// TestUnitCapabilitiesWithoutSystemd runs the standalone exporter as the
+// unit does where no systemd runs to apply it: as an unprivileged user
+// (nobody, as a DynamicUser is one) with only the unit's capabilities
+// (ambient, inheritable and bounding set) and no new privileges, applied
+// with setpriv, watching this root-owned test process (its fds, sockets
+// and a temp file) and its memory cgroup: every collector succeeds. The
+// same user without the capabilities fails the fd collectors: the check
+// can fail. The unit's system-call filter is not applied here (no
+// systemd; seccomp has no tool of its own on these machines).
+func TestUnitCapabilitiesWithoutSystemd(t *testing.T) {
+	slowlabtest.RequireRoot(t, "setpriv to another user")
+	setpriv := slowlabtest.RequireTool(t, "setpriv")
+	caps := unitCaps(t)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "slowlab-exporter")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab-exporter").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A temp file this process holds open and unlinked, as NGINX does, in
+	// a temp dir of the group.
+	tmpDir := filepath.Join(dir, "proxy_temp")
+	if err := os.Mkdir(tmpDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(tmpDir, "0000000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Write(make([]byte, 64<<10))
+	os.Remove(f.Name())
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// A cgroup of its own, with a CPU and a memory limit to read.
+	cg, err := cgroup.New(cgroup.DefaultRoot, "slowlab-test-unit-"+strconv.Itoa(os.Getpid()), cgroup.Limits{CPUCores: 0.5, MemoryBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cg.Remove(); err != nil {
+			t.Errorf("remove the test cgroup: %v", err)
+		}
+	})
+	self := strconv.Itoa(os.Getpid())
+	args := []string{"--web.listen-address", "127.0.0.1:0", "--group", "self=pid:" + self, "--collector.tempfiles.dir", tmpDir,
+		"--group", "cg=cgroup:" + cg.Path()}
+	success := func(capList string) map[string]string {
+		t.Helper()
+		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
+			"--inh-caps=-all" + capList, "--ambient-caps=-all" + capList, "--bounding-set=-all" + capList, bin}, args...)...)
+		stdout, _ := cmd.StdoutPipe()
+		var stderr slowlabtest.SyncBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
+		if err != nil || !ok {
+			t.Fatalf("no ready line (%q, %v); stderr %s", line, err, stderr.String())
+		}
+		got := map[string]string{}
+		for _, m := range regexp.MustCompile(`(?m)^slowlab_exporter_collector_success\{collector="([^"]+)"\} (\S+)$`).FindAllStringSubmatch(get(t, addr), -1) {
+			got[m[1]] = m[2]
+		}
+		return got
+	}
+	with := success("," + caps)
+	t.Logf("with %s: %v", caps, with)
+	for _, c := range []string{"cgroup", "process", "tempfiles", "sockets"} {
+		if with[c] != "1" {
+			t.Errorf("collector %s: success %q as nobody with the unit's capabilities, want 1", c, with[c])
+		}
+	}
+	without := success("")
+	if without["sockets"] != "0" || without["tempfiles"] != "0" {
+		t.Errorf("as nobody without capabilities: %v; want the fd collectors failing (the check can fail)", without)
 	}
 }
