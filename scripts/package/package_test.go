@@ -255,8 +255,9 @@ func checkMetrics(t *testing.T, body string) {
 }
 
 // Each package holds exactly its files: the exporter's its binary, unit,
-// config, defaults and copyright, with the maintainer scripts; the lab's
-// its binary and copyright.
+// config, defaults, copyright, changelog and lintian overrides, with the
+// maintainer scripts; the lab's its binary, copyright, changelog and
+// overrides.
 func TestDebContents(t *testing.T) {
 	dpkgDeb := slowlabtest.RequireTool(t, "dpkg-deb")
 	exporterDeb, labDeb := buildOnce(t)
@@ -265,8 +266,9 @@ func TestDebContents(t *testing.T) {
 		want      []string
 		scripts   bool
 	}{
-		{exporterDeb, ExporterPackage, []string{ExporterBinPath, UnitPath, ConfigPath, DefaultsPath, "/usr/share/doc/slowlab-exporter/copyright"}, true},
-		{labDeb, LabPackage, []string{BinPath, "/usr/share/doc/slowlab/copyright"}, false},
+		{exporterDeb, ExporterPackage, []string{ExporterBinPath, UnitPath, ConfigPath, DefaultsPath, "/usr/share/doc/slowlab-exporter/copyright",
+			"/usr/share/doc/slowlab-exporter/changelog.gz", "/usr/share/lintian/overrides/slowlab-exporter"}, true},
+		{labDeb, LabPackage, []string{BinPath, "/usr/share/doc/slowlab/copyright", "/usr/share/doc/slowlab/changelog.gz", "/usr/share/lintian/overrides/slowlab"}, false},
 	} {
 		out, err := exec.Command(dpkgDeb, "-c", tc.deb).Output()
 		if err != nil {
@@ -452,5 +454,43 @@ func TestUnitCapabilitiesWithoutSystemd(t *testing.T) {
 	without := success("")
 	if without["sockets"] != "0" || without["tempfiles"] != "0" {
 		t.Errorf("as nobody without capabilities: %v; want the fd collectors failing (the check can fail)", without)
+	}
+}
+
+// TestLintian: both packages are lintian clean but for the tags their
+// overrides name (each with its reason in deploy/debian). The check can
+// fail: the exporter's package rebuilt without its overrides file shows
+// the overridden tags.
+func TestLintian(t *testing.T) {
+	lintian := slowlabtest.RequireTool(t, "lintian")
+	dpkgDeb := slowlabtest.RequireTool(t, "dpkg-deb")
+	exporterDeb, labDeb := buildOnce(t)
+	tags := func(debs ...string) []string {
+		t.Helper()
+		out, _ := exec.Command(lintian, append([]string{"--tag-display-limit", "0"}, debs...)...).CombinedOutput()
+		var found []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "E: ") || strings.HasPrefix(line, "W: ") {
+				found = append(found, line)
+			}
+		}
+		return found
+	}
+	if got := tags(exporterDeb, labDeb); len(got) > 0 {
+		t.Errorf("lintian, beyond the overrides:\n%s", strings.Join(got, "\n"))
+	}
+	tree := filepath.Join(t.TempDir(), "tree")
+	if out, err := exec.Command(dpkgDeb, "-R", exporterDeb, tree).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -R: %v\n%s", err, out)
+	}
+	if err := os.Remove(filepath.Join(tree, "usr/share/lintian/overrides", ExporterPackage)); err != nil {
+		t.Fatal(err)
+	}
+	bare := filepath.Join(t.TempDir(), "bare.deb")
+	if out, err := exec.Command(dpkgDeb, "--root-owner-group", "-b", tree, bare).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -b: %v\n%s", err, out)
+	}
+	if got := tags(bare); !slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "statically-linked-binary") }) {
+		t.Errorf("lintian on the package without its overrides: %q; want the overridden tags back", got)
 	}
 }
