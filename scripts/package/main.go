@@ -77,18 +77,8 @@ func build(root, out, version string) ([]string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	bin, exporterBin := filepath.Join(tmp, "slowlab"), filepath.Join(tmp, "slowlab-exporter")
-	// The version --version, the landing page and
-	// slowlab_exporter_build_info show; the revision the go command
-	// stamps from git (vcs.revision).
-	// Stripped (-s -w): the symbol tables are not needed to run or to
-	// report the build (go version -m reads the build info).
-	ldflags := "-s -w -X github.com/prometheus/common/version.Version=" + version
-	for out, pkg := range map[string]string{bin: "./cmd/slowlab", exporterBin: "./cmd/slowlab-exporter"} {
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build %s: %w: %s", pkg, err, b)
-		}
+	if err := compile(root, version, map[string]string{bin: "./cmd/slowlab", exporterBin: "./cmd/slowlab-exporter"}); err != nil {
+		return nil, err
 	}
 	changelog := filepath.Join(tmp, "changelog.gz")
 	if err := writeChangelog(changelog, version); err != nil {
@@ -147,6 +137,23 @@ func build(root, out, version string) ([]string, error) {
 		debs = append(debs, deb)
 	}
 	return debs, nil
+}
+
+// compile builds each package of the module at root to its output path,
+// static, stripped (-s -w: the symbol tables are not needed to run or to
+// report the build; go version -m reads the build info) and with version
+// as what --version, the landing page and slowlab_exporter_build_info
+// show (the revision is what the go command stamps from git).
+func compile(root, version string, outputs map[string]string) error {
+	ldflags := "-s -w -X github.com/prometheus/common/version.Version=" + version
+	for out, pkg := range outputs {
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w: %s", pkg, err, b)
+		}
+	}
+	return nil
 }
 
 // writeDeb writes info's package to out and returns its path.
