@@ -282,9 +282,11 @@ func checkResources(t *testing.T, dir string, runs []recorder.Run) {
 		}
 		for _, c := range comps {
 			k := key{r.RunID, c}
-			// A loaded machine skips late ticks rather than bunch them:
-			// a 2 s run still gets a few.
-			if rows[k] < 3 || bad[k] > 1 {
+			// A loaded machine skips late ticks rather than bunch them,
+			// and a scrape that overruns its interval is a row with its
+			// error (2 of 11 seen in a clean run beside a loaded one): a
+			// 2 s run still gets a few good ones, and most are good.
+			if rows[k]-bad[k] < 3 || bad[k] > rows[k]/2 {
 				t.Errorf("%s %s: %d sample rows, %d with errors", r.RunID, c, rows[k], bad[k])
 			}
 			i := slices.Index(recorder.Components[:], c)
