@@ -523,6 +523,69 @@ func TestLimitSelfAndBack(t *testing.T) {
 	}
 }
 
+// Two runs in one process (tests in parallel, as TestExamplesRun's), the
+// second prepared while the first is entered: the second waits for the
+// first's Release, each goes back where the process was when it entered,
+// and the process ends in exactly the cgroups it started in with both
+// cgroups removed. Before, the second remembered the first's cgroup as
+// home, failed to go back to it once it was removed, and stayed in its
+// own, limited, for the rest of the process (the cgroups the lab
+// package's tests left behind).
+func TestSelfTwoRunsInOneProcess(t *testing.T) {
+	slowlabtest.Require(t, os.Geteuid() == 0, "writing cgroups needs root")
+	before, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "slowlab-test-self2-" + strconv.Itoa(os.Getpid())
+	a, err := PrepareSelf(DefaultRoot, name+"-a", Limits{CPUCores: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Enter(); err != nil {
+		t.Fatal(err)
+	}
+	// b is prepared while a is entered, as a parallel run's instruments are.
+	b, err := PrepareSelf(DefaultRoot, name+"-b", Limits{CPUCores: 0.5})
+	if err != nil {
+		a.Release()
+		t.Fatal(err)
+	}
+	entered := make(chan error, 1)
+	go func() { entered <- b.Enter() }()
+	select {
+	case err := <-entered:
+		a.Release()
+		b.Release()
+		t.Fatalf("b entered (%v) while a was in: one process, one cgroup", err)
+	case <-time.After(100 * time.Millisecond):
+		// Not a deadline the test waits for: a check that b is still
+		// waiting; it enters once a releases, below.
+	}
+	if err := a.Release(); err != nil {
+		t.Errorf("a release: %v", err)
+	}
+	if err := <-entered; err != nil {
+		t.Fatalf("b enter after a's release: %v", err)
+	}
+	if during, _ := os.ReadFile("/proc/self/cgroup"); !strings.Contains(string(during), "/"+name+"-b") {
+		t.Errorf("b entered but the process is not in it:\n%s", during)
+	}
+	if err := b.Release(); err != nil {
+		t.Errorf("b release: %v", err)
+	}
+	if after, _ := os.ReadFile("/proc/self/cgroup"); string(after) != string(before) {
+		t.Errorf("cgroups after both runs:\n%s\nwant\n%s", after, before)
+	}
+	for _, s := range []*Self{a, b} {
+		for _, d := range s.Cgroup().Dirs() {
+			if _, err := os.Stat(d); !os.IsNotExist(err) {
+				t.Errorf("%s still exists", d)
+			}
+		}
+	}
+}
+
 // environment.json says "none allowed" for swap only where the lab could
 // write a swap limit: on v1 without memory.memsw.* a memory limit can
 // spill into swap, and the record says so, with the host's swap.

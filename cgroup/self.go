@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Self puts this process into a limited cgroup, and back where it was
@@ -16,57 +17,79 @@ import (
 // generator is a child uses only the cgroup. Moving a process does not
 // move what it had already charged elsewhere (v1): the limit then bounds
 // only the memory it touches afterwards.
+//
+// A process is in one cgroup at a time: of two runs in one process (tests
+// in parallel), the second's Enter waits until the first's Release, and
+// each remembers where the process was when it entered, so the process
+// always goes back home and every cgroup can be removed. (Remembering it
+// at PrepareSelf, a run prepared while another was entered went "back"
+// into the other's removed cgroup and stayed in its own, limited, for the
+// rest of the process.)
 type Self struct {
-	cg   *Cgroup
-	back []string // the cgroup.procs files the process came from
+	cg      *Cgroup
+	root    string
+	back    []string // the cgroup.procs files the process came from
+	entered bool
 }
 
+// selfMu is held from a Self's Enter to its Release.
+var selfMu sync.Mutex
+
 // PrepareSelf creates cgroup name with l under root (DefaultRoot when
-// empty) and remembers where this process is, without moving it yet, so
-// children started before Enter stay outside.
+// empty), without moving this process yet, so children started before
+// Enter stay outside.
 func PrepareSelf(root, name string, l Limits) (*Self, error) {
 	if root == "" {
 		root = DefaultRoot
-	}
-	orig, err := readSelf("/proc/self/cgroup")
-	if err != nil {
-		return nil, err
 	}
 	cg, err := New(root, name, l)
 	if err != nil {
 		return nil, err
 	}
-	s := &Self{cg: cg}
-	for _, hier := range cg.roots {
-		path, ok := origPath(orig, hier, root)
-		if !ok {
-			cg.Remove()
-			return nil, fmt.Errorf("no entry for %s in /proc/self/cgroup", hier)
-		}
-		s.back = append(s.back, filepath.Join(hier, path, "cgroup.procs"))
-	}
-	return s, nil
+	return &Self{cg: cg, root: root}, nil
 }
 
 // Cgroup is the cgroup the process enters.
 func (s *Self) Cgroup() *Cgroup { return s.cg }
 
-// Enter moves this process into the cgroup; on failure the cgroup is removed.
+// Enter moves this process into the cgroup, once no other Self of the
+// process is entered; on failure the cgroup is removed.
 func (s *Self) Enter() error {
-	if err := s.cg.AddProc(os.Getpid()); err != nil {
+	selfMu.Lock()
+	s.entered = true
+	orig, err := readSelf("/proc/self/cgroup")
+	if err == nil {
+		for _, hier := range s.cg.roots {
+			path, ok := origPath(orig, hier, s.root)
+			if !ok {
+				err = fmt.Errorf("no entry for %s in /proc/self/cgroup", hier)
+				break
+			}
+			s.back = append(s.back, filepath.Join(hier, path, "cgroup.procs"))
+		}
+	}
+	if err == nil {
+		err = s.cg.AddProc(os.Getpid())
+	}
+	if err != nil {
 		s.Release()
 		return err
 	}
 	return nil
 }
 
-// Release moves the process back and removes the cgroup.
+// Release moves the process back where it was at Enter and removes the
+// cgroup.
 func (s *Self) Release() error {
 	var errs []error
-	for _, f := range s.back {
-		if err := writeFile(f, fmt.Sprint(os.Getpid())); err != nil {
-			errs = append(errs, fmt.Errorf("move back to %s: %w", f, err))
+	if s.entered {
+		for _, f := range s.back {
+			if err := writeFile(f, fmt.Sprint(os.Getpid())); err != nil {
+				errs = append(errs, fmt.Errorf("move back to %s: %w", f, err))
+			}
 		}
+		s.entered, s.back = false, nil
+		selfMu.Unlock()
 	}
 	return errors.Join(append(errs, s.cg.Remove())...)
 }
