@@ -28,6 +28,11 @@ func markOwner() { os.Setenv(OwnerEnv, strconv.Itoa(os.Getpid())) }
 // device (HeldNamespaces).
 func LeftBehind() []string {
 	left := append(leftProcessesAndCgroups(), HeldNamespaces()...)
+	// A run whose load generator is this process moves it into a limited
+	// cgroup and back: it must be back where it started.
+	if now, _ := os.ReadFile("/proc/self/cgroup"); startCgroups != "" && string(now) != startCgroups {
+		left = append(left, "this process in other cgroups than it started in:\n"+string(now)+"(started in:\n"+startCgroups+")")
+	}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+strconv.Itoa(os.Getpid())+"-*"))
 	for _, d := range dirs {
 		left = append(left, "work dir "+d)
@@ -65,6 +70,9 @@ func HeldNamespaces() []string {
 // before any test runs: /proc/self/ns/net is the main thread's, which a
 // test may move for a while.
 var startNS, _ = os.Readlink("/proc/self/ns/net")
+
+// startCgroups is /proc/self/cgroup before any test runs.
+var startCgroups = func() string { b, _ := os.ReadFile("/proc/self/cgroup"); return string(b) }()
 
 func leftProcessesAndCgroups() []string {
 	me := strconv.Itoa(os.Getpid())

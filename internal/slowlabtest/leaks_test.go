@@ -101,3 +101,49 @@ func TestLeftBehindHasThreadsInOtherNamespaces(t *testing.T) {
 	<-done
 	WaitFor(t, "the namespace's thread to exit", func() bool { return !held() }, func() string { return strings.Join(HeldNamespaces(), "; ") })
 }
+
+// A test process left in another cgroup (a run that did not move it back)
+// is listed; back where it started, it is not.
+func TestLeftBehindSeesProcessMoved(t *testing.T) {
+	root := "/sys/fs/cgroup/memory"
+	Require(t, os.Geteuid() == 0 && isDir(root), "a cgroup v1 memory hierarchy writable by root")
+	moved := func() bool {
+		return slices.ContainsFunc(LeftBehind(), func(s string) bool { return strings.HasPrefix(s, "this process in other cgroups") })
+	}
+	if moved() {
+		t.Fatalf("listed before any move: %v", LeftBehind())
+	}
+	orig, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var home string
+	for _, line := range strings.Split(string(orig), "\n") {
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "memory" {
+			home = filepath.Join(root, parts[2])
+		}
+	}
+	if home == "" {
+		t.Fatal("no memory line in /proc/self/cgroup with a v1 memory hierarchy mounted")
+	}
+	dir := filepath.Join(root, "slowlab-leaktest-self-"+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	back := func() {
+		os.WriteFile(filepath.Join(home, "cgroup.procs"), pid, 0o644)
+		os.Remove(dir)
+	}
+	defer back()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), pid, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !moved() {
+		t.Errorf("moved into %s but not listed: %v", dir, LeftBehind())
+	}
+	back()
+	if moved() {
+		t.Errorf("back home but still listed: %v", LeftBehind())
+	}
+}
