@@ -74,8 +74,12 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) {
 			t.Errorf("%s: /fast %d ok of %d planned", r.RunID, r.FastOK, r.FastPlanned)
 		}
 		if r.Route == string(RouteHTTP10) {
-			if !r.DelayP50MS.Valid || r.DelayP50MS.Value < 1000 || !r.FirstByteMS.Valid || r.FirstByteMS.Value < 2000 {
-				t.Errorf("%s: delivery delay p50 %v ms, first byte %v ms; want the stream held to its end (p50 >= 1000, first byte >= 2000)",
+			// Held to the end, a stream's events wait from its whole length
+			// down to 0: the median is half the stream (978.8 ms of a 2 s one
+			// was seen), so the bound is half that; unbuffered the median
+			// is under 1 ms.
+			if !r.DelayP50MS.Valid || r.DelayP50MS.Value < 500 || !r.FirstByteMS.Valid || r.FirstByteMS.Value < 2000 {
+				t.Errorf("%s: delivery delay p50 %v ms, first byte %v ms; want the stream held to its end (p50 >= 500, first byte >= 2000)",
 					r.RunID, r.DelayP50MS, r.FirstByteMS)
 			}
 			continue
