@@ -106,21 +106,10 @@ func TestVersionListenAndJSONLogs(t *testing.T) {
 	}
 
 	a, b := freePort(t), freePort(t)
-	cmd := exec.Command(bin, "--web.listen-address", a, "--web.listen-address", b, "--group", "self=pid:"+strconv.Itoa(os.Getpid()),
+	cmd, addr, stderr := startExporter(t, bin, "--web.listen-address", a, "--web.listen-address", b, "--group", "self=pid:"+strconv.Itoa(os.Getpid()),
 		"--log.format", "json")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready listen="+a {
-		t.Fatalf("ready line %q (%v), want the first address %s; stderr %s", line, err, a, stderr.String())
+	if addr != a {
+		t.Fatalf("ready line names %s, want the first address %s", addr, a)
 	}
 	get := func(addr, path string) string {
 		t.Helper()
@@ -179,22 +168,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--config", conf, "--web.listen-address", "127.0.0.1:0")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr slowlabtest.SyncBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
-	if err != nil || !ok {
-		t.Fatalf("no ready line %q (%v); stderr %s", line, err, stderr.String())
-	}
+	cmd, addr, stderr := startExporter(t, bin, "--config", conf, "--web.listen-address", "127.0.0.1:0")
 	served := func(group string) bool {
 		resp, err := (&http.Client{Timeout: time.Minute}).Get("http://" + addr + "/metrics")
 		if err != nil {
@@ -224,4 +198,28 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	if !served("one") || !served("two") {
 		t.Error("after a broken config: want the running groups kept")
 	}
+}
+
+// startExporter starts the built exporter bin with args, waits for its
+// ready line and returns it with the address that line names and its
+// stderr; it is ended (SIGTERM) when the test ends.
+func startExporter(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *slowlabtest.SyncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &slowlabtest.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
+	if err != nil || !ok {
+		t.Fatalf("no ready line %q (%v); stderr %s", line, err, stderr.String())
+	}
+	return cmd, addr, stderr
 }
