@@ -586,6 +586,46 @@ func TestSelfTwoRunsInOneProcess(t *testing.T) {
 	}
 }
 
+// A process started while the run is entered inherits its cgroup (as a
+// parallel experiment's exporter did): Release moves it back with this
+// one and removes the cgroup. Before, Remove waited for it to leave and
+// failed, its error dropped by the run's deferred Stop: the cgroup stayed.
+func TestSelfReleaseMovesStartedProcessBack(t *testing.T) {
+	slowlabtest.Require(t, os.Geteuid() == 0, "writing cgroups needs root")
+	before, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := PrepareSelf(DefaultRoot, "slowlab-test-selfchild-"+strconv.Itoa(os.Getpid()), Limits{CPUCores: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Enter(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		s.Release()
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	path := fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid)
+	if in, _ := os.ReadFile(path); !strings.Contains(string(in), "/slowlab-test-selfchild-") {
+		t.Fatalf("the child did not inherit the entered cgroup:\n%s", in)
+	}
+	if err := s.Release(); err != nil {
+		t.Errorf("release with a started process in the cgroup: %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("the started process's cgroups after Release:\n%s\nwant this process's before Enter:\n%s", after, before)
+	}
+	for _, d := range s.Cgroup().Dirs() {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still exists", d)
+		}
+	}
+}
+
 // environment.json says "none allowed" for swap only where the lab could
 // write a swap limit: on v1 without memory.memsw.* a memory limit can
 // spill into swap, and the record says so, with the host's swap.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Self puts this process into a limited cgroup, and back where it was
@@ -79,13 +80,28 @@ func (s *Self) Enter() error {
 }
 
 // Release moves the process back where it was at Enter and removes the
-// cgroup.
+// cgroup. A process started while this one was entered inherited the
+// cgroup (a fork lands in its parent's cgroup; v1 has no way to start one
+// elsewhere): it goes back too, so the cgroup can be removed. Only a
+// process that ran here meanwhile can be in it: the cgroup is this run's
+// own. (Left in, it kept the cgroup from being removed: the run cgroups
+// TestExamplesRun's parallel experiments left behind, one's exporter
+// started while another's run had the process entered.)
 func (s *Self) Release() error {
 	var errs []error
 	if s.entered {
-		for _, f := range s.back {
+		for i, f := range s.back {
 			if err := writeFile(f, fmt.Sprint(os.Getpid())); err != nil {
 				errs = append(errs, fmt.Errorf("move back to %s: %w", f, err))
+				continue
+			}
+			pids, _ := readPids(s.cg.dirs[i])
+			for _, pid := range pids {
+				// A process that exits meanwhile cannot be moved, and
+				// need not be (ESRCH).
+				if err := writeFile(f, fmt.Sprint(pid)); err != nil && !errors.Is(err, syscall.ESRCH) {
+					errs = append(errs, fmt.Errorf("move started process %d back to %s: %w", pid, f, err))
+				}
 			}
 		}
 		s.entered, s.back = false, nil

@@ -35,6 +35,8 @@ type Fresh struct {
 	In      *Instruments
 	t0      time.Time
 	work    string
+	env     *Env
+	runID   string
 }
 
 // StartFresh starts a stack of its own for run d.RunID (d's LogDir and
@@ -53,7 +55,7 @@ func StartFresh(ctx context.Context, env *Env, d stack.Deployment, loadChild boo
 		os.RemoveAll(work)
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
-	f := &Fresh{Running: running, work: work}
+	f := &Fresh{Running: running, work: work, env: env, runID: d.RunID}
 	instrument := Instrument
 	if loadChild {
 		instrument = InstrumentLoadChild
@@ -105,6 +107,15 @@ func (f *Fresh) Stop() error {
 		f.work = ""
 	}
 	return errors.Join(errs...)
+}
+
+// Close is Stop for a deferred call: what could not be cleaned up (a
+// cgroup still holding a process, a stack that would not stop) is logged
+// with the run, not dropped.
+func (f *Fresh) Close() {
+	if err := f.Stop(); err != nil {
+		f.env.Logf("run %s: clean up: %v", f.runID, err)
+	}
 }
 
 // Fail sets run v failed for reason, or aborted ("interrupted: " and

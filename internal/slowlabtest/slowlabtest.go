@@ -14,13 +14,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slowlab/slowlab/child"
 )
 
 // Main builds ./cmd/slowlab of this module into a temporary directory,
-// points child.ExecutableEnv at it, runs the tests and removes it. Call it
-// from a TestMain: os.Exit(slowlabtest.Main(m)).
+// points child.ExecutableEnv at it, runs the tests and removes it, and
+// fails the package when the tests left anything of theirs behind
+// (LeftBehind): what a test's own check cannot see, as parallel subtests'
+// runs, each of which shares the process with the others. Call it from a
+// TestMain: os.Exit(slowlabtest.Main(m)).
 func Main(m *testing.M) int {
 	markOwner()
 	if os.Getenv(child.ExecutableEnv) != "" {
@@ -38,7 +42,24 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	os.Setenv(child.ExecutableEnv, bin)
-	return m.Run()
+	code := m.Run()
+	if left := leftAfterAll(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "slowlabtest: the package's tests left behind:\n  %s\n", strings.Join(left, "\n  "))
+		return 1
+	}
+	return code
+}
+
+// leftAfterAll is LeftBehind once the tests ended, given a process that
+// was just killed the moment it takes to go: what is still there after
+// 50 looks 100 ms apart.
+func leftAfterAll() []string {
+	left := LeftBehind()
+	for i := 0; i < 50 && len(left) > 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+		left = LeftBehind()
+	}
+	return left
 }
 
 // build compiles the module's cmd/slowlab into bin.

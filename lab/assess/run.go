@@ -83,7 +83,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 		v.Stopped = "failed: " + ferr.Error()
 		return v, nil
 	}
-	defer fr.Stop()
+	defer fr.Close()
 	t, err := c.targets(ctx, fr.Running, p)
 	if err != nil {
 		return v, fmt.Errorf("%w: %v", ErrRefused, err)

@@ -100,7 +100,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 	if err != nil {
 		return fail(err.Error())
 	}
-	defer fr.Stop()
+	defer fr.Close()
 	fastURL := fr.Running.Target(stack.TargetFast, c.Fast.Path)
 	u, err := url.Parse(fastURL)
 	if err != nil {

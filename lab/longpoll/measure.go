@@ -32,7 +32,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if err != nil {
 		return lab.Failed(ctx, run, err), g, nil
 	}
-	defer fr.Stop()
+	defer fr.Close()
 	m := c.probe(ctx, env, fr.Running, fr.In, id, cond, f)
 	run.Probes = m.rows
 	g.ElapsedS = m.elapsed.Seconds()

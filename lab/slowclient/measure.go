@@ -42,7 +42,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if err != nil {
 		return fail(recorder.RunFailed, err.Error()), nil
 	}
-	defer in.Stop()
+	defer func() {
+		if err := in.Stop(); err != nil {
+			env.Logf("run %s: clean up: %v", id, err)
+		}
+	}()
 
 	var hs *hopSampling
 	// started is the load generator's start line: its t0 starts the

@@ -54,7 +54,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if err != nil {
 		return lab.Failed(ctx, run, err), nil
 	}
-	defer fr.Stop()
+	defer fr.Close()
 
 	t0 := time.Now()
 	fr.Start(t0, f.Resources)
