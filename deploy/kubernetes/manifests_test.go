@@ -7,7 +7,6 @@
 package kubernetes
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -185,66 +184,26 @@ func TestDaemonSetCommandRuns(t *testing.T) {
 	decode(t, "configmap.yaml", &cm)
 	var ds appsv1.DaemonSet
 	decode(t, "daemonset.yaml", &ds)
-	c := ds.Spec.Template.Spec.Containers[0]
-	dir := t.TempDir()
-	var mountDir string
-	for _, m := range c.VolumeMounts {
-		if m.Name == "config" {
-			mountDir = m.MountPath
-		}
+	pod := ds.Spec.Template.Spec
+	args := podArgs(pod.Containers[0], podMounts(t, pod, pod.Containers[0], map[string]corev1.ConfigMap{cm.Name: cm}, nil))
+	i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--config=") })
+	if i < 0 {
+		t.Fatalf("args %v: no --config", args)
 	}
-	var args []string
-	for _, a := range c.Args {
-		switch {
-		case strings.HasPrefix(a, "--config="):
-			name, ok := strings.CutPrefix(strings.TrimPrefix(a, "--config="), mountDir+"/")
-			if !ok || cm.Data[name] == "" {
-				t.Fatalf("%s: not a key of the ConfigMap mounted at %s", a, mountDir)
-			}
-			file := filepath.Join(dir, name)
-			os.WriteFile(file, []byte(cm.Data[name]), 0o644)
-			cfg, err := exporter.LoadConfig(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dynamic := 0
-			for _, g := range cfg.Groups {
-				if slices.ContainsFunc(g.Selectors, func(s string) bool { return strings.HasPrefix(s, "cgroup-re:") }) {
-					dynamic++
-				}
-			}
-			if dynamic != 2 {
-				t.Errorf("%d dynamic groups in the ConfigMap, want one per kubelet cgroup driver", dynamic)
-			}
-			a = "--config=" + file
-		case strings.HasPrefix(a, "--path.procfs="):
-			a = "--path.procfs=/proc"
-		case strings.HasPrefix(a, "--path.cgroupfs="):
-			a = "--path.cgroupfs=" + exporter.DefaultCgroupFS
-		case strings.HasPrefix(a, "--web.listen-address="):
-			a = "--web.listen-address=127.0.0.1:0"
-		}
-		args = append(args, a)
-	}
-	// The image's binary: the standalone exporter (deploy/Dockerfile.exporter).
-	bin := filepath.Join(dir, "slowlab-exporter")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab-exporter").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/slowlab-exporter: %v\n%s", err, out)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	out, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	cfg, err := exporter.LoadConfig(strings.TrimPrefix(args[i], "--config="))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
-	if err != nil || !ok {
-		t.Fatalf("no ready line (%q, %v); stderr: %s", line, err, stderr.String())
+	dynamic := 0
+	for _, g := range cfg.Groups {
+		if slices.ContainsFunc(g.Selectors, func(s string) bool { return strings.HasPrefix(s, "cgroup-re:") }) {
+			dynamic++
+		}
 	}
+	if dynamic != 2 {
+		t.Errorf("%d dynamic groups in the ConfigMap, want one per kubelet cgroup driver", dynamic)
+	}
+	addr := runImageBinary(t, args)
 	client := http.Client{Timeout: time.Minute}
 	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {

@@ -1,0 +1,140 @@
+package kubernetes
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/slowlab/slowlab/exporter"
+)
+
+// kustomize builds dir as `kubectl apply -k dir` would and returns each
+// resource's YAML by kind and name ("DaemonSet/slowlab-exporter").
+func kustomize(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	out := map[string][]byte{}
+	for _, r := range res.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[r.GetKind()+"/"+r.GetName()] = y
+	}
+	return out
+}
+
+// podMounts stands in for the pod's volumes on this machine: each of c's
+// mount paths is a directory here, the host's own for a hostPath volume
+// (the cgroup tree where this machine has it), a temp dir holding the
+// keys of the ConfigMap or Secret (from secrets: the operator makes them)
+// otherwise.
+func podMounts(t *testing.T, pod corev1.PodSpec, c corev1.Container, cms map[string]corev1.ConfigMap, secrets map[string]map[string][]byte) map[string]string {
+	t.Helper()
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		vols[v.Name] = v
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		v, ok := vols[m.Name]
+		if !ok {
+			t.Fatalf("mount %s: no volume %q", m.MountPath, m.Name)
+		}
+		files := map[string][]byte{}
+		switch {
+		case v.HostPath != nil && v.HostPath.Path == "/sys/fs/cgroup":
+			mounts[m.MountPath] = exporter.DefaultCgroupFS
+			continue
+		case v.HostPath != nil:
+			mounts[m.MountPath] = v.HostPath.Path
+			continue
+		case v.ConfigMap != nil:
+			cm, ok := cms[v.ConfigMap.Name]
+			if !ok {
+				t.Fatalf("volume %s: no ConfigMap %q among the manifests", v.Name, v.ConfigMap.Name)
+			}
+			for k, d := range cm.Data {
+				files[k] = []byte(d)
+			}
+		case v.Secret != nil:
+			s, ok := secrets[v.Secret.SecretName]
+			if !ok {
+				t.Fatalf("volume %s: Secret %q, which the test does not make", v.Name, v.Secret.SecretName)
+			}
+			files = s
+		default:
+			t.Fatalf("volume %s: a kind this test does not stand in for", v.Name)
+		}
+		dir := t.TempDir()
+		for k, d := range files {
+			if err := os.WriteFile(filepath.Join(dir, k), d, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mounts[m.MountPath] = dir
+	}
+	return mounts
+}
+
+// podArgs are c's arguments with every path under a mount swapped for its
+// directory here (podMounts) and the listen address for a free loopback
+// port: the command line the container runs, on this machine.
+func podArgs(c corev1.Container, mounts map[string]string) []string {
+	var args []string
+	for _, a := range c.Args {
+		flag, val, ok := strings.Cut(a, "=")
+		switch {
+		case !ok:
+		case flag == "--web.listen-address":
+			a = flag + "=127.0.0.1:0"
+		default:
+			for mp, dir := range mounts {
+				if rest, ok := strings.CutPrefix(val, mp); ok && (rest == "" || rest[0] == '/') {
+					a = flag + "=" + dir + rest
+				}
+			}
+		}
+		args = append(args, a)
+	}
+	return args
+}
+
+// runImageBinary starts the image's binary, the standalone exporter
+// (deploy/Dockerfile.exporter), with args and returns the address its
+// ready line names; it stops when the test ends.
+func runImageBinary(t *testing.T, args []string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "slowlab-exporter")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab-exporter").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/slowlab-exporter: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
+	out, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
+	if err != nil || !ok {
+		cancel()
+		cmd.Wait()
+		t.Fatalf("no ready line (%q, %v); stderr: %s", line, err, stderr.String())
+	}
+	return addr
+}
