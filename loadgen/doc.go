@@ -13,7 +13,12 @@
 //   - SlowReader: downloads whose socket reads are paced, with a small
 //     receive buffer, or that stall (Download); SlowUploader: uploads sent
 //     at a paced rate (Upload); SSEClient: event streams, each event's
-//     delivery timed (SSEStream).
+//     delivery timed (SSEStream);
+//   - H2Conn: one HTTP/2 connection (h2 over TLS or h2c) whose streams
+//     are read slowly by flow control, not by the socket: each stream's
+//     reader grants the server room (WINDOW_UPDATE) at a paced rate, or
+//     stalls with its window closed, the windows as the caller sets them
+//     (golang.org/x/net/http2's Framer, where its Transport hides them).
 //
 // Each request's timings come from net/http/httptrace (Client), or, with
 // ClientOptions.Lean, from a minimal HTTP/1.1 client of its own that

@@ -1,0 +1,200 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// h2Server is a cleartext HTTP/2 server (prior knowledge) on loopback
+// whose /large?size=N writes N bytes in 16 KiB flushed writes and reports
+// when its handler's first write got out and when it returned.
+type h2Server struct {
+	addr                 string
+	firstOut, handlerOut chan time.Time
+}
+
+func startH2Server(t *testing.T) *h2Server {
+	t.Helper()
+	s := &h2Server{firstOut: make(chan time.Time, 16), handlerOut: make(chan time.Time, 16)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/large", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("size"))
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		chunk := make([]byte, 16<<10)
+		for sent := 0; sent < n; {
+			k := min(len(chunk), n-sent)
+			if _, err := w.Write(chunk[:k]); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			if sent == 0 {
+				s.firstOut <- time.Now()
+			}
+			sent += k
+		}
+		s.handlerOut <- time.Now()
+	})
+	mux.HandleFunc("/fast", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(strings.Repeat("f", 1024))) })
+	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols)}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	s.addr = ln.Addr().String()
+	return s
+}
+
+func dialH2(t *testing.T, addr string, stream, conn uint32) *H2Conn {
+	t.Helper()
+	c, err := DialH2(context.Background(), H2Options{Addr: addr, StreamWindow: stream, ConnWindow: conn, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// A paced HTTP/2 reader holds the server's handler by flow control alone
+// (its socket is read as fast as frames come): 1 MiB read at 1 MiB/s with
+// a 64 KiB stream window takes at least (1 MiB - 64 KiB) / rate, and the
+// handler cannot return before the reader granted all but what the window
+// and the server's own write buffer hold.
+func TestH2PacedStreamHoldsHandler(t *testing.T) {
+	srv := startH2Server(t)
+	c := dialH2(t, srv.addr, 64<<10, 16<<20)
+	const size, rate, window = 1 << 20, 1 << 20, 64 << 10
+	start := time.Now()
+	r := <-c.Get("/large?size="+strconv.Itoa(size), H2Read{Rate: rate})
+	if r.Err != nil || !r.Complete || r.Bytes != size || r.Status != 200 {
+		t.Fatalf("%+v: want the whole 1 MiB, status 200", r)
+	}
+	if min := time.Duration(float64(size-window) / rate * float64(time.Second)); r.Total < min {
+		t.Errorf("paced at %d B/s: took %v, want at least %v", rate, r.Total, min)
+	}
+	// The server may hold its 16 KiB write and a frame or so beyond the
+	// window: 64 KiB of slack more.
+	if out, min := (<-srv.handlerOut).Sub(start), time.Duration(float64(size-2*window)/rate*float64(time.Second)); out < min {
+		t.Errorf("the handler returned %v after the request, want at least %v: flow control did not hold it", out, min)
+	}
+}
+
+// A zero stream window lets the server send no body byte: a reader that
+// stalls from its first byte for 300 ms gets its first DATA only once it
+// resumed and granted room, and the whole body then.
+func TestH2ZeroWindowStall(t *testing.T) {
+	srv := startH2Server(t)
+	c := dialH2(t, srv.addr, 0, 16<<20)
+	r := <-c.Get("/large?size=65536", H2Read{Stall: 300 * time.Millisecond})
+	if r.Err != nil || !r.Complete || r.Bytes != 65536 {
+		t.Fatalf("%+v: want the whole body after the stall", r)
+	}
+	if r.Stalled.IsZero() || r.Resumed.Sub(r.Stalled) < 300*time.Millisecond {
+		t.Errorf("stalled %v, resumed %v: want a 300 ms stall", r.Stalled, r.Resumed)
+	}
+	if first := <-srv.firstOut; first.Before(r.Resumed) {
+		t.Errorf("the server's first write got out %v before the reader resumed: the zero window did not hold it", r.Resumed.Sub(first))
+	}
+}
+
+// Streams share the connection's window: with it at the protocol's 64 KiB
+// minimum, four stalled readers' unread bytes fill it, and a small
+// response on the same connection cannot arrive before a stalled reader
+// resumes; with a 16 MiB connection window it arrives while they stall.
+func TestH2StreamsShareConnectionWindow(t *testing.T) {
+	for _, tc := range []struct {
+		conn    uint32
+		blocked bool
+	}{{H2DefaultWindow, true}, {16 << 20, false}} {
+		srv := startH2Server(t)
+		c := dialH2(t, srv.addr, 64<<10, tc.conn)
+		var slow []<-chan H2Result
+		for range 4 {
+			slow = append(slow, c.Get("/large?size=262144", H2Read{Stall: 2 * time.Second}))
+		}
+		for range slow { // each stalled reader's handler got its first write out
+			<-srv.firstOut
+		}
+		fast := <-c.Get("/fast", H2Read{})
+		if fast.Err != nil || !fast.Complete {
+			t.Fatalf("connection window %d: fast %+v", tc.conn, fast)
+		}
+		fastEnd := fast.Start.Add(fast.Total)
+		resumed := time.Time{}
+		for _, ch := range slow {
+			r := <-ch
+			if r.Err != nil || !r.Complete {
+				t.Fatalf("connection window %d: slow %+v", tc.conn, r)
+			}
+			if resumed.IsZero() || r.Resumed.Before(resumed) {
+				resumed = r.Resumed
+			}
+		}
+		if got := !fastEnd.Before(resumed); got != tc.blocked {
+			t.Errorf("connection window %d: /fast ended %v after the first stalled reader resumed (negative: before), want blocked %t",
+				tc.conn, fastEnd.Sub(resumed), tc.blocked)
+		}
+	}
+}
+
+// Over TLS the connection negotiates h2 by ALPN; a server that only
+// speaks HTTP/1.1 over TLS is refused as one (Go's refuses the handshake;
+// one that ignores ALPN negotiates nothing, also refused).
+func TestH2OverTLS(t *testing.T) {
+	for _, h2 := range []bool{true, false} {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(r.Proto)) }))
+		srv.EnableHTTP2 = h2
+		srv.StartTLS()
+		roots := x509.NewCertPool()
+		roots.AddCert(srv.Certificate())
+		c, err := DialH2(context.Background(), H2Options{Addr: srv.Listener.Addr().String(), TLS: &tls.Config{RootCAs: roots, ServerName: "example.com"},
+			StreamWindow: H2DefaultWindow, ConnWindow: H2DefaultWindow, Timeout: time.Minute})
+		if !h2 {
+			if err == nil || !strings.Contains(err.Error(), "does not speak HTTP/2 over TLS") {
+				t.Errorf("an HTTP/1.1-only TLS server: %v, want it refused as one", err)
+			}
+			if c != nil {
+				c.Close()
+			}
+			srv.Close()
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := <-c.Get("/", H2Read{}); r.Err != nil || !r.Complete || r.Bytes != int64(len("HTTP/2.0")) {
+			t.Errorf("%+v, want the HTTP/2.0 the server saw", r)
+		}
+		c.Close()
+		srv.Close()
+	}
+}
+
+// Windows out of the protocol's range are refused before connecting, and
+// a paced reader on a zero window (it would never be sent a byte) is
+// refused with its stream.
+func TestH2RefusesWindows(t *testing.T) {
+	for _, o := range []H2Options{{ConnWindow: 1000}, {ConnWindow: H2DefaultWindow, StreamWindow: 1 << 31}, {ConnWindow: 1 << 31}} {
+		if _, err := DialH2(context.Background(), o); err == nil || !strings.Contains(err.Error(), "http/2 windows") {
+			t.Errorf("%+v: %v, want the windows refused", o, err)
+		}
+	}
+	srv := startH2Server(t)
+	c := dialH2(t, srv.addr, 0, H2DefaultWindow)
+	if r := <-c.Get("/fast", H2Read{Rate: 1000}); r.Err == nil || !strings.Contains(r.Err.Error(), "needs a stream window above 0") {
+		t.Errorf("paced on a zero window: %v", r.Err)
+	}
+	if r := <-c.Get("/fast", H2Read{}); r.Err != nil || !r.Complete || r.Bytes != 1024 {
+		t.Errorf("an immediate reader on a zero window opens it: %+v", r)
+	}
+}
