@@ -134,6 +134,10 @@ func TestNodePrimaryStops(t *testing.T) {
 			if sig == syscall.SIGKILL {
 				want = fmt.Sprintf("app: node (pid %d) exited during the run: signal: killed", pid)
 			}
+			// The processes are gone before this process reaped the
+			// primary: its exit is seen once Wait returned.
+			slowlabtest.WaitFor(t, "the stack to see its app exited", func() bool { return s.run.Failed() != nil },
+				func() string { return "Failed() = nil" })
 			if err := s.run.Failed(); err == nil || err.Error() != want {
 				t.Errorf("Failed() = %v, want %q", err, want)
 			}
