@@ -17,13 +17,19 @@ import (
 // TestMain builds the slowlab binary the lab starts as its children.
 func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
 
-// shapeConfig is --quick's matrix: 2 slow readers on sync-2 at 8 MiB/s of
-// 6 MiB and 32 MiB against proxy_max_temp_file_size 8m, and of 16 MiB
-// against 0 (memory buffers only); /fast at 10 req/s for 1.5 s.
+// shapeConfig is --quick's matrix: 2 slow readers on sync-2 of 6 MiB and
+// 32 MiB against proxy_max_temp_file_size 8m, and of 16 MiB against 0
+// (memory buffers only); /fast at 10 req/s for 1.5 s. The readers read
+// at 4 MiB/s, not --quick's 8: a 32 MiB response holds its worker until
+// the client has read what the path does not hold (19 MiB held: 8 in the
+// temp file, the rest in socket and proxy buffers), 1.7 s at 8 MiB/s, and
+// a run beside another package's tests started the downloads late enough
+// that /fast's 1.5 s missed it (p95 19 ms); at 4 MiB/s it is 3.3 s.
 func shapeConfig() *Config {
 	c := Published()
 	c.Reduce()
 	c.Reps = 1
+	c.SlowReader.ReadRate = 4 << 20
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(1500*time.Millisecond)
 	return c
 }
