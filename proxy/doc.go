@@ -40,6 +40,15 @@
 //   - ClientHeaderTimeout (client_header_timeout, 60 s) bounds how long a
 //     client may take to send a request's header.
 //
+// Clients may speak HTTP/2 (Options.HTTP2, NGINX's `listen ... http2`):
+// with prior knowledge on a cleartext listener (h2c) and by ALPN under TLS
+// (Options.TLS), at most MaxConcurrentStreams streams a connection
+// (http2_max_concurrent_streams, 128). Each stream is a request with its
+// own upstream connection as above, so one client connection can hold as
+// many app workers as it has streams; slowlab_proxy_http2_streams counts
+// them. send_timeout applies to the client connection, shared by its
+// streams.
+//
 // It is not net/http/httputil.ReverseProxy because the point is control
 // over exactly these: when the upstream connection closes and where the
 // body waits.

@@ -28,8 +28,8 @@ func (l quietListener) Accept() (net.Conn, error) {
 // was being handled: the server's reply to a header that never came.
 type quietConn struct {
 	net.Conn
-	handling atomic.Bool // a handler runs for a request of this connection
-	aborted  atomic.Bool // the read deadline is in the distant past: net/http ending its background read, not a timeout
+	handling atomic.Int32 // handlers running for requests of this connection (HTTP/2: one a stream)
+	aborted  atomic.Bool  // the read deadline is in the distant past: net/http ending its background read, not a timeout
 	silenced atomic.Bool
 }
 
@@ -44,7 +44,7 @@ func (c *quietConn) SetReadDeadline(t time.Time) error {
 func (c *quietConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	var ne net.Error
-	if err != nil && errors.As(err, &ne) && ne.Timeout() && !c.handling.Load() && !c.aborted.Load() {
+	if err != nil && errors.As(err, &ne) && ne.Timeout() && c.handling.Load() == 0 && !c.aborted.Load() {
 		c.silenced.Store(true)
 	}
 	return n, err
@@ -75,6 +75,6 @@ func handling(r *http.Request) func() {
 	if !ok {
 		return func() {}
 	}
-	qc.handling.Store(true)
-	return func() { qc.handling.Store(false) }
+	qc.handling.Add(1)
+	return func() { qc.handling.Add(-1) }
 }

@@ -23,6 +23,7 @@ const (
 type metrics struct {
 	requests          *prometheus.CounterVec
 	inFlight          prometheus.Gauge
+	http2Streams      prometheus.Gauge
 	upstreamSeconds   prometheus.Histogram
 	upstreamErrors    *prometheus.CounterVec
 	clientDisconnects prometheus.Counter
@@ -40,6 +41,10 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slowlab_proxy_in_flight_requests",
 			Help: "Requests the proxy is working on now.",
+		}),
+		http2Streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slowlab_proxy_http2_streams",
+			Help: "Requests in flight that came as HTTP/2 streams (each with its own upstream connection; many can share one client connection).",
 		}),
 		upstreamSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:                        "slowlab_proxy_upstream_response_seconds",
@@ -83,7 +88,7 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 	for _, code := range initialCodes {
 		m.requests.WithLabelValues(strconv.Itoa(code))
 	}
-	reg.MustRegister(m.requests, m.inFlight, m.upstreamSeconds, m.upstreamErrors,
+	reg.MustRegister(m.requests, m.inFlight, m.http2Streams, m.upstreamSeconds, m.upstreamErrors,
 		m.clientDisconnects, m.spooledBytes, m.bodySpooledBytes, m.tempFilesOpen, buffering)
 	return m
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -30,6 +31,8 @@ const (
 	// send_timeout's default: a client that takes nothing for this long
 	// between two writes is closed.
 	DefaultSendTimeout = 60 * time.Second
+	// http2_max_concurrent_streams's default.
+	DefaultMaxConcurrentStreams = 128
 )
 
 // Limits that keep one response's memory bounded; NGINX has none, but a
@@ -145,6 +148,20 @@ type Options struct {
 	// ShutdownTimeout is how long Serve lets responses in flight finish
 	// after its context is done before it aborts them.
 	ShutdownTimeout time.Duration
+
+	// HTTP2 serves clients HTTP/2 as well as HTTP/1.1 (NGINX's `listen
+	// ... http2`): with prior knowledge on a cleartext listener (h2c),
+	// and by ALPN under TLS. The upstream side stays HTTP/1.1, one
+	// connection per request, so each stream holds an app worker as a
+	// connection does.
+	HTTP2 bool
+	// TLS, when set, serves clients TLS (ALPN h2 with HTTP2, and
+	// http/1.1).
+	TLS *tls.Config
+	// MaxConcurrentStreams is http2_max_concurrent_streams: the streams a
+	// client may have open on one HTTP/2 connection (the server's
+	// SETTINGS_MAX_CONCURRENT_STREAMS; a stream beyond it is refused).
+	MaxConcurrentStreams int
 }
 
 // DefaultOptions returns NGINX's settings from docs/experiments.md section 1 with
@@ -165,6 +182,7 @@ func DefaultOptions() Options {
 		ClientBodyBufferSize: DefaultClientBodyBufferSize,
 		ClientHeaderTimeout:  DefaultClientHeaderTimeout,
 		SendTimeout:          DefaultSendTimeout,
+		MaxConcurrentStreams: DefaultMaxConcurrentStreams,
 	}
 }
 
@@ -233,8 +251,15 @@ func (o Options) Validate() error {
 	if o.ShutdownTimeout < 0 {
 		return invalid("ShutdownTimeout", o.ShutdownTimeout.String(), "0 or more, e.g. 5s")
 	}
+	if o.HTTP2 && (o.MaxConcurrentStreams < 1 || o.MaxConcurrentStreams > MaxConcurrentStreams) {
+		return invalid("MaxConcurrentStreams", strconv.Itoa(o.MaxConcurrentStreams), "1 to %d (NGINX's default is %d)", MaxConcurrentStreams, DefaultMaxConcurrentStreams)
+	}
 	return nil
 }
+
+// MaxConcurrentStreams bounds Options.MaxConcurrentStreams: each stream
+// is a request in flight with its own upstream connection.
+const MaxConcurrentStreams = 1 << 16
 
 func validateUpstream(addr string, allowRemote bool) error {
 	host, port, err := net.SplitHostPort(addr)

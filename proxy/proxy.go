@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -96,12 +97,36 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	}
 	// Timeouts as NGINX's client_header_timeout (silent, see quietListener),
 	// keepalive_timeout and send_timeout (sendTimeoutListener).
-	run(&http.Server{Handler: p, ReadHeaderTimeout: p.opts.ClientHeaderTimeout, IdleTimeout: 75 * time.Second, ConnContext: connContext},
-		withSendTimeout(quietListener{ln}, p.opts.SendTimeout), p.opts.ShutdownTimeout)
+	srv, ln := p.clientServer(withSendTimeout(quietListener{ln}, p.opts.SendTimeout))
+	run(srv, ln, p.opts.ShutdownTimeout)
 	if admin != nil {
 		run(&http.Server{Handler: p.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}, admin, time.Second)
 	}
 	return g.Wait()
+}
+
+// clientServer is the server for clients on ln: HTTP/1.1, and HTTP/2 with
+// Options.HTTP2 (h2c on a cleartext listener, ALPN h2 under TLS), TLS with
+// Options.TLS (ln then wrapped in it).
+func (p *Proxy) clientServer(ln net.Listener) (*http.Server, net.Listener) {
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: p.opts.ClientHeaderTimeout, IdleTimeout: 75 * time.Second, ConnContext: connContext,
+		Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	if p.opts.HTTP2 {
+		srv.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: p.opts.MaxConcurrentStreams}
+		srv.Protocols.SetHTTP2(p.opts.TLS != nil)
+		srv.Protocols.SetUnencryptedHTTP2(p.opts.TLS == nil)
+	}
+	if p.opts.TLS != nil {
+		cfg := p.opts.TLS.Clone()
+		cfg.NextProtos = []string{"http/1.1"}
+		if p.opts.HTTP2 {
+			cfg.NextProtos = []string{"h2", "http/1.1"}
+		}
+		srv.TLSConfig = cfg
+		ln = tls.NewListener(ln, cfg)
+	}
+	return srv, ln
 }
 
 // Close aborts the responses still in flight and waits until their
@@ -135,6 +160,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.active.Done()
 	p.m.inFlight.Inc()
 	defer p.m.inFlight.Dec()
+	if r.ProtoMajor == 2 {
+		p.m.http2Streams.Inc()
+		defer p.m.http2Streams.Dec()
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

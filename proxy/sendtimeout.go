@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log"
@@ -242,6 +243,9 @@ type writerOnly struct{ io.Writer }
 // connContext is the server's ConnContext under send_timeout: the
 // quietConn's, seen through the wrapper.
 func connContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	if sc, ok := c.(*sendTimeoutConn); ok {
 		c = sc.Conn
 	}
