@@ -51,6 +51,11 @@ const (
 	ProxySendTimeout     Flag = "send-timeout"
 	// ProxyHTTPVersion is proxy_http_version: 1.0 or 1.1.
 	ProxyHTTPVersion Flag = "http-version"
+	// ProxyHTTP2 serves clients HTTP/2 with prior knowledge beside
+	// HTTP/1.1 (NGINX's listen ... http2).
+	ProxyHTTP2 Flag = "http2"
+	// ProxyMaxConcurrentStreams is http2_max_concurrent_streams.
+	ProxyMaxConcurrentStreams Flag = "http2-max-concurrent-streams"
 )
 
 // Flags of `slowlab exporter`.

@@ -30,7 +30,20 @@ func WaitLog(ctx context.Context, p *Process, deadline time.Time, done func(log 
 // WaitHTTP polls url until it answers 200: the readiness of a server that
 // prints no ready line of its own.
 func WaitHTTP(ctx context.Context, p *Process, url string, deadline time.Time) error {
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	return waitHTTP(ctx, p, url, deadline, &http.Transport{Proxy: nil, DisableKeepAlives: true})
+}
+
+// WaitH2C is WaitHTTP over cleartext HTTP/2 with prior knowledge, for a
+// server that speaks nothing else (NGINX's listen ... http2 without TLS).
+func WaitH2C(ctx context.Context, p *Process, url string, deadline time.Time) error {
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true, Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	return waitHTTP(ctx, p, url, deadline, tr)
+}
+
+func waitHTTP(ctx context.Context, p *Process, url string, deadline time.Time, tr *http.Transport) error {
+	client := &http.Client{Timeout: time.Second, Transport: tr}
+	defer tr.CloseIdleConnections()
 	why := ""
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,7 +166,11 @@ func (c *H2Conn) preface() error {
 
 // Get opens a stream that GETs path and reads it as r says; its result
 // comes on the channel once it ended (one value, then closed).
-func (c *H2Conn) Get(path string, r H2Read) <-chan H2Result {
+func (c *H2Conn) Get(path string, r H2Read) <-chan H2Result { return c.GetHeader(path, nil, r) }
+
+// GetHeader is Get with request header fields h as well (names sent in
+// lower case, as HTTP/2 requires).
+func (c *H2Conn) GetHeader(path string, h http.Header, r H2Read) <-chan H2Result {
 	out := make(chan H2Result, 1)
 	c.mu.Lock()
 	err := c.err
@@ -187,6 +192,11 @@ func (c *H2Conn) Get(path string, r H2Read) <-chan H2Result {
 	c.hbuf.Reset()
 	for _, f := range [][2]string{{":method", "GET"}, {":scheme", c.scheme}, {":authority", c.authority}, {":path", path}, {"user-agent", "slowlab"}} {
 		c.henc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	for name, vs := range h {
+		for _, v := range vs {
+			c.henc.WriteField(hpack.HeaderField{Name: strings.ToLower(name), Value: v})
+		}
 	}
 	s.start = time.Now()
 	err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.hbuf.Bytes(), EndStream: true, EndHeaders: true})

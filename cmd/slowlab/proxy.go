@@ -61,7 +61,8 @@ type proxyFlags struct {
 	upstreamTimeout, shutdownTimeout                     string
 	requestBuffering, bodyBuffer, bodyTempDir            string
 	headerTimeout, sendTimeout, httpVersion              string
-	allowRemote                                          bool
+	allowRemote, http2                                   bool
+	maxStreams                                           int
 }
 
 func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
@@ -86,6 +87,8 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.headerTimeout, string(child.ProxyClientHeaderTimeout), d.ClientHeaderTimeout.String(), "client_header_timeout: how long a client may take to send a request header (a Go duration)")
 	fs.StringVar(&f.sendTimeout, string(child.ProxySendTimeout), d.SendTimeout.String(), "send_timeout: how long a write to the client may wait for it to take anything before the connection is closed (a Go duration)")
 	fs.StringVar(&f.httpVersion, string(child.ProxyHTTPVersion), "1.1", "proxy_http_version: the HTTP version of requests to the upstream, 1.1 (the lab's) or 1.0 (NGINX's default: the app answers a stream close-delimited, which a buffered response holds until a buffer fills or the body ends)")
+	fs.BoolVar(&f.http2, string(child.ProxyHTTP2), false, "serve clients HTTP/2 with prior knowledge (h2c) beside HTTP/1.1, as NGINX's listen ... http2; each stream gets its own upstream connection")
+	fs.IntVar(&f.maxStreams, string(child.ProxyMaxConcurrentStreams), d.MaxConcurrentStreams, "http2_max_concurrent_streams: the streams a client may have open on one HTTP/2 connection")
 	fs.StringVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout.String(), "on SIGINT/SIGTERM, how long responses in flight may finish before they are cut (a Go duration)")
 	return f
 }
@@ -97,7 +100,7 @@ var proxyFlagOf = map[string]string{
 	"TempFileWriteSize": "temp-file-write-size", "TempDir": "temp-dir",
 	"UpstreamTimeout": "upstream-timeout", "ShutdownTimeout": "shutdown-timeout",
 	"ClientBodyBufferSize": "client-body-buffer-size", "ClientHeaderTimeout": "client-header-timeout",
-	"SendTimeout": "send-timeout",
+	"SendTimeout": "send-timeout", "MaxConcurrentStreams": "http2-max-concurrent-streams",
 }
 
 func (f *proxyFlags) options() (proxy.Options, error) {
@@ -130,6 +133,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		return o, usagef("--%s %q: allowed 1.0, 1.1", child.ProxyHTTPVersion, f.httpVersion)
 	}
 	o.Upstream, o.AllowRemote, o.TempDir, o.ClientBodyTempDir = f.upstream, f.allowRemote, f.tempDir, f.bodyTempDir
+	o.HTTP2, o.MaxConcurrentStreams = f.http2, f.maxStreams
 	for _, a := range []struct {
 		name, value string
 	}{{string(child.ProxyListen), f.listen}, {string(child.ProxyAdmin), f.admin}} {

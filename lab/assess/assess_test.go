@@ -100,20 +100,21 @@ func TestFailOnBounds(t *testing.T) {
 // TestValidateRefuses: each bad setting is named before anything starts.
 func TestValidateRefuses(t *testing.T) {
 	for want, mutate := range map[string]func(c *Config){
-		"max_clients 0":                 func(c *Config) { c.MaxClients = 0 },
-		"max_clients 2000":              func(c *Config) { c.MaxClients = 2000 },
-		"window 100ms":                  func(c *Config) { c.Window = lab.Duration(100 * time.Millisecond) },
-		"want at least 20 for a p95":    func(c *Config) { c.FastRate, c.Window = 5, lab.Duration(time.Second) },
-		"large_size 512k":               func(c *Config) { c.LargeSize = 512 << 10 },
-		"socket buffers absorb":         func(c *Config) { c.LargeSize = 512 << 10 },
-		"server":                        func(c *Config) { c.Server = "sync" },
-		`route "proxy"`:                 func(c *Config) { c.Route = "proxy" },
-		"probes: none":                  func(c *Config) { c.Probes = nil },
-		`probes: "slow"`:                func(c *Config) { c.Probes = []Probe{"slow"} },
-		"budget 1s":                     func(c *Config) { c.Budget = lab.Duration(time.Second) },
-		"idle_max 0s":                   func(c *Config) { c.IdleMax = 0 },
-		`paths.fast "fast": must start`: func(c *Config) { c.Paths.Fast = "fast" },
-		"fail_on:":                      func(c *Config) { c.FailOn = "idle" },
+		"max_clients 0":                  func(c *Config) { c.MaxClients = 0 },
+		"max_clients 2000":               func(c *Config) { c.MaxClients = 2000 },
+		"window 100ms":                   func(c *Config) { c.Window = lab.Duration(100 * time.Millisecond) },
+		"want at least 20 for a p95":     func(c *Config) { c.FastRate, c.Window = 5, lab.Duration(time.Second) },
+		"large_size 512k":                func(c *Config) { c.LargeSize = 512 << 10 },
+		"socket buffers absorb":          func(c *Config) { c.LargeSize = 512 << 10 },
+		"server":                         func(c *Config) { c.Server = "sync" },
+		`route "proxy"`:                  func(c *Config) { c.Route = "proxy" },
+		"HTTP/2 routes are not assessed": func(c *Config) { c.Route = stack.RouteH2BufferingOff },
+		"probes: none":                   func(c *Config) { c.Probes = nil },
+		`probes: "slow"`:                 func(c *Config) { c.Probes = []Probe{"slow"} },
+		"budget 1s":                      func(c *Config) { c.Budget = lab.Duration(time.Second) },
+		"idle_max 0s":                    func(c *Config) { c.IdleMax = 0 },
+		`paths.fast "fast": must start`:  func(c *Config) { c.Paths.Fast = "fast" },
+		"fail_on:":                       func(c *Config) { c.FailOn = "idle" },
 	} {
 		c := Default()
 		mutate(c)

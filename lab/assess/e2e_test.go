@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -255,28 +254,10 @@ func TestAssessInterruptedClosesConnections(t *testing.T) {
 		t.Errorf("%s lacks the interrupted verdict:\n%s", File, b)
 	}
 	_, port, _ := strings.Cut(running.AppAddr(), ":")
-	slowlabtest.WaitFor(t, "no connection to the app left established", func() bool { return established(t, port) == 0 },
-		func() string { return fmt.Sprintf("%d established to port %s", established(t, port), port) })
-}
-
-// established counts this network namespace's established TCP sockets to
-// port (client side: the remote port is port).
-func established(t *testing.T, port string) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	want := fmt.Sprintf(":%04X", p)
-	n := 0
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) > 3 && strings.HasSuffix(f[2], want) && f[3] == "01" {
-			n++
-		}
-	}
-	return n
+	slowlabtest.WaitFor(t, "no connection to the app left established", func() bool { return slowlabtest.EstablishedTo(t, port) == 0 },
+		func() string {
+			return fmt.Sprintf("%d established to port %s", slowlabtest.EstablishedTo(t, port), port)
+		})
 }
 
 // TestAssessResponseThePathHolds: a 1 MiB response fits in what the

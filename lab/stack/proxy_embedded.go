@@ -67,6 +67,9 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	if d.UpstreamHTTP10 {
 		argv = append(argv, child.ProxyHTTPVersion.Arg("1.0")...)
 	}
+	if d.Route.HTTP2() {
+		argv = append(argv, child.ProxyHTTP2.Set())
+	}
 	if d.TempTmpfs > 0 {
 		argv = TmpfsArgv(d.TempTmpfs, tempDir, argv)
 	}

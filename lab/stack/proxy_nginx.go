@@ -26,6 +26,7 @@ type nginxConfig struct {
 	Dir       string // NGINX's prefix: conf, pid, lock and non-proxy temp paths
 	TempDir   string // proxy_temp_path: where buffered responses spill
 	Listen    string // 127.0.0.1:PORT
+	HTTP2     bool   // listen ... http2: clients speak HTTP/2 with prior knowledge, and nothing else
 	Upstream  string // Gunicorn's 127.0.0.1:PORT
 	Buffering bool
 	// The request side: proxy_request_buffering, client_body_buffer_size
@@ -92,7 +93,7 @@ http {
     scgi_temp_path {{.Dir}}/scgi_temp;
 
     server {
-        listen {{.Listen}};
+        listen {{.Listen}}{{if .HTTP2}} http2{{end}};
 
         location / {
             proxy_pass http://{{.Upstream}};
@@ -272,7 +273,7 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	}
 	usr, grp := nginxUser()
 	cfg := nginxConfig{RunID: d.RunID, Dir: dir, TempDir: tempDir, Upstream: upstream,
-		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(),
+		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(), HTTP2: d.Route.HTTP2(),
 		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s",
 		MaxTempFileSize: nginxSize(d.MaxTempFile()), HTTPVersion: "1.1", User: usr, Group: grp, Snippet: s.NginxSnippet}
 	if d.UpstreamHTTP10 {
@@ -328,7 +329,11 @@ func startNginxOnce(ctx context.Context, cfg nginxConfig, conf string, argv []st
 	if err != nil {
 		return nil, err
 	}
-	if err := child.WaitHTTP(ctx, p, "http://"+cfg.Listen+"/fast", deadline); err != nil {
+	wait := child.WaitHTTP
+	if cfg.HTTP2 {
+		wait = child.WaitH2C
+	}
+	if err := wait(ctx, p, "http://"+cfg.Listen+"/fast", deadline); err != nil {
 		p.Stop(time.Second)
 		return nil, err
 	}

@@ -148,6 +148,12 @@ const (
 	// responses are buffered, NGINX's default.
 	RouteRequestBufferingOn  Route = "proxy-request-buffering-on"
 	RouteRequestBufferingOff Route = "proxy-request-buffering-off"
+	// The HTTP/2 routes: the proxy speaks HTTP/2 to clients, cleartext
+	// with prior knowledge (NGINX's listen ... http2 without TLS, which
+	// then takes nothing else), and HTTP/1.1 to the app, one connection a
+	// stream; buffering as the name says.
+	RouteH2BufferingOff Route = "h2-proxy-buffering-off"
+	RouteH2BufferingOn  Route = "h2-proxy-buffering-on"
 )
 
 // Routes lists the download routes (slow-client, buffer-sweep, external).
@@ -156,11 +162,17 @@ var Routes = []Route{RouteDirect, RouteBufferingOff, RouteBufferingOn}
 // UploadRoutes lists the routes of request-body experiments (slow-upload).
 var UploadRoutes = []Route{RouteDirect, RouteRequestBufferingOn, RouteRequestBufferingOff}
 
+// H2Routes lists the routes whose clients speak HTTP/2.
+var H2Routes = []Route{RouteH2BufferingOff, RouteH2BufferingOn}
+
+// HTTP2 reports whether the route's clients speak HTTP/2 (to the proxy).
+func (r Route) HTTP2() bool { return slices.Contains(H2Routes, r) }
+
 // Valid reports whether r is a download route.
 func (r Route) Valid() bool { return slices.Contains(Routes, r) }
 
 // Known reports whether r is any route a deployment can have.
-func (r Route) Known() bool { return r.Valid() || slices.Contains(UploadRoutes, r) }
+func (r Route) Known() bool { return r.Valid() || slices.Contains(UploadRoutes, r) || r.HTTP2() }
 
 // Proxied reports whether the route goes through a proxy.
 func (r Route) Proxied() bool { return r != RouteDirect }
@@ -169,7 +181,7 @@ func (r Route) Proxied() bool { return r != RouteDirect }
 // download route that says so, and the request-body routes (NGINX's
 // default).
 func (r Route) Buffering() bool {
-	return r == RouteBufferingOn || r == RouteRequestBufferingOn || r == RouteRequestBufferingOff
+	return r == RouteBufferingOn || r == RouteRequestBufferingOn || r == RouteRequestBufferingOff || r == RouteH2BufferingOn
 }
 
 // RequestBuffering reports whether the route's proxy reads a request's

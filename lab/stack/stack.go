@@ -298,7 +298,7 @@ func (s Stack) LoadgenLimits() (cgroup.Limits, bool) {
 func validateDeployment(d Deployment) error {
 	switch {
 	case !d.Route.Known():
-		return fmt.Errorf("route %q: allowed %v and %v", d.Route, Routes, UploadRoutes[1:])
+		return fmt.Errorf("route %q: allowed %v, %v and %v", d.Route, Routes, UploadRoutes[1:], H2Routes)
 	case d.AppTimeout != 0 && (d.AppTimeout < time.Second || d.AppTimeout > MaxAppTimeout || d.AppTimeout%time.Second != 0):
 		return fmt.Errorf("app timeout %v: want 0 (the app's default) or whole seconds from 1s to %v", d.AppTimeout, MaxAppTimeout)
 	case d.ClientBodyBuffer != 0 && (d.ClientBodyBuffer < 1<<10 || d.ClientBodyBuffer > MaxClientBodyBuffer):
