@@ -9,8 +9,11 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // h2Server is a cleartext HTTP/2 server (prior knowledge) on loopback
@@ -19,6 +22,7 @@ import (
 type h2Server struct {
 	addr                 string
 	firstOut, handlerOut chan time.Time
+	conns                atomic.Int64 // connections accepted
 }
 
 func startH2Server(t *testing.T) *h2Server {
@@ -43,7 +47,11 @@ func startH2Server(t *testing.T) *h2Server {
 		s.handlerOut <- time.Now()
 	})
 	mux.HandleFunc("/fast", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(strings.Repeat("f", 1024))) })
-	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols)}
+	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols), ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}}
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -196,5 +204,30 @@ func TestH2RefusesWindows(t *testing.T) {
 	}
 	if r := <-c.Get("/fast", H2Read{}); r.Err != nil || !r.Complete || r.Bytes != 1024 {
 		t.Errorf("an immediate reader on a zero window opens it: %+v", r)
+	}
+}
+
+// An open loop over one HTTP/2 connection: every hit is a stream on it,
+// on schedule, measured as the HTTP/1.1 client's are (status, bytes,
+// latency), and the server sees one connection.
+func TestOpenLoopOverH2(t *testing.T) {
+	srv := startH2Server(t)
+	c := dialH2(t, srv.addr, H2DefaultWindow, 16<<20)
+	pacer, err := RatePacer(50, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &OpenLoop{H2: c, URL: "http://" + srv.addr + "/fast?x=1", Pacer: pacer, Start: time.Now(), RunID: "h2", Metrics: NewMetrics(prometheus.NewRegistry())}
+	res := o.Run(context.Background())
+	if len(res) != 50 {
+		t.Fatalf("%d results, want 50", len(res))
+	}
+	for _, r := range res {
+		if r.Err != nil || r.Status != 200 || r.Bytes != 1024 || !r.Scheduled || r.NewConn || r.Latency <= 0 || r.TTFB > r.Latency {
+			t.Errorf("hit %d: %+v", r.Seq, r)
+		}
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("the server saw %d connections, want the one", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"runtime"
 	"sort"
 	"sync"
@@ -18,7 +19,11 @@ import (
 // it can only make requests pile up. How late each request really started is
 // measured as its schedule lag.
 type OpenLoop struct {
-	Client  *Client
+	Client *Client
+	// H2, when set instead of Client, sends each request as a stream on
+	// this HTTP/2 connection, read as it comes (URL's path and query): a
+	// connection of its own, or one slow streams share.
+	H2      *H2Conn
 	URL     string
 	Pacer   Pacer
 	Start   time.Time // schedule start; hit i is due at Start + Pacer.Due(i)
@@ -156,10 +161,32 @@ func (o *OpenLoop) pace(ctx context.Context, lbl *labels, attrs []attribute.KeyV
 			if o.OnSend != nil {
 				o.OnSend(hit)
 			}
-			o.Client.get(ctx, o.URL, &r, attrs)
+			if o.H2 != nil {
+				o.h2get(&r)
+			} else {
+				o.Client.get(ctx, o.URL, &r, attrs)
+			}
 			lbl.observe(&r)
 			results <- r
 		}()
+	}
+}
+
+// h2get is one request as a stream on o.H2: its timings from when the
+// hit started (the stream's HEADERS go out after any wait for the
+// connection's writer), no new connection.
+func (o *OpenLoop) h2get(r *Result) {
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		r.Err, r.Latency = err, time.Since(r.Start)
+		return
+	}
+	res := <-o.H2.Get(u.RequestURI(), H2Read{})
+	wait := res.Start.Sub(r.Start)
+	r.TTFB, r.Latency = wait+res.FirstByte, wait+res.Total
+	r.Status, r.Bytes, r.Err = res.Status, res.Bytes, res.Err
+	if r.Err == nil && !res.Complete {
+		r.Err = fmt.Errorf("http/2 stream %d: response incomplete (status %d, %d bytes)", res.StreamID, res.Status, res.Bytes)
 	}
 }
 
@@ -209,7 +236,10 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 		role = RoleFast
 	}
 	lbl := o.Metrics.with(o.RunID, role)
-	attrs := o.Client.spanAttrs(o.URL, o.RunID, role)
+	var attrs []attribute.KeyValue
+	if o.Client != nil {
+		attrs = o.Client.spanAttrs(o.URL, o.RunID, role)
+	}
 	results, collected := collect(o.OnResult, o.DiscardResults)
 
 	// The pacer runs on a goroutine of its own, locked to its own OS
