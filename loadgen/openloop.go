@@ -151,7 +151,7 @@ func (o *OpenLoop) pace(ctx context.Context, lbl *labels, attrs []attribute.KeyV
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := Result{Seq: hit, Scheduled: true, ScheduledAt: due, Start: time.Now()}
+			r := Result{Seq: o.seq(hit), Scheduled: true, ScheduledAt: due, Start: time.Now()}
 			r.ScheduleLag = r.Start.Sub(due)
 			if o.MaxLag > 0 && r.ScheduleLag > o.MaxLag {
 				results <- o.skip(lbl, hit, due, r.ScheduleLag)
@@ -190,6 +190,15 @@ func (o *OpenLoop) h2get(r *Result) {
 	}
 }
 
+// seq is hit's number in the whole schedule: a shard's (ShardPacer) hit
+// is numbered as in the schedule it is a shard of.
+func (o *OpenLoop) seq(hit int) int {
+	if g, ok := o.Pacer.(interface{ Global(int) int }); ok {
+		return g.Global(hit)
+	}
+	return hit
+}
+
 // ErrLate is wrapped by the error of an open-loop request skipped because
 // it could not start within OpenLoop.MaxLag of its schedule.
 var ErrLate = errors.New("late")
@@ -197,7 +206,7 @@ var ErrLate = errors.New("late")
 // skip is the result of a hit skipped lag after its due time.
 func (o *OpenLoop) skip(lbl *labels, hit int, due time.Time, lag time.Duration) Result {
 	lbl.skipped()
-	return Result{Seq: hit, Scheduled: true, ScheduledAt: due, ScheduleLag: lag, Skipped: true,
+	return Result{Seq: o.seq(hit), Scheduled: true, ScheduledAt: due, ScheduleLag: lag, Skipped: true,
 		Err: fmt.Errorf("%w: not started, %v behind schedule (max lag %v)", ErrLate, lag.Round(time.Microsecond), o.MaxLag)}
 }
 
@@ -211,10 +220,12 @@ const MaxPlanned = 10_000_000
 // -1 when that is more than MaxPlanned (or the schedule has no end).
 func (o *OpenLoop) Planned() int {
 	if h, ok := o.Pacer.(interface{ Hits() int }); ok {
-		if n := h.Hits(); n <= MaxPlanned {
+		switch n := h.Hits(); {
+		case n > MaxPlanned:
+			return -1
+		case n >= 0:
 			return n
-		}
-		return -1
+		} // negative: it does not count them (a shard of a schedule that does not)
 	}
 	for hit := 0; hit <= MaxPlanned; hit++ {
 		if _, ok := o.Pacer.Due(hit); !ok {
@@ -261,7 +272,7 @@ func (o *OpenLoop) Run(ctx context.Context) []Result {
 				break
 			}
 			lbl.notSent()
-			results <- Result{Seq: hit, Scheduled: true, ScheduledAt: o.Start.Add(off), NotSent: true, Err: ErrNotSent}
+			results <- Result{Seq: o.seq(hit), Scheduled: true, ScheduledAt: o.Start.Add(off), NotSent: true, Err: ErrNotSent}
 		}
 	}
 	close(results)

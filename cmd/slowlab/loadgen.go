@@ -17,7 +17,7 @@ import (
 )
 
 // loadgenSynopsis is the first part of loadgen --help, exit statuses included.
-const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--slow N] [--out DIR] [--metrics-addr ADDR]
+const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--slow N] [--shard I/N --start-at TIME] [--out DIR] [--metrics-addr ADDR]
 
 Exit status:
   0  the run completed and at least one request succeeded (a complete 2xx or 3xx response),
@@ -33,6 +33,7 @@ func init() {
 // loadgenFlags are the command line of `slowlab loadgen`.
 type loadgenFlags struct {
 	target, slowTarget, runID, out, metricsAddr string
+	shard, startAt                              string
 	readRate, rcvBuf, readSize                  string
 	rate                                        float64
 	duration, offset, timeout, linger, maxLag   time.Duration
@@ -55,6 +56,8 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.StringVar(&f.readRate, "read-rate", "2m", "bytes per second each slow reader consumes (k, m suffixes are KiB, MiB)")
 	fs.StringVar(&f.rcvBuf, "rcvbuf", "8k", "slow readers' SO_RCVBUF, set before connect (Linux reports double)")
 	fs.StringVar(&f.readSize, "read-size", "16k", "slow readers read at most this many bytes per read")
+	fs.StringVar(&f.shard, "shard", "0/1", "run shard I (from 0) of N of the load: every N-th scheduled request from the I-th (numbered as in the whole schedule) and the slow readers numbered I, I+N, ...; N shards started together (--start-at) send exactly the one schedule")
+	fs.StringVar(&f.startAt, "start-at", "", "start the schedule at this instant (RFC 3339, e.g. 2026-12-05T10:00:00.000Z), so that shards on several processes or machines start together; its times are from it (default: now)")
 	fs.StringVar(&f.runID, "run-id", "", "run_id label and CSV column (default adhoc-<UTC timestamp>)")
 	fs.StringVar(&f.out, "out", "", "write requests.csv (and large-responses.csv with --slow) to this directory")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
@@ -66,10 +69,12 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 
 // loadgenRun is a validated `slowlab loadgen`.
 type loadgenRun struct {
-	f     *loadgenFlags
-	u     *url.URL
-	pacer loadgen.ConstantPacer
-	sr    loadgen.SlowReader
+	f            *loadgenFlags
+	u            *url.URL
+	pacer        loadgen.Pacer
+	sr           loadgen.SlowReader
+	shard, count int
+	startAt      time.Time // zero: now
 }
 
 func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -119,8 +124,21 @@ func (f *loadgenFlags) validate() (*loadgenRun, error) {
 	if r.u, err = loadgen.CheckTarget(f.target, f.allowRemote); err != nil {
 		return nil, usagef("--%v", err)
 	}
-	if r.pacer, err = f.schedule(); err != nil {
+	whole, err := f.schedule()
+	if err != nil {
 		return nil, err
+	}
+	if r.shard, r.count, err = loadgen.ParseShard(f.shard); err != nil {
+		return nil, usagef("--%v", err)
+	}
+	r.pacer = whole
+	if r.count > 1 {
+		r.pacer = loadgen.ShardPacer{Pacer: whole, Index: r.shard, Count: r.count}
+	}
+	if f.startAt != "" {
+		if r.startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil || !r.startAt.After(time.Now()) {
+			return nil, usagef("--start-at %q: want an instant to come, in RFC 3339 (e.g. %s)", f.startAt, time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano))
+		}
 	}
 	if r.sr, err = f.slowReader(r.u); err != nil {
 		return nil, err
@@ -194,10 +212,20 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 	}
 	meta := recorder.RunMeta{RunID: r.f.runID}
 	t0 := time.Now()
+	if !r.startAt.IsZero() {
+		select {
+		case <-time.After(time.Until(r.startAt)):
+		case <-ctx.Done():
+		}
+		t0 = r.startAt
+	}
 	var wg sync.WaitGroup
-	downloads := make([]loadgen.Download, r.f.slow)
-	for i := range downloads {
-		wg.Go(func() { downloads[i] = r.sr.Run(ctx, i) })
+	var downloads []loadgen.Download
+	for i := r.shard; i < r.f.slow; i += r.count {
+		downloads = append(downloads, loadgen.Download{Client: i})
+	}
+	for k := range downloads {
+		wg.Go(func() { downloads[k] = r.sr.Run(ctx, downloads[k].Client) })
 	}
 	// Results are streamed into the files and the summary, never kept: the
 	// memory of a long run does not grow with its requests.

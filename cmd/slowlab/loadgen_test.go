@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -162,5 +164,63 @@ func TestLoadgenRefusesHugeSchedules(t *testing.T) {
 	want := "slowlab loadgen: --rate 1e+06 for --duration 11s: 11000000 requests, at most 10000000 per run (every result is kept in memory)\n"
 	if code != 2 || stderr.String() != want {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), want)
+	}
+}
+
+// Four `slowlab loadgen --shard I/4` runs started together by --start-at
+// send the one schedule of --rate 40 for 1 s: after their requests.csv
+// are put together, every scheduled request is there once, numbered and
+// timed as one process would, and each shard ran its slow reader.
+func TestLoadgenShardsSendTheSchedule(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/large" {
+			w.Write(make([]byte, 64<<10))
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer srv.Close()
+	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	dirs := make([]string, 4)
+	codes := make([]int, 4)
+	var wg sync.WaitGroup
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+		wg.Go(func() {
+			var stdout, stderr bytes.Buffer
+			codes[i] = run(context.Background(), []string{"loadgen", "--target", srv.URL + "/fast", "--rate", "40", "--duration", "1s", "--slow", "4",
+				"--read-rate", "1m", "--shard", fmt.Sprintf("%d/4", i), "--start-at", start, "--out", dirs[i], "--run-id", "s"}, &stdout, &stderr)
+			if codes[i] != 0 {
+				t.Errorf("shard %d: exit %d: %s", i, codes[i], stderr.String())
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[int]bool{}
+	for i, dir := range dirs {
+		rows, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, "requests.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Seq%4 != i || seen[r.Seq] || math.Abs(r.ScheduledS-float64(r.Seq)/40) > 1e-6 || r.Status != 200 {
+				t.Errorf("shard %d: row %+v: want seq %d mod 4, once, scheduled at seq/40 s, status 200", i, r, i)
+			}
+			seen[r.Seq] = true
+		}
+		larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(dir, "large-responses.csv"))
+		if err != nil || len(larges) != 1 {
+			t.Errorf("shard %d: %d slow readers (%v), want its one of 4", i, len(larges), err)
+		}
+	}
+	if len(seen) != 40 {
+		t.Errorf("%d scheduled requests across the shards, want 40", len(seen))
+	}
+	var stdout, stderr bytes.Buffer
+	for _, bad := range [][]string{{"--shard", "4/4"}, {"--start-at", "yesterday"}, {"--start-at", "2020-01-01T00:00:00Z"}} {
+		stderr.Reset()
+		if code := run(context.Background(), append([]string{"loadgen", "--target", srv.URL}, bad...), &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", bad, code, stderr.String())
+		}
 	}
 }
