@@ -1,0 +1,145 @@
+package kubernetes
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// The load generator's Indexed Job, run as its pods would be: kustomize
+// builds it, it decodes strictly, its shards are its completions, its
+// PodMonitor scrapes its pods' metrics port labelled by shard, and its N
+// pods' own command lines (with $(VAR)s expanded as the kubelet does, the
+// results volume a temp dir, the target a local server, and the run cut
+// to 1 s without the linger) send together exactly the one schedule.
+func TestLoadgenJobShardsSendTheSchedule(t *testing.T) {
+	res := kustomize(t, "loadgen")
+	var job batchv1.Job
+	var pm monitoringv1.PodMonitor
+	for id, v := range map[string]any{"Job/slowlab-loadgen": &job, "PodMonitor/slowlab-loadgen": &pm} {
+		if err := strictDecode(res[id], v); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	shards := 0
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--shard=$(JOB_COMPLETION_INDEX)/"); ok {
+			shards, _ = strconv.Atoi(v)
+		}
+	}
+	if job.Spec.CompletionMode == nil || *job.Spec.CompletionMode != batchv1.IndexedCompletion || shards < 2 ||
+		job.Spec.Completions == nil || int(*job.Spec.Completions) != shards || job.Spec.Parallelism == nil || int(*job.Spec.Parallelism) != shards {
+		t.Fatalf("job: completion mode %v, completions %v, parallelism %v, --shard .../%d: want Indexed, one completion a shard, all at once",
+			job.Spec.CompletionMode, job.Spec.Completions, job.Spec.Parallelism, shards)
+	}
+	labels := job.Spec.Template.Labels
+	for k, v := range pm.Spec.Selector.MatchLabels {
+		if labels[k] != v {
+			t.Errorf("pod monitor selector %s=%s does not select the job's pods (%v)", k, v, labels)
+		}
+	}
+	if ep := pm.Spec.PodMetricsEndpoints; len(ep) != 1 || ep[0].Port == nil || *ep[0].Port != c.Ports[0].Name ||
+		len(ep[0].RelabelConfigs) != 1 || ep[0].RelabelConfigs[0].TargetLabel != "shard" {
+		t.Errorf("pod monitor endpoints %+v: want the %s port, labelled shard", ep, c.Ports[0].Name)
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/large" {
+			w.Write(make([]byte, 64<<10))
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	bin := filepath.Join(t.TempDir(), "slowlab")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/slowlab: %v\n%s", err, out)
+	}
+	results := t.TempDir()
+	env := map[string]string{"TARGET": srv.URL + "/fast", "START_AT": time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)}
+	var rate float64
+	var wg sync.WaitGroup
+	for i := range shards {
+		podEnv := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i)}
+		for _, e := range c.Env {
+			podEnv[e.Name] = env[e.Name]
+		}
+		var args []string
+		for _, a := range c.Args {
+			a = expandVars(a, podEnv)
+			flag, val, _ := strings.Cut(a, "=")
+			switch flag {
+			case "--duration":
+				a = "--duration=1s"
+			case "--linger":
+				a = "--linger=0s"
+			case "--metrics-addr":
+				a = "--metrics-addr=127.0.0.1:0"
+			case "--out":
+				a = "--out=" + filepath.Join(results, strings.TrimPrefix(val, c.VolumeMounts[0].MountPath))
+			case "--rate":
+				rate, _ = strconv.ParseFloat(val, 64)
+			}
+			args = append(args, a)
+		}
+		wg.Go(func() {
+			var stderr bytes.Buffer
+			cmd := exec.Command(bin, args...)
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Errorf("shard %d: %v: %s", i, err, stderr.String())
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[int]int{}
+	for i := range shards {
+		rows, err := recorder.ReadFile[recorder.Request](filepath.Join(results, fmt.Sprintf("shard-%d", i), "requests.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			seen[r.Seq]++
+			if r.Status != 200 {
+				t.Errorf("shard %d: %+v", i, r)
+			}
+		}
+	}
+	want := int(rate)
+	for seq := range want {
+		if seen[seq] != 1 {
+			t.Errorf("seq %d sent %d times, want once", seq, seen[seq])
+		}
+	}
+	if len(seen) != want {
+		t.Errorf("%d scheduled requests across %d shards, want the schedule's %d", len(seen), shards, want)
+	}
+}
+
+var podVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandVars expands $(VAR) in s from env as the kubelet does in a
+// container's args: a variable it does not know stays as written.
+func expandVars(s string, env map[string]string) string {
+	return podVar.ReplaceAllStringFunc(s, func(m string) string {
+		if v, ok := env[m[2:len(m)-1]]; ok {
+			return v
+		}
+		return m
+	})
+}
