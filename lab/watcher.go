@@ -121,12 +121,23 @@ type sampling struct {
 	err     error
 }
 
+// minScrapeTimeout is the least a run's resource scrape may take. The
+// sampler skips the ticks a long scrape overlaps (rows at their due
+// times), so a slow scrape costs resolution, not order; a scrape cut at
+// the interval (200 ms) is a row of errors instead of the values it was
+// about to return: 8 of 11 ticks in a run beside another package's
+// end-to-end tests.
+const minScrapeTimeout = time.Second
+
 // startSampling samples urls every interval from t0 until stopped, writing
-// each row as it is measured.
+// each row as it is measured; a scrape may take minScrapeTimeout.
 func startSampling(urls []string, runID string, t0 time.Time, interval time.Duration, w *recorder.FileWriter[recorder.ResourceSample]) *sampling {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &sampling{cancel: cancel, done: make(chan struct{})}
-	sm := recorder.Sampler{URLs: urls, Interval: interval, Start: t0, RunID: runID,
+	if interval == 0 {
+		interval = recorder.DefaultInterval
+	}
+	sm := recorder.Sampler{URLs: urls, Interval: interval, Timeout: max(interval, minScrapeTimeout), Start: t0, RunID: runID,
 		OnSample: func(r recorder.ResourceSample) error {
 			s.mu.Lock()
 			s.samples = append(s.samples, r)
