@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"sync"
@@ -38,7 +40,7 @@ type loadgenFlags struct {
 	rate                                        float64
 	duration, offset, timeout, linger, maxLag   time.Duration
 	slow                                        int
-	keepAlive, allowRemote                      bool
+	keepAlive, allowRemote, http2               bool
 	tracing                                     tracingFlags
 }
 
@@ -49,6 +51,7 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.DurationVar(&f.duration, "duration", 9*time.Second, "how long to send open-loop requests")
 	fs.DurationVar(&f.offset, "start-offset", 0, "delay of the open-loop schedule after the slow readers start")
 	fs.BoolVar(&f.keepAlive, "keepalive", false, "reuse connections (default: a new TCP connection per request)")
+	fs.BoolVar(&f.http2, "http2", false, "send the open-loop requests as streams on one HTTP/2 connection, as a browser reaches a proxy (http://: cleartext with prior knowledge; https://: ALPN h2); the slow readers stay HTTP/1.1")
 	fs.DurationVar(&f.maxLag, "max-lag", 0, "skip (error reason late) an open-loop request that cannot start within this of its schedule, so a generator beyond its capacity keeps its schedule rather than falling ever further behind (e.g. 10ms); 0 sends every request however late")
 	fs.DurationVar(&f.timeout, "timeout", loadgen.DefaultTimeout, "per-request timeout, start to last body byte")
 	fs.IntVar(&f.slow, "slow", 0, "number of slow readers downloading --slow-target during the run")
@@ -120,6 +123,8 @@ func (f *loadgenFlags) validate() (*loadgenRun, error) {
 		return nil, usagef("--start-offset %s: must be 0 or more", f.offset)
 	case f.slow < 0 || f.slow > 10000:
 		return nil, usagef("--slow %d: allowed 0 to 10000", f.slow)
+	case f.http2 && f.keepAlive:
+		return nil, usagef("--keepalive with --http2: HTTP/2 sends every request on its one connection")
 	}
 	if r.u, err = loadgen.CheckTarget(f.target, f.allowRemote); err != nil {
 		return nil, usagef("--%v", err)
@@ -210,6 +215,15 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 	if err != nil {
 		return err
 	}
+	var h2 *loadgen.H2Conn
+	if r.f.http2 {
+		if h2, err = r.dialH2(ctx); err != nil {
+			files.close()
+			return fmt.Errorf("--http2: %w", err)
+		}
+		defer h2.Close()
+		client = nil
+	}
 	meta := recorder.RunMeta{RunID: r.f.runID}
 	t0 := time.Now()
 	if !r.startAt.IsZero() {
@@ -230,7 +244,7 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 	// Results are streamed into the files and the summary, never kept: the
 	// memory of a long run does not grow with its requests.
 	sum := loadgen.NewSummary()
-	loop := loadgen.OpenLoop{Client: client, URL: r.u.String(), Pacer: r.pacer, Start: t0.Add(r.f.offset), RunID: r.f.runID, Metrics: metrics,
+	loop := loadgen.OpenLoop{Client: client, H2: h2, URL: r.u.String(), Pacer: r.pacer, Start: t0.Add(r.f.offset), RunID: r.f.runID, Metrics: metrics,
 		MaxLag: r.f.maxLag, DiscardResults: true,
 		OnResult: func(res loadgen.Result) {
 			sum.Add(res)
@@ -262,6 +276,24 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 		return exitError{code: 3, err: fmt.Errorf("no request succeeded: %s", sum.Cause())}
 	}
 	return nil
+}
+
+// dialH2 opens the open loop's HTTP/2 connection to the target: windows
+// of 1 MiB a stream and 16 MiB for the connection, so /fast is never held
+// by flow control.
+func (r *loadgenRun) dialH2(ctx context.Context) (*loadgen.H2Conn, error) {
+	host, port := r.u.Hostname(), r.u.Port()
+	o := loadgen.H2Options{Authority: r.u.Host, StreamWindow: 1 << 20, ConnWindow: 16 << 20, Timeout: r.f.timeout, AllowRemote: r.f.allowRemote}
+	if r.u.Scheme == "https" {
+		o.TLS = &tls.Config{ServerName: host}
+		if port == "" {
+			port = "443"
+		}
+	} else if port == "" {
+		port = "80"
+	}
+	o.Addr = net.JoinHostPort(host, port)
+	return loadgen.DialH2(ctx, o)
 }
 
 // loadgenFiles are the results files of `slowlab loadgen --out`.

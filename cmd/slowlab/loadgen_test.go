@@ -224,3 +224,47 @@ func TestLoadgenShardsSendTheSchedule(t *testing.T) {
 		}
 	}
 }
+
+// --http2 sends the open loop as streams on one HTTP/2 connection
+// (cleartext, prior knowledge): every request a row with its status, the
+// server sees HTTP/2 on one connection; --keepalive beside it is refused.
+func TestLoadgenHTTP2(t *testing.T) {
+	var conns, h1 atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			h1.Add(1)
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"loadgen", "--http2", "--target", srv.URL + "/fast", "--rate", "40", "--duration", "1s", "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	rows, err := recorder.ReadFile[recorder.Request](filepath.Join(out, "requests.csv"))
+	if err != nil || len(rows) != 40 {
+		t.Fatalf("%d rows (%v), want 40", len(rows), err)
+	}
+	for _, r := range rows {
+		if r.Status != 200 || r.Bytes != 5 || r.Error != "" {
+			t.Errorf("%+v", r)
+		}
+	}
+	if conns.Load() != 1 || h1.Load() != 0 {
+		t.Errorf("the server saw %d connections and %d HTTP/1 requests, want one HTTP/2 connection", conns.Load(), h1.Load())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"loadgen", "--http2", "--keepalive", "--target", srv.URL}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--keepalive with --http2") {
+		t.Errorf("--http2 --keepalive: exit %d, %q; want 2 naming both", code, stderr.String())
+	}
+}
