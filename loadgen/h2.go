@@ -77,7 +77,11 @@ type H2Read struct {
 }
 
 // H2Conn is one HTTP/2 connection whose streams are read as their H2Read
-// says. Its methods are safe to call from several goroutines.
+// says. Its methods are safe to call from several goroutines. It opens
+// every stream it is asked for: it does not queue streams beyond the
+// server's SETTINGS_MAX_CONCURRENT_STREAMS as a browser would, so the
+// server refuses those (RST_STREAM) and their results say so. After the
+// server's GOAWAY, new streams fail at once.
 type H2Conn struct {
 	opts      H2Options
 	authority string
@@ -263,6 +267,9 @@ func (c *H2Conn) handle(f http2.Frame) error {
 		}
 	case *http2.GoAwayFrame:
 		c.mu.Lock()
+		if c.err == nil {
+			c.err = fmt.Errorf("the server sent GOAWAY (%v): no new streams", f.ErrCode)
+		}
 		for id, s := range c.streams {
 			if id > f.LastStreamID {
 				c.finishLocked(s, fmt.Errorf("the server sent GOAWAY (%v) before the stream began", f.ErrCode))
