@@ -100,10 +100,17 @@ func podArgs(c corev1.Container, mounts map[string]string) []string {
 		case flag == "--web.listen-address":
 			a = flag + "=127.0.0.1:0"
 		default:
-			for mp, dir := range mounts {
-				if rest, ok := strings.CutPrefix(val, mp); ok && (rest == "" || rest[0] == '/') {
-					a = flag + "=" + dir + rest
+			// The longest mount path that holds the value: a mount inside
+			// another (the web config's /etc/slowlab/web inside the
+			// config's /etc/slowlab) is its own volume.
+			best := ""
+			for mp := range mounts {
+				if rest, ok := strings.CutPrefix(val, mp); ok && (rest == "" || rest[0] == '/') && len(mp) > len(best) {
+					best = mp
 				}
+			}
+			if best != "" {
+				a = flag + "=" + mounts[best] + strings.TrimPrefix(val, best)
 			}
 		}
 		args = append(args, a)
