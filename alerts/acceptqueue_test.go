@@ -4,20 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
-	"github.com/slowlab/slowlab/exporter"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
-	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 )
 
@@ -26,34 +21,10 @@ import (
 // workers, a /fast request waits in it (the queue is 1 while /fast waits);
 // and 0 again once the readers are gone and /fast was answered.
 func TestAcceptQueueWhileSlowReadersHoldWorkers(t *testing.T) {
-	server, err := stack.ParseServer("sync-2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _, err := stack.Lookup(stack.NameReal, server)
-	why := ""
-	if err != nil {
-		why = err.Error()
-	}
-	slowlabtest.Require(t, err == nil, why)
-	d := stack.Deployment{RunID: "acceptq-" + strconv.Itoa(os.Getpid()), Route: stack.RouteDirect, Server: server, LargeSize: 64 << 20,
-		AppTimeout: 10 * time.Minute, LogDir: t.TempDir(), WorkDir: t.TempDir()}
-	r, err := st.Start(context.Background(), d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Stop() })
-	_, port, _ := net.SplitHostPort(r.AppAddr())
-	e, err := exporter.New(exporter.Config{Groups: []exporter.Group{{Name: "app", Selectors: append(r.Groups()["app"], "port:"+port)}}},
-		exporter.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e.Handler())
-	defer srv.Close()
+	r, port, metricsURL := watchedSync2(t, "acceptq", 64<<20)
 	series := regexp.MustCompile(`(?m)^slowlab_socket_accept_queue\{group="app",port="` + port + `"\} (\S+)$`)
 	queue := func() float64 {
-		resp, err := http.Get(srv.URL + "/metrics")
+		resp, err := http.Get(metricsURL + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,20 +1,14 @@
 package alerts
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/slowlab/slowlab/exporter"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
-	"github.com/slowlab/slowlab/lab/stack"
 )
 
 var forClause = regexp.MustCompile(`(?m)^(\s+for:) \S+$`)
@@ -29,36 +23,8 @@ var forClause = regexp.MustCompile(`(?m)^(\s+for:) \S+$`)
 // rule's minute of quiet to the exporter's 10 s bucket (the buckets are
 // the exporter's, tested there; here the rules' logic on real series).
 func TestProductionAlertsOnRealGunicorn(t *testing.T) {
-	server, err := stack.ParseServer("sync-2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _, err := stack.Lookup(stack.NameReal, server)
-	why := ""
-	if err != nil {
-		why = err.Error()
-	}
-	slowlabtest.Require(t, err == nil, why)
 	slowlabtest.RequireRoot(t, "reading the workers' kernel stacks (sk_wait_data)")
-	// A worker timeout longer than the test: the workers holding the idle
-	// connections are not killed and replaced meanwhile.
-	d := stack.Deployment{RunID: "alerts-" + strconv.Itoa(os.Getpid()), Route: stack.RouteDirect, Server: server,
-		AppTimeout: 10 * time.Minute, LogDir: t.TempDir(), WorkDir: t.TempDir()}
-	r, err := st.Start(context.Background(), d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Stop() })
-	_, port, _ := net.SplitHostPort(r.AppAddr())
-	// The port: selector counts the connections still in the backlog,
-	// which no process holds yet.
-	e, err := exporter.New(exporter.Config{Groups: []exporter.Group{{Name: "app", Selectors: append(r.Groups()["app"], "port:"+port)}}},
-		exporter.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e.Handler())
-	defer srv.Close()
+	r, port, metricsURL := watchedSync2(t, "alerts", 0)
 
 	rules, err := os.ReadFile(RulesFile)
 	if err != nil {
@@ -69,7 +35,7 @@ rule_files: [rules.yml]
 scrape_configs:
   - job_name: slowlab-exporter
     static_configs: [{targets: [%q]}]
-`, strings.TrimPrefix(srv.URL, "http://"))
+`, strings.TrimPrefix(metricsURL, "http://"))
 	shortened := strings.ReplaceAll(forClause.ReplaceAllString(string(rules), "$1 2s"), `quiet="60s"`, `quiet="10s"`)
 	if !strings.Contains(shortened, `quiet="10s"`) {
 		t.Fatal(`the rules no longer query quiet="60s": update this test`)
