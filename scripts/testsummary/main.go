@@ -43,6 +43,7 @@ func run(in io.Reader, out io.Writer) int {
 	logs := map[string][]string{} // package/test -> output lines
 	var skips []skip
 	var timed []timing
+	var failures []failure
 	failed := 0
 	for sc.Scan() {
 		var e event
@@ -71,6 +72,11 @@ func run(in io.Reader, out io.Writer) int {
 			delete(logs, key)
 		case "fail":
 			failed++
+			if e.Test == "" {
+				failures = append(failures, unended(out, logs, e.Package)...)
+			} else if !strings.Contains(e.Test, "/") {
+				failures = append(failures, failure{pkg: e.Package, test: e.Test})
+			}
 			delete(logs, key)
 		case "pass":
 			delete(logs, key)
@@ -85,6 +91,7 @@ func run(in io.Reader, out io.Writer) int {
 	}
 	printSlowest(out, timed, slowest)
 	printSkips(out, skips)
+	printFailures(out, failures)
 	if failed > 0 {
 		return 1
 	}
@@ -155,4 +162,86 @@ func printSkips(out io.Writer, skips []skip) {
 		}
 		fmt.Fprintf(out, "  %s %s: %s\n", strings.TrimPrefix(s.pkg, "github.com/slowlab/slowlab/"), s.test, why)
 	}
+}
+
+// failure is a top-level test that failed, or that had not ended when its
+// package failed (a timeout, a crash): then hung holds where it was.
+type failure struct {
+	pkg, test string
+	unended   bool
+	hung      []string
+}
+
+// unended prints the output of pkg's tests that never ended (a timed-out
+// or crashed test binary gives them no fail action, so their output,
+// the panic and the goroutine dump included, would be lost) and returns
+// them, each with the stacks that pass through a test file.
+func unended(out io.Writer, logs map[string][]string, pkg string) []failure {
+	var keys []string
+	for k := range logs {
+		if strings.HasPrefix(k, pkg+"/") && k != pkg+"/" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var fs []failure
+	for _, k := range keys {
+		fmt.Fprint(out, strings.Join(logs[k], ""))
+		test := strings.TrimPrefix(k, pkg+"/")
+		if !strings.Contains(test, "/") {
+			fs = append(fs, failure{pkg: pkg, test: test, unended: true, hung: testStacks(logs[k], hungStacks)})
+		}
+		delete(logs, k)
+	}
+	return fs
+}
+
+// hungStacks is how many goroutine stacks printFailures shows per test.
+const hungStacks = 6
+
+// testStacks returns the first n goroutine stacks in lines (a panic's
+// dump: blocks split by blank lines) that pass through a _test.go file,
+// and the "running tests" block when there is one.
+func testStacks(lines []string, n int) []string {
+	var out, block []string
+	flush := func() {
+		b := strings.Join(block, "")
+		if strings.Contains(b, "running tests:") || (strings.Contains(b, "_test.go:") && !strings.Contains(b, "testing.(*M).") && len(out) < n+1) {
+			out = append(out, strings.TrimRight(b, "\n"))
+		}
+		block = block[:0]
+	}
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			flush()
+			continue
+		}
+		block = append(block, l)
+	}
+	flush()
+	return out
+}
+
+// printFailures ends the summary with the failed tests, so that the tail
+// of a long run names them; a test that never ended gets where it hung.
+func printFailures(out io.Writer, fs []failure) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nfailed tests (%d):\n", len(fs))
+	for _, f := range fs {
+		name := strings.TrimPrefix(f.pkg, "github.com/slowlab/slowlab/") + " " + f.test
+		if !f.unended {
+			fmt.Fprintf(out, "  %s\n", name)
+			continue
+		}
+		fmt.Fprintf(out, "  %s: never ended (its package timed out or crashed); where it was:\n", name)
+		for _, b := range f.hung {
+			fmt.Fprintf(out, "%s\n\n", indent(b))
+		}
+	}
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }

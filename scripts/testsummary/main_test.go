@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,34 @@ func TestSlowest(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "slowest tests (3 of 13 s") || strings.Contains(out.String(), "TestSlow/sub") {
 		t.Errorf("run lists subtests or misses tests:\n%s", out.String())
+	}
+}
+
+// A timed-out test binary (captured from `go test -json -timeout 1s` on
+// a test blocked in a helper) gives the running test no fail action: its
+// output, the panic and the goroutine dump, is printed anyway, and the
+// summary's last section names it with the stacks through its test file
+// and none of the testing package's own.
+func TestTimedOutTestIsNamed(t *testing.T) {
+	in, err := os.ReadFile("testdata/timeout.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if code := run(bytes.NewReader(in), &out); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	s := out.String()
+	tail := s[strings.Index(s, "skipped tests"):]
+	for _, want := range []string{"failed tests (1):", "to TestHang: never ended", "TestHang (1s)", "to.waitForever(...)", "a_test.go:12"} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("the summary misses %q:\n%s", want, tail)
+		}
+	}
+	if strings.Contains(tail, "testing.(*M).startAlarm") || strings.Contains(tail, "TestOK") {
+		t.Errorf("the summary shows stacks or tests that are not the hung test's:\n%s", tail)
+	}
+	if !strings.Contains(s[:strings.Index(s, "skipped tests")], "a_test.go:13: waiting") {
+		t.Errorf("the hung test's own log is not printed:\n%s", s)
 	}
 }
