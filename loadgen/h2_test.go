@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,16 +19,43 @@ import (
 
 // h2Server is a cleartext HTTP/2 server (prior knowledge) on loopback
 // whose /large?size=N writes N bytes in 16 KiB flushed writes and reports
-// when its handler's first write got out and when it returned.
+// when its handler's first write got out and when it returned, or, when a
+// write failed, why: a test waits for one or the other, so a stream that
+// failed ends the test instead of hanging it.
 type h2Server struct {
 	addr                 string
 	firstOut, handlerOut chan time.Time
+	failed               chan error
 	conns                atomic.Int64 // connections accepted
+}
+
+// first waits for a handler's first write to get out.
+func (s *h2Server) first(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case at := <-s.firstOut:
+		return at
+	case err := <-s.failed:
+		t.Fatalf("a /large handler failed before its first write got out: %v", err)
+	}
+	return time.Time{}
+}
+
+// returned waits for a handler to return after writing its whole body.
+func (s *h2Server) returned(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case at := <-s.handlerOut:
+		return at
+	case err := <-s.failed:
+		t.Fatalf("a /large handler failed: %v", err)
+	}
+	return time.Time{}
 }
 
 func startH2Server(t *testing.T) *h2Server {
 	t.Helper()
-	s := &h2Server{firstOut: make(chan time.Time, 16), handlerOut: make(chan time.Time, 16)}
+	s := &h2Server{firstOut: make(chan time.Time, 16), handlerOut: make(chan time.Time, 16), failed: make(chan error, 16)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/large", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("size"))
@@ -36,9 +64,13 @@ func startH2Server(t *testing.T) *h2Server {
 		for sent := 0; sent < n; {
 			k := min(len(chunk), n-sent)
 			if _, err := w.Write(chunk[:k]); err != nil {
+				s.failed <- fmt.Errorf("%s: write at byte %d: %w", r.URL, sent, err)
 				return
 			}
-			w.(http.Flusher).Flush()
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				s.failed <- fmt.Errorf("%s: flush at byte %d: %w", r.URL, sent, err)
+				return
+			}
 			if sent == 0 {
 				s.firstOut <- time.Now()
 			}
@@ -92,7 +124,7 @@ func TestH2PacedStreamHoldsHandler(t *testing.T) {
 	}
 	// The server may hold its 16 KiB write and a frame or so beyond the
 	// window: 64 KiB of slack more.
-	if out, min := (<-srv.handlerOut).Sub(start), time.Duration(float64(size-2*window)/rate*float64(time.Second)); out < min {
+	if out, min := srv.returned(t).Sub(start), time.Duration(float64(size-2*window)/rate*float64(time.Second)); out < min {
 		t.Errorf("the handler returned %v after the request, want at least %v: flow control did not hold it", out, min)
 	}
 }
@@ -110,7 +142,7 @@ func TestH2ZeroWindowStall(t *testing.T) {
 	if r.Stalled.IsZero() || r.Resumed.Sub(r.Stalled) < 300*time.Millisecond {
 		t.Errorf("stalled %v, resumed %v: want a 300 ms stall", r.Stalled, r.Resumed)
 	}
-	if first := <-srv.firstOut; first.Before(r.Resumed) {
+	if first := srv.first(t); first.Before(r.Resumed) {
 		t.Errorf("the server's first write got out %v before the reader resumed: the zero window did not hold it", r.Resumed.Sub(first))
 	}
 }
@@ -131,7 +163,7 @@ func TestH2StreamsShareConnectionWindow(t *testing.T) {
 			slow = append(slow, c.Get("/large?size=262144", H2Read{Stall: 2 * time.Second}))
 		}
 		for range slow { // each stalled reader's handler got its first write out
-			<-srv.firstOut
+			srv.first(t)
 		}
 		fast := <-c.Get("/fast", H2Read{})
 		if fast.Err != nil || !fast.Complete {

@@ -10,18 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // The lean client gives the results net/http gives: status, body bytes,
 // Server-Timing as a header and as a trailer, the error reason, a new or
 // reused connection, for each kind of response and failure.
 func TestLeanMatchesNetHTTP(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String() + "/"
-	ln.Close()
+	refused := "http://" + slowlabtest.RefusedAddr(t) + "/"
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Server-Timing", "app;dur=12.5")

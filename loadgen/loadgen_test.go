@@ -154,9 +154,7 @@ slowlab_loadgen_in_flight{role="fast",run_id="r1"} 0
 }
 
 func TestFailedRequestsKeepTheirRows(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := "http://" + ln.Addr().String() + "/"
-	ln.Close()
+	refused := "http://" + slowlabtest.RefusedAddr(t) + "/"
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 	}))
@@ -503,9 +501,7 @@ func TestSlowReaderPacesFromResponse(t *testing.T) {
 }
 
 func TestSlowReaderFailures(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	u, _ := url.Parse("http://" + ln.Addr().String() + "/large")
-	ln.Close()
+	u, _ := url.Parse("http://" + slowlabtest.RefusedAddr(t) + "/large")
 	d := SlowReader{URL: u, ReadSize: 1024, Rate: 1e6}.Run(context.Background(), 0)
 	if d.Complete || ErrorReason(d.Err) != "refused" {
 		t.Errorf("refused: %+v", d)

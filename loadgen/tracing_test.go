@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -307,9 +308,7 @@ func TestTracingSlowReader(t *testing.T) {
 }
 
 func TestTracingFailedRequests(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := "http://" + ln.Addr().String() + "/fast"
-	ln.Close()
+	refused := "http://" + slowlabtest.RefusedAddr(t) + "/fast"
 	t.Run("timeout", func(t *testing.T) {
 		rec, tp := traced(t)
 		base := serveTarget(t, targetOptions(tp, appserver.ModelAsync))

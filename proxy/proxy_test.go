@@ -155,12 +155,7 @@ func TestProxyForwardsRequest(t *testing.T) {
 }
 
 func TestProxyUpstreamUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close() // nothing listens there now: connection refused
+	dead := slowlabtest.RefusedAddr(t) // nothing listens there: connection refused
 	p, addr := startProxy(t, testOptions(t, dead, true))
 
 	resp, body := get(t, "http://"+addr+"/fast")

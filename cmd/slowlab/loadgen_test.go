@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -24,12 +25,7 @@ import (
 // with an example, "-" where nothing was measured; a run where no request
 // succeeded exits 3 with the cause on stderr.
 func TestLoadgenSummary(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := slowlabtest.RefusedAddr(t)
 	short := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "100")
 		w.Write([]byte("only ten.."))

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -59,4 +61,30 @@ func Check(host string) error {
 		}
 	}
 	return nil
+}
+
+// Refused reserves a TCP port on 127.0.0.1 where nothing listens: a
+// socket bound to it, never listening, so a connection there is refused
+// (the kernel answers with a reset) for as long as the port is held, and
+// no other socket can take the port meanwhile (the binding does not set
+// SO_REUSEADDR). It is how a test names an address that refuses: a
+// listener closed at once frees its port for whatever binds next, on a
+// machine running other tests beside it, and a request there may then be
+// answered, or left waiting, by something else. release frees the port.
+func Refused() (addr string, release func() error, err error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, fmt.Errorf("reserve a refusing port: %w", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return "", nil, fmt.Errorf("reserve a refusing port: bind: %w", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return "", nil, fmt.Errorf("reserve a refusing port: %w", err)
+	}
+	port := sa.(*syscall.SockaddrInet4).Port
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), func() error { return syscall.Close(fd) }, nil
 }

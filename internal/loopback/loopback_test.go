@@ -1,7 +1,10 @@
 package loopback_test
 
 import (
+	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/loopback"
@@ -43,4 +46,31 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Is(%s) = %v", tc.host, !(tc.want == ""))
 		}
 	}
+}
+
+// A reserved refusing port refuses connections, and no listener can take
+// it while it is held; once released, one can.
+func TestRefused(t *testing.T) {
+	addr, release, err := loopback.Refused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", addr); err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("dial %s: %v, want connection refused", addr, err)
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		ln.Close()
+		t.Errorf("a listener took the reserved port %s", addr)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("the released port: %v", err)
+	}
+	ln.Close()
 }

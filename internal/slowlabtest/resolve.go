@@ -28,3 +28,17 @@ func ResolveWith(t testing.TB, hosts map[string][]string) {
 		return out, nil
 	}
 }
+
+// RefusedAddr is a 127.0.0.1 host:port that refuses connections for the
+// rest of the test (loopback.Refused, released at cleanup). Unlike the
+// port of a listener closed at once, no other test can start listening
+// there meanwhile and answer, or hang, a request meant to be refused.
+func RefusedAddr(t testing.TB) string {
+	t.Helper()
+	addr, release, err := loopback.Refused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release() })
+	return addr
+}
