@@ -30,22 +30,17 @@ type h2Server struct {
 }
 
 // first waits for a handler's first write to get out.
-func (s *h2Server) first(t *testing.T) time.Time {
-	t.Helper()
-	select {
-	case at := <-s.firstOut:
-		return at
-	case err := <-s.failed:
-		t.Fatalf("a /large handler failed before its first write got out: %v", err)
-	}
-	return time.Time{}
-}
+func (s *h2Server) first(t *testing.T) time.Time { t.Helper(); return s.wait(t, s.firstOut) }
 
 // returned waits for a handler to return after writing its whole body.
-func (s *h2Server) returned(t *testing.T) time.Time {
+func (s *h2Server) returned(t *testing.T) time.Time { t.Helper(); return s.wait(t, s.handlerOut) }
+
+// wait takes the next time on ch, or fails the test on a handler's
+// failure.
+func (s *h2Server) wait(t *testing.T, ch chan time.Time) time.Time {
 	t.Helper()
 	select {
-	case at := <-s.handlerOut:
+	case at := <-ch:
 		return at
 	case err := <-s.failed:
 		t.Fatalf("a /large handler failed: %v", err)
