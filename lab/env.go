@@ -27,6 +27,12 @@ type Env struct {
 	// MaxHostCPU aborts a run (and tries it again) when host CPU
 	// utilisation stays above this percentage; 0 disables the guard.
 	MaxHostCPU float64
+	// MaxScheduleLag aborts a run (and tries it again, as the host guard
+	// does) whose load generator started a measured request more than
+	// this late: its latencies would measure a stalled instrument. Only
+	// runs whose rows record the lag (slow-client's and buffer-sweep's)
+	// are judged; 0 disables it.
+	MaxScheduleLag time.Duration
 	// TargetsFile, if set, is a Prometheus file_sd file that lists the
 	// current run's /metrics endpoints (label run_id), so an existing
 	// Prometheus scrapes every run.

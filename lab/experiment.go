@@ -119,7 +119,7 @@ const (
 	SharedStack   Shared = 1 << iota // --stack, --no-limits; scenario stack, limits, gunicorn, nginx
 	SharedReps                       // --reps, --quick
 	SharedResume                     // --resume
-	SharedHostCPU                    // --max-host-cpu
+	SharedHostCPU                    // --max-host-cpu, --max-schedule-lag
 	SharedMetrics                    // --metrics-addr
 	SharedTracing                    // --trace-sample-ratio and OTEL_*
 	SharedTargets                    // --prometheus-targets
@@ -130,7 +130,7 @@ var flagNames = map[Shared][]string{
 	SharedStack:   {"stack", "no-limits"},
 	SharedReps:    {"reps", "quick"},
 	SharedResume:  {"resume"},
-	SharedHostCPU: {"max-host-cpu"},
+	SharedHostCPU: {"max-host-cpu", "max-schedule-lag"},
 	SharedMetrics: {"metrics-addr"},
 	SharedTracing: {"trace-sample-ratio"},
 	SharedTargets: {"prometheus-targets"},

@@ -19,6 +19,7 @@ type Guard struct {
 	interval time.Duration
 	strikes  int // consecutive intervals above max that abort the run
 	procfs   string
+	maxLag   time.Duration // Env.MaxScheduleLag
 
 	mu     sync.Mutex
 	reason string
@@ -87,6 +88,24 @@ func (g *Guard) Why() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.reason
+}
+
+// lagged is a run row that records its load generator's schedule lag.
+type lagged interface{ MaxLag() (ms float64, ok bool) }
+
+// late says why run, whose row records its load generator's schedule
+// lag, is judged a stalled instrument (its largest lag over maxLag), or
+// "" when it is not (or its row records no lag).
+func (g *Guard) late(run any) string {
+	l, ok := run.(lagged)
+	if g == nil || g.maxLag <= 0 || !ok {
+		return ""
+	}
+	ms, ok := l.MaxLag()
+	if !ok || ms <= float64(g.maxLag)/float64(time.Millisecond) {
+		return ""
+	}
+	return fmt.Sprintf("load generator %.0f ms behind its schedule, over --max-schedule-lag %s: the host stalled the instrument", ms, g.maxLag)
 }
 
 // ErrHostBusy is the cause of a run the guard cancelled.

@@ -137,6 +137,7 @@ func (m *Matrix[S, R]) completed(done []R, s S) bool {
 // ends.
 func (m *Matrix[S, R]) loop(ctx context.Context, env *Env, specs []S, runs RowWriter[R], all []R) ([]R, error) {
 	guard := NewGuard(env.MaxHostCPU, "")
+	guard.maxLag = env.MaxScheduleLag
 	p := NewProgress(env.Progress, len(specs), func(i int) time.Duration { return m.Expected(specs[i]) })
 	for i, spec := range specs {
 		for try := 1; ; try++ {
@@ -178,6 +179,12 @@ func (m *Matrix[S, R]) one(parent context.Context, guard *Guard, spec S, id stri
 		v := m.Verdict(&run)
 		*v.Status, *v.Reason = recorder.RunAborted, guard.Why()
 		return run, true, err
+	}
+	if v := m.Verdict(&run); *v.Status == recorder.RunOK {
+		if why := guard.late(&run); why != "" {
+			*v.Status, *v.Reason = recorder.RunAborted, why
+			return run, true, err
+		}
 	}
 	return run, false, err
 }

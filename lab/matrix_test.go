@@ -151,3 +151,56 @@ func TestMatrixHostBusy(t *testing.T) {
 		t.Error("AllFailed false with every run aborted")
 	}
 }
+
+// TestMatrixScheduleLag: with --max-schedule-lag 1s, an ok run whose load
+// generator fell 2.5 s behind is aborted as a stalled instrument and
+// tried again; the try that kept its schedule stands. A failed run is
+// left as it is, and rows that record no lag are not judged.
+func TestMatrixScheduleLag(t *testing.T) {
+	saved := HostBusyCooldown
+	HostBusyCooldown = 10 * time.Millisecond
+	t.Cleanup(func() { HostBusyCooldown = saved })
+	lags := map[string]float64{"cond0.rep1": 2500, "cond0.rep1.try2": 12, "cond1.rep1": 2500}
+	status := map[string]string{"cond1.rep1": recorder.RunFailed}
+	var measured []string
+	m := &Matrix[fakeSpec, recorder.Run]{Specs: []fakeSpec{0, 1}, Expected: func(fakeSpec) time.Duration { return time.Second },
+		Line: func(r recorder.Run) string { return r.Status },
+		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
+			return rowSink[recorder.Run]{}, func() error { return nil }, nil
+		},
+		Measure: func(ctx context.Context, s fakeSpec, id string) (recorder.Run, error) {
+			measured = append(measured, id)
+			st := status[id]
+			if st == "" {
+				st = recorder.RunOK
+			}
+			return recorder.Run{RunID: id, Status: st, MaxScheduleLagMS: recorder.Some(lags[id])}, nil
+		}}
+	env := &Env{Out: t.TempDir(), MaxScheduleLag: time.Second}
+	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(measured, " ") != "cond0.rep1 cond0.rep1.try2 cond1.rep1" {
+		t.Errorf("tries %v, want the late ok run tried again, the failed one not", measured)
+	}
+	want := []string{recorder.RunAborted, recorder.RunOK, recorder.RunFailed}
+	for i, r := range runs {
+		if r.Status != want[i] {
+			t.Errorf("run %s: %s %q, want %s", r.RunID, r.Status, r.Reason, want[i])
+		}
+	}
+	if r := runs[0]; !strings.Contains(r.Reason, "2500 ms behind its schedule, over --max-schedule-lag 1s") {
+		t.Errorf("reason %q", r.Reason)
+	}
+	env.MaxScheduleLag = 0
+	measured = nil
+	if runs, _ := m.Run(context.Background(), &Env{Out: t.TempDir()}, &fakeConfig{Header: Header{Experiment: "fake"}}); runs[0].Status != recorder.RunOK {
+		t.Errorf("without --max-schedule-lag: %s %q, want ok", runs[0].Status, runs[0].Reason)
+	}
+}
+
+// rowSink discards rows.
+type rowSink[R any] struct{}
+
+func (rowSink[R]) Write(R) error { return nil }

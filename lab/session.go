@@ -28,6 +28,7 @@ type Options struct {
 	Out         string
 	Resume      string // results directory to resume
 	MaxHostCPU  float64
+	MaxLag      time.Duration // --max-schedule-lag
 	TargetsFile string
 	MetricsAddr string // served by cmd; here only to be refused where not taken
 	Reps        Reps   // overrides the scenario's reps when set
@@ -58,6 +59,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 	}
 	if shared.Has(SharedHostCPU) {
 		fs.Float64Var(&o.MaxHostCPU, "max-host-cpu", DefaultMaxHostCPU, "abort and retry a run while host CPU stays above this percentage for 2 s (0 disables)")
+		fs.DurationVar(&o.MaxLag, "max-schedule-lag", 0, "abort and retry, as --max-host-cpu does, a run whose load generator started a /fast request more than this behind its schedule (slow-client and buffer-sweep runs): its latencies would include the generator's stall (e.g. 1s; 0 disables)")
 	}
 	if shared.Has(SharedMetrics) {
 		fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve the load generator's /metrics here during the run, e.g. 127.0.0.1:9101 (off when empty)")
@@ -70,6 +72,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 // Validate checks the shared settings.
 func (o Options) Validate() error {
 	switch {
+	case o.MaxLag < 0:
+		return fmt.Errorf("--max-schedule-lag %s: want 0 (off) or more", o.MaxLag)
 	case o.MaxHostCPU < 0 || o.MaxHostCPU > 100:
 		return fmt.Errorf("--max-host-cpu %v: allowed 0 (off) to 100 percent", o.MaxHostCPU)
 	case o.Resume != "" && o.Out != "" && o.Resume != o.Out:
@@ -215,7 +219,7 @@ func WriteReport(dir string, stdout, stderr io.Writer) {
 // and the canonical scenario.
 func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
 	env := &Env{Out: ResultsDir(o.Out, cfg.Head().Experiment), Progress: stderr, Metrics: o.Metrics,
-		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, TargetsFile: o.TargetsFile}
+		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, MaxScheduleLag: o.MaxLag, TargetsFile: o.TargetsFile}
 	if o.Resume != "" {
 		env.Out, env.Resume = o.Resume, true
 	}

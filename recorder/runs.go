@@ -22,6 +22,12 @@ type Run struct {
 	Components               [3]ComponentSummary
 }
 
+// MaxLag is the run's largest schedule lag, for the run loop's
+// --max-schedule-lag.
+func (r *Run) MaxLag() (ms float64, ok bool) {
+	return r.MaxScheduleLagMS.Value, r.MaxScheduleLagMS.Valid
+}
+
 // Run.Status values.
 const (
 	RunOK      = "ok"

@@ -55,7 +55,8 @@ func netnsInode() (uint64, error) {
 // runChild runs kernel setting k's cells in a child session started in a
 // new network namespace, into env.Out/<k.dir()>, and adds the child's
 // sweep.csv rows. Cancelling ctx interrupts the child, which keeps what
-// it completed. The child takes the session's --max-host-cpu and, when
+// it completed. The child takes the session's --max-host-cpu and
+// --max-schedule-lag and, when
 // the sweep resumes, --resume: it keeps its own complete cells and resumes
 // the others' matrices; a setting whose cells done has all is not started.
 func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[string]bool, add func([]recorder.SweepCell) error) error {
@@ -141,7 +142,7 @@ func childArgs(env *lab.Env, file, dir string) []string {
 	if env.Stack.Name != "" {
 		args = append(args, "--stack", env.Stack.Name)
 	}
-	args = append(args, "--max-host-cpu", strconv.FormatFloat(env.MaxHostCPU, 'f', -1, 64))
+	args = append(args, "--max-host-cpu", strconv.FormatFloat(env.MaxHostCPU, 'f', -1, 64), "--max-schedule-lag", env.MaxScheduleLag.String())
 	if !env.Stack.Cgroups {
 		args = append(args, "--no-limits")
 	}
