@@ -41,6 +41,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /bytes", s.bytes)
 	mux.HandleFunc("POST /upload", s.upload)
 	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /ws", s.ws)
 	return mux
 }
 

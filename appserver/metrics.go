@@ -20,6 +20,7 @@ var endpointCodes = map[string][]int{
 	"bytes":    {http.StatusOK, http.StatusBadRequest},
 	"upload":   {http.StatusOK, statusClientClosed},
 	"events":   {http.StatusOK, http.StatusBadRequest, statusClientClosed},
+	"ws":       {http.StatusSwitchingProtocols, http.StatusBadRequest, http.StatusUpgradeRequired, statusClientClosed},
 }
 
 type metrics struct {
@@ -28,6 +29,7 @@ type metrics struct {
 	busy     *prometheus.GaugeVec
 	held     *prometheus.GaugeVec
 	queued   prometheus.Gauge
+	wsQueued prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, o Options) *metrics {
@@ -48,18 +50,22 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 		}, []string{"worker"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slowlab_target_longpolls_in_progress",
-			Help: "Long-polls and SSE streams (/events) a worker is holding now, each on one of its slots (part of busy slots).",
+			Help: "Long-polls, SSE streams (/events) and WebSockets (/ws) a worker is holding now, each on one of its slots (part of busy slots).",
 		}, []string{"worker"}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slowlab_target_queued_requests",
 			Help: "Requests accepted by a gthread worker and waiting for one of its threads.",
+		}),
+		wsQueued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slowlab_target_ws_queued_bytes",
+			Help: "Bytes of /ws?queue=unbounded messages stamped and held in the app's memory that their sockets have not taken yet.",
 		}),
 	}
 	slots := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "slowlab_target_slots",
 		Help: "Requests the server can work on at once (workers x threads); absent for the unbounded async model.",
 	})
-	reg.MustRegister(m.requests, m.write, m.busy, m.held, m.queued)
+	reg.MustRegister(m.requests, m.write, m.busy, m.held, m.queued, m.wsQueued)
 	// Every series with a bounded label exists at 0 from the start, so
 	// rate() and absent() see it before the first request.
 	for endpoint, codes := range endpointCodes {

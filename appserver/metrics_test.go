@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -131,6 +132,7 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 	s, base, admin := startServer(t, o)
 	families := []string{"slowlab_target_requests_total", "slowlab_target_response_write_seconds_count", "slowlab_target_busy_slots", "slowlab_target_longpolls_in_progress"}
 	before := withPrefix(scrape(t, admin), families...)
+	ctx0 := context.Background()
 
 	get := func(path string, want int) {
 		t.Helper()
@@ -198,6 +200,31 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 	sse.Close()
 	slowlabtest.WaitFor(t, "the abandoned stream to be counted", func() bool {
 		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="events"}`] == 1
+	})
+
+	// A WebSocket that ends as asked is a 101, a bad query a 400, a GET
+	// without an upgrade a 426, one whose connection breaks a 499.
+	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/ws"
+	ws, _, err := websocket.Dial(ctx0, wsURL+"?mode=push&count=1&interval=1ms", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.Read(ctx0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.Read(ctx0); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("after the one push: %v, want the app's normal close", err)
+	}
+	get("/ws?count=x", 400)
+	get("/ws", 426)
+	broken, _, err := websocket.Dial(ctx0, wsURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowlabtest.WaitFor(t, "the socket to be held", func() bool { return gauges(s, "slowlab_target_longpolls_in_progress")["0"] == 1 })
+	broken.CloseNow() // no close frame: the connection just ends
+	slowlabtest.WaitFor(t, "the broken socket to be counted", func() bool {
+		return scrape(t, admin)[`slowlab_target_requests_total{code="499",endpoint="ws"}`] == 1
 	})
 
 	after := withPrefix(scrape(t, admin), families...)

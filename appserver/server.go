@@ -24,6 +24,7 @@ type Server struct {
 	sends   *sendLog
 	block   []byte
 	timeout *timeouts
+	wsOpen  wsSessions // GET /ws sessions, closed by Serve on shutdown
 }
 
 // New validates o and returns a Server with its own metrics registry.
@@ -84,6 +85,7 @@ func (s *Server) Serve(ctx context.Context, app, admin net.Listener) error {
 			})
 		}
 		wg.Wait()
+		s.wsOpen.closeAll() // hijacked: Shutdown does not see them
 		return nil
 	})
 	return g.Wait()
@@ -103,14 +105,14 @@ func (s *Server) worker(id int) http.Handler {
 }
 
 // counted wraps app so that worker id's requests count as busy while they
-// run and, for /longpoll and /events, as held.
+// run and, for /longpoll, /events and /ws, as held.
 func (s *Server) counted(app http.Handler, id int) http.Handler {
 	busy := s.metrics.busy.WithLabelValues(strconv.Itoa(id))
 	held := s.metrics.held.WithLabelValues(strconv.Itoa(id))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		busy.Inc()
 		defer busy.Dec()
-		if r.URL.Path == "/longpoll" || r.URL.Path == "/events" {
+		if r.URL.Path == "/longpoll" || r.URL.Path == "/events" || r.URL.Path == "/ws" {
 			held.Inc()
 			defer held.Dec()
 		}

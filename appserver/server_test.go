@@ -349,15 +349,19 @@ slowlab_target_requests_total{code="200",endpoint="bytes"} 0
 slowlab_target_requests_total{code="200",endpoint="events"} 0
 slowlab_target_requests_total{code="200",endpoint="fast"} 3
 slowlab_target_requests_total{code="200",endpoint="large"} 0
+slowlab_target_requests_total{code="101",endpoint="ws"} 0
 slowlab_target_requests_total{code="200",endpoint="upload"} 0
 slowlab_target_requests_total{code="204",endpoint="longpoll"} 0
 slowlab_target_requests_total{code="400",endpoint="bytes"} 0
 slowlab_target_requests_total{code="400",endpoint="events"} 0
 slowlab_target_requests_total{code="400",endpoint="large"} 0
 slowlab_target_requests_total{code="400",endpoint="longpoll"} 0
+slowlab_target_requests_total{code="400",endpoint="ws"} 0
+slowlab_target_requests_total{code="426",endpoint="ws"} 0
 slowlab_target_requests_total{code="499",endpoint="events"} 0
 slowlab_target_requests_total{code="499",endpoint="longpoll"} 0
 slowlab_target_requests_total{code="499",endpoint="upload"} 0
+slowlab_target_requests_total{code="499",endpoint="ws"} 0
 # HELP slowlab_target_slots Requests the server can work on at once (workers x threads); absent for the unbounded async model.
 # TYPE slowlab_target_slots gauge
 slowlab_target_slots 6

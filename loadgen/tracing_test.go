@@ -62,6 +62,13 @@ func traced(t *testing.T) (*spanLog, *sdktrace.TracerProvider) {
 // base URL.
 func serveTarget(t *testing.T, o appserver.Options) string {
 	t.Helper()
+	base, _ := serveApp(t, o)
+	return base
+}
+
+// serveApp is serveTarget that also returns the server (its metrics).
+func serveApp(t *testing.T, o appserver.Options) (string, *appserver.Server) {
+	t.Helper()
 	s, err := appserver.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +86,7 @@ func serveTarget(t *testing.T, o appserver.Options) string {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), s
 }
 
 func targetOptions(tp trace.TracerProvider, model appserver.Model) appserver.Options {
