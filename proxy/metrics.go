@@ -24,6 +24,7 @@ type metrics struct {
 	requests          *prometheus.CounterVec
 	inFlight          prometheus.Gauge
 	http2Streams      prometheus.Gauge
+	websockets        prometheus.Gauge
 	upstreamSeconds   prometheus.Histogram
 	upstreamErrors    *prometheus.CounterVec
 	clientDisconnects prometheus.Counter
@@ -45,6 +46,10 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 		http2Streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "slowlab_proxy_http2_streams",
 			Help: "Requests in flight that came as HTTP/2 streams (each with its own upstream connection; many can share one client connection).",
+		}),
+		websockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "slowlab_proxy_websockets",
+			Help: "WebSocket tunnels open now (each holds a client connection, an upstream connection and the app's side of it).",
 		}),
 		upstreamSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:                        "slowlab_proxy_upstream_response_seconds",
@@ -88,7 +93,7 @@ func newMetrics(reg prometheus.Registerer, o Options) *metrics {
 	for _, code := range initialCodes {
 		m.requests.WithLabelValues(strconv.Itoa(code))
 	}
-	reg.MustRegister(m.requests, m.inFlight, m.http2Streams, m.upstreamSeconds, m.upstreamErrors,
+	reg.MustRegister(m.requests, m.inFlight, m.http2Streams, m.websockets, m.upstreamSeconds, m.upstreamErrors,
 		m.clientDisconnects, m.spooledBytes, m.bodySpooledBytes, m.tempFilesOpen, buffering)
 	return m
 }

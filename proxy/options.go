@@ -158,6 +158,14 @@ type Options struct {
 	// TLS, when set, serves clients TLS (ALPN h2 with HTTP2, and
 	// http/1.1).
 	TLS *tls.Config
+	// WebSocket passes WebSocket upgrades on, as NGINX does where its
+	// config sets `proxy_set_header Upgrade $http_upgrade` and
+	// `Connection "upgrade"` (the lab's does): the upstream's 101 turns
+	// the client connection into a tunnel to it, idle for at most
+	// UpstreamTimeout from the upstream's side (proxy_read_timeout).
+	// Without it Upgrade is dropped as a hop-by-hop header, as NGINX does
+	// by default, and the app sees a plain GET.
+	WebSocket bool
 	// MaxConcurrentStreams is http2_max_concurrent_streams: the streams a
 	// client may have open on one HTTP/2 connection (the server's
 	// SETTINGS_MAX_CONCURRENT_STREAMS; a stream beyond it is refused).
@@ -183,6 +191,7 @@ func DefaultOptions() Options {
 		ClientHeaderTimeout:  DefaultClientHeaderTimeout,
 		SendTimeout:          DefaultSendTimeout,
 		MaxConcurrentStreams: DefaultMaxConcurrentStreams,
+		WebSocket:            true,
 	}
 }
 

@@ -197,6 +197,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.untrack(&up.flow)
 	defer up.close()
+	if up.resp.StatusCode == http.StatusSwitchingProtocols {
+		if err := p.tunnel(w, up); err != nil {
+			p.m.upstreamErrors.WithLabelValues(stageBody).Inc()
+		}
+		return
+	}
 
 	copyResponseHeader(w.Header(), up.resp)
 	w.Header().Del(AccelBufferingHeader)

@@ -25,6 +25,11 @@ type upstream struct {
 	start time.Time // before dialing
 	flow  flow
 
+	// tc and br are the connection as the request was written and the
+	// response read: a tunnel (Options.WebSocket) goes on with them.
+	tc *timeoutConn
+	br *bufio.Reader
+
 	once sync.Once
 	stop func() bool // stops the context watcher
 }
@@ -75,6 +80,12 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 	tc := &timeoutConn{Conn: conn, timeout: p.opts.UpstreamTimeout}
 
 	out := outgoingRequest(r, p.opts.Upstream)
+	upgrade := p.opts.WebSocket && wantsUpgrade(r)
+	if upgrade { // NGINX: proxy_set_header Upgrade $http_upgrade; Connection "upgrade"
+		out.Header.Set("Upgrade", r.Header.Get("Upgrade"))
+		out.Header.Set("Connection", "upgrade")
+		out.Close = false
+	}
 	bw := bufio.NewWriterSize(tc, p.opts.BufferSize)
 	write := out.Write
 	if p.opts.UpstreamHTTP10 {
@@ -95,6 +106,9 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 			return fail(stageHeader, err)
 		}
 		switch {
+		case resp.StatusCode == http.StatusSwitchingProtocols && upgrade:
+			u.resp, u.tc, u.br = resp, tc, br
+			return u, nil
 		case resp.StatusCode == http.StatusSwitchingProtocols:
 			return fail(stageHeader, errors.New("protocol upgrades are not proxied"))
 		case resp.StatusCode < 200:
