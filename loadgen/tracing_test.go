@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/appserver/appservertest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -69,24 +69,7 @@ func serveTarget(t *testing.T, o appserver.Options) string {
 // serveApp is serveTarget that also returns the server (its metrics).
 func serveApp(t *testing.T, o appserver.Options) (string, *appserver.Server) {
 	t.Helper()
-	s, err := appserver.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String(), s
+	return appservertest.Serve(t, o)
 }
 
 func targetOptions(tp trace.TracerProvider, model appserver.Model) appserver.Options {

@@ -62,6 +62,18 @@ func (d WSDial) dial(ctx context.Context) (*websocket.Conn, time.Duration, error
 	return c, time.Since(start), nil
 }
 
+// open starts a session's result and connects: a nil connection when it
+// failed, the result then ended with why.
+func (d WSDial) open(ctx context.Context) (WSResult, *websocket.Conn) {
+	r := WSResult{Start: time.Now(), Expected: -1, CloseCode: -1}
+	c, hs, err := d.dial(ctx)
+	r.Handshake = hs
+	if err != nil {
+		return r.end(err), nil
+	}
+	return r, c
+}
+
 // WSDelivery is one pushed message as a consumer read it: the app's
 // stamp (seq, t_us, see appserver.WSMessage) and when the reader took it.
 type WSDelivery struct {
@@ -108,11 +120,9 @@ type WSConsumer struct {
 // Run holds one session until the app closes it, the connection fails or
 // ctx ends.
 func (w WSConsumer) Run(ctx context.Context) WSResult {
-	r := WSResult{Start: time.Now(), Expected: -1, CloseCode: -1}
-	c, hs, err := w.dial(ctx)
-	r.Handshake = hs
-	if err != nil {
-		return r.end(err)
+	r, c := w.open(ctx)
+	if c == nil {
+		return r
 	}
 	defer c.CloseNow()
 	begun := time.Now()
@@ -147,11 +157,9 @@ type WSHolder struct {
 // Run holds one session for Hold, then closes it normally ("held"),
 // unless the peer or the path ends it first.
 func (w WSHolder) Run(ctx context.Context) WSResult {
-	r := WSResult{Start: time.Now(), Expected: -1, CloseCode: -1}
-	c, hs, err := w.dial(ctx)
-	r.Handshake = hs
-	if err != nil {
-		return r.end(err)
+	r, c := w.open(ctx)
+	if c == nil {
+		return r
 	}
 	defer c.CloseNow()
 	// CloseRead reads the control frames (pongs, the peer's close) and

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/appserver/appservertest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/loadgen"
 )
@@ -19,21 +20,8 @@ func wsApp(t *testing.T) string {
 	t.Helper()
 	o := appserver.DefaultOptions()
 	o.Model = appserver.ModelAsync
-	s, err := appserver.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln := listen(t, 0)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	base, _ := appservertest.Serve(t, o)
+	return base
 }
 
 func wsDial(t *testing.T, addr string, p appserver.WSParams) loadgen.WSDial {
