@@ -68,7 +68,8 @@ func (p WSParams) Query() string {
 // for push interval (a Go duration, 1ms to 10s, default 100ms), count (0
 // to 1000000 messages, default 100), pad (0 to 16 MiB) and queue (wait,
 // the default, or unbounded). Its errors are the 400's text, the same in
-// every app.
+// every app that can answer one before the upgrade (Uvicorn refuses a
+// handshake its ASGI app closed before accepting with a bare 403).
 func ParseWSQuery(get func(string) string) (WSParams, error) {
 	p := WSParams{Mode: WSEcho, Interval: DefaultWSInterval, Count: DefaultWSCount, Queue: WSQueueWait}
 	switch q := get("mode"); q {

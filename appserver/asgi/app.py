@@ -13,6 +13,19 @@ with the same endpoints, byte for byte, and the same records:
                      Server-Sent Events, as the WSGI app's (a tick stamped
                      with the wall clock in unix microseconds every
                      interval, then the end event); held like a long-poll
+  /ws[?mode=echo|push&interval=D&count=N&pad=N&queue=wait|unbounded]
+                     a WebSocket (appserver.ParseWSQuery): echo gives each
+                     message back; push sends count messages stamped with
+                     the wall clock in unix microseconds (appserver.WSMessage),
+                     one every interval, then closes 1000 with
+                     {"messages": N}. queue=unbounded stamps on schedule into
+                     an asyncio.Queue a sender task drains; wait awaits each
+                     send(), which with Uvicorn's wsproto (0.17) writes to the
+                     transport without waiting for it to drain, so both grow
+                     the worker's memory with a slow reader. Held like a
+                     long-poll. A bad query is refused before the upgrade with
+                     Uvicorn's 403 (an ASGI app that closes before accepting
+                     cannot say more there); a GET without an upgrade gets 426.
   POST /upload       reads the request body to its end, then 200
                      {"bytes": N} with x-slowlab-body-bytes: N and
                      Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
@@ -475,7 +488,128 @@ async def events(scope, receive, send, start, query):
         watcher.cancel()
 
 
-ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes, "/events": events}
+MIN_WS_INTERVAL_S, MAX_WS_INTERVAL_S = 0.001, 10.0  # appserver.MinWSInterval, MaxWSInterval
+MAX_WS_COUNT = 1000000  # appserver.MaxWSCount
+MAX_WS_MESSAGE = 16 << 20  # appserver.MaxWSMessage
+
+
+def ws_params(query):
+    """(mode, interval_s, count, pad, queue) from /ws' query, or the
+    refusal's text as a string (the embedded app's ParseWSQuery, word for
+    word)."""
+    mode, interval, count, pad, queue = "echo", 0.1, 100, 0, "wait"
+    raw = query.get("mode", [""])[0]
+    if raw not in ("", "echo", "push"):
+        return "mode %s: want echo or push" % json.dumps(raw)
+    mode = raw or mode
+    raw = query.get("interval", [""])[0]
+    if raw != "":
+        interval = parse_duration(raw)
+        if interval is None or not MIN_WS_INTERVAL_S <= interval <= MAX_WS_INTERVAL_S:
+            return "interval %s: want a duration from 1ms to 10s" % json.dumps(raw)
+    raw = query.get("count", [""])[0]
+    if raw != "":
+        count = int(raw) if raw.isdigit() else -1
+        if not 0 <= count <= MAX_WS_COUNT:
+            return "count %s: want 0..%d messages" % (json.dumps(raw), MAX_WS_COUNT)
+    raw = query.get("pad", [""])[0]
+    if raw != "":
+        pad = int(raw) if raw.isdigit() else -1
+        if not 0 <= pad <= MAX_WS_MESSAGE:
+            return "pad %s: want 0..%d bytes" % (json.dumps(raw), MAX_WS_MESSAGE)
+    raw = query.get("queue", [""])[0]
+    if raw not in ("", "wait", "unbounded"):
+        return "queue %s: want wait or unbounded" % json.dumps(raw)
+    return mode, interval, count, pad, raw or queue
+
+
+async def ws_plain(scope, receive, send, start, query):
+    """GET /ws without an upgrade: 426, as the embedded app answers."""
+    body = b"Upgrade Required: /ws is a WebSocket\n"
+    await _respond(send, start, 426, [
+        (b"upgrade", b"websocket"),
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", b"%d" % len(body)),
+    ], body)
+
+
+async def websocket(scope, receive, send):
+    """/ws as a WebSocket: echo, or push stamped messages (see above)."""
+    if scope["path"] != "/ws":
+        await receive()  # websocket.connect
+        return await send({"type": "websocket.close", "code": 1008})
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    params = ws_params(query)
+    await receive()  # websocket.connect
+    if isinstance(params, str):
+        return await send({"type": "websocket.close", "code": 1008})
+    await send({"type": "websocket.accept"})
+    held_add(1)
+    try:
+        mode, interval, count, pad, queue = params
+        if mode == "echo":
+            return await _ws_echo(receive, send)
+        await _ws_push(receive, send, interval, count, pad, queue)
+    finally:
+        held_add(-1)
+
+
+async def _ws_echo(receive, send):
+    while True:
+        msg = await receive()
+        if msg["type"] == "websocket.disconnect":
+            return
+        if msg.get("text") is not None:
+            await send({"type": "websocket.send", "text": msg["text"]})
+        else:
+            await send({"type": "websocket.send", "bytes": msg.get("bytes") or b""})
+
+
+async def _ws_push(receive, send, interval, count, pad, queue):
+    gone = asyncio.Event()
+
+    async def watch():
+        while (await receive())["type"] != "websocket.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.create_task(watch())
+    queued = asyncio.Queue() if queue == "unbounded" else None
+
+    async def drain():
+        while True:
+            text = await queued.get()
+            if text is None or gone.is_set():
+                return
+            await send({"type": "websocket.send", "text": text})
+
+    sender = asyncio.create_task(drain()) if queued is not None else None
+    padding = "a" * pad
+    start = time.perf_counter()
+    try:
+        for seq in range(count):
+            wait = start + seq * interval - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if gone.is_set():
+                return
+            text = '{"seq": %d, "t_us": %d, "pad": "%s"}' % (seq, time.time_ns() // 1000, padding)
+            if queued is not None:
+                queued.put_nowait(text)
+            else:
+                await send({"type": "websocket.send", "text": text})
+        if sender is not None:
+            queued.put_nowait(None)
+            await sender
+        if not gone.is_set():
+            await send({"type": "websocket.close", "code": 1000, "reason": '{"messages": %d}' % count})
+    finally:
+        watcher.cancel()
+        if sender is not None:
+            sender.cancel()
+
+
+ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes, "/events": events, "/ws": ws_plain}
 POST_ROUTES = {"/upload": upload}
 
 
@@ -494,6 +628,8 @@ async def _lifespan(receive, send):
 async def application(scope, receive, send):
     if scope["type"] == "lifespan":
         return await _lifespan(receive, send)
+    if scope["type"] == "websocket":
+        return await websocket(scope, receive, send)
     if scope["type"] != "http":
         raise ValueError("unsupported ASGI scope type %r" % scope["type"])
     start = time.perf_counter()

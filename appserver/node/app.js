@@ -18,6 +18,21 @@ node:fs, node:http. It serves the same endpoints, byte for byte:
                      {"bytes": N} with X-Slowlab-Body-Bytes: N and
                      Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
                      (in the chunks node:http hands over, at most 64 KiB)
+  /ws[?mode=echo|push&interval=D&count=N&pad=N&queue=wait|unbounded]
+                     a WebSocket (RFC 6455, written here with node:crypto:
+                     no npm package), as the embedded app's
+                     (appserver.ParseWSQuery): echo gives each message back;
+                     push sends count messages stamped with the wall clock in
+                     unix microseconds (appserver.WSMessage), one every
+                     interval, then closes 1000 with {"messages": N}.
+                     queue=wait writes the next message only once the socket
+                     took the last (socket.write returned true, or 'drain'),
+                     so a slow reader delays the stamps; queue=unbounded
+                     writes on schedule whatever write returned, and what the
+                     socket does not take waits in the process. A bad query
+                     is a 400 before the upgrade, with the embedded app's
+                     text; a GET without an upgrade a 426. Held like a
+                     long-poll.
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
 produce its headers. Every /large response (GET or HEAD, 400s included)
@@ -90,6 +105,7 @@ Run it with: SLOWLAB_WORKERS=2 node app.js
 */
 
 const cluster = require('node:cluster');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
@@ -470,7 +486,220 @@ function events(cfg, req, res, start, query) {
   tick();
 }
 
-const ROUTES = new Map([['/fast', fast], ['/large', large], ['/longpoll', longpoll], ['/bytes', nbytes], ['/events', events]]);
+const MIN_WS_INTERVAL_S = 0.001; // appserver.MinWSInterval
+const MAX_WS_INTERVAL_S = 10; // appserver.MaxWSInterval
+const MAX_WS_COUNT = 1000000; // appserver.MaxWSCount
+const MAX_WS_MESSAGE = 16 << 20; // appserver.MaxWSMessage
+const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'; // RFC 6455 section 1.3
+
+// wsParams reads /ws' query; a string is the 400's text, the embedded
+// app's ParseWSQuery word for word.
+function wsParams(query) {
+  const mode = query.get('mode') ?? '';
+  if (!['', 'echo', 'push'].includes(mode)) return `mode ${pyJSON(mode)}: want echo or push`;
+  let interval = 0.1;
+  let count = 100;
+  let pad = 0;
+  const rawInterval = query.get('interval') ?? '';
+  if (rawInterval !== '') {
+    interval = parseDuration(rawInterval);
+    if (interval === null || interval < MIN_WS_INTERVAL_S || interval > MAX_WS_INTERVAL_S) {
+      return `interval ${pyJSON(rawInterval)}: want a duration from 1ms to 10s`;
+    }
+  }
+  const rawCount = query.get('count') ?? '';
+  if (rawCount !== '') {
+    count = /^[0-9]+$/.test(rawCount) ? Number(rawCount) : -1;
+    if (count < 0 || count > MAX_WS_COUNT) return `count ${pyJSON(rawCount)}: want 0..${MAX_WS_COUNT} messages`;
+  }
+  const rawPad = query.get('pad') ?? '';
+  if (rawPad !== '') {
+    pad = /^[0-9]+$/.test(rawPad) ? Number(rawPad) : -1;
+    if (pad < 0 || pad > MAX_WS_MESSAGE) return `pad ${pyJSON(rawPad)}: want 0..${MAX_WS_MESSAGE} bytes`;
+  }
+  const queue = query.get('queue') ?? '';
+  if (!['', 'wait', 'unbounded'].includes(queue)) return `queue ${pyJSON(queue)}: want wait or unbounded`;
+  return { mode: mode || 'echo', interval, count, pad, queue: queue || 'wait' };
+}
+
+// wsFrame is one unmasked, final frame, as a server sends them.
+function wsFrame(opcode, payload) {
+  const n = payload.length;
+  let head;
+  if (n < 126) {
+    head = Buffer.from([0x80 | opcode, n]);
+  } else if (n < 65536) {
+    head = Buffer.alloc(4);
+    head[1] = 126;
+    head.writeUInt16BE(n, 2);
+  } else {
+    head = Buffer.alloc(10);
+    head[1] = 127;
+    head.writeBigUInt64BE(BigInt(n), 2);
+  }
+  head[0] = 0x80 | opcode;
+  return Buffer.concat([head, payload]);
+}
+
+function wsClosePayload(code, reason) {
+  const b = Buffer.alloc(2);
+  b.writeUInt16BE(code, 0);
+  return Buffer.concat([b, Buffer.from(reason)]);
+}
+
+// WSReader takes the client's bytes and hands over each whole message
+// (onMessage(opcode, payload), fragments joined) and each control frame
+// (onControl(opcode, payload)); a frame that breaks the protocol (not
+// masked, over MAX_WS_MESSAGE) calls onError(code).
+class WSReader {
+  constructor(onMessage, onControl, onError) {
+    Object.assign(this, { onMessage, onControl, onError, buf: Buffer.alloc(0), parts: [], op: 0, size: 0, failed: false });
+  }
+
+  push(chunk) {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    while (!this.failed && this.frame()) {}
+  }
+
+  // frame takes one frame off buf: false when buf holds no whole frame.
+  frame() {
+    const b = this.buf;
+    if (b.length < 2) return false;
+    let len = b[1] & 0x7f;
+    let at = 2;
+    if (len === 126) {
+      if (b.length < 4) return false;
+      len = b.readUInt16BE(2);
+      at = 4;
+    } else if (len === 127) {
+      if (b.length < 10) return false;
+      const big = b.readBigUInt64BE(2);
+      len = big > BigInt(MAX_WS_MESSAGE) ? MAX_WS_MESSAGE + 1 : Number(big);
+      at = 10;
+    }
+    if (!(b[1] & 0x80)) return this.fail(1002);
+    if (this.size + len > MAX_WS_MESSAGE) return this.fail(1009);
+    if (b.length < at + 4 + len) return false;
+    const mask = b.subarray(at, at + 4);
+    const payload = Buffer.from(b.subarray(at + 4, at + 4 + len));
+    for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i & 3];
+    this.buf = b.subarray(at + 4 + len);
+    const fin = (b[0] & 0x80) !== 0;
+    const op = b[0] & 0x0f;
+    if (op >= 8) {
+      this.onControl(op, payload);
+      return true;
+    }
+    if (op !== 0) this.op = op;
+    this.parts.push(payload);
+    this.size += len;
+    if (fin) {
+      const msg = Buffer.concat(this.parts);
+      this.parts = [];
+      this.size = 0;
+      this.onMessage(this.op, msg);
+    }
+    return true;
+  }
+
+  fail(code) {
+    this.failed = true;
+    this.onError(code);
+    return false;
+  }
+}
+
+// wsPlain answers a GET /ws that asked no upgrade: 426, as the embedded
+// app does.
+function wsPlain(cfg, req, res, start) {
+  const body = Buffer.from('Upgrade Required: /ws is a WebSocket\n');
+  res.writeHead(426, { Upgrade: 'websocket', 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': body.length, 'Server-Timing': timing(start) });
+  res.end(body);
+}
+
+// refuse answers an upgrade request it will not take, and closes.
+function refuse(socket, code, reason, text) {
+  const body = Buffer.from(text + '\n');
+  socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+// upgrade takes a request to switch to WebSocket: /ws only.
+function upgrade(cfg, req, socket, head) {
+  const [pathInfo, query] = target(req.url);
+  const key = req.headers['sec-websocket-key'];
+  if (pathInfo !== '/ws') return refuse(socket, 404, 'Not Found', '404 page not found');
+  if (req.method !== 'GET' || (req.headers.upgrade ?? '').toLowerCase() !== 'websocket' || !key || req.headers['sec-websocket-version'] !== '13') {
+    return refuse(socket, 400, 'Bad Request', 'a WebSocket handshake wants GET, Upgrade: websocket, Sec-WebSocket-Key and Sec-WebSocket-Version: 13');
+  }
+  const p = wsParams(new URLSearchParams(query));
+  if (typeof p === 'string') return refuse(socket, 400, 'Bad Request', p);
+  const accept = crypto.createHash('sha1').update(key + WS_GUID).digest('base64');
+  socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+  socket.setNoDelay(true);
+  wsSession(cfg, socket, head, p);
+}
+
+// wsSession serves one WebSocket until either side closes it.
+function wsSession(cfg, socket, head, p) {
+  heldAdd(cfg.heldDir, 1);
+  let timer = null;
+  let over = false;
+  let closing = false;
+  const finish = () => {
+    if (over) return;
+    over = true;
+    if (timer !== null) clearTimeout(timer);
+    heldAdd(cfg.heldDir, -1);
+  };
+  const close = (code, reason) => {
+    if (closing) return;
+    closing = true;
+    if (timer !== null) clearTimeout(timer);
+    socket.end(wsFrame(8, wsClosePayload(code, reason)));
+  };
+  socket.on('close', finish);
+  socket.on('error', () => socket.destroy());
+  const reader = new WSReader(
+    (op, msg) => {
+      if (p.mode === 'echo' && !closing) socket.write(wsFrame(op, msg));
+    },
+    (op, payload) => {
+      if (op === 9 && !closing) socket.write(wsFrame(10, payload)); // ping: pong
+      if (op === 8) close(payload.length >= 2 ? payload.readUInt16BE(0) : 1000, ''); // the client's close: answered
+    },
+    (code) => close(code, ''),
+  );
+  socket.on('data', (chunk) => reader.push(chunk));
+  if (head.length) reader.push(head);
+  if (p.mode === 'push') wsPush(socket, p, close, (t) => (timer = t));
+}
+
+// wsPush sends p.count stamped messages, one every p.interval from the
+// start, then the close; with queue=wait a write the socket did not take
+// holds the next one until 'drain'.
+function wsPush(socket, p, close, setTimer) {
+  const start = performance.now();
+  const padding = 'a'.repeat(p.pad);
+  let seq = 0;
+  const tick = () => {
+    if (socket.destroyed) return;
+    if (seq >= p.count) {
+      close(1000, `{"messages": ${p.count}}`);
+      return;
+    }
+    const took = socket.write(wsFrame(1, Buffer.from(`{"seq": ${seq}, "t_us": ${nowUS()}, "pad": "${padding}"}`)));
+    seq++;
+    const next = () => setTimer(setTimeout(tick, Math.max(0, start + seq * p.interval * 1e3 - performance.now())));
+    if (!took && p.queue === 'wait') {
+      socket.once('drain', next);
+    } else {
+      next();
+    }
+  };
+  tick();
+}
+
+const ROUTES = new Map([['/fast', fast], ['/large', large], ['/longpoll', longpoll], ['/bytes', nbytes], ['/events', events], ['/ws', wsPlain]]);
 const POST_ROUTES = new Map([['/upload', upload]]);
 
 // target splits a request target into its path, percent-decoded as WSGI's
@@ -524,6 +753,7 @@ function readyLine(port) {
 // process.
 function serve(cfg) {
   const server = http.createServer(app(cfg));
+  server.on('upgrade', (req, socket, head) => upgrade(cfg, req, socket, head));
   server.on('error', (err) => {
     log(`listen: ${err.message}`);
     process.exit(1);

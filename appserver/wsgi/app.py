@@ -22,6 +22,10 @@ embedded app server (appserver/handlers.go), byte for byte:
                      duration; accel sets X-Accel-Buffering. The stream
                      holds the worker (a sync worker for its whole length)
                      and counts in held-<pid> as a long-poll does.
+  /ws                426 Upgrade Required, upgrade asked or not: WSGI has no
+                     way to hold a WebSocket (a sync worker answers one
+                     request and closes), so the WebSocket experiment runs
+                     Uvicorn, Node.js or the embedded app instead.
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
 produce its headers. Every /large response (GET or HEAD, 400s included)
@@ -86,6 +90,7 @@ STATUS = {
     400: "400 Bad Request",
     404: "404 Not Found",
     405: "405 Method Not Allowed",
+    426: "426 Upgrade Required",
 }
 
 
@@ -431,7 +436,15 @@ def nbytes(environ, start_response, start, query):
     return _octets(environ, start_response, start, query, "n", -1, _blocks)
 
 
-ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes, "/events": events}
+WS_REFUSAL = "/ws: a WSGI server cannot hold a WebSocket; run uvicorn, node or the embedded app"
+
+
+def ws(environ, start_response, start, query):
+    """/ws: refused, upgrade asked or not (see above)."""
+    return _error(start_response, start, 426, WS_REFUSAL, extra=(("Connection", "close"),))
+
+
+ROUTES = {"/fast": fast, "/large": large, "/longpoll": longpoll, "/bytes": nbytes, "/events": events, "/ws": ws}
 POST_ROUTES = {"/upload": upload}
 
 

@@ -164,9 +164,11 @@ func (uvicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgrou
 	return r, nil
 }
 
-// uvicornArgv is Uvicorn's command line: the HTTP implementation and event
-// loop pinned to the pure-Python ones Debian's package runs (httptools or
-// uvloop, where installed, would change what is measured); lifespan on,
+// uvicornArgv is Uvicorn's command line: the HTTP and WebSocket
+// implementations and event loop pinned to the pure-Python ones Debian's
+// package runs (httptools, websockets or uvloop, where installed, would
+// change what is measured; wsproto is a dependency of python3-uvicorn);
+// lifespan on,
 // for the per-worker ready line; no access log; its log at info on stderr.
 // --no-proxy-headers: the client address the app sees (and reports as
 // X-Slowlab-Peer-Port, which pairs its socket with the proxy's) is the
@@ -175,7 +177,7 @@ func (uvicornApp) Start(ctx context.Context, d Deployment, s Settings, cg *cgrou
 // reports port 0).
 func uvicornArgv(py, dir string, workers int) []string {
 	return []string{py, "-m", "uvicorn", "--fd", strconv.Itoa(uvicornListenFD), "--workers", strconv.Itoa(workers),
-		"--app-dir", dir, "--http", "h11", "--loop", "asyncio", "--ws", "none", "--lifespan", "on",
+		"--app-dir", dir, "--http", "h11", "--loop", "asyncio", "--ws", "wsproto", "--lifespan", "on",
 		"--no-access-log", "--log-level", "info", "--no-use-colors", "--no-proxy-headers", asgi.AppModule}
 }
 
