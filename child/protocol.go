@@ -54,6 +54,12 @@ const (
 	// ProxyHTTP2 serves clients HTTP/2 with prior knowledge beside
 	// HTTP/1.1 (NGINX's listen ... http2).
 	ProxyHTTP2 Flag = "http2"
+	// ProxyUpstreamTimeout bounds connecting to the upstream and each read
+	// and write on it: proxy_connect_timeout, proxy_read_timeout and
+	// proxy_send_timeout in one.
+	ProxyUpstreamTimeout Flag = "upstream-timeout"
+	// ProxyWebSocket passes WebSocket upgrades on (true by default).
+	ProxyWebSocket Flag = "websocket"
 	// ProxyMaxConcurrentStreams is http2_max_concurrent_streams.
 	ProxyMaxConcurrentStreams Flag = "http2-max-concurrent-streams"
 )

@@ -91,45 +91,32 @@ func TestWSSlowConsumerHoldsWaitingApp(t *testing.T) {
 }
 
 // An app that queues without limit stamps on schedule whatever the
-// consumer reads: with a slow consumer its queue (the
-// slowlab_target_ws_queued_bytes gauge) grows past what the path holds,
-// and goes back to 0 when the session ends.
+// consumer reads: with a consumer at 256 KiB/s its queue (the
+// slowlab_target_ws_queued_bytes gauge) grows past all the path can hold
+// (the session then ends: the test waits for the gauge, not the
+// consumer), and goes back to 0 once the session is gone.
 func TestWSUnboundedQueueGrows(t *testing.T) {
 	base, app := asyncApp(t)
-	const count, pad, rate, rcvbuf = 40, 256 << 10, 4 << 20, 64 << 10
+	const count, pad, rate, rcvbuf = 40, 256 << 10, 256 << 10, 64 << 10
 	threshold := float64(count*pad - wmemMax(t) - 2*rcvbuf - 2*pad - 64<<10)
-	peak := make(chan float64, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { // poll the gauge until it passes the threshold or the session ends
-		var max float64
-		defer func() { peak <- max }()
-		for ctx.Err() == nil {
-			v := gaugeValue(t, app.Registry(), "slowlab_target_ws_queued_bytes")
-			max = maxF(max, v)
-			if max >= threshold {
-				return
-			}
+	peak := make(chan float64, 1)
+	go func() { // poll the gauge until it passes the threshold, then end the session
+		var most float64
+		defer func() { peak <- most; cancel() }()
+		for ctx.Err() == nil && most < threshold {
+			most = max(most, gaugeValue(t, app.Registry(), "slowlab_target_ws_queued_bytes"))
 			time.Sleep(time.Millisecond)
 		}
 	}()
 	r := WSConsumer{WSDial: WSDial{URL: wsURL(t, base, appserver.WSParams{Mode: appserver.WSPush, Interval: time.Millisecond, Count: count, Pad: pad, Queue: appserver.WSQueueUnbounded}),
 		RcvBuf: rcvbuf, Timeout: time.Minute}, Rate: rate}.Run(ctx)
-	cancel()
-	if r.Err != nil || r.Messages != count {
-		t.Fatalf("%+v: want %d messages", r, count)
-	}
+	cancel() // the session ended on its own: the poller stops too
 	if p := <-peak; p < threshold {
-		t.Errorf("the app's queue peaked at %.0f bytes seen, want at least %.0f: it did not queue ahead of the consumer", p, threshold)
+		t.Errorf("the app's queue peaked at %.0f bytes seen (the session %+v), want at least %.0f: it did not queue ahead of the consumer", p, r, threshold)
 	}
 	waitGauge(t, app.Registry(), "slowlab_target_ws_queued_bytes", 0)
-}
-
-func maxF(a, b float64) float64 {
-	if b > a {
-		return b
-	}
-	return a
 }
 
 // gaugeValue reads an unlabelled gauge from reg.

@@ -62,7 +62,7 @@ func TestWebSocketTunnel(t *testing.T) {
 func TestWebSocketIdleTimeout(t *testing.T) {
 	app := wsApp(t)
 	o := testOptions(t, app, true)
-	o.UpstreamTimeout = 2 * time.Second
+	o.UpstreamTimeout = 3 * time.Second
 	_, addr := startProxy(t, o)
 	echo := appserver.WSParams{Mode: appserver.WSEcho}
 

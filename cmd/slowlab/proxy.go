@@ -61,7 +61,7 @@ type proxyFlags struct {
 	upstreamTimeout, shutdownTimeout                     string
 	requestBuffering, bodyBuffer, bodyTempDir            string
 	headerTimeout, sendTimeout, httpVersion              string
-	allowRemote, http2                                   bool
+	allowRemote, http2, websocket                        bool
 	maxStreams                                           int
 }
 
@@ -80,7 +80,7 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.busyBuffers, "busy-buffers-size", size(int64(d.BusyBuffersSize)), "proxy_busy_buffers_size in bytes: at most this much memory is busy sending to the client while the upstream is read")
 	fs.StringVar(&f.maxTemp, string(child.ProxyMaxTempFileSize), size(d.MaxTempFileSize), "proxy_max_temp_file_size in bytes, per response; 0 disables temp files (reading then waits for the client)")
 	fs.StringVar(&f.tempWrite, "temp-file-write-size", size(int64(d.TempFileWriteSize)), "proxy_temp_file_write_size in bytes: how much is moved from memory to the temp file at a time")
-	fs.StringVar(&f.upstreamTimeout, "upstream-timeout", d.UpstreamTimeout.String(), "timeout for connecting to the upstream and for each read and write on it (a Go duration)")
+	fs.StringVar(&f.upstreamTimeout, string(child.ProxyUpstreamTimeout), d.UpstreamTimeout.String(), "timeout for connecting to the upstream and for each read and write on it (a Go duration)")
 	fs.StringVar(&f.requestBuffering, string(child.ProxyRequestBuffering), "on", "proxy_request_buffering: on (read a request's whole body, memory then a temp file, before contacting the upstream) or off (stream it to the upstream as it arrives)")
 	fs.StringVar(&f.bodyBuffer, string(child.ProxyClientBodyBufferSize), size(int64(d.ClientBodyBufferSize)), "client_body_buffer_size in bytes: a buffered request body up to this size stays in memory, a larger one goes to a temp file")
 	fs.StringVar(&f.bodyTempDir, string(child.ProxyClientBodyTempDir), "", "client_body_temp_path: directory for request body temp files, created if missing (default: "+proxy.DefaultClientBodyTempDir+" under --temp-dir)")
@@ -88,6 +88,7 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.sendTimeout, string(child.ProxySendTimeout), d.SendTimeout.String(), "send_timeout: how long a write to the client may wait for it to take anything before the connection is closed (a Go duration)")
 	fs.StringVar(&f.httpVersion, string(child.ProxyHTTPVersion), "1.1", "proxy_http_version: the HTTP version of requests to the upstream, 1.1 (the lab's) or 1.0 (NGINX's default: the app answers a stream close-delimited, which a buffered response holds until a buffer fills or the body ends)")
 	fs.BoolVar(&f.http2, string(child.ProxyHTTP2), false, "serve clients HTTP/2 with prior knowledge (h2c) beside HTTP/1.1, as NGINX's listen ... http2; each stream gets its own upstream connection")
+	fs.BoolVar(&f.websocket, string(child.ProxyWebSocket), d.WebSocket, "pass WebSocket upgrades on, as NGINX does with proxy_set_header Upgrade $http_upgrade and Connection \"upgrade\" (the lab's config): an upgraded connection is a tunnel closed after --upstream-timeout without a byte from the upstream (proxy_read_timeout); false drops Upgrade, as NGINX's defaults do")
 	fs.IntVar(&f.maxStreams, string(child.ProxyMaxConcurrentStreams), d.MaxConcurrentStreams, "http2_max_concurrent_streams: the streams a client may have open on one HTTP/2 connection")
 	fs.StringVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout.String(), "on SIGINT/SIGTERM, how long responses in flight may finish before they are cut (a Go duration)")
 	return f
@@ -133,7 +134,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		return o, usagef("--%s %q: allowed 1.0, 1.1", child.ProxyHTTPVersion, f.httpVersion)
 	}
 	o.Upstream, o.AllowRemote, o.TempDir, o.ClientBodyTempDir = f.upstream, f.allowRemote, f.tempDir, f.bodyTempDir
-	o.HTTP2, o.MaxConcurrentStreams = f.http2, f.maxStreams
+	o.HTTP2, o.MaxConcurrentStreams, o.WebSocket = f.http2, f.maxStreams, f.websocket
 	for _, a := range []struct {
 		name, value string
 	}{{string(child.ProxyListen), f.listen}, {string(child.ProxyAdmin), f.admin}} {

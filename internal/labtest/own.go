@@ -17,6 +17,13 @@ import (
 // cgroups removed, when the test ends.
 func StartOwn(t testing.TB, name string, route stack.Route, server string, large int64) *stack.Running {
 	t.Helper()
+	return StartOwnWith(t, name, route, server, large, nil)
+}
+
+// StartOwnWith is StartOwn with the deployment's other settings (the
+// proxy's timeouts, say) set by with, when not nil.
+func StartOwnWith(t testing.TB, name string, route stack.Route, server string, large int64, with func(*stack.Deployment)) *stack.Running {
+	t.Helper()
 	st, _, err := stack.Lookup(name)
 	why := ""
 	if err != nil {
@@ -36,8 +43,11 @@ func StartOwn(t testing.TB, name string, route stack.Route, server string, large
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(work) })
-	running, err := st.Start(context.Background(), stack.Deployment{RunID: "own", Route: route, Server: srv, LargeSize: large,
-		LogDir: t.TempDir(), WorkDir: work})
+	d := stack.Deployment{RunID: "own", Route: route, Server: srv, LargeSize: large, LogDir: t.TempDir(), WorkDir: work}
+	if with != nil {
+		with(&d)
+	}
+	running, err := st.Start(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,13 @@ type Deployment struct {
 	// answers a stream of unknown length close-delimited, not chunked, and
 	// a buffered proxy holds it until a buffer fills or it ends.
 	UpstreamHTTP10 bool
+	// ProxyReadTimeout is the proxy's proxy_read_timeout (NGINX's default
+	// 60 s): the longest it waits for the upstream between two reads. A
+	// long-poll longer than it gets a 504, and a WebSocket whose app sends
+	// nothing for this long (no pong to a client's ping either) is closed.
+	// The embedded proxy's --upstream-timeout (its connect and send
+	// timeouts too).
+	ProxyReadTimeout time.Duration
 	// TempTmpfs, when above 0, puts the proxy's proxy_temp_path on a tmpfs
 	// of this many bytes, mounted in a mount namespace of the proxy's own
 	// (so it vanishes with the proxy, on every path).
@@ -63,6 +70,7 @@ const (
 	MaxClientBodyBuffer    = 1 << 30
 	MaxClientHeaderTimeout = time.Hour
 	MaxSendTimeout         = time.Hour
+	MaxProxyReadTimeout    = time.Hour
 	MaxMaxTempFileSize     = 1 << 40
 	MinTempTmpfs           = 1 << 20
 	MaxTempTmpfs           = 1 << 30

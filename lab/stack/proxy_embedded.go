@@ -64,6 +64,9 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	if d.SendTimeout != 0 {
 		argv = append(argv, child.ProxySendTimeout.Arg(d.SendTimeout.String())...)
 	}
+	if d.ProxyReadTimeout != 0 {
+		argv = append(argv, child.ProxyUpstreamTimeout.Arg(d.ProxyReadTimeout.String())...)
+	}
 	if d.UpstreamHTTP10 {
 		argv = append(argv, child.ProxyHTTPVersion.Arg("1.0")...)
 	}

@@ -39,6 +39,9 @@ type nginxConfig struct {
 	// them unset).
 	SendTimeout     string
 	MaxTempFileSize string
+	// ReadTimeout is proxy_read_timeout, for both locations (NGINX's 60s
+	// when the deployment leaves it unset).
+	ReadTimeout string
 	// HTTPVersion is proxy_http_version: 1.1 as docs/experiments.md sets it,
 	// or 1.0 (NGINX's default) when the deployment asks for it.
 	HTTPVersion string
@@ -86,6 +89,7 @@ http {
     client_body_buffer_size {{.ClientBodyBuffer}};
     client_header_timeout {{.ClientHeaderTimeout}};
     send_timeout {{.SendTimeout}};
+    proxy_read_timeout {{.ReadTimeout}};
     proxy_temp_path {{.TempDir}};
     fastcgi_temp_path {{.Dir}}/fastcgi_temp;
     uwsgi_temp_path {{.Dir}}/uwsgi_temp;
@@ -93,6 +97,15 @@ http {
 
     server {
         listen {{.Listen}}{{if .HTTP2}} http2{{end}};
+
+        # WebSocket: the Upgrade and Connection headers NGINX drops by
+        # default are passed on, over HTTP/1.1 whatever location / uses.
+        location = /ws {
+            proxy_pass http://{{.Upstream}};
+            proxy_http_version 1.1;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection "upgrade";
+        }
 
         location / {
             proxy_pass http://{{.Upstream}};
@@ -273,13 +286,16 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	usr, grp := nginxUser()
 	cfg := nginxConfig{RunID: d.RunID, Dir: dir, TempDir: tempDir, Upstream: upstream,
 		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(), HTTP2: d.Route.HTTP2(),
-		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s",
+		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", ReadTimeout: "60s",
 		MaxTempFileSize: nginxSize(d.MaxTempFile()), HTTPVersion: "1.1", User: usr, Group: grp, Snippet: s.NginxSnippet}
 	if d.UpstreamHTTP10 {
 		cfg.HTTPVersion = "1.0"
 	}
 	if d.SendTimeout != 0 {
 		cfg.SendTimeout = strconv.Itoa(int(d.SendTimeout/time.Second)) + "s"
+	}
+	if d.ProxyReadTimeout != 0 {
+		cfg.ReadTimeout = strconv.Itoa(int(d.ProxyReadTimeout/time.Second)) + "s"
 	}
 	if d.ClientBodyBuffer != 0 {
 		cfg.ClientBodyBuffer = strconv.FormatInt(d.ClientBodyBuffer, 10)

@@ -36,17 +36,17 @@ func TestNginxConfigGolden(t *testing.T) {
 	}{
 		{"buffering-off", nginxConfig{RunID: "proxy-buffering-off.sync-2.slow2.rep1", Dir: "/tmp/slowlab-run-1/nginx",
 			TempDir: "/tmp/slowlab-run-1/proxy_temp", Listen: "127.0.0.1:40001", Upstream: "127.0.0.1:40000",
-			RequestBuffering: true, ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", MaxTempFileSize: "32m", HTTPVersion: "1.1"}},
+			RequestBuffering: true, ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", ReadTimeout: "60s", MaxTempFileSize: "32m", HTTPVersion: "1.1"}},
 		{"request-buffering-off", nginxConfig{RunID: "proxy-request-buffering-off.sync-2.up2.rep1", Dir: "/tmp/slowlab-run-3/nginx",
 			TempDir: "/tmp/slowlab-run-3/proxy_temp", Listen: "127.0.0.1:40005", Upstream: "127.0.0.1:40004", Buffering: true,
-			ClientBodyBuffer: "1048576", ClientHeaderTimeout: "10s", SendTimeout: "5s", MaxTempFileSize: "0", HTTPVersion: "1.1"}},
+			ClientBodyBuffer: "1048576", ClientHeaderTimeout: "10s", SendTimeout: "5s", ReadTimeout: "3s", MaxTempFileSize: "0", HTTPVersion: "1.1"}},
 		{"buffering-on-root-snippet", nginxConfig{RunID: "proxy-buffering-on.sync-2.slow2.rep1", Dir: "/tmp/slowlab-run-2/nginx",
 			TempDir: "/tmp/slowlab-run-2/proxy_temp", Listen: "127.0.0.1:40003", Upstream: "127.0.0.1:40002", Buffering: true,
-			RequestBuffering: true, ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", MaxTempFileSize: "32m",
+			RequestBuffering: true, ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", ReadTimeout: "60s", MaxTempFileSize: "32m",
 			HTTPVersion: "1.1", User: "root", Group: "root", Snippet: "add_header X-Slowlab-Snippet on;\n\n  proxy_read_timeout 90s;"}},
 		{"buffering-on-http10", nginxConfig{RunID: "proxy-buffering-on-http10.sync-2.s2.rep1", Dir: "/tmp/slowlab-run-4/nginx",
 			TempDir: "/tmp/slowlab-run-4/proxy_temp", Listen: "127.0.0.1:40007", Upstream: "127.0.0.1:40006", Buffering: true,
-			RequestBuffering: true, ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", MaxTempFileSize: "32m",
+			RequestBuffering: true, ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", ReadTimeout: "60s", MaxTempFileSize: "32m",
 			HTTPVersion: "1.0"}},
 	} {
 		got, err := tc.cfg.render()

@@ -307,6 +307,8 @@ func validateDeployment(d Deployment) error {
 		return fmt.Errorf("client header timeout %v: want 0 (the proxy's default) or whole seconds from 1s to %v", d.ClientHeaderTimeout, MaxClientHeaderTimeout)
 	case d.SendTimeout != 0 && (d.SendTimeout < time.Second || d.SendTimeout > MaxSendTimeout || d.SendTimeout%time.Second != 0):
 		return fmt.Errorf("send timeout %v: want 0 (the proxy's default) or whole seconds from 1s to %v", d.SendTimeout, MaxSendTimeout)
+	case d.ProxyReadTimeout != 0 && (d.ProxyReadTimeout < time.Second || d.ProxyReadTimeout > MaxProxyReadTimeout || d.ProxyReadTimeout%time.Second != 0):
+		return fmt.Errorf("proxy read timeout %v: want 0 (the proxy's default) or whole seconds from 1s to %v", d.ProxyReadTimeout, MaxProxyReadTimeout)
 	case d.MaxTempFileSize != nil && (*d.MaxTempFileSize < 0 || *d.MaxTempFileSize > MaxMaxTempFileSize || *d.MaxTempFileSize != 0 && *d.MaxTempFileSize < 64<<10):
 		return fmt.Errorf("max temp file size %d: want 0 (no temp file) or %d..%d bytes", *d.MaxTempFileSize, 64<<10, int64(MaxMaxTempFileSize))
 	case d.TempTmpfs != 0 && (d.TempTmpfs < MinTempTmpfs || d.TempTmpfs > MaxTempTmpfs):

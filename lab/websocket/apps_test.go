@@ -101,3 +101,32 @@ func TestAppsServeWebSocket(t *testing.T) {
 		})
 	}
 }
+
+// Through each proxy a WebSocket is a tunnel: pushes and the app's close
+// come through; a socket nobody uses is closed once the app was silent
+// for proxy_read_timeout (3 s here), and one whose client pings every
+// 100 ms is held to the end of its hold, the app's pongs crossing it.
+func TestProxiesTunnelWebSocket(t *testing.T) {
+	const readTimeout = 3 * time.Second
+	for _, name := range []string{"embedded+embedded", "embedded+nginx"} {
+		t.Run(name, func(t *testing.T) {
+			running := labtest.StartOwnWith(t, name, stack.RouteBufferingOn, "async", 0, func(d *stack.Deployment) { d.ProxyReadTimeout = readTimeout })
+			base := running.URL()
+			p := appserver.WSParams{Mode: appserver.WSPush, Interval: time.Millisecond, Count: 20, Pad: 64 << 10, Queue: appserver.WSQueueWait}
+			r := loadgen.WSConsumer{WSDial: loadgen.WSDial{URL: wsURL(t, base, p), Timeout: time.Minute}}.Run(context.Background())
+			if r.Err != nil || r.CloseCode != 1000 || r.Messages != p.Count || r.Expected != p.Count {
+				t.Errorf("push through the proxy: %+v", r)
+			}
+			echo := wsURL(t, base, appserver.WSParams{Mode: appserver.WSEcho})
+			start := time.Now()
+			idle := loadgen.WSHolder{WSDial: loadgen.WSDial{URL: echo, Timeout: time.Minute}, Hold: time.Hour}.Run(context.Background())
+			if idle.End == "held" || time.Since(start) < readTimeout {
+				t.Errorf("idle through the proxy: %+v after %v, want it closed by the proxy after %v", idle, time.Since(start), readTimeout)
+			}
+			pinged := loadgen.WSHolder{WSDial: loadgen.WSDial{URL: echo, Timeout: time.Minute}, Hold: readTimeout + time.Second, Ping: 100 * time.Millisecond}.Run(context.Background())
+			if pinged.End != "held" || pinged.Pongs == 0 {
+				t.Errorf("pinging through the proxy: %+v, want held to the end of its hold", pinged)
+			}
+		})
+	}
+}
