@@ -8,8 +8,8 @@ SHELL := /bin/bash
 
 # The timing-sensitive end-to-end tests, by package: `make stress` runs them
 # ten times over. Run it before submitting a change that touches them.
-STRESS_PKGS ?= ./cmd/slowlab ./lab/... ./child ./exporter ./recorder ./deploy/... ./proxy ./internal/slowlabtest
-STRESS_RUN ?= Assess|TempDiskFullInterrupted|ProxySendTimeout|ProxyTempDiskFull|ProxyTempTmpfs|StartCmdOutlives|RequestBufferingOnSpools|IdleShape|GthreadHoldsIdle|SlowUpload|AppsServeUpload|ProductionAlerts|AppTimeoutRefused|BufferSweep|External|Interrupt|Unsent|TracesEndToEnd|RecordPrometheus|EveryRunFailed|Shape|CutDownload|KilledMidRun|DiskFull|PrometheusAlerts|RealStack|Resume|HostCPUGuard|RealGunicorn|LongPollWaves|SampleHeld|LatencyGap|GunicornNginx|LongPollsHeld|Backpressure|RealDynamic|DaemonSetCommand|OOMKill|EmbeddedRoutes|NginxInFront|DelayLine|PathConnectTime|Netem|ExitsBeforeReady|ReadyThenExit|StopEndsProcessGroup|OutputReachesLog|RealCgroup|RealUnlinked|RealBlocked|EndToEnd|ProcessExitsMidScan|ScrapeTimeout|Sampler|QueryRangeRealPrometheus|ExamplesRun|SlowLoad|LeftBehind|MatrixHostBusy
+STRESS_PKGS ?= ./cmd/slowlab ./lab/... ./child ./exporter ./recorder ./deploy/... ./proxy ./loadgen ./appserver ./internal/slowlabtest
+STRESS_RUN ?= Assess|TempDiskFullInterrupted|ProxySendTimeout|ProxyTempDiskFull|ProxyTempTmpfs|StartCmdOutlives|RequestBufferingOnSpools|IdleShape|GthreadHoldsIdle|SlowUpload|AppsServeUpload|ProductionAlerts|AppTimeoutRefused|BufferSweep|External|Interrupt|Unsent|TracesEndToEnd|RecordPrometheus|EveryRunFailed|Shape|CutDownload|KilledMidRun|DiskFull|PrometheusAlerts|RealStack|Resume|HostCPUGuard|RealGunicorn|LongPollWaves|SampleHeld|LatencyGap|GunicornNginx|LongPollsHeld|Backpressure|RealDynamic|DaemonSetCommand|OOMKill|EmbeddedRoutes|NginxInFront|DelayLine|PathConnectTime|Netem|ExitsBeforeReady|ReadyThenExit|StopEndsProcessGroup|OutputReachesLog|RealCgroup|RealUnlinked|RealBlocked|EndToEnd|ProcessExitsMidScan|ScrapeTimeout|Sampler|QueryRangeRealPrometheus|ExamplesRun|SlowLoad|LeftBehind|MatrixHostBusy|MatrixScheduleLag|WebSocket|TestWS
 STRESS_COUNT ?= 10
 SUITE_P ?= 2
 
