@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,20 +48,6 @@ func TestWSConsumerReadsPushes(t *testing.T) {
 	}
 }
 
-// wmemMax is the most a socket's send buffer grows to (tcp_wmem's max).
-func wmemMax(t *testing.T) int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b))
-	n, err := strconv.Atoi(f[len(f)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // A slow consumer holds an app that waits for its socket: the app cannot
 // stamp message j before the consumer took all but what the path holds
 // of the j messages before it, so message j's stamp is at least
@@ -80,7 +65,7 @@ func TestWSSlowConsumerHoldsWaitingApp(t *testing.T) {
 		t.Fatalf("%+v: want %d messages", r, count)
 	}
 	size := int(r.Bytes / count)
-	capacity := wmemMax(t) + 2*rcvbuf + size + 64<<10
+	capacity := slowlabtest.WmemMax(t) + 2*rcvbuf + size + 64<<10
 	min := time.Duration(float64((count-1)*size-capacity) / rate * float64(time.Second))
 	if min <= 0 {
 		t.Fatalf("the test pushes too little (%d B) to fill the path (%d B)", (count-1)*size, capacity)
@@ -98,7 +83,7 @@ func TestWSSlowConsumerHoldsWaitingApp(t *testing.T) {
 func TestWSUnboundedQueueGrows(t *testing.T) {
 	base, app := asyncApp(t)
 	const count, pad, rate, rcvbuf = 40, 256 << 10, 256 << 10, 64 << 10
-	threshold := float64(count*pad - wmemMax(t) - 2*rcvbuf - 2*pad - 64<<10)
+	threshold := float64(count*pad - slowlabtest.WmemMax(t) - 2*rcvbuf - 2*pad - 64<<10)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	peak := make(chan float64, 1)
