@@ -84,7 +84,7 @@ func (w *watcher) supervise() {
 		n := w.restarts
 		w.mu.Unlock()
 		c.Stop(0)
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(ExporterRestartDelay)
 		argv := slices.Clone(w.argv)
 		argv[3] = w.addr // same address, so the sampler's URL stays valid
 		nc, err := child.Start(context.Background(), "exporter", fmt.Sprintf("%s.restart%d", w.logPath, n), argv, os.Environ())
@@ -100,6 +100,11 @@ func (w *watcher) supervise() {
 		w.mu.Unlock()
 	}
 }
+
+// ExporterRestartDelay is how long a run's exporter stays down after it
+// died before it is started again. A variable so that a test can hold the
+// gap open for some of the sampler's ticks to fall in it.
+var ExporterRestartDelay = 100 * time.Millisecond
 
 // stop ends the exporter and its supervisor.
 func (w *watcher) stop() {

@@ -121,8 +121,13 @@ func TestCutDownloadFailsItsRun(t *testing.T) {
 
 // TestExporterKilledMidRun kills the run's exporter: the gap shows as error
 // rows with no values, sampling resumes when the lab has restarted it, and
-// the run still completes.
+// the run still completes. The restart waits 1 s (five of the sampler's
+// ticks) rather than 100 ms: a fresh-clone CI run restarted the exporter
+// between two ticks and saw no gap at all.
 func TestExporterKilledMidRun(t *testing.T) {
+	saved := lab.ExporterRestartDelay
+	lab.ExporterRestartDelay = time.Second
+	t.Cleanup(func() { lab.ExporterRestartDelay = saved })
 	c := Published()
 	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 0}}
 	c.Reps, c.Fast.Rate, c.Fast.Offset, c.Fast.Duration = 1, 10, 0, lab.Duration(6*time.Second)
