@@ -43,7 +43,11 @@ func (d WSDial) dial(ctx context.Context) (*websocket.Conn, time.Duration, error
 		return nil, 0, fmt.Errorf("websocket URL %s: want ws:// or http:// (wss:// or https:// for TLS)", d.URL)
 	}
 	dialer := &net.Dialer{Control: chainControl(dialGuard(d.AllowRemote), rcvBufControl(d.RcvBuf))}
-	hc := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true, Proxy: nil}}
+	// One transport per session, never kept alive: a failed handshake's
+	// connection is closed below, a successful one belongs to the socket.
+	tr := &http.Transport{DialContext: dialer.DialContext, Proxy: nil}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
 	hctx := ctx
 	if d.Timeout > 0 {
 		var cancel context.CancelFunc

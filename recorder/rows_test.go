@@ -44,6 +44,8 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("sse-streams", roundTrip[SSEStream])
 	t.Run("sse-runs", roundTrip[SSERun])
 	t.Run("temp-runs", roundTrip[TempRun])
+	t.Run("ws-sessions", roundTrip[WSSession])
+	t.Run("ws-runs", roundTrip[WSRun])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -72,6 +74,8 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[SSEEvent](t)
 	checkCoverage[SSEStream](t)
 	checkCoverage[SSERun](t)
+	checkCoverage[WSSession](t)
+	checkCoverage[WSRun](t)
 	checkCoverage[TempRun](t)
 }
 
@@ -99,6 +103,8 @@ func FuzzReadSSEEvents(f *testing.F)        { fuzzRead[SSEEvent](f) }
 func FuzzReadSSEStreams(f *testing.F)       { fuzzRead[SSEStream](f) }
 func FuzzReadSSERuns(f *testing.F)          { fuzzRead[SSERun](f) }
 func FuzzReadTempRuns(f *testing.F)         { fuzzRead[TempRun](f) }
+func FuzzReadWSSessions(f *testing.F)       { fuzzRead[WSSession](f) }
+func FuzzReadWSRuns(f *testing.F)           { fuzzRead[WSRun](f) }
 
 func roundTrip[T Row[T]](t *testing.T) {
 	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))

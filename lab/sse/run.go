@@ -132,16 +132,16 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 	t0 := time.Now()
 	fr.Start(t0, f.resources)
-	var stopHeld func() heldStats
+	var stopHeld func() lab.HeldStats
 	if hc, ok := fr.Running.HeldCounter(); ok {
-		stopHeld = sampleHeld(ctx, hc)
+		stopHeld = lab.SampleHeld(ctx, hc)
 	}
 	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	if stopHeld != nil {
-		if st := stopHeld(); st.samples > 0 {
-			run.HeldMax, run.WorkersHoldingMax = recorder.Some(float64(st.held)), recorder.Some(float64(st.workers))
-		} else if st.lastErr != nil {
-			env.Logf("%s: held streams not read: %v", id, st.lastErr)
+		if st := stopHeld(); st.Samples > 0 {
+			run.HeldMax, run.WorkersHoldingMax = recorder.Some(float64(st.Held)), recorder.Some(float64(st.Workers))
+		} else if st.LastErr != nil {
+			env.Logf("%s: held streams not read: %v", id, st.LastErr)
 		}
 	}
 	_, sampErr := fr.Sampled(time.Now())

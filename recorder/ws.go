@@ -1,0 +1,190 @@
+package recorder
+
+import (
+	"slices"
+	"time"
+)
+
+// WSSession is one row of ws-sessions.csv: one WebSocket a run of the
+// websocket experiment held beside /fast, as its client saw it. StartS is
+// when it connected, from the run's start; HandshakeMS the connect and
+// upgrade (empty when it failed); HeldS how long it was open; End how it
+// ended (WSHeld: open to the end of its hold, closed by the client then;
+// WSClosed: the peer's close frame, CloseCode its status; WSRefused: the
+// upgrade was answered with Status instead of 101; otherwise the load
+// generator's error reason, as requests.csv's). Pings and Pongs count a
+// client's pings and the answers that came.
+type WSSession struct {
+	RunID, Route, Server string
+	Sockets, Rep         int
+	Client               int
+	StartS               float64
+	HandshakeMS          Maybe
+	Status               int
+	HeldS                float64
+	End                  string
+	CloseCode            Maybe
+	Pings, Pongs         int
+	Error                string
+}
+
+// WSSession.End values besides the error reasons.
+const (
+	WSHeld    = "held"
+	WSClosed  = "closed"
+	WSRefused = "refused_status"
+)
+
+func (WSSession) schema() *schema[WSSession] { return &wsSessionSchema }
+
+var wsSessionSchema = schema[WSSession]{file: "ws-sessions.csv", cols: []column[WSSession]{
+	col("run_id", 0, func(r *WSSession) any { return &r.RunID }),
+	col("route", 0, func(r *WSSession) any { return &r.Route }),
+	col("server", 0, func(r *WSSession) any { return &r.Server }),
+	col("sockets", 0, func(r *WSSession) any { return &r.Sockets }),
+	col("rep", 0, func(r *WSSession) any { return &r.Rep }),
+	col("client", 0, func(r *WSSession) any { return &r.Client }),
+	col("start_s", msOfS, func(r *WSSession) any { return &r.StartS }),
+	col("handshake_ms", usOfMS, func(r *WSSession) any { return &r.HandshakeMS }),
+	col("status", 0, func(r *WSSession) any { return &r.Status }),
+	col("held_s", msOfS, func(r *WSSession) any { return &r.HeldS }),
+	col("end", 0, func(r *WSSession) any { return &r.End }),
+	col("close_code", whole, func(r *WSSession) any { return &r.CloseCode }),
+	col("pings", 0, func(r *WSSession) any { return &r.Pings }),
+	col("pongs", 0, func(r *WSSession) any { return &r.Pongs }),
+	col("error", 0, func(r *WSSession) any { return &r.Error }),
+}}
+
+// WSRun is one row of ws-runs.csv: one run of the websocket experiment.
+// Sockets WebSockets were held for HoldS beside the open-loop /fast
+// schedule; Opened counts those whose upgrade succeeded, Held those open
+// to the end of their hold, Refused those answered without an upgrade.
+// Slots, Workers, HeldMax and WorkersHoldingMax are sse-runs.csv's (the
+// app's own count of the sockets it held, sampled during the run). The
+// /fast columns are runs.csv's (SummarizeRun).
+type WSRun struct {
+	RunID, Route, Server  string
+	Sockets, Rep          int
+	HoldS, PingS          float64
+	StartedAt             time.Time
+	Status, Reason        string
+	Opened, Held, Refused int
+	HandshakeP95MS        Maybe
+	Slots, Workers        Maybe
+	HeldMax               Maybe
+	WorkersHoldingMax     Maybe
+	FastPlanned, FastSent int
+	FastTotal, FastOK     int
+	P50MS, P95MS, MaxMS   Maybe
+}
+
+func (WSRun) schema() *schema[WSRun] { return &wsRunSchema }
+
+var wsRunSchema = schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
+	[]column[WSRun]{
+		col("run_id", 0, func(r *WSRun) any { return &r.RunID }),
+		col("route", 0, func(r *WSRun) any { return &r.Route }),
+		col("server", 0, func(r *WSRun) any { return &r.Server }),
+		col("sockets", 0, func(r *WSRun) any { return &r.Sockets }),
+		col("rep", 0, func(r *WSRun) any { return &r.Rep }),
+		col("hold_s", msOfS, func(r *WSRun) any { return &r.HoldS }),
+		col("ping_s", msOfS, func(r *WSRun) any { return &r.PingS }),
+	},
+	statusCols(func(r *WSRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	[]column[WSRun]{
+		col("opened", 0, func(r *WSRun) any { return &r.Opened }),
+		col("held", 0, func(r *WSRun) any { return &r.Held }),
+		col("refused", 0, func(r *WSRun) any { return &r.Refused }),
+		col("handshake_p95_ms", usOfMS, func(r *WSRun) any { return &r.HandshakeP95MS }),
+		col("slots", whole, func(r *WSRun) any { return &r.Slots }),
+		col("workers", whole, func(r *WSRun) any { return &r.Workers }),
+		col("held_max", whole, func(r *WSRun) any { return &r.HeldMax }),
+		col("workers_holding_max", whole, func(r *WSRun) any { return &r.WorkersHoldingMax }),
+	},
+	fastCols(func(r *WSRun) fastRun {
+		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	}),
+)}
+
+// SummarizeWSRun fills run's /fast columns from reqs (as SummarizeRun
+// does) and its socket columns from the run's sessions.
+func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
+	fast := SummarizeRun(RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
+	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
+	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.Opened, run.Held, run.Refused = 0, 0, 0
+	var hs []float64
+	for _, s := range sessions {
+		if s.HandshakeMS.Valid {
+			run.Opened++
+			hs = append(hs, s.HandshakeMS.Value)
+		}
+		switch s.End {
+		case WSHeld:
+			run.Held++
+		case WSRefused:
+			run.Refused++
+		}
+	}
+	run.HandshakeP95MS = Some(NearestRank(hs, 95))
+	return run
+}
+
+// WSCondition is one condition of websocket over its ok runs: the
+// printed table's row. Sockets opened, held and refused are summed over
+// the runs; /fast percentiles are medians of the runs' values; HeldMax
+// and WorkersHoldingMax the largest.
+type WSCondition struct {
+	Route, Server         string
+	Sockets               int
+	Runs, Excluded        int
+	Opened, Held, Refused int
+	Slots, Workers        Maybe
+	HeldMax               Maybe
+	WorkersHoldingMax     Maybe
+	FastPlanned, FastOK   int
+	P50MS, P95MS          Maybe
+}
+
+// SummarizeWSConditions folds runs into one WSCondition per (route,
+// server, sockets), in order of first appearance; runs that did not end
+// ok count only in Excluded.
+func SummarizeWSConditions(runs []WSRun) []WSCondition {
+	type key struct {
+		route, server string
+		sockets       int
+	}
+	var keys []key
+	groups := map[key][]WSRun{}
+	for _, r := range runs {
+		k := key{r.Route, r.Server, r.Sockets}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var rows []WSCondition
+	for _, k := range keys {
+		row := WSCondition{Route: k.route, Server: k.server, Sockets: k.sockets}
+		var held, holding, p50, p95 []float64
+		for _, r := range groups[k] {
+			if r.Status != RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			row.Opened += r.Opened
+			row.Held += r.Held
+			row.Refused += r.Refused
+			row.FastPlanned += r.FastPlanned
+			row.FastOK += r.FastOK
+			row.Slots, row.Workers = r.Slots, r.Workers
+			held, holding = appendValidMaybe(held, r.HeldMax), appendValidMaybe(holding, r.WorkersHoldingMax)
+			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
+		}
+		row.HeldMax, row.WorkersHoldingMax = Some(NearestRank(held, 100)), Some(NearestRank(holding, 100))
+		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))
+		rows = append(rows, row)
+	}
+	return rows
+}
