@@ -19,6 +19,7 @@ import (
 	_ "github.com/slowlab/slowlab/lab/stalledreader"
 	_ "github.com/slowlab/slowlab/lab/tempcliff"
 	_ "github.com/slowlab/slowlab/lab/tempdisk"
+	_ "github.com/slowlab/slowlab/lab/websocket"
 )
 
 // TestMain builds the slowlab binary the lab starts as its children.

@@ -17,6 +17,7 @@ import (
 	_ "github.com/slowlab/slowlab/lab/stalledreader"
 	_ "github.com/slowlab/slowlab/lab/tempcliff"
 	_ "github.com/slowlab/slowlab/lab/tempdisk"
+	_ "github.com/slowlab/slowlab/lab/websocket"
 )
 
 // Every testdata/scenarios/invalid-*.yml starts with "# error: MESSAGE",

@@ -28,10 +28,11 @@ type WSDial struct {
 // it ends the session (close 1009).
 const WSMaxMessage = 16<<20 + 1024
 
-// dial connects and completes the handshake; the time it took.
-func (d WSDial) dial(ctx context.Context) (*websocket.Conn, time.Duration, error) {
+// dial connects and completes the handshake: the time it took and the
+// upgrade's status (101, or what refused it; 0 when no answer came).
+func (d WSDial) dial(ctx context.Context) (*websocket.Conn, time.Duration, int, error) {
 	if d.URL == nil {
-		return nil, 0, errors.New("websocket: no URL")
+		return nil, 0, 0, errors.New("websocket: no URL")
 	}
 	u := *d.URL
 	switch u.Scheme {
@@ -40,7 +41,7 @@ func (d WSDial) dial(ctx context.Context) (*websocket.Conn, time.Duration, error
 	case "wss", "https":
 		u.Scheme = "https"
 	default:
-		return nil, 0, fmt.Errorf("websocket URL %s: want ws:// or http:// (wss:// or https:// for TLS)", d.URL)
+		return nil, 0, 0, fmt.Errorf("websocket URL %s: want ws:// or http:// (wss:// or https:// for TLS)", d.URL)
 	}
 	dialer := &net.Dialer{Control: chainControl(dialGuard(d.AllowRemote), rcvBufControl(d.RcvBuf))}
 	// One transport per session, never kept alive: a failed handshake's
@@ -58,20 +59,20 @@ func (d WSDial) dial(ctx context.Context) (*websocket.Conn, time.Duration, error
 	c, resp, err := websocket.Dial(hctx, u.String(), &websocket.DialOptions{HTTPClient: hc, CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		if resp != nil {
-			return nil, 0, fmt.Errorf("websocket handshake: status %d: %w", resp.StatusCode, err)
+			return nil, 0, resp.StatusCode, fmt.Errorf("websocket handshake: status %d: %w", resp.StatusCode, err)
 		}
-		return nil, 0, fmt.Errorf("websocket handshake: %w", err)
+		return nil, 0, 0, fmt.Errorf("websocket handshake: %w", err)
 	}
 	c.SetReadLimit(WSMaxMessage)
-	return c, time.Since(start), nil
+	return c, time.Since(start), resp.StatusCode, nil
 }
 
 // open starts a session's result and connects: a nil connection when it
 // failed, the result then ended with why.
 func (d WSDial) open(ctx context.Context) (WSResult, *websocket.Conn) {
 	r := WSResult{Start: time.Now(), Expected: -1, CloseCode: -1}
-	c, hs, err := d.dial(ctx)
-	r.Handshake = hs
+	c, hs, status, err := d.dial(ctx)
+	r.Handshake, r.Status = hs, status
 	if err != nil {
 		return r.end(err), nil
 	}
@@ -94,9 +95,12 @@ func (d WSDelivery) Delay() time.Duration { return d.Received.Sub(time.UnixMicro
 type WSResult struct {
 	Start     time.Time
 	Handshake time.Duration // connect and upgrade
-	Duration  time.Duration // Start until the session ended
-	Messages  int           // messages read (a consumer's pushes, a holder's echoes)
-	Bytes     int64         // their bytes
+	// Status is the upgrade's answer: 101, or the status that refused it
+	// (426 from an app that cannot hold a WebSocket); 0 when none came.
+	Status   int
+	Duration time.Duration // Start until the session ended
+	Messages int           // messages read (a consumer's pushes, a holder's echoes)
+	Bytes    int64         // their bytes
 	// Expected is the messages the app said it pushed (its close reason),
 	// -1 when it did not say.
 	Expected int

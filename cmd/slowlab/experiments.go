@@ -13,4 +13,5 @@ import (
 	_ "github.com/slowlab/slowlab/lab/stalledreader"
 	_ "github.com/slowlab/slowlab/lab/tempcliff"
 	_ "github.com/slowlab/slowlab/lab/tempdisk"
+	_ "github.com/slowlab/slowlab/lab/websocket"
 )

@@ -1,0 +1,33 @@
+package websocket
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Result is what Run wrote: ws-runs.csv's rows.
+type Result struct {
+	lab.MatrixResult[recorder.WSRun]
+}
+
+// Print implements lab.Result: one row per condition over its ok runs.
+func (r *Result) Print(w io.Writer) { PrintConditions(w, recorder.SummarizeWSConditions(r.Runs)) }
+
+// PrintConditions writes the conditions as an aligned table: sockets
+// opened, held to the end and refused (summed over the runs), the most
+// the app held at once and the workers holding them, and /fast.
+func PrintConditions(w io.Writer, conds []recorder.WSCondition) {
+	fmt.Fprintf(w, "%-19s %-12s %7s %4s %8s %6s %5s %7s %8s %15s %7s %9s %11s %11s\n", "route", "server", "sockets", "runs", "excluded",
+		"opened", "held", "refused", "app_held", "workers_holding", "workers", "fast_ok", "fast_p50_ms", "fast_p95_ms")
+	for _, c := range conds {
+		fmt.Fprintf(w, "%-19s %-12s %7d %4d %8d %6d %5d %7d %8s %15s %7s %9s %11s %11s\n", c.Route, c.Server, c.Sockets, c.Runs, c.Excluded,
+			c.Opened, c.Held, c.Refused, lab.Num(c.HeldMax, 0), lab.Num(c.WorkersHoldingMax, 0), lab.Num(c.Workers, 0),
+			fmt.Sprintf("%d/%d", c.FastOK, c.FastPlanned), lab.Num(c.P50MS, 1), lab.Num(c.P95MS, 1))
+	}
+	fmt.Fprintln(w, "opened/held/refused: sockets whose upgrade succeeded, that stayed open to the end of their hold, and that the app answered")
+	fmt.Fprintln(w, "without an upgrade (426: it cannot hold one); app_held: the most sockets the app counted at once; workers_holding: the most")
+	fmt.Fprintln(w, "workers holding one at once")
+}

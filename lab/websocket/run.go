@@ -1,0 +1,206 @@
+package websocket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// files are the open results files of a session.
+type files struct {
+	sessions  *recorder.FileWriter[recorder.WSSession]
+	runs      *recorder.FileWriter[recorder.WSRun]
+	requests  *recorder.FileWriter[recorder.Request]
+	resources *recorder.FileWriter[recorder.ResourceSample]
+}
+
+// fileNames are the results files besides ws-runs.csv.
+var fileNames = []string{recorder.FileName[recorder.WSSession](), recorder.FileName[recorder.Request](),
+	recorder.FileName[recorder.ResourceSample]()}
+
+// openFiles creates the session's files in dir, or opens them to append.
+func openFiles(dir string, resume bool) (*files, error) {
+	f := &files{}
+	var err error
+	if f.sessions, err = lab.OpenFile[recorder.WSSession](dir, resume); err == nil {
+		if f.runs, err = lab.OpenFile[recorder.WSRun](dir, resume); err == nil {
+			if f.requests, err = lab.OpenFile[recorder.Request](dir, resume); err == nil {
+				f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
+			}
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	return f, nil
+}
+
+// close closes every open file; it is called once.
+func (f *files) close() error {
+	var errs []error
+	if f.sessions != nil {
+		errs = append(errs, f.sessions.Close())
+	}
+	if f.runs != nil {
+		errs = append(errs, f.runs.Close())
+	}
+	if f.requests != nil {
+		errs = append(errs, f.requests.Close())
+	}
+	if f.resources != nil {
+		errs = append(errs, f.resources.Close())
+	}
+	*f = files{}
+	return errors.Join(errs...)
+}
+
+// Run implements lab.Config: every run of the matrix on a fresh stack
+// (lab.Matrix), writing ws-sessions.csv, ws-runs.csv, requests.csv,
+// resource-samples.csv and environment.json. A socket the server refused
+// or ended is an outcome in ws-sessions.csv, not a failed run.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	specs, skipped := c.Runs(env.Stack)
+	var f *files
+	m := &lab.Matrix[RunSpec, recorder.WSRun]{Specs: specs, Files: fileNames, Line: runLine,
+		Expected: func(RunSpec) time.Duration { return c.Hold() },
+		Open: func(dir string, resume bool) (lab.RowWriter[recorder.WSRun], func() error, error) {
+			var err error
+			if f, err = openFiles(dir, resume); err != nil {
+				return nil, nil, err
+			}
+			return f.runs, f.close, nil
+		},
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.WSRun, error) {
+			return c.measure(ctx, env, s, id, f)
+		}}
+	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
+	return &Result{*res}, err
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.WSRun) string {
+	return fmt.Sprintf("sockets %d opened, %d held, %d refused; app held %s on %s workers; fast %d/%d ok, p95 %s ms  [%s]",
+		r.Opened, r.Held, r.Refused, lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1),
+		lab.StatusText(r.Status, r.Reason))
+}
+
+// capacity is the server's workers and slots (workers x threads; none
+// for an event loop).
+func capacity(s stack.Server) (workers, slots recorder.Maybe) {
+	workers = recorder.Some(float64(max(s.Workers, 1)))
+	if info, ok := s.ModelInfo(); ok && info.Async {
+		return workers, recorder.Maybe{}
+	}
+	return workers, recorder.Some(float64(max(s.Workers, 1) * max(s.Threads, 1)))
+}
+
+// measure performs one run: a fresh stack, the instruments, the sockets
+// and the /fast schedule, the held-socket samples, then the verdict. Its
+// error is only for results that could not be written.
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.WSRun, error) {
+	run := recorder.WSRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep,
+		HoldS: c.Hold().Seconds(), PingS: time.Duration(c.Socket.Ping).Seconds(), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	run.Workers, run.Slots = capacity(spec.Server)
+	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, ProxyReadTimeout: time.Duration(c.Socket.ProxyReadTimeout)}
+	fr, err := lab.StartFresh(ctx, env, d, false)
+	if err != nil {
+		return lab.Failed(ctx, run, err), nil
+	}
+	defer fr.Close()
+
+	t0 := time.Now()
+	fr.Start(t0, f.resources)
+	var stopHeld func() lab.HeldStats
+	if hc, ok := fr.Running.HeldCounter(); ok {
+		stopHeld = lab.SampleHeld(ctx, hc)
+	}
+	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	if stopHeld != nil {
+		if st := stopHeld(); st.Samples > 0 {
+			run.HeldMax, run.WorkersHoldingMax = recorder.Some(float64(st.Held)), recorder.Some(float64(st.Workers))
+		} else if st.LastErr != nil {
+			env.Logf("%s: held sockets not read: %v", id, st.LastErr)
+		}
+	}
+	_, sampErr := fr.Sampled(time.Now())
+	run = recorder.SummarizeWSRun(run, l.reqs, l.sessions)
+	sockets := ""
+	if len(l.sessions) != spec.Sockets {
+		sockets = fmt.Sprintf("%d sockets accounted of %d", len(l.sessions), spec.Sockets)
+	}
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), sockets)
+}
+
+// loaded is what a run's load measured.
+type loaded struct {
+	sessions []recorder.WSSession
+	reqs     []recorder.Request
+	writeErr error
+}
+
+// load opens the sockets at t0 and, Fast.Offset later, starts the
+// open-loop /fast schedule; each socket is held until the schedule's end
+// and gets its row as it ends.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.WSRun, t0 time.Time, f *files) loaded {
+	var l loaded
+	var mu sync.Mutex
+	u, err := loadgen.CheckTarget(running.URL()+c.Socket.Path+"?"+c.Params().Query(), running.AllowRemote())
+	if err != nil {
+		l.writeErr = err
+		return l
+	}
+	var wg sync.WaitGroup
+	for i := range spec.Sockets {
+		h := loadgen.WSHolder{WSDial: loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote()},
+			Hold: c.Hold(), Ping: time.Duration(c.Socket.Ping)}
+		wg.Go(func() {
+			row := sessionRow(*run, i, t0, h.Run(ctx))
+			mu.Lock()
+			defer mu.Unlock()
+			l.sessions = append(l.sessions, row)
+			if err := f.sessions.Write(row); err != nil && l.writeErr == nil {
+				l.writeErr = err
+			}
+		})
+	}
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Sockets, Rep: run.Rep}
+	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.requests)
+	run.FastPlanned = fast.Planned
+	wg.Wait()
+	l.reqs = fast.Reqs
+	if l.writeErr == nil {
+		l.writeErr = fast.WriteErr
+	}
+	return l
+}
+
+// sessionRow is one socket's row.
+func sessionRow(run recorder.WSRun, client int, t0 time.Time, r loadgen.WSResult) recorder.WSSession {
+	row := recorder.WSSession{RunID: run.RunID, Route: run.Route, Server: run.Server, Sockets: run.Sockets, Rep: run.Rep, Client: client,
+		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs}
+	row.Status = r.Status
+	if r.Status == 101 {
+		row.HandshakeMS = recorder.Some(float64(r.Handshake.Microseconds()) / 1e3)
+	}
+	if r.CloseCode >= 0 {
+		row.CloseCode = recorder.Some(float64(r.CloseCode))
+	}
+	if r.Status > 0 && r.Status != 101 {
+		row.End = recorder.WSRefused
+	}
+	if r.Err != nil {
+		row.Error = r.Err.Error()
+	}
+	return row
+}

@@ -1,0 +1,216 @@
+package websocket
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+)
+
+// Name is the experiment's name.
+const Name = "websocket"
+
+// Limits of the configuration.
+const (
+	MaxSockets = 1000
+	MaxHold    = 10 * time.Minute
+)
+
+// Routes lists the experiment's routes: a tunnel is the same whatever
+// the proxy's buffering, so one proxied route is enough.
+var Routes = []stack.Route{stack.RouteDirect, stack.RouteBufferingOn}
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Fast       lab.FastSpec `yaml:"fast"`
+	Socket     SocketSpec   `yaml:"socket"`
+}
+
+// Condition is one cell of the matrix: Sockets WebSockets held on
+// Server, on Route.
+type Condition struct {
+	Route stack.Route `yaml:"route"`
+	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
+	// the stack's event-loop server.
+	Server  string `yaml:"server"`
+	Sockets int    `yaml:"sockets"`
+}
+
+// SocketSpec is what each WebSocket client does: it opens an echoing
+// /ws and holds it idle, sending a ping every Ping (0: none), until the
+// run's /fast schedule is over (Hold from its start) or the server ends
+// it.
+type SocketSpec struct {
+	Path    string       `yaml:"path"`
+	Ping    lab.Duration `yaml:"ping"`
+	Timeout lab.Duration `yaml:"timeout"` // the connect and the upgrade
+	// ProxyReadTimeout is the proxy's proxy_read_timeout on proxied
+	// routes (0: its default, 60 s): an idle socket lives that long.
+	ProxyReadTimeout lab.Duration `yaml:"proxy_read_timeout"`
+}
+
+// Published returns the matrix: 1, 2 and 4 sockets on sync-2, directly
+// and through the proxy; 2 and 4 on gthread-1x4 and 4 on the stack's
+// event-loop server, directly; sockets held idle without pings while
+// /fast runs at 8 requests a second for 9 s; 3 repetitions.
+func Published() *Config {
+	c := &Config{Common: lab.PublishedCommon(Name, 3),
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Socket: SocketSpec{Path: "/ws", Timeout: lab.Duration(30 * time.Second)}}
+	for _, r := range Routes {
+		for _, n := range []int{1, 2, 4} {
+			c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Sockets: n})
+		}
+	}
+	c.Conditions = append(c.Conditions,
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 2},
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 4},
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4})
+	return c
+}
+
+// Reduce implements lab.Reducer: --quick holds 2 sockets on sync-2 on
+// each route and 4 on gthread-1x4 and async directly, once each, beside
+// /fast for 3.5 s.
+func (c *Config) Reduce() {
+	c.Reps = 1
+	if c.Fast.Duration == Published().Fast.Duration {
+		c.Fast.Duration = lab.Duration(3500 * time.Millisecond)
+	}
+	c.Conditions = nil
+	for _, r := range Routes {
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Sockets: 2})
+	}
+	c.Conditions = append(c.Conditions,
+		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 4},
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4})
+}
+
+// Flags implements lab.Config: everything else is in the scenario.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	fs.Var((*lab.DurationFlag)(&c.Socket.Ping), "ping", "each socket's client pings this often (0: never)")
+}
+
+// Servers implements lab.Stacked: the conditions' servers but "async".
+func (c *Config) Servers() []stack.Server {
+	var out []stack.Server
+	for _, cond := range c.Conditions {
+		if cond.Server == lab.AsyncServer {
+			continue
+		}
+		if s, err := stack.ParseServer(cond.Server); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Routes implements lab.Routed.
+func (c *Config) Routes() []stack.Route {
+	var out []stack.Route
+	for _, cond := range c.Conditions {
+		out = append(out, cond.Route)
+	}
+	return out
+}
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if len(c.Conditions) == 0 {
+		return errors.New("conditions: none given")
+	}
+	for i, cond := range c.Conditions {
+		if err := cond.validate(); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
+		}
+	}
+	if c.StackSpec.Stack == stack.NameExternal {
+		return errors.New("stack external: websocket starts its own stack (its conditions set the proxy and count the app's held sockets)")
+	}
+	if err := c.Fast.Validate(); err != nil {
+		return err
+	}
+	return c.Socket.validate()
+}
+
+func (cond Condition) validate() error {
+	if !slices.Contains(Routes, cond.Route) {
+		names := make([]string, len(Routes))
+		for i, r := range Routes {
+			names[i] = string(r)
+		}
+		return fmt.Errorf("route %q: allowed %s (a tunnel does not depend on the proxy's buffering)", cond.Route, strings.Join(names, ", "))
+	}
+	if cond.Server != lab.AsyncServer {
+		if _, err := stack.ParseServer(cond.Server); err != nil {
+			return err
+		}
+	}
+	if cond.Sockets < 0 || cond.Sockets > MaxSockets {
+		return fmt.Errorf("sockets %d: allowed 0 to %d", cond.Sockets, MaxSockets)
+	}
+	return nil
+}
+
+func (s SocketSpec) validate() error {
+	p, t, r := time.Duration(s.Ping), time.Duration(s.Timeout), time.Duration(s.ProxyReadTimeout)
+	switch {
+	case !strings.HasPrefix(s.Path, "/"):
+		return fmt.Errorf("socket.path %q: must start with /", s.Path)
+	case p < 0 || p > MaxHold:
+		return fmt.Errorf("socket.ping %s: allowed 0 (no pings) to %s", p, MaxHold)
+	case t <= 0 || t > time.Hour:
+		return fmt.Errorf("socket.timeout %s: allowed more than 0 up to 1h", t)
+	case r != 0 && (r < time.Second || r > stack.MaxProxyReadTimeout || r%time.Second != 0):
+		return fmt.Errorf("socket.proxy_read_timeout %s: allowed 0 (the proxy's 60s) or whole seconds from 1s to %s", r, stack.MaxProxyReadTimeout)
+	}
+	return nil
+}
+
+// Params is what each socket asks the app for: an echoing socket.
+func (c *Config) Params() appserver.WSParams { return appserver.WSParams{Mode: appserver.WSEcho} }
+
+// RunSpec is one run of the matrix.
+type RunSpec struct {
+	Condition
+	Server stack.Server
+	Rep    int
+}
+
+// ID is the run's run_id: route, server, sockets and rep.
+func (r RunSpec) ID() string {
+	return fmt.Sprintf("%s.%s.ws%d.rep%d", r.Route, r.Server.Name(), r.Sockets, r.Rep)
+}
+
+// Runs expands the matrix on st: every condition once per rep, reps
+// outermost; "async" becomes the stack's event-loop server, and a
+// condition naming it on a stack without one is left out (skipped names
+// them).
+func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
+	for rep := 1; rep <= c.Reps; rep++ {
+		for _, cond := range c.Conditions {
+			srv, ok := lab.ResolveServer(st, cond.Server)
+			if !ok {
+				if rep == 1 {
+					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.Route, cond.Server, st.Name))
+				}
+				continue
+			}
+			runs = append(runs, RunSpec{Condition: cond, Server: srv, Rep: rep})
+		}
+	}
+	return runs, skipped
+}
+
+// Hold is how long each socket is held: the /fast schedule's end.
+func (c *Config) Hold() time.Duration { return time.Duration(c.Fast.Offset + c.Fast.Duration) }

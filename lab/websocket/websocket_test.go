@@ -1,0 +1,78 @@
+package websocket
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Bad input fails Validate with a clear error before anything starts.
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(c *Config)
+		err    string
+	}{
+		{"buffering off", func(c *Config) { c.Conditions[0].Route = stack.RouteBufferingOff },
+			`conditions[0].route "proxy-buffering-off": allowed direct, proxy-buffering-on (a tunnel does not depend on the proxy's buffering)`},
+		{"sockets", func(c *Config) { c.Conditions[1].Sockets = MaxSockets + 1 }, "conditions[1].sockets 1001: allowed 0 to 1000"},
+		{"server", func(c *Config) { c.Conditions[0].Server = "sync-0" }, "conditions[0].server"},
+		{"no conditions", func(c *Config) { c.Conditions = nil }, "conditions: none given"},
+		{"external", func(c *Config) { c.StackSpec.Stack = stack.NameExternal }, "stack external: websocket starts its own stack"},
+		{"path", func(c *Config) { c.Socket.Path = "ws" }, `socket.path "ws": must start with /`},
+		{"ping", func(c *Config) { c.Socket.Ping = lab.Duration(-time.Second) }, "socket.ping -1s: allowed 0 (no pings) to 10m0s"},
+		{"timeout", func(c *Config) { c.Socket.Timeout = 0 }, "socket.timeout 0s: allowed more than 0 up to 1h"},
+		{"proxy read timeout", func(c *Config) { c.Socket.ProxyReadTimeout = lab.Duration(1500 * time.Millisecond) },
+			"socket.proxy_read_timeout 1.5s: allowed 0 (the proxy's 60s) or whole seconds from 1s to 1h0m0s"},
+		{"fast", func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Published()
+			tc.change(c)
+			if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("Validate: %v, want %q", err, tc.err)
+			}
+		})
+	}
+	if err := Published().Validate(); err != nil {
+		t.Errorf("the published matrix: %v", err)
+	}
+}
+
+// TestShapeEmbedded: on the embedded stack two idle WebSockets hold both
+// sync-2 workers for the whole run, directly and through the proxy, so
+// /fast waits for the sockets' end (seconds); the async server holds four
+// on its event loop and /fast stays fast. Every socket opens and is held
+// to the end of its hold, and the app counts them.
+func TestShapeEmbedded(t *testing.T) {
+	c := Published()
+	c.Reps = 1
+	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
+	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 2}, {stack.RouteBufferingOn, "sync-2", 2}, {stack.RouteDirect, lab.AsyncServer, 4}}
+	env := labtest.Env(t, stack.NameEmbedded)
+	res, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := recorder.SummarizeWSConditions(res.(*Result).Runs)
+	if len(conds) != 3 {
+		t.Fatalf("%d conditions, want 3: %+v", len(conds), conds)
+	}
+	for _, cond := range conds {
+		t.Logf("%s %s %d: opened %d held %d, app held %v, /fast %d/%d p95 %v ms", cond.Route, cond.Server, cond.Sockets, cond.Opened, cond.Held,
+			cond.HeldMax, cond.FastOK, cond.FastPlanned, cond.P95MS)
+		if cond.Runs != 1 || cond.Opened != cond.Sockets || cond.Held != cond.Sockets || cond.HeldMax.Value != float64(cond.Sockets) {
+			t.Errorf("%s %s: %+v, want every socket opened, held and counted by the app", cond.Route, cond.Server, cond)
+		}
+		starved := cond.Server == "sync-2"
+		if got := cond.P95MS.Value > 1000; got != starved {
+			t.Errorf("%s %s: /fast p95 %v ms, want starved (seconds) %t", cond.Route, cond.Server, cond.P95MS, starved)
+		}
+	}
+}
