@@ -232,3 +232,9 @@ func (r *gunicornRun) waitReady(ctx context.Context, workers int) error {
 	r.addr = string(m[1])
 	return child.WaitHTTP(ctx, r.p, "http://"+r.addr+"/fast", deadline)
 }
+
+// WhyNoWebSocket implements NoWebSocket: WSGI has no way to hold one, and
+// the WSGI app's /ws answers 426.
+func (gunicornApp) WhyNoWebSocket() string {
+	return "gunicorn serves a WSGI app, which cannot hold a WebSocket (its /ws answers 426)"
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	specs, skipped := c.Runs(env.Stack)
+	if err := holdable(env.Stack, specs); err != nil {
+		return nil, err
+	}
 	var f *files
 	m := &lab.Matrix[RunSpec, recorder.WSRun]{Specs: specs, Files: fileNames, Line: runLine,
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
@@ -85,6 +89,23 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		}}
 	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
 	return &Result{*res}, err
+}
+
+// holdable refuses, before anything starts, a run whose server cannot
+// hold a WebSocket on st, naming the models that can.
+func holdable(st stack.Stack, specs []RunSpec) error {
+	for _, s := range specs {
+		if ok, why := st.HoldsWebSocket(s.Server.Model); !ok {
+			var can []string
+			for _, m := range st.Models() {
+				if ok, _ := st.HoldsWebSocket(m); ok {
+					can = append(can, m)
+				}
+			}
+			return fmt.Errorf("server %s on the %s stack: %s; run a server of model %s", s.Server.Name(), st.Name, why, strings.Join(can, ", "))
+		}
+	}
+	return nil
 }
 
 // runLine is the progress line of a finished run.

@@ -76,3 +76,38 @@ func TestShapeEmbedded(t *testing.T) {
 		}
 	}
 }
+
+// On the real stack sync-2 is Gunicorn, which cannot hold a WebSocket:
+// the session is refused before anything starts, naming the models that
+// can.
+func TestRefusesGunicorn(t *testing.T) {
+	c := Published()
+	env := labtest.Env(t, stack.NameReal)
+	_, err := c.Run(context.Background(), env)
+	if err == nil || !strings.Contains(err.Error(), "server sync-2 on the real stack: gunicorn serves a WSGI app, which cannot hold a WebSocket") ||
+		!strings.Contains(err.Error(), "uvicorn") || !strings.Contains(err.Error(), "node") {
+		t.Fatalf("Run: %v, want sync-2 refused naming uvicorn and node", err)
+	}
+}
+
+// TestShapeReal: Uvicorn and Node.js hold four idle WebSockets each on
+// one worker, directly and through NGINX, and /fast stays fast: an event
+// loop holds a socket with memory, not a worker.
+func TestShapeReal(t *testing.T) {
+	c := Published()
+	c.Reps = 1
+	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
+	c.Conditions = []Condition{{stack.RouteDirect, "uvicorn-1", 4}, {stack.RouteBufferingOn, "uvicorn-1", 4}, {stack.RouteDirect, "node-1", 4}}
+	env := labtest.Env(t, stack.NameReal)
+	res, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range recorder.SummarizeWSConditions(res.(*Result).Runs) {
+		t.Logf("%s %s %d: opened %d held %d, app held %v, /fast %d/%d p95 %v ms", cond.Route, cond.Server, cond.Sockets, cond.Opened, cond.Held,
+			cond.HeldMax, cond.FastOK, cond.FastPlanned, cond.P95MS)
+		if cond.Runs != 1 || cond.Opened != 4 || cond.Held != 4 || cond.HeldMax.Value != 4 || cond.P95MS.Value > 1000 {
+			t.Errorf("%s %s: %+v, want 4 sockets held on the event loop and /fast not starved", cond.Route, cond.Server, cond)
+		}
+	}
+}
