@@ -66,10 +66,14 @@ type WSRun struct {
 	RunID, Route, Server  string
 	Sockets, Rep          int
 	HoldS, PingS          float64
+	ReadTimeoutS          float64 // the proxy's proxy_read_timeout as set; 0: its default
 	StartedAt             time.Time
 	Status, Reason        string
 	Opened, Held, Refused int
 	HandshakeP95MS        Maybe
+	// LifetimeP50S is the median time the opened sockets stayed open
+	// (held ones count their hold): an idle socket's life on the path.
+	LifetimeP50S          Maybe
 	Slots, Workers        Maybe
 	HeldMax               Maybe
 	WorkersHoldingMax     Maybe
@@ -89,6 +93,7 @@ var wsRunSchema = schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
 		col("rep", 0, func(r *WSRun) any { return &r.Rep }),
 		col("hold_s", msOfS, func(r *WSRun) any { return &r.HoldS }),
 		col("ping_s", msOfS, func(r *WSRun) any { return &r.PingS }),
+		col("read_timeout_s", msOfS, func(r *WSRun) any { return &r.ReadTimeoutS }),
 	},
 	statusCols(func(r *WSRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
 	[]column[WSRun]{
@@ -96,6 +101,7 @@ var wsRunSchema = schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
 		col("held", 0, func(r *WSRun) any { return &r.Held }),
 		col("refused", 0, func(r *WSRun) any { return &r.Refused }),
 		col("handshake_p95_ms", usOfMS, func(r *WSRun) any { return &r.HandshakeP95MS }),
+		col("lifetime_p50_s", msOfS, func(r *WSRun) any { return &r.LifetimeP50S }),
 		col("slots", whole, func(r *WSRun) any { return &r.Slots }),
 		col("workers", whole, func(r *WSRun) any { return &r.Workers }),
 		col("held_max", whole, func(r *WSRun) any { return &r.HeldMax }),
@@ -113,11 +119,12 @@ func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
 	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
 	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
 	run.Opened, run.Held, run.Refused = 0, 0, 0
-	var hs []float64
+	var hs, life []float64
 	for _, s := range sessions {
 		if s.HandshakeMS.Valid {
 			run.Opened++
 			hs = append(hs, s.HandshakeMS.Value)
+			life = append(life, s.HeldS)
 		}
 		switch s.End {
 		case WSHeld:
@@ -127,6 +134,7 @@ func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
 		}
 	}
 	run.HandshakeP95MS = Some(NearestRank(hs, 95))
+	run.LifetimeP50S = Some(Median(life))
 	return run
 }
 
@@ -137,6 +145,8 @@ func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
 type WSCondition struct {
 	Route, Server         string
 	Sockets               int
+	PingS, ReadTimeoutS   float64
+	LifetimeP50S          Maybe // median of the runs' medians
 	Runs, Excluded        int
 	Opened, Held, Refused int
 	Slots, Workers        Maybe
@@ -151,13 +161,14 @@ type WSCondition struct {
 // ok count only in Excluded.
 func SummarizeWSConditions(runs []WSRun) []WSCondition {
 	type key struct {
-		route, server string
-		sockets       int
+		route, server     string
+		sockets           int
+		ping, readTimeout float64
 	}
 	var keys []key
 	groups := map[key][]WSRun{}
 	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Sockets}
+		k := key{r.Route, r.Server, r.Sockets, r.PingS, r.ReadTimeoutS}
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -165,8 +176,8 @@ func SummarizeWSConditions(runs []WSRun) []WSCondition {
 	}
 	var rows []WSCondition
 	for _, k := range keys {
-		row := WSCondition{Route: k.route, Server: k.server, Sockets: k.sockets}
-		var held, holding, p50, p95 []float64
+		row := WSCondition{Route: k.route, Server: k.server, Sockets: k.sockets, PingS: k.ping, ReadTimeoutS: k.readTimeout}
+		var held, holding, p50, p95, life []float64
 		for _, r := range groups[k] {
 			if r.Status != RunOK {
 				row.Excluded++
@@ -181,7 +192,9 @@ func SummarizeWSConditions(runs []WSRun) []WSCondition {
 			row.Slots, row.Workers = r.Slots, r.Workers
 			held, holding = appendValidMaybe(held, r.HeldMax), appendValidMaybe(holding, r.WorkersHoldingMax)
 			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
+			life = appendValidMaybe(life, r.LifetimeP50S)
 		}
+		row.LifetimeP50S = Some(Median(life))
 		row.HeldMax, row.WorkersHoldingMax = Some(NearestRank(held, 100)), Some(NearestRank(holding, 100))
 		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))
 		rows = append(rows, row)

@@ -25,12 +25,14 @@ func buildWebSocket(dir string) (*section, error) {
 			"the upgrade."}
 	t := &table{Caption: "websocket conditions (" + wsRunsFile + "), over the ok runs: sockets opened, held to the end of their " +
 		"hold and refused, the most the app held at once and the workers holding them, and /fast.",
-		Head: []string{"route", "server", "sockets", "runs", "excluded", "opened", "held", "refused", "app held", "workers holding",
+		Head: []string{"route", "server", "sockets", "ping (s)", "proxy_read_timeout (s)", "runs", "excluded", "opened", "held", "refused",
+			"lifetime p50 (s)", "app held", "workers holding",
 			"workers", "/fast ok", "/fast planned", "/fast p50 (ms)", "/fast p95 (ms)"}}
 	count := func(v float64) cell { return num(v, 0) }
 	for _, c := range recorder.SummarizeWSConditions(runs) {
-		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), integer(c.Sockets), integer(c.Runs), integer(c.Excluded),
-			integer(c.Opened), integer(c.Held), integer(c.Refused), maybe(c.HeldMax, count), maybe(c.WorkersHoldingMax, count),
+		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), integer(c.Sockets), num(c.PingS, 1), num(c.ReadTimeoutS, 0),
+			integer(c.Runs), integer(c.Excluded), integer(c.Opened), integer(c.Held), integer(c.Refused),
+			maybe(c.LifetimeP50S, func(v float64) cell { return num(v, 2) }), maybe(c.HeldMax, count), maybe(c.WorkersHoldingMax, count),
 			maybe(c.Workers, count), integer(c.FastOK), integer(c.FastPlanned), maybe(c.P50MS, ms), maybe(c.P95MS, ms)})
 	}
 	s.addTable(t)

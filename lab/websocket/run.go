@@ -130,9 +130,10 @@ func capacity(s stack.Server) (workers, slots recorder.Maybe) {
 // error is only for results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.WSRun, error) {
 	run := recorder.WSRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep,
-		HoldS: c.Hold().Seconds(), PingS: time.Duration(c.Socket.Ping).Seconds(), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
+		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
-	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, ProxyReadTimeout: time.Duration(c.Socket.ProxyReadTimeout)}
+	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, ProxyReadTimeout: time.Duration(spec.ProxyReadTimeout)}
 	fr, err := lab.StartFresh(ctx, env, d, false)
 	if err != nil {
 		return lab.Failed(ctx, run, err), nil
@@ -184,7 +185,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	var wg sync.WaitGroup
 	for i := range spec.Sockets {
 		h := loadgen.WSHolder{WSDial: loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote()},
-			Hold: c.Hold(), Ping: time.Duration(c.Socket.Ping)}
+			Hold: c.Hold(), Ping: time.Duration(spec.Ping)}
 		wg.Go(func() {
 			row := sessionRow(*run, i, t0, h.Run(ctx))
 			mu.Lock()

@@ -36,32 +36,33 @@ type Config struct {
 }
 
 // Condition is one cell of the matrix: Sockets WebSockets held on
-// Server, on Route.
+// Server, on Route, each pinging every Ping (0: never), through a proxy
+// whose proxy_read_timeout is ProxyReadTimeout (0: its default, 60 s; on
+// a proxied route only): an idle socket lives that long.
 type Condition struct {
 	Route stack.Route `yaml:"route"`
 	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
 	// the stack's event-loop server.
-	Server  string `yaml:"server"`
-	Sockets int    `yaml:"sockets"`
+	Server           string       `yaml:"server"`
+	Sockets          int          `yaml:"sockets"`
+	Ping             lab.Duration `yaml:"ping"`
+	ProxyReadTimeout lab.Duration `yaml:"proxy_read_timeout"`
 }
 
 // SocketSpec is what each WebSocket client does: it opens an echoing
-// /ws and holds it idle, sending a ping every Ping (0: none), until the
-// run's /fast schedule is over (Hold from its start) or the server ends
-// it.
+// /ws and holds it idle (pinging as its condition says) until the run's
+// /fast schedule is over (Hold from its start) or the path ends it.
 type SocketSpec struct {
 	Path    string       `yaml:"path"`
-	Ping    lab.Duration `yaml:"ping"`
 	Timeout lab.Duration `yaml:"timeout"` // the connect and the upgrade
-	// ProxyReadTimeout is the proxy's proxy_read_timeout on proxied
-	// routes (0: its default, 60 s): an idle socket lives that long.
-	ProxyReadTimeout lab.Duration `yaml:"proxy_read_timeout"`
 }
 
 // Published returns the matrix: 1, 2 and 4 sockets on sync-2, directly
 // and through the proxy; 2 and 4 on gthread-1x4 and 4 on the stack's
-// event-loop server, directly; sockets held idle without pings while
-// /fast runs at 8 requests a second for 9 s; 3 repetitions.
+// event-loop server, directly; and the idle lifetime through the proxy:
+// 2 sockets on the event-loop server behind a 3 s proxy_read_timeout,
+// without pings and with one every second. Sockets held while /fast runs
+// at 8 requests a second for 9 s; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
@@ -75,13 +76,17 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 2},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 4},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4})
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4},
+		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second)},
+		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second),
+			Ping: lab.Duration(time.Second)})
 	return c
 }
 
 // Reduce implements lab.Reducer: --quick holds 2 sockets on sync-2 on
-// each route and 4 on gthread-1x4 and async directly, once each, beside
-// /fast for 3.5 s.
+// each route and 4 on gthread-1x4 and async directly, and the two
+// lifetime conditions, once each, beside /fast for 3.5 s (the lifetime
+// ones behind a 2 s proxy_read_timeout).
 func (c *Config) Reduce() {
 	c.Reps = 1
 	if c.Fast.Duration == Published().Fast.Duration {
@@ -93,13 +98,14 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 4},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4})
+		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4},
+		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second)},
+		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second),
+			Ping: lab.Duration(500 * time.Millisecond)})
 }
 
-// Flags implements lab.Config: everything else is in the scenario.
-func (c *Config) Flags(fs *flag.FlagSet) {
-	fs.Var((*lab.DurationFlag)(&c.Socket.Ping), "ping", "each socket's client pings this often (0: never)")
-}
+// Flags implements lab.Config: everything is in the scenario.
+func (c *Config) Flags(fs *flag.FlagSet) {}
 
 // Servers implements lab.Stacked: the conditions' servers but "async".
 func (c *Config) Servers() []stack.Server {
@@ -156,23 +162,27 @@ func (cond Condition) validate() error {
 			return err
 		}
 	}
-	if cond.Sockets < 0 || cond.Sockets > MaxSockets {
+	p, r := time.Duration(cond.Ping), time.Duration(cond.ProxyReadTimeout)
+	switch {
+	case cond.Sockets < 0 || cond.Sockets > MaxSockets:
 		return fmt.Errorf("sockets %d: allowed 0 to %d", cond.Sockets, MaxSockets)
+	case p < 0 || p > MaxHold:
+		return fmt.Errorf("ping %s: allowed 0 (no pings) to %s", p, MaxHold)
+	case r != 0 && cond.Route == stack.RouteDirect:
+		return fmt.Errorf("proxy_read_timeout %s: there is no proxy on route direct", r)
+	case r != 0 && (r < time.Second || r > stack.MaxProxyReadTimeout || r%time.Second != 0):
+		return fmt.Errorf("proxy_read_timeout %s: allowed 0 (the proxy's 60s) or whole seconds from 1s to %s", r, stack.MaxProxyReadTimeout)
 	}
 	return nil
 }
 
 func (s SocketSpec) validate() error {
-	p, t, r := time.Duration(s.Ping), time.Duration(s.Timeout), time.Duration(s.ProxyReadTimeout)
+	t := time.Duration(s.Timeout)
 	switch {
 	case !strings.HasPrefix(s.Path, "/"):
 		return fmt.Errorf("socket.path %q: must start with /", s.Path)
-	case p < 0 || p > MaxHold:
-		return fmt.Errorf("socket.ping %s: allowed 0 (no pings) to %s", p, MaxHold)
 	case t <= 0 || t > time.Hour:
 		return fmt.Errorf("socket.timeout %s: allowed more than 0 up to 1h", t)
-	case r != 0 && (r < time.Second || r > stack.MaxProxyReadTimeout || r%time.Second != 0):
-		return fmt.Errorf("socket.proxy_read_timeout %s: allowed 0 (the proxy's 60s) or whole seconds from 1s to %s", r, stack.MaxProxyReadTimeout)
 	}
 	return nil
 }
@@ -187,9 +197,17 @@ type RunSpec struct {
 	Rep    int
 }
 
-// ID is the run's run_id: route, server, sockets and rep.
+// ID is the run's run_id: route, server, sockets, the ping interval and
+// proxy_read_timeout when set, and rep.
 func (r RunSpec) ID() string {
-	return fmt.Sprintf("%s.%s.ws%d.rep%d", r.Route, r.Server.Name(), r.Sockets, r.Rep)
+	id := fmt.Sprintf("%s.%s.ws%d", r.Route, r.Server.Name(), r.Sockets)
+	if r.Ping > 0 {
+		id += ".ping" + time.Duration(r.Ping).String()
+	}
+	if r.ProxyReadTimeout > 0 {
+		id += ".read" + time.Duration(r.ProxyReadTimeout).String()
+	}
+	return fmt.Sprintf("%s.rep%d", id, r.Rep)
 }
 
 // Runs expands the matrix on st: every condition once per rep, reps
