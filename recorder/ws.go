@@ -25,7 +25,12 @@ type WSSession struct {
 	End                  string
 	CloseCode            Maybe
 	Pings, Pongs         int
-	Error                string
+	// A consumer's messages and their bytes, and its messages' delivery
+	// delay (its read minus the app's stamp; nearest-rank p95).
+	Messages   int
+	Bytes      int64
+	DelayP95MS Maybe
+	Error      string
 }
 
 // WSSession.End values besides the error reasons.
@@ -52,6 +57,9 @@ var wsSessionSchema = schema[WSSession]{file: "ws-sessions.csv", cols: []column[
 	col("close_code", whole, func(r *WSSession) any { return &r.CloseCode }),
 	col("pings", 0, func(r *WSSession) any { return &r.Pings }),
 	col("pongs", 0, func(r *WSSession) any { return &r.Pongs }),
+	col("messages", 0, func(r *WSSession) any { return &r.Messages }),
+	col("bytes", 0, func(r *WSSession) any { return &r.Bytes }),
+	col("delay_p95_ms", usOfMS, func(r *WSSession) any { return &r.DelayP95MS }),
 	col("error", 0, func(r *WSSession) any { return &r.Error }),
 }}
 
@@ -65,6 +73,7 @@ var wsSessionSchema = schema[WSSession]{file: "ws-sessions.csv", cols: []column[
 type WSRun struct {
 	RunID, Route, Server  string
 	Sockets, Rep          int
+	Mode                  string
 	HoldS, PingS          float64
 	ReadTimeoutS          float64 // the proxy's proxy_read_timeout as set; 0: its default
 	StartedAt             time.Time
@@ -73,13 +82,20 @@ type WSRun struct {
 	HandshakeP95MS        Maybe
 	// LifetimeP50S is the median time the opened sockets stayed open
 	// (held ones count their hold): an idle socket's life on the path.
-	LifetimeP50S          Maybe
-	Slots, Workers        Maybe
-	HeldMax               Maybe
-	WorkersHoldingMax     Maybe
-	FastPlanned, FastSent int
-	FastTotal, FastOK     int
-	P50MS, P95MS, MaxMS   Maybe
+	LifetimeP50S Maybe
+	// A consumers' run: the messages they read, the worst delivery delay
+	// (the sessions' largest p95), and the app's memory: its cgroup's
+	// peak, its processes' RSS peak and the OOM kills its cgroup counted.
+	Messages                     int
+	DelayP95MS                   Maybe
+	AppMemPeakMiB, AppRSSPeakMiB Maybe
+	AppOOMKills                  Maybe
+	Slots, Workers               Maybe
+	HeldMax                      Maybe
+	WorkersHoldingMax            Maybe
+	FastPlanned, FastSent        int
+	FastTotal, FastOK            int
+	P50MS, P95MS, MaxMS          Maybe
 }
 
 func (WSRun) schema() *schema[WSRun] { return &wsRunSchema }
@@ -91,6 +107,7 @@ var wsRunSchema = schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
 		col("server", 0, func(r *WSRun) any { return &r.Server }),
 		col("sockets", 0, func(r *WSRun) any { return &r.Sockets }),
 		col("rep", 0, func(r *WSRun) any { return &r.Rep }),
+		col("mode", 0, func(r *WSRun) any { return &r.Mode }),
 		col("hold_s", msOfS, func(r *WSRun) any { return &r.HoldS }),
 		col("ping_s", msOfS, func(r *WSRun) any { return &r.PingS }),
 		col("read_timeout_s", msOfS, func(r *WSRun) any { return &r.ReadTimeoutS }),
@@ -102,6 +119,11 @@ var wsRunSchema = schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
 		col("refused", 0, func(r *WSRun) any { return &r.Refused }),
 		col("handshake_p95_ms", usOfMS, func(r *WSRun) any { return &r.HandshakeP95MS }),
 		col("lifetime_p50_s", msOfS, func(r *WSRun) any { return &r.LifetimeP50S }),
+		col("messages", 0, func(r *WSRun) any { return &r.Messages }),
+		col("delay_p95_ms", usOfMS, func(r *WSRun) any { return &r.DelayP95MS }),
+		col("app_mem_peak_mib", kibOfMi, func(r *WSRun) any { return &r.AppMemPeakMiB }),
+		col("app_rss_peak_mib", kibOfMi, func(r *WSRun) any { return &r.AppRSSPeakMiB }),
+		col("app_oom_kills", whole, func(r *WSRun) any { return &r.AppOOMKills }),
 		col("slots", whole, func(r *WSRun) any { return &r.Slots }),
 		col("workers", whole, func(r *WSRun) any { return &r.Workers }),
 		col("held_max", whole, func(r *WSRun) any { return &r.HeldMax }),
@@ -119,8 +141,11 @@ func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
 	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
 	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
 	run.Opened, run.Held, run.Refused = 0, 0, 0
-	var hs, life []float64
+	var hs, life, delays []float64
+	run.Messages = 0
 	for _, s := range sessions {
+		run.Messages += s.Messages
+		delays = appendValidMaybe(delays, s.DelayP95MS)
 		if s.HandshakeMS.Valid {
 			run.Opened++
 			hs = append(hs, s.HandshakeMS.Value)
@@ -135,6 +160,7 @@ func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
 	}
 	run.HandshakeP95MS = Some(NearestRank(hs, 95))
 	run.LifetimeP50S = Some(Median(life))
+	run.DelayP95MS = Some(NearestRank(delays, 100))
 	return run
 }
 
@@ -145,6 +171,11 @@ func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
 type WSCondition struct {
 	Route, Server         string
 	Sockets               int
+	Mode                  string
+	Messages              int
+	DelayP95MS            Maybe // the largest of the runs'
+	AppRSSPeakMiB         Maybe // the largest of the runs'
+	AppOOMKills           int   // summed over every run, ok or not
 	PingS, ReadTimeoutS   float64
 	LifetimeP50S          Maybe // median of the runs' medians
 	Runs, Excluded        int
@@ -163,12 +194,13 @@ func SummarizeWSConditions(runs []WSRun) []WSCondition {
 	type key struct {
 		route, server     string
 		sockets           int
+		mode              string
 		ping, readTimeout float64
 	}
 	var keys []key
 	groups := map[key][]WSRun{}
 	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Sockets, r.PingS, r.ReadTimeoutS}
+		k := key{r.Route, r.Server, r.Sockets, r.Mode, r.PingS, r.ReadTimeoutS}
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -176,9 +208,12 @@ func SummarizeWSConditions(runs []WSRun) []WSCondition {
 	}
 	var rows []WSCondition
 	for _, k := range keys {
-		row := WSCondition{Route: k.route, Server: k.server, Sockets: k.sockets, PingS: k.ping, ReadTimeoutS: k.readTimeout}
-		var held, holding, p50, p95, life []float64
+		row := WSCondition{Route: k.route, Server: k.server, Sockets: k.sockets, Mode: k.mode, PingS: k.ping, ReadTimeoutS: k.readTimeout}
+		var held, holding, p50, p95, life, delay, rss []float64
 		for _, r := range groups[k] {
+			if r.AppOOMKills.Valid {
+				row.AppOOMKills += int(r.AppOOMKills.Value)
+			}
 			if r.Status != RunOK {
 				row.Excluded++
 				continue
@@ -193,7 +228,10 @@ func SummarizeWSConditions(runs []WSRun) []WSCondition {
 			held, holding = appendValidMaybe(held, r.HeldMax), appendValidMaybe(holding, r.WorkersHoldingMax)
 			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
 			life = appendValidMaybe(life, r.LifetimeP50S)
+			row.Messages += r.Messages
+			delay, rss = appendValidMaybe(delay, r.DelayP95MS), appendValidMaybe(rss, r.AppRSSPeakMiB)
 		}
+		row.DelayP95MS, row.AppRSSPeakMiB = Some(NearestRank(delay, 100)), Some(NearestRank(rss, 100))
 		row.LifetimeP50S = Some(Median(life))
 		row.HeldMax, row.WorkersHoldingMax = Some(NearestRank(held, 100)), Some(NearestRank(holding, 100))
 		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))

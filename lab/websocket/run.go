@@ -129,7 +129,11 @@ func capacity(s stack.Server) (workers, slots recorder.Maybe) {
 // and the /fast schedule, the held-socket samples, then the verdict. Its
 // error is only for results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.WSRun, error) {
-	run := recorder.WSRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep,
+	mode := spec.Mode
+	if mode == "" {
+		mode = ModeIdle
+	}
+	run := recorder.WSRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep, Mode: mode,
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
@@ -154,8 +158,12 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 			env.Logf("%s: held sockets not read: %v", id, st.LastErr)
 		}
 	}
-	_, sampErr := fr.Sampled(time.Now())
+	res, sampErr := fr.Sampled(time.Now())
 	run = recorder.SummarizeWSRun(run, l.reqs, l.sessions)
+	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), mib(res.App.RSSPeakBytes)
+	if kills, ok := fr.Running.OOMKills()["app"]; ok {
+		run.AppOOMKills = recorder.Some(float64(kills))
+	}
 	sockets := ""
 	if len(l.sessions) != spec.Sockets {
 		sockets = fmt.Sprintf("%d sockets accounted of %d", len(l.sessions), spec.Sockets)
@@ -177,17 +185,24 @@ type loaded struct {
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.WSRun, t0 time.Time, f *files) loaded {
 	var l loaded
 	var mu sync.Mutex
-	u, err := loadgen.CheckTarget(running.URL()+c.Socket.Path+"?"+c.Params().Query(), running.AllowRemote())
+	u, err := loadgen.CheckTarget(running.URL()+c.Socket.Path+"?"+c.Params(spec.Mode).Query(), running.AllowRemote())
 	if err != nil {
 		l.writeErr = err
 		return l
 	}
 	var wg sync.WaitGroup
+	dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}
 	for i := range spec.Sockets {
-		h := loadgen.WSHolder{WSDial: loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote()},
-			Hold: c.Hold(), Ping: time.Duration(spec.Ping)}
 		wg.Go(func() {
-			row := sessionRow(*run, i, t0, h.Run(ctx))
+			var r loadgen.WSResult
+			var delays []float64
+			if spec.Mode == ModeConsume {
+				r, delays = c.consume(ctx, dial)
+			} else {
+				r = loadgen.WSHolder{WSDial: dial, Hold: c.Hold(), Ping: time.Duration(spec.Ping)}.Run(ctx)
+			}
+			row := sessionRow(*run, i, t0, r)
+			row.DelayP95MS = recorder.Some(recorder.NearestRank(delays, 95))
 			mu.Lock()
 			defer mu.Unlock()
 			l.sessions = append(l.sessions, row)
@@ -207,10 +222,35 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	return l
 }
 
+// consume reads the app's pushes until it closes, the path ends the
+// session or the hold is over (then the session counts as held): the
+// result and each message's delivery delay in ms.
+func (c *Config) consume(ctx context.Context, dial loadgen.WSDial) (loadgen.WSResult, []float64) {
+	hold, cancel := context.WithTimeout(ctx, c.Hold())
+	defer cancel()
+	var delays []float64
+	r := loadgen.WSConsumer{WSDial: dial, Rate: float64(c.Socket.Push.Rate), OnMessage: func(d loadgen.WSDelivery) {
+		delays = append(delays, float64(d.Delay().Microseconds())/1e3)
+	}}.Run(hold)
+	if ctx.Err() == nil && errors.Is(r.Err, context.DeadlineExceeded) && hold.Err() != nil {
+		r.End, r.Err = recorder.WSHeld, nil
+	}
+	return r, delays
+}
+
+// mib is bytes as MiB.
+func mib(b recorder.Maybe) recorder.Maybe {
+	if !b.Valid {
+		return b
+	}
+	return recorder.Some(b.Value / (1 << 20))
+}
+
 // sessionRow is one socket's row.
 func sessionRow(run recorder.WSRun, client int, t0 time.Time, r loadgen.WSResult) recorder.WSSession {
 	row := recorder.WSSession{RunID: run.RunID, Route: run.Route, Server: run.Server, Sockets: run.Sockets, Rep: run.Rep, Client: client,
-		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs}
+		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs,
+		Messages: r.Messages, Bytes: r.Bytes}
 	row.Status = r.Status
 	if r.Status == 101 {
 		row.HandshakeMS = recorder.Some(float64(r.Handshake.Microseconds()) / 1e3)

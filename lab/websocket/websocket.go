@@ -43,18 +43,45 @@ type Condition struct {
 	Route stack.Route `yaml:"route"`
 	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
 	// the stack's event-loop server.
-	Server           string       `yaml:"server"`
-	Sockets          int          `yaml:"sockets"`
+	Server  string `yaml:"server"`
+	Sockets int    `yaml:"sockets"`
+	// Mode is what each socket's client does: idle (the default) holds
+	// an echoing socket; consume reads the app's pushes (Socket.Push) at
+	// Socket.Push.Rate, a slow consumer.
+	Mode             string       `yaml:"mode"`
 	Ping             lab.Duration `yaml:"ping"`
 	ProxyReadTimeout lab.Duration `yaml:"proxy_read_timeout"`
 }
 
-// SocketSpec is what each WebSocket client does: it opens an echoing
-// /ws and holds it idle (pinging as its condition says) until the run's
-// /fast schedule is over (Hold from its start) or the path ends it.
+// SocketSpec is what each WebSocket client does: an idle one opens an
+// echoing /ws and holds it (pinging as its condition says) until the
+// run's /fast schedule is over (Hold from its start) or the path ends
+// it; a consumer reads Push's messages until the app closes, the path
+// ends it or the hold is over.
 type SocketSpec struct {
 	Path    string       `yaml:"path"`
 	Timeout lab.Duration `yaml:"timeout"` // the connect and the upgrade
+	Push    PushSpec     `yaml:"push"`
+}
+
+// The modes of a condition.
+const (
+	ModeIdle    = "idle"
+	ModeConsume = "consume"
+)
+
+// PushSpec is what a consumer asks the app to push and how it reads:
+// Count messages of Pad bytes of padding, one every Interval, that the
+// app writes when the socket takes them (queue wait) or queues without
+// limit (unbounded); read at Rate bytes a second with an SO_RCVBUF of
+// RcvBuf.
+type PushSpec struct {
+	Interval lab.Duration `yaml:"interval"`
+	Count    int          `yaml:"count"`
+	Pad      lab.Size     `yaml:"pad"`
+	Queue    string       `yaml:"queue"`
+	Rate     lab.Size     `yaml:"rate"`
+	RcvBuf   lab.Size     `yaml:"rcvbuf"`
 }
 
 // Published returns the matrix: 1, 2 and 4 sockets on sync-2, directly
@@ -67,7 +94,9 @@ func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
-		Socket: SocketSpec{Path: "/ws", Timeout: lab.Duration(30 * time.Second)}}
+		Socket: SocketSpec{Path: "/ws", Timeout: lab.Duration(30 * time.Second),
+			Push: PushSpec{Interval: lab.Duration(time.Millisecond), Count: 160, Pad: 256 << 10, Queue: appserver.WSQueueUnbounded,
+				Rate: 256 << 10, RcvBuf: 64 << 10}}}
 	for _, r := range Routes {
 		for _, n := range []int{1, 2, 4} {
 			c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Sockets: n})
@@ -164,6 +193,8 @@ func (cond Condition) validate() error {
 	}
 	p, r := time.Duration(cond.Ping), time.Duration(cond.ProxyReadTimeout)
 	switch {
+	case cond.Mode != "" && cond.Mode != ModeIdle && cond.Mode != ModeConsume:
+		return fmt.Errorf("mode %q: allowed idle (the default) or consume", cond.Mode)
 	case cond.Sockets < 0 || cond.Sockets > MaxSockets:
 		return fmt.Errorf("sockets %d: allowed 0 to %d", cond.Sockets, MaxSockets)
 	case p < 0 || p > MaxHold:
@@ -184,11 +215,37 @@ func (s SocketSpec) validate() error {
 	case t <= 0 || t > time.Hour:
 		return fmt.Errorf("socket.timeout %s: allowed more than 0 up to 1h", t)
 	}
+	return s.Push.validate()
+}
+
+func (p PushSpec) validate() error {
+	iv := time.Duration(p.Interval)
+	switch {
+	case iv < appserver.MinWSInterval || iv > appserver.MaxWSInterval:
+		return fmt.Errorf("socket.push.interval %s: allowed %s to %s", iv, appserver.MinWSInterval, appserver.MaxWSInterval)
+	case p.Count < 0 || p.Count > appserver.MaxWSCount:
+		return fmt.Errorf("socket.push.count %d: allowed 0 to %d", p.Count, appserver.MaxWSCount)
+	case p.Pad < 0 || p.Pad > appserver.MaxWSMessage:
+		return fmt.Errorf("socket.push.pad %d: allowed 0 to 16m bytes (a larger message is refused by every app)", int64(p.Pad))
+	case p.Queue != appserver.WSQueueWait && p.Queue != appserver.WSQueueUnbounded:
+		return fmt.Errorf("socket.push.queue %q: allowed wait (the app writes when the socket takes it) or unbounded (it queues in memory)", p.Queue)
+	case p.Rate < 0:
+		return fmt.Errorf("socket.push.rate %d: allowed 0 (as fast as messages come) or more bytes a second", int64(p.Rate))
+	case p.RcvBuf < 0 || p.RcvBuf > 64<<20:
+		return fmt.Errorf("socket.push.rcvbuf %d: allowed 0 (the kernel's) to 64m bytes", int64(p.RcvBuf))
+	}
 	return nil
 }
 
-// Params is what each socket asks the app for: an echoing socket.
-func (c *Config) Params() appserver.WSParams { return appserver.WSParams{Mode: appserver.WSEcho} }
+// Params is what each socket of a condition in mode asks the app for:
+// an echoing socket, or the pushes.
+func (c *Config) Params(mode string) appserver.WSParams {
+	if mode != ModeConsume {
+		return appserver.WSParams{Mode: appserver.WSEcho}
+	}
+	p := c.Socket.Push
+	return appserver.WSParams{Mode: appserver.WSPush, Interval: time.Duration(p.Interval), Count: p.Count, Pad: int(p.Pad), Queue: p.Queue}
+}
 
 // RunSpec is one run of the matrix.
 type RunSpec struct {
@@ -201,6 +258,9 @@ type RunSpec struct {
 // proxy_read_timeout when set, and rep.
 func (r RunSpec) ID() string {
 	id := fmt.Sprintf("%s.%s.ws%d", r.Route, r.Server.Name(), r.Sockets)
+	if r.Mode == ModeConsume {
+		id += ".consume"
+	}
 	if r.Ping > 0 {
 		id += ".ping" + time.Duration(r.Ping).String()
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -155,5 +156,38 @@ func TestLifetimeThroughProxy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConsumersMemoryEmbedded: four consumers at 256 KiB/s of 160 x 256
+// KiB pushes: an app that queues without limit holds what the path
+// cannot (its RSS peak at least half of 4 x (the pushes stamped by then -
+// the path) above the one that waits for its sockets), and the one that
+// waits holds nothing more; both keep serving /fast (an event loop).
+func TestConsumersMemoryEmbedded(t *testing.T) {
+	c := Published()
+	c.Reps = 1
+	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
+	c.Conditions = []Condition{{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4, Mode: ModeConsume}}
+	rss := map[string]recorder.Maybe{}
+	for _, queue := range []string{"wait", "unbounded"} {
+		c.Socket.Push.Queue = queue
+		res, err := c.Run(context.Background(), labtest.Env(t, stack.NameEmbedded))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cond := recorder.SummarizeWSConditions(res.(*Result).Runs)[0]
+		t.Logf("queue %s: %d messages read, delay p95 %v ms, app RSS peak %v MiB, /fast p95 %v ms", queue, cond.Messages, cond.DelayP95MS,
+			cond.AppRSSPeakMiB, cond.P95MS)
+		if cond.Runs != 1 || cond.Opened != 4 || cond.Held != 4 || cond.Messages == 0 || !cond.AppRSSPeakMiB.Valid || cond.P95MS.Value > 1000 {
+			t.Errorf("queue %s: %+v, want 4 consumers reading to the end of the hold, the app's RSS sampled, /fast not starved", queue, cond)
+		}
+		rss[queue] = cond.AppRSSPeakMiB
+	}
+	p := c.Socket.Push
+	stamped := min(float64(p.Count), c.Hold().Seconds()/time.Duration(p.Interval).Seconds()) * float64(p.Pad)
+	beyond := (stamped - float64(slowlabtest.WmemMax(t)) - 2*float64(p.RcvBuf) - 2*float64(p.Pad)) / (1 << 20)
+	if d := rss["unbounded"].Value - rss["wait"].Value; d < 4*beyond/2 {
+		t.Errorf("RSS peak %v MiB queueing without limit, %v waiting: %.1f MiB apart, want at least %.1f", rss["unbounded"], rss["wait"], d, 4*beyond/2)
 	}
 }
