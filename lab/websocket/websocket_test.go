@@ -191,3 +191,33 @@ func TestConsumersMemoryEmbedded(t *testing.T) {
 		t.Errorf("RSS peak %v MiB queueing without limit, %v waiting: %.1f MiB apart, want at least %.1f", rss["unbounded"], rss["wait"], d, 4*beyond/2)
 	}
 }
+
+// TestConsumersOOMReal: Node.js under the published 128 MiB app limit
+// and 0.25 CPU, four consumers at 256 KiB/s of 160 x 256 KiB pushes for
+// 8 s: waiting for its sockets it holds them with no OOM kill; queueing
+// without limit it would hold about 4 x 36 MiB (at the 0.25 CPU it
+// renders them at about 22 MB/s: 8 s are enough), and the kernel kills
+// it: the run fails with the reason and the kill is counted.
+func TestConsumersOOMReal(t *testing.T) {
+	c := Published()
+	c.Reps = 1
+	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(8*time.Second)
+	c.Conditions = []Condition{{Route: stack.RouteDirect, Server: "node-1", Sockets: 4, Mode: ModeConsume}}
+	for _, queue := range []string{"wait", "unbounded"} {
+		c.Socket.Push.Queue = queue
+		res, err := c.Run(context.Background(), labtest.Env(t, stack.NameReal))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := res.(*Result).Runs[0]
+		t.Logf("queue %s: %s %q, app RSS peak %v MiB, memory peak %v MiB, OOM kills %v", queue, run.Status, run.Reason, run.AppRSSPeakMiB,
+			run.AppMemPeakMiB, run.AppOOMKills)
+		killed := queue == "unbounded"
+		if got := run.AppOOMKills.Value > 0; got != killed || !run.AppOOMKills.Valid {
+			t.Errorf("queue %s: OOM kills %v, want killed %t", queue, run.AppOOMKills, killed)
+		}
+		if (run.Status == recorder.RunOK) == killed {
+			t.Errorf("queue %s: run %s %q, want ok %t", queue, run.Status, run.Reason, !killed)
+		}
+	}
+}
