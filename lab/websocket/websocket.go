@@ -109,7 +109,17 @@ func Published() *Config {
 		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second)},
 		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second),
 			Ping: lab.Duration(time.Second)})
+	idleByDefault(c.Conditions)
 	return c
+}
+
+// idleByDefault names the mode of conditions that set none.
+func idleByDefault(conds []Condition) {
+	for i := range conds {
+		if conds[i].Mode == "" {
+			conds[i].Mode = ModeIdle
+		}
+	}
 }
 
 // Reduce implements lab.Reducer: --quick holds 2 sockets on sync-2 on
@@ -131,6 +141,7 @@ func (c *Config) Reduce() {
 		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second)},
 		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second),
 			Ping: lab.Duration(500 * time.Millisecond)})
+	idleByDefault(c.Conditions)
 }
 
 // Flags implements lab.Config: everything is in the scenario.
