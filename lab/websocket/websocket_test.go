@@ -34,6 +34,11 @@ func TestValidate(t *testing.T) {
 		{"proxy read timeout", func(c *Config) { c.Conditions[3].ProxyReadTimeout = lab.Duration(1500 * time.Millisecond) },
 			"conditions[3].proxy_read_timeout 1.5s: allowed 0 (the proxy's 60s) or whole seconds from 1s to 1h0m0s"},
 		{"fast", func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0"},
+		{"push interval 0", func(c *Config) { c.Socket.Push.Interval = 0 }, "socket.push.interval 0s: allowed 1ms to 10s"},
+		{"push message over 16 MiB", func(c *Config) { c.Socket.Push.Pad = 16<<20 + 1 },
+			"socket.push.pad 16777217: allowed 0 to 16m bytes (a larger message is refused by every app)"},
+		{"push queue", func(c *Config) { c.Socket.Push.Queue = "drop" }, `socket.push.queue "drop": allowed wait`},
+		{"mode", func(c *Config) { c.Conditions[0].Mode = "stream" }, `conditions[0].mode "stream": allowed idle (the default) or consume`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Published()
