@@ -17,6 +17,7 @@
 //   - sse: sse-events.csv, sse-streams.csv, sse-runs.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;
+//   - websocket: ws-sessions.csv, ws-runs.csv;
 //
 // and two JSON files: environment.json, which keeps one Environment per
 // session that wrote the results directory, and assessment.json, `slowlab
