@@ -14,53 +14,9 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// files are the open results files of a session.
-type files struct {
-	sessions  *recorder.FileWriter[recorder.WSSession]
-	runs      *recorder.FileWriter[recorder.WSRun]
-	requests  *recorder.FileWriter[recorder.Request]
-	resources *recorder.FileWriter[recorder.ResourceSample]
-}
-
-// fileNames are the results files besides ws-runs.csv.
-var fileNames = []string{recorder.FileName[recorder.WSSession](), recorder.FileName[recorder.Request](),
-	recorder.FileName[recorder.ResourceSample]()}
-
-// openFiles creates the session's files in dir, or opens them to append.
-func openFiles(dir string, resume bool) (*files, error) {
-	f := &files{}
-	var err error
-	if f.sessions, err = lab.OpenFile[recorder.WSSession](dir, resume); err == nil {
-		if f.runs, err = lab.OpenFile[recorder.WSRun](dir, resume); err == nil {
-			if f.requests, err = lab.OpenFile[recorder.Request](dir, resume); err == nil {
-				f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
-			}
-		}
-	}
-	if err != nil {
-		return nil, errors.Join(err, f.close())
-	}
-	return f, nil
-}
-
-// close closes every open file; it is called once.
-func (f *files) close() error {
-	var errs []error
-	if f.sessions != nil {
-		errs = append(errs, f.sessions.Close())
-	}
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-	}
-	if f.requests != nil {
-		errs = append(errs, f.requests.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
-	*f = files{}
-	return errors.Join(errs...)
-}
+// files are the open results files of a session: ws-sessions.csv,
+// ws-runs.csv, requests.csv and resource-samples.csv.
+type files = lab.RunFiles[recorder.WSSession, recorder.WSRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Matrix), writing ws-sessions.csv, ws-runs.csv, requests.csv,
@@ -75,18 +31,12 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	var f *files
-	m := &lab.Matrix[RunSpec, recorder.WSRun]{Specs: specs, Files: fileNames, Line: runLine,
+	m := &lab.Matrix[RunSpec, recorder.WSRun]{Specs: specs, Line: runLine,
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
-		Open: func(dir string, resume bool) (lab.RowWriter[recorder.WSRun], func() error, error) {
-			var err error
-			if f, err = openFiles(dir, resume); err != nil {
-				return nil, nil, err
-			}
-			return f.runs, f.close, nil
-		},
 		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.WSRun, error) {
 			return c.measure(ctx, env, s, id, f)
 		}}
+	lab.UseRunFiles(m, &f)
 	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
 	return &Result{*res}, err
 }
@@ -145,7 +95,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	defer fr.Close()
 
 	t0 := time.Now()
-	fr.Start(t0, f.resources)
+	fr.Start(t0, f.Resources)
 	var stopHeld func() lab.HeldStats
 	if hc, ok := fr.Running.HeldCounter(); ok {
 		stopHeld = lab.SampleHeld(ctx, hc)
@@ -206,13 +156,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			mu.Lock()
 			defer mu.Unlock()
 			l.sessions = append(l.sessions, row)
-			if err := f.sessions.Write(row); err != nil && l.writeErr == nil {
+			if err := f.Items.Write(row); err != nil && l.writeErr == nil {
 				l.writeErr = err
 			}
 		})
 	}
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Sockets, Rep: run.Rep}
-	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.requests)
+	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
 	run.FastPlanned = fast.Planned
 	wg.Wait()
 	l.reqs = fast.Reqs
