@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 )
 
@@ -63,6 +64,7 @@ func Production() (dashboard.Dashboard, error) {
 			"Requests keep a connection busy; a large quiet share is idle clients holding connections, each one a worker on a sync server (SlowlabIdleConnectionsHigh).",
 		query(fmt.Sprintf(`sum by (group, quiet) (slowlab_sockets_quiet{side="accepted", %s})`, prodGroups), "{{group}} quiet {{quiet}}"),
 		query(fmt.Sprintf(`sum by (group) (slowlab_sockets{state="established", %s})`, prodGroups), "{{group}} established")))
+	b.WithPanel(longLivedPanel(prodGroups))
 	b.WithPanel(timeSeries("Accept queue", units.Short,
 		"Connections waiting in the accept queue of the group's listening sockets, by port, against the queue's limit; and handshakes dropped because a queue was full (per second, in the group's network namespaces). "+
 			"A queue above 0 while the group's CPU is idle is workers held by clients, not work: requests wait there before the server's own timing starts (SlowlabAcceptQueueWhileIdle).",
@@ -87,4 +89,17 @@ func Production() (dashboard.Dashboard, error) {
 		query(fmt.Sprintf("max by (instance) (slowlab_exporter_dynamic_groups{%s})", prodInstances), "{{instance}} groups"),
 		query(fmt.Sprintf("max by (instance) (slowlab_exporter_dynamic_groups_other{%s})", prodInstances), "{{instance}} in other")))
 	return finish(b)
+}
+
+// longLivedPanel is memory and send queue per established connection: an
+// event loop holding WebSockets or event streams costs memory, not
+// workers, and an app that queues for clients reading slowly grows it.
+func longLivedPanel(s string) *timeseries.PanelBuilder {
+	established := fmt.Sprintf(`clamp_min(sum by (group) (slowlab_sockets{state="established", %s}), 1)`, s)
+	return timeSeries("Memory and send queue per connection", units.BytesIEC,
+		"The group's RSS and its accepted sockets' send-queue bytes, each divided by its established TCP connections (WebSockets, event streams, long-polls and requests alike; a proxy's upstream connections count too). "+
+			"An event loop holds a long-lived connection with memory, not a worker: RSS per connection that climbs while the send queue per connection is full is an app queueing messages for clients that read slowly, "+
+			"and it grows until the memory limit (SlowlabMemoryNearLimit, then SlowlabOOMKill).",
+		query(fmt.Sprintf("sum by (group) (slowlab_process_resident_memory_bytes{%s}) / %s", s, established), "{{group}} RSS per connection"),
+		query(fmt.Sprintf(`sum by (group) (slowlab_socket_send_queue_bytes{side="accepted", %s}) / %s`, s, established), "{{group}} send queue per connection"))
 }

@@ -74,6 +74,7 @@ type WSRun struct {
 	RunID, Route, Server  string
 	Sockets, Rep          int
 	Mode                  string
+	Queue                 string // a consumers' run: the app's queue (wait or unbounded); empty for idle sockets
 	HoldS, PingS          float64
 	ReadTimeoutS          float64 // the proxy's proxy_read_timeout as set; 0: its default
 	StartedAt             time.Time
@@ -108,6 +109,7 @@ var wsRunSchema = schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
 		col("sockets", 0, func(r *WSRun) any { return &r.Sockets }),
 		col("rep", 0, func(r *WSRun) any { return &r.Rep }),
 		col("mode", 0, func(r *WSRun) any { return &r.Mode }),
+		col("queue", 0, func(r *WSRun) any { return &r.Queue }),
 		col("hold_s", msOfS, func(r *WSRun) any { return &r.HoldS }),
 		col("ping_s", msOfS, func(r *WSRun) any { return &r.PingS }),
 		col("read_timeout_s", msOfS, func(r *WSRun) any { return &r.ReadTimeoutS }),
@@ -169,38 +171,41 @@ func SummarizeWSRun(run WSRun, reqs []Request, sessions []WSSession) WSRun {
 // the runs; /fast percentiles are medians of the runs' values; HeldMax
 // and WorkersHoldingMax the largest.
 type WSCondition struct {
-	Route, Server         string
-	Sockets               int
-	Mode                  string
-	Messages              int
-	DelayP95MS            Maybe // the largest of the runs'
-	AppRSSPeakMiB         Maybe // the largest of the runs'
-	AppOOMKills           int   // summed over every run, ok or not
-	PingS, ReadTimeoutS   float64
-	LifetimeP50S          Maybe // median of the runs' medians
-	Runs, Excluded        int
-	Opened, Held, Refused int
-	Slots, Workers        Maybe
-	HeldMax               Maybe
-	WorkersHoldingMax     Maybe
-	FastPlanned, FastOK   int
-	P50MS, P95MS          Maybe
+	Route, Server string
+	Sockets       int
+	Mode, Queue   string
+	Messages      int
+	DelayP95MS    Maybe // the largest of the ok runs'
+	// The app's memory: the largest cgroup and RSS peaks and the OOM kills
+	// summed, over every run, ok or not: a run the kernel failed by
+	// killing the app is what these columns are for.
+	AppMemPeakMiB, AppRSSPeakMiB Maybe
+	AppOOMKills                  int
+	PingS, ReadTimeoutS          float64
+	LifetimeP50S                 Maybe // median of the runs' medians
+	Runs, Excluded               int
+	Opened, Held, Refused        int
+	Slots, Workers               Maybe
+	HeldMax                      Maybe
+	WorkersHoldingMax            Maybe
+	FastPlanned, FastOK          int
+	P50MS, P95MS                 Maybe
 }
 
 // SummarizeWSConditions folds runs into one WSCondition per (route,
-// server, sockets), in order of first appearance; runs that did not end
+// server, sockets, mode, queue, ping, proxy_read_timeout), in order of first appearance; runs that did not end
 // ok count only in Excluded.
 func SummarizeWSConditions(runs []WSRun) []WSCondition {
 	type key struct {
 		route, server     string
 		sockets           int
-		mode              string
+		mode, queue       string
 		ping, readTimeout float64
 	}
 	var keys []key
 	groups := map[key][]WSRun{}
 	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Sockets, r.Mode, r.PingS, r.ReadTimeoutS}
+		k := key{r.Route, r.Server, r.Sockets, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -208,12 +213,13 @@ func SummarizeWSConditions(runs []WSRun) []WSCondition {
 	}
 	var rows []WSCondition
 	for _, k := range keys {
-		row := WSCondition{Route: k.route, Server: k.server, Sockets: k.sockets, Mode: k.mode, PingS: k.ping, ReadTimeoutS: k.readTimeout}
-		var held, holding, p50, p95, life, delay, rss []float64
+		row := WSCondition{Route: k.route, Server: k.server, Sockets: k.sockets, Mode: k.mode, Queue: k.queue, PingS: k.ping, ReadTimeoutS: k.readTimeout}
+		var held, holding, p50, p95, life, delay, mem, rss []float64
 		for _, r := range groups[k] {
 			if r.AppOOMKills.Valid {
 				row.AppOOMKills += int(r.AppOOMKills.Value)
 			}
+			mem, rss = appendValidMaybe(mem, r.AppMemPeakMiB), appendValidMaybe(rss, r.AppRSSPeakMiB)
 			if r.Status != RunOK {
 				row.Excluded++
 				continue
@@ -229,9 +235,10 @@ func SummarizeWSConditions(runs []WSRun) []WSCondition {
 			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
 			life = appendValidMaybe(life, r.LifetimeP50S)
 			row.Messages += r.Messages
-			delay, rss = appendValidMaybe(delay, r.DelayP95MS), appendValidMaybe(rss, r.AppRSSPeakMiB)
+			delay = appendValidMaybe(delay, r.DelayP95MS)
 		}
-		row.DelayP95MS, row.AppRSSPeakMiB = Some(NearestRank(delay, 100)), Some(NearestRank(rss, 100))
+		row.DelayP95MS = Some(NearestRank(delay, 100))
+		row.AppMemPeakMiB, row.AppRSSPeakMiB = Some(NearestRank(mem, 100)), Some(NearestRank(rss, 100))
 		row.LifetimeP50S = Some(Median(life))
 		row.HeldMax, row.WorkersHoldingMax = Some(NearestRank(held, 100)), Some(NearestRank(holding, 100))
 		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))

@@ -83,7 +83,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if mode == "" {
 		mode = ModeIdle
 	}
-	run := recorder.WSRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep, Mode: mode,
+	run := recorder.WSRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep, Mode: mode, Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
@@ -135,7 +135,7 @@ type loaded struct {
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.WSRun, t0 time.Time, f *files) loaded {
 	var l loaded
 	var mu sync.Mutex
-	u, err := loadgen.CheckTarget(running.URL()+c.Socket.Path+"?"+c.Params(spec.Mode).Query(), running.AllowRemote())
+	u, err := loadgen.CheckTarget(running.URL()+c.Socket.Path+"?"+c.Params(spec.Condition).Query(), running.AllowRemote())
 	if err != nil {
 		l.writeErr = err
 		return l

@@ -48,7 +48,10 @@ type Condition struct {
 	// Mode is what each socket's client does: idle (the default) holds
 	// an echoing socket; consume reads the app's pushes (Socket.Push) at
 	// Socket.Push.Rate, a slow consumer.
-	Mode             string       `yaml:"mode"`
+	Mode string `yaml:"mode"`
+	// Queue is a consumers' condition's app queue, overriding
+	// Socket.Push.Queue: wait or unbounded.
+	Queue            string       `yaml:"queue"`
 	Ping             lab.Duration `yaml:"ping"`
 	ProxyReadTimeout lab.Duration `yaml:"proxy_read_timeout"`
 }
@@ -206,6 +209,10 @@ func (cond Condition) validate() error {
 	switch {
 	case cond.Mode != "" && cond.Mode != ModeIdle && cond.Mode != ModeConsume:
 		return fmt.Errorf("mode %q: allowed idle (the default) or consume", cond.Mode)
+	case cond.Queue != "" && cond.Mode != ModeConsume:
+		return fmt.Errorf("queue %q: only a consume condition has the app push (an idle socket's app queues nothing)", cond.Queue)
+	case cond.Queue != "" && cond.Queue != appserver.WSQueueWait && cond.Queue != appserver.WSQueueUnbounded:
+		return fmt.Errorf("queue %q: %s", cond.Queue, queueChoice)
 	case cond.Sockets < 0 || cond.Sockets > MaxSockets:
 		return fmt.Errorf("sockets %d: allowed 0 to %d", cond.Sockets, MaxSockets)
 	case p < 0 || p > MaxHold:
@@ -229,6 +236,9 @@ func (s SocketSpec) validate() error {
 	return s.Push.validate()
 }
 
+// queueChoice says what a queue may be.
+const queueChoice = "allowed wait (the app writes when the socket takes it) or unbounded (it queues in memory)"
+
 func (p PushSpec) validate() error {
 	iv := time.Duration(p.Interval)
 	switch {
@@ -239,7 +249,7 @@ func (p PushSpec) validate() error {
 	case p.Pad < 0 || p.Pad > appserver.MaxWSMessage:
 		return fmt.Errorf("socket.push.pad %d: allowed 0 to 16m bytes (a larger message is refused by every app)", int64(p.Pad))
 	case p.Queue != appserver.WSQueueWait && p.Queue != appserver.WSQueueUnbounded:
-		return fmt.Errorf("socket.push.queue %q: allowed wait (the app writes when the socket takes it) or unbounded (it queues in memory)", p.Queue)
+		return fmt.Errorf("socket.push.queue %q: %s", p.Queue, queueChoice)
 	case p.Rate < 0:
 		return fmt.Errorf("socket.push.rate %d: allowed 0 (as fast as messages come) or more bytes a second", int64(p.Rate))
 	case p.RcvBuf < 0 || p.RcvBuf > 64<<20:
@@ -248,14 +258,26 @@ func (p PushSpec) validate() error {
 	return nil
 }
 
-// Params is what each socket of a condition in mode asks the app for:
-// an echoing socket, or the pushes.
-func (c *Config) Params(mode string) appserver.WSParams {
-	if mode != ModeConsume {
+// Params is what each socket of cond asks the app for: an echoing
+// socket, or the pushes.
+func (c *Config) Params(cond Condition) appserver.WSParams {
+	if cond.Mode != ModeConsume {
 		return appserver.WSParams{Mode: appserver.WSEcho}
 	}
 	p := c.Socket.Push
-	return appserver.WSParams{Mode: appserver.WSPush, Interval: time.Duration(p.Interval), Count: p.Count, Pad: int(p.Pad), Queue: p.Queue}
+	return appserver.WSParams{Mode: appserver.WSPush, Interval: time.Duration(p.Interval), Count: p.Count, Pad: int(p.Pad), Queue: c.Queue(cond)}
+}
+
+// Queue is cond's app queue: its own, or Socket.Push's; empty for an
+// idle condition.
+func (c *Config) Queue(cond Condition) string {
+	switch {
+	case cond.Mode != ModeConsume:
+		return ""
+	case cond.Queue != "":
+		return cond.Queue
+	}
+	return c.Socket.Push.Queue
 }
 
 // RunSpec is one run of the matrix.
@@ -265,12 +287,15 @@ type RunSpec struct {
 	Rep    int
 }
 
-// ID is the run's run_id: route, server, sockets, the ping interval and
-// proxy_read_timeout when set, and rep.
+// ID is the run's run_id: route, server, sockets, a consumers' mode and
+// queue, the ping interval and proxy_read_timeout when set, and rep.
 func (r RunSpec) ID() string {
 	id := fmt.Sprintf("%s.%s.ws%d", r.Route, r.Server.Name(), r.Sockets)
 	if r.Mode == ModeConsume {
 		id += ".consume"
+		if r.Queue != "" {
+			id += "-" + r.Queue
+		}
 	}
 	if r.Ping > 0 {
 		id += ".ping" + time.Duration(r.Ping).String()
@@ -284,7 +309,7 @@ func (r RunSpec) ID() string {
 // Runs expands the matrix on st: every condition once per rep, reps
 // outermost; "async" becomes the stack's event-loop server, and a
 // condition naming it on a stack without one is left out (skipped names
-// them).
+// them); a consumers' condition carries its queue.
 func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
 	for rep := 1; rep <= c.Reps; rep++ {
 		for _, cond := range c.Conditions {
@@ -295,6 +320,7 @@ func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
 				}
 				continue
 			}
+			cond.Queue = c.Queue(cond)
 			runs = append(runs, RunSpec{Condition: cond, Server: srv, Rep: rep})
 		}
 	}

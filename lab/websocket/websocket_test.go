@@ -39,6 +39,9 @@ func TestValidate(t *testing.T) {
 			"socket.push.pad 16777217: allowed 0 to 16m bytes (a larger message is refused by every app)"},
 		{"push queue", func(c *Config) { c.Socket.Push.Queue = "drop" }, `socket.push.queue "drop": allowed wait`},
 		{"mode", func(c *Config) { c.Conditions[0].Mode = "stream" }, `conditions[0].mode "stream": allowed idle (the default) or consume`},
+		{"queue on idle", func(c *Config) { c.Conditions[1].Queue = "wait" },
+			`conditions[1].queue "wait": only a consume condition has the app push (an idle socket's app queues nothing)`},
+		{"queue", func(c *Config) { c.Conditions[1].Mode, c.Conditions[1].Queue = ModeConsume, "drop" }, `conditions[1].queue "drop": allowed wait`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Published()
