@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // heldEvery is how often a run samples the requests the app holds.
@@ -58,5 +59,27 @@ func SampleHeld(ctx context.Context, hc stack.HeldCounter) (stop func() HeldStat
 	return func() HeldStats {
 		close(done)
 		return <-result
+	}
+}
+
+// SampleRunHeld samples running's held count, when its app has one, for
+// the run id until stop is called: stop stores the most held at once and
+// the most workers holding one in held and workers, or logs why no
+// sample was read (what names what the app holds). Without a counter
+// stop leaves both empty.
+func SampleRunHeld(ctx context.Context, env *Env, running *stack.Running, id, what string) (stop func(held, workers *recorder.Maybe)) {
+	hc, ok := running.HeldCounter()
+	if !ok {
+		return func(*recorder.Maybe, *recorder.Maybe) {}
+	}
+	stopHeld := SampleHeld(ctx, hc)
+	return func(held, workers *recorder.Maybe) {
+		st := stopHeld()
+		switch {
+		case st.Samples > 0:
+			*held, *workers = recorder.Some(float64(st.Held)), recorder.Some(float64(st.Workers))
+		case st.LastErr != nil:
+			env.Logf("%s: held %s not read: %v", id, what, st.LastErr)
+		}
 	}
 }

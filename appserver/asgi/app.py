@@ -19,10 +19,12 @@ with the same endpoints, byte for byte, and the same records:
                      the wall clock in unix microseconds (appserver.WSMessage),
                      one every interval, then closes 1000 with
                      {"messages": N}. queue=unbounded stamps on schedule into
-                     an asyncio.Queue a sender task drains; wait awaits each
-                     send(), which with Uvicorn's wsproto (0.17) writes to the
-                     transport without waiting for it to drain, so both grow
-                     the worker's memory with a slow reader. Held like a
+                     an asyncio.Queue a sender task drains, growing the
+                     worker's memory with a slow reader; wait awaits each
+                     send(), which with Uvicorn's wsproto (0.17) waits while
+                     the transport has paused writing (its buffer above the
+                     high-water mark), so at most one message more than the
+                     socket takes is held. Held like a
                      long-poll. A bad query is refused before the upgrade with
                      Uvicorn's 403 (an ASGI app that closes before accepting
                      cannot say more there); a GET without an upgrade gets 426.

@@ -98,13 +98,7 @@ func (c *Config) Reduce() {
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {
-	var out []stack.Server
-	for _, s := range c.ServerNames {
-		if srv, err := stack.ParseServer(s); err == nil {
-			out = append(out, srv)
-		}
-	}
-	return out
+	return lab.ParsedServers(c.ServerNames, func(name string) string { return name })
 }
 
 // Routes implements lab.Routed.

@@ -75,13 +75,7 @@ func (c *Config) Targets() []stack.Target {
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {
-	var out []stack.Server
-	for _, cond := range c.Conditions {
-		if s, err := stack.ParseServer(cond.Server); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
+	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
 }
 
 // Flags implements lab.Config.

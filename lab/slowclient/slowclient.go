@@ -100,13 +100,7 @@ func (c *Config) Flags(*flag.FlagSet) {}
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {
-	var out []stack.Server
-	for _, cond := range c.Conditions {
-		if s, err := stack.ParseServer(cond.Server); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
+	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
 }
 
 // Targets implements lab.Targeting: /fast, and /large when a condition
@@ -132,13 +126,8 @@ func (c *Config) Routes() []stack.Route {
 
 // Validate implements lab.Config, naming each field by its YAML path.
 func (c *Config) Validate() error {
-	if len(c.Conditions) == 0 {
-		return fmt.Errorf("conditions: none given")
-	}
-	for i, cond := range c.Conditions {
-		if err := cond.validate(); err != nil {
-			return fmt.Errorf("conditions[%d].%w", i, err)
-		}
+	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
+		return err
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err

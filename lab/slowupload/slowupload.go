@@ -124,16 +124,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 // Servers implements lab.Stacked: the conditions' servers but "async",
 // which is whatever event-loop server the stack has.
 func (c *Config) Servers() []stack.Server {
-	var out []stack.Server
-	for _, cond := range c.Conditions {
-		if cond.Server == lab.AsyncServer {
-			continue
-		}
-		if s, err := stack.ParseServer(cond.Server); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
+	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
 }
 
 // Routes implements lab.Routed.
@@ -147,13 +138,8 @@ func (c *Config) Routes() []stack.Route {
 
 // Validate implements lab.Config, naming each field by its YAML path.
 func (c *Config) Validate() error {
-	if len(c.Conditions) == 0 {
-		return errors.New("conditions: none given")
-	}
-	for i, cond := range c.Conditions {
-		if err := cond.validate(); err != nil {
-			return fmt.Errorf("conditions[%d].%w", i, err)
-		}
+	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
+		return err
 	}
 	if c.StackSpec.Stack == stack.NameExternal {
 		return errors.New("stack external: slow-upload starts its own stack (its conditions set the app's timeout and the proxy's request buffering)")

@@ -138,16 +138,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Servers implements lab.Stacked: the conditions' servers but "async".
 func (c *Config) Servers() []stack.Server {
-	var out []stack.Server
-	for _, cond := range c.Conditions {
-		if cond.Server == lab.AsyncServer {
-			continue
-		}
-		if s, err := stack.ParseServer(cond.Server); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
+	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
 }
 
 // Routes implements lab.Routed.

@@ -96,18 +96,9 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 	t0 := time.Now()
 	fr.Start(t0, f.Resources)
-	var stopHeld func() lab.HeldStats
-	if hc, ok := fr.Running.HeldCounter(); ok {
-		stopHeld = lab.SampleHeld(ctx, hc)
-	}
+	stopHeld := lab.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
 	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
-	if stopHeld != nil {
-		if st := stopHeld(); st.Samples > 0 {
-			run.HeldMax, run.WorkersHoldingMax = recorder.Some(float64(st.Held)), recorder.Some(float64(st.Workers))
-		} else if st.LastErr != nil {
-			env.Logf("%s: held sockets not read: %v", id, st.LastErr)
-		}
-	}
+	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
 	res, sampErr := fr.Sampled(time.Now())
 	run = recorder.SummarizeWSRun(run, l.reqs, l.sessions)
 	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), mib(res.App.RSSPeakBytes)

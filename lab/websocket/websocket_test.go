@@ -200,32 +200,42 @@ func TestConsumersMemoryEmbedded(t *testing.T) {
 	}
 }
 
-// TestConsumersOOMReal: Node.js under the published 128 MiB app limit
-// and 0.25 CPU, four consumers at 256 KiB/s of 160 x 256 KiB pushes for
-// 8 s: waiting for its sockets it holds them with no OOM kill; queueing
-// without limit it would hold about 4 x 36 MiB (at the 0.25 CPU it
-// renders them at about 22 MB/s: 8 s are enough), and the kernel kills
-// it: the run fails with the reason and the kill is counted.
+// TestConsumersOOMReal: Node.js and Uvicorn under the published 128 MiB
+// app limit and 0.25 CPU, four consumers at 256 KiB/s of 160 x 256 KiB
+// pushes for 8 s, each app once per queue (the conditions' own, in one
+// session): waiting for its sockets it holds them with no OOM kill
+// (Node.js honours write() returning false; Uvicorn's wsproto send()
+// waits while the transport has paused writing); queueing without limit
+// it would hold about 4 x 36 MiB (at the 0.25 CPU it renders them at
+// about 22 MB/s: 8 s are enough), and the kernel kills it: the run fails
+// with the reason and the kill is counted.
 func TestConsumersOOMReal(t *testing.T) {
 	c := Published()
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(8*time.Second)
-	c.Conditions = []Condition{{Route: stack.RouteDirect, Server: "node-1", Sockets: 4, Mode: ModeConsume}}
-	for _, queue := range []string{"wait", "unbounded"} {
-		c.Socket.Push.Queue = queue
-		res, err := c.Run(context.Background(), labtest.Env(t, stack.NameReal))
-		if err != nil {
-			t.Fatal(err)
+	c.Conditions = nil
+	for _, server := range []string{"node-1", "uvicorn-1"} {
+		for _, queue := range []string{"wait", "unbounded"} {
+			c.Conditions = append(c.Conditions, Condition{Route: stack.RouteDirect, Server: server, Sockets: 4, Mode: ModeConsume, Queue: queue})
 		}
-		run := res.(*Result).Runs[0]
-		t.Logf("queue %s: %s %q, app RSS peak %v MiB, memory peak %v MiB, OOM kills %v", queue, run.Status, run.Reason, run.AppRSSPeakMiB,
-			run.AppMemPeakMiB, run.AppOOMKills)
-		killed := queue == "unbounded"
+	}
+	res, err := c.Run(context.Background(), labtest.Env(t, stack.NameReal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := res.(*Result).Runs
+	if len(runs) != len(c.Conditions) {
+		t.Fatalf("%d runs, want %d", len(runs), len(c.Conditions))
+	}
+	for _, run := range runs {
+		t.Logf("%s %s: %s %q, app RSS peak %v MiB, memory peak %v MiB, OOM kills %v", run.Server, run.Queue, run.Status, run.Reason,
+			run.AppRSSPeakMiB, run.AppMemPeakMiB, run.AppOOMKills)
+		killed := run.Queue == "unbounded"
 		if got := run.AppOOMKills.Value > 0; got != killed || !run.AppOOMKills.Valid {
-			t.Errorf("queue %s: OOM kills %v, want killed %t", queue, run.AppOOMKills, killed)
+			t.Errorf("%s queue %s: OOM kills %v, want killed %t", run.Server, run.Queue, run.AppOOMKills, killed)
 		}
 		if (run.Status == recorder.RunOK) == killed {
-			t.Errorf("queue %s: run %s %q, want ok %t", queue, run.Status, run.Reason, !killed)
+			t.Errorf("%s queue %s: run %s %q, want ok %t", run.Server, run.Queue, run.Status, run.Reason, !killed)
 		}
 	}
 }

@@ -1,0 +1,37 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/slowlab/slowlab/lab/stack"
+)
+
+// ParsedServers is the servers a matrix's conditions name, for
+// Stacked.Servers: each condition's server (name) parsed, leaving out
+// AsyncServer (the stack's own) and names that do not parse (Validate
+// reports those).
+func ParsedServers[C any](conds []C, name func(C) string) []stack.Server {
+	var out []stack.Server
+	for _, c := range conds {
+		if s, err := stack.ParseServer(name(c)); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ValidateConditions checks a matrix's conditions, naming a bad one by
+// its YAML path: none given is an error, and the first condition whose
+// validate fails is conditions[i].<its error>.
+func ValidateConditions[C any](conds []C, validate func(C) error) error {
+	if len(conds) == 0 {
+		return errors.New("conditions: none given")
+	}
+	for i, c := range conds {
+		if err := validate(c); err != nil {
+			return fmt.Errorf("conditions[%d].%w", i, err)
+		}
+	}
+	return nil
+}
