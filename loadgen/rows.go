@@ -15,7 +15,7 @@ import (
 // skipped as late (Result.Skipped) has only its schedule lag.
 func RequestRow(meta recorder.RunMeta, t0 time.Time, r Result) recorder.Request {
 	row := recorder.Request{RunID: meta.RunID, Route: meta.Route, Server: meta.Server, SlowClients: meta.SlowClients,
-		Rep: meta.Rep, Seq: r.Seq, ScheduledS: r.ScheduledAt.Sub(t0).Seconds(), Status: r.Status, Bytes: r.Bytes}
+		Rep: meta.Rep, Shard: meta.Shard, Seq: r.Seq, ScheduledS: r.ScheduledAt.Sub(t0).Seconds(), Status: r.Status, Bytes: r.Bytes}
 	switch {
 	case r.NotSent:
 		nan := math.NaN()

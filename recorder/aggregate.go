@@ -19,11 +19,17 @@ func NearestRank(values []float64, p float64) float64 {
 	if len(s) == 0 {
 		return math.NaN()
 	}
+	return s[Rank(len(s), p)-1]
+}
+
+// Rank is NearestRank's rank of the p-th percentile (0 < p <= 100) of n
+// values, n at least 1: ceil(p/100*n), from 1 to n. A caller that streams
+// sorted values picks the Rank-th.
+func Rank(n int, p float64) int {
 	// p*n/100 is exact for integer p; the small slack keeps a p that is not
 	// exactly representable (such as 99.9) from pushing the rank one up.
-	rank := int(math.Ceil(p*float64(len(s))/100 - 1e-9))
-	rank = max(1, min(rank, len(s)))
-	return s[rank-1]
+	rank := int(math.Ceil(p*float64(n)/100 - 1e-9))
+	return max(1, min(rank, n))
 }
 
 // Median returns the middle value of values, or the mean of the middle two
@@ -60,6 +66,7 @@ func sortedNumbers(values []float64) []float64 {
 type RunMeta struct {
 	RunID, Route, Server string
 	SlowClients, Rep     int
+	Shard                int // requests.csv's shard
 	StartedAt            time.Time
 	Status, Reason       string
 	FastPlanned          int

@@ -220,6 +220,33 @@ func (w *FileWriter[T]) Close() error {
 // before the bad record, so a file cut short by a crash still yields what
 // was measured.
 func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
+	rr, err := NewReader[T](r)
+	if err != nil {
+		return nil, err
+	}
+	var rows []T
+	for {
+		row, err := rr.Read()
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row)
+	}
+}
+
+// Reader reads CSV rows of type T one at a time, as ReadAll does, so a
+// file of any length is read in constant memory.
+type Reader[T Row[T]] struct {
+	s  *schema[T]
+	cr *csv.Reader
+}
+
+// NewReader reads and checks the header of r (it must be exactly
+// Header[T]()).
+func NewReader[T Row[T]](r io.Reader) (*Reader[T], error) {
 	s := schemaOf[T]()
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
@@ -235,29 +262,31 @@ func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
 		return nil, err
 	}
 	cr.FieldsPerRecord = len(s.cols)
+	return &Reader[T]{s: s, cr: cr}, nil
+}
 
-	var rows []T
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			return rows, nil
-		}
-		if errors.Is(err, csv.ErrFieldCount) {
-			return rows, fmt.Errorf("%s: %w: got %d columns, want %d", s.file, err, len(rec), len(s.cols))
-		}
-		if err != nil {
-			return rows, fmt.Errorf("%s: %w", s.file, err)
-		}
-		var zero T
-		rows = append(rows, zero)
-		row := &rows[len(rows)-1]
-		for i, c := range s.cols {
-			if err := decodeCell(c.field(row), rec[i]); err != nil {
-				line, _ := cr.FieldPos(i)
-				return rows[:len(rows)-1], &CellError{File: s.file, Line: line, Column: i + 1, Name: c.name, Value: rec[i], Err: err}
-			}
+// Read returns the next row, or io.EOF after the last. A record with the
+// wrong number of fields or a cell that does not parse is an error (a
+// *CellError for a cell) naming the file's contract.
+func (r *Reader[T]) Read() (T, error) {
+	var row T
+	rec, err := r.cr.Read()
+	if errors.Is(err, io.EOF) {
+		return row, io.EOF
+	}
+	if errors.Is(err, csv.ErrFieldCount) {
+		return row, fmt.Errorf("%s: %w: got %d columns, want %d", r.s.file, err, len(rec), len(r.s.cols))
+	}
+	if err != nil {
+		return row, fmt.Errorf("%s: %w", r.s.file, err)
+	}
+	for i, c := range r.s.cols {
+		if err := decodeCell(c.field(&row), rec[i]); err != nil {
+			line, _ := r.cr.FieldPos(i)
+			return row, &CellError{File: r.s.file, Line: line, Column: i + 1, Name: c.name, Value: rec[i], Err: err}
 		}
 	}
+	return row, nil
 }
 
 // checkHeader names the first column of got that differs from the schema.

@@ -94,11 +94,11 @@ func TestReadRejects(t *testing.T) {
 		{"requests-invalid-header.csv", readErr[Request],
 			`requests.csv: header column 4: want "slow_clients", got "slowclients": header does not match the CSV contract`, ErrHeader},
 		{"requests-invalid-missing-column.csv", readErr[Request],
-			`requests.csv: header has 14 columns, want 15: column 15 "error" is missing: header does not match the CSV contract`, ErrHeader},
+			`requests.csv: header has 14 columns, want 16: column 15 "error" is missing: header does not match the CSV contract`, ErrHeader},
 		{"requests-invalid-empty.csv", readErr[Request],
 			`requests.csv: empty input: header does not match the CSV contract`, ErrHeader},
 		{"requests-invalid-columns.csv", readErr[Request],
-			`requests.csv: record on line 3: wrong number of fields: got 14 columns, want 15`, nil},
+			`requests.csv: record on line 3: wrong number of fields: got 15 columns, want 16`, nil},
 		{"requests-invalid-number.csv", readErr[Request],
 			`requests.csv line 3, column 12 (latency_ms): "1.5ms": want a finite decimal number: invalid syntax`, ErrNotNumber},
 		{"requests-invalid-status.csv", readErr[Request],
@@ -207,7 +207,7 @@ func TestWriteFormats(t *testing.T) {
 		want string
 	}{
 		{"request", string(writeRows(t, []Request{req})),
-			"r1,direct,sync-2,2,3,71,9.125,9.126,0,,,1803.5,200,12,\"a,\nb\"\n"},
+			"r1,direct,sync-2,2,3,71,9.125,9.126,0,,,1803.5,200,12,\"a,\nb\",0\n"},
 		{"resource sample", string(writeRows(t, []ResourceSample{sample})),
 			"r1,0.2,proxy,1.234568,2,0,1000000001,,3,0,16777216,,0,,,,\n"},
 		{"run", string(writeRows(t, []Run{run})),

@@ -14,6 +14,9 @@ type Request struct {
 	Status                                      int
 	Bytes                                       int64
 	Error                                       string
+	// Shard is the shard (from 0) of `slowlab loadgen --shard I/N` that
+	// sent the request; 0 when one process sent the whole schedule.
+	Shard int
 }
 
 // NotSentPrefix starts the error column of a requests.csv row for a
@@ -42,4 +45,5 @@ var requestSchema = schema[Request]{file: "requests.csv", cols: []column[Request
 	col("status", 0, func(r *Request) any { return &r.Status }),
 	col("bytes", 0, func(r *Request) any { return &r.Bytes }),
 	col("error", 0, func(r *Request) any { return &r.Error }),
+	col("shard", 0, func(r *Request) any { return &r.Shard }),
 }}

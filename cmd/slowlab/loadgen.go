@@ -19,7 +19,7 @@ import (
 )
 
 // loadgenSynopsis is the first part of loadgen --help, exit statuses included.
-const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--slow N] [--shard I/N --start-at TIME] [--out DIR] [--metrics-addr ADDR]
+const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--slow N] [--shard I/N --start-at TIME|--start-barrier URL] [--out DIR] [--metrics-addr ADDR]
 
 Exit status:
   0  the run completed and at least one request succeeded (a complete 2xx or 3xx response),
@@ -35,7 +35,7 @@ func init() {
 // loadgenFlags are the command line of `slowlab loadgen`.
 type loadgenFlags struct {
 	target, slowTarget, runID, out, metricsAddr string
-	shard, startAt                              string
+	shard, startAt, barrier                     string
 	readRate, rcvBuf, readSize                  string
 	rate                                        float64
 	duration, offset, timeout, linger, maxLag   time.Duration
@@ -61,6 +61,7 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.StringVar(&f.readSize, "read-size", "16k", "slow readers read at most this many bytes per read")
 	fs.StringVar(&f.shard, "shard", "0/1", "run shard I (from 0) of N of the load: every N-th scheduled request from the I-th (numbered as in the whole schedule) and the slow readers numbered I, I+N, ...; N shards started together (--start-at) send exactly the one schedule")
 	fs.StringVar(&f.startAt, "start-at", "", "start the schedule at this instant (RFC 3339, e.g. 2026-12-05T10:00:00.000Z), so that shards on several processes or machines start together; its times are from it (default: now)")
+	fs.StringVar(&f.barrier, "start-barrier", "", "instead of --start-at, GET this URL (?shard=I added) and start at the instant it answers with once every shard arrived: the start of shards run as local processes (loadgen.StartBarrier serves one)")
 	fs.StringVar(&f.runID, "run-id", "", "run_id label and CSV column (default adhoc-<UTC timestamp>)")
 	fs.StringVar(&f.out, "out", "", "write requests.csv (and large-responses.csv with --slow) to this directory")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
@@ -140,6 +141,14 @@ func (f *loadgenFlags) validate() (*loadgenRun, error) {
 	if r.count > 1 {
 		r.pacer = loadgen.ShardPacer{Pacer: whole, Index: r.shard, Count: r.count}
 	}
+	if f.startAt != "" && f.barrier != "" {
+		return nil, usagef("--start-at with --start-barrier: give one start")
+	}
+	if f.barrier != "" {
+		if _, err := loadgen.CheckTarget(f.barrier, f.allowRemote); err != nil {
+			return nil, usagef("--start-barrier: %v", err)
+		}
+	}
 	if f.startAt != "" {
 		if r.startAt, err = time.Parse(time.RFC3339Nano, f.startAt); err != nil || !r.startAt.After(time.Now()) {
 			return nil, usagef("--start-at %q: want an instant to come, in RFC 3339 (e.g. %s)", f.startAt, time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano))
@@ -211,9 +220,21 @@ func (f *loadgenFlags) slowReader(u *url.URL) (loadgen.SlowReader, error) {
 // run sends the load, writes the files, prints the summary and says how
 // it ended: exit status 3 when the run completed and nothing succeeded.
 func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *loadgen.Metrics, stdout io.Writer) error {
+	if r.f.barrier != "" {
+		start, err := loadgen.WaitBarrier(ctx, r.f.barrier, r.shard, r.f.allowRemote)
+		if err != nil {
+			return fmt.Errorf("--start-barrier: %w", err)
+		}
+		r.startAt = start
+	}
 	files, err := openLoadgenFiles(r.f.out, r.f.slow > 0)
 	if err != nil {
 		return err
+	}
+	if r.f.out != "" {
+		if err := writeLoadRecord(r.f.out, r.record()); err != nil {
+			return errors.Join(err, files.close())
+		}
 	}
 	var h2 *loadgen.H2Conn
 	if r.f.http2 {
@@ -224,7 +245,7 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 		defer h2.Close()
 		client = nil
 	}
-	meta := recorder.RunMeta{RunID: r.f.runID}
+	meta := recorder.RunMeta{RunID: r.f.runID, Shard: r.shard}
 	t0 := time.Now()
 	if !r.startAt.IsZero() {
 		select {

@@ -13,7 +13,9 @@
 //     stack down, what held it and what fixes it (lab/assess);
 //   - report (report.go): figures and report.html from a results directory;
 //   - record (record.go): sample resources into resource-samples.csv;
-//   - loadgen (loadgen.go): open-loop load and slow readers to any target;
+//   - loadgen (loadgen.go): open-loop load and slow readers to any target,
+//     whole or as one shard of N (loadrecord.go: its loadgen.json);
+//   - merge (merge.go): the shards' results directories merged into one;
 //   - target (target.go), proxy (proxy.go): the embedded app server and
 //     proxy;
 //   - exporter (exporter.go): the exporter, as slowlab-exporter runs it;

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
@@ -201,25 +202,30 @@ func TestConsumersMemoryEmbedded(t *testing.T) {
 }
 
 // TestConsumersOOMReal: Node.js and Uvicorn under the published 128 MiB
-// app limit and 0.25 CPU, four consumers at 256 KiB/s of 160 x 256 KiB
-// pushes for 8 s, each app once per queue (the conditions' own, in one
-// session): waiting for its sockets it holds them with no OOM kill
-// (Node.js honours write() returning false; Uvicorn's wsproto send()
-// waits while the transport has paused writing); queueing without limit
-// it would hold about 4 x 36 MiB (at the 0.25 CPU it renders them at
-// about 22 MB/s: 8 s are enough), and the kernel kills it: the run fails
-// with the reason and the kill is counted.
+// app limit, four consumers at 256 KiB/s of 400 x 256 KiB pushes (100
+// MiB a socket) for 8 s, each app once per queue (the conditions' own,
+// in one session): waiting for its sockets it holds them with no OOM
+// kill (Node.js honours write() returning false; Uvicorn's wsproto
+// send() waits while the transport has paused writing); queueing without
+// limit it would hold about 4 x 100 MiB, and the kernel kills it: the
+// run fails with the reason and the kill is counted. The app gets a
+// whole core instead of the published 0.25, so the kill does not depend
+// on how fast a loaded machine lets it render the pushes (at 0.25 CPU a
+// run on a loaded machine peaked at 116 MiB with 160 pushes a socket).
 func TestConsumersOOMReal(t *testing.T) {
 	c := Published()
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(8*time.Second)
+	c.Socket.Push.Count = 400
 	c.Conditions = nil
 	for _, server := range []string{"node-1", "uvicorn-1"} {
 		for _, queue := range []string{"wait", "unbounded"} {
 			c.Conditions = append(c.Conditions, Condition{Route: stack.RouteDirect, Server: server, Sockets: 4, Mode: ModeConsume, Queue: queue})
 		}
 	}
-	res, err := c.Run(context.Background(), labtest.Env(t, stack.NameReal))
+	env := labtest.Env(t, stack.NameReal)
+	env.Stack.Limits["app"] = cgroup.Limits{CPUCores: 1, MemoryBytes: lab.PublishedLimits()["app"].MemoryBytes}
+	res, err := c.Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
