@@ -7,7 +7,7 @@
 //     registry's order, is what report.Write draws): lab/slowclient,
 //     lab/longpoll, lab/latencygap, lab/buffersweep, lab/slowupload,
 //     lab/idleconn, lab/stalledreader, lab/sse, lab/tempcliff,
-//     lab/tempdisk and lab/websocket;
+//     lab/tempdisk, lab/websocket and lab/h2slowclient;
 //   - the scenario format (`slowlab run FILE`, --print-scenario: an
 //     experiment's configuration is its schema; ParseScenario,
 //     MarshalScenario, ValidateAll) and the shared parts of it (Common:

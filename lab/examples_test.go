@@ -10,6 +10,7 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	_ "github.com/slowlab/slowlab/lab/buffersweep"
+	_ "github.com/slowlab/slowlab/lab/h2slowclient"
 	_ "github.com/slowlab/slowlab/lab/idleconn"
 	_ "github.com/slowlab/slowlab/lab/latencygap"
 	_ "github.com/slowlab/slowlab/lab/longpoll"

@@ -57,24 +57,36 @@ type FastRun struct {
 // finishes, and env.RequestDone is told, one at a time.
 func (f FastSpec) Run(ctx context.Context, env *Env, url string, allowRemote bool, meta recorder.RunMeta, t0 time.Time,
 	w *recorder.FileWriter[recorder.Request]) FastRun {
-	var out FastRun
-	var mu sync.Mutex
 	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(f.Timeout), TracerProvider: env.TracerProvider,
 		AllowRemote: allowRemote})
 	defer client.Close()
-	loop := loadgen.OpenLoop{Client: client, URL: url,
-		Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / f.Rate), Duration: time.Duration(f.Duration)},
-		Start: t0.Add(time.Duration(f.Offset)), RunID: meta.RunID, Role: loadgen.RoleFast, Metrics: env.Metrics,
-		OnResult: func(r loadgen.Result) {
-			row := loadgen.RequestRow(meta, t0, r)
-			mu.Lock()
-			defer mu.Unlock()
-			out.Reqs = append(out.Reqs, row)
-			if err := w.Write(row); err != nil && out.WriteErr == nil {
-				out.WriteErr = err
-			}
-			env.RequestDone(meta.RunID)
-		}}
+	return f.run(ctx, env, loadgen.OpenLoop{Client: client, URL: url}, meta, t0, w)
+}
+
+// RunH2 is Run with every request a stream on the HTTP/2 connection c
+// (loadgen.OpenLoop.H2), which the caller opened and closes.
+func (f FastSpec) RunH2(ctx context.Context, env *Env, c *loadgen.H2Conn, url string, meta recorder.RunMeta, t0 time.Time,
+	w *recorder.FileWriter[recorder.Request]) FastRun {
+	return f.run(ctx, env, loadgen.OpenLoop{H2: c, URL: url}, meta, t0, w)
+}
+
+// run sends the schedule on loop's client or connection.
+func (f FastSpec) run(ctx context.Context, env *Env, loop loadgen.OpenLoop, meta recorder.RunMeta, t0 time.Time,
+	w *recorder.FileWriter[recorder.Request]) FastRun {
+	var out FastRun
+	var mu sync.Mutex
+	loop.Pacer = loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / f.Rate), Duration: time.Duration(f.Duration)}
+	loop.Start, loop.RunID, loop.Role, loop.Metrics = t0.Add(time.Duration(f.Offset)), meta.RunID, loadgen.RoleFast, env.Metrics
+	loop.OnResult = func(r loadgen.Result) {
+		row := loadgen.RequestRow(meta, t0, r)
+		mu.Lock()
+		defer mu.Unlock()
+		out.Reqs = append(out.Reqs, row)
+		if err := w.Write(row); err != nil && out.WriteErr == nil {
+			out.WriteErr = err
+		}
+		env.RequestDone(meta.RunID)
+	}
 	out.Planned = loop.Planned()
 	loop.Run(ctx)
 	mu.Lock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/buffersweep"
+	_ "github.com/slowlab/slowlab/lab/h2slowclient"
 	"github.com/slowlab/slowlab/lab/latencygap"
 	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/lab/slowclient"

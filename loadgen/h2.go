@@ -74,6 +74,9 @@ type H2Read struct {
 	Rate       float64
 	Stall      time.Duration
 	StallAfter int64
+	// Until, when set, is when the reader gives up on a stream still open:
+	// it resets it (RST_STREAM CANCEL) and the result's Err is ErrH2Cut.
+	Until time.Time
 }
 
 // H2Conn is one HTTP/2 connection whose streams are read as their H2Read
@@ -277,7 +280,7 @@ func (c *H2Conn) handle(f http2.Frame) error {
 		}
 		c.mu.Unlock()
 	case *http2.RSTStreamFrame:
-		c.streamDo(f.StreamID, func(s *h2stream) { c.finishLocked(s, fmt.Errorf("the server reset the stream: %v", f.ErrCode)) })
+		c.streamDo(f.StreamID, func(s *h2stream) { c.finishLocked(s, H2ResetError{Code: f.ErrCode}) })
 	case *http2.MetaHeadersFrame:
 		c.streamDo(f.StreamID, func(s *h2stream) { s.headers(f, time.Now()) })
 	case *http2.DataFrame:
@@ -362,6 +365,11 @@ func (c *H2Conn) paceLoop() {
 				if c.opts.Timeout > 0 && now.Sub(s.start) > c.opts.Timeout {
 					c.write(func() error { return c.fr.WriteRSTStream(s.id, http2.ErrCodeCancel) })
 					c.finishLocked(s, fmt.Errorf("stream timed out after %v: %w", c.opts.Timeout, context.DeadlineExceeded))
+					continue
+				}
+				if !s.read.Until.IsZero() && !now.Before(s.read.Until) {
+					c.write(func() error { return c.fr.WriteRSTStream(s.id, http2.ErrCodeCancel) })
+					c.finishLocked(s, ErrH2Cut)
 					continue
 				}
 				grants = append(grants, s.consume(now)...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -256,5 +257,31 @@ func TestOpenLoopOverH2(t *testing.T) {
 	}
 	if n := srv.conns.Load(); n != 1 {
 		t.Errorf("the server saw %d connections, want the one", n)
+	}
+}
+
+// A reader that gives up at H2Read.Until resets its stream then: the
+// result says ErrH2Cut no earlier than Until, the server's handler sees
+// its stream end (its write fails), and the connection carries other
+// streams on.
+func TestH2ReaderCutsStream(t *testing.T) {
+	srv := startH2Server(t)
+	c := dialH2(t, srv.addr, 64<<10, 16<<20)
+	until := time.Now().Add(200 * time.Millisecond)
+	r := <-c.Get("/large?size="+strconv.Itoa(8<<20), H2Read{Stall: time.Minute, Until: until})
+	if !errors.Is(r.Err, ErrH2Cut) || r.Complete {
+		t.Fatalf("%+v: want the stream cut by its reader", r)
+	}
+	if now := time.Now(); now.Before(until) {
+		t.Errorf("cut %v before Until", until.Sub(now))
+	}
+	select {
+	case err := <-srv.failed:
+		t.Logf("the handler saw: %v", err)
+	case at := <-srv.handlerOut:
+		t.Fatalf("the handler wrote all 8 MiB (at %v) to a stream its reader cut", at)
+	}
+	if r := <-c.Get("/fast", H2Read{}); r.Err != nil || !r.Complete {
+		t.Errorf("/fast after the cut: %+v", r)
 	}
 }

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -163,3 +164,13 @@ func (s *h2stream) finish(err error, now time.Time) {
 		Complete: err == nil && s.status == 200 && s.ended && (s.contentLength < 0 || bytes == s.contentLength)}
 	close(s.out)
 }
+
+// H2ResetError ends a stream the server reset (RST_STREAM), with its
+// error code: a proxy's send_timeout, a refused stream beyond its
+// concurrency limit.
+type H2ResetError struct{ Code http2.ErrCode }
+
+func (e H2ResetError) Error() string { return fmt.Sprintf("the server reset the stream: %v", e.Code) }
+
+// ErrH2Cut ends a stream its reader reset at H2Read.Until.
+var ErrH2Cut = errors.New("http/2 stream cut by its reader")

@@ -148,3 +148,34 @@ func TestHTTP2OverTLS(t *testing.T) {
 		}
 	}
 }
+
+// send_timeout holds per HTTP/2 stream, as in NGINX: a stream stalled
+// with its window closed is reset no earlier than SendTimeout after it
+// was opened, its upstream handler ends (the app's worker is free), and
+// the connection carries another stream meanwhile. The connection-level
+// timeout alone cannot see it: the connection keeps moving.
+func TestHTTP2StreamSendTimeout(t *testing.T) {
+	up := newHeldUpstream(t)
+	o := testOptions(t, up.URL, false)
+	o.HTTP2, o.SendTimeout = true, 500*time.Millisecond
+	p, addr := startProxy(t, o)
+	// The client gives up after 10 s, so a proxy that never resets the
+	// stream fails the test rather than hanging it.
+	c, err := loadgen.DialH2(context.Background(), loadgen.H2Options{Addr: addr, StreamWindow: 64 << 10, ConnWindow: 16 << 20, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	stalled := c.Get("/large", loadgen.H2Read{Stall: time.Minute})
+	slowlabtest.WaitFor(t, "the stalled stream's upstream handler running", func() bool { return up.running.Load() == 1 })
+	r := <-stalled
+	if took := time.Since(start); r.Err == nil || !strings.Contains(r.Err.Error(), "reset the stream") || took < o.SendTimeout {
+		t.Fatalf("stalled stream: %+v after %v, want reset by the proxy no earlier than %v", r, took, o.SendTimeout)
+	}
+	slowlabtest.WaitFor(t, "the upstream handler ended", func() bool { return up.running.Load() == 0 },
+		func() string { return fmt.Sprintf("%d handlers", up.running.Load()) })
+	if n := testutil.ToFloat64(p.m.clientDisconnects); n != 1 {
+		t.Errorf("client disconnects %v, want the timed-out stream's 1", n)
+	}
+}

@@ -204,16 +204,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	copyResponseHeader(w.Header(), up.resp)
-	w.Header().Del(AccelBufferingHeader)
-	w.WriteHeader(up.resp.StatusCode)
-	p.m.requests.WithLabelValues(strconv.Itoa(up.resp.StatusCode)).Inc()
-	rc := http.NewResponseController(w)
-	if responseBuffering(up.resp.Header, p.opts.Buffering) {
-		err = p.relayBuffered(ctx, w, rc, up)
-	} else {
-		err = p.relayUnbuffered(ctx, w, rc, up)
-	}
+	err = p.respond(ctx, w, r, up)
 	var ce clientError
 	switch {
 	case err == nil:
@@ -231,6 +222,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// tell (a short Content-Length, or a chunked body with no end).
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// respond sends the upstream's response to the client, buffered or not,
+// an HTTP/2 stream's writes under send_timeout (streamSendTimeout).
+func (p *Proxy) respond(ctx context.Context, w http.ResponseWriter, r *http.Request, up *upstream) error {
+	copyResponseHeader(w.Header(), up.resp)
+	w.Header().Del(AccelBufferingHeader)
+	w.WriteHeader(up.resp.StatusCode)
+	p.m.requests.WithLabelValues(strconv.Itoa(up.resp.StatusCode)).Inc()
+	rc := http.NewResponseController(w)
+	var out io.Writer = w
+	if r.ProtoMajor == 2 {
+		out = streamSendTimeout{w: w, rc: rc, timeout: p.opts.SendTimeout}
+	}
+	if responseBuffering(up.resp.Header, p.opts.Buffering) {
+		return p.relayBuffered(ctx, out, rc, up)
+	}
+	return p.relayUnbuffered(ctx, out, rc, up)
 }
 
 // fail answers a request the upstream never got to, with a short body.

@@ -18,6 +18,7 @@
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;
 //   - websocket: ws-sessions.csv, ws-runs.csv;
+//   - h2-slow-client: h2-streams.csv, h2-runs.csv;
 //
 // and two JSON files: environment.json, which keeps one Environment per
 // session that wrote the results directory, and assessment.json, `slowlab

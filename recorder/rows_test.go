@@ -46,6 +46,8 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("temp-runs", roundTrip[TempRun])
 	t.Run("ws-sessions", roundTrip[WSSession])
 	t.Run("ws-runs", roundTrip[WSRun])
+	t.Run("h2-streams", roundTrip[H2Stream])
+	t.Run("h2-runs", roundTrip[H2Run])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -76,6 +78,8 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	checkCoverage[SSERun](t)
 	checkCoverage[WSSession](t)
 	checkCoverage[WSRun](t)
+	checkCoverage[H2Stream](t)
+	checkCoverage[H2Run](t)
 	checkCoverage[TempRun](t)
 }
 
@@ -105,6 +109,8 @@ func FuzzReadSSERuns(f *testing.F)          { fuzzRead[SSERun](f) }
 func FuzzReadTempRuns(f *testing.F)         { fuzzRead[TempRun](f) }
 func FuzzReadWSSessions(f *testing.F)       { fuzzRead[WSSession](f) }
 func FuzzReadWSRuns(f *testing.F)           { fuzzRead[WSRun](f) }
+func FuzzReadH2Streams(f *testing.F)        { fuzzRead[H2Stream](f) }
+func FuzzReadH2Runs(f *testing.F)           { fuzzRead[H2Run](f) }
 
 func roundTrip[T Row[T]](t *testing.T) {
 	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))

@@ -4,6 +4,7 @@ package main
 // registers itself with lab; adding an experiment is one line here.
 import (
 	_ "github.com/slowlab/slowlab/lab/buffersweep"
+	_ "github.com/slowlab/slowlab/lab/h2slowclient"
 	_ "github.com/slowlab/slowlab/lab/idleconn"
 	_ "github.com/slowlab/slowlab/lab/latencygap"
 	_ "github.com/slowlab/slowlab/lab/longpoll"

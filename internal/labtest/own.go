@@ -20,9 +20,10 @@ func StartOwn(t testing.TB, name string, route stack.Route, server string, large
 	return StartOwnWith(t, name, route, server, large, nil)
 }
 
-// StartOwnWith is StartOwn with the deployment's other settings (the
-// proxy's timeouts, say) set by with, when not nil.
-func StartOwnWith(t testing.TB, name string, route stack.Route, server string, large int64, with func(*stack.Deployment)) *stack.Running {
+// StartOwnWith is StartOwn with the stack's settings (its cgroup limits,
+// the published ones on a real stack) and the deployment's other settings
+// (the proxy's timeouts, say) set by with, when not nil.
+func StartOwnWith(t testing.TB, name string, route stack.Route, server string, large int64, with func(*stack.Stack, *stack.Deployment)) *stack.Running {
 	t.Helper()
 	st, _, err := stack.Lookup(name)
 	why := ""
@@ -45,7 +46,7 @@ func StartOwnWith(t testing.TB, name string, route stack.Route, server string, l
 	t.Cleanup(func() { os.RemoveAll(work) })
 	d := stack.Deployment{RunID: "own", Route: route, Server: srv, LargeSize: large, LogDir: t.TempDir(), WorkDir: work}
 	if with != nil {
-		with(&d)
+		with(&st, &d)
 	}
 	running, err := st.Start(context.Background(), d)
 	if err != nil {

@@ -101,8 +101,14 @@ func checkSlotRule(t *testing.T, e *Config, got map[string]recorder.LongPollGrou
 	t.Helper()
 	wait := float64(time.Duration(e.Wait).Milliseconds())
 	base, held := got["sync-2/0/20"], got["sync-2/2/20"]
-	if held.P50MS.Value < wait/3 {
-		t.Errorf("sync-2 holding 2: probe p50 %.0f ms, want >= %.0f (every probe waits behind a long-poll)", held.P50MS.Value, wait/3)
+	// Every probe client waits behind a long-poll: its first request at
+	// least (the 20 arrive while both workers hold one). The median is no
+	// rule: between one long-poll's 204 and the holder's next request the
+	// 20 closed-loop probes get many fast answers, more the longer a loaded
+	// machine makes that gap (a fresh-clone run saw p50 13 ms, p95 2990).
+	if held.ProbesOver1s < 20 || held.P95MS.Value < wait/3 {
+		t.Errorf("sync-2 holding 2: %d probes over 1 s, p95 %.0f ms; want every one of the 20 probe clients stuck (>= 20 over 1 s) and p95 >= %.0f",
+			held.ProbesOver1s, held.P95MS.Value, wait/3)
 	}
 	if held.ThroughputRPS > base.ThroughputRPS/20 {
 		t.Errorf("sync-2 throughput %.1f/s holding 2 vs %.1f/s holding 0: want a collapse", held.ThroughputRPS, base.ThroughputRPS)

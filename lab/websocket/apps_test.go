@@ -110,7 +110,7 @@ func TestProxiesTunnelWebSocket(t *testing.T) {
 	const readTimeout = 3 * time.Second
 	for _, name := range []string{"embedded+embedded", "embedded+nginx"} {
 		t.Run(name, func(t *testing.T) {
-			running := labtest.StartOwnWith(t, name, stack.RouteBufferingOn, "async", 0, func(d *stack.Deployment) { d.ProxyReadTimeout = readTimeout })
+			running := labtest.StartOwnWith(t, name, stack.RouteBufferingOn, "async", 0, func(_ *stack.Stack, d *stack.Deployment) { d.ProxyReadTimeout = readTimeout })
 			base := running.URL()
 			p := appserver.WSParams{Mode: appserver.WSPush, Interval: time.Millisecond, Count: 20, Pad: 64 << 10, Queue: appserver.WSQueueWait}
 			r := loadgen.WSConsumer{WSDial: loadgen.WSDial{URL: wsURL(t, base, p), Timeout: time.Minute}}.Run(context.Background())

@@ -1,12 +1,12 @@
-// Package websocket is the home of the websocket experiment: who holds a
-// WebSocket's connection on each server model, directly and through the
-// proxy, what the proxy's idle timeout does to a socket nobody uses, with
-// and without pings, and what a consumer that reads slowly costs each
-// server's memory. Its apps' /ws endpoints (appserver.ParseWSQuery) and
-// the load generator's clients (loadgen.WSConsumer, loadgen.WSHolder) are
-// tested here on every app, as the experiment will run them.
-//
-// The experiment itself (its scenario, runs and tables) is not written
-// yet; this package holds, for now, the tests that every app serves /ws
-// alike.
+// Package websocket is the home of the websocket experiment (`slowlab
+// reproduce websocket`): who holds a WebSocket's connection on each
+// server model, directly and through the proxy, what the proxy's idle
+// timeout does to a socket nobody uses, with and without pings, and what
+// a consumer that reads slowly costs each server's memory, with and
+// without its backpressure. It owns the scenario (Config), the runs
+// (on lab.Matrix) and the table; the apps' /ws endpoints
+// (appserver.ParseWSQuery), the load generator's clients
+// (loadgen.WSConsumer, loadgen.WSHolder) and the rows (recorder.WSSession,
+// recorder.WSRun) are their packages', tested here on every app as the
+// experiment runs them.
 package websocket

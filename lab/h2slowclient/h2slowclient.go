@@ -1,0 +1,256 @@
+package h2slowclient
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+)
+
+// Name is the experiment's name.
+const Name = "h2-slow-client"
+
+// MaxStreams bounds a condition's slow streams: NGINX's
+// http2_max_concurrent_streams (128) and a little more, so its refusal
+// of the rest can be seen.
+const MaxStreams = 200
+
+// Config is the experiment: its YAML tags are its scenario schema.
+type Config struct {
+	lab.Common `yaml:",inline"`
+	Conditions []Condition  `yaml:"conditions"`
+	Fast       lab.FastSpec `yaml:"fast"`
+	Slow       SlowSpec     `yaml:"slow"`
+}
+
+// Condition is one cell of the matrix: Streams slow streams read /large
+// from Server through the proxy on Route (an HTTP/2 route), all on one
+// connection or a connection each (Conns), while /fast runs on its own
+// connection or on the slow streams' first (Fast); each stream paced or
+// stalled (Read).
+type Condition struct {
+	Route   stack.Route `yaml:"route"`
+	Server  string      `yaml:"server"`
+	Streams int         `yaml:"streams"`
+	Conns   string      `yaml:"conns"` // one (the default) or each
+	Fast    string      `yaml:"fast"`  // separate (the default) or shared
+	Read    string      `yaml:"read"`  // paced (the default) or stall
+	// SendTimeout is the proxy's send_timeout (0: its default, 60 s): how
+	// long it waits for a stalled stream's window to open.
+	SendTimeout lab.Duration `yaml:"send_timeout"`
+	// ConnWindow is the connections' window, overriding slow.conn_window
+	// (0): at the protocol's 64 KiB the slow streams' unread bytes can
+	// fill it and hold /fast on their connection.
+	ConnWindow lab.Size `yaml:"conn_window"`
+}
+
+// Condition values.
+const (
+	ConnsOne      = "one"
+	ConnsEach     = "each"
+	FastSeparate  = "separate"
+	FastShared    = "shared"
+	ReadPaced     = "paced"
+	ReadStall     = "stall"
+	defaultWindow = 64 << 10
+)
+
+// SlowSpec is what every slow stream does: GET Path (Size bytes of
+// /large) with a stream window of StreamWindow (SETTINGS_INITIAL_WINDOW_SIZE)
+// on connections whose window is ConnWindow, reading at Rate bytes a
+// second (paced) or nothing until the hold is over (stall), the hold
+// being the /fast schedule's end.
+type SlowSpec struct {
+	Path         string       `yaml:"path"`
+	Size         lab.Size     `yaml:"size"`
+	Rate         lab.Size     `yaml:"rate"`
+	StreamWindow lab.Size     `yaml:"stream_window"`
+	ConnWindow   lab.Size     `yaml:"conn_window"`
+	Timeout      lab.Duration `yaml:"timeout"`
+}
+
+// Published returns the matrix: on sync-2 with the proxy's buffering off
+// and on, 1, 2 and 8 paced slow streams on one connection and 8 on a
+// connection each, /fast on its own connection; 8 on one connection with
+// /fast on it; 2 stalled streams behind a 3 s send_timeout; and 8 on
+// gthread-1x4 with buffering off. /fast at 8 requests a second for 9 s
+// over HTTP/2; 16 MiB a stream at 256 KiB/s with 64 KiB windows; 3
+// repetitions.
+func Published() *Config {
+	c := &Config{Common: lab.PublishedCommon(Name, 3),
+		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
+			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Slow: SlowSpec{Path: "/large", Size: 16 << 20, Rate: 256 << 10, StreamWindow: defaultWindow, ConnWindow: 16 << 20,
+			Timeout: lab.Duration(2 * time.Minute)}}
+	for _, r := range stack.H2Routes {
+		for _, n := range []int{1, 2, 8} {
+			c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: n})
+		}
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 8, Conns: ConnsEach},
+			Condition{Route: r, Server: "sync-2", Streams: 8, Fast: FastShared},
+			Condition{Route: r, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: lab.Duration(3 * time.Second)})
+	}
+	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteH2BufferingOff, Server: "gthread-1x4", Streams: 8})
+	defaults(c.Conditions)
+	return c
+}
+
+// defaults names the conditions' unset choices.
+func defaults(conds []Condition) {
+	for i := range conds {
+		c := &conds[i]
+		c.Conns, c.Fast, c.Read = cmpOr(c.Conns, ConnsOne), cmpOr(c.Fast, FastSeparate), cmpOr(c.Read, ReadPaced)
+	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Reduce implements lab.Reducer: --quick runs, once each on sync-2, 2
+// and 8 paced streams on one connection with buffering off and on, 8 with
+// /fast on their connection (buffering off), and 2 stalled streams behind
+// a 2 s send_timeout with buffering off and on, beside /fast for 4 s.
+func (c *Config) Reduce() {
+	c.Reps = 1
+	if c.Fast.Duration == Published().Fast.Duration {
+		c.Fast.Duration = lab.Duration(4 * time.Second)
+	}
+	c.Conditions = nil
+	for _, r := range stack.H2Routes {
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2}, Condition{Route: r, Server: "sync-2", Streams: 8})
+	}
+	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: 8, Fast: FastShared})
+	for _, r := range stack.H2Routes {
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: lab.Duration(2 * time.Second)})
+	}
+	defaults(c.Conditions)
+}
+
+// Flags implements lab.Config: everything is in the scenario.
+func (c *Config) Flags(fs *flag.FlagSet) {}
+
+// Servers implements lab.Stacked.
+func (c *Config) Servers() []stack.Server {
+	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
+}
+
+// Routes implements lab.Routed.
+func (c *Config) Routes() []stack.Route {
+	var out []stack.Route
+	for _, cond := range c.Conditions {
+		out = append(out, cond.Route)
+	}
+	return out
+}
+
+// Validate implements lab.Config, naming each field by its YAML path.
+func (c *Config) Validate() error {
+	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
+		return err
+	}
+	if c.StackSpec.Stack == stack.NameExternal {
+		return errors.New("stack external: h2-slow-client starts its own stack (its routes put an HTTP/2 proxy in front of the app)")
+	}
+	if err := c.Fast.Validate(); err != nil {
+		return err
+	}
+	return c.Slow.validate()
+}
+
+func (cond Condition) validate() error {
+	if !cond.Route.HTTP2() {
+		names := make([]string, len(stack.H2Routes))
+		for i, r := range stack.H2Routes {
+			names[i] = string(r)
+		}
+		return fmt.Errorf("route %q: allowed %s: the app servers (Gunicorn among them) speak HTTP/1.1, so HTTP/2 reaches them through the proxy", cond.Route, strings.Join(names, ", "))
+	}
+	if _, err := stack.ParseServer(cond.Server); err != nil {
+		return err
+	}
+	s := time.Duration(cond.SendTimeout)
+	switch {
+	case cond.Streams < 1 || cond.Streams > MaxStreams:
+		return fmt.Errorf("streams %d: allowed 1 to %d", cond.Streams, MaxStreams)
+	case !slices.Contains([]string{"", ConnsOne, ConnsEach}, cond.Conns):
+		return fmt.Errorf("conns %q: allowed one (every stream on one connection) or each (a connection per stream)", cond.Conns)
+	case !slices.Contains([]string{"", FastSeparate, FastShared}, cond.Fast):
+		return fmt.Errorf("fast %q: allowed separate (its own connection) or shared (the slow streams' first)", cond.Fast)
+	case !slices.Contains([]string{"", ReadPaced, ReadStall}, cond.Read):
+		return fmt.Errorf("read %q: allowed paced (slow.rate) or stall (nothing until the hold is over)", cond.Read)
+	case cond.ConnWindow != 0 && (cond.ConnWindow < loadgen.H2DefaultWindow || cond.ConnWindow > loadgen.H2MaxWindow):
+		return fmt.Errorf("conn_window %d: allowed 0 (slow.conn_window) or %d (the protocol's initial window) to %d (2^31-1) bytes", int64(cond.ConnWindow),
+			loadgen.H2DefaultWindow, loadgen.H2MaxWindow)
+	case s != 0 && (s < time.Second || s > stack.MaxSendTimeout || s%time.Second != 0):
+		return fmt.Errorf("send_timeout %s: allowed 0 (the proxy's 60s) or whole seconds from 1s to %s", s, stack.MaxSendTimeout)
+	}
+	return nil
+}
+
+func (s SlowSpec) validate() error {
+	t := time.Duration(s.Timeout)
+	switch {
+	case !strings.HasPrefix(s.Path, "/"):
+		return fmt.Errorf("slow.path %q: must start with /", s.Path)
+	case s.Size < 1 || s.Size > 1<<30:
+		return fmt.Errorf("slow.size %d: allowed 1 byte to 1g", int64(s.Size))
+	case s.Rate < 1:
+		return fmt.Errorf("slow.rate %d: allowed 1 or more bytes a second", int64(s.Rate))
+	case s.StreamWindow < 1 || s.StreamWindow > loadgen.H2MaxWindow:
+		return fmt.Errorf("slow.stream_window %d: allowed 1 to %d (2^31-1) bytes", int64(s.StreamWindow), loadgen.H2MaxWindow)
+	case s.ConnWindow < loadgen.H2DefaultWindow || s.ConnWindow > loadgen.H2MaxWindow:
+		return fmt.Errorf("slow.conn_window %d: allowed %d (the protocol's initial window) to %d (2^31-1) bytes", int64(s.ConnWindow), loadgen.H2DefaultWindow,
+			loadgen.H2MaxWindow)
+	case t <= 0 || t > time.Hour:
+		return fmt.Errorf("slow.timeout %s: allowed more than 0 up to 1h", t)
+	}
+	return nil
+}
+
+// RunSpec is one run of the matrix.
+type RunSpec struct {
+	Condition
+	Server stack.Server
+	Rep    int
+}
+
+// ID is the run's run_id: route, server, streams, their connections,
+// /fast's, the read and the send_timeout when set, and rep.
+func (r RunSpec) ID() string {
+	id := fmt.Sprintf("%s.%s.s%d.%s.fast-%s.%s", r.Route, r.Server.Name(), r.Streams, r.Conns, r.Fast, r.Read)
+	if r.SendTimeout > 0 {
+		id += ".send" + time.Duration(r.SendTimeout).String()
+	}
+	if r.ConnWindow > 0 {
+		id += fmt.Sprintf(".cwin%d", int64(r.ConnWindow))
+	}
+	return fmt.Sprintf("%s.rep%d", id, r.Rep)
+}
+
+// Runs expands the matrix: every condition once per rep, reps outermost,
+// its unset choices named.
+func (c *Config) Runs() []RunSpec {
+	var runs []RunSpec
+	conds := slices.Clone(c.Conditions)
+	defaults(conds)
+	for rep := 1; rep <= c.Reps; rep++ {
+		for _, cond := range conds {
+			srv, _ := stack.ParseServer(cond.Server)
+			runs = append(runs, RunSpec{Condition: cond, Server: srv, Rep: rep})
+		}
+	}
+	return runs
+}
+
+// Hold is how long the slow streams are held: the /fast schedule's end.
+func (c *Config) Hold() time.Duration { return time.Duration(c.Fast.Offset + c.Fast.Duration) }

@@ -1,0 +1,32 @@
+package h2slowclient
+
+import (
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// init registers the experiment: its flags and scenario (New), its
+// table (NewResult), its results files, its smoke reduction and its
+// report section.
+func init() {
+	lab.Register(lab.Experiment{Name: Name, Order: 12, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
+		Report: report.H2SlowClient, Files: resultsFiles, Smoke: smoke,
+		Summary: "slow readers over HTTP/2 through the proxy: the workers one connection's streams hold, /fast on their connection, a stalled stream's end",
+		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+}
+
+// resultsFiles are the files each session writes (lab.Experiment.Files).
+var resultsFiles = []string{recorder.FileName[recorder.H2Stream](), recorder.FileName[recorder.H2Run](),
+	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+
+// smoke implements lab.Experiment.Smoke: one repetition of the first
+// condition beside /fast for 1 s.
+func smoke(cfg lab.Config) string {
+	c := cfg.(*Config)
+	c.Reps, c.Conditions = 1, c.Conditions[:1]
+	c.Fast.Duration = lab.Duration(time.Second)
+	return ""
+}

@@ -1,0 +1,255 @@
+package h2slowclient
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// files are the open results files of a session: h2-streams.csv,
+// h2-runs.csv, requests.csv and resource-samples.csv.
+type files = lab.RunFiles[recorder.H2Stream, recorder.H2Run]
+
+// heldEvery is how often a run reads the app's send log for the slow
+// responses it is writing.
+const heldEvery = 200 * time.Millisecond
+
+// Run implements lab.Config: every run of the matrix on a fresh stack
+// (lab.Matrix), writing h2-streams.csv, h2-runs.csv, requests.csv,
+// resource-samples.csv and environment.json. A stream the proxy reset or
+// cut is an outcome in h2-streams.csv, not a failed run.
+func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	var f *files
+	m := &lab.Matrix[RunSpec, recorder.H2Run]{Specs: c.Runs(), Line: runLine,
+		Expected: func(RunSpec) time.Duration { return c.Hold() },
+		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.H2Run, error) {
+			return c.measure(ctx, env, s, id, f)
+		}}
+	lab.UseRunFiles(m, &f)
+	res, err := lab.RunMatrix(ctx, env, c, m, nil)
+	return &Result{*res}, err
+}
+
+// runLine is the progress line of a finished run.
+func runLine(r recorder.H2Run) string {
+	return fmt.Sprintf("streams %d complete, %d cut, %d reset, %d failed; app held %s of %s workers; fast %d/%d ok, p95 %s ms  [%s]",
+		r.Complete, r.Cut, r.Reset, r.Failed, lab.Num(r.AppHeldMax, 0), lab.Num(r.Workers, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1),
+		lab.StatusText(r.Status, r.Reason))
+}
+
+// measure performs one run: a fresh stack, the slow streams and the /fast
+// schedule over HTTP/2, the app's held responses sampled, then the
+// verdict. Its error is only for results that could not be written.
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.H2Run, error) {
+	run := recorder.H2Run{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+		Conns: 1, FastConn: spec.Fast, Read: spec.Read, StreamWindow: int64(c.Slow.StreamWindow), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
+	if spec.Conns == ConnsEach {
+		run.Conns = spec.Streams
+	}
+	run.ConnWindow = int64(cmp.Or(spec.ConnWindow, c.Slow.ConnWindow))
+	if info, ok := spec.Server.ModelInfo(); ok && !info.Async {
+		run.Workers = recorder.Some(float64(max(spec.Server.Workers, 1) * max(spec.Server.Threads, 1)))
+	}
+	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Slow.Size), SendTimeout: time.Duration(spec.SendTimeout)}
+	fr, err := lab.StartFresh(ctx, env, d, false)
+	if err != nil {
+		return lab.Failed(ctx, run, err), nil
+	}
+	defer fr.Close()
+	conns, err := c.dial(ctx, fr.Running, run.Conns+btoi(spec.Fast == FastSeparate), spec.ConnWindow)
+	defer func() {
+		for _, cn := range conns {
+			cn.Close()
+		}
+	}()
+	if err != nil {
+		return lab.Failed(ctx, run, err), nil
+	}
+	t0 := time.Now()
+	fr.Start(t0, f.Resources)
+	l := c.load(ctx, env, fr.Running, spec, &run, conns, t0, f)
+	res, sampErr := fr.Sampled(time.Now())
+	run = recorder.SummarizeH2Run(run, l.reqs, l.streams)
+	run.AppHeldMax, run.AppComplete = l.heldMax, l.appComplete
+	run.ProxyMemPeakMiB, run.TempPeakMiB = recorder.MemoryPeakMiB(res.Proxy), res.TempPeakMiB
+	streams := ""
+	if len(l.streams) != spec.Streams {
+		streams = fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
+	}
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// dial opens n HTTP/2 connections to the proxy (cleartext, prior
+// knowledge) with the scenario's windows, the connection's connWindow
+// when set.
+func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWindow lab.Size) ([]*loadgen.H2Conn, error) {
+	var conns []*loadgen.H2Conn
+	if connWindow == 0 {
+		connWindow = c.Slow.ConnWindow
+	}
+	o := loadgen.H2Options{Addr: running.ProxyAddr(), StreamWindow: uint32(c.Slow.StreamWindow), ConnWindow: uint32(connWindow),
+		Timeout: time.Duration(c.Slow.Timeout), AllowRemote: running.AllowRemote()}
+	for range n {
+		cn, err := loadgen.DialH2(ctx, o)
+		if err != nil {
+			return conns, fmt.Errorf("HTTP/2 connection to the proxy: %w", err)
+		}
+		conns = append(conns, cn)
+	}
+	return conns, nil
+}
+
+// loaded is what a run's load measured.
+type loaded struct {
+	streams     []recorder.H2Stream
+	reqs        []recorder.Request
+	heldMax     recorder.Maybe
+	appComplete int
+	held        map[string]bool // at the hold's end: begun by the app, not finished
+	writeErr    error
+}
+
+// load starts the slow streams at t0 and, Fast.Offset later, the /fast
+// schedule on its connection; at the hold's end it reads which slow
+// responses the app is still writing, and a moment later the streams
+// still open are cut (reset by their reader), so the app's workers are
+// free again and /fast's last requests end.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.H2Run, conns []*loadgen.H2Conn,
+	t0 time.Time, f *files) loaded {
+	var l loaded
+	read := loadgen.H2Read{Rate: float64(c.Slow.Rate)}
+	if spec.Read == ReadStall {
+		read = loadgen.H2Read{Stall: c.Hold() + time.Duration(c.Slow.Timeout)}
+	}
+	read.Until = t0.Add(c.Hold() + heldEvery)
+	ids := make([]string, spec.Streams)
+	results := make([]<-chan loadgen.H2Result, spec.Streams)
+	for i := range spec.Streams {
+		ids[i] = run.RunID + "-s" + strconv.Itoa(i)
+		results[i] = conns[i%run.Conns].GetHeader(c.Slow.Path, http.Header{appserver.RequestIDHeader: {ids[i]}}, read)
+	}
+	hold, cancel := context.WithDeadline(ctx, t0.Add(c.Hold()))
+	defer cancel()
+	stopHeld := sampleHeld(hold, running, ids, &l)
+	go func() { <-hold.Done(); stopHeld() }()
+	fastConn := conns[0]
+	if spec.Fast == FastSeparate {
+		fastConn = conns[len(conns)-1]
+	}
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: spec.Streams, Rep: run.Rep}
+	fast := c.Fast.RunH2(ctx, env, fastConn, running.URL()+c.Fast.Path, meta, t0, f.Requests)
+	run.FastPlanned, l.reqs, l.writeErr = fast.Planned, fast.Reqs, fast.WriteErr
+	for i, ch := range results {
+		r := <-ch
+		row := streamRow(*run, i, i%run.Conns, r, errors.Is(r.Err, loadgen.ErrH2Cut), stopHeld()[ids[i]])
+		l.streams = append(l.streams, row)
+		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
+			l.writeErr = err
+		}
+	}
+	return l
+}
+
+// sampleHeld reads the app's send log every heldEvery until stop: the
+// most of the slow responses (ids) begun and not finished at once, and,
+// at the first stop, which are so then and how many the app finished
+// whole. stop returns those held then; later calls return the same.
+// Where the app keeps no send log they stay empty.
+func sampleHeld(ctx context.Context, running *stack.Running, ids []string, l *loaded) (stop func() map[string]bool) {
+	count := func() (held map[string]bool, complete int, ok bool) {
+		served, ok, err := running.AppServed(context.WithoutCancel(ctx))
+		if !ok || err != nil {
+			return nil, 0, false
+		}
+		held = map[string]bool{}
+		for _, id := range ids {
+			s, begun := served[id]
+			if begun && !s.Ended {
+				held[id] = true
+			}
+			if s.Complete {
+				complete++
+			}
+		}
+		return held, complete, true
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var most int
+	wg.Go(func() {
+		tick := time.NewTicker(heldEvery)
+		defer tick.Stop()
+		for {
+			if held, _, ok := count(); ok {
+				most = max(most, len(held))
+				l.heldMax = recorder.Some(float64(most))
+			}
+			select {
+			case <-tick.C:
+			case <-done:
+				return
+			}
+		}
+	})
+	var once sync.Once
+	return func() map[string]bool {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			if held, complete, ok := count(); ok {
+				l.held, l.appComplete = held, complete
+				l.heldMax = recorder.Some(float64(max(most, len(held))))
+			}
+		})
+		return l.held
+	}
+}
+
+// streamRow is one slow stream's row: cut says the run closed its
+// connection at the hold's end, held that the app was still writing its
+// response then.
+func streamRow(run recorder.H2Run, stream, conn int, r loadgen.H2Result, cut, held bool) recorder.H2Stream {
+	row := recorder.H2Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep, Stream: stream, Conn: conn,
+		Status: r.Status, Bytes: r.Bytes, TotalS: r.Total.Seconds(), AppHeld: held}
+	if r.Status > 0 {
+		row.FirstByteMS = recorder.Some(float64(r.FirstByte.Microseconds()) / 1e3)
+	}
+	switch {
+	case r.Complete:
+		row.Outcome = recorder.H2Complete
+	case cut:
+		row.Outcome = recorder.H2Cut
+	case errors.As(r.Err, new(loadgen.H2ResetError)):
+		row.Outcome = recorder.H2Reset
+	case r.Err != nil:
+		row.Outcome = loadgen.ErrorReason(r.Err)
+	default:
+		row.Outcome = "incomplete"
+	}
+	if r.Err != nil && !cut {
+		row.Error = r.Err.Error()
+	}
+	return row
+}
