@@ -84,6 +84,12 @@ func Experiment() (dashboard.Dashboard, error) {
 		query("sum(slowlab_target_queued_requests)", "queued"),
 		query("max(slowlab_target_longpolls_in_progress)", "most long-polls on one worker")))
 	b.WithPanel(waitStatesPanel(expGroups))
+	b.WithPanel(timeSeries("Proxy: HTTP/2 streams and WebSocket tunnels", units.Short,
+		"Embedded proxy only (scrape its admin /metrics): HTTP/2 streams in progress and WebSocket tunnels open. With buffering off each stream and each tunnel "+
+			"is an upstream connection, so one client connection's streams hold as many app workers as it has streams (up to http2_max_concurrent_streams); "+
+			"the sockets collector sees the client connections, not the streams (h2-slow-client, websocket).",
+		query("sum(slowlab_proxy_http2_streams)", "HTTP/2 streams"),
+		query("sum(slowlab_proxy_websockets)", "WebSocket tunnels")))
 
 	b.WithRow(dashboard.NewRowBuilder("Resources per group"))
 	b.WithPanel(cpuPanel(expGroups))

@@ -35,3 +35,12 @@ func ValidateConditions[C any](conds []C, validate func(C) error) error {
 	}
 	return nil
 }
+
+// RoutesOf is the routes a matrix's conditions name, for Routed.Routes.
+func RoutesOf[C any](conds []C, route func(C) stack.Route) []stack.Route {
+	out := make([]stack.Route, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, route(c))
+	}
+	return out
+}
