@@ -26,10 +26,10 @@
 //
 // The experiments are not listed here in code: each is a package that
 // registers itself with lab.Register, and experiments.go imports them all,
-// one line each: buffer-sweep, idle-connections, latency-gap, long-poll,
-// slow-client, slow-upload, sse, stalled-reader, temp-cliff,
-// temp-disk-full and websocket. `slowlab reproduce --help` lists them from
-// the registry.
+// one line each: buffer-sweep, h2-slow-client, idle-connections,
+// latency-gap, long-poll, slow-client, slow-upload, sse, stalled-reader,
+// temp-cliff, temp-disk-full and websocket. `slowlab reproduce --help`
+// lists them from the registry.
 //
 // What it leaves to others: the experiments, their scenarios and sessions
 // are lab's; the stack is lab/stack's; measuring is loadgen's; results

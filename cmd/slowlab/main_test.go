@@ -81,8 +81,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"reproduce", "long-poll", "--accept-when-free"}, "slowlab reproduce: accept_when_free: only the embedded stack has it (use --stack embedded); Gunicorn always accepts"},
 		{[]string{"reproduce", "long-poll", "--seconds", "-1"}, "slowlab reproduce: seconds -1s: allowed more than 0 up to 24h"},
 		{[]string{"reproduce", "slow-client", "--condition", "sync-2:1:1"}, "slowlab reproduce: flag provided but not defined: -condition (see --help)"},
-		{[]string{"reproduce", "latency-gap", "--stack", "embedded"}, "slowlab reproduce: --stack: latency-gap does not take it; buffer-sweep, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full, websocket, h2-slow-client do"},
-		{[]string{"run", "../../lab/testdata/scenarios/valid-latency-gap.yml", "--stack", "real"}, "slowlab run: --stack: latency-gap does not take it; buffer-sweep, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full, websocket, h2-slow-client do"},
+		{[]string{"reproduce", "latency-gap", "--stack", "embedded"}, "slowlab reproduce: --stack: latency-gap does not take it; buffer-sweep, h2-slow-client, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full, websocket do"},
+		{[]string{"run", "../../lab/testdata/scenarios/valid-latency-gap.yml", "--stack", "real"}, "slowlab run: --stack: latency-gap does not take it; buffer-sweep, h2-slow-client, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full, websocket do"},
 		{[]string{"target", "--model", "sync", "--accept-when-free"}, "slowlab target: --accept policy: only the gthread model has one (model sync)"},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
 	} {
