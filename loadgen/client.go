@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
@@ -32,13 +33,22 @@ var ErrNotSent = errors.New("not_sent: the run was stopped before the request wa
 // Result is one request as the client saw it. Times are absolute; callers
 // make them relative to their run start.
 type Result struct {
-	Seq          int
-	Worker       int       // closed-loop worker or holder that sent it
-	Scheduled    bool      // part of an open-loop schedule
-	ScheduledAt  time.Time // when it was due (open loop only)
-	Start        time.Time // when it actually started
-	ScheduleLag  time.Duration
-	NewConn      bool // a TCP connection was opened for it
+	Seq         int
+	Worker      int       // closed-loop worker or holder that sent it
+	Scheduled   bool      // part of an open-loop schedule
+	ScheduledAt time.Time // when it was due (open loop only)
+	Start       time.Time // when it actually started
+	ScheduleLag time.Duration
+	NewConn     bool // a TCP connection was opened for it
+	// Proto is the protocol the request was sent in, ProtoHTTP1 or
+	// ProtoHTTP2; empty when it was never sent.
+	Proto string
+	// Conn is the client's end of the TCP connection the request went on
+	// (its local address and port: what the server's socket table and
+	// access log show as the peer); zero when no connection was had.
+	Conn netip.AddrPort
+	// Stream is the request's HTTP/2 stream ID; 0 over HTTP/1.1.
+	Stream       uint32
 	Connect      time.Duration
 	TTFB         time.Duration // start to first response byte
 	Latency      time.Duration // start to last body byte (or to the error)
@@ -69,6 +79,26 @@ type Result struct {
 	// TraceID is the trace of the request's span when that span was
 	// sampled, else zero; histogram observations carry it as an exemplar.
 	TraceID trace.TraceID
+}
+
+// The protocols a Result's request can be sent in.
+const (
+	ProtoHTTP1 = "HTTP/1.1"
+	ProtoHTTP2 = "HTTP/2"
+)
+
+// localAddrPort is conn's local address, zero when it is not a TCP one.
+func localAddrPort(conn net.Conn) netip.AddrPort {
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	if conn == nil {
+		return netip.AddrPort{}
+	}
+	if a, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // ClientOptions configures a Client.
@@ -284,6 +314,10 @@ func (p *phases) into(r *Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r.Connect, r.NewConn, r.TTFB, r.TCPMinRTT = p.connect, p.newConn, p.ttfbAt, p.minRTTAt
+	r.Proto = ProtoHTTP1
+	if p.conn != nil {
+		r.Conn = localAddrPort(p.conn)
+	}
 	r.TLSHandshake, r.TLSVersion, r.TLSResumed = p.tlsTook, p.tlsVersion, p.tlsResumed
 }
 

@@ -250,10 +250,17 @@ func TestOpenLoopOverH2(t *testing.T) {
 	if len(res) != 50 {
 		t.Fatalf("%d results, want 50", len(res))
 	}
+	streams := map[uint32]bool{}
 	for _, r := range res {
 		if r.Err != nil || r.Status != 200 || r.Bytes != 1024 || !r.Scheduled || r.NewConn || r.Latency <= 0 || r.TTFB > r.Latency {
 			t.Errorf("hit %d: %+v", r.Seq, r)
 		}
+		// Each a stream of its own (client streams are odd), all on the
+		// one connection.
+		if r.Proto != ProtoHTTP2 || r.Conn != c.LocalAddr() || !r.Conn.IsValid() || r.Stream%2 != 1 || streams[r.Stream] {
+			t.Errorf("hit %d: proto %q, conn %v (the connection's %v), stream %d (seen: %v)", r.Seq, r.Proto, r.Conn, c.LocalAddr(), r.Stream, streams[r.Stream])
+		}
+		streams[r.Stream] = true
 	}
 	if n := srv.conns.Load(); n != 1 {
 		t.Errorf("the server saw %d connections, want the one", n)

@@ -137,6 +137,7 @@ var errLeanRetry = errors.New("idle connection closed by the server")
 
 // do performs one GET of t, within deadline and ctx, and fills r.
 func (l *lean) do(ctx context.Context, t *leanTarget, deadline time.Time, r *Result) {
+	r.Proto = ProtoHTTP1
 	err := l.roundTrip(ctx, t, deadline, r, true)
 	if errors.Is(err, errLeanRetry) {
 		err = l.roundTrip(ctx, t, deadline, r, false)
@@ -176,7 +177,7 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 		c = &leanConn{Conn: conn, br: leanReaders.Get().(*bufio.Reader)}
 		c.br.Reset(c)
 	}
-	r.NewConn = !reused
+	r.NewConn, r.Conn = !reused, localAddrPort(c.Conn)
 	keep := false
 	defer func() {
 		if keep {

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -733,4 +734,52 @@ func FuzzParseServerTiming(f *testing.F) {
 			t.Fatalf("ParseServerTiming(%q) = %s, %v", h, d, ok)
 		}
 	})
+}
+
+// TestResultNamesItsConnection: every result names the protocol it was
+// sent in and the client's end of its connection, the address the server
+// saw as the peer, on both HTTP/1.1 paths (net/http and lean), with a new
+// connection each and kept alive; a refused request names no connection.
+func TestResultNamesItsConnection(t *testing.T) {
+	var mu sync.Mutex
+	peers := map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		peers[r.URL.Query().Get("i")] = r.RemoteAddr
+		mu.Unlock()
+		fmt.Fprint(w, "x")
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		name            string
+		lean, keepAlive bool
+	}{{"net/http", false, false}, {"net/http keep-alive", false, true}, {"lean", true, false}, {"lean keep-alive", true, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewClient(ClientOptions{Lean: tt.lean, KeepAlive: tt.keepAlive})
+			defer c.Close()
+			conns := map[netip.AddrPort]bool{}
+			for i := range 3 {
+				var r Result
+				r.Start = time.Now()
+				key := tt.name + strconv.Itoa(i)
+				c.Get(context.Background(), srv.URL+"/?i="+url.QueryEscape(key), &r)
+				mu.Lock()
+				peer := peers[key]
+				mu.Unlock()
+				if r.Err != nil || r.Proto != ProtoHTTP1 || r.Stream != 0 || r.Conn.String() != peer {
+					t.Errorf("request %d: proto %q, conn %v, stream %d, err %v; want HTTP/1.1 on the server's peer %s", i, r.Proto, r.Conn, r.Stream, r.Err, peer)
+				}
+				conns[r.Conn] = true
+			}
+			if want := map[bool]int{false: 3, true: 1}[tt.keepAlive]; len(conns) != want {
+				t.Errorf("%d distinct connections over 3 requests, want %d", len(conns), want)
+			}
+			var r Result
+			r.Start = time.Now()
+			c.Get(context.Background(), "http://"+slowlabtest.RefusedAddr(t)+"/", &r)
+			if r.Err == nil || r.Conn.IsValid() || r.Proto != ProtoHTTP1 {
+				t.Errorf("refused request: conn %v, proto %q, err %v: want an error, HTTP/1.1 and no connection", r.Conn, r.Proto, r.Err)
+			}
+		})
+	}
 }

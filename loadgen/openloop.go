@@ -176,12 +176,15 @@ func (o *OpenLoop) pace(ctx context.Context, lbl *labels, attrs []attribute.KeyV
 // hit started (the stream's HEADERS go out after any wait for the
 // connection's writer), no new connection.
 func (o *OpenLoop) h2get(r *Result) {
+	r.Proto = ProtoHTTP2
 	u, err := url.Parse(o.URL)
 	if err != nil {
 		r.Err, r.Latency = err, time.Since(r.Start)
 		return
 	}
+	r.Conn = o.H2.LocalAddr()
 	res := <-o.H2.Get(u.RequestURI(), H2Read{})
+	r.Stream = res.StreamID
 	wait := res.Start.Sub(r.Start)
 	r.TTFB, r.Latency = wait+res.FirstByte, wait+res.Total
 	r.Status, r.Bytes, r.Err = res.Status, res.Bytes, res.Err

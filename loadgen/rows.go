@@ -32,6 +32,10 @@ func RequestRow(meta recorder.RunMeta, t0 time.Time, r Result) recorder.Request 
 	if r.Err != nil {
 		row.Error = r.Err.Error()
 	}
+	row.Protocol, row.Stream = r.Proto, int(r.Stream)
+	if r.Conn.IsValid() {
+		row.Conn = r.Conn.String()
+	}
 	return row
 }
 

@@ -60,6 +60,9 @@ func TestValidFixturesAreCanonical(t *testing.T) {
 		r.Error != `dial tcp 127.0.0.1:8000: connect: connection refused, after "retry"` {
 		t.Errorf("requests.csv row 3 = %+v", r)
 	}
+	if r := reqs[0]; r.Protocol != "HTTP/1.1" || r.Conn != "127.0.0.1:43211" || r.Stream != 0 || r.Shard != 0 {
+		t.Errorf("requests.csv row 1 = %+v", r)
+	}
 	if r := reqs[3]; r.Error != "timeout\nawaiting headers" || r.ConnectMS != 0.1 {
 		t.Errorf("requests.csv row 4 = %+v", r)
 	}
@@ -94,11 +97,11 @@ func TestReadRejects(t *testing.T) {
 		{"requests-invalid-header.csv", readErr[Request],
 			`requests.csv: header column 4: want "slow_clients", got "slowclients": header does not match the CSV contract`, ErrHeader},
 		{"requests-invalid-missing-column.csv", readErr[Request],
-			`requests.csv: header has 14 columns, want 16: column 15 "error" is missing: header does not match the CSV contract`, ErrHeader},
+			`requests.csv: header has 14 columns, want 19: column 15 "error" is missing: header does not match the CSV contract`, ErrHeader},
 		{"requests-invalid-empty.csv", readErr[Request],
 			`requests.csv: empty input: header does not match the CSV contract`, ErrHeader},
 		{"requests-invalid-columns.csv", readErr[Request],
-			`requests.csv: record on line 3: wrong number of fields: got 15 columns, want 16`, nil},
+			`requests.csv: record on line 3: wrong number of fields: got 15 columns, want 19`, nil},
 		{"requests-invalid-number.csv", readErr[Request],
 			`requests.csv line 3, column 12 (latency_ms): "1.5ms": want a finite decimal number: invalid syntax`, ErrNotNumber},
 		{"requests-invalid-status.csv", readErr[Request],
@@ -188,7 +191,7 @@ func TestWriteFormats(t *testing.T) {
 	req := Request{
 		RunID: "r1", Route: "direct", Server: "sync-2", SlowClients: 2, Rep: 3, Seq: 71,
 		ScheduledS: 9.1250004, StartS: 9.1259, ScheduleLagMS: -0.0001, ConnectMS: math.NaN(),
-		TTFBMS: math.Inf(1), LatencyMS: 1803.4995001, Status: 200, Bytes: 12, Error: "a,\r\nb",
+		TTFBMS: math.Inf(1), LatencyMS: 1803.4995001, Status: 200, Bytes: 12, Error: "a,\r\nb", Protocol: "HTTP/2", Conn: "[::1]:443", Stream: 7,
 	}
 	sample := ResourceSample{
 		RunID: "r1", TS: 0.2, Component: "proxy",
@@ -207,7 +210,7 @@ func TestWriteFormats(t *testing.T) {
 		want string
 	}{
 		{"request", string(writeRows(t, []Request{req})),
-			"r1,direct,sync-2,2,3,71,9.125,9.126,0,,,1803.5,200,12,\"a,\nb\",0\n"},
+			"r1,direct,sync-2,2,3,71,9.125,9.126,0,,,1803.5,200,12,\"a,\nb\",0,HTTP/2,[::1]:443,7\n"},
 		{"resource sample", string(writeRows(t, []ResourceSample{sample})),
 			"r1,0.2,proxy,1.234568,2,0,1000000001,,3,0,16777216,,0,,,,\n"},
 		{"run", string(writeRows(t, []Run{run})),

@@ -9,7 +9,7 @@ import (
 func TestReadEdgeCases(t *testing.T) {
 	reqHeader := strings.Join(Header[Request](), ",") + "\n"
 	req := func(seq, latency, errCell string) string {
-		return reqHeader + "r1,direct,sync-2,2,1," + seq + ",0.25,0.25,0,0.1,1," + latency + ",200,12," + errCell + ",0\n"
+		return reqHeader + "r1,direct,sync-2,2,1," + seq + ",0.25,0.25,0,0.1,1," + latency + ",200,12," + errCell + ",0,HTTP/1.1,127.0.0.1:43210,0\n"
 	}
 	runHeader := strings.Join(Header[Run](), ",") + "\n"
 	run := func(startedAt string) string {

@@ -17,6 +17,14 @@ type Request struct {
 	// Shard is the shard (from 0) of `slowlab loadgen --shard I/N` that
 	// sent the request; 0 when one process sent the whole schedule.
 	Shard int
+	// Protocol is what the client spoke, "HTTP/1.1" or "HTTP/2"; empty
+	// for a request never sent. Conn is the client's end of the TCP
+	// connection it went on ("127.0.0.1:43512": the peer the server's
+	// sockets and access log name), empty when none was had; requests on
+	// one kept-alive or HTTP/2 connection share it. Stream is the HTTP/2
+	// stream ID, 0 over HTTP/1.1.
+	Protocol, Conn string
+	Stream         int
 }
 
 // NotSentPrefix starts the error column of a requests.csv row for a
@@ -46,4 +54,7 @@ var requestSchema = schema[Request]{file: "requests.csv", cols: []column[Request
 	col("bytes", 0, func(r *Request) any { return &r.Bytes }),
 	col("error", 0, func(r *Request) any { return &r.Error }),
 	col("shard", 0, func(r *Request) any { return &r.Shard }),
+	col("protocol", 0, func(r *Request) any { return &r.Protocol }),
+	col("conn", 0, func(r *Request) any { return &r.Conn }),
+	col("stream", 0, func(r *Request) any { return &r.Stream }),
 }}

@@ -13,7 +13,7 @@ import (
 // (large-responses.csv outcome, runs.csv fast_planned and fast_sent,
 // conditions.csv runs_excluded: see recorder/doc.go).
 const (
-	designRequests        = "run_id, route, server, slow_clients, rep, seq, scheduled_s, start_s, schedule_lag_ms, connect_ms, ttfb_ms, latency_ms, status, bytes, error, shard"
+	designRequests        = "run_id, route, server, slow_clients, rep, seq, scheduled_s, start_s, schedule_lag_ms, connect_ms, ttfb_ms, latency_ms, status, bytes, error, shard, protocol, conn, stream"
 	designLargeResponses  = "run_id, route, server, slow_clients, rep, client, status, bytes, receive_s, app_send_s, complete, outcome, error"
 	designResourceSamples = "run_id, t_s, component, cpu_seconds, throttled_periods, throttled_s, memory_bytes, rss_bytes, processes, temp_files, temp_logical_bytes, temp_allocated_bytes, send_queue_bytes, error, open_fds, established, quiet_clients"
 	designRuns            = "run_id, route, server, slow_clients, rep, started_at, status, reason, fast_total, fast_ok, fast_planned, fast_sent, p50_ms, p95_ms, max_ms, max_schedule_lag_ms, app_send_s, client_receive_s, temp_peak_mib"

@@ -3,6 +3,7 @@ package h2slowclient
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,8 @@ func TestShape(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := shortConfig(Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: 8},
 				Condition{Route: stack.RouteH2BufferingOn, Server: "sync-2", Streams: 4})
-			res, err := c.Run(context.Background(), labtest.Env(t, name))
+			env := labtest.Env(t, name)
+			res, err := c.Run(context.Background(), env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,6 +100,7 @@ func TestShape(t *testing.T) {
 			if on.Runs != 1 || on.AppComplete != 4 || on.P95MS.Value >= 1000 {
 				t.Errorf("buffering on: %+v, want all 4 responses handed over to the proxy and /fast not starved", on)
 			}
+			checkFastStreams(t, env.Out)
 		})
 	}
 }
@@ -126,5 +129,34 @@ func TestStalledStreamReset(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkFastStreams: requests.csv has each run's /fast requests as streams
+// of one HTTP/2 connection: protocol HTTP/2, one conn a run, no stream ID
+// twice and each a client's (odd).
+func checkFastStreams(t *testing.T, dir string) {
+	t.Helper()
+	rows, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, recorder.FileName[recorder.Request]()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns, streams := map[string]map[string]bool{}, map[string]map[int]bool{}
+	for _, r := range rows {
+		if conns[r.RunID] == nil {
+			conns[r.RunID], streams[r.RunID] = map[string]bool{}, map[int]bool{}
+		}
+		if r.Protocol != "HTTP/2" || r.Conn == "" || r.Stream%2 != 1 || streams[r.RunID][r.Stream] {
+			t.Errorf("%s /fast %d: protocol %q, conn %q, stream %d: want HTTP/2 streams of their own", r.RunID, r.Seq, r.Protocol, r.Conn, r.Stream)
+		}
+		conns[r.RunID][r.Conn], streams[r.RunID][r.Stream] = true, true
+	}
+	if len(conns) == 0 {
+		t.Error("requests.csv has no rows")
+	}
+	for run, c := range conns {
+		if len(c) != 1 {
+			t.Errorf("%s: /fast on %d connections, want one", run, len(c))
+		}
 	}
 }
