@@ -81,26 +81,6 @@ type Result struct {
 	TraceID trace.TraceID
 }
 
-// The protocols a Result's request can be sent in.
-const (
-	ProtoHTTP1 = "HTTP/1.1"
-	ProtoHTTP2 = "HTTP/2"
-)
-
-// localAddrPort is conn's local address, zero when it is not a TCP one.
-func localAddrPort(conn net.Conn) netip.AddrPort {
-	if tc, ok := conn.(*tls.Conn); ok {
-		conn = tc.NetConn()
-	}
-	if conn == nil {
-		return netip.AddrPort{}
-	}
-	if a, ok := conn.LocalAddr().(*net.TCPAddr); ok {
-		return a.AddrPort()
-	}
-	return netip.AddrPort{}
-}
-
 // ClientOptions configures a Client.
 type ClientOptions struct {
 	KeepAlive bool          // reuse connections; false opens one per request

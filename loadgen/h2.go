@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,9 +152,6 @@ func DialH2(ctx context.Context, o H2Options) (*H2Conn, error) {
 	go c.paceLoop()
 	return c, nil
 }
-
-// LocalAddr is the client's end of the connection.
-func (c *H2Conn) LocalAddr() netip.AddrPort { return localAddrPort(c.conn) }
 
 // preface writes the client preface, SETTINGS with the stream window, and
 // the connection's window beyond the initial one.
