@@ -62,6 +62,10 @@ const (
 	ProxyWebSocket Flag = "websocket"
 	// ProxyMaxConcurrentStreams is http2_max_concurrent_streams.
 	ProxyMaxConcurrentStreams Flag = "http2-max-concurrent-streams"
+	// ProxyTLSCert and ProxyTLSKey are ssl_certificate and
+	// ssl_certificate_key: PEM files; given both, the proxy serves TLS.
+	ProxyTLSCert Flag = "tls-cert"
+	ProxyTLSKey  Flag = "tls-key"
 )
 
 // Flags of `slowlab exporter`.

@@ -2,6 +2,7 @@ package child
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -39,6 +40,13 @@ func WaitH2C(ctx context.Context, p *Process, url string, deadline time.Time) er
 	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true, Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	return waitHTTP(ctx, p, url, deadline, tr)
+}
+
+// WaitTLS is WaitHTTP over TLS with the client configuration given
+// (trusting the server's certificate), HTTP/2 when the server offers it
+// by ALPN: for a server that serves only TLS.
+func WaitTLS(ctx context.Context, p *Process, url string, deadline time.Time, cfg *tls.Config) error {
+	return waitHTTP(ctx, p, url, deadline, &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: cfg.Clone(), ForceAttemptHTTP2: true})
 }
 
 func waitHTTP(ctx context.Context, p *Process, url string, deadline time.Time, tr *http.Transport) error {

@@ -127,6 +127,9 @@ func DialH2(ctx context.Context, o H2Options) (*H2Conn, error) {
 	if o.TLS != nil {
 		cfg := o.TLS.Clone()
 		cfg.NextProtos = []string{http2.NextProtoTLS}
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(o.Addr)
+		}
 		tc := tls.Client(conn, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			conn.Close()

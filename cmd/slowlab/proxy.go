@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,6 +62,7 @@ type proxyFlags struct {
 	upstreamTimeout, shutdownTimeout                     string
 	requestBuffering, bodyBuffer, bodyTempDir            string
 	headerTimeout, sendTimeout, httpVersion              string
+	tlsCert, tlsKey                                      string
 	allowRemote, http2, websocket                        bool
 	maxStreams                                           int
 }
@@ -87,7 +89,9 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.headerTimeout, string(child.ProxyClientHeaderTimeout), d.ClientHeaderTimeout.String(), "client_header_timeout: how long a client may take to send a request header (a Go duration)")
 	fs.StringVar(&f.sendTimeout, string(child.ProxySendTimeout), d.SendTimeout.String(), "send_timeout: how long a write to the client may wait for it to take anything before the connection is closed (a Go duration)")
 	fs.StringVar(&f.httpVersion, string(child.ProxyHTTPVersion), "1.1", "proxy_http_version: the HTTP version of requests to the upstream, 1.1 (the lab's) or 1.0 (NGINX's default: the app answers a stream close-delimited, which a buffered response holds until a buffer fills or the body ends)")
-	fs.BoolVar(&f.http2, string(child.ProxyHTTP2), false, "serve clients HTTP/2 with prior knowledge (h2c) beside HTTP/1.1, as NGINX's listen ... http2; each stream gets its own upstream connection")
+	fs.BoolVar(&f.http2, string(child.ProxyHTTP2), false, "serve clients HTTP/2 beside HTTP/1.1, as NGINX's listen ... http2: with prior knowledge (h2c), or by ALPN h2 with --tls-cert; each stream gets its own upstream connection")
+	fs.StringVar(&f.tlsCert, string(child.ProxyTLSCert), "", "ssl_certificate: a PEM certificate (chain) file; with --tls-key the listener serves TLS")
+	fs.StringVar(&f.tlsKey, string(child.ProxyTLSKey), "", "ssl_certificate_key: the PEM key file of --tls-cert")
 	fs.BoolVar(&f.websocket, string(child.ProxyWebSocket), d.WebSocket, "pass WebSocket upgrades on, as NGINX does with proxy_set_header Upgrade $http_upgrade and Connection \"upgrade\" (the lab's config): an upgraded connection is a tunnel closed after --upstream-timeout without a byte from the upstream (proxy_read_timeout); false drops Upgrade, as NGINX's defaults do")
 	fs.IntVar(&f.maxStreams, string(child.ProxyMaxConcurrentStreams), d.MaxConcurrentStreams, "http2_max_concurrent_streams: the streams a client may have open on one HTTP/2 connection")
 	fs.StringVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout.String(), "on SIGINT/SIGTERM, how long responses in flight may finish before they are cut (a Go duration)")
@@ -183,7 +187,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		}
 		return o, usagef("%v", err)
 	}
-	return o, nil
+	return o, f.loadTLS(&o)
 }
 
 // value is the text given for the flag name, for error messages.
@@ -201,4 +205,20 @@ func (f *proxyFlags) value(name string) string {
 func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= 0 && n <= 65535
+}
+
+// loadTLS sets o.TLS from --tls-cert and --tls-key: both or neither.
+func (f *proxyFlags) loadTLS(o *proxy.Options) error {
+	switch {
+	case f.tlsCert == "" && f.tlsKey == "":
+		return nil
+	case f.tlsCert == "" || f.tlsKey == "":
+		return usagef("--%s %q, --%s %q: give both files or neither", child.ProxyTLSCert, f.tlsCert, child.ProxyTLSKey, f.tlsKey)
+	}
+	pair, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return usagef("--%s %q, --%s %q: %v", child.ProxyTLSCert, f.tlsCert, child.ProxyTLSKey, f.tlsKey, err)
+	}
+	o.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	return nil
 }

@@ -40,6 +40,9 @@ func TestProxyFlagErrors(t *testing.T) {
 		{on("--upstream-timeout", "0s"), `slowlab proxy: --upstream-timeout "0s": allowed a duration above 0, e.g. 60s`},
 		{on("--shutdown-timeout", "-1s"), `slowlab proxy: --shutdown-timeout "-1s": allowed 0 or more, e.g. 5s`},
 		{on("--http-version", "2"), `slowlab proxy: --http-version "2": allowed 1.0, 1.1`},
+		{on("--tls-cert", "cert.pem"), `slowlab proxy: --tls-cert "cert.pem", --tls-key "": give both files or neither`},
+		{on("--tls-key", "key.pem"), `slowlab proxy: --tls-cert "", --tls-key "key.pem": give both files or neither`},
+		{on("--tls-cert", "testdata/no-such-cert.pem", "--tls-key", "testdata/no-such-key.pem"), `slowlab proxy: --tls-cert "testdata/no-such-cert.pem", --tls-key "testdata/no-such-key.pem": open testdata/no-such-cert.pem: no such file or directory`},
 		{on("--bogus"), `slowlab proxy: flag provided but not defined: -bogus (see --help)`},
 		{on("extra"), `slowlab proxy: unexpected argument "extra" (see --help)`},
 	} {

@@ -78,17 +78,18 @@ type SlowSpec struct {
 // Published returns the matrix: on sync-2 with the proxy's buffering off
 // and on, 1, 2 and 8 paced slow streams on one connection and 8 on a
 // connection each, /fast on its own connection; 8 on one connection with
-// /fast on it; 2 stalled streams behind a 3 s send_timeout; and 8 on
-// gthread-1x4 with buffering off. /fast at 8 requests a second for 9 s
-// over HTTP/2; 16 MiB a stream at 256 KiB/s with 64 KiB windows; 3
-// repetitions.
+// /fast on it; 2 stalled streams behind a 3 s send_timeout; with buffering
+// off, 32 and 100 streams on one connection and on a connection each; 8
+// over TLS (h2 by ALPN), buffering off and on; and 8 on gthread-1x4 with
+// buffering off. /fast at 8 requests a second for 9 s over HTTP/2; 16 MiB
+// a stream at 256 KiB/s with 64 KiB windows; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)},
 		Slow: SlowSpec{Path: "/large", Size: 16 << 20, Rate: 256 << 10, StreamWindow: defaultWindow, ConnWindow: 16 << 20,
 			Timeout: lab.Duration(2 * time.Minute)}}
-	for _, r := range stack.H2Routes {
+	for _, r := range cleartext {
 		for _, n := range []int{1, 2, 8} {
 			c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: n})
 		}
@@ -96,10 +97,22 @@ func Published() *Config {
 			Condition{Route: r, Server: "sync-2", Streams: 8, Fast: FastShared},
 			Condition{Route: r, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: lab.Duration(3 * time.Second)})
 	}
+	for _, n := range []int{32, 100} {
+		c.Conditions = append(c.Conditions, Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: n},
+			Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: n, Conns: ConnsEach})
+	}
+	for _, r := range []stack.Route{stack.RouteH2TLSBufferingOff, stack.RouteH2TLSBufferingOn} {
+		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 8})
+	}
 	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteH2BufferingOff, Server: "gthread-1x4", Streams: 8})
 	defaults(c.Conditions)
 	return c
 }
+
+// cleartext are the HTTP/2 routes without TLS (h2c), the matrix's main
+// ones: TLS changes how a client reaches the proxy, not what the proxy
+// does with its streams, which the TLS conditions check.
+var cleartext = []stack.Route{stack.RouteH2BufferingOff, stack.RouteH2BufferingOn}
 
 // defaults names the conditions' unset choices.
 func defaults(conds []Condition) {
@@ -118,19 +131,21 @@ func cmpOr(s, def string) string {
 
 // Reduce implements lab.Reducer: --quick runs, once each on sync-2, 2
 // and 8 paced streams on one connection with buffering off and on, 8 with
-// /fast on their connection (buffering off), and 2 stalled streams behind
-// a 2 s send_timeout with buffering off and on, beside /fast for 4 s.
+// /fast on their connection (buffering off), 8 over TLS (buffering off),
+// and 2 stalled streams behind a 2 s send_timeout with buffering off and
+// on, beside /fast for 4 s.
 func (c *Config) Reduce() {
 	c.Reps = 1
 	if c.Fast.Duration == Published().Fast.Duration {
 		c.Fast.Duration = lab.Duration(4 * time.Second)
 	}
 	c.Conditions = nil
-	for _, r := range stack.H2Routes {
+	for _, r := range cleartext {
 		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2}, Condition{Route: r, Server: "sync-2", Streams: 8})
 	}
-	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: 8, Fast: FastShared})
-	for _, r := range stack.H2Routes {
+	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: 8, Fast: FastShared},
+		Condition{Route: stack.RouteH2TLSBufferingOff, Server: "sync-2", Streams: 8})
+	for _, r := range cleartext {
 		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: lab.Duration(2 * time.Second)})
 	}
 	defaults(c.Conditions)

@@ -27,7 +27,7 @@ func TestValidate(t *testing.T) {
 		err    string
 	}{
 		{"direct route", func(c *Config) { c.Conditions[0].Route = stack.RouteDirect },
-			`conditions[0].route "direct": allowed h2-proxy-buffering-off, h2-proxy-buffering-on: the app servers (Gunicorn among them) speak HTTP/1.1`},
+			`conditions[0].route "direct": allowed h2-proxy-buffering-off, h2-proxy-buffering-on, h2-tls-proxy-buffering-off, h2-tls-proxy-buffering-on: the app servers (Gunicorn among them) speak HTTP/1.1`},
 		{"HTTP/1.1 route", func(c *Config) { c.Conditions[1].Route = stack.RouteBufferingOff }, `conditions[1].route "proxy-buffering-off": allowed`},
 		{"window 0", func(c *Config) { c.Slow.StreamWindow = 0 }, "slow.stream_window 0: allowed 1 to 2147483647 (2^31-1) bytes"},
 		{"window over 2^31-1", func(c *Config) { c.Slow.StreamWindow = 1 << 31 }, "slow.stream_window 2147483648: allowed 1 to 2147483647"},
@@ -74,22 +74,24 @@ func shortConfig(conds ...Condition) *Config {
 // on its own connection waits seconds. With buffering on the proxy takes
 // every response whole (four of 16 MiB: the app's 0.25 CPU writing
 // eight on the real stack put /fast's p95 at half a second) and /fast
-// stays fast.
+// stays fast. Over TLS (h2 by ALPN, the run's certificate) as in the
+// clear.
 func TestShape(t *testing.T) {
 	for _, name := range []string{stack.NameEmbedded, stack.NameReal} {
 		t.Run(name, func(t *testing.T) {
 			c := shortConfig(Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: 8},
-				Condition{Route: stack.RouteH2BufferingOn, Server: "sync-2", Streams: 4})
+				Condition{Route: stack.RouteH2BufferingOn, Server: "sync-2", Streams: 4},
+				Condition{Route: stack.RouteH2TLSBufferingOff, Server: "sync-2", Streams: 8})
 			env := labtest.Env(t, name)
 			res, err := c.Run(context.Background(), env)
 			if err != nil {
 				t.Fatal(err)
 			}
 			conds := recorder.SummarizeH2Conditions(res.(*Result).Runs)
-			if len(conds) != 2 {
+			if len(conds) != 3 {
 				t.Fatalf("%d conditions: %+v", len(conds), conds)
 			}
-			off, on := conds[0], conds[1]
+			off, on, tlsOff := conds[0], conds[1], conds[2]
 			for _, cond := range conds {
 				t.Logf("%s: app held %v, handed over %d whole; proxy memory %v MiB, temp %v MiB; /fast %d/%d p95 %v ms", cond.Route, cond.AppHeldMax,
 					cond.AppComplete, cond.ProxyMemPeakMiB, cond.TempPeakMiB, cond.FastOK, cond.FastPlanned, cond.P95MS)
@@ -99,6 +101,11 @@ func TestShape(t *testing.T) {
 			}
 			if on.Runs != 1 || on.AppComplete != 4 || on.P95MS.Value >= 1000 {
 				t.Errorf("buffering on: %+v, want all 4 responses handed over to the proxy and /fast not starved", on)
+			}
+			// Over TLS the same: the proxy's certificate made for the run,
+			// trusted by the run's clients.
+			if tlsOff.Route != string(stack.RouteH2TLSBufferingOff) || tlsOff.Runs != 1 || tlsOff.AppHeldMax.Value != 2 || tlsOff.AppComplete != 0 {
+				t.Errorf("TLS, buffering off: %+v, want both workers held by the streams, none handed over", tlsOff)
 			}
 			checkFastStreams(t, env.Out)
 		})

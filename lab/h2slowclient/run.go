@@ -101,15 +101,15 @@ func btoi(b bool) int {
 	return 0
 }
 
-// dial opens n HTTP/2 connections to the proxy (cleartext, prior
-// knowledge) with the scenario's windows, the connection's connWindow
+// dial opens n HTTP/2 connections to the proxy (cleartext with prior
+// knowledge, or TLS with ALPN h2 on a TLS route) with the scenario's windows, the connection's connWindow
 // when set.
 func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWindow lab.Size) ([]*loadgen.H2Conn, error) {
 	var conns []*loadgen.H2Conn
 	if connWindow == 0 {
 		connWindow = c.Slow.ConnWindow
 	}
-	o := loadgen.H2Options{Addr: running.ProxyAddr(), StreamWindow: uint32(c.Slow.StreamWindow), ConnWindow: uint32(connWindow),
+	o := loadgen.H2Options{Addr: running.ProxyAddr(), TLS: running.ClientTLS(), StreamWindow: uint32(c.Slow.StreamWindow), ConnWindow: uint32(connWindow),
 		Timeout: time.Duration(c.Slow.Timeout), AllowRemote: running.AllowRemote()}
 	for range n {
 		cn, err := loadgen.DialH2(ctx, o)

@@ -62,6 +62,10 @@ type Deployment struct {
 	// of this many bytes, mounted in a mount namespace of the proxy's own
 	// (so it vanishes with the proxy, on every path).
 	TempTmpfs int64
+
+	// TLS, on a TLS route (set by Stack.Start), is the run's certificate:
+	// the files the proxy serves and the configuration that trusts it.
+	TLS *DeploymentTLS
 }
 
 // Limits of the request-side settings.

@@ -15,7 +15,8 @@ import (
 )
 
 // The HTTP/2 routes on both stacks, in front of sync-2: one HTTP/2
-// connection to the proxy (prior knowledge) gets /fast and the whole
+// connection to the proxy (prior knowledge, or TLS with the run's
+// certificate on the TLS routes) gets /fast and the whole
 // 16 MiB /large; with buffering off two stalled streams on it hold both
 // app workers (two upstream connections open to the app for as long as
 // they stall); with buffering on the proxy takes both responses whole and
@@ -27,7 +28,7 @@ func TestH2Routes(t *testing.T) {
 		for _, route := range H2Routes {
 			t.Run(name+"/"+string(route), func(t *testing.T) {
 				s := startReal(t, lookup(t, name, "sync-2"), route, "sync-2", 16<<20)
-				c := dialH2Proxy(t, s.run.ProxyAddr())
+				c := dialH2Proxy(t, s.run)
 				if r := <-c.Get("/fast", loadgen.H2Read{}); r.Err != nil || !r.Complete {
 					t.Fatalf("/fast over HTTP/2: %+v", r)
 				}
@@ -50,7 +51,7 @@ func TestH2Routes(t *testing.T) {
 						served, _, err := s.run.AppServed(context.Background())
 						return err == nil && served["h2-stalled-0"].Complete && served["h2-stalled-1"].Complete
 					})
-					other := dialH2Proxy(t, s.run.ProxyAddr())
+					other := dialH2Proxy(t, s.run)
 					if r := <-other.Get("/fast", loadgen.H2Read{}); r.Err != nil || !r.Complete {
 						t.Fatalf("/fast on another connection: %+v", r)
 					}
@@ -67,9 +68,11 @@ func TestH2Routes(t *testing.T) {
 	}
 }
 
-func dialH2Proxy(t *testing.T, addr string) *loadgen.H2Conn {
+// dialH2Proxy opens an HTTP/2 connection to r's proxy: with prior
+// knowledge, or over TLS trusting the run's certificate on a TLS route.
+func dialH2Proxy(t *testing.T, r *Running) *loadgen.H2Conn {
 	t.Helper()
-	c, err := loadgen.DialH2(context.Background(), loadgen.H2Options{Addr: addr, StreamWindow: 64 << 10, ConnWindow: 16 << 20, Timeout: 2 * time.Minute})
+	c, err := loadgen.DialH2(context.Background(), loadgen.H2Options{Addr: r.ProxyAddr(), TLS: r.ClientTLS(), StreamWindow: 64 << 10, ConnWindow: 16 << 20, Timeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

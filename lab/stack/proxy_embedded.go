@@ -73,6 +73,10 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	if d.Route.HTTP2() {
 		argv = append(argv, child.ProxyHTTP2.Set())
 	}
+	if d.TLS != nil {
+		argv = append(argv, child.ProxyTLSCert.Arg(d.TLS.CertFile)...)
+		argv = append(argv, child.ProxyTLSKey.Arg(d.TLS.KeyFile)...)
+	}
 	if d.TempTmpfs > 0 {
 		argv = TmpfsArgv(d.TempTmpfs, tempDir, argv)
 	}

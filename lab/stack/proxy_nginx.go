@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,11 +20,14 @@ import (
 
 // nginxConfig is what the generated nginx.conf of one run needs.
 type nginxConfig struct {
-	RunID     string
-	Dir       string // NGINX's prefix: conf, pid, lock and non-proxy temp paths
-	TempDir   string // proxy_temp_path: where buffered responses spill
-	Listen    string // 127.0.0.1:PORT
-	HTTP2     bool   // listen ... http2: clients speak HTTP/2 with prior knowledge, and nothing else
+	RunID   string
+	Dir     string // NGINX's prefix: conf, pid, lock and non-proxy temp paths
+	TempDir string // proxy_temp_path: where buffered responses spill
+	Listen  string // 127.0.0.1:PORT
+	HTTP2   bool   // listen ... http2: clients speak HTTP/2 with prior knowledge, and nothing else
+	// TLS is listen ... ssl with the run's certificate (ssl_certificate,
+	// ssl_certificate_key): with HTTP2, h2 and HTTP/1.1 by ALPN.
+	TLS       *DeploymentTLS
 	Upstream  string // Gunicorn's 127.0.0.1:PORT
 	Buffering bool
 	// The request side: proxy_request_buffering, client_body_buffer_size
@@ -96,7 +98,11 @@ http {
     scgi_temp_path {{.Dir}}/scgi_temp;
 
     server {
-        listen {{.Listen}}{{if .HTTP2}} http2{{end}};
+        listen {{.Listen}}{{if .TLS}} ssl{{end}}{{if .HTTP2}} http2{{end}};
+{{- if .TLS}}
+        ssl_certificate {{.TLS.CertFile}};
+        ssl_certificate_key {{.TLS.KeyFile}};
+{{- end}}
 
         # WebSocket: the Upgrade and Connection headers NGINX drops by
         # default are passed on, over HTTP/1.1 whatever location / uses.
@@ -206,50 +212,6 @@ func ValidateNginxSnippet(s string) error {
 	return nil
 }
 
-// nginxUser returns the user and group names to put in the user directive
-// when running as root, or "" when not root or the names are unknown.
-func nginxUser() (string, string) {
-	if os.Geteuid() != 0 {
-		return "", ""
-	}
-	u, err := user.LookupId(strconv.Itoa(os.Geteuid()))
-	if err != nil {
-		return "", ""
-	}
-	g, err := user.LookupGroupId(strconv.Itoa(os.Getegid()))
-	if err != nil {
-		return "", ""
-	}
-	return u.Username, g.Name
-}
-
-// nginxArgv runs nginx with the generated config and prefix. -e (NGINX
-// 1.19.5 and later) points the log NGINX uses before reading the config at
-// stderr too, so it never opens the compiled-in /var/log path.
-func nginxArgv(bin, dir, conf string, earlyStderr bool) []string {
-	argv := []string{bin, "-p", dir + "/", "-c", conf}
-	if earlyStderr {
-		argv = append(argv, "-e", "stderr")
-	}
-	return argv
-}
-
-var nginxVersionRE = regexp.MustCompile(`nginx/(\d+)\.(\d+)\.(\d+)`)
-
-// nginxHasErrorLogFlag reports whether the nginx binary knows -e.
-func nginxHasErrorLogFlag(bin string) bool {
-	out, _ := exec.Command(bin, "-v").CombinedOutput()
-	m := nginxVersionRE.FindSubmatch(out)
-	if m == nil {
-		return false
-	}
-	v := [3]int{}
-	for i := range v {
-		v[i], _ = strconv.Atoi(string(m[i+1]))
-	}
-	return v[0] > 1 || v[0] == 1 && (v[1] > 19 || v[1] == 19 && v[2] >= 5)
-}
-
 func init() { RegisterProxy(nginxProxy{}) }
 
 // nginxProxy is NGINX (Debian nginx) as one process (master_process off)
@@ -285,7 +247,7 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	}
 	usr, grp := nginxUser()
 	cfg := nginxConfig{RunID: d.RunID, Dir: dir, TempDir: tempDir, Upstream: upstream,
-		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(), HTTP2: d.Route.HTTP2(),
+		Buffering: buffering, RequestBuffering: d.Route.RequestBuffering(), HTTP2: d.Route.HTTP2(), TLS: d.TLS,
 		ClientBodyBuffer: "16k", ClientHeaderTimeout: "60s", SendTimeout: "60s", ReadTimeout: "60s",
 		MaxTempFileSize: nginxSize(d.MaxTempFile()), HTTPVersion: "1.1", User: usr, Group: grp, Snippet: s.NginxSnippet}
 	if d.UpstreamHTTP10 {
@@ -348,7 +310,14 @@ func startNginxOnce(ctx context.Context, cfg nginxConfig, conf string, argv []st
 	if cfg.HTTP2 {
 		wait = child.WaitH2C
 	}
-	if err := wait(ctx, p, "http://"+cfg.Listen+"/fast", deadline); err != nil {
+	url := "http://" + cfg.Listen + "/fast"
+	if cfg.TLS != nil {
+		wait = func(ctx context.Context, p *child.Process, url string, deadline time.Time) error {
+			return child.WaitTLS(ctx, p, url, deadline, cfg.TLS.Client)
+		}
+		url = "https://" + cfg.Listen + "/fast"
+	}
+	if err := wait(ctx, p, url, deadline); err != nil {
 		p.Stop(time.Second)
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,6 +22,8 @@ type Running struct {
 	// found when the run started.
 	ext   *External
 	found Found
+	// tls trusts the proxy's certificate on a TLS route; nil otherwise.
+	tls *tls.Config
 
 	stopOnce sync.Once
 	stopErr  error
@@ -33,10 +36,23 @@ func (r *Running) URL() string {
 	if r.ext != nil {
 		return ""
 	}
+	if r.proxy != nil && r.tls != nil {
+		return "https://" + r.proxy.Addr()
+	}
 	if r.proxy != nil {
 		return "http://" + r.proxy.Addr()
 	}
 	return "http://" + r.app.Addr()
+}
+
+// ClientTLS is the TLS configuration that trusts the proxy's certificate
+// on a TLS route (a copy: set ServerName, NextProtos, ... as needed); nil
+// on every other route.
+func (r *Running) ClientTLS() *tls.Config {
+	if r.tls == nil {
+		return nil
+	}
+	return r.tls.Clone()
 }
 
 // AppAddr is where the app itself listens ("" on an external stack).

@@ -154,6 +154,12 @@ const (
 	// stream; buffering as the name says.
 	RouteH2BufferingOff Route = "h2-proxy-buffering-off"
 	RouteH2BufferingOn  Route = "h2-proxy-buffering-on"
+	// The HTTP/2 routes over TLS, as browsers reach a site: the proxy
+	// serves h2 by ALPN (NGINX's listen ... ssl http2) with a certificate
+	// made for the run, which the run's clients alone trust
+	// (Running.ClientTLS).
+	RouteH2TLSBufferingOff Route = "h2-tls-proxy-buffering-off"
+	RouteH2TLSBufferingOn  Route = "h2-tls-proxy-buffering-on"
 )
 
 // Routes lists the download routes (slow-client, buffer-sweep, external).
@@ -163,10 +169,13 @@ var Routes = []Route{RouteDirect, RouteBufferingOff, RouteBufferingOn}
 var UploadRoutes = []Route{RouteDirect, RouteRequestBufferingOn, RouteRequestBufferingOff}
 
 // H2Routes lists the routes whose clients speak HTTP/2.
-var H2Routes = []Route{RouteH2BufferingOff, RouteH2BufferingOn}
+var H2Routes = []Route{RouteH2BufferingOff, RouteH2BufferingOn, RouteH2TLSBufferingOff, RouteH2TLSBufferingOn}
 
 // HTTP2 reports whether the route's clients speak HTTP/2 (to the proxy).
 func (r Route) HTTP2() bool { return slices.Contains(H2Routes, r) }
+
+// TLS reports whether the route's clients speak TLS to the proxy.
+func (r Route) TLS() bool { return r == RouteH2TLSBufferingOff || r == RouteH2TLSBufferingOn }
 
 // Valid reports whether r is a download route.
 func (r Route) Valid() bool { return slices.Contains(Routes, r) }
@@ -181,7 +190,8 @@ func (r Route) Proxied() bool { return r != RouteDirect }
 // download route that says so, and the request-body routes (NGINX's
 // default).
 func (r Route) Buffering() bool {
-	return r == RouteBufferingOn || r == RouteRequestBufferingOn || r == RouteRequestBufferingOff || r == RouteH2BufferingOn
+	return r == RouteBufferingOn || r == RouteRequestBufferingOn || r == RouteRequestBufferingOff || r == RouteH2BufferingOn ||
+		r == RouteH2TLSBufferingOn
 }
 
 // RequestBuffering reports whether the route's proxy reads a request's

@@ -360,6 +360,12 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 		return nil, err
 	}
 	r.app = ra
+	if d.Route.TLS() {
+		if d.TLS, err = newDeploymentTLS(d); err != nil {
+			return nil, err
+		}
+		r.tls = d.TLS.Client
+	}
 	if d.Route.Proxied() {
 		proxyCg, err := s.cgroup(r, d, "proxy")
 		if err != nil {
@@ -373,23 +379,4 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 	}
 	ok = true
 	return r, nil
-}
-
-// NoWebSocket is an app that cannot hold a WebSocket: WhyNoWebSocket says
-// why, for a refusal.
-type NoWebSocket interface {
-	WhyNoWebSocket() string
-}
-
-// HoldsWebSocket reports whether the app that runs model on s can hold a
-// WebSocket, and why not when it cannot (also when s runs no such model).
-func (s Stack) HoldsWebSocket(model string) (bool, string) {
-	a, err := s.app(model)
-	if err != nil {
-		return false, err.Error()
-	}
-	if n, ok := a.(NoWebSocket); ok {
-		return false, n.WhyNoWebSocket()
-	}
-	return true, ""
 }
