@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// ErrNoHierarchy is wrapped by Detect's error when the root has no cgroup
+// filesystem mounted.
+var ErrNoHierarchy = errors.New("no cgroup v1 or v2 hierarchy")
+
 // ErrUnavailable is wrapped by errors that come from the cgroup filesystem
 // refusing to be written: not root, or mounted read-only.
 var ErrUnavailable = errors.New("cgroups cannot be written here (they need root and a writable cgroup filesystem); --no-limits runs without limits")

@@ -66,7 +66,7 @@ func Detect(root string) (Layout, error) {
 	case l.Unified != "":
 		l.Mode = V2
 	default:
-		return Layout{}, fmt.Errorf("detect cgroups: no cgroup v1 or v2 hierarchy under %s", root)
+		return Layout{}, fmt.Errorf("detect cgroups: %w under %s", ErrNoHierarchy, root)
 	}
 	return l, nil
 }

@@ -21,6 +21,14 @@
 # and the most, and checks the goal (under 200 MiB; 60m is the goal's run,
 # whose requests.csv of 7.2 million rows takes about 1 GB in the temp dir).
 #
+# CPUS=split pins NGINX (one worker) to CPU 0 and each generator to CPU 1
+# (taskset), so neither takes the other's core: the schedule lag a
+# generator keeps where the machine has CPU to spare; the default, shared,
+# lets both use every CPU. GEN_SCHED=fifo runs each generator under
+# SCHED_FIFO priority 1 (chrt; root), for when a core of its own is not
+# enough. Every row has the generator's CPU time per request (us_req); the
+# goal is slowlab's at most 0.6x vegeta's, per mode, at every rate run.
+#
 # slowlab runs with --max-lag MAX_LAG (default 100ms): beyond its capacity it
 # skips, and counts as late, what it cannot start within that of schedule,
 # rather than falling ever further behind. vegeta is a benchmark peer, not a
@@ -58,6 +66,17 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$work/slowlab" ./cmd/slowlab
+on_nginx=() on_gen=() nginx_workers=auto
+case ${CPUS:-shared} in
+  shared) ;;
+  split) on_nginx=(taskset -c 0) on_gen=(taskset -c 1) nginx_workers=1 ;;
+  *) echo "CPUS=${CPUS}: allowed shared or split" >&2; exit 2 ;;
+esac
+case ${GEN_SCHED:-other} in
+  other) ;;
+  fifo) on_gen+=(chrt -f 1) ;;
+  *) echo "GEN_SCHED=${GEN_SCHED}: allowed other or fifo" >&2; exit 2 ;;
+esac
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx" ] || { echo "nginx is not installed (make test installs it)" >&2; exit 1; }
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -68,7 +87,7 @@ port=$(freeport)
 mkdir -p "$work/nginx"
 cat >"$work/nginx/nginx.conf" <<EOF
 daemon off;
-worker_processes auto;
+worker_processes $nginx_workers;
 worker_rlimit_nofile 262144;
 pid $work/nginx/nginx.pid;
 error_log $work/nginx/error.log warn;
@@ -88,7 +107,7 @@ http {
   }
 }
 EOF
-"$nginx" -p "$work/nginx" -c "$work/nginx/nginx.conf" >"$work/nginx/out.log" 2>&1 &
+"${on_nginx[@]}" "$nginx" -p "$work/nginx" -c "$work/nginx/nginx.conf" >"$work/nginx/out.log" 2>&1 &
 npid=$!
 pids+=("$npid")
 url="http://127.0.0.1:$port/fast"
@@ -165,38 +184,43 @@ run_bg() {
   ncpu=$(awk -v a="$(cpu_ticks $(nginx_pids))" -v b="$n0" -v hz="$hz" 'BEGIN {printf "%.1f", (a - b) / hz}')
 }
 
+# per_req CPU_S N: microseconds of CPU per request.
+per_req() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.0f", 1e6 * c / n; else print "-" }'; }
+
 echo "GET $url" >"$work/targets"
-printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s\n" \
-  rate mode client lag_p50 lag_p99 lag_max in_1ms% ok% achieved lat_p99 cpu_s nginx_s tw_max
+printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s %7s\n" \
+  rate mode client lag_p50 lag_p99 lag_max in_1ms% ok% achieved lat_p99 cpu_s us_req nginx_s tw_max
 : >"$work/table"
 for rate in $rates; do
   for mode in new keepalive; do
     ka=""; vka="-keepalive=false"
     [ "$mode" = keepalive ] && ka="--keepalive" && vka="-keepalive=true"
     # shellcheck disable=SC2086 # $ka is one flag or none
-    run_bg slowlab "$work/slowlab" loadgen --target "$url" --rate "$rate" --duration "$duration" --max-lag "$maxlag" $ka
+    run_bg slowlab "${on_gen[@]}" "$work/slowlab" loadgen --target "$url" --rate "$rate" --duration "$duration" --max-lag "$maxlag" $ka
     out=$(cat "$work/slowlab.out")
     read -r l50 l99 lmax < <(sed -n 's/^schedule lag ms: p50 \([^ ]*\)  p99 \([^ ]*\)  max \([^ ]*\)$/\1 \2 \3/p' <<<"$out")
     read -r total ok < <(sed -n 's/^requests \([0-9]*\): ok \([0-9]*\),.*/\1 \2/p' <<<"$out")
     read -r in1 achieved < <(sed -n 's/^on schedule: \([0-9.]*\)% started within 1ms .*), \([0-9.-]*\) req\/s started$/\1 \2/p' <<<"$out")
     lp99=$(sed -n 's/^latency ms: .*p99 \([^ ]*\) .*/\1/p' <<<"$out")
     okp=$(awk -v o="${ok:-0}" -v t="${total:-0}" 'BEGIN { if (t > 0) printf "%.2f", 100 * o / t; else print "-" }')
-    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s\n" "$rate" "$mode" slowlab \
-      "${l50:--}" "${l99:--}" "${lmax:--}" "${in1:--}" "$okp" "${achieved:--}" "${lp99:--}" "$cpu" "$ncpu" "$tw"
-    echo "slowlab $mode $rate ${l99:-nan} ${in1:-0} $okp ${achieved:-0}" >>"$work/table"
+    usreq=$(per_req "$cpu" "${total:-0}")
+    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s %7s\n" "$rate" "$mode" slowlab \
+      "${l50:--}" "${l99:--}" "${lmax:--}" "${in1:--}" "$okp" "${achieved:--}" "${lp99:--}" "$cpu" "$usreq" "$ncpu" "$tw"
+    echo "slowlab $mode $rate ${l99:-nan} ${in1:-0} $okp ${achieved:-0} $usreq" >>"$work/table"
 
-    run_bg vegeta "$vegeta" attack -targets "$work/targets" -rate "$rate" -duration "$duration" "$vka" -timeout 30s -output "$work/vegeta.bin"
+    run_bg vegeta "${on_gen[@]}" "$vegeta" attack -targets "$work/targets" -rate "$rate" -duration "$duration" "$vka" -timeout 30s -output "$work/vegeta.bin"
     vcpu=$cpu vncpu=$ncpu vtw=$tw
-    read -r vrate vok vp99 < <("$vegeta" report -type=json <"$work/vegeta.bin" |
-      python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.1f %.2f %.2f" % (r["rate"], 100*r["success"], r["latencies"]["99th"]/1e6))')
-    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s\n" "$rate" "$mode" vegeta \
-      - - - - "$vok" "$vrate" "$vp99" "$vcpu" "$vncpu" "$vtw"
-    echo "vegeta $mode $rate - - $vok $vrate" >>"$work/table"
+    read -r vrate vok vp99 vn < <("$vegeta" report -type=json <"$work/vegeta.bin" |
+      python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.1f %.2f %.2f %d" % (r["rate"], 100*r["success"], r["latencies"]["99th"]/1e6, r["requests"]))')
+    vusreq=$(per_req "$vcpu" "${vn:-0}")
+    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s %7s\n" "$rate" "$mode" vegeta \
+      - - - - "$vok" "$vrate" "$vp99" "$vcpu" "$vusreq" "$vncpu" "$vtw"
+    echo "vegeta $mode $rate - - $vok $vrate $vusreq" >>"$work/table"
   done
 done
 echo "(lag and latency in ms; in_1ms% = started within 1 ms of schedule; achieved = req/s started (slowlab), sent (vegeta);"
-echo " cpu_s = CPU seconds of the generator, nginx_s of NGINX during it; tw_max = most TIME_WAIT sockets on the host during it;"
-echo " slowlab --max-lag $maxlag, $duration per run; $(nproc) CPUs; $(uname -r))"
+echo " cpu_s = CPU seconds of the generator, us_req per request, nginx_s of NGINX during it; tw_max = most TIME_WAIT sockets on the host during it;"
+echo " slowlab --max-lag $maxlag, $duration per run; $(nproc) CPUs, CPUS=${CPUS:-shared}, GEN_SCHED=${GEN_SCHED:-other}; $(uname -r))"
 
 # The machine's ceiling.
 read -r plo phi </proc/sys/net/ipv4/ip_local_port_range
@@ -214,6 +238,7 @@ awk '
     if (held(c, $6 + 0, $5 + 0, $7 + 0, r) && r > best[c, m]) best[c, m] = r
     if (c == "slowlab" && held("vegeta", $6 + 0, 0, $7 + 0, r) && r > rateonly[m]) rateonly[m] = r
     if (c == "slowlab") { p99[m, r] = $4; if (!((m, r) in tested)) order[m, ++nr[m]] = r; tested[m, r] = 1 }
+    us[c, m, r] = $8
   }
   END {
     fail = 0
@@ -234,6 +259,15 @@ awk '
       if (n == 0) { printf "goal lag p99 < 1 ms up to %d/s (%s): NOT MEASURED (no rate at or below it)\n", upto, m; fail = 1 }
       else if (bad == "") printf "goal lag p99 < 1 ms up to %d/s (%s): MET at the %d rates run\n", upto, m, n
       else { printf "goal lag p99 < 1 ms up to %d/s (%s): NOT MET:%s\n", upto, m, bad; fail = 1 }
+    }
+    for (mi = 1; mi <= 2; mi++) {
+      m = (mi == 1) ? "new" : "keepalive"; bad = ""; list = ""
+      for (i = 1; i <= nr[m]; i++) { r = order[m, i]; s = us["slowlab", m, r]; v = us["vegeta", m, r]
+        if (s == "-" || v == "-" || v + 0 == 0) { bad = bad sprintf(" %d/s: not measured", r); continue }
+        list = list sprintf(" %d/s %d/%d us = %.2f", r, s, v, s / v)
+        if (s / v > 0.6) bad = bad sprintf(" %d/s: %.2f", r, s / v) }
+      if (bad == "") printf "goal CPU per request <= 0.6x vegeta (%s): MET:%s\n", m, list
+      else { printf "goal CPU per request <= 0.6x vegeta (%s): NOT MET:%s (slowlab/vegeta:%s)\n", m, bad, list; fail = 1 }
     }
     exit fail
   }' "$work/table"
