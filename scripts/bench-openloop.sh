@@ -131,11 +131,11 @@ if [ -n "$soak" ]; then
   pids+=("$lpid")
   echo "soak: slowlab loadgen at $rate req/s for $soak ${SOAK_FLAGS:-(new connection per request)}, RSS every ${every}s"
   printf "%8s %10s %10s %12s\n" t_s rss_mib tw_sockets rows
-  t=0
+  t0=$SECONDS
   : >"$work/rss"
   while kill -0 "$lpid" 2>/dev/null; do
     sleep "$every"
-    t=$((t + every))
+    t=$((SECONDS - t0)) # wall seconds: counting the sleeps would miss the time wc takes on a growing requests.csv
     r=$(rss_mib "$lpid")
     [ -n "$r" ] || break
     echo "$t $r" >>"$work/rss"
