@@ -28,7 +28,6 @@ import (
 type Cert struct {
 	TLS  tls.Certificate
 	Pool *x509.CertPool
-	key  *ecdsa.PrivateKey
 }
 
 // New makes a certificate for the server addresses given (at least one),
@@ -63,13 +62,13 @@ func New(name string, addrs ...netip.Addr) (*Cert, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
-	return &Cert{TLS: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, Pool: pool, key: key}, nil
+	return &Cert{TLS: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, Pool: pool}, nil
 }
 
 // WritePEM writes the certificate and its key (readable by its owner
 // only) as cert.pem and key.pem in dir, and returns their paths.
 func (c *Cert) WritePEM(dir string) (certFile, keyFile string, err error) {
-	keyDER, err := x509.MarshalPKCS8PrivateKey(c.key)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(c.TLS.PrivateKey)
 	if err != nil {
 		return "", "", err
 	}
