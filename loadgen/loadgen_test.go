@@ -783,3 +783,28 @@ func TestResultNamesItsConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenLoopRawSleep: with the pacer's nanosleeps raw (RawSleep), at a
+// gap (1 ms) short enough that every wait is one, the loop still sends
+// every hit once, none before it was due.
+func TestOpenLoopRawSleep(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	c := NewClient(ClientOptions{KeepAlive: true})
+	defer c.Close()
+	const n = 200
+	loop := OpenLoop{Client: c, URL: srv.URL, Pacer: ConstantPacer{Interval: time.Millisecond, Duration: n * time.Millisecond},
+		Start: time.Now().Add(10 * time.Millisecond), RunID: "raw", Metrics: NewMetrics(prometheus.NewRegistry()), RawSleep: true}
+	res := loop.Run(context.Background())
+	if len(res) != n {
+		t.Fatalf("%d results, want %d", len(res), n)
+	}
+	for i, r := range res {
+		if r.Seq != i || r.Err != nil || r.Status != 200 {
+			t.Errorf("result %d: seq %d, status %d, err %v", i, r.Seq, r.Status, r.Err)
+		}
+		if r.Start.Before(r.ScheduledAt) || r.ScheduleLag < 0 {
+			t.Errorf("result %d started %s before it was due", i, r.ScheduledAt.Sub(r.Start))
+		}
+	}
+}

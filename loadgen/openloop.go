@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sys/unix"
@@ -58,6 +59,20 @@ type OpenLoop struct {
 	// requests, so at high rates the loop does not spin away a core.
 	// DefaultSpinWindow when 0; negative never spins.
 	SpinWindow time.Duration
+	// RawSleep has the pacer's nanosleeps keep the Go scheduler's P
+	// (a raw system call) instead of entering a system call the runtime
+	// sees. Entered, each sleep with a request goroutine just queued on
+	// the P keeps sysmon polling every 20 µs and hands the P to another
+	// thread and back (futex wake-ups): measured, 30-40% of the CPU a
+	// request costs the generator. Raw, a spinning thread steals the
+	// queued request goroutine instead, a little later: the schedule
+	// lag's p99 rose 20-50% where the CPU fell (docs/performance.md).
+	// The pacer's P is then busy for the whole sleep, at most
+	// runtimeTimerSlack, and a stop-the-world pause waits for it; with
+	// one P (GOMAXPROCS 1) the requests would wait for the preemption
+	// of a 10 ms slice (measured: lag p50 11 ms), so Run then sleeps as
+	// without it.
+	RawSleep bool
 }
 
 // DefaultSpinWindow covers the wake-up latency of the pacer's sleep
@@ -100,13 +115,23 @@ func (o *OpenLoop) sleepUntil(ctx context.Context, timer *time.Timer, due time.T
 			break
 		}
 		ts := unix.NsecToTimespec(int64(wait))
-		_ = unix.Nanosleep(&ts, nil) // EINTR: the loop sleeps the rest
+		if o.RawSleep && runtime.GOMAXPROCS(0) > 1 {
+			rawNanosleep(&ts)
+		} else {
+			_ = unix.Nanosleep(&ts, nil) // EINTR: the loop sleeps the rest
+		}
 	}
 	for time.Now().Before(due) {
 		// Busy: yielding (Gosched) would queue the pacer behind every
 		// runnable request goroutine.
 	}
 	return ctx.Err() == nil
+}
+
+// rawNanosleep sleeps ts without telling the runtime (see
+// OpenLoop.RawSleep); EINTR ends it early and the caller sleeps the rest.
+func rawNanosleep(ts *unix.Timespec) {
+	unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(ts)), 0, 0)
 }
 
 // lockPacerThread gives the calling goroutine its own OS thread with a

@@ -26,8 +26,11 @@
 # generator keeps where the machine has CPU to spare; the default, shared,
 # lets both use every CPU. GEN_SCHED=fifo runs each generator under
 # SCHED_FIFO priority 1 (chrt; root), for when a core of its own is not
-# enough. Every row has the generator's CPU time per request (us_req); the
+# enough. Every row has the generator's CPU time per request (us_req) and
+# the share of it in the kernel (sys%, stime over utime + stime); the
 # goal is slowlab's at most 0.6x vegeta's, per mode, at every rate run.
+# PACER=raw runs slowlab with --pacer-sleep raw (the pacer keeps its P
+# while it sleeps: less CPU a request, a higher lag p99); default syscall.
 #
 # slowlab runs with --max-lag MAX_LAG (default 100ms): beyond its capacity it
 # skips, and counts as late, what it cannot start within that of schedule,
@@ -47,6 +50,8 @@ fi
 rates=${*:-"1000 2000 4000 8000 10000 15000 20000 25000 30000"}
 duration=${DURATION:-5s}
 maxlag=${MAX_LAG:-100ms}
+pacer=${PACER:-syscall}
+case $pacer in syscall | raw) ;; *) echo "PACER=$pacer: want syscall or raw" >&2; exit 2 ;; esac
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -72,6 +77,10 @@ case ${CPUS:-shared} in
   split) on_nginx=(taskset -c 0) on_gen=(taskset -c 1) nginx_workers=1 ;;
   *) echo "CPUS=${CPUS}: allowed shared or split" >&2; exit 2 ;;
 esac
+if [ "$pacer" = raw ] && [ "${CPUS:-shared}" = split ] && [ "${GOMAXPROCS:-1}" -lt 2 ]; then
+  echo "PACER=raw with CPUS=split: the generator has one CPU, so one Go processor, which the raw pacer keeps while it sleeps; set GOMAXPROCS=2" >&2
+  exit 2
+fi
 case ${GEN_SCHED:-other} in
   other) ;;
   fifo) on_gen+=(chrt -f 1) ;;
@@ -117,6 +126,8 @@ curl -sf -o /dev/null "$url" || { cat "$work/nginx/out.log" "$work/nginx/error.l
 # cpu_ticks PID...: utime+stime of the processes, in clock ticks.
 cpu_ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0; done | awk '{s += $1} END {print s + 0}'; }
 nginx_pids() { echo "$npid" $(cat "/proc/$npid/task/$npid/children" 2>/dev/null); }
+# cpu_split PID: "utime stime" of one process, in clock ticks.
+cpu_split() { awk '{print $14, $15}' "/proc/$1/stat" 2>/dev/null || echo "0 0"; }
 hz=$(getconf CLK_TCK)
 tw_now() { awk '/^TCP:/ {for (i = 1; i < NF; i++) if ($i == "tw") print $(i+1)}' /proc/net/sockstat; }
 rss_mib() { awk '/^VmRSS:/ {printf "%.1f", $2/1024}' "/proc/$1/status" 2>/dev/null || true; }
@@ -125,7 +136,7 @@ if [ -n "$soak" ]; then
   rate=${1:-2000}
   every=${SOAK_EVERY:-10}
   # shellcheck disable=SC2086 # SOAK_FLAGS are flags
-  "$work/slowlab" loadgen --target "$url" --rate "$rate" --duration "$soak" --max-lag "$maxlag" \
+  "$work/slowlab" loadgen --target "$url" --rate "$rate" --duration "$soak" --max-lag "$maxlag" --pacer-sleep "$pacer" \
     --out "$work/soak" ${SOAK_FLAGS:-} >"$work/soak.out" 2>&1 &
   lpid=$!
   pids+=("$lpid")
@@ -159,28 +170,30 @@ fi
 
 # run_bg NAME CMD...: runs CMD with stdout to $work/NAME.out, sampling the
 # TIME_WAIT count every 0.1 s; sets cpu (CPU seconds of CMD and of NGINX
-# during it) and tw (the most TIME_WAIT sockets seen).
+# during it), sys (the share of CMD's CPU spent in the kernel, %) and tw
+# (the most TIME_WAIT sockets seen).
 run_bg() {
   local name=$1
   shift
-  local n0 c0
+  local n0 cu cs
   n0=$(cpu_ticks $(nginx_pids))
   "$@" >"$work/$name.out" 2>"$work/$name.err" &
   local p=$!
   pids+=("$p")
   tw=$(tw_now)
-  c0=0
+  cu=0 cs=0
   while kill -0 "$p" 2>/dev/null; do
-    local c
-    c=$(cpu_ticks "$p")
-    [ "$c" -gt 0 ] && c0=$c # the last reading before it exits
+    local u s
+    read -r u s < <(cpu_split "$p")
+    [ $((u + s)) -gt 0 ] && cu=$u cs=$s # the last reading before it exits
     local t
     t=$(tw_now)
     [ "$t" -gt "$tw" ] && tw=$t
     sleep 0.1
   done
   wait "$p" || true
-  cpu=$(awk -v c="$c0" -v hz="$hz" 'BEGIN {printf "%.1f", c / hz}')
+  cpu=$(awk -v c="$((cu + cs))" -v hz="$hz" 'BEGIN {printf "%.1f", c / hz}')
+  sys=$(awk -v u="$cu" -v s="$cs" 'BEGIN { if (u + s > 0) printf "%.0f", 100 * s / (u + s); else print "-" }')
   ncpu=$(awk -v a="$(cpu_ticks $(nginx_pids))" -v b="$n0" -v hz="$hz" 'BEGIN {printf "%.1f", (a - b) / hz}')
 }
 
@@ -188,15 +201,15 @@ run_bg() {
 per_req() { awk -v c="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.0f", 1e6 * c / n; else print "-" }'; }
 
 echo "GET $url" >"$work/targets"
-printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s %7s\n" \
-  rate mode client lag_p50 lag_p99 lag_max in_1ms% ok% achieved lat_p99 cpu_s us_req nginx_s tw_max
+printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %5s %7s %7s\n" \
+  rate mode client lag_p50 lag_p99 lag_max in_1ms% ok% achieved lat_p99 cpu_s us_req sys% nginx_s tw_max
 : >"$work/table"
 for rate in $rates; do
   for mode in new keepalive; do
     ka=""; vka="-keepalive=false"
     [ "$mode" = keepalive ] && ka="--keepalive" && vka="-keepalive=true"
     # shellcheck disable=SC2086 # $ka is one flag or none
-    run_bg slowlab "${on_gen[@]}" "$work/slowlab" loadgen --target "$url" --rate "$rate" --duration "$duration" --max-lag "$maxlag" $ka
+    run_bg slowlab "${on_gen[@]}" "$work/slowlab" loadgen --target "$url" --rate "$rate" --duration "$duration" --max-lag "$maxlag" --pacer-sleep "$pacer" $ka
     out=$(cat "$work/slowlab.out")
     read -r l50 l99 lmax < <(sed -n 's/^schedule lag ms: p50 \([^ ]*\)  p99 \([^ ]*\)  max \([^ ]*\)$/\1 \2 \3/p' <<<"$out")
     read -r total ok < <(sed -n 's/^requests \([0-9]*\): ok \([0-9]*\),.*/\1 \2/p' <<<"$out")
@@ -204,22 +217,22 @@ for rate in $rates; do
     lp99=$(sed -n 's/^latency ms: .*p99 \([^ ]*\) .*/\1/p' <<<"$out")
     okp=$(awk -v o="${ok:-0}" -v t="${total:-0}" 'BEGIN { if (t > 0) printf "%.2f", 100 * o / t; else print "-" }')
     usreq=$(per_req "$cpu" "${total:-0}")
-    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s %7s\n" "$rate" "$mode" slowlab \
-      "${l50:--}" "${l99:--}" "${lmax:--}" "${in1:--}" "$okp" "${achieved:--}" "${lp99:--}" "$cpu" "$usreq" "$ncpu" "$tw"
+    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %5s %7s %7s\n" "$rate" "$mode" slowlab \
+      "${l50:--}" "${l99:--}" "${lmax:--}" "${in1:--}" "$okp" "${achieved:--}" "${lp99:--}" "$cpu" "$usreq" "$sys" "$ncpu" "$tw"
     echo "slowlab $mode $rate ${l99:-nan} ${in1:-0} $okp ${achieved:-0} $usreq" >>"$work/table"
 
     run_bg vegeta "${on_gen[@]}" "$vegeta" attack -targets "$work/targets" -rate "$rate" -duration "$duration" "$vka" -timeout 30s -output "$work/vegeta.bin"
-    vcpu=$cpu vncpu=$ncpu vtw=$tw
+    vcpu=$cpu vncpu=$ncpu vtw=$tw vsys=$sys
     read -r vrate vok vp99 vn < <("$vegeta" report -type=json <"$work/vegeta.bin" |
       python3 -c 'import json,sys; r=json.load(sys.stdin); print("%.1f %.2f %.2f %d" % (r["rate"], 100*r["success"], r["latencies"]["99th"]/1e6, r["requests"]))')
     vusreq=$(per_req "$vcpu" "${vn:-0}")
-    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %7s %7s\n" "$rate" "$mode" vegeta \
-      - - - - "$vok" "$vrate" "$vp99" "$vcpu" "$vusreq" "$vncpu" "$vtw"
+    printf "%-6s %-6s %-8s %8s %8s %8s %8s %8s %9s %8s %7s %7s %5s %7s %7s\n" "$rate" "$mode" vegeta \
+      - - - - "$vok" "$vrate" "$vp99" "$vcpu" "$vusreq" "$vsys" "$vncpu" "$vtw"
     echo "vegeta $mode $rate - - $vok $vrate $vusreq" >>"$work/table"
   done
 done
 echo "(lag and latency in ms; in_1ms% = started within 1 ms of schedule; achieved = req/s started (slowlab), sent (vegeta);"
-echo " cpu_s = CPU seconds of the generator, us_req per request, nginx_s of NGINX during it; tw_max = most TIME_WAIT sockets on the host during it;"
+echo " cpu_s = CPU seconds of the generator, us_req per request, sys% its share in the kernel (stime), nginx_s of NGINX during it; tw_max = most TIME_WAIT sockets on the host during it;"
 echo " slowlab --max-lag $maxlag, $duration per run; $(nproc) CPUs, CPUS=${CPUS:-shared}, GEN_SCHED=${GEN_SCHED:-other}; $(uname -r))"
 
 # The machine's ceiling.
@@ -227,6 +240,7 @@ read -r plo phi </proc/sys/net/ipv4/ip_local_port_range
 echo
 echo "ceiling: $(nproc) CPUs shared by generator and NGINX ($(wc -w <"/proc/$npid/task/$npid/children") NGINX workers); ephemeral ports $plo-$phi ($((phi - plo + 1))), tcp_tw_reuse $(cat /proc/sys/net/ipv4/tcp_tw_reuse);"
 echo "         TIME_WAIT is 60 s on Linux: a new connection per request at R req/s holds up to 60*R TIME_WAIT sockets on whichever side closes first"
+echo "slowlab's pacer sleeps: $pacer (--pacer-sleep; PACER=raw for the other)"
 
 # held and goals
 awk '

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -262,5 +263,26 @@ func TestLoadgenHTTP2(t *testing.T) {
 	stderr.Reset()
 	if code := run(context.Background(), []string{"loadgen", "--http2", "--keepalive", "--target", srv.URL}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--keepalive with --http2") {
 		t.Errorf("--http2 --keepalive: exit %d, %q; want 2 naming both", code, stderr.String())
+	}
+}
+
+// --pacer-sleep raw sends the schedule as syscall does; a mode it does not
+// know is refused by name before anything is sent.
+func TestLoadgenPacerSleep(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
+	defer srv.Close()
+	code, stdout, stderr := runCmd(t, "loadgen", "--target", srv.URL+"/fast", "--rate", "1000", "--duration", "100ms", "--pacer-sleep", "raw")
+	if first := strings.SplitN(stdout, "\n", 2)[0]; code != 0 || first != "requests 100: ok 100, failed 0, not sent 0" {
+		t.Errorf("raw: exit %d, first line %q, stderr %q; want 0 and all 100 ok", code, first, stderr)
+	}
+	code, _, stderr = runCmd(t, "loadgen", "--target", srv.URL+"/fast", "--pacer-sleep", "fast")
+	if want := "slowlab loadgen: --pacer-sleep \"fast\": want syscall or raw\n"; code != 2 || stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+	// With one processor the pacer's raw sleeps would hold the requests back.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	code, _, stderr = runCmd(t, "loadgen", "--target", srv.URL+"/fast", "--pacer-sleep", "raw")
+	if code != 2 || !strings.HasPrefix(stderr, "slowlab loadgen: --pacer-sleep raw: needs GOMAXPROCS 2 or more (it is 1") {
+		t.Errorf("GOMAXPROCS 1: exit %d, stderr %q; want 2 and a refusal naming GOMAXPROCS", code, stderr)
 	}
 }
