@@ -63,10 +63,11 @@ type OpenLoop struct {
 	// (a raw system call) instead of entering a system call the runtime
 	// sees. Entered, each sleep with a request goroutine just queued on
 	// the P keeps sysmon polling every 20 µs and hands the P to another
-	// thread and back (futex wake-ups): measured, 30-40% of the CPU a
-	// request costs the generator. Raw, a spinning thread steals the
-	// queued request goroutine instead, a little later: the schedule
-	// lag's p99 rose 20-50% where the CPU fell (docs/performance.md).
+	// thread and back (futex wake-ups): measured, 29 to 44% of the CPU
+	// a request with a new connection costs the generator. Raw, a
+	// spinning thread steals the queued request goroutine instead, a
+	// little later: the schedule lag p99 on shared cores went from 10%
+	// lower to 40% higher (docs/performance.md).
 	// The pacer's P is then busy for the whole sleep, at most
 	// runtimeTimerSlack, and a stop-the-world pause waits for it; with
 	// one P (GOMAXPROCS 1) the requests would wait for the preemption

@@ -54,7 +54,7 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.BoolVar(&f.keepAlive, "keepalive", false, "reuse connections (default: a new TCP connection per request)")
 	fs.BoolVar(&f.http2, "http2", false, "send the open-loop requests as streams on one HTTP/2 connection, as a browser reaches a proxy (http://: cleartext with prior knowledge; https://: ALPN h2); the slow readers stay HTTP/1.1")
 	fs.DurationVar(&f.maxLag, "max-lag", 0, "skip (error reason late) an open-loop request that cannot start within this of its schedule, so a generator beyond its capacity keeps its schedule rather than falling ever further behind (e.g. 10ms); 0 sends every request however late")
-	fs.StringVar(&f.pacerSleep, "pacer-sleep", "syscall", "how the pacer sleeps its last 2 ms before a request: syscall (the runtime hands its P to another thread: the lower schedule lag) or raw (it keeps it: 30-40% less CPU a request, a higher lag p99; see docs/performance.md)")
+	fs.StringVar(&f.pacerSleep, "pacer-sleep", "syscall", "how the pacer sleeps its last 2 ms before a request: syscall (the runtime hands its P to another thread: the lower schedule lag) or raw (it keeps it: 29-44% less CPU a request with a new connection each, a lag p99 up to 40% higher on shared cores; needs GOMAXPROCS 2 or more; see docs/performance.md)")
 	fs.DurationVar(&f.timeout, "timeout", loadgen.DefaultTimeout, "per-request timeout, start to last body byte")
 	fs.IntVar(&f.slow, "slow", 0, "number of slow readers downloading --slow-target during the run")
 	fs.StringVar(&f.slowTarget, "slow-target", "", "URL the slow readers download (default: --target with path /large)")
