@@ -17,11 +17,17 @@ const AssessmentFile = "assessment.json"
 // Assessment is assessment.json: what was assessed and each probe's
 // verdict, in the order the probes ran.
 type Assessment struct {
-	Stack    string          `json:"stack"`
-	Server   string          `json:"server"`
-	Route    string          `json:"route"`
-	BudgetS  float64         `json:"budget_s"`
-	TookS    float64         `json:"took_s"`
+	Stack   string  `json:"stack"`
+	Server  string  `json:"server"`
+	Route   string  `json:"route"`
+	BudgetS float64 `json:"budget_s"`
+	TookS   float64 `json:"took_s"`
+	// Shard is "I/N" when this process was shard I of N of a sharded
+	// assessment (each holding its share of every level's clients, shard
+	// 0 measuring /fast and giving the verdicts), started at StartAt
+	// (RFC 3339); both empty otherwise.
+	Shard    string          `json:"shard,omitempty"`
+	StartAt  string          `json:"start_at,omitempty"`
 	Verdicts []AssessVerdict `json:"probes"`
 }
 
@@ -83,10 +89,13 @@ type AssessHeld struct {
 // AssessLevel is one level of a probe: its clients and what /fast did
 // while they were in place.
 type AssessLevel struct {
-	Clients int     `json:"clients"`
-	Placed  bool    `json:"clients_in_place"` // every client connected before /fast began
-	StartS  float64 `json:"start_s"`          // from the probe's start
-	EndS    float64 `json:"end_s"`            // the end of its /fast window
+	Clients int `json:"clients"`
+	// ShardClients is, in a sharded assessment, how many of the Clients
+	// this shard ran (those numbered I, I+N, ...); nil otherwise.
+	ShardClients *int    `json:"shard_clients,omitempty"`
+	Placed       bool    `json:"clients_in_place"` // every client connected before /fast began
+	StartS       float64 `json:"start_s"`          // from the probe's start
+	EndS         float64 `json:"end_s"`            // the end of its /fast window
 	// KeptS is how long past the window the clients were kept (a
 	// connection or stalled-reader probe's last level, or the one that
 	// degraded); nil when they were not.

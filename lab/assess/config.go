@@ -60,6 +60,12 @@ type Config struct {
 	LargeSize  lab.Size `yaml:"large_size"`
 	UploadSize lab.Size `yaml:"upload_size"`
 
+	// Shard is "I/N": this process is shard I of N assessing one external
+	// stack together (see shard.go), all started at StartAt (RFC 3339).
+	// "" (or "0/1") and "": one process.
+	Shard   string `yaml:"shard,omitempty"`
+	StartAt string `yaml:"start_at,omitempty"`
+
 	// Selectors of the external stack, given as flags.
 	ext extFlags
 }
@@ -104,6 +110,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.FailOn, "fail-on", "", "exit 1 when a probe's threshold is below a bound, e.g. 'slow-readers<8,idle<100' (a probe that did not degrade passes)")
 	fs.Var((*lab.SizeFlag)(&c.LargeSize), "large-size", "managed stack: the large response's size (at least 1m)")
 	fs.Var((*lab.SizeFlag)(&c.UploadSize), "upload-size", "the slow uploads' body size")
+	fs.StringVar(&c.Shard, "shard", "", "run shard I (from 0) of N of the assessment of an external stack: at every level it holds the clients numbered I, I+N, ...; shard 0 also measures /fast and gives the verdicts (e.g. 1/4; with --start-at)")
+	fs.StringVar(&c.StartAt, "start-at", "", "with --shard: the instant (RFC 3339, e.g. 2026-12-05T10:00:00Z) every shard starts its clock at; each level then starts at the same instant on every shard")
 	fs.StringVar(&c.ext.fast, "fast-url", "", "external stack: the fast request's URL (gives --stack external)")
 	fs.StringVar(&c.ext.large, "large-url", "", "external stack: a large response's URL (slow and stalled readers)")
 	fs.StringVar(&c.ext.upload, "upload-url", "", "external stack: a URL that takes a POST body (slow uploads)")
@@ -223,7 +231,7 @@ func (c *Config) Validate() error {
 	if _, err := ParseFailOn(c.FailOn); err != nil {
 		return fmt.Errorf("fail_on: %w", err)
 	}
-	return nil
+	return c.validateShard()
 }
 
 // Servers implements lab.Stacked.

@@ -99,10 +99,15 @@ type run struct {
 // and returns its summary; its rows go to requests.csv as run id id,
 // their times from the window's start.
 func (r *run) window(ctx context.Context, id string, clients int) (Window, error) {
+	return r.windowFrom(ctx, id, clients, time.Now())
+}
+
+// windowFrom is window with the schedule Offset from t0.
+func (r *run) windowFrom(ctx context.Context, id string, clients int, t0 time.Time) (Window, error) {
 	f := lab.FastSpec{Path: "/", Rate: r.cfg.FastRate, Duration: r.cfg.Window, Offset: r.cfg.Offset, Timeout: lab.Duration(r.fastTimeout)}
 	meta := r.meta
 	meta.RunID, meta.SlowClients = id, clients
-	got := f.Run(ctx, r.env, r.t.fast, r.t.allowRemote, meta, time.Now(), r.reqs)
+	got := f.Run(ctx, r.env, r.t.fast, r.t.allowRemote, meta, t0, r.reqs)
 	return summarize(got.Reqs), got.WriteErr
 }
 
@@ -117,25 +122,65 @@ func (r *run) hold() time.Duration {
 // probe keeps its clients until the server ends them or IdleMax, to see
 // whether and when it does.
 func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (Level, error) {
+	return r.levelIn(ctx, n, base, last, slot{share: n, measure: true})
+}
+
+// slot is where a level runs. Of its clients, share are this process's;
+// at, when not zero, is the instant they start on every shard of a
+// sharded assessment, whose /fast window starts shardPlace after it
+// (on time, placed or not); measure is false on a shard that holds
+// clients only, which waits out the window instead.
+type slot struct {
+	share   int
+	at      time.Time
+	measure bool
+}
+
+// levelIn is level in slot s.
+func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool, s slot) (Level, error) {
+	if !s.at.IsZero() {
+		sleepUntil(ctx, s.at)
+	}
 	lv := Level{Clients: n, StartS: time.Since(r.t0).Seconds()}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hold := r.hold()
+	if !s.at.IsZero() {
+		share := s.share
+		lv.ShardClients, hold = &share, r.cfg.clockHold()
+	}
 	if r.probe.keeps() {
 		hold = max(hold, time.Duration(r.cfg.IdleMax))
 	}
-	c := r.probe.start(cctx, r.t, n, hold)
+	c := r.probe.start(cctx, r.t, s.share, hold)
+	placeBy := hold
+	if !s.at.IsZero() {
+		placeBy = time.Until(s.at.Add(shardPlace))
+	}
 	select {
 	case <-c.inPlace:
 		lv.Placed = true
 	case <-c.done:
-	case <-time.After(hold):
+	case <-time.After(placeBy):
 	case <-ctx.Done():
 	}
-	w, err := r.window(ctx, fmt.Sprintf("%s-%d", r.probe, n), n)
+	t0 := time.Now()
+	if !s.at.IsZero() {
+		t0 = s.at.Add(shardPlace)
+		sleepUntil(ctx, t0)
+	}
+	var w Window
+	var err error
+	if s.measure {
+		w, err = r.windowFrom(ctx, fmt.Sprintf("%s-%d", r.probe, n), n, t0)
+	} else {
+		sleepUntil(ctx, t0.Add(time.Duration(r.cfg.Offset+r.cfg.Window)+r.fastTimeout))
+	}
 	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed
 	lv.P50MS, lv.P95MS, lv.MaxMS = msf(w.P50), msf(w.P95), msf(w.Max)
-	lv.Degraded = Degraded(base, w)
+	if s.measure {
+		lv.Degraded = Degraded(base, w)
+	}
 	// The level's instruments are read over the window: a kept level's
 	// quiet tail would dilute its CPU and throttling.
 	windowEnd := time.Now()

@@ -135,6 +135,10 @@ func (c *crowd) end(how string) {
 // paced to last twice that; the connection probes' bound).
 func (p Probe) start(ctx context.Context, t targets, n int, hold time.Duration) *crowd {
 	c := newCrowd(n)
+	if n == 0 { // a shard's share of a level smaller than the shards
+		close(c.done)
+		return c
+	}
 	if p.holds() {
 		go p.hold(ctx, t, n, hold, c)
 		return c

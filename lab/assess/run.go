@@ -52,9 +52,23 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	res := &Result{Dir: env.Out, Assessment: recorder.Assessment{Stack: env.Stack.Name, Server: c.Server, Route: string(c.Routes()[0]),
 		BudgetS: time.Duration(c.Budget).Seconds()}}
 	res.bounds, _ = ParseFailOn(c.FailOn)
-	for _, p := range c.Probes {
+	if c.sharded() {
+		if late := time.Since(c.startAt()); late > 0 {
+			return nil, fmt.Errorf("%w: start_at %s was %s ago: start every shard before it", ErrRefused, c.StartAt, late.Round(time.Millisecond))
+		}
+		res.Shard, res.StartAt = c.Shard, c.StartAt
+		if i, _ := c.shardOf(); i > 0 {
+			res.bounds = nil // shard 0 has the verdicts
+		}
+	}
+	for j, p := range c.Probes {
 		env.Logf("assess: %s (%s left of the budget)", p, time.Until(deadline).Round(time.Second))
-		v, err := c.probe(ctx, env, p, deadline, reqs, samples)
+		var v Verdict
+		if c.sharded() {
+			v, err = c.probeSharded(ctx, env, p, c.probeAt(j), reqs, samples)
+		} else {
+			v, err = c.probe(ctx, env, p, deadline, reqs, samples)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -75,22 +89,11 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 // with its reason.
 func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time.Time,
 	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample]) (v Verdict, err error) {
-	v = Verdict{Probe: string(p), MaxClients: c.MaxClients}
-	srv, _ := stack.ParseServer(c.Server)
-	fr, ferr := lab.StartFresh(ctx, env, stack.Deployment{RunID: "assess-" + string(p), Route: c.Route, Server: srv,
-		LargeSize: int64(c.LargeSize)}, false)
-	if ferr != nil {
-		v.Stopped = "failed: " + ferr.Error()
-		return v, nil
+	fr, t, v, err := c.openProbe(ctx, env, p)
+	if fr == nil {
+		return v, err
 	}
 	defer fr.Close()
-	t, err := c.targets(ctx, fr.Running, p)
-	if err != nil {
-		return v, fmt.Errorf("%w: %v", ErrRefused, err)
-	}
-	if p == ProbeSlowReaders || p == ProbeStalled {
-		v.Absorbs, v.Unpredicted = absorbs(c.Routes()[0], c.StackSpec.External != nil, t.largeSize)
-	}
 	r := &run{cfg: c, env: env, probe: p, t: t, reqs: reqs, fastTimeout: 5 * time.Second,
 		meta: recorder.RunMeta{Route: string(c.Routes()[0]), Server: c.Server, Rep: 1}}
 	r.t0 = time.Now()
@@ -121,6 +124,28 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	return v, nil
 }
 
+// openProbe starts probe p's stack (a fresh managed one, or the external
+// one found again) and checks its targets before any load. Without a
+// stack (nil) v says why, or err that the assessment was refused.
+func (c *Config) openProbe(ctx context.Context, env *lab.Env, p Probe) (fr *lab.Fresh, t targets, v Verdict, err error) {
+	v = Verdict{Probe: string(p), MaxClients: c.MaxClients}
+	srv, _ := stack.ParseServer(c.Server)
+	fr, ferr := lab.StartFresh(ctx, env, stack.Deployment{RunID: "assess-" + string(p), Route: c.Route, Server: srv,
+		LargeSize: int64(c.LargeSize)}, false)
+	if ferr != nil {
+		v.Stopped = "failed: " + ferr.Error()
+		return nil, t, v, nil
+	}
+	if t, err = c.targets(ctx, fr.Running, p); err != nil {
+		fr.Close()
+		return nil, t, v, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if p == ProbeSlowReaders || p == ProbeStalled {
+		v.Absorbs, v.Unpredicted = absorbs(c.Routes()[0], c.StackSpec.External != nil, t.largeSize)
+	}
+	return fr, t, v, nil
+}
+
 // levels raises the clients 1, 2, 4, ... up to MaxClients, stopping at the
 // first that degrades /fast, at the budget, or when /fast does not come
 // back after a level.
@@ -141,26 +166,34 @@ func (c *Config) levels(ctx context.Context, env *lab.Env, r *run, v *Verdict, b
 		}
 		env.Logf("assess: %s: %d clients (%s left)", r.probe, n, time.Until(deadline).Round(time.Second))
 		lv, err := r.level(ctx, n, base, last)
-		v.Levels = append(v.Levels, lv)
-		v.Tried = n
-		switch {
-		case err != nil:
-			v.Stopped = "failed: results not all written: " + err.Error()
-			return
-		case ctx.Err() != nil:
-			v.Stopped = "interrupted: " + context.Cause(ctx).Error()
-			return
-		case lv.Degraded != "":
-			v.ClientsToDegrade = &lv.Clients
-			if lv.FastOK > 0 {
-				v.AtP95MS = &lv.P95MS
-			}
-			v.AtFailed = lv.FastFail
-			v.Stopped = "degraded: " + lv.Degraded
+		if stop := addLevel(ctx, v, lv, err); stop {
 			return
 		}
 	}
 	v.Stopped = fmt.Sprintf("not degraded with %d", c.MaxClients)
+}
+
+// addLevel records a level run and whether the probe stops there: its results
+// not all written, interrupted, or /fast degraded.
+func addLevel(ctx context.Context, v *Verdict, lv Level, err error) (stop bool) {
+	v.Levels = append(v.Levels, lv)
+	v.Tried = lv.Clients
+	switch {
+	case err != nil:
+		v.Stopped = "failed: results not all written: " + err.Error()
+	case ctx.Err() != nil:
+		v.Stopped = "interrupted: " + context.Cause(ctx).Error()
+	case lv.Degraded != "":
+		v.ClientsToDegrade = &v.Levels[len(v.Levels)-1].Clients
+		if lv.FastOK > 0 {
+			v.AtP95MS = &v.Levels[len(v.Levels)-1].P95MS
+		}
+		v.AtFailed = lv.FastFail
+		v.Stopped = "degraded: " + lv.Degraded
+	default:
+		return false
+	}
+	return true
 }
 
 // targets resolves the probe's URLs on the running stack and checks them

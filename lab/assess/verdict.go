@@ -201,9 +201,13 @@ func (r *Result) Print(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	if r.Shard != "" {
+		fmt.Fprintf(w, "as shard %s of an assessment started at %s (shard 0 measures /fast and gives the verdicts)\n", r.Shard, r.StartAt)
+	}
 	for _, v := range r.Verdicts {
 		switch {
-		case strings.HasPrefix(v.Stopped, "failed") || strings.HasPrefix(v.Stopped, "not recovered") || strings.HasPrefix(v.Stopped, "budget"):
+		case strings.HasPrefix(v.Stopped, "failed") || strings.HasPrefix(v.Stopped, "not recovered") || strings.HasPrefix(v.Stopped, "budget") ||
+			strings.HasPrefix(v.Stopped, "late") || strings.HasPrefix(v.Stopped, "shard "):
 			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Stopped)
 		case v.Held.Summary != "":
 			fmt.Fprintf(w, "%s, held at %d clients: %s%s\n", v.Probe, v.Tried, v.Held.Summary, ends(v))

@@ -1,0 +1,153 @@
+package assess
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// TestAssessShards: two shards assess one embedded sync-2 app (started by
+// the test, assessed as an external stack) with idle connections, each
+// holding every other client of a level. Two idle connections hold both
+// workers; at the level of 2 each shard holds one, so shard 0, which
+// measures /fast, sees it degrade at 2 with only one connection of its
+// own: the other worker was held by shard 1's. Shard 1 holds its share of
+// every level (0, 1, 2) up to the maximum, each level starting no earlier
+// than its slot on the clock both derived from start_at.
+func TestAssessShards(t *testing.T) {
+	slowlabtest.NothingLeft(t)
+	running := labtest.StartOwn(t, stack.NameEmbedded, stack.RouteDirect, "sync-2", 0)
+	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	results := make([]*Result, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle)
+		c.ext = extFlags{fast: "http://" + running.AppAddr() + "/fast", app: []string{"tree:" + fmt.Sprint(running.PIDs()["app"])}}
+		c.Shard, c.StartAt = fmt.Sprintf("%d/2", i), start
+		if err := c.ApplyExternal(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c.Run(context.Background(), env)
+			errs[i] = err
+			if res, ok := r.(*Result); ok {
+				results[i] = res
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil || results[i] == nil || len(results[i].Verdicts) != 1 {
+			t.Fatalf("shard %d: %v, %+v", i, err, results[i])
+		}
+	}
+	c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle)
+	levelAt := []time.Duration{c.slotLen(ProbeIdle, false)} // the first level's slot, from the probe's
+	for _, n := range []int{1, 2} {
+		levelAt = append(levelAt, levelAt[len(levelAt)-1]+c.slotLen(ProbeIdle, n == 4))
+	}
+	m, o := results[0].Verdicts[0], results[1].Verdicts[0]
+	for i, v := range []recorder.AssessVerdict{m, o} {
+		for k, lv := range v.Levels {
+			t.Logf("shard %d: %d clients, %v of them its own, in place %v, start %.2f s, /fast %d/%d ok p95 %.1f ms %s, ends %v",
+				i, lv.Clients, deref(lv.ShardClients), lv.Placed, lv.StartS, lv.FastOK, lv.FastSent, lv.P95MS, lv.Degraded, lv.Ends)
+			if lv.StartS < levelAt[k].Seconds() {
+				t.Errorf("shard %d: level %d started %.2f s into the probe, before its slot at %s", i, lv.Clients, lv.StartS, levelAt[k])
+			}
+		}
+		if results[i].Shard != fmt.Sprintf("%d/2", i) || results[i].StartAt != start {
+			t.Errorf("shard %d: assessment.json says shard %q start_at %q", i, results[i].Shard, results[i].StartAt)
+		}
+	}
+	if m.ClientsToDegrade == nil || *m.ClientsToDegrade != 2 || len(m.Levels) != 2 || deref(m.Levels[1].ShardClients) != 1 {
+		t.Errorf("shard 0: %s, levels %d: want degraded at 2 with one connection of its own", m.Stopped, len(m.Levels))
+	}
+	if m.BaselineP95MS <= 0 || m.Levels[0].FastSent == 0 {
+		t.Errorf("shard 0: baseline p95 %v, /fast at level 1 sent %d: want /fast measured", m.BaselineP95MS, m.Levels[0].FastSent)
+	}
+	var shares []int
+	for _, lv := range o.Levels {
+		shares = append(shares, deref(lv.ShardClients))
+		if lv.FastSent != 0 || lv.Degraded != "" {
+			t.Errorf("shard 1: level %d sent %d /fast requests, degraded %q: want none, shard 0 measures", lv.Clients, lv.FastSent, lv.Degraded)
+		}
+	}
+	if fmt.Sprint(shares) != "[0 1 2]" || o.ClientsToDegrade != nil || !strings.HasPrefix(o.Stopped, "shard 1/2: held its share") {
+		t.Errorf("shard 1: shares %v, degraded at %v, stopped %q: want 0, 1, 2 to the maximum and no verdict", shares, o.ClientsToDegrade, o.Stopped)
+	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// TestShardRefusals: a shard of several wants an external stack, a start
+// instant in RFC 3339 and a clock within the budget; start_at alone, or
+// with one shard, is refused; and a start instant already past is refused
+// before any load.
+func TestShardRefusals(t *testing.T) {
+	ext := func(shard, at string) *Config {
+		c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle)
+		c.ext = extFlags{fast: "http://127.0.0.1:1/fast", app: []string{"tree:" + fmt.Sprint(os.Getpid())}}
+		if err := c.ApplyExternal(); err != nil {
+			t.Fatal(err)
+		}
+		c.Shard, c.StartAt = shard, at
+		return c
+	}
+	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	managed := quick("sync-2", stack.RouteDirect, 4, ProbeIdle)
+	managed.Shard, managed.StartAt = "0/2", soon
+	short := ext("0/2", soon)
+	short.Budget = lab.Duration(30 * time.Second)
+	for _, tc := range []struct {
+		c    *Config
+		want string
+	}{
+		{managed, "shard 0/2: only against an external stack"},
+		{ext("2/2", soon), `shard "2/2": want I/N`},
+		{ext("0/2", ""), "shard 0/2: give start_at"},
+		{ext("0/2", "tomorrow"), `start_at "tomorrow": want RFC 3339`},
+		{ext("", soon), "start_at: only with shard I/N"},
+		{ext("0/1", soon), "start_at: only with shard I/N, N more than 1"},
+		{short, "shard 0/2: the shards' clock takes 45s"},
+	} {
+		if err := tc.c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("shard %q start_at %q: %v, want %q", tc.c.Shard, tc.c.StartAt, err, tc.want)
+		}
+	}
+	if err := ext("1/2", soon).Validate(); err != nil {
+		t.Errorf("a valid shard refused: %v", err)
+	}
+	past := ext("1/2", time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano))
+	env, err := lab.Options{Out: t.TempDir()}.Env(past, labtest.LogWriter{T: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := past.Run(context.Background(), env); err == nil || !strings.Contains(err.Error(), "was") || !strings.Contains(err.Error(), "start every shard before it") {
+		t.Errorf("start_at in the past: %v, want it refused", err)
+	}
+}
