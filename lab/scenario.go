@@ -50,6 +50,10 @@ type ExternalSpec struct {
 	Server      string              `yaml:"server"`                 // sync-2, node-1, ...
 	Groups      map[string][]string `yaml:"groups"`                 // app, proxy
 	TempDirs    []string            `yaml:"temp_dirs,omitempty"`    // the proxy's
+	// Unseen says the stack's processes are not on this machine: no
+	// groups, nothing of them measured (only slowlab assess takes it, its
+	// verdicts resting on /fast alone).
+	Unseen bool `yaml:"unseen,omitempty"`
 }
 
 // Deployment is the spec as the stack takes it.
@@ -59,7 +63,7 @@ func (e ExternalSpec) Deployment(allowRemote bool) (stack.External, error) {
 		return stack.External{}, fmt.Errorf("external.server: %v", err)
 	}
 	ext := stack.External{URLs: map[stack.Target]string{}, Route: e.Route, Server: srv, Groups: e.Groups,
-		TempDirs: e.TempDirs, AllowRemote: allowRemote}
+		TempDirs: e.TempDirs, AllowRemote: allowRemote, Unseen: e.Unseen}
 	if ext.Route == "" {
 		ext.Route = stack.RouteDirect
 	}

@@ -288,6 +288,12 @@ type Routed interface {
 	Routes() []stack.Route
 }
 
+// TakesUnseen is a configuration that can measure an external stack
+// whose processes are not on this machine (external.unseen).
+type TakesUnseen interface {
+	TakesUnseen() bool
+}
+
 // external resolves stack: external before anything starts: the
 // deployment's URLs (loopback unless --allow-remote), one URL for every
 // kind of request the experiment sends, conditions of its route and
@@ -302,6 +308,9 @@ func (o Options) external(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 	ext, err := spec.External.Deployment(o.AllowRemote)
 	if err != nil {
 		return stack.Stack{}, err
+	}
+	if u, ok := cfg.(TakesUnseen); ext.Unseen && !(ok && u.TakesUnseen()) {
+		return stack.Stack{}, fmt.Errorf("external.unseen: %s measures the stack's processes; give their groups (only slowlab assess measures a stack it cannot see)", exp)
 	}
 	st := stack.Stack{Name: stack.NameExternal, External: &ext}
 	if err := st.Check(cfg.Servers()...); err != nil {

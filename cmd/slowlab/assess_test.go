@@ -42,7 +42,7 @@ func TestAssessRefusesBeforeLoad(t *testing.T) {
 		{"selector selects nothing", []string{"--fast-url", srv.URL + "/fast", "--app", "comm:^no-such-process-xyz$", "--probes", "idle"}, 1,
 			"comm:^no-such-process-xyz$"},
 		{"remote", []string{"--fast-url", "http://192.0.2.1/fast", "--app", self, "--probes", "idle"}, 1, "loopback"},
-		{"no app selector", []string{"--fast-url", srv.URL + "/fast", "--probes", "idle"}, 2, "external.groups.app: no selectors"},
+		{"proxy without app", []string{"--fast-url", srv.URL + "/fast", "--route", "proxy-buffering-on", "--proxy", self, "--probes", "idle"}, 2, "external.groups.app: no selectors"},
 		{"external flags without --fast-url", []string{"--large-url", srv.URL + "/small"}, 2, "give --fast-url too"},
 		{"--stack external alone", []string{"--stack", "external"}, 2, "--stack external: give the stack's URLs"},
 		{"bad fail-on", []string{"--stack", "embedded", "--fail-on", "idle<0"}, 2, "fail_on"},

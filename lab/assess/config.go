@@ -116,7 +116,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ext.large, "large-url", "", "external stack: a large response's URL (slow and stalled readers)")
 	fs.StringVar(&c.ext.upload, "upload-url", "", "external stack: a URL that takes a POST body (slow uploads)")
 	fs.StringVar(&c.ext.stream, "stream-url", "", "external stack: a long-poll or SSE URL (held streams)")
-	fs.Var(cliflag.Strings(&c.ext.app), "app", "external stack: an exporter selector of the app's processes (cgroup:PATH, tree:PID, comm:REGEX, port:N, ...); repeatable")
+	fs.Var(cliflag.Strings(&c.ext.app), "app", "external stack: an exporter selector of the app's processes (cgroup:PATH, tree:PID, comm:REGEX, port:N, ...); repeatable; none (nor --proxy, --temp-dir): the processes are not on this machine, and the verdicts come without what held the stack")
 	fs.Var(cliflag.Strings(&c.ext.proxy), "proxy", "external stack: an exporter selector of the proxy's processes; repeatable")
 	fs.Var(cliflag.Strings(&c.ext.tempDirs), "temp-dir", "external stack: the proxy's temp-file directory; repeatable")
 }
@@ -168,6 +168,13 @@ func (c *Config) ApplyExternal() error {
 		return nil
 	}
 	route := c.Route
+	if len(e.app) == 0 && len(e.proxy) == 0 && len(e.tempDirs) == 0 {
+		// No processes named: they are not on this machine (a shard of an
+		// assessment run from another machine); only /fast is measured.
+		c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
+			StreamURL: e.stream, Route: route, Server: c.Server, Unseen: true}
+		return nil
+	}
 	switch {
 	case len(e.proxy) > 0 && !route.Proxied():
 		return errors.New("--proxy: the stack has a proxy; say how it buffers responses with --route proxy-buffering-on or proxy-buffering-off")
@@ -233,6 +240,11 @@ func (c *Config) Validate() error {
 	}
 	return c.validateShard()
 }
+
+// TakesUnseen implements lab.TakesUnseen: an external stack whose
+// processes are not on this machine gets verdicts from /fast, without
+// what held it.
+func (c *Config) TakesUnseen() bool { return true }
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {

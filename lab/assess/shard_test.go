@@ -18,7 +18,8 @@ import (
 
 // TestAssessShards: two shards assess one embedded sync-2 app (started by
 // the test, assessed as an external stack) with idle connections, each
-// holding every other client of a level. Two idle connections hold both
+// holding every other client of a level; shard 1 is given no --app, as
+// a shard on another machine, which cannot see the app's processes. Two idle connections hold both
 // workers; at the level of 2 each shard holds one, so shard 0, which
 // measures /fast, sees it degrade at 2 with only one connection of its
 // own: the other worker was held by shard 1's. Shard 1 holds its share of
@@ -34,6 +35,9 @@ func TestAssessShards(t *testing.T) {
 	for i := range results {
 		c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle)
 		c.ext = extFlags{fast: "http://" + running.AppAddr() + "/fast", app: []string{"tree:" + fmt.Sprint(running.PIDs()["app"])}}
+		if i == 1 { // as from another machine: the app's processes unseen
+			c.ext.app = nil
+		}
 		c.Shard, c.StartAt = fmt.Sprintf("%d/2", i), start
 		if err := c.ApplyExternal(); err != nil {
 			t.Fatal(err)
@@ -67,6 +71,10 @@ func TestAssessShards(t *testing.T) {
 		levelAt = append(levelAt, levelAt[len(levelAt)-1]+c.slotLen(ProbeIdle, n == 4))
 	}
 	m, o := results[0].Verdicts[0], results[1].Verdicts[0]
+	if m.Held.AppEstablished == nil || *m.Held.AppEstablished < 2 || o.Held.AppEstablished != nil {
+		t.Errorf("the app's connections at the last level: shard 0 saw %v, shard 1 %v: want both shards' 2 seen by shard 0, nothing by the shard that cannot see the app",
+			deref64(m.Held.AppEstablished), deref64(o.Held.AppEstablished))
+	}
 	for i, v := range []recorder.AssessVerdict{m, o} {
 		for k, lv := range v.Levels {
 			t.Logf("shard %d: %d clients, %v of them its own, in place %v, start %.2f s, /fast %d/%d ok p95 %.1f ms %s, ends %v",
@@ -95,6 +103,13 @@ func TestAssessShards(t *testing.T) {
 	if fmt.Sprint(shares) != "[0 1 2]" || o.ClientsToDegrade != nil || !strings.HasPrefix(o.Stopped, "shard 1/2: held its share") {
 		t.Errorf("shard 1: shares %v, degraded at %v, stopped %q: want 0, 1, 2 to the maximum and no verdict", shares, o.ClientsToDegrade, o.Stopped)
 	}
+}
+
+func deref64(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 func deref(p *int) int {

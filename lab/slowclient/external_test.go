@@ -56,6 +56,8 @@ func TestExternalBadInput(t *testing.T) {
 			c.External.Route, c.Conditions[0].Route = stack.RouteBufferingOn, stack.RouteBufferingOn
 		}, "groups.proxy: no selectors", true},
 		{"bad selector", func(c *Config, _ *lab.Options) { c.External.Groups["app"] = []string{"tree:x"} }, `"tree:x"`, true},
+		{"unseen", func(c *Config, _ *lab.Options) { c.External.Groups, c.External.Unseen = nil, true }, "external.unseen: slow-client measures the stack's processes", false},
+		{"unseen with groups", func(c *Config, _ *lab.Options) { c.External.Unseen = true }, "external.unseen: the processes are not on this machine; give no groups", true},
 		{"limits", func(c *Config, _ *lab.Options) { c.Limits["app"] = lab.LimitSpec{CPU: 1} }, "the external stack applies none", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

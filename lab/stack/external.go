@@ -51,6 +51,9 @@ type External struct {
 	TempDirs []string
 	// AllowRemote lets the URLs name a host that is not loopback.
 	AllowRemote bool
+	// Unseen: the processes are not on this machine, so there are no
+	// Groups and nothing of them is measured.
+	Unseen bool
 }
 
 // Validate checks the URLs, the route, the server label and the
@@ -87,6 +90,12 @@ func (e External) Validate() error {
 }
 
 func (e External) validateGroups() error {
+	if e.Unseen {
+		if len(e.Groups) > 0 || len(e.TempDirs) > 0 {
+			return errors.New("external.unseen: the processes are not on this machine; give no groups or temp_dirs")
+		}
+		return nil
+	}
 	if len(e.Groups["app"]) == 0 {
 		return errors.New("external.groups.app: no selectors: the exporter needs to find the app's processes (cgroup:PATH, tree:PID, comm:REGEX, port:N, ...)")
 	}
@@ -133,6 +142,10 @@ type Found struct {
 // role's cgroup (its cgroup: selector's, else its first process's).
 func (e External) Find(ctx context.Context) (Found, error) {
 	f := Found{PIDs: map[string][]int{}, Cgroups: map[string]string{}, Limits: map[string]cgroup.Limits{}}
+	if e.Unseen {
+		f.Notes = append(f.Notes, "the processes are not on this machine (unseen): none measured")
+		return f, nil
+	}
 	procFS, cgFS := exporter.DefaultProcFS, exporter.DefaultCgroupFS
 	layout, layoutErr := cgroup.Detect(cgFS)
 	for _, role := range []string{"app", "proxy"} {

@@ -137,7 +137,9 @@ func (r *Running) PIDs() map[string]int {
 // cgroup when it has one, else its process tree.
 func (r *Running) Groups() map[string][]string {
 	if r.ext != nil {
-		return maps.Clone(r.ext.Groups)
+		g := map[string][]string{} // none when the processes are unseen
+		maps.Copy(g, r.ext.Groups)
+		return g
 	}
 	g := map[string][]string{"app": selector(r.cgroups["app"], r.app)}
 	if r.proxy != nil {
