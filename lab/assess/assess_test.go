@@ -157,9 +157,15 @@ func TestApplyExternal(t *testing.T) {
 		t.Errorf("--proxy with route direct: %v", err)
 	}
 	c = Default()
-	c.Route, c.ext = stack.RouteBufferingOn, extFlags{fast: "http://127.0.0.1:8000/fast"}
+	c.Route, c.ext = stack.RouteBufferingOn, extFlags{fast: "http://127.0.0.1:8000/fast", app: []string{"port:8000"}}
 	if err := c.ApplyExternal(); err == nil || !strings.Contains(err.Error(), "give its processes with --proxy") {
-		t.Errorf("a proxied route without --proxy: %v", err)
+		t.Errorf("a proxied route with --app and without --proxy: %v", err)
+	}
+	// No processes named: they are elsewhere (unseen), whatever the route.
+	c = Default()
+	c.Route, c.ext = stack.RouteBufferingOn, extFlags{fast: "http://127.0.0.1:8000/fast"}
+	if err := c.ApplyExternal(); err != nil || c.StackSpec.External == nil || !c.StackSpec.External.Unseen || len(c.StackSpec.External.Groups) > 0 {
+		t.Errorf("no --app, --proxy or --temp-dir: %v, external %+v: want an unseen stack, no groups", err, c.StackSpec.External)
 	}
 }
 
