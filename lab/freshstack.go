@@ -45,6 +45,23 @@ type Fresh struct {
 // is the reason the run could not start ("work dir: ...", "start stack:
 // ...", or the instruments'); it leaves nothing behind then.
 func StartFresh(ctx context.Context, env *Env, d stack.Deployment, loadChild bool) (*Fresh, error) {
+	place := loadEnters
+	if loadChild {
+		place = loadInChild
+	}
+	return startFresh(ctx, env, d, place)
+}
+
+// StartFreshUnlimited is StartFresh for a load generator that must never
+// be the bottleneck it measures (assess): it runs in this process, which
+// enters no cgroup of the session, so no limit meant for the stack under
+// test or the published load generator binds it; the exporter watches
+// this process as the load generator.
+func StartFreshUnlimited(ctx context.Context, env *Env, d stack.Deployment) (*Fresh, error) {
+	return startFresh(ctx, env, d, loadFree)
+}
+
+func startFresh(ctx context.Context, env *Env, d stack.Deployment, place loadPlace) (*Fresh, error) {
 	work, err := NewWorkDir()
 	if err != nil {
 		return nil, err
@@ -56,11 +73,7 @@ func StartFresh(ctx context.Context, env *Env, d stack.Deployment, loadChild boo
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
 	f := &Fresh{Running: running, work: work, env: env, runID: d.RunID}
-	instrument := Instrument
-	if loadChild {
-		instrument = InstrumentLoadChild
-	}
-	if f.In, err = instrument(ctx, env, d.RunID, running); err != nil {
+	if f.In, err = instrument(ctx, env, d.RunID, running, place); err != nil {
 		return nil, errors.Join(err, f.Stop())
 	}
 	return f, nil

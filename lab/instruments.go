@@ -35,7 +35,7 @@ type Instruments struct {
 // process enters it after, so the exporter is not limited: for an
 // experiment whose load runs in this process.
 func Instrument(ctx context.Context, env *Env, runID string, running *stack.Running) (*Instruments, error) {
-	return instrument(ctx, env, runID, running, true)
+	return instrument(ctx, env, runID, running, loadEnters)
 }
 
 // InstrumentLoadChild is Instrument for an experiment whose load generator
@@ -44,10 +44,19 @@ func Instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 // generator alone, and its orchestration (sampling, CSV writing) cannot
 // be killed by them; the exporter watches the cgroup.
 func InstrumentLoadChild(ctx context.Context, env *Env, runID string, running *stack.Running) (*Instruments, error) {
-	return instrument(ctx, env, runID, running, false)
+	return instrument(ctx, env, runID, running, loadInChild)
 }
 
-func instrument(ctx context.Context, env *Env, runID string, running *stack.Running, enter bool) (*Instruments, error) {
+// loadPlace is where a run's load generator runs, for its instruments.
+type loadPlace int
+
+const (
+	loadEnters  loadPlace = iota // this process, in the load generator's cgroup
+	loadInChild                  // a child in that cgroup; this process outside it
+	loadFree                     // this process, in no cgroup of the session
+)
+
+func instrument(ctx context.Context, env *Env, runID string, running *stack.Running, place loadPlace) (*Instruments, error) {
 	exe, err := child.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find slowlab binary: %w", err)
@@ -55,7 +64,7 @@ func instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 	in := &Instruments{env: env, runID: runID}
 	groups := running.Groups()
 	groups["loadgen"] = []string{"pid:" + strconv.Itoa(os.Getpid())}
-	if l, ok := env.LoadgenLimits(); ok {
+	if l, ok := env.LoadgenLimits(); ok && place != loadFree {
 		if in.self, err = cgroup.PrepareSelf(env.Stack.CgroupRoot, stack.CgroupName(runID, "loadgen"), l); err != nil {
 			return nil, fmt.Errorf("limit the load generator: %w", err)
 		}
@@ -65,7 +74,7 @@ func instrument(ctx context.Context, env *Env, runID string, running *stack.Runn
 		in.Stop()
 		return nil, fmt.Errorf("start exporter: %w", err)
 	}
-	if in.self != nil && enter {
+	if in.self != nil && place == loadEnters {
 		if err := in.self.Enter(); err != nil {
 			in.self = nil // Enter removed it
 			in.Stop()

@@ -76,6 +76,9 @@ type IdleHolders struct {
 	// OnConnected, when set, is called once every connection has been
 	// tried (connected or failed), with the number connected.
 	OnConnected func(connected int)
+	// OnConnect and OnEnd, when set, are called as each connection is
+	// made and as each made one ends, with its Seq.
+	OnConnect, OnEnd func(seq int)
 	// AllowRemote lets Addr be another host (a name or an address); without
 	// it only loopback, checked again at connect as the clients do.
 	AllowRemote bool
@@ -173,6 +176,9 @@ func (h *IdleHolders) Run(ctx context.Context) ([]HeldConn, error) {
 				mu.Lock()
 				connected++
 				mu.Unlock()
+				if h.OnConnect != nil {
+					h.OnConnect(i)
+				}
 			}
 			dialWG.Done()
 			if c == nil {
@@ -186,6 +192,9 @@ func (h *IdleHolders) Run(ctx context.Context) ([]HeldConn, error) {
 				defer wg.Done()
 				h.hold(ctx, c, &r)
 				out[i] = r
+				if h.OnEnd != nil {
+					h.OnEnd(i)
+				}
 			}()
 		}()
 	}

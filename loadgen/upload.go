@@ -51,6 +51,9 @@ type SlowUploader struct {
 	// AllowRemote lets the uploader connect to an address that is not
 	// loopback; without it the connection is refused just before connect.
 	AllowRemote bool
+	// OnConnect, when set, is called with the client number once its
+	// request header was written: the upload is in place.
+	OnConnect func(client int)
 }
 
 // Upload is one slow upload's result.
@@ -141,6 +144,9 @@ func (s SlowUploader) Run(ctx context.Context, client int) (u Upload) {
 		return u
 	}
 	u.Start = time.Now()
+	if s.OnConnect != nil {
+		s.OnConnect(client)
+	}
 	resp := make(chan responseOrErr, 1)
 	go func() {
 		res, err := http.ReadResponse(bufio.NewReader(conn), req)

@@ -56,12 +56,36 @@ type AssessVerdict struct {
 	// response (predicted from configuration), or Unpredicted why not.
 	Absorbs     *AssessAbsorbs `json:"path_absorbs,omitempty"`
 	Unpredicted string         `json:"path_unpredicted,omitempty"`
-	Levels      []AssessLevel  `json:"levels"`
+	// Sure says how sure the threshold is: "confirmed" (the level below
+	// it held and it degraded, each in two windows with every client in
+	// place), "once" (a window each: the budget left no second),
+	// "unstable" (a second window contradicted the first: the smallest
+	// level that degraded is the threshold), "between" (a sharded
+	// assessment's powers of two: somewhere above HeldInPlace), "held"
+	// (no level degraded), "none" (no valid level).
+	Sure string `json:"sure,omitempty"`
+	// Windows is how many valid /fast windows the verdict rests on: those
+	// at the threshold and at the level below it (at the largest level
+	// held when none degraded).
+	Windows int `json:"windows,omitempty"`
+	// HeldInPlace is the largest level whose /fast held with every client
+	// in place and the instrument valid, 0 for none: --fail-on passes a
+	// bound only up to it.
+	HeldInPlace int           `json:"held_in_place"`
+	Levels      []AssessLevel `json:"levels"`
 }
 
-// LastLevel is the level that degraded, else the last one tried (nil
+// LastLevel is the level that decided the threshold (the last window
+// that degraded at ClientsToDegrade clients), else the last one run (nil
 // without levels).
 func (v AssessVerdict) LastLevel() *AssessLevel {
+	if v.ClientsToDegrade != nil {
+		for i := len(v.Levels) - 1; i >= 0; i-- {
+			if lv := &v.Levels[i]; lv.Clients == *v.ClientsToDegrade && lv.Degraded != "" {
+				return lv
+			}
+		}
+	}
 	if len(v.Levels) == 0 {
 		return nil
 	}
@@ -123,6 +147,28 @@ type AssessLevel struct {
 	// timeout, a proxy's send_timeout) though they never saw it. Nil when
 	// it did not come back while they were held, or was not watched.
 	FastBackS *float64 `json:"fast_back_s,omitempty"`
+	// Status is the level's outcome: "held", "degraded", "short" (fewer
+	// of its clients in place than asked: it proves nothing) or
+	// "invalid" (the load generator was throttled or late: repeated,
+	// never a verdict, Invalid says why).
+	Status  string `json:"status,omitempty"`
+	Invalid string `json:"invalid,omitempty"`
+	// Connected is how many of this process's clients were connected,
+	// and not yet ended, when the /fast window began.
+	Connected int `json:"clients_connected"`
+	// AppConns and ProxyConns are the most connections the app's and
+	// the proxy's processes held during the level, where they are seen.
+	AppConns   *float64 `json:"app_connections,omitempty"`
+	ProxyConns *float64 `json:"proxy_connections,omitempty"`
+	// The load generator over the window: its CPU time, the time its
+	// cgroup was throttled (nil where unreadable), and how far behind
+	// its schedule its latest /fast request started.
+	LoadgenCPUS       *float64 `json:"loadgen_cpu_s,omitempty"`
+	LoadgenThrottledS *float64 `json:"loadgen_throttled_s,omitempty"`
+	FastLagMaxMS      float64  `json:"fast_lag_max_ms"`
+	// FastTimeoutMS bounds each /fast request of the window: a failed one
+	// took up to it.
+	FastTimeoutMS float64 `json:"fast_timeout_ms,omitempty"`
 }
 
 // AssessAbsorbs is what the path from the app to a slow reader holds of
@@ -204,8 +250,10 @@ func (v AssessVerdict) check() error {
 		switch {
 		case lv.Clients < 1:
 			return fmt.Errorf("levels[%d]: clients %d, want 1 or more", i, lv.Clients)
-		case i > 0 && lv.Clients <= v.Levels[i-1].Clients:
-			return fmt.Errorf("levels[%d]: %d clients after %d: want levels in rising order", i, lv.Clients, v.Levels[i-1].Clients)
+		case i > 0 && lv.StartS < v.Levels[i-1].StartS:
+			return fmt.Errorf("levels[%d]: started at %g s, before levels[%d] at %g s: want levels in the order they ran", i, lv.StartS, i-1, v.Levels[i-1].StartS)
+		case lv.Clients > v.Tried:
+			return fmt.Errorf("levels[%d]: %d clients, over clients_tried %d", i, lv.Clients, v.Tried)
 		case lv.FastOK < 0 || lv.FastFail < 0 || lv.FastOK+lv.FastFail > lv.FastSent:
 			return fmt.Errorf("levels[%d]: /fast %d ok and %d failed of %d sent", i, lv.FastOK, lv.FastFail, lv.FastSent)
 		}

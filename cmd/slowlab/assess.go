@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/assess"
@@ -15,15 +16,28 @@ func init() {
 	register(command{name: "assess", summary: "how many slow clients of each kind take a stack down, what held it, and what fixes it", run: runAssess})
 }
 
+// The exit codes of `slowlab assess`, for a CI gate that must tell a weak
+// stack from a broken assessment.
+const (
+	assessPassed   = 0 // every --fail-on bound held (or none given)
+	assessBroken   = 1 // a --fail-on bound is broken: the stack is too weak
+	assessBadInput = 2 // bad flags, or a URL that does not serve what its probe needs
+	assessUnmade   = 3 // the assessment could not be made: stack down, instrument invalid at every try, a bound not judged
+)
+
 // runAssess runs `slowlab assess`: on a managed stack (--stack, --server,
-// --route) or the user's (--fast-url and the other external flags). It
-// exits 1 when --fail-on finds a threshold below its bound, 2 for a usage
-// error, and 1 when the assessment was refused before any load.
+// --route) or the user's (--fast-url and the other external flags), and
+// exits with one of the codes above.
 func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := assess.Default()
 	fs := newFlagSet("assess", "[flags]", stdout)
+	usage := fs.Usage
+	fs.Usage = func() {
+		usage()
+		fmt.Fprintln(stdout, "\nExit status: 0 passed; 1 a --fail-on bound broken (the stack is too weak); 2 bad input (flags, or a URL that does not serve what its probe needs); 3 the assessment could not be made (the stack down, the load generator invalid at every try, a bound not judged)")
+	}
 	var s session
-	s.addFlags(fs, lab.SharedStack|lab.SharedMetrics)
+	s.addFlags(fs, lab.SharedStack|lab.SharedMetrics|lab.SharedHostCPU)
 	cfg.Flags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -48,7 +62,8 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	s.opts.Metrics = metrics
 	env, err := s.opts.Env(cfg, stderr)
 	if err != nil {
-		return err
+		// The stack as given: its URLs, its processes' selectors.
+		return exitError{assessBadInput, err}
 	}
 	fmt.Fprintf(stderr, "assess: results in %s\n", env.Out)
 	res, err := cfg.Run(ctx, env)
@@ -56,12 +71,34 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "results: %s\n\n", env.Out)
 		r.Print(stdout)
 		lab.WriteReport(env.Out, stdout, stderr)
-		if failed := r.Failed(); err == nil && len(failed) > 0 {
-			return exitError{1, fmt.Errorf("--fail-on: %d bound(s) broken", len(failed))}
+		if err == nil {
+			return assessExit(r)
 		}
 	}
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("interrupted; the probes completed so far are in %s", env.Out)
+	case errors.Is(err, assess.ErrRefused):
+		return exitError{assessBadInput, err}
+	case errors.Is(err, assess.ErrUnavailable):
+		return exitError{assessUnmade, err}
 	}
 	return err
+}
+
+// assessExit is the exit of a finished assessment: a broken bound first
+// (the stack is too weak, whatever else could not be judged), then a bound
+// not judged or a probe whose verdict could not be made.
+func assessExit(r *assess.Result) error {
+	broken, unjudged := r.Judge()
+	unmade := r.Unmade()
+	switch {
+	case len(broken) > 0:
+		return exitError{assessBroken, fmt.Errorf("--fail-on: %d bound(s) broken: %s", len(broken), strings.Join(broken, "; "))}
+	case len(unjudged) > 0:
+		return exitError{assessUnmade, fmt.Errorf("--fail-on: %d bound(s) not judged: %s", len(unjudged), strings.Join(unjudged, "; "))}
+	case len(unmade) > 0:
+		return exitError{assessUnmade, fmt.Errorf("%d probe(s) without a verdict: %s", len(unmade), strings.Join(unmade, "; "))}
+	}
+	return nil
 }

@@ -31,17 +31,25 @@ func TestAssessRefusesBeforeLoad(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unreachable", []string{"--fast-url", "http://127.0.0.1:1/fast", "--app", self, "--probes", "idle"}, 1,
-			"refused before any load: fast URL http://127.0.0.1:1/fast"},
-		{"baseline not 2xx", []string{"--fast-url", srv.URL + "/broken", "--app", self, "--probes", "idle"}, 1,
+		{"unreachable", []string{"--fast-url", "http://127.0.0.1:1/fast", "--app", self, "--probes", "idle"}, 3,
+			"the stack cannot be assessed: it does not answer: fast URL http://127.0.0.1:1/fast"},
+		{"baseline not 2xx", []string{"--fast-url", srv.URL + "/broken", "--app", self, "--probes", "idle"}, 3,
 			"status 503, want 2xx"},
-		{"large under 1 MiB", []string{"--fast-url", srv.URL + "/fast", "--large-url", srv.URL + "/small", "--app", self, "--probes", "slow-readers"}, 1,
+		{"large under 1 MiB", []string{"--fast-url", srv.URL + "/fast", "--large-url", srv.URL + "/small", "--app", self, "--probes", "slow-readers"}, 2,
 			"102400 bytes, the slow-reader probe wants at least 1 MiB: the kernel's socket buffers absorb"},
-		{"no large URL", []string{"--fast-url", srv.URL + "/fast", "--app", self, "--probes", "slow-readers"}, 1,
+		{"stream answers at once", []string{"--fast-url", srv.URL + "/fast", "--stream-url", srv.URL + "/fast", "--app", self, "--probes", "held-streams"}, 2,
+			"refused before any load: stream URL " + srv.URL + "/fast?wait=9s: answered whole in"},
+		{"stream not 2xx", []string{"--fast-url", srv.URL + "/fast", "--stream-url", srv.URL + "/broken", "--app", self, "--probes", "held-streams"}, 2,
+			"/broken?wait=9s: status 503, want 2xx"},
+		{"no large URL", []string{"--fast-url", srv.URL + "/fast", "--app", self, "--probes", "slow-readers"}, 2,
 			"external.large_url: assess sends these requests; give their URL"},
-		{"selector selects nothing", []string{"--fast-url", srv.URL + "/fast", "--app", "comm:^no-such-process-xyz$", "--probes", "idle"}, 1,
+		{"selector selects nothing", []string{"--fast-url", srv.URL + "/fast", "--app", "comm:^no-such-process-xyz$", "--probes", "idle"}, 2,
 			"comm:^no-such-process-xyz$"},
-		{"remote", []string{"--fast-url", "http://192.0.2.1/fast", "--app", self, "--probes", "idle"}, 1, "loopback"},
+		{"remote", []string{"--fast-url", "http://192.0.2.1/fast", "--app", self, "--probes", "idle"}, 2, "loopback"},
+		{"bound on a probe not run", []string{"--stack", "embedded", "--probes", "idle", "--fail-on", "slowloris<4"}, 2,
+			"fail_on: slowloris<4: probe slowloris is not among the probes run (idle)"},
+		{"bound over max clients", []string{"--stack", "embedded", "--probes", "idle", "--max-clients", "8", "--fail-on", "idle<16"}, 2,
+			"fail_on: idle<16: over max_clients 8"},
 		{"proxy without app", []string{"--fast-url", srv.URL + "/fast", "--route", "proxy-buffering-on", "--proxy", self, "--probes", "idle"}, 2, "external.groups.app: no selectors"},
 		{"external flags without --fast-url", []string{"--large-url", srv.URL + "/small"}, 2, "give --fast-url too"},
 		{"--stack external alone", []string{"--stack", "external"}, 2, "--stack external: give the stack's URLs"},
@@ -61,15 +69,24 @@ func TestAssessRefusesBeforeLoad(t *testing.T) {
 	}
 }
 
-// TestAssessFailOn: a threshold under its bound exits 1 naming it, with
-// the verdicts printed and written, and report.html drawn with them.
+// TestAssessFailOn: gthread-1x3 degrades with exactly 3 idle connections
+// (the search bisects between the powers of two 2 and 4, and confirms
+// both sides); a bound of 3 passes (exit 0), one of 4 is broken (exit 1,
+// named), with the verdict and the report written either way.
 func TestAssessFailOn(t *testing.T) {
 	slowlabtest.NothingLeft(t)
-	out := t.TempDir()
-	code, stdout, stderr := runCmd(t, "assess", "--stack", "embedded", "--no-limits", "--server", "sync-2", "--probes", "idle",
-		"--max-clients", "2", "--window", "1s", "--idle-max", "1s", "--fail-on", "idle<4", "--out", out)
-	if code != 1 || !strings.Contains(stderr, "--fail-on: 1 bound(s) broken") || !strings.Contains(stdout, "fail-on: idle<4: degraded with 2") {
-		t.Errorf("exit %d; stdout:\n%s\nstderr:\n%s\nwant exit 1 and idle<4 broken", code, stdout, stderr)
+	assess := func(bound string) (int, string, string, string) {
+		out := t.TempDir()
+		code, stdout, stderr := runCmd(t, "assess", "--stack", "embedded", "--no-limits", "--server", "gthread-1x3", "--probes", "idle",
+			"--max-clients", "4", "--window", "1s", "--idle-max", "1s", "--fail-on", bound, "--out", out)
+		return code, stdout, stderr, out
+	}
+	if code, stdout, stderr, _ := assess("idle<3"); code != 0 || strings.Contains(stdout, "fail-on:") {
+		t.Errorf("idle<3: exit %d; stdout:\n%s\nstderr:\n%s\nwant exit 0, the bound held", code, stdout, stderr)
+	}
+	code, stdout, stderr, out := assess("idle<4")
+	if code != 1 || !strings.Contains(stderr, "--fail-on: 1 bound(s) broken") || !strings.Contains(stdout, "fail-on: broken: idle<4: degraded with 3 (confirmed, 4 windows)") {
+		t.Errorf("idle<4: exit %d; stdout:\n%s\nstderr:\n%s\nwant exit 1 and idle<4 broken at 3", code, stdout, stderr)
 	}
 	var got struct {
 		Probes []struct {
@@ -78,11 +95,11 @@ func TestAssessFailOn(t *testing.T) {
 		} `json:"probes"`
 	}
 	b, err := os.ReadFile(filepath.Join(out, "assessment.json"))
-	if err != nil || json.Unmarshal(b, &got) != nil || len(got.Probes) != 1 || got.Probes[0].ClientsToDegrade == nil || *got.Probes[0].ClientsToDegrade != 2 {
+	if err != nil || json.Unmarshal(b, &got) != nil || len(got.Probes) != 1 || got.Probes[0].ClientsToDegrade == nil || *got.Probes[0].ClientsToDegrade != 3 {
 		t.Errorf("assessment.json (%v):\n%s", err, b)
 	}
 	page, err := os.ReadFile(filepath.Join(out, "report.html"))
-	if err != nil || !strings.Contains(string(page), "assess: sync-2 direct on the embedded stack") || !strings.Contains(stdout, "report: ") {
+	if err != nil || !strings.Contains(string(page), "assess: gthread-1x3 direct on the embedded stack") || !strings.Contains(stdout, "report: ") {
 		t.Errorf("report.html (%v) lacks the assessment's section, or stdout does not name it:\n%s", err, stdout)
 	}
 }

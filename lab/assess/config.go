@@ -107,7 +107,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.FastRate, "fast-rate", c.FastRate, "/fast requests a second during a window")
 	fs.Var((*lab.DurationFlag)(&c.IdleMax), "idle-max", "how long the idle, slowloris and stalled-reader probes keep their last clients to see how the server ends them")
 	fs.Var((*lab.DurationFlag)(&c.Budget), "budget", "bound on the whole assessment; a probe stops at the level that would not fit")
-	fs.StringVar(&c.FailOn, "fail-on", "", "exit 1 when a probe's threshold is below a bound, e.g. 'slow-readers<8,idle<100' (a probe that did not degrade passes)")
+	fs.StringVar(&c.FailOn, "fail-on", "", "exit 1 when a probe's threshold is below a bound, e.g. 'slow-readers<8,idle<100': PROBE<N passes only when the probe held with N-1 clients or more, every one in place, and degraded with none fewer than N; a bound the assessment could not judge exits 3")
 	fs.Var((*lab.SizeFlag)(&c.LargeSize), "large-size", "managed stack: the large response's size (at least 1m)")
 	fs.Var((*lab.SizeFlag)(&c.UploadSize), "upload-size", "the slow uploads' body size")
 	fs.StringVar(&c.Shard, "shard", "", "run shard I (from 0) of N of the assessment of an external stack: at every level it holds the clients numbered I, I+N, ...; shard 0 also measures /fast and gives the verdicts (e.g. 1/4; with --start-at)")
@@ -235,7 +235,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("paths.%s %q: must start with /", name, p)
 		}
 	}
-	if _, err := ParseFailOn(c.FailOn); err != nil {
+	bounds, err := ParseFailOn(c.FailOn)
+	if err != nil {
+		return fmt.Errorf("fail_on: %w", err)
+	}
+	if err := checkBounds(bounds, c.Probes, c.MaxClients); err != nil {
 		return fmt.Errorf("fail_on: %w", err)
 	}
 	return c.validateShard()

@@ -2,6 +2,7 @@ package assess
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -45,12 +46,16 @@ func ParseFailOn(s string) ([]Bound, error) {
 	return out, nil
 }
 
-// Failed are the bounds the verdicts break: a probe that degraded with
-// fewer clients than its bound, or that did not run. A probe that did not
-// degrade passes only if it was tried up to the bound (a budget that cut
-// it short is not a pass).
-func (r *Result) Failed() []string {
-	var out []string
+// Judge judges the --fail-on bounds against the verdicts. A bound
+// PROBE<N passes only when the probe held, with every client in place and
+// the instrument valid, at N-1 clients or more, and no valid window
+// degraded with fewer than N: so a bound the search never reached, a level
+// whose clients the stack refused (short), or a threshold known only
+// between two levels cannot pass. broken are the bounds the stack breaks
+// (the gate: exit 1); unjudged those the assessment could not judge (the
+// probe did not run, was stopped by the budget, an invalid instrument,
+// /fast not recovering; exit 3).
+func (r *Result) Judge() (broken, unjudged []string) {
 	for _, b := range r.bounds {
 		var v *Verdict
 		for i := range r.Verdicts {
@@ -60,12 +65,53 @@ func (r *Result) Failed() []string {
 		}
 		switch {
 		case v == nil:
-			out = append(out, fmt.Sprintf("%s: the probe did not run", b))
+			unjudged = append(unjudged, fmt.Sprintf("%s: the probe did not run", b))
 		case v.ClientsToDegrade != nil && *v.ClientsToDegrade < b.Min:
-			out = append(out, fmt.Sprintf("%s: degraded with %d", b, *v.ClientsToDegrade))
-		case v.ClientsToDegrade == nil && v.Tried < b.Min:
-			out = append(out, fmt.Sprintf("%s: tried only up to %d (%s)", b, v.Tried, v.Stopped))
+			broken = append(broken, fmt.Sprintf("%s: degraded with %d (%s, %d windows)", b, *v.ClientsToDegrade, v.Sure, v.Windows))
+		case v.HeldInPlace >= b.Min-1:
+		case strings.HasPrefix(v.Stopped, "short"):
+			broken = append(broken, fmt.Sprintf("%s: held in place only up to %d; %s", b, v.HeldInPlace, v.Stopped))
+		case v.ClientsToDegrade != nil:
+			unjudged = append(unjudged, fmt.Sprintf("%s: held up to %d and degraded at %d: the threshold is between them", b, v.HeldInPlace, *v.ClientsToDegrade))
+		default:
+			unjudged = append(unjudged, fmt.Sprintf("%s: held in place only up to %d (%s)", b, v.HeldInPlace, v.Stopped))
+		}
+	}
+	return broken, unjudged
+}
+
+// Unmade are the probes whose verdict could not be made: the instrument
+// invalid at every try, /fast not recovered, results not written, late.
+func (r *Result) Unmade() []string {
+	var out []string
+	for _, v := range r.Verdicts {
+		for _, why := range []string{"invalid", "not recovered", "failed", "late"} {
+			if strings.HasPrefix(v.Stopped, why) {
+				out = append(out, fmt.Sprintf("%s: %s", v.Probe, v.Stopped))
+			}
 		}
 	}
 	return out
+}
+
+// checkBounds refuses bounds the assessment cannot judge, before any
+// load: a probe it does not run, a count over the clients it tries.
+func checkBounds(bounds []Bound, probes []Probe, maxClients int) error {
+	for _, b := range bounds {
+		switch {
+		case !slices.Contains(probes, b.Probe):
+			return fmt.Errorf("%s: probe %s is not among the probes run (%s)", b, b.Probe, joinProbes(probes))
+		case b.Min > maxClients:
+			return fmt.Errorf("%s: over max_clients %d, the most clients tried: raise max_clients to %d or more", b, maxClients, b.Min)
+		}
+	}
+	return nil
+}
+
+func joinProbes(ps []Probe) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
 }

@@ -2,6 +2,7 @@ package assess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -43,7 +44,9 @@ func Degraded(base time.Duration, w Window) string {
 type Window struct {
 	Sent, OK, Failed int
 	P50, P95, Max    time.Duration
-	FirstError       string
+	// LagMax is how far behind its schedule the latest request started.
+	LagMax     time.Duration
+	FirstError string
 }
 
 // summarize reduces a window's rows (requests never sent are not
@@ -56,6 +59,7 @@ func summarize(rows []recorder.Request) Window {
 			continue
 		}
 		w.Sent++
+		w.LagMax = max(w.LagMax, msDur(r.ScheduleLagMS))
 		if r.Error != "" || r.Status < 200 || r.Status > 299 {
 			w.Failed++
 			if w.FirstError == "" {
@@ -93,6 +97,11 @@ type run struct {
 	// fastTimeout bounds each /fast request: twice the threshold, so a
 	// slow request is measured, not only counted as failed.
 	fastTimeout time.Duration
+	// self measures the load generator (this process); guard is the
+	// host-CPU guard; maxLag bounds a valid window's schedule lag.
+	self   selfMeter
+	guard  *lab.Guard
+	maxLag time.Duration
 }
 
 // window runs /fast open loop for the config's window, Offset from now,
@@ -117,26 +126,30 @@ func (r *run) hold() time.Duration {
 	return time.Duration(r.cfg.Offset) + time.Duration(r.cfg.Window) + r.fastTimeout + time.Second
 }
 
-// level runs n clients of the probe beside a /fast window. When last
-// (the top level), or when /fast degrades, a connection or stalled-reader
-// probe keeps its clients until the server ends them or IdleMax, to see
-// whether and when it does.
-func (r *run) level(ctx context.Context, n int, base time.Duration, last bool) (Level, error) {
-	return r.levelIn(ctx, n, base, last, slot{share: n, measure: true})
-}
+// The statuses of a level (Level.Status).
+const (
+	statusHeld     = "held"
+	statusDegraded = "degraded"
+	statusShort    = "short"
+	statusInvalid  = "invalid"
+)
 
 // slot is where a level runs. Of its clients, share are this process's;
 // at, when not zero, is the instant they start on every shard of a
 // sharded assessment, whose /fast window starts shardPlace after it
 // (on time, placed or not); measure is false on a shard that holds
-// clients only, which waits out the window instead.
+// clients only, which waits out the window instead; keep lets a
+// connection or stalled-reader probe keep the level's clients past the
+// window when it is the top level or degrades, to see whether and when
+// the server ends them.
 type slot struct {
 	share   int
 	at      time.Time
 	measure bool
+	keep    bool
 }
 
-// levelIn is level in slot s.
+// levelIn runs n clients of the probe in slot s beside a /fast window.
 func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool, s slot) (Level, error) {
 	if !s.at.IsZero() {
 		sleepUntil(ctx, s.at)
@@ -153,39 +166,13 @@ func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool,
 		hold = max(hold, time.Duration(r.cfg.IdleMax))
 	}
 	c := r.probe.start(cctx, r.t, s.share, hold)
-	placeBy := hold
-	if !s.at.IsZero() {
-		placeBy = time.Until(s.at.Add(shardPlace))
-	}
-	select {
-	case <-c.inPlace:
-		lv.Placed = true
-	case <-c.done:
-	case <-time.After(placeBy):
-	case <-ctx.Done():
-	}
-	t0 := time.Now()
-	if !s.at.IsZero() {
-		t0 = s.at.Add(shardPlace)
-		sleepUntil(ctx, t0)
-	}
-	var w Window
-	var err error
-	if s.measure {
-		w, err = r.windowFrom(ctx, fmt.Sprintf("%s-%d", r.probe, n), n, t0)
-	} else {
-		sleepUntil(ctx, t0.Add(time.Duration(r.cfg.Offset+r.cfg.Window)+r.fastTimeout))
-	}
-	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed
-	lv.P50MS, lv.P95MS, lv.MaxMS = msf(w.P50), msf(w.P95), msf(w.Max)
-	if s.measure {
-		lv.Degraded = Degraded(base, w)
-	}
+	lv.Placed = r.place(ctx, c, hold, s)
+	err := r.measured(ctx, &lv, base, c, s)
 	// The level's instruments are read over the window: a kept level's
 	// quiet tail would dilute its CPU and throttling.
 	windowEnd := time.Now()
 	lv.EndS = windowEnd.Sub(r.t0).Seconds()
-	keep := r.probe.keeps() && (last || lv.Degraded != "")
+	keep := r.probe.keeps() && s.keep && lv.Status != statusInvalid && (last || lv.Degraded != "")
 	if !keep {
 		cancel()
 	}
@@ -197,7 +184,79 @@ func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool,
 		kept := time.Since(windowEnd).Seconds()
 		lv.KeptS = &kept
 	}
+	c.outcomes(&lv)
+	return lv, err
+}
+
+// place waits until c's clients are in place (or ended), hold passes, or,
+// in a sharded slot, the window's start; whether they all were.
+func (r *run) place(ctx context.Context, c *crowd, hold time.Duration, s slot) bool {
+	placeBy := hold
+	if !s.at.IsZero() {
+		placeBy = time.Until(s.at.Add(shardPlace))
+	}
+	timer := time.NewTimer(placeBy)
+	defer timer.Stop()
+	select {
+	case <-c.inPlace:
+		return true
+	case <-c.done:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// measured runs the level's /fast window (or, on a shard that does not
+// measure, waits it out) under the host-CPU guard, and judges it: its
+// clients in place at its start, the load generator's CPU, throttling and
+// lag over it, its status.
+func (r *run) measured(ctx context.Context, lv *Level, base time.Duration, c *crowd, s slot) error {
+	t0 := time.Now()
+	if !s.at.IsZero() {
+		t0 = s.at.Add(shardPlace)
+		sleepUntil(ctx, t0)
+	}
+	gctx, stopGuard := r.guard.Watch(ctx)
+	defer stopGuard()
+	lv.Connected = c.inPlaceNow()
+	before := r.self.read()
+	var w Window
+	var err error
+	if s.measure {
+		w, err = r.windowFrom(gctx, fmt.Sprintf("%s-%d", r.probe, lv.Clients), lv.Clients, t0)
+	} else {
+		sleepUntil(gctx, t0.Add(time.Duration(r.cfg.Offset+r.cfg.Window)+r.fastTimeout))
+	}
+	generatorOver(lv, before, r.self.read())
+	busy := ""
+	if errors.Is(context.Cause(gctx), lab.ErrHostBusy) {
+		busy = r.guard.Why()
+	}
+	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed
+	lv.P50MS, lv.P95MS, lv.MaxMS = msf(w.P50), msf(w.P95), msf(w.Max)
+	lv.FastLagMaxMS, lv.FastTimeoutMS = msf(w.LagMax), msf(r.fastTimeout)
+	lv.Invalid = invalidWhy(lv, r.maxLag, busy)
+	switch {
+	case lv.Invalid != "":
+		lv.Status = statusInvalid
+	case lv.Connected < s.share:
+		lv.Status = statusShort
+	case !s.measure:
+	default:
+		lv.Status = statusHeld
+		if lv.Degraded = Degraded(base, w); lv.Degraded != "" {
+			lv.Status = statusDegraded
+		}
+	}
+	return err
+}
+
+// outcomes puts how c's clients ended, the first lines the server sent
+// them and how long it held them on lv.
+func (c *crowd) outcomes(lv *Level) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	lv.Ends, lv.FirstLines = maps.Clone(c.ends), maps.Clone(c.firsts)
 	if len(c.held) > 0 {
 		held := slices.Clone(c.held)
@@ -205,11 +264,9 @@ func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool,
 		p50, top := held[len(held)/2].Seconds(), held[len(held)-1].Seconds()
 		lv.HeldP50S, lv.HeldMaxS = &p50, &top
 	}
-	c.mu.Unlock()
 	if len(lv.FirstLines) == 0 {
 		lv.FirstLines = nil
 	}
-	return lv, err
 }
 
 // backWhileHeld watches /fast while c's clients are held: how long until

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slowlab/slowlab/lab/stack"
@@ -97,9 +99,11 @@ type crowd struct {
 	anyEnded chan struct{}
 	mu       sync.Mutex
 	placed   int
-	ends     map[string]int  // how the clients ended
-	held     []time.Duration // how long each connection was held (idle, slowloris, stalled readers)
-	firsts   map[string]int  // the first response lines the server sent them
+	// live is how many clients are connected and not yet ended.
+	live   int
+	ends   map[string]int  // how the clients ended
+	held   []time.Duration // how long each connection was held (idle, slowloris, stalled readers)
+	firsts map[string]int  // the first response lines the server sent them
 }
 
 func newCrowd(n int) *crowd {
@@ -121,13 +125,31 @@ func (c *crowd) place() {
 	}
 }
 
-func (c *crowd) end(how string) {
+// connect counts a client connected: in place until it ends.
+func (c *crowd) connect() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live++
+}
+
+// end counts a client ended; connected says whether it had connected.
+func (c *crowd) end(how string, connected bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.ends) == 0 {
 		close(c.anyEnded)
 	}
 	c.ends[how]++
+	if connected {
+		c.live--
+	}
+}
+
+// inPlaceNow is how many clients are connected and not ended.
+func (c *crowd) inPlaceNow() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live
 }
 
 // start runs n clients of probe p against t until ctx ends; hold is how
@@ -163,41 +185,49 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 	var once sync.Once
 	placed := func() { once.Do(c.place) }
 	defer placed()
+	var connected atomic.Bool
+	onConnect := func() {
+		if connected.CompareAndSwap(false, true) {
+			c.connect()
+			placed()
+		}
+	}
+	end := func(how string) { c.end(how, connected.Load()) }
 	switch p {
 	case ProbeSlowReaders, ProbeStalled:
 		r := loadgen.SlowReader{URL: t.large, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
 			Rate: max(float64(t.largeSize)/(2*hold.Seconds()), 1), Timeout: 4 * hold, AllowRemote: t.allowRemote,
-			OnConnect: func(int, netip.AddrPort) { placed() }}
+			OnConnect: func(int, netip.AddrPort) { onConnect() }}
 		if p == ProbeStalled {
-			p.stall(ctx, r, i, hold, c)
+			p.stall(ctx, r, i, hold, c, end)
 			return
 		}
 		d := r.Run(ctx, i)
-		c.end(readEnd(d))
+		end(readEnd(d))
 	case ProbeSlowUploads:
 		u := loadgen.SlowUploader{URL: t.upload, Size: t.uploadSize, Rate: max(float64(t.uploadSize)/(2*hold.Seconds()), 1),
-			SndBuf: loadgen.DefaultUploadSndBuf, WriteSize: loadgen.DefaultUploadWriteSize, Timeout: 4 * hold, AllowRemote: t.allowRemote}
-		placed() // the uploader connects as it starts; the window's offset covers it
+			SndBuf: loadgen.DefaultUploadSndBuf, WriteSize: loadgen.DefaultUploadWriteSize, Timeout: 4 * hold, AllowRemote: t.allowRemote,
+			OnConnect: func(int) { onConnect() }}
 		got := u.Run(ctx, i)
-		c.end(got.Outcome)
+		end(got.Outcome)
 	case ProbeHeldStreams:
 		client := loadgen.NewClient(loadgen.ClientOptions{Timeout: 4 * hold, AllowRemote: t.allowRemote})
 		defer client.Close()
-		placed()
 		var r loadgen.Result
-		client.Get(ctx, t.stream.String(), &r)
+		client.Get(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { onConnect() }}), t.stream.String(), &r)
 		how := fmt.Sprintf("status %d", r.Status)
 		if r.Err != nil {
 			how = loadgen.ErrorReason(r.Err)
 		}
-		c.end(how)
+		end(how)
 	}
 }
 
 // stall runs stalled reader i (r): it reads StallAfter, then nothing,
 // until the server ends its connection, the level ends (ctx) or hold
 // passes ("bound"), and counts how long it held the connection.
-func (p Probe) stall(ctx context.Context, r loadgen.SlowReader, i int, hold time.Duration, c *crowd) {
+func (p Probe) stall(ctx context.Context, r loadgen.SlowReader, i int, hold time.Duration, c *crowd, end func(string)) {
 	r.Rate, r.Stall, r.StallAfter = 64<<20, 2*hold, StallAfter
 	bctx, cancel := context.WithTimeout(ctx, hold)
 	defer cancel()
@@ -206,7 +236,7 @@ func (p Probe) stall(ctx context.Context, r loadgen.SlowReader, i int, hold time
 	if ctx.Err() == nil && bctx.Err() != nil {
 		how = string(loadgen.EndBound)
 	}
-	c.end(how)
+	end(how)
 	if !d.Start.IsZero() {
 		c.mu.Lock()
 		c.held = append(c.held, time.Since(d.Start))
@@ -236,10 +266,11 @@ func (p Probe) hold(ctx context.Context, t targets, n int, hold time.Duration, c
 		mode = loadgen.HoldSlowloris
 	}
 	h := loadgen.IdleHolders{Addr: t.front, Mode: mode, N: n, Hold: hold, AllowRemote: t.allowRemote,
+		OnConnect: func(int) { c.connect() }, OnEnd: func(int) { c.mu.Lock(); c.live--; c.mu.Unlock() },
 		OnConnected: func(int) { close(c.inPlace) }}
 	out, err := h.Run(ctx)
 	if err != nil {
-		c.end("error")
+		c.end("error", false)
 		select {
 		case <-c.inPlace:
 		default:
@@ -248,7 +279,7 @@ func (p Probe) hold(ctx context.Context, t targets, n int, hold time.Duration, c
 		return
 	}
 	for _, o := range out {
-		c.end(string(o.End))
+		c.end(string(o.End), false) // OnEnd counted it out
 		c.mu.Lock()
 		if o.End != loadgen.EndConnectError {
 			c.held = append(c.held, o.Held)

@@ -14,9 +14,15 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// ErrRefused marks an assessment refused before any load: a URL that does
-// not answer 2xx, a large response too small to hold a worker.
-var ErrRefused = errors.New("refused before any load")
+// ErrRefused marks an assessment refused before any load for what it was
+// given: a URL that does not answer as its probe needs (a large response
+// too small to hold a worker, a stream that does not stay open), a bound
+// it cannot judge. ErrUnavailable marks one that could not be made: the
+// stack did not answer, or its baseline failed.
+var (
+	ErrRefused     = errors.New("refused before any load")
+	ErrUnavailable = errors.New("the stack cannot be assessed: it does not answer")
+)
 
 // recoverBound is how long a level waits for /fast to come back to its
 // baseline after the previous level's clients left.
@@ -94,17 +100,10 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 		return v, err
 	}
 	defer fr.Close()
-	r := &run{cfg: c, env: env, probe: p, t: t, reqs: reqs, fastTimeout: 5 * time.Second,
-		meta: recorder.RunMeta{Route: string(c.Routes()[0]), Server: c.Server, Rep: 1}}
+	r := c.newRun(env, p, t, reqs, 0)
 	r.t0 = time.Now()
 	fr.Start(r.t0, samples)
-	defer func() {
-		rs, _ := fr.Sampled(time.Now())
-		v.Held = heldBy(rs.Samples, v.LastLevel())
-		if v.ClientsToDegrade != nil {
-			v.Fix, v.FixDoc = fixFor(p, c.Routes()[0], v.Held)
-		}
-	}()
+	defer c.sampled(fr, &v)
 	// An external stack may still be busy with the last probe's clients.
 	if !r.recovered(ctx, 0, recoverBound) {
 		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(Threshold(0)), recoverBound)
@@ -116,12 +115,47 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 		return v, nil
 	}
 	if base.Failed > 0 || base.OK == 0 {
-		return v, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrRefused, t.fast, base.Failed, base.Sent, base.FirstError)
+		return v, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrUnavailable, t.fast, base.Failed, base.Sent, base.FirstError)
 	}
 	v.BaselineP50MS, v.BaselineP95MS = msf(base.P50), msf(base.P95)
 	r.fastTimeout = 2 * Threshold(base.P95)
 	c.levels(ctx, env, r, &v, base.P95, deadline)
 	return v, nil
+}
+
+// newRun is probe p's run on targets t as shard shard: the load
+// generator's meter, the host-CPU guard and the lag bound from env.
+func (c *Config) newRun(env *lab.Env, p Probe, t targets, reqs *recorder.FileWriter[recorder.Request], shard int) *run {
+	r := &run{cfg: c, env: env, probe: p, t: t, reqs: reqs, fastTimeout: 5 * time.Second,
+		meta:   recorder.RunMeta{Route: string(c.Routes()[0]), Server: c.Server, Rep: 1, Shard: shard},
+		self:   newSelfMeter(env.Stack.CgroupRoot, ""),
+		maxLag: DefaultMaxLag}
+	if env.MaxScheduleLag > 0 {
+		r.maxLag = env.MaxScheduleLag
+	}
+	// The guard tells other work from the run only where the stack under
+	// test is not this machine's unnamed neighbour: a managed stack is the
+	// session's own; an external one seen here (--app) is not, and its
+	// CPU is what the probes load.
+	if ext := c.StackSpec.External; ext == nil || ext.Unseen {
+		r.guard = lab.NewGuard(env.MaxHostCPU, "")
+	}
+	return r
+}
+
+// sampled ends probe p's sampling on fr and puts what the instruments
+// saw on v: what held the stack at its deciding level, each level's
+// connections, the fix.
+func (c *Config) sampled(fr *lab.Fresh, v *Verdict) {
+	rs, _ := fr.Sampled(time.Now())
+	for i := range v.Levels {
+		h := heldBy(rs.Samples, &v.Levels[i])
+		v.Levels[i].AppConns, v.Levels[i].ProxyConns = h.AppEstablished, h.ProxyEstablished
+	}
+	v.Held = heldBy(rs.Samples, v.LastLevel())
+	if v.ClientsToDegrade != nil {
+		v.Fix, v.FixDoc = fixFor(Probe(v.Probe), c.Routes()[0], v.Held)
+	}
 }
 
 // openProbe starts probe p's stack (a fresh managed one, or the external
@@ -130,70 +164,23 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 func (c *Config) openProbe(ctx context.Context, env *lab.Env, p Probe) (fr *lab.Fresh, t targets, v Verdict, err error) {
 	v = Verdict{Probe: string(p), MaxClients: c.MaxClients}
 	srv, _ := stack.ParseServer(c.Server)
-	fr, ferr := lab.StartFresh(ctx, env, stack.Deployment{RunID: "assess-" + string(p), Route: c.Route, Server: srv,
-		LargeSize: int64(c.LargeSize)}, false)
+	fr, ferr := lab.StartFreshUnlimited(ctx, env, stack.Deployment{RunID: "assess-" + string(p), Route: c.Route, Server: srv,
+		LargeSize: int64(c.LargeSize)})
 	if ferr != nil {
 		v.Stopped = "failed: " + ferr.Error()
 		return nil, t, v, nil
 	}
 	if t, err = c.targets(ctx, fr.Running, p); err != nil {
 		fr.Close()
-		return nil, t, v, fmt.Errorf("%w: %v", ErrRefused, err)
+		if !errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		return nil, t, v, err
 	}
 	if p == ProbeSlowReaders || p == ProbeStalled {
 		v.Absorbs, v.Unpredicted = absorbs(c.Routes()[0], c.StackSpec.External != nil, t.largeSize)
 	}
 	return fr, t, v, nil
-}
-
-// levels raises the clients 1, 2, 4, ... up to MaxClients, stopping at the
-// first that degrades /fast, at the budget, or when /fast does not come
-// back after a level.
-func (c *Config) levels(ctx context.Context, env *lab.Env, r *run, v *Verdict, base time.Duration, deadline time.Time) {
-	for n, prev := 1, 0; n <= c.MaxClients && prev < c.MaxClients; prev, n = n, min(2*n, c.MaxClients) {
-		last := n == c.MaxClients
-		need := r.hold() + time.Duration(c.Offset)
-		if r.probe.keeps() && last {
-			need = max(need, time.Duration(c.IdleMax))
-		}
-		if left := time.Until(deadline); left < need {
-			v.Stopped = fmt.Sprintf("budget: %s left, a level of %d takes up to %s", left.Round(time.Second), n, need.Round(time.Second))
-			return
-		}
-		if prev > 0 && !r.recovered(ctx, base, recoverBound) {
-			v.Stopped = fmt.Sprintf("not recovered: /fast did not come back under %s within %s after %d clients", ms(Threshold(base)), recoverBound, prev)
-			return
-		}
-		env.Logf("assess: %s: %d clients (%s left)", r.probe, n, time.Until(deadline).Round(time.Second))
-		lv, err := r.level(ctx, n, base, last)
-		if stop := addLevel(ctx, v, lv, err); stop {
-			return
-		}
-	}
-	v.Stopped = fmt.Sprintf("not degraded with %d", c.MaxClients)
-}
-
-// addLevel records a level run and whether the probe stops there: its results
-// not all written, interrupted, or /fast degraded.
-func addLevel(ctx context.Context, v *Verdict, lv Level, err error) (stop bool) {
-	v.Levels = append(v.Levels, lv)
-	v.Tried = lv.Clients
-	switch {
-	case err != nil:
-		v.Stopped = "failed: results not all written: " + err.Error()
-	case ctx.Err() != nil:
-		v.Stopped = "interrupted: " + context.Cause(ctx).Error()
-	case lv.Degraded != "":
-		v.ClientsToDegrade = &v.Levels[len(v.Levels)-1].Clients
-		if lv.FastOK > 0 {
-			v.AtP95MS = &v.Levels[len(v.Levels)-1].P95MS
-		}
-		v.AtFailed = lv.FastFail
-		v.Stopped = "degraded: " + lv.Degraded
-	default:
-		return false
-	}
-	return true
 }
 
 // targets resolves the probe's URLs on the running stack and checks them
@@ -211,7 +198,7 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: 10 * time.Second, AllowRemote: t.allowRemote})
 	defer client.Close()
 	if _, err := get(ctx, client, t.fast); err != nil {
-		return t, fmt.Errorf("fast URL %s: %w", t.fast, err)
+		return t, fmt.Errorf("%w: fast URL %s: %w", ErrUnavailable, t.fast, err)
 	}
 	target := func(kind stack.Target, pathQuery string) (*url.URL, error) {
 		raw := running.Target(kind, pathQuery)
@@ -243,8 +230,38 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 		if t.stream, err = target(stack.TargetStream, q); err != nil {
 			return t, err
 		}
+		if err := holdsOpen(ctx, t.stream.String(), t.allowRemote); err != nil {
+			return t, fmt.Errorf("stream URL %s: %w", t.stream, err)
+		}
 	}
 	return t, nil
+}
+
+// StreamHold is how long the stream URL must keep a response open (its
+// body unfinished) for the held-stream probe to hold anything.
+const StreamHold = time.Second
+
+// holdsOpen checks that url keeps a 2xx response open for StreamHold: a
+// URL that answers at once would end every held-stream client at once, and
+// the probe would call the stack strong for holding nothing.
+func holdsOpen(ctx context.Context, url string, allowRemote bool) error {
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: 2 * StreamHold, AllowRemote: allowRemote})
+	defer client.Close()
+	hctx, cancel := context.WithTimeout(ctx, StreamHold)
+	defer cancel()
+	var r loadgen.Result
+	start := time.Now()
+	client.Get(hctx, url, &r)
+	switch {
+	case r.Status != 0 && (r.Status < 200 || r.Status > 299):
+		return fmt.Errorf("status %d, want 2xx", r.Status)
+	case r.Err == nil:
+		return fmt.Errorf("answered whole in %s: a held stream must stay open at least %s (give a long-poll or SSE URL that holds its response)",
+			time.Since(start).Round(time.Millisecond), StreamHold)
+	case hctx.Err() != nil && ctx.Err() == nil:
+		return nil // still open when StreamHold passed
+	}
+	return r.Err
 }
 
 // get fetches url and returns its body's size; an error for a failed

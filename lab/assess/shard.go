@@ -178,8 +178,8 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		return v, err
 	}
 	defer fr.Close()
-	r := &run{cfg: c, env: env, probe: p, t: t, reqs: reqs, fastTimeout: shardFastTimeout, t0: at,
-		meta: recorder.RunMeta{Route: string(c.Routes()[0]), Server: c.Server, Rep: 1, Shard: shard}}
+	r := c.newRun(env, p, t, reqs, shard)
+	r.fastTimeout, r.t0 = shardFastTimeout, at
 	if late := time.Since(at); late > 0 {
 		v.Stopped = fmt.Sprintf("late: the probe's slot began %s ago on the shards' clock", late.Round(time.Millisecond))
 		return v, nil
@@ -190,13 +190,7 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 	}
 	sleepUntil(ctx, at)
 	fr.Start(at, samples)
-	defer func() {
-		rs, _ := fr.Sampled(time.Now())
-		v.Held = heldBy(rs.Samples, v.LastLevel())
-		if v.ClientsToDegrade != nil {
-			v.Fix, v.FixDoc = fixFor(p, c.Routes()[0], v.Held)
-		}
-	}()
+	defer c.sampled(fr, &v)
 	var base Window
 	if shard == 0 {
 		if base, err = r.windowFrom(ctx, string(p)+"-baseline", 0, at.Add(shardPlace)); err != nil {
@@ -204,7 +198,7 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 			return v, nil
 		}
 		if base.Failed > 0 || base.OK == 0 {
-			return v, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrRefused, t.fast, base.Failed, base.Sent, base.FirstError)
+			return v, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrUnavailable, t.fast, base.Failed, base.Sent, base.FirstError)
 		}
 		v.BaselineP50MS, v.BaselineP95MS = msf(base.P50), msf(base.P95)
 		if r.fastTimeout = 2 * Threshold(base.P95); r.fastTimeout > shardFastTimeout {
@@ -213,6 +207,9 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		}
 	}
 	c.levelsSharded(ctx, r, &v, base.P95, at.Add(c.slotLen(p, false)))
+	if shard == 0 {
+		finish(&v)
+	}
 	return v, nil
 }
 
@@ -235,10 +232,24 @@ func (c *Config) levelsSharded(ctx context.Context, r *run, v *Verdict, base tim
 			return
 		}
 		r.env.Logf("assess: %s: %d clients at %s, %d of them this shard's (%d/%d)", r.probe, n, start.UTC().Format(time.RFC3339Nano), shareOf(n, shard, shards), shard, shards)
-		lv, err := r.levelIn(ctx, n, base, last, slot{share: shareOf(n, shard, shards), at: start, measure: shard == 0})
-		if stop := addLevel(ctx, v, lv, err); stop {
-			return
+		lv, err := r.levelIn(ctx, n, base, last, slot{share: shareOf(n, shard, shards), at: start, measure: shard == 0, keep: true})
+		v.Levels = append(v.Levels, lv)
+		v.Tried = n
+		switch {
+		case err != nil:
+			v.Stopped = "failed: results not all written: " + err.Error()
+		case ctx.Err() != nil:
+			v.Stopped = "interrupted: " + context.Cause(ctx).Error()
+		case lv.Status == statusInvalid:
+			v.Stopped = fmt.Sprintf("invalid: the level of %d clients (the shards' clock runs each once): %s", n, lv.Invalid)
+		case lv.Status == statusShort && shard == 0:
+			v.Stopped = fmt.Sprintf("short: %d of this shard's %d clients in place at the level of %d: the stack did not take them", lv.Connected, shareOf(n, shard, shards), n)
+		case lv.Status == statusDegraded:
+			v.Stopped = "degraded: " + lv.Degraded
+		default:
+			continue
 		}
+		return
 	}
 	if shard == 0 {
 		v.Stopped = fmt.Sprintf("not degraded with %d", c.MaxClients)

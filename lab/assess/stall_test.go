@@ -71,14 +71,15 @@ func TestStalledLevelWatchesFast(t *testing.T) {
 			}
 			defer reqs.Close()
 			r := &run{cfg: c, env: &lab.Env{}, probe: ProbeStalled, reqs: reqs, fastTimeout: 2 * time.Second, t0: time.Now(),
-				t: targets{fast: srv.URL + "/fast", front: srv.Listener.Addr().String(), large: large, largeSize: 64 << 20}}
-			lv, err := r.level(context.Background(), 1, 5*time.Millisecond, true)
+				t:      targets{fast: srv.URL + "/fast", front: srv.Listener.Addr().String(), large: large, largeSize: 64 << 20},
+				maxLag: DefaultMaxLag}
+			lv, err := r.levelIn(context.Background(), 1, 5*time.Millisecond, true, slot{share: 1, measure: true, keep: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("level: /fast %d/%d ok, p95 %.0f ms, %q; ends %v, held %s s, /fast back after %s s", lv.FastOK, lv.FastSent, lv.P95MS,
 				lv.Degraded, lv.Ends, orNone(lv.HeldMaxS), orNone(lv.FastBackS))
-			if lv.Degraded == "" || lv.Ends["bound"] != 1 || lv.HeldMaxS == nil {
+			if lv.Degraded == "" || lv.Status != statusDegraded || lv.Connected != 1 || lv.Ends["bound"] != 1 || lv.HeldMaxS == nil {
 				t.Fatalf("want a degraded level whose reader was held to the bound")
 			}
 			// The level's instruments are read over its window, not the

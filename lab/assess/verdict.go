@@ -184,7 +184,7 @@ func (r *Result) WriteJSON() error { return recorder.WriteAssessment(r.Dir, r.As
 func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "assessed: %s %s on the %s stack, %.0f s (budget %.0f s)\n\n", r.Server, r.Route, r.Stack, r.TookS, r.BudgetS)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "probe\tclients to degrade\ttried\t/fast p95 ms before\tat\tfailed at\tstopped\t")
+	fmt.Fprintln(tw, "probe\tclients to degrade\tsure/windows\theld in place\ttried\t/fast p95 ms before\tat\tfailed at\tstopped\t")
 	for _, v := range r.Verdicts {
 		n, at, failed := "-", "-", "-"
 		if v.ClientsToDegrade != nil {
@@ -197,7 +197,13 @@ func (r *Result) Print(w io.Writer) {
 		if lv := v.LastLevel(); v.ClientsToDegrade != nil && lv != nil && lv.FastFail > 0 {
 			failed = fmt.Sprintf("%d/%d", lv.FastFail, lv.FastSent)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t\n", v.Probe, n, v.Tried, v.BaselineP95MS, at, failed, stoppedWord(v))
+		sure := v.Sure
+		if sure == "" {
+			sure = "-"
+		} else if v.Windows > 0 {
+			sure = fmt.Sprintf("%s/%d", sure, v.Windows)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t\n", v.Probe, n, sure, v.HeldInPlace, v.Tried, v.BaselineP95MS, at, failed, stoppedWord(v))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -207,10 +213,11 @@ func (r *Result) Print(w io.Writer) {
 	for _, v := range r.Verdicts {
 		switch {
 		case strings.HasPrefix(v.Stopped, "failed") || strings.HasPrefix(v.Stopped, "not recovered") || strings.HasPrefix(v.Stopped, "budget") ||
-			strings.HasPrefix(v.Stopped, "late") || strings.HasPrefix(v.Stopped, "shard "):
+			strings.HasPrefix(v.Stopped, "late") || strings.HasPrefix(v.Stopped, "shard ") || strings.HasPrefix(v.Stopped, "invalid") ||
+			strings.HasPrefix(v.Stopped, "short"):
 			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Stopped)
 		case v.Held.Summary != "":
-			fmt.Fprintf(w, "%s, held at %d clients: %s%s\n", v.Probe, v.Tried, v.Held.Summary, ends(v))
+			fmt.Fprintf(w, "%s, at %d clients: %s%s\n", v.Probe, v.LastLevel().Clients, v.Held.Summary, ends(v))
 		}
 	}
 	for _, v := range r.Verdicts {
@@ -227,8 +234,12 @@ func (r *Result) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	for _, b := range r.Failed() {
-		fmt.Fprintf(w, "fail-on: %s\n", b)
+	broken, unjudged := r.Judge()
+	for _, b := range broken {
+		fmt.Fprintf(w, "fail-on: broken: %s\n", b)
+	}
+	for _, b := range unjudged {
+		fmt.Fprintf(w, "fail-on: not judged: %s\n", b)
 	}
 }
 
