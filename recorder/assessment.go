@@ -26,9 +26,30 @@ type Assessment struct {
 	// assessment (each holding its share of every level's clients, shard
 	// 0 measuring /fast and giving the verdicts), started at StartAt
 	// (RFC 3339); both empty otherwise.
-	Shard    string          `json:"shard,omitempty"`
-	StartAt  string          `json:"start_at,omitempty"`
-	Verdicts []AssessVerdict `json:"probes"`
+	Shard   string `json:"shard,omitempty"`
+	StartAt string `json:"start_at,omitempty"`
+	// ShardRecord is what a shard records to prove it ran as the others
+	// did; `slowlab assess --combine` checks the shards' records against
+	// each other before it gives verdicts. Nil when not sharded.
+	ShardRecord *AssessShardRecord `json:"shard_record,omitempty"`
+	// CombinedShards is how many shards `slowlab assess --combine` judged
+	// these verdicts over; 0 for one process's.
+	CombinedShards int             `json:"combined_shards,omitempty"`
+	Verdicts       []AssessVerdict `json:"probes"`
+}
+
+// AssessShardRecord is one shard's proof of how it ran.
+type AssessShardRecord struct {
+	// Settings are the settings every shard must share, by name, and
+	// SettingsHash the SHA-256 of them.
+	Settings     map[string]string `json:"settings"`
+	SettingsHash string            `json:"settings_hash"`
+	// ClockOffsetMS is this shard's clock less the stack's, within
+	// ClockErrorMS, measured from the second boundary of the stack's Date
+	// header before the first slot; nil where it could not be measured.
+	ClockOffsetMS *float64 `json:"clock_offset_ms,omitempty"`
+	ClockErrorMS  *float64 `json:"clock_error_ms,omitempty"`
+	ClockNote     string   `json:"clock_note,omitempty"`
 }
 
 // AssessVerdict is one probe's outcome.
@@ -169,6 +190,9 @@ type AssessLevel struct {
 	// FastTimeoutMS bounds each /fast request of the window: a failed one
 	// took up to it.
 	FastTimeoutMS float64 `json:"fast_timeout_ms,omitempty"`
+	// LateMS is, in a sharded assessment, how late this shard started the
+	// level on its own clock.
+	LateMS float64 `json:"late_ms,omitempty"`
 }
 
 // AssessAbsorbs is what the path from the app to a slow reader holds of

@@ -29,11 +29,15 @@ const (
 // --route) or the user's (--fast-url and the other external flags), and
 // exits with one of the codes above.
 func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "--combine" || args[0] == "-combine") {
+		return runAssessCombine(ctx, args[1:], stdout, stderr)
+	}
 	cfg := assess.Default()
 	fs := newFlagSet("assess", "[flags]", stdout)
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
+		fmt.Fprintln(stdout, "\nslowlab assess --combine --out DIR SHARD_DIR... judges a sharded assessment's shards together (slowlab assess --combine --help).")
 		fmt.Fprintln(stdout, "\nExit status: 0 passed; 1 a --fail-on bound broken (the stack is too weak); 2 bad input (flags, or a URL that does not serve what its probe needs); 3 the assessment could not be made (the stack down, the load generator invalid at every try, a bound not judged)")
 	}
 	var s session

@@ -103,3 +103,22 @@ func TestAssessFailOn(t *testing.T) {
 		t.Errorf("report.html (%v) lacks the assessment's section, or stdout does not name it:\n%s", err, stdout)
 	}
 }
+
+// TestAssessCombineRefuses: --combine wants --out and shards' results
+// directories; anything else is refused by name with exit 2.
+func TestAssessCombineRefuses(t *testing.T) {
+	notShard := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--combine", notShard}, "--combine: --out is required"},
+		{[]string{"--combine", "--out", t.TempDir()}, "--combine: no shard directories"},
+		{[]string{"--combine", "--out", t.TempDir(), notShard}, "read assessment"},
+	} {
+		code, _, stderr := runCmd(t, append([]string{"assess"}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

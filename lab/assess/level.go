@@ -151,10 +151,12 @@ type slot struct {
 
 // levelIn runs n clients of the probe in slot s beside a /fast window.
 func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool, s slot) (Level, error) {
+	lv := Level{Clients: n}
 	if !s.at.IsZero() {
 		sleepUntil(ctx, s.at)
+		lv.LateMS = msf(max(time.Since(s.at), 0))
 	}
-	lv := Level{Clients: n, StartS: time.Since(r.t0).Seconds()}
+	lv.StartS = time.Since(r.t0).Seconds()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hold := r.hold()

@@ -71,7 +71,12 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		env.Logf("assess: %s (%s left of the budget)", p, time.Until(deadline).Round(time.Second))
 		var v Verdict
 		if c.sharded() {
-			v, err = c.probeSharded(ctx, env, p, c.probeAt(j), reqs, samples)
+			at := c.probeAt(j)
+			v, err = c.probeSharded(ctx, env, p, at, reqs, samples, func(fast string) {
+				if res.ShardRecord == nil {
+					res.ShardRecord = c.shardRecord(ctx, fast, at.Add(-shardPlace/2))
+				}
+			})
 		} else {
 			v, err = c.probe(ctx, env, p, deadline, reqs, samples)
 		}

@@ -76,6 +76,8 @@ func (c *Config) validateShard() error {
 		return fmt.Errorf("shard %s: only against an external stack (--fast-url and the others): every shard would start its own managed stack", c.Shard)
 	case c.StartAt == "":
 		return fmt.Errorf("shard %s: give start_at (--start-at), the instant every shard starts its clock at", c.Shard)
+	case c.FailOn != "":
+		return fmt.Errorf("shard %s: fail_on: a shard sees only its own clients and cannot gate; give --fail-on to slowlab assess --combine with every shard's results", c.Shard)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, c.StartAt); err != nil {
 		return fmt.Errorf("start_at %q: want RFC 3339, e.g. 2026-12-05T10:00:00Z", c.StartAt)
@@ -170,14 +172,17 @@ func sleepUntil(ctx context.Context, t time.Time) {
 }
 
 // probeSharded runs probe p as this shard, its baseline slot at at.
+// Once its stack's targets are checked, found(fast) is given the fast
+// URL: the first probe measures the shard's clock against it.
 func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at time.Time,
-	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample]) (v Verdict, err error) {
+	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample], found func(fast string)) (v Verdict, err error) {
 	shard, _ := c.shardOf()
 	fr, t, v, err := c.openProbe(ctx, env, p)
 	if fr == nil {
 		return v, err
 	}
 	defer fr.Close()
+	found(t.fast)
 	r := c.newRun(env, p, t, reqs, shard)
 	r.fastTimeout, r.t0 = shardFastTimeout, at
 	if late := time.Since(at); late > 0 {

@@ -103,6 +103,27 @@ func TestAssessShards(t *testing.T) {
 	if fmt.Sprint(shares) != "[0 1 2]" || o.ClientsToDegrade != nil || !strings.HasPrefix(o.Stopped, "shard 1/2: held its share") {
 		t.Errorf("shard 1: shares %v, degraded at %v, stopped %q: want 0, 1, 2 to the maximum and no verdict", shares, o.ClientsToDegrade, o.Stopped)
 	}
+	// Combined, the pair gives what one process holding every client gives
+	// on sync-2 (TestAssessEmbedded: 2), each shard's clock measured against
+	// the app's Date within the tolerance of the other's.
+	for i, r := range results {
+		rec := r.ShardRecord
+		if rec == nil || rec.ClockOffsetMS == nil || *rec.ClockErrorMS > msf(ClockTolerance) {
+			t.Fatalf("shard %d: record %+v: want its clock measured", i, rec)
+		}
+		t.Logf("shard %d: clock offset %.1f ms ± %.1f, settings %s", i, *rec.ClockOffsetMS, *rec.ClockErrorMS, short(rec.SettingsHash))
+	}
+	comb, err := Combine([]string{results[1].Dir, results[0].Dir}, "idle<2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := comb.Verdicts[0]
+	if cv.ClientsToDegrade == nil || *cv.ClientsToDegrade != 2 || cv.HeldInPlace != 1 {
+		t.Errorf("combined: %s, threshold %v, held in place %d: want 2 and 1, as one process", cv.Stopped, cv.ClientsToDegrade, cv.HeldInPlace)
+	}
+	if broken, unjudged := comb.Judge(); len(broken)+len(unjudged) != 0 {
+		t.Errorf("combined, idle<2: broken %v, not judged %v", broken, unjudged)
+	}
 }
 
 func deref64(p *float64) float64 {
