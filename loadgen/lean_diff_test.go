@@ -205,6 +205,7 @@ func TestLeanDifferential(t *testing.T) {
 			if keepAlive && slices.Contains(keepable, name) {
 				mode = "keep"
 			}
+			p.close() // a new connection: on a kept one, the server answers with the plain 200
 			want, got := p.get(srv.base + "/" + mode + "/" + srv.add(raw))
 			if d := differ(want, got); d != "" {
 				t.Errorf("keep-alive %v, %s:%s", keepAlive, name, d)
