@@ -145,6 +145,8 @@ func NewClient(o ClientOptions) *Client {
 		ForceAttemptHTTP2:   false,
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
 		TLSClientConfig:     o.TLS,
+		// lean's bound too, where net/http's default is 10 MiB
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	}
 	c := &Client{hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, opts: o, tracer: newTracer(o.TracerProvider)}
 	if o.Lean && c.tracer == nil {
@@ -359,36 +361,4 @@ func bufControl(opt int, name string, size int) func(network, address string, c 
 		}
 		return nil
 	}
-}
-
-// ErrorReasons are the values ErrorReason returns for an error: the
-// reason label values of slowlab_loadgen_request_errors_total, each of
-// which exists (at 0) from the moment a loop starts.
-var ErrorReasons = []string{"timeout", "refused", "reset", "eof", "canceled", "incomplete", "not_sent", "late", "other"}
-
-// ErrorReason maps an error to a bounded metric label value, one of
-// ErrorReasons ("" for nil).
-func ErrorReason(err error) string {
-	var ne net.Error
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrNotSent):
-		return "not_sent"
-	case errors.Is(err, ErrLate):
-		return "late"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "reset"
-	case errors.Is(err, ErrIncomplete):
-		return "incomplete"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "eof"
-	}
-	return "other"
 }

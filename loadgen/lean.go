@@ -58,6 +58,11 @@ type leanConn struct {
 	// pending is a read error that a look ahead took from the buffer,
 	// handed to its next read.
 	pending error
+	// headerLeft is how many more bytes a response header may read from
+	// the connection (net/http's readLimit): MaxResponseHeaderBytes from
+	// the wait for its first byte, across its 1xx responses, to its end;
+	// -1 while no header is read.
+	headerLeft int64
 }
 
 func (c *leanConn) Read(p []byte) (int, error) {
@@ -65,7 +70,18 @@ func (c *leanConn) Read(p []byte) (int, error) {
 		c.pending = nil
 		return 0, err
 	}
-	return c.Conn.Read(p)
+	if c.headerLeft < 0 {
+		return c.Conn.Read(p)
+	}
+	if c.headerLeft == 0 {
+		return 0, ErrHeaderTooLarge
+	}
+	if int64(len(p)) > c.headerLeft {
+		p = p[:c.headerLeft]
+	}
+	n, err := c.Conn.Read(p)
+	c.headerLeft -= int64(n)
+	return n, err
 }
 
 // leanIdle is how many idle keep-alive connections a target keeps (the
@@ -174,7 +190,7 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 			return l.fail(ctx, t, err)
 		}
 		r.Connect = time.Since(connectStart)
-		c = &leanConn{Conn: conn, br: leanReaders.Get().(*bufio.Reader)}
+		c = &leanConn{Conn: conn, br: leanReaders.Get().(*bufio.Reader), headerLeft: -1}
 		c.br.Reset(c)
 	}
 	r.NewConn, r.Conn = !reused, localAddrPort(c.Conn)
@@ -202,6 +218,7 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 		}
 		return l.fail(ctx, t, err)
 	}
+	c.headerLeft = MaxResponseHeaderBytes
 	if _, err := c.br.Peek(1); err != nil {
 		if reused && !isTimeout(err) {
 			return errLeanRetry
@@ -214,8 +231,12 @@ func (l *lean) roundTrip(ctx context.Context, t *leanTarget, deadline time.Time,
 	}
 	h, err := readLeanHead(c, t.get)
 	if err != nil {
+		if c.headerLeft == 0 { // as net/http: whatever failed, the header was too long
+			err = ErrHeaderTooLarge
+		}
 		return l.fail(ctx, t, err)
 	}
+	c.headerLeft = -1 // the body is not bounded
 	r.Status, r.ServerTiming = h.status, h.serverTiming
 	var n int64
 	n, r.ServerTimingTrailer, err = readLeanBody(c.br, &h)

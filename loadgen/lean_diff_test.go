@@ -205,6 +205,7 @@ func TestLeanDifferential(t *testing.T) {
 			if keepAlive && slices.Contains(keepable, name) {
 				mode = "keep"
 			}
+			p.close() // a new connection: on a kept one, the server answers with the plain 200
 			want, got := p.get(srv.base + "/" + mode + "/" + srv.add(raw))
 			if d := differ(want, got); d != "" {
 				t.Errorf("keep-alive %v, %s:%s", keepAlive, name, d)
@@ -222,12 +223,97 @@ func TestLeanDifferential(t *testing.T) {
 	}
 }
 
+// continue1xx is the informational response hostileResponses repeat.
+const continue1xx = "HTTP/1.1 100 Continue\r\n\r\n"
+
+// headerOf returns n1xx 100 Continue responses and a 200 whose header
+// pads them to total bytes in all, then its 2-byte body.
+func headerOf(n1xx, total int) []byte {
+	head := strings.Repeat(continue1xx, n1xx) + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	pad := total - len(head) - len("\r\n") // X-Pad lines up to the blank line
+	var b strings.Builder
+	b.WriteString(head)
+	for pad > 0 {
+		n := min(pad, 1000)
+		if rest := pad - n; rest > 0 && rest < 10 {
+			n -= 10 // the last line needs its name
+		}
+		b.WriteString("X-Pad: " + strings.Repeat("a", n-len("X-Pad: \r\n")) + "\r\n")
+		pad -= n
+	}
+	b.WriteString("\r\nok")
+	return []byte(b.String())
+}
+
+// hostileResponses are responses whose header, their 1xx responses
+// included, is at or over MaxResponseHeaderBytes, which lean must bound as
+// net/http does (built here: a MiB each is too much for testdata and the
+// fuzz seeds it feeds).
+func hostileResponses() map[string][]byte {
+	const limit = MaxResponseHeaderBytes
+	line := "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("a", limit) + "\r\n\r\n"
+	return map[string][]byte{
+		"header-at-limit":   headerOf(0, limit),
+		"header-over-limit": headerOf(0, limit+1),
+		"header-line-over":  []byte(line),
+		"1xx-at-limit":      headerOf(limit/len(continue1xx)-10, limit),
+		"1xx-over-limit":    headerOf(limit/len(continue1xx)-10, limit+1),
+		"1xx-alone-over":    headerOf(limit/len(continue1xx)+1, limit+200),
+		"1xx-ten":           headerOf(10, 400), // no bound on their number, as net/http
+	}
+}
+
+// TestLeanDifferentialHeaderLimit serves the hostileResponses to both
+// clients, as TestLeanDifferential: a header (1xx responses included) of
+// MaxResponseHeaderBytes is read, one byte more fails both with reason
+// header_too_large; with keep-alive, a connection after a header at the
+// limit is reused by both. Each response has clients of its own, so none
+// is sent on a connection another kept.
+func TestLeanDifferentialHeaderLimit(t *testing.T) {
+	srv := newRawResponses(t)
+	reasons := map[string]int{}
+	for _, keepAlive := range []bool{false, true} {
+		for name, raw := range hostileResponses() {
+			p := newLeanPair(keepAlive)
+			defer p.close()
+			mode := "close"
+			if keepAlive && !strings.Contains(name, "over") {
+				mode = "keep"
+			}
+			want, got := p.get(srv.base + "/" + mode + "/" + srv.add(raw))
+			if d := differ(want, got); d != "" {
+				t.Errorf("keep-alive %v, %s:%s", keepAlive, name, d)
+			}
+			if ok := !strings.Contains(name, "over"); (got.Err == nil) != ok || !ok && ErrorReason(got.Err) != "header_too_large" {
+				t.Errorf("keep-alive %v, %s: lean status %d err %v (%s), want it to fail with header_too_large only when over the limit",
+					keepAlive, name, got.Status, got.Err, ErrorReason(got.Err))
+			}
+			reasons[ErrorReason(want.Err)]++
+			if mode == "keep" {
+				want, got = p.get(srv.base + "/keep/" + srv.add(raw))
+				if d := differ(want, got); d != "" || got.NewConn {
+					t.Errorf("keep-alive %v, the request after %s (new connection %v):%s", keepAlive, name, got.NewConn, d)
+				}
+			}
+			if w, g := series(t, p.regs[0]), series(t, p.regs[1]); !slices.Equal(w, g) {
+				t.Errorf("keep-alive %v, %s: metric series differ:\nlean     %q\nnet/http %q", keepAlive, name, g, w)
+			}
+		}
+	}
+	if reasons["header_too_large"] != 8 {
+		t.Errorf("net/http failed %v, want 8 header_too_large (4 responses over the limit, twice)", reasons)
+	}
+}
+
 // FuzzLeanMatchesNetHTTP serves arbitrary raw responses (seeded from
 // testdata/responses) to both clients: neither may panic or hang (each
 // response ends with the connection closed, so a request that times out
 // hangs), and lean must give what net/http gives.
 func FuzzLeanMatchesNetHTTP(f *testing.F) {
 	slowlabtest.SeedFiles(f, "*.http")
+	for _, raw := range hostileResponses() {
+		f.Add(string(raw))
+	}
 	srv := newRawResponses(f)
 	p := newLeanPair(false)
 	f.Cleanup(p.close)

@@ -21,7 +21,10 @@ import (
 // header) is left in the buffer and parsed by net/http's own ReadResponse,
 // with the transport's rules around it: 1xx responses other than 101
 // skipped, a protocol switch's body the rest of the connection, no reuse
-// after a status of 199 or less.
+// after a status of 199 or less, and MaxResponseHeaderBytes read from the
+// connection at most until the header's end, its 1xx responses included
+// (leanConn.headerLeft), or the request fails with ErrHeaderTooLarge. The
+// body is counted and discarded, never kept.
 
 // leanHead is what lean needs of a response header.
 type leanHead struct {

@@ -191,7 +191,7 @@ func TestFailedRequestsKeepTheirRows(t *testing.T) {
 				}
 			}
 			want := bytes.NewBufferString(`
-# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, other).
+# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, header_too_large, other).
 # TYPE slowlab_loadgen_request_errors_total counter
 `)
 			for _, reason := range ErrorReasons {
@@ -386,7 +386,7 @@ slowlab_loadgen_received_bytes_total{role="fast",run_id="z"} 0
 # HELP slowlab_loadgen_requests_total Requests that got a response, by status code.
 # TYPE slowlab_loadgen_requests_total counter
 slowlab_loadgen_requests_total{code="200",role="fast",run_id="z"} 0
-# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, other).
+# HELP slowlab_loadgen_request_errors_total Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, header_too_large, other).
 # TYPE slowlab_loadgen_request_errors_total counter
 `)
 	for _, reason := range ErrorReasons {
@@ -685,6 +685,9 @@ func TestErrorReason(t *testing.T) {
 		{io.ErrUnexpectedEOF, "eof"},
 		{ErrNotSent, "not_sent"},
 		{fmt.Errorf("wrapped: %w", ErrNotSent), "not_sent"},
+		{&url.Error{Op: "Get", URL: "http://127.0.0.1/", Err: ErrHeaderTooLarge}, "header_too_large"},
+		{fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w",
+			errors.New("net/http: server response headers exceeded 1048576 bytes; aborted")), "header_too_large"},
 		{errors.New("weird"), "other"},
 	} {
 		if got := ErrorReason(tc.err); got != tc.want {

@@ -48,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "slowlab_loadgen_requests_total", Help: "Requests that got a response, by status code.",
 		}, []string{"run_id", "role", "code"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "slowlab_loadgen_request_errors_total", Help: "Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, other).",
+			Name: "slowlab_loadgen_request_errors_total", Help: "Requests that failed without a complete response, by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent, late, header_too_large, other).",
 		}, []string{"run_id", "role", "reason"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "slowlab_loadgen_in_flight", Help: "Requests started and not finished.",

@@ -51,7 +51,7 @@ func WriteResultLine(w io.Writer, kind string, r Result) error {
 // result's error has the ErrorReason the child's had.
 var reasonCause = map[string]error{"timeout": context.DeadlineExceeded, "refused": syscall.ECONNREFUSED,
 	"reset": syscall.ECONNRESET, "eof": io.EOF, "canceled": context.Canceled, "incomplete": ErrIncomplete,
-	"not_sent": ErrNotSent, "late": ErrLate, "other": nil}
+	"not_sent": ErrNotSent, "late": ErrLate, "header_too_large": ErrHeaderTooLarge, "other": nil}
 
 // remoteError is an error measured in another process: its text, and the
 // cause its reason stands for.

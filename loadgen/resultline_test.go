@@ -18,7 +18,7 @@ import (
 func TestResultLineRoundTrip(t *testing.T) {
 	start := time.Unix(1764770000, 123456789)
 	errs := []error{nil, fmt.Errorf("get: %w", context.DeadlineExceeded), syscall.ECONNREFUSED, syscall.ECONNRESET, io.ErrUnexpectedEOF,
-		context.Canceled, fmt.Errorf("%w: 3 of 10 bytes", ErrIncomplete), ErrNotSent, ErrLate, errors.New("odd \"text\"\n\twith tabs")}
+		context.Canceled, fmt.Errorf("%w: 3 of 10 bytes", ErrIncomplete), ErrNotSent, ErrLate, fmt.Errorf("get: %w", ErrHeaderTooLarge), errors.New("odd \"text\"\n\twith tabs")}
 	for i, e := range errs {
 		in := Result{Worker: i, Seq: 100 + i, Start: start, Connect: 150 * time.Microsecond, TTFB: 2 * time.Millisecond,
 			Latency: 3 * time.Millisecond, Status: 200, Bytes: 3, NewConn: i%2 == 0, Err: e}

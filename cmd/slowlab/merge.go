@@ -23,8 +23,8 @@ Merges the results directories of the N shards of one load (slowlab loadgen --sh
 SHARD_DIR, every shard's directory given once) into DIR: requests.csv with every scheduled
 request once, in schedule order; large-responses.csv; runs.csv with the run's summary computed
 from the merged rows; and loadgen.json. Shards of different loads (any flag but --shard differs,
-named in the error), a shard missing or given twice, and a request missing, repeated or in the
-wrong shard are refused. Memory stays bounded however many rows: they are sorted in chunks
+named in the error), a shard missing or given twice, and a request or a slow reader missing,
+repeated or in the wrong shard are refused. Memory stays bounded however many rows: they are sorted in chunks
 written under DIR and merged.`
 
 func init() {
@@ -281,19 +281,44 @@ func (st *requestStats) percentiles() (p50, p95, maxMS recorder.Maybe, err error
 }
 
 // mergeLarges writes the shards' slow downloads, by client, to
-// large-responses.csv: a few per shard, held in memory.
+// large-responses.csv: a few per shard, held in memory. Each slow reader
+// of the load (clients 0 to Slow-1, shard I of N holding I, I+N, ...) must
+// be there once, in its shard's file.
 func (m *merger) mergeLarges() ([]recorder.LargeResponse, error) {
 	var all []recorder.LargeResponse
+	shards := m.rec.MergedFrom
 	for _, d := range m.dirs {
 		path := filepath.Join(d, recorder.FileName[recorder.LargeResponse]())
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && m.rec.Slow == 0 {
 			continue
 		}
-		if err := eachRow(path, func(l recorder.LargeResponse) error { all = append(all, l); return nil }); err != nil {
+		rec, _ := readLoadRecord(d)
+		err := eachRow(path, func(l recorder.LargeResponse) error {
+			if l.Client < 0 || l.Client >= m.rec.Slow || l.Client%shards != rec.Shard || l.RunID != rec.RunID {
+				return fmt.Errorf("run %s slow reader %d: not a slow reader of shard %d of %d of run %s, which has %d in all",
+					l.RunID, l.Client, rec.Shard, shards, rec.RunID, m.rec.Slow)
+			}
+			all = append(all, l)
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
 	slices.SortStableFunc(all, func(a, b recorder.LargeResponse) int { return cmp.Compare(a.Client, b.Client) })
+	next := 0
+	for _, l := range all {
+		if l.Client < next {
+			return nil, fmt.Errorf("large-responses.csv: slow reader %d (shard %d) is there twice", l.Client, l.Client%shards)
+		}
+		if l.Client > next {
+			break
+		}
+		next++
+	}
+	if next != m.rec.Slow {
+		return nil, fmt.Errorf("large-responses.csv: slow reader %d (shard %d) is missing", next, next%shards)
+	}
 	if m.rec.Slow == 0 {
 		return all, nil
 	}

@@ -118,9 +118,10 @@ func readRows[T recorder.Row[T]](t *testing.T, dir string) []T {
 }
 
 // TestMergeRefuses: shards of different loads, a shard missing or given
-// twice, shards not started together, and a request missing, repeated or
-// in the wrong shard's file are each refused with what is wrong, and the
-// merge leaves no results behind; the untouched shards merge.
+// twice, shards not started together, and a request or a slow reader
+// (8 of them, two a shard) missing, repeated or in the wrong shard's file
+// are each refused with what is wrong, and the merge leaves no results
+// behind; the untouched shards merge.
 func TestMergeRefuses(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
 	defer srv.Close()
@@ -133,7 +134,7 @@ func TestMergeRefuses(t *testing.T) {
 		wg.Go(func() {
 			var stdout, stderr bytes.Buffer
 			if code := run(context.Background(), []string{"loadgen", "--target", srv.URL + "/fast", "--rate", "40", "--duration", "1s", "--shard", fmt.Sprintf("%d/4", i),
-				"--start-barrier", barrier.URL, "--out", good[i], "--run-id", "r"}, &stdout, &stderr); code != 0 {
+				"--slow", "8", "--start-barrier", barrier.URL, "--out", good[i], "--run-id", "r"}, &stdout, &stderr); code != 0 {
 				t.Errorf("shard %d: exit %d: %s", i, code, stderr.String())
 			}
 		})
@@ -149,17 +150,20 @@ func TestMergeRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// line returns the requests.csv line of seq in a shard's file.
-	line := func(t *testing.T, dir string, seq int) string {
-		b, _ := os.ReadFile(filepath.Join(dir, "requests.csv"))
+	// lineIn returns the line of a shard's file whose sixth column (the
+	// seq of requests.csv, the client of large-responses.csv) is n.
+	lineIn := func(t *testing.T, dir, file string, n int) string {
+		b, _ := os.ReadFile(filepath.Join(dir, file))
 		for l := range strings.Lines(string(b)) {
-			if strings.HasPrefix(l, fmt.Sprintf("r,,,0,0,%d,", seq)) {
+			if strings.HasPrefix(l, fmt.Sprintf("r,,,0,0,%d,", n)) {
 				return l
 			}
 		}
-		t.Fatalf("no row of seq %d in %s", seq, dir)
+		t.Fatalf("no row %d in %s of %s", n, file, dir)
 		return ""
 	}
+	line := func(t *testing.T, dir string, seq int) string { return lineIn(t, dir, "requests.csv", seq) }
+	const larges = "large-responses.csv"
 	for _, tc := range []struct {
 		name    string
 		corrupt func(t *testing.T, dirs []string) []string
@@ -197,6 +201,27 @@ func TestMergeRefuses(t *testing.T) {
 			edit(t, d[1], "requests.csv", func(s string) string { return s + l })
 			return d
 		}, "seq 8 shard 0: not a request of shard 1 of 4"},
+		{"slow reader missing", func(t *testing.T, d []string) []string {
+			l := lineIn(t, d[1], larges, 5)
+			edit(t, d[1], larges, func(s string) string { return strings.Replace(s, l, "", 1) })
+			return d
+		}, "large-responses.csv: slow reader 5 (shard 1) is missing"},
+		{"slow reader twice", func(t *testing.T, d []string) []string {
+			l := lineIn(t, d[3], larges, 7)
+			edit(t, d[3], larges, func(s string) string { return s + l })
+			return d
+		}, "large-responses.csv: slow reader 7 (shard 3) is there twice"},
+		{"slow reader in another shard", func(t *testing.T, d []string) []string {
+			l := lineIn(t, d[0], larges, 4)
+			edit(t, d[0], larges, func(s string) string { return strings.Replace(s, l, "", 1) })
+			edit(t, d[1], larges, func(s string) string { return s + l })
+			return d
+		}, "run r slow reader 4: not a slow reader of shard 1 of 4 of run r"},
+		{"slow reader beyond the load", func(t *testing.T, d []string) []string {
+			l := lineIn(t, d[2], larges, 6)
+			edit(t, d[2], larges, func(s string) string { return s + strings.Replace(l, "r,,,0,0,6,", "r,,,0,0,10,", 1) })
+			return d
+		}, "run r slow reader 10: not a slow reader of shard 2 of 4 of run r, which has 8 in all"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dirs := make([]string, 4)
@@ -219,6 +244,11 @@ func TestMergeRefuses(t *testing.T) {
 	out := t.TempDir()
 	if code, _, errs := runCmd(t, append([]string{"merge", "--out", out}, good...)...); code != 0 || len(readRows[recorder.Request](t, out)) != 40 {
 		t.Fatalf("the good shards: exit %d: %s", code, errs)
+	}
+	for i, l := range readRows[recorder.LargeResponse](t, out) {
+		if l.Client != i || i >= 8 {
+			t.Errorf("merged large-responses.csv row %d: client %d, want slow readers 0 to 7 once each", i, l.Client)
+		}
 	}
 	if code, _, errs := runCmd(t, append([]string{"merge", "--out", out}, good...)...); code != 2 || !strings.Contains(errs, "holds requests.csv already") {
 		t.Errorf("merge into a merged directory: exit %d: %s", code, errs)
