@@ -107,6 +107,10 @@ type AssessLevel struct {
 	P95MS    float64  `json:"fast_p95_ms"`
 	MaxMS    float64  `json:"fast_max_ms"`
 	Degraded string   `json:"degraded,omitempty"` // the reason, "" when /fast held
+	// FastTimeoutMS is the timeout of each of the level's /fast requests
+	// (ms): one with no response within it failed. 0 when not
+	// recorded (files written before the field, or no /fast measured).
+	FastTimeoutMS float64 `json:"fast_timeout_ms,omitempty"`
 	// Ends counts how the level's clients ended; for the connection
 	// probes' last level, kept until the server ended them or the
 	// assessment's idle maximum.
@@ -208,6 +212,8 @@ func (v AssessVerdict) check() error {
 			return fmt.Errorf("levels[%d]: %d clients after %d: want levels in rising order", i, lv.Clients, v.Levels[i-1].Clients)
 		case lv.FastOK < 0 || lv.FastFail < 0 || lv.FastOK+lv.FastFail > lv.FastSent:
 			return fmt.Errorf("levels[%d]: /fast %d ok and %d failed of %d sent", i, lv.FastOK, lv.FastFail, lv.FastSent)
+		case lv.FastTimeoutMS < 0:
+			return fmt.Errorf("levels[%d]: fast_timeout_ms %g: want 0 (not recorded) or more", i, lv.FastTimeoutMS)
 		}
 	}
 	return nil
