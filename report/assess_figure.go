@@ -112,6 +112,7 @@ func assessFigure(a recorder.Assessment) *figure {
 	p.Legend.Left = true // a probe's line rises to the right
 	grid(p, true, true)
 	maxClients, anyCeiling, anyFailed, rows := 1, false, false, 0
+	var notes []failNote
 	for i, v := range a.Verdicts {
 		pts, atCeiling := assessPoints(v, ceiling)
 		if len(pts) == 0 {
@@ -119,10 +120,11 @@ func assessFigure(a recorder.Assessment) *figure {
 		}
 		anyCeiling = anyCeiling || atCeiling
 		maxClients = max(maxClients, int(pts[len(pts)-1].X))
-		anyFailed = addAssessProbe(p, v, pts, colorAt(i)) || anyFailed
+		anyFailed = addAssessProbe(p, v, pts, colorAt(i), &notes) || anyFailed
 		f.addSeries(v.Probe, len(pts))
 		rows++
 	}
+	addFailNotes(p, notes)
 	if anyFailed {
 		rows++
 		p.Legend.Add("/fast failed (N of M sent)", marks(plotter.XYs{{}}, color.Black, failGlyph{}))
@@ -154,9 +156,10 @@ func legendRoom(a *plot.Axis, rows int, height vg.Length) {
 	a.Max *= math.Pow(a.Max/a.Min, q/(1-q))
 }
 
-// addAssessProbe draws one probe's levels and degradation line in c;
-// it reports whether a level failed.
-func addAssessProbe(p *plot.Plot, v recorder.AssessVerdict, pts []assessPoint, c color.Color) bool {
+// addAssessProbe draws one probe's levels and degradation line in c,
+// adding the labels of its failed levels to notes; it reports whether a
+// level failed.
+func addAssessProbe(p *plot.Plot, v recorder.AssessVerdict, pts []assessPoint, c color.Color, notes *[]failNote) bool {
 	var all, ok, failed, okP95 plotter.XYs
 	var labels []string
 	for _, pt := range pts {
@@ -185,17 +188,9 @@ func addAssessProbe(p *plot.Plot, v recorder.AssessVerdict, pts []assessPoint, c
 	}
 	if len(failed) > 0 {
 		p.Add(marks(failed, c, failGlyph{}))
-		l, err := plotter.NewLabels(plotter.XYLabels{XYs: failed, Labels: labels})
-		if err != nil {
-			panic("report: " + err.Error()) // as many labels as points
+		for i, xy := range failed {
+			*notes = append(*notes, failNote{xy, labels[i], c})
 		}
-		for i := range l.TextStyle {
-			l.TextStyle[i].Font = font.From(sans, 8)
-			l.TextStyle[i].Color = c
-			l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XLeft, draw.YBottom
-		}
-		l.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2)}
-		p.Add(l)
 	}
 	if th := assessThreshold(v); th > 0 {
 		dl := line(plotter.XYs{{X: 1, Y: th}, {X: float64(max(v.Tried, 1)), Y: th}}, c)
@@ -203,6 +198,37 @@ func addAssessProbe(p *plot.Plot, v recorder.AssessVerdict, pts []assessPoint, c
 		p.Add(dl)
 	}
 	return len(failed) > 0
+}
+
+// failNote is the label of a failed level: "N/M failed" in the probe's
+// colour, beside its cross.
+type failNote struct {
+	at   plotter.XY
+	text string
+	c    color.Color
+}
+
+// addFailNotes labels each failed level to the right of its cross; a
+// label near an earlier one (probes that failed at the same level, at
+// about the same timeout) goes a line above it, so both stay legible.
+func addFailNotes(p *plot.Plot, notes []failNote) {
+	for i, n := range notes {
+		stack := 0
+		for _, m := range notes[:i] {
+			if m.at.X == n.at.X && math.Abs(math.Log(m.at.Y/n.at.Y)) < math.Log(1.5) {
+				stack++
+			}
+		}
+		l, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{n.at}, Labels: []string{n.text}})
+		if err != nil {
+			panic("report: " + err.Error()) // one label, one point
+		}
+		l.TextStyle[0].Font = font.From(sans, 8)
+		l.TextStyle[0].Color = n.c
+		l.TextStyle[0].XAlign, l.TextStyle[0].YAlign = draw.XLeft, draw.YBottom
+		l.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2 + 10*float64(stack))}
+		p.Add(l)
+	}
 }
 
 // failGlyph is a bold cross: a level where /fast requests failed.

@@ -22,8 +22,11 @@ type svgStroke struct {
 	pts    [][2]float64
 }
 
-// svgLabel is a text element of an SVG: its content and fill colour.
-type svgLabel struct{ text, fill string }
+// svgLabel is a text element of an SVG: its content, fill colour and y.
+type svgLabel struct {
+	text, fill string
+	y          float64
+}
 
 // svgShapes returns the stroked straight paths and the texts of an SVG.
 func svgShapes(t *testing.T, data []byte) (strokes []svgStroke, texts []svgLabel) {
@@ -41,13 +44,15 @@ func svgShapes(t *testing.T, data []byte) (strokes []svgStroke, texts []svgLabel
 		if !ok {
 			continue
 		}
-		var d, style string
+		var d, style, y string
 		for _, a := range el.Attr {
 			switch a.Name.Local {
 			case "d":
 				d = a.Value
 			case "style":
 				style = a.Value
+			case "y":
+				y = a.Value
 			}
 		}
 		decl := map[string]string{}
@@ -62,7 +67,8 @@ func svgShapes(t *testing.T, data []byte) (strokes []svgStroke, texts []svgLabel
 			if err := dec.DecodeElement(&s, &el); err != nil {
 				t.Fatal(err)
 			}
-			texts = append(texts, svgLabel{s, decl["fill"]})
+			yv, _ := strconv.ParseFloat(y, 64)
+			texts = append(texts, svgLabel{s, decl["fill"], yv})
 		case "path":
 			if decl["stroke"] == "" || strings.ContainsAny(d, "ACZ") {
 				continue
@@ -117,9 +123,10 @@ func slowReadersFailed(t *testing.T, timeout string) func(string) string {
 // labelled "25/25 failed", at the level's /fast timeout when
 // assessment.json records it (placed on the figure's log scale by the 1
 // client p95 and the threshold line), else on the ceiling's dotted line
-// named in the caption.
+// named in the caption, where stalled-readers' failed level of 2 also
+// sits: its label goes a line away from slow-readers'.
 func TestAssessFigureFailedLevel(t *testing.T) {
-	const blue, grey = "#0072B2", "#888888" // slow-readers, the ceiling
+	const blue, green, grey = "#0072B2", "#009E73", "#888888" // slow-readers, stalled-readers, the ceiling
 	for _, tc := range []struct{ name, timeout string }{{"timeout recorded", "1005.2"}, {"timeout not recorded", ""}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := writeOnly(t, assessDir(t, slowReadersFailed(t, tc.timeout)), "assess")
@@ -180,12 +187,18 @@ func TestAssessFigureFailedLevel(t *testing.T) {
 			} else if ceiling == nil || !near(ceiling.pts[0][1], end[1], 0.01) || !strings.Contains(f.Caption, "a ceiling, not a measurement") {
 				t.Errorf("ceiling %v, failed level at y %.2f, caption %q; want it on the ceiling the caption names", ceiling, end[1], f.Caption)
 			}
-			labelled := false
+			// Both probes failed at 2 clients: stalled-readers' label is
+			// a line away from slow-readers', not over it.
+			label := map[string]float64{}
 			for _, tx := range texts {
-				labelled = labelled || tx.text == "25/25 failed" && tx.fill == blue
+				if tx.text == "25/25 failed" {
+					label[tx.fill] = tx.y
+				}
 			}
-			if !labelled {
-				t.Errorf("no label \"25/25 failed\" in slow-readers' colour among %v", texts)
+			yb, okb := label[blue]
+			yg, okg := label[green]
+			if !okb || !okg || (tc.timeout == "" && math.Abs(yb-yg) < 8) {
+				t.Errorf("labels \"25/25 failed\" at y %v by colour; want slow-readers' and stalled-readers', apart", label)
 			}
 		})
 	}
