@@ -152,6 +152,10 @@ type AssessLevel struct {
 	P95MS    float64  `json:"fast_p95_ms"`
 	MaxMS    float64  `json:"fast_max_ms"`
 	Degraded string   `json:"degraded,omitempty"` // the reason, "" when /fast held
+	// FastTimeoutMS is the timeout of each of the level's /fast requests
+	// (ms): one with no response within it failed. 0 when not
+	// recorded (files written before the field, or no /fast measured).
+	FastTimeoutMS float64 `json:"fast_timeout_ms,omitempty"`
 	// Ends counts how the level's clients ended; for the connection
 	// probes' last level, kept until the server ended them or the
 	// assessment's idle maximum.
@@ -187,9 +191,6 @@ type AssessLevel struct {
 	LoadgenCPUS       *float64 `json:"loadgen_cpu_s,omitempty"`
 	LoadgenThrottledS *float64 `json:"loadgen_throttled_s,omitempty"`
 	FastLagMaxMS      float64  `json:"fast_lag_max_ms"`
-	// FastTimeoutMS bounds each /fast request of the window: a failed one
-	// took up to it.
-	FastTimeoutMS float64 `json:"fast_timeout_ms,omitempty"`
 	// LateMS is, in a sharded assessment, how late this shard started the
 	// level on its own clock.
 	LateMS float64 `json:"late_ms,omitempty"`
@@ -280,6 +281,8 @@ func (v AssessVerdict) check() error {
 			return fmt.Errorf("levels[%d]: %d clients, over clients_tried %d", i, lv.Clients, v.Tried)
 		case lv.FastOK < 0 || lv.FastFail < 0 || lv.FastOK+lv.FastFail > lv.FastSent:
 			return fmt.Errorf("levels[%d]: /fast %d ok and %d failed of %d sent", i, lv.FastOK, lv.FastFail, lv.FastSent)
+		case lv.FastTimeoutMS < 0:
+			return fmt.Errorf("levels[%d]: fast_timeout_ms %g: want 0 (not recorded) or more", i, lv.FastTimeoutMS)
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ func TestAssessmentRoundTrip(t *testing.T) {
 	if a.Server != "sync-2" || len(a.Verdicts) != 3 || sr.ClientsToDegrade == nil || *sr.ClientsToDegrade != 2 ||
 		sr.Absorbs == nil || sr.Absorbs.PredictedBytes != 2637824 || len(sr.Levels) != 2 || sr.LastLevel().Clients != 2 ||
 		a.Verdicts[1].ClientsToDegrade != nil || *a.Verdicts[1].Levels[0].HeldMaxS != 1.1 ||
-		*a.Verdicts[2].Levels[0].FastBackS != 27.6 {
+		*a.Verdicts[2].Levels[0].FastBackS != 27.6 || a.Verdicts[2].Levels[0].FastTimeoutMS != 1004.6 || sr.Levels[0].FastTimeoutMS != 0 {
 		t.Fatalf("parsed %+v", a)
 	}
 	dir := t.TempDir()
@@ -61,6 +61,7 @@ func TestAssessmentRefusesCorrupt(t *testing.T) {
 		{"levels out of order", `"start_s": 4.0,`, `"start_s": 0.5,`, "levels[1]: started at 0.5 s, before levels[0] at 1.2 s"},
 		{"a level over tried", `{"clients": 2, "clients_in_place": true, "start_s": 4.0`, `{"clients": 3, "clients_in_place": true, "start_s": 4.0`, "levels[1]: 3 clients, over clients_tried 2"},
 		{"more outcomes than requests", `"fast_sent": 25, "fast_ok": 25, "fast_failed": 0, "fast_p50_ms": 2.1`, `"fast_sent": 25, "fast_ok": 25, "fast_failed": 3, "fast_p50_ms": 2.1`, "/fast 25 ok and 3 failed of 25 sent"},
+		{"negative timeout", `"fast_timeout_ms": 1004.6,`, `"fast_timeout_ms": -1,`, "levels[0]: fast_timeout_ms -1: want 0 (not recorded) or more"},
 		{"a string for a number", `"clients_tried": 4,`, `"clients_tried": "4",`, "clients_tried"},
 		{"two values", "\n}\n", "\n}\n{}\n", "more than one JSON value"},
 	} {

@@ -2,13 +2,9 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -29,7 +25,7 @@ func buildAssess(dir string) (*section, error) {
 	if f := assessFigure(a); f != nil {
 		s.addFigure(f)
 	} else {
-		s.skip("Level figure left out: no probe in %s measured a level with a /fast p95.", recorder.AssessmentFile)
+		s.skip("Level figure left out: no probe in %s measured /fast at a level (a shard other than 0 measures none).", recorder.AssessmentFile)
 	}
 	t := &table{Caption: "Verdicts (" + recorder.AssessmentFile + "): the clients at which /fast degraded (- when it held up to " +
 		"the clients tried), /fast p95 before the probe and at that level, /fast requests failed there, why the probe stopped, " +
@@ -68,64 +64,6 @@ func buildAssess(dir string) (*section, error) {
 		}
 	}
 	return s, nil
-}
-
-// assessFigure draws each probe's /fast p95 at each level it measured,
-// over the clients on a log scale, with the degradation line of its
-// baseline; nil when no level has a p95.
-func assessFigure(a recorder.Assessment) *figure {
-	f := &figure{name: "assess-levels", title: "/fast p95 at each level of each probe",
-		caption: "Each probe's /fast p95 (nearest rank, of the requests that succeeded) with 1, 2, 4, ... slow clients " +
-			"in place; a hollow mark is a level where a /fast request failed. The dashed line of a probe's colour is where it " +
-			"counts as degraded: over 10 times its baseline p95 and over the baseline plus 500 ms.",
-		width: 8 * vg.Inch, height: 4.5 * vg.Inch}
-	p := newPlot(f.title, "slow clients of the probe", "/fast p95 (ms)")
-	grid(p, true, true)
-	lo, hi, maxClients := math.Inf(1), 0.0, 1
-	drawn := 0
-	for i, v := range a.Verdicts {
-		c := palette[i%len(palette)]
-		var pts, failed plotter.XYs
-		for _, lv := range v.Levels {
-			if lv.FastOK == 0 || !(lv.P95MS > 0) {
-				continue
-			}
-			xy := plotter.XY{X: float64(lv.Clients), Y: lv.P95MS}
-			pts = append(pts, xy)
-			if lv.FastFail > 0 {
-				failed = append(failed, xy)
-			}
-			lo, hi, maxClients = math.Min(lo, lv.P95MS), math.Max(hi, lv.P95MS), max(maxClients, lv.Clients)
-		}
-		if len(pts) == 0 {
-			continue
-		}
-		drawn++
-		ln := line(pts, c)
-		m := marks(pts, c, draw.CircleGlyph{})
-		p.Add(ln, m)
-		p.Legend.Add(v.Probe, ln, m)
-		f.addSeries(v.Probe, len(pts))
-		if len(failed) > 0 {
-			p.Add(marks(failed, c, draw.RingGlyph{}))
-		}
-		if v.BaselineP95MS > 0 {
-			limit := math.Max(10*v.BaselineP95MS, v.BaselineP95MS+500)
-			hi = math.Max(hi, limit)
-			lo = math.Min(lo, v.BaselineP95MS)
-			th := line(plotter.XYs{{X: 1, Y: limit}, {X: float64(max(v.Tried, 1)), Y: limit}}, c)
-			th.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(th)
-		}
-	}
-	if drawn == 0 {
-		return nil
-	}
-	setLog(&p.X, 1, float64(maxClients))
-	p.X.Tick.Marker = levelTicks{}
-	setLog(&p.Y, lo, hi)
-	f.panels = append(f.panels, p)
-	return f
 }
 
 // levelTicks labels the levels a probe tries: 1, 2, 4, ...

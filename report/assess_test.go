@@ -32,15 +32,15 @@ func assessDir(t *testing.T, edit func(string) string) string {
 }
 
 // TestWriteAssess reports an assessment (testdata/assess): its section
-// alone, the level figure with a series per probe that measured a p95
-// (slow-readers at 1 and 2 clients, idle at 4; the stalled readers'
-// level had no /fast success), the verdict table with the threshold, the
-// fix and its page, the path's note and when /fast came back while the
-// stalled readers were held.
+// alone, the level figure with a series per probe (slow-readers at 1 and
+// 2 clients, idle at 4, stalled-readers at 2, where every /fast request
+// failed), the verdict table with the threshold, the fix and its page,
+// the path's note and when /fast came back while the stalled readers
+// were held.
 func TestWriteAssess(t *testing.T) {
 	rep := writeOnly(t, assessDir(t, nil), "assess")
-	if f := figureByName(t, rep, "assess-levels"); f.Series != 2 || !slices.Equal(f.points, []int{2, 1}) {
-		t.Errorf("assess-levels: %d series, points %v; want slow-readers at 2 levels, idle at 1", f.Series, f.points)
+	if f := figureByName(t, rep, "assess-levels"); f.Series != 3 || !slices.Equal(f.points, []int{2, 1, 1}) {
+		t.Errorf("assess-levels: %d series, points %v; want slow-readers at 2 levels, idle at 1, stalled-readers at 1", f.Series, f.points)
 	}
 	page, _ := os.ReadFile(rep.HTML)
 	text := html.UnescapeString(string(page))
@@ -53,12 +53,13 @@ func TestWriteAssess(t *testing.T) {
 	}
 }
 
-// A level with no /fast request that succeeded has no p95 to draw: a
-// probe whose every level is such is left out of the figure, and the
-// figure itself when no probe is left.
+// A level that measured no /fast request (a shard other than 0 holds
+// clients only) has nothing to draw: a probe whose every level is such is
+// left out of the figure, and the figure itself when no probe is left.
 func TestWriteAssessNoP95(t *testing.T) {
 	dir := assessDir(t, func(s string) string {
-		return strings.NewReplacer(`"fast_ok": 25,`, `"fast_ok": 0,`).Replace(s)
+		return strings.NewReplacer(`"fast_sent": 25, "fast_ok": 25, "fast_failed": 0,`, `"fast_sent": 0, "fast_ok": 0, "fast_failed": 0,`,
+			`"fast_sent": 25, "fast_ok": 0, "fast_failed": 25,`, `"fast_sent": 0, "fast_ok": 0, "fast_failed": 0,`).Replace(s)
 	})
 	rep, err := Write(dir, allSections)
 	if err != nil {

@@ -171,7 +171,7 @@ func (e External) Find(ctx context.Context) (Found, error) {
 			f.Notes = append(f.Notes, fmt.Sprintf("%s limits unknown: %v", role, layoutErr))
 			continue
 		case cgPath == "" && len(pids) == 0:
-			f.Notes = append(f.Notes, role+" limits unknown: its selectors (port:) name no process")
+			f.Notes = append(f.Notes, portsOnly(role, e.Groups[role]))
 			continue
 		case cgPath == "":
 			p, err := layout.ProcPath(procFS, pids[0])
@@ -189,6 +189,20 @@ func (e External) Find(ctx context.Context) (Found, error) {
 		}
 	}
 	return f, nil
+}
+
+// portsOnly is the note of a role whose selectors are all port: (the
+// others select processes or fail): they name the TCP sockets on their
+// ports, one listening on each now (SelectNow checked), which the
+// exporter counts as the role's, but no process whose cgroup's limits
+// could be read.
+func portsOnly(role string, sels []string) string {
+	what := "selects the TCP sockets on its port (one listens there now)"
+	if len(sels) > 1 {
+		what = "select the TCP sockets on their ports (one listens on each now)"
+	}
+	return fmt.Sprintf("%s: %s %s, not processes: the %s's cgroup limits are unknown (a cgroup:, tree: or pid: selector would give them)",
+		role, strings.Join(sels, ", "), what, role)
 }
 
 // String is how environment.json and the session's note show the limits
