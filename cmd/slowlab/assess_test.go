@@ -78,7 +78,7 @@ func TestAssessFailOn(t *testing.T) {
 	assess := func(bound string) (int, string, string, string) {
 		out := t.TempDir()
 		code, stdout, stderr := runCmd(t, "assess", "--stack", "embedded", "--no-limits", "--server", "gthread-1x3", "--probes", "idle",
-			"--max-clients", "4", "--window", "1s", "--idle-max", "1s", "--fail-on", bound, "--out", out)
+			"--max-clients", "4", "--window", "1s", "--idle-max", "1s", "--max-host-cpu", "0", "--fail-on", bound, "--out", out)
 		return code, stdout, stderr, out
 	}
 	if code, stdout, stderr, _ := assess("idle<3"); code != 0 || strings.Contains(stdout, "fail-on:") {

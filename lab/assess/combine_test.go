@@ -110,7 +110,9 @@ func TestCombine(t *testing.T) {
 			return pair(nil, func(a *recorder.Assessment) { off := 900.0; a.ShardRecord.ClockOffsetMS = &off })
 		}, "its clock is +900 ms from shard 0's"},
 		{"clock not measured", func() []string {
-			return pair(nil, func(a *recorder.Assessment) { a.ShardRecord.ClockOffsetMS, a.ShardRecord.ClockNote = nil, "no Date header" })
+			return pair(nil, func(a *recorder.Assessment) {
+				a.ShardRecord.ClockOffsetMS, a.ShardRecord.ClockNote = nil, "no Date header"
+			})
 		}, "its clock was not measured (no Date header)"},
 		{"a level not run", func() []string {
 			return pair(nil, func(a *recorder.Assessment) { a.Verdicts[0].Levels = a.Verdicts[0].Levels[:1] })

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -197,6 +198,11 @@ func (r *run) place(ctx context.Context, c *crowd, hold time.Duration, s slot) b
 	if !s.at.IsZero() {
 		placeBy = time.Until(s.at.Add(shardPlace))
 	}
+	select {
+	case <-c.inPlace:
+		return true
+	default:
+	}
 	timer := time.NewTimer(placeBy)
 	defer timer.Stop()
 	select {
@@ -221,7 +227,11 @@ func (r *run) measured(ctx context.Context, lv *Level, base time.Duration, c *cr
 	}
 	gctx, stopGuard := r.guard.Watch(ctx)
 	defer stopGuard()
-	lv.Connected = c.inPlaceNow()
+	// In place: connected and not ended when the window's first request
+	// goes out, by when a server that accepts only to close has closed.
+	var connected atomic.Int64
+	connected.Store(-1)
+	snap := time.AfterFunc(time.Until(t0.Add(time.Duration(r.cfg.Offset))), func() { connected.Store(int64(c.inPlaceNow())) })
 	before := r.self.read()
 	var w Window
 	var err error
@@ -231,6 +241,10 @@ func (r *run) measured(ctx context.Context, lv *Level, base time.Duration, c *cr
 		sleepUntil(gctx, t0.Add(time.Duration(r.cfg.Offset+r.cfg.Window)+r.fastTimeout))
 	}
 	generatorOver(lv, before, r.self.read())
+	if snap.Stop() || connected.Load() < 0 { // the window ended before its first request
+		connected.Store(int64(c.inPlaceNow()))
+	}
+	lv.Connected = int(connected.Load())
 	busy := ""
 	if errors.Is(context.Cause(gctx), lab.ErrHostBusy) {
 		busy = r.guard.Why()
