@@ -127,6 +127,10 @@ func (r *run) hold() time.Duration {
 	return time.Duration(r.cfg.Offset) + time.Duration(r.cfg.Window) + r.fastTimeout + time.Second
 }
 
+// streamSlack is how long past a held stream's wait its server may take
+// to answer it and take the next request.
+const streamSlack = 250 * time.Millisecond
+
 // The statuses of a level (Level.Status).
 const (
 	statusHeld     = "held"
@@ -186,6 +190,11 @@ func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool,
 	if keep {
 		kept := time.Since(windowEnd).Seconds()
 		lv.KeptS = &kept
+	}
+	if r.probe == ProbeHeldStreams && s.share > 0 {
+		// The server holds each stream for the wait it was asked, whether
+		// its client is still there or not: the next level waits it out.
+		sleepUntil(ctx, c.started.Add(streamWait(hold)+streamSlack))
 	}
 	c.outcomes(&lv)
 	return lv, err

@@ -79,13 +79,15 @@ func (p Probe) keeps() bool { return p.holds() || p == ProbeStalled }
 
 // targets are where one probe's clients go.
 type targets struct {
-	fast        string
-	front       string // the fast URL's host:port
-	large       *url.URL
-	largeSize   int64 // measured by the preflight
-	upload      *url.URL
-	uploadSize  int64
-	stream      *url.URL
+	fast       string
+	front      string // the fast URL's host:port
+	large      *url.URL
+	largeSize  int64 // measured by the preflight
+	upload     *url.URL
+	uploadSize int64
+	stream     *url.URL
+	// streamCheck is closed when the stream URL's check request ended.
+	streamCheck <-chan struct{}
 	allowRemote bool
 }
 
@@ -97,6 +99,7 @@ type crowd struct {
 	done    chan struct{} // closed once every client ended
 	// anyEnded is closed once the first client ended.
 	anyEnded chan struct{}
+	started  time.Time // when the clients were started
 	mu       sync.Mutex
 	placed   int
 	// live is how many clients are connected and not yet ended.
@@ -157,6 +160,7 @@ func (c *crowd) inPlaceNow() int {
 // paced to last twice that; the connection probes' bound).
 func (p Probe) start(ctx context.Context, t targets, n int, hold time.Duration) *crowd {
 	c := newCrowd(n)
+	c.started = time.Now()
 	if n == 0 { // a shard's share of a level smaller than the shards
 		close(c.done)
 		return c
@@ -215,13 +219,30 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 		defer client.Close()
 		var r loadgen.Result
 		client.Get(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { onConnect() }}), t.stream.String(), &r)
+			WroteRequest: func(httptrace.WroteRequestInfo) { onConnect() }}), streamFor(t.stream, hold), &r)
 		how := fmt.Sprintf("status %d", r.Status)
 		if r.Err != nil {
 			how = loadgen.ErrorReason(r.Err)
 		}
 		end(how)
 	}
+}
+
+// streamFor is the stream URL asking the server to hold its response for
+// hold, whole seconds up (wait=): a server that does not see its client
+// leave (a sync worker asleep in a long-poll) is held that long whatever
+// the client does, so the level after this one waits for it.
+func streamFor(u *url.URL, hold time.Duration) string {
+	v := *u
+	q := v.Query()
+	q.Set("wait", streamWait(hold).String())
+	v.RawQuery = q.Encode()
+	return v.String()
+}
+
+// streamWait is the wait a held stream asks for at a level held for hold.
+func streamWait(hold time.Duration) time.Duration {
+	return (hold + time.Second - 1).Truncate(time.Second)
 }
 
 // stall runs stalled reader i (r): it reads StallAfter, then nothing,

@@ -109,6 +109,14 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	r.t0 = time.Now()
 	fr.Start(r.t0, samples)
 	defer c.sampled(fr, &v)
+	// The stream check's request holds what it holds until it ends.
+	if t.streamCheck != nil {
+		select {
+		case <-t.streamCheck:
+		case <-time.After(recoverBound):
+		case <-ctx.Done():
+		}
+	}
 	// An external stack may still be busy with the last probe's clients.
 	if !r.recovered(ctx, 0, recoverBound) {
 		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(Threshold(0)), recoverBound)
@@ -235,8 +243,14 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 		if t.stream, err = target(stack.TargetStream, q); err != nil {
 			return t, err
 		}
-		if err := holdsOpen(ctx, t.stream.String(), t.allowRemote); err != nil {
-			return t, fmt.Errorf("stream URL %s: %w", t.stream, err)
+		// The check's own stream asks to be held only a little past
+		// StreamHold, where the server takes wait=.
+		check, err := target(stack.TargetStream, fmt.Sprintf("%s?wait=%s", c.Paths.Stream, 2*StreamHold))
+		if err != nil {
+			return t, err
+		}
+		if t.streamCheck, err = holdsOpen(ctx, check.String(), t.allowRemote); err != nil {
+			return t, fmt.Errorf("stream URL %s: %w", check, err)
 		}
 	}
 	return t, nil
@@ -248,25 +262,35 @@ const StreamHold = time.Second
 
 // holdsOpen checks that url keeps a 2xx response open for StreamHold: a
 // URL that answers at once would end every held-stream client at once, and
-// the probe would call the stack strong for holding nothing.
-func holdsOpen(ctx context.Context, url string, allowRemote bool) error {
-	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: 2 * StreamHold, AllowRemote: allowRemote})
-	defer client.Close()
-	hctx, cancel := context.WithTimeout(ctx, StreamHold)
-	defer cancel()
+// the probe would call the stack strong for holding nothing. A stream
+// that holds is read on to its end (recoverBound at the most), since it
+// holds what the probe is about to measure (a sync worker): done is closed
+// then, and the probe's baseline waits for it.
+func holdsOpen(ctx context.Context, url string, allowRemote bool) (done <-chan struct{}, err error) {
+	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: recoverBound, AllowRemote: allowRemote})
 	var r loadgen.Result
 	start := time.Now()
-	client.Get(hctx, url, &r)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		defer client.Close()
+		client.Get(ctx, url, &r)
+	}()
+	timer := time.NewTimer(StreamHold)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return ended, nil // still open when StreamHold passed
+	case <-ended:
+	}
 	switch {
 	case r.Status != 0 && (r.Status < 200 || r.Status > 299):
-		return fmt.Errorf("status %d, want 2xx", r.Status)
+		return nil, fmt.Errorf("status %d, want 2xx", r.Status)
 	case r.Err == nil:
-		return fmt.Errorf("answered whole in %s: a held stream must stay open at least %s (give a long-poll or SSE URL that holds its response)",
+		return nil, fmt.Errorf("answered whole in %s: a held stream must stay open at least %s (give a long-poll or SSE URL that holds its response)",
 			time.Since(start).Round(time.Millisecond), StreamHold)
-	case hctx.Err() != nil && ctx.Err() == nil:
-		return nil // still open when StreamHold passed
 	}
-	return r.Err
+	return nil, r.Err
 }
 
 // get fetches url and returns its body's size; an error for a failed

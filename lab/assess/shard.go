@@ -189,6 +189,13 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		v.Stopped = fmt.Sprintf("late: the probe's slot began %s ago on the shards' clock", late.Round(time.Millisecond))
 		return v, nil
 	}
+	if t.streamCheck != nil {
+		select {
+		case <-t.streamCheck:
+		case <-time.After(time.Until(at)):
+		case <-ctx.Done():
+		}
+	}
 	if shard == 0 && !r.recovered(ctx, 0, time.Until(at)) {
 		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s before the probe's slot", ms(Threshold(0)))
 		return v, nil
