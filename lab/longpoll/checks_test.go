@@ -45,7 +45,7 @@ func slotGroups() map[string]lpRun {
 // TestCheckSlotRuleCountsClients: sync-2 holding 2 must have stuck every
 // probe client, not made 20 probes slow: 5 clients stuck six times each
 // (30 probes over 1 s, as many as the measured run had) fail the rule that
-// counting probes passed.
+// counting probes passed. Its worker's fullness is counted in samples.
 func TestCheckSlotRuleCountsClients(t *testing.T) {
 	c := short()
 	good := &catcher{TB: t}
@@ -64,6 +64,23 @@ func TestCheckSlotRuleCountsClients(t *testing.T) {
 	checkSlotRule(bad, c, got)
 	if len(bad.errs) != 1 || !strings.Contains(bad.errs[0], "5 of the 20 probe clients") {
 		t.Errorf("5 of 20 probe clients stuck: %q; want the one error naming them", bad.errs)
+	}
+
+	// sync-2's worker full in 8 of 80 samples (a sampler that saw every
+	// eighth) fails; full in 78 of 80 passes at 1.9 s, a late sampler's.
+	for _, tc := range []struct {
+		full, fullS float64
+		fail        bool
+	}{{8, 0.4, true}, {78, 1.9, false}} {
+		got := slotGroups()
+		held := got["sync-2/2/20"]
+		held.FullSamples, held.FullWorkerS = recorder.Some(tc.full), recorder.Some(tc.fullS)
+		got["sync-2/2/20"] = held
+		ct := &catcher{TB: t}
+		checkSlotRule(ct, c, got)
+		if failed := len(ct.errs) > 0; failed != tc.fail {
+			t.Errorf("sync-2 full in %g of 80 samples (%g s): errors %q, want failure %t", tc.full, tc.fullS, ct.errs, tc.fail)
+		}
 	}
 }
 

@@ -127,7 +127,8 @@ func checkSlotRule(t testing.TB, e *Config, got map[string]lpRun) {
 	// rule: between one long-poll's 204 and the holder's next request the
 	// 20 closed-loop probes get many fast answers, more the longer a loaded
 	// machine makes that gap (a fresh-clone run saw p50 13 ms, p95 2990).
-	t.Logf("sync-2 holding 2: %d of the %d probe clients had a probe over 1 s (%d probes)", held.StuckClients, held.ProbeConcurrency, held.ProbesOver1s)
+	t.Logf("sync-2 holding 2: %d of the %d probe clients had a probe over 1 s (%d probes); a worker full in %.0f of %d samples (%.2f s)",
+		held.StuckClients, held.ProbeConcurrency, held.ProbesOver1s, held.FullSamples.Value, held.HeldSamples, held.FullWorkerS.Value)
 	if held.StuckClients < held.ProbeConcurrency || held.P95MS.Value < wait/3 {
 		t.Errorf("sync-2 holding 2: %d of the %d probe clients had a probe over 1 s (%d probes), p95 %.0f ms; want every client stuck and p95 >= %.0f",
 			held.StuckClients, held.ProbeConcurrency, held.ProbesOver1s, held.P95MS.Value, wait/3)
@@ -135,8 +136,11 @@ func checkSlotRule(t testing.TB, e *Config, got map[string]lpRun) {
 	if held.ThroughputRPS > base.ThroughputRPS/20 {
 		t.Errorf("sync-2 throughput %.1f/s holding 2 vs %.1f/s holding 0: want a collapse", held.ThroughputRPS, base.ThroughputRPS)
 	}
-	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || held.FullWorkerS.Value < time.Duration(e.Seconds).Seconds()/2 {
-		t.Errorf("sync-2 holding 2: busiest worker held %v for %v s, want 1 (its only slot) for most of the window", held.MaxWorkerHeld, held.FullWorkerS)
+	// Full counted in samples, as checkFullWorker does (a run that sampled
+	// the worker full for 1.90 s of 4 failed the half window in seconds).
+	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || !fullMostSamples(held.LongPollGroup) {
+		t.Errorf("sync-2 holding 2: busiest worker held %v, full in %v of %d samples (%v s); want 1 (its only slot), full in at least half of 10 or more samples",
+			held.MaxWorkerHeld, held.FullSamples, held.HeldSamples, held.FullWorkerS)
 	}
 	// 20 long-polls fit the 32 slots, but Gunicorn's policy may put 16 of
 	// them on one worker (the README measures it in about 1 run in 5 with
@@ -185,7 +189,7 @@ func checkFullWorker(t testing.TB, e *Config, g recorder.LongPollGroup, acceptWh
 	// the share of the samples that found a worker full stays what the
 	// pigeonhole makes it.
 	t.Logf("gthread-2x16 holding 31: busiest worker held %.0f, full in %.0f of %d samples (%.2f s)", g.MaxWorkerHeld.Value, g.FullSamples.Value, g.HeldSamples, g.FullWorkerS.Value)
-	if g.MaxWorkerHeld.Value != 16 || g.HeldSamples < 10 || !g.FullSamples.Valid || g.FullSamples.Value < float64(g.HeldSamples)/2 {
+	if g.MaxWorkerHeld.Value != 16 || !fullMostSamples(g) {
 		t.Errorf("gthread-2x16 holding 31: busiest worker held %v, full in %v of %d samples (%v s); want 16 (all its threads), full in at least half of 10 or more samples",
 			g.MaxWorkerHeld, g.FullSamples, g.HeldSamples, g.FullWorkerS)
 	}
@@ -199,6 +203,12 @@ func checkFullWorker(t testing.TB, e *Config, g recorder.LongPollGroup, acceptWh
 		t.Errorf("Gunicorn's accept policy, holding 31 (1 free slot): max %.0f ms, %d probes over 1 s; want probes stuck behind the full worker's long-polls",
 			g.MaxMS.Value, g.ProbesOver1s)
 	}
+}
+
+// fullMostSamples: 10 or more held samples, at least half of which found
+// some worker full.
+func fullMostSamples(g recorder.LongPollGroup) bool {
+	return g.HeldSamples >= 10 && g.FullSamples.Valid && g.FullSamples.Value >= float64(g.HeldSamples)/2
 }
 
 // TestLongPollShape runs the published long-poll conditions, plus the
