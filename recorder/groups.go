@@ -45,6 +45,11 @@ type LongPollGroup struct {
 	// sampled full. Both are empty when nothing was held or sampled.
 	Waves, FullWaves Maybe
 	WorkerSlots      Maybe
+	// FullSamples is how many of the HeldSamples found some worker with
+	// every thread holding a long-poll: FullWorkerS counted in samples,
+	// which a machine too loaded to sample on time does not shorten.
+	// Empty with FullWorkerS.
+	FullSamples Maybe
 }
 
 func (LongPollGroup) schema() *schema[LongPollGroup] { return &longPollGroupSchema }
@@ -71,6 +76,7 @@ var longPollGroupSchema = schema[LongPollGroup]{file: "groups.csv", cols: []colu
 	col("waves", 0, func(r *LongPollGroup) any { return &r.Waves }),
 	col("full_waves", 0, func(r *LongPollGroup) any { return &r.FullWaves }),
 	col("worker_slots", 0, func(r *LongPollGroup) any { return &r.WorkerSlots }),
+	col("full_samples", 0, func(r *LongPollGroup) any { return &r.FullSamples }),
 }}
 
 // ProbeSummary is a long-poll run's probes summarized as they are

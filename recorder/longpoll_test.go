@@ -15,7 +15,7 @@ func TestLongPollHeaders(t *testing.T) {
 			"run_id,server,hold,probe_concurrency,worker,seq,start_s,connect_ms,ttfb_ms,latency_ms,status,bytes,error"},
 		{FileName[LongPollGroup](), strings.Join(Header[LongPollGroup](), ","),
 			"run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots," +
-				"max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots"},
+				"max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots,full_samples"},
 		{FileName[LongPollRun](), strings.Join(Header[LongPollRun](), ","),
 			"run_id,server,hold,probe_concurrency,rep,started_at,status,reason,probes"},
 	} {

@@ -18,13 +18,13 @@ import (
 // their columns.
 func writeLongPollAndGap(t *testing.T, dir string) {
 	t.Helper()
-	groups := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots\n" +
-		"sync-2.hold0.probes20.rep1,sync-2,0,20,60,60,60000,0,18.5,22.1,40.2,1000.5,2,2,0,0,0,1200,,,1\n" +
-		"sync-2.hold2.probes20.rep1,sync-2,2,20,60,60,38,0,29800,30010,30050,0.63,2,0,1,59.5,38,1200,2,1,1\n" +
-		"gthread-2x16.hold0.probes20.rep1,gthread-2x16,0,20,60,60,59000,0,19,25,48,980,32,32,0,0,0,1200,,,16\n" +
-		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,60,60,58000,2,19.5,26,2100,970,32,12,16,1.25,20,1200,2,1,16\n" +
-		"gthread-2x16.hold20.probes8.rep1,gthread-2x16,20,8,60,60,30000,0,9.1,12,,500,32,12,,,0,0,,,16\n" + // max and held not measured
-		"node-2.hold20.probes20.rep1,node-2,20,20,60,60,59000,0,3,5,10,983.3,,,11,,0,1200,,,\n" // an event loop: slots unbounded
+	groups := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots,full_samples\n" +
+		"sync-2.hold0.probes20.rep1,sync-2,0,20,60,60,60000,0,18.5,22.1,40.2,1000.5,2,2,0,0,0,1200,,,1,\n" +
+		"sync-2.hold2.probes20.rep1,sync-2,2,20,60,60,38,0,29800,30010,30050,0.63,2,0,1,59.5,38,1200,2,1,1,\n" +
+		"gthread-2x16.hold0.probes20.rep1,gthread-2x16,0,20,60,60,59000,0,19,25,48,980,32,32,0,0,0,1200,,,16,\n" +
+		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,60,60,58000,2,19.5,26,2100,970,32,12,16,1.25,20,1200,2,1,16,\n" +
+		"gthread-2x16.hold20.probes8.rep1,gthread-2x16,20,8,60,60,30000,0,9.1,12,,500,32,12,,,0,0,,,16,\n" + // max and held not measured
+		"node-2.hold20.probes20.rep1,node-2,20,20,60,60,59000,0,3,5,10,983.3,,,11,,0,1200,,,,\n" // an event loop: slots unbounded
 	gap := "size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," +
 		"tls,loss_pct,rate,delay_up_ms,delay_down_ms,work_ms,work_kind,handshake_ms,resumed_pct,run_id\n" +
 		"1024,0,0.04,0.05,0.12,0.17,70.6,40,none,0.06,64.7,none,0,0,0,0,0,sleep,,,latency-gap.1024B.0ms\n" +
@@ -78,9 +78,9 @@ func TestWriteLongPollAndLatencyGap(t *testing.T) {
 // and a run whose worker filled up says so.
 func TestLongPollRepsLabelled(t *testing.T) {
 	dir := t.TempDir()
-	groups := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots\n" +
-		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,40,40,290000,0,2.4,5.3,61.8,7332.2,32,12,14,0,0,1200,2,0,16\n" +
-		"gthread-2x16.hold20.probes20.rep2,gthread-2x16,20,20,40,40,187295,0,2.6,6.0,30003.7,4682.4,32,12,16,12,20,1200,2,1,16\n"
+	groups := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots,full_samples\n" +
+		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,40,40,290000,0,2.4,5.3,61.8,7332.2,32,12,14,0,0,1200,2,0,16,\n" +
+		"gthread-2x16.hold20.probes20.rep2,gthread-2x16,20,20,40,40,187295,0,2.6,6.0,30003.7,4682.4,32,12,16,12,20,1200,2,1,16,\n"
 	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(groups), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +105,15 @@ func TestLongPollRepsLabelled(t *testing.T) {
 // interval in the caption is computed from the runs' sample counts.
 func TestLongPollRepsCompared(t *testing.T) {
 	dir := t.TempDir()
-	head := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots\n"
+	head := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots,full_samples\n"
 	var rows strings.Builder
 	for rep := 1; rep <= 4; rep++ {
 		full, over := "0", "0"
 		if rep <= 3 {
 			full, over = "12", "20"
 		}
-		fmt.Fprintf(&rows, "gthread-2x16.hold20.probes20.rep%d,gthread-2x16,20,20,40,40,1000,0,2,5,60,25,32,12,16,%s,%s,400,2,%d,16\n", rep, full, over, map[bool]int{true: 1}[full != "0"])
-		fmt.Fprintf(&rows, "gthread-2x16.hold20.probes8.rep%d,gthread-2x16,20,8,40,40,1000,0,2,5,60,25,32,12,10,0,0,400,2,0,16\n", rep)
+		fmt.Fprintf(&rows, "gthread-2x16.hold20.probes20.rep%d,gthread-2x16,20,20,40,40,1000,0,2,5,60,25,32,12,16,%s,%s,400,2,%d,16,\n", rep, full, over, map[bool]int{true: 1}[full != "0"])
+		fmt.Fprintf(&rows, "gthread-2x16.hold20.probes8.rep%d,gthread-2x16,20,8,40,40,1000,0,2,5,60,25,32,12,10,0,0,400,2,0,16,\n", rep)
 	}
 	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(head+rows.String()), 0o644); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package latencygap
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,9 +95,9 @@ func TestPaths(t *testing.T) {
 	}
 }
 
-// runGap runs c in namespaces and returns its rows, checking nothing is
-// left behind.
-func runGap(t *testing.T, c *Config) []Row {
+// runGap runs c in namespaces and returns its rows and its requests
+// (gap-requests.csv), checking nothing is left behind.
+func runGap(t *testing.T, c *Config) ([]Row, []recorder.GapRequest) {
 	t.Helper()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func runGap(t *testing.T, c *Config) []Row {
 			t.Error(err)
 		}
 	}
-	return res.Rows
+	return res.Rows, reqs
 }
 
 // TestLatencyGapTLS measures 1 KB on new connections at 50 ms RTT in
@@ -135,7 +136,8 @@ func TestLatencyGapTLS(t *testing.T) {
 	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 6
 	c.TLS = recorder.GapTLSModes
 	rows := map[string]recorder.GapRow{}
-	for _, r := range runGap(t, c) {
+	measured, _ := runGap(t, c)
+	for _, r := range measured {
 		rows[r.Gap.TLS] = r.Gap
 		if r.Gap.Runs != c.Runs {
 			t.Errorf("tls %s: %d ok runs of %d", r.Gap.TLS, r.Gap.Runs, c.Runs)
@@ -184,7 +186,7 @@ func TestLatencyGapLossAndRate(t *testing.T) {
 	t.Run("loss", func(t *testing.T) {
 		c := Published()
 		c.Delays, c.Sizes, c.Runs, c.Losses = []lab.Duration{lab.Duration(5 * time.Millisecond)}, []lab.Size{102400}, 10, []float64{5}
-		rows := runGap(t, c)
+		rows, _ := runGap(t, c)
 		if len(rows) != 1 {
 			t.Fatalf("%d rows, want 1", len(rows))
 		}
@@ -232,7 +234,7 @@ func TestLatencyGapLossAndRate(t *testing.T) {
 	t.Run("rate", func(t *testing.T) {
 		c := Published()
 		c.Delays, c.Sizes, c.Runs, c.Rates = []lab.Duration{0}, []lab.Size{102400}, 3, []BitRate{1_000_000}
-		rows := runGap(t, c)
+		rows, _ := runGap(t, c)
 		if len(rows) != 1 {
 			t.Fatalf("%d rows, want 1", len(rows))
 		}
@@ -276,14 +278,14 @@ func lateRow(p recorder.GapPath) bool { return p.LatenessP99MS.Valid && p.Latene
 
 // TestLatencyGapWork sweeps the server's processing time at 50 ms RTT:
 // the server reports the time it worked (asleep or on the CPU), the client
-// waits that much more, and the server's timing is the less blind the
-// longer it works.
+// waits that much more, once, and the server's timing is the less blind
+// the longer it works.
 func TestLatencyGapWork(t *testing.T) {
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
-	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 4
+	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 8
 	c.Work = []Work{{0, recorder.GapWorkSleep}, {50 * time.Millisecond, recorder.GapWorkSleep}, {50 * time.Millisecond, recorder.GapWorkCPU}}
-	rows := runGap(t, c)
+	rows, reqs := runGap(t, c)
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want 3", len(rows))
 	}
@@ -294,12 +296,13 @@ func TestLatencyGapWork(t *testing.T) {
 			t.Errorf("work %g ms (%s): server reports %v ms, want 50-65", g.WorkMS, g.WorkKind, g.ServerMS)
 		}
 		// A new connection takes at least the handshake's and the request's
-		// round trips plus the work. (No upper bound: the difference of the
-		// two runs is no lower bound, a loaded machine once put 13 ms of
-		// noise in the run without work, and no bound above either, one put
-		// 82 ms more in a run with 50 ms of CPU work, 70 ms allowed.)
+		// round trips plus the work.
 		if floor := 2*g.RTTMS.Value + g.WorkMS - 1; g.ClientNewMS.Value < floor {
 			t.Errorf("work %g ms (%s): new connection %.1f ms; want at least 2 RTT + work = %.1f ms", g.WorkMS, g.WorkKind, g.ClientNewMS.Value, floor+1)
+		}
+		t.Logf("work %g ms (%s): beyond the server %.1f ms, without work %.1f ms", g.WorkMS, g.WorkKind, beyondServer(runRequests(reqs, g.RunID)), beyondServer(runRequests(reqs, none.RunID)))
+		if err := checkWorkOnce(runRequests(reqs, none.RunID), runRequests(reqs, g.RunID), g.WorkMS); err != nil {
+			t.Errorf("work %g ms (%s): %v", g.WorkMS, g.WorkKind, err)
 		}
 		if g.ServerBlindPct.Value >= none.ServerBlindPct.Value || g.ServerBlindPct.Value > 80 {
 			t.Errorf("work %g ms (%s): blind %.1f%%, without work %.1f%%: want less blind, under 80%%", g.WorkMS, g.WorkKind, g.ServerBlindPct.Value, none.ServerBlindPct.Value)
@@ -307,6 +310,90 @@ func TestLatencyGapWork(t *testing.T) {
 	}
 	if rows[1].Gap.WorkKind != recorder.GapWorkSleep || rows[2].Gap.WorkKind != recorder.GapWorkCPU {
 		t.Errorf("work kinds %s, %s", rows[1].Gap.WorkKind, rows[2].Gap.WorkKind)
+	}
+}
+
+// runRequests are the requests of the run id.
+func runRequests(reqs []recorder.GapRequest, id string) []recorder.GapRequest {
+	var out []recorder.GapRequest
+	for _, r := range reqs {
+		if r.RunID == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// beyondServer is the least time a new-connection request of reqs waited
+// beyond what the server reported working on it (total less the
+// Server-Timing header): the round trips to connect and to ask, with no
+// work in them. A loaded machine only adds to a request's time, so the
+// fastest request is the one that saw least of it. NaN without one.
+func beyondServer(reqs []recorder.GapRequest) float64 {
+	least := math.NaN()
+	for _, r := range reqs {
+		if r.Mode != recorder.GapNew || !r.NewConn || r.Error != "" || r.Status != 200 || !r.ServerHeaderMS.Valid {
+			continue
+		}
+		if d := r.TotalMS - r.ServerHeaderMS.Value; math.IsNaN(least) || d < least {
+			least = d
+		}
+	}
+	return least
+}
+
+// checkWorkOnce checks the client waited the server's work once: what
+// work's new connections waited beyond the server's own time is what the
+// run without work (none, measured in the same test) waited beyond it,
+// within half the work. A client that counted the work twice, or a server
+// that worked twice as long as it said, waits a whole work more. (The
+// client's time alone is no measure: a loaded machine put 82 ms, not 50,
+// between a run with 50 ms of CPU work and the one without, and the
+// server's report of that run grew with it.)
+func checkWorkOnce(none, work []recorder.GapRequest, workMS float64) error {
+	b0, b1 := beyondServer(none), beyondServer(work)
+	if math.IsNaN(b0) || math.IsNaN(b1) {
+		return fmt.Errorf("no new-connection request with the server's timing: without work %v, with %v", b0, b1)
+	}
+	if b1-b0 > workMS/2 {
+		return fmt.Errorf("new connections waited %.1f ms beyond the server's time, %.1f ms more than without work (%.1f): want the work counted once, under %.1f ms more",
+			b1, b1-b0, b0, workMS/2)
+	}
+	return nil
+}
+
+// TestCheckWorkOnce: the check passes requests timed as the path and the
+// work make them (with a loaded machine's noise in the run without work
+// and in the work itself) and fails a client that counted the work
+// twice, which the lower bound of TestLatencyGapWork alone passes.
+func TestCheckWorkOnce(t *testing.T) {
+	const rtt, work = 50.0, 50.0
+	reqs := func(id string, server, extra float64, noise ...float64) []recorder.GapRequest {
+		var out []recorder.GapRequest
+		for i, n := range noise {
+			out = append(out, recorder.GapRequest{Mode: recorder.GapNew, NewConn: true, Status: 200, Seq: i, RunID: id,
+				ServerHeaderMS: recorder.Some(server + n/2), TotalMS: 2*rtt + 0.4 + server + n + extra})
+		}
+		out = append(out, recorder.GapRequest{Mode: recorder.GapKeepAlive, Status: 200, RunID: id, ServerHeaderMS: recorder.Some(server), TotalMS: rtt})
+		return out
+	}
+	none := reqs("none", 0.1, 0, 13, 2, 30, 1)
+	good := reqs("work", work, 0, 0.5, 40, 32, 3)
+	if err := checkWorkOnce(none, good, work); err != nil {
+		t.Errorf("work counted once: %v", err)
+	}
+	twice := reqs("work", work, work, 0.5, 40, 32, 3)
+	if err := checkWorkOnce(none, twice, work); err == nil {
+		t.Error("a client that counted the work twice passed")
+	}
+	floorOnly := 2*rtt + work - 1
+	for _, r := range twice {
+		if r.Mode == recorder.GapNew && r.TotalMS < floorOnly {
+			t.Fatalf("the mutation is below the lower bound: %+v", r)
+		}
+	}
+	if err := checkWorkOnce(none[len(none)-1:], good, work); err == nil {
+		t.Error("no new-connection request without work, yet the check passed")
 	}
 }
 

@@ -39,23 +39,31 @@ func short(conds ...Condition) *Config {
 	return c
 }
 
+// lpRun is one run's group with what its probes in probes.csv show.
+type lpRun struct {
+	recorder.LongPollGroup
+	// StuckClients counts the distinct probe clients (probes.csv's
+	// worker) that had a probe over 1 s.
+	StuckClients int
+}
+
 // runLongPoll runs c in env and returns its groups by server/hold/probes,
 // after checking groups.csv and probes.csv agree with them.
-func runLongPoll(t *testing.T, c *Config, env *lab.Env) map[string]recorder.LongPollGroup {
+func runLongPoll(t *testing.T, c *Config, env *lab.Env) map[string]lpRun {
 	t.Helper()
 	r, err := c.Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := r.(*Result)
-	got := map[string]recorder.LongPollGroup{}
+	got := map[string]lpRun{}
 	for i, g := range res.Groups {
 		cond := c.Conditions[i/c.Reps]
 		if want := cond.RunID(i%c.Reps + 1); g.RunID != want {
 			t.Errorf("run %d: run_id %q, want %q", i, g.RunID, want)
 		}
 		key := g.Server + "/" + itoa(g.Hold) + "/" + itoa(g.ProbeConcurrency)
-		got[key] = g
+		got[key] = lpRun{LongPollGroup: g}
 		if g.Failed != 0 {
 			t.Errorf("%s: %d failed probes", key, g.Failed)
 		}
@@ -81,6 +89,19 @@ func runLongPoll(t *testing.T, c *Config, env *lab.Env) map[string]recorder.Long
 	if len(probes) != total {
 		t.Errorf("probes.csv has %d rows, groups count %d", len(probes), total)
 	}
+	stuck := map[string]map[int]bool{}
+	for _, p := range probes {
+		if p.Error == "" && p.Status >= 200 && p.Status < 400 && p.LatencyMS > 1000 { // as ProbeSummary counts probes_over_1s
+			if stuck[p.RunID] == nil {
+				stuck[p.RunID] = map[int]bool{}
+			}
+			stuck[p.RunID][p.Worker] = true
+		}
+	}
+	for key, r := range got {
+		r.StuckClients = len(stuck[r.RunID])
+		got[key] = r
+	}
 	samples, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(env.Out, "resource-samples.csv"))
 	if err != nil || len(samples) == 0 {
 		t.Errorf("resource-samples.csv: %d rows, %v", len(samples), err)
@@ -97,7 +118,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 //     throughput collapses);
 //   - gthread 2x16 holding 20 keeps p95 near baseline with 8 and 20 probes;
 //   - a probe over 1 s happens only while some worker is full.
-func checkSlotRule(t *testing.T, e *Config, got map[string]recorder.LongPollGroup) {
+func checkSlotRule(t testing.TB, e *Config, got map[string]lpRun) {
 	t.Helper()
 	wait := float64(time.Duration(e.Wait).Milliseconds())
 	base, held := got["sync-2/0/20"], got["sync-2/2/20"]
@@ -106,15 +127,20 @@ func checkSlotRule(t *testing.T, e *Config, got map[string]recorder.LongPollGrou
 	// rule: between one long-poll's 204 and the holder's next request the
 	// 20 closed-loop probes get many fast answers, more the longer a loaded
 	// machine makes that gap (a fresh-clone run saw p50 13 ms, p95 2990).
-	if held.ProbesOver1s < 20 || held.P95MS.Value < wait/3 {
-		t.Errorf("sync-2 holding 2: %d probes over 1 s, p95 %.0f ms; want every one of the 20 probe clients stuck (>= 20 over 1 s) and p95 >= %.0f",
-			held.ProbesOver1s, held.P95MS.Value, wait/3)
+	t.Logf("sync-2 holding 2: %d of the %d probe clients had a probe over 1 s (%d probes); a worker full in %.0f of %d samples (%.2f s)",
+		held.StuckClients, held.ProbeConcurrency, held.ProbesOver1s, held.FullSamples.Value, held.HeldSamples, held.FullWorkerS.Value)
+	if held.StuckClients < held.ProbeConcurrency || held.P95MS.Value < wait/3 {
+		t.Errorf("sync-2 holding 2: %d of the %d probe clients had a probe over 1 s (%d probes), p95 %.0f ms; want every client stuck and p95 >= %.0f",
+			held.StuckClients, held.ProbeConcurrency, held.ProbesOver1s, held.P95MS.Value, wait/3)
 	}
 	if held.ThroughputRPS > base.ThroughputRPS/20 {
 		t.Errorf("sync-2 throughput %.1f/s holding 2 vs %.1f/s holding 0: want a collapse", held.ThroughputRPS, base.ThroughputRPS)
 	}
-	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || held.FullWorkerS.Value < time.Duration(e.Seconds).Seconds()/2 {
-		t.Errorf("sync-2 holding 2: busiest worker held %v for %v s, want 1 (its only slot) for most of the window", held.MaxWorkerHeld, held.FullWorkerS)
+	// Full counted in samples, as checkFullWorker does (a run that sampled
+	// the worker full for 1.90 s of 4 failed the half window in seconds).
+	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || !fullMostSamples(held.LongPollGroup) {
+		t.Errorf("sync-2 holding 2: busiest worker held %v, full in %v of %d samples (%v s); want 1 (its only slot), full in at least half of 10 or more samples",
+			held.MaxWorkerHeld, held.FullSamples, held.HeldSamples, held.FullWorkerS)
 	}
 	// 20 long-polls fit the 32 slots, but Gunicorn's policy may put 16 of
 	// them on one worker (the README measures it in about 1 run in 5 with
@@ -151,17 +177,21 @@ func checkSlotRule(t *testing.T, e *Config, got map[string]recorder.LongPollGrou
 
 // checkFullWorker asserts the per-worker rule where pigeonhole forces it:
 // 31 long-polls on 2 workers x 16 threads leave a worker with every thread
-// held. With Gunicorn's accept policy it still accepts probes, which wait
-// for a long-poll to end although a slot is free elsewhere; a worker that
-// accepts only with a free thread leaves them to the other.
-func checkFullWorker(t *testing.T, e *Config, g recorder.LongPollGroup, acceptWhenFree bool) {
+// held whenever all 31 are held, that is but for the moments a holder
+// re-issues one. With Gunicorn's accept policy it still accepts probes,
+// which wait for a long-poll to end although a slot is free elsewhere; a
+// worker that accepts only with a free thread leaves them to the other.
+func checkFullWorker(t testing.TB, e *Config, g recorder.LongPollGroup, acceptWhenFree bool) {
 	t.Helper()
-	// How long a worker stays full depends on how fast each holder sends
-	// its next long-poll when one ends (31 are held only between those
-	// gaps): 3.1 and 1.4 s of 4 were seen in two runs on a loaded
-	// machine. The rule is that it happens at all.
-	if g.MaxWorkerHeld.Value != 16 || !(g.FullWorkerS.Value > 0) {
-		t.Errorf("gthread-2x16 holding 31: busiest worker held %v for %v s; want 16 (all its threads) for a while", g.MaxWorkerHeld, g.FullWorkerS)
+	// Counted in samples, not seconds: full_worker_s adds at most two
+	// sampling intervals a sample, so a machine too loaded to sample on
+	// time shortens it (3.1 and 1.4 s of a 4 s window were seen), while
+	// the share of the samples that found a worker full stays what the
+	// pigeonhole makes it.
+	t.Logf("gthread-2x16 holding 31: busiest worker held %.0f, full in %.0f of %d samples (%.2f s)", g.MaxWorkerHeld.Value, g.FullSamples.Value, g.HeldSamples, g.FullWorkerS.Value)
+	if g.MaxWorkerHeld.Value != 16 || !fullMostSamples(g) {
+		t.Errorf("gthread-2x16 holding 31: busiest worker held %v, full in %v of %d samples (%v s); want 16 (all its threads), full in at least half of 10 or more samples",
+			g.MaxWorkerHeld, g.FullSamples, g.HeldSamples, g.FullWorkerS)
 	}
 	if acceptWhenFree {
 		if g.MaxMS.Value >= 1000 || g.ProbesOver1s != 0 {
@@ -175,6 +205,12 @@ func checkFullWorker(t *testing.T, e *Config, g recorder.LongPollGroup, acceptWh
 	}
 }
 
+// fullMostSamples: 10 or more held samples, at least half of which found
+// some worker full.
+func fullMostSamples(g recorder.LongPollGroup) bool {
+	return g.HeldSamples >= 10 && g.FullSamples.Valid && g.FullSamples.Value >= float64(g.HeldSamples)/2
+}
+
 // TestLongPollShape runs the published long-poll conditions, plus the
 // pigeonhole condition, on the embedded stack with both accept policies.
 func TestLongPollShape(t *testing.T) {
@@ -182,12 +218,12 @@ func TestLongPollShape(t *testing.T) {
 	c.Conditions = append(c.Conditions, Condition{"gthread-2x16", 31, 8})
 	got := runLongPoll(t, c, testEnv(t, stack.NameEmbedded, false))
 	checkSlotRule(t, c, got)
-	checkFullWorker(t, c, got["gthread-2x16/31/8"], false)
+	checkFullWorker(t, c, got["gthread-2x16/31/8"].LongPollGroup, false)
 
 	// Two runs, so the repetitions' run ids and rows are checked too.
 	free := short(Condition{"gthread-2x16", 31, 8})
 	free.Reps = 2
-	checkFullWorker(t, free, runLongPoll(t, free, testEnv(t, stack.NameEmbedded, true))["gthread-2x16/31/8"], true)
+	checkFullWorker(t, free, runLongPoll(t, free, testEnv(t, stack.NameEmbedded, true))["gthread-2x16/31/8"].LongPollGroup, true)
 }
 
 // TestLongPollRealGunicorn runs the same conditions on real Gunicorn under
@@ -201,7 +237,7 @@ func TestLongPollRealGunicorn(t *testing.T) {
 		Condition{"gthread-2x16", 20, 8}, Condition{"gthread-2x16", 31, 8})
 	got := runLongPoll(t, c, env)
 	checkSlotRule(t, c, got)
-	checkFullWorker(t, c, got["gthread-2x16/31/8"], false)
+	checkFullWorker(t, c, got["gthread-2x16/31/8"].LongPollGroup, false)
 	b, _ := os.ReadFile(filepath.Join(env.Out, "environment.json"))
 	if !strings.Contains(string(b), "app 0.25 CPU / 128 MiB") {
 		t.Errorf("environment.json does not record the app's limits:\n%s", b)

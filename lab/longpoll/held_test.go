@@ -98,15 +98,15 @@ func TestSummarizeHeldCountsSampledWaves(t *testing.T) {
 	if g.Waves != recorder.Some(2) || g.FullWaves != recorder.Some(1) {
 		t.Errorf("waves %v, full %v; want 2 (the wave at 60 s was never sampled), 1", g.Waves, g.FullWaves)
 	}
-	if g.HeldSamples != 800 || g.MaxWorkerHeld != recorder.Some(16) || g.FullWorkerS != recorder.Some(10) {
-		t.Errorf("samples %d, max %v, full_s %v", g.HeldSamples, g.MaxWorkerHeld, g.FullWorkerS)
+	if g.HeldSamples != 800 || g.MaxWorkerHeld != recorder.Some(16) || g.FullWorkerS != recorder.Some(10) || g.FullSamples != recorder.Some(2) {
+		t.Errorf("samples %d, max %v, full_s %v, full samples %v", g.HeldSamples, g.MaxWorkerHeld, g.FullWorkerS, g.FullSamples)
 	}
 
 	// An event loop has no worker slots to fill: how many long-polls a
 	// worker held is measured, "full" does not apply.
 	u := recorder.LongPollGroup{ElapsedS: 62}
 	c.summarizeHeld(&u, m, Condition{Server: "node-2", Hold: 20, Probes: 20}, &lab.Env{})
-	if u.MaxWorkerHeld != recorder.Some(16) || u.FullWorkerS.Valid || u.Waves.Valid || u.FullWaves.Valid {
+	if u.MaxWorkerHeld != recorder.Some(16) || u.FullWorkerS.Valid || u.FullSamples.Valid || u.Waves.Valid || u.FullWaves.Valid {
 		t.Errorf("unbounded server: max %v, full_s %v, waves %v/%v; want 16 and the rest empty", u.MaxWorkerHeld, u.FullWorkerS, u.FullWaves, u.Waves)
 	}
 }

@@ -177,7 +177,7 @@ func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Cond
 	if !g.WorkerSlots.Valid { // no number of long-polls fills a worker
 		return
 	}
-	g.FullWorkerS = recorder.Some(hs.full.Seconds())
+	g.FullWorkerS, g.FullSamples = recorder.Some(hs.full.Seconds()), recorder.Some(float64(len(hs.fullAt)))
 	if cond.Hold == 0 {
 		return
 	}
