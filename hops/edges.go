@@ -1,6 +1,8 @@
 package hops
 
 import (
+	"slices"
+
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -20,6 +22,9 @@ var (
 	// receive queue, less what it wrote to the client.
 	holdHops = []string{recorder.HopProxyUpstreamReceived, recorder.HopProxyUpstreamRecvQ,
 		recorder.HopProxyClientWritten, recorder.HopProxyMemory, recorder.HopProxyTempFile}
+	// What a proxy that reports nothing holds, within its temp files and
+	// memory bound.
+	boundedHoldHops = append(slices.Clip(holdHops), recorder.HopProxyTempFileSize, recorder.HopProxyMemoryBound)
 	// The client's receive queue holds at most its receive buffer.
 	capacityHops = []string{recorder.HopClientRecvQueue, recorder.HopClientRecvBuffer}
 	// Every hop, where the sample has not the rows of each side.
@@ -95,7 +100,7 @@ func (g *group) judge() {
 		tol += HeaderSlack // derived from app_written, which may be the download's total
 	}
 	if g.bounded {
-		g.fail(g.identity(outside(held, 0, v.High), tol, 0, v.High), append(holdHops, recorder.HopProxyTempFileSize, recorder.HopProxyMemoryBound))
+		g.fail(g.identity(outside(held, 0, v.High), tol, 0, v.High), boundedHoldHops)
 		return
 	}
 	mem, _ := g.get(recorder.HopProxyMemory)

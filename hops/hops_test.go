@@ -94,8 +94,11 @@ func TestDirectConservedOnRealSockets(t *testing.T) {
 	if err := Check(rows).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Not the client's receive queue: its 8 KiB can be within twice the
+	// skew at every sample on a loaded machine (the recorded run's test
+	// requires it).
 	checkHopMutations(t, rows, []string{recorder.HopAppWritten, recorder.HopAppSendQueue,
-		recorder.HopClientRecvQueue, recorder.HopClientRead, recorder.HopClientRecvBuffer})
+		recorder.HopClientRead, recorder.HopClientRecvBuffer})
 	peak := map[string]int64{}
 	var last recorder.Hop
 	nSamples := 0

@@ -241,7 +241,7 @@ func (g *group) proxyCheck(ds []*group) {
 	// download's app wrote is known.
 	res := int64(len(ds)) * g.memoryBound
 	for _, d := range ds {
-		if rb, ok := d.get(recorder.HopClientRecvBuffer); ok && (res <= 0 || rb < res) {
+		if rb, ok := d.get(recorder.HopClientRecvBuffer); ok && g.memoryBound <= 0 && (res <= 0 || rb < res) {
 			res = rb
 		}
 	}
