@@ -100,7 +100,7 @@ func TestHopsDerivedProxy(t *testing.T) {
 
 // A reporting proxy's buffers come from its report, matched by the
 // client's address, and its upstream address names the app's socket when
-// the app's header is missing.
+// the app's header is missing; what it holds is tested against its report.
 func TestHopsReportingProxy(t *testing.T) {
 	b, err := os.ReadFile("testdata/buffers.json")
 	if err != nil {
@@ -111,7 +111,7 @@ func TestHopsReportingProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	const app, proxy, client, peer = 8000, 8080, 40000, 40001
-	smp := Sample{T: time.Second, Proxy: report, Sockets: []Socket{
+	smp := Sample{T: time.Second, Proxy: report, HasTemp: true, TempFile: 1 << 20, Sockets: []Socket{
 		sock(app, peer, 0, 512<<10, 3<<20, 100),
 		sock(peer, app, 0, 0, 100, 3<<20),
 		// The proxy wrote what it reports, 2,015,232 bytes: 1 MiB queued,
@@ -119,9 +119,17 @@ func TestHopsReportingProxy(t *testing.T) {
 		sock(proxy, client, 0, 1<<20, 944<<10, 100),
 		sock(client, proxy, 8<<10, 0, 100, 984<<10),
 	}}
-	rows := Hops("r", Path{AppPort: app, ProxyPort: proxy, ProxyReports: true}, []Download{{Local: ap(client)}}, []Sample{smp})
-	if bad := Check(rows).Violations; len(bad) != 0 {
-		t.Fatalf("violations: %v", bad)
+	p := Path{AppPort: app, ProxyPort: proxy, ProxyReports: true, ProxyMemory: 80 << 10}
+	rows := Hops("r", p, []Download{{Local: ap(client)}}, []Sample{smp})
+	if res := Check(rows); len(res.Violations) != 0 || res.Judged != 2 {
+		t.Fatalf("%s: %v; want both samples judged and held", res, res.Violations)
+	}
+	// What the proxy holds is tested against its report: a report that
+	// says it holds 1 MiB more in memory fails, naming the hop.
+	report[0].Memory += 1 << 20
+	bad := Check(Hops("r", p, []Download{{Local: ap(client)}}, []Sample{smp})).Violations
+	if len(bad) == 0 || !slices.Contains(bad[0].Hops, recorder.HopProxyMemory) {
+		t.Errorf("a report 1 MiB off: %v, want a violation naming proxy_memory", bad)
 	}
 	if r, _ := hopAt(rows, 1, recorder.HopProxyTempFile); r.Bytes != 1<<20 || r.Source != recorder.HopSourceProxy {
 		t.Errorf("temp file %+v, want 1 MiB from the proxy", r)

@@ -103,9 +103,17 @@ func (g *group) judge() {
 		g.fail(g.identity(outside(held, 0, v.High), tol, 0, v.High), boundedHoldHops)
 		return
 	}
+	// A proxy that reports what it holds counts what it wrote to the
+	// client when the write returns: a write in flight has put part of
+	// itself in the socket already, at most the proxy's memory for the
+	// response; its count of body bytes leaves out the headers. Without
+	// its memory bound that is not known: the holding is not tested.
+	if g.proxyMemory <= 0 {
+		return
+	}
 	mem, _ := g.get(recorder.HopProxyMemory)
 	temp, _ := g.get(recorder.HopProxyTempFile)
-	g.fail(g.identity(held-mem-temp, tol, 0, 0), holdHops)
+	g.fail(g.identity(held-mem-temp, tol+g.proxyMemory+HeaderSlack, 0, 0), holdHops)
 }
 
 // identity is a test of the sample: unaccounted bytes, allowed ones, and

@@ -30,8 +30,9 @@ type group struct {
 	tempSize    int64
 	memoryBound int64
 	// rangeSkew is the proxy's skew (its temp files' movement with the
-	// sockets') where the range of what the proxy may hold is from them.
-	rangeSkew int64
+	// sockets') where the range of what the proxy may hold is from them;
+	// proxyMemory its memory bound per response (0 without its rows).
+	rangeSkew, proxyMemory int64
 	// Each hop's row (the last of its name), for the path's identities.
 	val map[string]hopVal
 	// The verdict on the sample: judged or why not, and the identities
@@ -193,6 +194,9 @@ func (g *group) downloadCheck(p *group) {
 			v.High = p.tempSize + p.memoryBound
 			g.rangeSkew = p.skew
 		}
+	}
+	if p != nil {
+		g.proxyMemory = p.memoryBound
 	}
 	v.Unaccounted = outside(held, 0, v.High)
 	// The skew bounds what one pair of sockets read at two instants of a

@@ -77,11 +77,12 @@ type Sampler struct {
 // maxSkew is the movement during a sample (of any one socket, or of the
 // proxy's own counts, or of its temp files) above which the sample is
 // taken again (at most skewTries times, the least moved kept), so samples
-// taken during a burst are not needlessly uncertain: the check judges a
+// taken during a burst are not needlessly uncertain (the check judges a
 // download's sample only when its sockets moved less than the client's
-// receive buffer (16 KiB for an SO_RCVBUF of 8 KiB).
+// receive buffer), and a loaded machine is not asked for more tries than
+// it was when the whole sample's movement was held to it.
 const (
-	maxSkew   = 8 << 10
+	maxSkew   = 64 << 10
 	skewTries = 3
 )
 
