@@ -41,12 +41,13 @@
 // what the client received: client_recv_queue + client_read), the app's
 // through a proxy (app_written, less its send queue undelivered, is what
 // the proxy's socket to it received) and what the proxy holds, against its
-// report or, where it reports nothing (NGINX), a range: per download at
-// most its temp files and its memory bound, and over the downloads it
-// relays at least what its temp files hold unsent (their size less what it
-// sent to the clients) and at most their size plus its memory bound per
-// download. Each test allows the sample's skew, for a download the most
-// one of its sockets moved while the sample was taken (two sockets of a
+// report (within its memory bound more: a write in flight it has not
+// counted yet) or, where it reports nothing (NGINX), a range: per
+// download at most its temp files and its memory bound, and over the
+// downloads it relays at least what its temp files hold unsent (their size
+// less what it sent to the clients) and at most their size plus its memory
+// bound per download. Each test allows the sample's skew, for a download
+// the most one of its sockets moved while the sample was taken (two sockets of a
 // dump are read at two instants; what moved in between is in the later
 // one's movement from the first dump to the second). A sample is judged
 // only when its skew is below the client's receive buffer, the most the
