@@ -95,10 +95,9 @@ func (g *group) judge() {
 	}
 	urq, _ := g.known(recorder.HopProxyUpstreamRecvQ)
 	held := received - urq - written
-	tol := g.skew + g.rangeSkew
-	if !upSeen {
-		tol += HeaderSlack // derived from app_written, which may be the download's total
-	}
+	// The sockets count the headers: the app's upstream, the proxy's
+	// (rewritten) to the client.
+	tol := g.skew + g.rangeSkew + HeaderSlack
 	if g.bounded {
 		g.fail(g.identity(outside(held, 0, v.High), tol, 0, v.High), boundedHoldHops)
 		return
@@ -106,14 +105,14 @@ func (g *group) judge() {
 	// A proxy that reports what it holds counts what it wrote to the
 	// client when the write returns: a write in flight has put part of
 	// itself in the socket already, at most the proxy's memory for the
-	// response; its count of body bytes leaves out the headers. Without
+	// response. Without
 	// its memory bound that is not known: the holding is not tested.
 	if g.proxyMemory <= 0 {
 		return
 	}
 	mem, _ := g.get(recorder.HopProxyMemory)
 	temp, _ := g.get(recorder.HopProxyTempFile)
-	g.fail(g.identity(held-mem-temp, tol+g.proxyMemory+HeaderSlack, 0, 0), holdHops)
+	g.fail(g.identity(held-mem-temp, tol+g.proxyMemory, 0, 0), holdHops)
 }
 
 // identity is a test of the sample: unaccounted bytes, allowed ones, and

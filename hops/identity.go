@@ -201,12 +201,13 @@ func (g *group) downloadCheck(p *group) {
 	v.Unaccounted = outside(held, 0, v.High)
 	// The skew bounds what one pair of sockets read at two instants of a
 	// dump can be off by: the whole path through a proxy is three pairs.
-	v.Allowed = g.skew
+	// Through a proxy the headers the sockets count differ (the proxy
+	// rewrites them), and so do they where app_written is derived from
+	// the download's total as the client received it.
+	v.Allowed = g.skew + g.rangeSkew
 	if _, proxied := g.val[recorder.HopProxyUpstreamRecvQ]; proxied {
-		v.Allowed = 3 * g.skew
-	}
-	v.Allowed += g.rangeSkew
-	if !g.writtenSeen {
+		v.Allowed = 3*g.skew + g.rangeSkew + HeaderSlack
+	} else if !g.writtenSeen {
 		v.Allowed += HeaderSlack
 	}
 	g.judge()
