@@ -275,3 +275,37 @@ func TestHopsAppWrittenUnknown(t *testing.T) {
 		}
 	}
 }
+
+// Directly, once the app's socket closed, app_written is derived from
+// what the client received (its own count): the sample is counted
+// unmeasured, not judged, so a corrupted client count there neither
+// passes as conserved nor fails; the sample before, with the app's socket
+// in it, is judged and fails the same corruption.
+func TestHopsDirectAppClosedUnmeasured(t *testing.T) {
+	const app, client = 8000, 40000
+	d := Download{Local: ap(client), PeerPort: client}
+	samples := []Sample{
+		{T: time.Second, Sockets: []Socket{sock(app, client, 0, 512<<10, 1<<20, 100), sock(client, app, 8<<10, 0, 100, 1<<20)}},
+		{T: 2 * time.Second, Sockets: []Socket{sock(client, app, 8<<10, 0, 100, 1536<<10)}},
+	}
+	rows := Hops("r", Path{AppPort: app}, []Download{d}, samples)
+	if r, _ := hopAt(rows, 2, recorder.HopAppWritten); r.Source != recorder.HopSourceDerived {
+		t.Fatalf("after close: app_written %+v, want derived", r)
+	}
+	if res := Check(rows); res.Judged != 1 || res.Unmeasured != 1 || len(res.Violations) != 0 {
+		t.Fatalf("%s %v: want the first sample judged, the second unmeasured", res, res.Violations)
+	}
+	for _, ts := range []float64{1, 2} {
+		bad := slices.Clone(rows)
+		for i := range bad {
+			if bad[i].TS == ts && bad[i].Hop == recorder.HopClientRead {
+				bad[i].Bytes -= 256 << 10
+			}
+		}
+		res := Check(bad)
+		conserved := slices.ContainsFunc(res.Violations, func(v Violation) bool { return v.Reason == "" })
+		if conserved != (ts == 1) {
+			t.Errorf("client_read 256 KiB short at %v s: %s %v; want a conservation violation only where the app's socket was sampled", ts, res, res.Violations)
+		}
+	}
+}
