@@ -309,3 +309,20 @@ func TestHopsDirectAppClosedUnmeasured(t *testing.T) {
 		}
 	}
 }
+
+// A client's receive queue beyond its receive buffer (the kernel's own
+// counts otherwise consistent) is a violation naming the buffer; within
+// it, none.
+func TestCheckRecvQueueCapacity(t *testing.T) {
+	const app, client = 8000, 40000
+	d := Download{Local: ap(client), PeerPort: client}
+	for _, q := range []uint32{60 << 10, 80 << 10} {
+		cli := sock(client, app, q, 0, 100, 1<<20)
+		smp := Sample{T: time.Second, Sockets: []Socket{sock(app, client, 0, 0, 1<<20, 100), cli}}
+		bad := Check(Hops("r", Path{AppPort: app}, []Download{d}, []Sample{smp})).Violations
+		over := q > cli.RcvBuf
+		if got := len(bad) == 1 && slices.Contains(bad[0].Hops, recorder.HopClientRecvBuffer); got != over || !over && len(bad) > 0 {
+			t.Errorf("receive queue %d, buffer %d: %v; want a violation naming client_recv_buffer: %v", q, cli.RcvBuf, bad, over)
+		}
+	}
+}
