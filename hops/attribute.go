@@ -144,6 +144,18 @@ type sampleRows struct {
 	rows    []recorder.Hop
 	base    recorder.Hop
 	missing []string
+	// moved is the most any one of the download's own sockets moved
+	// during the sample; unknown (the sample's whole skew stands) when a
+	// socket's movement was not kept.
+	moved   int64
+	unmoved bool
+}
+
+// socket notes that so, found in smp, is one of the download's sockets.
+func (r *sampleRows) socket(smp Sample, so Socket) {
+	m, ok := smp.moved(so)
+	r.moved = max(r.moved, m)
+	r.unmoved = r.unmoved || !ok
 }
 
 func (r *sampleRows) add(hop string, bytes int64, source string) {
@@ -170,6 +182,7 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		return rows
 	}
 	r := &sampleRows{rows: rows, base: recorder.Hop{RunID: runID, TS: smp.T.Seconds(), Download: d.Client}}
+	r.socket(smp, client)
 	var pb *ProxyBuffer
 	if p.ProxyReports {
 		for i := range smp.Proxy {
@@ -194,6 +207,7 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 	app, appOK := find(smp.Sockets, p.AppPort, peer)
 	switch {
 	case appOK:
+		r.socket(smp, app)
 		written, writtenOK = int64(app.BytesAcked)+int64(app.SendQ), true
 		st.appWritten, st.appSeen = written, true
 		r.put(recorder.HopAppSendQueue, int64(app.SendQ), recorder.HopSourceKernel)
@@ -231,27 +245,38 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		}
 		r.delivered(recorder.HopAppSendQueueDelivered, app, recv, ok)
 	}
-	r.put(recorder.HopClientRecvQueue, int64(client.RecvQ), recorder.HopSourceKernel)
-	read := int64(client.BytesReceived) - int64(client.RecvQ)
-	r.add(recorder.HopClientRead, read, recorder.HopSourceKernel)
+	r.clientRows(client)
 	if !writtenOK {
 		writtenSrc = recorder.HopSourceMissing
 	}
 	r.add(recorder.HopAppWritten, written, writtenSrc)
-	p.checkRows(r, smp, pb, writtenOK)
+	checkRows(r, smp, pb, writtenOK)
 	return r.rows
 }
 
-// checkRows adds a download's sample_skew (the sockets', the proxy
-// report's and the temp files' movement during the sample) and its
+// clientRows adds the client's hops: its receive queue, its receive
+// buffer (when the dump has it) and what it has read.
+func (r *sampleRows) clientRows(client Socket) {
+	r.put(recorder.HopClientRecvQueue, int64(client.RecvQ), recorder.HopSourceKernel)
+	if client.RcvBuf > 0 {
+		r.add(recorder.HopClientRecvBuffer, int64(client.RcvBuf), recorder.HopSourceKernel)
+	}
+	r.add(recorder.HopClientRead, int64(client.BytesReceived)-int64(client.RecvQ), recorder.HopSourceKernel)
+}
+
+// checkRows adds a download's sample_skew (the most any one of its own
+// sockets moved during the sample, with the proxy report's movement; the
+// temp files' is the proxy's own sample_skew: two sockets of a dump are read at two instants, and
+// what one of the pair moved in between is in its movement from the
+// first dump to the second, read before both and after both) and its
 // unaccounted row, whose bytes account sets from the measured hops.
-func (p Path) checkRows(r *sampleRows, smp Sample, pb *ProxyBuffer, writtenOK bool) {
+func checkRows(r *sampleRows, smp Sample, pb *ProxyBuffer, writtenOK bool) {
 	skew := smp.Skew
+	if !r.unmoved {
+		skew = r.moved
+	}
 	if pb != nil {
 		skew += pb.Skew
-	}
-	if p.ProxyPort != 0 {
-		skew += smp.TempSkew
 	}
 	r.add(recorder.HopSampleSkew, skew, recorder.HopSourceCheck)
 	src := recorder.HopSourceCheck
@@ -279,17 +304,28 @@ func (p Path) proxyHops(r *sampleRows, d Download, smp Sample, st *state, pb *Pr
 	acc, accOK := find(smp.Sockets, p.ProxyPort, d.Local.Port())
 	switch {
 	case upOK:
+		r.socket(smp, up)
 		r.put(recorder.HopProxyUpstreamRecvQ, int64(up.RecvQ), recorder.HopSourceKernel)
+		r.add(recorder.HopProxyUpstreamReceived, int64(up.BytesReceived), recorder.HopSourceKernel)
 		st.upRead, st.upSeen = int64(up.BytesReceived)-int64(up.RecvQ), true
 	case started || st.upSeen:
 		// Closed: the proxy read it to the end, all the app wrote.
 		st.upRead, st.upSeen = max(st.upRead, written), true
 		r.put(recorder.HopProxyUpstreamRecvQ, 0, recorder.HopSourceDerived)
+		r.add(recorder.HopProxyUpstreamReceived, st.upRead, recorder.HopSourceDerived)
 	default:
 		r.put(recorder.HopProxyUpstreamRecvQ, 0, recorder.HopSourceMissing)
+		r.add(recorder.HopProxyUpstreamReceived, 0, recorder.HopSourceMissing)
 	}
-	if accOK {
+	switch {
+	case accOK:
+		r.socket(smp, acc)
 		st.clientSent, st.clientSeen = int64(acc.BytesAcked)+int64(acc.SendQ), true
+		r.add(recorder.HopProxyClientWritten, st.clientSent, recorder.HopSourceKernel)
+	case st.clientSeen:
+		r.add(recorder.HopProxyClientWritten, st.clientSent, recorder.HopSourceDerived)
+	default:
+		r.add(recorder.HopProxyClientWritten, 0, recorder.HopSourceMissing)
 	}
 	switch {
 	case pb != nil:

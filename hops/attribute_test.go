@@ -3,6 +3,7 @@ package hops
 import (
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func ap(port uint16) netip.AddrPort {
 }
 
 func sock(local, remote uint16, rq, sq uint32, acked, recv uint64) Socket {
-	return Socket{Local: ap(local), Remote: ap(remote), State: 1, RecvQ: rq, SendQ: sq, BytesAcked: acked, BytesReceived: recv, HasInfo: true}
+	return Socket{Local: ap(local), Remote: ap(remote), State: 1, RecvQ: rq, SendQ: sq, BytesAcked: acked, BytesReceived: recv, HasInfo: true, RcvBuf: 64 << 10}
 }
 
 func hopAt(rows []recorder.Hop, ts float64, hop string) (recorder.Hop, bool) {
@@ -57,7 +58,7 @@ func TestHopsDerivedProxy(t *testing.T) {
 		}},
 	}
 	rows := Hops("r", p, []Download{d}, samples)
-	if bad := Check(rows); len(bad) != 0 {
+	if bad := Check(rows).Violations; len(bad) != 0 {
 		t.Fatalf("violations: %v", bad)
 	}
 	held := int64(4<<20-256<<10) - (768<<10 + 256<<10)
@@ -90,7 +91,7 @@ func TestHopsDerivedProxy(t *testing.T) {
 		sock(peer, app, 0, 0, 100, 4<<20),
 		sock(client, proxy, 0, 0, 100, 1<<20),
 	}}}
-	bad := Check(Hops("r", p, []Download{d}, broken))
+	bad := Check(Hops("r", p, []Download{d}, broken)).Violations
 	if len(bad) != 1 || !strings.Contains(bad[0].String(), "missing from the sample: ") ||
 		!strings.Contains(bad[0].String(), "proxy_client_send_queue") {
 		t.Fatalf("violations %v: want one naming proxy_client_send_queue", bad)
@@ -99,7 +100,7 @@ func TestHopsDerivedProxy(t *testing.T) {
 
 // A reporting proxy's buffers come from its report, matched by the
 // client's address, and its upstream address names the app's socket when
-// the app's header is missing.
+// the app's header is missing; what it holds is tested against its report.
 func TestHopsReportingProxy(t *testing.T) {
 	b, err := os.ReadFile("testdata/buffers.json")
 	if err != nil {
@@ -110,15 +111,25 @@ func TestHopsReportingProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	const app, proxy, client, peer = 8000, 8080, 40000, 40001
-	smp := Sample{T: time.Second, Proxy: report, Sockets: []Socket{
+	smp := Sample{T: time.Second, Proxy: report, HasTemp: true, TempFile: 1 << 20, Sockets: []Socket{
 		sock(app, peer, 0, 512<<10, 3<<20, 100),
 		sock(peer, app, 0, 0, 100, 3<<20),
-		sock(proxy, client, 0, 1<<20, 984<<10, 100),
+		// The proxy wrote what it reports, 2,015,232 bytes: 1 MiB queued,
+		// 40 KiB of which the client has received but not acknowledged.
+		sock(proxy, client, 0, 1<<20, 944<<10, 100),
 		sock(client, proxy, 8<<10, 0, 100, 984<<10),
 	}}
-	rows := Hops("r", Path{AppPort: app, ProxyPort: proxy, ProxyReports: true}, []Download{{Local: ap(client)}}, []Sample{smp})
-	if bad := Check(rows); len(bad) != 0 {
-		t.Fatalf("violations: %v", bad)
+	p := Path{AppPort: app, ProxyPort: proxy, ProxyReports: true, ProxyMemory: 80 << 10}
+	rows := Hops("r", p, []Download{{Local: ap(client)}}, []Sample{smp})
+	if res := Check(rows); len(res.Violations) != 0 || res.Judged != 2 {
+		t.Fatalf("%s: %v; want both samples judged and held", res, res.Violations)
+	}
+	// What the proxy holds is tested against its report: a report that
+	// says it holds 1 MiB more in memory fails, naming the hop.
+	report[0].Memory += 1 << 20
+	bad := Check(Hops("r", p, []Download{{Local: ap(client)}}, []Sample{smp})).Violations
+	if len(bad) == 0 || !slices.Contains(bad[0].Hops, recorder.HopProxyMemory) {
+		t.Errorf("a report 1 MiB off: %v, want a violation naming proxy_memory", bad)
 	}
 	if r, _ := hopAt(rows, 1, recorder.HopProxyTempFile); r.Bytes != 1<<20 || r.Source != recorder.HopSourceProxy {
 		t.Errorf("temp file %+v, want 1 MiB from the proxy", r)
@@ -164,7 +175,7 @@ func FuzzParseProxyReport(f *testing.F) {
 // Directly, an app socket not in the first sample although the client
 // already received bytes did not close (the client has read too little):
 // app_written is missing, not the whole response derived, so the sample
-// is not a violation of the bytes the hops did see.
+// is not judged (unmeasured).
 func TestHopsDirectAppNotYetSeen(t *testing.T) {
 	const app, client = 8000, 40000
 	d := Download{Local: ap(client), PeerPort: client, Total: 8 << 20}
@@ -173,8 +184,8 @@ func TestHopsDirectAppNotYetSeen(t *testing.T) {
 	if r, _ := hopAt(rows, 0.004, recorder.HopAppWritten); r.Source != recorder.HopSourceMissing {
 		t.Errorf("app_written %+v, want missing", r)
 	}
-	if bad := Check(rows); len(bad) != 0 {
-		t.Errorf("violations %v", bad)
+	if res := Check(rows); len(res.Violations) != 0 || res.Unmeasured != 1 {
+		t.Errorf("%s %v: want the sample unmeasured", res, res.Violations)
 	}
 }
 
@@ -184,10 +195,10 @@ func TestMovement(t *testing.T) {
 	a := []Socket{sock(1, 2, 0, 100, 1000, 0), sock(2, 1, 50, 0, 0, 1050)}
 	b := []Socket{sock(1, 2, 0, 40, 1100, 0), sock(2, 1, 10, 0, 0, 1130), sock(3, 4, 0, 0, 7, 9)}
 	// acked 1000 -> 1100 (100), received 1050 -> 1130 (80), new socket 7 + 9.
-	if m := movement(a, b); m != 100+80+16 {
-		t.Errorf("movement %d, want 196", m)
+	if m, each := movement(a, b); m != 100+80+16 || !slices.Equal(each, []int64{100, 80, 16}) {
+		t.Errorf("movement %d %v, want 196: 100, 80, 16", m, each)
 	}
-	if m := movement(b, b); m != 0 {
+	if m, _ := movement(b, b); m != 0 {
 		t.Errorf("no change: movement %d", m)
 	}
 }
@@ -202,13 +213,14 @@ func TestMovementSeesAckedBurst(t *testing.T) {
 	const burst = 1289180
 	before := sock(8000, 41000, 0, 3749876, 16777434-3749876, 200)
 	after := sock(8000, 41000, 0, 3749876-burst, 16777434-3749876+burst, 200)
-	if m := movement([]Socket{before}, []Socket{after}); m < burst {
+	if m, _ := movement([]Socket{before}, []Socket{after}); m < burst {
 		t.Errorf("movement %d, want at least the burst %d", m, burst)
 	}
 }
 
 // Through a proxy, an app socket never seen by a download that did not
-// complete (no Total) leaves app_written unknown: missing, not 0.
+// complete (no Total) leaves app_written unknown: missing, not 0, and the
+// sample unmeasured.
 func TestHopsProxyAppNeverSeen(t *testing.T) {
 	const app, proxy, client = 8000, 8080, 40000
 	smp := Sample{T: time.Second, HasTemp: true, Sockets: []Socket{
@@ -219,52 +231,98 @@ func TestHopsProxyAppNeverSeen(t *testing.T) {
 	if r, _ := hopAt(rows, 1, recorder.HopAppWritten); r.Source != recorder.HopSourceMissing {
 		t.Errorf("app_written %+v, want missing", r)
 	}
-	bad := Check(rows)
-	if len(bad) == 0 || !strings.Contains(bad[0].String(), "missing from the sample: ") || !strings.Contains(bad[0].String(), "app_written") {
-		t.Errorf("violations %v: want them naming app_written missing", bad)
+	if res := Check(rows); len(res.Violations) != 0 || res.Unmeasured != 2 || res.Judged != 0 {
+		t.Errorf("%s %v: want the sample unmeasured, the download's and the proxy's, not judged", res, res.Violations)
 	}
 }
 
 // An incomplete download through a buffering proxy whose app closed its
 // socket before the first sample: what the app wrote is unknown, so the
-// sample is not checked (Unchecked), not reported as bytes lost; the same
-// download completed (its total known) is checked, and a corrupted
-// client count then fails.
+// sample is not judged (counted unmeasured), not reported as bytes lost;
+// the same download completed (its total known) is judged, and a
+// corrupted client count then fails.
 func TestHopsAppWrittenUnknown(t *testing.T) {
 	const app, proxy, client, up = 8000, 8080, 40000, 41000
 	p := Path{AppPort: app, ProxyPort: proxy, ProxyMemory: 64 << 10}
-	smp := Sample{T: 20 * time.Millisecond, HasTemp: true, TempFile: 700 << 10, Sockets: []Socket{
-		sock(client, proxy, 0, 0, 0, 300<<10), sock(proxy, client, 0, 0, 300<<10, 0)}}
+	smp := Sample{T: 20 * time.Millisecond, HasTemp: true, TempFile: 700 << 10}
 	d := Download{Client: 0, Local: ap(client), PeerPort: up}
 	for _, tc := range []struct {
-		name      string
-		total     int64
-		read      uint64
-		unchecked bool
-		fails     bool
+		name       string
+		total      int64
+		read       uint64
+		unmeasured bool
+		fails      bool
 	}{
-		{"incomplete", 0, 300 << 10, true, true},
+		{"incomplete", 0, 300 << 10, true, false},
 		{"complete", 1 << 20, 300 << 10, false, false},
 		{"complete, client count corrupted", 1 << 20, 1600 << 10, false, true},
 	} {
 		d.Total = tc.total
 		s := smp
 		s.Sockets = []Socket{sock(client, proxy, 0, 0, 0, tc.read), sock(proxy, client, 0, 0, tc.read, 0)}
-		bad := Check(Hops("r", p, []Download{d}, []Sample{s}))
+		res := Check(Hops("r", p, []Download{d}, []Sample{s}))
 		var downloads []Violation
-		for _, v := range bad {
+		for _, v := range res.Violations {
 			if v.Download == 0 {
 				downloads = append(downloads, v)
 			}
 		}
 		if tc.fails != (len(downloads) > 0) {
 			t.Errorf("%s: violations %v, want some: %v", tc.name, downloads, tc.fails)
-			continue
 		}
-		for _, v := range downloads {
-			if v.Unchecked() != tc.unchecked || v.Setup() {
-				t.Errorf("%s: %s: unchecked %v, setup %v; want unchecked %v", tc.name, v, v.Unchecked(), v.Setup(), tc.unchecked)
+		if got := res.Unmeasured == 2 && res.Judged == 0; got != tc.unmeasured { // the download's and the proxy's
+			t.Errorf("%s: %s; want unmeasured %v", tc.name, res, tc.unmeasured)
+		}
+	}
+}
+
+// Directly, once the app's socket closed, app_written is derived from
+// what the client received (its own count): the sample is counted
+// unmeasured, not judged, so a corrupted client count there neither
+// passes as conserved nor fails; the sample before, with the app's socket
+// in it, is judged and fails the same corruption.
+func TestHopsDirectAppClosedUnmeasured(t *testing.T) {
+	const app, client = 8000, 40000
+	d := Download{Local: ap(client), PeerPort: client}
+	samples := []Sample{
+		{T: time.Second, Sockets: []Socket{sock(app, client, 0, 512<<10, 1<<20, 100), sock(client, app, 8<<10, 0, 100, 1<<20)}},
+		{T: 2 * time.Second, Sockets: []Socket{sock(client, app, 8<<10, 0, 100, 1536<<10)}},
+	}
+	rows := Hops("r", Path{AppPort: app}, []Download{d}, samples)
+	if r, _ := hopAt(rows, 2, recorder.HopAppWritten); r.Source != recorder.HopSourceDerived {
+		t.Fatalf("after close: app_written %+v, want derived", r)
+	}
+	if res := Check(rows); res.Judged != 1 || res.Unmeasured != 1 || len(res.Violations) != 0 {
+		t.Fatalf("%s %v: want the first sample judged, the second unmeasured", res, res.Violations)
+	}
+	for _, ts := range []float64{1, 2} {
+		bad := slices.Clone(rows)
+		for i := range bad {
+			if bad[i].TS == ts && bad[i].Hop == recorder.HopClientRead {
+				bad[i].Bytes -= 256 << 10
 			}
+		}
+		res := Check(bad)
+		conserved := slices.ContainsFunc(res.Violations, func(v Violation) bool { return v.Reason == "" })
+		if conserved != (ts == 1) {
+			t.Errorf("client_read 256 KiB short at %v s: %s %v; want a conservation violation only where the app's socket was sampled", ts, res, res.Violations)
+		}
+	}
+}
+
+// A client's receive queue beyond its receive buffer (the kernel's own
+// counts otherwise consistent) is a violation naming the buffer; within
+// it, none.
+func TestCheckRecvQueueCapacity(t *testing.T) {
+	const app, client = 8000, 40000
+	d := Download{Local: ap(client), PeerPort: client}
+	for _, q := range []uint32{60 << 10, 80 << 10} {
+		cli := sock(client, app, q, 0, 100, 1<<20)
+		smp := Sample{T: time.Second, Sockets: []Socket{sock(app, client, 0, 0, 1<<20, 100), cli}}
+		bad := Check(Hops("r", Path{AppPort: app}, []Download{d}, []Sample{smp})).Violations
+		over := q > cli.RcvBuf
+		if got := len(bad) == 1 && slices.Contains(bad[0].Hops, recorder.HopClientRecvBuffer); got != over || !over && len(bad) > 0 {
+			t.Errorf("receive queue %d, buffer %d: %v; want a violation naming client_recv_buffer: %v", q, cli.RcvBuf, bad, over)
 		}
 	}
 }

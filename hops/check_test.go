@@ -24,7 +24,7 @@ func TestCheckNginxTempFileClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := Check(rows)
+	bad := Check(rows).Violations
 	if len(bad) != 2 || bad[0].Download != 0 || bad[1].Download != -1 {
 		t.Fatalf("Check returned %v, want violations of download 0 and of the proxy", bad)
 	}
@@ -41,7 +41,7 @@ func TestCheckNginxTempFileClaim(t *testing.T) {
 			old = append(old, r)
 		}
 	}
-	bad = Check(old)
+	bad = Check(old).Violations
 	if len(bad) != 1 || !slices.Contains(bad[0].Missing, "proxy_temp_file_size") {
 		t.Fatalf("without the temp files' rows: %v, want one violation naming proxy_temp_file_size missing", bad)
 	}
@@ -52,7 +52,7 @@ func TestCheckNginxTempFileClaim(t *testing.T) {
 			held[i].Bytes = 899 << 20
 		}
 	}
-	if bad := Check(held); len(bad) != 0 {
+	if bad := Check(held).Violations; len(bad) != 0 {
 		t.Fatalf("temp files holding the 899 MiB: %v", bad)
 	}
 }
@@ -76,7 +76,7 @@ func TestCheckMonotonic(t *testing.T) {
 			later[i].Bytes /= 2
 		}
 	}
-	bad := Check(append(rows, later...))
+	bad := Check(append(rows, later...)).Violations
 	if len(bad) == 0 || !strings.Contains(bad[len(bad)-1].String(), "client_read fell from 1040384 (at 1.000 s) to 520192") {
 		t.Fatalf("violations %v, want client_read falling at 2 s", bad)
 	}
@@ -126,7 +126,7 @@ func TestTempFilesSize(t *testing.T) {
 // Check reads hops.csv rows from a file: whatever rows it is given, it
 // returns only violations it can say why of, and never panics.
 func FuzzCheck(f *testing.F) {
-	for _, name := range []string{"testdata/nginx-899m.csv", "testdata/nginx-buffered-hops.csv"} {
+	for _, name := range []string{"testdata/nginx-899m.csv", "testdata/nginx-buffered-hops.csv", "testdata/gunicorn-direct-hops.csv"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
@@ -138,7 +138,7 @@ func FuzzCheck(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, v := range Check(rows) {
+		for _, v := range Check(rows).Violations {
 			if v.Reason == "" && abs(v.Unaccounted) <= v.Allowed {
 				t.Fatalf("violation within its allowance: %+v", v)
 			}
@@ -151,7 +151,7 @@ func FuzzCheck(f *testing.F) {
 // more: a fall of 1 MiB is a sample out of its time order.
 func TestCheckWrittenJitter(t *testing.T) {
 	fell := func(by int64) []Violation {
-		return fallBy(t, 0, func(h recorder.Hop) bool {
+		return fallBy(t, "testdata/gunicorn-direct-hops.csv", 0, func(h recorder.Hop) bool {
 			return h.Hop == recorder.HopAppWritten && h.Source == recorder.HopSourceKernel
 		}, by, "app_written fell")
 	}
@@ -163,12 +163,12 @@ func TestCheckWrittenJitter(t *testing.T) {
 	}
 }
 
-// fallBy checks the first sample at or after row at of the NGINX run
+// fallBy checks the first sample at or after row at of the run in file
 // followed, 50 ms later, by the same sample with the hops which selects
 // by bytes less, and returns the violations whose reason has reason.
-func fallBy(t *testing.T, at int, which func(recorder.Hop) bool, by int64, reason string) []Violation {
+func fallBy(t *testing.T, file string, at int, which func(recorder.Hop) bool, by int64, reason string) []Violation {
 	t.Helper()
-	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
+	rows, err := recorder.ReadFile[recorder.Hop](file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func fallBy(t *testing.T, at int, which func(recorder.Hop) bool, by int64, reaso
 		}
 	}
 	var out []Violation
-	for _, v := range Check(append(slices.Clone(first), later...)) {
+	for _, v := range Check(append(slices.Clone(first), later...)).Violations {
 		if strings.Contains(v.Reason, reason) {
 			out = append(out, v)
 		}
@@ -204,7 +204,7 @@ func TestCheckReadJitter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fallBy(t, len(rows)/2, func(h recorder.Hop) bool { return h.Hop == recorder.HopClientRead }, by, "client_read fell")
+		return fallBy(t, "testdata/nginx-buffered-hops.csv", len(rows)/2, func(h recorder.Hop) bool { return h.Hop == recorder.HopClientRead }, by, "client_read fell")
 	}
 	if v := fell(8023); len(v) != 0 {
 		t.Errorf("an 8,023-byte fall: %v, want none", v)

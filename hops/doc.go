@@ -10,7 +10,7 @@
 // on the stack's listening ports, in the sampler's network namespace (a
 // dump walks the kernel's whole socket table, so it is not one instant:
 // how far the sockets moved between the two is the sample's skew, and a
-// sample that moved much is taken again); on a proxied route, the size of
+// sample that moved much is taken again, the least moved try kept); on a proxied route, the size of
 // the proxy's temp files, read from the files themselves (TempFiles: the
 // proxy's fds in /proc/PID/fd, stat'ed through the fd) just before the
 // first dump and just after the second (how far it moved adds to the
@@ -35,15 +35,27 @@
 // configuration.
 //
 // Check tests the conservation of bytes at every sample from the measured
-// hops only (a derived hop stays out): app_written = every measured hop
-// in between + client_read, within 5% or 256 KiB plus the sample's skew,
-// where what a non-reporting proxy holds is not a value but a range: per
+// hops only (a derived hop stays out), each side of the path on its own
+// where the rows have the proxy's cumulative counts of its two sockets:
+// the client's (what its sender wrote, less its send queue undelivered, is
+// what the client received: client_recv_queue + client_read), the app's
+// through a proxy (app_written, less its send queue undelivered, is what
+// the proxy's socket to it received) and what the proxy holds, against its
+// report (within its memory bound more: a write in flight it has not
+// counted yet) or, where it reports nothing (NGINX), a range: per
 // download at most its temp files and its memory bound, and over the
-// downloads it relays at least what its temp files hold unsent (their
-// size less what it sent to the clients) and at most their size plus its
-// memory bound per download. It also tests that client_read and
-// app_written never fall from a sample to the next. Where a test does not
-// hold it names the hops that were missing from the sample.
+// downloads it relays at least what its temp files hold unsent (their size
+// less what it sent to the clients) and at most their size plus its memory
+// bound per download. Each test allows the sample's skew, for a download
+// the most one of its sockets moved while the sample was taken (two sockets of a
+// dump are read at two instants; what moved in between is in the later
+// one's movement from the first dump to the second). A sample is judged
+// only when its skew is below the client's receive buffer, the most the
+// smallest hop can hold; the others are counted (Result), not judged, and
+// so are samples whose app_written was not measured. It also tests that
+// client_read and app_written never fall from a sample to the next. Where
+// a test does not hold it names its hops and those missing from the
+// sample.
 //
 // hops does not start stacks, send load (loadgen) or decide where its rows
 // go (lab and recorder); it reads sockets and the proxy's fds only on

@@ -50,8 +50,10 @@ func slowRead(t *testing.T, addr string, rate float64, local chan<- netip.AddrPo
 
 // TestDirectConservedOnRealSockets: a server writes 3 MiB to a client
 // reading at 1 MiB/s on loopback; every 20 ms sample of the real kernel's
-// sockets accounts for every byte the server wrote, and the hops show the
-// bytes waiting in the server's send queue, then only in the client's.
+// sockets accounts for every byte the server wrote (and the check judges
+// some samples), each hop corrupted fails the check (checkHopMutations),
+// and the hops show the bytes waiting in the server's send queue, then
+// only in the client's.
 func TestDirectConservedOnRealSockets(t *testing.T) {
 	const size = 3 << 20
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -89,9 +91,14 @@ func TestDirectConservedOnRealSockets(t *testing.T) {
 	}
 	la := <-local
 	rows := Hops("direct", Path{AppPort: appPort}, []Download{{Client: 0, Local: la, PeerPort: la.Port()}}, samples)
-	if bad := Check(rows); len(bad) > 0 {
-		t.Fatalf("%d of the samples not conserved; the first: %s", len(bad), bad[0])
+	if err := Check(rows).Err(); err != nil {
+		t.Fatal(err)
 	}
+	// Not the client's receive queue: its 8 KiB can be within twice the
+	// skew at every sample on a loaded machine (the recorded run's test
+	// requires it).
+	checkHopMutations(t, rows, []string{recorder.HopAppWritten, recorder.HopAppSendQueue,
+		recorder.HopClientRead, recorder.HopClientRecvBuffer})
 	peak := map[string]int64{}
 	var last recorder.Hop
 	nSamples := 0

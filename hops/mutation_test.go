@@ -24,12 +24,25 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// tempWatch keeps the sampler's readings of the temp files' size, so the
-// app can wait for what the sampler has seen.
+// tempWatch keeps the sampler's readings of the temp files' size and its
+// samples, so the app can wait for what the sampler has seen.
 type tempWatch struct {
 	mu       sync.Mutex
 	changed  *sync.Cond
 	readings []int64
+	samples  []Sample
+	// stillSkew is the skew under which the check judges the proxy's
+	// sample: the app waits half way for such a sample.
+	stillSkew int64
+}
+
+// keep is the sampler's Sink: it keeps each sample.
+func (w *tempWatch) keep(smp Sample) error {
+	w.mu.Lock()
+	w.samples = append(w.samples, smp)
+	w.mu.Unlock()
+	w.changed.Broadcast()
+	return nil
 }
 
 func newTempWatch() *tempWatch {
@@ -52,13 +65,13 @@ func (w *tempWatch) size(f func() (int64, error)) func() (int64, error) {
 	}
 }
 
-// waitFor waits until done(readings) or ctx is done.
-func (w *tempWatch) waitFor(ctx context.Context, done func([]int64) bool) {
+// waitFor waits until done(readings, samples) or ctx is done.
+func (w *tempWatch) waitFor(ctx context.Context, done func([]int64, []Sample) bool) {
 	stop := context.AfterFunc(ctx, w.changed.Broadcast)
 	defer stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for !done(w.readings) && ctx.Err() == nil {
+	for !done(w.readings, w.samples) && ctx.Err() == nil {
 		w.changed.Wait()
 	}
 }
@@ -67,9 +80,11 @@ func (w *tempWatch) waitFor(ctx context.Context, done func([]int64) bool) {
 // paced to rate (bytes/s), with the request's source port in
 // appserver.PeerPortHeader as the lab's apps do. Before the first byte it
 // waits until the sampler has read the temp files six times (a sample
-// taken while the response had not started), and half way until its last twelve
-// readings were the same, over 0 (samples taken while the temp files held
-// still).
+// taken while the response had not started), and half way until two
+// samples in a row had the same temp files, over 0, the last moving less
+// than watch.stillSkew and each socket less than 16 KiB (a sample the
+// check judges, taken while the temp files held still and the app's
+// socket was open).
 func pacedApp(size int64, rate float64, watch *tempWatch) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ap, err := netip.ParseAddrPort(r.RemoteAddr)
@@ -83,7 +98,7 @@ func pacedApp(size int64, rate float64, watch *tempWatch) http.Handler {
 		seen := len(watch.readings)
 		watch.mu.Unlock()
 		// Any six readings in a row hold a sample's last one.
-		watch.waitFor(r.Context(), func(rd []int64) bool { return len(rd) >= seen+6 })
+		watch.waitFor(r.Context(), func(rd []int64, _ []Sample) bool { return len(rd) >= seen+6 })
 		block := make([]byte, 64<<10)
 		start := time.Now()
 		for sent := int64(0); sent < size; {
@@ -94,12 +109,19 @@ func pacedApp(size int64, rate float64, watch *tempWatch) http.Handler {
 			if sent < size/2 && sent+n >= size/2 {
 				w.(http.Flusher).Flush()
 				paused := time.Now()
-				watch.waitFor(r.Context(), func(rd []int64) bool {
-					// A sample reads twice a try, three tries at most,
-					// and keeps its last reading: any twelve readings in a
-					// row hold the last readings of two samples.
-					k := len(rd) - 12
-					return k >= 0 && rd[k] > 0 && !slices.ContainsFunc(rd[k:], func(v int64) bool { return v != rd[k] })
+				watch.mu.Lock()
+				seen := len(watch.readings)
+				watch.mu.Unlock()
+				watch.waitFor(r.Context(), func(rd []int64, smp []Sample) bool {
+					// Two samples in a row with the same temp files, the
+					// last moved little enough to be judged (the proxy's
+					// and, each socket under the clients' 16 KiB receive
+					// buffers, each download's); or, after
+					// 600 readings without one, on (the test then says
+					// it found no such sample).
+					n := len(smp)
+					return len(rd) > seen+600 || n >= 2 && smp[n-1].TempFile > 0 && smp[n-1].TempFile == smp[n-2].TempFile &&
+						smp[n-1].Skew+smp[n-1].TempSkew < watch.stillSkew && slices.Max(append([]int64{0}, smp[n-1].Moved...)) < 16<<10
 				})
 				start = start.Add(time.Since(paused))
 			}
@@ -205,8 +227,11 @@ func recordBuffered(t *testing.T) []recorder.Hop {
 
 	p := Path{AppPort: uint16(appLn.Addr().(*net.TCPAddr).Port), ProxyPort: uint16(pxLn.Addr().(*net.TCPAddr).Port),
 		ProxyMemory: int64(opts.BufferSize + opts.Buffers.Count*opts.Buffers.Size)}
+	watch.mu.Lock()
+	watch.stillSkew = 2 * p.ProxyMemory // the proxy's memory for its two downloads
+	watch.mu.Unlock()
 	s := &Sampler{Interval: 10 * time.Millisecond, Ports: []uint16{p.AppPort, p.ProxyPort},
-		Temp: watch.size(TempFiles{PIDs: []int{os.Getpid()}, Dirs: []string{opts.TempDir}}.Size)}
+		Temp: watch.size(TempFiles{PIDs: []int{os.Getpid()}, Dirs: []string{opts.TempDir}}.Size), Sink: watch.keep}
 	g := s.Start(context.Background(), time.Now())
 	type got struct {
 		d   Download
@@ -229,10 +254,12 @@ func recordBuffered(t *testing.T) []recorder.Hop {
 		}
 		downloads = append(downloads, r.d)
 	}
-	samples, err := g.Stop()
-	if err != nil {
+	if _, err := g.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	watch.mu.Lock()
+	samples := watch.samples
+	watch.mu.Unlock()
 	rows := Hops("buffered", p, downloads, samples)
 	dir := t.TempDir()
 	w, err := recorder.CreateFile[recorder.Hop](dir)
@@ -262,7 +289,7 @@ func held(t *testing.T, rows []recorder.Hop) []Violation {
 	notSetup := func(vs []Violation) []Violation {
 		return slices.DeleteFunc(vs, func(v Violation) bool { return v.Setup() })
 	}
-	out := notSetup(Check(rows))
+	out := notSetup(Check(rows).Violations)
 	byTS := map[float64][]recorder.Hop{}
 	for _, r := range rows {
 		byTS[r.TS] = append(byTS[r.TS], r)
@@ -301,30 +328,59 @@ func tempSamples(rows []recorder.Hop) []int {
 	return idx
 }
 
+// proxiedHops are the hops a real run through a buffering proxy lets the
+// check see however loaded the machine (pacedApp waits half way for a
+// sample that moved little): not the client's receive queue, whose few
+// KiB a loaded machine's skew can outgrow at every sample (the recorded
+// runs' tests require it).
+var proxiedHops = []string{recorder.HopAppWritten, recorder.HopProxyUpstreamReceived, recorder.HopProxyClientWritten,
+	recorder.HopProxyClientSendQueue, recorder.HopClientRead, recorder.HopClientRecvBuffer}
+
 // TestCheckMutationsOnRealRun: the samples of a real run through a
 // buffering proxy, its temp files measured from the files, pass Check,
-// and each mutation of them fails it (checkMutations).
+// and each mutation of them fails it (checkMutations), and so does each
+// hop corrupted (checkHopMutations).
 func TestCheckMutationsOnRealRun(t *testing.T) {
-	checkMutations(t, recordBuffered(t))
+	rows := recordBuffered(t)
+	checkMutations(t, rows)
+	checkHopMutations(t, rows, proxiedHops)
 }
 
 // TestCheckMutationsOnNginxRun: the same on the samples of a real run of
 // NGINX (testdata/nginx-buffered-hops.csv: slow-client on the real stack,
 // Gunicorn sync-2 behind NGINX with proxy_buffering on, two slow clients
-// reading 8 MiB at 2 MiB/s, as hops.csv recorded it).
+// reading 8 MiB at 2 MiB/s, as hops.csv recorded it, with each side's
+// counts and the clients' receive buffers; 29 of its 54 samples judged).
 func TestCheckMutationsOnNginxRun(t *testing.T) {
 	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkMutations(t, rows)
+	// NGINX had spooled both responses before the first sample, the
+	// app's socket closed: its side is not measured in this run.
+	checkHopMutations(t, rows, []string{recorder.HopProxyClientWritten, recorder.HopProxyClientSendQueue,
+		recorder.HopClientRecvQueue, recorder.HopClientRead, recorder.HopClientRecvBuffer})
+}
+
+// TestCheckMutationsOnGunicornDirectRun: the samples of a real run of
+// Gunicorn sync-2 served directly to two slow clients reading 8 MiB at
+// 2 MiB/s (testdata/gunicorn-direct-hops.csv, as hops.csv recorded it)
+// pass Check, and each hop corrupted fails it.
+func TestCheckMutationsOnGunicornDirectRun(t *testing.T) {
+	rows, err := recorder.ReadFile[recorder.Hop]("testdata/gunicorn-direct-hops.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkHopMutations(t, rows, []string{recorder.HopAppWritten, recorder.HopAppSendQueue,
+		recorder.HopClientRecvQueue, recorder.HopClientRead, recorder.HopClientRecvBuffer})
 }
 
 // checkMutations: rows pass Check (but for samples taken while a
 // connection was being set up), and each mutation of them fails it: the
 // temp-file hop dropped, doubled, one sample's temp-file reading replaced
-// by one taken at an earlier sample (at another instant than its
-// sockets), and one sample of a download moved later in time.
+// by one taken at another sample (at another instant than its sockets),
+// and one sample of a download moved later in time.
 func checkMutations(t *testing.T, rows []recorder.Hop) {
 	t.Helper()
 	if bad := held(t, rows); len(bad) > 0 {
@@ -335,13 +391,22 @@ func checkMutations(t *testing.T, rows []recorder.Hop) {
 	for _, i := range ts {
 		peak = max(peak, rows[i].Bytes)
 	}
-	// The first sample at which the temp files held still (its own
-	// uncertainty, its skew, is then small) 4 MiB at least above the
-	// smallest before it, and that one. (On a loaded machine the files
-	// may also pause earlier, a few hundred KiB in: such a pause is
-	// passed over.)
-	stable := func(k int) bool { return k > 0 && rows[ts[k]].Bytes == rows[ts[k-1]].Bytes && rows[ts[k]].Bytes > 0 }
-	earlier, still := -1, -1
+	// The first sample the check judges at which the temp files held
+	// still (its own uncertainty, its skew, is then small) 4 MiB at least
+	// above another sample's reading (what the proxy holds then exceeds
+	// that reading), and that one: the smallest before it, else (NGINX
+	// can spool a whole response before the first sample, and its files
+	// go when it is done) the first after it. (On a loaded machine the files may also pause
+	// earlier, a few hundred KiB in: such a pause is passed over.)
+	judgedAt := map[groupKey]bool{}
+	for _, g := range evaluate(rows) {
+		judgedAt[g.k] = g.status == judged
+	}
+	stable := func(k int) bool {
+		r := rows[ts[k]]
+		return k > 0 && r.Bytes == rows[ts[k-1]].Bytes && r.Bytes > 0 && judgedAt[groupKey{r.RunID, r.Download, r.TS}]
+	}
+	other, still := -1, -1
 	for k := 1; k < len(ts) && still < 0; k++ {
 		if !stable(k) {
 			continue
@@ -352,20 +417,25 @@ func checkMutations(t *testing.T, rows []recorder.Hop) {
 				low = i
 			}
 		}
-		if rows[ts[k]].Bytes-rows[ts[low]].Bytes >= 4<<20 {
-			still, earlier = k, low
+		after := slices.IndexFunc(ts[k:], func(i int) bool { return rows[ts[k]].Bytes-rows[i].Bytes >= 4<<20 })
+		switch {
+		case rows[ts[k]].Bytes-rows[ts[low]].Bytes >= 4<<20:
+			still, other = k, low
+		case after >= 0:
+			still, other = k, k+after
 		}
 	}
 	t.Logf("%d rows, %d proxy samples, temp files peak %d bytes", len(rows), len(ts), peak)
 	if peak < 4<<20 || still < 0 {
 		var seq []string
 		for _, i := range ts {
-			seq = append(seq, fmt.Sprintf("%.3f:%d", rows[i].TS, rows[i].Bytes))
+			r := rows[i]
+			seq = append(seq, fmt.Sprintf("%.3f:%d(judged %t)", r.TS, r.Bytes, judgedAt[groupKey{r.RunID, r.Download, r.TS}]))
 		}
-		t.Fatalf("temp files peaked at %d bytes, want over 4 MiB, and a sample while they held still with one 4 MiB less before it; the samples: %v", peak, seq)
+		t.Fatalf("temp files peaked at %d bytes, want over 4 MiB, and a judged sample while they held still with another 4 MiB less; the samples: %v", peak, seq)
 	}
-	at, to := rows[ts[earlier]].TS, rows[ts[still]].TS
-	t.Logf("temp files %d bytes at %.3f s, held still at %d bytes at %.3f s", rows[ts[earlier]].Bytes, at, rows[ts[still]].Bytes, to)
+	t.Logf("temp files held still at %d bytes at %.3f s, %d bytes at %.3f s", rows[ts[still]].Bytes, rows[ts[still]].TS, rows[ts[other]].Bytes, rows[ts[other]].TS)
+	at, to := min(rows[ts[other]].TS, rows[ts[still]].TS), max(rows[ts[other]].TS, rows[ts[still]].TS)
 	// A download whose client had read more than ReadJitter less at the
 	// earlier sample than at the later one: moved after it, its sample is
 	// out of time order.
@@ -400,8 +470,8 @@ func checkMutations(t *testing.T, rows []recorder.Hop) {
 			}
 			return r
 		},
-		"temp files read at an earlier sample": func(r []recorder.Hop) []recorder.Hop {
-			r[ts[still]].Bytes = r[ts[earlier]].Bytes
+		"temp files read at another sample": func(r []recorder.Hop) []recorder.Hop {
+			r[ts[still]].Bytes = r[ts[other]].Bytes
 			return r
 		},
 		"one sample moved later": func(r []recorder.Hop) []recorder.Hop {

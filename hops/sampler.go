@@ -39,8 +39,11 @@ type Sample struct {
 	Sockets []Socket
 	Proxy   []ProxyBuffer
 	// Skew is how many bytes the sockets moved between the sample's two
-	// dumps: its uncertainty, added to every download's.
-	Skew int64
+	// dumps: its uncertainty. Moved is each socket's part of it, by index
+	// of Sockets (nil in samples spilled before it was kept): a
+	// download's uncertainty is its own sockets' movement.
+	Skew  int64
+	Moved []int64
 	// HasTemp says the proxy's temp files were measured: TempFile is
 	// their summed size (Sampler.Temp) read just after the second dump,
 	// and TempSkew how far it moved since just before the first.
@@ -71,10 +74,13 @@ type Sampler struct {
 	Sink func(Sample) error
 }
 
-// maxSkew is the movement during a sample (of the sockets, or of the
-// proxy's own counts) above which the sample is taken again (at most
-// skewTries times), so samples taken during a burst are not needlessly
-// uncertain.
+// maxSkew is the movement during a sample (of any one socket, or of the
+// proxy's own counts, or of its temp files) above which the sample is
+// taken again (at most skewTries times, the least moved kept), so samples
+// taken during a burst are not needlessly uncertain (the check judges a
+// download's sample only when its sockets moved less than the client's
+// receive buffer), and a loaded machine is not asked for more tries than
+// it was when the whole sample's movement was held to it.
 const (
 	maxSkew   = 64 << 10
 	skewTries = 3
@@ -141,14 +147,17 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 // moves a burst from one socket to the other meanwhile is counted in
 // both or neither. How far the sockets moved between the two dumps is the
 // sample's Skew (a socket in one dump only counts its bytes); a sample
-// that moved more than maxSkew is taken again, at most skewTries times.
+// that moved more than maxSkew is taken again, at most skewTries times,
+// and the least moved of the tries is kept.
 func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 	dump := s.Dump
 	if dump == nil {
 		dump = func() ([]Socket, error) { return DumpTCP(s.Ports, s.IPv6) }
 	}
-	var smp Sample
-	for try := 0; ; try++ {
+	var best Sample
+	bestSkew := int64(-1)
+	for try := 0; try < skewTries && (bestSkew < 0 || bestSkew > maxSkew); try++ {
+		var smp Sample
 		var before []ProxyBuffer
 		if s.Proxy != nil {
 			var err error
@@ -172,7 +181,7 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 			return Sample{}, err
 		}
 		smp = Sample{T: time.Since(t0), Sockets: s.keep(all)}
-		smp.Skew = movement(s.keep(first), smp.Sockets)
+		smp.Skew, smp.Moved = movement(s.keep(first), smp.Sockets)
 		if s.Temp != nil {
 			if smp.TempFile, err = s.Temp(); err != nil {
 				return Sample{}, err
@@ -186,10 +195,11 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 			}
 			smp.Proxy = skewed(before, after)
 		}
-		if try+1 >= skewTries || max(smp.Skew, maxOf(smp.Proxy), smp.TempSkew) <= maxSkew {
-			return smp, nil
+		if m := max(slices.Max(append([]int64{0}, smp.Moved...)), maxOf(smp.Proxy), smp.TempSkew); bestSkew < 0 || m < bestSkew {
+			best, bestSkew = smp, m
 		}
 	}
+	return best, nil
 }
 
 // movement is how many bytes the sockets moved between two dumps: for
@@ -198,22 +208,25 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 // queue), and all the bytes of a socket in one dump only. Each count
 // counts: a burst read between two sockets of one dump moves the sender's
 // acknowledged count and send queue while its written total stays put.
-func movement(a, b []Socket) int64 {
+// It returns the sum and each socket of b's part.
+func movement(a, b []Socket) (int64, []int64) {
 	type key struct{ l, r netip.AddrPort }
 	at := make(map[key]Socket, len(a))
 	for _, s := range a {
 		at[key{s.Local, s.Remote}] = s
 	}
 	var m int64
-	for _, s := range b {
+	each := make([]int64, len(b))
+	for i, s := range b {
 		k := key{s.Local, s.Remote}
 		o, ok := at[k]
 		delete(at, k)
 		if !ok {
-			m += written(s) + int64(s.BytesReceived)
+			each[i] = written(s) + int64(s.BytesReceived)
+			m += each[i]
 			continue
 		}
-		m += max(
+		each[i] = max(
 			abs(int64(s.BytesAcked)-int64(o.BytesAcked)),
 			abs(int64(s.BytesReceived)-int64(o.BytesReceived)),
 			abs(int64(s.SendQ)-int64(o.SendQ)),
@@ -221,11 +234,26 @@ func movement(a, b []Socket) int64 {
 			abs(int64(s.RecvQ)-int64(o.RecvQ)),
 			abs(written(s)-written(o)),
 		)
+		m += each[i]
 	}
 	for _, o := range at {
 		m += written(o) + int64(o.BytesReceived)
 	}
-	return m
+	return m, each
+}
+
+// moved is socket so's movement during the sample, and false when the
+// sample does not say (spilled before Moved was kept).
+func (smp Sample) moved(so Socket) (int64, bool) {
+	if len(smp.Moved) != len(smp.Sockets) {
+		return 0, false
+	}
+	for i, s := range smp.Sockets {
+		if s.Local == so.Local && s.Remote == so.Remote {
+			return smp.Moved[i], true
+		}
+	}
+	return 0, false
 }
 
 func written(s Socket) int64 { return int64(s.BytesAcked) + int64(s.SendQ) }

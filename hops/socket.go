@@ -17,7 +17,8 @@ type Socket = sockdiag.Socket
 const wantStates = sockdiag.AllStates &^ (1<<sockdiag.TimeWait | 1<<sockdiag.Listen | 1<<sockdiag.NewSynRecv)
 
 // DumpTCP dumps the TCP sockets of the current network namespace whose
-// local or remote port is one of ports, with TCP_INFO: IPv4 sockets, and
+// local or remote port is one of ports, with TCP_INFO and their receive
+// buffers: IPv4 sockets, and
 // IPv6 ones too with v6 (each family is one walk of the kernel's socket
 // table). The kernel filters them (by state, and by an INET_DIAG bytecode
 // of port comparisons), so little is copied whatever else the host has;
@@ -30,5 +31,5 @@ func DumpTCP(ports []uint16, v6 bool) ([]Socket, error) {
 	if v6 {
 		families = append(families, unix.AF_INET6)
 	}
-	return sockdiag.Dump(sockdiag.Filter{States: wantStates, Ports: ports, Info: true}, families...)
+	return sockdiag.Dump(sockdiag.Filter{States: wantStates, Ports: ports, Info: true, MemInfo: true}, families...)
 }

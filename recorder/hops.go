@@ -62,6 +62,18 @@ const (
 	// memory by its configuration (NGINX's proxy_buffer_size +
 	// proxy_buffers): a bound, not a measurement.
 	HopProxyMemoryBound = "proxy_memory_bound"
+	// HopClientRecvBuffer is the client socket's receive buffer
+	// (sk_rcvbuf, sock_diag's memory info): the most ClientRecvQueue can
+	// hold, and so the least the conservation check must resolve.
+	HopClientRecvBuffer = "client_recv_buffer"
+	// HopProxyUpstreamReceived is what the proxy's socket to the app has
+	// received (TCP_INFO bytes_received), cumulative: with AppWritten it
+	// tests the app's side of the path on its own.
+	HopProxyUpstreamReceived = "proxy_upstream_received"
+	// HopProxyClientWritten is what the proxy has written to the client's
+	// socket (bytes acknowledged + send queue), cumulative: with
+	// ClientRead it tests the client's side of the path on its own.
+	HopProxyClientWritten = "proxy_client_written"
 )
 
 // HopProxyWide is the Download of the rows that are the proxy's as a

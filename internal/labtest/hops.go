@@ -10,14 +10,20 @@ import (
 )
 
 // CheckConserved fails t unless bytes are conserved at every hop sample
-// of rows (hops.csv), but for samples taken while a connection was still
-// being set up (a hop's socket not yet in the dump, nothing received
-// yet), which it logs. A violation is reported with the download's rows
+// of rows (hops.csv) that the check judges, and it judges one at least;
+// samples taken while a connection was still being set up (a hop's socket
+// not yet in the dump, nothing received yet) are logged, and so are how
+// many samples were judged and how many were not (hops.Result). A violation is reported with the download's rows
 // at that sample and the one before, so a failure seen once (on a loaded
 // CI machine) can be read without rerunning it.
 func CheckConserved(t testing.TB, what string, rows []recorder.Hop) {
 	t.Helper()
-	for _, v := range hops.Check(rows) {
+	res := hops.Check(rows)
+	t.Logf("%s: %s", what, res)
+	if res.Judged == 0 {
+		t.Errorf("%s: no hop sample judged: %s", what, res)
+	}
+	for _, v := range res.Violations {
 		if v.Setup() {
 			t.Logf("%s: during setup: %s", what, v)
 			continue

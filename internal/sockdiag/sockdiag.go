@@ -38,6 +38,10 @@ type Socket struct {
 	BytesAcked, BytesReceived uint64
 	LastDataRecv              uint32
 	HasInfo                   bool
+	// RcvBuf is the socket's receive buffer (sk_rcvbuf, the kernel's
+	// double of SO_RCVBUF), when the dump asked for its memory
+	// (Filter.MemInfo): the most its receive queue can hold. 0 otherwise.
+	RcvBuf uint32
 }
 
 // TCP states (include/net/tcp_states.h) a Filter names as 1<<state.
@@ -58,12 +62,15 @@ type Filter struct {
 	States uint32   // bitmask of 1<<state; 0 is AllStates
 	Ports  []uint16 // a socket whose local or remote port is one of these; nil: any
 	Info   bool     // with TCP_INFO
+	// MemInfo asks for the socket's memory (INET_DIAG_SKMEMINFO): RcvBuf.
+	MemInfo bool
 }
 
 // Kernel constants of include/uapi/linux/inet_diag.h.
 const (
 	diagReqBytecode = 1  // INET_DIAG_REQ_BYTECODE
 	diagInfo        = 2  // INET_DIAG_INFO: struct tcp_info
+	diagSkMemInfo   = 7  // INET_DIAG_SKMEMINFO: u32 sk_meminfo[SK_MEMINFO_VARS]
 	bcSEq           = 11 // INET_DIAG_BC_S_EQ
 	bcDEq           = 12 // INET_DIAG_BC_D_EQ
 	bcJmp           = 1  // INET_DIAG_BC_JMP
@@ -131,6 +138,9 @@ func Request(family uint8, seq uint32, f Filter) []byte {
 	r[0], r[1] = family, unix.IPPROTO_TCP
 	if f.Info {
 		r[2] = 1 << (diagInfo - 1)
+	}
+	if f.MemInfo {
+		r[2] |= 1 << (diagSkMemInfo - 1)
 	}
 	states := f.States
 	if states == 0 {
@@ -223,6 +233,9 @@ func ParseMsg(d []byte) (Socket, bool) {
 		l := int(ne.Uint16(a[0:]))
 		if l < 4 || l > len(a) {
 			break
+		}
+		if ne.Uint16(a[2:])&0x3fff == diagSkMemInfo && l >= 4+8 {
+			s.RcvBuf = ne.Uint32(a[8:]) // SK_MEMINFO_RCVBUF, the second
 		}
 		if ne.Uint16(a[2:])&0x3fff == diagInfo {
 			// A shorter struct from an older kernel leaves the rest zero.

@@ -152,3 +152,37 @@ func FuzzParseMsg(f *testing.F) {
 		}
 	})
 }
+
+// TestDumpRcvBuf: a dump that asks for the sockets' memory has each one's
+// receive buffer, the kernel's double of the SO_RCVBUF set on it; one that
+// does not ask has 0.
+func TestDumpRcvBuf(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	cli, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if err := cli.(*net.TCPConn).SetReadBuffer(8 << 10); err != nil {
+		t.Fatal(err)
+	}
+	cliAddr := netip.MustParseAddrPort(cli.LocalAddr().String())
+	for _, mem := range []bool{true, false} {
+		socks, err := Dump(Filter{Ports: []uint16{port}, Info: true, MemInfo: mem}, unix.AF_INET)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(socks, func(s Socket) bool { return s.Local == cliAddr })
+		if i < 0 {
+			t.Fatalf("client end not in %+v", socks)
+		}
+		if want := map[bool]uint32{true: 16 << 10, false: 0}[mem]; socks[i].RcvBuf != want || !socks[i].HasInfo {
+			t.Errorf("MemInfo %t: RcvBuf %d, want %d", mem, socks[i].RcvBuf, want)
+		}
+	}
+}

@@ -69,12 +69,12 @@ func (c *Config) startHops(ctx context.Context, running *stack.Running, slow int
 }
 
 // finish stops the sampling, attributes its samples to downloads and
-// hands each sample's rows to write, checked: it returns the samples at
-// which bytes were not conserved, the error of samples that failed, and
-// write's first error.
-func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write func([]recorder.Hop) error) (bad []hops.Violation, sampleErr, writeErr error) {
+// hands each sample's rows to write, checked: it returns the check's
+// verdict (the samples at which bytes were not conserved, how many were
+// judged), the error of samples that failed, and write's first error.
+func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write func([]recorder.Hop) error) (res hops.Result, sampleErr, writeErr error) {
 	if h == nil {
-		return nil, nil, nil
+		return res, nil, nil
 	}
 	defer h.spill.Close()
 	_, sampleErr = h.g.Stop()
@@ -92,6 +92,7 @@ func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write f
 	a := hops.NewAttribution(runID, h.path, ds)
 	var c hops.Checker
 	var rows []recorder.Hop
+	var bad []hops.Violation
 	err := h.spill.Each(func(smp hops.Sample) error {
 		rows = a.Rows(rows[:0], smp)
 		bad = append(bad, c.Add(rows)...)
@@ -100,7 +101,9 @@ func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write f
 	if err != nil && writeErr == nil {
 		writeErr = err
 	}
-	return bad, sampleErr, writeErr
+	res = c.Result()
+	res.Violations = bad
+	return res, sampleErr, writeErr
 }
 
 // headerSize is about the bytes of a response header: its status line and

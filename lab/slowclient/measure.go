@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/slowlab/slowlab/hops"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
@@ -96,10 +94,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 // writeHops stops the hop sampling and writes hops.csv's rows of the run;
 // samples where bytes were not conserved are logged, naming what was
-// missing (they stay in hops.csv as measured). Its error is only for rows
-// that did not reach the file.
+// missing (they stay in hops.csv as measured), and so are how many samples
+// the check judged when it did not judge them all. Its error is only for
+// rows that did not reach the file.
 func (c *Config) writeHops(env *lab.Env, hs *hopSampling, runID string, downloads []loadgen.Download, t *tables) error {
-	bad, sampleErr, err := hs.finish(runID, downloads, func(rows []recorder.Hop) error {
+	res, sampleErr, err := hs.finish(runID, downloads, func(rows []recorder.Hop) error {
 		for _, r := range rows {
 			if err := t.hops.Write(r); err != nil {
 				return err
@@ -110,17 +109,10 @@ func (c *Config) writeHops(env *lab.Env, hs *hopSampling, runID string, download
 	if sampleErr != nil {
 		env.Logf("%s: %v", runID, sampleErr)
 	}
-	var unchecked []hops.Violation
-	bad = slices.DeleteFunc(bad, func(v hops.Violation) bool {
-		if v.Unchecked() {
-			unchecked = append(unchecked, v)
-		}
-		return v.Unchecked()
-	})
-	if len(unchecked) > 0 {
-		env.Logf("%s: %d hop samples not checked, what the app wrote unknown (its socket closed before it was sampled, the download incomplete); the first: %s",
-			runID, len(unchecked), unchecked[0])
+	if hs != nil && (res.Skewed > 0 || res.Unmeasured > 0 || res.Judged == 0) {
+		env.Logf("%s: %s", runID, res)
 	}
+	bad := res.Violations
 	if len(bad) > 0 {
 		env.Logf("%s: bytes not conserved at %d hop samples; the first: %s", runID, len(bad), bad[0])
 	}

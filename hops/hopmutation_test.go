@@ -1,0 +1,168 @@
+package hops
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// hopMutation corrupts one hop's bytes at one sample.
+type hopMutation struct {
+	hop, name string
+	bytes     func(int64) int64
+}
+
+// mutationSamples is how many judged samples each mutation is tried at,
+// at most, spread over the run.
+const mutationSamples = 60
+
+// rangeOnly are the corruptions a proxy that does not report what it
+// holds (NGINX) lets through: its receive queue from the app, its temp
+// files' size and its memory bound are seen only through
+// what the proxy may hold (0 to its temp files and memory bound), which
+// absorbs them unless they push it out of that range. They are tallied,
+// not required.
+var rangeOnly = map[string]bool{
+	recorder.HopProxyUpstreamRecvQ + " zeroed": true, recorder.HopProxyUpstreamRecvQ + " doubled": true,
+	recorder.HopProxyTempFileSize + " zeroed": true, recorder.HopProxyTempFileSize + " doubled": true,
+	recorder.HopProxyMemoryBound + " zeroed": true,
+}
+
+// hopMutations are the corruptions each hop the check claims to see must
+// fail it with: zeroed and doubled (a bound only zeroed: doubling it
+// loosens what it bounds, nothing to catch), the client's receive queue
+// emptied and 256 KiB taken off client_read.
+func hopMutations() []hopMutation {
+	zero := func(int64) int64 { return 0 }
+	double := func(b int64) int64 { return 2 * b }
+	var out []hopMutation
+	for _, hop := range []string{recorder.HopAppWritten, recorder.HopAppSendQueue, recorder.HopAppSendQueueDelivered,
+		recorder.HopProxyUpstreamRecvQ, recorder.HopProxyUpstreamReceived, recorder.HopProxyMemory, recorder.HopProxyTempFile,
+		recorder.HopProxyClientWritten, recorder.HopProxyClientSendQueue, recorder.HopProxyClientSendQueueDelivered,
+		recorder.HopClientRecvQueue, recorder.HopClientRead, recorder.HopProxyTempFileSize} {
+		out = append(out, hopMutation{hop, "zeroed", zero}, hopMutation{hop, "doubled", double})
+	}
+	return append(out,
+		hopMutation{recorder.HopClientRead, "less 256 KiB", func(b int64) int64 { return b - 256<<10 }},
+		hopMutation{recorder.HopClientRecvBuffer, "zeroed", zero},
+		hopMutation{recorder.HopProxyMemoryBound, "zeroed", zero})
+}
+
+// measured says the row is a measurement the check reads (or, for the
+// proxy's memory bound, the bound it applies), not derived or missing.
+func measured(h recorder.Hop) bool {
+	switch h.Source {
+	case recorder.HopSourceKernel, recorder.HopSourceProxy, recorder.HopSourceFile, recorder.HopSourceConfig:
+		return true
+	}
+	return false
+}
+
+// mutationTally is how one mutation fared over the judged samples it
+// could be applied to (the hop measured there, the mutation changing it).
+type mutationTally struct {
+	// over: samples where it shifts the hop by more than twice what the
+	// sample's test allows (which the test holds within unmutated), where
+	// the check must catch it; under: samples where it does not.
+	over, under, caught int
+	missed              []string
+}
+
+// allowance is what the test of a download's sample that a hop's
+// corruption fails allows: its skew for a side of the path on its own
+// (or the direct route's), else (the proxy's socket to the client
+// closed) the whole path's three times the skew and the slack.
+func allowance(g *group) int64 {
+	_, proxied := g.val[recorder.HopProxyUpstreamRecvQ]
+	if _, front := g.get(recorder.HopProxyClientWritten); !proxied || front {
+		return g.skew
+	}
+	return 3*g.skew + g.rangeSkew + HeaderSlack
+}
+
+// spread is at most mutationSamples of at, spread over the run.
+func spread(at []int) []int {
+	if len(at) <= mutationSamples {
+		return at
+	}
+	out := make([]int, mutationSamples)
+	for k := range out {
+		out[k] = at[k*len(at)/mutationSamples]
+	}
+	return out
+}
+
+// checkHopMutations: rows pass Check and it judges some of their samples;
+// then each hopMutation, at each judged sample where the hop is measured
+// and the mutation shifts it by more than twice what the sample's test
+// allows, one sample at a time (at most mutationSamples of them), must
+// fail Check with a violation naming the hop; client_recv_buffer zeroed
+// must leave the sample unjudged. The corruptions only what a proxy may
+// hold can absorb (rangeOnly) are tried and tallied, not required. want
+// lists the hops the rows must let the check see: past twice the
+// allowance at one judged sample at least.
+func checkHopMutations(t *testing.T, rows []recorder.Hop, want []string) {
+	t.Helper()
+	res := Check(rows)
+	if err := res.Err(); err != nil {
+		t.Fatalf("unmutated: %v", err)
+	}
+	t.Logf("unmutated: %s", res)
+	status := map[groupKey]*group{}
+	for _, g := range evaluate(rows) {
+		status[g.k] = g
+	}
+	seen := map[string]bool{}
+	for _, m := range hopMutations() {
+		name := m.hop + " " + m.name
+		var n mutationTally
+		var at []int
+		for i, h := range rows {
+			g := status[groupKey{h.RunID, h.Download, h.TS}]
+			if h.Hop != m.hop || !measured(h) || g.status != judged || m.bytes(h.Bytes) == h.Bytes {
+				continue
+			}
+			if rangeOnly[name] || m.hop == recorder.HopClientRecvBuffer || abs(m.bytes(h.Bytes)-h.Bytes) > 2*allowance(g) {
+				n.over++
+				at = append(at, i)
+			} else {
+				n.under++
+			}
+		}
+		at = spread(at)
+		for _, i := range at {
+			h := rows[i]
+			mut := slices.Clone(rows)
+			mut[i].Bytes = m.bytes(h.Bytes)
+			got := Check(mut)
+			caught := slices.ContainsFunc(got.Violations, func(v Violation) bool {
+				return slices.Contains(v.Hops, m.hop) || strings.Contains(v.Reason, m.hop)
+			})
+			if m.hop == recorder.HopClientRecvBuffer {
+				// Not knowing what the client's queue can hold, the check
+				// cannot say what it resolves: the sample is not judged.
+				caught = got.Judged < res.Judged && len(got.Violations) == 0
+			}
+			if caught {
+				n.caught++
+			} else {
+				n.missed = append(n.missed, fmt.Sprintf("download %d at %.3f s", h.Download, h.TS))
+			}
+		}
+		t.Logf("%s: caught at %d of %d judged samples tried (%d past twice the allowance, %d not)", name, n.caught, len(at), n.over, n.under)
+		if len(at) > 0 && !rangeOnly[name] {
+			seen[m.hop] = true
+			if len(n.missed) > 0 {
+				t.Errorf("%s: missed at %d of %d samples past twice the allowance: %v", name, len(n.missed), len(at), n.missed)
+			}
+		}
+	}
+	for _, hop := range want {
+		if !seen[hop] {
+			t.Errorf("%s: no judged sample where its corruption must be seen: the rows do not let the check see it", hop)
+		}
+	}
+}
