@@ -60,7 +60,7 @@ var embeddedCases = []assessCase{
 	// off each slow stream holds a worker through its own upstream
 	// connection, on one client connection or on a connection each; with
 	// it on the proxy holds them.
-	{"sync-2", stack.RouteH2BufferingOff, 4, map[Probe]int{ProbeH2SlowStreams: 2, ProbeH2OneConn: 2}},
+	{"sync-2", stack.RouteH2BufferingOff, 4, map[Probe]int{ProbeIdle: 0, ProbeH2SlowStreams: 2, ProbeH2OneConn: 2}},
 	{"sync-2", stack.RouteH2BufferingOn, 4, map[Probe]int{ProbeH2SlowStreams: 0, ProbeH2OneConn: 0}},
 }
 
@@ -75,7 +75,7 @@ var realCases = []assessCase{
 	{"gevent-1x100", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 	{"uvicorn-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 	{"node-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
-	{"sync-2", stack.RouteH2BufferingOff, 4, map[Probe]int{ProbeH2SlowStreams: 2, ProbeH2OneConn: 2}},
+	{"sync-2", stack.RouteH2BufferingOff, 4, map[Probe]int{ProbeIdle: 0, ProbeH2SlowStreams: 2, ProbeH2OneConn: 2}},
 	{"sync-2", stack.RouteH2BufferingOn, 4, map[Probe]int{ProbeH2SlowStreams: 0, ProbeH2OneConn: 0}},
 }
 
