@@ -54,6 +54,9 @@ type ExternalSpec struct {
 	// groups, nothing of them measured (only slowlab assess takes it, its
 	// verdicts resting on /fast alone).
 	Unseen bool `yaml:"unseen,omitempty"`
+	// HTTP2 says the URLs' front speaks HTTP/2 (http://: with prior
+	// knowledge; https://: TLS with ALPN h2); only slowlab assess takes it.
+	HTTP2 bool `yaml:"http2,omitempty"`
 }
 
 // Deployment is the spec as the stack takes it.
@@ -63,7 +66,7 @@ func (e ExternalSpec) Deployment(allowRemote bool) (stack.External, error) {
 		return stack.External{}, fmt.Errorf("external.server: %v", err)
 	}
 	ext := stack.External{URLs: map[stack.Target]string{}, Route: e.Route, Server: srv, Groups: e.Groups,
-		TempDirs: e.TempDirs, AllowRemote: allowRemote, Unseen: e.Unseen}
+		TempDirs: e.TempDirs, AllowRemote: allowRemote, Unseen: e.Unseen, HTTP2: e.HTTP2}
 	if ext.Route == "" {
 		ext.Route = stack.RouteDirect
 	}

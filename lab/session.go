@@ -288,6 +288,12 @@ type Routed interface {
 	Routes() []stack.Route
 }
 
+// TakesHTTP2 is a configuration that can measure an external stack
+// whose front speaks HTTP/2 (external.http2).
+type TakesHTTP2 interface {
+	TakesHTTP2() bool
+}
+
 // TakesUnseen is a configuration that can measure an external stack
 // whose processes are not on this machine (external.unseen).
 type TakesUnseen interface {
@@ -311,6 +317,9 @@ func (o Options) external(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 	}
 	if u, ok := cfg.(TakesUnseen); ext.Unseen && !(ok && u.TakesUnseen()) {
 		return stack.Stack{}, fmt.Errorf("external.unseen: %s measures the stack's processes; give their groups (only slowlab assess measures a stack it cannot see)", exp)
+	}
+	if u, ok := cfg.(TakesHTTP2); ext.HTTP2 && !(ok && u.TakesHTTP2()) {
+		return stack.Stack{}, fmt.Errorf("external.http2: %s speaks HTTP/1.1 to the stack (only slowlab assess has HTTP/2 probes)", exp)
 	}
 	st := stack.Stack{Name: stack.NameExternal, External: &ext}
 	if err := st.Check(cfg.Servers()...); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"slices"
 	"syscall"
 
 	"github.com/slowlab/slowlab/internal/loopback"
@@ -21,11 +22,22 @@ var ErrNotLoopback = errors.New("not a loopback address")
 // does not bind later lookups, so Client and SlowReader also refuse, at
 // connect time, any address that is not loopback.
 func CheckTarget(raw string, allowRemote bool) (*url.URL, error) {
+	return checkTarget(raw, allowRemote, "http")
+}
+
+// CheckH2Target is CheckTarget for a target reached over HTTP/2 (DialH2):
+// http:// (cleartext with prior knowledge) or https:// (TLS with ALPN
+// h2).
+func CheckH2Target(raw string, allowRemote bool) (*url.URL, error) {
+	return checkTarget(raw, allowRemote, "http", "https")
+}
+
+func checkTarget(raw string, allowRemote bool, schemes ...string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("target %q: not a URL: %v", raw, err)
 	}
-	if u.Scheme != "http" {
+	if !slices.Contains(schemes, u.Scheme) {
 		return nil, fmt.Errorf("target %q: scheme %q not supported (want http://HOST:PORT/PATH)", raw, u.Scheme)
 	}
 	host := u.Hostname()

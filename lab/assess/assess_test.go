@@ -77,21 +77,32 @@ func intp(n int) *int { return &n }
 // TestValidateRefuses: each bad setting is named before anything starts.
 func TestValidateRefuses(t *testing.T) {
 	for want, mutate := range map[string]func(c *Config){
-		"max_clients 0":                  func(c *Config) { c.MaxClients = 0 },
-		"max_clients 2000":               func(c *Config) { c.MaxClients = 2000 },
-		"window 100ms":                   func(c *Config) { c.Window = lab.Duration(100 * time.Millisecond) },
-		"want at least 20 for a p95":     func(c *Config) { c.FastRate, c.Window = 5, lab.Duration(time.Second) },
-		"large_size 512k":                func(c *Config) { c.LargeSize = 512 << 10 },
-		"socket buffers absorb":          func(c *Config) { c.LargeSize = 512 << 10 },
-		"server":                         func(c *Config) { c.Server = "sync" },
-		`route "proxy"`:                  func(c *Config) { c.Route = "proxy" },
-		"HTTP/2 routes are not assessed": func(c *Config) { c.Route = stack.RouteH2BufferingOff },
-		"probes: none":                   func(c *Config) { c.Probes = nil },
-		`probes: "slow"`:                 func(c *Config) { c.Probes = []Probe{"slow"} },
-		"budget 1s":                      func(c *Config) { c.Budget = lab.Duration(time.Second) },
-		"idle_max 0s":                    func(c *Config) { c.IdleMax = 0 },
-		`paths.fast "fast": must start`:  func(c *Config) { c.Paths.Fast = "fast" },
-		"fail_on:":                       func(c *Config) { c.FailOn = "idle" },
+		"max_clients 0":              func(c *Config) { c.MaxClients = 0 },
+		"max_clients 2000":           func(c *Config) { c.MaxClients = 2000 },
+		"window 100ms":               func(c *Config) { c.Window = lab.Duration(100 * time.Millisecond) },
+		"want at least 20 for a p95": func(c *Config) { c.FastRate, c.Window = 5, lab.Duration(time.Second) },
+		"large_size 512k":            func(c *Config) { c.LargeSize = 512 << 10 },
+		"socket buffers absorb":      func(c *Config) { c.LargeSize = 512 << 10 },
+		"server":                     func(c *Config) { c.Server = "sync" },
+		`route "proxy"`:              func(c *Config) { c.Route = "proxy" },
+		"probes: slow-readers speaks HTTP/1.1 and route h2-proxy-buffering-off speaks HTTP/2": func(c *Config) { c.Route = stack.RouteH2BufferingOff },
+		"probes: held-streams speaks HTTP/1.1 and route h2-tls-proxy-buffering-on speaks HTTP/2": func(c *Config) {
+			c.Route, c.Probes = stack.RouteH2TLSBufferingOn, []Probe{ProbeH2SlowStreams, ProbeHeldStreams}
+		},
+		"probes: h2-slow-streams speaks HTTP/2 and route direct speaks HTTP/1.1": func(c *Config) { c.Probes = []Probe{ProbeIdle, ProbeH2SlowStreams} },
+		"probes: h2-streams-one-conn speaks HTTP/2 and the external stack speaks HTTP/1.1": func(c *Config) {
+			c.Probes, c.StackSpec.Stack = []Probe{ProbeH2OneConn}, stack.NameExternal
+			c.StackSpec.External = &lab.ExternalSpec{FastURL: "http://127.0.0.1:1/fast", Server: "sync-2", Unseen: true}
+		},
+		"the slow-reader probe wants at least 1m": func(c *Config) {
+			c.Route, c.Probes, c.LargeSize = stack.RouteH2BufferingOff, []Probe{ProbeH2OneConn}, 512<<10
+		},
+		"probes: none":                  func(c *Config) { c.Probes = nil },
+		`probes: "slow"`:                func(c *Config) { c.Probes = []Probe{"slow"} },
+		"budget 1s":                     func(c *Config) { c.Budget = lab.Duration(time.Second) },
+		"idle_max 0s":                   func(c *Config) { c.IdleMax = 0 },
+		`paths.fast "fast": must start`: func(c *Config) { c.Paths.Fast = "fast" },
+		"fail_on:":                      func(c *Config) { c.FailOn = "idle" },
 		"idle<4: probe idle is not among the probes run": func(c *Config) { c.Probes, c.FailOn = []Probe{ProbeSlowloris}, "idle<4" },
 		"idle<100: over max_clients 64":                  func(c *Config) { c.FailOn = "idle<100" },
 	} {

@@ -68,6 +68,9 @@ type Config struct {
 
 	// Selectors of the external stack, given as flags.
 	ext extFlags
+	// probesGiven: --probes was given (else an HTTP/2 front gets
+	// H2DefaultProbes).
+	probesGiven bool
 }
 
 // Paths are the requests' paths on a managed stack.
@@ -83,13 +86,15 @@ type Paths struct {
 type extFlags struct {
 	fast, large, upload, stream string
 	app, proxy, tempDirs        []string
+	http2                       bool
 }
 
 // Default is an assessment of sync-2 direct on the stack auto chooses,
-// every probe, up to 64 clients within 5 minutes.
+// the default probes (every HTTP/1.1 one), up to 64 clients within 5
+// minutes.
 func Default() *Config {
 	return &Config{Header: lab.Header{Experiment: Name}, StackSpec: lab.PublishedStackSpec(),
-		Server: "sync-2", Route: stack.RouteDirect, Probes: slices.Clone(Probes), MaxClients: DefaultClients,
+		Server: "sync-2", Route: stack.RouteDirect, Probes: slices.Clone(DefaultProbes), MaxClients: DefaultClients,
 		Window: lab.Duration(2 * time.Second), FastRate: 25, Offset: lab.Duration(250 * time.Millisecond),
 		IdleMax: lab.Duration(DefaultIdleMax), Budget: lab.Duration(DefaultBudget),
 		Paths:     Paths{Fast: "/fast", Large: "/large", Upload: "/upload", Stream: "/longpoll"},
@@ -100,8 +105,10 @@ func Default() *Config {
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Server, "server", c.Server, "managed stack: the app server, "+stack.ModelSyntax())
 	fs.Var((*routeFlag)(&c.Route), "route", fmt.Sprintf("managed stack: the route, one of %v", allRoutes()))
-	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: ParseProbe, Want: fmt.Sprintf("probes, comma-separated, of %s", probeNames())},
-		"probes", "the probes to run, comma-separated (default all: "+probeNames()+")")
+	parse := func(s string) (Probe, error) { c.probesGiven = true; return ParseProbe(s) }
+	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: parse, Want: fmt.Sprintf("probes, comma-separated, of %s", probeNames())},
+		"probes", "the probes to run, comma-separated, of "+probeNames()+" (default on an HTTP/1.1 front: "+names(DefaultProbes)+
+			"; on an HTTP/2 front, an h2-* route or --http2: "+names(H2DefaultProbes)+")")
 	fs.IntVar(&c.MaxClients, "max-clients", c.MaxClients, fmt.Sprintf("the last level: 1, 2, 4, ... up to this many clients (1 to %d)", MaxClients))
 	fs.Var((*lab.DurationFlag)(&c.Window), "window", "how long /fast runs open loop at each level")
 	fs.Float64Var(&c.FastRate, "fast-rate", c.FastRate, "/fast requests a second during a window")
@@ -119,6 +126,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(cliflag.Strings(&c.ext.app), "app", "external stack: an exporter selector of the app's processes (cgroup:PATH, tree:PID, comm:REGEX, port:N, ...); repeatable; none (nor --proxy, --temp-dir): the processes are not on this machine, and the verdicts come without what held the stack")
 	fs.Var(cliflag.Strings(&c.ext.proxy), "proxy", "external stack: an exporter selector of the proxy's processes; repeatable")
 	fs.Var(cliflag.Strings(&c.ext.tempDirs), "temp-dir", "external stack: the proxy's temp-file directory; repeatable")
+	fs.BoolVar(&c.ext.http2, "http2", false, "external stack: its front speaks HTTP/2 (http:// URLs: cleartext with prior knowledge; https://: TLS with ALPN h2, the system's roots), as loadgen --http2: /fast and the probes h2-slow-streams and h2-streams-one-conn go over it (the HTTP/1.1 probes are refused)")
 }
 
 // routeFlag is --route.
@@ -133,14 +141,10 @@ func (r *routeFlag) Set(v string) error {
 	return nil
 }
 
-// checkRoute refuses a route assess cannot probe: one it does not know,
-// and the HTTP/2 routes (its probes speak HTTP/1.1, which NGINX's
-// cleartext HTTP/2 listener does not take).
+// checkRoute refuses a route assess does not know. On the HTTP/2 routes
+// only the probes that speak HTTP/2 go through (Validate).
 func checkRoute(r stack.Route) error {
-	switch {
-	case r.HTTP2():
-		return fmt.Errorf("HTTP/2 routes are not assessed (the probes speak HTTP/1.1); allowed %v", allRoutes())
-	case !r.Known():
+	if !r.Known() {
 		return fmt.Errorf("allowed %v", allRoutes())
 	}
 	return nil
@@ -148,7 +152,7 @@ func checkRoute(r stack.Route) error {
 
 func allRoutes() []stack.Route {
 	out := slices.Clone(stack.Routes)
-	for _, r := range stack.UploadRoutes {
+	for _, r := range slices.Concat(stack.UploadRoutes, stack.H2Routes) {
 		if !slices.Contains(out, r) {
 			out = append(out, r)
 		}
@@ -157,13 +161,24 @@ func allRoutes() []stack.Route {
 }
 
 // ApplyExternal makes the scenario's external: block from the external flags,
-// when --fast-url was given: the stack becomes external.
+// when --fast-url was given: the stack becomes external. Then, --probes
+// not given, a front that speaks HTTP/2 gets H2DefaultProbes.
 func (c *Config) ApplyExternal() error {
+	if err := c.applyExternal(); err != nil {
+		return err
+	}
+	if !c.probesGiven && c.http2() {
+		c.Probes = slices.Clone(H2DefaultProbes)
+	}
+	return nil
+}
+
+func (c *Config) applyExternal() error {
 	e := c.ext
-	given := e.large != "" || e.upload != "" || e.stream != "" || len(e.app) > 0 || len(e.proxy) > 0 || len(e.tempDirs) > 0
+	given := e.large != "" || e.upload != "" || e.stream != "" || len(e.app) > 0 || len(e.proxy) > 0 || len(e.tempDirs) > 0 || e.http2
 	if e.fast == "" {
 		if given {
-			return errors.New("--large-url, --upload-url, --stream-url, --app, --proxy and --temp-dir describe an external stack: give --fast-url too")
+			return errors.New("--large-url, --upload-url, --stream-url, --app, --proxy, --temp-dir and --http2 describe an external stack: give --fast-url too")
 		}
 		return nil
 	}
@@ -172,7 +187,7 @@ func (c *Config) ApplyExternal() error {
 		// No processes named: they are not on this machine (a shard of an
 		// assessment run from another machine); only /fast is measured.
 		c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
-			StreamURL: e.stream, Route: route, Server: c.Server, Unseen: true}
+			StreamURL: e.stream, Route: route, Server: c.Server, Unseen: true, HTTP2: e.http2}
 		return nil
 	}
 	switch {
@@ -186,7 +201,7 @@ func (c *Config) ApplyExternal() error {
 		groups["proxy"] = e.proxy
 	}
 	c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
-		StreamURL: e.stream, Route: route, Server: c.Server, Groups: groups, TempDirs: e.tempDirs}
+		StreamURL: e.stream, Route: route, Server: c.Server, Groups: groups, TempDirs: e.tempDirs, HTTP2: e.http2}
 	return nil
 }
 
@@ -206,6 +221,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("probes: %q: allowed %s", p, probeNames())
 		}
 	}
+	if err := c.checkProtocol(); err != nil {
+		return err
+	}
 	switch {
 	case c.MaxClients < 1 || c.MaxClients > MaxClients:
 		return fmt.Errorf("max_clients %d: allowed 1 to %d", c.MaxClients, MaxClients)
@@ -224,7 +242,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("budget %s: allowed 10s to 24h", time.Duration(c.Budget))
 	case c.UploadSize < 1 || c.UploadSize > 1<<30:
 		return fmt.Errorf("upload_size %s: allowed 1 byte to 1g", bytesize.Format(int64(c.UploadSize)))
-	case c.StackSpec.Stack != stack.NameExternal && slices.Contains(c.Probes, ProbeSlowReaders) && c.LargeSize < MinLarge:
+	case c.StackSpec.Stack != stack.NameExternal && slices.ContainsFunc(c.Probes, readsLarge) && c.LargeSize < MinLarge:
 		return fmt.Errorf("large_size %s: the slow-reader probe wants at least 1m (the kernel's socket buffers absorb a smaller response: no reader can hold a worker with it)",
 			bytesize.Format(int64(c.LargeSize)))
 	case c.LargeSize > 1<<30:
@@ -244,6 +262,46 @@ func (c *Config) Validate() error {
 	}
 	return c.validateShard()
 }
+
+// http2 reports whether the stack's front speaks HTTP/2: an HTTP/2 route,
+// or an external stack given --http2 (external.http2).
+func (c *Config) http2() bool {
+	if e := c.StackSpec.External; e != nil {
+		return e.HTTP2
+	}
+	return c.Route.HTTP2()
+}
+
+// checkProtocol refuses, by name, a probe that cannot go through the
+// stack's front: an HTTP/1.1 probe where it speaks HTTP/2 (NGINX's
+// cleartext HTTP/2 listener takes nothing else), an HTTP/2 one where it
+// speaks HTTP/1.1.
+func (c *Config) checkProtocol() error {
+	h2 := c.http2()
+	front := fmt.Sprintf("route %s", c.Routes()[0])
+	if c.StackSpec.External != nil {
+		front = "the external stack"
+	}
+	for _, p := range c.Probes {
+		switch {
+		case p.speaks(h2):
+		case h2:
+			return fmt.Errorf("probes: %s speaks HTTP/1.1 and %s speaks HTTP/2: choose of %s", p, front, names(H2DefaultProbes))
+		default:
+			return fmt.Errorf("probes: %s speaks HTTP/2 and %s speaks HTTP/1.1: give an h2-* route (%v), or --http2 for an external stack whose front speaks it",
+				p, front, stack.H2Routes)
+		}
+	}
+	return nil
+}
+
+// readsLarge reports whether p's clients read the large response, whose
+// size must hold a worker.
+func readsLarge(p Probe) bool { return p == ProbeSlowReaders || p.http2() }
+
+// TakesHTTP2 implements lab.TakesHTTP2: the HTTP/2 probes go through a
+// front that speaks it.
+func (c *Config) TakesHTTP2() bool { return true }
 
 // TakesUnseen implements lab.TakesUnseen: an external stack whose
 // processes are not on this machine gets verdicts from /fast, without

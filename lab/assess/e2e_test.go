@@ -56,6 +56,12 @@ var embeddedCases = []assessCase{
 	{"sync-2", stack.RouteBufferingOn, 4, map[Probe]int{ProbeSlowReaders: 0}},
 	{"sync-2", stack.RouteRequestBufferingOn, 4, map[Probe]int{ProbeSlowUploads: 0}},
 	{"async", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
+	// HTTP/2 through the proxy (docs/h2-slow-client.md): with buffering
+	// off each slow stream holds a worker through its own upstream
+	// connection, on one client connection or on a connection each; with
+	// it on the proxy holds them.
+	{"sync-2", stack.RouteH2BufferingOff, 4, map[Probe]int{ProbeIdle: 0, ProbeH2SlowStreams: 2, ProbeH2OneConn: 2}},
+	{"sync-2", stack.RouteH2BufferingOn, 4, map[Probe]int{ProbeH2SlowStreams: 0, ProbeH2OneConn: 0}},
 }
 
 func TestAssessEmbedded(t *testing.T) { runCases(t, stack.NameEmbedded, embeddedCases) }
@@ -73,6 +79,8 @@ var realCases = []assessCase{
 	{"gevent-1x100", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 	{"uvicorn-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
 	{"node-1", stack.RouteDirect, 4, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0}},
+	{"sync-2", stack.RouteH2BufferingOff, 4, map[Probe]int{ProbeIdle: 0, ProbeH2SlowStreams: 2, ProbeH2OneConn: 2}},
+	{"sync-2", stack.RouteH2BufferingOn, 4, map[Probe]int{ProbeH2SlowStreams: 0, ProbeH2OneConn: 0}},
 }
 
 func TestAssessReal(t *testing.T) { runCases(t, stack.NameReal, realCases) }
@@ -167,11 +175,14 @@ func runCases(t *testing.T, stackName string, cases []assessCase) {
 				}
 			}
 			c := quick(tc.server, tc.route, tc.max, probes...)
-			if tc.route.Proxied() {
+			if tc.route.Buffering() {
 				// Through a buffering proxy the responses and bodies are
 				// the proxy's work: 4 MiB, so that a proxy under its
 				// published 0.2 CPU on a loaded machine is not what
 				// slows /fast (the verdict would say so: CPU-bound).
+				// Through one that does not buffer, the default 16 MiB:
+				// the proxy's and the kernel's buffers between the app
+				// and a slow stream take a few MiB off the app.
 				c.LargeSize, c.UploadSize = 4<<20, 4<<20
 			}
 			checkAssessment(t, c, labtest.Env(t, stackName), tc.want)

@@ -117,6 +117,13 @@ func (r *run) windowFrom(ctx context.Context, id string, clients int, t0 time.Ti
 	f := lab.FastSpec{Path: "/", Rate: r.cfg.FastRate, Duration: r.cfg.Window, Offset: r.cfg.Offset, Timeout: lab.Duration(r.fastTimeout)}
 	meta := r.meta
 	meta.RunID, meta.SlowClients = id, clients
+	if r.t.h2 != nil {
+		got, failed := r.fastH2(ctx, f, meta, t0)
+		if failed != nil {
+			return *failed, nil
+		}
+		return summarize(got.Reqs), got.WriteErr
+	}
 	got := f.Run(ctx, r.env, r.t.fast, r.t.allowRemote, meta, t0, r.reqs)
 	return summarize(got.Reqs), got.WriteErr
 }
@@ -327,7 +334,12 @@ func (r *run) recovered(ctx context.Context, base, bound time.Duration) bool {
 	end := time.Now().Add(bound)
 	for time.Now().Before(end) && ctx.Err() == nil {
 		var res loadgen.Result
-		client.Get(ctx, r.t.fast, &res)
+		if r.t.h2 != nil { // the front speaks HTTP/2 only
+			_, res.Latency, res.Err = r.t.h2.get(ctx, r.t.fast, r.fastTimeout)
+			res.Status = http.StatusOK
+		} else {
+			client.Get(ctx, r.t.fast, &res)
+		}
 		if res.Err == nil && res.Status == http.StatusOK && res.Latency <= Threshold(base) {
 			return true
 		}

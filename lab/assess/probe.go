@@ -27,10 +27,32 @@ const (
 	ProbeSlowloris   Probe = "slowloris"       // a header byte a second, never finished
 	ProbeStalled     Probe = "stalled-readers" // read 64 KiB of the large URL, then nothing
 	ProbeHeldStreams Probe = "held-streams"    // a long-poll or SSE request held open
+	// The HTTP/2 probes, for a front that speaks HTTP/2 (see h2.go):
+	// paced slow streams of the large URL, slow by flow control, each on
+	// its own connection, or all on one.
+	ProbeH2SlowStreams Probe = "h2-slow-streams"
+	ProbeH2OneConn     Probe = "h2-streams-one-conn"
 )
 
 // Probes lists every probe in order.
-var Probes = []Probe{ProbeSlowReaders, ProbeSlowUploads, ProbeIdle, ProbeSlowloris, ProbeStalled, ProbeHeldStreams}
+var Probes = []Probe{ProbeSlowReaders, ProbeSlowUploads, ProbeIdle, ProbeSlowloris, ProbeStalled, ProbeHeldStreams,
+	ProbeH2SlowStreams, ProbeH2OneConn}
+
+// DefaultProbes are the probes run when none are chosen, on a front that
+// speaks HTTP/1.1: every probe but the HTTP/2 ones. H2DefaultProbes are
+// those on a front that speaks HTTP/2: the probes that go through it
+// (idle sends no byte, so it speaks neither protocol).
+var (
+	DefaultProbes   = []Probe{ProbeSlowReaders, ProbeSlowUploads, ProbeIdle, ProbeSlowloris, ProbeStalled, ProbeHeldStreams}
+	H2DefaultProbes = []Probe{ProbeIdle, ProbeH2SlowStreams, ProbeH2OneConn}
+)
+
+// http2 reports whether the probe's clients speak HTTP/2.
+func (p Probe) http2() bool { return p == ProbeH2SlowStreams || p == ProbeH2OneConn }
+
+// speaks reports whether the probe's clients can go through a front that
+// speaks HTTP/2 (h2) or HTTP/1.1 (!h2): idle sends nothing, so both.
+func (p Probe) speaks(h2 bool) bool { return p == ProbeIdle || p.http2() == h2 }
 
 // StallAfter is what a stalled reader reads before it stops reading.
 const StallAfter = 64 << 10
@@ -45,19 +67,22 @@ func ParseProbe(s string) (Probe, error) {
 	return "", fmt.Errorf("unknown probe %q", s)
 }
 
-func probeNames() string {
-	names := make([]string, len(Probes))
-	for i, p := range Probes {
-		names[i] = string(p)
+func probeNames() string { return names(Probes) }
+
+// names joins probes' names with commas.
+func names(probes []Probe) string {
+	out := make([]string, len(probes))
+	for i, p := range probes {
+		out[i] = string(p)
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(out, ", ")
 }
 
 // target is the kind of request the probe's clients send ("" for the
 // connection probes, which go to the fast URL's host and port).
 func (p Probe) target() stack.Target {
 	switch p {
-	case ProbeSlowReaders, ProbeStalled:
+	case ProbeSlowReaders, ProbeStalled, ProbeH2SlowStreams, ProbeH2OneConn:
 		return stack.TargetLarge
 	case ProbeSlowUploads:
 		return stack.TargetUpload
@@ -89,6 +114,11 @@ type targets struct {
 	// streamCheck is closed when the stream URL's check request ended.
 	streamCheck <-chan struct{}
 	allowRemote bool
+	// h2 is the front that speaks HTTP/2 (an HTTP/2 route, or an
+	// external stack given --http2): /fast goes over it; nil for HTTP/1.1.
+	h2 *h2Front
+	// h2large is the large URL's front, where the HTTP/2 probes' streams go.
+	h2large *h2Front
 }
 
 // crowd is one level's clients, running until their context ends (or
@@ -167,6 +197,10 @@ func (p Probe) start(ctx context.Context, t targets, n int, hold time.Duration) 
 	}
 	if p.holds() {
 		go p.hold(ctx, t, n, hold, c)
+		return c
+	}
+	if p.http2() {
+		go p.startH2(ctx, t, n, hold, c)
 		return c
 	}
 	var wg sync.WaitGroup

@@ -203,14 +203,25 @@ func (c *Config) openProbe(ctx context.Context, env *lab.Env, p Probe) (fr *lab.
 func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (targets, error) {
 	t := targets{fast: running.Target(stack.TargetFast, c.Paths.Fast), allowRemote: running.AllowRemote(),
 		uploadSize: int64(c.UploadSize)}
-	u, err := loadgen.CheckTarget(t.fast, t.allowRemote)
+	h2 := c.http2()
+	u, err := checkTarget(t.fast, t.allowRemote, h2)
 	if err != nil {
 		return t, err
 	}
 	t.front = u.Host
 	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: 10 * time.Second, AllowRemote: t.allowRemote})
 	defer client.Close()
-	if _, err := get(ctx, client, t.fast); err != nil {
+	if h2 {
+		t.h2 = newH2Front(u, running.ClientTLS(), t.allowRemote)
+		if _, _, err = t.h2.get(ctx, t.fast, 10*time.Second); err != nil && u.Scheme == "http" {
+			if _, h1err := get(ctx, client, t.fast); h1err == nil {
+				return t, fmt.Errorf("fast URL %s answers over HTTP/1.1, not over HTTP/2 with prior knowledge: %w", t.fast, err)
+			}
+		}
+	} else {
+		_, err = get(ctx, client, t.fast)
+	}
+	if err != nil {
 		return t, fmt.Errorf("%w: fast URL %s: %w", ErrUnavailable, t.fast, err)
 	}
 	target := func(kind stack.Target, pathQuery string) (*url.URL, error) {
@@ -218,9 +229,20 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 		if raw == "" {
 			return nil, fmt.Errorf("probe %s: no %s URL (give --%s-url)", p, kind, kind)
 		}
-		return loadgen.CheckTarget(raw, t.allowRemote)
+		return checkTarget(raw, t.allowRemote, h2)
 	}
 	switch p {
+	case ProbeH2SlowStreams, ProbeH2OneConn:
+		if t.large, err = target(stack.TargetLarge, c.Paths.Large); err != nil {
+			return t, err
+		}
+		t.h2large = newH2Front(t.large, running.ClientTLS(), t.allowRemote)
+		if t.largeSize, _, err = t.h2large.get(ctx, t.large.String(), time.Minute); err != nil {
+			return t, fmt.Errorf("large URL %s does not answer over HTTP/2 (probe %s): %w", t.large, p, err)
+		}
+		if t.largeSize < MinLarge {
+			return t, fmt.Errorf("large URL %s: %d bytes, the probe %s wants at least 1 MiB: the proxy's buffers and the kernel's absorb a smaller response, so no stream can hold a worker with it", t.large, t.largeSize, p)
+		}
 	case ProbeSlowReaders, ProbeStalled:
 		if t.large, err = target(stack.TargetLarge, c.Paths.Large); err != nil {
 			return t, err

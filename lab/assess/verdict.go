@@ -153,6 +153,11 @@ func fixFor(p Probe, route stack.Route, held Held) (fix, doc string) {
 		return "a buffering proxy in front, with send_timeout bounding a client that reads nothing", "docs/stalled-reader.md"
 	case ProbeHeldStreams:
 		return "serve held streams from an async worker model (gevent, Uvicorn, Node) or a pool of their own", "docs/long-poll.md"
+	case ProbeH2SlowStreams, ProbeH2OneConn:
+		if route.Buffering() {
+			return fixFor(ProbeSlowReaders, route, held)
+		}
+		return "proxy_buffering on at the HTTP/2 front: it reads each stream's response at the app's speed and holds it for the stream's reader (without it, every slow stream holds an app worker through its own upstream connection, however few client connections carry them)", "docs/h2-slow-client.md"
 	}
 	return "", ""
 }

@@ -59,6 +59,10 @@ func TestExternalBadInput(t *testing.T) {
 		{"unseen", func(c *Config, _ *lab.Options) { c.External.Groups, c.External.Unseen = nil, true }, "external.unseen: slow-client measures the stack's processes", false},
 		{"unseen with groups", func(c *Config, _ *lab.Options) { c.External.Unseen = true }, "external.unseen: the processes are not on this machine; give no groups", true},
 		{"limits", func(c *Config, _ *lab.Options) { c.Limits["app"] = lab.LimitSpec{CPU: 1} }, "the external stack applies none", true},
+		{"https", func(c *Config, _ *lab.Options) { c.External.LargeURL = "https://127.0.0.1:1/large" }, `scheme "https" not supported`, true},
+		{"http2", func(c *Config, _ *lab.Options) {
+			c.External.HTTP2, c.External.LargeURL = true, "https://127.0.0.1:1/large"
+		}, "external.http2: slow-client speaks HTTP/1.1 to the stack", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ext := good

@@ -54,6 +54,10 @@ type External struct {
 	// Unseen: the processes are not on this machine, so there are no
 	// Groups and nothing of them is measured.
 	Unseen bool
+	// HTTP2: the URLs' front speaks HTTP/2: cleartext with prior
+	// knowledge on http://, TLS with ALPN h2 on https:// (which it then
+	// takes).
+	HTTP2 bool
 }
 
 // Validate checks the URLs, the route, the server label and the
@@ -67,7 +71,11 @@ func (e External) Validate() error {
 		if !ok {
 			continue
 		}
-		u, err := loadgen.CheckTarget(raw, e.AllowRemote)
+		check := loadgen.CheckTarget
+		if e.HTTP2 {
+			check = loadgen.CheckH2Target
+		}
+		u, err := check(raw, e.AllowRemote)
 		if err != nil {
 			return fmt.Errorf("external.%s_url: %w", t, err)
 		}
