@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,20 +122,31 @@ func TestMatrixResume(t *testing.T) {
 	}
 }
 
-// TestMatrixHostBusy: with a guard any working machine exceeds, every run
-// is aborted with the guard's reason and tried again as .try2 and .try3;
-// AllFailed then holds.
+// TestMatrixHostBusy: with the default guard and every CPU kept busy by
+// processes outside the session, every run is aborted with the guard's
+// reason and tried again as .try2 and .try3; AllFailed then holds.
 func TestMatrixHostBusy(t *testing.T) {
 	saved := HostBusyCooldown
 	HostBusyCooldown = 10 * time.Millisecond
 	t.Cleanup(func() { HostBusyCooldown = saved })
-	env := &Env{Out: t.TempDir(), MaxHostCPU: 0.001}
+	slowlabtest.BusyCPUs(t)
+	// A run ends when the guard cancels it or, failing that, after the
+	// guard measured ten intervals: the guard's readings are the events.
+	intervals := make(chan cpuUsage, 100)
+	guardObserved = func(u cpuUsage) { intervals <- u }
+	t.Cleanup(func() { guardObserved = nil })
+	env := &Env{Out: t.TempDir(), MaxHostCPU: DefaultMaxHostCPU}
 	m, measured := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
-		// The run itself keeps a CPU busy, so the guard's cancellation
-		// (the observed event) follows from the test and not from
-		// whatever else the machine runs: an idle machine waited minutes.
-		slowlabtest.Spin(ctx)
-		return recorder.RunAborted
+		for n := 0; n < 10; {
+			select {
+			case <-ctx.Done():
+				return recorder.RunAborted
+			case u := <-intervals:
+				t.Logf("interval: %+v", u)
+				n++
+			}
+		}
+		return recorder.RunOK
 	})
 	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
 	if err != nil {
@@ -143,12 +156,58 @@ func TestMatrixHostBusy(t *testing.T) {
 		t.Errorf("tries %v", *measured)
 	}
 	for _, r := range runs {
-		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") {
+		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU used outside this session") {
 			t.Errorf("run %s: %s %q, want aborted for host CPU", r.RunID, r.Status, r.Reason)
 		}
 	}
 	if !AllFailed(runs, m.Verdict) {
 		t.Error("AllFailed false with every run aborted")
+	}
+}
+
+// TestMatrixOwnLoad: a run that keeps every CPU busy itself, in the
+// session's own process, is not aborted by the default guard: it runs
+// until the guard has seen the host busier than --max-host-cpu for three
+// intervals in a row (the old guard, which judged the whole host, aborted
+// it after two), and ends ok.
+func TestMatrixOwnLoad(t *testing.T) {
+	busy := make(chan struct{})
+	var once sync.Once
+	over := 0
+	guardObserved = func(u cpuUsage) {
+		if over++; u.host <= DefaultMaxHostCPU/100.0 {
+			over = 0
+		}
+		if over == 3 {
+			once.Do(func() { close(busy) })
+		}
+	}
+	t.Cleanup(func() { guardObserved = nil })
+	env := &Env{Out: t.TempDir(), MaxHostCPU: DefaultMaxHostCPU}
+	m, _ := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
+		spin, stop := context.WithCancel(ctx)
+		defer stop()
+		for range runtime.NumCPU() {
+			go slowlabtest.Spin(spin)
+		}
+		select {
+		case <-busy:
+			return recorder.RunOK
+		case <-ctx.Done():
+			return recorder.RunAborted
+		}
+	})
+	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Status != recorder.RunOK {
+			t.Errorf("run %s: %s %q, want ok: the session's own load is not counted", r.RunID, r.Status, r.Reason)
+		}
+	}
+	if len(runs) != 1 {
+		t.Errorf("%d runs, want 1", len(runs))
 	}
 }
 

@@ -58,7 +58,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 		fs.StringVar(&o.Resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones; refused if it was run with other settings")
 	}
 	if shared.Has(SharedHostCPU) {
-		fs.Float64Var(&o.MaxHostCPU, "max-host-cpu", DefaultMaxHostCPU, "abort and retry a run while host CPU stays above this percentage for 2 s (0 disables)")
+		fs.Float64Var(&o.MaxHostCPU, "max-host-cpu", DefaultMaxHostCPU, "abort and retry a run while the host CPU used outside this session (everything but this process and the processes it started: the experiment's own load never counts) stays above this percentage of all CPUs for 2 s (0 disables)")
 		fs.DurationVar(&o.MaxLag, "max-schedule-lag", 0, "abort and retry, as --max-host-cpu does, a run whose load generator started a /fast request more than this behind its schedule (slow-client and buffer-sweep runs): its latencies would include the generator's stall (e.g. 1s; 0 disables)")
 	}
 	if shared.Has(SharedMetrics) {
