@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -263,3 +264,44 @@ func TestMatrixScheduleLag(t *testing.T) {
 type rowSink[R any] struct{}
 
 func (rowSink[R]) Write(R) error { return nil }
+
+// TestMatrixUnmeasured: a matrix that completes with a condition none of
+// whose runs ended ok notes it in the session, whose Unmeasured names it
+// and the runs file (ErrUnmeasured); a condition with one ok repetition
+// is measured. A run id's condition is the id less .repN and .tryN.
+func TestMatrixUnmeasured(t *testing.T) {
+	failed := map[string]bool{"cond0.rep1": true, "cond2.rep1": true, "cond2.rep2": true}
+	m := &Matrix[repSpec, recorder.Run]{Specs: []repSpec{{0, 1}, {0, 2}, {1, 1}, {2, 1}, {2, 2}}, Expected: func(repSpec) time.Duration { return time.Second },
+		Line: func(r recorder.Run) string { return r.Status },
+		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
+			return rowSink[recorder.Run]{}, func() error { return nil }, nil
+		},
+		Measure: func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
+			if failed[id] {
+				return recorder.Run{RunID: id, Status: recorder.RunFailed, Reason: "broken"}, nil
+			}
+			return recorder.Run{RunID: id, Status: recorder.RunOK}, nil
+		}}
+	env := &Env{Out: t.TempDir(), unmeasured: &unmeasured{}}
+	if _, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := env.Unmeasured()
+	want := "1 condition without a valid run: cond2 (the reasons are in " + filepath.Join(env.Out, "runs.csv") + ")"
+	if !errors.Is(err, ErrUnmeasured) || err == nil || err.Error() != want {
+		t.Errorf("Unmeasured: %v, want %q", err, want)
+	}
+	for id, want := range map[string]string{"a.b.rep3": "a.b", "a.b.rep12.try3": "a.b", "latency-gap.100B.50ms": "latency-gap.100B.50ms", "a.try2": "a", "a.rep1x": "a.rep1x"} {
+		if got := Condition(id); got != want {
+			t.Errorf("Condition(%q) = %q, want %q", id, got, want)
+		}
+	}
+	if err := (&Env{}).Unmeasured(); err != nil {
+		t.Errorf("an Env without a session: %v", err)
+	}
+}
+
+// repSpec is a run of condition cond, repetition rep.
+type repSpec struct{ cond, rep int }
+
+func (s repSpec) ID() string { return fmt.Sprintf("cond%d.rep%d", s.cond, s.rep) }
