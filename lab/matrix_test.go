@@ -292,8 +292,8 @@ func TestMatrixUnmeasured(t *testing.T) {
 		t.Errorf("Unmeasured: %v, want %q", err, want)
 	}
 	for id, want := range map[string]string{"a.b.rep3": "a.b", "a.b.rep12.try3": "a.b", "latency-gap.100B.50ms": "latency-gap.100B.50ms", "a.try2": "a", "a.rep1x": "a.rep1x"} {
-		if got := Condition(id); got != want {
-			t.Errorf("Condition(%q) = %q, want %q", id, got, want)
+		if got := ConditionOf(id); got != want {
+			t.Errorf("ConditionOf(%q) = %q, want %q", id, got, want)
 		}
 	}
 	if err := (&Env{}).Unmeasured(); err != nil {

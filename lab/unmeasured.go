@@ -77,9 +77,9 @@ var (
 	trySuffix = regexp.MustCompile(`\.try[0-9]+$`)
 )
 
-// Condition is the condition of run id: the id less its retry (.tryN)
+// ConditionOf is the condition of run id: the id less its retry (.tryN)
 // and repetition (.repN).
-func Condition(id string) string {
+func ConditionOf(id string) string {
 	return repSuffix.ReplaceAllString(trySuffix.ReplaceAllString(id, ""), "")
 }
 
@@ -89,13 +89,13 @@ func unmeasuredOf[S Planned, R any](specs []S, runs []R, verdict func(*R) Verdic
 	ok := map[string]bool{}
 	for i := range runs {
 		if v := verdict(&runs[i]); *v.Status == recorder.RunOK {
-			ok[Condition(*v.ID)] = true
+			ok[ConditionOf(*v.ID)] = true
 		}
 	}
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range specs {
-		c := Condition(s.ID())
+		c := ConditionOf(s.ID())
 		if !ok[c] && !seen[c] {
 			out = append(out, c)
 		}
