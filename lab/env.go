@@ -53,6 +53,8 @@ type Env struct {
 	// one goroutine at a time, with its run id; tests use it to interrupt
 	// a run after an observed number of requests, not a wall-clock time.
 	OnRequest func(runID string)
+
+	unmeasured *unmeasured // NoteUnmeasured's; nil outside RunSession
 }
 
 // RequestDone calls OnRequest when it is set.

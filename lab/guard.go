@@ -4,38 +4,47 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
 )
 
-// Guard watches host CPU utilisation during a run and cancels the run
-// when it stays above max: a machine busy with other work would make the
-// measurements about that work. Utilisation is 1 - idle/total over each
-// interval from /proc/stat (all CPUs).
+// Guard watches the CPU used outside the session during a run and
+// cancels the run when it stays above max: a machine busy with other work
+// would make the measurements about that work. The session's own load
+// (its stack, load generator and exporter, which closed-loop probes keep
+// busy) is the experiment, not other work, and never counts: each
+// interval, the host's busy time from /proc/stat (all CPUs) less the CPU
+// time of the session's processes (this process and every descendant,
+// live or reaped; see sessionCPU), as a fraction of the interval's CPU
+// time.
 type Guard struct {
 	max      float64 // fraction, 0 disables
 	interval time.Duration
 	strikes  int // consecutive intervals above max that abort the run
 	procfs   string
+	self     int           // the session's first process: this one
 	maxLag   time.Duration // Env.MaxScheduleLag
 
 	mu     sync.Mutex
 	reason string
 }
 
-// NewGuard returns a guard that cancels a run while host CPU stays above
-// maxPercent (0 disables it); procRoot is where /proc is mounted.
+// NewGuard returns a guard that cancels a run while the CPU used outside
+// this session stays above maxPercent (0 disables it); procRoot is where
+// /proc is mounted.
 func NewGuard(maxPercent float64, procRoot string) *Guard {
 	if procRoot == "" {
 		procRoot = procfs.DefaultMountPoint
 	}
-	return &Guard{max: maxPercent / 100, interval: time.Second, strikes: 2, procfs: procRoot}
+	return &Guard{max: maxPercent / 100, interval: time.Second, strikes: 2, procfs: procRoot, self: os.Getpid()}
 }
 
 // Watch returns a context that is cancelled, with cause ErrHostBusy, when
-// the host is too busy, and a stop function. Why says why, after that.
+// the host is too busy with work outside the session, and a stop
+// function. Why says why, after that.
 func (g *Guard) Watch(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	if g == nil || g.max <= 0 {
@@ -48,7 +57,7 @@ func (g *Guard) Watch(ctx context.Context) (context.Context, func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		prev, err := fs.Stat()
+		prev, err := g.read(fs)
 		if err != nil {
 			return
 		}
@@ -61,19 +70,23 @@ func (g *Guard) Watch(ctx context.Context) (context.Context, func()) {
 				return
 			case <-t.C:
 			}
-			cur, err := fs.Stat()
+			cur, err := g.read(fs)
 			if err != nil {
 				return
 			}
-			busy := utilisation(prev.CPUTotal, cur.CPUTotal)
+			u := usage(prev, cur)
 			prev = cur
-			if busy <= g.max {
+			if guardObserved != nil {
+				guardObserved(u)
+			}
+			if u.outside <= g.max {
 				over = 0
 				continue
 			}
 			if over++; over >= g.strikes {
 				g.mu.Lock()
-				g.reason = fmt.Sprintf("host CPU %.0f%% above --max-host-cpu %.0f%% for %d s", busy*100, g.max*100, over)
+				g.reason = fmt.Sprintf("host CPU used outside this session %.0f%% above --max-host-cpu %.0f%% for %d s (host %.0f%%, this session %.0f%%)",
+					u.outside*100, g.max*100, over, u.host*100, u.session*100)
 				g.mu.Unlock()
 				cancel(ErrHostBusy)
 				return
@@ -82,6 +95,10 @@ func (g *Guard) Watch(ctx context.Context) (context.Context, func()) {
 	}()
 	return ctx, func() { cancel(nil); <-done }
 }
+
+// guardObserved, when set (by tests), is given every interval's usage a
+// guard measured, as it measures it.
+var guardObserved func(cpuUsage)
 
 // Why says why the guard cancelled a run.
 func (g *Guard) Why() string {
@@ -111,20 +128,48 @@ func (g *Guard) late(run any) string {
 // ErrHostBusy is the cause of a run the guard cancelled.
 var ErrHostBusy = errors.New("host too busy")
 
-// utilisation is the busy fraction of all CPUs between two /proc/stat reads.
-// Time spent in processes at a lower priority (nice > 0) counts as idle:
-// such work yields the CPU to the run's processes (nice 0), as a batch
-// job or `make test-loaded`'s hog does, so it does not make the run's
-// measurements about it.
-func utilisation(a, b procfs.CPUStat) float64 {
-	idle := (b.Idle + b.Iowait + b.Nice) - (a.Idle + a.Iowait + a.Nice)
-	total := sum(b) - sum(a)
-	if total <= 0 {
-		return 0
-	}
-	return 1 - idle/total
+// reading is one look at the CPU time of the host (/proc/stat, all
+// CPUs, in seconds) and of the session's processes.
+type reading struct {
+	host    procfs.CPUStat
+	session float64 // CPU seconds, sessionCPU
 }
 
+// read reads the host's CPU time and the session's.
+func (g *Guard) read(fs procfs.FS) (reading, error) {
+	st, err := fs.Stat()
+	if err != nil {
+		return reading{}, err
+	}
+	s, err := sessionCPU(fs, g.self)
+	if err != nil {
+		return reading{}, err
+	}
+	return reading{host: st.CPUTotal, session: s}, nil
+}
+
+// cpuUsage is an interval's CPU use, each a fraction of all CPUs' time:
+// the host's, the session's and what is left, the use outside the
+// session.
+type cpuUsage struct{ host, session, outside float64 }
+
+// usage is the CPU use between readings a and b. The host's is 1 -
+// idle/total; time spent in processes at a lower priority (nice > 0)
+// counts as idle: such work yields the CPU to the run's processes (nice
+// 0), as a batch job or `make test-loaded`'s hog does, so it does not
+// make the run's measurements about it. Outside is the host's less the
+// session's, never below 0 (the two counters tick apart, so the session
+// can seem to have used a little more than the host did).
+func usage(a, b reading) cpuUsage {
+	total := sum(b.host) - sum(a.host)
+	if total <= 0 {
+		return cpuUsage{}
+	}
+	idle := (b.host.Idle + b.host.Iowait + b.host.Nice) - (a.host.Idle + a.host.Iowait + a.host.Nice)
+	busy := total - idle
+	own := b.session - a.session
+	return cpuUsage{host: busy / total, session: own / total, outside: max(0, busy-own) / total}
+}
 func sum(c procfs.CPUStat) float64 {
 	return c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal
 }

@@ -28,9 +28,12 @@ type RowWriter[R any] interface{ Write(R) error }
 // (--resume: completed runs are kept, every other run's rows dropped from
 // each results file, and only the rest run), the session's record, the
 // host-CPU guard (--max-host-cpu: a run aborted because the host was busy
-// is recorded and tried again as ID.try2, ID.try3 after a cooldown),
-// progress lines, and stopping at the first fault that lost results or at
-// an interruption, with everything measured so far kept.
+// with work outside the session is recorded and tried again as ID.try2,
+// ID.try3 after a cooldown), progress lines, and stopping at the first
+// fault that lost results or at an interruption, with everything measured
+// so far kept. A matrix that completes with conditions left without a
+// valid run notes them in the session (Env.NoteUnmeasured), whose end
+// names them.
 type Matrix[S Planned, R recorder.Row[R]] struct {
 	Specs []S
 	// Expected is what a run's schedule takes, for the progress ETA.
@@ -93,6 +96,9 @@ func (m *Matrix[S, R]) Run(ctx context.Context, env *Env, cfg Config) ([]R, erro
 		env.Logf("resume: %d runs completed in %s, %d to run", len(done), env.Out, len(todo))
 	}
 	all, runErr := m.loop(ctx, env, todo, runs, done)
+	if runErr == nil {
+		env.NoteUnmeasured(filepath.Join(env.Out, recorder.FileName[R]()), unmeasuredOf(m.Specs, all, m.Verdict)...)
+	}
 	return all, errors.Join(runErr, closeFiles())
 }
 

@@ -2,10 +2,13 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,20 +123,31 @@ func TestMatrixResume(t *testing.T) {
 	}
 }
 
-// TestMatrixHostBusy: with a guard any working machine exceeds, every run
-// is aborted with the guard's reason and tried again as .try2 and .try3;
-// AllFailed then holds.
+// TestMatrixHostBusy: with the default guard and every CPU kept busy by
+// processes outside the session, every run is aborted with the guard's
+// reason and tried again as .try2 and .try3; AllFailed then holds.
 func TestMatrixHostBusy(t *testing.T) {
 	saved := HostBusyCooldown
 	HostBusyCooldown = 10 * time.Millisecond
 	t.Cleanup(func() { HostBusyCooldown = saved })
-	env := &Env{Out: t.TempDir(), MaxHostCPU: 0.001}
+	slowlabtest.BusyCPUs(t)
+	// A run ends when the guard cancels it or, failing that, after the
+	// guard measured ten intervals: the guard's readings are the events.
+	intervals := make(chan cpuUsage, 100)
+	guardObserved = func(u cpuUsage) { intervals <- u }
+	t.Cleanup(func() { guardObserved = nil })
+	env := &Env{Out: t.TempDir(), MaxHostCPU: DefaultMaxHostCPU}
 	m, measured := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
-		// The run itself keeps a CPU busy, so the guard's cancellation
-		// (the observed event) follows from the test and not from
-		// whatever else the machine runs: an idle machine waited minutes.
-		slowlabtest.Spin(ctx)
-		return recorder.RunAborted
+		for n := 0; n < 10; {
+			select {
+			case <-ctx.Done():
+				return recorder.RunAborted
+			case u := <-intervals:
+				t.Logf("interval: %+v", u)
+				n++
+			}
+		}
+		return recorder.RunOK
 	})
 	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
 	if err != nil {
@@ -143,12 +157,58 @@ func TestMatrixHostBusy(t *testing.T) {
 		t.Errorf("tries %v", *measured)
 	}
 	for _, r := range runs {
-		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") {
+		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU used outside this session") {
 			t.Errorf("run %s: %s %q, want aborted for host CPU", r.RunID, r.Status, r.Reason)
 		}
 	}
 	if !AllFailed(runs, m.Verdict) {
 		t.Error("AllFailed false with every run aborted")
+	}
+}
+
+// TestMatrixOwnLoad: a run that keeps every CPU busy itself, in the
+// session's own process, is not aborted by the default guard: it runs
+// until the guard has seen the host busier than --max-host-cpu for three
+// intervals in a row (the old guard, which judged the whole host, aborted
+// it after two), and ends ok.
+func TestMatrixOwnLoad(t *testing.T) {
+	busy := make(chan struct{})
+	var once sync.Once
+	over := 0
+	guardObserved = func(u cpuUsage) {
+		if over++; u.host <= DefaultMaxHostCPU/100.0 {
+			over = 0
+		}
+		if over == 3 {
+			once.Do(func() { close(busy) })
+		}
+	}
+	t.Cleanup(func() { guardObserved = nil })
+	env := &Env{Out: t.TempDir(), MaxHostCPU: DefaultMaxHostCPU}
+	m, _ := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
+		spin, stop := context.WithCancel(ctx)
+		defer stop()
+		for range runtime.NumCPU() {
+			go slowlabtest.Spin(spin)
+		}
+		select {
+		case <-busy:
+			return recorder.RunOK
+		case <-ctx.Done():
+			return recorder.RunAborted
+		}
+	})
+	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Status != recorder.RunOK {
+			t.Errorf("run %s: %s %q, want ok: the session's own load is not counted", r.RunID, r.Status, r.Reason)
+		}
+	}
+	if len(runs) != 1 {
+		t.Errorf("%d runs, want 1", len(runs))
 	}
 }
 
@@ -204,3 +264,44 @@ func TestMatrixScheduleLag(t *testing.T) {
 type rowSink[R any] struct{}
 
 func (rowSink[R]) Write(R) error { return nil }
+
+// TestMatrixUnmeasured: a matrix that completes with a condition none of
+// whose runs ended ok notes it in the session, whose Unmeasured names it
+// and the runs file (ErrUnmeasured); a condition with one ok repetition
+// is measured. A run id's condition is the id less .repN and .tryN.
+func TestMatrixUnmeasured(t *testing.T) {
+	failed := map[string]bool{"cond0.rep1": true, "cond2.rep1": true, "cond2.rep2": true}
+	m := &Matrix[repSpec, recorder.Run]{Specs: []repSpec{{0, 1}, {0, 2}, {1, 1}, {2, 1}, {2, 2}}, Expected: func(repSpec) time.Duration { return time.Second },
+		Line: func(r recorder.Run) string { return r.Status },
+		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
+			return rowSink[recorder.Run]{}, func() error { return nil }, nil
+		},
+		Measure: func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
+			if failed[id] {
+				return recorder.Run{RunID: id, Status: recorder.RunFailed, Reason: "broken"}, nil
+			}
+			return recorder.Run{RunID: id, Status: recorder.RunOK}, nil
+		}}
+	env := &Env{Out: t.TempDir(), unmeasured: &unmeasured{}}
+	if _, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := env.Unmeasured()
+	want := "1 condition without a valid run: cond2 (the reasons are in " + filepath.Join(env.Out, "runs.csv") + ")"
+	if !errors.Is(err, ErrUnmeasured) || err == nil || err.Error() != want {
+		t.Errorf("Unmeasured: %v, want %q", err, want)
+	}
+	for id, want := range map[string]string{"a.b.rep3": "a.b", "a.b.rep12.try3": "a.b", "latency-gap.100B.50ms": "latency-gap.100B.50ms", "a.try2": "a", "a.rep1x": "a.rep1x"} {
+		if got := ConditionOf(id); got != want {
+			t.Errorf("ConditionOf(%q) = %q, want %q", id, got, want)
+		}
+	}
+	if err := (&Env{}).Unmeasured(); err != nil {
+		t.Errorf("an Env without a session: %v", err)
+	}
+}
+
+// repSpec is a run of condition cond, repetition rep.
+type repSpec struct{ cond, rep int }
+
+func (s repSpec) ID() string { return fmt.Sprintf("cond%d.rep%d", s.cond, s.rep) }

@@ -58,7 +58,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 		fs.StringVar(&o.Resume, "resume", "", "keep the completed runs of this results directory and run only the missing ones; refused if it was run with other settings")
 	}
 	if shared.Has(SharedHostCPU) {
-		fs.Float64Var(&o.MaxHostCPU, "max-host-cpu", DefaultMaxHostCPU, "abort and retry a run while host CPU stays above this percentage for 2 s (0 disables)")
+		fs.Float64Var(&o.MaxHostCPU, "max-host-cpu", DefaultMaxHostCPU, "abort and retry a run while the host CPU used outside this session (everything but this process and the processes it started: the experiment's own load never counts) stays above this percentage of all CPUs for 2 s (0 disables)")
 		fs.DurationVar(&o.MaxLag, "max-schedule-lag", 0, "abort and retry, as --max-host-cpu does, a run whose load generator started a /fast request more than this behind its schedule (slow-client and buffer-sweep runs): its latencies would include the generator's stall (e.g. 1s; 0 disables)")
 	}
 	if shared.Has(SharedMetrics) {
@@ -166,7 +166,9 @@ var ErrAllFailed = errors.New("every run failed")
 // RunSession runs cfg (validated, with the options applied) as `slowlab
 // reproduce` and `slowlab run` do: it resolves the stack, says where the
 // results go, runs, prints the table and writes the report. Progress goes
-// to stderr.
+// to stderr. A session that completed with every run failed returns
+// ErrAllFailed; one that left some conditions without a valid run, an
+// error wrapping ErrUnmeasured that names them.
 func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Writer) error {
 	env, err := o.Env(cfg, stderr)
 	if err != nil {
@@ -184,6 +186,9 @@ func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Wr
 	}
 	if err == nil && res != nil && res.AllFailed() {
 		return fmt.Errorf("%w; the reasons are in %s", ErrAllFailed, filepath.Join(env.Out, reasonsFile(res)))
+	}
+	if err == nil {
+		err = env.Unmeasured()
 	}
 	return err
 }
@@ -219,7 +224,8 @@ func WriteReport(dir string, stdout, stderr io.Writer) {
 // and the canonical scenario.
 func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
 	env := &Env{Out: ResultsDir(o.Out, cfg.Head().Experiment), Progress: stderr, Metrics: o.Metrics,
-		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, MaxScheduleLag: o.MaxLag, TargetsFile: o.TargetsFile}
+		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, MaxScheduleLag: o.MaxLag, TargetsFile: o.TargetsFile,
+		unmeasured: &unmeasured{}}
 	if o.Resume != "" {
 		env.Out, env.Resume = o.Resume, true
 	}

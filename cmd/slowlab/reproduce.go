@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return usagef("%v", err)
 	}
 	cfg := e.New()
-	fs := newFlagSet("reproduce "+e.Name, "[flags]", stdout)
+	fs := newFlagSet("reproduce "+e.Name, "[flags]\n\n"+sessionExitStatus, stdout)
 	var s session
 	s.addFlags(fs, e.Shared)
 	printScenario := fs.Bool("print-scenario", false, "print the experiment as a scenario file for slowlab run, and exit")
@@ -53,6 +54,14 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return s.run(ctx, cfg, stdout, stderr)
 }
+
+// sessionExitStatus ends the synopsis of reproduce and run.
+const sessionExitStatus = `Exit status:
+  0  every condition has a valid (ok) run
+  1  an error, an interruption (the runs completed are kept), or every run failed
+  2  a bad command line
+  4  the session completed but some conditions have no valid run (every try of each
+     failed or was aborted); stderr names them and the results file that says why`
 
 // session is the shared part of reproduce and run: the shared flags, the
 // tracing flags, and starting the load generator's telemetry.
@@ -110,7 +119,11 @@ func (s *session) run(ctx context.Context, cfg lab.Config, stdout, stderr io.Wri
 		defer stopTracing()
 		s.opts.TracerProvider = tp
 	}
-	return lab.RunSession(ctx, cfg, s.opts, stdout, stderr)
+	err = lab.RunSession(ctx, cfg, s.opts, stdout, stderr)
+	if errors.Is(err, lab.ErrUnmeasured) {
+		return exitError{lab.ExitUnmeasured, err}
+	}
+	return err
 }
 
 // parseExperimentFlags parses args; a shared flag the experiment does not

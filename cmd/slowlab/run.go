@@ -18,7 +18,7 @@ func init() {
 const allShared = lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", "SCENARIO.yaml|- [--stack ...] [--reps N] [--quick] [--out DIR] [--resume DIR] [--no-limits]  (see slowlab reproduce EXPERIMENT --print-scenario)", stdout)
+	fs := newFlagSet("run", "SCENARIO.yaml|- [--stack ...] [--reps N] [--quick] [--out DIR] [--resume DIR] [--no-limits]  (see slowlab reproduce EXPERIMENT --print-scenario)\n\n"+sessionExitStatus, stdout)
 	var s session
 	s.addFlags(fs, allShared)
 	if len(args) == 0 || len(args[0]) > 1 && args[0][0] == '-' {

@@ -110,6 +110,11 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 	if runErr == nil {
 		runErr = cmd.Wait()
 	}
+	if ee := (*exec.ExitError)(nil); errors.As(runErr, &ee) && ee.ExitCode() == lab.ExitUnmeasured {
+		// It completed; its last line, in the progress above, names them.
+		env.NoteUnmeasured(filepath.Join(dir, "*", recorder.FileName[recorder.Run]()), "conditions of "+k.Label()+"'s session, named in its output")
+		runErr = nil
+	}
 	if runErr != nil && ctx.Err() == nil && errors.Is(runErr, syscall.EPERM) {
 		runErr = fmt.Errorf("start a session in a new network namespace: %w", netem.ErrPermission)
 	}
