@@ -126,13 +126,30 @@ type AssessLevel struct {
 }
 
 // AssessAbsorbs is what the path from the app to a slow reader holds of
-// a response, predicted from configuration.
+// a response, predicted from configuration, and the verdict the model's
+// measured error allows: the path holds at least PredictedBytes x
+// (1 - MarginUnder) and at most PredictedBytes x (1 + MarginOver). Fits
+// is Verdict == AbsorbsFits (files written before Verdict have Fits
+// alone).
 type AssessAbsorbs struct {
-	PredictedBytes int64  `json:"predicted_bytes"`
-	Hops           string `json:"hops"`
-	ResponseBytes  int64  `json:"response_bytes"`
-	Fits           bool   `json:"fits"`
+	PredictedBytes int64   `json:"predicted_bytes"`
+	Hops           string  `json:"hops"`
+	ResponseBytes  int64   `json:"response_bytes"`
+	Fits           bool    `json:"fits"`
+	MarginUnder    float64 `json:"margin_under,omitempty"`
+	MarginOver     float64 `json:"margin_over,omitempty"`
+	Verdict        string  `json:"verdict,omitempty"`
 }
+
+// Verdicts of AssessAbsorbs: the response fits in the path even at the
+// model's lowest error (a reader cannot hold a worker with it), does not
+// fit even at its highest (the rest holds the app's send), or lies within
+// the error (the model cannot tell).
+const (
+	AbsorbsFits      = "fits"
+	AbsorbsHolds     = "holds"
+	AbsorbsUncertain = "uncertain"
+)
 
 // WriteAssessment replaces dir/assessment.json with a, atomically: a
 // reader sees the old file or the new one whole.
