@@ -30,10 +30,14 @@ func absorbsNote(a Absorbs) string {
 }
 
 // bounds are the least and the most bytes the path holds: the
-// prediction widened by the model's measured error.
+// prediction and the most its buffers can grow to, widened by the
+// model's measured error.
 func bounds(a Absorbs) (lo, hi float64) {
-	p := float64(a.PredictedBytes)
-	return p * (1 - a.MarginUnder), p * (1 + a.MarginOver)
+	most := a.PredictedMostBytes
+	if most == 0 { // recorded before it
+		most = a.PredictedBytes
+	}
+	return float64(a.PredictedBytes) * (1 - a.MarginUnder), float64(most) * (1 + a.MarginOver)
 }
 
 // verdictOf is a's verdict; a recorded before verdicts, by Fits.
@@ -49,13 +53,13 @@ func verdictOf(a Absorbs) string {
 
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 
-// judge is what a path predicted to hold capacity bytes (its hops
-// described by hops) holds of a response of size bytes, with the model's
-// measured error as the margin: it fits only if it fits in the least
-// the path holds, it holds the app only if it is over the most, else the
-// model cannot tell.
-func judge(capacity int64, hops string, size int64) *Absorbs {
-	a := &Absorbs{PredictedBytes: capacity, Hops: hops, ResponseBytes: size, MarginUnder: pathmodel.MaxUnder, MarginOver: pathmodel.MaxOver}
+// judge is what path p holds of a response of size bytes, with the
+// model's measured error as the margin: it fits only if it fits in the
+// least the path holds, it holds the app only if it is over the most,
+// else the model cannot tell.
+func judge(p pathmodel.Capacity, size int64) *Absorbs {
+	a := &Absorbs{PredictedBytes: p.Total(), PredictedMostBytes: p.Most(), Hops: p.String(), ResponseBytes: size,
+		MarginUnder: pathmodel.MaxUnder, MarginOver: pathmodel.MaxOver}
 	lo, hi := bounds(*a)
 	switch s := float64(size); {
 	case s <= lo:
@@ -108,5 +112,5 @@ func predictAbsorbs(route stack.Route, external bool, serverWmem, size int64, lo
 	if err != nil {
 		return nil, err.Error()
 	}
-	return judge(p.Total(), p.String(), size), ""
+	return judge(p, size), ""
 }

@@ -11,45 +11,51 @@ import (
 
 // TestJudgeMargin: a response fits (no reader can hold a worker) only in
 // the least the path holds, the prediction less the model's measured
-// error under; it holds the app only over the most, the prediction plus
-// the error over; between, the model cannot tell, and the notes say
-// which, with the margin.
+// error under; it holds the app only over the most, the most its buffers
+// can grow to plus the error over; between, the model cannot tell, and
+// the notes say which, with the margin.
 func TestJudgeMargin(t *testing.T) {
-	const p = 4 << 20
-	lo, hi := int64(p*(1-pathmodel.MaxUnder)), int64(p*(1+pathmodel.MaxOver))
-	if !(lo < p && p < hi) {
-		t.Fatalf("bounds %d, %d around %d: want the prediction inside", lo, hi, p)
-	}
-	for _, tc := range []struct {
-		name    string
-		size    int64
-		verdict string
-		note    []string
-	}{
-		{"well under", 1 << 20, recorder.AbsorbsFits, []string{"a reader cannot hold a worker at this size", "within the model's measured error of -25%"}},
-		{"at the least the path holds", lo, recorder.AbsorbsFits, []string{"a reader cannot hold a worker at this size"}},
-		{"a byte over it", lo + 1, recorder.AbsorbsUncertain, []string{"the model cannot tell", "(-25%, +100%)"}},
-		{"at the prediction, which the unwidened model called fitting", p, recorder.AbsorbsUncertain, []string{"the model cannot tell"}},
-		{"at the most the path holds", hi, recorder.AbsorbsUncertain, []string{"the model cannot tell"}},
-		{"a byte over it", hi + 1, recorder.AbsorbsHolds, []string{"the rest holds the app's send", "within the model's measured error of +100%"}},
-		{"well over", 1 << 30, recorder.AbsorbsHolds, []string{"the rest holds the app's send"}},
+	under, over := "-"+pct(pathmodel.MaxUnder), "+"+pct(pathmodel.MaxOver)
+	for _, path := range []pathmodel.Capacity{
+		{AppSend: 4 << 20},
+		{AppSend: 4 << 20, ProxyRecv: 128 << 10, ProxySend: 4 << 20, ProxyRecvMax: 32 << 20},
 	} {
-		a := judge(p, "4.00 MiB: app send 4m", tc.size)
-		if a.Verdict != tc.verdict || a.Fits != (tc.verdict == recorder.AbsorbsFits) || a.MarginUnder != pathmodel.MaxUnder ||
-			a.MarginOver != pathmodel.MaxOver || a.PredictedBytes != p || a.ResponseBytes != tc.size {
-			t.Errorf("%s (%d bytes): %+v, want verdict %s", tc.name, tc.size, a, tc.verdict)
+		p, most := path.Total(), path.Most()
+		lo, hi := int64(float64(p)*(1-pathmodel.MaxUnder)), int64(float64(most)*(1+pathmodel.MaxOver))
+		if !(lo < p && p <= most && most < hi) {
+			t.Fatalf("%s: bounds %d, %d around %d (most %d): want the prediction inside", path, lo, hi, p, most)
 		}
-		for _, want := range tc.note {
-			if n := absorbsNote(*a); !strings.Contains(n, want) {
-				t.Errorf("%s: note %q lacks %q", tc.name, n, want)
+		for _, tc := range []struct {
+			name    string
+			size    int64
+			verdict string
+			note    []string
+		}{
+			{"well under", 1 << 20, recorder.AbsorbsFits, []string{"a reader cannot hold a worker at this size", "within the model's measured error of " + under}},
+			{"at the least the path holds", lo, recorder.AbsorbsFits, []string{"a reader cannot hold a worker at this size"}},
+			{"a byte over it", lo + 1, recorder.AbsorbsUncertain, []string{"the model cannot tell", "(" + under + ", " + over + ")"}},
+			{"at the prediction, which the unwidened model called fitting", p, recorder.AbsorbsUncertain, []string{"the model cannot tell"}},
+			{"at the most the path holds", hi, recorder.AbsorbsUncertain, []string{"the model cannot tell"}},
+			{"a byte over it", hi + 1, recorder.AbsorbsHolds, []string{"the rest holds the app's send", "within the model's measured error of " + over}},
+			{"well over", 1 << 30, recorder.AbsorbsHolds, []string{"the rest holds the app's send"}},
+		} {
+			a := judge(path, tc.size)
+			if a.Verdict != tc.verdict || a.Fits != (tc.verdict == recorder.AbsorbsFits) || a.MarginUnder != pathmodel.MaxUnder ||
+				a.MarginOver != pathmodel.MaxOver || a.PredictedBytes != p || a.PredictedMostBytes != most || a.ResponseBytes != tc.size {
+				t.Errorf("%s: %s (%d bytes): %+v, want verdict %s", path, tc.name, tc.size, a, tc.verdict)
+			}
+			for _, want := range tc.note {
+				if n := absorbsNote(*a); !strings.Contains(n, want) {
+					t.Errorf("%s: %s: note %q lacks %q", path, tc.name, n, want)
+				}
 			}
 		}
 	}
 	// Read back from a file written before verdicts: by Fits.
-	if n := absorbsNote(Absorbs{PredictedBytes: p, ResponseBytes: 1 << 20, Fits: true}); !strings.Contains(n, "cannot hold a worker") {
+	if n := absorbsNote(Absorbs{PredictedBytes: 4 << 20, ResponseBytes: 1 << 20, Fits: true}); !strings.Contains(n, "cannot hold a worker") {
 		t.Errorf("a fitting verdict without margins: %q", n)
 	}
-	if n := absorbsNote(Absorbs{PredictedBytes: p, ResponseBytes: 16 << 20}); !strings.Contains(n, "the rest holds the app's send") {
+	if n := absorbsNote(Absorbs{PredictedBytes: 4 << 20, ResponseBytes: 16 << 20}); !strings.Contains(n, "the rest holds the app's send") {
 		t.Errorf("a holding verdict without margins: %q", n)
 	}
 }
@@ -81,6 +87,12 @@ func TestPredictAbsorbs(t *testing.T) {
 		if a == nil || a.PredictedBytes != tc.predicted || a.Verdict != tc.verdict {
 			t.Errorf("%s: %+v (%s), want %d bytes predicted, %s", tc.name, a, why, tc.predicted, tc.verdict)
 		}
+	}
+	// Behind a proxy with buffering off its receive buffer from the app
+	// may grow to tcp_rmem's maximum: the most the path holds counts it.
+	off, why := predictAbsorbs(stack.RouteBufferingOff, false, 0, 16<<20, local)
+	if total := int64(8<<20 + 160<<10); off == nil || off.PredictedBytes != total || off.PredictedMostBytes != total-128<<10+6291456 {
+		t.Errorf("buffering off: %+v (%s), want %d bytes predicted, the most with the receive buffer at 6 MiB", off, why, total)
 	}
 	on, why := predictAbsorbs(stack.RouteBufferingOn, false, 0, 16<<20, local)
 	if on == nil || on.Verdict != recorder.AbsorbsFits || on.PredictedBytes <= 32<<20 {
