@@ -214,7 +214,7 @@ func AppSend(size, rate, capacity int64) float64 {
 // buffering off the path held up to 86% more than Total (the proxy's
 // receive queue from the app up to 4.4 MiB), never more than 83% of
 // Most, which lets it grow to tcp_rmem's maximum; the samples' own skew
-// (up to 4.8 MiB on a loaded machine) is why the over side is judged on
+// (up to 10 MiB on a loaded machine) is why the over side is judged on
 // what they surely saw. 0.1 allows a packet over a send buffer's maximum
 // (64 KiB on loopback, 6% of a 1 MiB buffer), which the direct route's
 // send queue was seen to hold.
