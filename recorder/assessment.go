@@ -197,13 +197,33 @@ type AssessLevel struct {
 }
 
 // AssessAbsorbs is what the path from the app to a slow reader holds of
-// a response, predicted from configuration.
+// a response, predicted from configuration, and the verdict the model's
+// measured error allows: the path holds at least PredictedBytes x
+// (1 - MarginUnder) and at most PredictedMostBytes (the most its buffers
+// can grow to) x (1 + MarginOver). Fits is Verdict == AbsorbsFits (files
+// written before Verdict have Fits alone).
 type AssessAbsorbs struct {
 	PredictedBytes int64  `json:"predicted_bytes"`
 	Hops           string `json:"hops"`
 	ResponseBytes  int64  `json:"response_bytes"`
 	Fits           bool   `json:"fits"`
+	// PredictedMostBytes, MarginUnder, MarginOver and Verdict are
+	// additions: 0 and "" in files written before them.
+	PredictedMostBytes int64   `json:"predicted_most_bytes,omitempty"`
+	MarginUnder        float64 `json:"margin_under,omitempty"`
+	MarginOver         float64 `json:"margin_over,omitempty"`
+	Verdict            string  `json:"verdict,omitempty"`
 }
+
+// Verdicts of AssessAbsorbs: the response fits in the path even at the
+// model's lowest error (a reader cannot hold a worker with it), does not
+// fit even at its highest (the rest holds the app's send), or lies within
+// the error (the model cannot tell).
+const (
+	AbsorbsFits      = "fits"
+	AbsorbsHolds     = "holds"
+	AbsorbsUncertain = "uncertain"
+)
 
 // WriteAssessment replaces dir/assessment.json with a, atomically: a
 // reader sees the old file or the new one whole.
@@ -270,6 +290,18 @@ func (v AssessVerdict) check() error {
 		return fmt.Errorf("clients_tried %d, max_clients %d: want 0 or more", v.Tried, v.MaxClients)
 	case v.ClientsToDegrade != nil && (*v.ClientsToDegrade < 1 || *v.ClientsToDegrade > v.Tried):
 		return fmt.Errorf("clients_to_degrade %d: want 1 up to clients_tried %d", *v.ClientsToDegrade, v.Tried)
+	}
+	if a := v.Absorbs; a != nil {
+		switch {
+		case a.Verdict != "" && a.Verdict != AbsorbsFits && a.Verdict != AbsorbsHolds && a.Verdict != AbsorbsUncertain:
+			return fmt.Errorf("path_absorbs: verdict %q, want %s, %s or %s", a.Verdict, AbsorbsFits, AbsorbsUncertain, AbsorbsHolds)
+		case a.Verdict != "" && a.Fits != (a.Verdict == AbsorbsFits):
+			return fmt.Errorf("path_absorbs: fits %v with verdict %s", a.Fits, a.Verdict)
+		case a.PredictedMostBytes != 0 && a.PredictedMostBytes < a.PredictedBytes:
+			return fmt.Errorf("path_absorbs: predicted_most_bytes %d under predicted_bytes %d", a.PredictedMostBytes, a.PredictedBytes)
+		case a.MarginUnder < 0 || a.MarginUnder >= 1 || a.MarginOver < 0:
+			return fmt.Errorf("path_absorbs: margin_under %v, margin_over %v: want 0 up to below 1, and 0 or more", a.MarginUnder, a.MarginOver)
+		}
 	}
 	for i, lv := range v.Levels {
 		switch {

@@ -62,6 +62,10 @@ func TestAssessmentRefusesCorrupt(t *testing.T) {
 		{"a level over tried", `{"clients": 2, "clients_in_place": true, "start_s": 4.0`, `{"clients": 3, "clients_in_place": true, "start_s": 4.0`, "levels[1]: 3 clients, over clients_tried 2"},
 		{"more outcomes than requests", `"fast_sent": 25, "fast_ok": 25, "fast_failed": 0, "fast_p50_ms": 2.1`, `"fast_sent": 25, "fast_ok": 25, "fast_failed": 3, "fast_p50_ms": 2.1`, "/fast 25 ok and 3 failed of 25 sent"},
 		{"negative timeout", `"fast_timeout_ms": 1004.6,`, `"fast_timeout_ms": -1,`, "levels[0]: fast_timeout_ms -1: want 0 (not recorded) or more"},
+		{"an unknown path verdict", `"verdict": "holds"`, `"verdict": "maybe"`, `path_absorbs: verdict "maybe"`},
+		{"fits with another verdict", `"fits": false, "predicted_most_bytes"`, `"fits": true, "predicted_most_bytes"`, "path_absorbs: fits true with verdict holds"},
+		{"the most under the prediction", `"predicted_most_bytes": 2637824`, `"predicted_most_bytes": 1`, "predicted_most_bytes 1 under predicted_bytes 2637824"},
+		{"a negative margin", `"margin_under": 0.25`, `"margin_under": -0.25`, "path_absorbs: margin_under -0.25"},
 		{"a string for a number", `"clients_tried": 4,`, `"clients_tried": "4",`, "clients_tried"},
 		{"two values", "\n}\n", "\n}\n{}\n", "more than one JSON value"},
 	} {

@@ -51,19 +51,33 @@ func buildAssess(dir string) (*section, error) {
 				v.Probe, lv.Clients, *lv.FastBackS)})
 		}
 		switch {
+		case v.Absorbs != nil && v.Absorbs.Verdict == recorder.AbsorbsUncertain:
+			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: the %.1f MiB response is within the model's measured error (-%.0f%%, +%.0f%%) of what the path holds "+
+				"(predicted %.1f MiB: %s): the model cannot tell whether a reader can hold a worker at this size.", v.Probe,
+				float64(v.Absorbs.ResponseBytes)/(1<<20), 100*v.Absorbs.MarginUnder, 100*v.Absorbs.MarginOver,
+				float64(v.Absorbs.PredictedBytes)/(1<<20), v.Absorbs.Hops)})
 		case v.Absorbs != nil && v.Absorbs.Fits:
-			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: the %.1f MiB response fits in what the path holds (predicted %.1f MiB: %s): "+
-				"a reader cannot hold a worker at this size; responses over that can.", v.Probe,
-				float64(v.Absorbs.ResponseBytes)/(1<<20), float64(v.Absorbs.PredictedBytes)/(1<<20), v.Absorbs.Hops)})
+			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: the %.1f MiB response fits in what the path holds (predicted %.1f MiB: %s%s): "+
+				"a reader cannot hold a worker at this size.", v.Probe, float64(v.Absorbs.ResponseBytes)/(1<<20),
+				float64(v.Absorbs.PredictedBytes)/(1<<20), v.Absorbs.Hops, withMargin("-", v.Absorbs.MarginUnder))})
 		case v.Absorbs != nil:
-			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: the path holds %.1f MiB of the %.1f MiB response (predicted: %s); "+
-				"the rest holds the app's send until the reader takes it.", v.Probe,
-				float64(v.Absorbs.PredictedBytes)/(1<<20), float64(v.Absorbs.ResponseBytes)/(1<<20), v.Absorbs.Hops)})
+			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: the path holds %.1f MiB of the %.1f MiB response (predicted: %s%s); "+
+				"the rest holds the app's send until the reader takes it.", v.Probe, float64(v.Absorbs.PredictedBytes)/(1<<20),
+				float64(v.Absorbs.ResponseBytes)/(1<<20), v.Absorbs.Hops, withMargin("+", v.Absorbs.MarginOver))})
 		case v.Unpredicted != "":
 			s.blocks = append(s.blocks, block{note: fmt.Sprintf("%s: what the path holds was not predicted: %s.", v.Probe, strings.TrimSuffix(v.Unpredicted, "."))})
 		}
 	}
 	return s, nil
+}
+
+// withMargin is the clause saying the model's measured error a verdict
+// allowed for, sign "-" or "+"; none for a file written before margins.
+func withMargin(sign string, margin float64) string {
+	if margin == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; within the model's measured error of %s%.0f%%", sign, 100*margin)
 }
 
 // levelTicks labels the levels a probe tries: 1, 2, 4, ...

@@ -81,3 +81,40 @@ func TestWriteAssessRefusesCorrupt(t *testing.T) {
 		t.Errorf("Write: %v, want the file and the bad threshold named", err)
 	}
 }
+
+// The path's note follows the verdict the model's measured error
+// allowed: uncertain says the model cannot tell, holds carries its
+// margin; a file written before margins has no margin to say.
+func TestWriteAssessAbsorbsVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		verdict, response string
+		want, not         []string
+	}{
+		{"uncertain", "3145728", []string{"the 3.0 MiB response is within the model's measured error (-25%, +100%) of what the path holds", "the model cannot tell"},
+			[]string{"the rest holds the app's send", "cannot hold a worker at this size"}},
+		{"holds", "16777216", []string{"the path holds 2.5 MiB of the 16.0 MiB response", "within the model's measured error of +100%"},
+			[]string{"the model cannot tell"}},
+		{"", "16777216", []string{"the path holds 2.5 MiB of the 16.0 MiB response (predicted: app send 2.5m + client receive 16k)"},
+			[]string{"measured error"}},
+	} {
+		dir := assessDir(t, func(s string) string {
+			if tc.verdict == "" {
+				return s
+			}
+			return strings.NewReplacer(`"response_bytes": 16777216, "fits": false}`,
+				`"response_bytes": `+tc.response+`, "fits": false, "margin_under": 0.25, "margin_over": 1, "verdict": "`+tc.verdict+`"}`).Replace(s)
+		})
+		page, _ := os.ReadFile(writeOnly(t, dir, "assess").HTML)
+		text := html.UnescapeString(string(page))
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("verdict %q: report.html lacks %q", tc.verdict, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(text, n) {
+				t.Errorf("verdict %q: report.html has %q", tc.verdict, n)
+			}
+		}
+	}
+}

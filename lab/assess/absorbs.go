@@ -7,32 +7,104 @@ import (
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
 )
 
-// absorbsNote says a for the verdict's notes.
+// absorbsNote says a for the verdict's notes, with the model's measured
+// error the verdict allowed for.
 func absorbsNote(a Absorbs) string {
-	if a.Fits {
-		return fmt.Sprintf("the %s response fits in what the path holds (predicted %s): a reader cannot hold a worker at this size; responses over %s can",
-			mibs(float64(a.ResponseBytes)), a.Hops, mibs(float64(a.PredictedBytes)))
+	lo, hi := bounds(a)
+	switch verdictOf(a) {
+	case recorder.AbsorbsFits:
+		return fmt.Sprintf("the %s response fits in what the path holds (predicted %s; at least %s within the model's measured error of -%s): "+
+			"a reader cannot hold a worker at this size; responses over %s can, and between %s and %s the model cannot tell",
+			mibs(float64(a.ResponseBytes)), a.Hops, mibs(lo), pct(a.MarginUnder), mibs(hi), mibs(lo), mibs(hi))
+	case recorder.AbsorbsUncertain:
+		return fmt.Sprintf("the %s response is within the model's measured error (-%s, +%s) of what the path holds (predicted %s; %s to %s): "+
+			"the model cannot tell whether a reader can hold a worker at this size",
+			mibs(float64(a.ResponseBytes)), pct(a.MarginUnder), pct(a.MarginOver), a.Hops, mibs(lo), mibs(hi))
 	}
-	return fmt.Sprintf("the path holds %s of the %s response (predicted %s): the rest holds the app's send until the reader takes it",
-		mibs(float64(a.PredictedBytes)), mibs(float64(a.ResponseBytes)), a.Hops)
+	return fmt.Sprintf("the path holds %s of the %s response (predicted %s; at most %s within the model's measured error of +%s): "+
+		"the rest holds the app's send until the reader takes it",
+		mibs(float64(a.PredictedBytes)), mibs(float64(a.ResponseBytes)), a.Hops, mibs(hi), pct(a.MarginOver))
 }
 
-// absorbs predicts the path of a slow reader on route for a response of
-// size bytes; nil (and why) where the model cannot: a proxy the user
-// runs (its buffers are its own configuration), a route the model does
-// not know, the kernel's settings unreadable.
-func absorbs(route stack.Route, external bool, size int64) (*Absorbs, string) {
-	if external && route.Proxied() {
-		return nil, "the proxy's buffers are its own configuration"
+// bounds are the least and the most bytes the path holds: the
+// prediction and the most its buffers can grow to, widened by the
+// model's measured error.
+func bounds(a Absorbs) (lo, hi float64) {
+	most := a.PredictedMostBytes
+	if most == 0 { // recorded before it
+		most = a.PredictedBytes
 	}
-	if !route.Valid() {
+	return float64(a.PredictedBytes) * (1 - a.MarginUnder), float64(most) * (1 + a.MarginOver)
+}
+
+// verdictOf is a's verdict; a recorded before verdicts, by Fits.
+func verdictOf(a Absorbs) string {
+	switch {
+	case a.Verdict != "":
+		return a.Verdict
+	case a.Fits:
+		return recorder.AbsorbsFits
+	}
+	return recorder.AbsorbsHolds
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
+
+// judge is what path p holds of a response of size bytes, with the
+// model's measured error as the margin: it fits only if it fits in the
+// least the path holds, it holds the app only if it is over the most,
+// else the model cannot tell.
+func judge(p pathmodel.Capacity, size int64) *Absorbs {
+	a := &Absorbs{PredictedBytes: p.Total(), PredictedMostBytes: p.Most(), Hops: p.String(), ResponseBytes: size,
+		MarginUnder: pathmodel.MaxUnder, MarginOver: pathmodel.MaxOver}
+	lo, hi := bounds(*a)
+	switch s := float64(size); {
+	case s <= lo:
+		a.Verdict, a.Fits = recorder.AbsorbsFits, true
+	case s > hi:
+		a.Verdict = recorder.AbsorbsHolds
+	default:
+		a.Verdict = recorder.AbsorbsUncertain
+	}
+	return a
+}
+
+// absorbs predicts the path of a slow reader of the assessment's large
+// response, of size bytes; nil (and why) where the model cannot.
+func (c *Config) absorbs(size int64) (*Absorbs, string) {
+	return predictAbsorbs(c.Routes()[0], c.StackSpec.External != nil, int64(c.ServerWmem), size,
+		lab.NetSettings(lab.HostNamespace, nil, nil))
+}
+
+// predictAbsorbs predicts the path of a slow reader on route for a
+// response of size bytes, the client's side (and a managed stack's
+// server) under this machine's socket buffer settings local; an external
+// stack's server under serverWmem, the most its app's send buffer holds
+// (0: not given). Nil (and why) where the model cannot: an external
+// stack whose server's settings were not given (this machine's say
+// nothing of them) or that has a proxy (its buffers are its own
+// configuration), a route the model does not know, the settings
+// unreadable.
+func predictAbsorbs(route stack.Route, external bool, serverWmem, size int64, local *recorder.NetSettings) (*Absorbs, string) {
+	switch {
+	case external && route.Proxied():
+		return nil, "the proxy's buffers are its own configuration"
+	case external && serverWmem <= 0:
+		return nil, "the server's socket buffer settings are not this machine's: give them (--server-wmem) to predict"
+	case !route.Valid():
 		return nil, fmt.Sprintf("route %s is not a download route the model knows", route)
 	}
 	var c pathmodel.Config
-	if err := pathmodel.NetConfig(lab.NetSettings(lab.HostNamespace, nil, nil), &c); err != nil {
+	if err := pathmodel.NetConfig(local, &c); err != nil {
 		return nil, err.Error()
+	}
+	if external {
+		// The app's send buffer is the server's; the client's receive
+		// buffer this machine's.
+		c.TCPWmem = recorder.TCPMem{Max: serverWmem}
 	}
 	c.Route, c.ClientRcvBuf = route, loadgen.DefaultSlowRcvBuf
 	c.Proxy = stack.Deployment{Route: route, LargeSize: size}.ResponseBuffers()
@@ -40,5 +112,5 @@ func absorbs(route stack.Route, external bool, size int64) (*Absorbs, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	return &Absorbs{PredictedBytes: p.Total(), Hops: p.String(), ResponseBytes: size, Fits: size <= p.Total()}, ""
+	return judge(p, size), ""
 }

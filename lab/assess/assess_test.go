@@ -2,6 +2,8 @@ package assess
 
 import (
 	"encoding/json"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +107,14 @@ func TestValidateRefuses(t *testing.T) {
 		"fail_on:":                      func(c *Config) { c.FailOn = "idle" },
 		"idle<4: probe idle is not among the probes run": func(c *Config) { c.Probes, c.FailOn = []Probe{ProbeSlowloris}, "idle<4" },
 		"idle<100: over max_clients 64":                  func(c *Config) { c.FailOn = "idle<100" },
+		"server_wmem 1m: for an external stack only":     func(c *Config) { c.ServerWmem = 1 << 20 },
+		"server_wmem 100: allowed 4k to 1g":              func(c *Config) { external(c, stack.RouteDirect); c.ServerWmem = 100 },
+		"server_wmem 2g: allowed 4k to 1g":               func(c *Config) { external(c, stack.RouteDirect); c.ServerWmem = 2 << 30 },
+		"server_wmem -1: allowed":                        func(c *Config) { external(c, stack.RouteDirect); c.ServerWmem = -1 },
+		"server_wmem 4m: route proxy-buffering-off has a proxy": func(c *Config) {
+			external(c, stack.RouteBufferingOff)
+			c.ServerWmem = 4 << 20
+		},
 	} {
 		c := Default()
 		mutate(c)
@@ -115,12 +125,30 @@ func TestValidateRefuses(t *testing.T) {
 	if err := Default().Validate(); err != nil {
 		t.Errorf("the default: %v", err)
 	}
-	// Slow readers not chosen: a small large size is no reason to refuse.
 	c := Default()
+	external(c, stack.RouteDirect)
+	c.ServerWmem = 4 << 20
+	if err := c.Validate(); err != nil {
+		t.Errorf("external, direct, server_wmem 4m: %v", err)
+	}
+	fs := flag.NewFlagSet("assess", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	Default().Flags(fs)
+	if err := fs.Parse([]string{"--server-wmem", "lots"}); err == nil || !strings.Contains(err.Error(), "-server-wmem") {
+		t.Errorf("--server-wmem lots: %v", err)
+	}
+	// Slow readers not chosen: a small large size is no reason to refuse.
+	c = Default()
 	c.Probes, c.LargeSize = []Probe{ProbeIdle}, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("idle only, large_size 0: %v", err)
 	}
+}
+
+// external makes c an external stack on route, as ApplyExternal does.
+func external(c *Config, route stack.Route) {
+	c.StackSpec.Stack = stack.NameExternal
+	c.StackSpec.External = &lab.ExternalSpec{FastURL: "http://127.0.0.1:8000/fast", Route: route, Server: c.Server, Unseen: true}
 }
 
 // TestApplyExternal: --fast-url makes the external block; the other
@@ -281,28 +309,5 @@ func TestSlowReaderFixOnBufferingProxy(t *testing.T) {
 	}
 	if fix, doc := fixFor(ProbeSlowReaders, stack.RouteBufferingOn, Held{}); !strings.Contains(fix, "did not take the responses off the app") || doc != "docs/temp-cliff.md" {
 		t.Errorf("without: %q (%s)", fix, doc)
-	}
-}
-
-// TestAbsorbs: the model's prediction from configuration, and where it
-// makes none.
-func TestAbsorbs(t *testing.T) {
-	a, why := absorbs(stack.RouteDirect, false, 1<<20)
-	if a == nil || !a.Fits || a.PredictedBytes < 1<<20 || !strings.Contains(absorbsNote(*a), "a reader cannot hold a worker at this size") {
-		t.Fatalf("1 MiB direct: %+v (%s)", a, why)
-	}
-	big, _ := absorbs(stack.RouteDirect, false, 1<<30)
-	if big == nil || big.Fits || big.PredictedBytes != a.PredictedBytes || !strings.Contains(absorbsNote(*big), "the rest holds the app's send") {
-		t.Errorf("1 GiB direct: %+v", big)
-	}
-	on, _ := absorbs(stack.RouteBufferingOn, false, 16<<20)
-	if on == nil || !on.Fits || on.PredictedBytes <= a.PredictedBytes {
-		t.Errorf("16 MiB behind a buffering proxy: %+v, want it to fit (the temp file)", on)
-	}
-	if got, why := absorbs(stack.RouteBufferingOn, true, 16<<20); got != nil || !strings.Contains(why, "its own configuration") {
-		t.Errorf("an external proxy: %+v %q", got, why)
-	}
-	if got, why := absorbs(stack.RouteRequestBufferingOn, false, 16<<20); got != nil || !strings.Contains(why, "not a download route") {
-		t.Errorf("an upload route: %+v %q", got, why)
 	}
 }

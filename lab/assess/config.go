@@ -66,6 +66,13 @@ type Config struct {
 	Shard   string `yaml:"shard,omitempty"`
 	StartAt string `yaml:"start_at,omitempty"`
 
+	// ServerWmem is, for an external stack, the most its app's socket
+	// send buffer holds on the server (its net.ipv4.tcp_wmem maximum, or
+	// twice min(SO_SNDBUF, net.core.wmem_max) if the app sets SO_SNDBUF):
+	// the path model predicts an external stack's path only with it.
+	// 0: not given.
+	ServerWmem lab.Size `yaml:"server_wmem,omitempty"`
+
 	// Selectors of the external stack, given as flags.
 	ext extFlags
 	// probesGiven: --probes was given (else an HTTP/2 front gets
@@ -119,6 +126,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var((*lab.SizeFlag)(&c.UploadSize), "upload-size", "the slow uploads' body size")
 	fs.StringVar(&c.Shard, "shard", "", "run shard I (from 0) of N of the assessment of an external stack: at every level it holds the clients numbered I, I+N, ...; shard 0 also measures /fast and gives the verdicts (e.g. 1/4; with --start-at)")
 	fs.StringVar(&c.StartAt, "start-at", "", "with --shard: the instant (RFC 3339, e.g. 2026-12-05T10:00:00Z) every shard starts its clock at; each level then starts at the same instant on every shard")
+	fs.Var((*lab.SizeFlag)(&c.ServerWmem), "server-wmem", "external stack, direct route: the most the app's socket send buffer holds on the server: its net.ipv4.tcp_wmem maximum (the third value), or twice min(SO_SNDBUF, net.core.wmem_max) if the app sets SO_SNDBUF; without it what the path holds is not predicted (this machine's settings are not the server's)")
 	fs.StringVar(&c.ext.fast, "fast-url", "", "external stack: the fast request's URL (gives --stack external)")
 	fs.StringVar(&c.ext.large, "large-url", "", "external stack: a large response's URL (slow and stalled readers)")
 	fs.StringVar(&c.ext.upload, "upload-url", "", "external stack: a URL that takes a POST body (slow uploads)")
@@ -260,6 +268,9 @@ func (c *Config) Validate() error {
 	if err := checkBounds(bounds, c.Probes, c.MaxClients); err != nil {
 		return fmt.Errorf("fail_on: %w", err)
 	}
+	if err := c.validateServerWmem(); err != nil {
+		return err
+	}
 	return c.validateShard()
 }
 
@@ -291,6 +302,27 @@ func (c *Config) checkProtocol() error {
 			return fmt.Errorf("probes: %s speaks HTTP/2 and %s speaks HTTP/1.1: give an h2-* route (%v), or --http2 for an external stack whose front speaks it",
 				p, front, stack.H2Routes)
 		}
+	}
+	return nil
+}
+
+// Limits of server_wmem: tcp_wmem's maximum cannot be under a page.
+const minServerWmem, maxServerWmem = 4096, 1 << 30
+
+// validateServerWmem refuses a server_wmem given where the model does not
+// take it (a managed stack, whose server is this machine; a proxied
+// route, whose proxy's buffers the model does not read) or out of range.
+func (c *Config) validateServerWmem() error {
+	w := int64(c.ServerWmem)
+	switch {
+	case w == 0:
+		return nil
+	case c.StackSpec.Stack != stack.NameExternal:
+		return fmt.Errorf("server_wmem %s: for an external stack only (a managed stack's server is this machine, whose settings the model reads)", bytesize.Format(w))
+	case c.Routes()[0].Proxied():
+		return fmt.Errorf("server_wmem %s: route %s has a proxy, whose buffers the model does not read: nothing to predict with it", bytesize.Format(w), c.Routes()[0])
+	case w < minServerWmem || w > maxServerWmem:
+		return fmt.Errorf("server_wmem %s: allowed %s to %s", bytesize.Format(w), bytesize.Format(minServerWmem), bytesize.Format(maxServerWmem))
 	}
 	return nil
 }

@@ -191,7 +191,7 @@ func (c *Config) openProbe(ctx context.Context, env *lab.Env, p Probe) (fr *lab.
 		return nil, t, v, err
 	}
 	if p == ProbeSlowReaders || p == ProbeStalled {
-		v.Absorbs, v.Unpredicted = absorbs(c.Routes()[0], c.StackSpec.External != nil, t.largeSize)
+		v.Absorbs, v.Unpredicted = c.absorbs(t.largeSize)
 	}
 	return fr, t, v, nil
 }

@@ -5,11 +5,13 @@
 // tcp_rmem maxima), and for each cell measures /fast's p95, the app's send
 // time and the path's capacity: the most bytes a download had in flight
 // between the app and the client, from the hop samples (package hops).
-// Before each cell runs, a model (model.go) predicts the path's capacity C
-// from configuration only (the namespace's socket buffer settings, the
-// app's, proxy's and client's buffers) and from it the app's send time,
+// Before each cell runs, the path model (package pathmodel) predicts the
+// path's capacity C from configuration only (the namespace's socket
+// buffer settings, the app's, proxy's and client's buffers) and from it
+// the app's send time,
 // max(0, size - C) / R at read rate R; sweep.csv has the prediction beside
-// the measurement.
+// the measurement, and the model-error tests (modelerror_test.go) hold the
+// measured capacity within pathmodel's error bounds of the prediction.
 //
 // Each size x rate cell is a slow-client run matrix (package slowclient)
 // with its own results directory under the sweep's; sweep.csv

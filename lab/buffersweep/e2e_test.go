@@ -49,8 +49,9 @@ func sweep(t *testing.T, c *Config, stackName string) (*lab.Env, []recorder.Swee
 
 // checkPrediction checks what the samples say against the app's send log
 // and logs the model's prediction beside them. The path model's columns
-// must be there (they are made before the run) and are logged, not judged:
-// where they miss is the README's to explain. The samples are judged:
+// must be there (they are made before the run) and are logged, not judged
+// here (TestModelErrorEmbedded and TestModelErrorReal judge them, on
+// cells whose path filled). The samples are judged:
 // where the download is clearly larger than the measured capacity (by a
 // quarter of its size or more), the app's measured send time lies between
 // what that capacity implies, (size - capacity) / rate, and that plus the

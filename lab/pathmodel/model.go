@@ -15,7 +15,10 @@
 //     grown by receive autotuning only when its reader copies more than
 //     it holds per round trip; every reader on this path drains at the
 //     slow client's rate (NGINX reads from the app only as fast as the
-//     client takes it), far less, so it stays at the default;
+//     client takes it), far less, so the model keeps the default. Measured,
+//     the proxy's receive queue from the app did grow past it (up to
+//     4.4 MiB), so the model also gives the most it can grow to,
+//     tcp_rmem's maximum (Capacity.Most);
 //   - the proxy holds proxy_buffer_size with buffering off (the one
 //     buffer it relays through), proxy_buffer_size + proxy_buffers and up
 //     to proxy_max_temp_file_size on disk with buffering on
@@ -29,10 +32,15 @@
 // free. Where the measured send time differs, those are the reasons; the
 // model is not adjusted to the measurements.
 //
-// It owns the prediction only: buffer-sweep validates it against what
-// its runs measure (sweep.csv) and assess uses it to say which response
-// sizes can hold a worker at all; reading the kernel's settings is lab's
-// (NetSettings), the proxies' buffer settings lab/stack's.
+// It owns the prediction and its measured error bounds (MaxUnder,
+// MaxOver): buffer-sweep writes the prediction beside what its runs
+// measure (sweep.csv), and its TestModelErrorEmbedded and
+// TestModelErrorReal hold the measured capacity within those bounds over
+// a small sweep on loopback; assess uses the least and the most the path
+// holds (Total and Most, widened by the bounds) to say which response
+// sizes cannot hold a worker and which do. Reading the kernel's
+// settings is lab's (NetSettings), the proxies' buffer settings
+// lab/stack's.
 package pathmodel
 
 import (
@@ -74,11 +82,21 @@ type Capacity struct {
 	ProxyTempFile int64 // the proxy's temp file
 	ProxySend     int64 // the proxy's send buffer to the client
 	ClientRecv    int64 // the client's receive buffer
+	// ProxyRecvMax is the most the proxy's receive buffer from the app
+	// can grow to (tcp_rmem's maximum): receive autotuning grew it past
+	// ProxyRecv in the runs measured. Most counts it; Total does not.
+	ProxyRecvMax int64
 }
 
 // Total is the path's capacity: every hop's.
 func (p Capacity) Total() int64 {
 	return p.AppSend + p.ProxyRecv + p.ProxyMemory + p.ProxyTempFile + p.ProxySend + p.ClientRecv
+}
+
+// Most is the most the path can hold: Total with the proxy's receive
+// buffer grown to ProxyRecvMax.
+func (p Capacity) Most() int64 {
+	return p.Total() + max(0, p.ProxyRecvMax-p.ProxyRecv)
 }
 
 // String writes the capacity and its hops: "1.02 MiB: app send 1m +
@@ -145,6 +163,7 @@ func Predict(c Config) (Capacity, error) {
 		return p, nil
 	}
 	p.ProxyRecv, p.ProxySend = c.rcvBuf(0), c.sndBuf(0)
+	p.ProxyRecvMax = max(p.ProxyRecv, c.TCPRmem.Max)
 	p.ProxyMemory = c.Proxy.BufferSize
 	if c.Route.Buffering() {
 		p.ProxyMemory += int64(c.Proxy.Buffers.Count) * int64(c.Proxy.Buffers.Size)
@@ -176,3 +195,30 @@ func (c Config) rcvBuf(set int64) int64 {
 func AppSend(size, rate, capacity int64) float64 {
 	return float64(max(0, size-capacity)) / float64(rate)
 }
+
+// The prediction's error bounds, measured on loopback by buffer-sweep's
+// TestModelErrorEmbedded and TestModelErrorReal (lab/buffersweep), which
+// hold every point of a small sweep (direct and buffering off; tcp_wmem
+// maxima of 1, 4 and 16 MiB and the host's) within them: the capacity
+// measured is at least (1 - MaxUnder) times the prediction (Total), and
+// what the samples surely had in flight (less each sample's skew) at
+// most (1 + MaxOver) times the most the model says the path can hold
+// (Most).
+//
+// Under: an autotuned send buffer held 81-83% of tcp_wmem's maximum in
+// payload in most direct runs (the buffer is charged each packet's
+// truesize), but autotuning does not always grow it that far: under
+// 16 MiB one download held 10.6 MiB (-34%), the median of the cell's two
+// -25.5%, the worst of 12 runs of each point on both stacks. 0.4 is that
+// download's shortfall and a sixth more. Over: behind a proxy with
+// buffering off the path held up to 86% more than Total (the proxy's
+// receive queue from the app up to 4.4 MiB), never more than 83% of
+// Most, which lets it grow to tcp_rmem's maximum; the samples' own skew
+// (up to 10 MiB on a loaded machine) is why the over side is judged on
+// what they surely saw. 0.1 allows a packet over a send buffer's maximum
+// (64 KiB on loopback, 6% of a 1 MiB buffer), which the direct route's
+// send queue was seen to hold.
+const (
+	MaxUnder = 0.4
+	MaxOver  = 0.1
+)

@@ -27,15 +27,15 @@ func TestPredictCapacity(t *testing.T) {
 	}{
 		{"direct: autotuned send buffer up to tcp_wmem max, SO_RCVBUF doubled", func(c *Config) {},
 			Capacity{AppSend: 1 * m, ClientRecv: 16 * k}},
-		{"buffering off: the proxy's receive buffer at tcp_rmem's default, proxy_buffer_size, its send buffer autotuned",
+		{"buffering off: the proxy's receive buffer at tcp_rmem's default (growing to its max), proxy_buffer_size, its send buffer autotuned",
 			func(c *Config) { c.Route = stack.RouteBufferingOff },
-			Capacity{AppSend: 1 * m, ProxyRecv: 128 * k, ProxyMemory: 16 * k, ProxySend: 1 * m, ClientRecv: 16 * k}},
+			Capacity{AppSend: 1 * m, ProxyRecv: 128 * k, ProxyMemory: 16 * k, ProxySend: 1 * m, ClientRecv: 16 * k, ProxyRecvMax: 32 * m}},
 		{"buffering on: proxy_buffer_size + proxy_buffers in memory, proxy_max_temp_file_size on disk",
 			func(c *Config) { c.Route = stack.RouteBufferingOn },
-			Capacity{AppSend: 1 * m, ProxyRecv: 128 * k, ProxyMemory: 80 * k, ProxyTempFile: 32 * m, ProxySend: 1 * m, ClientRecv: 16 * k}},
+			Capacity{AppSend: 1 * m, ProxyRecv: 128 * k, ProxyMemory: 80 * k, ProxyTempFile: 32 * m, ProxySend: 1 * m, ClientRecv: 16 * k, ProxyRecvMax: 32 * m}},
 		{"buffering on without a temp file", func(c *Config) {
 			c.Route, c.Proxy.MaxTempFileSize = stack.RouteBufferingOn, 0
-		}, Capacity{AppSend: 1 * m, ProxyRecv: 128 * k, ProxyMemory: 80 * k, ProxySend: 1 * m, ClientRecv: 16 * k}},
+		}, Capacity{AppSend: 1 * m, ProxyRecv: 128 * k, ProxyMemory: 80 * k, ProxySend: 1 * m, ClientRecv: 16 * k, ProxyRecvMax: 32 * m}},
 		{"the app sets SO_SNDBUF 64k: doubled", func(c *Config) { c.AppSndBuf = 64 * k },
 			Capacity{AppSend: 128 * k, ClientRecv: 16 * k}},
 		{"SO_SNDBUF above wmem_max: capped, then doubled", func(c *Config) { c.AppSndBuf = 64 * m },
@@ -54,7 +54,10 @@ func TestPredictCapacity(t *testing.T) {
 			t.Errorf("%s: %+v (%v), want %+v", tc.name, got, err, tc.want)
 		}
 	}
-	if p := (Capacity{AppSend: 1 << 20, ClientRecv: 16 << 10}); p.Total() != 1<<20+16<<10 ||
+	if p := (Capacity{AppSend: 1 << 20, ProxyRecv: 128 << 10, ProxyRecvMax: 6 << 20}); p.Total() != 1<<20+128<<10 || p.Most() != 7<<20 {
+		t.Errorf("total %d, most %d: want the proxy's receive buffer at its default, then at its max", p.Total(), p.Most())
+	}
+	if p := (Capacity{AppSend: 1 << 20, ClientRecv: 16 << 10}); p.Total() != 1<<20+16<<10 || p.Most() != p.Total() ||
 		p.String() != "1.02 MiB: app send 1m + client receive 16k" {
 		t.Errorf("total %d, %q", p.Total(), p.String())
 	}
