@@ -18,9 +18,24 @@ import (
 // CI machine) can be read without rerunning it.
 func CheckConserved(t testing.TB, what string, rows []recorder.Hop) {
 	t.Helper()
+	checkConserved(t, what, rows, true)
+}
+
+// CheckConservedWhereJudged is CheckConserved for a run whose samples
+// may all be beyond what the check resolves (a load generator held to a
+// small CPU share reads in bursts, moving its socket while a sample is
+// taken): no judged sample is logged, not failed; a violation still
+// fails.
+func CheckConservedWhereJudged(t testing.TB, what string, rows []recorder.Hop) {
+	t.Helper()
+	checkConserved(t, what, rows, false)
+}
+
+func checkConserved(t testing.TB, what string, rows []recorder.Hop, needJudged bool) {
+	t.Helper()
 	res := hops.Check(rows)
 	t.Logf("%s: %s", what, res)
-	if res.Judged == 0 {
+	if res.Judged == 0 && needJudged {
 		t.Errorf("%s: no hop sample judged: %s", what, res)
 	}
 	for _, v := range res.Violations {
