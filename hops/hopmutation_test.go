@@ -2,6 +2,7 @@ package hops
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -75,12 +76,26 @@ type mutationTally struct {
 // corruption fails allows: its skew for a side of the path on its own
 // (or the direct route's), else (the proxy's socket to the client
 // closed) the whole path's three times the skew and the slack.
-func allowance(g *group) int64 {
+//
+// What the proxy received from the app is tested against what the app
+// wrote only where that was measured at the sample; elsewhere only the
+// proxy's holding sees it, within its memory and the headers' slack (a
+// live run in a loaded fresh-clone suite had such a sample at 0.32 s,
+// which the check rightly did not fail).
+func allowance(g *group, hop string) int64 {
 	_, proxied := g.val[recorder.HopProxyUpstreamRecvQ]
-	if _, front := g.get(recorder.HopProxyClientWritten); !proxied || front {
+	_, front := g.get(recorder.HopProxyClientWritten)
+	switch {
+	case !proxied:
 		return g.skew
+	case !front:
+		return 3*g.skew + g.rangeSkew + HeaderSlack
+	case hop == recorder.HopProxyUpstreamReceived && !g.writtenSeen && !g.bounded && g.proxyMemory <= 0:
+		return math.MaxInt64 / 4 // no test sees it
+	case hop == recorder.HopProxyUpstreamReceived && !g.writtenSeen:
+		return g.skew + g.rangeSkew + HeaderSlack + g.proxyMemory
 	}
-	return 3*g.skew + g.rangeSkew + HeaderSlack
+	return g.skew
 }
 
 // spread is at most mutationSamples of at, spread over the run.
@@ -125,7 +140,7 @@ func checkHopMutations(t *testing.T, rows []recorder.Hop, want []string) {
 			if h.Hop != m.hop || !measured(h) || g.status != judged || m.bytes(h.Bytes) == h.Bytes {
 				continue
 			}
-			if rangeOnly[name] || m.hop == recorder.HopClientRecvBuffer || abs(m.bytes(h.Bytes)-h.Bytes) > 2*allowance(g) {
+			if rangeOnly[name] || m.hop == recorder.HopClientRecvBuffer || abs(m.bytes(h.Bytes)-h.Bytes) > 2*allowance(g, m.hop) {
 				n.over++
 				at = append(at, i)
 			} else {

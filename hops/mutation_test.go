@@ -333,15 +333,33 @@ func tempSamples(rows []recorder.Hop) []int {
 // sample that moved little): not the client's receive queue, whose few
 // KiB a loaded machine's skew can outgrow at every sample (the recorded
 // runs' tests require it).
+//
+// The proxy's send queue to the client is not among them: on a loaded
+// machine a live run's judged samples may all hold less of it than twice
+// their allowance (a fresh-clone suite run's 58 judged did); the recorded
+// NGINX run requires it (TestCheckMutationsOnNginxRun), and here it is
+// tried and tallied wherever it can be seen.
 var proxiedHops = []string{recorder.HopAppWritten, recorder.HopProxyUpstreamReceived, recorder.HopProxyClientWritten,
-	recorder.HopProxyClientSendQueue, recorder.HopClientRead, recorder.HopClientRecvBuffer}
+	recorder.HopClientRead, recorder.HopClientRecvBuffer}
 
 // TestCheckMutationsOnRealRun: the samples of a real run through a
 // buffering proxy, its temp files measured from the files, pass Check,
 // and each mutation of them fails it (checkMutations), and so does each
 // hop corrupted (checkHopMutations).
+//
+// A run whose samples were mostly taken while its sockets moved (a
+// loaded machine: 12 of 216 judged once, too few to see every hop) is
+// recorded again, three times at the most, until 40 samples are judged.
 func TestCheckMutationsOnRealRun(t *testing.T) {
-	rows := recordBuffered(t)
+	var rows []recorder.Hop
+	for try := 1; try <= 3; try++ {
+		rows = recordBuffered(t)
+		if res := Check(rows); res.Judged >= 40 {
+			break
+		} else {
+			t.Logf("try %d: %s: recorded again", try, res)
+		}
+	}
 	checkMutations(t, rows)
 	checkHopMutations(t, rows, proxiedHops)
 }
