@@ -77,10 +77,10 @@ type Sampler struct {
 // maxSkew is the movement during a sample (of any one socket, or of the
 // proxy's own counts, or of its temp files) above which the sample is
 // taken again (at most skewTries times, the least moved kept), so samples
-// taken during a burst are not needlessly uncertain (the check judges a
-// download's sample only when its sockets moved less than the client's
-// receive buffer), and a loaded machine is not asked for more tries than
-// it was when the whole sample's movement was held to it.
+// taken during a burst are not needlessly uncertain; so is one that moved
+// as much as the smallest receive buffer of its sockets (the check judges
+// a download's sample only when its sockets moved less than the client's
+// receive buffer).
 const (
 	maxSkew   = 64 << 10
 	skewTries = 3
@@ -140,23 +140,42 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 	return g
 }
 
-// Take takes one Sample now: two dumps back to back (and the proxy's
-// report and its temp files' size before and after them). A dump is not one instant: the kernel
-// walks its whole socket table (milliseconds on a host with many sockets),
-// so a connection set up meanwhile can be half in it, and a proxy that
-// moves a burst from one socket to the other meanwhile is counted in
-// both or neither. How far the sockets moved between the two dumps is the
-// sample's Skew (a socket in one dump only counts its bytes); a sample
-// that moved more than maxSkew is taken again, at most skewTries times,
-// and the least moved of the tries is kept.
+// Take takes one Sample now: one dump finds the sockets on the ports,
+// then each is looked up twice back to back (sockdiag.LookupPair), the
+// proxy's report and its temp files' size read before and after the two
+// passes, and a second dump finds the sockets the first missed. A dump is not one instant: the kernel walks its whole socket
+// table (a millisecond even on an idle host), so a proxy that moves a
+// burst from one socket to the other meanwhile is counted in both or
+// neither; a lookup finds one socket in the table's hash instead, and two
+// passes over a sample's few sockets take tens of microseconds. How far
+// the sockets moved from the first pass to the second is the sample's
+// Skew (a socket in one pass only counts its bytes; one closed since the
+// dump is in neither); a sample that moved more than maxSkew, or as much
+// as the smallest receive buffer among its sockets (below which the check
+// judges it), is looked up again, at most skewTries times, and the least
+// moved of the tries is kept.
 func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 	dump := s.Dump
 	if dump == nil {
 		dump = func() ([]Socket, error) { return DumpTCP(s.Ports, s.IPv6) }
 	}
+	found, err := dump()
+	if err != nil {
+		return Sample{}, err
+	}
+	found = s.keep(found)
+	if len(found) > sockdiag.MaxLookup {
+		found = found[:sockdiag.MaxLookup]
+	}
+	target := int64(maxSkew)
+	for _, so := range found {
+		if so.RcvBuf > 0 {
+			target = min(target, int64(so.RcvBuf))
+		}
+	}
 	var best Sample
 	bestSkew := int64(-1)
-	for try := 0; try < skewTries && (bestSkew < 0 || bestSkew > maxSkew); try++ {
+	for try := 0; try < skewTries && (bestSkew < 0 || bestSkew >= target); try++ {
 		var smp Sample
 		var before []ProxyBuffer
 		if s.Proxy != nil {
@@ -172,16 +191,12 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 				return Sample{}, err
 			}
 		}
-		first, err := dump()
+		first, second, err := sockdiag.LookupPair(found, sockdiag.Filter{Info: true, MemInfo: true})
 		if err != nil {
 			return Sample{}, err
 		}
-		all, err := dump()
-		if err != nil {
-			return Sample{}, err
-		}
-		smp = Sample{T: time.Since(t0), Sockets: s.keep(all)}
-		smp.Skew, smp.Moved = movement(s.keep(first), smp.Sockets)
+		smp = Sample{T: time.Since(t0), Sockets: second}
+		smp.Skew, smp.Moved = movement(first, second)
 		if s.Temp != nil {
 			if smp.TempFile, err = s.Temp(); err != nil {
 				return Sample{}, err
@@ -197,6 +212,23 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 		}
 		if m := max(slices.Max(append([]int64{0}, smp.Moved...)), maxOf(smp.Proxy), smp.TempSkew); bestSkew < 0 || m < bestSkew {
 			best, bestSkew = smp, m
+		}
+	}
+	// A connection set up while the first dump walked the table can be
+	// missing from it, and so from the sample's passes, though it held
+	// bytes at the sample: a second dump finds it, and it joins the
+	// sample as a socket in one pass only does, all its bytes its
+	// movement.
+	again, err := dump()
+	if err != nil {
+		return Sample{}, err
+	}
+	for _, so := range s.keep(again) {
+		if !slices.ContainsFunc(found, func(f Socket) bool { return f.Local == so.Local && f.Remote == so.Remote }) {
+			m := written(so) + int64(so.BytesReceived)
+			best.Sockets = append(best.Sockets, so)
+			best.Moved = append(best.Moved, m)
+			best.Skew += m
 		}
 	}
 	return best, nil
