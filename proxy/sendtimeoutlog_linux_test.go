@@ -38,6 +38,9 @@ func TestProxySendTimeoutLogsClientTimeout(t *testing.T) {
 
 			stallClient(t, addr, "/large?download=7")
 			eventually(t, "the stalled client closed", func() bool { return testutil.ToFloat64(p.m.clientDisconnects) == 2 })
+			// The proxy counts the disconnect, then logs the cut: wait
+			// for the line itself.
+			eventually(t, "the cut logged", func() bool { return strings.Contains(logs.String(), "client timed out") })
 			var lines []string
 			for l := range strings.Lines(logs.String()) {
 				if strings.Contains(l, "client timed out") {
