@@ -222,14 +222,16 @@ func checkRows(t *testing.T, c *Config, res *Result) map[key]Row {
 	for _, r := range res.Rows {
 		g := r.Gap
 		rows[key{g.SizeBytes, g.ConfiguredRTTMS}] = r
-		if g.Runs != c.Runs || r.Path.Dropped != 0 || !g.RTTMS.Valid || g.RTTMS.Value-g.ConfiguredRTTMS > 1 || g.RTTMS.Value < g.ConfiguredRTTMS {
-			t.Errorf("%d bytes, RTT %g ms: %d ok runs of %d, measured RTT %v, path %+v", g.SizeBytes, g.ConfiguredRTTMS, g.Runs, c.Runs, g.RTTMS, r.Path)
-		}
 		// The user-space delay line can be late on a loaded machine (CI
 		// saw p99 1-5 ms over all three tries); the row must then say
-		// invalid, which is the tool being honest, not the test failing.
-		// Any other reason for an invalid row fails the test.
+		// invalid, which is the tool being honest, not the test failing,
+		// and its RTT is as late as the line (51.2 ms of 50 at p99 2.6 ms
+		// late): the 1 ms bound is the on-time line's. Any other reason
+		// for an invalid row fails the test.
 		late := r.Path.LatenessP99MS.Valid && r.Path.LatenessP99MS.Value > 1
+		if g.Runs != c.Runs || r.Path.Dropped != 0 || !g.RTTMS.Valid || (!late && g.RTTMS.Value-g.ConfiguredRTTMS > 1) || g.RTTMS.Value < g.ConfiguredRTTMS {
+			t.Errorf("%d bytes, RTT %g ms: %d ok runs of %d, measured RTT %v, path %+v", g.SizeBytes, g.ConfiguredRTTMS, g.Runs, c.Runs, g.RTTMS, r.Path)
+		}
 		switch {
 		case !r.Path.Valid && !late:
 			t.Errorf("%d bytes, RTT %g ms: invalid though the RTT was right and the delay line on time: %+v", g.SizeBytes, g.ConfiguredRTTMS, r.Path)
