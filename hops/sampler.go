@@ -143,9 +143,9 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 // Take takes one Sample now: one dump finds the sockets on the ports,
 // then each is looked up twice back to back (sockdiag.LookupPair), the
 // proxy's report and its temp files' size read before and after the two
-// passes, and a second dump finds the sockets the first missed. A dump is not one instant: the kernel walks its whole socket
-// table (a millisecond even on an idle host), so a proxy that moves a
-// burst from one socket to the other meanwhile is counted in both or
+// passes, and a second dump finds the sockets the first missed. A dump
+// is not one instant: the kernel walks its whole socket table (a
+// millisecond even on an idle host), so a proxy that moves a burst from one socket to the other meanwhile is counted in both or
 // neither; a lookup finds one socket in the table's hash instead, and two
 // passes over a sample's few sockets take tens of microseconds. How far
 // the sockets moved from the first pass to the second is the sample's
@@ -223,8 +223,13 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
+	type pair struct{ l, r netip.AddrPort }
+	known := make(map[pair]bool, len(found))
+	for _, f := range found {
+		known[pair{f.Local, f.Remote}] = true
+	}
 	for _, so := range s.keep(again) {
-		if !slices.ContainsFunc(found, func(f Socket) bool { return f.Local == so.Local && f.Remote == so.Remote }) {
+		if !known[pair{so.Local, so.Remote}] {
 			m := written(so) + int64(so.BytesReceived)
 			best.Sockets = append(best.Sockets, so)
 			best.Moved = append(best.Moved, m)
