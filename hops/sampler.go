@@ -145,8 +145,8 @@ func (s *Sampler) Start(ctx context.Context, t0 time.Time) *Sampling {
 // proxy's report and its temp files' size read before and after the two
 // passes, and a second dump finds the sockets the first missed. A dump
 // is not one instant: the kernel walks its whole socket table (a
-// millisecond even on an idle host), so a proxy that moves a burst from one socket to the other meanwhile is counted in both or
-// neither; a lookup finds one socket in the table's hash instead, and two
+// millisecond even on an idle host), so a proxy that moves a burst from
+// one socket to the other meanwhile is counted in both or neither; a lookup finds one socket in the table's hash instead, and two
 // passes over a sample's few sockets take tens of microseconds. How far
 // the sockets moved from the first pass to the second is the sample's
 // Skew (a socket in one pass only counts its bytes; one closed since the
@@ -214,11 +214,15 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 			best, bestSkew = smp, m
 		}
 	}
-	// A connection set up while the first dump walked the table can be
-	// missing from it, and so from the sample's passes, though it held
-	// bytes at the sample: a second dump finds it, and it joins the
-	// sample as a socket in one pass only does, all its bytes its
-	// movement.
+	return s.addMissed(best, found, dump)
+}
+
+// addMissed adds to smp the sockets a second dump finds that found (the
+// first dump's) lacks. A connection set up while the first dump walked
+// the table can be missing from it, and so from the sample's passes,
+// though it held bytes at the sample: it joins the sample as a socket in
+// one pass only does, all its bytes its movement.
+func (s *Sampler) addMissed(smp Sample, found []Socket, dump func() ([]Socket, error)) (Sample, error) {
 	again, err := dump()
 	if err != nil {
 		return Sample{}, err
@@ -231,12 +235,12 @@ func (s *Sampler) Take(ctx context.Context, t0 time.Time) (Sample, error) {
 	for _, so := range s.keep(again) {
 		if !known[pair{so.Local, so.Remote}] {
 			m := written(so) + int64(so.BytesReceived)
-			best.Sockets = append(best.Sockets, so)
-			best.Moved = append(best.Moved, m)
-			best.Skew += m
+			smp.Sockets = append(smp.Sockets, so)
+			smp.Moved = append(smp.Moved, m)
+			smp.Skew += m
 		}
 	}
-	return best, nil
+	return smp, nil
 }
 
 // movement is how many bytes the sockets moved between two dumps: for
