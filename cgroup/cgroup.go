@@ -30,6 +30,7 @@ type Cgroup struct {
 	ctrl    map[string]string // controller (cpu, cpuacct, memory) -> the cgroup's dir
 	created []string          // directories New made, parents first
 	ops     Ops
+	layout  Layout
 	removed bool
 }
 
@@ -70,7 +71,7 @@ func NewWithOps(root, name string, l Limits, ops Ops) (*Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	cg := &Cgroup{name: name, ops: ops, ctrl: map[string]string{}}
+	cg := &Cgroup{name: name, ops: ops, ctrl: map[string]string{}, layout: layout}
 	for _, ctrl := range []string{"cpu", "cpuacct", "memory"} {
 		h, _ := layout.Hierarchy(ctrl)
 		if h == "" {
@@ -165,6 +166,35 @@ func (cg *Cgroup) apply(layout Layout, l Limits) error {
 		if err != nil {
 			return fmt.Errorf("cgroup %s: limit %s: %w", cg.name, l, err)
 		}
+	}
+	return nil
+}
+
+// LimitCPU sets the cgroup's CPU quota to cores per CPUPeriod (0 lifts
+// it), whatever it was: the stack starts a component without a quota and
+// limits it once it is ready, so that how long an interpreter takes to
+// import its modules under a fraction of a CPU on a busy host is not what
+// decides whether the component starts at all.
+func (cg *Cgroup) LimitCPU(cores float64) error {
+	l := Limits{CPUCores: cores}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("cgroup %s: %w", cg.name, err)
+	}
+	dir := cg.ctrl["cpu"]
+	var err error
+	_, v1 := cg.layout.Hierarchy("cpu")
+	switch {
+	case v1 && cores == 0:
+		err = writeError(writeFile(filepath.Join(dir, "cpu.cfs_quota_us"), "-1"))
+	case v1:
+		err = applyCPUv1(dir, l)
+	case cores == 0:
+		err = writeError(writeFile(filepath.Join(dir, "cpu.max"), "max "+micros(CPUPeriod)))
+	default:
+		err = applyCPUv2(dir, l)
+	}
+	if err != nil {
+		return fmt.Errorf("cgroup %s: limit CPU to %v cores: %w", cg.name, cores, err)
 	}
 	return nil
 }

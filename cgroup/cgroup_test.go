@@ -464,6 +464,61 @@ func TestRealCgroupThrottles(t *testing.T) {
 	if cores < 0.02 || cores > 0.3 {
 		t.Errorf("burner used %.3f cores, want at most the 0.25 quota", cores)
 	}
+	// The real kernel takes the quota lifted and set again.
+	if err := cg.LimitCPU(0); err != nil {
+		t.Fatal(err)
+	}
+	if mode == V2 {
+		wantFiles(t, cpu, map[string]string{"cpu.max": "max 10000\n"})
+	} else {
+		wantFiles(t, cpu, map[string]string{"cpu.cfs_quota_us": "-1\n"})
+	}
+	if err := cg.LimitCPU(0.5); err != nil {
+		t.Fatal(err)
+	}
+	if mode == V2 {
+		wantFiles(t, cpu, map[string]string{"cpu.max": "5000 10000\n"})
+	} else {
+		wantFiles(t, cpu, map[string]string{"cpu.cfs_quota_us": "5000\n"})
+	}
+}
+
+// A cgroup made without a CPU limit gets one from LimitCPU, and loses it
+// again with 0, on both layouts; a quota the kernel would refuse is an
+// error that names the cgroup, and writes nothing.
+func TestLimitCPULater(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		var root string
+		var ops Ops
+		if v2 {
+			root, ops = v2Fixture(t)
+		} else {
+			root, ops = v1Fixture(t, true)
+		}
+		cg, err := NewWithOps(root, "slowlab/run1/app", Limits{MemoryBytes: 64 << 20}, ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, file := filepath.Join(root, "cpu/slowlab/run1/app"), "cpu.cfs_quota_us"
+		if v2 {
+			dir, file = filepath.Join(root, "slowlab/run1/app"), "cpu.max"
+		}
+		// The fixture's mkdir writes the kernel's defaults: no quota.
+		wantFiles(t, dir, map[string]string{file: map[bool]string{false: "-1\n", true: "max 100000\n"}[v2]})
+		if err := cg.LimitCPU(0.25); err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "2500", true: "2500 10000"}[v2]
+		wantFiles(t, dir, map[string]string{file: want})
+		if err := cg.LimitCPU(0.001); err == nil || !strings.Contains(err.Error(), "slowlab/run1/app") || !strings.Contains(err.Error(), "minimum quota") {
+			t.Errorf("v2=%t: LimitCPU(0.001) = %v, want the kernel's minimum named", v2, err)
+		}
+		wantFiles(t, dir, map[string]string{file: want})
+		if err := cg.LimitCPU(0); err != nil {
+			t.Fatal(err)
+		}
+		wantFiles(t, dir, map[string]string{file: map[bool]string{false: "-1", true: "max 10000"}[v2]})
+	}
 }
 
 // cpuStat reads the cgroup's cpu.stat.

@@ -14,8 +14,11 @@ import (
 	"time"
 )
 
-// ReadyTimeout bounds how long a child may take to print its ready line.
-const ReadyTimeout = 15 * time.Second
+// ReadyTimeout bounds how long a child may take to be ready: long enough
+// for an interpreter to import its modules on a loaded 2-core CI machine
+// (components start without their CPU quota, see lab/stack), short
+// enough that one that hangs fails its run in under a minute.
+const ReadyTimeout = 45 * time.Second
 
 // drainTimeout bounds how long Stop waits for the child's stdout to reach
 // EOF after the process group is gone: a process that left the group (a

@@ -20,17 +20,39 @@ func (s Stack) root() string {
 	return cgroup.DefaultRoot
 }
 
-// cgroup creates role's cgroup of the run, if the stack uses cgroups.
+// cgroup creates role's cgroup of the run, if the stack uses cgroups,
+// with role's memory limit and no CPU quota yet: limitCPU sets that once
+// the component is ready. Starting is not part of any measurement, and
+// under a quarter of a CPU on a busy host an interpreter's imports alone
+// can take longer than a component is given to start (Gunicorn sync-2
+// was throttled 838 periods before it was ready at 0.25 CPU here); the
+// memory limit holds from the first instruction, so a component too big
+// for it still fails to start.
 func (s Stack) cgroup(r *Running, d Deployment, role string) (*cgroup.Cgroup, error) {
 	if !s.Cgroups {
 		return nil, nil
 	}
-	cg, err := cgroup.New(s.root(), CgroupName(d.RunID, role), s.Limits[role])
+	if err := s.Limits[role].Validate(); err != nil {
+		return nil, fmt.Errorf("%s cgroup: %w", role, err)
+	}
+	cg, err := cgroup.New(s.root(), CgroupName(d.RunID, role), cgroup.Limits{MemoryBytes: s.Limits[role].MemoryBytes})
 	if err != nil {
 		return nil, fmt.Errorf("%s cgroup: %w", role, err)
 	}
 	r.cgroups[role] = cg
 	return cg, nil
+}
+
+// limitCPU sets role's CPU quota on its cgroup, once the component in it
+// is ready (see cgroup).
+func (s Stack) limitCPU(cg *cgroup.Cgroup, role string) error {
+	if cg == nil || s.Limits[role].CPUCores == 0 {
+		return nil
+	}
+	if err := cg.LimitCPU(s.Limits[role].CPUCores); err != nil {
+		return fmt.Errorf("%s cgroup: %w", role, err)
+	}
+	return nil
 }
 
 // CgroupName is where role's cgroup of a run is, below the mount root:

@@ -455,6 +455,18 @@ func TestGunicornNginxThrottled(t *testing.T) {
 	if pids, err := cg.Pids(); len(pids) != 3 {
 		t.Errorf("app cgroup holds %v (%v), want gunicorn's master and 2 workers", pids, err)
 	}
+	// Gunicorn started without a quota (its imports throttle at 0.25 CPU)
+	// and has it now it is ready.
+	if n := cpuStat(t, cg)["nr_throttled"]; n != 0 {
+		t.Errorf("app cgroup throttled %d periods by the time Start returned: the quota was on while it started", n)
+	}
+	layout, err := cgroup.Detect(cgroup.DefaultRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := layout.Limits(cg.Path()); err != nil || l.CPUCores != 0.25 {
+		t.Errorf("app cgroup limits %s (%v) once started, want 0.25 CPU", l, err)
+	}
 	// Load until the kernel has throttled the app for 50 periods (half a
 	// second of its quota periods), however long that takes here.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -360,6 +360,9 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 		return nil, err
 	}
 	r.app = ra
+	if err := s.limitCPU(appCg, "app"); err != nil {
+		return nil, err
+	}
 	if d.Route.TLS() {
 		if d.TLS, err = newDeploymentTLS(d); err != nil {
 			return nil, err
@@ -376,6 +379,9 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 			return nil, err
 		}
 		r.proxy = rp
+		if err := s.limitCPU(proxyCg, "proxy"); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return r, nil
