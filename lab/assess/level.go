@@ -316,7 +316,7 @@ func (r *run) backWhileHeld(ctx context.Context, base time.Duration, c *crowd) *
 		cancel()
 	}()
 	from := time.Now()
-	if !r.recovered(wctx, base, time.Duration(r.cfg.IdleMax)) || wctx.Err() != nil {
+	if back, _ := r.recovered(wctx, base, time.Duration(r.cfg.IdleMax)); !back || wctx.Err() != nil {
 		return nil
 	}
 	s := time.Since(from).Seconds()
@@ -327,10 +327,14 @@ func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond
 
 // recovered waits until a /fast request comes back under the threshold
 // again (the last level's clients are gone), one request at a time, for
-// at most bound; false if it never did.
-func (r *run) recovered(ctx context.Context, base, bound time.Duration) bool {
+// at most bound: whether it did and, when it did not, why the wait says
+// nothing of the stack ("" when it does): this process's cgroup was
+// throttled more than a valid window allows meanwhile, so the requests
+// that were late may have been late here.
+func (r *run) recovered(ctx context.Context, base, bound time.Duration) (back bool, instrument string) {
 	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: r.fastTimeout, AllowRemote: r.t.allowRemote})
 	defer client.Close()
+	before := r.self.read()
 	end := time.Now().Add(bound)
 	for time.Now().Before(end) && ctx.Err() == nil {
 		var res loadgen.Result
@@ -341,12 +345,14 @@ func (r *run) recovered(ctx context.Context, base, bound time.Duration) bool {
 			client.Get(ctx, r.t.fast, &res)
 		}
 		if res.Err == nil && res.Status == http.StatusOK && res.Latency <= Threshold(base) {
-			return true
+			return true, ""
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return false
+	var lv Level
+	generatorOver(&lv, before, r.self.read())
+	return false, invalidWhy(&lv, DefaultMaxLag, "")
 }

@@ -118,7 +118,10 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 		}
 	}
 	// An external stack may still be busy with the last probe's clients.
-	if !r.recovered(ctx, 0, recoverBound) {
+	if back, why := r.recovered(ctx, 0, recoverBound); why != "" {
+		v.Stopped = "invalid: waiting for /fast before the baseline: " + why
+		return v, nil
+	} else if !back {
 		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(Threshold(0)), recoverBound)
 		return v, nil
 	}

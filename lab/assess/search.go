@@ -28,10 +28,11 @@ type search struct {
 	// hold is how long a level takes at the most (its clients' bound).
 	hold time.Duration
 	// level runs one window of n clients; recovered waits until /fast
-	// answers under the threshold again, false if it did not (the real
-	// ones are run's; a test gives its own stack's).
+	// answers under the threshold again: whether it did and, if not, why
+	// the wait said nothing of the stack ("" when it did) (the real ones
+	// are run's; a test gives its own stack's).
 	level     func(ctx context.Context, n int, keep bool) (Level, error)
-	recovered func(ctx context.Context) bool
+	recovered func(ctx context.Context) (bool, string)
 	logf      func(format string, args ...any)
 }
 
@@ -42,7 +43,7 @@ func (c *Config) levels(ctx context.Context, env *lab.Env, r *run, v *Verdict, b
 		level: func(ctx context.Context, n int, keep bool) (Level, error) {
 			return r.levelIn(ctx, n, base, n == c.MaxClients, slot{share: n, measure: true, keep: keep})
 		},
-		recovered: func(ctx context.Context) bool { return r.recovered(ctx, base, recoverBound) }}
+		recovered: func(ctx context.Context) (bool, string) { return r.recovered(ctx, base, recoverBound) }}
 	s.run(ctx)
 	finish(v)
 	if lv := v.LastLevel(); v.Stopped == "degraded" && lv != nil {
@@ -196,8 +197,11 @@ func (s *search) above(n int) int {
 // try runs a level of n clients until it is valid (maxTries at most): its
 // status, and whether the search stops (v.Stopped says why: the budget,
 // /fast not back, interrupted, results not written, a level short of
-// clients or invalid at every try).
+// clients or invalid at every try). A wait for /fast to come back that
+// failed while the instrument was short of CPU is an invalid try too: it
+// says nothing of the stack, and the wait is tried again.
 func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop bool) {
+	last := ""
 	for k := 1; k <= maxTries; k++ {
 		need := s.hold + time.Duration(s.cfg.Offset)
 		if s.probe.keeps() && keep {
@@ -207,10 +211,19 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 			s.v.Stopped = fmt.Sprintf("budget: %s left, a level of %d takes up to %s", left.Round(time.Second), n, need.Round(time.Second))
 			return "", true
 		}
-		if len(s.v.Levels) > 0 && !s.recovered(ctx) {
-			s.v.Stopped = fmt.Sprintf("not recovered: /fast did not come back within %s after %d clients",
-				recoverBound, s.v.Levels[len(s.v.Levels)-1].Clients)
-			return "", true
+		if len(s.v.Levels) > 0 {
+			back, why := s.recovered(ctx)
+			switch {
+			case back:
+			case why != "" && ctx.Err() == nil:
+				last = "waiting for /fast to come back: " + why
+				s.logf("assess: %s: before %d clients, try %d: invalid, %s", s.probe, n, k, last)
+				continue
+			default:
+				s.v.Stopped = fmt.Sprintf("not recovered: /fast did not come back within %s after %d clients",
+					recoverBound, s.v.Levels[len(s.v.Levels)-1].Clients)
+				return "", true
+			}
 		}
 		s.logf("assess: %s: %d clients, try %d (%s left)", s.probe, n, k, time.Until(s.deadline).Round(time.Second))
 		lv, err := s.level(ctx, n, keep)
@@ -229,9 +242,10 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 		case lv.Status != statusInvalid:
 			return lv.Status, false
 		}
+		last = lv.Invalid
 		s.logf("assess: %s: %d clients: invalid, %s", s.probe, n, lv.Invalid)
 	}
-	s.v.Stopped = fmt.Sprintf("invalid: the level of %d clients was invalid %d times (last: %s)", n, maxTries, s.v.Levels[len(s.v.Levels)-1].Invalid)
+	s.v.Stopped = fmt.Sprintf("invalid: the level of %d clients was invalid %d times (last: %s)", n, maxTries, last)
 	return statusInvalid, true
 }
 

@@ -50,11 +50,17 @@ func (f *fakeStack) level(_ context.Context, n int, _ bool) (Level, error) {
 // searchOn runs the threshold search of probe p up to maxClients on f.
 func searchOn(t *testing.T, f *fakeStack, p Probe, maxClients int) Verdict {
 	t.Helper()
+	return searchRecovering(t, f, p, maxClients, func(context.Context) (bool, string) { return true, "" })
+}
+
+// searchRecovering is searchOn with the wait for /fast to come back given.
+func searchRecovering(t *testing.T, f *fakeStack, p Probe, maxClients int, recovered func(context.Context) (bool, string)) Verdict {
+	t.Helper()
 	c := Default()
 	c.MaxClients, c.Budget = maxClients, 0
 	v := Verdict{Probe: string(p), MaxClients: maxClients}
 	s := &search{cfg: c, v: &v, probe: p, deadline: time.Now().Add(time.Hour), hold: time.Second,
-		level: f.level, recovered: func(context.Context) bool { return true }, logf: t.Logf}
+		level: f.level, recovered: recovered, logf: t.Logf}
 	s.run(context.Background())
 	finish(&v)
 	return v
@@ -162,6 +168,31 @@ func TestSearchRepeatsInvalidLevels(t *testing.T) {
 	broken, unjudged := r.Judge()
 	if v.ClientsToDegrade != nil || !strings.HasPrefix(v.Stopped, "invalid") || len(r.Unmade()) != 1 || len(broken) != 0 || len(unjudged) != 0 {
 		t.Errorf("invalid at every try: %+v, unmade %v, broken %v, unjudged %v; want no threshold, stopped invalid, one unmade", v, r.Unmade(), broken, unjudged)
+	}
+}
+
+// TestSearchRecoveryWaitOfAStarvedInstrument: a wait for /fast that
+// failed while the load generator was throttled is an invalid try, never
+// "not recovered" (which blames the stack); it is waited again, and a
+// wait that failed with the instrument sound stops the probe as not
+// recovered.
+func TestSearchRecoveryWaitOfAStarvedInstrument(t *testing.T) {
+	const starved = "the load generator's cgroup was throttled 12.000 s in the window"
+	waits := 0
+	v := searchRecovering(t, &fakeStack{degradeAt: 2}, ProbeIdle, 64, func(context.Context) (bool, string) {
+		waits++
+		return waits%2 == 0, map[bool]string{true: starved, false: ""}[waits%2 == 1]
+	})
+	if v.ClientsToDegrade == nil || *v.ClientsToDegrade != 2 || v.Sure != "confirmed" {
+		t.Errorf("every other wait starved: levels %s, threshold %v, %s (%s); want 2 confirmed", clients(v), v.ClientsToDegrade, v.Sure, v.Stopped)
+	}
+	v = searchRecovering(t, &fakeStack{degradeAt: 2}, ProbeIdle, 64, func(context.Context) (bool, string) { return false, starved })
+	if v.ClientsToDegrade != nil || !strings.HasPrefix(v.Stopped, "invalid") || !strings.Contains(v.Stopped, "waiting for /fast to come back: "+starved) || clients(v) != "1h" {
+		t.Errorf("every wait starved: levels %s, threshold %v, %q; want one level, then invalid for the waits", clients(v), v.ClientsToDegrade, v.Stopped)
+	}
+	v = searchRecovering(t, &fakeStack{degradeAt: 2}, ProbeIdle, 64, func(context.Context) (bool, string) { return false, "" })
+	if v.ClientsToDegrade != nil || !strings.HasPrefix(v.Stopped, "not recovered") {
+		t.Errorf("the stack not back: threshold %v, %q; want not recovered", v.ClientsToDegrade, v.Stopped)
 	}
 }
 

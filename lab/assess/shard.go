@@ -196,9 +196,14 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		case <-ctx.Done():
 		}
 	}
-	if shard == 0 && !r.recovered(ctx, 0, time.Until(at)) {
-		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s before the probe's slot", ms(Threshold(0)))
-		return v, nil
+	if shard == 0 {
+		if back, why := r.recovered(ctx, 0, time.Until(at)); why != "" {
+			v.Stopped = "invalid: waiting for /fast before the probe's slot: " + why
+			return v, nil
+		} else if !back {
+			v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s before the probe's slot", ms(Threshold(0)))
+			return v, nil
+		}
 	}
 	sleepUntil(ctx, at)
 	fr.Start(at, samples)
@@ -239,9 +244,14 @@ func (c *Config) levelsSharded(ctx context.Context, r *run, v *Verdict, base tim
 			v.Stopped = fmt.Sprintf("late: the level of %d clients began %s ago on the shards' clock", n, late.Round(time.Millisecond))
 			return
 		}
-		if shard == 0 && k > 0 && !r.recovered(ctx, base, time.Until(start)) {
-			v.Stopped = fmt.Sprintf("not recovered: /fast did not come back under %s before the level of %d clients", ms(Threshold(base)), n)
-			return
+		if shard == 0 && k > 0 {
+			if back, why := r.recovered(ctx, base, time.Until(start)); why != "" {
+				v.Stopped = fmt.Sprintf("invalid: waiting for /fast before the level of %d clients (the shards' clock waits once): %s", n, why)
+				return
+			} else if !back {
+				v.Stopped = fmt.Sprintf("not recovered: /fast did not come back under %s before the level of %d clients", ms(Threshold(base)), n)
+				return
+			}
 		}
 		r.env.Logf("assess: %s: %d clients at %s, %d of them this shard's (%d/%d)", r.probe, n, start.UTC().Format(time.RFC3339Nano), shareOf(n, shard, shards), shard, shards)
 		lv, err := r.levelIn(ctx, n, base, last, slot{share: shareOf(n, shard, shards), at: start, measure: shard == 0, keep: true})
