@@ -19,6 +19,7 @@ test: deps check cleanup suite
 
 # The whole suite again, with a CPU hog on every core at nice 19 beside it
 # (scripts/with-load.sh): what a shared, loaded CI machine does to timing.
+# LOAD_NICE=0 makes the hog take half of every core.
 test-loaded: deps check cleanup
 	scripts/with-load.sh $(MAKE) --no-print-directory suite
 
