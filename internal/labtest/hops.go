@@ -58,8 +58,8 @@ func around(rows []recorder.Hop, v hops.Violation) string {
 	}
 	var b strings.Builder
 	for _, h := range rows {
-		if h.RunID == v.RunID && h.Download == v.Download && (h.TS == v.TS || h.TS == prev) {
-			fmt.Fprintf(&b, "    %.3f s %-40s %12d %s\n", h.TS, h.Hop, h.Bytes, h.Source)
+		if h.RunID == v.RunID && (h.Download == v.Download || v.Download == recorder.HopProxyWide) && (h.TS == v.TS || h.TS == prev) {
+			fmt.Fprintf(&b, "    %.3f s %3d %-40s %12d %s\n", h.TS, h.Download, h.Hop, h.Bytes, h.Source)
 		}
 	}
 	return b.String()
