@@ -13,14 +13,14 @@ STRESS_RUN ?= Assess|TempDiskFullInterrupted|ProxySendTimeout|ProxyTempDiskFull|
 STRESS_COUNT ?= 10
 SUITE_P ?= 2
 
-.PHONY: test test-loaded cleanup suite deps check build fuzz bench stress package
+.PHONY: test test-loaded cleanup suite deps check lint build fuzz bench stress package
 
-test: deps check cleanup suite
+test: deps lint cleanup suite
 
 # The whole suite again, with a CPU hog on every core at nice 19 beside it
 # (scripts/with-load.sh): what a shared, loaded CI machine does to timing.
 # LOAD_NICE=0 makes the hog take half of every core.
-test-loaded: deps check cleanup
+test-loaded: deps lint cleanup
 	scripts/with-load.sh $(MAKE) --no-print-directory suite
 
 # Remove the cgroups a killed earlier session left behind (as root; a
@@ -44,7 +44,14 @@ stress: deps
 deps:
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
 
-check:
+# The fast tier, for a contributor between edits: gofmt, go vet and every
+# test that starts no real component (go test -short: the end-to-end tests
+# skip, saying so, and no package builds the slowlab binary). make test
+# runs the whole suite, these tests included, and is what CI runs.
+check: lint
+	$(GO) test -short -count=1 ./...
+
+lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // promtool returns the path of promtool. Without it the test skips, except
@@ -42,6 +44,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 }
 
 func TestPromtoolTestRules(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs promtool")
 	runPromtool(t, "test", "rules", "tests.yml")
 }
 

@@ -450,6 +450,7 @@ func holdLongPolls(t *testing.T, s *Server, base string, n int, wait time.Durati
 // /fast requests go one at a time, and each is either answered or seen
 // queued (the long-polls outlast the test), so no timeout decides.
 func TestGthreadFullWorkerKeepsAccepting(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it holds workers for seconds")
 	for _, whenFree := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AcceptWhenFree=%v", whenFree), func(t *testing.T) {
 			var pending sync.WaitGroup
@@ -501,6 +502,7 @@ func TestGthreadFullWorkerKeepsAccepting(t *testing.T) {
 // TestGthreadWorkerConnections: a worker stops accepting at its connection
 // limit, as Gunicorn's worker_connections; the rest wait in the backlog.
 func TestGthreadWorkerConnections(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it holds workers for seconds")
 	var pending sync.WaitGroup
 	t.Cleanup(pending.Wait) // after the server's shutdown, which ends the requests
 	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 1, Threads: 1, LargeSize: 10, BlockSize: 4, WorkerConnections: 2})
@@ -530,6 +532,7 @@ func TestGthreadWorkerConnections(t *testing.T) {
 // drawn at random, so 20 long-polls land on both workers of 2 (all on one
 // has probability 2^-19); goroutines sharing one descriptor would not.
 func TestGthreadConnectionsGoToEveryWorker(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it holds workers for seconds")
 	s, base, _ := startServer(t, Options{Model: ModelGthread, Workers: 2, Threads: 16, LargeSize: 10, BlockSize: 4})
 	holdLongPolls(t, s, base, 20, time.Minute)
 	held := gauges(s, "slowlab_target_longpolls_in_progress")

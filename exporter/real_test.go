@@ -320,6 +320,7 @@ func TestRealBlockedSender(t *testing.T) {
 // accepted side once 10 s pass without data, and no longer once the client
 // sends a byte.
 func TestRealQuietClient(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it watches real sockets for seconds")
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -10,12 +10,15 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // TestSelectNow resolves each kind of selector once against this
 // machine's real /proc and sockets: what it selects, and an error naming
 // the selector when it selects nothing.
 func TestSelectNow(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it watches real processes for seconds")
 	ctx := context.Background()
 	arg := fmt.Sprintf("3600.%d", os.Getpid())
 	cmd := exec.Command("sleep", arg)

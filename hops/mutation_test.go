@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/proxy"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -351,6 +352,7 @@ var proxiedHops = []string{recorder.HopAppWritten, recorder.HopProxyUpstreamRece
 // loaded machine: 12 of 216 judged once, too few to see every hop) is
 // recorded again, three times at the most, until 40 samples are judged.
 func TestCheckMutationsOnRealRun(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it records a real run for seconds")
 	var rows []recorder.Hop
 	for try := 1; try <= 3; try++ {
 		rows = recordBuffered(t)

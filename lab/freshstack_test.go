@@ -80,6 +80,7 @@ func checkNothingLeft(t *testing.T, tmp string) {
 // nothing and its caller stops it), leaves no work directory, no stack
 // process and no exporter; Stop again is harmless.
 func TestFreshStackStopAfterLoadFailed(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it starts the embedded stack")
 	env, tmp := freshEnv(t)
 	checkNothingLeft(t, tmp)
 	var pids map[string]int
@@ -115,6 +116,7 @@ func TestFreshStackStopAfterLoadFailed(t *testing.T) {
 // missing) fail StartFresh with their reason and leave nothing behind:
 // the stack it started is stopped and its work directory removed.
 func TestFreshStackInstrumentsFail(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it starts the embedded stack")
 	env, tmp := freshEnv(t)
 	env.TargetsFile = filepath.Join(t.TempDir(), "missing", "targets.json")
 	fr, err := lab.StartFresh(context.Background(), env, deployment(t, "fresh.instruments-fail"), false)
@@ -132,6 +134,7 @@ func TestFreshStackInstrumentsFail(t *testing.T) {
 // stack" and leaves nothing; cancelled while the run's load goes on, Stop
 // leaves nothing either.
 func TestFreshStackCancelled(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it starts the embedded stack")
 	env, tmp := freshEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -127,6 +127,7 @@ func TestMatrixResume(t *testing.T) {
 // processes outside the session, every run is aborted with the guard's
 // reason and tried again as .try2 and .try3; AllFailed then holds.
 func TestMatrixHostBusy(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs a matrix for seconds")
 	saved := HostBusyCooldown
 	HostBusyCooldown = 10 * time.Millisecond
 	t.Cleanup(func() { HostBusyCooldown = saved })
@@ -172,6 +173,7 @@ func TestMatrixHostBusy(t *testing.T) {
 // intervals in a row (the old guard, which judged the whole host, aborted
 // it after two), and ends ok.
 func TestMatrixOwnLoad(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs an experiment on the embedded stack")
 	busy := make(chan struct{})
 	var once sync.Once
 	over := 0
@@ -217,6 +219,7 @@ func TestMatrixOwnLoad(t *testing.T) {
 // tried again; the try that kept its schedule stands. A failed run is
 // left as it is, and rows that record no lag are not judged.
 func TestMatrixScheduleLag(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs a matrix for seconds")
 	saved := HostBusyCooldown
 	HostBusyCooldown = 10 * time.Millisecond
 	t.Cleanup(func() { HostBusyCooldown = saved })

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // heapInuse is the heap in use after a full collection, in MiB: what the
@@ -40,6 +42,7 @@ func busiestClosedLoop(tb testing.TB, window time.Duration, onResult func(Result
 // 45 MiB at 200,000, before it streamed them). Bounded by a count of
 // probes, not by time, so a loaded machine only makes it slower.
 func TestClosedLoopMemoryIsBounded(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs a load for seconds")
 	const warm, total = 20_000, 200_000
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // h2Server is a cleartext HTTP/2 server (prior knowledge) on loopback
@@ -148,6 +150,7 @@ func TestH2ZeroWindowStall(t *testing.T) {
 // response on the same connection cannot arrive before a stalled reader
 // resumes; with a 16 MiB connection window it arrives while they stall.
 func TestH2StreamsShareConnectionWindow(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it paces streams for seconds")
 	for _, tc := range []struct {
 		conn    uint32
 		blocked bool

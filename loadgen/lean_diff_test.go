@@ -310,6 +310,7 @@ func TestLeanDifferentialHeaderLimit(t *testing.T) {
 // response ends with the connection closed, so a request that times out
 // hangs), and lean must give what net/http gives.
 func FuzzLeanMatchesNetHTTP(f *testing.F) {
+	slowlabtest.EndToEnd(f, "its seeds run real servers for seconds")
 	slowlabtest.SeedFiles(f, "*.http")
 	for _, raw := range hostileResponses() {
 		f.Add(string(raw))

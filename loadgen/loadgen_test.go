@@ -212,6 +212,7 @@ func TestFailedRequestsKeepTheirRows(t *testing.T) {
 // their results, those in flight end canceled, and each hit never started
 // gets a NotSent result, in seq order after the started ones.
 func TestOpenLoopCancelAccountsEveryHit(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs a load for seconds")
 	const answered = 3
 	var arrived atomic.Int32
 	hanging := make(chan struct{}) // closed when a request beyond the answered ones is in the handler

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -23,6 +24,7 @@ import (
 // write blocked in it and one write of the bucket; the rest comes at Rate.
 // The time is counted from before the server's first body read.
 func TestSlowUploaderQueuedStillPaced(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it paces an upload for seconds")
 	const (
 		size  = 2 << 20
 		rate  = 1 << 20 // bytes per second

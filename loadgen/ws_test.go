@@ -55,6 +55,7 @@ func TestWSConsumerReadsPushes(t *testing.T) {
 // app's send buffer at its largest, the consumer's doubled SO_RCVBUF, the
 // message being read and 64 KiB for the libraries' buffers.
 func TestWSSlowConsumerHoldsWaitingApp(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it paces a consumer for seconds")
 	base, _ := asyncApp(t)
 	const count, pad, rate, rcvbuf = 40, 256 << 10, 8 << 20, 64 << 10
 	var last WSDelivery

@@ -19,6 +19,7 @@ import (
 // arrives in time gets its response, and one whose upstream answers slowly
 // is not cut by the header timeout.
 func TestHeaderTimeoutIsSilent(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			time.Sleep(1500 * time.Millisecond) // longer than the header timeout

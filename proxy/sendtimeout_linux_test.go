@@ -56,6 +56,7 @@ func drain(t *testing.T, conn net.Conn) (int, int64, int64, error) {
 // waits in memory and a temp file, sent with sendfile) and off; what it
 // reads afterwards is a truncated body.
 func TestProxySendTimeout(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	const timeout = time.Second
 	for _, buffering := range []bool{true, false} {
 		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {
@@ -92,6 +93,7 @@ func TestProxySendTimeout(t *testing.T) {
 // takes but never silent for SendTimeout gets the whole body, the temp
 // file part through sendfile.
 func TestProxySendTimeoutSlowReader(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	body := testBody(1 << 20)
 	app := newAppServerOn(t, body, listen(t, smallSndbuf))
 	o := testOptions(t, app.URL, true)

@@ -60,6 +60,7 @@ func TestWebSocketTunnel(t *testing.T) {
 // whole hold. Without Options.WebSocket the upgrade is not passed on: the
 // app sees a plain GET and answers 426, which the client gets.
 func TestWebSocketIdleTimeout(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	app := wsApp(t)
 	o := testOptions(t, app, true)
 	o.UpstreamTimeout = 3 * time.Second

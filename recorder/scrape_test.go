@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // seriesKey names one exporter series; state is only for slowlab_processes.
@@ -222,6 +224,7 @@ func checkJitter(t *testing.T, j Jitter, ticks int, interval time.Duration) {
 }
 
 func TestSamplerRowsMatchExporter(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it samples an exporter for seconds")
 	exp := newTestExporter(fixtureSeries())
 	openMetricsOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, err := os.ReadFile("testdata/exposition-openmetrics.txt")

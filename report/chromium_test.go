@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // probeExpression runs in the loaded report: it reports every <img>'s
@@ -71,6 +73,7 @@ func (l *requestLog) list() []string {
 // (update checks, network time) is not the page's: it goes to a trap proxy
 // that refuses it, and is only logged.
 func TestReportInChromium(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs Chromium")
 	bin := chromiumPath()
 	if bin == "" {
 		if os.Getenv("CI") == "true" {

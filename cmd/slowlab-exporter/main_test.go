@@ -93,6 +93,7 @@ func freePort(t *testing.T) string {
 // --web.listen-address, shows the version on its landing page, and logs
 // one JSON object a line with --log.format json.
 func TestVersionListenAndJSONLogs(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs the exporter binary")
 	bin := filepath.Join(t.TempDir(), "slowlab-exporter")
 	const v, rev = "1.2.3-test", "0123abcd"
 	build := exec.Command("go", "build", "-ldflags", "-X github.com/prometheus/common/version.Version="+v+
@@ -152,6 +153,7 @@ func TestVersionListenAndJSONLogs(t *testing.T) {
 // group added to it is served at the next scrape; a config that no longer
 // loads is logged and the running one kept.
 func TestReloadOnSIGHUP(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs the exporter binary")
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "exporter.yml")
 	group := func(names ...string) string {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -22,6 +23,7 @@ import (
 // the completed run whole, mark the interrupted one aborted, and leave CSVs
 // that parse.
 func TestInterruptMidMatrix(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs and interrupts the slowlab binary")
 	// Orphans of the command re-parent to this process, so any child it
 	// failed to stop is found below.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {

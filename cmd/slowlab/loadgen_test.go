@@ -169,6 +169,7 @@ func TestLoadgenRefusesHugeSchedules(t *testing.T) {
 // are put together, every scheduled request is there once, numbered and
 // timed as one process would, and each shard ran its slow reader.
 func TestLoadgenShardsSendTheSchedule(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs load generator processes")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/large" {
 			w.Write(make([]byte, 64<<10))

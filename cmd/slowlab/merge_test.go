@@ -17,6 +17,7 @@ import (
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/appserver/appservertest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -38,6 +39,7 @@ func shardArgs(target, out, shard string, extra ...string) []string {
 // waits seconds in the merged run as in the one-process run of the same
 // load. `slowlab report` draws the merged directory.
 func TestMergeShardsAsProcesses(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs load generator processes")
 	o := appserver.DefaultOptions()
 	// 64 MiB at 16 MiB/s: whatever the socket buffers take at once (up to
 	// 16 MiB), the slow readers hold the workers for at least 3 s, past the

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // stubFiles are the files an experiment is, as CONTRIBUTING.md says: its
@@ -29,6 +31,7 @@ var stubFiles = map[string]string{
 // adding an experiment needed any other change (a list of names, a switch
 // of types, a report registry).
 func TestStubExperiment(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs the slowlab binary's experiments")
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)

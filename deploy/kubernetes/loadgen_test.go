@@ -17,6 +17,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	batchv1 "k8s.io/api/batch/v1"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -27,6 +28,7 @@ import (
 // results volume a temp dir, the target a local server, and the run cut
 // to 1 s without the linger) send together exactly the one schedule.
 func TestLoadgenJobShardsSendTheSchedule(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs load generator processes")
 	res := kustomize(t, "loadgen")
 	var job batchv1.Job
 	var pm monitoringv1.PodMonitor

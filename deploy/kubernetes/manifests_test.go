@@ -316,6 +316,7 @@ func TestConfigMapMatchesRuntimes(t *testing.T) {
 // container runtime runs here, so the build step runs as the Dockerfile
 // says, without one, and the binary reports the version it was given.
 func TestExporterImageBuilds(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it builds the exporter's image")
 	b, err := os.ReadFile("../Dockerfile.exporter")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 // cgroups removed, when the test ends.
 func StartOwn(t testing.TB, name string, route stack.Route, server string, large int64) *stack.Running {
 	t.Helper()
+	slowlabtest.EndToEnd(t, "it starts a stack")
 	return StartOwnWith(t, name, route, server, large, nil)
 }
 

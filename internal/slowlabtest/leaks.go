@@ -115,6 +115,7 @@ func leftProcessesAndCgroups() []string {
 // (an earlier test's, checked there) is not t's doing.
 func NothingLeft(t testing.TB) {
 	t.Helper()
+	EndToEnd(t, "it starts processes or cgroups it must not leave behind")
 	before := LeftBehind()
 	t.Cleanup(func() {
 		added := func() []string {

@@ -8,6 +8,7 @@
 package slowlabtest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,7 +28,10 @@ import (
 // TestMain: os.Exit(slowlabtest.Main(m)).
 func Main(m *testing.M) int {
 	markOwner()
-	if os.Getenv(child.ExecutableEnv) != "" {
+	flag.Parse()
+	if os.Getenv(child.ExecutableEnv) != "" || testing.Short() {
+		// Under -short no test starts a child (EndToEnd skips them), so
+		// the fast tier does not pay for a build.
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "slowlab-bin-")
@@ -77,10 +81,25 @@ func build(bin string) error {
 	return nil
 }
 
+// EndToEnd marks t as a test of the slow tier: one that starts a real
+// component (a child process, Gunicorn, NGINX, Prometheus), enters a
+// cgroup or a namespace, or runs a load for seconds. Under go test -short
+// (make check) it skips t, saying so; make test runs it. Require,
+// NothingLeft and the lab's test environments call it, so a test that
+// uses them need not.
+func EndToEnd(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("end-to-end (%s): not run under -short; make test runs it", what)
+	}
+}
+
 // Require skips t when ok is false, except with CI=true, where it fails
-// it: CI must run every test.
+// it: CI must run every test. What t requires is a real component, so
+// under -short it skips t whatever ok is (EndToEnd).
 func Require(t testing.TB, ok bool, why string) {
 	t.Helper()
+	EndToEnd(t, "it needs what it requires")
 	if ok {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 )
@@ -82,6 +83,7 @@ func h2cServer(t *testing.T, h2 bool) *httptest.Server {
 // that answers HTTP/1.1 only, a large URL that does; where both do, the
 // preflight passes and measures the large response over HTTP/2.
 func TestH2PreflightRefuses(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it starts the embedded stack")
 	h1, h2 := h2cServer(t, false), h2cServer(t, true)
 	for _, tc := range []struct {
 		fast, large string

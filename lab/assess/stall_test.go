@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -56,6 +57,7 @@ func syncOne(t *testing.T, cut time.Duration) *httptest.Server {
 // (it is held to the bound); on one that never frees it, /fast does not
 // come back while it is held.
 func TestStalledLevelWatchesFast(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs levels of load for seconds")
 	for _, tc := range []struct {
 		name string
 		cut  time.Duration

@@ -80,6 +80,7 @@ func requestsPerRun(t *testing.T, dir string) map[string]int {
 // and ends with each cell once in sweep.csv; other settings are refused
 // naming the field.
 func TestResumeSweepAfterInterrupt(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs a sweep on the embedded stack")
 	c := small(1<<20, 2<<20)
 	out := filepath.Join(t.TempDir(), "sweep")
 	env := flagEnv(t, c, "--out", out, "--max-host-cpu", "0")
@@ -147,6 +148,7 @@ func TestResumeSweepAfterInterrupt(t *testing.T) {
 // it (the test keeps the CPUs busy) aborts the cell's run with the reason
 // and tries it again as .try2 and .try3.
 func TestSweepHostCPUGuardAbortsAndRetries(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs a sweep on the embedded stack")
 	labtest.BusyHost(t)
 	// 1 MiB read at 256 KiB/s: /fast runs for 4 s, past the guard's 2 s.
 	c := small(1 << 20)

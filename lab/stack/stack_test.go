@@ -166,6 +166,7 @@ func TestLookupMissingApp(t *testing.T) {
 // The embedded app and proxy serve every route; on a proxied route the
 // load generator's URL is the proxy's, which relays to the app.
 func TestEmbeddedRoutes(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it starts the embedded stack")
 	st, _, _ := Lookup(NameEmbedded)
 	for _, route := range Routes {
 		t.Run(string(route), func(t *testing.T) {
