@@ -8,21 +8,24 @@
 package slowlabtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/slowlab/slowlab/child"
 )
 
-// Main builds ./cmd/slowlab of this module into a temporary directory,
-// points child.ExecutableEnv at it, runs the tests and removes it, and
-// fails the package when the tests left anything of theirs behind
+// Main builds ./cmd/slowlab of this module (once for all the packages of
+// a go test run: build), points child.ExecutableEnv at it, runs the
+// tests, and fails the package when the tests left anything of theirs behind
 // (LeftBehind): what a test's own check cannot see, as parallel subtests'
 // runs, each of which shares the process with the others. Call it from a
 // TestMain: os.Exit(slowlabtest.Main(m)).
@@ -34,14 +37,8 @@ func Main(m *testing.M) int {
 		// the fast tier does not pay for a build.
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "slowlab-bin-")
+	bin, err := build()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "slowlabtest:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "slowlab")
-	if err := build(bin); err != nil {
 		fmt.Fprintln(os.Stderr, "slowlabtest: build slowlab:", err)
 		return 1
 	}
@@ -66,19 +63,43 @@ func leftAfterAll() []string {
 	return left
 }
 
-// build compiles the module's cmd/slowlab into bin.
-func build(bin string) error {
+// BinDirPrefix starts the name of the directory, under the system's
+// temporary directory, that holds the slowlab binary the tests of one
+// module checkout share (its path's hash follows).
+const BinDirPrefix = "slowlab-test-bin-"
+
+// build compiles the module's cmd/slowlab into a directory that every
+// package of this checkout shares, under a lock, and returns its path:
+// the go command links again only when the binary is out of date, so of
+// a go test run's packages the first builds it (about 3 s) and the others
+// find it current (0.5 s), where each built its own before. It stays
+// for the next run, as the go build cache does.
+func build() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return fmt.Errorf("go env GOMOD: %w", err)
+		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), BinDirPrefix+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	bin := filepath.Join(dir, "slowlab")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/slowlab")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%w: %s", err, out)
+		return "", fmt.Errorf("%w: %s", err, out)
 	}
-	return nil
+	return bin, nil
 }
 
 // EndToEnd marks t as a test of the slow tier: one that starts a real
