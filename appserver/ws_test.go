@@ -62,6 +62,7 @@ func mustQuery(t *testing.T, q string) url.Values {
 // once the client closed it. Echo gives each message back. Without an
 // upgrade /ws answers 426, with a bad query 400, each counted.
 func TestWSHoldsSyncWorker(t *testing.T) {
+	slowlabtest.Timing(t)
 	o := DefaultOptions()
 	o.Workers = 1
 	s, base, _ := startServer(t, o)
@@ -135,6 +136,7 @@ func counter(t *testing.T, s *Server, endpoint, code string) float64 {
 // Shutdown does not see them): the client reads the connection's end and
 // Serve returns (startServer's cleanup fails the test if it does not).
 func TestWSClosedOnShutdown(t *testing.T) {
+	slowlabtest.Timing(t)
 	o := DefaultOptions()
 	o.Model = ModelAsync
 	s, err := New(o)

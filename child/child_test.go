@@ -13,6 +13,7 @@ import (
 )
 
 func TestExitsBeforeReady(t *testing.T) {
+	Timing(t)
 	_, err := Start(context.Background(), "broken", filepath.Join(t.TempDir(), "log"), []string{"/bin/sh", "-c", "echo no config here >&2; exit 3"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "broken exited before it was ready") || !strings.Contains(err.Error(), "no config here") {
 		t.Fatalf("err = %v; want the exit and the log tail", err)
@@ -21,6 +22,7 @@ func TestExitsBeforeReady(t *testing.T) {
 
 // A child that prints its ready line and exits at once was ready.
 func TestReadyThenExit(t *testing.T) {
+	Timing(t)
 	p, err := Start(context.Background(), "brief", filepath.Join(t.TempDir(), "log"), []string{"/bin/sh", "-c", "echo ready listen=x"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -34,6 +36,7 @@ func TestReadyThenExit(t *testing.T) {
 
 // Stop must end the child's whole process group, grandchildren included.
 func TestStopEndsProcessGroup(t *testing.T) {
+	Timing(t)
 	p, err := Start(context.Background(), "parent", filepath.Join(t.TempDir(), "log"),
 		[]string{"/bin/sh", "-c", "trap '' TERM; sleep 60 & echo ready pid=$!; wait"}, nil)
 	if err != nil {
@@ -67,6 +70,7 @@ func TestStopEndsProcessGroup(t *testing.T) {
 // exits at once after a burst of output: the log is closed only after the
 // stdout reader has drained the pipe.
 func TestOutputReachesLogToTheEnd(t *testing.T) {
+	Timing(t)
 	const lines = 200000
 	logPath := filepath.Join(t.TempDir(), "log")
 	p, err := Start(context.Background(), "chatty", logPath,
@@ -139,3 +143,8 @@ func FuzzParseReady(f *testing.F) {
 		}
 	})
 }
+
+// Timing marks a test timing-sensitive, as slowlabtest.Timing does
+// elsewhere (slowlabtest imports this package, so its tests cannot import
+// it): make stress runs it ten times over.
+func Timing(t testing.TB) { t.Helper() }

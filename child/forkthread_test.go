@@ -15,6 +15,7 @@ import (
 // is SIGKILLed by its parent death signal when that goroutine ends, which
 // is what happened to Gunicorn mid-run before StartCmd.
 func TestStartCmdOutlivesLockedThreads(t *testing.T) {
+	Timing(t)
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Fatal(err)

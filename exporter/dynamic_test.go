@@ -192,6 +192,7 @@ func TestMaxDynamicGroupsInvalid(t *testing.T) {
 // process in one, and one selector yields two groups with their labels,
 // the process counted in its group only.
 func TestRealDynamicGroups(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.Require(t, os.Geteuid() == 0, "needs root to create cgroups")
 	layout, err := cgroup.Detect(cgroup.DefaultRoot)
 	slowlabtest.Require(t, err == nil, "no cgroup hierarchy mounted")

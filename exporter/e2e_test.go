@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -85,6 +87,7 @@ var durationLine = regexp.MustCompile(`(?m)^(slowlab_exporter_collector_duration
 // output against testdata/e2e-*.metrics (go test -run EndToEnd -update
 // rewrites them). Durations are the only values masked.
 func TestEndToEnd(t *testing.T) {
+	slowlabtest.Timing(t)
 	// statfs of a temp dir through a fixture process's /proc/PID/root: a
 	// fixed 64 MiB filesystem with 48 MiB available (the fixture tree has
 	// no mounts of its own; the host's would change the golden output).
@@ -182,6 +185,7 @@ func lineDiff(want, got string) string {
 // TestEndToEndOpenMetrics checks the content negotiation: a scraper that
 // asks for OpenMetrics gets it, with counters typed as such.
 func TestEndToEndOpenMetrics(t *testing.T) {
+	slowlabtest.Timing(t)
 	e, err := New(fixtureConfig(t), fixtureOptions(t, "cgroup-v2"), nil)
 	if err != nil {
 		t.Fatal(err)

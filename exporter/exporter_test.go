@@ -124,6 +124,7 @@ func TestRaces(t *testing.T) {
 
 // TestProcessExitsMidScan: PIDs that no longer exist are skipped.
 func TestProcessExitsMidScan(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := &processCollector{procFS: "testdata/fixtures/proc", wchanTop: 10}
 	var err error
 	if c.fs, err = procfs.NewFS(c.procFS); err != nil {
@@ -177,6 +178,7 @@ func (c blockingCollector) Update(ctx context.Context, _ []Target, _ chan<- prom
 // scrape; the client's timeout merely keeps a broken exporter from hanging
 // the test.
 func TestScrapeTimeoutHeader(t *testing.T) {
+	slowlabtest.Timing(t)
 	opts := fixtureOptions(t, "cgroup-v2")
 	opts.ScrapeTimeout = time.Hour
 	e := fixtureExporter(t, opts, nil)
@@ -213,6 +215,7 @@ func TestScrapeTimeoutHeader(t *testing.T) {
 }
 
 func TestScrapeTimeout(t *testing.T) {
+	slowlabtest.Timing(t)
 	tests := []struct {
 		header string
 		want   time.Duration

@@ -80,6 +80,7 @@ func writeFile(t *testing.T, path, value string) {
 // core: usage grows by no more than the quota allows, throttled periods and
 // seconds rise, and the memory it touched shows in usage and the peak.
 func TestRealCgroupQuotaAndPeak(t *testing.T) {
+	slowlabtest.Timing(t)
 	layout, err := cgroup.Detect(DefaultCgroupFS)
 	slowlabtest.Require(t, err == nil && os.Geteuid() == 0, "needs root and a cgroup filesystem at "+DefaultCgroupFS)
 	_, v1cpu := layout.V1["cpu"]
@@ -191,6 +192,7 @@ func TestRealCgroupQuotaAndPeak(t *testing.T) {
 // in two processes (this one and a child): it counts once, with its real
 // logical and allocated sizes.
 func TestRealUnlinkedTempFile(t *testing.T) {
+	slowlabtest.Timing(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "proxy-temp-1")
 	f, err := os.Create(path)
@@ -251,6 +253,7 @@ func TestRealUnlinkedTempFile(t *testing.T) {
 // in sk_stream_wait_memory. Outside CI, a kernel that hides any of these
 // skips the test with the reason; in CI (CI=true) it fails.
 func TestRealBlockedSender(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.Require(t, tcpInfoHasNotsent(t), "the kernel's tcp_info has no tcpi_notsent_bytes (Linux 4.6+)")
 	ln, accepted := slowReaderListener(t)
 	sender := startHelper(t, "send", []string{"SLOWLAB_ADDR=" + ln.Addr().String()})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -282,6 +283,7 @@ func TestHopsAppWrittenUnknown(t *testing.T) {
 // passes as conserved nor fails; the sample before, with the app's socket
 // in it, is judged and fails the same corruption.
 func TestHopsDirectAppClosedUnmeasured(t *testing.T) {
+	slowlabtest.Timing(t)
 	const app, client = 8000, 40000
 	d := Download{Local: ap(client), PeerPort: client}
 	samples := []Sample{

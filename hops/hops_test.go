@@ -56,6 +56,7 @@ func slowRead(t *testing.T, addr string, rate float64, local chan<- netip.AddrPo
 // and the hops show the bytes waiting in the server's send queue, then
 // only in the client's.
 func TestDirectConservedOnRealSockets(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it samples a slow download for seconds")
 	const size = 3 << 20
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")

@@ -352,6 +352,7 @@ var proxiedHops = []string{recorder.HopAppWritten, recorder.HopProxyUpstreamRece
 // loaded machine: 12 of 216 judged once, too few to see every hop) is
 // recorded again, three times at the most, until 40 samples are judged.
 func TestCheckMutationsOnRealRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it records a real run for seconds")
 	var rows []recorder.Hop
 	for try := 1; try <= 3; try++ {
@@ -372,6 +373,7 @@ func TestCheckMutationsOnRealRun(t *testing.T) {
 // reading 8 MiB at 2 MiB/s, as hops.csv recorded it, with each side's
 // counts and the clients' receive buffers; 29 of its 54 samples judged).
 func TestCheckMutationsOnNginxRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	rows, err := recorder.ReadFile[recorder.Hop]("testdata/nginx-buffered-hops.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -388,6 +390,7 @@ func TestCheckMutationsOnNginxRun(t *testing.T) {
 // 2 MiB/s (testdata/gunicorn-direct-hops.csv, as hops.csv recorded it)
 // pass Check, and each hop corrupted fails it.
 func TestCheckMutationsOnGunicornDirectRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	rows, err := recorder.ReadFile[recorder.Hop]("testdata/gunicorn-direct-hops.csv")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // TestTakeFindsWhatTheFirstDumpMissed: a connection the first dump of a
@@ -14,6 +16,7 @@ import (
 // dump, all its bytes its movement, so no check judges its download as if
 // it had none; a connection both dumps have is looked up, unmoved.
 func TestTakeFindsWhatTheFirstDumpMissed(t *testing.T) {
+	slowlabtest.Timing(t)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

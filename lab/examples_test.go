@@ -55,6 +55,7 @@ func TestSmokeEveryExperiment(t *testing.T) {
 // own ports, cgroups and results directory), which halves the suite's
 // longest test.
 func TestExamplesRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	files, _ := filepath.Glob("../examples/*.yaml")
 	if len(files) < 4 {
 		t.Fatalf("examples: %v", files)

@@ -76,6 +76,7 @@ func requestRuns(t *testing.T, dir string) map[string]int {
 // runs only those again; a resume with other settings is refused and
 // changes nothing.
 func TestMatrixResume(t *testing.T) {
+	slowlabtest.Timing(t)
 	env := &Env{Out: t.TempDir()}
 	cfg := &fakeConfig{Header: Header{Experiment: "fake"}, Runs: 3}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -127,6 +128,7 @@ func TestMatrixResume(t *testing.T) {
 // processes outside the session, every run is aborted with the guard's
 // reason and tried again as .try2 and .try3; AllFailed then holds.
 func TestMatrixHostBusy(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs a matrix for seconds")
 	saved := HostBusyCooldown
 	HostBusyCooldown = 10 * time.Millisecond
@@ -173,6 +175,7 @@ func TestMatrixHostBusy(t *testing.T) {
 // intervals in a row (the old guard, which judged the whole host, aborted
 // it after two), and ends ok.
 func TestMatrixOwnLoad(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs an experiment on the embedded stack")
 	busy := make(chan struct{})
 	var once sync.Once
@@ -219,6 +222,7 @@ func TestMatrixOwnLoad(t *testing.T) {
 // tried again; the try that kept its schedule stands. A failed run is
 // left as it is, and rows that record no lag are not judged.
 func TestMatrixScheduleLag(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs a matrix for seconds")
 	saved := HostBusyCooldown
 	HostBusyCooldown = 10 * time.Millisecond

@@ -7,12 +7,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // Three shards at the barrier are answered together, with one instant
 // after the last arrived; a shard out of range, or one arriving twice,
 // is refused with why; a remote barrier is refused unless allowed.
 func TestStartBarrier(t *testing.T) {
+	slowlabtest.Timing(t)
 	srv := httptest.NewServer(&StartBarrier{Shards: 3, Lead: 50 * time.Millisecond})
 	defer srv.Close()
 	starts := make([]time.Time, 3)

@@ -275,6 +275,7 @@ func TestOpenLoopOverH2(t *testing.T) {
 // its stream end (its write fails), and the connection carries other
 // streams on.
 func TestH2ReaderCutsStream(t *testing.T) {
+	slowlabtest.Timing(t)
 	srv := startH2Server(t)
 	c := dialH2(t, srv.addr, 64<<10, 16<<20)
 	until := time.Now().Add(200 * time.Millisecond)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // endlessServer serves every connection on a loopback listener: it reads
@@ -99,6 +101,7 @@ func endlessGet(t *testing.T, lean bool, head, body string) (r Result, alloc uin
 // allocated bounded: the server writes until the client closes its
 // connection.
 func TestEndlessHeaderBounded(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct {
 		name, head, body string
 		maxAlloc         uint64 // bytes the request may allocate

@@ -24,6 +24,7 @@ import (
 // write blocked in it and one write of the bucket; the rest comes at Rate.
 // The time is counted from before the server's first body read.
 func TestSlowUploaderQueuedStillPaced(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it paces an upload for seconds")
 	const (
 		size  = 2 << 20

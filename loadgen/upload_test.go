@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -27,6 +28,7 @@ func uploadTo(t *testing.T, raw string, size int64) Upload {
 }
 
 func TestSlowUploaderOK(t *testing.T) {
+	slowlabtest.Timing(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
 		w.Header().Set(uploadBytesHeader, fmt.Sprint(n))
@@ -50,6 +52,7 @@ func TestSlowUploaderOK(t *testing.T) {
 }
 
 func TestSlowUploaderEarlyStatus(t *testing.T) {
+	slowlabtest.Timing(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", http.StatusBadGateway)
 	}))
@@ -63,6 +66,7 @@ func TestSlowUploaderEarlyStatus(t *testing.T) {
 // TestSlowUploaderReset: a server that reads part of the body and resets
 // the connection, as the kernel does for a killed Gunicorn worker.
 func TestSlowUploaderReset(t *testing.T) {
+	slowlabtest.Timing(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +94,7 @@ func TestSlowUploaderReset(t *testing.T) {
 }
 
 func TestSlowUploaderTimeout(t *testing.T) {
+	slowlabtest.Timing(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +125,7 @@ func TestSlowUploaderTimeout(t *testing.T) {
 }
 
 func TestSlowUploaderRefusesRemote(t *testing.T) {
+	slowlabtest.Timing(t)
 	u := uploadTo(t, "http://192.0.2.1:80/upload", 10)
 	if u.Outcome != recorder.UploadError || u.Err == nil {
 		t.Fatalf("got %+v, want an error (not loopback)", u)
@@ -127,6 +133,7 @@ func TestSlowUploaderRefusesRemote(t *testing.T) {
 }
 
 func TestSlowUploaderValidate(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, s := range []SlowUploader{{Size: -1, Rate: 1, WriteSize: 1}, {Rate: 0, WriteSize: 1}, {Rate: 1, WriteSize: 0}, {Rate: 1, WriteSize: 1, SndBuf: -1}} {
 		if s.Validate() == nil {
 			t.Errorf("%+v: want an error", s)

@@ -33,6 +33,7 @@ func asyncApp(t *testing.T) (string, *appserver.Server) {
 // A consumer reads every pushed message in order, each with the app's
 // stamp, and the app's close says how many it pushed.
 func TestWSConsumerReadsPushes(t *testing.T) {
+	slowlabtest.Timing(t)
 	base, _ := asyncApp(t)
 	var got []WSDelivery
 	before := time.Now()
@@ -55,6 +56,7 @@ func TestWSConsumerReadsPushes(t *testing.T) {
 // app's send buffer at its largest, the consumer's doubled SO_RCVBUF, the
 // message being read and 64 KiB for the libraries' buffers.
 func TestWSSlowConsumerHoldsWaitingApp(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it paces a consumer for seconds")
 	base, _ := asyncApp(t)
 	const count, pad, rate, rcvbuf = 40, 256 << 10, 8 << 20, 64 << 10
@@ -82,6 +84,7 @@ func TestWSSlowConsumerHoldsWaitingApp(t *testing.T) {
 // (the session then ends: the test waits for the gauge, not the
 // consumer), and goes back to 0 once the session is gone.
 func TestWSUnboundedQueueGrows(t *testing.T) {
+	slowlabtest.Timing(t)
 	base, app := asyncApp(t)
 	const count, pad, rate, rcvbuf = 40, 256 << 10, 256 << 10, 64 << 10
 	threshold := float64(count*pad - slowlabtest.WmemMax(t) - 2*rcvbuf - 2*pad - 64<<10)
@@ -132,6 +135,7 @@ func waitGauge(t *testing.T, reg prometheus.Gatherer, name string, want float64)
 // with pings every 20 ms each is answered. A refused address ends the
 // session at once, named.
 func TestWSHolder(t *testing.T) {
+	slowlabtest.Timing(t)
 	base, _ := asyncApp(t)
 	u := wsURL(t, base, appserver.WSParams{Mode: appserver.WSEcho})
 	r := WSHolder{WSDial: WSDial{URL: u, Timeout: time.Minute}, Hold: 200 * time.Millisecond, Ping: 20 * time.Millisecond}.Run(context.Background())

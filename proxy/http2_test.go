@@ -155,6 +155,7 @@ func TestHTTP2OverTLS(t *testing.T) {
 // the connection carries another stream meanwhile. The connection-level
 // timeout alone cannot see it: the connection keeps moving.
 func TestHTTP2StreamSendTimeout(t *testing.T) {
+	slowlabtest.Timing(t)
 	up := newHeldUpstream(t)
 	o := testOptions(t, up.URL, false)
 	o.HTTP2, o.SendTimeout = true, 500*time.Millisecond

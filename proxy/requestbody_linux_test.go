@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // bodyUpstream is an upstream that reads each request body whole and
@@ -50,6 +52,7 @@ func newBodyUpstream(t *testing.T, dir func() string, proceed <-chan struct{}) *
 // client body buffer reaches the upstream whole, with a Content-Length,
 // from an unlinked client-body-temp- file in the body temp dir.
 func TestRequestBufferingOnSpoolsToTempFile(t *testing.T) {
+	slowlabtest.Timing(t)
 	var o Options
 	up := newBodyUpstream(t, func() string { return o.bodyTempDir() }, nil)
 	o = testOptions(t, up.URL, true)

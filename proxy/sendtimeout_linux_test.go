@@ -56,6 +56,7 @@ func drain(t *testing.T, conn net.Conn) (int, int64, int64, error) {
 // waits in memory and a temp file, sent with sendfile) and off; what it
 // reads afterwards is a truncated body.
 func TestProxySendTimeout(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	const timeout = time.Second
 	for _, buffering := range []bool{true, false} {
@@ -93,6 +94,7 @@ func TestProxySendTimeout(t *testing.T) {
 // takes but never silent for SendTimeout gets the whole body, the temp
 // file part through sendfile.
 func TestProxySendTimeoutSlowReader(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	body := testBody(1 << 20)
 	app := newAppServerOn(t, body, listen(t, smallSndbuf))

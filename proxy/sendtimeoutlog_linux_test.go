@@ -19,6 +19,7 @@ import (
 // log can tell which request it cut; a client that leaves by itself is
 // not logged so.
 func TestProxySendTimeoutLogsClientTimeout(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	for _, buffering := range []bool{true, false} {
 		t.Run(fmt.Sprintf("buffering=%v", buffering), func(t *testing.T) {

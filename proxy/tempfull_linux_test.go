@@ -20,6 +20,7 @@ import (
 // the client that had not read yet gets a 200 header and a body shorter
 // than its Content-Length, then the connection closes.
 func TestProxyTempDiskFull(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "mounting a tmpfs for the temp dir")
 	const size = 4 << 20
 	body := testBody(size)

@@ -35,6 +35,7 @@ func wsDial(t *testing.T, addr string, p appserver.WSParams) loadgen.WSDial {
 // Through the proxy a WebSocket is a tunnel: every pushed message comes,
 // the app's close too, and the proxy counts the tunnel while it is open.
 func TestWebSocketTunnel(t *testing.T) {
+	slowlabtest.Timing(t)
 	p, addr := startProxy(t, testOptions(t, wsApp(t), true))
 	got := 0
 	r := loadgen.WSConsumer{WSDial: wsDial(t, addr, appserver.WSParams{Mode: appserver.WSPush, Interval: time.Millisecond, Count: 50, Pad: 10 << 10, Queue: appserver.WSQueueWait}),
@@ -60,6 +61,7 @@ func TestWebSocketTunnel(t *testing.T) {
 // whole hold. Without Options.WebSocket the upgrade is not passed on: the
 // app sees a plain GET and answers 426, which the client gets.
 func TestWebSocketIdleTimeout(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it waits out a proxy timeout")
 	app := wsApp(t)
 	o := testOptions(t, app, true)

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // assessmentFixture is testdata/assessment.json, read whole.
@@ -23,6 +25,7 @@ func assessmentFixture(t testing.TB) []byte {
 // An assessment written is read back the same; the fixture's values
 // arrive where its fields say.
 func TestAssessmentRoundTrip(t *testing.T) {
+	slowlabtest.Timing(t)
 	a, err := parseAssessment(assessmentFixture(t))
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +55,7 @@ func TestAssessmentRoundTrip(t *testing.T) {
 
 // Each corruption of the fixture is refused, naming what is wrong.
 func TestAssessmentRefusesCorrupt(t *testing.T) {
+	slowlabtest.Timing(t)
 	good := string(assessmentFixture(t))
 	for _, c := range []struct{ name, from, to, want string }{
 		{"unknown field", `"took_s": 41.2,`, `"took_s": 41.2, "verdict": "fine",`, `unknown field "verdict"`},
@@ -86,6 +90,7 @@ func TestAssessmentRefusesCorrupt(t *testing.T) {
 // FuzzParseAssessment: any input is parsed or refused, never a panic,
 // and what parses writes and reads back the same.
 func FuzzParseAssessment(f *testing.F) {
+	slowlabtest.Timing(f)
 	f.Add(assessmentFixture(f))
 	f.Add([]byte(`{"probes": []}`))
 	f.Add([]byte(`{"probes": [{"probe": "idle", "clients_to_degrade": 1, "clients_tried": 1, "levels": [{"clients": 1}]}]}`))

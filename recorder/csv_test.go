@@ -363,6 +363,7 @@ func TestReadKeepsRowsBeforeError(t *testing.T) {
 // row whose Write succeeded, complete, and no part of the row that failed:
 // the file stays readable, and appendable once there is room again.
 func TestFileWriterDiskFull(t *testing.T) {
+	slowlabtest.Timing(t)
 	dir := slowlabtest.TinyDisk(t, 16<<10)
 	row := func(i int) Request {
 		return Request{RunID: "disk-full", Seq: i, Status: 200, LatencyMS: 1.5, Error: strings.Repeat("x", 40)}

@@ -222,6 +222,7 @@ func scrapedSince(ctx context.Context, prom v1.API, start, now time.Time, n int,
 // checked against the raw samples Prometheus stored, not against a guess
 // of when the scrapes happened.
 func TestQueryRangeRealPrometheus(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it starts Prometheus")
 	const (
 		interval = 200 * time.Millisecond

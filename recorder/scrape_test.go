@@ -224,6 +224,7 @@ func checkJitter(t *testing.T, j Jitter, ticks int, interval time.Duration) {
 }
 
 func TestSamplerRowsMatchExporter(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it samples an exporter for seconds")
 	exp := newTestExporter(fixtureSeries())
 	openMetricsOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -288,6 +289,7 @@ func TestNegotiatedFormat(t *testing.T) {
 // new values. Phases follow the ticks seen, not the clock, so a tick
 // skipped on a loaded machine changes nothing.
 func TestSamplerServerGap(t *testing.T) {
+	slowlabtest.Timing(t)
 	exp := newTestExporter(fixtureSeries())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -386,6 +388,7 @@ func isClosed(ch <-chan struct{}) bool {
 // interval depends on the machine's load, so it is not asserted; any tick
 // may be skipped, and a loaded machine may time out others the same way.)
 func TestSamplerTimeout(t *testing.T) {
+	slowlabtest.Timing(t)
 	released := make(chan struct{})
 	srv := httptest.NewServer(hangOnce(newTestExporter(fixtureSeries()), 2, released))
 	defer srv.Close()
@@ -424,6 +427,7 @@ func TestSamplerTimeout(t *testing.T) {
 // resumes. That holds for any scrape that times out, whatever the load:
 // the third tick is due 70 ms before the timeout ends.
 func TestSamplerSkipsRatherThanBunches(t *testing.T) {
+	slowlabtest.Timing(t)
 	released := make(chan struct{})
 	srv := httptest.NewServer(hangOnce(newTestExporter(fixtureSeries()), 2, released))
 	defer srv.Close()
@@ -467,6 +471,7 @@ func TestSamplerSkipsRatherThanBunches(t *testing.T) {
 // TestSamplerSeveralTargets scrapes the exporter, a second endpoint and
 // one that fails: the rows keep what was measured and name the failure.
 func TestSamplerSeveralTargets(t *testing.T) {
+	slowlabtest.Timing(t)
 	exp := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
 	defer exp.Close()
 	other := newTestExporter(map[seriesKey]float64{
@@ -512,6 +517,7 @@ func TestSamplerSeveralTargets(t *testing.T) {
 // before and the first tick's rows, so the bounds hold however long that
 // takes.
 func TestSamplerStart(t *testing.T) {
+	slowlabtest.Timing(t)
 	srv := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
 	defer srv.Close()
 	const interval = 100 * time.Millisecond
@@ -541,6 +547,7 @@ func TestSamplerStart(t *testing.T) {
 }
 
 func TestSamplerStopsOnWriteError(t *testing.T) {
+	slowlabtest.Timing(t)
 	srv := httptest.NewServer(newTestExporter(fixtureSeries()).handler(true))
 	defer srv.Close()
 	full := errors.New("no space left on device")
@@ -555,6 +562,7 @@ func TestSamplerStopsOnWriteError(t *testing.T) {
 }
 
 func TestSamplerConfigErrors(t *testing.T) {
+	slowlabtest.Timing(t)
 	ok := func(ResourceSample) error { return nil }
 	for _, tc := range []struct {
 		s    Sampler
@@ -594,6 +602,7 @@ func TestJitter(t *testing.T) {
 // exporter stand-in for SLOWLAB_JITTER_DURATION (e.g. 30s) at 200 ms; it
 // reports, it does not judge.
 func TestSamplerJitterReport(t *testing.T) {
+	slowlabtest.Timing(t)
 	d, err := time.ParseDuration(os.Getenv("SLOWLAB_JITTER_DURATION"))
 	if err != nil {
 		t.Skip("set SLOWLAB_JITTER_DURATION=30s to measure sampling jitter")
@@ -615,6 +624,7 @@ func TestSamplerJitterReport(t *testing.T) {
 // reading and parsing on, so the ticks come (a scrape that was not cut
 // would never end, and the test would fail at its deadline).
 func TestSamplerCutsSlowParse(t *testing.T) {
+	slowlabtest.Timing(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", contentTypeOpenMetrics)
 		io.WriteString(w, "# TYPE slowlab_processes gauge\n")

@@ -17,6 +17,7 @@ import (
 // before any slow client is started (no level was run: no requests.csv
 // rows of a level).
 func TestAssessRefusesBeforeLoad(t *testing.T) {
+	slowlabtest.Timing(t)
 	ok := func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }
 	mux := http.NewServeMux()
 	mux.HandleFunc("/fast", ok)
@@ -74,6 +75,7 @@ func TestAssessRefusesBeforeLoad(t *testing.T) {
 // both sides); a bound of 3 passes (exit 0), one of 4 is broken (exit 1,
 // named), with the verdict and the report written either way.
 func TestAssessFailOn(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.NothingLeft(t)
 	assess := func(bound string) (int, string, string, string) {
 		out := t.TempDir()
@@ -107,6 +109,7 @@ func TestAssessFailOn(t *testing.T) {
 // TestAssessCombineRefuses: --combine wants --out and shards' results
 // directories; anything else is refused by name with exit 2.
 func TestAssessCombineRefuses(t *testing.T) {
+	slowlabtest.Timing(t)
 	notShard := t.TempDir()
 	for _, tc := range []struct {
 		args []string

@@ -14,6 +14,7 @@ import (
 // A session in which every run failed exits 1 and says so, with the
 // reasons in runs.csv; it does not print an empty table and exit 0.
 func TestEveryRunFailedExitsNonZero(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireTool(t, "gunicorn")
 	slowlabtest.RequireRoot(t, "the real stack's cgroup limits")
 	dir := t.TempDir()
@@ -55,6 +56,7 @@ gunicorn:
 // (every try of it failed) and another measured ends with a line naming
 // the one and exits 4, not 0: the table alone showed the measured row.
 func TestConditionWithoutValidRunExits4(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireTool(t, "gunicorn")
 	slowlabtest.RequireTool(t, "node")
 	slowlabtest.RequireRoot(t, "the real stack's cgroup limits")

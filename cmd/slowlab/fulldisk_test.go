@@ -16,6 +16,7 @@ import (
 // the cause, and the exit status says so, even though every request
 // succeeded; the rows written before the disk filled stay readable.
 func TestLoadgenDiskFull(t *testing.T) {
+	slowlabtest.Timing(t)
 	out := filepath.Join(slowlabtest.TinyDisk(t, 16<<10), "results")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
 	defer srv.Close()

@@ -32,6 +32,7 @@ import (
 // one, so the command is run again, three times at the most, until every
 // condition was measured.
 func TestDefaultGuardSparesOwnLoad(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs an experiment on the embedded stack")
 	want := []string{"sync-2.hold0.probes20.rep1", "gthread-2x16.hold0.probes20.rep1"}
 	for attempt := 1; attempt <= 3; attempt++ {

@@ -23,6 +23,7 @@ import (
 // the completed run whole, mark the interrupted one aborted, and leave CSVs
 // that parse.
 func TestInterruptMidMatrix(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs and interrupts the slowlab binary")
 	// Orphans of the command re-parent to this process, so any child it
 	// failed to stop is found below.

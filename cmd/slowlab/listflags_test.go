@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 )
 
@@ -131,6 +132,7 @@ func TestInconsistentInputRefused(t *testing.T) {
 // Every experiment that refuses stack: external says why before anything
 // asks for the external: block; the others ask for it.
 func TestExternalRefusedFirst(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, e := range lab.Experiments() {
 		if !e.Takes("stack") {
 			continue

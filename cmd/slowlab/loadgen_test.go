@@ -102,6 +102,7 @@ func TestLoadgenHelpExitStatus(t *testing.T) {
 // An interrupted run still accounts for every scheduled request: the ones
 // never sent are requests.csv rows with status 0 and the not_sent error.
 func TestLoadgenInterruptedWritesUnsentRows(t *testing.T) {
+	slowlabtest.Timing(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var arrived atomic.Int32

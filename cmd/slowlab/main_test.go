@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/latencygap"
 	"github.com/slowlab/slowlab/lab/longpoll"
@@ -199,6 +200,7 @@ func TestSharedFlagsPerExperiment(t *testing.T) {
 // Every registered experiment runs through the one run loop and takes its
 // flags: --resume and --max-host-cpu, shown in its --help and accepted.
 func TestEveryExperimentResumesAndGuards(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, e := range lab.Experiments() {
 		code, stdout, _ := runCmd(t, "reproduce", e.Name, "--help")
 		for _, name := range []string{"resume", "max-host-cpu"} {

@@ -39,6 +39,7 @@ func shardArgs(target, out, shard string, extra ...string) []string {
 // waits seconds in the merged run as in the one-process run of the same
 // load. `slowlab report` draws the merged directory.
 func TestMergeShardsAsProcesses(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs load generator processes")
 	o := appserver.DefaultOptions()
 	// 64 MiB at 16 MiB/s: whatever the socket buffers take at once (up to

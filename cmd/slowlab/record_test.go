@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -142,6 +143,7 @@ func TestRecordScrape(t *testing.T) {
 // selects the run. (TestRecordPrometheusSelectsRun and recorder's tests run
 // the real Prometheus.)
 func TestRecordPrometheus(t *testing.T) {
+	slowlabtest.Timing(t)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
 		if r.URL.Path != "/api/v1/query_range" {
@@ -286,6 +288,7 @@ func recordWaitFor(t *testing.T, what string, check func() (done bool, state str
 // run_id=B like the lab's: record returns each run's own values, never
 // their sum.
 func TestRecordPrometheusSelectsRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	a := exporterStandIn(t, [3]float64{1.5, 2.5, 3.5}, [3]float64{1 << 20, 2 << 20, 3 << 20})
 	b := exporterStandIn(t, [3]float64{100, 200, 300}, [3]float64{10 << 20, 20 << 20, 30 << 20})
 	addrA, addrB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")

@@ -21,6 +21,8 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // otlpReceiver is an OTLP/gRPC trace receiver on loopback that keeps every
@@ -188,6 +190,7 @@ func attr(s *tracepb.Span, key string) string {
 // receiver in this test: every server span is inside a client span of the
 // same trace, and /metrics carries the clients' trace IDs as exemplars.
 func TestTracesEndToEndOTLP(t *testing.T) {
+	slowlabtest.Timing(t)
 	rcv := startReceiver(t)
 	tgt, listen := startTarget(t, rcv.env())
 	metricsAddr := freeAddr(t)

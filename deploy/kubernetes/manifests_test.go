@@ -98,6 +98,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 // root filesystem, requests and limits; the Service and PodMonitor select
 // its pods and port.
 func TestDaemonSetShape(t *testing.T) {
+	slowlabtest.Timing(t)
 	var ds appsv1.DaemonSet
 	decode(t, "daemonset.yaml", &ds)
 	pod := ds.Spec.Template.Spec
@@ -180,6 +181,7 @@ func TestDaemonSetShape(t *testing.T) {
 // exporter, with it (host paths swapped for this machine's, the port for a
 // free one): every flag exists.
 func TestDaemonSetCommandRuns(t *testing.T) {
+	slowlabtest.Timing(t)
 	var cm corev1.ConfigMap
 	decode(t, "configmap.yaml", &cm)
 	var ds appsv1.DaemonSet

@@ -17,6 +17,7 @@ import (
 // its own slowlab/PID, and neither another owner's process nor another
 // session's cgroup; what ended is no longer listed.
 func TestLeftBehindIsThisProcesssOwn(t *testing.T) {
+	Timing(t)
 	markOwner()
 	has := func(what string) bool {
 		return slices.ContainsFunc(LeftBehind(), func(s string) bool { return strings.HasPrefix(s, what) })
@@ -68,6 +69,7 @@ func isDir(p string) bool {
 // A thread of this process left in a network namespace of its own is
 // listed while it is there, and not once it has gone.
 func TestLeftBehindHasThreadsInOtherNamespaces(t *testing.T) {
+	Timing(t)
 	RequireRoot(t, "a network namespace (CAP_SYS_ADMIN)")
 	inNS, release, done := make(chan error), make(chan struct{}), make(chan struct{})
 	var inThread func()
@@ -105,6 +107,7 @@ func TestLeftBehindHasThreadsInOtherNamespaces(t *testing.T) {
 // A test process left in another cgroup (a run that did not move it back)
 // is listed; back where it started, it is not.
 func TestLeftBehindSeesProcessMoved(t *testing.T) {
+	Timing(t)
 	root := "/sys/fs/cgroup/memory"
 	Require(t, os.Geteuid() == 0 && isDir(root), "a cgroup v1 memory hierarchy writable by root")
 	moved := func() bool {

@@ -115,6 +115,12 @@ func EndToEnd(t testing.TB, what string) {
 	}
 }
 
+// Timing marks t as timing-sensitive, a test whose checks a loaded or
+// slow machine could upset: make stress runs every test whose body calls
+// it ten times over (scripts/stresstests finds them by this call, so no
+// list is kept). It changes nothing at run time.
+func Timing(t testing.TB) { t.Helper() }
+
 // Require skips t when ok is false, except with CI=true, where it fails
 // it: CI must run every test. What t requires is a real component, so
 // under -short it skips t whatever ok is (EndToEnd).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -44,6 +45,7 @@ func TestDegraded(t *testing.T) {
 // TestSummarizeCountsFailuresNotUnsent: a row never sent (interrupted) is
 // not counted; a 5xx and an error are failures, not latencies.
 func TestSummarizeCountsFailuresNotUnsent(t *testing.T) {
+	slowlabtest.Timing(t)
 	rows := []recorder.Request{
 		{Status: 200, LatencyMS: 2}, {Status: 200, LatencyMS: 4}, {Status: 503, LatencyMS: 1},
 		{Error: "timeout"}, {Error: recorder.NotSentPrefix + ": stopped"},
@@ -154,6 +156,7 @@ func external(c *Config, route stack.Route) {
 // TestApplyExternal: --fast-url makes the external block; the other
 // external flags alone are refused.
 func TestApplyExternal(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Default()
 	c.Route = stack.RouteBufferingOn
 	c.ext = extFlags{fast: "http://127.0.0.1:8000/fast", large: "http://127.0.0.1:8000/large", app: []string{"port:8000"}, proxy: []string{"comm:nginx"}}

@@ -64,7 +64,10 @@ var embeddedCases = []assessCase{
 	{"sync-2", stack.RouteH2BufferingOn, 4, map[Probe]int{ProbeH2SlowStreams: 0, ProbeH2OneConn: 0}},
 }
 
-func TestAssessEmbedded(t *testing.T) { runCases(t, stack.NameEmbedded, embeddedCases) }
+func TestAssessEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
+	runCases(t, stack.NameEmbedded, embeddedCases)
+}
 
 // realCases are the same on Gunicorn, Uvicorn and Node.js behind NGINX.
 var realCases = []assessCase{
@@ -83,7 +86,10 @@ var realCases = []assessCase{
 	{"sync-2", stack.RouteH2BufferingOn, 4, map[Probe]int{ProbeH2SlowStreams: 0, ProbeH2OneConn: 0}},
 }
 
-func TestAssessReal(t *testing.T) { runCases(t, stack.NameReal, realCases) }
+func TestAssessReal(t *testing.T) {
+	slowlabtest.Timing(t)
+	runCases(t, stack.NameReal, realCases)
+}
 
 // checkAssessment runs c in env and checks each probe's threshold, that
 // every level below it held and that assessment.json says the same.
@@ -196,6 +202,7 @@ func runCases(t *testing.T, stackName string, cases []assessCase) {
 // as on the managed stack. TestAssessExternalThroughProxy assesses the
 // same deployment through its NGINX.
 func TestAssessExternal(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.NothingLeft(t)
 	running := labtest.StartOwn(t, stack.NameReal, stack.RouteBufferingOn, "sync-2", 16<<20)
 	app := "cgroup:/" + running.Cgroup("app").Path()
@@ -229,6 +236,7 @@ func TestAssessExternal(t *testing.T) {
 // 0.06-0.09 s, and neither slowed /fast; with 4 MiB, 3.2 MiB spooled,
 // nothing left at the app.
 func TestAssessExternalThroughProxy(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.NothingLeft(t)
 	running := labtest.StartOwn(t, stack.NameReal, stack.RouteBufferingOn, "sync-2", 4<<20)
 	c := quick("sync-2", stack.RouteBufferingOn, 4, ProbeSlowReaders, ProbeIdle)
@@ -261,6 +269,7 @@ func TestAssessExternalThroughProxy(t *testing.T) {
 // interruption with the verdict so far on disk, and none of its
 // connections to the app is left open.
 func TestAssessInterruptedClosesConnections(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.NothingLeft(t)
 	running := labtest.StartOwn(t, stack.NameEmbedded, stack.RouteDirect, "sync-2", 0)
 	c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle, ProbeSlowloris)
@@ -303,6 +312,7 @@ func TestAssessInterruptedClosesConnections(t *testing.T) {
 // readers of it leave sync-2's workers free, and the verdict says why;
 // a 16 MiB one does not fit, and 2 readers take both workers.
 func TestAssessResponseThePathHolds(t *testing.T) {
+	slowlabtest.Timing(t)
 	small := quick("sync-2", stack.RouteDirect, 4, ProbeSlowReaders)
 	small.LargeSize = 1 << 20
 	res := checkAssessment(t, small, labtest.Env(t, stack.NameEmbedded), map[Probe]int{ProbeSlowReaders: 0})

@@ -45,6 +45,7 @@ func TestInvalidWhy(t *testing.T) {
 // without a verdict, never "not recovered". The same search outside the cgroup finds the
 // threshold (1): the rule tells the two apart.
 func TestThrottledGeneratorInvalidatesLevels(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "a cgroup for the load generator")
 	slowlabtest.NothingLeft(t)
 	srv := syncOne(t, 0)

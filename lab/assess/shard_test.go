@@ -26,6 +26,7 @@ import (
 // every level (0, 1, 2) up to the maximum, each level starting no earlier
 // than its slot on the clock both derived from start_at.
 func TestAssessShards(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.NothingLeft(t)
 	running := labtest.StartOwn(t, stack.NameEmbedded, stack.RouteDirect, "sync-2", 0)
 	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)

@@ -62,6 +62,7 @@ func (c *capConn) Close() error {
 // short (3 of 4 in place), not held and not a threshold, the search stops
 // there, and a bound above what held in place is broken, one at it passes.
 func TestShortWhenTheStackRefuses(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs levels of load for seconds")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

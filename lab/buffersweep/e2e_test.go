@@ -106,6 +106,7 @@ func byRoute(cells []recorder.SweepCell) map[string]recorder.SweepCell {
 // once; directly it does not (the host's tcp_wmem max is well under
 // 16 MiB). The model's capacities are what the host's settings give.
 func TestBufferSweepShape(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Sizes, c.Rates = []lab.Size{16 << 20}, []lab.Size{4 << 20}
 	env, cells := sweep(t, c, stack.NameEmbedded)
@@ -161,6 +162,7 @@ func TestBufferSweepShape(t *testing.T) {
 // as the capacity measured in each namespace predicts, and the host's
 // setting is never touched.
 func TestBufferSweepKernelNamespaces(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
 	host, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem")
 	c := Published()
@@ -209,6 +211,7 @@ func TestBufferSweepKernelNamespaces(t *testing.T) {
 // the hop samples show the buffers that grew: the app's send queue and
 // NGINX's to the client.
 func TestBufferSweepRealWmem(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
 	c := Published()
 	c.Routes, c.Sizes, c.Rates = []stack.Route{stack.RouteBufferingOff}, []lab.Size{16 << 20}, []lab.Size{2 << 20}

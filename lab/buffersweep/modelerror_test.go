@@ -181,6 +181,7 @@ func testModelError(t *testing.T, stackName string) {
 // in flight, within pathmodel.MaxUnder below the prediction and
 // pathmodel.MaxOver above the most it says the path can hold.
 func TestModelErrorEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
 	testModelError(t, stack.NameEmbedded)
 }
@@ -188,6 +189,7 @@ func TestModelErrorEmbedded(t *testing.T) {
 // TestModelErrorReal is TestModelErrorEmbedded on Gunicorn sync-2 and
 // NGINX.
 func TestModelErrorReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
 	testModelError(t, stack.NameReal)
 }

@@ -80,6 +80,7 @@ func requestsPerRun(t *testing.T, dir string) map[string]int {
 // and ends with each cell once in sweep.csv; other settings are refused
 // naming the field.
 func TestResumeSweepAfterInterrupt(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs a sweep on the embedded stack")
 	c := small(1<<20, 2<<20)
 	out := filepath.Join(t.TempDir(), "sweep")
@@ -148,6 +149,7 @@ func TestResumeSweepAfterInterrupt(t *testing.T) {
 // it (the test keeps the CPUs busy) aborts the cell's run with the reason
 // and tries it again as .try2 and .try3.
 func TestSweepHostCPUGuardAbortsAndRetries(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs a sweep on the embedded stack")
 	labtest.BusyHost(t)
 	// 1 MiB read at 256 KiB/s: /fast runs for 4 s, past the guard's 2 s.
@@ -183,6 +185,7 @@ func TestSweepHostCPUGuardAbortsAndRetries(t *testing.T) {
 // child resumes its own session (--resume: its interrupted run's rows
 // dropped, the run again), and each setting's cell is in sweep.csv once.
 func TestResumeSweepNamespaces(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
 	c := small(1 << 20)
 	c.TCPWmemMax = []lab.Size{1 << 20, 2 << 20}
@@ -231,6 +234,7 @@ func TestResumeSweepNamespaces(t *testing.T) {
 // it again as .try2 and .try3. The child, every run failed, exits 1, which
 // the sweep reports.
 func TestSweepHostCPUGuardInNamespace(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "network namespaces for tcp_wmem")
 	slowlabtest.BusyCPUs(t)
 	c := small(1 << 20)

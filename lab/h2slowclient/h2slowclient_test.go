@@ -77,6 +77,7 @@ func shortConfig(conds ...Condition) *Config {
 // stays fast. Over TLS (h2 by ALPN, the run's certificate) as in the
 // clear.
 func TestShape(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, name := range []string{stack.NameEmbedded, stack.NameReal} {
 		t.Run(name, func(t *testing.T) {
 			c := shortConfig(Condition{Route: stack.RouteH2BufferingOff, Server: "sync-2", Streams: 8},
@@ -117,6 +118,7 @@ func TestShape(t *testing.T) {
 // passed (not at the end of the 3.25 s hold), buffering off and on; with
 // buffering off they held both workers until then.
 func TestStalledStreamReset(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, name := range []string{stack.NameEmbedded, stack.NameReal} {
 		t.Run(name, func(t *testing.T) {
 			send := lab.Duration(time.Second)

@@ -112,6 +112,7 @@ func checkShape(t *testing.T, got map[string]recorder.IdleRun) {
 // connections on two workers, 3 s each: the first ones are closed by the
 // worker timeout, the last wait past the 8 s bound.
 func TestIdleShapeEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := short("sync-2", 6, 8*time.Second, stack.RouteDirect, stack.RouteBufferingOn)
 	got := runIdle(t, c, labtest.Env(t, stack.NameEmbedded))
 	checkShape(t, got)
@@ -135,4 +136,7 @@ func checkGthreadHolds(t *testing.T, stackName string) {
 
 // TestGthreadHoldsIdleEmbedded: the embedded gthread worker does as
 // Gunicorn 20's (appserver's threadListener).
-func TestGthreadHoldsIdleEmbedded(t *testing.T) { checkGthreadHolds(t, stack.NameEmbedded) }
+func TestGthreadHoldsIdleEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
+	checkGthreadHolds(t, stack.NameEmbedded)
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -14,6 +15,7 @@ import (
 // worker, and the client sees a FIN) and NGINX (client_header_timeout: it
 // logs a 408 but sends nothing).
 func TestIdleShapeReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := short("sync-2", 6, 8*time.Second, stack.RouteDirect, stack.RouteBufferingOn)
 	checkShape(t, runIdle(t, c, labtest.Env(t, stack.NameReal)))
 }
@@ -21,11 +23,15 @@ func TestIdleShapeReal(t *testing.T) {
 // TestGthreadHoldsIdleReal: Gunicorn 20's gthread worker hands an
 // accepted connection to a thread at once, which waits for its request
 // however long; --timeout does not end it.
-func TestGthreadHoldsIdleReal(t *testing.T) { checkGthreadHolds(t, stack.NameReal) }
+func TestGthreadHoldsIdleReal(t *testing.T) {
+	slowlabtest.Timing(t)
+	checkGthreadHolds(t, stack.NameReal)
+}
 
 // Uvicorn and Node.js have no worker timeout: a run that sets one fails
 // with the reason, before anything is held, and leaves nothing running.
 func TestAppTimeoutRefusedReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := short("uvicorn-1", 1, time.Second, stack.RouteDirect)
 	c.ServerNames = []string{"uvicorn-1", "node-1"}
 	env := labtest.Env(t, stack.NameReal)

@@ -131,6 +131,7 @@ func runGap(t *testing.T, c *Config) ([]Row, []recorder.GapRequest) {
 // a new connection's request takes that many round trips more than
 // without TLS.
 func TestLatencyGapTLS(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
 	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 6
@@ -182,6 +183,7 @@ func TestLatencyGapTLS(t *testing.T) {
 // measured again. At 1 mbit/s, a 100 KB response on a kept-alive
 // connection takes its size / rate, within 20%, and no packet is lost.
 func TestLatencyGapLossAndRate(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	t.Run("loss", func(t *testing.T) {
 		c := Published()
@@ -281,6 +283,7 @@ func lateRow(p recorder.GapPath) bool { return p.LatenessP99MS.Valid && p.Latene
 // waits that much more, once, and the server's timing is the less blind
 // the longer it works.
 func TestLatencyGapWork(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
 	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 8

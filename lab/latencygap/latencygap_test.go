@@ -181,6 +181,7 @@ func TestSummarizeValidity(t *testing.T) {
 // docs/experiments.md section 3, and that every row's measured RTT is the
 // configured one.
 func TestLatencyGapShape(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
 	c.Runs = 15
@@ -298,6 +299,7 @@ func checkFiles(t *testing.T, c *Config, out string) {
 // attempt kept is in gap-requests.csv. With the lateness bound at 0 every
 // TUN-delayed attempt is late: three tries, the last kept and marked invalid.
 func TestLatencyGapRetriesLatePath(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	saved := netem.MaxP99Lateness
 	netem.MaxP99Lateness = 0
@@ -333,6 +335,7 @@ func TestLatencyGapRetriesLatePath(t *testing.T) {
 // returns the context's error with what it measured on disk, and no
 // namespace, link, TUN device or thread of the run is left.
 func TestLatencyGapInterrupted(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
 	c.Delays, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, 1000

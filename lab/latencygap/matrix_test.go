@@ -30,6 +30,7 @@ func tiny() *Config {
 // rows exactly once; a resume with other settings is then refused, naming
 // the field, and changes nothing.
 func TestResumeAfterInterrupt(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := tiny()
 	first, second := "latency-gap.1024B.0ms", "latency-gap.2048B.0ms"
@@ -121,6 +122,7 @@ func checkOnce(t *testing.T, dir string, c *Config, ids []string) {
 // aborts the run with the guard's reason and tries it again as .try2 and
 // .try3, each with its own rows; every run aborted, AllFailed holds.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := tiny()
 	// 1000 requests of 10 ms each per mode: far longer than the guard's

@@ -232,6 +232,7 @@ func fullMostSamples(g recorder.LongPollGroup) bool {
 // TestLongPollShape runs the published long-poll conditions, plus the
 // pigeonhole condition, on the embedded stack with both accept policies.
 func TestLongPollShape(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := short()
 	c.Conditions = append(c.Conditions, Condition{"gthread-2x16", 31, 8})
 	got := runLongPoll(t, c, testEnv(t, stack.NameEmbedded, false))
@@ -248,6 +249,7 @@ func TestLongPollShape(t *testing.T) {
 // the published cgroup limits, as reproduce long-poll does, its workers
 // reporting their held long-polls through app.py's files.
 func TestLongPollRealGunicorn(t *testing.T) {
+	slowlabtest.Timing(t)
 	env := testEnv(t, stack.NameReal, false)
 	// The published conditions less gthread-2x16's two without long-polls
 	// (the embedded shape runs those): what the slot rule compares.
@@ -265,6 +267,7 @@ func TestLongPollRealGunicorn(t *testing.T) {
 // The wave count follows the holders' re-issues: with a 1 s wait over a
 // 4 s window there are about 4 waves.
 func TestLongPollWaves(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := short(Condition{"gthread-2x16", 20, 4})
 	c.Wait = lab.Duration(time.Second)
 	got := runLongPoll(t, c, testEnv(t, stack.NameEmbedded, false))

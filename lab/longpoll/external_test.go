@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 )
@@ -17,6 +18,7 @@ import (
 // user's long-poll URL (the app, read by the test, holds every one of
 // them while the probes run) and the probes its fast URL, all answered.
 func TestExternalLongPollNode(t *testing.T) {
+	slowlabtest.Timing(t)
 	own := labtest.StartOwn(t, stack.NameReal, stack.RouteDirect, "node-1", 0)
 	hc, ok := own.HeldCounter()
 	if !ok {

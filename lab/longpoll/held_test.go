@@ -29,6 +29,7 @@ func (s *scriptedHeld) LongPollsHeld(context.Context) (map[string]int, error) {
 }
 
 func TestSampleHeld(t *testing.T) {
+	slowlabtest.Timing(t)
 	full, spread := map[string]int{"101": 16, "102": 4}, map[string]int{"101": 10, "102": 10}
 	hc := &scriptedHeld{script: []map[string]int{full, full, full, nil, spread}}
 	start := time.Now()

@@ -81,6 +81,7 @@ func TestLongPollLoadgenKilledForMemory(t *testing.T) {
 // requests and reports them), keeps every probe reported as a row, and
 // leaves neither the child nor its cgroup behind.
 func TestLongPollInterruptStopsTheLoadGenerator(t *testing.T) {
+	slowlabtest.Timing(t)
 	env := testEnv(t, "embedded", false)
 	slowlabtest.Require(t, env.Stack.Cgroups, "cgroups are not usable (root with a cgroup hierarchy)")
 	env.Stack.Limits = map[string]cgroup.Limits{"loadgen": {MemoryBytes: 128 << 20}}

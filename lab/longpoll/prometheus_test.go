@@ -19,6 +19,7 @@ import (
 // worker's threads all hold long-polls (31 on 2 x 16: one worker must be
 // full), and not for a run that holds none.
 func TestPrometheusAlertsWorkerFull(t *testing.T) {
+	slowlabtest.Timing(t)
 	rules, err := os.ReadFile("../../alerts/slowlab.rules.yml")
 	if err != nil {
 		t.Fatal(err)

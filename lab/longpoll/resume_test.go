@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -79,6 +80,7 @@ func readRuns(t *testing.T, dir string) []recorder.LongPollRun {
 // Resuming with other settings is refused, naming the field, and changes
 // nothing.
 func TestResumeAfterInterrupt(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := tiny()
 	rep1, rep2 := c.Conditions[0].RunID(1), c.Conditions[0].RunID(2)
 	env := testEnv(t, stack.NameEmbedded, false)
@@ -164,6 +166,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 // groups.csv, and every probe row is of one of the tries. The test keeps
 // a CPU busy itself, so the guard fires from what the test causes.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := tiny()
 	// Far longer than the guard's two 1 s intervals: a run that ends ok
 	// was not aborted.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // chanDevice is a fake Device: Read returns the packets sent on in (io.EOF
@@ -70,6 +72,7 @@ func pkt(seq uint32, size int) []byte {
 // 20 ms line: every packet leaves in order, no earlier than 20 ms after it
 // was handed over, and the line's own lateness figures are small.
 func TestDelayLineOrderAndDelay(t *testing.T) {
+	slowlabtest.Timing(t)
 	src, dst := newChanDevice(), newChanDevice()
 	const delay = 20 * time.Millisecond
 	l := StartLine(src, dst, LineConfig{Delay: delay})
@@ -114,6 +117,7 @@ func TestDelayLineOrderAndDelay(t *testing.T) {
 // 1 ms apart, in order, each at least delay + its serialization after the
 // burst started.
 func TestDelayLineRate(t *testing.T) {
+	slowlabtest.Timing(t)
 	src, dst := newChanDevice(), newChanDevice()
 	const delay, rate, n = 5 * time.Millisecond, 1_000_000, 30
 	l := StartLine(src, dst, LineConfig{Delay: delay, Rate: rate})
@@ -143,6 +147,7 @@ func TestDelayLineRate(t *testing.T) {
 
 // TestDelayLineQueueLimit drops what does not fit in the queue and counts it.
 func TestDelayLineQueueLimit(t *testing.T) {
+	slowlabtest.Timing(t)
 	src, dst := newChanDevice(), newChanDevice()
 	l := StartLine(src, dst, LineConfig{Delay: 50 * time.Millisecond, QueueLimit: 10})
 	for i := range 30 {

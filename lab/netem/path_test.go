@@ -59,6 +59,7 @@ func newPath(t *testing.T, c Config) *Path {
 // the test logs it and asserts no upper bound: reporting a late line as
 // invalid is the experiment's job, tested in latencygap.
 func TestTUNDelayLine(t *testing.T) {
+	slowlabtest.Timing(t)
 	requireRoot(t)
 	const delay = 10 * time.Millisecond
 	p := newPath(t, Config{Method: MethodTUN, Delay: delay})
@@ -142,6 +143,7 @@ func TestTUNDelayLine(t *testing.T) {
 // handshake takes one 50 ms round trip (not two); without delay, a
 // fraction of one.
 func TestPathConnectTime(t *testing.T) {
+	slowlabtest.Timing(t)
 	requireRoot(t)
 	for _, tc := range []struct {
 		c        Config
@@ -225,6 +227,7 @@ func congestionControl(c net.Conn) (string, error) {
 // TestNetem asks for netem explicitly: on a kernel without sch_netem the
 // error says so and nothing is left; with it, the handshake takes 2 x delay.
 func TestNetem(t *testing.T) {
+	slowlabtest.Timing(t)
 	requireRoot(t)
 	p, err := New(context.Background(), Config{Method: MethodNetem, Delay: 10 * time.Millisecond})
 	if errors.Is(err, ErrNoNetem) {

@@ -50,6 +50,7 @@ func run(t *testing.T, c *Config, env *lab.Env) *Result {
 // two slow readers starve sync-2 directly, not behind a buffering proxy and
 // not with gthread 1x4.
 func TestSlowClientShapeReduced(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := small(
 		Condition{stack.RouteDirect, "sync-2", 0},
 		Condition{stack.RouteDirect, "sync-2", 2},

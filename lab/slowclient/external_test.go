@@ -28,6 +28,7 @@ func externalConfig(ext lab.ExternalSpec, conds ...Condition) *Config {
 // error when the session resolves its stack, before anything starts or
 // any request is sent.
 func TestExternalBadInput(t *testing.T) {
+	slowlabtest.Timing(t)
 	self := "pid:" + strconv.Itoa(os.Getpid())
 	good := lab.ExternalSpec{FastURL: "http://127.0.0.1:1/fast", LargeURL: "http://127.0.0.1:1/large", Route: stack.RouteDirect,
 		Server: "sync-2", Groups: map[string][]string{"app": {self}}}
@@ -115,6 +116,7 @@ func TestExternalBadInput(t *testing.T) {
 // unstarved with the proxy's temp files seen through the user's temp
 // dir, and the limits found in the cgroups recorded.
 func TestExternalStackMatchesManaged(t *testing.T) {
+	slowlabtest.Timing(t)
 	direct := Condition{stack.RouteDirect, "sync-2", 2}
 	buffered := Condition{stack.RouteBufferingOn, "sync-2", 2}
 	managed := conditions(run(t, small(direct, buffered), testEnv(t, stack.NameReal)))
@@ -178,6 +180,7 @@ func TestExternalStackMatchesManaged(t *testing.T) {
 // test starts (one process, no proxy): the slow readers do not starve it,
 // as on the managed stack, and its processes are found by their tree.
 func TestExternalStackNode(t *testing.T) {
+	slowlabtest.Timing(t)
 	cond := Condition{stack.RouteDirect, "node-1", 2}
 	managed := conditions(run(t, small(cond), testEnv(t, stack.NameReal)))
 	slowlabtest.NothingLeft(t)

@@ -89,6 +89,7 @@ func (r *cutRun) AppSend(context.Context) (map[string]float64, error) {
 // of the medians, fails its run with the reason, and conditions.csv counts
 // the run as excluded instead of summarizing it.
 func TestCutDownloadFailsItsRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 1}}
 	c.Reps, c.Fast.Rate, c.Fast.Offset, c.Fast.Duration = 1, 10, 0, lab.Duration(time.Second)
@@ -125,6 +126,7 @@ func TestCutDownloadFailsItsRun(t *testing.T) {
 // ticks) rather than 100 ms: a fresh-clone CI run restarted the exporter
 // between two ticks and saw no gap at all.
 func TestExporterKilledMidRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	saved := lab.ExporterRestartDelay
 	lab.ExporterRestartDelay = time.Second
 	t.Cleanup(func() { lab.ExporterRestartDelay = saved })
@@ -178,6 +180,7 @@ func TestExporterKilledMidRun(t *testing.T) {
 // with the cause, the rows that were written stay readable and complete,
 // and runs.csv does not call the run ok with rows its files lack.
 func TestDiskFullStopsTheSession(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 0}}
 	c.Reps, c.Fast.Rate, c.Fast.Offset, c.Fast.Duration = 2, 50, 0, lab.Duration(3*time.Second)

@@ -24,6 +24,7 @@ import (
 // writes the rows, is not in it (it was: its sampling was throttled to
 // the load generator's 0.2 CPU, and its memory counted against 128 MiB).
 func TestSlowLoadRunsOutsideTheSession(t *testing.T) {
+	slowlabtest.Timing(t)
 	env := testEnv(t, stack.NameEmbedded)
 	slowlabtest.Require(t, env.Stack.Cgroups, "cgroups are not usable (root with a cgroup hierarchy)")
 	env.Stack.Limits = map[string]cgroup.Limits{"loadgen": {MemoryBytes: 128 << 20, CPUCores: 0.2}}
@@ -53,6 +54,7 @@ func TestSlowLoadRunsOutsideTheSession(t *testing.T) {
 // every /fast request the load generator reported before the kill is a
 // row of requests.csv.
 func TestSlowLoadKilledForMemory(t *testing.T) {
+	slowlabtest.Timing(t)
 	env := testEnv(t, stack.NameEmbedded)
 	slowlabtest.Require(t, env.Stack.Cgroups, "cgroups are not usable (root with a cgroup hierarchy)")
 	swap := cgroup.SwapEnforcement(cgroup.DefaultRoot, "/proc")
@@ -81,6 +83,7 @@ func TestSlowLoadKilledForMemory(t *testing.T) {
 // The load generator's metrics, kept by the session from the child's
 // lines, count every /fast request of requests.csv with its latency.
 func TestSlowLoadMetricsMatchRows(t *testing.T) {
+	slowlabtest.Timing(t)
 	reg := prometheus.NewRegistry()
 	env := testEnv(t, stack.NameEmbedded)
 	env.Metrics = loadgen.NewMetrics(reg)

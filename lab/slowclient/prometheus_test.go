@@ -45,6 +45,7 @@ scrape_configs:
 // dashboards' key queries return data, and the saturation alert fires for
 // the run with 2 slow clients and not for the run with none.
 func TestPrometheusAlertsOnRealRun(t *testing.T) {
+	slowlabtest.Timing(t)
 	reg := prometheus.NewRegistry()
 	metrics := loadgen.NewMetrics(reg)
 	lg := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))

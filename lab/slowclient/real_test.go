@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -19,6 +20,7 @@ import (
 // resource columns (the app held to its 0.25-core quota, the proxy
 // spooling to temp files) and that nothing is left.
 func TestRealStackShape(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := small(
 		Condition{stack.RouteDirect, "sync-2", 0},
 		Condition{stack.RouteDirect, "sync-2", 2},
@@ -65,6 +67,7 @@ func TestRealStackShape(t *testing.T) {
 // Under a request rate that needs more than a quarter core, the app is
 // held to its 0.25-core quota, and the throttling is in runs.csv.
 func TestRealStackThrottling(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 0}}
 	// 256 KiB responses at 1500/s want more than half a core (a response
@@ -87,6 +90,7 @@ func TestRealStackThrottling(t *testing.T) {
 // Killing Gunicorn mid-run marks that run failed with the reason, keeps its
 // rows, and the next run proceeds on a fresh stack.
 func TestRealStackGunicornKilled(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 0}, {stack.RouteDirect, "sync-2", 1}}
 	c.Reps, c.Large.Size, c.SlowReader.ReadRate = 1, 2<<20, 2<<20
@@ -135,6 +139,7 @@ func TestRealStackGunicornKilled(t *testing.T) {
 // its reason, app_oom_kills in runs.csv. The runs of the same condition
 // with backpressure on stay ok and count no kill.
 func TestRealStackOOMKill(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := small(Condition{stack.RouteDirect, "node-2", 4})
 	c.Large.Size, c.SlowReader.ReadRate = 16<<20, 4<<20 // the bodies wait in the worker: 4 s each
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2*time.Second)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -26,6 +27,7 @@ func tiny() *Config {
 // one's rows and runs it again: every run id ends up with its requests
 // exactly once, and environment.json keeps both sessions.
 func TestResumeAfterInterrupt(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := tiny()
 	env := testEnv(t, stack.NameEmbedded)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,6 +68,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 // A results directory is resumed only with the settings it was run with;
 // the error names every field that differs.
 func TestResumeRefusesOtherSettings(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := tiny()
 	c.Conditions = c.Conditions[:1]
 	env := testEnv(t, stack.NameEmbedded)
@@ -86,6 +89,7 @@ func TestResumeRefusesOtherSettings(t *testing.T) {
 // A host busier than --max-host-cpu aborts the run with the reason and
 // tries it again under a new run id.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := tiny()
 	c.Conditions = c.Conditions[:1]
 	c.Fast.Duration = lab.Duration(4 * time.Second)

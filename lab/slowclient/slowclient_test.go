@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -43,6 +44,7 @@ func TestPublishedIsThePublishedMatrix(t *testing.T) {
 // Backpressure off is a query on the download's path, and allowed only
 // where every server's app serves it.
 func TestBackpressureOff(t *testing.T) {
+	slowlabtest.Timing(t)
 	if got := (LargeSpec{Path: "/large"}).url(); got != "/large" {
 		t.Errorf("default: %s", got)
 	}
@@ -131,6 +133,7 @@ func TestPrintConditions(t *testing.T) {
 // TestSlowLoadFlagsValidated: the slow-load child checks its slow readers
 // by the same rules as the scenario's slow_reader:, naming its flags.
 func TestSlowLoadFlagsValidated(t *testing.T) {
+	slowlabtest.Timing(t)
 	ok := slowLoad{largeURL: "http://127.0.0.1:1/large", fastURL: "http://127.0.0.1:1/fast", runID: "r", slow: 2,
 		rcvBuf: 8 << 10, readSize: 16 << 10, readRate: 2 << 20, slowTimeout: time.Minute, fastTimeout: time.Second,
 		fastInterval: 100 * time.Millisecond, fastFor: time.Second}

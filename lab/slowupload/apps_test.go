@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -18,6 +19,7 @@ import (
 // Server-Timing body (no longer than the client's own total), and 405
 // with Allow: POST to a GET. Each app runs as a deployment of its own.
 func TestAppsServeUpload(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct{ stack, server string }{
 		{"embedded+embedded", "sync-1"},
 		{"gunicorn+embedded", "sync-1"},

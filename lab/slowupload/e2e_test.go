@@ -119,6 +119,7 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) recorder.UploadRun {
 // TestSlowUploadShapeEmbedded runs the reduced matrix on the embedded
 // stack: real child processes, real loopback sockets.
 func TestSlowUploadShapeEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
 	res, env := runShape(t, stack.NameEmbedded)
 	timeout := checkShape(t, res, env)
 	t.Logf("%s: worker timeouts in the logs: %v", timeout.RunID, timeout.WorkerTimeouts)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
@@ -14,6 +15,7 @@ import (
 // stack, and the upload that outlives --timeout has its worker killed,
 // with Gunicorn's WORKER TIMEOUT in its log.
 func TestSlowUploadShapeReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	res, env := runShape(t, stack.NameReal)
 	timeout := checkShape(t, res, env)
 	if !timeout.WorkerTimeouts.Valid || timeout.WorkerTimeouts.Value < 1 {

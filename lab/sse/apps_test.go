@@ -13,6 +13,7 @@ import (
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -24,6 +25,7 @@ import (
 // end event; X-Accel-Buffering as asked; a bad interval is a 400 with the
 // same text. Each app runs as a deployment of its own.
 func TestAppsServeEvents(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct{ stack, server string }{
 		{"embedded+embedded", "sync-1"},
 		{"gunicorn+embedded", "sync-1"},

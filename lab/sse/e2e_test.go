@@ -121,6 +121,7 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) {
 // TestSSEShapeEmbedded runs the reduced matrix on the embedded stack:
 // real child processes, real loopback sockets.
 func TestSSEShapeEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
 	res, env := runShape(t, stack.NameEmbedded)
 	checkShape(t, res, env)
 }

@@ -3,6 +3,7 @@ package sse
 import (
 	"testing"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
@@ -14,6 +15,7 @@ import (
 // its end unless X-Accel-Buffering: no; the streams hold both sync
 // workers.
 func TestSSEShapeReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	res, env := runShape(t, stack.NameReal)
 	checkShape(t, res, env)
 }

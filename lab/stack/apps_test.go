@@ -565,6 +565,7 @@ func (s *realStack) waitHeld(t *testing.T, n int) map[string]int {
 // workers in turn, so each holds some; Uvicorn's workers take them as
 // they accept.
 func TestLongPollsHeld(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct {
 		server string
 		polls  int
@@ -636,6 +637,7 @@ func TestLongPollsHeld(t *testing.T) {
 // the socket's send buffer (net.ipv4.tcp_wmem's maximum, 4 MiB by
 // default).
 func TestBackpressure(t *testing.T) {
+	slowlabtest.Timing(t)
 	const size = 16 << 20
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem"); err == nil {
 		t.Logf("net.ipv4.tcp_wmem %s", bytes.TrimSpace(b))

@@ -24,6 +24,7 @@ import (
 // over whole), and /fast on another connection is answered while the two
 // still stall.
 func TestH2Routes(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, name := range []string{NameEmbedded, NameReal} {
 		for _, route := range H2Routes {
 			t.Run(name+"/"+string(route), func(t *testing.T) {

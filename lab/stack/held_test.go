@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // gunicornRun.LongPollsHeld reads app.py's per-worker files: live workers
@@ -15,6 +17,7 @@ import (
 // caught Node's worker between the two), a clear error for a file that is
 // not a count.
 func TestGunicornLongPollsHeld(t *testing.T) {
+	slowlabtest.Timing(t)
 	dir := t.TempDir()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {

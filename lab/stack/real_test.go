@@ -374,6 +374,7 @@ func firstOr(s []string) string {
 // TestGunicornNginxRoutes serves every endpoint through every route with
 // each worker class, and checks what the lab reads from the stack.
 func TestGunicornNginxRoutes(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, server := range []string{"sync-2", "gthread-1x4", "gevent-2x50"} {
 		for _, route := range Routes {
 			t.Run(string(route)+"/"+server, func(t *testing.T) {
@@ -451,6 +452,7 @@ func openTempFile(pid int, dir string) string {
 // TestGunicornNginxThrottled loads the app with /large responses: under its
 // 0.25-core quota the app's cgroup is throttled, and uses about the quota.
 func TestGunicornNginxThrottled(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "cgroup limits")
 	s := startReal(t, lookup(t, NameReal), RouteDirect, "sync-2", 16<<20)
 	cg := s.run.cgroups["app"]
@@ -513,6 +515,7 @@ func TestGunicornNginxThrottled(t *testing.T) {
 // TestGunicornNginxAppDies kills Gunicorn's master mid-run: Failed says so,
 // and Stop still cleans up the workers and cgroups.
 func TestGunicornNginxAppDies(t *testing.T) {
+	slowlabtest.Timing(t)
 	s := startReal(t, lookup(t, NameReal), RouteBufferingOff, "sync-2", 1<<20)
 	s.checkWorkers(t)
 	if err := s.run.Failed(); err != nil {
@@ -535,6 +538,7 @@ func TestGunicornNginxAppDies(t *testing.T) {
 
 // A stack that cannot start says why and leaves nothing behind.
 func TestGunicornNginxStartFails(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct {
 		s    Settings
 		want string

@@ -166,6 +166,7 @@ func TestLookupMissingApp(t *testing.T) {
 // The embedded app and proxy serve every route; on a proxied route the
 // load generator's URL is the proxy's, which relays to the app.
 func TestEmbeddedRoutes(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it starts the embedded stack")
 	st, _, _ := Lookup(NameEmbedded)
 	for _, route := range Routes {
@@ -197,6 +198,7 @@ func TestEmbeddedRoutes(t *testing.T) {
 
 // NGINX works in front of the embedded app: a stack is an app × a proxy.
 func TestNginxInFrontOfEmbeddedApp(t *testing.T) {
+	slowlabtest.Timing(t)
 	st := lookup(t, "embedded+nginx")
 	for _, route := range []Route{RouteBufferingOff, RouteBufferingOn} {
 		s := startReal(t, st, route, "sync-2", 1<<20)

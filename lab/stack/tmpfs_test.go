@@ -20,6 +20,7 @@ const tmpfsMagic = 0x01021994
 // /proc/PID/root), never in this process's mounts; once the proxy is
 // killed with SIGKILL, no mount of it is left anywhere.
 func TestProxyTempTmpfs(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "a mount namespace for the proxy's temp dir")
 	for _, name := range []string{"embedded", "embedded+nginx"} {
 		t.Run(name, func(t *testing.T) {

@@ -141,6 +141,7 @@ func clientTimeoutLines(t *testing.T, logDir, runID string) []string {
 // TestStalledReaderShapeEmbedded runs the reduced matrix on the embedded
 // stack: real child processes, real loopback sockets.
 func TestStalledReaderShapeEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
 	res, env := runShape(t, stack.NameEmbedded)
 	checkShape(t, res, env)
 }

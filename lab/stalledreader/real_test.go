@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
@@ -15,6 +16,7 @@ import (
 // and none behind NGINX, which logs its send_timeout cuts at info
 // (checkShape asserts one per proxied download) and nothing above info.
 func TestStalledReaderShapeReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	res, env := runShape(t, stack.NameReal)
 	direct, proxied := checkShape(t, res, env)
 	log, err := os.ReadFile(filepath.Join(env.LogDir(), direct.RunID+"-gunicorn.log"))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -35,6 +36,7 @@ func tiny() *Config {
 // exactly once; a resume with other settings is then refused, naming the
 // fields, and changes nothing.
 func TestResumeAfterInterrupt(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := tiny()
 	env := labtest.Env(t, stack.NameEmbedded)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,6 +170,7 @@ func keys[V any](m map[string]V) []string {
 // aborts the run with the guard's reason and tries it again as .try2 and
 // .try3, each with its own rows; every run aborted, AllFailed holds.
 func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := tiny()
 	c.Conditions = c.Conditions[:1]
 	// Longer than the guard's two 1 s intervals, so a run ends by the

@@ -92,8 +92,14 @@ func runShape(t *testing.T, stackName string) {
 
 // TestTempCliffShapeEmbedded runs the reduced matrix on the embedded
 // stack.
-func TestTempCliffShapeEmbedded(t *testing.T) { runShape(t, stack.NameEmbedded) }
+func TestTempCliffShapeEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
+	runShape(t, stack.NameEmbedded)
+}
 
 // TestTempCliffShapeReal runs it on real Gunicorn + NGINX under the
 // published limits.
-func TestTempCliffShapeReal(t *testing.T) { runShape(t, stack.NameReal) }
+func TestTempCliffShapeReal(t *testing.T) {
+	slowlabtest.Timing(t)
+	runShape(t, stack.NameReal)
+}

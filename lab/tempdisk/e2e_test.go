@@ -197,16 +197,23 @@ func hasProxyTmpfs(pid string) bool {
 
 // TestTempDiskFullShapeEmbedded runs the reduced matrix on the embedded
 // stack.
-func TestTempDiskFullShapeEmbedded(t *testing.T) { runShape(t, stack.NameEmbedded) }
+func TestTempDiskFullShapeEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
+	runShape(t, stack.NameEmbedded)
+}
 
 // TestTempDiskFullShapeReal runs it on real Gunicorn + NGINX, whose log
 // has NGINX's own ENOSPC line.
-func TestTempDiskFullShapeReal(t *testing.T) { runShape(t, stack.NameReal) }
+func TestTempDiskFullShapeReal(t *testing.T) {
+	slowlabtest.Timing(t)
+	runShape(t, stack.NameReal)
+}
 
 // TestTempDiskFullInterrupted: slowlab reproduce temp-disk-full, sent
 // SIGINT while the proxy's tmpfs is mounted, exits leaving no mount, no
 // process of the run and no run work directory.
 func TestTempDiskFullInterrupted(t *testing.T) {
+	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "a mount namespace for the proxy's temp dir")
 	bin := os.Getenv(child.ExecutableEnv)
 	cmd := exec.Command(bin, "reproduce", Name, "--quick", "--stack", "embedded", "--max-host-cpu", "0", "--out", t.TempDir())

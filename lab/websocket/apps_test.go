@@ -32,6 +32,7 @@ func wsURL(t *testing.T, base string, p appserver.WSParams) *url.URL {
 // upgrade, as a plain GET, with 426 and what to run instead, and the
 // sync worker is free again at once.
 func TestGunicornRefusesWebSocket(t *testing.T) {
+	slowlabtest.Timing(t)
 	running := labtest.StartOwn(t, "gunicorn+embedded", stack.RouteDirect, "sync-1", 0)
 	r := loadgen.WSHolder{WSDial: loadgen.WSDial{URL: wsURL(t, running.URL(), appserver.WSParams{Mode: appserver.WSEcho}), Timeout: time.Minute},
 		Hold: time.Hour}.Run(context.Background())
@@ -56,6 +57,7 @@ func TestGunicornRefusesWebSocket(t *testing.T) {
 // refusal of a bad query before the upgrade is each server's: 400 with
 // the embedded app's text, 403 from Uvicorn (ASGI closes before accept).
 func TestAppsServeWebSocket(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct {
 		stack, server string
 		badStatus     int
@@ -107,6 +109,7 @@ func TestAppsServeWebSocket(t *testing.T) {
 // for proxy_read_timeout (3 s here), and one whose client pings every
 // 100 ms is held to the end of its hold, the app's pongs crossing it.
 func TestProxiesTunnelWebSocket(t *testing.T) {
+	slowlabtest.Timing(t)
 	const readTimeout = 3 * time.Second
 	for _, name := range []string{"embedded+embedded", "embedded+nginx"} {
 		t.Run(name, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 // at 256 KiB/s of 40 x 256 KiB pushes make the app hold more than half of
 // 4 x (10 MiB - what the path holds). On the embedded app and Node.js.
 func TestExporterSeesSlowWebSocketConsumers(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct{ stack, server string }{{"embedded+embedded", "async"}, {"node+embedded", "node-1"}} {
 		t.Run(tc.stack, func(t *testing.T) {
 			running := labtest.StartOwn(t, tc.stack, stack.RouteDirect, tc.server, 0)

@@ -63,6 +63,7 @@ func TestValidate(t *testing.T) {
 // on its event loop and /fast stays fast. Every socket opens and is held
 // to the end of its hold, and the app counts them.
 func TestShapeEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
@@ -110,6 +111,7 @@ func TestRefusesGunicorn(t *testing.T) {
 // one worker, directly and through NGINX, and /fast stays fast: an event
 // loop holds a socket with memory, not a worker.
 func TestShapeReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
@@ -135,6 +137,7 @@ func TestShapeReal(t *testing.T) {
 // the app, an event loop, never starves /fast. On NGINX (the real stack,
 // Uvicorn) and the embedded proxy.
 func TestLifetimeThroughProxy(t *testing.T) {
+	slowlabtest.Timing(t)
 	for _, tc := range []struct{ stack, server string }{{stack.NameEmbedded, lab.AsyncServer}, {stack.NameReal, "uvicorn-1"}} {
 		t.Run(tc.stack, func(t *testing.T) {
 			c := Published()
@@ -174,6 +177,7 @@ func TestLifetimeThroughProxy(t *testing.T) {
 // the path) above the one that waits for its sockets), and the one that
 // waits holds nothing more; both keep serving /fast (an event loop).
 func TestConsumersMemoryEmbedded(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
@@ -213,6 +217,7 @@ func TestConsumersMemoryEmbedded(t *testing.T) {
 // on how fast a loaded machine lets it render the pushes (at 0.25 CPU a
 // run on a loaded machine peaked at 116 MiB with 160 pushes a socket).
 func TestConsumersOOMReal(t *testing.T) {
+	slowlabtest.Timing(t)
 	c := Published()
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(8*time.Second)

@@ -1,0 +1,7 @@
+package b
+
+import "testing"
+
+func TestOther(t *testing.T) { Timing(t) }
+
+func Timing(t *testing.T) {}
