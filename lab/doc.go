@@ -54,6 +54,6 @@
 // Matrix) and a Result (Print; AllFailed from MatrixResult), registered with Register from its init;
 // its results files, each a row type in recorder (one file each, with its
 // round-trip and fuzz tests); its report section in report (one file); and
-// one import line in cmd/slowlab/experiments.go. CONTRIBUTING.md lists the
+// one import line in lab/experiments. CONTRIBUTING.md lists the
 // files, and those of app servers, proxies and exporter collectors.
 package lab

@@ -9,18 +9,7 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
-	_ "github.com/slowlab/slowlab/lab/buffersweep"
-	_ "github.com/slowlab/slowlab/lab/h2slowclient"
-	_ "github.com/slowlab/slowlab/lab/idleconn"
-	_ "github.com/slowlab/slowlab/lab/latencygap"
-	_ "github.com/slowlab/slowlab/lab/longpoll"
-	_ "github.com/slowlab/slowlab/lab/slowclient"
-	_ "github.com/slowlab/slowlab/lab/slowupload"
-	_ "github.com/slowlab/slowlab/lab/sse"
-	_ "github.com/slowlab/slowlab/lab/stalledreader"
-	_ "github.com/slowlab/slowlab/lab/tempcliff"
-	_ "github.com/slowlab/slowlab/lab/tempdisk"
-	_ "github.com/slowlab/slowlab/lab/websocket"
+	_ "github.com/slowlab/slowlab/lab/experiments"
 )
 
 // TestMain builds the slowlab binary the lab starts as its children.

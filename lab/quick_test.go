@@ -9,7 +9,7 @@ import (
 
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/lab"
-	_ "github.com/slowlab/slowlab/lab/buffersweep"
+	_ "github.com/slowlab/slowlab/lab/experiments"
 )
 
 // TestQuickKeepsScenarioFields: a field a scenario file sets wins over

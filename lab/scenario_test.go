@@ -8,17 +8,8 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/lab/buffersweep"
-	_ "github.com/slowlab/slowlab/lab/h2slowclient"
-	"github.com/slowlab/slowlab/lab/latencygap"
-	"github.com/slowlab/slowlab/lab/longpoll"
+	_ "github.com/slowlab/slowlab/lab/experiments"
 	"github.com/slowlab/slowlab/lab/slowclient"
-	_ "github.com/slowlab/slowlab/lab/slowupload"
-	_ "github.com/slowlab/slowlab/lab/sse"
-	_ "github.com/slowlab/slowlab/lab/stalledreader"
-	_ "github.com/slowlab/slowlab/lab/tempcliff"
-	_ "github.com/slowlab/slowlab/lab/tempdisk"
-	_ "github.com/slowlab/slowlab/lab/websocket"
 )
 
 // Every testdata/scenarios/invalid-*.yml starts with "# error: MESSAGE",
@@ -59,10 +50,12 @@ func TestValidScenario(t *testing.T) {
 	}
 }
 
-// Every experiment's published configuration, printed as a scenario, reads
-// back as the same configuration, and "-" reads standard input.
+// Every registered experiment's published configuration, printed as a
+// scenario, reads back as the same configuration, and "-" reads standard
+// input.
 func TestPrintedScenariosRoundTrip(t *testing.T) {
-	for _, cfg := range []lab.Config{slowclient.Published(), longpoll.Published(), latencygap.Published(), buffersweep.Published()} {
+	for _, e := range lab.Experiments() {
+		cfg := e.New()
 		b, err := lab.MarshalScenario(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -24,9 +24,9 @@
 //     generators of slow-client and long-poll, run by them as a child in
 //     the load generator's own cgroup, not by hand.
 //
-// The experiments are not listed here in code: each is a package that
-// registers itself with lab.Register, and experiments.go imports them all,
-// one line each: buffer-sweep, h2-slow-client, idle-connections,
+// The experiments, each a package that registers itself with
+// lab.Register and is imported by lab/experiments (a test keeps this list
+// equal to the registry): buffer-sweep, h2-slow-client, idle-connections,
 // latency-gap, long-poll, slow-client, slow-upload, sse, stalled-reader,
 // temp-cliff, temp-disk-full and websocket. `slowlab reproduce --help`
 // lists them from the registry.

@@ -14,12 +14,12 @@ import (
 
 // stubFiles are the files an experiment is, as CONTRIBUTING.md says: its
 // package, its rows in recorder, its report section and one import line
-// here, each an overlay source in testdata/stubexperiment.
+// in lab/experiments, each an overlay source in testdata/stubexperiment.
 var stubFiles = map[string]string{
-	"lab/stubexperiment/stub.go":      "stub.go.txt",
-	"recorder/stub_rows.go":           "stub_rows.go.txt",
-	"report/stub.go":                  "stub_report.go.txt",
-	"cmd/slowlab/experiments_stub.go": "experiments_stub.go.txt",
+	"lab/stubexperiment/stub.go": "stub.go.txt",
+	"recorder/stub_rows.go":      "stub_rows.go.txt",
+	"report/stub.go":             "stub_report.go.txt",
+	"lab/experiments/stub.go":    "experiments_stub.go.txt",
 }
 
 // TestStubExperiment adds an experiment the way CONTRIBUTING.md says and

@@ -81,7 +81,7 @@ func Published() *Config {
 		RouteNames: []stack.Route{stack.RouteDirect, stack.RouteBufferingOn}, ServerNames: []string{"sync-2", "gthread-1x4"},
 		Modes: []string{string(loadgen.HoldIdle), string(loadgen.HoldSlowloris)}, Conns: []int{10, 100, 1000, 10000},
 		Hold: lab.Duration(100 * time.Second), ByteEvery: lab.Duration(loadgen.DefaultByteEvery),
-		ConnectTimeout: lab.Duration(5 * time.Second), Dialers: 256,
+		ConnectTimeout: lab.Duration(5 * time.Second), Dialers: 256, Sources: []string{}, // as a scenario reads "sources: []"
 		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
 			Timeout: lab.Duration(loadgen.DefaultTimeout)}}
 }

@@ -104,20 +104,3 @@ func TestPseudoRoutes(t *testing.T) {
 		t.Errorf("%d routes, the table above covers 7", len(Routes))
 	}
 }
-
-// The published scenario prints and reads back as the same
-// configuration.
-func TestScenarioRoundTrip(t *testing.T) {
-	b, err := lab.MarshalScenario(Published())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := lab.ParseScenario(b)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	again, err := lab.MarshalScenario(cfg)
-	if err != nil || string(again) != string(b) {
-		t.Errorf("round trip changed the scenario:\n%s\nthen\n%s", b, again)
-	}
-}

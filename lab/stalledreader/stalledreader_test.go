@@ -81,22 +81,6 @@ func TestQuick(t *testing.T) {
 	}
 }
 
-// The published scenario prints and reads back as the same configuration.
-func TestScenarioRoundTrip(t *testing.T) {
-	b, err := lab.MarshalScenario(Published())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := lab.ParseScenario(b)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	again, err := lab.MarshalScenario(cfg)
-	if err != nil || string(again) != string(b) {
-		t.Errorf("round trip changed the scenario:\n%s\nthen\n%s", b, again)
-	}
-}
-
 // ender attributes each download from evidence about that download only:
 // a WORKER TIMEOUT naming another worker, or a "client timed out" line
 // naming another download, says nothing about it; a download the client

@@ -3,8 +3,6 @@ package tempcliff
 import (
 	"strings"
 	"testing"
-
-	"github.com/slowlab/slowlab/lab"
 )
 
 // TestValidate: the published matrix and --quick's validate; each bad
@@ -44,21 +42,5 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
-	}
-}
-
-// The published scenario prints and reads back as the same configuration.
-func TestScenarioRoundTrip(t *testing.T) {
-	b, err := lab.MarshalScenario(Published())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := lab.ParseScenario(b)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	again, err := lab.MarshalScenario(cfg)
-	if err != nil || string(again) != string(b) {
-		t.Errorf("round trip changed the scenario:\n%s\nthen\n%s", b, again)
 	}
 }
