@@ -14,20 +14,15 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// TestAppsServeUpload: all four apps serve POST /upload alike: the whole
+// TestAppsServeUpload: every registered app serves POST /upload alike: the whole
 // body read, its size in X-Slowlab-Body-Bytes, the time in body reads in
 // Server-Timing body (no longer than the client's own total), and 405
 // with Allow: POST to a GET. Each app runs as a deployment of its own.
 func TestAppsServeUpload(t *testing.T) {
 	slowlabtest.Timing(t)
-	for _, tc := range []struct{ stack, server string }{
-		{"embedded+embedded", "sync-1"},
-		{"gunicorn+embedded", "sync-1"},
-		{"uvicorn+embedded", "uvicorn-1"},
-		{"node+embedded", "node-1"},
-	} {
-		t.Run(tc.stack, func(t *testing.T) {
-			running := labtest.StartOwn(t, tc.stack, stack.RouteDirect, tc.server, 0)
+	for _, tc := range labtest.Apps() {
+		t.Run(tc.Stack, func(t *testing.T) {
+			running := labtest.StartOwn(t, tc.Stack, stack.RouteDirect, tc.Server, 0)
 			u, err := url.Parse(running.URL() + "/upload")
 			if err != nil {
 				t.Fatal(err)

@@ -19,21 +19,16 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// TestAppsServeEvents: all four apps serve GET /events alike: the ticks
+// TestAppsServeEvents: every registered app serves GET /events alike: the ticks
 // asked for, each stamped when written (its delay on loopback far below
 // the interval: at most a fifth of them half an interval late), then the
 // end event; X-Accel-Buffering as asked; a bad interval is a 400 with the
 // same text. Each app runs as a deployment of its own.
 func TestAppsServeEvents(t *testing.T) {
 	slowlabtest.Timing(t)
-	for _, tc := range []struct{ stack, server string }{
-		{"embedded+embedded", "sync-1"},
-		{"gunicorn+embedded", "sync-1"},
-		{"uvicorn+embedded", "uvicorn-1"},
-		{"node+embedded", "node-1"},
-	} {
-		t.Run(tc.stack, func(t *testing.T) {
-			running := labtest.StartOwn(t, tc.stack, stack.RouteDirect, tc.server, 0)
+	for _, tc := range labtest.Apps() {
+		t.Run(tc.Stack, func(t *testing.T) {
+			running := labtest.StartOwn(t, tc.Stack, stack.RouteDirect, tc.Server, 0)
 			p := appserver.SSEParams{Interval: 50 * time.Millisecond, Duration: time.Second, Pad: 5, Accel: "no"}
 			u, err := url.Parse(running.URL() + "/events?" + p.Query())
 			if err != nil {

@@ -225,6 +225,9 @@ func RegisterApp(a App) {
 	apps = append(apps, a)
 }
 
+// Apps returns the registered app servers, in registration order.
+func Apps() []App { return slices.Clone(apps) }
+
 // RegisterProxy adds a proxy; each proxy's file calls it from init.
 func RegisterProxy(p Proxy) {
 	if slices.ContainsFunc(proxies, func(o Proxy) bool { return o.Name() == p.Name() }) {
