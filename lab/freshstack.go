@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/workdir"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -15,18 +15,12 @@ import (
 // WorkDirPrefix starts the name of every run's scratch directory under
 // the system's temp dir, followed by the PID of the session that made it
 // and "-", so a leak check finds a session's own (slowlabtest.LeftBehind).
-const WorkDirPrefix = "slowlab-run-"
+const WorkDirPrefix = workdir.Prefix
 
 // NewWorkDir makes a run's scratch directory (the stack's configs, sockets
 // and temp files), named WorkDirPrefix + PID + "-"; its owner removes it
 // when the run's stack stopped.
-func NewWorkDir() (string, error) {
-	work, err := os.MkdirTemp("", WorkDirPrefix+strconv.Itoa(os.Getpid())+"-")
-	if err != nil {
-		return "", fmt.Errorf("work dir: %w", err)
-	}
-	return work, nil
-}
+func NewWorkDir() (string, error) { return workdir.New() }
 
 // Fresh is a run's own stack: its work directory, the stack started in it
 // and the instruments on it. Stop ends them all.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/workdir"
 )
 
 // OwnerEnv marks every process a test process starts: Main sets it to the
@@ -33,16 +35,12 @@ func LeftBehind() []string {
 	if now, _ := os.ReadFile("/proc/self/cgroup"); startCgroups != "" && string(now) != startCgroups {
 		left = append(left, "this process in other cgroups than it started in:\n"+string(now)+"(started in:\n"+startCgroups+")")
 	}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), workDirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), workdir.Prefix+strconv.Itoa(os.Getpid())+"-*"))
 	for _, d := range dirs {
 		left = append(left, "work dir "+d)
 	}
 	return left
 }
-
-// workDirPrefix is lab.WorkDirPrefix (this package cannot import lab;
-// lab's TestWorkDirIsFoundLeft ties the two).
-const workDirPrefix = "slowlab-run-"
 
 // HeldNamespaces lists this process's threads and file descriptors that
 // are in a network namespace other than its own, or on /dev/net/tun: a
