@@ -38,10 +38,7 @@
 //     runs the load generator as a child, this process outside, a kill for
 //     memory failing the run as ErrKilledForMemory: slow-client's `slowlab
 //     slow-load`, long-poll's `slowlab probe-loop`);
-//   - what runs read back from the stack's logs (WorkerTimeouts,
-//     ClientTimeouts; the proxy's error logs are the running
-//     stack's ProxyErrorLogs) and the host's network settings
-//     (NetSettings).
+//   - the host's network settings (NetSettings).
 //
 // What it leaves to others: the system under test is lab/stack's (app
 // servers × proxies, each a registered component), child processes and

@@ -18,6 +18,12 @@ import (
 // progress for SendTimeout: NGINX's "client timed out" while sending.
 var ErrSendTimeout = errors.New("send_timeout: the client took nothing")
 
+// ClientTimeoutLog is what NGINX logs, at info, when send_timeout closes
+// a client that took nothing ("client timed out (110: Connection timed
+// out) while sending to client, client: ..., request: "GET /large
+// HTTP/1.1", ..."), and what logClientTimeout writes.
+const ClientTimeoutLog = "client timed out (110: Connection timed out) while sending to client"
+
 // logClientTimeout logs a response send_timeout cut as NGINX does, at info
 // (ngx_connection_error with ETIMEDOUT), with the client's address and the
 // request line, so that a lab reading either proxy's log finds which
@@ -29,8 +35,8 @@ func logClientTimeout(r *http.Request) {
 	if err != nil {
 		client = r.RemoteAddr
 	}
-	log.Printf("[info] client timed out (110: Connection timed out) while sending to client, client: %s, server: , request: \"%s %s %s\", host: \"%s\"",
-		client, r.Method, r.RequestURI, r.Proto, r.Host)
+	log.Printf("[info] %s, client: %s, server: , request: \"%s %s %s\", host: \"%s\"",
+		ClientTimeoutLog, client, r.Method, r.RequestURI, r.Proto, r.Host)
 }
 
 // sendTimeoutListener applies send_timeout to every accepted connection:

@@ -60,7 +60,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	rs, sampErr := fr.Sampled(time.Now())
 	run = recorder.SummarizeUploadRun(run, l.reqs, l.uploads)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
-	if n, err := lab.CountWorkerTimeouts(env.LogDir(), id); err == nil {
+	if n, err := stack.CountWorkerTimeouts(env.LogDir(), id); err == nil {
 		run.WorkerTimeouts = recorder.Some(float64(n))
 	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))

@@ -20,6 +20,11 @@
 // user's processes through exporter selectors, and reads the cgroup
 // limits they run under (External, external.go).
 //
+// What runs read back from the components' logs is parsed here, where
+// the components are: the apps' WORKER TIMEOUT lines (WorkerTimeouts, a
+// run's LOGDIR/RUNID-*.log) and the proxies' send_timeout cuts
+// (ClientTimeouts, from the running stack's ProxyErrorLogs).
+//
 // The installed apps serve the same endpoints with the same records:
 // wsgi/app.py (WSGI, Gunicorn), asgi/app.py (ASGI, Uvicorn) and node/app.js
 // (node:http) in appserver/, each keeping a send log and held-<pid> files

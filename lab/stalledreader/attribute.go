@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -30,8 +29,8 @@ func downloadURL(u *url.URL, client int) *url.URL {
 // app's WORKER TIMEOUT lines and the proxy's "client timed out" lines.
 type evidence struct {
 	served map[string]stack.Served // by request id; nil when the app keeps no send log
-	kills  []lab.WorkerTimeout
-	cuts   []lab.ClientTimeout
+	kills  []stack.WorkerTimeout
+	cuts   []stack.ClientTimeout
 }
 
 // gatherEvidence reads a run's evidence once its downloads ended: each
@@ -41,10 +40,10 @@ type evidence struct {
 func gatherEvidence(ctx context.Context, running *stack.Running, logDir, runID string) (evidence, error) {
 	var e evidence
 	var err error
-	if e.kills, err = lab.WorkerTimeouts(logDir, runID); err != nil {
+	if e.kills, err = stack.WorkerTimeouts(logDir, runID); err != nil {
 		return e, err
 	}
-	if e.cuts, err = lab.ClientTimeouts(running.ProxyErrorLogs()); err != nil {
+	if e.cuts, err = stack.ClientTimeouts(running.ProxyErrorLogs()); err != nil {
 		return e, err
 	}
 	served, ok, err := running.AppServed(ctx)

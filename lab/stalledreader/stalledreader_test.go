@@ -97,7 +97,7 @@ func TestEnder(t *testing.T) {
 		"r/3": {PID: 102, PeerPort: 5003, Ended: true, Complete: true},
 		"r/4": {PID: 103, PeerPort: 5004},
 	}
-	gunicorn := []lab.WorkerTimeout{{PID: 100, At: at(4)}}
+	gunicorn := []stack.WorkerTimeout{{PID: 100, At: at(4)}}
 	for _, tc := range []struct {
 		name string
 		d    recorder.StalledDownload
@@ -105,26 +105,26 @@ func TestEnder(t *testing.T) {
 		e    evidence
 		want string
 	}{
-		{"complete", d(3, recorder.StalledComplete), "r/3", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 102}}}, recorder.EndedByNone},
-		{"client bound", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 101, At: at(4)}}}, recorder.EndedByClient},
+		{"complete", d(3, recorder.StalledComplete), "r/3", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 102}}}, recorder.EndedByNone},
+		{"client bound", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 101, At: at(4)}}}, recorder.EndedByClient},
 		{"killed before the client gave up", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
-		{"cut before the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(19)}}}, recorder.EndedBySendTimeout},
-		{"cut after the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(21)}}}, recorder.EndedByClient},
-		{"cut in the second the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=1", At: at(20)}}}, recorder.EndedByUnknown},
-		{"both before the client gave up, one second", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(4)}}}, recorder.EndedByUnknown},
+		{"cut before the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(19)}}}, recorder.EndedBySendTimeout},
+		{"cut after the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(21)}}}, recorder.EndedByClient},
+		{"cut in the second the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(20)}}}, recorder.EndedByUnknown},
+		{"both before the client gave up, one second", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(4)}}}, recorder.EndedByUnknown},
 		{"its worker killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
 		{"another worker killed", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
 		{"its worker killed later", d(2, recorder.StalledTruncated), "r/2", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
-		{"app recorded it complete", d(3, recorder.StalledTruncated), "r/3", evidence{served: served, kills: []lab.WorkerTimeout{{PID: 102}}}, recorder.EndedByUnknown},
-		{"its connection aborted", d(4, recorder.StalledTruncated), "r/4", evidence{served: served, kills: []lab.WorkerTimeout{{PeerPort: 5004}}}, recorder.EndedByAppTimeout},
-		{"another connection aborted", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: []lab.WorkerTimeout{{PeerPort: 5004, PID: 101}}}, recorder.EndedByUnknown},
+		{"app recorded it complete", d(3, recorder.StalledTruncated), "r/3", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 102}}}, recorder.EndedByUnknown},
+		{"its connection aborted", d(4, recorder.StalledTruncated), "r/4", evidence{served: served, kills: []stack.WorkerTimeout{{PeerPort: 5004}}}, recorder.EndedByAppTimeout},
+		{"another connection aborted", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: []stack.WorkerTimeout{{PeerPort: 5004, PID: 101}}}, recorder.EndedByUnknown},
 		{"no send log", d(0, recorder.StalledTruncated), "r/0", evidence{kills: gunicorn}, recorder.EndedByUnknown},
-		{"proxy cut it", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=1"}}}, recorder.EndedBySendTimeout},
-		{"proxy cut another", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, cuts: []lab.ClientTimeout{{Target: "/large?download=11"}, {Target: "/large"}}}, recorder.EndedByUnknown},
-		{"reset, cut", d(1, recorder.StalledReset), "r/1", evidence{cuts: []lab.ClientTimeout{{Target: "/large?x=1&download=1"}}}, recorder.EndedBySendTimeout},
-		{"killed, then cut", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(9)}}}, recorder.EndedByAppTimeout},
-		{"cut, then killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(2)}}}, recorder.EndedBySendTimeout},
-		{"both in one second", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []lab.ClientTimeout{{Target: "/large?download=0", At: at(4).Add(500 * time.Millisecond)}}}, recorder.EndedByUnknown},
+		{"proxy cut it", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=1"}}}, recorder.EndedBySendTimeout},
+		{"proxy cut another", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=11"}, {Target: "/large"}}}, recorder.EndedByUnknown},
+		{"reset, cut", d(1, recorder.StalledReset), "r/1", evidence{cuts: []stack.ClientTimeout{{Target: "/large?x=1&download=1"}}}, recorder.EndedBySendTimeout},
+		{"killed, then cut", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(9)}}}, recorder.EndedByAppTimeout},
+		{"cut, then killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(2)}}}, recorder.EndedBySendTimeout},
+		{"both in one second", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(4).Add(500 * time.Millisecond)}}}, recorder.EndedByUnknown},
 		{"nothing", d(0, recorder.StalledReset), "r/0", evidence{served: served}, recorder.EndedByUnknown},
 	} {
 		if got := ender(tc.d, tc.id, tc.e, at(0)); got != tc.want {

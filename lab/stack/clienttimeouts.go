@@ -1,4 +1,4 @@
-package lab
+package stack
 
 import (
 	"bytes"
@@ -6,14 +6,14 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/slowlab/slowlab/proxy"
 )
 
 // ClientTimeoutLog is what NGINX logs, at info, when send_timeout closes
-// a client that took nothing ("client timed out (110: Connection timed
-// out) while sending to client, client: ..., request: "GET /large
-// HTTP/1.1", ..."); the embedded proxy logs the same line (proxy's
-// send_timeout).
-const ClientTimeoutLog = "client timed out (110: Connection timed out) while sending to client"
+// a client that took nothing, and the embedded proxy alike
+// (proxy.ClientTimeoutLog).
+const ClientTimeoutLog = proxy.ClientTimeoutLog
 
 // ClientTimeout is one ClientTimeoutLog line of a proxy's log.
 type ClientTimeout struct {
