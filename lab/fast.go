@@ -23,6 +23,14 @@ type FastSpec struct {
 	Timeout  Duration `yaml:"timeout"`
 }
 
+// PublishedFast is the published /fast schedule: 8 requests a second for
+// 9 s, from 250 ms after the slow clients start, each timing out after
+// loadgen's default. The experiments with a /fast probe start from it.
+func PublishedFast() FastSpec {
+	return FastSpec{Path: "/fast", Rate: 8, Duration: Duration(9 * time.Second), Offset: Duration(250 * time.Millisecond),
+		Timeout: Duration(loadgen.DefaultTimeout)}
+}
+
 // Validate names the first field that cannot be used by its YAML path.
 func (f FastSpec) Validate() error {
 	switch {

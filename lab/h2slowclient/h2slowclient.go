@@ -85,8 +85,7 @@ type SlowSpec struct {
 // a stream at 256 KiB/s with 64 KiB windows; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Fast: lab.PublishedFast(),
 		Slow: SlowSpec{Path: "/large", Size: 16 << 20, Rate: 256 << 10, StreamWindow: defaultWindow, ConnWindow: 16 << 20,
 			Timeout: lab.Duration(2 * time.Minute)}}
 	for _, r := range cleartext {

@@ -82,8 +82,7 @@ func Published() *Config {
 		Modes: []string{string(loadgen.HoldIdle), string(loadgen.HoldSlowloris)}, Conns: []int{10, 100, 1000, 10000},
 		Hold: lab.Duration(100 * time.Second), ByteEvery: lab.Duration(loadgen.DefaultByteEvery),
 		ConnectTimeout: lab.Duration(5 * time.Second), Dialers: 256, Sources: []string{}, // as a scenario reads "sources: []"
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)}}
+		Fast: lab.PublishedFast()}
 }
 
 // Reduce implements lab.Reducer: --quick runs 10 idle and 10 slowloris

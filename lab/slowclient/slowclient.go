@@ -80,8 +80,7 @@ const PublishedServer = "sync-2"
 // stack auto chooses, under the published limits.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Fast:       lab.PublishedFast(),
 		Large:      LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
 		SlowReader: lab.PublishedSlowReader(loadgen.DefaultSlowRate),
 		Hops:       HopsSpec{Interval: lab.Duration(hops.DefaultInterval)}}

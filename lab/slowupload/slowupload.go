@@ -74,8 +74,7 @@ const (
 // for 9 s.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Fast: lab.PublishedFast(),
 		Upload: UploadSpec{Path: "/upload", Size: 16 << 20, Rate: loadgen.DefaultUploadRate, SndBuf: loadgen.DefaultUploadSndBuf,
 			WriteSize: loadgen.DefaultUploadWriteSize, Timeout: lab.Duration(2 * time.Minute)}}
 	long := lab.Duration(PublishedAppTimeout)

@@ -11,7 +11,6 @@ import (
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/loadgen"
 )
 
 // Name is the experiment's name.
@@ -105,8 +104,7 @@ type StreamSpec struct {
 // 10 s, 3 repetitions, /fast at 8 req/s for 9 s.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Fast: lab.PublishedFast(),
 		Stream: StreamSpec{Path: "/events", Interval: lab.Duration(appserver.DefaultSSEInterval), Duration: lab.Duration(appserver.DefaultSSEDuration),
 			Timeout: lab.Duration(time.Minute)}}
 	for _, r := range Routes[:4] {

@@ -87,8 +87,7 @@ const (
 // 9 s.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3), Size: PublishedSize,
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Fast: lab.PublishedFast(),
 		Client: ClientSpec{Path: "/large", Rate: PublishedRate, StallAfter: 64 << 10, Stall: lab.Duration(PublishedStall),
 			GiveUp: lab.Duration(PublishedGiveUp), RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize}}
 	app, send := lab.Duration(PublishedAppTimeout), lab.Duration(PublishedSendTimeout)

@@ -9,7 +9,6 @@ import (
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/loadgen"
 )
 
 // Name is the experiment's name.
@@ -52,8 +51,7 @@ const (
 // load and no conditions.
 func NewConfig(name string) *Config {
 	return &Config{Common: lab.PublishedCommon(name, 3),
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Fast:       lab.PublishedFast(),
 		SlowReader: lab.PublishedSlowReader(PublishedReadRate)}
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/loadgen"
 )
 
 // Name is the experiment's name.
@@ -95,8 +94,7 @@ type PushSpec struct {
 // at 8 requests a second for 9 s; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.FastSpec{Path: "/fast", Rate: 8, Duration: lab.Duration(9 * time.Second), Offset: lab.Duration(250 * time.Millisecond),
-			Timeout: lab.Duration(loadgen.DefaultTimeout)},
+		Fast: lab.PublishedFast(),
 		Socket: SocketSpec{Path: "/ws", Timeout: lab.Duration(30 * time.Second),
 			Push: PushSpec{Interval: lab.Duration(time.Millisecond), Count: 160, Pad: 256 << 10, Queue: appserver.WSQueueUnbounded,
 				Rate: 256 << 10, RcvBuf: 64 << 10}}}
