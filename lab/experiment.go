@@ -125,6 +125,15 @@ const (
 	SharedTargets                    // --prometheus-targets
 )
 
+// SharedStackRun is what an experiment that runs on a stack, with
+// repetitions, resumes, the host-CPU guard, served metrics and traces,
+// takes; SharedAll adds --prometheus-targets, for an experiment whose
+// runs serve /metrics endpoints a Prometheus can be pointed at.
+const (
+	SharedStackRun = SharedStack | SharedReps | SharedResume | SharedHostCPU | SharedMetrics | SharedTracing
+	SharedAll      = SharedStackRun | SharedTargets
+)
+
 // flagNames are the flags of each shared set, for usage errors.
 var flagNames = map[Shared][]string{
 	SharedStack:   {"stack", "no-limits"},

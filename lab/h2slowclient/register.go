@@ -15,7 +15,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 12, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Report: report.H2SlowClient, Files: resultsFiles, Smoke: smoke,
 		Summary: "slow readers over HTTP/2 through the proxy: the workers one connection's streams hold, /fast on their connection, a stalled stream's end",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedAll})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

@@ -15,7 +15,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 6, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.IdleConnections,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "idle and slowloris connections held against each server model while /fast runs",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedAll})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

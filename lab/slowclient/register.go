@@ -16,7 +16,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 1, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SlowClient,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "slow downloads against a fast endpoint, directly and behind a buffering proxy",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedAll})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

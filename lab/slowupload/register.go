@@ -15,7 +15,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 5, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SlowUpload,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "slow uploads against a fast endpoint, directly and behind a proxy that buffers request bodies or not",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedAll})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

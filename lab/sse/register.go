@@ -15,7 +15,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 8, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SSE,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedAll})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

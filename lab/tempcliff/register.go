@@ -15,7 +15,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.TempCliff,
 		Files: ResultsFiles, Smoke: Smoke,
 		Summary: "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
+		Shared:  lab.SharedStackRun})
 }
 
 // ResultsFiles are the files each session of temp-cliff, or of

@@ -34,7 +34,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 10, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(tempcliff.Result) }, Report: report.TempDiskFull,
 		Files: tempcliff.ResultsFiles, Smoke: tempcliff.Smoke,
 		Summary: "slow readers behind a buffering proxy whose temp dir is a small tmpfs that fills up (root: a mount namespace)",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
+		Shared:  lab.SharedStackRun})
 }
 
 // Published returns the matrix: 2 slow readers of 16 MiB on sync-2 with

@@ -15,7 +15,7 @@ func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 11, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.WebSocket,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "WebSockets held beside /fast on each server model, directly and through the proxy: who holds the connection",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets})
+		Shared:  lab.SharedAll})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
