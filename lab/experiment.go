@@ -40,6 +40,12 @@ type Experiment struct {
 	// Report is its section of report.html (report.SlowClient, ...), under
 	// its Name; the registry's order is the report's.
 	Report report.Section
+	// External is why it cannot run on stack: external, as the clause
+	// after its name ("starts its own stack (its conditions set ...)"),
+	// empty when it can (it implements Targeting). ValidateAll and Plan.Run
+	// refuse such a run with it, before anything asks for the external:
+	// block.
+	External string
 }
 
 // Config is an experiment's configuration. Its exported fields with YAML
@@ -200,6 +206,21 @@ func Lookup(name string) (Experiment, error) {
 		return Experiment{}, fmt.Errorf("unknown experiment %q: allowed %s", name, strings.Join(Names(), ", "))
 	}
 	return experiments[i], nil
+}
+
+// RefuseExternal is the registered refusal of cfg's experiment to run on
+// stack: external (Experiment.External), nil when it runs there or cfg
+// is on another stack. ValidateAll and Plan.Run call it; an experiment's
+// Run that validates its config itself calls it first.
+func RefuseExternal(cfg Config) error {
+	s, ok := cfg.(Stacked)
+	if !ok || s.Stack().Stack != stack.NameExternal {
+		return nil
+	}
+	if e, err := Lookup(cfg.Head().Experiment); err == nil && e.External != "" {
+		return fmt.Errorf("stack external: %s %s", e.Name, e.External)
+	}
+	return nil
 }
 
 // Takes reports whether e takes the shared flag name; false also for a

@@ -74,6 +74,9 @@ func (r *MatrixResult[R]) Matrix() *MatrixResult[R] { return r }
 // interruption) and returns res with what the session wrote, also when
 // it ended early (with the error); an invalid cfg returns no result.
 func (p Plan[S, I, R]) Run(ctx context.Context, env *Env, cfg Config, res Matrixed[R]) (Result, error) {
+	if err := RefuseExternal(cfg); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -280,6 +280,9 @@ func ValidateAll(cfg Config) error {
 	if err := validateReps(cfg); err != nil {
 		return err
 	}
+	if err := RefuseExternal(cfg); err != nil {
+		return err
+	}
 	s, ok := cfg.(Stacked)
 	if !ok {
 		return cfg.Validate()

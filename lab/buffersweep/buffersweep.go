@@ -150,8 +150,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fast_rate %v: allowed more than 0 up to 1000 requests/s", c.FastRate)
 	case c.HopInterval < lab.Duration(10*time.Millisecond) || c.HopInterval > lab.Duration(time.Second):
 		return fmt.Errorf("hop_interval %s: allowed 10ms to 1s (the capacity is measured from the hop samples)", time.Duration(c.HopInterval))
-	case c.Stack().Stack == stack.NameExternal:
-		return errors.New("stack external: buffer-sweep starts the stack per cell and, with kernel limits, inside a namespace of its own; use embedded or real")
 	}
 	if n := len(c.kernels()) * len(c.Sizes) * len(c.Rates) * len(c.Routes) * c.Reps; n > maxCells {
 		return fmt.Errorf("the grid has %d runs: allowed at most %d", n, maxCells)

@@ -31,7 +31,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(c *Config) { c.SlowClients = 0 }, "slow_clients 0: allowed 1 to 100"},
 		{func(c *Config) { c.FastRate = 0 }, "fast_rate 0: allowed"},
 		{func(c *Config) { c.HopInterval = 0 }, "hop_interval 0s: allowed 10ms to 1s"},
-		{func(c *Config) { c.StackSpec.Stack = stack.NameExternal }, "stack external: buffer-sweep starts the stack per cell"},
 		{func(c *Config) {
 			c.Reps, c.TCPWmemMax, c.TCPRmemMax = 100, []lab.Size{1 << 20, 2 << 20, 4 << 20}, []lab.Size{1 << 20, 2 << 20, 4 << 20}
 		}, "the grid has 43200 runs: allowed at most 10000"},

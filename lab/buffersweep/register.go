@@ -12,8 +12,9 @@ import (
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 4, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.BufferSweep,
 		Files: resultsFiles, Smoke: smoke,
-		Summary: "response size x read rate x route x kernel socket buffers: where buffering off stops protecting the app",
-		Shared:  lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU})
+		Summary:  "response size x read rate x route x kernel socket buffers: where buffering off stops protecting the app",
+		Shared:   lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU,
+		External: "starts the stack per cell and, with kernel limits, inside a namespace of its own; use embedded or real"})
 }
 
 // resultsFiles are the files each session writes in its directory

@@ -41,6 +41,9 @@ func (r *Result) AllFailed() bool {
 // only the others run, each resuming its own slow-client matrix (its ok
 // runs kept); every cell's matrix runs under env.MaxHostCPU's guard.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := lab.RefuseExternal(c); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

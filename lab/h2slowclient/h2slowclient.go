@@ -1,7 +1,6 @@
 package h2slowclient
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -167,9 +166,6 @@ func (c *Config) Routes() []stack.Route {
 func (c *Config) Validate() error {
 	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
 		return err
-	}
-	if c.StackSpec.Stack == stack.NameExternal {
-		return errors.New("stack external: h2-slow-client starts its own stack (its routes put an HTTP/2 proxy in front of the app)")
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err

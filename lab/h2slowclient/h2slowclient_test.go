@@ -41,7 +41,6 @@ func TestValidate(t *testing.T) {
 		{"send timeout", func(c *Config) { c.Conditions[0].SendTimeout = lab.Duration(1500 * time.Millisecond) },
 			"conditions[0].send_timeout 1.5s: allowed 0 (the proxy's 60s) or whole seconds"},
 		{"server", func(c *Config) { c.Conditions[0].Server = "sync-0" }, "conditions[0].server"},
-		{"external", func(c *Config) { c.StackSpec.Stack = stack.NameExternal }, "stack external: h2-slow-client starts its own stack"},
 		{"rate", func(c *Config) { c.Slow.Rate = 0 }, "slow.rate 0: allowed 1 or more"},
 		{"no conditions", func(c *Config) { c.Conditions = nil }, "conditions: none given"},
 	} {

@@ -14,8 +14,9 @@ import (
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 12, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
 		Report: report.H2SlowClient, Files: resultsFiles, Smoke: smoke,
-		Summary: "slow readers over HTTP/2 through the proxy: the workers one connection's streams hold, /fast on their connection, a stalled stream's end",
-		Shared:  lab.SharedAll})
+		Summary:  "slow readers over HTTP/2 through the proxy: the workers one connection's streams hold, /fast on their connection, a stalled stream's end",
+		Shared:   lab.SharedAll,
+		External: "starts its own stack (its routes put an HTTP/2 proxy in front of the app)"})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

@@ -30,6 +30,9 @@ const heldEvery = 200 * time.Millisecond
 // resource-samples.csv and environment.json. A stream the proxy reset or
 // cut is an outcome in h2-streams.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := lab.RefuseExternal(c); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

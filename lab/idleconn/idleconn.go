@@ -186,8 +186,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("app_timeout %s: want 0 (the app's default) or whole seconds up to %s", time.Duration(c.AppTimeout), stack.MaxAppTimeout)
 	case c.HeaderTimeout < 0 || time.Duration(c.HeaderTimeout) > stack.MaxClientHeaderTimeout || time.Duration(c.HeaderTimeout)%time.Second != 0:
 		return fmt.Errorf("client_header_timeout %s: want 0 (the proxy's default) or whole seconds up to %s", time.Duration(c.HeaderTimeout), stack.MaxClientHeaderTimeout)
-	case c.StackSpec.Stack == stack.NameExternal:
-		return errors.New("stack external: idle-connections starts its own stack (its timeouts are deployment settings)")
 	}
 	return c.Fast.Validate()
 }

@@ -14,8 +14,9 @@ import (
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 6, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.IdleConnections,
 		Files: resultsFiles, Smoke: smoke,
-		Summary: "idle and slowloris connections held against each server model while /fast runs",
-		Shared:  lab.SharedAll})
+		Summary:  "idle and slowloris connections held against each server model while /fast runs",
+		Shared:   lab.SharedAll,
+		External: "starts its own stack (its timeouts are deployment settings)"})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

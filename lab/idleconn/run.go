@@ -29,6 +29,9 @@ func (s runSpec) ID() string { return s.cond.RunID(s.rep) }
 // RLIMIT_NOFILE raised for the session (restored when it ends). Cancelling
 // ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := lab.RefuseExternal(c); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

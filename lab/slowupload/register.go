@@ -14,8 +14,9 @@ import (
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 5, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SlowUpload,
 		Files: resultsFiles, Smoke: smoke,
-		Summary: "slow uploads against a fast endpoint, directly and behind a proxy that buffers request bodies or not",
-		Shared:  lab.SharedAll})
+		Summary:  "slow uploads against a fast endpoint, directly and behind a proxy that buffers request bodies or not",
+		Shared:   lab.SharedAll,
+		External: "starts its own stack (its conditions set the app's timeout and the proxy's request buffering)"})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

@@ -1,7 +1,6 @@
 package slowupload
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -139,9 +138,6 @@ func (c *Config) Routes() []stack.Route {
 func (c *Config) Validate() error {
 	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
 		return err
-	}
-	if c.StackSpec.Stack == stack.NameExternal {
-		return errors.New("stack external: slow-upload starts its own stack (its conditions set the app's timeout and the proxy's request buffering)")
 	}
 	if b := c.ClientBodyBuffer; b != 0 && (b < 1<<10 || b > stack.MaxClientBodyBuffer) {
 		return fmt.Errorf("client_body_buffer %s: allowed 0 (the proxy's default) or 1k to %s", bytesize.Format(int64(b)), bytesize.Format(stack.MaxClientBodyBuffer))

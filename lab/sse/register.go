@@ -14,8 +14,9 @@ import (
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 8, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SSE,
 		Files: resultsFiles, Smoke: smoke,
-		Summary: "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
-		Shared:  lab.SharedAll})
+		Summary:  "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
+		Shared:   lab.SharedAll,
+		External: "starts its own stack (its conditions set the proxy's buffering and count the app's held streams)"})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

@@ -77,6 +77,9 @@ func (f *files) close() error {
 // outcome in sse-streams.csv, not a failed run. Cancelling ctx keeps what
 // was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	if err := lab.RefuseExternal(c); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

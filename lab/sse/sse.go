@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -165,9 +164,6 @@ func (c *Config) Routes() []stack.Route {
 func (c *Config) Validate() error {
 	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
 		return err
-	}
-	if c.StackSpec.Stack == stack.NameExternal {
-		return errors.New("stack external: sse starts its own stack (its conditions set the proxy's buffering and count the app's held streams)")
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err

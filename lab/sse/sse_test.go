@@ -30,7 +30,6 @@ func TestValidate(t *testing.T) {
 		{"streams", func(c *Config) { c.Conditions[1].Streams = -1 }, "conditions[1].streams -1: allowed 0 to 1000"},
 		{"server", func(c *Config) { c.Conditions[0].Server = "sync-0" }, "conditions[0].server"},
 		{"no conditions", func(c *Config) { c.Conditions = nil }, "conditions: none given"},
-		{"external", func(c *Config) { c.StackSpec.Stack = stack.NameExternal }, "stack external: sse starts its own stack"},
 		{"fast", func(c *Config) { c.Fast.Rate = 0 }, "fast.rate 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,8 +14,9 @@ import (
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 7, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.StalledReader,
 		Files: resultsFiles, Smoke: smoke,
-		Summary: "clients that stop reading /large (or read it at 16 KiB/s) against the app's worker timeout and the proxy's send_timeout",
-		Shared:  lab.SharedAll})
+		Summary:  "clients that stop reading /large (or read it at 16 KiB/s) against the app's worker timeout and the proxy's send_timeout",
+		Shared:   lab.SharedAll,
+		External: "starts its own stack (its conditions set the app's timeout and the proxy's send_timeout)"})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

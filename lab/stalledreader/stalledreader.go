@@ -163,9 +163,6 @@ func (c *Config) Validate() error {
 	if len(c.Conditions) == 0 {
 		return errors.New("conditions: none given")
 	}
-	if c.StackSpec.Stack == stack.NameExternal {
-		return errors.New("stack external: stalled-reader starts its own stack (its conditions set the app's timeout and the proxy's send_timeout)")
-	}
 	if c.Size < minSize || c.Size > maxSize {
 		return fmt.Errorf("size %s: allowed 1k to 1g", bytesize.Format(int64(c.Size)))
 	}

@@ -44,7 +44,6 @@ func TestValidate(t *testing.T) {
 		{"stall after size", "client.stall_after 16m: allowed 0 to less than size (16m)", func(c *Config) { c.Client.StallAfter = c.Size }},
 		{"stall", "client.stall 0s: allowed 1s to 1h", func(c *Config) { c.Client.Stall = 0 }},
 		{"read size", "client.read_size 0: allowed 1 byte to 16m", func(c *Config) { c.Client.ReadSize = 0 }},
-		{"external", "stack external: stalled-reader starts its own stack", func(c *Config) { c.StackSpec.Stack = stack.NameExternal }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Published()

@@ -8,14 +8,19 @@ import (
 	"github.com/slowlab/slowlab/report"
 )
 
+// External is why temp-cliff (and temp-disk-full, on its configuration)
+// cannot run on stack: external.
+const External = "starts its own stack (its conditions set the proxy's proxy_max_temp_file_size and temp dir)"
+
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.TempCliff,
 		Files: ResultsFiles, Smoke: Smoke,
-		Summary: "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
-		Shared:  lab.SharedStackRun})
+		Summary:  "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
+		Shared:   lab.SharedStackRun,
+		External: External})
 }
 
 // ResultsFiles are the files each session of temp-cliff, or of

@@ -119,9 +119,6 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("conditions[%d].%w", i, err)
 		}
 	}
-	if c.StackSpec.Stack == stack.NameExternal {
-		return fmt.Errorf("stack external: %s starts its own stack (its conditions set the proxy's proxy_max_temp_file_size and temp dir)", c.Experiment)
-	}
 	if err := c.Fast.Validate(); err != nil {
 		return err
 	}

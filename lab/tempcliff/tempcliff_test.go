@@ -31,7 +31,6 @@ func TestValidate(t *testing.T) {
 		{"bad server", func(c *Config) { c.Conditions[0].Server = "sync-0" }, "conditions[0]."},
 		{"read rate", func(c *Config) { c.SlowReader.ReadRate = 10 }, "slow_reader.read_rate 10: allowed 1k to 1g bytes/s"},
 		{"no conditions", func(c *Config) { c.Conditions = nil }, "conditions: none given"},
-		{"external", func(c *Config) { c.StackSpec.Stack = "external" }, "stack external: temp-cliff starts its own stack"},
 		{"fast rate", func(c *Config) { c.Fast.Rate = 0 }, "fast."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

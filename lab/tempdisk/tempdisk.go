@@ -32,7 +32,7 @@ const PublishedTmpfs = 8 << 20
 
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 10, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(tempcliff.Result) }, Report: report.TempDiskFull,
-		Files: tempcliff.ResultsFiles, Smoke: tempcliff.Smoke,
+		Files: tempcliff.ResultsFiles, Smoke: tempcliff.Smoke, External: tempcliff.External,
 		Summary: "slow readers behind a buffering proxy whose temp dir is a small tmpfs that fills up (root: a mount namespace)",
 		Shared:  lab.SharedStackRun})
 }

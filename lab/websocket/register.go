@@ -14,8 +14,9 @@ import (
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 11, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.WebSocket,
 		Files: resultsFiles, Smoke: smoke,
-		Summary: "WebSockets held beside /fast on each server model, directly and through the proxy: who holds the connection",
-		Shared:  lab.SharedAll})
+		Summary:  "WebSockets held beside /fast on each server model, directly and through the proxy: who holds the connection",
+		Shared:   lab.SharedAll,
+		External: "starts its own stack (its conditions set the proxy and count the app's held sockets)"})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).

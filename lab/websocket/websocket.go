@@ -1,7 +1,6 @@
 package websocket
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -162,9 +161,6 @@ func (c *Config) Routes() []stack.Route {
 func (c *Config) Validate() error {
 	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
 		return err
-	}
-	if c.StackSpec.Stack == stack.NameExternal {
-		return errors.New("stack external: websocket starts its own stack (its conditions set the proxy and count the app's held sockets)")
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err

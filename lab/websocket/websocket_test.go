@@ -26,7 +26,6 @@ func TestValidate(t *testing.T) {
 		{"sockets", func(c *Config) { c.Conditions[1].Sockets = MaxSockets + 1 }, "conditions[1].sockets 1001: allowed 0 to 1000"},
 		{"server", func(c *Config) { c.Conditions[0].Server = "sync-0" }, "conditions[0].server"},
 		{"no conditions", func(c *Config) { c.Conditions = nil }, "conditions: none given"},
-		{"external", func(c *Config) { c.StackSpec.Stack = stack.NameExternal }, "stack external: websocket starts its own stack"},
 		{"path", func(c *Config) { c.Socket.Path = "ws" }, `socket.path "ws": must start with /`},
 		{"ping", func(c *Config) { c.Conditions[2].Ping = lab.Duration(-time.Second) }, "conditions[2].ping -1s: allowed 0 (no pings) to 10m0s"},
 		{"read timeout direct", func(c *Config) { c.Conditions[0].ProxyReadTimeout = lab.Duration(time.Second) },
