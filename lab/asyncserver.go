@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/slowlab/slowlab/lab/stack"
@@ -31,4 +32,32 @@ func ResolveServer(st stack.Stack, name string) (stack.Server, bool) {
 		}
 	}
 	return stack.Server{}, false
+}
+
+// RoutedCondition is what ExpandRuns needs of a condition: its route
+// and the server it names (AsyncServer among them).
+type RoutedCondition interface {
+	RouteName() stack.Route
+	ServerName() string
+}
+
+// ExpandRuns expands conditions on st: each once per rep, reps outermost,
+// its server resolved (ResolveServer: "async" becomes the stack's
+// event-loop server); one whose server the stack does not have is left
+// out, named once in skipped. spec makes a run of a condition, its server
+// and its rep.
+func ExpandRuns[C RoutedCondition, R any](st stack.Stack, reps int, conds []C, spec func(c C, srv stack.Server, rep int) R) (runs []R, skipped []string) {
+	for rep := 1; rep <= reps; rep++ {
+		for _, cond := range conds {
+			srv, ok := ResolveServer(st, cond.ServerName())
+			if !ok {
+				if rep == 1 {
+					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.RouteName(), cond.ServerName(), st.Name))
+				}
+				continue
+			}
+			runs = append(runs, spec(cond, srv, rep))
+		}
+	}
+	return runs, skipped
 }

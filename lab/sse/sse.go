@@ -235,21 +235,17 @@ func (r RunSpec) ID() string {
 // outermost; "async" becomes the stack's event-loop server, and a
 // condition naming it on a stack without one is left out (skipped names
 // them).
-func (c *Config) Runs(st stack.Stack) (runs []RunSpec, skipped []string) {
-	for rep := 1; rep <= c.Reps; rep++ {
-		for _, cond := range c.Conditions {
-			srv, ok := lab.ResolveServer(st, cond.Server)
-			if !ok {
-				if rep == 1 {
-					skipped = append(skipped, fmt.Sprintf("%s %s: the %s stack has no event-loop server", cond.Route, cond.Server, st.Name))
-				}
-				continue
-			}
-			runs = append(runs, RunSpec{Condition: cond, Server: srv, Rep: rep})
-		}
-	}
-	return runs, skipped
+func (c *Config) Runs(st stack.Stack) ([]RunSpec, []string) {
+	return lab.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
+		return RunSpec{Condition: cond, Server: srv, Rep: rep}
+	})
 }
+
+// RouteName is the condition's route (with ServerName, a lab.RoutedCondition).
+func (c Condition) RouteName() stack.Route { return c.Route }
+
+// ServerName is the server the condition names ("async" among them).
+func (c Condition) ServerName() string { return c.Server }
 
 // Duration is a run's intrinsic length: the longer of the fast schedule
 // and a stream.
