@@ -136,7 +136,7 @@ func Fail(ctx context.Context, v Verdict, reason string) {
 
 // Failed is run with the verdict Fail gives it for err: for a run that
 // could not start.
-func Failed[R any](ctx context.Context, run R, err error) R {
+func Failed[R recorder.RunRow[R]](ctx context.Context, run R, err error) R {
 	Fail(ctx, VerdictOf(&run), err.Error())
 	return run
 }

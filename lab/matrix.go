@@ -34,7 +34,7 @@ type RowWriter[R any] interface{ Write(R) error }
 // so far kept. A matrix that completes with conditions left without a
 // valid run notes them in the session (Env.NoteUnmeasured), whose end
 // names them.
-type Matrix[S Planned, R recorder.Row[R]] struct {
+type Matrix[S Planned, R recorder.RunRow[R]] struct {
 	Specs []S
 	// Expected is what a run's schedule takes, for the progress ETA.
 	Expected func(S) time.Duration

@@ -2,9 +2,6 @@ package lab
 
 import (
 	"context"
-	"fmt"
-	"reflect"
-	"sync"
 	"time"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -14,7 +11,7 @@ import (
 // directory, every run row of the session (resumed ones first) and the
 // conditions the stack could not run. An experiment's Result embeds it and
 // adds its Print; ReasonsFile and AllFailed come with it.
-type MatrixResult[R recorder.Row[R]] struct {
+type MatrixResult[R recorder.RunRow[R]] struct {
 	Dir  string
 	Runs []R
 	// Skipped names the conditions the stack could not run (an "async"
@@ -35,7 +32,7 @@ func (r *MatrixResult[R]) AllFailed() bool { return AllFailed(r.Runs, VerdictOf[
 // RunMatrix runs m in env for cfg (the experiment validated cfg and made
 // m's specs), after logging each of skipped, and returns what the session
 // wrote, also when it ended early (with the error).
-func RunMatrix[S Planned, R recorder.Row[R]](ctx context.Context, env *Env, cfg Config, m *Matrix[S, R], skipped []string) (*MatrixResult[R], error) {
+func RunMatrix[S Planned, R recorder.RunRow[R]](ctx context.Context, env *Env, cfg Config, m *Matrix[S, R], skipped []string) (*MatrixResult[R], error) {
 	for _, s := range skipped {
 		env.Logf("skipped: %s", s)
 	}
@@ -49,7 +46,7 @@ func RunMatrix[S Planned, R recorder.Row[R]](ctx context.Context, env *Env, cfg 
 // file, its run file, requests.csv and resource-samples.csv): its runs,
 // what one run measures into the open files, and the progress line of a
 // finished run.
-type Plan[S Planned, I recorder.Row[I], R recorder.Row[R]] struct {
+type Plan[S Planned, I recorder.Row[I], R recorder.RunRow[R]] struct {
 	// Specs are the runs of the validated config, and the conditions left
 	// out of them (logged first).
 	Specs func() (specs []S, skipped []string)
@@ -61,7 +58,7 @@ type Plan[S Planned, I recorder.Row[I], R recorder.Row[R]] struct {
 }
 
 // Matrixed is an experiment's Result that embeds MatrixResult[R].
-type Matrixed[R recorder.Row[R]] interface {
+type Matrixed[R recorder.RunRow[R]] interface {
 	Result
 	Matrix() *MatrixResult[R]
 }
@@ -90,35 +87,11 @@ func (p Plan[S, I, R]) Run(ctx context.Context, env *Env, cfg Config, res Matrix
 	return res, err
 }
 
-// verdictFields are the indices of a run row type's RunID, Status and
-// Reason, by type.
-var verdictFields sync.Map
-
-// VerdictOf points at run row r's RunID, Status and Reason: string fields
-// every recorder run row type has. It panics on a type without them (a
-// programming error the experiments' tests meet at once).
-func VerdictOf[R any](r *R) Verdict {
-	v := reflect.ValueOf(r).Elem()
-	idx, ok := verdictFields.Load(v.Type())
-	if !ok {
-		idx = verdictIndex(v.Type())
-		verdictFields.Store(v.Type(), idx)
-	}
-	at := idx.([3][]int)
-	str := func(i int) *string { return v.FieldByIndex(at[i]).Addr().Interface().(*string) }
-	return Verdict{ID: str(0), Status: str(1), Reason: str(2)}
-}
-
-func verdictIndex(t reflect.Type) [3][]int {
-	var at [3][]int
-	for i, name := range []string{"RunID", "Status", "Reason"} {
-		f, ok := t.FieldByName(name)
-		if !ok || f.Type.Kind() != reflect.String {
-			panic(fmt.Sprintf("lab: run row %s has no string field %s", t, name))
-		}
-		at[i] = f.Index
-	}
-	return at
+// VerdictOf points at run row r's RunID, Status and Reason.
+func VerdictOf[R recorder.RunRow[R]](r *R) Verdict {
+	var zero R
+	id, status, reason := zero.VerdictFields(r)
+	return Verdict{ID: id, Status: status, Reason: reason}
 }
 
 // StatusText is a run's status for its progress line: the status, and

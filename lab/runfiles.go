@@ -13,7 +13,7 @@ import (
 // RunFiles are the open results files of an experiment's session: its
 // own per-item file (uploads, downloads, connections: I), its per-run
 // summaries (R), and the shared requests.csv and resource-samples.csv.
-type RunFiles[I recorder.Row[I], R recorder.Row[R]] struct {
+type RunFiles[I recorder.Row[I], R recorder.RunRow[R]] struct {
 	Items     *recorder.FileWriter[I]
 	Runs      *recorder.FileWriter[R]
 	Requests  *recorder.FileWriter[recorder.Request]
@@ -24,13 +24,13 @@ type RunFiles[I recorder.Row[I], R recorder.Row[R]] struct {
 
 // OpenRunFiles creates the four files in dir; on an error it closes those
 // it created.
-func OpenRunFiles[I recorder.Row[I], R recorder.Row[R]](dir string) (*RunFiles[I, R], error) {
+func OpenRunFiles[I recorder.Row[I], R recorder.RunRow[R]](dir string) (*RunFiles[I, R], error) {
 	return openRunFiles[I, R](dir, false)
 }
 
 // openRunFiles creates the four files in dir, or opens them to append
 // (resume); on an error it closes those it opened.
-func openRunFiles[I recorder.Row[I], R recorder.Row[R]](dir string, resume bool) (*RunFiles[I, R], error) {
+func openRunFiles[I recorder.Row[I], R recorder.RunRow[R]](dir string, resume bool) (*RunFiles[I, R], error) {
 	f := &RunFiles[I, R]{}
 	var err error
 	if f.Items, err = OpenFile[I](dir, resume); err == nil {
@@ -64,7 +64,7 @@ func OpenFile[T recorder.Row[T]](dir string, resume bool) (*recorder.FileWriter[
 
 // UseRunFiles sets m up to write the RunFiles[I, R] layout: its Files and
 // Open, which stores the open files in *f for the experiment's Measure.
-func UseRunFiles[S Planned, I recorder.Row[I], R recorder.Row[R]](m *Matrix[S, R], f **RunFiles[I, R]) {
+func UseRunFiles[S Planned, I recorder.Row[I], R recorder.RunRow[R]](m *Matrix[S, R], f **RunFiles[I, R]) {
 	m.Files = []string{recorder.FileName[I](), recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 	m.Open = func(dir string, resume bool) (RowWriter[R], func() error, error) {
 		files, err := openRunFiles[I, R](dir, resume)

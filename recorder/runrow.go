@@ -1,0 +1,59 @@
+package recorder
+
+// RunRow is the row type of a results file with one row per run: where
+// its run_id, status and reason are, which the lab's run loop reads and
+// sets (lab.VerdictOf). Each run row type implements it in one line, so
+// a type without them does not compile as one.
+type RunRow[T any] interface {
+	Row[T]
+	// VerdictFields returns r's RunID, Status and Reason.
+	VerdictFields(r *T) (id, status, reason *string)
+}
+
+// VerdictFields implements RunRow.
+func (Run) VerdictFields(r *Run) (id, status, reason *string) { return &r.RunID, &r.Status, &r.Reason }
+
+// VerdictFields implements RunRow.
+func (GapRun) VerdictFields(r *GapRun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (H2Run) VerdictFields(r *H2Run) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (IdleRun) VerdictFields(r *IdleRun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (LongPollRun) VerdictFields(r *LongPollRun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (SSERun) VerdictFields(r *SSERun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (StalledRun) VerdictFields(r *StalledRun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (TempRun) VerdictFields(r *TempRun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (UploadRun) VerdictFields(r *UploadRun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// VerdictFields implements RunRow.
+func (WSRun) VerdictFields(r *WSRun) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
