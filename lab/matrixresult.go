@@ -50,6 +50,9 @@ type Plan[S Planned, I recorder.Row[I], R recorder.RunRow[R]] struct {
 	// Specs are the runs of the validated config, and the conditions left
 	// out of them (logged first).
 	Specs func() (specs []S, skipped []string)
+	// Check, when set, refuses the specs before anything starts (a server
+	// the stack cannot run them on), naming why.
+	Check func(specs []S) error
 	// Expected is what a run's schedule takes, for the progress ETA.
 	Expected func(S) time.Duration
 	// Measure performs one run (Matrix.Measure) in env writing to f.
@@ -78,6 +81,11 @@ func (p Plan[S, I, R]) Run(ctx context.Context, env *Env, cfg Config, res Matrix
 		return nil, err
 	}
 	specs, skipped := p.Specs()
+	if p.Check != nil {
+		if err := p.Check(specs); err != nil {
+			return nil, err
+		}
+	}
 	var f *RunFiles[I, R]
 	m := &Matrix[S, R]{Specs: specs, Expected: p.Expected, Line: p.Line,
 		Measure: func(ctx context.Context, s S, id string) (R, error) { return p.Measure(ctx, env, s, id, f) }}

@@ -5,7 +5,7 @@
 // streams of one connection hold against as many connections, whether a
 // slow stream delays /fast on its own connection, and how a stream
 // stalled with its window closed ends against the proxy's send_timeout.
-// It owns the scenario (Config), the runs (on lab.Matrix) and the table;
+// It owns the scenario (Config), the runs (on lab.Plan) and the table;
 // the HTTP/2 client is loadgen.H2Conn's, the routes lab/stack's
 // (stack.H2Routes), the rows recorder's (H2Stream, H2Run).
 package h2slowclient

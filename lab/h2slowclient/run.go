@@ -26,25 +26,19 @@ type files = lab.RunFiles[recorder.H2Stream, recorder.H2Run]
 const heldEvery = 200 * time.Millisecond
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Matrix), writing h2-streams.csv, h2-runs.csv, requests.csv,
+// (lab.Plan), writing h2-streams.csv, h2-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A stream the proxy reset or
 // cut is an outcome in h2-streams.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RefuseExternal(c); err != nil {
 		return nil, err
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	var f *files
-	m := &lab.Matrix[RunSpec, recorder.H2Run]{Specs: c.Runs(), Line: runLine,
+	return lab.Plan[RunSpec, recorder.H2Stream, recorder.H2Run]{
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(), nil },
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.H2Run, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	res, err := lab.RunMatrix(ctx, env, c, m, nil)
-	return &Result{*res}, err
+		Measure:  c.measure,
+		Line:     runLine,
+	}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.

@@ -4,7 +4,7 @@
 // timeout does to a socket nobody uses, with and without pings, and what
 // a consumer that reads slowly costs each server's memory, with and
 // without its backpressure. It owns the scenario (Config), the runs
-// (on lab.Matrix) and the table; the apps' /ws endpoints
+// (on lab.Plan) and the table; the apps' /ws endpoints
 // (appserver.ParseWSQuery), the load generator's clients
 // (loadgen.WSConsumer, loadgen.WSHolder) and the rows (recorder.WSSession,
 // recorder.WSRun) are their packages', tested here on every app as the

@@ -19,26 +19,17 @@ import (
 type files = lab.RunFiles[recorder.WSSession, recorder.WSRun]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Matrix), writing ws-sessions.csv, ws-runs.csv, requests.csv,
+// (lab.Plan), writing ws-sessions.csv, ws-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A socket the server refused
 // or ended is an outcome in ws-sessions.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	specs, skipped := c.Runs(env.Stack)
-	if err := holdable(env.Stack, specs); err != nil {
-		return nil, err
-	}
-	var f *files
-	m := &lab.Matrix[RunSpec, recorder.WSRun]{Specs: specs, Line: runLine,
+	return lab.Plan[RunSpec, recorder.WSSession, recorder.WSRun]{
+		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
+		Check:    func(specs []RunSpec) error { return holdable(env.Stack, specs) },
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.WSRun, error) {
-			return c.measure(ctx, env, s, id, f)
-		}}
-	lab.UseRunFiles(m, &f)
-	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
-	return &Result{*res}, err
+		Measure:  c.measure,
+		Line:     runLine,
+	}.Run(ctx, env, c, &Result{})
 }
 
 // holdable refuses, before anything starts, a run whose server cannot
