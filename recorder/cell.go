@@ -44,7 +44,7 @@ type encoder struct {
 }
 
 // encode returns the record for row; it is valid until the next call.
-func encode[T any](e *encoder, cols []column[T], row *T) []string {
+func encode[T any](e *encoder, cols []Column[T], row *T) []string {
 	if cap(e.record) < len(cols) {
 		e.record = make([]string, len(cols))
 	}

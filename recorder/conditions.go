@@ -16,21 +16,21 @@ type Condition struct {
 	AppMemoryPeakMiB, ProxyMemoryPeakMiB Maybe
 }
 
-func (Condition) schema() *schema[Condition] { return &conditionSchema }
+func (Condition) Schema() *Schema[Condition] { return &conditionSchema }
 
-var conditionSchema = schema[Condition]{file: "conditions.csv", cols: []column[Condition]{
-	col("route", 0, func(r *Condition) any { return &r.Route }),
-	col("server", 0, func(r *Condition) any { return &r.Server }),
-	col("slow_clients", 0, func(r *Condition) any { return &r.SlowClients }),
-	col("runs", 0, func(r *Condition) any { return &r.Runs }),
-	col("runs_excluded", 0, func(r *Condition) any { return &r.RunsExcluded }),
-	col("p50_ms", usOfMS, func(r *Condition) any { return &r.P50MS }),
-	col("p95_ms", usOfMS, func(r *Condition) any { return &r.P95MS }),
-	col("p95_min_ms", usOfMS, func(r *Condition) any { return &r.P95MinMS }),
-	col("p95_max_ms", usOfMS, func(r *Condition) any { return &r.P95MaxMS }),
-	col("app_send_s", msOfS, func(r *Condition) any { return &r.AppSendS }),
-	col("client_receive_s", msOfS, func(r *Condition) any { return &r.ClientReceiveS }),
-	col("temp_peak_mib", kibOfMi, func(r *Condition) any { return &r.TempPeakMiB }),
-	col("app_memory_peak_mib", kibOfMi, func(r *Condition) any { return &r.AppMemoryPeakMiB }),
-	col("proxy_memory_peak_mib", kibOfMi, func(r *Condition) any { return &r.ProxyMemoryPeakMiB }),
+var conditionSchema = Schema[Condition]{file: "conditions.csv", cols: []Column[Condition]{
+	Col("route", 0, func(r *Condition) any { return &r.Route }),
+	Col("server", 0, func(r *Condition) any { return &r.Server }),
+	Col("slow_clients", 0, func(r *Condition) any { return &r.SlowClients }),
+	Col("runs", 0, func(r *Condition) any { return &r.Runs }),
+	Col("runs_excluded", 0, func(r *Condition) any { return &r.RunsExcluded }),
+	Col("p50_ms", usOfMS, func(r *Condition) any { return &r.P50MS }),
+	Col("p95_ms", usOfMS, func(r *Condition) any { return &r.P95MS }),
+	Col("p95_min_ms", usOfMS, func(r *Condition) any { return &r.P95MinMS }),
+	Col("p95_max_ms", usOfMS, func(r *Condition) any { return &r.P95MaxMS }),
+	Col("app_send_s", msOfS, func(r *Condition) any { return &r.AppSendS }),
+	Col("client_receive_s", msOfS, func(r *Condition) any { return &r.ClientReceiveS }),
+	Col("temp_peak_mib", kibOfMi, func(r *Condition) any { return &r.TempPeakMiB }),
+	Col("app_memory_peak_mib", kibOfMi, func(r *Condition) any { return &r.AppMemoryPeakMiB }),
+	Col("proxy_memory_peak_mib", kibOfMi, func(r *Condition) any { return &r.ProxyMemoryPeakMiB }),
 }}

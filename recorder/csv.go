@@ -20,7 +20,7 @@ type Writer[T Row[T]] struct {
 	mu      sync.Mutex
 	out     *countingWriter
 	cw      *csv.Writer
-	schema  *schema[T]
+	schema  *Schema[T]
 	enc     encoder
 	scratch T // Write encodes from here so the row argument never escapes
 	// truncate, when set, cuts the output back to a size: a row that
@@ -240,7 +240,7 @@ func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
 // Reader reads CSV rows of type T one at a time, as ReadAll does, so a
 // file of any length is read in constant memory.
 type Reader[T Row[T]] struct {
-	s  *schema[T]
+	s  *Schema[T]
 	cr *csv.Reader
 }
 
@@ -290,7 +290,7 @@ func (r *Reader[T]) Read() (T, error) {
 }
 
 // checkHeader names the first column of got that differs from the schema.
-func (s *schema[T]) checkHeader(got []string) error {
+func (s *Schema[T]) checkHeader(got []string) error {
 	for i, c := range s.cols {
 		switch {
 		case i >= len(got):

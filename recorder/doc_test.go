@@ -19,7 +19,7 @@ func TestDocNamesEveryResultsFile(t *testing.T) {
 	doc := packageDoc(t, ".")
 	files := schemaFiles(t, ".")
 	if len(files) < 20 {
-		t.Fatalf("found %d schema files (%v): the search for schema[T]{file: ...} no longer sees them", len(files), files)
+		t.Fatalf("found %d schema files (%v): the search for Schema[T]{file: ...} no longer sees them", len(files), files)
 	}
 	if missing := unnamed(doc, files); len(missing) > 0 {
 		t.Errorf("recorder's package doc (doc.go) does not name results files %v", missing)
@@ -79,7 +79,7 @@ func packageDoc(t *testing.T, dir string) string {
 	return doc.String()
 }
 
-// schemaFiles returns the file names of every schema[T]{file: "..."} in
+// schemaFiles returns the file names of every Schema[T]{file: "..."} in
 // the non-test files of dir, sorted.
 func schemaFiles(t *testing.T, dir string) []string {
 	t.Helper()

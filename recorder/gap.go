@@ -34,24 +34,24 @@ type GapRow struct {
 	RunID string
 }
 
-func (GapRow) schema() *schema[GapRow] { return &gapSchema }
+func (GapRow) Schema() *Schema[GapRow] { return &gapSchema }
 
-var gapSchema = schema[GapRow]{file: "gap.csv", cols: append(append([]column[GapRow]{
-	col("size_bytes", 0, func(r *GapRow) any { return &r.SizeBytes }),
-	col("configured_rtt_ms", usOfMS, func(r *GapRow) any { return &r.ConfiguredRTTMS }),
-	col("rtt_ms", usOfMS, func(r *GapRow) any { return &r.RTTMS }),
-	col("server_ms", usOfMS, func(r *GapRow) any { return &r.ServerMS }),
-	col("client_keepalive_ms", usOfMS, func(r *GapRow) any { return &r.ClientKeepaliveMS }),
-	col("client_new_ms", usOfMS, func(r *GapRow) any { return &r.ClientNewMS }),
-	col("server_blind_pct", milli, func(r *GapRow) any { return &r.ServerBlindPct }),
-	col("runs", 0, func(r *GapRow) any { return &r.Runs }),
-	col("delay_method", 0, func(r *GapRow) any { return &r.DelayMethod }),
-	col("server_last_byte_ms", usOfMS, func(r *GapRow) any { return &r.ServerLastByteMS }),
-	col("server_last_byte_blind_pct", milli, func(r *GapRow) any { return &r.ServerLastByteBlindPct }),
+var gapSchema = Schema[GapRow]{file: "gap.csv", cols: append(append([]Column[GapRow]{
+	Col("size_bytes", 0, func(r *GapRow) any { return &r.SizeBytes }),
+	Col("configured_rtt_ms", usOfMS, func(r *GapRow) any { return &r.ConfiguredRTTMS }),
+	Col("rtt_ms", usOfMS, func(r *GapRow) any { return &r.RTTMS }),
+	Col("server_ms", usOfMS, func(r *GapRow) any { return &r.ServerMS }),
+	Col("client_keepalive_ms", usOfMS, func(r *GapRow) any { return &r.ClientKeepaliveMS }),
+	Col("client_new_ms", usOfMS, func(r *GapRow) any { return &r.ClientNewMS }),
+	Col("server_blind_pct", milli, func(r *GapRow) any { return &r.ServerBlindPct }),
+	Col("runs", 0, func(r *GapRow) any { return &r.Runs }),
+	Col("delay_method", 0, func(r *GapRow) any { return &r.DelayMethod }),
+	Col("server_last_byte_ms", usOfMS, func(r *GapRow) any { return &r.ServerLastByteMS }),
+	Col("server_last_byte_blind_pct", milli, func(r *GapRow) any { return &r.ServerLastByteBlindPct }),
 }, gapSettingsCols(func(r *GapRow) *GapSettings { return &r.GapSettings })...),
-	col("handshake_ms", usOfMS, func(r *GapRow) any { return &r.HandshakeMS }),
-	col("resumed_pct", milli, func(r *GapRow) any { return &r.ResumedPct }),
-	col("run_id", 0, func(r *GapRow) any { return &r.RunID }),
+	Col("handshake_ms", usOfMS, func(r *GapRow) any { return &r.HandshakeMS }),
+	Col("resumed_pct", milli, func(r *GapRow) any { return &r.ResumedPct }),
+	Col("run_id", 0, func(r *GapRow) any { return &r.RunID }),
 )}
 
 // okGap reports whether r counts toward the medians.

@@ -41,27 +41,27 @@ type GapPath struct {
 	RunID           string // its condition's run (gap-runs.csv)
 }
 
-func (GapPath) schema() *schema[GapPath] { return &gapPathSchema }
+func (GapPath) Schema() *Schema[GapPath] { return &gapPathSchema }
 
-var gapPathSchema = schema[GapPath]{file: "gap-path.csv", cols: append(append([]column[GapPath]{
-	col("size_bytes", 0, func(r *GapPath) any { return &r.SizeBytes }),
-	col("configured_rtt_ms", usOfMS, func(r *GapPath) any { return &r.ConfiguredRTTMS }),
-	col("rtt_ms", usOfMS, func(r *GapPath) any { return &r.RTTMS }),
-	col("delay_method", 0, func(r *GapPath) any { return &r.DelayMethod }),
-	col("mtu", 0, func(r *GapPath) any { return &r.MTU }),
-	col("congestion_control", 0, func(r *GapPath) any { return &r.CongestionControl }),
-	col("packets", 0, func(r *GapPath) any { return &r.Packets }),
-	col("dropped", 0, func(r *GapPath) any { return &r.Dropped }),
-	col("lateness_p50_ms", usOfMS, func(r *GapPath) any { return &r.LatenessP50MS }),
-	col("lateness_p99_ms", usOfMS, func(r *GapPath) any { return &r.LatenessP99MS }),
-	col("lateness_max_ms", usOfMS, func(r *GapPath) any { return &r.LatenessMaxMS }),
-	col("valid", 0, func(r *GapPath) any { return &r.Valid }),
+var gapPathSchema = Schema[GapPath]{file: "gap-path.csv", cols: append(append([]Column[GapPath]{
+	Col("size_bytes", 0, func(r *GapPath) any { return &r.SizeBytes }),
+	Col("configured_rtt_ms", usOfMS, func(r *GapPath) any { return &r.ConfiguredRTTMS }),
+	Col("rtt_ms", usOfMS, func(r *GapPath) any { return &r.RTTMS }),
+	Col("delay_method", 0, func(r *GapPath) any { return &r.DelayMethod }),
+	Col("mtu", 0, func(r *GapPath) any { return &r.MTU }),
+	Col("congestion_control", 0, func(r *GapPath) any { return &r.CongestionControl }),
+	Col("packets", 0, func(r *GapPath) any { return &r.Packets }),
+	Col("dropped", 0, func(r *GapPath) any { return &r.Dropped }),
+	Col("lateness_p50_ms", usOfMS, func(r *GapPath) any { return &r.LatenessP50MS }),
+	Col("lateness_p99_ms", usOfMS, func(r *GapPath) any { return &r.LatenessP99MS }),
+	Col("lateness_max_ms", usOfMS, func(r *GapPath) any { return &r.LatenessMaxMS }),
+	Col("valid", 0, func(r *GapPath) any { return &r.Valid }),
 }, gapSettingsCols(func(r *GapPath) *GapSettings { return &r.GapSettings })...),
-	col("path_packets", 0, func(r *GapPath) any { return &r.PathPackets }),
-	col("loss_applied_pct", milli, func(r *GapPath) any { return &r.LossAppliedPct }),
-	col("overflow_drops", 0, func(r *GapPath) any { return &r.OverflowDrops }),
-	col("sent_packets", 0, func(r *GapPath) any { return &r.SentPackets }),
-	col("received_packets", 0, func(r *GapPath) any { return &r.ReceivedPackets }),
-	col("loss_measured_pct", milli, func(r *GapPath) any { return &r.LossMeasuredPct }),
-	col("run_id", 0, func(r *GapPath) any { return &r.RunID }),
+	Col("path_packets", 0, func(r *GapPath) any { return &r.PathPackets }),
+	Col("loss_applied_pct", milli, func(r *GapPath) any { return &r.LossAppliedPct }),
+	Col("overflow_drops", 0, func(r *GapPath) any { return &r.OverflowDrops }),
+	Col("sent_packets", 0, func(r *GapPath) any { return &r.SentPackets }),
+	Col("received_packets", 0, func(r *GapPath) any { return &r.ReceivedPackets }),
+	Col("loss_measured_pct", milli, func(r *GapPath) any { return &r.LossMeasuredPct }),
+	Col("run_id", 0, func(r *GapPath) any { return &r.RunID }),
 )}

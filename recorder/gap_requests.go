@@ -39,27 +39,27 @@ const (
 	GapNew       = "new"       // on a new TCP connection, handshake included
 )
 
-func (GapRequest) schema() *schema[GapRequest] { return &gapRequestSchema }
+func (GapRequest) Schema() *Schema[GapRequest] { return &gapRequestSchema }
 
-var gapRequestSchema = schema[GapRequest]{file: "gap-requests.csv", cols: append(append([]column[GapRequest]{
-	col("size_bytes", 0, func(r *GapRequest) any { return &r.SizeBytes }),
-	col("configured_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.ConfiguredRTTMS }),
-	col("delay_method", 0, func(r *GapRequest) any { return &r.DelayMethod }),
-	col("mode", 0, func(r *GapRequest) any { return &r.Mode }),
-	col("seq", 0, func(r *GapRequest) any { return &r.Seq }),
-	col("start_s", usOfS, func(r *GapRequest) any { return &r.StartS }),
-	col("new_conn", 0, func(r *GapRequest) any { return &r.NewConn }),
-	col("connect_ms", usOfMS, func(r *GapRequest) any { return &r.ConnectMS }),
-	col("ttfb_ms", usOfMS, func(r *GapRequest) any { return &r.TTFBMS }),
-	col("total_ms", usOfMS, func(r *GapRequest) any { return &r.TotalMS }),
-	col("server_header_ms", usOfMS, func(r *GapRequest) any { return &r.ServerHeaderMS }),
-	col("server_last_byte_ms", usOfMS, func(r *GapRequest) any { return &r.ServerLastByteMS }),
-	col("tcp_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.TCPRTTMS }),
-	col("status", 0, func(r *GapRequest) any { return &r.Status }),
-	col("bytes", 0, func(r *GapRequest) any { return &r.Bytes }),
-	col("error", 0, func(r *GapRequest) any { return &r.Error }),
+var gapRequestSchema = Schema[GapRequest]{file: "gap-requests.csv", cols: append(append([]Column[GapRequest]{
+	Col("size_bytes", 0, func(r *GapRequest) any { return &r.SizeBytes }),
+	Col("configured_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.ConfiguredRTTMS }),
+	Col("delay_method", 0, func(r *GapRequest) any { return &r.DelayMethod }),
+	Col("mode", 0, func(r *GapRequest) any { return &r.Mode }),
+	Col("seq", 0, func(r *GapRequest) any { return &r.Seq }),
+	Col("start_s", usOfS, func(r *GapRequest) any { return &r.StartS }),
+	Col("new_conn", 0, func(r *GapRequest) any { return &r.NewConn }),
+	Col("connect_ms", usOfMS, func(r *GapRequest) any { return &r.ConnectMS }),
+	Col("ttfb_ms", usOfMS, func(r *GapRequest) any { return &r.TTFBMS }),
+	Col("total_ms", usOfMS, func(r *GapRequest) any { return &r.TotalMS }),
+	Col("server_header_ms", usOfMS, func(r *GapRequest) any { return &r.ServerHeaderMS }),
+	Col("server_last_byte_ms", usOfMS, func(r *GapRequest) any { return &r.ServerLastByteMS }),
+	Col("tcp_rtt_ms", usOfMS, func(r *GapRequest) any { return &r.TCPRTTMS }),
+	Col("status", 0, func(r *GapRequest) any { return &r.Status }),
+	Col("bytes", 0, func(r *GapRequest) any { return &r.Bytes }),
+	Col("error", 0, func(r *GapRequest) any { return &r.Error }),
 }, gapSettingsCols(func(r *GapRequest) *GapSettings { return &r.GapSettings })...),
-	col("handshake_ms", usOfMS, func(r *GapRequest) any { return &r.HandshakeMS }),
-	col("tls_resumed", 0, func(r *GapRequest) any { return &r.TLSResumed }),
-	col("run_id", 0, func(r *GapRequest) any { return &r.RunID }),
+	Col("handshake_ms", usOfMS, func(r *GapRequest) any { return &r.HandshakeMS }),
+	Col("tls_resumed", 0, func(r *GapRequest) any { return &r.TLSResumed }),
+	Col("run_id", 0, func(r *GapRequest) any { return &r.RunID }),
 )}

@@ -11,10 +11,10 @@ type GapRun struct {
 	Status, Reason string // RunOK, RunFailed or RunAborted, and why not ok
 }
 
-func (GapRun) schema() *schema[GapRun] { return &gapRunSchema }
+func (GapRun) Schema() *Schema[GapRun] { return &gapRunSchema }
 
-var gapRunSchema = schema[GapRun]{file: "gap-runs.csv", cols: []column[GapRun]{
-	col("run_id", 0, func(r *GapRun) any { return &r.RunID }),
-	col("status", 0, func(r *GapRun) any { return &r.Status }),
-	col("reason", 0, func(r *GapRun) any { return &r.Reason }),
+var gapRunSchema = Schema[GapRun]{file: "gap-runs.csv", cols: []Column[GapRun]{
+	Col("run_id", 0, func(r *GapRun) any { return &r.RunID }),
+	Col("status", 0, func(r *GapRun) any { return &r.Status }),
+	Col("reason", 0, func(r *GapRun) any { return &r.Reason }),
 }}

@@ -37,14 +37,14 @@ const (
 )
 
 // gapSettingsCols are the GapSettings columns of a row type that embeds it.
-func gapSettingsCols[T any](s func(*T) *GapSettings) []column[T] {
-	return []column[T]{
-		col("tls", 0, func(r *T) any { return &s(r).TLS }),
-		col("loss_pct", milli, func(r *T) any { return &s(r).LossPct }),
-		col("rate", 0, func(r *T) any { return &s(r).RateBits }),
-		col("delay_up_ms", usOfMS, func(r *T) any { return &s(r).DelayUpMS }),
-		col("delay_down_ms", usOfMS, func(r *T) any { return &s(r).DelayDownMS }),
-		col("work_ms", usOfMS, func(r *T) any { return &s(r).WorkMS }),
-		col("work_kind", 0, func(r *T) any { return &s(r).WorkKind }),
+func gapSettingsCols[T any](s func(*T) *GapSettings) []Column[T] {
+	return []Column[T]{
+		Col("tls", 0, func(r *T) any { return &s(r).TLS }),
+		Col("loss_pct", milli, func(r *T) any { return &s(r).LossPct }),
+		Col("rate", 0, func(r *T) any { return &s(r).RateBits }),
+		Col("delay_up_ms", usOfMS, func(r *T) any { return &s(r).DelayUpMS }),
+		Col("delay_down_ms", usOfMS, func(r *T) any { return &s(r).DelayDownMS }),
+		Col("work_ms", usOfMS, func(r *T) any { return &s(r).WorkMS }),
+		Col("work_kind", 0, func(r *T) any { return &s(r).WorkKind }),
 	}
 }

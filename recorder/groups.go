@@ -52,31 +52,31 @@ type LongPollGroup struct {
 	FullSamples Maybe
 }
 
-func (LongPollGroup) schema() *schema[LongPollGroup] { return &longPollGroupSchema }
+func (LongPollGroup) Schema() *Schema[LongPollGroup] { return &longPollGroupSchema }
 
-var longPollGroupSchema = schema[LongPollGroup]{file: "groups.csv", cols: []column[LongPollGroup]{
-	col("run_id", 0, func(r *LongPollGroup) any { return &r.RunID }),
-	col("server", 0, func(r *LongPollGroup) any { return &r.Server }),
-	col("hold", 0, func(r *LongPollGroup) any { return &r.Hold }),
-	col("probe_concurrency", 0, func(r *LongPollGroup) any { return &r.ProbeConcurrency }),
-	col("seconds", msOfS, func(r *LongPollGroup) any { return &r.Seconds }),
-	col("elapsed_s", msOfS, func(r *LongPollGroup) any { return &r.ElapsedS }),
-	col("ok", 0, func(r *LongPollGroup) any { return &r.OK }),
-	col("failed", 0, func(r *LongPollGroup) any { return &r.Failed }),
-	col("p50_ms", usOfMS, func(r *LongPollGroup) any { return &r.P50MS }),
-	col("p95_ms", usOfMS, func(r *LongPollGroup) any { return &r.P95MS }),
-	col("max_ms", usOfMS, func(r *LongPollGroup) any { return &r.MaxMS }),
-	col("throughput_rps", milli, func(r *LongPollGroup) any { return &r.ThroughputRPS }),
-	col("slots", 0, func(r *LongPollGroup) any { return &r.Slots }),
-	col("free_slots", 0, func(r *LongPollGroup) any { return &r.FreeSlots }),
-	col("max_worker_held", 0, func(r *LongPollGroup) any { return &r.MaxWorkerHeld }),
-	col("full_worker_s", msOfS, func(r *LongPollGroup) any { return &r.FullWorkerS }),
-	col("probes_over_1s", 0, func(r *LongPollGroup) any { return &r.ProbesOver1s }),
-	col("held_samples", 0, func(r *LongPollGroup) any { return &r.HeldSamples }),
-	col("waves", 0, func(r *LongPollGroup) any { return &r.Waves }),
-	col("full_waves", 0, func(r *LongPollGroup) any { return &r.FullWaves }),
-	col("worker_slots", 0, func(r *LongPollGroup) any { return &r.WorkerSlots }),
-	col("full_samples", 0, func(r *LongPollGroup) any { return &r.FullSamples }),
+var longPollGroupSchema = Schema[LongPollGroup]{file: "groups.csv", cols: []Column[LongPollGroup]{
+	Col("run_id", 0, func(r *LongPollGroup) any { return &r.RunID }),
+	Col("server", 0, func(r *LongPollGroup) any { return &r.Server }),
+	Col("hold", 0, func(r *LongPollGroup) any { return &r.Hold }),
+	Col("probe_concurrency", 0, func(r *LongPollGroup) any { return &r.ProbeConcurrency }),
+	Col("seconds", msOfS, func(r *LongPollGroup) any { return &r.Seconds }),
+	Col("elapsed_s", msOfS, func(r *LongPollGroup) any { return &r.ElapsedS }),
+	Col("ok", 0, func(r *LongPollGroup) any { return &r.OK }),
+	Col("failed", 0, func(r *LongPollGroup) any { return &r.Failed }),
+	Col("p50_ms", usOfMS, func(r *LongPollGroup) any { return &r.P50MS }),
+	Col("p95_ms", usOfMS, func(r *LongPollGroup) any { return &r.P95MS }),
+	Col("max_ms", usOfMS, func(r *LongPollGroup) any { return &r.MaxMS }),
+	Col("throughput_rps", milli, func(r *LongPollGroup) any { return &r.ThroughputRPS }),
+	Col("slots", 0, func(r *LongPollGroup) any { return &r.Slots }),
+	Col("free_slots", 0, func(r *LongPollGroup) any { return &r.FreeSlots }),
+	Col("max_worker_held", 0, func(r *LongPollGroup) any { return &r.MaxWorkerHeld }),
+	Col("full_worker_s", msOfS, func(r *LongPollGroup) any { return &r.FullWorkerS }),
+	Col("probes_over_1s", 0, func(r *LongPollGroup) any { return &r.ProbesOver1s }),
+	Col("held_samples", 0, func(r *LongPollGroup) any { return &r.HeldSamples }),
+	Col("waves", 0, func(r *LongPollGroup) any { return &r.Waves }),
+	Col("full_waves", 0, func(r *LongPollGroup) any { return &r.FullWaves }),
+	Col("worker_slots", 0, func(r *LongPollGroup) any { return &r.WorkerSlots }),
+	Col("full_samples", 0, func(r *LongPollGroup) any { return &r.FullSamples }),
 }}
 
 // ProbeSummary is a long-poll run's probes summarized as they are

@@ -35,23 +35,23 @@ const (
 	H2Reset    = "reset"
 )
 
-func (H2Stream) schema() *schema[H2Stream] { return &h2StreamSchema }
+func (H2Stream) Schema() *Schema[H2Stream] { return &h2StreamSchema }
 
-var h2StreamSchema = schema[H2Stream]{file: "h2-streams.csv", cols: []column[H2Stream]{
-	col("run_id", 0, func(r *H2Stream) any { return &r.RunID }),
-	col("route", 0, func(r *H2Stream) any { return &r.Route }),
-	col("server", 0, func(r *H2Stream) any { return &r.Server }),
-	col("streams", 0, func(r *H2Stream) any { return &r.Streams }),
-	col("rep", 0, func(r *H2Stream) any { return &r.Rep }),
-	col("stream", 0, func(r *H2Stream) any { return &r.Stream }),
-	col("conn", 0, func(r *H2Stream) any { return &r.Conn }),
-	col("status", 0, func(r *H2Stream) any { return &r.Status }),
-	col("bytes", 0, func(r *H2Stream) any { return &r.Bytes }),
-	col("first_byte_ms", usOfMS, func(r *H2Stream) any { return &r.FirstByteMS }),
-	col("total_s", msOfS, func(r *H2Stream) any { return &r.TotalS }),
-	col("outcome", 0, func(r *H2Stream) any { return &r.Outcome }),
-	col("app_held", 0, func(r *H2Stream) any { return &r.AppHeld }),
-	col("error", 0, func(r *H2Stream) any { return &r.Error }),
+var h2StreamSchema = Schema[H2Stream]{file: "h2-streams.csv", cols: []Column[H2Stream]{
+	Col("run_id", 0, func(r *H2Stream) any { return &r.RunID }),
+	Col("route", 0, func(r *H2Stream) any { return &r.Route }),
+	Col("server", 0, func(r *H2Stream) any { return &r.Server }),
+	Col("streams", 0, func(r *H2Stream) any { return &r.Streams }),
+	Col("rep", 0, func(r *H2Stream) any { return &r.Rep }),
+	Col("stream", 0, func(r *H2Stream) any { return &r.Stream }),
+	Col("conn", 0, func(r *H2Stream) any { return &r.Conn }),
+	Col("status", 0, func(r *H2Stream) any { return &r.Status }),
+	Col("bytes", 0, func(r *H2Stream) any { return &r.Bytes }),
+	Col("first_byte_ms", usOfMS, func(r *H2Stream) any { return &r.FirstByteMS }),
+	Col("total_s", msOfS, func(r *H2Stream) any { return &r.TotalS }),
+	Col("outcome", 0, func(r *H2Stream) any { return &r.Outcome }),
+	Col("app_held", 0, func(r *H2Stream) any { return &r.AppHeld }),
+	Col("error", 0, func(r *H2Stream) any { return &r.Error }),
 }}
 
 // H2Run is one row of h2-runs.csv: one run of h2-slow-client. Streams
@@ -87,33 +87,33 @@ type H2Run struct {
 	P50MS, P95MS, MaxMS  Maybe
 }
 
-func (H2Run) schema() *schema[H2Run] { return &h2RunSchema }
+func (H2Run) Schema() *Schema[H2Run] { return &h2RunSchema }
 
-var h2RunSchema = schema[H2Run]{file: "h2-runs.csv", cols: slices.Concat(
-	[]column[H2Run]{
-		col("run_id", 0, func(r *H2Run) any { return &r.RunID }),
-		col("route", 0, func(r *H2Run) any { return &r.Route }),
-		col("server", 0, func(r *H2Run) any { return &r.Server }),
-		col("streams", 0, func(r *H2Run) any { return &r.Streams }),
-		col("rep", 0, func(r *H2Run) any { return &r.Rep }),
-		col("conns", 0, func(r *H2Run) any { return &r.Conns }),
-		col("fast_conn", 0, func(r *H2Run) any { return &r.FastConn }),
-		col("read", 0, func(r *H2Run) any { return &r.Read }),
-		col("stream_window", 0, func(r *H2Run) any { return &r.StreamWindow }),
-		col("conn_window", 0, func(r *H2Run) any { return &r.ConnWindow }),
+var h2RunSchema = Schema[H2Run]{file: "h2-runs.csv", cols: slices.Concat(
+	[]Column[H2Run]{
+		Col("run_id", 0, func(r *H2Run) any { return &r.RunID }),
+		Col("route", 0, func(r *H2Run) any { return &r.Route }),
+		Col("server", 0, func(r *H2Run) any { return &r.Server }),
+		Col("streams", 0, func(r *H2Run) any { return &r.Streams }),
+		Col("rep", 0, func(r *H2Run) any { return &r.Rep }),
+		Col("conns", 0, func(r *H2Run) any { return &r.Conns }),
+		Col("fast_conn", 0, func(r *H2Run) any { return &r.FastConn }),
+		Col("read", 0, func(r *H2Run) any { return &r.Read }),
+		Col("stream_window", 0, func(r *H2Run) any { return &r.StreamWindow }),
+		Col("conn_window", 0, func(r *H2Run) any { return &r.ConnWindow }),
 	},
 	statusCols(func(r *H2Run) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
-	[]column[H2Run]{
-		col("complete", 0, func(r *H2Run) any { return &r.Complete }),
-		col("cut", 0, func(r *H2Run) any { return &r.Cut }),
-		col("reset", 0, func(r *H2Run) any { return &r.Reset }),
-		col("failed", 0, func(r *H2Run) any { return &r.Failed }),
-		col("reset_after_s", msOfS, func(r *H2Run) any { return &r.ResetAfterS }),
-		col("workers", whole, func(r *H2Run) any { return &r.Workers }),
-		col("app_held_max", whole, func(r *H2Run) any { return &r.AppHeldMax }),
-		col("app_complete", 0, func(r *H2Run) any { return &r.AppComplete }),
-		col("proxy_mem_peak_mib", kibOfMi, func(r *H2Run) any { return &r.ProxyMemPeakMiB }),
-		col("temp_peak_mib", kibOfMi, func(r *H2Run) any { return &r.TempPeakMiB }),
+	[]Column[H2Run]{
+		Col("complete", 0, func(r *H2Run) any { return &r.Complete }),
+		Col("cut", 0, func(r *H2Run) any { return &r.Cut }),
+		Col("reset", 0, func(r *H2Run) any { return &r.Reset }),
+		Col("failed", 0, func(r *H2Run) any { return &r.Failed }),
+		Col("reset_after_s", msOfS, func(r *H2Run) any { return &r.ResetAfterS }),
+		Col("workers", whole, func(r *H2Run) any { return &r.Workers }),
+		Col("app_held_max", whole, func(r *H2Run) any { return &r.AppHeldMax }),
+		Col("app_complete", 0, func(r *H2Run) any { return &r.AppComplete }),
+		Col("proxy_mem_peak_mib", kibOfMi, func(r *H2Run) any { return &r.ProxyMemPeakMiB }),
+		Col("temp_peak_mib", kibOfMi, func(r *H2Run) any { return &r.TempPeakMiB }),
 	},
 	fastCols(func(r *H2Run) fastRun {
 		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}

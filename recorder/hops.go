@@ -101,13 +101,13 @@ const (
 var HopsInTransit = []string{HopAppSendQueue, HopProxyUpstreamRecvQ, HopProxyMemory, HopProxyTempFile,
 	HopProxyClientSendQueue, HopClientRecvQueue}
 
-func (Hop) schema() *schema[Hop] { return &hopSchema }
+func (Hop) Schema() *Schema[Hop] { return &hopSchema }
 
-var hopSchema = schema[Hop]{file: "hops.csv", cols: []column[Hop]{
-	col("run_id", 0, func(r *Hop) any { return &r.RunID }),
-	col("t_s", msOfS, func(r *Hop) any { return &r.TS }),
-	col("download", 0, func(r *Hop) any { return &r.Download }),
-	col("hop", 0, func(r *Hop) any { return &r.Hop }),
-	col("bytes", whole, func(r *Hop) any { return &r.Bytes }),
-	col("source", 0, func(r *Hop) any { return &r.Source }),
+var hopSchema = Schema[Hop]{file: "hops.csv", cols: []Column[Hop]{
+	Col("run_id", 0, func(r *Hop) any { return &r.RunID }),
+	Col("t_s", msOfS, func(r *Hop) any { return &r.TS }),
+	Col("download", 0, func(r *Hop) any { return &r.Download }),
+	Col("hop", 0, func(r *Hop) any { return &r.Hop }),
+	Col("bytes", whole, func(r *Hop) any { return &r.Bytes }),
+	Col("source", 0, func(r *Hop) any { return &r.Source }),
 }}

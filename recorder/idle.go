@@ -27,24 +27,24 @@ type IdleConn struct {
 	Error         string
 }
 
-func (IdleConn) schema() *schema[IdleConn] { return &idleConnSchema }
+func (IdleConn) Schema() *Schema[IdleConn] { return &idleConnSchema }
 
-var idleConnSchema = schema[IdleConn]{file: "idle-conns.csv", cols: []column[IdleConn]{
-	col("run_id", 0, func(r *IdleConn) any { return &r.RunID }),
-	col("route", 0, func(r *IdleConn) any { return &r.Route }),
-	col("server", 0, func(r *IdleConn) any { return &r.Server }),
-	col("mode", 0, func(r *IdleConn) any { return &r.Mode }),
-	col("conns", 0, func(r *IdleConn) any { return &r.Conns }),
-	col("seq", 0, func(r *IdleConn) any { return &r.Seq }),
-	col("source", 0, func(r *IdleConn) any { return &r.Source }),
-	col("start_s", msOfS, func(r *IdleConn) any { return &r.StartS }),
-	col("connect_ms", usOfMS, func(r *IdleConn) any { return &r.ConnectMS }),
-	col("held_s", msOfS, func(r *IdleConn) any { return &r.HeldS }),
-	col("end", 0, func(r *IdleConn) any { return &r.End }),
-	col("sent_bytes", whole, func(r *IdleConn) any { return &r.SentBytes }),
-	col("received_bytes", whole, func(r *IdleConn) any { return &r.ReceivedBytes }),
-	col("first_line", 0, func(r *IdleConn) any { return &r.FirstLine }),
-	col("error", 0, func(r *IdleConn) any { return &r.Error }),
+var idleConnSchema = Schema[IdleConn]{file: "idle-conns.csv", cols: []Column[IdleConn]{
+	Col("run_id", 0, func(r *IdleConn) any { return &r.RunID }),
+	Col("route", 0, func(r *IdleConn) any { return &r.Route }),
+	Col("server", 0, func(r *IdleConn) any { return &r.Server }),
+	Col("mode", 0, func(r *IdleConn) any { return &r.Mode }),
+	Col("conns", 0, func(r *IdleConn) any { return &r.Conns }),
+	Col("seq", 0, func(r *IdleConn) any { return &r.Seq }),
+	Col("source", 0, func(r *IdleConn) any { return &r.Source }),
+	Col("start_s", msOfS, func(r *IdleConn) any { return &r.StartS }),
+	Col("connect_ms", usOfMS, func(r *IdleConn) any { return &r.ConnectMS }),
+	Col("held_s", msOfS, func(r *IdleConn) any { return &r.HeldS }),
+	Col("end", 0, func(r *IdleConn) any { return &r.End }),
+	Col("sent_bytes", whole, func(r *IdleConn) any { return &r.SentBytes }),
+	Col("received_bytes", whole, func(r *IdleConn) any { return &r.ReceivedBytes }),
+	Col("first_line", 0, func(r *IdleConn) any { return &r.FirstLine }),
+	Col("error", 0, func(r *IdleConn) any { return &r.Error }),
 }}
 
 // Ends of a held connection, as written in idle-conns.csv.
@@ -88,40 +88,40 @@ type IdleRun struct {
 	ProxyFDs, ProxyEstablished         Maybe
 }
 
-func (IdleRun) schema() *schema[IdleRun] { return &idleRunSchema }
+func (IdleRun) Schema() *Schema[IdleRun] { return &idleRunSchema }
 
-var idleRunSchema = schema[IdleRun]{file: "idle-runs.csv", cols: []column[IdleRun]{
-	col("run_id", 0, func(r *IdleRun) any { return &r.RunID }),
-	col("route", 0, func(r *IdleRun) any { return &r.Route }),
-	col("server", 0, func(r *IdleRun) any { return &r.Server }),
-	col("mode", 0, func(r *IdleRun) any { return &r.Mode }),
-	col("conns", 0, func(r *IdleRun) any { return &r.Conns }),
-	col("rep", 0, func(r *IdleRun) any { return &r.Rep }),
-	col("status", 0, func(r *IdleRun) any { return &r.Status }),
-	col("reason", 0, func(r *IdleRun) any { return &r.Reason }),
-	col("connected", 0, func(r *IdleRun) any { return &r.Connected }),
-	col("connect_errors", 0, func(r *IdleRun) any { return &r.ConnectErrors }),
-	col("fin", 0, func(r *IdleRun) any { return &r.FIN }),
-	col("reset", 0, func(r *IdleRun) any { return &r.Reset }),
-	col("bound", 0, func(r *IdleRun) any { return &r.Bound }),
-	col("responded", 0, func(r *IdleRun) any { return &r.Responded }),
-	col("server_closed_p50_s", msOfS, func(r *IdleRun) any { return &r.ServerClosedP50S }),
-	col("server_closed_max_s", msOfS, func(r *IdleRun) any { return &r.ServerClosedMaxS }),
-	col("bound_s", msOfS, func(r *IdleRun) any { return &r.BoundS }),
-	col("app_timeout_s", msOfS, func(r *IdleRun) any { return &r.AppTimeoutS }),
-	col("header_timeout_s", msOfS, func(r *IdleRun) any { return &r.HeaderTimeoutS }),
-	col("fast_sent", 0, func(r *IdleRun) any { return &r.FastSent }),
-	col("fast_ok", 0, func(r *IdleRun) any { return &r.FastOK }),
-	col("fast_p50_ms", usOfMS, func(r *IdleRun) any { return &r.FastP50MS }),
-	col("fast_p95_ms", usOfMS, func(r *IdleRun) any { return &r.FastP95MS }),
-	col("app_mem_mib", kibOfMi, func(r *IdleRun) any { return &r.AppMemMiB }),
-	col("app_rss_mib", kibOfMi, func(r *IdleRun) any { return &r.AppRSSMiB }),
-	col("proxy_mem_mib", kibOfMi, func(r *IdleRun) any { return &r.ProxyMemMiB }),
-	col("proxy_rss_mib", kibOfMi, func(r *IdleRun) any { return &r.ProxyRSSMiB }),
-	col("app_fds_peak", whole, func(r *IdleRun) any { return &r.AppFDs }),
-	col("app_established_peak", whole, func(r *IdleRun) any { return &r.AppEstablished }),
-	col("proxy_fds_peak", whole, func(r *IdleRun) any { return &r.ProxyFDs }),
-	col("proxy_established_peak", whole, func(r *IdleRun) any { return &r.ProxyEstablished }),
+var idleRunSchema = Schema[IdleRun]{file: "idle-runs.csv", cols: []Column[IdleRun]{
+	Col("run_id", 0, func(r *IdleRun) any { return &r.RunID }),
+	Col("route", 0, func(r *IdleRun) any { return &r.Route }),
+	Col("server", 0, func(r *IdleRun) any { return &r.Server }),
+	Col("mode", 0, func(r *IdleRun) any { return &r.Mode }),
+	Col("conns", 0, func(r *IdleRun) any { return &r.Conns }),
+	Col("rep", 0, func(r *IdleRun) any { return &r.Rep }),
+	Col("status", 0, func(r *IdleRun) any { return &r.Status }),
+	Col("reason", 0, func(r *IdleRun) any { return &r.Reason }),
+	Col("connected", 0, func(r *IdleRun) any { return &r.Connected }),
+	Col("connect_errors", 0, func(r *IdleRun) any { return &r.ConnectErrors }),
+	Col("fin", 0, func(r *IdleRun) any { return &r.FIN }),
+	Col("reset", 0, func(r *IdleRun) any { return &r.Reset }),
+	Col("bound", 0, func(r *IdleRun) any { return &r.Bound }),
+	Col("responded", 0, func(r *IdleRun) any { return &r.Responded }),
+	Col("server_closed_p50_s", msOfS, func(r *IdleRun) any { return &r.ServerClosedP50S }),
+	Col("server_closed_max_s", msOfS, func(r *IdleRun) any { return &r.ServerClosedMaxS }),
+	Col("bound_s", msOfS, func(r *IdleRun) any { return &r.BoundS }),
+	Col("app_timeout_s", msOfS, func(r *IdleRun) any { return &r.AppTimeoutS }),
+	Col("header_timeout_s", msOfS, func(r *IdleRun) any { return &r.HeaderTimeoutS }),
+	Col("fast_sent", 0, func(r *IdleRun) any { return &r.FastSent }),
+	Col("fast_ok", 0, func(r *IdleRun) any { return &r.FastOK }),
+	Col("fast_p50_ms", usOfMS, func(r *IdleRun) any { return &r.FastP50MS }),
+	Col("fast_p95_ms", usOfMS, func(r *IdleRun) any { return &r.FastP95MS }),
+	Col("app_mem_mib", kibOfMi, func(r *IdleRun) any { return &r.AppMemMiB }),
+	Col("app_rss_mib", kibOfMi, func(r *IdleRun) any { return &r.AppRSSMiB }),
+	Col("proxy_mem_mib", kibOfMi, func(r *IdleRun) any { return &r.ProxyMemMiB }),
+	Col("proxy_rss_mib", kibOfMi, func(r *IdleRun) any { return &r.ProxyRSSMiB }),
+	Col("app_fds_peak", whole, func(r *IdleRun) any { return &r.AppFDs }),
+	Col("app_established_peak", whole, func(r *IdleRun) any { return &r.AppEstablished }),
+	Col("proxy_fds_peak", whole, func(r *IdleRun) any { return &r.ProxyFDs }),
+	Col("proxy_established_peak", whole, func(r *IdleRun) any { return &r.ProxyEstablished }),
 }}
 
 // PeakOf is the largest value of a column among component's samples

@@ -32,20 +32,20 @@ const (
 	DownloadAppUnfinished = "app_unfinished"
 )
 
-func (LargeResponse) schema() *schema[LargeResponse] { return &largeResponseSchema }
+func (LargeResponse) Schema() *Schema[LargeResponse] { return &largeResponseSchema }
 
-var largeResponseSchema = schema[LargeResponse]{file: "large-responses.csv", cols: []column[LargeResponse]{
-	col("run_id", 0, func(r *LargeResponse) any { return &r.RunID }),
-	col("route", 0, func(r *LargeResponse) any { return &r.Route }),
-	col("server", 0, func(r *LargeResponse) any { return &r.Server }),
-	col("slow_clients", 0, func(r *LargeResponse) any { return &r.SlowClients }),
-	col("rep", 0, func(r *LargeResponse) any { return &r.Rep }),
-	col("client", 0, func(r *LargeResponse) any { return &r.Client }),
-	col("status", 0, func(r *LargeResponse) any { return &r.Status }),
-	col("bytes", 0, func(r *LargeResponse) any { return &r.Bytes }),
-	col("receive_s", msOfS, func(r *LargeResponse) any { return &r.ReceiveS }),
-	col("app_send_s", msOfS, func(r *LargeResponse) any { return &r.AppSendS }),
-	col("complete", 0, func(r *LargeResponse) any { return &r.Complete }),
-	col("outcome", 0, func(r *LargeResponse) any { return &r.Outcome }),
-	col("error", 0, func(r *LargeResponse) any { return &r.Error }),
+var largeResponseSchema = Schema[LargeResponse]{file: "large-responses.csv", cols: []Column[LargeResponse]{
+	Col("run_id", 0, func(r *LargeResponse) any { return &r.RunID }),
+	Col("route", 0, func(r *LargeResponse) any { return &r.Route }),
+	Col("server", 0, func(r *LargeResponse) any { return &r.Server }),
+	Col("slow_clients", 0, func(r *LargeResponse) any { return &r.SlowClients }),
+	Col("rep", 0, func(r *LargeResponse) any { return &r.Rep }),
+	Col("client", 0, func(r *LargeResponse) any { return &r.Client }),
+	Col("status", 0, func(r *LargeResponse) any { return &r.Status }),
+	Col("bytes", 0, func(r *LargeResponse) any { return &r.Bytes }),
+	Col("receive_s", msOfS, func(r *LargeResponse) any { return &r.ReceiveS }),
+	Col("app_send_s", msOfS, func(r *LargeResponse) any { return &r.AppSendS }),
+	Col("complete", 0, func(r *LargeResponse) any { return &r.Complete }),
+	Col("outcome", 0, func(r *LargeResponse) any { return &r.Outcome }),
+	Col("error", 0, func(r *LargeResponse) any { return &r.Error }),
 }}

@@ -22,16 +22,16 @@ type LongPollRun struct {
 	Probes           int
 }
 
-func (LongPollRun) schema() *schema[LongPollRun] { return &longPollRunSchema }
+func (LongPollRun) Schema() *Schema[LongPollRun] { return &longPollRunSchema }
 
-var longPollRunSchema = schema[LongPollRun]{file: "longpoll-runs.csv", cols: []column[LongPollRun]{
-	col("run_id", 0, func(r *LongPollRun) any { return &r.RunID }),
-	col("server", 0, func(r *LongPollRun) any { return &r.Server }),
-	col("hold", 0, func(r *LongPollRun) any { return &r.Hold }),
-	col("probe_concurrency", 0, func(r *LongPollRun) any { return &r.ProbeConcurrency }),
-	col("rep", 0, func(r *LongPollRun) any { return &r.Rep }),
-	col("started_at", 0, func(r *LongPollRun) any { return &r.StartedAt }),
-	col("status", 0, func(r *LongPollRun) any { return &r.Status }),
-	col("reason", 0, func(r *LongPollRun) any { return &r.Reason }),
-	col("probes", 0, func(r *LongPollRun) any { return &r.Probes }),
+var longPollRunSchema = Schema[LongPollRun]{file: "longpoll-runs.csv", cols: []Column[LongPollRun]{
+	Col("run_id", 0, func(r *LongPollRun) any { return &r.RunID }),
+	Col("server", 0, func(r *LongPollRun) any { return &r.Server }),
+	Col("hold", 0, func(r *LongPollRun) any { return &r.Hold }),
+	Col("probe_concurrency", 0, func(r *LongPollRun) any { return &r.ProbeConcurrency }),
+	Col("rep", 0, func(r *LongPollRun) any { return &r.Rep }),
+	Col("started_at", 0, func(r *LongPollRun) any { return &r.StartedAt }),
+	Col("status", 0, func(r *LongPollRun) any { return &r.Status }),
+	Col("reason", 0, func(r *LongPollRun) any { return &r.Reason }),
+	Col("probes", 0, func(r *LongPollRun) any { return &r.Probes }),
 }}

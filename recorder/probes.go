@@ -18,20 +18,20 @@ type Probe struct {
 	Error            string
 }
 
-func (Probe) schema() *schema[Probe] { return &probeSchema }
+func (Probe) Schema() *Schema[Probe] { return &probeSchema }
 
-var probeSchema = schema[Probe]{file: "probes.csv", cols: []column[Probe]{
-	col("run_id", 0, func(r *Probe) any { return &r.RunID }),
-	col("server", 0, func(r *Probe) any { return &r.Server }),
-	col("hold", 0, func(r *Probe) any { return &r.Hold }),
-	col("probe_concurrency", 0, func(r *Probe) any { return &r.ProbeConcurrency }),
-	col("worker", 0, func(r *Probe) any { return &r.Worker }),
-	col("seq", 0, func(r *Probe) any { return &r.Seq }),
-	col("start_s", msOfS, func(r *Probe) any { return &r.StartS }),
-	col("connect_ms", usOfMS, func(r *Probe) any { return &r.ConnectMS }),
-	col("ttfb_ms", usOfMS, func(r *Probe) any { return &r.TTFBMS }),
-	col("latency_ms", usOfMS, func(r *Probe) any { return &r.LatencyMS }),
-	col("status", 0, func(r *Probe) any { return &r.Status }),
-	col("bytes", 0, func(r *Probe) any { return &r.Bytes }),
-	col("error", 0, func(r *Probe) any { return &r.Error }),
+var probeSchema = Schema[Probe]{file: "probes.csv", cols: []Column[Probe]{
+	Col("run_id", 0, func(r *Probe) any { return &r.RunID }),
+	Col("server", 0, func(r *Probe) any { return &r.Server }),
+	Col("hold", 0, func(r *Probe) any { return &r.Hold }),
+	Col("probe_concurrency", 0, func(r *Probe) any { return &r.ProbeConcurrency }),
+	Col("worker", 0, func(r *Probe) any { return &r.Worker }),
+	Col("seq", 0, func(r *Probe) any { return &r.Seq }),
+	Col("start_s", msOfS, func(r *Probe) any { return &r.StartS }),
+	Col("connect_ms", usOfMS, func(r *Probe) any { return &r.ConnectMS }),
+	Col("ttfb_ms", usOfMS, func(r *Probe) any { return &r.TTFBMS }),
+	Col("latency_ms", usOfMS, func(r *Probe) any { return &r.LatencyMS }),
+	Col("status", 0, func(r *Probe) any { return &r.Status }),
+	Col("bytes", 0, func(r *Probe) any { return &r.Bytes }),
+	Col("error", 0, func(r *Probe) any { return &r.Error }),
 }}

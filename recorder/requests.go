@@ -35,26 +35,26 @@ const NotSentPrefix = "not_sent"
 // NotSent reports whether r is a scheduled request that was never sent.
 func (r Request) NotSent() bool { return strings.HasPrefix(r.Error, NotSentPrefix) }
 
-func (Request) schema() *schema[Request] { return &requestSchema }
+func (Request) Schema() *Schema[Request] { return &requestSchema }
 
-var requestSchema = schema[Request]{file: "requests.csv", cols: []column[Request]{
-	col("run_id", 0, func(r *Request) any { return &r.RunID }),
-	col("route", 0, func(r *Request) any { return &r.Route }),
-	col("server", 0, func(r *Request) any { return &r.Server }),
-	col("slow_clients", 0, func(r *Request) any { return &r.SlowClients }),
-	col("rep", 0, func(r *Request) any { return &r.Rep }),
-	col("seq", 0, func(r *Request) any { return &r.Seq }),
-	col("scheduled_s", msOfS, func(r *Request) any { return &r.ScheduledS }),
-	col("start_s", msOfS, func(r *Request) any { return &r.StartS }),
-	col("schedule_lag_ms", usOfMS, func(r *Request) any { return &r.ScheduleLagMS }),
-	col("connect_ms", usOfMS, func(r *Request) any { return &r.ConnectMS }),
-	col("ttfb_ms", usOfMS, func(r *Request) any { return &r.TTFBMS }),
-	col("latency_ms", usOfMS, func(r *Request) any { return &r.LatencyMS }),
-	col("status", 0, func(r *Request) any { return &r.Status }),
-	col("bytes", 0, func(r *Request) any { return &r.Bytes }),
-	col("error", 0, func(r *Request) any { return &r.Error }),
-	col("shard", 0, func(r *Request) any { return &r.Shard }),
-	col("protocol", 0, func(r *Request) any { return &r.Protocol }),
-	col("conn", 0, func(r *Request) any { return &r.Conn }),
-	col("stream", 0, func(r *Request) any { return &r.Stream }),
+var requestSchema = Schema[Request]{file: "requests.csv", cols: []Column[Request]{
+	Col("run_id", 0, func(r *Request) any { return &r.RunID }),
+	Col("route", 0, func(r *Request) any { return &r.Route }),
+	Col("server", 0, func(r *Request) any { return &r.Server }),
+	Col("slow_clients", 0, func(r *Request) any { return &r.SlowClients }),
+	Col("rep", 0, func(r *Request) any { return &r.Rep }),
+	Col("seq", 0, func(r *Request) any { return &r.Seq }),
+	Col("scheduled_s", msOfS, func(r *Request) any { return &r.ScheduledS }),
+	Col("start_s", msOfS, func(r *Request) any { return &r.StartS }),
+	Col("schedule_lag_ms", usOfMS, func(r *Request) any { return &r.ScheduleLagMS }),
+	Col("connect_ms", usOfMS, func(r *Request) any { return &r.ConnectMS }),
+	Col("ttfb_ms", usOfMS, func(r *Request) any { return &r.TTFBMS }),
+	Col("latency_ms", usOfMS, func(r *Request) any { return &r.LatencyMS }),
+	Col("status", 0, func(r *Request) any { return &r.Status }),
+	Col("bytes", 0, func(r *Request) any { return &r.Bytes }),
+	Col("error", 0, func(r *Request) any { return &r.Error }),
+	Col("shard", 0, func(r *Request) any { return &r.Shard }),
+	Col("protocol", 0, func(r *Request) any { return &r.Protocol }),
+	Col("conn", 0, func(r *Request) any { return &r.Conn }),
+	Col("stream", 0, func(r *Request) any { return &r.Stream }),
 }}

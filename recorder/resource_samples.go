@@ -18,24 +18,24 @@ type ResourceSample struct {
 	OpenFDs, Established, QuietClients Maybe
 }
 
-func (ResourceSample) schema() *schema[ResourceSample] { return &resourceSampleSchema }
+func (ResourceSample) Schema() *Schema[ResourceSample] { return &resourceSampleSchema }
 
-var resourceSampleSchema = schema[ResourceSample]{file: "resource-samples.csv", cols: []column[ResourceSample]{
-	col("run_id", 0, func(r *ResourceSample) any { return &r.RunID }),
-	col("t_s", msOfS, func(r *ResourceSample) any { return &r.TS }),
-	col("component", 0, func(r *ResourceSample) any { return &r.Component }),
-	col("cpu_seconds", usOfS, func(r *ResourceSample) any { return &r.CPUSeconds }),
-	col("throttled_periods", whole, func(r *ResourceSample) any { return &r.ThrottledPeriods }),
-	col("throttled_s", usOfS, func(r *ResourceSample) any { return &r.ThrottledS }),
-	col("memory_bytes", whole, func(r *ResourceSample) any { return &r.MemoryBytes }),
-	col("rss_bytes", whole, func(r *ResourceSample) any { return &r.RSSBytes }),
-	col("processes", whole, func(r *ResourceSample) any { return &r.Processes }),
-	col("temp_files", whole, func(r *ResourceSample) any { return &r.TempFiles }),
-	col("temp_logical_bytes", whole, func(r *ResourceSample) any { return &r.TempLogicalBytes }),
-	col("temp_allocated_bytes", whole, func(r *ResourceSample) any { return &r.TempAllocatedBytes }),
-	col("send_queue_bytes", whole, func(r *ResourceSample) any { return &r.SendQueueBytes }),
-	col("error", 0, func(r *ResourceSample) any { return &r.Error }),
-	col("open_fds", whole, func(r *ResourceSample) any { return &r.OpenFDs }),
-	col("established", whole, func(r *ResourceSample) any { return &r.Established }),
-	col("quiet_clients", whole, func(r *ResourceSample) any { return &r.QuietClients }),
+var resourceSampleSchema = Schema[ResourceSample]{file: "resource-samples.csv", cols: []Column[ResourceSample]{
+	Col("run_id", 0, func(r *ResourceSample) any { return &r.RunID }),
+	Col("t_s", msOfS, func(r *ResourceSample) any { return &r.TS }),
+	Col("component", 0, func(r *ResourceSample) any { return &r.Component }),
+	Col("cpu_seconds", usOfS, func(r *ResourceSample) any { return &r.CPUSeconds }),
+	Col("throttled_periods", whole, func(r *ResourceSample) any { return &r.ThrottledPeriods }),
+	Col("throttled_s", usOfS, func(r *ResourceSample) any { return &r.ThrottledS }),
+	Col("memory_bytes", whole, func(r *ResourceSample) any { return &r.MemoryBytes }),
+	Col("rss_bytes", whole, func(r *ResourceSample) any { return &r.RSSBytes }),
+	Col("processes", whole, func(r *ResourceSample) any { return &r.Processes }),
+	Col("temp_files", whole, func(r *ResourceSample) any { return &r.TempFiles }),
+	Col("temp_logical_bytes", whole, func(r *ResourceSample) any { return &r.TempLogicalBytes }),
+	Col("temp_allocated_bytes", whole, func(r *ResourceSample) any { return &r.TempAllocatedBytes }),
+	Col("send_queue_bytes", whole, func(r *ResourceSample) any { return &r.SendQueueBytes }),
+	Col("error", 0, func(r *ResourceSample) any { return &r.Error }),
+	Col("open_fds", whole, func(r *ResourceSample) any { return &r.OpenFDs }),
+	Col("established", whole, func(r *ResourceSample) any { return &r.Established }),
+	Col("quiet_clients", whole, func(r *ResourceSample) any { return &r.QuietClients }),
 }}

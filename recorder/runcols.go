@@ -13,11 +13,11 @@ type runStatus struct {
 }
 
 // statusCols are a run row's started_at, status and reason columns.
-func statusCols[T any](of func(*T) runStatus) []column[T] {
-	return []column[T]{
-		col("started_at", 0, func(r *T) any { return of(r).startedAt }),
-		col("status", 0, func(r *T) any { return of(r).status }),
-		col("reason", 0, func(r *T) any { return of(r).reason }),
+func statusCols[T any](of func(*T) runStatus) []Column[T] {
+	return []Column[T]{
+		Col("started_at", 0, func(r *T) any { return of(r).startedAt }),
+		Col("status", 0, func(r *T) any { return of(r).status }),
+		Col("reason", 0, func(r *T) any { return of(r).reason }),
 	}
 }
 
@@ -29,14 +29,14 @@ type fastRun struct {
 
 // fastCols are a run row's fast_planned, fast_sent, fast_total, fast_ok,
 // p50_ms, p95_ms and max_ms columns.
-func fastCols[T any](of func(*T) fastRun) []column[T] {
-	return []column[T]{
-		col("fast_planned", 0, func(r *T) any { return of(r).planned }),
-		col("fast_sent", 0, func(r *T) any { return of(r).sent }),
-		col("fast_total", 0, func(r *T) any { return of(r).total }),
-		col("fast_ok", 0, func(r *T) any { return of(r).ok }),
-		col("p50_ms", usOfMS, func(r *T) any { return of(r).p50 }),
-		col("p95_ms", usOfMS, func(r *T) any { return of(r).p95 }),
-		col("max_ms", usOfMS, func(r *T) any { return of(r).max }),
+func fastCols[T any](of func(*T) fastRun) []Column[T] {
+	return []Column[T]{
+		Col("fast_planned", 0, func(r *T) any { return of(r).planned }),
+		Col("fast_sent", 0, func(r *T) any { return of(r).sent }),
+		Col("fast_total", 0, func(r *T) any { return of(r).total }),
+		Col("fast_ok", 0, func(r *T) any { return of(r).ok }),
+		Col("p50_ms", usOfMS, func(r *T) any { return of(r).p50 }),
+		Col("p95_ms", usOfMS, func(r *T) any { return of(r).p95 }),
+		Col("max_ms", usOfMS, func(r *T) any { return of(r).max }),
 	}
 }

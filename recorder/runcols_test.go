@@ -10,7 +10,7 @@ import (
 func layout[T Row[T]]() string {
 	var z T
 	var parts []string
-	for _, c := range z.schema().cols {
+	for _, c := range z.Schema().cols {
 		parts = append(parts, fmt.Sprintf("%s/%d", c.name, c.decimals))
 	}
 	return strings.Join(parts, " ")

@@ -50,45 +50,45 @@ type ComponentSummary struct {
 // order; Run.Components is indexed the same way.
 var Components = [3]string{"app", "proxy", "loadgen"}
 
-func (Run) schema() *schema[Run] { return &runSchema }
+func (Run) Schema() *Schema[Run] { return &runSchema }
 
-var runSchema = schema[Run]{file: "runs.csv", cols: append([]column[Run]{
-	col("run_id", 0, func(r *Run) any { return &r.RunID }),
-	col("route", 0, func(r *Run) any { return &r.Route }),
-	col("server", 0, func(r *Run) any { return &r.Server }),
-	col("slow_clients", 0, func(r *Run) any { return &r.SlowClients }),
-	col("rep", 0, func(r *Run) any { return &r.Rep }),
-	col("started_at", 0, func(r *Run) any { return &r.StartedAt }),
-	col("status", 0, func(r *Run) any { return &r.Status }),
-	col("reason", 0, func(r *Run) any { return &r.Reason }),
-	col("fast_total", 0, func(r *Run) any { return &r.FastTotal }),
-	col("fast_ok", 0, func(r *Run) any { return &r.FastOK }),
-	col("fast_planned", 0, func(r *Run) any { return &r.FastPlanned }),
-	col("fast_sent", 0, func(r *Run) any { return &r.FastSent }),
-	col("p50_ms", usOfMS, func(r *Run) any { return &r.P50MS }),
-	col("p95_ms", usOfMS, func(r *Run) any { return &r.P95MS }),
-	col("max_ms", usOfMS, func(r *Run) any { return &r.MaxMS }),
-	col("max_schedule_lag_ms", usOfMS, func(r *Run) any { return &r.MaxScheduleLagMS }),
-	col("app_send_s", msOfS, func(r *Run) any { return &r.AppSendS }),
-	col("client_receive_s", msOfS, func(r *Run) any { return &r.ClientReceiveS }),
-	col("temp_peak_mib", kibOfMi, func(r *Run) any { return &r.TempPeakMiB }),
+var runSchema = Schema[Run]{file: "runs.csv", cols: append([]Column[Run]{
+	Col("run_id", 0, func(r *Run) any { return &r.RunID }),
+	Col("route", 0, func(r *Run) any { return &r.Route }),
+	Col("server", 0, func(r *Run) any { return &r.Server }),
+	Col("slow_clients", 0, func(r *Run) any { return &r.SlowClients }),
+	Col("rep", 0, func(r *Run) any { return &r.Rep }),
+	Col("started_at", 0, func(r *Run) any { return &r.StartedAt }),
+	Col("status", 0, func(r *Run) any { return &r.Status }),
+	Col("reason", 0, func(r *Run) any { return &r.Reason }),
+	Col("fast_total", 0, func(r *Run) any { return &r.FastTotal }),
+	Col("fast_ok", 0, func(r *Run) any { return &r.FastOK }),
+	Col("fast_planned", 0, func(r *Run) any { return &r.FastPlanned }),
+	Col("fast_sent", 0, func(r *Run) any { return &r.FastSent }),
+	Col("p50_ms", usOfMS, func(r *Run) any { return &r.P50MS }),
+	Col("p95_ms", usOfMS, func(r *Run) any { return &r.P95MS }),
+	Col("max_ms", usOfMS, func(r *Run) any { return &r.MaxMS }),
+	Col("max_schedule_lag_ms", usOfMS, func(r *Run) any { return &r.MaxScheduleLagMS }),
+	Col("app_send_s", msOfS, func(r *Run) any { return &r.AppSendS }),
+	Col("client_receive_s", msOfS, func(r *Run) any { return &r.ClientReceiveS }),
+	Col("temp_peak_mib", kibOfMi, func(r *Run) any { return &r.TempPeakMiB }),
 }, componentColumns()...)}
 
 // componentColumns returns c_cpu_cores, c_throttled_ms, c_memory_peak_bytes,
 // c_rss_peak_bytes for each c in Components, then c_oom_kills for each
 // (added later, so after the others).
-func componentColumns() []column[Run] {
-	var cols []column[Run]
+func componentColumns() []Column[Run] {
+	var cols []Column[Run]
 	for i, c := range Components {
 		cols = append(cols,
-			col(c+"_cpu_cores", milli, func(r *Run) any { return &r.Components[i].CPUCores }),
-			col(c+"_throttled_ms", usOfMS, func(r *Run) any { return &r.Components[i].ThrottledMS }),
-			col(c+"_memory_peak_bytes", whole, func(r *Run) any { return &r.Components[i].MemoryPeakBytes }),
-			col(c+"_rss_peak_bytes", whole, func(r *Run) any { return &r.Components[i].RSSPeakBytes }),
+			Col(c+"_cpu_cores", milli, func(r *Run) any { return &r.Components[i].CPUCores }),
+			Col(c+"_throttled_ms", usOfMS, func(r *Run) any { return &r.Components[i].ThrottledMS }),
+			Col(c+"_memory_peak_bytes", whole, func(r *Run) any { return &r.Components[i].MemoryPeakBytes }),
+			Col(c+"_rss_peak_bytes", whole, func(r *Run) any { return &r.Components[i].RSSPeakBytes }),
 		)
 	}
 	for i, c := range Components {
-		cols = append(cols, col(c+"_oom_kills", 0, func(r *Run) any { return &r.Components[i].OOMKills }))
+		cols = append(cols, Col(c+"_oom_kills", 0, func(r *Run) any { return &r.Components[i].OOMKills }))
 	}
 	return cols
 }

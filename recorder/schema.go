@@ -2,15 +2,24 @@ package recorder
 
 // Row is implemented by each row type of a results file: it hands the
 // generic writers and readers the type's schema. Each row type declares
-// its columns in its own file (requests.go, runs.go, gap.go, ...), so a
-// new results file is one new file with its type, its schema and this
-// method; nothing else in recorder changes. The method is unexported, so
-// only recorder's own types are rows.
+// its columns beside it (requests.go, runs.go, gap.go, ...), with
+// NewSchema and Col, so a new results file is one new type with its
+// schema and this method, in recorder or in the package that owns it;
+// nothing else in recorder changes.
 type Row[T any] interface {
-	schema() *schema[T]
+	Schema() *Schema[T]
 }
 
-// Precision of float columns: digits kept after the decimal point.
+// Precision of float columns: digits kept after the decimal point, as
+// other packages' schemas name them.
+const (
+	DecimalsSeconds = msOfS   // seconds columns keep milliseconds
+	DecimalsMillis  = usOfMS  // millisecond columns keep microseconds
+	DecimalsWhole   = whole   // bytes and counts
+	DecimalsMiB     = kibOfMi // MiB columns keep about a KiB
+)
+
+// Precision of float columns, as recorder's own schemas name them.
 const (
 	msOfS   = 3 // seconds columns keep milliseconds
 	usOfMS  = 3 // millisecond columns keep microseconds
@@ -20,30 +29,38 @@ const (
 	milli   = 3 // cores keep millicores
 )
 
-// column is one CSV column of row type T. field returns a pointer to the
+// Column is one CSV column of row type T. field returns a pointer to the
 // row's field: *string, *int, *int64, *float64, *Maybe, *bool or
 // *time.Time; decimals is the precision of float and Maybe columns.
-type column[T any] struct {
+type Column[T any] struct {
 	name     string
 	decimals int
 	field    func(*T) any
 }
 
-func col[T any](name string, decimals int, field func(*T) any) column[T] {
-	return column[T]{name: name, decimals: decimals, field: field}
+// Col is the column name of T whose value is what field points at, with
+// decimals digits kept after the point (float and Maybe columns).
+func Col[T any](name string, decimals int, field func(*T) any) Column[T] {
+	return Column[T]{name: name, decimals: decimals, field: field}
 }
 
-// schema is the CSV layout of one row type: its file name and columns, in
-// order.
-type schema[T any] struct {
+// Schema is the CSV layout of one row type: its file name and columns, in
+// order: the contract of its results file.
+type Schema[T any] struct {
 	file string
-	cols []column[T]
+	cols []Column[T]
+}
+
+// NewSchema is the layout of file (such as "ws-runs.csv") with cols in
+// order.
+func NewSchema[T any](file string, cols ...Column[T]) *Schema[T] {
+	return &Schema[T]{file: file, cols: cols}
 }
 
 // schemaOf returns the layout of row type T.
-func schemaOf[T Row[T]]() *schema[T] {
+func schemaOf[T Row[T]]() *Schema[T] {
 	var zero T
-	return zero.schema()
+	return zero.Schema()
 }
 
 // Header returns the CSV header of row type T: its columns, the contract, in

@@ -14,17 +14,17 @@ type SSEEvent struct {
 	DelayMS              float64
 }
 
-func (SSEEvent) schema() *schema[SSEEvent] { return &sseEventSchema }
+func (SSEEvent) Schema() *Schema[SSEEvent] { return &sseEventSchema }
 
-var sseEventSchema = schema[SSEEvent]{file: "sse-events.csv", cols: []column[SSEEvent]{
-	col("run_id", 0, func(r *SSEEvent) any { return &r.RunID }),
-	col("route", 0, func(r *SSEEvent) any { return &r.Route }),
-	col("server", 0, func(r *SSEEvent) any { return &r.Server }),
-	col("streams", 0, func(r *SSEEvent) any { return &r.Streams }),
-	col("rep", 0, func(r *SSEEvent) any { return &r.Rep }),
-	col("client", 0, func(r *SSEEvent) any { return &r.Client }),
-	col("seq", 0, func(r *SSEEvent) any { return &r.Seq }),
-	col("sent_s", usOfS, func(r *SSEEvent) any { return &r.SentS }),
-	col("received_s", usOfS, func(r *SSEEvent) any { return &r.ReceivedS }),
-	col("delay_ms", usOfMS, func(r *SSEEvent) any { return &r.DelayMS }),
+var sseEventSchema = Schema[SSEEvent]{file: "sse-events.csv", cols: []Column[SSEEvent]{
+	Col("run_id", 0, func(r *SSEEvent) any { return &r.RunID }),
+	Col("route", 0, func(r *SSEEvent) any { return &r.Route }),
+	Col("server", 0, func(r *SSEEvent) any { return &r.Server }),
+	Col("streams", 0, func(r *SSEEvent) any { return &r.Streams }),
+	Col("rep", 0, func(r *SSEEvent) any { return &r.Rep }),
+	Col("client", 0, func(r *SSEEvent) any { return &r.Client }),
+	Col("seq", 0, func(r *SSEEvent) any { return &r.Seq }),
+	Col("sent_s", usOfS, func(r *SSEEvent) any { return &r.SentS }),
+	Col("received_s", usOfS, func(r *SSEEvent) any { return &r.ReceivedS }),
+	Col("delay_ms", usOfMS, func(r *SSEEvent) any { return &r.DelayMS }),
 }}

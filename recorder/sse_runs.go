@@ -35,31 +35,31 @@ type SSERun struct {
 	P50MS, P95MS, MaxMS     Maybe
 }
 
-func (SSERun) schema() *schema[SSERun] { return &sseRunSchema }
+func (SSERun) Schema() *Schema[SSERun] { return &sseRunSchema }
 
-var sseRunSchema = schema[SSERun]{file: "sse-runs.csv", cols: slices.Concat(
-	[]column[SSERun]{
-		col("run_id", 0, func(r *SSERun) any { return &r.RunID }),
-		col("route", 0, func(r *SSERun) any { return &r.Route }),
-		col("server", 0, func(r *SSERun) any { return &r.Server }),
-		col("streams", 0, func(r *SSERun) any { return &r.Streams }),
-		col("rep", 0, func(r *SSERun) any { return &r.Rep }),
-		col("interval_s", msOfS, func(r *SSERun) any { return &r.IntervalS }),
-		col("duration_s", msOfS, func(r *SSERun) any { return &r.DurationS }),
+var sseRunSchema = Schema[SSERun]{file: "sse-runs.csv", cols: slices.Concat(
+	[]Column[SSERun]{
+		Col("run_id", 0, func(r *SSERun) any { return &r.RunID }),
+		Col("route", 0, func(r *SSERun) any { return &r.Route }),
+		Col("server", 0, func(r *SSERun) any { return &r.Server }),
+		Col("streams", 0, func(r *SSERun) any { return &r.Streams }),
+		Col("rep", 0, func(r *SSERun) any { return &r.Rep }),
+		Col("interval_s", msOfS, func(r *SSERun) any { return &r.IntervalS }),
+		Col("duration_s", msOfS, func(r *SSERun) any { return &r.DurationS }),
 	},
 	statusCols(func(r *SSERun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
-	[]column[SSERun]{
-		col("events_expected", 0, func(r *SSERun) any { return &r.EventsExpected }),
-		col("events", 0, func(r *SSERun) any { return &r.Events }),
-		col("streams_complete", 0, func(r *SSERun) any { return &r.StreamsComplete }),
-		col("delay_p50_ms", usOfMS, func(r *SSERun) any { return &r.DelayP50MS }),
-		col("delay_p95_ms", usOfMS, func(r *SSERun) any { return &r.DelayP95MS }),
-		col("delay_max_ms", usOfMS, func(r *SSERun) any { return &r.DelayMaxMS }),
-		col("first_byte_ms", usOfMS, func(r *SSERun) any { return &r.FirstByteMS }),
-		col("slots", whole, func(r *SSERun) any { return &r.Slots }),
-		col("workers", whole, func(r *SSERun) any { return &r.Workers }),
-		col("held_max", whole, func(r *SSERun) any { return &r.HeldMax }),
-		col("workers_holding_max", whole, func(r *SSERun) any { return &r.WorkersHoldingMax }),
+	[]Column[SSERun]{
+		Col("events_expected", 0, func(r *SSERun) any { return &r.EventsExpected }),
+		Col("events", 0, func(r *SSERun) any { return &r.Events }),
+		Col("streams_complete", 0, func(r *SSERun) any { return &r.StreamsComplete }),
+		Col("delay_p50_ms", usOfMS, func(r *SSERun) any { return &r.DelayP50MS }),
+		Col("delay_p95_ms", usOfMS, func(r *SSERun) any { return &r.DelayP95MS }),
+		Col("delay_max_ms", usOfMS, func(r *SSERun) any { return &r.DelayMaxMS }),
+		Col("first_byte_ms", usOfMS, func(r *SSERun) any { return &r.FirstByteMS }),
+		Col("slots", whole, func(r *SSERun) any { return &r.Slots }),
+		Col("workers", whole, func(r *SSERun) any { return &r.Workers }),
+		Col("held_max", whole, func(r *SSERun) any { return &r.HeldMax }),
+		Col("workers_holding_max", whole, func(r *SSERun) any { return &r.WorkersHoldingMax }),
 	},
 	fastCols(func(r *SSERun) fastRun {
 		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}

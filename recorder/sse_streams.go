@@ -32,23 +32,23 @@ const (
 // SSEOutcomes lists the outcomes in column order.
 var SSEOutcomes = []string{SSEComplete, SSETruncated, SSEStatus, SSEReset, SSETimeout, SSEError}
 
-func (SSEStream) schema() *schema[SSEStream] { return &sseStreamSchema }
+func (SSEStream) Schema() *Schema[SSEStream] { return &sseStreamSchema }
 
-var sseStreamSchema = schema[SSEStream]{file: "sse-streams.csv", cols: []column[SSEStream]{
-	col("run_id", 0, func(r *SSEStream) any { return &r.RunID }),
-	col("route", 0, func(r *SSEStream) any { return &r.Route }),
-	col("server", 0, func(r *SSEStream) any { return &r.Server }),
-	col("streams", 0, func(r *SSEStream) any { return &r.Streams }),
-	col("rep", 0, func(r *SSEStream) any { return &r.Rep }),
-	col("client", 0, func(r *SSEStream) any { return &r.Client }),
-	col("start_s", msOfS, func(r *SSEStream) any { return &r.StartS }),
-	col("first_byte_ms", usOfMS, func(r *SSEStream) any { return &r.FirstByteMS }),
-	col("status", 0, func(r *SSEStream) any { return &r.Status }),
-	col("events", 0, func(r *SSEStream) any { return &r.Events }),
-	col("events_expected", 0, func(r *SSEStream) any { return &r.EventsExpected }),
-	col("delay_p50_ms", usOfMS, func(r *SSEStream) any { return &r.DelayP50MS }),
-	col("delay_p95_ms", usOfMS, func(r *SSEStream) any { return &r.DelayP95MS }),
-	col("delay_max_ms", usOfMS, func(r *SSEStream) any { return &r.DelayMaxMS }),
-	col("outcome", 0, func(r *SSEStream) any { return &r.Outcome }),
-	col("error", 0, func(r *SSEStream) any { return &r.Error }),
+var sseStreamSchema = Schema[SSEStream]{file: "sse-streams.csv", cols: []Column[SSEStream]{
+	Col("run_id", 0, func(r *SSEStream) any { return &r.RunID }),
+	Col("route", 0, func(r *SSEStream) any { return &r.Route }),
+	Col("server", 0, func(r *SSEStream) any { return &r.Server }),
+	Col("streams", 0, func(r *SSEStream) any { return &r.Streams }),
+	Col("rep", 0, func(r *SSEStream) any { return &r.Rep }),
+	Col("client", 0, func(r *SSEStream) any { return &r.Client }),
+	Col("start_s", msOfS, func(r *SSEStream) any { return &r.StartS }),
+	Col("first_byte_ms", usOfMS, func(r *SSEStream) any { return &r.FirstByteMS }),
+	Col("status", 0, func(r *SSEStream) any { return &r.Status }),
+	Col("events", 0, func(r *SSEStream) any { return &r.Events }),
+	Col("events_expected", 0, func(r *SSEStream) any { return &r.EventsExpected }),
+	Col("delay_p50_ms", usOfMS, func(r *SSEStream) any { return &r.DelayP50MS }),
+	Col("delay_p95_ms", usOfMS, func(r *SSEStream) any { return &r.DelayP95MS }),
+	Col("delay_max_ms", usOfMS, func(r *SSEStream) any { return &r.DelayMaxMS }),
+	Col("outcome", 0, func(r *SSEStream) any { return &r.Outcome }),
+	Col("error", 0, func(r *SSEStream) any { return &r.Error }),
 }}

@@ -36,40 +36,40 @@ type StalledRun struct {
 	AppHeldS                   Maybe
 }
 
-func (StalledRun) schema() *schema[StalledRun] { return &stalledRunSchema }
+func (StalledRun) Schema() *Schema[StalledRun] { return &stalledRunSchema }
 
-var stalledRunSchema = schema[StalledRun]{file: "stalled-runs.csv", cols: slices.Concat(
-	[]column[StalledRun]{
-		col("run_id", 0, func(r *StalledRun) any { return &r.RunID }),
-		col("route", 0, func(r *StalledRun) any { return &r.Route }),
-		col("server", 0, func(r *StalledRun) any { return &r.Server }),
-		col("mode", 0, func(r *StalledRun) any { return &r.Mode }),
-		col("clients", 0, func(r *StalledRun) any { return &r.Clients }),
-		col("rep", 0, func(r *StalledRun) any { return &r.Rep }),
-		col("size_bytes", whole, func(r *StalledRun) any { return &r.SizeBytes }),
-		col("rate_bps", whole, func(r *StalledRun) any { return &r.RateBps }),
-		col("app_timeout_s", msOfS, func(r *StalledRun) any { return &r.AppTimeoutS }),
-		col("send_timeout_s", msOfS, func(r *StalledRun) any { return &r.SendTimeoutS }),
-		col("stall_s", msOfS, func(r *StalledRun) any { return &r.StallS }),
-		col("give_up_s", msOfS, func(r *StalledRun) any { return &r.GiveUpS }),
+var stalledRunSchema = Schema[StalledRun]{file: "stalled-runs.csv", cols: slices.Concat(
+	[]Column[StalledRun]{
+		Col("run_id", 0, func(r *StalledRun) any { return &r.RunID }),
+		Col("route", 0, func(r *StalledRun) any { return &r.Route }),
+		Col("server", 0, func(r *StalledRun) any { return &r.Server }),
+		Col("mode", 0, func(r *StalledRun) any { return &r.Mode }),
+		Col("clients", 0, func(r *StalledRun) any { return &r.Clients }),
+		Col("rep", 0, func(r *StalledRun) any { return &r.Rep }),
+		Col("size_bytes", whole, func(r *StalledRun) any { return &r.SizeBytes }),
+		Col("rate_bps", whole, func(r *StalledRun) any { return &r.RateBps }),
+		Col("app_timeout_s", msOfS, func(r *StalledRun) any { return &r.AppTimeoutS }),
+		Col("send_timeout_s", msOfS, func(r *StalledRun) any { return &r.SendTimeoutS }),
+		Col("stall_s", msOfS, func(r *StalledRun) any { return &r.StallS }),
+		Col("give_up_s", msOfS, func(r *StalledRun) any { return &r.GiveUpS }),
 	},
 	statusCols(func(r *StalledRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
 	fastCols(func(r *StalledRun) fastRun {
 		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
-	[]column[StalledRun]{
-		col("complete", 0, func(r *StalledRun) any { return &r.Complete }),
-		col("truncated", 0, func(r *StalledRun) any { return &r.Truncated }),
-		col("reset", 0, func(r *StalledRun) any { return &r.Reset }),
-		col("timeout", 0, func(r *StalledRun) any { return &r.Timeout }),
-		col("other", 0, func(r *StalledRun) any { return &r.Other }),
-		col("by_client", 0, func(r *StalledRun) any { return &r.ByClient }),
-		col("by_app_timeout", 0, func(r *StalledRun) any { return &r.ByAppTimeout }),
-		col("by_send_timeout", 0, func(r *StalledRun) any { return &r.BySendTimeout }),
-		col("by_unknown", 0, func(r *StalledRun) any { return &r.ByUnknown }),
-		col("bytes_median", whole, func(r *StalledRun) any { return &r.BytesMedian }),
-		col("worker_timeouts", whole, func(r *StalledRun) any { return &r.WorkerTimeouts }),
-		col("app_held_s", msOfS, func(r *StalledRun) any { return &r.AppHeldS }),
+	[]Column[StalledRun]{
+		Col("complete", 0, func(r *StalledRun) any { return &r.Complete }),
+		Col("truncated", 0, func(r *StalledRun) any { return &r.Truncated }),
+		Col("reset", 0, func(r *StalledRun) any { return &r.Reset }),
+		Col("timeout", 0, func(r *StalledRun) any { return &r.Timeout }),
+		Col("other", 0, func(r *StalledRun) any { return &r.Other }),
+		Col("by_client", 0, func(r *StalledRun) any { return &r.ByClient }),
+		Col("by_app_timeout", 0, func(r *StalledRun) any { return &r.ByAppTimeout }),
+		Col("by_send_timeout", 0, func(r *StalledRun) any { return &r.BySendTimeout }),
+		Col("by_unknown", 0, func(r *StalledRun) any { return &r.ByUnknown }),
+		Col("bytes_median", whole, func(r *StalledRun) any { return &r.BytesMedian }),
+		Col("worker_timeouts", whole, func(r *StalledRun) any { return &r.WorkerTimeouts }),
+		Col("app_held_s", msOfS, func(r *StalledRun) any { return &r.AppHeldS }),
 	},
 )}
 

@@ -53,29 +53,29 @@ type SweepCell struct {
 	AppSendMeasuredS       Maybe
 }
 
-func (SweepCell) schema() *schema[SweepCell] { return &sweepSchema }
+func (SweepCell) Schema() *Schema[SweepCell] { return &sweepSchema }
 
-var sweepSchema = schema[SweepCell]{file: "sweep.csv", cols: []column[SweepCell]{
-	col("kernel", 0, func(r *SweepCell) any { return &r.Kernel }),
-	col("tcp_wmem", 0, func(r *SweepCell) any { return &r.TCPWmem }),
-	col("tcp_rmem", 0, func(r *SweepCell) any { return &r.TCPRmem }),
-	col("route", 0, func(r *SweepCell) any { return &r.Route }),
-	col("server", 0, func(r *SweepCell) any { return &r.Server }),
-	col("slow_clients", 0, func(r *SweepCell) any { return &r.SlowClients }),
-	col("size_bytes", whole, func(r *SweepCell) any { return &r.SizeBytes }),
-	col("rate_bps", whole, func(r *SweepCell) any { return &r.RateBps }),
-	col("runs", 0, func(r *SweepCell) any { return &r.Runs }),
-	col("runs_ok", 0, func(r *SweepCell) any { return &r.RunsOK }),
-	col("fast_p95_ms", usOfMS, func(r *SweepCell) any { return &r.FastP95MS }),
-	col("app_send_s", msOfS, func(r *SweepCell) any { return &r.AppSendS }),
-	col("client_receive_s", msOfS, func(r *SweepCell) any { return &r.ClientReceiveS }),
-	col("capacity_bytes", whole, func(r *SweepCell) any { return &r.CapacityBytes }),
-	col("predicted_app_send_s", msOfS, func(r *SweepCell) any { return &r.PredictedAppSendS }),
-	col("prediction_error_pct", 1, func(r *SweepCell) any { return &r.PredictionErrorPct }),
-	col("wake_step_bytes", whole, func(r *SweepCell) any { return &r.WakeStepBytes }),
-	col("dir", 0, func(r *SweepCell) any { return &r.Dir }),
-	col("capacity_predicted_bytes", whole, func(r *SweepCell) any { return &r.CapacityPredictedBytes }),
-	col("capacity_measured_bytes", whole, func(r *SweepCell) any { return &r.CapacityMeasuredBytes }),
-	col("app_send_predicted_s", msOfS, func(r *SweepCell) any { return &r.AppSendPredictedS }),
-	col("app_send_measured_s", msOfS, func(r *SweepCell) any { return &r.AppSendMeasuredS }),
+var sweepSchema = Schema[SweepCell]{file: "sweep.csv", cols: []Column[SweepCell]{
+	Col("kernel", 0, func(r *SweepCell) any { return &r.Kernel }),
+	Col("tcp_wmem", 0, func(r *SweepCell) any { return &r.TCPWmem }),
+	Col("tcp_rmem", 0, func(r *SweepCell) any { return &r.TCPRmem }),
+	Col("route", 0, func(r *SweepCell) any { return &r.Route }),
+	Col("server", 0, func(r *SweepCell) any { return &r.Server }),
+	Col("slow_clients", 0, func(r *SweepCell) any { return &r.SlowClients }),
+	Col("size_bytes", whole, func(r *SweepCell) any { return &r.SizeBytes }),
+	Col("rate_bps", whole, func(r *SweepCell) any { return &r.RateBps }),
+	Col("runs", 0, func(r *SweepCell) any { return &r.Runs }),
+	Col("runs_ok", 0, func(r *SweepCell) any { return &r.RunsOK }),
+	Col("fast_p95_ms", usOfMS, func(r *SweepCell) any { return &r.FastP95MS }),
+	Col("app_send_s", msOfS, func(r *SweepCell) any { return &r.AppSendS }),
+	Col("client_receive_s", msOfS, func(r *SweepCell) any { return &r.ClientReceiveS }),
+	Col("capacity_bytes", whole, func(r *SweepCell) any { return &r.CapacityBytes }),
+	Col("predicted_app_send_s", msOfS, func(r *SweepCell) any { return &r.PredictedAppSendS }),
+	Col("prediction_error_pct", 1, func(r *SweepCell) any { return &r.PredictionErrorPct }),
+	Col("wake_step_bytes", whole, func(r *SweepCell) any { return &r.WakeStepBytes }),
+	Col("dir", 0, func(r *SweepCell) any { return &r.Dir }),
+	Col("capacity_predicted_bytes", whole, func(r *SweepCell) any { return &r.CapacityPredictedBytes }),
+	Col("capacity_measured_bytes", whole, func(r *SweepCell) any { return &r.CapacityMeasuredBytes }),
+	Col("app_send_predicted_s", msOfS, func(r *SweepCell) any { return &r.AppSendPredictedS }),
+	Col("app_send_measured_s", msOfS, func(r *SweepCell) any { return &r.AppSendMeasuredS }),
 }}

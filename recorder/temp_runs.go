@@ -47,35 +47,35 @@ type TempRun struct {
 	ExporterTempWriteErrors Maybe
 }
 
-func (TempRun) schema() *schema[TempRun] { return &tempRunSchema }
+func (TempRun) Schema() *Schema[TempRun] { return &tempRunSchema }
 
-var tempRunSchema = schema[TempRun]{file: "temp-runs.csv", cols: slices.Concat(
-	[]column[TempRun]{
-		col("run_id", 0, func(r *TempRun) any { return &r.RunID }),
-		col("route", 0, func(r *TempRun) any { return &r.Route }),
-		col("server", 0, func(r *TempRun) any { return &r.Server }),
-		col("slow_clients", 0, func(r *TempRun) any { return &r.SlowClients }),
-		col("rep", 0, func(r *TempRun) any { return &r.Rep }),
-		col("size_bytes", whole, func(r *TempRun) any { return &r.SizeBytes }),
-		col("max_temp_file_bytes", whole, func(r *TempRun) any { return &r.MaxTempFileBytes }),
-		col("temp_tmpfs_bytes", whole, func(r *TempRun) any { return &r.TempTmpfsBytes }),
+var tempRunSchema = Schema[TempRun]{file: "temp-runs.csv", cols: slices.Concat(
+	[]Column[TempRun]{
+		Col("run_id", 0, func(r *TempRun) any { return &r.RunID }),
+		Col("route", 0, func(r *TempRun) any { return &r.Route }),
+		Col("server", 0, func(r *TempRun) any { return &r.Server }),
+		Col("slow_clients", 0, func(r *TempRun) any { return &r.SlowClients }),
+		Col("rep", 0, func(r *TempRun) any { return &r.Rep }),
+		Col("size_bytes", whole, func(r *TempRun) any { return &r.SizeBytes }),
+		Col("max_temp_file_bytes", whole, func(r *TempRun) any { return &r.MaxTempFileBytes }),
+		Col("temp_tmpfs_bytes", whole, func(r *TempRun) any { return &r.TempTmpfsBytes }),
 	},
 	statusCols(func(r *TempRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
 	fastCols(func(r *TempRun) fastRun {
 		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
-	[]column[TempRun]{
-		col("app_send_s", msOfS, func(r *TempRun) any { return &r.AppSendS }),
-		col("receive_s", msOfS, func(r *TempRun) any { return &r.ReceiveS }),
-		col("downloads_complete", 0, func(r *TempRun) any { return &r.DownloadsComplete }),
-		col("downloads_cut", 0, func(r *TempRun) any { return &r.DownloadsCut }),
-		col("bytes_min", whole, func(r *TempRun) any { return &r.BytesMin }),
-		col("temp_peak_mib", kibOfMi, func(r *TempRun) any { return &r.TempPeakMiB }),
-		col("temp_fs_avail_min_mib", kibOfMi, func(r *TempRun) any { return &r.TempFSAvailMinMiB }),
-		col("proxy_errors", 0, func(r *TempRun) any { return &r.ProxyErrors }),
-		col("app_mem_mib", kibOfMi, func(r *TempRun) any { return &r.AppMemMiB }),
-		col("proxy_mem_mib", kibOfMi, func(r *TempRun) any { return &r.ProxyMemMiB }),
-		col("exporter_temp_write_errors", whole, func(r *TempRun) any { return &r.ExporterTempWriteErrors }),
+	[]Column[TempRun]{
+		Col("app_send_s", msOfS, func(r *TempRun) any { return &r.AppSendS }),
+		Col("receive_s", msOfS, func(r *TempRun) any { return &r.ReceiveS }),
+		Col("downloads_complete", 0, func(r *TempRun) any { return &r.DownloadsComplete }),
+		Col("downloads_cut", 0, func(r *TempRun) any { return &r.DownloadsCut }),
+		Col("bytes_min", whole, func(r *TempRun) any { return &r.BytesMin }),
+		Col("temp_peak_mib", kibOfMi, func(r *TempRun) any { return &r.TempPeakMiB }),
+		Col("temp_fs_avail_min_mib", kibOfMi, func(r *TempRun) any { return &r.TempFSAvailMinMiB }),
+		Col("proxy_errors", 0, func(r *TempRun) any { return &r.ProxyErrors }),
+		Col("app_mem_mib", kibOfMi, func(r *TempRun) any { return &r.AppMemMiB }),
+		Col("proxy_mem_mib", kibOfMi, func(r *TempRun) any { return &r.ProxyMemMiB }),
+		Col("exporter_temp_write_errors", whole, func(r *TempRun) any { return &r.ExporterTempWriteErrors }),
 	},
 )}
 

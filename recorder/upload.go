@@ -38,25 +38,25 @@ const (
 // UploadOutcomes lists the outcomes in column order.
 var UploadOutcomes = []string{UploadOK, UploadServerError, UploadStatus, UploadReset, UploadTimeout, UploadError}
 
-func (Upload) schema() *schema[Upload] { return &uploadSchema }
+func (Upload) Schema() *Schema[Upload] { return &uploadSchema }
 
-var uploadSchema = schema[Upload]{file: "uploads.csv", cols: []column[Upload]{
-	col("run_id", 0, func(r *Upload) any { return &r.RunID }),
-	col("route", 0, func(r *Upload) any { return &r.Route }),
-	col("server", 0, func(r *Upload) any { return &r.Server }),
-	col("uploaders", 0, func(r *Upload) any { return &r.Uploaders }),
-	col("rep", 0, func(r *Upload) any { return &r.Rep }),
-	col("client", 0, func(r *Upload) any { return &r.Client }),
-	col("size_bytes", whole, func(r *Upload) any { return &r.SizeBytes }),
-	col("rate_bps", whole, func(r *Upload) any { return &r.RateBps }),
-	col("app_timeout_s", msOfS, func(r *Upload) any { return &r.AppTimeoutS }),
-	col("start_s", msOfS, func(r *Upload) any { return &r.StartS }),
-	col("send_s", msOfS, func(r *Upload) any { return &r.SendS }),
-	col("total_s", msOfS, func(r *Upload) any { return &r.TotalS }),
-	col("sent_bytes", whole, func(r *Upload) any { return &r.SentBytes }),
-	col("status", 0, func(r *Upload) any { return &r.Status }),
-	col("app_read_s", msOfS, func(r *Upload) any { return &r.AppReadS }),
-	col("app_bytes", whole, func(r *Upload) any { return &r.AppBytes }),
-	col("outcome", 0, func(r *Upload) any { return &r.Outcome }),
-	col("error", 0, func(r *Upload) any { return &r.Error }),
+var uploadSchema = Schema[Upload]{file: "uploads.csv", cols: []Column[Upload]{
+	Col("run_id", 0, func(r *Upload) any { return &r.RunID }),
+	Col("route", 0, func(r *Upload) any { return &r.Route }),
+	Col("server", 0, func(r *Upload) any { return &r.Server }),
+	Col("uploaders", 0, func(r *Upload) any { return &r.Uploaders }),
+	Col("rep", 0, func(r *Upload) any { return &r.Rep }),
+	Col("client", 0, func(r *Upload) any { return &r.Client }),
+	Col("size_bytes", whole, func(r *Upload) any { return &r.SizeBytes }),
+	Col("rate_bps", whole, func(r *Upload) any { return &r.RateBps }),
+	Col("app_timeout_s", msOfS, func(r *Upload) any { return &r.AppTimeoutS }),
+	Col("start_s", msOfS, func(r *Upload) any { return &r.StartS }),
+	Col("send_s", msOfS, func(r *Upload) any { return &r.SendS }),
+	Col("total_s", msOfS, func(r *Upload) any { return &r.TotalS }),
+	Col("sent_bytes", whole, func(r *Upload) any { return &r.SentBytes }),
+	Col("status", 0, func(r *Upload) any { return &r.Status }),
+	Col("app_read_s", msOfS, func(r *Upload) any { return &r.AppReadS }),
+	Col("app_bytes", whole, func(r *Upload) any { return &r.AppBytes }),
+	Col("outcome", 0, func(r *Upload) any { return &r.Outcome }),
+	Col("error", 0, func(r *Upload) any { return &r.Error }),
 }}

@@ -34,35 +34,35 @@ type UploadRun struct {
 	AppMemMiB, ProxyMemMiB       Maybe
 }
 
-func (UploadRun) schema() *schema[UploadRun] { return &uploadRunSchema }
+func (UploadRun) Schema() *Schema[UploadRun] { return &uploadRunSchema }
 
-var uploadRunSchema = schema[UploadRun]{file: "upload-runs.csv", cols: slices.Concat(
-	[]column[UploadRun]{
-		col("run_id", 0, func(r *UploadRun) any { return &r.RunID }),
-		col("route", 0, func(r *UploadRun) any { return &r.Route }),
-		col("server", 0, func(r *UploadRun) any { return &r.Server }),
-		col("uploaders", 0, func(r *UploadRun) any { return &r.Uploaders }),
-		col("rep", 0, func(r *UploadRun) any { return &r.Rep }),
-		col("size_bytes", whole, func(r *UploadRun) any { return &r.SizeBytes }),
-		col("rate_bps", whole, func(r *UploadRun) any { return &r.RateBps }),
-		col("app_timeout_s", msOfS, func(r *UploadRun) any { return &r.AppTimeoutS }),
+var uploadRunSchema = Schema[UploadRun]{file: "upload-runs.csv", cols: slices.Concat(
+	[]Column[UploadRun]{
+		Col("run_id", 0, func(r *UploadRun) any { return &r.RunID }),
+		Col("route", 0, func(r *UploadRun) any { return &r.Route }),
+		Col("server", 0, func(r *UploadRun) any { return &r.Server }),
+		Col("uploaders", 0, func(r *UploadRun) any { return &r.Uploaders }),
+		Col("rep", 0, func(r *UploadRun) any { return &r.Rep }),
+		Col("size_bytes", whole, func(r *UploadRun) any { return &r.SizeBytes }),
+		Col("rate_bps", whole, func(r *UploadRun) any { return &r.RateBps }),
+		Col("app_timeout_s", msOfS, func(r *UploadRun) any { return &r.AppTimeoutS }),
 	},
 	statusCols(func(r *UploadRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
 	fastCols(func(r *UploadRun) fastRun {
 		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
-	[]column[UploadRun]{
-		col("send_s", msOfS, func(r *UploadRun) any { return &r.SendS }),
-		col("app_read_s", msOfS, func(r *UploadRun) any { return &r.AppReadS }),
-		col("uploads_ok", 0, func(r *UploadRun) any { return &r.UploadsOK }),
-		col("uploads_5xx", 0, func(r *UploadRun) any { return &r.Uploads5xx }),
-		col("uploads_reset", 0, func(r *UploadRun) any { return &r.UploadsReset }),
-		col("uploads_timeout", 0, func(r *UploadRun) any { return &r.UploadsTimeout }),
-		col("uploads_other", 0, func(r *UploadRun) any { return &r.UploadsOther }),
-		col("worker_timeouts", whole, func(r *UploadRun) any { return &r.WorkerTimeouts }),
-		col("temp_peak_mib", kibOfMi, func(r *UploadRun) any { return &r.TempPeakMiB }),
-		col("app_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.AppMemMiB }),
-		col("proxy_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.ProxyMemMiB }),
+	[]Column[UploadRun]{
+		Col("send_s", msOfS, func(r *UploadRun) any { return &r.SendS }),
+		Col("app_read_s", msOfS, func(r *UploadRun) any { return &r.AppReadS }),
+		Col("uploads_ok", 0, func(r *UploadRun) any { return &r.UploadsOK }),
+		Col("uploads_5xx", 0, func(r *UploadRun) any { return &r.Uploads5xx }),
+		Col("uploads_reset", 0, func(r *UploadRun) any { return &r.UploadsReset }),
+		Col("uploads_timeout", 0, func(r *UploadRun) any { return &r.UploadsTimeout }),
+		Col("uploads_other", 0, func(r *UploadRun) any { return &r.UploadsOther }),
+		Col("worker_timeouts", whole, func(r *UploadRun) any { return &r.WorkerTimeouts }),
+		Col("temp_peak_mib", kibOfMi, func(r *UploadRun) any { return &r.TempPeakMiB }),
+		Col("app_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.AppMemMiB }),
+		Col("proxy_mem_mib", kibOfMi, func(r *UploadRun) any { return &r.ProxyMemMiB }),
 	},
 )}
 

@@ -40,27 +40,27 @@ const (
 	WSRefused = "refused_status"
 )
 
-func (WSSession) schema() *schema[WSSession] { return &wsSessionSchema }
+func (WSSession) Schema() *Schema[WSSession] { return &wsSessionSchema }
 
-var wsSessionSchema = schema[WSSession]{file: "ws-sessions.csv", cols: []column[WSSession]{
-	col("run_id", 0, func(r *WSSession) any { return &r.RunID }),
-	col("route", 0, func(r *WSSession) any { return &r.Route }),
-	col("server", 0, func(r *WSSession) any { return &r.Server }),
-	col("sockets", 0, func(r *WSSession) any { return &r.Sockets }),
-	col("rep", 0, func(r *WSSession) any { return &r.Rep }),
-	col("client", 0, func(r *WSSession) any { return &r.Client }),
-	col("start_s", msOfS, func(r *WSSession) any { return &r.StartS }),
-	col("handshake_ms", usOfMS, func(r *WSSession) any { return &r.HandshakeMS }),
-	col("status", 0, func(r *WSSession) any { return &r.Status }),
-	col("held_s", msOfS, func(r *WSSession) any { return &r.HeldS }),
-	col("end", 0, func(r *WSSession) any { return &r.End }),
-	col("close_code", whole, func(r *WSSession) any { return &r.CloseCode }),
-	col("pings", 0, func(r *WSSession) any { return &r.Pings }),
-	col("pongs", 0, func(r *WSSession) any { return &r.Pongs }),
-	col("messages", 0, func(r *WSSession) any { return &r.Messages }),
-	col("bytes", 0, func(r *WSSession) any { return &r.Bytes }),
-	col("delay_p95_ms", usOfMS, func(r *WSSession) any { return &r.DelayP95MS }),
-	col("error", 0, func(r *WSSession) any { return &r.Error }),
+var wsSessionSchema = Schema[WSSession]{file: "ws-sessions.csv", cols: []Column[WSSession]{
+	Col("run_id", 0, func(r *WSSession) any { return &r.RunID }),
+	Col("route", 0, func(r *WSSession) any { return &r.Route }),
+	Col("server", 0, func(r *WSSession) any { return &r.Server }),
+	Col("sockets", 0, func(r *WSSession) any { return &r.Sockets }),
+	Col("rep", 0, func(r *WSSession) any { return &r.Rep }),
+	Col("client", 0, func(r *WSSession) any { return &r.Client }),
+	Col("start_s", msOfS, func(r *WSSession) any { return &r.StartS }),
+	Col("handshake_ms", usOfMS, func(r *WSSession) any { return &r.HandshakeMS }),
+	Col("status", 0, func(r *WSSession) any { return &r.Status }),
+	Col("held_s", msOfS, func(r *WSSession) any { return &r.HeldS }),
+	Col("end", 0, func(r *WSSession) any { return &r.End }),
+	Col("close_code", whole, func(r *WSSession) any { return &r.CloseCode }),
+	Col("pings", 0, func(r *WSSession) any { return &r.Pings }),
+	Col("pongs", 0, func(r *WSSession) any { return &r.Pongs }),
+	Col("messages", 0, func(r *WSSession) any { return &r.Messages }),
+	Col("bytes", 0, func(r *WSSession) any { return &r.Bytes }),
+	Col("delay_p95_ms", usOfMS, func(r *WSSession) any { return &r.DelayP95MS }),
+	Col("error", 0, func(r *WSSession) any { return &r.Error }),
 }}
 
 // WSRun is one row of ws-runs.csv: one run of the websocket experiment.
@@ -99,37 +99,37 @@ type WSRun struct {
 	P50MS, P95MS, MaxMS          Maybe
 }
 
-func (WSRun) schema() *schema[WSRun] { return &wsRunSchema }
+func (WSRun) Schema() *Schema[WSRun] { return &wsRunSchema }
 
-var wsRunSchema = schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
-	[]column[WSRun]{
-		col("run_id", 0, func(r *WSRun) any { return &r.RunID }),
-		col("route", 0, func(r *WSRun) any { return &r.Route }),
-		col("server", 0, func(r *WSRun) any { return &r.Server }),
-		col("sockets", 0, func(r *WSRun) any { return &r.Sockets }),
-		col("rep", 0, func(r *WSRun) any { return &r.Rep }),
-		col("mode", 0, func(r *WSRun) any { return &r.Mode }),
-		col("queue", 0, func(r *WSRun) any { return &r.Queue }),
-		col("hold_s", msOfS, func(r *WSRun) any { return &r.HoldS }),
-		col("ping_s", msOfS, func(r *WSRun) any { return &r.PingS }),
-		col("read_timeout_s", msOfS, func(r *WSRun) any { return &r.ReadTimeoutS }),
+var wsRunSchema = Schema[WSRun]{file: "ws-runs.csv", cols: slices.Concat(
+	[]Column[WSRun]{
+		Col("run_id", 0, func(r *WSRun) any { return &r.RunID }),
+		Col("route", 0, func(r *WSRun) any { return &r.Route }),
+		Col("server", 0, func(r *WSRun) any { return &r.Server }),
+		Col("sockets", 0, func(r *WSRun) any { return &r.Sockets }),
+		Col("rep", 0, func(r *WSRun) any { return &r.Rep }),
+		Col("mode", 0, func(r *WSRun) any { return &r.Mode }),
+		Col("queue", 0, func(r *WSRun) any { return &r.Queue }),
+		Col("hold_s", msOfS, func(r *WSRun) any { return &r.HoldS }),
+		Col("ping_s", msOfS, func(r *WSRun) any { return &r.PingS }),
+		Col("read_timeout_s", msOfS, func(r *WSRun) any { return &r.ReadTimeoutS }),
 	},
 	statusCols(func(r *WSRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
-	[]column[WSRun]{
-		col("opened", 0, func(r *WSRun) any { return &r.Opened }),
-		col("held", 0, func(r *WSRun) any { return &r.Held }),
-		col("refused", 0, func(r *WSRun) any { return &r.Refused }),
-		col("handshake_p95_ms", usOfMS, func(r *WSRun) any { return &r.HandshakeP95MS }),
-		col("lifetime_p50_s", msOfS, func(r *WSRun) any { return &r.LifetimeP50S }),
-		col("messages", 0, func(r *WSRun) any { return &r.Messages }),
-		col("delay_p95_ms", usOfMS, func(r *WSRun) any { return &r.DelayP95MS }),
-		col("app_mem_peak_mib", kibOfMi, func(r *WSRun) any { return &r.AppMemPeakMiB }),
-		col("app_rss_peak_mib", kibOfMi, func(r *WSRun) any { return &r.AppRSSPeakMiB }),
-		col("app_oom_kills", whole, func(r *WSRun) any { return &r.AppOOMKills }),
-		col("slots", whole, func(r *WSRun) any { return &r.Slots }),
-		col("workers", whole, func(r *WSRun) any { return &r.Workers }),
-		col("held_max", whole, func(r *WSRun) any { return &r.HeldMax }),
-		col("workers_holding_max", whole, func(r *WSRun) any { return &r.WorkersHoldingMax }),
+	[]Column[WSRun]{
+		Col("opened", 0, func(r *WSRun) any { return &r.Opened }),
+		Col("held", 0, func(r *WSRun) any { return &r.Held }),
+		Col("refused", 0, func(r *WSRun) any { return &r.Refused }),
+		Col("handshake_p95_ms", usOfMS, func(r *WSRun) any { return &r.HandshakeP95MS }),
+		Col("lifetime_p50_s", msOfS, func(r *WSRun) any { return &r.LifetimeP50S }),
+		Col("messages", 0, func(r *WSRun) any { return &r.Messages }),
+		Col("delay_p95_ms", usOfMS, func(r *WSRun) any { return &r.DelayP95MS }),
+		Col("app_mem_peak_mib", kibOfMi, func(r *WSRun) any { return &r.AppMemPeakMiB }),
+		Col("app_rss_peak_mib", kibOfMi, func(r *WSRun) any { return &r.AppRSSPeakMiB }),
+		Col("app_oom_kills", whole, func(r *WSRun) any { return &r.AppOOMKills }),
+		Col("slots", whole, func(r *WSRun) any { return &r.Slots }),
+		Col("workers", whole, func(r *WSRun) any { return &r.Workers }),
+		Col("held_max", whole, func(r *WSRun) any { return &r.HeldMax }),
+		Col("workers_holding_max", whole, func(r *WSRun) any { return &r.WorkersHoldingMax }),
 	},
 	fastCols(func(r *WSRun) fastRun {
 		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
