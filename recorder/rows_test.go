@@ -228,7 +228,7 @@ func TestEveryRowTypeIsTested(t *testing.T) {
 			if !ok {
 				continue
 			}
-			if fd.Recv != nil && fd.Name.Name == "schema" && !strings.HasSuffix(name, "_test.go") {
+			if fd.Recv != nil && fd.Name.Name == "Schema" && !strings.HasSuffix(name, "_test.go") {
 				rowTypes = append(rowTypes, receiverName(fd.Recv.List[0].Type))
 				continue
 			}
