@@ -164,3 +164,33 @@ func TestChildRefusesTheHostNamespace(t *testing.T) {
 		t.Errorf("tcp_wmem changed: %q -> %q", before, after)
 	}
 }
+
+// TestFastHeldRefuses feeds checkFastHeld the p95 of the run
+// TestBufferSweepRealWmem saw (3,755 ms with the first worker freed after
+// 4.376 s) and corrupted ones: /fast unblocked while both workers were
+// held, /fast waiting long after one was freed, a missing app_send, a
+// download missing.
+func TestFastHeldRefuses(t *testing.T) {
+	sc := Published().slowClient(16<<20, 2<<20)
+	cell := func(p95 float64) recorder.SweepCell {
+		return recorder.SweepCell{Kernel: "wmem=4m", Runs: 1, FastP95MS: recorder.Some(p95)}
+	}
+	seen := []download{{appSendS: recorder.Some(4.376)}, {appSendS: recorder.Some(4.928)}}
+	if err := checkFastHeld(sc, cell(3755.2), seen); err != nil {
+		t.Errorf("the measured run: %v", err)
+	}
+	for _, tc := range []struct {
+		cell recorder.SweepCell
+		ds   []download
+		want string
+	}{
+		{cell(2), seen, "/fast p95 {2 true} ms, both workers held 4.38 s: want 3076 to 4751 ms"},
+		{cell(6000), seen, "want 3076 to 4751 ms"},
+		{cell(3755.2), []download{seen[0], {}}, "a download without app_send"},
+		{cell(3755.2), seen[:1], "1 downloads: want one run of 2"},
+	} {
+		if err := checkFastHeld(sc, tc.cell, tc.ds); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("p95 %v, downloads %+v: %v, want %q", tc.cell.FastP95MS, tc.ds, err, tc.want)
+		}
+	}
+}
