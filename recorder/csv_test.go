@@ -239,7 +239,7 @@ func TestRoundTripRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := diffRows(rows, got, 1); d != "" {
+	if d := DiffRows(rows, got, 1); d != "" {
 		t.Fatal(d)
 	}
 }
@@ -344,7 +344,7 @@ func TestReadKeepsRowsBeforeError(t *testing.T) {
 	if !errors.Is(err, csv.ErrFieldCount) {
 		t.Fatalf("error = %v, want csv.ErrFieldCount", err)
 	}
-	if d := diffRows(rows[:1], got, 0); d != "" {
+	if d := DiffRows(rows[:1], got, 0); d != "" {
 		t.Errorf("rows before the cut: %s", d)
 	}
 
@@ -354,7 +354,7 @@ func TestReadKeepsRowsBeforeError(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Name != "seq" || ce.Line != 3 {
 		t.Fatalf("error = %v, want seq on line 3", err)
 	}
-	if d := diffRows(rows[:1], got, 0); d != "" {
+	if d := DiffRows(rows[:1], got, 0); d != "" {
 		t.Errorf("rows before the bad cell: %s", d)
 	}
 }

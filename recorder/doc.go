@@ -17,7 +17,6 @@
 //   - sse: sse-events.csv, sse-streams.csv, sse-runs.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;
-//   - websocket: ws-sessions.csv, ws-runs.csv;
 //   - h2-slow-client: h2-streams.csv, h2-runs.csv;
 //
 // and two JSON files: environment.json, which keeps one Environment per
@@ -30,7 +29,10 @@
 // Each row type declares its file name and columns in its own file
 // (requests.go, runs.go, gap.go, ...) and implements Row, which is all the
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
-// ReadFile need: a new results file is one new file here.
+// ReadFile need. An experiment's package declares its own rows the same
+// way (NewSchema, Col, StatusCols, FastCols), as lab/websocket does, and
+// tests them with package recordertest; the row contract's checks
+// (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //
 // It also fills resource-samples.csv: Sampler scrapes /metrics endpoints
 // (text format or OpenMetrics, parsed by ParseExposition) on a drift-free

@@ -32,7 +32,7 @@ func TestCreateFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := diffRows(rows[:i+1], got, 0); d != "" {
+		if d := DiffRows(rows[:i+1], got, 0); d != "" {
 			t.Fatalf("after row %d: %s", i, d)
 		}
 	}
@@ -54,7 +54,7 @@ func TestCreateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := diffRows(rows, got, 0); d != "" {
+	if d := DiffRows(rows, got, 0); d != "" {
 		t.Error(d)
 	}
 }

@@ -102,7 +102,7 @@ var h2RunSchema = Schema[H2Run]{file: "h2-runs.csv", cols: slices.Concat(
 		Col("stream_window", 0, func(r *H2Run) any { return &r.StreamWindow }),
 		Col("conn_window", 0, func(r *H2Run) any { return &r.ConnWindow }),
 	},
-	statusCols(func(r *H2Run) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	StatusCols(func(r *H2Run) RunStatus { return RunStatus{&r.StartedAt, &r.Status, &r.Reason} }),
 	[]Column[H2Run]{
 		Col("complete", 0, func(r *H2Run) any { return &r.Complete }),
 		Col("cut", 0, func(r *H2Run) any { return &r.Cut }),
@@ -115,8 +115,8 @@ var h2RunSchema = Schema[H2Run]{file: "h2-runs.csv", cols: slices.Concat(
 		Col("proxy_mem_peak_mib", kibOfMi, func(r *H2Run) any { return &r.ProxyMemPeakMiB }),
 		Col("temp_peak_mib", kibOfMi, func(r *H2Run) any { return &r.TempPeakMiB }),
 	},
-	fastCols(func(r *H2Run) fastRun {
-		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	FastCols(func(r *H2Run) FastRun {
+		return FastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
 )}
 
@@ -198,13 +198,13 @@ func SummarizeH2Conditions(runs []H2Run) []H2Condition {
 			row.Cut += r.Cut
 			row.Reset += r.Reset
 			row.Failed += r.Failed
-			resetAfter = appendValidMaybe(resetAfter, r.ResetAfterS)
+			resetAfter = AppendValid(resetAfter, r.ResetAfterS)
 			row.AppComplete += r.AppComplete
 			row.FastPlanned += r.FastPlanned
 			row.FastOK += r.FastOK
 			row.Workers = r.Workers
-			held, mem, temp = appendValidMaybe(held, r.AppHeldMax), appendValidMaybe(mem, r.ProxyMemPeakMiB), appendValidMaybe(temp, r.TempPeakMiB)
-			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
+			held, mem, temp = AppendValid(held, r.AppHeldMax), AppendValid(mem, r.ProxyMemPeakMiB), AppendValid(temp, r.TempPeakMiB)
+			p50, p95 = AppendValid(p50, r.P50MS), AppendValid(p95, r.P95MS)
 		}
 		row.AppHeldMax, row.ProxyMemPeakMiB, row.TempPeakMiB = Some(NearestRank(held, 100)), Some(NearestRank(mem, 100)), Some(NearestRank(temp, 100))
 		row.P50MS, row.P95MS, row.ResetAfterS = Some(Median(p50)), Some(Median(p95)), Some(Median(resetAfter))

@@ -21,3 +21,11 @@ func Some(v float64) Maybe {
 
 // None returns an invalid Maybe, the same as the zero value.
 func None() Maybe { return Maybe{} }
+
+// AppendValid appends m's value to vs when m was measured.
+func AppendValid(vs []float64, m Maybe) []float64 {
+	if m.Valid {
+		return append(vs, m.Value)
+	}
+	return vs
+}

@@ -361,7 +361,7 @@ scrape_configs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := diffRows(rows, pieces, 0); d != "" {
+	if d := DiffRows(rows, pieces, 0); d != "" {
 		t.Errorf("query in pieces of 4 steps: %s", d)
 	}
 

@@ -1,266 +1,198 @@
-package recorder
+package recorder_test
 
 import (
-	"bytes"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"math/rand/v2"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
-// Every row type has its tests here: a round-trip property, the coverage
-// of its fields by its columns, and a fuzz target. TestEveryRowTypeIsTested
-// fails until a new row type is added to each list.
+// Every row type of recorder has its tests here: a round-trip property,
+// the coverage of its fields by its columns, and a fuzz target.
+// TestEveryRowTypeIsTested fails until a new row type, here or in an
+// experiment's package, is added to its package's.
 
 // TestRoundTrip is the property test: rows whose values lie on each
 // column's grid read back exactly as written, for every row type.
 func TestRoundTrip(t *testing.T) {
-	t.Run("requests", roundTrip[Request])
-	t.Run("large-responses", roundTrip[LargeResponse])
-	t.Run("resource-samples", roundTrip[ResourceSample])
-	t.Run("runs", roundTrip[Run])
-	t.Run("conditions", roundTrip[Condition])
-	t.Run("probes", roundTrip[Probe])
-	t.Run("groups", roundTrip[LongPollGroup])
-	t.Run("longpoll-runs", roundTrip[LongPollRun])
-	t.Run("gap", roundTrip[GapRow])
-	t.Run("gap-requests", roundTrip[GapRequest])
-	t.Run("gap-path", roundTrip[GapPath])
-	t.Run("gap-runs", roundTrip[GapRun])
-	t.Run("hops", roundTrip[Hop])
-	t.Run("sweep", roundTrip[SweepCell])
-	t.Run("uploads", roundTrip[Upload])
-	t.Run("upload-runs", roundTrip[UploadRun])
-	t.Run("idle-conns", roundTrip[IdleConn])
-	t.Run("idle-runs", roundTrip[IdleRun])
-	t.Run("stalled-downloads", roundTrip[StalledDownload])
-	t.Run("stalled-runs", roundTrip[StalledRun])
-	t.Run("sse-events", roundTrip[SSEEvent])
-	t.Run("sse-streams", roundTrip[SSEStream])
-	t.Run("sse-runs", roundTrip[SSERun])
-	t.Run("temp-runs", roundTrip[TempRun])
-	t.Run("ws-sessions", roundTrip[WSSession])
-	t.Run("ws-runs", roundTrip[WSRun])
-	t.Run("h2-streams", roundTrip[H2Stream])
-	t.Run("h2-runs", roundTrip[H2Run])
+	t.Run("requests", recordertest.RoundTrip[recorder.Request])
+	t.Run("large-responses", recordertest.RoundTrip[recorder.LargeResponse])
+	t.Run("resource-samples", recordertest.RoundTrip[recorder.ResourceSample])
+	t.Run("runs", recordertest.RoundTrip[recorder.Run])
+	t.Run("conditions", recordertest.RoundTrip[recorder.Condition])
+	t.Run("probes", recordertest.RoundTrip[recorder.Probe])
+	t.Run("groups", recordertest.RoundTrip[recorder.LongPollGroup])
+	t.Run("longpoll-runs", recordertest.RoundTrip[recorder.LongPollRun])
+	t.Run("gap", recordertest.RoundTrip[recorder.GapRow])
+	t.Run("gap-requests", recordertest.RoundTrip[recorder.GapRequest])
+	t.Run("gap-path", recordertest.RoundTrip[recorder.GapPath])
+	t.Run("gap-runs", recordertest.RoundTrip[recorder.GapRun])
+	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
+	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
+	t.Run("uploads", recordertest.RoundTrip[recorder.Upload])
+	t.Run("upload-runs", recordertest.RoundTrip[recorder.UploadRun])
+	t.Run("idle-conns", recordertest.RoundTrip[recorder.IdleConn])
+	t.Run("idle-runs", recordertest.RoundTrip[recorder.IdleRun])
+	t.Run("stalled-downloads", recordertest.RoundTrip[recorder.StalledDownload])
+	t.Run("stalled-runs", recordertest.RoundTrip[recorder.StalledRun])
+	t.Run("sse-events", recordertest.RoundTrip[recorder.SSEEvent])
+	t.Run("sse-streams", recordertest.RoundTrip[recorder.SSEStream])
+	t.Run("sse-runs", recordertest.RoundTrip[recorder.SSERun])
+	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
+	t.Run("h2-streams", recordertest.RoundTrip[recorder.H2Stream])
+	t.Run("h2-runs", recordertest.RoundTrip[recorder.H2Run])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
 // one column.
 func TestColumnsCoverEveryField(t *testing.T) {
-	checkCoverage[Request](t)
-	checkCoverage[LargeResponse](t)
-	checkCoverage[ResourceSample](t)
-	checkCoverage[Run](t)
-	checkCoverage[Condition](t)
-	checkCoverage[Probe](t)
-	checkCoverage[LongPollGroup](t)
-	checkCoverage[LongPollRun](t)
-	checkCoverage[GapRow](t)
-	checkCoverage[GapRequest](t)
-	checkCoverage[GapPath](t)
-	checkCoverage[GapRun](t)
-	checkCoverage[Hop](t)
-	checkCoverage[SweepCell](t)
-	checkCoverage[Upload](t)
-	checkCoverage[UploadRun](t)
-	checkCoverage[IdleConn](t)
-	checkCoverage[IdleRun](t)
-	checkCoverage[StalledDownload](t)
-	checkCoverage[StalledRun](t)
-	checkCoverage[SSEEvent](t)
-	checkCoverage[SSEStream](t)
-	checkCoverage[SSERun](t)
-	checkCoverage[WSSession](t)
-	checkCoverage[WSRun](t)
-	checkCoverage[H2Stream](t)
-	checkCoverage[H2Run](t)
-	checkCoverage[TempRun](t)
+	recordertest.Coverage[recorder.Request](t)
+	recordertest.Coverage[recorder.LargeResponse](t)
+	recordertest.Coverage[recorder.ResourceSample](t)
+	recordertest.Coverage[recorder.Run](t)
+	recordertest.Coverage[recorder.Condition](t)
+	recordertest.Coverage[recorder.Probe](t)
+	recordertest.Coverage[recorder.LongPollGroup](t)
+	recordertest.Coverage[recorder.LongPollRun](t)
+	recordertest.Coverage[recorder.GapRow](t)
+	recordertest.Coverage[recorder.GapRequest](t)
+	recordertest.Coverage[recorder.GapPath](t)
+	recordertest.Coverage[recorder.GapRun](t)
+	recordertest.Coverage[recorder.Hop](t)
+	recordertest.Coverage[recorder.SweepCell](t)
+	recordertest.Coverage[recorder.Upload](t)
+	recordertest.Coverage[recorder.UploadRun](t)
+	recordertest.Coverage[recorder.IdleConn](t)
+	recordertest.Coverage[recorder.IdleRun](t)
+	recordertest.Coverage[recorder.StalledDownload](t)
+	recordertest.Coverage[recorder.StalledRun](t)
+	recordertest.Coverage[recorder.SSEEvent](t)
+	recordertest.Coverage[recorder.SSEStream](t)
+	recordertest.Coverage[recorder.SSERun](t)
+	recordertest.Coverage[recorder.H2Stream](t)
+	recordertest.Coverage[recorder.H2Run](t)
+	recordertest.Coverage[recorder.TempRun](t)
 }
 
-func FuzzReadRequests(f *testing.F)         { fuzzRead[Request](f) }
-func FuzzReadLargeResponses(f *testing.F)   { fuzzRead[LargeResponse](f) }
-func FuzzReadResourceSamples(f *testing.F)  { fuzzRead[ResourceSample](f) }
-func FuzzReadRuns(f *testing.F)             { fuzzRead[Run](f) }
-func FuzzReadConditions(f *testing.F)       { fuzzRead[Condition](f) }
-func FuzzReadProbes(f *testing.F)           { fuzzRead[Probe](f) }
-func FuzzReadGroups(f *testing.F)           { fuzzRead[LongPollGroup](f) }
-func FuzzReadLongPollRuns(f *testing.F)     { fuzzRead[LongPollRun](f) }
-func FuzzReadGap(f *testing.F)              { fuzzRead[GapRow](f) }
-func FuzzReadGapRequests(f *testing.F)      { fuzzRead[GapRequest](f) }
-func FuzzReadGapPath(f *testing.F)          { fuzzRead[GapPath](f) }
-func FuzzReadGapRuns(f *testing.F)          { fuzzRead[GapRun](f) }
-func FuzzReadHops(f *testing.F)             { fuzzRead[Hop](f) }
-func FuzzReadSweep(f *testing.F)            { fuzzRead[SweepCell](f) }
-func FuzzReadUploads(f *testing.F)          { fuzzRead[Upload](f) }
-func FuzzReadUploadRuns(f *testing.F)       { fuzzRead[UploadRun](f) }
-func FuzzReadIdleConns(f *testing.F)        { fuzzRead[IdleConn](f) }
-func FuzzReadIdleRuns(f *testing.F)         { fuzzRead[IdleRun](f) }
-func FuzzReadStalledDownloads(f *testing.F) { fuzzRead[StalledDownload](f) }
-func FuzzReadStalledRuns(f *testing.F)      { fuzzRead[StalledRun](f) }
-func FuzzReadSSEEvents(f *testing.F)        { fuzzRead[SSEEvent](f) }
-func FuzzReadSSEStreams(f *testing.F)       { fuzzRead[SSEStream](f) }
-func FuzzReadSSERuns(f *testing.F)          { fuzzRead[SSERun](f) }
-func FuzzReadTempRuns(f *testing.F)         { fuzzRead[TempRun](f) }
-func FuzzReadWSSessions(f *testing.F)       { fuzzRead[WSSession](f) }
-func FuzzReadWSRuns(f *testing.F)           { fuzzRead[WSRun](f) }
-func FuzzReadH2Streams(f *testing.F)        { fuzzRead[H2Stream](f) }
-func FuzzReadH2Runs(f *testing.F)           { fuzzRead[H2Run](f) }
+func FuzzReadRequests(f *testing.F)         { recordertest.FuzzRead[recorder.Request](f) }
+func FuzzReadLargeResponses(f *testing.F)   { recordertest.FuzzRead[recorder.LargeResponse](f) }
+func FuzzReadResourceSamples(f *testing.F)  { recordertest.FuzzRead[recorder.ResourceSample](f) }
+func FuzzReadRuns(f *testing.F)             { recordertest.FuzzRead[recorder.Run](f) }
+func FuzzReadConditions(f *testing.F)       { recordertest.FuzzRead[recorder.Condition](f) }
+func FuzzReadProbes(f *testing.F)           { recordertest.FuzzRead[recorder.Probe](f) }
+func FuzzReadGroups(f *testing.F)           { recordertest.FuzzRead[recorder.LongPollGroup](f) }
+func FuzzReadLongPollRuns(f *testing.F)     { recordertest.FuzzRead[recorder.LongPollRun](f) }
+func FuzzReadGap(f *testing.F)              { recordertest.FuzzRead[recorder.GapRow](f) }
+func FuzzReadGapRequests(f *testing.F)      { recordertest.FuzzRead[recorder.GapRequest](f) }
+func FuzzReadGapPath(f *testing.F)          { recordertest.FuzzRead[recorder.GapPath](f) }
+func FuzzReadGapRuns(f *testing.F)          { recordertest.FuzzRead[recorder.GapRun](f) }
+func FuzzReadHops(f *testing.F)             { recordertest.FuzzRead[recorder.Hop](f) }
+func FuzzReadSweep(f *testing.F)            { recordertest.FuzzRead[recorder.SweepCell](f) }
+func FuzzReadUploads(f *testing.F)          { recordertest.FuzzRead[recorder.Upload](f) }
+func FuzzReadUploadRuns(f *testing.F)       { recordertest.FuzzRead[recorder.UploadRun](f) }
+func FuzzReadIdleConns(f *testing.F)        { recordertest.FuzzRead[recorder.IdleConn](f) }
+func FuzzReadIdleRuns(f *testing.F)         { recordertest.FuzzRead[recorder.IdleRun](f) }
+func FuzzReadStalledDownloads(f *testing.F) { recordertest.FuzzRead[recorder.StalledDownload](f) }
+func FuzzReadStalledRuns(f *testing.F)      { recordertest.FuzzRead[recorder.StalledRun](f) }
+func FuzzReadSSEEvents(f *testing.F)        { recordertest.FuzzRead[recorder.SSEEvent](f) }
+func FuzzReadSSEStreams(f *testing.F)       { recordertest.FuzzRead[recorder.SSEStream](f) }
+func FuzzReadSSERuns(f *testing.F)          { recordertest.FuzzRead[recorder.SSERun](f) }
+func FuzzReadTempRuns(f *testing.F)         { recordertest.FuzzRead[recorder.TempRun](f) }
+func FuzzReadH2Streams(f *testing.F)        { recordertest.FuzzRead[recorder.H2Stream](f) }
+func FuzzReadH2Runs(f *testing.F)           { recordertest.FuzzRead[recorder.H2Run](f) }
 
-func roundTrip[T Row[T]](t *testing.T) {
-	rng := rand.New(rand.NewPCG(20250301, uint64(len(FileName[T]()))))
-	for batch := range 50 {
-		rows := make([]T, 1+rng.IntN(100))
-		for i := range rows {
-			rows[i] = randomRow[T](rng, false)
-		}
-		out := writeRows(t, rows)
-		got, err := ReadAll[T](bytes.NewReader(out))
-		if err != nil {
-			t.Fatalf("batch %d: read back: %v\n%s", batch, err, out)
-		}
-		if d := diffRows(rows, got, 0); d != "" {
-			t.Fatalf("batch %d: %s\n%s", batch, d, out)
-		}
-	}
-}
-
-// fuzzRead seeds from testdata/<name>.csv and testdata/<name>-invalid-*.csv
-// where they exist, and from files of generated rows with some broken
-// variants. ReadAll must never panic, and whatever it accepts must survive
-// a write/read round trip: the rows come back equal up to the columns'
-// precision, and writing them again is a fixed point.
-func fuzzRead[T Row[T]](f *testing.F) {
-	base := strings.TrimSuffix(FileName[T](), ".csv")
-	valid, err := filepath.Glob(filepath.Join("testdata", base+".csv"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	invalid, err := filepath.Glob(filepath.Join("testdata", base+"-invalid-*.csv"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, s := range slices.Concat(valid, invalid) {
-		data, err := os.ReadFile(s)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-	for _, s := range generatedSeeds[T]() {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, err := ReadAll[T](bytes.NewReader(data)); err != nil {
-			if err.Error() == "" {
-				t.Fatal("empty error message")
-			}
-			return
-		}
-		checkRoundTrip[T](t, data)
-	})
-}
-
-// generatedSeeds returns CSV inputs for T's fuzzer: valid files of random
-// rows, the same cut in half and with a separator changed, a header alone
-// and a row of empty cells.
-func generatedSeeds[T Row[T]]() [][]byte {
-	rng := rand.New(rand.NewPCG(uint64(len(FileName[T]())), 1))
-	var seeds [][]byte
-	for range 3 {
-		var buf bytes.Buffer
-		w, _ := NewWriter[T](&buf)
-		for range 1 + rng.IntN(4) {
-			w.Write(randomRow[T](rng, false))
-		}
-		b := buf.Bytes()
-		seeds = append(seeds, b, b[:len(b)/2], bytes.Replace(b, []byte(","), []byte(";"), 1))
-	}
-	header := strings.Join(Header[T](), ",") + "\n"
-	return append(seeds, []byte(header), []byte(header+strings.Repeat(",", len(Header[T]())-1)+"\n"))
-}
-
-// checkRoundTrip reads data, which must be valid, writes the rows, reads
-// them back, and writes them again.
-func checkRoundTrip[T Row[T]](t *testing.T, data []byte) []T {
-	t.Helper()
-	rows, err := ReadAll[T](bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("ReadAll: %v", err)
-	}
-	out := writeRows(t, rows)
-	again, err := ReadAll[T](bytes.NewReader(out))
-	if err != nil {
-		t.Fatalf("cannot read back what was written: %v\ninput:\n%q\nwritten:\n%q", err, data, out)
-	}
-	if d := diffRows(rows, again, 1); d != "" {
-		t.Fatalf("round trip changed a row: %s\ninput:\n%q\nwritten:\n%q", d, data, out)
-	}
-	if out2 := writeRows(t, again); !bytes.Equal(out, out2) {
-		t.Fatalf("writing is not a fixed point\nfirst:\n%q\nsecond:\n%q", out, out2)
-	}
-	return rows
-}
-
-// TestEveryRowTypeIsTested reads the package's source: every type with a
-// schema method (a row type) must appear in TestRoundTrip,
-// TestColumnsCoverEveryField and a Fuzz target.
+// TestEveryRowTypeIsTested reads the module's source: every type with a
+// Schema method (a row type), in recorder or in the package that declares
+// it, must have its package's tests instantiate recordertest's RoundTrip
+// (or Contract), Coverage (or Contract) and FuzzRead with it.
 func TestEveryRowTypeIsTested(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+	found := 0
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if n := d.Name(); path != ".." && (strings.HasPrefix(n, ".") || n == "testdata") {
+			return filepath.SkipDir
+		}
+		rows, tested := rowTypesIn(t, path)
+		found += len(rows)
+		for _, typ := range rows {
+			for _, want := range [][]string{{"RoundTrip", "Contract"}, {"Coverage", "Contract"}, {"FuzzRead"}} {
+				if !slices.ContainsFunc(want, func(fn string) bool { return tested[fn][typ] }) {
+					t.Errorf("%s: row type %s is not tested with recordertest.%s", path, typ, strings.Join(want, " or "))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 20 {
+		t.Fatalf("found %d row types: the search for Schema methods is broken", found)
+	}
+}
+
+// rowTypesIn parses dir's Go files: the row types its non-test files
+// declare (types with a Schema method), and for each function of
+// recordertest its tests call, the types it is instantiated with.
+func rowTypesIn(t *testing.T, dir string) (rows []string, tested map[string]map[string]bool) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	var rowTypes []string
-	tested := map[string]map[string]bool{} // test function -> row types it instantiates
+	tested = map[string]map[string]bool{}
 	for _, name := range files {
 		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)
 		}
+		test := strings.HasSuffix(name, "_test.go")
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok {
 				continue
 			}
-			if fd.Recv != nil && fd.Name.Name == "Schema" && !strings.HasSuffix(name, "_test.go") {
-				rowTypes = append(rowTypes, receiverName(fd.Recv.List[0].Type))
-				continue
-			}
-			if fn := fd.Name.Name; fn == "TestRoundTrip" || fn == "TestColumnsCoverEveryField" || strings.HasPrefix(fn, "Fuzz") {
-				key := fn
-				if strings.HasPrefix(fn, "Fuzz") {
-					key = "a Fuzz target"
-				}
-				if tested[key] == nil {
-					tested[key] = map[string]bool{}
-				}
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					if ix, ok := n.(*ast.IndexExpr); ok {
-						if id, ok := ix.Index.(*ast.Ident); ok {
-							tested[key][id.Name] = true
-						}
-					}
-					return true
-				})
+			if !test && fd.Recv != nil && fd.Name.Name == "Schema" {
+				rows = append(rows, receiverName(fd.Recv.List[0].Type))
 			}
 		}
-	}
-	if !slices.Contains(rowTypes, "Request") {
-		t.Fatalf("found row types %v: the search for schema methods is broken", rowTypes)
-	}
-	for _, typ := range rowTypes {
-		for _, where := range []string{"TestRoundTrip", "TestColumnsCoverEveryField", "a Fuzz target"} {
-			if !tested[where][typ] {
-				t.Errorf("row type %s is not in %s", typ, where)
-			}
+		if !test {
+			continue
 		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			ix, ok := n.(*ast.IndexExpr)
+			if !ok {
+				return true
+			}
+			fn, ok := ix.X.(*ast.SelectorExpr)
+			if !ok || fmt.Sprint(fn.X) != "recordertest" {
+				return true
+			}
+			var typ string
+			switch e := ix.Index.(type) {
+			case *ast.SelectorExpr:
+				typ = e.Sel.Name
+			case *ast.Ident:
+				typ = e.Name
+			}
+			if tested[fn.Sel.Name] == nil {
+				tested[fn.Sel.Name] = map[string]bool{}
+			}
+			tested[fn.Sel.Name][typ] = true
+			return true
+		})
 	}
+	return rows, tested
 }
 
 func receiverName(e ast.Expr) string {

@@ -16,8 +16,8 @@ func layout[T Row[T]]() string {
 	return strings.Join(parts, " ")
 }
 
-// The run rows that take their status and /fast columns from statusCols
-// and fastCols keep every column's name, place and precision (the layouts
+// The run rows that take their status and /fast columns from StatusCols
+// and FastCols keep every column's name, place and precision (the layouts
 // are 33ab07f's, before the shared columns were written once).
 func TestSharedRunColumnsKeepLayout(t *testing.T) {
 	for file, got := range map[string]string{

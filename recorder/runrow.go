@@ -52,8 +52,3 @@ func (TempRun) VerdictFields(r *TempRun) (id, status, reason *string) {
 func (UploadRun) VerdictFields(r *UploadRun) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// VerdictFields implements RunRow.
-func (WSRun) VerdictFields(r *WSRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}

@@ -26,5 +26,4 @@ func TestVerdictFields(t *testing.T) {
 	checkVerdictFields(t, "StalledRun", func(r *StalledRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "TempRun", func(r *TempRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "UploadRun", func(r *UploadRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
-	checkVerdictFields(t, "WSRun", func(r *WSRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 }

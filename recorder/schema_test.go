@@ -1,12 +1,9 @@
 package recorder
 
 import (
-	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The CSV contract: the first columns of each file, with the columns added since
@@ -62,66 +59,4 @@ func TestHeaderReturnsCopy(t *testing.T) {
 	if Header[Request]()[0] != "run_id" {
 		t.Fatal("Header exposes the schema's own slice")
 	}
-}
-
-// checkCoverage guards T's column table against copy-paste slips: every
-// field of the row struct has exactly one column.
-func checkCoverage[T Row[T]](t *testing.T) {
-	t.Helper()
-	s := schemaOf[T]()
-	var zero T
-	if n := countLeaves(reflect.TypeOf(zero)); n != len(s.cols) {
-		t.Errorf("%s: struct has %d fields, schema has %d columns", s.file, n, len(s.cols))
-	}
-	// A row with every column set non-zero has no zero field left only if
-	// no two columns share a field.
-	row := randomRow[T](rand.New(rand.NewPCG(1, 2)), true)
-	if path := zeroLeaf(reflect.ValueOf(row), reflect.TypeOf(row).Name()); path != "" {
-		t.Errorf("%s: field %s has no column", s.file, path)
-	}
-}
-
-var (
-	maybeType = reflect.TypeFor[Maybe]()
-	timeType  = reflect.TypeFor[time.Time]()
-)
-
-func countLeaves(t reflect.Type) int {
-	switch {
-	case t == maybeType || t == timeType:
-		return 1
-	case t.Kind() == reflect.Struct:
-		n := 0
-		for i := range t.NumField() {
-			n += countLeaves(t.Field(i).Type)
-		}
-		return n
-	case t.Kind() == reflect.Array:
-		return t.Len() * countLeaves(t.Elem())
-	}
-	return 1
-}
-
-func zeroLeaf(v reflect.Value, path string) string {
-	switch {
-	case v.Type() == maybeType || v.Type() == timeType:
-	case v.Kind() == reflect.Struct:
-		for i := range v.NumField() {
-			if p := zeroLeaf(v.Field(i), path+"."+v.Type().Field(i).Name); p != "" {
-				return p
-			}
-		}
-		return ""
-	case v.Kind() == reflect.Array:
-		for i := range v.Len() {
-			if p := zeroLeaf(v.Index(i), path+"["+string(rune('0'+i))+"]"); p != "" {
-				return p
-			}
-		}
-		return ""
-	}
-	if v.IsZero() {
-		return path
-	}
-	return ""
 }

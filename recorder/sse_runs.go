@@ -47,7 +47,7 @@ var sseRunSchema = Schema[SSERun]{file: "sse-runs.csv", cols: slices.Concat(
 		Col("interval_s", msOfS, func(r *SSERun) any { return &r.IntervalS }),
 		Col("duration_s", msOfS, func(r *SSERun) any { return &r.DurationS }),
 	},
-	statusCols(func(r *SSERun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	StatusCols(func(r *SSERun) RunStatus { return RunStatus{&r.StartedAt, &r.Status, &r.Reason} }),
 	[]Column[SSERun]{
 		Col("events_expected", 0, func(r *SSERun) any { return &r.EventsExpected }),
 		Col("events", 0, func(r *SSERun) any { return &r.Events }),
@@ -61,8 +61,8 @@ var sseRunSchema = Schema[SSERun]{file: "sse-runs.csv", cols: slices.Concat(
 		Col("held_max", whole, func(r *SSERun) any { return &r.HeldMax }),
 		Col("workers_holding_max", whole, func(r *SSERun) any { return &r.WorkersHoldingMax }),
 	},
-	fastCols(func(r *SSERun) fastRun {
-		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	FastCols(func(r *SSERun) FastRun {
+		return FastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
 )}
 
@@ -79,7 +79,7 @@ func SummarizeSSERun(run SSERun, reqs []Request, streams []SSEStream, events []S
 		if s.Outcome == SSEComplete {
 			run.StreamsComplete++
 		}
-		first = appendValidMaybe(first, s.FirstByteMS)
+		first = AppendValid(first, s.FirstByteMS)
 	}
 	delays := make([]float64, len(events))
 	for i, e := range events {
@@ -150,10 +150,10 @@ func SummarizeSSEConditions(runs []SSERun) []SSECondition {
 			row.FastPlanned += r.FastPlanned
 			row.FastOK += r.FastOK
 			row.Slots, row.Workers = r.Slots, r.Workers
-			p50, p95, most = appendValidMaybe(p50, r.DelayP50MS), appendValidMaybe(p95, r.DelayP95MS), appendValidMaybe(most, r.DelayMaxMS)
-			first = appendValidMaybe(first, r.FirstByteMS)
-			held, holding = appendValidMaybe(held, r.HeldMax), appendValidMaybe(holding, r.WorkersHoldingMax)
-			fp50, fp95 = appendValidMaybe(fp50, r.P50MS), appendValidMaybe(fp95, r.P95MS)
+			p50, p95, most = AppendValid(p50, r.DelayP50MS), AppendValid(p95, r.DelayP95MS), AppendValid(most, r.DelayMaxMS)
+			first = AppendValid(first, r.FirstByteMS)
+			held, holding = AppendValid(held, r.HeldMax), AppendValid(holding, r.WorkersHoldingMax)
+			fp50, fp95 = AppendValid(fp50, r.P50MS), AppendValid(fp95, r.P95MS)
 		}
 		row.DelayP50MS, row.DelayP95MS, row.DelayMaxMS = Some(Median(p50)), Some(Median(p95)), Some(NearestRank(most, 100))
 		row.FirstByteMS = Some(Median(first))

@@ -53,9 +53,9 @@ var stalledRunSchema = Schema[StalledRun]{file: "stalled-runs.csv", cols: slices
 		Col("stall_s", msOfS, func(r *StalledRun) any { return &r.StallS }),
 		Col("give_up_s", msOfS, func(r *StalledRun) any { return &r.GiveUpS }),
 	},
-	statusCols(func(r *StalledRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
-	fastCols(func(r *StalledRun) fastRun {
-		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	StatusCols(func(r *StalledRun) RunStatus { return RunStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	FastCols(func(r *StalledRun) FastRun {
+		return FastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
 	[]Column[StalledRun]{
 		Col("complete", 0, func(r *StalledRun) any { return &r.Complete }),
@@ -173,8 +173,8 @@ func SummarizeStalledConditions(runs []StalledRun) []StalledCondition {
 				continue
 			}
 			row.Runs++
-			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
-			bytes, wt, held = appendValidMaybe(bytes, r.BytesMedian), appendValidMaybe(wt, r.WorkerTimeouts), appendValidMaybe(held, r.AppHeldS)
+			p50, p95 = AppendValid(p50, r.P50MS), AppendValid(p95, r.P95MS)
+			bytes, wt, held = AppendValid(bytes, r.BytesMedian), AppendValid(wt, r.WorkerTimeouts), AppendValid(held, r.AppHeldS)
 			row.FastOK += r.FastOK
 			row.FastTotal += r.FastTotal
 			row.Complete += r.Complete

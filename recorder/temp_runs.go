@@ -60,9 +60,9 @@ var tempRunSchema = Schema[TempRun]{file: "temp-runs.csv", cols: slices.Concat(
 		Col("max_temp_file_bytes", whole, func(r *TempRun) any { return &r.MaxTempFileBytes }),
 		Col("temp_tmpfs_bytes", whole, func(r *TempRun) any { return &r.TempTmpfsBytes }),
 	},
-	statusCols(func(r *TempRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
-	fastCols(func(r *TempRun) fastRun {
-		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	StatusCols(func(r *TempRun) RunStatus { return RunStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	FastCols(func(r *TempRun) FastRun {
+		return FastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
 	[]Column[TempRun]{
 		Col("app_send_s", msOfS, func(r *TempRun) any { return &r.AppSendS }),
@@ -154,15 +154,15 @@ func SummarizeTempConditions(runs []TempRun) []TempCondition {
 			row.Runs++
 			row.FastOK += r.FastOK
 			row.FastTotal += r.FastTotal
-			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
-			send, recv = appendValidMaybe(send, r.AppSendS), appendValidMaybe(recv, r.ReceiveS)
-			temp, avail = appendValidMaybe(temp, r.TempPeakMiB), appendValidMaybe(avail, r.TempFSAvailMinMiB)
-			pmem, amem = appendValidMaybe(pmem, r.ProxyMemMiB), appendValidMaybe(amem, r.AppMemMiB)
+			p50, p95 = AppendValid(p50, r.P50MS), AppendValid(p95, r.P95MS)
+			send, recv = AppendValid(send, r.AppSendS), AppendValid(recv, r.ReceiveS)
+			temp, avail = AppendValid(temp, r.TempPeakMiB), AppendValid(avail, r.TempFSAvailMinMiB)
+			pmem, amem = AppendValid(pmem, r.ProxyMemMiB), AppendValid(amem, r.AppMemMiB)
 			bmin = append(bmin, float64(r.BytesMin)/(1<<20))
 			row.Complete += r.DownloadsComplete
 			row.Cut += r.DownloadsCut
 			row.ProxyErrors += r.ProxyErrors
-			twe = appendValidMaybe(twe, r.ExporterTempWriteErrors)
+			twe = AppendValid(twe, r.ExporterTempWriteErrors)
 		}
 		row.P50MS, row.P95MS = Some(Median(p50)), Some(Median(p95))
 		if len(p95) > 0 {

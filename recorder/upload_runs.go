@@ -47,9 +47,9 @@ var uploadRunSchema = Schema[UploadRun]{file: "upload-runs.csv", cols: slices.Co
 		Col("rate_bps", whole, func(r *UploadRun) any { return &r.RateBps }),
 		Col("app_timeout_s", msOfS, func(r *UploadRun) any { return &r.AppTimeoutS }),
 	},
-	statusCols(func(r *UploadRun) runStatus { return runStatus{&r.StartedAt, &r.Status, &r.Reason} }),
-	fastCols(func(r *UploadRun) fastRun {
-		return fastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
+	StatusCols(func(r *UploadRun) RunStatus { return RunStatus{&r.StartedAt, &r.Status, &r.Reason} }),
+	FastCols(func(r *UploadRun) FastRun {
+		return FastRun{&r.FastPlanned, &r.FastSent, &r.FastTotal, &r.FastOK, &r.P50MS, &r.P95MS, &r.MaxMS}
 	}),
 	[]Column[UploadRun]{
 		Col("send_s", msOfS, func(r *UploadRun) any { return &r.SendS }),
@@ -155,10 +155,10 @@ func SummarizeUploadConditions(runs []UploadRun) []UploadCondition {
 				continue
 			}
 			row.Runs++
-			p50, p95 = appendValidMaybe(p50, r.P50MS), appendValidMaybe(p95, r.P95MS)
-			send, read = appendValidMaybe(send, r.SendS), appendValidMaybe(read, r.AppReadS)
-			wt, temp = appendValidMaybe(wt, r.WorkerTimeouts), appendValidMaybe(temp, r.TempPeakMiB)
-			appMem, proxyMem = appendValidMaybe(appMem, r.AppMemMiB), appendValidMaybe(proxyMem, r.ProxyMemMiB)
+			p50, p95 = AppendValid(p50, r.P50MS), AppendValid(p95, r.P95MS)
+			send, read = AppendValid(send, r.SendS), AppendValid(read, r.AppReadS)
+			wt, temp = AppendValid(wt, r.WorkerTimeouts), AppendValid(temp, r.TempPeakMiB)
+			appMem, proxyMem = AppendValid(appMem, r.AppMemMiB), AppendValid(proxyMem, r.ProxyMemMiB)
 			row.OK += r.UploadsOK
 			row.Err5xx += r.Uploads5xx
 			row.Reset += r.UploadsReset
@@ -182,11 +182,4 @@ func SummarizeUploadConditions(runs []UploadRun) []UploadCondition {
 		rows = append(rows, row)
 	}
 	return rows
-}
-
-func appendValidMaybe(vs []float64, m Maybe) []float64 {
-	if m.Valid {
-		return append(vs, m.Value)
-	}
-	return vs
 }

@@ -32,16 +32,16 @@ func buildAssess(dir string) (*section, error) {
 		"what the stack's instruments saw holding it at its last level, and the fix whose measurement the page named shows.",
 		Head: []string{"probe", "clients to degrade", "tried", "/fast p95 before (ms)", "/fast p95 at (ms)", "failed at", "stopped", "held", "fix", "measured in"}}
 	for _, v := range a.Verdicts {
-		n, at, failed := text("-"), text("-"), text("-")
+		n, at, failed := Text("-"), Text("-"), Text("-")
 		if v.ClientsToDegrade != nil {
-			n = integer(*v.ClientsToDegrade)
-			failed = integer(v.AtFailed)
+			n = Int(*v.ClientsToDegrade)
+			failed = Int(v.AtFailed)
 			if v.AtP95MS != nil {
-				at = ms(*v.AtP95MS)
+				at = Sig(*v.AtP95MS)
 			}
 		}
-		t.Rows = append(t.Rows, []cell{text(v.Probe), n, integer(v.Tried), ms(v.BaselineP95MS), at, failed,
-			text(v.Stopped), text(v.Held.Summary), text(v.Fix), text(v.FixDoc)})
+		t.Rows = append(t.Rows, []Cell{Text(v.Probe), n, Int(v.Tried), Sig(v.BaselineP95MS), at, failed,
+			Text(v.Stopped), Text(v.Held.Summary), Text(v.Fix), Text(v.FixDoc)})
 	}
 	s.addTable(t)
 	for _, v := range a.Verdicts {

@@ -138,7 +138,7 @@ func assessFigure(a recorder.Assessment) *figure {
 		p.Legend.Add("failed, timeout not recorded: at a ceiling", ln)
 		f.caption += fmt.Sprintf(" Where %s does not record a failed level's timeout (written before fast_timeout_ms), "+
 			"its cross is drawn on the dotted line at %s ms, twice the highest value drawn: a ceiling, not a measurement.",
-			recorder.AssessmentFile, ms(ceiling).Text)
+			recorder.AssessmentFile, Sig(ceiling).Text)
 	}
 	setLog(&p.X, 1, float64(maxClients))
 	p.X.Tick.Marker = levelTicks{}

@@ -296,22 +296,22 @@ func kernelTable(sw *sweep) (*table, error) {
 			mismatch = append(mismatch, fmt.Sprintf("kernel %s: %s has tcp_wmem %q, tcp_rmem %q, %s/environment.json %q, %q",
 				kernel, sweepFile, wmem, rmem, from, net.TCPWmem, net.TCPRmem))
 		}
-		row := []cell{text(kernel), integer(n)}
+		row := []Cell{Text(kernel), Int(n)}
 		for _, ns := range netSettings {
 			v := ns.value(net)
 			if sv := ns.value(fromSweep); sv != "" {
 				v = sv // tcp_wmem, tcp_rmem: sweep.csv's
 			}
 			if v == "" {
-				row = append(row, cell{Text: "–", Title: "not recorded"})
+				row = append(row, Cell{Text: "–", Title: "not recorded"})
 				continue
 			}
-			row = append(row, cell{Text: ns.show(v), Title: ns.title})
+			row = append(row, Cell{Text: ns.show(v), Title: ns.title})
 		}
 		if from == "" {
-			row = append(row, cell{Text: "–", Title: "not recorded"}, text(sweepFile))
+			row = append(row, Cell{Text: "–", Title: "not recorded"}, Text(sweepFile))
 		} else {
-			row = append(row, text(orNotRecorded(net.Namespace)), text(sweepFile+", "+from+"/environment.json"))
+			row = append(row, Text(orNotRecorded(net.Namespace)), Text(sweepFile+", "+from+"/environment.json"))
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -359,25 +359,25 @@ func cellsTable(sw *sweep) *table {
 	if len(sw.cells) > 24 {
 		t.Details = fmt.Sprintf("All %d cells (%s)", len(sw.cells), sweepFile)
 	}
-	pct := func(v float64) cell { return num(v, 1) }
-	mib := func(v float64) cell { return num(v/(1<<20), 2) }
+	pct := func(v float64) Cell { return Fixed(v, 1) }
+	mib := func(v float64) Cell { return Fixed(v/(1<<20), 2) }
 	for _, c := range sw.cells {
 		above, capacityError := notMeasured, recorder.None()
 		if c.CapacityPredictedBytes.Valid {
-			above = text("no")
+			above = Text("no")
 			if float64(c.SizeBytes) > c.CapacityPredictedBytes.Value {
-				above, capacityError = text("yes"), errorOf(c.CapacityMeasuredBytes, c.CapacityPredictedBytes)
+				above, capacityError = Text("yes"), errorOf(c.CapacityMeasuredBytes, c.CapacityPredictedBytes)
 			}
 		}
-		t.Rows = append(t.Rows, []cell{text(c.Kernel), text(c.Route), text(c.Server), integer(c.SlowClients),
+		t.Rows = append(t.Rows, []Cell{Text(c.Kernel), Text(c.Route), Text(c.Server), Int(c.SlowClients),
 			{Text: sizeText(c.SizeBytes), Title: fmt.Sprint(c.SizeBytes, " bytes"), Num: true},
 			{Text: mibNumber(c.RateBps), Title: fmt.Sprint(c.RateBps, " bytes/s"), Num: true},
 			{Text: fmt.Sprintf("%d/%d", c.RunsOK, c.Runs), Num: true},
-			maybe(c.FastP95MS, ms), maybe(c.CapacityPredictedBytes, mib), maybe(c.CapacityMeasuredBytes, mib),
-			maybe(capacityError, pct),
-			maybe(c.AppSendPredictedS, seconds), maybe(c.AppSendMeasuredS, seconds),
-			maybe(errorOf(c.AppSendMeasuredS, c.AppSendPredictedS), pct), above,
-			maybe(c.ClientReceiveS, seconds), text(c.Dir)})
+			Opt(c.FastP95MS, Sig), Opt(c.CapacityPredictedBytes, mib), Opt(c.CapacityMeasuredBytes, mib),
+			Opt(capacityError, pct),
+			Opt(c.AppSendPredictedS, seconds), Opt(c.AppSendMeasuredS, seconds),
+			Opt(errorOf(c.AppSendMeasuredS, c.AppSendPredictedS), pct), above,
+			Opt(c.ClientReceiveS, seconds), Text(c.Dir)})
 	}
 	return t
 }

@@ -116,7 +116,7 @@ func sweepHeatmap(sw *sweep, kernel, name string) (*figure, string) {
 			label, fill, ink := "–", color.Color(noP95Fill), color.Color(color.Black)
 			if c.FastP95MS.Valid {
 				b := binOf(c.FastP95MS.Value)
-				label, fill, ink = ms(c.FastP95MS.Value).Text, b.fill, b.text
+				label, fill, ink = Sig(c.FastP95MS.Value).Text, b.fill, b.text
 				n++
 			} else {
 				noP95++

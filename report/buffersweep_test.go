@@ -309,12 +309,12 @@ func TestStackHops(t *testing.T) {
 
 func TestPickHopCell(t *testing.T) {
 	const mi = 1 << 20
-	cell := func(size, rate int64) recorder.SweepCell { return recorder.SweepCell{SizeBytes: size, RateBps: rate} }
+	Cell := func(size, rate int64) recorder.SweepCell { return recorder.SweepCell{SizeBytes: size, RateBps: rate} }
 	grid := func(sizes, rates []int64) []recorder.SweepCell {
 		var cs []recorder.SweepCell
 		for _, s := range sizes {
 			for _, r := range rates {
-				cs = append(cs, cell(s, r))
+				cs = append(cs, Cell(s, r))
 			}
 		}
 		return cs
@@ -328,7 +328,7 @@ func TestPickHopCell(t *testing.T) {
 		{"published grid", grid([]int64{4 * mi, 8 * mi, 16 * mi, 32 * mi}, []int64{mi / 2, mi, 2 * mi, 4 * mi}), 16 * mi, 2 * mi, true, true},
 		{"no 16 MiB: lower middle of 4 rates", grid([]int64{4 * mi, 8 * mi, 32 * mi}, []int64{mi / 2, mi, 2 * mi, 4 * mi}), 32 * mi, mi, false, true},
 		{"odd count: the middle rate", grid([]int64{4 * mi, 8 * mi}, []int64{mi, 2 * mi, 4 * mi}), 8 * mi, 2 * mi, false, true},
-		{"interrupted: the median rate's largest size run so far", []recorder.SweepCell{cell(4*mi, mi), cell(8*mi, mi), cell(4*mi, 2*mi)}, 8 * mi, mi, false, true},
+		{"interrupted: the median rate's largest size run so far", []recorder.SweepCell{Cell(4*mi, mi), Cell(8*mi, mi), Cell(4*mi, 2*mi)}, 8 * mi, mi, false, true},
 		{"no cells", nil, 0, 0, false, false},
 	} {
 		c, preferred, ok := pickHopCell(tt.cells)

@@ -41,10 +41,10 @@ func environmentTable(sessions []recorder.Environment) *table {
 	}
 	add := func(name, value string) {
 		if value == "" {
-			t.Rows = append(t.Rows, []cell{text(name), {Text: "–", Title: "not recorded"}})
+			t.Rows = append(t.Rows, []Cell{Text(name), {Text: "–", Title: "not recorded"}})
 			return
 		}
-		t.Rows = append(t.Rows, []cell{text(name), text(value)})
+		t.Rows = append(t.Rows, []Cell{Text(name), Text(value)})
 	}
 	add("experiment", e.Experiment)
 	add("stack", e.Stack)
@@ -59,7 +59,7 @@ func environmentTable(sessions []recorder.Environment) *table {
 			if v := ns.value(e.Net); v == "" {
 				add(ns.name, "")
 			} else {
-				t.Rows = append(t.Rows, []cell{text(ns.name), {Text: ns.show(v), Title: ns.title}})
+				t.Rows = append(t.Rows, []Cell{Text(ns.name), {Text: ns.show(v), Title: ns.title}})
 			}
 		}
 	}

@@ -27,13 +27,13 @@ func buildH2SlowClient(dir string) (*section, error) {
 		"responses the app was writing at once against its workers, what it handed over whole, the proxy's memory and temp files, and /fast.",
 		Head: []string{"route", "server", "streams", "conns", "/fast connection", "read", "connection window", "runs", "excluded", "complete", "cut", "reset", "reset after (s)", "failed",
 			"workers", "app held", "app complete", "proxy memory peak (MiB)", "temp peak (MiB)", "/fast ok", "/fast planned", "/fast p50 (ms)", "/fast p95 (ms)"}}
-	count := func(v float64) cell { return num(v, 0) }
-	mib1 := func(v float64) cell { return num(v, 1) }
+	count := func(v float64) Cell { return Fixed(v, 0) }
+	mib1 := func(v float64) Cell { return Fixed(v, 1) }
 	for _, c := range recorder.SummarizeH2Conditions(runs) {
-		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), integer(c.Streams), integer(c.Conns), text(c.FastConn), text(c.Read), integer(int(c.ConnWindow)),
-			integer(c.Runs), integer(c.Excluded), integer(c.Complete), integer(c.Cut), integer(c.Reset), maybe(c.ResetAfterS, func(v float64) cell { return num(v, 2) }), integer(c.Failed), maybe(c.Workers, count),
-			maybe(c.AppHeldMax, count), integer(c.AppComplete), maybe(c.ProxyMemPeakMiB, mib1), maybe(c.TempPeakMiB, mib1),
-			integer(c.FastOK), integer(c.FastPlanned), maybe(c.P50MS, ms), maybe(c.P95MS, ms)})
+		t.Rows = append(t.Rows, []Cell{Text(c.Route), Text(c.Server), Int(c.Streams), Int(c.Conns), Text(c.FastConn), Text(c.Read), Int(int(c.ConnWindow)),
+			Int(c.Runs), Int(c.Excluded), Int(c.Complete), Int(c.Cut), Int(c.Reset), Opt(c.ResetAfterS, func(v float64) Cell { return Fixed(v, 2) }), Int(c.Failed), Opt(c.Workers, count),
+			Opt(c.AppHeldMax, count), Int(c.AppComplete), Opt(c.ProxyMemPeakMiB, mib1), Opt(c.TempPeakMiB, mib1),
+			Int(c.FastOK), Int(c.FastPlanned), Opt(c.P50MS, Sig), Opt(c.P95MS, Sig)})
 	}
 	s.addTable(t)
 	return s, nil

@@ -51,13 +51,13 @@ func buildIdle(dir string) (*section, error) {
 			"closed max (s)", "bound (s)", "app timeout (s)", "header timeout (s)", "/fast ok", "/fast p95 (ms)", "app mem (MiB)",
 			"app RSS (MiB)", "proxy mem (MiB)", "proxy RSS (MiB)", "app fds", "app established", "proxy fds", "proxy established"}}
 	for _, r := range runs {
-		t.Rows = append(t.Rows, []cell{text(r.Route), text(r.Server), text(r.Mode), integer(r.Conns), {Text: r.Status, Title: r.Reason},
-			integer(r.Connected), integer(r.FIN), integer(r.Reset), integer(r.Bound), integer(r.Responded),
-			maybe(r.ServerClosedP50S, seconds), maybe(r.ServerClosedMaxS, seconds), seconds(r.BoundS),
-			maybe(r.AppTimeoutS, seconds), maybe(r.HeaderTimeoutS, seconds),
-			{Text: fmt.Sprintf("%d/%d", r.FastOK, r.FastSent), Num: true}, maybe(r.FastP95MS, ms),
-			maybe(r.AppMemMiB, mib), maybe(r.AppRSSMiB, mib), maybe(r.ProxyMemMiB, mib), maybe(r.ProxyRSSMiB, mib),
-			maybe(r.AppFDs, whole), maybe(r.AppEstablished, whole), maybe(r.ProxyFDs, whole), maybe(r.ProxyEstablished, whole)})
+		t.Rows = append(t.Rows, []Cell{Text(r.Route), Text(r.Server), Text(r.Mode), Int(r.Conns), {Text: r.Status, Title: r.Reason},
+			Int(r.Connected), Int(r.FIN), Int(r.Reset), Int(r.Bound), Int(r.Responded),
+			Opt(r.ServerClosedP50S, seconds), Opt(r.ServerClosedMaxS, seconds), seconds(r.BoundS),
+			Opt(r.AppTimeoutS, seconds), Opt(r.HeaderTimeoutS, seconds),
+			{Text: fmt.Sprintf("%d/%d", r.FastOK, r.FastSent), Num: true}, Opt(r.FastP95MS, Sig),
+			Opt(r.AppMemMiB, mib), Opt(r.AppRSSMiB, mib), Opt(r.ProxyMemMiB, mib), Opt(r.ProxyRSSMiB, mib),
+			Opt(r.AppFDs, whole), Opt(r.AppEstablished, whole), Opt(r.ProxyFDs, whole), Opt(r.ProxyEstablished, whole)})
 	}
 	s.addTable(t)
 	return s, nil
@@ -133,4 +133,4 @@ func idleFigure(runs []recorder.IdleRun) *figure {
 }
 
 // whole is a count measured as a float.
-func whole(v float64) cell { return num(v, 0) }
+func whole(v float64) Cell { return Fixed(v, 0) }

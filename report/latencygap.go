@@ -65,12 +65,12 @@ func buildLatencyGap(dir string) (*section, error) {
 		Head: []string{"size", "RTT configured (ms)", "path", "TLS", "work (ms)", "RTT measured (ms)", "server (ms)", "client keep-alive (ms)",
 			"client new connection (ms)", "TLS handshake (ms)", "server blind (%)", "server to last byte (ms)", "blind to last byte (%)", "runs", "delay method"}}
 	for _, g := range rows {
-		t.Rows = append(t.Rows, []cell{{Text: size(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
-			ms(g.ConfiguredRTTMS), text(gapPath(g.GapSettings)), text(gapTLS(g.TLS)), text(gapWork(g.GapSettings)), maybe(g.RTTMS, ms),
-			maybe(g.ServerMS, ms), maybe(g.ClientKeepaliveMS, ms), maybe(g.ClientNewMS, ms), maybe(g.HandshakeMS, ms),
-			maybe(g.ServerBlindPct, func(v float64) cell { return num(v, 1) }),
-			maybe(g.ServerLastByteMS, ms), maybe(g.ServerLastByteBlindPct, func(v float64) cell { return num(v, 1) }),
-			integer(g.Runs), text(g.DelayMethod)})
+		t.Rows = append(t.Rows, []Cell{{Text: size(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
+			Sig(g.ConfiguredRTTMS), Text(gapPath(g.GapSettings)), Text(gapTLS(g.TLS)), Text(gapWork(g.GapSettings)), Opt(g.RTTMS, Sig),
+			Opt(g.ServerMS, Sig), Opt(g.ClientKeepaliveMS, Sig), Opt(g.ClientNewMS, Sig), Opt(g.HandshakeMS, Sig),
+			Opt(g.ServerBlindPct, func(v float64) Cell { return Fixed(v, 1) }),
+			Opt(g.ServerLastByteMS, Sig), Opt(g.ServerLastByteBlindPct, func(v float64) Cell { return Fixed(v, 1) }),
+			Int(g.Runs), Text(g.DelayMethod)})
 	}
 	s.addTable(t)
 	return s, nil
@@ -145,7 +145,7 @@ func barLabels(pos, val []float64) *plotter.Labels {
 			continue
 		}
 		xyl.XYs = append(xyl.XYs, plotter.XY{X: pos[i], Y: v})
-		xyl.Labels = append(xyl.Labels, ms(v).Text)
+		xyl.Labels = append(xyl.Labels, Sig(v).Text)
 	}
 	l, err := plotter.NewLabels(xyl)
 	if err != nil {

@@ -43,11 +43,11 @@ func slotArithmetic(g recorder.LongPollGroup) string {
 
 // slotsCell shows a slot count, or that the server's size bounds none
 // (an event loop works on any number of requests at once).
-func slotsCell(m recorder.Maybe) cell {
+func slotsCell(m recorder.Maybe) Cell {
 	if !m.Valid {
-		return cell{Text: "unbounded", Title: "the server's size does not bound how many requests it works on at once", Num: true}
+		return Cell{Text: "unbounded", Title: "the server's size does not bound how many requests it works on at once", Num: true}
 	}
-	return num(m.Value, 0)
+	return Fixed(m.Value, 0)
 }
 
 // workerHeld says how many long-polls the busiest worker held against its
@@ -92,12 +92,12 @@ func buildLongPoll(dir string) (*section, error) {
 	for _, g := range groups {
 		waves := notMeasured
 		if g.Waves.Valid && g.FullWaves.Valid {
-			waves = text(fmt.Sprintf("%.0f of %.0f", g.FullWaves.Value, g.Waves.Value))
+			waves = Text(fmt.Sprintf("%.0f of %.0f", g.FullWaves.Value, g.Waves.Value))
 		}
-		t.Rows = append(t.Rows, []cell{text(g.Server), integer(g.Hold), integer(g.ProbeConcurrency),
-			num(g.ElapsedS, 1), integer(g.OK), integer(g.Failed), maybe(g.P50MS, ms), maybe(g.P95MS, ms),
-			maybe(g.MaxMS, ms), integer(g.ProbesOver1s), ms(g.ThroughputRPS), slotsCell(g.Slots), slotsCell(g.FreeSlots),
-			text(slotArithmetic(g)), text(workerHeld(g)), waves})
+		t.Rows = append(t.Rows, []Cell{Text(g.Server), Int(g.Hold), Int(g.ProbeConcurrency),
+			Fixed(g.ElapsedS, 1), Int(g.OK), Int(g.Failed), Opt(g.P50MS, Sig), Opt(g.P95MS, Sig),
+			Opt(g.MaxMS, Sig), Int(g.ProbesOver1s), Sig(g.ThroughputRPS), slotsCell(g.Slots), slotsCell(g.FreeSlots),
+			Text(slotArithmetic(g)), Text(workerHeld(g)), waves})
 	}
 	s.addTable(t)
 	if rt := repsTable(groups); rt != nil {
@@ -140,25 +140,25 @@ func repsTable(groups []recorder.LongPollGroup) *table {
 	for _, s := range sums {
 		full, waves := notMeasured, notMeasured
 		if s.Sampled > 0 {
-			full = text(fmt.Sprintf("%d of %d", s.RunsFull, s.Sampled))
+			full = Text(fmt.Sprintf("%d of %d", s.RunsFull, s.Sampled))
 		}
 		if s.Counted > 0 {
-			waves = text(fmt.Sprintf("%d of %d", s.FullWaves, s.Waves))
+			waves = Text(fmt.Sprintf("%d of %d", s.FullWaves, s.Waves))
 		}
-		pOver, pFull, against := notMeasured, notMeasured, text("")
+		pOver, pFull, against := notMeasured, notMeasured, Text("")
 		for _, c := range cmp {
 			if c.A == s || c.B == s {
 				other := c.B
 				if c.B == s {
 					other = c.A
 				}
-				pOver, pFull = num(c.POver1s, 3), num(c.PFullRuns, 3)
-				against = text(fmt.Sprintf("%d probes", other.Probes))
+				pOver, pFull = Fixed(c.POver1s, 3), Fixed(c.PFullRuns, 3)
+				against = Text(fmt.Sprintf("%d probes", other.Probes))
 				break
 			}
 		}
-		t.Rows = append(t.Rows, []cell{text(s.Server), integer(s.Hold), integer(s.Probes), integer(s.Runs), full,
-			text(fmt.Sprintf("%d of %d", s.RunsOver1s, s.Runs)), waves, pOver, pFull, against})
+		t.Rows = append(t.Rows, []Cell{Text(s.Server), Int(s.Hold), Int(s.Probes), Int(s.Runs), full,
+			Text(fmt.Sprintf("%d of %d", s.RunsOver1s, s.Runs)), waves, pOver, pFull, against})
 	}
 	return t
 }

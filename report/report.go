@@ -55,6 +55,36 @@ type Section struct {
 	build  func(dir string) (*section, error)
 }
 
+// NewSection is the section of experiment name, drawn when the results
+// directory holds marker: build reads the directory and fills a Part.
+// It is how a package other than report (an experiment's own) declares
+// its section.
+func NewSection(name, marker string, build func(dir string) (*Part, error)) Section {
+	return Section{Name: name, Marker: marker, build: func(dir string) (*section, error) {
+		p, err := build(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &p.s, nil
+	}}
+}
+
+// Part is one experiment's part of the report as its package builds it:
+// a title, an introduction, then tables, figures and notes in order.
+type Part struct{ s section }
+
+// NewPart is a part titled title (also its anchor) introduced by intro.
+func NewPart(title, intro string) *Part {
+	return &Part{section{id: title, title: title, intro: intro}}
+}
+
+// AddTable adds rows as t declares them.
+func AddTable[R any](p *Part, t *Table[R], rows []R) { p.s.addTable(t.html(rows)) }
+
+// Skip records that something was left out of the part, in the report
+// and in Report.Notes.
+func (p *Part) Skip(format string, args ...any) { p.s.skip(format, args...) }
+
 // section is one experiment's part of the report.
 type section struct {
 	id, title string

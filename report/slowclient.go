@@ -214,10 +214,10 @@ func conditionsTable(d *slowClient) *table {
 	t.Head = []string{"route", "server", "slow clients", "runs", "p50 (ms)", "p95 (ms)", "p95 min (ms)",
 		"p95 max (ms)", "app_send (s)", "client_receive (s)", "temp peak (MiB)", "app memory (MiB)", "proxy memory (MiB)"}
 	for _, c := range conds {
-		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), integer(c.SlowClients), integer(c.Runs),
-			maybe(c.P50MS, ms), maybe(c.P95MS, ms), maybe(c.P95MinMS, ms), maybe(c.P95MaxMS, ms),
-			maybe(c.AppSendS, seconds), maybe(c.ClientReceiveS, seconds), maybe(c.TempPeakMiB, mib),
-			maybe(c.AppMemoryPeakMiB, mib), maybe(c.ProxyMemoryPeakMiB, mib)})
+		t.Rows = append(t.Rows, []Cell{Text(c.Route), Text(c.Server), Int(c.SlowClients), Int(c.Runs),
+			Opt(c.P50MS, Sig), Opt(c.P95MS, Sig), Opt(c.P95MinMS, Sig), Opt(c.P95MaxMS, Sig),
+			Opt(c.AppSendS, seconds), Opt(c.ClientReceiveS, seconds), Opt(c.TempPeakMiB, mib),
+			Opt(c.AppMemoryPeakMiB, mib), Opt(c.ProxyMemoryPeakMiB, mib)})
 	}
 	return t
 }
@@ -238,16 +238,16 @@ func runsTable(runs []recorder.Run) *table {
 			"max lag (ms)", "app_send (s)", "client_receive (s)", "temp peak (MiB)", "app CPU", "proxy CPU"},
 	}
 	for _, r := range runs {
-		t.Rows = append(t.Rows, []cell{text(r.RunID), integer(r.Rep), text(r.Status), text(r.Reason),
-			text(fmt.Sprintf("%d/%d", r.FastOK, r.FastTotal)),
-			maybe(r.P50MS, ms), maybe(r.P95MS, ms), maybe(r.MaxMS, ms), maybe(r.MaxScheduleLagMS, ms),
-			maybe(r.AppSendS, seconds), maybe(r.ClientReceiveS, seconds), maybe(r.TempPeakMiB, mib),
-			maybe(r.Components[0].CPUCores, cores), maybe(r.Components[1].CPUCores, cores)})
+		t.Rows = append(t.Rows, []Cell{Text(r.RunID), Int(r.Rep), Text(r.Status), Text(r.Reason),
+			Text(fmt.Sprintf("%d/%d", r.FastOK, r.FastTotal)),
+			Opt(r.P50MS, Sig), Opt(r.P95MS, Sig), Opt(r.MaxMS, Sig), Opt(r.MaxScheduleLagMS, Sig),
+			Opt(r.AppSendS, seconds), Opt(r.ClientReceiveS, seconds), Opt(r.TempPeakMiB, mib),
+			Opt(r.Components[0].CPUCores, cores), Opt(r.Components[1].CPUCores, cores)})
 	}
 	return t
 }
 
-func cores(v float64) cell { return num(v, 3) }
+func cores(v float64) Cell { return Fixed(v, 3) }
 
 // countRange describes how many of something each item had: "72" when
 // all had the same, else "70 to 72".

@@ -60,12 +60,12 @@ func buildSlowUpload(dir string) (*section, error) {
 			"p95 min (ms)", "p95 max (ms)", "send (s)", "app body read (s)", "ok", "5xx", "reset", "timeout", "other",
 			"workers killed", "temp peak (MiB)", "app memory (MiB)", "proxy memory (MiB)"}}
 	for _, c := range conds {
-		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), integer(c.Uploaders), num(float64(c.SizeBytes)/(1<<20), 1),
-			maybe(c.AppTimeoutS, func(v float64) cell { return num(v, 0) }), integer(c.Runs), integer(c.Excluded),
-			maybe(c.P50MS, ms), maybe(c.P95MS, ms), maybe(c.P95MinMS, ms), maybe(c.P95MaxMS, ms), maybe(c.SendS, seconds),
-			maybe(c.AppReadS, seconds), integer(c.OK), integer(c.Err5xx), integer(c.Reset), integer(c.Timeout), integer(c.Other),
-			maybe(c.WorkerTimeouts, func(v float64) cell { return num(v, 0) }), maybe(c.TempPeakMiB, mib),
-			maybe(c.AppMemMiB, mib), maybe(c.ProxyMemMiB, mib)})
+		t.Rows = append(t.Rows, []Cell{Text(c.Route), Text(c.Server), Int(c.Uploaders), Fixed(float64(c.SizeBytes)/(1<<20), 1),
+			Opt(c.AppTimeoutS, func(v float64) Cell { return Fixed(v, 0) }), Int(c.Runs), Int(c.Excluded),
+			Opt(c.P50MS, Sig), Opt(c.P95MS, Sig), Opt(c.P95MinMS, Sig), Opt(c.P95MaxMS, Sig), Opt(c.SendS, seconds),
+			Opt(c.AppReadS, seconds), Int(c.OK), Int(c.Err5xx), Int(c.Reset), Int(c.Timeout), Int(c.Other),
+			Opt(c.WorkerTimeouts, func(v float64) Cell { return Fixed(v, 0) }), Opt(c.TempPeakMiB, mib),
+			Opt(c.AppMemMiB, mib), Opt(c.ProxyMemMiB, mib)})
 	}
 	s.addTable(t)
 	uploads, err := recorder.ReadFile[recorder.Upload](filepath.Join(dir, uploadsFile))
@@ -80,12 +80,12 @@ func buildSlowUpload(dir string) (*section, error) {
 		if u.Outcome == recorder.UploadOK {
 			continue
 		}
-		status := text("none")
+		status := Text("none")
 		if u.Status != 0 {
-			status = integer(u.Status)
+			status = Int(u.Status)
 		}
-		ft.Rows = append(ft.Rows, []cell{text(u.RunID), integer(u.Client), num(float64(u.SentBytes)/(1<<20), 2), seconds(u.SendS),
-			status, text(u.Outcome), text(u.Error)})
+		ft.Rows = append(ft.Rows, []Cell{Text(u.RunID), Int(u.Client), Fixed(float64(u.SentBytes)/(1<<20), 2), seconds(u.SendS),
+			status, Text(u.Outcome), Text(u.Error)})
 	}
 	if len(ft.Rows) > 0 {
 		s.addTable(ft)

@@ -59,12 +59,12 @@ func buildSSE(dir string) (*section, error) {
 		Head: []string{"route", "server", "streams", "runs", "excluded", "events", "expected", "complete", "delay p50 (ms)",
 			"delay p95 (ms)", "delay max (ms)", "first byte (ms)", "held", "workers holding", "workers", "/fast ok", "/fast planned",
 			"/fast p50 (ms)", "/fast p95 (ms)"}}
-	count := func(v float64) cell { return num(v, 0) }
+	count := func(v float64) Cell { return Fixed(v, 0) }
 	for _, c := range conds {
-		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), integer(c.Streams), integer(c.Runs), integer(c.Excluded),
-			integer(c.Events), integer(c.EventsExpected), integer(c.StreamsComplete), maybe(c.DelayP50MS, ms), maybe(c.DelayP95MS, ms),
-			maybe(c.DelayMaxMS, ms), maybe(c.FirstByteMS, ms), maybe(c.HeldMax, count), maybe(c.WorkersHoldingMax, count),
-			maybe(c.Workers, count), integer(c.FastOK), integer(c.FastPlanned), maybe(c.P50MS, ms), maybe(c.P95MS, ms)})
+		t.Rows = append(t.Rows, []Cell{Text(c.Route), Text(c.Server), Int(c.Streams), Int(c.Runs), Int(c.Excluded),
+			Int(c.Events), Int(c.EventsExpected), Int(c.StreamsComplete), Opt(c.DelayP50MS, Sig), Opt(c.DelayP95MS, Sig),
+			Opt(c.DelayMaxMS, Sig), Opt(c.FirstByteMS, Sig), Opt(c.HeldMax, count), Opt(c.WorkersHoldingMax, count),
+			Opt(c.Workers, count), Int(c.FastOK), Int(c.FastPlanned), Opt(c.P50MS, Sig), Opt(c.P95MS, Sig)})
 	}
 	s.addTable(t)
 	return s, nil

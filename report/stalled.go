@@ -342,14 +342,14 @@ func stalledConditionsTable(d *stalledData) *table {
 			"timeout", "other", "by app_timeout", "by send_timeout", "by client", "by unknown", "bytes median (MiB)",
 			"workers killed", "app held (s)"}}
 	for _, c := range d.conds {
-		t.Rows = append(t.Rows, []cell{text(c.Route), text(c.Server), text(c.Mode), integer(c.Clients),
-			num(float64(c.SizeBytes)/(1<<20), 2), num(float64(c.RateBps)/(1<<10), 0), num(c.StallS, 0),
-			maybe(c.AppTimeoutS, func(v float64) cell { return num(v, 0) }), maybe(c.SendTimeoutS, func(v float64) cell { return num(v, 0) }),
-			integer(c.Runs), integer(c.Excluded), {Text: fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal), Num: true},
-			maybe(c.P50MS, ms), maybe(c.P95MS, ms), integer(c.Complete), integer(c.Truncated), integer(c.Reset),
-			integer(c.Timeout), integer(c.Other), integer(c.ByAppTimeout), integer(c.BySendTimeout), integer(c.ByClient),
-			integer(c.ByUnknown), maybe(c.BytesMedian, func(v float64) cell { return num(v/(1<<20), 2) }),
-			maybe(c.WorkerTimeouts, whole), maybe(c.AppHeldS, seconds)})
+		t.Rows = append(t.Rows, []Cell{Text(c.Route), Text(c.Server), Text(c.Mode), Int(c.Clients),
+			Fixed(float64(c.SizeBytes)/(1<<20), 2), Fixed(float64(c.RateBps)/(1<<10), 0), Fixed(c.StallS, 0),
+			Opt(c.AppTimeoutS, func(v float64) Cell { return Fixed(v, 0) }), Opt(c.SendTimeoutS, func(v float64) Cell { return Fixed(v, 0) }),
+			Int(c.Runs), Int(c.Excluded), {Text: fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal), Num: true},
+			Opt(c.P50MS, Sig), Opt(c.P95MS, Sig), Int(c.Complete), Int(c.Truncated), Int(c.Reset),
+			Int(c.Timeout), Int(c.Other), Int(c.ByAppTimeout), Int(c.BySendTimeout), Int(c.ByClient),
+			Int(c.ByUnknown), Opt(c.BytesMedian, func(v float64) Cell { return Fixed(v/(1<<20), 2) }),
+			Opt(c.WorkerTimeouts, whole), Opt(c.AppHeldS, seconds)})
 	}
 	return t
 }
@@ -365,16 +365,16 @@ func stalledDownloadsTable(d *stalledData) *table {
 		for _, dl := range ds {
 			cl := notMeasured
 			if dl.ContentLength >= 0 {
-				cl = num(float64(dl.ContentLength)/(1<<20), 2)
+				cl = Fixed(float64(dl.ContentLength)/(1<<20), 2)
 			}
-			status := text("none")
+			status := Text("none")
 			if dl.Status != 0 {
-				status = integer(dl.Status)
+				status = Int(dl.Status)
 			}
-			t.Rows = append(t.Rows, []cell{text(dl.RunID), integer(dl.Client), maybe(dl.StalledS, seconds),
-				maybe(dl.ResumedS, seconds), maybe(dl.LastByteS, seconds), seconds(dl.EndS),
-				num(float64(dl.Bytes)/(1<<20), 2), cl, status, maybe(dl.AppSendS, seconds), text(dl.Outcome),
-				text(dl.EndedBy), text(dl.Error)})
+			t.Rows = append(t.Rows, []Cell{Text(dl.RunID), Int(dl.Client), Opt(dl.StalledS, seconds),
+				Opt(dl.ResumedS, seconds), Opt(dl.LastByteS, seconds), seconds(dl.EndS),
+				Fixed(float64(dl.Bytes)/(1<<20), 2), cl, status, Opt(dl.AppSendS, seconds), Text(dl.Outcome),
+				Text(dl.EndedBy), Text(dl.Error)})
 		}
 	}
 	return t

@@ -1,8 +1,12 @@
 package report
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -12,52 +16,157 @@ type table struct {
 	Details string // when set, the table is folded under this summary
 	Caption string
 	Head    []string
-	Rows    [][]cell
+	Rows    [][]Cell
 }
 
-// cell is one table cell. Num right-aligns it; Title explains it on hover.
-type cell struct {
+// Cell is one table cell. Num right-aligns it; Title explains it on hover.
+type Cell struct {
 	Text, Title string
 	Num         bool
+	missing     bool // not measured: "–" in HTML, "-" as text
 }
 
-func text(s string) cell { return cell{Text: s} }
+// Text is a cell of text, left-aligned.
+func Text(s string) Cell { return Cell{Text: s} }
 
 // notMeasured is the cell of a value that is missing: never shown as 0.
-var notMeasured = cell{Text: "–", Title: "not measured", Num: true}
+var notMeasured = Cell{Text: "–", Title: "not measured", Num: true, missing: true}
 
-// num formats v with decimals digits; NaN is not measured.
-func num(v float64, decimals int) cell {
+// Fixed formats v with decimals digits; NaN is not measured.
+func Fixed(v float64, decimals int) Cell {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return notMeasured
 	}
-	return cell{Text: strconv.FormatFloat(v, 'f', decimals, 64), Num: true}
+	return Cell{Text: strconv.FormatFloat(v, 'f', decimals, 64), Num: true}
 }
 
-func integer(v int) cell { return cell{Text: strconv.Itoa(v), Num: true} }
+// Int is a count.
+func Int(v int) Cell { return Cell{Text: strconv.Itoa(v), Num: true} }
 
-// ms formats a latency in milliseconds, or any other quantity, with
+// Sig formats a latency in milliseconds, or any other quantity, with
 // three significant digits (three decimals below 1).
-func ms(v float64) cell {
+func Sig(v float64) Cell {
 	switch a := math.Abs(v); {
 	case a >= 100:
-		return num(v, 0)
+		return Fixed(v, 0)
 	case a >= 10:
-		return num(v, 1)
+		return Fixed(v, 1)
 	case a >= 1:
-		return num(v, 2)
+		return Fixed(v, 2)
 	default:
-		return num(v, 3)
+		return Fixed(v, 3)
 	}
 }
 
-// maybe formats a recorder.Maybe with f, or as not measured.
-func maybe(m recorder.Maybe, f func(float64) cell) cell {
+// Opt formats a recorder.Maybe with f, or as not measured.
+func Opt(m recorder.Maybe, f func(float64) Cell) Cell {
 	if !m.Valid {
 		return notMeasured
 	}
 	return f(m.Value)
 }
 
-func seconds(v float64) cell { return num(v, 3) }
-func mib(v float64) cell     { return num(v, 1) }
+// Decimals is Fixed with decimals digits, as a formatter for Opt.
+func Decimals(decimals int) func(float64) Cell {
+	return func(v float64) Cell { return Fixed(v, decimals) }
+}
+
+func seconds(v float64) Cell { return Fixed(v, 3) }
+func mib(v float64) Cell     { return Fixed(v, 1) }
+
+// Column is one column of a Table: its header and its cell of a row.
+type Column[R any] struct {
+	Head string
+	Cell func(*R) Cell
+}
+
+// Col is the column headed head whose cell of a row is cell's.
+func Col[R any](head string, cell func(*R) Cell) Column[R] { return Column[R]{head, cell} }
+
+// Table is a table declared once: its columns, and what it says beside
+// them. The CLI prints it as text (WriteText), the report draws it as HTML
+// (Part.AddTable), both from this declaration, so their headers and cells
+// are the same.
+type Table[R any] struct {
+	Caption string   // the HTML caption: what the table shows
+	Legend  []string // lines printed below the text, added to the caption
+	Cols    []Column[R]
+}
+
+// Head is the table's header row.
+func (t *Table[R]) Head() []string {
+	h := make([]string, len(t.Cols))
+	for i, c := range t.Cols {
+		h[i] = c.Head
+	}
+	return h
+}
+
+func (t *Table[R]) cells(rows []R) [][]Cell {
+	out := make([][]Cell, len(rows))
+	for i := range rows {
+		out[i] = make([]Cell, len(t.Cols))
+		for j, c := range t.Cols {
+			out[i][j] = c.Cell(&rows[i])
+		}
+	}
+	return out
+}
+
+// html is the table of rows for the report page.
+func (t *Table[R]) html(rows []R) *table {
+	caption := t.Caption
+	if len(t.Legend) > 0 {
+		caption += " " + strings.Join(t.Legend, " ")
+	}
+	return &table{Caption: caption, Head: t.Head(), Rows: t.cells(rows)}
+}
+
+// WriteText writes rows as aligned text, text cells left-aligned and
+// numbers right-aligned, a value not measured as "-", then the legend.
+func (t *Table[R]) WriteText(w io.Writer, rows []R) {
+	cells := t.cells(rows)
+	width := make([]int, len(t.Cols))
+	num := make([]bool, len(t.Cols))
+	str := func(c Cell) string {
+		if c.missing {
+			return "-"
+		}
+		return c.Text
+	}
+	for j, h := range t.Head() {
+		width[j] = utf8.RuneCountInString(h)
+	}
+	for _, r := range cells {
+		for j, c := range r {
+			width[j] = max(width[j], utf8.RuneCountInString(str(c)))
+			num[j] = num[j] || c.Num
+		}
+	}
+	line := func(vals []string) {
+		var b strings.Builder
+		for j, v := range vals {
+			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(v))
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			if num[j] {
+				b.WriteString(pad + v)
+			} else {
+				b.WriteString(v + pad)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(t.Head())
+	for _, r := range cells {
+		vals := make([]string, len(r))
+		for j, c := range r {
+			vals[j] = str(c)
+		}
+		line(vals)
+	}
+	for _, l := range t.Legend {
+		fmt.Fprintln(w, l)
+	}
+}

@@ -160,7 +160,7 @@ func buildTempCliff(dir string) (*section, error) {
 }
 
 // count is a whole number of a Maybe column.
-func count(v float64) cell { return num(v, 0) }
+func count(v float64) Cell { return Fixed(v, 0) }
 
 // tempConditionsTable is the conditions table of either section.
 func tempConditionsTable(conds []recorder.TempCondition, experiment string) *table {
@@ -174,17 +174,17 @@ func tempConditionsTable(conds []recorder.TempCondition, experiment string) *tab
 			"p95 (ms)", "p95 min (ms)", "p95 max (ms)", "app_send (s)", "receive (s)", "complete", "cut", "fewest (MiB)",
 			"temp peak (MiB)", "temp fs avail min (MiB)", "proxy errors", "exporter temp write errors", "app memory (MiB)", "proxy memory (MiB)"}}
 	for _, c := range conds {
-		tmpfs := text("disk")
+		tmpfs := Text("disk")
 		if c.TempTmpfsBytes != 0 {
-			tmpfs = num(float64(c.TempTmpfsBytes)/(1<<20), 1)
+			tmpfs = Fixed(float64(c.TempTmpfsBytes)/(1<<20), 1)
 		}
-		t.Rows = append(t.Rows, []cell{text(c.Server), integer(c.SlowClients), num(float64(c.SizeBytes)/(1<<20), 1),
-			num(float64(c.MaxTempFileBytes)/(1<<20), 1), tmpfs, integer(c.Runs), integer(c.Excluded),
-			text(fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal)), maybe(c.P50MS, ms), maybe(c.P95MS, ms), maybe(c.P95MinMS, ms),
-			maybe(c.P95MaxMS, ms), maybe(c.AppSendS, seconds), maybe(c.ReceiveS, seconds), integer(c.Complete), integer(c.Cut),
-			maybe(c.BytesMinMiB, func(v float64) cell { return num(v, 2) }), maybe(c.TempPeakMiB, mib),
-			maybe(c.TempFSAvailMinMiB, func(v float64) cell { return num(v, 2) }), integer(c.ProxyErrors),
-			maybe(c.ExporterTempWriteErrors, count), maybe(c.AppMemMiB, mib), maybe(c.ProxyMemMiB, mib)})
+		t.Rows = append(t.Rows, []Cell{Text(c.Server), Int(c.SlowClients), Fixed(float64(c.SizeBytes)/(1<<20), 1),
+			Fixed(float64(c.MaxTempFileBytes)/(1<<20), 1), tmpfs, Int(c.Runs), Int(c.Excluded),
+			Text(fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal)), Opt(c.P50MS, Sig), Opt(c.P95MS, Sig), Opt(c.P95MinMS, Sig),
+			Opt(c.P95MaxMS, Sig), Opt(c.AppSendS, seconds), Opt(c.ReceiveS, seconds), Int(c.Complete), Int(c.Cut),
+			Opt(c.BytesMinMiB, func(v float64) Cell { return Fixed(v, 2) }), Opt(c.TempPeakMiB, mib),
+			Opt(c.TempFSAvailMinMiB, func(v float64) Cell { return Fixed(v, 2) }), Int(c.ProxyErrors),
+			Opt(c.ExporterTempWriteErrors, count), Opt(c.AppMemMiB, mib), Opt(c.ProxyMemMiB, mib)})
 	}
 	return t
 }
@@ -199,9 +199,9 @@ func tempDownloadsTable(d *tempData) *table {
 	for i := range d.conds {
 		for _, l := range d.downloads[i] {
 			size := d.sizes[l.RunID]
-			t.Rows = append(t.Rows, []cell{text(l.RunID), integer(l.Client), integer(l.Status), num(float64(size)/(1<<20), 1),
-				num(float64(l.Bytes)/(1<<20), 2), num(100*float64(l.Bytes)/float64(size), 1), seconds(l.ReceiveS),
-				maybe(l.AppSendS, seconds), text(l.Outcome), text(l.Error)})
+			t.Rows = append(t.Rows, []Cell{Text(l.RunID), Int(l.Client), Int(l.Status), Fixed(float64(size)/(1<<20), 1),
+				Fixed(float64(l.Bytes)/(1<<20), 2), Fixed(100*float64(l.Bytes)/float64(size), 1), seconds(l.ReceiveS),
+				Opt(l.AppSendS, seconds), Text(l.Outcome), Text(l.Error)})
 		}
 	}
 	if len(t.Rows) == 0 {

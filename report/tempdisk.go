@@ -50,12 +50,12 @@ func buildTempDisk(dir string) (*section, error) {
 		if c.TempTmpfsBytes != 0 {
 			where = sizeText(c.TempTmpfsBytes) + " tmpfs"
 		}
-		t.Rows = append(t.Rows, []cell{text(where), text(c.Server), integer(c.SlowClients), num(float64(c.SizeBytes)/(1<<20), 1),
-			num(float64(c.MaxTempFileBytes)/(1<<20), 1), integer(c.Runs), integer(c.Excluded), integer(c.Complete), integer(c.Cut),
-			maybe(c.BytesMinMiB, func(v float64) cell { return num(v, 2) }),
-			maybe(c.BytesMinMiB, func(v float64) cell { return num(100*v*(1<<20)/float64(c.SizeBytes), 1) }),
-			integer(c.ProxyErrors), maybe(c.ExporterTempWriteErrors, count), maybe(c.TempFSAvailMinMiB, func(v float64) cell { return num(v, 2) }),
-			text(fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal)), maybe(c.P95MS, ms)})
+		t.Rows = append(t.Rows, []Cell{Text(where), Text(c.Server), Int(c.SlowClients), Fixed(float64(c.SizeBytes)/(1<<20), 1),
+			Fixed(float64(c.MaxTempFileBytes)/(1<<20), 1), Int(c.Runs), Int(c.Excluded), Int(c.Complete), Int(c.Cut),
+			Opt(c.BytesMinMiB, func(v float64) Cell { return Fixed(v, 2) }),
+			Opt(c.BytesMinMiB, func(v float64) Cell { return Fixed(100*v*(1<<20)/float64(c.SizeBytes), 1) }),
+			Int(c.ProxyErrors), Opt(c.ExporterTempWriteErrors, count), Opt(c.TempFSAvailMinMiB, func(v float64) Cell { return Fixed(v, 2) }),
+			Text(fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal)), Opt(c.P95MS, Sig)})
 	}
 	s.addTable(t)
 	if t := tempDownloadsTable(d); t != nil {

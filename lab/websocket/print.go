@@ -3,45 +3,98 @@ package websocket
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // Result is what Run wrote: ws-runs.csv's rows.
 type Result struct {
-	lab.MatrixResult[recorder.WSRun]
+	lab.MatrixResult[RunRow]
 }
 
 // Print implements lab.Result: one row per condition over its ok runs.
-func (r *Result) Print(w io.Writer) { PrintConditions(w, recorder.SummarizeWSConditions(r.Runs)) }
+func (r *Result) Print(w io.Writer) { conditionsTable.WriteText(w, Summarize(r.Runs)) }
 
-// PrintConditions writes the conditions as an aligned table: sockets
-// opened, held to the end and refused (summed over the runs), the most
-// the app held at once and the workers holding them, and /fast.
-func PrintConditions(w io.Writer, conds []recorder.WSCondition) {
-	fmt.Fprintf(w, "%-19s %-12s %-7s %-9s %7s %6s %14s %4s %8s %6s %5s %7s %14s %8s %15s %7s %8s %12s %11s %11s %9s %9s %11s %11s\n", "route", "server", "mode", "queue",
-		"sockets", "ping_s", "read_timeout_s", "runs", "excluded", "opened", "held", "refused", "lifetime_p50_s", "app_held", "workers_holding",
-		"workers", "messages", "delay_p95_ms", "app_mem_mib", "app_rss_mib", "oom_kills", "fast_ok", "fast_p50_ms", "fast_p95_ms")
-	for _, c := range conds {
-		readTimeout := "-"
-		if c.ReadTimeoutS > 0 {
-			readTimeout = fmt.Sprintf("%.0f", c.ReadTimeoutS)
-		}
-		queue := c.Queue
-		if queue == "" {
-			queue = "-"
-		}
-		fmt.Fprintf(w, "%-19s %-12s %-7s %-9s %7d %6.1f %14s %4d %8d %6d %5d %7d %14s %8s %15s %7s %8d %12s %11s %11s %9d %9s %11s %11s\n", c.Route, c.Server,
-			c.Mode, queue, c.Sockets, c.PingS, readTimeout, c.Runs, c.Excluded, c.Opened, c.Held, c.Refused, lab.Num(c.LifetimeP50S, 2), lab.Num(c.HeldMax, 0),
-			lab.Num(c.WorkersHoldingMax, 0), lab.Num(c.Workers, 0), c.Messages, lab.Num(c.DelayP95MS, 1), lab.Num(c.AppMemPeakMiB, 1), lab.Num(c.AppRSSPeakMiB, 1), c.AppOOMKills,
-			fmt.Sprintf("%d/%d", c.FastOK, c.FastPlanned), lab.Num(c.P50MS, 1), lab.Num(c.P95MS, 1))
-	}
-	fmt.Fprintln(w, "ping_s: each client's ping interval (0: none); read_timeout_s: the proxy's proxy_read_timeout as set (-: its default, 60 s);")
-	fmt.Fprintln(w, "lifetime_p50_s: median time an opened socket stayed open (an idle one through the proxy: proxy_read_timeout);")
-	fmt.Fprintln(w, "opened/held/refused: sockets whose upgrade succeeded, that stayed open to the end of their hold, and that the app answered")
-	fmt.Fprintln(w, "without an upgrade (426: it cannot hold one); app_held: the most sockets the app counted at once; workers_holding: the most")
-	fmt.Fprintln(w, "workers holding one at once; queue: a consumers' app queue (wait: it writes when the socket takes it; unbounded: in memory);")
-	fmt.Fprintln(w, "messages, delay_p95_ms: what consumers read and the worst delivery delay; app_mem_mib, app_rss_mib: the app cgroup's and")
-	fmt.Fprintln(w, "processes' largest memory, and oom_kills the app processes the kernel killed for memory, over every run (a killed run is excluded)")
+// conditionsTable is the conditions table, printed by the CLI and drawn
+// in the report: sockets opened, held to the end and refused (summed over
+// the runs), the most the app held at once and the workers holding them,
+// and /fast.
+var conditionsTable = report.Table[Summary]{
+	Caption: "websocket conditions (" + runsFile + "), over the ok runs: sockets opened, held to the end of their " +
+		"hold and refused, the most the app held at once and the workers holding them, and /fast; the app's memory and OOM kills over every run.",
+	Legend: []string{
+		"ping_s: each client's ping interval (0: none); read_timeout_s: the proxy's proxy_read_timeout as set (-: its default, 60 s);",
+		"lifetime_p50_s: median time an opened socket stayed open (an idle one through the proxy: proxy_read_timeout);",
+		"opened/held/refused: sockets whose upgrade succeeded, that stayed open to the end of their hold, and that the app answered",
+		"without an upgrade (426: it cannot hold one); app_held: the most sockets the app counted at once; workers_holding: the most",
+		"workers holding one at once; queue: a consumers' app queue (wait: it writes when the socket takes it; unbounded: in memory);",
+		"messages, delay_p95_ms: what consumers read and the worst delivery delay; app_mem_mib, app_rss_mib: the app cgroup's and",
+		"processes' largest memory, and oom_kills the app processes the kernel killed for memory, over every run (a killed run is excluded)",
+	},
+	Cols: []report.Column[Summary]{
+		report.Col("route", func(c *Summary) report.Cell { return report.Text(c.Route) }),
+		report.Col("server", func(c *Summary) report.Cell { return report.Text(c.Server) }),
+		report.Col("mode", func(c *Summary) report.Cell { return report.Text(c.Mode) }),
+		report.Col("queue", func(c *Summary) report.Cell { return orDash(c.Queue) }),
+		report.Col("sockets", func(c *Summary) report.Cell { return report.Int(c.Sockets) }),
+		report.Col("ping_s", func(c *Summary) report.Cell { return report.Fixed(c.PingS, 1) }),
+		report.Col("read_timeout_s", func(c *Summary) report.Cell {
+			if c.ReadTimeoutS > 0 {
+				return report.Fixed(c.ReadTimeoutS, 0)
+			}
+			return report.Text("-")
+		}),
+		report.Col("runs", func(c *Summary) report.Cell { return report.Int(c.Runs) }),
+		report.Col("excluded", func(c *Summary) report.Cell { return report.Int(c.Excluded) }),
+		report.Col("opened", func(c *Summary) report.Cell { return report.Int(c.Opened) }),
+		report.Col("held", func(c *Summary) report.Cell { return report.Int(c.Held) }),
+		report.Col("refused", func(c *Summary) report.Cell { return report.Int(c.Refused) }),
+		report.Col("lifetime_p50_s", func(c *Summary) report.Cell { return report.Opt(c.LifetimeP50S, report.Decimals(2)) }),
+		report.Col("app_held", func(c *Summary) report.Cell { return report.Opt(c.HeldMax, report.Decimals(0)) }),
+		report.Col("workers_holding", func(c *Summary) report.Cell { return report.Opt(c.WorkersHoldingMax, report.Decimals(0)) }),
+		report.Col("workers", func(c *Summary) report.Cell { return report.Opt(c.Workers, report.Decimals(0)) }),
+		report.Col("messages", func(c *Summary) report.Cell { return report.Int(c.Messages) }),
+		report.Col("delay_p95_ms", func(c *Summary) report.Cell { return report.Opt(c.DelayP95MS, report.Decimals(1)) }),
+		report.Col("app_mem_mib", func(c *Summary) report.Cell { return report.Opt(c.AppMemPeakMiB, report.Decimals(1)) }),
+		report.Col("app_rss_mib", func(c *Summary) report.Cell { return report.Opt(c.AppRSSPeakMiB, report.Decimals(1)) }),
+		report.Col("oom_kills", func(c *Summary) report.Cell { return report.Int(c.AppOOMKills) }),
+		report.Col("fast_ok", func(c *Summary) report.Cell {
+			return report.Cell{Text: fmt.Sprintf("%d/%d", c.FastOK, c.FastPlanned), Num: true}
+		}),
+		report.Col("fast_p50_ms", func(c *Summary) report.Cell { return report.Opt(c.P50MS, report.Decimals(1)) }),
+		report.Col("fast_p95_ms", func(c *Summary) report.Cell { return report.Opt(c.P95MS, report.Decimals(1)) }),
+	},
 }
+
+// orDash is s, or "-" when s is empty.
+func orDash(s string) report.Cell {
+	if s == "" {
+		return report.Text("-")
+	}
+	return report.Text(s)
+}
+
+// runsFile holds the run rows, and marks a websocket results directory.
+// The results files of the rows this package declares.
+const (
+	runsFile     = "ws-runs.csv"
+	sessionsFile = "ws-sessions.csv"
+)
+
+// Section is the websocket section of the report, which the registration
+// carries.
+var Section = report.NewSection(Name, runsFile, func(dir string) (*report.Part, error) {
+	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runsFile))
+	if err != nil {
+		return nil, err
+	}
+	p := report.NewPart(Name, "WebSocket clients each hold an echoing socket, idle, while /fast runs on its open-loop schedule. A socket holds "+
+		"whatever serves it for its whole life: a sync worker, a thread, or nothing but memory on an event loop; through a "+
+		"proxy it is a tunnel with its own upstream connection. An app that cannot hold one (a WSGI app on Gunicorn) refuses "+
+		"the upgrade.")
+	report.AddTable(p, &conditionsTable, Summarize(runs))
+	return p, nil
+})

@@ -5,14 +5,13 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 11, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.WebSocket,
+	lab.Register(lab.Experiment{Name: Name, Order: 11, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary:  "WebSockets held beside /fast on each server model, directly and through the proxy: who holds the connection",
 		Shared:   lab.SharedAll,
@@ -20,7 +19,7 @@ func init() {
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{recorder.FileName[recorder.WSSession](), recorder.FileName[recorder.WSRun](),
+var resultsFiles = []string{sessionsFile, runsFile,
 	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first

@@ -16,14 +16,14 @@ import (
 
 // files are the open results files of a session: ws-sessions.csv,
 // ws-runs.csv, requests.csv and resource-samples.csv.
-type files = lab.RunFiles[recorder.WSSession, recorder.WSRun]
+type files = lab.RunFiles[Session, RunRow]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Plan), writing ws-sessions.csv, ws-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A socket the server refused
 // or ended is an outcome in ws-sessions.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	return lab.Plan[RunSpec, recorder.WSSession, recorder.WSRun]{
+	return lab.Plan[RunSpec, Session, RunRow]{
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
 		Check:    func(specs []RunSpec) error { return holdable(env.Stack, specs) },
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
@@ -50,7 +50,7 @@ func holdable(st stack.Stack, specs []RunSpec) error {
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.WSRun) string {
+func runLine(r RunRow) string {
 	return fmt.Sprintf("sockets %d opened, %d held, %d refused; app held %s on %s workers; fast %d/%d ok, p95 %s ms  [%s]",
 		r.Opened, r.Held, r.Refused, lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1),
 		lab.StatusText(r.Status, r.Reason))
@@ -69,12 +69,12 @@ func capacity(s stack.Server) (workers, slots recorder.Maybe) {
 // measure performs one run: a fresh stack, the instruments, the sockets
 // and the /fast schedule, the held-socket samples, then the verdict. Its
 // error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.WSRun, error) {
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
 	mode := spec.Mode
 	if mode == "" {
 		mode = ModeIdle
 	}
-	run := recorder.WSRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep, Mode: mode, Queue: c.Queue(spec.Condition),
+	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep, Mode: mode, Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
@@ -91,7 +91,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
 	res, sampErr := fr.Sampled(time.Now())
-	run = recorder.SummarizeWSRun(run, l.reqs, l.sessions)
+	run = SummarizeRun(run, l.reqs, l.sessions)
 	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), mib(res.App.RSSPeakBytes)
 	if kills, ok := fr.Running.OOMKills()["app"]; ok {
 		run.AppOOMKills = recorder.Some(float64(kills))
@@ -106,7 +106,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 // loaded is what a run's load measured.
 type loaded struct {
-	sessions []recorder.WSSession
+	sessions []Session
 	reqs     []recorder.Request
 	writeErr error
 }
@@ -114,7 +114,7 @@ type loaded struct {
 // load opens the sockets at t0 and, Fast.Offset later, starts the
 // open-loop /fast schedule; each socket is held until the schedule's end
 // and gets its row as it ends.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.WSRun, t0 time.Time, f *files) loaded {
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
 	var l loaded
 	var mu sync.Mutex
 	u, err := loadgen.CheckTarget(running.URL()+c.Socket.Path+"?"+c.Params(spec.Condition).Query(), running.AllowRemote())
@@ -165,7 +165,7 @@ func (c *Config) consume(ctx context.Context, dial loadgen.WSDial) (loadgen.WSRe
 		delays = append(delays, float64(d.Delay().Microseconds())/1e3)
 	}}.Run(hold)
 	if ctx.Err() == nil && errors.Is(r.Err, context.DeadlineExceeded) && hold.Err() != nil {
-		r.End, r.Err = recorder.WSHeld, nil
+		r.End, r.Err = EndHeld, nil
 	}
 	return r, delays
 }
@@ -179,8 +179,8 @@ func mib(b recorder.Maybe) recorder.Maybe {
 }
 
 // sessionRow is one socket's row.
-func sessionRow(run recorder.WSRun, client int, t0 time.Time, r loadgen.WSResult) recorder.WSSession {
-	row := recorder.WSSession{RunID: run.RunID, Route: run.Route, Server: run.Server, Sockets: run.Sockets, Rep: run.Rep, Client: client,
+func sessionRow(run RunRow, client int, t0 time.Time, r loadgen.WSResult) Session {
+	row := Session{RunID: run.RunID, Route: run.Route, Server: run.Server, Sockets: run.Sockets, Rep: run.Rep, Client: client,
 		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs,
 		Messages: r.Messages, Bytes: r.Bytes}
 	row.Status = r.Status
@@ -191,7 +191,7 @@ func sessionRow(run recorder.WSRun, client int, t0 time.Time, r loadgen.WSResult
 		row.CloseCode = recorder.Some(float64(r.CloseCode))
 	}
 	if r.Status > 0 && r.Status != 101 {
-		row.End = recorder.WSRefused
+		row.End = EndRefused
 	}
 	if r.Err != nil {
 		row.Error = r.Err.Error()

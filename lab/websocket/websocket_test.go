@@ -73,7 +73,7 @@ func TestShapeEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conds := recorder.SummarizeWSConditions(res.(*Result).Runs)
+	conds := Summarize(res.(*Result).Runs)
 	if len(conds) != 3 {
 		t.Fatalf("%d conditions, want 3: %+v", len(conds), conds)
 	}
@@ -121,7 +121,7 @@ func TestShapeReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cond := range recorder.SummarizeWSConditions(res.(*Result).Runs) {
+	for _, cond := range Summarize(res.(*Result).Runs) {
 		t.Logf("%s %s %d: opened %d held %d, app held %v, /fast %d/%d p95 %v ms", cond.Route, cond.Server, cond.Sockets, cond.Opened, cond.Held,
 			cond.HeldMax, cond.FastOK, cond.FastPlanned, cond.P95MS)
 		if cond.Runs != 1 || cond.Opened != 4 || cond.Held != 4 || cond.HeldMax.Value != 4 || cond.P95MS.Value > 1000 {
@@ -149,7 +149,7 @@ func TestLifetimeThroughProxy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conds := recorder.SummarizeWSConditions(res.(*Result).Runs)
+			conds := Summarize(res.(*Result).Runs)
 			if len(conds) != 2 {
 				t.Fatalf("%d conditions: %+v", len(conds), conds)
 			}
@@ -188,7 +188,7 @@ func TestConsumersMemoryEmbedded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cond := recorder.SummarizeWSConditions(res.(*Result).Runs)[0]
+		cond := Summarize(res.(*Result).Runs)[0]
 		t.Logf("queue %s: %d messages read, delay p95 %v ms, app RSS peak %v MiB, /fast p95 %v ms", queue, cond.Messages, cond.DelayP95MS,
 			cond.AppRSSPeakMiB, cond.P95MS)
 		if cond.Runs != 1 || cond.Opened != 4 || cond.Held != 4 || cond.Messages == 0 || !cond.AppRSSPeakMiB.Valid || cond.P95MS.Value > 1000 {

@@ -1,0 +1,257 @@
+package websocket
+
+import (
+	"slices"
+	"time"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// Session is one row of ws-sessions.csv: one WebSocket a run of the
+// websocket experiment held beside /fast, as its client saw it. StartS is
+// when it connected, from the run's start; HandshakeMS the connect and
+// upgrade (empty when it failed); HeldS how long it was open; End how it
+// ended (EndHeld: open to the end of its hold, closed by the client then;
+// EndClosed: the peer's close frame, CloseCode its status; EndRefused: the
+// upgrade was answered with Status instead of 101; otherwise the load
+// generator's error reason, as requests.csv's). Pings and Pongs count a
+// client's pings and the answers that came.
+type Session struct {
+	RunID, Route, Server string
+	Sockets, Rep         int
+	Client               int
+	StartS               float64
+	HandshakeMS          recorder.Maybe
+	Status               int
+	HeldS                float64
+	End                  string
+	CloseCode            recorder.Maybe
+	Pings, Pongs         int
+	// A consumer's messages and their bytes, and its messages' delivery
+	// delay (its read minus the app's stamp; nearest-rank p95).
+	Messages   int
+	Bytes      int64
+	DelayP95MS recorder.Maybe
+	Error      string
+}
+
+// Session.End values besides the error reasons.
+const (
+	EndHeld    = "held"
+	EndClosed  = "closed"
+	EndRefused = "refused_status"
+)
+
+func (Session) Schema() *recorder.Schema[Session] { return sessionSchema }
+
+var sessionSchema = recorder.NewSchema(sessionsFile,
+	recorder.Col("run_id", 0, func(r *Session) any { return &r.RunID }),
+	recorder.Col("route", 0, func(r *Session) any { return &r.Route }),
+	recorder.Col("server", 0, func(r *Session) any { return &r.Server }),
+	recorder.Col("sockets", 0, func(r *Session) any { return &r.Sockets }),
+	recorder.Col("rep", 0, func(r *Session) any { return &r.Rep }),
+	recorder.Col("client", 0, func(r *Session) any { return &r.Client }),
+	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Session) any { return &r.StartS }),
+	recorder.Col("handshake_ms", recorder.DecimalsMillis, func(r *Session) any { return &r.HandshakeMS }),
+	recorder.Col("status", 0, func(r *Session) any { return &r.Status }),
+	recorder.Col("held_s", recorder.DecimalsSeconds, func(r *Session) any { return &r.HeldS }),
+	recorder.Col("end", 0, func(r *Session) any { return &r.End }),
+	recorder.Col("close_code", recorder.DecimalsWhole, func(r *Session) any { return &r.CloseCode }),
+	recorder.Col("pings", 0, func(r *Session) any { return &r.Pings }),
+	recorder.Col("pongs", 0, func(r *Session) any { return &r.Pongs }),
+	recorder.Col("messages", 0, func(r *Session) any { return &r.Messages }),
+	recorder.Col("bytes", 0, func(r *Session) any { return &r.Bytes }),
+	recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *Session) any { return &r.DelayP95MS }),
+	recorder.Col("error", 0, func(r *Session) any { return &r.Error }),
+)
+
+// RunRow is one row of ws-runs.csv: one run of the websocket experiment.
+// Sockets WebSockets were held for HoldS beside the open-loop /fast
+// schedule; Opened counts those whose upgrade succeeded, Held those open
+// to the end of their hold, Refused those answered without an upgrade.
+// Slots, Workers, HeldMax and WorkersHoldingMax are sse-runs.csv's (the
+// app's own count of the sockets it held, sampled during the run). The
+// /fast columns are runs.csv's (recorder.SummarizeRun).
+type RunRow struct {
+	RunID, Route, Server  string
+	Sockets, Rep          int
+	Mode                  string
+	Queue                 string // a consumers' run: the app's queue (wait or unbounded); empty for idle sockets
+	HoldS, PingS          float64
+	ReadTimeoutS          float64 // the proxy's proxy_read_timeout as set; 0: its default
+	StartedAt             time.Time
+	Status, Reason        string
+	Opened, Held, Refused int
+	HandshakeP95MS        recorder.Maybe
+	// LifetimeP50S is the median time the opened sockets stayed open
+	// (held ones count their hold): an idle socket's life on the path.
+	LifetimeP50S recorder.Maybe
+	// A consumers' run: the messages they read, the worst delivery delay
+	// (the sessions' largest p95), and the app's memory: its cgroup's
+	// peak, its processes' RSS peak and the OOM kills its cgroup counted.
+	Messages                     int
+	DelayP95MS                   recorder.Maybe
+	AppMemPeakMiB, AppRSSPeakMiB recorder.Maybe
+	AppOOMKills                  recorder.Maybe
+	Slots, Workers               recorder.Maybe
+	HeldMax                      recorder.Maybe
+	WorkersHoldingMax            recorder.Maybe
+	FastPlanned, FastSent        int
+	FastTotal, FastOK            int
+	P50MS, P95MS, MaxMS          recorder.Maybe
+}
+
+func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
+
+var runSchema = recorder.NewSchema(runsFile, slices.Concat(
+	[]recorder.Column[RunRow]{
+		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
+		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
+		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
+		recorder.Col("sockets", 0, func(r *RunRow) any { return &r.Sockets }),
+		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
+		recorder.Col("mode", 0, func(r *RunRow) any { return &r.Mode }),
+		recorder.Col("queue", 0, func(r *RunRow) any { return &r.Queue }),
+		recorder.Col("hold_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.HoldS }),
+		recorder.Col("ping_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.PingS }),
+		recorder.Col("read_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ReadTimeoutS }),
+	},
+	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
+		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
+	}),
+	[]recorder.Column[RunRow]{
+		recorder.Col("opened", 0, func(r *RunRow) any { return &r.Opened }),
+		recorder.Col("held", 0, func(r *RunRow) any { return &r.Held }),
+		recorder.Col("refused", 0, func(r *RunRow) any { return &r.Refused }),
+		recorder.Col("handshake_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.HandshakeP95MS }),
+		recorder.Col("lifetime_p50_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.LifetimeP50S }),
+		recorder.Col("messages", 0, func(r *RunRow) any { return &r.Messages }),
+		recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayP95MS }),
+		recorder.Col("app_mem_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemPeakMiB }),
+		recorder.Col("app_rss_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppRSSPeakMiB }),
+		recorder.Col("app_oom_kills", recorder.DecimalsWhole, func(r *RunRow) any { return &r.AppOOMKills }),
+		recorder.Col("slots", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Slots }),
+		recorder.Col("workers", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Workers }),
+		recorder.Col("held_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.HeldMax }),
+		recorder.Col("workers_holding_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkersHoldingMax }),
+	},
+	recorder.FastCols(func(r *RunRow) recorder.FastRun {
+		return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
+	}),
+)...)
+
+// SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
+// does) and its socket columns from the run's sessions.
+func SummarizeRun(run RunRow, reqs []recorder.Request, sessions []Session) RunRow {
+	fast := recorder.SummarizeRun(recorder.RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
+	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
+	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.Opened, run.Held, run.Refused = 0, 0, 0
+	var hs, life, delays []float64
+	run.Messages = 0
+	for _, s := range sessions {
+		run.Messages += s.Messages
+		delays = recorder.AppendValid(delays, s.DelayP95MS)
+		if s.HandshakeMS.Valid {
+			run.Opened++
+			hs = append(hs, s.HandshakeMS.Value)
+			life = append(life, s.HeldS)
+		}
+		switch s.End {
+		case EndHeld:
+			run.Held++
+		case EndRefused:
+			run.Refused++
+		}
+	}
+	run.HandshakeP95MS = recorder.Some(recorder.NearestRank(hs, 95))
+	run.LifetimeP50S = recorder.Some(recorder.Median(life))
+	run.DelayP95MS = recorder.Some(recorder.NearestRank(delays, 100))
+	return run
+}
+
+// Summary is one condition of websocket over its ok runs: the
+// printed table's row. Sockets opened, held and refused are summed over
+// the runs; /fast percentiles are medians of the runs' values; HeldMax
+// and WorkersHoldingMax the largest.
+type Summary struct {
+	Route, Server string
+	Sockets       int
+	Mode, Queue   string
+	Messages      int
+	DelayP95MS    recorder.Maybe // the largest of the ok runs'
+	// The app's memory: the largest cgroup and RSS peaks and the OOM kills
+	// summed, over every run, ok or not: a run the kernel failed by
+	// killing the app is what these columns are for.
+	AppMemPeakMiB, AppRSSPeakMiB recorder.Maybe
+	AppOOMKills                  int
+	PingS, ReadTimeoutS          float64
+	LifetimeP50S                 recorder.Maybe // median of the runs' medians
+	Runs, Excluded               int
+	Opened, Held, Refused        int
+	Slots, Workers               recorder.Maybe
+	HeldMax                      recorder.Maybe
+	WorkersHoldingMax            recorder.Maybe
+	FastPlanned, FastOK          int
+	P50MS, P95MS                 recorder.Maybe
+}
+
+// Summarize folds runs into one Summary per (route,
+// server, sockets, mode, queue, ping, proxy_read_timeout), in order of first appearance; runs that did not end
+// ok count only in Excluded.
+func Summarize(runs []RunRow) []Summary {
+	type key struct {
+		route, server     string
+		sockets           int
+		mode, queue       string
+		ping, readTimeout float64
+	}
+	var keys []key
+	groups := map[key][]RunRow{}
+	for _, r := range runs {
+		k := key{r.Route, r.Server, r.Sockets, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var rows []Summary
+	for _, k := range keys {
+		row := Summary{Route: k.route, Server: k.server, Sockets: k.sockets, Mode: k.mode, Queue: k.queue, PingS: k.ping, ReadTimeoutS: k.readTimeout}
+		var held, holding, p50, p95, life, delay, mem, rss []float64
+		for _, r := range groups[k] {
+			if r.AppOOMKills.Valid {
+				row.AppOOMKills += int(r.AppOOMKills.Value)
+			}
+			mem, rss = recorder.AppendValid(mem, r.AppMemPeakMiB), recorder.AppendValid(rss, r.AppRSSPeakMiB)
+			if r.Status != recorder.RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			row.Opened += r.Opened
+			row.Held += r.Held
+			row.Refused += r.Refused
+			row.FastPlanned += r.FastPlanned
+			row.FastOK += r.FastOK
+			row.Slots, row.Workers = r.Slots, r.Workers
+			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)
+			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
+			life = recorder.AppendValid(life, r.LifetimeP50S)
+			row.Messages += r.Messages
+			delay = recorder.AppendValid(delay, r.DelayP95MS)
+		}
+		row.DelayP95MS = recorder.Some(recorder.NearestRank(delay, 100))
+		row.AppMemPeakMiB, row.AppRSSPeakMiB = recorder.Some(recorder.NearestRank(mem, 100)), recorder.Some(recorder.NearestRank(rss, 100))
+		row.LifetimeP50S = recorder.Some(recorder.Median(life))
+		row.HeldMax, row.WorkersHoldingMax = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(holding, 100))
+		row.P50MS, row.P95MS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95))
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// VerdictFields implements recorder.RunRow.
+func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}

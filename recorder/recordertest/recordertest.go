@@ -1,0 +1,97 @@
+// Package recordertest holds the row contract's tests for any row type,
+// recorder's own or one an experiment's package declares with
+// recorder.NewSchema: a round-trip property, the coverage of the row's
+// fields by its columns, and a fuzz target for its reader seeded from
+// testdata. The checks themselves are recorder's (RandomRow, DiffRows,
+// RoundTripCSV, CoverageGap, FuzzSeeds); this package only runs them
+// under testing.
+package recordertest
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// RoundTrip is the property test: rows whose values lie on each column's
+// grid read back exactly as written.
+func RoundTrip[T recorder.Row[T]](t *testing.T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(20250301, uint64(len(recorder.FileName[T]()))))
+	for batch := range 50 {
+		rows := make([]T, 1+rng.IntN(100))
+		for i := range rows {
+			rows[i] = recorder.RandomRow[T](rng, false)
+		}
+		out, err := recorder.EncodeRows(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := recorder.ReadAll[T](bytes.NewReader(out))
+		if err != nil {
+			t.Fatalf("batch %d: read back: %v\n%s", batch, err, out)
+		}
+		if d := recorder.DiffRows(rows, got, 0); d != "" {
+			t.Fatalf("batch %d: %s\n%s", batch, d, out)
+		}
+	}
+}
+
+// Coverage: every field of T has exactly one column.
+func Coverage[T recorder.Row[T]](t *testing.T) {
+	t.Helper()
+	if gap := recorder.CoverageGap[T](); gap != "" {
+		t.Error(gap)
+	}
+}
+
+// FuzzRead seeds from testdata/<name>.csv and testdata/<name>-invalid-*.csv
+// where they exist (name is T's file's, without .csv), and from files of
+// generated rows with some broken variants. ReadAll must never panic, and
+// whatever it accepts must survive a write/read round trip: the rows come
+// back equal up to the columns' precision, and writing them again is a
+// fixed point.
+func FuzzRead[T recorder.Row[T]](f *testing.F) {
+	base := strings.TrimSuffix(recorder.FileName[T](), ".csv")
+	valid, err := filepath.Glob(filepath.Join("testdata", base+".csv"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	invalid, err := filepath.Glob(filepath.Join("testdata", base+"-invalid-*.csv"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range slices.Concat(valid, invalid) {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range recorder.FuzzSeeds[T]() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := recorder.ReadAll[T](bytes.NewReader(data)); err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if _, err := recorder.RoundTripCSV[T](data); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Contract runs RoundTrip and Coverage as subtests named after T's file.
+func Contract[T recorder.Row[T]](t *testing.T) {
+	t.Run(recorder.FileName[T]()+"/round-trip", RoundTrip[T])
+	t.Run(recorder.FileName[T]()+"/coverage", Coverage[T])
+}

@@ -1,0 +1,81 @@
+package report_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+type pet struct {
+	Name string
+	Legs int
+	Mass recorder.Maybe
+}
+
+var pets = report.Table[pet]{
+	Caption: "pets",
+	Legend:  []string{"mass_kg: - where not weighed"},
+	Cols: []report.Column[pet]{
+		report.Col("name", func(p *pet) report.Cell { return report.Text(p.Name) }),
+		report.Col("legs", func(p *pet) report.Cell { return report.Int(p.Legs) }),
+		report.Col("mass_kg", func(p *pet) report.Cell { return report.Opt(p.Mass, report.Decimals(1)) }),
+	},
+}
+
+// TestTableDeclaredOnce: a section declared outside report with
+// NewSection, NewPart and AddTable is drawn in report.html, and the
+// table's HTML header is its text header; the text aligns numbers right,
+// text left, and shows a value not measured as "-".
+func TestTableDeclaredOnce(t *testing.T) {
+	rows := []pet{{"dog", 4, recorder.Some(31.25)}, {"centipede", 42, recorder.None()}}
+	var b bytes.Buffer
+	pets.WriteText(&b, rows)
+	want := "name      legs mass_kg\n" +
+		"dog          4    31.2\n" +
+		"centipede   42       -\n" +
+		"mass_kg: - where not weighed\n"
+	if b.String() != want {
+		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
+	}
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pets.csv"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sec := report.NewSection("pets", "pets.csv", func(string) (*report.Part, error) {
+		p := report.NewPart("pets", "Pets, counted.")
+		report.AddTable(p, &pets, rows)
+		p.Skip("no photos")
+		return p, nil
+	})
+	rep, err := report.Write(dir, []report.Section{sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(rep.HTML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head []string
+	for _, m := range regexp.MustCompile(`<th>([^<]*)</th>`).FindAllStringSubmatch(string(page), -1) {
+		head = append(head, m[1])
+	}
+	if text := strings.Fields(strings.SplitN(b.String(), "\n", 2)[0]); !slices.Equal(head, text) {
+		t.Errorf("HTML header %q, text header %q: want the same", head, text)
+	}
+	for _, w := range []string{"Pets, counted.", "<td class=\"num\">31.2</td>", `title="not measured"`, "mass_kg: - where not weighed", "no photos"} {
+		if !strings.Contains(string(page), w) {
+			t.Errorf("report.html lacks %q", w)
+		}
+	}
+	if !slices.Equal(rep.Experiments, []string{"pets"}) || !slices.Contains(rep.Notes, "no photos") {
+		t.Errorf("report %+v: want the pets section and its note", rep)
+	}
+}
