@@ -17,7 +17,6 @@
 //   - sse: sse-events.csv, sse-streams.csv, sse-runs.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;
-//   - h2-slow-client: h2-streams.csv, h2-runs.csv;
 //
 // and two JSON files: environment.json, which keeps one Environment per
 // session that wrote the results directory, and assessment.json, `slowlab
@@ -30,7 +29,8 @@
 // (requests.go, runs.go, gap.go, ...) and implements Row, which is all the
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
 // ReadFile need. An experiment's package declares its own rows the same
-// way (NewSchema, Col, StatusCols, FastCols), as lab/websocket does, and
+// way (NewSchema, Col, StatusCols, FastCols), as lab/websocket and
+// lab/h2slowclient do, and
 // tests them with package recordertest; the row contract's checks
 // (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //

@@ -47,8 +47,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("sse-streams", recordertest.RoundTrip[recorder.SSEStream])
 	t.Run("sse-runs", recordertest.RoundTrip[recorder.SSERun])
 	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
-	t.Run("h2-streams", recordertest.RoundTrip[recorder.H2Stream])
-	t.Run("h2-runs", recordertest.RoundTrip[recorder.H2Run])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -77,8 +75,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.SSEEvent](t)
 	recordertest.Coverage[recorder.SSEStream](t)
 	recordertest.Coverage[recorder.SSERun](t)
-	recordertest.Coverage[recorder.H2Stream](t)
-	recordertest.Coverage[recorder.H2Run](t)
 	recordertest.Coverage[recorder.TempRun](t)
 }
 
@@ -106,8 +102,6 @@ func FuzzReadSSEEvents(f *testing.F)        { recordertest.FuzzRead[recorder.SSE
 func FuzzReadSSEStreams(f *testing.F)       { recordertest.FuzzRead[recorder.SSEStream](f) }
 func FuzzReadSSERuns(f *testing.F)          { recordertest.FuzzRead[recorder.SSERun](f) }
 func FuzzReadTempRuns(f *testing.F)         { recordertest.FuzzRead[recorder.TempRun](f) }
-func FuzzReadH2Streams(f *testing.F)        { recordertest.FuzzRead[recorder.H2Stream](f) }
-func FuzzReadH2Runs(f *testing.F)           { recordertest.FuzzRead[recorder.H2Run](f) }
 
 // TestEveryRowTypeIsTested reads the module's source: every type with a
 // Schema method (a row type), in recorder or in the package that declares

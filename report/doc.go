@@ -9,9 +9,9 @@
 // slowupload.go, idle.go, stalled.go, sse.go, tempcliff.go and tempdisk.go
 // (figures too large for one file in a second, such as
 // slowclient_figures.go), or in the experiment's own package, built with
-// NewSection, NewPart and AddTable (lab/websocket's): a Table is declared
-// once and rendered both as HTML here and as text by the CLI
-// (Table.WriteText). report keeps no list of them: the experiment's
+// NewSection, NewPart and AddTable (lab/websocket's, lab/h2slowclient's):
+// a Table is declared once and rendered both as HTML here and as text by
+// the CLI (Table.WriteText). report keeps no list of them: the experiment's
 // registration in lab carries its section, and Write draws, in the order
 // it is given (lab.ReportSections, the registry's), the sections whose
 // results are in the directory. `slowlab assess`'s section (assess.go,

@@ -5,7 +5,10 @@
 // streams of one connection hold against as many connections, whether a
 // slow stream delays /fast on its own connection, and how a stream
 // stalled with its window closed ends against the proxy's send_timeout.
-// It owns the scenario (Config), the runs (on lab.Plan) and the table;
-// the HTTP/2 client is loadgen.H2Conn's, the routes lab/stack's
-// (stack.H2Routes), the rows recorder's (H2Stream, H2Run).
+// It owns the whole experiment: the scenario (Config), the runs (on
+// lab.Plan), its results files (Stream rows in h2-streams.csv, RunRow
+// rows in h2-runs.csv) and their aggregation (SummarizeRun, Summarize),
+// the conditions table, declared once for the CLI and the report, and its
+// report section (Section). The HTTP/2 client is loadgen.H2Conn's, the
+// routes lab/stack's (stack.H2Routes).
 package h2slowclient

@@ -87,7 +87,7 @@ func TestShape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conds := recorder.SummarizeH2Conditions(res.(*Result).Runs)
+			conds := Summarize(res.(*Result).Runs)
 			if len(conds) != 3 {
 				t.Fatalf("%d conditions: %+v", len(conds), conds)
 			}
@@ -127,7 +127,7 @@ func TestStalledStreamReset(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, cond := range recorder.SummarizeH2Conditions(res.(*Result).Runs) {
+			for _, cond := range Summarize(res.(*Result).Runs) {
 				t.Logf("%s: %d reset after %v s, app held %v; /fast p95 %v ms", cond.Route, cond.Reset, cond.ResetAfterS, cond.AppHeldMax, cond.P95MS)
 				if cond.Runs != 1 || cond.Reset != 2 || cond.ResetAfterS.Value < 1 || cond.ResetAfterS.Value >= c.Hold().Seconds() {
 					t.Errorf("%s: %+v, want both streams reset by the proxy after its 1 s send_timeout, before the hold's end", cond.Route, cond)

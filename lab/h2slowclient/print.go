@@ -3,34 +3,74 @@ package h2slowclient
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // Result is what Run wrote: h2-runs.csv's rows.
 type Result struct {
-	lab.MatrixResult[recorder.H2Run]
+	lab.MatrixResult[RunRow]
 }
 
 // Print implements lab.Result: one row per condition over its ok runs.
-func (r *Result) Print(w io.Writer) { PrintConditions(w, recorder.SummarizeH2Conditions(r.Runs)) }
+func (r *Result) Print(w io.Writer) { conditionsTable.WriteText(w, Summarize(r.Runs)) }
 
-// PrintConditions writes the conditions as an aligned table.
-func PrintConditions(w io.Writer, conds []recorder.H2Condition) {
-	fmt.Fprintf(w, "%-26s %-12s %7s %5s %-9s %-6s %11s %4s %8s %8s %4s %5s %13s %6s %7s %8s %12s %14s %13s %9s %11s %11s\n", "route", "server", "streams", "conns",
-		"fast_conn", "read", "conn_window", "runs", "excluded", "complete", "cut", "reset", "reset_after_s", "failed", "workers", "app_held", "app_complete", "proxy_mem_mib", "temp_peak_mib",
-		"fast_ok", "fast_p50_ms", "fast_p95_ms")
-	for _, c := range conds {
-		fmt.Fprintf(w, "%-26s %-12s %7d %5d %-9s %-6s %11d %4d %8d %8d %4d %5d %13s %6d %7s %8s %12d %14s %13s %9s %11s %11s\n", c.Route, c.Server, c.Streams, c.Conns,
-			c.FastConn, c.Read, c.ConnWindow, c.Runs, c.Excluded, c.Complete, c.Cut, c.Reset, lab.Num(c.ResetAfterS, 2), c.Failed, lab.Num(c.Workers, 0), lab.Num(c.AppHeldMax, 0), c.AppComplete,
-			lab.Num(c.ProxyMemPeakMiB, 1), lab.Num(c.TempPeakMiB, 1), fmt.Sprintf("%d/%d", c.FastOK, c.FastPlanned), lab.Num(c.P50MS, 1), lab.Num(c.P95MS, 1))
-	}
-	fmt.Fprintln(w, "streams: slow HTTP/2 streams reading /large, on one connection or a connection each (conns); fast_conn: /fast on its own")
-	fmt.Fprintln(w, "connection (separate) or on the slow streams' first (shared); read: paced at slow.rate, or stalled with the window closed;")
-	fmt.Fprintln(w, "conn_window: the client connections' flow-control window, shared by their streams;")
-	fmt.Fprintln(w, "complete/cut/reset/failed: streams read whole, still open at the end of the hold (the client reset them), reset by the")
-	fmt.Fprintln(w, "proxy (its send_timeout; reset_after_s: when, from the request), or ended otherwise;")
-	fmt.Fprintln(w, "workers: the app's worker slots; app_held: the most slow responses the app was writing at once (its send log, every 200 ms);")
-	fmt.Fprintln(w, "app_complete: slow responses the app handed over whole; proxy_mem_mib, temp_peak_mib: the proxy's memory and temp files at peak")
+// conditionsTable is the conditions table, printed by the CLI and drawn
+// in the report.
+var conditionsTable = report.Table[Summary]{
+	Caption: "h2-slow-client conditions (" + runFile + "), over the ok runs: the streams' outcomes, the most slow " +
+		"responses the app was writing at once against its workers, what it handed over whole, the proxy's memory and temp files, and /fast.",
+	Legend: []string{
+		"streams: slow HTTP/2 streams reading /large, on one connection or a connection each (conns); fast_conn: /fast on its own",
+		"connection (separate) or on the slow streams' first (shared); read: paced at slow.rate, or stalled with the window closed;",
+		"conn_window: the client connections' flow-control window, shared by their streams;",
+		"complete/cut/reset/failed: streams read whole, still open at the end of the hold (the client reset them), reset by the",
+		"proxy (its send_timeout; reset_after_s: when, from the request), or ended otherwise;",
+		"workers: the app's worker slots; app_held: the most slow responses the app was writing at once (its send log, every 200 ms);",
+		"app_complete: slow responses the app handed over whole; proxy_mem_mib, temp_peak_mib: the proxy's memory and temp files at peak",
+	},
+	Cols: []report.Column[Summary]{
+		report.Col("route", func(c *Summary) report.Cell { return report.Text(c.Route) }),
+		report.Col("server", func(c *Summary) report.Cell { return report.Text(c.Server) }),
+		report.Col("streams", func(c *Summary) report.Cell { return report.Int(c.Streams) }),
+		report.Col("conns", func(c *Summary) report.Cell { return report.Int(c.Conns) }),
+		report.Col("fast_conn", func(c *Summary) report.Cell { return report.Text(c.FastConn) }),
+		report.Col("read", func(c *Summary) report.Cell { return report.Text(c.Read) }),
+		report.Col("conn_window", func(c *Summary) report.Cell { return report.Int(int(c.ConnWindow)) }),
+		report.Col("runs", func(c *Summary) report.Cell { return report.Int(c.Runs) }),
+		report.Col("excluded", func(c *Summary) report.Cell { return report.Int(c.Excluded) }),
+		report.Col("complete", func(c *Summary) report.Cell { return report.Int(c.Complete) }),
+		report.Col("cut", func(c *Summary) report.Cell { return report.Int(c.Cut) }),
+		report.Col("reset", func(c *Summary) report.Cell { return report.Int(c.Reset) }),
+		report.Col("reset_after_s", func(c *Summary) report.Cell { return report.Opt(c.ResetAfterS, report.Decimals(2)) }),
+		report.Col("failed", func(c *Summary) report.Cell { return report.Int(c.Failed) }),
+		report.Col("workers", func(c *Summary) report.Cell { return report.Opt(c.Workers, report.Decimals(0)) }),
+		report.Col("app_held", func(c *Summary) report.Cell { return report.Opt(c.AppHeldMax, report.Decimals(0)) }),
+		report.Col("app_complete", func(c *Summary) report.Cell { return report.Int(c.AppComplete) }),
+		report.Col("proxy_mem_mib", func(c *Summary) report.Cell { return report.Opt(c.ProxyMemPeakMiB, report.Decimals(1)) }),
+		report.Col("temp_peak_mib", func(c *Summary) report.Cell { return report.Opt(c.TempPeakMiB, report.Decimals(1)) }),
+		report.Col("fast_ok", func(c *Summary) report.Cell {
+			return report.Cell{Text: fmt.Sprintf("%d/%d", c.FastOK, c.FastPlanned), Num: true}
+		}),
+		report.Col("fast_p50_ms", func(c *Summary) report.Cell { return report.Opt(c.P50MS, report.Decimals(1)) }),
+		report.Col("fast_p95_ms", func(c *Summary) report.Cell { return report.Opt(c.P95MS, report.Decimals(1)) }),
+	},
 }
+
+// Section is the h2-slow-client section of the report, which the
+// registration carries.
+var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, error) {
+	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
+	if err != nil {
+		return nil, err
+	}
+	p := report.NewPart(Name, "Slow readers over HTTP/2 read /large through the proxy, slow by flow control (each stream's window), while /fast runs "+
+		"on its open-loop schedule over HTTP/2, on its own connection or on the slow streams' first. The proxy speaks HTTP/1.1 to "+
+		"the app with one upstream connection per stream: with buffering off each slow stream holds an app worker, so one "+
+		"connection's streams can hold them all.")
+	report.AddTable(p, &conditionsTable, Summarize(runs))
+	return p, nil
+})

@@ -5,7 +5,6 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
@@ -13,14 +12,14 @@ import (
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 12, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
-		Report: report.H2SlowClient, Files: resultsFiles, Smoke: smoke,
+		Report: Section, Files: resultsFiles, Smoke: smoke,
 		Summary:  "slow readers over HTTP/2 through the proxy: the workers one connection's streams hold, /fast on their connection, a stalled stream's end",
 		Shared:   lab.SharedAll,
 		External: "starts its own stack (its routes put an HTTP/2 proxy in front of the app)"})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{recorder.FileName[recorder.H2Stream](), recorder.FileName[recorder.H2Run](),
+var resultsFiles = []string{streamFile, runFile,
 	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first

@@ -19,7 +19,7 @@ import (
 
 // files are the open results files of a session: h2-streams.csv,
 // h2-runs.csv, requests.csv and resource-samples.csv.
-type files = lab.RunFiles[recorder.H2Stream, recorder.H2Run]
+type files = lab.RunFiles[Stream, RunRow]
 
 // heldEvery is how often a run reads the app's send log for the slow
 // responses it is writing.
@@ -33,7 +33,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RefuseExternal(c); err != nil {
 		return nil, err
 	}
-	return lab.Plan[RunSpec, recorder.H2Stream, recorder.H2Run]{
+	return lab.Plan[RunSpec, Stream, RunRow]{
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(), nil },
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
 		Measure:  c.measure,
@@ -42,7 +42,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.H2Run) string {
+func runLine(r RunRow) string {
 	return fmt.Sprintf("streams %d complete, %d cut, %d reset, %d failed; app held %s of %s workers; fast %d/%d ok, p95 %s ms  [%s]",
 		r.Complete, r.Cut, r.Reset, r.Failed, lab.Num(r.AppHeldMax, 0), lab.Num(r.Workers, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1),
 		lab.StatusText(r.Status, r.Reason))
@@ -51,8 +51,8 @@ func runLine(r recorder.H2Run) string {
 // measure performs one run: a fresh stack, the slow streams and the /fast
 // schedule over HTTP/2, the app's held responses sampled, then the
 // verdict. Its error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.H2Run, error) {
-	run := recorder.H2Run{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
 		Conns: 1, FastConn: spec.Fast, Read: spec.Read, StreamWindow: int64(c.Slow.StreamWindow), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.Conns == ConnsEach {
 		run.Conns = spec.Streams
@@ -80,7 +80,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	fr.Start(t0, f.Resources)
 	l := c.load(ctx, env, fr.Running, spec, &run, conns, t0, f)
 	res, sampErr := fr.Sampled(time.Now())
-	run = recorder.SummarizeH2Run(run, l.reqs, l.streams)
+	run = SummarizeRun(run, l.reqs, l.streams)
 	run.AppHeldMax, run.AppComplete = l.heldMax, l.appComplete
 	run.ProxyMemPeakMiB, run.TempPeakMiB = recorder.MemoryPeakMiB(res.Proxy), res.TempPeakMiB
 	streams := ""
@@ -120,7 +120,7 @@ func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWi
 
 // loaded is what a run's load measured.
 type loaded struct {
-	streams     []recorder.H2Stream
+	streams     []Stream
 	reqs        []recorder.Request
 	heldMax     recorder.Maybe
 	appComplete int
@@ -133,7 +133,7 @@ type loaded struct {
 // responses the app is still writing, and a moment later the streams
 // still open are cut (reset by their reader), so the app's workers are
 // free again and /fast's last requests end.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.H2Run, conns []*loadgen.H2Conn,
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, conns []*loadgen.H2Conn,
 	t0 time.Time, f *files) loaded {
 	var l loaded
 	read := loadgen.H2Read{Rate: float64(c.Slow.Rate)}
@@ -227,19 +227,19 @@ func sampleHeld(ctx context.Context, running *stack.Running, ids []string, l *lo
 // streamRow is one slow stream's row: cut says the run closed its
 // connection at the hold's end, held that the app was still writing its
 // response then.
-func streamRow(run recorder.H2Run, stream, conn int, r loadgen.H2Result, cut, held bool) recorder.H2Stream {
-	row := recorder.H2Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep, Stream: stream, Conn: conn,
+func streamRow(run RunRow, stream, conn int, r loadgen.H2Result, cut, held bool) Stream {
+	row := Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep, Stream: stream, Conn: conn,
 		Status: r.Status, Bytes: r.Bytes, TotalS: r.Total.Seconds(), AppHeld: held}
 	if r.Status > 0 {
 		row.FirstByteMS = recorder.Some(float64(r.FirstByte.Microseconds()) / 1e3)
 	}
 	switch {
 	case r.Complete:
-		row.Outcome = recorder.H2Complete
+		row.Outcome = OutcomeComplete
 	case cut:
-		row.Outcome = recorder.H2Cut
+		row.Outcome = OutcomeCut
 	case errors.As(r.Err, new(loadgen.H2ResetError)):
-		row.Outcome = recorder.H2Reset
+		row.Outcome = OutcomeReset
 	case r.Err != nil:
 		row.Outcome = loadgen.ErrorReason(r.Err)
 	default:
