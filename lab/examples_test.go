@@ -10,6 +10,7 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	_ "github.com/slowlab/slowlab/lab/experiments"
+	"github.com/slowlab/slowlab/report"
 )
 
 // TestMain builds the slowlab binary the lab starts as its children.
@@ -40,7 +41,8 @@ func TestSmokeEveryExperiment(t *testing.T) {
 // Every shipped example loads, validates and runs, reduced to a few
 // seconds by its experiment's registered Smoke, on the stack it names (resolved as `slowlab run` does), and
 // every run ends ok and writes the results files its registration
-// names: an example cannot rot. Two run at once (each on its
+// names, and its report section draws at least one figure: an example
+// cannot rot. Two run at once (each on its
 // own ports, cgroups and results directory), which halves the suite's
 // longest test.
 func TestExamplesRun(t *testing.T) {
@@ -84,6 +86,14 @@ func TestExamplesRun(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(env.Out, name)); err != nil {
 					t.Errorf("%s registers %s: %v", e.Name, name, err)
 				}
+			}
+			// Its report section draws its finding: at least one figure.
+			rep, err := report.Write(env.Out, []report.Section{e.Report})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Figures) == 0 {
+				t.Errorf("%s: report.html has no figure (notes: %q)", e.Name, rep.Notes)
 			}
 		})
 	}

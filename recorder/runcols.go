@@ -40,3 +40,27 @@ func FastCols[T any](of func(*T) FastRun) []Column[T] {
 		Col("max_ms", usOfMS, func(r *T) any { return of(r).Max }),
 	}
 }
+
+// FastOver is /fast over a condition's ok runs, as every conditions
+// table shows it: the requests planned and ok summed, p50 and p95 the
+// medians of the runs' values, and the range of their p95.
+type FastOver struct {
+	FastPlanned, FastOK              int
+	P50MS, P95MS, P95MinMS, P95MaxMS Maybe
+}
+
+// SummarizeFast is FastOver of runs (the caller passes the ok ones), whose
+// /fast columns of points at.
+func SummarizeFast[T any](runs []T, of func(*T) FastRun) FastOver {
+	var f FastOver
+	var p50, p95 []float64
+	for i := range runs {
+		r := of(&runs[i])
+		f.FastPlanned += *r.Planned
+		f.FastOK += *r.OK
+		p50, p95 = AppendValid(p50, *r.P50), AppendValid(p95, *r.P95)
+	}
+	f.P50MS, f.P95MS = Some(Median(p50)), Some(Median(p95))
+	f.P95MinMS, f.P95MaxMS = Some(minimum(p95)), Some(NearestRank(p95, 100))
+	return f
+}

@@ -7,18 +7,32 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/slowlab/slowlab/recorder"
 )
 
-// latencyRow is one condition of a /fast latency figure: its p95 (mid, the
-// median over its ok runs, and lo to hi, their range) and its p50, in ms.
-type latencyRow struct {
-	label            string
-	mid, lo, hi, p50 float64
+// LatencyRow is one condition of a /fast latency figure, in ms: its p95
+// (the median over its ok runs, and P95Min to P95Max, their range) and its
+// p50.
+type LatencyRow struct {
+	Label                    string
+	P95, P95Min, P95Max, P50 float64
+}
+
+// AddFastLatency adds to the part a figure of each row's /fast p95 (point
+// and range) and p50 on a log axis, a line per condition, with caption;
+// a note instead when there is no row.
+func (p *Part) AddFastLatency(name, title, caption string, rows []LatencyRow) {
+	if f := fastLatencyFigure(name, title, 9*vg.Inch, rows, caption); f != nil {
+		p.s.addFigure(f)
+		return
+	}
+	p.Skip("%s: no condition has an ok run with /fast measured; no figure.", title)
 }
 
 // fastLatencyFigure draws each row's p95 (point and range) and p50 on a log
 // axis, a line per condition; nil when there is no row.
-func fastLatencyFigure(name, title string, width vg.Length, rows []latencyRow, caption string) *figure {
+func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, caption string) *figure {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -26,9 +40,9 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []latencyRow, c
 	labels := make([]string, len(rows))
 	var mid, low, high []float64
 	for i, r := range rows {
-		labels[i] = r.label
-		mid, low, high = append(mid, r.mid), append(low, r.lo), append(high, r.hi)
-		lo, hi = math.Min(lo, r.p50), math.Max(hi, r.hi)
+		labels[i] = r.Label
+		mid, low, high = append(mid, r.P95), append(low, r.P95Min), append(high, r.P95Max)
+		lo, hi = math.Min(lo, r.P50), math.Max(hi, r.P95Max)
 	}
 	f := &figure{name: name, title: title, width: width, height: rowsHeight(len(rows))}
 	p := newPlot(f.title, "/fast latency (ms, log scale)", "condition")
@@ -46,7 +60,7 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []latencyRow, c
 	f.addSeries("p95", len(pts.XYs))
 	var xys plotter.XYs
 	for i, r := range rows {
-		xys = append(xys, plotter.XY{X: r.p50, Y: ys[i]})
+		xys = append(xys, plotter.XY{X: r.P50, Y: ys[i]})
 	}
 	m := marks(xys, colorAt(1), draw.BoxGlyph{})
 	p.Add(m)
@@ -57,4 +71,26 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []latencyRow, c
 	f.panels = []*plot.Plot{p}
 	f.caption = caption
 	return f
+}
+
+// LatencyOf is the /fast latency figure's row of the condition labelled
+// label; false when its p95 or p50 was not measured (no ok run).
+func LatencyOf(label string, f recorder.FastOver) (LatencyRow, bool) {
+	r := LatencyRow{label, f.P95MS.Value, f.P95MinMS.Value, f.P95MaxMS.Value, f.P50MS.Value}
+	ok := f.P95MS.Valid && f.P95MinMS.Valid && f.P95MaxMS.Valid && f.P50MS.Valid
+	return r, ok && !math.IsNaN(r.P95) && !math.IsNaN(r.P50)
+}
+
+// AddFastLatencyOf adds the /fast latency figure of conds, each named by
+// label and measured by its FastOver (fast): conditions without an ok run
+// are left out, and said so in the caption.
+func AddFastLatencyOf[S any](p *Part, name, title string, conds []S, label func(*S) string, fast func(*S) *recorder.FastOver) {
+	var rows []LatencyRow
+	for i := range conds {
+		if r, ok := LatencyOf(label(&conds[i]), *fast(&conds[i])); ok {
+			rows = append(rows, r)
+		}
+	}
+	p.AddFastLatency(name, title, "/fast p95 per condition (the median over its ok runs, the bar their range) and p50 (the median of "+
+		"the runs' p50), in ms on a log axis; conditions without an ok run are left out.", rows)
 }

@@ -96,10 +96,10 @@ func buildSlowUpload(dir string) (*section, error) {
 // uploadP95Figure draws each condition's /fast p95 (median over ok runs,
 // with its range) and p50, on a log axis; nil when nothing can be drawn.
 func uploadP95Figure(conds []recorder.UploadCondition) *figure {
-	var rows []latencyRow
+	var rows []LatencyRow
 	for _, c := range conds {
 		if c.P95MinMS.Valid && c.P95MinMS.Value > 0 && c.P50MS.Valid && c.P50MS.Value > 0 {
-			rows = append(rows, latencyRow{uploadLabel(c), c.P95MS.Value, c.P95MinMS.Value, c.P95MaxMS.Value, c.P50MS.Value})
+			rows = append(rows, LatencyRow{uploadLabel(c), c.P95MS.Value, c.P95MinMS.Value, c.P95MaxMS.Value, c.P50MS.Value})
 		}
 	}
 	return fastLatencyFigure("upload-fast-p95", "/fast latency under slow uploads", 8*vg.Inch, rows,

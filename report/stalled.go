@@ -257,7 +257,7 @@ func addStalledMarks(f *figure, p *plot.Plot, d *stalledData, rows []int, ys []f
 // runs, with their range) and p50 (median), on a log axis; nil when
 // nothing can be drawn.
 func stalledP95Figure(d *stalledData) *figure {
-	var rows []latencyRow
+	var rows []LatencyRow
 	for i, c := range d.conds {
 		var p95s []float64
 		for _, r := range d.okRuns[i] {
@@ -268,7 +268,7 @@ func stalledP95Figure(d *stalledData) *figure {
 		if len(p95s) == 0 || !c.P95MS.Valid || !c.P50MS.Valid || c.P50MS.Value <= 0 || slices.Min(p95s) <= 0 {
 			continue
 		}
-		rows = append(rows, latencyRow{stalledLabel(c), c.P95MS.Value, slices.Min(p95s), slices.Max(p95s), c.P50MS.Value})
+		rows = append(rows, LatencyRow{stalledLabel(c), c.P95MS.Value, slices.Min(p95s), slices.Max(p95s), c.P50MS.Value})
 	}
 	return fastLatencyFigure("stalled-fast-p95", "/fast latency beside stalled readers", 9*vg.Inch, rows,
 		"/fast latency (ok responses) per condition: p95 = nearest-rank 95th percentile of a run, point = "+

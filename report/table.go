@@ -170,3 +170,16 @@ func (t *Table[R]) WriteText(w io.Writer, rows []R) {
 		fmt.Fprintln(w, l)
 	}
 }
+
+// FastCols are a conditions table's /fast columns, from the FastOver of
+// each row: fast_ok (ok of planned), fast_p50_ms and fast_p95_ms.
+func FastCols[R any](of func(*R) *recorder.FastOver) []Column[R] {
+	return []Column[R]{
+		Col("fast_ok", func(r *R) Cell {
+			f := of(r)
+			return Cell{Text: strconv.Itoa(f.FastOK) + "/" + strconv.Itoa(f.FastPlanned), Num: true}
+		}),
+		Col("fast_p50_ms", func(r *R) Cell { return Opt(of(r).P50MS, Decimals(1)) }),
+		Col("fast_p95_ms", func(r *R) Cell { return Opt(of(r).P95MS, Decimals(1)) }),
+	}
+}

@@ -79,3 +79,38 @@ func TestTableDeclaredOnce(t *testing.T) {
 		t.Errorf("report %+v: want the pets section and its note", rep)
 	}
 }
+
+// TestFastLatencyLeavesOutUnmeasured: a condition without an ok run has
+// no /fast latency and no row of the figure; with none measured the part
+// says so instead of drawing an empty figure.
+func TestFastLatencyLeavesOutUnmeasured(t *testing.T) {
+	measured := recorder.FastOver{FastPlanned: 8, FastOK: 8, P50MS: recorder.Some(2), P95MS: recorder.Some(9), P95MinMS: recorder.Some(8), P95MaxMS: recorder.Some(11)}
+	if r, ok := report.LatencyOf("a", measured); !ok || r != (report.LatencyRow{Label: "a", P95: 9, P95Min: 8, P95Max: 11, P50: 2}) {
+		t.Errorf("measured: %+v %v", r, ok)
+	}
+	if _, ok := report.LatencyOf("b", recorder.FastOver{FastPlanned: 8}); ok {
+		t.Error("a condition without an ok run has a row")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pets.csv"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		conds   []recorder.FastOver
+		figures int
+	}{{[]recorder.FastOver{measured, {}}, 1}, {[]recorder.FastOver{{}}, 0}} {
+		sec := report.NewSection("pets", "pets.csv", func(string) (*report.Part, error) {
+			p := report.NewPart("pets", "")
+			report.AddFastLatencyOf(p, "pets-fast", "/fast beside pets", tc.conds,
+				func(*recorder.FastOver) string { return "pet" }, func(f *recorder.FastOver) *recorder.FastOver { return f })
+			return p, nil
+		})
+		rep, err := report.Write(dir, []report.Section{sec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Figures) != tc.figures || (tc.figures == 0) != slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "no figure") }) {
+			t.Errorf("%d conditions: %d figures, notes %q: want %d figures, a note without one", len(tc.conds), len(rep.Figures), rep.Notes, tc.figures)
+		}
+	}
+}

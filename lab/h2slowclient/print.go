@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
@@ -32,7 +33,7 @@ var conditionsTable = report.Table[Summary]{
 		"workers: the app's worker slots; app_held: the most slow responses the app was writing at once (its send log, every 200 ms);",
 		"app_complete: slow responses the app handed over whole; proxy_mem_mib, temp_peak_mib: the proxy's memory and temp files at peak",
 	},
-	Cols: []report.Column[Summary]{
+	Cols: slices.Concat([]report.Column[Summary]{
 		report.Col("route", func(c *Summary) report.Cell { return report.Text(c.Route) }),
 		report.Col("server", func(c *Summary) report.Cell { return report.Text(c.Server) }),
 		report.Col("streams", func(c *Summary) report.Cell { return report.Int(c.Streams) }),
@@ -52,12 +53,9 @@ var conditionsTable = report.Table[Summary]{
 		report.Col("app_complete", func(c *Summary) report.Cell { return report.Int(c.AppComplete) }),
 		report.Col("proxy_mem_mib", func(c *Summary) report.Cell { return report.Opt(c.ProxyMemPeakMiB, report.Decimals(1)) }),
 		report.Col("temp_peak_mib", func(c *Summary) report.Cell { return report.Opt(c.TempPeakMiB, report.Decimals(1)) }),
-		report.Col("fast_ok", func(c *Summary) report.Cell {
-			return report.Cell{Text: fmt.Sprintf("%d/%d", c.FastOK, c.FastPlanned), Num: true}
-		}),
-		report.Col("fast_p50_ms", func(c *Summary) report.Cell { return report.Opt(c.P50MS, report.Decimals(1)) }),
-		report.Col("fast_p95_ms", func(c *Summary) report.Cell { return report.Opt(c.P95MS, report.Decimals(1)) }),
 	},
+		report.FastCols(fastOver),
+	),
 }
 
 // Section is the h2-slow-client section of the report, which the
@@ -71,6 +69,17 @@ var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, e
 		"on its open-loop schedule over HTTP/2, on its own connection or on the slow streams' first. The proxy speaks HTTP/1.1 to "+
 		"the app with one upstream connection per stream: with buffering off each slow stream holds an app worker, so one "+
 		"connection's streams can hold them all.")
-	report.AddTable(p, &conditionsTable, Summarize(runs))
+	conds := Summarize(runs)
+	report.AddTable(p, &conditionsTable, conds)
+	report.AddFastLatencyOf(p, Name+"-fast-p95", "/fast latency beside slow HTTP/2 streams", conds, label, fastOver)
 	return p, nil
 })
+
+// label names a condition in the figure: route, server, streams on
+// their connections, /fast's connection and how the streams read.
+func label(c *Summary) string {
+	return fmt.Sprintf("%s %s ×%d on %d conn, /fast %s, %s", c.Route, c.Server, c.Streams, c.Conns, c.FastConn, c.Read)
+}
+
+// fastOver points at a condition's /fast summary.
+func fastOver(c *Summary) *recorder.FastOver { return &c.FastOver }

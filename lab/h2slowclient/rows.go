@@ -125,9 +125,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 		recorder.Col("proxy_mem_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyMemPeakMiB }),
 		recorder.Col("temp_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempPeakMiB }),
 	},
-	recorder.FastCols(func(r *RunRow) recorder.FastRun {
-		return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
-	}),
+	recorder.FastCols(fastOf),
 )...)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
@@ -171,8 +169,7 @@ type Summary struct {
 	AppComplete         int
 	ProxyMemPeakMiB     recorder.Maybe
 	TempPeakMiB         recorder.Maybe
-	FastPlanned, FastOK int
-	P50MS, P95MS        recorder.Maybe
+	recorder.FastOver
 }
 
 // Summarize folds runs into one Summary per (route,
@@ -197,7 +194,8 @@ func Summarize(runs []RunRow) []Summary {
 	var rows []Summary
 	for _, k := range keys {
 		row := Summary{Route: k.route, Server: k.server, Streams: k.streams, Conns: k.conns, FastConn: k.fastConn, Read: k.read, ConnWindow: k.connWindow}
-		var held, mem, temp, p50, p95, resetAfter []float64
+		var held, mem, temp, resetAfter []float64
+		var ok []RunRow
 		for _, r := range groups[k] {
 			if r.Status != recorder.RunOK {
 				row.Excluded++
@@ -210,14 +208,13 @@ func Summarize(runs []RunRow) []Summary {
 			row.Failed += r.Failed
 			resetAfter = recorder.AppendValid(resetAfter, r.ResetAfterS)
 			row.AppComplete += r.AppComplete
-			row.FastPlanned += r.FastPlanned
-			row.FastOK += r.FastOK
+			ok = append(ok, r)
 			row.Workers = r.Workers
 			held, mem, temp = recorder.AppendValid(held, r.AppHeldMax), recorder.AppendValid(mem, r.ProxyMemPeakMiB), recorder.AppendValid(temp, r.TempPeakMiB)
-			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
 		}
 		row.AppHeldMax, row.ProxyMemPeakMiB, row.TempPeakMiB = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(mem, 100)), recorder.Some(recorder.NearestRank(temp, 100))
-		row.P50MS, row.P95MS, row.ResetAfterS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95)), recorder.Some(recorder.Median(resetAfter))
+		row.ResetAfterS = recorder.Some(recorder.Median(resetAfter))
+		row.FastOver = recorder.SummarizeFast(ok, fastOf)
 		rows = append(rows, row)
 	}
 	return rows
@@ -226,4 +223,9 @@ func Summarize(runs []RunRow) []Summary {
 // VerdictFields implements recorder.RunRow.
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
+}
+
+// fastOf points at a run row's /fast columns.
+func fastOf(r *RunRow) recorder.FastRun {
+	return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
 }

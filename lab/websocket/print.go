@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
@@ -34,7 +35,7 @@ var conditionsTable = report.Table[Summary]{
 		"messages, delay_p95_ms: what consumers read and the worst delivery delay; app_mem_mib, app_rss_mib: the app cgroup's and",
 		"processes' largest memory, and oom_kills the app processes the kernel killed for memory, over every run (a killed run is excluded)",
 	},
-	Cols: []report.Column[Summary]{
+	Cols: slices.Concat([]report.Column[Summary]{
 		report.Col("route", func(c *Summary) report.Cell { return report.Text(c.Route) }),
 		report.Col("server", func(c *Summary) report.Cell { return report.Text(c.Server) }),
 		report.Col("mode", func(c *Summary) report.Cell { return report.Text(c.Mode) }),
@@ -61,12 +62,9 @@ var conditionsTable = report.Table[Summary]{
 		report.Col("app_mem_mib", func(c *Summary) report.Cell { return report.Opt(c.AppMemPeakMiB, report.Decimals(1)) }),
 		report.Col("app_rss_mib", func(c *Summary) report.Cell { return report.Opt(c.AppRSSPeakMiB, report.Decimals(1)) }),
 		report.Col("oom_kills", func(c *Summary) report.Cell { return report.Int(c.AppOOMKills) }),
-		report.Col("fast_ok", func(c *Summary) report.Cell {
-			return report.Cell{Text: fmt.Sprintf("%d/%d", c.FastOK, c.FastPlanned), Num: true}
-		}),
-		report.Col("fast_p50_ms", func(c *Summary) report.Cell { return report.Opt(c.P50MS, report.Decimals(1)) }),
-		report.Col("fast_p95_ms", func(c *Summary) report.Cell { return report.Opt(c.P95MS, report.Decimals(1)) }),
 	},
+		report.FastCols(fastOver),
+	),
 }
 
 // orDash is s, or "-" when s is empty.
@@ -95,6 +93,27 @@ var Section = report.NewSection(Name, runsFile, func(dir string) (*report.Part, 
 		"whatever serves it for its whole life: a sync worker, a thread, or nothing but memory on an event loop; through a "+
 		"proxy it is a tunnel with its own upstream connection. An app that cannot hold one (a WSGI app on Gunicorn) refuses "+
 		"the upgrade.")
-	report.AddTable(p, &conditionsTable, Summarize(runs))
+	conds := Summarize(runs)
+	report.AddTable(p, &conditionsTable, conds)
+	report.AddFastLatencyOf(p, Name+"-fast-p95", "/fast latency beside held WebSockets", conds, label, fastOver)
 	return p, nil
 })
+
+// label names a condition in the figure: route, server, sockets and
+// mode, with its queue, ping and proxy_read_timeout where set.
+func label(c *Summary) string {
+	l := fmt.Sprintf("%s %s ×%d %s", c.Route, c.Server, c.Sockets, c.Mode)
+	if c.Queue != "" {
+		l += " " + c.Queue
+	}
+	if c.PingS > 0 {
+		l += fmt.Sprintf(" ping %gs", c.PingS)
+	}
+	if c.ReadTimeoutS > 0 {
+		l += fmt.Sprintf(" timeout %gs", c.ReadTimeoutS)
+	}
+	return l
+}
+
+// fastOver points at a condition's /fast summary.
+func fastOver(c *Summary) *recorder.FastOver { return &c.FastOver }

@@ -135,9 +135,7 @@ var runSchema = recorder.NewSchema(runsFile, slices.Concat(
 		recorder.Col("held_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.HeldMax }),
 		recorder.Col("workers_holding_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkersHoldingMax }),
 	},
-	recorder.FastCols(func(r *RunRow) recorder.FastRun {
-		return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
-	}),
+	recorder.FastCols(fastOf),
 )...)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
@@ -192,8 +190,7 @@ type Summary struct {
 	Slots, Workers               recorder.Maybe
 	HeldMax                      recorder.Maybe
 	WorkersHoldingMax            recorder.Maybe
-	FastPlanned, FastOK          int
-	P50MS, P95MS                 recorder.Maybe
+	recorder.FastOver
 }
 
 // Summarize folds runs into one Summary per (route,
@@ -218,7 +215,8 @@ func Summarize(runs []RunRow) []Summary {
 	var rows []Summary
 	for _, k := range keys {
 		row := Summary{Route: k.route, Server: k.server, Sockets: k.sockets, Mode: k.mode, Queue: k.queue, PingS: k.ping, ReadTimeoutS: k.readTimeout}
-		var held, holding, p50, p95, life, delay, mem, rss []float64
+		var held, holding, life, delay, mem, rss []float64
+		var ok []RunRow
 		for _, r := range groups[k] {
 			if r.AppOOMKills.Valid {
 				row.AppOOMKills += int(r.AppOOMKills.Value)
@@ -232,11 +230,9 @@ func Summarize(runs []RunRow) []Summary {
 			row.Opened += r.Opened
 			row.Held += r.Held
 			row.Refused += r.Refused
-			row.FastPlanned += r.FastPlanned
-			row.FastOK += r.FastOK
+			ok = append(ok, r)
 			row.Slots, row.Workers = r.Slots, r.Workers
 			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)
-			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
 			life = recorder.AppendValid(life, r.LifetimeP50S)
 			row.Messages += r.Messages
 			delay = recorder.AppendValid(delay, r.DelayP95MS)
@@ -245,7 +241,7 @@ func Summarize(runs []RunRow) []Summary {
 		row.AppMemPeakMiB, row.AppRSSPeakMiB = recorder.Some(recorder.NearestRank(mem, 100)), recorder.Some(recorder.NearestRank(rss, 100))
 		row.LifetimeP50S = recorder.Some(recorder.Median(life))
 		row.HeldMax, row.WorkersHoldingMax = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(holding, 100))
-		row.P50MS, row.P95MS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95))
+		row.FastOver = recorder.SummarizeFast(ok, fastOf)
 		rows = append(rows, row)
 	}
 	return rows
@@ -254,4 +250,9 @@ func Summarize(runs []RunRow) []Summary {
 // VerdictFields implements recorder.RunRow.
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
+}
+
+// fastOf points at a run row's /fast columns.
+func fastOf(r *RunRow) recorder.FastRun {
+	return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
 }
