@@ -72,9 +72,9 @@ type RunMeta struct {
 	FastPlanned          int
 }
 
-// okRequest reports whether r counts toward the latency percentiles: a
+// OKRequest reports whether r counts toward the latency percentiles: a
 // response arrived with a 2xx or 3xx status and nothing failed.
-func okRequest(r Request) bool {
+func OKRequest(r Request) bool {
 	return r.Status >= 200 && r.Status <= 399 && r.Error == ""
 }
 
@@ -100,7 +100,7 @@ func SummarizeRun(meta RunMeta, reqs []Request, larges []LargeResponse) Run {
 		}
 		run.FastSent++
 		lags = append(lags, r.ScheduleLagMS)
-		if okRequest(r) {
+		if OKRequest(r) {
 			run.FastOK++
 			latencies = append(latencies, r.LatencyMS)
 		}

@@ -12,7 +12,6 @@
 //   - buffer-sweep: sweep.csv (its cells), with runs.csv,
 //     large-responses.csv and hops.csv;
 //   - slow-upload: uploads.csv, upload-runs.csv;
-//   - idle-connections: idle-conns.csv, idle-runs.csv;
 //   - stalled-reader: stalled-downloads.csv, stalled-runs.csv;
 //   - sse: sse-events.csv, sse-streams.csv, sse-runs.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
@@ -29,8 +28,8 @@
 // (requests.go, runs.go, gap.go, ...) and implements Row, which is all the
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
 // ReadFile need. An experiment's package declares its own rows the same
-// way (NewSchema, Col, StatusCols, FastCols), as lab/websocket and
-// lab/h2slowclient do, and
+// way (NewSchema, Col, StatusCols, FastCols), as lab/websocket,
+// lab/h2slowclient and lab/idleconn do, and
 // tests them with package recordertest; the row contract's checks
 // (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //

@@ -104,3 +104,15 @@ func (p *peak) add(v Maybe) {
 		p.max = v
 	}
 }
+
+// PeakOf is the largest value of a column among component's samples
+// (None when none was measured).
+func PeakOf(samples []ResourceSample, component string, value func(ResourceSample) Maybe) Maybe {
+	var peak Maybe
+	for _, s := range samples {
+		if v := value(s); s.Component == component && v.Valid && (!peak.Valid || v.Value > peak.Value) {
+			peak = v
+		}
+	}
+	return peak
+}

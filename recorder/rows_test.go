@@ -39,8 +39,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
 	t.Run("uploads", recordertest.RoundTrip[recorder.Upload])
 	t.Run("upload-runs", recordertest.RoundTrip[recorder.UploadRun])
-	t.Run("idle-conns", recordertest.RoundTrip[recorder.IdleConn])
-	t.Run("idle-runs", recordertest.RoundTrip[recorder.IdleRun])
 	t.Run("stalled-downloads", recordertest.RoundTrip[recorder.StalledDownload])
 	t.Run("stalled-runs", recordertest.RoundTrip[recorder.StalledRun])
 	t.Run("sse-events", recordertest.RoundTrip[recorder.SSEEvent])
@@ -68,8 +66,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.SweepCell](t)
 	recordertest.Coverage[recorder.Upload](t)
 	recordertest.Coverage[recorder.UploadRun](t)
-	recordertest.Coverage[recorder.IdleConn](t)
-	recordertest.Coverage[recorder.IdleRun](t)
 	recordertest.Coverage[recorder.StalledDownload](t)
 	recordertest.Coverage[recorder.StalledRun](t)
 	recordertest.Coverage[recorder.SSEEvent](t)
@@ -94,8 +90,6 @@ func FuzzReadHops(f *testing.F)             { recordertest.FuzzRead[recorder.Hop
 func FuzzReadSweep(f *testing.F)            { recordertest.FuzzRead[recorder.SweepCell](f) }
 func FuzzReadUploads(f *testing.F)          { recordertest.FuzzRead[recorder.Upload](f) }
 func FuzzReadUploadRuns(f *testing.F)       { recordertest.FuzzRead[recorder.UploadRun](f) }
-func FuzzReadIdleConns(f *testing.F)        { recordertest.FuzzRead[recorder.IdleConn](f) }
-func FuzzReadIdleRuns(f *testing.F)         { recordertest.FuzzRead[recorder.IdleRun](f) }
 func FuzzReadStalledDownloads(f *testing.F) { recordertest.FuzzRead[recorder.StalledDownload](f) }
 func FuzzReadStalledRuns(f *testing.F)      { recordertest.FuzzRead[recorder.StalledRun](f) }
 func FuzzReadSSEEvents(f *testing.F)        { recordertest.FuzzRead[recorder.SSEEvent](f) }

@@ -131,8 +131,8 @@ func TestAssessFigureFailedLevel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := writeOnly(t, assessDir(t, slowReadersFailed(t, tc.timeout)), "assess")
 			f := figureByName(t, rep, "assess-levels")
-			if f.Series != 3 || f.points[0] != 2 {
-				t.Errorf("%d series, points %v; want slow-readers at both its levels", f.Series, f.points)
+			if f.Series != 3 || f.Points[0] != 2 {
+				t.Errorf("%d series, points %v; want slow-readers at both its levels", f.Series, f.Points)
 			}
 			data, err := os.ReadFile(filepath.Join(rep.Dir, "figures", "assess-levels.svg"))
 			if err != nil {

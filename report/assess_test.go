@@ -39,8 +39,8 @@ func assessDir(t *testing.T, edit func(string) string) string {
 // were held.
 func TestWriteAssess(t *testing.T) {
 	rep := writeOnly(t, assessDir(t, nil), "assess")
-	if f := figureByName(t, rep, "assess-levels"); f.Series != 3 || !slices.Equal(f.points, []int{2, 1, 1}) {
-		t.Errorf("assess-levels: %d series, points %v; want slow-readers at 2 levels, idle at 1, stalled-readers at 1", f.Series, f.points)
+	if f := figureByName(t, rep, "assess-levels"); f.Series != 3 || !slices.Equal(f.Points, []int{2, 1, 1}) {
+		t.Errorf("assess-levels: %d series, points %v; want slow-readers at 2 levels, idle at 1, stalled-readers at 1", f.Series, f.Points)
 	}
 	page, _ := os.ReadFile(rep.HTML)
 	text := html.UnescapeString(string(page))

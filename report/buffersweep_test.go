@@ -160,8 +160,8 @@ func TestWriteBufferSweep(t *testing.T) {
 	// Heatmap: a panel per route; each cell with a p95 filled with its
 	// decade's colour (+ the legend's swatch in each panel), annotated.
 	hm := figureByName(t, rep, "buffer-sweep-p95-host")
-	if hm.Panels != 2 || !slices.Equal(hm.points, []int{4, 3}) {
-		t.Errorf("heatmap: %d panels, points %v; want 2 panels, 4 and 3 cells with a p95", hm.Panels, hm.points)
+	if hm.Panels != 2 || !slices.Equal(hm.Points, []int{4, 3}) {
+		t.Errorf("heatmap: %d panels, points %v; want 2 panels, 4 and 3 cells with a p95", hm.Panels, hm.Points)
 	}
 	fills := stats["buffer-sweep-p95-host"].fills
 	for _, tt := range []struct {
@@ -188,8 +188,8 @@ func TestWriteBufferSweep(t *testing.T) {
 	// with size > capacity filled, its 8 MiB at 1 MiB/s hollow, its cell
 	// without values not drawn.
 	pr := figureByName(t, rep, "buffer-sweep-send-predicted")
-	if !slices.Equal(pr.points, []int{4, 2, 1}) {
-		t.Errorf("send-predicted points %v, want [4 2 1]", pr.points)
+	if !slices.Equal(pr.Points, []int{4, 2, 1}) {
+		t.Errorf("send-predicted points %v, want [4 2 1]", pr.Points)
 	}
 	if got := stats[pr.Name].arcs; got != 4+1 {
 		t.Errorf("send-predicted.svg has %d circles, want direct's 4 + its legend glyph", got)
@@ -204,8 +204,8 @@ func TestWriteBufferSweep(t *testing.T) {
 	// app_send_queue, buffering off adds the proxy's hops but its temp
 	// file, at 0 throughout; app_written over both.
 	hp := figureByName(t, rep, "buffer-sweep-hops")
-	if hp.Panels != 2 || hp.Series != 4+7 || sum(hp.points) != 11*9 {
-		t.Errorf("hops: %d panels, %d series, points %v; want 2 panels, 4 + 7 series of 9 samples", hp.Panels, hp.Series, hp.points)
+	if hp.Panels != 2 || hp.Series != 4+7 || sum(hp.Points) != 11*9 {
+		t.Errorf("hops: %d panels, %d series, points %v; want 2 panels, 4 + 7 series of 9 samples", hp.Panels, hp.Series, hp.Points)
 	}
 	containsAll(t, "hops caption", hp.Caption,
 		"direct: the cell 16 MiB at 2 MiB/s (kernel host, directory size16m-rate2m), run direct.sync-2.slow2.rep1.try2, 9 samples every 1000 ms",
@@ -390,8 +390,8 @@ func TestBufferSweepInterrupted(t *testing.T) {
 		"2 cells of the grid are not in sweep.csv (an interrupted sweep?); they are blank in the heatmaps: "+
 			"direct 8 MiB at 1 MiB/s (kernel host); proxy-buffering-off 16 MiB at 2 MiB/s (kernel host).",
 		"Hop bytes over time: direct, sync-2, 2 slow (16 MiB at 2 MiB/s, directory size16m-rate2m) left out: runs.csv is not present")
-	if hm := figureByName(t, rep, "buffer-sweep-p95-host"); !slices.Equal(hm.points, []int{3, 2}) {
-		t.Errorf("heatmap points %v, want [3 2]", hm.points)
+	if hm := figureByName(t, rep, "buffer-sweep-p95-host"); !slices.Equal(hm.Points, []int{3, 2}) {
+		t.Errorf("heatmap points %v, want [3 2]", hm.Points)
 	}
 	hp := figureByName(t, rep, "buffer-sweep-hops")
 	if hp.Panels != 1 || hp.Series != 7 {
@@ -421,12 +421,12 @@ func TestBufferSweepKernels(t *testing.T) {
 	}
 	checkFiles(t, rep)
 	hm := figureByName(t, rep, "buffer-sweep-p95-wmem-16m-rmem-default")
-	if !slices.Equal(hm.points, []int{1, 1}) || !strings.Contains(hm.Title, "kernel wmem=16m rmem=default") ||
+	if !slices.Equal(hm.Points, []int{1, 1}) || !strings.Contains(hm.Title, "kernel wmem=16m rmem=default") ||
 		!strings.Contains(hm.Caption, "tcp_wmem 4096 16384 16777216") {
-		t.Errorf("second heatmap: points %v, title %q, caption %s", hm.points, hm.Title, hm.Caption)
+		t.Errorf("second heatmap: points %v, title %q, caption %s", hm.Points, hm.Title, hm.Caption)
 	}
-	if pr := figureByName(t, rep, "buffer-sweep-send-predicted"); !slices.Equal(pr.points, []int{4, 1, 2, 2}) {
-		t.Errorf("send-predicted points %v, want direct 4 above + 1 within, buffering off 2 + 2", pr.points)
+	if pr := figureByName(t, rep, "buffer-sweep-send-predicted"); !slices.Equal(pr.Points, []int{4, 1, 2, 2}) {
+		t.Errorf("send-predicted points %v, want direct 4 above + 1 within, buffering off 2 + 2", pr.Points)
 	}
 	if hp := figureByName(t, rep, "buffer-sweep-hops"); !strings.Contains(hp.Caption, "kernel host") || strings.Contains(hp.Caption, "wmem=16m") {
 		t.Errorf("hops caption names another kernel than the first: %s", hp.Caption)

@@ -51,12 +51,12 @@ func TestWriteLongPollAndLatencyGap(t *testing.T) {
 	stats := checkFiles(t, rep)
 	checkHTML(t, rep)
 	lp := figureByName(t, rep, "longpoll-latency")
-	if lp.Series != 3 || !slices.Equal(lp.points, []int{6, 6, 5}) {
-		t.Errorf("longpoll-latency: %d series, points %v; want p50, p95, max with 6, 6, 5", lp.Series, lp.points)
+	if lp.Series != 3 || !slices.Equal(lp.Points, []int{6, 6, 5}) {
+		t.Errorf("longpoll-latency: %d series, points %v; want p50, p95, max with 6, 6, 5", lp.Series, lp.Points)
 	}
 	gap := figureByName(t, rep, "latency-gap")
-	if gap.Series != 3 || !slices.Equal(gap.points, []int{4, 4, 4}) {
-		t.Errorf("latency-gap: %d series, points %v", gap.Series, gap.points)
+	if gap.Series != 3 || !slices.Equal(gap.Points, []int{4, 4, 4}) {
+		t.Errorf("latency-gap: %d series, points %v", gap.Series, gap.Points)
 	}
 	for i := range 3 {
 		if got := stats["latency-gap"].fills[hexColor(lighter(colorAt(i)))]; got != 4+1 {
@@ -187,12 +187,12 @@ func TestLatencyGapConditions(t *testing.T) {
 	}
 	checkHTML(t, rep)
 	phases := figureByName(t, rep, "latency-gap-phases")
-	if phases.Series != 4 || !slices.Equal(phases.points, []int{4, 4, 4, 4}) {
-		t.Errorf("latency-gap-phases: %d series, points %v; want 4 phases of 4 conditions", phases.Series, phases.points)
+	if phases.Series != 4 || !slices.Equal(phases.Points, []int{4, 4, 4, 4}) {
+		t.Errorf("latency-gap-phases: %d series, points %v; want 4 phases of 4 conditions", phases.Series, phases.Points)
 	}
 	blind := figureByName(t, rep, "latency-gap-blind-by-work")
-	if blind.Series != 1 || !slices.Equal(blind.points, []int{3}) {
-		t.Errorf("latency-gap-blind-by-work: %d series, points %v; want the plain condition at 3 processing times", blind.Series, blind.points)
+	if blind.Series != 1 || !slices.Equal(blind.Points, []int{3}) {
+		t.Errorf("latency-gap-blind-by-work: %d series, points %v; want the plain condition at 3 processing times", blind.Series, blind.Points)
 	}
 	b, _ := os.ReadFile(rep.HTML)
 	page := html.UnescapeString(string(b))

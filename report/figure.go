@@ -51,7 +51,7 @@ func (f *figure) pixels() (w, h int) {
 func (f *figure) write(dir string) (Figure, error) {
 	fig := Figure{Name: f.name, Title: f.title, Caption: f.caption, Series: len(f.series), Panels: len(f.panels)}
 	for _, s := range f.series {
-		fig.points = append(fig.points, s.points)
+		fig.Points = append(fig.Points, s.points)
 	}
 	for _, ext := range []string{"png", "svg"} {
 		var c vg.CanvasWriterTo

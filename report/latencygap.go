@@ -5,7 +5,6 @@ import (
 	"math"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -80,13 +79,6 @@ func buildLatencyGap(dir string) (*section, error) {
 // client keep-alive and client new-connection time, with the blind share
 // under each group.
 func latencyGapFigure(rows []recorder.GapRow) *figure {
-	if len(rows) == 0 {
-		return nil
-	}
-	f := &figure{name: "latency-gap", title: "Server-measured vs client-measured time per size and RTT",
-		width: 8 * vg.Inch, height: 4.8 * vg.Inch}
-	p := newPlot(f.title, "response size, added round-trip time (RTT), share the server does not see", "time (ms)")
-	grid(p, false, true)
 	names := make([]string, len(rows))
 	for i, g := range rows {
 		blind := "blind –"
@@ -95,45 +87,26 @@ func latencyGapFigure(rows []recorder.GapRow) *figure {
 		}
 		names[i] = gapLabel(g.SizeBytes, g.ConfiguredRTTMS, g.GapSettings) + "\n" + blind
 	}
-	p.NominalX(names...)
-	stats := []struct {
-		name string
-		get  func(recorder.GapRow) recorder.Maybe
-	}{
-		{"server (Server-Timing)", func(g recorder.GapRow) recorder.Maybe { return g.ServerMS }},
-		{"client, kept-alive connection", func(g recorder.GapRow) recorder.Maybe { return g.ClientKeepaliveMS }},
-		{"client, new connection", func(g recorder.GapRow) recorder.Maybe { return g.ClientNewMS }},
-	}
-	const width = 0.26
-	hi := 0.0
-	for i, st := range stats {
-		pos := make([]float64, len(rows))
-		val := make([]float64, len(rows))
-		for j, g := range rows {
-			pos[j] = float64(j) + (float64(i)-1)*width
-			val[j] = math.NaN() // not measured: no bar
-			if m := st.get(g); m.Valid {
-				val[j] = m.Value
-				hi = math.Max(hi, m.Value)
-			}
+	series := func(name string, get func(recorder.GapRow) recorder.Maybe) BarSeries {
+		s := BarSeries{Name: name}
+		for _, g := range rows {
+			s.Values = append(s.Values, ValueOf(get(g), 1))
 		}
-		b := newBars(pos, val, width*0.9, false, colorAt(i))
-		p.Add(b, barLabels(pos, val))
-		p.Legend.Add(st.name, b)
-		f.addSeries(st.name, b.drawn())
+		return s
 	}
-	if hi == 0 {
-		return nil
-	}
-	p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
-	p.Y.Min, p.Y.Max = 0, hi*1.35 // room for the legend
-	p.Legend.Left = true
-	f.panels = []*plot.Plot{p}
-	f.caption = "Bar = median over the condition's runs, as " + gapFile + " reports it: the server's own " +
-		"processing time as it reports it in its Server-Timing header (what a server-side dashboard sees) and the " +
-		"client's total time on a kept-alive and on a new connection (the latter includes the TCP handshake). " +
-		"Blind = 1 − server / new-connection time. Each bar is labelled with its value in ms."
-	return f
+	g := &GroupedBars{Name: "latency-gap", Title: "Server-measured vs client-measured time per size and RTT",
+		XLabel: "response size, added round-trip time (RTT), share the server does not see", YLabel: "time (ms)",
+		Categories: names, ValueLabels: true, Width: 8 * vg.Inch, Height: 4.8 * vg.Inch,
+		Series: []BarSeries{
+			series("server (Server-Timing)", func(g recorder.GapRow) recorder.Maybe { return g.ServerMS }),
+			series("client, kept-alive connection", func(g recorder.GapRow) recorder.Maybe { return g.ClientKeepaliveMS }),
+			series("client, new connection", func(g recorder.GapRow) recorder.Maybe { return g.ClientNewMS }),
+		},
+		Caption: "Bar = median over the condition's runs, as " + gapFile + " reports it: the server's own " +
+			"processing time as it reports it in its Server-Timing header (what a server-side dashboard sees) and the " +
+			"client's total time on a kept-alive and on a new connection (the latter includes the TCP handshake). " +
+			"Blind = 1 − server / new-connection time. Each bar is labelled with its value in ms."}
+	return g.figure()
 }
 
 // barLabels writes each bar's value above it, so that bars too short to

@@ -39,8 +39,7 @@ type Figure struct {
 	Files   []string // slash-separated paths relative to Report.Dir
 	Series  int      // data series drawn, over all panels
 	Panels  int      // stacked plots sharing the time axis, 1 for most figures
-
-	points []int // points (or bars) per series, in drawing order
+	Points  []int    // points (or bars) per series, in drawing order
 }
 
 // Section renders one experiment's results into its part of the report.

@@ -38,8 +38,8 @@ func TestWriteSlowClient(t *testing.T) {
 
 	// fast-p95: one series per route and server; one circle per condition.
 	p95 := figureByName(t, rep, "fast-p95")
-	if p95.Series != 4 || !slices.Equal(p95.points, []int{3, 1, 3, 3}) {
-		t.Errorf("fast-p95: %d series with %v points, want 4 with [3 1 3 3]", p95.Series, p95.points)
+	if p95.Series != 4 || !slices.Equal(p95.Points, []int{3, 1, 3, 3}) {
+		t.Errorf("fast-p95: %d series with %v points, want 4 with [3 1 3 3]", p95.Series, p95.Points)
 	}
 	if got := stats["fast-p95"].arcs; got != 10 {
 		t.Errorf("fast-p95.svg has %d circles, want 10 (one per condition)", got)
@@ -53,8 +53,8 @@ func TestWriteSlowClient(t *testing.T) {
 	// per download of the ok runs.
 	sr := figureByName(t, rep, "send-vs-receive")
 	all, withApp := expectedDownloads(fx)
-	if want := []int{7, 7, withApp, all}; !slices.Equal(sr.points, want) {
-		t.Errorf("send-vs-receive points %v, want %v", sr.points, want)
+	if want := []int{7, 7, withApp, all}; !slices.Equal(sr.Points, want) {
+		t.Errorf("send-vs-receive points %v, want %v", sr.Points, want)
 	}
 	st := stats["send-vs-receive"]
 	if want := withApp + all + 2; st.arcs != want { // + the two legend glyphs
@@ -73,8 +73,8 @@ func TestWriteSlowClient(t *testing.T) {
 	// (gthread 1x4 has one); a circle per ok run with slow readers, the
 	// failed run left out and counted.
 	mem := figureByName(t, rep, "app-memory")
-	if mem.Series != 3 || !slices.Equal(mem.points, []int{5, 6, 6}) {
-		t.Errorf("app-memory: %d series with %v points, want 3 with [5 6 6]", mem.Series, mem.points)
+	if mem.Series != 3 || !slices.Equal(mem.Points, []int{5, 6, 6}) {
+		t.Errorf("app-memory: %d series with %v points, want 3 with [5 6 6]", mem.Series, mem.Points)
 	}
 	if got := stats["app-memory"].arcs; got != 17+3 { // + the legend glyphs
 		t.Errorf("app-memory.svg has %d circles, want 20", got)
@@ -98,8 +98,8 @@ func TestWriteSlowClient(t *testing.T) {
 	if want := ok[0].RunID; !strings.Contains(direct.Title, want) { // lower middle of two
 		t.Errorf("direct time series %q, want run %s", direct.Title, want)
 	}
-	if direct.Panels != 3 || !slices.Equal(direct.points, []int{71, 49, 49, 48, 48}) {
-		t.Errorf("direct time series: %d panels, points %v", direct.Panels, direct.points)
+	if direct.Panels != 3 || !slices.Equal(direct.Points, []int{71, 49, 49, 48, 48}) {
+		t.Errorf("direct time series: %d panels, points %v", direct.Panels, direct.Points)
 	}
 	if !strings.Contains(direct.Caption, "Left out for lack of data: proxy temp files") ||
 		!strings.Contains(direct.Caption, "the direct route has no proxy") ||
@@ -269,7 +269,7 @@ func TestWriteErrors(t *testing.T) {
 			return p
 		}, []string{"not a directory"}, nil},
 		{"no results", func(t *testing.T) string { return t.TempDir() },
-			[]string{"no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, idle-runs.csv, stalled-runs.csv, sse-runs.csv, temp-runs.csv, assessment.json is present"}, ErrNoResults},
+			[]string{"no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, stalled-runs.csv, sse-runs.csv, temp-runs.csv, assessment.json is present"}, ErrNoResults},
 		{"runs.csv header", func(t *testing.T) string {
 			dir := valid(t)
 			replace(t, dir, "runs.csv", "p95_ms", "p96_ms")

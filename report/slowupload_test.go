@@ -28,11 +28,11 @@ func TestWriteSlowUpload(t *testing.T) {
 	rep := writeOnly(t, dir, "slow-upload")
 	// Six conditions have /fast latencies; the timeout condition's only
 	// upload was reset, so five have upload times.
-	if f := figureByName(t, rep, "upload-fast-p95"); f.Series != 2 || !slices.Equal(f.points, []int{6, 6}) {
-		t.Errorf("upload-fast-p95: %d series, points %v; want p95 and p50 with 6 each", f.Series, f.points)
+	if f := figureByName(t, rep, "upload-fast-p95"); f.Series != 2 || !slices.Equal(f.Points, []int{6, 6}) {
+		t.Errorf("upload-fast-p95: %d series, points %v; want p95 and p50 with 6 each", f.Series, f.Points)
 	}
-	if f := figureByName(t, rep, "upload-times"); f.Series != 2 || !slices.Equal(f.points, []int{5, 5}) {
-		t.Errorf("upload-times: %d series, points %v; want send and read with 5 each", f.Series, f.points)
+	if f := figureByName(t, rep, "upload-times"); f.Series != 2 || !slices.Equal(f.Points, []int{5, 5}) {
+		t.Errorf("upload-times: %d series, points %v; want send and read with 5 each", f.Series, f.Points)
 	}
 	b, _ := os.ReadFile(rep.HTML)
 	page := html.UnescapeString(string(b))

@@ -40,14 +40,14 @@ func TestWriteStalled(t *testing.T) {
 	if got := figureNames(rep); !slices.Equal(got, []string{"stalled-bytes", "stalled-fast-p95", "stalled-worker-timeouts"}) {
 		t.Errorf("figures %v", got)
 	}
-	if f := figureByName(t, rep, "stalled-bytes"); !slices.Equal(f.points, []int{5, 2, 2, 4, 1}) {
-		t.Errorf("stalled-bytes: points %v; want 5 size bars, then 2 complete, 2 truncated by app_timeout, 4 by send_timeout, 1 timeout by client", f.points)
+	if f := figureByName(t, rep, "stalled-bytes"); !slices.Equal(f.Points, []int{5, 2, 2, 4, 1}) {
+		t.Errorf("stalled-bytes: points %v; want 5 size bars, then 2 complete, 2 truncated by app_timeout, 4 by send_timeout, 1 timeout by client", f.Points)
 	}
-	if f := figureByName(t, rep, "stalled-fast-p95"); !slices.Equal(f.points, []int{5, 5}) {
-		t.Errorf("stalled-fast-p95: points %v; want p95 and p50 for 5 conditions", f.points)
+	if f := figureByName(t, rep, "stalled-fast-p95"); !slices.Equal(f.Points, []int{5, 5}) {
+		t.Errorf("stalled-fast-p95: points %v; want p95 and p50 for 5 conditions", f.Points)
 	}
-	if f := figureByName(t, rep, "stalled-worker-timeouts"); !slices.Equal(f.points, []int{5, 5}) {
-		t.Errorf("stalled-worker-timeouts: points %v; want WORKER TIMEOUT lines and downloads for 5 conditions", f.points)
+	if f := figureByName(t, rep, "stalled-worker-timeouts"); !slices.Equal(f.Points, []int{5, 5}) {
+		t.Errorf("stalled-worker-timeouts: points %v; want WORKER TIMEOUT lines and downloads for 5 conditions", f.Points)
 	}
 	if notes := strings.Join(rep.Notes, " "); strings.Contains(notes, "left out") {
 		t.Errorf("notes %q, want nothing of the section left out", rep.Notes)

@@ -183,3 +183,6 @@ func FastCols[R any](of func(*R) *recorder.FastOver) []Column[R] {
 		Col("fast_p95_ms", func(r *R) Cell { return Opt(of(r).P95MS, Decimals(1)) }),
 	}
 }
+
+// whole is a count measured as a float.
+func whole(v float64) Cell { return Fixed(v, 0) }

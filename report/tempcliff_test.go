@@ -61,11 +61,11 @@ func TestWriteTempCliff(t *testing.T) {
 		t.Errorf("figures %v", got)
 	}
 	f := figureByName(t, rep, "temp-cliff")
-	if f.Panels != 2 || !slices.Equal(f.points, []int{1, 2, 1, 1, 2, 1}) {
-		t.Errorf("temp-cliff: %d panels, points %v; want 2 panels of the 8 MiB cliff, the 8m line (6, 32 MiB) and the 0 line (16 MiB)", f.Panels, f.points)
+	if f.Panels != 2 || !slices.Equal(f.Points, []int{1, 2, 1, 1, 2, 1}) {
+		t.Errorf("temp-cliff: %d panels, points %v; want 2 panels of the 8 MiB cliff, the 8m line (6, 32 MiB) and the 0 line (16 MiB)", f.Panels, f.Points)
 	}
-	if f := figureByName(t, rep, "temp-cliff-downloads"); !slices.Equal(f.points, []int{3, 6}) {
-		t.Errorf("temp-cliff-downloads: points %v; want 3 size bars and 6 complete downloads", f.points)
+	if f := figureByName(t, rep, "temp-cliff-downloads"); !slices.Equal(f.Points, []int{3, 6}) {
+		t.Errorf("temp-cliff-downloads: points %v; want 3 size bars and 6 complete downloads", f.Points)
 	}
 	page := reportPage(t, rep)
 	// temp-runs.csv: /fast p95 2732.616 ms and app_send 3.18 s above the
@@ -98,8 +98,8 @@ func TestWriteTempDiskFull(t *testing.T) {
 	checkFiles(t, rep)
 	checkHTML(t, rep)
 	f := figureByName(t, rep, "temp-disk-downloads")
-	if f.Series != 3 || !slices.Equal(f.points, []int{2, 2, 2}) {
-		t.Errorf("temp-disk-downloads: points %v; want 2 size bars, 2 complete, 2 cut", f.points)
+	if f.Series != 3 || !slices.Equal(f.Points, []int{2, 2, 2}) {
+		t.Errorf("temp-disk-downloads: points %v; want 2 size bars, 2 complete, 2 cut", f.Points)
 	}
 	page := reportPage(t, rep)
 	// temp-runs.csv: the tmpfs run's fewest bytes 2945536 (2.81 MiB,
@@ -152,8 +152,8 @@ func TestTempSectionsWithoutEnvironment(t *testing.T) {
 	if got := figureNames(rep); !slices.Equal(got, []string{"temp-cliff"}) {
 		t.Errorf("figures %v, want only temp-cliff (no downloads)", got)
 	}
-	if f := figureByName(t, rep, "temp-cliff"); !slices.Equal(f.points, []int{1, 2, 1, 1, 2, 1}) {
-		t.Errorf("temp-cliff points %v: the failed run must not add a point", f.points)
+	if f := figureByName(t, rep, "temp-cliff"); !slices.Equal(f.Points, []int{1, 2, 1, 1, 2, 1}) {
+		t.Errorf("temp-cliff points %v: the failed run must not add a point", f.Points)
 	}
 	if notes := strings.Join(rep.Notes, " "); strings.Count(notes, tempDownloadsFile+" is not present") != 2 {
 		t.Errorf("notes %q: want each section to say %s is missing", rep.Notes, tempDownloadsFile)

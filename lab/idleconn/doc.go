@@ -11,9 +11,11 @@
 // It owns the experiment's scenario schema and flags, its runs (the grid,
 // raising RLIMIT_NOFILE for the session and its children and restoring
 // it, the loopback source addresses the connections come from), and its
-// printed table. Its files are recorder's idle-conns.csv, idle-runs.csv,
-// requests.csv and resource-samples.csv; its figures are report's
-// idle-connections section; the holders are loadgen.IdleHolders. Every
+// results files (Conn rows in idle-conns.csv, RunRow rows in
+// idle-runs.csv, beside recorder's requests.csv and resource-samples.csv)
+// and SummarizeRun, its runs table, declared once for the CLI and the
+// report, and its report section with the held-time figure (Section);
+// the holders are loadgen.IdleHolders. Every
 // connection is closed by its holder at the latest Hold after it
 // connected, so a run ends within its connects' time plus Hold.
 package idleconn

@@ -31,7 +31,7 @@ func short(server string, k int, hold time.Duration, routes ...stack.Route) *Con
 // runIdle runs c in env, checks idle-runs.csv and idle-conns.csv agree
 // with what it returned and that RLIMIT_NOFILE is as before, and returns
 // the runs by route.
-func runIdle(t *testing.T, c *Config, env *lab.Env) map[string]recorder.IdleRun {
+func runIdle(t *testing.T, c *Config, env *lab.Env) map[string]RunRow {
 	t.Helper()
 	before := noFile(t)
 	r, err := c.Run(context.Background(), env)
@@ -42,15 +42,15 @@ func runIdle(t *testing.T, c *Config, env *lab.Env) map[string]recorder.IdleRun 
 		t.Errorf("RLIMIT_NOFILE after the run %+v, want %+v as before", got, before)
 	}
 	res := r.(*Result)
-	runs, err := recorder.ReadFile[recorder.IdleRun](filepath.Join(env.Out, "idle-runs.csv"))
+	runs, err := recorder.ReadFile[RunRow](filepath.Join(env.Out, "idle-runs.csv"))
 	if err != nil || len(runs) != len(res.Runs) {
 		t.Fatalf("idle-runs.csv: %d rows for %d runs, %v", len(runs), len(res.Runs), err)
 	}
-	conns, err := recorder.ReadFile[recorder.IdleConn](filepath.Join(env.Out, "idle-conns.csv"))
+	conns, err := recorder.ReadFile[Conn](filepath.Join(env.Out, "idle-conns.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]recorder.IdleRun{}
+	got := map[string]RunRow{}
 	total := 0
 	for _, run := range res.Runs {
 		got[run.Route] = run
@@ -80,7 +80,7 @@ func runIdle(t *testing.T, c *Config, env *lab.Env) map[string]recorder.IdleRun 
 	// when its connect returns, the server's at accept, a few ms earlier
 	// (NGINX's timers also run on its cached time), hence the margin.
 	for _, cn := range conns {
-		if (cn.End == recorder.IdleEndFIN || cn.End == recorder.IdleEndReset) && cn.HeldS.Value < 2.7 {
+		if (cn.End == EndFIN || cn.End == EndReset) && cn.HeldS.Value < 2.7 {
 			t.Errorf("%s conn %d: closed by the server after %.3f s, before its 3 s timeout", cn.RunID, cn.Seq, cn.HeldS.Value)
 		}
 	}
@@ -91,7 +91,7 @@ func runIdle(t *testing.T, c *Config, env *lab.Env) map[string]recorder.IdleRun 
 // proxy: idle connections hold the sync workers until the app's timeout
 // closes them (no response), so /fast starves; the proxy holds them itself
 // until its client_header_timeout (a FIN, no response) and /fast is served.
-func checkShape(t *testing.T, got map[string]recorder.IdleRun) {
+func checkShape(t *testing.T, got map[string]RunRow) {
 	t.Helper()
 	direct, proxied := got["direct"], got["proxy-buffering-on"]
 	if direct.FIN+direct.Reset < 2 || direct.Responded != 0 {

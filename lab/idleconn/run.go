@@ -14,7 +14,7 @@ import (
 )
 
 // files are the open results files of a session.
-type files = lab.RunFiles[recorder.IdleConn, recorder.IdleRun]
+type files = lab.RunFiles[Conn, RunRow]
 
 // runSpec is one run: a condition and its repetition.
 type runSpec struct {
@@ -48,11 +48,11 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	defer restore()
-	res, err := lab.Plan[runSpec, recorder.IdleConn, recorder.IdleRun]{Specs: c.specs, Line: runLine,
+	res, err := lab.Plan[runSpec, Conn, RunRow]{Specs: c.specs, Line: runLine,
 		Expected: func(runSpec) time.Duration {
 			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
 		},
-		Measure: func(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (recorder.IdleRun, error) {
+		Measure: func(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (RunRow, error) {
 			return c.runOne(ctx, env, id, s.cond, s.rep, f)
 		}}.Run(ctx, env, c, &Result{})
 	return res, errors.Join(err, restore())
@@ -69,7 +69,7 @@ func (c *Config) specs() (specs []runSpec, skipped []string) {
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.IdleRun) string {
+func runLine(r RunRow) string {
 	if r.Status != recorder.RunOK {
 		return r.Status + ": " + r.Reason
 	}
@@ -81,8 +81,8 @@ func runLine(r recorder.IdleRun) string {
 // runOne runs one condition on a fresh stack. A run that could not be
 // measured is returned failed with its reason; the error is for results
 // that did not reach their files.
-func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (recorder.IdleRun, error) {
-	run := recorder.IdleRun{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns, Rep: rep,
+func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (RunRow, error) {
+	run := RunRow{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns, Rep: rep,
 		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
 	if c.AppTimeout > 0 {
 		run.AppTimeoutS = recorder.Some(time.Duration(c.AppTimeout).Seconds())
@@ -90,7 +90,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
 		run.HeaderTimeoutS = recorder.Some(time.Duration(c.HeaderTimeout).Seconds())
 	}
-	fail := func(reason string) (recorder.IdleRun, error) {
+	fail := func(reason string) (RunRow, error) {
 		lab.Fail(ctx, lab.VerdictOf(&run), reason)
 		return run, nil
 	}
@@ -119,7 +119,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 	est := func(s recorder.ResourceSample) recorder.Maybe { return s.Established }
 	run.AppFDs, run.AppEstablished = recorder.PeakOf(rs.Samples, "app", fds), recorder.PeakOf(rs.Samples, "app", est)
 	run.ProxyFDs, run.ProxyEstablished = recorder.PeakOf(rs.Samples, "proxy", fds), recorder.PeakOf(rs.Samples, "proxy", est)
-	run = recorder.SummarizeIdle(run, conns, reqs)
+	run = SummarizeRun(run, conns, reqs)
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(writeErr, sampErr))
 }
 
@@ -133,7 +133,7 @@ func mib(b recorder.Maybe) recorder.Maybe {
 // load holds cond's connections to addr and, once every one was tried,
 // runs /fast open loop; it returns once the holders are done (each within
 // its bound), with the rows it wrote.
-func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *files) ([]recorder.IdleConn, []recorder.Request, error) {
+func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *files) ([]Conn, []recorder.Request, error) {
 	tried := make(chan struct{})
 	h := loadgen.IdleHolders{Addr: addr, Mode: cond.Mode, N: cond.Conns, Sources: c.sources(cond.Conns), Hold: time.Duration(c.Hold),
 		ByteEvery: time.Duration(c.ByteEvery), ConnectTimeout: time.Duration(c.ConnectTimeout), Dialers: c.Dialers,
@@ -169,9 +169,9 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 	case <-ctx.Done():
 	}
 	hd := <-done
-	rows := make([]recorder.IdleConn, 0, len(hd.out))
+	rows := make([]Conn, 0, len(hd.out))
 	for _, o := range hd.out {
-		row := recorder.IdleConn{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns,
+		row := Conn{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns,
 			Seq: o.Seq, Source: o.Source, ConnectMS: float64(o.Connect) / float64(time.Millisecond), End: string(o.End),
 			SentBytes: o.Sent, ReceivedBytes: o.Received, FirstLine: o.FirstLine}
 		if !o.Start.IsZero() {

@@ -1,0 +1,91 @@
+package report
+
+import (
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// BarSeries is one series of a grouped bar figure: its legend name and a
+// value per category (NaN: no bar, the value was not measured).
+type BarSeries struct {
+	Name   string
+	Values []float64
+}
+
+// GroupedBars is a figure of bars grouped by category, a colour per
+// series, on a linear axis from 0.
+type GroupedBars struct {
+	Name, Title, Caption string
+	XLabel, YLabel       string
+	Categories           []string // may hold line breaks
+	Series               []BarSeries
+	ValueLabels          bool      // write each bar's value above it
+	Width, Height        vg.Length // 0: 9 by 5 inches
+}
+
+// figure draws g; nil when no bar is above 0.
+func (g *GroupedBars) figure() *figure {
+	n := len(g.Categories)
+	if n == 0 || len(g.Series) == 0 {
+		return nil
+	}
+	f := &figure{name: g.Name, title: g.Title, caption: g.Caption, width: g.Width, height: g.Height}
+	if f.width == 0 {
+		f.width, f.height = 9*vg.Inch, 5*vg.Inch
+	}
+	p := newPlot(f.title, g.XLabel, g.YLabel)
+	grid(p, false, true)
+	p.NominalX(g.Categories...)
+	width := 0.8 / float64(len(g.Series))
+	hi := 0.0
+	for i, s := range g.Series {
+		pos := make([]float64, n)
+		val := make([]float64, n)
+		for j := range n {
+			pos[j] = float64(j) + (float64(i)-float64(len(g.Series)-1)/2)*width
+			val[j] = math.NaN()
+			if j < len(s.Values) && !math.IsNaN(s.Values[j]) {
+				val[j] = s.Values[j]
+				hi = math.Max(hi, val[j])
+			}
+		}
+		b := newBars(pos, val, width*0.9, false, colorAt(i))
+		p.Add(b)
+		if g.ValueLabels {
+			p.Add(barLabels(pos, val))
+		}
+		p.Legend.Add(s.Name, b)
+		f.addSeries(s.Name, b.drawn())
+	}
+	if !(hi > 0) {
+		return nil
+	}
+	p.X.Min, p.X.Max = -0.6, float64(n)-0.4
+	p.Y.Min, p.Y.Max = 0, hi*1.35 // room for the legend
+	p.Legend.Left = true
+	f.panels = []*plot.Plot{p}
+	return f
+}
+
+// AddBars adds g to the part; false, and nothing added, when no bar is
+// above 0 (the caller says what was left out, with Skip).
+func (p *Part) AddBars(g *GroupedBars) bool {
+	f := g.figure()
+	if f != nil {
+		p.s.addFigure(f)
+	}
+	return f != nil
+}
+
+// ValueOf is m's value times scale for a BarSeries, NaN (no bar) when it
+// was not measured.
+func ValueOf(m recorder.Maybe, scale float64) float64 {
+	if !m.Valid {
+		return math.NaN()
+	}
+	return m.Value * scale
+}
