@@ -13,19 +13,19 @@ import (
 // MatrixResult's AllFailed: runs and none ok; its ReasonsFile: the run
 // rows' file.
 func TestMatrixResult(t *testing.T) {
-	r := &MatrixResult[recorder.SSERun]{}
+	r := &MatrixResult[recorder.Run]{}
 	if r.AllFailed() {
 		t.Error("no runs: all failed")
 	}
-	r.Runs = []recorder.SSERun{{RunID: "a", Status: recorder.RunFailed}, {RunID: "b", Status: recorder.RunAborted}}
+	r.Runs = []recorder.Run{{RunID: "a", Status: recorder.RunFailed}, {RunID: "b", Status: recorder.RunAborted}}
 	if !r.AllFailed() {
 		t.Error("a failed and an aborted run: not all failed")
 	}
-	r.Runs = append(r.Runs, recorder.SSERun{RunID: "c", Status: recorder.RunOK})
+	r.Runs = append(r.Runs, recorder.Run{RunID: "c", Status: recorder.RunOK})
 	if r.AllFailed() {
 		t.Error("an ok run: all failed")
 	}
-	if got, want := r.ReasonsFile(), recorder.FileName[recorder.SSERun](); got != want {
+	if got, want := r.ReasonsFile(), recorder.FileName[recorder.Run](); got != want {
 		t.Errorf("reasons file %q, want %q", got, want)
 	}
 }
@@ -129,11 +129,11 @@ func (*invalidConfig) Validate() error { return errors.New("reps 0: allowed 1 to
 // Failed: a run that could not start is failed with why, or aborted and
 // "interrupted: " why when its context ended.
 func TestFailed(t *testing.T) {
-	run := Failed(context.Background(), recorder.SSERun{RunID: "a"}, errors.New("start stack: no nginx"))
+	run := Failed(context.Background(), recorder.Run{RunID: "a"}, errors.New("start stack: no nginx"))
 	if run.Status != recorder.RunFailed || run.Reason != "start stack: no nginx" {
 		t.Errorf("failed: %q %q", run.Status, run.Reason)
 	}
-	run = Failed(cancelled(), recorder.SSERun{RunID: "a"}, errors.New("start stack: context canceled"))
+	run = Failed(cancelled(), recorder.Run{RunID: "a"}, errors.New("start stack: context canceled"))
 	if run.Status != recorder.RunAborted || run.Reason != "interrupted: start stack: context canceled" {
 		t.Errorf("interrupted: %q %q", run.Status, run.Reason)
 	}

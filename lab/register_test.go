@@ -19,7 +19,8 @@ func TestRegisterRefuses(t *testing.T) {
 	newRes := func() Result { return plainResult{} }
 	smoke := func(Config) string { return "" }
 	files := []string{"sse-runs.csv"}
-	Register(Experiment{Name: "sse", Order: 1, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: report.SSE})
+	Register(Experiment{Name: "sse", Order: 1, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files,
+		Report: report.NewSection("sse", "sse-runs.csv", func(string) (*report.Part, error) { return report.NewPart("sse", ""), nil })})
 	for _, tc := range []struct {
 		e    Experiment
 		want string

@@ -13,8 +13,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // SSEClient reads one Server-Sent Events stream of the apps' GET /events
@@ -185,45 +183,29 @@ func readEvents(body io.Reader, s *SSEStream) error {
 	}
 }
 
+// SSEStream.Outcome values: how a stream ended, as the client saw it.
+const (
+	SSEComplete  = "complete"  // status 200, the end event, then the end of the body
+	SSETruncated = "truncated" // status 200, and the body ended before the end event
+	SSEStatus    = "status"    // another status than 200
+	SSEReset     = "reset"     // the connection was reset or closed before a response
+	SSETimeout   = "timeout"   // the client's timeout, or the run's end, came first
+	SSEError     = "error"     // anything else: connect refused, a malformed response
+)
+
 // sseOutcome classifies a finished stream.
 func sseOutcome(s SSEStream) string {
 	switch {
 	case s.Status == http.StatusOK && s.Err == nil && s.EndEvent:
-		return recorder.SSEComplete
+		return SSEComplete
 	case s.Status != 0 && s.Status != http.StatusOK:
-		return recorder.SSEStatus
+		return SSEStatus
 	case errors.Is(s.Err, context.DeadlineExceeded) || errors.Is(s.Err, context.Canceled) || errors.Is(s.Err, os.ErrDeadlineExceeded):
-		return recorder.SSETimeout
+		return SSETimeout
 	case s.Status == http.StatusOK && (errors.Is(s.Err, ErrIncomplete) || isReset(s.Err)):
-		return recorder.SSETruncated
+		return SSETruncated
 	case isReset(s.Err):
-		return recorder.SSEReset
+		return SSEReset
 	}
-	return recorder.SSEError
-}
-
-// SSERows are s as an sse-streams.csv row and its sse-events.csv rows:
-// stream (the run's and condition's columns) with s's measurements, times
-// relative to t0.
-func SSERows(stream recorder.SSEStream, t0 time.Time, expected int, s SSEStream) (recorder.SSEStream, []recorder.SSEEvent) {
-	stream.Client, stream.Status, stream.Outcome = s.Client, s.Status, s.Outcome
-	stream.Events, stream.EventsExpected = len(s.Events), expected
-	if !s.Start.IsZero() {
-		stream.StartS = s.Start.Sub(t0).Seconds()
-	}
-	if s.FirstByte > 0 {
-		stream.FirstByteMS = recorder.Some(float64(s.FirstByte.Microseconds()) / 1e3)
-	}
-	if s.Err != nil {
-		stream.Error = s.Err.Error()
-	}
-	events := make([]recorder.SSEEvent, len(s.Events))
-	delays := make([]float64, len(s.Events))
-	for i, e := range s.Events {
-		delays[i] = float64(e.Delay().Microseconds()) / 1e3
-		events[i] = recorder.SSEEvent{RunID: stream.RunID, Route: stream.Route, Server: stream.Server, Streams: stream.Streams, Rep: stream.Rep,
-			Client: s.Client, Seq: e.Seq, SentS: e.Sent.Sub(t0).Seconds(), ReceivedS: e.Received.Sub(t0).Seconds(), DelayMS: delays[i]}
-	}
-	stream.DelayP50MS, stream.DelayP95MS, stream.DelayMaxMS = recorder.SSEDelays(delays)
-	return stream, events
+	return SSEError
 }

@@ -13,7 +13,6 @@
 //     large-responses.csv and hops.csv;
 //   - slow-upload: uploads.csv, upload-runs.csv;
 //   - stalled-reader: stalled-downloads.csv, stalled-runs.csv;
-//   - sse: sse-events.csv, sse-streams.csv, sse-runs.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;
 //
@@ -29,7 +28,7 @@
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
 // ReadFile need. An experiment's package declares its own rows the same
 // way (NewSchema, Col, StatusCols, FastCols), as lab/websocket,
-// lab/h2slowclient and lab/idleconn do, and
+// lab/h2slowclient, lab/idleconn and lab/sse do, and
 // tests them with package recordertest; the row contract's checks
 // (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //

@@ -323,3 +323,13 @@ func zeroLeaf(v reflect.Value, path string) string {
 	}
 	return ""
 }
+
+// Layout is T's columns as "name/decimals", in order: what a test pins
+// so that a file's columns keep their names, places and precision.
+func Layout[T Row[T]]() string {
+	var parts []string
+	for _, c := range schemaOf[T]().cols {
+		parts = append(parts, fmt.Sprintf("%s/%d", c.name, c.decimals))
+	}
+	return strings.Join(parts, " ")
+}

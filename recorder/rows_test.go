@@ -41,9 +41,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("upload-runs", recordertest.RoundTrip[recorder.UploadRun])
 	t.Run("stalled-downloads", recordertest.RoundTrip[recorder.StalledDownload])
 	t.Run("stalled-runs", recordertest.RoundTrip[recorder.StalledRun])
-	t.Run("sse-events", recordertest.RoundTrip[recorder.SSEEvent])
-	t.Run("sse-streams", recordertest.RoundTrip[recorder.SSEStream])
-	t.Run("sse-runs", recordertest.RoundTrip[recorder.SSERun])
 	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
 }
 
@@ -68,9 +65,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.UploadRun](t)
 	recordertest.Coverage[recorder.StalledDownload](t)
 	recordertest.Coverage[recorder.StalledRun](t)
-	recordertest.Coverage[recorder.SSEEvent](t)
-	recordertest.Coverage[recorder.SSEStream](t)
-	recordertest.Coverage[recorder.SSERun](t)
 	recordertest.Coverage[recorder.TempRun](t)
 }
 
@@ -92,9 +86,6 @@ func FuzzReadUploads(f *testing.F)          { recordertest.FuzzRead[recorder.Upl
 func FuzzReadUploadRuns(f *testing.F)       { recordertest.FuzzRead[recorder.UploadRun](f) }
 func FuzzReadStalledDownloads(f *testing.F) { recordertest.FuzzRead[recorder.StalledDownload](f) }
 func FuzzReadStalledRuns(f *testing.F)      { recordertest.FuzzRead[recorder.StalledRun](f) }
-func FuzzReadSSEEvents(f *testing.F)        { recordertest.FuzzRead[recorder.SSEEvent](f) }
-func FuzzReadSSEStreams(f *testing.F)       { recordertest.FuzzRead[recorder.SSEStream](f) }
-func FuzzReadSSERuns(f *testing.F)          { recordertest.FuzzRead[recorder.SSERun](f) }
 func FuzzReadTempRuns(f *testing.F)         { recordertest.FuzzRead[recorder.TempRun](f) }
 
 // TestEveryRowTypeIsTested reads the module's source: every type with a

@@ -17,6 +17,7 @@ const (
 	DecimalsMillis  = usOfMS  // millisecond columns keep microseconds
 	DecimalsWhole   = whole   // bytes and counts
 	DecimalsMiB     = kibOfMi // MiB columns keep about a KiB
+	DecimalsMicros  = usOfS   // seconds columns that keep microseconds
 )
 
 // Precision of float columns, as recorder's own schemas name them.

@@ -269,7 +269,7 @@ func TestWriteErrors(t *testing.T) {
 			return p
 		}, []string{"not a directory"}, nil},
 		{"no results", func(t *testing.T) string { return t.TempDir() },
-			[]string{"no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, stalled-runs.csv, sse-runs.csv, temp-runs.csv, assessment.json is present"}, ErrNoResults},
+			[]string{"no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, stalled-runs.csv, temp-runs.csv, assessment.json is present"}, ErrNoResults},
 		{"runs.csv header", func(t *testing.T) string {
 			dir := valid(t)
 			replace(t, dir, "runs.csv", "p95_ms", "p96_ms")
@@ -402,7 +402,7 @@ func TestLinearTicks(t *testing.T) {
 // it, not a panic.
 func TestWriteForeignSection(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Write(dir, []Section{SSE, {Name: "stub"}}); err == nil || !strings.Contains(err.Error(), `report section "stub": not one of report's sections`) {
+	if _, err := Write(dir, []Section{SlowClient, {Name: "stub"}}); err == nil || !strings.Contains(err.Error(), `report section "stub": not one of report's sections`) {
 		t.Errorf("Write with a zero section: %v", err)
 	}
 }

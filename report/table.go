@@ -128,12 +128,7 @@ func (t *Table[R]) WriteText(w io.Writer, rows []R) {
 	cells := t.cells(rows)
 	width := make([]int, len(t.Cols))
 	num := make([]bool, len(t.Cols))
-	str := func(c Cell) string {
-		if c.missing {
-			return "-"
-		}
-		return c.Text
-	}
+	str := Cell.String
 	for j, h := range t.Head() {
 		width[j] = utf8.RuneCountInString(h)
 	}
@@ -186,3 +181,12 @@ func FastCols[R any](of func(*R) *recorder.FastOver) []Column[R] {
 
 // whole is a count measured as a float.
 func whole(v float64) Cell { return Fixed(v, 0) }
+
+// String is the cell as the CLI prints it: its text, "-" when not
+// measured.
+func (c Cell) String() string {
+	if c.missing {
+		return "-"
+	}
+	return c.Text
+}

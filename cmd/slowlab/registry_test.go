@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/sse"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -31,7 +32,7 @@ func TestRegistryCarriesReportSections(t *testing.T) {
 // shares temp-cliff's) lists them as `slowlab reproduce` does.
 func TestReportOrderIsRegistryOrder(t *testing.T) {
 	dir := t.TempDir()
-	w, err := recorder.CreateFile[recorder.SSERun](dir)
+	w, err := recorder.CreateFile[sse.RunRow](dir)
 	if err != nil {
 		t.Fatal(err)
 	}

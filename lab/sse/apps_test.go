@@ -16,7 +16,6 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // TestAppsServeEvents: every registered app serves GET /events alike: the ticks
@@ -35,7 +34,7 @@ func TestAppsServeEvents(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := loadgen.SSEClient{URL: u, Timeout: time.Minute}.Run(context.Background(), 0)
-			if s.Outcome != recorder.SSEComplete || len(s.Events) != p.Events() {
+			if s.Outcome != loadgen.SSEComplete || len(s.Events) != p.Events() {
 				t.Fatalf("stream: %s, %d events (%v); want complete with %d", s.Outcome, len(s.Events), s.Err, p.Events())
 			}
 			for i, e := range s.Events {

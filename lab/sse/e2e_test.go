@@ -104,11 +104,11 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) {
 	if !async.P95MS.Valid || async.P95MS.Value >= 500 {
 		t.Errorf("%s: /fast p95 %v ms, want < 500 (an event loop holds streams without starving /fast)", async.RunID, async.P95MS)
 	}
-	events, err := recorder.ReadFile[recorder.SSEEvent](filepath.Join(env.Out, recorder.FileName[recorder.SSEEvent]()))
+	events, err := recorder.ReadFile[Event](filepath.Join(env.Out, recorder.FileName[Event]()))
 	if err != nil || len(events) != 420 {
 		t.Errorf("sse-events.csv: %d rows (%v), want 420", len(events), err)
 	}
-	streams, err := recorder.ReadFile[recorder.SSEStream](filepath.Join(env.Out, recorder.FileName[recorder.SSEStream]()))
+	streams, err := recorder.ReadFile[Stream](filepath.Join(env.Out, recorder.FileName[Stream]()))
 	if err != nil || len(streams) != 14 {
 		t.Errorf("sse-streams.csv: %d rows (%v), want 14", len(streams), err)
 	}

@@ -5,14 +5,13 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 8, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SSE,
+	lab.Register(lab.Experiment{Name: Name, Order: 8, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary:  "Server-Sent Events streams: each event's delivery delay directly and through a buffering proxy, and the workers the streams hold",
 		Shared:   lab.SharedAll,
@@ -20,8 +19,8 @@ func init() {
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{recorder.FileName[recorder.SSEEvent](), recorder.FileName[recorder.SSEStream](),
-	recorder.FileName[recorder.SSERun](), recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+var resultsFiles = []string{eventFile, streamFile,
+	runFile, recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first
 // condition, a 1 s stream (its shape tests cover the grid).

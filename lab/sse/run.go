@@ -17,24 +17,24 @@ import (
 
 // files are the open results files of a session.
 type files struct {
-	events    *recorder.FileWriter[recorder.SSEEvent]
-	streams   *recorder.FileWriter[recorder.SSEStream]
-	runs      *recorder.FileWriter[recorder.SSERun]
+	events    *recorder.FileWriter[Event]
+	streams   *recorder.FileWriter[Stream]
+	runs      *recorder.FileWriter[RunRow]
 	requests  *recorder.FileWriter[recorder.Request]
 	resources *recorder.FileWriter[recorder.ResourceSample]
 }
 
 // fileNames are the results files besides sse-runs.csv.
-var fileNames = []string{recorder.FileName[recorder.SSEEvent](), recorder.FileName[recorder.SSEStream](),
+var fileNames = []string{eventFile, streamFile,
 	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // openFiles creates the session's files in dir, or opens them to append.
 func openFiles(dir string, resume bool) (*files, error) {
 	f := &files{}
 	var err error
-	if f.events, err = lab.OpenFile[recorder.SSEEvent](dir, resume); err == nil {
-		if f.streams, err = lab.OpenFile[recorder.SSEStream](dir, resume); err == nil {
-			if f.runs, err = lab.OpenFile[recorder.SSERun](dir, resume); err == nil {
+	if f.events, err = lab.OpenFile[Event](dir, resume); err == nil {
+		if f.streams, err = lab.OpenFile[Stream](dir, resume); err == nil {
+			if f.runs, err = lab.OpenFile[RunRow](dir, resume); err == nil {
 				if f.requests, err = lab.OpenFile[recorder.Request](dir, resume); err == nil {
 					f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
 				}
@@ -85,16 +85,16 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	specs, skipped := c.Runs(env.Stack)
 	var f *files
-	m := &lab.Matrix[RunSpec, recorder.SSERun]{Specs: specs, Files: fileNames, Line: runLine,
+	m := &lab.Matrix[RunSpec, RunRow]{Specs: specs, Files: fileNames, Line: runLine,
 		Expected: func(RunSpec) time.Duration { return c.Duration() },
-		Open: func(dir string, resume bool) (lab.RowWriter[recorder.SSERun], func() error, error) {
+		Open: func(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
 			var err error
 			if f, err = openFiles(dir, resume); err != nil {
 				return nil, nil, err
 			}
 			return f.runs, f.close, nil
 		},
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.SSERun, error) {
+		Measure: func(ctx context.Context, s RunSpec, id string) (RunRow, error) {
 			return c.measure(ctx, env, s, id, f)
 		}}
 	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
@@ -102,7 +102,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.SSERun) string {
+func runLine(r RunRow) string {
 	return fmt.Sprintf("events %d/%d, delay p50 %s ms, p95 %s ms, max %s ms; held %s on %s workers; fast %d/%d ok, p95 %s ms  [%s]",
 		r.Events, r.EventsExpected, lab.Num(r.DelayP50MS, 1), lab.Num(r.DelayP95MS, 1), lab.Num(r.DelayMaxMS, 1),
 		lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.StatusText(r.Status, r.Reason))
@@ -121,8 +121,8 @@ func capacity(s stack.Server) (workers, slots recorder.Maybe) {
 // measure performs one run: a fresh stack, the instruments, the streams
 // and the /fast schedule, the held-stream samples, then the run's
 // verdict. Its error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.SSERun, error) {
-	run := recorder.SSERun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
 		IntervalS: time.Duration(c.Stream.Interval).Seconds(), DurationS: time.Duration(c.Stream.Duration).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
@@ -139,7 +139,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
 	_, sampErr := fr.Sampled(time.Now())
-	run = recorder.SummarizeSSERun(run, l.reqs, l.streams, l.events)
+	run = SummarizeRun(run, l.reqs, l.streams, l.events)
 	streams := ""
 	if len(l.streams) != spec.Streams {
 		streams = fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
@@ -150,8 +150,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 // loaded is what a run's load measured.
 type loaded struct {
-	streams  []recorder.SSEStream
-	events   []recorder.SSEEvent
+	streams  []Stream
+	events   []Event
 	reqs     []recorder.Request
 	writeErr error
 }
@@ -159,7 +159,7 @@ type loaded struct {
 // load starts the streams at t0 and, Fast.Offset later, the open-loop
 // /fast schedule, and waits for both. Every stream and every scheduled
 // request gets its rows as it finishes.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.SSERun, t0 time.Time, f *files) loaded {
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
 	var l loaded
 	var mu sync.Mutex
 	params := c.Params(spec.Route)
@@ -168,13 +168,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		l.writeErr = err
 		return l
 	}
-	base := recorder.SSEStream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep}
+	base := Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep}
 	var wg sync.WaitGroup
 	for i := range spec.Streams {
 		cl := loadgen.SSEClient{URL: u, Timeout: time.Duration(c.Stream.Timeout), AllowRemote: running.AllowRemote(),
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/sse-%d", run.RunID, i)}}}
 		wg.Go(func() {
-			row, evs := loadgen.SSERows(base, t0, params.Events(), cl.Run(ctx, i))
+			row, evs := streamRows(base, t0, params.Events(), cl.Run(ctx, i))
 			mu.Lock()
 			defer mu.Unlock()
 			l.streams, l.events = append(l.streams, row), append(l.events, evs...)

@@ -1,0 +1,279 @@
+package sse
+
+import (
+	"slices"
+	"time"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// The results files of the rows this package declares.
+const (
+	eventFile  = "sse-events.csv"
+	streamFile = "sse-streams.csv"
+	runFile    = "sse-runs.csv"
+)
+
+// Event is one event of an SSE stream of the sse experiment
+// (sse-events.csv), as the client received it. SentS is the server's
+// timestamp in the event (its wall clock when it wrote the event) and
+// ReceivedS the client's when it had read the recorder.DecimalsWhole event, both relative
+// to the run's start; DelayMS = received - sent: the event's delivery
+// delay (one machine, one clock, loopback).
+type Event struct {
+	RunID, Route, Server string
+	Streams, Rep         int
+	Client, Seq          int
+	SentS, ReceivedS     float64
+	DelayMS              float64
+}
+
+func (Event) Schema() *recorder.Schema[Event] { return eventSchema }
+
+var eventSchema = recorder.NewSchema(eventFile,
+	recorder.Col("run_id", 0, func(r *Event) any { return &r.RunID }),
+	recorder.Col("route", 0, func(r *Event) any { return &r.Route }),
+	recorder.Col("server", 0, func(r *Event) any { return &r.Server }),
+	recorder.Col("streams", 0, func(r *Event) any { return &r.Streams }),
+	recorder.Col("rep", 0, func(r *Event) any { return &r.Rep }),
+	recorder.Col("client", 0, func(r *Event) any { return &r.Client }),
+	recorder.Col("seq", 0, func(r *Event) any { return &r.Seq }),
+	recorder.Col("sent_s", recorder.DecimalsMicros, func(r *Event) any { return &r.SentS }),
+	recorder.Col("received_s", recorder.DecimalsMicros, func(r *Event) any { return &r.ReceivedS }),
+	recorder.Col("delay_ms", recorder.DecimalsMillis, func(r *Event) any { return &r.DelayMS }),
+)
+
+// Stream is one SSE stream of the sse experiment (sse-streams.csv):
+// when its request was sent (StartS, relative to the run's start), how
+// long until the response's first byte (FirstByteMS), its status, the
+// tick events received of those the stream should carry, their delivery
+// delays (nearest-rank p50 and p95, and the largest) and how it ended
+// (Outcome, one of loadgen.SSEComplete, SSETruncated, SSEStatus,
+// SSEReset, SSETimeout and SSEError).
+type Stream struct {
+	RunID, Route, Server   string
+	Streams, Rep           int
+	Client                 int
+	StartS                 float64
+	FirstByteMS            recorder.Maybe
+	Status                 int
+	Events, EventsExpected int
+	DelayP50MS, DelayP95MS recorder.Maybe
+	DelayMaxMS             recorder.Maybe
+	Outcome, Error         string
+}
+
+func (Stream) Schema() *recorder.Schema[Stream] { return streamSchema }
+
+var streamSchema = recorder.NewSchema(streamFile,
+	recorder.Col("run_id", 0, func(r *Stream) any { return &r.RunID }),
+	recorder.Col("route", 0, func(r *Stream) any { return &r.Route }),
+	recorder.Col("server", 0, func(r *Stream) any { return &r.Server }),
+	recorder.Col("streams", 0, func(r *Stream) any { return &r.Streams }),
+	recorder.Col("rep", 0, func(r *Stream) any { return &r.Rep }),
+	recorder.Col("client", 0, func(r *Stream) any { return &r.Client }),
+	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Stream) any { return &r.StartS }),
+	recorder.Col("first_byte_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.FirstByteMS }),
+	recorder.Col("status", 0, func(r *Stream) any { return &r.Status }),
+	recorder.Col("events", 0, func(r *Stream) any { return &r.Events }),
+	recorder.Col("events_expected", 0, func(r *Stream) any { return &r.EventsExpected }),
+	recorder.Col("delay_p50_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.DelayP50MS }),
+	recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.DelayP95MS }),
+	recorder.Col("delay_max_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.DelayMaxMS }),
+	recorder.Col("outcome", 0, func(r *Stream) any { return &r.Outcome }),
+	recorder.Col("error", 0, func(r *Stream) any { return &r.Error }),
+)
+
+// RunRow is one row of sse-runs.csv: one run of the sse experiment.
+// Streams SSE streams of IntervalS for DurationS ran beside the open-loop
+// /fast schedule. EventsExpected and Events count the tick events the
+// streams should carry and those the client received; StreamsComplete the
+// streams that ended with their end event. The delay columns are over
+// every event of the run (nearest rank; max the largest), FirstByteMS the
+// median over its streams. Slots is the app's capacity (workers x
+// threads; empty for an event loop), Workers its worker processes;
+// HeldMax is the most streams the app held at once, and WorkersHoldingMax
+// the most workers holding at least one stream at once, both from the
+// app's own count sampled during the run (empty when none was read). The
+// /fast columns are runs.csv's (recorder.SummarizeRun).
+type RunRow struct {
+	RunID, Route, Server    string
+	Streams, Rep            int
+	IntervalS, DurationS    float64
+	StartedAt               time.Time
+	Status, Reason          string
+	EventsExpected, Events  int
+	StreamsComplete         int
+	DelayP50MS, DelayP95MS  recorder.Maybe
+	DelayMaxMS, FirstByteMS recorder.Maybe
+	Slots, Workers          recorder.Maybe
+	HeldMax                 recorder.Maybe
+	WorkersHoldingMax       recorder.Maybe
+	FastPlanned, FastSent   int
+	FastTotal, FastOK       int
+	P50MS, P95MS, MaxMS     recorder.Maybe
+}
+
+func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
+
+var runSchema = recorder.NewSchema(runFile, slices.Concat(
+	[]recorder.Column[RunRow]{
+		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
+		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
+		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
+		recorder.Col("streams", 0, func(r *RunRow) any { return &r.Streams }),
+		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
+		recorder.Col("interval_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.IntervalS }),
+		recorder.Col("duration_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.DurationS }),
+	},
+	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
+		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
+	}),
+	[]recorder.Column[RunRow]{
+		recorder.Col("events_expected", 0, func(r *RunRow) any { return &r.EventsExpected }),
+		recorder.Col("events", 0, func(r *RunRow) any { return &r.Events }),
+		recorder.Col("streams_complete", 0, func(r *RunRow) any { return &r.StreamsComplete }),
+		recorder.Col("delay_p50_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayP50MS }),
+		recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayP95MS }),
+		recorder.Col("delay_max_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayMaxMS }),
+		recorder.Col("first_byte_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.FirstByteMS }),
+		recorder.Col("slots", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Slots }),
+		recorder.Col("workers", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Workers }),
+		recorder.Col("held_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.HeldMax }),
+		recorder.Col("workers_holding_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkersHoldingMax }),
+	},
+	recorder.FastCols(fastOf),
+)...)
+
+// SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
+// does) and its event columns from the run's streams and events.
+func SummarizeRun(run RunRow, reqs []recorder.Request, streams []Stream, events []Event) RunRow {
+	fast := recorder.SummarizeRun(recorder.RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
+	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
+	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.EventsExpected, run.Events, run.StreamsComplete = 0, len(events), 0
+	var first []float64
+	for _, s := range streams {
+		run.EventsExpected += s.EventsExpected
+		if s.Outcome == loadgen.SSEComplete {
+			run.StreamsComplete++
+		}
+		first = recorder.AppendValid(first, s.FirstByteMS)
+	}
+	delays := make([]float64, len(events))
+	for i, e := range events {
+		delays[i] = e.DelayMS
+	}
+	run.DelayP50MS, run.DelayP95MS, run.DelayMaxMS = Delays(delays)
+	run.FirstByteMS = recorder.Some(recorder.Median(first))
+	return run
+}
+
+// Delays returns the nearest-rank p50 and p95 and the largest of
+// delays, each invalid when there are none.
+func Delays(delays []float64) (p50, p95, most recorder.Maybe) {
+	return recorder.Some(recorder.NearestRank(delays, 50)), recorder.Some(recorder.NearestRank(delays, 95)), recorder.Some(recorder.NearestRank(delays, 100))
+}
+
+// Summary is one condition of sse over its ok runs: the printed
+// table's row and the report's. Delays and /fast percentiles are medians
+// of the runs' values (DelayMaxMS the largest); events and streams are
+// summed; HeldMax and WorkersHoldingMax are the largest.
+type Summary struct {
+	Route, Server           string
+	Streams                 int
+	IntervalS, DurationS    float64
+	Runs, Excluded          int
+	EventsExpected, Events  int
+	StreamsComplete         int
+	DelayP50MS, DelayP95MS  recorder.Maybe
+	DelayMaxMS, FirstByteMS recorder.Maybe
+	Slots, Workers          recorder.Maybe
+	HeldMax                 recorder.Maybe
+	WorkersHoldingMax       recorder.Maybe
+	recorder.FastOver
+}
+
+// Summarize folds runs into one Summary per condition
+// (route, server, streams, interval, duration), in order of first
+// appearance; runs that did not end ok count only in Excluded.
+func Summarize(runs []RunRow) []Summary {
+	type key struct {
+		route, server string
+		streams       int
+		interval, dur float64
+	}
+	var keys []key
+	groups := map[key][]RunRow{}
+	for _, r := range runs {
+		k := key{r.Route, r.Server, r.Streams, r.IntervalS, r.DurationS}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var rows []Summary
+	for _, k := range keys {
+		row := Summary{Route: k.route, Server: k.server, Streams: k.streams, IntervalS: k.interval, DurationS: k.dur}
+		var p50, p95, most, first, held, holding []float64
+		var ok []RunRow
+		for _, r := range groups[k] {
+			if r.Status != recorder.RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			row.EventsExpected += r.EventsExpected
+			row.Events += r.Events
+			row.StreamsComplete += r.StreamsComplete
+			ok = append(ok, r)
+			row.Slots, row.Workers = r.Slots, r.Workers
+			p50, p95, most = recorder.AppendValid(p50, r.DelayP50MS), recorder.AppendValid(p95, r.DelayP95MS), recorder.AppendValid(most, r.DelayMaxMS)
+			first = recorder.AppendValid(first, r.FirstByteMS)
+			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)
+		}
+		row.DelayP50MS, row.DelayP95MS, row.DelayMaxMS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95)), recorder.Some(recorder.NearestRank(most, 100))
+		row.FirstByteMS = recorder.Some(recorder.Median(first))
+		row.HeldMax, row.WorkersHoldingMax = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(holding, 100))
+		row.FastOver = recorder.SummarizeFast(ok, fastOf)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// streamRows are s as an sse-streams.csv row and its sse-events.csv rows:
+// stream (the run's and condition's columns) with s's measurements, times
+// relative to t0.
+func streamRows(stream Stream, t0 time.Time, expected int, s loadgen.SSEStream) (Stream, []Event) {
+	stream.Client, stream.Status, stream.Outcome = s.Client, s.Status, s.Outcome
+	stream.Events, stream.EventsExpected = len(s.Events), expected
+	if !s.Start.IsZero() {
+		stream.StartS = s.Start.Sub(t0).Seconds()
+	}
+	if s.FirstByte > 0 {
+		stream.FirstByteMS = recorder.Some(float64(s.FirstByte.Microseconds()) / 1e3)
+	}
+	if s.Err != nil {
+		stream.Error = s.Err.Error()
+	}
+	events := make([]Event, len(s.Events))
+	delays := make([]float64, len(s.Events))
+	for i, e := range s.Events {
+		delays[i] = float64(e.Delay().Microseconds()) / 1e3
+		events[i] = Event{RunID: stream.RunID, Route: stream.Route, Server: stream.Server, Streams: stream.Streams, Rep: stream.Rep,
+			Client: s.Client, Seq: e.Seq, SentS: e.Sent.Sub(t0).Seconds(), ReceivedS: e.Received.Sub(t0).Seconds(), DelayMS: delays[i]}
+	}
+	stream.DelayP50MS, stream.DelayP95MS, stream.DelayMaxMS = Delays(delays)
+	return stream, events
+}
+
+// VerdictFields implements recorder.RunRow.
+func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// fastOf points at a run row's /fast columns.
+func fastOf(r *RunRow) recorder.FastRun {
+	return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
+}
