@@ -155,7 +155,7 @@ func TestFreshStackCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	var v recorder.UploadRun
+	var v recorder.Run
 	if werr := lab.Judge(ctx, lab.VerdictOf(&v), fr.Running, nil); werr != nil || v.Status != recorder.RunAborted ||
 		!strings.HasPrefix(v.Reason, "interrupted: ") {
 		t.Errorf("verdict of the cancelled run: %q %q (%v), want aborted, interrupted", v.Status, v.Reason, werr)

@@ -33,26 +33,26 @@ func (s fakeSpec) ID() string { return fmt.Sprintf("cond%d.rep1", int(s)) }
 
 // fakeMatrix is a matrix of n runs; each writes two request rows and its
 // run row; measure decides each run's outcome.
-func fakeMatrix(n int, measure func(ctx context.Context, s fakeSpec, id string) string) (*Matrix[fakeSpec, recorder.UploadRun], *[]string) {
-	var f *RunFiles[recorder.Upload, recorder.UploadRun]
+func fakeMatrix(n int, measure func(ctx context.Context, s fakeSpec, id string) string) (*Matrix[fakeSpec, recorder.Run], *[]string) {
+	var f *RunFiles[recorder.LargeResponse, recorder.Run]
 	var measured []string
 	specs := make([]fakeSpec, n)
 	for i := range specs {
 		specs[i] = fakeSpec(i)
 	}
-	m := &Matrix[fakeSpec, recorder.UploadRun]{Specs: specs, Expected: func(fakeSpec) time.Duration { return time.Second },
-		Verdict: func(r *recorder.UploadRun) Verdict {
+	m := &Matrix[fakeSpec, recorder.Run]{Specs: specs, Expected: func(fakeSpec) time.Duration { return time.Second },
+		Verdict: func(r *recorder.Run) Verdict {
 			return Verdict{ID: &r.RunID, Status: &r.Status, Reason: &r.Reason}
 		},
-		Line: func(r recorder.UploadRun) string { return r.Status },
-		Measure: func(ctx context.Context, s fakeSpec, id string) (recorder.UploadRun, error) {
+		Line: func(r recorder.Run) string { return r.Status },
+		Measure: func(ctx context.Context, s fakeSpec, id string) (recorder.Run, error) {
 			measured = append(measured, id)
 			for seq := range 2 {
 				if err := f.Requests.Write(recorder.Request{RunID: id, Seq: seq, Status: 200}); err != nil {
-					return recorder.UploadRun{}, err
+					return recorder.Run{}, err
 				}
 			}
-			return recorder.UploadRun{RunID: id, Status: measure(ctx, s, id)}, nil
+			return recorder.Run{RunID: id, Status: measure(ctx, s, id)}, nil
 		}}
 	UseRunFiles(m, &f)
 	return m, &measured
@@ -118,7 +118,7 @@ func TestMatrixResume(t *testing.T) {
 	if n := requestRuns(t, env.Out); len(n) != 3 || n["cond0.rep1"] != 2 || n["cond1.rep1"] != 2 || n["cond2.rep1"] != 2 {
 		t.Errorf("requests per run after resume %v, want 2 each, once", n)
 	}
-	kept, _ := recorder.ReadFile[recorder.UploadRun](filepath.Join(env.Out, recorder.FileName[recorder.UploadRun]()))
+	kept, _ := recorder.ReadFile[recorder.Run](filepath.Join(env.Out, recorder.FileName[recorder.Run]()))
 	if len(kept) != 3 {
 		t.Errorf("%d run rows after resume, want 3 (the first session's failed and aborted ones dropped)", len(kept))
 	}

@@ -19,7 +19,7 @@ type MatrixResult[R recorder.RunRow[R]] struct {
 	Skipped []string
 }
 
-var _ Reasoned = (*MatrixResult[recorder.UploadRun])(nil)
+var _ Reasoned = (*MatrixResult[recorder.Run])(nil)
 
 // ReasonsFile implements Reasoned: R's file (upload-runs.csv, ...) says
 // why a run failed.

@@ -60,7 +60,7 @@ func TestJudgeOrder(t *testing.T) {
 		{"interrupted", cancelled(), nil, []string{"evidence"}, recorder.RunAborted, "interrupted: context canceled"},
 		{"unwritten", cancelled(), errors.New("disk full"), nil, recorder.RunFailed, "results not all written: disk full"},
 	} {
-		run := recorder.UploadRun{Status: recorder.RunOK}
+		run := recorder.Run{Status: recorder.RunOK}
 		err := Judge(c.ctx, VerdictOf(&run), nil, c.write, c.reasons...)
 		if run.Status != c.status || run.Reason != c.reasonOf || !errors.Is(err, c.write) {
 			t.Errorf("%s: %q %q (%v), want %q %q", c.name, run.Status, run.Reason, err, c.status, c.reasonOf)
@@ -79,15 +79,15 @@ func cancelled() context.Context {
 func TestPlanRun(t *testing.T) {
 	env := &Env{Out: t.TempDir()}
 	cfg := &fakeConfig{Header: Header{Experiment: "fake"}, Runs: 2}
-	p := Plan[fakeSpec, recorder.Upload, recorder.UploadRun]{
+	p := Plan[fakeSpec, recorder.LargeResponse, recorder.Run]{
 		Specs:    func() ([]fakeSpec, []string) { return []fakeSpec{0, 1}, []string{"cond9: no such server"} },
-		Expected: func(fakeSpec) time.Duration { return time.Second }, Line: func(r recorder.UploadRun) string { return r.Status },
-		Measure: func(_ context.Context, _ *Env, s fakeSpec, id string, f *RunFiles[recorder.Upload, recorder.UploadRun]) (recorder.UploadRun, error) {
+		Expected: func(fakeSpec) time.Duration { return time.Second }, Line: func(r recorder.Run) string { return r.Status },
+		Measure: func(_ context.Context, _ *Env, s fakeSpec, id string, f *RunFiles[recorder.LargeResponse, recorder.Run]) (recorder.Run, error) {
 			status := recorder.RunOK
 			if s == 1 {
 				status = recorder.RunFailed
 			}
-			return recorder.UploadRun{RunID: id, Status: status}, f.Items.Write(recorder.Upload{RunID: id})
+			return recorder.Run{RunID: id, Status: status}, f.Items.Write(recorder.LargeResponse{RunID: id})
 		}}
 	r, err := p.Run(context.Background(), env, cfg, &planResult{})
 	if err != nil {
@@ -97,14 +97,14 @@ func TestPlanRun(t *testing.T) {
 	if res.Dir != env.Out || len(res.Skipped) != 1 || len(res.Runs) != 2 || res.AllFailed() {
 		t.Fatalf("result %+v", res)
 	}
-	rows, err := recorder.ReadFile[recorder.Upload](env.Out + "/" + recorder.FileName[recorder.Upload]())
+	rows, err := recorder.ReadFile[recorder.LargeResponse](env.Out + "/" + recorder.FileName[recorder.LargeResponse]())
 	if err != nil || len(rows) != 2 {
-		t.Errorf("uploads.csv: %v, %v", rows, err)
+		t.Errorf("large-responses.csv: %v, %v", rows, err)
 	}
 }
 
 type planResult struct {
-	MatrixResult[recorder.UploadRun]
+	MatrixResult[recorder.Run]
 }
 
 func (*planResult) Print(io.Writer) {}
@@ -112,7 +112,7 @@ func (*planResult) Print(io.Writer) {}
 // An invalid config: Plan.Run runs nothing and returns no result.
 func TestPlanRunInvalid(t *testing.T) {
 	env := &Env{Out: t.TempDir()}
-	p := Plan[fakeSpec, recorder.Upload, recorder.UploadRun]{Specs: func() ([]fakeSpec, []string) {
+	p := Plan[fakeSpec, recorder.LargeResponse, recorder.Run]{Specs: func() ([]fakeSpec, []string) {
 		t.Fatal("specs made of an invalid config")
 		return nil, nil
 	}}

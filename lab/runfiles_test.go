@@ -12,11 +12,11 @@ import (
 // them once and says the same on a second call.
 func TestRunFiles(t *testing.T) {
 	dir := t.TempDir()
-	f, err := OpenRunFiles[recorder.Upload, recorder.UploadRun](dir)
+	f, err := OpenRunFiles[recorder.LargeResponse, recorder.Run](dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Runs.Write(recorder.UploadRun{RunID: "r1", Status: recorder.RunOK}); err != nil {
+	if err := f.Runs.Write(recorder.Run{RunID: "r1", Status: recorder.RunOK}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -25,17 +25,17 @@ func TestRunFiles(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Errorf("second close: %v", err)
 	}
-	runs, err := recorder.ReadFile[recorder.UploadRun](filepath.Join(dir, recorder.FileName[recorder.UploadRun]()))
+	runs, err := recorder.ReadFile[recorder.Run](filepath.Join(dir, recorder.FileName[recorder.Run]()))
 	if err != nil || len(runs) != 1 || runs[0].RunID != "r1" {
-		t.Errorf("upload runs %v, %v; want r1", runs, err)
+		t.Errorf("runs %v, %v; want r1", runs, err)
 	}
-	for _, name := range []string{recorder.FileName[recorder.Upload](), recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()} {
+	for _, name := range []string{recorder.FileName[recorder.LargeResponse](), recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()} {
 		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v; want it with its header", name, err)
 		}
 	}
-	notDir := filepath.Join(dir, recorder.FileName[recorder.Upload]())
-	if _, err := OpenRunFiles[recorder.Upload, recorder.UploadRun](notDir); err == nil {
+	notDir := filepath.Join(dir, recorder.FileName[recorder.LargeResponse]())
+	if _, err := OpenRunFiles[recorder.LargeResponse, recorder.Run](notDir); err == nil {
 		t.Errorf("opened files under %s, a file", notDir)
 	}
 }

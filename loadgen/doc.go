@@ -39,9 +39,9 @@
 // `slowlab probe-loop`) carry a Result each, and wire lines (wire.go:
 // WireLine, AppendWireLine, ParseWireLine; slow-client's `slowlab
 // slow-load`) carry every field of a result or a download and the events
-// the session acts on as they happen. RequestRow, DownloadRow and UploadRow
-// turn what it measured into recorder's rows (an SSE stream's rows are
-// lab/sse's).
+// the session acts on as they happen. RequestRow and DownloadRow turn
+// what it measured into recorder's rows (an upload's rows are
+// lab/slowupload's, an SSE stream's lab/sse's).
 //
 // It does not decide what to run (lab and its experiments), write results
 // files (recorder) or serve anything (appserver and lab/stack).

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // Slow uploader defaults (slow-upload): 512 KiB/s in writes of 16 KiB
@@ -73,7 +71,7 @@ type Upload struct {
 	AppReadOK  bool
 	AppBytes   int64
 	AppBytesOK bool
-	Outcome    string // one of recorder.UploadOutcomes
+	Outcome    string // UploadOK, UploadServerError, UploadStatus, UploadReset, UploadTimeout or UploadError
 	Err        error
 }
 
@@ -289,21 +287,31 @@ func (l *uplink) idle(now time.Time) {
 	}
 }
 
+// Upload.Outcome values: how an upload ended, as the client saw it.
+const (
+	UploadOK          = "ok"      // status 200 and the whole body sent
+	UploadServerError = "5xx"     // a 5xx status (a proxy's 502 for an app worker killed mid-body)
+	UploadStatus      = "status"  // another status than 200 or 5xx
+	UploadReset       = "reset"   // the connection was reset or closed before any response
+	UploadTimeout     = "timeout" // the client's timeout, or the run's end, came first
+	UploadError       = "error"   // anything else: connect refused, a malformed response
+)
+
 // uploadOutcome classifies a finished upload.
 func uploadOutcome(u Upload) string {
 	switch {
 	case u.Status >= 500:
-		return recorder.UploadServerError
+		return UploadServerError
 	case u.Status == http.StatusOK && u.Err == nil:
-		return recorder.UploadOK
+		return UploadOK
 	case u.Status != 0 && u.Status != http.StatusOK:
-		return recorder.UploadStatus
+		return UploadStatus
 	case errors.Is(u.Err, context.DeadlineExceeded) || errors.Is(u.Err, context.Canceled) || errors.Is(u.Err, os.ErrDeadlineExceeded):
-		return recorder.UploadTimeout
+		return UploadTimeout
 	case isReset(u.Err):
-		return recorder.UploadReset
+		return UploadReset
 	}
-	return recorder.UploadError
+	return UploadError
 }
 
 // isReset reports a connection the server reset or closed without an
@@ -326,23 +334,4 @@ func ctxErr(ctx context.Context, err error) error {
 // as a small amount is unacknowledged or unread by the server.
 func sndBufControl(size int) func(network, address string, c syscall.RawConn) error {
 	return bufControl(unix.SO_SNDBUF, "SO_SNDBUF", size)
-}
-
-// UploadRow is u as an uploads.csv row: row (the run's and condition's
-// columns) with u's measurements, its start relative to t0.
-func UploadRow(row recorder.Upload, t0 time.Time, u Upload) recorder.Upload {
-	row.Client, row.SendS, row.TotalS, row.SentBytes, row.Status, row.Outcome = u.Client, u.Send.Seconds(), u.Total.Seconds(), u.Sent, u.Status, u.Outcome
-	if !u.Start.IsZero() {
-		row.StartS = u.Start.Sub(t0).Seconds()
-	}
-	if u.AppReadOK {
-		row.AppReadS = recorder.Some(u.AppRead.Seconds())
-	}
-	if u.AppBytesOK {
-		row.AppBytes = recorder.Some(float64(u.AppBytes))
-	}
-	if u.Err != nil {
-		row.Error = u.Err.Error()
-	}
-	return row
 }

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // TestSlowUploaderQueuedStillPaced: an upload whose server reads nothing
@@ -78,7 +77,7 @@ func TestSlowUploaderQueuedStillPaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := <-res
-	if up.Outcome != recorder.UploadOK || up.Sent != size {
+	if up.Outcome != UploadOK || up.Sent != size {
 		t.Fatalf("upload %+v, want ok with %d bytes sent", up, size)
 	}
 	// About banked + the client's send buffer (Linux doubles it; a write

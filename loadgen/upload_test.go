@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 func uploadTo(t *testing.T, raw string, size int64) Upload {
@@ -37,7 +36,7 @@ func TestSlowUploaderOK(t *testing.T) {
 	}))
 	defer srv.Close()
 	u := uploadTo(t, srv.URL+"/upload", 1<<20+5)
-	if u.Outcome != recorder.UploadOK || u.Err != nil || u.Status != 200 || u.Client != 3 {
+	if u.Outcome != UploadOK || u.Err != nil || u.Status != 200 || u.Client != 3 {
 		t.Fatalf("got %+v, want ok", u)
 	}
 	if u.Sent != 1<<20+5 || !u.AppBytesOK || u.AppBytes != u.Sent {
@@ -58,7 +57,7 @@ func TestSlowUploaderEarlyStatus(t *testing.T) {
 	}))
 	defer srv.Close()
 	u := uploadTo(t, srv.URL+"/upload", 64<<20)
-	if u.Outcome != recorder.UploadServerError || u.Status != http.StatusBadGateway {
+	if u.Outcome != UploadServerError || u.Status != http.StatusBadGateway {
 		t.Fatalf("got %+v, want a 5xx outcome with 502", u)
 	}
 }
@@ -85,7 +84,7 @@ func TestSlowUploaderReset(t *testing.T) {
 	}()
 	u := uploadTo(t, "http://"+ln.Addr().String()+"/upload", 64<<20)
 	<-done
-	if u.Outcome != recorder.UploadReset || u.Status != 0 || u.Err == nil {
+	if u.Outcome != UploadReset || u.Status != 0 || u.Err == nil {
 		t.Fatalf("got %+v, want a reset", u)
 	}
 	if u.Sent < 256<<10 || u.Sent >= 64<<20 {
@@ -119,7 +118,7 @@ func TestSlowUploaderTimeout(t *testing.T) {
 	}
 	cancel()
 	got := <-res
-	if got.Outcome != recorder.UploadTimeout {
+	if got.Outcome != UploadTimeout {
 		t.Fatalf("got %+v, want a timeout", got)
 	}
 }
@@ -127,7 +126,7 @@ func TestSlowUploaderTimeout(t *testing.T) {
 func TestSlowUploaderRefusesRemote(t *testing.T) {
 	slowlabtest.Timing(t)
 	u := uploadTo(t, "http://192.0.2.1:80/upload", 10)
-	if u.Outcome != recorder.UploadError || u.Err == nil {
+	if u.Outcome != UploadError || u.Err == nil {
 		t.Fatalf("got %+v, want an error (not loopback)", u)
 	}
 }

@@ -37,8 +37,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("gap-runs", recordertest.RoundTrip[recorder.GapRun])
 	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
 	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
-	t.Run("uploads", recordertest.RoundTrip[recorder.Upload])
-	t.Run("upload-runs", recordertest.RoundTrip[recorder.UploadRun])
 	t.Run("stalled-downloads", recordertest.RoundTrip[recorder.StalledDownload])
 	t.Run("stalled-runs", recordertest.RoundTrip[recorder.StalledRun])
 	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
@@ -61,8 +59,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.GapRun](t)
 	recordertest.Coverage[recorder.Hop](t)
 	recordertest.Coverage[recorder.SweepCell](t)
-	recordertest.Coverage[recorder.Upload](t)
-	recordertest.Coverage[recorder.UploadRun](t)
 	recordertest.Coverage[recorder.StalledDownload](t)
 	recordertest.Coverage[recorder.StalledRun](t)
 	recordertest.Coverage[recorder.TempRun](t)
@@ -82,8 +78,6 @@ func FuzzReadGapPath(f *testing.F)          { recordertest.FuzzRead[recorder.Gap
 func FuzzReadGapRuns(f *testing.F)          { recordertest.FuzzRead[recorder.GapRun](f) }
 func FuzzReadHops(f *testing.F)             { recordertest.FuzzRead[recorder.Hop](f) }
 func FuzzReadSweep(f *testing.F)            { recordertest.FuzzRead[recorder.SweepCell](f) }
-func FuzzReadUploads(f *testing.F)          { recordertest.FuzzRead[recorder.Upload](f) }
-func FuzzReadUploadRuns(f *testing.F)       { recordertest.FuzzRead[recorder.UploadRun](f) }
 func FuzzReadStalledDownloads(f *testing.F) { recordertest.FuzzRead[recorder.StalledDownload](f) }
 func FuzzReadStalledRuns(f *testing.F)      { recordertest.FuzzRead[recorder.StalledRun](f) }
 func FuzzReadTempRuns(f *testing.F)         { recordertest.FuzzRead[recorder.TempRun](f) }

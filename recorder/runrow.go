@@ -32,8 +32,3 @@ func (StalledRun) VerdictFields(r *StalledRun) (id, status, reason *string) {
 func (TempRun) VerdictFields(r *TempRun) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// VerdictFields implements RunRow.
-func (UploadRun) VerdictFields(r *UploadRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}

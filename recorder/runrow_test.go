@@ -22,5 +22,4 @@ func TestVerdictFields(t *testing.T) {
 	checkVerdictFields(t, "LongPollRun", func(r *LongPollRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "StalledRun", func(r *StalledRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "TempRun", func(r *TempRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
-	checkVerdictFields(t, "UploadRun", func(r *UploadRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 }

@@ -269,7 +269,7 @@ func TestWriteErrors(t *testing.T) {
 			return p
 		}, []string{"not a directory"}, nil},
 		{"no results", func(t *testing.T) string { return t.TempDir() },
-			[]string{"no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, stalled-runs.csv, temp-runs.csv, assessment.json is present"}, ErrNoResults},
+			[]string{"no results files: none of " + strings.Join(allMarkers(), ", ") + " is present"}, ErrNoResults},
 		{"runs.csv header", func(t *testing.T) string {
 			dir := valid(t)
 			replace(t, dir, "runs.csv", "p95_ms", "p96_ms")
@@ -405,4 +405,15 @@ func TestWriteForeignSection(t *testing.T) {
 	if _, err := Write(dir, []Section{SlowClient, {Name: "stub"}}); err == nil || !strings.Contains(err.Error(), `report section "stub": not one of report's sections`) {
 		t.Errorf("Write with a zero section: %v", err)
 	}
+}
+
+// allMarkers are allSections' markers, each once, in order.
+func allMarkers() []string {
+	var m []string
+	for _, s := range allSections {
+		if !slices.Contains(m, s.Marker) {
+			m = append(m, s.Marker)
+		}
+	}
+	return m
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -15,23 +16,10 @@ import (
 // (testdata/idle-runs.csv): the figure with a held-time bar for each run
 // in which the server closed connections (not the two direct gthread
 // runs: every connection lasted to the bound) and a /fast p95 bar for
-// each run, and the runs table; report.Check holds the files and the page.
+// each run, and the runs table; labtest.Report checks the files and the
+// page.
 func TestReport(t *testing.T) {
-	dir := t.TempDir()
-	b, err := os.ReadFile(filepath.Join("testdata", runFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, runFile), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := report.Write(dir, []report.Section{Section})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := report.Check(rep); err != nil {
-		t.Error(err)
-	}
+	rep := labtest.Report(t, Section, runFile)
 	if len(rep.Figures) != 1 || rep.Figures[0].Name != "idle-held" || !slices.Equal(rep.Figures[0].Points, []int{6, 8}) {
 		t.Errorf("figures %+v: want idle-held with held time for 6 runs and /fast p95 for 8", rep.Figures)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // TestAppsServeUpload: every registered app serves POST /upload alike: the whole
@@ -30,7 +29,7 @@ func TestAppsServeUpload(t *testing.T) {
 			const size = 1<<20 + 7
 			up := loadgen.SlowUploader{URL: u, Size: size, Rate: 8 << 20, SndBuf: loadgen.DefaultUploadSndBuf,
 				WriteSize: loadgen.DefaultUploadWriteSize, Timeout: time.Minute}.Run(context.Background(), 0)
-			if up.Outcome != recorder.UploadOK || up.Err != nil {
+			if up.Outcome != loadgen.UploadOK || up.Err != nil {
 				t.Fatalf("upload: %+v, want ok", up)
 			}
 			if !up.AppBytesOK || up.AppBytes != size {

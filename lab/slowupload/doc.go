@@ -13,10 +13,11 @@
 // failed run.
 //
 // It owns the experiment's scenario schema and flags, its run (the
-// matrix, each run's stack, load and verdict) and its printed table. Its
-// files are recorder's uploads.csv, upload-runs.csv, requests.csv (the
-// /fast requests; slow_clients holds the uploaders) and
-// resource-samples.csv; its figures are report's slow-upload section. It
-// does not upload (loadgen.SlowUploader), read bodies (the apps'
+// matrix, each run's stack, load and verdict), its results files (Upload
+// rows in uploads.csv, RunRow rows in upload-runs.csv, beside recorder's
+// requests.csv, where slow_clients holds the uploaders, and
+// resource-samples.csv) with their aggregation, its conditions table,
+// declared once for the CLI and the report, and its report section with
+// its figures (Section). It does not upload (loadgen.SlowUploader), read bodies (the apps'
 // /upload) or buffer them (package proxy, NGINX).
 package slowupload

@@ -11,6 +11,7 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -57,7 +58,7 @@ func runShape(t *testing.T, stackName string) (*Result, *lab.Env) {
 // to the app at once); the upload that outlives the app's timeout is cut
 // (a reset or a 5xx), an outcome of an ok run. Latency bounds only tell
 // seconds from tens of milliseconds.
-func checkShape(t *testing.T, res *Result, env *lab.Env) recorder.UploadRun {
+func checkShape(t *testing.T, res *Result, env *lab.Env) RunRow {
 	t.Helper()
 	if len(res.Runs) != 4 {
 		t.Fatalf("%d runs, want 4", len(res.Runs))
@@ -68,7 +69,7 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) recorder.UploadRun {
 		}
 	}
 	direct, on, off, timeout := res.Runs[0], res.Runs[1], res.Runs[2], res.Runs[3]
-	for _, r := range []recorder.UploadRun{direct, on, off} {
+	for _, r := range []RunRow{direct, on, off} {
 		if r.UploadsOK != 2 || !r.SendS.Valid || !r.AppReadS.Valid {
 			t.Errorf("%s: %d uploads ok, send %v, app read %v; want 2 and both measured", r.RunID, r.UploadsOK, r.SendS, r.AppReadS)
 		}
@@ -76,7 +77,7 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) recorder.UploadRun {
 			t.Errorf("%s: /fast %d ok of %d planned", r.RunID, r.FastOK, r.FastPlanned)
 		}
 	}
-	for _, r := range []recorder.UploadRun{direct, off} {
+	for _, r := range []RunRow{direct, off} {
 		if !r.P95MS.Valid || r.P95MS.Value < 1000 {
 			t.Errorf("%s: /fast p95 %v ms, want >= 1000 (both workers reading slow bodies)", r.RunID, r.P95MS)
 		}
@@ -97,7 +98,7 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) recorder.UploadRun {
 		t.Errorf("%s: outcomes ok %d, reset %d, 5xx %d, timeout %d, other %d: want the upload cut (reset or 5xx)", timeout.RunID,
 			timeout.UploadsOK, timeout.UploadsReset, timeout.Uploads5xx, timeout.UploadsTimeout, timeout.UploadsOther)
 	}
-	uploads, err := recorder.ReadFile[recorder.Upload](filepath.Join(env.Out, recorder.FileName[recorder.Upload]()))
+	uploads, err := recorder.ReadFile[Upload](filepath.Join(env.Out, uploadFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +106,11 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) recorder.UploadRun {
 		t.Errorf("uploads.csv has %d rows, want 7", len(uploads))
 	}
 	for _, u := range uploads {
-		if u.Outcome == recorder.UploadOK && (!u.AppBytes.Valid || int64(u.AppBytes.Value) != u.SizeBytes || u.SentBytes != u.SizeBytes) {
+		if u.Outcome == loadgen.UploadOK && (!u.AppBytes.Valid || int64(u.AppBytes.Value) != u.SizeBytes || u.SentBytes != u.SizeBytes) {
 			t.Errorf("%s client %d: sent %d, app read %v of %d bytes", u.RunID, u.Client, u.SentBytes, u.AppBytes, u.SizeBytes)
 		}
 	}
-	runs, err := recorder.ReadFile[recorder.UploadRun](filepath.Join(env.Out, recorder.FileName[recorder.UploadRun]()))
+	runs, err := recorder.ReadFile[RunRow](filepath.Join(env.Out, runFile))
 	if err != nil || len(runs) != 4 {
 		t.Errorf("upload-runs.csv: %d rows (%v), want 4", len(runs), err)
 	}

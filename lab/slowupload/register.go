@@ -5,14 +5,13 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 5, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SlowUpload,
+	lab.Register(lab.Experiment{Name: Name, Order: 5, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary:  "slow uploads against a fast endpoint, directly and behind a proxy that buffers request bodies or not",
 		Shared:   lab.SharedAll,
@@ -20,7 +19,7 @@ func init() {
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{recorder.FileName[recorder.Upload](), recorder.FileName[recorder.UploadRun](),
+var resultsFiles = []string{uploadFile, runFile,
 	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first two

@@ -16,7 +16,7 @@ import (
 )
 
 // files are the open results files of a session.
-type files = lab.RunFiles[recorder.Upload, recorder.UploadRun]
+type files = lab.RunFiles[Upload, RunRow]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Plan: resume, the host-CPU guard, progress), writing uploads.csv,
@@ -26,13 +26,13 @@ type files = lab.RunFiles[recorder.Upload, recorder.UploadRun]
 // worker, a reset, a 502) is an outcome in uploads.csv, not a failed run.
 // Cancelling ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	return lab.Plan[RunSpec, recorder.Upload, recorder.UploadRun]{Line: runLine, Measure: c.measure,
+	return lab.Plan[RunSpec, Upload, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
 		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Size) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.UploadRun) string {
+func runLine(r RunRow) string {
 	return fmt.Sprintf("fast %d/%d ok, p50 %s ms, p95 %s ms; uploads ok %d, 5xx %d, reset %d, timeout %d, other %d; send %s s, app read %s s; worker timeouts %s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P50MS, 1), lab.Num(r.P95MS, 1), r.UploadsOK, r.Uploads5xx, r.UploadsReset, r.UploadsTimeout, r.UploadsOther,
 		lab.Num(r.SendS, 2), lab.Num(r.AppReadS, 2), lab.Num(r.WorkerTimeouts, 0), lab.StatusText(r.Status, r.Reason))
@@ -41,8 +41,8 @@ func runLine(r recorder.UploadRun) string {
 // measure performs one run: a fresh stack, the instruments, the uploads
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.UploadRun, error) {
-	run := recorder.UploadRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Uploaders: spec.Uploaders, Rep: spec.Rep,
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Uploaders: spec.Uploaders, Rep: spec.Rep,
 		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.AppTimeout != 0 {
 		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
@@ -58,7 +58,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	fr.Start(t0, f.Resources)
 	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	rs, sampErr := fr.Sampled(time.Now())
-	run = recorder.SummarizeUploadRun(run, l.reqs, l.uploads)
+	run = SummarizeRun(run, l.reqs, l.uploads)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	if n, err := stack.CountWorkerTimeouts(env.LogDir(), id); err == nil {
 		run.WorkerTimeouts = recorder.Some(float64(n))
@@ -68,7 +68,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 // loaded is what a run's load measured.
 type loaded struct {
-	uploads  []recorder.Upload
+	uploads  []Upload
 	reqs     []recorder.Request
 	writeErr error
 }
@@ -76,7 +76,7 @@ type loaded struct {
 // load starts the uploads at t0 and, Fast.Offset later, the open-loop
 // /fast schedule, and waits for both. Every upload and every scheduled
 // request gets its row as it finishes.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.UploadRun, t0 time.Time, f *files) loaded {
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
 	var l loaded
 	var mu sync.Mutex
 	upURL, err := loadgen.CheckTarget(running.URL()+c.Upload.Path, running.AllowRemote())
@@ -84,7 +84,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		l.writeErr = err
 		return l
 	}
-	base := recorder.Upload{RunID: run.RunID, Route: run.Route, Server: run.Server, Uploaders: run.Uploaders, Rep: run.Rep,
+	base := Upload{RunID: run.RunID, Route: run.Route, Server: run.Server, Uploaders: run.Uploaders, Rep: run.Rep,
 		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
 	var wg sync.WaitGroup
 	for i := range spec.Uploaders {
@@ -92,7 +92,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 			WriteSize: int(c.Upload.WriteSize), Timeout: time.Duration(c.Upload.Timeout), RunID: run.RunID, Metrics: env.Metrics,
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/upload-%d", run.RunID, i)}}}
 		wg.Go(func() {
-			row := loadgen.UploadRow(base, t0, up.Run(ctx, i))
+			row := uploadRow(base, t0, up.Run(ctx, i))
 			mu.Lock()
 			defer mu.Unlock()
 			l.uploads = append(l.uploads, row)

@@ -1,0 +1,51 @@
+package labtest
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/slowlab/slowlab/report"
+)
+
+// Report copies files (names under testdata) into a fresh results
+// directory, writes its report with section alone, and checks it with
+// report.Check and that the section drew: what an experiment's report
+// test starts from.
+func Report(t *testing.T, section report.Section, files ...string) *report.Report {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range files {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := report.Write(dir, []report.Section{section})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Check(rep); err != nil {
+		t.Error(err)
+	}
+	if !slices.Equal(rep.Experiments, []string{section.Name}) {
+		t.Errorf("experiments %v, want %s", rep.Experiments, section.Name)
+	}
+	return rep
+}
+
+// Figure is rep's figure named name; the test fails without it.
+func Figure(t *testing.T, rep *report.Report, name string) report.Figure {
+	t.Helper()
+	for _, f := range rep.Figures {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no figure %q among %v", name, rep.Figures)
+	return report.Figure{}
+}

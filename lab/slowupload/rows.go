@@ -1,0 +1,269 @@
+package slowupload
+
+import (
+	"slices"
+	"time"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// The results files of the rows this package declares.
+const (
+	uploadFile = "uploads.csv"
+	runFile    = "upload-runs.csv"
+)
+
+// Upload is one slow upload of the slow-upload experiment (uploads.csv).
+// StartS is when its request header was sent, relative to the run's
+// start; SendS how long the client took to hand the body to its socket
+// (from the header to the last write returned, or to the write that
+// failed); TotalS until the response was read or the upload failed.
+// AppReadS is the app's time in body reads as it reported it
+// (Server-Timing body;dur), AppBytes the bytes it said it read; both are
+// empty when no answer of the app's arrived (a reset, a proxy's 502).
+// Outcome is one of loadgen.UploadOK, UploadServerError, UploadStatus,
+// UploadReset, UploadTimeout and UploadError.
+type Upload struct {
+	RunID, Route, Server string
+	Uploaders, Rep       int
+	Client               int
+	SizeBytes, RateBps   int64
+	AppTimeoutS          recorder.Maybe // the app's timeout (Gunicorn --timeout), empty when the app's default
+	StartS               float64
+	SendS, TotalS        float64
+	SentBytes            int64
+	Status               int
+	AppReadS             recorder.Maybe
+	AppBytes             recorder.Maybe
+	Outcome              string
+	Error                string
+}
+
+func (Upload) Schema() *recorder.Schema[Upload] { return uploadSchema }
+
+var uploadSchema = recorder.NewSchema(uploadFile,
+	recorder.Col("run_id", 0, func(r *Upload) any { return &r.RunID }),
+	recorder.Col("route", 0, func(r *Upload) any { return &r.Route }),
+	recorder.Col("server", 0, func(r *Upload) any { return &r.Server }),
+	recorder.Col("uploaders", 0, func(r *Upload) any { return &r.Uploaders }),
+	recorder.Col("rep", 0, func(r *Upload) any { return &r.Rep }),
+	recorder.Col("client", 0, func(r *Upload) any { return &r.Client }),
+	recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *Upload) any { return &r.SizeBytes }),
+	recorder.Col("rate_bps", recorder.DecimalsWhole, func(r *Upload) any { return &r.RateBps }),
+	recorder.Col("app_timeout_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.AppTimeoutS }),
+	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.StartS }),
+	recorder.Col("send_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.SendS }),
+	recorder.Col("total_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.TotalS }),
+	recorder.Col("sent_bytes", recorder.DecimalsWhole, func(r *Upload) any { return &r.SentBytes }),
+	recorder.Col("status", 0, func(r *Upload) any { return &r.Status }),
+	recorder.Col("app_read_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.AppReadS }),
+	recorder.Col("app_bytes", recorder.DecimalsWhole, func(r *Upload) any { return &r.AppBytes }),
+	recorder.Col("outcome", 0, func(r *Upload) any { return &r.Outcome }),
+	recorder.Col("error", 0, func(r *Upload) any { return &r.Error }),
+)
+
+// RunRow is one row of upload-runs.csv: one run of the slow-upload
+// experiment. The /fast columns are runs.csv's (recorder.SummarizeRun: nearest-rank
+// percentiles of the ok requests). SendS and AppReadS are medians over the
+// run's uploads that ended ok; the Uploads* columns count the uploads by
+// outcome. WorkerTimeouts counts Gunicorn's "WORKER TIMEOUT" lines in the
+// run's logs: workers its master killed for outliving --timeout (empty
+// where no log was read). TempPeakMiB is the largest total of the proxy's
+// open temp files sampled during the run (request bodies spooled to disk),
+// AppMemMiB and ProxyMemMiB each component's memory peak
+// (MemoryPeakMiB).
+type RunRow struct {
+	RunID, Route, Server         string
+	Uploaders, Rep               int
+	SizeBytes, RateBps           int64
+	AppTimeoutS                  recorder.Maybe
+	StartedAt                    time.Time
+	Status, Reason               string
+	FastPlanned, FastSent        int
+	FastTotal, FastOK            int
+	P50MS, P95MS, MaxMS          recorder.Maybe
+	SendS, AppReadS              recorder.Maybe
+	UploadsOK, Uploads5xx        int
+	UploadsReset, UploadsTimeout int
+	UploadsOther                 int
+	WorkerTimeouts               recorder.Maybe
+	TempPeakMiB                  recorder.Maybe
+	AppMemMiB, ProxyMemMiB       recorder.Maybe
+}
+
+func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
+
+var runSchema = recorder.NewSchema(runFile, slices.Concat(
+	[]recorder.Column[RunRow]{
+		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
+		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
+		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
+		recorder.Col("uploaders", 0, func(r *RunRow) any { return &r.Uploaders }),
+		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
+		recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.SizeBytes }),
+		recorder.Col("rate_bps", recorder.DecimalsWhole, func(r *RunRow) any { return &r.RateBps }),
+		recorder.Col("app_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppTimeoutS }),
+	},
+	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
+		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
+	}),
+	recorder.FastCols(func(r *RunRow) recorder.FastRun {
+		return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
+	}),
+	[]recorder.Column[RunRow]{
+		recorder.Col("send_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.SendS }),
+		recorder.Col("app_read_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppReadS }),
+		recorder.Col("uploads_ok", 0, func(r *RunRow) any { return &r.UploadsOK }),
+		recorder.Col("uploads_5xx", 0, func(r *RunRow) any { return &r.Uploads5xx }),
+		recorder.Col("uploads_reset", 0, func(r *RunRow) any { return &r.UploadsReset }),
+		recorder.Col("uploads_timeout", 0, func(r *RunRow) any { return &r.UploadsTimeout }),
+		recorder.Col("uploads_other", 0, func(r *RunRow) any { return &r.UploadsOther }),
+		recorder.Col("worker_timeouts", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkerTimeouts }),
+		recorder.Col("temp_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempPeakMiB }),
+		recorder.Col("app_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemMiB }),
+		recorder.Col("proxy_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyMemMiB }),
+	},
+)...)
+
+// SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
+// does) and its upload columns from uploads, which must all be the run's.
+func SummarizeRun(run RunRow, reqs []recorder.Request, uploads []Upload) RunRow {
+	fast := recorder.SummarizeRun(recorder.RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
+	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
+	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	var send, read []float64
+	run.UploadsOK, run.Uploads5xx, run.UploadsReset, run.UploadsTimeout, run.UploadsOther = 0, 0, 0, 0, 0
+	for _, u := range uploads {
+		switch u.Outcome {
+		case loadgen.UploadOK:
+			run.UploadsOK++
+			send = append(send, u.SendS)
+			if u.AppReadS.Valid {
+				read = append(read, u.AppReadS.Value)
+			}
+		case loadgen.UploadServerError:
+			run.Uploads5xx++
+		case loadgen.UploadReset:
+			run.UploadsReset++
+		case loadgen.UploadTimeout:
+			run.UploadsTimeout++
+		default:
+			run.UploadsOther++
+		}
+	}
+	run.SendS, run.AppReadS = recorder.Some(recorder.Median(send)), recorder.Some(recorder.Median(read))
+	return run
+}
+
+// Conditions groups runs by condition (route, server, uploaders,
+// size, rate, app timeout), in order of first appearance.
+func Conditions(runs []RunRow) [][]RunRow {
+	type key struct {
+		route, server string
+		uploaders     int
+		size, rate    int64
+		timeout       recorder.Maybe
+	}
+	var keys []key
+	groups := map[key][]RunRow{}
+	for _, r := range runs {
+		k := key{r.Route, r.Server, r.Uploaders, r.SizeBytes, r.RateBps, r.AppTimeoutS}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([][]RunRow, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, groups[k])
+	}
+	return out
+}
+
+// Summary is one condition of slow-upload over its ok runs: the
+// printed table's row and the report's.
+type Summary struct {
+	Route, Server          string
+	Uploaders              int
+	SizeBytes              int64
+	AppTimeoutS            recorder.Maybe
+	Runs, Excluded         int
+	P50MS, P95MS           recorder.Maybe // medians of the runs' values
+	P95MinMS, P95MaxMS     recorder.Maybe
+	SendS, AppReadS        recorder.Maybe // medians of the runs' medians
+	OK, Err5xx, Reset      int            // uploads by outcome, summed over the runs
+	Timeout, Other         int
+	WorkerTimeouts         recorder.Maybe // summed
+	TempPeakMiB            recorder.Maybe // the largest
+	AppMemMiB, ProxyMemMiB recorder.Maybe // the largest
+}
+
+// Summarize folds runs into one Summary per
+// condition (Conditions), in order of first
+// appearance; runs that did not end ok count only in Excluded.
+func Summarize(runs []RunRow) []Summary {
+	var rows []Summary
+	for _, g := range Conditions(runs) {
+		first := g[0]
+		row := Summary{Route: first.Route, Server: first.Server, Uploaders: first.Uploaders, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS}
+		var p50, p95, send, read []float64
+		var wt, temp, appMem, proxyMem []float64
+		for _, r := range g {
+			if r.Status != recorder.RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
+			send, read = recorder.AppendValid(send, r.SendS), recorder.AppendValid(read, r.AppReadS)
+			wt, temp = recorder.AppendValid(wt, r.WorkerTimeouts), recorder.AppendValid(temp, r.TempPeakMiB)
+			appMem, proxyMem = recorder.AppendValid(appMem, r.AppMemMiB), recorder.AppendValid(proxyMem, r.ProxyMemMiB)
+			row.OK += r.UploadsOK
+			row.Err5xx += r.Uploads5xx
+			row.Reset += r.UploadsReset
+			row.Timeout += r.UploadsTimeout
+			row.Other += r.UploadsOther
+		}
+		row.P50MS, row.P95MS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95))
+		if len(p95) > 0 {
+			row.P95MinMS, row.P95MaxMS = recorder.Some(slices.Min(p95)), recorder.Some(slices.Max(p95))
+		}
+		row.SendS, row.AppReadS = recorder.Some(recorder.Median(send)), recorder.Some(recorder.Median(read))
+		if len(wt) > 0 {
+			sum := 0.0
+			for _, v := range wt {
+				sum += v
+			}
+			row.WorkerTimeouts = recorder.Some(sum)
+		}
+		row.TempPeakMiB = recorder.Some(recorder.NearestRank(temp, 100))
+		row.AppMemMiB, row.ProxyMemMiB = recorder.Some(recorder.NearestRank(appMem, 100)), recorder.Some(recorder.NearestRank(proxyMem, 100))
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// uploadRow is u as an uploads.csv row: row (the run's and condition's
+// columns) with u's measurements, its start relative to t0.
+func uploadRow(row Upload, t0 time.Time, u loadgen.Upload) Upload {
+	row.Client, row.SendS, row.TotalS, row.SentBytes, row.Status, row.Outcome = u.Client, u.Send.Seconds(), u.Total.Seconds(), u.Sent, u.Status, u.Outcome
+	if !u.Start.IsZero() {
+		row.StartS = u.Start.Sub(t0).Seconds()
+	}
+	if u.AppReadOK {
+		row.AppReadS = recorder.Some(u.AppRead.Seconds())
+	}
+	if u.AppBytesOK {
+		row.AppBytes = recorder.Some(float64(u.AppBytes))
+	}
+	if u.Err != nil {
+		row.Error = u.Err.Error()
+	}
+	return row
+}
+
+// VerdictFields implements recorder.RunRow.
+func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
