@@ -108,9 +108,9 @@ func assessFigure(a recorder.Assessment) *figure {
 			"mark below a cross is the p95 of the requests there that succeeded. The dashed line of a probe's colour is where it " +
 			"counts as degraded: over 10 times its baseline p95 and over the baseline plus 500 ms.",
 		width: 8 * vg.Inch, height: 4.5 * vg.Inch}
-	p := newPlot(f.title, "slow clients of the probe", "/fast p95 (ms)")
+	p := NewPlot(f.title, "slow clients of the probe", "/fast p95 (ms)")
 	p.Legend.Left = true // a probe's line rises to the right
-	grid(p, true, true)
+	Grid(p, true, true)
 	maxClients, anyCeiling, anyFailed, rows := 1, false, false, 0
 	var notes []failNote
 	for i, v := range a.Verdicts {
@@ -120,14 +120,14 @@ func assessFigure(a recorder.Assessment) *figure {
 		}
 		anyCeiling = anyCeiling || atCeiling
 		maxClients = max(maxClients, int(pts[len(pts)-1].X))
-		anyFailed = addAssessProbe(p, v, pts, colorAt(i), &notes) || anyFailed
+		anyFailed = addAssessProbe(p, v, pts, ColorAt(i), &notes) || anyFailed
 		f.addSeries(v.Probe, len(pts))
 		rows++
 	}
 	addFailNotes(p, notes)
 	if anyFailed {
 		rows++
-		p.Legend.Add("/fast failed (N of M sent)", marks(plotter.XYs{{}}, color.Black, failGlyph{}))
+		p.Legend.Add("/fast failed (N of M sent)", Marks(plotter.XYs{{}}, color.Black, failGlyph{}))
 	}
 	if anyCeiling {
 		rows++
@@ -140,9 +140,9 @@ func assessFigure(a recorder.Assessment) *figure {
 			"its cross is drawn on the dotted line at %s ms, twice the highest value drawn: a ceiling, not a measurement.",
 			recorder.AssessmentFile, Sig(ceiling).Text)
 	}
-	setLog(&p.X, 1, float64(maxClients))
+	SetLog(&p.X, 1, float64(maxClients))
 	p.X.Tick.Marker = levelTicks{}
-	setLog(&p.Y, lo, hi)
+	SetLog(&p.Y, lo, hi)
 	legendRoom(&p.Y, rows, f.height)
 	f.panels = append(f.panels, p)
 	return f
@@ -177,17 +177,17 @@ func addAssessProbe(p *plot.Plot, v recorder.AssessVerdict, pts []assessPoint, c
 	ln := line(all, c)
 	p.Add(ln)
 	if len(ok) > 0 {
-		m := marks(ok, c, draw.CircleGlyph{})
+		m := Marks(ok, c, draw.CircleGlyph{})
 		p.Add(m)
 		p.Legend.Add(v.Probe, ln, m)
 	} else {
 		p.Legend.Add(v.Probe, ln)
 	}
 	if len(okP95) > 0 {
-		p.Add(marks(okP95, c, draw.RingGlyph{}))
+		p.Add(Marks(okP95, c, draw.RingGlyph{}))
 	}
 	if len(failed) > 0 {
-		p.Add(marks(failed, c, failGlyph{}))
+		p.Add(Marks(failed, c, failGlyph{}))
 		for i, xy := range failed {
 			*notes = append(*notes, failNote{xy, labels[i], c})
 		}

@@ -37,8 +37,8 @@ func (g *GroupedBars) figure() *figure {
 	if f.width == 0 {
 		f.width, f.height = 9*vg.Inch, 5*vg.Inch
 	}
-	p := newPlot(f.title, g.XLabel, g.YLabel)
-	grid(p, false, true)
+	p := NewPlot(f.title, g.XLabel, g.YLabel)
+	Grid(p, false, true)
 	p.NominalX(g.Categories...)
 	width := 0.8 / float64(len(g.Series))
 	hi := 0.0
@@ -53,13 +53,13 @@ func (g *GroupedBars) figure() *figure {
 				hi = math.Max(hi, val[j])
 			}
 		}
-		b := newBars(pos, val, width*0.9, false, colorAt(i))
+		b := NewBars(pos, val, width*0.9, false, ColorAt(i))
 		p.Add(b)
 		if g.ValueLabels {
 			p.Add(barLabels(pos, val))
 		}
 		p.Legend.Add(s.Name, b)
-		f.addSeries(s.Name, b.drawn())
+		f.addSeries(s.Name, b.Drawn())
 	}
 	if !(hi > 0) {
 		return nil

@@ -104,7 +104,7 @@ func sweepHeatmap(sw *sweep, kernel, name string) (*figure, string) {
 		if len(keys) == 1 {
 			title = f.title + "\n" + title
 		}
-		p := newPlot(title, "slow read rate (MiB/s)", "response size (MiB)")
+		p := NewPlot(title, "slow read rate (MiB/s)", "response size (MiB)")
 		p.NominalX(rateLabels...)
 		p.NominalY(sizeLabels...)
 		cells := &heatCells{}
@@ -253,8 +253,8 @@ func predictionFigure(sw *sweep) (*figure, string) {
 	}
 	f := &figure{name: "buffer-sweep-send-predicted", title: "Measured against predicted app send time per cell",
 		width: 8 * vg.Inch, height: 6 * vg.Inch}
-	p := newPlot(f.title, "predicted app_send = max(0, size − predicted capacity) / rate (s)", "measured app_send (s)")
-	grid(p, true, true)
+	p := NewPlot(f.title, "predicted app_send = max(0, size − predicted capacity) / rate (s)", "measured app_send (s)")
+	Grid(p, true, true)
 	hi = math.Max(hi, 0.1) * 1.08
 	addPredictionReferences(p, hi)
 	// Routes in report order, so their colours match from run to run.
@@ -265,7 +265,7 @@ func predictionFigure(sw *sweep) (*figure, string) {
 	for i, route := range routes {
 		shape := routeShapes[i%len(routeShapes)]
 		mk := func(xys plotter.XYs, g draw.GlyphDrawer) *plotter.Scatter {
-			s := scatter(xys, colorAt(i), vg.Points(3.5))
+			s := Scatter(xys, ColorAt(i), vg.Points(3.5))
 			s.GlyphStyle.Shape = g
 			return s
 		}

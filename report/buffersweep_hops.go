@@ -183,8 +183,8 @@ var hopColours = map[string]color.Color{
 // them. zero lists the hops at 0 throughout, not drawn; top is the
 // highest point drawn.
 func hopPanel(title string, st hopStack) (p *plot.Plot, series []seriesInfo, zero []string, top float64) {
-	p = newPlot(title, "time since run start (s)", "bytes of download 0 (MiB)")
-	grid(p, true, true)
+	p = NewPlot(title, "time since run start (s)", "bytes of download 0 (MiB)")
+	Grid(p, true, true)
 	lower := make([]float64, len(st.ts))
 	type entry struct {
 		name  string
@@ -218,7 +218,7 @@ func hopPanel(title string, st hopStack) (p *plot.Plot, series []seriesInfo, zer
 		lower = upper
 	}
 	if len(st.written) > 0 {
-		w := line(st.written, colorAt(6))
+		w := line(st.written, ColorAt(6))
 		p.Add(w)
 		p.Legend.Add(recorder.HopAppWritten+" (line)", w)
 		series = append(series, seriesInfo{recorder.HopAppWritten, len(w.XYs)})

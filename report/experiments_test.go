@@ -59,7 +59,7 @@ func TestWriteLongPollAndLatencyGap(t *testing.T) {
 		t.Errorf("latency-gap: %d series, points %v", gap.Series, gap.Points)
 	}
 	for i := range 3 {
-		if got := stats["latency-gap"].fills[hexColor(lighter(colorAt(i)))]; got != 4+1 {
+		if got := stats["latency-gap"].fills[hexColor(lighter(ColorAt(i)))]; got != 4+1 {
 			t.Errorf("latency-gap.svg series %d: %d bars, want 4 + legend", i, got)
 		}
 	}

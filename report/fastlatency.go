@@ -44,17 +44,17 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, c
 		mid, low, high = append(mid, r.P95), append(low, r.P95Min), append(high, r.P95Max)
 		lo, hi = math.Min(lo, r.P50), math.Max(hi, r.P95Max)
 	}
-	f := &figure{name: name, title: title, width: width, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, "/fast latency (ms, log scale)", "condition")
-	grid(p, true, false)
-	ys := conditionRows(p, labels)
+	f := &figure{name: name, title: title, width: width, height: RowsHeight(len(rows))}
+	p := NewPlot(f.title, "/fast latency (ms, log scale)", "condition")
+	Grid(p, true, false)
+	ys := ConditionRows(p, labels)
 	iv := newIntervals(ys, mid, low, high)
 	bars, err := plotter.NewXErrorBars(iv)
 	if err != nil {
 		return nil
 	}
-	bars.LineStyle.Color, bars.LineStyle.Width, bars.CapWidth = colorAt(0), vg.Points(1.5), vg.Points(6)
-	pts := scatter(iv.XYs, colorAt(0), vg.Points(4))
+	bars.LineStyle.Color, bars.LineStyle.Width, bars.CapWidth = ColorAt(0), vg.Points(1.5), vg.Points(6)
+	pts := Scatter(iv.XYs, ColorAt(0), vg.Points(4))
 	p.Add(bars, pts)
 	p.Legend.Add("p95", pts)
 	f.addSeries("p95", len(pts.XYs))
@@ -62,11 +62,11 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, c
 	for i, r := range rows {
 		xys = append(xys, plotter.XY{X: r.P50, Y: ys[i]})
 	}
-	m := marks(xys, colorAt(1), draw.BoxGlyph{})
+	m := Marks(xys, ColorAt(1), draw.BoxGlyph{})
 	p.Add(m)
 	p.Legend.Add("p50", m)
 	f.addSeries("p50", len(m.XYs))
-	setLog(&p.X, lo, hi)
+	SetLog(&p.X, lo, hi)
 	p.X.Max = hi * 6
 	f.panels = []*plot.Plot{p}
 	f.caption = caption

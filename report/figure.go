@@ -123,8 +123,8 @@ func svgFontFallback(b []byte) []byte {
 // sans is the font of all figure text.
 var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
-// newPlot returns a plot with a title, axis labels and sans-serif text.
-func newPlot(title, xLabel, yLabel string) *plot.Plot {
+// NewPlot returns a plot with a title, axis labels and sans-serif text.
+func NewPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font = font.From(sans, 12)
@@ -141,8 +141,8 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	return p
 }
 
-// grid adds light grid lines behind the data.
-func grid(p *plot.Plot, vertical, horizontal bool) {
+// Grid adds light grid lines behind the data.
+func Grid(p *plot.Plot, vertical, horizontal bool) {
 	g := plotter.NewGrid()
 	g.Vertical.Color = color.Gray{0xdd}
 	g.Horizontal.Color = color.Gray{0xdd}
@@ -155,9 +155,9 @@ func grid(p *plot.Plot, vertical, horizontal bool) {
 	p.Add(g)
 }
 
-// setLog makes axis a logarithmic with room around [lo, hi], which must
+// SetLog makes axis a logarithmic with room around [lo, hi], which must
 // be positive.
-func setLog(a *plot.Axis, lo, hi float64) {
+func SetLog(a *plot.Axis, lo, hi float64) {
 	a.Scale = plot.LogScale{}
 	a.Tick.Marker = logTicks{}
 	a.Min, a.Max = lo/1.6, hi*1.6
@@ -249,7 +249,8 @@ var palette = []color.Color{
 	color.RGBA{0x33, 0x33, 0x33, 0xff}, // near black
 }
 
-func colorAt(i int) color.Color { return palette[i%len(palette)] }
+// ColorAt is the i-th colour of the palette every figure uses.
+func ColorAt(i int) color.Color { return palette[i%len(palette)] }
 
 // lighter mixes c with white: the fill of bars whose points are drawn in c.
 func lighter(c color.Color) color.Color {

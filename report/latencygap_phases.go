@@ -131,8 +131,8 @@ func gapPhasesFigure(rows []recorder.GapRow, reqs []recorder.GapRequest) *figure
 	}
 	f := &figure{name: "latency-gap-phases", title: "Where a new connection's time goes, per condition",
 		width: 8 * vg.Inch, height: 4.8 * vg.Inch}
-	p := newPlot(f.title, "condition", "time (ms, median per phase)")
-	grid(p, false, true)
+	p := NewPlot(f.title, "condition", "time (ms, median per phase)")
+	Grid(p, false, true)
 	names := make([]string, len(rows))
 	base := make([]float64, len(rows))
 	vals := make([][]float64, len(gapPhases))
@@ -170,10 +170,10 @@ func gapPhasesFigure(rows []recorder.GapRow, reqs []recorder.GapRequest) *figure
 				hi = math.Max(hi, base[j])
 			}
 		}
-		b := newStackedBars(seq(len(rows)), starts, vals[i], 0.6, colorAt(i))
+		b := newStackedBars(seq(len(rows)), starts, vals[i], 0.6, ColorAt(i))
 		p.Add(b)
 		p.Legend.Add(ph.name, b)
-		f.addSeries(ph.name, b.drawn())
+		f.addSeries(ph.name, b.Drawn())
 	}
 	p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
 	p.Y.Min, p.Y.Max = 0, hi*1.35
@@ -223,12 +223,12 @@ func blindByWorkFigure(rows []recorder.GapRow) *figure {
 	}
 	f := &figure{name: "latency-gap-blind-by-work", title: "How blind the server is against its processing time",
 		width: 8 * vg.Inch, height: 4.8 * vg.Inch}
-	p := newPlot(f.title, "server processing time per request (ms)", "server blind (% of the client's new-connection time)")
-	grid(p, true, true)
+	p := NewPlot(f.title, "server processing time per request (ms)", "server blind (% of the client's new-connection time)")
+	Grid(p, true, true)
 	for i, s := range all {
 		slices.SortFunc(s.xys, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
-		l := line(s.xys, colorAt(i))
-		p.Add(l, scatter(s.xys, colorAt(i), vg.Points(2.5)))
+		l := line(s.xys, ColorAt(i))
+		p.Add(l, Scatter(s.xys, ColorAt(i), vg.Points(2.5)))
 		name := strings.ReplaceAll(gapLabel(s.key.size, s.key.rtt, s.key.GapSettings), "\n", ", ")
 		p.Legend.Add(name, l)
 		f.addSeries(name, len(s.xys))

@@ -184,9 +184,9 @@ func longPollFigure(groups []recorder.LongPollGroup) *figure {
 		return nil
 	}
 	f := &figure{name: "longpoll-latency", title: "Probe latency per long-poll condition",
-		width: 8 * vg.Inch, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, "probe latency (ms, log scale)", "condition")
-	grid(p, true, false)
+		width: 8 * vg.Inch, height: RowsHeight(len(rows))}
+	p := NewPlot(f.title, "probe latency (ms, log scale)", "condition")
+	Grid(p, true, false)
 	seen := map[string]int{}
 	for _, g := range rows {
 		seen[groupLabel(g)]++
@@ -207,7 +207,7 @@ func longPollFigure(groups []recorder.LongPollGroup) *figure {
 		}
 		labels[i] = l
 	}
-	ys := conditionRows(p, labels)
+	ys := ConditionRows(p, labels)
 	stats := []struct {
 		name  string
 		get   func(recorder.LongPollGroup) recorder.Maybe
@@ -224,12 +224,12 @@ func longPollFigure(groups []recorder.LongPollGroup) *figure {
 				xys = append(xys, plotter.XY{X: v.Value, Y: ys[j]})
 			}
 		}
-		m := marks(xys, colorAt(i), st.shape)
+		m := Marks(xys, ColorAt(i), st.shape)
 		p.Add(m)
 		p.Legend.Add(st.name, m)
 		f.addSeries(st.name, len(m.XYs))
 	}
-	setLog(&p.X, lo, hi)
+	SetLog(&p.X, lo, hi)
 	p.X.Max = hi * 6 // room for the legend right of the slowest probe
 	f.panels = []*plot.Plot{p}
 	f.caption = "p50, p95 and max of the condition's probe latencies (request start to last body byte, " +

@@ -39,26 +39,26 @@ func (m *ConditionMarks) figure() *figure {
 	if len(rows) == 0 {
 		return nil
 	}
-	f := &figure{name: m.Name, title: m.Title, caption: m.Caption, width: 8 * vg.Inch, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, m.Axis, "condition")
-	grid(p, true, false)
+	f := &figure{name: m.Name, title: m.Title, caption: m.Caption, width: 8 * vg.Inch, height: RowsHeight(len(rows))}
+	p := NewPlot(f.title, m.Axis, "condition")
+	Grid(p, true, false)
 	labels := make([]string, len(rows))
 	for j, i := range rows {
 		labels[j] = m.Labels[i]
 	}
-	ys := conditionRows(p, labels)
+	ys := ConditionRows(p, labels)
 	shapes := []draw.GlyphDrawer{draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
 	for k, s := range m.Series {
 		var xys plotter.XYs
 		for j, i := range rows {
 			xys = append(xys, plotter.XY{X: s.Values[i], Y: ys[j]})
 		}
-		mk := marks(xys, colorAt(k), shapes[k%len(shapes)])
+		mk := Marks(xys, ColorAt(k), shapes[k%len(shapes)])
 		p.Add(mk)
 		p.Legend.Add(s.Name, mk)
 		f.addSeries(s.Name, len(mk.XYs))
 	}
-	setLog(&p.X, lo, hi)
+	SetLog(&p.X, lo, hi)
 	p.X.Max = hi * 6
 	f.panels = []*plot.Plot{p}
 	return f

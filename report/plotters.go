@@ -10,47 +10,49 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// bars draws one bar per category from zero to its value, centred on the
+// Bars draws one bar per category from zero to its value, centred on the
 // category's position with a thickness in data units, so that points can
 // be drawn over a bar at known data coordinates (plotter.BarChart sizes
 // bars in points instead).
-type bars struct {
-	pos, val   []float64 // category position and value; a NaN value draws no bar
-	base       []float64 // where each bar starts (stacked bars); nil: at zero
-	thickness  float64   // in data units along the category axis
-	horizontal bool      // values along X, categories along Y
-	fill       color.Color
-	line       draw.LineStyle
+type Bars struct {
+	pos, val   []float64      // category position and value; a NaN value draws no bar
+	base       []float64      // where each bar starts (stacked bars); nil: at zero
+	thickness  float64        // in data units along the category axis
+	horizontal bool           // values along X, categories along Y
+	Fill       color.Color    // inside the bars
+	Line       draw.LineStyle // their outline
 }
 
 var (
-	_ plot.Plotter     = (*bars)(nil)
-	_ plot.DataRanger  = (*bars)(nil)
-	_ plot.Thumbnailer = (*bars)(nil)
+	_ plot.Plotter     = (*Bars)(nil)
+	_ plot.DataRanger  = (*Bars)(nil)
+	_ plot.Thumbnailer = (*Bars)(nil)
 )
 
-func newBars(pos, val []float64, thickness float64, horizontal bool, c color.Color) *bars {
-	return &bars{pos: pos, val: val, thickness: thickness, horizontal: horizontal, fill: lighter(c),
-		line: draw.LineStyle{Color: c, Width: vg.Points(0.75)}}
+// NewBars draws a bar at each pos from zero to val (NaN: none), thickness
+// wide in data units, along X when horizontal, filled with a lighter c.
+func NewBars(pos, val []float64, thickness float64, horizontal bool, c color.Color) *Bars {
+	return &Bars{pos: pos, val: val, thickness: thickness, horizontal: horizontal, Fill: lighter(c),
+		Line: draw.LineStyle{Color: c, Width: vg.Points(0.75)}}
 }
 
 // newStackedBars draws each bar from base to base + val.
-func newStackedBars(pos, base, val []float64, thickness float64, c color.Color) *bars {
-	b := newBars(pos, val, thickness, false, c)
+func newStackedBars(pos, base, val []float64, thickness float64, c color.Color) *Bars {
+	b := NewBars(pos, val, thickness, false, c)
 	b.base = base
 	return b
 }
 
 // from is where bar i starts.
-func (b *bars) from(i int) float64 {
+func (b *Bars) from(i int) float64 {
 	if b.base == nil {
 		return 0
 	}
 	return b.base[i]
 }
 
-// drawn returns the number of bars drawn.
-func (b *bars) drawn() int {
+// Drawn returns the number of bars drawn.
+func (b *Bars) Drawn() int {
 	n := 0
 	for _, v := range b.val {
 		if !math.IsNaN(v) {
@@ -61,7 +63,7 @@ func (b *bars) drawn() int {
 }
 
 // Plot implements plot.Plotter.
-func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
+func (b *Bars) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	for i, v := range b.val {
 		if math.IsNaN(v) {
@@ -76,14 +78,14 @@ func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 			x0, x1, y0, y1 = trX(lo), trX(hi), trY(start), trY(start+v)
 		}
 		pts := []vg.Point{{X: x0, Y: y0}, {X: x0, Y: y1}, {X: x1, Y: y1}, {X: x1, Y: y0}}
-		c.FillPolygon(b.fill, c.ClipPolygonXY(pts))
-		c.StrokeLines(b.line, c.ClipLinesXY(append(pts, pts[0]))...)
+		c.FillPolygon(b.Fill, c.ClipPolygonXY(pts))
+		c.StrokeLines(b.Line, c.ClipLinesXY(append(pts, pts[0]))...)
 	}
 }
 
 // DataRange implements plot.DataRanger: the categories' extent and the
 // values' extent including zero.
-func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
+func (b *Bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 	cmin, cmax := math.Inf(1), math.Inf(-1)
 	vmin, vmax := 0.0, 0.0
 	for i, v := range b.val {
@@ -101,13 +103,13 @@ func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 }
 
 // Thumbnail implements plot.Thumbnailer.
-func (b *bars) Thumbnail(c *draw.Canvas) {
+func (b *Bars) Thumbnail(c *draw.Canvas) {
 	pts := []vg.Point{
 		{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y},
 		{X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y},
 	}
-	c.FillPolygon(b.fill, pts)
-	c.StrokeLines(b.line, append(pts, pts[0]))
+	c.FillPolygon(b.Fill, pts)
+	c.StrokeLines(b.Line, append(pts, pts[0]))
 }
 
 // intervals are points with a low and a high value each, for
@@ -139,10 +141,10 @@ func finite(xys plotter.XYs) plotter.XYs {
 	return out
 }
 
-// scatter returns the finite points of xys drawn as filled circles of
+// Scatter returns the finite points of xys drawn as filled circles of
 // colour c. The tests count circles in the SVG, so in every figure circles
 // are data points and nothing else is drawn with arcs.
-func scatter(xys plotter.XYs, c color.Color, radius vg.Length) *plotter.Scatter {
+func Scatter(xys plotter.XYs, c color.Color, radius vg.Length) *plotter.Scatter {
 	s, err := plotter.NewScatter(finite(xys))
 	if err != nil {
 		panic("report: " + err.Error()) // finite points cannot fail
@@ -151,10 +153,10 @@ func scatter(xys plotter.XYs, c color.Color, radius vg.Length) *plotter.Scatter 
 	return s
 }
 
-// marks returns points drawn with shape, which must not be a circle
+// Marks returns points drawn with shape, which must not be a circle
 // (circles are reserved for scatter).
-func marks(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) *plotter.Scatter {
-	s := scatter(xys, c, vg.Points(3.5))
+func Marks(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) *plotter.Scatter {
+	s := Scatter(xys, c, vg.Points(3.5))
 	s.GlyphStyle.Shape = shape
 	return s
 }

@@ -60,7 +60,7 @@ func TestWriteSlowClient(t *testing.T) {
 	if want := withApp + all + 2; st.arcs != want { // + the two legend glyphs
 		t.Errorf("send-vs-receive.svg has %d circles, want %d", st.arcs, want)
 	}
-	for i, fill := range []string{hexColor(lighter(colorAt(1))), hexColor(lighter(colorAt(0)))} {
+	for i, fill := range []string{hexColor(lighter(ColorAt(1))), hexColor(lighter(ColorAt(0)))} {
 		if got := st.fills[fill]; got != 7+1 { // + the legend thumbnail
 			t.Errorf("send-vs-receive.svg bar series %d: %d paths filled %s, want 8", i, got, fill)
 		}

@@ -13,9 +13,9 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// conditionRows sets p's Y axis to one row per condition, the first at the
+// ConditionRows sets p's Y axis to one row per condition, the first at the
 // top, and returns each condition's Y position.
-func conditionRows(p *plot.Plot, labels []string) []float64 {
+func ConditionRows(p *plot.Plot, labels []string) []float64 {
 	n := len(labels)
 	ys := make([]float64, n)
 	names := make([]string, n)
@@ -28,8 +28,8 @@ func conditionRows(p *plot.Plot, labels []string) []float64 {
 	return ys
 }
 
-// rowsHeight is the height of a figure with n condition rows.
-func rowsHeight(n int) vg.Length {
+// RowsHeight is the height of a figure with n condition rows.
+func RowsHeight(n int) vg.Length {
 	return max(3*vg.Inch, vg.Length(1.4+0.32*float64(n))*vg.Inch)
 }
 
@@ -83,14 +83,14 @@ func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*figure, stri
 	if len(d.rows) == 0 {
 		return nil, "no ok run has a p95 above 0"
 	}
-	f := &figure{name: "fast-p95", title: "/fast p95 latency per condition", width: 8 * vg.Inch, height: rowsHeight(len(d.rows))}
-	p := newPlot(f.title, "/fast p95 latency (ms, log scale)", "condition")
-	grid(p, true, false)
+	f := &figure{name: "fast-p95", title: "/fast p95 latency per condition", width: 8 * vg.Inch, height: RowsHeight(len(d.rows))}
+	p := NewPlot(f.title, "/fast p95 latency (ms, log scale)", "condition")
+	Grid(p, true, false)
 	labels := make([]string, len(d.rows))
 	for i, r := range d.rows {
 		labels[i] = r.key.label()
 	}
-	ys := conditionRows(p, labels)
+	ys := ConditionRows(p, labels)
 	if err := drawP95(p, f, d.rows, ys); err != nil {
 		return nil, err.Error()
 	}
@@ -123,7 +123,7 @@ func drawP95(p *plot.Plot, f *figure, rows []p95Row, ys []float64) error {
 	}
 	for _, name := range order {
 		g := byName[name]
-		c := colorAt(g.color)
+		c := ColorAt(g.color)
 		iv := newIntervals(g.y, g.mid, g.lo, g.hi)
 		bars, err := plotter.NewXErrorBars(iv)
 		if err != nil {
@@ -131,10 +131,10 @@ func drawP95(p *plot.Plot, f *figure, rows []p95Row, ys []float64) error {
 		}
 		bars.LineStyle.Color, bars.LineStyle.Width = c, vg.Points(1.5)
 		bars.CapWidth = vg.Points(6)
-		p.Add(bars, scatter(iv.XYs, c, vg.Points(4)))
+		p.Add(bars, Scatter(iv.XYs, c, vg.Points(4)))
 		f.addSeries(name, len(g.y))
 	}
-	setLog(&p.X, lo, hi)
+	SetLog(&p.X, lo, hi)
 	return nil
 }
 
@@ -207,14 +207,14 @@ func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges
 		return nil, "no ok run has a slow download in large-responses.csv"
 	}
 	f := &figure{name: "send-vs-receive", title: "App send time vs client receive time of the slow downloads",
-		width: 8 * vg.Inch, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, "time (s)", "condition")
-	grid(p, true, false)
+		width: 8 * vg.Inch, height: RowsHeight(len(rows))}
+	p := NewPlot(f.title, "time (s)", "condition")
+	Grid(p, true, false)
 	labels := make([]string, len(rows))
 	for i, r := range rows {
 		labels[i] = r.key.label()
 	}
-	ys := conditionRows(p, labels)
+	ys := ConditionRows(p, labels)
 	noAppSend := drawSendReceive(p, f, rows, ys)
 	f.panels = []*plot.Plot{p}
 	incomplete := 0
@@ -244,14 +244,14 @@ func drawSendReceive(p *plot.Plot, f *figure, rows []sendReceiveRow, ys []float6
 			}
 		}
 	}
-	appColor, recvColor := colorAt(1), colorAt(0)
-	appBars := newBars(appPos, appVal, thickness, true, appColor)
-	recvBars := newBars(recvPos, recvVal, thickness, true, recvColor)
-	appDots := scatter(appXY, appColor, vg.Points(2.2))
-	recvDots := scatter(recvXY, recvColor, vg.Points(2.2))
+	appColor, recvColor := ColorAt(1), ColorAt(0)
+	appBars := NewBars(appPos, appVal, thickness, true, appColor)
+	recvBars := NewBars(recvPos, recvVal, thickness, true, recvColor)
+	appDots := Scatter(appXY, appColor, vg.Points(2.2))
+	recvDots := Scatter(recvXY, recvColor, vg.Points(2.2))
 	p.Add(appBars, recvBars, appDots, recvDots)
-	f.addSeries("app_send_s median", appBars.drawn())
-	f.addSeries("client_receive_s median", recvBars.drawn())
+	f.addSeries("app_send_s median", appBars.Drawn())
+	f.addSeries("client_receive_s median", recvBars.Drawn())
 	f.addSeries("app_send_s per download", len(appDots.XYs))
 	f.addSeries("receive_s per download", len(recvDots.XYs))
 	p.Legend.Add("app_send_s (bar: median)", appBars)

@@ -68,12 +68,12 @@ func memoryFigure(runs []recorder.Run) (*figure, string) {
 	}
 	f := &figure{name: "app-memory", title: "App memory peak against slow readers",
 		width: 8 * vg.Inch, height: 4.5 * vg.Inch}
-	p := newPlot(f.title, "slow readers (log scale)", "app memory peak (MiB, log scale)")
-	grid(p, true, true)
+	p := NewPlot(f.title, "slow readers (log scale)", "app memory peak (MiB, log scale)")
+	Grid(p, true, true)
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	oomRuns, excluded := 0, 0
 	for i, s := range series {
-		c := colorAt(i)
+		c := ColorAt(i)
 		pts := append(slices.Clone(s.ok), s.oom...)
 		for _, pt := range pts {
 			xlo, xhi, ylo, yhi = math.Min(xlo, pt.X), math.Max(xhi, pt.X), math.Min(ylo, pt.Y), math.Max(yhi, pt.Y)
@@ -87,12 +87,12 @@ func memoryFigure(runs []recorder.Run) (*figure, string) {
 			p.Add(l)
 		}
 		if len(s.ok) > 0 {
-			sc := scatter(s.ok, c, vg.Points(3.5))
+			sc := Scatter(s.ok, c, vg.Points(3.5))
 			p.Add(sc)
 			p.Legend.Add(s.name, sc)
 		}
 		if len(s.oom) > 0 {
-			m := marks(s.oom, c, draw.CrossGlyph{})
+			m := Marks(s.oom, c, draw.CrossGlyph{})
 			m.GlyphStyle.Radius = vg.Points(5)
 			p.Add(m)
 			p.Legend.Add(s.name+", OOM-killed", m)
@@ -101,8 +101,8 @@ func memoryFigure(runs []recorder.Run) (*figure, string) {
 		oomRuns += len(s.oom)
 		excluded += s.excluded
 	}
-	setLog(&p.X, xlo, xhi)
-	setLog(&p.Y, ylo, yhi)
+	SetLog(&p.X, xlo, xhi)
+	SetLog(&p.Y, ylo, yhi)
 	f.panels = append(f.panels, p)
 	f.caption = memoryCaption(oomRuns, excluded, len(all)-len(series))
 	return f, ""

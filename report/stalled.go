@@ -167,23 +167,23 @@ func stalledBytesFigure(d *stalledData) *figure {
 		return nil
 	}
 	f := &figure{name: "stalled-bytes", title: "Bytes received per download, against the response size",
-		width: 10 * vg.Inch, height: rowsHeight(len(rows)) + vg.Inch}
-	p := newPlot(f.title, "MiB received (bar: the response's size)", "condition")
-	grid(p, true, false)
+		width: 10 * vg.Inch, height: RowsHeight(len(rows)) + vg.Inch}
+	p := NewPlot(f.title, "MiB received (bar: the response's size)", "condition")
+	Grid(p, true, false)
 	labels := make([]string, len(rows))
 	for j, i := range rows {
 		labels[j] = stalledLabel(d.conds[i])
 	}
-	ys := conditionRows(p, labels)
+	ys := ConditionRows(p, labels)
 	sizes := make([]float64, len(rows))
 	for j, i := range rows {
 		sizes[j] = float64(d.conds[i].SizeBytes) / (1 << 20)
 	}
-	sb := newBars(ys, sizes, 0.7, true, colorAt(6))
-	sb.fill, sb.line.Color = color.Gray{0xea}, color.Gray{0x99} // light, behind the downloads' marks
+	sb := NewBars(ys, sizes, 0.7, true, ColorAt(6))
+	sb.Fill, sb.Line.Color = color.Gray{0xea}, color.Gray{0x99} // light, behind the downloads' marks
 	p.Add(sb)
 	p.Legend.Add("response size", sb)
-	f.addSeries("response size", sb.drawn())
+	f.addSeries("response size", sb.Drawn())
 
 	addStalledMarks(f, p, d, rows, ys)
 	p.X.Min, p.X.Max = 0, hi*1.7 // room on the right for the legend
@@ -238,9 +238,9 @@ func addStalledMarks(f *figure, p *plot.Plot, d *stalledData, rows []int, ys []f
 			}
 			var m *plotter.Scatter
 			if o == recorder.StalledComplete {
-				m = scatter(xys, colorAt(ei), vg.Points(3.5))
+				m = Scatter(xys, ColorAt(ei), vg.Points(3.5))
 			} else {
-				m = marks(xys, colorAt(ei), stalledGlyphs[o])
+				m = Marks(xys, ColorAt(ei), stalledGlyphs[o])
 			}
 			name := o
 			if e != recorder.EndedByNone {
@@ -290,14 +290,14 @@ func stalledTimeoutsFigure(d *stalledData) *figure {
 		return nil
 	}
 	f := &figure{name: "stalled-worker-timeouts", title: "Workers killed by the app's timeout, against the downloads",
-		width: 9 * vg.Inch, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, "count, summed over the ok runs", "condition")
-	grid(p, true, false)
+		width: 9 * vg.Inch, height: RowsHeight(len(rows))}
+	p := NewPlot(f.title, "count, summed over the ok runs", "condition")
+	Grid(p, true, false)
 	labels := make([]string, len(rows))
 	for j, i := range rows {
 		labels[j] = stalledLabel(d.conds[i])
 	}
-	ys := conditionRows(p, labels)
+	ys := ConditionRows(p, labels)
 	stats := []struct {
 		name string
 		get  func(i int) float64
@@ -318,10 +318,10 @@ func stalledTimeoutsFigure(d *stalledData) *figure {
 			val[j] = st.get(i)
 			hi = math.Max(hi, val[j])
 		}
-		b := newBars(pos, val, thick*0.9, true, colorAt(s))
+		b := NewBars(pos, val, thick*0.9, true, ColorAt(s))
 		p.Add(b)
 		p.Legend.Add(st.name, b)
-		f.addSeries(st.name, b.drawn())
+		f.addSeries(st.name, b.Drawn())
 	}
 	p.X.Min, p.X.Max = 0, math.Max(1, hi)*1.5
 	f.panels = []*plot.Plot{p}

@@ -107,19 +107,19 @@ func tempCliffFigure(conds []recorder.TempCondition) (*figure, string) {
 		if math.IsInf(lo, 1) {
 			continue
 		}
-		p := newPlot(pn.name, "response size (MiB)", pn.axis)
-		grid(p, true, true)
-		setLog(&p.Y, lo, hi)
+		p := NewPlot(pn.name, "response size (MiB)", pn.axis)
+		Grid(p, true, true)
+		SetLog(&p.Y, lo, hi)
 		yMin, yMax := p.Y.Min, p.Y.Max
 		for i, l := range lines {
 			if l.max > 0 {
-				addCliff(f, p, pn.name, l.max, colorAt(i), yMin, yMax)
+				addCliff(f, p, pn.name, l.max, ColorAt(i), yMin, yMax)
 			}
 			if len(pts[i]) == 0 {
 				continue
 			}
-			ln := line(pts[i], colorAt(i))
-			m := scatter(pts[i], colorAt(i), vg.Points(3.5))
+			ln := line(pts[i], ColorAt(i))
+			m := Scatter(pts[i], ColorAt(i), vg.Points(3.5))
 			p.Add(ln, m)
 			p.Legend.Add(l.name, ln, m)
 			f.addSeries(pn.name+", "+l.name, len(m.XYs))
@@ -197,20 +197,20 @@ func tempDownloadsFigure(d *tempData, name string, label func(recorder.TempCondi
 	if len(rows) == 0 {
 		return nil
 	}
-	f := &figure{name: name, title: "Bytes received per download", width: 8 * vg.Inch, height: rowsHeight(len(rows))}
-	p := newPlot(f.title, "MiB", "condition")
-	grid(p, true, false)
+	f := &figure{name: name, title: "Bytes received per download", width: 8 * vg.Inch, height: RowsHeight(len(rows))}
+	p := NewPlot(f.title, "MiB", "condition")
+	Grid(p, true, false)
 	labels := make([]string, len(rows))
 	sizes := make([]float64, len(rows))
 	for j, i := range rows {
 		labels[j] = label(d.conds[i])
 		sizes[j] = float64(d.conds[i].SizeBytes) / (1 << 20)
 	}
-	ys := conditionRows(p, labels)
-	sb := newBars(ys, sizes, 0.7, true, color.Gray{0xbb})
+	ys := ConditionRows(p, labels)
+	sb := NewBars(ys, sizes, 0.7, true, color.Gray{0xbb})
 	p.Add(sb)
 	p.Legend.Add("response size", sb)
-	f.addSeries("response size", sb.drawn())
+	f.addSeries("response size", sb.Drawn())
 	for oi, o := range downloadOutcomes {
 		var xys plotter.XYs
 		for j, i := range rows {
@@ -230,9 +230,9 @@ func tempDownloadsFigure(d *tempData, name string, label func(recorder.TempCondi
 		if len(xys) == 0 {
 			continue
 		}
-		m := scatter(xys, colorAt(oi), vg.Points(3.5))
+		m := Scatter(xys, ColorAt(oi), vg.Points(3.5))
 		if o.shape != nil {
-			m = marks(xys, colorAt(oi), o.shape)
+			m = Marks(xys, ColorAt(oi), o.shape)
 		}
 		p.Add(m)
 		p.Legend.Add(o.name, m)

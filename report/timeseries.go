@@ -223,16 +223,16 @@ func latencyPanel(reqs []recorder.Request, present bool) (p *panel, failed int, 
 	if len(xys) == 0 {
 		return nil, failed, fmt.Sprintf("no ok /fast request of the run in requests.csv, %d failed", failed)
 	}
-	pl := newPlot("/fast latency", "time since run start (s)", "latency (ms, log scale)")
-	grid(pl, true, true)
-	s := scatter(xys, colorAt(0), vg.Points(2.5))
+	pl := NewPlot("/fast latency", "time since run start (s)", "latency (ms, log scale)")
+	Grid(pl, true, true)
+	s := Scatter(xys, ColorAt(0), vg.Points(2.5))
 	pl.Add(s)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	xMax := 0.0
 	for _, p := range s.XYs {
 		lo, hi, xMax = math.Min(lo, p.Y), math.Max(hi, p.Y), math.Max(xMax, p.X)
 	}
-	setLog(&pl.Y, lo, hi)
+	SetLog(&pl.Y, lo, hi)
 	return &panel{p: pl, series: []seriesInfo{{"/fast latency", len(s.XYs)}}, xMax: xMax}, failed, ""
 }
 
@@ -252,8 +252,8 @@ const mibScale = 1.0 / (1 << 20)
 // linePanel draws named series as lines from a zero baseline; it returns
 // nil when no series has a point.
 func linePanel(title, yLabel string, names []string, series []plotter.XYs) *panel {
-	pl := newPlot(title, "time since run start (s)", yLabel)
-	grid(pl, true, true)
+	pl := NewPlot(title, "time since run start (s)", yLabel)
+	Grid(pl, true, true)
 	p := &panel{p: pl}
 	hi := 0.0
 	for i, xys := range series {
@@ -261,7 +261,7 @@ func linePanel(title, yLabel string, names []string, series []plotter.XYs) *pane
 			p.missing = append(p.missing, names[i])
 			continue
 		}
-		l := line(xys, colorAt(i))
+		l := line(xys, ColorAt(i))
 		pl.Add(l)
 		if len(series) > 1 {
 			pl.Legend.Add(names[i], l)

@@ -1,0 +1,34 @@
+package report
+
+import (
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+)
+
+// Drawing is a figure an experiment's package draws itself in report's
+// style (NewPlot, Grid, ConditionRows, RowsHeight, SetLog, ColorAt,
+// Scatter, Marks, NewBars): one or more panels stacked vertically, the
+// series it drew and their point counts, and a caption.
+type Drawing struct{ f figure }
+
+// NewDrawing is an empty figure named name (its files' names), titled
+// title, of width by height.
+func NewDrawing(name, title string, width, height vg.Length) *Drawing {
+	return &Drawing{figure{name: name, title: title, width: width, height: height}}
+}
+
+// Title is the drawing's title, for its panels (NewPlot).
+func (d *Drawing) Title() string { return d.f.title }
+
+// AddPanel stacks p below the drawing's panels.
+func (d *Drawing) AddPanel(p *plot.Plot) { d.f.panels = append(d.f.panels, p) }
+
+// AddSeries records a series drawn with n points or bars (what
+// report.Figure's Series and Points say).
+func (d *Drawing) AddSeries(name string, n int) { d.f.addSeries(name, n) }
+
+// SetCaption sets what the report says under the figure.
+func (d *Drawing) SetCaption(caption string) { d.f.caption = caption }
+
+// AddDrawing adds d to the part.
+func (p *Part) AddDrawing(d *Drawing) { p.s.addFigure(&d.f) }
