@@ -13,20 +13,21 @@ import (
 )
 
 // stubFiles are the files an experiment is, as CONTRIBUTING.md says: its
-// package, its rows in recorder, its report section and one import line
-// in lab/experiments, each an overlay source in testdata/stubexperiment.
+// folder (the experiment, its rows, its table and report section) and one
+// import line in lab/experiments, each an overlay source in
+// testdata/stubexperiment.
 var stubFiles = map[string]string{
-	"lab/stubexperiment/stub.go": "stub.go.txt",
-	"recorder/stub_rows.go":      "stub_rows.go.txt",
-	"report/stub.go":             "stub_report.go.txt",
-	"lab/experiments/stub.go":    "experiments_stub.go.txt",
+	"lab/stub/stub.go":        "stub.go.txt",
+	"lab/stub/rows.go":        "rows.go.txt",
+	"lab/stub/report.go":      "report.go.txt",
+	"lab/experiments/stub.go": "experiments_stub.go.txt",
 }
 
 // TestStubExperiment adds an experiment the way CONTRIBUTING.md says and
 // nothing else: slowlab built with the four new files of stubFiles (a go
 // build overlay; none of them exists in the tree, no existing file
 // changes) runs it under `reproduce` with its own flag, writes its results
-// files and its report section, resumes it, prints its scenario and
+// files and its report section with its figure, resumes it, prints its scenario and
 // refuses a bad value and a shared flag it does not take. It fails if
 // adding an experiment needed any other change (a list of names, a switch
 // of types, a report registry).
@@ -78,6 +79,9 @@ func TestStubExperiment(t *testing.T) {
 	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	if err != nil || !strings.Contains(string(html), "The stub experiment&#39;s runs") && !strings.Contains(string(html), "The stub experiment's runs") {
 		t.Errorf("report.html (%v) lacks the stub's section", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "figures", "stub-items.svg")); err != nil {
+		t.Errorf("the stub's figure: %v", err)
 	}
 	if e := slowlab(1, "reproduce", "stub", "--resume", dir); !strings.Contains(e, "it was run with other settings: items: 4 -> 3") {
 		t.Errorf("--resume with another --items: %s", e)
