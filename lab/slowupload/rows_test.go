@@ -8,7 +8,7 @@ import (
 	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
-func TestSummarizeUploadRun(t *testing.T) {
+func TestSummarizeRun(t *testing.T) {
 	reqs := []recorder.Request{{LatencyMS: 2, Status: 200}, {LatencyMS: 4000, Status: 200}, {LatencyMS: 1, Status: 0, Error: "reset"}}
 	uploads := []Upload{
 		{Outcome: loadgen.UploadOK, SendS: 3, AppReadS: recorder.Some(2.9)},

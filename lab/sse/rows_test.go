@@ -10,7 +10,7 @@ import (
 	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
-func TestSummarizeSSERun(t *testing.T) {
+func TestSummarizeRun(t *testing.T) {
 	streams := []Stream{
 		{EventsExpected: 3, Outcome: loadgen.SSEComplete, FirstByteMS: recorder.Some(2)},
 		{EventsExpected: 3, Outcome: loadgen.SSETruncated, FirstByteMS: recorder.Some(4)},
