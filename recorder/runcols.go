@@ -64,3 +64,46 @@ func SummarizeFast[T any](runs []T, of func(*T) FastRun) FastOver {
 	f.P95MinMS, f.P95MaxMS = Some(minimum(p95)), Some(NearestRank(p95, 100))
 	return f
 }
+
+// FastFields are a run row's /fast columns, embedded in the run rows of
+// the experiments that run /fast beside their clients; FastCols(of)
+// writes them where of returns Fast().
+type FastFields struct {
+	FastPlanned, FastSent int
+	FastTotal, FastOK     int
+	P50MS, P95MS, MaxMS   Maybe
+}
+
+// Fast points at f's columns.
+func (f *FastFields) Fast() FastRun {
+	return FastRun{Planned: &f.FastPlanned, Sent: &f.FastSent, Total: &f.FastTotal, OK: &f.FastOK, P50: &f.P50MS, P95: &f.P95MS, Max: &f.MaxMS}
+}
+
+// SummarizeFast fills f from the run's /fast requests as SummarizeRun
+// does, keeping FastPlanned.
+func (f *FastFields) SummarizeFast(reqs []Request) {
+	r := SummarizeRun(RunMeta{FastPlanned: f.FastPlanned}, reqs, nil)
+	f.FastSent, f.FastTotal, f.FastOK = r.FastSent, r.FastTotal, r.FastOK
+	f.P50MS, f.P95MS, f.MaxMS = r.P50MS, r.P95MS, r.MaxMS
+}
+
+// Holding are the run columns of an experiment whose clients each hold a
+// slot of the app (a stream, a socket): the app's slots and workers, the
+// most it held at once and the most workers holding one, from its own
+// count sampled during the run (HoldCols writes them).
+type Holding struct {
+	Slots, Workers    Maybe
+	HeldMax           Maybe
+	WorkersHoldingMax Maybe
+}
+
+// HoldCols are a run row's slots, workers, held_max and
+// workers_holding_max columns.
+func HoldCols[T any](of func(*T) *Holding) []Column[T] {
+	return []Column[T]{
+		Col("slots", whole, func(r *T) any { return &of(r).Slots }),
+		Col("workers", whole, func(r *T) any { return &of(r).Workers }),
+		Col("held_max", whole, func(r *T) any { return &of(r).HeldMax }),
+		Col("workers_holding_max", whole, func(r *T) any { return &of(r).WorkersHoldingMax }),
+	}
+}

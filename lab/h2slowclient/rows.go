@@ -89,10 +89,7 @@ type RunRow struct {
 	AppComplete          int
 	ProxyMemPeakMiB      recorder.Maybe
 	TempPeakMiB          recorder.Maybe
-	FastPlanned          int
-	FastSent, FastTotal  int
-	FastOK               int
-	P50MS, P95MS, MaxMS  recorder.Maybe
+	recorder.FastFields
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
@@ -131,9 +128,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its stream counts from the run's streams.
 func SummarizeRun(run RunRow, reqs []recorder.Request, streams []Stream) RunRow {
-	fast := recorder.SummarizeRun(recorder.RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
-	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
-	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.SummarizeFast(reqs)
 	run.Complete, run.Cut, run.Reset, run.Failed = 0, 0, 0, 0
 	var resetAfter []float64
 	for _, s := range streams {
@@ -226,6 +221,4 @@ func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 }
 
 // fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun {
-	return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
-}
+func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -74,15 +74,13 @@ var uploadSchema = recorder.NewSchema(uploadFile,
 // AppMemMiB and ProxyMemMiB each component's memory peak
 // (MemoryPeakMiB).
 type RunRow struct {
-	RunID, Route, Server         string
-	Uploaders, Rep               int
-	SizeBytes, RateBps           int64
-	AppTimeoutS                  recorder.Maybe
-	StartedAt                    time.Time
-	Status, Reason               string
-	FastPlanned, FastSent        int
-	FastTotal, FastOK            int
-	P50MS, P95MS, MaxMS          recorder.Maybe
+	RunID, Route, Server string
+	Uploaders, Rep       int
+	SizeBytes, RateBps   int64
+	AppTimeoutS          recorder.Maybe
+	StartedAt            time.Time
+	Status, Reason       string
+	recorder.FastFields
 	SendS, AppReadS              recorder.Maybe
 	UploadsOK, Uploads5xx        int
 	UploadsReset, UploadsTimeout int
@@ -108,9 +106,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
 		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
 	}),
-	recorder.FastCols(func(r *RunRow) recorder.FastRun {
-		return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
-	}),
+	recorder.FastCols(func(r *RunRow) recorder.FastRun { return r.Fast() }),
 	[]recorder.Column[RunRow]{
 		recorder.Col("send_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.SendS }),
 		recorder.Col("app_read_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppReadS }),
@@ -129,9 +125,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its upload columns from uploads, which must all be the run's.
 func SummarizeRun(run RunRow, reqs []recorder.Request, uploads []Upload) RunRow {
-	fast := recorder.SummarizeRun(recorder.RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
-	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
-	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.SummarizeFast(reqs)
 	var send, read []float64
 	run.UploadsOK, run.Uploads5xx, run.UploadsReset, run.UploadsTimeout, run.UploadsOther = 0, 0, 0, 0, 0
 	for _, u := range uploads {

@@ -107,12 +107,8 @@ type RunRow struct {
 	StreamsComplete         int
 	DelayP50MS, DelayP95MS  recorder.Maybe
 	DelayMaxMS, FirstByteMS recorder.Maybe
-	Slots, Workers          recorder.Maybe
-	HeldMax                 recorder.Maybe
-	WorkersHoldingMax       recorder.Maybe
-	FastPlanned, FastSent   int
-	FastTotal, FastOK       int
-	P50MS, P95MS, MaxMS     recorder.Maybe
+	recorder.Holding
+	recorder.FastFields
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
@@ -138,20 +134,15 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 		recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayP95MS }),
 		recorder.Col("delay_max_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayMaxMS }),
 		recorder.Col("first_byte_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.FirstByteMS }),
-		recorder.Col("slots", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Slots }),
-		recorder.Col("workers", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Workers }),
-		recorder.Col("held_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.HeldMax }),
-		recorder.Col("workers_holding_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkersHoldingMax }),
 	},
+	recorder.HoldCols(func(r *RunRow) *recorder.Holding { return &r.Holding }),
 	recorder.FastCols(fastOf),
 )...)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its event columns from the run's streams and events.
 func SummarizeRun(run RunRow, reqs []recorder.Request, streams []Stream, events []Event) RunRow {
-	fast := recorder.SummarizeRun(recorder.RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
-	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
-	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.SummarizeFast(reqs)
 	run.EventsExpected, run.Events, run.StreamsComplete = 0, len(events), 0
 	var first []float64
 	for _, s := range streams {
@@ -274,6 +265,4 @@ func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 }
 
 // fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun {
-	return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
-}
+func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -93,12 +93,8 @@ type RunRow struct {
 	DelayP95MS                   recorder.Maybe
 	AppMemPeakMiB, AppRSSPeakMiB recorder.Maybe
 	AppOOMKills                  recorder.Maybe
-	Slots, Workers               recorder.Maybe
-	HeldMax                      recorder.Maybe
-	WorkersHoldingMax            recorder.Maybe
-	FastPlanned, FastSent        int
-	FastTotal, FastOK            int
-	P50MS, P95MS, MaxMS          recorder.Maybe
+	recorder.Holding
+	recorder.FastFields
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
@@ -130,20 +126,15 @@ var runSchema = recorder.NewSchema(runsFile, slices.Concat(
 		recorder.Col("app_mem_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemPeakMiB }),
 		recorder.Col("app_rss_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppRSSPeakMiB }),
 		recorder.Col("app_oom_kills", recorder.DecimalsWhole, func(r *RunRow) any { return &r.AppOOMKills }),
-		recorder.Col("slots", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Slots }),
-		recorder.Col("workers", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Workers }),
-		recorder.Col("held_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.HeldMax }),
-		recorder.Col("workers_holding_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkersHoldingMax }),
 	},
+	recorder.HoldCols(func(r *RunRow) *recorder.Holding { return &r.Holding }),
 	recorder.FastCols(fastOf),
 )...)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its socket columns from the run's sessions.
 func SummarizeRun(run RunRow, reqs []recorder.Request, sessions []Session) RunRow {
-	fast := recorder.SummarizeRun(recorder.RunMeta{FastPlanned: run.FastPlanned}, reqs, nil)
-	run.FastSent, run.FastTotal, run.FastOK = fast.FastSent, fast.FastTotal, fast.FastOK
-	run.P50MS, run.P95MS, run.MaxMS = fast.P50MS, fast.P95MS, fast.MaxMS
+	run.SummarizeFast(reqs)
 	run.Opened, run.Held, run.Refused = 0, 0, 0
 	var hs, life, delays []float64
 	run.Messages = 0
@@ -253,6 +244,4 @@ func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 }
 
 // fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun {
-	return recorder.FastRun{Planned: &r.FastPlanned, Sent: &r.FastSent, Total: &r.FastTotal, OK: &r.FastOK, P50: &r.P50MS, P95: &r.P95MS, Max: &r.MaxMS}
-}
+func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }
