@@ -159,9 +159,6 @@ func buildTempCliff(dir string) (*section, error) {
 	return s, nil
 }
 
-// count is a whole number of a Maybe column.
-func count(v float64) Cell { return Fixed(v, 0) }
-
 // tempConditionsTable is the conditions table of either section.
 func tempConditionsTable(conds []recorder.TempCondition, experiment string) *table {
 	t := &table{Caption: experiment + " conditions (" + tempRunsFile + "), over the ok runs: /fast requests ok of " +
@@ -184,7 +181,7 @@ func tempConditionsTable(conds []recorder.TempCondition, experiment string) *tab
 			Opt(c.P95MaxMS, Sig), Opt(c.AppSendS, seconds), Opt(c.ReceiveS, seconds), Int(c.Complete), Int(c.Cut),
 			Opt(c.BytesMinMiB, func(v float64) Cell { return Fixed(v, 2) }), Opt(c.TempPeakMiB, mib),
 			Opt(c.TempFSAvailMinMiB, func(v float64) Cell { return Fixed(v, 2) }), Int(c.ProxyErrors),
-			Opt(c.ExporterTempWriteErrors, count), Opt(c.AppMemMiB, mib), Opt(c.ProxyMemMiB, mib)})
+			Opt(c.ExporterTempWriteErrors, whole), Opt(c.AppMemMiB, mib), Opt(c.ProxyMemMiB, mib)})
 	}
 	return t
 }

@@ -54,7 +54,7 @@ func buildTempDisk(dir string) (*section, error) {
 			Fixed(float64(c.MaxTempFileBytes)/(1<<20), 1), Int(c.Runs), Int(c.Excluded), Int(c.Complete), Int(c.Cut),
 			Opt(c.BytesMinMiB, func(v float64) Cell { return Fixed(v, 2) }),
 			Opt(c.BytesMinMiB, func(v float64) Cell { return Fixed(100*v*(1<<20)/float64(c.SizeBytes), 1) }),
-			Int(c.ProxyErrors), Opt(c.ExporterTempWriteErrors, count), Opt(c.TempFSAvailMinMiB, func(v float64) Cell { return Fixed(v, 2) }),
+			Int(c.ProxyErrors), Opt(c.ExporterTempWriteErrors, whole), Opt(c.TempFSAvailMinMiB, func(v float64) Cell { return Fixed(v, 2) }),
 			Text(fmt.Sprintf("%d/%d", c.FastOK, c.FastTotal)), Opt(c.P95MS, Sig)})
 	}
 	s.addTable(t)
