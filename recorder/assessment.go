@@ -142,8 +142,8 @@ type AssessLevel struct {
 	StartS       float64 `json:"start_s"`          // from the probe's start
 	EndS         float64 `json:"end_s"`            // the end of its /fast window
 	// KeptS is how long past the window the clients were kept (a
-	// connection or stalled-reader probe's last level, or the one that
-	// degraded); nil when they were not.
+	// connection probe's or the stalled readers' probe's last level, or
+	// the one that degraded); nil when they were not.
 	KeptS    *float64 `json:"kept_s,omitempty"`
 	FastSent int      `json:"fast_sent"`
 	FastOK   int      `json:"fast_ok"`

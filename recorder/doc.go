@@ -11,7 +11,6 @@
 //   - latency-gap: gap.csv, gap-requests.csv, gap-path.csv, gap-runs.csv;
 //   - buffer-sweep: sweep.csv (its cells), with runs.csv,
 //     large-responses.csv and hops.csv;
-//   - stalled-reader: stalled-downloads.csv, stalled-runs.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;
 //
@@ -27,7 +26,8 @@
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
 // ReadFile need. An experiment's package declares its own rows the same
 // way (NewSchema, Col, StatusCols, FastCols), as lab/websocket,
-// lab/h2slowclient, lab/idleconn, lab/sse and lab/slowupload do, and
+// lab/h2slowclient, lab/idleconn, lab/sse, lab/slowupload and
+// lab/stalledreader do, and
 // tests them with package recordertest; the row contract's checks
 // (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //

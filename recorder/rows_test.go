@@ -37,8 +37,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("gap-runs", recordertest.RoundTrip[recorder.GapRun])
 	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
 	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
-	t.Run("stalled-downloads", recordertest.RoundTrip[recorder.StalledDownload])
-	t.Run("stalled-runs", recordertest.RoundTrip[recorder.StalledRun])
 	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
 }
 
@@ -59,28 +57,24 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.GapRun](t)
 	recordertest.Coverage[recorder.Hop](t)
 	recordertest.Coverage[recorder.SweepCell](t)
-	recordertest.Coverage[recorder.StalledDownload](t)
-	recordertest.Coverage[recorder.StalledRun](t)
 	recordertest.Coverage[recorder.TempRun](t)
 }
 
-func FuzzReadRequests(f *testing.F)         { recordertest.FuzzRead[recorder.Request](f) }
-func FuzzReadLargeResponses(f *testing.F)   { recordertest.FuzzRead[recorder.LargeResponse](f) }
-func FuzzReadResourceSamples(f *testing.F)  { recordertest.FuzzRead[recorder.ResourceSample](f) }
-func FuzzReadRuns(f *testing.F)             { recordertest.FuzzRead[recorder.Run](f) }
-func FuzzReadConditions(f *testing.F)       { recordertest.FuzzRead[recorder.Condition](f) }
-func FuzzReadProbes(f *testing.F)           { recordertest.FuzzRead[recorder.Probe](f) }
-func FuzzReadGroups(f *testing.F)           { recordertest.FuzzRead[recorder.LongPollGroup](f) }
-func FuzzReadLongPollRuns(f *testing.F)     { recordertest.FuzzRead[recorder.LongPollRun](f) }
-func FuzzReadGap(f *testing.F)              { recordertest.FuzzRead[recorder.GapRow](f) }
-func FuzzReadGapRequests(f *testing.F)      { recordertest.FuzzRead[recorder.GapRequest](f) }
-func FuzzReadGapPath(f *testing.F)          { recordertest.FuzzRead[recorder.GapPath](f) }
-func FuzzReadGapRuns(f *testing.F)          { recordertest.FuzzRead[recorder.GapRun](f) }
-func FuzzReadHops(f *testing.F)             { recordertest.FuzzRead[recorder.Hop](f) }
-func FuzzReadSweep(f *testing.F)            { recordertest.FuzzRead[recorder.SweepCell](f) }
-func FuzzReadStalledDownloads(f *testing.F) { recordertest.FuzzRead[recorder.StalledDownload](f) }
-func FuzzReadStalledRuns(f *testing.F)      { recordertest.FuzzRead[recorder.StalledRun](f) }
-func FuzzReadTempRuns(f *testing.F)         { recordertest.FuzzRead[recorder.TempRun](f) }
+func FuzzReadRequests(f *testing.F)        { recordertest.FuzzRead[recorder.Request](f) }
+func FuzzReadLargeResponses(f *testing.F)  { recordertest.FuzzRead[recorder.LargeResponse](f) }
+func FuzzReadResourceSamples(f *testing.F) { recordertest.FuzzRead[recorder.ResourceSample](f) }
+func FuzzReadRuns(f *testing.F)            { recordertest.FuzzRead[recorder.Run](f) }
+func FuzzReadConditions(f *testing.F)      { recordertest.FuzzRead[recorder.Condition](f) }
+func FuzzReadProbes(f *testing.F)          { recordertest.FuzzRead[recorder.Probe](f) }
+func FuzzReadGroups(f *testing.F)          { recordertest.FuzzRead[recorder.LongPollGroup](f) }
+func FuzzReadLongPollRuns(f *testing.F)    { recordertest.FuzzRead[recorder.LongPollRun](f) }
+func FuzzReadGap(f *testing.F)             { recordertest.FuzzRead[recorder.GapRow](f) }
+func FuzzReadGapRequests(f *testing.F)     { recordertest.FuzzRead[recorder.GapRequest](f) }
+func FuzzReadGapPath(f *testing.F)         { recordertest.FuzzRead[recorder.GapPath](f) }
+func FuzzReadGapRuns(f *testing.F)         { recordertest.FuzzRead[recorder.GapRun](f) }
+func FuzzReadHops(f *testing.F)            { recordertest.FuzzRead[recorder.Hop](f) }
+func FuzzReadSweep(f *testing.F)           { recordertest.FuzzRead[recorder.SweepCell](f) }
+func FuzzReadTempRuns(f *testing.F)        { recordertest.FuzzRead[recorder.TempRun](f) }
 
 // TestEveryRowTypeIsTested reads the module's source: every type with a
 // Schema method (a row type), in recorder or in the package that declares

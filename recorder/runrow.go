@@ -24,11 +24,6 @@ func (LongPollRun) VerdictFields(r *LongPollRun) (id, status, reason *string) {
 }
 
 // VerdictFields implements RunRow.
-func (StalledRun) VerdictFields(r *StalledRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}
-
-// VerdictFields implements RunRow.
 func (TempRun) VerdictFields(r *TempRun) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }

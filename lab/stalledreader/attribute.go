@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // DownloadParam is the query parameter every download's URL carries, its
@@ -101,25 +100,25 @@ func (e evidence) cut(client int) (time.Time, bool) {
 // logged before the client gave up, else by the client. The logs' clocks
 // count whole seconds: two instants within the same second cannot be
 // ordered, and give unknown; so does a download no evidence names.
-func ender(d recorder.StalledDownload, id string, e evidence, t0 time.Time) string {
-	if d.Outcome == recorder.StalledComplete {
-		return recorder.EndedByNone
+func ender(d Download, id string, e evidence, t0 time.Time) string {
+	if d.Outcome == OutcomeComplete {
+		return EndedByNone
 	}
 	by, at := e.first(id, d.Client)
-	if d.Outcome != recorder.StalledTimeout {
+	if d.Outcome != OutcomeTimeout {
 		return by
 	}
-	if by == recorder.EndedByUnknown && at.IsZero() {
-		return recorder.EndedByClient // no evidence: the client's own bound
+	if by == EndedByUnknown && at.IsZero() {
+		return EndedByClient // no evidence: the client's own bound
 	}
 	gaveUp := t0.Add(time.Duration((d.StartS + d.EndS) * float64(time.Second)))
 	switch a, c := at.Truncate(time.Second), gaveUp.Truncate(time.Second); {
-	case by != recorder.EndedByUnknown && !at.IsZero() && a.Before(c):
+	case by != EndedByUnknown && !at.IsZero() && a.Before(c):
 		return by
 	case !at.IsZero() && c.Before(a):
-		return recorder.EndedByClient
+		return EndedByClient
 	}
-	return recorder.EndedByUnknown
+	return EndedByUnknown
 }
 
 // first is the component evidence names as having ended download client
@@ -131,20 +130,20 @@ func (e evidence) first(id string, client int) (string, time.Time) {
 	switch {
 	case killed && cut:
 		if killAt.IsZero() || cutAt.IsZero() {
-			return recorder.EndedByUnknown, time.Time{}
+			return EndedByUnknown, time.Time{}
 		}
 		k, c := killAt.Truncate(time.Second), cutAt.Truncate(time.Second)
 		switch {
 		case k.Before(c):
-			return recorder.EndedByAppTimeout, killAt
+			return EndedByAppTimeout, killAt
 		case c.Before(k):
-			return recorder.EndedBySendTimeout, cutAt
+			return EndedBySendTimeout, cutAt
 		}
-		return recorder.EndedByUnknown, killAt
+		return EndedByUnknown, killAt
 	case killed:
-		return recorder.EndedByAppTimeout, killAt
+		return EndedByAppTimeout, killAt
 	case cut:
-		return recorder.EndedBySendTimeout, cutAt
+		return EndedBySendTimeout, cutAt
 	}
-	return recorder.EndedByUnknown, time.Time{}
+	return EndedByUnknown, time.Time{}
 }

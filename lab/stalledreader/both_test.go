@@ -14,7 +14,6 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // runBothTimeouts deploys sync-2 behind the proxy with buffering off, a
@@ -29,7 +28,7 @@ import (
 // reader longer than 2 s.) It
 // returns the two downloads' rows, ended_by set as a run sets it, and
 // the run's evidence.
-func runBothTimeouts(t *testing.T, stackName string) ([]recorder.StalledDownload, evidence) {
+func runBothTimeouts(t *testing.T, stackName string) ([]Download, evidence) {
 	t.Helper()
 	env := labtest.Env(t, stackName)
 	if err := os.MkdirAll(env.LogDir(), 0o755); err != nil {
@@ -52,7 +51,7 @@ func runBothTimeouts(t *testing.T, stackName string) ([]recorder.StalledDownload
 		t.Fatal(err)
 	}
 	readers := []loadgen.SlowReader{{Rate: 1 << 20, Stall: 8 * time.Second, StallAfter: 64 << 10}, {Rate: 2 << 20}}
-	rows, ids := make([]recorder.StalledDownload, len(readers)), make([]string, len(readers))
+	rows, ids := make([]Download, len(readers)), make([]string, len(readers))
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for i, r := range readers {
@@ -60,7 +59,7 @@ func runBothTimeouts(t *testing.T, stackName string) ([]recorder.StalledDownload
 		r.URL, r.RcvBuf, r.ReadSize, r.Timeout, r.RunID = downloadURL(u, i), loadgen.DefaultSlowRcvBuf, loadgen.DefaultSlowReadSize, 40*time.Second, runID
 		r.Header = http.Header{appserver.RequestIDHeader: {ids[i]}}
 		wg.Go(func() {
-			rows[i] = downloadRow(recorder.StalledDownload{RunID: runID}, t0, r.Run(ctx, i))
+			rows[i] = downloadRow(Download{RunID: runID}, t0, r.Run(ctx, i))
 		})
 	}
 	wg.Wait()
@@ -81,13 +80,13 @@ func runBothTimeouts(t *testing.T, stackName string) ([]recorder.StalledDownload
 // download, and each download is attributed to the one that ended it:
 // one WORKER TIMEOUT line, naming client 1's worker, and one client
 // timeout line, naming client 0.
-func checkBothTimeouts(t *testing.T, rows []recorder.StalledDownload, ev evidence) {
+func checkBothTimeouts(t *testing.T, rows []Download, ev evidence) {
 	t.Helper()
 	if len(ev.kills) != 1 || len(ev.cuts) != 1 {
 		t.Errorf("%d WORKER TIMEOUT lines and %d client timeouts, want one each", len(ev.kills), len(ev.cuts))
 	}
-	for i, want := range []string{recorder.EndedBySendTimeout, recorder.EndedByAppTimeout} {
-		if d := rows[i]; d.Outcome != recorder.StalledTruncated || d.EndedBy != want {
+	for i, want := range []string{EndedBySendTimeout, EndedByAppTimeout} {
+		if d := rows[i]; d.Outcome != OutcomeTruncated || d.EndedBy != want {
 			t.Errorf("client %d: %s, ended by %s; want truncated by %s", i, d.Outcome, d.EndedBy, want)
 		}
 	}

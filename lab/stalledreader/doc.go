@@ -13,12 +13,12 @@
 // (client.give_up bounds every download, so the load is bounded).
 //
 // Each download is recorded with the bytes it received and how it ended
-// (recorder.StalledOutcomes: complete; truncated, a response then EOF
-// before its Content-Length; reset, RST or a close before any response;
-// timeout, the client's bound; error) and which component ended it
-// (recorder.StalledEnders). The client cannot see who closed a socket
-// whose window it keeps shut, so the ender comes from evidence about that
-// download, never from the rule under test (attribute.go):
+// (Outcomes: complete; truncated, a response then EOF before its
+// Content-Length; reset, RST or a close before any response; timeout,
+// the client's bound; error) and which component ended it (Enders). The
+// client cannot see who closed a socket whose window it keeps shut, so
+// the ender comes from evidence about that download, never from the rule
+// under test (attribute.go):
 //   - complete: none;
 //   - app_timeout when a WORKER TIMEOUT line of the app's log names the
 //     worker that was serving it: Gunicorn's pid:N against the pid in the
@@ -35,11 +35,13 @@
 //     draining what the path held): the component logged before it gave
 //     up, else client.
 //
-// It owns the experiment's scenario schema and flags, its run and its
-// printed table. Its files are recorder's stalled-downloads.csv,
-// stalled-runs.csv, requests.csv (the /fast requests; slow_clients holds
-// the stalled clients) and resource-samples.csv; its figures are report's
-// stalled-reader section. It does not read (loadgen.SlowReader), serve
-// (the apps' /large) or time out (package proxy's send_timeout, NGINX,
-// Gunicorn, appserver's worker timeout).
+// It owns the experiment's scenario schema and flags, its run, its
+// results files (Download rows in stalled-downloads.csv, RunRow rows in
+// stalled-runs.csv, beside recorder's requests.csv, where slow_clients
+// holds the stalled clients, and resource-samples.csv) with their
+// aggregation, its conditions table, declared once for the CLI and the
+// report, and its report section with its figures (Section). It does not
+// read (loadgen.SlowReader), serve (the apps' /large) or time out
+// (package proxy's send_timeout, NGINX, Gunicorn, appserver's worker
+// timeout).
 package stalledreader

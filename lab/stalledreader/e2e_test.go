@@ -54,7 +54,7 @@ func runShape(t *testing.T, stackName string) (*Result, *lab.Env) {
 // unharmed, and send_timeout closes the stalled readers, whose downloads
 // end truncated too. Latency bounds only tell seconds from tens of
 // milliseconds.
-func checkShape(t *testing.T, res *Result, env *lab.Env) (direct, proxied recorder.StalledRun) {
+func checkShape(t *testing.T, res *Result, env *lab.Env) (direct, proxied RunRow) {
 	t.Helper()
 	if len(res.Runs) != 2 {
 		t.Fatalf("%d runs, want 2", len(res.Runs))
@@ -85,7 +85,7 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) (direct, proxied record
 	if !proxied.AppHeldS.Valid || proxied.AppHeldS.Value >= 1 {
 		t.Errorf("%s: app held %v s, want under 1 s (the proxy takes the body at once)", proxied.RunID, proxied.AppHeldS)
 	}
-	downloads, err := recorder.ReadFile[recorder.StalledDownload](filepath.Join(env.Out, recorder.FileName[recorder.StalledDownload]()))
+	downloads, err := recorder.ReadFile[Download](filepath.Join(env.Out, downloadFile))
 	if err != nil || len(downloads) != 4 {
 		t.Fatalf("stalled-downloads.csv: %d rows (%v), want 4", len(downloads), err)
 	}
@@ -102,7 +102,7 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) (direct, proxied record
 	}
 	// The evidence behind ended_by: the proxy logged closing each proxied
 	// download, by its URL, and nothing of the direct ones.
-	for _, r := range []recorder.StalledRun{direct, proxied} {
+	for _, r := range []RunRow{direct, proxied} {
 		cuts := clientTimeoutLines(t, env.LogDir(), r.RunID)
 		for client := range r.Clients {
 			n := 0

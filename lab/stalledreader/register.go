@@ -5,14 +5,13 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 7, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.StalledReader,
+	lab.Register(lab.Experiment{Name: Name, Order: 7, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary:  "clients that stop reading /large (or read it at 16 KiB/s) against the app's worker timeout and the proxy's send_timeout",
 		Shared:   lab.SharedAll,
@@ -20,7 +19,7 @@ func init() {
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{recorder.FileName[recorder.StalledDownload](), recorder.FileName[recorder.StalledRun](),
+var resultsFiles = []string{downloadFile, runFile,
 	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first

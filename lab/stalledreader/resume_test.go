@@ -53,7 +53,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	if _, err := c.Run(ctx, env); err == nil {
 		t.Fatal("interrupted session returned no error")
 	}
-	before := labtest.ReadRows[recorder.StalledRun](t, env.Out)
+	before := labtest.ReadRows[RunRow](t, env.Out)
 	if len(before) != 2 || before[0].Status != recorder.RunOK || before[1].Status != recorder.RunAborted {
 		t.Fatalf("before resume: %+v; want the first run ok, the second aborted", before)
 	}
@@ -97,16 +97,16 @@ func TestResumeAfterInterrupt(t *testing.T) {
 // checkOnce asserts dir's results files hold runs, each once, with every
 // one of its scheduled requests and its download once, and resource
 // samples of those runs only, each run's in one session's order.
-func checkOnce(t *testing.T, dir string, runs []recorder.StalledRun) {
+func checkOnce(t *testing.T, dir string, runs []RunRow) {
 	t.Helper()
-	verdicts := func(rs []recorder.StalledRun) (out []string) {
+	verdicts := func(rs []RunRow) (out []string) {
 		for _, r := range rs {
 			out = append(out, r.RunID+" "+r.Status)
 		}
 		return out
 	}
-	if got, want := verdicts(labtest.ReadRows[recorder.StalledRun](t, dir)), verdicts(runs); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%s: %v, want %v", recorder.FileName[recorder.StalledRun](), got, want)
+	if got, want := verdicts(labtest.ReadRows[RunRow](t, dir)), verdicts(runs); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: %v, want %v", runFile, got, want)
 	}
 	planned := map[string]int{}
 	for _, r := range runs {
@@ -133,7 +133,7 @@ func checkOnce(t *testing.T, dir string, runs []recorder.StalledRun) {
 		t.Errorf("requests of runs %v, want %v", keys(seqs), keys(planned))
 	}
 	clients := map[string]int{}
-	for _, d := range labtest.ReadRows[recorder.StalledDownload](t, dir) {
+	for _, d := range labtest.ReadRows[Download](t, dir) {
 		clients[fmt.Sprintf("%s/%d", d.RunID, d.Client)]++
 	}
 	if len(clients) != len(runs) {
@@ -198,7 +198,7 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	if !res.AllFailed() {
 		t.Error("AllFailed is false with every run aborted")
 	}
-	rows := labtest.ReadRows[recorder.StalledRun](t, env.Out)
+	rows := labtest.ReadRows[RunRow](t, env.Out)
 	reqs := map[string]int{}
 	for _, r := range labtest.ReadRows[recorder.Request](t, env.Out) {
 		reqs[r.RunID]++

@@ -19,7 +19,7 @@ import (
 )
 
 // files are the open results files of a session.
-type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
+type files = lab.RunFiles[Download, RunRow]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Plan: resume, the host-CPU guard, progress), writing
@@ -29,13 +29,13 @@ type files = lab.RunFiles[recorder.StalledDownload, recorder.StalledRun]
 // outcome, not a failed run. Cancelling ctx keeps what was measured and
 // returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	return lab.Plan[RunSpec, recorder.StalledDownload, recorder.StalledRun]{Line: runLine, Measure: c.measure,
+	return lab.Plan[RunSpec, Download, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
 		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.StalledRun) string {
+func runLine(r RunRow) string {
 	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; downloads complete %d, truncated %d, reset %d, timeout %d, other %d; by app_timeout %d, send_timeout %d, client %d, unknown %d; bytes %s; worker timeouts %s; app held %s s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), r.Complete, r.Truncated, r.Reset, r.Timeout, r.Other, r.ByAppTimeout, r.BySendTimeout,
 		r.ByClient, r.ByUnknown, lab.Num(r.BytesMedian, 0), lab.Num(r.WorkerTimeouts, 0), lab.Num(r.AppHeldS, 2), lab.StatusText(r.Status, r.Reason))
@@ -44,8 +44,8 @@ func runLine(r recorder.StalledRun) string {
 // measure performs one run: a fresh stack, the instruments, the readers
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.StalledRun, error) {
-	run := recorder.StalledRun{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Mode: spec.Mode, Clients: spec.Clients,
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Mode: spec.Mode, Clients: spec.Clients,
 		Rep: spec.Rep, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
 		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.AppTimeout != 0 {
@@ -80,7 +80,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 			l.writeErr = err
 		}
 	}
-	run = recorder.SummarizeStalledRun(run, l.reqs, l.downloads)
+	run = SummarizeRun(run, l.reqs, l.downloads)
 	evidence := ""
 	if evErr != nil {
 		evidence = "who ended the downloads: " + evErr.Error()
@@ -108,8 +108,8 @@ func sendTimeout(cond Condition) time.Duration {
 
 // loaded is what a run's load measured.
 type loaded struct {
-	downloads []recorder.StalledDownload // by client number
-	ids       []string                   // each download's request id
+	downloads []Download // by client number
+	ids       []string   // each download's request id
 	complete  []bool
 	reqs      []recorder.Request
 	writeErr  error
@@ -119,14 +119,14 @@ type loaded struct {
 // /fast schedule, and waits for both. Every scheduled request gets its row
 // as it finishes; the downloads' rows are written once their ender is
 // known.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *recorder.StalledRun, t0 time.Time, f *files) loaded {
-	l := loaded{downloads: make([]recorder.StalledDownload, spec.Clients), ids: make([]string, spec.Clients), complete: make([]bool, spec.Clients)}
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
+	l := loaded{downloads: make([]Download, spec.Clients), ids: make([]string, spec.Clients), complete: make([]bool, spec.Clients)}
 	u, err := loadgen.CheckTarget(running.URL()+c.Client.Path, running.AllowRemote())
 	if err != nil {
 		l.writeErr = err
 		return l
 	}
-	base := recorder.StalledDownload{RunID: run.RunID, Route: run.Route, Server: run.Server, Mode: run.Mode, Clients: run.Clients, Rep: run.Rep,
+	base := Download{RunID: run.RunID, Route: run.Route, Server: run.Server, Mode: run.Mode, Clients: run.Clients, Rep: run.Rep,
 		SizeBytes: run.SizeBytes, RateBps: run.RateBps, AppTimeoutS: run.AppTimeoutS, SendTimeoutS: run.SendTimeoutS, StallS: run.StallS,
 		GiveUpS: run.GiveUpS}
 	var wg sync.WaitGroup
@@ -155,7 +155,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 }
 
 // downloadRow is d as a stalled-downloads.csv row (its ender still unset).
-func downloadRow(row recorder.StalledDownload, t0 time.Time, d loadgen.Download) recorder.StalledDownload {
+func downloadRow(row Download, t0 time.Time, d loadgen.Download) Download {
 	row.Client, row.Status, row.Bytes, row.StallBytes, row.ContentLength = d.Client, d.Status, d.Bytes, d.StallBytes, -1
 	if d.Header != nil {
 		row.ContentLength = contentLength(d.Header)
@@ -189,21 +189,21 @@ func contentLength(h http.Header) int64 {
 }
 
 // outcome classifies a download as the client saw it
-// (recorder.StalledOutcomes).
+// (Outcomes).
 func outcome(d loadgen.Download) string {
 	switch {
 	case d.Complete:
-		return recorder.StalledComplete
+		return OutcomeComplete
 	case errors.Is(d.Err, context.DeadlineExceeded):
-		return recorder.StalledTimeout
+		return OutcomeTimeout
 	case errors.Is(d.Err, syscall.ECONNRESET):
-		return recorder.StalledReset
+		return OutcomeReset
 	case d.Status == 0 && (errors.Is(d.Err, io.EOF) || errors.Is(d.Err, io.ErrUnexpectedEOF)):
-		return recorder.StalledReset // closed before any response
+		return OutcomeReset // closed before any response
 	case d.Status == http.StatusOK && errors.Is(d.Err, loadgen.ErrIncomplete):
-		return recorder.StalledTruncated
+		return OutcomeTruncated
 	}
-	return recorder.StalledError
+	return OutcomeError
 }
 
 // appSendWait bounds how long the lab waits, after the downloads ended,

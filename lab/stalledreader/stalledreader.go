@@ -12,7 +12,6 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // Name is the experiment's name.
@@ -60,12 +59,6 @@ type ClientSpec struct {
 	RcvBuf   lab.Size     `yaml:"rcvbuf"`    // SO_RCVBUF before connect; 0 the kernel's
 	ReadSize lab.Size     `yaml:"read_size"` // at most this much per read
 }
-
-// Modes of a condition.
-const (
-	ModeStall = recorder.StallMode
-	ModeSlow  = recorder.SlowMode
-)
 
 // Published values: timeouts well inside the stall, which is well inside
 // the client's bound.

@@ -86,8 +86,8 @@ func TestQuick(t *testing.T) {
 // gave up on (20.2 s after t0) was ended by what was logged before that.
 func TestEnder(t *testing.T) {
 	at := func(sec int) time.Time { return time.Date(2026, 12, 3, 12, 0, sec, 0, time.UTC) }
-	d := func(client int, outcome string) recorder.StalledDownload {
-		return recorder.StalledDownload{Client: client, Outcome: outcome, StalledS: recorder.Some(0.1), ResumedS: recorder.Some(20), EndS: 20.2}
+	d := func(client int, outcome string) Download {
+		return Download{Client: client, Outcome: outcome, StalledS: recorder.Some(0.1), ResumedS: recorder.Some(20), EndS: 20.2}
 	}
 	served := map[string]stack.Served{
 		"r/0": {PID: 100, PeerPort: 5000, Ended: true},                 // killed: Gunicorn calls close() as the worker exits
@@ -99,32 +99,32 @@ func TestEnder(t *testing.T) {
 	gunicorn := []stack.WorkerTimeout{{PID: 100, At: at(4)}}
 	for _, tc := range []struct {
 		name string
-		d    recorder.StalledDownload
+		d    Download
 		id   string
 		e    evidence
 		want string
 	}{
-		{"complete", d(3, recorder.StalledComplete), "r/3", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 102}}}, recorder.EndedByNone},
-		{"client bound", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 101, At: at(4)}}}, recorder.EndedByClient},
-		{"killed before the client gave up", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
-		{"cut before the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(19)}}}, recorder.EndedBySendTimeout},
-		{"cut after the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(21)}}}, recorder.EndedByClient},
-		{"cut in the second the client gave up", d(1, recorder.StalledTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(20)}}}, recorder.EndedByUnknown},
-		{"both before the client gave up, one second", d(0, recorder.StalledTimeout), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(4)}}}, recorder.EndedByUnknown},
-		{"its worker killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn}, recorder.EndedByAppTimeout},
-		{"another worker killed", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
-		{"its worker killed later", d(2, recorder.StalledTruncated), "r/2", evidence{served: served, kills: gunicorn}, recorder.EndedByUnknown},
-		{"app recorded it complete", d(3, recorder.StalledTruncated), "r/3", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 102}}}, recorder.EndedByUnknown},
-		{"its connection aborted", d(4, recorder.StalledTruncated), "r/4", evidence{served: served, kills: []stack.WorkerTimeout{{PeerPort: 5004}}}, recorder.EndedByAppTimeout},
-		{"another connection aborted", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: []stack.WorkerTimeout{{PeerPort: 5004, PID: 101}}}, recorder.EndedByUnknown},
-		{"no send log", d(0, recorder.StalledTruncated), "r/0", evidence{kills: gunicorn}, recorder.EndedByUnknown},
-		{"proxy cut it", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=1"}}}, recorder.EndedBySendTimeout},
-		{"proxy cut another", d(1, recorder.StalledTruncated), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=11"}, {Target: "/large"}}}, recorder.EndedByUnknown},
-		{"reset, cut", d(1, recorder.StalledReset), "r/1", evidence{cuts: []stack.ClientTimeout{{Target: "/large?x=1&download=1"}}}, recorder.EndedBySendTimeout},
-		{"killed, then cut", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(9)}}}, recorder.EndedByAppTimeout},
-		{"cut, then killed", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(2)}}}, recorder.EndedBySendTimeout},
-		{"both in one second", d(0, recorder.StalledTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(4).Add(500 * time.Millisecond)}}}, recorder.EndedByUnknown},
-		{"nothing", d(0, recorder.StalledReset), "r/0", evidence{served: served}, recorder.EndedByUnknown},
+		{"complete", d(3, OutcomeComplete), "r/3", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 102}}}, EndedByNone},
+		{"client bound", d(0, OutcomeTimeout), "r/0", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 101, At: at(4)}}}, EndedByClient},
+		{"killed before the client gave up", d(0, OutcomeTimeout), "r/0", evidence{served: served, kills: gunicorn}, EndedByAppTimeout},
+		{"cut before the client gave up", d(1, OutcomeTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(19)}}}, EndedBySendTimeout},
+		{"cut after the client gave up", d(1, OutcomeTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(21)}}}, EndedByClient},
+		{"cut in the second the client gave up", d(1, OutcomeTimeout), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=1", At: at(20)}}}, EndedByUnknown},
+		{"both before the client gave up, one second", d(0, OutcomeTimeout), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(4)}}}, EndedByUnknown},
+		{"its worker killed", d(0, OutcomeTruncated), "r/0", evidence{served: served, kills: gunicorn}, EndedByAppTimeout},
+		{"another worker killed", d(1, OutcomeTruncated), "r/1", evidence{served: served, kills: gunicorn}, EndedByUnknown},
+		{"its worker killed later", d(2, OutcomeTruncated), "r/2", evidence{served: served, kills: gunicorn}, EndedByUnknown},
+		{"app recorded it complete", d(3, OutcomeTruncated), "r/3", evidence{served: served, kills: []stack.WorkerTimeout{{PID: 102}}}, EndedByUnknown},
+		{"its connection aborted", d(4, OutcomeTruncated), "r/4", evidence{served: served, kills: []stack.WorkerTimeout{{PeerPort: 5004}}}, EndedByAppTimeout},
+		{"another connection aborted", d(1, OutcomeTruncated), "r/1", evidence{served: served, kills: []stack.WorkerTimeout{{PeerPort: 5004, PID: 101}}}, EndedByUnknown},
+		{"no send log", d(0, OutcomeTruncated), "r/0", evidence{kills: gunicorn}, EndedByUnknown},
+		{"proxy cut it", d(1, OutcomeTruncated), "r/1", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=1"}}}, EndedBySendTimeout},
+		{"proxy cut another", d(1, OutcomeTruncated), "r/1", evidence{served: served, cuts: []stack.ClientTimeout{{Target: "/large?download=11"}, {Target: "/large"}}}, EndedByUnknown},
+		{"reset, cut", d(1, OutcomeReset), "r/1", evidence{cuts: []stack.ClientTimeout{{Target: "/large?x=1&download=1"}}}, EndedBySendTimeout},
+		{"killed, then cut", d(0, OutcomeTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(9)}}}, EndedByAppTimeout},
+		{"cut, then killed", d(0, OutcomeTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(2)}}}, EndedBySendTimeout},
+		{"both in one second", d(0, OutcomeTruncated), "r/0", evidence{served: served, kills: gunicorn, cuts: []stack.ClientTimeout{{Target: "/large?download=0", At: at(4).Add(500 * time.Millisecond)}}}, EndedByUnknown},
+		{"nothing", d(0, OutcomeReset), "r/0", evidence{served: served}, EndedByUnknown},
 	} {
 		if got := ender(tc.d, tc.id, tc.e, at(0)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

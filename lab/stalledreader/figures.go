@@ -1,0 +1,237 @@
+package stalledreader
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// sectionData is what the section draws: the conditions over their ok
+// runs and the downloads of those runs.
+type sectionData struct {
+	conds     []Summary
+	downloads [][]Download   // by condition, ok runs only
+	left      int            // downloads of runs that were not ok or not in the runs file
+	byRun     map[string]int // ok run id to condition index
+}
+
+func newSectionData(runs []RunRow) *sectionData {
+	d := &sectionData{conds: Summarize(runs), byRun: map[string]int{}}
+	d.downloads = make([][]Download, len(d.conds))
+	for i, g := range Conditions(runs) {
+		for _, r := range g {
+			if r.Status == recorder.RunOK {
+				d.byRun[r.RunID] = i
+			}
+		}
+	}
+	return d
+}
+
+func (d *sectionData) addDownloads(ds []Download) {
+	for _, dl := range ds {
+		i, ok := d.byRun[dl.RunID]
+		if !ok {
+			d.left++
+			continue
+		}
+		d.downloads[i] = append(d.downloads[i], dl)
+	}
+}
+
+// latencyRows are the /fast figure's rows: each condition with an ok run
+// whose /fast p95 and p50 are above 0.
+func latencyRows(d *sectionData) []report.LatencyRow {
+	var rows []report.LatencyRow
+	for i := range d.conds {
+		c := &d.conds[i]
+		if !c.P95MS.Valid || !c.P95MinMS.Valid || c.P95MinMS.Value <= 0 || !c.P50MS.Valid || c.P50MS.Value <= 0 {
+			continue
+		}
+		rows = append(rows, report.LatencyRow{Label: label(c), P95: c.P95MS.Value, P95Min: c.P95MinMS.Value, P95Max: c.P95MaxMS.Value, P50: c.P50MS.Value})
+	}
+	return rows
+}
+
+// conditionPlot is a plot titled title with a row per condition of rows
+// (indexes into d.conds), named by its label, and values along X
+// (xLabel); ys are the rows' positions.
+func (d *sectionData) conditionPlot(title, xLabel string, rows []int) (p *plot.Plot, ys []float64) {
+	p = report.NewPlot(title, xLabel, "condition")
+	report.Grid(p, true, false)
+	labels := make([]string, len(rows))
+	for j, i := range rows {
+		labels[j] = label(&d.conds[i])
+	}
+	return p, report.ConditionRows(p, labels)
+}
+
+// glyphs is the mark of each outcome in the bytes figure; only a
+// complete download is a circle.
+var glyphs = map[string]draw.GlyphDrawer{
+	OutcomeComplete:  draw.CircleGlyph{},
+	OutcomeTruncated: draw.BoxGlyph{},
+	OutcomeReset:     draw.TriangleGlyph{},
+	OutcomeTimeout:   draw.CrossGlyph{},
+	OutcomeError:     draw.PlusGlyph{},
+}
+
+// bytesFigure draws, per condition, the response's size as a bar and
+// each download's received bytes as a mark over it: its shape the
+// outcome, its colour the component that ended it. Nil when no ok run has
+// a download.
+func bytesFigure(d *sectionData) *report.Drawing {
+	var rows []int
+	hi := 0.0
+	for i, c := range d.conds {
+		if len(d.downloads[i]) > 0 {
+			rows = append(rows, i)
+			hi = math.Max(hi, float64(c.SizeBytes)/(1<<20))
+			for _, dl := range d.downloads[i] {
+				hi = math.Max(hi, float64(dl.Bytes)/(1<<20))
+			}
+		}
+	}
+	if len(rows) == 0 || hi <= 0 {
+		return nil
+	}
+	f := report.NewDrawing("stalled-bytes", "Bytes received per download, against the response size",
+		10*vg.Inch, report.RowsHeight(len(rows))+vg.Inch)
+	p, ys := d.conditionPlot(f.Title(), "MiB received (bar: the response's size)", rows)
+	sizes := make([]float64, len(rows))
+	for j, i := range rows {
+		sizes[j] = float64(d.conds[i].SizeBytes) / (1 << 20)
+	}
+	sb := report.NewBars(ys, sizes, 0.7, true, report.ColorAt(6))
+	sb.Fill, sb.Line.Color = color.Gray{0xea}, color.Gray{0x99} // light, behind the downloads' marks
+	p.Add(sb)
+	p.Legend.Add("response size", sb)
+	f.AddSeries("response size", sb.Drawn())
+
+	addMarks(f, p, d, rows, ys)
+	p.X.Min, p.X.Max = 0, hi*1.7 // room on the right for the legend
+	f.AddPanel(p)
+	caption := fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
+		"response's size (Content-Length). Shape: the outcome as the client saw it (complete; truncated: a 200, then EOF "+
+		"before Content-Length; reset; timeout: the client's own bound); colour: the component that ended "+
+		"it (app_timeout: a WORKER TIMEOUT line names the worker that served it; send_timeout: the proxy logged "+
+		"closing it; client: its bound; unknown: no evidence). Downloads of one condition are spread vertically.", downloadFile)
+	if d.left > 0 {
+		caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
+	}
+	f.SetCaption(caption)
+	return f
+}
+
+// addMarks marks each download of d's conditions rows (drawn at ys) at
+// the bytes it received: shape by outcome, colour by what ended it.
+func addMarks(f *report.Drawing, p *plot.Plot, d *sectionData, rows []int, ys []float64) {
+	// Each download's place in its row, spread so that equal byte counts
+	// stay visible.
+	type point struct {
+		xy             plotter.XY
+		outcome, ender string
+	}
+	var pts []point
+	for j, i := range rows {
+		ds := d.downloads[i]
+		for k, dl := range ds {
+			dy := 0.0
+			if len(ds) > 1 {
+				dy = (float64(k)/float64(len(ds)-1) - 0.5) * 0.5
+			}
+			pts = append(pts, point{plotter.XY{X: float64(dl.Bytes) / (1 << 20), Y: ys[j] + dy}, dl.Outcome, dl.EndedBy})
+		}
+	}
+	known := func(list []string, v string) string {
+		if slices.Contains(list, v) {
+			return v
+		}
+		return list[len(list)-1] // the catch-all: error, unknown
+	}
+	for _, o := range Outcomes {
+		for ei, e := range Enders {
+			var xys plotter.XYs
+			for _, pt := range pts {
+				if known(Outcomes, pt.outcome) == o && known(Enders, pt.ender) == e {
+					xys = append(xys, pt.xy)
+				}
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			var m *plotter.Scatter
+			if o == OutcomeComplete {
+				m = report.Scatter(xys, report.ColorAt(ei), vg.Points(3.5))
+			} else {
+				m = report.Marks(xys, report.ColorAt(ei), glyphs[o])
+			}
+			name := o
+			if e != EndedByNone {
+				name += ", ended by " + e
+			}
+			p.Add(m)
+			p.Legend.Add(name, m)
+			f.AddSeries(name, len(m.XYs))
+		}
+	}
+}
+
+// timeoutsFigure draws, per condition, the WORKER TIMEOUT lines of its ok
+// runs against the downloads they ran; nil when no ok run had its log
+// read.
+func timeoutsFigure(d *sectionData) *report.Drawing {
+	var rows []int
+	for i, c := range d.conds {
+		if c.WorkerTimeouts.Valid {
+			rows = append(rows, i)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	f := report.NewDrawing("stalled-worker-timeouts", "Workers killed by the app's timeout, against the downloads",
+		9*vg.Inch, report.RowsHeight(len(rows)))
+	p, ys := d.conditionPlot(f.Title(), "count, summed over the ok runs", rows)
+	stats := []struct {
+		name string
+		get  func(i int) float64
+	}{
+		{"WORKER TIMEOUT lines", func(i int) float64 { return d.conds[i].WorkerTimeouts.Value }},
+		{"downloads", func(i int) float64 {
+			c := d.conds[i]
+			return float64(c.Complete + c.Truncated + c.Reset + c.Timeout + c.Other)
+		}},
+	}
+	const thick = 0.36
+	hi := 0.0
+	for s, st := range stats {
+		pos := make([]float64, len(rows))
+		val := make([]float64, len(rows))
+		for j, i := range rows {
+			pos[j] = ys[j] + (0.5-float64(s))*thick // the first series above
+			val[j] = st.get(i)
+			hi = math.Max(hi, val[j])
+		}
+		b := report.NewBars(pos, val, thick*0.9, true, report.ColorAt(s))
+		p.Add(b)
+		p.Legend.Add(st.name, b)
+		f.AddSeries(st.name, b.Drawn())
+	}
+	p.X.Min, p.X.Max = 0, math.Max(1, hi)*1.5
+	f.AddPanel(p)
+	f.SetCaption("Per condition, over its ok runs (" + runFile + "): the app's WORKER TIMEOUT log lines (Gunicorn's " +
+		"master killing a worker that outlived --timeout; the embedded sync model logs the same), summed, and the " +
+		"downloads the runs made. One line per download: every stalled client held a worker to the timeout. None: " +
+		"the proxy or the client ended the downloads first, or the server has no worker timeout.")
+	return f
+}
