@@ -2,13 +2,9 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -19,19 +15,6 @@ var gapFile = recorder.FileName[recorder.GapRow]()
 
 // LatencyGap is the latency-gap section, which latency-gap's registration in lab carries.
 var LatencyGap = Section{Name: "latency-gap", Marker: gapFile, build: buildLatencyGap}
-
-// size formats a byte count the way the experiment names it: 1 KB, 100 KB.
-func size(b int) string {
-	switch {
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	case b >= 1024 && b%1024 == 0:
-		return fmt.Sprintf("%d KiB", b>>10)
-	case b >= 1000 && b%1000 == 0:
-		return fmt.Sprintf("%d kB", b/1000)
-	}
-	return fmt.Sprintf("%d B", b)
-}
 
 func buildLatencyGap(dir string) (*section, error) {
 	rows, err := recorder.ReadFile[recorder.GapRow](filepath.Join(dir, gapFile))
@@ -64,7 +47,7 @@ func buildLatencyGap(dir string) (*section, error) {
 		Head: []string{"size", "RTT configured (ms)", "path", "TLS", "work (ms)", "RTT measured (ms)", "server (ms)", "client keep-alive (ms)",
 			"client new connection (ms)", "TLS handshake (ms)", "server blind (%)", "server to last byte (ms)", "blind to last byte (%)", "runs", "delay method"}}
 	for _, g := range rows {
-		t.Rows = append(t.Rows, []Cell{{Text: size(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
+		t.Rows = append(t.Rows, []Cell{{Text: ByteSize(g.SizeBytes), Title: fmt.Sprint(g.SizeBytes, " bytes"), Num: true},
 			Sig(g.ConfiguredRTTMS), Text(gapPath(g.GapSettings)), Text(gapTLS(g.TLS)), Text(gapWork(g.GapSettings)), Opt(g.RTTMS, Sig),
 			Opt(g.ServerMS, Sig), Opt(g.ClientKeepaliveMS, Sig), Opt(g.ClientNewMS, Sig), Opt(g.HandshakeMS, Sig),
 			Opt(g.ServerBlindPct, func(v float64) Cell { return Fixed(v, 1) }),
@@ -107,27 +90,4 @@ func latencyGapFigure(rows []recorder.GapRow) *figure {
 			"client's total time on a kept-alive and on a new connection (the latter includes the TCP handshake). " +
 			"Blind = 1 − server / new-connection time. Each bar is labelled with its value in ms."}
 	return g.figure()
-}
-
-// barLabels writes each bar's value above it, so that bars too short to
-// see on a shared axis can still be read.
-func barLabels(pos, val []float64) *plotter.Labels {
-	var xyl plotter.XYLabels
-	for i, v := range val {
-		if math.IsNaN(v) {
-			continue
-		}
-		xyl.XYs = append(xyl.XYs, plotter.XY{X: pos[i], Y: v})
-		xyl.Labels = append(xyl.Labels, Sig(v).Text)
-	}
-	l, err := plotter.NewLabels(xyl)
-	if err != nil {
-		panic("report: " + err.Error()) // values are finite
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].Font = font.From(sans, 7)
-		l.TextStyle[i].XAlign = draw.XCenter
-	}
-	l.Offset = vg.Point{Y: vg.Points(2)}
-	return l
 }

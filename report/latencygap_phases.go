@@ -64,7 +64,7 @@ func gapWork(s recorder.GapSettings) string {
 
 // gapLabel names a condition on a figure's axis, a line per part.
 func gapLabel(bytes int, rtt float64, s recorder.GapSettings) string {
-	lines := []string{size(bytes), fmt.Sprintf("RTT %g ms", rtt)}
+	lines := []string{ByteSize(bytes), fmt.Sprintf("RTT %g ms", rtt)}
 	if p := gapPath(s); p != "-" {
 		lines = append(lines, p)
 	}
@@ -170,7 +170,7 @@ func gapPhasesFigure(rows []recorder.GapRow, reqs []recorder.GapRequest) *figure
 				hi = math.Max(hi, base[j])
 			}
 		}
-		b := newStackedBars(seq(len(rows)), starts, vals[i], 0.6, ColorAt(i))
+		b := NewStackedBars(seq(len(rows)), starts, vals[i], 0.6, ColorAt(i))
 		p.Add(b)
 		p.Legend.Add(ph.name, b)
 		f.addSeries(ph.name, b.Drawn())
@@ -227,7 +227,7 @@ func blindByWorkFigure(rows []recorder.GapRow) *figure {
 	Grid(p, true, true)
 	for i, s := range all {
 		slices.SortFunc(s.xys, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
-		l := line(s.xys, ColorAt(i))
+		l := Line(s.xys, ColorAt(i))
 		p.Add(l, Scatter(s.xys, ColorAt(i), vg.Points(2.5)))
 		name := strings.ReplaceAll(gapLabel(s.key.size, s.key.rtt, s.key.GapSettings), "\n", ", ")
 		p.Legend.Add(name, l)
