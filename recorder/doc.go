@@ -8,7 +8,6 @@
 //   - slow-client: large-responses.csv, runs.csv, conditions.csv, hops.csv
 //     (where a slow download's bytes are, hop by hop);
 //   - long-poll: probes.csv, groups.csv (ok runs), longpoll-runs.csv;
-//   - latency-gap: gap.csv, gap-requests.csv, gap-path.csv, gap-runs.csv;
 //   - buffer-sweep: sweep.csv (its cells), with runs.csv,
 //     large-responses.csv and hops.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
@@ -22,7 +21,7 @@
 // which keeps the rows of the runs --resume keeps.
 //
 // Each row type declares its file name and columns in its own file
-// (requests.go, runs.go, gap.go, ...) and implements Row, which is all the
+// (requests.go, runs.go, ...) and implements Row, which is all the
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
 // ReadFile need. An experiment's package declares its own rows the same
 // way (NewSchema, Col, StatusCols, FastCols), as lab/websocket,

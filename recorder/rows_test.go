@@ -31,10 +31,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("probes", recordertest.RoundTrip[recorder.Probe])
 	t.Run("groups", recordertest.RoundTrip[recorder.LongPollGroup])
 	t.Run("longpoll-runs", recordertest.RoundTrip[recorder.LongPollRun])
-	t.Run("gap", recordertest.RoundTrip[recorder.GapRow])
-	t.Run("gap-requests", recordertest.RoundTrip[recorder.GapRequest])
-	t.Run("gap-path", recordertest.RoundTrip[recorder.GapPath])
-	t.Run("gap-runs", recordertest.RoundTrip[recorder.GapRun])
 	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
 	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
 	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
@@ -51,10 +47,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.Probe](t)
 	recordertest.Coverage[recorder.LongPollGroup](t)
 	recordertest.Coverage[recorder.LongPollRun](t)
-	recordertest.Coverage[recorder.GapRow](t)
-	recordertest.Coverage[recorder.GapRequest](t)
-	recordertest.Coverage[recorder.GapPath](t)
-	recordertest.Coverage[recorder.GapRun](t)
 	recordertest.Coverage[recorder.Hop](t)
 	recordertest.Coverage[recorder.SweepCell](t)
 	recordertest.Coverage[recorder.TempRun](t)
@@ -68,10 +60,6 @@ func FuzzReadConditions(f *testing.F)      { recordertest.FuzzRead[recorder.Cond
 func FuzzReadProbes(f *testing.F)          { recordertest.FuzzRead[recorder.Probe](f) }
 func FuzzReadGroups(f *testing.F)          { recordertest.FuzzRead[recorder.LongPollGroup](f) }
 func FuzzReadLongPollRuns(f *testing.F)    { recordertest.FuzzRead[recorder.LongPollRun](f) }
-func FuzzReadGap(f *testing.F)             { recordertest.FuzzRead[recorder.GapRow](f) }
-func FuzzReadGapRequests(f *testing.F)     { recordertest.FuzzRead[recorder.GapRequest](f) }
-func FuzzReadGapPath(f *testing.F)         { recordertest.FuzzRead[recorder.GapPath](f) }
-func FuzzReadGapRuns(f *testing.F)         { recordertest.FuzzRead[recorder.GapRun](f) }
 func FuzzReadHops(f *testing.F)            { recordertest.FuzzRead[recorder.Hop](f) }
 func FuzzReadSweep(f *testing.F)           { recordertest.FuzzRead[recorder.SweepCell](f) }
 func FuzzReadTempRuns(f *testing.F)        { recordertest.FuzzRead[recorder.TempRun](f) }

@@ -14,11 +14,6 @@ type RunRow[T any] interface {
 func (Run) VerdictFields(r *Run) (id, status, reason *string) { return &r.RunID, &r.Status, &r.Reason }
 
 // VerdictFields implements RunRow.
-func (GapRun) VerdictFields(r *GapRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}
-
-// VerdictFields implements RunRow.
 func (LongPollRun) VerdictFields(r *LongPollRun) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }

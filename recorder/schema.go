@@ -2,7 +2,7 @@ package recorder
 
 // Row is implemented by each row type of a results file: it hands the
 // generic writers and readers the type's schema. Each row type declares
-// its columns beside it (requests.go, runs.go, gap.go, ...), with
+// its columns beside it (requests.go, runs.go, ...), with
 // NewSchema and Col, so a new results file is one new type with its
 // schema and this method, in recorder or in the package that owns it;
 // nothing else in recorder changes.

@@ -4,7 +4,10 @@ import (
 	"math"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -69,6 +72,29 @@ func (g *GroupedBars) figure() *figure {
 	p.Legend.Left = true
 	f.panels = []*plot.Plot{p}
 	return f
+}
+
+// barLabels writes each bar's value above it, so that bars too short to
+// see on a shared axis can still be read.
+func barLabels(pos, val []float64) *plotter.Labels {
+	var xyl plotter.XYLabels
+	for i, v := range val {
+		if math.IsNaN(v) {
+			continue
+		}
+		xyl.XYs = append(xyl.XYs, plotter.XY{X: pos[i], Y: v})
+		xyl.Labels = append(xyl.Labels, Sig(v).Text)
+	}
+	l, err := plotter.NewLabels(xyl)
+	if err != nil {
+		panic("report: " + err.Error()) // values are finite
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font = font.From(sans, 7)
+		l.TextStyle[i].XAlign = draw.XCenter
+	}
+	l.Offset = vg.Point{Y: vg.Points(2)}
+	return l
 }
 
 // AddBars adds g to the part; false, and nothing added, when no bar is

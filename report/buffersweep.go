@@ -161,7 +161,7 @@ func sizeText(b int64) string {
 	if b >= 1<<20 && b%(1<<20) != 0 {
 		return mibNumber(b) + " MiB"
 	}
-	return size(int(b))
+	return ByteSize(int(b))
 }
 
 // mibNumber writes bytes as a number of MiB: exact when it is a whole

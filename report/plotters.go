@@ -36,8 +36,8 @@ func NewBars(pos, val []float64, thickness float64, horizontal bool, c color.Col
 		Line: draw.LineStyle{Color: c, Width: vg.Points(0.75)}}
 }
 
-// newStackedBars draws each bar from base to base + val.
-func newStackedBars(pos, base, val []float64, thickness float64, c color.Color) *Bars {
+// NewStackedBars draws each bar from base to base + val.
+func NewStackedBars(pos, base, val []float64, thickness float64, c color.Color) *Bars {
 	b := NewBars(pos, val, thickness, false, c)
 	b.base = base
 	return b
@@ -170,3 +170,7 @@ func line(xys plotter.XYs, c color.Color) *plotter.Line {
 	l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.25)}
 	return l
 }
+
+// Line returns a polyline through the finite points of xys in colour c,
+// for a figure drawn outside report.
+func Line(xys plotter.XYs, c color.Color) *plotter.Line { return line(xys, c) }

@@ -71,6 +71,20 @@ func Decimals(decimals int) func(float64) Cell {
 	return func(v float64) Cell { return Fixed(v, decimals) }
 }
 
+// ByteSize writes a byte count as the experiments name sizes: 1 KiB,
+// 100 KiB, 16 MiB, 1 kB, 512 B.
+func ByteSize(b int) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1024 && b%1024 == 0:
+		return fmt.Sprintf("%d KiB", b>>10)
+	case b >= 1000 && b%1000 == 0:
+		return fmt.Sprintf("%d kB", b/1000)
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
 func seconds(v float64) Cell { return Fixed(v, 3) }
 func mib(v float64) Cell     { return Fixed(v, 1) }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // BitRate is a link rate in bits per second, written as a number with an
@@ -75,7 +74,7 @@ func (r BitRate) MarshalYAML() (any, error) { return r.String(), nil }
 // "cpu:10ms".
 type Work struct {
 	D    time.Duration
-	Kind string // recorder.GapWorkSleep or recorder.GapWorkCPU
+	Kind string // WorkSleep or WorkCPU
 }
 
 // MaxWork bounds a condition's processing time.
@@ -85,13 +84,13 @@ const MaxWork = 5 * time.Second
 func ParseWork(s string) (Work, error) {
 	kind, v, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok {
-		kind, v = recorder.GapWorkSleep, kind
+		kind, v = WorkSleep, kind
 	}
 	d, err := time.ParseDuration(v)
 	if v == "0" {
 		d, err = 0, nil
 	}
-	if err != nil || (kind != recorder.GapWorkSleep && kind != recorder.GapWorkCPU) {
+	if err != nil || (kind != WorkSleep && kind != WorkCPU) {
 		return Work{}, fmt.Errorf("%q is not a processing time (want DURATION, sleep:DURATION or cpu:DURATION)", s)
 	}
 	return Work{D: d, Kind: kind}, nil
@@ -99,7 +98,7 @@ func ParseWork(s string) (Work, error) {
 
 // String writes the work as ParseWork reads it.
 func (w Work) String() string {
-	if w.Kind == recorder.GapWorkCPU {
+	if w.Kind == WorkCPU {
 		return "cpu:" + w.D.String()
 	}
 	return w.D.String()
@@ -129,7 +128,7 @@ func (w Work) query() string {
 // works is the grid's processing times, none when not given.
 func (c *Config) works() []Work {
 	if len(c.Work) == 0 {
-		return []Work{{Kind: recorder.GapWorkSleep}}
+		return []Work{{Kind: WorkSleep}}
 	}
 	return c.Work
 }
@@ -165,10 +164,10 @@ func (p pathCond) netem(c *Config) netem.Config {
 		CongestionControl: c.CongestionControl}
 }
 
-// settings are the path's part of a row's recorder.GapSettings.
-func (p pathCond) settings(tls string) recorder.GapSettings {
-	return recorder.GapSettings{TLS: tls, LossPct: p.loss, RateBits: int64(p.rate), DelayUpMS: ms(p.up), DelayDownMS: ms(p.down),
-		WorkKind: recorder.GapWorkSleep}
+// settings are the path's part of a row's Settings.
+func (p pathCond) settings(tls string) Settings {
+	return Settings{TLS: tls, LossPct: p.loss, RateBits: int64(p.rate), DelayUpMS: ms(p.up), DelayDownMS: ms(p.down),
+		WorkKind: WorkSleep}
 }
 
 // paths is the grid's paths: each delay (or the one asymmetric pair)
@@ -205,7 +204,7 @@ func (c *Config) paths() []pathCond {
 // tlsModes is the grid's TLS modes, none when not given.
 func (c *Config) tlsModes() []string {
 	if len(c.TLS) == 0 {
-		return []string{recorder.GapTLSNone}
+		return []string{TLSNone}
 	}
 	return c.TLS
 }
@@ -240,8 +239,8 @@ func (c *Config) validateConditions() error {
 		}
 	}
 	for i, m := range c.TLS {
-		if !slices.Contains(recorder.GapTLSModes, m) {
-			return fmt.Errorf("tls[%d] %q: allowed %s", i, m, strings.Join(recorder.GapTLSModes, ", "))
+		if !slices.Contains(TLSModes, m) {
+			return fmt.Errorf("tls[%d] %q: allowed %s", i, m, strings.Join(TLSModes, ", "))
 		}
 		if slices.Index(c.TLS, m) != i {
 			return fmt.Errorf("tls[%d] %q: given twice", i, m)

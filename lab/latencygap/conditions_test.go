@@ -97,7 +97,7 @@ func TestPaths(t *testing.T) {
 
 // runGap runs c in namespaces and returns its rows and its requests
 // (gap-requests.csv), checking nothing is left behind.
-func runGap(t *testing.T, c *Config) ([]Row, []recorder.GapRequest) {
+func runGap(t *testing.T, c *Config) ([]Row, []Request) {
 	t.Helper()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func runGap(t *testing.T, c *Config) ([]Row, []recorder.GapRequest) {
 	res.Print(&table)
 	t.Logf("\n%s", table.String())
 	netemtest.CheckNothingLeft(t)
-	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(env.Out, "gap-requests.csv"))
+	reqs, err := recorder.ReadFile[Request](filepath.Join(env.Out, "gap-requests.csv"))
 	if err != nil || len(reqs) != 2*c.Runs*len(res.Rows) {
 		t.Fatalf("gap-requests.csv: %d rows, %v; want %d", len(reqs), err, 2*c.Runs*len(res.Rows))
 	}
@@ -135,8 +135,8 @@ func TestLatencyGapTLS(t *testing.T) {
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
 	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 6
-	c.TLS = recorder.GapTLSModes
-	rows := map[string]recorder.GapRow{}
+	c.TLS = TLSModes
+	rows := map[string]Gap{}
 	measured, _ := runGap(t, c)
 	for _, r := range measured {
 		rows[r.Gap.TLS] = r.Gap
@@ -151,13 +151,13 @@ func TestLatencyGapTLS(t *testing.T) {
 	// one round trip of 50 expected); what must not appear is a whole
 	// round trip more than the mode takes, which is what tells TLS 1.2's
 	// two from TLS 1.3's one.
-	plain := rows[recorder.GapTLSNone].ClientNewMS.Value
+	plain := rows[TLSNone].ClientNewMS.Value
 	over := func(rounds, v float64) bool { return v > (rounds+1)*rtt-5 }
 	for _, tc := range []struct {
 		mode    string
 		rounds  float64
 		resumed float64
-	}{{recorder.GapTLS13, 1, 0}, {recorder.GapTLS12, 2, 0}, {recorder.GapTLS13Resume, 1, 100}} {
+	}{{TLS13, 1, 0}, {TLS12, 2, 0}, {TLS13Resume, 1, 100}} {
 		g := rows[tc.mode]
 		hs := g.HandshakeMS.Value
 		if !g.HandshakeMS.Valid || hs < tc.rounds*rtt-2 || over(tc.rounds, hs) {
@@ -170,7 +170,7 @@ func TestLatencyGapTLS(t *testing.T) {
 			t.Errorf("tls %s: new connection %.1f ms, %.1f ms more than without TLS (%.1f): want %g round trips more", tc.mode, g.ClientNewMS.Value, extra, plain, tc.rounds)
 		}
 	}
-	if g := rows[recorder.GapTLSNone]; g.HandshakeMS.Valid {
+	if g := rows[TLSNone]; g.HandshakeMS.Valid {
 		t.Errorf("no TLS, yet a handshake of %v ms", g.HandshakeMS)
 	}
 }
@@ -276,7 +276,7 @@ func checkMeasuredLoss(t *testing.T, r Row, asked float64) {
 
 // lateRow: the delay line was late (on a loaded machine), which makes a
 // row invalid whatever else it measured.
-func lateRow(p recorder.GapPath) bool { return p.LatenessP99MS.Valid && p.LatenessP99MS.Value > 1 }
+func lateRow(p Path) bool { return p.LatenessP99MS.Valid && p.LatenessP99MS.Value > 1 }
 
 // TestLatencyGapWork sweeps the server's processing time at 50 ms RTT:
 // the server reports the time it worked (asleep or on the CPU), the client
@@ -287,7 +287,7 @@ func TestLatencyGapWork(t *testing.T) {
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
 	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 8
-	c.Work = []Work{{0, recorder.GapWorkSleep}, {50 * time.Millisecond, recorder.GapWorkSleep}, {50 * time.Millisecond, recorder.GapWorkCPU}}
+	c.Work = []Work{{0, WorkSleep}, {50 * time.Millisecond, WorkSleep}, {50 * time.Millisecond, WorkCPU}}
 	rows, reqs := runGap(t, c)
 	if len(rows) != 3 {
 		t.Fatalf("%d rows, want 3", len(rows))
@@ -311,14 +311,14 @@ func TestLatencyGapWork(t *testing.T) {
 			t.Errorf("work %g ms (%s): blind %.1f%%, without work %.1f%%: want less blind, under 80%%", g.WorkMS, g.WorkKind, g.ServerBlindPct.Value, none.ServerBlindPct.Value)
 		}
 	}
-	if rows[1].Gap.WorkKind != recorder.GapWorkSleep || rows[2].Gap.WorkKind != recorder.GapWorkCPU {
+	if rows[1].Gap.WorkKind != WorkSleep || rows[2].Gap.WorkKind != WorkCPU {
 		t.Errorf("work kinds %s, %s", rows[1].Gap.WorkKind, rows[2].Gap.WorkKind)
 	}
 }
 
 // runRequests are the requests of the run id.
-func runRequests(reqs []recorder.GapRequest, id string) []recorder.GapRequest {
-	var out []recorder.GapRequest
+func runRequests(reqs []Request, id string) []Request {
+	var out []Request
 	for _, r := range reqs {
 		if r.RunID == id {
 			out = append(out, r)
@@ -332,10 +332,10 @@ func runRequests(reqs []recorder.GapRequest, id string) []recorder.GapRequest {
 // Server-Timing header): the round trips to connect and to ask, with no
 // work in them. A loaded machine only adds to a request's time, so the
 // fastest request is the one that saw least of it. NaN without one.
-func beyondServer(reqs []recorder.GapRequest) float64 {
+func beyondServer(reqs []Request) float64 {
 	least := math.NaN()
 	for _, r := range reqs {
-		if r.Mode != recorder.GapNew || !r.NewConn || r.Error != "" || r.Status != 200 || !r.ServerHeaderMS.Valid {
+		if r.Mode != ModeNew || !r.NewConn || r.Error != "" || r.Status != 200 || !r.ServerHeaderMS.Valid {
 			continue
 		}
 		if d := r.TotalMS - r.ServerHeaderMS.Value; math.IsNaN(least) || d < least {
@@ -353,7 +353,7 @@ func beyondServer(reqs []recorder.GapRequest) float64 {
 // client's time alone is no measure: a loaded machine put 82 ms, not 50,
 // between a run with 50 ms of CPU work and the one without, and the
 // server's report of that run grew with it.)
-func checkWorkOnce(none, work []recorder.GapRequest, workMS float64) error {
+func checkWorkOnce(none, work []Request, workMS float64) error {
 	b0, b1 := beyondServer(none), beyondServer(work)
 	if math.IsNaN(b0) || math.IsNaN(b1) {
 		return fmt.Errorf("no new-connection request with the server's timing: without work %v, with %v", b0, b1)
@@ -371,13 +371,13 @@ func checkWorkOnce(none, work []recorder.GapRequest, workMS float64) error {
 // twice, which the lower bound of TestLatencyGapWork alone passes.
 func TestCheckWorkOnce(t *testing.T) {
 	const rtt, work = 50.0, 50.0
-	reqs := func(id string, server, extra float64, noise ...float64) []recorder.GapRequest {
-		var out []recorder.GapRequest
+	reqs := func(id string, server, extra float64, noise ...float64) []Request {
+		var out []Request
 		for i, n := range noise {
-			out = append(out, recorder.GapRequest{Mode: recorder.GapNew, NewConn: true, Status: 200, Seq: i, RunID: id,
+			out = append(out, Request{Mode: ModeNew, NewConn: true, Status: 200, Seq: i, RunID: id,
 				ServerHeaderMS: recorder.Some(server + n/2), TotalMS: 2*rtt + 0.4 + server + n + extra})
 		}
-		out = append(out, recorder.GapRequest{Mode: recorder.GapKeepAlive, Status: 200, RunID: id, ServerHeaderMS: recorder.Some(server), TotalMS: rtt})
+		out = append(out, Request{Mode: ModeKeepAlive, Status: 200, RunID: id, ServerHeaderMS: recorder.Some(server), TotalMS: rtt})
 		return out
 	}
 	none := reqs("none", 0.1, 0, 13, 2, 30, 1)
@@ -391,7 +391,7 @@ func TestCheckWorkOnce(t *testing.T) {
 	}
 	floorOnly := 2*rtt + work - 1
 	for _, r := range twice {
-		if r.Mode == recorder.GapNew && r.TotalMS < floorOnly {
+		if r.Mode == ModeNew && r.TotalMS < floorOnly {
 			t.Fatalf("the mutation is below the lower bound: %+v", r)
 		}
 	}
@@ -406,10 +406,10 @@ func TestQuickReducesTheGrid(t *testing.T) {
 	c := Published()
 	c.Delays = []lab.Duration{0, 1e6, 2e6, 3e6}
 	c.Work = []Work{{0, "sleep"}, {1e6, "sleep"}, {10e6, "sleep"}, {200e6, "sleep"}}
-	c.TLS = recorder.GapTLSModes
+	c.TLS = TLSModes
 	c.Reduce()
 	if c.Runs != quickRuns || len(c.Delays) != 2 || c.Delays[1] != 3e6 || len(c.Work) != 2 || c.Work[1].D != 200e6 ||
-		len(c.TLS) != 2 || c.TLS[1] != recorder.GapTLS13Resume || len(c.Sizes) != 2 {
+		len(c.TLS) != 2 || c.TLS[1] != TLS13Resume || len(c.Sizes) != 2 {
 		t.Errorf("reduced: %+v", c)
 	}
 	if err := c.Validate(); err != nil {

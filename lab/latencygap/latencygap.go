@@ -8,10 +8,12 @@
 // dialing inside the client namespace and reading each connection's RTT
 // from the kernel, so that every row says the delay the path really had.
 //
-// It owns its scenario schema and flags, its run and its printed table;
-// its figure is report's latency-gap section, its files recorder's
-// gap.csv, gap-requests.csv, gap-path.csv and gap-runs.csv (the run
-// loop, lab.Matrix, resumes from it).
+// It owns its scenario schema and flags, its run, its results files (Gap
+// rows in gap.csv, Request rows in gap-requests.csv, Path rows in
+// gap-path.csv and RunRow rows in gap-runs.csv, which the run loop,
+// lab.Matrix, resumes from) with their aggregation, its conditions
+// table, declared once for the CLI and the report, and its report
+// section with its figures (Section).
 package latencygap
 
 import (
@@ -24,7 +26,6 @@ import (
 	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // Name is the experiment's name.
@@ -73,7 +74,7 @@ func Published() *Config {
 	return &Config{Header: lab.Header{Experiment: Name},
 		Delays: []lab.Duration{0, lab.Duration(25 * time.Millisecond)}, Sizes: []lab.Size{1024, 102400},
 		Runs: 40, Method: netem.MethodAuto, CongestionControl: "cubic", Timeout: lab.Duration(10 * time.Second), Reps: 1,
-		Losses: []float64{0}, TLS: []string{recorder.GapTLSNone}, Work: []Work{{Kind: recorder.GapWorkSleep}}}
+		Losses: []float64{0}, TLS: []string{TLSNone}, Work: []Work{{Kind: WorkSleep}}}
 }
 
 // Repetitions implements lab.Repeated.

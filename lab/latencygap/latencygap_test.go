@@ -73,24 +73,29 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestPrintRows(t *testing.T) {
+// TestPrint: the conditions table (gap.csv's columns, then gap-path.csv's)
+// and, since a path was not faithful, the warning.
+func TestPrint(t *testing.T) {
 	rows := []Row{
-		{Gap: recorder.GapRow{SizeBytes: 1024, ConfiguredRTTMS: 50, RTTMS: recorder.Some(50.081), ServerMS: recorder.Some(0.1234),
+		{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, RTTMS: recorder.Some(50.081), ServerMS: recorder.Some(0.1234),
 			ClientKeepaliveMS: recorder.Some(50.61), ClientNewMS: recorder.Some(101.4), ServerBlindPct: recorder.Some(99.88), Runs: 40, DelayMethod: "tun",
 			ServerLastByteMS: recorder.Some(0.006), ServerLastByteBlindPct: recorder.Some(99.99)},
-			Path: recorder.GapPath{Valid: false, LatenessP50MS: recorder.Some(0.05), LatenessP99MS: recorder.Some(1.5), LatenessMaxMS: recorder.Some(3)}},
-		{Gap: recorder.GapRow{SizeBytes: 102400, DelayMethod: "none"}, Path: recorder.GapPath{Valid: true}},
+			Path: Path{Valid: false, LatenessP50MS: recorder.Some(0.05), LatenessP99MS: recorder.Some(1.5), LatenessMaxMS: recorder.Some(3)}},
+		{Gap: Gap{SizeBytes: 102400, DelayMethod: "none"}, Path: Path{Valid: true}},
 	}
-	rows = append(rows, Row{Gap: recorder.GapRow{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", HandshakeMS: recorder.Some(50.5),
-		GapSettings: recorder.GapSettings{TLS: "1.3", LossPct: 1, RateBits: 10_000_000, DelayUpMS: 5, DelayDownMS: 45, WorkMS: 10, WorkKind: "cpu"}},
-		Path: recorder.GapPath{Valid: true, LossAppliedPct: recorder.Some(0.987), LossMeasuredPct: recorder.Some(1.0123), OverflowDrops: recorder.Some(12)}})
+	rows = append(rows, Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", HandshakeMS: recorder.Some(50.5),
+		Settings: Settings{TLS: "1.3", LossPct: 1, RateBits: 10_000_000, DelayUpMS: 5, DelayDownMS: 45, WorkMS: 10, WorkKind: "cpu"}},
+		Path: Path{Valid: true, LossAppliedPct: recorder.Some(0.987), LossMeasuredPct: recorder.Some(1.0123), OverflowDrops: recorder.Some(12)}})
 	var b bytes.Buffer
-	PrintRows(&b, rows)
+	(&Result{Rows: rows}).Print(&b)
 	want := "" +
-		"size_bytes  configured_rtt_ms  rtt_ms  method   tls  loss_%    rate  work_ms  server_ms  keepalive_ms  new_ms  handshake_ms  blind_%  last_byte_ms  last_byte_blind_%  runs  late_p50_ms  late_p99_ms  late_max_ms  lost_%  measured_lost_%  overflow  valid\n" +
-		"      1024                 50  50.081     tun  none       0       -        -      0.123         50.61  101.40             -     99.9         0.006              100.0    40        0.050        1.500        3.000       -                -         -     NO\n" +
-		"    102400                  0       -    none  none       0       -        -          -             -       -             -        -             -                  -     0            -            -            -       -                -         -    yes\n" +
-		"      1024               5+45       -     tun   1.3       1  10mbit   10 cpu          -             -       -         50.50        -             -                  -     0            -            -            -    0.99             1.01        12    yes\n"
+		"size_bytes configured_rtt_ms rtt_ms method tls  loss_%   rate work_ms server_ms keepalive_ms new_ms handshake_ms blind_% last_byte_ms last_byte_blind_% runs late_p50_ms late_p99_ms late_max_ms lost_% measured_lost_% overflow valid\n" +
+		"      1024                50 50.081 tun    none      0      -       -     0.123        50.61 101.40            -    99.9        0.006             100.0   40       0.050       1.500       3.000      -               -        - NO\n" +
+		"    102400                 0      - none   none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes\n" +
+		"      1024              5+45      - tun    1.3       1 10mbit  10 cpu         -            -      -        50.50       -            -                 -    0           -           -           -   0.99            1.01       12 yes\n" +
+		"\n" +
+		"warning: in some condition the path was not faithful (measured RTT more than 1 ms off the configured one, the delay line's p99 lateness above 1ms, " +
+		"or the loss measured at the path's ends off the asked one beyond the binomial's bound): those rows are marked invalid\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
@@ -99,10 +104,10 @@ func TestPrintRows(t *testing.T) {
 // A row is valid only when the RTT the kernel measured is within 1 ms of
 // the configured one and the delay line was on time.
 func TestSummarizeValidity(t *testing.T) {
-	reqs := func(rtt float64) []recorder.GapRequest {
-		var out []recorder.GapRequest
-		for i, mode := range []string{recorder.GapKeepAlive, recorder.GapNew} {
-			out = append(out, recorder.GapRequest{Mode: mode, NewConn: i == 1, TotalMS: 100, Status: 200, TCPRTTMS: recorder.Some(rtt)})
+	reqs := func(rtt float64) []Request {
+		var out []Request
+		for i, mode := range []string{ModeKeepAlive, ModeNew} {
+			out = append(out, Request{Mode: mode, NewConn: i == 1, TotalMS: 100, Status: 200, TCPRTTMS: recorder.Some(rtt)})
 		}
 		return out
 	}
@@ -152,7 +157,7 @@ func TestSummarizeValidity(t *testing.T) {
 		{"more overflow claimed than lost", 0, netem.Loss{Packets: 5000, Overflow: 10}, 5000, 4995, false},
 	} {
 		cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond, loss: tc.asked}}
-		cond.settings = cond.path.settings(recorder.GapTLSNone)
+		cond.settings = cond.path.settings(TLSNone)
 		c := pathCounts{own: tc.own, transit: netem.Transit{Sent: tc.sent, Received: tc.received}}
 		r := summarize(cond, 50, "tun", "cubic", reqs(50.1), onTime, &c)
 		p := r.Path
@@ -269,16 +274,16 @@ func checkRows(t *testing.T, c *Config, res *Result) map[key]Row {
 // connect of a new connection about one RTT, every request's RTT measured.
 func checkFiles(t *testing.T, c *Config, out string) {
 	t.Helper()
-	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(out, "gap-requests.csv"))
+	reqs, err := recorder.ReadFile[Request](filepath.Join(out, "gap-requests.csv"))
 	if err != nil || len(reqs) != 2*c.Runs*4 {
 		t.Fatalf("gap-requests.csv: %d rows, %v; want %d", len(reqs), err, 2*c.Runs*4)
 	}
 	var connect []float64
 	for _, r := range reqs {
-		if r.ConfiguredRTTMS == 50 && r.Mode == recorder.GapNew {
+		if r.ConfiguredRTTMS == 50 && r.Mode == ModeNew {
 			connect = append(connect, r.ConnectMS)
 		}
-		if r.Mode == recorder.GapKeepAlive && r.NewConn {
+		if r.Mode == ModeKeepAlive && r.NewConn {
 			t.Errorf("keep-alive request %+v opened a connection", r)
 		}
 		if !r.TCPRTTMS.Valid {
@@ -325,7 +330,7 @@ func TestLatencyGapRetriesLatePath(t *testing.T) {
 	if len(res.Rows) != 1 || res.Rows[0].Path.Valid || res.Rows[0].Gap.Runs != c.Runs {
 		t.Fatalf("rows %+v: want one condition, invalid, %d runs", res.Rows, c.Runs)
 	}
-	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(env.Out, "gap-requests.csv"))
+	reqs, err := recorder.ReadFile[Request](filepath.Join(env.Out, "gap-requests.csv"))
 	if err != nil || len(reqs) != 2*c.Runs {
 		t.Errorf("gap-requests.csv: %d rows (%v), want the kept attempt's %d", len(reqs), err, 2*c.Runs)
 	}
@@ -355,7 +360,7 @@ func TestLatencyGapInterrupted(t *testing.T) {
 	if res == nil || len(res.Rows) != 1 || !res.Rows[0].Gap.ClientKeepaliveMS.Valid {
 		t.Fatalf("result %+v: want the interrupted condition with its keep-alive measurements", res)
 	}
-	reqs, err := recorder.ReadFile[recorder.GapRequest](filepath.Join(env.Out, "gap-requests.csv"))
+	reqs, err := recorder.ReadFile[Request](filepath.Join(env.Out, "gap-requests.csv"))
 	if err != nil || len(reqs) < 5 {
 		t.Errorf("gap-requests.csv: %d rows, %v", len(reqs), err)
 	}

@@ -119,7 +119,7 @@ func bernoulliKL(x, p float64) float64 {
 // row is not valid: nothing shows the path applied what was asked. The
 // path's own count (path_packets, loss_applied_pct) is reported beside
 // it, from paths that drop (not method none without loss).
-func setLoss(p *recorder.GapPath, asked float64, method string, c *pathCounts) {
+func setLoss(p *Path, asked float64, method string, c *pathCounts) {
 	if c == nil {
 		p.Valid = false
 		return
@@ -141,7 +141,7 @@ func setLoss(p *recorder.GapPath, asked float64, method string, c *pathCounts) {
 
 // lossWhy says why a row's loss did not agree with the asked one, "" if
 // it did.
-func lossWhy(p recorder.GapPath) string {
+func lossWhy(p Path) string {
 	if !p.SentPackets.Valid || !p.ReceivedPackets.Valid {
 		return "the packets crossing the path could not be counted at its ends"
 	}

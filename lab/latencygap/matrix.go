@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 type Result struct {
 	Dir string
 	// Runs are the session's runs, resumed ones first (gap-runs.csv).
-	Runs []recorder.GapRun
+	Runs []RunRow
 	// Rows are the conditions of the completed runs, resumed ones
 	// included, and of a run interrupted with what it measured.
 	Rows []Row
@@ -28,16 +29,16 @@ var _ lab.Reasoned = (*Result)(nil)
 // ReasonsFile implements lab.Reasoned: gap-runs.csv says why when every
 // run failed or was aborted, else gap-requests.csv (each request's error).
 func (r *Result) ReasonsFile() string {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[recorder.GapRun]) {
-		return recorder.FileName[recorder.GapRun]()
+	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
+		return runFile
 	}
-	return recorder.FileName[recorder.GapRequest]()
+	return requestFile
 }
 
 // AllFailed implements lab.Result: every run failed, or no condition got
 // a request through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[recorder.GapRun]) {
+	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
 		return true
 	}
 	for _, row := range r.Rows {
@@ -70,7 +71,7 @@ type spec struct {
 	tls      string
 	work     Work
 	size     int
-	settings recorder.GapSettings
+	settings Settings
 }
 
 // ID implements lab.Planned: runID's name of the condition.
@@ -112,8 +113,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	s := &session{c: c, env: env, ctx: ctx, rows: map[string]Row{}}
 	defer s.close()
-	m := &lab.Matrix[spec, recorder.GapRun]{Specs: c.specs(), Line: s.line, Open: s.open,
-		Files: []string{recorder.FileName[recorder.GapRow](), recorder.FileName[recorder.GapRequest](), recorder.FileName[recorder.GapPath]()},
+	m := &lab.Matrix[spec, RunRow]{Specs: c.specs(), Line: s.line, Open: s.open,
+		Files: []string{gapFile, requestFile, pathFile},
 		Expected: func(sp spec) time.Duration {
 			return time.Duration(c.Reps*c.Runs) * (5*sp.path.rtt() + 2*sp.work.D + 2*time.Millisecond)
 		},
@@ -128,21 +129,21 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 
 // files are the open results files of a latency-gap session.
 type files struct {
-	runs  *recorder.FileWriter[recorder.GapRun]
-	gaps  *recorder.FileWriter[recorder.GapRow]
-	reqs  *recorder.FileWriter[recorder.GapRequest]
-	paths *recorder.FileWriter[recorder.GapPath]
+	runs  *recorder.FileWriter[RunRow]
+	gaps  *recorder.FileWriter[Gap]
+	reqs  *recorder.FileWriter[Request]
+	paths *recorder.FileWriter[Path]
 }
 
 // open implements lab.Matrix's Open: the four files, created, or opened
 // to append on resume.
-func (s *session) open(dir string, resume bool) (lab.RowWriter[recorder.GapRun], func() error, error) {
+func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
 	f := &s.files
 	var err error
-	if f.runs, err = lab.OpenFile[recorder.GapRun](dir, resume); err == nil {
-		if f.gaps, err = lab.OpenFile[recorder.GapRow](dir, resume); err == nil {
-			if f.reqs, err = lab.OpenFile[recorder.GapRequest](dir, resume); err == nil {
-				f.paths, err = lab.OpenFile[recorder.GapPath](dir, resume)
+	if f.runs, err = lab.OpenFile[RunRow](dir, resume); err == nil {
+		if f.gaps, err = lab.OpenFile[Gap](dir, resume); err == nil {
+			if f.reqs, err = lab.OpenFile[Request](dir, resume); err == nil {
+				f.paths, err = lab.OpenFile[Path](dir, resume)
 			}
 		}
 	}
@@ -218,7 +219,7 @@ func (s *session) on(sp spec) error {
 	}
 	s.stopServer()
 	var serverTLS, clientTLS *tls.Config
-	if sp.tls != recorder.GapTLSNone {
+	if sp.tls != TLSNone {
 		if s.cert == nil {
 			if s.cert, err = newCertificate(s.path.ServerAddr); err != nil {
 				return err
@@ -258,8 +259,8 @@ func (s *session) close() {
 // its requests, gap.csv and gap-path.csv rows written. A path or server
 // that cannot start ends the session, as a fault of the machine, not of
 // the condition.
-func (s *session) measure(ctx context.Context, sp spec, id string) (recorder.GapRun, error) {
-	run := recorder.GapRun{RunID: id, Status: recorder.RunOK}
+func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, error) {
+	run := RunRow{RunID: id, Status: recorder.RunOK}
 	if err := s.on(sp); err != nil {
 		run.Status, run.Reason = recorder.RunFailed, err.Error()
 		return run, err
@@ -287,7 +288,7 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (recorder.Gap
 }
 
 // line is a finished run's progress line.
-func (s *session) line(r recorder.GapRun) string {
+func (s *session) line(r RunRow) string {
 	line := r.Status
 	if row, ok := s.rows[r.RunID]; ok {
 		line = rowLine(row)
@@ -304,7 +305,7 @@ func (s *session) line(r recorder.GapRun) string {
 // resultRows are the conditions of runs that completed, and of one
 // interrupted: this session's as measured, resumed ones from gap.csv and
 // gap-path.csv.
-func (s *session) resultRows(runs []recorder.GapRun) ([]Row, error) {
+func (s *session) resultRows(runs []RunRow) ([]Row, error) {
 	var disk map[string]Row
 	var rows []Row
 	for _, r := range runs {
@@ -331,23 +332,38 @@ func (s *session) resultRows(runs []recorder.GapRun) ([]Row, error) {
 
 // readRows reads dir's gap.csv and gap-path.csv rows by run id.
 func readRows(dir string) (map[string]Row, error) {
-	gaps, err := recorder.ReadFile[recorder.GapRow](filepath.Join(dir, recorder.FileName[recorder.GapRow]()))
-	if err != nil {
-		return nil, err
-	}
-	paths, err := recorder.ReadFile[recorder.GapPath](filepath.Join(dir, recorder.FileName[recorder.GapPath]()))
+	rows, _, err := readConditions(dir, false)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]Row{}
-	for _, g := range gaps {
-		out[g.RunID] = Row{Gap: g}
-	}
-	for _, p := range paths {
-		if r, ok := out[p.RunID]; ok {
-			r.Path = p
-			out[p.RunID] = r
-		}
+	for _, r := range rows {
+		out[r.Gap.RunID] = r
 	}
 	return out, nil
+}
+
+// readConditions reads dir's gap.csv rows in order, each with its
+// gap-path.csv row (by run id; a zero Path where it has none). Without
+// gap-path.csv, an error unless optional, every Path is zero and paths
+// is false.
+func readConditions(dir string, optional bool) (rows []Row, paths bool, err error) {
+	gaps, err := recorder.ReadFile[Gap](filepath.Join(dir, gapFile))
+	if err != nil {
+		return nil, false, err
+	}
+	ps, err := recorder.ReadFile[Path](filepath.Join(dir, pathFile))
+	switch {
+	case optional && errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, false, err
+	}
+	byRun := map[string]Path{}
+	for _, p := range ps {
+		byRun[p.RunID] = p
+	}
+	for _, g := range gaps {
+		rows = append(rows, Row{Gap: g, Path: byRun[g.RunID]})
+	}
+	return rows, err == nil, nil
 }

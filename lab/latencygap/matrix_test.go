@@ -45,7 +45,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	if _, err := c.Run(ctx, env); err == nil {
 		t.Fatal("interrupted session returned no error")
 	}
-	kept := labtest.ReadRows[recorder.GapRow](t, env.Out)[0]
+	kept := labtest.ReadRows[Gap](t, env.Out)[0]
 
 	var mu sync.Mutex
 	measured := map[string]bool{}
@@ -85,13 +85,13 @@ func TestResumeAfterInterrupt(t *testing.T) {
 func checkOnce(t *testing.T, dir string, c *Config, ids []string) {
 	t.Helper()
 	var runs, gaps, paths []string
-	for _, r := range labtest.ReadRows[recorder.GapRun](t, dir) {
+	for _, r := range labtest.ReadRows[RunRow](t, dir) {
 		runs = append(runs, r.RunID+" "+r.Status)
 	}
-	for _, r := range labtest.ReadRows[recorder.GapRow](t, dir) {
+	for _, r := range labtest.ReadRows[Gap](t, dir) {
 		gaps = append(gaps, r.RunID)
 	}
-	for _, r := range labtest.ReadRows[recorder.GapPath](t, dir) {
+	for _, r := range labtest.ReadRows[Path](t, dir) {
 		paths = append(paths, r.RunID)
 	}
 	var want []string
@@ -105,7 +105,7 @@ func checkOnce(t *testing.T, dir string, c *Config, ids []string) {
 		t.Errorf("gap.csv runs %v, gap-path.csv runs %v; want %v once each", gaps, paths, ids)
 	}
 	reqs := map[string]int{}
-	for _, r := range labtest.ReadRows[recorder.GapRequest](t, dir) {
+	for _, r := range labtest.ReadRows[Request](t, dir) {
 		reqs[fmt.Sprintf("%s/%s/%d", r.RunID, r.Mode, r.Seq)]++
 	}
 	if len(reqs) != len(ids)*2*c.Runs {
@@ -127,7 +127,7 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	c := tiny()
 	// 1000 requests of 10 ms each per mode: far longer than the guard's
 	// two 1 s intervals, so a run ends by the guard.
-	c.Sizes, c.Runs, c.Work = c.Sizes[:1], 1000, []Work{{D: 10 * time.Millisecond, Kind: recorder.GapWorkSleep}}
+	c.Sizes, c.Runs, c.Work = c.Sizes[:1], 1000, []Work{{D: 10 * time.Millisecond, Kind: WorkSleep}}
 	env := &lab.Env{Out: t.TempDir(), Progress: labtest.LogWriter{T: t}, MaxHostCPU: 0.001}
 	labtest.BusyHost(t)
 
@@ -138,14 +138,14 @@ func TestHostCPUGuardAbortsAndRetries(t *testing.T) {
 	id := "latency-gap.1024B.0ms.work10ms"
 	want := []string{id, id + ".try2", id + ".try3"}
 	reqs := map[string]int{}
-	for _, r := range labtest.ReadRows[recorder.GapRequest](t, env.Out) {
+	for _, r := range labtest.ReadRows[Request](t, env.Out) {
 		reqs[r.RunID]++
 	}
 	if len(reqs) != 3 || reqs[want[0]] == 0 || reqs[want[1]] == 0 || reqs[want[2]] == 0 {
 		t.Errorf("requests by run %v, want requests of each of %v", reqs, want)
 	}
 	var ids []string
-	for _, r := range labtest.ReadRows[recorder.GapRun](t, env.Out) {
+	for _, r := range labtest.ReadRows[RunRow](t, env.Out) {
 		ids = append(ids, r.RunID)
 		if r.Status != recorder.RunAborted || !strings.HasPrefix(r.Reason, "host CPU") {
 			t.Errorf("run %s: %s %q, want aborted for host CPU", r.RunID, r.Status, r.Reason)

@@ -2,23 +2,20 @@ package latencygap
 
 import (
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.LatencyGap,
+	lab.Register(lab.Experiment{Name: Name, Order: 3, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "server-reported against client-observed time, with added network delay (root: network namespaces)",
 		Shared:  lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{recorder.FileName[recorder.GapRun](), recorder.FileName[recorder.GapRow](),
-	recorder.FileName[recorder.GapRequest](), recorder.FileName[recorder.GapPath]()}
+var resultsFiles = []string{runFile, gapFile, requestFile, pathFile}
 
 // smoke implements lab.Experiment.Smoke: 3 runs of the first size at the
 // first two delays, in network namespaces (root).

@@ -19,7 +19,7 @@ import (
 type condition struct {
 	size     int
 	path     pathCond
-	settings recorder.GapSettings
+	settings Settings
 	url      string
 	tls      *tls.Config // the client's; nil without TLS
 	id       string      // its run's id (the spec's, or a retry's ID.tryN)
@@ -27,7 +27,7 @@ type condition struct {
 
 // condition measures one condition on the path, again while the path was
 // not faithful (a machine that stalled the delay line measured itself).
-func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, cond condition) (Row, []recorder.GapRequest) {
+func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, cond condition) (Row, []Request) {
 	configured := ms(cond.path.rtt())
 	for try := 1; ; try++ {
 		path.TakeLateness()
@@ -79,11 +79,11 @@ func serve(ctx context.Context, path *netem.Path, env *lab.Env, serverTLS *tls.C
 // measure sends one warm-up request and then Reps x Runs measured ones on a
 // kept-alive connection, back to back (so the connection's congestion
 // window never idles past an RTO), then the same on new connections.
-func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, cond condition, configured float64) []recorder.GapRequest {
+func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, cond condition, configured float64) []Request {
 	t0 := time.Now()
 	runID := cond.id
-	var reqs []recorder.GapRequest
-	for _, mode := range []string{recorder.GapKeepAlive, recorder.GapNew} {
+	var reqs []Request
+	for _, mode := range []string{ModeKeepAlive, ModeNew} {
 		var clientTLS *tls.Config
 		if cond.tls != nil {
 			clientTLS = cond.tls.Clone() // its own session cache: a mode resumes only its own sessions
@@ -91,7 +91,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 				clientTLS.ClientSessionCache = tls.NewLRUClientSessionCache(16)
 			}
 		}
-		client := loadgen.NewClient(loadgen.ClientOptions{DialContext: path.DialContext, KeepAlive: mode == recorder.GapKeepAlive,
+		client := loadgen.NewClient(loadgen.ClientOptions{DialContext: path.DialContext, KeepAlive: mode == ModeKeepAlive,
 			Timeout: time.Duration(c.Timeout), TCPInfo: true, TracerProvider: env.TracerProvider, TLS: clientTLS})
 		for seq := -1; seq < c.Reps*c.Runs && ctx.Err() == nil; seq++ {
 			var r loadgen.Result
@@ -110,7 +110,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 
 // runID names a condition's run in the results files, metrics and
 // traces: latency-gap.1024B.50ms, then what differs from a plain path.
-func runID(size int, configured float64, s recorder.GapSettings) string {
+func runID(size int, configured float64, s Settings) string {
 	id := fmt.Sprintf("latency-gap.%dB.%gms", size, configured)
 	if s.DelayUpMS != s.DelayDownMS {
 		id += fmt.Sprintf(".up%gms", s.DelayUpMS)
@@ -121,12 +121,12 @@ func runID(size int, configured float64, s recorder.GapSettings) string {
 	if s.RateBits > 0 {
 		id += "." + BitRate(s.RateBits).String()
 	}
-	if s.TLS != recorder.GapTLSNone {
+	if s.TLS != TLSNone {
 		id += ".tls" + s.TLS
 	}
 	if s.WorkMS > 0 {
 		id += fmt.Sprintf(".work%gms", s.WorkMS)
-		if s.WorkKind == recorder.GapWorkCPU {
+		if s.WorkKind == WorkCPU {
 			id += "cpu"
 		}
 	}
@@ -134,11 +134,11 @@ func runID(size int, configured float64, s recorder.GapSettings) string {
 }
 
 // requestRow is a request's gap-requests.csv row.
-func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float64, method, mode string, seq int) recorder.GapRequest {
+func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float64, method, mode string, seq int) Request {
 	size := cond.size
-	row := recorder.GapRequest{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
+	row := Request{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
 		StartS: r.Start.Sub(t0).Seconds(), NewConn: r.NewConn, ConnectMS: math.NaN(), TTFBMS: math.NaN(),
-		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes, GapSettings: cond.settings, TLSResumed: r.TLSResumed, RunID: cond.id}
+		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes, Settings: cond.settings, TLSResumed: r.TLSResumed, RunID: cond.id}
 	if r.TLSHandshake > 0 {
 		row.HandshakeMS = recorder.Some(ms(r.TLSHandshake))
 	}

@@ -2,7 +2,6 @@ package latencygap
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"time"
 
@@ -23,8 +22,8 @@ const MaxRTTError = 1.0 // ms
 // up to two RTTs more, because a new socket's send buffer holds about
 // 50 KB and the write waits for ACKs.
 type Row struct {
-	Gap  recorder.GapRow
-	Path recorder.GapPath
+	Gap  Gap
+	Path Path
 }
 
 // summarize computes a condition's row from its requests, the
@@ -33,13 +32,13 @@ type Row struct {
 // MaxRTTError of the configured one, for the TUN delay line its p99
 // lateness within netem.MaxP99Lateness, and the loss its ends measured
 // agrees with the asked one (setLoss).
-func summarize(cond condition, configured float64, method, cc string, reqs []recorder.GapRequest, lt netem.Lateness, counts *pathCounts) Row {
+func summarize(cond condition, configured float64, method, cc string, reqs []Request, lt netem.Lateness, counts *pathCounts) Row {
 	size := cond.size
-	row := Row{Gap: recorder.SummarizeGap(size, configured, method, reqs)}
-	row.Gap.GapSettings = cond.settings
+	row := Row{Gap: SummarizeRun(size, configured, method, reqs)}
+	row.Gap.Settings = cond.settings
 	rtt := row.Gap.RTTMS
-	row.Path = recorder.GapPath{SizeBytes: size, ConfiguredRTTMS: configured, RTTMS: rtt, DelayMethod: method, MTU: netem.MTU,
-		CongestionControl: cc, Packets: lt.Packets, Dropped: lt.Dropped, GapSettings: cond.settings,
+	row.Path = Path{SizeBytes: size, ConfiguredRTTMS: configured, RTTMS: rtt, DelayMethod: method, MTU: netem.MTU,
+		CongestionControl: cc, Packets: lt.Packets, Dropped: lt.Dropped, Settings: cond.settings,
 		Valid: lt.Valid() && rtt.Valid && math.Abs(rtt.Value-configured) <= maxRTTError(cond.path)}
 	setLoss(&row.Path, cond.path.loss, method, counts)
 	if method == string(netem.MethodTUN) && lt.Packets > 0 {
@@ -60,7 +59,7 @@ func maxRTTError(p pathCond) float64 {
 }
 
 // invalidWhy says why a path was not faithful.
-func invalidWhy(p recorder.GapPath) string {
+func invalidWhy(p Path) string {
 	if p.LatenessP99MS.Valid && p.LatenessP99MS.Value > float64(netem.MaxP99Lateness)/1e6 {
 		return fmt.Sprintf("delay line lateness p99 %s ms above %s", lab.Num(p.LatenessP99MS, 3), netem.MaxP99Lateness)
 	}
@@ -84,57 +83,4 @@ func rowLine(r Row) string {
 		line += "  INVALID: " + invalidWhy(r.Path)
 	}
 	return line
-}
-
-// Print implements lab.Result: the conditions as an aligned table, and a
-// warning when a path was not faithful.
-func (r *Result) Print(w io.Writer) {
-	PrintRows(w, r.Rows)
-	if !r.Valid() {
-		fmt.Fprintf(w, "\nwarning: in some condition the path was not faithful (measured RTT more than %g ms off the configured one, the delay line's p99 lateness above %s, or the loss measured at the path's ends off the asked one beyond the binomial's bound): those rows are marked invalid\n",
-			MaxRTTError, netem.MaxP99Lateness)
-	}
-}
-
-// PrintRows writes the conditions as an aligned table: the gap.csv
-// columns (the configured RTT as up+down when the path is asymmetric, the
-// TLS mode, loss, rate and processing time of the condition), the TLS handshake, the same
-// by the last byte, the measured RTT, then the delay line's lateness (TUN
-// only), the loss the path applied by its own count, the loss its ends
-// measured (queue overflows not counted) and the queue overflows, and
-// whether the path was faithful.
-func PrintRows(w io.Writer, rows []Row) {
-	table := [][]string{{"size_bytes", "configured_rtt_ms", "rtt_ms", "method", "tls", "loss_%", "rate", "work_ms", "server_ms", "keepalive_ms", "new_ms",
-		"handshake_ms", "blind_%", "last_byte_ms", "last_byte_blind_%", "runs", "late_p50_ms", "late_p99_ms", "late_max_ms", "lost_%", "measured_lost_%", "overflow", "valid"}}
-	for _, r := range rows {
-		g, p := r.Gap, r.Path
-		valid := "yes"
-		if !p.Valid {
-			valid = "NO"
-		}
-		rtt := fmt.Sprintf("%g", g.ConfiguredRTTMS)
-		if g.DelayUpMS != g.DelayDownMS {
-			rtt = fmt.Sprintf("%g+%g", g.DelayUpMS, g.DelayDownMS)
-		}
-		tlsMode, rate := g.TLS, "-"
-		if tlsMode == "" {
-			tlsMode = recorder.GapTLSNone
-		}
-		if g.RateBits > 0 {
-			rate = BitRate(g.RateBits).String()
-		}
-		work := "-"
-		if g.WorkMS > 0 {
-			work = fmt.Sprintf("%g", g.WorkMS)
-			if g.WorkKind == recorder.GapWorkCPU {
-				work += " cpu"
-			}
-		}
-		table = append(table, []string{fmt.Sprint(g.SizeBytes), rtt, lab.Num(g.RTTMS, 3), g.DelayMethod, tlsMode, fmt.Sprintf("%g", g.LossPct), rate, work,
-			lab.Num(g.ServerMS, 3), lab.Num(g.ClientKeepaliveMS, 2), lab.Num(g.ClientNewMS, 2), lab.Num(g.HandshakeMS, 2), lab.Num(g.ServerBlindPct, 1),
-			lab.Num(g.ServerLastByteMS, 3), lab.Num(g.ServerLastByteBlindPct, 1), fmt.Sprint(g.Runs),
-			lab.Num(p.LatenessP50MS, 3), lab.Num(p.LatenessP99MS, 3), lab.Num(p.LatenessMaxMS, 3), lab.Num(p.LossAppliedPct, 2),
-			lab.Num(p.LossMeasuredPct, 2), lab.Num(p.OverflowDrops, 0), valid})
-	}
-	lab.PrintTable(w, 0, table)
 }

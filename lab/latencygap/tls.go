@@ -6,7 +6,6 @@ import (
 	"net/netip"
 
 	"github.com/slowlab/slowlab/internal/runcert"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // certificate is a run's own server certificate (runcert), for the
@@ -27,7 +26,7 @@ func newCertificate(server netip.Addr) (*certificate, error) {
 
 // tlsVersion is the one protocol version a TLS mode allows.
 func tlsVersion(mode string) uint16 {
-	if mode == recorder.GapTLS12 {
+	if mode == TLS12 {
 		return tls.VersionTLS12
 	}
 	return tls.VersionTLS13
@@ -47,7 +46,7 @@ func (c *certificate) server(mode string) *tls.Config {
 func (c *certificate) client(mode string) *tls.Config {
 	v := tlsVersion(mode)
 	cfg := &tls.Config{RootCAs: c.pool, MinVersion: v, MaxVersion: v, NextProtos: []string{"http/1.1"}}
-	if mode == recorder.GapTLS13Resume {
+	if mode == TLS13Resume {
 		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(16)
 	}
 	return cfg

@@ -1,0 +1,260 @@
+package latencygap
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// timesFigure is grouped bars per size and RTT: server-measured, client
+// keep-alive and client new-connection time, with the blind share under
+// each group.
+func timesFigure(rows []Row) *report.GroupedBars {
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		blind := "blind –"
+		if r.Gap.ServerBlindPct.Valid {
+			blind = fmt.Sprintf("blind %.1f%%", r.Gap.ServerBlindPct.Value)
+		}
+		names[i] = label(r.Gap.SizeBytes, r.Gap.ConfiguredRTTMS, r.Gap.Settings) + "\n" + blind
+	}
+	series := func(name string, get func(*Gap) recorder.Maybe) report.BarSeries {
+		s := report.BarSeries{Name: name}
+		for i := range rows {
+			s.Values = append(s.Values, report.ValueOf(get(&rows[i].Gap), 1))
+		}
+		return s
+	}
+	return &report.GroupedBars{Name: "latency-gap", Title: "Server-measured vs client-measured time per size and RTT",
+		XLabel: "response size, added round-trip time (RTT), share the server does not see", YLabel: "time (ms)",
+		Categories: names, ValueLabels: true, Width: 8 * vg.Inch, Height: 4.8 * vg.Inch,
+		Series: []report.BarSeries{
+			series("server (Server-Timing)", func(g *Gap) recorder.Maybe { return g.ServerMS }),
+			series("client, kept-alive connection", func(g *Gap) recorder.Maybe { return g.ClientKeepaliveMS }),
+			series("client, new connection", func(g *Gap) recorder.Maybe { return g.ClientNewMS }),
+		},
+		Caption: "Bar = median over the condition's runs, as " + gapFile + " reports it: the server's own " +
+			"processing time as it reports it in its Server-Timing header (what a server-side dashboard sees) and the " +
+			"client's total time on a kept-alive and on a new connection (the latter includes the TCP handshake). " +
+			"Blind = 1 − server / new-connection time. Each bar is labelled with its value in ms."}
+}
+
+// pathLabel describes a condition's path beyond its RTT: asymmetric
+// delays, loss and rate ("-" for a plain one).
+func pathLabel(s Settings) string {
+	var parts []string
+	if s.DelayUpMS != s.DelayDownMS {
+		parts = append(parts, fmt.Sprintf("%g ms up, %g ms down", s.DelayUpMS, s.DelayDownMS))
+	}
+	if s.LossPct > 0 {
+		parts = append(parts, fmt.Sprintf("%g%% loss", s.LossPct))
+	}
+	if s.RateBits > 0 {
+		parts = append(parts, rateLabel(s.RateBits))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rateLabel writes bits per second as 10 Mbit/s.
+func rateLabel(b int64) string {
+	for _, u := range []struct {
+		name string
+		mult int64
+	}{{"Gbit/s", 1e9}, {"Mbit/s", 1e6}, {"kbit/s", 1e3}} {
+		if b >= u.mult {
+			return strconv.FormatFloat(float64(b)/float64(u.mult), 'g', 4, 64) + " " + u.name
+		}
+	}
+	return strconv.FormatInt(b, 10) + " bit/s"
+}
+
+// label names a condition on a figure's axis, a line per part.
+func label(bytes int, rtt float64, s Settings) string {
+	lines := []string{report.ByteSize(bytes), fmt.Sprintf("RTT %g ms", rtt)}
+	if p := pathLabel(s); p != "-" {
+		lines = append(lines, p)
+	}
+	if s.TLS != "" && s.TLS != TLSNone {
+		lines = append(lines, "TLS "+s.TLS)
+	}
+	if s.WorkMS > 0 {
+		lines = append(lines, fmt.Sprintf("work %g ms", s.WorkMS))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// conditionKey identifies a condition in gap.csv and gap-requests.csv alike.
+type conditionKey struct {
+	size int
+	rtt  float64
+	Settings
+}
+
+// phase is one part of a new connection's time.
+type phase struct {
+	name string
+	get  func(Request) (float64, bool)
+}
+
+// phases split a new-connection request's total time: the TCP
+// handshake, the TLS handshake, the request until the response's first
+// byte (one round trip and the server's time) and the rest of the body
+// (the slow-start rounds of a larger response).
+var phases = []phase{
+	{"TCP connect", func(r Request) (float64, bool) { return r.ConnectMS, !math.IsNaN(r.ConnectMS) }},
+	{"TLS handshake", func(r Request) (float64, bool) {
+		if !r.HandshakeMS.Valid {
+			return 0, true
+		}
+		return r.HandshakeMS.Value, true
+	}},
+	{"request to first byte", func(r Request) (float64, bool) {
+		hs := 0.0
+		if r.HandshakeMS.Valid {
+			hs = r.HandshakeMS.Value
+		}
+		v := r.TTFBMS - r.ConnectMS - hs
+		return v, !math.IsNaN(v)
+	}},
+	{"rest of the body", func(r Request) (float64, bool) {
+		v := r.TotalMS - r.TTFBMS
+		return v, !math.IsNaN(v)
+	}},
+}
+
+// phasesFigure stacks, per condition, the medians of each phase of its
+// ok new-connection requests; nil when none has a phase.
+func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
+	if len(rows) == 0 || len(reqs) == 0 {
+		return nil
+	}
+	byKey := map[conditionKey][]Request{}
+	for _, r := range reqs {
+		if r.Mode == ModeNew && r.NewConn && r.Status >= 200 && r.Status <= 299 && r.Error == "" {
+			k := conditionKey{r.SizeBytes, r.ConfiguredRTTMS, r.Settings}
+			byKey[k] = append(byKey[k], r)
+		}
+	}
+	d := report.NewDrawing("latency-gap-phases", "Where a new connection's time goes, per condition", 8*vg.Inch, 4.8*vg.Inch)
+	p := report.NewPlot(d.Title(), "condition", "time (ms, median per phase)")
+	report.Grid(p, false, true)
+	names := make([]string, len(rows))
+	base := make([]float64, len(rows))
+	vals := make([][]float64, len(phases))
+	for i := range vals {
+		vals[i] = make([]float64, len(rows))
+	}
+	any := false
+	for j, r := range rows {
+		g := r.Gap
+		names[j] = label(g.SizeBytes, g.ConfiguredRTTMS, g.Settings)
+		rs := byKey[conditionKey{g.SizeBytes, g.ConfiguredRTTMS, g.Settings}]
+		for i, ph := range phases {
+			var xs []float64
+			for _, r := range rs {
+				if v, ok := ph.get(r); ok {
+					xs = append(xs, math.Max(v, 0))
+				}
+			}
+			vals[i][j] = math.NaN()
+			if len(xs) > 0 {
+				vals[i][j] = recorder.Median(xs)
+				any = true
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	p.NominalX(names...)
+	hi := 0.0
+	for i, ph := range phases {
+		starts := slices.Clone(base)
+		for j, v := range vals[i] {
+			if !math.IsNaN(v) {
+				base[j] += v
+				hi = math.Max(hi, base[j])
+			}
+		}
+		b := report.NewStackedBars(positions(len(rows)), starts, vals[i], 0.6, report.ColorAt(i))
+		p.Add(b)
+		p.Legend.Add(ph.name, b)
+		d.AddSeries(ph.name, b.Drawn())
+	}
+	p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
+	p.Y.Min, p.Y.Max = 0, hi*1.35
+	p.Legend.Left = true
+	d.AddPanel(p)
+	d.SetCaption("Each bar stacks the medians, over the condition's ok new-connection requests (" + requestFile +
+		"), of the TCP handshake (connect), the TLS handshake, the request until the first response byte (a round trip plus the " +
+		"server's time) and the rest of the body (the slow-start rounds of a larger response, and losses). A sum of medians, so it can " +
+		"differ a little from the median total in the table.")
+	return d
+}
+
+// positions returns 0, 1, ..., n-1 as positions.
+func positions(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(i)
+	}
+	return out
+}
+
+// blindByWorkFigure draws the server's blind share against its
+// processing time, one line per size, RTT, path and TLS mode, when
+// gap.csv has at least two processing times for one of them; nil
+// otherwise.
+func blindByWorkFigure(rows []Row) *report.Drawing {
+	type series struct {
+		key conditionKey
+		xys plotter.XYs
+	}
+	var all []*series
+	for _, r := range rows {
+		g := r.Gap
+		if !g.ServerBlindPct.Valid {
+			continue
+		}
+		k := conditionKey{g.SizeBytes, g.ConfiguredRTTMS, g.Settings}
+		k.WorkMS = 0
+		i := slices.IndexFunc(all, func(s *series) bool { return s.key == k })
+		if i < 0 {
+			all = append(all, &series{key: k})
+			i = len(all) - 1
+		}
+		all[i].xys = append(all[i].xys, plotter.XY{X: g.WorkMS, Y: g.ServerBlindPct.Value})
+	}
+	all = slices.DeleteFunc(all, func(s *series) bool { return len(s.xys) < 2 })
+	if len(all) == 0 {
+		return nil
+	}
+	d := report.NewDrawing("latency-gap-blind-by-work", "How blind the server is against its processing time", 8*vg.Inch, 4.8*vg.Inch)
+	p := report.NewPlot(d.Title(), "server processing time per request (ms)", "server blind (% of the client's new-connection time)")
+	report.Grid(p, true, true)
+	for i, s := range all {
+		slices.SortFunc(s.xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+		l := report.Line(s.xys, report.ColorAt(i))
+		p.Add(l, report.Scatter(s.xys, report.ColorAt(i), vg.Points(2.5)))
+		name := strings.ReplaceAll(label(s.key.size, s.key.rtt, s.key.Settings), "\n", ", ")
+		p.Legend.Add(name, l)
+		d.AddSeries(name, len(s.xys))
+	}
+	p.Y.Min, p.Y.Max = 0, 100
+	d.AddPanel(p)
+	d.SetCaption("Server blind = 1 − server / client new-connection time, per processing time (" + gapFile + " work_ms): the more " +
+		"time the server spends on a request, the larger its share of what the client waits, and the less blind its own timing is.")
+	return d
+}

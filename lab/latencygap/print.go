@@ -1,0 +1,138 @@
+package latencygap
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+
+	"github.com/slowlab/slowlab/lab/netem"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// Print implements lab.Result: the conditions table, and a warning when
+// a path was not faithful.
+func (r *Result) Print(w io.Writer) {
+	conditionsTable.WriteText(w, r.Rows)
+	if !r.Valid() {
+		fmt.Fprintf(w, "\nwarning: in some condition the path was not faithful (measured RTT more than %g ms off the configured one, the delay line's p99 lateness above %s, or the loss measured at the path's ends off the asked one beyond the binomial's bound): those rows are marked invalid\n",
+			MaxRTTError, netem.MaxP99Lateness)
+	}
+}
+
+// conditionsTable is the conditions table, printed by the CLI and drawn
+// in the report: the gap.csv columns (the configured RTT as up+down when
+// the path is asymmetric, the TLS mode, loss, rate and processing time of
+// the condition), the TLS handshake, the same by the last byte, the
+// measured RTT, then gap-path.csv's: the delay line's lateness (TUN
+// only), the loss the path applied by its own count, the loss its ends
+// measured (queue overflows not counted) and the queue overflows, and
+// whether the path was faithful.
+var conditionsTable = report.Table[Row]{
+	Caption: "latency-gap conditions (" + gapFile + " and " + pathFile + "): each time is the median over the runs; " +
+		"configured_rtt_ms is what the path was asked to add (up+down when asymmetric), rtt_ms what the kernel measured on the " +
+		"connections (TCP_INFO); blind_% = 1 − server_ms / new_ms, last_byte_* the same by the server's timing through the last " +
+		"body byte; late_*: the TUN delay line's lateness; lost_%: the loss the path applied by its own count, measured_lost_% the " +
+		"loss its ends measured, overflow its queue's drops; valid: the path was what the row claims.",
+	Cols: []report.Column[Row]{
+		report.Col("size_bytes", func(r *Row) report.Cell {
+			return report.Cell{Text: strconv.Itoa(r.Gap.SizeBytes), Title: report.ByteSize(r.Gap.SizeBytes), Num: true}
+		}),
+		report.Col("configured_rtt_ms", func(r *Row) report.Cell {
+			g := r.Gap
+			if g.DelayUpMS != g.DelayDownMS {
+				return number(fmt.Sprintf("%g+%g", g.DelayUpMS, g.DelayDownMS))
+			}
+			return number(fmt.Sprintf("%g", g.ConfiguredRTTMS))
+		}),
+		report.Col("rtt_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.RTTMS, report.Decimals(3)) }),
+		report.Col("method", func(r *Row) report.Cell { return report.Text(r.Gap.DelayMethod) }),
+		report.Col("tls", func(r *Row) report.Cell {
+			if r.Gap.TLS == "" {
+				return report.Text(TLSNone)
+			}
+			return report.Text(r.Gap.TLS)
+		}),
+		report.Col("loss_%", func(r *Row) report.Cell { return number(fmt.Sprintf("%g", r.Gap.LossPct)) }),
+		report.Col("rate", func(r *Row) report.Cell {
+			if r.Gap.RateBits > 0 {
+				return number(BitRate(r.Gap.RateBits).String())
+			}
+			return number("-")
+		}),
+		report.Col("work_ms", func(r *Row) report.Cell {
+			g := r.Gap
+			switch {
+			case g.WorkMS <= 0:
+				return number("-")
+			case g.WorkKind == WorkCPU:
+				return number(fmt.Sprintf("%g cpu", g.WorkMS))
+			}
+			return number(fmt.Sprintf("%g", g.WorkMS))
+		}),
+		report.Col("server_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ServerMS, report.Decimals(3)) }),
+		report.Col("keepalive_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ClientKeepaliveMS, report.Decimals(2)) }),
+		report.Col("new_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ClientNewMS, report.Decimals(2)) }),
+		report.Col("handshake_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.HandshakeMS, report.Decimals(2)) }),
+		report.Col("blind_%", func(r *Row) report.Cell { return report.Opt(r.Gap.ServerBlindPct, report.Decimals(1)) }),
+		report.Col("last_byte_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ServerLastByteMS, report.Decimals(3)) }),
+		report.Col("last_byte_blind_%", func(r *Row) report.Cell { return report.Opt(r.Gap.ServerLastByteBlindPct, report.Decimals(1)) }),
+		report.Col("runs", func(r *Row) report.Cell { return report.Int(r.Gap.Runs) }),
+		report.Col("late_p50_ms", func(r *Row) report.Cell { return report.Opt(r.Path.LatenessP50MS, report.Decimals(3)) }),
+		report.Col("late_p99_ms", func(r *Row) report.Cell { return report.Opt(r.Path.LatenessP99MS, report.Decimals(3)) }),
+		report.Col("late_max_ms", func(r *Row) report.Cell { return report.Opt(r.Path.LatenessMaxMS, report.Decimals(3)) }),
+		report.Col("lost_%", func(r *Row) report.Cell { return report.Opt(r.Path.LossAppliedPct, report.Decimals(2)) }),
+		report.Col("measured_lost_%", func(r *Row) report.Cell { return report.Opt(r.Path.LossMeasuredPct, report.Decimals(2)) }),
+		report.Col("overflow", func(r *Row) report.Cell { return report.Opt(r.Path.OverflowDrops, report.Decimals(0)) }),
+		report.Col("valid", func(r *Row) report.Cell {
+			switch {
+			case r.Path == (Path{}): // no gap-path.csv row
+				return report.Opt(recorder.None(), report.Decimals(0))
+			case r.Path.Valid:
+				return report.Text("yes")
+			}
+			return report.Text("NO")
+		}),
+	},
+}
+
+// number is a cell that is a quantity written as text (right-aligned).
+func number(s string) report.Cell { return report.Cell{Text: s, Num: true} }
+
+// Section is the latency-gap section of the report, which the
+// registration carries: the server's and the client's times per
+// condition, where a new connection's time goes, how blind the server is
+// against its processing time, and the conditions.
+var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, error) {
+	rows, paths, err := readConditions(dir, true)
+	if err != nil {
+		return nil, err
+	}
+	p := report.NewPart(Name, "What the server measures of a request against what the client waits, on a kept-alive and a "+
+		"new connection (docs/experiments.md section 3). Server blind = 1 − server / client new-connection time, where server is "+
+		"what the server reports in its Server-Timing header; to last byte, what it measured through the last body byte written.")
+	if !p.AddBars(timesFigure(rows)) {
+		p.Skip("Latency-gap figure left out: %s has no timings.", gapFile)
+	}
+	reqs, err := recorder.ReadFile[Request](filepath.Join(dir, requestFile))
+	present := !errors.Is(err, fs.ErrNotExist)
+	if err != nil && present {
+		return nil, err
+	}
+	if d := phasesFigure(rows, reqs); d != nil {
+		p.AddDrawing(d)
+	} else if !present {
+		p.Skip("New-connection phases left out: no %s.", requestFile)
+	}
+	if d := blindByWorkFigure(rows); d != nil {
+		p.AddDrawing(d)
+	}
+	if !paths {
+		p.Skip("No %s: the path's columns (late_*, lost_%%, measured_lost_%%, overflow, valid) are not measured.", pathFile)
+	}
+	report.AddTable(p, &conditionsTable, rows)
+	return p, nil
+})
