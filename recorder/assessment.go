@@ -232,7 +232,7 @@ func WriteAssessment(dir string, a Assessment) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", AssessmentFile, err)
 	}
-	err = replaceFile(dir, AssessmentFile, func(w io.Writer) error {
+	err = ReplaceFile(dir, AssessmentFile, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})
