@@ -7,7 +7,9 @@
 //     registry's order, is what report.Write draws): lab/slowclient,
 //     lab/longpoll, lab/latencygap, lab/buffersweep, lab/slowupload,
 //     lab/idleconn, lab/stalledreader, lab/sse, lab/tempcliff,
-//     lab/tempdisk, lab/websocket and lab/h2slowclient;
+//     lab/tempdisk, lab/websocket and lab/h2slowclient; RegisterSection
+//     adds a report section of results that are no experiment's, which
+//     ReportSections lists after the experiments';
 //   - the scenario format (`slowlab run FILE`, --print-scenario: an
 //     experiment's configuration is its schema; ParseScenario,
 //     MarshalScenario, ValidateAll) and the shared parts of it (Common:

@@ -181,13 +181,31 @@ func Register(e Experiment) {
 func Experiments() []Experiment { return slices.Clone(experiments) }
 
 // ReportSections lists the registered experiments' report sections, in
-// the registry's order, then assess's: what report.Write draws.
+// the registry's order, then those RegisterSection added, in the order
+// added: what report.Write draws.
 func ReportSections() []report.Section {
 	var sections []report.Section
 	for _, e := range experiments {
 		sections = append(sections, e.Report)
 	}
-	return append(sections, report.Assessment)
+	return append(sections, moreSections...)
+}
+
+// moreSections are the report sections of results that are no
+// experiment's (RegisterSection).
+var moreSections []report.Section
+
+// RegisterSection adds a report section that is no experiment's, for the
+// results of a command of its own; its package calls it from init.
+// ReportSections lists it after the experiments'.
+func RegisterSection(s report.Section) {
+	if s.Name == "" || s.Marker == "" {
+		panic(fmt.Sprintf("lab: report section registered without a name or marker: %q, %q", s.Name, s.Marker))
+	}
+	if slices.ContainsFunc(moreSections, func(o report.Section) bool { return o.Name == s.Name }) {
+		panic("lab: report section registered twice: " + s.Name)
+	}
+	moreSections = append(moreSections, s)
 }
 
 // Names lists the registered experiments' names.

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,9 +13,9 @@ import (
 // reduction or results files, so the registry alone
 // gives report's sections and their order.
 func TestRegisterRefuses(t *testing.T) {
-	saved := experiments
-	t.Cleanup(func() { experiments = saved })
-	experiments = nil
+	saved, savedMore := experiments, moreSections
+	t.Cleanup(func() { experiments, moreSections = saved, savedMore })
+	experiments, moreSections = nil, nil
 	newCfg := func() Config { return nil }
 	newRes := func() Result { return plainResult{} }
 	smoke := func(Config) string { return "" }
@@ -40,7 +41,48 @@ func TestRegisterRefuses(t *testing.T) {
 			Register(tc.e)
 		}()
 	}
-	if got := ReportSections(); len(got) != 2 || got[0].Name != "sse" || got[1].Name != report.Assessment.Name {
-		t.Errorf("sections %v after the refusals, want sse's, then assess's", got)
+	RegisterSection(report.NewSection("assess", "assessment.json", func(string) (*report.Part, error) { return report.NewPart("assess", ""), nil }))
+	if got := ReportSections(); len(got) != 2 || got[0].Name != "sse" || got[1].Name != "assess" {
+		t.Errorf("sections %v after the refusals, want sse's, then the one RegisterSection added", got)
+	}
+}
+
+// RegisterSection refuses a section without a name or marker and one
+// registered twice; what it added comes after the experiments' sections,
+// in the order added, whenever the experiments register.
+func TestRegisterSection(t *testing.T) {
+	saved, savedMore := experiments, moreSections
+	t.Cleanup(func() { experiments, moreSections = saved, savedMore })
+	experiments, moreSections = nil, nil
+	section := func(name, marker string) report.Section {
+		return report.NewSection(name, marker, func(string) (*report.Part, error) { return report.NewPart(name, ""), nil })
+	}
+	RegisterSection(section("assess", "assessment.json"))
+	RegisterSection(section("other", "other.json"))
+	Register(Experiment{Name: "sse", Order: 1, New: func() Config { return nil }, NewResult: func() Result { return plainResult{} },
+		Smoke: func(Config) string { return "" }, Files: []string{"sse-runs.csv"}, Report: section("sse", "sse-runs.csv")})
+	for _, tc := range []struct {
+		s    report.Section
+		want string
+	}{
+		{section("", "x.json"), "lab: report section registered without a name or marker"},
+		{section("x", ""), "lab: report section registered without a name or marker"},
+		{section("assess", "assessment.json"), "lab: report section registered twice: assess"},
+	} {
+		func() {
+			defer func() {
+				if msg, _ := recover().(string); !strings.Contains(msg, tc.want) {
+					t.Errorf("RegisterSection(%q, %q): panic %q, want %q", tc.s.Name, tc.s.Marker, msg, tc.want)
+				}
+			}()
+			RegisterSection(tc.s)
+		}()
+	}
+	var got []string
+	for _, s := range ReportSections() {
+		got = append(got, s.Name)
+	}
+	if want := []string{"sse", "assess", "other"}; !slices.Equal(got, want) {
+		t.Errorf("sections %v, want %v", got, want)
 	}
 }

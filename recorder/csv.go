@@ -64,11 +64,11 @@ func newRowWriter[T Row[T]](w io.Writer, size int64) *Writer[T] {
 	return &Writer[T]{out: out, cw: csv.NewWriter(out), schema: schemaOf[T]()}
 }
 
-// replaceFile replaces dir/name atomically: write fills a temporary file
+// ReplaceFile replaces dir/name atomically: write fills a temporary file
 // in dir, which is synced and renamed over dir/name, so a reader or a
 // crash sees the old file or the new one, never a mix. The new file is
 // readable by all, like the files CreateFile makes.
-func replaceFile(dir, name string, write func(io.Writer) error) error {
+func ReplaceFile(dir, name string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp-")
 	if err != nil {
 		return err

@@ -13,9 +13,9 @@
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;
 //
-// and two JSON files: environment.json, which keeps one Environment per
-// session that wrote the results directory, and assessment.json, `slowlab
-// assess`'s verdicts (WriteAssessment, ReadAssessment). It also owns the aggregation the
+// and environment.json, which keeps one Environment per session that
+// wrote the results directory (ReplaceFile writes such a file whole, in
+// one step a reader cannot see half done). It also owns the aggregation the
 // experiments share (NearestRank and Median percentiles, SummarizeRun,
 // SummarizeConditions, SummarizeResources, DurationHist) and KeepRuns,
 // which keeps the rows of the runs --resume keeps.

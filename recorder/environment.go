@@ -136,7 +136,7 @@ func AppendEnvironment(dir string, s Environment) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	err = replaceFile(dir, EnvironmentFile, func(w io.Writer) error {
+	err = ReplaceFile(dir, EnvironmentFile, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})

@@ -41,7 +41,7 @@ func KeepRuns(dir, name string, keep func(runID string) bool) error {
 	if col < 0 {
 		return fmt.Errorf("resume %s: no %s column in %v", path, RunIDColumn, header)
 	}
-	err = replaceFile(dir, name, func(out io.Writer) error {
+	err = ReplaceFile(dir, name, func(out io.Writer) error {
 		w := csv.NewWriter(out)
 		if err := w.Write(header); err != nil {
 			return err

@@ -14,10 +14,10 @@
 // lab/stalledreader);
 // a Table is declared once and rendered both as HTML here and as text by
 // the CLI (Table.WriteText). report keeps no list of them: the experiment's
-// registration in lab carries its section, and Write draws, in the order
+// registration in lab carries its section (lab.RegisterSection adds one
+// that is no experiment's), and Write draws, in the order
 // it is given (lab.ReportSections, the registry's), the sections whose
-// results are in the directory. `slowlab assess`'s section (assess.go,
-// from assessment.json) comes last in that list.
+// results are in the directory.
 // Every results file, environment.json included, is read through
 // recorder, which owns their formats: report has no reader of its own.
 //

@@ -161,6 +161,10 @@ func Marks(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) *plotter.Scat
 	return s
 }
 
+// Line returns a polyline through the finite points of xys in colour c,
+// for a figure drawn elsewhere (Drawing).
+func Line(xys plotter.XYs, c color.Color) *plotter.Line { return line(xys, c) }
+
 // line returns a polyline through the finite points of xys in colour c.
 func line(xys plotter.XYs, c color.Color) *plotter.Line {
 	l, err := plotter.NewLine(finite(xys))
@@ -171,6 +175,3 @@ func line(xys plotter.XYs, c color.Color) *plotter.Line {
 	return l
 }
 
-// Line returns a polyline through the finite points of xys in colour c,
-// for a figure drawn outside report.
-func Line(xys plotter.XYs, c color.Color) *plotter.Line { return line(xys, c) }

@@ -69,7 +69,7 @@ func runAssessCombine(_ context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	res.Dir = *out
-	if err := recorder.WriteAssessment(*out, res.Assessment); err != nil {
+	if err := assess.WriteAssessment(*out, res.Assessment); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "combined %d shards: %s\n\n", res.CombinedShards, *out)

@@ -125,3 +125,31 @@ func TestAssessCombineRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestReportDrawsAssessment: `slowlab report DIR` on a directory holding
+// an assessment.json alone draws its section, the level figure with it:
+// lab/assess adds the section to lab's (lab.RegisterSection), and this
+// command imports lab/assess.
+func TestReportDrawsAssessment(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../lab/assess/testdata/report/assessment.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "assessment.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "report", dir)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<section id="assess">`, "assess: sync-2 direct on the real stack", "figures/assess-levels.svg"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html lacks %q; stdout:\n%s", want, stdout)
+		}
+	}
+}

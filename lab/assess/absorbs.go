@@ -15,11 +15,11 @@ import (
 func absorbsNote(a Absorbs) string {
 	lo, hi := bounds(a)
 	switch verdictOf(a) {
-	case recorder.AbsorbsFits:
+	case AbsorbsFits:
 		return fmt.Sprintf("the %s response fits in what the path holds (predicted %s; at least %s within the model's measured error of -%s): "+
 			"a reader cannot hold a worker at this size; responses over %s can, and between %s and %s the model cannot tell",
 			mibs(float64(a.ResponseBytes)), a.Hops, mibs(lo), pct(a.MarginUnder), mibs(hi), mibs(lo), mibs(hi))
-	case recorder.AbsorbsUncertain:
+	case AbsorbsUncertain:
 		return fmt.Sprintf("the %s response is within the model's measured error (-%s, +%s) of what the path holds (predicted %s; %s to %s): "+
 			"the model cannot tell whether a reader can hold a worker at this size",
 			mibs(float64(a.ResponseBytes)), pct(a.MarginUnder), pct(a.MarginOver), a.Hops, mibs(lo), mibs(hi))
@@ -46,9 +46,9 @@ func verdictOf(a Absorbs) string {
 	case a.Verdict != "":
 		return a.Verdict
 	case a.Fits:
-		return recorder.AbsorbsFits
+		return AbsorbsFits
 	}
-	return recorder.AbsorbsHolds
+	return AbsorbsHolds
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
@@ -63,11 +63,11 @@ func judge(p pathmodel.Capacity, size int64) *Absorbs {
 	lo, hi := bounds(*a)
 	switch s := float64(size); {
 	case s <= lo:
-		a.Verdict, a.Fits = recorder.AbsorbsFits, true
+		a.Verdict, a.Fits = AbsorbsFits, true
 	case s > hi:
-		a.Verdict = recorder.AbsorbsHolds
+		a.Verdict = AbsorbsHolds
 	default:
-		a.Verdict = recorder.AbsorbsUncertain
+		a.Verdict = AbsorbsUncertain
 	}
 	return a
 }

@@ -31,16 +31,16 @@ func TestJudgeMargin(t *testing.T) {
 			verdict string
 			note    []string
 		}{
-			{"well under", 1 << 20, recorder.AbsorbsFits, []string{"a reader cannot hold a worker at this size", "within the model's measured error of " + under}},
-			{"at the least the path holds", lo, recorder.AbsorbsFits, []string{"a reader cannot hold a worker at this size"}},
-			{"a byte over it", lo + 1, recorder.AbsorbsUncertain, []string{"the model cannot tell", "(" + under + ", " + over + ")"}},
-			{"at the prediction, which the unwidened model called fitting", p, recorder.AbsorbsUncertain, []string{"the model cannot tell"}},
-			{"at the most the path holds", hi, recorder.AbsorbsUncertain, []string{"the model cannot tell"}},
-			{"a byte over it", hi + 1, recorder.AbsorbsHolds, []string{"the rest holds the app's send", "within the model's measured error of " + over}},
-			{"well over", 1 << 30, recorder.AbsorbsHolds, []string{"the rest holds the app's send"}},
+			{"well under", 1 << 20, AbsorbsFits, []string{"a reader cannot hold a worker at this size", "within the model's measured error of " + under}},
+			{"at the least the path holds", lo, AbsorbsFits, []string{"a reader cannot hold a worker at this size"}},
+			{"a byte over it", lo + 1, AbsorbsUncertain, []string{"the model cannot tell", "(" + under + ", " + over + ")"}},
+			{"at the prediction, which the unwidened model called fitting", p, AbsorbsUncertain, []string{"the model cannot tell"}},
+			{"at the most the path holds", hi, AbsorbsUncertain, []string{"the model cannot tell"}},
+			{"a byte over it", hi + 1, AbsorbsHolds, []string{"the rest holds the app's send", "within the model's measured error of " + over}},
+			{"well over", 1 << 30, AbsorbsHolds, []string{"the rest holds the app's send"}},
 		} {
 			a := judge(path, tc.size)
-			if a.Verdict != tc.verdict || a.Fits != (tc.verdict == recorder.AbsorbsFits) || a.MarginUnder != pathmodel.MaxUnder ||
+			if a.Verdict != tc.verdict || a.Fits != (tc.verdict == AbsorbsFits) || a.MarginUnder != pathmodel.MaxUnder ||
 				a.MarginOver != pathmodel.MaxOver || a.PredictedBytes != p || a.PredictedMostBytes != most || a.ResponseBytes != tc.size {
 				t.Errorf("%s: %s (%d bytes): %+v, want verdict %s", path, tc.name, tc.size, a, tc.verdict)
 			}
@@ -76,12 +76,12 @@ func TestPredictAbsorbs(t *testing.T) {
 		predicted  int64
 		verdict    string
 	}{
-		{"managed, direct, 1 MiB", stack.RouteDirect, false, 0, 1 << 20, direct, recorder.AbsorbsFits},
-		{"managed, direct, 4 MiB: about the prediction", stack.RouteDirect, false, 0, 4 << 20, direct, recorder.AbsorbsUncertain},
-		{"managed, direct, 16 MiB", stack.RouteDirect, false, 0, 16 << 20, direct, recorder.AbsorbsHolds},
-		{"managed, direct, 16 MiB: a server_wmem is not read", stack.RouteDirect, false, 64 << 20, 16 << 20, direct, recorder.AbsorbsHolds},
-		{"external, direct, the server's 16 MiB send buffer", stack.RouteDirect, true, 16 << 20, 16 << 20, 16<<20 + 16<<10, recorder.AbsorbsUncertain},
-		{"external, direct, the server's 64 MiB send buffer", stack.RouteDirect, true, 64 << 20, 16 << 20, 64<<20 + 16<<10, recorder.AbsorbsFits},
+		{"managed, direct, 1 MiB", stack.RouteDirect, false, 0, 1 << 20, direct, AbsorbsFits},
+		{"managed, direct, 4 MiB: about the prediction", stack.RouteDirect, false, 0, 4 << 20, direct, AbsorbsUncertain},
+		{"managed, direct, 16 MiB", stack.RouteDirect, false, 0, 16 << 20, direct, AbsorbsHolds},
+		{"managed, direct, 16 MiB: a server_wmem is not read", stack.RouteDirect, false, 64 << 20, 16 << 20, direct, AbsorbsHolds},
+		{"external, direct, the server's 16 MiB send buffer", stack.RouteDirect, true, 16 << 20, 16 << 20, 16<<20 + 16<<10, AbsorbsUncertain},
+		{"external, direct, the server's 64 MiB send buffer", stack.RouteDirect, true, 64 << 20, 16 << 20, 64<<20 + 16<<10, AbsorbsFits},
 	} {
 		a, why := predictAbsorbs(tc.route, tc.external, tc.serverWmem, tc.size, local)
 		if a == nil || a.PredictedBytes != tc.predicted || a.Verdict != tc.verdict {
@@ -95,7 +95,7 @@ func TestPredictAbsorbs(t *testing.T) {
 		t.Errorf("buffering off: %+v (%s), want %d bytes predicted, the most with the receive buffer at 6 MiB", off, why, total)
 	}
 	on, why := predictAbsorbs(stack.RouteBufferingOn, false, 0, 16<<20, local)
-	if on == nil || on.Verdict != recorder.AbsorbsFits || on.PredictedBytes <= 32<<20 {
+	if on == nil || on.Verdict != AbsorbsFits || on.PredictedBytes <= 32<<20 {
 		t.Errorf("16 MiB behind a buffering proxy: %+v (%s), want it to fit (the temp file)", on, why)
 	}
 	for _, tc := range []struct {

@@ -212,7 +212,7 @@ func TestHeldByTakesTheLevelsSamples(t *testing.T) {
 // TestWriteJSON: assessment.json has the fields the issue names, null for
 // a probe that did not degrade.
 func TestWriteJSON(t *testing.T) {
-	r := &Result{Dir: t.TempDir(), Assessment: recorder.Assessment{Verdicts: []Verdict{{Probe: string(ProbeSlowReaders), ClientsToDegrade: intp(2), Fix: "a buffering proxy"}, {Probe: string(ProbeIdle)}}}}
+	r := &Result{Dir: t.TempDir(), Assessment: Assessment{Verdicts: []Verdict{{Probe: string(ProbeSlowReaders), ClientsToDegrade: intp(2), Fix: "a buffering proxy"}, {Probe: string(ProbeIdle)}}}}
 	if err := r.WriteJSON(); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestWriteJSON(t *testing.T) {
 // broken bounds.
 func TestPrint(t *testing.T) {
 	kept, most := 2.0, 10.0
-	r := &Result{Assessment: recorder.Assessment{Stack: "real", Server: "sync-2", Route: "direct", TookS: 40, BudgetS: 300, Verdicts: []Verdict{
+	r := &Result{Assessment: Assessment{Stack: "real", Server: "sync-2", Route: "direct", TookS: 40, BudgetS: 300, Verdicts: []Verdict{
 		{Probe: string(ProbeIdle), ClientsToDegrade: intp(2), Tried: 2, BaselineP95MS: 3, Stopped: "degraded: 50 of 50 /fast requests failed",
 			Held: Held{Summary: "app 2 connections"}, Fix: "a proxy", FixDoc: "docs/idle-connections.md", Sure: "confirmed", Windows: 4, HeldInPlace: 1,
 			Levels: []Level{{Clients: 1, Status: statusHeld}, {Clients: 2, Status: statusDegraded, Degraded: "50 of 50 failed", FastSent: 50, FastFail: 50},

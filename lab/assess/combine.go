@@ -8,7 +8,6 @@ import (
 
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // ClockTolerance bounds how far apart two shards' clocks, or a shard's
@@ -20,7 +19,7 @@ const ClockTolerance = shardPlace / 4
 type shardDir struct {
 	dir  string
 	i, n int
-	a    recorder.Assessment
+	a    Assessment
 }
 
 // Combine checks the results directories of the N shards of one sharded
@@ -79,7 +78,7 @@ func readShards(dirs []string) ([]shardDir, error) {
 	}
 	var shards []shardDir
 	for _, d := range dirs {
-		a, err := recorder.ReadAssessment(d)
+		a, err := ReadAssessment(d)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRefused, err)
 		}

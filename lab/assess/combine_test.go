@@ -6,15 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // shardFixture writes the results of shard i of n of an idle assessment
 // up to 4 clients, shard 0 degrading at 2 (its levels 1 and 2), the
 // others holding their share of 1, 2 and 4; edit changes the assessment
 // before it is written.
-func shardFixture(t *testing.T, root string, i, n int, edit func(*recorder.Assessment)) string {
+func shardFixture(t *testing.T, root string, i, n int, edit func(*Assessment)) string {
 	t.Helper()
 	c := quick("sync-2", "direct", 4, ProbeIdle)
 	c.ext = extFlags{fast: "http://127.0.0.1:8000/fast"}
@@ -24,8 +22,8 @@ func shardFixture(t *testing.T, root string, i, n int, edit func(*recorder.Asses
 	c.Shard, c.StartAt = "0/"+itoa(n), "2026-12-05T10:00:00Z"
 	settings := c.shardSettings()
 	off, errMS := 0.4, 1.5
-	a := recorder.Assessment{Stack: "external", Server: "sync-2", Route: "direct", Shard: itoa(i) + "/" + itoa(n), StartAt: c.StartAt,
-		ShardRecord: &recorder.AssessShardRecord{Settings: settings, SettingsHash: settingsHash(settings), ClockOffsetMS: &off, ClockErrorMS: &errMS}}
+	a := Assessment{Stack: "external", Server: "sync-2", Route: "direct", Shard: itoa(i) + "/" + itoa(n), StartAt: c.StartAt,
+		ShardRecord: &ShardRecord{Settings: settings, SettingsHash: settingsHash(settings), ClockOffsetMS: &off, ClockErrorMS: &errMS}}
 	v := Verdict{Probe: string(ProbeIdle), MaxClients: 4}
 	levels := []int{1, 2, 4}
 	if i == 0 {
@@ -55,7 +53,7 @@ func shardFixture(t *testing.T, root string, i, n int, edit func(*recorder.Asses
 		edit(&a)
 	}
 	dir := filepath.Join(root, "shard-"+itoa(i))
-	if err := recorder.WriteAssessment(mkdir(t, dir), a); err != nil {
+	if err := WriteAssessment(mkdir(t, dir), a); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -75,7 +73,7 @@ func mkdir(t *testing.T, dir string) string {
 // over both; each way a set of shards cannot prove it ran as one is
 // refused by name, and each way a level was not what it claimed marks it.
 func TestCombine(t *testing.T) {
-	pair := func(edit0, edit1 func(*recorder.Assessment)) []string {
+	pair := func(edit0, edit1 func(*Assessment)) []string {
 		root := t.TempDir()
 		return []string{shardFixture(t, root, 1, 2, edit1), shardFixture(t, root, 0, 2, edit0)}
 	}
@@ -98,27 +96,27 @@ func TestCombine(t *testing.T) {
 		{"missing", func() []string { return pair(nil, nil)[1:] }, "shard 1/2 missing"},
 		{"twice", func() []string { d := pair(nil, nil); return append(d, d[0]) }, "shard 1/2 given twice"},
 		{"another max_clients", func() []string {
-			return pair(nil, func(a *recorder.Assessment) {
+			return pair(nil, func(a *Assessment) {
 				a.ShardRecord.Settings["max_clients"] = "8"
 				a.ShardRecord.SettingsHash = settingsHash(a.ShardRecord.Settings)
 			})
 		}, `configured differently: max_clients "8" against shard 0's "4"`},
 		{"altered record", func() []string {
-			return pair(nil, func(a *recorder.Assessment) { a.ShardRecord.Settings["window"] = "9s" })
+			return pair(nil, func(a *Assessment) { a.ShardRecord.Settings["window"] = "9s" })
 		}, "the record was altered"},
 		{"clock out of step", func() []string {
-			return pair(nil, func(a *recorder.Assessment) { off := 900.0; a.ShardRecord.ClockOffsetMS = &off })
+			return pair(nil, func(a *Assessment) { off := 900.0; a.ShardRecord.ClockOffsetMS = &off })
 		}, "its clock is +900 ms from shard 0's"},
 		{"clock not measured", func() []string {
-			return pair(nil, func(a *recorder.Assessment) {
+			return pair(nil, func(a *Assessment) {
 				a.ShardRecord.ClockOffsetMS, a.ShardRecord.ClockNote = nil, "no Date header"
 			})
 		}, "its clock was not measured (no Date header)"},
 		{"a level not run", func() []string {
-			return pair(nil, func(a *recorder.Assessment) { a.Verdicts[0].Levels = a.Verdicts[0].Levels[:1] })
+			return pair(nil, func(a *Assessment) { a.Verdicts[0].Levels = a.Verdicts[0].Levels[:1] })
 		}, "shard 1 (" /* dir */},
 		{"not a shard", func() []string {
-			return pair(func(a *recorder.Assessment) { a.Shard, a.ShardRecord = "", nil }, nil)
+			return pair(func(a *Assessment) { a.Shard, a.ShardRecord = "", nil }, nil)
 		}, "not a shard's results"},
 	} {
 		_, err := Combine(tc.dirs(), "")
@@ -128,14 +126,14 @@ func TestCombine(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name          string
-		edit0, edit1  func(*recorder.Assessment)
+		edit0, edit1  func(*Assessment)
 		threshold     int
 		held          int
 		stopped, sure string
 	}{
-		{"shard 1 short at 2", nil, func(a *recorder.Assessment) { a.Verdicts[0].Levels[1].Connected = 0 }, 0, 1, "short: at the level of 2 clients shard 1 had 0 of its 1", "held"},
-		{"the app saw fewer", func(a *recorder.Assessment) { one := 1.0; a.Verdicts[0].Levels[1].AppConns = &one }, nil, 0, 1, "short: at the level of 2 clients the app held 1 connections", "held"},
-		{"shard 1 late at 2", nil, func(a *recorder.Assessment) { a.Verdicts[0].Levels[1].LateMS = 600 }, 0, 1, "invalid: the level that degraded was invalid over the shards: shard 1 started it 600 ms late", "held"},
+		{"shard 1 short at 2", nil, func(a *Assessment) { a.Verdicts[0].Levels[1].Connected = 0 }, 0, 1, "short: at the level of 2 clients shard 1 had 0 of its 1", "held"},
+		{"the app saw fewer", func(a *Assessment) { one := 1.0; a.Verdicts[0].Levels[1].AppConns = &one }, nil, 0, 1, "short: at the level of 2 clients the app held 1 connections", "held"},
+		{"shard 1 late at 2", nil, func(a *Assessment) { a.Verdicts[0].Levels[1].LateMS = 600 }, 0, 1, "invalid: the level that degraded was invalid over the shards: shard 1 started it 600 ms late", "held"},
 	} {
 		res, err := Combine(pair(tc.edit0, tc.edit1), "idle<3")
 		if err != nil {

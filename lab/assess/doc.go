@@ -13,8 +13,11 @@
 // before each level.
 //
 // What it owns: the probes, the levels and the degradation rule, the
-// verdicts, the terminal table and --fail-on. What it leaves to others:
-// the clients are loadgen's, the stacks lab/stack's, the instruments
-// (exporter, resource samples) lab's, the rows and assessment.json's
-// format recorder's, its section of report.html report's.
+// verdicts, assessment.json's format (WriteAssessment, ReadAssessment),
+// the terminal table, --fail-on and its section of report.html (Section,
+// with the level figure, which lab lists after the experiments' through
+// lab.RegisterSection). What it leaves to others: the clients are
+// loadgen's, the stacks lab/stack's, the instruments (exporter, resource
+// samples) lab's, the rows of requests.csv and resource-samples.csv
+// recorder's, the page and its drawing primitives report's.
 package assess

@@ -55,7 +55,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	defer samples.Close()
-	res := &Result{Dir: env.Out, Assessment: recorder.Assessment{Stack: env.Stack.Name, Server: c.Server, Route: string(c.Routes()[0]),
+	res := &Result{Dir: env.Out, Assessment: Assessment{Stack: env.Stack.Name, Server: c.Server, Route: string(c.Routes()[0]),
 		BudgetS: time.Duration(c.Budget).Seconds()}}
 	res.bounds, _ = ParseFailOn(c.FailOn)
 	if c.sharded() {

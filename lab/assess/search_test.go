@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // fakeStack answers a search's levels as a stack would: degraded from
@@ -163,7 +161,7 @@ func TestSearchRepeatsInvalidLevels(t *testing.T) {
 		t.Errorf("levels %s, want each level invalid once, then run again", got)
 	}
 	v = searchOn(t, &fakeStack{degradeAt: 2, invalid: maxTries}, ProbeIdle, 64)
-	r := &Result{Assessment: recorder.Assessment{Verdicts: []Verdict{v}}}
+	r := &Result{Assessment: Assessment{Verdicts: []Verdict{v}}}
 	r.bounds, _ = ParseFailOn("idle<1")
 	broken, unjudged := r.Judge()
 	if v.ClientsToDegrade != nil || !strings.HasPrefix(v.Stopped, "invalid") || len(r.Unmade()) != 1 || len(broken) != 0 || len(unjudged) != 0 {
@@ -206,7 +204,7 @@ func TestFailOnJudges(t *testing.T) {
 	budget := Verdict{Probe: string(ProbeStalled), Tried: 4, HeldInPlace: 4, Stopped: "budget: 3s left", Sure: "held",
 		Levels: []Level{{Clients: 4, Status: statusHeld}}}
 	between := Verdict{Probe: string(ProbeHeldStreams), Tried: 8, HeldInPlace: 4, ClientsToDegrade: intp(8), Sure: "between", Stopped: "degraded: x"}
-	r := &Result{Assessment: recorder.Assessment{Verdicts: []Verdict{at65, at3, short, budget, between}}}
+	r := &Result{Assessment: Assessment{Verdicts: []Verdict{at65, at3, short, budget, between}}}
 	for _, tc := range []struct {
 		bounds           string
 		broken, unjudged string

@@ -13,7 +13,6 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // TestAssessShards: two shards assess one embedded sync-2 app (started by
@@ -76,7 +75,7 @@ func TestAssessShards(t *testing.T) {
 		t.Errorf("the app's connections at the last level: shard 0 saw %v, shard 1 %v: want both shards' 2 seen by shard 0, nothing by the shard that cannot see the app",
 			deref64(m.Held.AppEstablished), deref64(o.Held.AppEstablished))
 	}
-	for i, v := range []recorder.AssessVerdict{m, o} {
+	for i, v := range []Verdict{m, o} {
 		for k, lv := range v.Levels {
 			t.Logf("shard %d: %d clients, %v of them its own, in place %v, start %.2f s, /fast %d/%d ok p95 %.1f ms %s, ends %v",
 				i, lv.Clients, deref(lv.ShardClients), lv.Placed, lv.StartS, lv.FastOK, lv.FastSent, lv.P95MS, lv.Degraded, lv.Ends)

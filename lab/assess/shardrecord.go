@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // A shard proves how it ran: it records the settings every shard must
@@ -55,9 +53,9 @@ func settingsHash(settings map[string]string) string {
 // shardRecord is this shard's record before its first slot: its settings
 // and its clock's offset from the stack's, measured against fastURL until
 // before.
-func (c *Config) shardRecord(ctx context.Context, fastURL string, before time.Time) *recorder.AssessShardRecord {
+func (c *Config) shardRecord(ctx context.Context, fastURL string, before time.Time) *ShardRecord {
 	s := c.shardSettings()
-	rec := &recorder.AssessShardRecord{Settings: s, SettingsHash: settingsHash(s)}
+	rec := &ShardRecord{Settings: s, SettingsHash: settingsHash(s)}
 	bctx, cancel := context.WithDeadline(ctx, before)
 	defer cancel()
 	off, errMS, err := dateOffset(bctx, fastURL)

@@ -95,7 +95,7 @@ func TestShortWhenTheStackRefuses(t *testing.T) {
 		t.Fatalf("%q: last level %d %s (%d connected), threshold %v, held in place %d; want short at 4 (3 connected), none, 2",
 			v.Stopped, last.Clients, last.Status, last.Connected, v.ClientsToDegrade, v.HeldInPlace)
 	}
-	res := &Result{Assessment: recorder.Assessment{Verdicts: []Verdict{v}}}
+	res := &Result{Assessment: Assessment{Verdicts: []Verdict{v}}}
 	for bound, broken := range map[string]bool{"idle<3": false, "idle<4": true} {
 		res.bounds, _ = ParseFailOn(bound)
 		b, u := res.Judge()

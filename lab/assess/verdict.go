@@ -12,18 +12,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// File is the assessment's results file in its directory.
-const File = recorder.AssessmentFile
-
-// The assessment's results are recorder's: assessment.json's format is
-// recorder's to keep, report reads it from there.
-type (
-	Verdict = recorder.AssessVerdict
-	Held    = recorder.AssessHeld
-	Level   = recorder.AssessLevel
-	Absorbs = recorder.AssessAbsorbs
-)
-
 // cpuBound names the component (app, proxy) whose cgroup was throttled
 // for more than a quarter of the level, the most throttled: its CPU
 // limit, not a client holding a worker, held /fast back. "" for none.
@@ -165,7 +153,7 @@ func fixFor(p Probe, route stack.Route, held Held) (fix, doc string) {
 // Result is an assessment: what it ran on and a verdict per probe
 // (assessment.json), where it is written and the --fail-on bounds.
 type Result struct {
-	recorder.Assessment
+	Assessment
 	Dir    string
 	bounds []Bound
 }
@@ -181,7 +169,7 @@ func (r *Result) AllFailed() bool {
 }
 
 // WriteJSON writes assessment.json (replacing it whole).
-func (r *Result) WriteJSON() error { return recorder.WriteAssessment(r.Dir, r.Assessment) }
+func (r *Result) WriteJSON() error { return WriteAssessment(r.Dir, r.Assessment) }
 
 // Print implements lab.Result: the verdict table (one word a value:
 // "-" where a probe did not degrade), then what held the stack at each

@@ -1,4 +1,4 @@
-package report
+package assess
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/internal/labtest"
 )
 
 // svgStroke is a stroked path of an SVG: its colour, whether it is
@@ -91,7 +93,7 @@ func svgShapes(t *testing.T, data []byte) (strokes []svgStroke, texts []svgLabel
 // near says whether two SVG coordinates agree to the file's precision.
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
-// slowReadersFailed edits testdata/assess so that slow-readers degraded
+// slowReadersFailed edits testdata/report so that slow-readers degraded
 // at 2 clients with every /fast request failed (no p95), the usual way a
 // sync-2 app degrades; timeout is its fast_timeout_ms, none when "" (and
 // then neither has the stalled readers' failed level one).
@@ -111,7 +113,7 @@ func slowReadersFailed(t *testing.T, timeout string) func(string) string {
 			`"fast_max_ms": 0,`+stalled+` "degraded": "25 of 25 /fast requests failed", "client_ends": {"bound": 2}`,
 		).Replace(s)
 		if strings.Count(s, `"fast_failed_at_degrade": 25,`) != 2 || strings.Count(s, `"fast_ok": 0, "fast_failed": 25,`) != 2 {
-			t.Fatal("testdata/assess: slow-readers' level of 2 clients is not where the edit expects it")
+			t.Fatal("testdata/report: slow-readers' level of 2 clients is not where the edit expects it")
 		}
 		return s
 	}
@@ -129,8 +131,8 @@ func TestAssessFigureFailedLevel(t *testing.T) {
 	const blue, green, grey = "#0072B2", "#009E73", "#888888" // slow-readers, stalled-readers, the ceiling
 	for _, tc := range []struct{ name, timeout string }{{"timeout recorded", "1005.2"}, {"timeout not recorded", ""}} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := writeOnly(t, assessDir(t, slowReadersFailed(t, tc.timeout)), "assess")
-			f := figureByName(t, rep, "assess-levels")
+			rep := writeOnly(t, assessDir(t, slowReadersFailed(t, tc.timeout)))
+			f := labtest.Figure(t, rep, "assess-levels")
 			if f.Series != 3 || f.Points[0] != 2 {
 				t.Errorf("%d series, points %v; want slow-readers at both its levels", f.Series, f.Points)
 			}

@@ -1,4 +1,4 @@
-package recorder
+package assess
 
 import (
 	"bytes"
@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/slowlab/slowlab/recorder"
 )
 
-// AssessmentFile is what `slowlab assess` writes in its results
-// directory: the stack it assessed and one object per probe.
-const AssessmentFile = "assessment.json"
+// File is what `slowlab assess` writes in its results directory: the
+// stack it assessed and one object per probe.
+const File = "assessment.json"
 
 // Assessment is assessment.json: what was assessed and each probe's
 // verdict, in the order the probes ran.
@@ -31,15 +33,15 @@ type Assessment struct {
 	// ShardRecord is what a shard records to prove it ran as the others
 	// did; `slowlab assess --combine` checks the shards' records against
 	// each other before it gives verdicts. Nil when not sharded.
-	ShardRecord *AssessShardRecord `json:"shard_record,omitempty"`
+	ShardRecord *ShardRecord `json:"shard_record,omitempty"`
 	// CombinedShards is how many shards `slowlab assess --combine` judged
 	// these verdicts over; 0 for one process's.
-	CombinedShards int             `json:"combined_shards,omitempty"`
-	Verdicts       []AssessVerdict `json:"probes"`
+	CombinedShards int       `json:"combined_shards,omitempty"`
+	Verdicts       []Verdict `json:"probes"`
 }
 
-// AssessShardRecord is one shard's proof of how it ran.
-type AssessShardRecord struct {
+// ShardRecord is one shard's proof of how it ran.
+type ShardRecord struct {
 	// Settings are the settings every shard must share, by name, and
 	// SettingsHash the SHA-256 of them.
 	Settings     map[string]string `json:"settings"`
@@ -52,8 +54,8 @@ type AssessShardRecord struct {
 	ClockNote     string   `json:"clock_note,omitempty"`
 }
 
-// AssessVerdict is one probe's outcome.
-type AssessVerdict struct {
+// Verdict is one probe's outcome.
+type Verdict struct {
 	Probe string `json:"probe"`
 	// ClientsToDegrade is the first level at which /fast degraded; nil
 	// when it did not (up to Tried clients: the maximum, or where the
@@ -68,15 +70,15 @@ type AssessVerdict struct {
 	Stopped          string   `json:"stopped"`
 	// Held is what the instruments saw holding the stack at the level
 	// that degraded (the last level when none did).
-	Held AssessHeld `json:"held"`
+	Held Held `json:"held"`
 	// Fix is the change that measured best against this probe, and
 	// FixDoc the page whose measurement shows it ("" when /fast held).
 	Fix    string `json:"fix"`
 	FixDoc string `json:"fix_doc,omitempty"`
 	// Absorbs is, for the readers' probes, what the path holds of the
 	// response (predicted from configuration), or Unpredicted why not.
-	Absorbs     *AssessAbsorbs `json:"path_absorbs,omitempty"`
-	Unpredicted string         `json:"path_unpredicted,omitempty"`
+	Absorbs     *Absorbs `json:"path_absorbs,omitempty"`
+	Unpredicted string   `json:"path_unpredicted,omitempty"`
 	// Sure says how sure the threshold is: "confirmed" (the level below
 	// it held and it degraded, each in two windows with every client in
 	// place), "once" (a window each: the budget left no second),
@@ -92,14 +94,14 @@ type AssessVerdict struct {
 	// HeldInPlace is the largest level whose /fast held with every client
 	// in place and the instrument valid, 0 for none: --fail-on passes a
 	// bound only up to it.
-	HeldInPlace int           `json:"held_in_place"`
-	Levels      []AssessLevel `json:"levels"`
+	HeldInPlace int     `json:"held_in_place"`
+	Levels      []Level `json:"levels"`
 }
 
 // LastLevel is the level that decided the threshold (the last window
 // that degraded at ClientsToDegrade clients), else the last one run (nil
 // without levels).
-func (v AssessVerdict) LastLevel() *AssessLevel {
+func (v Verdict) LastLevel() *Level {
 	if v.ClientsToDegrade != nil {
 		for i := len(v.Levels) - 1; i >= 0; i-- {
 			if lv := &v.Levels[i]; lv.Clients == *v.ClientsToDegrade && lv.Degraded != "" {
@@ -113,8 +115,8 @@ func (v AssessVerdict) LastLevel() *AssessLevel {
 	return &v.Levels[len(v.Levels)-1]
 }
 
-// AssessHeld is the peaks of the stack's instruments over one level.
-type AssessHeld struct {
+// Held is the peaks of the stack's instruments over one level.
+type Held struct {
 	AppEstablished    *float64 `json:"app_established,omitempty"`
 	AppQuietClients   *float64 `json:"app_quiet_clients,omitempty"`
 	AppSendQueueBytes *float64 `json:"app_send_queue_bytes,omitempty"`
@@ -131,9 +133,9 @@ type AssessHeld struct {
 	Summary         string   `json:"summary"`
 }
 
-// AssessLevel is one level of a probe: its clients and what /fast did
+// Level is one level of a probe: its clients and what /fast did
 // while they were in place.
-type AssessLevel struct {
+type Level struct {
 	Clients int `json:"clients"`
 	// ShardClients is, in a sharded assessment, how many of the Clients
 	// this shard ran (those numbered I, I+N, ...); nil otherwise.
@@ -196,13 +198,13 @@ type AssessLevel struct {
 	LateMS float64 `json:"late_ms,omitempty"`
 }
 
-// AssessAbsorbs is what the path from the app to a slow reader holds of
+// Absorbs is what the path from the app to a slow reader holds of
 // a response, predicted from configuration, and the verdict the model's
 // measured error allows: the path holds at least PredictedBytes x
 // (1 - MarginUnder) and at most PredictedMostBytes (the most its buffers
 // can grow to) x (1 + MarginOver). Fits is Verdict == AbsorbsFits (files
 // written before Verdict have Fits alone).
-type AssessAbsorbs struct {
+type Absorbs struct {
 	PredictedBytes int64  `json:"predicted_bytes"`
 	Hops           string `json:"hops"`
 	ResponseBytes  int64  `json:"response_bytes"`
@@ -215,7 +217,7 @@ type AssessAbsorbs struct {
 	Verdict            string  `json:"verdict,omitempty"`
 }
 
-// Verdicts of AssessAbsorbs: the response fits in the path even at the
+// Verdicts of Absorbs: the response fits in the path even at the
 // model's lowest error (a reader cannot hold a worker with it), does not
 // fit even at its highest (the rest holds the app's send), or lies within
 // the error (the model cannot tell).
@@ -230,14 +232,14 @@ const (
 func WriteAssessment(dir string, a Assessment) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", AssessmentFile, err)
+		return fmt.Errorf("write %s: %w", File, err)
 	}
-	err = replaceFile(dir, AssessmentFile, func(w io.Writer) error {
+	err = recorder.ReplaceFile(dir, File, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, AssessmentFile), err)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, File), err)
 	}
 	return nil
 }
@@ -248,7 +250,7 @@ func WriteAssessment(dir string, a Assessment) error {
 // name, a threshold above what was tried, levels out of order) is an
 // error naming the file and what is wrong.
 func ReadAssessment(dir string) (Assessment, error) {
-	path := filepath.Join(dir, AssessmentFile)
+	path := filepath.Join(dir, File)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Assessment{}, fmt.Errorf("read assessment: %w", err)
@@ -282,7 +284,7 @@ func parseAssessment(b []byte) (Assessment, error) {
 }
 
 // check refuses what a verdict cannot say.
-func (v AssessVerdict) check() error {
+func (v Verdict) check() error {
 	switch {
 	case v.Probe == "":
 		return errors.New("probe: empty")

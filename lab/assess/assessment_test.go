@@ -1,4 +1,4 @@
-package recorder
+package assess
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // assessmentFixture is testdata/assessment.json, read whole.
 func assessmentFixture(t testing.TB) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", AssessmentFile))
+	b, err := os.ReadFile(filepath.Join("testdata", File))
 	if err != nil {
 		t.Fatal(err)
 	}

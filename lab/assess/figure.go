@@ -1,4 +1,4 @@
-package report
+package assess
 
 import (
 	"fmt"
@@ -6,12 +6,11 @@ import (
 	"math"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // assessPoint is one level of a probe as the level figure draws it: at
@@ -29,7 +28,7 @@ type assessPoint struct {
 // level that measured /fast (a shard other than 0 measures none).
 // ceiling stands for the timeout of a failed level that does not record
 // it; atCeiling says whether one was drawn there.
-func assessPoints(v recorder.AssessVerdict, ceiling float64) (pts []assessPoint, atCeiling bool) {
+func assessPoints(v Verdict, ceiling float64) (pts []assessPoint, atCeiling bool) {
 	for _, lv := range v.Levels {
 		x := float64(lv.Clients)
 		switch {
@@ -52,7 +51,7 @@ func assessPoints(v recorder.AssessVerdict, ceiling float64) (pts []assessPoint,
 // assessThreshold is the /fast p95 over which a probe counts as
 // degraded (with its baseline's p95, as assess judges it), 0 without a
 // baseline.
-func assessThreshold(v recorder.AssessVerdict) float64 {
+func assessThreshold(v Verdict) float64 {
 	if !(v.BaselineP95MS > 0) {
 		return 0
 	}
@@ -62,7 +61,7 @@ func assessThreshold(v recorder.AssessVerdict) float64 {
 // assessRange is the lowest and highest value the figure draws other
 // than the ceiling (p95s, baselines, thresholds and recorded timeouts;
 // 1 ms when there is none), and how many levels it draws.
-func assessRange(a recorder.Assessment) (lo, hi float64, levels int) {
+func assessRange(a Assessment) (lo, hi float64, levels int) {
 	lo = math.Inf(1)
 	add := func(y float64) {
 		if y > 0 {
@@ -88,12 +87,12 @@ func assessRange(a recorder.Assessment) (lo, hi float64, levels int) {
 	return lo, hi, levels
 }
 
-// assessFigure draws each probe's /fast p95 at each level it measured,
+// levelFigure draws each probe's /fast p95 at each level it measured,
 // over the clients on a log scale, with the degradation line of its
 // baseline; a level where /fast requests failed is a cross at the
 // level's /fast timeout, labelled with how many, so each probe's line
 // ends where it degraded. Nil when no level measured /fast.
-func assessFigure(a recorder.Assessment) *figure {
+func levelFigure(a Assessment) *report.Drawing {
 	lo, hi, levels := assessRange(a)
 	if levels == 0 {
 		return nil
@@ -101,16 +100,16 @@ func assessFigure(a recorder.Assessment) *figure {
 	// Twice the highest value drawn: failed levels without a recorded
 	// timeout sit above everything measured.
 	ceiling := 2 * hi
-	f := &figure{name: "assess-levels", title: "/fast p95 at each level of each probe",
-		caption: "Each probe's /fast p95 (nearest rank, of the requests that succeeded) with 1, 2, 4, ... slow clients " +
-			"in place. A cross is a level where /fast requests failed, labelled with how many of those sent; it is drawn at the " +
-			"level's /fast timeout (fast_timeout_ms in " + recorder.AssessmentFile + ": the most a request was given), and a hollow " +
-			"mark below a cross is the p95 of the requests there that succeeded. The dashed line of a probe's colour is where it " +
-			"counts as degraded: over 10 times its baseline p95 and over the baseline plus 500 ms.",
-		width: 8 * vg.Inch, height: 4.5 * vg.Inch}
-	p := NewPlot(f.title, "slow clients of the probe", "/fast p95 (ms)")
+	const height = 4.5 * vg.Inch
+	d := report.NewDrawing("assess-levels", "/fast p95 at each level of each probe", 8*vg.Inch, height)
+	caption := "Each probe's /fast p95 (nearest rank, of the requests that succeeded) with 1, 2, 4, ... slow clients " +
+		"in place. A cross is a level where /fast requests failed, labelled with how many of those sent; it is drawn at the " +
+		"level's /fast timeout (fast_timeout_ms in " + File + ": the most a request was given), and a hollow " +
+		"mark below a cross is the p95 of the requests there that succeeded. The dashed line of a probe's colour is where it " +
+		"counts as degraded: over 10 times its baseline p95 and over the baseline plus 500 ms."
+	p := report.NewPlot(d.Title(), "slow clients of the probe", "/fast p95 (ms)")
 	p.Legend.Left = true // a probe's line rises to the right
-	Grid(p, true, true)
+	report.Grid(p, true, true)
 	maxClients, anyCeiling, anyFailed, rows := 1, false, false, 0
 	var notes []failNote
 	for i, v := range a.Verdicts {
@@ -120,32 +119,33 @@ func assessFigure(a recorder.Assessment) *figure {
 		}
 		anyCeiling = anyCeiling || atCeiling
 		maxClients = max(maxClients, int(pts[len(pts)-1].X))
-		anyFailed = addAssessProbe(p, v, pts, ColorAt(i), &notes) || anyFailed
-		f.addSeries(v.Probe, len(pts))
+		anyFailed = addAssessProbe(p, v, pts, report.ColorAt(i), &notes) || anyFailed
+		d.AddSeries(v.Probe, len(pts))
 		rows++
 	}
 	addFailNotes(p, notes)
 	if anyFailed {
 		rows++
-		p.Legend.Add("/fast failed (N of M sent)", Marks(plotter.XYs{{}}, color.Black, failGlyph{}))
+		p.Legend.Add("/fast failed (N of M sent)", report.Marks(plotter.XYs{{}}, color.Black, failGlyph{}))
 	}
 	if anyCeiling {
 		rows++
 		hi = ceiling
-		ln := line(plotter.XYs{{X: 1, Y: ceiling}, {X: float64(maxClients), Y: ceiling}}, color.Gray{0x88})
+		ln := report.Line(plotter.XYs{{X: 1, Y: ceiling}, {X: float64(maxClients), Y: ceiling}}, color.Gray{0x88})
 		ln.LineStyle.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 		p.Add(ln)
 		p.Legend.Add("failed, timeout not recorded: at a ceiling", ln)
-		f.caption += fmt.Sprintf(" Where %s does not record a failed level's timeout (written before fast_timeout_ms), "+
+		caption += fmt.Sprintf(" Where %s does not record a failed level's timeout (written before fast_timeout_ms), "+
 			"its cross is drawn on the dotted line at %s ms, twice the highest value drawn: a ceiling, not a measurement.",
-			recorder.AssessmentFile, Sig(ceiling).Text)
+			File, report.Sig(ceiling).Text)
 	}
-	SetLog(&p.X, 1, float64(maxClients))
+	report.SetLog(&p.X, 1, float64(maxClients))
 	p.X.Tick.Marker = levelTicks{}
-	SetLog(&p.Y, lo, hi)
-	legendRoom(&p.Y, rows, f.height)
-	f.panels = append(f.panels, p)
-	return f
+	report.SetLog(&p.Y, lo, hi)
+	legendRoom(&p.Y, rows, height)
+	d.AddPanel(p)
+	d.SetCaption(caption)
+	return d
 }
 
 // legendRoom raises the top of the log axis a, in a figure height tall,
@@ -159,7 +159,7 @@ func legendRoom(a *plot.Axis, rows int, height vg.Length) {
 // addAssessProbe draws one probe's levels and degradation line in c,
 // adding the labels of its failed levels to notes; it reports whether a
 // level failed.
-func addAssessProbe(p *plot.Plot, v recorder.AssessVerdict, pts []assessPoint, c color.Color, notes *[]failNote) bool {
+func addAssessProbe(p *plot.Plot, v Verdict, pts []assessPoint, c color.Color, notes *[]failNote) bool {
 	var all, ok, failed, okP95 plotter.XYs
 	var labels []string
 	for _, pt := range pts {
@@ -174,26 +174,26 @@ func addAssessProbe(p *plot.Plot, v recorder.AssessVerdict, pts []assessPoint, c
 			}
 		}
 	}
-	ln := line(all, c)
+	ln := report.Line(all, c)
 	p.Add(ln)
 	if len(ok) > 0 {
-		m := Marks(ok, c, draw.CircleGlyph{})
+		m := report.Marks(ok, c, draw.CircleGlyph{})
 		p.Add(m)
 		p.Legend.Add(v.Probe, ln, m)
 	} else {
 		p.Legend.Add(v.Probe, ln)
 	}
 	if len(okP95) > 0 {
-		p.Add(Marks(okP95, c, draw.RingGlyph{}))
+		p.Add(report.Marks(okP95, c, draw.RingGlyph{}))
 	}
 	if len(failed) > 0 {
-		p.Add(Marks(failed, c, failGlyph{}))
+		p.Add(report.Marks(failed, c, failGlyph{}))
 		for i, xy := range failed {
 			*notes = append(*notes, failNote{xy, labels[i], c})
 		}
 	}
 	if th := assessThreshold(v); th > 0 {
-		dl := line(plotter.XYs{{X: 1, Y: th}, {X: float64(max(v.Tried, 1)), Y: th}}, c)
+		dl := report.Line(plotter.XYs{{X: 1, Y: th}, {X: float64(max(v.Tried, 1)), Y: th}}, c)
 		dl.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(dl)
 	}
@@ -221,9 +221,9 @@ func addFailNotes(p *plot.Plot, notes []failNote) {
 		}
 		l, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{n.at}, Labels: []string{n.text}})
 		if err != nil {
-			panic("report: " + err.Error()) // one label, one point
+			panic("assess: " + err.Error()) // one label, one point
 		}
-		l.TextStyle[0].Font = font.From(sans, 8)
+		l.TextStyle[0].Font = report.Font(8)
 		l.TextStyle[0].Color = n.c
 		l.TextStyle[0].XAlign, l.TextStyle[0].YAlign = draw.XLeft, draw.YBottom
 		l.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2 + 10*float64(stack))}

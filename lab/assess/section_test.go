@@ -1,6 +1,7 @@
-package report
+package assess
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,14 +10,15 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/report"
 )
 
-// assessDir is a results directory holding testdata/assess's
+// assessDir is a results directory holding testdata/report's
 // assessment.json, edited by edit when given.
 func assessDir(t *testing.T, edit func(string) string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "assess", recorder.AssessmentFile))
+	b, err := os.ReadFile(filepath.Join("testdata", "report", File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,21 +27,45 @@ func assessDir(t *testing.T, edit func(string) string) string {
 		s = edit(s)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, recorder.AssessmentFile), []byte(s), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, File), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-// TestWriteAssess reports an assessment (testdata/assess): its section
+// writeOnly writes dir's report with Section, checks that it drew, and
+// checks its files (report.Check) and that report.html parses.
+func writeOnly(t *testing.T, dir string) *report.Report {
+	t.Helper()
+	rep, err := report.Write(dir, []report.Section{Section})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Experiments, []string{Name}) {
+		t.Errorf("experiments %v, want %s", rep.Experiments, Name)
+	}
+	if err := report.Check(rep); err != nil {
+		t.Error(err)
+	}
+	data, err := os.ReadFile(rep.HTML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := html.Parse(bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestWriteAssess reports an assessment (testdata/report): its section
 // alone, the level figure with a series per probe (slow-readers at 1 and
 // 2 clients, idle at 4, stalled-readers at 2, where every /fast request
 // failed), the verdict table with the threshold, the fix and its page,
 // the path's note and when /fast came back while the stalled readers
 // were held.
 func TestWriteAssess(t *testing.T) {
-	rep := writeOnly(t, assessDir(t, nil), "assess")
-	if f := figureByName(t, rep, "assess-levels"); f.Series != 3 || !slices.Equal(f.Points, []int{2, 1, 1}) {
+	rep := writeOnly(t, assessDir(t, nil))
+	if f := labtest.Figure(t, rep, "assess-levels"); f.Series != 3 || !slices.Equal(f.Points, []int{2, 1, 1}) {
 		t.Errorf("assess-levels: %d series, points %v; want slow-readers at 2 levels, idle at 1, stalled-readers at 1", f.Series, f.Points)
 	}
 	page, _ := os.ReadFile(rep.HTML)
@@ -61,7 +87,7 @@ func TestWriteAssessNoP95(t *testing.T) {
 		return strings.NewReplacer(`"fast_sent": 25, "fast_ok": 25, "fast_failed": 0,`, `"fast_sent": 0, "fast_ok": 0, "fast_failed": 0,`,
 			`"fast_sent": 25, "fast_ok": 0, "fast_failed": 25,`, `"fast_sent": 0, "fast_ok": 0, "fast_failed": 0,`).Replace(s)
 	})
-	rep, err := Write(dir, allSections)
+	rep, err := report.Write(dir, []report.Section{Section})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +102,8 @@ func TestWriteAssessRefusesCorrupt(t *testing.T) {
 	dir := assessDir(t, func(s string) string {
 		return strings.Replace(s, `"clients_to_degrade": 2,`, `"clients_to_degrade": 9,`, 1)
 	})
-	_, err := Write(dir, allSections)
-	if err == nil || !strings.Contains(err.Error(), recorder.AssessmentFile) || !strings.Contains(err.Error(), "clients_to_degrade 9") {
+	_, err := report.Write(dir, []report.Section{Section})
+	if err == nil || !strings.Contains(err.Error(), File) || !strings.Contains(err.Error(), "clients_to_degrade 9") {
 		t.Errorf("Write: %v, want the file and the bad threshold named", err)
 	}
 }
@@ -104,7 +130,7 @@ func TestWriteAssessAbsorbsVerdicts(t *testing.T) {
 			return strings.NewReplacer(`"response_bytes": 16777216, "fits": false}`,
 				`"response_bytes": `+tc.response+`, "fits": false, "margin_under": 0.25, "margin_over": 1, "verdict": "`+tc.verdict+`"}`).Replace(s)
 		})
-		page, _ := os.ReadFile(writeOnly(t, dir, "assess").HTML)
+		page, _ := os.ReadFile(writeOnly(t, dir).HTML)
 		text := html.UnescapeString(string(page))
 		for _, w := range tc.want {
 			if !strings.Contains(text, w) {
