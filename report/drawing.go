@@ -1,7 +1,11 @@
 package report
 
 import (
+	"image/color"
+
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -32,3 +36,15 @@ func (d *Drawing) SetCaption(caption string) { d.f.caption = caption }
 
 // AddDrawing adds d to the part.
 func (p *Part) AddDrawing(d *Drawing) { p.s.addFigure(&d.f) }
+
+// Line is a polyline through the finite points of xys in colour c, drawn
+// as the report's lines are.
+func Line(xys plotter.XYs, c color.Color) *plotter.Line { return line(xys, c) }
+
+// Font is the figures' font at size, for text a drawing adds to a plot
+// (plotter.Labels).
+func Font(size vg.Length) font.Font { return font.From(sans, size) }
+
+// SizeText formats a byte count as the figures name a size: "16 MiB",
+// "512 KiB".
+func SizeText(b int64) string { return sizeText(b) }
