@@ -12,8 +12,6 @@
 //   - buffer-sweep: sweep.csv (its cells), with runs.csv,
 //     large-responses.csv and hops.csv;
 //   - stalled-reader: stalled-downloads.csv, stalled-runs.csv;
-//   - temp-cliff and temp-disk-full: temp-runs.csv, with
-//     large-responses.csv;
 //
 // and two JSON files: environment.json, which keeps one Environment per
 // session that wrote the results directory, and assessment.json, `slowlab

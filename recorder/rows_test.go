@@ -39,7 +39,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
 	t.Run("stalled-downloads", recordertest.RoundTrip[recorder.StalledDownload])
 	t.Run("stalled-runs", recordertest.RoundTrip[recorder.StalledRun])
-	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -61,7 +60,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.SweepCell](t)
 	recordertest.Coverage[recorder.StalledDownload](t)
 	recordertest.Coverage[recorder.StalledRun](t)
-	recordertest.Coverage[recorder.TempRun](t)
 }
 
 func FuzzReadRequests(f *testing.F)         { recordertest.FuzzRead[recorder.Request](f) }
@@ -80,7 +78,6 @@ func FuzzReadHops(f *testing.F)             { recordertest.FuzzRead[recorder.Hop
 func FuzzReadSweep(f *testing.F)            { recordertest.FuzzRead[recorder.SweepCell](f) }
 func FuzzReadStalledDownloads(f *testing.F) { recordertest.FuzzRead[recorder.StalledDownload](f) }
 func FuzzReadStalledRuns(f *testing.F)      { recordertest.FuzzRead[recorder.StalledRun](f) }
-func FuzzReadTempRuns(f *testing.F)         { recordertest.FuzzRead[recorder.TempRun](f) }
 
 // TestEveryRowTypeIsTested reads the module's source: every type with a
 // Schema method (a row type), in recorder or in the package that declares

@@ -10,7 +10,6 @@ import (
 func TestSharedRunColumnsKeepLayout(t *testing.T) {
 	for file, got := range map[string]string{
 		FileName[StalledRun](): Layout[StalledRun](),
-		FileName[TempRun]():    Layout[TempRun](),
 	} {
 		if want := published[file]; got != want {
 			t.Errorf("%s:\n got %s\nwant %s", file, got, want)
@@ -20,7 +19,6 @@ func TestSharedRunColumnsKeepLayout(t *testing.T) {
 
 var published = map[string]string{
 	"stalled-runs.csv": "run_id/0 route/0 server/0 mode/0 clients/0 rep/0 size_bytes/0 rate_bps/0 app_timeout_s/3 send_timeout_s/3 stall_s/3 give_up_s/3 started_at/0 status/0 reason/0 fast_planned/0 fast_sent/0 fast_total/0 fast_ok/0 p50_ms/3 p95_ms/3 max_ms/3 complete/0 truncated/0 reset/0 timeout/0 other/0 by_client/0 by_app_timeout/0 by_send_timeout/0 by_unknown/0 bytes_median/0 worker_timeouts/0 app_held_s/3",
-	"temp-runs.csv":    "run_id/0 route/0 server/0 slow_clients/0 rep/0 size_bytes/0 max_temp_file_bytes/0 temp_tmpfs_bytes/0 started_at/0 status/0 reason/0 fast_planned/0 fast_sent/0 fast_total/0 fast_ok/0 p50_ms/3 p95_ms/3 max_ms/3 app_send_s/3 receive_s/3 downloads_complete/0 downloads_cut/0 bytes_min/0 temp_peak_mib/3 temp_fs_avail_min_mib/3 proxy_errors/0 app_mem_mib/3 proxy_mem_mib/3 exporter_temp_write_errors/0",
 }
 
 // TestSummarizeFast: counts summed, p50 and p95 the medians of the runs'

@@ -27,8 +27,3 @@ func (LongPollRun) VerdictFields(r *LongPollRun) (id, status, reason *string) {
 func (StalledRun) VerdictFields(r *StalledRun) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// VerdictFields implements RunRow.
-func (TempRun) VerdictFields(r *TempRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}

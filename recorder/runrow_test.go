@@ -21,5 +21,4 @@ func TestVerdictFields(t *testing.T) {
 	checkVerdictFields(t, "GapRun", func(r *GapRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "LongPollRun", func(r *LongPollRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "StalledRun", func(r *StalledRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
-	checkVerdictFields(t, "TempRun", func(r *TempRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 }

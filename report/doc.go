@@ -6,7 +6,7 @@
 //
 // Each experiment's section is a Section defined in its own file:
 // slowclient.go, longpoll.go, latencygap.go, buffersweep.go,
-// stalled.go, tempcliff.go and tempdisk.go
+// and stalled.go
 // (figures too large for one file in a second, such as
 // slowclient_figures.go), or in the experiment's own package, built with
 // NewSection, NewPart, AddTable and the figures of Part (lab/websocket,

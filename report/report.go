@@ -154,7 +154,7 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	if len(sections) == 0 {
 		var markers []string
 		for _, e := range experiments {
-			if !slices.Contains(markers, e.Marker) { // temp-cliff and temp-disk-full share theirs
+			if !slices.Contains(markers, e.Marker) { // experiments may share theirs
 				markers = append(markers, e.Marker)
 			}
 		}
