@@ -33,7 +33,7 @@ func TestMatrixResult(t *testing.T) {
 // VerdictOf points at the row's own fields (a type without them is no
 // recorder.RunRow and does not compile as one).
 func TestVerdictOf(t *testing.T) {
-	run := recorder.TempRun{RunID: "x.rep1"}
+	run := recorder.Run{RunID: "x.rep1"}
 	v := VerdictOf(&run)
 	*v.Status, *v.Reason = recorder.RunFailed, "why"
 	if *v.ID != "x.rep1" || run.Status != recorder.RunFailed || run.Reason != "why" {

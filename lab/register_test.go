@@ -20,6 +20,9 @@ func TestRegisterRefuses(t *testing.T) {
 	newRes := func() Result { return plainResult{} }
 	smoke := func(Config) string { return "" }
 	files := []string{"sse-runs.csv"}
+	section := func(name string) report.Section {
+		return report.NewSection(name, "temp-runs.csv", func(string) (*report.Part, error) { return report.NewPart(name, ""), nil })
+	}
 	Register(Experiment{Name: "sse", Order: 1, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files,
 		Report: report.NewSection("sse", "sse-runs.csv", func(string) (*report.Part, error) { return report.NewPart("sse", ""), nil })})
 	for _, tc := range []struct {
@@ -27,9 +30,9 @@ func TestRegisterRefuses(t *testing.T) {
 		want string
 	}{
 		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files}, `lab: experiment temp-cliff registered with report section "": want its own`},
-		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: report.TempDiskFull}, `report section "temp-disk-full"`},
-		{Experiment{Name: "temp-cliff", Order: 1, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: report.TempCliff}, "lab: experiments sse and temp-cliff registered with the same order 1"},
-		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Files: files, Report: report.TempCliff}, "lab: experiment registered without Smoke or Files: temp-cliff"},
+		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: section("temp-disk-full")}, `report section "temp-disk-full"`},
+		{Experiment{Name: "temp-cliff", Order: 1, New: newCfg, NewResult: newRes, Smoke: smoke, Files: files, Report: section("temp-cliff")}, "lab: experiments sse and temp-cliff registered with the same order 1"},
+		{Experiment{Name: "temp-cliff", Order: 2, New: newCfg, NewResult: newRes, Files: files, Report: section("temp-cliff")}, "lab: experiment registered without Smoke or Files: temp-cliff"},
 	} {
 		func() {
 			defer func() {

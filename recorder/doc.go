@@ -10,8 +10,6 @@
 //   - long-poll: probes.csv, groups.csv (ok runs), longpoll-runs.csv;
 //   - buffer-sweep: sweep.csv (its cells), with runs.csv,
 //     large-responses.csv and hops.csv;
-//   - temp-cliff and temp-disk-full: temp-runs.csv, with
-//     large-responses.csv;
 //
 // and environment.json, which keeps one Environment per session that
 // wrote the results directory (ReplaceFile writes such a file whole, in

@@ -33,7 +33,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("longpoll-runs", recordertest.RoundTrip[recorder.LongPollRun])
 	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
 	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
-	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -49,7 +48,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.LongPollRun](t)
 	recordertest.Coverage[recorder.Hop](t)
 	recordertest.Coverage[recorder.SweepCell](t)
-	recordertest.Coverage[recorder.TempRun](t)
 }
 
 func FuzzReadRequests(f *testing.F)        { recordertest.FuzzRead[recorder.Request](f) }
@@ -62,7 +60,6 @@ func FuzzReadGroups(f *testing.F)          { recordertest.FuzzRead[recorder.Long
 func FuzzReadLongPollRuns(f *testing.F)    { recordertest.FuzzRead[recorder.LongPollRun](f) }
 func FuzzReadHops(f *testing.F)            { recordertest.FuzzRead[recorder.Hop](f) }
 func FuzzReadSweep(f *testing.F)           { recordertest.FuzzRead[recorder.SweepCell](f) }
-func FuzzReadTempRuns(f *testing.F)        { recordertest.FuzzRead[recorder.TempRun](f) }
 
 // TestEveryRowTypeIsTested reads the module's source: every type with a
 // Schema method (a row type), in recorder or in the package that declares

@@ -17,8 +17,3 @@ func (Run) VerdictFields(r *Run) (id, status, reason *string) { return &r.RunID,
 func (LongPollRun) VerdictFields(r *LongPollRun) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// VerdictFields implements RunRow.
-func (TempRun) VerdictFields(r *TempRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}

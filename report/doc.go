@@ -5,9 +5,7 @@
 // directory can be copied, archived or opened offline as it is.
 //
 // Each experiment's section is a Section defined in its own file:
-// slowclient.go, longpoll.go, buffersweep.go, tempcliff.go and
-// tempdisk.go
-// (figures too large for one file in a second, such as
+// slowclient.go, longpoll.go and buffersweep.go (figures too large for one file in a second, such as
 // slowclient_figures.go), or in the experiment's own package, built with
 // NewSection, NewPart, AddTable and the figures of Part (lab/websocket,
 // lab/h2slowclient, lab/idleconn, lab/sse, lab/slowupload,

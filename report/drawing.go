@@ -32,3 +32,7 @@ func (d *Drawing) SetCaption(caption string) { d.f.caption = caption }
 
 // AddDrawing adds d to the part.
 func (p *Part) AddDrawing(d *Drawing) { p.s.addFigure(&d.f) }
+
+// SizeText formats a byte count as the figures name a size: "16 MiB",
+// "512 KiB".
+func SizeText(b int64) string { return sizeText(b) }

@@ -174,4 +174,3 @@ func line(xys plotter.XYs, c color.Color) *plotter.Line {
 	l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.25)}
 	return l
 }
-

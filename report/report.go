@@ -80,6 +80,13 @@ func NewPart(title, intro string) *Part {
 // AddTable adds rows as t declares them.
 func AddTable[R any](p *Part, t *Table[R], rows []R) { p.s.addTable(t.html(rows)) }
 
+// AddFoldedTable adds rows as t declares them, folded under summary.
+func AddFoldedTable[R any](p *Part, t *Table[R], rows []R, summary string) {
+	h := t.html(rows)
+	h.Details = summary
+	p.s.addTable(h)
+}
+
 // Skip records that something was left out of the part, in the report
 // and in Report.Notes.
 func (p *Part) Skip(format string, args ...any) { p.s.skip(format, args...) }
@@ -147,7 +154,7 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	if len(sections) == 0 {
 		var markers []string
 		for _, e := range experiments {
-			if !slices.Contains(markers, e.Marker) { // temp-cliff and temp-disk-full share theirs
+			if !slices.Contains(markers, e.Marker) { // experiments may share theirs
 				markers = append(markers, e.Marker)
 			}
 		}

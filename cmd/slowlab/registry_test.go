@@ -39,7 +39,7 @@ func TestReportOrderIsRegistryOrder(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("../../report/testdata/tempcliff/temp-runs.csv")
+	b, err := os.ReadFile("../../lab/tempcliff/testdata/quick/temp-runs.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

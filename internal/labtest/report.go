@@ -15,9 +15,21 @@ import (
 // test starts from.
 func Report(t *testing.T, section report.Section, files ...string) *report.Report {
 	t.Helper()
+	rep := ReportFrom(t, "testdata", []report.Section{section}, files...)
+	if !slices.Equal(rep.Experiments, []string{section.Name}) {
+		t.Errorf("experiments %v, want %s", rep.Experiments, section.Name)
+	}
+	return rep
+}
+
+// ReportFrom copies files (names under the folder from) into a fresh
+// results directory, writes its report with sections (Write picks those
+// whose results are there) and checks it with report.Check.
+func ReportFrom(t *testing.T, from string, sections []report.Section, files ...string) *report.Report {
+	t.Helper()
 	dir := t.TempDir()
 	for _, name := range files {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+		b, err := os.ReadFile(filepath.Join(from, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,15 +37,12 @@ func Report(t *testing.T, section report.Section, files ...string) *report.Repor
 			t.Fatal(err)
 		}
 	}
-	rep, err := report.Write(dir, []report.Section{section})
+	rep, err := report.Write(dir, sections)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := report.Check(rep); err != nil {
 		t.Error(err)
-	}
-	if !slices.Equal(rep.Experiments, []string{section.Name}) {
-		t.Errorf("experiments %v, want %s", rep.Experiments, section.Name)
 	}
 	return rep
 }

@@ -12,9 +12,13 @@
 // It also holds the run shared with temp-disk-full (package tempdisk):
 // the same load and measurements, with the proxy's temp dir on a small
 // tmpfs in a mount namespace of the proxy's own (Condition.TempTmpfs).
-// Its files are recorder's temp-runs.csv, large-responses.csv (each
-// download: bytes received, outcome, app_send_s), requests.csv (the /fast
-// requests) and resource-samples.csv; its figures are report's temp-cliff
-// section. It does not buffer (package proxy, NGINX), mount (stack) or
-// read slowly (loadgen.SlowReader).
+// Its results files are temp-runs.csv (RunRow, one per run, with
+// SummarizeRun and Summarize; both experiments' conditions table,
+// ConditionsTable, declared once for the CLI and the report) beside
+// recorder's large-responses.csv (each download: bytes received, outcome,
+// app_send_s), requests.csv (the /fast requests) and
+// resource-samples.csv. Its report section (Section) draws app_send_s and
+// /fast p95 against the response size, and the downloads; Data is what
+// temp-disk-full's section reads too. It does not buffer (package proxy,
+// NGINX), mount (stack) or read slowly (loadgen.SlowReader).
 package tempcliff

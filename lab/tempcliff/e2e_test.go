@@ -71,11 +71,11 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) {
 	if memory.TempPeakMiB.Valid && memory.TempPeakMiB.Value > 0 {
 		t.Errorf("memory buffers only: temp peak %v MiB, want none", memory.TempPeakMiB)
 	}
-	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(env.Out, recorder.FileName[recorder.LargeResponse]()))
+	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(env.Out, downloadFile))
 	if err != nil || len(larges) != 6 {
 		t.Errorf("large-responses.csv: %d rows (%v), want 6", len(larges), err)
 	}
-	runs, err := recorder.ReadFile[recorder.TempRun](filepath.Join(env.Out, recorder.FileName[recorder.TempRun]()))
+	runs, err := recorder.ReadFile[RunRow](filepath.Join(env.Out, runFile))
 	if err != nil || len(runs) != 3 {
 		t.Errorf("temp-runs.csv: %d rows (%v), want 3", len(runs), err)
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // External is why temp-cliff (and temp-disk-full, on its configuration)
@@ -16,7 +15,7 @@ const External = "starts its own stack (its conditions set the proxy's proxy_max
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.TempCliff,
+	lab.Register(lab.Experiment{Name: Name, Order: 9, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: ResultsFiles, Smoke: Smoke,
 		Summary:  "slow readers of responses below and above the proxy's proxy_max_temp_file_size, and with 0 (memory buffers only)",
 		Shared:   lab.SharedStackRun,
@@ -25,7 +24,7 @@ func init() {
 
 // ResultsFiles are the files each session of temp-cliff, or of
 // temp-disk-full, writes (lab.Experiment.Files).
-var ResultsFiles = []string{recorder.FileName[recorder.LargeResponse](), recorder.FileName[recorder.TempRun](),
+var ResultsFiles = []string{downloadFile, runFile,
 	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // Smoke implements lab.Experiment.Smoke for temp-cliff and temp-disk-full:

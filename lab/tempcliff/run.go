@@ -19,7 +19,7 @@ import (
 
 // files are the open results files of a session: large-responses.csv
 // and temp-runs.csv, with requests.csv and resource-samples.csv.
-type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
+type files = lab.RunFiles[recorder.LargeResponse, RunRow]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Matrix: resume, the host-CPU guard, progress), writing
@@ -29,13 +29,13 @@ type files = lab.RunFiles[recorder.LargeResponse, recorder.TempRun]
 // returns ctx's error; the stack, and with it the proxy's tmpfs, is gone
 // on every path.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	return lab.Plan[RunSpec, recorder.LargeResponse, recorder.TempRun]{Line: runLine, Measure: c.measure,
+	return lab.Plan[RunSpec, recorder.LargeResponse, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(), nil },
 		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) }}.Run(ctx, env, c, &Result{})
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.TempRun) string {
+func runLine(r RunRow) string {
 	return fmt.Sprintf("fast %d/%d ok, p95 %s ms; app_send %s s, receive %s s; downloads complete %d, cut %d (fewest bytes %d); temp peak %s MiB, temp fs avail min %s MiB, proxy errors %d, exporter temp write errors %s  [%s]",
 		r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.Num(r.AppSendS, 2), lab.Num(r.ReceiveS, 2), r.DownloadsComplete, r.DownloadsCut,
 		r.BytesMin, lab.Num(r.TempPeakMiB, 1), lab.Num(r.TempFSAvailMinMiB, 2), r.ProxyErrors, lab.Num(r.ExporterTempWriteErrors, 0), lab.StatusText(r.Status, r.Reason))
@@ -44,8 +44,8 @@ func runLine(r recorder.TempRun) string {
 // measure performs one run: a fresh stack, the instruments, the slow
 // readers and the /fast schedule, then the run's verdict. Its error is
 // only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.TempRun, error) {
-	run := recorder.TempRun{RunID: id, Route: string(stack.RouteBufferingOn), Server: spec.Server.Name(), SlowClients: spec.SlowClients,
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+	run := RunRow{RunID: id, Route: string(stack.RouteBufferingOn), Server: spec.Server.Name(), SlowClients: spec.SlowClients,
 		Rep: spec.Rep, SizeBytes: int64(spec.Size), MaxTempFileBytes: int64(spec.MaxTempFileSize), TempTmpfsBytes: int64(spec.TempTmpfs),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	maxTemp := int64(spec.MaxTempFileSize)
@@ -69,7 +69,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run.FastPlanned = meta.FastPlanned
 	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.downloads, f)
 	rs, sampErr := fr.Sampled(end)
-	run = recorder.SummarizeTempRun(run, l.reqs, larges)
+	run = SummarizeRun(run, l.reqs, larges)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	n, logErr := countProxyErrors(fr.Running.ProxyErrorLogs())
 	run.ProxyErrors = n

@@ -13,15 +13,16 @@
 // fires for one that stays full). The namespace, and the
 // tmpfs with it, ends with the proxy on every path.
 //
-// Its configuration, run, files and table are temp-cliff's (package
-// tempcliff, Condition.TempTmpfs); this package owns the published
-// conditions. Its figures are report's temp-disk-full section.
+// Its configuration, run, rows, files and conditions table are
+// temp-cliff's (package tempcliff, Condition.TempTmpfs); this package owns
+// the published conditions and its report section (Section: the
+// downloads figure and what each temp dir did, drawn from tempcliff's
+// Data).
 package tempdisk
 
 import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/tempcliff"
-	"github.com/slowlab/slowlab/report"
 )
 
 // Name is the experiment's name.
@@ -31,7 +32,7 @@ const Name = "temp-disk-full"
 const PublishedTmpfs = 8 << 20
 
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 10, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(tempcliff.Result) }, Report: report.TempDiskFull,
+	lab.Register(lab.Experiment{Name: Name, Order: 10, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(tempcliff.Result) }, Report: Section,
 		Files: tempcliff.ResultsFiles, Smoke: tempcliff.Smoke, External: tempcliff.External,
 		Summary: "slow readers behind a buffering proxy whose temp dir is a small tmpfs that fills up (root: a mount namespace)",
 		Shared:  lab.SharedStackRun})

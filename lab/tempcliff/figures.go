@@ -1,4 +1,4 @@
-package report
+package tempcliff
 
 import (
 	"cmp"
@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // cliffSeries is one line of the cliff figure: the conditions that differ
@@ -22,19 +22,19 @@ import (
 type cliffSeries struct {
 	name  string
 	max   int64
-	conds []recorder.TempCondition // by size
+	conds []Summary // by size
 }
 
 // cliffLines groups conds by everything but the size, in order of first
 // appearance, each group sorted by size.
-func cliffLines(conds []recorder.TempCondition) []cliffSeries {
+func cliffLines(conds []Summary) []cliffSeries {
 	type key struct {
 		server   string
 		slow     int
 		max, tfs int64
 	}
 	var keys []key
-	groups := map[key][]recorder.TempCondition{}
+	groups := map[key][]Summary{}
 	for _, c := range conds {
 		k := key{c.Server, c.SlowClients, c.MaxTempFileBytes, c.TempTmpfsBytes}
 		if _, ok := groups[k]; !ok {
@@ -53,8 +53,8 @@ func cliffLines(conds []recorder.TempCondition) []cliffSeries {
 	var out []cliffSeries
 	for _, k := range keys {
 		cs := groups[k]
-		slices.SortStableFunc(cs, func(a, b recorder.TempCondition) int { return cmp.Compare(a.SizeBytes, b.SizeBytes) })
-		name := maxTempText(k.max)
+		slices.SortStableFunc(cs, func(a, b Summary) int { return cmp.Compare(a.SizeBytes, b.SizeBytes) })
+		name := MaxTempText(k.max)
 		if byServer {
 			name += ", " + k.server
 		}
@@ -62,32 +62,32 @@ func cliffLines(conds []recorder.TempCondition) []cliffSeries {
 			name += fmt.Sprintf(", %d slow", k.slow)
 		}
 		if byTmpfs {
-			name += ", " + tempDirText(k.tfs)
+			name += ", " + TempDirText(k.tfs)
 		}
 		out = append(out, cliffSeries{name: name, max: k.max, conds: cs})
 	}
 	return out
 }
 
-// tempCliffFigure draws app_send_s (top) and /fast p95 (bottom) against the
+// cliffFigure draws app_send_s (top) and /fast p95 (bottom) against the
 // response size, one line per max temp size, with each line's
 // proxy_max_temp_file_size marked by a dashed vertical line of its
 // colour; nil and the reason when no condition has both values.
-func tempCliffFigure(conds []recorder.TempCondition) (*figure, string) {
+func cliffFigure(conds []Summary) (*report.Drawing, string) {
 	lines := cliffLines(conds)
 	type panel struct {
 		name, axis string
-		get        func(recorder.TempCondition) recorder.Maybe
+		get        func(Summary) recorder.Maybe
 	}
 	panels := []panel{
-		{"app_send_s", "app_send_s (s, log scale)", func(c recorder.TempCondition) recorder.Maybe { return c.AppSendS }},
-		{"/fast p95", "/fast p95 (ms, log scale)", func(c recorder.TempCondition) recorder.Maybe { return c.P95MS }},
+		{"app_send_s", "app_send_s (s, log scale)", func(c Summary) recorder.Maybe { return c.AppSendS }},
+		{"/fast p95", "/fast p95 (ms, log scale)", func(c Summary) recorder.Maybe { return c.P95MS }},
 	}
 	xHi := 0.0
 	for _, c := range conds {
 		xHi = math.Max(xHi, math.Max(float64(c.SizeBytes), float64(c.MaxTempFileBytes))/(1<<20))
 	}
-	f := &figure{name: "temp-cliff", title: "App send time and /fast p95 against the response size", width: 8 * vg.Inch, height: 8 * vg.Inch}
+	f := report.NewDrawing("temp-cliff", "App send time and /fast p95 against the response size", 8*vg.Inch, 8*vg.Inch)
 	drawn := 0
 	var left []string
 	for _, pn := range panels {
@@ -97,7 +97,7 @@ func tempCliffFigure(conds []recorder.TempCondition) (*figure, string) {
 			for _, c := range l.conds {
 				v := pn.get(c)
 				if !v.Valid || v.Value <= 0 {
-					left = append(left, fmt.Sprintf("%s of %s", pn.name, tempLabel(c)))
+					left = append(left, fmt.Sprintf("%s of %s", pn.name, label(&c)))
 					continue
 				}
 				pts[i] = append(pts[i], plotter.XY{X: float64(c.SizeBytes) / (1 << 20), Y: v.Value})
@@ -107,60 +107,61 @@ func tempCliffFigure(conds []recorder.TempCondition) (*figure, string) {
 		if math.IsInf(lo, 1) {
 			continue
 		}
-		p := NewPlot(pn.name, "response size (MiB)", pn.axis)
-		Grid(p, true, true)
-		SetLog(&p.Y, lo, hi)
+		p := report.NewPlot(pn.name, "response size (MiB)", pn.axis)
+		report.Grid(p, true, true)
+		report.SetLog(&p.Y, lo, hi)
 		yMin, yMax := p.Y.Min, p.Y.Max
 		for i, l := range lines {
 			if l.max > 0 {
-				addCliff(f, p, pn.name, l.max, ColorAt(i), yMin, yMax)
+				addCliff(f, p, pn.name, l.max, report.ColorAt(i), yMin, yMax)
 			}
 			if len(pts[i]) == 0 {
 				continue
 			}
-			ln := line(pts[i], ColorAt(i))
-			m := Scatter(pts[i], ColorAt(i), vg.Points(3.5))
+			ln := report.Line(pts[i], report.ColorAt(i))
+			m := report.Scatter(pts[i], report.ColorAt(i), vg.Points(3.5))
 			p.Add(ln, m)
 			p.Legend.Add(l.name, ln, m)
-			f.addSeries(pn.name+", "+l.name, len(m.XYs))
+			f.AddSeries(pn.name+", "+l.name, len(m.XYs))
 			drawn++
 		}
 		p.Y.Min, p.Y.Max = yMin, yMax
 		p.X.Min, p.X.Max = 0, xHi*1.08
 		p.Legend.Left = true
-		f.panels = append(f.panels, p)
+		f.AddPanel(p)
 	}
 	if drawn == 0 {
-		return nil, fmt.Sprintf("no condition in %s has an ok run with app_send_s or a /fast p95 above 0", tempRunsFile)
+		return nil, fmt.Sprintf("no condition in %s has an ok run with app_send_s or a /fast p95 above 0", runFile)
 	}
-	f.caption = fmt.Sprintf("Each condition of %s over its ok runs, against its response size, one line per "+
+	caption := fmt.Sprintf("Each condition of %s over its ok runs, against its response size, one line per "+
 		"proxy_max_temp_file_size: app_send_s = the app's time to write the response to its socket (median over a run's "+
 		"downloads, then over the runs); /fast p95 = nearest-rank 95th percentile of a run's /fast latencies, median over "+
 		"the runs. Log scales. Dashed vertical line: the line's proxy_max_temp_file_size, the cliff: a response above it "+
 		"(plus what the kernel's socket buffers hold) holds the app until the client has nearly drained it. A max temp "+
-		"size of 0 has no temp file and no cliff.", tempRunsFile)
+		"size of 0 has no temp file and no cliff.", runFile)
 	if len(left) > 0 {
-		f.caption += fmt.Sprintf(" Not drawn (no value above 0): %s.", strings.Join(left, "; "))
+		caption += fmt.Sprintf(" Not drawn (no value above 0): %s.", strings.Join(left, "; "))
 	}
+	f.SetCaption(caption)
 	return f, ""
 }
 
 // addCliff draws a line's cliff on panel p of f: a dashed vertical line
 // at its proxy_max_temp_file_size maxTemp, from yMin to yMax, in the line's
 // colour, with the size written beside its top.
-func addCliff(f *figure, p *plot.Plot, panel string, maxTemp int64, c color.Color, yMin, yMax float64) {
+func addCliff(f *report.Drawing, p *plot.Plot, panel string, maxTemp int64, c color.Color, yMin, yMax float64) {
 	x := float64(maxTemp) / (1 << 20)
-	cliff := line(plotter.XYs{{X: x, Y: yMin}, {X: x, Y: yMax}}, c)
+	cliff := report.Line(plotter.XYs{{X: x, Y: yMin}, {X: x, Y: yMax}}, c)
 	cliff.LineStyle.Width = vg.Points(1)
 	cliff.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 	p.Add(cliff)
-	name := "cliff: " + maxTempText(maxTemp)
+	name := "cliff: " + MaxTempText(maxTemp)
 	p.Legend.Add(name, cliff)
-	f.addSeries(panel+", "+name, 1)
+	f.AddSeries(panel+", "+name, 1)
 	// Its size written beside the line's top, on the axis's scale.
 	if lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: yMax / 1.25}},
-		Labels: []string{" " + sizeText(maxTemp)}}); err == nil {
-		lb.TextStyle[0].Font = font.From(sans, 9)
+		Labels: []string{" " + report.SizeText(maxTemp)}}); err == nil {
+		lb.TextStyle[0].Font = report.Font(9)
 		lb.TextStyle[0].Color = c
 		p.Add(lb)
 	}
@@ -182,13 +183,13 @@ var downloadOutcomes = []struct {
 	}, draw.CrossGlyph{}},
 }
 
-// tempDownloadsFigure draws, per condition with downloads, the response
+// downloadsFigure draws, per condition with downloads, the response
 // size as a bar and each download's received bytes as a point shaped by
 // its outcome; nil when there is no download.
-func tempDownloadsFigure(d *tempData, name string, label func(recorder.TempCondition) string) *figure {
+func downloadsFigure(d *Data, name string, label func(*Summary) string) *report.Drawing {
 	var rows []int
 	hi := 0.0
-	for i, c := range d.conds {
+	for i, c := range d.Conds {
 		if len(d.downloads[i]) > 0 {
 			rows = append(rows, i)
 			hi = math.Max(hi, float64(c.SizeBytes)/(1<<20))
@@ -197,20 +198,20 @@ func tempDownloadsFigure(d *tempData, name string, label func(recorder.TempCondi
 	if len(rows) == 0 {
 		return nil
 	}
-	f := &figure{name: name, title: "Bytes received per download", width: 8 * vg.Inch, height: RowsHeight(len(rows))}
-	p := NewPlot(f.title, "MiB", "condition")
-	Grid(p, true, false)
+	f := report.NewDrawing(name, "Bytes received per download", 8*vg.Inch, report.RowsHeight(len(rows)))
+	p := report.NewPlot(f.Title(), "MiB", "condition")
+	report.Grid(p, true, false)
 	labels := make([]string, len(rows))
 	sizes := make([]float64, len(rows))
 	for j, i := range rows {
-		labels[j] = label(d.conds[i])
-		sizes[j] = float64(d.conds[i].SizeBytes) / (1 << 20)
+		labels[j] = label(&d.Conds[i])
+		sizes[j] = float64(d.Conds[i].SizeBytes) / (1 << 20)
 	}
-	ys := ConditionRows(p, labels)
-	sb := NewBars(ys, sizes, 0.7, true, color.Gray{0xbb})
+	ys := report.ConditionRows(p, labels)
+	sb := report.NewBars(ys, sizes, 0.7, true, color.Gray{0xbb})
 	p.Add(sb)
 	p.Legend.Add("response size", sb)
-	f.addSeries("response size", sb.Drawn())
+	f.AddSeries("response size", sb.Drawn())
 	for oi, o := range downloadOutcomes {
 		var xys plotter.XYs
 		for j, i := range rows {
@@ -230,22 +231,23 @@ func tempDownloadsFigure(d *tempData, name string, label func(recorder.TempCondi
 		if len(xys) == 0 {
 			continue
 		}
-		m := Scatter(xys, ColorAt(oi), vg.Points(3.5))
+		m := report.Scatter(xys, report.ColorAt(oi), vg.Points(3.5))
 		if o.shape != nil {
-			m = Marks(xys, ColorAt(oi), o.shape)
+			m = report.Marks(xys, report.ColorAt(oi), o.shape)
 		}
 		p.Add(m)
 		p.Legend.Add(o.name, m)
-		f.addSeries(o.name, len(m.XYs))
+		f.AddSeries(o.name, len(m.XYs))
 	}
 	p.X.Min, p.X.Max = 0, hi*1.5 // room on the right for the legend
-	f.panels = []*plot.Plot{p}
-	f.caption = fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
+	f.AddPanel(p)
+	caption := fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
 		"response's size (bar). Shape: complete (every byte, status 200), cut with a short body (a 200, then EOF before "+
 		"Content-Length: what the proxy does when its temp write fails), or cut otherwise (an error or a status other "+
-		"than 200). Downloads of one condition are spread vertically.", tempDownloadsFile)
+		"than 200). Downloads of one condition are spread vertically.", downloadFile)
 	if d.left > 0 {
-		f.caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
+		caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
 	}
+	f.SetCaption(caption)
 	return f
 }

@@ -1,0 +1,124 @@
+package tempcliff_test
+
+import (
+	"html"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/lab/tempcliff"
+	"github.com/slowlab/slowlab/lab/tempdisk"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// The results files of both sections, and both sections, which read the
+// same temp-runs.csv.
+var (
+	runFile      = recorder.FileName[tempcliff.RunRow]()
+	downloadFile = recorder.FileName[recorder.LargeResponse]()
+	sections     = []report.Section{tempcliff.Section, tempdisk.Section}
+)
+
+// page is report.html with its entities unescaped.
+func page(t *testing.T, rep *report.Report) string {
+	t.Helper()
+	b, err := os.ReadFile(rep.HTML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return html.UnescapeString(string(b))
+}
+
+func figureNames(rep *report.Report) []string {
+	var names []string
+	for _, f := range rep.Figures {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// TestReport reports a --quick temp-cliff run on the embedded stack
+// (testdata/quick: 6 and 32 MiB against max temp 8m, 16 MiB against 0):
+// its section alone (environment.json names it, though temp-disk-full
+// reads the same temp-runs.csv); app_send_s and /fast p95 against the size
+// with a line of 2 points for 8m and of 1 for 0 and the 8 MiB cliff marked
+// in each panel; every download complete; and the CSVs' numbers in the
+// tables.
+func TestReport(t *testing.T) {
+	rep := labtest.ReportFrom(t, filepath.Join("testdata", "quick"), sections, runFile, downloadFile, report.EnvironmentFile)
+	if !slices.Equal(rep.Experiments, []string{"temp-cliff"}) {
+		t.Errorf("experiments %v, want temp-cliff", rep.Experiments)
+	}
+	if got := figureNames(rep); !slices.Equal(got, []string{"temp-cliff", "temp-cliff-downloads"}) {
+		t.Errorf("figures %v", got)
+	}
+	f := labtest.Figure(t, rep, "temp-cliff")
+	if f.Panels != 2 || !slices.Equal(f.Points, []int{1, 2, 1, 1, 2, 1}) {
+		t.Errorf("temp-cliff: %d panels, points %v; want 2 panels of the 8 MiB cliff, the 8m line (6, 32 MiB) and the 0 line (16 MiB)", f.Panels, f.Points)
+	}
+	if f := labtest.Figure(t, rep, "temp-cliff-downloads"); !slices.Equal(f.Points, []int{3, 6}) {
+		t.Errorf("temp-cliff-downloads: points %v; want 3 size bars and 6 complete downloads", f.Points)
+	}
+	text := page(t, rep)
+	// temp-runs.csv: /fast p95 2732.616 ms and app_send 3.18 s above the
+	// cliff, 3.609 ms and 0.01 s below; large-responses.csv: 3.257 s.
+	for _, want := range []string{">2732.6</td>", ">3.180</td>", ">3.6</td>", ">0.010</td>", ">3.257</td>", ">24/24</td>",
+		"sync-2.slow2.32m.max8m.rep1", ">32.0</td>", ">disk</td>"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if len(rep.Notes) != 0 {
+		t.Errorf("notes %q, want none", rep.Notes)
+	}
+}
+
+// TestSectionsWithoutEnvironment: temp-runs.csv alone (no
+// environment.json to say which experiment wrote it) gets both sections;
+// without large-responses.csv each says what it left out; a failed run is
+// excluded from the figure and counted in the table.
+func TestSectionsWithoutEnvironment(t *testing.T) {
+	runs, err := recorder.ReadFile[tempcliff.RunRow](filepath.Join("testdata", "quick", runFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := runs[1] // 32m against 8m
+	failed.RunID, failed.Rep, failed.Status, failed.Reason = strings.Replace(failed.RunID, "rep1", "rep2", 1), 2, recorder.RunFailed, "start stack: boom"
+	failed.AppSendS = recorder.Some(99)
+	from := t.TempDir()
+	w, err := recorder.CreateFile[tempcliff.RunRow](from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(runs, failed) {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := labtest.ReportFrom(t, from, sections, runFile)
+	if !slices.Equal(rep.Experiments, []string{"temp-cliff", "temp-disk-full"}) {
+		t.Errorf("experiments %v, want both temp sections", rep.Experiments)
+	}
+	if got := figureNames(rep); !slices.Equal(got, []string{"temp-cliff"}) {
+		t.Errorf("figures %v, want only temp-cliff (no downloads)", got)
+	}
+	if f := labtest.Figure(t, rep, "temp-cliff"); !slices.Equal(f.Points, []int{1, 2, 1, 1, 2, 1}) {
+		t.Errorf("temp-cliff points %v: the failed run must not add a point", f.Points)
+	}
+	if notes := strings.Join(rep.Notes, " "); strings.Count(notes, downloadFile+" is not present") != 2 {
+		t.Errorf("notes %q: want each section to say %s is missing", rep.Notes, downloadFile)
+	}
+	// The 32m row: 1 ok run, 1 excluded; the failed run's app_send_s
+	// (99 s) nowhere.
+	text := page(t, rep)
+	if !strings.Contains(text, `<td class="num">32m</td><td class="num">8m</td><td class="num">disk</td><td class="num">1</td><td class="num">1</td>`) || strings.Contains(text, "99.000") {
+		t.Errorf("report.html: the 32m condition's runs and exclusion are not as written, or the failed run's app_send_s shows")
+	}
+}

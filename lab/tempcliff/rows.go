@@ -1,0 +1,210 @@
+package tempcliff
+
+import (
+	"slices"
+	"time"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// runFile is the results file of the rows this package declares; each
+// download's row is recorder's large-responses.csv (downloadFile).
+const runFile = "temp-runs.csv"
+
+var downloadFile = recorder.FileName[recorder.LargeResponse]()
+
+// RunRow is one row of temp-runs.csv: one run of temp-cliff or
+// temp-disk-full (slow readers of SizeBytes behind a buffering proxy
+// whose proxy_max_temp_file_size is MaxTempFileBytes, 0 = memory buffers
+// only, and whose temp dir is a tmpfs of TempTmpfsBytes, 0 = none).
+// The /fast columns are runs.csv's (recorder.SummarizeRun). AppSendS is
+// the median of the downloads' app_send_s (the app's time to write the
+// response); ReceiveS the median receive time of the complete downloads;
+// DownloadsComplete and DownloadsCut count the downloads by how they
+// ended (large-responses.csv has each), BytesMin the fewest bytes one
+// received. TempPeakMiB is the proxy's open temp files at their largest,
+// TempFSAvailMinMiB the least space the exporter saw available on the
+// temp dir's filesystem (slowlab_proxy_temp_fs_avail_bytes; empty when
+// it reported none), ProxyErrors the lines at error level or worse in
+// the proxy's log (NGINX's "[crit] pwrite() ... failed (28: No space left
+// on device)"; the embedded proxy logs the same). ExporterTempWriteErrors
+// is the exporter's slowlab_proxy_temp_write_errors_total for the proxy at
+// the run's end: the failed temp-file writes it read in the proxy's error
+// log while the run lasted (empty when it reported none: no proxy log, an
+// external stack).
+type RunRow struct {
+	RunID, Route, Server string
+	SlowClients, Rep     int
+	SizeBytes            int64
+	MaxTempFileBytes     int64
+	TempTmpfsBytes       int64
+	StartedAt            time.Time
+	Status, Reason       string
+	recorder.FastFields
+	AppSendS, ReceiveS     recorder.Maybe
+	DownloadsComplete      int
+	DownloadsCut           int
+	BytesMin               int64
+	TempPeakMiB            recorder.Maybe
+	TempFSAvailMinMiB      recorder.Maybe
+	ProxyErrors            int
+	AppMemMiB, ProxyMemMiB recorder.Maybe
+	// Appended last, so older files' columns keep their places.
+	ExporterTempWriteErrors recorder.Maybe
+}
+
+func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
+
+var runSchema = recorder.NewSchema(runFile, slices.Concat(
+	[]recorder.Column[RunRow]{
+		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
+		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
+		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
+		recorder.Col("slow_clients", 0, func(r *RunRow) any { return &r.SlowClients }),
+		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
+		recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.SizeBytes }),
+		recorder.Col("max_temp_file_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.MaxTempFileBytes }),
+		recorder.Col("temp_tmpfs_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.TempTmpfsBytes }),
+	},
+	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
+		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
+	}),
+	recorder.FastCols(func(r *RunRow) recorder.FastRun { return r.Fast() }),
+	[]recorder.Column[RunRow]{
+		recorder.Col("app_send_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppSendS }),
+		recorder.Col("receive_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ReceiveS }),
+		recorder.Col("downloads_complete", 0, func(r *RunRow) any { return &r.DownloadsComplete }),
+		recorder.Col("downloads_cut", 0, func(r *RunRow) any { return &r.DownloadsCut }),
+		recorder.Col("bytes_min", recorder.DecimalsWhole, func(r *RunRow) any { return &r.BytesMin }),
+		recorder.Col("temp_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempPeakMiB }),
+		recorder.Col("temp_fs_avail_min_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempFSAvailMinMiB }),
+		recorder.Col("proxy_errors", 0, func(r *RunRow) any { return &r.ProxyErrors }),
+		recorder.Col("app_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemMiB }),
+		recorder.Col("proxy_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyMemMiB }),
+		recorder.Col("exporter_temp_write_errors", recorder.DecimalsWhole, func(r *RunRow) any { return &r.ExporterTempWriteErrors }),
+	},
+)...)
+
+// VerdictFields implements recorder.RunRow.
+func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
+	return &r.RunID, &r.Status, &r.Reason
+}
+
+// SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
+// does) and its download columns from larges, which must all be the run's.
+func SummarizeRun(run RunRow, reqs []recorder.Request, larges []recorder.LargeResponse) RunRow {
+	run.SummarizeFast(reqs)
+	var send, recv []float64
+	run.DownloadsComplete, run.DownloadsCut, run.BytesMin = 0, 0, 0
+	for i, l := range larges {
+		if l.AppSendS.Valid {
+			send = append(send, l.AppSendS.Value)
+		}
+		if l.Complete {
+			run.DownloadsComplete++
+			recv = append(recv, l.ReceiveS)
+		} else {
+			run.DownloadsCut++
+		}
+		if i == 0 || l.Bytes < run.BytesMin {
+			run.BytesMin = l.Bytes
+		}
+	}
+	run.AppSendS, run.ReceiveS = recorder.Some(recorder.Median(send)), recorder.Some(recorder.Median(recv))
+	return run
+}
+
+// Summary is one condition of temp-cliff or temp-disk-full over its ok
+// runs: the printed table's row and the report's.
+type Summary struct {
+	Server                                      string
+	SlowClients                                 int
+	SizeBytes, MaxTempFileBytes, TempTmpfsBytes int64
+	Runs, Excluded                              int
+	FastOK, FastTotal                           int            // summed
+	P50MS, P95MS                                recorder.Maybe // medians of the runs' values
+	P95MinMS, P95MaxMS                          recorder.Maybe
+	AppSendS, ReceiveS                          recorder.Maybe // medians of the runs' medians
+	Complete, Cut                               int            // downloads, summed
+	BytesMinMiB                                 recorder.Maybe // the fewest over the runs
+	TempPeakMiB, ProxyMemMiB, AppMemMiB         recorder.Maybe // the largest
+	TempFSAvailMinMiB                           recorder.Maybe // the least
+	ProxyErrors                                 int            // summed
+	ExporterTempWriteErrors                     recorder.Maybe // summed over the runs that have it
+}
+
+// condKey identifies a condition: server, slow clients, size, max temp
+// file size and tmpfs.
+type condKey struct {
+	server        string
+	slow          int
+	size, max, fs int64
+}
+
+func runKey(r RunRow) condKey {
+	return condKey{r.Server, r.SlowClients, r.SizeBytes, r.MaxTempFileBytes, r.TempTmpfsBytes}
+}
+
+func (c *Summary) key() condKey {
+	return condKey{c.Server, c.SlowClients, c.SizeBytes, c.MaxTempFileBytes, c.TempTmpfsBytes}
+}
+
+// Summarize folds runs into one Summary per condition (server, slow
+// clients, size, max temp file size, tmpfs), in order of first
+// appearance; runs that did not end ok count only in Excluded.
+func Summarize(runs []RunRow) []Summary {
+	var keys []condKey
+	groups := map[condKey][]RunRow{}
+	for _, r := range runs {
+		k := runKey(r)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var out []Summary
+	for _, k := range keys {
+		row := Summary{Server: k.server, SlowClients: k.slow, SizeBytes: k.size, MaxTempFileBytes: k.max, TempTmpfsBytes: k.fs}
+		var p50, p95, send, recv, bmin, temp, pmem, amem, avail, twe []float64
+		for _, r := range groups[k] {
+			if r.Status != recorder.RunOK {
+				row.Excluded++
+				continue
+			}
+			row.Runs++
+			row.FastOK += r.FastOK
+			row.FastTotal += r.FastTotal
+			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
+			send, recv = recorder.AppendValid(send, r.AppSendS), recorder.AppendValid(recv, r.ReceiveS)
+			temp, avail = recorder.AppendValid(temp, r.TempPeakMiB), recorder.AppendValid(avail, r.TempFSAvailMinMiB)
+			pmem, amem = recorder.AppendValid(pmem, r.ProxyMemMiB), recorder.AppendValid(amem, r.AppMemMiB)
+			bmin = append(bmin, float64(r.BytesMin)/(1<<20))
+			row.Complete += r.DownloadsComplete
+			row.Cut += r.DownloadsCut
+			row.ProxyErrors += r.ProxyErrors
+			twe = recorder.AppendValid(twe, r.ExporterTempWriteErrors)
+		}
+		row.P50MS, row.P95MS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95))
+		if len(p95) > 0 {
+			row.P95MinMS, row.P95MaxMS = recorder.Some(slices.Min(p95)), recorder.Some(slices.Max(p95))
+		}
+		row.AppSendS, row.ReceiveS = recorder.Some(recorder.Median(send)), recorder.Some(recorder.Median(recv))
+		if len(bmin) > 0 {
+			row.BytesMinMiB = recorder.Some(slices.Min(bmin))
+		}
+		if len(avail) > 0 {
+			row.TempFSAvailMinMiB = recorder.Some(slices.Min(avail))
+		}
+		if len(twe) > 0 {
+			sum := 0.0
+			for _, v := range twe {
+				sum += v
+			}
+			row.ExporterTempWriteErrors = recorder.Some(sum)
+		}
+		row.TempPeakMiB = recorder.Some(recorder.NearestRank(temp, 100))
+		row.ProxyMemMiB, row.AppMemMiB = recorder.Some(recorder.NearestRank(pmem, 100)), recorder.Some(recorder.NearestRank(amem, 100))
+		out = append(out, row)
+	}
+	return out
+}
