@@ -28,9 +28,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("resource-samples", recordertest.RoundTrip[recorder.ResourceSample])
 	t.Run("runs", recordertest.RoundTrip[recorder.Run])
 	t.Run("conditions", recordertest.RoundTrip[recorder.Condition])
-	t.Run("probes", recordertest.RoundTrip[recorder.Probe])
-	t.Run("groups", recordertest.RoundTrip[recorder.LongPollGroup])
-	t.Run("longpoll-runs", recordertest.RoundTrip[recorder.LongPollRun])
 	t.Run("gap", recordertest.RoundTrip[recorder.GapRow])
 	t.Run("gap-requests", recordertest.RoundTrip[recorder.GapRequest])
 	t.Run("gap-path", recordertest.RoundTrip[recorder.GapPath])
@@ -50,9 +47,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.ResourceSample](t)
 	recordertest.Coverage[recorder.Run](t)
 	recordertest.Coverage[recorder.Condition](t)
-	recordertest.Coverage[recorder.Probe](t)
-	recordertest.Coverage[recorder.LongPollGroup](t)
-	recordertest.Coverage[recorder.LongPollRun](t)
 	recordertest.Coverage[recorder.GapRow](t)
 	recordertest.Coverage[recorder.GapRequest](t)
 	recordertest.Coverage[recorder.GapPath](t)
@@ -69,9 +63,6 @@ func FuzzReadLargeResponses(f *testing.F)   { recordertest.FuzzRead[recorder.Lar
 func FuzzReadResourceSamples(f *testing.F)  { recordertest.FuzzRead[recorder.ResourceSample](f) }
 func FuzzReadRuns(f *testing.F)             { recordertest.FuzzRead[recorder.Run](f) }
 func FuzzReadConditions(f *testing.F)       { recordertest.FuzzRead[recorder.Condition](f) }
-func FuzzReadProbes(f *testing.F)           { recordertest.FuzzRead[recorder.Probe](f) }
-func FuzzReadGroups(f *testing.F)           { recordertest.FuzzRead[recorder.LongPollGroup](f) }
-func FuzzReadLongPollRuns(f *testing.F)     { recordertest.FuzzRead[recorder.LongPollRun](f) }
 func FuzzReadGap(f *testing.F)              { recordertest.FuzzRead[recorder.GapRow](f) }
 func FuzzReadGapRequests(f *testing.F)      { recordertest.FuzzRead[recorder.GapRequest](f) }
 func FuzzReadGapPath(f *testing.F)          { recordertest.FuzzRead[recorder.GapPath](f) }

@@ -19,11 +19,6 @@ func (GapRun) VerdictFields(r *GapRun) (id, status, reason *string) {
 }
 
 // VerdictFields implements RunRow.
-func (LongPollRun) VerdictFields(r *LongPollRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}
-
-// VerdictFields implements RunRow.
 func (StalledRun) VerdictFields(r *StalledRun) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }

@@ -19,7 +19,6 @@ func checkVerdictFields[T RunRow[T]](t *testing.T, name string, get func(*T) (st
 func TestVerdictFields(t *testing.T) {
 	checkVerdictFields(t, "Run", func(r *Run) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "GapRun", func(r *GapRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
-	checkVerdictFields(t, "LongPollRun", func(r *LongPollRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "StalledRun", func(r *StalledRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 	checkVerdictFields(t, "TempRun", func(r *TempRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,46 +13,32 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// writeLongPollAndGap writes groups.csv and gap.csv as the issue gives
-// their columns.
-func writeLongPollAndGap(t *testing.T, dir string) {
+// writeGap writes gap.csv as the issue gives its columns.
+func writeGap(t *testing.T, dir string) {
 	t.Helper()
-	groups := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots,full_samples\n" +
-		"sync-2.hold0.probes20.rep1,sync-2,0,20,60,60,60000,0,18.5,22.1,40.2,1000.5,2,2,0,0,0,1200,,,1,\n" +
-		"sync-2.hold2.probes20.rep1,sync-2,2,20,60,60,38,0,29800,30010,30050,0.63,2,0,1,59.5,38,1200,2,1,1,\n" +
-		"gthread-2x16.hold0.probes20.rep1,gthread-2x16,0,20,60,60,59000,0,19,25,48,980,32,32,0,0,0,1200,,,16,\n" +
-		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,60,60,58000,2,19.5,26,2100,970,32,12,16,1.25,20,1200,2,1,16,\n" +
-		"gthread-2x16.hold20.probes8.rep1,gthread-2x16,20,8,60,60,30000,0,9.1,12,,500,32,12,,,0,0,,,16,\n" + // max and held not measured
-		"node-2.hold20.probes20.rep1,node-2,20,20,60,60,59000,0,3,5,10,983.3,,,11,,0,1200,,,,\n" // an event loop: slots unbounded
 	gap := "size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," +
 		"tls,loss_pct,rate,delay_up_ms,delay_down_ms,work_ms,work_kind,handshake_ms,resumed_pct,run_id\n" +
 		"1024,0,0.04,0.05,0.12,0.17,70.6,40,none,0.06,64.7,none,0,0,0,0,0,sleep,,,latency-gap.1024B.0ms\n" +
 		"102400,0,0.05,0.2,0.5,0.7,71.4,40,none,0.3,57.1,none,0,0,0,0,0,sleep,,,latency-gap.102400B.0ms\n" +
 		"1024,50,50.08,0.06,50.3,100.7,99.9,40,netem,0.1,99.9,none,0,0,25,25,0,sleep,,,latency-gap.1024B.50ms\n" +
 		"102400,50,50.1,0.3,100.8,151.2,99.8,40,netem,,,none,0,0,25,25,0,sleep,,,latency-gap.102400B.50ms\n" // last byte not measured
-	for name, body := range map[string]string{groupsFile: groups, gapFile: gap} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(dir, gapFile), []byte(gap), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func TestWriteLongPollAndLatencyGap(t *testing.T) {
+func TestWriteLatencyGap(t *testing.T) {
 	dir := t.TempDir()
-	writeLongPollAndGap(t, dir)
+	writeGap(t, dir)
 	rep, err := Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rep.Experiments, []string{"long-poll", "latency-gap"}) {
+	if !slices.Equal(rep.Experiments, []string{"latency-gap"}) {
 		t.Errorf("experiments %v", rep.Experiments)
 	}
 	stats := checkFiles(t, rep)
 	checkHTML(t, rep)
-	lp := figureByName(t, rep, "longpoll-latency")
-	if lp.Series != 3 || !slices.Equal(lp.Points, []int{6, 6, 5}) {
-		t.Errorf("longpoll-latency: %d series, points %v; want p50, p95, max with 6, 6, 5", lp.Series, lp.Points)
-	}
 	gap := figureByName(t, rep, "latency-gap")
 	if gap.Series != 3 || !slices.Equal(gap.Points, []int{4, 4, 4}) {
 		t.Errorf("latency-gap: %d series, points %v", gap.Series, gap.Points)
@@ -65,69 +50,7 @@ func TestWriteLongPollAndLatencyGap(t *testing.T) {
 	}
 	b, _ := os.ReadFile(rep.HTML)
 	page := html.UnescapeString(string(b))
-	for _, want := range []string{"<td>20 + 20 = 40 > 32 slots: 8 wait</td>", "<td>16 of 16 slots, full for 1.2 s</td>",
-		"<td>1 of 1 slots, full for 59.5 s</td>", "slots not bounded by the server", ">unbounded</td>", "<td>11</td>", "<td>not measured</td>", "<td>20 + 8 = 28 ≤ 32 slots: none wait</td>",
-		"<td>2 + 20 = 22 > 2 slots: 20 wait</td>", "<td class=\"num\">99.9</td>", "netem", "100 KiB", "0.630"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("report.html lacks %q", want)
-		}
-	}
-}
-
-// Repeated long-poll runs of one condition are told apart in the figure,
-// and a run whose worker filled up says so.
-func TestLongPollRepsLabelled(t *testing.T) {
-	dir := t.TempDir()
-	groups := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots,full_samples\n" +
-		"gthread-2x16.hold20.probes20.rep1,gthread-2x16,20,20,40,40,290000,0,2.4,5.3,61.8,7332.2,32,12,14,0,0,1200,2,0,16,\n" +
-		"gthread-2x16.hold20.probes20.rep2,gthread-2x16,20,20,40,40,187295,0,2.6,6.0,30003.7,4682.4,32,12,16,12,20,1200,2,1,16,\n"
-	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(groups), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Write(dir, allSections)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svg, err := os.ReadFile(filepath.Join(dir, "figures", figureByName(t, rep, "longpoll-latency").Name+".svg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := html.UnescapeString(string(svg))
-	for _, want := range []string{"20 probes, rep 1, 12 of 32 slots free<", "20 probes, rep 2, 12 of 32 slots free, a worker full 12.0 s<"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("longpoll-latency.svg lacks the label %q", want)
-		}
-	}
-}
-
-// Repeated conditions get a summary over their runs with Fisher's exact
-// test between conditions that differ only in probes, and the sampling
-// interval in the caption is computed from the runs' sample counts.
-func TestLongPollRepsCompared(t *testing.T) {
-	dir := t.TempDir()
-	head := "run_id,server,hold,probe_concurrency,seconds,elapsed_s,ok,failed,p50_ms,p95_ms,max_ms,throughput_rps,slots,free_slots,max_worker_held,full_worker_s,probes_over_1s,held_samples,waves,full_waves,worker_slots,full_samples\n"
-	var rows strings.Builder
-	for rep := 1; rep <= 4; rep++ {
-		full, over := "0", "0"
-		if rep <= 3 {
-			full, over = "12", "20"
-		}
-		fmt.Fprintf(&rows, "gthread-2x16.hold20.probes20.rep%d,gthread-2x16,20,20,40,40,1000,0,2,5,60,25,32,12,16,%s,%s,400,2,%d,16,\n", rep, full, over, map[bool]int{true: 1}[full != "0"])
-		fmt.Fprintf(&rows, "gthread-2x16.hold20.probes8.rep%d,gthread-2x16,20,8,40,40,1000,0,2,5,60,25,32,12,10,0,0,400,2,0,16,\n", rep)
-	}
-	if err := os.WriteFile(filepath.Join(dir, groupsFile), []byte(head+rows.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Write(dir, allSections); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, HTMLFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := html.UnescapeString(string(b))
-	// 3 of 4 runs against 0 of 4: Fisher's exact p = 0.143.
-	for _, want := range []string{"Fisher's exact test", "3 of 4", "0 of 4", "0.143", "sampled about every 100 ms, 3200 samples over 320 s", "3 of 8"} {
+	for _, want := range []string{"<td class=\"num\">99.9</td>", "netem", "100 KiB"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
 		}

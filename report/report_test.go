@@ -125,9 +125,9 @@ func TestWriteSlowClient(t *testing.T) {
 func TestFigureLabels(t *testing.T) {
 	dir := t.TempDir()
 	fixture{reps: 2}.write(t, dir)
-	writeLongPollAndGap(t, dir)
+	writeGap(t, dir)
 	var figs []*figure
-	for _, build := range []func(string) (*section, error){buildSlowClient, buildLongPoll, buildLatencyGap} {
+	for _, build := range []func(string) (*section, error){buildSlowClient, buildLatencyGap} {
 		s, err := build(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -138,8 +138,8 @@ func TestFigureLabels(t *testing.T) {
 			}
 		}
 	}
-	if len(figs) != 9 {
-		t.Fatalf("%d figures, want 9", len(figs))
+	if len(figs) != 8 {
+		t.Fatalf("%d figures, want 8", len(figs))
 	}
 	units := []string{"(ms", "(s)", "MiB", "cores"}
 	for _, f := range figs {
@@ -285,14 +285,9 @@ func TestWriteErrors(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "environment.json"), []byte(`{"cpus": "four"}`), 0o644)
 			return dir
 		}, []string{"environment.json", "cpus"}, nil},
-		{"groups.csv header", func(t *testing.T) string {
-			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, groupsFile), []byte("run_id,server,hold\nr1,sync-2,2\n"), 0o644)
-			return dir
-		}, []string{"groups.csv", `column 4 "probe_concurrency" is missing`}, recorder.ErrHeader},
 		{"gap.csv cell", func(t *testing.T) string {
 			dir := t.TempDir()
-			writeLongPollAndGap(t, dir)
+			writeGap(t, dir)
 			replace(t, dir, gapFile, "0.05", "fast")
 			return dir
 		}, []string{"gap.csv", `line 2, column 4 (server_ms): "fast": want a finite decimal number`}, nil},
