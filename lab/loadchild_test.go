@@ -44,12 +44,12 @@ func loadCgroup(t *testing.T) *cgroup.Cgroup {
 
 // runProbeChild runs a shell child in cg that prints 200 probe result
 // lines and then runs then; the session side parses each line and writes
-// its probes.csv row as it arrives. It returns runLoadChild's error and
-// the path of probes.csv, not closed: what is in it was on disk before the
-// child ended.
+// a requests.csv row for it as it arrives. It returns runLoadChild's error
+// and the path of requests.csv, not closed: what is in it was on disk
+// before the child ended.
 func runProbeChild(t *testing.T, cg *cgroup.Cgroup, then string) (string, error) {
 	dir := t.TempDir()
-	w, err := recorder.CreateFile[recorder.Probe](dir)
+	w, err := recorder.CreateFile[recorder.Request](dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func runProbeChild(t *testing.T, cg *cgroup.Cgroup, then string) (string, error)
 		if err != nil {
 			return err
 		}
-		return w.Write(recorder.Probe{RunID: "oom", Worker: r.Worker, Seq: r.Seq, LatencyMS: float64(r.Latency) / 1e6, Status: r.Status, Bytes: r.Bytes})
+		return w.Write(recorder.Request{RunID: "oom", Seq: r.Seq, LatencyMS: float64(r.Latency) / 1e6, Status: r.Status, Bytes: r.Bytes})
 	})
 	return w.Name(), err
 }

@@ -7,7 +7,6 @@
 //     most experiments write beside their own files;
 //   - slow-client: large-responses.csv, runs.csv, conditions.csv, hops.csv
 //     (where a slow download's bytes are, hop by hop);
-//   - long-poll: probes.csv, groups.csv (ok runs), longpoll-runs.csv;
 //   - buffer-sweep: sweep.csv (its cells), with runs.csv,
 //     large-responses.csv and hops.csv;
 //
@@ -23,8 +22,8 @@
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
 // ReadFile need. An experiment's package declares its own rows the same
 // way (NewSchema, Col, StatusCols, FastCols), as lab/websocket,
-// lab/h2slowclient, lab/idleconn, lab/sse, lab/slowupload and
-// lab/stalledreader do, and
+// lab/h2slowclient, lab/idleconn, lab/sse, lab/slowupload,
+// lab/stalledreader and lab/longpoll do, and
 // tests them with package recordertest; the row contract's checks
 // (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //

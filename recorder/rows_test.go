@@ -28,9 +28,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("resource-samples", recordertest.RoundTrip[recorder.ResourceSample])
 	t.Run("runs", recordertest.RoundTrip[recorder.Run])
 	t.Run("conditions", recordertest.RoundTrip[recorder.Condition])
-	t.Run("probes", recordertest.RoundTrip[recorder.Probe])
-	t.Run("groups", recordertest.RoundTrip[recorder.LongPollGroup])
-	t.Run("longpoll-runs", recordertest.RoundTrip[recorder.LongPollRun])
 	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
 	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
 }
@@ -43,9 +40,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.ResourceSample](t)
 	recordertest.Coverage[recorder.Run](t)
 	recordertest.Coverage[recorder.Condition](t)
-	recordertest.Coverage[recorder.Probe](t)
-	recordertest.Coverage[recorder.LongPollGroup](t)
-	recordertest.Coverage[recorder.LongPollRun](t)
 	recordertest.Coverage[recorder.Hop](t)
 	recordertest.Coverage[recorder.SweepCell](t)
 }
@@ -55,9 +49,6 @@ func FuzzReadLargeResponses(f *testing.F)  { recordertest.FuzzRead[recorder.Larg
 func FuzzReadResourceSamples(f *testing.F) { recordertest.FuzzRead[recorder.ResourceSample](f) }
 func FuzzReadRuns(f *testing.F)            { recordertest.FuzzRead[recorder.Run](f) }
 func FuzzReadConditions(f *testing.F)      { recordertest.FuzzRead[recorder.Condition](f) }
-func FuzzReadProbes(f *testing.F)          { recordertest.FuzzRead[recorder.Probe](f) }
-func FuzzReadGroups(f *testing.F)          { recordertest.FuzzRead[recorder.LongPollGroup](f) }
-func FuzzReadLongPollRuns(f *testing.F)    { recordertest.FuzzRead[recorder.LongPollRun](f) }
 func FuzzReadHops(f *testing.F)            { recordertest.FuzzRead[recorder.Hop](f) }
 func FuzzReadSweep(f *testing.F)           { recordertest.FuzzRead[recorder.SweepCell](f) }
 

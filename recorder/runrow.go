@@ -12,8 +12,3 @@ type RunRow[T any] interface {
 
 // VerdictFields implements RunRow.
 func (Run) VerdictFields(r *Run) (id, status, reason *string) { return &r.RunID, &r.Status, &r.Reason }
-
-// VerdictFields implements RunRow.
-func (LongPollRun) VerdictFields(r *LongPollRun) (id, status, reason *string) {
-	return &r.RunID, &r.Status, &r.Reason
-}

@@ -18,5 +18,4 @@ func checkVerdictFields[T RunRow[T]](t *testing.T, name string, get func(*T) (st
 // RunID, Status and Reason.
 func TestVerdictFields(t *testing.T) {
 	checkVerdictFields(t, "Run", func(r *Run) (string, string, string) { return r.RunID, r.Status, r.Reason })
-	checkVerdictFields(t, "LongPollRun", func(r *LongPollRun) (string, string, string) { return r.RunID, r.Status, r.Reason })
 }

@@ -18,6 +18,7 @@ const (
 	DecimalsWhole   = whole   // bytes and counts
 	DecimalsMiB     = kibOfMi // MiB columns keep about a KiB
 	DecimalsMicros  = usOfS   // seconds columns that keep microseconds
+	DecimalsMilli   = milli   // rates and cores keep thousandths
 )
 
 // Precision of float columns, as recorder's own schemas name them.

@@ -155,7 +155,7 @@ func expectedDownloads(fx fixture) (all, withApp int) {
 // allSections is every section, in the order lab's registry gives them
 // (report's tests cannot import lab, which imports report; cmd/slowlab's
 // TestReportSectionsFromRegistry checks the registry's own).
-var allSections = []Section{SlowClient, LongPoll, BufferSweep}
+var allSections = []Section{SlowClient, BufferSweep}
 
 // writeOnly writes dir's report with every section, checks that only the
 // section named drew, and checks its files and HTML.

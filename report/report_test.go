@@ -125,9 +125,8 @@ func TestWriteSlowClient(t *testing.T) {
 func TestFigureLabels(t *testing.T) {
 	dir := t.TempDir()
 	fixture{reps: 2}.write(t, dir)
-	writeLongPoll(t, dir)
 	var figs []*figure
-	for _, build := range []func(string) (*section, error){buildSlowClient, buildLongPoll} {
+	for _, build := range []func(string) (*section, error){buildSlowClient} {
 		s, err := build(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -138,8 +137,8 @@ func TestFigureLabels(t *testing.T) {
 			}
 		}
 	}
-	if len(figs) != 8 {
-		t.Fatalf("%d figures, want 8", len(figs))
+	if len(figs) != 7 {
+		t.Fatalf("%d figures, want 7", len(figs))
 	}
 	units := []string{"(ms", "(s)", "MiB", "cores"}
 	for _, f := range figs {
@@ -285,11 +284,6 @@ func TestWriteErrors(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "environment.json"), []byte(`{"cpus": "four"}`), 0o644)
 			return dir
 		}, []string{"environment.json", "cpus"}, nil},
-		{"groups.csv header", func(t *testing.T) string {
-			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, groupsFile), []byte("run_id,server,hold\nr1,sync-2,2\n"), 0o644)
-			return dir
-		}, []string{"groups.csv", `column 4 "probe_concurrency" is missing`}, recorder.ErrHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

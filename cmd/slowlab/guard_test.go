@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab/longpoll"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -40,7 +41,7 @@ func TestDefaultGuardSparesOwnLoad(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "reproduce", "long-poll", "--stack", "embedded", "--reps", "1", "--seconds", "6", "--wait", "3s",
 			"--condition", "sync-2:0:20", "--condition", "gthread-2x16:0:20", "--out", out)
 		b, err := cmd.CombinedOutput()
-		runs, rerr := recorder.ReadFile[recorder.LongPollRun](filepath.Join(out, recorder.FileName[recorder.LongPollRun]()))
+		runs, rerr := recorder.ReadFile[longpoll.RunRow](filepath.Join(out, recorder.FileName[longpoll.RunRow]()))
 		if rerr != nil {
 			t.Fatalf("%v; output:\n%s", rerr, b)
 		}

@@ -23,8 +23,8 @@ func (c *catcher) Errorf(format string, args ...any) {
 // slotGroups are groups as TestLongPollShape measured them (sync-2
 // holding 2: 50 probes of 20 clients, each client's first one stuck).
 func slotGroups() map[string]lpRun {
-	bounded := func(server string, hold, probes, slots, perWorker int) recorder.LongPollGroup {
-		return recorder.LongPollGroup{Server: server, Hold: hold, ProbeConcurrency: probes, Slots: recorder.Some(float64(slots)),
+	bounded := func(server string, hold, probes, slots, perWorker int) Group {
+		return Group{Server: server, Hold: hold, ProbeConcurrency: probes, Slots: recorder.Some(float64(slots)),
 			FreeSlots: recorder.Some(float64(slots - hold)), WorkerSlots: recorder.Some(float64(perWorker)), HeldSamples: 80,
 			MaxWorkerHeld: recorder.Some(0), FullWorkerS: recorder.Some(0), FullSamples: recorder.Some(0), Seconds: 4, ElapsedS: 4}
 	}
@@ -33,11 +33,11 @@ func slotGroups() map[string]lpRun {
 	held := bounded("sync-2", 2, 20, 2, 1)
 	held.OK, held.ThroughputRPS, held.P95MS, held.MaxMS, held.ProbesOver1s = 50, 10, recorder.Some(3004.2), recorder.Some(3007.8), 30
 	held.MaxWorkerHeld, held.FullWorkerS, held.FullSamples, held.ElapsedS = recorder.Some(1), recorder.Some(3.9), recorder.Some(78), 5
-	got := map[string]lpRun{"sync-2/0/20": {LongPollGroup: base}, "sync-2/2/20": {LongPollGroup: held, StuckClients: 20}}
+	got := map[string]lpRun{"sync-2/0/20": {Group: base}, "sync-2/2/20": {Group: held, StuckClients: 20}}
 	for _, probes := range []int{8, 20} {
 		g := bounded("gthread-2x16", 20, probes, 32, 16)
 		g.OK, g.ThroughputRPS, g.P95MS, g.MaxMS, g.MaxWorkerHeld = 23136, 5782.7, recorder.Some(7.5), recorder.Some(43.4), recorder.Some(13)
-		got[fmt.Sprintf("gthread-2x16/20/%d", probes)] = lpRun{LongPollGroup: g}
+		got[fmt.Sprintf("gthread-2x16/20/%d", probes)] = lpRun{Group: g}
 	}
 	return got
 }
@@ -90,20 +90,20 @@ func TestCheckSlotRuleCountsClients(t *testing.T) {
 // more than 0 s (the rule it replaces).
 func TestCheckFullWorkerCountsSamples(t *testing.T) {
 	c := short()
-	group := func(full float64, fullS float64) recorder.LongPollGroup {
-		return recorder.LongPollGroup{Server: "gthread-2x16", Hold: 31, ProbeConcurrency: 8, MaxWorkerHeld: recorder.Some(16), HeldSamples: 80,
+	group := func(full float64, fullS float64) Group {
+		return Group{Server: "gthread-2x16", Hold: 31, ProbeConcurrency: 8, MaxWorkerHeld: recorder.Some(16), HeldSamples: 80,
 			FullSamples: recorder.Some(full), FullWorkerS: recorder.Some(fullS), MaxMS: recorder.Some(2985.6), ProbesOver1s: 5}
 	}
 	for _, tc := range []struct {
 		name string
-		g    recorder.LongPollGroup
+		g    Group
 		fail bool
 	}{
 		{"full in 70 of 80 samples", group(70, 3.5), false},
 		{"full in 70 of 80 samples, sampled late (1.4 s)", group(70, 1.4), false},
 		{"full in 2 of 80 samples", group(2, 0.1), true},
 		{"full in 39 of 80 samples", group(39, 1.9), true},
-		{"full samples not counted", func() recorder.LongPollGroup { g := group(70, 3.5); g.FullSamples = recorder.Maybe{}; return g }(), true},
+		{"full samples not counted", func() Group { g := group(70, 3.5); g.FullSamples = recorder.Maybe{}; return g }(), true},
 	} {
 		ct := &catcher{TB: t}
 		checkFullWorker(ct, c, tc.g, false)

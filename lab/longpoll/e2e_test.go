@@ -41,7 +41,7 @@ func short(conds ...Condition) *Config {
 
 // lpRun is one run's group with what its probes in probes.csv show.
 type lpRun struct {
-	recorder.LongPollGroup
+	Group
 	// StuckClients counts the distinct probe clients (probes.csv's
 	// worker) that had a probe over 1 s.
 	StuckClients int
@@ -63,7 +63,7 @@ func runLongPoll(t *testing.T, c *Config, env *lab.Env) map[string]lpRun {
 			t.Errorf("run %d: run_id %q, want %q", i, g.RunID, want)
 		}
 		key := g.Server + "/" + itoa(g.Hold) + "/" + itoa(g.ProbeConcurrency)
-		got[key] = lpRun{LongPollGroup: g}
+		got[key] = lpRun{Group: g}
 		if g.Failed != 0 {
 			t.Errorf("%s: %d failed probes", key, g.Failed)
 		}
@@ -74,11 +74,11 @@ func runLongPoll(t *testing.T, c *Config, env *lab.Env) map[string]lpRun {
 				key, g.ElapsedS, g.Seconds, g.MaxMS.Value, g.ThroughputRPS, g.OK)
 		}
 	}
-	groups, err := recorder.ReadFile[recorder.LongPollGroup](filepath.Join(env.Out, "groups.csv"))
+	groups, err := recorder.ReadFile[Group](filepath.Join(env.Out, "groups.csv"))
 	if err != nil || len(groups) != len(c.Conditions)*c.Reps {
 		t.Fatalf("groups.csv: %d rows, %v", len(groups), err)
 	}
-	probes, err := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
+	probes, err := recorder.ReadFile[Probe](filepath.Join(env.Out, "probes.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func checkSlotRule(t testing.TB, e *Config, got map[string]lpRun) {
 	}
 	// Full counted in samples, as checkFullWorker does (a run that sampled
 	// the worker full for 1.90 s of 4 failed the half window in seconds).
-	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || !fullMostSamples(held.LongPollGroup) {
+	if !held.MaxWorkerHeld.Valid || held.MaxWorkerHeld.Value != 1 || !fullMostSamples(held.Group) {
 		t.Errorf("sync-2 holding 2: busiest worker held %v, full in %v of %d samples (%v s); want 1 (its only slot), full in at least half of 10 or more samples",
 			held.MaxWorkerHeld, held.FullSamples, held.HeldSamples, held.FullWorkerS)
 	}
@@ -153,8 +153,8 @@ func checkSlotRule(t testing.TB, e *Config, got map[string]lpRun) {
 				probes, g.OK, g.Slots, g.FreeSlots, g.WorkerSlots)
 		}
 		switch {
-		case g.FullWorkerS.Value == 0 && g.P95MS.Value >= queueBoundMS(g.LongPollGroup):
-			t.Errorf("gthread-2x16 holding 20 with %d probes: p95 %.0f ms though no worker was full; want < %.0f (%s)", probes, g.P95MS.Value, queueBoundMS(g.LongPollGroup), queueBoundWhy(g.LongPollGroup))
+		case g.FullWorkerS.Value == 0 && g.P95MS.Value >= queueBoundMS(g.Group):
+			t.Errorf("gthread-2x16 holding 20 with %d probes: p95 %.0f ms though no worker was full; want < %.0f (%s)", probes, g.P95MS.Value, queueBoundMS(g.Group), queueBoundWhy(g.Group))
 		case g.FullWorkerS.Value > 0:
 			t.Logf("gthread-2x16 holding 20 with %d probes: a worker held %.0f long-polls for %.1f s, p95 %.0f ms (the busiest worker, not the slot total)",
 				probes, g.MaxWorkerHeld.Value, g.FullWorkerS.Value, g.P95MS.Value)
@@ -165,9 +165,9 @@ func checkSlotRule(t testing.TB, e *Config, got map[string]lpRun) {
 			t.Errorf("%s: held long-polls per worker not measured", key)
 			continue
 		}
-		if g.MaxMS.Value >= queueBoundMS(g.LongPollGroup) && g.FullWorkerS.Value == 0 {
+		if g.MaxMS.Value >= queueBoundMS(g.Group) && g.FullWorkerS.Value == 0 {
 			t.Errorf("%s: %d probes over 1 s (max %.0f ms, want < %.0f: %s) while no worker had every thread holding a long-poll (busiest held %.0f)",
-				key, g.ProbesOver1s, g.MaxMS.Value, queueBoundMS(g.LongPollGroup), queueBoundWhy(g.LongPollGroup), g.MaxWorkerHeld.Value)
+				key, g.ProbesOver1s, g.MaxMS.Value, queueBoundMS(g.Group), queueBoundWhy(g.Group), g.MaxWorkerHeld.Value)
 		}
 		if g.Hold == 0 && (g.MaxWorkerHeld.Value != 0 || g.ProbesOver1s != 0) {
 			t.Errorf("%s: nothing held, yet busiest worker held %.0f and %d probes took over 1 s", key, g.MaxWorkerHeld.Value, g.ProbesOver1s)
@@ -182,14 +182,14 @@ func checkSlotRule(t testing.TB, e *Config, got map[string]lpRun) {
 // flight / completions per second). A CI run measured gthread-2x16 at
 // 37 req/s with 20 probes, 0.54 s each on average, p95 1001 ms, max 1124
 // ms and no worker full; on a quiet machine the bound is 1 s.
-func queueBoundMS(g recorder.LongPollGroup) float64 {
+func queueBoundMS(g Group) float64 {
 	if g.ThroughputRPS <= 0 {
 		return 1000
 	}
 	return max(1000, 3*1000*float64(g.ProbeConcurrency)/g.ThroughputRPS)
 }
 
-func queueBoundWhy(g recorder.LongPollGroup) string {
+func queueBoundWhy(g Group) string {
 	return fmt.Sprintf("1 s, or 3x the %d probes' mean of %.0f ms at %.1f req/s", g.ProbeConcurrency, 1000*float64(g.ProbeConcurrency)/max(g.ThroughputRPS, 1e-9), g.ThroughputRPS)
 }
 
@@ -199,7 +199,7 @@ func queueBoundWhy(g recorder.LongPollGroup) string {
 // re-issues one. With Gunicorn's accept policy it still accepts probes,
 // which wait for a long-poll to end although a slot is free elsewhere; a
 // worker that accepts only with a free thread leaves them to the other.
-func checkFullWorker(t testing.TB, e *Config, g recorder.LongPollGroup, acceptWhenFree bool) {
+func checkFullWorker(t testing.TB, e *Config, g Group, acceptWhenFree bool) {
 	t.Helper()
 	// Counted in samples, not seconds: full_worker_s adds at most two
 	// sampling intervals a sample, so a machine too loaded to sample on
@@ -225,7 +225,7 @@ func checkFullWorker(t testing.TB, e *Config, g recorder.LongPollGroup, acceptWh
 
 // fullMostSamples: 10 or more held samples, at least half of which found
 // some worker full.
-func fullMostSamples(g recorder.LongPollGroup) bool {
+func fullMostSamples(g Group) bool {
 	return g.HeldSamples >= 10 && g.FullSamples.Valid && g.FullSamples.Value >= float64(g.HeldSamples)/2
 }
 
@@ -237,12 +237,12 @@ func TestLongPollShape(t *testing.T) {
 	c.Conditions = append(c.Conditions, Condition{"gthread-2x16", 31, 8})
 	got := runLongPoll(t, c, testEnv(t, stack.NameEmbedded, false))
 	checkSlotRule(t, c, got)
-	checkFullWorker(t, c, got["gthread-2x16/31/8"].LongPollGroup, false)
+	checkFullWorker(t, c, got["gthread-2x16/31/8"].Group, false)
 
 	// Two runs, so the repetitions' run ids and rows are checked too.
 	free := short(Condition{"gthread-2x16", 31, 8})
 	free.Reps = 2
-	checkFullWorker(t, free, runLongPoll(t, free, testEnv(t, stack.NameEmbedded, true))["gthread-2x16/31/8"].LongPollGroup, true)
+	checkFullWorker(t, free, runLongPoll(t, free, testEnv(t, stack.NameEmbedded, true))["gthread-2x16/31/8"].Group, true)
 }
 
 // TestLongPollRealGunicorn runs the same conditions on real Gunicorn under
@@ -257,7 +257,7 @@ func TestLongPollRealGunicorn(t *testing.T) {
 		Condition{"gthread-2x16", 20, 8}, Condition{"gthread-2x16", 31, 8})
 	got := runLongPoll(t, c, env)
 	checkSlotRule(t, c, got)
-	checkFullWorker(t, c, got["gthread-2x16/31/8"].LongPollGroup, false)
+	checkFullWorker(t, c, got["gthread-2x16/31/8"].Group, false)
 	b, _ := os.ReadFile(filepath.Join(env.Out, "environment.json"))
 	if !strings.Contains(string(b), "app 0.25 CPU / 128 MiB") {
 		t.Errorf("environment.json does not record the app's limits:\n%s", b)

@@ -94,7 +94,7 @@ func TestSummarizeHeldCountsSampledWaves(t *testing.T) {
 		issues: []time.Time{at(0), at(30), at(30.002), at(60), at(60.001)},
 		held: heldStats{samples: 800, max: 16, full: 10 * time.Second,
 			first: at(2), last: at(42), fullAt: []time.Time{at(35), at(36)}}}
-	g := recorder.LongPollGroup{ElapsedS: 62, WorkerSlots: recorder.Some(16)} // a stuck probe ended 22 s after the 40 s window
+	g := Group{ElapsedS: 62, WorkerSlots: recorder.Some(16)} // a stuck probe ended 22 s after the 40 s window
 	c.summarizeHeld(&g, m, Condition{Server: "gthread-2x16", Hold: 20, Probes: 20}, &lab.Env{})
 	if g.Waves != recorder.Some(2) || g.FullWaves != recorder.Some(1) {
 		t.Errorf("waves %v, full %v; want 2 (the wave at 60 s was never sampled), 1", g.Waves, g.FullWaves)
@@ -105,7 +105,7 @@ func TestSummarizeHeldCountsSampledWaves(t *testing.T) {
 
 	// An event loop has no worker slots to fill: how many long-polls a
 	// worker held is measured, "full" does not apply.
-	u := recorder.LongPollGroup{ElapsedS: 62}
+	u := Group{ElapsedS: 62}
 	c.summarizeHeld(&u, m, Condition{Server: "node-2", Hold: 20, Probes: 20}, &lab.Env{})
 	if u.MaxWorkerHeld != recorder.Some(16) || u.FullWorkerS.Valid || u.FullSamples.Valid || u.Waves.Valid || u.FullWaves.Valid {
 		t.Errorf("unbounded server: max %v, full_s %v, waves %v/%v; want 16 and the rest empty", u.MaxWorkerHeld, u.FullWorkerS, u.FullWaves, u.Waves)

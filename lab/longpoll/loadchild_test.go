@@ -71,7 +71,7 @@ func TestLongPollLoadgenKilledForMemory(t *testing.T) {
 		t.Error("AllFailed is false with the only run failed")
 	}
 	t.Logf("%s (%d probes reported before)", r.Reason, reported)
-	probes, rerr := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
+	probes, rerr := recorder.ReadFile[Probe](filepath.Join(env.Out, "probes.csv"))
 	if rerr != nil || len(probes) != reported || r.Probes != reported {
 		t.Errorf("probes.csv: %d rows (%v), the run counts %d; want the %d reported before the kill", len(probes), rerr, r.Probes, reported)
 	}
@@ -100,7 +100,7 @@ func TestLongPollInterruptStopsTheLoadGenerator(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}
-	probes, rerr := recorder.ReadFile[recorder.Probe](filepath.Join(env.Out, "probes.csv"))
+	probes, rerr := recorder.ReadFile[Probe](filepath.Join(env.Out, "probes.csv"))
 	if rerr != nil || len(probes) != reported || reported < 200 {
 		t.Errorf("probes.csv: %d rows (%v), want the %d reported (at least 200)", len(probes), rerr, reported)
 	}

@@ -15,9 +15,12 @@
 // of each run that ended ok, from which the summary over the repetitions
 // is computed.
 //
-// It owns its scenario schema and flags, its run and its printed table;
-// its figures are report's long-poll section, its files recorder's
-// probes.csv, groups.csv and longpoll-runs.csv (and resource-samples.csv).
+// It owns its scenario schema and flags, its run, its results files
+// (Probe rows in probes.csv, Group rows in groups.csv, RunRow rows in
+// longpoll-runs.csv, beside recorder's resource-samples.csv) with their
+// aggregation (ProbeSummary, CountWaves, Summarize, Compare and
+// FisherExact), its runs table declared once for the CLI and the report,
+// and its report section with its figure (Section).
 package longpoll
 
 import (

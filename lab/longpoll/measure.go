@@ -18,12 +18,12 @@ import (
 // measure performs one run on a fresh stack: the instruments, the load
 // generator, the run's figures (its group) and its verdict. Its error is
 // only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (recorder.LongPollRun, recorder.LongPollGroup, error) {
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, Group, error) {
 	cond := spec.Cond
 	srv, _ := stack.ParseServer(cond.Server)
-	run := recorder.LongPollRun{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Rep: spec.Rep,
+	run := RunRow{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Rep: spec.Rep,
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	g := recorder.LongPollGroup{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes,
+	g := Group{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes,
 		Seconds: time.Duration(c.Seconds).Seconds()}
 	if n := srv.Slots(); n > 0 {
 		g.Slots, g.FreeSlots, g.WorkerSlots = recorder.Some(float64(n)), recorder.Some(float64(n-cond.Hold)), recorder.Some(float64(n/srv.Workers))
@@ -51,11 +51,11 @@ func reason(what string, err error) string {
 
 // measured is what one run's load measured.
 type measured struct {
-	probes   recorder.ProbeSummary // every probe, as written to probes.csv
-	rows     int                   // probe rows written
-	writeErr error                 // rows that could not be written
-	loadErr  error                 // why the load generator failed, if it did
-	elapsed  time.Duration         // the probing, from the window's start to the last probe's end
+	probes   ProbeSummary  // every probe, as written to probes.csv
+	rows     int           // probe rows written
+	writeErr error         // rows that could not be written
+	loadErr  error         // why the load generator failed, if it did
+	elapsed  time.Duration // the probing, from the window's start to the last probe's end
 	held     heldStats
 	issues   []time.Time // when the holders issued their long-polls
 	t0       time.Time
@@ -147,7 +147,7 @@ func later(a, b time.Time) time.Time {
 // record writes one probe's row and adds it to the run's summary; the
 // row is not kept.
 func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r loadgen.Result) {
-	row := recorder.Probe{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Worker: r.Worker, Seq: r.Seq,
+	row := Probe{RunID: id, Server: cond.Server, Hold: cond.Hold, ProbeConcurrency: cond.Probes, Worker: r.Worker, Seq: r.Seq,
 		StartS: r.Start.Sub(m.t0).Seconds(), ConnectMS: ms(r.Connect), TTFBMS: ms(r.TTFB), LatencyMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes}
 	if r.Err != nil {
 		row.Error = r.Err.Error()
@@ -164,7 +164,7 @@ func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r l
 }
 
 // summarizeHeld adds what sampling the held long-polls found.
-func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Condition, env *lab.Env) {
+func (c *Config) summarizeHeld(g *Group, m *measured, cond Condition, env *lab.Env) {
 	hs := m.held
 	g.HeldSamples = hs.samples
 	if hs.failed > 0 {
@@ -192,7 +192,7 @@ func (c *Config) summarizeHeld(g *recorder.LongPollGroup, m *measured, cond Cond
 	// time: probes stuck behind a full worker can end long after sampling
 	// stopped, and a wave issued then could not have been seen full.
 	span := rel([]time.Time{hs.first, hs.last})
-	waves, full := recorder.CountWaves(rel(m.issues), rel(hs.fullAt), span[0], math.Nextafter(span[1], math.Inf(1)), waveGap(time.Duration(c.Wait)))
+	waves, full := CountWaves(rel(m.issues), rel(hs.fullAt), span[0], math.Nextafter(span[1], math.Inf(1)), waveGap(time.Duration(c.Wait)))
 	g.Waves, g.FullWaves = recorder.Some(float64(waves)), recorder.Some(float64(full))
 }
 

@@ -4,45 +4,151 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 
-	"github.com/slowlab/slowlab/lab"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
-// Print implements lab.Result.
-func (r *Result) Print(w io.Writer) { PrintLongPoll(w, r.Groups) }
-
-// PrintLongPoll writes the groups table as aligned text, then, for
-// conditions run more than once, how many runs had a full worker and a
-// probe over 1 s, and Fisher's exact test between conditions that differ
-// only in their probe count.
-func PrintLongPoll(w io.Writer, groups []recorder.LongPollGroup) {
-	fmt.Fprintf(w, "%-14s %5s %7s %7s %7s %10s %10s %10s %9s %6s %5s %11s %8s %7s %11s\n", "server", "hold", "probes", "ok", "failed",
-		"p50_ms", "p95_ms", "max_ms", "req/s", "slots", "free", "worker_held", "full_s", ">1s", "full_waves")
-	for _, g := range groups {
-		fmt.Fprintf(w, "%-14s %5d %7d %7d %7d %10s %10s %10s %9.1f %6s %5s %11s %8s %7d %11s\n", g.Server, g.Hold, g.ProbeConcurrency, g.OK, g.Failed,
-			lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
-			lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), g.ProbesOver1s, wavesText(g))
-	}
-	fmt.Fprintln(w, "worker_held: most long-polls one worker held at once; full_s: seconds some worker had every thread holding one")
-	fmt.Fprintln(w, "(with Gunicorn's accept policy, a request it accepted then waited for a long-poll to end); >1s: probes over 1 s;")
-	fmt.Fprintln(w, "full_waves: issue waves of the long-polls in the sampled window after which some worker was full, of all such waves; req/s: over the elapsed time")
-	printLongPollReps(w, groups)
+// Print implements lab.Result: the runs table, then, for conditions run
+// more than once, how many runs had a full worker and a probe over 1 s,
+// and Fisher's exact test between conditions that differ only in their
+// probe count.
+func (r *Result) Print(w io.Writer) {
+	groupsTable.WriteText(w, r.Groups)
+	printReps(w, r.Groups)
 }
 
-func wavesText(g recorder.LongPollGroup) string {
+// notMeasured is the cell of a value that was not measured.
+func notMeasured() report.Cell { return report.Opt(recorder.None(), report.Decimals(0)) }
+
+// slotsCell shows a slot count, or that the server's size bounds none
+// (an event loop works on any number of requests at once).
+func slotsCell(m recorder.Maybe) report.Cell {
+	if !m.Valid {
+		return report.Cell{Text: "unbounded", Title: "the server's size does not bound how many requests it works on at once", Num: true}
+	}
+	return report.Fixed(m.Value, 0)
+}
+
+// groupsTable is the runs table (a row per run that ended ok), printed by
+// the CLI and drawn in the report, where hovering a cell says more: the
+// elapsed time behind req/s, the slot arithmetic behind free, and the
+// busiest worker's slots and full time behind worker_held.
+var groupsTable = report.Table[Group]{
+	Caption: "Long-poll runs (" + groupFile + "): probe successes, failures, latency percentiles, throughput over the elapsed " +
+		"probing time, the slots and the slots free of held long-polls (hover: held long-polls + probe workers against " +
+		"slots), the most long-polls one worker held (hover: of its slots), how long some worker was full, probes slower " +
+		"than 1 s, and the long-polls' issue waves after which some worker was full.",
+	Legend: []string{
+		"worker_held: most long-polls one worker held at once; full_s: seconds some worker had every thread holding one",
+		"(with Gunicorn's accept policy, a request it accepted then waited for a long-poll to end); >1s: probes over 1 s;",
+		"full_waves: issue waves of the long-polls in the sampled window after which some worker was full, of all such waves; req/s: over the elapsed time",
+	},
+	Cols: []report.Column[Group]{
+		report.Col("server", func(g *Group) report.Cell { return report.Text(g.Server) }),
+		report.Col("hold", func(g *Group) report.Cell { return report.Int(g.Hold) }),
+		report.Col("probes", func(g *Group) report.Cell { return report.Int(g.ProbeConcurrency) }),
+		report.Col("ok", func(g *Group) report.Cell { return report.Int(g.OK) }),
+		report.Col("failed", func(g *Group) report.Cell { return report.Int(g.Failed) }),
+		report.Col("p50_ms", func(g *Group) report.Cell { return report.Opt(g.P50MS, report.Decimals(1)) }),
+		report.Col("p95_ms", func(g *Group) report.Cell { return report.Opt(g.P95MS, report.Decimals(1)) }),
+		report.Col("max_ms", func(g *Group) report.Cell { return report.Opt(g.MaxMS, report.Decimals(1)) }),
+		report.Col("req/s", func(g *Group) report.Cell {
+			c := report.Fixed(g.ThroughputRPS, 1)
+			c.Title = fmt.Sprintf("over %.1f s elapsed", g.ElapsedS)
+			return c
+		}),
+		report.Col("slots", func(g *Group) report.Cell { return slotsCell(g.Slots) }),
+		report.Col("free", func(g *Group) report.Cell {
+			c := slotsCell(g.FreeSlots)
+			c.Title = slotArithmetic(g)
+			return c
+		}),
+		report.Col("worker_held", func(g *Group) report.Cell {
+			c := report.Opt(g.MaxWorkerHeld, report.Decimals(0))
+			if g.MaxWorkerHeld.Valid && (g.WorkerSlots.Valid || g.FullWorkerS.Valid && g.FullWorkerS.Value > 0) {
+				c.Title = workerHeld(g)
+			}
+			return c
+		}),
+		report.Col("full_s", func(g *Group) report.Cell { return report.Opt(g.FullWorkerS, report.Decimals(1)) }),
+		report.Col(">1s", func(g *Group) report.Cell { return report.Int(g.ProbesOver1s) }),
+		report.Col("full_waves", func(g *Group) report.Cell {
+			if !g.Waves.Valid || !g.FullWaves.Valid {
+				return notMeasured()
+			}
+			return report.Cell{Text: wavesText(*g), Num: true}
+		}),
+	},
+}
+
+func wavesText(g Group) string {
 	if !g.Waves.Valid || !g.FullWaves.Valid {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f/%.0f", g.FullWaves.Value, g.Waves.Value)
 }
 
-// printLongPollReps prints the across-repetition summary, if any
-// condition ran more than once.
-func printLongPollReps(w io.Writer, groups []recorder.LongPollGroup) {
-	sums := recorder.SummarizeLongPoll(groups)
-	if !slices.ContainsFunc(sums, func(s recorder.LongPollSummary) bool { return s.Runs > 1 }) {
+// slotArithmetic compares what wants a slot with the slots there are:
+// held long-polls plus probe workers against workers x threads, and how
+// many requests must wait for a slot at any time if every worker took
+// only what it had threads for.
+func slotArithmetic(g *Group) string {
+	need := g.Hold + g.ProbeConcurrency
+	if !g.Slots.Valid {
+		return fmt.Sprintf("%d + %d = %d, slots not bounded by the server's size", g.Hold, g.ProbeConcurrency, need)
+	}
+	slots := int(g.Slots.Value)
+	if need > slots {
+		return fmt.Sprintf("%d + %d = %d > %d slots: %d wait", g.Hold, g.ProbeConcurrency, need, slots, need-slots)
+	}
+	return fmt.Sprintf("%d + %d = %d ≤ %d slots: none wait", g.Hold, g.ProbeConcurrency, need, slots)
+}
+
+// workerHeld says how many long-polls the busiest worker held against its
+// threads, and for how long it had none free.
+func workerHeld(g *Group) string {
+	if !g.MaxWorkerHeld.Valid {
+		return "not measured"
+	}
+	s := fmt.Sprintf("%.0f", g.MaxWorkerHeld.Value)
+	if g.WorkerSlots.Valid {
+		s += fmt.Sprintf(" of %.0f slots", g.WorkerSlots.Value)
+	}
+	if g.FullWorkerS.Valid && g.FullWorkerS.Value > 0 {
+		s += fmt.Sprintf(", full for %.1f s", g.FullWorkerS.Value)
+	}
+	return s
+}
+
+// heldSampling says how often held long-polls were sampled, from the
+// runs' sample counts over their elapsed time.
+func heldSampling(groups []Group) string {
+	samples, secs := 0, 0.0
+	for _, g := range groups {
+		if g.HeldSamples > 0 {
+			samples += g.HeldSamples
+			secs += g.ElapsedS
+		}
+	}
+	if samples == 0 {
+		return "not sampled"
+	}
+	return fmt.Sprintf("sampled about every %.0f ms, %d samples over %.0f s", 1000*secs/float64(samples), samples, secs)
+}
+
+// printReps prints the across-repetition summary, if any condition ran
+// more than once.
+func printReps(w io.Writer, groups []Group) {
+	sums := Summarize(groups)
+	if !slices.ContainsFunc(sums, func(s Summary) bool { return s.Runs > 1 }) {
 		return
 	}
 	fmt.Fprintln(w, "\nover the repetitions:")
@@ -58,7 +164,7 @@ func printLongPollReps(w io.Writer, groups []recorder.LongPollGroup) {
 		fmt.Fprintf(w, "  %s hold %d probes %d: %d runs; a worker full in %s runs; a probe over 1 s in %d of %d runs; waves after which a worker was full: %s\n",
 			s.Server, s.Hold, s.Probes, s.Runs, full, s.RunsOver1s, s.Runs, waves)
 	}
-	for _, c := range recorder.CompareLongPoll(sums) {
+	for _, c := range Compare(sums) {
 		fmt.Fprintf(w, "  %s hold %d, %d against %d probes: Fisher's exact p (two-sided) = %s for runs with a probe over 1 s, %s for runs with a full worker\n",
 			c.A.Server, c.A.Hold, c.A.Probes, c.B.Probes, pValue(c.POver1s), pValue(c.PFullRuns))
 	}
@@ -69,4 +175,191 @@ func pValue(p float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", p)
+}
+
+// rep is a condition over its repetitions with its comparison against
+// the condition that differs only in its probe count, if any: a row of
+// repsTable.
+type rep struct {
+	Summary
+	cmp   *Comparison
+	other Summary
+}
+
+// reps are the conditions over their repetitions, each with its
+// comparison; nil when no condition ran more than once.
+func reps(groups []Group) []rep {
+	sums := Summarize(groups)
+	if !slices.ContainsFunc(sums, func(s Summary) bool { return s.Runs > 1 }) {
+		return nil
+	}
+	cmp := Compare(sums)
+	out := make([]rep, len(sums))
+	for i, s := range sums {
+		out[i].Summary = s
+		for j, c := range cmp {
+			if c.A == s || c.B == s {
+				out[i].cmp, out[i].other = &cmp[j], c.B
+				if c.B == s {
+					out[i].other = c.A
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// repsTable summarizes conditions run more than once, in the report (the
+// CLI prints the same as sentences, printReps).
+var repsTable = report.Table[rep]{
+	Caption: "Over the repetitions of each condition: runs in which some worker was sampled full, runs with a " +
+		"probe over 1 s, and issue waves after which a worker was full. p: Fisher's exact test (two-sided) against the " +
+		"condition with the same server and held long-polls but another probe count; a small p says the two differ in " +
+		"how often it happens.",
+	Cols: []report.Column[rep]{
+		report.Col("server", func(r *rep) report.Cell { return report.Text(r.Server) }),
+		report.Col("held", func(r *rep) report.Cell { return report.Int(r.Hold) }),
+		report.Col("probes", func(r *rep) report.Cell { return report.Int(r.Probes) }),
+		report.Col("runs", func(r *rep) report.Cell { return report.Int(r.Runs) }),
+		report.Col("runs with a full worker", func(r *rep) report.Cell {
+			if r.Sampled == 0 {
+				return notMeasured()
+			}
+			return report.Text(fmt.Sprintf("%d of %d", r.RunsFull, r.Sampled))
+		}),
+		report.Col("runs with a probe > 1 s", func(r *rep) report.Cell {
+			return report.Text(fmt.Sprintf("%d of %d", r.RunsOver1s, r.Runs))
+		}),
+		report.Col("waves with a full worker", func(r *rep) report.Cell {
+			if r.Counted == 0 {
+				return notMeasured()
+			}
+			return report.Text(fmt.Sprintf("%d of %d", r.FullWaves, r.Waves))
+		}),
+		report.Col("p (probe > 1 s)", func(r *rep) report.Cell {
+			if r.cmp == nil {
+				return notMeasured()
+			}
+			return report.Fixed(r.cmp.POver1s, 3)
+		}),
+		report.Col("p (full worker)", func(r *rep) report.Cell {
+			if r.cmp == nil {
+				return notMeasured()
+			}
+			return report.Fixed(r.cmp.PFullRuns, 3)
+		}),
+		report.Col("against", func(r *rep) report.Cell {
+			if r.cmp == nil {
+				return report.Text("")
+			}
+			return report.Text(fmt.Sprintf("%d probes", r.other.Probes))
+		}),
+	},
+}
+
+// Section is the long-poll section of the report, which the registration
+// carries: the probe latency figure, the runs table and, for conditions
+// run more than once, the table over their repetitions.
+var Section = report.NewSection(Name, groupFile, func(dir string) (*report.Part, error) {
+	groups, err := recorder.ReadFile[Group](filepath.Join(dir, groupFile))
+	if err != nil {
+		return nil, err
+	}
+	p := report.NewPart(Name, "Held long-poll requests occupy worker slots; closed-loop probes measure what is left "+
+		"(docs/experiments.md section 2). Slots = workers × threads; free slots = slots − held long-polls. "+
+		"The total is not the whole rule: a Gunicorn worker accepts whether or not it has a free thread, so "+
+		"while one worker's threads all hold long-polls, every request it accepts waits for one of them to end, "+
+		"however many slots the other workers have free. The busiest worker's count shows when that happened.")
+	if d := latencyFigure(groups); d != nil {
+		p.AddDrawing(d)
+	} else {
+		p.Skip("Probe latency figure left out: no condition in %s has a probe latency above 0.", groupFile)
+	}
+	t := groupsTable
+	t.Caption += " Held long-polls per worker " + heldSampling(groups) + "."
+	report.AddTable(p, &t, groups)
+	if r := reps(groups); r != nil {
+		report.AddTable(p, &repsTable, r)
+	}
+	return p, nil
+})
+
+func groupLabel(g Group) string {
+	return fmt.Sprintf("%s, %d held, %d probes", g.Server, g.Hold, g.ProbeConcurrency)
+}
+
+// latencyFigure draws p50, p95 and max probe latency per condition on a
+// log axis, or returns nil when there is nothing to draw.
+func latencyFigure(groups []Group) *report.Drawing {
+	var rows []Group
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, g := range groups {
+		drawn := false
+		for _, v := range []recorder.Maybe{g.P50MS, g.P95MS, g.MaxMS} {
+			if v.Valid && v.Value > 0 {
+				drawn = true
+				lo, hi = math.Min(lo, v.Value), math.Max(hi, v.Value)
+			}
+		}
+		if drawn {
+			rows = append(rows, g)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	d := report.NewDrawing("longpoll-latency", "Probe latency per long-poll condition", 8*vg.Inch, report.RowsHeight(len(rows)))
+	p := report.NewPlot(d.Title(), "probe latency (ms, log scale)", "condition")
+	report.Grid(p, true, false)
+	seen := map[string]int{}
+	for _, g := range rows {
+		seen[groupLabel(g)]++
+	}
+	labels := make([]string, len(rows))
+	for i, g := range rows {
+		l := groupLabel(g)
+		if seen[l] > 1 { // repetitions: tell the runs apart
+			if j := strings.LastIndex(g.RunID, ".rep"); j >= 0 {
+				l += ", rep " + g.RunID[j+len(".rep"):]
+			}
+		}
+		if g.Slots.Valid {
+			l += fmt.Sprintf(", %.0f of %.0f slots free", g.FreeSlots.Value, g.Slots.Value)
+		}
+		if g.FullWorkerS.Valid && g.FullWorkerS.Value > 0 {
+			l += fmt.Sprintf(", a worker full %.1f s", g.FullWorkerS.Value)
+		}
+		labels[i] = l
+	}
+	ys := report.ConditionRows(p, labels)
+	stats := []struct {
+		name  string
+		get   func(Group) recorder.Maybe
+		shape draw.GlyphDrawer
+	}{
+		{"p50", func(g Group) recorder.Maybe { return g.P50MS }, draw.BoxGlyph{}},
+		{"p95", func(g Group) recorder.Maybe { return g.P95MS }, draw.TriangleGlyph{}},
+		{"max", func(g Group) recorder.Maybe { return g.MaxMS }, draw.CrossGlyph{}},
+	}
+	for i, st := range stats {
+		var xys plotter.XYs
+		for j, g := range rows {
+			if v := st.get(g); v.Valid && v.Value > 0 {
+				xys = append(xys, plotter.XY{X: v.Value, Y: ys[j]})
+			}
+		}
+		m := report.Marks(xys, report.ColorAt(i), st.shape)
+		p.Add(m)
+		p.Legend.Add(st.name, m)
+		d.AddSeries(st.name, len(m.XYs))
+	}
+	report.SetLog(&p.X, lo, hi)
+	p.X.Max = hi * 6 // room for the legend right of the slowest probe
+	d.AddPanel(p)
+	d.SetCaption("p50, p95 and max of the condition's probe latencies (request start to last body byte, " +
+		"successful probes; nearest-rank) as " + groupFile + " reports them, one row per run. Log scale. Max jumps when " +
+		"one worker's threads all hold long-polls (\"a worker full\"): Gunicorn workers accept whether or not a thread is " +
+		"free, and held requests need not spread evenly, so the slot total alone does not predict it.")
+	return d
 }

@@ -5,22 +5,20 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.LongPoll,
+	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "long-polls held against worker slots while probes measure what is left",
 		Shared:  lab.SharedAll})
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{recorder.FileName[recorder.Probe](), recorder.FileName[recorder.LongPollGroup](),
-	recorder.FileName[recorder.LongPollRun](), recorder.FileName[recorder.ResourceSample]()}
+var resultsFiles = []string{probeFile, groupFile, runFile, recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first two
 // conditions, 2 s each.

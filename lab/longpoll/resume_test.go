@@ -28,7 +28,7 @@ func tiny() *Config {
 // seq) written twice fails the test.
 func probesPerRun(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	rows, err := recorder.ReadFile[recorder.Probe](filepath.Join(dir, recorder.FileName[recorder.Probe]()))
+	rows, err := recorder.ReadFile[Probe](filepath.Join(dir, probeFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +63,11 @@ func runIDs[T recorder.Row[T]](t *testing.T, dir string, id func(T) string) []st
 	return ids
 }
 
-func groupID(g recorder.LongPollGroup) string { return g.RunID }
+func groupID(g Group) string { return g.RunID }
 
-func readRuns(t *testing.T, dir string) []recorder.LongPollRun {
+func readRuns(t *testing.T, dir string) []RunRow {
 	t.Helper()
-	runs, err := recorder.ReadFile[recorder.LongPollRun](filepath.Join(dir, recorder.FileName[recorder.LongPollRun]()))
+	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	if len(after) != 2 || after[rep1] != before[rep1] {
 		t.Errorf("probes per run after resume %v; want %s's %d kept", after, rep1, before[rep1])
 	}
-	groups, err := recorder.ReadFile[recorder.LongPollGroup](filepath.Join(env.Out, recorder.FileName[recorder.LongPollGroup]()))
+	groups, err := recorder.ReadFile[Group](filepath.Join(env.Out, groupFile))
 	if err != nil || len(groups) != 2 || groups[0].RunID != rep1 || groups[1].RunID != rep2 {
 		t.Fatalf("groups.csv after resume: %+v (%v), want %s and %s", groups, err, rep1, rep2)
 	}
@@ -141,7 +141,7 @@ func TestResumeAfterInterrupt(t *testing.T) {
 	if len(res.Groups) != 2 || res.Groups[0] != groups[0] || res.Groups[1].RunID != rep2 {
 		t.Errorf("result groups %+v, want %s from groups.csv and %s", res.Groups, rep1, rep2)
 	}
-	if s := recorder.SummarizeLongPoll(res.Groups); len(s) != 1 || s[0].Runs != 2 {
+	if s := Summarize(res.Groups); len(s) != 1 || s[0].Runs != 2 {
 		t.Errorf("summary over the repetitions %+v, want one condition of 2 runs", s)
 	}
 	sessions, err := recorder.ReadEnvironment(env.Out)

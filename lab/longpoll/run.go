@@ -17,20 +17,20 @@ type Result struct {
 	// Runs are every run of the session, resumed ones first
 	// (longpoll-runs.csv); Groups the figures of those that ended ok
 	// (groups.csv), in the same order.
-	Runs   []recorder.LongPollRun
-	Groups []recorder.LongPollGroup
+	Runs   []RunRow
+	Groups []Group
 }
 
 var _ lab.Reasoned = (*Result)(nil)
 
 // ReasonsFile implements lab.Reasoned: longpoll-runs.csv says why a run
 // failed (probes.csv each probe's error).
-func (r *Result) ReasonsFile() string { return recorder.FileName[recorder.LongPollRun]() }
+func (r *Result) ReasonsFile() string { return runFile }
 
 // AllFailed implements lab.Result: no run ended ok, or none got a probe
 // through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[recorder.LongPollRun]) {
+	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
 		return true
 	}
 	for _, g := range r.Groups {
@@ -73,22 +73,22 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	var f *files
-	measured := map[string]recorder.LongPollGroup{} // this session's runs, by id
-	m := &lab.Matrix[RunSpec, recorder.LongPollRun]{Specs: c.Runs(), Files: fileNames,
+	measured := map[string]Group{} // this session's runs, by id
+	m := &lab.Matrix[RunSpec, RunRow]{Specs: c.Runs(), Files: fileNames,
 		Expected: func(RunSpec) time.Duration { return time.Duration(c.Lead + c.Seconds) },
-		Open: func(dir string, resume bool) (lab.RowWriter[recorder.LongPollRun], func() error, error) {
+		Open: func(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
 			var err error
 			if f, err = openFiles(dir, resume, measured); err != nil {
 				return nil, nil, err
 			}
 			return f, f.close, nil
 		},
-		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.LongPollRun, error) {
+		Measure: func(ctx context.Context, s RunSpec, id string) (RunRow, error) {
 			run, g, err := c.measure(ctx, env, s, id, f)
 			measured[id] = g
 			return run, err
 		},
-		Line: func(r recorder.LongPollRun) string { return runLine(r, measured[r.RunID]) }}
+		Line: func(r RunRow) string { return runLine(r, measured[r.RunID]) }}
 	runs, err := m.Run(ctx, env, c)
 	if runs == nil {
 		return nil, err
@@ -101,9 +101,9 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 
 // completedGroups are the groups of the runs that ended ok, in their
 // order: this session's as measured, resumed ones as groups.csv has them.
-func completedGroups(dir string, runs []recorder.LongPollRun, measured map[string]recorder.LongPollGroup) ([]recorder.LongPollGroup, error) {
-	var resumed map[string]recorder.LongPollGroup
-	var out []recorder.LongPollGroup
+func completedGroups(dir string, runs []RunRow, measured map[string]Group) ([]Group, error) {
+	var resumed map[string]Group
+	var out []Group
 	for _, r := range runs {
 		if r.Status != recorder.RunOK {
 			continue
@@ -113,19 +113,19 @@ func completedGroups(dir string, runs []recorder.LongPollRun, measured map[strin
 			continue
 		}
 		if resumed == nil {
-			path := filepath.Join(dir, recorder.FileName[recorder.LongPollGroup]())
-			rows, err := recorder.ReadFile[recorder.LongPollGroup](path)
+			path := filepath.Join(dir, groupFile)
+			rows, err := recorder.ReadFile[Group](path)
 			if err != nil {
 				return out, fmt.Errorf("resumed runs' groups: %w", err)
 			}
-			resumed = map[string]recorder.LongPollGroup{}
+			resumed = map[string]Group{}
 			for _, g := range rows {
 				resumed[g.RunID] = g
 			}
 		}
 		g, ok := resumed[r.RunID]
 		if !ok {
-			return out, fmt.Errorf("resumed run %s ended ok but has no row in %s", r.RunID, recorder.FileName[recorder.LongPollGroup]())
+			return out, fmt.Errorf("resumed run %s ended ok but has no row in %s", r.RunID, groupFile)
 		}
 		out = append(out, g)
 	}
@@ -133,7 +133,7 @@ func completedGroups(dir string, runs []recorder.LongPollRun, measured map[strin
 }
 
 // runLine is the progress line of a finished run.
-func runLine(r recorder.LongPollRun, g recorder.LongPollGroup) string {
+func runLine(r RunRow, g Group) string {
 	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %s, free %s; most held on one worker %s, full %s s, waves with a full worker %s  [%s]",
 		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
 		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g), lab.StatusText(r.Status, r.Reason))
@@ -145,24 +145,23 @@ func runLine(r recorder.LongPollRun, g recorder.LongPollGroup) string {
 // groups.csv holds exactly the completed runs, as the matrix decided
 // their status (the host guard may abort a run after it measured).
 type files struct {
-	probes    *recorder.FileWriter[recorder.Probe]
-	groups    *recorder.FileWriter[recorder.LongPollGroup]
-	runs      *recorder.FileWriter[recorder.LongPollRun]
+	probes    *recorder.FileWriter[Probe]
+	groups    *recorder.FileWriter[Group]
+	runs      *recorder.FileWriter[RunRow]
 	resources *recorder.FileWriter[recorder.ResourceSample]
-	measured  map[string]recorder.LongPollGroup
+	measured  map[string]Group
 }
 
 // fileNames are the results files besides longpoll-runs.csv.
-var fileNames = []string{recorder.FileName[recorder.Probe](), recorder.FileName[recorder.LongPollGroup](),
-	recorder.FileName[recorder.ResourceSample]()}
+var fileNames = []string{probeFile, groupFile, recorder.FileName[recorder.ResourceSample]()}
 
 // openFiles creates the session's files in dir, or opens them to append.
-func openFiles(dir string, resume bool, measured map[string]recorder.LongPollGroup) (*files, error) {
+func openFiles(dir string, resume bool, measured map[string]Group) (*files, error) {
 	f := &files{measured: measured}
 	var err error
-	if f.probes, err = lab.OpenFile[recorder.Probe](dir, resume); err == nil {
-		if f.groups, err = lab.OpenFile[recorder.LongPollGroup](dir, resume); err == nil {
-			if f.runs, err = lab.OpenFile[recorder.LongPollRun](dir, resume); err == nil {
+	if f.probes, err = lab.OpenFile[Probe](dir, resume); err == nil {
+		if f.groups, err = lab.OpenFile[Group](dir, resume); err == nil {
+			if f.runs, err = lab.OpenFile[RunRow](dir, resume); err == nil {
 				f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
 			}
 		}
@@ -176,7 +175,7 @@ func openFiles(dir string, resume bool, measured map[string]recorder.LongPollGro
 // Write implements lab.RowWriter: the run's group when it ended ok, then
 // its run row. A group that could not be written leaves the run without
 // a row, so a resume runs it again.
-func (f *files) Write(r recorder.LongPollRun) error {
+func (f *files) Write(r RunRow) error {
 	if r.Status == recorder.RunOK {
 		g, ok := f.measured[r.RunID]
 		if !ok {
