@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -147,7 +146,7 @@ func (sw *sweep) missingCells() []string {
 			for _, size := range sw.sizes {
 				for _, rate := range sw.rates {
 					if !have[sweepCellKey{kernel, k, size, rate}] {
-						out = append(out, fmt.Sprintf("%s %s at %s (kernel %s)", k.route, sizeText(size), rateText(rate), kernel))
+						out = append(out, fmt.Sprintf("%s %s at %s (kernel %s)", k.route, SizeText(size), rateText(rate), kernel))
 					}
 				}
 			}
@@ -156,26 +155,8 @@ func (sw *sweep) missingCells() []string {
 	return out
 }
 
-// sizeText formats a response size: "16 MiB", "512 KiB".
-func sizeText(b int64) string {
-	if b >= 1<<20 && b%(1<<20) != 0 {
-		return mibNumber(b) + " MiB"
-	}
-	return size(int(b))
-}
-
-// mibNumber writes bytes as a number of MiB: exact when it is a whole
-// number of KiB ("0.5", "16"), else three significant digits.
-func mibNumber(b int64) string {
-	v := float64(b) / (1 << 20)
-	if b%1024 == 0 {
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
-
 // rateText formats a read rate in MiB/s: "0.5 MiB/s".
-func rateText(bps int64) string { return mibNumber(bps) + " MiB/s" }
+func rateText(bps int64) string { return MiBText(bps) + " MiB/s" }
 
 func buildBufferSweep(dir string) (*section, error) {
 	s := &section{id: "buffer-sweep", title: "buffer-sweep",
@@ -247,7 +228,7 @@ func buildBufferSweep(dir string) (*section, error) {
 // label, made unique when two labels make the same name.
 func heatmapName(kernels []string, i int) string {
 	name := func(j int) string {
-		if sl := slug(kernels[j]); sl != "" {
+		if sl := Slug(kernels[j]); sl != "" {
 			return "buffer-sweep-p95-" + sl
 		}
 		return fmt.Sprintf("buffer-sweep-p95-kernel-%d", j+1)
@@ -370,8 +351,8 @@ func cellsTable(sw *sweep) *table {
 			}
 		}
 		t.Rows = append(t.Rows, []Cell{Text(c.Kernel), Text(c.Route), Text(c.Server), Int(c.SlowClients),
-			{Text: sizeText(c.SizeBytes), Title: fmt.Sprint(c.SizeBytes, " bytes"), Num: true},
-			{Text: mibNumber(c.RateBps), Title: fmt.Sprint(c.RateBps, " bytes/s"), Num: true},
+			{Text: SizeText(c.SizeBytes), Title: fmt.Sprint(c.SizeBytes, " bytes"), Num: true},
+			{Text: MiBText(c.RateBps), Title: fmt.Sprint(c.RateBps, " bytes/s"), Num: true},
 			{Text: fmt.Sprintf("%d/%d", c.RunsOK, c.Runs), Num: true},
 			Opt(c.FastP95MS, Sig), Opt(c.CapacityPredictedBytes, mib), Opt(c.CapacityMeasuredBytes, mib),
 			Opt(capacityError, pct),

@@ -90,12 +90,12 @@ func sweepHeatmap(sw *sweep, kernel, name string) (*figure, string) {
 	var sizeLabels, rateLabels []string
 	for i, s := range sw.sizes {
 		sizeRow[s] = float64(i)
-		sizeLabels = append(sizeLabels, mibNumber(s))
+		sizeLabels = append(sizeLabels, MiBText(s))
 	}
 	rateCol := map[int64]float64{}
 	for i, r := range sw.rates {
 		rateCol[r] = float64(i)
-		rateLabels = append(rateLabels, mibNumber(r))
+		rateLabels = append(rateLabels, MiBText(r))
 	}
 	f := &figure{name: name, title: "/fast p95 over response size × read rate, kernel " + kernel, width: 8 * vg.Inch}
 	drawn, noP95, partial := 0, 0, 0
@@ -233,7 +233,7 @@ func predictionFigure(sw *sweep) (*figure, string) {
 	hi := 0.0
 	for _, c := range sw.cells {
 		if !c.AppSendMeasuredS.Valid || !c.AppSendPredictedS.Valid || !c.CapacityPredictedBytes.Valid {
-			left = append(left, fmt.Sprintf("%s %s at %s (kernel %s)", c.Route, sizeText(c.SizeBytes), rateText(c.RateBps), c.Kernel))
+			left = append(left, fmt.Sprintf("%s %s at %s (kernel %s)", c.Route, SizeText(c.SizeBytes), rateText(c.RateBps), c.Kernel))
 			continue
 		}
 		if _, seen := above[c.Route]; !seen {

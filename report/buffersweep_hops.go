@@ -253,7 +253,7 @@ func hopsFigure(sw *sweep) (f *figure, skipped []string, err error) {
 		if !ok {
 			continue
 		}
-		where := fmt.Sprintf("%s at %s", sizeText(c.SizeBytes), rateText(c.RateBps))
+		where := fmt.Sprintf("%s at %s", SizeText(c.SizeBytes), rateText(c.RateBps))
 		if c.Dir == "" {
 			skipped = append(skipped, fmt.Sprintf("%s (%s) left out: %s names no directory for it", k.label(), where, sweepFile))
 			continue

@@ -123,6 +123,9 @@ func svgFontFallback(b []byte) []byte {
 // sans is the font of all figure text.
 var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
+// Font is the font of figure text at size, for text drawn on a plot.
+func Font(size vg.Length) font.Font { return font.From(sans, size) }
+
 // NewPlot returns a plot with a title, axis labels and sans-serif text.
 func NewPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()

@@ -20,19 +20,6 @@ var gapFile = recorder.FileName[recorder.GapRow]()
 // LatencyGap is the latency-gap section, which latency-gap's registration in lab carries.
 var LatencyGap = Section{Name: "latency-gap", Marker: gapFile, build: buildLatencyGap}
 
-// size formats a byte count the way the experiment names it: 1 KB, 100 KB.
-func size(b int) string {
-	switch {
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	case b >= 1024 && b%1024 == 0:
-		return fmt.Sprintf("%d KiB", b>>10)
-	case b >= 1000 && b%1000 == 0:
-		return fmt.Sprintf("%d kB", b/1000)
-	}
-	return fmt.Sprintf("%d B", b)
-}
-
 func buildLatencyGap(dir string) (*section, error) {
 	rows, err := recorder.ReadFile[recorder.GapRow](filepath.Join(dir, gapFile))
 	if err != nil {

@@ -161,8 +161,11 @@ func Marks(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) *plotter.Scat
 	return s
 }
 
-// line returns a polyline through the finite points of xys in colour c.
-func line(xys plotter.XYs, c color.Color) *plotter.Line {
+// line is Line, as report's own figures call it.
+func line(xys plotter.XYs, c color.Color) *plotter.Line { return Line(xys, c) }
+
+// Line returns a polyline through the finite points of xys in colour c.
+func Line(xys plotter.XYs, c color.Color) *plotter.Line {
 	l, err := plotter.NewLine(finite(xys))
 	if err != nil {
 		panic("report: " + err.Error()) // finite points cannot fail

@@ -42,7 +42,7 @@ func maxTempText(b int64) string {
 	if b == 0 {
 		return "max temp 0 (memory buffers only)"
 	}
-	return "max temp " + sizeText(b)
+	return "max temp " + SizeText(b)
 }
 
 // tempDirText names where the proxy's temp dir was.
@@ -50,14 +50,14 @@ func tempDirText(tmpfs int64) string {
 	if tmpfs == 0 {
 		return "temp dir on disk"
 	}
-	return "temp dir on tmpfs (" + sizeText(tmpfs) + ")"
+	return "temp dir on tmpfs (" + SizeText(tmpfs) + ")"
 }
 
 // tempLabel names a condition in a figure.
 func tempLabel(c recorder.TempCondition) string {
-	l := fmt.Sprintf("%s, %d × %s, %s", c.Server, c.SlowClients, sizeText(c.SizeBytes), maxTempText(c.MaxTempFileBytes))
+	l := fmt.Sprintf("%s, %d × %s, %s", c.Server, c.SlowClients, SizeText(c.SizeBytes), maxTempText(c.MaxTempFileBytes))
 	if c.TempTmpfsBytes != 0 {
-		l += ", " + sizeText(c.TempTmpfsBytes) + " tmpfs"
+		l += ", " + SizeText(c.TempTmpfsBytes) + " tmpfs"
 	}
 	return l
 }

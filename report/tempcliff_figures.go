@@ -159,7 +159,7 @@ func addCliff(f *figure, p *plot.Plot, panel string, maxTemp int64, c color.Colo
 	f.addSeries(panel+", "+name, 1)
 	// Its size written beside the line's top, on the axis's scale.
 	if lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: yMax / 1.25}},
-		Labels: []string{" " + sizeText(maxTemp)}}); err == nil {
+		Labels: []string{" " + SizeText(maxTemp)}}); err == nil {
 		lb.TextStyle[0].Font = font.From(sans, 9)
 		lb.TextStyle[0].Color = c
 		p.Add(lb)

@@ -12,7 +12,7 @@ var TempDiskFull = Section{Name: "temp-disk-full", Marker: tempRunsFile, build: 
 // tempDiskLabel names a temp-disk-full condition by where its temp dir
 // was, then the load.
 func tempDiskLabel(c recorder.TempCondition) string {
-	return fmt.Sprintf("%s, %s, %d × %s, %s", tempDirText(c.TempTmpfsBytes), c.Server, c.SlowClients, sizeText(c.SizeBytes),
+	return fmt.Sprintf("%s, %s, %d × %s, %s", tempDirText(c.TempTmpfsBytes), c.Server, c.SlowClients, SizeText(c.SizeBytes),
 		maxTempText(c.MaxTempFileBytes))
 }
 
@@ -48,7 +48,7 @@ func buildTempDisk(dir string) (*section, error) {
 	for _, c := range d.conds {
 		where := "disk"
 		if c.TempTmpfsBytes != 0 {
-			where = sizeText(c.TempTmpfsBytes) + " tmpfs"
+			where = SizeText(c.TempTmpfsBytes) + " tmpfs"
 		}
 		t.Rows = append(t.Rows, []Cell{Text(where), Text(c.Server), Int(c.SlowClients), Fixed(float64(c.SizeBytes)/(1<<20), 1),
 			Fixed(float64(c.MaxTempFileBytes)/(1<<20), 1), Int(c.Runs), Int(c.Excluded), Int(c.Complete), Int(c.Cut),
