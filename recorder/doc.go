@@ -9,8 +9,6 @@
 //     (where a slow download's bytes are, hop by hop);
 //   - long-poll: probes.csv, groups.csv (ok runs), longpoll-runs.csv;
 //   - latency-gap: gap.csv, gap-requests.csv, gap-path.csv, gap-runs.csv;
-//   - buffer-sweep: sweep.csv (its cells), with runs.csv,
-//     large-responses.csv and hops.csv;
 //   - stalled-reader: stalled-downloads.csv, stalled-runs.csv;
 //   - temp-cliff and temp-disk-full: temp-runs.csv, with
 //     large-responses.csv;

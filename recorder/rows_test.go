@@ -36,7 +36,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("gap-path", recordertest.RoundTrip[recorder.GapPath])
 	t.Run("gap-runs", recordertest.RoundTrip[recorder.GapRun])
 	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
-	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
 	t.Run("stalled-downloads", recordertest.RoundTrip[recorder.StalledDownload])
 	t.Run("stalled-runs", recordertest.RoundTrip[recorder.StalledRun])
 	t.Run("temp-runs", recordertest.RoundTrip[recorder.TempRun])
@@ -58,7 +57,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.GapPath](t)
 	recordertest.Coverage[recorder.GapRun](t)
 	recordertest.Coverage[recorder.Hop](t)
-	recordertest.Coverage[recorder.SweepCell](t)
 	recordertest.Coverage[recorder.StalledDownload](t)
 	recordertest.Coverage[recorder.StalledRun](t)
 	recordertest.Coverage[recorder.TempRun](t)
@@ -77,7 +75,6 @@ func FuzzReadGapRequests(f *testing.F)      { recordertest.FuzzRead[recorder.Gap
 func FuzzReadGapPath(f *testing.F)          { recordertest.FuzzRead[recorder.GapPath](f) }
 func FuzzReadGapRuns(f *testing.F)          { recordertest.FuzzRead[recorder.GapRun](f) }
 func FuzzReadHops(f *testing.F)             { recordertest.FuzzRead[recorder.Hop](f) }
-func FuzzReadSweep(f *testing.F)            { recordertest.FuzzRead[recorder.SweepCell](f) }
 func FuzzReadStalledDownloads(f *testing.F) { recordertest.FuzzRead[recorder.StalledDownload](f) }
 func FuzzReadStalledRuns(f *testing.F)      { recordertest.FuzzRead[recorder.StalledRun](f) }
 func FuzzReadTempRuns(f *testing.F)         { recordertest.FuzzRead[recorder.TempRun](f) }

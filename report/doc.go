@@ -5,7 +5,7 @@
 // directory can be copied, archived or opened offline as it is.
 //
 // Each experiment's section is a Section defined in its own file:
-// slowclient.go, longpoll.go, latencygap.go, buffersweep.go,
+// slowclient.go, longpoll.go, latencygap.go,
 // stalled.go, tempcliff.go and tempdisk.go
 // (figures too large for one file in a second, such as
 // slowclient_figures.go), or in the experiment's own package, built with

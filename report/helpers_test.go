@@ -119,7 +119,7 @@ func expectedDownloads(fx fixture) (all, withApp int) {
 // allSections is every section, in the order lab's registry gives them
 // (report's tests cannot import lab, which imports report; cmd/slowlab's
 // TestReportSectionsFromRegistry checks the registry's own).
-var allSections = []Section{SlowClient, LongPoll, LatencyGap, BufferSweep, StalledReader, TempCliff, TempDiskFull, Assessment}
+var allSections = []Section{SlowClient, LongPoll, LatencyGap, StalledReader, TempCliff, TempDiskFull, Assessment}
 
 // writeOnly writes dir's report with every section, checks that only the
 // section named drew, and checks its files and HTML.
