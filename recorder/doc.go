@@ -7,8 +7,6 @@
 //     most experiments write beside their own files;
 //   - slow-client: large-responses.csv, runs.csv, conditions.csv, hops.csv
 //     (where a slow download's bytes are, hop by hop);
-//   - buffer-sweep: sweep.csv (its cells), with runs.csv,
-//     large-responses.csv and hops.csv;
 //
 // and environment.json, which keeps one Environment per session that
 // wrote the results directory (ReplaceFile writes such a file whole, in

@@ -29,7 +29,6 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("runs", recordertest.RoundTrip[recorder.Run])
 	t.Run("conditions", recordertest.RoundTrip[recorder.Condition])
 	t.Run("hops", recordertest.RoundTrip[recorder.Hop])
-	t.Run("sweep", recordertest.RoundTrip[recorder.SweepCell])
 }
 
 // TestColumnsCoverEveryField: every field of every row struct has exactly
@@ -41,7 +40,6 @@ func TestColumnsCoverEveryField(t *testing.T) {
 	recordertest.Coverage[recorder.Run](t)
 	recordertest.Coverage[recorder.Condition](t)
 	recordertest.Coverage[recorder.Hop](t)
-	recordertest.Coverage[recorder.SweepCell](t)
 }
 
 func FuzzReadRequests(f *testing.F)        { recordertest.FuzzRead[recorder.Request](f) }
@@ -50,7 +48,6 @@ func FuzzReadResourceSamples(f *testing.F) { recordertest.FuzzRead[recorder.Reso
 func FuzzReadRuns(f *testing.F)            { recordertest.FuzzRead[recorder.Run](f) }
 func FuzzReadConditions(f *testing.F)      { recordertest.FuzzRead[recorder.Condition](f) }
 func FuzzReadHops(f *testing.F)            { recordertest.FuzzRead[recorder.Hop](f) }
-func FuzzReadSweep(f *testing.F)           { recordertest.FuzzRead[recorder.SweepCell](f) }
 
 // TestEveryRowTypeIsTested reads the module's source: every type with a
 // Schema method (a row type), in recorder or in the package that declares

@@ -63,6 +63,54 @@ func Check(rep *Report) error {
 	return errors.Join(errs...)
 }
 
+// SVGCount is what a test counts in a figure's SVG file.
+type SVGCount struct {
+	Root  string         // name of the root element
+	Paths int            // <path> elements
+	Arcs  int            // paths with an arc: circle glyphs, which are data points (see Scatter)
+	Fills map[string]int // filled paths by fill colour, such as "#0072B2"
+}
+
+// CountSVG counts the elements of an SVG file's data.
+func CountSVG(data []byte) (SVGCount, error) {
+	st := SVGCount{Fills: map[string]int{}}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return st, nil
+		}
+		if err != nil {
+			return st, fmt.Errorf("SVG does not parse as XML: %w", err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if st.Root == "" {
+			st.Root = el.Name.Local
+		}
+		if el.Name.Local != "path" {
+			continue
+		}
+		st.Paths++
+		for _, a := range el.Attr {
+			switch a.Name.Local {
+			case "d":
+				if strings.Contains(a.Value, "A") {
+					st.Arcs++
+				}
+			case "style":
+				for _, decl := range strings.Split(a.Value, ";") {
+					if v, ok := strings.CutPrefix(decl, "fill:"); ok && v != "none" {
+						st.Fills[v]++
+					}
+				}
+			}
+		}
+	}
+}
+
 // xmlRoot is the name of data's root element.
 func xmlRoot(data []byte) (string, error) {
 	dec := xml.NewDecoder(bytes.NewReader(data))

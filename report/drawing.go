@@ -23,6 +23,9 @@ func (d *Drawing) Title() string { return d.f.title }
 // AddPanel stacks p below the drawing's panels.
 func (d *Drawing) AddPanel(p *plot.Plot) { d.f.panels = append(d.f.panels, p) }
 
+// Panels are the drawing's panels, top first.
+func (d *Drawing) Panels() []*plot.Plot { return d.f.panels }
+
 // AddSeries records a series drawn with n points or bars (what
 // report.Figure's Series and Points say).
 func (d *Drawing) AddSeries(name string, n int) { d.f.addSeries(name, n) }
@@ -32,7 +35,3 @@ func (d *Drawing) SetCaption(caption string) { d.f.caption = caption }
 
 // AddDrawing adds d to the part.
 func (p *Part) AddDrawing(d *Drawing) { p.s.addFigure(&d.f) }
-
-// SizeText formats a byte count as the figures name a size: "16 MiB",
-// "512 KiB".
-func SizeText(b int64) string { return sizeText(b) }

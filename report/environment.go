@@ -140,6 +140,22 @@ var netSettings = []netSetting{
 		}, func(v string) string { return v }},
 }
 
+// NetSettingCols are a column per row of the environment table's kernel
+// network settings, headed by its name, each cell as that table shows it
+// (what the setting means on hover), "–" where net does not record it.
+func NetSettingCols[R any](net func(*R) *recorder.NetSettings) []Column[R] {
+	cols := make([]Column[R], len(netSettings))
+	for i, ns := range netSettings {
+		cols[i] = Col(ns.name, func(r *R) Cell {
+			if v := ns.value(net(r)); v != "" {
+				return Cell{Text: ns.show(v), Title: ns.title}
+			}
+			return Cell{Text: "–", Title: "not recorded"}
+		})
+	}
+	return cols
+}
+
 // showTCPMem shows tcp_wmem or tcp_rmem as recorded, with its three sizes
 // in binary units: "4096 16384 4194304 (min 4 KiB, default 16 KiB, max 4
 // MiB)". A value that does not parse is shown as it is.

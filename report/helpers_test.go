@@ -2,15 +2,11 @@ package report
 
 import (
 	"bytes"
-	"encoding/xml"
-	"errors"
 	"fmt"
 	"image/color"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
@@ -26,43 +22,11 @@ type svgStats struct {
 
 func parseSVG(t *testing.T, data []byte) svgStats {
 	t.Helper()
-	st := svgStats{fills: map[string]int{}}
-	dec := xml.NewDecoder(bytes.NewReader(data))
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG does not parse as XML: %v", err)
-		}
-		el, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		if st.root == "" {
-			st.root = el.Name.Local
-		}
-		if el.Name.Local != "path" {
-			continue
-		}
-		st.paths++
-		for _, a := range el.Attr {
-			switch a.Name.Local {
-			case "d":
-				if strings.Contains(a.Value, "A") {
-					st.arcs++
-				}
-			case "style":
-				for _, decl := range strings.Split(a.Value, ";") {
-					if v, ok := strings.CutPrefix(decl, "fill:"); ok && v != "none" {
-						st.fills[v]++
-					}
-				}
-			}
-		}
+	c, err := CountSVG(data)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return st
+	return svgStats{root: c.Root, paths: c.Paths, arcs: c.Arcs, fills: c.Fills}
 }
 
 func hexColor(c color.Color) string {
@@ -155,7 +119,7 @@ func expectedDownloads(fx fixture) (all, withApp int) {
 // allSections is every section, in the order lab's registry gives them
 // (report's tests cannot import lab, which imports report; cmd/slowlab's
 // TestReportSectionsFromRegistry checks the registry's own).
-var allSections = []Section{SlowClient, BufferSweep}
+var allSections = []Section{SlowClient}
 
 // writeOnly writes dir's report with every section, checks that only the
 // section named drew, and checks its files and HTML.

@@ -85,7 +85,7 @@ func (k condKey) label() string {
 	return fmt.Sprintf("%s, %s, %d slow", k.route, k.server, k.slow)
 }
 
-func (k condKey) name() string { return slug(fmt.Sprintf("%s-%s-s%d", k.route, k.server, k.slow)) }
+func (k condKey) name() string { return Slug(fmt.Sprintf("%s-%s-s%d", k.route, k.server, k.slow)) }
 
 func keyOf(r recorder.Run) condKey { return condKey{r.Route, r.Server, r.SlowClients} }
 
@@ -131,22 +131,6 @@ func okRunsByCondition(runs []recorder.Run) ([]condKey, map[condKey][]recorder.R
 		return a.slow - b.slow
 	})
 	return keys, groups
-}
-
-// slug makes s safe as a file name: lower-case letters, digits and dashes.
-func slug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-			dash = false
-		} else if !dash && b.Len() > 0 {
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	return strings.TrimSuffix(b.String(), "-")
 }
 
 func buildSlowClient(dir string) (*section, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -90,12 +91,19 @@ func mib(v float64) Cell     { return Fixed(v, 1) }
 
 // Column is one column of a Table: its header and its cell of a row.
 type Column[R any] struct {
-	Head string
-	Cell func(*R) Cell
+	Head     string
+	Cell     func(*R) Cell
+	htmlOnly bool // drawn in the report, left out of the text
 }
 
 // Col is the column headed head whose cell of a row is cell's.
-func Col[R any](head string, cell func(*R) Cell) Column[R] { return Column[R]{head, cell} }
+func Col[R any](head string, cell func(*R) Cell) Column[R] { return Column[R]{Head: head, Cell: cell} }
+
+// HTMLCol is a column the report draws and WriteText leaves out: detail
+// the CLI's text has no room for, or prints elsewhere (above the rows).
+func HTMLCol[R any](head string, cell func(*R) Cell) Column[R] {
+	return Column[R]{Head: head, Cell: cell, htmlOnly: true}
+}
 
 // Table is a table declared once: its columns, and what it says beside
 // them. The CLI prints it as text (WriteText), the report draws it as HTML
@@ -138,8 +146,12 @@ func (t *Table[R]) html(rows []R) *table {
 }
 
 // WriteText writes rows as aligned text, text cells left-aligned and
-// numbers right-aligned, a value not measured as "-", then the legend.
+// numbers right-aligned, a value not measured as "-", then the legend;
+// the HTMLCol columns are left out.
 func (t *Table[R]) WriteText(w io.Writer, rows []R) {
+	text := *t
+	text.Cols = slices.DeleteFunc(slices.Clone(t.Cols), func(c Column[R]) bool { return c.htmlOnly })
+	t = &text
 	cells := t.cells(rows)
 	width := make([]int, len(t.Cols))
 	num := make([]bool, len(t.Cols))

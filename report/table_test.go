@@ -29,6 +29,31 @@ var pets = report.Table[pet]{
 	},
 }
 
+// petsPage writes the report of a results directory with pets.csv and a
+// pets section, "Pets, counted.", that add fills; it returns the report
+// and report.html.
+func petsPage(t *testing.T, add func(*report.Part)) (*report.Report, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pets.csv"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sec := report.NewSection("pets", "pets.csv", func(string) (*report.Part, error) {
+		p := report.NewPart("pets", "Pets, counted.")
+		add(p)
+		return p, nil
+	})
+	rep, err := report.Write(dir, []report.Section{sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(rep.HTML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, string(page)
+}
+
 // TestTableDeclaredOnce: a section declared outside report with
 // NewSection, NewPart and AddTable is drawn in report.html, and the
 // table's HTML header is its text header; the text aligns numbers right,
@@ -45,33 +70,19 @@ func TestTableDeclaredOnce(t *testing.T) {
 		t.Errorf("text:\n%s\nwant:\n%s", b.String(), want)
 	}
 
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "pets.csv"), []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sec := report.NewSection("pets", "pets.csv", func(string) (*report.Part, error) {
-		p := report.NewPart("pets", "Pets, counted.")
+	rep, page := petsPage(t, func(p *report.Part) {
 		report.AddTable(p, &pets, rows)
 		p.Skip("no photos")
-		return p, nil
 	})
-	rep, err := report.Write(dir, []report.Section{sec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := os.ReadFile(rep.HTML)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var head []string
-	for _, m := range regexp.MustCompile(`<th>([^<]*)</th>`).FindAllStringSubmatch(string(page), -1) {
+	for _, m := range regexp.MustCompile(`<th>([^<]*)</th>`).FindAllStringSubmatch(page, -1) {
 		head = append(head, m[1])
 	}
 	if text := strings.Fields(strings.SplitN(b.String(), "\n", 2)[0]); !slices.Equal(head, text) {
 		t.Errorf("HTML header %q, text header %q: want the same", head, text)
 	}
 	for _, w := range []string{"Pets, counted.", "<td class=\"num\">31.2</td>", `title="not measured"`, "mass_kg: - where not weighed", "no photos"} {
-		if !strings.Contains(string(page), w) {
+		if !strings.Contains(page, w) {
 			t.Errorf("report.html lacks %q", w)
 		}
 	}
@@ -111,6 +122,26 @@ func TestFastLatencyLeavesOutUnmeasured(t *testing.T) {
 		}
 		if len(rep.Figures) != tc.figures || (tc.figures == 0) != slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "no figure") }) {
 			t.Errorf("%d conditions: %d figures, notes %q: want %d figures, a note without one", len(tc.conds), len(rep.Figures), rep.Notes, tc.figures)
+		}
+	}
+}
+
+// TestHTMLCol: a column declared with HTMLCol is drawn in the report and
+// left out of the text; AddFoldedTable folds the table under its summary.
+func TestHTMLCol(t *testing.T) {
+	tagged := pets
+	tagged.Cols = append([]report.Column[pet]{report.HTMLCol("tag", func(p *pet) report.Cell { return report.Text("tag-" + p.Name) })}, pets.Cols...)
+	rows := []pet{{"dog", 4, recorder.Some(31.25)}}
+	var text, plain bytes.Buffer
+	tagged.WriteText(&text, rows)
+	pets.WriteText(&plain, rows)
+	if text.String() != plain.String() {
+		t.Errorf("text with an HTMLCol:\n%s\nwant it without:\n%s", text.String(), plain.String())
+	}
+	_, page := petsPage(t, func(p *report.Part) { report.AddFoldedTable(p, &tagged, rows, "every pet") })
+	for _, w := range []string{"<th>tag</th>", "<td>tag-dog</td>", "<summary>every pet</summary>"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("report.html lacks %q", w)
 		}
 	}
 }

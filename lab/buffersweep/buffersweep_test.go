@@ -102,7 +102,7 @@ func TestMeasuredCapacity(t *testing.T) {
 	if ps["r"][0].step != 1<<20 {
 		t.Errorf("wake-up step %d, want 1 MiB", ps["r"][0].step)
 	}
-	cell := recorder.SweepCell{Route: "direct"}
+	cell := Cell{Route: "direct"}
 	summarize(&cell, []download{
 		{route: "direct", appSendS: recorder.Some(2.2), capacity: recorder.Some(4 << 20)},
 		{route: "direct", appSendS: recorder.Some(1.8), capacity: recorder.Some(4 << 20)},
@@ -117,15 +117,19 @@ func TestMeasuredCapacity(t *testing.T) {
 	}
 }
 
-func TestPrintSweep(t *testing.T) {
+// TestPrint: the cells table a kernel at a time, its settings above, the
+// legend once below.
+func TestPrint(t *testing.T) {
 	var b bytes.Buffer
-	PrintSweep(&b, []recorder.SweepCell{{Kernel: "host", TCPWmem: "4096 16384 4194304", TCPRmem: "4096 131072 6291456", Route: "direct",
+	cells := []Cell{{Kernel: "host", TCPWmem: "4096 16384 4194304", TCPRmem: "4096 131072 6291456", Route: "direct",
 		SizeBytes: 16 << 20, RateBps: 2 << 20, Runs: 1, RunsOK: 1, FastP95MS: recorder.Some(3786), AppSendS: recorder.Some(4.4),
 		PredictedAppSendS: recorder.Some(5.9), PredictionErrorPct: recorder.Some(-25), CapacityBytes: recorder.Some(3 << 20),
 		CapacityPredictedBytes: recorder.Some(4 << 20), CapacityMeasuredBytes: recorder.Some(3 << 20),
-		AppSendPredictedS: recorder.Some(5.9), AppSendMeasuredS: recorder.Some(4.4)}})
-	for _, want := range []string{"kernel host: tcp_wmem 4096 16384 4194304", "capacity predicted MiB  measured MiB  error %  app_send predicted s  measured s  error %"} {
-		if !strings.Contains(b.String(), want) {
+		AppSendPredictedS: recorder.Some(5.9), AppSendMeasuredS: recorder.Some(4.4)}}
+	(&Result{Cells: cells}).Print(&b)
+	words := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{"kernel host: tcp_wmem 4096 16384 4194304", "capacity predicted MiB measured MiB error % app_send predicted s measured s error %"} {
+		if !strings.Contains(words, want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
@@ -134,8 +138,18 @@ func TestPrintSweep(t *testing.T) {
 	if !slices.ContainsFunc(strings.Split(b.String(), "\n"), func(l string) bool { return strings.Join(strings.Fields(l), " ") == row }) {
 		t.Errorf("table lacks the row %q:\n%s", row, b.String())
 	}
+	// A second kernel: its own settings and header above its rows, the
+	// legend once, after both.
+	second := cells[0]
+	second.Kernel, second.TCPWmem = "wmem=1m rmem=default", "4096 16384 1048576"
 	b.Reset()
-	PrintSweep(&b, nil)
+	(&Result{Cells: append(cells, second)}).Print(&b)
+	if n := strings.Count(strings.Join(strings.Fields(b.String()), " "), "route size rate/s"); n != 2 || strings.Count(b.String(), "predicted: before the run") != 1 ||
+		!strings.Contains(b.String(), "\nkernel wmem=1m rmem=default: tcp_wmem 4096 16384 1048576") {
+		t.Errorf("two kernels: %d headers, want 2 and the legend once:\n%s", n, b.String())
+	}
+	b.Reset()
+	(&Result{}).Print(&b)
 	if !strings.Contains(b.String(), "no cell completed") {
 		t.Errorf("empty sweep: %q", b.String())
 	}
@@ -172,15 +186,15 @@ func TestChildRefusesTheHostNamespace(t *testing.T) {
 // download missing.
 func TestFastHeldRefuses(t *testing.T) {
 	sc := Published().slowClient(16<<20, 2<<20)
-	cell := func(p95 float64) recorder.SweepCell {
-		return recorder.SweepCell{Kernel: "wmem=4m", Runs: 1, FastP95MS: recorder.Some(p95)}
+	cell := func(p95 float64) Cell {
+		return Cell{Kernel: "wmem=4m", Runs: 1, FastP95MS: recorder.Some(p95)}
 	}
 	seen := []download{{appSendS: recorder.Some(4.376)}, {appSendS: recorder.Some(4.928)}}
 	if err := checkFastHeld(sc, cell(3755.2), seen); err != nil {
 		t.Errorf("the measured run: %v", err)
 	}
 	for _, tc := range []struct {
-		cell recorder.SweepCell
+		cell Cell
 		ds   []download
 		want string
 	}{

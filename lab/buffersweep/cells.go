@@ -84,19 +84,32 @@ func paths(rows []recorder.Hop) map[string]map[int]path {
 	return out
 }
 
+// readOptional reads dir's file of row type T: nil when the file is not
+// there, an empty slice when it has no rows.
+func readOptional[T recorder.Row[T]](dir string) ([]T, error) {
+	rows, err := recorder.ReadFile[T](filepath.Join(dir, recorder.FileName[T]()))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err == nil && rows == nil {
+		rows = []T{}
+	}
+	return rows, err
+}
+
 // downloads reads a cell's results directory: every complete download of
 // every completed run, with its measured capacity and wake-up step.
 func downloads(dir string) ([]download, error) {
-	hopRows, err := recorder.ReadFile[recorder.Hop](filepath.Join(dir, recorder.FileName[recorder.Hop]()))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	hopRows, err := readOptional[recorder.Hop](dir)
+	if err != nil {
 		return nil, err
 	}
-	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(dir, recorder.FileName[recorder.LargeResponse]()))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	larges, err := readOptional[recorder.LargeResponse](dir)
+	if err != nil {
 		return nil, err
 	}
-	runs, err := recorder.ReadFile[recorder.Run](filepath.Join(dir, recorder.FileName[recorder.Run]()))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	runs, err := readOptional[recorder.Run](dir)
+	if err != nil {
 		return nil, err
 	}
 	ok := map[string]bool{}
@@ -133,7 +146,7 @@ func median(vs []recorder.Maybe) recorder.Maybe {
 }
 
 // summarize fills a cell's measured columns from its downloads of route.
-func summarize(cell *recorder.SweepCell, ds []download) {
+func summarize(cell *Cell, ds []download) {
 	var sends, recv, caps, steps []recorder.Maybe
 	for _, d := range ds {
 		if d.route != cell.Route {
@@ -151,7 +164,7 @@ func summarize(cell *recorder.SweepCell, ds []download) {
 
 // predict fills a cell's predicted columns from the model's capacity of
 // its path, and the measured send time's error against the prediction.
-func predict(cell *recorder.SweepCell, p pathmodel.Capacity) {
+func predict(cell *Cell, p pathmodel.Capacity) {
 	c := p.Total()
 	cell.CapacityPredictedBytes = recorder.Some(float64(c))
 	cell.AppSendPredictedS = recorder.Some(pathmodel.AppSend(cell.SizeBytes, cell.RateBps, c))

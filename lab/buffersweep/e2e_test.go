@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
 // sweep runs c on stackName and returns its cells, checking what every
 // sweep must have: sweep.csv as returned, every run ok, each cell's own
 // results directory with bytes conserved at every hop sample.
-func sweep(t *testing.T, c *Config, stackName string) (*lab.Env, []recorder.SweepCell) {
+func sweep(t *testing.T, c *Config, stackName string) (*lab.Env, []Cell) {
 	t.Helper()
 	env := labtest.Env(t, stackName)
 	env.Scenario = nil
@@ -32,7 +32,7 @@ func sweep(t *testing.T, c *Config, stackName string) (*lab.Env, []recorder.Swee
 		t.Fatal(err)
 	}
 	cells := r.(*Result).Cells
-	onDisk, err := recorder.ReadFile[recorder.SweepCell](filepath.Join(env.Out, "sweep.csv"))
+	onDisk, err := recorder.ReadFile[Cell](filepath.Join(env.Out, "sweep.csv"))
 	if err != nil || len(onDisk) != len(cells) {
 		t.Fatalf("sweep.csv: %d rows (%v), returned %d", len(onDisk), err, len(cells))
 	}
@@ -62,7 +62,7 @@ func sweep(t *testing.T, c *Config, stackName string) (*lab.Env, []recorder.Swee
 // woken only when a third of its buffer is free), each widened by 20% and
 // two hop intervals (the samples' own resolution). Nearer the boundary the
 // cells are logged, not judged.
-func checkPrediction(t *testing.T, c *Config, cells []recorder.SweepCell) {
+func checkPrediction(t *testing.T, c *Config, cells []Cell) {
 	t.Helper()
 	res := time.Duration(c.HopInterval).Seconds()
 	for _, c := range cells {
@@ -94,8 +94,8 @@ func checkPrediction(t *testing.T, c *Config, cells []recorder.SweepCell) {
 
 func fmtSize(n int64) string { return fmt.Sprintf("%.1fm", float64(n)/(1<<20)) }
 
-func byRoute(cells []recorder.SweepCell) map[string]recorder.SweepCell {
-	m := map[string]recorder.SweepCell{}
+func byRoute(cells []Cell) map[string]Cell {
+	m := map[string]Cell{}
 	for _, c := range cells {
 		m[c.Kernel+"/"+c.Route] = c
 	}
@@ -225,10 +225,10 @@ func TestBufferSweepRealWmem(t *testing.T) {
 	c.TCPWmemMax = []lab.Size{1 << 20, 4 << 20, 16 << 20}
 	env, cells := sweep(t, c, stack.NameReal)
 	got := byRoute(cells)
-	k := func(w string) recorder.SweepCell { return got["wmem="+w+" rmem=default/proxy-buffering-off"] }
+	k := func(w string) Cell { return got["wmem="+w+" rmem=default/proxy-buffering-off"] }
 	w1, w4, w16 := k("1m"), k("4m"), k("16m")
 	sc := c.slowClient(16<<20, 2<<20)
-	for _, cell := range []recorder.SweepCell{w1, w4, w16} {
+	for _, cell := range []Cell{w1, w4, w16} {
 		ds, err := downloads(filepath.Join(env.Out, cell.Dir))
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +254,7 @@ func TestBufferSweepRealWmem(t *testing.T) {
 		t.Errorf("app_send %v, %v, %v s: want falling as the buffers grow", w1.AppSendS, w4.AppSendS, w16.AppSendS)
 	}
 	checkPrediction(t, c, cells)
-	peaks := func(cell recorder.SweepCell) map[string]int64 {
+	peaks := func(cell Cell) map[string]int64 {
 		rows, err := recorder.ReadFile[recorder.Hop](filepath.Join(env.Out, cell.Dir, "hops.csv"))
 		if err != nil {
 			t.Fatal(err)
@@ -299,7 +299,7 @@ func fastHeldBounds(sc *slowclient.Config, held float64) (lo, hi float64) {
 // checkFastHeld checks cell's /fast p95 against fastHeldBounds for the
 // shortest app_send of its downloads ds (one run: a cell of several runs
 // has a p95 per run, and is refused).
-func checkFastHeld(sc *slowclient.Config, cell recorder.SweepCell, ds []download) error {
+func checkFastHeld(sc *slowclient.Config, cell Cell, ds []download) error {
 	if cell.Runs != 1 || len(ds) != sc.Conditions[0].SlowClients {
 		return fmt.Errorf("%s: %d runs, %d downloads: want one run of %d", cell.Kernel, cell.Runs, len(ds), sc.Conditions[0].SlowClients)
 	}

@@ -23,7 +23,7 @@ func modelConfig(route stack.Route, wmem int64) pathmodel.Config {
 // downloads had inFlight bytes in flight at most and took appSend seconds
 // to send, and returns the row cellRows makes of it with the model's
 // prediction from c.
-func cellOf(t *testing.T, c pathmodel.Config, inFlight int64, appSend float64) recorder.SweepCell {
+func cellOf(t *testing.T, c pathmodel.Config, inFlight int64, appSend float64) Cell {
 	t.Helper()
 	const size, rate = 16 << 20, 2 << 20
 	dir := t.TempDir()
@@ -81,10 +81,10 @@ func write[T recorder.Row[T]](t *testing.T, dir string, rows []T) {
 func TestPredictionIsFromConfigurationOnly(t *testing.T) {
 	c := modelConfig(stack.RouteBufferingOff, 1<<20)
 	a := cellOf(t, c, 3<<20, 6.5)
-	pred := func(cell recorder.SweepCell) [4]recorder.Maybe {
+	pred := func(cell Cell) [4]recorder.Maybe {
 		return [4]recorder.Maybe{cell.CapacityPredictedBytes, cell.AppSendPredictedS, cell.PredictedAppSendS, {}}
 	}
-	meas := func(cell recorder.SweepCell) [4]recorder.Maybe {
+	meas := func(cell Cell) [4]recorder.Maybe {
 		return [4]recorder.Maybe{cell.CapacityMeasuredBytes, cell.AppSendMeasuredS, cell.CapacityBytes, cell.AppSendS}
 	}
 	// 1 MiB app send + 128 KiB + 16 KiB proxy + 1 MiB proxy send + 16 KiB client.

@@ -48,7 +48,7 @@ func (p modelPoint) errs(c pathmodel.Capacity) (lo, hi float64) {
 // the run), and pairs it with the measured capacity. Every cell must be
 // one whose path filled: a response at least 1.5 times the prediction
 // (a smaller one caps what can be in flight at its size).
-func modelPoints(t *testing.T, c *Config, out string, cells []recorder.SweepCell) []modelPoint {
+func modelPoints(t *testing.T, c *Config, out string, cells []Cell) []modelPoint {
 	t.Helper()
 	var points []modelPoint
 	for _, cell := range cells {

@@ -59,7 +59,7 @@ func netnsInode() (uint64, error) {
 // --max-schedule-lag and, when
 // the sweep resumes, --resume: it keeps its own complete cells and resumes
 // the others' matrices; a setting whose cells done has all is not started.
-func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[string]bool, add func([]recorder.SweepCell) error) error {
+func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[string]bool, add func([]Cell) error) error {
 	if c.allDone(k, done) {
 		fmt.Fprintf(progress(env), "%s: every cell completed, kept\n", k.Label())
 		return nil
@@ -118,7 +118,7 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 	if runErr != nil && ctx.Err() == nil && errors.Is(runErr, syscall.EPERM) {
 		runErr = fmt.Errorf("start a session in a new network namespace: %w", netem.ErrPermission)
 	}
-	cells, err := recorder.ReadFile[recorder.SweepCell](filepath.Join(dir, recorder.FileName[recorder.SweepCell]()))
+	cells, err := recorder.ReadFile[Cell](filepath.Join(dir, sweepFile))
 	for i := range cells {
 		cells[i].Dir = filepath.Join(k.dir(), cells[i].Dir)
 	}

@@ -1,16 +1,12 @@
 package buffersweep
 
-import (
-	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
-)
+import "github.com/slowlab/slowlab/lab"
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 4, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.BufferSweep,
+	lab.Register(lab.Experiment{Name: Name, Order: 4, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary:  "response size x read rate x route x kernel socket buffers: where buffering off stops protecting the app",
 		Shared:   lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU,
@@ -19,7 +15,7 @@ func init() {
 
 // resultsFiles are the files each session writes in its directory
 // (lab.Experiment.Files); each cell's own files are in the cell's.
-var resultsFiles = []string{recorder.FileName[recorder.SweepCell]()}
+var resultsFiles = []string{sweepFile}
 
 // smoke implements lab.Experiment.Smoke: one cell per kernel setting (the
 // first of each list), 1 MiB read at 4 MiB/s on the first

@@ -17,13 +17,13 @@ func cellKey(kernel string, size, rate int64) string {
 	return kernel + "/" + strconv.FormatInt(size, 10) + "/" + strconv.FormatInt(rate, 10)
 }
 
-func rowKey(r recorder.SweepCell) string { return cellKey(r.Kernel, r.SizeBytes, r.RateBps) }
+func rowKey(r Cell) string { return cellKey(r.Kernel, r.SizeBytes, r.RateBps) }
 
 // complete is the set of cells of rows that are complete: a row for each
 // of c's routes, each with every repetition ok. Like lab.Matrix, which
 // runs again every run that is not ok, a cell with a failed or aborted
 // run (an interrupted cell's rows say so) is not complete.
-func (c *Config) complete(rows []recorder.SweepCell) map[string]bool {
+func (c *Config) complete(rows []Cell) map[string]bool {
 	ok := map[string]map[string]bool{} // cell -> its routes with every run ok
 	for _, r := range rows {
 		if r.RunsOK == c.Reps {
@@ -47,17 +47,17 @@ func (c *Config) complete(rows []recorder.SweepCell) map[string]bool {
 // the complete cells' rows, which it returns with their keys. The other
 // cells run again, each resuming its slow-client matrix in its own
 // directory. A session that ended before sweep.csv was made has none.
-func (c *Config) resume(env *lab.Env) ([]recorder.SweepCell, map[string]bool, error) {
+func (c *Config) resume(env *lab.Env) ([]Cell, map[string]bool, error) {
 	if err := lab.CheckResume(env, c); err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(env.Out, recorder.FileName[recorder.SweepCell]())
-	rows, err := recorder.ReadFile[recorder.SweepCell](path)
+	path := filepath.Join(env.Out, sweepFile)
+	rows, err := recorder.ReadFile[Cell](path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	done := c.complete(rows)
-	var kept []recorder.SweepCell
+	var kept []Cell
 	for _, r := range rows {
 		if done[rowKey(r)] {
 			kept = append(kept, r)
@@ -72,13 +72,13 @@ func (c *Config) resume(env *lab.Env) ([]recorder.SweepCell, map[string]bool, er
 
 // rewriteSweep replaces dir's sweep.csv with rows, atomically: a crash
 // leaves the old file or the new one.
-func rewriteSweep(dir string, rows []recorder.SweepCell) error {
+func rewriteSweep(dir string, rows []Cell) error {
 	tmp, err := os.CreateTemp(dir, ".sweep.csv.tmp-")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	w, err := recorder.NewWriter[recorder.SweepCell](tmp)
+	w, err := recorder.NewWriter[Cell](tmp)
 	for i := 0; err == nil && i < len(rows); i++ {
 		err = w.Write(rows[i])
 	}
@@ -92,7 +92,7 @@ func rewriteSweep(dir string, rows []recorder.SweepCell) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, recorder.FileName[recorder.SweepCell]()))
+		err = os.Rename(tmp.Name(), filepath.Join(dir, sweepFile))
 	}
 	return err
 }

@@ -52,9 +52,9 @@ func flagEnv(t *testing.T, c *Config, args ...string) *lab.Env {
 	return env
 }
 
-func readSweep(t *testing.T, dir string) []recorder.SweepCell {
+func readSweep(t *testing.T, dir string) []Cell {
 	t.Helper()
-	rows, err := recorder.ReadFile[recorder.SweepCell](filepath.Join(dir, "sweep.csv"))
+	rows, err := recorder.ReadFile[Cell](filepath.Join(dir, "sweep.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestResumeSweepAfterInterrupt(t *testing.T) {
 	// cell's row.
 	seen := 0
 	env.OnRequest = func(string) {
-		if rows, _ := recorder.ReadFile[recorder.SweepCell](filepath.Join(out, "sweep.csv")); len(rows) > 0 {
+		if rows, _ := recorder.ReadFile[Cell](filepath.Join(out, "sweep.csv")); len(rows) > 0 {
 			if seen++; seen == 3 {
 				cancel()
 			}
@@ -261,10 +261,10 @@ func TestSweepHostCPUGuardInNamespace(t *testing.T) {
 func TestCompleteCells(t *testing.T) {
 	c := Published()
 	c.Reps = 2
-	row := func(size int64, route stack.Route, ok int) recorder.SweepCell {
-		return recorder.SweepCell{Kernel: "host", SizeBytes: size, RateBps: 1 << 20, Route: string(route), Runs: 2, RunsOK: ok}
+	row := func(size int64, route stack.Route, ok int) Cell {
+		return Cell{Kernel: "host", SizeBytes: size, RateBps: 1 << 20, Route: string(route), Runs: 2, RunsOK: ok}
 	}
-	var rows []recorder.SweepCell
+	var rows []Cell
 	for _, r := range c.Routes {
 		rows = append(rows, row(1, r, 2), row(2, r, 2), row(3, r, 2))
 	}

@@ -20,7 +20,7 @@ import (
 // Result is what a sweep (or the part of it that ran) measured.
 type Result struct {
 	Dir   string
-	Cells []recorder.SweepCell
+	Cells []Cell
 }
 
 // AllFailed implements lab.Result.
@@ -71,9 +71,9 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
-	open := recorder.CreateFile[recorder.SweepCell]
+	open := recorder.CreateFile[Cell]
 	if env.Resume {
-		open = recorder.AppendFile[recorder.SweepCell]
+		open = recorder.AppendFile[Cell]
 	}
 	w, err := open(env.Out)
 	if err != nil {
@@ -81,7 +81,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	// add writes a finished cell's rows once: a kept cell's rows, which a
 	// resumed namespace session reports again, are already there.
-	add := func(cells []recorder.SweepCell) error {
+	add := func(cells []Cell) error {
 		for _, cell := range cells {
 			if done[rowKey(cell)] {
 				continue
@@ -113,7 +113,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 
 // runKernel runs every size x rate cell under kernel setting k in this
 // process, each into base/<cell>, but those done has.
-func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base string, done map[string]bool, add func([]recorder.SweepCell) error) error {
+func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base string, done map[string]bool, add func([]Cell) error) error {
 	net := lab.NetSettings(lab.HostNamespace, nil, nil)
 	var wmem, rmem string
 	if net != nil {
@@ -153,7 +153,7 @@ func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base str
 // env.Out/dir, and returns a row per route, each with the path model's
 // prediction, made before the runs from model (the namespace's kernel
 // settings) and the cell's configuration.
-func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, rate int64, model pathmodel.Config) ([]recorder.SweepCell, error) {
+func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, rate int64, model pathmodel.Config) ([]Cell, error) {
 	sc := c.slowClient(size, rate)
 	predicted, err := c.predictRoutes(sc, model)
 	if err != nil {
@@ -181,11 +181,11 @@ func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, ra
 // whose results directory is out (dir relative to the sweep's): the
 // measured columns from its files, the predicted ones from predicted, the
 // path model's capacity of each route.
-func cellRows(res *slowclient.Result, out, dir string, size, rate int64, predicted map[stack.Route]pathmodel.Capacity) ([]recorder.SweepCell, error) {
+func cellRows(res *slowclient.Result, out, dir string, size, rate int64, predicted map[stack.Route]pathmodel.Capacity) ([]Cell, error) {
 	ds, err := downloads(out)
-	var cells []recorder.SweepCell
+	var cells []Cell
 	for _, cond := range res.Conditions {
-		cell := recorder.SweepCell{Route: cond.Route, Server: cond.Server, SlowClients: cond.SlowClients,
+		cell := Cell{Route: cond.Route, Server: cond.Server, SlowClients: cond.SlowClients,
 			SizeBytes: size, RateBps: rate, FastP95MS: cond.P95MS, Dir: dir}
 		for _, run := range res.Runs {
 			if run.Route == cond.Route {

@@ -1,7 +1,9 @@
-package report
+package buffersweep
 
 import (
 	"errors"
+	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,10 +12,13 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
-// The buffer-sweep fixture (testdata/buffersweep) is a sweep of 2 routes
+// The buffer-sweep fixture (testdata) is a sweep of 2 routes
 // (direct, proxy-buffering-off) x 2 sizes (8, 16 MiB) x 2 rates (1, 2
 // MiB/s) under the host's kernel settings, as sweep.csv, environment.json
 // and scenario.yaml at the top, and two cell directories, size16m-rate2m
@@ -25,14 +30,59 @@ import (
 // try 2 followed) and it has a second repetition.
 
 // copySweep copies the fixture into a new directory, since Write writes
-// figures/ and report.html into the results directory.
+// figures/ and report.html into the results directory (the fuzzer's
+// other seeds beside it are read by no section).
 func copySweep(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "buffersweep"))); err != nil {
+	if err := os.CopyFS(dir, os.DirFS("testdata")); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// writeReport writes dir's report with every registered section (this
+// package's and slow-client's, which its cells import).
+func writeReport(dir string) (*report.Report, error) { return report.Write(dir, lab.ReportSections()) }
+
+// checkReport checks rep with report.Check and returns what each SVG
+// figure holds.
+func checkReport(t *testing.T, rep *report.Report) map[string]report.SVGCount {
+	t.Helper()
+	if err := report.Check(rep); err != nil {
+		t.Error(err)
+	}
+	stats := map[string]report.SVGCount{}
+	for _, f := range rep.Figures {
+		if len(f.Files) == 2 {
+			data, err := os.ReadFile(filepath.Join(rep.Dir, filepath.FromSlash(f.Files[1])))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats[f.Name], err = report.CountSVG(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return stats
+}
+
+// environmentRows are the name/value rows of report.html's environment
+// table.
+func environmentRows(t *testing.T, rep *report.Report) map[string]string {
+	t.Helper()
+	rows := map[string]string{}
+	for _, r := range labtest.SectionRows(t, rep, "environment") {
+		if name, value, ok := strings.Cut(r, " | "); ok && !strings.Contains(value, " | ") {
+			rows[name] = value
+		}
+	}
+	return rows
+}
+
+func hexColor(c color.Color) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
 }
 
 // editSweep rewrites dir's sweep.csv without the rows that contain any of
@@ -63,42 +113,9 @@ func editSweep(t *testing.T, dir string, drop []string, extra ...string) {
 	}
 }
 
-// sectionRows returns the text of every table row in report.html's
-// section id, cells joined by " | ".
-func sectionRows(t *testing.T, doc *html.Node, id string) []string {
+func svgText(t *testing.T, rep *report.Report, name string) string {
 	t.Helper()
-	var rows []string
-	for n := range doc.Descendants() {
-		if n.Type != html.ElementNode || n.Data != "section" || attr(n, "id") != id {
-			continue
-		}
-		for tr := range n.Descendants() {
-			if tr.Type != html.ElementNode || tr.Data != "tr" {
-				continue
-			}
-			var cells []string
-			for td := range tr.ChildNodes() {
-				if td.Type == html.ElementNode && td.Data == "td" {
-					var b strings.Builder
-					for x := range td.Descendants() {
-						if x.Type == html.TextNode {
-							b.WriteString(x.Data)
-						}
-					}
-					cells = append(cells, b.String())
-				}
-			}
-			if len(cells) > 0 {
-				rows = append(rows, strings.Join(cells, " | "))
-			}
-		}
-	}
-	return rows
-}
-
-func svgText(t *testing.T, rep *Report, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(rep.Dir, FiguresDir, name+".svg"))
+	b, err := os.ReadFile(filepath.Join(rep.Dir, report.FiguresDir, name+".svg"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +131,11 @@ func containsAll(t *testing.T, what, s string, wants ...string) {
 	}
 }
 
-func TestWriteBufferSweep(t *testing.T) {
+// TestReport reports the fixture: its section alone, the three figures,
+// the kernel table and every cell.
+func TestReport(t *testing.T) {
 	dir := copySweep(t)
-	rep, err := Write(dir, allSections)
+	rep, err := writeReport(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +143,14 @@ func TestWriteBufferSweep(t *testing.T) {
 		t.Errorf("experiments %v, want buffer-sweep (the cell directories' runs.csv are not the sweep's)", rep.Experiments)
 	}
 	wantNames := []string{"buffer-sweep-p95-host", "buffer-sweep-send-predicted", "buffer-sweep-hops"}
-	if got := figureNames(rep); !slices.Equal(got, wantNames) {
+	if got := labtest.FigureNames(rep); !slices.Equal(got, wantNames) {
 		t.Fatalf("figures %v, want %v", got, wantNames)
 	}
 	if len(rep.Notes) != 0 {
 		t.Errorf("notes %q, want none", rep.Notes)
 	}
-	stats := checkFiles(t, rep)
-	env := environmentRows(t, rep) // checks report.html's references too
+	stats := checkReport(t, rep) // checks report.html's references too
+	env := environmentRows(t, rep)
 	page, err := os.ReadFile(rep.HTML)
 	if err != nil {
 		t.Fatal(err)
@@ -159,11 +178,11 @@ func TestWriteBufferSweep(t *testing.T) {
 
 	// Heatmap: a panel per route; each cell with a p95 filled with its
 	// decade's colour (+ the legend's swatch in each panel), annotated.
-	hm := figureByName(t, rep, "buffer-sweep-p95-host")
+	hm := labtest.Figure(t, rep, "buffer-sweep-p95-host")
 	if hm.Panels != 2 || !slices.Equal(hm.Points, []int{4, 3}) {
 		t.Errorf("heatmap: %d panels, points %v; want 2 panels, 4 and 3 cells with a p95", hm.Panels, hm.Points)
 	}
-	fills := stats["buffer-sweep-p95-host"].fills
+	fills := stats["buffer-sweep-p95-host"].Fills
 	for _, tt := range []struct {
 		name  string
 		fill  string
@@ -187,11 +206,11 @@ func TestWriteBufferSweep(t *testing.T) {
 	// Predicted against observed: direct's 4 cells and buffering off's 2
 	// with size > capacity filled, its 8 MiB at 1 MiB/s hollow, its cell
 	// without values not drawn.
-	pr := figureByName(t, rep, "buffer-sweep-send-predicted")
+	pr := labtest.Figure(t, rep, "buffer-sweep-send-predicted")
 	if !slices.Equal(pr.Points, []int{4, 2, 1}) {
 		t.Errorf("send-predicted points %v, want [4 2 1]", pr.Points)
 	}
-	if got := stats[pr.Name].arcs; got != 4+1 {
+	if got := stats[pr.Name].Arcs; got != 4+1 {
 		t.Errorf("send-predicted.svg has %d circles, want direct's 4 + its legend glyph", got)
 	}
 	containsAll(t, "send-predicted caption", pr.Caption, "max(0, size − C) / R", "predicted before the run from configuration only",
@@ -203,8 +222,12 @@ func TestWriteBufferSweep(t *testing.T) {
 	// run, download 0; direct stacks client_read, client_recv_queue and
 	// app_send_queue, buffering off adds the proxy's hops but its temp
 	// file, at 0 throughout; app_written over both.
-	hp := figureByName(t, rep, "buffer-sweep-hops")
-	if hp.Panels != 2 || hp.Series != 4+7 || sum(hp.Points) != 11*9 {
+	hp := labtest.Figure(t, rep, "buffer-sweep-hops")
+	points := 0
+	for _, n := range hp.Points {
+		points += n
+	}
+	if hp.Panels != 2 || hp.Series != 4+7 || points != 11*9 {
 		t.Errorf("hops: %d panels, %d series, points %v; want 2 panels, 4 + 7 series of 9 samples", hp.Panels, hp.Series, hp.Points)
 	}
 	containsAll(t, "hops caption", hp.Caption,
@@ -218,14 +241,14 @@ func TestWriteBufferSweep(t *testing.T) {
 	}
 
 	// Tables: the kernel's settings, then every cell.
-	rows := sectionRows(t, checkHTML(t, rep), "buffer-sweep")
+	rows := labtest.SectionRows(t, rep, "buffer-sweep")
 	for _, want := range []string{
 		"host | 8 | 4096 16384 4194304 (min 4 KiB, default 16 KiB, max 4 MiB) | 212992 (208 KiB) | 4294967295 (no limit) | " +
 			"4096 131072 6291456 (min 4 KiB, default 128 KiB, max 6 MiB) | 212992 (208 KiB) | 1 (on) | 65536 | host | " +
 			"sweep.csv, size16m-rate1m/environment.json",
-		"host | direct | sync-2 | 2 | 16 MiB | 2 | 2/2 | 5966 | 4.02 | 2.50 | -37.7 | 5.992 | 6.590 | 10.0 | yes | 8.002 | size16m-rate2m",
-		"host | proxy-buffering-off | sync-2 | 2 | 8 MiB | 1 | 1/1 | 2.10 | 8.16 | 8.00 | – | 0.000 | 0.041 | – | no | 8.003 | size8m-rate1m",
-		"host | proxy-buffering-off | sync-2 | 2 | 8 MiB | 2 | 0/1 | – | 8.16 | – | – | 0.000 | – | – | no | – | size8m-rate2m",
+		"host | direct | sync-2 | 2 | 16m | 2m | 2/2 | 5966.4 | 4.02 | 2.50 | -38 | 5.99 | 6.59 | 10 | yes | 8.002 | size16m-rate2m",
+		"host | proxy-buffering-off | sync-2 | 2 | 8m | 1m | 1/1 | 2.1 | 8.16 | 8.00 | – | 0.00 | 0.04 | – | no | 8.003 | size8m-rate1m",
+		"host | proxy-buffering-off | sync-2 | 2 | 8m | 2m | 0/1 | – | 8.16 | – | – | 0.00 | – | – | no | – | size8m-rate2m",
 	} {
 		if !slices.Contains(rows, want) {
 			t.Errorf("buffer-sweep tables lack the row\n%s\nrows:\n%s", want, strings.Join(rows, "\n"))
@@ -236,18 +259,19 @@ func TestWriteBufferSweep(t *testing.T) {
 	}
 
 	// Every panel has a title and axis labels with units.
-	s, err := buildBufferSweep(dir)
+	cells, err := recorder.ReadFile[Cell](filepath.Join(dir, sweepFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range s.blocks {
-		if b.figure == nil {
-			continue
-		}
-		for i, p := range b.figure.panels {
+	drawn, err := addFigures(report.NewPart(Name, ""), newSweepDir(dir, cells))
+	if err != nil || len(drawn) != len(wantNames) {
+		t.Fatalf("%d figures drawn (%v), want %d", len(drawn), err, len(wantNames))
+	}
+	for j, d := range drawn {
+		for i, p := range d.Panels() {
 			x, y := p.X.Label.Text, p.Y.Label.Text
 			if p.Title.Text == "" || !strings.Contains(x, "(") || !strings.Contains(y, "(") {
-				t.Errorf("%s panel %d: title %q, x %q, y %q", b.figure.name, i, p.Title.Text, x, y)
+				t.Errorf("%s panel %d: title %q, x %q, y %q", wantNames[j], i, p.Title.Text, x, y)
 			}
 		}
 	}
@@ -256,7 +280,7 @@ func TestWriteBufferSweep(t *testing.T) {
 // Stacking counts every byte once: the *_delivered parts come off their
 // send queues, so the stack's top is app_written at every sample.
 func TestStackHops(t *testing.T) {
-	rows, err := recorder.ReadFile[recorder.Hop](filepath.Join("testdata", "buffersweep", "size16m-rate2m", "hops.csv"))
+	rows, err := recorder.ReadFile[recorder.Hop](filepath.Join("testdata", "size16m-rate2m", "hops.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,26 +333,26 @@ func TestStackHops(t *testing.T) {
 
 func TestPickHopCell(t *testing.T) {
 	const mi = 1 << 20
-	Cell := func(size, rate int64) recorder.SweepCell { return recorder.SweepCell{SizeBytes: size, RateBps: rate} }
-	grid := func(sizes, rates []int64) []recorder.SweepCell {
-		var cs []recorder.SweepCell
+	cell := func(size, rate int64) Cell { return Cell{SizeBytes: size, RateBps: rate} }
+	grid := func(sizes, rates []int64) []Cell {
+		var cs []Cell
 		for _, s := range sizes {
 			for _, r := range rates {
-				cs = append(cs, Cell(s, r))
+				cs = append(cs, cell(s, r))
 			}
 		}
 		return cs
 	}
 	for _, tt := range []struct {
 		name          string
-		cells         []recorder.SweepCell
+		cells         []Cell
 		size, rate    int64
 		preferred, ok bool
 	}{
 		{"published grid", grid([]int64{4 * mi, 8 * mi, 16 * mi, 32 * mi}, []int64{mi / 2, mi, 2 * mi, 4 * mi}), 16 * mi, 2 * mi, true, true},
 		{"no 16 MiB: lower middle of 4 rates", grid([]int64{4 * mi, 8 * mi, 32 * mi}, []int64{mi / 2, mi, 2 * mi, 4 * mi}), 32 * mi, mi, false, true},
 		{"odd count: the middle rate", grid([]int64{4 * mi, 8 * mi}, []int64{mi, 2 * mi, 4 * mi}), 8 * mi, 2 * mi, false, true},
-		{"interrupted: the median rate's largest size run so far", []recorder.SweepCell{Cell(4*mi, mi), Cell(8*mi, mi), Cell(4*mi, 2*mi)}, 8 * mi, mi, false, true},
+		{"interrupted: the median rate's largest size run so far", []Cell{cell(4*mi, mi), cell(8*mi, mi), cell(4*mi, 2*mi)}, 8 * mi, mi, false, true},
 		{"no cells", nil, 0, 0, false, false},
 	} {
 		c, preferred, ok := pickHopCell(tt.cells)
@@ -340,19 +364,19 @@ func TestPickHopCell(t *testing.T) {
 }
 
 // A sweep.csv with no cells, or empty, gives a section with a note.
-func TestBufferSweepNoCells(t *testing.T) {
-	for name, body := range map[string]string{"header only": strings.Join(recorder.Header[recorder.SweepCell](), ",") + "\n", "empty": ""} {
+func TestReportNoCells(t *testing.T) {
+	for name, body := range map[string]string{"header only": strings.Join(recorder.Header[Cell](), ",") + "\n", "empty": ""} {
 		t.Run(name, func(t *testing.T) {
 			dir := copySweep(t)
 			if err := os.WriteFile(filepath.Join(dir, sweepFile), []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Write(dir, allSections)
+			rep, err := writeReport(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(rep.Experiments, []string{"buffer-sweep"}) || len(rep.Figures) != 0 {
-				t.Errorf("experiments %v, figures %v; want buffer-sweep without figures", rep.Experiments, figureNames(rep))
+				t.Errorf("experiments %v, figures %v; want buffer-sweep without figures", rep.Experiments, labtest.FigureNames(rep))
 			}
 			want := "sweep.csv has no cells"
 			if name == "empty" {
@@ -362,6 +386,7 @@ func TestBufferSweepNoCells(t *testing.T) {
 			if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], want) || !strings.Contains(html.UnescapeString(string(page)), want) {
 				t.Errorf("notes %q, want one saying %q, in report.html too", rep.Notes, want)
 			}
+			checkReport(t, rep)
 			if env := environmentRows(t, rep); env["experiment"] != "buffer-sweep" {
 				t.Errorf("environment table: experiment %q", env["experiment"])
 			}
@@ -373,27 +398,26 @@ func TestBufferSweepNoCells(t *testing.T) {
 // and named, the hop figure falling back to another cell of a route
 // without 16 MiB at 2 MiB/s, and a route whose cell directory lacks
 // runs.csv left out with a note.
-func TestBufferSweepInterrupted(t *testing.T) {
+func TestReportInterrupted(t *testing.T) {
 	dir := copySweep(t)
 	editSweep(t, dir, []string{"proxy-buffering-off,sync-2,2,16777216,2097152", "direct,sync-2,2,8388608,1048576"})
 	if err := os.Remove(filepath.Join(dir, "size16m-rate2m", "runs.csv")); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir, allSections)
+	rep, err := writeReport(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkFiles(t, rep)
-	checkHTML(t, rep)
+	checkReport(t, rep)
 	notes := strings.Join(rep.Notes, "\n")
 	containsAll(t, "notes", notes,
 		"2 cells of the grid are not in sweep.csv (an interrupted sweep?); they are blank in the heatmaps: "+
 			"direct 8 MiB at 1 MiB/s (kernel host); proxy-buffering-off 16 MiB at 2 MiB/s (kernel host).",
 		"Hop bytes over time: direct, sync-2, 2 slow (16 MiB at 2 MiB/s, directory size16m-rate2m) left out: runs.csv is not present")
-	if hm := figureByName(t, rep, "buffer-sweep-p95-host"); !slices.Equal(hm.Points, []int{3, 2}) {
+	if hm := labtest.Figure(t, rep, "buffer-sweep-p95-host"); !slices.Equal(hm.Points, []int{3, 2}) {
 		t.Errorf("heatmap points %v, want [3 2]", hm.Points)
 	}
-	hp := figureByName(t, rep, "buffer-sweep-hops")
+	hp := labtest.Figure(t, rep, "buffer-sweep-hops")
 	if hp.Panels != 1 || hp.Series != 7 {
 		t.Errorf("hops: %d panels, %d series; want buffering off's only, 7 series", hp.Panels, hp.Series)
 	}
@@ -405,36 +429,36 @@ func TestBufferSweepInterrupted(t *testing.T) {
 
 // Several kernel settings: a heatmap each, a row each in the kernel table;
 // the hop figure draws the first kernel's cells.
-func TestBufferSweepKernels(t *testing.T) {
+func TestReportKernels(t *testing.T) {
 	dir := copySweep(t)
 	k := "wmem=16m rmem=default,4096 16384 16777216,4096 131072 6291456,"
 	editSweep(t, dir, nil,
 		k+"direct,sync-2,2,16777216,2097152,1,1,1.9,0.031,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m,16793600,16777216,0,0.031",
 		k+"proxy-buffering-off,sync-2,2,16777216,2097152,1,1,2.2,0.035,8.001,16777216,0,,1048576,kernel-wmem16m-rmemdefault/size16m-rate2m,33718272,16777216,0,0.035")
-	rep, err := Write(dir, allSections)
+	rep, err := writeReport(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"buffer-sweep-p95-host", "buffer-sweep-p95-wmem-16m-rmem-default", "buffer-sweep-send-predicted", "buffer-sweep-hops"}
-	if got := figureNames(rep); !slices.Equal(got, want) {
+	if got := labtest.FigureNames(rep); !slices.Equal(got, want) {
 		t.Fatalf("figures %v, want %v", got, want)
 	}
-	checkFiles(t, rep)
-	hm := figureByName(t, rep, "buffer-sweep-p95-wmem-16m-rmem-default")
+	checkReport(t, rep)
+	hm := labtest.Figure(t, rep, "buffer-sweep-p95-wmem-16m-rmem-default")
 	if !slices.Equal(hm.Points, []int{1, 1}) || !strings.Contains(hm.Title, "kernel wmem=16m rmem=default") ||
 		!strings.Contains(hm.Caption, "tcp_wmem 4096 16384 16777216") {
 		t.Errorf("second heatmap: points %v, title %q, caption %s", hm.Points, hm.Title, hm.Caption)
 	}
-	if pr := figureByName(t, rep, "buffer-sweep-send-predicted"); !slices.Equal(pr.Points, []int{4, 1, 2, 2}) {
+	if pr := labtest.Figure(t, rep, "buffer-sweep-send-predicted"); !slices.Equal(pr.Points, []int{4, 1, 2, 2}) {
 		t.Errorf("send-predicted points %v, want direct 4 above + 1 within, buffering off 2 + 2", pr.Points)
 	}
-	if hp := figureByName(t, rep, "buffer-sweep-hops"); !strings.Contains(hp.Caption, "kernel host") || strings.Contains(hp.Caption, "wmem=16m") {
+	if hp := labtest.Figure(t, rep, "buffer-sweep-hops"); !strings.Contains(hp.Caption, "kernel host") || strings.Contains(hp.Caption, "wmem=16m") {
 		t.Errorf("hops caption names another kernel than the first: %s", hp.Caption)
 	}
 	if !strings.Contains(strings.Join(rep.Notes, "\n"), "6 cells of the grid are not in sweep.csv") {
 		t.Errorf("notes %q lack the 6 cells the second kernel has not run", rep.Notes)
 	}
-	rows := sectionRows(t, checkHTML(t, rep), "buffer-sweep")
+	rows := labtest.SectionRows(t, rep, "buffer-sweep")
 	if !slices.Contains(rows, "wmem=16m rmem=default | 2 | 4096 16384 16777216 (min 4 KiB, default 16 KiB, max 16 MiB) | – | – | "+
 		"4096 131072 6291456 (min 4 KiB, default 128 KiB, max 6 MiB) | – | – | – | – | sweep.csv") {
 		t.Errorf("kernel table lacks the second kernel's row:\n%s", strings.Join(rows, "\n"))
@@ -443,7 +467,7 @@ func TestBufferSweepKernels(t *testing.T) {
 
 // A results file of a cell that does not parse is an error naming it, as
 // for every experiment.
-func TestBufferSweepErrors(t *testing.T) {
+func TestReportErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name, file, body string
 		want             []string
@@ -460,7 +484,7 @@ func TestBufferSweepErrors(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Write(dir, allSections)
+			rep, err := writeReport(dir)
 			if err == nil {
 				t.Fatalf("Write = %+v, want an error", rep)
 			}

@@ -1,0 +1,56 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// How figures and tables spell names and sizes.
+
+// Slug makes s safe as a file name: lower-case letters, digits and dashes.
+func Slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
+
+// size formats a byte count the way the experiment names it: 1 KB, 100 KB.
+func size(b int) string {
+	switch {
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1024 && b%1024 == 0:
+		return fmt.Sprintf("%d KiB", b>>10)
+	case b >= 1000 && b%1000 == 0:
+		return fmt.Sprintf("%d kB", b/1000)
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// SizeText formats a response size: "16 MiB", "512 KiB", "1.5 MiB".
+func SizeText(b int64) string {
+	if b >= 1<<20 && b%(1<<20) != 0 {
+		return MiBText(b) + " MiB"
+	}
+	return size(int(b))
+}
+
+// MiBText writes bytes as a number of MiB: exact when it is a whole
+// number of KiB ("0.5", "16"), else three significant digits.
+func MiBText(b int64) string {
+	v := float64(b) / (1 << 20)
+	if b%1024 == 0 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
