@@ -7,8 +7,8 @@ import (
 
 // Drawing is a figure an experiment's package draws itself in report's
 // style (NewPlot, Grid, ConditionRows, RowsHeight, SetLog, ColorAt,
-// Scatter, Marks, NewBars): one or more panels stacked vertically, the
-// series it drew and their point counts, and a caption.
+// Scatter, Marks, Line, Ranges, NewBars): one or more panels stacked
+// vertically, the series it drew and their point counts, and a caption.
 type Drawing struct{ f figure }
 
 // NewDrawing is an empty figure named name (its files' names), titled
@@ -22,6 +22,9 @@ func (d *Drawing) Title() string { return d.f.title }
 
 // AddPanel stacks p below the drawing's panels.
 func (d *Drawing) AddPanel(p *plot.Plot) { d.f.panels = append(d.f.panels, p) }
+
+// Panels are the drawing's panels, top to bottom.
+func (d *Drawing) Panels() []*plot.Plot { return d.f.panels }
 
 // AddSeries records a series drawn with n points or bars (what
 // report.Figure's Series and Points say).

@@ -2,18 +2,14 @@ package report
 
 import (
 	"bytes"
-	"encoding/xml"
-	"errors"
-	"fmt"
-	"image/color"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // svgStats is what the tests count in an SVG file.
@@ -26,49 +22,11 @@ type svgStats struct {
 
 func parseSVG(t *testing.T, data []byte) svgStats {
 	t.Helper()
-	st := svgStats{fills: map[string]int{}}
-	dec := xml.NewDecoder(bytes.NewReader(data))
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("SVG does not parse as XML: %v", err)
-		}
-		el, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		if st.root == "" {
-			st.root = el.Name.Local
-		}
-		if el.Name.Local != "path" {
-			continue
-		}
-		st.paths++
-		for _, a := range el.Attr {
-			switch a.Name.Local {
-			case "d":
-				if strings.Contains(a.Value, "A") {
-					st.arcs++
-				}
-			case "style":
-				for _, decl := range strings.Split(a.Value, ";") {
-					if v, ok := strings.CutPrefix(decl, "fill:"); ok && v != "none" {
-						st.fills[v]++
-					}
-				}
-			}
-		}
-	}
-	return st
+	s := slowlabtest.ParseSVG(t, data)
+	return svgStats{s.Root, s.Paths, s.Arcs, s.Fills}
 }
 
-func hexColor(c color.Color) string {
-	r, g, b, _ := c.RGBA()
-	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
-}
+var hexColor = slowlabtest.HexColor
 
 func figureByName(t *testing.T, rep *Report, name string) Figure {
 	t.Helper()

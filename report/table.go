@@ -90,6 +90,7 @@ func Col[R any](head string, cell func(*R) Cell) Column[R] { return Column[R]{he
 type Table[R any] struct {
 	Caption string   // the HTML caption: what the table shows
 	Legend  []string // lines printed below the text, added to the caption
+	Details string   // when set, the HTML table is folded under this summary
 	Cols    []Column[R]
 }
 
@@ -119,7 +120,7 @@ func (t *Table[R]) html(rows []R) *table {
 	if len(t.Legend) > 0 {
 		caption += " " + strings.Join(t.Legend, " ")
 	}
-	return &table{Caption: caption, Head: t.Head(), Rows: t.cells(rows)}
+	return &table{Details: t.Details, Caption: caption, Head: t.Head(), Rows: t.cells(rows)}
 }
 
 // WriteText writes rows as aligned text, text cells left-aligned and
