@@ -5,10 +5,10 @@
 // directory can be copied, archived or opened offline as it is.
 //
 // Each experiment's section is a Section defined in its own file:
-// slowclient.go, longpoll.go, latencygap.go, buffersweep.go,
+// longpoll.go, latencygap.go, buffersweep.go,
 // stalled.go, tempcliff.go and tempdisk.go
 // (figures too large for one file in a second, such as
-// slowclient_figures.go), or in the experiment's own package, built with
+// buffersweep_figures.go), or in the experiment's own package, built with
 // NewSection, NewPart, AddTable and the figures of Part (lab/websocket,
 // lab/h2slowclient, lab/idleconn, lab/sse, lab/slowupload);
 // a Table is declared once and rendered both as HTML here and as text by

@@ -120,6 +120,23 @@ func svgFontFallback(b []byte) []byte {
 		[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;"))
 }
 
+// Slug makes s safe as a figure's file name: lower-case letters, digits
+// and dashes.
+func Slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
+
 // sans is the font of all figure text.
 var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 

@@ -10,6 +10,8 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
 // svgStats is what the tests count in an SVG file.
@@ -27,6 +29,11 @@ func parseSVG(t *testing.T, data []byte) svgStats {
 }
 
 var hexColor = slowlabtest.HexColor
+
+// create creates dir's file of row type T, failing t if it cannot.
+func create[T recorder.Row[T]](t testing.TB, dir string) *recorder.FileWriter[T] {
+	return recordertest.Create[T](t, dir)
+}
 
 func figureByName(t *testing.T, rep *Report, name string) Figure {
 	t.Helper()
@@ -92,28 +99,10 @@ func checkHTML(t *testing.T, rep *Report) *html.Node {
 	return doc
 }
 
-// expectedDownloads counts the fixture's downloads of ok runs: all of
-// them, and those with an app_send_s.
-func expectedDownloads(fx fixture) (all, withApp int) {
-	for _, c := range fixtureConditions() {
-		for rep := 1; rep <= fx.reps; rep++ {
-			if fx.failed[runID(c, rep)] {
-				continue
-			}
-			all += c.slow
-			withApp += c.slow
-			if rep == 1 && c.slow >= 2 {
-				withApp-- // client 1 of rep 1 has no app_send_s
-			}
-		}
-	}
-	return all, withApp
-}
-
 // allSections is every section, in the order lab's registry gives them
 // (report's tests cannot import lab, which imports report; cmd/slowlab's
 // TestReportSectionsFromRegistry checks the registry's own).
-var allSections = []Section{SlowClient, LongPoll, LatencyGap, BufferSweep, StalledReader, TempCliff, TempDiskFull, Assessment}
+var allSections = []Section{LongPoll, LatencyGap, BufferSweep, StalledReader, TempCliff, TempDiskFull, Assessment}
 
 // writeOnly writes dir's report with every section, checks that only the
 // section named drew, and checks its files and HTML.

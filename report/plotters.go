@@ -187,3 +187,14 @@ func line(xys plotter.XYs, c color.Color) *plotter.Line {
 // Line is a polyline through the finite points of xys in colour c, as
 // report's own figures draw theirs.
 func Line(xys plotter.XYs, c color.Color) *plotter.Line { return line(xys, c) }
+
+// cmpFloat orders a before b when it is smaller; NaN is equal to any.
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

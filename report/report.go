@@ -26,7 +26,7 @@ var ErrNoResults = errors.New("no results files")
 type Report struct {
 	Dir         string   // the results directory
 	HTML        string   // path of report.html
-	Experiments []string // sections in the report, such as "slow-client"
+	Experiments []string // sections in the report, such as "long-poll"
 	Figures     []Figure
 	Notes       []string // what was left out and why
 }
@@ -43,8 +43,8 @@ type Figure struct {
 }
 
 // Section renders one experiment's results into its part of the report.
-// Each is defined in its experiment's file (SlowClient in slowclient.go,
-// SSE in sse.go, ...) and carried by that experiment's registration in
+// Each is defined in its experiment's file (LongPoll in longpoll.go, ...)
+// or package (NewSection) and carried by that experiment's registration in
 // lab, which gives the set of sections and their order.
 type Section struct {
 	Name string // the experiment's, as in environment.json's "experiment"
