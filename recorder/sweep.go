@@ -6,7 +6,7 @@ package recorder
 // namespace; else the network namespace the run made, such as
 // "wmem=1m rmem=default"); TCPWmem and TCPRmem are the settings read
 // there ("min default max" bytes). Dir is the cell's own results
-// directory (a slow-client one), relative to the sweep's.
+// directory (its runs.csv, hops.csv, ...), relative to the sweep's.
 //
 // The path's capacity is the most bytes of one download the path between
 // the app and the client holds. CapacityPredictedBytes is the buffer-sweep

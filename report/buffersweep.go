@@ -20,8 +20,9 @@ var sweepFile = recorder.FileName[recorder.SweepCell]()
 var BufferSweep = Section{Name: "buffer-sweep", Marker: sweepFile, build: buildBufferSweep}
 
 // sweep is a buffer-sweep results directory as read: its cells in report
-// order (kernel in order of first appearance, then condition as in
-// slow-client, then size, then rate), one row per cell.
+// order (kernel in order of first appearance, then condition: route, then
+// server in order of first appearance, then slow clients; then size, then
+// rate), one row per cell.
 type sweep struct {
 	dir     string
 	cells   []recorder.SweepCell
@@ -181,7 +182,7 @@ func buildBufferSweep(dir string) (*section, error) {
 	s := &section{id: "buffer-sweep", title: "buffer-sweep",
 		intro: "Slow downloads of each response size read at each rate, on each route, under each kernel " +
 			"socket-buffer setting (issue #19's buffer-sweep): where proxy buffering off stops protecting a synchronous " +
-			"app. Each size × rate cell is a slow-client run matrix with its own results directory; " + sweepFile +
+			"app. Each size × rate cell is a matrix of runs of slow downloads with its own results directory; " + sweepFile +
 			" has one row per cell and route. The path's capacity C, the most bytes of one download the path between " +
 			"the app and the client holds, is predicted before each cell runs from configuration only (the namespace's " +
 			"tcp_wmem and tcp_rmem, the app's, the proxy's and the client's buffers), and the app's send time from it as " +
@@ -351,7 +352,7 @@ func cellsTable(sw *sweep) *table {
 		"measured: medians over the cell's complete downloads, as are client_receive. Error = (measured − predicted) / " +
 		"predicted, empty where size ≤ predicted capacity: the model says the path holds the whole response (app_send " +
 		"predicted 0), and a download never has more than its size in flight, so the samples cannot show the capacity. " +
-		"Directory: the cell's slow-client results, relative to this one.",
+		"Directory: the cell's results directory (its runs.csv, hops.csv, ...), relative to this one.",
 		Head: []string{"kernel", "route", "server", "slow clients", "size", "read rate (MiB/s)", "runs ok",
 			"/fast p95 (ms)", "capacity predicted (MiB)", "capacity measured (MiB)", "capacity error (%)",
 			"app_send predicted (s)", "app_send measured (s)", "app_send error (%)", "size > predicted capacity",
