@@ -37,7 +37,7 @@ type Experiment struct {
 	// it does not): what the end-to-end tests of every example run. It is
 	// not --quick, which is the Config's Reduce (Reducer).
 	Smoke func(cfg Config) (root string)
-	// Report is its section of report.html (report.SlowClient, ...), under
+	// Report is its section of report.html (its package's Section), under
 	// its Name; the registry's order is the report's.
 	Report report.Section
 	// External is why it cannot run on stack: external, as the clause

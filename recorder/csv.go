@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -319,4 +320,22 @@ func ReadFile[T Row[T]](path string) ([]T, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return rows, nil
+}
+
+// ReadOptional reads dir's file of row type T, for a file a results
+// directory may lack: present is false when it does not exist, and a file
+// there without rows gives an empty, non-nil slice.
+func ReadOptional[T Row[T]](dir string) (rows []T, present bool, err error) {
+	path := filepath.Join(dir, FileName[T]())
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	rows, err = ReadFile[T](path)
+	if err != nil {
+		return nil, true, err
+	}
+	if rows == nil {
+		rows = []T{}
+	}
+	return rows, true, nil
 }

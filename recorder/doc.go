@@ -5,8 +5,9 @@
 //   - shared: requests.csv (each request the load generator made) and
 //     resource-samples.csv (each component's resources over a run), which
 //     most experiments write beside their own files;
-//   - slow-client: large-responses.csv, runs.csv, conditions.csv, hops.csv
-//     (where a slow download's bytes are, hop by hop);
+//   - shared by the experiments whose slow clients download /large:
+//     large-responses.csv, runs.csv, conditions.csv, hops.csv (where a slow
+//     download's bytes are, hop by hop);
 //
 // and environment.json, which keeps one Environment per session that
 // wrote the results directory (ReplaceFile writes such a file whole, in

@@ -1,11 +1,13 @@
 package recorder
 
 // LargeResponse is one row of large-responses.csv: one slow download of
-// /large. AppSendS is the app's own send time when the app reported it.
-// Complete says the client received the whole body with status 200;
-// Outcome is the verdict on the download, one of the Download* values,
-// and Error says why when it is not DownloadComplete. Only complete
-// downloads enter the app_send_s and client_receive_s medians.
+// /large, as every experiment whose slow clients download it writes them
+// (SummarizeRun and SummarizeTempRun read them back). AppSendS is the
+// app's own send time when the app reported it. Complete says the client
+// received the whole body with status 200; Outcome is the verdict on the
+// download, one of the Download* values, and Error says why when it is
+// not DownloadComplete. Only complete downloads enter the app_send_s and
+// client_receive_s medians.
 type LargeResponse struct {
 	RunID, Route, Server             string
 	SlowClients, Rep, Client, Status int

@@ -32,6 +32,11 @@ func Check(rep *Report) error {
 		if f.Title == "" || f.Caption == "" || f.Series == 0 || f.Panels == 0 || len(f.Points) != f.Series {
 			bad("figure %s: title %q, caption %q, %d series, %d panels, %d point counts", f.Name, f.Title, f.Caption, f.Series, f.Panels, len(f.Points))
 		}
+		for i, a := range f.Axes {
+			if a.Title == "" || a.X == "" || a.Y == "" {
+				bad("figure %s panel %d: title %q, x %q, y %q: want all three", f.Name, i, a.Title, a.X, a.Y)
+			}
+		}
 		if want := []string{"figures/" + f.Name + ".png", "figures/" + f.Name + ".svg"}; len(f.Files) != 2 || f.Files[0] != want[0] || f.Files[1] != want[1] {
 			bad("figure %s: files %v, want %v", f.Name, f.Files, want)
 			continue

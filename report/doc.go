@@ -4,12 +4,9 @@
 // the network (no scripts, fonts or styles from elsewhere), so the
 // directory can be copied, archived or opened offline as it is.
 //
-// Each experiment's section is a Section defined in its own file:
-// slowclient.go (figures too large for one file in a second, such as
-// slowclient_figures.go), or in the experiment's own package, built
-// with NewSection, NewPart, AddTable and the figures of Part
-// (lab/websocket, lab/h2slowclient, lab/idleconn, lab/sse,
-// lab/slowupload, lab/stalledreader, lab/longpoll);
+// Each experiment's section is a Section defined in the experiment's own
+// package, built with NewSection, NewPart, AddTable and the figures of
+// Part (Drawing and its plot primitives);
 // a Table is declared once and rendered both as HTML here and as text by
 // the CLI (Table.WriteText). report keeps no list of them: the experiment's
 // registration in lab carries its section (lab.RegisterSection adds one

@@ -7,8 +7,8 @@ import (
 
 // Drawing is a figure an experiment's package draws itself in report's
 // style (NewPlot, Grid, ConditionRows, RowsHeight, SetLog, ColorAt,
-// Scatter, Marks, NewBars): one or more panels stacked vertically, the
-// series it drew and their point counts, and a caption.
+// Scatter, Marks, Line, Ranges, NewBars): one or more panels stacked
+// vertically, the series it drew and their point counts, and a caption.
 type Drawing struct{ f figure }
 
 // NewDrawing is an empty figure named name (its files' names), titled
@@ -35,3 +35,23 @@ func (d *Drawing) SetCaption(caption string) { d.f.caption = caption }
 
 // AddDrawing adds d to the part.
 func (p *Part) AddDrawing(d *Drawing) { p.s.addFigure(&d.f) }
+
+// ConditionRows sets p's Y axis to one row per condition, the first at the
+// top, and returns each condition's Y position.
+func ConditionRows(p *plot.Plot, labels []string) []float64 {
+	n := len(labels)
+	ys := make([]float64, n)
+	names := make([]string, n)
+	for i, l := range labels {
+		ys[i] = float64(n - 1 - i)
+		names[n-1-i] = l
+	}
+	p.NominalY(names...)
+	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
+	return ys
+}
+
+// RowsHeight is the height of a figure with n condition rows.
+func RowsHeight(n int) vg.Length {
+	return max(3*vg.Inch, vg.Length(1.4+0.32*float64(n))*vg.Inch)
+}

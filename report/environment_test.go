@@ -53,13 +53,13 @@ func attr(n *html.Node, key string) string {
 // row.
 func TestEnvironmentOneSession(t *testing.T) {
 	dir := t.TempDir()
-	fixture{reps: 1}.write(t, dir)
-	rep, err := Write(dir, allSections)
+	writeResults(t, dir)
+	rep, err := Write(dir, []Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := environmentRows(t, rep)
-	for name, want := range map[string]string{"experiment": "slow-client", "started at": "2026-01-02T15:04:05Z",
+	for name, want := range map[string]string{"experiment": "stand-in", "started at": "2026-01-02T15:04:05Z",
 		"CPUs": "4", "limits": "none: the embedded stack runs without cgroup limits", "python3": "Python 3.11.2"} {
 		if rows[name] != want {
 			t.Errorf("environment row %q = %q, want %q", name, rows[name], want)
@@ -82,16 +82,16 @@ func checkNoNetRows(t *testing.T, rows map[string]string) {
 	}
 }
 
-// netSession is the fixture's session with the kernel's network buffer
+// netSession is writeResults's session with the kernel's network buffer
 // settings recorded, one of them unreadable and the MTU not recorded.
 func netSession() recorder.Environment {
-	return recorder.Environment{Experiment: "slow-client", Stack: "embedded", StartedAt: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+	return recorder.Environment{Experiment: "stand-in", Stack: "embedded", StartedAt: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
 		Kernel: "6.1.0-test", Net: &recorder.NetSettings{Namespace: "host", TCPRmem: "4096 131072 6291456",
 			TCPWmem: "4096 16384 4194304", TCPNotsentLowat: "4294967295", RmemMax: "1000000", WmemMax: "",
 			TCPModerateRcvbuf: "1", LoMTU: 0}}
 }
 
-// writeEnvironment replaces the fixture's environment.json with sessions.
+// writeEnvironment replaces writeResults's environment.json with sessions.
 func writeEnvironment(t *testing.T, dir string, sessions ...recorder.Environment) {
 	t.Helper()
 	if err := os.Remove(filepath.Join(dir, EnvironmentFile)); err != nil {
@@ -109,9 +109,9 @@ func writeEnvironment(t *testing.T, dir string, sessions ...recorder.Environment
 // units; a setting that could not be read shows as not recorded.
 func TestEnvironmentNetSettings(t *testing.T) {
 	dir := t.TempDir()
-	fixture{reps: 1}.write(t, dir)
+	writeResults(t, dir)
 	writeEnvironment(t, dir, netSession())
-	rep, err := Write(dir, allSections)
+	rep, err := Write(dir, []Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestEnvironmentNetSettings(t *testing.T) {
 // named with the settings that differ; one with the same settings is not.
 func TestEnvironmentNetSettingsChanged(t *testing.T) {
 	dir := t.TempDir()
-	fixture{reps: 1}.write(t, dir)
+	writeResults(t, dir)
 	first := netSession()
 	same := netSession()
 	same.StartedAt = first.StartedAt.Add(time.Hour)
@@ -161,7 +161,7 @@ func TestEnvironmentNetSettingsChanged(t *testing.T) {
 	old.StartedAt = first.StartedAt.Add(3 * time.Hour)
 	old.Net = nil
 	writeEnvironment(t, dir, first, same, changed, old)
-	rep, err := Write(dir, allSections)
+	rep, err := Write(dir, []Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,13 +180,13 @@ func TestEnvironmentNetSettingsChanged(t *testing.T) {
 // sessions wrote it, and when each started.
 func TestEnvironmentSessions(t *testing.T) {
 	dir := t.TempDir()
-	fixture{reps: 1}.write(t, dir)
-	resumed := recorder.Environment{Experiment: "slow-client", Stack: "embedded", Kernel: "6.2.0-other",
+	writeResults(t, dir)
+	resumed := recorder.Environment{Experiment: "stand-in", Stack: "embedded", Kernel: "6.2.0-other",
 		StartedAt: time.Date(2026, 1, 3, 9, 0, 0, 500_000_000, time.UTC)}
 	if err := recorder.AppendEnvironment(dir, resumed); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir, allSections)
+	rep, err := Write(dir, []Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,13 +208,13 @@ func TestEnvironmentSessions(t *testing.T) {
 // object) still reports its environment.
 func TestEnvironmentOldFormat(t *testing.T) {
 	dir := t.TempDir()
-	fixture{reps: 1}.write(t, dir)
-	old := `{"experiment": "slow-client", "stack": "embedded", "started_at": "2025-06-01T10:00:00.123456789Z",
+	writeResults(t, dir)
+	old := `{"experiment": "stand-in", "stack": "embedded", "started_at": "2025-06-01T10:00:00.123456789Z",
 		"kernel": "6.1.0-old", "cpus": 2, "limits": "none", "versions": {"nginx": "nginx version: nginx/1.22.1"}}`
 	if err := os.WriteFile(filepath.Join(dir, EnvironmentFile), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir, allSections)
+	rep, err := Write(dir, []Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,13 +48,10 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, c
 	p := NewPlot(f.title, "/fast latency (ms, log scale)", "condition")
 	Grid(p, true, false)
 	ys := ConditionRows(p, labels)
-	iv := newIntervals(ys, mid, low, high)
-	bars, err := plotter.NewXErrorBars(iv)
+	bars, pts, err := Ranges(ys, mid, low, high, ColorAt(0))
 	if err != nil {
 		return nil
 	}
-	bars.LineStyle.Color, bars.LineStyle.Width, bars.CapWidth = ColorAt(0), vg.Points(1.5), vg.Points(6)
-	pts := Scatter(iv.XYs, ColorAt(0), vg.Points(4))
 	p.Add(bars, pts)
 	p.Legend.Add("p95", pts)
 	f.addSeries("p95", len(pts.XYs))

@@ -53,6 +53,9 @@ func (f *figure) write(dir string) (Figure, error) {
 	for _, s := range f.series {
 		fig.Points = append(fig.Points, s.points)
 	}
+	for _, p := range f.panels {
+		fig.Axes = append(fig.Axes, Axes{Title: p.Title.Text, X: p.X.Label.Text, Y: p.Y.Label.Text})
+	}
 	for _, ext := range []string{"png", "svg"} {
 		var c vg.CanvasWriterTo
 		if ext == "png" {

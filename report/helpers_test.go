@@ -2,14 +2,16 @@ package report
 
 import (
 	"bytes"
-	"fmt"
-	"image/color"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
 // svgStats is what the tests count in an SVG file.
@@ -22,16 +24,15 @@ type svgStats struct {
 
 func parseSVG(t *testing.T, data []byte) svgStats {
 	t.Helper()
-	c, err := CountSVG(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svgStats{root: c.Root, paths: c.Paths, arcs: c.Arcs, fills: c.Fills}
+	s := slowlabtest.ParseSVG(t, data)
+	return svgStats{s.Root, s.Paths, s.Arcs, s.Fills}
 }
 
-func hexColor(c color.Color) string {
-	r, g, b, _ := c.RGBA()
-	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
+var hexColor = slowlabtest.HexColor
+
+// create creates dir's file of row type T, failing t if it cannot.
+func create[T recorder.Row[T]](t testing.TB, dir string) *recorder.FileWriter[T] {
+	return recordertest.Create[T](t, dir)
 }
 
 func figureByName(t *testing.T, rep *Report, name string) Figure {
@@ -98,28 +99,10 @@ func checkHTML(t *testing.T, rep *Report) *html.Node {
 	return doc
 }
 
-// expectedDownloads counts the fixture's downloads of ok runs: all of
-// them, and those with an app_send_s.
-func expectedDownloads(fx fixture) (all, withApp int) {
-	for _, c := range fixtureConditions() {
-		for rep := 1; rep <= fx.reps; rep++ {
-			if fx.failed[runID(c, rep)] {
-				continue
-			}
-			all += c.slow
-			withApp += c.slow
-			if rep == 1 && c.slow >= 2 {
-				withApp-- // client 1 of rep 1 has no app_send_s
-			}
-		}
-	}
-	return all, withApp
-}
-
-// allSections is every section, in the order lab's registry gives them
-// (report's tests cannot import lab, which imports report; cmd/slowlab's
-// TestReportSectionsFromRegistry checks the registry's own).
-var allSections = []Section{SlowClient}
+// allSections is what report's own tests draw: the stand-in (report's
+// tests cannot import lab, where the experiments' sections are;
+// cmd/slowlab's TestReportSectionsFromRegistry checks the registry's).
+var allSections = []Section{standIn}
 
 // writeOnly writes dir's report with every section, checks that only the
 // section named drew, and checks its files and HTML.

@@ -130,6 +130,19 @@ func newIntervals(y, mid, lo, hi []float64) intervals {
 	return iv
 }
 
+// Ranges draws, at each y[i], a point at mid[i] and a line from lo[i] to
+// hi[i] (a median and its range over runs) in colour c: the lines and the
+// points, for the caller to add to its plot and its legend.
+func Ranges(y, mid, lo, hi []float64, c color.Color) (*plotter.XErrorBars, *plotter.Scatter, error) {
+	iv := newIntervals(y, mid, lo, hi)
+	bars, err := plotter.NewXErrorBars(iv)
+	if err != nil {
+		return nil, nil, err
+	}
+	bars.LineStyle.Color, bars.LineStyle.Width, bars.CapWidth = c, vg.Points(1.5), vg.Points(6)
+	return bars, Scatter(iv.XYs, c, vg.Points(4)), nil
+}
+
 // finite returns the points of xys whose coordinates are both finite.
 func finite(xys plotter.XYs) plotter.XYs {
 	out := make(plotter.XYs, 0, len(xys))
@@ -173,4 +186,15 @@ func line(xys plotter.XYs, c color.Color) *plotter.Line {
 	}
 	l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.25)}
 	return l
+}
+
+// cmpFloat orders a before b when it is smaller; NaN is equal to any.
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -26,7 +26,7 @@ var ErrNoResults = errors.New("no results files")
 type Report struct {
 	Dir         string   // the results directory
 	HTML        string   // path of report.html
-	Experiments []string // sections in the report, such as "slow-client"
+	Experiments []string // sections in the report, such as "long-poll"
 	Figures     []Figure
 	Notes       []string // what was left out and why
 }
@@ -40,11 +40,16 @@ type Figure struct {
 	Series  int      // data series drawn, over all panels
 	Panels  int      // stacked plots sharing the time axis, 1 for most figures
 	Points  []int    // points (or bars) per series, in drawing order
+	Axes    []Axes   // each panel's title and axis labels, top first
 }
 
+// Axes is what one panel of a figure says it shows: its title and the
+// labels of its axes (report.Check wants all three).
+type Axes struct{ Title, X, Y string }
+
 // Section renders one experiment's results into its part of the report.
-// Each is defined in its experiment's file (SlowClient in slowclient.go,
-// SSE in sse.go, ...) and carried by that experiment's registration in
+// Each is defined in its experiment's file (LongPoll in longpoll.go, ...)
+// or package (NewSection) and carried by that experiment's registration in
 // lab, which gives the set of sections and their order.
 type Section struct {
 	Name string // the experiment's, as in environment.json's "experiment"

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // Print implements lab.Result: the conditions table, then what sampling
@@ -53,59 +53,106 @@ func lateGenerator(runs []recorder.Run) string {
 		n, ok, LateLagMS, worst, strings.Join(conds, ", "))
 }
 
-// PrintConditions writes the conditions table as aligned text, with two
-// columns from the condition's ok runs: fast_ok, the /fast requests that
-// succeeded of those scheduled (the percentiles are over the successful
-// ones: a p95 of the survivors is no p95 of the schedule, so the table
-// says how many there were), and the app's RSS peak (app_mem_mib is its
-// cgroup's, page cache included; RSS is its processes' own).
+// PrintConditions writes the conditions table as aligned text.
 func PrintConditions(w io.Writer, conds []recorder.Condition, runs []recorder.Run) {
-	rows := [][]string{{"route", "server", "slow", "runs", "excluded", "fast_ok", "p50_ms", "p95_ms", "p95_min-max_ms", "app_send_s", "client_receive_s", "temp_peak_mib", "app_mem_mib", "app_rss_mib", "proxy_mem_mib"}}
-	for _, c := range conds {
-		rows = append(rows, []string{c.Route, c.Server, fmt.Sprint(c.SlowClients), fmt.Sprint(c.Runs), fmt.Sprint(c.RunsExcluded),
-			fastOK(c, runs), lab.Num(c.P50MS, 1), lab.Num(c.P95MS, 1), spread(c),
-			lab.Num(c.AppSendS, 2), lab.Num(c.ClientReceiveS, 2), lab.Num(c.TempPeakMiB, 1), lab.Num(c.AppMemoryPeakMiB, 1),
-			lab.Num(appRSSPeak(c, runs), 1), lab.Num(c.ProxyMemoryPeakMiB, 1)})
-	}
-	lab.PrintTable(w, 2, rows)
+	conditionsTable.WriteText(w, conditionRows(conds, runs))
 }
 
-// fastOK is "OK/TOTAL" /fast requests over the condition's ok runs, "-"
-// without any.
-func fastOK(c recorder.Condition, runs []recorder.Run) string {
-	ok, total := 0, 0
-	for _, r := range runs {
-		if r.Route == c.Route && r.Server == c.Server && r.SlowClients == c.SlowClients && r.Status == recorder.RunOK {
-			ok, total = ok+r.FastOK, total+r.FastTotal
-		}
-	}
-	if total == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%d/%d", ok, total)
+// conditionRow is a row of the conditions table: a condition and two
+// columns from its ok runs: the /fast requests that succeeded of those
+// sent (the percentiles are over the successful ones: a p95 of the
+// survivors is no p95 of the schedule, so the table says how many there
+// were), and the app's RSS peak (app_mem_mib is its cgroup's, page cache
+// included; RSS is its processes' own).
+type conditionRow struct {
+	recorder.Condition
+	fastOK, fastTotal int            // /fast requests of the ok runs: ok, all
+	appRSSMiB         recorder.Maybe // the largest app RSS peak of an ok run
 }
 
-// appRSSPeak is the largest app RSS peak, in MiB, of the condition's ok
-// runs; nothing when none has one.
-func appRSSPeak(c recorder.Condition, runs []recorder.Run) recorder.Maybe {
-	var peak recorder.Maybe
-	for _, r := range runs {
-		rss := r.Components[0].RSSPeakBytes
-		if r.Route != c.Route || r.Server != c.Server || r.SlowClients != c.SlowClients || r.Status != recorder.RunOK || !rss.Valid {
-			continue
-		}
-		if mib := rss.Value / (1 << 20); !peak.Valid || mib > peak.Value {
-			peak = recorder.Some(mib)
+// conditionRows adds to each condition what its ok runs among runs say.
+func conditionRows(conds []recorder.Condition, runs []recorder.Run) []conditionRow {
+	rows := make([]conditionRow, len(conds))
+	for i, c := range conds {
+		rows[i].Condition = c
+		for _, r := range runs {
+			if r.Route != c.Route || r.Server != c.Server || r.SlowClients != c.SlowClients || r.Status != recorder.RunOK {
+				continue
+			}
+			rows[i].fastOK, rows[i].fastTotal = rows[i].fastOK+r.FastOK, rows[i].fastTotal+r.FastTotal
+			rss := r.Components[0].RSSPeakBytes
+			if mib := rss.Value / (1 << 20); rss.Valid && (!rows[i].appRSSMiB.Valid || mib > rows[i].appRSSMiB.Value) {
+				rows[i].appRSSMiB = recorder.Some(mib)
+			}
 		}
 	}
-	return peak
+	return rows
 }
 
-// spread is the p95 range over the condition's runs, "-" without runs or
-// without a p95 (no request succeeded).
-func spread(c recorder.Condition) string {
-	if c.Runs == 0 || lab.Num(c.P95MinMS, 1) == "-" {
-		return "-"
-	}
-	return lab.Num(c.P95MinMS, 1) + "-" + lab.Num(c.P95MaxMS, 1)
+// notMeasured is the cell of a value that was not measured.
+var notMeasured = report.Opt(recorder.None(), report.Sig)
+
+// dec formats a value with decimals digits, "-" when not measured.
+func dec(m recorder.Maybe, decimals int) report.Cell { return report.Opt(m, report.Decimals(decimals)) }
+
+// conditionsTable is the conditions table, printed by the CLI and drawn
+// in the report.
+var conditionsTable = report.Table[conditionRow]{
+	Caption: "Conditions (conditions.csv): runs are the condition's ok runs, excluded those that were not; fast_ok is the " +
+		"/fast requests that succeeded of those sent over the ok runs; p50 and p95 are medians over the condition's ok runs " +
+		"of each run's nearest-rank percentile of its /fast latencies; p95 min-max is their range over those runs; " +
+		"app_send_s and client_receive_s are medians over runs of each run's median download; temp peak is the largest " +
+		"total of the proxy's temp files seen in any of the runs; app and proxy memory are the most their cgroup held in " +
+		"any of the runs (page cache included), or their peak RSS without a cgroup; app RSS is the largest peak RSS of the " +
+		"app's processes in any of the runs.",
+	Cols: []report.Column[conditionRow]{
+		report.Col("route", func(c *conditionRow) report.Cell { return report.Text(c.Route) }),
+		report.Col("server", func(c *conditionRow) report.Cell { return report.Text(c.Server) }),
+		report.Col("slow", func(c *conditionRow) report.Cell { return report.Int(c.SlowClients) }),
+		report.Col("runs", func(c *conditionRow) report.Cell { return report.Int(c.Runs) }),
+		report.Col("excluded", func(c *conditionRow) report.Cell { return report.Int(c.RunsExcluded) }),
+		report.Col("fast_ok", func(c *conditionRow) report.Cell {
+			if c.fastTotal == 0 {
+				return notMeasured
+			}
+			return report.Cell{Text: fmt.Sprintf("%d/%d", c.fastOK, c.fastTotal), Num: true}
+		}),
+		report.Col("p50_ms", func(c *conditionRow) report.Cell { return dec(c.P50MS, 1) }),
+		report.Col("p95_ms", func(c *conditionRow) report.Cell { return dec(c.P95MS, 1) }),
+		report.Col("p95_min-max_ms", func(c *conditionRow) report.Cell {
+			if c.Runs == 0 || dec(c.P95MinMS, 1) == notMeasured {
+				return notMeasured
+			}
+			return report.Cell{Text: dec(c.P95MinMS, 1).String() + "-" + dec(c.P95MaxMS, 1).String(), Num: true}
+		}),
+		report.Col("app_send_s", func(c *conditionRow) report.Cell { return dec(c.AppSendS, 2) }),
+		report.Col("client_receive_s", func(c *conditionRow) report.Cell { return dec(c.ClientReceiveS, 2) }),
+		report.Col("temp_peak_mib", func(c *conditionRow) report.Cell { return dec(c.TempPeakMiB, 1) }),
+		report.Col("app_mem_mib", func(c *conditionRow) report.Cell { return dec(c.AppMemoryPeakMiB, 1) }),
+		report.Col("app_rss_mib", func(c *conditionRow) report.Cell { return dec(c.appRSSMiB, 1) }),
+		report.Col("proxy_mem_mib", func(c *conditionRow) report.Cell { return dec(c.ProxyMemoryPeakMiB, 1) }),
+	},
+}
+
+// runsTable lists every run, whatever its status, in the report (folded:
+// its Details are set where it is drawn).
+var runsTable = report.Table[recorder.Run]{
+	Caption: "Every run with its status; percentiles are nearest-rank over the run's ok /fast responses; " +
+		"CPU is the component's average cores over the run.",
+	Cols: []report.Column[recorder.Run]{
+		report.Col("run", func(r *recorder.Run) report.Cell { return report.Text(r.RunID) }),
+		report.Col("rep", func(r *recorder.Run) report.Cell { return report.Int(r.Rep) }),
+		report.Col("status", func(r *recorder.Run) report.Cell { return report.Text(r.Status) }),
+		report.Col("reason", func(r *recorder.Run) report.Cell { return report.Text(r.Reason) }),
+		report.Col("/fast ok", func(r *recorder.Run) report.Cell { return report.Text(fmt.Sprintf("%d/%d", r.FastOK, r.FastTotal)) }),
+		report.Col("p50 (ms)", func(r *recorder.Run) report.Cell { return report.Opt(r.P50MS, report.Sig) }),
+		report.Col("p95 (ms)", func(r *recorder.Run) report.Cell { return report.Opt(r.P95MS, report.Sig) }),
+		report.Col("max (ms)", func(r *recorder.Run) report.Cell { return report.Opt(r.MaxMS, report.Sig) }),
+		report.Col("max lag (ms)", func(r *recorder.Run) report.Cell { return report.Opt(r.MaxScheduleLagMS, report.Sig) }),
+		report.Col("app_send (s)", func(r *recorder.Run) report.Cell { return dec(r.AppSendS, 3) }),
+		report.Col("client_receive (s)", func(r *recorder.Run) report.Cell { return dec(r.ClientReceiveS, 3) }),
+		report.Col("temp peak (MiB)", func(r *recorder.Run) report.Cell { return dec(r.TempPeakMiB, 1) }),
+		report.Col("app CPU", func(r *recorder.Run) report.Cell { return dec(r.Components[0].CPUCores, 3) }),
+		report.Col("proxy CPU", func(r *recorder.Run) report.Cell { return dec(r.Components[1].CPUCores, 3) }),
+	},
 }

@@ -6,14 +6,13 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // init registers the experiment: its flags and scenario (New), its
 // table (NewResult), its results files, its smoke reduction and its
 // report section.
 func init() {
-	lab.Register(lab.Experiment{Name: Name, Order: 1, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: report.SlowClient,
+	lab.Register(lab.Experiment{Name: Name, Order: 1, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,
 		Summary: "slow downloads against a fast endpoint, directly and behind a buffering proxy",
 		Shared:  lab.SharedAll})

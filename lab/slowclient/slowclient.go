@@ -4,10 +4,13 @@
 // workers. It owns the experiment's scenario schema and flags, its run
 // (the matrix, each run's load and measurements, resume), its load
 // generator (`slowlab slow-load`, a child in the load generator's cgroup
-// whose wire lines the session turns into rows and metrics), and its
-// printed table; its figures are report's slow-client section, its files
-// recorder's requests.csv, large-responses.csv, resource-samples.csv,
-// runs.csv and conditions.csv.
+// whose wire lines the session turns into rows and metrics), its
+// conditions table (declared once: printed by the CLI, drawn in the
+// report) and its report section (Section: the /fast p95, send-vs-receive,
+// app-memory and time-series figures, the conditions and every run). Its
+// files are recorder's shared rows, which other experiments write too:
+// requests.csv, large-responses.csv, resource-samples.csv, runs.csv,
+// conditions.csv and hops.csv.
 package slowclient
 
 import (

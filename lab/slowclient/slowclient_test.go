@@ -125,7 +125,7 @@ func TestPrintConditions(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "route") || !strings.Contains(lines[0], "excluded") ||
 		!strings.Contains(lines[1], "5932.9") || !strings.Contains(lines[1], " 142/144 ") || !strings.Contains(lines[1], "5800.0-6000.0") ||
-		!strings.HasSuffix(lines[0], "temp_peak_mib  app_mem_mib  app_rss_mib  proxy_mem_mib") || !regexp.MustCompile(`  -  +41\.2  +33\.5  +-$`).MatchString(lines[1]) {
+		!strings.HasSuffix(lines[0], "temp_peak_mib app_mem_mib app_rss_mib proxy_mem_mib") || !regexp.MustCompile(` +- +41\.2 +33\.5 +-$`).MatchString(lines[1]) {
 		t.Errorf("table:\n%s", b.String())
 	}
 }

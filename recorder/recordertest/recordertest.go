@@ -95,3 +95,14 @@ func Contract[T recorder.Row[T]](t *testing.T) {
 	t.Run(recorder.FileName[T]()+"/round-trip", RoundTrip[T])
 	t.Run(recorder.FileName[T]()+"/coverage", Coverage[T])
 }
+
+// Create creates dir's file of row type T with its header, for a test
+// that writes a results directory; the test fails if it cannot.
+func Create[T recorder.Row[T]](t testing.TB, dir string) *recorder.FileWriter[T] {
+	t.Helper()
+	w, err := recorder.CreateFile[T](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}

@@ -1,4 +1,4 @@
-package report
+package slowclient
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // memorySeries is one route and server of the memory figure: each run's
@@ -60,20 +61,19 @@ func collectMemory(runs []recorder.Run) []*memorySeries {
 // slow responses (an async server without backpressure buffers them
 // whole), with the runs the kernel ended by an OOM kill marked. It needs
 // a route and server run with at least two reader counts.
-func memoryFigure(runs []recorder.Run) (*figure, string) {
+func memoryFigure(runs []recorder.Run) (*report.Drawing, string) {
 	all := collectMemory(runs)
 	series := slices.DeleteFunc(slices.Clone(all), func(s *memorySeries) bool { return len(s.counts) < 2 })
 	if len(series) == 0 {
 		return nil, "no route and server has app memory peaks at two or more slow-reader counts"
 	}
-	f := &figure{name: "app-memory", title: "App memory peak against slow readers",
-		width: 8 * vg.Inch, height: 4.5 * vg.Inch}
-	p := NewPlot(f.title, "slow readers (log scale)", "app memory peak (MiB, log scale)")
-	Grid(p, true, true)
+	f := report.NewDrawing("app-memory", "App memory peak against slow readers", 8*vg.Inch, 4.5*vg.Inch)
+	p := report.NewPlot(f.Title(), "slow readers (log scale)", "app memory peak (MiB, log scale)")
+	report.Grid(p, true, true)
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	oomRuns, excluded := 0, 0
 	for i, s := range series {
-		c := ColorAt(i)
+		c := report.ColorAt(i)
 		pts := append(slices.Clone(s.ok), s.oom...)
 		for _, pt := range pts {
 			xlo, xhi, ylo, yhi = math.Min(xlo, pt.X), math.Max(xhi, pt.X), math.Min(ylo, pt.Y), math.Max(yhi, pt.Y)
@@ -87,24 +87,24 @@ func memoryFigure(runs []recorder.Run) (*figure, string) {
 			p.Add(l)
 		}
 		if len(s.ok) > 0 {
-			sc := Scatter(s.ok, c, vg.Points(3.5))
+			sc := report.Scatter(s.ok, c, vg.Points(3.5))
 			p.Add(sc)
 			p.Legend.Add(s.name, sc)
 		}
 		if len(s.oom) > 0 {
-			m := Marks(s.oom, c, draw.CrossGlyph{})
+			m := report.Marks(s.oom, c, draw.CrossGlyph{})
 			m.GlyphStyle.Radius = vg.Points(5)
 			p.Add(m)
 			p.Legend.Add(s.name+", OOM-killed", m)
 		}
-		f.addSeries(s.name, len(pts))
+		f.AddSeries(s.name, len(pts))
 		oomRuns += len(s.oom)
 		excluded += s.excluded
 	}
-	SetLog(&p.X, xlo, xhi)
-	SetLog(&p.Y, ylo, yhi)
-	f.panels = append(f.panels, p)
-	f.caption = memoryCaption(oomRuns, excluded, len(all)-len(series))
+	report.SetLog(&p.X, xlo, xhi)
+	report.SetLog(&p.Y, ylo, yhi)
+	f.AddPanel(p)
+	f.SetCaption(memoryCaption(oomRuns, excluded, len(all)-len(series)))
 	return f, ""
 }
 

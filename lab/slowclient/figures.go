@@ -1,4 +1,4 @@
-package report
+package slowclient
 
 import (
 	"fmt"
@@ -11,27 +11,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
-
-// ConditionRows sets p's Y axis to one row per condition, the first at the
-// top, and returns each condition's Y position.
-func ConditionRows(p *plot.Plot, labels []string) []float64 {
-	n := len(labels)
-	ys := make([]float64, n)
-	names := make([]string, n)
-	for i, l := range labels {
-		ys[i] = float64(n - 1 - i)
-		names[n-1-i] = l
-	}
-	p.NominalY(names...)
-	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
-	return ys
-}
-
-// RowsHeight is the height of a figure with n condition rows.
-func RowsHeight(n int) vg.Length {
-	return max(3*vg.Inch, vg.Length(1.4+0.32*float64(n))*vg.Inch)
-}
 
 // p95Row is one condition of the p95 figure: the median, min and max
 // over its ok runs of each run's /fast p95.
@@ -78,30 +59,30 @@ func collectP95(keys []condKey, groups map[condKey][]recorder.Run) p95Data {
 // p95Figure draws each condition's /fast p95: the median over its ok runs
 // as a point, min to max as a line, on a log axis. It returns nil and the
 // reason when no run has a p95 to draw.
-func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*figure, string) {
+func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*report.Drawing, string) {
 	d := collectP95(keys, groups)
 	if len(d.rows) == 0 {
 		return nil, "no ok run has a p95 above 0"
 	}
-	f := &figure{name: "fast-p95", title: "/fast p95 latency per condition", width: 8 * vg.Inch, height: RowsHeight(len(d.rows))}
-	p := NewPlot(f.title, "/fast p95 latency (ms, log scale)", "condition")
-	Grid(p, true, false)
+	f := report.NewDrawing("fast-p95", "/fast p95 latency per condition", 8*vg.Inch, report.RowsHeight(len(d.rows)))
+	p := report.NewPlot(f.Title(), "/fast p95 latency (ms, log scale)", "condition")
+	report.Grid(p, true, false)
 	labels := make([]string, len(d.rows))
 	for i, r := range d.rows {
 		labels[i] = r.key.label()
 	}
-	ys := ConditionRows(p, labels)
+	ys := report.ConditionRows(p, labels)
 	if err := drawP95(p, f, d.rows, ys); err != nil {
 		return nil, err.Error()
 	}
-	f.panels = []*plot.Plot{p}
-	f.caption = p95Caption(d)
+	f.AddPanel(p)
+	f.SetCaption(p95Caption(d))
 	return f, ""
 }
 
 // drawP95 adds the rows at ys to p as one series per route and server,
 // so the routes stand apart by colour, and sets p's log axis.
-func drawP95(p *plot.Plot, f *figure, rows []p95Row, ys []float64) error {
+func drawP95(p *plot.Plot, f *report.Drawing, rows []p95Row, ys []float64) error {
 	type group struct {
 		name           string
 		y, mid, lo, hi []float64
@@ -123,18 +104,14 @@ func drawP95(p *plot.Plot, f *figure, rows []p95Row, ys []float64) error {
 	}
 	for _, name := range order {
 		g := byName[name]
-		c := ColorAt(g.color)
-		iv := newIntervals(g.y, g.mid, g.lo, g.hi)
-		bars, err := plotter.NewXErrorBars(iv)
+		bars, points, err := report.Ranges(g.y, g.mid, g.lo, g.hi, report.ColorAt(g.color))
 		if err != nil {
 			return err
 		}
-		bars.LineStyle.Color, bars.LineStyle.Width = c, vg.Points(1.5)
-		bars.CapWidth = vg.Points(6)
-		p.Add(bars, Scatter(iv.XYs, c, vg.Points(4)))
-		f.addSeries(name, len(g.y))
+		p.Add(bars, points)
+		f.AddSeries(name, len(g.y))
 	}
-	SetLog(&p.X, lo, hi)
+	report.SetLog(&p.X, lo, hi)
 	return nil
 }
 
@@ -152,6 +129,19 @@ func p95Caption(d p95Data) string {
 		caption += fmt.Sprintf(" %d run p95 values of 0 ms are not drawn (log scale).", d.nonPositive)
 	}
 	return caption
+}
+
+// countRange describes how many of something each item had: "72" when
+// all had the same, else "70 to 72".
+func countRange(counts []int) string {
+	if len(counts) == 0 {
+		return "0"
+	}
+	lo, hi := slices.Min(counts), slices.Max(counts)
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
 }
 
 // sendReceiveRow is one condition of the send-vs-receive figure.
@@ -201,34 +191,34 @@ func collectSendReceive(keys []condKey, groups map[condKey][]recorder.Run, large
 // sendReceiveFigure draws, per condition with slow downloads, the app's
 // send time against the clients' receive time: bars for the medians over
 // runs of each run's median, a point per download.
-func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) (*figure, string) {
+func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) (*report.Drawing, string) {
 	rows := collectSendReceive(keys, groups, larges)
 	if len(rows) == 0 {
 		return nil, "no ok run has a slow download in large-responses.csv"
 	}
-	f := &figure{name: "send-vs-receive", title: "App send time vs client receive time of the slow downloads",
-		width: 8 * vg.Inch, height: RowsHeight(len(rows))}
-	p := NewPlot(f.title, "time (s)", "condition")
-	Grid(p, true, false)
+	f := report.NewDrawing("send-vs-receive", "App send time vs client receive time of the slow downloads",
+		8*vg.Inch, report.RowsHeight(len(rows)))
+	p := report.NewPlot(f.Title(), "time (s)", "condition")
+	report.Grid(p, true, false)
 	labels := make([]string, len(rows))
 	for i, r := range rows {
 		labels[i] = r.key.label()
 	}
-	ys := ConditionRows(p, labels)
+	ys := report.ConditionRows(p, labels)
 	noAppSend := drawSendReceive(p, f, rows, ys)
-	f.panels = []*plot.Plot{p}
+	f.AddPanel(p)
 	incomplete := 0
 	for _, r := range rows {
 		incomplete += r.incomplete
 	}
-	f.caption = sendReceiveCaption(noAppSend, incomplete)
+	f.SetCaption(sendReceiveCaption(noAppSend, incomplete))
 	return f, ""
 }
 
 // drawSendReceive adds the rows at ys to p: a bar for each median, app
 // above and client below the row's line, and a point per download. It
 // returns how many downloads have a receive time but no app send time.
-func drawSendReceive(p *plot.Plot, f *figure, rows []sendReceiveRow, ys []float64) (noAppSend int) {
+func drawSendReceive(p *plot.Plot, f *report.Drawing, rows []sendReceiveRow, ys []float64) (noAppSend int) {
 	const offset, thickness, spread = 0.19, 0.34, 0.24
 	var appPos, appVal, recvPos, recvVal []float64
 	var appXY, recvXY plotter.XYs
@@ -244,16 +234,16 @@ func drawSendReceive(p *plot.Plot, f *figure, rows []sendReceiveRow, ys []float6
 			}
 		}
 	}
-	appColor, recvColor := ColorAt(1), ColorAt(0)
-	appBars := NewBars(appPos, appVal, thickness, true, appColor)
-	recvBars := NewBars(recvPos, recvVal, thickness, true, recvColor)
-	appDots := Scatter(appXY, appColor, vg.Points(2.2))
-	recvDots := Scatter(recvXY, recvColor, vg.Points(2.2))
+	appColor, recvColor := report.ColorAt(1), report.ColorAt(0)
+	appBars := report.NewBars(appPos, appVal, thickness, true, appColor)
+	recvBars := report.NewBars(recvPos, recvVal, thickness, true, recvColor)
+	appDots := report.Scatter(appXY, appColor, vg.Points(2.2))
+	recvDots := report.Scatter(recvXY, recvColor, vg.Points(2.2))
 	p.Add(appBars, recvBars, appDots, recvDots)
-	f.addSeries("app_send_s median", appBars.Drawn())
-	f.addSeries("client_receive_s median", recvBars.Drawn())
-	f.addSeries("app_send_s per download", len(appDots.XYs))
-	f.addSeries("receive_s per download", len(recvDots.XYs))
+	f.AddSeries("app_send_s median", appBars.Drawn())
+	f.AddSeries("client_receive_s median", recvBars.Drawn())
+	f.AddSeries("app_send_s per download", len(appDots.XYs))
+	f.AddSeries("receive_s per download", len(recvDots.XYs))
 	p.Legend.Add("app_send_s (bar: median)", appBars)
 	p.Legend.Add("client_receive_s (bar: median)", recvBars)
 	p.Legend.Add("app_send_s, one download", appDots)

@@ -1,4 +1,4 @@
-package report
+package slowclient
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
 // fixture describes a synthetic slow-client results directory shaped like
@@ -64,22 +65,13 @@ func fastLatency(c fixtureCond, rnd *rand.Rand) float64 {
 	return base
 }
 
-func create[T recorder.Row[T]](t testing.TB, dir string) *recorder.FileWriter[T] {
-	t.Helper()
-	w, err := recorder.CreateFile[T](dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
 // write writes the results files into dir and returns the runs.
 func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 	t.Helper()
 	rnd := rand.New(rand.NewPCG(7, 11))
-	reqW := create[recorder.Request](t, dir)
-	largeW := create[recorder.LargeResponse](t, dir)
-	resW := create[recorder.ResourceSample](t, dir)
+	reqW := recordertest.Create[recorder.Request](t, dir)
+	largeW := recordertest.Create[recorder.LargeResponse](t, dir)
+	resW := recordertest.Create[recorder.ResourceSample](t, dir)
 	started := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	var runs []recorder.Run
 	for _, c := range fixtureConditions() {
@@ -184,7 +176,7 @@ func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 			t.Fatal(err)
 		}
 	}
-	runW := create[recorder.Run](t, dir)
+	runW := recordertest.Create[recorder.Run](t, dir)
 	for _, r := range runs {
 		if err := runW.Write(r); err != nil {
 			t.Fatal(err)
@@ -193,7 +185,7 @@ func (fx fixture) write(t testing.TB, dir string) []recorder.Run {
 	if err := runW.Close(); err != nil {
 		t.Fatal(err)
 	}
-	condW := create[recorder.Condition](t, dir)
+	condW := recordertest.Create[recorder.Condition](t, dir)
 	for _, c := range recorder.SummarizeConditions(runs) {
 		if err := condW.Write(c); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package report
+package slowclient
 
 import (
 	"fmt"
@@ -11,13 +11,14 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // timeSeriesFig is the time-series figure of one route and server, or why
 // there is none.
 type timeSeriesFig struct {
 	key condKey
-	fig *figure
+	fig *report.Drawing
 	why string
 }
 
@@ -25,7 +26,7 @@ type timeSeriesFig struct {
 // median-p95 run of its condition with the most slow clients (the 2-slow
 // condition of the presets): the run whose queueing matters most, shown as
 // a typical rather than the best or worst repetition.
-func timeSeries(keys []condKey, groups map[condKey][]recorder.Run, d *slowClient) []timeSeriesFig {
+func timeSeries(keys []condKey, groups map[condKey][]recorder.Run, d *results) []timeSeriesFig {
 	type rs struct{ route, server string }
 	var order []rs
 	most := map[rs]condKey{}
@@ -81,14 +82,20 @@ func medianRun(runs []recorder.Run) (run recorder.Run, n int, ok bool) {
 // panel is one plot of a time-series figure with its series.
 type panel struct {
 	p       *plot.Plot
-	series  []seriesInfo
+	series  []seriesCount
 	missing []string // series of the panel without data, left out
 	xMax    float64
 }
 
+// seriesCount is one series of a panel and its points.
+type seriesCount struct {
+	name   string
+	points int
+}
+
 // runData returns the run's /fast requests and its resource samples by
 // component, in time order.
-func runData(runID string, d *slowClient) ([]recorder.Request, map[string][]recorder.ResourceSample) {
+func runData(runID string, d *results) ([]recorder.Request, map[string][]recorder.ResourceSample) {
 	var reqs []recorder.Request
 	for _, r := range d.requests {
 		if r.RunID == runID {
@@ -102,7 +109,15 @@ func runData(runID string, d *slowClient) ([]recorder.Request, map[string][]reco
 		}
 	}
 	for _, ss := range samples {
-		slices.SortStableFunc(ss, func(a, b recorder.ResourceSample) int { return cmpFloat(a.TS, b.TS) })
+		slices.SortStableFunc(ss, func(a, b recorder.ResourceSample) int {
+			switch {
+			case a.TS < b.TS:
+				return -1
+			case a.TS > b.TS:
+				return 1
+			}
+			return 0 // equal, or NaN
+		})
 	}
 	return reqs, samples
 }
@@ -129,7 +144,7 @@ func (rp *runPanels) add(what string, p *panel, why string) {
 
 // buildPanels draws the panels of condition k's run from its requests and
 // samples.
-func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]recorder.ResourceSample, d *slowClient) *runPanels {
+func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]recorder.ResourceSample, d *results) *runPanels {
 	rp := &runPanels{missing: map[string][]string{}}
 	lat, failed, why := latencyPanel(reqs, d.requests != nil)
 	rp.failed = failed
@@ -147,32 +162,35 @@ func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]record
 // time: a panel each for its /fast latency, the proxy's temp files, the
 // app's memory and the components' CPU use, as far as there is data. It
 // returns nil and the reason when there is none.
-func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *slowClient) (*figure, string) {
+func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *results) (*report.Drawing, string) {
 	reqs, samples := runData(run.RunID, d)
 	rp := buildPanels(k, reqs, samples, d)
 	if len(rp.panels) == 0 {
 		return nil, "run " + run.RunID + " has no data to draw: " + strings.Join(rp.skipped, "; ")
 	}
 
-	f := &figure{name: "timeseries-" + k.name(),
-		title: fmt.Sprintf("%s, %s, %d slow clients: run %s over time", k.route, k.server, k.slow, run.RunID),
-		width: 8 * vg.Inch, height: vg.Length(0.6+2.3*float64(len(rp.panels))) * vg.Inch}
+	f := report.NewDrawing("timeseries-"+k.name(),
+		fmt.Sprintf("%s, %s, %d slow clients: run %s over time", k.route, k.server, k.slow, run.RunID),
+		8*vg.Inch, vg.Length(0.6+2.3*float64(len(rp.panels)))*vg.Inch)
 	xMax := 0.0
 	for _, p := range rp.panels {
 		xMax = math.Max(xMax, p.xMax)
 	}
 	for _, p := range rp.panels {
 		p.p.X.Min, p.p.X.Max = 0, math.Max(xMax, 1)
-		f.panels = append(f.panels, p.p)
-		f.series = append(f.series, p.series...)
+		f.AddPanel(p.p)
+		for _, s := range p.series {
+			f.AddSeries(s.name, s.points)
+		}
 	}
-	f.caption = fmt.Sprintf("Run %s is the condition's median run: its p95 (%.1f ms) is the median of the "+
+	caption := fmt.Sprintf("Run %s is the condition's median run: its p95 (%.1f ms) is the median of the "+
 		"p95 of the condition's %d ok runs (the lower middle for an even count). Time is seconds since the run "+
 		"start; %s. %s.",
 		run.RunID, run.P95MS.Value, nRuns, samplingText(samples), capitalize(strings.Join(rp.panelTexts(), "; ")))
 	if len(rp.skipped) > 0 {
-		f.caption += " Left out for lack of data: " + strings.Join(rp.skipped, "; ") + "."
+		caption += " Left out for lack of data: " + strings.Join(rp.skipped, "; ") + "."
 	}
+	f.SetCaption(caption)
 	return f, ""
 }
 
@@ -223,17 +241,17 @@ func latencyPanel(reqs []recorder.Request, present bool) (p *panel, failed int, 
 	if len(xys) == 0 {
 		return nil, failed, fmt.Sprintf("no ok /fast request of the run in requests.csv, %d failed", failed)
 	}
-	pl := NewPlot("/fast latency", "time since run start (s)", "latency (ms, log scale)")
-	Grid(pl, true, true)
-	s := Scatter(xys, ColorAt(0), vg.Points(2.5))
+	pl := report.NewPlot("/fast latency", "time since run start (s)", "latency (ms, log scale)")
+	report.Grid(pl, true, true)
+	s := report.Scatter(xys, report.ColorAt(0), vg.Points(2.5))
 	pl.Add(s)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	xMax := 0.0
 	for _, p := range s.XYs {
 		lo, hi, xMax = math.Min(lo, p.Y), math.Max(hi, p.Y), math.Max(xMax, p.X)
 	}
-	SetLog(&pl.Y, lo, hi)
-	return &panel{p: pl, series: []seriesInfo{{"/fast latency", len(s.XYs)}}, xMax: xMax}, failed, ""
+	report.SetLog(&pl.Y, lo, hi)
+	return &panel{p: pl, series: []seriesCount{{"/fast latency", len(s.XYs)}}, xMax: xMax}, failed, ""
 }
 
 // series collects one Maybe column of samples as (t, scale*value) points.
@@ -247,13 +265,13 @@ func seriesOf(ss []recorder.ResourceSample, get func(recorder.ResourceSample) re
 	return xys
 }
 
-const mibScale = 1.0 / (1 << 20)
+const mibScale = 1.0 / (1 << 20) // bytes to MiB
 
 // linePanel draws named series as lines from a zero baseline; it returns
 // nil when no series has a point.
 func linePanel(title, yLabel string, names []string, series []plotter.XYs) *panel {
-	pl := NewPlot(title, "time since run start (s)", yLabel)
-	Grid(pl, true, true)
+	pl := report.NewPlot(title, "time since run start (s)", yLabel)
+	report.Grid(pl, true, true)
 	p := &panel{p: pl}
 	hi := 0.0
 	for i, xys := range series {
@@ -261,12 +279,12 @@ func linePanel(title, yLabel string, names []string, series []plotter.XYs) *pane
 			p.missing = append(p.missing, names[i])
 			continue
 		}
-		l := line(xys, ColorAt(i))
+		l := report.Line(xys, report.ColorAt(i))
 		pl.Add(l)
 		if len(series) > 1 {
 			pl.Legend.Add(names[i], l)
 		}
-		p.series = append(p.series, seriesInfo{names[i], len(l.XYs)})
+		p.series = append(p.series, seriesCount{names[i], len(l.XYs)})
 		for _, q := range l.XYs {
 			p.xMax, hi = math.Max(p.xMax, q.X), math.Max(hi, q.Y)
 		}
@@ -345,16 +363,6 @@ func cpuPanel(byComp map[string][]recorder.ResourceSample, present bool) (*panel
 		return p, ""
 	}
 	return nil, "fewer than two cpu_seconds samples for every component"
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func capitalize(s string) string {

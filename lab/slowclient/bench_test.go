@@ -1,10 +1,12 @@
-package report
+package slowclient
 
 import (
 	"testing"
+
+	"github.com/slowlab/slowlab/report"
 )
 
-// BenchmarkWrite30Runs renders the report of a full slow-client matrix:
+// BenchmarkWrite30Runs renders the report of the full published matrix:
 // 10 conditions x 3 repetitions = 30 runs, 2160 /fast requests, 4410
 // resource samples; 6 figures as PNG and SVG plus report.html.
 func BenchmarkWrite30Runs(b *testing.B) {
@@ -14,7 +16,7 @@ func BenchmarkWrite30Runs(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		rep, err := Write(dir, allSections)
+		rep, err := report.Write(dir, []report.Section{Section})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,191 @@
+package slowclient
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// runsFile is the runs' summaries, whose presence marks the results
+// directory as the experiment's.
+var runsFile = recorder.FileName[recorder.Run]()
+
+// Section is the slow-client section of the report, which the
+// registration carries: /fast p95 per condition, the conditions table,
+// the app's send time against the clients' receive time, the app's memory
+// against slow readers, a time series per route and server, and every
+// run.
+var Section = report.NewSection(Name, runsFile, buildSection)
+
+// results is a results directory as the section reads it. A nil slice of
+// an optional file means the file is not there.
+type results struct {
+	runs       []recorder.Run
+	conditions []recorder.Condition
+	larges     []recorder.LargeResponse
+	requests   []recorder.Request
+	samples    []recorder.ResourceSample
+	missing    []string // optional files that are not there
+}
+
+func readResults(dir string) (*results, error) {
+	d := &results{}
+	var err error
+	d.runs, err = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile))
+	if err != nil {
+		return nil, err
+	}
+	var present bool
+	note := func(name string) {
+		if !present {
+			d.missing = append(d.missing, name)
+		}
+	}
+	if d.conditions, present, err = recorder.ReadOptional[recorder.Condition](dir); err != nil {
+		return nil, err
+	}
+	note(recorder.FileName[recorder.Condition]())
+	if d.larges, present, err = recorder.ReadOptional[recorder.LargeResponse](dir); err != nil {
+		return nil, err
+	}
+	note(recorder.FileName[recorder.LargeResponse]())
+	if d.requests, present, err = recorder.ReadOptional[recorder.Request](dir); err != nil {
+		return nil, err
+	}
+	note(recorder.FileName[recorder.Request]())
+	if d.samples, present, err = recorder.ReadOptional[recorder.ResourceSample](dir); err != nil {
+		return nil, err
+	}
+	note(recorder.FileName[recorder.ResourceSample]())
+	return d, nil
+}
+
+// condKey is a condition of the matrix as runs.csv names it.
+type condKey struct {
+	route, server string
+	slow          int
+}
+
+func (k condKey) label() string {
+	return fmt.Sprintf("%s, %s, %d slow", k.route, k.server, k.slow)
+}
+
+func (k condKey) name() string {
+	return report.Slug(fmt.Sprintf("%s-%s-s%d", k.route, k.server, k.slow))
+}
+
+func keyOf(r recorder.Run) condKey { return condKey{r.Route, r.Server, r.SlowClients} }
+
+// okRunsByCondition groups the ok runs by condition and returns the
+// conditions in report order: by route as stack.Routes lists them (others
+// after), then server in order of first appearance, then number of slow
+// clients.
+func okRunsByCondition(runs []recorder.Run) ([]condKey, map[condKey][]recorder.Run) {
+	groups := map[condKey][]recorder.Run{}
+	serverOrder := map[string]int{}
+	var keys []condKey
+	for _, r := range runs {
+		if _, seen := serverOrder[r.Server]; !seen {
+			serverOrder[r.Server] = len(serverOrder)
+		}
+		if r.Status != recorder.RunOK {
+			continue
+		}
+		k := keyOf(r)
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	rank := func(route string) int {
+		if i := slices.Index(stack.Routes, stack.Route(route)); i >= 0 {
+			return i
+		}
+		return len(stack.Routes)
+	}
+	slices.SortStableFunc(keys, func(a, b condKey) int {
+		if c := rank(a.route) - rank(b.route); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.route, b.route); c != 0 {
+			return c
+		}
+		if c := serverOrder[a.server] - serverOrder[b.server]; c != 0 {
+			return c
+		}
+		return a.slow - b.slow
+	})
+	return keys, groups
+}
+
+func buildSection(dir string) (*report.Part, error) {
+	d, err := readResults(dir)
+	if err != nil {
+		return nil, err
+	}
+	p := report.NewPart(Name, "Slow downloads of /large against fast /fast requests served by the same workers, "+
+		"directly and behind a proxy with buffering off or on (docs/experiments.md section 1). "+
+		"Only runs with status ok enter the figures and the conditions table, as in conditions.csv.")
+	if len(d.missing) > 0 {
+		p.Skip("Not present in the results directory: %s; what needs them is left out.", strings.Join(d.missing, ", "))
+	}
+	keys, groups := okRunsByCondition(d.runs)
+	if len(keys) == 0 {
+		p.Skip("runs.csv has no run with status ok (%d runs): no figures.", len(d.runs))
+	}
+
+	if f, why := p95Figure(keys, groups); f != nil {
+		p.AddDrawing(f)
+	} else if len(keys) > 0 {
+		p.Skip("/fast p95 figure left out: %s.", why)
+	}
+	addConditions(p, d)
+	if d.larges != nil && len(keys) > 0 {
+		if f, why := sendReceiveFigure(keys, groups, d.larges); f != nil {
+			p.AddDrawing(f)
+		} else {
+			p.Skip("app_send_s vs client_receive_s figure left out: %s.", why)
+		}
+	}
+	if f, why := memoryFigure(d.runs); f != nil {
+		p.AddDrawing(f)
+	} else if len(keys) > 0 {
+		p.Skip("App memory against slow readers left out: %s.", why)
+	}
+	if len(keys) > 0 {
+		for _, ts := range timeSeries(keys, groups, d) {
+			if ts.fig != nil {
+				p.AddDrawing(ts.fig)
+			} else {
+				p.Skip("Time series of %s left out: %s.", ts.key.label(), ts.why)
+			}
+		}
+	}
+	notOK := 0
+	for _, r := range d.runs {
+		if r.Status != recorder.RunOK {
+			notOK++
+		}
+	}
+	t := runsTable
+	t.Details = fmt.Sprintf("All %d runs (runs.csv), %d not ok", len(d.runs), notOK)
+	report.AddTable(p, &t, d.runs)
+	return p, nil
+}
+
+// addConditions adds the conditions table: conditions.csv's rows, or the
+// same summary computed from runs.csv when conditions.csv is not there.
+func addConditions(p *report.Part, d *results) {
+	conds, t := d.conditions, conditionsTable
+	if conds == nil {
+		conds = recorder.SummarizeConditions(d.runs)
+		t.Caption = "Conditions, computed from runs.csv because conditions.csv is not present: " +
+			strings.TrimPrefix(t.Caption, "Conditions (conditions.csv): ")
+	}
+	report.AddTable(p, &t, conditionRows(conds, d.runs))
+}
