@@ -19,11 +19,9 @@
 // Each row type declares its file name and columns in its own file
 // (requests.go, runs.go, ...) and implements Row, which is all the
 // generic CreateFile, AppendFile, NewWriter, ReadAll and
-// ReadFile need. An experiment's package declares its own rows the same
-// way (NewSchema, Col, StatusCols, FastCols), as lab/websocket,
-// lab/h2slowclient, lab/idleconn, lab/sse, lab/slowupload,
-// lab/stalledreader and lab/longpoll do, and
-// tests them with package recordertest; the row contract's checks
+// ReadFile need. Every experiment's package declares its own rows the
+// same way (NewSchema, Col, StatusCols, FastCols) and tests them with
+// package recordertest; the row contract's checks
 // (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //
 // It also fills resource-samples.csv: Sampler scrapes /metrics endpoints

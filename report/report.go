@@ -26,7 +26,7 @@ var ErrNoResults = errors.New("no results files")
 type Report struct {
 	Dir         string   // the results directory
 	HTML        string   // path of report.html
-	Experiments []string // sections in the report, such as "long-poll"
+	Experiments []string // sections in the report, by their experiments' names
 	Figures     []Figure
 	Notes       []string // what was left out and why
 }
@@ -48,9 +48,9 @@ type Figure struct {
 type Axes struct{ Title, X, Y string }
 
 // Section renders one experiment's results into its part of the report.
-// Each is defined in its experiment's file (LongPoll in longpoll.go, ...)
-// or package (NewSection) and carried by that experiment's registration in
-// lab, which gives the set of sections and their order.
+// Each is defined in its experiment's package (NewSection) and carried by
+// that experiment's registration in lab, which gives the set of sections
+// and their order.
 type Section struct {
 	Name string // the experiment's, as in environment.json's "experiment"
 	// Marker is the results file whose presence says the directory holds

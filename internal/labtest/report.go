@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/slowlab/slowlab/report"
@@ -57,4 +58,18 @@ func Figure(t *testing.T, rep *report.Report, name string) report.Figure {
 	}
 	t.Fatalf("no figure %q among %v", name, rep.Figures)
 	return report.Figure{}
+}
+
+// AxesHaveUnits fails t for every panel of rep's figures whose axis
+// labels name none of units (such as "(ms", "(s)", "MiB"): a value axis
+// says what it measures in. report.Check already wants the labels.
+func AxesHaveUnits(t *testing.T, rep *report.Report, units ...string) {
+	t.Helper()
+	for _, f := range rep.Figures {
+		for i, a := range f.Axes {
+			if !slices.ContainsFunc(units, func(u string) bool { return strings.Contains(a.X+" "+a.Y, u) }) {
+				t.Errorf("figure %s panel %d: axes %q, %q name no unit of %v", f.Name, i, a.X, a.Y, units)
+			}
+		}
+	}
 }

@@ -24,6 +24,7 @@ import (
 // are missing.
 func TestReport(t *testing.T) {
 	rep := labtest.Report(t, Section, gapFile)
+	labtest.AxesHaveUnits(t, rep, "(ms", "(s)", "MiB", "cores")
 	gap := labtest.Figure(t, rep, "latency-gap")
 	if gap.Series != 3 || !slices.Equal(gap.Points, []int{4, 4, 4}) {
 		t.Errorf("latency-gap: %d series, points %v", gap.Series, gap.Points)

@@ -24,6 +24,7 @@ import (
 // unbounded.
 func TestReport(t *testing.T) {
 	rep := labtest.Report(t, Section, groupFile)
+	labtest.AxesHaveUnits(t, rep, "(ms", "(s)", "MiB", "cores")
 	lp := labtest.Figure(t, rep, "longpoll-latency")
 	if lp.Series != 3 || !slices.Equal(lp.Points, []int{6, 6, 5}) {
 		t.Errorf("longpoll-latency: %d series, points %v; want p50, p95, max with 6, 6, 5", lp.Series, lp.Points)
