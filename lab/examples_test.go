@@ -2,8 +2,11 @@ package lab_test
 
 import (
 	"context"
+	"html"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/labtest"
@@ -95,6 +98,51 @@ func TestExamplesRun(t *testing.T) {
 			if len(rep.Figures) == 0 {
 				t.Errorf("%s: report.html has no figure (notes: %q)", e.Name, rep.Notes)
 			}
+			// Its tables are declared once: the CLI prints the header of a
+			// table report.html draws from the same declaration.
+			var printed strings.Builder
+			res.Print(&printed)
+			page, err := os.ReadFile(filepath.Join(env.Out, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if heads := sharedHeads(printed.String(), string(page)); len(heads) == 0 {
+				t.Errorf("%s: no header the CLI printed is a table header of report.html (data-text-head); CLI:\n%s", e.Name, printed.String())
+			}
 		})
+	}
+}
+
+var textHead = regexp.MustCompile(`data-text-head="([^"]*)"`)
+
+// sharedHeads are the tables of page (report.html) whose text header
+// (data-text-head, the header Table.WriteText prints for the same
+// declaration) is a line of the CLI's output cli, spaces aside.
+func sharedHeads(cli, page string) []string {
+	lines := map[string]bool{}
+	for _, l := range strings.Split(cli, "\n") {
+		lines[strings.Join(strings.Fields(l), " ")] = true
+	}
+	var heads []string
+	for _, m := range textHead.FindAllStringSubmatch(page, -1) {
+		if h := html.UnescapeString(m[1]); lines[h] {
+			heads = append(heads, h)
+		}
+	}
+	return heads
+}
+
+// TestSharedHeads: a CLI header and the page's data-text-head match
+// whatever the spacing; another header, or one only in the page, does not.
+func TestSharedHeads(t *testing.T) {
+	page := `<table data-text-head="route server p95_ms"></table><table data-text-head="a &amp; b"></table><table>`
+	if got := sharedHeads("title\nroute   server  p95_ms\ndirect sync-2 2.0\n", page); len(got) != 1 || got[0] != "route server p95_ms" {
+		t.Errorf("matched %q", got)
+	}
+	if got := sharedHeads("a & b\n", page); len(got) != 1 {
+		t.Errorf("escaped header: matched %q", got)
+	}
+	if got := sharedHeads("route server p50_ms\n", page); len(got) != 0 {
+		t.Errorf("another header matched %q", got)
 	}
 }

@@ -146,7 +146,7 @@ nav ul { padding-left: 1.2rem; }
 {{- if .Details}}
 <details><summary>{{.Details}}</summary>
 {{- end}}
-<table>
+<table{{if .TextHead}} data-text-head="{{.TextHead}}"{{end}}>
 <caption>{{.Caption}}</caption>
 {{- if .Head}}
 <thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead>

@@ -17,6 +17,10 @@ type table struct {
 	Details string // when set, the table is folded under this summary
 	Caption string
 	Head    []string
+	// TextHead is the header the CLI prints for the same declaration
+	// (Table.WriteText: Head without the HTMLCol columns), as the page's
+	// data-text-head attribute, so a test can match the two.
+	TextHead string
 	Rows    [][]Cell
 }
 
@@ -142,7 +146,19 @@ func (t *Table[R]) html(rows []R) *table {
 	if len(t.Legend) > 0 {
 		caption += " " + strings.Join(t.Legend, " ")
 	}
-	return &table{Details: t.Details, Caption: caption, Head: t.Head(), Rows: t.cells(rows)}
+	return &table{Details: t.Details, Caption: caption, Head: t.Head(), TextHead: strings.Join(t.TextHead(), " "), Rows: t.cells(rows)}
+}
+
+// TextHead is the header WriteText prints: Head without the HTMLCol
+// columns.
+func (t *Table[R]) TextHead() []string {
+	var h []string
+	for _, c := range t.Cols {
+		if !c.htmlOnly {
+			h = append(h, c.Head)
+		}
+	}
+	return h
 }
 
 // WriteText writes rows as aligned text, text cells left-aligned and
