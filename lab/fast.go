@@ -71,6 +71,21 @@ func (f FastSpec) Run(ctx context.Context, env *Env, url string, allowRemote boo
 	return f.run(ctx, env, loadgen.OpenLoop{Client: client, URL: url}, meta, t0, w)
 }
 
+// RunBeside runs client(0), ..., client(n-1), each in a goroutine of its
+// own from t0 on, beside f's schedule (Run, from t0 + Offset), and
+// returns the schedule's result once it and every client have ended:
+// the load of every "n clients beside /fast" run.
+func (f FastSpec) RunBeside(ctx context.Context, env *Env, url string, allowRemote bool, meta recorder.RunMeta, t0 time.Time,
+	w *recorder.FileWriter[recorder.Request], n int, client func(i int)) FastRun {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { client(i) })
+	}
+	out := f.Run(ctx, env, url, allowRemote, meta, t0, w)
+	wg.Wait()
+	return out
+}
+
 // RunH2 is Run with every request a stream on the HTTP/2 connection c
 // (loadgen.OpenLoop.H2), which the caller opened and closes.
 func (f FastSpec) RunH2(ctx context.Context, env *Env, c *loadgen.H2Conn, url string, meta recorder.RunMeta, t0 time.Time,

@@ -86,25 +86,20 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	}
 	base := Upload{RunID: run.RunID, Route: run.Route, Server: run.Server, Uploaders: run.Uploaders, Rep: run.Rep,
 		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
-	var wg sync.WaitGroup
-	for i := range spec.Uploaders {
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
+	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests, spec.Uploaders, func(i int) {
 		up := loadgen.SlowUploader{URL: upURL, Size: spec.Size, Rate: float64(c.Upload.Rate), SndBuf: int(c.Upload.SndBuf),
 			WriteSize: int(c.Upload.WriteSize), Timeout: time.Duration(c.Upload.Timeout), RunID: run.RunID, Metrics: env.Metrics,
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/upload-%d", run.RunID, i)}}}
-		wg.Go(func() {
-			row := uploadRow(base, t0, up.Run(ctx, i))
-			mu.Lock()
-			defer mu.Unlock()
-			l.uploads = append(l.uploads, row)
-			if err := f.Items.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-		})
-	}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
-	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
+		row := uploadRow(base, t0, up.Run(ctx, i))
+		mu.Lock()
+		defer mu.Unlock()
+		l.uploads = append(l.uploads, row)
+		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
+			l.writeErr = err
+		}
+	})
 	run.FastPlanned = fast.Planned
-	wg.Wait()
 	l.reqs = fast.Reqs
 	if l.writeErr == nil {
 		l.writeErr = fast.WriteErr

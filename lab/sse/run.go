@@ -169,28 +169,23 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		return l
 	}
 	base := Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep}
-	var wg sync.WaitGroup
-	for i := range spec.Streams {
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Streams, Rep: run.Rep}
+	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.requests, spec.Streams, func(i int) {
 		cl := loadgen.SSEClient{URL: u, Timeout: time.Duration(c.Stream.Timeout), AllowRemote: running.AllowRemote(),
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/sse-%d", run.RunID, i)}}}
-		wg.Go(func() {
-			row, evs := streamRows(base, t0, params.Events(), cl.Run(ctx, i))
-			mu.Lock()
-			defer mu.Unlock()
-			l.streams, l.events = append(l.streams, row), append(l.events, evs...)
-			err := f.streams.Write(row)
-			for _, e := range evs {
-				err = errors.Join(err, f.events.Write(e))
-			}
-			if err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-		})
-	}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Streams, Rep: run.Rep}
-	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.requests)
+		row, evs := streamRows(base, t0, params.Events(), cl.Run(ctx, i))
+		mu.Lock()
+		defer mu.Unlock()
+		l.streams, l.events = append(l.streams, row), append(l.events, evs...)
+		err := f.streams.Write(row)
+		for _, e := range evs {
+			err = errors.Join(err, f.events.Write(e))
+		}
+		if err != nil && l.writeErr == nil {
+			l.writeErr = err
+		}
+	})
 	run.FastPlanned = fast.Planned
-	wg.Wait()
 	l.reqs = fast.Reqs
 	if l.writeErr == nil {
 		l.writeErr = fast.WriteErr

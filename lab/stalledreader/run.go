@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"syscall"
 	"time"
 
@@ -129,8 +128,8 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	base := Download{RunID: run.RunID, Route: run.Route, Server: run.Server, Mode: run.Mode, Clients: run.Clients, Rep: run.Rep,
 		SizeBytes: run.SizeBytes, RateBps: run.RateBps, AppTimeoutS: run.AppTimeoutS, SendTimeoutS: run.SendTimeoutS, StallS: run.StallS,
 		GiveUpS: run.GiveUpS}
-	var wg sync.WaitGroup
-	for i := range spec.Clients {
+	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Clients, Rep: run.Rep}
+	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests, spec.Clients, func(i int) {
 		l.ids[i] = fmt.Sprintf("%s/stalled-%d", run.RunID, i)
 		r := loadgen.SlowReader{URL: downloadURL(u, i), RcvBuf: int(c.Client.RcvBuf), ReadSize: int(c.Client.ReadSize), Rate: float64(c.Client.Rate),
 			Timeout: time.Duration(c.Client.GiveUp), RunID: run.RunID, Metrics: env.Metrics, TracerProvider: env.TracerProvider,
@@ -138,15 +137,10 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		if spec.Mode == ModeStall {
 			r.Stall, r.StallAfter = time.Duration(c.Client.Stall), int64(c.Client.StallAfter)
 		}
-		wg.Go(func() {
-			d := r.Run(ctx, i)
-			l.downloads[i], l.complete[i] = downloadRow(base, t0, d), d.Complete
-		})
-	}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Clients, Rep: run.Rep}
-	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
+		d := r.Run(ctx, i)
+		l.downloads[i], l.complete[i] = downloadRow(base, t0, d), d.Complete
+	})
 	run.FastPlanned = fast.Planned
-	wg.Wait()
 	l.reqs = fast.Reqs
 	if l.writeErr == nil {
 		l.writeErr = fast.WriteErr

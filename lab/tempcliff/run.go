@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
@@ -99,23 +98,20 @@ type loaded struct {
 // open-loop /fast schedule, and waits for both.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta *recorder.RunMeta, t0 time.Time, f *files) loaded {
 	var l loaded
-	var wg sync.WaitGroup
 	largeURL, err := loadgen.CheckTarget(running.Target(stack.TargetLarge, "/large"), running.AllowRemote())
 	if err != nil {
 		l.writeErr = err
 		return l
 	}
 	l.downloads = make([]loadgen.Download, meta.SlowClients)
-	for i := range l.downloads {
+	fast := c.Fast.RunBeside(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), *meta, t0, f.Requests, len(l.downloads), func(i int) {
 		sr := loadgen.SlowReader{URL: largeURL, AllowRemote: running.AllowRemote(), RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
 			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
 			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
 			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
-		wg.Go(func() { l.downloads[i] = sr.Run(ctx, i) })
-	}
-	fast := c.Fast.Run(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), *meta, t0, f.Requests)
+		l.downloads[i] = sr.Run(ctx, i)
+	})
 	meta.FastPlanned = fast.Planned
-	wg.Wait()
 	l.reqs = fast.Reqs
 	if l.writeErr == nil {
 		l.writeErr = fast.WriteErr

@@ -122,31 +122,26 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		l.writeErr = err
 		return l
 	}
-	var wg sync.WaitGroup
 	dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}
-	for i := range spec.Sockets {
-		wg.Go(func() {
-			var r loadgen.WSResult
-			var delays []float64
-			if spec.Mode == ModeConsume {
-				r, delays = c.consume(ctx, dial)
-			} else {
-				r = loadgen.WSHolder{WSDial: dial, Hold: c.Hold(), Ping: time.Duration(spec.Ping)}.Run(ctx)
-			}
-			row := sessionRow(*run, i, t0, r)
-			row.DelayP95MS = recorder.Some(recorder.NearestRank(delays, 95))
-			mu.Lock()
-			defer mu.Unlock()
-			l.sessions = append(l.sessions, row)
-			if err := f.Items.Write(row); err != nil && l.writeErr == nil {
-				l.writeErr = err
-			}
-		})
-	}
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Sockets, Rep: run.Rep}
-	fast := c.Fast.Run(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests)
+	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests, spec.Sockets, func(i int) {
+		var r loadgen.WSResult
+		var delays []float64
+		if spec.Mode == ModeConsume {
+			r, delays = c.consume(ctx, dial)
+		} else {
+			r = loadgen.WSHolder{WSDial: dial, Hold: c.Hold(), Ping: time.Duration(spec.Ping)}.Run(ctx)
+		}
+		row := sessionRow(*run, i, t0, r)
+		row.DelayP95MS = recorder.Some(recorder.NearestRank(delays, 95))
+		mu.Lock()
+		defer mu.Unlock()
+		l.sessions = append(l.sessions, row)
+		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
+			l.writeErr = err
+		}
+	})
 	run.FastPlanned = fast.Planned
-	wg.Wait()
 	l.reqs = fast.Reqs
 	if l.writeErr == nil {
 		l.writeErr = fast.WriteErr
