@@ -166,8 +166,14 @@ func TestLatencyGapTLS(t *testing.T) {
 		if !g.ResumedPct.Valid || g.ResumedPct.Value != tc.resumed {
 			t.Errorf("tls %s: %v%% of new connections resumed, want %g%%", tc.mode, g.ResumedPct, tc.resumed)
 		}
-		if extra := g.ClientNewMS.Value - plain; extra < tc.rounds*rtt-5 || over(tc.rounds, extra) {
-			t.Errorf("tls %s: new connection %.1f ms, %.1f ms more than without TLS (%.1f): want %g round trips more", tc.mode, g.ClientNewMS.Value, extra, plain, tc.rounds)
+		// Below, the path's own bound: the connect's round trip, the
+		// handshake's and the request's (comparing with the plain
+		// condition's median, itself measured on a loaded machine, let a
+		// slow plain run hide a round trip: 41.4 ms more seen for a resume).
+		// Above, no more than the mode's round trips over the plain run.
+		if extra := g.ClientNewMS.Value - plain; g.ClientNewMS.Value < (tc.rounds+2)*rtt-5 || over(tc.rounds, extra) {
+			t.Errorf("tls %s: new connection %.1f ms, %.1f ms more than without TLS (%.1f): want at least %g round trips and at most %g more than without",
+				tc.mode, g.ClientNewMS.Value, extra, plain, tc.rounds+2, tc.rounds)
 		}
 	}
 	if g := rows[TLSNone]; g.HandshakeMS.Valid {
