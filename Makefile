@@ -57,7 +57,7 @@ lint:
 	$(GO) vet ./...
 
 build:
-	$(GO) build -o slowlab ./cmd/slowlab
+	$(GO) build -buildvcs=true -o slowlab ./cmd/slowlab
 
 # The exporter's Debian package (binary, systemd unit, default config), built
 # with nfpm: dist/slowlab-exporter_VERSION_ARCH.deb (the exporter alone, its unit

@@ -16,6 +16,7 @@ import (
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/internal/buildinfo"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -53,7 +54,7 @@ func Environment(env *Env, experiment string) recorder.Environment {
 		stackName = "embedded (in the lab process)"
 	}
 	e := recorder.Environment{Experiment: experiment, Stack: stackName, StartedAt: time.Now().UTC(), Arch: runtime.GOARCH,
-		CPUs: runtime.NumCPU(), Go: runtime.Version(), CgroupVersion: cgroup.Version(root),
+		CPUs: runtime.NumCPU(), Go: runtime.Version(), SlowlabVersion: buildinfo.Version(), CgroupVersion: cgroup.Version(root),
 		Limits: limitsApplied(env), Swap: cgroup.SwapEnforcement(root, "/proc"), Versions: map[string]string{}}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {

@@ -21,16 +21,19 @@ const EnvironmentFile = "environment.json"
 // measured on. An experiment that is interrupted and resumed has a session
 // for each time the lab wrote into the results directory, oldest first.
 type Environment struct {
-	Experiment    string    `json:"experiment"`
-	Stack         string    `json:"stack"`
-	StartedAt     time.Time `json:"started_at"`
-	Kernel        string    `json:"kernel"`
-	Arch          string    `json:"arch"`
-	CPUs          int       `json:"cpus"`
-	Go            string    `json:"go"`
-	SlowlabSHA256 string    `json:"slowlab_sha256"`
-	CgroupVersion string    `json:"cgroup_version"`
-	Limits        string    `json:"limits"`
+	Experiment string    `json:"experiment"`
+	Stack      string    `json:"stack"`
+	StartedAt  time.Time `json:"started_at"`
+	Kernel     string    `json:"kernel"`
+	Arch       string    `json:"arch"`
+	CPUs       int       `json:"cpus"`
+	Go         string    `json:"go"`
+	// SlowlabVersion is the version of the slowlab that ran the session
+	// (internal/buildinfo); empty in files written before it was recorded.
+	SlowlabVersion string `json:"slowlab_version,omitempty"`
+	SlowlabSHA256  string `json:"slowlab_sha256"`
+	CgroupVersion  string `json:"cgroup_version"`
+	Limits         string `json:"limits"`
 	// Swap is what the cgroups enforce about swap: "none" only where the
 	// kernel accounts swap in cgroups (memory.memsw.* on v1,
 	// memory.swap.max on v2), and the host's swap either way.

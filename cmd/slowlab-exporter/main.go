@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/slowlab/slowlab/exporter/exportercmd"
+	_ "github.com/slowlab/slowlab/internal/buildinfo" // the version when -ldflags set none
 )
 
 func main() {

@@ -20,6 +20,7 @@
 //     proxy;
 //   - exporter (exporter.go): the exporter, as slowlab-exporter runs it;
 //   - cleanup (cleanup.go): remove the cgroups killed sessions left behind;
+//   - version (version.go, also --version): which slowlab this is;
 //   - slow-load (loadchild.go) and probe-loop (loadchild.go): the load
 //     generators of slow-client and long-poll, run by them as a child in
 //     the load generator's own cgroup, not by hand.
@@ -49,6 +50,7 @@ import (
 	"syscall"
 
 	"github.com/slowlab/slowlab/cgroup"
+	_ "github.com/slowlab/slowlab/internal/buildinfo"
 	"github.com/slowlab/slowlab/internal/cliflag"
 )
 
@@ -100,12 +102,18 @@ func main() {
 
 // run executes one command line and returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	switch {
+	case len(args) == 0:
 		printUsage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1:
+		printUsage(stdout)
 		return 0
+	case args[0] == "help":
+		// slowlab help CMD is slowlab CMD --help.
+		args = []string{args[1], "--help"}
+	case args[0] == "--version" || args[0] == "-version":
+		args = []string{"version"}
 	}
 	c, ok := commands[args[0]]
 	if !ok {
@@ -142,7 +150,7 @@ func commandNames() []string {
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "slowlab reproduces web-serving experiments (slow clients, long-polls, the server's blind spot) and watches them.")
-	fmt.Fprintln(w, "\nUsage: slowlab COMMAND [flags]   (slowlab COMMAND --help for its flags)")
+	fmt.Fprintln(w, "\nUsage: slowlab COMMAND [flags]   (slowlab help COMMAND, or slowlab COMMAND --help, for its flags)")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)

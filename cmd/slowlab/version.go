@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/prometheus/common/version"
+)
+
+func init() {
+	register(command{name: "version", summary: "which slowlab this is (also slowlab --version)", run: runVersion})
+}
+
+// runVersion prints the version (internal/buildinfo: a release's, or the
+// one the go command stamped from the checkout), the commit and the Go
+// that built it, as slowlab-exporter --version does.
+func runVersion(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs := newFlagSet("version", "\n\nPrints which slowlab this is: its version (a release's, else the one the go command stamped\n"+
+		"from the checkout with -buildvcs=true, else devel), the commit and the Go that built it.", stdout)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, version.Print("slowlab"))
+	return nil
+}

@@ -1,0 +1,66 @@
+// Package buildinfo says which slowlab this binary is: the version a
+// release build sets (make release passes -ldflags "-X
+// github.com/prometheus/common/version.Version=X.Y.Z"), else the module
+// version the go command stamped from the checkout it built (a tag, or a
+// pseudo-version naming the commit, "+dirty" when the tree had changes),
+// else "devel" (a build with no version control information, such as go
+// run or -buildvcs=false).
+//
+// Importing it fills prometheus/common/version's Version when -ldflags
+// left it empty, so the exporter's
+// slowlab_exporter_build_info and both binaries' --version say the same.
+// What it leaves to others: printing (the commands), recording the
+// version in results (lab's environment.json and manifest).
+package buildinfo
+
+import (
+	"runtime/debug"
+	"strings"
+
+	"github.com/prometheus/common/version"
+)
+
+// Devel is the version of a binary built without version information.
+const Devel = "devel"
+
+func init() {
+	if version.Version == "" {
+		version.Version = fromBuild(debug.ReadBuildInfo())
+	}
+}
+
+// Version is this binary's version: never empty.
+func Version() string { return version.Version }
+
+// Revision is the commit this binary was built from, or "" if unknown.
+func Revision() string { return version.GetRevision() }
+
+// fromBuild reads the module version and the VCS revision the go command
+// recorded. A version of "(devel)" or none, with a revision, becomes
+// "devel-<12 hex digits>", so a binary from a tree the go command could
+// not name still says which commit it came from.
+func fromBuild(info *debug.BuildInfo, ok bool) string {
+	if !ok || info == nil {
+		return Devel
+	}
+	rev, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if v := strings.TrimPrefix(info.Main.Version, "v"); v != "" && v != "(devel)" {
+		return v
+	}
+	if rev == "" {
+		return Devel
+	}
+	v := Devel + "-" + rev[:min(12, len(rev))]
+	if modified {
+		v += "+dirty"
+	}
+	return v
+}
