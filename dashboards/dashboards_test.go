@@ -91,14 +91,28 @@ func TestProvisioning(t *testing.T) {
 		APIVersion  int `yaml:"apiVersion"`
 		Datasources []struct {
 			Name, Type, Access, URL, UID string
+			JSONData                     struct {
+				ExemplarTraceIDDestinations []struct {
+					Name          string `yaml:"name"`
+					DatasourceUID string `yaml:"datasourceUid"`
+				} `yaml:"exemplarTraceIdDestinations"`
+			} `yaml:"jsonData"`
 		} `yaml:"datasources"`
 	}
 	readYAML(t, "provisioning/datasource.yml", &ds)
-	if ds.APIVersion != 1 || len(ds.Datasources) != 1 {
-		t.Fatalf("datasource.yml: apiVersion %d, %d data sources; want 1 and 1", ds.APIVersion, len(ds.Datasources))
+	if ds.APIVersion != 1 || len(ds.Datasources) != 2 {
+		t.Fatalf("datasource.yml: apiVersion %d, %d data sources; want 1 and 2 (Prometheus, traces)", ds.APIVersion, len(ds.Datasources))
 	}
-	if d := ds.Datasources[0]; d.Type != "prometheus" || d.URL == "" || d.UID == "" || d.Access != "proxy" {
-		t.Errorf("datasource.yml: %+v, want a prometheus data source with a uid, a URL and access proxy", d)
+	prom, traces := ds.Datasources[0], ds.Datasources[1]
+	if prom.Type != "prometheus" || prom.URL == "" || prom.UID == "" || prom.Access != "proxy" {
+		t.Errorf("datasource.yml: %+v, want a prometheus data source with a uid, a URL and access proxy", prom)
+	}
+	if traces.Type != "jaeger" || traces.URL == "" || traces.UID == "" || traces.Access != "proxy" {
+		t.Errorf("datasource.yml: %+v, want a jaeger data source with a uid, a URL and access proxy", traces)
+	}
+	// The exemplars' trace_id label (loadgen's) links to the traces' uid.
+	if d := prom.JSONData.ExemplarTraceIDDestinations; len(d) != 1 || d[0].Name != "trace_id" || d[0].DatasourceUID != traces.UID {
+		t.Errorf("datasource.yml: exemplar destinations %+v, want trace_id -> %q", d, traces.UID)
 	}
 
 	var dp struct {
@@ -125,5 +139,47 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 	if err := yaml.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestLatencyPanelsAskForExemplars: every panel that plots the loadgen's
+// request latency asks Prometheus for its exemplars, which carry the
+// trace IDs datasource.yml links to the tracing data source.
+func TestLatencyPanelsAskForExemplars(t *testing.T) {
+	for _, d := range All() {
+		b, err := os.ReadFile(d.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dash struct {
+			Panels []struct {
+				Title   string `json:"title"`
+				Type    string `json:"type"`
+				Targets []struct {
+					Expr     string `json:"expr"`
+					Exemplar bool   `json:"exemplar"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(b, &dash); err != nil {
+			t.Fatalf("%s: %v", d.File, err)
+		}
+		latency := 0
+		for _, p := range dash.Panels {
+			reads, asks := false, false
+			for _, q := range p.Targets {
+				reads = reads || strings.Contains(q.Expr, "histogram_quantile") && strings.Contains(q.Expr, "slowlab_loadgen_request_duration_seconds")
+				asks = asks || q.Exemplar
+			}
+			if reads && p.Type == "timeseries" {
+				latency++
+				if !asks {
+					t.Errorf("%s: panel %q plots request latency but asks for no exemplars", d.File, p.Title)
+				}
+			}
+		}
+		if d.File == "slowlab-experiment.json" && latency < 2 {
+			t.Errorf("%s: %d latency panels seen, want at least 2", d.File, latency)
+		}
 	}
 }

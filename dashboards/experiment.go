@@ -41,7 +41,8 @@ func Experiment() (dashboard.Dashboard, error) {
 		"Latency of /fast requests (actual start to last body byte) by run. With slow readers holding every synchronous worker, p95 jumps from milliseconds to seconds. "+
 			"The baseline is the recording rule SlowlabWorkersSaturated compares against: the lowest fast p95 of the last hour.",
 		query(quantile(0.5, durationM, fast, "run_id"), "{{run_id}} p50"),
-		query(quantile(0.95, durationM, fast, "run_id"), "{{run_id}} p95"),
+		// Exemplars: a sampled request's trace, one click from the panel.
+		query(quantile(0.95, durationM, fast, "run_id"), "{{run_id}} p95").Exemplar(true),
 		query(quantile(0.99, durationM, fast, "run_id"), "{{run_id}} p99"),
 		query(`slowlab:loadgen_request_duration_seconds:p95_baseline{role="fast"}`, "p95 baseline (alerts/ rule)")))
 	b.WithPanel(bucketHeatmap("Fast-request latency heatmap", units.Seconds,
@@ -62,7 +63,7 @@ func Experiment() (dashboard.Dashboard, error) {
 			"The gap is invisible to server-side timing: handshake, queueing for a worker, network round trips.",
 		query(quantile(0.5, serverTime, sel(`role=~"fast|probe"`, runs), "run_id, role"), "{{run_id}} {{role}} server"),
 		query(quantile(0.5, ttfbM, sel(`role=~"fast|probe"`, runs), "run_id, role"), "{{run_id}} {{role}} client ttfb"),
-		query(quantile(0.5, durationM, sel(`role=~"fast|probe"`, runs), "run_id, role"), "{{run_id}} {{role}} client total")))
+		query(quantile(0.5, durationM, sel(`role=~"fast|probe"`, runs), "run_id, role"), "{{run_id}} {{role}} client total").Exemplar(true)))
 	b.WithPanel(timeSeries("Request outcomes", units.RequestsPerSecond,
 		"Responses per second by role and status code, and failures by reason (timeout, refused, reset, eof, canceled, incomplete, not_sent for scheduled requests the run ended before sending, other). Every fast request should get 200.",
 		query(fmt.Sprintf("sum by (role, code) (rate(slowlab_loadgen_requests_total{%s}[$__rate_interval]))", runs), "{{role}} {{code}}"),

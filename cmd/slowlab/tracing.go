@@ -17,8 +17,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// tracesExporterEnv names the exporter; unset (or none) means no tracing.
+// tracesExporterEnv names the exporter: otlp, console or none. Unset, it
+// is otlp when an OTLP endpoint is given (OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, as the OpenTelemetry Operator's
+// injection sets alone), following the specification's default of otlp;
+// with no endpoint either, tracing is off, so a plain run never tries to
+// reach a collector that is not there.
 const tracesExporterEnv = "OTEL_TRACES_EXPORTER"
+
+// tracesExporter is the exporter the environment asks for: "" for none.
+func tracesExporter() string {
+	switch kind := os.Getenv(tracesExporterEnv); {
+	case kind == "none":
+		return ""
+	case kind != "":
+		return kind
+	case os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "":
+		return "otlp"
+	}
+	return ""
+}
 
 // tracingFlags are the tracing flags shared by loadgen and target; the
 // exporter itself is configured by the standard OTEL_* variables.
@@ -30,8 +48,9 @@ type tracingFlags struct {
 func addTracingFlags(fs *flag.FlagSet) tracingFlags {
 	return tracingFlags{fs: fs, ratio: fs.Float64("trace-sample-ratio", 1,
 		"fraction of traces to sample, 0 to 1, parent-based (a request follows its caller's decision); "+
-			"default: OTEL_TRACES_SAMPLER, else 1. Tracing is on only when "+tracesExporterEnv+" is otlp or console "+
-			"(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL=grpc|http/protobuf, ...); console spans go to stderr")}
+			"default: OTEL_TRACES_SAMPLER, else 1. Tracing is on when "+tracesExporterEnv+" is otlp or console, "+
+			"or unset with OTEL_EXPORTER_OTLP_ENDPOINT given (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf|grpc, ...); "+
+			tracesExporterEnv+"=none turns it off; console spans go to stderr")}
 }
 
 // validate checks the flag and the exporter variable before anything starts.
@@ -42,26 +61,26 @@ func (f tracingFlags) validate() error {
 	switch v := os.Getenv(tracesExporterEnv); v {
 	case "", "none", "otlp", "console":
 	default:
-		return usagef("%s=%q: allowed otlp, console, none (or unset: no tracing)", tracesExporterEnv, v)
+		return usagef("%s=%q: allowed otlp, console, none (or unset: otlp if an OTLP endpoint is given, else no tracing)", tracesExporterEnv, v)
 	}
 	return nil
 }
 
 // start builds the TracerProvider the environment asks for, for service
 // (the default service.name; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
-// override). It returns a nil provider when OTEL_TRACES_EXPORTER is unset or
-// none, so nothing is built and requests carry no spans. stop flushes and
+// override). It returns a nil provider when tracing is off
+// (tracesExporter), so nothing is built and requests carry no spans. stop flushes and
 // shuts the provider down; call it once everything traced has ended.
 func (f tracingFlags) start(ctx context.Context, service string, stderr io.Writer) (tp trace.TracerProvider, stop func(), err error) {
 	if err := f.validate(); err != nil {
 		return nil, nil, err
 	}
-	kind := os.Getenv(tracesExporterEnv)
+	kind := tracesExporter()
 	ratioSet := false
 	f.fs.Visit(func(fl *flag.Flag) { ratioSet = ratioSet || fl.Name == "trace-sample-ratio" })
-	if kind == "" || kind == "none" || strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+	if kind == "" || strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		if ratioSet {
-			fmt.Fprintf(stderr, "note: --trace-sample-ratio has no effect: tracing is off (%s unset or none, or OTEL_SDK_DISABLED=true)\n", tracesExporterEnv)
+			fmt.Fprintf(stderr, "note: --trace-sample-ratio has no effect: tracing is off (%s none, or unset with no OTLP endpoint, or OTEL_SDK_DISABLED=true)\n", tracesExporterEnv)
 		}
 		return nil, func() {}, nil
 	}

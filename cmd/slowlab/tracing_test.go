@@ -316,8 +316,8 @@ func TestTracingBadInput(t *testing.T) {
 	}{
 		{"", []string{"loadgen", "--target", "http://127.0.0.1:1/", "--trace-sample-ratio", "2"}, 2, "slowlab loadgen: --trace-sample-ratio 2: allowed 0 to 1"},
 		{"", []string{"target", "--trace-sample-ratio", "-0.5"}, 2, "slowlab target: --trace-sample-ratio -0.5: allowed 0 to 1"},
-		{"jaeger", []string{"loadgen", "--target", "http://127.0.0.1:1/"}, 2, `slowlab loadgen: OTEL_TRACES_EXPORTER="jaeger": allowed otlp, console, none (or unset: no tracing)`},
-		{"zipkin", []string{"target"}, 2, `slowlab target: OTEL_TRACES_EXPORTER="zipkin": allowed otlp, console, none (or unset: no tracing)`},
+		{"jaeger", []string{"loadgen", "--target", "http://127.0.0.1:1/"}, 2, `slowlab loadgen: OTEL_TRACES_EXPORTER="jaeger": allowed otlp, console, none (or unset: otlp if an OTLP endpoint is given, else no tracing)`},
+		{"zipkin", []string{"target"}, 2, `slowlab target: OTEL_TRACES_EXPORTER="zipkin": allowed otlp, console, none (or unset: otlp if an OTLP endpoint is given, else no tracing)`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Setenv(tracesExporterEnv, tc.env)
@@ -387,4 +387,27 @@ func (r countingReceiver) Export(_ context.Context, req *coltracepb.ExportTraceS
 	}
 	r.add(n)
 	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// TestTracesExporterDefault: the specification's default exporter is
+// otlp, so an OTLP endpoint alone (as the OpenTelemetry Operator injects)
+// turns tracing on; none turns it off; with neither, tracing stays off.
+func TestTracesExporterDefault(t *testing.T) {
+	for _, tc := range []struct {
+		exporter, endpoint, tracesEndpoint, want string
+	}{
+		{"", "", "", ""},
+		{"", "http://127.0.0.1:4318", "", "otlp"},
+		{"", "", "http://127.0.0.1:4318/v1/traces", "otlp"},
+		{"none", "http://127.0.0.1:4318", "", ""},
+		{"console", "", "", "console"},
+		{"otlp", "", "", "otlp"},
+	} {
+		t.Setenv(tracesExporterEnv, tc.exporter)
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", tc.endpoint)
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", tc.tracesEndpoint)
+		if got := tracesExporter(); got != tc.want {
+			t.Errorf("%s=%q endpoint %q traces endpoint %q: %q, want %q", tracesExporterEnv, tc.exporter, tc.endpoint, tc.tracesEndpoint, got, tc.want)
+		}
+	}
 }
