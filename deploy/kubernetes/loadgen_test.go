@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -144,4 +145,56 @@ func expandVars(s string, env map[string]string) string {
 		}
 		return m
 	})
+}
+
+// imageUser is the numeric uid a Dockerfile's last USER line sets (the
+// final stage's); a name, or no USER line, is an error: with no
+// /etc/passwd in an empty image, and for runAsNonRoot to check it, the
+// user must be a number.
+func imageUser(dockerfile string) (int64, error) {
+	m := regexp.MustCompile(`(?m)^USER (\S+)$`).FindAllStringSubmatch(dockerfile, -1)
+	if m == nil {
+		return 0, fmt.Errorf("no USER line")
+	}
+	user, _, _ := strings.Cut(m[len(m)-1][1], ":")
+	uid, err := strconv.ParseInt(user, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("USER %s: not a number", user)
+	}
+	return uid, nil
+}
+
+// The lab's image (deploy/Dockerfile) runs as the user the load
+// generator's pods run as, not root; the exporter's image is root, and
+// says why beside its USER line. A USER 0 or a user name is refused.
+func TestImageUsers(t *testing.T) {
+	var job batchv1.Job
+	if err := strictDecode(kustomize(t, "loadgen")["Job/slowlab-loadgen"], &job); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, err := imageUser(string(b))
+	psc := job.Spec.Template.Spec.SecurityContext
+	if err != nil || uid == 0 || psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != uid {
+		t.Errorf("deploy/Dockerfile: USER %d (%v); want the Job's runAsUser %v, not root", uid, err, psc)
+	}
+	for _, bad := range []string{"FROM scratch\nUSER 65534\nFROM scratch\nUSER nobody\n", "FROM scratch\n"} {
+		if uid, err := imageUser(bad); err == nil {
+			t.Errorf("%q: USER %d, want refused", bad, uid)
+		}
+	}
+	if uid, err := imageUser("FROM scratch\nUSER 65534:65534\n"); err != nil || uid != 65534 {
+		t.Errorf("USER 65534:65534: %d, %v", uid, err)
+	}
+
+	b, err = os.ReadFile("../Dockerfile.exporter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, err := imageUser(string(b)); err != nil || uid != 0 || !regexp.MustCompile(`(?m)^# Root, .*\n(#.*\n)+USER 0\n`).Match(b) {
+		t.Errorf("deploy/Dockerfile.exporter: USER %d (%v); want root, with a comment saying why right above it", uid, err)
+	}
 }
