@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,13 +18,15 @@ import (
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 )
 
 // The load generator's Indexed Job, run as its pods would be: kustomize
-// builds it, it decodes strictly, its shards are its completions, its
+// builds it, it decodes strictly, the results claim it mounts is one of
+// the kustomization's (ReadWriteMany), its shards are its completions, its
 // PodMonitor scrapes its pods' metrics port labelled by shard, and its N
 // pods' own command lines (with $(VAR)s expanded as the kubelet does, the
 // results volume a temp dir, the target a local server, and the run cut
@@ -33,10 +36,25 @@ func TestLoadgenJobShardsSendTheSchedule(t *testing.T) {
 	res := kustomize(t, "loadgen")
 	var job batchv1.Job
 	var pm monitoringv1.PodMonitor
-	for id, v := range map[string]any{"Job/slowlab-loadgen": &job, "PodMonitor/slowlab-loadgen": &pm} {
+	var pvc corev1.PersistentVolumeClaim
+	for id, v := range map[string]any{"Job/slowlab-loadgen": &job, "PodMonitor/slowlab-loadgen": &pm, "PersistentVolumeClaim/slowlab-results": &pvc} {
 		if err := strictDecode(res[id], v); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
+	}
+	// Every claim the pods mount is in the kustomization, writable from
+	// every node at once, with a size.
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if name := v.PersistentVolumeClaim.ClaimName; res["PersistentVolumeClaim/"+name] == nil {
+			t.Errorf("volume %s: claim %s is in no manifest of the kustomization", v.Name, name)
+		}
+	}
+	if !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}) || pvc.Spec.Resources.Requests.Storage().IsZero() {
+		t.Errorf("results claim: access modes %v, storage %v; want ReadWriteMany (shards on several nodes write at once) and a size",
+			pvc.Spec.AccessModes, pvc.Spec.Resources.Requests.Storage())
 	}
 	c := job.Spec.Template.Spec.Containers[0]
 	shards := 0

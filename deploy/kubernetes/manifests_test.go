@@ -1,9 +1,3 @@
-// Package kubernetes holds the exporter's Kubernetes manifests (a
-// DaemonSet, a headless Service, a PodMonitor for the Prometheus Operator
-// and the ConfigMap with the dynamic groups of a node's containers) and the
-// tests that keep them valid: each decodes strictly into its k8s.io/api
-// type, says what the exporter's README asks of it, and the DaemonSet's
-// command line runs the real exporter with the ConfigMap's config.
 package kubernetes
 
 import (
@@ -84,6 +78,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	decode(t, "configmap.yaml", &corev1.ConfigMap{})
 	decode(t, "podmonitor.yaml", &monitoringv1.PodMonitor{})
 	decode(t, "priorityclass.yaml", &schedulingv1.PriorityClass{})
+	decode(t, RuleFile, &monitoringv1.PrometheusRule{})
 
 	// The check can fail: a misspelt or wrongly cased field is refused.
 	for _, bad := range []string{"spec:\n  clusterIp: None\n", "spec:\n  clusterAddress: None\n", "spec:\n  clusterIP: None\n  clusterIP: x\n"} {

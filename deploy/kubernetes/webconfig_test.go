@@ -24,15 +24,16 @@ import (
 )
 
 // Both kustomizations build as `kubectl apply -k` builds them, and what
-// they make decodes strictly: the base's five resources, and the secured
-// overlay's same five with the web-config component's patches applied.
+// they make decodes strictly: the base's six resources, and the secured
+// overlay's same six with the web-config component's patches applied.
 func TestKustomizationsBuild(t *testing.T) {
 	types := map[string]func() any{
-		"DaemonSet":     func() any { return &appsv1.DaemonSet{} },
-		"Service":       func() any { return &corev1.Service{} },
-		"ConfigMap":     func() any { return &corev1.ConfigMap{} },
-		"PodMonitor":    func() any { return &monitoringv1.PodMonitor{} },
-		"PriorityClass": func() any { return &schedulingv1.PriorityClass{} },
+		"DaemonSet":      func() any { return &appsv1.DaemonSet{} },
+		"Service":        func() any { return &corev1.Service{} },
+		"ConfigMap":      func() any { return &corev1.ConfigMap{} },
+		"PodMonitor":     func() any { return &monitoringv1.PodMonitor{} },
+		"PriorityClass":  func() any { return &schedulingv1.PriorityClass{} },
+		"PrometheusRule": func() any { return &monitoringv1.PrometheusRule{} },
 	}
 	for _, dir := range []string{".", "../kubernetes-secured"} {
 		res := kustomize(t, dir)
