@@ -12,7 +12,7 @@ SHELL := /bin/bash
 STRESS_COUNT ?= 10
 SUITE_P ?= 2
 
-.PHONY: test test-loaded cleanup suite deps check lint build fuzz bench stress package
+.PHONY: test test-loaded cleanup suite deps check lint build fuzz bench stress package release
 
 test: deps lint cleanup suite
 
@@ -68,6 +68,21 @@ build:
 # and config) and dist/slowlab_VERSION_ARCH.deb (the lab).
 package:
 	$(GO) run ./scripts/package -out dist
+
+# A release: make release VERSION=X.Y.Z. For linux/amd64 and linux/arm64
+# (cross-compiled, static: no C toolchain, nothing fetched) it writes to a
+# fresh dist/ slowlab_VERSION_linux_ARCH.tar.gz (both binaries, LICENSE,
+# README.md, CHANGELOG.md, the dashboards and the alert rules), the two
+# .debs of `make package`, and SHA256SUMS over them all (cd dist &&
+# sha256sum -c SHA256SUMS). The binaries print VERSION (slowlab version).
+# RELEASE_ARCHES picks other architectures.
+RELEASE_ARCHES ?= amd64,arm64
+release:
+	@if [ -z "$(VERSION)" ]; then echo "make release: give the version, as make release VERSION=X.Y.Z (e.g. VERSION=0.1.0)" >&2; exit 2; fi
+	@if ! [[ "$(VERSION)" =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$$ ]]; then \
+	  echo "make release: VERSION=$(VERSION) is not X.Y.Z (three numbers, no leading v or zeros, e.g. VERSION=0.1.0)" >&2; exit 2; fi
+	rm -rf dist
+	$(GO) run ./scripts/package -release -version "$(VERSION)" -arch "$(RELEASE_ARCHES)" -out dist
 
 # Short coverage-guided runs of every fuzz target (the seeds run in `test`).
 fuzz:

@@ -3,12 +3,21 @@
 // the exporter, so it uses about half the memory of the whole binary) with
 // its systemd unit (deploy/systemd/), /etc/default/slowlab-exporter and a
 // default /etc/slowlab/exporter.yml (configuration files dpkg keeps when
-// the user changed them) and the maintainer scripts of deploy/debian/
-// (enable and start on install, restart on upgrade, stop on remove, clean
-// purge); and slowlab, the lab binary. `make package` runs it; it writes
-// dist/slowlab-exporter_VERSION_ARCH.deb and dist/slowlab_VERSION_ARCH.deb.
+// the user changed them), the Grafana dashboards and Prometheus rules
+// under /usr/share/slowlab-exporter/ and the maintainer scripts of
+// deploy/debian/ (enable and start on install, restart on upgrade, stop on
+// remove, clean purge); and slowlab, the lab binary. `make package` runs
+// it; it writes dist/slowlab-exporter_VERSION_ARCH.deb and
+// dist/slowlab_VERSION_ARCH.deb.
 //
-//	go run ./scripts/package [-out DIR] [-version V]
+// With -release (`make release VERSION=X.Y.Z`) it builds, for each
+// architecture of -arch (amd64 and arm64 by default, cross-compiled), a
+// tarball slowlab_VERSION_linux_ARCH.tar.gz (both binaries, LICENSE,
+// README.md, CHANGELOG.md, the dashboards and the rules) and the two
+// .debs, then SHA256SUMS over them all, as sha256sum -c reads it.
+//
+//	go run ./scripts/package [-out DIR] [-version V] [-arch GOARCH]
+//	go run ./scripts/package -release -version X.Y.Z [-out DIR] [-arch amd64,arm64]
 package main
 
 import (
@@ -20,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,26 +51,53 @@ const (
 	// The packages: the exporter alone, and the lab.
 	ExporterPackage = "slowlab-exporter"
 	LabPackage      = "slowlab"
+	// ShareDir holds the exporter package's dashboards/ and alerts/.
+	ShareDir = "/usr/share/slowlab-exporter"
 )
 
 func main() {
-	out := flag.String("out", "dist", "directory to write the .debs to")
-	version := flag.String("version", "", "package version (default: 0.0~git<commit>)")
+	out := flag.String("out", "dist", "directory to write the artifacts to")
+	version := flag.String("version", "", "package version (default: 0.0~git<commit>; with -release, X.Y.Z and required)")
+	rel := flag.Bool("release", false, "a release: for each -arch a tarball and the two .debs, then SHA256SUMS over them (out must be empty)")
+	arches := flag.String("arch", "", "comma-separated GOARCH list (default: this machine's; with -release, "+strings.Join(ReleaseArches, ",")+")")
 	flag.Parse()
-	debs, err := build(".", *out, *version)
+	var list []string
+	for _, a := range strings.Split(*arches, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			list = append(list, a)
+		}
+	}
+	var artifacts []string
+	var err error
+	switch {
+	case *rel:
+		artifacts, err = release(".", *out, *version, list)
+	case len(list) > 1:
+		err = fmt.Errorf("-arch %s: one architecture without -release", *arches)
+	case len(list) == 1:
+		artifacts, err = buildArch(".", *out, *version, list[0])
+	default:
+		artifacts, err = build(".", *out, *version)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "package:", err)
 		os.Exit(1)
 	}
-	fmt.Println(strings.Join(debs, "\n"))
+	fmt.Println(strings.Join(artifacts, "\n"))
 }
 
 // build compiles ./cmd/slowlab and ./cmd/slowlab-exporter of the module at
-// root and packages them: slowlab-exporter (the standalone exporter, the
-// unit, its config and defaults, the maintainer scripts of deploy/debian)
-// and slowlab (the lab binary); it returns the two .debs' paths, the
+// root for this machine's architecture and packages them: slowlab-exporter
+// (the standalone exporter, the unit, its config and defaults, the
+// dashboards and rules, the maintainer scripts of deploy/debian) and
+// slowlab (the lab binary); it returns the two .debs' paths, the
 // exporter's first.
 func build(root, out, version string) ([]string, error) {
+	return buildArch(root, out, version, runtime.GOARCH)
+}
+
+// buildArch is build for arch (a GOARCH, also the .debs' architecture).
+func buildArch(root, out, version, arch string) ([]string, error) {
 	if version == "" {
 		rev, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 		if err != nil {
@@ -76,10 +113,26 @@ func build(root, out, version string) ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	bin, exporterBin := filepath.Join(tmp, "slowlab"), filepath.Join(tmp, "slowlab-exporter")
-	if err := compile(root, version, map[string]string{bin: "./cmd/slowlab", exporterBin: "./cmd/slowlab-exporter"}); err != nil {
+	bins, err := compileArch(root, tmp, version, arch)
+	if err != nil {
 		return nil, err
 	}
+	return writeDebs(root, out, tmp, version, arch, bins)
+}
+
+// binaries are the paths of the two programs, built for one architecture.
+type binaries struct{ lab, exporter string }
+
+// compileArch builds both programs for arch into dir.
+func compileArch(root, dir, version, arch string) (binaries, error) {
+	b := binaries{lab: filepath.Join(dir, "slowlab"), exporter: filepath.Join(dir, "slowlab-exporter")}
+	return b, compile(root, version, arch, map[string]string{b.lab: "./cmd/slowlab", b.exporter: "./cmd/slowlab-exporter"})
+}
+
+// writeDebs writes the exporter's and the lab's .debs for arch, with bins
+// as their binaries, to out (tmp holds the changelog meanwhile), and
+// returns their paths, the exporter's first.
+func writeDebs(root, out, tmp, version, arch string, bins binaries) ([]string, error) {
 	changelog := filepath.Join(tmp, "changelog.gz")
 	if err := writeChangelog(changelog, version); err != nil {
 		return nil, err
@@ -93,20 +146,31 @@ func build(root, out, version string) ([]string, error) {
 			{Source: filepath.Join(root, "deploy/debian", name+".lintian-overrides"), Destination: "/usr/share/lintian/overrides/" + name, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
 		}
 	}
+	// The dashboards and rules, for the operator to copy into Grafana
+	// and Prometheus (the exporter's README says where).
+	shared, err := assets(root)
+	if err != nil {
+		return nil, err
+	}
+	var monitoring files.Contents
+	for _, a := range shared {
+		monitoring = append(monitoring, &files.Content{Source: a.src, Destination: ShareDir + "/" + a.rel, FileInfo: &files.ContentFileInfo{Mode: 0o644}})
+	}
 	exporter := &nfpm.Info{
 		Name: ExporterPackage,
 		Description: "Prometheus exporter of slow clients in production, per process group\n" +
 			"It publishes cgroup CPU, throttling and memory, process states and wait\n" +
 			"channels, proxy temp files and TCP socket queues (send, receive, accept)\n" +
 			"per group of processes. Its systemd unit runs it as a dynamic user with\n" +
-			"two capabilities.",
+			"two capabilities. Grafana dashboards and Prometheus rules for it are in\n" +
+			ShareDir + ".",
 		Overridables: nfpm.Overridables{
-			Contents: append(files.Contents{
-				{Source: exporterBin, Destination: ExporterBinPath, FileInfo: &files.ContentFileInfo{Mode: 0o755}},
+			Contents: slices.Concat(files.Contents{
+				{Source: bins.exporter, Destination: ExporterBinPath, FileInfo: &files.ContentFileInfo{Mode: 0o755}},
 				{Source: filepath.Join(root, "deploy/systemd/slowlab-exporter.service"), Destination: UnitPath, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
 				{Source: filepath.Join(root, "deploy/systemd/exporter.yml"), Destination: ConfigPath, Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
 				{Source: filepath.Join(root, "deploy/systemd/slowlab-exporter.default"), Destination: DefaultsPath, Type: files.TypeConfigNoReplace, FileInfo: &files.ContentFileInfo{Mode: 0o644}},
-			}, docs(ExporterPackage)...),
+			}, monitoring, docs(ExporterPackage)),
 			Scripts: nfpm.Scripts{
 				PostInstall: filepath.Join(root, "deploy/debian/postinst"),
 				PreRemove:   filepath.Join(root, "deploy/debian/prerm"),
@@ -122,12 +186,12 @@ func build(root, out, version string) ([]string, error) {
 			"the exporter as a subcommand. The exporter for production is in the\n" +
 			"slowlab-exporter package.",
 		Overridables: nfpm.Overridables{
-			Contents: append(files.Contents{{Source: bin, Destination: BinPath, FileInfo: &files.ContentFileInfo{Mode: 0o755}}}, docs(LabPackage)...),
+			Contents: append(files.Contents{{Source: bins.lab, Destination: BinPath, FileInfo: &files.ContentFileInfo{Mode: 0o755}}}, docs(LabPackage)...),
 		},
 	}
 	var debs []string
 	for _, info := range []*nfpm.Info{exporter, lab} {
-		info.Arch, info.Platform, info.Version, info.VersionSchema = runtime.GOARCH, "linux", version, "none"
+		info.Arch, info.Platform, info.Version, info.VersionSchema = arch, "linux", version, "none"
 		info.Section, info.Priority, info.Maintainer = "net", "optional", Maintainer
 		info.Homepage, info.License = "https://github.com/slowlab/slowlab", "Apache-2.0"
 		deb, err := writeDeb(nfpm.WithDefaults(info), out)
@@ -139,18 +203,24 @@ func build(root, out, version string) ([]string, error) {
 	return debs, nil
 }
 
-// compile builds each package of the module at root to its output path,
-// static, stripped (-s -w: the symbol tables are not needed to run or to
-// report the build; go version -m reads the build info) and with version
-// as what --version, the landing page and slowlab_exporter_build_info
-// show (the revision is what the go command stamps from git).
-func compile(root, version string, outputs map[string]string) error {
+// compile builds each package of the module at root to its output path
+// for linux/arch, static (CGO_ENABLED=0, so cross-compiling needs no C
+// toolchain), stripped (-s -w: the symbol tables are not needed to run or
+// to report the build; go version -m reads the build info) and with
+// version as what --version, the landing page and
+// slowlab_exporter_build_info show, with the commit git names as their
+// revision (the go command stamps none in a worktree or with
+// -buildvcs=false).
+func compile(root, version, arch string, outputs map[string]string) error {
 	ldflags := "-s -w -X github.com/prometheus/common/version.Version=" + version
+	if rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
+		ldflags += " -X github.com/prometheus/common/version.Revision=" + strings.TrimSpace(string(rev))
+	}
 	for out, pkg := range outputs {
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %w: %s", pkg, err, b)
+			return fmt.Errorf("go build %s (GOARCH=%s): %w: %s", pkg, arch, err, b)
 		}
 	}
 	return nil
@@ -182,13 +252,17 @@ func writeDeb(info *nfpm.Info, out string) (string, error) {
 	return deb, nil
 }
 
+// fixedTime is the time in the changelog and on the tarballs' entries, so
+// that two builds of one commit match.
+var fixedTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // writeChangelog writes a Debian changelog for version, gzipped as
 // Debian policy asks (no name or time in the header, so builds match).
 func writeChangelog(path, version string) error {
 	var b bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
 	fmt.Fprintf(zw, "slowlab (%s) unstable; urgency=medium\n\n  * Built from the slowlab repository; its history is the git log.\n\n -- %s  %s\n",
-		version, Maintainer, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Format(time.RFC1123Z))
+		version, Maintainer, fixedTime.Format(time.RFC1123Z))
 	if err := zw.Close(); err != nil {
 		return err
 	}

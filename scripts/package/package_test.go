@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -49,8 +51,10 @@ const enabledLink = "/etc/systemd/system/multi-user.target.wants/slowlab-exporte
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if debDir != "" {
-		os.RemoveAll(debDir)
+	for _, dir := range []string{debDir, relDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -109,6 +113,14 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 	if _, err := os.Stat(BinPath); !os.IsNotExist(err) {
 		t.Errorf("%s with the exporter's package alone: %v; want it in the lab's package", BinPath, err)
 	}
+	// The dashboards and rules, as committed.
+	for _, f := range shareFiles {
+		got, err := os.ReadFile(ShareDir + "/" + f)
+		want, _ := os.ReadFile(filepath.Join("../..", f))
+		if err != nil || len(want) == 0 || !bytes.Equal(got, want) {
+			t.Errorf("%s/%s: %v, %d bytes; want the repository's %s (%d bytes)", ShareDir, f, err, len(got), f, len(want))
+		}
+	}
 	// postinst enabled the unit (deb-systemd-helper, where systemd runs or not).
 	if target, err := os.Readlink(enabledLink); err != nil || target != UnitPath {
 		t.Errorf("after install: %s -> %q (%v), want the unit enabled", enabledLink, target, err)
@@ -144,8 +156,10 @@ func TestDebInstallsRunsAndIsRemoved(t *testing.T) {
 	}
 
 	run(dpkg, "-r", ExporterPackage)
-	if _, err := os.Stat(ExporterBinPath); !os.IsNotExist(err) {
-		t.Errorf("%s after dpkg -r: %v", ExporterBinPath, err)
+	for _, path := range []string{ExporterBinPath, ShareDir} {
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%s after dpkg -r: %v", path, err)
+		}
 	}
 	if _, err := os.Stat(ConfigPath); err != nil {
 		t.Errorf("%s gone after dpkg -r, want it kept until purge: %v", ConfigPath, err)
@@ -254,36 +268,57 @@ func checkMetrics(t *testing.T, body string) {
 	}
 }
 
-// Each package holds exactly its files: the exporter's its binary, unit,
-// config, defaults, copyright, changelog and lintian overrides, with the
-// maintainer scripts; the lab's its binary, copyright, changelog and
-// overrides.
+// shareFiles are the dashboards and rules a release ships, below the
+// tarball's directory and the exporter package's ShareDir.
+var shareFiles = []string{"dashboards/slowlab-experiment.json", "dashboards/slowlab-production.json",
+	"dashboards/provisioning/dashboards.yml", "dashboards/provisioning/datasource.yml", "alerts/slowlab.rules.yml", "alerts/runbook.md"}
+
+// wantDebFiles are the files package name holds, sorted: the exporter's its
+// binary, unit, config, defaults, dashboards and rules; the lab's its
+// binary; each its copyright, changelog and lintian overrides.
+func wantDebFiles(name string) []string {
+	files := []string{BinPath}
+	if name == ExporterPackage {
+		files = []string{ExporterBinPath, UnitPath, ConfigPath, DefaultsPath}
+		for _, f := range shareFiles {
+			files = append(files, ShareDir+"/"+f)
+		}
+	}
+	files = append(files, "/usr/share/doc/"+name+"/copyright", "/usr/share/doc/"+name+"/changelog.gz", "/usr/share/lintian/overrides/"+name)
+	return slices.Sorted(slices.Values(files))
+}
+
+// debFiles lists the files (not the directories) of deb, sorted.
+func debFiles(dpkgDeb, deb string) ([]string, error) {
+	out, err := exec.Command(dpkgDeb, "-c", deb).Output()
+	if err != nil {
+		return nil, fmt.Errorf("dpkg-deb -c %s: %w", deb, err)
+	}
+	var paths []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if p := strings.TrimPrefix(f[len(f)-1], "."); !strings.HasSuffix(p, "/") {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	return paths, nil
+}
+
+// Each package holds exactly its files (wantDebFiles), the exporter's with
+// the maintainer scripts.
 func TestDebContents(t *testing.T) {
 	dpkgDeb := slowlabtest.RequireTool(t, "dpkg-deb")
 	exporterDeb, labDeb := buildOnce(t)
 	for _, tc := range []struct {
 		deb, name string
-		want      []string
 		scripts   bool
-	}{
-		{exporterDeb, ExporterPackage, []string{ExporterBinPath, UnitPath, ConfigPath, DefaultsPath, "/usr/share/doc/slowlab-exporter/copyright",
-			"/usr/share/doc/slowlab-exporter/changelog.gz", "/usr/share/lintian/overrides/slowlab-exporter"}, true},
-		{labDeb, LabPackage, []string{BinPath, "/usr/share/doc/slowlab/copyright", "/usr/share/doc/slowlab/changelog.gz", "/usr/share/lintian/overrides/slowlab"}, false},
-	} {
-		out, err := exec.Command(dpkgDeb, "-c", tc.deb).Output()
+	}{{exporterDeb, ExporterPackage, true}, {labDeb, LabPackage, false}} {
+		paths, err := debFiles(dpkgDeb, tc.deb)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var paths []string
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			f := strings.Fields(line)
-			if p := strings.TrimPrefix(f[len(f)-1], "."); !strings.HasSuffix(p, "/") {
-				paths = append(paths, p)
-			}
-		}
-		slices.Sort(paths)
-		want := slices.Sorted(slices.Values(tc.want))
-		if !slices.Equal(paths, want) {
+		if want := wantDebFiles(tc.name); !slices.Equal(paths, want) {
 			t.Errorf("%s: files %v, want %v", tc.name, paths, want)
 		}
 		info, err := exec.Command(dpkgDeb, "-I", tc.deb).Output()
