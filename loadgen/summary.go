@@ -180,6 +180,19 @@ func (s Summary) onSchedule() string {
 		100*float64(started-s.Late)/float64(started), LateAfter, s.Late, started, s.Skipped, rate)
 }
 
+// Progress is the summary so far in one line, for a long run's progress
+// reports: requests sent (those answered or failed: ok + errors, one in
+// flight counted when it ends, as Print counts them), ok, errors
+// (Failed, skipped ones included), and the schedule lag p99 of those
+// started, in ms ("-" before the first).
+func (s *Summary) Progress() string {
+	lag := "-"
+	if s.lag.N() > 0 {
+		lag = fmt.Sprintf("%.3f ms", s.lag.Percentile(99))
+	}
+	return fmt.Sprintf("sent %d, ok %d, errors %d, schedule lag p99 %s", s.Total-s.NotSent, s.OK, s.Failed, lag)
+}
+
 // PrintDownloads writes one line per slow reader.
 func PrintDownloads(w io.Writer, downloads []Download) {
 	for _, d := range downloads {

@@ -18,7 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/websocket"
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
@@ -75,12 +76,7 @@ func (l *requestLog) list() []string {
 func TestReportInChromium(t *testing.T) {
 	slowlabtest.EndToEnd(t, "it runs Chromium")
 	bin := chromiumPath()
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is not installed (apt-get install -y --no-install-recommends chromium); CI=true does not skip")
-		}
-		t.Skip("chromium is not installed")
-	}
+	slowlabtest.Require(t, bin != "", "chromium is not installed (make test installs it)")
 	dir := t.TempDir()
 	writeResults(t, dir)
 	rep, err := Write(dir, []Section{standIn})
@@ -154,11 +150,11 @@ func TestReportInChromium(t *testing.T) {
 	if err != nil {
 		fail("%v", err)
 	}
-	c, err := dialCDP(wsURL)
+	c, err := dialCDP(ctx, wsURL)
 	if err != nil {
 		fail("%v", err)
 	}
-	defer c.ws.Close()
+	defer c.ws.CloseNow()
 
 	var target struct{ TargetID string }
 	if err := c.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
@@ -284,17 +280,25 @@ type cdpMessage struct {
 // cdp is a minimal synchronous DevTools protocol client: one call at a
 // time, events handed to onEvent while waiting.
 type cdp struct {
+	ctx     context.Context // bounds the whole session
 	ws      *websocket.Conn
 	lastID  int
 	onEvent func(cdpMessage)
 }
 
-func dialCDP(wsURL string) (*cdp, error) {
-	ws, err := websocket.Dial(wsURL, "", "http://127.0.0.1")
+// dialCDP connects to the DevTools websocket at wsURL. The Origin header
+// is the one --remote-allow-origins lets in.
+func dialCDP(ctx context.Context, wsURL string) (*cdp, error) {
+	ws, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{
+		HTTPHeader: http.Header{"Origin": {"http://127.0.0.1"}},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to DevTools at %s: %w", wsURL, err)
 	}
-	return &cdp{ws: ws, onEvent: func(cdpMessage) {}}, nil
+	// DevTools messages (a probe's result, a request's headers) can
+	// exceed the library's default limit of 32 KiB.
+	ws.SetReadLimit(64 << 20)
+	return &cdp{ctx: ctx, ws: ws, onEvent: func(cdpMessage) {}}, nil
 }
 
 // next reads one message and hands it to onEvent if it is an event.
@@ -305,8 +309,9 @@ func (c *cdp) next() error {
 
 func (c *cdp) read() (cdpMessage, error) {
 	var m cdpMessage
-	c.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if err := websocket.JSON.Receive(c.ws, &m); err != nil {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	if err := wsjson.Read(ctx, c.ws, &m); err != nil {
 		return m, fmt.Errorf("read DevTools message: %w", err)
 	}
 	if m.Method != "" {
@@ -323,7 +328,7 @@ func (c *cdp) call(session, method string, params any, result any) error {
 	if session != "" {
 		req["sessionId"] = session
 	}
-	if err := websocket.JSON.Send(c.ws, req); err != nil {
+	if err := wsjson.Write(c.ctx, c.ws, req); err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
 	for {

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -20,7 +19,7 @@ import (
 )
 
 // loadgenSynopsis is the first part of loadgen --help, exit statuses included.
-const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--pacer-sleep syscall|raw] [--slow N] [--shard I/N --start-at TIME|--start-barrier URL] [--out DIR] [--metrics-addr ADDR]
+const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--pacer-sleep syscall|raw] [--slow N] [--shard I/N --start-at TIME|--start-barrier URL] [--out DIR] [--metrics-addr ADDR] [--quiet]
 
 Exit status:
   0  the run completed and at least one request succeeded (a complete 2xx or 3xx response),
@@ -41,7 +40,7 @@ type loadgenFlags struct {
 	rate                                        float64
 	duration, offset, timeout, linger, maxLag   time.Duration
 	slow                                        int
-	keepAlive, allowRemote, http2               bool
+	keepAlive, allowRemote, http2, quiet        bool
 	tracing                                     tracingFlags
 }
 
@@ -68,6 +67,7 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.StringVar(&f.out, "out", "", "write requests.csv (and large-responses.csv with --slow) to this directory")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
 	fs.DurationVar(&f.linger, "linger", 0, "keep serving /metrics this long after the run, so a scraper sees the final values")
+	fs.BoolVar(&f.quiet, "quiet", false, fmt.Sprintf("print no progress lines: by default one goes to stderr every %v (requests sent, ok, errors, schedule lag p99 so far, elapsed/total time); the summary on stdout is the same either way", progressEvery))
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow targets that are not loopback; without it a host name must resolve to loopback addresses only, and every connection is checked again before connect")
 	f.tracing = addTracingFlags(fs)
 	return f
@@ -108,7 +108,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// unless traced (loadgen.ClientOptions.Lean).
 	client := loadgen.NewClient(loadgen.ClientOptions{KeepAlive: f.keepAlive, Timeout: f.timeout, TracerProvider: tp, AllowRemote: f.allowRemote, Lean: true})
 	defer client.Close()
-	return r.run(ctx, client, metrics, stdout)
+	return r.run(ctx, client, metrics, stdout, stderr)
 }
 
 // validate checks every flag; each mistake is a one-line usage error.
@@ -225,7 +225,7 @@ func (f *loadgenFlags) slowReader(u *url.URL) (loadgen.SlowReader, error) {
 
 // run sends the load, writes the files, prints the summary and says how
 // it ended: exit status 3 when the run completed and nothing succeeded.
-func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *loadgen.Metrics, stdout io.Writer) error {
+func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *loadgen.Metrics, stdout, stderr io.Writer) error {
 	if r.f.barrier != "" {
 		start, err := loadgen.WaitBarrier(ctx, r.f.barrier, r.shard, r.f.allowRemote)
 		if err != nil {
@@ -260,25 +260,7 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 		}
 		t0 = r.startAt
 	}
-	var wg sync.WaitGroup
-	var downloads []loadgen.Download
-	for i := r.shard; i < r.f.slow; i += r.count {
-		downloads = append(downloads, loadgen.Download{Client: i})
-	}
-	for k := range downloads {
-		wg.Go(func() { downloads[k] = r.sr.Run(ctx, downloads[k].Client) })
-	}
-	// Results are streamed into the files and the summary, never kept: the
-	// memory of a long run does not grow with its requests.
-	sum := loadgen.NewSummary()
-	loop := loadgen.OpenLoop{Client: client, H2: h2, URL: r.u.String(), Pacer: r.pacer, Start: t0.Add(r.f.offset), RunID: r.f.runID, Metrics: metrics,
-		MaxLag: r.f.maxLag, DiscardResults: true, RawSleep: r.f.pacerSleep == "raw",
-		OnResult: func(res loadgen.Result) {
-			sum.Add(res)
-			files.request(loadgen.RequestRow(meta, t0, res))
-		}}
-	loop.Run(ctx)
-	wg.Wait()
+	sum, downloads := r.send(ctx, client, h2, metrics, files, meta, t0, stderr)
 	interrupted := ctx.Err() != nil // before the linger, which an interrupt also ends
 	for _, d := range downloads {
 		files.download(loadgen.DownloadRow(meta, d, recorder.None(), false))

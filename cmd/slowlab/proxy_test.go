@@ -80,11 +80,13 @@ func TestProxyHTTPVersionFlag(t *testing.T) {
 }
 
 // lineWriter collects output from another goroutine and reports its first
-// line.
+// line on first, and, if more is set (capacity 1), that a line was
+// completed: a signal pending covers the lines written since.
 type lineWriter struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	first chan string
+	more  chan struct{}
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
@@ -92,10 +94,25 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	had := bytes.IndexByte(w.buf.Bytes(), '\n') >= 0
 	w.buf.Write(p)
-	if i := bytes.IndexByte(w.buf.Bytes(), '\n'); !had && i >= 0 {
+	if i := bytes.IndexByte(w.buf.Bytes(), '\n'); !had && i >= 0 && w.first != nil {
 		w.first <- w.buf.String()[:i]
 	}
+	if w.more != nil && bytes.IndexByte(p, '\n') >= 0 {
+		select {
+		case w.more <- struct{}{}:
+		default:
+		}
+	}
 	return len(p), nil
+}
+
+// lines are the complete lines written so far.
+func (w *lineWriter) lines() []string {
+	s := w.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return strings.Split(s[:i], "\n")
+	}
+	return nil
 }
 
 func (w *lineWriter) String() string {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// send runs the load from t0: this shard's slow readers and its open
+// loop, with a progress line on stderr every progressEvery unless
+// --quiet. Results are streamed into the files and the summary, never
+// kept: the memory of a long run does not grow with its requests.
+func (r *loadgenRun) send(ctx context.Context, client *loadgen.Client, h2 *loadgen.H2Conn, metrics *loadgen.Metrics,
+	files *loadgenFiles, meta recorder.RunMeta, t0 time.Time, stderr io.Writer) (*loadgen.Summary, []loadgen.Download) {
+	var wg sync.WaitGroup
+	var downloads []loadgen.Download
+	for i := r.shard; i < r.f.slow; i += r.count {
+		downloads = append(downloads, loadgen.Download{Client: i})
+	}
+	for k := range downloads {
+		wg.Go(func() { downloads[k] = r.sr.Run(ctx, downloads[k].Client) })
+	}
+	live := &liveSummary{sum: loadgen.NewSummary()}
+	loop := loadgen.OpenLoop{Client: client, H2: h2, URL: r.u.String(), Pacer: r.pacer, Start: t0.Add(r.f.offset), RunID: r.f.runID, Metrics: metrics,
+		MaxLag: r.f.maxLag, DiscardResults: true, RawSleep: r.f.pacerSleep == "raw",
+		OnResult: func(res loadgen.Result) {
+			live.add(res)
+			files.request(loadgen.RequestRow(meta, t0, res))
+		}}
+	stopProgress := func() {}
+	if !r.f.quiet {
+		stopProgress = startProgress(stderr, t0, r.f.offset+r.f.duration, live.progress)
+	}
+	loop.Run(ctx)
+	wg.Wait()
+	stopProgress()
+	return live.sum, downloads
+}
+
+// liveSummary is a run's summary as it grows: the open loop adds each
+// result, the progress lines read it meanwhile, so that they count as
+// the final summary does.
+type liveSummary struct {
+	mu  sync.Mutex
+	sum *loadgen.Summary
+}
+
+func (l *liveSummary) add(res loadgen.Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sum.Add(res)
+}
+
+func (l *liveSummary) progress() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sum.Progress()
+}
+
+// progressEvery is how often `slowlab loadgen` prints a progress line
+// (tests shorten it).
+var progressEvery = 5 * time.Second
+
+// startProgress writes "progress ELAPSED/TOTAL: " and line() to w every
+// progressEvery, ELAPSED counted from start, until the returned stop is
+// called; stop returns once the last line is written.
+func startProgress(w io.Writer, start time.Time, total time.Duration, line func() string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	tick := time.NewTicker(progressEvery)
+	wg.Go(func() {
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				elapsed := max(time.Since(start), 0).Round(100 * time.Millisecond)
+				fmt.Fprintf(w, "progress %v/%v: %s\n", elapsed, total, line())
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
