@@ -13,8 +13,9 @@ import (
 )
 
 // environment.json records what the real stack's components report: each
-// app server's version (Gunicorn, Uvicorn, Node.js), the proxy's, and the
-// Python and gevent the Python apps run with.
+// app server's version (Gunicorn, Uvicorn, Node.js), the proxy's, the
+// Python and gevent the Python apps run with, and the ws module Node.js
+// serves /ws with.
 func TestEnvironmentRecordsStackVersions(t *testing.T) {
 	st, _, err := stack.Lookup(stack.NameReal)
 	slowlabtest.Require(t, err == nil, fmt.Sprintf("the real stack: %v", err))
@@ -31,7 +32,7 @@ func TestEnvironmentRecordsStackVersions(t *testing.T) {
 	}
 	v := sessions[0].Versions
 	version := regexp.MustCompile(`^v?[0-9]+\.[0-9]+`)
-	for name, prefix := range map[string]string{"gunicorn": "gunicorn (version ", "uvicorn": "", "node": "", "nginx": "nginx version: nginx/", "python3": "Python ", "gevent": ""} {
+	for name, prefix := range map[string]string{"gunicorn": "gunicorn (version ", "uvicorn": "", "node": "", "nginx": "nginx version: nginx/", "python3": "Python ", "gevent": "", "ws": ""} {
 		if got := v[name]; !strings.HasPrefix(got, prefix) || !version.MatchString(strings.TrimPrefix(got, prefix)) {
 			t.Errorf("versions[%q] = %q, want %q and a version; versions %v", name, got, prefix, v)
 		}

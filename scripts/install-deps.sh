@@ -2,8 +2,8 @@
 # install-deps.sh PKG...: installs the Debian packages the tests need when
 # they are missing: a package with a command (gunicorn, nginx,
 # prometheus/promtool, chromium, node) counts as there when its command is
-# on PATH, a library (python3-gevent, python3-uvicorn) when dpkg has it.
-# apt-get needs root; without it, say what is missing and fail.
+# on PATH, a library (python3-gevent, python3-uvicorn, node-ws) when dpkg
+# has it. apt-get needs root; without it, say what is missing and fail.
 set -euo pipefail
 
 declare -A cmd_of=([prometheus]=promtool [gunicorn]=gunicorn [nginx]=nginx [chromium]=chromium

@@ -1,8 +1,9 @@
 'use strict';
 /*
 slowlab's Node.js app (node:http), the counterpart of the WSGI app that
-Gunicorn serves (appserver/wsgi/app.py). Dependency-free: node:cluster,
-node:fs, node:http. It serves the same endpoints, byte for byte:
+Gunicorn serves (appserver/wsgi/app.py): node:cluster, node:fs, node:http,
+and for /ws the ws library (Debian node-ws), which real Node.js apps serve
+WebSockets with. It serves the same endpoints, byte for byte:
 
   /fast              12-byte JSON body {"ok": true}
   /large[?size=N]    N bytes (default SLOWLAB_LARGE_SIZE, else 16 MiB): one
@@ -19,20 +20,21 @@ node:fs, node:http. It serves the same endpoints, byte for byte:
                      Server-Timing: app;dur=<ms>, body;dur=<ms in body reads>
                      (in the chunks node:http hands over, at most 64 KiB)
   /ws[?mode=echo|push&interval=D&count=N&pad=N&queue=wait|unbounded]
-                     a WebSocket (RFC 6455, written here with node:crypto:
-                     no npm package), as the embedded app's
+                     a WebSocket served by ws (a WebSocketServer with
+                     noServer: true taking the http server's 'upgrade' for
+                     /ws; no compression), as the embedded app's
                      (appserver.ParseWSQuery): echo gives each message back;
                      push sends count messages stamped with the wall clock in
                      unix microseconds (appserver.WSMessage), one every
                      interval, then closes 1000 with {"messages": N}.
-                     queue=wait writes the next message only once the socket
-                     took the last (socket.write returned true, or 'drain'),
-                     so a slow reader delays the stamps; queue=unbounded
-                     writes on schedule whatever write returned, and what the
-                     socket does not take waits in the process. A bad query
-                     is a 400 before the upgrade, with the embedded app's
-                     text; a GET without an upgrade a 426. Held like a
-                     long-poll.
+                     queue=wait sends the next message only once the socket
+                     took the last (ws.bufferedAmount 0 after send, or send's
+                     callback), so a slow reader delays the stamps;
+                     queue=unbounded sends on schedule whatever is buffered,
+                     and what the socket does not take waits in the process.
+                     A bad query is a 400 before the upgrade, with the
+                     embedded app's text; a GET without an upgrade a 426.
+                     Held like a long-poll.
 
 Every response carries Server-Timing: app;dur=<ms>, the time the app took to
 produce its headers. Every /large response (GET or HEAD, 400s included)
@@ -101,11 +103,16 @@ Environment:
   SLOWLAB_APP_SEND_LOG  where app_send_s records go; none are kept when unset
   SLOWLAB_HELD_DIR      where each worker reports its held long-polls; unset: none
 
+ws: Debian's Node.js finds the node-ws package's ws through its global
+paths; a Node.js that does not look there (NodeSource's) is pointed at
+Debian's directories (WS_DIRS). Without ws the app does not start: it says
+what it tried and to apt-get install node-ws, and exits with status 2.
+`node app.js --ws-version` prints ws's version and file.
+
 Run it with: SLOWLAB_WORKERS=2 node app.js
 */
 
 const cluster = require('node:cluster');
-const crypto = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
@@ -490,7 +497,6 @@ const MIN_WS_INTERVAL_S = 0.001; // appserver.MinWSInterval
 const MAX_WS_INTERVAL_S = 10; // appserver.MaxWSInterval
 const MAX_WS_COUNT = 1000000; // appserver.MaxWSCount
 const MAX_WS_MESSAGE = 16 << 20; // appserver.MaxWSMessage
-const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'; // RFC 6455 section 1.3
 
 // wsParams reads /ws' query; a string is the 400's text, the embedded
 // app's ParseWSQuery word for word.
@@ -522,91 +528,25 @@ function wsParams(query) {
   return { mode: mode || 'echo', interval, count, pad, queue: queue || 'wait' };
 }
 
-// wsFrame is one unmasked, final frame, as a server sends them.
-function wsFrame(opcode, payload) {
-  const n = payload.length;
-  let head;
-  if (n < 126) {
-    head = Buffer.from([0x80 | opcode, n]);
-  } else if (n < 65536) {
-    head = Buffer.alloc(4);
-    head[1] = 126;
-    head.writeUInt16BE(n, 2);
-  } else {
-    head = Buffer.alloc(10);
-    head[1] = 127;
-    head.writeBigUInt64BE(BigInt(n), 2);
-  }
-  head[0] = 0x80 | opcode;
-  return Buffer.concat([head, payload]);
-}
+// WS_DIRS are where Debian's node-ws puts ws (/usr/share/nodejs), and the
+// other directories Debian's Node.js looks in: its node finds ws there by
+// itself (its global paths), a Node.js built elsewhere (NodeSource's) does
+// not, and gets it from there by path.
+const WS_DIRS = ['/usr/share/nodejs', '/usr/lib/nodejs', '/usr/local/share/nodejs', '/usr/local/lib/nodejs'];
 
-function wsClosePayload(code, reason) {
-  const b = Buffer.alloc(2);
-  b.writeUInt16BE(code, 0);
-  return Buffer.concat([b, Buffer.from(reason)]);
-}
-
-// WSReader takes the client's bytes and hands over each whole message
-// (onMessage(opcode, payload), fragments joined) and each control frame
-// (onControl(opcode, payload)); a frame that breaks the protocol (not
-// masked, over MAX_WS_MESSAGE) calls onError(code).
-class WSReader {
-  constructor(onMessage, onControl, onError) {
-    Object.assign(this, { onMessage, onControl, onError, buf: Buffer.alloc(0), parts: [], op: 0, size: 0, failed: false });
-  }
-
-  push(chunk) {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    while (!this.failed && this.frame()) {}
-  }
-
-  // frame takes one frame off buf: false when buf holds no whole frame.
-  frame() {
-    const b = this.buf;
-    if (b.length < 2) return false;
-    let len = b[1] & 0x7f;
-    let at = 2;
-    if (len === 126) {
-      if (b.length < 4) return false;
-      len = b.readUInt16BE(2);
-      at = 4;
-    } else if (len === 127) {
-      if (b.length < 10) return false;
-      const big = b.readBigUInt64BE(2);
-      len = big > BigInt(MAX_WS_MESSAGE) ? MAX_WS_MESSAGE + 1 : Number(big);
-      at = 10;
+// loadWS returns the ws module and the file it came from; it throws, saying
+// what it tried and what to install, when there is none.
+function loadWS() {
+  const tried = [];
+  for (const name of ['ws', ...WS_DIRS.map((d) => path.join(d, 'ws'))]) {
+    try {
+      return { ws: require(name), file: require.resolve(name) };
+    } catch (err) {
+      if (err.code !== 'MODULE_NOT_FOUND') throw new Error(`the ws module (${name}): ${err.message}`);
+      tried.push(name);
     }
-    if (!(b[1] & 0x80)) return this.fail(1002);
-    if (this.size + len > MAX_WS_MESSAGE) return this.fail(1009);
-    if (b.length < at + 4 + len) return false;
-    const mask = b.subarray(at, at + 4);
-    const payload = Buffer.from(b.subarray(at + 4, at + 4 + len));
-    for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i & 3];
-    this.buf = b.subarray(at + 4 + len);
-    const fin = (b[0] & 0x80) !== 0;
-    const op = b[0] & 0x0f;
-    if (op >= 8) {
-      this.onControl(op, payload);
-      return true;
-    }
-    if (op !== 0) this.op = op;
-    this.parts.push(payload);
-    this.size += len;
-    if (fin) {
-      const msg = Buffer.concat(this.parts);
-      this.parts = [];
-      this.size = 0;
-      this.onMessage(this.op, msg);
-    }
-    return true;
   }
-
-  fail(code) {
-    this.failed = true;
-    this.onError(code);
-    return false;
-  }
+  throw new Error(`cannot load the ws module (tried ${tried.join(', ')}): /ws needs it (apt-get install node-ws)`);
 }
 
 // wsPlain answers a GET /ws that asked no upgrade: 426, as the embedded
@@ -620,11 +560,13 @@ function wsPlain(cfg, req, res, start) {
 // refuse answers an upgrade request it will not take, and closes.
 function refuse(socket, code, reason, text) {
   const body = Buffer.from(text + '\n');
+  socket.on('error', () => socket.destroy());
   socket.end(`HTTP/1.1 ${code} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
 }
 
-// upgrade takes a request to switch to WebSocket: /ws only.
-function upgrade(cfg, req, socket, head) {
+// upgrade takes a request to switch to WebSocket: /ws only, with a good
+// query, which wss (a ws WebSocketServer with noServer) then completes.
+function upgrade(cfg, wss, req, socket, head) {
   const [pathInfo, query] = target(req.url);
   const key = req.headers['sec-websocket-key'];
   if (pathInfo !== '/ws') return refuse(socket, 404, 'Not Found', '404 page not found');
@@ -633,67 +575,71 @@ function upgrade(cfg, req, socket, head) {
   }
   const p = wsParams(new URLSearchParams(query));
   if (typeof p === 'string') return refuse(socket, 400, 'Bad Request', p);
-  const accept = crypto.createHash('sha1').update(key + WS_GUID).digest('base64');
-  socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
-  socket.setNoDelay(true);
-  wsSession(cfg, socket, head, p);
+  wss.handleUpgrade(req, socket, head, (ws) => wsSession(cfg, ws, p));
+}
+
+// wsServer is the ws server that takes /ws' upgrades: no compression (a
+// message's bytes are what the lab sends and counts), messages up to
+// MAX_WS_MESSAGE (a larger one closes 1009), no set of clients kept (no
+// one asks for it). ws answers pings and the client's close, and sets
+// TCP_NODELAY.
+function wsServer(WebSocketServer) {
+  return new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: MAX_WS_MESSAGE, clientTracking: false });
 }
 
 // wsSession serves one WebSocket until either side closes it.
-function wsSession(cfg, socket, head, p) {
+function wsSession(cfg, ws, p) {
   heldAdd(cfg.heldDir, 1);
-  let timer = null;
-  let over = false;
-  let closing = false;
-  const finish = () => {
-    if (over) return;
-    over = true;
-    if (timer !== null) clearTimeout(timer);
+  const session = { timer: null, over: false };
+  ws.on('close', () => {
+    if (session.over) return;
+    session.over = true;
+    if (session.timer !== null) clearTimeout(session.timer);
     heldAdd(cfg.heldDir, -1);
-  };
-  const close = (code, reason) => {
-    if (closing) return;
-    closing = true;
-    if (timer !== null) clearTimeout(timer);
-    socket.end(wsFrame(8, wsClosePayload(code, reason)));
-  };
-  socket.on('close', finish);
-  socket.on('error', () => socket.destroy());
-  const reader = new WSReader(
-    (op, msg) => {
-      if (p.mode === 'echo' && !closing) socket.write(wsFrame(op, msg));
-    },
-    (op, payload) => {
-      if (op === 9 && !closing) socket.write(wsFrame(10, payload)); // ping: pong
-      if (op === 8) close(payload.length >= 2 ? payload.readUInt16BE(0) : 1000, ''); // the client's close: answered
-    },
-    (code) => close(code, ''),
-  );
-  socket.on('data', (chunk) => reader.push(chunk));
-  if (head.length) reader.push(head);
-  if (p.mode === 'push') wsPush(socket, p, close, (t) => (timer = t));
+  });
+  // A frame that breaks the protocol: ws closes with its code (1002,
+  // 1009, ...) and emits 'error' too, which without a listener would end
+  // the process.
+  ws.on('error', () => {});
+  if (p.mode === 'echo') {
+    ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }));
+  } else {
+    wsPush(ws, p, session);
+  }
 }
 
 // wsPush sends p.count stamped messages, one every p.interval from the
-// start, then the close; with queue=wait a write the socket did not take
-// holds the next one until 'drain'.
-function wsPush(socket, p, close, setTimer) {
+// start, then the close 1000 {"messages": N}. With queue=wait a message
+// the socket did not take at once (ws.bufferedAmount > 0 after send: it
+// waits in the process) holds the next one until ws's send callback says
+// it was written; with queue=unbounded every message is sent on schedule,
+// and what the socket does not take queues in the process, unbounded.
+function wsPush(ws, p, session) {
   const start = performance.now();
   const padding = 'a'.repeat(p.pad);
   let seq = 0;
+  const schedule = () => {
+    if (session.over || ws.readyState !== ws.OPEN) return;
+    session.timer = setTimeout(tick, Math.max(0, start + seq * p.interval * 1e3 - performance.now()));
+  };
   const tick = () => {
-    if (socket.destroyed) return;
+    session.timer = null;
+    if (session.over || ws.readyState !== ws.OPEN) return;
     if (seq >= p.count) {
-      close(1000, `{"messages": ${p.count}}`);
+      ws.close(1000, `{"messages": ${p.count}}`);
       return;
     }
-    const took = socket.write(wsFrame(1, Buffer.from(`{"seq": ${seq}, "t_us": ${nowUS()}, "pad": "${padding}"}`)));
+    let sent = false;
+    let waiting = false;
+    ws.send(`{"seq": ${seq}, "t_us": ${nowUS()}, "pad": "${padding}"}`, (err) => {
+      sent = true;
+      if (waiting && !err) schedule();
+    });
     seq++;
-    const next = () => setTimer(setTimeout(tick, Math.max(0, start + seq * p.interval * 1e3 - performance.now())));
-    if (!took && p.queue === 'wait') {
-      socket.once('drain', next);
+    if (p.queue === 'wait' && !sent && ws.bufferedAmount > 0) {
+      waiting = true;
     } else {
-      next();
+      schedule();
     }
   };
   tick();
@@ -751,9 +697,10 @@ function readyLine(port) {
 
 // serve runs the app in this process: a cluster worker, or the only
 // process.
-function serve(cfg) {
+function serve(cfg, ws) {
   const server = http.createServer(app(cfg));
-  server.on('upgrade', (req, socket, head) => upgrade(cfg, req, socket, head));
+  const wss = wsServer(ws.WebSocketServer);
+  server.on('upgrade', (req, socket, head) => upgrade(cfg, wss, req, socket, head));
   server.on('error', (err) => {
     log(`listen: ${err.message}`);
     process.exit(1);
@@ -815,9 +762,19 @@ function primary(cfg) {
   for (let i = 0; i < cfg.workers; i++) fork();
 }
 
+// main serves; `node app.js --ws-version` prints the version of the ws
+// module it would serve /ws with, and the file, then exits (the lab's
+// environment.json records it).
 function main() {
   let cfg;
+  let ws;
   try {
+    ws = loadWS();
+    if (process.argv[2] === '--ws-version') {
+      const pkg = require(path.join(path.dirname(ws.file), 'package.json'));
+      process.stdout.write(`${pkg.version} ${ws.file}\n`);
+      return;
+    }
     cfg = config(process.env);
   } catch (err) {
     log(err.message);
@@ -826,7 +783,7 @@ function main() {
   if (cfg.workers > 1 && cluster.isPrimary) {
     primary(cfg);
   } else {
-    serve(cfg);
+    serve(cfg, ws.ws);
   }
 }
 

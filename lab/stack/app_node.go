@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver/node"
@@ -20,9 +21,10 @@ import (
 func init() { RegisterApp(nodeApp{}) }
 
 // nodeApp is Node.js (Debian nodejs) serving appserver/node/app.js, a
-// dependency-free node:http app with the embedded app's endpoints and
-// Server-Timing semantics, as server node-W: W worker processes, each an
-// event loop that takes every request it is handed (no slots).
+// node:http app with the embedded app's endpoints and Server-Timing
+// semantics, its /ws on the ws library (Debian node-ws), as server
+// node-W: W worker processes, each an event loop that takes every request
+// it is handed (no slots).
 //
 // With W > 1 a node:cluster primary forks the workers and, on Linux,
 // accepts every connection itself and hands it to the next worker
@@ -47,13 +49,38 @@ var (
 
 func (nodeApp) Name() string            { return "node" }
 func (nodeApp) Needs() []string         { return []string{"node"} }
-func (nodeApp) Packages() []string      { return []string{"nodejs"} }
+func (nodeApp) Packages() []string      { return []string{"nodejs", "node-ws"} }
 func (nodeApp) Real() bool              { return true }
 func (nodeApp) Validate(Settings) error { return nil }
 
-// Versions implements Versioned: node --version.
+// Versions implements Versioned: node --version, and the version of the
+// ws module app.js serves /ws with, where it loads.
 func (nodeApp) Versions() map[string]string {
-	return map[string]string{"node": programVersion("node", "--version")}
+	ws, _ := nodeWSVersion()
+	return map[string]string{"node": programVersion("node", "--version"), "ws": ws}
+}
+
+// nodeWSVersion is the version of the ws module app.js loads, which
+// `node - --ws-version` with app.js on stdin prints (with its file); the
+// error says why there is none (app.js's own message).
+func nodeWSVersion() (string, error) {
+	bin, err := exec.LookPath("node")
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-", "--ws-version")
+	cmd.Stdin = bytes.NewReader(node.AppSource)
+	cmd.Env = withoutEnv(os.Environ(), "NODE_OPTIONS")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("node app.js --ws-version: %v: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	version, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	return version, nil
 }
 
 func (nodeApp) Models() []Model {
@@ -67,7 +94,7 @@ const nodeMinMajor = 18
 var nodeVersionRE = regexp.MustCompile(`^v(\d+)\.`)
 
 // ModelInstalled implements ModelChecker: app.js needs a recent enough
-// Node.js.
+// Node.js, and the ws module (Debian node-ws).
 func (nodeApp) ModelInstalled(string) error {
 	out, err := exec.Command("node", "--version").Output()
 	if err != nil {
@@ -80,7 +107,8 @@ func (nodeApp) ModelInstalled(string) error {
 	if major, _ := strconv.Atoi(string(m[1])); major < nodeMinMajor {
 		return fmt.Errorf("node %s is too old: the node server needs Node.js %d or later (apt-get install nodejs)", bytes.TrimSpace(out), nodeMinMajor)
 	}
-	return nil
+	_, err = nodeWSVersion()
+	return err
 }
 
 // Start writes the app into the work dir and starts it on a kernel-chosen

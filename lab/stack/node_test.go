@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,6 +106,43 @@ func TestNodeAppConfig(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !bytes.Contains(out, []byte(want)) {
 			t.Errorf("%s: %v, %q; want exit status 2 and %q", env, err, out, want)
 		}
+	}
+}
+
+// Without the ws module app.js does not start: it says what it tried and
+// what to install, and exits 2 (here the module's names are changed to
+// ones nothing installs).
+func TestNodeAppNeedsWS(t *testing.T) {
+	bin := slowlabtest.RequireTool(t, "node")
+	const candidates = "['ws', ...WS_DIRS.map("
+	if !bytes.Contains(node.AppSource, []byte(candidates)) {
+		t.Fatalf("app.js no longer tries %q: update this test", candidates)
+	}
+	src := bytes.Replace(node.AppSource, []byte(candidates), []byte("['slowlab-no-such-ws', ...[].map("), 1)
+	app := filepath.Join(t.TempDir(), node.AppFile)
+	if err := os.WriteFile(app, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, app)
+	cmd.Env = withoutEnv(os.Environ(), "NODE_OPTIONS", "NODE_PATH")
+	out, err := cmd.CombinedOutput()
+	want := "cannot load the ws module (tried slowlab-no-such-ws): /ws needs it (apt-get install node-ws)"
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !bytes.Contains(out, []byte(want)) {
+		t.Errorf("app.js without ws: %v, %q; want exit status 2 and %q", err, out, want)
+	}
+}
+
+// app.js serves /ws with the ws module, whose version the lab records.
+func TestNodeWSVersion(t *testing.T) {
+	slowlabtest.RequireTool(t, "node")
+	v, err := nodeWSVersion()
+	if err != nil || !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+`).MatchString(v) {
+		t.Fatalf("nodeWSVersion() = %q, %v; want a version (apt-get install node-ws)", v, err)
+	}
+	if got := (nodeApp{}).Versions()["ws"]; got != v {
+		t.Errorf(`Versions()["ws"] = %q, want %q`, got, v)
 	}
 }
 
