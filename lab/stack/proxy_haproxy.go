@@ -19,13 +19,15 @@ import (
 )
 
 // HAProxy's routes, named for what it does: it has no response buffering
-// (no spooling, no buffers beyond one per stream and direction), so a slow
-// reader paces the app as it does through NGINX with proxy_buffering off.
+// (no spooling; a response is only ever in its buffers of tune.bufsize,
+// MemoryBuffers), so a slow reader paces the app as it does through NGINX
+// with proxy_buffering off.
 const (
 	// RouteHAProxyDefault is HAProxy at its defaults: it relays each
-	// response through its buffer of tune.bufsize 16384 (16 KiB) and
+	// response through its buffers of tune.bufsize 16384 (16 KiB) and
 	// spools nothing; a request body is passed on as it comes. Its
-	// frontend and backend are
+	// frontend and backend are (haproxyTemplate has the rest, the same
+	// on both routes)
 	//
 	//	mode http
 	//
