@@ -279,6 +279,13 @@ func (o Options) stack(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 		st.Cgroups = usable // accounted, not limited
 		spec.Limits = map[string]LimitSpec{}
 	}
+	if r, ok := cfg.(Routed); ok {
+		for _, route := range r.Routes() {
+			if err := st.CheckRoute(route); err != nil {
+				return st, err
+			}
+		}
+	}
 	return st, st.Check(cfg.Servers()...)
 }
 

@@ -97,7 +97,7 @@ func (c *Config) Validate() error {
 	}
 	for i, r := range c.Routes {
 		if !r.Valid() {
-			return fmt.Errorf("routes[%d] %q: allowed direct, proxy-buffering-off, proxy-buffering-on", i, r)
+			return fmt.Errorf("routes[%d] %q: allowed %s", i, r, stack.RouteList(stack.DownloadRoutes()))
 		}
 	}
 	if err := inRange("sizes", c.Sizes, minSize, maxSize, false); err != nil {

@@ -178,7 +178,7 @@ func (c *Config) validateBackpressure() error {
 
 func (cond Condition) validate() error {
 	if !cond.Route.Valid() {
-		return fmt.Errorf("route %q: allowed direct, proxy-buffering-off, proxy-buffering-on", cond.Route)
+		return fmt.Errorf("route %q: allowed %s", cond.Route, stack.RouteList(stack.DownloadRoutes()))
 	}
 	if _, err := stack.ParseServer(cond.Server); err != nil {
 		return err

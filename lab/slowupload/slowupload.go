@@ -158,8 +158,8 @@ const (
 )
 
 func (cond Condition) validate() error {
-	if !slices.Contains(stack.UploadRoutes, cond.Route) {
-		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
+	if !slices.Contains(uploadRoutes(), cond.Route) {
+		return fmt.Errorf("route %q: allowed %s", cond.Route, stack.RouteList(uploadRoutes()))
 	}
 	if cond.Server != lab.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
@@ -177,13 +177,10 @@ func (cond Condition) validate() error {
 	return nil
 }
 
-func routeNames() string {
-	var names []string
-	for _, r := range stack.UploadRoutes {
-		names = append(names, string(r))
-	}
-	return strings.Join(names, ", ")
-}
+// uploadRoutes are the routes an upload can take: NGINX's request-body
+// routes, and the routes the proxies own (each says whether it buffers a
+// request body).
+func uploadRoutes() []stack.Route { return slices.Concat(stack.UploadRoutes, stack.OwnedRoutes()) }
 
 func (u UploadSpec) validate() error {
 	switch {

@@ -14,7 +14,10 @@
 // app that has it; "gunicorn-nginx" is its old name), "auto" (real when
 // what the servers need is installed, else embedded, saying which and
 // why), any APP+PROXY of registered components such as
-// "embedded+nginx" or "node+nginx", or "external": an app (and proxy) the
+// "embedded+nginx", "node+nginx" or "gunicorn+haproxy" (HAProxy, which
+// runs routes of its own, haproxy-default and haproxy-buffer-request, and
+// refuses NGINX's by name before anything starts, as the other proxies
+// refuse its: RouteOwner, CheckRoute), or "external": an app (and proxy) the
 // user runs, which the stack neither starts nor limits; it maps the
 // experiments' requests to the user's URLs (Running.Target), finds the
 // user's processes through exporter selectors, and reads the cgroup
@@ -39,7 +42,10 @@
 // appserver/NAME/ (serving the shared endpoints, keeping the send log and
 // held-<pid> files appProcess reads), and its Debian package in the
 // Makefile's DEBIAN_PACKAGES. A proxy is one file, proxy_NAME.go, that
-// implements Proxy and calls RegisterProxy. CONTRIBUTING.md says the same.
+// implements Proxy and calls RegisterProxy; one whose knobs are not
+// NGINX's names its routes for what they do and owns them (RouteOwner),
+// and its Debian package goes in DEBIAN_PACKAGES too. CONTRIBUTING.md
+// says the same.
 //
 // It does not decide what runs when (the experiments in lab/...), nor
 // measure anything (loadgen, exporter).

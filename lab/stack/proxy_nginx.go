@@ -226,10 +226,8 @@ func (nginxProxy) Real() bool         { return true }
 // Validate checks the user's NGINX snippet.
 func (nginxProxy) Validate(s Settings) error { return ValidateNginxSnippet(s.NginxSnippet) }
 
-// Start writes nginx.conf and starts NGINX in front of upstream. NGINX
-// cannot be told to pick its own port and report it, so a free port is
-// picked just before; if another process took it meanwhile, it tries
-// again.
+// Start writes nginx.conf and starts NGINX in front of upstream, on a
+// port picked just before (startOnFreePort).
 func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream string, buffering bool, cg *cgroup.Cgroup) (RunningProxy, error) {
 	dir := filepath.Join(d.WorkDir, "nginx")
 	tempDir := filepath.Join(d.WorkDir, "proxy_temp")
@@ -276,33 +274,23 @@ func (nginxProxy) Start(ctx context.Context, d Deployment, s Settings, upstream 
 	}
 	argv := cgroup.ExecArgv(procs, inner)
 	deadline := time.Now().Add(child.ReadyTimeout)
-	for attempt := 1; ; attempt++ {
-		r, err := startNginxOnce(ctx, cfg, conf, argv, filepath.Join(d.LogDir, d.RunID+"-nginx.log"), deadline)
-		if err == nil {
-			return r, nil
-		}
-		if attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
-			return nil, err
-		}
+	r, err := startOnFreePort(func(listen string) (*nginxRun, error) {
+		cfg.Listen = listen
+		return startNginxOnce(ctx, cfg, conf, argv, filepath.Join(d.LogDir, d.RunID+"-nginx.log"), deadline)
+	})
+	if err != nil {
+		return nil, err // not a nil *nginxRun in the interface
 	}
+	return r, nil
 }
 
-// startNginxOnce writes the config with a port that was free a moment ago
-// and starts NGINX on it.
+// startNginxOnce writes the config with cfg.Listen and starts NGINX on it.
 func startNginxOnce(ctx context.Context, cfg nginxConfig, conf string, argv []string, logPath string, deadline time.Time) (*nginxRun, error) {
-	port, err := freeLoopbackPort()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Listen = "127.0.0.1:" + strconv.Itoa(port)
 	b, err := cfg.render()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(conf, b, 0o644); err != nil {
-		return nil, fmt.Errorf("write nginx.conf: %w", err)
-	}
-	p, err := child.Start(ctx, "nginx", logPath, argv, os.Environ())
+	p, err := startConfigured(ctx, "nginx", conf, b, logPath, argv)
 	if err != nil {
 		return nil, err
 	}

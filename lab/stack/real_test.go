@@ -53,19 +53,25 @@ func TestNginxConfigGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join("testdata", "nginx", tc.golden+".golden")
-		if *updateGolden {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		checkGolden(t, filepath.Join("testdata", "nginx", tc.golden+".golden"), got)
+	}
+}
+
+// checkGolden compares a generated config with its golden file, which
+// -update rewrites.
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *updateGolden {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the generated config (run with -update if the change is intended):\n%s", path, got)
-		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the generated config (run with -update if the change is intended):\n%s", path, got)
 	}
 }
 
@@ -120,7 +126,7 @@ func TestStackCheck(t *testing.T) {
 		mod  func(*Deployment)
 		want string
 	}{
-		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on], [proxy-request-buffering-on proxy-request-buffering-off] and [h2-proxy-buffering-off h2-proxy-buffering-on h2-tls-proxy-buffering-off h2-tls-proxy-buffering-on]`},
+		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on], [proxy-request-buffering-on proxy-request-buffering-off], [h2-proxy-buffering-off h2-proxy-buffering-on h2-tls-proxy-buffering-off h2-tls-proxy-buffering-on] and [haproxy-default haproxy-buffer-request]`},
 		{func(d *Deployment) { d.Server.Workers = 0 }, "server workers 0: must be at least 1"},
 		{func(d *Deployment) { d.LargeSize = -1 }, "large size -1: want 0..1073741824 bytes"},
 		{func(d *Deployment) { d.RunID = "a/b" }, `run id "a/b": must be a non-empty name without /`},
@@ -162,6 +168,7 @@ type realStack struct {
 	run     *Running
 	d       Deployment
 	limited bool
+	proxy   Proxy
 }
 
 // publishedLimits are docs/experiments.md's limits by role.
@@ -210,7 +217,7 @@ func startReal(t *testing.T, st Stack, route Route, server string, largeSize int
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Stop() })
-	return &realStack{run: r, d: d, limited: st.Cgroups}
+	return &realStack{run: r, d: d, limited: st.Cgroups, proxy: st.Proxy}
 }
 
 // get fetches url with the given request headers on a new connection.

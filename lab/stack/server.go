@@ -162,7 +162,9 @@ const (
 	RouteH2TLSBufferingOn  Route = "h2-tls-proxy-buffering-on"
 )
 
-// Routes lists the download routes (slow-client, buffer-sweep, external).
+// Routes lists the download routes of NGINX and the embedded proxy
+// (slow-client, buffer-sweep, external); DownloadRoutes adds the routes
+// other proxies own.
 var Routes = []Route{RouteDirect, RouteBufferingOff, RouteBufferingOn}
 
 // UploadRoutes lists the routes of request-body experiments (slow-upload).
@@ -177,8 +179,12 @@ func (r Route) HTTP2() bool { return slices.Contains(H2Routes, r) }
 // TLS reports whether the route's clients speak TLS to the proxy.
 func (r Route) TLS() bool { return r == RouteH2TLSBufferingOff || r == RouteH2TLSBufferingOn }
 
-// Valid reports whether r is a download route.
-func (r Route) Valid() bool { return slices.Contains(Routes, r) }
+// Valid reports whether r is a download route: one of Routes, or a route
+// a proxy owns (every proxy relays responses one way or another).
+func (r Route) Valid() bool {
+	_, owned := r.owned()
+	return slices.Contains(Routes, r) || owned
+}
 
 // Known reports whether r is any route a deployment can have.
 func (r Route) Known() bool { return r.Valid() || slices.Contains(UploadRoutes, r) || r.HTTP2() }
@@ -190,11 +196,106 @@ func (r Route) Proxied() bool { return r != RouteDirect }
 // download route that says so, and the request-body routes (NGINX's
 // default).
 func (r Route) Buffering() bool {
+	if o, ok := r.owned(); ok {
+		return o.Buffering
+	}
 	return r == RouteBufferingOn || r == RouteRequestBufferingOn || r == RouteRequestBufferingOff || r == RouteH2BufferingOn ||
 		r == RouteH2TLSBufferingOn
 }
 
 // RequestBuffering reports whether the route's proxy reads a request's
 // whole body before it passes the request on: every proxied route but
-// proxy-request-buffering-off (NGINX's default is on).
-func (r Route) RequestBuffering() bool { return r.Proxied() && r != RouteRequestBufferingOff }
+// proxy-request-buffering-off (NGINX's default is on), and a route a
+// proxy owns as it says.
+func (r Route) RequestBuffering() bool {
+	if o, ok := r.owned(); ok {
+		return o.RequestBuffering
+	}
+	return r.Proxied() && r != RouteRequestBufferingOff
+}
+
+// RouteOwner is a proxy that runs routes of its own, named for what they
+// do (HAProxy's haproxy-default): it runs those and direct, and refuses
+// every other route by name, as every other proxy refuses its routes.
+type RouteOwner interface {
+	OwnRoutes() []OwnedRoute
+}
+
+// OwnedRoute is a route a proxy owns and what it does with a response and
+// a request body.
+type OwnedRoute struct {
+	Route Route
+	// Buffering: the proxy reads a response ahead of a slow client,
+	// beyond its relay buffer.
+	Buffering bool
+	// RequestBuffering: the proxy waits for a request's body before it
+	// connects to the app.
+	RequestBuffering bool
+}
+
+// owned is what the proxy that owns r says of it; false for a route no
+// proxy owns.
+func (r Route) owned() (OwnedRoute, bool) {
+	for _, p := range proxies {
+		if ro, ok := p.(RouteOwner); ok {
+			for _, o := range ro.OwnRoutes() {
+				if o.Route == r {
+					return o, true
+				}
+			}
+		}
+	}
+	return OwnedRoute{}, false
+}
+
+// DownloadRoutes lists every download route (Valid): Routes, then the
+// routes the proxies own.
+func DownloadRoutes() []Route { return slices.Concat(Routes, OwnedRoutes()) }
+
+// RouteList writes routes comma-separated: "direct, proxy-buffering-off".
+func RouteList(routes []Route) string {
+	names := make([]string, len(routes))
+	for i, r := range routes {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// OwnedRoutes lists the routes the registered proxies own, in
+// registration order.
+func OwnedRoutes() []Route {
+	var out []Route
+	for _, p := range proxies {
+		if ro, ok := p.(RouteOwner); ok {
+			for _, o := range ro.OwnRoutes() {
+				out = append(out, o.Route)
+			}
+		}
+	}
+	return out
+}
+
+// CheckRoute refuses, before anything starts, a route the stack's proxy
+// cannot run: a proxy that owns routes runs only those (and direct), and
+// no other proxy runs them.
+func (s Stack) CheckRoute(r Route) error {
+	if s.External != nil || s.Proxy == nil || !r.Proxied() {
+		return nil
+	}
+	if ro, ok := s.Proxy.(RouteOwner); ok {
+		runs := []Route{RouteDirect}
+		for _, o := range ro.OwnRoutes() {
+			if o.Route == r {
+				return nil
+			}
+			runs = append(runs, o.Route)
+		}
+		return fmt.Errorf("route %s: %s cannot run it (its routes: %s)", r, s.Proxy.Name(), RouteList(runs))
+	}
+	for _, p := range proxies {
+		if ro, ok := p.(RouteOwner); ok && slices.ContainsFunc(ro.OwnRoutes(), func(o OwnedRoute) bool { return o.Route == r }) {
+			return fmt.Errorf("route %s: only the %s proxy runs it (the %s stack's proxy is %s)", r, p.Name(), s.Name, s.Proxy.Name())
+		}
+	}
+	return nil
+}

@@ -158,7 +158,8 @@ func (s Stack) describeFor(servers []Server) string {
 }
 
 // realApps are the names of the registered apps that are installed
-// programs; realProxy the first such proxy.
+// programs; realProxy the first such proxy that runs the experiments'
+// shared routes (NGINX: not one that owns routes of its own).
 func realApps() []string {
 	var names []string
 	for _, a := range apps {
@@ -171,7 +172,7 @@ func realApps() []string {
 
 func realProxy() string {
 	for _, p := range proxies {
-		if p.Real() {
+		if _, owner := p.(RouteOwner); p.Real() && !owner {
 			return p.Name()
 		}
 	}
@@ -298,7 +299,7 @@ func (s Stack) LoadgenLimits() (cgroup.Limits, bool) {
 func validateDeployment(d Deployment) error {
 	switch {
 	case !d.Route.Known():
-		return fmt.Errorf("route %q: allowed %v, %v and %v", d.Route, Routes, UploadRoutes[1:], H2Routes)
+		return fmt.Errorf("route %q: allowed %v, %v, %v and %v", d.Route, Routes, UploadRoutes[1:], H2Routes, OwnedRoutes())
 	case d.AppTimeout != 0 && (d.AppTimeout < time.Second || d.AppTimeout > MaxAppTimeout || d.AppTimeout%time.Second != 0):
 		return fmt.Errorf("app timeout %v: want 0 (the app's default) or whole seconds from 1s to %v", d.AppTimeout, MaxAppTimeout)
 	case d.ClientBodyBuffer != 0 && (d.ClientBodyBuffer < 1<<10 || d.ClientBodyBuffer > MaxClientBodyBuffer):
@@ -337,6 +338,9 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 	}
 	app, err := s.app(d.Server.Model)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.CheckRoute(d.Route); err != nil {
 		return nil, err
 	}
 	if err := s.Check(); err != nil {
