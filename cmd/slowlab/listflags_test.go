@@ -105,6 +105,11 @@ func TestInconsistentInputRefused(t *testing.T) {
 		{[]string{"reproduce", "latency-gap", "--delay-up", "5ms"}, "slowlab reproduce: --delay-up 5ms without --delay-down: give both (0 for none)"},
 		{[]string{"reproduce", "latency-gap", "--delay-down", "5ms"}, "slowlab reproduce: --delay-down 5ms without --delay-up: give both (0 for none)"},
 		{[]string{"reproduce", "latency-gap", "--delay", "10ms", "--delay-up", "5ms", "--delay-down", "0"}, "slowlab reproduce: --delay with --delay-up/--delay-down: give one"},
+		{[]string{"reproduce", "latency-gap", "--dns", "cold,cold"}, `slowlab reproduce: invalid value "cold,cold" for flag -dns: "cold,cold": cold given twice (see --help)`},
+		{[]string{"reproduce", "latency-gap", "--dns", "warm"}, `slowlab reproduce: dns[0] "warm": allowed none, cold, cached`},
+		{[]string{"reproduce", "latency-gap", "--dns-delay", "20ms"}, "slowlab reproduce: dns_delay 20ms without a dns condition that looks up: give dns cold or cached (--dns cold,cached)"},
+		{[]string{"reproduce", "latency-gap", "--dns", "cold", "--dns-delay", "-1ms"}, "slowlab reproduce: dns_delay -1ms: allowed 0 to 5s"},
+		{[]string{"reproduce", "latency-gap", "--dns", "cached", "--dns-delay", "6s"}, "slowlab reproduce: dns_delay 6s: allowed 0 to 5s"},
 		{[]string{"reproduce", "sse", "--stack", "external"}, "slowlab reproduce: stack external: sse starts its own stack"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

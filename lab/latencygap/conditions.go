@@ -254,8 +254,11 @@ func (c *Config) validateConditions() error {
 			return fmt.Errorf("work[%d] %s: given twice", i, w)
 		}
 	}
-	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.Sizes); n > maxConditions {
-		return fmt.Errorf("%d conditions (paths x tls x work x sizes): at most %d", n, maxConditions)
+	if err := c.validateDNS(); err != nil {
+		return err
+	}
+	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.dnsModes()) * len(c.Sizes); n > maxConditions {
+		return fmt.Errorf("%d conditions (paths x tls x work x dns x sizes): at most %d", n, maxConditions)
 	}
 	for _, p := range c.paths() {
 		if err := p.netem(c).Validate(); err != nil {

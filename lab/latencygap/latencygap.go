@@ -59,6 +59,14 @@ type Config struct {
 	// Work are the server's processing times per request, one condition
 	// each ("10ms" asleep, "cpu:10ms" on the CPU). Empty: none.
 	Work []Work `yaml:"work"`
+	// DNS are the ways the client finds the server, one condition each:
+	// none (its IP in the URL), cold (a lookup through the lab's resolver
+	// beyond the path for every new connection: TTL 0) and cached (the
+	// client keeps the answer for its TTL). Empty: none.
+	DNS []string `yaml:"dns"`
+	// DNSDelay is how long the resolver waits before it answers (the
+	// cold and cached conditions).
+	DNSDelay lab.Duration `yaml:"dns_delay"`
 	// CongestionControl of the path's sockets; the namespaces' default when "".
 	CongestionControl string       `yaml:"congestion_control"`
 	Timeout           lab.Duration `yaml:"timeout"` // per request
@@ -74,7 +82,7 @@ func Published() *Config {
 	return &Config{Header: lab.Header{Experiment: Name},
 		Delays: []lab.Duration{0, lab.Duration(25 * time.Millisecond)}, Sizes: []lab.Size{1024, 102400},
 		Runs: 40, Method: netem.MethodAuto, CongestionControl: "cubic", Timeout: lab.Duration(10 * time.Second), Reps: 1,
-		Losses: []float64{0}, TLS: []string{TLSNone}, Work: []Work{{Kind: WorkSleep}}}
+		Losses: []float64{0}, TLS: []string{TLSNone}, Work: []Work{{Kind: WorkSleep}}, DNS: []string{DNSNone}}
 }
 
 // Repetitions implements lab.Repeated.
@@ -89,7 +97,8 @@ const quickRuns = 10
 
 // Reduce implements lab.Reducer: --quick measures 10 requests per mode
 // and condition, and keeps the first and the last of each list of the
-// grid (delays, sizes, losses, rates, TLS modes, processing times).
+// grid (delays, sizes, losses, rates, TLS modes, processing times, DNS
+// modes).
 func (c *Config) Reduce() {
 	c.Runs = min(c.Runs, quickRuns)
 	c.Delays = ends(c.Delays)
@@ -98,6 +107,7 @@ func (c *Config) Reduce() {
 	c.Rates = ends(c.Rates)
 	c.TLS = ends(c.TLS)
 	c.Work = ends(c.Work)
+	c.DNS = ends(c.DNS)
 }
 
 // ends keeps a list's first and last element.
@@ -127,6 +137,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		"TLS modes, comma-separated, one condition each: none, 1.2, 1.3, 1.3-resume (default none)")
 	fs.Var(&cliflag.List[Work]{To: &c.Work, Parse: ParseWork}, "work",
 		"the server's processing time per request, comma-separated, one condition each: DURATION asleep, cpu:DURATION on the CPU (e.g. 0,1ms,10ms,50ms,200ms)")
+	fs.Var(&cliflag.List[string]{To: &c.DNS, Parse: func(s string) (string, error) { return s, nil }}, "dns",
+		"how the client finds the server, comma-separated, one condition each: none (its IP), cold (a lookup through the lab's resolver beyond the path per new connection, TTL 0), cached (the answer kept for its TTL) (default none)")
+	fs.Var((*lab.DurationFlag)(&c.DNSDelay), "dns-delay", "the resolver's extra delay before it answers, for --dns cold and cached (e.g. 20ms)")
 }
 
 // CheckFlags implements lab.FlagChecker: --delay-up and --delay-down

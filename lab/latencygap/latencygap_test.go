@@ -60,6 +60,14 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.TLS = []string{"1.3", "1.3"} }, `tls[1] "1.3": given twice`},
 		{func(c *Config) { c.Work = []Work{{0, "sleep"}, {6 * time.Second, "cpu"}} }, "work[1] cpu:6s: allowed 0 to 5s"},
 		{func(c *Config) { c.Work = []Work{{time.Millisecond, "sleep"}, {time.Millisecond, "sleep"}} }, "work[1] 1ms: given twice"},
+		{func(c *Config) { c.DNS = []string{DNSNone, "warm"} }, `dns[1] "warm": allowed none, cold, cached`},
+		{func(c *Config) { c.DNS = []string{DNSCold, DNSCold} }, `dns[1] "cold": given twice`},
+		{func(c *Config) { c.DNS, c.DNSDelay = []string{DNSCold}, lab.Duration(-time.Millisecond) }, "dns_delay -1ms: allowed 0 to 5s"},
+		{func(c *Config) { c.DNS, c.DNSDelay = []string{DNSCached}, lab.Duration(6*time.Second) }, "dns_delay 6s: allowed 0 to 5s"},
+		{func(c *Config) { c.DNSDelay = lab.Duration(20 * time.Millisecond) },
+			"dns_delay 20ms without a dns condition that looks up: give dns cold or cached (--dns cold,cached)"},
+		{func(c *Config) { c.DNS, c.DNSDelay = []string{DNSNone}, lab.Duration(20*time.Millisecond) },
+			"dns_delay 20ms without a dns condition that looks up: give dns cold or cached (--dns cold,cached)"},
 		{func(c *Config) { c.Losses, c.Method = []float64{1}, netem.MethodNone },
 			"delays[1] 25ms with method none: none adds no delay; use auto, netem or tun"},
 		{func(c *Config) { c.Delays, c.Losses, c.Method = []lab.Duration{0}, []float64{1}, netem.MethodNone },
@@ -86,13 +94,18 @@ func TestPrint(t *testing.T) {
 	rows = append(rows, Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", HandshakeMS: recorder.Some(50.5),
 		Settings: Settings{TLS: "1.3", LossPct: 1, RateBits: 10_000_000, DelayUpMS: 5, DelayDownMS: 45, WorkMS: 10, WorkKind: "cpu"}},
 		Path: Path{Valid: true, LossAppliedPct: recorder.Some(0.987), LossMeasuredPct: recorder.Some(1.0123), OverflowDrops: recorder.Some(12)}})
+	rows = append(rows, Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", DNSMS: recorder.Some(71.234),
+		Settings: Settings{DNS: DNSCold, DNSDelayMS: 20}}, Path: Path{Valid: true}},
+		Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", DNSMS: recorder.Some(0), Settings: Settings{DNS: DNSCached}}, Path: Path{Valid: true}})
 	var b bytes.Buffer
 	(&Result{Rows: rows}).Print(&b)
 	want := "" +
-		"size_bytes configured_rtt_ms rtt_ms method tls  loss_%   rate work_ms server_ms keepalive_ms new_ms handshake_ms blind_% last_byte_ms last_byte_blind_% runs late_p50_ms late_p99_ms late_max_ms lost_% measured_lost_% overflow valid\n" +
-		"      1024                50 50.081 tun    none      0      -       -     0.123        50.61 101.40            -    99.9        0.006             100.0   40       0.050       1.500       3.000      -               -        - NO\n" +
-		"    102400                 0      - none   none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes\n" +
-		"      1024              5+45      - tun    1.3       1 10mbit  10 cpu         -            -      -        50.50       -            -                 -    0           -           -           -   0.99            1.01       12 yes\n" +
+		"size_bytes configured_rtt_ms rtt_ms method tls  loss_%   rate work_ms server_ms keepalive_ms new_ms handshake_ms blind_% last_byte_ms last_byte_blind_% runs late_p50_ms late_p99_ms late_max_ms lost_% measured_lost_% overflow valid       dns dns_ms\n" +
+		"      1024                50 50.081 tun    none      0      -       -     0.123        50.61 101.40            -    99.9        0.006             100.0   40       0.050       1.500       3.000      -               -        - NO            -      -\n" +
+		"    102400                 0      - none   none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes           -      -\n" +
+		"      1024              5+45      - tun    1.3       1 10mbit  10 cpu         -            -      -        50.50       -            -                 -    0           -           -           -   0.99            1.01       12 yes           -      -\n" +
+		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes   cold+20ms  71.23\n" +
+		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes      cached   0.00\n" +
 		"\n" +
 		"warning: in some condition the path was not faithful (measured RTT more than 1 ms off the configured one, the delay line's p99 lateness above 1ms, " +
 		"or the loss measured at the path's ends off the asked one beyond the binomial's bound): those rows are marked invalid\n"

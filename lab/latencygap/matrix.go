@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -84,10 +85,15 @@ func (c *Config) specs() []spec {
 	for _, pc := range c.paths() {
 		for _, mode := range c.tlsModes() {
 			for _, w := range c.works() {
-				for _, size := range c.Sizes {
-					st := pc.settings(mode)
-					st.WorkMS, st.WorkKind = ms(w.D), w.Kind
-					out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})
+				for _, dm := range c.dnsModes() {
+					for _, size := range c.Sizes {
+						st := pc.settings(mode)
+						st.WorkMS, st.WorkKind, st.DNS = ms(w.D), w.Kind, dm
+						if dm != DNSNone {
+							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
+						}
+						out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})
+					}
 				}
 			}
 		}
@@ -116,7 +122,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	m := &lab.Matrix[spec, RunRow]{Specs: c.specs(), Line: s.line, Open: s.open,
 		Files: []string{gapFile, requestFile, pathFile},
 		Expected: func(sp spec) time.Duration {
-			return time.Duration(c.Reps*c.Runs) * (5*sp.path.rtt() + 2*sp.work.D + 2*time.Millisecond)
+			return time.Duration(c.Reps*c.Runs) * (5*sp.path.rtt() + 2*sp.work.D + 2*time.Millisecond + dnsCost(sp.settings, sp.path))
 		},
 		Measure: s.measure}
 	runs, err := m.Run(ctx, env, c)
@@ -194,6 +200,8 @@ type session struct {
 type server struct {
 	mode      string
 	url       string // scheme://addr
+	scheme    string
+	port      string
 	clientTLS *tls.Config
 	stop      func()
 }
@@ -235,7 +243,8 @@ func (s *session) on(sp spec) error {
 	if serverTLS != nil {
 		scheme = "https"
 	}
-	s.server = &server{mode: sp.tls, url: scheme + "://" + addr, clientTLS: clientTLS, stop: stop}
+	_, port, _ := net.SplitHostPort(addr)
+	s.server = &server{mode: sp.tls, url: scheme + "://" + addr, scheme: scheme, port: port, clientTLS: clientTLS, stop: stop}
 	return nil
 }
 
@@ -267,6 +276,9 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 	}
 	cond := condition{size: sp.size, path: sp.path, settings: sp.settings, tls: s.server.clientTLS, id: id,
 		url: fmt.Sprintf("%s/bytes?n=%d%s", s.server.url, sp.size, sp.work.query())}
+	if dnsOn(sp.settings) {
+		cond.url = fmt.Sprintf("%s://%s/bytes?n=%d%s", s.server.scheme, net.JoinHostPort(ServerName, s.server.port), sp.size, sp.work.query())
+	}
 	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
 	row.Gap.RunID, row.Path.RunID = id, id
 	s.rows[id] = row

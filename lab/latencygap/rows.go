@@ -35,6 +35,11 @@ type Settings struct {
 	DelayUpMS, DelayDownMS float64
 	WorkMS                 float64 // the server's processing time per request (/bytes?work=)
 	WorkKind               string  // how it spends it: WorkSleep or WorkCPU
+	// DNS is how the client finds the server (DNSNone, DNSCold,
+	// DNSCached; "" in rows of before, none) and DNSDelayMS the lab
+	// resolver's delay before it answers.
+	DNS        string
+	DNSDelayMS float64
 }
 
 // TLS modes of a condition (Settings.TLS).
@@ -67,6 +72,15 @@ func settingsCols[T any](s func(*T) *Settings) []recorder.Column[T] {
 	}
 }
 
+// dnsCols are the Settings columns of the DNS mode, at the end of each
+// file (before run_id) where they came after the others.
+func dnsCols[T any](s func(*T) *Settings) []recorder.Column[T] {
+	return []recorder.Column[T]{
+		recorder.Col("dns", 0, func(r *T) any { return &s(r).DNS }),
+		recorder.Col("dns_delay_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).DNSDelayMS }),
+	}
+}
+
 // Gap is one condition of the experiment (gap.csv): what the server
 // reported against what the client waited, for one response size and
 // added round-trip time. Times are medians over the condition's ok
@@ -96,6 +110,10 @@ type Gap struct {
 	// requests (empty without TLS); ResumedPct the share of them that
 	// resumed a session.
 	HandshakeMS, ResumedPct recorder.Maybe
+	// DNSMS is the median time the new-connection requests' dials spent
+	// resolving the server's name (0 when the client's cache answered;
+	// empty without DNS).
+	DNSMS recorder.Maybe
 	// RunID is the condition's run (gap-runs.csv): resuming a session
 	// keeps a row only if its run completed.
 	RunID string
@@ -121,6 +139,10 @@ var gapSchema = recorder.NewSchema(gapFile, slices.Concat(
 	[]recorder.Column[Gap]{
 		recorder.Col("handshake_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.HandshakeMS }),
 		recorder.Col("resumed_pct", decimalsPct, func(r *Gap) any { return &r.ResumedPct }),
+	},
+	dnsCols(func(r *Gap) *Settings { return &r.Settings }),
+	[]recorder.Column[Gap]{
+		recorder.Col("dns_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.DNSMS }),
 		recorder.Col("run_id", 0, func(r *Gap) any { return &r.RunID }),
 	},
 )...)
@@ -155,7 +177,12 @@ type Request struct {
 	// whether that resumed a session.
 	HandshakeMS recorder.Maybe
 	TLSResumed  bool
-	RunID       string // its condition's run (gap-runs.csv)
+	// DNSMS is what its dial spent resolving the server's name, from
+	// before the query was sent to after the answer was read: 0 when the
+	// client's cache answered, empty when it did not dial (a kept-alive
+	// connection) or the condition has no DNS.
+	DNSMS recorder.Maybe
+	RunID string // its condition's run (gap-runs.csv)
 }
 
 // Modes of a request (Request.Mode).
@@ -189,6 +216,10 @@ var requestSchema = recorder.NewSchema(requestFile, slices.Concat(
 	[]recorder.Column[Request]{
 		recorder.Col("handshake_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.HandshakeMS }),
 		recorder.Col("tls_resumed", 0, func(r *Request) any { return &r.TLSResumed }),
+	},
+	dnsCols(func(r *Request) *Settings { return &r.Settings }),
+	[]recorder.Column[Request]{
+		recorder.Col("dns_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.DNSMS }),
 		recorder.Col("run_id", 0, func(r *Request) any { return &r.RunID }),
 	},
 )...)
@@ -259,6 +290,9 @@ var pathSchema = recorder.NewSchema(pathFile, slices.Concat(
 		recorder.Col("sent_packets", 0, func(r *Path) any { return &r.SentPackets }),
 		recorder.Col("received_packets", 0, func(r *Path) any { return &r.ReceivedPackets }),
 		recorder.Col("loss_measured_pct", decimalsPct, func(r *Path) any { return &r.LossMeasuredPct }),
+	},
+	dnsCols(func(r *Path) *Settings { return &r.Settings }),
+	[]recorder.Column[Path]{
 		recorder.Col("run_id", 0, func(r *Path) any { return &r.RunID }),
 	},
 )...)
@@ -298,7 +332,7 @@ func okRequest(r Request) bool { return r.Status >= 200 && r.Status <= 299 && r.
 // (last-byte) timings of those same requests.
 // RTTMS is the median TCP RTT of every ok request.
 func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []Request) Gap {
-	var ka, nw, srv, last, rtt, hs []float64
+	var ka, nw, srv, last, rtt, hs, lookups []float64
 	resumed := 0
 	for _, r := range reqs {
 		if okRequest(r) && r.TCPRTTMS.Valid {
@@ -316,6 +350,9 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 			if r.ServerLastByteMS.Valid {
 				last = append(last, r.ServerLastByteMS.Value)
 			}
+			if r.DNSMS.Valid {
+				lookups = append(lookups, r.DNSMS.Value)
+			}
 			if r.HandshakeMS.Valid {
 				hs = append(hs, r.HandshakeMS.Value)
 				if r.TLSResumed {
@@ -329,6 +366,9 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 		ClientKeepaliveMS: recorder.Some(recorder.Median(ka)), ClientNewMS: recorder.Some(recorder.Median(nw))}
 	if len(hs) > 0 {
 		g.HandshakeMS, g.ResumedPct = recorder.Some(recorder.Median(hs)), recorder.Some(100*float64(resumed)/float64(len(hs)))
+	}
+	if len(lookups) > 0 {
+		g.DNSMS = recorder.Some(recorder.Median(lookups))
 	}
 	g.ServerBlindPct = blindPct(g.ServerMS, g.ClientNewMS)
 	g.ServerLastByteBlindPct = blindPct(g.ServerLastByteMS, g.ClientNewMS)

@@ -83,6 +83,24 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 	t0 := time.Now()
 	runID := cond.id
 	var reqs []Request
+	var res *resolver
+	if dnsOn(cond.settings) {
+		ttl := time.Duration(0)
+		if cond.settings.DNS == DNSCached {
+			ttl = CachedTTL
+		}
+		var err error
+		if res, err = startResolver(ctx, path, ttl, time.Duration(c.DNSDelay)); err != nil {
+			env.Logf("path %s: %v", path.Name, err)
+			for _, mode := range []string{ModeKeepAlive, ModeNew} {
+				for seq := range c.Reps * c.Runs {
+					reqs = append(reqs, requestRow(loadgen.Result{Err: err}, t0, cond, configured, string(path.Method), mode, seq, nil))
+				}
+			}
+			return reqs
+		}
+		defer res.close()
+	}
 	for _, mode := range []string{ModeKeepAlive, ModeNew} {
 		var clientTLS *tls.Config
 		if cond.tls != nil {
@@ -91,16 +109,24 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 				clientTLS.ClientSessionCache = tls.NewLRUClientSessionCache(16)
 			}
 		}
-		client := loadgen.NewClient(loadgen.ClientOptions{DialContext: path.DialContext, KeepAlive: mode == ModeKeepAlive,
+		dial := path.DialContext
+		if res != nil {
+			dial = newNameDialer(path.DialContext, res.addr).DialContext // its own cache: a mode looks up on its own
+			if clientTLS != nil {
+				clientTLS.ServerName = path.ServerAddr.String() // the certificate's
+			}
+		}
+		client := loadgen.NewClient(loadgen.ClientOptions{DialContext: dial, KeepAlive: mode == ModeKeepAlive,
 			Timeout: time.Duration(c.Timeout), TCPInfo: true, TracerProvider: env.TracerProvider, TLS: clientTLS})
 		for seq := -1; seq < c.Reps*c.Runs && ctx.Err() == nil; seq++ {
 			var r loadgen.Result
-			client.Get(ctx, cond.url, &r)
+			var l lookup
+			client.Get(withLookup(ctx, &l), cond.url, &r)
 			if seq < 0 {
-				continue // warm-up: opens the kept-alive connection, or the session a new one resumes
+				continue // warm-up: opens the kept-alive connection, or the session a new one resumes, or fills the DNS cache
 			}
 			env.Metrics.Observe(runID, loadgen.RoleGap, &r)
-			reqs = append(reqs, requestRow(r, t0, cond, configured, string(path.Method), mode, seq))
+			reqs = append(reqs, requestRow(r, t0, cond, configured, string(path.Method), mode, seq, &l))
 			env.RequestDone(runID)
 		}
 		client.Close()
@@ -130,11 +156,19 @@ func runID(size int, configured float64, s Settings) string {
 			id += "cpu"
 		}
 	}
+	if s.DNS != "" && s.DNS != DNSNone {
+		id += ".dns" + s.DNS
+		if s.DNSDelayMS > 0 {
+			id += fmt.Sprintf("%gms", s.DNSDelayMS)
+		}
+	}
 	return id
 }
 
 // requestRow is a request's gap-requests.csv row.
-func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float64, method, mode string, seq int) Request {
+// l is what its dial spent resolving the server's name (nil, or not
+// done: no lookup; dns_ms stays empty).
+func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float64, method, mode string, seq int, l *lookup) Request {
 	size := cond.size
 	row := Request{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
 		StartS: r.Start.Sub(t0).Seconds(), NewConn: r.NewConn, ConnectMS: math.NaN(), TTFBMS: math.NaN(),
@@ -154,6 +188,9 @@ func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float
 	if r.ServerTimingTrailer > 0 {
 		row.ServerLastByteMS = recorder.Some(ms(r.ServerTimingTrailer))
 	}
+	if l != nil && l.done {
+		row.DNSMS = recorder.Some(ms(l.took))
+	}
 	if r.TCPMinRTT > 0 {
 		row.TCPRTTMS = recorder.Some(ms(r.TCPMinRTT))
 	}
@@ -168,3 +205,15 @@ func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// dnsOn reports whether a condition resolves the server's name.
+func dnsOn(s Settings) bool { return s.DNS != "" && s.DNS != DNSNone }
+
+// dnsCost is what a condition's lookups may add per request: a round
+// trip and the resolver's delay, twice (each mode's connection).
+func dnsCost(s Settings, p pathCond) time.Duration {
+	if !dnsOn(s) {
+		return 0
+	}
+	return 2 * (p.rtt() + time.Duration(s.DNSDelayMS*float64(time.Millisecond)))
+}

@@ -242,18 +242,35 @@ func (p *Path) Listen(ctx context.Context, port int) (net.Listener, error) {
 	return ln, err
 }
 
+// ListenPacket listens on UDP port (0 for any) at the server address, in
+// the server namespace (a service such as a resolver beyond the path).
+func (p *Path) ListenPacket(ctx context.Context, port int) (net.PacketConn, error) {
+	var lc net.ListenConfig
+	var pc net.PacketConn
+	err := p.Server.Do(func() (err error) {
+		pc, err = lc.ListenPacket(ctx, "udp4", netip.AddrPortFrom(p.ServerAddr, uint16(port)).String())
+		return err
+	})
+	return pc, err
+}
+
 // DialContext connects from the client namespace to address, which must be
-// the path's server address (traffic never leaves the path). Its signature
-// fits http.Transport.DialContext; dials are serialized.
+// the path's server address (traffic never leaves the path), over TCP or
+// UDP. Its signature fits http.Transport.DialContext and net.Resolver.Dial;
+// dials are serialized.
 func (p *Path) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	ap, err := netip.ParseAddrPort(address)
-	if err != nil || ap.Addr() != p.ServerAddr || (network != "tcp" && network != "tcp4") {
-		return nil, fmt.Errorf("dial %s %s: only tcp to the path's server %s", network, address, p.ServerAddr)
+	udp := network == "udp" || network == "udp4"
+	if err != nil || ap.Addr() != p.ServerAddr || (network != "tcp" && network != "tcp4" && !udp) {
+		return nil, fmt.Errorf("dial %s %s: only tcp or udp to the path's server %s", network, address, p.ServerAddr)
 	}
-	d := net.Dialer{Control: p.control}
+	d, network := net.Dialer{Control: p.control}, "tcp4"
+	if udp {
+		d, network = net.Dialer{}, "udp4"
+	}
 	var conn net.Conn
 	err = p.Client.Do(func() (err error) {
-		conn, err = d.DialContext(ctx, "tcp4", address)
+		conn, err = d.DialContext(ctx, network, address)
 		return err
 	})
 	return conn, err

@@ -1,0 +1,296 @@
+package latencygap
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/slowlab/slowlab/lab/netem"
+)
+
+// DNS modes of a condition (Settings.DNS): how the client finds the
+// server's address.
+const (
+	DNSNone = "none" // the URL names the server by its IP: no lookup
+	// DNSCold: the resolver answers with TTL 0, so every new connection
+	// looks the name up across the path.
+	DNSCold = "cold"
+	// DNSCached: the resolver answers with CachedTTL and the client keeps
+	// the answer that long: only a client's first connection (the warm-up
+	// request's) looks the name up.
+	DNSCached = "cached"
+)
+
+// DNSModes lists the DNS modes.
+var DNSModes = []string{DNSNone, DNSCold, DNSCached}
+
+// ServerName is the name the lab's resolver answers for the server.
+const ServerName = "server.slowlab.test"
+
+// CachedTTL is the TTL of the resolver's answers in the cached mode.
+const CachedTTL = 300 * time.Second
+
+// MaxDNSDelay bounds the resolver's extra delay before it answers.
+const MaxDNSDelay = 5 * time.Second
+
+// dnsModes is the grid's DNS modes, none when not given.
+func (c *Config) dnsModes() []string {
+	if len(c.DNS) == 0 {
+		return []string{DNSNone}
+	}
+	return c.DNS
+}
+
+// validateDNS checks the DNS modes and the resolver's delay.
+func (c *Config) validateDNS() error {
+	for i, m := range c.DNS {
+		if !slices.Contains(DNSModes, m) {
+			return fmt.Errorf("dns[%d] %q: allowed %s", i, m, strings.Join(DNSModes, ", "))
+		}
+		if slices.Index(c.DNS, m) != i {
+			return fmt.Errorf("dns[%d] %q: given twice", i, m)
+		}
+	}
+	d := time.Duration(c.DNSDelay)
+	switch {
+	case d < 0 || d > MaxDNSDelay:
+		return fmt.Errorf("dns_delay %s: allowed 0 to %s", d, MaxDNSDelay)
+	case d > 0 && !c.looksUp():
+		return fmt.Errorf("dns_delay %s without a dns condition that looks up: give dns cold or cached (--dns cold,cached)", d)
+	}
+	return nil
+}
+
+// looksUp reports whether some condition resolves the server's name.
+func (c *Config) looksUp() bool {
+	for _, m := range c.DNS {
+		if m != DNSNone {
+			return true
+		}
+	}
+	return false
+}
+
+// resolver is the lab's DNS server, in the server namespace at the
+// path's server address: a lookup crosses the path both ways.
+type resolver struct {
+	addr string // ip:port, UDP
+	srv  *dns.Server
+	stop chan struct{} // closed to cut short a delayed answer
+	done chan struct{} // closed when the server has returned
+}
+
+// startResolver serves ServerName on path: an A record of the server's
+// address (and an AAAA one where it has IPv6; else an empty answer) with
+// ttl, each answer after delay. Other names are NXDOMAIN.
+func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Duration) (*resolver, error) {
+	pc, err := path.ListenPacket(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("resolver in the server namespace: %w", err)
+	}
+	r := &resolver{addr: pc.LocalAddr().String(), stop: make(chan struct{}), done: make(chan struct{})}
+	started := make(chan struct{})
+	r.srv = &dns.Server{PacketConn: pc, NotifyStartedFunc: func() { close(started) },
+		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+			if delay > 0 {
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-r.stop:
+					t.Stop()
+					return
+				}
+			}
+			_ = w.WriteMsg(answer(q, path.ServerAddr, ttl))
+		})}
+	var serr error
+	go func() {
+		defer close(r.done)
+		serr = r.srv.ActivateAndServe()
+	}()
+	select {
+	case <-started:
+		return r, nil
+	case <-r.done:
+		pc.Close()
+		return nil, fmt.Errorf("resolver in the server namespace: %w", serr)
+	}
+}
+
+// answer is the resolver's reply to q.
+func answer(q *dns.Msg, server netip.Addr, ttl time.Duration) *dns.Msg {
+	m := new(dns.Msg)
+	m.SetReply(q)
+	m.Authoritative = true
+	if len(q.Question) != 1 || !strings.EqualFold(q.Question[0].Name, dns.Fqdn(ServerName)) {
+		m.Rcode = dns.RcodeNameError
+		return m
+	}
+	qn := q.Question[0]
+	hdr := dns.RR_Header{Name: qn.Name, Class: dns.ClassINET, Ttl: uint32(ttl / time.Second)}
+	switch {
+	case qn.Qtype == dns.TypeA && server.Is4():
+		hdr.Rrtype = dns.TypeA
+		m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: server.AsSlice()})
+	case qn.Qtype == dns.TypeAAAA && server.Is6():
+		hdr.Rrtype = dns.TypeAAAA
+		m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: server.AsSlice()})
+	}
+	return m
+}
+
+// close stops the resolver and waits for it.
+func (r *resolver) close() {
+	close(r.stop)
+	_ = r.srv.Shutdown()
+	<-r.done
+}
+
+// lookupKey is the context key of a request's *lookup.
+type lookupKey struct{}
+
+// lookup is what a request's dial spent resolving the server's name.
+type lookup struct {
+	done bool          // the request dialed, and so resolved the name
+	took time.Duration // 0 when the client's cache answered
+}
+
+// withLookup returns ctx carrying l, which the client's dial fills in.
+func withLookup(ctx context.Context, l *lookup) context.Context {
+	return context.WithValue(ctx, lookupKey{}, l)
+}
+
+// nameDialer dials ServerName:port through the lab's resolver: a
+// net.Resolver whose queries go over the path to the resolver, its
+// answers kept for their TTL (none with TTL 0).
+type nameDialer struct {
+	dial     func(ctx context.Context, network, address string) (net.Conn, error)
+	resolver net.Resolver
+
+	mu      sync.Mutex // serializes lookups
+	addr    netip.Addr // the cached answer, until expires
+	expires time.Time
+
+	ttlMu  sync.Mutex
+	ttl    time.Duration // the least TTL of the A and AAAA records of the last lookup's answers
+	gotTTL bool
+}
+
+// newNameDialer resolves through the resolver at resolverAddr, reached
+// with dial (the path's), and connects with dial too.
+func newNameDialer(dial func(ctx context.Context, network, address string) (net.Conn, error), resolverAddr string) *nameDialer {
+	d := &nameDialer{dial: dial}
+	d.resolver = net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		c, err := dial(ctx, network, resolverAddr)
+		if u, ok := c.(*net.UDPConn); ok {
+			return &ttlConn{UDPConn: u, d: d}, nil // a PacketConn still: the resolver frames it as UDP
+		}
+		return c, err
+	}}
+	return d
+}
+
+// DialContext implements http.Transport.DialContext for ServerName:port,
+// noting in ctx's lookup what resolving it took.
+func (d *nameDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil || !strings.EqualFold(host, ServerName) {
+		return nil, fmt.Errorf("dial %s: only %s through the lab's resolver", address, ServerName)
+	}
+	addr, took, err := d.resolve(ctx)
+	if l, ok := ctx.Value(lookupKey{}).(*lookup); ok {
+		l.done, l.took = true, took
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.dial(ctx, network, net.JoinHostPort(addr.String(), port))
+}
+
+// resolve returns the server's address, from the cache while its TTL
+// lasts (took 0), else looked up: took is from before the queries were
+// sent to after the answer was read.
+func (d *nameDialer) resolve(ctx context.Context) (netip.Addr, time.Duration, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.addr.IsValid() && time.Now().Before(d.expires) {
+		return d.addr, 0, nil
+	}
+	// The lookup's own context, without the request's trace: its UDP
+	// dial is not the request's TCP connect.
+	lctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	if dl, ok := ctx.Deadline(); ok {
+		var c2 context.CancelFunc
+		lctx, c2 = context.WithDeadline(lctx, dl)
+		defer c2()
+	}
+	d.ttlMu.Lock()
+	d.ttl, d.gotTTL = 0, false
+	d.ttlMu.Unlock()
+	start := time.Now()
+	addrs, err := d.resolver.LookupNetIP(lctx, "ip", dns.Fqdn(ServerName))
+	took := time.Since(start)
+	if err != nil {
+		return netip.Addr{}, took, fmt.Errorf("resolve %s: %w", ServerName, err)
+	}
+	var addr netip.Addr
+	for _, a := range addrs {
+		if a = a.Unmap(); a.Is4() {
+			addr = a
+			break
+		}
+	}
+	if !addr.IsValid() {
+		return netip.Addr{}, took, fmt.Errorf("resolve %s: no IPv4 address in %v", ServerName, addrs)
+	}
+	d.ttlMu.Lock()
+	ttl, got := d.ttl, d.gotTTL
+	d.ttlMu.Unlock()
+	d.addr, d.expires = netip.Addr{}, time.Time{}
+	if got && ttl > 0 {
+		d.addr, d.expires = addr, start.Add(ttl)
+	}
+	return addr, took, nil
+}
+
+// noteTTL keeps the least TTL of m's address records.
+func (d *nameDialer) noteTTL(m *dns.Msg) {
+	d.ttlMu.Lock()
+	defer d.ttlMu.Unlock()
+	for _, rr := range m.Answer {
+		h := rr.Header()
+		if h.Rrtype != dns.TypeA && h.Rrtype != dns.TypeAAAA {
+			continue
+		}
+		if t := time.Duration(h.Ttl) * time.Second; !d.gotTTL || t < d.ttl {
+			d.ttl, d.gotTTL = t, true
+		}
+	}
+}
+
+// ttlConn is a resolver's UDP connection that reads the TTL of each
+// answer it carries: net.Resolver does not say it.
+type ttlConn struct {
+	*net.UDPConn
+	d *nameDialer
+}
+
+func (c *ttlConn) Read(b []byte) (int, error) {
+	n, err := c.UDPConn.Read(b)
+	if n > 0 {
+		var m dns.Msg
+		if m.Unpack(b[:n]) == nil {
+			c.d.noteTTL(&m)
+		}
+	}
+	return n, err
+}
