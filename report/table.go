@@ -21,7 +21,7 @@ type table struct {
 	// (Table.WriteText: Head without the HTMLCol columns), as the page's
 	// data-text-head attribute, so a test can match the two.
 	TextHead string
-	Rows    [][]Cell
+	Rows     [][]Cell
 }
 
 // Cell is one table cell. Num right-aligns it; Title explains it on hover.
