@@ -20,8 +20,9 @@
 //     ranges, by SlowReaderSpec.Validate and SettingPath); and the shared
 //     flag types (SizeFlag, DurationFlag, SizesFlag);
 //   - the session (Options, RunSession: results directory, stack, cgroups
-//     and limits, the canonical scenario, CheckResume, environment.json
-//     through RecordSession);
+//     and limits, the canonical scenario (its schema_version,
+//     ScenarioVersion), CheckResume, environment.json through
+//     RecordSession, manifest.json through WriteManifest);
 //   - the run loop, Matrix: an experiment gives its runs, what one run
 //     measures and where its run row keeps its verdict, and Matrix owns
 //     the results files (RunFiles, UseRunFiles), --resume, the host CPU

@@ -80,9 +80,12 @@ type Result interface {
 	AllFailed() bool
 }
 
-// Header is what every scenario has: which experiment.
+// Header is what every scenario has: the version of the scenario format
+// (written by MarshalScenario, checked and cleared when a scenario is
+// read: a config holds none) and which experiment.
 type Header struct {
-	Experiment string `yaml:"experiment"`
+	SchemaVersion string `yaml:"schema_version,omitempty"`
+	Experiment    string `yaml:"experiment"`
 }
 
 // Repeated is a Config whose conditions run Reps times (--reps, --quick).

@@ -22,7 +22,11 @@ type Given struct {
 // ignored.
 func (g Given) reapply(cfg Config) error {
 	if g.Scenario != nil {
-		if err := decodeScenario(g.Scenario, cfg); err != nil {
+		strict, err := scenarioStrict(g.Scenario)
+		if err == nil {
+			err = decodeScenario(g.Scenario, cfg, strict)
+		}
+		if err != nil {
 			return err
 		}
 	}

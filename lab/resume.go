@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/slowlab/slowlab/internal/schema"
 )
 
 // ScenarioFile is the canonical scenario a results directory was run with:
@@ -51,7 +53,7 @@ func CheckResume(env *Env, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	diffs, err := scenarioDiff(old, env.Scenario)
+	diffs, err := scenarioDiff(ScenarioFile, old, env.Scenario)
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", path, err)
 	}
@@ -62,14 +64,29 @@ func CheckResume(env *Env, cfg Config) error {
 }
 
 // scenarioDiff lists the fields that differ between two scenarios, as
-// "PATH: WAS -> NOW".
-func scenarioDiff(was, now []byte) ([]string, error) {
+// "PATH: WAS -> NOW": was, the file name's, and now. Their schema_version
+// is not a setting: was's must be one this slowlab reads (an older
+// scenario.yaml has none; a newer minor version's fields this slowlab does
+// not know are differences).
+func scenarioDiff(name string, was, now []byte) ([]string, error) {
 	var a, b any
 	if err := yaml.Unmarshal(was, &a); err != nil {
 		return nil, err
 	}
 	if err := yaml.Unmarshal(now, &b); err != nil {
 		return nil, err
+	}
+	var head Header
+	if err := yaml.Unmarshal(was, &head); err != nil {
+		return nil, err
+	}
+	if _, err := schema.Check(name, head.SchemaVersion, ScenarioVersion); err != nil {
+		return nil, err
+	}
+	for _, m := range []any{a, b} {
+		if top, ok := m.(map[string]any); ok {
+			delete(top, schema.Field)
+		}
 	}
 	var diffs []string
 	diffValues("", a, b, &diffs)

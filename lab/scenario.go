@@ -15,6 +15,7 @@ import (
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/bytesize"
+	"github.com/slowlab/slowlab/internal/schema"
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
@@ -211,8 +212,18 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML implements yaml.Marshaler.
 func (s Size) MarshalYAML() (any, error) { return bytesize.Format(int64(s)), nil }
 
-// MarshalScenario returns cfg as a scenario file for `slowlab run`.
+// ScenarioVersion is the version of the scenario format this slowlab
+// writes and reads (schema_version; internal/schema says how a file of
+// another version is read). A scenario without one is 1.0.
+const ScenarioVersion = "1.0"
+
+// MarshalScenario returns cfg as a scenario file for `slowlab run`, its
+// schema_version first.
 func MarshalScenario(cfg Config) ([]byte, error) {
+	h := cfg.Head()
+	was := h.SchemaVersion
+	h.SchemaVersion = ScenarioVersion
+	defer func() { h.SchemaVersion = was }()
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -243,7 +254,7 @@ func ReadScenario(path string, stdin io.Reader) (Config, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := ParseScenario(b)
+	cfg, err := parseScenario(path, b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -251,12 +262,24 @@ func ReadScenario(path string, stdin io.Reader) (Config, []byte, error) {
 }
 
 // ParseScenario decodes a scenario over its experiment's published values
-// (fields left out keep them; unknown fields are errors) and validates it
-// completely, component settings included, before anything starts.
-func ParseScenario(b []byte) (Config, error) {
+// (fields left out keep them; unknown fields are errors, but for a
+// scenario of a newer minor version, whose unknown fields are ignored
+// with a note) and validates it completely, component settings included,
+// before anything starts. A scenario of a newer major version is refused.
+func ParseScenario(b []byte) (Config, error) { return parseScenario("scenario", b) }
+
+// parseScenario is ParseScenario of the file name, which a note names.
+func parseScenario(name string, b []byte) (Config, error) {
 	var head Header
 	if err := yaml.Unmarshal(b, &head); err != nil {
 		return nil, yamlError(err)
+	}
+	strict, err := schema.Compare("", head.SchemaVersion, ScenarioVersion)
+	if err != nil {
+		return nil, errors.New(oneLine(err.Error()))
+	}
+	if !strict {
+		schema.Noted(name, head.SchemaVersion, ScenarioVersion)
 	}
 	if head.Experiment == "" {
 		return nil, emptyScenario()
@@ -266,7 +289,7 @@ func ParseScenario(b []byte) (Config, error) {
 		return nil, fmt.Errorf("experiment %q: allowed %s", head.Experiment, strings.Join(Names(), ", "))
 	}
 	cfg := e.New()
-	if err := decodeScenario(b, cfg); err != nil {
+	if err := decodeScenario(b, cfg, strict); err != nil {
 		return nil, err
 	}
 	return cfg, ValidateAll(cfg)
@@ -317,14 +340,27 @@ func validateReps(cfg Config) error {
 }
 
 // decodeScenario decodes b over cfg: the fields b has replace cfg's, the
-// others are kept.
-func decodeScenario(b []byte, cfg Config) error {
+// others are kept; strict refuses a field cfg does not have. The
+// scenario's schema_version is not kept.
+func decodeScenario(b []byte, cfg Config, strict bool) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil {
+	dec.KnownFields(strict)
+	err := dec.Decode(cfg)
+	cfg.Head().SchemaVersion = ""
+	if err != nil {
 		return yamlError(err)
 	}
 	return nil
+}
+
+// scenarioStrict says whether the scenario b is decoded strictly (its
+// version this slowlab's or older), without a note.
+func scenarioStrict(b []byte) (bool, error) {
+	var head Header
+	if err := yaml.Unmarshal(b, &head); err != nil {
+		return false, yamlError(err)
+	}
+	return schema.Compare(ScenarioFile, head.SchemaVersion, ScenarioVersion)
 }
 
 // yamlError keeps a decoding error on one line, without the library's

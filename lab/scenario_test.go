@@ -1,12 +1,15 @@
 package lab_test
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/slowlab/slowlab/internal/buildinfo"
+	"github.com/slowlab/slowlab/internal/schema"
 	"github.com/slowlab/slowlab/lab"
 	_ "github.com/slowlab/slowlab/lab/experiments"
 	"github.com/slowlab/slowlab/lab/slowclient"
@@ -95,6 +98,7 @@ func FuzzParseScenario(f *testing.F) {
 		b, _ := os.ReadFile(file)
 		f.Add(b)
 	}
+	defer schema.SetNotes(io.Discard)()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cfg, err := lab.ParseScenario(b)
 		if err != nil {
@@ -107,4 +111,68 @@ func FuzzParseScenario(f *testing.F) {
 			t.Fatalf("accepted scenario does not validate: %v", err)
 		}
 	})
+}
+
+// A scenario says schema_version, first, when slowlab writes it; one a
+// user writes without it is 1.0. An unknown field is refused at 1.0 (a
+// typo), ignored with a note at a newer minor version; a newer major
+// version is refused by name. The version is no setting: the config read
+// holds none, and a resume of a results directory whose scenario.yaml an
+// older slowlab wrote (without it) finds no difference.
+func TestScenarioVersions(t *testing.T) {
+	b, err := lab.MarshalScenario(slowclient.Published())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "schema_version: \"1.0\"\nexperiment: slow-client\n") {
+		t.Fatalf("printed scenario:\n%.100s", b)
+	}
+	var notes strings.Builder
+	defer schema.SetNotes(&notes)()
+	dir := t.TempDir()
+	path := filepath.Join(dir, lab.ScenarioFile)
+	load := func(scenario string) (lab.Config, error) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(scenario), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return lab.LoadScenario(path, nil)
+	}
+	old := strings.TrimPrefix(string(b), "schema_version: \"1.0\"\n")
+	for _, c := range []struct{ name, scenario, err string }{
+		{"none", old, ""},
+		{"1.0", string(b), ""},
+		{"1.0 unquoted", "schema_version: 1.0\n" + old, ""},
+		{"a typo at 1.0", string(b) + "slow_clients: 2\n", "field slow_clients not found in type slowclient.Config"},
+		{"a typo without a version", old + "slow_clients: 2\n", "field slow_clients not found in type slowclient.Config"},
+		{"1.2 with a field", strings.Replace(string(b), `"1.0"`, `"1.2"`, 1) + "warmup: 2s\n", ""},
+		{"2.0", strings.Replace(string(b), `"1.0"`, `"2.0"`, 1), path + ": schema 2.0: this slowlab (" + buildinfo.Version() + ") reads 1.x; use a newer slowlab"},
+		{"not a version", strings.Replace(string(b), `"1.0"`, `"one"`, 1), path + `: schema_version "one": want MAJOR.MINOR, such as 1.0`},
+	} {
+		cfg, err := load(c.scenario)
+		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.err)
+			continue
+		}
+		if err == nil && !reflect.DeepEqual(cfg, slowclient.Published()) {
+			t.Errorf("%s: read %+v, want the published config", c.name, cfg)
+		}
+	}
+	if want := path + ": schema 1.2 is newer than this slowlab's 1.0; fields it does not know were ignored\n"; notes.String() != want {
+		t.Errorf("notes %q, want %q", notes.String(), want)
+	}
+
+	for _, c := range []struct{ name, was, err string }{
+		{"older, without a version", old, ""},
+		{"1.1 with a field", strings.Replace(string(b), `"1.0"`, `"1.1"`, 1) + "warmup: 2s\n", "it was run with other settings: warmup: 2s -> (none)"},
+		{"2.0", strings.Replace(string(b), `"1.0"`, `"2.0"`, 1), "scenario.yaml: schema 2.0: this slowlab ("},
+	} {
+		if err := os.WriteFile(path, []byte(c.was), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := lab.CheckResume(&lab.Env{Out: dir, Resume: true}, slowclient.Published())
+		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("resume, %s: %v, want %q", c.name, err, c.err)
+		}
+	}
 }

@@ -1,11 +1,14 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +19,7 @@ import (
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -33,6 +37,7 @@ type Options struct {
 	MetricsAddr string // served by cmd; here only to be refused where not taken
 	Reps        Reps   // overrides the scenario's reps when set
 	Quick       bool   // one repetition per condition
+	Command     string // the slowlab command of the session, for manifest.json
 
 	Metrics        *loadgen.Metrics
 	TracerProvider trace.TracerProvider
@@ -165,7 +170,8 @@ var ErrAllFailed = errors.New("every run failed")
 
 // RunSession runs cfg (validated, with the options applied) as `slowlab
 // reproduce` and `slowlab run` do: it resolves the stack, says where the
-// results go, runs, prints the table and writes the report. Progress goes
+// results go, runs, writes manifest.json (WriteManifest), prints the
+// table and writes the report. Progress goes
 // to stderr. A session that completed with every run failed returns
 // ErrAllFailed; one that left some conditions without a valid run, an
 // error wrapping ErrUnmeasured that names them.
@@ -176,21 +182,21 @@ func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Wr
 	}
 	fmt.Fprintf(stderr, "%s: results in %s\n", cfg.Head().Experiment, env.Out)
 	res, err := cfg.Run(ctx, env)
+	manifestErr := WriteManifest(env.Out, o.Command, cfg.Head().Experiment)
 	if res != nil {
 		fmt.Fprintf(stdout, "results: %s\n\n", env.Out)
 		res.Print(stdout)
 		WriteReport(env.Out, stdout, stderr)
 	}
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("interrupted; runs completed so far are in %s", env.Out)
-	}
-	if err == nil && res != nil && res.AllFailed() {
-		return fmt.Errorf("%w; the reasons are in %s", ErrAllFailed, filepath.Join(env.Out, reasonsFile(res)))
-	}
-	if err == nil {
+	switch {
+	case errors.Is(err, context.Canceled):
+		err = fmt.Errorf("interrupted; runs completed so far are in %s", env.Out)
+	case err == nil && res != nil && res.AllFailed():
+		err = fmt.Errorf("%w; the reasons are in %s", ErrAllFailed, filepath.Join(env.Out, reasonsFile(res)))
+	case err == nil:
 		err = env.Unmeasured()
 	}
-	return err
+	return errors.Join(err, manifestErr)
 }
 
 // Reasoned is a Result whose failures are explained in a results file
@@ -206,6 +212,17 @@ func reasonsFile(res Result) string {
 		return r.ReasonsFile()
 	}
 	return "runs.csv"
+}
+
+// WriteManifest writes dir's manifest.json as a session of experiment
+// that command ran ends: what wrote the directory and the results files
+// it holds (recorder.WriteManifest). Nothing when the session made no
+// directory.
+func WriteManifest(dir, command, experiment string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return recorder.WriteManifest(dir, cmp.Or(command, "run"), experiment)
 }
 
 // WriteReport draws the results directory's report; a failure is

@@ -127,57 +127,56 @@ func (s Summary) Cause() string {
 	return strings.Join(parts, ", ")
 }
 
-// print writes the summary: counts, status codes, error reasons with an
-// example each, and nearest-rank percentiles of latency (ok requests) and
-// schedule lag (sent requests), or - when there is none.
+// Print writes the summary's Figures: counts, status codes, error
+// reasons with an example each, and nearest-rank percentiles of latency
+// (ok requests) and schedule lag (sent requests), or - when there is none.
 func (s Summary) Print(w io.Writer) {
-	fmt.Fprintf(w, "requests %d: ok %d, failed %d, not sent %d\n", s.Total, s.OK, s.Failed, s.NotSent)
-	if len(s.codes) == 0 {
+	f := s.Figures()
+	fmt.Fprintf(w, "requests %d: ok %d, failed %d, not sent %d\n", f.Requests, f.OK, f.Failed, f.NotSent)
+	if len(f.Status) == 0 {
 		fmt.Fprintln(w, "status: no response")
 	}
-	for _, code := range slices.Sorted(maps.Keys(s.codes)) {
-		fmt.Fprintf(w, "status %d: %d\n", code, s.codes[code])
+	for _, c := range f.Status {
+		fmt.Fprintf(w, "status %d: %d\n", c.Code, c.Count)
 	}
-	reasons := s.sortedReasons()
-	if len(reasons) == 0 {
+	if len(f.Errors) == 0 {
 		fmt.Fprintln(w, "errors: none")
 	} else {
-		counts := make([]string, len(reasons))
-		for i, reason := range reasons {
-			counts[i] = fmt.Sprintf("%s %d", reason, s.reasons[reason])
+		counts := make([]string, len(f.Errors))
+		for i, e := range f.Errors {
+			counts[i] = fmt.Sprintf("%s %d", e.Reason, e.Count)
 		}
 		fmt.Fprintf(w, "errors: %s\n", strings.Join(counts, ", "))
-		for _, reason := range reasons {
-			fmt.Fprintf(w, "  %s: %s\n", reason, s.example[reason])
+		for _, e := range f.Errors {
+			fmt.Fprintf(w, "  %s: %s\n", e.Reason, e.Example)
 		}
 	}
-	if s.lat.N() == 0 {
+	if l := f.LatencyMS; l == nil {
 		fmt.Fprintln(w, "latency ms:      -")
 	} else {
-		fmt.Fprintf(w, "latency ms:      p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", s.lat.Percentile(50), s.lat.Percentile(95), s.lat.Percentile(99), s.lat.Percentile(100))
+		fmt.Fprintf(w, "latency ms:      p50 %.2f  p95 %.2f  p99 %.2f  max %.2f\n", l.P50, l.P95, l.P99, l.Max)
 	}
-	if s.lag.N() == 0 {
+	if l := f.ScheduleLagMS; l == nil {
 		fmt.Fprintln(w, "schedule lag ms: -")
 	} else {
-		fmt.Fprintf(w, "schedule lag ms: p50 %.3f  p99 %.3f  max %.3f\n", s.lag.Percentile(50), s.lag.Percentile(99), s.lag.Percentile(100))
+		fmt.Fprintf(w, "schedule lag ms: p50 %.3f  p99 %.3f  max %.3f\n", l.P50, l.P99, l.Max)
 	}
-	fmt.Fprintln(w, s.onSchedule())
+	fmt.Fprintln(w, f.onSchedule())
 }
 
 // onSchedule is the summary line on how well the schedule was kept: the
 // share of started requests that started within LateAfter, the late and
 // skipped counts, and the rate at which requests started.
-func (s Summary) onSchedule() string {
-	started := s.lag.N()
-	if started == 0 {
-		return fmt.Sprintf("on schedule: - (late 0 of 0 started, skipped %d)", s.Skipped)
+func (f Figures) onSchedule() string {
+	if f.OnSchedulePct == nil {
+		return fmt.Sprintf("on schedule: - (late 0 of 0 started, skipped %d)", f.Skipped)
 	}
 	rate := "-"
-	if span := s.last.Sub(s.first); started > 1 && span > 0 {
-		rate = fmt.Sprintf("%.1f", float64(started-1)/span.Seconds())
+	if f.StartedPerS != nil {
+		rate = fmt.Sprintf("%.1f", *f.StartedPerS)
 	}
 	return fmt.Sprintf("on schedule: %.2f%% started within %v (late %d of %d started, skipped %d), %s req/s started",
-		100*float64(started-s.Late)/float64(started), LateAfter, s.Late, started, s.Skipped, rate)
+		*f.OnSchedulePct, LateAfter, f.Late, f.Started, f.Skipped, rate)
 }
 
 // Progress is the summary so far in one line, for a long run's progress
@@ -193,13 +192,13 @@ func (s *Summary) Progress() string {
 	return fmt.Sprintf("sent %d, ok %d, errors %d, schedule lag p99 %s", s.Total-s.NotSent, s.OK, s.Failed, lag)
 }
 
-// PrintDownloads writes one line per slow reader.
+// PrintDownloads writes one line per slow reader (DownloadFigures).
 func PrintDownloads(w io.Writer, downloads []Download) {
-	for _, d := range downloads {
+	for _, d := range DownloadFigures(downloads) {
 		status := "complete"
 		if !d.Complete {
-			status = fmt.Sprintf("incomplete: %v", d.Err)
+			status = "incomplete: " + d.Error
 		}
-		fmt.Fprintf(w, "slow reader %d: status %d, %d bytes in %.2f s (%s)\n", d.Client, d.Status, d.Bytes, d.Receive.Seconds(), status)
+		fmt.Fprintf(w, "slow reader %d: status %d, %d bytes in %.2f s (%s)\n", d.Client, d.Status, d.Bytes, d.ReceiveS, status)
 	}
 }

@@ -339,3 +339,30 @@ func ReadOptional[T Row[T]](dir string) (rows []T, present bool, err error) {
 	}
 	return rows, true, nil
 }
+
+// EachRow calls fn with every row of type T of the file at path, in
+// order, holding one row at a time (a file too large to read whole); the
+// first error, fn's included, ends it, naming the file.
+func EachRow[T Row[T]](path string, fn func(T) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r, err := NewReader[T](f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for {
+		row, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil {
+			err = fn(row)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+}

@@ -11,7 +11,10 @@
 //
 // and environment.json, which keeps one Environment per session that
 // wrote the results directory (ReplaceFile writes such a file whole, in
-// one step a reader cannot see half done). It also owns the aggregation the
+// one step a reader cannot see half done), and manifest.json, what wrote
+// the directory and its files with their formats' versions
+// (WriteManifest). Their schema_version is read by internal/schema's
+// rule. It also owns the aggregation the
 // experiments share (NearestRank and Median percentiles, SummarizeRun,
 // SummarizeConditions, SummarizeResources, DurationHist) and KeepRuns,
 // which keeps the rows of the runs --resume keeps.

@@ -11,11 +11,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/schema"
 )
 
 // EnvironmentFile is the results file saying what the results were
 // measured on, one session at a time.
 const EnvironmentFile = "environment.json"
+
+// EnvironmentVersion is the version of environment.json's format this
+// slowlab writes (its schema_version; internal/schema says how it is
+// read).
+const EnvironmentVersion = "1.0"
 
 // Environment is one session of environment.json: what one run of the lab
 // measured on. An experiment that is interrupted and resumed has a session
@@ -118,21 +125,27 @@ func parseTCPMem(key, s string) (TCPMem, error) {
 
 // environmentFile is the layout of environment.json.
 type environmentFile struct {
-	Sessions []Environment `json:"sessions"`
+	SchemaVersion string        `json:"schema_version"`
+	Sessions      []Environment `json:"sessions"`
 }
 
 // AppendEnvironment adds the session s to dir/environment.json after the
 // sessions already there, creating the file if needed. The file is
 // replaced atomically, so an earlier session is never lost, even to a
-// crash mid-write; a file that does not parse is an error and is left as
-// it is.
+// crash mid-write; a file that does not parse, or that a newer slowlab
+// wrote (what it has that this one does not know would be lost), is an
+// error and is left as it is.
 func AppendEnvironment(dir string, s Environment) error {
-	sessions, err := ReadEnvironment(dir)
+	path := filepath.Join(dir, EnvironmentFile)
+	sessions, version, err := readEnvironment(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("append session: %w", err)
 	}
-	path := filepath.Join(dir, EnvironmentFile)
-	b, err := json.MarshalIndent(environmentFile{Sessions: append(sessions, s)}, "", "  ")
+	if strict, _ := schema.Compare(path, version, EnvironmentVersion); !strict {
+		return fmt.Errorf("append session: %s: schema %s is newer than this slowlab's %s: what it does not know would be lost; use a newer slowlab",
+			path, version, EnvironmentVersion)
+	}
+	b, err := json.MarshalIndent(environmentFile{SchemaVersion: EnvironmentVersion, Sessions: append(sessions, s)}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -153,18 +166,34 @@ func AppendEnvironment(dir string, s Environment) error {
 // first. It also reads the layout written before environment.json kept
 // every session, a single session object, so older results directories
 // still report. A missing file is an error wrapping fs.ErrNotExist; any
-// other error names the file. Fields it does not know are ignored.
+// other error names the file, a newer major version (schema_version)
+// included. Fields it does not know are ignored, as they always were:
+// the file describes, it configures nothing (a newer minor version's
+// are noted once).
 func ReadEnvironment(dir string) ([]Environment, error) {
-	path := filepath.Join(dir, EnvironmentFile)
+	sessions, _, err := readEnvironment(filepath.Join(dir, EnvironmentFile))
+	return sessions, err
+}
+
+// readEnvironment is ReadEnvironment of the file at path, with the
+// version it says.
+func readEnvironment(path string) ([]Environment, string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read environment: %w", err)
+		return nil, "", fmt.Errorf("read environment: %w", err)
+	}
+	version, err := schema.Of(b)
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if _, err := schema.Check(path, version, EnvironmentVersion); err != nil {
+		return nil, "", err
 	}
 	sessions, err := parseEnvironment(b)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, "", fmt.Errorf("read %s: %w", path, err)
 	}
-	return sessions, nil
+	return sessions, version, nil
 }
 
 // parseEnvironment parses environment.json in either layout.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/schema"
 )
 
 func session(experiment string, started time.Time) Environment {
@@ -48,7 +50,7 @@ func TestAppendEnvironmentKeepsSessions(t *testing.T) {
 		t.Errorf("environment.json has mode %v, want 0644", st.Mode().Perm())
 	}
 	b, _ := os.ReadFile(path)
-	if !strings.HasPrefix(string(b), "{\n  \"sessions\": [\n    {\n      \"experiment\": \"slow-client\",") {
+	if !strings.HasPrefix(string(b), "{\n  \"schema_version\": \"1.0\",\n  \"sessions\": [\n    {\n      \"experiment\": \"slow-client\",") {
 		t.Errorf("layout:\n%s", b)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) > 0 {
@@ -231,3 +233,55 @@ func FuzzTCPMem(f *testing.F) {
 		}
 	})
 }
+
+// environment.json written by this build says schema_version 1.0; one of
+// a newer minor version reads with a note (its unknown fields ignored, as
+// at every version) but gets no session added, which would drop what
+// this slowlab does not know; a newer major version is refused by name.
+func TestEnvironmentVersions(t *testing.T) {
+	dir := t.TempDir()
+	s := session("slow-client", time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC))
+	if err := AppendEnvironment(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, EnvironmentFile)
+	written, _ := os.ReadFile(path)
+	var notes strings.Builder
+	defer schema.SetNotes(&notes)()
+	edit := func(to string) {
+		t.Helper()
+		b := strings.Replace(string(written), `"schema_version": "1.0",`, to, 1)
+		if b == string(written) {
+			t.Fatalf("no schema_version in\n%s", written)
+		}
+		if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(`"schema_version": "1.4", "hosts": ["a"],`)
+	if got, err := ReadEnvironment(dir); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], s) {
+		t.Errorf("1.4: %+v, %v", got, err)
+	}
+	if want := path + ": schema 1.4 is newer than this slowlab's 1.0; fields it does not know were ignored\n"; notes.String() != want {
+		t.Errorf("notes %q, want %q", notes.String(), want)
+	}
+	err := AppendEnvironment(dir, s)
+	if err == nil || !strings.Contains(err.Error(), "schema 1.4 is newer than this slowlab's 1.0: what it does not know would be lost") {
+		t.Errorf("appending to 1.4: %v", err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"hosts"`) {
+		t.Error("the refused append rewrote the file")
+	}
+	edit(`"schema_version": "2.0",`)
+	for _, err := range []error{second(ReadEnvironment(dir)), AppendEnvironment(dir, s)} {
+		if err == nil || !strings.Contains(err.Error(), path+": schema 2.0: this slowlab (") || !strings.Contains(err.Error(), ") reads 1.x; use a newer slowlab") {
+			t.Errorf("2.0: %v", err)
+		}
+	}
+	edit(`"schema_version": 1,`)
+	if _, err := ReadEnvironment(dir); err == nil || !strings.Contains(err.Error(), `schema_version 1: want a string such as "1.0"`) {
+		t.Errorf("a number: %v", err)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }

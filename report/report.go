@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,10 +146,14 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	what, err := whatResults(dir, sessions)
+	if err != nil {
+		return nil, err
+	}
 
 	rep := &Report{Dir: dir, HTML: filepath.Join(dir, HTMLFile)}
 	var sections []*section
-	for _, e := range selectExperiments(dir, experiments, sessions) {
+	for _, e := range selectExperiments(dir, experiments, what) {
 		s, err := e.build(dir)
 		if err != nil {
 			return nil, err
@@ -198,17 +203,30 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	return rep, nil
 }
 
-// selectExperiments returns the experiments to report on: the one
-// environment.json's first session names when it names a known one and
-// its results file is present, else every experiment whose results file
-// is present.
-func selectExperiments(dir string, experiments []Section, sessions []recorder.Environment) []Section {
+// whatResults is what dir's results are of, as the first session of
+// environment.json names it, else manifest.json ("" when neither does).
+// A manifest.json that cannot be read is an error.
+func whatResults(dir string, sessions []recorder.Environment) (string, error) {
+	m, err := recorder.ReadManifest(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if len(sessions) > 0 {
+		return sessions[0].Experiment, nil
+	}
+	return m.Experiment, nil
+}
+
+// selectExperiments returns the experiments to report on: the one named
+// what (whatResults) when it is a known one and its results file is
+// present, else every experiment whose results file is present.
+func selectExperiments(dir string, experiments []Section, what string) []Section {
 	var found []Section
 	for _, e := range experiments {
 		if _, err := os.Stat(filepath.Join(dir, e.Marker)); err != nil {
 			continue
 		}
-		if len(sessions) > 0 && sessions[0].Experiment == e.Name {
+		if what != "" && what == e.Name {
 			return []Section{e}
 		}
 		found = append(found, e)

@@ -71,23 +71,24 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stderr, "assess: results in %s\n", env.Out)
 	res, err := cfg.Run(ctx, env)
+	manifestErr := lab.WriteManifest(env.Out, "assess", assess.Name)
 	if r, ok := res.(*assess.Result); ok && r != nil {
 		fmt.Fprintf(stdout, "results: %s\n\n", env.Out)
 		r.Print(stdout)
 		lab.WriteReport(env.Out, stdout, stderr)
 		if err == nil {
-			return assessExit(r)
+			return errors.Join(assessExit(r), manifestErr)
 		}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("interrupted; the probes completed so far are in %s", env.Out)
+		err = fmt.Errorf("interrupted; the probes completed so far are in %s", env.Out)
 	case errors.Is(err, assess.ErrRefused):
-		return exitError{assessBadInput, err}
+		err = exitError{assessBadInput, err}
 	case errors.Is(err, assess.ErrUnavailable):
-		return exitError{assessUnmade, err}
+		err = exitError{assessUnmade, err}
 	}
-	return err
+	return errors.Join(err, manifestErr)
 }
 
 // assessExit is the exit of a finished assessment: a broken bound first

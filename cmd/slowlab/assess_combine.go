@@ -72,6 +72,9 @@ func runAssessCombine(_ context.Context, args []string, stdout, stderr io.Writer
 	if err := assess.WriteAssessment(*out, res.Assessment); err != nil {
 		return err
 	}
+	if err := recorder.WriteManifest(*out, "assess --combine", assess.Name); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "combined %d shards: %s\n\n", res.CombinedShards, *out)
 	res.Print(stdout)
 	lab.WriteReport(*out, stdout, stderr)

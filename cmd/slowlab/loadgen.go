@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/loadgendir"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
 
 // loadgenSynopsis is the first part of loadgen --help, exit statuses included.
-const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--pacer-sleep syscall|raw] [--slow N] [--shard I/N --start-at TIME|--start-barrier URL] [--out DIR] [--metrics-addr ADDR] [--quiet]
+const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--pacer-sleep syscall|raw] [--slow N] [--shard I/N --start-at TIME|--start-barrier URL] [--out DIR] [--json] [--metrics-addr ADDR] [--quiet]
 
 Exit status:
   0  the run completed and at least one request succeeded (a complete 2xx or 3xx response),
@@ -40,7 +41,7 @@ type loadgenFlags struct {
 	rate                                        float64
 	duration, offset, timeout, linger, maxLag   time.Duration
 	slow                                        int
-	keepAlive, allowRemote, http2, quiet        bool
+	keepAlive, allowRemote, http2, json, quiet  bool
 	tracing                                     tracingFlags
 }
 
@@ -64,7 +65,8 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.StringVar(&f.startAt, "start-at", "", "start the schedule at this instant (RFC 3339, e.g. 2026-12-05T10:00:00.000Z), so that shards on several processes or machines start together; its times are from it (default: now)")
 	fs.StringVar(&f.barrier, "start-barrier", "", "instead of --start-at, GET this URL (?shard=I added) and start at the instant it answers with once every shard arrived: the start of shards run as local processes (loadgen.StartBarrier serves one)")
 	fs.StringVar(&f.runID, "run-id", "", "run_id label and CSV column (default adhoc-<UTC timestamp>)")
-	fs.StringVar(&f.out, "out", "", "write requests.csv (and large-responses.csv with --slow) to this directory")
+	fs.StringVar(&f.out, "out", "", "write requests.csv (and large-responses.csv with --slow), loadgen.json and manifest.json to this directory")
+	fs.BoolVar(&f.json, "json", false, "print the end-of-run summary as one JSON object on stdout instead of text (the same figures; docs/commands.md)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
 	fs.DurationVar(&f.linger, "linger", 0, "keep serving /metrics this long after the run, so a scraper sees the final values")
 	fs.BoolVar(&f.quiet, "quiet", false, fmt.Sprintf("print no progress lines: by default one goes to stderr every %v (requests sent, ok, errors, schedule lag p99 so far, elapsed/total time); the summary on stdout is the same either way", progressEvery))
@@ -238,7 +240,7 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 		return err
 	}
 	if r.f.out != "" {
-		if err := writeLoadRecord(r.f.out, r.record()); err != nil {
+		if err := loadgendir.Write(r.f.out, r.record()); err != nil {
 			return errors.Join(err, files.close())
 		}
 	}
@@ -266,8 +268,10 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 		files.download(loadgen.DownloadRow(meta, d, recorder.None(), false))
 	}
 	fileErr := files.close()
-	sum.Print(stdout)
-	loadgen.PrintDownloads(stdout, downloads)
+	if r.f.out != "" && fileErr == nil {
+		fileErr = recorder.WriteManifest(r.f.out, "loadgen", loadgendir.Name)
+	}
+	fileErr = errors.Join(fileErr, r.printSummary(stdout, sum, downloads))
 	if r.f.linger > 0 && r.f.metricsAddr != "" {
 		select {
 		case <-time.After(r.f.linger):

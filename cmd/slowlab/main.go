@@ -14,7 +14,9 @@
 //   - report (report.go): figures and report.html from a results directory;
 //   - record (record.go): sample resources into resource-samples.csv;
 //   - loadgen (loadgen.go): open-loop load and slow readers to any target,
-//     whole or as one shard of N (loadrecord.go: its loadgen.json);
+//     whole or as one shard of N (loadrecord.go: its loadgen.json, whose
+//     format and report section are lab/loadgendir's; loadsummary.go: the
+//     end-of-run summary, text or --json);
 //   - merge (merge.go): the shards' results directories merged into one;
 //   - target (target.go), proxy (proxy.go): the embedded app server and
 //     proxy;

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/lab/loadgendir"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -22,10 +23,10 @@ const mergeSynopsis = `--out DIR SHARD_DIR...
 Merges the results directories of the N shards of one load (slowlab loadgen --shard I/N --out
 SHARD_DIR, every shard's directory given once) into DIR: requests.csv with every scheduled
 request once, in schedule order; large-responses.csv; runs.csv with the run's summary computed
-from the merged rows; and loadgen.json. Shards of different loads (any flag but --shard differs,
-named in the error), a shard missing or given twice, and a request or a slow reader missing,
-repeated or in the wrong shard are refused. Memory stays bounded however many rows: they are sorted in chunks
-written under DIR and merged.`
+from the merged rows; loadgen.json; manifest.json. Shards of different loads (any flag but
+--shard differs, named in the error), a shard missing or given twice, and a request or a slow
+reader missing, repeated or in the wrong shard are refused. Memory stays bounded however many
+rows: they are sorted in chunks written under DIR and merged. slowlab report DIR draws it.`
 
 func init() {
 	register(command{name: "merge", summary: "merge the shards of one sharded load (slowlab loadgen --shard) into one results directory", run: runMerge})
@@ -64,7 +65,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	written := []string{recorder.FileName[recorder.Request](), recorder.FileName[recorder.LargeResponse](), recorder.FileName[recorder.Run](), loadRecordFile}
+	written := []string{recorder.FileName[recorder.Request](), recorder.FileName[recorder.LargeResponse](), recorder.FileName[recorder.Run](), loadgendir.File,
+		recorder.ManifestFile}
 	for _, name := range written {
 		if _, err := os.Stat(filepath.Join(*out, name)); err == nil {
 			return usagef("--out %s: holds %s already: merge into a new directory", *out, name)
@@ -72,6 +74,9 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	m := &merger{out: *out, rec: rec, dirs: dirs}
 	run, err := m.merge()
+	if err == nil {
+		err = recorder.WriteManifest(*out, "merge", loadgendir.Name)
+	}
 	if err != nil {
 		// What a failed merge wrote is not the load's results: it goes.
 		for _, name := range written {
@@ -93,22 +98,22 @@ func num(m recorder.Maybe) string {
 
 // checkShards reads every directory's loadgen.json and checks that they
 // are the shards of one load, each once: the merged record.
-func checkShards(dirs []string) (loadRecord, error) {
-	recs := make([]loadRecord, len(dirs))
+func checkShards(dirs []string) (loadgendir.Record, error) {
+	recs := make([]loadgendir.Record, len(dirs))
 	for i, d := range dirs {
 		var err error
-		if recs[i], err = readLoadRecord(d); err != nil {
-			return loadRecord{}, err
+		if recs[i], err = loadgendir.Read(d); err != nil {
+			return loadgendir.Record{}, err
 		}
 	}
 	first := recs[0]
 	seen := map[int]string{}
 	for i, r := range recs {
-		if field, a, b := sameLoad(first, r); field != "" {
-			return loadRecord{}, fmt.Errorf("%s: %s %q, but %s has %q: shards must be runs of one load (the same flags but --shard)", dirs[i], field, b, dirs[0], a)
+		if field, a, b := loadgendir.SameLoad(first, r); field != "" {
+			return loadgendir.Record{}, fmt.Errorf("%s: %s %q, but %s has %q: shards must be runs of one load (the same flags but --shard)", dirs[i], field, b, dirs[0], a)
 		}
 		if other, ok := seen[r.Shard]; ok {
-			return loadRecord{}, fmt.Errorf("%s and %s are both shard %d of %d: give each shard once", other, dirs[i], r.Shard, r.Shards)
+			return loadgendir.Record{}, fmt.Errorf("%s and %s are both shard %d of %d: give each shard once", other, dirs[i], r.Shard, r.Shards)
 		}
 		seen[r.Shard] = dirs[i]
 	}
@@ -119,10 +124,10 @@ func checkShards(dirs []string) (loadRecord, error) {
 				missing = append(missing, s)
 			}
 		}
-		return loadRecord{}, fmt.Errorf("%d directories for %d shards: shard %v missing", len(dirs), first.Shards, missing)
+		return loadgendir.Record{}, fmt.Errorf("%d directories for %d shards: shard %v missing", len(dirs), first.Shards, missing)
 	}
 	if first.Shards > 1 && first.StartAt == "" {
-		return loadRecord{}, errors.New("the shards were not started together (run without --start-at): their schedules do not line up")
+		return loadgendir.Record{}, errors.New("the shards were not started together (run without --start-at): their schedules do not line up")
 	}
 	merged := first
 	merged.Shard, merged.Shards, merged.MergedFrom = 0, 1, len(dirs)
@@ -132,7 +137,7 @@ func checkShards(dirs []string) (loadRecord, error) {
 // merger merges one load's shards.
 type merger struct {
 	out    string
-	rec    loadRecord // the merged record
+	rec    loadgendir.Record // the merged record
 	dirs   []string
 	larges int
 }
@@ -145,8 +150,8 @@ func (m *merger) merge() (recorder.Run, error) {
 	defer byTime.Close()
 	shards := m.rec.MergedFrom
 	for _, d := range m.dirs {
-		rec, _ := readLoadRecord(d)
-		err := eachRow(filepath.Join(d, recorder.FileName[recorder.Request]()), func(r recorder.Request) error {
+		rec, _ := loadgendir.Read(d)
+		err := recorder.EachRow(filepath.Join(d, recorder.FileName[recorder.Request]()), func(r recorder.Request) error {
 			if r.Shard != rec.Shard || r.Seq%shards != rec.Shard || r.RunID != rec.RunID {
 				return fmt.Errorf("run %s seq %d shard %d: not a request of shard %d of %d of run %s", r.RunID, r.Seq, r.Shard, rec.Shard, shards, rec.RunID)
 			}
@@ -179,32 +184,7 @@ func (m *merger) merge() (recorder.Run, error) {
 	if err := writeRows(m.out, []recorder.Run{run}); err != nil {
 		return recorder.Run{}, err
 	}
-	return run, writeLoadRecord(m.out, m.rec)
-}
-
-// eachRow calls fn with every row of the file at path, in order.
-func eachRow[T recorder.Row[T]](path string, fn func(T) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := recorder.NewReader[T](f)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	for {
-		row, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err == nil {
-			err = fn(row)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
+	return run, loadgendir.Write(m.out, m.rec)
 }
 
 // requestStats is what the merged requests sum to; the ok requests'
@@ -292,8 +272,8 @@ func (m *merger) mergeLarges() ([]recorder.LargeResponse, error) {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && m.rec.Slow == 0 {
 			continue
 		}
-		rec, _ := readLoadRecord(d)
-		err := eachRow(path, func(l recorder.LargeResponse) error {
+		rec, _ := loadgendir.Read(d)
+		err := recorder.EachRow(path, func(l recorder.LargeResponse) error {
 			if l.Client < 0 || l.Client >= m.rec.Slow || l.Client%shards != rec.Shard || l.RunID != rec.RunID {
 				return fmt.Errorf("run %s slow reader %d: not a slow reader of shard %d of %d of run %s, which has %d in all",
 					l.RunID, l.Client, rec.Shard, shards, rec.RunID, m.rec.Slow)

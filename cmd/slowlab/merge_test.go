@@ -18,6 +18,7 @@ import (
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/appserver/appservertest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab/loadgendir"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -255,5 +256,16 @@ func TestMergeRefuses(t *testing.T) {
 	}
 	if code, _, errs := runCmd(t, append([]string{"merge", "--out", out}, good...)...); code != 2 || !strings.Contains(errs, "holds requests.csv already") {
 		t.Errorf("merge into a merged directory: exit %d: %s", code, errs)
+	}
+	// The merged directory and a shard's are the load generator's: the
+	// report draws them with its section alone (the merged one's runs.csv
+	// is no slow-client session's).
+	checkManifest(t, out, "merge", loadgendir.Name, "large-responses.csv:csv:", "loadgen.json:json:1.0", "requests.csv:csv:", "runs.csv:csv:")
+	for _, dir := range []string{out, good[1]} {
+		if code, _, errs := runCmd(t, "report", dir); code != 0 {
+			t.Errorf("report %s: exit %d: %s", dir, code, errs)
+		} else if ids := sections(t, dir); !slices.Equal(ids, []string{loadgendir.Name}) {
+			t.Errorf("report %s: sections %v, want the load generator's", dir, ids)
+		}
 	}
 }

@@ -21,7 +21,8 @@ func init() {
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", "DIR\n\n"+
-		"Reads the results directory DIR (as written by slowlab reproduce or run) and writes\n"+
+		"Reads the results directory DIR (as written by slowlab reproduce, run or assess, or by\n"+
+		"slowlab loadgen --out or merge: the load generator's section) and writes\n"+
 		"DIR/figures/*.png and *.svg and DIR/report.html, which loads nothing from the network.", stdout)
 	// The command takes no flags besides --help; DIR may come before or
 	// after it. parseFlags rejects positional arguments, so they are taken

@@ -109,7 +109,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--out", empty}, 2, "slowlab report: flag provided but not defined: -out (see --help)"},
 		{[]string{"report", filepath.Join(empty, "nope")}, 2, "slowlab report: results directory " + filepath.Join(empty, "nope") + ": no such file or directory"},
 		{[]string{"report", file}, 2, "slowlab report: results directory " + file + ": not a directory"},
-		{[]string{"report", empty}, 1, "slowlab report: " + empty + ": no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, idle-runs.csv, stalled-runs.csv, sse-runs.csv, temp-runs.csv, ws-runs.csv, h2-runs.csv, assessment.json is present"},
+		{[]string{"report", empty}, 1, "slowlab report: " + empty + ": no results files: none of runs.csv, groups.csv, gap.csv, sweep.csv, upload-runs.csv, idle-runs.csv, stalled-runs.csv, sse-runs.csv, temp-runs.csv, ws-runs.csv, h2-runs.csv, loadgen.json, assessment.json is present"},
 		{[]string{"report", bad}, 1, "slowlab report: read " + runs + ": runs.csv: "},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -34,7 +34,7 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	cfg := e.New()
 	fs := newFlagSet("reproduce "+e.Name, "[flags]\n\n"+sessionExitStatus, stdout)
-	var s session
+	s := session{opts: lab.Options{Command: "reproduce"}}
 	s.addFlags(fs, e.Shared)
 	printScenario := fs.Bool("print-scenario", false, "print the experiment as a scenario file for slowlab run, and exit")
 	cfg.Flags(fs)

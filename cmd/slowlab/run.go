@@ -19,7 +19,7 @@ const allShared = lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.Shar
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "SCENARIO.yaml|- [--stack ...] [--reps N] [--quick] [--out DIR] [--resume DIR] [--no-limits]  (see slowlab reproduce EXPERIMENT --print-scenario)\n\n"+sessionExitStatus, stdout)
-	var s session
+	s := session{opts: lab.Options{Command: "run"}}
 	s.addFlags(fs, allShared)
 	if len(args) == 0 || len(args[0]) > 1 && args[0][0] == '-' {
 		if err := parseFlags(fs, args); err != nil {

@@ -1,7 +1,6 @@
 package assess
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,12 +8,24 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/slowlab/slowlab/internal/schema"
 	"github.com/slowlab/slowlab/recorder"
 )
 
 // File is what `slowlab assess` writes in its results directory: the
 // stack it assessed and one object per probe.
 const File = "assessment.json"
+
+// SchemaVersion is the version of assessment.json's format this slowlab
+// writes (its schema_version; internal/schema says how it is read).
+const SchemaVersion = "1.0"
+
+// assessmentFile is assessment.json: its schema_version, then the
+// assessment's fields.
+type assessmentFile struct {
+	SchemaVersion string `json:"schema_version"`
+	Assessment
+}
 
 // Assessment is assessment.json: what was assessed and each probe's
 // verdict, in the order the probes ran.
@@ -230,7 +241,7 @@ const (
 // WriteAssessment replaces dir/assessment.json with a, atomically: a
 // reader sees the old file or the new one whole.
 func WriteAssessment(dir string, a Assessment) error {
-	b, err := json.MarshalIndent(a, "", "  ")
+	b, err := json.MarshalIndent(assessmentFile{SchemaVersion, a}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", File, err)
 	}
@@ -246,38 +257,34 @@ func WriteAssessment(dir string, a Assessment) error {
 
 // ReadAssessment reads dir/assessment.json. A missing file is an error
 // wrapping fs.ErrNotExist; a file that does not parse, has a field this
-// version does not know, or says something impossible (a probe without a
-// name, a threshold above what was tried, levels out of order) is an
-// error naming the file and what is wrong.
+// version does not know (at its version or an older one: a newer minor
+// version's are ignored, with a note), is of a newer major version, or
+// says something impossible (a probe without a name, a threshold above
+// what was tried, levels out of order) is an error naming the file and
+// what is wrong.
 func ReadAssessment(dir string) (Assessment, error) {
 	path := filepath.Join(dir, File)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Assessment{}, fmt.Errorf("read assessment: %w", err)
 	}
-	a, err := parseAssessment(b)
-	if err != nil {
-		return Assessment{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return a, nil
+	return parseAssessment(path, b)
 }
 
-func parseAssessment(b []byte) (Assessment, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var a Assessment
-	if err := dec.Decode(&a); err != nil {
+// parseAssessment parses b, the file name's assessment.json; its errors
+// start with name.
+func parseAssessment(name string, b []byte) (Assessment, error) {
+	var f assessmentFile
+	if err := schema.DecodeJSON(name, b, SchemaVersion, &f); err != nil {
 		return Assessment{}, err
 	}
-	if dec.More() {
-		return Assessment{}, errors.New("more than one JSON value")
-	}
+	a := f.Assessment
 	if a.Verdicts == nil {
-		return Assessment{}, errors.New("probes: missing (want a list, one object per probe)")
+		return Assessment{}, fmt.Errorf("%s: probes: missing (want a list, one object per probe)", name)
 	}
 	for i, v := range a.Verdicts {
 		if err := v.check(); err != nil {
-			return Assessment{}, fmt.Errorf("probes[%d] (%q): %w", i, v.Probe, err)
+			return Assessment{}, fmt.Errorf("%s: probes[%d] (%q): %w", name, i, v.Probe, err)
 		}
 	}
 	return a, nil

@@ -1,7 +1,9 @@
 package assess
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slowlab/slowlab/internal/buildinfo"
+	"github.com/slowlab/slowlab/internal/schema"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
@@ -26,7 +30,7 @@ func assessmentFixture(t testing.TB) []byte {
 // arrive where its fields say.
 func TestAssessmentRoundTrip(t *testing.T) {
 	slowlabtest.Timing(t)
-	a, err := parseAssessment(assessmentFixture(t))
+	a, err := parseAssessment(File, assessmentFixture(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +81,57 @@ func TestAssessmentRefusesCorrupt(t *testing.T) {
 		if bad == good {
 			t.Fatalf("%s: the fixture has no %q", c.name, c.from)
 		}
-		_, err := parseAssessment([]byte(bad))
+		_, err := parseAssessment(File, []byte(bad))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
 	}
-	if _, err := parseAssessment([]byte(`{"stack": "real"}`)); err == nil || !strings.Contains(err.Error(), "probes: missing") {
+	if _, err := parseAssessment(File, []byte(`{"stack": "real"}`)); err == nil || !strings.Contains(err.Error(), "probes: missing") {
 		t.Errorf("no probes: %v", err)
+	}
+}
+
+// assessment.json is written at SchemaVersion, its first field; the
+// fixture, without one (an older slowlab's), reads as 1.0. Written by this
+// build then edited: an unknown field is refused at 1.0, ignored with a
+// note at 1.3, and 2.0 is refused by name.
+func TestAssessmentVersions(t *testing.T) {
+	a, err := parseAssessment(File, assessmentFixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteAssessment(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, File)
+	written, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(written), "{\n  \"schema_version\": \"1.0\",\n  \"stack\": \"real\",") {
+		t.Fatalf("written:\n%.200s", written)
+	}
+	var notes bytes.Buffer
+	defer schema.SetNotes(&notes)()
+	edit := func(from, to string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(strings.Replace(string(written), from, to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(`"schema_version": "1.0",`, `"schema_version": "1.0", "verdicts_by_shard": {},`)
+	if _, err := ReadAssessment(dir); err == nil || !strings.Contains(err.Error(), `unknown field "verdicts_by_shard"`) {
+		t.Errorf("an unknown field at 1.0: %v", err)
+	}
+	edit(`"schema_version": "1.0",`, `"schema_version": "1.3", "verdicts_by_shard": {},`)
+	if back, err := ReadAssessment(dir); err != nil || !reflect.DeepEqual(back, a) {
+		t.Errorf("1.3 with an unknown field: %v; read %+v", err, back)
+	}
+	if want := path + ": schema 1.3 is newer than this slowlab's 1.0; fields it does not know were ignored\n"; notes.String() != want {
+		t.Errorf("notes %q, want %q", notes.String(), want)
+	}
+	edit(`"schema_version": "1.0",`, `"schema_version": "2.0",`)
+	want := path + ": schema 2.0: this slowlab (" + buildinfo.Version() + ") reads 1.x; use a newer slowlab"
+	if _, err := ReadAssessment(dir); err == nil || err.Error() != want {
+		t.Errorf("2.0: %v, want %q", err, want)
 	}
 }
 
@@ -93,9 +141,12 @@ func FuzzParseAssessment(f *testing.F) {
 	slowlabtest.Timing(f)
 	f.Add(assessmentFixture(f))
 	f.Add([]byte(`{"probes": []}`))
+	f.Add([]byte(`{"schema_version": "1.0", "probes": []}`))
+	f.Add([]byte(`{"schema_version": "1.2", "probes": [], "new": 1}`))
+	defer schema.SetNotes(io.Discard)()
 	f.Add([]byte(`{"probes": [{"probe": "idle", "clients_to_degrade": 1, "clients_tried": 1, "levels": [{"clients": 1}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, err := parseAssessment(b)
+		a, err := parseAssessment(File, b)
 		if err != nil {
 			return
 		}
