@@ -172,8 +172,9 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 		if len(r.TempDirs()) != 0 || len(r.PIDs()) != 1 {
 			t.Errorf("direct route: TempDirs %v, PIDs %v", r.TempDirs(), r.PIDs())
 		}
-	} else if g.Proxy.Name() == "haproxy" {
-		// HAProxy writes no temp files: one directory, existing and empty.
+	} else if g.Proxy.Name() == "haproxy" || g.Proxy.Name() == "apache" {
+		// HAProxy and Apache write no temp files: one directory, existing
+		// and empty.
 		if td := r.TempDirs(); len(td) != 1 || !exists(td[0]) {
 			t.Errorf("TempDirs = %v, want one existing directory", td)
 		} else if left, _ := os.ReadDir(td[0]); len(left) > 0 {

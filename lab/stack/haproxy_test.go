@@ -10,13 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
-	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/loadgen"
 )
@@ -65,26 +63,7 @@ func TestHAProxyRoutesRefused(t *testing.T) {
 		{hap, RouteHAProxyBufferRequest, ""},
 		{nginx, RouteBufferingOn, ""},
 	} {
-		err := tc.st.CheckRoute(tc.route)
-		if fmt.Sprint(err) != tc.want && !(err == nil && tc.want == "") {
-			t.Errorf("%s on %s: %v, want %q", tc.route, tc.st.Name, err, tc.want)
-		}
-		if tc.want == "" {
-			continue
-		}
-		// Start refuses it before it starts the app: the work dir stays
-		// empty and no cgroup is made.
-		d := Deployment{RunID: "test-refused-" + strconv.Itoa(os.Getpid()), Route: tc.route, Server: Server{Model: "sync", Workers: 1, Threads: 1},
-			LargeSize: 1 << 10, LogDir: t.TempDir(), WorkDir: t.TempDir()}
-		if r, err := tc.st.Start(context.Background(), d); err == nil || err.Error() != tc.want {
-			if err == nil {
-				r.Stop()
-			}
-			t.Errorf("Start %s on %s: %v, want %q", tc.route, tc.st.Name, err, tc.want)
-		}
-		if left, _ := os.ReadDir(d.WorkDir); len(left) > 0 {
-			t.Errorf("Start %s on %s left %v in its work dir", tc.route, tc.st.Name, left)
-		}
+		checkRouteRefused(t, tc.st, tc.route, tc.want)
 	}
 	if realProxy() != "nginx" {
 		t.Errorf("the real stack's proxy is %q, want nginx", realProxy())
@@ -118,24 +97,7 @@ func TestGunicornHAProxyRoutes(t *testing.T) {
 			if got := bytes.Contains(conf, []byte("\n    option http-buffer-request\n")); got != (route == RouteHAProxyBufferRequest) {
 				t.Errorf("haproxy.cfg on %s has option http-buffer-request: %t:\n%s", route, got, conf)
 			}
-			if v := g.Versions()["haproxy"]; !strings.HasPrefix(v, "HAProxy version ") {
-				t.Errorf("versions: haproxy %q", v)
-			}
-			if logs := s.run.ProxyErrorLogs(); len(logs) != 1 || filepath.Base(logs[0]) != s.d.RunID+"-haproxy.log" {
-				t.Errorf("proxy error logs %v", logs)
-			}
-			if s.limited {
-				layout, err := cgroup.Detect(cgroup.DefaultRoot)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if l, err := layout.Limits(s.run.Cgroup("proxy").Path()); err != nil || l.CPUCores != 0.2 || l.MemoryBytes != 96<<20 {
-					t.Errorf("proxy cgroup limits %s (%v), want 0.2 CPU and 96 MiB", l, err)
-				}
-				if pids, err := s.run.Cgroup("proxy").Pids(); err != nil || len(pids) != 1 || pids[0] != s.run.PIDs()["proxy"] {
-					t.Errorf("proxy cgroup holds %v (%v), want HAProxy's one process %d", pids, err, s.run.PIDs()["proxy"])
-				}
-			}
+			checkChildProxy(t, s, g, "haproxy", "HAProxy version ", 1)
 			s.stopAndCheck(t)
 		})
 	}

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,12 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"text/template"
 	"time"
 
 	"github.com/slowlab/slowlab/cgroup"
-	"github.com/slowlab/slowlab/child"
 )
 
 // HAProxy's routes, named for what it does: it has no response buffering
@@ -106,13 +103,7 @@ backend app
     server app {{.Upstream}}
 `))
 
-func (c haproxyConfig) render() ([]byte, error) {
-	var b bytes.Buffer
-	if err := haproxyTemplate.Execute(&b, c); err != nil {
-		return nil, fmt.Errorf("haproxy.cfg: %w", err)
-	}
-	return b.Bytes(), nil
-}
+func (c haproxyConfig) render() ([]byte, error) { return renderConfig(haproxyTemplate, c) }
 
 func init() { RegisterProxy(haproxyProxy{}) }
 
@@ -195,44 +186,21 @@ func (haproxyProxy) Start(ctx context.Context, d Deployment, _ Settings, upstrea
 	}
 	argv := cgroup.ExecArgv(procs, []string{bin, "-db", "-f", conf})
 	logPath := filepath.Join(d.LogDir, d.RunID+"-haproxy.log")
-	deadline := time.Now().Add(child.ReadyTimeout)
-	return startOnFreePort(func(listen string) (RunningProxy, error) {
+	run, err := startChildProxy(ctx, "haproxy", conf, logPath, argv, func(listen string) ([]byte, error) {
 		cfg.Listen = listen
-		b, err := cfg.render()
-		if err != nil {
-			return nil, err
-		}
-		p, err := startConfigured(ctx, "haproxy", conf, b, logPath, argv)
-		if err != nil {
-			return nil, err
-		}
-		if err := child.WaitHTTP(ctx, p, "http://"+listen+"/fast", deadline); err != nil {
-			p.Stop(time.Second)
-			return nil, err
-		}
-		return &haproxyRun{p: p, addr: listen, tempDir: tempDir}, nil
+		return cfg.render()
 	})
+	if err != nil {
+		return nil, err
+	}
+	run.tempDir = tempDir
+	return &haproxyRun{run}, nil
 }
 
-// haproxyRun is a started HAProxy.
-type haproxyRun struct {
-	p             *child.Process
-	addr, tempDir string
-	stopOnce      sync.Once
-	stopErr       error
-}
-
-func (r *haproxyRun) Process() *child.Process { return r.p }
-func (r *haproxyRun) Addr() string            { return r.addr }
-
-// TempDirs is an empty directory: HAProxy writes no temp files, and the
-// exporter's temp figures then say so (0) rather than read the default
-// paths, which another proxy may use.
-func (r *haproxyRun) TempDirs() []string { return []string{r.tempDir} }
-
-// ErrorLogs implements RunningProxy: HAProxy logs to its stderr, the
-// child's log (LOGDIR/RUNID-haproxy.log).
-func (r *haproxyRun) ErrorLogs() []string { return childLogs(r.p) }
+// haproxyRun is a started HAProxy; it writes no temp files (TempDirs is
+// an empty directory) and logs to its stderr (ErrorLogs: the run's
+// RUNID-haproxy.log).
+type haproxyRun struct{ childProxyRun }
 
 // MemoryBuffers implements MemoryBufferer: a response on its way
 // through HAProxy 2.6 sits in up to three buffers of tune.bufsize: the
@@ -241,12 +209,3 @@ func (r *haproxyRun) ErrorLogs() []string { return childLogs(r.p) }
 // docs/proxies.md conserve bytes within that bound; within one buffer
 // (16 KiB) they did not, with up to 28 KiB in HAProxy at a sample.
 func (r *haproxyRun) MemoryBuffers() int64 { return 3 * haproxyBufSize }
-
-// Stop stops HAProxy and waits for its process group to be gone.
-func (r *haproxyRun) Stop() error {
-	r.stopOnce.Do(func() {
-		r.stopErr = r.p.Stop(2 * time.Second)
-		child.WaitGroupGone(r.p.PID(), time.Second)
-	})
-	return r.stopErr
-}

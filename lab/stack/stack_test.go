@@ -96,9 +96,9 @@ func TestLookup(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"docker":          `--stack "docker": allowed auto, embedded, real, gunicorn-nginx, external, APP+PROXY`,
-		"apache+nginx":    `--stack "apache+nginx": no app server "apache" (apps: ` + componentNames(apps) + `)`,
-		"embedded+apache": `--stack "embedded+apache": no proxy "apache" (proxies: embedded, haproxy, nginx)`,
+		"docker":         `--stack "docker": allowed auto, embedded, real, gunicorn-nginx, external, APP+PROXY`,
+		"apache+nginx":   `--stack "apache+nginx": no app server "apache" (apps: ` + componentNames(apps) + `)`,
+		"embedded+squid": `--stack "embedded+squid": no proxy "squid" (proxies: ` + componentNames(proxies) + `)`,
 	} {
 		if _, _, err := Lookup(name); err == nil || err.Error() != want {
 			t.Errorf("Lookup(%q): %v, want %q", name, err, want)
@@ -109,7 +109,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("ValidName(%q): %v, want %q", name, err, want)
 		}
 	}
-	for _, name := range []string{"auto", "embedded", "real", "gunicorn-nginx", "gunicorn+embedded", "embedded+nginx", "gunicorn+haproxy"} {
+	for _, name := range []string{"auto", "embedded", "real", "gunicorn-nginx", "gunicorn+embedded", "embedded+nginx", "gunicorn+haproxy", "gunicorn+apache"} {
 		if err := ValidName(name); err != nil {
 			t.Errorf("ValidName(%q): %v", name, err)
 		}

@@ -1,0 +1,75 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/slowlab/slowlab/child"
+)
+
+// renderConfig executes a proxy's config template on v.
+func renderConfig(t *template.Template, v any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := t.Execute(&b, v); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Name(), err)
+	}
+	return b.Bytes(), nil
+}
+
+// startChildProxy starts a proxy that runs as one child process of the
+// lab (HAProxy, Apache) on a port free a moment before (startOnFreePort):
+// render writes its config for the address it listens on, conf is where
+// it goes, argv starts it, as the child name logging to logPath; it is
+// ready when it answers /fast.
+func startChildProxy(ctx context.Context, name, conf, logPath string, argv []string, render func(listen string) ([]byte, error)) (childProxyRun, error) {
+	deadline := time.Now().Add(child.ReadyTimeout)
+	return startOnFreePort(func(listen string) (childProxyRun, error) {
+		b, err := render(listen)
+		if err != nil {
+			return childProxyRun{}, err
+		}
+		p, err := startConfigured(ctx, name, conf, b, logPath, argv)
+		if err != nil {
+			return childProxyRun{}, err
+		}
+		if err := child.WaitHTTP(ctx, p, "http://"+listen+"/fast", deadline); err != nil {
+			p.Stop(time.Second)
+			child.WaitGroupGone(p.PID(), time.Second)
+			return childProxyRun{}, err
+		}
+		return childProxyRun{p: p, addr: listen, stop: new(sync.Once)}, nil
+	})
+}
+
+// childProxyRun is a started proxy of startChildProxy; tempDir is the
+// empty directory TempDirs gives (such a proxy writes no temp files, and
+// the exporter's temp figures then say so, 0, rather than read the
+// default paths, which another proxy may use).
+type childProxyRun struct {
+	p             *child.Process
+	addr, tempDir string
+	stop          *sync.Once
+	stopErr       error
+}
+
+func (r *childProxyRun) Process() *child.Process { return r.p }
+func (r *childProxyRun) Addr() string            { return r.addr }
+func (r *childProxyRun) TempDirs() []string      { return []string{r.tempDir} }
+
+// ErrorLogs implements RunningProxy: the proxy logs to its stderr, the
+// child's log (LOGDIR/RUNID-NAME.log).
+func (r *childProxyRun) ErrorLogs() []string { return childLogs(r.p) }
+
+// Stop stops the proxy and waits for its process group (its workers too)
+// to be gone.
+func (r *childProxyRun) Stop() error {
+	r.stop.Do(func() {
+		r.stopErr = r.p.Stop(3 * time.Second)
+		child.WaitGroupGone(r.p.PID(), 2*time.Second)
+	})
+	return r.stopErr
+}
