@@ -2,7 +2,7 @@
 GO ?= go
 # Real components the tests start. Missing ones are installed with apt-get
 # (root needed); with CI=true a real-component test never skips.
-DEBIAN_PACKAGES ?= prometheus gunicorn python3-gevent python3-uvicorn nodejs node-ws nginx haproxy apache2 chromium systemd lintian
+DEBIAN_PACKAGES ?= prometheus gunicorn python3-gevent python3-uvicorn nodejs node-ws nginx haproxy apache2 caddy chromium systemd lintian
 
 SHELL := /bin/bash
 

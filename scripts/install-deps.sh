@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # install-deps.sh PKG...: installs the Debian packages the tests need when
-# they are missing: a package with a command (gunicorn, nginx, haproxy, apache2,
+# they are missing: a package with a command (gunicorn, nginx, haproxy, apache2, caddy,
 # prometheus/promtool, chromium, node) counts as there when its command is
 # on PATH, a library (python3-gevent, python3-uvicorn, node-ws) when dpkg
 # has it. apt-get needs root; without it, say what is missing and fail.
 set -euo pipefail
 
-declare -A cmd_of=([prometheus]=promtool [gunicorn]=gunicorn [nginx]=nginx [haproxy]=haproxy [apache2]=apache2 [chromium]=chromium
+declare -A cmd_of=([prometheus]=promtool [gunicorn]=gunicorn [nginx]=nginx [haproxy]=haproxy [apache2]=apache2 [caddy]=caddy [chromium]=chromium
   [prometheus-node-exporter]=prometheus-node-exporter [nodejs]=node [systemd]=systemd-analyze)
 missing=()
 for pkg in "$@"; do

@@ -71,7 +71,7 @@ func TestValidate(t *testing.T) {
 		want string
 	}{
 		{func(c *Config) { c.Conditions = nil }, "conditions: none given"},
-		{func(c *Config) { c.Conditions[0].Route = "sideways" }, `conditions[0].route "sideways": allowed direct, proxy-buffering-off, proxy-buffering-on, apache-default, apache-iobuffer, haproxy-default, haproxy-buffer-request`},
+		{func(c *Config) { c.Conditions[0].Route = "sideways" }, `conditions[0].route "sideways": allowed direct, proxy-buffering-off, proxy-buffering-on, apache-default, apache-iobuffer, caddy-default, caddy-buffer-response, caddy-buffer-request, haproxy-default, haproxy-buffer-request`},
 		{func(c *Config) { c.Conditions[1].Server = "sync-0" }, `conditions[1].server "sync-0": allowed ` + stack.ModelSyntax()},
 		{func(c *Config) { c.Conditions[1].Server = "async-2" }, `conditions[1].server "async-2": allowed ` + stack.ModelSyntax()},
 		{func(c *Config) { c.Conditions[2].SlowClients = -1 }, "conditions[2].slow_clients -1: allowed 0 to 1000"},

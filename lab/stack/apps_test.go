@@ -172,13 +172,13 @@ func testRealServes(t *testing.T, s *realStack, g Stack) {
 		if len(r.TempDirs()) != 0 || len(r.PIDs()) != 1 {
 			t.Errorf("direct route: TempDirs %v, PIDs %v", r.TempDirs(), r.PIDs())
 		}
-	} else if g.Proxy.Name() == "haproxy" || g.Proxy.Name() == "apache" {
-		// HAProxy and Apache write no temp files: one directory, existing
-		// and empty.
+	} else if name := g.Proxy.Name(); name == "haproxy" || name == "apache" || name == "caddy" {
+		// HAProxy, Apache and Caddy write no temp files: one directory,
+		// existing and empty.
 		if td := r.TempDirs(); len(td) != 1 || !exists(td[0]) {
 			t.Errorf("TempDirs = %v, want one existing directory", td)
 		} else if left, _ := os.ReadDir(td[0]); len(left) > 0 {
-			t.Errorf("HAProxy's temp dir holds %v", left)
+			t.Errorf("%s's temp dir holds %v", g.Proxy.Name(), left)
 		}
 	} else if td, want := r.TempDirs(), []string{filepath.Join(s.d.WorkDir, "proxy_temp"), filepath.Join(s.d.WorkDir, "nginx", "client_body_temp")}; !slices.Equal(td, want) || !exists(td[0]) || !exists(td[1]) {
 		t.Errorf("TempDirs = %v, want the existing %v (proxy_temp_path, client_body_temp_path)", td, want)

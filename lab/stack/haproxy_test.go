@@ -157,17 +157,30 @@ func fastWithin(base string, timeout time.Duration) (time.Duration, error) {
 func TestHAProxySlowUploads(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.RequireTool(t, "haproxy")
-	for _, tc := range []struct {
-		route Route
-		size  int64
-		held  bool
-	}{
+	testSlowUploads(t, nameHAProxy, []slowUploadCase{
 		{RouteHAProxyDefault, 8 << 10, true},
 		{RouteHAProxyBufferRequest, 8 << 10, false},
 		{RouteHAProxyBufferRequest, 64 << 10, true},
-	} {
+	})
+}
+
+// slowUploadCase is two slow uploads of size bytes on route, and whether
+// they hold both sync workers.
+type slowUploadCase struct {
+	route Route
+	size  int64
+	held  bool
+}
+
+// testSlowUploads runs two slow uploads (1 KiB/s) of each case against
+// Gunicorn sync-2 behind the stack: held, both workers are held (two
+// connections to the app) and /fast waits; else the proxy opens no
+// connection to the app while the bodies come, /fast is answered, and
+// the app reads each body whole, at once.
+func testSlowUploads(t *testing.T, stack string, cases []slowUploadCase) {
+	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%d", tc.route, tc.size), func(t *testing.T) {
-			s := startReal(t, lookup(t, nameHAProxy, "sync-2"), tc.route, "sync-2", 1<<10)
+			s := startReal(t, lookup(t, stack, "sync-2"), tc.route, "sync-2", 1<<10)
 			u, _ := url.Parse(s.run.URL() + "/upload")
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
@@ -191,8 +204,8 @@ func TestHAProxySlowUploads(t *testing.T) {
 				}
 				return
 			}
-			// Half the uploads' time in, HAProxy has opened no connection
-			// to the app, and /fast is answered.
+			// Half the uploads' time in, the proxy has opened no
+			// connection to the app, and /fast is answered.
 			time.Sleep(3 * time.Second)
 			if n := slowlabtest.EstablishedTo(t, port); n != 0 {
 				t.Errorf("%d connections to the app while the bodies are still coming", n)

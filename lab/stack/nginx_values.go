@@ -52,10 +52,14 @@ func startOnFreePort[R any](start func(listen string) (R, error)) (R, error) {
 }
 
 // startConfigured writes a proxy's config (conf, its text b) and starts
-// the proxy, argv, as the child name logging to logPath.
-func startConfigured(ctx context.Context, name, conf string, b []byte, logPath string, argv []string) (*child.Process, error) {
+// the proxy, argv, as the child name logging to logPath, with env (nil:
+// the lab's own).
+func startConfigured(ctx context.Context, name, conf string, b []byte, logPath string, argv, env []string) (*child.Process, error) {
 	if err := os.WriteFile(conf, b, 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", conf, err)
 	}
-	return child.Start(ctx, name, logPath, argv, os.Environ())
+	if env == nil {
+		env = os.Environ()
+	}
+	return child.Start(ctx, name, logPath, argv, env)
 }

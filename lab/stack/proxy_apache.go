@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"strings"
 	"text/template"
 	"time"
 
@@ -129,12 +128,7 @@ func (apacheProxy) Packages() []string { return []string{"apache2"} }
 func (apacheProxy) Real() bool         { return true }
 
 // Validate refuses NGINX's snippet, which Apache cannot read.
-func (apacheProxy) Validate(s Settings) error {
-	if strings.TrimSpace(s.NginxSnippet) != "" {
-		return errors.New("apache: an nginx snippet is NGINX's (the apache proxy takes none)")
-	}
-	return nil
-}
+func (apacheProxy) Validate(s Settings) error { return refuseNginxSnippet("apache", s) }
 
 // OwnRoutes implements RouteOwner: Apache runs its two routes (only
 // apache-iobuffer reads a response ahead of its reader, beyond its relay
@@ -237,7 +231,7 @@ func (apacheProxy) Start(ctx context.Context, d Deployment, _ Settings, upstream
 	}
 	argv := cgroup.ExecArgv(procs, []string{bin, "-f", conf, "-DFOREGROUND"})
 	logPath := filepath.Join(d.LogDir, d.RunID+"-apache.log")
-	run, err := startChildProxy(ctx, "apache", conf, logPath, argv, func(listen string) ([]byte, error) {
+	run, err := startChildProxy(ctx, "apache", conf, logPath, argv, nil, func(listen string) ([]byte, error) {
 		cfg.Listen = listen
 		return cfg.render()
 	})

@@ -3,7 +3,9 @@ package stack
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"text/template"
 	"time"
@@ -21,18 +23,19 @@ func renderConfig(t *template.Template, v any) ([]byte, error) {
 }
 
 // startChildProxy starts a proxy that runs as one child process of the
-// lab (HAProxy, Apache) on a port free a moment before (startOnFreePort):
-// render writes its config for the address it listens on, conf is where
-// it goes, argv starts it, as the child name logging to logPath; it is
+// lab (HAProxy, Apache, Caddy) on a port free a moment before
+// (startOnFreePort): render writes its config for the address it listens
+// on, conf is where it goes, argv starts it with env (nil: the lab's own; Caddy sets its
+// HOME and config dirs), as the child name logging to logPath; it is
 // ready when it answers /fast.
-func startChildProxy(ctx context.Context, name, conf, logPath string, argv []string, render func(listen string) ([]byte, error)) (childProxyRun, error) {
+func startChildProxy(ctx context.Context, name, conf, logPath string, argv, env []string, render func(listen string) ([]byte, error)) (childProxyRun, error) {
 	deadline := time.Now().Add(child.ReadyTimeout)
 	return startOnFreePort(func(listen string) (childProxyRun, error) {
 		b, err := render(listen)
 		if err != nil {
 			return childProxyRun{}, err
 		}
-		p, err := startConfigured(ctx, name, conf, b, logPath, argv)
+		p, err := startConfigured(ctx, name, conf, b, logPath, argv, env)
 		if err != nil {
 			return childProxyRun{}, err
 		}
@@ -43,6 +46,15 @@ func startChildProxy(ctx context.Context, name, conf, logPath string, argv []str
 		}
 		return childProxyRun{p: p, addr: listen, stop: new(sync.Once)}, nil
 	})
+}
+
+// refuseNginxSnippet refuses NGINX's snippet on the proxy name, which
+// cannot read it.
+func refuseNginxSnippet(name string, s Settings) error {
+	if strings.TrimSpace(s.NginxSnippet) != "" {
+		return errors.New(name + ": an nginx snippet is NGINX's (the " + name + " proxy takes none)")
+	}
+	return nil
 }
 
 // childProxyRun is a started proxy of startChildProxy; tempDir is the

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"text/template"
 	"time"
 
@@ -117,12 +116,7 @@ func (haproxyProxy) Packages() []string { return []string{"haproxy"} }
 func (haproxyProxy) Real() bool         { return true }
 
 // Validate refuses NGINX's snippet, which HAProxy cannot read.
-func (haproxyProxy) Validate(s Settings) error {
-	if strings.TrimSpace(s.NginxSnippet) != "" {
-		return errors.New("haproxy: an nginx snippet is NGINX's (the haproxy proxy takes none)")
-	}
-	return nil
-}
+func (haproxyProxy) Validate(s Settings) error { return refuseNginxSnippet("haproxy", s) }
 
 // OwnRoutes implements RouteOwner: HAProxy runs its two routes and
 // refuses NGINX's, whose directives it has no equivalent of.
@@ -186,7 +180,7 @@ func (haproxyProxy) Start(ctx context.Context, d Deployment, _ Settings, upstrea
 	}
 	argv := cgroup.ExecArgv(procs, []string{bin, "-db", "-f", conf})
 	logPath := filepath.Join(d.LogDir, d.RunID+"-haproxy.log")
-	run, err := startChildProxy(ctx, "haproxy", conf, logPath, argv, func(listen string) ([]byte, error) {
+	run, err := startChildProxy(ctx, "haproxy", conf, logPath, argv, nil, func(listen string) ([]byte, error) {
 		cfg.Listen = listen
 		return cfg.render()
 	})

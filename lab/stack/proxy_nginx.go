@@ -290,7 +290,7 @@ func startNginxOnce(ctx context.Context, cfg nginxConfig, conf string, argv []st
 	if err != nil {
 		return nil, err
 	}
-	p, err := startConfigured(ctx, "nginx", conf, b, logPath, argv)
+	p, err := startConfigured(ctx, "nginx", conf, b, logPath, argv, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ func TestStackCheck(t *testing.T) {
 		mod  func(*Deployment)
 		want string
 	}{
-		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on], [proxy-request-buffering-on proxy-request-buffering-off], [h2-proxy-buffering-off h2-proxy-buffering-on h2-tls-proxy-buffering-off h2-tls-proxy-buffering-on] and [apache-default apache-iobuffer haproxy-default haproxy-buffer-request]`},
+		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on], [proxy-request-buffering-on proxy-request-buffering-off], [h2-proxy-buffering-off h2-proxy-buffering-on h2-tls-proxy-buffering-off h2-tls-proxy-buffering-on] and [apache-default apache-iobuffer caddy-default caddy-buffer-response caddy-buffer-request haproxy-default haproxy-buffer-request]`},
 		{func(d *Deployment) { d.Server.Workers = 0 }, "server workers 0: must be at least 1"},
 		{func(d *Deployment) { d.LargeSize = -1 }, "large size -1: want 0..1073741824 bytes"},
 		{func(d *Deployment) { d.RunID = "a/b" }, `run id "a/b": must be a non-empty name without /`},

@@ -109,7 +109,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("ValidName(%q): %v, want %q", name, err, want)
 		}
 	}
-	for _, name := range []string{"auto", "embedded", "real", "gunicorn-nginx", "gunicorn+embedded", "embedded+nginx", "gunicorn+haproxy", "gunicorn+apache"} {
+	for _, name := range []string{"auto", "embedded", "real", "gunicorn-nginx", "gunicorn+embedded", "embedded+nginx", "gunicorn+haproxy", "gunicorn+apache", "gunicorn+caddy"} {
 		if err := ValidName(name); err != nil {
 			t.Errorf("ValidName(%q): %v", name, err)
 		}
