@@ -74,7 +74,7 @@ type DelayLine struct {
 	// Since the start: packets read, those dropped at random (Loss) and
 	// those dropped because the queue was full.
 	arrived, lost, overflow atomic.Int64
-	inFlight                atomic.Int64 // queued or being written now
+	inFlight                atomic.Int64 // queued, being written, or written and not yet accounted
 	err                     error        // why the reader stopped, if not a close
 }
 
@@ -180,7 +180,6 @@ func (l *DelayLine) write() {
 		}
 		sleepUntil(p.due)
 		_, err := l.dst.Write(p.data)
-		l.inFlight.Add(-1)
 		late := time.Since(p.due)
 		l.mu.Lock()
 		if err != nil {
@@ -189,6 +188,10 @@ func (l *DelayLine) write() {
 			l.late = append(l.late, late)
 		}
 		l.mu.Unlock()
+		// Out of flight only once its lateness is recorded, so a path
+		// that holds nothing has every packet it forwarded in the next
+		// TakeLateness (the receiver can read a packet before that).
+		l.inFlight.Add(-1)
 	}
 }
 
