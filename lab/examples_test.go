@@ -45,9 +45,10 @@ func TestSmokeEveryExperiment(t *testing.T) {
 // seconds by its experiment's registered Smoke, on the stack it names (resolved as `slowlab run` does), and
 // every run ends ok and writes the results files its registration
 // names, and its report section draws at least one figure: an example
-// cannot rot. Two run at once (each on its
-// own ports, cgroups and results directory), which halves the suite's
-// longest test.
+// cannot rot. They run one at a time: a run's cgroups are named
+// slowlab/PID/RUN-ID/ROLE, and examples of one process share run ids
+// (the proxy examples' direct.sync-2.slow0.rep1 met the same run of
+// another example running beside it: "exists and holds processes").
 func TestExamplesRun(t *testing.T) {
 	slowlabtest.Timing(t)
 	files, _ := filepath.Glob("../examples/*.yaml")
@@ -56,7 +57,6 @@ func TestExamplesRun(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			t.Parallel()
 			cfg, err := lab.LoadScenario(f, nil)
 			if err != nil {
 				t.Fatal(err)
