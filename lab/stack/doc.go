@@ -17,7 +17,9 @@
 // "embedded+nginx", "node+nginx" or "gunicorn+haproxy" (HAProxy, which
 // runs routes of its own, haproxy-default and haproxy-buffer-request, and
 // refuses NGINX's by name before anything starts, as the other proxies
-// refuse its: RouteOwner, CheckRoute), or "external": an app (and proxy) the
+// refuse its: RouteOwner, CheckRoute), APP+PROXY+PROXY... with several
+// proxies, each route run behind the one that runs it (ProxyFor: to
+// compare proxies in one session), or "external": an app (and proxy) the
 // user runs, which the stack neither starts nor limits; it maps the
 // experiments' requests to the user's URLs (Running.Target), finds the
 // user's processes through exporter selectors, and reads the cgroup
