@@ -28,7 +28,14 @@
 // What runs read back from the components' logs is parsed here, where
 // the components are: the apps' WORKER TIMEOUT lines (WorkerTimeouts, a
 // run's LOGDIR/RUNID-*.log) and the proxies' send_timeout cuts
-// (ClientTimeouts, from the running stack's ProxyErrorLogs).
+// (ClientTimeouts, from the running stack's ProxyErrorLogs); and what an
+// app says it holds (HeldCounter) is sampled over a run here too
+// (SampleHeld, SampleRunHeld).
+//
+// A condition names its server as a model (ParseServer) or as "async"
+// (AsyncServer), the stack's own event-loop server, whatever it is:
+// ResolveServer finds it, and ExpandRuns expands an experiment's
+// conditions into runs on a stack, leaving out those it cannot run.
 //
 // The installed apps serve the same endpoints with the same records:
 // wsgi/app.py (WSGI, Gunicorn), asgi/app.py (ASGI, Uvicorn) and node/app.js
@@ -50,5 +57,5 @@
 // says the same.
 //
 // It does not decide what runs when (the experiments in lab/...), nor
-// measure anything (loadgen, exporter).
+// measure the load or the processes (loadgen, exporter).
 package stack
