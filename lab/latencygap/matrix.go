@@ -23,6 +23,9 @@ type Result struct {
 	// Rows are the conditions of the completed runs, resumed ones
 	// included, and of a run interrupted with what it measured.
 	Rows []Row
+	// Pages are the load conditions (redirect chains and pages) of those
+	// runs, a row per mode (gap-pages.csv).
+	Pages []Page
 }
 
 var _ lab.Reasoned = (*Result)(nil)
@@ -73,10 +76,11 @@ type spec struct {
 	work     Work
 	size     int
 	settings Settings
+	load     loadCond // a redirect chain or a page; zero for a gap condition
 }
 
 // ID implements lab.Planned: runID's name of the condition.
-func (s spec) ID() string { return runID(s.size, ms(s.path.rtt()), s.settings) }
+func (s spec) ID() string { return runID(s.size, ms(s.path.rtt()), s.settings) + s.load.idSuffix() }
 
 // specs are the runs of the grid, in the order they share a path (and a
 // server in one TLS mode).
@@ -93,6 +97,9 @@ func (c *Config) specs() []spec {
 							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
 						}
 						out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})
+						for _, l := range c.loads() {
+							out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st, load: l})
+						}
 					}
 				}
 			}
@@ -117,28 +124,39 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := netem.Check(); err != nil {
 		return nil, fmt.Errorf("latency-gap: %w", err)
 	}
-	s := &session{c: c, env: env, ctx: ctx, rows: map[string]Row{}}
+	s := &session{c: c, env: env, ctx: ctx, rows: map[string]Row{}, pages: map[string][]Page{}, loads: map[string]bool{}}
+	for _, sp := range c.specs() {
+		if sp.load.kind != "" {
+			s.loads[sp.ID()] = true
+		}
+	}
 	defer s.close()
 	m := &lab.Matrix[spec, RunRow]{Specs: c.specs(), Line: s.line, Open: s.open,
-		Files: []string{gapFile, requestFile, pathFile},
+		Files: []string{gapFile, requestFile, pathFile, fetchFile, loadFile, pageFile},
 		Expected: func(sp spec) time.Duration {
+			if sp.load.kind != "" {
+				return loadsExpected(sp.load, sp.settings, sp.path, sp.work.D, c.Reps*c.Runs+1)
+			}
 			return time.Duration(c.Reps*c.Runs) * (5*sp.path.rtt() + 2*sp.work.D + 2*time.Millisecond + dnsCost(sp.settings, sp.path))
 		},
 		Measure: s.measure}
 	runs, err := m.Run(ctx, env, c)
 	s.close()
 	res := &Result{Dir: env.Out, Runs: runs}
-	rows, rerr := s.resultRows(runs)
-	res.Rows = rows
+	rows, pages, rerr := s.resultRows(runs)
+	res.Rows, res.Pages = rows, pages
 	return res, errors.Join(err, rerr)
 }
 
 // files are the open results files of a latency-gap session.
 type files struct {
-	runs  *recorder.FileWriter[RunRow]
-	gaps  *recorder.FileWriter[Gap]
-	reqs  *recorder.FileWriter[Request]
-	paths *recorder.FileWriter[Path]
+	runs    *recorder.FileWriter[RunRow]
+	gaps    *recorder.FileWriter[Gap]
+	reqs    *recorder.FileWriter[Request]
+	paths   *recorder.FileWriter[Path]
+	fetches *recorder.FileWriter[Fetch]
+	loads   *recorder.FileWriter[Load]
+	pages   *recorder.FileWriter[Page]
 }
 
 // open implements lab.Matrix's Open: the four files, created, or opened
@@ -150,6 +168,13 @@ func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() e
 		if f.gaps, err = lab.OpenFile[Gap](dir, resume); err == nil {
 			if f.reqs, err = lab.OpenFile[Request](dir, resume); err == nil {
 				f.paths, err = lab.OpenFile[Path](dir, resume)
+			}
+		}
+	}
+	if err == nil {
+		if f.fetches, err = lab.OpenFile[Fetch](dir, resume); err == nil {
+			if f.loads, err = lab.OpenFile[Load](dir, resume); err == nil {
+				f.pages, err = lab.OpenFile[Page](dir, resume)
 			}
 		}
 	}
@@ -177,6 +202,18 @@ func (f *files) close() error {
 		errs = append(errs, f.paths.Close())
 		f.paths = nil
 	}
+	if f.fetches != nil {
+		errs = append(errs, f.fetches.Close())
+		f.fetches = nil
+	}
+	if f.loads != nil {
+		errs = append(errs, f.loads.Close())
+		f.loads = nil
+	}
+	if f.pages != nil {
+		errs = append(errs, f.pages.Close())
+		f.pages = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -192,8 +229,13 @@ type session struct {
 	path   *netem.Path // nil until a run needs one
 	cert   *certificate
 	server *server // on path, in one TLS mode
+	// origins are the servers of the other origins of the load
+	// conditions (origin 2 and on), on the path in server's TLS mode.
+	origins []*server
 
-	rows map[string]Row // by run id, this session's
+	rows  map[string]Row    // by run id, this session's
+	pages map[string][]Page // by run id, this session's load conditions
+	loads map[string]bool   // the run ids of load conditions
 }
 
 // server is the app serving on the path in one TLS mode.
@@ -249,6 +291,10 @@ func (s *session) on(sp spec) error {
 }
 
 func (s *session) stopServer() {
+	for _, o := range s.origins {
+		o.stop()
+	}
+	s.origins = nil
 	if s.server != nil {
 		s.server.stop()
 		s.server = nil
@@ -273,6 +319,9 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 	if err := s.on(sp); err != nil {
 		run.Status, run.Reason = recorder.RunFailed, err.Error()
 		return run, err
+	}
+	if sp.load.kind != "" {
+		return s.measureLoads(ctx, sp, run)
 	}
 	cond := condition{size: sp.size, path: sp.path, settings: sp.settings, tls: s.server.clientTLS, id: id,
 		url: fmt.Sprintf("%s/bytes?n=%d%s", s.server.url, sp.size, sp.work.query())}
@@ -302,7 +351,12 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 // line is a finished run's progress line.
 func (s *session) line(r RunRow) string {
 	line := r.Status
-	if row, ok := s.rows[r.RunID]; ok {
+	if ps, ok := s.pages[r.RunID]; ok {
+		line = pageLine(ps)
+		if r.Status != recorder.RunOK {
+			line += "  [" + r.Status + "]"
+		}
+	} else if row, ok := s.rows[r.RunID]; ok {
 		line = rowLine(row)
 		if r.Status != recorder.RunOK {
 			line += "  [" + r.Status + "]"
@@ -317,12 +371,30 @@ func (s *session) line(r RunRow) string {
 // resultRows are the conditions of runs that completed, and of one
 // interrupted: this session's as measured, resumed ones from gap.csv and
 // gap-path.csv.
-func (s *session) resultRows(runs []RunRow) ([]Row, error) {
+func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
 	var disk map[string]Row
+	var diskPages map[string][]Page
 	var rows []Row
+	var pages []Page
 	for _, r := range runs {
 		interrupted := r.Status == recorder.RunAborted && s.ctx.Err() != nil
 		if r.Status != recorder.RunOK && !interrupted {
+			continue
+		}
+		if s.loads[baseID(r.RunID)] {
+			ps, ok := s.pages[r.RunID]
+			if !ok {
+				if diskPages == nil {
+					var err error
+					if diskPages, err = readPages(s.env.Out); err != nil {
+						return rows, pages, err
+					}
+				}
+				if ps, ok = diskPages[r.RunID]; !ok {
+					return rows, pages, fmt.Errorf("resume %s: run %s has no row in %s", s.env.Out, r.RunID, pageFile)
+				}
+			}
+			pages = append(pages, ps...)
 			continue
 		}
 		row, ok := s.rows[r.RunID]
@@ -330,16 +402,16 @@ func (s *session) resultRows(runs []RunRow) ([]Row, error) {
 			if disk == nil {
 				var err error
 				if disk, err = readRows(s.env.Out); err != nil {
-					return rows, err
+					return rows, pages, err
 				}
 			}
 			if row, ok = disk[r.RunID]; !ok {
-				return rows, fmt.Errorf("resume %s: run %s has no row in gap.csv and gap-path.csv", s.env.Out, r.RunID)
+				return rows, pages, fmt.Errorf("resume %s: run %s has no row in gap.csv and gap-path.csv", s.env.Out, r.RunID)
 			}
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, pages, nil
 }
 
 // readRows reads dir's gap.csv and gap-path.csv rows by run id.
