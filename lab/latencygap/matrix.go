@@ -53,10 +53,16 @@ func (r *Result) AllFailed() bool {
 	return len(r.Rows) > 0
 }
 
-// Valid reports whether every condition's path delayed faithfully.
+// Valid reports whether every condition's path delayed faithfully, the
+// load conditions' too.
 func (r *Result) Valid() bool {
 	for _, row := range r.Rows {
 		if !row.Path.Valid {
+			return false
+		}
+	}
+	for _, p := range r.Pages {
+		if !p.Valid {
 			return false
 		}
 	}

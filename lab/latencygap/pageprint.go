@@ -26,7 +26,7 @@ var pagesTable = report.Table[Page]{
 		"over the loads), bound_ms its lower bound from the path (round trips, TLS, cold lookups), server_sum_ms and " +
 		"server_max_ms the sum and the largest of the server's own timings (through the last byte) of the load's requests, " +
 		"visible_% = server_sum_ms / load_ms: the share of the load the server's timings account for; conns the connections " +
-		"a load opened.",
+		"a load opened; late_p99_ms the TUN delay line's lateness over the condition, valid: the path delayed as configured.",
 	Cols: []report.Column[Page]{
 		report.Col("load", func(p *Page) report.Cell { return report.Text(loadLabel(p.LoadKey)) }),
 		report.Col("size_bytes", func(p *Page) report.Cell {
@@ -49,6 +49,13 @@ var pagesTable = report.Table[Page]{
 		report.Col("server_max_ms", func(p *Page) report.Cell { return report.Opt(p.ServerMaxMS, report.Decimals(2)) }),
 		report.Col("visible_%", func(p *Page) report.Cell { return report.Opt(p.VisiblePct, report.Decimals(2)) }),
 		report.Col("conns", func(p *Page) report.Cell { return report.Opt(p.Connections, report.Decimals(0)) }),
+		report.Col("late_p99_ms", func(p *Page) report.Cell { return report.Opt(p.LatenessP99MS, report.Decimals(3)) }),
+		report.Col("valid", func(p *Page) report.Cell {
+			if p.Valid {
+				return report.Text("yes")
+			}
+			return report.Text("NO")
+		}),
 	},
 }
 

@@ -169,17 +169,24 @@ var loadSchema = recorder.NewSchema(loadFile, slices.Concat(
 )...)
 
 // Page is one load condition in one mode (gap-pages.csv): medians over
-// its ok loads (Loads of them) of Load's figures.
+// its ok loads (Loads of them) of Load's figures, and how faithful its
+// path was over the condition (both modes): the TUN delay line's p99
+// and largest lateness (empty for other methods), and Valid, false when
+// that p99 exceeded netem.MaxP99Lateness (the loads were then slower
+// than their path: measured again up to tries times, the last kept).
 type Page struct {
 	LoadKey
-	Loads         int
-	LoadMS        recorder.Maybe
-	ServerSumMS   recorder.Maybe
-	ServerMaxMS   recorder.Maybe
-	VisiblePct    recorder.Maybe
-	VisibleMaxPct recorder.Maybe
-	Connections   recorder.Maybe
-	BoundMS       float64
+	DelayMethod                  string
+	LatenessP99MS, LatenessMaxMS recorder.Maybe
+	Valid                        bool
+	Loads                        int
+	LoadMS                       recorder.Maybe
+	ServerSumMS                  recorder.Maybe
+	ServerMaxMS                  recorder.Maybe
+	VisiblePct                   recorder.Maybe
+	VisibleMaxPct                recorder.Maybe
+	Connections                  recorder.Maybe
+	BoundMS                      float64
 	Settings
 }
 
@@ -188,6 +195,10 @@ func (Page) Schema() *recorder.Schema[Page] { return pageSchema }
 var pageSchema = recorder.NewSchema(pageFile, slices.Concat(
 	loadKeyCols(func(r *Page) *LoadKey { return &r.LoadKey }),
 	[]recorder.Column[Page]{
+		recorder.Col("delay_method", 0, func(r *Page) any { return &r.DelayMethod }),
+		recorder.Col("lateness_p99_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.LatenessP99MS }),
+		recorder.Col("lateness_max_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.LatenessMaxMS }),
+		recorder.Col("valid", 0, func(r *Page) any { return &r.Valid }),
 		recorder.Col("loads", 0, func(r *Page) any { return &r.Loads }),
 		recorder.Col("load_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.LoadMS }),
 		recorder.Col("server_sum_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.ServerSumMS }),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -126,12 +127,66 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 	}
 	first := s.loadURL(sp, names)
 	dial := parallelDial(s.path, s.c.CongestionControl)
+	var fetches []Fetch
+	var loads []Load
+	var pages []Page
+	for try := 1; ; try++ {
+		s.path.TakeLateness()
+		fetches, loads, pages = s.loadModes(ctx, sp, run.RunID, first, dial, res, origin)
+		lt := s.path.TakeLateness()
+		for i := range pages {
+			p := &pages[i]
+			p.DelayMethod, p.Valid = string(s.path.Method), lt.Valid()
+			if p.DelayMethod == string(netem.MethodTUN) && lt.Packets > 0 {
+				p.LatenessP99MS, p.LatenessMaxMS = recorder.Some(ms(lt.P99)), recorder.Some(ms(lt.Max))
+			}
+		}
+		if lt.Valid() || try == tries || ctx.Err() != nil {
+			break
+		}
+		s.env.Logf("        path not faithful (delay line lateness p99 %.3f ms above %s): discarded, measuring again (try %d of %d)",
+			ms(lt.P99), netem.MaxP99Lateness, try+1, tries)
+	}
+	s.pages[run.RunID] = pages
+	var errs []error
+	for _, f := range fetches {
+		if err := s.files.fetches.Write(f); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	for _, ld := range loads {
+		if err := s.files.loads.Write(ld); err != nil {
+			errs = append(errs, err)
+			break
+		}
+	}
+	for _, p := range pages {
+		errs = append(errs, s.files.pages.Write(p))
+	}
+	werr := errors.Join(errs...)
+	switch {
+	case werr != nil:
+		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()
+	case ctx.Err() != nil:
+		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
+	}
+	return run, werr
+}
+
+// loadModes measures a load condition once in each of its modes: a
+// warm-up load, then Reps x Runs loads, each by a new browser (a first
+// visit: no connection open) sharing the mode's DNS cache and TLS
+// sessions; its requests, loads and a row per mode.
+func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.URL,
+	dial func(ctx context.Context, network, address string) (net.Conn, error), res *resolver, origin func(string) int) ([]Fetch, []Load, []Page) {
+	l := sp.load
 	configured := ms(sp.path.rtt())
 	var fetches []Fetch
 	var loads []Load
 	var pages []Page
 	for _, mode := range l.modes() {
-		key := LoadKey{RunID: run.RunID, Kind: l.kind, Mode: mode, Protocol: l.proto, Redirects: l.redirects, RedirectOrigin: l.origin(),
+		key := LoadKey{RunID: id, Kind: l.kind, Mode: mode, Protocol: l.proto, Redirects: l.redirects, RedirectOrigin: l.origin(),
 			Resources: l.resources, SizeBytes: sp.size, ConfiguredRTTMS: configured}
 		bound := boundMS(l, mode, sp.settings)
 		var clientTLS *tls.Config
@@ -166,36 +221,12 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 			}
 			ld := summarizeLoad(key, seq, sp.settings, bound, fs, err)
 			fetches, modeLoads = append(fetches, fs...), append(modeLoads, ld)
-			s.env.RequestDone(run.RunID)
+			s.env.RequestDone(id)
 		}
 		loads = append(loads, modeLoads...)
 		pages = append(pages, SummarizeLoads(key, sp.settings, bound, modeLoads))
 	}
-	s.pages[run.RunID] = pages
-	var errs []error
-	for _, f := range fetches {
-		if err := s.files.fetches.Write(f); err != nil {
-			errs = append(errs, err)
-			break
-		}
-	}
-	for _, ld := range loads {
-		if err := s.files.loads.Write(ld); err != nil {
-			errs = append(errs, err)
-			break
-		}
-	}
-	for _, p := range pages {
-		errs = append(errs, s.files.pages.Write(p))
-	}
-	werr := errors.Join(errs...)
-	switch {
-	case werr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	}
-	return run, werr
+	return fetches, loads, pages
 }
 
 // pageLine is a load condition's progress line.
@@ -208,6 +239,9 @@ func pageLine(ps []Page) string {
 		line += fmt.Sprintf("%s: %s ms (bound %.0f ms), server sum %s ms, max %s ms, visible %s%%, %s connections, %d loads",
 			p.Mode, lab.Num(p.LoadMS, 1), p.BoundMS, lab.Num(p.ServerSumMS, 2), lab.Num(p.ServerMaxMS, 2), lab.Num(p.VisiblePct, 1),
 			lab.Num(p.Connections, 0), p.Loads)
+	}
+	if len(ps) > 0 && !ps[0].Valid {
+		line += fmt.Sprintf("  INVALID: delay line lateness p99 %s ms above %s", lab.Num(ps[0].LatenessP99MS, 3), netem.MaxP99Lateness)
 	}
 	return line
 }
