@@ -45,22 +45,12 @@ func TestRedirect(t *testing.T) {
 	if resp.StatusCode != 200 || len(b) != 10 {
 		t.Errorf("followed: %d, %d bytes; want 200 and the 10-byte resource", resp.StatusCode, len(b))
 	}
-	for path, want := range map[string]string{
+	wantBadRequests(t, client, base, map[string]string{
 		"/redirect":                       `to: missing (want a path such as /bytes?n=1024 or an http(s) URL)`,
 		"/redirect?to=ftp%3A%2F%2Fa%2Fb":  `to: "ftp://a/b": want a path starting with / or an http(s) URL with a host`,
 		"/redirect?to=%2F%2Fevil.test%2F": `to: "//evil.test/": want a path starting with / or an http(s) URL with a host`,
 		"/redirect?to=%2F&status=307":     `status "307": want 301 or 302`,
-	} {
-		resp, err := client.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != want {
-			t.Errorf("%s: %d %q, want 400 %q", path, resp.StatusCode, b, want)
-		}
-	}
+	})
 }
 
 // TestPage: /page refers to its n sub-resources, the odd ones on the
@@ -97,20 +87,27 @@ func TestPage(t *testing.T) {
 			t.Errorf("sub-resource %d %s: %d, %d bytes", i, local, r.StatusCode, len(body))
 		}
 	}
-	for path, want := range map[string]string{
+	wantBadRequests(t, http.DefaultClient, base, map[string]string{
 		"/page?n=1001&size=1":                       `n "1001": want 0..1000 sub-resources`,
 		"/page?n=1&size=x":                          `size "x": want 0..1073741824 bytes`,
 		"/page?n=1&size=1&cross=http%3A%2F%2Fa%2Fp": `cross "http://a/p": want an http(s) origin, scheme://host:port`,
 		"/page?n=1&size=1&sub_work=1h":              `sub_work "1h", sub_work_kind "": want a duration from 0 to 10s and sleep or cpu`,
-	} {
-		resp, err := http.Get(base + path)
+	})
+}
+
+// wantBadRequests GETs each path of base with client and wants a 400
+// whose body is the message given for it.
+func wantBadRequests(t *testing.T, client *http.Client, base string, want map[string]string) {
+	t.Helper()
+	for path, msg := range want {
+		resp, err := client.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != want {
-			t.Errorf("%s: %d %q, want 400 %q", path, resp.StatusCode, b, want)
+		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != msg {
+			t.Errorf("%s: %d %q, want 400 %q", path, resp.StatusCode, b, msg)
 		}
 	}
 }

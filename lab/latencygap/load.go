@@ -160,48 +160,72 @@ func (c *Config) loads() []loadCond {
 
 // validateLoads checks the redirect and page conditions.
 func (c *Config) validateLoads() error {
-	for i, n := range c.Redirects {
+	err := checkList("redirects", "%d", c.Redirects, func(n int) string {
 		if n < 0 || n > MaxRedirects {
-			return fmt.Errorf("redirects[%d] %d: allowed 0 to %d hops", i, n, MaxRedirects)
+			return fmt.Sprintf("allowed 0 to %d hops", MaxRedirects)
 		}
-		if slices.Index(c.Redirects, n) != i {
-			return fmt.Errorf("redirects[%d] %d: given twice", i, n)
-		}
+		return ""
+	})
+	if err == nil {
+		err = checkList("redirect_origins", "%q", c.RedirectOrigins, oneOf(RedirectOrigins))
 	}
-	for i, o := range c.RedirectOrigins {
-		if !slices.Contains(RedirectOrigins, o) {
-			return fmt.Errorf("redirect_origins[%d] %q: allowed %s", i, o, strings.Join(RedirectOrigins, ", "))
-		}
-		if slices.Index(c.RedirectOrigins, o) != i {
-			return fmt.Errorf("redirect_origins[%d] %q: given twice", i, o)
-		}
+	if err == nil {
+		err = checkList("pages", "%d", c.Pages, func(n int) string {
+			if n < 0 || n > MaxPageResources {
+				return fmt.Sprintf("allowed 0 to %d sub-resources", MaxPageResources)
+			}
+			return ""
+		})
 	}
-	if len(c.RedirectOrigins) > 0 && len(c.Redirects) == 0 {
+	if err == nil {
+		err = checkList("page_protocols", "%q", c.PageProtocols, func(p string) string {
+			if why := oneOf(PageProtocols)(p); why != "" {
+				return why
+			}
+			if p == ProtoHTTP2 && slices.Contains(c.tlsModes(), TLSNone) {
+				return "with tls none: browsers speak HTTP/2 over TLS only (ALPN h2); give tls 1.2, 1.3 or 1.3-resume alone"
+			}
+			return ""
+		})
+	}
+	switch {
+	case err != nil:
+		return err
+	case len(c.RedirectOrigins) > 0 && len(c.Redirects) == 0:
 		return fmt.Errorf("redirect_origins %s without redirects: give the hops too (--redirects 1,2)", strings.Join(c.RedirectOrigins, ","))
-	}
-	for i, n := range c.Pages {
-		if n < 0 || n > MaxPageResources {
-			return fmt.Errorf("pages[%d] %d: allowed 0 to %d sub-resources", i, n, MaxPageResources)
-		}
-		if slices.Index(c.Pages, n) != i {
-			return fmt.Errorf("pages[%d] %d: given twice", i, n)
-		}
-	}
-	for i, p := range c.PageProtocols {
-		if !slices.Contains(PageProtocols, p) {
-			return fmt.Errorf("page_protocols[%d] %q: allowed %s", i, p, strings.Join(PageProtocols, ", "))
-		}
-		if slices.Index(c.PageProtocols, p) != i {
-			return fmt.Errorf("page_protocols[%d] %q: given twice", i, p)
-		}
-		if p == ProtoHTTP2 && slices.Contains(c.tlsModes(), TLSNone) {
-			return fmt.Errorf("page_protocols[%d] %q with tls none: browsers speak HTTP/2 over TLS only (ALPN h2); give tls 1.2, 1.3 or 1.3-resume alone", i, p)
-		}
-	}
-	if len(c.PageProtocols) > 0 && len(c.Pages) == 0 {
+	case len(c.PageProtocols) > 0 && len(c.Pages) == 0:
 		return fmt.Errorf("page_protocols %s without pages: give the sub-resources too (--pages 10,50)", strings.Join(c.PageProtocols, ","))
 	}
 	return nil
+}
+
+// checkList checks a list field's values: what bad says is wrong with
+// one ("" when nothing), and none given twice. verb formats a value.
+func checkList[T comparable](field, verb string, xs []T, bad func(T) string) error {
+	for i, x := range xs {
+		v := fmt.Sprintf(verb, x)
+		if why := bad(x); why != "" {
+			sep := ": "
+			if strings.HasPrefix(why, "with ") {
+				sep = " "
+			}
+			return fmt.Errorf("%s[%d] %s%s%s", field, i, v, sep, why)
+		}
+		if slices.Index(xs, x) != i {
+			return fmt.Errorf("%s[%d] %s: given twice", field, i, v)
+		}
+	}
+	return nil
+}
+
+// oneOf is checkList's bad for a value that must be one of allowed.
+func oneOf(allowed []string) func(string) string {
+	return func(v string) string {
+		if slices.Contains(allowed, v) {
+			return ""
+		}
+		return "allowed " + strings.Join(allowed, ", ")
+	}
 }
 
 // newConnRTTs is what a new connection costs before its first request,

@@ -191,36 +191,18 @@ func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() e
 }
 
 func (f *files) close() error {
-	var errs []error
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-		f.runs = nil
+	return errors.Join(closeFile(&f.runs), closeFile(&f.gaps), closeFile(&f.reqs), closeFile(&f.paths),
+		closeFile(&f.fetches), closeFile(&f.loads), closeFile(&f.pages))
+}
+
+// closeFile closes *w if open, and forgets it.
+func closeFile[T recorder.Row[T]](w **recorder.FileWriter[T]) error {
+	if *w == nil {
+		return nil
 	}
-	if f.gaps != nil {
-		errs = append(errs, f.gaps.Close())
-		f.gaps = nil
-	}
-	if f.reqs != nil {
-		errs = append(errs, f.reqs.Close())
-		f.reqs = nil
-	}
-	if f.paths != nil {
-		errs = append(errs, f.paths.Close())
-		f.paths = nil
-	}
-	if f.fetches != nil {
-		errs = append(errs, f.fetches.Close())
-		f.fetches = nil
-	}
-	if f.loads != nil {
-		errs = append(errs, f.loads.Close())
-		f.loads = nil
-	}
-	if f.pages != nil {
-		errs = append(errs, f.pages.Close())
-		f.pages = nil
-	}
-	return errors.Join(errs...)
+	err := (*w).Close()
+	*w = nil
+	return err
 }
 
 // session is a Run's state across its runs: the open files, the path and
@@ -337,14 +319,23 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
 	row.Gap.RunID, row.Path.RunID = id, id
 	s.rows[id] = row
-	var errs []error
-	for _, r := range reqs {
-		if err := s.files.reqs.Write(r); err != nil {
-			errs = append(errs, err)
-			break
+	werr := errors.Join(writeAll(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))
+	return finish(ctx, run, werr)
+}
+
+// writeAll writes rows to w, stopping at the first error.
+func writeAll[T recorder.Row[T]](w *recorder.FileWriter[T], rows []T) error {
+	for _, r := range rows {
+		if err := w.Write(r); err != nil {
+			return err
 		}
 	}
-	werr := errors.Join(append(errs, s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))...)
+	return nil
+}
+
+// finish is a measured run's row: failed when its results were not all
+// written (werr), aborted when ctx ended it, else as it was.
+func finish(ctx context.Context, run RunRow, werr error) (RunRow, error) {
 	switch {
 	case werr != nil:
 		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()

@@ -1,7 +1,6 @@
 package latencygap
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/lab/netem/netemtest"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
@@ -165,24 +163,12 @@ func TestValidateLoads(t *testing.T) {
 // load with an error and on any check of checkLoads.
 func runLoads(t *testing.T, c *Config) (*Result, []Load, []Fetch, string) {
 	t.Helper()
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	env := &lab.Env{Out: t.TempDir(), Progress: labtest.LogWriter{T: t}}
-	r, err := c.Run(context.Background(), env)
+	res, out := runSession(t, c)
+	loads, err := recorder.ReadFile[Load](filepath.Join(out, loadFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := r.(*Result)
-	var table strings.Builder
-	res.Print(&table)
-	t.Logf("\n%s", table.String())
-	netemtest.CheckNothingLeft(t)
-	loads, err := recorder.ReadFile[Load](filepath.Join(env.Out, loadFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fetches, err := recorder.ReadFile[Fetch](filepath.Join(env.Out, fetchFile))
+	fetches, err := recorder.ReadFile[Fetch](filepath.Join(out, fetchFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +180,7 @@ func runLoads(t *testing.T, c *Config) (*Result, []Load, []Fetch, string) {
 	for _, err := range checkLoads(loads, fetches) {
 		t.Error(err)
 	}
-	return res, loads, fetches, env.Out
+	return res, loads, fetches, out
 }
 
 // TestLatencyGapRedirects loads 1 KB behind one and two redirects, on

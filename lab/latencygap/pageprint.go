@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -147,25 +148,10 @@ func waterfallLoad(pages []Page, fetches []Fetch) []Fetch {
 	if len(ends) == 0 {
 		return nil
 	}
-	slices.SortFunc(ends, func(a, b end) int {
-		if a.ms != b.ms {
-			return cmpF(a.ms, b.ms)
-		}
-		return a.load - b.load
-	})
+	slices.SortFunc(ends, func(a, b end) int { return cmp.Or(cmp.Compare(a.ms, b.ms), a.load-b.load) })
 	fs := byLoad[ends[(len(ends)-1)/2].load]
 	slices.SortFunc(fs, func(a, b Fetch) int { return a.Hop - b.Hop })
 	return fs[:min(len(fs), maxWaterfallRows)]
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // waterfallFigure draws one load's requests as a browser's developer
@@ -209,7 +195,9 @@ func waterfallFigure(pages []Page, fetches []Fetch) *report.Drawing {
 			hi = max(hi, at[i])
 			n++
 		}
-		d.AddSeries(ph.name, n)
+		if n > 0 {
+			d.AddSeries(ph.name, n)
+		}
 	}
 	p.X.Min, p.X.Max = 0, hi*1.4 // room for the legend, right of the last bar
 	p.Legend.Top = true

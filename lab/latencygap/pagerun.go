@@ -148,30 +148,7 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 			ms(lt.P99), netem.MaxP99Lateness, try+1, tries)
 	}
 	s.pages[run.RunID] = pages
-	var errs []error
-	for _, f := range fetches {
-		if err := s.files.fetches.Write(f); err != nil {
-			errs = append(errs, err)
-			break
-		}
-	}
-	for _, ld := range loads {
-		if err := s.files.loads.Write(ld); err != nil {
-			errs = append(errs, err)
-			break
-		}
-	}
-	for _, p := range pages {
-		errs = append(errs, s.files.pages.Write(p))
-	}
-	werr := errors.Join(errs...)
-	switch {
-	case werr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	}
-	return run, werr
+	return finish(ctx, run, errors.Join(writeAll(s.files.fetches, fetches), writeAll(s.files.loads, loads), writeAll(s.files.pages, pages)))
 }
 
 // loadModes measures a load condition once in each of its modes: a
