@@ -8,12 +8,22 @@
 // dialing inside the client namespace and reading each connection's RTT
 // from the kernel, so that every row says the delay the path really had.
 //
+// Beside single requests it loads redirect chains (hops on the server's
+// origin or each on another) and pages (an HTML document, then its
+// sub-resources on two origins at once, over HTTP/1.1 or HTTP/2) as a
+// browser does, with its own net/http client (browser) timing every
+// request's lookup, connect, TLS handshake, first and last byte, and
+// checks every load against the lower bound its configuration makes
+// certain (loadBound, checkLoads).
+//
 // It owns its scenario schema and flags, its run, its results files (Gap
 // rows in gap.csv, Request rows in gap-requests.csv, Path rows in
-// gap-path.csv and RunRow rows in gap-runs.csv, which the run loop,
-// lab.Matrix, resumes from) with their aggregation, its conditions
-// table, declared once for the CLI and the report, and its report
-// section with its figures (Section).
+// gap-path.csv, Fetch, Load and Page rows of the loads in
+// gap-page-requests.csv, gap-page-loads.csv and gap-pages.csv, and
+// RunRow rows in gap-runs.csv, which the run loop, lab.Matrix, resumes
+// from) with their aggregation, its conditions and pages tables,
+// declared once for the CLI and the report, and its report section with
+// its figures (Section), the page-load waterfall among them.
 package latencygap
 
 import (
