@@ -209,6 +209,8 @@ type nameDialer struct {
 	ttlMu  sync.Mutex
 	ttl    time.Duration // the least TTL of the A and AAAA records of the last lookup's answers
 	gotTTL bool
+
+	joined func(name string) // when set, called as a dial starts waiting for another's lookup of name
 }
 
 // nameEntry is one name's cached answer, or its lookup under way.
@@ -260,9 +262,13 @@ func (d *nameDialer) resolve(ctx context.Context, name string) (netip.Addr, time
 	e := d.names[name]
 	switch {
 	case e != nil && e.wait != nil:
+		wait := e.wait
 		d.mu.Unlock()
+		if d.joined != nil {
+			d.joined(name)
+		}
 		select {
-		case <-e.wait:
+		case <-wait:
 		case <-ctx.Done():
 			return netip.Addr{}, time.Since(start), fmt.Errorf("resolve %s: %w", name, ctx.Err())
 		}
