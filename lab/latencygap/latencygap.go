@@ -80,20 +80,20 @@ type Config struct {
 	DNSDelay lab.Duration `yaml:"dns_delay"`
 	// Redirects are redirect chains, one condition each: the hops (a
 	// 301, then 302s) before a resource of each size. Empty: none.
-	Redirects []int `yaml:"redirects"`
+	Redirects []int `yaml:"redirects,omitempty"`
 	// RedirectOrigins are where the hops go, one condition each: same
 	// (the server's origin) or cross (each hop to another origin: another
 	// port and, with DNS, another name). Empty: same.
-	RedirectOrigins []string `yaml:"redirect_origins"`
+	RedirectOrigins []string `yaml:"redirect_origins,omitempty"`
 	// Pages are page loads, one condition each: an HTML document that
 	// refers to that many sub-resources of each size across two origins,
 	// loaded as a browser does (the document, then the sub-resources at
 	// once). Empty: none.
-	Pages []int `yaml:"pages"`
+	Pages []int `yaml:"pages,omitempty"`
 	// PageProtocols are the pages' protocols, one condition each:
 	// http/1.1 (at most 6 connections per origin) and h2 (one connection
 	// per origin, over TLS). Empty: http/1.1.
-	PageProtocols []string `yaml:"page_protocols"`
+	PageProtocols []string `yaml:"page_protocols,omitempty"`
 	// CongestionControl of the path's sockets; the namespaces' default when "".
 	CongestionControl string       `yaml:"congestion_control"`
 	Timeout           lab.Duration `yaml:"timeout"` // per request
