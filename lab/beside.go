@@ -78,3 +78,9 @@ func PrintConditions[S any](w io.Writer, table *report.Table[S], rows []S, skipp
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}
 }
+
+// ResultsFiles are the files a session writing RunFiles[I, R] leaves, for
+// Experiment.Files: I's, R's, requests.csv and resource-samples.csv.
+func ResultsFiles[I recorder.Row[I], R recorder.RunRow[R]]() []string {
+	return []string{recorder.FileName[I](), recorder.FileName[R](), recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+}
