@@ -187,14 +187,3 @@ func line(xys plotter.XYs, c color.Color) *plotter.Line {
 	l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.25)}
 	return l
 }
-
-// cmpFloat orders a before b when it is smaller; NaN is equal to any.
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

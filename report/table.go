@@ -90,9 +90,6 @@ func ByteSize(b int) string {
 	return fmt.Sprintf("%d B", b)
 }
 
-func seconds(v float64) Cell { return Fixed(v, 3) }
-func mib(v float64) Cell     { return Fixed(v, 1) }
-
 // Column is one column of a Table: its header and its cell of a row.
 type Column[R any] struct {
 	Head     string
@@ -221,9 +218,6 @@ func FastCols[R any](of func(*R) *recorder.FastOver) []Column[R] {
 		Col("fast_p95_ms", func(r *R) Cell { return Opt(of(r).P95MS, Decimals(1)) }),
 	}
 }
-
-// whole is a count measured as a float.
-func whole(v float64) Cell { return Fixed(v, 0) }
 
 // String is the cell as the CLI prints it: its text, "-" when not
 // measured.

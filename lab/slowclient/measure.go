@@ -279,8 +279,6 @@ func (c *Config) verdict(ctx context.Context, meta *recorder.RunMeta, running *s
 
 func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
 // oomDuring is, by role, the OOM kills between two counts of the same
 // cgroups (a stack kept from the previous run has its counts so far).
 func oomDuring(before, after map[string]int) map[string]int {
