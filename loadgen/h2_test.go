@@ -51,9 +51,14 @@ func (s *h2Server) wait(t *testing.T, ch chan time.Time) time.Time {
 	return time.Time{}
 }
 
-func startH2Server(t *testing.T) *h2Server {
-	t.Helper()
-	s := &h2Server{firstOut: make(chan time.Time, 16), handlerOut: make(chan time.Time, 16), failed: make(chan error, 16)}
+// newLargeServer is an h2Server's (or h3Server's) handler state, its
+// address still to be set.
+func newLargeServer() *h2Server {
+	return &h2Server{firstOut: make(chan time.Time, 256), handlerOut: make(chan time.Time, 256), failed: make(chan error, 256)}
+}
+
+// mux serves /large?size=N as the type says, and /fast: 1 KiB at once.
+func (s *h2Server) mux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/large", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("size"))
@@ -77,6 +82,13 @@ func startH2Server(t *testing.T) *h2Server {
 		s.handlerOut <- time.Now()
 	})
 	mux.HandleFunc("/fast", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(strings.Repeat("f", 1024))) })
+	return mux
+}
+
+func startH2Server(t *testing.T) *h2Server {
+	t.Helper()
+	s := newLargeServer()
+	mux := s.mux()
 	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols), ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.conns.Add(1)
