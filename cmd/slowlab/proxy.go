@@ -63,7 +63,7 @@ type proxyFlags struct {
 	requestBuffering, bodyBuffer, bodyTempDir            string
 	headerTimeout, sendTimeout, httpVersion              string
 	tlsCert, tlsKey                                      string
-	allowRemote, http2, websocket                        bool
+	allowRemote, http2, http3, websocket                 bool
 	maxStreams                                           int
 }
 
@@ -90,6 +90,7 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.sendTimeout, string(child.ProxySendTimeout), d.SendTimeout.String(), "send_timeout: how long a write to the client may wait for it to take anything before the connection is closed (a Go duration)")
 	fs.StringVar(&f.httpVersion, string(child.ProxyHTTPVersion), "1.1", "proxy_http_version: the HTTP version of requests to the upstream, 1.1 (the lab's) or 1.0 (NGINX's default: the app answers a stream close-delimited, which a buffered response holds until a buffer fills or the body ends)")
 	fs.BoolVar(&f.http2, string(child.ProxyHTTP2), false, "serve clients HTTP/2 beside HTTP/1.1, as NGINX's listen ... http2: with prior knowledge (h2c), or by ALPN h2 with --tls-cert; each stream gets its own upstream connection")
+	fs.BoolVar(&f.http3, string(child.ProxyHTTP3), false, "serve clients HTTP/3 as well, as NGINX's listen ... quic: QUIC on the UDP port of the --listen address, with --tls-cert (required); each stream gets its own upstream connection")
 	fs.StringVar(&f.tlsCert, string(child.ProxyTLSCert), "", "ssl_certificate: a PEM certificate (chain) file; with --tls-key the listener serves TLS")
 	fs.StringVar(&f.tlsKey, string(child.ProxyTLSKey), "", "ssl_certificate_key: the PEM key file of --tls-cert")
 	fs.BoolVar(&f.websocket, string(child.ProxyWebSocket), d.WebSocket, "pass WebSocket upgrades on, as NGINX does with proxy_set_header Upgrade $http_upgrade and Connection \"upgrade\" (the lab's config): an upgraded connection is a tunnel closed after --upstream-timeout without a byte from the upstream (proxy_read_timeout); false drops Upgrade, as NGINX's defaults do")
@@ -105,7 +106,7 @@ var proxyFlagOf = map[string]string{
 	"TempFileWriteSize": "temp-file-write-size", "TempDir": "temp-dir",
 	"UpstreamTimeout": "upstream-timeout", "ShutdownTimeout": "shutdown-timeout",
 	"ClientBodyBufferSize": "client-body-buffer-size", "ClientHeaderTimeout": "client-header-timeout",
-	"SendTimeout": "send-timeout", "MaxConcurrentStreams": "http2-max-concurrent-streams",
+	"SendTimeout": "send-timeout", "MaxConcurrentStreams": "http2-max-concurrent-streams", "HTTP3": "http3",
 }
 
 func (f *proxyFlags) options() (proxy.Options, error) {
@@ -138,7 +139,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		return o, usagef("--%s %q: allowed 1.0, 1.1", child.ProxyHTTPVersion, f.httpVersion)
 	}
 	o.Upstream, o.AllowRemote, o.TempDir, o.ClientBodyTempDir = f.upstream, f.allowRemote, f.tempDir, f.bodyTempDir
-	o.HTTP2, o.MaxConcurrentStreams, o.WebSocket = f.http2, f.maxStreams, f.websocket
+	o.HTTP2, o.HTTP3, o.MaxConcurrentStreams, o.WebSocket = f.http2, f.http3, f.maxStreams, f.websocket
 	for _, a := range []struct {
 		name, value string
 	}{{string(child.ProxyListen), f.listen}, {string(child.ProxyAdmin), f.admin}} {
@@ -179,6 +180,9 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 			return o, usagef("--%s %q: allowed a Go duration, e.g. 60s or 500ms", d.name, d.value)
 		}
 	}
+	if err := f.loadTLS(&o); err != nil {
+		return o, err
+	}
 	if err := o.Validate(); err != nil {
 		var ve *proxy.ValidationError
 		if errors.As(err, &ve) {
@@ -187,7 +191,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		}
 		return o, usagef("%v", err)
 	}
-	return o, f.loadTLS(&o)
+	return o, nil
 }
 
 // value is the text given for the flag name, for error messages.
@@ -198,7 +202,7 @@ func (f *proxyFlags) value(name string) string {
 		"temp-file-write-size": f.tempWrite, "temp-dir": f.tempDir,
 		"upstream-timeout": f.upstreamTimeout, "shutdown-timeout": f.shutdownTimeout,
 		"client-body-buffer-size": f.bodyBuffer, "client-header-timeout": f.headerTimeout,
-		"send-timeout": f.sendTimeout,
+		"send-timeout": f.sendTimeout, "http3": strconv.FormatBool(f.http3),
 	}[name]
 }
 
