@@ -106,7 +106,7 @@ var proxyFlagOf = map[string]string{
 	"TempFileWriteSize": "temp-file-write-size", "TempDir": "temp-dir",
 	"UpstreamTimeout": "upstream-timeout", "ShutdownTimeout": "shutdown-timeout",
 	"ClientBodyBufferSize": "client-body-buffer-size", "ClientHeaderTimeout": "client-header-timeout",
-	"SendTimeout": "send-timeout", "MaxConcurrentStreams": "http2-max-concurrent-streams", "HTTP3": "http3",
+	"SendTimeout": "send-timeout", "MaxConcurrentStreams": "http2-max-concurrent-streams",
 }
 
 func (f *proxyFlags) options() (proxy.Options, error) {
@@ -139,7 +139,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		return o, usagef("--%s %q: allowed 1.0, 1.1", child.ProxyHTTPVersion, f.httpVersion)
 	}
 	o.Upstream, o.AllowRemote, o.TempDir, o.ClientBodyTempDir = f.upstream, f.allowRemote, f.tempDir, f.bodyTempDir
-	o.HTTP2, o.HTTP3, o.MaxConcurrentStreams, o.WebSocket = f.http2, f.http3, f.maxStreams, f.websocket
+	o.HTTP2, o.MaxConcurrentStreams, o.WebSocket = f.http2, f.maxStreams, f.websocket
 	for _, a := range []struct {
 		name, value string
 	}{{string(child.ProxyListen), f.listen}, {string(child.ProxyAdmin), f.admin}} {
@@ -180,9 +180,6 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 			return o, usagef("--%s %q: allowed a Go duration, e.g. 60s or 500ms", d.name, d.value)
 		}
 	}
-	if err := f.loadTLS(&o); err != nil {
-		return o, err
-	}
 	if err := o.Validate(); err != nil {
 		var ve *proxy.ValidationError
 		if errors.As(err, &ve) {
@@ -191,7 +188,7 @@ func (f *proxyFlags) options() (proxy.Options, error) {
 		}
 		return o, usagef("%v", err)
 	}
-	return o, nil
+	return o, f.loadTLS(&o)
 }
 
 // value is the text given for the flag name, for error messages.
@@ -202,7 +199,7 @@ func (f *proxyFlags) value(name string) string {
 		"temp-file-write-size": f.tempWrite, "temp-dir": f.tempDir,
 		"upstream-timeout": f.upstreamTimeout, "shutdown-timeout": f.shutdownTimeout,
 		"client-body-buffer-size": f.bodyBuffer, "client-header-timeout": f.headerTimeout,
-		"send-timeout": f.sendTimeout, "http3": strconv.FormatBool(f.http3),
+		"send-timeout": f.sendTimeout,
 	}[name]
 }
 
@@ -211,9 +208,13 @@ func validPort(s string) bool {
 	return err == nil && n >= 0 && n <= 65535
 }
 
-// loadTLS sets o.TLS from --tls-cert and --tls-key: both or neither.
+// loadTLS sets o.TLS from --tls-cert and --tls-key: both or neither;
+// and o.HTTP3 from --http3, which needs them.
 func (f *proxyFlags) loadTLS(o *proxy.Options) error {
+	o.HTTP3 = f.http3
 	switch {
+	case f.tlsCert == "" && f.tlsKey == "" && f.http3:
+		return usagef("--%s: allowed only with --%s and --%s (QUIC is always TLS)", child.ProxyHTTP3, child.ProxyTLSCert, child.ProxyTLSKey)
 	case f.tlsCert == "" && f.tlsKey == "":
 		return nil
 	case f.tlsCert == "" || f.tlsKey == "":
