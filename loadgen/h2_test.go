@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -108,6 +109,13 @@ func startH2Server(t *testing.T) *h2Server {
 func dialH2(t *testing.T, addr string, stream, conn uint32) *H2Conn {
 	t.Helper()
 	c, err := DialH2(context.Background(), H2Options{Addr: addr, StreamWindow: stream, ConnWindow: conn, Timeout: time.Minute})
+	return closedAtEnd(t, c, err)
+}
+
+// closedAtEnd is a connection dialed (or the test fails with err),
+// closed when the test ends.
+func closedAtEnd[C interface{ Close() error }](t *testing.T, c C, err error) C {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,14 +154,22 @@ func TestH2ZeroWindowStall(t *testing.T) {
 	srv := startH2Server(t)
 	c := dialH2(t, srv.addr, 0, 16<<20)
 	r := <-c.Get("/large?size=65536", H2Read{Stall: 300 * time.Millisecond})
-	if r.Err != nil || !r.Complete || r.Bytes != 65536 {
+	checkStalled(t, r, 65536, srv.first, "the server's first write got out")
+}
+
+// checkStalled: r read size bytes whole after a 300 ms stall, and the
+// server's event (its handler's first write out, its return) did not
+// come before the reader resumed.
+func checkStalled(t *testing.T, r H2Result, size int64, event func(*testing.T) time.Time, what string) {
+	t.Helper()
+	if r.Err != nil || !r.Complete || r.Bytes != size {
 		t.Fatalf("%+v: want the whole body after the stall", r)
 	}
 	if r.Stalled.IsZero() || r.Resumed.Sub(r.Stalled) < 300*time.Millisecond {
 		t.Errorf("stalled %v, resumed %v: want a 300 ms stall", r.Stalled, r.Resumed)
 	}
-	if first := srv.first(t); first.Before(r.Resumed) {
-		t.Errorf("the server's first write got out %v before the reader resumed: the zero window did not hold it", r.Resumed.Sub(first))
+	if at := event(t); at.Before(r.Resumed) {
+		t.Errorf("%s %v before the reader resumed: the window did not hold it", what, r.Resumed.Sub(at))
 	}
 }
 
@@ -261,7 +277,20 @@ func TestOpenLoopOverH2(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &OpenLoop{H2: c, URL: "http://" + srv.addr + "/fast?x=1", Pacer: pacer, Start: time.Now(), RunID: "h2", Metrics: NewMetrics(prometheus.NewRegistry())}
-	res := o.Run(context.Background())
+	// Each a stream of its own (client streams are odd), all on the one
+	// connection.
+	checkStreamHits(t, o.Run(context.Background()), ProtoHTTP2, c.LocalAddr(), 2, 1)
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("the server saw %d connections, want the one", n)
+	}
+}
+
+// checkStreamHits: 50 hits of an open loop over one connection (conn),
+// each measured as the HTTP/1.1 client's are (status, 1 KiB, latency)
+// and a stream of its own in proto, its ID stream%mod == rem (a
+// client's).
+func checkStreamHits(t *testing.T, res []Result, proto string, conn netip.AddrPort, mod, rem uint32) {
+	t.Helper()
 	if len(res) != 50 {
 		t.Fatalf("%d results, want 50", len(res))
 	}
@@ -270,15 +299,10 @@ func TestOpenLoopOverH2(t *testing.T) {
 		if r.Err != nil || r.Status != 200 || r.Bytes != 1024 || !r.Scheduled || r.NewConn || r.Latency <= 0 || r.TTFB > r.Latency {
 			t.Errorf("hit %d: %+v", r.Seq, r)
 		}
-		// Each a stream of its own (client streams are odd), all on the
-		// one connection.
-		if r.Proto != ProtoHTTP2 || r.Conn != c.LocalAddr() || !r.Conn.IsValid() || r.Stream%2 != 1 || streams[r.Stream] {
-			t.Errorf("hit %d: proto %q, conn %v (the connection's %v), stream %d (seen: %v)", r.Seq, r.Proto, r.Conn, c.LocalAddr(), r.Stream, streams[r.Stream])
+		if r.Proto != proto || r.Conn != conn || !r.Conn.IsValid() || r.Stream%mod != rem || streams[r.Stream] {
+			t.Errorf("hit %d: proto %q, conn %v (the connection's %v), stream %d (seen: %v)", r.Seq, r.Proto, r.Conn, conn, r.Stream, streams[r.Stream])
 		}
 		streams[r.Stream] = true
-	}
-	if n := srv.conns.Load(); n != 1 {
-		t.Errorf("the server saw %d connections, want the one", n)
 	}
 }
 
@@ -290,9 +314,17 @@ func TestH2ReaderCutsStream(t *testing.T) {
 	slowlabtest.Timing(t)
 	srv := startH2Server(t)
 	c := dialH2(t, srv.addr, 64<<10, 16<<20)
+	checkCut(t, srv, c.Get, ErrH2Cut)
+}
+
+// checkCut: a stalled reader of 8 MiB that gives up 200 ms on (Until)
+// ends with errCut no earlier, the server's handler sees its stream end
+// (its write fails), and the connection (get) carries /fast on.
+func checkCut(t *testing.T, srv *h2Server, get func(string, H2Read) <-chan H2Result, errCut error) {
+	t.Helper()
 	until := time.Now().Add(200 * time.Millisecond)
-	r := <-c.Get("/large?size="+strconv.Itoa(8<<20), H2Read{Stall: time.Minute, Until: until})
-	if !errors.Is(r.Err, ErrH2Cut) || r.Complete {
+	r := <-get("/large?size="+strconv.Itoa(8<<20), H2Read{Stall: time.Minute, Until: until})
+	if !errors.Is(r.Err, errCut) || r.Complete {
 		t.Fatalf("%+v: want the stream cut by its reader", r)
 	}
 	if now := time.Now(); now.Before(until) {
@@ -304,7 +336,7 @@ func TestH2ReaderCutsStream(t *testing.T) {
 	case at := <-srv.handlerOut:
 		t.Fatalf("the handler wrote all 8 MiB (at %v) to a stream its reader cut", at)
 	}
-	if r := <-c.Get("/fast", H2Read{}); r.Err != nil || !r.Complete {
+	if r := <-get("/fast", H2Read{}); r.Err != nil || !r.Complete || r.Bytes != 1024 {
 		t.Errorf("/fast after the cut: %+v", r)
 	}
 }

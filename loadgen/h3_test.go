@@ -83,11 +83,7 @@ func (s *h3Server) connections() int {
 func dialH3(t *testing.T, srv *h3Server, stream, conn uint64) *H3Conn {
 	t.Helper()
 	c, err := DialH3(context.Background(), H3Options{Addr: srv.addr, TLS: srv.roots, StreamWindow: stream, ConnWindow: conn, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return closedAtEnd(t, c, err)
 }
 
 // A paced HTTP/3 reader holds the server's handler by QUIC stream flow
@@ -121,15 +117,7 @@ func TestH3StalledStreamHolds(t *testing.T) {
 	srv := startH3Server(t)
 	c := dialH3(t, srv, 16<<10, 16<<20)
 	r := <-c.Get("/large?size="+strconv.Itoa(1<<20), H2Read{Stall: 300 * time.Millisecond})
-	if r.Err != nil || !r.Complete || r.Bytes != 1<<20 {
-		t.Fatalf("%+v: want the whole body after the stall", r)
-	}
-	if r.Stalled.IsZero() || r.Resumed.Sub(r.Stalled) < 300*time.Millisecond {
-		t.Errorf("stalled %v, resumed %v: want a 300 ms stall", r.Stalled, r.Resumed)
-	}
-	if returned := srv.returned(t); returned.Before(r.Resumed) {
-		t.Errorf("the handler returned %v before the reader resumed: the stall did not hold it", r.Resumed.Sub(returned))
-	}
+	checkStalled(t, r, 1<<20, srv.returned, "the handler returned")
 }
 
 // A stalled reader sees the server reset its stream while it stalls (a
@@ -178,23 +166,7 @@ func TestH3ManyStreamsOneConnection(t *testing.T) {
 func TestH3ReaderCutsStream(t *testing.T) {
 	srv := startH3Server(t)
 	c := dialH3(t, srv, 64<<10, 16<<20)
-	until := time.Now().Add(200 * time.Millisecond)
-	r := <-c.Get("/large?size="+strconv.Itoa(8<<20), H2Read{Stall: time.Minute, Until: until})
-	if !errors.Is(r.Err, ErrH3Cut) || r.Complete {
-		t.Fatalf("%+v: want the stream cut by its reader", r)
-	}
-	if now := time.Now(); now.Before(until) {
-		t.Errorf("cut %v before Until", until.Sub(now))
-	}
-	select {
-	case err := <-srv.failed:
-		t.Logf("the handler saw: %v", err)
-	case at := <-srv.handlerOut:
-		t.Fatalf("the handler wrote all 8 MiB (at %v) to a stream its reader cut", at)
-	}
-	if r := <-c.Get("/fast", H2Read{}); r.Err != nil || !r.Complete || r.Bytes != 1024 {
-		t.Errorf("/fast after the cut: %+v", r)
-	}
+	checkCut(t, srv.h2Server, c.Get, ErrH3Cut)
 }
 
 // An open loop over one HTTP/3 connection: every hit a stream on it,
@@ -207,20 +179,8 @@ func TestOpenLoopOverH3(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &OpenLoop{H3: c, URL: "https://" + srv.addr + "/fast?x=1", Pacer: pacer, Start: time.Now(), RunID: "h3", Metrics: NewMetrics(prometheus.NewRegistry())}
-	res := o.Run(context.Background())
-	if len(res) != 50 {
-		t.Fatalf("%d results, want 50", len(res))
-	}
-	streams := map[uint32]bool{}
-	for _, r := range res {
-		if r.Err != nil || r.Status != 200 || r.Bytes != 1024 || !r.Scheduled || r.NewConn || r.Latency <= 0 || r.TTFB > r.Latency {
-			t.Errorf("hit %d: %+v", r.Seq, r)
-		}
-		if r.Proto != ProtoHTTP3 || r.Conn != c.LocalAddr() || !r.Conn.IsValid() || r.Stream%4 != 0 || streams[r.Stream] {
-			t.Errorf("hit %d: proto %q, conn %v (the connection's %v), stream %d (seen: %v)", r.Seq, r.Proto, r.Conn, c.LocalAddr(), r.Stream, streams[r.Stream])
-		}
-		streams[r.Stream] = true
-	}
+	// Client bidirectional streams are 0 mod 4.
+	checkStreamHits(t, o.Run(context.Background()), ProtoHTTP3, c.LocalAddr(), 4, 0)
 	if n := srv.connections(); n != 1 {
 		t.Errorf("the server saw %d connections, want the one", n)
 	}

@@ -26,16 +26,7 @@ func TestH3Shape(t *testing.T) {
 	c := shortConfig(Condition{Route: stack.RouteH2TLSBufferingOff, Server: "sync-2", Streams: 8, Protocol: ProtocolH3},
 		Condition{Route: stack.RouteH2TLSBufferingOn, Server: "sync-2", Streams: 4, Protocol: ProtocolH3},
 		Condition{Route: stack.RouteH2TLSBufferingOff, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: send, Protocol: ProtocolH3})
-	env := labtest.Env(t, stack.NameEmbedded)
-	res, err := c.Run(context.Background(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conds := Summarize(res.(*Result).Runs)
-	if len(conds) != 3 {
-		t.Fatalf("%d conditions: %+v", len(conds), conds)
-	}
-	logConditions(t, conds)
+	conds, env := runConditions(t, stack.NameEmbedded, c)
 	off, on, stall := conds[0], conds[1], conds[2]
 	if off.Protocol != ProtocolH3 || off.Runs != 1 || off.AppHeldMax.Value != 2 || off.AppComplete != 0 || off.P95MS.Value < 1000 {
 		t.Errorf("h3, buffering off: %+v, want both workers held by the streams of one HTTP/3 connection (app held 2, none handed over) and /fast starved", off)
@@ -60,16 +51,7 @@ func TestH3ShapeCaddy(t *testing.T) {
 	slowlabtest.RequireTool(t, "caddy")
 	c := shortConfig(Condition{Route: stack.RouteCaddyTLS, Server: "sync-2", Streams: 8, Protocol: ProtocolH3},
 		Condition{Route: stack.RouteCaddyTLS, Server: "sync-2", Streams: 2, Read: ReadStall, Protocol: ProtocolH3})
-	env := labtest.Env(t, "gunicorn+caddy")
-	res, err := c.Run(context.Background(), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conds := Summarize(res.(*Result).Runs)
-	if len(conds) != 2 {
-		t.Fatalf("%d conditions: %+v", len(conds), conds)
-	}
-	logConditions(t, conds)
+	conds, env := runConditions(t, "gunicorn+caddy", c)
 	paced, stall := conds[0], conds[1]
 	if paced.Runs != 1 || paced.AppHeldMax.Value != 2 || paced.AppComplete != 0 || paced.P95MS.Value < 1000 {
 		t.Errorf("caddy h3, paced: %+v, want both workers held by the streams and /fast starved", paced)
@@ -110,11 +92,23 @@ func TestH3SkippedWithoutHTTP3(t *testing.T) {
 	}
 }
 
-func logConditions(t *testing.T, conds []Summary) {
+// runConditions runs c on the stack named, and returns its conditions,
+// one each, logged, and the session's environment.
+func runConditions(t *testing.T, stackName string, c *Config) ([]Summary, *lab.Env) {
 	t.Helper()
+	env := labtest.Env(t, stackName)
+	res, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := Summarize(res.(*Result).Runs)
+	if len(conds) != len(c.Conditions) {
+		t.Fatalf("%d conditions, want %d: %+v", len(conds), len(c.Conditions), conds)
+	}
 	for _, cond := range conds {
 		t.Logf("%s %s ×%d %s: app held %v, handed over %d whole, complete %d, cut %d, reset %d after %v s; proxy memory %v MiB; /fast %d/%d p95 %v ms",
 			cond.Route, cond.Protocol, cond.Streams, cond.Read, cond.AppHeldMax, cond.AppComplete, cond.Complete, cond.Cut, cond.Reset, cond.ResetAfterS,
 			cond.ProxyMemPeakMiB, cond.FastOK, cond.FastPlanned, cond.P95MS)
 	}
+	return conds, env
 }

@@ -26,6 +26,13 @@ func TestH3EmbeddedRoute(t *testing.T) {
 	if r := <-c.Get("/large", loadgen.H2Read{}); r.Err != nil || !r.Complete || r.Bytes != 16<<20 {
 		t.Fatalf("/large over HTTP/3: %+v", r)
 	}
+	holdBothWorkers(t, s, c)
+}
+
+// holdBothWorkers stalls two streams on c and waits for them to hold
+// both of s's app workers (two upstream connections to the app).
+func holdBothWorkers(t *testing.T, s *realStack, c *loadgen.H3Conn) {
+	t.Helper()
 	for range 2 {
 		c.Get("/large", loadgen.H2Read{Stall: time.Minute})
 	}
@@ -80,10 +87,5 @@ func TestH3CaddyRoute(t *testing.T) {
 	if r := <-dialH2Proxy(t, s.run).Get("/large", loadgen.H2Read{}); r.Err != nil || !r.Complete || r.Bytes != 16<<20 {
 		t.Fatalf("/large over HTTP/2 beside it: %+v", r)
 	}
-	for range 2 {
-		c.Get("/large", loadgen.H2Read{Stall: time.Minute})
-	}
-	_, port, _ := net.SplitHostPort(s.run.AppAddr())
-	slowlabtest.WaitFor(t, "both app workers held by the two stalled HTTP/3 streams", func() bool { return slowlabtest.EstablishedTo(t, port) == 2 },
-		func() string { return fmt.Sprintf("%d connections to the app", slowlabtest.EstablishedTo(t, port)) })
+	holdBothWorkers(t, s, c)
 }
