@@ -39,7 +39,10 @@
 // The app endpoints are /fast, /large, /longpoll, /bytes and POST /upload
 // (the body read in 64 KiB reads, Server-Timing body;dur its time in
 // them); /fast and /bytes take ?work=DURATION&work_kind=sleep|cpu, spent
-// inside their Server-Timing (embedded app only); every response
+// inside their Server-Timing (embedded app only); the embedded app alone
+// also serves GET /redirect?to=URL&status=301|302 (a redirect hop) and
+// GET /page?n=N&size=S&cross=ORIGIN (an HTML document of N sub-resources
+// on this origin and another), for the latency-gap experiment; every response
 // carries Server-Timing: app;dur=<ms>, and every /large response
 // X-Slowlab-Peer-Port (PeerPortHeader): the remote port of the connection
 // the app accepted it on. The WSGI, ASGI and Node.js apps (appserver/wsgi,

@@ -42,6 +42,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /upload", s.upload)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /ws", s.ws)
+	mux.HandleFunc("GET /redirect", s.redirect)
+	mux.HandleFunc("GET /page", s.page)
 	return mux
 }
 

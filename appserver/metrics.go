@@ -21,6 +21,8 @@ var endpointCodes = map[string][]int{
 	"upload":   {http.StatusOK, statusClientClosed},
 	"events":   {http.StatusOK, http.StatusBadRequest, statusClientClosed},
 	"ws":       {http.StatusSwitchingProtocols, http.StatusBadRequest, http.StatusUpgradeRequired, statusClientClosed},
+	"redirect": {http.StatusMovedPermanently, http.StatusFound, http.StatusBadRequest},
+	"page":     {http.StatusOK, http.StatusBadRequest},
 }
 
 type metrics struct {

@@ -153,6 +153,17 @@ func TestTrafficAddsNoSeries(t *testing.T) {
 	get("/bytes?n=x", 400)
 	get("/longpoll?wait=0s", 204)
 	get("/longpoll?wait=x", 400)
+	get("/page?n=2&size=1", 200)
+	get("/page?n=x", 400)
+	get("/redirect?to=x", 400)
+	for _, status := range []int{301, 302} { // not followed: each hop counts once
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Get(fmt.Sprintf("%s/redirect?status=%d&to=%%2Fnowhere", base, status))
+		if err != nil || resp.StatusCode != status {
+			t.Fatalf("GET /redirect?status=%d: %v %v", status, resp, err)
+		}
+		resp.Body.Close()
+	}
 	// A long-poll whose client leaves is counted as 499.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

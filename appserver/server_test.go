@@ -352,10 +352,15 @@ slowlab_target_requests_total{code="200",endpoint="large"} 0
 slowlab_target_requests_total{code="101",endpoint="ws"} 0
 slowlab_target_requests_total{code="200",endpoint="upload"} 0
 slowlab_target_requests_total{code="204",endpoint="longpoll"} 0
+slowlab_target_requests_total{code="200",endpoint="page"} 0
+slowlab_target_requests_total{code="301",endpoint="redirect"} 0
+slowlab_target_requests_total{code="302",endpoint="redirect"} 0
 slowlab_target_requests_total{code="400",endpoint="bytes"} 0
 slowlab_target_requests_total{code="400",endpoint="events"} 0
 slowlab_target_requests_total{code="400",endpoint="large"} 0
 slowlab_target_requests_total{code="400",endpoint="longpoll"} 0
+slowlab_target_requests_total{code="400",endpoint="page"} 0
+slowlab_target_requests_total{code="400",endpoint="redirect"} 0
 slowlab_target_requests_total{code="400",endpoint="ws"} 0
 slowlab_target_requests_total{code="426",endpoint="ws"} 0
 slowlab_target_requests_total{code="499",endpoint="events"} 0

@@ -3,7 +3,6 @@ package appserver
 import (
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,20 +30,10 @@ func TestWork(t *testing.T) {
 			t.Errorf("%s: status %d, Server-Timing %s (%v), took %s: want 200 and at least 30 ms in both", path, resp.StatusCode, st, ok, took)
 		}
 	}
-	for path, want := range map[string]string{
+	wantBadRequests(t, http.DefaultClient, base, map[string]string{
 		"/fast?work=soon":             `work "soon": want a duration from 0 to 10s`,
 		"/fast?work=-1ms":             `work "-1ms": want a duration from 0 to 10s`,
 		"/bytes?n=1&work=1m":          `work "1m": want a duration from 0 to 10s`,
 		"/fast?work=1ms&work_kind=io": `work_kind "io": want sleep or cpu`,
-	} {
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != want {
-			t.Errorf("%s: %d %q, want 400 %q", path, resp.StatusCode, b, want)
-		}
-	}
+	})
 }

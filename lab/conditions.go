@@ -9,7 +9,7 @@ import (
 
 // ParsedServers is the servers a matrix's conditions name, for
 // Stacked.Servers: each condition's server (name) parsed, leaving out
-// AsyncServer (the stack's own) and names that do not parse (Validate
+// stack.AsyncServer (the stack's own) and names that do not parse (Validate
 // reports those).
 func ParsedServers[C any](conds []C, name func(C) string) []stack.Server {
 	var out []stack.Server

@@ -26,28 +26,29 @@
 //   - the run loop, Matrix: an experiment gives its runs, what one run
 //     measures and where its run row keeps its verdict, and Matrix owns
 //     the results files (RunFiles, UseRunFiles), --resume, the host CPU
-//     guard (Guard, --max-host-cpu) and its retries, progress lines
-//     (Progress), interruption and AllFailed; Plan runs an experiment's
-//     matrix on the RunFiles layout (validating its config and filling its
-//     Result, which embeds MatrixResult: Dir, Runs, Skipped, AllFailed,
-//     ReasonsFile); StartFresh gives a run a stack of its own (a work dir,
-//     NewWorkDir, the stack, the instruments, all ended by Stop), Judge and
-//     Failed its verdict, FastSpec.Run its /fast schedule; Pool keeps a
-//     started stack between runs that can share it;
-//   - the instruments of a run (Instrument: the exporter on the run's
-//     processes, resource sampling, the Prometheus targets file, the load
-//     generator's own cgroup, which this process enters when the load runs
-//     in it, or, after InstrumentLoadChild, in which Instruments.RunLoad
-//     runs the load generator as a child, this process outside, a kill for
-//     memory failing the run as ErrKilledForMemory: slow-client's `slowlab
-//     slow-load`, long-poll's `slowlab probe-loop`);
-//   - the host's network settings (NetSettings).
+//     guard's verdicts (--max-host-cpu, lab/hostguard) and its retries,
+//     progress lines (Progress), interruption and AllFailed; Plan runs an
+//     experiment's matrix on the RunFiles layout (validating its config and
+//     filling its Result, which embeds MatrixResult: Dir, Runs, Skipped,
+//     AllFailed, ReasonsFile); StartFresh gives a run a stack of its own (a
+//     work dir, NewWorkDir, the stack, the instruments of lab/instrument,
+//     all ended by Stop), Judge and Failed its verdict, FastSpec.Run its
+//     /fast schedule; Pool keeps a started stack between runs that can
+//     share it;
+//   - the session's record: environment.json (RecordSession, Environment,
+//     with the network settings lab/kernelnet reads) and manifest.json.
 //
 // What it leaves to others: the system under test is lab/stack's (app
-// servers × proxies, each a registered component), child processes and
-// their protocol are package child's, cgroups are package cgroup's, the
-// network path of latency-gap is lab/netem's; measuring is loadgen's,
-// every results file is recorder's, figures are report's.
+// servers × proxies, each a registered component, with the "async" server
+// of a condition, ExpandRuns, and held-count sampling); a run's
+// instruments (the exporter, resource sampling, the Prometheus targets
+// file, the load generator's cgroup) are lab/instrument's, and a load
+// generator run as a child lab/loadchild's (ErrKilledForMemory); watching
+// the host's CPU is lab/hostguard's; the kernel's network settings are
+// lab/kernelnet's; run work directories are internal/workdir's; child
+// processes and their protocol are package child's, cgroups are package
+// cgroup's, the network path of latency-gap is lab/netem's; measuring is
+// loadgen's, every results file is recorder's, figures are report's.
 //
 // Adding an experiment: a package lab/NAME with a Config (YAML-tagged
 // scenario fields, Flags, Validate, Run, which hands its runs to Plan or

@@ -17,6 +17,7 @@ import (
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/internal/buildinfo"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -43,7 +44,7 @@ func RecordSession(env *Env, cfg Config) error {
 
 // Environment describes this machine and the session's stack and limits,
 // and the kernel's network buffer settings of the lab's network namespace
-// (NetSettings).
+// (kernelnet.NetSettings).
 func Environment(env *Env, experiment string) recorder.Environment {
 	root := env.Stack.CgroupRoot
 	if root == "" {
@@ -68,11 +69,11 @@ func Environment(env *Env, experiment string) recorder.Environment {
 	// run (latency-gap's path runs in namespaces it creates, whose
 	// settings these are not). A setting that cannot be read is left blank
 	// rather than failing the session.
-	ns := HostNamespace
-	if label := os.Getenv(NetnsEnv); label != "" {
+	ns := kernelnet.HostNamespace
+	if label := os.Getenv(kernelnet.NetnsEnv); label != "" {
 		ns = label // a session a parent started in a namespace it made
 	}
-	e.Net = NetSettings(ns, nil, nil)
+	e.Net = kernelnet.NetSettings(ns, nil, nil)
 	return e
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/workdir"
+	"github.com/slowlab/slowlab/lab/instrument"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -26,7 +27,7 @@ func NewWorkDir() (string, error) { return workdir.New() }
 // and the instruments on it. Stop ends them all.
 type Fresh struct {
 	Running *stack.Running
-	In      *Instruments
+	In      *instrument.Instruments
 	t0      time.Time
 	work    string
 	env     *Env
@@ -34,14 +35,14 @@ type Fresh struct {
 }
 
 // StartFresh starts a stack of its own for run d.RunID (d's LogDir and
-// WorkDir are set here) and the instruments on it: Instrument, or
-// InstrumentLoadChild when the run's load generator is a child. Its error
+// WorkDir are set here) and the instruments on it, for a load generator
+// in this process or, with loadChild, a child (InstrumentLoadChild). Its error
 // is the reason the run could not start ("work dir: ...", "start stack:
 // ...", or the instruments'); it leaves nothing behind then.
 func StartFresh(ctx context.Context, env *Env, d stack.Deployment, loadChild bool) (*Fresh, error) {
-	place := loadEnters
+	place := instrument.LoadEnters
 	if loadChild {
-		place = loadInChild
+		place = instrument.LoadInChild
 	}
 	return startFresh(ctx, env, d, place)
 }
@@ -52,10 +53,10 @@ func StartFresh(ctx context.Context, env *Env, d stack.Deployment, loadChild boo
 // test or the published load generator binds it; the exporter watches
 // this process as the load generator.
 func StartFreshUnlimited(ctx context.Context, env *Env, d stack.Deployment) (*Fresh, error) {
-	return startFresh(ctx, env, d, loadFree)
+	return startFresh(ctx, env, d, instrument.LoadFree)
 }
 
-func startFresh(ctx context.Context, env *Env, d stack.Deployment, place loadPlace) (*Fresh, error) {
+func startFresh(ctx context.Context, env *Env, d stack.Deployment, place instrument.Place) (*Fresh, error) {
 	work, err := NewWorkDir()
 	if err != nil {
 		return nil, err
@@ -67,10 +68,25 @@ func startFresh(ctx context.Context, env *Env, d stack.Deployment, place loadPla
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
 	f := &Fresh{Running: running, work: work, env: env, runID: d.RunID}
-	if f.In, err = instrument(ctx, env, d.RunID, running, place); err != nil {
+	if f.In, err = instrument.Start(ctx, env.instruments(), d.RunID, running, place); err != nil {
 		return nil, errors.Join(err, f.Stop())
 	}
 	return f, nil
+}
+
+// InstrumentLoadChild starts the instruments on running for a run whose
+// load generator runs as a child (Instruments.RunLoad): this process
+// stays out of the load generator's cgroup, so the published limits
+// bound the load generator alone; the exporter watches the cgroup.
+func InstrumentLoadChild(ctx context.Context, env *Env, runID string, running *stack.Running) (*instrument.Instruments, error) {
+	return instrument.Start(ctx, env.instruments(), runID, running, instrument.LoadInChild)
+}
+
+// instruments is what a run's instruments need of the session.
+func (e *Env) instruments() instrument.Session {
+	limits, ok := e.LoadgenLimits()
+	return instrument.Session{LogDir: e.LogDir(), CgroupRoot: e.Stack.CgroupRoot, Loadgen: limits, LimitLoadgen: ok,
+		TargetsFile: e.TargetsFile, SampleInterval: e.SampleInterval, RunStarted: e.RunStarted}
 }
 
 // Start begins sampling resources into w at t0, the run's start.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slowlab/slowlab/lab/hostguard"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -142,8 +143,8 @@ func (m *Matrix[S, R]) completed(done []R, s S) bool {
 // loop runs specs in order until all ran, a fault lost results, or ctx
 // ends.
 func (m *Matrix[S, R]) loop(ctx context.Context, env *Env, specs []S, runs RowWriter[R], all []R) ([]R, error) {
-	guard := NewGuard(env.MaxHostCPU, "")
-	guard.maxLag = env.MaxScheduleLag
+	guard := hostguard.NewGuard(env.MaxHostCPU, "")
+	guard.SetMaxLag(env.MaxScheduleLag)
 	p := NewProgress(env.Progress, len(specs), func(i int) time.Duration { return m.Expected(specs[i]) })
 	for i, spec := range specs {
 		for try := 1; ; try++ {
@@ -177,17 +178,17 @@ func (m *Matrix[S, R]) loop(ctx context.Context, env *Env, specs []S, runs RowWr
 
 // one performs one run under the host guard; busy reports that the guard
 // aborted it (its reason then says why).
-func (m *Matrix[S, R]) one(parent context.Context, guard *Guard, spec S, id string) (R, bool, error) {
+func (m *Matrix[S, R]) one(parent context.Context, guard *hostguard.Guard, spec S, id string) (R, bool, error) {
 	ctx, stop := guard.Watch(parent)
 	defer stop()
 	run, err := m.Measure(ctx, spec, id)
-	if parent.Err() == nil && errors.Is(context.Cause(ctx), ErrHostBusy) {
+	if parent.Err() == nil && errors.Is(context.Cause(ctx), hostguard.ErrHostBusy) {
 		v := m.Verdict(&run)
 		*v.Status, *v.Reason = recorder.RunAborted, guard.Why()
 		return run, true, err
 	}
 	if v := m.Verdict(&run); *v.Status == recorder.RunOK {
-		if why := guard.late(&run); why != "" {
+		if why := guard.Late(&run); why != "" {
 			*v.Status, *v.Reason = recorder.RunAborted, why
 			return run, true, err
 		}

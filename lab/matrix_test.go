@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/lab/hostguard"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -136,9 +137,9 @@ func TestMatrixHostBusy(t *testing.T) {
 	slowlabtest.BusyCPUs(t)
 	// A run ends when the guard cancels it or, failing that, after the
 	// guard measured ten intervals: the guard's readings are the events.
-	intervals := make(chan cpuUsage, 100)
-	guardObserved = func(u cpuUsage) { intervals <- u }
-	t.Cleanup(func() { guardObserved = nil })
+	intervals := make(chan hostguard.Usage, 100)
+	hostguard.Observed = func(u hostguard.Usage) { intervals <- u }
+	t.Cleanup(func() { hostguard.Observed = nil })
 	env := &Env{Out: t.TempDir(), MaxHostCPU: DefaultMaxHostCPU}
 	m, measured := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
 		for n := 0; n < 10; {
@@ -180,15 +181,15 @@ func TestMatrixOwnLoad(t *testing.T) {
 	busy := make(chan struct{})
 	var once sync.Once
 	over := 0
-	guardObserved = func(u cpuUsage) {
-		if over++; u.host <= DefaultMaxHostCPU/100.0 {
+	hostguard.Observed = func(u hostguard.Usage) {
+		if over++; u.Host <= DefaultMaxHostCPU/100.0 {
 			over = 0
 		}
 		if over == 3 {
 			once.Do(func() { close(busy) })
 		}
 	}
-	t.Cleanup(func() { guardObserved = nil })
+	t.Cleanup(func() { hostguard.Observed = nil })
 	env := &Env{Out: t.TempDir(), MaxHostCPU: DefaultMaxHostCPU}
 	m, _ := fakeMatrix(1, func(ctx context.Context, _ fakeSpec, _ string) string {
 		spin, stop := context.WithCancel(ctx)

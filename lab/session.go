@@ -51,7 +51,7 @@ const DefaultMaxHostCPU = 90
 func (o *Options) AddFlags(fs *flag.FlagSet, shared Shared) {
 	fs.StringVar(&o.Out, "out", "", "results directory (default results/<experiment>-<UTC timestamp>)")
 	if shared.Has(SharedStack) {
-		fs.StringVar(&o.Stack, "stack", "", "system under test: auto (real when installed, else embedded), embedded (nothing to install), real (Gunicorn + NGINX; alias gunicorn-nginx), external (an app the user runs, described in the scenario's external: block), or APP+PROXY such as embedded+nginx (default: the scenario's, auto)")
+		fs.StringVar(&o.Stack, "stack", "", "system under test: auto (real when installed, else embedded), embedded (nothing to install), real (Gunicorn + NGINX; alias gunicorn-nginx), external (an app the user runs, described in the scenario's external: block), or APP+PROXY such as embedded+nginx (APP+PROXY+PROXY...: each route behind the proxy that runs it) (default: the scenario's, auto)")
 		fs.BoolVar(&o.NoLimits, "no-limits", false, "run without cgroups (needed where cgroups cannot be written)")
 		fs.BoolVar(&o.AllowRemote, "allow-remote", false, "let the external stack's URLs name a host that is not loopback (only with stack: external)")
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/slowlab/slowlab/cgroup"
-	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/internal/workdir"
 )
 
 func init() {
@@ -21,14 +21,14 @@ func init() {
 }
 
 // runCleanup removes the empty cgroups below slowlab/<pid> and the run
-// work directories (lab.WorkDirPrefix + pid) of every session whose
+// work directories (workdir.Prefix + pid) of every session whose
 // process is gone (SIGKILLed by the OOM killer or a CI timeout, so its own
 // cleanup never ran). It never ends a process: a cgroup that still holds
 // processes is listed and kept, and the command then exits 1.
 func runCleanup(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cleanup", "[--cgroup-root DIR] [--temp-dir DIR] [--dry-run]\n\n"+
 		"Removes the cgroups slowlab sessions that no longer run left under "+cgroup.SessionsDir+"/PID in every\n"+
-		"hierarchy, and their runs' work directories ("+lab.WorkDirPrefix+"PID-*) in the temp dir. A running\n"+
+		"hierarchy, and their runs' work directories ("+workdir.Prefix+"PID-*) in the temp dir. A running\n"+
 		"session's, and any process, are left alone. Exit 1 if a leftover could not be removed (a cgroup\n"+
 		"that still holds processes: end them first).", stdout)
 	root := fs.String("cgroup-root", cgroup.DefaultRoot, "`DIR` where the cgroup filesystems are mounted")
@@ -69,7 +69,7 @@ func runCleanup(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	fmt.Fprintf(stdout, "cleanup: %s %d cgroups of sessions that are gone\n", verb, n)
-	dirs, err := lab.CleanupDeadWorkDirs(*tmp, *dry)
+	dirs, err := workdir.CleanupDead(*tmp, *dry)
 	if err != nil {
 		return err
 	}

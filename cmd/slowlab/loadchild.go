@@ -19,7 +19,7 @@ func init() {
 }
 
 // loadChild is the subcommand an experiment's session starts as its load
-// generator (lab.Instruments.RunLoad), traced as the OTEL_* environment it
+// generator (instrument.Instruments.RunLoad), traced as the OTEL_* environment it
 // inherits from the session asks (sample ratio: OTEL_TRACES_SAMPLER, else
 // 1), as the session's load generator would have traced.
 func loadChild(name, summary string, run func(context.Context, []string, io.Writer, trace.TracerProvider) error) command {

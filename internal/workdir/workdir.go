@@ -3,7 +3,9 @@
 // that made it and "-", under the system's temp dir. It is its own
 // package so that what makes the directories (lab) and what checks that
 // a test left none behind (slowlabtest, which lab's tests import) share
-// one name; removing a run's directory is its owner's.
+// one name. Removing a run's directory is its owner's when the run ends;
+// CleanupDead removes those of sessions that were killed before they
+// could (`slowlab cleanup`).
 package workdir
 
 import (

@@ -3,7 +3,7 @@ package assess
 import (
 	"fmt"
 
-	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
@@ -76,7 +76,7 @@ func judge(p pathmodel.Capacity, size int64) *Absorbs {
 // response, of size bytes; nil (and why) where the model cannot.
 func (c *Config) absorbs(size int64) (*Absorbs, string) {
 	return predictAbsorbs(c.Routes()[0], c.StackSpec.External != nil, int64(c.ServerWmem), size,
-		lab.NetSettings(lab.HostNamespace, nil, nil))
+		kernelnet.NetSettings(kernelnet.HostNamespace, nil, nil))
 }
 
 // predictAbsorbs predicts the path of a slow reader on route for a

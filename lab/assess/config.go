@@ -159,7 +159,7 @@ func checkRoute(r stack.Route) error {
 }
 
 func allRoutes() []stack.Route {
-	out := slices.Clone(stack.Routes)
+	out := stack.DownloadRoutes()
 	for _, r := range slices.Concat(stack.UploadRoutes, stack.H2Routes) {
 		if !slices.Contains(out, r) {
 			out = append(out, r)

@@ -91,6 +91,20 @@ func TestAssessReal(t *testing.T) {
 	runCases(t, stack.NameReal, realCases)
 }
 
+// TestAssessProxies assesses Gunicorn sync-2 behind the other proxies'
+// routes (docs/proxies.md), each run behind the proxy that runs it on one
+// stack of them all: the relaying proxies (HAProxy, Apache as shipped)
+// leave a worker to each slow reader, Caddy's buffer_responses holds the
+// responses instead.
+func TestAssessProxies(t *testing.T) {
+	slowlabtest.Timing(t)
+	runCases(t, "gunicorn+nginx+haproxy+caddy+apache", []assessCase{
+		{"sync-2", stack.RouteHAProxyDefault, 2, map[Probe]int{ProbeSlowReaders: 2}},
+		{"sync-2", stack.RouteApacheDefault, 2, map[Probe]int{ProbeSlowReaders: 2}},
+		{"sync-2", stack.RouteCaddyBufferResponse, 2, map[Probe]int{ProbeSlowReaders: 0}},
+	})
+}
+
 // checkAssessment runs c in env and checks each probe's threshold, that
 // every level below it held and that assessment.json says the same.
 func checkAssessment(t *testing.T, c *Config, env *lab.Env, want map[Probe]int) *Result {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/hostguard"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -101,7 +102,7 @@ type run struct {
 	// self measures the load generator (this process); guard is the
 	// host-CPU guard; maxLag bounds a valid window's schedule lag.
 	self   selfMeter
-	guard  *lab.Guard
+	guard  *hostguard.Guard
 	maxLag time.Duration
 }
 
@@ -262,7 +263,7 @@ func (r *run) measured(ctx context.Context, lv *Level, base time.Duration, c *cr
 	}
 	lv.Connected = int(connected.Load())
 	busy := ""
-	if errors.Is(context.Cause(gctx), lab.ErrHostBusy) {
+	if errors.Is(context.Cause(gctx), hostguard.ErrHostBusy) {
 		busy = r.guard.Why()
 	}
 	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed

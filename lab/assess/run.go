@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/hostguard"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -154,7 +155,7 @@ func (c *Config) newRun(env *lab.Env, p Probe, t targets, reqs *recorder.FileWri
 	// session's own; an external one seen here (--app) is not, and its
 	// CPU is what the probes load.
 	if ext := c.StackSpec.External; ext == nil || ext.Unseen {
-		r.guard = lab.NewGuard(env.MaxHostCPU, "")
+		r.guard = hostguard.NewGuard(env.MaxHostCPU, "")
 	}
 	return r
 }

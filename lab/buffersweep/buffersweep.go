@@ -11,6 +11,7 @@ import (
 	"github.com/slowlab/slowlab/hops"
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
@@ -153,7 +154,7 @@ type kernel struct {
 // Label names the setting in sweep.csv and directory names.
 func (k kernel) Label() string {
 	if k.host {
-		return lab.HostNamespace
+		return kernelnet.HostNamespace
 	}
 	f := func(v int64) string {
 		if v == 0 {

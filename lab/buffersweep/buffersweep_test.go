@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -162,7 +163,7 @@ func TestChildRefusesTheHostNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(lab.NetnsEnv, "wmem=1m rmem=default")
+	t.Setenv(kernelnet.NetnsEnv, "wmem=1m rmem=default")
 	t.Setenv(parentEnv, strconv.FormatUint(ino, 10))
 	before, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_wmem")
 	c := Published()

@@ -13,6 +13,7 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -153,7 +154,7 @@ func TestBufferSweepShape(t *testing.T) {
 	}
 	checkPrediction(t, c, cells)
 	sessions, err := recorder.ReadEnvironment(env.Out)
-	if err != nil || sessions[0].Net == nil || sessions[0].Net.Namespace != lab.HostNamespace || cells[0].TCPWmem != sessions[0].Net.TCPWmem {
+	if err != nil || sessions[0].Net == nil || sessions[0].Net.Namespace != kernelnet.HostNamespace || cells[0].TCPWmem != sessions[0].Net.TCPWmem {
 		t.Errorf("environment %+v (%v): want the host's net settings, as in sweep.csv (%q)", sessions, err, cells[0].TCPWmem)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -99,7 +100,7 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 	}
 	defer out.Close()
 	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = append(os.Environ(), lab.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10))
+	cmd.Env = append(os.Environ(), kernelnet.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout = out
 	cmd.Stderr = prefixed(progress(env), "["+k.Label()+"] ")
@@ -173,14 +174,14 @@ func (c *Config) allDone(k kernel, done map[string]bool) bool {
 func (c *Config) enterKernel() error {
 	ks := c.kernels()
 	if len(ks) != 1 || ks[0].host {
-		return fmt.Errorf("%s is set: a session in a namespace runs one kernel setting, not %d", lab.NetnsEnv, len(ks))
+		return fmt.Errorf("%s is set: a session in a namespace runs one kernel setting, not %d", kernelnet.NetnsEnv, len(ks))
 	}
 	ino, err := netnsInode()
 	if err != nil {
 		return fmt.Errorf("this process's network namespace: %w", err)
 	}
 	if p := os.Getenv(parentEnv); p == "" || p == strconv.FormatUint(ino, 10) {
-		return fmt.Errorf("%s is set but this process is not in a network namespace of its own: refusing to change the host's socket buffer settings", lab.NetnsEnv)
+		return fmt.Errorf("%s is set but this process is not in a network namespace of its own: refusing to change the host's socket buffer settings", kernelnet.NetnsEnv)
 	}
 	lo, err := netlink.LinkByName("lo")
 	if err == nil {
@@ -205,7 +206,7 @@ func (c *Config) enterKernel() error {
 // setMemMax sets the maximum of a "min default max" sysctl and checks the
 // kernel took it.
 func setMemMax(key string, maxBytes int64) error {
-	cur, err := lab.ProcSys(key)
+	cur, err := kernelnet.ProcSys(key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
@@ -219,7 +220,7 @@ func setMemMax(key string, maxBytes int64) error {
 	if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(want), 0); err != nil {
 		return fmt.Errorf("set %s to %q in the namespace: %w", key, want, err)
 	}
-	got, err := lab.ProcSys(key)
+	got, err := kernelnet.ProcSys(key)
 	if err != nil || strings.Join(strings.Fields(got), " ") != want {
 		return fmt.Errorf("set %s to %q: the kernel has %q (%v)", key, want, strings.TrimSpace(got), err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/stack"
@@ -47,7 +48,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	child := os.Getenv(lab.NetnsEnv) != ""
+	child := os.Getenv(kernelnet.NetnsEnv) != ""
 	if child {
 		if err := c.enterKernel(); err != nil {
 			return nil, err
@@ -114,7 +115,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 // runKernel runs every size x rate cell under kernel setting k in this
 // process, each into base/<cell>, but those done has.
 func (c *Config) runKernel(ctx context.Context, env *lab.Env, k kernel, base string, done map[string]bool, add func([]Cell) error) error {
-	net := lab.NetSettings(lab.HostNamespace, nil, nil)
+	net := kernelnet.NetSettings(kernelnet.HostNamespace, nil, nil)
 	var wmem, rmem string
 	if net != nil {
 		wmem, rmem = net.TCPWmem, net.TCPRmem

@@ -257,8 +257,11 @@ func (c *Config) validateConditions() error {
 	if err := c.validateDNS(); err != nil {
 		return err
 	}
-	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.dnsModes()) * len(c.Sizes); n > maxConditions {
-		return fmt.Errorf("%d conditions (paths x tls x work x dns x sizes): at most %d", n, maxConditions)
+	if err := c.validateLoads(); err != nil {
+		return err
+	}
+	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.dnsModes()) * len(c.Sizes) * (1 + len(c.loads())); n > maxConditions {
+		return fmt.Errorf("%d conditions (paths x tls x work x dns x sizes x (1 + redirect chains and pages)): at most %d", n, maxConditions)
 	}
 	for _, p := range c.paths() {
 		if err := p.netem(c).Validate(); err != nil {

@@ -99,6 +99,24 @@ func TestPaths(t *testing.T) {
 // (gap-requests.csv), checking nothing is left behind.
 func runGap(t *testing.T, c *Config) ([]Row, []Request) {
 	t.Helper()
+	res, out := runSession(t, c)
+	reqs, err := recorder.ReadFile[Request](filepath.Join(out, "gap-requests.csv"))
+	if err != nil || len(reqs) != 2*c.Runs*len(res.Rows) {
+		t.Fatalf("gap-requests.csv: %d rows, %v; want %d", len(reqs), err, 2*c.Runs*len(res.Rows))
+	}
+	for _, name := range registeredFiles(t) {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	return res.Rows, reqs
+}
+
+// runSession validates and runs c in a fresh results directory, logs
+// its printed tables, checks that no namespace is left, and returns its
+// result and directory.
+func runSession(t *testing.T, c *Config) (*Result, string) {
+	t.Helper()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,16 +130,7 @@ func runGap(t *testing.T, c *Config) ([]Row, []Request) {
 	res.Print(&table)
 	t.Logf("\n%s", table.String())
 	netemtest.CheckNothingLeft(t)
-	reqs, err := recorder.ReadFile[Request](filepath.Join(env.Out, "gap-requests.csv"))
-	if err != nil || len(reqs) != 2*c.Runs*len(res.Rows) {
-		t.Fatalf("gap-requests.csv: %d rows, %v; want %d", len(reqs), err, 2*c.Runs*len(res.Rows))
-	}
-	for _, name := range registeredFiles(t) {
-		if _, err := os.Stat(filepath.Join(env.Out, name)); err != nil {
-			t.Error(err)
-		}
-	}
-	return res.Rows, reqs
+	return res, env.Out
 }
 
 // TestLatencyGapTLS measures 1 KB on new connections at 50 ms RTT in

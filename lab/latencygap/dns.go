@@ -34,6 +34,32 @@ var DNSModes = []string{DNSNone, DNSCold, DNSCached}
 // ServerName is the name the lab's resolver answers for the server.
 const ServerName = "server.slowlab.test"
 
+// maxOrigins is how many origins a load condition may have: the hops of
+// the longest cross-origin chain and its resource.
+const maxOrigins = MaxRedirects + 1
+
+// originName is the name of origin k (0: the server's, ServerName; 1:
+// origin2.slowlab.test, and so on), each served by the lab's resolver at
+// the server's address: a cross-origin request needs its own lookup and
+// connection.
+func originName(k int) string {
+	if k == 0 {
+		return ServerName
+	}
+	return fmt.Sprintf("origin%d.slowlab.test", k+1)
+}
+
+// labName reports whether name (without its final dot) is one the lab's
+// resolver answers.
+func labName(name string) bool {
+	for k := range maxOrigins {
+		if strings.EqualFold(name, originName(k)) {
+			return true
+		}
+	}
+	return false
+}
+
 // CachedTTL is the TTL of the resolver's answers in the cached mode.
 const CachedTTL = 300 * time.Second
 
@@ -87,7 +113,7 @@ type resolver struct {
 	done chan struct{} // closed when the server has returned
 }
 
-// startResolver serves ServerName on path: an A record of the server's
+// startResolver serves ServerName and the other origins' names on path: an A record of the server's
 // address (and an AAAA one where it has IPv6; else an empty answer) with
 // ttl, each answer after delay. Other names are NXDOMAIN.
 func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Duration) (*resolver, error) {
@@ -129,7 +155,7 @@ func answer(q *dns.Msg, server netip.Addr, ttl time.Duration) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(q)
 	m.Authoritative = true
-	if len(q.Question) != 1 || !strings.EqualFold(q.Question[0].Name, dns.Fqdn(ServerName)) {
+	if len(q.Question) != 1 || !labName(strings.TrimSuffix(q.Question[0].Name, ".")) {
 		m.Rcode = dns.RcodeNameError
 		return m
 	}
@@ -167,26 +193,38 @@ func withLookup(ctx context.Context, l *lookup) context.Context {
 	return context.WithValue(ctx, lookupKey{}, l)
 }
 
-// nameDialer dials ServerName:port through the lab's resolver: a
-// net.Resolver whose queries go over the path to the resolver, its
-// answers kept for their TTL (none with TTL 0).
+// nameDialer dials a lab name (ServerName or another origin's,
+// originName) and port through the lab's resolver: a net.Resolver whose
+// queries go over the path to the resolver, its answers kept for their
+// TTL (none with TTL 0). Dials of one name while its lookup is under way
+// wait for that lookup, as a browser's do, rather than send their own.
 type nameDialer struct {
 	dial     func(ctx context.Context, network, address string) (net.Conn, error)
 	resolver net.Resolver
 
-	mu      sync.Mutex // serializes lookups
-	addr    netip.Addr // the cached answer, until expires
-	expires time.Time
+	mu       sync.Mutex // guards names
+	names    map[string]*nameEntry
+	lookupMu sync.Mutex // one lookup at a time: ttl is the current one's
 
 	ttlMu  sync.Mutex
 	ttl    time.Duration // the least TTL of the A and AAAA records of the last lookup's answers
 	gotTTL bool
+
+	joined func(name string) // when set, called as a dial starts waiting for another's lookup of name
+}
+
+// nameEntry is one name's cached answer, or its lookup under way.
+type nameEntry struct {
+	addr    netip.Addr // the cached answer, until expires
+	expires time.Time
+	wait    chan struct{} // a lookup under way: closed when it ends
+	err     error         // that lookup's
 }
 
 // newNameDialer resolves through the resolver at resolverAddr, reached
 // with dial (the path's), and connects with dial too.
 func newNameDialer(dial func(ctx context.Context, network, address string) (net.Conn, error), resolverAddr string) *nameDialer {
-	d := &nameDialer{dial: dial}
+	d := &nameDialer{dial: dial, names: map[string]*nameEntry{}}
 	d.resolver = net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		c, err := dial(ctx, network, resolverAddr)
 		if u, ok := c.(*net.UDPConn); ok {
@@ -197,14 +235,14 @@ func newNameDialer(dial func(ctx context.Context, network, address string) (net.
 	return d
 }
 
-// DialContext implements http.Transport.DialContext for ServerName:port,
-// noting in ctx's lookup what resolving it took.
+// DialContext implements http.Transport.DialContext for a lab name and
+// port, noting in ctx's lookup what resolving it took.
 func (d *nameDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
-	if err != nil || !strings.EqualFold(host, ServerName) {
-		return nil, fmt.Errorf("dial %s: only %s through the lab's resolver", address, ServerName)
+	if err != nil || !labName(host) {
+		return nil, fmt.Errorf("dial %s: only %s (and the other origins' names) through the lab's resolver", address, ServerName)
 	}
-	addr, took, err := d.resolve(ctx)
+	addr, took, err := d.resolve(ctx, strings.ToLower(host))
 	if l, ok := ctx.Value(lookupKey{}).(*lookup); ok {
 		l.done, l.took = true, took
 	}
@@ -214,15 +252,57 @@ func (d *nameDialer) DialContext(ctx context.Context, network, address string) (
 	return d.dial(ctx, network, net.JoinHostPort(addr.String(), port))
 }
 
-// resolve returns the server's address, from the cache while its TTL
-// lasts (took 0), else looked up: took is from before the queries were
-// sent to after the answer was read.
-func (d *nameDialer) resolve(ctx context.Context) (netip.Addr, time.Duration, error) {
+// resolve returns name's address, from the cache while its TTL lasts
+// (took 0), else looked up, or from the lookup another dial has under
+// way: took is from before the queries were sent (or this dial began
+// waiting) to after the answer was read.
+func (d *nameDialer) resolve(ctx context.Context, name string) (netip.Addr, time.Duration, error) {
+	start := time.Now()
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.addr.IsValid() && time.Now().Before(d.expires) {
-		return d.addr, 0, nil
+	e := d.names[name]
+	switch {
+	case e != nil && e.wait != nil:
+		wait := e.wait
+		d.mu.Unlock()
+		if d.joined != nil {
+			d.joined(name)
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return netip.Addr{}, time.Since(start), fmt.Errorf("resolve %s: %w", name, ctx.Err())
+		}
+		if e.err != nil {
+			return netip.Addr{}, time.Since(start), e.err
+		}
+		return e.addr, time.Since(start), nil
+	case e != nil && e.addr.IsValid() && start.Before(e.expires):
+		d.mu.Unlock()
+		return e.addr, 0, nil
 	}
+	e = &nameEntry{wait: make(chan struct{})}
+	d.names[name] = e
+	d.mu.Unlock()
+	addr, ttl, err := d.lookup(ctx, name)
+	took := time.Since(start)
+	d.mu.Lock()
+	e.addr, e.err = addr, err
+	if err != nil || ttl <= 0 {
+		delete(d.names, name) // nothing kept: the next dial looks up
+	} else {
+		e.expires = start.Add(ttl)
+	}
+	close(e.wait)
+	e.wait = nil
+	d.mu.Unlock()
+	return addr, took, err
+}
+
+// lookup asks the resolver for name's IPv4 address, returning it with
+// the least TTL of the answer's records (0 when none said one).
+func (d *nameDialer) lookup(ctx context.Context, name string) (netip.Addr, time.Duration, error) {
+	d.lookupMu.Lock()
+	defer d.lookupMu.Unlock()
 	// The lookup's own context, without the request's trace: its UDP
 	// dial is not the request's TCP connect.
 	lctx, cancel := context.WithCancel(context.Background())
@@ -236,11 +316,9 @@ func (d *nameDialer) resolve(ctx context.Context) (netip.Addr, time.Duration, er
 	d.ttlMu.Lock()
 	d.ttl, d.gotTTL = 0, false
 	d.ttlMu.Unlock()
-	start := time.Now()
-	addrs, err := d.resolver.LookupNetIP(lctx, "ip", dns.Fqdn(ServerName))
-	took := time.Since(start)
+	addrs, err := d.resolver.LookupNetIP(lctx, "ip", dns.Fqdn(name))
 	if err != nil {
-		return netip.Addr{}, took, fmt.Errorf("resolve %s: %w", ServerName, err)
+		return netip.Addr{}, 0, fmt.Errorf("resolve %s: %w", name, err)
 	}
 	var addr netip.Addr
 	for _, a := range addrs {
@@ -250,16 +328,15 @@ func (d *nameDialer) resolve(ctx context.Context) (netip.Addr, time.Duration, er
 		}
 	}
 	if !addr.IsValid() {
-		return netip.Addr{}, took, fmt.Errorf("resolve %s: no IPv4 address in %v", ServerName, addrs)
+		return netip.Addr{}, 0, fmt.Errorf("resolve %s: no IPv4 address in %v", name, addrs)
 	}
 	d.ttlMu.Lock()
 	ttl, got := d.ttl, d.gotTTL
 	d.ttlMu.Unlock()
-	d.addr, d.expires = netip.Addr{}, time.Time{}
-	if got && ttl > 0 {
-		d.addr, d.expires = addr, start.Add(ttl)
+	if !got {
+		ttl = 0
 	}
-	return addr, took, nil
+	return addr, ttl, nil
 }
 
 // noteTTL keeps the least TTL of m's address records.

@@ -8,12 +8,22 @@
 // dialing inside the client namespace and reading each connection's RTT
 // from the kernel, so that every row says the delay the path really had.
 //
+// Beside single requests it loads redirect chains (hops on the server's
+// origin or each on another) and pages (an HTML document, then its
+// sub-resources on two origins at once, over HTTP/1.1 or HTTP/2) as a
+// browser does, with its own net/http client (browser) timing every
+// request's lookup, connect, TLS handshake, first and last byte, and
+// checks every load against the lower bound its configuration makes
+// certain (loadBound, checkLoads).
+//
 // It owns its scenario schema and flags, its run, its results files (Gap
 // rows in gap.csv, Request rows in gap-requests.csv, Path rows in
-// gap-path.csv and RunRow rows in gap-runs.csv, which the run loop,
-// lab.Matrix, resumes from) with their aggregation, its conditions
-// table, declared once for the CLI and the report, and its report
-// section with its figures (Section).
+// gap-path.csv, Fetch, Load and Page rows of the loads in
+// gap-page-requests.csv, gap-page-loads.csv and gap-pages.csv, and
+// RunRow rows in gap-runs.csv, which the run loop, lab.Matrix, resumes
+// from) with their aggregation, its conditions and pages tables,
+// declared once for the CLI and the report, and its report section with
+// its figures (Section), the page-load waterfall among them.
 package latencygap
 
 import (
@@ -21,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/slowlab/slowlab/internal/cliflag"
@@ -67,6 +78,22 @@ type Config struct {
 	// DNSDelay is how long the resolver waits before it answers (the
 	// cold and cached conditions).
 	DNSDelay lab.Duration `yaml:"dns_delay"`
+	// Redirects are redirect chains, one condition each: the hops (a
+	// 301, then 302s) before a resource of each size. Empty: none.
+	Redirects []int `yaml:"redirects,omitempty"`
+	// RedirectOrigins are where the hops go, one condition each: same
+	// (the server's origin) or cross (each hop to another origin: another
+	// port and, with DNS, another name). Empty: same.
+	RedirectOrigins []string `yaml:"redirect_origins,omitempty"`
+	// Pages are page loads, one condition each: an HTML document that
+	// refers to that many sub-resources of each size across two origins,
+	// loaded as a browser does (the document, then the sub-resources at
+	// once). Empty: none.
+	Pages []int `yaml:"pages,omitempty"`
+	// PageProtocols are the pages' protocols, one condition each:
+	// http/1.1 (at most 6 connections per origin) and h2 (one connection
+	// per origin, over TLS). Empty: http/1.1.
+	PageProtocols []string `yaml:"page_protocols,omitempty"`
 	// CongestionControl of the path's sockets; the namespaces' default when "".
 	CongestionControl string       `yaml:"congestion_control"`
 	Timeout           lab.Duration `yaml:"timeout"` // per request
@@ -98,7 +125,7 @@ const quickRuns = 10
 // Reduce implements lab.Reducer: --quick measures 10 requests per mode
 // and condition, and keeps the first and the last of each list of the
 // grid (delays, sizes, losses, rates, TLS modes, processing times, DNS
-// modes).
+// modes, redirect hops and pages).
 func (c *Config) Reduce() {
 	c.Runs = min(c.Runs, quickRuns)
 	c.Delays = ends(c.Delays)
@@ -108,6 +135,8 @@ func (c *Config) Reduce() {
 	c.TLS = ends(c.TLS)
 	c.Work = ends(c.Work)
 	c.DNS = ends(c.DNS)
+	c.Redirects = ends(c.Redirects)
+	c.Pages = ends(c.Pages)
 }
 
 // ends keeps a list's first and last element.
@@ -139,6 +168,14 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		"the server's processing time per request, comma-separated, one condition each: DURATION asleep, cpu:DURATION on the CPU (e.g. 0,1ms,10ms,50ms,200ms)")
 	fs.Var(&cliflag.List[string]{To: &c.DNS, Parse: func(s string) (string, error) { return s, nil }}, "dns",
 		"how the client finds the server, comma-separated, one condition each: none (its IP), cold (a lookup through the lab's resolver beyond the path per new connection, TTL 0), cached (the answer kept for its TTL) (default none)")
+	fs.Var(&cliflag.List[int]{To: &c.Redirects, Parse: strconv.Atoi, Want: "hop counts, comma-separated, e.g. 0,1,2"}, "redirects",
+		"redirect chains, comma-separated hop counts, one condition each: each hop a 301 or 302 before the resource (e.g. 0,1,2)")
+	fs.Var(&cliflag.List[string]{To: &c.RedirectOrigins, Parse: func(s string) (string, error) { return s, nil }}, "redirect-origins",
+		"where redirect hops go, comma-separated, one condition each: same (the server's origin), cross (each hop another origin: a new connection, and with --dns a new lookup) (default same)")
+	fs.Var(&cliflag.List[int]{To: &c.Pages, Parse: strconv.Atoi, Want: "sub-resource counts, comma-separated, e.g. 10,50"}, "pages",
+		"page loads, comma-separated sub-resource counts, one condition each: an HTML document, then its sub-resources across two origins at once (e.g. 10,50)")
+	fs.Var(&cliflag.List[string]{To: &c.PageProtocols, Parse: func(s string) (string, error) { return s, nil }}, "page-protocols",
+		"the pages' protocols, comma-separated, one condition each: http/1.1 (6 connections per origin), h2 (one per origin; needs --tls) (default http/1.1)")
 	fs.Var((*lab.DurationFlag)(&c.DNSDelay), "dns-delay", "the resolver's extra delay before it answers, for --dns cold and cached (e.g. 20ms)")
 }
 

@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"path/filepath"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -23,6 +21,9 @@ type Result struct {
 	// Rows are the conditions of the completed runs, resumed ones
 	// included, and of a run interrupted with what it measured.
 	Rows []Row
+	// Pages are the load conditions (redirect chains and pages) of those
+	// runs, a row per mode (gap-pages.csv).
+	Pages []Page
 }
 
 var _ lab.Reasoned = (*Result)(nil)
@@ -50,10 +51,16 @@ func (r *Result) AllFailed() bool {
 	return len(r.Rows) > 0
 }
 
-// Valid reports whether every condition's path delayed faithfully.
+// Valid reports whether every condition's path delayed faithfully, the
+// load conditions' too.
 func (r *Result) Valid() bool {
 	for _, row := range r.Rows {
 		if !row.Path.Valid {
+			return false
+		}
+	}
+	for _, p := range r.Pages {
+		if !p.Valid {
 			return false
 		}
 	}
@@ -73,10 +80,11 @@ type spec struct {
 	work     Work
 	size     int
 	settings Settings
+	load     loadCond // a redirect chain or a page; zero for a gap condition
 }
 
 // ID implements lab.Planned: runID's name of the condition.
-func (s spec) ID() string { return runID(s.size, ms(s.path.rtt()), s.settings) }
+func (s spec) ID() string { return runID(s.size, ms(s.path.rtt()), s.settings) + s.load.idSuffix() }
 
 // specs are the runs of the grid, in the order they share a path (and a
 // server in one TLS mode).
@@ -93,6 +101,9 @@ func (c *Config) specs() []spec {
 							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
 						}
 						out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})
+						for _, l := range c.loads() {
+							out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st, load: l})
+						}
 					}
 				}
 			}
@@ -117,28 +128,39 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := netem.Check(); err != nil {
 		return nil, fmt.Errorf("latency-gap: %w", err)
 	}
-	s := &session{c: c, env: env, ctx: ctx, rows: map[string]Row{}}
+	s := &session{c: c, env: env, ctx: ctx, rows: map[string]Row{}, pages: map[string][]Page{}, loads: map[string]bool{}}
+	for _, sp := range c.specs() {
+		if sp.load.kind != "" {
+			s.loads[sp.ID()] = true
+		}
+	}
 	defer s.close()
 	m := &lab.Matrix[spec, RunRow]{Specs: c.specs(), Line: s.line, Open: s.open,
-		Files: []string{gapFile, requestFile, pathFile},
+		Files: []string{gapFile, requestFile, pathFile, fetchFile, loadFile, pageFile},
 		Expected: func(sp spec) time.Duration {
+			if sp.load.kind != "" {
+				return loadsExpected(sp.load, sp.settings, sp.path, sp.work.D, c.Reps*c.Runs+1)
+			}
 			return time.Duration(c.Reps*c.Runs) * (5*sp.path.rtt() + 2*sp.work.D + 2*time.Millisecond + dnsCost(sp.settings, sp.path))
 		},
 		Measure: s.measure}
 	runs, err := m.Run(ctx, env, c)
 	s.close()
 	res := &Result{Dir: env.Out, Runs: runs}
-	rows, rerr := s.resultRows(runs)
-	res.Rows = rows
+	rows, pages, rerr := s.resultRows(runs)
+	res.Rows, res.Pages = rows, pages
 	return res, errors.Join(err, rerr)
 }
 
 // files are the open results files of a latency-gap session.
 type files struct {
-	runs  *recorder.FileWriter[RunRow]
-	gaps  *recorder.FileWriter[Gap]
-	reqs  *recorder.FileWriter[Request]
-	paths *recorder.FileWriter[Path]
+	runs    *recorder.FileWriter[RunRow]
+	gaps    *recorder.FileWriter[Gap]
+	reqs    *recorder.FileWriter[Request]
+	paths   *recorder.FileWriter[Path]
+	fetches *recorder.FileWriter[Fetch]
+	loads   *recorder.FileWriter[Load]
+	pages   *recorder.FileWriter[Page]
 }
 
 // open implements lab.Matrix's Open: the four files, created, or opened
@@ -153,6 +175,13 @@ func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() e
 			}
 		}
 	}
+	if err == nil {
+		if f.fetches, err = lab.OpenFile[Fetch](dir, resume); err == nil {
+			if f.loads, err = lab.OpenFile[Load](dir, resume); err == nil {
+				f.pages, err = lab.OpenFile[Page](dir, resume)
+			}
+		}
+	}
 	if err != nil {
 		return nil, nil, errors.Join(err, f.close())
 	}
@@ -160,24 +189,18 @@ func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() e
 }
 
 func (f *files) close() error {
-	var errs []error
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-		f.runs = nil
+	return errors.Join(closeFile(&f.runs), closeFile(&f.gaps), closeFile(&f.reqs), closeFile(&f.paths),
+		closeFile(&f.fetches), closeFile(&f.loads), closeFile(&f.pages))
+}
+
+// closeFile closes *w if open, and forgets it.
+func closeFile[T recorder.Row[T]](w **recorder.FileWriter[T]) error {
+	if *w == nil {
+		return nil
 	}
-	if f.gaps != nil {
-		errs = append(errs, f.gaps.Close())
-		f.gaps = nil
-	}
-	if f.reqs != nil {
-		errs = append(errs, f.reqs.Close())
-		f.reqs = nil
-	}
-	if f.paths != nil {
-		errs = append(errs, f.paths.Close())
-		f.paths = nil
-	}
-	return errors.Join(errs...)
+	err := (*w).Close()
+	*w = nil
+	return err
 }
 
 // session is a Run's state across its runs: the open files, the path and
@@ -192,8 +215,13 @@ type session struct {
 	path   *netem.Path // nil until a run needs one
 	cert   *certificate
 	server *server // on path, in one TLS mode
+	// origins are the servers of the other origins of the load
+	// conditions (origin 2 and on), on the path in server's TLS mode.
+	origins []*server
 
-	rows map[string]Row // by run id, this session's
+	rows  map[string]Row    // by run id, this session's
+	pages map[string][]Page // by run id, this session's load conditions
+	loads map[string]bool   // the run ids of load conditions
 }
 
 // server is the app serving on the path in one TLS mode.
@@ -249,6 +277,10 @@ func (s *session) on(sp spec) error {
 }
 
 func (s *session) stopServer() {
+	for _, o := range s.origins {
+		o.stop()
+	}
+	s.origins = nil
 	if s.server != nil {
 		s.server.stop()
 		s.server = nil
@@ -274,6 +306,9 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 		run.Status, run.Reason = recorder.RunFailed, err.Error()
 		return run, err
 	}
+	if sp.load.kind != "" {
+		return s.measureLoads(ctx, sp, run)
+	}
 	cond := condition{size: sp.size, path: sp.path, settings: sp.settings, tls: s.server.clientTLS, id: id,
 		url: fmt.Sprintf("%s/bytes?n=%d%s", s.server.url, sp.size, sp.work.query())}
 	if dnsOn(sp.settings) {
@@ -282,14 +317,23 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
 	row.Gap.RunID, row.Path.RunID = id, id
 	s.rows[id] = row
-	var errs []error
-	for _, r := range reqs {
-		if err := s.files.reqs.Write(r); err != nil {
-			errs = append(errs, err)
-			break
+	werr := errors.Join(writeAll(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))
+	return finish(ctx, run, werr)
+}
+
+// writeAll writes rows to w, stopping at the first error.
+func writeAll[T recorder.Row[T]](w *recorder.FileWriter[T], rows []T) error {
+	for _, r := range rows {
+		if err := w.Write(r); err != nil {
+			return err
 		}
 	}
-	werr := errors.Join(append(errs, s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))...)
+	return nil
+}
+
+// finish is a measured run's row: failed when its results were not all
+// written (werr), aborted when ctx ended it, else as it was.
+func finish(ctx context.Context, run RunRow, werr error) (RunRow, error) {
 	switch {
 	case werr != nil:
 		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()
@@ -302,7 +346,12 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 // line is a finished run's progress line.
 func (s *session) line(r RunRow) string {
 	line := r.Status
-	if row, ok := s.rows[r.RunID]; ok {
+	if ps, ok := s.pages[r.RunID]; ok {
+		line = pageLine(ps)
+		if r.Status != recorder.RunOK {
+			line += "  [" + r.Status + "]"
+		}
+	} else if row, ok := s.rows[r.RunID]; ok {
 		line = rowLine(row)
 		if r.Status != recorder.RunOK {
 			line += "  [" + r.Status + "]"
@@ -312,70 +361,4 @@ func (s *session) line(r RunRow) string {
 		line += ": " + r.Reason
 	}
 	return line
-}
-
-// resultRows are the conditions of runs that completed, and of one
-// interrupted: this session's as measured, resumed ones from gap.csv and
-// gap-path.csv.
-func (s *session) resultRows(runs []RunRow) ([]Row, error) {
-	var disk map[string]Row
-	var rows []Row
-	for _, r := range runs {
-		interrupted := r.Status == recorder.RunAborted && s.ctx.Err() != nil
-		if r.Status != recorder.RunOK && !interrupted {
-			continue
-		}
-		row, ok := s.rows[r.RunID]
-		if !ok {
-			if disk == nil {
-				var err error
-				if disk, err = readRows(s.env.Out); err != nil {
-					return rows, err
-				}
-			}
-			if row, ok = disk[r.RunID]; !ok {
-				return rows, fmt.Errorf("resume %s: run %s has no row in gap.csv and gap-path.csv", s.env.Out, r.RunID)
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
-// readRows reads dir's gap.csv and gap-path.csv rows by run id.
-func readRows(dir string) (map[string]Row, error) {
-	rows, _, err := readConditions(dir, false)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]Row{}
-	for _, r := range rows {
-		out[r.Gap.RunID] = r
-	}
-	return out, nil
-}
-
-// readConditions reads dir's gap.csv rows in order, each with its
-// gap-path.csv row (by run id; a zero Path where it has none). Without
-// gap-path.csv, an error unless optional, every Path is zero and paths
-// is false.
-func readConditions(dir string, optional bool) (rows []Row, paths bool, err error) {
-	gaps, err := recorder.ReadFile[Gap](filepath.Join(dir, gapFile))
-	if err != nil {
-		return nil, false, err
-	}
-	ps, err := recorder.ReadFile[Path](filepath.Join(dir, pathFile))
-	switch {
-	case optional && errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, false, err
-	}
-	byRun := map[string]Path{}
-	for _, p := range ps {
-		byRun[p.RunID] = p
-	}
-	for _, g := range gaps {
-		rows = append(rows, Row{Gap: g, Path: byRun[g.RunID]})
-	}
-	return rows, err == nil, nil
 }

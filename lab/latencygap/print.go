@@ -17,6 +17,10 @@ import (
 // a path was not faithful.
 func (r *Result) Print(w io.Writer) {
 	conditionsTable.WriteText(w, r.Rows)
+	if len(r.Pages) > 0 {
+		fmt.Fprintln(w)
+		pagesTable.WriteText(w, r.Pages)
+	}
 	if !r.Valid() {
 		fmt.Fprintf(w, "\nwarning: in some condition the path was not faithful (measured RTT more than %g ms off the configured one, the delay line's p99 lateness above %s, or the loss measured at the path's ends off the asked one beyond the binomial's bound): those rows are marked invalid\n",
 			MaxRTTError, netem.MaxP99Lateness)
@@ -148,5 +152,30 @@ var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, e
 		p.Skip("No %s: the path's columns (late_*, lost_%%, measured_lost_%%, overflow, valid) are not measured.", pathFile)
 	}
 	report.AddTable(p, &conditionsTable, rows)
-	return p, nil
+	return p, addPages(p, dir)
 })
+
+// addPages adds the load conditions' waterfall and table to the report
+// part, when dir has gap-pages.csv.
+func addPages(p *report.Part, dir string) error {
+	pages, err := recorder.ReadFile[Page](filepath.Join(dir, pageFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fetches, err := recorder.ReadFile[Fetch](filepath.Join(dir, fetchFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if d := waterfallFigure(pages, fetches); d != nil {
+		p.AddDrawing(d)
+	} else if len(pages) > 0 {
+		p.Skip("Page-load waterfall left out: no ok load in %s.", fetchFile)
+	}
+	if len(pages) > 0 {
+		report.AddTable(p, &pagesTable, pages)
+	}
+	return nil
+}

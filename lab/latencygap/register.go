@@ -15,7 +15,7 @@ func init() {
 }
 
 // resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{runFile, gapFile, requestFile, pathFile}
+var resultsFiles = []string{runFile, gapFile, requestFile, pathFile, fetchFile, loadFile, pageFile}
 
 // smoke implements lab.Experiment.Smoke: 3 runs of the first size at the
 // first two delays, in network namespaces (root).

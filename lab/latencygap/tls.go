@@ -33,10 +33,12 @@ func tlsVersion(mode string) uint16 {
 }
 
 // server is the server's TLS configuration for a mode: only its version,
-// session tickets on (Go's default: resumption needs them).
+// session tickets on (Go's default: resumption needs them), h2 and
+// http/1.1 offered by ALPN (a client that asks only for http/1.1, as
+// loadgen's does, gets it; a page's HTTP/2 client gets h2).
 func (c *certificate) server(mode string) *tls.Config {
 	v := tlsVersion(mode)
-	return &tls.Config{Certificates: []tls.Certificate{c.tls}, MinVersion: v, MaxVersion: v, NextProtos: []string{"http/1.1"}}
+	return &tls.Config{Certificates: []tls.Certificate{c.tls}, MinVersion: v, MaxVersion: v, NextProtos: []string{"h2", "http/1.1"}}
 }
 
 // client is a client's TLS configuration for a mode: only its version,

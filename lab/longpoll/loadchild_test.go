@@ -15,6 +15,7 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/loadchild"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -64,7 +65,7 @@ func TestLongPollLoadgenKilledForMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res.(*Result).Runs[0]
-	if r.Status != recorder.RunFailed || !strings.Contains(r.Reason, lab.ErrKilledForMemory.Error()) || !strings.Contains(r.Reason, "6 MiB") {
+	if r.Status != recorder.RunFailed || !strings.Contains(r.Reason, loadchild.ErrKilledForMemory.Error()) || !strings.Contains(r.Reason, "6 MiB") {
 		t.Fatalf("run %s: %s %q, want failed with the load generator killed for memory at its 6 MiB limit", r.RunID, r.Status, r.Reason)
 	}
 	if !res.AllFailed() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/instrument"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -68,7 +69,7 @@ type measured struct {
 // process, which samples and writes, stays out of the load generator's
 // limits; a load generator killed for memory fails the run with that
 // reason, every row it reported already written.
-func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running, in *lab.Instruments, id string, cond Condition, f *files) *measured {
+func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running, in *instrument.Instruments, id string, cond Condition, f *files) *measured {
 	m := &measured{}
 	lead, window := time.Duration(c.Lead), time.Duration(c.Seconds)
 	loop := probeLoop{probeURL: running.Target(stack.TargetFast, c.ProbePath), holdURL: withWait(running.Target(stack.TargetLongPoll, "/longpoll"), time.Duration(c.Wait)),

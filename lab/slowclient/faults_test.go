@@ -18,6 +18,7 @@ import (
 	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/instrument"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -127,9 +128,9 @@ func TestCutDownloadFailsItsRun(t *testing.T) {
 // between two ticks and saw no gap at all.
 func TestExporterKilledMidRun(t *testing.T) {
 	slowlabtest.Timing(t)
-	saved := lab.ExporterRestartDelay
-	lab.ExporterRestartDelay = time.Second
-	t.Cleanup(func() { lab.ExporterRestartDelay = saved })
+	saved := instrument.ExporterRestartDelay
+	instrument.ExporterRestartDelay = time.Second
+	t.Cleanup(func() { instrument.ExporterRestartDelay = saved })
 	c := Published()
 	c.Conditions = []Condition{{stack.RouteDirect, "sync-2", 0}}
 	c.Reps, c.Fast.Rate, c.Fast.Offset, c.Fast.Duration = 1, 10, 0, lab.Duration(6*time.Second)

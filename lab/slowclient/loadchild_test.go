@@ -12,7 +12,7 @@ import (
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
-	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/loadchild"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -70,7 +70,7 @@ func TestSlowLoadKilledForMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res.(*Result).Runs[0]
-	if r.Status != recorder.RunFailed || !strings.Contains(r.Reason, lab.ErrKilledForMemory.Error()) || !strings.Contains(r.Reason, "5 MiB") {
+	if r.Status != recorder.RunFailed || !strings.Contains(r.Reason, loadchild.ErrKilledForMemory.Error()) || !strings.Contains(r.Reason, "5 MiB") {
 		t.Fatalf("run %s: %s %q, want failed with the load generator killed for memory at its 5 MiB limit", r.RunID, r.Status, r.Reason)
 	}
 	t.Logf("%s (%d requests reported before)", r.Reason, reported)

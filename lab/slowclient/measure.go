@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/instrument"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -137,7 +138,7 @@ type loaded struct {
 // writes, stays out of the load generator's limits; a load generator that
 // fails (killed for memory, or dead) fails the run with that reason,
 // every row it reported already written.
-func (c *Config) load(ctx context.Context, env *lab.Env, in *lab.Instruments, running *stack.Running, meta *recorder.RunMeta,
+func (c *Config) load(ctx context.Context, env *lab.Env, in *instrument.Instruments, running *stack.Running, meta *recorder.RunMeta,
 	started func(time.Time) error, t *tables) loaded {
 	var l loaded
 	sl := slowLoad{largeURL: running.Target(stack.TargetLarge, c.Large.url()), fastURL: running.Target(stack.TargetFast, c.Fast.Path),

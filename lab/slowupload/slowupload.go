@@ -85,7 +85,7 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 4, AppTimeout: long},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Uploaders: 4},
+		Condition{Route: stack.RouteDirect, Server: stack.AsyncServer, Uploaders: 4},
 		timeoutCondition())
 	return c
 }
@@ -109,7 +109,7 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Uploaders: 2, AppTimeout: long},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Uploaders: 2},
+		Condition{Route: stack.RouteDirect, Server: stack.AsyncServer, Uploaders: 2},
 		timeoutCondition())
 }
 
@@ -161,7 +161,7 @@ func (cond Condition) validate() error {
 	if !slices.Contains(uploadRoutes(), cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, stack.RouteList(uploadRoutes()))
 	}
-	if cond.Server != lab.AsyncServer {
+	if cond.Server != stack.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
 			return err
 		}
@@ -226,7 +226,7 @@ func (r RunSpec) ID() string {
 // condition naming it on a stack without one is left out (skipped names
 // them).
 func (c *Config) Runs(st stack.Stack) ([]RunSpec, []string) {
-	return lab.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
+	return stack.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
 		size := int64(c.Upload.Size)
 		if cond.Size != 0 {
 			size = int64(cond.Size)
@@ -235,7 +235,7 @@ func (c *Config) Runs(st stack.Stack) ([]RunSpec, []string) {
 	})
 }
 
-// RouteName is the condition's route (with ServerName, a lab.RoutedCondition).
+// RouteName is the condition's route (with ServerName, a stack.RoutedCondition).
 func (c Condition) RouteName() stack.Route { return c.Route }
 
 // ServerName is the server the condition names ("async" among them).

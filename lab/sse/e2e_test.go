@@ -30,7 +30,7 @@ func shapeConfig() *Config {
 	for _, r := range []stack.Route{stack.RouteDirect, stack.RouteBufferingOff, stack.RouteBufferingOn, RouteAccelNo, RouteHTTP10, RouteHTTP10AccelNo} {
 		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2})
 	}
-	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 2})
+	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteDirect, Server: stack.AsyncServer, Streams: 2})
 	return c
 }
 

@@ -135,7 +135,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 	t0 := time.Now()
 	fr.Start(t0, f.resources)
-	stopHeld := lab.SampleRunHeld(ctx, env, fr.Running, id, "streams")
+	stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "streams")
 	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
 	_, sampErr := fr.Sampled(time.Now())

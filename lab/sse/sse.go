@@ -117,7 +117,7 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 4},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 4})
+		Condition{Route: stack.RouteDirect, Server: stack.AsyncServer, Streams: 4})
 	return c
 }
 
@@ -137,7 +137,7 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Streams: 2},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Streams: 2})
+		Condition{Route: stack.RouteDirect, Server: stack.AsyncServer, Streams: 2})
 }
 
 // Flags implements lab.Config: everything else is in the scenario.
@@ -175,7 +175,7 @@ func (cond Condition) validate() error {
 	if !slices.Contains(Routes, cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
 	}
-	if cond.Server != lab.AsyncServer {
+	if cond.Server != stack.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
 			return err
 		}
@@ -236,12 +236,12 @@ func (r RunSpec) ID() string {
 // condition naming it on a stack without one is left out (skipped names
 // them).
 func (c *Config) Runs(st stack.Stack) ([]RunSpec, []string) {
-	return lab.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
+	return stack.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
 		return RunSpec{Condition: cond, Server: srv, Rep: rep}
 	})
 }
 
-// RouteName is the condition's route (with ServerName, a lab.RoutedCondition).
+// RouteName is the condition's route (with ServerName, a stack.RoutedCondition).
 func (c Condition) RouteName() stack.Route { return c.Route }
 
 // ServerName is the server the condition names ("async" among them).

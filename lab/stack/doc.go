@@ -17,7 +17,9 @@
 // "embedded+nginx", "node+nginx" or "gunicorn+haproxy" (HAProxy, which
 // runs routes of its own, haproxy-default and haproxy-buffer-request, and
 // refuses NGINX's by name before anything starts, as the other proxies
-// refuse its: RouteOwner, CheckRoute), or "external": an app (and proxy) the
+// refuse its: RouteOwner, CheckRoute), APP+PROXY+PROXY... with several
+// proxies, each route run behind the one that runs it (ProxyFor: to
+// compare proxies in one session), or "external": an app (and proxy) the
 // user runs, which the stack neither starts nor limits; it maps the
 // experiments' requests to the user's URLs (Running.Target), finds the
 // user's processes through exporter selectors, and reads the cgroup
@@ -26,7 +28,14 @@
 // What runs read back from the components' logs is parsed here, where
 // the components are: the apps' WORKER TIMEOUT lines (WorkerTimeouts, a
 // run's LOGDIR/RUNID-*.log) and the proxies' send_timeout cuts
-// (ClientTimeouts, from the running stack's ProxyErrorLogs).
+// (ClientTimeouts, from the running stack's ProxyErrorLogs); and what an
+// app says it holds (HeldCounter) is sampled over a run here too
+// (SampleHeld, SampleRunHeld).
+//
+// A condition names its server as a model (ParseServer) or as "async"
+// (AsyncServer), the stack's own event-loop server, whatever it is:
+// ResolveServer finds it, and ExpandRuns expands an experiment's
+// conditions into runs on a stack, leaving out those it cannot run.
 //
 // The installed apps serve the same endpoints with the same records:
 // wsgi/app.py (WSGI, Gunicorn), asgi/app.py (ASGI, Uvicorn) and node/app.js
@@ -48,5 +57,5 @@
 // says the same.
 //
 // It does not decide what runs when (the experiments in lab/...), nor
-// measure anything (loadgen, exporter).
+// measure the load or the processes (loadgen, exporter).
 package stack

@@ -311,14 +311,35 @@ func OwnedRoutes() []Route {
 	return out
 }
 
-// CheckRoute refuses, before anything starts, a route the stack's proxy
-// cannot run: a proxy that owns routes runs only those (and direct), and
-// no other proxy runs them.
+// ProxyFor is the stack's proxy that runs route r: the one that owns it,
+// else the first that owns no routes (NGINX, the embedded proxy), else
+// Proxy (which CheckRoute then refuses).
+func (s Stack) ProxyFor(r Route) Proxy {
+	ps := s.proxies()
+	if i := slices.IndexFunc(ps, func(p Proxy) bool { return owns(p, r) }); i >= 0 {
+		return ps[i]
+	}
+	if i := slices.IndexFunc(ps, func(p Proxy) bool { _, owner := p.(RouteOwner); return !owner }); i >= 0 {
+		return ps[i]
+	}
+	return s.Proxy
+}
+
+// owns reports whether proxy p owns route r.
+func owns(p Proxy, r Route) bool {
+	ro, ok := p.(RouteOwner)
+	return ok && slices.ContainsFunc(ro.OwnRoutes(), func(o OwnedRoute) bool { return o.Route == r })
+}
+
+// CheckRoute refuses, before anything starts, a route none of the stack's
+// proxies can run (ProxyFor picks the one to ask): a proxy that owns
+// routes runs only those (and direct), and no other proxy runs them.
 func (s Stack) CheckRoute(r Route) error {
 	if s.External != nil || s.Proxy == nil || !r.Proxied() {
 		return nil
 	}
-	if ro, ok := s.Proxy.(RouteOwner); ok {
+	proxy := s.ProxyFor(r)
+	if ro, ok := proxy.(RouteOwner); ok {
 		runs := []Route{RouteDirect}
 		for _, o := range ro.OwnRoutes() {
 			if o.Route == r {
@@ -326,11 +347,11 @@ func (s Stack) CheckRoute(r Route) error {
 			}
 			runs = append(runs, o.Route)
 		}
-		return fmt.Errorf("route %s: %s cannot run it (its routes: %s)", r, s.Proxy.Name(), RouteList(runs))
+		return fmt.Errorf("route %s: %s cannot run it (its routes: %s)", r, proxy.Name(), RouteList(runs))
 	}
 	for _, p := range proxies {
-		if ro, ok := p.(RouteOwner); ok && slices.ContainsFunc(ro.OwnRoutes(), func(o OwnedRoute) bool { return o.Route == r }) {
-			return fmt.Errorf("route %s: only the %s proxy runs it (the %s stack's proxy is %s)", r, p.Name(), s.Name, s.Proxy.Name())
+		if owns(p, r) {
+			return fmt.Errorf("route %s: only the %s proxy runs it (the %s stack's proxy is %s)", r, p.Name(), s.Name, proxy.Name())
 		}
 	}
 	return nil

@@ -18,6 +18,10 @@ type Stack struct {
 	Name  string
 	Apps  []App
 	Proxy Proxy
+	// More are further proxies (APP+PROXY+PROXY...): each route runs
+	// behind the one of the stack's proxies that runs it (ProxyFor), so
+	// one session can compare proxies.
+	More []Proxy
 	// Cgroups puts every component in a cgroup of its own; Limits are
 	// applied in it by role (app, proxy, loadgen), a role missing from
 	// the map is only accounted. Without Cgroups nothing runs in a cgroup.
@@ -28,201 +32,6 @@ type Stack struct {
 	// External, when set, is the deployment the user runs (Name is
 	// NameExternal): no component is started, no cgroup made.
 	External *External
-}
-
-// Named stacks. "gunicorn-nginx" is the real stack's first name.
-const (
-	NameAuto     = "auto"
-	NameEmbedded = "embedded"
-	NameReal     = "real"
-	nameOldReal  = "gunicorn-nginx"
-)
-
-// Names lists the --stack values: the named stacks and APP+PROXY.
-func Names() []string {
-	return []string{NameAuto, NameEmbedded, NameReal, nameOldReal, NameExternal, "APP+PROXY"}
-}
-
-// ValidName checks a --stack value: a named stack, or APP+PROXY of
-// registered components (whether they are installed is Lookup's).
-func ValidName(name string) error {
-	if slices.Contains(Names(), name) {
-		return nil
-	}
-	app, proxy, ok := strings.Cut(name, "+")
-	if !ok {
-		return fmt.Errorf("stack %q: allowed %s", name, strings.Join(Names(), ", "))
-	}
-	if _, _, err := compose(name, []string{app}, proxy); err != nil {
-		return fmt.Errorf("stack %q: %w", name, err)
-	}
-	return nil
-}
-
-// Lookup returns the stack a --stack value names, without cgroups, for
-// the servers it will run: auto (real when the real components those
-// servers need are installed, else embedded, with a note saying which and
-// why), embedded, real (alias gunicorn-nginx: NGINX and every real app
-// server, each server model run by the app that has it) or APP+PROXY of
-// registered components. It fails when a component a server needs is not
-// installed, naming what to install; without servers it needs the proxy
-// and at least one app installed.
-func Lookup(name string, servers ...Server) (st Stack, note string, err error) {
-	switch name {
-	case NameExternal:
-		return Stack{}, "", errors.New("--stack external: the deployment is described in the scenario (stack: external with an external: block)")
-	case NameEmbedded:
-		return compose(NameEmbedded, []string{"embedded"}, "embedded")
-	case NameReal, nameOldReal:
-		st, _, err := compose(NameReal, realApps(), realProxy())
-		if err == nil {
-			err = st.installedFor(servers)
-		}
-		return st, "", err
-	case NameAuto, "":
-		real, _, err := compose(NameReal, realApps(), realProxy())
-		if err == nil {
-			err = real.installedFor(servers)
-		}
-		if err != nil {
-			st, _, _ := compose(NameEmbedded, []string{"embedded"}, "embedded")
-			return st, fmt.Sprintf("--stack auto: using embedded (%v)", err), nil
-		}
-		return real, "--stack auto: using real (" + real.describeFor(servers) + ", installed)", nil
-	}
-	app, proxy, ok := strings.Cut(name, "+")
-	if !ok {
-		return Stack{}, "", fmt.Errorf("--stack %q: allowed %s", name, strings.Join(Names(), ", "))
-	}
-	st, _, err = compose(name, []string{app}, proxy)
-	if err != nil {
-		return Stack{}, "", fmt.Errorf("--stack %q: %w", name, err)
-	}
-	return st, "", st.installedFor(servers)
-}
-
-// installedFor returns nil when the proxy and the app of every server are
-// installed; without servers, the proxy and at least one app.
-func (s Stack) installedFor(servers []Server) error {
-	if err := Installed(s.Proxy); err != nil {
-		return err
-	}
-	if len(servers) == 0 {
-		var errs []error
-		for _, a := range s.Apps {
-			err := Installed(a)
-			if err == nil {
-				return nil
-			}
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
-	}
-	for _, srv := range servers {
-		a, err := s.app(srv.Model)
-		if err != nil {
-			return err
-		}
-		if err := Installed(a); err != nil {
-			return fmt.Errorf("server %s: %w", srv.Name(), err)
-		}
-		if mc, ok := a.(ModelChecker); ok {
-			if err := mc.ModelInstalled(srv.Model); err != nil {
-				return fmt.Errorf("server %s: %w", srv.Name(), err)
-			}
-		}
-	}
-	return nil
-}
-
-// describeFor names the components servers use: "gunicorn and nginx";
-// without servers, the installed ones.
-func (s Stack) describeFor(servers []Server) string {
-	var names []string
-	add := func(c Component) {
-		if !slices.Contains(names, c.Name()) {
-			names = append(names, c.Name())
-		}
-	}
-	for _, a := range s.Apps {
-		used := slices.ContainsFunc(servers, func(srv Server) bool {
-			app, err := s.app(srv.Model)
-			return err == nil && app.Name() == a.Name()
-		})
-		if used || len(servers) == 0 && Installed(a) == nil {
-			add(a)
-		}
-	}
-	add(s.Proxy)
-	return strings.Join(names, " and ")
-}
-
-// realApps are the names of the registered apps that are installed
-// programs; realProxy the first such proxy that runs the experiments'
-// shared routes (NGINX: not one that owns routes of its own).
-func realApps() []string {
-	var names []string
-	for _, a := range apps {
-		if a.Real() {
-			names = append(names, a.Name())
-		}
-	}
-	return names
-}
-
-func realProxy() string {
-	for _, p := range proxies {
-		if _, owner := p.(RouteOwner); p.Real() && !owner {
-			return p.Name()
-		}
-	}
-	return ""
-}
-
-// compose builds a stack of the named components.
-func compose(name string, appNames []string, proxyName string) (Stack, string, error) {
-	st := Stack{Name: name}
-	for _, n := range appNames {
-		i := slices.IndexFunc(apps, func(a App) bool { return a.Name() == n })
-		if i < 0 {
-			return Stack{}, "", fmt.Errorf("no app server %q (apps: %s)", n, componentNames(apps))
-		}
-		st.Apps = append(st.Apps, apps[i])
-	}
-	i := slices.IndexFunc(proxies, func(p Proxy) bool { return p.Name() == proxyName })
-	if i < 0 {
-		return Stack{}, "", fmt.Errorf("no proxy %q (proxies: %s)", proxyName, componentNames(proxies))
-	}
-	st.Proxy = proxies[i]
-	return st, "", nil
-}
-
-func componentNames[C Component](cs []C) string {
-	var names []string
-	for _, c := range cs {
-		names = append(names, c.Name())
-	}
-	return strings.Join(names, ", ")
-}
-
-// describe names the components: "gunicorn and nginx".
-func (s Stack) describe() string {
-	var names []string
-	for _, c := range s.components() {
-		names = append(names, c.Name())
-	}
-	return strings.Join(names, " and ")
-}
-
-func (s Stack) components() []Component {
-	var cs []Component
-	for _, a := range s.Apps {
-		cs = append(cs, a)
-	}
-	if s.Proxy == nil {
-		return cs
-	}
-	return append(cs, s.Proxy)
 }
 
 // Real reports whether any component is an installed program: then the
@@ -381,7 +190,7 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 		if err != nil {
 			return nil, err
 		}
-		rp, err := s.Proxy.Start(ctx, d, s.Settings, ra.Addr(), d.Route.Buffering(), proxyCg)
+		rp, err := s.ProxyFor(d.Route).Start(ctx, d, s.Settings, ra.Addr(), d.Route.Buffering(), proxyCg)
 		if err != nil {
 			return nil, err
 		}

@@ -215,3 +215,48 @@ func TestNginxInFrontOfEmbeddedApp(t *testing.T) {
 		s.stopAndCheck(t)
 	}
 }
+
+// TestSeveralProxies composes APP+PROXY+PROXY...: each route runs behind
+// the proxy that runs it (the one that owns it, else the first that owns
+// none), a route none of them runs is refused by name before anything
+// starts, and every proxy is a component of the stack.
+func TestSeveralProxies(t *testing.T) {
+	st, _, err := Lookup("embedded+nginx+haproxy+caddy")
+	if err != nil && !strings.Contains(err.Error(), "needs") {
+		t.Fatal(err)
+	}
+	if st, err = composeName("embedded+nginx+haproxy+caddy"); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.describe(); got != "embedded and nginx and haproxy and caddy" {
+		t.Errorf("components: %s", got)
+	}
+	for route, want := range map[Route]string{
+		RouteBufferingOn:        "nginx",
+		RouteBufferingOff:       "nginx",
+		RouteHAProxyDefault:     "haproxy",
+		"caddy-buffer-response": "caddy",
+	} {
+		if got := st.ProxyFor(route).Name(); got != want {
+			t.Errorf("ProxyFor(%s) = %s, want %s", route, got, want)
+		}
+		checkRouteRefused(t, st, route, "")
+	}
+	checkRouteRefused(t, st, "apache-default", "route apache-default: only the apache proxy runs it (the embedded+nginx+haproxy+caddy stack's proxy is nginx)")
+	// Without a proxy that owns no routes, NGINX's routes are refused by
+	// the first proxy.
+	own, err := composeName("embedded+haproxy+caddy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRouteRefused(t, own, RouteBufferingOn, "route proxy-buffering-on: haproxy cannot run it (its routes: direct, haproxy-default, haproxy-buffer-request)")
+	for name, want := range map[string]string{
+		"embedded+nginx+nginx": `stack "embedded+nginx+nginx": proxy "nginx" named twice`,
+		"embedded+nginx+squid": `stack "embedded+nginx+squid": no proxy "squid" (proxies: ` + componentNames(proxies) + `)`,
+		"embedded+nginx+":      `stack "embedded+nginx+": no proxy "" (proxies: ` + componentNames(proxies) + `)`,
+	} {
+		if err := ValidName(name); err == nil || err.Error() != want {
+			t.Errorf("ValidName(%q): %v, want %q", name, err, want)
+		}
+	}
+}

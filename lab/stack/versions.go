@@ -21,15 +21,8 @@ type Versioned interface {
 // name two components report differently (each app's own Python) is kept
 // once per component: "python3 (uvicorn)".
 func (s Stack) Versions() map[string]string {
-	var comps []Component
-	for _, a := range s.Apps {
-		comps = append(comps, a)
-	}
-	if s.Proxy != nil {
-		comps = append(comps, s.Proxy)
-	}
 	out := map[string]string{}
-	for _, c := range comps {
+	for _, c := range s.components() {
 		v, ok := c.(Versioned)
 		if !ok {
 			continue

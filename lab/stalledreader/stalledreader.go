@@ -91,7 +91,7 @@ func Published() *Config {
 		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeSlow, Clients: 2, AppTimeout: app},
 		{Route: stack.RouteBufferingOn, Server: "sync-2", Mode: ModeSlow, Clients: 2, AppTimeout: app, SendTimeout: send},
 		{Route: stack.RouteDirect, Server: "gthread-1x4", Mode: ModeStall, Clients: 2, AppTimeout: app},
-		{Route: stack.RouteDirect, Server: lab.AsyncServer, Mode: ModeStall, Clients: 2},
+		{Route: stack.RouteDirect, Server: stack.AsyncServer, Mode: ModeStall, Clients: 2},
 	}
 	return c
 }
@@ -117,7 +117,7 @@ func (c *Config) Reduce() {
 		{Route: stack.RouteBufferingOff, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: lab.Duration(10 * time.Second), SendTimeout: short},
 		{Route: stack.RouteBufferingOn, Server: "sync-2", Mode: ModeStall, Clients: 2, AppTimeout: short, SendTimeout: short},
 		{Route: stack.RouteDirect, Server: "sync-2", Mode: ModeSlow, Clients: 1, AppTimeout: short},
-		{Route: stack.RouteDirect, Server: lab.AsyncServer, Mode: ModeStall, Clients: 2},
+		{Route: stack.RouteDirect, Server: stack.AsyncServer, Mode: ModeStall, Clients: 2},
 	}
 }
 
@@ -194,7 +194,7 @@ func (cond Condition) validate(giveUp time.Duration) error {
 	if !slices.Contains(stack.Routes, cond.Route) {
 		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
 	}
-	async := cond.Server == lab.AsyncServer
+	async := cond.Server == stack.AsyncServer
 	if !async {
 		s, err := stack.ParseServer(cond.Server)
 		if err != nil {
@@ -261,12 +261,12 @@ func (r RunSpec) ID() string {
 // condition naming it on a stack without one is left out (skipped names
 // them).
 func (c *Config) Runs(st stack.Stack) ([]RunSpec, []string) {
-	return lab.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
+	return stack.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
 		return RunSpec{Condition: cond, Server: srv, Rep: rep}
 	})
 }
 
-// RouteName is the condition's route (with ServerName, a lab.RoutedCondition).
+// RouteName is the condition's route (with ServerName, a stack.RoutedCondition).
 func (c Condition) RouteName() stack.Route { return c.Route }
 
 // ServerName is the server the condition names ("async" among them).

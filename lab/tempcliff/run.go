@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/instrument"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -171,7 +172,7 @@ func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", 
 // filesystem (exporter/tempfs.go), for the group proxyGroup.
 const (
 	tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
-	proxyGroup        = lab.ProxyGroup
+	proxyGroup        = instrument.ProxyGroup
 )
 
 // pollTempFSAvail scrapes the exporter every 50 ms until ctx ends and

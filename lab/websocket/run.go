@@ -87,7 +87,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 	t0 := time.Now()
 	fr.Start(t0, f.Resources)
-	stopHeld := lab.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
+	stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
 	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
 	res, sampErr := fr.Sampled(time.Now())

@@ -105,9 +105,9 @@ func Published() *Config {
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 2},
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 4},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4},
-		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second)},
-		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second),
+		Condition{Route: stack.RouteDirect, Server: stack.AsyncServer, Sockets: 4},
+		Condition{Route: stack.RouteBufferingOn, Server: stack.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second)},
+		Condition{Route: stack.RouteBufferingOn, Server: stack.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(3 * time.Second),
 			Ping: lab.Duration(time.Second)})
 	idleByDefault(c.Conditions)
 	return c
@@ -137,9 +137,9 @@ func (c *Config) Reduce() {
 	}
 	c.Conditions = append(c.Conditions,
 		Condition{Route: stack.RouteDirect, Server: "gthread-1x4", Sockets: 4},
-		Condition{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4},
-		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second)},
-		Condition{Route: stack.RouteBufferingOn, Server: lab.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second),
+		Condition{Route: stack.RouteDirect, Server: stack.AsyncServer, Sockets: 4},
+		Condition{Route: stack.RouteBufferingOn, Server: stack.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second)},
+		Condition{Route: stack.RouteBufferingOn, Server: stack.AsyncServer, Sockets: 2, ProxyReadTimeout: lab.Duration(2 * time.Second),
 			Ping: lab.Duration(500 * time.Millisecond)})
 	idleByDefault(c.Conditions)
 }
@@ -176,7 +176,7 @@ func (cond Condition) validate() error {
 		}
 		return fmt.Errorf("route %q: allowed %s (a tunnel does not depend on the proxy's buffering)", cond.Route, strings.Join(names, ", "))
 	}
-	if cond.Server != lab.AsyncServer {
+	if cond.Server != stack.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
 			return err
 		}
@@ -287,13 +287,13 @@ func (r RunSpec) ID() string {
 // condition naming it on a stack without one is left out (skipped names
 // them); a consumers' condition carries its queue.
 func (c *Config) Runs(st stack.Stack) ([]RunSpec, []string) {
-	return lab.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
+	return stack.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
 		cond.Queue = c.Queue(cond)
 		return RunSpec{Condition: cond, Server: srv, Rep: rep}
 	})
 }
 
-// RouteName is the condition's route (with ServerName, a lab.RoutedCondition).
+// RouteName is the condition's route (with ServerName, a stack.RoutedCondition).
 func (c Condition) RouteName() stack.Route { return c.Route }
 
 // ServerName is the server the condition names ("async" among them).

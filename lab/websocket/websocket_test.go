@@ -67,7 +67,7 @@ func TestShapeEmbedded(t *testing.T) {
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
 	c.Conditions = []Condition{{Route: stack.RouteDirect, Server: "sync-2", Sockets: 2}, {Route: stack.RouteBufferingOn, Server: "sync-2", Sockets: 2},
-		{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4}}
+		{Route: stack.RouteDirect, Server: stack.AsyncServer, Sockets: 4}}
 	env := labtest.Env(t, stack.NameEmbedded)
 	res, err := c.Run(context.Background(), env)
 	if err != nil {
@@ -137,7 +137,7 @@ func TestShapeReal(t *testing.T) {
 // Uvicorn) and the embedded proxy.
 func TestLifetimeThroughProxy(t *testing.T) {
 	slowlabtest.Timing(t)
-	for _, tc := range []struct{ stack, server string }{{stack.NameEmbedded, lab.AsyncServer}, {stack.NameReal, "uvicorn-1"}} {
+	for _, tc := range []struct{ stack, server string }{{stack.NameEmbedded, stack.AsyncServer}, {stack.NameReal, "uvicorn-1"}} {
 		t.Run(tc.stack, func(t *testing.T) {
 			c := Published()
 			c.Reps = 1
@@ -180,7 +180,7 @@ func TestConsumersMemoryEmbedded(t *testing.T) {
 	c := Published()
 	c.Reps = 1
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2500*time.Millisecond)
-	c.Conditions = []Condition{{Route: stack.RouteDirect, Server: lab.AsyncServer, Sockets: 4, Mode: ModeConsume}}
+	c.Conditions = []Condition{{Route: stack.RouteDirect, Server: stack.AsyncServer, Sockets: 4, Mode: ModeConsume}}
 	rss := map[string]recorder.Maybe{}
 	for _, queue := range []string{"wait", "unbounded"} {
 		c.Socket.Push.Queue = queue

@@ -1,10 +1,9 @@
-package lab
+package stack
 
 import (
 	"context"
 	"time"
 
-	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -24,7 +23,7 @@ type HeldStats struct {
 // SampleHeld samples hc every 50 ms until stop is called, which returns
 // the statistics. The apps count a long-poll, an SSE stream and a
 // WebSocket as held for as long as they serve it.
-func SampleHeld(ctx context.Context, hc stack.HeldCounter) (stop func() HeldStats) {
+func SampleHeld(ctx context.Context, hc HeldCounter) (stop func() HeldStats) {
 	done := make(chan struct{})
 	result := make(chan HeldStats, 1)
 	go func() {
@@ -62,12 +61,18 @@ func SampleHeld(ctx context.Context, hc stack.HeldCounter) (stop func() HeldStat
 	}
 }
 
+// Logger is where SampleRunHeld says why it read no sample (lab.Env is
+// one).
+type Logger interface {
+	Logf(format string, args ...any)
+}
+
 // SampleRunHeld samples running's held count, when its app has one, for
 // the run id until stop is called: stop stores the most held at once and
-// the most workers holding one in held and workers, or logs why no
+// the most workers holding one in held and workers, or logs to log why no
 // sample was read (what names what the app holds). Without a counter
 // stop leaves both empty.
-func SampleRunHeld(ctx context.Context, env *Env, running *stack.Running, id, what string) (stop func(held, workers *recorder.Maybe)) {
+func SampleRunHeld(ctx context.Context, log Logger, running *Running, id, what string) (stop func(held, workers *recorder.Maybe)) {
 	hc, ok := running.HeldCounter()
 	if !ok {
 		return func(*recorder.Maybe, *recorder.Maybe) {}
@@ -79,7 +84,7 @@ func SampleRunHeld(ctx context.Context, env *Env, running *stack.Running, id, wh
 		case st.Samples > 0:
 			*held, *workers = recorder.Some(float64(st.Held)), recorder.Some(float64(st.Workers))
 		case st.LastErr != nil:
-			env.Logf("%s: held %s not read: %v", id, what, st.LastErr)
+			log.Logf("%s: held %s not read: %v", id, what, st.LastErr)
 		}
 	}
 }

@@ -1,4 +1,15 @@
-package lab
+// Package hostguard owns the host-CPU guard of a session (--max-host-cpu,
+// --max-schedule-lag): it watches the CPU used outside the session while
+// a run measures and cancels the run (ErrHostBusy, with Why's reason)
+// when the host stays busy with other work, and it judges a finished
+// run's row whose load generator fell behind its schedule (Late). The
+// session's own CPU time is its process tree's (sessionCPU), read from
+// /proc.
+//
+// What it leaves to others: deciding to try a run again, how often and
+// after which pause, is the run loop's (lab.Matrix, HostBusyRetries);
+// the flags are lab's Options; a run row says its own lag (MaxLag).
+package hostguard
 
 import (
 	"context"
@@ -26,7 +37,7 @@ type Guard struct {
 	strikes  int // consecutive intervals above max that abort the run
 	procfs   string
 	self     int           // the session's first process: this one
-	maxLag   time.Duration // Env.MaxScheduleLag
+	maxLag   time.Duration // SetMaxLag's
 
 	mu     sync.Mutex
 	reason string
@@ -76,17 +87,17 @@ func (g *Guard) Watch(ctx context.Context) (context.Context, func()) {
 			}
 			u := usage(prev, cur)
 			prev = cur
-			if guardObserved != nil {
-				guardObserved(u)
+			if Observed != nil {
+				Observed(u)
 			}
-			if u.outside <= g.max {
+			if u.Outside <= g.max {
 				over = 0
 				continue
 			}
 			if over++; over >= g.strikes {
 				g.mu.Lock()
 				g.reason = fmt.Sprintf("host CPU used outside this session %.0f%% above --max-host-cpu %.0f%% for %d s (host %.0f%%, this session %.0f%%)",
-					u.outside*100, g.max*100, over, u.host*100, u.session*100)
+					u.Outside*100, g.max*100, over, u.Host*100, u.Session*100)
 				g.mu.Unlock()
 				cancel(ErrHostBusy)
 				return
@@ -96,9 +107,9 @@ func (g *Guard) Watch(ctx context.Context) (context.Context, func()) {
 	return ctx, func() { cancel(nil); <-done }
 }
 
-// guardObserved, when set (by tests), is given every interval's usage a
-// guard measured, as it measures it.
-var guardObserved func(cpuUsage)
+// Observed, when set (by tests, before a guard watches), is given every
+// interval's usage a guard measured, as it measures it.
+var Observed func(Usage)
 
 // Why says why the guard cancelled a run.
 func (g *Guard) Why() string {
@@ -110,10 +121,18 @@ func (g *Guard) Why() string {
 // lagged is a run row that records its load generator's schedule lag.
 type lagged interface{ MaxLag() (ms float64, ok bool) }
 
-// late says why run, whose row records its load generator's schedule
-// lag, is judged a stalled instrument (its largest lag over maxLag), or
-// "" when it is not (or its row records no lag).
-func (g *Guard) late(run any) string {
+// SetMaxLag sets the largest schedule lag Late lets pass (0: none is
+// judged); a nil guard judges none.
+func (g *Guard) SetMaxLag(d time.Duration) {
+	if g != nil {
+		g.maxLag = d
+	}
+}
+
+// Late says why run, whose row records its load generator's schedule
+// lag, is judged a stalled instrument (its largest lag over the maximum
+// SetMaxLag set), or "" when it is not (or its row records no lag).
+func (g *Guard) Late(run any) string {
 	l, ok := run.(lagged)
 	if g == nil || g.maxLag <= 0 || !ok {
 		return ""
@@ -148,10 +167,10 @@ func (g *Guard) read(fs procfs.FS) (reading, error) {
 	return reading{host: st.CPUTotal, session: s}, nil
 }
 
-// cpuUsage is an interval's CPU use, each a fraction of all CPUs' time:
+// Usage is an interval's CPU use, each a fraction of all CPUs' time:
 // the host's, the session's and what is left, the use outside the
 // session.
-type cpuUsage struct{ host, session, outside float64 }
+type Usage struct{ Host, Session, Outside float64 }
 
 // usage is the CPU use between readings a and b. The host's is 1 -
 // idle/total; time spent in processes at a lower priority (nice > 0)
@@ -160,15 +179,15 @@ type cpuUsage struct{ host, session, outside float64 }
 // make the run's measurements about it. Outside is the host's less the
 // session's, never below 0 (the two counters tick apart, so the session
 // can seem to have used a little more than the host did).
-func usage(a, b reading) cpuUsage {
+func usage(a, b reading) Usage {
 	total := sum(b.host) - sum(a.host)
 	if total <= 0 {
-		return cpuUsage{}
+		return Usage{}
 	}
 	idle := (b.host.Idle + b.host.Iowait + b.host.Nice) - (a.host.Idle + a.host.Iowait + a.host.Nice)
 	busy := total - idle
 	own := b.session - a.session
-	return cpuUsage{host: busy / total, session: own / total, outside: max(0, busy-own) / total}
+	return Usage{Host: busy / total, Session: own / total, Outside: max(0, busy-own) / total}
 }
 func sum(c procfs.CPUStat) float64 {
 	return c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal

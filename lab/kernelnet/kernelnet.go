@@ -1,4 +1,14 @@
-package lab
+// Package kernelnet owns reading the kernel's network buffer settings of
+// one network namespace, which environment.json records: the TCP and core
+// socket buffer sysctls (ProcSys) and the loopback interface's MTU
+// (LoopbackMTU), and the names a session gives a namespace (HostNamespace,
+// and NetnsEnv, which a parent session sets for a child session it runs in
+// a namespace it made).
+//
+// What it leaves to others: setting sysctls and making namespaces are
+// buffer-sweep's (lab/buffersweep); the record's format is recorder's
+// (recorder.NetSettings); writing environment.json is lab's.
+package kernelnet
 
 import (
 	"net"

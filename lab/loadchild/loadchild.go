@@ -1,4 +1,15 @@
-package lab
+// Package loadchild owns a load generator run as a child process (a
+// slowlab subcommand such as long-poll's probe loop): started in its own
+// cgroup under its memory limit, each line it prints handed on as it
+// arrives, stopped with SIGTERM then SIGKILL when the run is cancelled,
+// and its failure told apart: killed by the kernel for memory
+// (ErrKilledForMemory, from the cgroup's OOM kill count), a bad line, or
+// an exit status.
+//
+// What it leaves to others: which cgroup and limits, and the command, are
+// the run's instruments' (lab/instrument, Instruments.RunLoad); the lines'
+// format is loadgen's; the cgroup itself is package cgroup's.
+package loadchild
 
 import (
 	"bufio"
@@ -8,7 +19,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -24,39 +34,15 @@ var ErrKilledForMemory = errors.New("killed for memory")
 // its requests and report them before it is killed.
 const loadStopGrace = 10 * time.Second
 
-// RunLoad runs a slowlab subcommand (such as long-poll's probe loop) as
-// the run's load generator: a child process in the load generator's own
-// cgroup, with the published limits, while this process (sampling, hop
-// attribution, CSV writing) stays outside them. Each line the child
-// prints on stdout goes to onLine as it arrives, so what it measured is
-// written before the child ends, however it ends; its stderr goes to
-// LOGDIR/RUNID-loadgen.log. The error says why the child failed: killed
+// Run runs argv as a load generator in cg (none when nil; limit is its
+// memory limit in bytes, 0 for none), while this process stays outside
+// it. Each line the child prints on stdout goes to onLine as it arrives,
+// so what it measured is written before the child ends, however it ends;
+// its stderr goes to logPath. The error says why the child failed: killed
 // for memory (ErrKilledForMemory, with its cgroup and limit), an exit
 // status, or onLine's first error (after which the child is stopped).
 // Cancelling ctx stops the child with SIGTERM, then SIGKILL.
-func (in *Instruments) RunLoad(ctx context.Context, args []string, onLine func(string) error) error {
-	exe, err := child.Executable()
-	if err != nil {
-		return fmt.Errorf("find slowlab binary: %w", err)
-	}
-	limits, _ := in.env.LoadgenLimits()
-	logPath := filepath.Join(in.env.LogDir(), in.runID+"-loadgen.log")
-	return runLoadChild(ctx, in.LoadgenCgroup(), limits.MemoryBytes, append([]string{exe}, args...), logPath, onLine)
-}
-
-// LoadgenCgroup is the load generator's cgroup, nil when the stack sets
-// no limits for it.
-func (in *Instruments) LoadgenCgroup() *cgroup.Cgroup {
-	if in.self == nil {
-		return nil
-	}
-	return in.self.Cgroup()
-}
-
-// runLoadChild runs argv in cg (none when nil; limit is its memory limit
-// in bytes, 0 for none), stderr to logPath, each stdout line to onLine;
-// see RunLoad.
-func runLoadChild(ctx context.Context, cg *cgroup.Cgroup, limit int64, argv []string, logPath string, onLine func(string) error) error {
+func Run(ctx context.Context, cg *cgroup.Cgroup, limit int64, argv []string, logPath string, onLine func(string) error) error {
 	kills := 0
 	if cg != nil {
 		argv = cgroup.ExecArgv(cg.ProcsFiles(), argv)

@@ -1,4 +1,4 @@
-package lab
+package loadchild
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func loadCgroup(t *testing.T) *cgroup.Cgroup {
 
 // runProbeChild runs a shell child in cg that prints 200 probe result
 // lines and then runs then; the session side parses each line and writes
-// a requests.csv row for it as it arrives. It returns runLoadChild's error
+// a requests.csv row for it as it arrives. It returns Run's error
 // and the path of requests.csv, not closed: what is in it was on disk
 // before the child ended.
 func runProbeChild(t *testing.T, cg *cgroup.Cgroup, then string) (string, error) {
@@ -56,7 +56,7 @@ func runProbeChild(t *testing.T, cg *cgroup.Cgroup, then string) (string, error)
 	t.Cleanup(func() { w.Close() })
 	script := `i=0; while [ $i -lt 200 ]; do echo "probe 1 $i 1764770000000000000 0 100000 200000 200 3 1 - \"\""; i=$((i+1)); done; ` + then
 	argv := []string{"/bin/sh", "-c", script}
-	err = runLoadChild(context.Background(), cg, 32<<20, argv, filepath.Join(dir, "loadgen.log"), func(line string) error {
+	err = Run(context.Background(), cg, 32<<20, argv, filepath.Join(dir, "loadgen.log"), func(line string) error {
 		_, r, err := loadgen.ParseResultLine(line)
 		if err != nil {
 			return err

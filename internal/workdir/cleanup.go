@@ -1,4 +1,4 @@
-package lab
+package workdir
 
 import (
 	"errors"
@@ -9,35 +9,34 @@ import (
 	"syscall"
 )
 
-// LeftWorkDir is a run's scratch directory (NewWorkDir) whose session no
-// longer runs: killed (SIGKILL, the OOM killer, a CI timeout) before it
+// Left is a run's scratch directory (New) whose session no longer runs: killed (SIGKILL, the OOM killer, a CI timeout) before it
 // could remove it.
-type LeftWorkDir struct {
+type Left struct {
 	Dir     string
 	Session int   // the PID in its name
 	Err     error // why it could not be removed; nil when it was (or, dry, would be)
 }
 
-// CleanupDeadWorkDirs removes, under tmp (the system's temp dir when
+// CleanupDead removes, under tmp (the system's temp dir when
 // empty), the work directories of sessions whose process is gone, and
 // lists them; with dryRun it removes nothing. A directory whose session's
 // PID runs is kept, whatever runs under that PID now: a reused PID keeps a
 // dead session's directory, never the reverse. Nothing else is touched.
-func CleanupDeadWorkDirs(tmp string, dryRun bool) ([]LeftWorkDir, error) {
+func CleanupDead(tmp string, dryRun bool) ([]Left, error) {
 	if tmp == "" {
 		tmp = os.TempDir()
 	}
-	dirs, err := filepath.Glob(filepath.Join(tmp, WorkDirPrefix+"*"))
+	dirs, err := filepath.Glob(filepath.Join(tmp, Prefix+"*"))
 	if err != nil {
 		return nil, err
 	}
-	var left []LeftWorkDir
+	var left []Left
 	for _, d := range dirs {
 		pid, ok := workDirSession(filepath.Base(d))
 		if !ok || processRuns(pid) {
 			continue
 		}
-		l := LeftWorkDir{Dir: d, Session: pid}
+		l := Left{Dir: d, Session: pid}
 		if !dryRun {
 			l.Err = os.RemoveAll(d)
 		}
@@ -47,9 +46,9 @@ func CleanupDeadWorkDirs(tmp string, dryRun bool) ([]LeftWorkDir, error) {
 }
 
 // workDirSession is the session PID in a work directory's name
-// (WorkDirPrefix + PID + "-" + random), false when the name is not one.
+// (Prefix + PID + "-" + random), false when the name is not one.
 func workDirSession(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, WorkDirPrefix)
+	rest, ok := strings.CutPrefix(name, Prefix)
 	if !ok {
 		return 0, false
 	}

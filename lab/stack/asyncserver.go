@@ -1,10 +1,8 @@
-package lab
+package stack
 
 import (
 	"fmt"
 	"slices"
-
-	"github.com/slowlab/slowlab/lab/stack"
 )
 
 // AsyncServer names, in a condition, the stack's event-loop server,
@@ -14,30 +12,30 @@ const AsyncServer = "async"
 // ResolveServer parses a condition's server, AsyncServer as the stack's
 // own async model: "async" itself where the stack runs it, else the first
 // async model it has, with one worker.
-func ResolveServer(st stack.Stack, name string) (stack.Server, bool) {
+func ResolveServer(st Stack, name string) (Server, bool) {
 	if name != AsyncServer {
-		s, err := stack.ParseServer(name)
+		s, err := ParseServer(name)
 		return s, err == nil
 	}
 	models := st.Models()
 	if slices.Contains(models, AsyncServer) {
-		s, err := stack.ParseServer(AsyncServer)
+		s, err := ParseServer(AsyncServer)
 		return s, err == nil
 	}
 	for _, m := range models {
-		if s, err := stack.ParseServer(m + "-1"); err == nil {
+		if s, err := ParseServer(m + "-1"); err == nil {
 			if info, ok := s.ModelInfo(); ok && info.Async {
 				return s, true
 			}
 		}
 	}
-	return stack.Server{}, false
+	return Server{}, false
 }
 
 // RoutedCondition is what ExpandRuns needs of a condition: its route
 // and the server it names (AsyncServer among them).
 type RoutedCondition interface {
-	RouteName() stack.Route
+	RouteName() Route
 	ServerName() string
 }
 
@@ -46,7 +44,7 @@ type RoutedCondition interface {
 // event-loop server); one whose server the stack does not have is left
 // out, named once in skipped. spec makes a run of a condition, its server
 // and its rep.
-func ExpandRuns[C RoutedCondition, R any](st stack.Stack, reps int, conds []C, spec func(c C, srv stack.Server, rep int) R) (runs []R, skipped []string) {
+func ExpandRuns[C RoutedCondition, R any](st Stack, reps int, conds []C, spec func(c C, srv Server, rep int) R) (runs []R, skipped []string) {
 	for rep := 1; rep <= reps; rep++ {
 		for _, cond := range conds {
 			srv, ok := ResolveServer(st, cond.ServerName())

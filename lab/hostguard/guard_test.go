@@ -1,4 +1,4 @@
-package lab
+package hostguard
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func TestUtilisation(t *testing.T) {
 		b.IRQ += tc.d.IRQ
 		b.SoftIRQ += tc.d.SoftIRQ
 		b.Steal += tc.d.Steal
-		if got := usage(reading{host: a}, reading{host: b}).host; math.Abs(got-tc.want) > 1e-9 {
+		if got := usage(reading{host: a}, reading{host: b}).Host; math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("%s: host use %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -100,14 +100,14 @@ func TestUsageOutsideSession(t *testing.T) {
 	b := read("b", 10100, 2050, 8050, map[int][5]int{1: {0, 5, 5, 0, 0}, 100: {1, 420, 110, 0, 0},
 		101: {100, 200, 60, 45, 5}, 200: {1, 950, 0, 0, 0}})
 	u := usage(a, b)
-	want := cpuUsage{host: 0.75, session: 0.5, outside: 0.25}
-	if math.Abs(u.host-want.host) > 1e-9 || math.Abs(u.session-want.session) > 1e-9 || math.Abs(u.outside-want.outside) > 1e-9 {
+	want := Usage{Host: 0.75, Session: 0.5, Outside: 0.25}
+	if math.Abs(u.Host-want.Host) > 1e-9 || math.Abs(u.Session-want.Session) > 1e-9 || math.Abs(u.Outside-want.Outside) > 1e-9 {
 		t.Errorf("usage %+v, want %+v", u, want)
 	}
 	// 20 busy ticks of 200 while the session's counters advanced 100.
 	c := read("c", 10110, 2060, 8230, map[int][5]int{1: {0, 5, 5, 0, 0}, 100: {1, 470, 160, 0, 0},
 		101: {100, 200, 60, 45, 5}, 200: {1, 950, 0, 0, 0}})
-	if u := usage(b, c); u.outside != 0 || math.Abs(u.host-0.1) > 1e-9 || math.Abs(u.session-0.5) > 1e-9 {
+	if u := usage(b, c); u.Outside != 0 || math.Abs(u.Host-0.1) > 1e-9 || math.Abs(u.Session-0.5) > 1e-9 {
 		t.Errorf("session over the host: usage %+v, want outside 0, host 0.1, session 0.5", u)
 	}
 	fs, _ := procfs.NewFS(filepath.Join(dir, "c"))

@@ -1,0 +1,224 @@
+package latencygap
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// pagesTable is the load conditions' table (gap-pages.csv), printed by
+// the CLI and drawn in the report: per redirect chain or page and mode,
+// the medians of what the client waited for the whole load, what the
+// server reported of its requests (their sum and the largest) and the
+// share of the load they account for, beside the load's lower bound
+// from the path.
+var pagesTable = report.Table[Page]{
+	Caption: "latency-gap page loads (" + pageFile + "): redirect chains (each hop a 301/302, on the server's origin or " +
+		"each on another) and pages (an HTML document, then its sub-resources on two origins at once: at most 6 connections " +
+		"per origin over HTTP/1.1, one over HTTP/2). keepalive: a first visit, connections reused within the load; new: a " +
+		"connection per request. load_ms is from the first request's start to the last byte of the last response (median " +
+		"over the loads), bound_ms its lower bound from the path (round trips, TLS, cold lookups), server_sum_ms and " +
+		"server_max_ms the sum and the largest of the server's own timings (through the last byte) of the load's requests, " +
+		"visible_% = server_sum_ms / load_ms: the share of the load the server's timings account for; conns the connections " +
+		"a load opened; late_p99_ms the TUN delay line's lateness over the condition, valid: the path delayed as configured.",
+	Cols: []report.Column[Page]{
+		report.Col("load", func(p *Page) report.Cell { return report.Text(loadLabel(p.LoadKey)) }),
+		report.Col("size_bytes", func(p *Page) report.Cell {
+			return report.Cell{Text: fmt.Sprint(p.SizeBytes), Title: report.ByteSize(p.SizeBytes), Num: true}
+		}),
+		report.Col("configured_rtt_ms", func(p *Page) report.Cell { return number(fmt.Sprintf("%g", p.ConfiguredRTTMS)) }),
+		report.Col("tls", func(p *Page) report.Cell { return report.Text(p.TLS) }),
+		report.Col("path", func(p *Page) report.Cell { return report.Text(pathLabel(p.Settings)) }),
+		report.Col("dns", func(p *Page) report.Cell {
+			if !dnsOn(p.Settings) {
+				return report.Text("-")
+			}
+			return report.Text(p.DNS)
+		}),
+		report.Col("mode", func(p *Page) report.Cell { return report.Text(p.Mode) }),
+		report.Col("loads", func(p *Page) report.Cell { return report.Int(p.Loads) }),
+		report.Col("load_ms", func(p *Page) report.Cell { return report.Opt(p.LoadMS, report.Decimals(1)) }),
+		report.Col("bound_ms", func(p *Page) report.Cell { return report.Fixed(p.BoundMS, 0) }),
+		report.Col("server_sum_ms", func(p *Page) report.Cell { return report.Opt(p.ServerSumMS, report.Decimals(2)) }),
+		report.Col("server_max_ms", func(p *Page) report.Cell { return report.Opt(p.ServerMaxMS, report.Decimals(2)) }),
+		report.Col("visible_%", func(p *Page) report.Cell { return report.Opt(p.VisiblePct, report.Decimals(2)) }),
+		report.Col("conns", func(p *Page) report.Cell { return report.Opt(p.Connections, report.Decimals(0)) }),
+		report.Col("late_p99_ms", func(p *Page) report.Cell { return report.Opt(p.LatenessP99MS, report.Decimals(3)) }),
+		report.Col("valid", func(p *Page) report.Cell {
+			if p.Valid {
+				return report.Text("yes")
+			}
+			return report.Text("NO")
+		}),
+	},
+}
+
+// loadLabel names a load condition: "2 redirects, cross" or "page 50,
+// h2".
+func loadLabel(k LoadKey) string {
+	if k.Kind == KindRedirect {
+		return fmt.Sprintf("%d redirect%s, %s", k.Redirects, plural(k.Redirects), k.RedirectOrigin)
+	}
+	return fmt.Sprintf("page %d, %s", k.Resources, k.Protocol)
+}
+
+// waterfallPhase is one part of a request's bar in the waterfall, from
+// its row.
+type waterfallPhase struct {
+	name string
+	get  func(f *Fetch) float64
+}
+
+var waterfallPhases = []waterfallPhase{
+	{"waiting for a connection", func(f *Fetch) float64 { return orZero(f.WaitMS) }},
+	{"DNS lookup", func(f *Fetch) float64 { return orZero(f.DNSMS) }},
+	{"TCP connect", func(f *Fetch) float64 { return orZero(f.ConnectMS) }},
+	{"TLS handshake", func(f *Fetch) float64 { return orZero(f.TLSMS) }},
+	{"request to first byte", func(f *Fetch) float64 {
+		if !f.TTFBMS.Valid {
+			return 0
+		}
+		return f.TTFBMS.Value - orZero(f.WaitMS) - orZero(f.DNSMS) - orZero(f.ConnectMS) - orZero(f.TLSMS)
+	}},
+	{"rest of the body", func(f *Fetch) float64 { return f.TotalMS - orZero(f.TTFBMS) }},
+}
+
+func orZero(m recorder.Maybe) float64 {
+	if !m.Valid {
+		return 0
+	}
+	return max(m.Value, 0)
+}
+
+// maxWaterfallRows bounds the requests the waterfall draws.
+const maxWaterfallRows = 60
+
+// waterfallLoad picks the load the waterfall draws: of the first page
+// condition kept alive (else the first load condition) its ok load of
+// median time; its requests in order. nil when there is none.
+func waterfallLoad(pages []Page, fetches []Fetch) []Fetch {
+	var key *LoadKey
+	for i := range pages {
+		if pages[i].Kind == KindPage && pages[i].Mode == ModeKeepAlive && pages[i].Loads > 0 {
+			key = &pages[i].LoadKey
+			break
+		}
+	}
+	if key == nil {
+		for i := range pages {
+			if pages[i].Loads > 0 {
+				key = &pages[i].LoadKey
+				break
+			}
+		}
+	}
+	if key == nil {
+		return nil
+	}
+	byLoad := map[int][]Fetch{}
+	failed := map[int]bool{}
+	for _, f := range fetches {
+		if f.LoadKey == *key {
+			byLoad[f.Load] = append(byLoad[f.Load], f)
+			failed[f.Load] = failed[f.Load] || f.Error != ""
+		}
+	}
+	type end struct {
+		load int
+		ms   float64
+	}
+	var ends []end
+	for l, fs := range byLoad {
+		if failed[l] {
+			continue
+		}
+		e := end{load: l}
+		for _, f := range fs {
+			e.ms = max(e.ms, f.EndMS)
+		}
+		ends = append(ends, e)
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	slices.SortFunc(ends, func(a, b end) int { return cmp.Or(cmp.Compare(a.ms, b.ms), a.load-b.load) })
+	fs := byLoad[ends[(len(ends)-1)/2].load]
+	slices.SortFunc(fs, func(a, b Fetch) int { return a.Hop - b.Hop })
+	return fs[:min(len(fs), maxWaterfallRows)]
+}
+
+// waterfallFigure draws one load's requests as a browser's developer
+// tools do: a row per request, from its start, split into its phases;
+// nil without a load.
+func waterfallFigure(pages []Page, fetches []Fetch) *report.Drawing {
+	fs := waterfallLoad(pages, fetches)
+	if len(fs) == 0 {
+		return nil
+	}
+	k := fs[0].LoadKey
+	title := fmt.Sprintf("Waterfall of one load: %s, %s, RTT %g ms, %s", loadLabel(k), report.ByteSize(k.SizeBytes), k.ConfiguredRTTMS, k.Mode)
+	height := max(3*vg.Inch, vg.Length(1.4+0.17*float64(len(fs)))*vg.Inch)
+	d := report.NewDrawing("latency-gap-waterfall", title, 8*vg.Inch, height)
+	p := report.NewPlot(d.Title(), "time since the load's first request (ms)", "request")
+	report.Grid(p, true, false)
+	labels := make([]string, len(fs))
+	for i, f := range fs {
+		labels[i] = fmt.Sprintf("%s %d (origin %d)", f.Role, f.Hop, f.Origin)
+	}
+	ys := report.ConditionRows(p, labels)
+	at := make([]float64, len(fs))
+	for i, f := range fs {
+		at[i] = f.StartMS
+	}
+	hi := 0.0
+	for pi, ph := range waterfallPhases {
+		n := 0
+		for i := range fs {
+			v := ph.get(&fs[i])
+			if v <= 0 || math.IsNaN(v) {
+				continue
+			}
+			l := report.Line(plotter.XYs{{X: at[i], Y: ys[i]}, {X: at[i] + v, Y: ys[i]}}, report.ColorAt(pi))
+			l.LineStyle.Width = vg.Points(7)
+			p.Add(l)
+			if n == 0 {
+				p.Legend.Add(ph.name, l)
+			}
+			at[i] += v
+			hi = max(hi, at[i])
+			n++
+		}
+		if n > 0 {
+			d.AddSeries(ph.name, n)
+		}
+	}
+	p.X.Min, p.X.Max = 0, hi*1.4 // room for the legend, right of the last bar
+	p.Legend.Top = true
+	d.AddPanel(p)
+	d.SetCaption(fmt.Sprintf("One load (the median of its condition's ok loads, %s): each row a request, from its start, "+
+		"split into the wait for one of its origin's connections, and on a new connection its DNS lookup, TCP connect and TLS "+
+		"handshake, then the request until the response's first byte (a round trip and the server's time) and the rest of the "+
+		"body. The server's own timings of these requests sum to %s.", fetchFile, serverSum(fs)))
+	return d
+}
+
+// serverSum writes the sum of a load's server timings.
+func serverSum(fs []Fetch) string {
+	sum, any := 0.0, false
+	for i := range fs {
+		if st := fs[i].serverTime(); st.Valid {
+			sum, any = sum+st.Value, true
+		}
+	}
+	if !any {
+		return "nothing (none reported)"
+	}
+	return fmt.Sprintf("%.2f ms", sum)
+}

@@ -1,0 +1,94 @@
+package latencygap
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// resultRows are the conditions of runs that completed, and of one
+// interrupted: this session's as measured, resumed ones from gap.csv and
+// gap-path.csv.
+func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
+	var disk map[string]Row
+	var diskPages map[string][]Page
+	var rows []Row
+	var pages []Page
+	for _, r := range runs {
+		interrupted := r.Status == recorder.RunAborted && s.ctx.Err() != nil
+		if r.Status != recorder.RunOK && !interrupted {
+			continue
+		}
+		if s.loads[baseID(r.RunID)] {
+			ps, ok := s.pages[r.RunID]
+			if !ok {
+				if diskPages == nil {
+					var err error
+					if diskPages, err = readPages(s.env.Out); err != nil {
+						return rows, pages, err
+					}
+				}
+				if ps, ok = diskPages[r.RunID]; !ok {
+					return rows, pages, fmt.Errorf("resume %s: run %s has no row in %s", s.env.Out, r.RunID, pageFile)
+				}
+			}
+			pages = append(pages, ps...)
+			continue
+		}
+		row, ok := s.rows[r.RunID]
+		if !ok {
+			if disk == nil {
+				var err error
+				if disk, err = readRows(s.env.Out); err != nil {
+					return rows, pages, err
+				}
+			}
+			if row, ok = disk[r.RunID]; !ok {
+				return rows, pages, fmt.Errorf("resume %s: run %s has no row in gap.csv and gap-path.csv", s.env.Out, r.RunID)
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, pages, nil
+}
+
+// readRows reads dir's gap.csv and gap-path.csv rows by run id.
+func readRows(dir string) (map[string]Row, error) {
+	rows, _, err := readConditions(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Row{}
+	for _, r := range rows {
+		out[r.Gap.RunID] = r
+	}
+	return out, nil
+}
+
+// readConditions reads dir's gap.csv rows in order, each with its
+// gap-path.csv row (by run id; a zero Path where it has none). Without
+// gap-path.csv, an error unless optional, every Path is zero and paths
+// is false.
+func readConditions(dir string, optional bool) (rows []Row, paths bool, err error) {
+	gaps, err := recorder.ReadFile[Gap](filepath.Join(dir, gapFile))
+	if err != nil {
+		return nil, false, err
+	}
+	ps, err := recorder.ReadFile[Path](filepath.Join(dir, pathFile))
+	switch {
+	case optional && errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, false, err
+	}
+	byRun := map[string]Path{}
+	for _, p := range ps {
+		byRun[p.RunID] = p
+	}
+	for _, g := range gaps {
+		rows = append(rows, Row{Gap: g, Path: byRun[g.RunID]})
+	}
+	return rows, err == nil, nil
+}
