@@ -179,20 +179,31 @@ func checkStalled(t *testing.T, r H2Result, size int64, event func(*testing.T) t
 // resumes; with a 16 MiB connection window it arrives while they stall.
 func TestH2StreamsShareConnectionWindow(t *testing.T) {
 	slowlabtest.EndToEnd(t, "it paces streams for seconds")
-	for _, tc := range []struct {
-		conn    uint32
-		blocked bool
-	}{{H2DefaultWindow, true}, {16 << 20, false}} {
+	checkConnectionWindowShared(t, H2DefaultWindow, func(conn uint64) (*h2Server, func(string, H2Read) <-chan H2Result) {
 		srv := startH2Server(t)
-		c := dialH2(t, srv.addr, 64<<10, tc.conn)
+		return srv, dialH2(t, srv.addr, 64<<10, uint32(conn)).Get
+	})
+}
+
+// checkConnectionWindowShared: on a connection of dial's with a window of
+// small, four stalled readers' unread bytes fill it and /fast on it
+// cannot arrive before a stalled reader resumes; with 16 MiB it arrives
+// while they stall.
+func checkConnectionWindowShared(t *testing.T, small uint64, dial func(conn uint64) (*h2Server, func(string, H2Read) <-chan H2Result)) {
+	t.Helper()
+	for _, tc := range []struct {
+		conn    uint64
+		blocked bool
+	}{{small, true}, {16 << 20, false}} {
+		srv, get := dial(tc.conn)
 		var slow []<-chan H2Result
 		for range 4 {
-			slow = append(slow, c.Get("/large?size=262144", H2Read{Stall: 2 * time.Second}))
+			slow = append(slow, get("/large?size=262144", H2Read{Stall: 2 * time.Second}))
 		}
 		for range slow { // each stalled reader's handler got its first write out
 			srv.first(t)
 		}
-		fast := <-c.Get("/fast", H2Read{})
+		fast := <-get("/fast", H2Read{})
 		if fast.Err != nil || !fast.Complete {
 			t.Fatalf("connection window %d: fast %+v", tc.conn, fast)
 		}

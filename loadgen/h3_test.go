@@ -161,6 +161,19 @@ func TestH3ManyStreamsOneConnection(t *testing.T) {
 	}
 }
 
+// Streams share the QUIC connection's window: with it at 64 KiB, four
+// stalled readers' unread bytes fill it, and /fast on the same connection
+// (its response HEADERS too: they are stream data in HTTP/3) cannot
+// arrive before a stalled reader resumes; with 16 MiB it arrives while
+// they stall.
+func TestH3StreamsShareConnectionWindow(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it stalls streams for seconds")
+	checkConnectionWindowShared(t, 64<<10, func(conn uint64) (*h2Server, func(string, H2Read) <-chan H2Result) {
+		srv := startH3Server(t)
+		return srv.h2Server, dialH3(t, srv, 64<<10, conn).Get
+	})
+}
+
 // A reader that gives up at Until cancels its stream then: ErrH3Cut, the
 // handler's write fails, and the connection carries other streams on.
 func TestH3ReaderCutsStream(t *testing.T) {

@@ -42,18 +42,18 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}.Run(ctx, env, c, &Result{})
 }
 
-// runsOn is Runs but for the HTTP/3 conditions on a stack whose proxy
-// does not serve HTTP/3 (NGINX 1.22, Debian's, has no QUIC): those are
-// skipped, each condition named once.
+// runsOn is Runs but for the HTTP/3 conditions whose route's proxy on
+// the stack (Stack.ProxyFor) does not serve HTTP/3 (NGINX 1.22, Debian's,
+// has no QUIC): those are skipped, each condition named once.
 func (c *Config) runsOn(st stack.Stack) (runs []RunSpec, skipped []string) {
-	h3, ok := st.Proxy.(stack.HTTP3Server)
-	serves := ok && h3.ServesHTTP3()
 	for _, r := range c.Runs() {
-		if r.Protocol == ProtocolH3 && !serves {
+		p := st.ProxyFor(r.Route)
+		h3, ok := p.(stack.HTTP3Server)
+		if r.Protocol == ProtocolH3 && !(ok && h3.ServesHTTP3()) {
 			if r.Rep == 1 {
 				name := "none"
-				if st.Proxy != nil {
-					name = st.Proxy.Name()
+				if p != nil {
+					name = p.Name()
 				}
 				skipped = append(skipped, fmt.Sprintf("%s: HTTP/3: the %s stack's proxy (%s) does not serve it", strings.TrimSuffix(r.ID(), ".rep1"), st.Name, name))
 			}

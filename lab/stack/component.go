@@ -87,6 +87,9 @@ func checkHTTP3(d Deployment, p Proxy) error {
 	if !d.Route.TLS() {
 		return fmt.Errorf("route %q: HTTP/3 needs a TLS route (QUIC is always TLS)", d.Route)
 	}
+	if p == nil {
+		return fmt.Errorf("route %q: HTTP/3: the stack has no proxy to serve it", d.Route)
+	}
 	if h, ok := p.(HTTP3Server); !ok || !h.ServesHTTP3() {
 		return fmt.Errorf("proxy %s: does not serve HTTP/3 here (the embedded proxy and caddy do)", p.Name())
 	}

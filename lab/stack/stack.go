@@ -152,7 +152,7 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 	if err := s.CheckRoute(d.Route); err != nil {
 		return nil, err
 	}
-	if err := checkHTTP3(d, s.Proxy); err != nil {
+	if err := checkHTTP3(d, s.ProxyFor(d.Route)); err != nil {
 		return nil, err
 	}
 	if err := s.Check(); err != nil {
