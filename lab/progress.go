@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -65,33 +64,4 @@ func Num(m recorder.Maybe, decimals int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.*f", decimals, m.Value)
-}
-
-// PrintTable writes rows (the first is the header) as aligned text: the
-// first left columns left-aligned, the rest right-aligned.
-func PrintTable(w io.Writer, left int, rows [][]string) {
-	if len(rows) == 0 {
-		return
-	}
-	width := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			if i < len(width) {
-				width[i] = max(width[i], len(c))
-			}
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-len(c))
-			if i < left {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString(pad + c)
-			}
-			b.WriteString("  ")
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
 }

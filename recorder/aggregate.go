@@ -206,3 +206,45 @@ func valid(runs []Run, get func(Run) Maybe) []float64 {
 	}
 	return vs
 }
+
+// ConditionRuns are one condition's runs (GroupRuns): all of them in
+// order, and those whose status is RunOK.
+type ConditionRuns[R any] struct {
+	All, OK []R
+}
+
+// Excluded is how many of the condition's runs did not end ok.
+func (c ConditionRuns[R]) Excluded() int { return len(c.All) - len(c.OK) }
+
+// GroupRuns groups runs by condition, the comparable key of each run's
+// condition columns, in order of each condition's first run; a group's
+// runs keep their order.
+func GroupRuns[R RunRow[R], K comparable](runs []R, key func(R) K) []ConditionRuns[R] {
+	var out []ConditionRuns[R]
+	at := map[K]int{}
+	for _, r := range runs {
+		k := key(r)
+		i, seen := at[k]
+		if !seen {
+			i, at[k] = len(out), len(out)
+			out = append(out, ConditionRuns[R]{})
+		}
+		out[i].All = append(out[i].All, r)
+		if _, status, _ := r.VerdictFields(&r); *status == RunOK {
+			out[i].OK = append(out[i].OK, r)
+		}
+	}
+	return out
+}
+
+// Sum is the sum of values, None when there are none.
+func Sum(values []float64) Maybe {
+	if len(values) == 0 {
+		return None()
+	}
+	sum := 0.0
+	for _, v := range values {
+		sum += v
+	}
+	return Some(sum)
+}

@@ -221,3 +221,43 @@ func TestSummarizeConditions(t *testing.T) {
 		t.Errorf("SummarizeConditions(nil) = %+v, want none", got)
 	}
 }
+
+// GroupRuns keeps each condition's first appearance and its runs' order,
+// and splits off the runs that did not end ok.
+func TestGroupRuns(t *testing.T) {
+	runs := []Run{
+		{RunID: "a1", Route: "direct", Status: RunOK},
+		{RunID: "b1", Route: "proxy", Status: RunFailed},
+		{RunID: "a2", Route: "direct", Status: RunFailed},
+		{RunID: "b2", Route: "proxy", Status: RunOK},
+		{RunID: "a3", Route: "direct", Status: RunOK},
+	}
+	ids := func(rs []Run) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.RunID)
+		}
+		return out
+	}
+	got := GroupRuns(runs, func(r Run) string { return r.Route })
+	if len(got) != 2 {
+		t.Fatalf("%d groups, want 2", len(got))
+	}
+	want := []struct{ all, ok []string }{{[]string{"a1", "a2", "a3"}, []string{"a1", "a3"}}, {[]string{"b1", "b2"}, []string{"b2"}}}
+	for i, w := range want {
+		if !slices.Equal(ids(got[i].All), w.all) || !slices.Equal(ids(got[i].OK), w.ok) || got[i].Excluded() != len(w.all)-len(w.ok) {
+			t.Errorf("group %d: all %v ok %v excluded %d; want %v, %v", i, ids(got[i].All), ids(got[i].OK), got[i].Excluded(), w.all, w.ok)
+		}
+	}
+	if g := GroupRuns([]Run(nil), func(r Run) string { return r.Route }); len(g) != 0 {
+		t.Errorf("no runs: %d groups", len(g))
+	}
+}
+
+func TestSum(t *testing.T) {
+	if got := Sum(nil); got.Valid {
+		t.Errorf("Sum(nil) = %v, want None", got)
+	}
+	if got := Sum([]float64{1, 2.5, 0}); got != Some(3.5) {
+		t.Errorf("Sum = %v, want 3.5", got)
+	}
+}

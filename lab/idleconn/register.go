@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // init registers the experiment: its flags and scenario (New), its
@@ -12,15 +11,11 @@ import (
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 6, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
-		Files: resultsFiles, Smoke: smoke,
+		Files: lab.ResultsFiles[Conn, RunRow](), Smoke: smoke,
 		Summary:  "idle and slowloris connections held against each server model while /fast runs",
 		Shared:   lab.SharedAll,
 		External: "starts its own stack (its timeouts are deployment settings)"})
 }
-
-// resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{connFile, runFile,
-	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first mode
 // with 2 connections held 2 s, every server on the first route.

@@ -62,12 +62,18 @@ func TestRowContract(t *testing.T) {
 	recordertest.Contract[Request](t)
 	recordertest.Contract[Path](t)
 	recordertest.Contract[RunRow](t)
+	recordertest.Contract[Fetch](t)
+	recordertest.Contract[Load](t)
+	recordertest.Contract[Page](t)
 }
 
 func FuzzReadGap(f *testing.F)      { recordertest.FuzzRead[Gap](f) }
 func FuzzReadRequests(f *testing.F) { recordertest.FuzzRead[Request](f) }
 func FuzzReadPath(f *testing.F)     { recordertest.FuzzRead[Path](f) }
 func FuzzReadRuns(f *testing.F)     { recordertest.FuzzRead[RunRow](f) }
+func FuzzReadFetches(f *testing.F)  { recordertest.FuzzRead[Fetch](f) }
+func FuzzReadLoads(f *testing.F)    { recordertest.FuzzRead[Load](f) }
+func FuzzReadPages(f *testing.F)    { recordertest.FuzzRead[Page](f) }
 
 // TestVerdictFields: RunRow's VerdictFields points at its own RunID,
 // Status and Reason.

@@ -21,10 +21,7 @@ type Result struct {
 // Print implements lab.Result: the conditions table, then the conditions
 // skipped.
 func (r *Result) Print(w io.Writer) {
-	conditionsTable.WriteText(w, Summarize(r.Runs))
-	for _, s := range r.Skipped {
-		fmt.Fprintf(w, "skipped: %s\n", s)
-	}
+	lab.PrintConditions(w, &conditionsTable, Summarize(r.Runs), r.Skipped)
 }
 
 // cell1 is a value with one decimal, "-" when not measured.

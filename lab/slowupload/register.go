@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // init registers the experiment: its flags and scenario (New), its
@@ -12,15 +11,11 @@ import (
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 5, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
-		Files: resultsFiles, Smoke: smoke,
+		Files: lab.ResultsFiles[Upload, RunRow](), Smoke: smoke,
 		Summary:  "slow uploads against a fast endpoint, directly and behind a proxy that buffers request bodies or not",
 		Shared:   lab.SharedAll,
 		External: "starts its own stack (its conditions set the app's timeout and the proxy's request buffering)"})
 }
-
-// resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{uploadFile, runFile,
-	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first two
 // conditions, 1 MiB uploaded at 1 MiB/s.

@@ -106,7 +106,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
 		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
 	}),
-	recorder.FastCols(func(r *RunRow) recorder.FastRun { return r.Fast() }),
+	recorder.FastCols(fastOf),
 	[]recorder.Column[RunRow]{
 		recorder.Col("send_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.SendS }),
 		recorder.Col("app_read_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppReadS }),
@@ -152,39 +152,29 @@ func SummarizeRun(run RunRow, reqs []recorder.Request, uploads []Upload) RunRow 
 
 // Conditions groups runs by condition (route, server, uploaders,
 // size, rate, app timeout), in order of first appearance.
-func Conditions(runs []RunRow) [][]RunRow {
+func Conditions(runs []RunRow) []recorder.ConditionRuns[RunRow] {
 	type key struct {
 		route, server string
 		uploaders     int
 		size, rate    int64
 		timeout       recorder.Maybe
 	}
-	var keys []key
-	groups := map[key][]RunRow{}
-	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Uploaders, r.SizeBytes, r.RateBps, r.AppTimeoutS}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	out := make([][]RunRow, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, groups[k])
-	}
-	return out
+	return recorder.GroupRuns(runs, func(r RunRow) key {
+		return key{r.Route, r.Server, r.Uploaders, r.SizeBytes, r.RateBps, r.AppTimeoutS}
+	})
 }
 
 // Summary is one condition of slow-upload over its ok runs: the
 // printed table's row and the report's.
 type Summary struct {
-	Route, Server          string
-	Uploaders              int
-	SizeBytes              int64
-	AppTimeoutS            recorder.Maybe
-	Runs, Excluded         int
-	P50MS, P95MS           recorder.Maybe // medians of the runs' values
-	P95MinMS, P95MaxMS     recorder.Maybe
+	Route, Server  string
+	Uploaders      int
+	SizeBytes      int64
+	AppTimeoutS    recorder.Maybe
+	Runs, Excluded int
+	// /fast: p50 and p95 the medians of the runs' values, and the range
+	// of their p95.
+	recorder.FastOver
 	SendS, AppReadS        recorder.Maybe // medians of the runs' medians
 	OK, Err5xx, Reset      int            // uploads by outcome, summed over the runs
 	Timeout, Other         int
@@ -199,17 +189,12 @@ type Summary struct {
 func Summarize(runs []RunRow) []Summary {
 	var rows []Summary
 	for _, g := range Conditions(runs) {
-		first := g[0]
-		row := Summary{Route: first.Route, Server: first.Server, Uploaders: first.Uploaders, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS}
-		var p50, p95, send, read []float64
+		first := g.All[0]
+		row := Summary{Route: first.Route, Server: first.Server, Uploaders: first.Uploaders, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS,
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+		var send, read []float64
 		var wt, temp, appMem, proxyMem []float64
-		for _, r := range g {
-			if r.Status != recorder.RunOK {
-				row.Excluded++
-				continue
-			}
-			row.Runs++
-			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
+		for _, r := range g.OK {
 			send, read = recorder.AppendValid(send, r.SendS), recorder.AppendValid(read, r.AppReadS)
 			wt, temp = recorder.AppendValid(wt, r.WorkerTimeouts), recorder.AppendValid(temp, r.TempPeakMiB)
 			appMem, proxyMem = recorder.AppendValid(appMem, r.AppMemMiB), recorder.AppendValid(proxyMem, r.ProxyMemMiB)
@@ -219,18 +204,8 @@ func Summarize(runs []RunRow) []Summary {
 			row.Timeout += r.UploadsTimeout
 			row.Other += r.UploadsOther
 		}
-		row.P50MS, row.P95MS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95))
-		if len(p95) > 0 {
-			row.P95MinMS, row.P95MaxMS = recorder.Some(slices.Min(p95)), recorder.Some(slices.Max(p95))
-		}
 		row.SendS, row.AppReadS = recorder.Some(recorder.Median(send)), recorder.Some(recorder.Median(read))
-		if len(wt) > 0 {
-			sum := 0.0
-			for _, v := range wt {
-				sum += v
-			}
-			row.WorkerTimeouts = recorder.Some(sum)
-		}
+		row.WorkerTimeouts = recorder.Sum(wt)
 		row.TempPeakMiB = recorder.Some(recorder.NearestRank(temp, 100))
 		row.AppMemMiB, row.ProxyMemMiB = recorder.Some(recorder.NearestRank(appMem, 100)), recorder.Some(recorder.NearestRank(proxyMem, 100))
 		rows = append(rows, row)
@@ -261,3 +236,6 @@ func uploadRow(row Upload, t0 time.Time, u loadgen.Upload) Upload {
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
+
+// fastOf points at a run row's /fast columns.
+func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

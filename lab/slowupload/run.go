@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
+	"net/url"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
@@ -56,53 +56,28 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 	t0 := time.Now()
 	fr.Start(t0, f.Resources)
-	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
+	run.FastPlanned = l.Planned
 	rs, sampErr := fr.Sampled(time.Now())
-	run = SummarizeRun(run, l.reqs, l.uploads)
+	run = SummarizeRun(run, l.Reqs, l.Rows)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	if n, err := stack.CountWorkerTimeouts(env.LogDir(), id); err == nil {
 		run.WorkerTimeouts = recorder.Some(float64(n))
 	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
-}
-
-// loaded is what a run's load measured.
-type loaded struct {
-	uploads  []Upload
-	reqs     []recorder.Request
-	writeErr error
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
 // load starts the uploads at t0 and, Fast.Offset later, the open-loop
 // /fast schedule, and waits for both. Every upload and every scheduled
 // request gets its row as it finishes.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
-	var l loaded
-	var mu sync.Mutex
-	upURL, err := loadgen.CheckTarget(running.URL()+c.Upload.Path, running.AllowRemote())
-	if err != nil {
-		l.writeErr = err
-		return l
-	}
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Upload] {
 	base := Upload{RunID: run.RunID, Route: run.Route, Server: run.Server, Uploaders: run.Uploaders, Rep: run.Rep,
 		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
-	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests, spec.Uploaders, func(i int) {
-		up := loadgen.SlowUploader{URL: upURL, Size: spec.Size, Rate: float64(c.Upload.Rate), SndBuf: int(c.Upload.SndBuf),
+	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, c.Upload.Path, true, func(i int, target *url.URL) Upload {
+		up := loadgen.SlowUploader{URL: target, Size: spec.Size, Rate: float64(c.Upload.Rate), SndBuf: int(c.Upload.SndBuf),
 			WriteSize: int(c.Upload.WriteSize), Timeout: time.Duration(c.Upload.Timeout), RunID: run.RunID, Metrics: env.Metrics,
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/upload-%d", run.RunID, i)}}}
-		row := uploadRow(base, t0, up.Run(ctx, i))
-		mu.Lock()
-		defer mu.Unlock()
-		l.uploads = append(l.uploads, row)
-		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
-			l.writeErr = err
-		}
+		return uploadRow(base, t0, up.Run(ctx, i))
 	})
-	run.FastPlanned = fast.Planned
-	l.reqs = fast.Reqs
-	if l.writeErr == nil {
-		l.writeErr = fast.WriteErr
-	}
-	return l
 }

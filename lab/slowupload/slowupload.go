@@ -127,11 +127,7 @@ func (c *Config) Servers() []stack.Server {
 
 // Routes implements lab.Routed.
 func (c *Config) Routes() []stack.Route {
-	var out []stack.Route
-	for _, cond := range c.Conditions {
-		out = append(out, cond.Route)
-	}
-	return out
+	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return cond.Route })
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.

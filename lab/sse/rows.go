@@ -195,39 +195,24 @@ func Summarize(runs []RunRow) []Summary {
 		streams       int
 		interval, dur float64
 	}
-	var keys []key
-	groups := map[key][]RunRow{}
-	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Streams, r.IntervalS, r.DurationS}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
 	var rows []Summary
-	for _, k := range keys {
-		row := Summary{Route: k.route, Server: k.server, Streams: k.streams, IntervalS: k.interval, DurationS: k.dur}
-		var p50, p95, most, first, held, holding []float64
-		var ok []RunRow
-		for _, r := range groups[k] {
-			if r.Status != recorder.RunOK {
-				row.Excluded++
-				continue
-			}
-			row.Runs++
+	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key { return key{r.Route, r.Server, r.Streams, r.IntervalS, r.DurationS} }) {
+		first := g.All[0]
+		row := Summary{Route: first.Route, Server: first.Server, Streams: first.Streams, IntervalS: first.IntervalS, DurationS: first.DurationS,
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+		var p50, p95, most, firstByte, held, holding []float64
+		for _, r := range g.OK {
 			row.EventsExpected += r.EventsExpected
 			row.Events += r.Events
 			row.StreamsComplete += r.StreamsComplete
-			ok = append(ok, r)
 			row.Slots, row.Workers = r.Slots, r.Workers
 			p50, p95, most = recorder.AppendValid(p50, r.DelayP50MS), recorder.AppendValid(p95, r.DelayP95MS), recorder.AppendValid(most, r.DelayMaxMS)
-			first = recorder.AppendValid(first, r.FirstByteMS)
+			firstByte = recorder.AppendValid(firstByte, r.FirstByteMS)
 			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)
 		}
 		row.DelayP50MS, row.DelayP95MS, row.DelayMaxMS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95)), recorder.Some(recorder.NearestRank(most, 100))
-		row.FirstByteMS = recorder.Some(recorder.Median(first))
+		row.FirstByteMS = recorder.Some(recorder.Median(firstByte))
 		row.HeldMax, row.WorkersHoldingMax = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(holding, 100))
-		row.FastOver = recorder.SummarizeFast(ok, fastOf)
 		rows = append(rows, row)
 	}
 	return rows

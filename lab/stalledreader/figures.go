@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -28,10 +27,8 @@ func newSectionData(runs []RunRow) *sectionData {
 	d := &sectionData{conds: Summarize(runs), byRun: map[string]int{}}
 	d.downloads = make([][]Download, len(d.conds))
 	for i, g := range Conditions(runs) {
-		for _, r := range g {
-			if r.Status == recorder.RunOK {
-				d.byRun[r.RunID] = i
-			}
+		for _, r := range g.OK {
+			d.byRun[r.RunID] = i
 		}
 	}
 	return d

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // init registers the experiment: its flags and scenario (New), its
@@ -12,15 +11,11 @@ import (
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 7, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
-		Files: resultsFiles, Smoke: smoke,
+		Files: lab.ResultsFiles[Download, RunRow](), Smoke: smoke,
 		Summary:  "clients that stop reading /large (or read it at 16 KiB/s) against the app's worker timeout and the proxy's send_timeout",
 		Shared:   lab.SharedAll,
 		External: "starts its own stack (its conditions set the app's timeout and the proxy's send_timeout)"})
 }
-
-// resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{downloadFile, runFile,
-	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first
 // condition, 1 MiB stalled for 1 s (its shape tests cover the grid).

@@ -159,7 +159,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
 		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
 	}),
-	recorder.FastCols(func(r *RunRow) recorder.FastRun { return r.Fast() }),
+	recorder.FastCols(fastOf),
 	[]recorder.Column[RunRow]{
 		recorder.Col("complete", 0, func(r *RunRow) any { return &r.Complete }),
 		recorder.Col("truncated", 0, func(r *RunRow) any { return &r.Truncated }),
@@ -229,7 +229,7 @@ func SummarizeRun(run RunRow, reqs []recorder.Request, downloads []Download) Run
 
 // Conditions groups runs by condition (route, server, mode, clients,
 // size, rate, timeouts, stall), in order of first appearance.
-func Conditions(runs []RunRow) [][]RunRow {
+func Conditions(runs []RunRow) []recorder.ConditionRuns[RunRow] {
 	type key struct {
 		route, server, mode string
 		clients             int
@@ -237,36 +237,26 @@ func Conditions(runs []RunRow) [][]RunRow {
 		app, send           recorder.Maybe
 		stall               float64
 	}
-	var keys []key
-	groups := map[key][]RunRow{}
-	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Mode, r.Clients, r.SizeBytes, r.RateBps, r.AppTimeoutS, r.SendTimeoutS, r.StallS}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	out := make([][]RunRow, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, groups[k])
-	}
-	return out
+	return recorder.GroupRuns(runs, func(r RunRow) key {
+		return key{r.Route, r.Server, r.Mode, r.Clients, r.SizeBytes, r.RateBps, r.AppTimeoutS, r.SendTimeoutS, r.StallS}
+	})
 }
 
 // Summary is one condition of stalled-reader over its ok runs: the
 // printed table's row and the report's.
 type Summary struct {
-	Route, Server              string
-	Mode                       string
-	Clients                    int
-	SizeBytes, RateBps         int64
-	AppTimeoutS, SendTimeoutS  recorder.Maybe
-	StallS                     float64
-	Runs, Excluded             int
-	P50MS, P95MS               recorder.Maybe // medians of the runs' values
-	P95MinMS, P95MaxMS         recorder.Maybe // the range of the runs' p95
-	FastOK, FastTotal          int            // summed
-	Complete, Truncated, Reset int            // downloads by outcome, summed
+	Route, Server             string
+	Mode                      string
+	Clients                   int
+	SizeBytes, RateBps        int64
+	AppTimeoutS, SendTimeoutS recorder.Maybe
+	StallS                    float64
+	Runs, Excluded            int
+	// /fast: requests ok summed, p50 and p95 the medians of the runs'
+	// values, and the range of their p95.
+	recorder.FastOver
+	FastTotal                  int // summed
+	Complete, Truncated, Reset int // downloads by outcome, summed
 	Timeout, Other             int
 	ByClient, ByAppTimeout     int // downloads by ender, summed
 	BySendTimeout, ByUnknown   int
@@ -281,19 +271,13 @@ type Summary struct {
 func Summarize(runs []RunRow) []Summary {
 	var rows []Summary
 	for _, g := range Conditions(runs) {
-		first := g[0]
+		first := g.All[0]
 		row := Summary{Route: first.Route, Server: first.Server, Mode: first.Mode, Clients: first.Clients, SizeBytes: first.SizeBytes,
-			RateBps: first.RateBps, AppTimeoutS: first.AppTimeoutS, SendTimeoutS: first.SendTimeoutS, StallS: first.StallS}
-		var p50, p95, bytes, wt, held []float64
-		for _, r := range g {
-			if r.Status != recorder.RunOK {
-				row.Excluded++
-				continue
-			}
-			row.Runs++
-			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
+			RateBps: first.RateBps, AppTimeoutS: first.AppTimeoutS, SendTimeoutS: first.SendTimeoutS, StallS: first.StallS,
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+		var bytes, wt, held []float64
+		for _, r := range g.OK {
 			bytes, wt, held = recorder.AppendValid(bytes, r.BytesMedian), recorder.AppendValid(wt, r.WorkerTimeouts), recorder.AppendValid(held, r.AppHeldS)
-			row.FastOK += r.FastOK
 			row.FastTotal += r.FastTotal
 			row.Complete += r.Complete
 			row.Truncated += r.Truncated
@@ -305,19 +289,12 @@ func Summarize(runs []RunRow) []Summary {
 			row.BySendTimeout += r.BySendTimeout
 			row.ByUnknown += r.ByUnknown
 		}
-		row.P50MS, row.P95MS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95))
-		if len(p95) > 0 {
-			row.P95MinMS, row.P95MaxMS = recorder.Some(slices.Min(p95)), recorder.Some(slices.Max(p95))
-		}
 		row.BytesMedian, row.AppHeldS = recorder.Some(recorder.Median(bytes)), recorder.Some(recorder.Median(held))
-		if len(wt) > 0 {
-			sum := 0.0
-			for _, v := range wt {
-				sum += v
-			}
-			row.WorkerTimeouts = recorder.Some(sum)
-		}
+		row.WorkerTimeouts = recorder.Sum(wt)
 		rows = append(rows, row)
 	}
 	return rows
 }
+
+// fastOf points at a run row's /fast columns.
+func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"syscall"
 	"time"
 
@@ -62,29 +63,30 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 
 	t0 := time.Now()
 	fr.Start(t0, f.Resources)
-	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
+	run.FastPlanned = l.Planned
 	_, sampErr := fr.Sampled(time.Now())
-	sends := appSendTimes(ctx, fr.Running, l.ids, l.complete)
+	sends := appSendTimes(ctx, fr.Running, id, l.Rows)
 	ev, evErr := gatherEvidence(ctx, fr.Running, env.LogDir(), id)
 	if evErr == nil {
 		run.WorkerTimeouts = recorder.Some(float64(len(ev.kills)))
 	}
-	for i := range l.downloads {
-		d := &l.downloads[i]
-		if v, ok := sends[l.ids[i]]; ok {
+	for i := range l.Rows {
+		d := &l.Rows[i]
+		if v, ok := sends[requestID(id, i)]; ok {
 			d.AppSendS = recorder.Some(v)
 		}
-		d.EndedBy = ender(*d, l.ids[i], ev, t0)
-		if err := f.Items.Write(*d); err != nil && l.writeErr == nil {
-			l.writeErr = err
+		d.EndedBy = ender(*d, requestID(id, i), ev, t0)
+		if err := f.Items.Write(*d); err != nil && l.WriteErr == nil {
+			l.WriteErr = err
 		}
 	}
-	run = SummarizeRun(run, l.reqs, l.downloads)
+	run = SummarizeRun(run, l.Reqs, l.Rows)
 	evidence := ""
 	if evErr != nil {
 		evidence = "who ended the downloads: " + evErr.Error()
 	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr), evidence,
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr), evidence,
 		lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
@@ -105,48 +107,28 @@ func sendTimeout(cond Condition) time.Duration {
 	return proxy.DefaultSendTimeout
 }
 
-// loaded is what a run's load measured.
-type loaded struct {
-	downloads []Download // by client number
-	ids       []string   // each download's request id
-	complete  []bool
-	reqs      []recorder.Request
-	writeErr  error
-}
-
 // load starts the readers at t0 and, Fast.Offset later, the open-loop
 // /fast schedule, and waits for both. Every scheduled request gets its row
 // as it finishes; the downloads' rows are written once their ender is
 // known.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
-	l := loaded{downloads: make([]Download, spec.Clients), ids: make([]string, spec.Clients), complete: make([]bool, spec.Clients)}
-	u, err := loadgen.CheckTarget(running.URL()+c.Client.Path, running.AllowRemote())
-	if err != nil {
-		l.writeErr = err
-		return l
-	}
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Download] {
 	base := Download{RunID: run.RunID, Route: run.Route, Server: run.Server, Mode: run.Mode, Clients: run.Clients, Rep: run.Rep,
 		SizeBytes: run.SizeBytes, RateBps: run.RateBps, AppTimeoutS: run.AppTimeoutS, SendTimeoutS: run.SendTimeoutS, StallS: run.StallS,
 		GiveUpS: run.GiveUpS}
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Clients, Rep: run.Rep}
-	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests, spec.Clients, func(i int) {
-		l.ids[i] = fmt.Sprintf("%s/stalled-%d", run.RunID, i)
+	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, c.Client.Path, false, func(i int, u *url.URL) Download {
 		r := loadgen.SlowReader{URL: downloadURL(u, i), RcvBuf: int(c.Client.RcvBuf), ReadSize: int(c.Client.ReadSize), Rate: float64(c.Client.Rate),
 			Timeout: time.Duration(c.Client.GiveUp), RunID: run.RunID, Metrics: env.Metrics, TracerProvider: env.TracerProvider,
-			Header: http.Header{appserver.RequestIDHeader: {l.ids[i]}}}
+			Header: http.Header{appserver.RequestIDHeader: {requestID(run.RunID, i)}}}
 		if spec.Mode == ModeStall {
 			r.Stall, r.StallAfter = time.Duration(c.Client.Stall), int64(c.Client.StallAfter)
 		}
-		d := r.Run(ctx, i)
-		l.downloads[i], l.complete[i] = downloadRow(base, t0, d), d.Complete
+		return downloadRow(base, t0, r.Run(ctx, i))
 	})
-	run.FastPlanned = fast.Planned
-	l.reqs = fast.Reqs
-	if l.writeErr == nil {
-		l.writeErr = fast.WriteErr
-	}
-	return l
 }
+
+// requestID is the request id of a run's download by client i.
+func requestID(runID string, i int) string { return fmt.Sprintf("%s/stalled-%d", runID, i) }
 
 // downloadRow is d as a stalled-downloads.csv row (its ender still unset).
 func downloadRow(row Download, t0 time.Time, d loadgen.Download) Download {
@@ -205,9 +187,9 @@ func outcome(d loadgen.Download) string {
 var appSendWait = 5 * time.Second
 
 // appSendTimes returns the app's send times by request id once every
-// complete download has one, or appSendWait has passed. Killed workers
-// leave none.
-func appSendTimes(ctx context.Context, running *stack.Running, ids []string, complete []bool) map[string]float64 {
+// complete download of the run id has one, or appSendWait has passed.
+// Killed workers leave none.
+func appSendTimes(ctx context.Context, running *stack.Running, id string, downloads []Download) map[string]float64 {
 	deadline := time.Now().Add(appSendWait)
 	for {
 		sends, err := running.AppSend(ctx)
@@ -215,8 +197,8 @@ func appSendTimes(ctx context.Context, running *stack.Running, ids []string, com
 			return map[string]float64{}
 		}
 		missing := 0
-		for i, id := range ids {
-			if _, ok := sends[id]; !ok && complete[i] {
+		for i, d := range downloads {
+			if _, ok := sends[requestID(id, i)]; !ok && d.Outcome == OutcomeComplete {
 				missing++
 			}
 		}

@@ -135,11 +135,7 @@ func (c *Config) Servers() []stack.Server {
 
 // Routes implements lab.Routed.
 func (c *Config) Routes() []stack.Route {
-	var out []stack.Route
-	for _, cond := range c.Conditions {
-		out = append(out, cond.Route)
-	}
-	return out
+	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return cond.Route })
 }
 
 // Limits: beyond them a value is a typo.
@@ -192,7 +188,7 @@ func (cs ClientSpec) validate(size lab.Size) error {
 
 func (cond Condition) validate(giveUp time.Duration) error {
 	if !slices.Contains(stack.Routes, cond.Route) {
-		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
+		return fmt.Errorf("route %q: allowed %s", cond.Route, stack.RouteList(stack.Routes))
 	}
 	async := cond.Server == stack.AsyncServer
 	if !async {
@@ -226,14 +222,6 @@ func (cond Condition) validate(giveUp time.Duration) error {
 		return fmt.Errorf("send_timeout %s: must be shorter than client.give_up (%s), or the client leaves before it can fire", time.Duration(cond.SendTimeout), giveUp)
 	}
 	return nil
-}
-
-func routeNames() string {
-	var names []string
-	for _, r := range stack.Routes {
-		names = append(names, string(r))
-	}
-	return strings.Join(names, ", ")
 }
 
 // RunSpec is one run of the matrix.

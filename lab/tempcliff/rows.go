@@ -69,7 +69,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
 		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
 	}),
-	recorder.FastCols(func(r *RunRow) recorder.FastRun { return r.Fast() }),
+	recorder.FastCols(fastOf),
 	[]recorder.Column[RunRow]{
 		recorder.Col("app_send_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppSendS }),
 		recorder.Col("receive_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ReceiveS }),
@@ -121,16 +121,17 @@ type Summary struct {
 	SlowClients                                 int
 	SizeBytes, MaxTempFileBytes, TempTmpfsBytes int64
 	Runs, Excluded                              int
-	FastOK, FastTotal                           int            // summed
-	P50MS, P95MS                                recorder.Maybe // medians of the runs' values
-	P95MinMS, P95MaxMS                          recorder.Maybe
-	AppSendS, ReceiveS                          recorder.Maybe // medians of the runs' medians
-	Complete, Cut                               int            // downloads, summed
-	BytesMinMiB                                 recorder.Maybe // the fewest over the runs
-	TempPeakMiB, ProxyMemMiB, AppMemMiB         recorder.Maybe // the largest
-	TempFSAvailMinMiB                           recorder.Maybe // the least
-	ProxyErrors                                 int            // summed
-	ExporterTempWriteErrors                     recorder.Maybe // summed over the runs that have it
+	// /fast: requests ok summed, p50 and p95 the medians of the runs'
+	// values, and the range of their p95.
+	recorder.FastOver
+	FastTotal                           int            // summed
+	AppSendS, ReceiveS                  recorder.Maybe // medians of the runs' medians
+	Complete, Cut                       int            // downloads, summed
+	BytesMinMiB                         recorder.Maybe // the fewest over the runs
+	TempPeakMiB, ProxyMemMiB, AppMemMiB recorder.Maybe // the largest
+	TempFSAvailMinMiB                   recorder.Maybe // the least
+	ProxyErrors                         int            // summed
+	ExporterTempWriteErrors             recorder.Maybe // summed over the runs that have it
 }
 
 // condKey identifies a condition: server, slow clients, size, max temp
@@ -153,28 +154,14 @@ func (c *Summary) key() condKey {
 // clients, size, max temp file size, tmpfs), in order of first
 // appearance; runs that did not end ok count only in Excluded.
 func Summarize(runs []RunRow) []Summary {
-	var keys []condKey
-	groups := map[condKey][]RunRow{}
-	for _, r := range runs {
-		k := runKey(r)
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
 	var out []Summary
-	for _, k := range keys {
-		row := Summary{Server: k.server, SlowClients: k.slow, SizeBytes: k.size, MaxTempFileBytes: k.max, TempTmpfsBytes: k.fs}
-		var p50, p95, send, recv, bmin, temp, pmem, amem, avail, twe []float64
-		for _, r := range groups[k] {
-			if r.Status != recorder.RunOK {
-				row.Excluded++
-				continue
-			}
-			row.Runs++
-			row.FastOK += r.FastOK
+	for _, g := range recorder.GroupRuns(runs, runKey) {
+		k := runKey(g.All[0])
+		row := Summary{Server: k.server, SlowClients: k.slow, SizeBytes: k.size, MaxTempFileBytes: k.max, TempTmpfsBytes: k.fs,
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+		var send, recv, bmin, temp, pmem, amem, avail, twe []float64
+		for _, r := range g.OK {
 			row.FastTotal += r.FastTotal
-			p50, p95 = recorder.AppendValid(p50, r.P50MS), recorder.AppendValid(p95, r.P95MS)
 			send, recv = recorder.AppendValid(send, r.AppSendS), recorder.AppendValid(recv, r.ReceiveS)
 			temp, avail = recorder.AppendValid(temp, r.TempPeakMiB), recorder.AppendValid(avail, r.TempFSAvailMinMiB)
 			pmem, amem = recorder.AppendValid(pmem, r.ProxyMemMiB), recorder.AppendValid(amem, r.AppMemMiB)
@@ -184,10 +171,6 @@ func Summarize(runs []RunRow) []Summary {
 			row.ProxyErrors += r.ProxyErrors
 			twe = recorder.AppendValid(twe, r.ExporterTempWriteErrors)
 		}
-		row.P50MS, row.P95MS = recorder.Some(recorder.Median(p50)), recorder.Some(recorder.Median(p95))
-		if len(p95) > 0 {
-			row.P95MinMS, row.P95MaxMS = recorder.Some(slices.Min(p95)), recorder.Some(slices.Max(p95))
-		}
 		row.AppSendS, row.ReceiveS = recorder.Some(recorder.Median(send)), recorder.Some(recorder.Median(recv))
 		if len(bmin) > 0 {
 			row.BytesMinMiB = recorder.Some(slices.Min(bmin))
@@ -195,16 +178,13 @@ func Summarize(runs []RunRow) []Summary {
 		if len(avail) > 0 {
 			row.TempFSAvailMinMiB = recorder.Some(slices.Min(avail))
 		}
-		if len(twe) > 0 {
-			sum := 0.0
-			for _, v := range twe {
-				sum += v
-			}
-			row.ExporterTempWriteErrors = recorder.Some(sum)
-		}
+		row.ExporterTempWriteErrors = recorder.Sum(twe)
 		row.TempPeakMiB = recorder.Some(recorder.NearestRank(temp, 100))
 		row.ProxyMemMiB, row.AppMemMiB = recorder.Some(recorder.NearestRank(pmem, 100)), recorder.Some(recorder.NearestRank(amem, 100))
 		out = append(out, row)
 	}
 	return out
 }
+
+// fastOf points at a run row's /fast columns.
+func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // init registers the experiment: its flags and scenario (New), its
@@ -12,15 +11,11 @@ import (
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 11, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
-		Files: resultsFiles, Smoke: smoke,
+		Files: lab.ResultsFiles[Session, RunRow](), Smoke: smoke,
 		Summary:  "WebSockets held beside /fast on each server model, directly and through the proxy: who holds the connection",
 		Shared:   lab.SharedAll,
 		External: "starts its own stack (its conditions set the proxy and count the app's held sockets)"})
 }
-
-// resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{sessionsFile, runsFile,
-	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first
 // condition beside /fast for 1 s.

@@ -194,34 +194,24 @@ func Summarize(runs []RunRow) []Summary {
 		mode, queue       string
 		ping, readTimeout float64
 	}
-	var keys []key
-	groups := map[key][]RunRow{}
-	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Sockets, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
 	var rows []Summary
-	for _, k := range keys {
-		row := Summary{Route: k.route, Server: k.server, Sockets: k.sockets, Mode: k.mode, Queue: k.queue, PingS: k.ping, ReadTimeoutS: k.readTimeout}
+	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key {
+		return key{r.Route, r.Server, r.Sockets, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
+	}) {
+		first := g.All[0]
+		row := Summary{Route: first.Route, Server: first.Server, Sockets: first.Sockets, Mode: first.Mode, Queue: first.Queue, PingS: first.PingS,
+			ReadTimeoutS: first.ReadTimeoutS, Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
 		var held, holding, life, delay, mem, rss []float64
-		var ok []RunRow
-		for _, r := range groups[k] {
+		for _, r := range g.All {
 			if r.AppOOMKills.Valid {
 				row.AppOOMKills += int(r.AppOOMKills.Value)
 			}
 			mem, rss = recorder.AppendValid(mem, r.AppMemPeakMiB), recorder.AppendValid(rss, r.AppRSSPeakMiB)
-			if r.Status != recorder.RunOK {
-				row.Excluded++
-				continue
-			}
-			row.Runs++
+		}
+		for _, r := range g.OK {
 			row.Opened += r.Opened
 			row.Held += r.Held
 			row.Refused += r.Refused
-			ok = append(ok, r)
 			row.Slots, row.Workers = r.Slots, r.Workers
 			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)
 			life = recorder.AppendValid(life, r.LifetimeP50S)
@@ -232,7 +222,6 @@ func Summarize(runs []RunRow) []Summary {
 		row.AppMemPeakMiB, row.AppRSSPeakMiB = recorder.Some(recorder.NearestRank(mem, 100)), recorder.Some(recorder.NearestRank(rss, 100))
 		row.LifetimeP50S = recorder.Some(recorder.Median(life))
 		row.HeldMax, row.WorkersHoldingMax = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(holding, 100))
-		row.FastOver = recorder.SummarizeFast(ok, fastOf)
 		rows = append(rows, row)
 	}
 	return rows

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -88,43 +88,31 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	t0 := time.Now()
 	fr.Start(t0, f.Resources)
 	stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
-	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
+	run.FastPlanned = l.Planned
 	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
 	res, sampErr := fr.Sampled(time.Now())
-	run = SummarizeRun(run, l.reqs, l.sessions)
+	run = SummarizeRun(run, l.Reqs, l.Rows)
 	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), mib(res.App.RSSPeakBytes)
 	if kills, ok := fr.Running.OOMKills()["app"]; ok {
 		run.AppOOMKills = recorder.Some(float64(kills))
 	}
 	sockets := ""
-	if len(l.sessions) != spec.Sockets {
-		sockets = fmt.Sprintf("%d sockets accounted of %d", len(l.sessions), spec.Sockets)
+	if len(l.Rows) != spec.Sockets {
+		sockets = fmt.Sprintf("%d sockets accounted of %d", len(l.Rows), spec.Sockets)
 	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
 		lab.FastAccounted(run.FastTotal, run.FastPlanned), sockets)
-}
-
-// loaded is what a run's load measured.
-type loaded struct {
-	sessions []Session
-	reqs     []recorder.Request
-	writeErr error
 }
 
 // load opens the sockets at t0 and, Fast.Offset later, starts the
 // open-loop /fast schedule; each socket is held until the schedule's end
 // and gets its row as it ends.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
-	var l loaded
-	var mu sync.Mutex
-	u, err := loadgen.CheckTarget(running.URL()+c.Socket.Path+"?"+c.Params(spec.Condition).Query(), running.AllowRemote())
-	if err != nil {
-		l.writeErr = err
-		return l
-	}
-	dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Session] {
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Sockets, Rep: run.Rep}
-	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.Requests, spec.Sockets, func(i int) {
+	path := c.Socket.Path + "?" + c.Params(spec.Condition).Query()
+	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, path, true, func(i int, u *url.URL) Session {
+		dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}
 		var r loadgen.WSResult
 		var delays []float64
 		if spec.Mode == ModeConsume {
@@ -132,21 +120,10 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		} else {
 			r = loadgen.WSHolder{WSDial: dial, Hold: c.Hold(), Ping: time.Duration(spec.Ping)}.Run(ctx)
 		}
-		row := sessionRow(*run, i, t0, r)
+		row := sessionRow(run, i, t0, r)
 		row.DelayP95MS = recorder.Some(recorder.NearestRank(delays, 95))
-		mu.Lock()
-		defer mu.Unlock()
-		l.sessions = append(l.sessions, row)
-		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
-			l.writeErr = err
-		}
+		return row
 	})
-	run.FastPlanned = fast.Planned
-	l.reqs = fast.Reqs
-	if l.writeErr == nil {
-		l.writeErr = fast.WriteErr
-	}
-	return l
 }
 
 // consume reads the app's pushes until it closes, the path ends the

@@ -1,0 +1,86 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
+)
+
+// What the experiments whose run is "n clients beside /fast" share
+// beyond FastSpec: the run's load, with each client's row (RunClients),
+// and their printed result (PrintConditions).
+
+// Clients is what a run's clients and its /fast schedule measured
+// (RunClients): each client's row by client number, the schedule's
+// request rows and how many it planned, and the first error writing a
+// row or reaching the clients' target.
+type Clients[I any] struct {
+	Rows     []I
+	Reqs     []recorder.Request
+	Planned  int
+	WriteErr error
+}
+
+// Serving is where a run's load goes: the running stack's base URL and
+// whether it may be off loopback (*stack.Running).
+type Serving interface {
+	URL() string
+	AllowRemote() bool
+}
+
+// RunClients is a run's load: meta.SlowClients clients beside fast's
+// schedule on running (FastSpec.RunBeside, its requests written to
+// f.Requests). It checks the clients' target, running's URL with path,
+// then runs client(i, target) for each client i from t0 on; its row goes
+// to Rows[i] and, with write, to f.Items as the client ends (without, the
+// caller writes the rows once it has completed them). A target that is
+// not allowed runs nothing and is WriteErr.
+func RunClients[I recorder.Row[I], R recorder.RunRow[R]](ctx context.Context, env *Env, fast FastSpec, running Serving,
+	meta recorder.RunMeta, t0 time.Time, f *RunFiles[I, R], path string, write bool, client func(i int, target *url.URL) I) Clients[I] {
+	var out Clients[I]
+	target, err := loadgen.CheckTarget(running.URL()+path, running.AllowRemote())
+	if err != nil {
+		out.WriteErr = err
+		return out
+	}
+	var mu sync.Mutex
+	out.Rows = make([]I, meta.SlowClients)
+	fr := fast.RunBeside(ctx, env, running.URL()+fast.Path, running.AllowRemote(), meta, t0, f.Requests, meta.SlowClients, func(i int) {
+		row := client(i, target)
+		mu.Lock()
+		defer mu.Unlock()
+		out.Rows[i] = row
+		if write {
+			if err := f.Items.Write(row); err != nil && out.WriteErr == nil {
+				out.WriteErr = err
+			}
+		}
+	})
+	out.Reqs, out.Planned = fr.Reqs, fr.Planned
+	if out.WriteErr == nil {
+		out.WriteErr = fr.WriteErr
+	}
+	return out
+}
+
+// PrintConditions is a matrix experiment's printed result: its conditions
+// table over rows, then a line for each condition skipped.
+func PrintConditions[S any](w io.Writer, table *report.Table[S], rows []S, skipped []string) {
+	table.WriteText(w, rows)
+	for _, s := range skipped {
+		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
+}
+
+// ResultsFiles are the files a session writing RunFiles[I, R] leaves, for
+// Experiment.Files: I's, R's, requests.csv and resource-samples.csv.
+func ResultsFiles[I recorder.Row[I], R recorder.RunRow[R]]() []string {
+	return []string{recorder.FileName[I](), recorder.FileName[R](), recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
+}
