@@ -54,6 +54,9 @@ const (
 	// ProxyHTTP2 serves clients HTTP/2 with prior knowledge beside
 	// HTTP/1.1 (NGINX's listen ... http2).
 	ProxyHTTP2 Flag = "http2"
+	// ProxyHTTP3 serves clients HTTP/3 (QUIC) on the UDP port of the TLS
+	// listener (NGINX's listen ... quic).
+	ProxyHTTP3 Flag = "http3"
 	// ProxyUpstreamTimeout bounds connecting to the upstream and each read
 	// and write on it: proxy_connect_timeout, proxy_read_timeout and
 	// proxy_send_timeout in one.

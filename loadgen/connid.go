@@ -10,6 +10,7 @@ import (
 const (
 	ProtoHTTP1 = "HTTP/1.1"
 	ProtoHTTP2 = "HTTP/2"
+	ProtoHTTP3 = "HTTP/3"
 )
 
 // localAddrPort is conn's local address, zero when it is not a TCP one.

@@ -18,7 +18,12 @@
 //     are read slowly by flow control, not by the socket: each stream's
 //     reader grants the server room (WINDOW_UPDATE) at a paced rate, or
 //     stalls with its window closed, the windows as the caller sets them
-//     (golang.org/x/net/http2's Framer, where its Transport hides them).
+//     (golang.org/x/net/http2's Framer, where its Transport hides them);
+//   - H3Conn: one HTTP/3 connection (QUIC, quic-go) whose streams are
+//     read slowly by QUIC flow control: small stream and connection
+//     receive windows that do not grow, a body read at a paced rate, or a
+//     stall that reads nothing; the same per-stream facts as H2Conn's
+//     (H2Result). OpenLoop sends its requests as streams on either.
 //
 // Each request's timings come from net/http/httptrace (Client), or, with
 // ClientOptions.Lean, from a minimal HTTP/1.1 client of its own that

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,9 +52,14 @@ func (s *h2Server) wait(t *testing.T, ch chan time.Time) time.Time {
 	return time.Time{}
 }
 
-func startH2Server(t *testing.T) *h2Server {
-	t.Helper()
-	s := &h2Server{firstOut: make(chan time.Time, 16), handlerOut: make(chan time.Time, 16), failed: make(chan error, 16)}
+// newLargeServer is an h2Server's (or h3Server's) handler state, its
+// address still to be set.
+func newLargeServer() *h2Server {
+	return &h2Server{firstOut: make(chan time.Time, 256), handlerOut: make(chan time.Time, 256), failed: make(chan error, 256)}
+}
+
+// mux serves /large?size=N as the type says, and /fast: 1 KiB at once.
+func (s *h2Server) mux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/large", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.URL.Query().Get("size"))
@@ -77,6 +83,13 @@ func startH2Server(t *testing.T) *h2Server {
 		s.handlerOut <- time.Now()
 	})
 	mux.HandleFunc("/fast", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(strings.Repeat("f", 1024))) })
+	return mux
+}
+
+func startH2Server(t *testing.T) *h2Server {
+	t.Helper()
+	s := newLargeServer()
+	mux := s.mux()
 	srv := &http.Server{Handler: mux, Protocols: new(http.Protocols), ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.conns.Add(1)
@@ -96,6 +109,13 @@ func startH2Server(t *testing.T) *h2Server {
 func dialH2(t *testing.T, addr string, stream, conn uint32) *H2Conn {
 	t.Helper()
 	c, err := DialH2(context.Background(), H2Options{Addr: addr, StreamWindow: stream, ConnWindow: conn, Timeout: time.Minute})
+	return closedAtEnd(t, c, err)
+}
+
+// closedAtEnd is a connection dialed (or the test fails with err),
+// closed when the test ends.
+func closedAtEnd[C interface{ Close() error }](t *testing.T, c C, err error) C {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +154,22 @@ func TestH2ZeroWindowStall(t *testing.T) {
 	srv := startH2Server(t)
 	c := dialH2(t, srv.addr, 0, 16<<20)
 	r := <-c.Get("/large?size=65536", H2Read{Stall: 300 * time.Millisecond})
-	if r.Err != nil || !r.Complete || r.Bytes != 65536 {
+	checkStalled(t, r, 65536, srv.first, "the server's first write got out")
+}
+
+// checkStalled: r read size bytes whole after a 300 ms stall, and the
+// server's event (its handler's first write out, its return) did not
+// come before the reader resumed.
+func checkStalled(t *testing.T, r H2Result, size int64, event func(*testing.T) time.Time, what string) {
+	t.Helper()
+	if r.Err != nil || !r.Complete || r.Bytes != size {
 		t.Fatalf("%+v: want the whole body after the stall", r)
 	}
 	if r.Stalled.IsZero() || r.Resumed.Sub(r.Stalled) < 300*time.Millisecond {
 		t.Errorf("stalled %v, resumed %v: want a 300 ms stall", r.Stalled, r.Resumed)
 	}
-	if first := srv.first(t); first.Before(r.Resumed) {
-		t.Errorf("the server's first write got out %v before the reader resumed: the zero window did not hold it", r.Resumed.Sub(first))
+	if at := event(t); at.Before(r.Resumed) {
+		t.Errorf("%s %v before the reader resumed: the window did not hold it", what, r.Resumed.Sub(at))
 	}
 }
 
@@ -151,20 +179,31 @@ func TestH2ZeroWindowStall(t *testing.T) {
 // resumes; with a 16 MiB connection window it arrives while they stall.
 func TestH2StreamsShareConnectionWindow(t *testing.T) {
 	slowlabtest.EndToEnd(t, "it paces streams for seconds")
-	for _, tc := range []struct {
-		conn    uint32
-		blocked bool
-	}{{H2DefaultWindow, true}, {16 << 20, false}} {
+	checkConnectionWindowShared(t, H2DefaultWindow, func(conn uint64) (*h2Server, func(string, H2Read) <-chan H2Result) {
 		srv := startH2Server(t)
-		c := dialH2(t, srv.addr, 64<<10, tc.conn)
+		return srv, dialH2(t, srv.addr, 64<<10, uint32(conn)).Get
+	})
+}
+
+// checkConnectionWindowShared: on a connection of dial's with a window of
+// small, four stalled readers' unread bytes fill it and /fast on it
+// cannot arrive before a stalled reader resumes; with 16 MiB it arrives
+// while they stall.
+func checkConnectionWindowShared(t *testing.T, small uint64, dial func(conn uint64) (*h2Server, func(string, H2Read) <-chan H2Result)) {
+	t.Helper()
+	for _, tc := range []struct {
+		conn    uint64
+		blocked bool
+	}{{small, true}, {16 << 20, false}} {
+		srv, get := dial(tc.conn)
 		var slow []<-chan H2Result
 		for range 4 {
-			slow = append(slow, c.Get("/large?size=262144", H2Read{Stall: 2 * time.Second}))
+			slow = append(slow, get("/large?size=262144", H2Read{Stall: 2 * time.Second}))
 		}
 		for range slow { // each stalled reader's handler got its first write out
 			srv.first(t)
 		}
-		fast := <-c.Get("/fast", H2Read{})
+		fast := <-get("/fast", H2Read{})
 		if fast.Err != nil || !fast.Complete {
 			t.Fatalf("connection window %d: fast %+v", tc.conn, fast)
 		}
@@ -249,7 +288,20 @@ func TestOpenLoopOverH2(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &OpenLoop{H2: c, URL: "http://" + srv.addr + "/fast?x=1", Pacer: pacer, Start: time.Now(), RunID: "h2", Metrics: NewMetrics(prometheus.NewRegistry())}
-	res := o.Run(context.Background())
+	// Each a stream of its own (client streams are odd), all on the one
+	// connection.
+	checkStreamHits(t, o.Run(context.Background()), ProtoHTTP2, c.LocalAddr(), 2, 1)
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("the server saw %d connections, want the one", n)
+	}
+}
+
+// checkStreamHits: 50 hits of an open loop over one connection (conn),
+// each measured as the HTTP/1.1 client's are (status, 1 KiB, latency)
+// and a stream of its own in proto, its ID stream%mod == rem (a
+// client's).
+func checkStreamHits(t *testing.T, res []Result, proto string, conn netip.AddrPort, mod, rem uint32) {
+	t.Helper()
 	if len(res) != 50 {
 		t.Fatalf("%d results, want 50", len(res))
 	}
@@ -258,15 +310,10 @@ func TestOpenLoopOverH2(t *testing.T) {
 		if r.Err != nil || r.Status != 200 || r.Bytes != 1024 || !r.Scheduled || r.NewConn || r.Latency <= 0 || r.TTFB > r.Latency {
 			t.Errorf("hit %d: %+v", r.Seq, r)
 		}
-		// Each a stream of its own (client streams are odd), all on the
-		// one connection.
-		if r.Proto != ProtoHTTP2 || r.Conn != c.LocalAddr() || !r.Conn.IsValid() || r.Stream%2 != 1 || streams[r.Stream] {
-			t.Errorf("hit %d: proto %q, conn %v (the connection's %v), stream %d (seen: %v)", r.Seq, r.Proto, r.Conn, c.LocalAddr(), r.Stream, streams[r.Stream])
+		if r.Proto != proto || r.Conn != conn || !r.Conn.IsValid() || r.Stream%mod != rem || streams[r.Stream] {
+			t.Errorf("hit %d: proto %q, conn %v (the connection's %v), stream %d (seen: %v)", r.Seq, r.Proto, r.Conn, conn, r.Stream, streams[r.Stream])
 		}
 		streams[r.Stream] = true
-	}
-	if n := srv.conns.Load(); n != 1 {
-		t.Errorf("the server saw %d connections, want the one", n)
 	}
 }
 
@@ -278,9 +325,17 @@ func TestH2ReaderCutsStream(t *testing.T) {
 	slowlabtest.Timing(t)
 	srv := startH2Server(t)
 	c := dialH2(t, srv.addr, 64<<10, 16<<20)
+	checkCut(t, srv, c.Get, ErrH2Cut)
+}
+
+// checkCut: a stalled reader of 8 MiB that gives up 200 ms on (Until)
+// ends with errCut no earlier, the server's handler sees its stream end
+// (its write fails), and the connection (get) carries /fast on.
+func checkCut(t *testing.T, srv *h2Server, get func(string, H2Read) <-chan H2Result, errCut error) {
+	t.Helper()
 	until := time.Now().Add(200 * time.Millisecond)
-	r := <-c.Get("/large?size="+strconv.Itoa(8<<20), H2Read{Stall: time.Minute, Until: until})
-	if !errors.Is(r.Err, ErrH2Cut) || r.Complete {
+	r := <-get("/large?size="+strconv.Itoa(8<<20), H2Read{Stall: time.Minute, Until: until})
+	if !errors.Is(r.Err, errCut) || r.Complete {
 		t.Fatalf("%+v: want the stream cut by its reader", r)
 	}
 	if now := time.Now(); now.Before(until) {
@@ -292,7 +347,7 @@ func TestH2ReaderCutsStream(t *testing.T) {
 	case at := <-srv.handlerOut:
 		t.Fatalf("the handler wrote all 8 MiB (at %v) to a stream its reader cut", at)
 	}
-	if r := <-c.Get("/fast", H2Read{}); r.Err != nil || !r.Complete {
+	if r := <-get("/fast", H2Read{}); r.Err != nil || !r.Complete || r.Bytes != 1024 {
 		t.Errorf("/fast after the cut: %+v", r)
 	}
 }

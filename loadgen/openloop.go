@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -24,7 +25,10 @@ type OpenLoop struct {
 	// H2, when set instead of Client, sends each request as a stream on
 	// this HTTP/2 connection, read as it comes (URL's path and query): a
 	// connection of its own, or one slow streams share.
-	H2      *H2Conn
+	H2 *H2Conn
+	// H3, when set instead of Client and H2, sends each request as a
+	// stream on this HTTP/3 connection, as H2 does.
+	H3      *H3Conn
 	URL     string
 	Pacer   Pacer
 	Start   time.Time // schedule start; hit i is due at Start + Pacer.Due(i)
@@ -187,8 +191,8 @@ func (o *OpenLoop) pace(ctx context.Context, lbl *labels, attrs []attribute.KeyV
 			if o.OnSend != nil {
 				o.OnSend(hit)
 			}
-			if o.H2 != nil {
-				o.h2get(&r)
+			if o.H2 != nil || o.H3 != nil {
+				o.streamGet(&r)
 			} else {
 				o.Client.get(ctx, o.URL, &r, attrs)
 			}
@@ -198,24 +202,33 @@ func (o *OpenLoop) pace(ctx context.Context, lbl *labels, attrs []attribute.KeyV
 	}
 }
 
-// h2get is one request as a stream on o.H2: its timings from when the
-// hit started (the stream's HEADERS go out after any wait for the
-// connection's writer), no new connection.
-func (o *OpenLoop) h2get(r *Result) {
+// streamGet is one request as a stream on o.H2 or o.H3: its timings from
+// when the hit started (the stream's HEADERS go out after any wait for
+// the connection's writer, or for the server's stream limit), no new
+// connection.
+func (o *OpenLoop) streamGet(r *Result) {
 	r.Proto = ProtoHTTP2
+	if o.H3 != nil {
+		r.Proto = ProtoHTTP3
+	}
 	u, err := url.Parse(o.URL)
 	if err != nil {
 		r.Err, r.Latency = err, time.Since(r.Start)
 		return
 	}
-	r.Conn = o.H2.LocalAddr()
-	res := <-o.H2.Get(u.RequestURI(), H2Read{})
+	var ch <-chan H2Result
+	if o.H3 != nil {
+		r.Conn, ch = o.H3.LocalAddr(), o.H3.Get(u.RequestURI(), H2Read{})
+	} else {
+		r.Conn, ch = o.H2.LocalAddr(), o.H2.Get(u.RequestURI(), H2Read{})
+	}
+	res := <-ch
 	r.Stream = res.StreamID
 	wait := res.Start.Sub(r.Start)
 	r.TTFB, r.Latency = wait+res.FirstByte, wait+res.Total
 	r.Status, r.Bytes, r.Err = res.Status, res.Bytes, res.Err
 	if r.Err == nil && !res.Complete {
-		r.Err = fmt.Errorf("http/2 stream %d: response incomplete (status %d, %d bytes)", res.StreamID, res.Status, res.Bytes)
+		r.Err = fmt.Errorf("%s stream %d: response incomplete (status %d, %d bytes)", strings.ToLower(r.Proto), res.StreamID, res.Status, res.Bytes)
 	}
 }
 

@@ -47,7 +47,13 @@
 // own upstream connection as above, so one client connection can hold as
 // many app workers as it has streams; slowlab_proxy_http2_streams counts
 // them. send_timeout applies to the client connection, shared by its
-// streams.
+// streams, and to each stream's writes (as NGINX's per stream).
+//
+// Clients may speak HTTP/3 too (Options.HTTP3, NGINX's `listen ...
+// quic`): quic-go's server on the UDP port of the TLS listener's
+// address, the same certificate, at most MaxConcurrentStreams streams a
+// connection, each stream a request as an HTTP/2 stream is (its own
+// upstream connection, send_timeout on its writes, reset when it passes).
 //
 // It is not net/http/httputil.ReverseProxy because the point is control
 // over exactly these: when the upstream connection closes and where the

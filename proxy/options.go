@@ -158,6 +158,12 @@ type Options struct {
 	// TLS, when set, serves clients TLS (ALPN h2 with HTTP2, and
 	// http/1.1).
 	TLS *tls.Config
+	// HTTP3 serves clients HTTP/3 as well (NGINX's `listen ... quic`):
+	// QUIC on the UDP port of the TLS listener's address, under TLS
+	// (required), at most MaxConcurrentStreams streams a connection.
+	// As with HTTP/2, each stream is a request with its own HTTP/1.1
+	// upstream connection, and send_timeout applies to each stream.
+	HTTP3 bool
 	// WebSocket passes WebSocket upgrades on, as NGINX does where its
 	// config sets `proxy_set_header Upgrade $http_upgrade` and
 	// `Connection "upgrade"` (the lab's does): the upstream's 101 turns
@@ -260,7 +266,10 @@ func (o Options) Validate() error {
 	if o.ShutdownTimeout < 0 {
 		return invalid("ShutdownTimeout", o.ShutdownTimeout.String(), "0 or more, e.g. 5s")
 	}
-	if o.HTTP2 && (o.MaxConcurrentStreams < 1 || o.MaxConcurrentStreams > MaxConcurrentStreams) {
+	if o.HTTP3 && o.TLS == nil {
+		return invalid("HTTP3", "true", "TLS as well: QUIC is always TLS (give the certificate)")
+	}
+	if (o.HTTP2 || o.HTTP3) && (o.MaxConcurrentStreams < 1 || o.MaxConcurrentStreams > MaxConcurrentStreams) {
 		return invalid("MaxConcurrentStreams", strconv.Itoa(o.MaxConcurrentStreams), "1 to %d (NGINX's default is %d)", MaxConcurrentStreams, DefaultMaxConcurrentStreams)
 	}
 	return nil

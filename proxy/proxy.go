@@ -97,6 +97,11 @@ func (p *Proxy) Serve(ctx context.Context, ln, admin net.Listener) error {
 	}
 	// Timeouts as NGINX's client_header_timeout (silent, see quietListener),
 	// keepalive_timeout and send_timeout (sendTimeoutListener).
+	if p.opts.HTTP3 {
+		if err := p.serveHTTP3(g, gctx, ln.Addr()); err != nil {
+			return err
+		}
+	}
 	srv, ln := p.clientServer(withSendTimeout(quietListener{ln}, p.opts.SendTimeout))
 	run(srv, ln, p.opts.ShutdownTimeout)
 	if admin != nil {
@@ -233,7 +238,7 @@ func (p *Proxy) respond(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	p.m.requests.WithLabelValues(strconv.Itoa(up.resp.StatusCode)).Inc()
 	rc := http.NewResponseController(w)
 	var out io.Writer = w
-	if r.ProtoMajor == 2 {
+	if r.ProtoMajor >= 2 { // a stream of HTTP/2 or HTTP/3
 		out = streamSendTimeout{w: w, rc: rc, timeout: p.opts.SendTimeout}
 	}
 	if responseBuffering(up.resp.Header, p.opts.Buffering) {

@@ -17,11 +17,12 @@ type Request struct {
 	// Shard is the shard (from 0) of `slowlab loadgen --shard I/N` that
 	// sent the request; 0 when one process sent the whole schedule.
 	Shard int
-	// Protocol is what the client spoke, "HTTP/1.1" or "HTTP/2"; empty
-	// for a request never sent. Conn is the client's end of the TCP
-	// connection it went on ("127.0.0.1:43512": the peer the server's
-	// sockets and access log name), empty when none was had; requests on
-	// one kept-alive or HTTP/2 connection share it. Stream is the HTTP/2
+	// Protocol is what the client spoke, "HTTP/1.1", "HTTP/2" or
+	// "HTTP/3"; empty for a request never sent. Conn is the client's end
+	// of the TCP connection it went on ("127.0.0.1:43512": the peer the
+	// server's sockets and access log name; over HTTP/3 its UDP socket's),
+	// empty when none was had; requests on one kept-alive, HTTP/2 or
+	// HTTP/3 connection share it. Stream is the HTTP/2 or HTTP/3 (QUIC)
 	// stream ID, 0 over HTTP/1.1.
 	Protocol, Conn string
 	Stream         int

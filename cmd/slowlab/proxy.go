@@ -63,7 +63,7 @@ type proxyFlags struct {
 	requestBuffering, bodyBuffer, bodyTempDir            string
 	headerTimeout, sendTimeout, httpVersion              string
 	tlsCert, tlsKey                                      string
-	allowRemote, http2, websocket                        bool
+	allowRemote, http2, http3, websocket                 bool
 	maxStreams                                           int
 }
 
@@ -90,6 +90,7 @@ func defineProxyFlags(fs *flag.FlagSet) *proxyFlags {
 	fs.StringVar(&f.sendTimeout, string(child.ProxySendTimeout), d.SendTimeout.String(), "send_timeout: how long a write to the client may wait for it to take anything before the connection is closed (a Go duration)")
 	fs.StringVar(&f.httpVersion, string(child.ProxyHTTPVersion), "1.1", "proxy_http_version: the HTTP version of requests to the upstream, 1.1 (the lab's) or 1.0 (NGINX's default: the app answers a stream close-delimited, which a buffered response holds until a buffer fills or the body ends)")
 	fs.BoolVar(&f.http2, string(child.ProxyHTTP2), false, "serve clients HTTP/2 beside HTTP/1.1, as NGINX's listen ... http2: with prior knowledge (h2c), or by ALPN h2 with --tls-cert; each stream gets its own upstream connection")
+	fs.BoolVar(&f.http3, string(child.ProxyHTTP3), false, "serve clients HTTP/3 as well, as NGINX's listen ... quic: QUIC on the UDP port of the --listen address, with --tls-cert (required); each stream gets its own upstream connection")
 	fs.StringVar(&f.tlsCert, string(child.ProxyTLSCert), "", "ssl_certificate: a PEM certificate (chain) file; with --tls-key the listener serves TLS")
 	fs.StringVar(&f.tlsKey, string(child.ProxyTLSKey), "", "ssl_certificate_key: the PEM key file of --tls-cert")
 	fs.BoolVar(&f.websocket, string(child.ProxyWebSocket), d.WebSocket, "pass WebSocket upgrades on, as NGINX does with proxy_set_header Upgrade $http_upgrade and Connection \"upgrade\" (the lab's config): an upgraded connection is a tunnel closed after --upstream-timeout without a byte from the upstream (proxy_read_timeout); false drops Upgrade, as NGINX's defaults do")
@@ -207,9 +208,13 @@ func validPort(s string) bool {
 	return err == nil && n >= 0 && n <= 65535
 }
 
-// loadTLS sets o.TLS from --tls-cert and --tls-key: both or neither.
+// loadTLS sets o.TLS from --tls-cert and --tls-key: both or neither;
+// and o.HTTP3 from --http3, which needs them.
 func (f *proxyFlags) loadTLS(o *proxy.Options) error {
+	o.HTTP3 = f.http3
 	switch {
+	case f.tlsCert == "" && f.tlsKey == "" && f.http3:
+		return usagef("--%s: allowed only with --%s and --%s (QUIC is always TLS)", child.ProxyHTTP3, child.ProxyTLSCert, child.ProxyTLSKey)
 	case f.tlsCert == "" && f.tlsKey == "":
 		return nil
 	case f.tlsCert == "" || f.tlsKey == "":

@@ -43,6 +43,7 @@ func TestProxyFlagErrors(t *testing.T) {
 		{on("--tls-cert", "cert.pem"), `slowlab proxy: --tls-cert "cert.pem", --tls-key "": give both files or neither`},
 		{on("--tls-key", "key.pem"), `slowlab proxy: --tls-cert "", --tls-key "key.pem": give both files or neither`},
 		{on("--tls-cert", "testdata/no-such-cert.pem", "--tls-key", "testdata/no-such-key.pem"), `slowlab proxy: --tls-cert "testdata/no-such-cert.pem", --tls-key "testdata/no-such-key.pem": open testdata/no-such-cert.pem: no such file or directory`},
+		{on("--http3"), `slowlab proxy: --http3: allowed only with --tls-cert and --tls-key (QUIC is always TLS)`},
 		{on("--bogus"), `slowlab proxy: flag provided but not defined: -bogus (see --help)`},
 		{on("extra"), `slowlab proxy: unexpected argument "extra" (see --help)`},
 	} {

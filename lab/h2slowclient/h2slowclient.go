@@ -1,6 +1,7 @@
 package h2slowclient
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"slices"
@@ -47,6 +48,11 @@ type Condition struct {
 	// (0): at the protocol's 64 KiB the slow streams' unread bytes can
 	// fill it and hold /fast on their connection.
 	ConnWindow lab.Size `yaml:"conn_window"`
+	// Protocol is what the clients speak to the proxy: h2 (the default)
+	// or h3, HTTP/3 over QUIC on a TLS route (the proxy's TLS port over
+	// UDP, loadgen.H3Conn), its streams slow by QUIC flow control with the
+	// same windows.
+	Protocol string `yaml:"protocol"`
 }
 
 // Condition values.
@@ -57,6 +63,8 @@ const (
 	FastShared    = "shared"
 	ReadPaced     = "paced"
 	ReadStall     = "stall"
+	ProtocolH2    = "h2"
+	ProtocolH3    = "h3"
 	defaultWindow = 64 << 10
 )
 
@@ -74,13 +82,14 @@ type SlowSpec struct {
 	Timeout      lab.Duration `yaml:"timeout"`
 }
 
-// Published returns the matrix: on sync-2 with the proxy's buffering off
+// Published returns the matrix: over HTTP/2, on sync-2 with the proxy's buffering off
 // and on, 1, 2 and 8 paced slow streams on one connection and 8 on a
 // connection each, /fast on its own connection; 8 on one connection with
 // /fast on it; 2 stalled streams behind a 3 s send_timeout; with buffering
 // off, 32 and 100 streams on one connection and on a connection each; 8
 // over TLS (h2 by ALPN), buffering off and on; and 8 on gthread-1x4 with
-// buffering off. /fast at 8 requests a second for 9 s over HTTP/2; 16 MiB
+// buffering off. Then its HTTP/3 column on the TLS routes
+// (h3Conditions). /fast at 8 requests a second for 9 s over HTTP/2; 16 MiB
 // a stream at 256 KiB/s with 64 KiB windows; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
@@ -103,8 +112,27 @@ func Published() *Config {
 		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 8})
 	}
 	c.Conditions = append(c.Conditions, Condition{Route: stack.RouteH2BufferingOff, Server: "gthread-1x4", Streams: 8})
+	c.Conditions = append(c.Conditions, h3Conditions(lab.Duration(3*time.Second))...)
 	defaults(c.Conditions)
 	return c
+}
+
+// h3Conditions are the matrix's HTTP/3 column, on the TLS routes (a
+// stack whose proxy does not serve HTTP/3 skips them): 2 and 8 paced
+// streams on one connection, 8 on a connection each and 8 with /fast on
+// their connection, buffering off; 8 with buffering on; 2 stalled
+// streams behind send_timeout send, buffering off and on.
+func h3Conditions(send lab.Duration) []Condition {
+	off, on := stack.RouteH2TLSBufferingOff, stack.RouteH2TLSBufferingOn
+	return []Condition{
+		{Route: off, Server: "sync-2", Streams: 2, Protocol: ProtocolH3},
+		{Route: off, Server: "sync-2", Streams: 8, Protocol: ProtocolH3},
+		{Route: off, Server: "sync-2", Streams: 8, Conns: ConnsEach, Protocol: ProtocolH3},
+		{Route: off, Server: "sync-2", Streams: 8, Fast: FastShared, Protocol: ProtocolH3},
+		{Route: on, Server: "sync-2", Streams: 8, Protocol: ProtocolH3},
+		{Route: off, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: send, Protocol: ProtocolH3},
+		{Route: on, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: send, Protocol: ProtocolH3},
+	}
 }
 
 // cleartext are the HTTP/2 routes without TLS (h2c), the matrix's main
@@ -117,6 +145,7 @@ func defaults(conds []Condition) {
 	for i := range conds {
 		c := &conds[i]
 		c.Conns, c.Fast, c.Read = cmpOr(c.Conns, ConnsOne), cmpOr(c.Fast, FastSeparate), cmpOr(c.Read, ReadPaced)
+		c.Protocol = cmpOr(c.Protocol, ProtocolH2)
 	}
 }
 
@@ -131,7 +160,9 @@ func cmpOr(s, def string) string {
 // and 8 paced streams on one connection with buffering off and on, 8 with
 // /fast on their connection (buffering off), 8 over TLS (buffering off),
 // and 2 stalled streams behind a 2 s send_timeout with buffering off and
-// on, beside /fast for 4 s.
+// on, beside /fast for 4 s; and over HTTP/3 on the TLS routes, 2 and 8
+// paced streams with buffering off, 8 with it on, and the 2 stalled
+// streams with buffering off and on.
 func (c *Config) Reduce() {
 	c.Reps = 1
 	if c.Fast.Duration == Published().Fast.Duration {
@@ -145,6 +176,11 @@ func (c *Config) Reduce() {
 		Condition{Route: stack.RouteH2TLSBufferingOff, Server: "sync-2", Streams: 8})
 	for _, r := range cleartext {
 		c.Conditions = append(c.Conditions, Condition{Route: r, Server: "sync-2", Streams: 2, Read: ReadStall, SendTimeout: lab.Duration(2 * time.Second)})
+	}
+	for _, h3 := range h3Conditions(lab.Duration(2 * time.Second)) {
+		if h3.Streams == 2 || h3.Conns == "" && h3.Fast == "" {
+			c.Conditions = append(c.Conditions, h3)
+		}
 	}
 	defaults(c.Conditions)
 }
@@ -170,16 +206,35 @@ func (c *Config) Validate() error {
 	if err := c.Fast.Validate(); err != nil {
 		return err
 	}
-	return c.Slow.validate()
+	if err := c.Slow.validate(); err != nil {
+		return err
+	}
+	for i, cond := range c.Conditions {
+		w := cmp.Or(cond.ConnWindow, c.Slow.ConnWindow)
+		if cond.Protocol == ProtocolH3 && (c.Slow.StreamWindow < loadgen.H3MinWindow || w < loadgen.H3MinWindow) {
+			return fmt.Errorf("conditions[%d]: protocol h3 with slow.stream_window %d, connection window %d: HTTP/3 needs each at least %d bytes "+
+				"(a response's HEADERS travel in the stream's flow-controlled bytes)", i, int64(c.Slow.StreamWindow), int64(w), loadgen.H3MinWindow)
+		}
+	}
+	return nil
 }
 
 func (cond Condition) validate() error {
 	if !cond.Route.HTTP2() {
-		names := make([]string, len(stack.H2Routes))
-		for i, r := range stack.H2Routes {
-			names[i] = string(r)
+		return fmt.Errorf("route %q: allowed %s: the app servers (Gunicorn among them) speak HTTP/1.1, so HTTP/2 reaches them through the proxy", cond.Route,
+			stack.RouteList(stack.HTTP2Routes()))
+	}
+	if !slices.Contains([]string{"", ProtocolH2, ProtocolH3}, cond.Protocol) {
+		return fmt.Errorf("protocol %q: allowed h2 (HTTP/2) or h3 (HTTP/3 over QUIC, on a TLS route)", cond.Protocol)
+	}
+	if cond.Protocol == ProtocolH3 && !cond.Route.TLS() {
+		var tlsRoutes []stack.Route
+		for _, r := range stack.HTTP2Routes() {
+			if r.TLS() {
+				tlsRoutes = append(tlsRoutes, r)
+			}
 		}
-		return fmt.Errorf("route %q: allowed %s: the app servers (Gunicorn among them) speak HTTP/1.1, so HTTP/2 reaches them through the proxy", cond.Route, strings.Join(names, ", "))
+		return fmt.Errorf("protocol h3 on route %q: HTTP/3 is QUIC, always TLS: allowed on %s", cond.Route, stack.RouteList(tlsRoutes))
 	}
 	if _, err := stack.ParseServer(cond.Server); err != nil {
 		return err
@@ -230,10 +285,14 @@ type RunSpec struct {
 	Rep    int
 }
 
-// ID is the run's run_id: route, server, streams, their connections,
+// ID is the run's run_id: route (and h3 over HTTP/3), server, streams, their connections,
 // /fast's, the read and the send_timeout when set, and rep.
 func (r RunSpec) ID() string {
-	id := fmt.Sprintf("%s.%s.s%d.%s.fast-%s.%s", r.Route, r.Server.Name(), r.Streams, r.Conns, r.Fast, r.Read)
+	route := string(r.Route)
+	if r.Protocol == ProtocolH3 {
+		route += ".h3"
+	}
+	id := fmt.Sprintf("%s.%s.s%d.%s.fast-%s.%s", route, r.Server.Name(), r.Streams, r.Conns, r.Fast, r.Read)
 	if r.SendTimeout > 0 {
 		id += ".send" + time.Duration(r.SendTimeout).String()
 	}

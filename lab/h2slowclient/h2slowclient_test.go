@@ -27,7 +27,10 @@ func TestValidate(t *testing.T) {
 		err    string
 	}{
 		{"direct route", func(c *Config) { c.Conditions[0].Route = stack.RouteDirect },
-			`conditions[0].route "direct": allowed h2-proxy-buffering-off, h2-proxy-buffering-on, h2-tls-proxy-buffering-off, h2-tls-proxy-buffering-on: the app servers (Gunicorn among them) speak HTTP/1.1`},
+			`conditions[0].route "direct": allowed h2-proxy-buffering-off, h2-proxy-buffering-on, h2-tls-proxy-buffering-off, h2-tls-proxy-buffering-on, caddy-tls: the app servers (Gunicorn among them) speak HTTP/1.1`},
+		{"protocol", func(c *Config) { c.Conditions[0].Protocol = "h4" }, `conditions[0].protocol "h4": allowed h2 (HTTP/2) or h3 (HTTP/3 over QUIC, on a TLS route)`},
+		{"h3 in the clear", func(c *Config) { c.Conditions[0].Protocol = ProtocolH3 },
+			`conditions[0].protocol h3 on route "h2-proxy-buffering-off": HTTP/3 is QUIC, always TLS: allowed on h2-tls-proxy-buffering-off, h2-tls-proxy-buffering-on, caddy-tls`},
 		{"HTTP/1.1 route", func(c *Config) { c.Conditions[1].Route = stack.RouteBufferingOff }, `conditions[1].route "proxy-buffering-off": allowed`},
 		{"window 0", func(c *Config) { c.Slow.StreamWindow = 0 }, "slow.stream_window 0: allowed 1 to 2147483647 (2^31-1) bytes"},
 		{"window over 2^31-1", func(c *Config) { c.Slow.StreamWindow = 1 << 31 }, "slow.stream_window 2147483648: allowed 1 to 2147483647"},
@@ -54,6 +57,13 @@ func TestValidate(t *testing.T) {
 	}
 	if err := Published().Validate(); err != nil {
 		t.Errorf("the published matrix: %v", err)
+	}
+	// The HTTP/3 column's window check names the condition and the minimum.
+	c := Published()
+	c.Slow.StreamWindow = 1000
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "protocol h3 with slow.stream_window 1000") ||
+		!strings.Contains(err.Error(), "HTTP/3 needs each at least 4096 bytes") {
+		t.Errorf("h3 with a 1000-byte stream window: %v", err)
 	}
 }
 
@@ -107,7 +117,7 @@ func TestShape(t *testing.T) {
 			if tlsOff.Route != string(stack.RouteH2TLSBufferingOff) || tlsOff.Runs != 1 || tlsOff.AppHeldMax.Value != 2 || tlsOff.AppComplete != 0 {
 				t.Errorf("TLS, buffering off: %+v, want both workers held by the streams, none handed over", tlsOff)
 			}
-			checkFastStreams(t, env.Out)
+			checkFastStreams(t, env.Out, "HTTP/2", 2, 1)
 		})
 	}
 }
@@ -141,9 +151,10 @@ func TestStalledStreamReset(t *testing.T) {
 }
 
 // checkFastStreams: requests.csv has each run's /fast requests as streams
-// of one HTTP/2 connection: protocol HTTP/2, one conn a run, no stream ID
-// twice and each a client's (odd).
-func checkFastStreams(t *testing.T, dir string) {
+// of one connection: protocol proto (HTTP/2 or HTTP/3), one conn a run, no
+// stream ID twice and each a client's (HTTP/2: odd, stream%2 == 1; HTTP/3
+// bidirectional: stream%4 == 0).
+func checkFastStreams(t *testing.T, dir, proto string, mod, rem int) {
 	t.Helper()
 	rows, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, recorder.FileName[recorder.Request]()))
 	if err != nil {
@@ -154,8 +165,8 @@ func checkFastStreams(t *testing.T, dir string) {
 		if conns[r.RunID] == nil {
 			conns[r.RunID], streams[r.RunID] = map[string]bool{}, map[int]bool{}
 		}
-		if r.Protocol != "HTTP/2" || r.Conn == "" || r.Stream%2 != 1 || streams[r.RunID][r.Stream] {
-			t.Errorf("%s /fast %d: protocol %q, conn %q, stream %d: want HTTP/2 streams of their own", r.RunID, r.Seq, r.Protocol, r.Conn, r.Stream)
+		if r.Protocol != proto || r.Conn == "" || r.Stream%mod != rem || streams[r.RunID][r.Stream] {
+			t.Errorf("%s /fast %d: protocol %q, conn %q, stream %d: want %s streams of their own", r.RunID, r.Seq, r.Protocol, r.Conn, r.Stream, proto)
 		}
 		conns[r.RunID][r.Conn], streams[r.RunID][r.Stream] = true, true
 	}

@@ -25,7 +25,8 @@ var conditionsTable = report.Table[Summary]{
 	Caption: "h2-slow-client conditions (" + runFile + "), over the ok runs: the streams' outcomes, the most slow " +
 		"responses the app was writing at once against its workers, what it handed over whole, the proxy's memory and temp files, and /fast.",
 	Legend: []string{
-		"streams: slow HTTP/2 streams reading /large, on one connection or a connection each (conns); fast_conn: /fast on its own",
+		"protocol: h2 (HTTP/2) or h3 (HTTP/3 over QUIC), what every client of the run spoke to the proxy;",
+		"streams: slow streams reading /large, on one connection or a connection each (conns); fast_conn: /fast on its own",
 		"connection (separate) or on the slow streams' first (shared); read: paced at slow.rate, or stalled with the window closed;",
 		"conn_window: the client connections' flow-control window, shared by their streams;",
 		"complete/cut/reset/failed: streams read whole, still open at the end of the hold (the client reset them), reset by the",
@@ -35,6 +36,7 @@ var conditionsTable = report.Table[Summary]{
 	},
 	Cols: slices.Concat([]report.Column[Summary]{
 		report.Col("route", func(c *Summary) report.Cell { return report.Text(c.Route) }),
+		report.Col("protocol", func(c *Summary) report.Cell { return report.Text(c.Protocol) }),
 		report.Col("server", func(c *Summary) report.Cell { return report.Text(c.Server) }),
 		report.Col("streams", func(c *Summary) report.Cell { return report.Int(c.Streams) }),
 		report.Col("conns", func(c *Summary) report.Cell { return report.Int(c.Conns) }),
@@ -78,7 +80,7 @@ var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, e
 // label names a condition in the figure: route, server, streams on
 // their connections, /fast's connection and how the streams read.
 func label(c *Summary) string {
-	return fmt.Sprintf("%s %s ×%d on %d conn, /fast %s, %s", c.Route, c.Server, c.Streams, c.Conns, c.FastConn, c.Read)
+	return fmt.Sprintf("%s %s %s ×%d on %d conn, /fast %s, %s", c.Route, c.Protocol, c.Server, c.Streams, c.Conns, c.FastConn, c.Read)
 }
 
 // fastOver points at a condition's /fast summary.

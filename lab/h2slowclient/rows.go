@@ -13,8 +13,9 @@ const (
 	runFile    = "h2-runs.csv"
 )
 
-// Stream is one row of h2-streams.csv: one slow HTTP/2 stream of a run
-// of h2-slow-client, as its reader saw it. Conn numbers its connection in
+// Stream is one row of h2-streams.csv: one slow HTTP/2 (or HTTP/3:
+// Protocol h3) stream of a run of h2-slow-client, as its reader saw it.
+// Conn numbers its connection in
 // the run (every stream on 0 when the condition puts them on one);
 // FirstByteMS is its request's HEADERS until the response's; TotalS until
 // the reader consumed the last byte or the stream ended; Outcome is
@@ -25,6 +26,7 @@ const (
 // not finished it at the end of the hold: a worker still writing it.
 type Stream struct {
 	RunID, Route, Server string
+	Protocol             string // h2 or h3
 	Streams, Rep         int
 	Stream, Conn         int
 	Status               int
@@ -48,6 +50,7 @@ func (Stream) Schema() *recorder.Schema[Stream] { return streamSchema }
 var streamSchema = recorder.NewSchema(streamFile,
 	recorder.Col("run_id", 0, func(r *Stream) any { return &r.RunID }),
 	recorder.Col("route", 0, func(r *Stream) any { return &r.Route }),
+	recorder.Col("protocol", 0, func(r *Stream) any { return &r.Protocol }),
 	recorder.Col("server", 0, func(r *Stream) any { return &r.Server }),
 	recorder.Col("streams", 0, func(r *Stream) any { return &r.Streams }),
 	recorder.Col("rep", 0, func(r *Stream) any { return &r.Rep }),
@@ -63,7 +66,7 @@ var streamSchema = recorder.NewSchema(streamFile,
 )
 
 // RunRow is one row of h2-runs.csv: one run of h2-slow-client. Streams
-// slow HTTP/2 streams read /large (on one connection, or a connection
+// slow HTTP/2 (or HTTP/3: Protocol h3) streams read /large (on one connection, or a connection
 // each: Conns), paced or stalled, while /fast ran its open-loop schedule
 // over HTTP/2 on its own connection or on the slow streams' first
 // (FastConn "separate" or "shared"). AppHeldMax is the most slow
@@ -73,6 +76,7 @@ var streamSchema = recorder.NewSchema(streamFile,
 // proxy's memory and temp-file peaks are what the streams cost it.
 type RunRow struct {
 	RunID, Route, Server string
+	Protocol             string // h2 or h3: what the clients spoke to the proxy
 	Streams, Rep         int
 	Conns                int
 	FastConn             string
@@ -98,6 +102,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 	[]recorder.Column[RunRow]{
 		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
 		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
+		recorder.Col("protocol", 0, func(r *RunRow) any { return &r.Protocol }),
 		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
 		recorder.Col("streams", 0, func(r *RunRow) any { return &r.Streams }),
 		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
@@ -152,7 +157,8 @@ func SummarizeRun(run RunRow, reqs []recorder.Request, streams []Stream) RunRow 
 // printed table's row. Stream outcomes are summed; AppHeldMax and the
 // proxy's peaks are the largest; /fast percentiles the runs' medians.
 type Summary struct {
-	Route, Server       string
+	Route, Protocol     string
+	Server              string
 	Streams, Conns      int
 	FastConn, Read      string
 	ConnWindow          int64
@@ -167,12 +173,13 @@ type Summary struct {
 	recorder.FastOver
 }
 
-// Summarize folds runs into one Summary per (route,
+// Summarize folds runs into one Summary per (route, protocol,
 // server, streams, conns, fast_conn, read, conn_window), in order of
 // first appearance; runs that did not end ok count only in Excluded.
 func Summarize(runs []RunRow) []Summary {
 	type key struct {
-		route, server  string
+		route, proto   string
+		server         string
 		streams, conns int
 		fastConn, read string
 		connWindow     int64
@@ -180,7 +187,7 @@ func Summarize(runs []RunRow) []Summary {
 	var keys []key
 	groups := map[key][]RunRow{}
 	for _, r := range runs {
-		k := key{r.Route, r.Server, r.Streams, r.Conns, r.FastConn, r.Read, r.ConnWindow}
+		k := key{r.Route, r.Protocol, r.Server, r.Streams, r.Conns, r.FastConn, r.Read, r.ConnWindow}
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -188,7 +195,7 @@ func Summarize(runs []RunRow) []Summary {
 	}
 	var rows []Summary
 	for _, k := range keys {
-		row := Summary{Route: k.route, Server: k.server, Streams: k.streams, Conns: k.conns, FastConn: k.fastConn, Read: k.read, ConnWindow: k.connWindow}
+		row := Summary{Route: k.route, Protocol: k.proto, Server: k.server, Streams: k.streams, Conns: k.conns, FastConn: k.fastConn, Read: k.read, ConnWindow: k.connWindow}
 		var held, mem, temp, resetAfter []float64
 		var ok []RunRow
 		for _, r := range groups[k] {

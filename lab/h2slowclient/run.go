@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,11 +35,33 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	return lab.Plan[RunSpec, Stream, RunRow]{
-		Specs:    func() ([]RunSpec, []string) { return c.Runs(), nil },
+		Specs:    func() ([]RunSpec, []string) { return c.runsOn(env.Stack) },
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
 		Measure:  c.measure,
 		Line:     runLine,
 	}.Run(ctx, env, c, &Result{})
+}
+
+// runsOn is Runs but for the HTTP/3 conditions whose route's proxy on
+// the stack (Stack.ProxyFor) does not serve HTTP/3 (NGINX 1.22, Debian's,
+// has no QUIC): those are skipped, each condition named once.
+func (c *Config) runsOn(st stack.Stack) (runs []RunSpec, skipped []string) {
+	for _, r := range c.Runs() {
+		p := st.ProxyFor(r.Route)
+		h3, ok := p.(stack.HTTP3Server)
+		if r.Protocol == ProtocolH3 && !(ok && h3.ServesHTTP3()) {
+			if r.Rep == 1 {
+				name := "none"
+				if p != nil {
+					name = p.Name()
+				}
+				skipped = append(skipped, fmt.Sprintf("%s: HTTP/3: the %s stack's proxy (%s) does not serve it", strings.TrimSuffix(r.ID(), ".rep1"), st.Name, name))
+			}
+			continue
+		}
+		runs = append(runs, r)
+	}
+	return runs, skipped
 }
 
 // runLine is the progress line of a finished run.
@@ -49,10 +72,10 @@ func runLine(r RunRow) string {
 }
 
 // measure performs one run: a fresh stack, the slow streams and the /fast
-// schedule over HTTP/2, the app's held responses sampled, then the
+// schedule over HTTP/2 or HTTP/3, the app's held responses sampled, then the
 // verdict. Its error is only for results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+	run := RunRow{RunID: id, Route: string(spec.Route), Protocol: spec.Protocol, Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
 		Conns: 1, FastConn: spec.Fast, Read: spec.Read, StreamWindow: int64(c.Slow.StreamWindow), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.Conns == ConnsEach {
 		run.Conns = spec.Streams
@@ -61,13 +84,14 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if info, ok := spec.Server.ModelInfo(); ok && !info.Async {
 		run.Workers = recorder.Some(float64(max(spec.Server.Workers, 1) * max(spec.Server.Threads, 1)))
 	}
-	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Slow.Size), SendTimeout: time.Duration(spec.SendTimeout)}
+	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Slow.Size), SendTimeout: time.Duration(spec.SendTimeout),
+		HTTP3: spec.Protocol == ProtocolH3}
 	fr, err := lab.StartFresh(ctx, env, d, false)
 	if err != nil {
 		return lab.Failed(ctx, run, err), nil
 	}
 	defer fr.Close()
-	conns, err := c.dial(ctx, fr.Running, run.Conns+btoi(spec.Fast == FastSeparate), spec.ConnWindow)
+	conns, err := c.dial(ctx, fr.Running, run.Conns+btoi(spec.Fast == FastSeparate), spec.ConnWindow, spec.Protocol)
 	defer func() {
 		for _, cn := range conns {
 			cn.Close()
@@ -98,24 +122,46 @@ func btoi(b bool) int {
 	return 0
 }
 
-// dial opens n HTTP/2 connections to the proxy (cleartext with prior
-// knowledge, or TLS with ALPN h2 on a TLS route) with the scenario's windows, the connection's connWindow
-// when set.
-func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWindow lab.Size) ([]*loadgen.H2Conn, error) {
-	var conns []*loadgen.H2Conn
-	if connWindow == 0 {
-		connWindow = c.Slow.ConnWindow
-	}
-	o := loadgen.H2Options{Addr: running.ProxyAddr(), TLS: running.ClientTLS(), StreamWindow: uint32(c.Slow.StreamWindow), ConnWindow: uint32(connWindow),
-		Timeout: time.Duration(c.Slow.Timeout), AllowRemote: running.AllowRemote()}
+// streamConn is a connection to the proxy whose streams a run reads:
+// a *loadgen.H2Conn (h2) or a *loadgen.H3Conn (h3), the same facts a
+// stream.
+type streamConn interface {
+	GetHeader(path string, h http.Header, r loadgen.H2Read) <-chan loadgen.H2Result
+	Close() error
+}
+
+// dial opens n connections to the proxy with the scenario's windows, the
+// connection's connWindow when set: over HTTP/2 (cleartext with prior
+// knowledge, or TLS with ALPN h2 on a TLS route), or over HTTP/3 (QUIC to
+// the proxy's TLS port over UDP).
+func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWindow lab.Size, protocol string) ([]streamConn, error) {
+	var conns []streamConn
+	connWindow = cmp.Or(connWindow, c.Slow.ConnWindow)
+	timeout := time.Duration(c.Slow.Timeout)
 	for range n {
-		cn, err := loadgen.DialH2(ctx, o)
+		var cn streamConn
+		var err error
+		if protocol == ProtocolH3 {
+			cn, err = loadgen.DialH3(ctx, loadgen.H3Options{Addr: running.ProxyAddr(), TLS: running.ClientTLS(), StreamWindow: uint64(c.Slow.StreamWindow),
+				ConnWindow: uint64(connWindow), Timeout: timeout, AllowRemote: running.AllowRemote()})
+		} else {
+			cn, err = loadgen.DialH2(ctx, loadgen.H2Options{Addr: running.ProxyAddr(), TLS: running.ClientTLS(), StreamWindow: uint32(c.Slow.StreamWindow),
+				ConnWindow: uint32(connWindow), Timeout: timeout, AllowRemote: running.AllowRemote()})
+		}
 		if err != nil {
-			return conns, fmt.Errorf("HTTP/2 connection to the proxy: %w", err)
+			return conns, fmt.Errorf("%s connection to the proxy: %w", protocolName(protocol), err)
 		}
 		conns = append(conns, cn)
 	}
 	return conns, nil
+}
+
+// protocolName is how the errors name a condition's protocol.
+func protocolName(protocol string) string {
+	if protocol == ProtocolH3 {
+		return "HTTP/3"
+	}
+	return "HTTP/2"
 }
 
 // loaded is what a run's load measured.
@@ -133,7 +179,7 @@ type loaded struct {
 // responses the app is still writing, and a moment later the streams
 // still open are cut (reset by their reader), so the app's workers are
 // free again and /fast's last requests end.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, conns []*loadgen.H2Conn,
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, conns []streamConn,
 	t0 time.Time, f *files) loaded {
 	var l loaded
 	read := loadgen.H2Read{Rate: float64(c.Slow.Rate)}
@@ -156,11 +202,17 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		fastConn = conns[len(conns)-1]
 	}
 	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: spec.Streams, Rep: run.Rep}
-	fast := c.Fast.RunH2(ctx, env, fastConn, running.URL()+c.Fast.Path, meta, t0, f.Requests)
+	var fast lab.FastRun
+	switch fc := fastConn.(type) {
+	case *loadgen.H3Conn:
+		fast = runFastH3(ctx, c.Fast, env, fc, running.URL()+c.Fast.Path, meta, t0, f.Requests)
+	case *loadgen.H2Conn:
+		fast = c.Fast.RunH2(ctx, env, fc, running.URL()+c.Fast.Path, meta, t0, f.Requests)
+	}
 	run.FastPlanned, l.reqs, l.writeErr = fast.Planned, fast.Reqs, fast.WriteErr
 	for i, ch := range results {
 		r := <-ch
-		row := streamRow(*run, i, i%run.Conns, r, errors.Is(r.Err, loadgen.ErrH2Cut), stopHeld()[ids[i]])
+		row := streamRow(*run, i, i%run.Conns, r, errors.Is(r.Err, loadgen.ErrH2Cut) || errors.Is(r.Err, loadgen.ErrH3Cut), stopHeld()[ids[i]])
 		l.streams = append(l.streams, row)
 		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
 			l.writeErr = err
@@ -228,7 +280,7 @@ func sampleHeld(ctx context.Context, running *stack.Running, ids []string, l *lo
 // connection at the hold's end, held that the app was still writing its
 // response then.
 func streamRow(run RunRow, stream, conn int, r loadgen.H2Result, cut, held bool) Stream {
-	row := Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep, Stream: stream, Conn: conn,
+	row := Stream{RunID: run.RunID, Route: run.Route, Protocol: run.Protocol, Server: run.Server, Streams: run.Streams, Rep: run.Rep, Stream: stream, Conn: conn,
 		Status: r.Status, Bytes: r.Bytes, TotalS: r.Total.Seconds(), AppHeld: held}
 	if r.Status > 0 {
 		row.FirstByteMS = recorder.Some(float64(r.FirstByte.Microseconds()) / 1e3)
@@ -238,7 +290,7 @@ func streamRow(run RunRow, stream, conn int, r loadgen.H2Result, cut, held bool)
 		row.Outcome = OutcomeComplete
 	case cut:
 		row.Outcome = OutcomeCut
-	case errors.As(r.Err, new(loadgen.H2ResetError)):
+	case errors.As(r.Err, new(loadgen.H2ResetError)) || errors.As(r.Err, new(loadgen.H3ResetError)):
 		row.Outcome = OutcomeReset
 	case r.Err != nil:
 		row.Outcome = loadgen.ErrorReason(r.Err)

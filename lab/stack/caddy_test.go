@@ -33,6 +33,8 @@ func TestCaddyConfigGolden(t *testing.T) {
 		{"default", caddyConfig{RunID: "caddy-default.sync-2.slow2.rep1", Port: "40001", Upstream: "127.0.0.1:40000"}},
 		{"buffer-response", caddyConfig{RunID: "caddy-buffer-response.sync-2.slow2.rep1", Port: "40003", Upstream: "127.0.0.1:40002", BufferResponses: true}},
 		{"buffer-request", caddyConfig{RunID: "caddy-buffer-request.sync-2.up2.rep1", Port: "40005", Upstream: "127.0.0.1:40004", BufferRequests: true}},
+		{"tls-h3", caddyConfig{RunID: "caddy-tls.sync-2.s8.rep1", Port: "40007", Upstream: "127.0.0.1:40006", CertFile: "WORKDIR/cert.pem",
+			KeyFile: "WORKDIR/key.pem", Protocols: "h1 h2 h3"}},
 	} {
 		got, err := tc.cfg.render()
 		if err != nil {
@@ -53,7 +55,7 @@ func TestCaddyRoutesRefused(t *testing.T) {
 	nginx, _, _ := compose("gunicorn+nginx", []string{"gunicorn"}, "nginx")
 	hap, _, _ := compose(nameHAProxy, []string{"gunicorn"}, "haproxy")
 	apa, _, _ := compose(nameApache, []string{"gunicorn"}, "apache")
-	const its = "(its routes: direct, caddy-default, caddy-buffer-response, caddy-buffer-request)"
+	const its = "(its routes: direct, caddy-default, caddy-buffer-response, caddy-buffer-request, caddy-tls)"
 	for _, tc := range []struct {
 		st    Stack
 		route Route

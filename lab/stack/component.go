@@ -66,6 +66,34 @@ type Deployment struct {
 	// TLS, on a TLS route (set by Stack.Start), is the run's certificate:
 	// the files the proxy serves and the configuration that trusts it.
 	TLS *DeploymentTLS
+	// HTTP3 has the proxy serve HTTP/3 as well, on a TLS route: QUIC on
+	// the UDP port of its TLS listener's address (Running.ProxyAddr), the
+	// run's certificate, HTTP/1.1 to the app as for HTTP/2. Only a proxy
+	// that serves it (HTTP3Server) takes such a deployment.
+	HTTP3 bool
+}
+
+// HTTP3Server is a proxy that can serve HTTP/3 (Deployment.HTTP3).
+type HTTP3Server interface {
+	ServesHTTP3() bool
+}
+
+// checkHTTP3 refuses a deployment with HTTP3 on a route without TLS or a
+// proxy that does not serve it.
+func checkHTTP3(d Deployment, p Proxy) error {
+	if !d.HTTP3 {
+		return nil
+	}
+	if !d.Route.TLS() {
+		return fmt.Errorf("route %q: HTTP/3 needs a TLS route (QUIC is always TLS)", d.Route)
+	}
+	if p == nil {
+		return fmt.Errorf("route %q: HTTP/3: the stack has no proxy to serve it", d.Route)
+	}
+	if h, ok := p.(HTTP3Server); !ok || !h.ServesHTTP3() {
+		return fmt.Errorf("proxy %s: does not serve HTTP/3 here (the embedded proxy and caddy do)", p.Name())
+	}
+	return nil
 }
 
 // Limits of the request-side settings.

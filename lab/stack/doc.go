@@ -25,6 +25,12 @@
 // user's processes through exporter selectors, and reads the cgroup
 // limits they run under (External, external.go).
 //
+// Clients reach the proxy over HTTP/1.1, HTTP/2 (H2Routes, and a proxy's
+// own TLS route: OwnedRoute.HTTP2TLS, HTTP2Routes) and, where the
+// deployment asks (Deployment.HTTP3) on a TLS route, HTTP/3: QUIC on the
+// TLS port over UDP, served by the proxies that can (HTTP3Server: the
+// embedded proxy, and Caddy on caddy-tls), refused by name elsewhere.
+//
 // What runs read back from the components' logs is parsed here, where
 // the components are: the apps' WORKER TIMEOUT lines (WorkerTimeouts, a
 // run's LOGDIR/RUNID-*.log) and the proxies' send_timeout cuts

@@ -231,7 +231,7 @@ func (apacheProxy) Start(ctx context.Context, d Deployment, _ Settings, upstream
 	}
 	argv := cgroup.ExecArgv(procs, []string{bin, "-f", conf, "-DFOREGROUND"})
 	logPath := filepath.Join(d.LogDir, d.RunID+"-apache.log")
-	run, err := startChildProxy(ctx, "apache", conf, logPath, argv, nil, func(listen string) ([]byte, error) {
+	run, err := startChildProxy(ctx, "apache", conf, logPath, argv, nil, nil, func(listen string) ([]byte, error) {
 		cfg.Listen = listen
 		return cfg.render()
 	})

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -49,6 +50,22 @@ const (
 	// Caddy then reads a request's whole body into memory before it
 	// connects to the app. Responses stream as on caddy-default.
 	RouteCaddyBufferRequest Route = "caddy-buffer-request"
+	// RouteCaddyTLS is caddy-default's reverse_proxy on an https:// site
+	// with the run's certificate, as browsers reach a site: HTTP/2 by
+	// ALPN, and HTTP/3 (QUIC on the same port over UDP) when the
+	// deployment asks for it (Deployment.HTTP3):
+	//
+	//	servers {
+	//		protocols h1 h2 h3
+	//	}
+	//	https://:PORT {
+	//		tls CERT KEY
+	//		reverse_proxy 127.0.0.1:APP
+	//	}
+	//
+	// A route of the HTTP/2 experiments (h2-slow-client), not a download
+	// route.
+	RouteCaddyTLS Route = "caddy-tls"
 )
 
 // caddyConfig is what the generated Caddyfile of one run needs.
@@ -60,6 +77,10 @@ type caddyConfig struct {
 	// BufferRequests and BufferResponses are reverse_proxy's
 	// buffer_requests and buffer_responses.
 	BufferRequests, BufferResponses bool
+	// CertFile and KeyFile, when set, make the site https:// on them
+	// (tls CERT KEY), speaking Protocols (Caddy's servers protocols).
+	CertFile, KeyFile string
+	Protocols         string
 }
 
 // caddyTemplate is Caddy 2.6 with no admin endpoint (admin off), no
@@ -73,6 +94,12 @@ var caddyTemplate = template.Must(template.New("Caddyfile").Parse(
 {
 	admin off
 	auto_https off
+{{- if .CertFile}}
+	default_sni 127.0.0.1
+	servers {
+		protocols {{.Protocols}}
+	}
+{{- end}}
 	log {
 		output stderr
 		format console
@@ -80,8 +107,11 @@ var caddyTemplate = template.Must(template.New("Caddyfile").Parse(
 	}
 }
 
-http://:{{.Port}} {
+{{if .CertFile}}https{{else}}http{{end}}://:{{.Port}} {
 	bind 127.0.0.1
+{{- if .CertFile}}
+	tls {{.CertFile}} {{.KeyFile}}
+{{- end}}
 	reverse_proxy {{.Upstream}}
 {{- if or .BufferRequests .BufferResponses}} {
 {{- if .BufferRequests}}
@@ -111,11 +141,14 @@ func (caddyProxy) Real() bool         { return true }
 // Validate refuses NGINX's snippet, which Caddy cannot read.
 func (caddyProxy) Validate(s Settings) error { return refuseNginxSnippet("caddy", s) }
 
-// OwnRoutes implements RouteOwner: Caddy runs its three routes and
+// ServesHTTP3 implements HTTP3Server: on caddy-tls, protocols h1 h2 h3.
+func (caddyProxy) ServesHTTP3() bool { return true }
+
+// OwnRoutes implements RouteOwner: Caddy runs its four routes and
 // refuses NGINX's and HAProxy's.
 func (caddyProxy) OwnRoutes() []OwnedRoute {
 	return []OwnedRoute{{Route: RouteCaddyDefault}, {Route: RouteCaddyBufferResponse, Buffering: true},
-		{Route: RouteCaddyBufferRequest, RequestBuffering: true}}
+		{Route: RouteCaddyBufferRequest, RequestBuffering: true}, {Route: RouteCaddyTLS, HTTP2TLS: true}}
 }
 
 // Versions implements Versioned: caddy version's first line.
@@ -161,6 +194,12 @@ func (caddyProxy) Start(ctx context.Context, d Deployment, _ Settings, upstream 
 	}
 	cfg := caddyConfig{RunID: d.RunID, Upstream: upstream, BufferRequests: d.Route == RouteCaddyBufferRequest,
 		BufferResponses: d.Route == RouteCaddyBufferResponse}
+	if d.TLS != nil {
+		cfg.CertFile, cfg.KeyFile, cfg.Protocols = d.TLS.CertFile, d.TLS.KeyFile, "h1 h2"
+		if d.HTTP3 {
+			cfg.Protocols += " h3"
+		}
+	}
 	conf := filepath.Join(dir, "Caddyfile")
 	var procs []string
 	if cg != nil {
@@ -169,7 +208,11 @@ func (caddyProxy) Start(ctx context.Context, d Deployment, _ Settings, upstream 
 	argv := cgroup.ExecArgv(procs, []string{bin, "run", "--config", conf, "--adapter", "caddyfile"})
 	env := append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
 	logPath := filepath.Join(d.LogDir, d.RunID+"-caddy.log")
-	run, err := startChildProxy(ctx, "caddy", conf, logPath, argv, env, func(listen string) ([]byte, error) {
+	var tlsCfg *tls.Config
+	if d.TLS != nil {
+		tlsCfg = d.TLS.Client
+	}
+	run, err := startChildProxy(ctx, "caddy", conf, logPath, argv, env, tlsCfg, func(listen string) ([]byte, error) {
 		_, cfg.Port, _ = strings.Cut(listen, ":")
 		return cfg.render()
 	})

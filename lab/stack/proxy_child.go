@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,8 +28,10 @@ func renderConfig(t *template.Template, v any) ([]byte, error) {
 // (startOnFreePort): render writes its config for the address it listens
 // on, conf is where it goes, argv starts it with env (nil: the lab's own; Caddy sets its
 // HOME and config dirs), as the child name logging to logPath; it is
-// ready when it answers /fast.
-func startChildProxy(ctx context.Context, name, conf, logPath string, argv, env []string, render func(listen string) ([]byte, error)) (childProxyRun, error) {
+// ready when it answers /fast (over TLS trusting tlsCfg when set: a proxy
+// that serves only TLS there).
+func startChildProxy(ctx context.Context, name, conf, logPath string, argv, env []string, tlsCfg *tls.Config,
+	render func(listen string) ([]byte, error)) (childProxyRun, error) {
 	deadline := time.Now().Add(child.ReadyTimeout)
 	return startOnFreePort(func(listen string) (childProxyRun, error) {
 		b, err := render(listen)
@@ -39,7 +42,12 @@ func startChildProxy(ctx context.Context, name, conf, logPath string, argv, env 
 		if err != nil {
 			return childProxyRun{}, err
 		}
-		if err := child.WaitHTTP(ctx, p, "http://"+listen+"/fast", deadline); err != nil {
+		if tlsCfg != nil {
+			err = child.WaitTLS(ctx, p, "https://"+listen+"/fast", deadline, tlsCfg)
+		} else {
+			err = child.WaitHTTP(ctx, p, "http://"+listen+"/fast", deadline)
+		}
+		if err != nil {
 			p.Stop(time.Second)
 			child.WaitGroupGone(p.PID(), time.Second)
 			return childProxyRun{}, err

@@ -25,6 +25,9 @@ func (embeddedProxy) Packages() []string      { return nil }
 func (embeddedProxy) Real() bool              { return false }
 func (embeddedProxy) Validate(Settings) error { return nil }
 
+// ServesHTTP3 implements HTTP3Server: `slowlab proxy --http3`.
+func (embeddedProxy) ServesHTTP3() bool { return true }
+
 func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstream string, buffering bool, cg *cgroup.Cgroup) (RunningProxy, error) {
 	exe, err := child.Executable()
 	if err != nil {
@@ -76,6 +79,9 @@ func (embeddedProxy) Start(ctx context.Context, d Deployment, _ Settings, upstre
 	if d.TLS != nil {
 		argv = append(argv, child.ProxyTLSCert.Arg(d.TLS.CertFile)...)
 		argv = append(argv, child.ProxyTLSKey.Arg(d.TLS.KeyFile)...)
+		if d.HTTP3 {
+			argv = append(argv, child.ProxyHTTP3.Set())
+		}
 	}
 	if d.TempTmpfs > 0 {
 		argv = TmpfsArgv(d.TempTmpfs, tempDir, argv)

@@ -180,7 +180,7 @@ func (haproxyProxy) Start(ctx context.Context, d Deployment, _ Settings, upstrea
 	}
 	argv := cgroup.ExecArgv(procs, []string{bin, "-db", "-f", conf})
 	logPath := filepath.Join(d.LogDir, d.RunID+"-haproxy.log")
-	run, err := startChildProxy(ctx, "haproxy", conf, logPath, argv, nil, func(listen string) ([]byte, error) {
+	run, err := startChildProxy(ctx, "haproxy", conf, logPath, argv, nil, nil, func(listen string) ([]byte, error) {
 		cfg.Listen = listen
 		return cfg.render()
 	})

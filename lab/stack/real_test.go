@@ -126,7 +126,7 @@ func TestStackCheck(t *testing.T) {
 		mod  func(*Deployment)
 		want string
 	}{
-		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on], [proxy-request-buffering-on proxy-request-buffering-off], [h2-proxy-buffering-off h2-proxy-buffering-on h2-tls-proxy-buffering-off h2-tls-proxy-buffering-on] and [apache-default apache-iobuffer caddy-default caddy-buffer-response caddy-buffer-request haproxy-default haproxy-buffer-request]`},
+		{func(d *Deployment) { d.Route = "sideways" }, `route "sideways": allowed [direct proxy-buffering-off proxy-buffering-on], [proxy-request-buffering-on proxy-request-buffering-off], [h2-proxy-buffering-off h2-proxy-buffering-on h2-tls-proxy-buffering-off h2-tls-proxy-buffering-on caddy-tls] and [apache-default apache-iobuffer caddy-default caddy-buffer-response caddy-buffer-request haproxy-default haproxy-buffer-request]`},
 		{func(d *Deployment) { d.Server.Workers = 0 }, "server workers 0: must be at least 1"},
 		{func(d *Deployment) { d.LargeSize = -1 }, "large size -1: want 0..1073741824 bytes"},
 		{func(d *Deployment) { d.RunID = "a/b" }, `run id "a/b": must be a non-empty name without /`},
@@ -204,6 +204,12 @@ func lookup(t *testing.T, name string, servers ...string) Stack {
 
 func startReal(t *testing.T, st Stack, route Route, server string, largeSize int64) *realStack {
 	t.Helper()
+	return startRealWith(t, st, route, server, largeSize, func(*Deployment) {})
+}
+
+// startRealWith is startReal with the deployment changed by set first.
+func startRealWith(t *testing.T, st Stack, route Route, server string, largeSize int64, set func(*Deployment)) *realStack {
+	t.Helper()
 	spec, err := ParseServer(server)
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +218,7 @@ func startReal(t *testing.T, st Stack, route Route, server string, largeSize int
 	rand.Read(b)
 	d := Deployment{RunID: fmt.Sprintf("test-%s.%s.%s", route, server, hex.EncodeToString(b)), Route: route, Server: spec,
 		LargeSize: largeSize, LogDir: t.TempDir(), WorkDir: t.TempDir()}
+	set(&d)
 	r, err := st.Start(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)

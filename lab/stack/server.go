@@ -173,17 +173,45 @@ var UploadRoutes = []Route{RouteDirect, RouteRequestBufferingOn, RouteRequestBuf
 // H2Routes lists the routes whose clients speak HTTP/2.
 var H2Routes = []Route{RouteH2BufferingOff, RouteH2BufferingOn, RouteH2TLSBufferingOff, RouteH2TLSBufferingOn}
 
-// HTTP2 reports whether the route's clients speak HTTP/2 (to the proxy).
-func (r Route) HTTP2() bool { return slices.Contains(H2Routes, r) }
+// HTTP2 reports whether the route's clients speak HTTP/2 (to the proxy):
+// H2Routes, and a proxy's own TLS route (OwnedRoute.HTTP2TLS).
+func (r Route) HTTP2() bool {
+	if o, ok := r.owned(); ok {
+		return o.HTTP2TLS
+	}
+	return slices.Contains(H2Routes, r)
+}
+
+// HTTP2Routes lists the routes whose clients speak HTTP/2: H2Routes, then
+// the proxies' own TLS routes.
+func HTTP2Routes() []Route {
+	out := slices.Clone(H2Routes)
+	for _, p := range proxies {
+		if ro, ok := p.(RouteOwner); ok {
+			for _, o := range ro.OwnRoutes() {
+				if o.HTTP2TLS {
+					out = append(out, o.Route)
+				}
+			}
+		}
+	}
+	return out
+}
 
 // TLS reports whether the route's clients speak TLS to the proxy.
-func (r Route) TLS() bool { return r == RouteH2TLSBufferingOff || r == RouteH2TLSBufferingOn }
+func (r Route) TLS() bool {
+	if o, ok := r.owned(); ok {
+		return o.HTTP2TLS
+	}
+	return r == RouteH2TLSBufferingOff || r == RouteH2TLSBufferingOn
+}
 
 // Valid reports whether r is a download route: one of Routes, or a route
-// a proxy owns (every proxy relays responses one way or another).
+// a proxy owns (every proxy relays responses one way or another) for
+// HTTP/1.1 clients in the clear.
 func (r Route) Valid() bool {
-	_, owned := r.owned()
-	return slices.Contains(Routes, r) || owned
+	o, owned := r.owned()
+	return slices.Contains(Routes, r) || owned && !o.HTTP2TLS
 }
 
 // Known reports whether r is any route a deployment can have.
@@ -231,6 +259,10 @@ type OwnedRoute struct {
 	// RequestBuffering: the proxy waits for a request's body before it
 	// connects to the app.
 	RequestBuffering bool
+	// HTTP2TLS: the route's clients speak TLS to the proxy, HTTP/2 by
+	// ALPN (and HTTP/3 with Deployment.HTTP3), as on the h2-tls routes:
+	// a route of the HTTP/2 experiments, not a download route.
+	HTTP2TLS bool
 }
 
 // owned is what the proxy that owns r says of it; false for a route no
@@ -261,13 +293,17 @@ func RouteList(routes []Route) string {
 	return strings.Join(names, ", ")
 }
 
-// OwnedRoutes lists the routes the registered proxies own, in
+// OwnedRoutes lists the routes the registered proxies own for HTTP/1.1
+// clients in the clear (their TLS routes are HTTP2Routes'), in
 // registration order.
 func OwnedRoutes() []Route {
 	var out []Route
 	for _, p := range proxies {
 		if ro, ok := p.(RouteOwner); ok {
 			for _, o := range ro.OwnRoutes() {
+				if o.HTTP2TLS {
+					continue // HTTP2Routes has it
+				}
 				out = append(out, o.Route)
 			}
 		}

@@ -108,7 +108,7 @@ func (s Stack) LoadgenLimits() (cgroup.Limits, bool) {
 func validateDeployment(d Deployment) error {
 	switch {
 	case !d.Route.Known():
-		return fmt.Errorf("route %q: allowed %v, %v, %v and %v", d.Route, Routes, UploadRoutes[1:], H2Routes, OwnedRoutes())
+		return fmt.Errorf("route %q: allowed %v, %v, %v and %v", d.Route, Routes, UploadRoutes[1:], HTTP2Routes(), OwnedRoutes())
 	case d.AppTimeout != 0 && (d.AppTimeout < time.Second || d.AppTimeout > MaxAppTimeout || d.AppTimeout%time.Second != 0):
 		return fmt.Errorf("app timeout %v: want 0 (the app's default) or whole seconds from 1s to %v", d.AppTimeout, MaxAppTimeout)
 	case d.ClientBodyBuffer != 0 && (d.ClientBodyBuffer < 1<<10 || d.ClientBodyBuffer > MaxClientBodyBuffer):
@@ -150,6 +150,9 @@ func (s Stack) Start(ctx context.Context, d Deployment) (*Running, error) {
 		return nil, err
 	}
 	if err := s.CheckRoute(d.Route); err != nil {
+		return nil, err
+	}
+	if err := checkHTTP3(d, s.ProxyFor(d.Route)); err != nil {
 		return nil, err
 	}
 	if err := s.Check(); err != nil {
