@@ -51,6 +51,7 @@ func TestSmokeEveryExperiment(t *testing.T) {
 // another example running beside it: "exists and holds processes").
 func TestExamplesRun(t *testing.T) {
 	slowlabtest.Timing(t)
+	slowlabtest.EndToEnd(t, "it runs every example")
 	files, _ := filepath.Glob("../examples/*.yaml")
 	if len(files) < 4 {
 		t.Fatalf("examples: %v", files)

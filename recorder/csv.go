@@ -243,10 +243,13 @@ func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
 type Reader[T Row[T]] struct {
 	s  *Schema[T]
 	cr *csv.Reader
+	// at is, by schema column, its field in the file's records; -1 for
+	// an added column the file lacks (Column.Added).
+	at []int
 }
 
-// NewReader reads and checks the header of r (it must be exactly
-// Header[T]()).
+// NewReader reads and checks the header of r: it must be Header[T](),
+// less any columns marked Added, which then read as their default.
 func NewReader[T Row[T]](r io.Reader) (*Reader[T], error) {
 	s := schemaOf[T]()
 	cr := csv.NewReader(r)
@@ -259,11 +262,12 @@ func NewReader[T Row[T]](r io.Reader) (*Reader[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: read header: %w", s.file, err)
 	}
-	if err := s.checkHeader(header); err != nil {
+	at, err := s.checkHeader(header)
+	if err != nil {
 		return nil, err
 	}
-	cr.FieldsPerRecord = len(s.cols)
-	return &Reader[T]{s: s, cr: cr}, nil
+	cr.FieldsPerRecord = len(header)
+	return &Reader[T]{s: s, cr: cr, at: at}, nil
 }
 
 // Read returns the next row, or io.EOF after the last. A record with the
@@ -276,36 +280,53 @@ func (r *Reader[T]) Read() (T, error) {
 		return row, io.EOF
 	}
 	if errors.Is(err, csv.ErrFieldCount) {
-		return row, fmt.Errorf("%s: %w: got %d columns, want %d", r.s.file, err, len(rec), len(r.s.cols))
+		return row, fmt.Errorf("%s: %w: got %d columns, want %d", r.s.file, err, len(rec), r.cr.FieldsPerRecord)
 	}
 	if err != nil {
 		return row, fmt.Errorf("%s: %w", r.s.file, err)
 	}
 	for i, c := range r.s.cols {
-		if err := decodeCell(c.field(&row), rec[i]); err != nil {
-			line, _ := r.cr.FieldPos(i)
-			return row, &CellError{File: r.s.file, Line: line, Column: i + 1, Name: c.name, Value: rec[i], Err: err}
+		j := r.at[i]
+		if j < 0 {
+			if err := decodeCell(c.field(&row), c.def); err != nil {
+				return row, fmt.Errorf("%s: column %q's default %q: %w", r.s.file, c.name, c.def, err)
+			}
+			continue
+		}
+		if err := decodeCell(c.field(&row), rec[j]); err != nil {
+			line, _ := r.cr.FieldPos(j)
+			return row, &CellError{File: r.s.file, Line: line, Column: j + 1, Name: c.name, Value: rec[j], Err: err}
 		}
 	}
 	return row, nil
 }
 
-// checkHeader names the first column of got that differs from the schema.
-func (s *Schema[T]) checkHeader(got []string) error {
+// checkHeader matches got to the schema's columns in order, an added
+// column (Column.Added) matching nothing when got lacks it, and returns
+// each schema column's place in got (-1: absent). It names the first
+// column of got that differs from the schema.
+func (s *Schema[T]) checkHeader(got []string) ([]int, error) {
+	at := make([]int, len(s.cols))
+	j := 0
 	for i, c := range s.cols {
 		switch {
-		case i >= len(got):
-			return fmt.Errorf("%s: header has %d columns, want %d: column %d %q is missing: %w",
+		case j < len(got) && got[j] == c.name:
+			at[i] = j
+			j++
+		case c.added:
+			at[i] = -1
+		case j >= len(got):
+			return nil, fmt.Errorf("%s: header has %d columns, want %d: column %d %q is missing: %w",
 				s.file, len(got), len(s.cols), i+1, c.name, ErrHeader)
-		case got[i] != c.name:
-			return fmt.Errorf("%s: header column %d: want %q, got %q: %w", s.file, i+1, c.name, got[i], ErrHeader)
+		default:
+			return nil, fmt.Errorf("%s: header column %d: want %q, got %q: %w", s.file, j+1, c.name, got[j], ErrHeader)
 		}
 	}
-	if len(got) > len(s.cols) {
-		return fmt.Errorf("%s: header has %d columns, want %d: unexpected column %d %q: %w",
-			s.file, len(got), len(s.cols), len(s.cols)+1, got[len(s.cols)], ErrHeader)
+	if j < len(got) {
+		return nil, fmt.Errorf("%s: header has %d columns, want %d: unexpected column %d %q: %w",
+			s.file, len(got), len(s.cols), j+1, got[j], ErrHeader)
 	}
-	return nil
+	return at, nil
 }
 
 // ReadFile reads the rows of type T from the file at path.

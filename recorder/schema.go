@@ -38,12 +38,25 @@ type Column[T any] struct {
 	name     string
 	decimals int
 	field    func(*T) any
+	// added: the column came after its file's first layout; a file
+	// written before it (without the column) reads it as def.
+	added bool
+	def   string
 }
 
 // Col is the column name of T whose value is what field points at, with
 // decimals digits kept after the point (float and Maybe columns).
 func Col[T any](name string, decimals int, field func(*T) any) Column[T] {
 	return Column[T]{name: name, decimals: decimals, field: field}
+}
+
+// Added marks c as a column added to its file's layout after results
+// were written without it: a file that lacks it (at its place) still
+// reads, every row's cell being def, so an older results directory stays
+// readable (slowlab report, --resume).
+func (c Column[T]) Added(def string) Column[T] {
+	c.added, c.def = true, def
+	return c
 }
 
 // Schema is the CSV layout of one row type: its file name and columns, in

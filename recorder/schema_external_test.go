@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,5 +54,43 @@ func TestRowDeclaredOutsideRecorder(t *testing.T) {
 	}
 	if h := strings.Join(recorder.Header[stubRow](), ","); h != "run_id,held_s,bytes" {
 		t.Errorf("header %s", h)
+	}
+}
+
+// grownRow is a layout that gained a column, proto, after files were
+// written without it (Column.Added).
+type grownRow struct {
+	RunID, Proto string
+	Bytes        int64
+}
+
+var grownSchema = recorder.NewSchema("grown-rows.csv",
+	recorder.Col("run_id", 0, func(r *grownRow) any { return &r.RunID }),
+	recorder.Col("proto", 0, func(r *grownRow) any { return &r.Proto }).Added("h2"),
+	recorder.Col("bytes", recorder.DecimalsWhole, func(r *grownRow) any { return &r.Bytes }))
+
+func (grownRow) Schema() *recorder.Schema[grownRow] { return grownSchema }
+
+// TestAddedColumn: a file written before a column was added reads it as
+// its default, a file with it reads its cells; a missing column that was
+// not added, a misplaced added one or one more column are refused by name.
+func TestAddedColumn(t *testing.T) {
+	for _, tc := range []struct{ csv, want string }{
+		{"run_id,bytes\na,7\n", "[{a h2 7}]"},
+		{"run_id,proto,bytes\na,h3,7\n", "[{a h3 7}]"},
+		{"run_id,proto\na,h3\n", `grown-rows.csv: header has 2 columns, want 3: column 3 "bytes" is missing`},
+		{"run_id,bytes,proto\na,7,h3\n", `grown-rows.csv: header has 3 columns, want 3: unexpected column 3 "proto"`},
+		{"proto,run_id,bytes\nh3,a,7\n", `grown-rows.csv: header column 1: want "run_id", got "proto"`},
+		{"run_id,bytes\na,x\n", `grown-rows.csv line 2, column 2 (bytes)`},
+		{"run_id,bytes\na,7,h3\n", "wrong number of fields: got 3 columns, want 2"},
+	} {
+		rows, err := recorder.ReadAll[grownRow](strings.NewReader(tc.csv))
+		got := fmt.Sprint(rows)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%q: got %s, want %s", tc.csv, got, tc.want)
+		}
 	}
 }

@@ -50,7 +50,7 @@ func (Stream) Schema() *recorder.Schema[Stream] { return streamSchema }
 var streamSchema = recorder.NewSchema(streamFile,
 	recorder.Col("run_id", 0, func(r *Stream) any { return &r.RunID }),
 	recorder.Col("route", 0, func(r *Stream) any { return &r.Route }),
-	recorder.Col("protocol", 0, func(r *Stream) any { return &r.Protocol }),
+	recorder.Col("protocol", 0, func(r *Stream) any { return &r.Protocol }).Added("h2"),
 	recorder.Col("server", 0, func(r *Stream) any { return &r.Server }),
 	recorder.Col("streams", 0, func(r *Stream) any { return &r.Streams }),
 	recorder.Col("rep", 0, func(r *Stream) any { return &r.Rep }),
@@ -102,7 +102,7 @@ var runSchema = recorder.NewSchema(runFile, slices.Concat(
 	[]recorder.Column[RunRow]{
 		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
 		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-		recorder.Col("protocol", 0, func(r *RunRow) any { return &r.Protocol }),
+		recorder.Col("protocol", 0, func(r *RunRow) any { return &r.Protocol }).Added("h2"),
 		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
 		recorder.Col("streams", 0, func(r *RunRow) any { return &r.Streams }),
 		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
