@@ -104,10 +104,11 @@ func TestReportInChromium(t *testing.T) {
 		fail("%v", err)
 	}
 	defer c.Close()
-	s, err := c.NewPage()
+	page, err := c.NewPage()
 	if err != nil {
 		fail("%v", err)
 	}
+	s := page.Session
 	var pageRequests []string
 	c.OnEvent = func(m chromium.Message) {
 		if m.SessionID != s || m.Method != "Network.requestWillBeSent" {

@@ -275,23 +275,34 @@ func LastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// Page is a page target in a browser context of its own.
+type Page struct {
+	Session string // the session to send the page's methods to
+	Context string // its browser context
+}
+
 // NewPage opens about:blank in a new browser context (its own cache,
-// cookies and connections: a first visit) and attaches to it, returning
-// the session to send the page's methods to.
-func (c *CDP) NewPage() (string, error) {
+// cookies and connections: a first visit) and attaches to it.
+func (c *CDP) NewPage() (Page, error) {
 	var bc struct{ BrowserContextID string }
 	if err := c.Call("", "Target.createBrowserContext", map[string]any{}, &bc); err != nil {
-		return "", err
+		return Page{}, err
 	}
 	var target struct{ TargetID string }
 	if err := c.Call("", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc.BrowserContextID}, &target); err != nil {
-		return "", err
+		return Page{}, err
 	}
 	var attached struct{ SessionID string }
 	if err := c.Call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
-		return "", err
+		return Page{}, err
 	}
-	return attached.SessionID, nil
+	return Page{Session: attached.SessionID, Context: bc.BrowserContextID}, nil
+}
+
+// ClosePage disposes of p's browser context: its page, and its
+// connections with it.
+func (c *CDP) ClosePage(p Page) error {
+	return c.Call("", "Target.disposeBrowserContext", map[string]any{"browserContextId": p.Context}, nil)
 }
 
 // Navigate loads url in session's page and waits for its load event;
