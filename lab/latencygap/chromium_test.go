@@ -182,13 +182,15 @@ func TestChromiumPageTime(t *testing.T) {
 	rtt := ms(sp.path.rtt())
 	bound := boundMS(sp.load, ModeKeepAlive, sp.settings)
 
-	ports := map[string]int{s.server.port: 1}
-	for i, o := range s.origins {
-		ports[o.port] = i + 2
-	}
-	origin := func(host string) int {
+	origin := func(host string) int { // 1 the document's, 2 and on the others, 0 none of them
 		_, port, _ := net.SplitHostPort(host)
-		return ports[port]
+		if port == s.server.port {
+			return 1
+		}
+		if k := slices.IndexFunc(s.origins, func(o *server) bool { return o.port == port }); k >= 0 {
+			return k + 2
+		}
+		return 0
 	}
 	dial := parallelDial(s.path, c.CongestionControl)
 	slowlabLoad := func() float64 {
