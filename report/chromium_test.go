@@ -1,26 +1,19 @@
 package report
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
-
+	"github.com/slowlab/slowlab/internal/chromium"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
@@ -37,16 +30,6 @@ const probeExpression = `(async () => {
   })));
   return JSON.stringify(imgs.concat(svgs));
 })()`
-
-// chromiumPath returns the Chromium binary, or "" when there is none.
-func chromiumPath() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // requestLog records the requests an HTTP server saw.
 type requestLog struct {
@@ -75,7 +58,7 @@ func (l *requestLog) list() []string {
 // that refuses it, and is only logged.
 func TestReportInChromium(t *testing.T) {
 	slowlabtest.EndToEnd(t, "it runs Chromium")
-	bin := chromiumPath()
+	bin := chromium.Binary()
 	slowlabtest.Require(t, bin != "", "chromium is not installed (make test installs it)")
 	dir := t.TempDir()
 	writeResults(t, dir)
@@ -102,115 +85,58 @@ func TestReportInChromium(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	profile := filepath.Join(t.TempDir(), "chromium-profile")
-	cmd := exec.CommandContext(ctx, bin,
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
-		"--user-data-dir="+profile, "--proxy-server=http://"+trapURL.Host,
-		"--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1", "about:blank")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Chromium's helpers share its process group: end them all, and only
-	// them, when the test is done or times out.
-	killGroup := func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return err
-		}
-		return nil
-	}
-	cmd.Cancel = killGroup
-	cmd.WaitDelay = 5 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr // written by exec's own goroutine, read only after Wait
-	if err := cmd.Start(); err != nil {
+	br, err := chromium.Start(ctx, bin, chromium.Options{Args: []string{"--proxy-server=http://" + trapURL.Host}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	stop := sync.OnceValue(func() error {
-		kerr := killGroup()
-		<-waited
-		return kerr
-	})
 	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("kill chromium's process group: %v", err)
+		if err := br.Close(); err != nil {
+			t.Errorf("end chromium: %v", err)
 		}
 	})
 	fail := func(format string, args ...any) {
 		t.Helper()
-		stop() // stderr is complete once Wait has returned
-		t.Fatalf(format+"\nchromium stderr:\n%s", append(args, lastLines(stderr.String(), 15))...)
+		t.Fatalf(format+"\nchromium stderr:\n%s", append(args, br.Stderr(15))...)
 	}
 
-	wsURL, err := devToolsURL(ctx, profile)
+	c, err := br.Connect(ctx)
 	if err != nil {
 		fail("%v", err)
 	}
-	c, err := dialCDP(ctx, wsURL)
+	defer c.Close()
+	page, err := c.NewPage()
 	if err != nil {
 		fail("%v", err)
 	}
-	defer c.ws.CloseNow()
-
-	var target struct{ TargetID string }
-	if err := c.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		fail("%v", err)
-	}
-	var attached struct{ SessionID string }
-	if err := c.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
-		fail("%v", err)
-	}
-	s := attached.SessionID
+	s := page.Session
 	var pageRequests []string
-	loaded := false
-	c.onEvent = func(m cdpMessage) {
-		if m.SessionID != s {
+	c.OnEvent = func(m chromium.Message) {
+		if m.SessionID != s || m.Method != "Network.requestWillBeSent" {
 			return
 		}
-		switch m.Method {
-		case "Network.requestWillBeSent":
-			var p struct{ Request struct{ URL string } }
-			if json.Unmarshal(m.Params, &p) == nil {
-				pageRequests = append(pageRequests, p.Request.URL)
-			}
-		case "Page.loadEventFired":
-			loaded = true
+		var p struct{ Request struct{ URL string } }
+		if json.Unmarshal(m.Params, &p) == nil {
+			pageRequests = append(pageRequests, p.Request.URL)
 		}
 	}
-	for _, method := range []string{"Network.enable", "Page.enable"} {
-		if err := c.call(s, method, map[string]any{}, nil); err != nil {
-			fail("%v", err)
-		}
+	if err := c.Call(s, "Network.enable", map[string]any{}, nil); err != nil {
+		fail("%v", err)
 	}
-	var nav struct{ ErrorText string }
-	if err := c.call(s, "Page.navigate", map[string]any{"url": srv.URL + "/" + HTMLFile}, &nav); err != nil || nav.ErrorText != "" {
-		fail("navigate: %v %s", err, nav.ErrorText)
+	if err := c.Navigate(s, srv.URL+"/"+HTMLFile); err != nil {
+		fail("%v", err)
 	}
-	for !loaded {
-		if err := c.next(); err != nil {
-			fail("waiting for the load event: %v", err)
-		}
+	var value string
+	if err := c.Evaluate(s, probeExpression, &value); err != nil {
+		fail("probe: %v", err)
 	}
-	var eval struct {
-		Result           struct{ Value string }
-		ExceptionDetails json.RawMessage
-	}
-	if err := c.call(s, "Runtime.evaluate", map[string]any{"expression": probeExpression, "awaitPromise": true,
-		"returnByValue": true}, &eval); err != nil || eval.ExceptionDetails != nil {
-		fail("probe: %v %s", err, eval.ExceptionDetails)
-	}
-	c.call("", "Browser.close", map[string]any{}, nil) // the cleanup kills it anyway
+	c.Call("", "Browser.close", map[string]any{}, nil) // the cleanup kills it anyway
 
 	var images []struct {
 		Src           string
 		Width, Height int
 	}
-	if err := json.Unmarshal([]byte(eval.Result.Value), &images); err != nil {
-		t.Fatalf("probe result %q: %v", eval.Result.Value, err)
+	if err := json.Unmarshal([]byte(value), &images); err != nil {
+		t.Fatalf("probe result %q: %v", value, err)
 	}
 	seen := map[string]bool{}
 	for _, im := range images {
@@ -245,114 +171,4 @@ func TestReportInChromium(t *testing.T) {
 	}
 	t.Logf("%d images loaded; the page made %d requests; "+
 		"chromium's own background requests refused by the trap: %q", len(images), len(pageRequests), trapped.list())
-}
-
-// devToolsURL waits for Chromium to write DevToolsActivePort into its
-// profile (it does with --remote-debugging-port=0) and returns the
-// browser's DevTools websocket URL.
-func devToolsURL(ctx context.Context, profile string) (string, error) {
-	for {
-		b, err := os.ReadFile(filepath.Join(profile, "DevToolsActivePort"))
-		if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); err == nil && len(lines) == 2 {
-			return "ws://127.0.0.1:" + lines[0] + lines[1], nil
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("chromium wrote no DevToolsActivePort: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// cdpMessage is a DevTools protocol response or event.
-type cdpMessage struct {
-	ID        int             `json:"id"`
-	Method    string          `json:"method"`
-	Params    json.RawMessage `json:"params"`
-	Result    json.RawMessage `json:"result"`
-	SessionID string          `json:"sessionId"`
-	Error     *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// cdp is a minimal synchronous DevTools protocol client: one call at a
-// time, events handed to onEvent while waiting.
-type cdp struct {
-	ctx     context.Context // bounds the whole session
-	ws      *websocket.Conn
-	lastID  int
-	onEvent func(cdpMessage)
-}
-
-// dialCDP connects to the DevTools websocket at wsURL. The Origin header
-// is the one --remote-allow-origins lets in.
-func dialCDP(ctx context.Context, wsURL string) (*cdp, error) {
-	ws, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{
-		HTTPHeader: http.Header{"Origin": {"http://127.0.0.1"}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to DevTools at %s: %w", wsURL, err)
-	}
-	// DevTools messages (a probe's result, a request's headers) can
-	// exceed the library's default limit of 32 KiB.
-	ws.SetReadLimit(64 << 20)
-	return &cdp{ctx: ctx, ws: ws, onEvent: func(cdpMessage) {}}, nil
-}
-
-// next reads one message and hands it to onEvent if it is an event.
-func (c *cdp) next() error {
-	_, err := c.read()
-	return err
-}
-
-func (c *cdp) read() (cdpMessage, error) {
-	var m cdpMessage
-	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
-	defer cancel()
-	if err := wsjson.Read(ctx, c.ws, &m); err != nil {
-		return m, fmt.Errorf("read DevTools message: %w", err)
-	}
-	if m.Method != "" {
-		c.onEvent(m)
-	}
-	return m, nil
-}
-
-// call sends method with params (to session, or the browser when
-// session is "") and decodes the result into result, if not nil.
-func (c *cdp) call(session, method string, params any, result any) error {
-	c.lastID++
-	req := map[string]any{"id": c.lastID, "method": method, "params": params}
-	if session != "" {
-		req["sessionId"] = session
-	}
-	if err := wsjson.Write(c.ctx, c.ws, req); err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	for {
-		m, err := c.read()
-		if err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		if m.ID != c.lastID {
-			continue
-		}
-		if m.Error != nil {
-			return fmt.Errorf("%s: %d %s", method, m.Error.Code, m.Error.Message)
-		}
-		if result != nil {
-			return json.Unmarshal(m.Result, result)
-		}
-		return nil
-	}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
