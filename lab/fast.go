@@ -93,6 +93,13 @@ func (f FastSpec) RunH2(ctx context.Context, env *Env, c *loadgen.H2Conn, url st
 	return f.run(ctx, env, loadgen.OpenLoop{H2: c, URL: url}, meta, t0, w)
 }
 
+// RunH3 is Run with every request a stream on the HTTP/3 connection c
+// (loadgen.OpenLoop.H3), which the caller opened and closes.
+func (f FastSpec) RunH3(ctx context.Context, env *Env, c *loadgen.H3Conn, url string, meta recorder.RunMeta, t0 time.Time,
+	w *recorder.FileWriter[recorder.Request]) FastRun {
+	return f.run(ctx, env, loadgen.OpenLoop{H3: c, URL: url}, meta, t0, w)
+}
+
 // run sends the schedule on loop's client or connection.
 func (f FastSpec) run(ctx context.Context, env *Env, loop loadgen.OpenLoop, meta recorder.RunMeta, t0 time.Time,
 	w *recorder.FileWriter[recorder.Request]) FastRun {

@@ -205,7 +205,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	var fast lab.FastRun
 	switch fc := fastConn.(type) {
 	case *loadgen.H3Conn:
-		fast = runFastH3(ctx, c.Fast, env, fc, running.URL()+c.Fast.Path, meta, t0, f.Requests)
+		fast = c.Fast.RunH3(ctx, env, fc, running.URL()+c.Fast.Path, meta, t0, f.Requests)
 	case *loadgen.H2Conn:
 		fast = c.Fast.RunH2(ctx, env, fc, running.URL()+c.Fast.Path, meta, t0, f.Requests)
 	}
