@@ -45,10 +45,12 @@ func (gunicornApp) ModelInstalled(model string) error {
 	if err != nil {
 		return err
 	}
-	if out, err := exec.Command(py, "-c", "import gevent").CombinedOutput(); err != nil {
-		return fmt.Errorf("gunicorn's gevent worker needs the gevent module in %s (apt-get install python3-gevent): %v: %s", py, err, bytes.TrimSpace(out))
-	}
-	return nil
+	return installed("import gevent\x00"+py, func() error {
+		if out, err := exec.Command(py, "-c", "import gevent").CombinedOutput(); err != nil {
+			return fmt.Errorf("gunicorn's gevent worker needs the gevent module in %s (apt-get install python3-gevent): %v: %s", py, err, bytes.TrimSpace(out))
+		}
+		return nil
+	})
 }
 
 // Versions implements Versioned: Gunicorn's, and its Python's and the

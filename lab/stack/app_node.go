@@ -62,8 +62,16 @@ func (nodeApp) Versions() map[string]string {
 
 // nodeWSVersion is the version of the ws module app.js loads, which
 // `node - --ws-version` with app.js on stdin prints (with its file); the
-// error says why there is none (app.js's own message).
+// error says why there is none (app.js's own message). Once a process.
 func nodeWSVersion() (string, error) {
+	r := installed("node ws", func() result[string] {
+		v, err := probeNodeWS()
+		return result[string]{v, err}
+	})
+	return r.v, r.err
+}
+
+func probeNodeWS() (string, error) {
 	bin, err := exec.LookPath("node")
 	if err != nil {
 		return "", err
@@ -96,6 +104,10 @@ var nodeVersionRE = regexp.MustCompile(`^v(\d+)\.`)
 // ModelInstalled implements ModelChecker: app.js needs a recent enough
 // Node.js, and the ws module (Debian node-ws).
 func (nodeApp) ModelInstalled(string) error {
+	return installed("node installed", nodeInstalled)
+}
+
+func nodeInstalled() error {
 	out, err := exec.Command("node", "--version").Output()
 	if err != nil {
 		return fmt.Errorf("node --version: %w", err)

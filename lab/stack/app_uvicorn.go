@@ -69,7 +69,16 @@ var uvicornPythons = []string{"python3", "/usr/bin/python3"}
 
 // findUvicornPython returns the first of candidates (names on PATH or
 // paths) that can import uvicorn, else an error naming the package.
+// Once a process for each list of candidates.
 func findUvicornPython(candidates []string) (string, error) {
+	r := installed("uvicorn python\x00"+strings.Join(candidates, "\x00"), func() result[string] {
+		py, err := probeUvicornPython(candidates)
+		return result[string]{py, err}
+	})
+	return r.v, r.err
+}
+
+func probeUvicornPython(candidates []string) (string, error) {
 	var tried []string
 	for _, c := range candidates {
 		py, err := exec.LookPath(c)

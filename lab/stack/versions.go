@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,9 +43,42 @@ func (s Stack) Versions() map[string]string {
 	return out
 }
 
+// installed memoizes probe's answer under key for the life of the
+// process: what is installed (a program's version, whether a Python
+// imports a module, which interpreter has it) does not change while
+// slowlab runs, and each probe starts a Python or a Node.js, seconds on a
+// loaded machine, which every session (every test of a package) would
+// otherwise pay again for every component of its stack.
+func installed[T any](key string, probe func() T) T {
+	p, _ := probes.LoadOrStore(key, &probed{})
+	pr := p.(*probed)
+	pr.once.Do(func() { pr.v = probe() })
+	v, _ := pr.v.(T) // a nil error is stored as a nil any
+	return v
+}
+
+// probes are installed's answers: key -> *probed.
+var probes sync.Map
+
+type probed struct {
+	once sync.Once
+	v    any
+}
+
+// result is a probe's answer that can fail, for installed.
+type result[T any] struct {
+	v   T
+	err error
+}
+
 // programVersion runs program with args and returns the first line it
-// prints, or "" when it is not installed or fails.
+// prints, or "" when it is not installed or fails (once a process).
 func programVersion(program string, args ...string) string {
+	key := strings.Join(append([]string{"version", program}, args...), "\x00")
+	return installed(key, func() string { return runVersion(program, args...) })
+}
+
+func runVersion(program string, args ...string) string {
 	path, err := exec.LookPath(program)
 	if err != nil {
 		return ""
