@@ -53,6 +53,64 @@ func ruleThresholds(t *testing.T, alert string) []float64 {
 	return nil
 }
 
+// The series of group "proxy" the held-memory tests read.
+const (
+	rssKey     = "slowlab_process_resident_memory_bytes{proxy}"
+	notSentKey = "slowlab_socket_notsent_bytes{proxy,accepted}"
+	connsKey   = "slowlab_sockets{proxy,established}"
+	tempKey    = "slowlab_proxy_temp_files{proxy}"
+	fromAppKey = "slowlab_socket_receive_queue_bytes{proxy,connected}"
+	cgroupKey  = "slowlab_cgroup_memory_usage_bytes{proxy}"
+)
+
+// slowReaders is how many slow readers the held-memory tests start.
+const slowReaders = 2
+
+// watchSlowReaders starts Gunicorn sync-2 behind stackName's proxy on
+// route, under the published limits (labtest.StartOwn: root), serving a
+// 16 MiB /large, and an exporter whose group "proxy" is the proxy's
+// cgroup and temp dirs; once the exporter has read the proxy with no
+// client, it starts two slow readers of /large at 2 MiB/s (8 s each),
+// stopped when the test ends. It returns the exporter and its values
+// from before the readers.
+func watchSlowReaders(t *testing.T, stackName string, route stack.Route) (*exporter.Exporter, map[string]float64) {
+	t.Helper()
+	const size, rate = 16 << 20, 2 << 20
+	r := labtest.StartOwn(t, stackName, route, "sync-2", size)
+	e, err := exporter.New(exporter.Config{Groups: []exporter.Group{{Name: "proxy", Selectors: r.Groups()["proxy"], TempDirs: r.TempDirs()}}},
+		exporter.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slowlabtest.Values(t, e)
+	if before[rssKey] == 0 || before[connsKey] != 0 {
+		t.Fatalf("before any reader: RSS %v, established %v; want the proxy's memory and no connection", before[rssKey], before[connsKey])
+	}
+	u, _ := url.Parse(r.URL() + "/large")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for i := range slowReaders {
+		sr := loadgen.SlowReader{URL: u, RcvBuf: 8 << 10, ReadSize: 16 << 10, Rate: rate, Timeout: time.Minute,
+			Header: http.Header{appserver.RequestIDHeader: {"held-" + strconv.Itoa(i)}}}
+		wg.Go(func() { sr.Run(ctx, i) })
+	}
+	return e, before
+}
+
+// heldThresholds are SlowlabResponsesHeldInMemory's memory held and
+// memory per connection.
+func heldThresholds(t *testing.T) (held, perConn float64) {
+	t.Helper()
+	th := ruleThresholds(t, "SlowlabResponsesHeldInMemory")
+	if len(th) != 2 {
+		t.Fatalf("SlowlabResponsesHeldInMemory compares with %v: want the memory held and the memory per connection", th)
+	}
+	return th[0], th[1]
+}
+
+func mib(v float64) float64 { return v / (1 << 20) }
+
 // TestResponsesHeldInMemoryOnRealCaddy: the exporter watching a real
 // Caddy on caddy-buffer-response (buffer_responses) in front of Gunicorn
 // sync-2, under the proxy's published limits, while two slow readers
@@ -64,61 +122,80 @@ func ruleThresholds(t *testing.T, alert string) []float64 {
 func TestResponsesHeldInMemoryOnRealCaddy(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.RequireTool(t, "caddy")
-	th := ruleThresholds(t, "SlowlabResponsesHeldInMemory")
-	if len(th) != 2 {
-		t.Fatalf("SlowlabResponsesHeldInMemory compares with %v: want the memory held and the memory per connection", th)
-	}
-	held, perConn := th[0], th[1]
-	const size, rate, readers = 16 << 20, 2 << 20, 2
-	r := labtest.StartOwn(t, "gunicorn+caddy", stack.RouteCaddyBufferResponse, "sync-2", size)
-	e, err := exporter.New(exporter.Config{Groups: []exporter.Group{{Name: "proxy", Selectors: r.Groups()["proxy"], TempDirs: r.TempDirs()}}},
-		exporter.Options{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const (
-		rss      = "slowlab_process_resident_memory_bytes{proxy}"
-		notSent  = "slowlab_socket_notsent_bytes{proxy,accepted}"
-		conns    = "slowlab_sockets{proxy,established}"
-		temp     = "slowlab_proxy_temp_files{proxy}"
-		fromApp  = "slowlab_socket_receive_queue_bytes{proxy,connected}"
-		cgMemory = "slowlab_cgroup_memory_usage_bytes{proxy}"
-	)
-	before := slowlabtest.Values(t, e)
-	if before[rss] == 0 || before[conns] != 0 {
-		t.Fatalf("before any reader: RSS %v, established %v; want Caddy's memory and no connection", before[rss], before[conns])
-	}
-
-	u, _ := url.Parse(r.URL() + "/large")
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	for i := range readers {
-		sr := loadgen.SlowReader{URL: u, RcvBuf: 8 << 10, ReadSize: 16 << 10, Rate: rate, Timeout: time.Minute,
-			Header: http.Header{appserver.RequestIDHeader: {"held-" + strconv.Itoa(i)}}}
-		wg.Go(func() { sr.Run(ctx, i) })
-	}
+	held, perConn := heldThresholds(t)
+	e, before := watchSlowReaders(t, "gunicorn+caddy", stack.RouteCaddyBufferResponse)
 	var v map[string]float64
-	grown := func() float64 { return v[rss] - before[rss] }
+	grown := func() float64 { return v[rssKey] - before[rssKey] }
 	slowlabtest.WaitFor(t, "Caddy holding both responses in memory for the slow readers", func() bool {
 		v = slowlabtest.Values(t, e)
 		// Caddy is done with the app once nothing of it is left unread
 		// and the readers' are its only connections.
-		return grown() >= held && grown()/max(v[conns], 1) >= perConn && v[notSent] > 0 && v[conns] == readers && v[fromApp] == 0
+		return grown() >= held && grown()/max(v[connsKey], 1) >= perConn && v[notSentKey] > 0 && v[connsKey] == slowReaders && v[fromAppKey] == 0
 	}, func() string {
 		return fmt.Sprintf("RSS %.1f MiB from %.1f (want +%.0f MiB, +%.1f MiB per connection), established %v (want the %d readers'), not sent %.1f MiB, unread from the app %.1f MiB",
-			v[rss]/(1<<20), before[rss]/(1<<20), held/(1<<20), perConn/(1<<20), v[conns], readers, v[notSent]/(1<<20), v[fromApp]/(1<<20))
+			mib(v[rssKey]), mib(before[rssKey]), mib(held), mib(perConn), v[connsKey], slowReaders, mib(v[notSentKey]), mib(v[fromAppKey]))
 	})
 	t.Logf("RSS %.1f -> %.1f MiB, cgroup memory %.1f -> %.1f MiB, %v established, %.1f MiB not sent to the readers, %.1f MiB unread from the app",
-		before[rss]/(1<<20), v[rss]/(1<<20), before[cgMemory]/(1<<20), v[cgMemory]/(1<<20), v[conns], v[notSent]/(1<<20), v[fromApp]/(1<<20))
+		mib(before[rssKey]), mib(v[rssKey]), mib(before[cgroupKey]), mib(v[cgroupKey]), v[connsKey], mib(v[notSentKey]), mib(v[fromAppKey]))
 	// No temp file: the series is there (the collector read every fd) and 0.
-	if n, ok := v[temp]; !ok || n != 0 {
+	if n, ok := v[tempKey]; !ok || n != 0 {
 		t.Errorf("temp files %v (reported: %t), want 0: Caddy buffers in memory only", n, ok)
 	}
 	for _, c := range []string{"process", "sockets", "tempfiles"} {
 		if s := v["slowlab_exporter_collector_success{"+c+"}"]; s != 1 {
 			t.Errorf("collector %s success %v", c, s)
 		}
+	}
+}
+
+// TestResponsesNotHeldInMemoryOnRealProxies: the same two slow readers
+// behind a proxy that relays (HAProxy, Caddy as shipped, Apache at its
+// defaults) or spools (NGINX, proxy_buffering on). The exporter sees the
+// readers (their windows closed on unsent bytes) and what holds the
+// responses instead of the proxy's memory: the app, whose bytes wait
+// unread on the proxy's connections to it (4 established: the readers'
+// and 2 to the app), or NGINX's temp files (2; only the readers'
+// connections, nothing from the app unread). The proxy's RSS grows by
+// less than SlowlabResponsesHeldInMemory's per-connection threshold for
+// each connection, and its temp-file clause holds NGINX off as well.
+func TestResponsesNotHeldInMemoryOnRealProxies(t *testing.T) {
+	slowlabtest.Timing(t)
+	held, perConn := heldThresholds(t)
+	for _, tc := range []struct {
+		stack, tool string
+		route       stack.Route
+		spools      bool
+	}{
+		{"gunicorn+nginx", "nginx", stack.RouteBufferingOn, true},
+		{"gunicorn+haproxy", "haproxy", stack.RouteHAProxyDefault, false},
+		{"gunicorn+caddy", "caddy", stack.RouteCaddyDefault, false},
+		{"gunicorn+apache", "apache2", stack.RouteApacheDefault, false},
+	} {
+		t.Run(string(tc.route), func(t *testing.T) {
+			slowlabtest.RequireTool(t, tc.tool)
+			e, before := watchSlowReaders(t, tc.stack, tc.route)
+			var v map[string]float64
+			what := "the app's bytes unread on the proxy's 2 connections to it"
+			if tc.spools {
+				what = "NGINX spooling both responses to temp files"
+			}
+			slowlabtest.WaitFor(t, what+" while the readers' windows are closed", func() bool {
+				v = slowlabtest.Values(t, e)
+				if tc.spools {
+					return v[tempKey] == slowReaders && v[connsKey] == slowReaders && v[fromAppKey] == 0 && v[notSentKey] > 0
+				}
+				return v[connsKey] == 2*slowReaders && v[fromAppKey] > 0 && v[notSentKey] > 0
+			}, func() string {
+				return fmt.Sprintf("established %v, temp files %v, unread from the app %.1f MiB, not sent %.1f MiB", v[connsKey], v[tempKey], mib(v[fromAppKey]), mib(v[notSentKey]))
+			})
+			grown := v[rssKey] - before[rssKey]
+			t.Logf("RSS %.1f -> %.1f MiB, cgroup memory %.1f -> %.1f MiB, %v established, %v temp files (%.1f MiB), %.1f MiB not sent to the readers, %.1f MiB unread from the app",
+				mib(before[rssKey]), mib(v[rssKey]), mib(before[cgroupKey]), mib(v[cgroupKey]), v[connsKey], v[tempKey],
+				mib(v["slowlab_proxy_temp_logical_bytes{proxy}"]), mib(v[notSentKey]), mib(v[fromAppKey]))
+			if grown >= held || grown/v[connsKey] >= perConn {
+				t.Errorf("RSS grew %.1f MiB (%.2f MiB per connection) with the readers: SlowlabResponsesHeldInMemory would count it (%.0f MiB, %.0f MiB per connection)",
+					mib(grown), mib(grown/v[connsKey]), mib(held), mib(perConn))
+			}
+		})
 	}
 }
