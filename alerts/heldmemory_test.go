@@ -155,7 +155,9 @@ func TestResponsesHeldInMemoryOnRealCaddy(t *testing.T) {
 // responses instead of the proxy's memory: the app, whose bytes wait
 // unread on the proxy's connections to it (4 established: the readers'
 // and 2 to the app), or NGINX's temp files (2; only the readers'
-// connections, nothing from the app unread). The proxy's RSS grows by
+// connections, nothing from the app unread). No proxy process waits in a
+// socket write (sk_stream_wait_memory), and only NGINX has temp files. The
+// proxy's RSS grows by
 // less than SlowlabResponsesHeldInMemory's per-connection threshold for
 // each connection, and its temp-file clause holds NGINX off as well.
 func TestResponsesNotHeldInMemoryOnRealProxies(t *testing.T) {
@@ -192,6 +194,13 @@ func TestResponsesNotHeldInMemoryOnRealProxies(t *testing.T) {
 			t.Logf("RSS %.1f -> %.1f MiB, cgroup memory %.1f -> %.1f MiB, %v established, %v temp files (%.1f MiB), %.1f MiB not sent to the readers, %.1f MiB unread from the app",
 				mib(before[rssKey]), mib(v[rssKey]), mib(before[cgroupKey]), mib(v[cgroupKey]), v[connsKey], v[tempKey],
 				mib(v["slowlab_proxy_temp_logical_bytes{proxy}"]), mib(v[notSentKey]), mib(v[fromAppKey]))
+			if n, ok := v[tempKey]; !tc.spools && (!ok || n != 0) {
+				t.Errorf("temp files %v (reported: %t), want 0: %s keeps none", n, ok, tc.tool)
+			}
+			// An event loop: a slow client never blocks it in a write.
+			if n := v["slowlab_process_wchan{proxy,sk_stream_wait_memory}"]; n != 0 {
+				t.Errorf("%v proxy processes in sk_stream_wait_memory", n)
+			}
 			if grown >= held || grown/v[connsKey] >= perConn {
 				t.Errorf("RSS grew %.1f MiB (%.2f MiB per connection) with the readers: SlowlabResponsesHeldInMemory would count it (%.0f MiB, %.0f MiB per connection)",
 					mib(grown), mib(grown/v[connsKey]), mib(held), mib(perConn))
