@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,26 +68,32 @@ const (
 // slowReaders is how many slow readers the held-memory tests start.
 const slowReaders = 2
 
-// watchSlowReaders starts Gunicorn sync-2 behind stackName's proxy on
-// route, under the published limits (labtest.StartOwn: root), serving a
-// 16 MiB /large, and an exporter whose group "proxy" is the proxy's
-// cgroup and temp dirs; once the exporter has read the proxy with no
-// client, it starts two slow readers of /large at 2 MiB/s (8 s each),
-// stopped when the test ends. It returns the exporter and its values
-// from before the readers.
-func watchSlowReaders(t *testing.T, stackName string, route stack.Route) (*exporter.Exporter, map[string]float64) {
+// watchProxy starts Gunicorn sync-2 behind stackName's proxy on route,
+// under the published limits (labtest.StartOwn: root), serving a 16 MiB
+// /large, and an exporter whose group "proxy" is the proxy's cgroup and
+// temp dirs. It returns the stack, the exporter and its values once the
+// proxy has no connection (the lab's check that it serves may leave one
+// in keep-alive: Apache's for up to its KeepAliveTimeout, 5 s).
+func watchProxy(t *testing.T, stackName string, route stack.Route) (*stack.Running, *exporter.Exporter, map[string]float64) {
 	t.Helper()
-	const size, rate = 16 << 20, 2 << 20
-	r := labtest.StartOwn(t, stackName, route, "sync-2", size)
+	r := labtest.StartOwn(t, stackName, route, "sync-2", 16<<20)
 	e, err := exporter.New(exporter.Config{Groups: []exporter.Group{{Name: "proxy", Selectors: r.Groups()["proxy"], TempDirs: r.TempDirs()}}},
 		exporter.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := slowlabtest.Values(t, e)
-	if before[rssKey] == 0 || before[connsKey] != 0 {
-		t.Fatalf("before any reader: RSS %v, established %v; want the proxy's memory and no connection", before[rssKey], before[connsKey])
-	}
+	var before map[string]float64
+	slowlabtest.WaitFor(t, "the proxy with no connection before the readers", func() bool {
+		before = slowlabtest.Values(t, e)
+		return before[rssKey] > 0 && before[connsKey] == 0
+	}, func() string { return fmt.Sprintf("RSS %v, established %v", before[rssKey], before[connsKey]) })
+	return r, e, before
+}
+
+// startSlowReaders starts two slow readers of r's /large at rate bytes a
+// second, stopped when the test ends.
+func startSlowReaders(t *testing.T, r *stack.Running, rate float64) {
+	t.Helper()
 	u, _ := url.Parse(r.URL() + "/large")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -95,6 +103,14 @@ func watchSlowReaders(t *testing.T, stackName string, route stack.Route) (*expor
 			Header: http.Header{appserver.RequestIDHeader: {"held-" + strconv.Itoa(i)}}}
 		wg.Go(func() { sr.Run(ctx, i) })
 	}
+}
+
+// watchSlowReaders is watchProxy with two slow readers at 2 MiB/s (8 s
+// each) started once the exporter has read the proxy with no client.
+func watchSlowReaders(t *testing.T, stackName string, route stack.Route) (*exporter.Exporter, map[string]float64) {
+	t.Helper()
+	r, e, before := watchProxy(t, stackName, route)
+	startSlowReaders(t, r, 2<<20)
 	return e, before
 }
 
@@ -207,4 +223,44 @@ func TestResponsesNotHeldInMemoryOnRealProxies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResponsesHeldInMemoryFiresOnRealCaddy runs the rule itself in a
+// real Prometheus that scrapes the exporter watching real Caddy on
+// caddy-buffer-response every second (every `for` cut to 2 s): it is
+// quiet while Caddy is idle and fires for Caddy's group once two slow
+// readers (1 MiB/s, 16 s each) have it hold their responses.
+func TestResponsesHeldInMemoryFiresOnRealCaddy(t *testing.T) {
+	slowlabtest.RequireTool(t, "caddy")
+	r, e, _ := watchProxy(t, "gunicorn+caddy", stack.RouteCaddyBufferResponse)
+	srv := httptest.NewServer(e.Handler())
+	t.Cleanup(srv.Close)
+	rules, err := os.ReadFile(RulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: slowlab-exporter
+    static_configs: [{targets: [%q]}]
+`, strings.TrimPrefix(srv.URL, "http://"))
+	prom := slowlabtest.StartPrometheus(t, cfg, map[string]string{"rules.yml": forClause.ReplaceAllString(string(rules), "$1 2s")})
+	const firing = `ALERTS{alertname="SlowlabResponsesHeldInMemory",alertstate="firing",group="proxy"}`
+	// The idle memory the rule's lowest of the hour starts from.
+	slowlabtest.WaitFor(t, "3 scrapes of idle Caddy", func() bool {
+		v := prom.Query(`count_over_time(slowlab_process_resident_memory_bytes{group="proxy"}[1m])`)
+		return len(v) > 0 && v[0].Value >= 3
+	})
+	if v := prom.Query(firing); len(v) > 0 {
+		t.Fatalf("SlowlabResponsesHeldInMemory firing on idle Caddy: %v", v)
+	}
+	startSlowReaders(t, r, 1<<20)
+	slowlabtest.WaitFor(t, "SlowlabResponsesHeldInMemory firing for Caddy's group", func() bool { return len(prom.Query(firing)) > 0 },
+		func() string {
+			return fmt.Sprintf("RSS above its lowest %v, established %v, not sent %v", prom.Query(
+				`slowlab_process_resident_memory_bytes{group="proxy"} - min_over_time(slowlab_process_resident_memory_bytes{group="proxy"}[1h])`),
+				prom.Query(`slowlab_sockets{group="proxy",state="established"}`), prom.Query(`slowlab_socket_notsent_bytes{group="proxy",side="accepted"}`))
+		})
+	t.Logf("firing: %v", prom.Query(firing))
 }
