@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -235,17 +234,7 @@ func TestResponsesHeldInMemoryFiresOnRealCaddy(t *testing.T) {
 	r, e, _ := watchProxy(t, "gunicorn+caddy", stack.RouteCaddyBufferResponse)
 	srv := httptest.NewServer(e.Handler())
 	t.Cleanup(srv.Close)
-	rules, err := os.ReadFile(RulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: [rules.yml]
-scrape_configs:
-  - job_name: slowlab-exporter
-    static_configs: [{targets: [%q]}]
-`, strings.TrimPrefix(srv.URL, "http://"))
-	prom := slowlabtest.StartPrometheus(t, cfg, map[string]string{"rules.yml": forClause.ReplaceAllString(string(rules), "$1 2s")})
+	prom := rulesPrometheus(t, srv.URL, nil)
 	const firing = `ALERTS{alertname="SlowlabResponsesHeldInMemory",alertstate="firing",group="proxy"}`
 	// The idle memory the rule's lowest of the hour starts from.
 	slowlabtest.WaitFor(t, "3 scrapes of idle Caddy", func() bool {
