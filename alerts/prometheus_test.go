@@ -13,6 +13,28 @@ import (
 
 var forClause = regexp.MustCompile(`(?m)^(\s+for:) \S+$`)
 
+// rulesPrometheus starts a real Prometheus that scrapes the exporter at
+// metricsURL and evaluates slowlab.rules.yml every second, with every
+// `for` cut to 2 s and then rewritten by rewrite (nil: as it is).
+func rulesPrometheus(t *testing.T, metricsURL string, rewrite func(rules string) string) *slowlabtest.Prometheus {
+	t.Helper()
+	rules, err := os.ReadFile(RulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortened := forClause.ReplaceAllString(string(rules), "$1 2s")
+	if rewrite != nil {
+		shortened = rewrite(shortened)
+	}
+	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+rule_files: [rules.yml]
+scrape_configs:
+  - job_name: slowlab-exporter
+    static_configs: [{targets: [%q]}]
+`, strings.TrimPrefix(metricsURL, "http://"))
+	return slowlabtest.StartPrometheus(t, cfg, map[string]string{"rules.yml": shortened})
+}
+
 // TestProductionAlertsOnRealGunicorn runs the production rules on a real
 // Prometheus that scrapes the exporter watching a real Gunicorn with two
 // sync workers, and has clients connect to it and send nothing: both
@@ -26,21 +48,13 @@ func TestProductionAlertsOnRealGunicorn(t *testing.T) {
 	slowlabtest.RequireRoot(t, "reading the workers' kernel stacks (sk_wait_data)")
 	r, port, metricsURL := watchedSync2(t, "alerts", 0)
 
-	rules, err := os.ReadFile(RulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: [rules.yml]
-scrape_configs:
-  - job_name: slowlab-exporter
-    static_configs: [{targets: [%q]}]
-`, strings.TrimPrefix(metricsURL, "http://"))
-	shortened := strings.ReplaceAll(forClause.ReplaceAllString(string(rules), "$1 2s"), `quiet="60s"`, `quiet="10s"`)
-	if !strings.Contains(shortened, `quiet="10s"`) {
-		t.Fatal(`the rules no longer query quiet="60s": update this test`)
-	}
-	prom := slowlabtest.StartPrometheus(t, cfg, map[string]string{"rules.yml": shortened})
+	prom := rulesPrometheus(t, metricsURL, func(rules string) string {
+		shortened := strings.ReplaceAll(rules, `quiet="60s"`, `quiet="10s"`)
+		if !strings.Contains(shortened, `quiet="10s"`) {
+			t.Fatal(`the rules no longer query quiet="60s": update this test`)
+		}
+		return shortened
+	})
 
 	alert := func(name string) string {
 		return fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing",group="app"}`, name)

@@ -101,5 +101,6 @@ func Experiment() (dashboard.Dashboard, error) {
 	b.WithRow(dashboard.NewRowBuilder("Where the response waits"))
 	b.WithPanel(tempBytesPanel(expGroups))
 	b.WithPanel(sendQueuePanel(expGroups))
+	b.WithPanel(heldMemoryPanel(expGroups))
 	return finish(b)
 }

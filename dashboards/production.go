@@ -56,6 +56,7 @@ func Production() (dashboard.Dashboard, error) {
 	b.WithPanel(tempBytesPanel(prodGroups))
 	b.WithPanel(tempFilesPanel(prodGroups))
 	b.WithPanel(tempWriteErrorsPanel(prodGroups))
+	b.WithPanel(heldMemoryPanel(prodGroups))
 	b.WithPanel(stackedSeries("TCP sockets by state", units.Short,
 		"The group's TCP sockets by state (listening sockets included); states with no socket are hidden. A growing close_wait count is peers that left while the app still holds their sockets: a connection leak (SlowlabCloseWaitGrowing).",
 		query(fmt.Sprintf("sum by (group, state) (slowlab_sockets{%s}) > 0", prodGroups), "{{group}} {{state}}")))

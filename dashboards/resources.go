@@ -85,3 +85,16 @@ func waitStatesPanel(s string) *timeseries.PanelBuilder {
 			"a synchronous worker stuck serving a slow reader. When it reaches the number of workers, no worker is left for other requests (SlowlabWorkersSaturated).",
 		query(fmt.Sprintf("sum by (group, wchan) (slowlab_process_wchan{%s})", s), "{{group}} {{wchan}}"))
 }
+
+// heldMemoryPanel is where a group keeps the responses its clients have
+// not read: its memory, its temp files, its sockets.
+func heldMemoryPanel(s string) *timeseries.PanelBuilder {
+	return timeSeries("Slow responses: memory, disk, sockets", units.BytesIEC,
+		"Where each group keeps responses its clients have not read yet: resident memory above its lowest of the last hour "+
+			"(a proxy that buffers responses in memory: Caddy's buffer_responses, Apache's ProxyIOBufferSize), the bytes of its open temp files "+
+			"(NGINX spools there; their page cache is in the cgroup's memory, not in RSS), and what its clients' closed windows keep unsent in its send queues. "+
+			"Memory that climbs with the slow clients while no temp file opens is the proxy holding whole responses for them, each slow client one more (SlowlabResponsesHeldInMemory).",
+		query(fmt.Sprintf("sum by (group) (slowlab_process_resident_memory_bytes{%[1]s} - min_over_time(slowlab_process_resident_memory_bytes{%[1]s}[1h]))", s), "{{group}} memory held"),
+		query(fmt.Sprintf("sum by (group) (slowlab_proxy_temp_logical_bytes{%s})", s), "{{group}} temp files"),
+		query(fmt.Sprintf(`sum by (group) (slowlab_socket_notsent_bytes{side="accepted", %s})`, s), "{{group}} not sent to clients"))
+}
