@@ -69,9 +69,13 @@ func SummarizeFast[T any](runs []T, of func(*T) FastRun) FastOver {
 // the experiments that run /fast beside their clients; FastCols(of)
 // writes them where of returns Fast().
 type FastFields struct {
-	FastPlanned, FastSent int
-	FastTotal, FastOK     int
-	P50MS, P95MS, MaxMS   Maybe
+	FastPlanned int   `csv:"fast_planned"`
+	FastSent    int   `csv:"fast_sent"`
+	FastTotal   int   `csv:"fast_total"`
+	FastOK      int   `csv:"fast_ok"`
+	P50MS       Maybe `csv:"p50_ms,millis"`
+	P95MS       Maybe `csv:"p95_ms,millis"`
+	MaxMS       Maybe `csv:"max_ms,millis"`
 }
 
 // Fast points at f's columns.
@@ -92,9 +96,10 @@ func (f *FastFields) SummarizeFast(reqs []Request) {
 // most it held at once and the most workers holding one, from its own
 // count sampled during the run (HoldCols writes them).
 type Holding struct {
-	Slots, Workers    Maybe
-	HeldMax           Maybe
-	WorkersHoldingMax Maybe
+	Slots             Maybe `csv:"slots,whole"`
+	Workers           Maybe `csv:"workers,whole"`
+	HeldMax           Maybe `csv:"held_max,whole"`
+	WorkersHoldingMax Maybe `csv:"workers_holding_max,whole"`
 }
 
 // HoldCols are a run row's slots, workers, held_max and
