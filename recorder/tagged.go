@@ -1,8 +1,10 @@
 package recorder
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,10 +35,49 @@ func Tagged[T any](file string) *Schema[T] {
 		panic(fmt.Sprintf("recorder: Tagged[%s]: not a struct", t))
 	}
 	s := &Schema[T]{file: file}
-	seen := map[string]string{}
-	tagColumns(s, t, t.Name(), 0, seen)
+	tagColumns(s, t, t.Name(), 0, map[string]string{}, nil)
 	if len(s.cols) == 0 {
 		panic(fmt.Sprintf("recorder: %s (%s) has no columns", t, file))
+	}
+	return s
+}
+
+// TaggedSpans is Tagged for a row whose columns are its tagged fields in
+// another order than the struct's, as when an embedded struct's columns
+// are split around the row's own (a file that grew): each span is
+// "First-Last", the fields from First through Last in the struct's order
+// (an embedded struct's fields by their own names), and the spans
+// together must take every tagged field once; else it panics naming the
+// type and the span.
+func TaggedSpans[T any](file string, spans ...string) *Schema[T] {
+	all, t := Tagged[T](file), reflect.TypeFor[T]()
+	var fields []string
+	tagColumns(&Schema[T]{}, t, t.Name(), 0, map[string]string{}, &fields)
+	at := func(name, span string) int {
+		i := slices.Index(fields, name)
+		if i < 0 || slices.Index(fields[i+1:], name) >= 0 {
+			panic(fmt.Sprintf("recorder: %s: span %q: no single tagged field %s", t, span, name))
+		}
+		return i
+	}
+	s := &Schema[T]{file: file}
+	used := make([]bool, len(fields))
+	for _, span := range spans {
+		first, last, _ := strings.Cut(span, "-")
+		i, j := at(first, span), at(cmp.Or(last, first), span)
+		if i > j {
+			panic(fmt.Sprintf("recorder: %s: span %q: %s comes after %s", t, span, first, last))
+		}
+		for k := i; k <= j; k++ {
+			if used[k] {
+				panic(fmt.Sprintf("recorder: %s: span %q takes field %s again", t, span, fields[k]))
+			}
+			used[k] = true
+		}
+		s.cols = append(s.cols, all.cols[i:j+1]...)
+	}
+	if k := slices.Index(used, false); k >= 0 {
+		panic(fmt.Sprintf("recorder: %s: field %s is in no span", t, fields[k]))
 	}
 	return s
 }
@@ -48,15 +89,16 @@ var decimalsByName = map[string]int{
 }
 
 // tagColumns appends the columns of the struct type t, found at offset
-// within T, to s; path names t's fields for the panics.
-func tagColumns[T any](s *Schema[T], t reflect.Type, path string, offset uintptr, seen map[string]string) {
+// within T, to s, and their fields' names to fields if not nil; path
+// names t's fields for the panics.
+func tagColumns[T any](s *Schema[T], t reflect.Type, path string, offset uintptr, seen map[string]string, fields *[]string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		field := path + "." + f.Name
 		tag, ok := f.Tag.Lookup("csv")
 		if !ok {
 			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Type != maybeType && f.Type != timeType {
-				tagColumns(s, f.Type, field, offset+f.Offset, seen)
+				tagColumns(s, f.Type, field, offset+f.Offset, seen, fields)
 				continue
 			}
 			panic(fmt.Sprintf("recorder: %s: field %s has no csv tag", reflect.TypeFor[T](), field))
@@ -70,6 +112,9 @@ func tagColumns[T any](s *Schema[T], t reflect.Type, path string, offset uintptr
 		}
 		seen[c.name] = field
 		s.cols = append(s.cols, c)
+		if fields != nil {
+			*fields = append(*fields, f.Name)
+		}
 	}
 }
 

@@ -146,3 +146,43 @@ func panicOf(f func()) (msg string) {
 	f()
 	return "no panic"
 }
+
+// grown is a row whose embedded struct's columns are split around its
+// own: the DNS column came after the others.
+type grown struct {
+	RunID string `csv:"run_id"`
+	settings
+	Handshake recorder.Maybe `csv:"handshake_ms,millis"`
+}
+
+type settings struct {
+	TLS string `csv:"tls"`
+	DNS string `csv:"dns"`
+}
+
+var grownSpans = recorder.TaggedSpans[grown]("grown.csv", "RunID-TLS", "Handshake", "DNS")
+
+func (grown) Schema() *recorder.Schema[grown] { return grownSpans }
+
+// TestTaggedSpans: spans of fields order the columns, and every tagged
+// field must be in exactly one span.
+func TestTaggedSpans(t *testing.T) {
+	if got, want := recorder.Layout[grown](), "run_id/0 tls/0 handshake_ms/3 dns/0"; got != want {
+		t.Errorf("layout\n got %s\nwant %s", got, want)
+	}
+	recordertest.Contract[grown](t)
+	for _, tc := range []struct {
+		spans []string
+		want  string
+	}{
+		{[]string{"RunID-TLS", "Handshake"}, "field DNS is in no span"},
+		{[]string{"RunID-DNS", "TLS-Handshake"}, `span "TLS-Handshake" takes field TLS again`},
+		{[]string{"Handshake-RunID", "DNS"}, `span "Handshake-RunID": Handshake comes after RunID`},
+		{[]string{"RunID-TLS", "Handshake", "Resolver"}, `span "Resolver": no single tagged field Resolver`},
+	} {
+		got := panicOf(func() { recorder.TaggedSpans[grown]("grown.csv", tc.spans...) })
+		if !strings.Contains(got, "recorder_test.grown: "+tc.want) {
+			t.Errorf("spans %q: panic %q, want %q", tc.spans, got, tc.want)
+		}
+	}
+}
