@@ -20,11 +20,13 @@
 // which keeps the rows of the runs --resume keeps.
 //
 // Each row type declares its file name and columns in its own file
-// (requests.go, runs.go, ...) and implements Row, which is all the
-// generic CreateFile, AppendFile, NewWriter, ReadAll and
-// ReadFile need. Every experiment's package declares its own rows the
-// same way (NewSchema, Col, StatusCols, FastCols) and tests them with
-// package recordertest; the row contract's checks
+// (requests.go, runs.go, ...), each column once as a csv tag on its
+// field (Tagged, TaggedSpans; NewSchema and Col where the columns are
+// not fields, as runs.csv's per-component ones), and implements Row,
+// which is all the generic CreateFile, AppendFile, NewWriter, ReadAll
+// and ReadFile need. Every experiment's package declares its own rows
+// the same way (embedding FastFields and Holding for the shared run
+// columns) and tests them with package recordertest; the row contract's checks
 // (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
 //
 // It also fills resource-samples.csv: Sampler scrapes /metrics endpoints

@@ -19,7 +19,7 @@ func TestDocNamesEveryResultsFile(t *testing.T) {
 	doc := packageDoc(t, ".")
 	files := schemaFiles(t, ".")
 	if !slices.Contains(files, "requests.csv") || !slices.Contains(files, "resource-samples.csv") {
-		t.Fatalf("found schema files %v, not requests.csv and resource-samples.csv: the search for Schema[T]{file: ...} no longer sees them", files)
+		t.Fatalf("found schema files %v, not requests.csv and resource-samples.csv: the search for Schema[T]{file: ...} and Tagged[T](...) no longer sees them", files)
 	}
 	if missing := unnamed(doc, files); len(missing) > 0 {
 		t.Errorf("recorder's package doc (doc.go) does not name results files %v", missing)
@@ -79,8 +79,8 @@ func packageDoc(t *testing.T, dir string) string {
 	return doc.String()
 }
 
-// schemaFiles returns the file names of every Schema[T]{file: "..."} in
-// the non-test files of dir, sorted.
+// schemaFiles returns the file names of every Schema[T]{file: "..."} and
+// Tagged[T]("...") in the non-test files of dir, sorted.
 func schemaFiles(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
@@ -89,19 +89,27 @@ func schemaFiles(t *testing.T, dir string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			kv, ok := n.(*ast.KeyValueExpr)
-			if !ok {
-				return true
-			}
-			key, ok := kv.Key.(*ast.Ident)
-			lit, isLit := kv.Value.(*ast.BasicLit)
-			if ok && key.Name == "file" && isLit && lit.Kind == token.STRING {
+		add := func(e ast.Expr) {
+			if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				name, err := strconv.Unquote(lit.Value)
 				if err != nil {
 					t.Fatal(err)
 				}
 				files = append(files, name)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.KeyValueExpr:
+				if key, ok := n.Key.(*ast.Ident); ok && key.Name == "file" {
+					add(n.Value)
+				}
+			case *ast.CallExpr:
+				if ix, ok := n.Fun.(*ast.IndexExpr); ok && len(n.Args) == 1 {
+					if id, ok := ix.X.(*ast.Ident); ok && id.Name == "Tagged" {
+						add(n.Args[0])
+					}
+				}
 			}
 			return true
 		})

@@ -16,12 +16,12 @@ package recorder
 // HopProxyTempFileSize (source HopSourceFile) and HopProxyMemoryBound
 // (source HopSourceConfig), with the proxy's SampleSkew and Unaccounted.
 type Hop struct {
-	RunID    string
-	TS       float64 // seconds since the run's t0
-	Download int     // the slow client's number
-	Hop      string
-	Bytes    int64
-	Source   string
+	RunID    string  `csv:"run_id"`
+	TS       float64 `csv:"t_s,seconds"` // seconds since the run's t0
+	Download int     `csv:"download"`    // the slow client's number
+	Hop      string  `csv:"hop"`
+	Bytes    int64   `csv:"bytes"`
+	Source   string  `csv:"source"`
 }
 
 // The places a slow download's bytes are sampled in, from the app to the
@@ -101,13 +101,6 @@ const (
 var HopsInTransit = []string{HopAppSendQueue, HopProxyUpstreamRecvQ, HopProxyMemory, HopProxyTempFile,
 	HopProxyClientSendQueue, HopClientRecvQueue}
 
-func (Hop) Schema() *Schema[Hop] { return &hopSchema }
+func (Hop) Schema() *Schema[Hop] { return hopSchema }
 
-var hopSchema = Schema[Hop]{file: "hops.csv", cols: []Column[Hop]{
-	Col("run_id", 0, func(r *Hop) any { return &r.RunID }),
-	Col("t_s", msOfS, func(r *Hop) any { return &r.TS }),
-	Col("download", 0, func(r *Hop) any { return &r.Download }),
-	Col("hop", 0, func(r *Hop) any { return &r.Hop }),
-	Col("bytes", whole, func(r *Hop) any { return &r.Bytes }),
-	Col("source", 0, func(r *Hop) any { return &r.Source }),
-}}
+var hopSchema = Tagged[Hop]("hops.csv")

@@ -9,14 +9,19 @@ package recorder
 // not DownloadComplete. Only complete downloads enter the app_send_s and
 // client_receive_s medians.
 type LargeResponse struct {
-	RunID, Route, Server             string
-	SlowClients, Rep, Client, Status int
-	Bytes                            int64
-	ReceiveS                         float64
-	AppSendS                         Maybe
-	Complete                         bool
-	Outcome                          string
-	Error                            string
+	RunID       string  `csv:"run_id"`
+	Route       string  `csv:"route"`
+	Server      string  `csv:"server"`
+	SlowClients int     `csv:"slow_clients"`
+	Rep         int     `csv:"rep"`
+	Client      int     `csv:"client"`
+	Status      int     `csv:"status"`
+	Bytes       int64   `csv:"bytes"`
+	ReceiveS    float64 `csv:"receive_s,seconds"`
+	AppSendS    Maybe   `csv:"app_send_s,seconds"`
+	Complete    bool    `csv:"complete"`
+	Outcome     string  `csv:"outcome"`
+	Error       string  `csv:"error"`
 }
 
 // Outcomes of a slow download (LargeResponse.Outcome).
@@ -34,20 +39,6 @@ const (
 	DownloadAppUnfinished = "app_unfinished"
 )
 
-func (LargeResponse) Schema() *Schema[LargeResponse] { return &largeResponseSchema }
+func (LargeResponse) Schema() *Schema[LargeResponse] { return largeResponseSchema }
 
-var largeResponseSchema = Schema[LargeResponse]{file: "large-responses.csv", cols: []Column[LargeResponse]{
-	Col("run_id", 0, func(r *LargeResponse) any { return &r.RunID }),
-	Col("route", 0, func(r *LargeResponse) any { return &r.Route }),
-	Col("server", 0, func(r *LargeResponse) any { return &r.Server }),
-	Col("slow_clients", 0, func(r *LargeResponse) any { return &r.SlowClients }),
-	Col("rep", 0, func(r *LargeResponse) any { return &r.Rep }),
-	Col("client", 0, func(r *LargeResponse) any { return &r.Client }),
-	Col("status", 0, func(r *LargeResponse) any { return &r.Status }),
-	Col("bytes", 0, func(r *LargeResponse) any { return &r.Bytes }),
-	Col("receive_s", msOfS, func(r *LargeResponse) any { return &r.ReceiveS }),
-	Col("app_send_s", msOfS, func(r *LargeResponse) any { return &r.AppSendS }),
-	Col("complete", 0, func(r *LargeResponse) any { return &r.Complete }),
-	Col("outcome", 0, func(r *LargeResponse) any { return &r.Outcome }),
-	Col("error", 0, func(r *LargeResponse) any { return &r.Error }),
-}}
+var largeResponseSchema = Tagged[LargeResponse]("large-responses.csv")

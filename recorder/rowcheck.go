@@ -333,3 +333,16 @@ func Layout[T Row[T]]() string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// AddedColumns is T's columns added after its file's first layout, as
+// "name=default", in order: with Layout, what a test pins of a file's
+// contract.
+func AddedColumns[T Row[T]]() string {
+	var parts []string
+	for _, c := range schemaOf[T]().cols {
+		if c.added {
+			parts = append(parts, c.name+"="+c.def)
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,44 +1,13 @@
 package recorder
 
-import "time"
-
-// The columns run rows share, declared once: each row file points at its
-// own fields (the column names, order and precision are the same in
-// every file that has them).
-
-// RunStatus points at a run row's start time, status and reason.
-type RunStatus struct {
-	StartedAt      *time.Time
-	Status, Reason *string
-}
-
-// StatusCols are a run row's started_at, status and reason columns.
-func StatusCols[T any](of func(*T) RunStatus) []Column[T] {
-	return []Column[T]{
-		Col("started_at", 0, func(r *T) any { return of(r).StartedAt }),
-		Col("status", 0, func(r *T) any { return of(r).Status }),
-		Col("reason", 0, func(r *T) any { return of(r).Reason }),
-	}
-}
+// The columns run rows share, declared once: structs whose csv tags
+// declare them, which a run row embeds where the columns go (the column
+// names, order and precision are the same in every file that has them).
 
 // FastRun points at a run row's /fast counts and latencies.
 type FastRun struct {
 	Planned, Sent, Total, OK *int
 	P50, P95, Max            *Maybe
-}
-
-// FastCols are a run row's fast_planned, fast_sent, fast_total, fast_ok,
-// p50_ms, p95_ms and max_ms columns.
-func FastCols[T any](of func(*T) FastRun) []Column[T] {
-	return []Column[T]{
-		Col("fast_planned", 0, func(r *T) any { return of(r).Planned }),
-		Col("fast_sent", 0, func(r *T) any { return of(r).Sent }),
-		Col("fast_total", 0, func(r *T) any { return of(r).Total }),
-		Col("fast_ok", 0, func(r *T) any { return of(r).OK }),
-		Col("p50_ms", usOfMS, func(r *T) any { return of(r).P50 }),
-		Col("p95_ms", usOfMS, func(r *T) any { return of(r).P95 }),
-		Col("max_ms", usOfMS, func(r *T) any { return of(r).Max }),
-	}
 }
 
 // FastOver is /fast over a condition's ok runs, as every conditions
@@ -66,12 +35,16 @@ func SummarizeFast[T any](runs []T, of func(*T) FastRun) FastOver {
 }
 
 // FastFields are a run row's /fast columns, embedded in the run rows of
-// the experiments that run /fast beside their clients; FastCols(of)
-// writes them where of returns Fast().
+// the experiments that run /fast beside their clients; Fast points at
+// them for SummarizeFast.
 type FastFields struct {
-	FastPlanned, FastSent int
-	FastTotal, FastOK     int
-	P50MS, P95MS, MaxMS   Maybe
+	FastPlanned int   `csv:"fast_planned"`
+	FastSent    int   `csv:"fast_sent"`
+	FastTotal   int   `csv:"fast_total"`
+	FastOK      int   `csv:"fast_ok"`
+	P50MS       Maybe `csv:"p50_ms,millis"`
+	P95MS       Maybe `csv:"p95_ms,millis"`
+	MaxMS       Maybe `csv:"max_ms,millis"`
 }
 
 // Fast points at f's columns.
@@ -90,20 +63,10 @@ func (f *FastFields) SummarizeFast(reqs []Request) {
 // Holding are the run columns of an experiment whose clients each hold a
 // slot of the app (a stream, a socket): the app's slots and workers, the
 // most it held at once and the most workers holding one, from its own
-// count sampled during the run (HoldCols writes them).
+// count sampled during the run.
 type Holding struct {
-	Slots, Workers    Maybe
-	HeldMax           Maybe
-	WorkersHoldingMax Maybe
-}
-
-// HoldCols are a run row's slots, workers, held_max and
-// workers_holding_max columns.
-func HoldCols[T any](of func(*T) *Holding) []Column[T] {
-	return []Column[T]{
-		Col("slots", whole, func(r *T) any { return &of(r).Slots }),
-		Col("workers", whole, func(r *T) any { return &of(r).Workers }),
-		Col("held_max", whole, func(r *T) any { return &of(r).HeldMax }),
-		Col("workers_holding_max", whole, func(r *T) any { return &of(r).WorkersHoldingMax }),
-	}
+	Slots             Maybe `csv:"slots,whole"`
+	Workers           Maybe `csv:"workers,whole"`
+	HeldMax           Maybe `csv:"held_max,whole"`
+	WorkersHoldingMax Maybe `csv:"workers_holding_max,whole"`
 }

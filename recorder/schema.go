@@ -2,10 +2,10 @@ package recorder
 
 // Row is implemented by each row type of a results file: it hands the
 // generic writers and readers the type's schema. Each row type declares
-// its columns beside it (requests.go, runs.go, ...), with
-// NewSchema and Col, so a new results file is one new type with its
-// schema and this method, in recorder or in the package that owns it;
-// nothing else in recorder changes.
+// its columns beside it (requests.go, runs.go, ...), in its fields' csv
+// tags (Tagged) or with NewSchema and Col, so a new results file is one
+// new type with its schema and this method, in recorder or in the
+// package that owns it; nothing else in recorder changes.
 type Row[T any] interface {
 	Schema() *Schema[T]
 }

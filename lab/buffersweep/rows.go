@@ -37,51 +37,31 @@ const sweepFile = "sweep.csv"
 // writes in steps, and its last write can finish up to a step's reading
 // time (WakeStepBytes / rate) after a continuous model says.
 type Cell struct {
-	Kernel             string
-	TCPWmem, TCPRmem   string
-	Route, Server      string
-	SlowClients        int
-	SizeBytes          int64
-	RateBps            int64
-	Runs, RunsOK       int
-	FastP95MS          recorder.Maybe
-	AppSendS           recorder.Maybe
-	ClientReceiveS     recorder.Maybe
-	CapacityBytes      recorder.Maybe
-	PredictedAppSendS  recorder.Maybe
-	PredictionErrorPct recorder.Maybe
-	WakeStepBytes      recorder.Maybe
-	Dir                string
+	Kernel             string         `csv:"kernel"`
+	TCPWmem            string         `csv:"tcp_wmem"`
+	TCPRmem            string         `csv:"tcp_rmem"`
+	Route              string         `csv:"route"`
+	Server             string         `csv:"server"`
+	SlowClients        int            `csv:"slow_clients"`
+	SizeBytes          int64          `csv:"size_bytes"`
+	RateBps            int64          `csv:"rate_bps"`
+	Runs               int            `csv:"runs"`
+	RunsOK             int            `csv:"runs_ok"`
+	FastP95MS          recorder.Maybe `csv:"fast_p95_ms,millis"`
+	AppSendS           recorder.Maybe `csv:"app_send_s,seconds"`
+	ClientReceiveS     recorder.Maybe `csv:"client_receive_s,seconds"`
+	CapacityBytes      recorder.Maybe `csv:"capacity_bytes"`
+	PredictedAppSendS  recorder.Maybe `csv:"predicted_app_send_s,seconds"`
+	PredictionErrorPct recorder.Maybe `csv:"prediction_error_pct,1"`
+	WakeStepBytes      recorder.Maybe `csv:"wake_step_bytes"`
+	Dir                string         `csv:"dir"`
 	// The model against the measurement (see above).
-	CapacityPredictedBytes recorder.Maybe
-	CapacityMeasuredBytes  recorder.Maybe
-	AppSendPredictedS      recorder.Maybe
-	AppSendMeasuredS       recorder.Maybe
+	CapacityPredictedBytes recorder.Maybe `csv:"capacity_predicted_bytes"`
+	CapacityMeasuredBytes  recorder.Maybe `csv:"capacity_measured_bytes"`
+	AppSendPredictedS      recorder.Maybe `csv:"app_send_predicted_s,seconds"`
+	AppSendMeasuredS       recorder.Maybe `csv:"app_send_measured_s,seconds"`
 }
 
 func (Cell) Schema() *recorder.Schema[Cell] { return cellSchema }
 
-var cellSchema = recorder.NewSchema(sweepFile,
-	recorder.Col("kernel", 0, func(r *Cell) any { return &r.Kernel }),
-	recorder.Col("tcp_wmem", 0, func(r *Cell) any { return &r.TCPWmem }),
-	recorder.Col("tcp_rmem", 0, func(r *Cell) any { return &r.TCPRmem }),
-	recorder.Col("route", 0, func(r *Cell) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *Cell) any { return &r.Server }),
-	recorder.Col("slow_clients", 0, func(r *Cell) any { return &r.SlowClients }),
-	recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *Cell) any { return &r.SizeBytes }),
-	recorder.Col("rate_bps", recorder.DecimalsWhole, func(r *Cell) any { return &r.RateBps }),
-	recorder.Col("runs", 0, func(r *Cell) any { return &r.Runs }),
-	recorder.Col("runs_ok", 0, func(r *Cell) any { return &r.RunsOK }),
-	recorder.Col("fast_p95_ms", recorder.DecimalsMillis, func(r *Cell) any { return &r.FastP95MS }),
-	recorder.Col("app_send_s", recorder.DecimalsSeconds, func(r *Cell) any { return &r.AppSendS }),
-	recorder.Col("client_receive_s", recorder.DecimalsSeconds, func(r *Cell) any { return &r.ClientReceiveS }),
-	recorder.Col("capacity_bytes", recorder.DecimalsWhole, func(r *Cell) any { return &r.CapacityBytes }),
-	recorder.Col("predicted_app_send_s", recorder.DecimalsSeconds, func(r *Cell) any { return &r.PredictedAppSendS }),
-	recorder.Col("prediction_error_pct", 1, func(r *Cell) any { return &r.PredictionErrorPct }),
-	recorder.Col("wake_step_bytes", recorder.DecimalsWhole, func(r *Cell) any { return &r.WakeStepBytes }),
-	recorder.Col("dir", 0, func(r *Cell) any { return &r.Dir }),
-	recorder.Col("capacity_predicted_bytes", recorder.DecimalsWhole, func(r *Cell) any { return &r.CapacityPredictedBytes }),
-	recorder.Col("capacity_measured_bytes", recorder.DecimalsWhole, func(r *Cell) any { return &r.CapacityMeasuredBytes }),
-	recorder.Col("app_send_predicted_s", recorder.DecimalsSeconds, func(r *Cell) any { return &r.AppSendPredictedS }),
-	recorder.Col("app_send_measured_s", recorder.DecimalsSeconds, func(r *Cell) any { return &r.AppSendMeasuredS }),
-)
+var cellSchema = recorder.Tagged[Cell](sweepFile)

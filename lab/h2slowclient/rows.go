@@ -25,17 +25,21 @@ const (
 // connection it closed); AppHeld says the app began its response and had
 // not finished it at the end of the hold: a worker still writing it.
 type Stream struct {
-	RunID, Route, Server string
-	Protocol             string // h2 or h3
-	Streams, Rep         int
-	Stream, Conn         int
-	Status               int
-	Bytes                int64
-	FirstByteMS          recorder.Maybe
-	TotalS               float64
-	Outcome              string
-	AppHeld              bool
-	Error                string
+	RunID       string         `csv:"run_id"`
+	Route       string         `csv:"route"`
+	Protocol    string         `csv:"protocol,added=h2"` // h2 or h3
+	Server      string         `csv:"server"`
+	Streams     int            `csv:"streams"`
+	Rep         int            `csv:"rep"`
+	Stream      int            `csv:"stream"`
+	Conn        int            `csv:"conn"`
+	Status      int            `csv:"status"`
+	Bytes       int64          `csv:"bytes"`
+	FirstByteMS recorder.Maybe `csv:"first_byte_ms,millis"`
+	TotalS      float64        `csv:"total_s,seconds"`
+	Outcome     string         `csv:"outcome"`
+	AppHeld     bool           `csv:"app_held"`
+	Error       string         `csv:"error"`
 }
 
 // Stream.Outcome values besides the error reasons.
@@ -47,23 +51,7 @@ const (
 
 func (Stream) Schema() *recorder.Schema[Stream] { return streamSchema }
 
-var streamSchema = recorder.NewSchema(streamFile,
-	recorder.Col("run_id", 0, func(r *Stream) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *Stream) any { return &r.Route }),
-	recorder.Col("protocol", 0, func(r *Stream) any { return &r.Protocol }).Added("h2"),
-	recorder.Col("server", 0, func(r *Stream) any { return &r.Server }),
-	recorder.Col("streams", 0, func(r *Stream) any { return &r.Streams }),
-	recorder.Col("rep", 0, func(r *Stream) any { return &r.Rep }),
-	recorder.Col("stream", 0, func(r *Stream) any { return &r.Stream }),
-	recorder.Col("conn", 0, func(r *Stream) any { return &r.Conn }),
-	recorder.Col("status", 0, func(r *Stream) any { return &r.Status }),
-	recorder.Col("bytes", 0, func(r *Stream) any { return &r.Bytes }),
-	recorder.Col("first_byte_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.FirstByteMS }),
-	recorder.Col("total_s", recorder.DecimalsSeconds, func(r *Stream) any { return &r.TotalS }),
-	recorder.Col("outcome", 0, func(r *Stream) any { return &r.Outcome }),
-	recorder.Col("app_held", 0, func(r *Stream) any { return &r.AppHeld }),
-	recorder.Col("error", 0, func(r *Stream) any { return &r.Error }),
-)
+var streamSchema = recorder.Tagged[Stream](streamFile)
 
 // RunRow is one row of h2-runs.csv: one run of h2-slow-client. Streams
 // slow HTTP/2 (or HTTP/3: Protocol h3) streams read /large (on one connection, or a connection
@@ -75,60 +63,36 @@ var streamSchema = recorder.NewSchema(streamFile,
 // AppComplete counts the slow responses the app handed over recorder.DecimalsWhole. The
 // proxy's memory and temp-file peaks are what the streams cost it.
 type RunRow struct {
-	RunID, Route, Server string
-	Protocol             string // h2 or h3: what the clients spoke to the proxy
-	Streams, Rep         int
-	Conns                int
-	FastConn             string
-	Read                 string // "paced" or "stall"
-	StreamWindow         int64
-	ConnWindow           int64
-	StartedAt            time.Time
-	Status, Reason       string
-	Complete, Cut        int
-	Reset, Failed        int
-	ResetAfterS          recorder.Maybe // the reset streams' median total_s: when the proxy gave up on them
-	Workers              recorder.Maybe
-	AppHeldMax           recorder.Maybe
-	AppComplete          int
-	ProxyMemPeakMiB      recorder.Maybe
-	TempPeakMiB          recorder.Maybe
+	RunID           string         `csv:"run_id"`
+	Route           string         `csv:"route"`
+	Protocol        string         `csv:"protocol,added=h2"` // h2 or h3: what the clients spoke to the proxy
+	Server          string         `csv:"server"`
+	Streams         int            `csv:"streams"`
+	Rep             int            `csv:"rep"`
+	Conns           int            `csv:"conns"`
+	FastConn        string         `csv:"fast_conn"`
+	Read            string         `csv:"read"` // "paced" or "stall"
+	StreamWindow    int64          `csv:"stream_window"`
+	ConnWindow      int64          `csv:"conn_window"`
+	StartedAt       time.Time      `csv:"started_at"`
+	Status          string         `csv:"status"`
+	Reason          string         `csv:"reason"`
+	Complete        int            `csv:"complete"`
+	Cut             int            `csv:"cut"`
+	Reset           int            `csv:"reset"`
+	Failed          int            `csv:"failed"`
+	ResetAfterS     recorder.Maybe `csv:"reset_after_s,seconds"` // the reset streams' median total_s: when the proxy gave up on them
+	Workers         recorder.Maybe `csv:"workers"`
+	AppHeldMax      recorder.Maybe `csv:"app_held_max"`
+	AppComplete     int            `csv:"app_complete"`
+	ProxyMemPeakMiB recorder.Maybe `csv:"proxy_mem_peak_mib,mib"`
+	TempPeakMiB     recorder.Maybe `csv:"temp_peak_mib,mib"`
 	recorder.FastFields
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile, slices.Concat(
-	[]recorder.Column[RunRow]{
-		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-		recorder.Col("protocol", 0, func(r *RunRow) any { return &r.Protocol }).Added("h2"),
-		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-		recorder.Col("streams", 0, func(r *RunRow) any { return &r.Streams }),
-		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-		recorder.Col("conns", 0, func(r *RunRow) any { return &r.Conns }),
-		recorder.Col("fast_conn", 0, func(r *RunRow) any { return &r.FastConn }),
-		recorder.Col("read", 0, func(r *RunRow) any { return &r.Read }),
-		recorder.Col("stream_window", 0, func(r *RunRow) any { return &r.StreamWindow }),
-		recorder.Col("conn_window", 0, func(r *RunRow) any { return &r.ConnWindow }),
-	},
-	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
-		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
-	}),
-	[]recorder.Column[RunRow]{
-		recorder.Col("complete", 0, func(r *RunRow) any { return &r.Complete }),
-		recorder.Col("cut", 0, func(r *RunRow) any { return &r.Cut }),
-		recorder.Col("reset", 0, func(r *RunRow) any { return &r.Reset }),
-		recorder.Col("failed", 0, func(r *RunRow) any { return &r.Failed }),
-		recorder.Col("reset_after_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ResetAfterS }),
-		recorder.Col("workers", recorder.DecimalsWhole, func(r *RunRow) any { return &r.Workers }),
-		recorder.Col("app_held_max", recorder.DecimalsWhole, func(r *RunRow) any { return &r.AppHeldMax }),
-		recorder.Col("app_complete", 0, func(r *RunRow) any { return &r.AppComplete }),
-		recorder.Col("proxy_mem_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyMemPeakMiB }),
-		recorder.Col("temp_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempPeakMiB }),
-	},
-	recorder.FastCols(fastOf),
-)...)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its stream counts from the run's streams.

@@ -21,41 +21,26 @@ const (
 // holder's bound came and the holder closed it), connect-error (never
 // connected: Error says why), canceled or error.
 type Conn struct {
-	RunID         string
-	Route, Server string
-	Mode          string
-	Conns         int
-	Seq           int
-	Source        string // local address:port
-	StartS        float64
-	ConnectMS     float64
-	HeldS         recorder.Maybe // empty when it never connected
-	End           string
-	SentBytes     int
-	ReceivedBytes int
-	FirstLine     string
-	Error         string
+	RunID         string         `csv:"run_id"`
+	Route         string         `csv:"route"`
+	Server        string         `csv:"server"`
+	Mode          string         `csv:"mode"`
+	Conns         int            `csv:"conns"`
+	Seq           int            `csv:"seq"`
+	Source        string         `csv:"source"` // local address:port
+	StartS        float64        `csv:"start_s,seconds"`
+	ConnectMS     float64        `csv:"connect_ms,millis"`
+	HeldS         recorder.Maybe `csv:"held_s,seconds"` // empty when it never connected
+	End           string         `csv:"end"`
+	SentBytes     int            `csv:"sent_bytes"`
+	ReceivedBytes int            `csv:"received_bytes"`
+	FirstLine     string         `csv:"first_line"`
+	Error         string         `csv:"error"`
 }
 
 func (Conn) Schema() *recorder.Schema[Conn] { return connSchema }
 
-var connSchema = recorder.NewSchema(connFile,
-	recorder.Col("run_id", 0, func(r *Conn) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *Conn) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *Conn) any { return &r.Server }),
-	recorder.Col("mode", 0, func(r *Conn) any { return &r.Mode }),
-	recorder.Col("conns", 0, func(r *Conn) any { return &r.Conns }),
-	recorder.Col("seq", 0, func(r *Conn) any { return &r.Seq }),
-	recorder.Col("source", 0, func(r *Conn) any { return &r.Source }),
-	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Conn) any { return &r.StartS }),
-	recorder.Col("connect_ms", recorder.DecimalsMillis, func(r *Conn) any { return &r.ConnectMS }),
-	recorder.Col("held_s", recorder.DecimalsSeconds, func(r *Conn) any { return &r.HeldS }),
-	recorder.Col("end", 0, func(r *Conn) any { return &r.End }),
-	recorder.Col("sent_bytes", recorder.DecimalsWhole, func(r *Conn) any { return &r.SentBytes }),
-	recorder.Col("received_bytes", recorder.DecimalsWhole, func(r *Conn) any { return &r.ReceivedBytes }),
-	recorder.Col("first_line", 0, func(r *Conn) any { return &r.FirstLine }),
-	recorder.Col("error", 0, func(r *Conn) any { return &r.Error }),
-)
+var connSchema = recorder.Tagged[Conn](connFile)
 
 // Ends of a held connection, as written in idle-conns.csv.
 const (
@@ -80,59 +65,42 @@ const (
 // descriptors and established TCP connections (the exporter's
 // slowlab_process_open_fds and slowlab_sockets{state="established"}).
 type RunRow struct {
-	RunID                              string
-	Route, Server, Mode                string
-	Conns, Rep                         int
-	Status, Reason                     string
-	Connected, ConnectErrors           int
-	FIN, Reset, Bound                  int
-	Responded                          int
-	ServerClosedP50S, ServerClosedMaxS recorder.Maybe
-	BoundS                             float64
-	AppTimeoutS, HeaderTimeoutS        recorder.Maybe
-	FastSent, FastOK                   int
-	FastP50MS, FastP95MS               recorder.Maybe
-	AppMemMiB, AppRSSMiB               recorder.Maybe
-	ProxyMemMiB, ProxyRSSMiB           recorder.Maybe
-	AppFDs, AppEstablished             recorder.Maybe
-	ProxyFDs, ProxyEstablished         recorder.Maybe
+	RunID            string         `csv:"run_id"`
+	Route            string         `csv:"route"`
+	Server           string         `csv:"server"`
+	Mode             string         `csv:"mode"`
+	Conns            int            `csv:"conns"`
+	Rep              int            `csv:"rep"`
+	Status           string         `csv:"status"`
+	Reason           string         `csv:"reason"`
+	Connected        int            `csv:"connected"`
+	ConnectErrors    int            `csv:"connect_errors"`
+	FIN              int            `csv:"fin"`
+	Reset            int            `csv:"reset"`
+	Bound            int            `csv:"bound"`
+	Responded        int            `csv:"responded"`
+	ServerClosedP50S recorder.Maybe `csv:"server_closed_p50_s,seconds"`
+	ServerClosedMaxS recorder.Maybe `csv:"server_closed_max_s,seconds"`
+	BoundS           float64        `csv:"bound_s,seconds"`
+	AppTimeoutS      recorder.Maybe `csv:"app_timeout_s,seconds"`
+	HeaderTimeoutS   recorder.Maybe `csv:"header_timeout_s,seconds"`
+	FastSent         int            `csv:"fast_sent"`
+	FastOK           int            `csv:"fast_ok"`
+	FastP50MS        recorder.Maybe `csv:"fast_p50_ms,millis"`
+	FastP95MS        recorder.Maybe `csv:"fast_p95_ms,millis"`
+	AppMemMiB        recorder.Maybe `csv:"app_mem_mib,mib"`
+	AppRSSMiB        recorder.Maybe `csv:"app_rss_mib,mib"`
+	ProxyMemMiB      recorder.Maybe `csv:"proxy_mem_mib,mib"`
+	ProxyRSSMiB      recorder.Maybe `csv:"proxy_rss_mib,mib"`
+	AppFDs           recorder.Maybe `csv:"app_fds_peak"`
+	AppEstablished   recorder.Maybe `csv:"app_established_peak"`
+	ProxyFDs         recorder.Maybe `csv:"proxy_fds_peak"`
+	ProxyEstablished recorder.Maybe `csv:"proxy_established_peak"`
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile,
-	recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-	recorder.Col("mode", 0, func(r *RunRow) any { return &r.Mode }),
-	recorder.Col("conns", 0, func(r *RunRow) any { return &r.Conns }),
-	recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-	recorder.Col("status", 0, func(r *RunRow) any { return &r.Status }),
-	recorder.Col("reason", 0, func(r *RunRow) any { return &r.Reason }),
-	recorder.Col("connected", 0, func(r *RunRow) any { return &r.Connected }),
-	recorder.Col("connect_errors", 0, func(r *RunRow) any { return &r.ConnectErrors }),
-	recorder.Col("fin", 0, func(r *RunRow) any { return &r.FIN }),
-	recorder.Col("reset", 0, func(r *RunRow) any { return &r.Reset }),
-	recorder.Col("bound", 0, func(r *RunRow) any { return &r.Bound }),
-	recorder.Col("responded", 0, func(r *RunRow) any { return &r.Responded }),
-	recorder.Col("server_closed_p50_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ServerClosedP50S }),
-	recorder.Col("server_closed_max_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ServerClosedMaxS }),
-	recorder.Col("bound_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.BoundS }),
-	recorder.Col("app_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppTimeoutS }),
-	recorder.Col("header_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.HeaderTimeoutS }),
-	recorder.Col("fast_sent", 0, func(r *RunRow) any { return &r.FastSent }),
-	recorder.Col("fast_ok", 0, func(r *RunRow) any { return &r.FastOK }),
-	recorder.Col("fast_p50_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.FastP50MS }),
-	recorder.Col("fast_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.FastP95MS }),
-	recorder.Col("app_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemMiB }),
-	recorder.Col("app_rss_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppRSSMiB }),
-	recorder.Col("proxy_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyMemMiB }),
-	recorder.Col("proxy_rss_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyRSSMiB }),
-	recorder.Col("app_fds_peak", recorder.DecimalsWhole, func(r *RunRow) any { return &r.AppFDs }),
-	recorder.Col("app_established_peak", recorder.DecimalsWhole, func(r *RunRow) any { return &r.AppEstablished }),
-	recorder.Col("proxy_fds_peak", recorder.DecimalsWhole, func(r *RunRow) any { return &r.ProxyFDs }),
-	recorder.Col("proxy_established_peak", recorder.DecimalsWhole, func(r *RunRow) any { return &r.ProxyEstablished }),
-)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // SummarizeRun fills run's connection and /fast columns from its held
 // connections and /fast requests (every one of the run).

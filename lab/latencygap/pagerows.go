@@ -1,8 +1,6 @@
 package latencygap
 
 import (
-	"slices"
-
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -17,29 +15,15 @@ const (
 // kind, mode and protocol, its redirect hops and origin or its
 // sub-resources, its resources' size and its path's configured RTT.
 type LoadKey struct {
-	RunID           string
-	Kind            string // KindRedirect or KindPage
-	Mode            string // ModeKeepAlive (a first visit: connections reused within the load) or ModeNew (one per request)
-	Protocol        string // ProtoHTTP1 or ProtoHTTP2
-	Redirects       int
-	RedirectOrigin  string // OriginSame, OriginCross; "" for a page
-	Resources       int    // a page's sub-resources
-	SizeBytes       int    // each resource's body
-	ConfiguredRTTMS float64
-}
-
-func loadKeyCols[T any](k func(*T) *LoadKey) []recorder.Column[T] {
-	return []recorder.Column[T]{
-		recorder.Col("run_id", 0, func(r *T) any { return &k(r).RunID }),
-		recorder.Col("kind", 0, func(r *T) any { return &k(r).Kind }),
-		recorder.Col("mode", 0, func(r *T) any { return &k(r).Mode }),
-		recorder.Col("protocol", 0, func(r *T) any { return &k(r).Protocol }),
-		recorder.Col("redirects", 0, func(r *T) any { return &k(r).Redirects }),
-		recorder.Col("redirect_origin", 0, func(r *T) any { return &k(r).RedirectOrigin }),
-		recorder.Col("resources", 0, func(r *T) any { return &k(r).Resources }),
-		recorder.Col("size_bytes", 0, func(r *T) any { return &k(r).SizeBytes }),
-		recorder.Col("configured_rtt_ms", recorder.DecimalsMillis, func(r *T) any { return &k(r).ConfiguredRTTMS }),
-	}
+	RunID           string  `csv:"run_id"`
+	Kind            string  `csv:"kind"`     // KindRedirect or KindPage
+	Mode            string  `csv:"mode"`     // ModeKeepAlive (a first visit: connections reused within the load) or ModeNew (one per request)
+	Protocol        string  `csv:"protocol"` // ProtoHTTP1 or ProtoHTTP2
+	Redirects       int     `csv:"redirects"`
+	RedirectOrigin  string  `csv:"redirect_origin"` // OriginSame, OriginCross; "" for a page
+	Resources       int     `csv:"resources"`       // a page's sub-resources
+	SizeBytes       int     `csv:"size_bytes"`      // each resource's body
+	ConfiguredRTTMS float64 `csv:"configured_rtt_ms,millis"`
 }
 
 // Roles of a request in a load (Fetch.Role).
@@ -64,56 +48,31 @@ const (
 // its trailer (timed through the last byte written).
 type Fetch struct {
 	LoadKey
-	Load             int // the load's sequence number in its mode
-	Hop              int
-	Role             string
-	Origin           int
-	Status           int
-	Proto            string // the response's protocol (HTTP/1.1, HTTP/2.0)
-	NewConn          bool
-	StartMS          float64
-	DNSMS            recorder.Maybe
-	ConnectMS        recorder.Maybe
-	TLSMS            recorder.Maybe
-	WaitMS           recorder.Maybe
-	TTFBMS           recorder.Maybe
-	TotalMS          float64
-	EndMS            float64
-	ServerMS         recorder.Maybe
-	ServerLastByteMS recorder.Maybe
-	Bytes            int64
-	Error            string
+	Load             int            `csv:"load"` // the load's sequence number in its mode
+	Hop              int            `csv:"hop"`
+	Role             string         `csv:"role"`
+	Origin           int            `csv:"origin"`
+	Status           int            `csv:"status"`
+	Proto            string         `csv:"proto"` // the response's protocol (HTTP/1.1, HTTP/2.0)
+	NewConn          bool           `csv:"new_conn"`
+	StartMS          float64        `csv:"start_ms,millis"`
+	DNSMS            recorder.Maybe `csv:"dns_ms,millis"`
+	ConnectMS        recorder.Maybe `csv:"connect_ms,millis"`
+	TLSMS            recorder.Maybe `csv:"tls_ms,millis"`
+	WaitMS           recorder.Maybe `csv:"wait_ms,millis"`
+	TTFBMS           recorder.Maybe `csv:"ttfb_ms,millis"`
+	TotalMS          float64        `csv:"total_ms,millis"`
+	EndMS            float64        `csv:"end_ms,millis"`
+	ServerMS         recorder.Maybe `csv:"server_ms,millis"`
+	ServerLastByteMS recorder.Maybe `csv:"server_last_byte_ms,millis"`
+	Bytes            int64          `csv:"bytes"`
+	Error            string         `csv:"error"`
 	Settings
 }
 
 func (Fetch) Schema() *recorder.Schema[Fetch] { return fetchSchema }
 
-var fetchSchema = recorder.NewSchema(fetchFile, slices.Concat(
-	loadKeyCols(func(r *Fetch) *LoadKey { return &r.LoadKey }),
-	[]recorder.Column[Fetch]{
-		recorder.Col("load", 0, func(r *Fetch) any { return &r.Load }),
-		recorder.Col("hop", 0, func(r *Fetch) any { return &r.Hop }),
-		recorder.Col("role", 0, func(r *Fetch) any { return &r.Role }),
-		recorder.Col("origin", 0, func(r *Fetch) any { return &r.Origin }),
-		recorder.Col("status", 0, func(r *Fetch) any { return &r.Status }),
-		recorder.Col("proto", 0, func(r *Fetch) any { return &r.Proto }),
-		recorder.Col("new_conn", 0, func(r *Fetch) any { return &r.NewConn }),
-		recorder.Col("start_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.StartMS }),
-		recorder.Col("dns_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.DNSMS }),
-		recorder.Col("connect_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.ConnectMS }),
-		recorder.Col("tls_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.TLSMS }),
-		recorder.Col("wait_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.WaitMS }),
-		recorder.Col("ttfb_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.TTFBMS }),
-		recorder.Col("total_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.TotalMS }),
-		recorder.Col("end_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.EndMS }),
-		recorder.Col("server_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.ServerMS }),
-		recorder.Col("server_last_byte_ms", recorder.DecimalsMillis, func(r *Fetch) any { return &r.ServerLastByteMS }),
-		recorder.Col("bytes", 0, func(r *Fetch) any { return &r.Bytes }),
-		recorder.Col("error", 0, func(r *Fetch) any { return &r.Error }),
-	},
-	settingsCols(func(r *Fetch) *Settings { return &r.Settings }),
-	dnsCols(func(r *Fetch) *Settings { return &r.Settings }),
-)...)
+var fetchSchema = recorder.Tagged[Fetch](fetchFile)
 
 // serverTime is what the server reported of a request: through its last
 // byte (the trailer) where it sent that, else its header.
@@ -135,38 +94,22 @@ func (f *Fetch) serverTime() recorder.Maybe {
 // opened; BoundMS its lower bound from the path (loadBound).
 type Load struct {
 	LoadKey
-	Load          int
-	Requests      int
-	Connections   int
-	LoadMS        float64
-	ServerSumMS   recorder.Maybe
-	ServerMaxMS   recorder.Maybe
-	VisiblePct    recorder.Maybe
-	VisibleMaxPct recorder.Maybe
-	BoundMS       float64
-	Error         string
+	Load          int            `csv:"load"`
+	Requests      int            `csv:"requests"`
+	Connections   int            `csv:"connections"`
+	LoadMS        float64        `csv:"load_ms,millis"`
+	ServerSumMS   recorder.Maybe `csv:"server_sum_ms,millis"`
+	ServerMaxMS   recorder.Maybe `csv:"server_max_ms,millis"`
+	VisiblePct    recorder.Maybe `csv:"visible_pct,milli"`
+	VisibleMaxPct recorder.Maybe `csv:"visible_max_pct,milli"`
+	BoundMS       float64        `csv:"bound_ms,millis"`
+	Error         string         `csv:"error"`
 	Settings
 }
 
 func (Load) Schema() *recorder.Schema[Load] { return loadSchema }
 
-var loadSchema = recorder.NewSchema(loadFile, slices.Concat(
-	loadKeyCols(func(r *Load) *LoadKey { return &r.LoadKey }),
-	[]recorder.Column[Load]{
-		recorder.Col("load", 0, func(r *Load) any { return &r.Load }),
-		recorder.Col("requests", 0, func(r *Load) any { return &r.Requests }),
-		recorder.Col("connections", 0, func(r *Load) any { return &r.Connections }),
-		recorder.Col("load_ms", recorder.DecimalsMillis, func(r *Load) any { return &r.LoadMS }),
-		recorder.Col("server_sum_ms", recorder.DecimalsMillis, func(r *Load) any { return &r.ServerSumMS }),
-		recorder.Col("server_max_ms", recorder.DecimalsMillis, func(r *Load) any { return &r.ServerMaxMS }),
-		recorder.Col("visible_pct", decimalsPct, func(r *Load) any { return &r.VisiblePct }),
-		recorder.Col("visible_max_pct", decimalsPct, func(r *Load) any { return &r.VisibleMaxPct }),
-		recorder.Col("bound_ms", recorder.DecimalsMillis, func(r *Load) any { return &r.BoundMS }),
-		recorder.Col("error", 0, func(r *Load) any { return &r.Error }),
-	},
-	settingsCols(func(r *Load) *Settings { return &r.Settings }),
-	dnsCols(func(r *Load) *Settings { return &r.Settings }),
-)...)
+var loadSchema = recorder.Tagged[Load](loadFile)
 
 // Page is one load condition in one mode (gap-pages.csv): medians over
 // its ok loads (Loads of them) of Load's figures, and how faithful its
@@ -176,41 +119,24 @@ var loadSchema = recorder.NewSchema(loadFile, slices.Concat(
 // than their path: measured again up to tries times, the last kept).
 type Page struct {
 	LoadKey
-	DelayMethod                  string
-	LatenessP99MS, LatenessMaxMS recorder.Maybe
-	Valid                        bool
-	Loads                        int
-	LoadMS                       recorder.Maybe
-	ServerSumMS                  recorder.Maybe
-	ServerMaxMS                  recorder.Maybe
-	VisiblePct                   recorder.Maybe
-	VisibleMaxPct                recorder.Maybe
-	Connections                  recorder.Maybe
-	BoundMS                      float64
+	DelayMethod   string         `csv:"delay_method"`
+	LatenessP99MS recorder.Maybe `csv:"lateness_p99_ms,millis"`
+	LatenessMaxMS recorder.Maybe `csv:"lateness_max_ms,millis"`
+	Valid         bool           `csv:"valid"`
+	Loads         int            `csv:"loads"`
+	LoadMS        recorder.Maybe `csv:"load_ms,millis"`
+	ServerSumMS   recorder.Maybe `csv:"server_sum_ms,millis"`
+	ServerMaxMS   recorder.Maybe `csv:"server_max_ms,millis"`
+	VisiblePct    recorder.Maybe `csv:"visible_pct,milli"`
+	VisibleMaxPct recorder.Maybe `csv:"visible_max_pct,milli"`
+	Connections   recorder.Maybe `csv:"connections,1"`
+	BoundMS       float64        `csv:"bound_ms,millis"`
 	Settings
 }
 
 func (Page) Schema() *recorder.Schema[Page] { return pageSchema }
 
-var pageSchema = recorder.NewSchema(pageFile, slices.Concat(
-	loadKeyCols(func(r *Page) *LoadKey { return &r.LoadKey }),
-	[]recorder.Column[Page]{
-		recorder.Col("delay_method", 0, func(r *Page) any { return &r.DelayMethod }),
-		recorder.Col("lateness_p99_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.LatenessP99MS }),
-		recorder.Col("lateness_max_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.LatenessMaxMS }),
-		recorder.Col("valid", 0, func(r *Page) any { return &r.Valid }),
-		recorder.Col("loads", 0, func(r *Page) any { return &r.Loads }),
-		recorder.Col("load_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.LoadMS }),
-		recorder.Col("server_sum_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.ServerSumMS }),
-		recorder.Col("server_max_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.ServerMaxMS }),
-		recorder.Col("visible_pct", decimalsPct, func(r *Page) any { return &r.VisiblePct }),
-		recorder.Col("visible_max_pct", decimalsPct, func(r *Page) any { return &r.VisibleMaxPct }),
-		recorder.Col("connections", 1, func(r *Page) any { return &r.Connections }),
-		recorder.Col("bound_ms", recorder.DecimalsMillis, func(r *Page) any { return &r.BoundMS }),
-	},
-	settingsCols(func(r *Page) *Settings { return &r.Settings }),
-	dnsCols(func(r *Page) *Settings { return &r.Settings }),
-)...)
+var pageSchema = recorder.Tagged[Page](pageFile)
 
 // summarizeLoad computes a load's row from its requests.
 func summarizeLoad(k LoadKey, seq int, s Settings, bound float64, fetches []Fetch, err error) Load {

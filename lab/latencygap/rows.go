@@ -1,10 +1,6 @@
 package latencygap
 
-import (
-	"slices"
-
-	"github.com/slowlab/slowlab/recorder"
-)
+import "github.com/slowlab/slowlab/recorder"
 
 // The results files of the rows this package declares.
 const (
@@ -14,32 +10,29 @@ const (
 	runFile     = "gap-runs.csv"
 )
 
-// decimalsPct is the precision of the percentage columns: a thousandth
-// of a percent.
-const decimalsPct = 3
-
 // Settings are a condition's settings beyond its response size and
 // symmetric delay, in gap.csv, gap-requests.csv and gap-path.csv after
 // the columns of before: the TLS mode, the path's random loss, rate and
 // one-way delays, and the server's processing time per request.
 type Settings struct {
-	TLS string // TLSNone, TLS12, TLS13, TLS13Resume
+	TLS string `csv:"tls"` // TLSNone, TLS12, TLS13, TLS13Resume
 	// LossPct is the random loss the path was asked for, in percent, each
 	// direction.
-	LossPct float64
+	LossPct float64 `csv:"loss_pct,milli"`
 	// RateBits is the path's rate limit in bits per second, each
 	// direction; 0 for none.
-	RateBits int64
+	RateBits int64 `csv:"rate"`
 	// DelayUpMS and DelayDownMS are the one-way delays added client to
 	// server and back; their sum is the configured RTT.
-	DelayUpMS, DelayDownMS float64
-	WorkMS                 float64 // the server's processing time per request (/bytes?work=)
-	WorkKind               string  // how it spends it: WorkSleep or WorkCPU
+	DelayUpMS   float64 `csv:"delay_up_ms,millis"`
+	DelayDownMS float64 `csv:"delay_down_ms,millis"`
+	WorkMS      float64 `csv:"work_ms,millis"` // the server's processing time per request (/bytes?work=)
+	WorkKind    string  `csv:"work_kind"`      // how it spends it: WorkSleep or WorkCPU
 	// DNS is how the client finds the server (DNSNone, DNSCold,
 	// DNSCached; "" in rows of before, none) and DNSDelayMS the lab
 	// resolver's delay before it answers.
-	DNS        string
-	DNSDelayMS float64
+	DNS        string  `csv:"dns"`
+	DNSDelayMS float64 `csv:"dns_delay_ms,millis"`
 }
 
 // TLS modes of a condition (Settings.TLS).
@@ -59,28 +52,6 @@ const (
 	WorkCPU   = "cpu"   // spins: a CPU-bound handler
 )
 
-// settingsCols are the Settings columns of a row type that embeds it.
-func settingsCols[T any](s func(*T) *Settings) []recorder.Column[T] {
-	return []recorder.Column[T]{
-		recorder.Col("tls", 0, func(r *T) any { return &s(r).TLS }),
-		recorder.Col("loss_pct", decimalsPct, func(r *T) any { return &s(r).LossPct }),
-		recorder.Col("rate", 0, func(r *T) any { return &s(r).RateBits }),
-		recorder.Col("delay_up_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).DelayUpMS }),
-		recorder.Col("delay_down_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).DelayDownMS }),
-		recorder.Col("work_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).WorkMS }),
-		recorder.Col("work_kind", 0, func(r *T) any { return &s(r).WorkKind }),
-	}
-}
-
-// dnsCols are the Settings columns of the DNS mode, at the end of each
-// file (before run_id) where they came after the others.
-func dnsCols[T any](s func(*T) *Settings) []recorder.Column[T] {
-	return []recorder.Column[T]{
-		recorder.Col("dns", 0, func(r *T) any { return &s(r).DNS }),
-		recorder.Col("dns_delay_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).DNSDelayMS }),
-	}
-}
-
 // Gap is one condition of the experiment (gap.csv): what the server
 // reported against what the client waited, for one response size and
 // added round-trip time. Times are medians over the condition's ok
@@ -93,59 +64,40 @@ func dnsCols[T any](s func(*T) *Settings) []recorder.Column[T] {
 // condition's connections (TCP_INFO minimum RTT, median over the ok
 // requests), so a row says the delay it really had.
 type Gap struct {
-	SizeBytes         int
-	ConfiguredRTTMS   float64
-	RTTMS             recorder.Maybe
-	ServerMS          recorder.Maybe // server-reported (header), on the new-connection requests
-	ClientKeepaliveMS recorder.Maybe
-	ClientNewMS       recorder.Maybe
-	ServerBlindPct    recorder.Maybe
-	Runs              int    // ok requests per mode (the smaller of the two)
-	DelayMethod       string // netem, tun or none
+	SizeBytes         int            `csv:"size_bytes"`
+	ConfiguredRTTMS   float64        `csv:"configured_rtt_ms,millis"`
+	RTTMS             recorder.Maybe `csv:"rtt_ms,millis"`
+	ServerMS          recorder.Maybe `csv:"server_ms,millis"` // server-reported (header), on the new-connection requests
+	ClientKeepaliveMS recorder.Maybe `csv:"client_keepalive_ms,millis"`
+	ClientNewMS       recorder.Maybe `csv:"client_new_ms,millis"`
+	ServerBlindPct    recorder.Maybe `csv:"server_blind_pct,milli"`
+	Runs              int            `csv:"runs"`         // ok requests per mode (the smaller of the two)
+	DelayMethod       string         `csv:"delay_method"` // netem, tun or none
 	// The server's figures through the last body byte written, on the
 	// same requests.
-	ServerLastByteMS, ServerLastByteBlindPct recorder.Maybe
+	ServerLastByteMS       recorder.Maybe `csv:"server_last_byte_ms,millis"`
+	ServerLastByteBlindPct recorder.Maybe `csv:"server_last_byte_blind_pct,milli"`
 	Settings
 	// HandshakeMS is the median TLS handshake of the new-connection
 	// requests (empty without TLS); ResumedPct the share of them that
 	// resumed a session.
-	HandshakeMS, ResumedPct recorder.Maybe
+	HandshakeMS recorder.Maybe `csv:"handshake_ms,millis"`
+	ResumedPct  recorder.Maybe `csv:"resumed_pct,milli"`
 	// DNSMS is the median time the new-connection requests' dials spent
 	// resolving the server's name (0 when the client's cache answered;
 	// empty without DNS).
-	DNSMS recorder.Maybe
+	DNSMS recorder.Maybe `csv:"dns_ms,millis"`
 	// RunID is the condition's run (gap-runs.csv): resuming a session
 	// keeps a row only if its run completed.
-	RunID string
+	RunID string `csv:"run_id"`
 }
 
 func (Gap) Schema() *recorder.Schema[Gap] { return gapSchema }
 
-var gapSchema = recorder.NewSchema(gapFile, slices.Concat(
-	[]recorder.Column[Gap]{
-		recorder.Col("size_bytes", 0, func(r *Gap) any { return &r.SizeBytes }),
-		recorder.Col("configured_rtt_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.ConfiguredRTTMS }),
-		recorder.Col("rtt_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.RTTMS }),
-		recorder.Col("server_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.ServerMS }),
-		recorder.Col("client_keepalive_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.ClientKeepaliveMS }),
-		recorder.Col("client_new_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.ClientNewMS }),
-		recorder.Col("server_blind_pct", decimalsPct, func(r *Gap) any { return &r.ServerBlindPct }),
-		recorder.Col("runs", 0, func(r *Gap) any { return &r.Runs }),
-		recorder.Col("delay_method", 0, func(r *Gap) any { return &r.DelayMethod }),
-		recorder.Col("server_last_byte_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.ServerLastByteMS }),
-		recorder.Col("server_last_byte_blind_pct", decimalsPct, func(r *Gap) any { return &r.ServerLastByteBlindPct }),
-	},
-	settingsCols(func(r *Gap) *Settings { return &r.Settings }),
-	[]recorder.Column[Gap]{
-		recorder.Col("handshake_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.HandshakeMS }),
-		recorder.Col("resumed_pct", decimalsPct, func(r *Gap) any { return &r.ResumedPct }),
-	},
-	dnsCols(func(r *Gap) *Settings { return &r.Settings }),
-	[]recorder.Column[Gap]{
-		recorder.Col("dns_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.DNSMS }),
-		recorder.Col("run_id", 0, func(r *Gap) any { return &r.RunID }),
-	},
-)...)
+// The Settings columns of gap.csv, gap-requests.csv and gap-path.csv are
+// split: the DNS ones came later and follow some of the row's own.
+var gapSchema = recorder.TaggedSpans[Gap](gapFile,
+	"SizeBytes-ServerLastByteBlindPct", "TLS-WorkKind", "HandshakeMS-ResumedPct", "DNS-DNSDelayMS", "DNSMS-RunID")
 
 // Request is one request of the experiment (gap-requests.csv).
 // ConnectMS is NaN on a reused connection. ServerHeaderMS is the server's
@@ -156,33 +108,33 @@ var gapSchema = recorder.NewSchema(gapFile, slices.Concat(
 // measured it (TCP_INFO), and ConfiguredRTTMS the round-trip time the
 // path was asked to add.
 type Request struct {
-	SizeBytes        int
-	ConfiguredRTTMS  float64
-	DelayMethod      string
-	Mode             string // ModeKeepAlive or ModeNew
-	Seq              int
-	StartS           float64 // since the condition started
-	NewConn          bool    // a TCP connection was opened for it
-	ConnectMS        float64
-	TTFBMS           float64
-	TotalMS          float64 // start to last body byte
-	ServerHeaderMS   recorder.Maybe
-	ServerLastByteMS recorder.Maybe
-	TCPRTTMS         recorder.Maybe
-	Status           int
-	Bytes            int64
-	Error            string
+	SizeBytes        int            `csv:"size_bytes"`
+	ConfiguredRTTMS  float64        `csv:"configured_rtt_ms,millis"`
+	DelayMethod      string         `csv:"delay_method"`
+	Mode             string         `csv:"mode"` // ModeKeepAlive or ModeNew
+	Seq              int            `csv:"seq"`
+	StartS           float64        `csv:"start_s,micros"` // since the condition started
+	NewConn          bool           `csv:"new_conn"`       // a TCP connection was opened for it
+	ConnectMS        float64        `csv:"connect_ms,millis"`
+	TTFBMS           float64        `csv:"ttfb_ms,millis"`
+	TotalMS          float64        `csv:"total_ms,millis"` // start to last body byte
+	ServerHeaderMS   recorder.Maybe `csv:"server_header_ms,millis"`
+	ServerLastByteMS recorder.Maybe `csv:"server_last_byte_ms,millis"`
+	TCPRTTMS         recorder.Maybe `csv:"tcp_rtt_ms,millis"`
+	Status           int            `csv:"status"`
+	Bytes            int64          `csv:"bytes"`
+	Error            string         `csv:"error"`
 	Settings
 	// HandshakeMS is its TLS handshake (empty without one) and TLSResumed
 	// whether that resumed a session.
-	HandshakeMS recorder.Maybe
-	TLSResumed  bool
+	HandshakeMS recorder.Maybe `csv:"handshake_ms,millis"`
+	TLSResumed  bool           `csv:"tls_resumed"`
 	// DNSMS is what its dial spent resolving the server's name, from
 	// before the query was sent to after the answer was read: 0 when the
 	// client's cache answered, empty when it did not dial (a kept-alive
 	// connection) or the condition has no DNS.
-	DNSMS recorder.Maybe
-	RunID string // its condition's run (gap-runs.csv)
+	DNSMS recorder.Maybe `csv:"dns_ms,millis"`
+	RunID string         `csv:"run_id"` // its condition's run (gap-runs.csv)
 }
 
 // Modes of a request (Request.Mode).
@@ -193,36 +145,8 @@ const (
 
 func (Request) Schema() *recorder.Schema[Request] { return requestSchema }
 
-var requestSchema = recorder.NewSchema(requestFile, slices.Concat(
-	[]recorder.Column[Request]{
-		recorder.Col("size_bytes", 0, func(r *Request) any { return &r.SizeBytes }),
-		recorder.Col("configured_rtt_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.ConfiguredRTTMS }),
-		recorder.Col("delay_method", 0, func(r *Request) any { return &r.DelayMethod }),
-		recorder.Col("mode", 0, func(r *Request) any { return &r.Mode }),
-		recorder.Col("seq", 0, func(r *Request) any { return &r.Seq }),
-		recorder.Col("start_s", recorder.DecimalsMicros, func(r *Request) any { return &r.StartS }),
-		recorder.Col("new_conn", 0, func(r *Request) any { return &r.NewConn }),
-		recorder.Col("connect_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.ConnectMS }),
-		recorder.Col("ttfb_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.TTFBMS }),
-		recorder.Col("total_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.TotalMS }),
-		recorder.Col("server_header_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.ServerHeaderMS }),
-		recorder.Col("server_last_byte_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.ServerLastByteMS }),
-		recorder.Col("tcp_rtt_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.TCPRTTMS }),
-		recorder.Col("status", 0, func(r *Request) any { return &r.Status }),
-		recorder.Col("bytes", 0, func(r *Request) any { return &r.Bytes }),
-		recorder.Col("error", 0, func(r *Request) any { return &r.Error }),
-	},
-	settingsCols(func(r *Request) *Settings { return &r.Settings }),
-	[]recorder.Column[Request]{
-		recorder.Col("handshake_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.HandshakeMS }),
-		recorder.Col("tls_resumed", 0, func(r *Request) any { return &r.TLSResumed }),
-	},
-	dnsCols(func(r *Request) *Settings { return &r.Settings }),
-	[]recorder.Column[Request]{
-		recorder.Col("dns_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.DNSMS }),
-		recorder.Col("run_id", 0, func(r *Request) any { return &r.RunID }),
-	},
-)...)
+var requestSchema = recorder.TaggedSpans[Request](requestFile,
+	"SizeBytes-Error", "TLS-WorkKind", "HandshakeMS-TLSResumed", "DNS-DNSDelayMS", "DNSMS-RunID")
 
 // Path is the network path of one condition (gap-path.csv): how packets
 // were delayed and, for the TUN delay line, how late it wrote them
@@ -234,22 +158,25 @@ var requestSchema = recorder.NewSchema(requestFile, slices.Concat(
 // ends (LossMeasuredPct) does not agree with the asked one within the
 // binomial's bound for its packets: the path was not what the row claims.
 type Path struct {
-	SizeBytes                                   int
-	ConfiguredRTTMS                             float64
-	RTTMS                                       recorder.Maybe
-	DelayMethod                                 string
-	MTU                                         int
-	CongestionControl                           string
-	Packets, Dropped                            int
-	LatenessP50MS, LatenessP99MS, LatenessMaxMS recorder.Maybe
-	Valid                                       bool
+	SizeBytes         int            `csv:"size_bytes"`
+	ConfiguredRTTMS   float64        `csv:"configured_rtt_ms,millis"`
+	RTTMS             recorder.Maybe `csv:"rtt_ms,millis"`
+	DelayMethod       string         `csv:"delay_method"`
+	MTU               int            `csv:"mtu"`
+	CongestionControl string         `csv:"congestion_control"`
+	Packets           int            `csv:"packets"`
+	Dropped           int            `csv:"dropped"`
+	LatenessP50MS     recorder.Maybe `csv:"lateness_p50_ms,millis"`
+	LatenessP99MS     recorder.Maybe `csv:"lateness_p99_ms,millis"`
+	LatenessMaxMS     recorder.Maybe `csv:"lateness_max_ms,millis"`
+	Valid             bool           `csv:"valid"`
 	Settings
 	// PathPackets are the packets that entered the path during the
 	// condition, both directions, and LossAppliedPct the share it dropped
 	// at random, both by the path's own count; empty where the path has
 	// none (method none without loss).
-	PathPackets    recorder.Maybe
-	LossAppliedPct recorder.Maybe
+	PathPackets    recorder.Maybe `csv:"path_packets"`
+	LossAppliedPct recorder.Maybe `csv:"loss_applied_pct,milli"`
 	// OverflowDrops are the packets the path dropped, by its own count,
 	// because its queue was full (a rate limit's queue; not random loss,
 	// not in LossAppliedPct). SentPackets and ReceivedPackets are the IP
@@ -258,44 +185,17 @@ type Path struct {
 	// LossMeasuredPct the share of those sent that did not arrive, the
 	// overflow drops left out of both: the loss compared with
 	// Settings.LossPct for Valid. Empty where not counted.
-	OverflowDrops   recorder.Maybe
-	SentPackets     recorder.Maybe
-	ReceivedPackets recorder.Maybe
-	LossMeasuredPct recorder.Maybe
-	RunID           string // its condition's run (gap-runs.csv)
+	OverflowDrops   recorder.Maybe `csv:"overflow_drops"`
+	SentPackets     recorder.Maybe `csv:"sent_packets"`
+	ReceivedPackets recorder.Maybe `csv:"received_packets"`
+	LossMeasuredPct recorder.Maybe `csv:"loss_measured_pct,milli"`
+	RunID           string         `csv:"run_id"` // its condition's run (gap-runs.csv)
 }
 
 func (Path) Schema() *recorder.Schema[Path] { return pathSchema }
 
-var pathSchema = recorder.NewSchema(pathFile, slices.Concat(
-	[]recorder.Column[Path]{
-		recorder.Col("size_bytes", 0, func(r *Path) any { return &r.SizeBytes }),
-		recorder.Col("configured_rtt_ms", recorder.DecimalsMillis, func(r *Path) any { return &r.ConfiguredRTTMS }),
-		recorder.Col("rtt_ms", recorder.DecimalsMillis, func(r *Path) any { return &r.RTTMS }),
-		recorder.Col("delay_method", 0, func(r *Path) any { return &r.DelayMethod }),
-		recorder.Col("mtu", 0, func(r *Path) any { return &r.MTU }),
-		recorder.Col("congestion_control", 0, func(r *Path) any { return &r.CongestionControl }),
-		recorder.Col("packets", 0, func(r *Path) any { return &r.Packets }),
-		recorder.Col("dropped", 0, func(r *Path) any { return &r.Dropped }),
-		recorder.Col("lateness_p50_ms", recorder.DecimalsMillis, func(r *Path) any { return &r.LatenessP50MS }),
-		recorder.Col("lateness_p99_ms", recorder.DecimalsMillis, func(r *Path) any { return &r.LatenessP99MS }),
-		recorder.Col("lateness_max_ms", recorder.DecimalsMillis, func(r *Path) any { return &r.LatenessMaxMS }),
-		recorder.Col("valid", 0, func(r *Path) any { return &r.Valid }),
-	},
-	settingsCols(func(r *Path) *Settings { return &r.Settings }),
-	[]recorder.Column[Path]{
-		recorder.Col("path_packets", 0, func(r *Path) any { return &r.PathPackets }),
-		recorder.Col("loss_applied_pct", decimalsPct, func(r *Path) any { return &r.LossAppliedPct }),
-		recorder.Col("overflow_drops", 0, func(r *Path) any { return &r.OverflowDrops }),
-		recorder.Col("sent_packets", 0, func(r *Path) any { return &r.SentPackets }),
-		recorder.Col("received_packets", 0, func(r *Path) any { return &r.ReceivedPackets }),
-		recorder.Col("loss_measured_pct", decimalsPct, func(r *Path) any { return &r.LossMeasuredPct }),
-	},
-	dnsCols(func(r *Path) *Settings { return &r.Settings }),
-	[]recorder.Column[Path]{
-		recorder.Col("run_id", 0, func(r *Path) any { return &r.RunID }),
-	},
-)...)
+var pathSchema = recorder.TaggedSpans[Path](pathFile,
+	"SizeBytes-Valid", "TLS-WorkKind", "PathPackets-LossMeasuredPct", "DNS-DNSDelayMS", "RunID")
 
 // RunRow is one row of gap-runs.csv: one run of the experiment (one
 // condition: a size, a path, a TLS mode and a processing time, its Reps x
@@ -304,17 +204,15 @@ var pathSchema = recorder.NewSchema(pathFile, slices.Concat(
 // condition's figures are its gap.csv and gap-path.csv rows, its
 // requests gap-requests.csv's, all with the same run_id.
 type RunRow struct {
-	RunID          string
-	Status, Reason string // recorder.RunOK, RunFailed or RunAborted, and why not ok
+	RunID string `csv:"run_id"`
+	// recorder.RunOK, RunFailed or RunAborted, and why not ok
+	Status string `csv:"status"`
+	Reason string `csv:"reason"`
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile,
-	recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-	recorder.Col("status", 0, func(r *RunRow) any { return &r.Status }),
-	recorder.Col("reason", 0, func(r *RunRow) any { return &r.Reason }),
-)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // VerdictFields implements recorder.RunRow.
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {

@@ -19,72 +19,62 @@ const (
 // (probes.csv): the requests.csv columns that apply to a closed loop, plus
 // the condition and which probe worker sent it.
 type Probe struct {
-	RunID            string
-	Server           string
-	Hold             int // long-polls held open
-	ProbeConcurrency int // closed-loop probe workers
-	Worker, Seq      int
-	StartS           float64
-	ConnectMS        float64
-	TTFBMS           float64
-	LatencyMS        float64
-	Status           int
-	Bytes            int64
-	Error            string
+	RunID            string  `csv:"run_id"`
+	Server           string  `csv:"server"`
+	Hold             int     `csv:"hold"`              // long-polls held open
+	ProbeConcurrency int     `csv:"probe_concurrency"` // closed-loop probe workers
+	Worker           int     `csv:"worker"`
+	Seq              int     `csv:"seq"`
+	StartS           float64 `csv:"start_s,seconds"`
+	ConnectMS        float64 `csv:"connect_ms,millis"`
+	TTFBMS           float64 `csv:"ttfb_ms,millis"`
+	LatencyMS        float64 `csv:"latency_ms,millis"`
+	Status           int     `csv:"status"`
+	Bytes            int64   `csv:"bytes"`
+	Error            string  `csv:"error"`
 }
 
 func (Probe) Schema() *recorder.Schema[Probe] { return probeSchema }
 
-var probeSchema = recorder.NewSchema(probeFile,
-	recorder.Col("run_id", 0, func(r *Probe) any { return &r.RunID }),
-	recorder.Col("server", 0, func(r *Probe) any { return &r.Server }),
-	recorder.Col("hold", 0, func(r *Probe) any { return &r.Hold }),
-	recorder.Col("probe_concurrency", 0, func(r *Probe) any { return &r.ProbeConcurrency }),
-	recorder.Col("worker", 0, func(r *Probe) any { return &r.Worker }),
-	recorder.Col("seq", 0, func(r *Probe) any { return &r.Seq }),
-	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Probe) any { return &r.StartS }),
-	recorder.Col("connect_ms", recorder.DecimalsMillis, func(r *Probe) any { return &r.ConnectMS }),
-	recorder.Col("ttfb_ms", recorder.DecimalsMillis, func(r *Probe) any { return &r.TTFBMS }),
-	recorder.Col("latency_ms", recorder.DecimalsMillis, func(r *Probe) any { return &r.LatencyMS }),
-	recorder.Col("status", 0, func(r *Probe) any { return &r.Status }),
-	recorder.Col("bytes", 0, func(r *Probe) any { return &r.Bytes }),
-	recorder.Col("error", 0, func(r *Probe) any { return &r.Error }),
-)
+var probeSchema = recorder.Tagged[Probe](probeFile)
 
 // Group is one run of a long-poll condition (groups.csv).
 type Group struct {
-	RunID            string // the run's probes in probes.csv have this run_id
-	Server           string
-	Hold             int
-	ProbeConcurrency int
-	Seconds          float64 // probing window, as planned
+	RunID            string  `csv:"run_id"` // the run's probes in probes.csv have this run_id
+	Server           string  `csv:"server"`
+	Hold             int     `csv:"hold"`
+	ProbeConcurrency int     `csv:"probe_concurrency"`
+	Seconds          float64 `csv:"seconds,seconds"` // probing window, as planned
 	// ElapsedS is how long the probing really took: from the window's
 	// start until the last probe ended (a probe started in the window runs
 	// to its end) or the run was interrupted.
-	ElapsedS      float64
-	OK, Failed    int
-	P50MS, P95MS  recorder.Maybe
-	MaxMS         recorder.Maybe
-	ThroughputRPS float64 // OK probes per second of ElapsedS
+	ElapsedS      float64        `csv:"elapsed_s,seconds"`
+	OK            int            `csv:"ok"`
+	Failed        int            `csv:"failed"`
+	P50MS         recorder.Maybe `csv:"p50_ms,millis"`
+	P95MS         recorder.Maybe `csv:"p95_ms,millis"`
+	MaxMS         recorder.Maybe `csv:"max_ms,millis"`
+	ThroughputRPS float64        `csv:"throughput_rps,milli"` // OK probes per second of ElapsedS
 	// Slots is how many requests the server works on at once (workers x
 	// threads, or worker connections), FreeSlots the slots minus the held
 	// long-polls (may be negative) and WorkerSlots one worker's share:
 	// all empty for a server whose concurrency its size does not bound
 	// (an event loop: Uvicorn, Node.js).
-	Slots, FreeSlots recorder.Maybe
+	Slots     recorder.Maybe `csv:"slots"`
+	FreeSlots recorder.Maybe `csv:"free_slots"`
 	// MaxWorkerHeld is the most long-polls one worker held at once
 	// (sampled); empty when the stack cannot tell.
-	MaxWorkerHeld recorder.Maybe
+	MaxWorkerHeld recorder.Maybe `csv:"max_worker_held"`
 	// FullWorkerS is how long some worker had every thread holding a
 	// long-poll (sampled), when a request it accepts waits for a long-poll
 	// to end however many slots other workers have free; empty with
 	// MaxWorkerHeld.
-	FullWorkerS recorder.Maybe
+	FullWorkerS recorder.Maybe `csv:"full_worker_s,seconds"`
 	// ProbesOver1s counts successful probes slower than one second.
-	ProbesOver1s int
+	ProbesOver1s int `csv:"probes_over_1s"`
 	// HeldSamples is how many times the held long-polls per worker were
 	// sampled over the window (0 when the stack cannot tell).
-	HeldSamples int
+	HeldSamples int `csv:"held_samples"`
 	// Waves counts the long-poll issue waves in effect during the span the
 	// held long-polls were sampled over (the window, not the probes'
 	// elapsed time, which a stuck probe can stretch past it):
@@ -92,41 +82,19 @@ type Group struct {
 	// when they return, and each wave may land them differently on the
 	// workers. FullWaves counts the waves during which some worker was
 	// sampled full. Both are empty when nothing was held or sampled.
-	Waves, FullWaves recorder.Maybe
-	WorkerSlots      recorder.Maybe
+	Waves       recorder.Maybe `csv:"waves"`
+	FullWaves   recorder.Maybe `csv:"full_waves"`
+	WorkerSlots recorder.Maybe `csv:"worker_slots"`
 	// FullSamples is how many of the HeldSamples found some worker with
 	// every thread holding a long-poll: FullWorkerS counted in samples,
 	// which a machine too loaded to sample on time does not shorten.
 	// Empty with FullWorkerS.
-	FullSamples recorder.Maybe
+	FullSamples recorder.Maybe `csv:"full_samples"`
 }
 
 func (Group) Schema() *recorder.Schema[Group] { return groupSchema }
 
-var groupSchema = recorder.NewSchema(groupFile,
-	recorder.Col("run_id", 0, func(r *Group) any { return &r.RunID }),
-	recorder.Col("server", 0, func(r *Group) any { return &r.Server }),
-	recorder.Col("hold", 0, func(r *Group) any { return &r.Hold }),
-	recorder.Col("probe_concurrency", 0, func(r *Group) any { return &r.ProbeConcurrency }),
-	recorder.Col("seconds", recorder.DecimalsSeconds, func(r *Group) any { return &r.Seconds }),
-	recorder.Col("elapsed_s", recorder.DecimalsSeconds, func(r *Group) any { return &r.ElapsedS }),
-	recorder.Col("ok", 0, func(r *Group) any { return &r.OK }),
-	recorder.Col("failed", 0, func(r *Group) any { return &r.Failed }),
-	recorder.Col("p50_ms", recorder.DecimalsMillis, func(r *Group) any { return &r.P50MS }),
-	recorder.Col("p95_ms", recorder.DecimalsMillis, func(r *Group) any { return &r.P95MS }),
-	recorder.Col("max_ms", recorder.DecimalsMillis, func(r *Group) any { return &r.MaxMS }),
-	recorder.Col("throughput_rps", recorder.DecimalsMilli, func(r *Group) any { return &r.ThroughputRPS }),
-	recorder.Col("slots", 0, func(r *Group) any { return &r.Slots }),
-	recorder.Col("free_slots", 0, func(r *Group) any { return &r.FreeSlots }),
-	recorder.Col("max_worker_held", 0, func(r *Group) any { return &r.MaxWorkerHeld }),
-	recorder.Col("full_worker_s", recorder.DecimalsSeconds, func(r *Group) any { return &r.FullWorkerS }),
-	recorder.Col("probes_over_1s", 0, func(r *Group) any { return &r.ProbesOver1s }),
-	recorder.Col("held_samples", 0, func(r *Group) any { return &r.HeldSamples }),
-	recorder.Col("waves", 0, func(r *Group) any { return &r.Waves }),
-	recorder.Col("full_waves", 0, func(r *Group) any { return &r.FullWaves }),
-	recorder.Col("worker_slots", 0, func(r *Group) any { return &r.WorkerSlots }),
-	recorder.Col("full_samples", 0, func(r *Group) any { return &r.FullSamples }),
-)
+var groupSchema = recorder.Tagged[Group](groupFile)
 
 // RunRow is one row of longpoll-runs.csv: one run of the long-poll
 // experiment and how it ended. Status is ok when the run measured its
@@ -138,29 +106,20 @@ var groupSchema = recorder.NewSchema(groupFile,
 // keeps the runs that are ok here and drops every other run's rows from
 // each file.
 type RunRow struct {
-	RunID            string
-	Server           string
-	Hold             int
-	ProbeConcurrency int
-	Rep              int
-	StartedAt        time.Time
-	Status, Reason   string
-	Probes           int
+	RunID            string    `csv:"run_id"`
+	Server           string    `csv:"server"`
+	Hold             int       `csv:"hold"`
+	ProbeConcurrency int       `csv:"probe_concurrency"`
+	Rep              int       `csv:"rep"`
+	StartedAt        time.Time `csv:"started_at"`
+	Status           string    `csv:"status"`
+	Reason           string    `csv:"reason"`
+	Probes           int       `csv:"probes"`
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile,
-	recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-	recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-	recorder.Col("hold", 0, func(r *RunRow) any { return &r.Hold }),
-	recorder.Col("probe_concurrency", 0, func(r *RunRow) any { return &r.ProbeConcurrency }),
-	recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-	recorder.Col("started_at", 0, func(r *RunRow) any { return &r.StartedAt }),
-	recorder.Col("status", 0, func(r *RunRow) any { return &r.Status }),
-	recorder.Col("reason", 0, func(r *RunRow) any { return &r.Reason }),
-	recorder.Col("probes", 0, func(r *RunRow) any { return &r.Probes }),
-)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // VerdictFields implements recorder.RunRow.
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {

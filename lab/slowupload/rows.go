@@ -1,7 +1,6 @@
 package slowupload
 
 import (
-	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/loadgen"
@@ -25,43 +24,29 @@ const (
 // Outcome is one of loadgen.UploadOK, UploadServerError, UploadStatus,
 // UploadReset, UploadTimeout and UploadError.
 type Upload struct {
-	RunID, Route, Server string
-	Uploaders, Rep       int
-	Client               int
-	SizeBytes, RateBps   int64
-	AppTimeoutS          recorder.Maybe // the app's timeout (Gunicorn --timeout), empty when the app's default
-	StartS               float64
-	SendS, TotalS        float64
-	SentBytes            int64
-	Status               int
-	AppReadS             recorder.Maybe
-	AppBytes             recorder.Maybe
-	Outcome              string
-	Error                string
+	RunID       string         `csv:"run_id"`
+	Route       string         `csv:"route"`
+	Server      string         `csv:"server"`
+	Uploaders   int            `csv:"uploaders"`
+	Rep         int            `csv:"rep"`
+	Client      int            `csv:"client"`
+	SizeBytes   int64          `csv:"size_bytes"`
+	RateBps     int64          `csv:"rate_bps"`
+	AppTimeoutS recorder.Maybe `csv:"app_timeout_s,seconds"` // the app's timeout (Gunicorn --timeout), empty when the app's default
+	StartS      float64        `csv:"start_s,seconds"`
+	SendS       float64        `csv:"send_s,seconds"`
+	TotalS      float64        `csv:"total_s,seconds"`
+	SentBytes   int64          `csv:"sent_bytes"`
+	Status      int            `csv:"status"`
+	AppReadS    recorder.Maybe `csv:"app_read_s,seconds"`
+	AppBytes    recorder.Maybe `csv:"app_bytes"`
+	Outcome     string         `csv:"outcome"`
+	Error       string         `csv:"error"`
 }
 
 func (Upload) Schema() *recorder.Schema[Upload] { return uploadSchema }
 
-var uploadSchema = recorder.NewSchema(uploadFile,
-	recorder.Col("run_id", 0, func(r *Upload) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *Upload) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *Upload) any { return &r.Server }),
-	recorder.Col("uploaders", 0, func(r *Upload) any { return &r.Uploaders }),
-	recorder.Col("rep", 0, func(r *Upload) any { return &r.Rep }),
-	recorder.Col("client", 0, func(r *Upload) any { return &r.Client }),
-	recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *Upload) any { return &r.SizeBytes }),
-	recorder.Col("rate_bps", recorder.DecimalsWhole, func(r *Upload) any { return &r.RateBps }),
-	recorder.Col("app_timeout_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.AppTimeoutS }),
-	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.StartS }),
-	recorder.Col("send_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.SendS }),
-	recorder.Col("total_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.TotalS }),
-	recorder.Col("sent_bytes", recorder.DecimalsWhole, func(r *Upload) any { return &r.SentBytes }),
-	recorder.Col("status", 0, func(r *Upload) any { return &r.Status }),
-	recorder.Col("app_read_s", recorder.DecimalsSeconds, func(r *Upload) any { return &r.AppReadS }),
-	recorder.Col("app_bytes", recorder.DecimalsWhole, func(r *Upload) any { return &r.AppBytes }),
-	recorder.Col("outcome", 0, func(r *Upload) any { return &r.Outcome }),
-	recorder.Col("error", 0, func(r *Upload) any { return &r.Error }),
-)
+var uploadSchema = recorder.Tagged[Upload](uploadFile)
 
 // RunRow is one row of upload-runs.csv: one run of the slow-upload
 // experiment. The /fast columns are runs.csv's (recorder.SummarizeRun: nearest-rank
@@ -74,53 +59,34 @@ var uploadSchema = recorder.NewSchema(uploadFile,
 // AppMemMiB and ProxyMemMiB each component's memory peak
 // (MemoryPeakMiB).
 type RunRow struct {
-	RunID, Route, Server string
-	Uploaders, Rep       int
-	SizeBytes, RateBps   int64
-	AppTimeoutS          recorder.Maybe
-	StartedAt            time.Time
-	Status, Reason       string
+	RunID       string         `csv:"run_id"`
+	Route       string         `csv:"route"`
+	Server      string         `csv:"server"`
+	Uploaders   int            `csv:"uploaders"`
+	Rep         int            `csv:"rep"`
+	SizeBytes   int64          `csv:"size_bytes"`
+	RateBps     int64          `csv:"rate_bps"`
+	AppTimeoutS recorder.Maybe `csv:"app_timeout_s,seconds"`
+	StartedAt   time.Time      `csv:"started_at"`
+	Status      string         `csv:"status"`
+	Reason      string         `csv:"reason"`
 	recorder.FastFields
-	SendS, AppReadS              recorder.Maybe
-	UploadsOK, Uploads5xx        int
-	UploadsReset, UploadsTimeout int
-	UploadsOther                 int
-	WorkerTimeouts               recorder.Maybe
-	TempPeakMiB                  recorder.Maybe
-	AppMemMiB, ProxyMemMiB       recorder.Maybe
+	SendS          recorder.Maybe `csv:"send_s,seconds"`
+	AppReadS       recorder.Maybe `csv:"app_read_s,seconds"`
+	UploadsOK      int            `csv:"uploads_ok"`
+	Uploads5xx     int            `csv:"uploads_5xx"`
+	UploadsReset   int            `csv:"uploads_reset"`
+	UploadsTimeout int            `csv:"uploads_timeout"`
+	UploadsOther   int            `csv:"uploads_other"`
+	WorkerTimeouts recorder.Maybe `csv:"worker_timeouts"`
+	TempPeakMiB    recorder.Maybe `csv:"temp_peak_mib,mib"`
+	AppMemMiB      recorder.Maybe `csv:"app_mem_mib,mib"`
+	ProxyMemMiB    recorder.Maybe `csv:"proxy_mem_mib,mib"`
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile, slices.Concat(
-	[]recorder.Column[RunRow]{
-		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-		recorder.Col("uploaders", 0, func(r *RunRow) any { return &r.Uploaders }),
-		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-		recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.SizeBytes }),
-		recorder.Col("rate_bps", recorder.DecimalsWhole, func(r *RunRow) any { return &r.RateBps }),
-		recorder.Col("app_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppTimeoutS }),
-	},
-	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
-		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
-	}),
-	recorder.FastCols(fastOf),
-	[]recorder.Column[RunRow]{
-		recorder.Col("send_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.SendS }),
-		recorder.Col("app_read_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppReadS }),
-		recorder.Col("uploads_ok", 0, func(r *RunRow) any { return &r.UploadsOK }),
-		recorder.Col("uploads_5xx", 0, func(r *RunRow) any { return &r.Uploads5xx }),
-		recorder.Col("uploads_reset", 0, func(r *RunRow) any { return &r.UploadsReset }),
-		recorder.Col("uploads_timeout", 0, func(r *RunRow) any { return &r.UploadsTimeout }),
-		recorder.Col("uploads_other", 0, func(r *RunRow) any { return &r.UploadsOther }),
-		recorder.Col("worker_timeouts", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkerTimeouts }),
-		recorder.Col("temp_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempPeakMiB }),
-		recorder.Col("app_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemMiB }),
-		recorder.Col("proxy_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyMemMiB }),
-	},
-)...)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its upload columns from uploads, which must all be the run's.

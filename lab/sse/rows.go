@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/loadgen"
@@ -18,31 +17,25 @@ const (
 // Event is one event of an SSE stream of the sse experiment
 // (sse-events.csv), as the client received it. SentS is the server's
 // timestamp in the event (its wall clock when it wrote the event) and
-// ReceivedS the client's when it had read the recorder.DecimalsWhole event, both relative
+// ReceivedS the client's when it had read the whole event, both relative
 // to the run's start; DelayMS = received - sent: the event's delivery
 // delay (one machine, one clock, loopback).
 type Event struct {
-	RunID, Route, Server string
-	Streams, Rep         int
-	Client, Seq          int
-	SentS, ReceivedS     float64
-	DelayMS              float64
+	RunID     string  `csv:"run_id"`
+	Route     string  `csv:"route"`
+	Server    string  `csv:"server"`
+	Streams   int     `csv:"streams"`
+	Rep       int     `csv:"rep"`
+	Client    int     `csv:"client"`
+	Seq       int     `csv:"seq"`
+	SentS     float64 `csv:"sent_s,micros"`
+	ReceivedS float64 `csv:"received_s,micros"`
+	DelayMS   float64 `csv:"delay_ms,millis"`
 }
 
 func (Event) Schema() *recorder.Schema[Event] { return eventSchema }
 
-var eventSchema = recorder.NewSchema(eventFile,
-	recorder.Col("run_id", 0, func(r *Event) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *Event) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *Event) any { return &r.Server }),
-	recorder.Col("streams", 0, func(r *Event) any { return &r.Streams }),
-	recorder.Col("rep", 0, func(r *Event) any { return &r.Rep }),
-	recorder.Col("client", 0, func(r *Event) any { return &r.Client }),
-	recorder.Col("seq", 0, func(r *Event) any { return &r.Seq }),
-	recorder.Col("sent_s", recorder.DecimalsMicros, func(r *Event) any { return &r.SentS }),
-	recorder.Col("received_s", recorder.DecimalsMicros, func(r *Event) any { return &r.ReceivedS }),
-	recorder.Col("delay_ms", recorder.DecimalsMillis, func(r *Event) any { return &r.DelayMS }),
-)
+var eventSchema = recorder.Tagged[Event](eventFile)
 
 // Stream is one SSE stream of the sse experiment (sse-streams.csv):
 // when its request was sent (StartS, relative to the run's start), how
@@ -52,38 +45,27 @@ var eventSchema = recorder.NewSchema(eventFile,
 // (Outcome, one of loadgen.SSEComplete, SSETruncated, SSEStatus,
 // SSEReset, SSETimeout and SSEError).
 type Stream struct {
-	RunID, Route, Server   string
-	Streams, Rep           int
-	Client                 int
-	StartS                 float64
-	FirstByteMS            recorder.Maybe
-	Status                 int
-	Events, EventsExpected int
-	DelayP50MS, DelayP95MS recorder.Maybe
-	DelayMaxMS             recorder.Maybe
-	Outcome, Error         string
+	RunID          string         `csv:"run_id"`
+	Route          string         `csv:"route"`
+	Server         string         `csv:"server"`
+	Streams        int            `csv:"streams"`
+	Rep            int            `csv:"rep"`
+	Client         int            `csv:"client"`
+	StartS         float64        `csv:"start_s,seconds"`
+	FirstByteMS    recorder.Maybe `csv:"first_byte_ms,millis"`
+	Status         int            `csv:"status"`
+	Events         int            `csv:"events"`
+	EventsExpected int            `csv:"events_expected"`
+	DelayP50MS     recorder.Maybe `csv:"delay_p50_ms,millis"`
+	DelayP95MS     recorder.Maybe `csv:"delay_p95_ms,millis"`
+	DelayMaxMS     recorder.Maybe `csv:"delay_max_ms,millis"`
+	Outcome        string         `csv:"outcome"`
+	Error          string         `csv:"error"`
 }
 
 func (Stream) Schema() *recorder.Schema[Stream] { return streamSchema }
 
-var streamSchema = recorder.NewSchema(streamFile,
-	recorder.Col("run_id", 0, func(r *Stream) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *Stream) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *Stream) any { return &r.Server }),
-	recorder.Col("streams", 0, func(r *Stream) any { return &r.Streams }),
-	recorder.Col("rep", 0, func(r *Stream) any { return &r.Rep }),
-	recorder.Col("client", 0, func(r *Stream) any { return &r.Client }),
-	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Stream) any { return &r.StartS }),
-	recorder.Col("first_byte_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.FirstByteMS }),
-	recorder.Col("status", 0, func(r *Stream) any { return &r.Status }),
-	recorder.Col("events", 0, func(r *Stream) any { return &r.Events }),
-	recorder.Col("events_expected", 0, func(r *Stream) any { return &r.EventsExpected }),
-	recorder.Col("delay_p50_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.DelayP50MS }),
-	recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.DelayP95MS }),
-	recorder.Col("delay_max_ms", recorder.DecimalsMillis, func(r *Stream) any { return &r.DelayMaxMS }),
-	recorder.Col("outcome", 0, func(r *Stream) any { return &r.Outcome }),
-	recorder.Col("error", 0, func(r *Stream) any { return &r.Error }),
-)
+var streamSchema = recorder.Tagged[Stream](streamFile)
 
 // RunRow is one row of sse-runs.csv: one run of the sse experiment.
 // Streams SSE streams of IntervalS for DurationS ran beside the open-loop
@@ -98,46 +80,30 @@ var streamSchema = recorder.NewSchema(streamFile,
 // app's own count sampled during the run (empty when none was read). The
 // /fast columns are runs.csv's (recorder.SummarizeRun).
 type RunRow struct {
-	RunID, Route, Server    string
-	Streams, Rep            int
-	IntervalS, DurationS    float64
-	StartedAt               time.Time
-	Status, Reason          string
-	EventsExpected, Events  int
-	StreamsComplete         int
-	DelayP50MS, DelayP95MS  recorder.Maybe
-	DelayMaxMS, FirstByteMS recorder.Maybe
+	RunID           string         `csv:"run_id"`
+	Route           string         `csv:"route"`
+	Server          string         `csv:"server"`
+	Streams         int            `csv:"streams"`
+	Rep             int            `csv:"rep"`
+	IntervalS       float64        `csv:"interval_s,seconds"`
+	DurationS       float64        `csv:"duration_s,seconds"`
+	StartedAt       time.Time      `csv:"started_at"`
+	Status          string         `csv:"status"`
+	Reason          string         `csv:"reason"`
+	EventsExpected  int            `csv:"events_expected"`
+	Events          int            `csv:"events"`
+	StreamsComplete int            `csv:"streams_complete"`
+	DelayP50MS      recorder.Maybe `csv:"delay_p50_ms,millis"`
+	DelayP95MS      recorder.Maybe `csv:"delay_p95_ms,millis"`
+	DelayMaxMS      recorder.Maybe `csv:"delay_max_ms,millis"`
+	FirstByteMS     recorder.Maybe `csv:"first_byte_ms,millis"`
 	recorder.Holding
 	recorder.FastFields
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile, slices.Concat(
-	[]recorder.Column[RunRow]{
-		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-		recorder.Col("streams", 0, func(r *RunRow) any { return &r.Streams }),
-		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-		recorder.Col("interval_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.IntervalS }),
-		recorder.Col("duration_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.DurationS }),
-	},
-	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
-		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
-	}),
-	[]recorder.Column[RunRow]{
-		recorder.Col("events_expected", 0, func(r *RunRow) any { return &r.EventsExpected }),
-		recorder.Col("events", 0, func(r *RunRow) any { return &r.Events }),
-		recorder.Col("streams_complete", 0, func(r *RunRow) any { return &r.StreamsComplete }),
-		recorder.Col("delay_p50_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayP50MS }),
-		recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayP95MS }),
-		recorder.Col("delay_max_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayMaxMS }),
-		recorder.Col("first_byte_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.FirstByteMS }),
-	},
-	recorder.HoldCols(func(r *RunRow) *recorder.Holding { return &r.Holding }),
-	recorder.FastCols(fastOf),
-)...)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its event columns from the run's streams and events.

@@ -1,7 +1,6 @@
 package stalledreader
 
 import (
-	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -26,24 +25,32 @@ const (
 // last write returning, or failing), empty when the app left none: a
 // Gunicorn worker killed mid-response writes nothing.
 type Download struct {
-	RunID, Route, Server string
-	Mode                 string
-	Clients, Rep         int
-	Client               int
-	SizeBytes, RateBps   int64
-	AppTimeoutS          recorder.Maybe // the app's timeout (Gunicorn --timeout), empty when the app's default
-	SendTimeoutS         recorder.Maybe // the proxy's send_timeout, empty on the direct route
-	StallS, GiveUpS      float64
-	StartS               float64
-	StalledS, ResumedS   recorder.Maybe
-	LastByteS            recorder.Maybe
-	EndS                 float64
-	StallBytes           int64
-	Bytes, ContentLength int64
-	Status               int
-	AppSendS             recorder.Maybe
-	Outcome, EndedBy     string
-	Error                string
+	RunID         string         `csv:"run_id"`
+	Route         string         `csv:"route"`
+	Server        string         `csv:"server"`
+	Mode          string         `csv:"mode"`
+	Clients       int            `csv:"clients"`
+	Rep           int            `csv:"rep"`
+	Client        int            `csv:"client"`
+	SizeBytes     int64          `csv:"size_bytes"`
+	RateBps       int64          `csv:"rate_bps"`
+	AppTimeoutS   recorder.Maybe `csv:"app_timeout_s,seconds"`  // the app's timeout (Gunicorn --timeout), empty when the app's default
+	SendTimeoutS  recorder.Maybe `csv:"send_timeout_s,seconds"` // the proxy's send_timeout, empty on the direct route
+	StallS        float64        `csv:"stall_s,seconds"`
+	GiveUpS       float64        `csv:"give_up_s,seconds"`
+	StartS        float64        `csv:"start_s,seconds"`
+	StalledS      recorder.Maybe `csv:"stalled_s,seconds"`
+	ResumedS      recorder.Maybe `csv:"resumed_s,seconds"`
+	LastByteS     recorder.Maybe `csv:"last_byte_s,seconds"`
+	EndS          float64        `csv:"end_s,seconds"`
+	StallBytes    int64          `csv:"stall_bytes"`
+	Bytes         int64          `csv:"bytes"`
+	ContentLength int64          `csv:"content_length"`
+	Status        int            `csv:"status"`
+	AppSendS      recorder.Maybe `csv:"app_send_s,seconds"`
+	Outcome       string         `csv:"outcome"`
+	EndedBy       string         `csv:"ended_by"`
+	Error         string         `csv:"error"`
 }
 
 // Modes of a condition (Download.Mode).
@@ -81,34 +88,7 @@ var Enders = []string{EndedByNone, EndedByClient, EndedByAppTimeout, EndedBySend
 
 func (Download) Schema() *recorder.Schema[Download] { return downloadSchema }
 
-var downloadSchema = recorder.NewSchema(downloadFile,
-	recorder.Col("run_id", 0, func(r *Download) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *Download) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *Download) any { return &r.Server }),
-	recorder.Col("mode", 0, func(r *Download) any { return &r.Mode }),
-	recorder.Col("clients", 0, func(r *Download) any { return &r.Clients }),
-	recorder.Col("rep", 0, func(r *Download) any { return &r.Rep }),
-	recorder.Col("client", 0, func(r *Download) any { return &r.Client }),
-	recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *Download) any { return &r.SizeBytes }),
-	recorder.Col("rate_bps", recorder.DecimalsWhole, func(r *Download) any { return &r.RateBps }),
-	recorder.Col("app_timeout_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.AppTimeoutS }),
-	recorder.Col("send_timeout_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.SendTimeoutS }),
-	recorder.Col("stall_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.StallS }),
-	recorder.Col("give_up_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.GiveUpS }),
-	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.StartS }),
-	recorder.Col("stalled_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.StalledS }),
-	recorder.Col("resumed_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.ResumedS }),
-	recorder.Col("last_byte_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.LastByteS }),
-	recorder.Col("end_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.EndS }),
-	recorder.Col("stall_bytes", recorder.DecimalsWhole, func(r *Download) any { return &r.StallBytes }),
-	recorder.Col("bytes", recorder.DecimalsWhole, func(r *Download) any { return &r.Bytes }),
-	recorder.Col("content_length", recorder.DecimalsWhole, func(r *Download) any { return &r.ContentLength }),
-	recorder.Col("status", 0, func(r *Download) any { return &r.Status }),
-	recorder.Col("app_send_s", recorder.DecimalsSeconds, func(r *Download) any { return &r.AppSendS }),
-	recorder.Col("outcome", 0, func(r *Download) any { return &r.Outcome }),
-	recorder.Col("ended_by", 0, func(r *Download) any { return &r.EndedBy }),
-	recorder.Col("error", 0, func(r *Download) any { return &r.Error }),
-)
+var downloadSchema = recorder.Tagged[Download](downloadFile)
 
 // RunRow is one row of stalled-runs.csv: one run of the stalled-reader
 // experiment. The /fast columns are runs.csv's (recorder.SummarizeRun:
@@ -121,60 +101,39 @@ var downloadSchema = recorder.NewSchema(downloadFile,
 // download: its longest app_send_s, or the app timeout when a worker was
 // killed (which leaves no record).
 type RunRow struct {
-	RunID, Route, Server      string
-	Mode                      string
-	Clients, Rep              int
-	SizeBytes, RateBps        int64
-	AppTimeoutS, SendTimeoutS recorder.Maybe
-	StallS, GiveUpS           float64
-	StartedAt                 time.Time
-	Status, Reason            string
+	RunID        string         `csv:"run_id"`
+	Route        string         `csv:"route"`
+	Server       string         `csv:"server"`
+	Mode         string         `csv:"mode"`
+	Clients      int            `csv:"clients"`
+	Rep          int            `csv:"rep"`
+	SizeBytes    int64          `csv:"size_bytes"`
+	RateBps      int64          `csv:"rate_bps"`
+	AppTimeoutS  recorder.Maybe `csv:"app_timeout_s,seconds"`
+	SendTimeoutS recorder.Maybe `csv:"send_timeout_s,seconds"`
+	StallS       float64        `csv:"stall_s,seconds"`
+	GiveUpS      float64        `csv:"give_up_s,seconds"`
+	StartedAt    time.Time      `csv:"started_at"`
+	Status       string         `csv:"status"`
+	Reason       string         `csv:"reason"`
 	recorder.FastFields
-	Complete, Truncated, Reset int
-	Timeout, Other             int
-	ByClient, ByAppTimeout     int
-	BySendTimeout, ByUnknown   int
-	BytesMedian                recorder.Maybe
-	WorkerTimeouts             recorder.Maybe
-	AppHeldS                   recorder.Maybe
+	Complete       int            `csv:"complete"`
+	Truncated      int            `csv:"truncated"`
+	Reset          int            `csv:"reset"`
+	Timeout        int            `csv:"timeout"`
+	Other          int            `csv:"other"`
+	ByClient       int            `csv:"by_client"`
+	ByAppTimeout   int            `csv:"by_app_timeout"`
+	BySendTimeout  int            `csv:"by_send_timeout"`
+	ByUnknown      int            `csv:"by_unknown"`
+	BytesMedian    recorder.Maybe `csv:"bytes_median"`
+	WorkerTimeouts recorder.Maybe `csv:"worker_timeouts"`
+	AppHeldS       recorder.Maybe `csv:"app_held_s,seconds"`
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile, slices.Concat(
-	[]recorder.Column[RunRow]{
-		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-		recorder.Col("mode", 0, func(r *RunRow) any { return &r.Mode }),
-		recorder.Col("clients", 0, func(r *RunRow) any { return &r.Clients }),
-		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-		recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.SizeBytes }),
-		recorder.Col("rate_bps", recorder.DecimalsWhole, func(r *RunRow) any { return &r.RateBps }),
-		recorder.Col("app_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppTimeoutS }),
-		recorder.Col("send_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.SendTimeoutS }),
-		recorder.Col("stall_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.StallS }),
-		recorder.Col("give_up_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.GiveUpS }),
-	},
-	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
-		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
-	}),
-	recorder.FastCols(fastOf),
-	[]recorder.Column[RunRow]{
-		recorder.Col("complete", 0, func(r *RunRow) any { return &r.Complete }),
-		recorder.Col("truncated", 0, func(r *RunRow) any { return &r.Truncated }),
-		recorder.Col("reset", 0, func(r *RunRow) any { return &r.Reset }),
-		recorder.Col("timeout", 0, func(r *RunRow) any { return &r.Timeout }),
-		recorder.Col("other", 0, func(r *RunRow) any { return &r.Other }),
-		recorder.Col("by_client", 0, func(r *RunRow) any { return &r.ByClient }),
-		recorder.Col("by_app_timeout", 0, func(r *RunRow) any { return &r.ByAppTimeout }),
-		recorder.Col("by_send_timeout", 0, func(r *RunRow) any { return &r.BySendTimeout }),
-		recorder.Col("by_unknown", 0, func(r *RunRow) any { return &r.ByUnknown }),
-		recorder.Col("bytes_median", recorder.DecimalsWhole, func(r *RunRow) any { return &r.BytesMedian }),
-		recorder.Col("worker_timeouts", recorder.DecimalsWhole, func(r *RunRow) any { return &r.WorkerTimeouts }),
-		recorder.Col("app_held_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppHeldS }),
-	},
-)...)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // VerdictFields implements recorder.RunRow.
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {

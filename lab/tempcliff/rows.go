@@ -33,57 +33,35 @@ var downloadFile = recorder.FileName[recorder.LargeResponse]()
 // log while the run lasted (empty when it reported none: no proxy log, an
 // external stack).
 type RunRow struct {
-	RunID, Route, Server string
-	SlowClients, Rep     int
-	SizeBytes            int64
-	MaxTempFileBytes     int64
-	TempTmpfsBytes       int64
-	StartedAt            time.Time
-	Status, Reason       string
+	RunID            string    `csv:"run_id"`
+	Route            string    `csv:"route"`
+	Server           string    `csv:"server"`
+	SlowClients      int       `csv:"slow_clients"`
+	Rep              int       `csv:"rep"`
+	SizeBytes        int64     `csv:"size_bytes"`
+	MaxTempFileBytes int64     `csv:"max_temp_file_bytes"`
+	TempTmpfsBytes   int64     `csv:"temp_tmpfs_bytes"`
+	StartedAt        time.Time `csv:"started_at"`
+	Status           string    `csv:"status"`
+	Reason           string    `csv:"reason"`
 	recorder.FastFields
-	AppSendS, ReceiveS     recorder.Maybe
-	DownloadsComplete      int
-	DownloadsCut           int
-	BytesMin               int64
-	TempPeakMiB            recorder.Maybe
-	TempFSAvailMinMiB      recorder.Maybe
-	ProxyErrors            int
-	AppMemMiB, ProxyMemMiB recorder.Maybe
+	AppSendS          recorder.Maybe `csv:"app_send_s,seconds"`
+	ReceiveS          recorder.Maybe `csv:"receive_s,seconds"`
+	DownloadsComplete int            `csv:"downloads_complete"`
+	DownloadsCut      int            `csv:"downloads_cut"`
+	BytesMin          int64          `csv:"bytes_min"`
+	TempPeakMiB       recorder.Maybe `csv:"temp_peak_mib,mib"`
+	TempFSAvailMinMiB recorder.Maybe `csv:"temp_fs_avail_min_mib,mib"`
+	ProxyErrors       int            `csv:"proxy_errors"`
+	AppMemMiB         recorder.Maybe `csv:"app_mem_mib,mib"`
+	ProxyMemMiB       recorder.Maybe `csv:"proxy_mem_mib,mib"`
 	// Appended last, so older files' columns keep their places.
-	ExporterTempWriteErrors recorder.Maybe
+	ExporterTempWriteErrors recorder.Maybe `csv:"exporter_temp_write_errors"`
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runFile, slices.Concat(
-	[]recorder.Column[RunRow]{
-		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-		recorder.Col("slow_clients", 0, func(r *RunRow) any { return &r.SlowClients }),
-		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-		recorder.Col("size_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.SizeBytes }),
-		recorder.Col("max_temp_file_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.MaxTempFileBytes }),
-		recorder.Col("temp_tmpfs_bytes", recorder.DecimalsWhole, func(r *RunRow) any { return &r.TempTmpfsBytes }),
-	},
-	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
-		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
-	}),
-	recorder.FastCols(fastOf),
-	[]recorder.Column[RunRow]{
-		recorder.Col("app_send_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.AppSendS }),
-		recorder.Col("receive_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ReceiveS }),
-		recorder.Col("downloads_complete", 0, func(r *RunRow) any { return &r.DownloadsComplete }),
-		recorder.Col("downloads_cut", 0, func(r *RunRow) any { return &r.DownloadsCut }),
-		recorder.Col("bytes_min", recorder.DecimalsWhole, func(r *RunRow) any { return &r.BytesMin }),
-		recorder.Col("temp_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempPeakMiB }),
-		recorder.Col("temp_fs_avail_min_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.TempFSAvailMinMiB }),
-		recorder.Col("proxy_errors", 0, func(r *RunRow) any { return &r.ProxyErrors }),
-		recorder.Col("app_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemMiB }),
-		recorder.Col("proxy_mem_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.ProxyMemMiB }),
-		recorder.Col("exporter_temp_write_errors", recorder.DecimalsWhole, func(r *RunRow) any { return &r.ExporterTempWriteErrors }),
-	},
-)...)
+var runSchema = recorder.Tagged[RunRow](runFile)
 
 // VerdictFields implements recorder.RunRow.
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {

@@ -1,7 +1,6 @@
 package websocket
 
 import (
-	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -17,22 +16,26 @@ import (
 // generator's error reason, as requests.csv's). Pings and Pongs count a
 // client's pings and the answers that came.
 type Session struct {
-	RunID, Route, Server string
-	Sockets, Rep         int
-	Client               int
-	StartS               float64
-	HandshakeMS          recorder.Maybe
-	Status               int
-	HeldS                float64
-	End                  string
-	CloseCode            recorder.Maybe
-	Pings, Pongs         int
+	RunID       string         `csv:"run_id"`
+	Route       string         `csv:"route"`
+	Server      string         `csv:"server"`
+	Sockets     int            `csv:"sockets"`
+	Rep         int            `csv:"rep"`
+	Client      int            `csv:"client"`
+	StartS      float64        `csv:"start_s,seconds"`
+	HandshakeMS recorder.Maybe `csv:"handshake_ms,millis"`
+	Status      int            `csv:"status"`
+	HeldS       float64        `csv:"held_s,seconds"`
+	End         string         `csv:"end"`
+	CloseCode   recorder.Maybe `csv:"close_code"`
+	Pings       int            `csv:"pings"`
+	Pongs       int            `csv:"pongs"`
 	// A consumer's messages and their bytes, and its messages' delivery
 	// delay (its read minus the app's stamp; nearest-rank p95).
-	Messages   int
-	Bytes      int64
-	DelayP95MS recorder.Maybe
-	Error      string
+	Messages   int            `csv:"messages"`
+	Bytes      int64          `csv:"bytes"`
+	DelayP95MS recorder.Maybe `csv:"delay_p95_ms,millis"`
+	Error      string         `csv:"error"`
 }
 
 // Session.End values besides the error reasons.
@@ -44,26 +47,7 @@ const (
 
 func (Session) Schema() *recorder.Schema[Session] { return sessionSchema }
 
-var sessionSchema = recorder.NewSchema(sessionsFile,
-	recorder.Col("run_id", 0, func(r *Session) any { return &r.RunID }),
-	recorder.Col("route", 0, func(r *Session) any { return &r.Route }),
-	recorder.Col("server", 0, func(r *Session) any { return &r.Server }),
-	recorder.Col("sockets", 0, func(r *Session) any { return &r.Sockets }),
-	recorder.Col("rep", 0, func(r *Session) any { return &r.Rep }),
-	recorder.Col("client", 0, func(r *Session) any { return &r.Client }),
-	recorder.Col("start_s", recorder.DecimalsSeconds, func(r *Session) any { return &r.StartS }),
-	recorder.Col("handshake_ms", recorder.DecimalsMillis, func(r *Session) any { return &r.HandshakeMS }),
-	recorder.Col("status", 0, func(r *Session) any { return &r.Status }),
-	recorder.Col("held_s", recorder.DecimalsSeconds, func(r *Session) any { return &r.HeldS }),
-	recorder.Col("end", 0, func(r *Session) any { return &r.End }),
-	recorder.Col("close_code", recorder.DecimalsWhole, func(r *Session) any { return &r.CloseCode }),
-	recorder.Col("pings", 0, func(r *Session) any { return &r.Pings }),
-	recorder.Col("pongs", 0, func(r *Session) any { return &r.Pongs }),
-	recorder.Col("messages", 0, func(r *Session) any { return &r.Messages }),
-	recorder.Col("bytes", 0, func(r *Session) any { return &r.Bytes }),
-	recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *Session) any { return &r.DelayP95MS }),
-	recorder.Col("error", 0, func(r *Session) any { return &r.Error }),
-)
+var sessionSchema = recorder.Tagged[Session](sessionsFile)
 
 // RunRow is one row of ws-runs.csv: one run of the websocket experiment.
 // Sockets WebSockets were held for HoldS beside the open-loop /fast
@@ -73,63 +57,41 @@ var sessionSchema = recorder.NewSchema(sessionsFile,
 // app's own count of the sockets it held, sampled during the run). The
 // /fast columns are runs.csv's (recorder.SummarizeRun).
 type RunRow struct {
-	RunID, Route, Server  string
-	Sockets, Rep          int
-	Mode                  string
-	Queue                 string // a consumers' run: the app's queue (wait or unbounded); empty for idle sockets
-	HoldS, PingS          float64
-	ReadTimeoutS          float64 // the proxy's proxy_read_timeout as set; 0: its default
-	StartedAt             time.Time
-	Status, Reason        string
-	Opened, Held, Refused int
-	HandshakeP95MS        recorder.Maybe
+	RunID          string         `csv:"run_id"`
+	Route          string         `csv:"route"`
+	Server         string         `csv:"server"`
+	Sockets        int            `csv:"sockets"`
+	Rep            int            `csv:"rep"`
+	Mode           string         `csv:"mode"`
+	Queue          string         `csv:"queue"` // a consumers' run: the app's queue (wait or unbounded); empty for idle sockets
+	HoldS          float64        `csv:"hold_s,seconds"`
+	PingS          float64        `csv:"ping_s,seconds"`
+	ReadTimeoutS   float64        `csv:"read_timeout_s,seconds"` // the proxy's proxy_read_timeout as set; 0: its default
+	StartedAt      time.Time      `csv:"started_at"`
+	Status         string         `csv:"status"`
+	Reason         string         `csv:"reason"`
+	Opened         int            `csv:"opened"`
+	Held           int            `csv:"held"`
+	Refused        int            `csv:"refused"`
+	HandshakeP95MS recorder.Maybe `csv:"handshake_p95_ms,millis"`
 	// LifetimeP50S is the median time the opened sockets stayed open
 	// (held ones count their hold): an idle socket's life on the path.
-	LifetimeP50S recorder.Maybe
+	LifetimeP50S recorder.Maybe `csv:"lifetime_p50_s,seconds"`
 	// A consumers' run: the messages they read, the worst delivery delay
 	// (the sessions' largest p95), and the app's memory: its cgroup's
 	// peak, its processes' RSS peak and the OOM kills its cgroup counted.
-	Messages                     int
-	DelayP95MS                   recorder.Maybe
-	AppMemPeakMiB, AppRSSPeakMiB recorder.Maybe
-	AppOOMKills                  recorder.Maybe
+	Messages      int            `csv:"messages"`
+	DelayP95MS    recorder.Maybe `csv:"delay_p95_ms,millis"`
+	AppMemPeakMiB recorder.Maybe `csv:"app_mem_peak_mib,mib"`
+	AppRSSPeakMiB recorder.Maybe `csv:"app_rss_peak_mib,mib"`
+	AppOOMKills   recorder.Maybe `csv:"app_oom_kills"`
 	recorder.Holding
 	recorder.FastFields
 }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.NewSchema(runsFile, slices.Concat(
-	[]recorder.Column[RunRow]{
-		recorder.Col("run_id", 0, func(r *RunRow) any { return &r.RunID }),
-		recorder.Col("route", 0, func(r *RunRow) any { return &r.Route }),
-		recorder.Col("server", 0, func(r *RunRow) any { return &r.Server }),
-		recorder.Col("sockets", 0, func(r *RunRow) any { return &r.Sockets }),
-		recorder.Col("rep", 0, func(r *RunRow) any { return &r.Rep }),
-		recorder.Col("mode", 0, func(r *RunRow) any { return &r.Mode }),
-		recorder.Col("queue", 0, func(r *RunRow) any { return &r.Queue }),
-		recorder.Col("hold_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.HoldS }),
-		recorder.Col("ping_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.PingS }),
-		recorder.Col("read_timeout_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.ReadTimeoutS }),
-	},
-	recorder.StatusCols(func(r *RunRow) recorder.RunStatus {
-		return recorder.RunStatus{StartedAt: &r.StartedAt, Status: &r.Status, Reason: &r.Reason}
-	}),
-	[]recorder.Column[RunRow]{
-		recorder.Col("opened", 0, func(r *RunRow) any { return &r.Opened }),
-		recorder.Col("held", 0, func(r *RunRow) any { return &r.Held }),
-		recorder.Col("refused", 0, func(r *RunRow) any { return &r.Refused }),
-		recorder.Col("handshake_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.HandshakeP95MS }),
-		recorder.Col("lifetime_p50_s", recorder.DecimalsSeconds, func(r *RunRow) any { return &r.LifetimeP50S }),
-		recorder.Col("messages", 0, func(r *RunRow) any { return &r.Messages }),
-		recorder.Col("delay_p95_ms", recorder.DecimalsMillis, func(r *RunRow) any { return &r.DelayP95MS }),
-		recorder.Col("app_mem_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppMemPeakMiB }),
-		recorder.Col("app_rss_peak_mib", recorder.DecimalsMiB, func(r *RunRow) any { return &r.AppRSSPeakMiB }),
-		recorder.Col("app_oom_kills", recorder.DecimalsWhole, func(r *RunRow) any { return &r.AppOOMKills }),
-	},
-	recorder.HoldCols(func(r *RunRow) *recorder.Holding { return &r.Holding }),
-	recorder.FastCols(fastOf),
-)...)
+var runSchema = recorder.Tagged[RunRow](runsFile)
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its socket columns from the run's sessions.

@@ -1,8 +1,8 @@
 // Package recordertest holds the row contract's tests for any row type,
 // recorder's own or one an experiment's package declares with
-// recorder.NewSchema: a round-trip property, the coverage of the row's
-// fields by its columns, and a fuzz target for its reader seeded from
-// testdata. The checks themselves are recorder's (RandomRow, DiffRows,
+// recorder.Tagged or NewSchema: a round-trip property, the coverage of
+// the row's fields by its columns, and a fuzz target for its reader
+// seeded from testdata. The checks themselves are recorder's (RandomRow, DiffRows,
 // RoundTripCSV, CoverageGap, FuzzSeeds); this package only runs them
 // under testing.
 package recordertest
