@@ -179,3 +179,56 @@ func TestSettleWaitsForHeldPackets(t *testing.T) {
 		t.Fatalf("%d packets written, want 1", len(dst.written()))
 	}
 }
+
+// TestParseSNMP6 reads the IPv6 counters from the snmp6 files in
+// testdata and refuses the broken ones there, naming what is wrong.
+func TestParseSNMP6(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		want     Transit
+		contains string
+	}{
+		{"snmp6.txt", Transit{Sent: 98, Received: 80}, ""},
+		{"snmp6-invalid-negative.txt", Transit{}, "Ip6OutRequests \"-3\""},
+		{"snmp6-invalid-no-out.txt", Transit{}, "no Ip6OutRequests"},
+		{"snmp6-invalid-twice.txt", Transit{}, "Ip6InReceives given twice"},
+		{"snmp.txt", Transit{}, "no Ip6OutRequests"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseSNMP6(bytes.NewReader(b))
+		if got != tc.want || (err == nil) != (tc.contains == "") || err != nil && !strings.Contains(err.Error(), tc.contains) {
+			t.Errorf("%s: %+v, %v; want %+v and an error saying %q", tc.file, got, err, tc.want, tc.contains)
+		}
+	}
+}
+
+// FuzzParseSNMP6: parseSNMP6 never panics, and returns counts only when
+// it has both, never negative.
+func FuzzParseSNMP6(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "snmp6*.txt"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("seeds: %v %v", files, err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseSNMP6(bytes.NewReader(b))
+		if err != nil {
+			if got != (Transit{}) || err.Error() == "" {
+				t.Fatalf("error %v with %+v", err, got)
+			}
+			return
+		}
+		if got.Sent < 0 || got.Received < 0 || !bytes.Contains(b, []byte("Ip6OutRequests")) {
+			t.Fatalf("counts %+v from %q", got, b)
+		}
+	})
+}
