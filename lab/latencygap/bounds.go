@@ -73,3 +73,49 @@ func checkLoads(loads []Load, fetches []Fetch) []error {
 	}
 	return errs
 }
+
+// checkRequests checks the ok requests of the gap conditions against
+// what their configuration makes certain whatever the machine:
+//
+//   - a new connection's connect takes at least a round trip, and a cold
+//     lookup (its A and AAAA queries at once, both answered) at least a
+//     round trip and the resolver's delay;
+//   - with DNS, a new connection goes over the family the AAAA answer
+//     leaves it: IPv6 with a+aaaa (preferred), IPv4 with a (AAAA empty)
+//     and with aaaa-blackhole (its IPv6 address never answers);
+//   - with aaaa-blackhole its connect takes at least FallbackDelay and a
+//     round trip: the IPv6 attempt runs alone that long before IPv4's
+//     handshake starts.
+//
+// It returns what failed, one error each.
+func checkRequests(reqs []Request) []error {
+	var errs []error
+	for i := range reqs {
+		r := &reqs[i]
+		if !okRequest(*r) || !r.NewConn {
+			continue
+		}
+		where := fmt.Sprintf("%s %s request %d", r.RunID, r.Mode, r.Seq)
+		rtt := r.DelayUpMS + r.DelayDownMS
+		if r.ConnectMS != r.ConnectMS || r.ConnectMS < rtt-boundSlack {
+			errs = append(errs, fmt.Errorf("%s: connect %.3f ms on a new connection, under the path's round trip %g ms", where, r.ConnectMS, rtt))
+		}
+		if !dnsOn(r.Settings) {
+			continue
+		}
+		if r.DNS == DNSCold && (!r.DNSMS.Valid || r.DNSMS.Value < rtt+r.DNSDelayMS-boundSlack) {
+			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, r.DNSMS, rtt+r.DNSDelayMS))
+		}
+		want := FamilyIPv4
+		if r.DNSFamilies == FamiliesBoth {
+			want = FamilyIPv6
+		}
+		if r.Family != want {
+			errs = append(errs, fmt.Errorf("%s: connected over %q with dns families %s: want %s", where, r.Family, r.DNSFamilies, want))
+		}
+		if b := ms(FallbackDelay) + rtt; r.DNSFamilies == FamiliesBlackhole && r.ConnectMS < b-boundSlack {
+			errs = append(errs, fmt.Errorf("%s: connect %.3f ms past an unanswered IPv6 address, under the fallback delay and a round trip %g ms", where, r.ConnectMS, b))
+		}
+	}
+	return errs
+}

@@ -111,7 +111,7 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 			ttl = CachedTTL
 		}
 		var err error
-		if res, err = startResolver(ctx, s.path, ttl, time.Duration(s.c.DNSDelay)); err != nil {
+		if res, err = startResolver(ctx, s.path, ttl, time.Duration(s.c.DNSDelay), sp.settings.DNSFamilies); err != nil {
 			run.Status, run.Reason = recorder.RunFailed, err.Error()
 			return run, err
 		}

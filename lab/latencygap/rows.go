@@ -40,6 +40,9 @@ type Settings struct {
 	// resolver's delay before it answers.
 	DNS        string
 	DNSDelayMS float64
+	// DNSFamilies is what the resolver answered for AAAA
+	// (DNSFamilyModes; "" without DNS, and in rows of before: a).
+	DNSFamilies string
 }
 
 // TLS modes of a condition (Settings.TLS).
@@ -78,6 +81,7 @@ func dnsCols[T any](s func(*T) *Settings) []recorder.Column[T] {
 	return []recorder.Column[T]{
 		recorder.Col("dns", 0, func(r *T) any { return &s(r).DNS }),
 		recorder.Col("dns_delay_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).DNSDelayMS }),
+		recorder.Col("dns_families", 0, func(r *T) any { return &s(r).DNSFamilies }).Added(""),
 	}
 }
 
@@ -114,6 +118,11 @@ type Gap struct {
 	// resolving the server's name (0 when the client's cache answered;
 	// empty without DNS).
 	DNSMS recorder.Maybe
+	// ConnectMS is the median TCP connect of the new-connection requests
+	// (from the first attempt: a happy-eyeballs fallback's wait included)
+	// and IPv6Pct the share of them that connected over IPv6 (empty
+	// without DNS, which alone says a family).
+	ConnectMS, IPv6Pct recorder.Maybe
 	// RunID is the condition's run (gap-runs.csv): resuming a session
 	// keeps a row only if its run completed.
 	RunID string
@@ -143,6 +152,8 @@ var gapSchema = recorder.NewSchema(gapFile, slices.Concat(
 	dnsCols(func(r *Gap) *Settings { return &r.Settings }),
 	[]recorder.Column[Gap]{
 		recorder.Col("dns_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.DNSMS }),
+		recorder.Col("connect_ms", recorder.DecimalsMillis, func(r *Gap) any { return &r.ConnectMS }).Added(""),
+		recorder.Col("ipv6_pct", decimalsPct, func(r *Gap) any { return &r.IPv6Pct }).Added(""),
 		recorder.Col("run_id", 0, func(r *Gap) any { return &r.RunID }),
 	},
 )...)
@@ -182,7 +193,11 @@ type Request struct {
 	// client's cache answered, empty when it did not dial (a kept-alive
 	// connection) or the condition has no DNS.
 	DNSMS recorder.Maybe
-	RunID string // its condition's run (gap-runs.csv)
+	// Family is what its new connection went over, FamilyIPv4 or
+	// FamilyIPv6, when it looked the name up (empty otherwise: without
+	// DNS it is the path's IPv4).
+	Family string
+	RunID  string // its condition's run (gap-runs.csv)
 }
 
 // Modes of a request (Request.Mode).
@@ -220,6 +235,7 @@ var requestSchema = recorder.NewSchema(requestFile, slices.Concat(
 	dnsCols(func(r *Request) *Settings { return &r.Settings }),
 	[]recorder.Column[Request]{
 		recorder.Col("dns_ms", recorder.DecimalsMillis, func(r *Request) any { return &r.DNSMS }),
+		recorder.Col("family", 0, func(r *Request) any { return &r.Family }).Added(""),
 		recorder.Col("run_id", 0, func(r *Request) any { return &r.RunID }),
 	},
 )...)
@@ -332,8 +348,8 @@ func okRequest(r Request) bool { return r.Status >= 200 && r.Status <= 299 && r.
 // (last-byte) timings of those same requests.
 // RTTMS is the median TCP RTT of every ok request.
 func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []Request) Gap {
-	var ka, nw, srv, last, rtt, hs, lookups []float64
-	resumed := 0
+	var ka, nw, srv, last, rtt, hs, lookups, connects []float64
+	resumed, v6, families := 0, 0, 0
 	for _, r := range reqs {
 		if okRequest(r) && r.TCPRTTMS.Valid {
 			rtt = append(rtt, r.TCPRTTMS.Value)
@@ -353,6 +369,15 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 			if r.DNSMS.Valid {
 				lookups = append(lookups, r.DNSMS.Value)
 			}
+			if r.ConnectMS > 0 { // NaN: none
+				connects = append(connects, r.ConnectMS)
+			}
+			if r.Family != "" {
+				families++
+				if r.Family == FamilyIPv6 {
+					v6++
+				}
+			}
 			if r.HandshakeMS.Valid {
 				hs = append(hs, r.HandshakeMS.Value)
 				if r.TLSResumed {
@@ -369,6 +394,12 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 	}
 	if len(lookups) > 0 {
 		g.DNSMS = recorder.Some(recorder.Median(lookups))
+	}
+	if len(connects) > 0 {
+		g.ConnectMS = recorder.Some(recorder.Median(connects))
+	}
+	if families > 0 {
+		g.IPv6Pct = recorder.Some(100 * float64(v6) / float64(families))
 	}
 	g.ServerBlindPct = blindPct(g.ServerMS, g.ClientNewMS)
 	g.ServerLastByteBlindPct = blindPct(g.ServerLastByteMS, g.ClientNewMS)

@@ -90,7 +90,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 			ttl = CachedTTL
 		}
 		var err error
-		if res, err = startResolver(ctx, path, ttl, time.Duration(c.DNSDelay)); err != nil {
+		if res, err = startResolver(ctx, path, ttl, time.Duration(c.DNSDelay), cond.settings.DNSFamilies); err != nil {
 			env.Logf("path %s: %v", path.Name, err)
 			for _, mode := range []string{ModeKeepAlive, ModeNew} {
 				for seq := range c.Reps * c.Runs {
@@ -111,7 +111,9 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 		}
 		dial := path.DialContext
 		if res != nil {
-			dial = newNameDialer(path.DialContext, res.addr).DialContext // its own cache: a mode looks up on its own
+			// Its own cache: a mode looks up on its own. Its connects run
+			// at once (parallelDial), as happy eyeballs races them.
+			dial = newNameDialer(parallelDial(path, c.CongestionControl), res.addr).DialContext
 			if clientTLS != nil {
 				clientTLS.ServerName = path.ServerAddr.String() // the certificate's
 			}
@@ -161,6 +163,9 @@ func runID(size int, configured float64, s Settings) string {
 		if s.DNSDelayMS > 0 {
 			id += fmt.Sprintf("%gms", s.DNSDelayMS)
 		}
+		if s.DNSFamilies != "" && s.DNSFamilies != FamiliesA {
+			id += "." + s.DNSFamilies
+		}
 	}
 	return id
 }
@@ -190,6 +195,7 @@ func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float
 	}
 	if l != nil && l.done {
 		row.DNSMS = recorder.Some(ms(l.took))
+		row.Family = l.family
 	}
 	if r.TCPMinRTT > 0 {
 		row.TCPRTTMS = recorder.Some(ms(r.TCPMinRTT))
