@@ -167,25 +167,7 @@ func TestPathConnectTime(t *testing.T) {
 // machine's scheduling delay cannot fail it.
 func checkConnect(t *testing.T, c Config, lo, hi time.Duration) {
 	p := newPath(t, c)
-	ln, err := p.Listen(context.Background(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	defer func() {
-		ln.Close()
-		<-done
-	}()
+	ln := acceptAll(t, p, func(net.Conn) {})
 	fastest := time.Duration(math.MaxInt64)
 	for range 3 {
 		start := time.Now()
@@ -210,6 +192,33 @@ func checkConnect(t *testing.T, c Config, lo, hi time.Duration) {
 	if _, err := p.DialContext(context.Background(), "tcp", "127.0.0.1:80"); err == nil {
 		t.Error("dialed an address outside the path")
 	}
+}
+
+// acceptAll listens on p's server end and hands each connection to
+// seen, then closes it, until the test ends.
+func acceptAll(t *testing.T, p *Path, seen func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := p.Listen(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			seen(conn)
+			conn.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return ln
 }
 
 // congestionControl reads TCP_CONGESTION of c.
@@ -508,27 +517,8 @@ func TestPathIPv6(t *testing.T) {
 			if !p.ClientAddr6.Is6() || !p.ServerAddr6.Is6() || !p.SilentAddr6.Is6() || !p.Across(p.SilentAddr6) || p.Across(p.ClientAddr6) {
 				t.Fatalf("addresses %s %s %s: want three IPv6 ones, the server's and the silent one across", p.ClientAddr6, p.ServerAddr6, p.SilentAddr6)
 			}
-			ln, err := p.Listen(context.Background(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
 			peers := make(chan netip.Addr, 2)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for {
-					conn, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					peers <- conn.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
-					conn.Close()
-				}
-			}()
-			defer func() {
-				ln.Close()
-				<-done
-			}()
+			ln := acceptAll(t, p, func(c net.Conn) { peers <- c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap() })
 			port := uint16(ln.Addr().(*net.TCPAddr).Port)
 			for _, want := range []struct{ to, from netip.Addr }{{p.ServerAddr6, p.ClientAddr6}, {p.ServerAddr, p.ClientAddr}} {
 				start := time.Now()
