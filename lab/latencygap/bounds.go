@@ -25,7 +25,9 @@ func loadCondOf(k LoadKey) loadCond {
 //     request of a page without keep-alive opens its own;
 //   - every request on a new connection waited at least a round trip to
 //     connect, and a cold lookup at least a round trip and the
-//     resolver's delay.
+//     resolver's delay; after a lookup it went over the family the AAAA
+//     answer leaves it, past a blackholed one after FallbackDelay
+//     (checkFamily).
 //
 // It returns what failed, one error each.
 func checkLoads(loads []Load, fetches []Fetch) []error {
@@ -70,6 +72,9 @@ func checkLoads(loads []Load, fetches []Fetch) []error {
 			// A sub-resource's connection may join a lookup under way.
 			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, f.DNSMS, rtt+f.DNSDelayMS))
 		}
+		if dnsOn(f.Settings) && f.ConnectMS.Valid {
+			errs = append(errs, checkFamily(where, f.Settings, f.Family, f.ConnectMS.Value, rtt)...)
+		}
 	}
 	return errs
 }
@@ -106,16 +111,26 @@ func checkRequests(reqs []Request) []error {
 		if r.DNS == DNSCold && (!r.DNSMS.Valid || r.DNSMS.Value < rtt+r.DNSDelayMS-boundSlack) {
 			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, r.DNSMS, rtt+r.DNSDelayMS))
 		}
-		want := FamilyIPv4
-		if r.DNSFamilies == FamiliesBoth {
-			want = FamilyIPv6
-		}
-		if r.Family != want {
-			errs = append(errs, fmt.Errorf("%s: connected over %q with dns families %s: want %s", where, r.Family, r.DNSFamilies, want))
-		}
-		if b := ms(FallbackDelay) + rtt; r.DNSFamilies == FamiliesBlackhole && r.ConnectMS < b-boundSlack {
-			errs = append(errs, fmt.Errorf("%s: connect %.3f ms past an unanswered IPv6 address, under the fallback delay and a round trip %g ms", where, r.ConnectMS, b))
-		}
+		errs = append(errs, checkFamily(where, r.Settings, r.Family, r.ConnectMS, rtt)...)
+	}
+	return errs
+}
+
+// checkFamily checks a new connection made after a lookup: it went over
+// the family its AAAA answer leaves it (IPv6 with a+aaaa, else IPv4),
+// and past a blackholed AAAA its connect took at least FallbackDelay and
+// a round trip.
+func checkFamily(where string, s Settings, family string, connectMS, rtt float64) []error {
+	var errs []error
+	want := FamilyIPv4
+	if s.DNSFamilies == FamiliesBoth {
+		want = FamilyIPv6
+	}
+	if family != want {
+		errs = append(errs, fmt.Errorf("%s: connected over %q with dns families %s: want %s", where, family, s.DNSFamilies, want))
+	}
+	if b := ms(FallbackDelay) + rtt; s.DNSFamilies == FamiliesBlackhole && connectMS < b-boundSlack {
+		errs = append(errs, fmt.Errorf("%s: connect %.3f ms past an unanswered IPv6 address, under the fallback delay and a round trip %g ms", where, connectMS, b))
 	}
 	return errs
 }

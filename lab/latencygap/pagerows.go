@@ -64,20 +64,23 @@ const (
 // its trailer (timed through the last byte written).
 type Fetch struct {
 	LoadKey
-	Load             int // the load's sequence number in its mode
-	Hop              int
-	Role             string
-	Origin           int
-	Status           int
-	Proto            string // the response's protocol (HTTP/1.1, HTTP/2.0)
-	NewConn          bool
-	StartMS          float64
-	DNSMS            recorder.Maybe
-	ConnectMS        recorder.Maybe
-	TLSMS            recorder.Maybe
-	WaitMS           recorder.Maybe
-	TTFBMS           recorder.Maybe
-	TotalMS          float64
+	Load      int // the load's sequence number in its mode
+	Hop       int
+	Role      string
+	Origin    int
+	Status    int
+	Proto     string // the response's protocol (HTTP/1.1, HTTP/2.0)
+	NewConn   bool
+	StartMS   float64
+	DNSMS     recorder.Maybe
+	ConnectMS recorder.Maybe
+	TLSMS     recorder.Maybe
+	WaitMS    recorder.Maybe
+	TTFBMS    recorder.Maybe
+	TotalMS   float64
+	// Family is what its new connection went over after a lookup
+	// (FamilyIPv4, FamilyIPv6; empty otherwise).
+	Family           string
 	EndMS            float64
 	ServerMS         recorder.Maybe
 	ServerLastByteMS recorder.Maybe
@@ -113,6 +116,9 @@ var fetchSchema = recorder.NewSchema(fetchFile, slices.Concat(
 	},
 	settingsCols(func(r *Fetch) *Settings { return &r.Settings }),
 	dnsCols(func(r *Fetch) *Settings { return &r.Settings }),
+	[]recorder.Column[Fetch]{
+		recorder.Col("family", 0, func(r *Fetch) any { return &r.Family }).Added(""),
+	},
 )...)
 
 // serverTime is what the server reported of a request: through its last
