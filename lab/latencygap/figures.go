@@ -93,11 +93,10 @@ func label(bytes int, rtt float64, s Settings) string {
 		lines = append(lines, fmt.Sprintf("work %g ms", s.WorkMS))
 	}
 	if dnsOn(s) {
-		d := "DNS " + s.DNS
+		lines = append(lines, "DNS "+s.DNS)
 		if s.DNSFamilies != "" && s.DNSFamilies != FamiliesA {
-			d += " " + s.DNSFamilies
+			lines = append(lines, s.DNSFamilies)
 		}
-		lines = append(lines, d)
 	}
 	return strings.Join(lines, "\n")
 }
