@@ -68,9 +68,9 @@ func checkLoads(loads []Load, fetches []Fetch) []error {
 		if !f.ConnectMS.Valid || f.ConnectMS.Value < rtt-boundSlack {
 			errs = append(errs, fmt.Errorf("%s: connect %v ms on a new connection, under the path's round trip %g ms", where, f.ConnectMS, rtt))
 		}
-		if f.DNS == DNSCold && (!f.DNSMS.Valid || f.DNSMS.Value < rtt+f.DNSDelayMS-boundSlack) && f.Role != RoleSubresource {
+		if b := rtt + f.DNSDelayMS + f.DNSAAAADelayMS; f.DNS == DNSCold && (!f.DNSMS.Valid || f.DNSMS.Value < b-boundSlack) && f.Role != RoleSubresource {
 			// A sub-resource's connection may join a lookup under way.
-			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, f.DNSMS, rtt+f.DNSDelayMS))
+			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, f.DNSMS, b))
 		}
 		if dnsOn(f.Settings) && f.ConnectMS.Valid {
 			errs = append(errs, checkFamily(where, f.Settings, f.Family, f.ConnectMS.Value, rtt)...)
@@ -84,10 +84,12 @@ func checkLoads(loads []Load, fetches []Fetch) []error {
 //
 //   - a new connection's connect takes at least a round trip, and a cold
 //     lookup (its A and AAAA queries at once, both answered) at least a
-//     round trip and the resolver's delay;
+//     round trip and the resolver's delay (and AAAA's further delay with
+//     aaaa-late);
 //   - with DNS, a new connection goes over the family the AAAA answer
-//     leaves it: IPv6 with a+aaaa (preferred), IPv4 with a (AAAA empty)
-//     and with aaaa-blackhole (its IPv6 address never answers);
+//     leaves it: IPv6 with a+aaaa and aaaa-late (preferred), IPv4 with a
+//     (AAAA empty) and with aaaa-blackhole (its IPv6 address never
+//     answers);
 //   - with aaaa-blackhole its connect takes at least FallbackDelay and a
 //     round trip: the IPv6 attempt runs alone that long before IPv4's
 //     handshake starts.
@@ -108,8 +110,8 @@ func checkRequests(reqs []Request) []error {
 		if !dnsOn(r.Settings) {
 			continue
 		}
-		if r.DNS == DNSCold && (!r.DNSMS.Valid || r.DNSMS.Value < rtt+r.DNSDelayMS-boundSlack) {
-			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, r.DNSMS, rtt+r.DNSDelayMS))
+		if b := rtt + r.DNSDelayMS + r.DNSAAAADelayMS; r.DNS == DNSCold && (!r.DNSMS.Valid || r.DNSMS.Value < b-boundSlack) {
+			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, r.DNSMS, b))
 		}
 		errs = append(errs, checkFamily(where, r.Settings, r.Family, r.ConnectMS, rtt)...)
 	}
@@ -117,13 +119,14 @@ func checkRequests(reqs []Request) []error {
 }
 
 // checkFamily checks a new connection made after a lookup: it went over
-// the family its AAAA answer leaves it (IPv6 with a+aaaa, else IPv4),
+// the family its AAAA answer leaves it (IPv6 with a+aaaa and aaaa-late,
+// else IPv4),
 // and past a blackholed AAAA its connect took at least FallbackDelay and
 // a round trip.
 func checkFamily(where string, s Settings, family string, connectMS, rtt float64) []error {
 	var errs []error
 	want := FamilyIPv4
-	if s.DNSFamilies == FamiliesBoth {
+	if s.DNSFamilies == FamiliesBoth || s.DNSFamilies == FamiliesLate {
 		want = FamilyIPv6
 	}
 	if family != want {

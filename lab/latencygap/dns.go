@@ -3,6 +3,7 @@ package latencygap
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http/httptrace"
@@ -48,10 +49,15 @@ const (
 	// never answers a SYN (netem.Path.SilentAddr6): the client waits
 	// FallbackDelay before it races IPv4, the happy-eyeballs cost.
 	FamiliesBlackhole = "aaaa-blackhole"
+	// FamiliesLate answers AAAA with the server's IPv6 address, Config.
+	// DNSAAAADelay after the A answer: the client waits for both answers
+	// before it connects, as Go's resolver does (no RFC 8305 resolution
+	// delay).
+	FamiliesLate = "aaaa-late"
 )
 
 // DNSFamilyModes lists the family modes.
-var DNSFamilyModes = []string{FamiliesA, FamiliesBoth, FamiliesBlackhole}
+var DNSFamilyModes = []string{FamiliesA, FamiliesBoth, FamiliesBlackhole, FamiliesLate}
 
 // FallbackDelay is how long a connect to the preferred family runs alone
 // before the other family's races it: Go's net.Dialer default (its
@@ -179,6 +185,15 @@ func (c *Config) validateDNS() error {
 	case d > 0 && !c.looksUp():
 		return fmt.Errorf("dns_delay %s without a dns condition that looks up: give dns cold or cached (--dns cold,cached)", d)
 	}
+	late := slices.Contains(c.DNSFamilies, FamiliesLate)
+	switch a := time.Duration(c.DNSAAAADelay); {
+	case a < 0 || time.Duration(c.DNSDelay)+a > MaxDNSDelay:
+		return fmt.Errorf("dns_aaaa_delay %s: allowed 0 to %s with dns_delay", a, MaxDNSDelay-d)
+	case late && a == 0:
+		return errors.New("dns_families aaaa-late without dns_aaaa_delay: give how much later AAAA is answered (--dns-aaaa-delay 100ms)")
+	case !late && a > 0:
+		return fmt.Errorf("dns_aaaa_delay %s without dns_families aaaa-late: give it (--dns-families a,aaaa-late)", a)
+	}
 	return nil
 }
 
@@ -201,17 +216,26 @@ type resolver struct {
 	done chan struct{} // closed when the server has returned
 }
 
-// startResolver serves ServerName and the other origins' names on path: an A record of the server's
-// address and, by families, an AAAA one (the server's IPv6 address, or
-// the path's silent one) or an empty answer, with ttl, each answer after
-// delay. Other names are NXDOMAIN.
-func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Duration, families string) (*resolver, error) {
+// startResolver serves ServerName and the other origins' names on path,
+// as a condition's settings s say: an A record of the server's address
+// and, by its family mode, an AAAA one (the server's IPv6 address, or
+// the path's silent one) or an empty answer, with TTL 0 (cold) or
+// CachedTTL (cached), each answer after its DNS delay (AAAA with
+// aaaa-late after its AAAA delay more). Other names are NXDOMAIN.
+func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver, error) {
+	ttl, delay, late := time.Duration(0), msDuration(s.DNSDelayMS), time.Duration(0)
+	if s.DNS == DNSCached {
+		ttl = CachedTTL
+	}
+	families := s.DNSFamilies
 	var v6 netip.Addr
 	switch families {
 	case FamiliesBoth:
 		v6 = path.ServerAddr6
 	case FamiliesBlackhole:
 		v6 = path.SilentAddr6
+	case FamiliesLate:
+		v6, late = path.ServerAddr6, msDuration(s.DNSAAAADelayMS)
 	}
 	if families != "" && families != FamiliesA && !v6.IsValid() {
 		return nil, fmt.Errorf("resolver: dns families %s needs a path with IPv6", families)
@@ -224,6 +248,10 @@ func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Durati
 	started := make(chan struct{})
 	r.srv = &dns.Server{PacketConn: pc, NotifyStartedFunc: func() { close(started) },
 		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+			delay := delay
+			if len(q.Question) == 1 && q.Question[0].Qtype == dns.TypeAAAA {
+				delay += late
+			}
 			if delay > 0 {
 				t := time.NewTimer(delay)
 				select {
@@ -576,6 +604,9 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// msDuration is ms milliseconds.
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // untraced is a context that ends with ctx (its deadline, its
 // cancellation) without its values, a request's httptrace among them.

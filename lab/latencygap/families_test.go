@@ -55,23 +55,14 @@ func (s *silentDial) dial(ctx context.Context, network, address string) (net.Con
 	return nil, ctx.Err()
 }
 
+// newSilentDial listens on loopback: the kernel completes each
+// handshake into the backlog, so a dial connects without an Accept.
 func newSilentDial(t *testing.T) *silentDial {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
+	t.Cleanup(func() { ln.Close() })
 	return &silentDial{ln: ln, attempts: make(chan netip.Addr, 8)}
 }
 
@@ -130,22 +121,27 @@ func TestDialFamilies(t *testing.T) {
 
 // goodRequests are new-connection requests that meet every bound of
 // checkRequests at 50 ms RTT: a cold lookup with the resolver 20 ms
-// slow, over IPv4 (a), over IPv6 (a+aaaa) and over IPv4 past a silent
-// IPv6 address (aaaa-blackhole), then one without DNS.
+// slow, over IPv4 (a), over IPv6 (a+aaaa), over IPv4 past a silent
+// IPv6 address (aaaa-blackhole) and over IPv6 after an AAAA answer
+// 100 ms late (aaaa-late), then one without DNS.
 func goodRequests() []Request {
 	st := Settings{DelayUpMS: 25, DelayDownMS: 25, DNS: DNSCold, DNSDelayMS: 20}
 	var out []Request
-	for i, f := range []struct{ families, family string }{{FamiliesA, FamilyIPv4}, {FamiliesBoth, FamilyIPv6}, {FamiliesBlackhole, FamilyIPv4}} {
+	for i, f := range []struct{ families, family string }{{FamiliesA, FamilyIPv4}, {FamiliesBoth, FamilyIPv6}, {FamiliesBlackhole, FamilyIPv4},
+		{FamiliesLate, FamilyIPv6}} {
 		s := st
 		s.DNSFamilies = f.families
-		connect := 51.0
-		if f.families == FamiliesBlackhole {
+		connect, lookup := 51.0, 71.0
+		switch f.families {
+		case FamiliesBlackhole:
 			connect = 352
+		case FamiliesLate:
+			s.DNSAAAADelayMS, lookup = 100, 171
 		}
 		out = append(out, Request{RunID: "r", Mode: ModeNew, Seq: i, NewConn: true, Status: 200, ConnectMS: connect,
-			DNSMS: recorder.Some(71), Family: f.family, Settings: s})
+			DNSMS: recorder.Some(lookup), Family: f.family, Settings: s})
 	}
-	return append(out, Request{RunID: "r", Mode: ModeNew, Seq: 3, NewConn: true, Status: 200, ConnectMS: 50,
+	return append(out, Request{RunID: "r", Mode: ModeNew, Seq: 4, NewConn: true, Status: 200, ConnectMS: 50,
 		Settings: Settings{DelayUpMS: 25, DelayDownMS: 25, DNS: DNSNone}})
 }
 
@@ -160,8 +156,12 @@ func TestCheckRequests(t *testing.T) {
 		corrupt func(r []Request)
 		want    string
 	}{
-		{"a connect shorter than the round trip", func(r []Request) { r[3].ConnectMS = 30 },
-			"r new request 3: connect 30.000 ms on a new connection, under the path's round trip 50 ms"},
+		{"a connect shorter than the round trip", func(r []Request) { r[4].ConnectMS = 30 },
+			"r new request 4: connect 30.000 ms on a new connection, under the path's round trip 50 ms"},
+		{"a lookup not waiting for the late AAAA", func(r []Request) { r[3].DNSMS = recorder.Some(75) },
+			"r new request 3: cold lookup {75 true} ms, under a round trip and the resolver's delay 170 ms"},
+		{"IPv4 after a late AAAA", func(r []Request) { r[3].Family = FamilyIPv4 },
+			`r new request 3: connected over "ipv4" with dns families aaaa-late: want ipv6`},
 		{"a v6 connect shorter than the round trip", func(r []Request) { r[1].ConnectMS = 49 },
 			"r new request 1: connect 49.000 ms on a new connection, under the path's round trip 50 ms"},
 		{"a cold lookup shorter than a round trip and the delay", func(r []Request) { r[0].DNSMS = recorder.Some(60) },
@@ -193,10 +193,17 @@ func TestValidateFamilies(t *testing.T) {
 		want   string
 	}{
 		{func(c *Config) { c.DNS, c.DNSFamilies = []string{DNSCold}, []string{"aaaa"} },
-			`dns_families[0] "aaaa": allowed a, a+aaaa, aaaa-blackhole`},
+			`dns_families[0] "aaaa": allowed a, a+aaaa, aaaa-blackhole, aaaa-late`},
 		{func(c *Config) { c.DNS, c.DNSFamilies = []string{DNSCold}, []string{FamiliesA, FamiliesA} }, `dns_families[1] "a": given twice`},
 		{func(c *Config) { c.DNSFamilies = []string{FamiliesBoth} },
 			"dns_families a+aaaa without a dns condition that looks up: give dns cold or cached (--dns cold,cached)"},
+		{func(c *Config) { c.DNS, c.DNSFamilies = []string{DNSCold}, []string{FamiliesLate} },
+			"dns_families aaaa-late without dns_aaaa_delay: give how much later AAAA is answered (--dns-aaaa-delay 100ms)"},
+		{func(c *Config) { c.DNS, c.DNSAAAADelay = []string{DNSCold}, lab.Duration(100*time.Millisecond) },
+			"dns_aaaa_delay 100ms without dns_families aaaa-late: give it (--dns-families a,aaaa-late)"},
+		{func(c *Config) {
+			c.DNS, c.DNSFamilies, c.DNSDelay, c.DNSAAAADelay = []string{DNSCold}, []string{FamiliesLate}, lab.Duration(time.Second), lab.Duration(5*time.Second)
+		}, "dns_aaaa_delay 5s: allowed 0 to 4s with dns_delay"},
 	} {
 		c := Published()
 		tc.change(c)
@@ -205,17 +212,17 @@ func TestValidateFamilies(t *testing.T) {
 		}
 	}
 	c := Published()
-	c.DNS, c.DNSFamilies = []string{DNSNone, DNSCold}, DNSFamilyModes
+	c.DNS, c.DNSFamilies, c.DNSAAAADelay = []string{DNSNone, DNSCold}, DNSFamilyModes, lab.Duration(100*time.Millisecond)
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.dnsConds(); len(got) != 4 || got[0] != (dnsCond{mode: DNSNone}) || got[3] != (dnsCond{DNSCold, FamiliesBlackhole}) {
+	if got := c.dnsConds(); len(got) != 5 || got[0] != (dnsCond{mode: DNSNone}) || got[4] != (dnsCond{DNSCold, FamiliesLate}) {
 		t.Errorf("dns conditions %v", got)
 	}
 	if !c.ipv6() {
 		t.Error("a+aaaa and aaaa-blackhole: no IPv6 on the path")
 	}
-	c.DNSFamilies = []string{FamiliesA}
+	c.DNSFamilies, c.DNSAAAADelay = []string{FamiliesA}, 0
 	if c.ipv6() {
 		t.Error("a alone: IPv6 on the path")
 	}
@@ -223,20 +230,22 @@ func TestValidateFamilies(t *testing.T) {
 
 // TestLatencyGapDNSFamilies measures 1 KB at 50 ms RTT with a cold
 // lookup (the resolver 20 ms slow) and a cached one, the AAAA answer
-// empty, the server's IPv6 address, and one that never answers: every
-// request meets checkRequests' bounds (each lookup at least 1 RTT and
-// the delay, a connect over IPv6 at least 1 RTT, one past the silent
-// IPv6 address at least the 300 ms fallback and 1 RTT, each over the
-// family its answer leaves it), and the rows say the families.
+// empty, the server's IPv6 address, one that never answers, and the
+// server's IPv6 address 100 ms after the A answer: every request meets
+// checkRequests' bounds (each lookup at least 1 RTT and the delays, a
+// connect over IPv6 at least 1 RTT, one past the silent IPv6 address at
+// least the 300 ms fallback and 1 RTT, each over the family its answer
+// leaves it), and the rows say the families.
 func TestLatencyGapDNSFamilies(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.RequireRoot(t, "latency-gap's network namespaces")
 	c := Published()
 	c.Delays, c.Sizes, c.Runs = []lab.Duration{lab.Duration(25 * time.Millisecond)}, []lab.Size{1024}, 4
 	c.DNS, c.DNSDelay, c.DNSFamilies = []string{DNSCold, DNSCached}, lab.Duration(20*time.Millisecond), DNSFamilyModes
+	c.DNSAAAADelay = lab.Duration(100 * time.Millisecond)
 	rows, reqs := runGap(t, c)
-	if len(rows) != 6 {
-		t.Fatalf("%d rows, want 6", len(rows))
+	if len(rows) != 8 {
+		t.Fatalf("%d rows, want 8", len(rows))
 	}
 	for _, err := range checkRequests(reqs) {
 		t.Error(err)
@@ -249,7 +258,7 @@ func TestLatencyGapDNSFamilies(t *testing.T) {
 	for _, r := range rows {
 		g := r.Gap
 		want := 0.0
-		if g.DNSFamilies == FamiliesBoth {
+		if g.DNSFamilies == FamiliesBoth || g.DNSFamilies == FamiliesLate {
 			want = 100
 		}
 		if g.Runs != c.Runs || !g.IPv6Pct.Valid || g.IPv6Pct.Value != want || !g.ConnectMS.Valid {

@@ -97,6 +97,9 @@ func label(bytes int, rtt float64, s Settings) string {
 		if s.DNSFamilies != "" && s.DNSFamilies != FamiliesA {
 			lines = append(lines, s.DNSFamilies)
 		}
+		if s.DNSAAAADelayMS > 0 {
+			lines[len(lines)-1] += fmt.Sprintf(" %g ms", s.DNSAAAADelayMS)
+		}
 	}
 	return strings.Join(lines, "\n")
 }

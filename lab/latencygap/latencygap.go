@@ -80,10 +80,14 @@ type Config struct {
 	DNSDelay lab.Duration `yaml:"dns_delay"`
 	// DNSFamilies are what the resolver answers for AAAA, one condition
 	// each with each DNS mode that looks up: a (AAAA empty: IPv4 only),
-	// a+aaaa (the server's IPv6 address: the client connects over IPv6)
-	// and aaaa-blackhole (an address that never answers: the client falls
-	// back to IPv4 after FallbackDelay). Empty: a.
+	// a+aaaa (the server's IPv6 address: the client connects over IPv6),
+	// aaaa-blackhole (an address that never answers: the client falls
+	// back to IPv4 after FallbackDelay) and aaaa-late (the server's IPv6
+	// address, DNSAAAADelay after the A answer). Empty: a.
 	DNSFamilies []string `yaml:"dns_families,omitempty"`
+	// DNSAAAADelay is how much later than A the resolver answers AAAA in
+	// the aaaa-late family mode (and only there).
+	DNSAAAADelay lab.Duration `yaml:"dns_aaaa_delay,omitempty"`
 	// Redirects are redirect chains, one condition each: the hops (a
 	// 301, then 302s) before a resource of each size. Empty: none.
 	Redirects []int `yaml:"redirects,omitempty"`
@@ -184,7 +188,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var(&cliflag.List[string]{To: &c.PageProtocols, Parse: func(s string) (string, error) { return s, nil }}, "page-protocols",
 		"the pages' protocols, comma-separated, one condition each: http/1.1 (6 connections per origin), h2 (one per origin; needs --tls) (default http/1.1)")
 	fs.Var(&cliflag.List[string]{To: &c.DNSFamilies, Parse: func(s string) (string, error) { return s, nil }}, "dns-families",
-		"what the resolver answers for AAAA, comma-separated, one condition each with each --dns that looks up: a (AAAA empty: IPv4 only), a+aaaa (the server's IPv6 address: the client connects over IPv6), aaaa-blackhole (an address that never answers: the client falls back to IPv4 after 300 ms, Go's happy eyeballs) (default a)")
+		"what the resolver answers for AAAA, comma-separated, one condition each with each --dns that looks up: a (AAAA empty: IPv4 only), a+aaaa (the server's IPv6 address: the client connects over IPv6), aaaa-blackhole (an address that never answers: the client falls back to IPv4 after 300 ms, Go's happy eyeballs), aaaa-late (the IPv6 address, --dns-aaaa-delay after the A answer) (default a)")
+	fs.Var((*lab.DurationFlag)(&c.DNSAAAADelay), "dns-aaaa-delay", "how much later than A the resolver answers AAAA, for --dns-families aaaa-late (e.g. 100ms)")
 	fs.Var((*lab.DurationFlag)(&c.DNSDelay), "dns-delay", "the resolver's extra delay before it answers, for --dns cold and cached (e.g. 20ms)")
 }
 

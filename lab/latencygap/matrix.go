@@ -97,6 +97,9 @@ func (c *Config) specs() []spec {
 					for _, size := range c.Sizes {
 						st := pc.settings(mode)
 						st.WorkMS, st.WorkKind, st.DNS, st.DNSFamilies = ms(w.D), w.Kind, dc.mode, dc.families
+						if dc.families == FamiliesLate {
+							st.DNSAAAADelayMS = ms(time.Duration(c.DNSAAAADelay))
+						}
 						if dc.mode != DNSNone {
 							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
 						}

@@ -44,7 +44,8 @@ var conditionsTable = report.Table[Row]{
 		"body byte; late_*: the TUN delay line's lateness; lost_%: the loss the path applied by its own count, measured_lost_% the " +
 		"loss its ends measured, overflow its queue's drops; valid: the path was what the row claims; dns: how the client " +
 		"found the server (cold: a lookup per new connection, cached: kept for its TTL, +the resolver's delay, /what it answered " +
-		"for AAAA when not empty: a+aaaa the server's IPv6 address, aaaa-blackhole one that never answers), dns_ms the " +
+		"for AAAA when not empty: a+aaaa the server's IPv6 address, aaaa-blackhole one that never answers, aaaa-late the IPv6 " +
+		"address that much later than A), dns_ms the " +
 		"median lookup of the new connections (0: the cache answered), connect_ms their median TCP connect (a happy-eyeballs " +
 		"fallback's wait included) and ipv6_% the share of them over IPv6.",
 	Cols: []report.Column[Row]{
@@ -107,19 +108,10 @@ var conditionsTable = report.Table[Row]{
 			return report.Text("NO")
 		}),
 		report.Col("dns", func(r *Row) report.Cell {
-			g := r.Gap
-			switch {
-			case !dnsOn(g.Settings):
+			if !dnsOn(r.Gap.Settings) {
 				return number("-")
 			}
-			s := g.DNS
-			if g.DNSDelayMS > 0 {
-				s += fmt.Sprintf("+%gms", g.DNSDelayMS)
-			}
-			if g.DNSFamilies != "" && g.DNSFamilies != FamiliesA {
-				s += "/" + g.DNSFamilies
-			}
-			return number(s)
+			return number(dnsName(r.Gap.Settings, "+", "/"))
 		}),
 		report.Col("dns_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.DNSMS, report.Decimals(2)) }),
 		report.Col("connect_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ConnectMS, report.Decimals(2)) }),

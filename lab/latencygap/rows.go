@@ -41,8 +41,10 @@ type Settings struct {
 	DNS        string
 	DNSDelayMS float64
 	// DNSFamilies is what the resolver answered for AAAA
-	// (DNSFamilyModes; "" without DNS, and in rows of before: a).
-	DNSFamilies string
+	// (DNSFamilyModes; "" without DNS, and in rows of before: a), and
+	// DNSAAAADelayMS how much later than A it answered AAAA (aaaa-late).
+	DNSFamilies    string
+	DNSAAAADelayMS float64
 }
 
 // TLS modes of a condition (Settings.TLS).
@@ -82,6 +84,7 @@ func dnsCols[T any](s func(*T) *Settings) []recorder.Column[T] {
 		recorder.Col("dns", 0, func(r *T) any { return &s(r).DNS }),
 		recorder.Col("dns_delay_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).DNSDelayMS }),
 		recorder.Col("dns_families", 0, func(r *T) any { return &s(r).DNSFamilies }).Added(""),
+		recorder.Col("dns_aaaa_delay_ms", recorder.DecimalsMillis, func(r *T) any { return &s(r).DNSAAAADelayMS }).Added("0"),
 	}
 }
 
