@@ -146,6 +146,9 @@ func (c *Config) Reduce() {
 	c.Work = ends(c.Work)
 	c.DNS = ends(c.DNS)
 	c.DNSFamilies = ends(c.DNSFamilies)
+	if !slices.Contains(c.DNSFamilies, FamiliesLate) {
+		c.DNSAAAADelay = 0 // its family mode left out: the delay would be refused
+	}
 	c.Redirects = ends(c.Redirects)
 	c.Pages = ends(c.Pages)
 }
