@@ -110,6 +110,9 @@ func TestInconsistentInputRefused(t *testing.T) {
 		{[]string{"reproduce", "latency-gap", "--dns-delay", "20ms"}, "slowlab reproduce: dns_delay 20ms without a dns condition that looks up: give dns cold or cached (--dns cold,cached)"},
 		{[]string{"reproduce", "latency-gap", "--dns", "cold", "--dns-delay", "-1ms"}, "slowlab reproduce: dns_delay -1ms: allowed 0 to 5s"},
 		{[]string{"reproduce", "latency-gap", "--dns", "cached", "--dns-delay", "6s"}, "slowlab reproduce: dns_delay 6s: allowed 0 to 5s"},
+		{[]string{"reproduce", "latency-gap", "--dns", "cold", "--dns-families", "aaaa"}, `slowlab reproduce: dns_families[0] "aaaa": allowed a, a+aaaa, aaaa-blackhole, aaaa-late`},
+		{[]string{"reproduce", "latency-gap", "--dns-families", "a+aaaa"}, "slowlab reproduce: dns_families a+aaaa without a dns condition that looks up: give dns cold or cached (--dns cold,cached)"},
+		{[]string{"reproduce", "latency-gap", "--dns", "cold", "--dns-families", "aaaa-late"}, "slowlab reproduce: dns_families aaaa-late without dns_aaaa_delay: give how much later AAAA is answered (--dns-aaaa-delay 100ms)"},
 		{[]string{"reproduce", "sse", "--stack", "external"}, "slowlab reproduce: stack external: sse starts its own stack"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -25,7 +25,9 @@ func loadCondOf(k LoadKey) loadCond {
 //     request of a page without keep-alive opens its own;
 //   - every request on a new connection waited at least a round trip to
 //     connect, and a cold lookup at least a round trip and the
-//     resolver's delay.
+//     resolver's delay; after a lookup it went over the family the AAAA
+//     answer leaves it, past a blackholed one after FallbackDelay
+//     (checkFamily).
 //
 // It returns what failed, one error each.
 func checkLoads(loads []Load, fetches []Fetch) []error {
@@ -66,10 +68,72 @@ func checkLoads(loads []Load, fetches []Fetch) []error {
 		if !f.ConnectMS.Valid || f.ConnectMS.Value < rtt-boundSlack {
 			errs = append(errs, fmt.Errorf("%s: connect %v ms on a new connection, under the path's round trip %g ms", where, f.ConnectMS, rtt))
 		}
-		if f.DNS == DNSCold && (!f.DNSMS.Valid || f.DNSMS.Value < rtt+f.DNSDelayMS-boundSlack) && f.Role != RoleSubresource {
+		if b := rtt + f.DNSDelayMS + f.DNSAAAADelayMS; f.DNS == DNSCold && (!f.DNSMS.Valid || f.DNSMS.Value < b-boundSlack) && f.Role != RoleSubresource {
 			// A sub-resource's connection may join a lookup under way.
-			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, f.DNSMS, rtt+f.DNSDelayMS))
+			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, f.DNSMS, b))
 		}
+		if dnsOn(f.Settings) && f.ConnectMS.Valid {
+			errs = append(errs, checkFamily(where, f.Settings, f.Family, f.ConnectMS.Value, rtt)...)
+		}
+	}
+	return errs
+}
+
+// checkRequests checks the ok requests of the gap conditions against
+// what their configuration makes certain whatever the machine:
+//
+//   - a new connection's connect takes at least a round trip, and a cold
+//     lookup (its A and AAAA queries at once, both answered) at least a
+//     round trip and the resolver's delay (and AAAA's further delay with
+//     aaaa-late);
+//   - with DNS, a new connection goes over the family the AAAA answer
+//     leaves it: IPv6 with a+aaaa and aaaa-late (preferred), IPv4 with a
+//     (AAAA empty) and with aaaa-blackhole (its IPv6 address never
+//     answers);
+//   - with aaaa-blackhole its connect takes at least FallbackDelay and a
+//     round trip: the IPv6 attempt runs alone that long before IPv4's
+//     handshake starts.
+//
+// It returns what failed, one error each.
+func checkRequests(reqs []Request) []error {
+	var errs []error
+	for i := range reqs {
+		r := &reqs[i]
+		if !okRequest(*r) || !r.NewConn {
+			continue
+		}
+		where := fmt.Sprintf("%s %s request %d", r.RunID, r.Mode, r.Seq)
+		rtt := r.DelayUpMS + r.DelayDownMS
+		if r.ConnectMS != r.ConnectMS || r.ConnectMS < rtt-boundSlack {
+			errs = append(errs, fmt.Errorf("%s: connect %.3f ms on a new connection, under the path's round trip %g ms", where, r.ConnectMS, rtt))
+		}
+		if !dnsOn(r.Settings) {
+			continue
+		}
+		if b := rtt + r.DNSDelayMS + r.DNSAAAADelayMS; r.DNS == DNSCold && (!r.DNSMS.Valid || r.DNSMS.Value < b-boundSlack) {
+			errs = append(errs, fmt.Errorf("%s: cold lookup %v ms, under a round trip and the resolver's delay %g ms", where, r.DNSMS, b))
+		}
+		errs = append(errs, checkFamily(where, r.Settings, r.Family, r.ConnectMS, rtt)...)
+	}
+	return errs
+}
+
+// checkFamily checks a new connection made after a lookup: it went over
+// the family its AAAA answer leaves it (IPv6 with a+aaaa and aaaa-late,
+// else IPv4),
+// and past a blackholed AAAA its connect took at least FallbackDelay and
+// a round trip.
+func checkFamily(where string, s Settings, family string, connectMS, rtt float64) []error {
+	var errs []error
+	want := FamilyIPv4
+	if s.DNSFamilies == FamiliesBoth || s.DNSFamilies == FamiliesLate {
+		want = FamilyIPv6
+	}
+	if family != want {
+		errs = append(errs, fmt.Errorf("%s: connected over %q with dns families %s: want %s", where, family, s.DNSFamilies, want))
+	}
+	if b := ms(FallbackDelay) + rtt; s.DNSFamilies == FamiliesBlackhole && connectMS < b-boundSlack {
+		errs = append(errs, fmt.Errorf("%s: connect %.3f ms past an unanswered IPv6 address, under the fallback delay and a round trip %g ms", where, connectMS, b))
 	}
 	return errs
 }

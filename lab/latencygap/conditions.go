@@ -161,7 +161,7 @@ func (p pathCond) String() string {
 // netem is the path's configuration for lab/netem.
 func (p pathCond) netem(c *Config) netem.Config {
 	return netem.Config{DelayUp: p.up, DelayDown: p.down, Loss: p.loss, Rate: int64(p.rate) / 8, Method: c.Method,
-		CongestionControl: c.CongestionControl}
+		CongestionControl: c.CongestionControl, IPv6: c.ipv6()}
 }
 
 // settings are the path's part of a row's Settings.
@@ -260,7 +260,7 @@ func (c *Config) validateConditions() error {
 	if err := c.validateLoads(); err != nil {
 		return err
 	}
-	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.dnsModes()) * len(c.Sizes) * (1 + len(c.loads())); n > maxConditions {
+	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.dnsConds()) * len(c.Sizes) * (1 + len(c.loads())); n > maxConditions {
 		return fmt.Errorf("%d conditions (paths x tls x work x dns x sizes x (1 + redirect chains and pages)): at most %d", n, maxConditions)
 	}
 	for _, p := range c.paths() {

@@ -430,4 +430,10 @@ func TestQuickReducesTheGrid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Error(err)
 	}
+	// aaaa-late in the middle is left out, and with it its AAAA delay.
+	c.DNS, c.DNSFamilies, c.DNSAAAADelay = []string{DNSCold}, []string{FamiliesA, FamiliesLate, FamiliesBoth}, lab.Duration(100e6)
+	c.Reduce()
+	if err := c.Validate(); err != nil || c.DNSAAAADelay != 0 || len(c.DNSFamilies) != 2 {
+		t.Errorf("reduced families %v, AAAA delay %s: %v", c.DNSFamilies, time.Duration(c.DNSAAAADelay), err)
+	}
 }

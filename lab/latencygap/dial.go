@@ -14,7 +14,8 @@ import (
 	"github.com/slowlab/slowlab/lab/netem"
 )
 
-// parallelDial returns a dial func for the path's server whose TCP
+// parallelDial returns a dial func for the path's server (either of its
+// addresses, or another across the path: netem.Path.Across) whose TCP
 // connects run at once. netem.Path.DialContext dials on the client
 // namespace's one thread, so a page's parallel connects would wait for
 // each other's handshakes; here only the socket is made there (a socket
@@ -24,16 +25,20 @@ import (
 // the path's own dial.
 func parallelDial(path *netem.Path, cc string) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
-		if network != "tcp" && network != "tcp4" {
+		if network != "tcp" && network != "tcp4" && network != "tcp6" {
 			return path.DialContext(ctx, network, address)
 		}
 		ap, err := netip.ParseAddrPort(address)
-		if err != nil || ap.Addr() != path.ServerAddr {
+		if err != nil || !path.Across(ap.Addr()) || ap.Addr().Is4() != (network != "tcp6") && network != "tcp" {
 			return nil, fmt.Errorf("dial %s %s: only tcp to the path's server %s", network, address, path.ServerAddr)
+		}
+		family, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()})
+		if ap.Addr().Is4() {
+			family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 		}
 		var fd int
 		err = path.Client.Do(func() (err error) {
-			fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+			fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 			return err
 		})
 		if err != nil {
@@ -45,7 +50,6 @@ func parallelDial(path *netem.Path, cc string) func(ctx context.Context, network
 				return nil, fmt.Errorf("dial %s: set TCP_CONGESTION %s: %w", address, cc, err)
 			}
 		}
-		sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 		if err := unix.Connect(fd, sa); err != nil && !errors.Is(err, unix.EINPROGRESS) {
 			unix.Close(fd)
 			return nil, fmt.Errorf("dial %s: %w", address, err)

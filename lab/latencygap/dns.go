@@ -1,9 +1,12 @@
 package latencygap
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http/httptrace"
 	"net/netip"
 	"slices"
 	"strings"
@@ -30,6 +33,86 @@ const (
 
 // DNSModes lists the DNS modes.
 var DNSModes = []string{DNSNone, DNSCold, DNSCached}
+
+// Family modes of a DNS condition (Settings.DNSFamilies): what the lab's
+// resolver answers for AAAA. The client asks A and AAAA at once, as Go's
+// resolver does for a "tcp" dial, and connects as Go's net.Dialer does
+// (dialFamilies).
+const (
+	// FamiliesA answers AAAA empty: the client connects over IPv4 (the
+	// baseline).
+	FamiliesA = "a"
+	// FamiliesBoth answers AAAA with the server's IPv6 address across the
+	// same path: the client prefers it and connects over IPv6.
+	FamiliesBoth = "a+aaaa"
+	// FamiliesBlackhole answers AAAA with an address across the path that
+	// never answers a SYN (netem.Path.SilentAddr6): the client waits
+	// FallbackDelay before it races IPv4, the happy-eyeballs cost.
+	FamiliesBlackhole = "aaaa-blackhole"
+	// FamiliesLate answers AAAA with the server's IPv6 address, Config.
+	// DNSAAAADelay after the A answer: the client waits for both answers
+	// before it connects, as Go's resolver does (no RFC 8305 resolution
+	// delay).
+	FamiliesLate = "aaaa-late"
+)
+
+// DNSFamilyModes lists the family modes.
+var DNSFamilyModes = []string{FamiliesA, FamiliesBoth, FamiliesBlackhole, FamiliesLate}
+
+// FallbackDelay is how long a connect to the preferred family runs alone
+// before the other family's races it: Go's net.Dialer default (its
+// FallbackDelay 0), within RFC 6555's 150 to 250 ms and above RFC 8305's
+// 250 ms "Connection Attempt Delay".
+const FallbackDelay = 300 * time.Millisecond
+
+// The families a connection went over (Request.Family).
+const (
+	FamilyIPv4 = "ipv4"
+	FamilyIPv6 = "ipv6"
+)
+
+// familyOf names a's family.
+func familyOf(a netip.Addr) string {
+	if a.Is4() {
+		return FamilyIPv4
+	}
+	return FamilyIPv6
+}
+
+// dnsCond is a DNS condition of the grid: a DNS mode and, when it looks
+// up, a family mode ("" for none).
+type dnsCond struct{ mode, families string }
+
+// dnsConds is the grid's DNS conditions: each DNS mode, and each one that
+// looks up with each family mode (FamiliesA when none is given).
+func (c *Config) dnsConds() []dnsCond {
+	fams := c.DNSFamilies
+	if len(fams) == 0 {
+		fams = []string{FamiliesA}
+	}
+	var out []dnsCond
+	for _, m := range c.dnsModes() {
+		if m == DNSNone {
+			out = append(out, dnsCond{mode: m})
+			continue
+		}
+		for _, f := range fams {
+			out = append(out, dnsCond{mode: m, families: f})
+		}
+	}
+	return out
+}
+
+// ipv6 reports whether some condition's resolver answers AAAA, so that
+// the path needs IPv6.
+func (c *Config) ipv6() bool {
+	for _, d := range c.dnsConds() {
+		if d.families != "" && d.families != FamiliesA {
+			return true
+		}
+	}
+	return false
+}
 
 // ServerName is the name the lab's resolver answers for the server.
 const ServerName = "server.slowlab.test"
@@ -84,12 +167,32 @@ func (c *Config) validateDNS() error {
 			return fmt.Errorf("dns[%d] %q: given twice", i, m)
 		}
 	}
+	for i, f := range c.DNSFamilies {
+		if !slices.Contains(DNSFamilyModes, f) {
+			return fmt.Errorf("dns_families[%d] %q: allowed %s", i, f, strings.Join(DNSFamilyModes, ", "))
+		}
+		if slices.Index(c.DNSFamilies, f) != i {
+			return fmt.Errorf("dns_families[%d] %q: given twice", i, f)
+		}
+	}
+	if len(c.DNSFamilies) > 0 && !c.looksUp() {
+		return fmt.Errorf("dns_families %s without a dns condition that looks up: give dns cold or cached (--dns cold,cached)", strings.Join(c.DNSFamilies, ","))
+	}
 	d := time.Duration(c.DNSDelay)
 	switch {
 	case d < 0 || d > MaxDNSDelay:
 		return fmt.Errorf("dns_delay %s: allowed 0 to %s", d, MaxDNSDelay)
 	case d > 0 && !c.looksUp():
 		return fmt.Errorf("dns_delay %s without a dns condition that looks up: give dns cold or cached (--dns cold,cached)", d)
+	}
+	late := slices.Contains(c.DNSFamilies, FamiliesLate)
+	switch a := time.Duration(c.DNSAAAADelay); {
+	case a < 0 || time.Duration(c.DNSDelay)+a > MaxDNSDelay:
+		return fmt.Errorf("dns_aaaa_delay %s: allowed 0 to %s with dns_delay", a, MaxDNSDelay-d)
+	case late && a == 0:
+		return errors.New("dns_families aaaa-late without dns_aaaa_delay: give how much later AAAA is answered (--dns-aaaa-delay 100ms)")
+	case !late && a > 0:
+		return fmt.Errorf("dns_aaaa_delay %s without dns_families aaaa-late: give it (--dns-families a,aaaa-late)", a)
 	}
 	return nil
 }
@@ -113,10 +216,30 @@ type resolver struct {
 	done chan struct{} // closed when the server has returned
 }
 
-// startResolver serves ServerName and the other origins' names on path: an A record of the server's
-// address (and an AAAA one where it has IPv6; else an empty answer) with
-// ttl, each answer after delay. Other names are NXDOMAIN.
-func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Duration) (*resolver, error) {
+// startResolver serves ServerName and the other origins' names on path,
+// as a condition's settings s say: an A record of the server's address
+// and, by its family mode, an AAAA one (the server's IPv6 address, or
+// the path's silent one) or an empty answer, with TTL 0 (cold) or
+// CachedTTL (cached), each answer after its DNS delay (AAAA with
+// aaaa-late after its AAAA delay more). Other names are NXDOMAIN.
+func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver, error) {
+	ttl, delay, late := time.Duration(0), msDuration(s.DNSDelayMS), time.Duration(0)
+	if s.DNS == DNSCached {
+		ttl = CachedTTL
+	}
+	families := s.DNSFamilies
+	var v6 netip.Addr
+	switch families {
+	case FamiliesBoth:
+		v6 = path.ServerAddr6
+	case FamiliesBlackhole:
+		v6 = path.SilentAddr6
+	case FamiliesLate:
+		v6, late = path.ServerAddr6, msDuration(s.DNSAAAADelayMS)
+	}
+	if families != "" && families != FamiliesA && !v6.IsValid() {
+		return nil, fmt.Errorf("resolver: dns families %s needs a path with IPv6", families)
+	}
 	pc, err := path.ListenPacket(ctx, 0)
 	if err != nil {
 		return nil, fmt.Errorf("resolver in the server namespace: %w", err)
@@ -125,6 +248,10 @@ func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Durati
 	started := make(chan struct{})
 	r.srv = &dns.Server{PacketConn: pc, NotifyStartedFunc: func() { close(started) },
 		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+			delay := delay
+			if len(q.Question) == 1 && q.Question[0].Qtype == dns.TypeAAAA {
+				delay += late
+			}
 			if delay > 0 {
 				t := time.NewTimer(delay)
 				select {
@@ -134,7 +261,7 @@ func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Durati
 					return
 				}
 			}
-			_ = w.WriteMsg(answer(q, path.ServerAddr, ttl))
+			_ = w.WriteMsg(answer(q, path.ServerAddr, v6, ttl))
 		})}
 	var serr error
 	go func() {
@@ -150,8 +277,9 @@ func startResolver(ctx context.Context, path *netem.Path, ttl, delay time.Durati
 	}
 }
 
-// answer is the resolver's reply to q.
-func answer(q *dns.Msg, server netip.Addr, ttl time.Duration) *dns.Msg {
+// answer is the resolver's reply to q: v4 for A, v6 for AAAA (none when
+// it is not valid: an empty answer).
+func answer(q *dns.Msg, v4, v6 netip.Addr, ttl time.Duration) *dns.Msg {
 	m := new(dns.Msg)
 	m.SetReply(q)
 	m.Authoritative = true
@@ -162,12 +290,12 @@ func answer(q *dns.Msg, server netip.Addr, ttl time.Duration) *dns.Msg {
 	qn := q.Question[0]
 	hdr := dns.RR_Header{Name: qn.Name, Class: dns.ClassINET, Ttl: uint32(ttl / time.Second)}
 	switch {
-	case qn.Qtype == dns.TypeA && server.Is4():
+	case qn.Qtype == dns.TypeA && v4.Is4():
 		hdr.Rrtype = dns.TypeA
-		m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: server.AsSlice()})
-	case qn.Qtype == dns.TypeAAAA && server.Is6():
+		m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: v4.AsSlice()})
+	case qn.Qtype == dns.TypeAAAA && v6.Is6():
 		hdr.Rrtype = dns.TypeAAAA
-		m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: server.AsSlice()})
+		m.Answer = append(m.Answer, &dns.AAAA{Hdr: hdr, AAAA: v6.AsSlice()})
 	}
 	return m
 }
@@ -182,10 +310,16 @@ func (r *resolver) close() {
 // lookupKey is the context key of a request's *lookup.
 type lookupKey struct{}
 
-// lookup is what a request's dial spent resolving the server's name.
+// lookup is what a request's dial spent resolving the server's name,
+// and the connection it then made.
 type lookup struct {
 	done bool          // the request dialed, and so resolved the name
 	took time.Duration // 0 when the client's cache answered
+	// family is what the connection went over (FamilyIPv4, FamilyIPv6;
+	// "" when none was made), and connect what it took from the first
+	// attempt (a fallback's wait included).
+	family  string
+	connect time.Duration
 }
 
 // withLookup returns ctx carrying l, which the client's dial fills in.
@@ -201,6 +335,7 @@ func withLookup(ctx context.Context, l *lookup) context.Context {
 type nameDialer struct {
 	dial     func(ctx context.Context, network, address string) (net.Conn, error)
 	resolver net.Resolver
+	fallback time.Duration // FallbackDelay; shorter in tests
 
 	mu       sync.Mutex // guards names
 	names    map[string]*nameEntry
@@ -215,7 +350,7 @@ type nameDialer struct {
 
 // nameEntry is one name's cached answer, or its lookup under way.
 type nameEntry struct {
-	addr    netip.Addr // the cached answer, until expires
+	addrs   []netip.Addr // the cached answer, until expires
 	expires time.Time
 	wait    chan struct{} // a lookup under way: closed when it ends
 	err     error         // that lookup's
@@ -224,7 +359,7 @@ type nameEntry struct {
 // newNameDialer resolves through the resolver at resolverAddr, reached
 // with dial (the path's), and connects with dial too.
 func newNameDialer(dial func(ctx context.Context, network, address string) (net.Conn, error), resolverAddr string) *nameDialer {
-	d := &nameDialer{dial: dial, names: map[string]*nameEntry{}}
+	d := &nameDialer{dial: dial, names: map[string]*nameEntry{}, fallback: FallbackDelay}
 	d.resolver = net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		c, err := dial(ctx, network, resolverAddr)
 		if u, ok := c.(*net.UDPConn); ok {
@@ -236,27 +371,144 @@ func newNameDialer(dial func(ctx context.Context, network, address string) (net.
 }
 
 // DialContext implements http.Transport.DialContext for a lab name and
-// port, noting in ctx's lookup what resolving it took.
+// port, noting in ctx's lookup what resolving it took and the connection
+// it made. It connects as dialFamilies does, and calls ctx's httptrace
+// ConnectStart as the first attempt starts and ConnectDone as one
+// connects: the connect a client waits, a fallback included.
 func (d *nameDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil || !labName(host) {
 		return nil, fmt.Errorf("dial %s: only %s (and the other origins' names) through the lab's resolver", address, ServerName)
 	}
-	addr, took, err := d.resolve(ctx, strings.ToLower(host))
-	if l, ok := ctx.Value(lookupKey{}).(*lookup); ok {
+	addrs, took, err := d.resolve(ctx, strings.ToLower(host))
+	l, _ := ctx.Value(lookupKey{}).(*lookup)
+	if l != nil {
 		l.done, l.took = true, took
 	}
 	if err != nil {
 		return nil, err
 	}
-	return d.dial(ctx, network, net.JoinHostPort(addr.String(), port))
+	trace := httptrace.ContextClientTrace(ctx)
+	first := net.JoinHostPort(addrs[0].String(), port)
+	if trace != nil && trace.ConnectStart != nil {
+		trace.ConnectStart(network, first)
+	}
+	start := time.Now()
+	dctx, cancel := untraced(ctx) // its attempts' hooks are not the connect's: that is timed here
+	defer cancel()
+	c, at, connected, err := dialFamilies(dctx, d.dial, network, addrs, port, d.fallback)
+	if trace != nil && trace.ConnectDone != nil {
+		if err == nil {
+			first = net.JoinHostPort(at.String(), port)
+		}
+		trace.ConnectDone(network, first, err)
+	}
+	if l != nil && err == nil {
+		l.family, l.connect = familyOf(at), connected.Sub(start)
+	}
+	return c, err
 }
 
-// resolve returns name's address, from the cache while its TTL lasts
+// dialFamilies connects to the first of addrs (ordered as the client
+// prefers them) that answers, as Go's net.Dialer does with a name's
+// addresses of both families (RFC 6555 happy eyeballs, its dialParallel):
+// the addresses of the first one's family one after the other, and after
+// fallback, or as soon as those all failed, the other family's beside
+// them; the first to connect wins and the other attempt is cancelled (its
+// connection, should it still come, closed). It returns the connection,
+// its address, and when it connected (before the loser was waited for).
+func dialFamilies(ctx context.Context, dial func(ctx context.Context, network, address string) (net.Conn, error),
+	network string, addrs []netip.Addr, port string, fallback time.Duration) (net.Conn, netip.Addr, time.Time, error) {
+	var primaries, fallbacks []netip.Addr
+	for _, a := range addrs {
+		if a.Is4() == addrs[0].Is4() {
+			primaries = append(primaries, a)
+		} else {
+			fallbacks = append(fallbacks, a)
+		}
+	}
+	if len(fallbacks) == 0 {
+		c, at, err := dialSerial(ctx, dial, network, primaries, port)
+		return c, at, time.Now(), err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		c       net.Conn
+		at      netip.Addr
+		err     error
+		primary bool
+	}
+	results := make(chan result, 2)
+	race := func(addrs []netip.Addr, primary bool) {
+		go func() {
+			c, at, err := dialSerial(ctx, dial, network, addrs, port)
+			results <- result{c, at, err, primary}
+		}()
+	}
+	race(primaries, true)
+	timer := time.NewTimer(fallback)
+	defer timer.Stop()
+	running, fellBack := 1, false
+	fallBack := func() {
+		if !fellBack {
+			fellBack = true
+			running++
+			race(fallbacks, false)
+		}
+	}
+	var primaryErr, fallbackErr error
+	for {
+		select {
+		case <-timer.C:
+			fallBack()
+		case r := <-results:
+			running--
+			if r.err == nil {
+				connected := time.Now()
+				cancel()
+				for range running { // the loser, cancelled: closed should it have connected
+					if l := <-results; l.c != nil {
+						l.c.Close()
+					}
+				}
+				return r.c, r.at, connected, nil
+			}
+			if r.primary {
+				primaryErr = r.err
+				fallBack()
+			} else {
+				fallbackErr = r.err
+			}
+			if running == 0 {
+				return nil, netip.Addr{}, time.Time{}, cmp.Or(primaryErr, fallbackErr)
+			}
+		}
+	}
+}
+
+// dialSerial connects to each of addrs in turn until one answers.
+func dialSerial(ctx context.Context, dial func(ctx context.Context, network, address string) (net.Conn, error),
+	network string, addrs []netip.Addr, port string) (net.Conn, netip.Addr, error) {
+	var first error
+	for _, a := range addrs {
+		c, err := dial(ctx, network, net.JoinHostPort(a.String(), port))
+		if err == nil {
+			return c, a, nil
+		}
+		first = cmp.Or(first, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, netip.Addr{}, first
+}
+
+// resolve returns name's addresses, from the cache while its TTL lasts
 // (took 0), else looked up, or from the lookup another dial has under
 // way: took is from before the queries were sent (or this dial began
-// waiting) to after the answer was read.
-func (d *nameDialer) resolve(ctx context.Context, name string) (netip.Addr, time.Duration, error) {
+// waiting) to after the answers were read.
+func (d *nameDialer) resolve(ctx context.Context, name string) ([]netip.Addr, time.Duration, error) {
 	start := time.Now()
 	d.mu.Lock()
 	e := d.names[name]
@@ -270,23 +522,23 @@ func (d *nameDialer) resolve(ctx context.Context, name string) (netip.Addr, time
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return netip.Addr{}, time.Since(start), fmt.Errorf("resolve %s: %w", name, ctx.Err())
+			return nil, time.Since(start), fmt.Errorf("resolve %s: %w", name, ctx.Err())
 		}
 		if e.err != nil {
-			return netip.Addr{}, time.Since(start), e.err
+			return nil, time.Since(start), e.err
 		}
-		return e.addr, time.Since(start), nil
-	case e != nil && e.addr.IsValid() && start.Before(e.expires):
+		return e.addrs, time.Since(start), nil
+	case e != nil && len(e.addrs) > 0 && start.Before(e.expires):
 		d.mu.Unlock()
-		return e.addr, 0, nil
+		return e.addrs, 0, nil
 	}
 	e = &nameEntry{wait: make(chan struct{})}
 	d.names[name] = e
 	d.mu.Unlock()
-	addr, ttl, err := d.lookup(ctx, name)
+	addrs, ttl, err := d.lookup(ctx, name)
 	took := time.Since(start)
 	d.mu.Lock()
-	e.addr, e.err = addr, err
+	e.addrs, e.err = addrs, err
 	if err != nil || ttl <= 0 {
 		delete(d.names, name) // nothing kept: the next dial looks up
 	} else {
@@ -295,40 +547,30 @@ func (d *nameDialer) resolve(ctx context.Context, name string) (netip.Addr, time
 	close(e.wait)
 	e.wait = nil
 	d.mu.Unlock()
-	return addr, took, err
+	return addrs, took, err
 }
 
-// lookup asks the resolver for name's IPv4 address, returning it with
-// the least TTL of the answer's records (0 when none said one).
-func (d *nameDialer) lookup(ctx context.Context, name string) (netip.Addr, time.Duration, error) {
+// lookup asks the resolver for name's IPv4 and IPv6 addresses at once
+// (net.Resolver sends the A and AAAA queries in parallel and waits for
+// both), returning them as the client prefers them (preferred) with the
+// least TTL of the answers' records (0 when none said one).
+func (d *nameDialer) lookup(ctx context.Context, name string) ([]netip.Addr, time.Duration, error) {
 	d.lookupMu.Lock()
 	defer d.lookupMu.Unlock()
 	// The lookup's own context, without the request's trace: its UDP
 	// dial is not the request's TCP connect.
-	lctx, cancel := context.WithCancel(context.Background())
+	lctx, cancel := untraced(ctx)
 	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	if dl, ok := ctx.Deadline(); ok {
-		var c2 context.CancelFunc
-		lctx, c2 = context.WithDeadline(lctx, dl)
-		defer c2()
-	}
 	d.ttlMu.Lock()
 	d.ttl, d.gotTTL = 0, false
 	d.ttlMu.Unlock()
 	addrs, err := d.resolver.LookupNetIP(lctx, "ip", dns.Fqdn(name))
 	if err != nil {
-		return netip.Addr{}, 0, fmt.Errorf("resolve %s: %w", name, err)
+		return nil, 0, fmt.Errorf("resolve %s: %w", name, err)
 	}
-	var addr netip.Addr
-	for _, a := range addrs {
-		if a = a.Unmap(); a.Is4() {
-			addr = a
-			break
-		}
-	}
-	if !addr.IsValid() {
-		return netip.Addr{}, 0, fmt.Errorf("resolve %s: no IPv4 address in %v", name, addrs)
+	addrs = preferred(addrs)
+	if len(addrs) == 0 {
+		return nil, 0, fmt.Errorf("resolve %s: no address in the answers", name)
 	}
 	d.ttlMu.Lock()
 	ttl, got := d.ttl, d.gotTTL
@@ -336,7 +578,47 @@ func (d *nameDialer) lookup(ctx context.Context, name string) (netip.Addr, time.
 	if !got {
 		ttl = 0
 	}
-	return addr, ttl, nil
+	return addrs, ttl, nil
+}
+
+// preferred orders addrs (unmapped) as the client connects to them: IPv6
+// first. It is the order RFC 6724's default policy gives a global IPv6
+// destination (precedence 40; the path's are in 2001:db8::/32) against
+// an IPv4 one (35) from a host with addresses of both, which Go's
+// resolver would sort by itself were its source addresses those of the
+// client namespace and not of the process's own.
+func preferred(addrs []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, a.Unmap())
+	}
+	slices.SortStableFunc(out, func(a, b netip.Addr) int {
+		return cmp.Compare(boolInt(a.Is4()), boolInt(b.Is4()))
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// msDuration is ms milliseconds.
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// untraced is a context that ends with ctx (its deadline, its
+// cancellation) without its values, a request's httptrace among them.
+func untraced(ctx context.Context) (context.Context, context.CancelFunc) {
+	u, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	if dl, ok := ctx.Deadline(); ok {
+		var c2 context.CancelFunc
+		u, c2 = context.WithDeadline(u, dl)
+		return u, func() { c2(); stop(); cancel() }
+	}
+	return u, func() { stop(); cancel() }
 }
 
 // noteTTL keeps the least TTL of m's address records.

@@ -116,23 +116,29 @@ func connects(reqs []Request, id string) (median, least float64) {
 	return recorder.Median(v), slices.Min(v)
 }
 
-// TestResolverAnswer: the server's name gets its A record with the TTL
-// (no AAAA on an IPv4 path, but no error either); other names NXDOMAIN.
+// TestResolverAnswer: the server's name gets its A record with the TTL,
+// and its AAAA one when the family mode gives an IPv6 address (else an
+// empty answer, no error); other names NXDOMAIN.
 func TestResolverAnswer(t *testing.T) {
-	server := netip.MustParseAddr("10.255.1.2")
+	server, server6 := netip.MustParseAddr("10.255.1.2"), netip.MustParseAddr("2001:db8:ff:1::2")
 	q := new(dns.Msg).SetQuestion("SERVER.slowlab.test.", dns.TypeA)
-	m := answer(q, server, 300*time.Second)
+	m := answer(q, server, server6, 300*time.Second)
 	if m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || m.Answer[0].Header().Ttl != 300 || m.Answer[0].(*dns.A).A.String() != "10.255.1.2" {
 		t.Errorf("A: %v", m)
 	}
-	if m := answer(new(dns.Msg).SetQuestion(ServerName+".", dns.TypeAAAA), server, 0); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 {
+	q6 := new(dns.Msg).SetQuestion(ServerName+".", dns.TypeAAAA)
+	if m := answer(q6, server, netip.Addr{}, 0); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 0 {
+		t.Errorf("AAAA without IPv6: %v", m)
+	}
+	if m := answer(q6, server, server6, 300*time.Second); m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || m.Answer[0].Header().Ttl != 300 ||
+		m.Answer[0].(*dns.AAAA).AAAA.String() != "2001:db8:ff:1::2" {
 		t.Errorf("AAAA: %v", m)
 	}
-	if m := answer(new(dns.Msg).SetQuestion("other.slowlab.test.", dns.TypeA), server, 0); m.Rcode != dns.RcodeNameError {
+	if m := answer(new(dns.Msg).SetQuestion("other.slowlab.test.", dns.TypeA), server, server6, 0); m.Rcode != dns.RcodeNameError {
 		t.Errorf("other name: %v", m)
 	}
 	d := &nameDialer{}
-	d.noteTTL(answer(q, server, 0))
+	d.noteTTL(answer(q, server, server6, 0))
 	if !d.gotTTL || d.ttl != 0 {
 		t.Errorf("TTL 0 answer: noted %v (%t)", d.ttl, d.gotTTL)
 	}
@@ -151,7 +157,7 @@ func FuzzResolverAnswer(f *testing.F) {
 		if q.Unpack(b) != nil {
 			return
 		}
-		m := answer(&q, netip.MustParseAddr("10.255.1.2"), time.Duration(ttl%(1<<20))*time.Second)
+		m := answer(&q, netip.MustParseAddr("10.255.1.2"), netip.MustParseAddr("2001:db8:ff:1::2"), time.Duration(ttl%(1<<20))*time.Second)
 		out, err := m.Pack()
 		if err != nil {
 			t.Fatalf("pack %v: %v", m, err)

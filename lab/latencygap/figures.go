@@ -92,6 +92,15 @@ func label(bytes int, rtt float64, s Settings) string {
 	if s.WorkMS > 0 {
 		lines = append(lines, fmt.Sprintf("work %g ms", s.WorkMS))
 	}
+	if dnsOn(s) {
+		lines = append(lines, "DNS "+s.DNS)
+		if s.DNSFamilies != "" && s.DNSFamilies != FamiliesA {
+			lines = append(lines, s.DNSFamilies)
+		}
+		if s.DNSAAAADelayMS > 0 {
+			lines[len(lines)-1] += fmt.Sprintf(" %g ms", s.DNSAAAADelayMS)
+		}
+	}
 	return strings.Join(lines, "\n")
 }
 
@@ -108,11 +117,14 @@ type phase struct {
 	get  func(Request) (float64, bool)
 }
 
-// phases split a new-connection request's total time: the TCP
-// handshake, the TLS handshake, the request until the response's first
-// byte (one round trip and the server's time) and the rest of the body
-// (the slow-start rounds of a larger response).
+// phases split a new-connection request's total time: the lookup of the
+// server's name (0 without DNS, or from the client's cache), the TCP
+// handshake (a happy-eyeballs fallback's wait included), the TLS
+// handshake, the request until the response's first byte (one round
+// trip and the server's time) and the rest of the body (the slow-start
+// rounds of a larger response).
 var phases = []phase{
+	{"DNS lookup", func(r Request) (float64, bool) { return lookupMS(r), true }},
 	{"TCP connect", func(r Request) (float64, bool) { return r.ConnectMS, !math.IsNaN(r.ConnectMS) }},
 	{"TLS handshake", func(r Request) (float64, bool) {
 		if !r.HandshakeMS.Valid {
@@ -125,13 +137,21 @@ var phases = []phase{
 		if r.HandshakeMS.Valid {
 			hs = r.HandshakeMS.Value
 		}
-		v := r.TTFBMS - r.ConnectMS - hs
+		v := r.TTFBMS - lookupMS(r) - r.ConnectMS - hs
 		return v, !math.IsNaN(v)
 	}},
 	{"rest of the body", func(r Request) (float64, bool) {
 		v := r.TotalMS - r.TTFBMS
 		return v, !math.IsNaN(v)
 	}},
+}
+
+// lookupMS is what r's dial spent resolving the name, 0 when none.
+func lookupMS(r Request) float64 {
+	if r.DNSMS.Valid {
+		return r.DNSMS.Value
+	}
+	return 0
 }
 
 // phasesFigure stacks, per condition, the medians of each phase of its
@@ -198,7 +218,8 @@ func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
 	p.Legend.Left = true
 	d.AddPanel(p)
 	d.SetCaption("Each bar stacks the medians, over the condition's ok new-connection requests (" + requestFile +
-		"), of the TCP handshake (connect), the TLS handshake, the request until the first response byte (a round trip plus the " +
+		"), of the lookup of the server's name (DNS: 0 without, or when the client's cache answered), the TCP handshake (connect, " +
+		"a happy-eyeballs fallback's wait included), the TLS handshake, the request until the first response byte (a round trip plus the " +
 		"server's time) and the rest of the body (the slow-start rounds of a larger response, and losses). A sum of medians, so it can " +
 		"differ a little from the median total in the table.")
 	return d

@@ -78,6 +78,16 @@ type Config struct {
 	// DNSDelay is how long the resolver waits before it answers (the
 	// cold and cached conditions).
 	DNSDelay lab.Duration `yaml:"dns_delay"`
+	// DNSFamilies are what the resolver answers for AAAA, one condition
+	// each with each DNS mode that looks up: a (AAAA empty: IPv4 only),
+	// a+aaaa (the server's IPv6 address: the client connects over IPv6),
+	// aaaa-blackhole (an address that never answers: the client falls
+	// back to IPv4 after FallbackDelay) and aaaa-late (the server's IPv6
+	// address, DNSAAAADelay after the A answer). Empty: a.
+	DNSFamilies []string `yaml:"dns_families,omitempty"`
+	// DNSAAAADelay is how much later than A the resolver answers AAAA in
+	// the aaaa-late family mode (and only there).
+	DNSAAAADelay lab.Duration `yaml:"dns_aaaa_delay,omitempty"`
 	// Redirects are redirect chains, one condition each: the hops (a
 	// 301, then 302s) before a resource of each size. Empty: none.
 	Redirects []int `yaml:"redirects,omitempty"`
@@ -125,7 +135,7 @@ const quickRuns = 10
 // Reduce implements lab.Reducer: --quick measures 10 requests per mode
 // and condition, and keeps the first and the last of each list of the
 // grid (delays, sizes, losses, rates, TLS modes, processing times, DNS
-// modes, redirect hops and pages).
+// modes and families, redirect hops and pages).
 func (c *Config) Reduce() {
 	c.Runs = min(c.Runs, quickRuns)
 	c.Delays = ends(c.Delays)
@@ -135,6 +145,10 @@ func (c *Config) Reduce() {
 	c.TLS = ends(c.TLS)
 	c.Work = ends(c.Work)
 	c.DNS = ends(c.DNS)
+	c.DNSFamilies = ends(c.DNSFamilies)
+	if !slices.Contains(c.DNSFamilies, FamiliesLate) {
+		c.DNSAAAADelay = 0 // its family mode left out: the delay would be refused
+	}
 	c.Redirects = ends(c.Redirects)
 	c.Pages = ends(c.Pages)
 }
@@ -176,6 +190,9 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		"page loads, comma-separated sub-resource counts, one condition each: an HTML document, then its sub-resources across two origins at once (e.g. 10,50)")
 	fs.Var(&cliflag.List[string]{To: &c.PageProtocols, Parse: func(s string) (string, error) { return s, nil }}, "page-protocols",
 		"the pages' protocols, comma-separated, one condition each: http/1.1 (6 connections per origin), h2 (one per origin; needs --tls) (default http/1.1)")
+	fs.Var(&cliflag.List[string]{To: &c.DNSFamilies, Parse: func(s string) (string, error) { return s, nil }}, "dns-families",
+		"what the resolver answers for AAAA, comma-separated, one condition each with each --dns that looks up: a (AAAA empty: IPv4 only), a+aaaa (the server's IPv6 address: the client connects over IPv6), aaaa-blackhole (an address that never answers: the client falls back to IPv4 after 300 ms, Go's happy eyeballs), aaaa-late (the IPv6 address, --dns-aaaa-delay after the A answer) (default a)")
+	fs.Var((*lab.DurationFlag)(&c.DNSAAAADelay), "dns-aaaa-delay", "how much later than A the resolver answers AAAA, for --dns-families aaaa-late (e.g. 100ms)")
 	fs.Var((*lab.DurationFlag)(&c.DNSDelay), "dns-delay", "the resolver's extra delay before it answers, for --dns cold and cached (e.g. 20ms)")
 }
 

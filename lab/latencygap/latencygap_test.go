@@ -96,16 +96,22 @@ func TestPrint(t *testing.T) {
 		Path: Path{Valid: true, LossAppliedPct: recorder.Some(0.987), LossMeasuredPct: recorder.Some(1.0123), OverflowDrops: recorder.Some(12)}})
 	rows = append(rows, Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", DNSMS: recorder.Some(71.234),
 		Settings: Settings{DNS: DNSCold, DNSDelayMS: 20}}, Path: Path{Valid: true}},
-		Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", DNSMS: recorder.Some(0), Settings: Settings{DNS: DNSCached}}, Path: Path{Valid: true}})
+		Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", DNSMS: recorder.Some(0), Settings: Settings{DNS: DNSCached}}, Path: Path{Valid: true}},
+		Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", DNSMS: recorder.Some(72.5), ConnectMS: recorder.Some(351.849), IPv6Pct: recorder.Some(0),
+			Settings: Settings{DNS: DNSCold, DNSDelayMS: 20, DNSFamilies: FamiliesBlackhole}}, Path: Path{Valid: true}},
+		Row{Gap: Gap{SizeBytes: 1024, ConfiguredRTTMS: 50, DelayMethod: "tun", DNSMS: recorder.Some(0), ConnectMS: recorder.Some(50.6), IPv6Pct: recorder.Some(100),
+			Settings: Settings{DNS: DNSCached, DNSFamilies: FamiliesBoth}}, Path: Path{Valid: true}})
 	var b bytes.Buffer
 	(&Result{Rows: rows}).Print(&b)
 	want := "" +
-		"size_bytes configured_rtt_ms rtt_ms method tls  loss_%   rate work_ms server_ms keepalive_ms new_ms handshake_ms blind_% last_byte_ms last_byte_blind_% runs late_p50_ms late_p99_ms late_max_ms lost_% measured_lost_% overflow valid       dns dns_ms\n" +
-		"      1024                50 50.081 tun    none      0      -       -     0.123        50.61 101.40            -    99.9        0.006             100.0   40       0.050       1.500       3.000      -               -        - NO            -      -\n" +
-		"    102400                 0      - none   none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes           -      -\n" +
-		"      1024              5+45      - tun    1.3       1 10mbit  10 cpu         -            -      -        50.50       -            -                 -    0           -           -           -   0.99            1.01       12 yes           -      -\n" +
-		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes   cold+20ms  71.23\n" +
-		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes      cached   0.00\n" +
+		"size_bytes configured_rtt_ms rtt_ms method tls  loss_%   rate work_ms server_ms keepalive_ms new_ms handshake_ms blind_% last_byte_ms last_byte_blind_% runs late_p50_ms late_p99_ms late_max_ms lost_% measured_lost_% overflow valid                      dns dns_ms connect_ms ipv6_%\n" +
+		"      1024                50 50.081 tun    none      0      -       -     0.123        50.61 101.40            -    99.9        0.006             100.0   40       0.050       1.500       3.000      -               -        - NO                           -      -          -      -\n" +
+		"    102400                 0      - none   none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes                          -      -          -      -\n" +
+		"      1024              5+45      - tun    1.3       1 10mbit  10 cpu         -            -      -        50.50       -            -                 -    0           -           -           -   0.99            1.01       12 yes                          -      -          -      -\n" +
+		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes                  cold+20ms  71.23          -      -\n" +
+		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes                     cached   0.00          -      -\n" +
+		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes   cold+20ms/aaaa-blackhole  72.50     351.85      0\n" +
+		"      1024                50      - tun    none      0      -       -         -            -      -            -       -            -                 -    0           -           -           -      -               -        - yes              cached/a+aaaa   0.00      50.60    100\n" +
 		"\n" +
 		"warning: in some condition the path was not faithful (measured RTT more than 1 ms off the configured one, the delay line's p99 lateness above 1ms, " +
 		"or the loss measured at the path's ends off the asked one beyond the binomial's bound): those rows are marked invalid\n"

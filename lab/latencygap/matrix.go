@@ -93,11 +93,14 @@ func (c *Config) specs() []spec {
 	for _, pc := range c.paths() {
 		for _, mode := range c.tlsModes() {
 			for _, w := range c.works() {
-				for _, dm := range c.dnsModes() {
+				for _, dc := range c.dnsConds() {
 					for _, size := range c.Sizes {
 						st := pc.settings(mode)
-						st.WorkMS, st.WorkKind, st.DNS = ms(w.D), w.Kind, dm
-						if dm != DNSNone {
+						st.WorkMS, st.WorkKind, st.DNS, st.DNSFamilies = ms(w.D), w.Kind, dc.mode, dc.families
+						if dc.families == FamiliesLate {
+							st.DNSAAAADelayMS = ms(time.Duration(c.DNSAAAADelay))
+						}
+						if dc.mode != DNSNone {
 							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
 						}
 						out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})

@@ -3,7 +3,9 @@ package latencygap
 import (
 	"context"
 	"net"
+	"net/http/httptrace"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,9 +23,16 @@ type labResolver struct {
 	queries map[string]int
 	asked   chan string // each A query's name, as it arrives
 	release chan struct{}
+	v6      netip.Addr // the AAAA answer (none when not valid)
 }
 
 func startLabResolver(t *testing.T, ttl time.Duration, hold bool) *labResolver {
+	t.Helper()
+	return startLabResolver6(t, ttl, hold, netip.Addr{})
+}
+
+// startLabResolver6 is startLabResolver answering AAAA with v6.
+func startLabResolver6(t *testing.T, ttl time.Duration, hold bool, v6 netip.Addr) *labResolver {
 	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -45,7 +54,7 @@ func startLabResolver(t *testing.T, ttl time.Duration, hold bool) *labResolver {
 				<-r.release
 			}
 		}
-		_ = w.WriteMsg(answer(q, netip.MustParseAddr("127.0.0.1"), ttl))
+		_ = w.WriteMsg(answer(q, netip.MustParseAddr("127.0.0.1"), v6, ttl))
 	})}
 	go srv.ActivateAndServe()
 	<-started
@@ -75,9 +84,9 @@ func TestNameDialerShares(t *testing.T) {
 	ctx := context.Background()
 	name := originName(1)
 	type result struct {
-		addr netip.Addr
-		took time.Duration
-		err  error
+		addrs []netip.Addr
+		took  time.Duration
+		err   error
 	}
 	first, second := make(chan result, 1), make(chan result, 1)
 	go func() { a, took, err := d.resolve(ctx, name); first <- result{a, took, err} }()
@@ -98,8 +107,8 @@ func TestNameDialerShares(t *testing.T) {
 	r.release <- struct{}{}
 	for _, c := range []chan result{first, second} {
 		res := <-c
-		if res.err != nil || res.addr != netip.MustParseAddr("127.0.0.1") || res.took <= 0 {
-			t.Errorf("resolve %s: %v in %s, %v", name, res.addr, res.took, res.err)
+		if res.err != nil || len(res.addrs) != 1 || res.addrs[0] != netip.MustParseAddr("127.0.0.1") || res.took <= 0 {
+			t.Errorf("resolve %s: %v in %s, %v", name, res.addrs, res.took, res.err)
 		}
 	}
 	if n := r.count(name); n != 1 {
@@ -146,5 +155,52 @@ func TestNameDialerCaches(t *testing.T) {
 	}
 	if !labName("ORIGIN3.slowlab.test") || labName(originName(maxOrigins)) {
 		t.Errorf("labName: origin3 %t, origin%d %t", labName("ORIGIN3.slowlab.test"), maxOrigins+1, labName(originName(maxOrigins)))
+	}
+}
+
+// TestNameDialerFamilies dials a lab name whose resolver answers A with
+// 127.0.0.1 and AAAA with ::1 (or nothing), listeners on both: with both
+// answers the dial asks both and connects over IPv6, as a client prefers
+// it; with A alone, over IPv4. The request's lookup says the family and
+// the connect, and the request's trace sees one connect start and one
+// done, to the address it connected to.
+func TestNameDialerFamilies(t *testing.T) {
+	for _, tc := range []struct {
+		v6     netip.Addr
+		family string
+		peer   string
+	}{{netip.MustParseAddr("::1"), FamilyIPv6, "::1"}, {netip.Addr{}, FamilyIPv4, "127.0.0.1"}} {
+		r := startLabResolver6(t, 0, false, tc.v6)
+		ln4, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln4.Close()
+		port := ln4.Addr().(*net.TCPAddr).Port
+		ln6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+		if err != nil {
+			t.Skipf("no IPv6 loopback here: %v", err)
+		}
+		defer ln6.Close()
+		d := newNameDialer(loopbackDial, r.addr)
+		var l lookup
+		var starts, dones []string
+		trace := &httptrace.ClientTrace{
+			ConnectStart: func(_, addr string) { starts = append(starts, addr) },
+			ConnectDone:  func(_, addr string, _ error) { dones = append(dones, addr) },
+		}
+		ctx := httptrace.WithClientTrace(withLookup(context.Background(), &l), trace)
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(ServerName, strconv.Itoa(port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		want := net.JoinHostPort(tc.peer, strconv.Itoa(port))
+		if got := c.RemoteAddr().String(); got != want || !l.done || l.family != tc.family || l.connect <= 0 {
+			t.Errorf("AAAA %v: connected to %s, lookup %+v; want %s over %s", tc.v6, got, l, want, tc.family)
+		}
+		if len(starts) != 1 || len(dones) != 1 || dones[0] != want {
+			t.Errorf("AAAA %v: trace saw connects start %v and done %v; want one each, done to %s", tc.v6, starts, dones, want)
+		}
 	}
 }

@@ -109,8 +109,14 @@ func TestCheckLoads(t *testing.T) {
 		{"a connect shorter than the round trip", func(_ []Load, f []Fetch) { f[0].ConnectMS = recorder.Some(20) },
 			"r keepalive load 0 request 1: connect {20 true} ms on a new connection, under the path's round trip 50 ms"},
 		{"a cold lookup shorter than a round trip", func(_ []Load, f []Fetch) {
-			f[0].DNS, f[0].DNSMS = DNSCold, recorder.Some(60)
+			f[0].DNS, f[0].DNSFamilies, f[0].Family, f[0].DNSMS = DNSCold, FamiliesA, FamilyIPv4, recorder.Some(60)
 		}, "cold lookup {60 true} ms, under a round trip and the resolver's delay 70 ms"},
+		{"IPv4 with a reachable AAAA", func(_ []Load, f []Fetch) {
+			f[0].DNS, f[0].DNSFamilies, f[0].Family, f[0].DNSMS = DNSCold, FamiliesBoth, FamilyIPv4, recorder.Some(71)
+		}, `r keepalive load 0 request 1: connected over "ipv4" with dns families a+aaaa: want ipv6`},
+		{"no fallback past a blackholed AAAA", func(_ []Load, f []Fetch) {
+			f[0].DNS, f[0].DNSFamilies, f[0].Family, f[0].DNSMS = DNSCached, FamiliesBlackhole, FamilyIPv4, recorder.Some(0)
+		}, "r keepalive load 0 request 1: connect 50.400 ms past an unanswered IPv6 address, under the fallback delay and a round trip 350 ms"},
 	} {
 		l, f := goodLoads()
 		tc.corrupt(l, f)

@@ -41,6 +41,7 @@ type browser struct {
 // it reports it.
 type connInfo struct {
 	dns          recorder.Maybe
+	family       string // after a lookup: what it went over
 	connect, tls time.Duration
 	claimed      bool
 }
@@ -86,7 +87,7 @@ func (b *browser) connect(ctx context.Context, network, address string) (net.Con
 	c, err := b.names.DialContext(withLookup(ctx, &l), network, address)
 	info := &connInfo{connect: time.Since(start) - l.took}
 	if l.done {
-		info.dns = recorder.Some(ms(l.took))
+		info.dns, info.family = recorder.Some(ms(l.took)), l.family
 	}
 	return c, info, err
 }
@@ -156,7 +157,7 @@ func (b *browser) fetch(ctx context.Context, t0 time.Time, u *url.URL, keep bool
 			if info != nil {
 				f.NewConn = true
 				f.ConnectMS = recorder.Some(ms(info.connect))
-				f.DNSMS = info.dns
+				f.DNSMS, f.Family = info.dns, info.family
 				if b.tls != nil {
 					f.TLSMS = recorder.Some(ms(info.tls))
 				}

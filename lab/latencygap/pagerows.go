@@ -68,6 +68,9 @@ type Fetch struct {
 	Bytes            int64          `csv:"bytes"`
 	Error            string         `csv:"error"`
 	Settings
+	// Family is what its new connection went over after a lookup
+	// (FamilyIPv4, FamilyIPv6; empty otherwise).
+	Family string `csv:"family,added="`
 }
 
 func (Fetch) Schema() *recorder.Schema[Fetch] { return fetchSchema }

@@ -106,12 +106,8 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 	names := dnsOn(sp.settings)
 	var res *resolver
 	if names {
-		ttl := time.Duration(0)
-		if sp.settings.DNS == DNSCached {
-			ttl = CachedTTL
-		}
 		var err error
-		if res, err = startResolver(ctx, s.path, ttl, time.Duration(s.c.DNSDelay)); err != nil {
+		if res, err = startResolver(ctx, s.path, sp.settings); err != nil {
 			run.Status, run.Reason = recorder.RunFailed, err.Error()
 			return run, err
 		}

@@ -34,16 +34,20 @@ func (r *Result) Print(w io.Writer) {
 // measured RTT, then gap-path.csv's: the delay line's lateness (TUN
 // only), the loss the path applied by its own count, the loss its ends
 // measured (queue overflows not counted) and the queue overflows, and
-// whether the path was faithful; then the DNS mode and the new
-// connections' median lookup.
+// whether the path was faithful; then the DNS mode (and family mode) and
+// the new connections' median lookup, median connect and share over
+// IPv6.
 var conditionsTable = report.Table[Row]{
 	Caption: "latency-gap conditions (" + gapFile + " and " + pathFile + "): each time is the median over the runs; " +
 		"configured_rtt_ms is what the path was asked to add (up+down when asymmetric), rtt_ms what the kernel measured on the " +
 		"connections (TCP_INFO); blind_% = 1 − server_ms / new_ms, last_byte_* the same by the server's timing through the last " +
 		"body byte; late_*: the TUN delay line's lateness; lost_%: the loss the path applied by its own count, measured_lost_% the " +
 		"loss its ends measured, overflow its queue's drops; valid: the path was what the row claims; dns: how the client " +
-		"found the server (cold: a lookup per new connection, cached: kept for its TTL, +the resolver's delay), dns_ms the " +
-		"median lookup of the new connections (0: the cache answered).",
+		"found the server (cold: a lookup per new connection, cached: kept for its TTL, +the resolver's delay, /what it answered " +
+		"for AAAA when not empty: a+aaaa the server's IPv6 address, aaaa-blackhole one that never answers, aaaa-late the IPv6 " +
+		"address that much later than A), dns_ms the " +
+		"median lookup of the new connections (0: the cache answered), connect_ms their median TCP connect (a happy-eyeballs " +
+		"fallback's wait included) and ipv6_% the share of them over IPv6.",
 	Cols: []report.Column[Row]{
 		report.Col("size_bytes", func(r *Row) report.Cell {
 			return report.Cell{Text: strconv.Itoa(r.Gap.SizeBytes), Title: report.ByteSize(r.Gap.SizeBytes), Num: true}
@@ -104,16 +108,14 @@ var conditionsTable = report.Table[Row]{
 			return report.Text("NO")
 		}),
 		report.Col("dns", func(r *Row) report.Cell {
-			g := r.Gap
-			switch {
-			case !dnsOn(g.Settings):
+			if !dnsOn(r.Gap.Settings) {
 				return number("-")
-			case g.DNSDelayMS > 0:
-				return number(fmt.Sprintf("%s+%gms", g.DNS, g.DNSDelayMS))
 			}
-			return number(g.DNS)
+			return number(dnsName(r.Gap.Settings, "+", "/"))
 		}),
 		report.Col("dns_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.DNSMS, report.Decimals(2)) }),
+		report.Col("connect_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ConnectMS, report.Decimals(2)) }),
+		report.Col("ipv6_%", func(r *Row) report.Cell { return report.Opt(r.Gap.IPv6Pct, report.Decimals(0)) }),
 	},
 }
 

@@ -119,8 +119,8 @@ func TestReportConditions(t *testing.T) {
 		t.Error(err)
 	}
 	phases := labtest.Figure(t, rep, "latency-gap-phases")
-	if phases.Series != 4 || !slices.Equal(phases.Points, []int{4, 4, 4, 4}) {
-		t.Errorf("latency-gap-phases: %d series, points %v; want 4 phases of 4 conditions", phases.Series, phases.Points)
+	if phases.Series != 5 || !slices.Equal(phases.Points, []int{4, 4, 4, 4, 4}) {
+		t.Errorf("latency-gap-phases: %d series, points %v; want 5 phases (DNS lookup first) of 4 conditions", phases.Series, phases.Points)
 	}
 	blind := labtest.Figure(t, rep, "latency-gap-blind-by-work")
 	if blind.Series != 1 || !slices.Equal(blind.Points, []int{3}) {

@@ -33,6 +33,11 @@ type Settings struct {
 	// resolver's delay before it answers.
 	DNS        string  `csv:"dns"`
 	DNSDelayMS float64 `csv:"dns_delay_ms,millis"`
+	// DNSFamilies is what the resolver answered for AAAA
+	// (DNSFamilyModes; "" without DNS, and in rows of before: a), and
+	// DNSAAAADelayMS how much later than A it answered AAAA (aaaa-late).
+	DNSFamilies    string  `csv:"dns_families,added="`
+	DNSAAAADelayMS float64 `csv:"dns_aaaa_delay_ms,millis,added=0"`
 }
 
 // TLS modes of a condition (Settings.TLS).
@@ -87,6 +92,12 @@ type Gap struct {
 	// resolving the server's name (0 when the client's cache answered;
 	// empty without DNS).
 	DNSMS recorder.Maybe `csv:"dns_ms,millis"`
+	// ConnectMS is the median TCP connect of the new-connection requests
+	// (from the first attempt: a happy-eyeballs fallback's wait included)
+	// and IPv6Pct the share of them that connected over IPv6 (empty
+	// without DNS, which alone says a family).
+	ConnectMS recorder.Maybe `csv:"connect_ms,millis,added="`
+	IPv6Pct   recorder.Maybe `csv:"ipv6_pct,milli,added="`
 	// RunID is the condition's run (gap-runs.csv): resuming a session
 	// keeps a row only if its run completed.
 	RunID string `csv:"run_id"`
@@ -97,7 +108,7 @@ func (Gap) Schema() *recorder.Schema[Gap] { return gapSchema }
 // The Settings columns of gap.csv, gap-requests.csv and gap-path.csv are
 // split: the DNS ones came later and follow some of the row's own.
 var gapSchema = recorder.TaggedSpans[Gap](gapFile,
-	"SizeBytes-ServerLastByteBlindPct", "TLS-WorkKind", "HandshakeMS-ResumedPct", "DNS-DNSDelayMS", "DNSMS-RunID")
+	"SizeBytes-ServerLastByteBlindPct", "TLS-WorkKind", "HandshakeMS-ResumedPct", "DNS-DNSAAAADelayMS", "DNSMS-RunID")
 
 // Request is one request of the experiment (gap-requests.csv).
 // ConnectMS is NaN on a reused connection. ServerHeaderMS is the server's
@@ -134,7 +145,11 @@ type Request struct {
 	// client's cache answered, empty when it did not dial (a kept-alive
 	// connection) or the condition has no DNS.
 	DNSMS recorder.Maybe `csv:"dns_ms,millis"`
-	RunID string         `csv:"run_id"` // its condition's run (gap-runs.csv)
+	// Family is what its new connection went over, FamilyIPv4 or
+	// FamilyIPv6, when it looked the name up (empty otherwise: without
+	// DNS it is the path's IPv4).
+	Family string `csv:"family,added="`
+	RunID  string `csv:"run_id"` // its condition's run (gap-runs.csv)
 }
 
 // Modes of a request (Request.Mode).
@@ -146,7 +161,7 @@ const (
 func (Request) Schema() *recorder.Schema[Request] { return requestSchema }
 
 var requestSchema = recorder.TaggedSpans[Request](requestFile,
-	"SizeBytes-Error", "TLS-WorkKind", "HandshakeMS-TLSResumed", "DNS-DNSDelayMS", "DNSMS-RunID")
+	"SizeBytes-Error", "TLS-WorkKind", "HandshakeMS-TLSResumed", "DNS-DNSAAAADelayMS", "DNSMS-RunID")
 
 // Path is the network path of one condition (gap-path.csv): how packets
 // were delayed and, for the TUN delay line, how late it wrote them
@@ -195,7 +210,7 @@ type Path struct {
 func (Path) Schema() *recorder.Schema[Path] { return pathSchema }
 
 var pathSchema = recorder.TaggedSpans[Path](pathFile,
-	"SizeBytes-Valid", "TLS-WorkKind", "PathPackets-LossMeasuredPct", "DNS-DNSDelayMS", "RunID")
+	"SizeBytes-Valid", "TLS-WorkKind", "PathPackets-LossMeasuredPct", "DNS-DNSAAAADelayMS", "RunID")
 
 // RunRow is one row of gap-runs.csv: one run of the experiment (one
 // condition: a size, a path, a TLS mode and a processing time, its Reps x
@@ -230,8 +245,8 @@ func okRequest(r Request) bool { return r.Status >= 200 && r.Status <= 299 && r.
 // (last-byte) timings of those same requests.
 // RTTMS is the median TCP RTT of every ok request.
 func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []Request) Gap {
-	var ka, nw, srv, last, rtt, hs, lookups []float64
-	resumed := 0
+	var ka, nw, srv, last, rtt, hs, lookups, connects []float64
+	resumed, v6, families := 0, 0, 0
 	for _, r := range reqs {
 		if okRequest(r) && r.TCPRTTMS.Valid {
 			rtt = append(rtt, r.TCPRTTMS.Value)
@@ -251,6 +266,15 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 			if r.DNSMS.Valid {
 				lookups = append(lookups, r.DNSMS.Value)
 			}
+			if r.ConnectMS > 0 { // NaN: none
+				connects = append(connects, r.ConnectMS)
+			}
+			if r.Family != "" {
+				families++
+				if r.Family == FamilyIPv6 {
+					v6++
+				}
+			}
 			if r.HandshakeMS.Valid {
 				hs = append(hs, r.HandshakeMS.Value)
 				if r.TLSResumed {
@@ -267,6 +291,12 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 	}
 	if len(lookups) > 0 {
 		g.DNSMS = recorder.Some(recorder.Median(lookups))
+	}
+	if len(connects) > 0 {
+		g.ConnectMS = recorder.Some(recorder.Median(connects))
+	}
+	if families > 0 {
+		g.IPv6Pct = recorder.Some(100 * float64(v6) / float64(families))
 	}
 	g.ServerBlindPct = blindPct(g.ServerMS, g.ClientNewMS)
 	g.ServerLastByteBlindPct = blindPct(g.ServerLastByteMS, g.ClientNewMS)

@@ -18,11 +18,11 @@ func TestHeaders(t *testing.T) {
 		file, header, want string
 	}{
 		{recorder.FileName[Gap](), strings.Join(recorder.Header[Gap](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," + settings + ",handshake_ms,resumed_pct,dns,dns_delay_ms,dns_ms,run_id"},
+			"size_bytes,configured_rtt_ms,rtt_ms,server_ms,client_keepalive_ms,client_new_ms,server_blind_pct,runs,delay_method,server_last_byte_ms,server_last_byte_blind_pct," + settings + ",handshake_ms,resumed_pct,dns,dns_delay_ms,dns_families,dns_aaaa_delay_ms,dns_ms,connect_ms,ipv6_pct,run_id"},
 		{recorder.FileName[Request](), strings.Join(recorder.Header[Request](), ","),
-			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error," + settings + ",handshake_ms,tls_resumed,dns,dns_delay_ms,dns_ms,run_id"},
+			"size_bytes,configured_rtt_ms,delay_method,mode,seq,start_s,new_conn,connect_ms,ttfb_ms,total_ms,server_header_ms,server_last_byte_ms,tcp_rtt_ms,status,bytes,error," + settings + ",handshake_ms,tls_resumed,dns,dns_delay_ms,dns_families,dns_aaaa_delay_ms,dns_ms,family,run_id"},
 		{recorder.FileName[Path](), strings.Join(recorder.Header[Path](), ","),
-			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid," + settings + ",path_packets,loss_applied_pct,overflow_drops,sent_packets,received_packets,loss_measured_pct,dns,dns_delay_ms,run_id"},
+			"size_bytes,configured_rtt_ms,rtt_ms,delay_method,mtu,congestion_control,packets,dropped,lateness_p50_ms,lateness_p99_ms,lateness_max_ms,valid," + settings + ",path_packets,loss_applied_pct,overflow_drops,sent_packets,received_packets,loss_measured_pct,dns,dns_delay_ms,dns_families,dns_aaaa_delay_ms,run_id"},
 	} {
 		if tc.header != tc.want {
 			t.Errorf("%s header\n got: %s\nwant: %s", tc.file, tc.header, tc.want)
@@ -36,17 +36,18 @@ func TestHeaders(t *testing.T) {
 
 // TestColumnsKeepLayout: every file keeps each column's name, place and
 // precision (the layouts are those recorder wrote before the rows moved
-// here, with the DNS columns added before run_id).
+// here, with the DNS columns added before run_id, and the family ones
+// among them later).
 func TestColumnsKeepLayout(t *testing.T) {
 	const settings = "tls/0 loss_pct/3 rate/0 delay_up_ms/3 delay_down_ms/3 work_ms/3 work_kind/0"
 	for _, tc := range []struct{ file, got, want string }{
 		{gapFile, recorder.Layout[Gap](), "size_bytes/0 configured_rtt_ms/3 rtt_ms/3 server_ms/3 client_keepalive_ms/3 client_new_ms/3 server_blind_pct/3 runs/0 " +
-			"delay_method/0 server_last_byte_ms/3 server_last_byte_blind_pct/3 " + settings + " handshake_ms/3 resumed_pct/3 dns/0 dns_delay_ms/3 dns_ms/3 run_id/0"},
+			"delay_method/0 server_last_byte_ms/3 server_last_byte_blind_pct/3 " + settings + " handshake_ms/3 resumed_pct/3 dns/0 dns_delay_ms/3 dns_families/0 dns_aaaa_delay_ms/3 dns_ms/3 connect_ms/3 ipv6_pct/3 run_id/0"},
 		{requestFile, recorder.Layout[Request](), "size_bytes/0 configured_rtt_ms/3 delay_method/0 mode/0 seq/0 start_s/6 new_conn/0 connect_ms/3 ttfb_ms/3 " +
-			"total_ms/3 server_header_ms/3 server_last_byte_ms/3 tcp_rtt_ms/3 status/0 bytes/0 error/0 " + settings + " handshake_ms/3 tls_resumed/0 dns/0 dns_delay_ms/3 dns_ms/3 run_id/0"},
+			"total_ms/3 server_header_ms/3 server_last_byte_ms/3 tcp_rtt_ms/3 status/0 bytes/0 error/0 " + settings + " handshake_ms/3 tls_resumed/0 dns/0 dns_delay_ms/3 dns_families/0 dns_aaaa_delay_ms/3 dns_ms/3 family/0 run_id/0"},
 		{pathFile, recorder.Layout[Path](), "size_bytes/0 configured_rtt_ms/3 rtt_ms/3 delay_method/0 mtu/0 congestion_control/0 packets/0 dropped/0 " +
 			"lateness_p50_ms/3 lateness_p99_ms/3 lateness_max_ms/3 valid/0 " + settings + " path_packets/0 loss_applied_pct/3 overflow_drops/0 sent_packets/0 " +
-			"received_packets/0 loss_measured_pct/3 dns/0 dns_delay_ms/3 run_id/0"},
+			"received_packets/0 loss_measured_pct/3 dns/0 dns_delay_ms/3 dns_families/0 dns_aaaa_delay_ms/3 run_id/0"},
 		{runFile, recorder.Layout[RunRow](), "run_id/0 status/0 reason/0"},
 	} {
 		if tc.got != tc.want {

@@ -85,12 +85,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 	var reqs []Request
 	var res *resolver
 	if dnsOn(cond.settings) {
-		ttl := time.Duration(0)
-		if cond.settings.DNS == DNSCached {
-			ttl = CachedTTL
-		}
 		var err error
-		if res, err = startResolver(ctx, path, ttl, time.Duration(c.DNSDelay)); err != nil {
+		if res, err = startResolver(ctx, path, cond.settings); err != nil {
 			env.Logf("path %s: %v", path.Name, err)
 			for _, mode := range []string{ModeKeepAlive, ModeNew} {
 				for seq := range c.Reps * c.Runs {
@@ -111,7 +107,9 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 		}
 		dial := path.DialContext
 		if res != nil {
-			dial = newNameDialer(path.DialContext, res.addr).DialContext // its own cache: a mode looks up on its own
+			// Its own cache: a mode looks up on its own. Its connects run
+			// at once (parallelDial), as happy eyeballs races them.
+			dial = newNameDialer(parallelDial(path, c.CongestionControl), res.addr).DialContext
 			if clientTLS != nil {
 				clientTLS.ServerName = path.ServerAddr.String() // the certificate's
 			}
@@ -156,13 +154,27 @@ func runID(size int, configured float64, s Settings) string {
 			id += "cpu"
 		}
 	}
-	if s.DNS != "" && s.DNS != DNSNone {
-		id += ".dns" + s.DNS
-		if s.DNSDelayMS > 0 {
-			id += fmt.Sprintf("%gms", s.DNSDelayMS)
-		}
+	if dnsOn(s) {
+		id += ".dns" + dnsName(s, "", ".")
 	}
 	return id
+}
+
+// dnsName names a condition's DNS mode (with DNS): the mode, then after
+// delaySep the resolver's delay, and after famSep a family mode other
+// than a, with aaaa-late's delay: cold+20ms/aaaa-late100ms.
+func dnsName(s Settings, delaySep, famSep string) string {
+	n := s.DNS
+	if s.DNSDelayMS > 0 {
+		n += fmt.Sprintf("%s%gms", delaySep, s.DNSDelayMS)
+	}
+	if s.DNSFamilies != "" && s.DNSFamilies != FamiliesA {
+		n += famSep + s.DNSFamilies
+	}
+	if s.DNSAAAADelayMS > 0 {
+		n += fmt.Sprintf("%gms", s.DNSAAAADelayMS)
+	}
+	return n
 }
 
 // requestRow is a request's gap-requests.csv row.
@@ -190,6 +202,7 @@ func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float
 	}
 	if l != nil && l.done {
 		row.DNSMS = recorder.Some(ms(l.took))
+		row.Family = l.family
 	}
 	if r.TCPMinRTT > 0 {
 		row.TCPRTTMS = recorder.Some(ms(r.TCPMinRTT))
@@ -215,5 +228,5 @@ func dnsCost(s Settings, p pathCond) time.Duration {
 	if !dnsOn(s) {
 		return 0
 	}
-	return 2 * (p.rtt() + time.Duration(s.DNSDelayMS*float64(time.Millisecond)))
+	return 2 * (p.rtt() + msDuration(s.DNSDelayMS+s.DNSAAAADelayMS))
 }

@@ -63,6 +63,12 @@ type Config struct {
 	// DialContext create; the namespace default when "".
 	CongestionControl string
 	QueueLimit        int // packets queued per direction; DefaultQueueLimit when 0
+	// IPv6 gives the path IPv6 as well: the ends get addresses of the
+	// documentation prefix (Path.ClientAddr6, Path.ServerAddr6) on the
+	// same link, and Path.SilentAddr6 is routed across the path to the
+	// server namespace, where nothing answers it. Without it the
+	// namespaces have IPv6 off.
+	IPv6 bool
 }
 
 // Validate names the first field that cannot be used.

@@ -106,8 +106,9 @@ func (p *Path) held() (int64, error) {
 // Transit is what the two ends of a path counted, summed over both
 // directions and independently of the path's own counts (Counts): the IP
 // packets each namespace's stack sent (Ip OutRequests in its
-// /proc/net/snmp) and those it received (Ip InReceives). The namespaces
-// have no other traffic (their loopback is idle, IPv6 is off), so
+// /proc/net/snmp, and with IPv6 Ip6OutRequests in /proc/net/snmp6) and
+// those it received (Ip InReceives, Ip6InReceives). The namespaces
+// have no other traffic (their loopback is idle), so
 // Sent - Received are the packets the path lost, whoever dropped them:
 // its random loss, its queue overflows, a TUN device's full queue, a
 // qdisc. They are counted before the netem qdisc and the TUN device, which
@@ -130,7 +131,7 @@ func (t Transit) Sub(before Transit) Transit {
 func (p *Path) Transit() (Transit, error) {
 	var sum Transit
 	for _, ns := range []*Namespace{p.Client, p.Server} {
-		c, err := ns.ipCounters()
+		c, err := ns.ipCounters(p.ServerAddr6.IsValid())
 		if err != nil {
 			return Transit{}, err
 		}
@@ -195,23 +196,72 @@ func (p *Path) quietWindow() time.Duration {
 	return 2*w + time.Millisecond
 }
 
-// ipCounters reads Ip OutRequests and InReceives in the namespace.
-func (n *Namespace) ipCounters() (Transit, error) {
+// ipCounters reads Ip OutRequests and InReceives in the namespace, with
+// v6 the IPv6 ones added.
+func (n *Namespace) ipCounters(v6 bool) (Transit, error) {
 	var c Transit
 	err := n.Do(func() error {
 		// /proc/thread-self/net is the calling thread's namespace's.
-		f, err := os.Open("/proc/thread-self/net/snmp")
-		if err != nil {
+		var err error
+		if c, err = readCounters("/proc/thread-self/net/snmp", parseSNMP); err != nil || !v6 {
 			return err
 		}
-		defer f.Close()
-		c, err = parseSNMP(f)
+		c6, err := readCounters("/proc/thread-self/net/snmp6", parseSNMP6)
+		c.Sent, c.Received = c.Sent+c6.Sent, c.Received+c6.Received
 		return err
 	})
 	if err != nil {
 		return Transit{}, fmt.Errorf("namespace %s: IP counters: %w", n.Name, err)
 	}
 	return c, nil
+}
+
+// readCounters parses the file at path.
+func readCounters(path string, parse func(io.Reader) (Transit, error)) (Transit, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Transit{}, err
+	}
+	defer f.Close()
+	return parse(f)
+}
+
+// parseSNMP6 reads Ip6OutRequests (as Sent) and Ip6InReceives (as
+// Received) from /proc/net/snmp6's format: a line "Name value" each.
+func parseSNMP6(r io.Reader) (Transit, error) {
+	s := bufio.NewScanner(r)
+	var t Transit
+	var got [2]bool
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) != 2 {
+			continue
+		}
+		i := slices.Index([]string{"Ip6OutRequests", "Ip6InReceives"}, fields[0])
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil || v < 0 {
+			return Transit{}, fmt.Errorf("snmp6: %s %q is not a count", fields[0], fields[1])
+		}
+		if got[i] {
+			return Transit{}, fmt.Errorf("snmp6: %s given twice", fields[0])
+		}
+		got[i] = true
+		if i == 0 {
+			t.Sent = v
+		} else {
+			t.Received = v
+		}
+	}
+	if err := s.Err(); err != nil {
+		return Transit{}, fmt.Errorf("snmp6: %w", err)
+	}
+	if !got[0] || !got[1] {
+		return Transit{}, errors.New("snmp6: no Ip6OutRequests and Ip6InReceives counters")
+	}
+	return t, nil
 }
 
 // parseSNMP reads the Ip counters OutRequests (as Sent) and InReceives (as

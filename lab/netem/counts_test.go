@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,36 +72,52 @@ func TestPathTransit(t *testing.T) {
 	}
 }
 
-// TestParseSNMP reads the Ip counters from the files in testdata and
-// refuses the broken ones there, naming what is wrong.
+// TestParseSNMP reads the Ip counters (snmp) and the IPv6 ones (snmp6)
+// from the files in testdata and refuses the broken ones there, naming
+// what is wrong.
 func TestParseSNMP(t *testing.T) {
 	for _, tc := range []struct {
 		file     string
+		parse    func(io.Reader) (Transit, error)
 		want     Transit
 		contains string
 	}{
-		{"snmp.txt", Transit{Sent: 6520, Received: 8700}, ""},
-		{"snmp-old.txt", Transit{Sent: 17, Received: 23}, ""},
-		{"snmp-invalid-no-ip.txt", Transit{}, "no Ip counters"},
-		{"snmp-invalid-short.txt", Transit{}, "names but"},
-		{"snmp-invalid-negative.txt", Transit{}, "InReceives"},
-		{"snmp-invalid-no-out.txt", Transit{}, "no OutRequests"},
+		{"snmp.txt", parseSNMP, Transit{Sent: 6520, Received: 8700}, ""},
+		{"snmp-old.txt", parseSNMP, Transit{Sent: 17, Received: 23}, ""},
+		{"snmp-invalid-no-ip.txt", parseSNMP, Transit{}, "no Ip counters"},
+		{"snmp-invalid-short.txt", parseSNMP, Transit{}, "names but"},
+		{"snmp-invalid-negative.txt", parseSNMP, Transit{}, "InReceives"},
+		{"snmp-invalid-no-out.txt", parseSNMP, Transit{}, "no OutRequests"},
+		{"snmp6.txt", parseSNMP6, Transit{Sent: 98, Received: 80}, ""},
+		{"snmp6-invalid-negative.txt", parseSNMP6, Transit{}, "Ip6OutRequests \"-3\""},
+		{"snmp6-invalid-no-out.txt", parseSNMP6, Transit{}, "no Ip6OutRequests"},
+		{"snmp6-invalid-twice.txt", parseSNMP6, Transit{}, "Ip6InReceives given twice"},
+		{"snmp.txt", parseSNMP6, Transit{}, "no Ip6OutRequests"},
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", tc.file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := parseSNMP(bytes.NewReader(b))
+		got, err := tc.parse(bytes.NewReader(b))
 		if got != tc.want || (err == nil) != (tc.contains == "") || err != nil && !strings.Contains(err.Error(), tc.contains) {
 			t.Errorf("%s: %+v, %v; want %+v and an error saying %q", tc.file, got, err, tc.want, tc.contains)
 		}
 	}
 }
 
-// FuzzParseSNMP: parseSNMP never panics, and a count it returns is one
-// the input has.
-func FuzzParseSNMP(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("testdata", "snmp*.txt"))
+// FuzzParseSNMP: parseSNMP never panics, and returns counts only from
+// an input with Ip counters, never negative.
+func FuzzParseSNMP(f *testing.F) { fuzzCounters(f, "snmp*.txt", parseSNMP, "Ip:") }
+
+// FuzzParseSNMP6: the same of parseSNMP6, from an input with
+// Ip6OutRequests.
+func FuzzParseSNMP6(f *testing.F) { fuzzCounters(f, "snmp6*.txt", parseSNMP6, "Ip6OutRequests") }
+
+// fuzzCounters fuzzes parse, seeded from the testdata files matching
+// pattern: it never panics, fails with no counts, and returns counts
+// only from an input that has the text has, never negative.
+func fuzzCounters(f *testing.F, pattern string, parse func(io.Reader) (Transit, error), has string) {
+	files, err := filepath.Glob(filepath.Join("testdata", pattern))
 	if err != nil || len(files) == 0 {
 		f.Fatalf("seeds: %v %v", files, err)
 	}
@@ -112,15 +129,15 @@ func FuzzParseSNMP(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, err := parseSNMP(bytes.NewReader(b))
+		got, err := parse(bytes.NewReader(b))
 		if err != nil {
 			if got != (Transit{}) || err.Error() == "" {
 				t.Fatalf("error %v with %+v", err, got)
 			}
 			return
 		}
-		if got.Sent < 0 || got.Received < 0 {
-			t.Fatalf("negative counts %+v", got)
+		if got.Sent < 0 || got.Received < 0 || !bytes.Contains(b, []byte(has)) {
+			t.Fatalf("counts %+v from %q", got, b)
 		}
 	})
 }

@@ -48,6 +48,17 @@
 // Both namespaces disable IPv6 (no router solicitations or MLD reports
 // travel the path) and set tcp_no_metrics_save, so every new connection
 // starts cold instead of inheriting the previous one's RTT and ssthresh.
+// Config.IPv6 gives the path IPv6 too, for a client that chooses between
+// the families (happy eyeballs): 2001:db8:ff:X::1/64 (client) and ::2
+// (server) on the same link, the documentation prefix, which names
+// nothing outside the namespaces; addresses without duplicate address
+// detection, no link-local address and no router solicitation, so IPv6
+// adds no packets of its own on a TUN path (a veth one still carries the
+// MLD reports of its addresses' groups, which Transit counts at both
+// ends). 2001:db8:ff:X::dead (SilentAddr6) is on the link and reaches the
+// server namespace, which drops it (not its address, no forwarding)
+// without a reply: an address whose SYN is never answered. The server's
+// listener (Path.Listen) answers at both of its addresses.
 //
 // Path.Counts reports the packets that entered the path and those it
 // dropped, by its own count: the delay lines' (random losses and queue

@@ -28,6 +28,11 @@ type Path struct {
 	Loss                   float64       // percent, each direction
 	Client, Server         *Namespace
 	ClientAddr, ServerAddr netip.Addr
+	// ClientAddr6 and ServerAddr6 are the ends' IPv6 addresses, and
+	// SilentAddr6 one on the same link that the client's packets reach
+	// the server namespace for, where no one answers (a SYN to it is
+	// dropped without a reply): set only with Config.IPv6.
+	ClientAddr6, ServerAddr6, SilentAddr6 netip.Addr
 
 	cc    string
 	rate  int64 // bytes per second, each direction; 0: no limit
@@ -51,6 +56,9 @@ func New(ctx context.Context, c Config) (_ *Path, err error) {
 	up, down := c.oneWay()
 	p := &Path{Name: fmt.Sprintf("slowlab-%06x", rand.IntN(1<<24)), Delay: c.Delay, DelayUp: up, DelayDown: down, Loss: c.Loss, cc: c.CongestionControl, rate: c.Rate,
 		ClientAddr: netip.AddrFrom4([4]byte{10, 255, x, 1}), ServerAddr: netip.AddrFrom4([4]byte{10, 255, x, 2})}
+	if c.IPv6 {
+		p.ClientAddr6, p.ServerAddr6, p.SilentAddr6 = addr6(x, 1), addr6(x, 2), addr6(x, 0xdead)
+	}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -63,7 +71,7 @@ func New(ctx context.Context, c Config) (_ *Path, err error) {
 		return nil, err
 	}
 	for _, ns := range []*Namespace{p.Client, p.Server} {
-		if err := prepare(ns, c.CongestionControl); err != nil {
+		if err := prepare(ns, c.CongestionControl, c.IPv6); err != nil {
 			return nil, err
 		}
 	}
@@ -101,12 +109,25 @@ func New(ctx context.Context, c Config) (_ *Path, err error) {
 }
 
 // prepare sets the namespace's sysctls before any link exists: no IPv6
-// (nothing but the experiment's packets on the path) and no TCP metrics
-// cache (every new connection starts cold).
-func prepare(ns *Namespace, cc string) error {
-	for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
-		if err := ns.sysctl(key, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
+// (nothing but the experiment's packets on the path), or with ipv6 an
+// IPv6 that sends nothing of its own (no link-local address, router
+// solicitation or duplicate address detection), and no TCP metrics cache
+// (every new connection starts cold).
+func prepare(ns *Namespace, cc string, ipv6 bool) error {
+	if ipv6 {
+		for _, kv := range [][2]string{{"net.ipv6.conf.all.disable_ipv6", "0"}, {"net.ipv6.conf.default.disable_ipv6", "0"},
+			{"net.ipv6.conf.all.forwarding", "0"}, {"net.ipv6.conf.all.accept_ra", "0"}, {"net.ipv6.conf.default.accept_ra", "0"},
+			{"net.ipv6.conf.default.router_solicitations", "0"}, {"net.ipv6.conf.default.accept_dad", "0"},
+			{"net.ipv6.conf.default.dad_transmits", "0"}, {"net.ipv6.conf.default.addr_gen_mode", "1"}} {
+			if err := ns.sysctl(kv[0], kv[1]); err != nil {
+				return fmt.Errorf("IPv6 on the path: %w", err)
+			}
+		}
+	} else {
+		for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+			if err := ns.sysctl(key, "1"); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
 		}
 	}
 	if err := ns.sysctl("net.ipv4.tcp_no_metrics_save", "1"); err != nil {
@@ -125,8 +146,27 @@ func prepare(ns *Namespace, cc string) error {
 	return nil
 }
 
-func (p *Path) prefixes() (cli, srv netip.Prefix) {
-	return netip.PrefixFrom(p.ClientAddr, 30), netip.PrefixFrom(p.ServerAddr, 30)
+// addr6 is host's address in the path's IPv6 prefix, 2001:db8:ff:X::/64
+// (the documentation prefix: it names nothing outside the namespaces, and
+// as a global address a client prefers it to IPv4 by RFC 6724's default
+// policy, as it would a real server's).
+func addr6(x byte, host uint16) netip.Addr {
+	return netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0x00, 0xff, 0, x, 14: byte(host >> 8), 15: byte(host)})
+}
+
+// prefixes are the addresses of the client's and the server's ends.
+func (p *Path) prefixes() (cli, srv []netip.Prefix) {
+	cli, srv = []netip.Prefix{netip.PrefixFrom(p.ClientAddr, 30)}, []netip.Prefix{netip.PrefixFrom(p.ServerAddr, 30)}
+	if p.ClientAddr6.IsValid() {
+		cli, srv = append(cli, netip.PrefixFrom(p.ClientAddr6, 64)), append(srv, netip.PrefixFrom(p.ServerAddr6, 64))
+	}
+	return cli, srv
+}
+
+// Across reports whether a is an address across the path from the
+// client: the server's, or with IPv6 its IPv6 one or SilentAddr6.
+func (p *Path) Across(a netip.Addr) bool {
+	return a.IsValid() && (a == p.ServerAddr || a == p.ServerAddr6 || a == p.SilentAddr6)
 }
 
 // setupVeth joins the namespaces with a veth pair, with netem on both ends
@@ -158,12 +198,27 @@ func (p *Path) setupVeth(c *Config) error {
 		}
 		links[i] = l
 	}
-	// Static neighbours: ARP would add a round trip to the first packet.
+	// Static neighbours: ARP (or neighbour discovery) would add a round
+	// trip to the first packet. The silent address is the server's
+	// end's, which drops what it gets for it (not its own; no forwarding).
 	for i, e := range ends {
-		n := &netlink.Neigh{LinkIndex: links[i].Attrs().Index, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
-			IP: e.peer.AsSlice(), HardwareAddr: links[1-i].Attrs().HardwareAddr}
-		if err := e.ns.nl.NeighAdd(n); err != nil {
-			return fmt.Errorf("namespace %s: neighbour %s: %w", e.ns.Name, e.peer, permission(err))
+		peers := []netip.Addr{e.peer}
+		if p.ServerAddr6.IsValid() {
+			peers = append(peers, p.ServerAddr6, p.SilentAddr6)
+			if i == 1 {
+				peers = []netip.Addr{e.peer, p.ClientAddr6}
+			}
+		}
+		for _, a := range peers {
+			fam := netlink.FAMILY_V4
+			if a.Is6() {
+				fam = netlink.FAMILY_V6
+			}
+			n := &netlink.Neigh{LinkIndex: links[i].Attrs().Index, Family: fam, State: netlink.NUD_PERMANENT,
+				IP: a.AsSlice(), HardwareAddr: links[1-i].Attrs().HardwareAddr}
+			if err := e.ns.nl.NeighAdd(n); err != nil {
+				return fmt.Errorf("namespace %s: neighbour %s: %w", e.ns.Name, a, permission(err))
+			}
 		}
 	}
 	if c == nil {
@@ -231,15 +286,26 @@ func (p *Path) setupTUN(c Config) error {
 }
 
 // Listen listens on TCP port (0 for any) at the server address, in the
-// server namespace.
+// server namespace, and with IPv6 at ServerAddr6 on the same port too:
+// one listener accepting from both.
 func (p *Path) Listen(ctx context.Context, port int) (net.Listener, error) {
 	lc := net.ListenConfig{Control: p.control}
-	var ln net.Listener
+	var ln, ln6 net.Listener
 	err := p.Server.Do(func() (err error) {
 		ln, err = lc.Listen(ctx, "tcp4", netip.AddrPortFrom(p.ServerAddr, uint16(port)).String())
+		if err != nil || !p.ServerAddr6.IsValid() {
+			return err
+		}
+		at := netip.AddrPortFrom(p.ServerAddr6, uint16(ln.Addr().(*net.TCPAddr).Port))
+		if ln6, err = lc.Listen(ctx, "tcp6", at.String()); err != nil {
+			ln.Close()
+		}
 		return err
 	})
-	return ln, err
+	if err != nil || ln6 == nil {
+		return ln, err
+	}
+	return newBothListener(ln, ln6), nil
 }
 
 // ListenPacket listens on UDP port (0 for any) at the server address, in
@@ -255,18 +321,22 @@ func (p *Path) ListenPacket(ctx context.Context, port int) (net.PacketConn, erro
 }
 
 // DialContext connects from the client namespace to address, which must be
-// the path's server address (traffic never leaves the path), over TCP or
-// UDP. Its signature fits http.Transport.DialContext and net.Resolver.Dial;
-// dials are serialized.
+// across the path (Across: traffic never leaves it), over TCP or UDP. Its
+// signature fits http.Transport.DialContext and net.Resolver.Dial; dials
+// are serialized.
 func (p *Path) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	ap, err := netip.ParseAddrPort(address)
-	udp := network == "udp" || network == "udp4"
-	if err != nil || ap.Addr() != p.ServerAddr || (network != "tcp" && network != "tcp4" && !udp) {
+	udp := network == "udp" || network == "udp4" || network == "udp6"
+	tcp := network == "tcp" || network == "tcp4" || network == "tcp6"
+	if err != nil || !p.Across(ap.Addr()) || (!tcp && !udp) {
 		return nil, fmt.Errorf("dial %s %s: only tcp or udp to the path's server %s", network, address, p.ServerAddr)
 	}
 	d, network := net.Dialer{Control: p.control}, "tcp4"
 	if udp {
 		d, network = net.Dialer{}, "udp4"
+	}
+	if ap.Addr().Is6() {
+		network = network[:3] + "6"
 	}
 	var conn net.Conn
 	err = p.Client.Do(func() (err error) {

@@ -167,25 +167,7 @@ func TestPathConnectTime(t *testing.T) {
 // machine's scheduling delay cannot fail it.
 func checkConnect(t *testing.T, c Config, lo, hi time.Duration) {
 	p := newPath(t, c)
-	ln, err := p.Listen(context.Background(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	defer func() {
-		ln.Close()
-		<-done
-	}()
+	ln := acceptAll(t, p, func(net.Conn) {})
 	fastest := time.Duration(math.MaxInt64)
 	for range 3 {
 		start := time.Now()
@@ -210,6 +192,33 @@ func checkConnect(t *testing.T, c Config, lo, hi time.Duration) {
 	if _, err := p.DialContext(context.Background(), "tcp", "127.0.0.1:80"); err == nil {
 		t.Error("dialed an address outside the path")
 	}
+}
+
+// acceptAll listens on p's server end and hands each connection to
+// seen, then closes it, until the test ends.
+func acceptAll(t *testing.T, p *Path, seen func(net.Conn)) net.Listener {
+	t.Helper()
+	ln, err := p.Listen(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			seen(conn)
+			conn.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return ln
 }
 
 // congestionControl reads TCP_CONGESTION of c.
@@ -493,4 +502,62 @@ func newPathOr(t *testing.T, c Config) (*Path, bool) {
 		}
 	})
 	return p, true
+}
+
+// TestPathIPv6 gives a path IPv6 on each kind of link: the listener
+// answers at both of the server's addresses on one port, a connection
+// over IPv6 comes from the client's IPv6 address and its handshake takes
+// at least the path's round trip, and a SYN to SilentAddr6 crosses the
+// path (the ends count it sent and received) and is never answered.
+func TestPathIPv6(t *testing.T) {
+	requireRoot(t)
+	for _, c := range []Config{{Method: MethodNone, IPv6: true}, {Method: MethodTUN, Delay: 10 * time.Millisecond, IPv6: true}} {
+		t.Run(string(c.Method), func(t *testing.T) {
+			p := newPath(t, c)
+			if !p.ClientAddr6.Is6() || !p.ServerAddr6.Is6() || !p.SilentAddr6.Is6() || !p.Across(p.SilentAddr6) || p.Across(p.ClientAddr6) {
+				t.Fatalf("addresses %s %s %s: want three IPv6 ones, the server's and the silent one across", p.ClientAddr6, p.ServerAddr6, p.SilentAddr6)
+			}
+			peers := make(chan netip.Addr, 2)
+			ln := acceptAll(t, p, func(c net.Conn) { peers <- c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap() })
+			port := uint16(ln.Addr().(*net.TCPAddr).Port)
+			for _, want := range []struct{ to, from netip.Addr }{{p.ServerAddr6, p.ClientAddr6}, {p.ServerAddr, p.ClientAddr}} {
+				start := time.Now()
+				conn, err := p.DialContext(context.Background(), "tcp", netip.AddrPortFrom(want.to, port).String())
+				took := time.Since(start)
+				if err != nil {
+					t.Fatalf("dial %s: %v", want.to, err)
+				}
+				conn.Close()
+				if from := <-peers; from != want.from {
+					t.Errorf("connection to %s came from %s, want %s", want.to, from, want.from)
+				}
+				if took < p.RTT() {
+					t.Errorf("connect to %s took %s, under the path's round trip %s", want.to, took, p.RTT())
+				}
+			}
+			before, err := p.Settle(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			conn, err := p.DialContext(ctx, "tcp", netip.AddrPortFrom(p.SilentAddr6, port).String())
+			cancel()
+			if err == nil {
+				conn.Close()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("dial the silent address: %v, want no answer until the deadline", err)
+			}
+			after, err := p.Settle(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr := after.Sub(before); tr.Sent < 1 || tr.Lost() != 0 {
+				t.Errorf("the SYN to the silent address: ends counted %d sent, %d received; want it across the path", tr.Sent, tr.Received)
+			}
+			if _, err := p.DialContext(context.Background(), "tcp6", "[::1]:80"); err == nil {
+				t.Error("dialed an address outside the path")
+			}
+		})
+	}
 }

@@ -26,7 +26,7 @@ type tunDevice struct {
 
 // openTUN creates the TUN device name in n, sets its MTU and address and
 // brings it up.
-func openTUN(n *Namespace, name string, mtu int, addr netip.Prefix) (*tunDevice, error) {
+func openTUN(n *Namespace, name string, mtu int, addrs []netip.Prefix) (*tunDevice, error) {
 	d := &tunDevice{name: name, fd: -1, stop: -1}
 	err := n.Do(func() error {
 		// The device's namespace is the opener's, fixed at open(2).
@@ -52,7 +52,7 @@ func openTUN(n *Namespace, name string, mtu int, addr netip.Prefix) (*tunDevice,
 		d.close()
 		return nil, fmt.Errorf("namespace %s: %w", n.Name, permission(err))
 	}
-	if err := configureLink(n, name, mtu, addr); err != nil {
+	if err := configureLink(n, name, mtu, addrs); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -109,12 +109,13 @@ func (d *tunDevice) close() {
 	})
 }
 
-// configureLink sets the MTU and address of link name in n and brings it
-// up. It also limits the link's GSO packets to one segment: TCP then hands
+// configureLink sets the MTU and addresses of link name in n and brings
+// it up. An IPv6 address is usable at once (no duplicate address
+// detection: nothing else is on the link). It also limits the link's GSO packets to one segment: TCP then hands
 // IP one wire packet at a time instead of up to 64 KB to be cut up below
 // it, so a netem qdisc drops packets, not bursts of 44, and the IP
 // counters Transit reads count packets.
-func configureLink(n *Namespace, name string, mtu int, addr netip.Prefix) error {
+func configureLink(n *Namespace, name string, mtu int, addrs []netip.Prefix) error {
 	l, err := n.nl.LinkByName(name)
 	if err == nil {
 		err = n.nl.LinkSetMTU(l, mtu)
@@ -122,8 +123,14 @@ func configureLink(n *Namespace, name string, mtu int, addr netip.Prefix) error 
 	if err == nil {
 		err = n.nl.LinkSetGSOMaxSegs(l, 1)
 	}
-	if err == nil {
-		err = n.nl.AddrAdd(l, &netlink.Addr{IPNet: ipNet(addr)})
+	for _, a := range addrs {
+		if err == nil {
+			nla := &netlink.Addr{IPNet: ipNet(a)}
+			if a.Addr().Is6() {
+				nla.Flags = unix.IFA_F_NODAD
+			}
+			err = n.nl.AddrAdd(l, nla)
+		}
 	}
 	if err == nil {
 		err = n.nl.LinkSetUp(l)
