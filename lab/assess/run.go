@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -107,6 +109,9 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	}
 	defer fr.Close()
 	r := c.newRun(env, p, t, reqs, 0)
+	if c.StackSpec.External == nil {
+		r.died = func() error { return stackDied(fr.Running) }
+	}
 	r.t0 = time.Now()
 	fr.Start(r.t0, samples)
 	defer c.sampled(fr, &v)
@@ -344,4 +349,26 @@ func post(ctx context.Context, u *url.URL, allowRemote bool) error {
 		return fmt.Errorf("a 1 KiB POST got status %d, want 2xx", got.Status)
 	}
 	return nil
+}
+
+// stackDied is the managed stack's process that died during the probe,
+// with the OOM kills its cgroup counted (the kernel's, at the memory
+// limit: what ends a proxy that buffers more than its limit holds); nil
+// while every process runs.
+func stackDied(running *stack.Running) error {
+	err := running.Failed()
+	if err == nil {
+		return nil
+	}
+	var kills []string
+	for role, n := range running.OOMKills() {
+		if n > 0 {
+			kills = append(kills, fmt.Sprintf("the %s's cgroup counted %d OOM kill(s) at its memory limit", role, n))
+		}
+	}
+	if len(kills) > 0 {
+		slices.Sort(kills)
+		return fmt.Errorf("%w (%s)", err, strings.Join(kills, "; "))
+	}
+	return err
 }

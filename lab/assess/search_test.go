@@ -2,6 +2,7 @@ package assess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -232,5 +233,62 @@ func TestFailOnJudges(t *testing.T) {
 	r.Verdicts = r.Verdicts[1:]
 	if _, u := r.Judge(); len(u) != 1 || !strings.Contains(u[0], "idle<2: the probe did not run") {
 		t.Errorf("a probe that did not run: %v", u)
+	}
+}
+
+// TestSearchStopsWhenTheStackDies: a process of the stack that died in a
+// level (Caddy killed at its memory limit by two buffered 16 MiB
+// responses) stops the search there, saying which and at what level,
+// instead of waiting on /fast ("not recovered") or searching on against a
+// stack that is gone; one that died while /fast was awaited says so too.
+func TestSearchStopsWhenTheStackDies(t *testing.T) {
+	killed := errors.New("proxy: caddy (pid 7) exited during the run: signal: killed (the proxy's cgroup counted 1 OOM kill(s) at its memory limit)")
+	for _, tc := range []struct {
+		name      string
+		recovered bool
+		levels    string
+	}{
+		{"in the level", true, "1h 2d"},
+		{"awaiting /fast", false, "1h 2d"},
+	} {
+		f := &fakeStack{degradeAt: 2}
+		c := Default()
+		c.MaxClients, c.Budget = 4, 0
+		v := Verdict{Probe: string(ProbeSlowReaders), MaxClients: 4}
+		awaited := false // /fast awaited after the level of 2
+		s := &search{cfg: c, v: &v, probe: ProbeSlowReaders, deadline: time.Now().Add(time.Hour), hold: time.Second,
+			level: f.level, logf: t.Logf,
+			recovered: func(context.Context) (bool, string) {
+				awaited = f.tries[2] > 0
+				return tc.recovered || !awaited, ""
+			},
+			died: func() error {
+				// Dead once the level of 2 has run (in the level), or once
+				// /fast is awaited after it.
+				if f.tries[2] == 0 || (!tc.recovered && !awaited) {
+					return nil
+				}
+				return killed
+			}}
+		s.run(context.Background())
+		finish(&v)
+		if got := clients(v); got != tc.levels {
+			t.Errorf("%s: levels %s, want %s", tc.name, got, tc.levels)
+		}
+		if want := "failed: the stack died at the level of 2 clients: " + killed.Error(); v.Stopped != want {
+			t.Errorf("%s: stopped %q, want %q", tc.name, v.Stopped, want)
+		}
+	}
+	// Alive throughout: the search is as without the check.
+	f := &fakeStack{degradeAt: 2}
+	c := Default()
+	c.MaxClients, c.Budget = 4, 0
+	v := Verdict{Probe: string(ProbeIdle), MaxClients: 4}
+	s := &search{cfg: c, v: &v, probe: ProbeIdle, deadline: time.Now().Add(time.Hour), hold: time.Second, level: f.level, logf: t.Logf,
+		recovered: func(context.Context) (bool, string) { return true, "" }, died: func() error { return nil }}
+	s.run(context.Background())
+	finish(&v)
+	if got := clients(v); got != "1h 2d 1h 2d" || v.Sure != "confirmed" {
+		t.Errorf("alive: levels %s, %s", got, v.Sure)
 	}
 }
