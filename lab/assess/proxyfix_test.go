@@ -15,48 +15,40 @@ import (
 // that route; on the route that has it, it says it did not do it; NGINX's
 // routes keep NGINX's fixes.
 func TestOwnedRouteFixes(t *testing.T) {
+	const proxies = "docs/proxies.md"
 	for _, tc := range []struct {
 		p     Probe
 		route stack.Route
-		want  string
-	}{
-		{ProbeSlowUploads, stack.RouteHAProxyDefault, "waits only for what fits in tune.bufsize"},
-		{ProbeSlowUploads, stack.RouteHAProxyBufferRequest, "waits only for what fits in tune.bufsize"},
-		{ProbeSlowReaders, stack.RouteHAProxyDefault, "has no setting that reads it ahead"},
-		{ProbeStalled, stack.RouteHAProxyBufferRequest, "until timeout client ends it"},
-		{ProbeSlowUploads, stack.RouteCaddyDefault, "buffer_requests: Caddy reads the whole body into memory before it connects to the app (the caddy-buffer-request route)"},
-		{ProbeSlowUploads, stack.RouteCaddyBufferResponse, "(the caddy-buffer-request route)"},
-		{ProbeSlowUploads, stack.RouteCaddyBufferRequest, "buffer_requests did not take the bodies off the app"},
-		{ProbeSlowReaders, stack.RouteCaddyDefault, "(the caddy-buffer-response route)"},
-		{ProbeStalled, stack.RouteCaddyBufferRequest, "(the caddy-buffer-response route)"},
-		{ProbeSlowReaders, stack.RouteCaddyBufferResponse, "buffer_responses did not take the responses off the app"},
-		{ProbeSlowReaders, stack.RouteApacheDefault, "ProxyIOBufferSize as large as the response (apache-iobuffer)"},
-		{ProbeSlowReaders, stack.RouteApacheIOBuffer, "not reliably"},
-		{ProbeSlowUploads, stack.RouteApacheIOBuffer, "mod_proxy_http passes a request body on as it comes"},
-	} {
-		fix, doc := fixFor(tc.p, tc.route, Held{})
-		if !strings.Contains(fix, tc.want) || doc != "docs/proxies.md" {
-			t.Errorf("%s on %s: fix %q (%s), want %q (docs/proxies.md)", tc.p, tc.route, fix, doc, tc.want)
-		}
-		if strings.Contains(fix, "NGINX's default") || strings.Contains(fix, "send_timeout") {
-			t.Errorf("%s on %s: fix %q names an NGINX setting as the route's own", tc.p, tc.route, fix)
-		}
-	}
-	// Probes no proxy setting decides here, and NGINX's routes, keep
-	// fixFor's.
-	for _, tc := range []struct {
-		p     Probe
-		route stack.Route
+		want  string // in the fix; "" for none in particular
 		doc   string
 	}{
-		{ProbeIdle, stack.RouteHAProxyDefault, "docs/idle-connections.md"},
-		{ProbeHeldStreams, stack.RouteCaddyDefault, "docs/long-poll.md"},
-		{ProbeSlowUploads, stack.RouteBufferingOff, "docs/slow-upload.md"},
-		{ProbeSlowReaders, stack.RouteBufferingOff, "docs/slow-client.md"},
-		{ProbeSlowReaders, stack.RouteDirect, "docs/slow-client.md"},
+		{ProbeSlowUploads, stack.RouteHAProxyDefault, "waits only for what fits in tune.bufsize", proxies},
+		{ProbeSlowUploads, stack.RouteHAProxyBufferRequest, "waits only for what fits in tune.bufsize", proxies},
+		{ProbeSlowReaders, stack.RouteHAProxyDefault, "has no setting that reads it ahead", proxies},
+		{ProbeStalled, stack.RouteHAProxyBufferRequest, "until timeout client ends it", proxies},
+		{ProbeSlowUploads, stack.RouteCaddyDefault, "buffer_requests: Caddy reads the whole body into memory before it connects to the app (the caddy-buffer-request route)", proxies},
+		{ProbeSlowUploads, stack.RouteCaddyBufferResponse, "(the caddy-buffer-request route)", proxies},
+		{ProbeSlowUploads, stack.RouteCaddyBufferRequest, "buffer_requests did not take the bodies off the app", proxies},
+		{ProbeSlowReaders, stack.RouteCaddyDefault, "(the caddy-buffer-response route)", proxies},
+		{ProbeStalled, stack.RouteCaddyBufferRequest, "(the caddy-buffer-response route)", proxies},
+		{ProbeSlowReaders, stack.RouteCaddyBufferResponse, "buffer_responses did not take the responses off the app", proxies},
+		{ProbeSlowReaders, stack.RouteApacheDefault, "ProxyIOBufferSize as large as the response (apache-iobuffer)", proxies},
+		{ProbeSlowReaders, stack.RouteApacheIOBuffer, "not reliably", proxies},
+		{ProbeSlowUploads, stack.RouteApacheIOBuffer, "mod_proxy_http passes a request body on as it comes", proxies},
+		// Probes no proxy setting decides here, and NGINX's routes, keep
+		// fixFor's.
+		{ProbeIdle, stack.RouteHAProxyDefault, "", "docs/idle-connections.md"},
+		{ProbeHeldStreams, stack.RouteCaddyDefault, "", "docs/long-poll.md"},
+		{ProbeSlowUploads, stack.RouteBufferingOff, "", "docs/slow-upload.md"},
+		{ProbeSlowReaders, stack.RouteBufferingOff, "", "docs/slow-client.md"},
+		{ProbeSlowReaders, stack.RouteDirect, "", "docs/slow-client.md"},
 	} {
-		if _, doc := fixFor(tc.p, tc.route, Held{}); doc != tc.doc {
-			t.Errorf("%s on %s: doc %s, want %s", tc.p, tc.route, doc, tc.doc)
+		fix, doc := fixFor(tc.p, tc.route, Held{})
+		if !strings.Contains(fix, tc.want) || doc != tc.doc {
+			t.Errorf("%s on %s: fix %q (%s), want %q (%s)", tc.p, tc.route, fix, doc, tc.want, tc.doc)
+		}
+		if doc == proxies && (strings.Contains(fix, "NGINX's default") || strings.Contains(fix, "send_timeout")) {
+			t.Errorf("%s on %s: fix %q names an NGINX setting as the route's own", tc.p, tc.route, fix)
 		}
 	}
 	// Every proxy named owns routes, and a route named as a setting's is

@@ -55,11 +55,17 @@ func searchOn(t *testing.T, f *fakeStack, p Probe, maxClients int) Verdict {
 // searchRecovering is searchOn with the wait for /fast to come back given.
 func searchRecovering(t *testing.T, f *fakeStack, p Probe, maxClients int, recovered func(context.Context) (bool, string)) Verdict {
 	t.Helper()
+	return searchDying(t, f, p, maxClients, recovered, nil)
+}
+
+// searchDying is searchRecovering with the check for a dead stack given.
+func searchDying(t *testing.T, f *fakeStack, p Probe, maxClients int, recovered func(context.Context) (bool, string), died func() error) Verdict {
+	t.Helper()
 	c := Default()
 	c.MaxClients, c.Budget = maxClients, 0
 	v := Verdict{Probe: string(p), MaxClients: maxClients}
 	s := &search{cfg: c, v: &v, probe: p, deadline: time.Now().Add(time.Hour), hold: time.Second,
-		level: f.level, recovered: recovered, logf: t.Logf}
+		level: f.level, recovered: recovered, died: died, logf: t.Logf}
 	s.run(context.Background())
 	finish(&v)
 	return v
@@ -252,26 +258,20 @@ func TestSearchStopsWhenTheStackDies(t *testing.T) {
 		{"awaiting /fast", false, "1h 2d"},
 	} {
 		f := &fakeStack{degradeAt: 2}
-		c := Default()
-		c.MaxClients, c.Budget = 4, 0
-		v := Verdict{Probe: string(ProbeSlowReaders), MaxClients: 4}
 		awaited := false // /fast awaited after the level of 2
-		s := &search{cfg: c, v: &v, probe: ProbeSlowReaders, deadline: time.Now().Add(time.Hour), hold: time.Second,
-			level: f.level, logf: t.Logf,
-			recovered: func(context.Context) (bool, string) {
+		v := searchDying(t, f, ProbeSlowReaders, 4,
+			func(context.Context) (bool, string) {
 				awaited = f.tries[2] > 0
 				return tc.recovered || !awaited, ""
 			},
-			died: func() error {
+			func() error {
 				// Dead once the level of 2 has run (in the level), or once
 				// /fast is awaited after it.
 				if f.tries[2] == 0 || (!tc.recovered && !awaited) {
 					return nil
 				}
 				return killed
-			}}
-		s.run(context.Background())
-		finish(&v)
+			})
 		if got := clients(v); got != tc.levels {
 			t.Errorf("%s: levels %s, want %s", tc.name, got, tc.levels)
 		}
@@ -280,14 +280,7 @@ func TestSearchStopsWhenTheStackDies(t *testing.T) {
 		}
 	}
 	// Alive throughout: the search is as without the check.
-	f := &fakeStack{degradeAt: 2}
-	c := Default()
-	c.MaxClients, c.Budget = 4, 0
-	v := Verdict{Probe: string(ProbeIdle), MaxClients: 4}
-	s := &search{cfg: c, v: &v, probe: ProbeIdle, deadline: time.Now().Add(time.Hour), hold: time.Second, level: f.level, logf: t.Logf,
-		recovered: func(context.Context) (bool, string) { return true, "" }, died: func() error { return nil }}
-	s.run(context.Background())
-	finish(&v)
+	v := searchDying(t, &fakeStack{degradeAt: 2}, ProbeIdle, 4, func(context.Context) (bool, string) { return true, "" }, func() error { return nil })
 	if got := clients(v); got != "1h 2d 1h 2d" || v.Sure != "confirmed" {
 		t.Errorf("alive: levels %s, %s", got, v.Sure)
 	}
