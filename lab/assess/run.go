@@ -178,6 +178,31 @@ func (c *Config) sampled(fr *lab.Fresh, v *Verdict) {
 	if v.ClientsToDegrade != nil {
 		v.Fix, v.FixDoc = fixFor(Probe(v.Probe), c.Routes()[0], v.Held)
 	}
+	if fix := oomFix(v.Stopped, fr.Running.OOMKills()); fix != "" {
+		v.Fix, v.FixDoc = fix, "docs/proxies.md"
+	}
+}
+
+// oomFix is the fix of a probe the stack died in (stopped, as
+// search.stackDied says it) with a component's cgroup counting OOM kills
+// (kills, by role): that component's memory, not a slow-client setting;
+// "" otherwise.
+func oomFix(stopped string, kills map[string]int) string {
+	if !strings.HasPrefix(stopped, stackDiedPrefix) {
+		return ""
+	}
+	var roles []string
+	for role, n := range kills {
+		if n > 0 {
+			roles = append(roles, role)
+		}
+	}
+	if len(roles) == 0 {
+		return ""
+	}
+	slices.Sort(roles)
+	return fmt.Sprintf("none for the app: the %s was killed at its cgroup's memory limit holding what the clients had not taken; give it memory for every response it holds at once, or bound what it holds (Caddy's max_buffer_size streams the rest, which ties a worker again)",
+		strings.Join(roles, " and "))
 }
 
 // openProbe starts probe p's stack (a fresh managed one, or the external

@@ -330,6 +330,9 @@ func finish(v *Verdict) {
 	}
 }
 
+// stackDiedPrefix starts Stopped of a probe whose stack died.
+const stackDiedPrefix = "failed: the stack died"
+
 // stackDied reports whether one of the stack's processes has died (a
 // proxy killed at its cgroup's memory limit holding the clients'
 // responses), and then stops the search there, saying so: no later level
@@ -342,6 +345,6 @@ func (s *search) stackDied() bool {
 	if err == nil {
 		return false
 	}
-	s.v.Stopped = fmt.Sprintf("failed: the stack died at the level of %d clients: %v", s.v.Levels[len(s.v.Levels)-1].Clients, err)
+	s.v.Stopped = fmt.Sprintf("%s at the level of %d clients: %v", stackDiedPrefix, s.v.Levels[len(s.v.Levels)-1].Clients, err)
 	return true
 }

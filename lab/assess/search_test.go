@@ -285,3 +285,26 @@ func TestSearchStopsWhenTheStackDies(t *testing.T) {
 		t.Errorf("alive: levels %s, %s", got, v.Sure)
 	}
 }
+
+// TestOOMFix: a probe whose stack died with an OOM kill in a cgroup gets
+// that component's memory as its fix; one that died otherwise, or that
+// stopped for another reason, keeps fixFor's.
+func TestOOMFix(t *testing.T) {
+	died := stackDiedPrefix + " at the level of 4 clients: proxy: caddy (pid 7) exited during the run: signal: killed"
+	if fix := oomFix(died, map[string]int{"app": 0, "proxy": 1}); !strings.Contains(fix, "the proxy was killed at its cgroup's memory limit") {
+		t.Errorf("died, proxy OOM-killed: %q", fix)
+	}
+	for _, tc := range []struct {
+		stopped string
+		kills   map[string]int
+	}{
+		{died, map[string]int{"app": 0, "proxy": 0}},
+		{died, nil},
+		{"not recovered: /fast did not come back within 30s after 2 clients", map[string]int{"proxy": 1}},
+		{"degraded: 25 of 25 /fast requests failed", map[string]int{"proxy": 1}},
+	} {
+		if fix := oomFix(tc.stopped, tc.kills); fix != "" {
+			t.Errorf("%q, kills %v: fix %q, want none", tc.stopped, tc.kills, fix)
+		}
+	}
+}
