@@ -18,6 +18,9 @@ type proxyFix struct {
 	without string
 }
 
+// caddyH2Fix is the fix of the HTTP/2 probes on caddy-tls.
+const caddyH2Fix = "Caddy streams each HTTP/2 stream's response as the app sends it, through an upstream connection of its own: reverse_proxy's buffer_responses reads a response whole into memory (measured over HTTP/1.1 on caddy-buffer-response; the lab has no TLS route with it), each stream's response in Caddy's memory"
+
 // proxyFixes are the fixes by the proxy that owns the route and probe.
 var proxyFixes = map[string]map[Probe]proxyFix{
 	"haproxy": {
@@ -32,6 +35,10 @@ var proxyFixes = map[string]map[Probe]proxyFix{
 			without: "buffer_responses did not take the responses off the app: Caddy's memory or CPU limit may be what held it (see the proxy's memory and CPU above)"},
 		ProbeSlowUploads: {route: stack.RouteCaddyBufferRequest, setting: "reverse_proxy's buffer_requests: Caddy reads the whole body into memory before it connects to the app",
 			without: "buffer_requests did not take the bodies off the app: Caddy's memory or CPU limit may be what held it (see the proxy's memory and CPU above)"},
+		// caddy-tls streams each HTTP/2 stream's response as caddy-default
+		// does; no TLS route of the lab's has buffer_responses.
+		ProbeH2SlowStreams: {without: caddyH2Fix},
+		ProbeH2OneConn:     {without: caddyH2Fix},
 	},
 	"apache": {
 		ProbeSlowReaders: {without: "mod_proxy paces the app to the reader, and ProxyIOBufferSize as large as the response (apache-iobuffer) takes most of it off the app but not reliably: put a proxy that buffers responses between Apache and the app (NGINX proxy_buffering on, Caddy buffer_responses)"},

@@ -35,6 +35,9 @@ func TestOwnedRouteFixes(t *testing.T) {
 		{ProbeSlowReaders, stack.RouteApacheDefault, "ProxyIOBufferSize as large as the response (apache-iobuffer)", proxies},
 		{ProbeSlowReaders, stack.RouteApacheIOBuffer, "not reliably", proxies},
 		{ProbeSlowUploads, stack.RouteApacheIOBuffer, "mod_proxy_http passes a request body on as it comes", proxies},
+		{ProbeH2SlowStreams, stack.RouteCaddyTLS, "reverse_proxy's buffer_responses reads a response whole", proxies},
+		{ProbeH2OneConn, stack.RouteCaddyTLS, "reverse_proxy's buffer_responses reads a response whole", proxies},
+		{ProbeH2OneConn, stack.RouteH2BufferingOff, "proxy_buffering on at the HTTP/2 front", "docs/h2-slow-client.md"},
 		// Probes no proxy setting decides here, and NGINX's routes, keep
 		// fixFor's.
 		{ProbeIdle, stack.RouteHAProxyDefault, "", "docs/idle-connections.md"},
@@ -62,7 +65,7 @@ func TestOwnedRouteFixes(t *testing.T) {
 			t.Errorf("proxyFixes: %s owns no route (owners %v)", name, owners)
 		}
 		for p, f := range fixes {
-			if !slices.Contains(DefaultProbes, p) || f.without == "" || (f.route != "") != (f.setting != "") {
+			if !slices.Contains(Probes, p) || f.without == "" || (f.route != "") != (f.setting != "") {
 				t.Errorf("proxyFixes[%s][%s] = %+v", name, p, f)
 			}
 			if f.route != "" && f.route.Owner() != name {
