@@ -96,6 +96,13 @@ func predictAbsorbs(route stack.Route, external bool, serverWmem, size int64, lo
 		return nil, "the server's socket buffer settings are not this machine's: give them (--server-wmem) to predict"
 	case !route.Valid():
 		return nil, fmt.Sprintf("route %s is not a download route the model knows", route)
+	case route.Buffering() && route.Owner() != "":
+		// The model's buffering proxy is NGINX's: its proxy_buffers and
+		// a temp file. Caddy's buffer_responses and Apache's
+		// ProxyIOBufferSize hold a response in memory, as much as they
+		// read ahead of the reader, which is not configuration (on
+		// apache-iobuffer it varies by run: docs/proxies.md).
+		return nil, fmt.Sprintf("route %s reads ahead into %s's memory, not into NGINX's buffers and temp file, which are what the model knows", route, route.Owner())
 	}
 	var c pathmodel.Config
 	if err := pathmodel.NetConfig(local, &c); err != nil {

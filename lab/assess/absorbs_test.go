@@ -98,6 +98,12 @@ func TestPredictAbsorbs(t *testing.T) {
 	if on == nil || on.Verdict != AbsorbsFits || on.PredictedBytes <= 32<<20 {
 		t.Errorf("16 MiB behind a buffering proxy: %+v (%s), want it to fit (the temp file)", on, why)
 	}
+	// A relaying route of another proxy is predicted as NGINX's with
+	// buffering off (its relay buffers are a few KiB of the 8 MiB the
+	// sockets hold).
+	if ha, why := predictAbsorbs(stack.RouteHAProxyDefault, false, 0, 16<<20, local); ha == nil || off == nil || ha.PredictedBytes != off.PredictedBytes {
+		t.Errorf("haproxy-default: %+v (%s), want as buffering off", ha, why)
+	}
 	for _, tc := range []struct {
 		name       string
 		route      stack.Route
@@ -110,6 +116,11 @@ func TestPredictAbsorbs(t *testing.T) {
 		{"an external proxy", stack.RouteBufferingOn, true, 16 << 20, local, "its own configuration"},
 		{"an upload route", stack.RouteRequestBufferingOn, false, 0, local, "not a download route"},
 		{"this machine's settings unreadable", stack.RouteDirect, false, 0, nil, "could not be read"},
+		// Caddy has no temp file (the model gave it NGINX's), and
+		// apache-iobuffer was predicted to fit while two slow readers
+		// held both workers.
+		{"caddy's buffer_responses", stack.RouteCaddyBufferResponse, false, 0, local, "reads ahead into caddy's memory, not into NGINX's"},
+		{"apache's I/O buffer", stack.RouteApacheIOBuffer, false, 0, local, "reads ahead into apache's memory"},
 	} {
 		if a, why := predictAbsorbs(tc.route, tc.external, tc.serverWmem, 16<<20, tc.local); a != nil || !strings.Contains(why, tc.want) {
 			t.Errorf("%s: %+v %q, want none and %q", tc.name, a, why, tc.want)

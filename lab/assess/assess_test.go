@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +314,52 @@ func TestSlowReaderFixOnBufferingProxy(t *testing.T) {
 	}
 	if fix, doc := fixFor(ProbeSlowReaders, stack.RouteBufferingOn, Held{}); !strings.Contains(fix, "did not take the responses off the app") || doc != "docs/temp-cliff.md" {
 		t.Errorf("without: %q (%s)", fix, doc)
+	}
+}
+
+// TestRouteFlagNamesEveryRoute: --route's help and its refusal of an
+// unknown route name every route assess runs, the proxies' own among
+// them (caddy-tls, an HTTP/2 route, was taken but named nowhere), and
+// each is taken; on caddy-tls the HTTP/2 probes go through and an
+// HTTP/1.1 probe is refused, naming the HTTP/2 routes.
+func TestRouteFlagNamesEveryRoute(t *testing.T) {
+	fs := flag.NewFlagSet("assess", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := Default()
+	c.Flags(fs)
+	help := fs.Lookup("route").Usage
+	refusal := fs.Parse([]string{"--route", "nginx"})
+	if refusal == nil {
+		t.Fatal("--route nginx: taken")
+	}
+	routes := slices.Concat(stack.DownloadRoutes(), stack.UploadRoutes, stack.HTTP2Routes())
+	if !slices.Contains(routes, stack.RouteCaddyTLS) || !slices.Contains(routes, stack.RouteHAProxyBufferRequest) {
+		t.Fatalf("the routes %v lack the proxies' own", routes)
+	}
+	for _, r := range routes {
+		named := regexp.MustCompile(`[\[ ]` + regexp.QuoteMeta(string(r)) + `[\] ]`)
+		if !named.MatchString(help) {
+			t.Errorf("--route's help does not name %s: %s", r, help)
+		}
+		if !named.MatchString(refusal.Error()) {
+			t.Errorf("--route nginx's refusal does not name %s: %v", r, refusal)
+		}
+		if err := fs.Parse([]string{"--route", string(r)}); err != nil || c.Route != r {
+			t.Errorf("--route %s: %v (route %s)", r, err, c.Route)
+		}
+	}
+	c = Default()
+	c.Route, c.Probes = stack.RouteCaddyTLS, slices.Clone(H2DefaultProbes)
+	if err := c.Validate(); err != nil {
+		t.Errorf("caddy-tls, %v: %v", c.Probes, err)
+	}
+	c.Probes = []Probe{ProbeSlowReaders}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "route caddy-tls speaks HTTP/2") {
+		t.Errorf("caddy-tls, slow-readers: %v", err)
+	}
+	c.Route = stack.RouteDirect
+	c.Probes = []Probe{ProbeH2SlowStreams}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), string(stack.RouteCaddyTLS)) {
+		t.Errorf("direct, h2-slow-streams: %v, want the HTTP/2 routes named, caddy-tls among them", err)
 	}
 }

@@ -115,7 +115,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	parse := func(s string) (Probe, error) { c.probesGiven = true; return ParseProbe(s) }
 	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: parse, Want: fmt.Sprintf("probes, comma-separated, of %s", probeNames())},
 		"probes", "the probes to run, comma-separated, of "+probeNames()+" (default on an HTTP/1.1 front: "+names(DefaultProbes)+
-			"; on an HTTP/2 front, an h2-* route or --http2: "+names(H2DefaultProbes)+")")
+			"; on an HTTP/2 front, an h2-* route, caddy-tls or --http2: "+names(H2DefaultProbes)+")")
 	fs.IntVar(&c.MaxClients, "max-clients", c.MaxClients, fmt.Sprintf("the last level: 1, 2, 4, ... up to this many clients (1 to %d)", MaxClients))
 	fs.Var((*lab.DurationFlag)(&c.Window), "window", "how long /fast runs open loop at each level")
 	fs.Float64Var(&c.FastRate, "fast-rate", c.FastRate, "/fast requests a second during a window")
@@ -158,9 +158,13 @@ func checkRoute(r stack.Route) error {
 	return nil
 }
 
+// allRoutes lists every route checkRoute takes, as --route's help and its
+// refusal name them: the download routes (every proxy's), the upload
+// routes, then the HTTP/2 ones (NGINX's and the proxies' own TLS routes,
+// such as caddy-tls).
 func allRoutes() []stack.Route {
 	out := stack.DownloadRoutes()
-	for _, r := range slices.Concat(stack.UploadRoutes, stack.H2Routes) {
+	for _, r := range slices.Concat(stack.UploadRoutes, stack.HTTP2Routes()) {
 		if !slices.Contains(out, r) {
 			out = append(out, r)
 		}
@@ -299,8 +303,8 @@ func (c *Config) checkProtocol() error {
 		case h2:
 			return fmt.Errorf("probes: %s speaks HTTP/1.1 and %s speaks HTTP/2: choose of %s", p, front, names(H2DefaultProbes))
 		default:
-			return fmt.Errorf("probes: %s speaks HTTP/2 and %s speaks HTTP/1.1: give an h2-* route (%v), or --http2 for an external stack whose front speaks it",
-				p, front, stack.H2Routes)
+			return fmt.Errorf("probes: %s speaks HTTP/2 and %s speaks HTTP/1.1: give an HTTP/2 route (%v), or --http2 for an external stack whose front speaks it",
+				p, front, stack.HTTP2Routes())
 		}
 	}
 	return nil

@@ -91,17 +91,25 @@ func TestAssessReal(t *testing.T) {
 	runCases(t, stack.NameReal, realCases)
 }
 
-// TestAssessProxies assesses Gunicorn sync-2 behind the other proxies'
-// routes (docs/proxies.md), each run behind the proxy that runs it on one
-// stack of them all: the relaying proxies (HAProxy, Apache as shipped)
-// leave a worker to each slow reader, Caddy's buffer_responses holds the
-// responses instead.
+// TestAssessProxies assesses Gunicorn sync-2 behind every route of the
+// other proxies (docs/proxies.md, docs/assess.md), each run behind the
+// proxy that runs it on one stack of them all, with the probe that tells
+// the route from its proxy's others: the relaying proxies (HAProxy,
+// Apache as shipped, Caddy as shipped) leave a worker to each slow
+// reader, Caddy's buffer_responses holds the responses instead; Caddy's
+// buffer_requests holds the slow uploads' bodies, HAProxy's
+// http-buffer-request does not (it waits only for what fits in its 16
+// KiB buffer); on caddy-tls each HTTP/2 stream holds a worker.
 func TestAssessProxies(t *testing.T) {
 	slowlabtest.Timing(t)
 	runCases(t, "gunicorn+nginx+haproxy+caddy+apache", []assessCase{
 		{"sync-2", stack.RouteHAProxyDefault, 2, map[Probe]int{ProbeSlowReaders: 2}},
+		{"sync-2", stack.RouteHAProxyBufferRequest, 2, map[Probe]int{ProbeSlowUploads: 2}},
 		{"sync-2", stack.RouteApacheDefault, 2, map[Probe]int{ProbeSlowReaders: 2}},
+		{"sync-2", stack.RouteCaddyDefault, 2, map[Probe]int{ProbeSlowReaders: 2}},
 		{"sync-2", stack.RouteCaddyBufferResponse, 2, map[Probe]int{ProbeSlowReaders: 0}},
+		{"sync-2", stack.RouteCaddyBufferRequest, 2, map[Probe]int{ProbeSlowUploads: 0}},
+		{"sync-2", stack.RouteCaddyTLS, 2, map[Probe]int{ProbeH2SlowStreams: 2}},
 	})
 }
 

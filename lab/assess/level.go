@@ -104,6 +104,9 @@ type run struct {
 	self   selfMeter
 	guard  *hostguard.Guard
 	maxLag time.Duration
+	// died says which of a managed stack's processes died during the
+	// probe (nil: not known, as on an external stack).
+	died func() error
 }
 
 // window runs /fast open loop for the config's window, Offset from now,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -107,6 +109,9 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	}
 	defer fr.Close()
 	r := c.newRun(env, p, t, reqs, 0)
+	if c.StackSpec.External == nil {
+		r.died = func() error { return stackDied(fr.Running) }
+	}
 	r.t0 = time.Now()
 	fr.Start(r.t0, samples)
 	defer c.sampled(fr, &v)
@@ -173,6 +178,31 @@ func (c *Config) sampled(fr *lab.Fresh, v *Verdict) {
 	if v.ClientsToDegrade != nil {
 		v.Fix, v.FixDoc = fixFor(Probe(v.Probe), c.Routes()[0], v.Held)
 	}
+	if fix := oomFix(v.Stopped, fr.Running.OOMKills()); fix != "" {
+		v.Fix, v.FixDoc = fix, "docs/proxies.md"
+	}
+}
+
+// oomFix is the fix of a probe the stack died in (stopped, as
+// search.stackDied says it) with a component's cgroup counting OOM kills
+// (kills, by role): that component's memory, not a slow-client setting;
+// "" otherwise.
+func oomFix(stopped string, kills map[string]int) string {
+	if !strings.HasPrefix(stopped, stackDiedPrefix) {
+		return ""
+	}
+	var roles []string
+	for role, n := range kills {
+		if n > 0 {
+			roles = append(roles, role)
+		}
+	}
+	if len(roles) == 0 {
+		return ""
+	}
+	slices.Sort(roles)
+	return fmt.Sprintf("none for the app: the %s was killed at its cgroup's memory limit holding what the clients had not taken; give it memory for every response it holds at once, or bound what it holds (Caddy's max_buffer_size streams the rest, which ties a worker again)",
+		strings.Join(roles, " and "))
 }
 
 // openProbe starts probe p's stack (a fresh managed one, or the external
@@ -344,4 +374,26 @@ func post(ctx context.Context, u *url.URL, allowRemote bool) error {
 		return fmt.Errorf("a 1 KiB POST got status %d, want 2xx", got.Status)
 	}
 	return nil
+}
+
+// stackDied is the managed stack's process that died during the probe,
+// with the OOM kills its cgroup counted (the kernel's, at the memory
+// limit: what ends a proxy that buffers more than its limit holds); nil
+// while every process runs.
+func stackDied(running *stack.Running) error {
+	err := running.Failed()
+	if err == nil {
+		return nil
+	}
+	var kills []string
+	for role, n := range running.OOMKills() {
+		if n > 0 {
+			kills = append(kills, fmt.Sprintf("the %s's cgroup counted %d OOM kill(s) at its memory limit", role, n))
+		}
+	}
+	if len(kills) > 0 {
+		slices.Sort(kills)
+		return fmt.Errorf("%w (%s)", err, strings.Join(kills, "; "))
+	}
+	return err
 }

@@ -33,7 +33,10 @@ type search struct {
 	// are run's; a test gives its own stack's).
 	level     func(ctx context.Context, n int, keep bool) (Level, error)
 	recovered func(ctx context.Context) (bool, string)
-	logf      func(format string, args ...any)
+	// died says which of the stack's processes died (nil: none, or not
+	// known); a level it died in measured the death, not the clients.
+	died func() error
+	logf func(format string, args ...any)
 }
 
 // levels runs the search and sets v's threshold, Sure, Windows,
@@ -43,7 +46,7 @@ func (c *Config) levels(ctx context.Context, env *lab.Env, r *run, v *Verdict, b
 		level: func(ctx context.Context, n int, keep bool) (Level, error) {
 			return r.levelIn(ctx, n, base, n == c.MaxClients, slot{share: n, measure: true, keep: keep})
 		},
-		recovered: func(ctx context.Context) (bool, string) { return r.recovered(ctx, base, recoverBound) }}
+		recovered: func(ctx context.Context) (bool, string) { return r.recovered(ctx, base, recoverBound) }, died: r.died}
 	s.run(ctx)
 	finish(v)
 	if lv := v.LastLevel(); v.Stopped == "degraded" && lv != nil {
@@ -219,6 +222,8 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 				last = "waiting for /fast to come back: " + why
 				s.logf("assess: %s: before %d clients, try %d: invalid, %s", s.probe, n, k, last)
 				continue
+			case s.stackDied():
+				return "", true
 			default:
 				s.v.Stopped = fmt.Sprintf("not recovered: /fast did not come back within %s after %d clients",
 					recoverBound, s.v.Levels[len(s.v.Levels)-1].Clients)
@@ -235,6 +240,8 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 			return "", true
 		case ctx.Err() != nil:
 			s.v.Stopped = "interrupted: " + context.Cause(ctx).Error()
+			return "", true
+		case s.stackDied():
 			return "", true
 		case lv.Status == statusShort:
 			s.v.Stopped = fmt.Sprintf("short: %d of %d clients in place at the level of %d: the stack did not take them", lv.Connected, n, n)
@@ -321,4 +328,23 @@ func finish(v *Verdict) {
 	default:
 		v.Sure = "once"
 	}
+}
+
+// stackDiedPrefix starts Stopped of a probe whose stack died.
+const stackDiedPrefix = "failed: the stack died"
+
+// stackDied reports whether one of the stack's processes has died (a
+// proxy killed at its cgroup's memory limit holding the clients'
+// responses), and then stops the search there, saying so: no later level
+// could measure clients against a stack that is gone.
+func (s *search) stackDied() bool {
+	if s.died == nil {
+		return false
+	}
+	err := s.died()
+	if err == nil {
+		return false
+	}
+	s.v.Stopped = fmt.Sprintf("%s at the level of %d clients: %v", stackDiedPrefix, s.v.Levels[len(s.v.Levels)-1].Clients, err)
+	return true
 }

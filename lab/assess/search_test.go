@@ -2,6 +2,7 @@ package assess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,11 +55,17 @@ func searchOn(t *testing.T, f *fakeStack, p Probe, maxClients int) Verdict {
 // searchRecovering is searchOn with the wait for /fast to come back given.
 func searchRecovering(t *testing.T, f *fakeStack, p Probe, maxClients int, recovered func(context.Context) (bool, string)) Verdict {
 	t.Helper()
+	return searchDying(t, f, p, maxClients, recovered, nil)
+}
+
+// searchDying is searchRecovering with the check for a dead stack given.
+func searchDying(t *testing.T, f *fakeStack, p Probe, maxClients int, recovered func(context.Context) (bool, string), died func() error) Verdict {
+	t.Helper()
 	c := Default()
 	c.MaxClients, c.Budget = maxClients, 0
 	v := Verdict{Probe: string(p), MaxClients: maxClients}
 	s := &search{cfg: c, v: &v, probe: p, deadline: time.Now().Add(time.Hour), hold: time.Second,
-		level: f.level, recovered: recovered, logf: t.Logf}
+		level: f.level, recovered: recovered, died: died, logf: t.Logf}
 	s.run(context.Background())
 	finish(&v)
 	return v
@@ -232,5 +239,72 @@ func TestFailOnJudges(t *testing.T) {
 	r.Verdicts = r.Verdicts[1:]
 	if _, u := r.Judge(); len(u) != 1 || !strings.Contains(u[0], "idle<2: the probe did not run") {
 		t.Errorf("a probe that did not run: %v", u)
+	}
+}
+
+// TestSearchStopsWhenTheStackDies: a process of the stack that died in a
+// level (Caddy killed at its memory limit by two buffered 16 MiB
+// responses) stops the search there, saying which and at what level,
+// instead of waiting on /fast ("not recovered") or searching on against a
+// stack that is gone; one that died while /fast was awaited says so too.
+func TestSearchStopsWhenTheStackDies(t *testing.T) {
+	killed := errors.New("proxy: caddy (pid 7) exited during the run: signal: killed (the proxy's cgroup counted 1 OOM kill(s) at its memory limit)")
+	for _, tc := range []struct {
+		name      string
+		recovered bool
+		levels    string
+	}{
+		{"in the level", true, "1h 2d"},
+		{"awaiting /fast", false, "1h 2d"},
+	} {
+		f := &fakeStack{degradeAt: 2}
+		awaited := false // /fast awaited after the level of 2
+		v := searchDying(t, f, ProbeSlowReaders, 4,
+			func(context.Context) (bool, string) {
+				awaited = f.tries[2] > 0
+				return tc.recovered || !awaited, ""
+			},
+			func() error {
+				// Dead once the level of 2 has run (in the level), or once
+				// /fast is awaited after it.
+				if f.tries[2] == 0 || (!tc.recovered && !awaited) {
+					return nil
+				}
+				return killed
+			})
+		if got := clients(v); got != tc.levels {
+			t.Errorf("%s: levels %s, want %s", tc.name, got, tc.levels)
+		}
+		if want := "failed: the stack died at the level of 2 clients: " + killed.Error(); v.Stopped != want {
+			t.Errorf("%s: stopped %q, want %q", tc.name, v.Stopped, want)
+		}
+	}
+	// Alive throughout: the search is as without the check.
+	v := searchDying(t, &fakeStack{degradeAt: 2}, ProbeIdle, 4, func(context.Context) (bool, string) { return true, "" }, func() error { return nil })
+	if got := clients(v); got != "1h 2d 1h 2d" || v.Sure != "confirmed" {
+		t.Errorf("alive: levels %s, %s", got, v.Sure)
+	}
+}
+
+// TestOOMFix: a probe whose stack died with an OOM kill in a cgroup gets
+// that component's memory as its fix; one that died otherwise, or that
+// stopped for another reason, keeps fixFor's.
+func TestOOMFix(t *testing.T) {
+	died := stackDiedPrefix + " at the level of 4 clients: proxy: caddy (pid 7) exited during the run: signal: killed"
+	if fix := oomFix(died, map[string]int{"app": 0, "proxy": 1}); !strings.Contains(fix, "the proxy was killed at its cgroup's memory limit") {
+		t.Errorf("died, proxy OOM-killed: %q", fix)
+	}
+	for _, tc := range []struct {
+		stopped string
+		kills   map[string]int
+	}{
+		{died, map[string]int{"app": 0, "proxy": 0}},
+		{died, nil},
+		{"not recovered: /fast did not come back within 30s after 2 clients", map[string]int{"proxy": 1}},
+		{"degraded: 25 of 25 /fast requests failed", map[string]int{"proxy": 1}},
+	} {
+		if fix := oomFix(tc.stopped, tc.kills); fix != "" {
+			t.Errorf("%q, kills %v: fix %q, want none", tc.stopped, tc.kills, fix)
+		}
 	}
 }

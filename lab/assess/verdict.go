@@ -121,6 +121,9 @@ func fixFor(p Probe, route stack.Route, held Held) (fix, doc string) {
 		return fmt.Sprintf("none for slow clients: the %s's cgroup was throttled %.1f s of the level's %.1f s, so its CPU limit held /fast back while it moved the clients' responses; give it more CPU (or bound concurrent large requests)",
 			comp, thr, held.LevelS), ""
 	}
+	if fix := ownedRouteFix(p, route); fix != "" {
+		return fix, "docs/proxies.md"
+	}
 	switch p {
 	case ProbeSlowReaders:
 		if route.Buffering() && held.ProxyTempFiles != nil && *held.ProxyTempFiles > 0 {

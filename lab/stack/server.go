@@ -265,6 +265,17 @@ type OwnedRoute struct {
 	HTTP2TLS bool
 }
 
+// Owner is the name of the registered proxy that owns r (haproxy for
+// haproxy-default), "" for a route none owns (direct, NGINX's).
+func (r Route) Owner() string {
+	for _, p := range proxies {
+		if owns(p, r) {
+			return p.Name()
+		}
+	}
+	return ""
+}
+
 // owned is what the proxy that owns r says of it; false for a route no
 // proxy owns.
 func (r Route) owned() (OwnedRoute, bool) {
