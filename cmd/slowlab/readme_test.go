@@ -38,15 +38,17 @@ var commandPrefixes = []string{"go run ./cmd/slowlab ", "slowlab "}
 // what that experiment's printer prints now, the experiment found through
 // the registry (`slowlab run FILE` through the scenario's experiment:):
 // the same header, and every row one value per column, each under its
-// column. Every experiment has a page with at least one such table.
+// column. A block may show several tables (latency-gap prints its page
+// loads' below its requests'): each is held to the printer's table of the
+// same header. Every experiment has a page with at least one such table.
 func TestREADMETablesMatchPrinters(t *testing.T) {
 	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	if err != nil || len(pages) == 0 {
 		t.Fatalf("docs/*.md: %d pages (%v)", len(pages), err)
 	}
-	printers := map[string]printedTable{}
+	printers := map[string][]printedTable{}
 	for _, e := range lab.Experiments() {
-		p, err := printerTable(e.NewResult())
+		p, err := printerTables(e.NewResult())
 		if err != nil {
 			t.Errorf("%s's printer: %v", e.Name, err)
 			continue
@@ -55,7 +57,7 @@ func TestREADMETablesMatchPrinters(t *testing.T) {
 	}
 	// slowlab assess is no experiment, but its verdict tables are checked
 	// the same way.
-	p, err := printerTable(&assess.Result{})
+	p, err := printerTables(&assess.Result{})
 	if err != nil {
 		t.Errorf("assess's printer: %v", err)
 	}
@@ -76,7 +78,7 @@ func TestREADMETablesMatchPrinters(t *testing.T) {
 
 // checkTables checks the experiment tables of one markdown file against
 // the printers, returning how many it checked per experiment.
-func checkTables(t *testing.T, file string, printers map[string]printedTable) map[string]int {
+func checkTables(t *testing.T, file string, printers map[string][]printedTable) map[string]int {
 	t.Helper()
 	text, err := os.ReadFile(file)
 	if err != nil {
@@ -85,30 +87,44 @@ func checkTables(t *testing.T, file string, printers map[string]printedTable) ma
 	name, _ := filepath.Rel(repoRoot, file)
 	checked := map[string]int{}
 	for _, b := range fencedBlocks(string(text)) {
-		tb, ok, err := readmeTable(b)
+		tables, err := readmeTables(b)
 		if err != nil {
 			t.Errorf("%s:%d: %v", name, b.line, err)
 			continue
 		}
-		if !ok {
-			continue
-		}
-		p, found := printers[tb.experiment]
-		if !found {
-			continue // its printer failed, said above
-		}
-		checked[tb.experiment]++
-		t.Logf("%s:%d: %s table of `%s`, %d rows", name, tb.headerLine, tb.experiment, tb.command, len(tb.rows))
-		where := fmt.Sprintf("%s:%d, the %s table printed by `%s`", name, tb.headerLine, tb.experiment, tb.command)
-		problems, note := tableProblems(tb, p)
-		if note != "" {
-			t.Logf("%s: %s", where, note)
-		}
-		for _, pr := range problems {
-			t.Errorf("%s: %s", where, pr)
+		for i, tb := range tables {
+			ps, found := printers[tb.experiment]
+			if !found {
+				continue // its printer failed, said above
+			}
+			checked[tb.experiment]++
+			t.Logf("%s:%d: %s table of `%s`, %d rows", name, tb.headerLine, tb.experiment, tb.command, len(tb.rows))
+			where := fmt.Sprintf("%s:%d, the %s table printed by `%s`", name, tb.headerLine, tb.experiment, tb.command)
+			problems, note := tableProblems(tb, samePrinted(ps, tb.header, i))
+			if note != "" {
+				t.Logf("%s: %s", where, note)
+			}
+			for _, pr := range problems {
+				t.Errorf("%s: %s", where, pr)
+			}
 		}
 	}
 	return checked
+}
+
+// samePrinted is the table of ps whose header is header, else the i-th
+// (the first when the printer prints fewer): what the i-th table of a
+// block is held to.
+func samePrinted(ps []printedTable, header string, i int) printedTable {
+	for _, p := range ps {
+		if slices.Equal(strings.Fields(p.header), strings.Fields(header)) {
+			return p
+		}
+	}
+	if i < len(ps) {
+		return ps[i]
+	}
+	return ps[0]
 }
 
 // mdBlock is a fenced block of a markdown file.
@@ -213,28 +229,62 @@ func commandExperiment(cmd string) (string, error) {
 	return name, nil
 }
 
-// readmeTable is the experiment's table that b shows; ok is false for a
-// block that shows none (commands, or printed text without a table such
-// as long-poll's summary over the repetitions).
+// readmeTable is the first of the experiment's tables that b shows; ok is
+// false for a block that shows none (commands, or printed text without a
+// table such as long-poll's summary over the repetitions).
 func readmeTable(b mdBlock) (textTable, bool, error) {
+	tables, err := readmeTables(b)
+	if err != nil || len(tables) == 0 {
+		return textTable{}, false, err
+	}
+	return tables[0], true, nil
+}
+
+// readmeTables are the experiment's tables that b shows, in order: the
+// first as splitTable finds it, then every further one with a row (a line
+// of words after a table and a blank line is text, not a table).
+func readmeTables(b mdBlock) ([]textTable, error) {
 	cmd, first, ok := blockCommand(b)
 	if !ok {
-		return textTable{}, false, nil
+		return nil, nil
 	}
 	exp, err := commandExperiment(cmd)
 	if err != nil || exp == "" {
-		return textTable{}, false, err
+		return nil, err
 	}
 	lines := make([]numberedLine, 0, len(b.lines)-first)
 	for i := first; i < len(b.lines); i++ {
 		lines = append(lines, numberedLine{b.line + i, b.lines[i]})
 	}
-	header, rows, ok := splitTable(lines)
-	if !ok {
-		return textTable{}, false, nil
+	var tables []textTable
+	for _, st := range splitTables(lines) {
+		tables = append(tables, textTable{experiment: exp, command: cmd, awaiting: strings.Contains(b.intro, awaitingMark),
+			header: st.header.text, headerLine: st.header.line, rows: st.rows})
 	}
-	return textTable{experiment: exp, command: cmd, awaiting: strings.Contains(b.intro, awaitingMark),
-		header: header.text, headerLine: header.line, rows: rows}, true, nil
+	return tables, nil
+}
+
+// splitTables are the tables of lines: the first as splitTable finds it,
+// then each further one that has a row.
+func splitTables(lines []numberedLine) []splitted {
+	var out []splitted
+	for len(lines) > 0 {
+		header, rows, next, ok := splitTable(lines)
+		if !ok {
+			break
+		}
+		if len(out) == 0 || len(rows) > 0 {
+			out = append(out, splitted{header, rows})
+		}
+		lines = lines[next:]
+	}
+	return out
+}
+
+// splitted is a table splitTable found.
+type splitted struct {
+	header numberedLine
+	rows   []numberedLine
 }
 
 // isSection reports a line that heads a part of a table or says something
@@ -244,15 +294,27 @@ func isSection(l string) bool {
 	return slices.ContainsFunc(strings.Fields(l), func(f string) bool { return strings.HasSuffix(f, ":") })
 }
 
+// isProse reports a line of text under a table (buffer-sweep's legend):
+// one of its words ends with a comma or a full stop, which no column name
+// does.
+func isProse(l string) bool {
+	return slices.ContainsFunc(strings.Fields(l), func(f string) bool {
+		return strings.HasSuffix(f, ",") || strings.HasSuffix(f, ".")
+	})
+}
+
 // splitTable finds a table's header (the first line of three words or
-// more that is no section line) and its rows: the lines after it up to a
+// more that is no section line nor prose) and its rows: the lines after it up to a
 // blank line, less section lines and repeated headers. After a blank line
 // the table goes on only where a section line and the header again follow
-// (buffer-sweep prints one part per kernel setting).
-func splitTable(lines []numberedLine) (header numberedLine, rows []numberedLine, ok bool) {
-	h := slices.IndexFunc(lines, func(l numberedLine) bool { return len(strings.Fields(l.text)) >= 3 && !isSection(l.text) })
+// (buffer-sweep prints one part per kernel setting). next is the index
+// of the first line after the table.
+func splitTable(lines []numberedLine) (header numberedLine, rows []numberedLine, next int, ok bool) {
+	h := slices.IndexFunc(lines, func(l numberedLine) bool {
+		return len(strings.Fields(l.text)) >= 3 && !isSection(l.text) && !isProse(l.text)
+	})
 	if h < 0 {
-		return numberedLine{}, nil, false
+		return numberedLine{}, nil, len(lines), false
 	}
 	header = lines[h]
 	same := func(i int) bool {
@@ -267,14 +329,14 @@ func splitTable(lines []numberedLine) (header numberedLine, rows []numberedLine,
 				j++
 			}
 			if j >= len(lines) || !isSection(lines[j].text) || !same(j+1) {
-				return header, rows, true
+				return header, rows, i, true
 			}
 		case isSection(l) || same(i):
 		default:
 			rows = append(rows, lines[i])
 		}
 	}
-	return header, rows, true
+	return header, rows, len(lines), true
 }
 
 // printedTable is what an experiment's printer prints for a synthetic
@@ -284,9 +346,10 @@ type printedTable struct {
 	columns int
 }
 
-// printerTable runs e's printer on a Result of e's type with one synthetic
-// element in each list, every field set.
-func printerTable(res lab.Result) (p printedTable, err error) {
+// printerTables runs e's printer on a Result of e's type with one
+// synthetic element in each list, every field set: the tables it prints,
+// each with its row lined up under its header.
+func printerTables(res lab.Result) (ps []printedTable, err error) {
 	fillSynthetic(reflect.ValueOf(res), 0)
 	var buf bytes.Buffer
 	defer func() {
@@ -299,15 +362,20 @@ func printerTable(res lab.Result) (p printedTable, err error) {
 	for i, l := range strings.Split(buf.String(), "\n") {
 		lines = append(lines, numberedLine{i + 1, l})
 	}
-	header, rows, ok := splitTable(lines)
-	if !ok || len(rows) == 0 {
-		return p, fmt.Errorf("no table with a row in what it printed for a synthetic %T:\n%s", res, buf.String())
+	for _, st := range splitTables(lines) {
+		if len(st.rows) == 0 {
+			continue
+		}
+		p := printedTable{header: st.header.text, columns: len(strings.Fields(st.rows[0].text))}
+		if probs := alignProblems(st.header.text, st.rows[0].text, p.columns); len(probs) > 0 {
+			return nil, fmt.Errorf("its row does not line up under its header: %s\n%s\n%s", strings.Join(probs, "; "), st.header.text, st.rows[0].text)
+		}
+		ps = append(ps, p)
 	}
-	p = printedTable{header: header.text, columns: len(strings.Fields(rows[0].text))}
-	if probs := alignProblems(header.text, rows[0].text, p.columns); len(probs) > 0 {
-		return p, fmt.Errorf("its row does not line up under its header: %s\n%s\n%s", strings.Join(probs, "; "), header.text, rows[0].text)
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("no table with a row in what it printed for a synthetic %T:\n%s", res, buf.String())
 	}
-	return p, nil
+	return ps, nil
 }
 
 // fillSynthetic sets every settable field under v: strings "x" (a run's
@@ -551,5 +619,53 @@ func TestREADMEBlocksThatAreNoTable(t *testing.T) {
 	_, _, err := readmeTable(fencedBlocks("`slowlab reproduce no-such`:\n```\na  b  c\n1  2  3\n```\n")[0])
 	if err == nil || !strings.Contains(err.Error(), "no-such") {
 		t.Errorf("an unknown experiment: err %v, want one naming it", err)
+	}
+}
+
+// TestREADMESecondTableChecked: a block showing two tables (latency-gap's
+// requests, then its page loads) holds each to the printer's table of the
+// same header; a corrupted second table is caught, the legend text under
+// a table is not taken for one, and a printer's second table is found.
+func TestREADMESecondTableChecked(t *testing.T) {
+	first := "route   slow  p95_ms\ndirect     2  5966.5\n"
+	second := "load    loads  load_ms  conns\npage-10    20    330.9      8\n"
+	legend := "the load's time, from the document's first byte to the last one,\nin ms (a table of the path's bounds).\n"
+	var lines []numberedLine
+	for i, l := range strings.Split(first+"\n"+second+"\n"+legend, "\n") {
+		lines = append(lines, numberedLine{i + 1, l})
+	}
+	var printers []printedTable
+	for _, st := range splitTables(lines) {
+		printers = append(printers, printedTable{header: st.header.text, columns: len(strings.Fields(st.rows[0].text))})
+	}
+	if len(printers) != 2 || !strings.HasPrefix(printers[1].header, "load ") {
+		t.Fatalf("tables found: %+v, want route's and load's, the legend none", printers)
+	}
+	cases := []struct {
+		name, block, want string
+	}{
+		{"intact", first + "\n" + second + "\n" + legend, ""},
+		{"second table's column missing", first + "\n" + strings.Replace(second, "  load_ms", "", 1) + "\n", "missing load_ms"},
+		{"second table's row shifted", first + "\n" + strings.Replace(second, "    330.9", "   330.9 ", 1) + "\n", "neither starts nor ends"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			text := "`slowlab reproduce slow-client`:\n\n```\n" + c.block + "```\n"
+			tables, err := readmeTables(fencedBlocks(text)[0])
+			if err != nil || len(tables) != 2 {
+				t.Fatalf("%d tables (%v), want 2", len(tables), err)
+			}
+			var all []string
+			for i, tb := range tables {
+				problems, _ := tableProblems(tb, samePrinted(printers, tb.header, i))
+				all = append(all, problems...)
+			}
+			switch got := strings.Join(all, "\n"); {
+			case c.want == "" && got != "":
+				t.Errorf("intact tables: %s", got)
+			case c.want != "" && !strings.Contains(got, c.want):
+				t.Errorf("problems %q, want one saying %q", got, c.want)
+			}
+		})
 	}
 }

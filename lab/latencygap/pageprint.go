@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -29,18 +30,31 @@ var pagesTable = report.Table[Page]{
 		"visible_% = server_sum_ms / load_ms: the share of the load the server's timings account for; conns the connections " +
 		"a load opened; late_p99_ms the TUN delay line's lateness over the condition, valid: the path delayed as configured.",
 	Cols: []report.Column[Page]{
-		report.Col("load", func(p *Page) report.Cell { return report.Text(loadLabel(p.LoadKey)) }),
+		report.Col("load", func(p *Page) report.Cell {
+			return report.Cell{Text: loadToken(p.LoadKey), Title: loadLabel(p.LoadKey)}
+		}),
 		report.Col("size_bytes", func(p *Page) report.Cell {
 			return report.Cell{Text: fmt.Sprint(p.SizeBytes), Title: report.ByteSize(p.SizeBytes), Num: true}
 		}),
-		report.Col("configured_rtt_ms", func(p *Page) report.Cell { return number(fmt.Sprintf("%g", p.ConfiguredRTTMS)) }),
+		report.Col("configured_rtt_ms", func(p *Page) report.Cell {
+			if p.DelayUpMS != p.DelayDownMS {
+				return number(fmt.Sprintf("%g+%g", p.DelayUpMS, p.DelayDownMS))
+			}
+			return number(fmt.Sprintf("%g", p.ConfiguredRTTMS))
+		}),
 		report.Col("tls", func(p *Page) report.Cell { return report.Text(p.TLS) }),
-		report.Col("path", func(p *Page) report.Cell { return report.Text(pathLabel(p.Settings)) }),
+		report.Col("loss_%", func(p *Page) report.Cell { return number(fmt.Sprintf("%g", p.LossPct)) }),
+		report.Col("rate", func(p *Page) report.Cell {
+			if p.RateBits > 0 {
+				return number(BitRate(p.RateBits).String())
+			}
+			return number("-")
+		}),
 		report.Col("dns", func(p *Page) report.Cell {
 			if !dnsOn(p.Settings) {
 				return report.Text("-")
 			}
-			return report.Text(p.DNS)
+			return report.Text(dnsName(p.Settings, "+", "/"))
 		}),
 		report.Col("mode", func(p *Page) report.Cell { return report.Text(p.Mode) }),
 		report.Col("loads", func(p *Page) report.Cell { return report.Int(p.Loads) }),
@@ -58,6 +72,12 @@ var pagesTable = report.Table[Page]{
 			return report.Text("NO")
 		}),
 	},
+}
+
+// loadToken names a load condition in one word, as the text table's
+// cells are: "2-redirects-cross" or "page-50-h2".
+func loadToken(k LoadKey) string {
+	return strings.ReplaceAll(strings.ReplaceAll(loadLabel(k), ", ", "-"), " ", "-")
 }
 
 // loadLabel names a load condition: "2 redirects, cross" or "page 50,
