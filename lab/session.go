@@ -297,6 +297,9 @@ func (o Options) stack(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 		spec.Limits = map[string]LimitSpec{}
 	}
 	if r, ok := cfg.(Routed); ok {
+		if st, err = st.WithOwners(r.Routes()...); err != nil {
+			return st, err
+		}
 		for _, route := range r.Routes() {
 			if err := st.CheckRoute(route); err != nil {
 				return st, err
@@ -363,6 +366,9 @@ func (o Options) external(cfg Stacked, stderr io.Writer) (stack.Stack, error) {
 		}
 	}
 	if r, ok := cfg.(Routed); ok {
+		if st, err = st.WithOwners(r.Routes()...); err != nil {
+			return st, err
+		}
 		for _, route := range r.Routes() {
 			if route != ext.Route {
 				return st, fmt.Errorf("a condition's route %s: the external deployment is %s (external.route)", route, ext.Route)

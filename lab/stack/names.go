@@ -48,7 +48,8 @@ func ValidName(name string) error {
 // the servers it will run: auto (real when the real components those
 // servers need are installed, else embedded, with a note saying which and
 // why), embedded, real (alias gunicorn-nginx: NGINX and every real app
-// server, each server model run by the app that has it) or APP+PROXY of
+// server, each server model run by the app that has it; WithOwners adds
+// the proxies that own the routes a session asks for) or APP+PROXY of
 // registered components. It fails when a component a server needs is not
 // installed, naming what to install; without servers it needs the proxy
 // and at least one app installed.
@@ -80,6 +81,30 @@ func Lookup(name string, servers ...Server) (st Stack, note string, err error) {
 		return Stack{}, "", fmt.Errorf("--%w", err)
 	}
 	return st, "", st.installedFor(servers)
+}
+
+// WithOwners is the real stack (--stack real) with, beside NGINX, the
+// proxy that owns each of routes (HAProxy's, Caddy's, Apache's routes),
+// so that `--stack real --route haproxy-default` runs behind HAProxy as
+// `--stack gunicorn+nginx+haproxy` would; it fails, naming what to
+// install, when such a proxy is not installed. Any other stack is
+// returned as it is: a stack named by its components runs only those
+// (CheckRoute refuses a route none of them runs).
+func (s Stack) WithOwners(routes ...Route) (Stack, error) {
+	if s.Name != NameReal {
+		return s, nil
+	}
+	for _, r := range routes {
+		i := slices.IndexFunc(proxies, func(p Proxy) bool { return owns(p, r) })
+		if i < 0 || slices.ContainsFunc(s.proxies(), func(p Proxy) bool { return p.Name() == proxies[i].Name() }) {
+			continue
+		}
+		if err := Installed(proxies[i]); err != nil {
+			return s, fmt.Errorf("route %s: %w", r, err)
+		}
+		s.More = append(slices.Clip(s.More), proxies[i])
+	}
+	return s, nil
 }
 
 // installedFor returns nil when the proxy and the app of every server are
