@@ -1,8 +1,14 @@
 package netem
 
 import (
+	"context"
+	"fmt"
 	"net"
+	"net/netip"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // bothListener accepts from two listeners (the server's IPv4 and IPv6
@@ -75,3 +81,81 @@ func (l *bothListener) Close() error {
 
 // Addr is the IPv4 listener's address (the IPv6 one has its port).
 func (l *bothListener) Addr() net.Addr { return l.lns[0].Addr() }
+
+// Listen listens on TCP port (0 for any) at the server address, in the
+// server namespace, and with IPv6 at ServerAddr6 on the same port too:
+// one listener accepting from both.
+func (p *Path) Listen(ctx context.Context, port int) (net.Listener, error) {
+	lc := net.ListenConfig{Control: p.control}
+	var ln, ln6 net.Listener
+	err := p.Server.Do(func() (err error) {
+		ln, err = lc.Listen(ctx, "tcp4", netip.AddrPortFrom(p.ServerAddr, uint16(port)).String())
+		if err != nil || !p.ServerAddr6.IsValid() {
+			return err
+		}
+		at := netip.AddrPortFrom(p.ServerAddr6, uint16(ln.Addr().(*net.TCPAddr).Port))
+		if ln6, err = lc.Listen(ctx, "tcp6", at.String()); err != nil {
+			ln.Close()
+		}
+		return err
+	})
+	if err != nil || ln6 == nil {
+		return ln, err
+	}
+	return newBothListener(ln, ln6), nil
+}
+
+// ListenPacket listens on UDP port (0 for any) at the server address, in
+// the server namespace (a service such as a resolver beyond the path).
+func (p *Path) ListenPacket(ctx context.Context, port int) (net.PacketConn, error) {
+	var lc net.ListenConfig
+	var pc net.PacketConn
+	err := p.Server.Do(func() (err error) {
+		pc, err = lc.ListenPacket(ctx, "udp4", netip.AddrPortFrom(p.ServerAddr, uint16(port)).String())
+		return err
+	})
+	return pc, err
+}
+
+// DialContext connects from the client namespace to address, which must be
+// across the path (Across: traffic never leaves it), over TCP or UDP. Its
+// signature fits http.Transport.DialContext and net.Resolver.Dial; dials
+// are serialized.
+func (p *Path) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(address)
+	udp := network == "udp" || network == "udp4" || network == "udp6"
+	tcp := network == "tcp" || network == "tcp4" || network == "tcp6"
+	if err != nil || !p.Across(ap.Addr()) || (!tcp && !udp) {
+		return nil, fmt.Errorf("dial %s %s: only tcp or udp to the path's server %s", network, address, p.ServerAddr)
+	}
+	d, network := net.Dialer{Control: p.control}, "tcp4"
+	if udp {
+		d, network = net.Dialer{}, "udp4"
+	}
+	if ap.Addr().Is6() {
+		network = network[:3] + "6"
+	}
+	var conn net.Conn
+	err = p.Client.Do(func() (err error) {
+		conn, err = d.DialContext(ctx, network, address)
+		return err
+	})
+	return conn, err
+}
+
+// control sets the congestion control algorithm on a new socket.
+func (p *Path) control(_, _ string, c syscall.RawConn) error {
+	if p.cc == "" {
+		return nil
+	}
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, p.cc)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("set TCP_CONGESTION %s: %w", p.cc, serr)
+	}
+	return nil
+}
