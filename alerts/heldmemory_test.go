@@ -67,15 +67,30 @@ const (
 // slowReaders is how many slow readers the held-memory tests start.
 const slowReaders = 2
 
+// proxyMemory is the proxy's memory limit in the held-memory tests: twice
+// the published 96 MiB. Caddy holding two 16 MiB responses grows by 60
+// MiB or more from about 34 MiB, near the published limit, where its
+// cgroup killed it in 1 of 10 runs: the proxy gone, its series at 0 and
+// nothing left to alert on. The rule reads no limit; what it fires on is
+// the memory held.
+const proxyMemory = 192 << 20
+
 // watchProxy starts Gunicorn sync-2 behind stackName's proxy on route,
-// under the published limits (labtest.StartOwn: root), serving a 16 MiB
-// /large, and an exporter whose group "proxy" is the proxy's cgroup and
+// under the published limits but the proxy's memory (proxyMemory; root),
+// serving a 16 MiB /large, and an exporter whose group "proxy" is the
+// proxy's cgroup and
 // temp dirs. It returns the stack, the exporter and its values once the
 // proxy has no connection (the lab's check that it serves may leave one
 // in keep-alive: Apache's for up to its KeepAliveTimeout, 5 s).
 func watchProxy(t *testing.T, stackName string, route stack.Route) (*stack.Running, *exporter.Exporter, map[string]float64) {
 	t.Helper()
-	r := labtest.StartOwn(t, stackName, route, "sync-2", 16<<20)
+	slowlabtest.EndToEnd(t, "it starts a stack")
+	r := labtest.StartOwnWith(t, stackName, route, "sync-2", 16<<20, func(st *stack.Stack, _ *stack.Deployment) {
+		if l, ok := st.Limits["proxy"]; ok {
+			l.MemoryBytes = proxyMemory
+			st.Limits["proxy"] = l
+		}
+	})
 	e, err := exporter.New(exporter.Config{Groups: []exporter.Group{{Name: "proxy", Selectors: r.Groups()["proxy"], TempDirs: r.TempDirs()}}},
 		exporter.Options{}, nil)
 	if err != nil {
@@ -128,7 +143,7 @@ func mib(v float64) float64 { return v / (1 << 20) }
 
 // TestResponsesHeldInMemoryOnRealCaddy: the exporter watching a real
 // Caddy on caddy-buffer-response (buffer_responses) in front of Gunicorn
-// sync-2, under the proxy's published limits, while two slow readers
+// sync-2 (the proxy's memory limit proxyMemory), while two slow readers
 // download 16 MiB each at 2 MiB/s, shows what SlowlabResponsesHeldInMemory
 // fires on: the proxy's resident memory grown past the rule's threshold
 // and past its per-connection threshold, its clients' windows closed on
