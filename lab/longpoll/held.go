@@ -7,8 +7,9 @@ import (
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
-// heldEvery is how often the long-poll experiment samples held long-polls.
-const heldEvery = 50 * time.Millisecond
+// heldEvery is how often the long-poll experiment samples held long-polls:
+// the shared sampler's period.
+const heldEvery = stack.HeldEvery
 
 // heldStats is what sampling a HeldCounter found.
 type heldStats struct {
@@ -20,63 +21,36 @@ type heldStats struct {
 	lastErr         error
 }
 
-// sampleHeld samples hc every heldEvery from start to end (the probing
-// window) or until stop is called, which returns the statistics. A worker
-// is full when it holds threads long-polls; threads 0 is a worker no
-// number of long-polls fills (an event loop).
+// sampleHeld samples hc with the shared sampler (stack.SampleHeldEach)
+// every heldEvery from start to end (the probing window) or until stop is
+// called, which returns the statistics. A worker is full when it holds
+// threads long-polls; threads 0 is a worker no number of long-polls fills
+// (an event loop).
 func sampleHeld(ctx context.Context, hc stack.HeldCounter, threads int, start, end time.Time) (stop func() heldStats) {
-	done := make(chan struct{})
-	result := make(chan heldStats, 1)
-	go func() {
-		var st heldStats
-		defer func() { result <- st }()
-		select {
-		case <-time.After(time.Until(start)):
-		case <-done:
-			return
-		case <-ctx.Done():
+	var st heldStats
+	stopEach := stack.SampleHeldEach(ctx, hc, start, end, func(s stack.HeldSample) {
+		if s.Err != nil {
+			st.failed++
+			st.lastErr = s.Err
 			return
 		}
-		tick := time.NewTicker(heldEvery)
-		defer tick.Stop()
-		prev := time.Now()
-		for {
-			held, err := hc.LongPollsHeld(ctx)
-			now := time.Now()
-			if now.After(end) {
-				return
-			}
-			if err != nil {
-				st.failed++
-				st.lastErr = err
-			} else {
-				if st.samples == 0 {
-					st.first = now
-				}
-				st.samples++
-				st.last = now
-				most := 0
-				for _, n := range held {
-					most = max(most, n)
-				}
-				st.max = max(st.max, most)
-				if threads > 0 && most >= threads {
-					st.full += min(now.Sub(prev), 2*heldEvery)
-					st.fullAt = append(st.fullAt, now)
-				}
-			}
-			prev = now
-			select {
-			case <-tick.C:
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			}
+		if st.samples == 0 {
+			st.first = s.At
 		}
-	}()
+		st.samples++
+		st.last = s.At
+		most := 0
+		for _, n := range s.Held {
+			most = max(most, n)
+		}
+		st.max = max(st.max, most)
+		if threads > 0 && most >= threads {
+			st.full += min(s.Since, 2*heldEvery)
+			st.fullAt = append(st.fullAt, s.At)
+		}
+	})
 	return func() heldStats {
-		close(done)
-		return <-result
+		stopEach()
+		return st
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// heldEvery is how often a run samples the requests the app holds.
-const heldEvery = 50 * time.Millisecond
+// HeldEvery is how often a run samples the requests the app holds.
+const HeldEvery = 50 * time.Millisecond
 
 // HeldStats is what sampling the app's held count found: the most
 // requests held at once over all workers (Held), and the most workers
@@ -24,28 +24,70 @@ type HeldStats struct {
 // the statistics. The apps count a long-poll, an SSE stream and a
 // WebSocket as held for as long as they serve it.
 func SampleHeld(ctx context.Context, hc HeldCounter) (stop func() HeldStats) {
-	done := make(chan struct{})
-	result := make(chan HeldStats, 1)
-	go func() {
-		var st HeldStats
-		defer func() { result <- st }()
-		tick := time.NewTicker(heldEvery)
-		defer tick.Stop()
-		for {
-			if held, err := hc.LongPollsHeld(ctx); err != nil {
-				st.Failed++
-				st.LastErr = err
-			} else {
-				st.Samples++
-				total, workers := 0, 0
-				for _, n := range held {
-					total += n
-					if n > 0 {
-						workers++
-					}
-				}
-				st.Held, st.Workers = max(st.Held, total), max(st.Workers, workers)
+	var st HeldStats
+	stopEach := SampleHeldEach(ctx, hc, time.Time{}, time.Time{}, func(s HeldSample) {
+		if s.Err != nil {
+			st.Failed++
+			st.LastErr = s.Err
+			return
+		}
+		st.Samples++
+		total, workers := 0, 0
+		for _, n := range s.Held {
+			total += n
+			if n > 0 {
+				workers++
 			}
+		}
+		st.Held, st.Workers = max(st.Held, total), max(st.Workers, workers)
+	})
+	return func() HeldStats {
+		stopEach()
+		return st
+	}
+}
+
+// HeldSample is one read of the app's held count: when it ended (At),
+// the time since the previous read ended or, for the first, since
+// sampling began (Since), the requests each worker held, or why the read
+// failed (Err).
+type HeldSample struct {
+	At    time.Time
+	Since time.Duration
+	Held  map[string]int
+	Err   error
+}
+
+// SampleHeldEach reads hc every HeldEvery from start until stop is
+// called, ctx ends or a read ends after end, passing each read to each
+// (on the sampling goroutine; a read that ends after end is dropped).
+// A zero start samples at once, a zero end never ends the sampling. stop
+// returns once each has been called for the last time.
+func SampleHeldEach(ctx context.Context, hc HeldCounter, start, end time.Time, each func(HeldSample)) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		if !start.IsZero() {
+			select {
+			case <-time.After(time.Until(start)):
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		tick := time.NewTicker(HeldEvery)
+		defer tick.Stop()
+		prev := time.Now()
+		for {
+			held, err := hc.LongPollsHeld(ctx)
+			now := time.Now()
+			if !end.IsZero() && now.After(end) {
+				return
+			}
+			each(HeldSample{At: now, Since: now.Sub(prev), Held: held, Err: err})
+			prev = now
 			select {
 			case <-tick.C:
 			case <-done:
@@ -55,9 +97,9 @@ func SampleHeld(ctx context.Context, hc HeldCounter) (stop func() HeldStats) {
 			}
 		}
 	}()
-	return func() HeldStats {
+	return func() {
 		close(done)
-		return <-result
+		<-finished
 	}
 }
 
