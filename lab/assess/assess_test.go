@@ -256,9 +256,9 @@ func TestPrint(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"assessed: sync-2 direct on the real stack, 40 s (budget 300 s)",
-		"probe  clients to degrade  sure/windows  held in place  tried  /fast p95 ms before  at  failed at   stopped",
-		"idle                   2   confirmed/4              1      2                  3.0   -      50/50  degraded",
-		"slow-readers                   -        held/1              8      8                  2.5   -          -       max",
+		"probe        clients to degrade sure/windows held in place tried /fast p95 ms before at failed at stopped",
+		"idle                          2 confirmed/4              1     2                 3.0  -     50/50 degraded",
+		"slow-readers                  - held/1                   8     8                 2.5  -         - max",
 		"idle, at 2 clients: app 2 connections; clients ended bound 2 (kept 2.0 s median, 10.0 s at most)",
 		"fix idle: a proxy (docs/idle-connections.md)",
 		"fail-on: broken: idle<4: degraded with 2 (confirmed, 4 windows)",

@@ -54,42 +54,60 @@ var Section = report.NewSection(Name, File, func(dir string) (*report.Part, erro
 	return p, nil
 })
 
-// verdictsTable is the report's table of the verdicts. The CLI prints
-// its own (Result.Print: sure/windows and held in place, without the
-// held summary and the fix, which it prints below), docs/assess.md
-// shows that one.
+// verdictsTable is the table of the verdicts, declared once: the CLI
+// prints it (Result.Print, one word a value: docs/assess.md shows it)
+// and the report draws it, with the held summary, the fix and its page,
+// which the CLI prints below the table instead.
 var verdictsTable = report.Table[Verdict]{
 	Caption: "Verdicts (" + File + "): the clients at which /fast degraded (- when it held up to " +
-		"the clients tried), /fast p95 before the probe and at that level, /fast requests failed there, why the probe stopped, " +
+		"the clients tried), how sure that is and on how many /fast windows, the most clients /fast held with every one in place, " +
+		"/fast p95 before the probe and at that level, /fast requests failed there (of those sent), why the probe stopped (hover: in full), " +
 		"what the stack's instruments saw holding it at its last level, and the fix whose measurement the page named shows.",
 	Cols: []report.Column[Verdict]{
 		report.Col("probe", func(v *Verdict) report.Cell { return report.Text(v.Probe) }),
 		report.Col("clients to degrade", func(v *Verdict) report.Cell {
 			if v.ClientsToDegrade == nil {
-				return report.Text("-")
+				return dash
 			}
 			return report.Int(*v.ClientsToDegrade)
 		}),
-		report.Col("tried", func(v *Verdict) report.Cell { return report.Int(v.Tried) }),
-		report.Col("/fast p95 before (ms)", func(v *Verdict) report.Cell { return report.Sig(v.BaselineP95MS) }),
-		report.Col("/fast p95 at (ms)", func(v *Verdict) report.Cell {
-			if v.ClientsToDegrade == nil || v.AtP95MS == nil {
+		report.Col("sure/windows", func(v *Verdict) report.Cell {
+			switch {
+			case v.Sure == "":
 				return report.Text("-")
+			case v.Windows > 0:
+				return report.Text(fmt.Sprintf("%s/%d", v.Sure, v.Windows))
 			}
-			return report.Sig(*v.AtP95MS)
+			return report.Text(v.Sure)
+		}),
+		report.Col("held in place", func(v *Verdict) report.Cell { return report.Int(v.HeldInPlace) }),
+		report.Col("tried", func(v *Verdict) report.Cell { return report.Int(v.Tried) }),
+		report.Col("/fast p95 ms before", func(v *Verdict) report.Cell { return report.Fixed(v.BaselineP95MS, 1) }),
+		report.Col("at", func(v *Verdict) report.Cell {
+			if v.AtP95MS == nil {
+				return dash
+			}
+			return report.Fixed(*v.AtP95MS, 1)
 		}),
 		report.Col("failed at", func(v *Verdict) report.Cell {
 			if v.ClientsToDegrade == nil {
-				return report.Text("-")
+				return dash
 			}
-			return report.Int(v.AtFailed)
+			if lv := v.LastLevel(); lv != nil && lv.FastFail > 0 {
+				return report.Cell{Text: fmt.Sprintf("%d/%d", lv.FastFail, lv.FastSent), Num: true}
+			}
+			return report.Int(0)
 		}),
-		report.Col("stopped", func(v *Verdict) report.Cell { return report.Text(v.Stopped) }),
-		report.Col("held", func(v *Verdict) report.Cell { return report.Text(v.Held.Summary) }),
-		report.Col("fix", func(v *Verdict) report.Cell { return report.Text(v.Fix) }),
-		report.Col("measured in", func(v *Verdict) report.Cell { return report.Text(v.FixDoc) }),
+		report.Col("stopped", func(v *Verdict) report.Cell { return report.Cell{Text: stoppedWord(*v), Title: v.Stopped} }),
+		report.HTMLCol("held", func(v *Verdict) report.Cell { return report.Text(v.Held.Summary) }),
+		report.HTMLCol("fix", func(v *Verdict) report.Cell { return report.Text(v.Fix) }),
+		report.HTMLCol("measured in", func(v *Verdict) report.Cell { return report.Text(v.FixDoc) }),
 	},
 }
+
+// dash is a numeric column's "-": no level degraded, or none measured
+// the value.
+var dash = report.Cell{Text: "-", Num: true}
 
 // withMargin is the clause saying the model's measured error a verdict
 // allowed for, sign "-" or "+"; none for a file written before margins.

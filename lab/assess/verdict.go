@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -179,29 +178,7 @@ func (r *Result) WriteJSON() error { return WriteAssessment(r.Dir, r.Assessment)
 // probe's last level and the fixes.
 func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "assessed: %s %s on the %s stack, %.0f s (budget %.0f s)\n\n", r.Server, r.Route, r.Stack, r.TookS, r.BudgetS)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "probe\tclients to degrade\tsure/windows\theld in place\ttried\t/fast p95 ms before\tat\tfailed at\tstopped\t")
-	for _, v := range r.Verdicts {
-		n, at, failed := "-", "-", "-"
-		if v.ClientsToDegrade != nil {
-			n = fmt.Sprint(*v.ClientsToDegrade)
-			failed = "0"
-		}
-		if v.AtP95MS != nil {
-			at = fmt.Sprintf("%.1f", *v.AtP95MS)
-		}
-		if lv := v.LastLevel(); v.ClientsToDegrade != nil && lv != nil && lv.FastFail > 0 {
-			failed = fmt.Sprintf("%d/%d", lv.FastFail, lv.FastSent)
-		}
-		sure := v.Sure
-		if sure == "" {
-			sure = "-"
-		} else if v.Windows > 0 {
-			sure = fmt.Sprintf("%s/%d", sure, v.Windows)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t\n", v.Probe, n, sure, v.HeldInPlace, v.Tried, v.BaselineP95MS, at, failed, stoppedWord(v))
-	}
-	tw.Flush()
+	verdictsTable.WriteText(w, r.Verdicts)
 	fmt.Fprintln(w)
 	if r.Shard != "" {
 		fmt.Fprintf(w, "as shard %s of an assessment started at %s (shard 0 measures /fast and gives the verdicts)\n", r.Shard, r.StartAt)
