@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,12 +56,20 @@ func (r BitRate) String() string {
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
-func (r *BitRate) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseBitRate(n.Value)
-	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: %q is not a rate (want bits per second as N, Nkbit, Nmbit or Ngbit)", n.Line, n.Value)
+func (r *BitRate) UnmarshalYAML(n *yaml.Node) error { return unmarshalScalar(n, ParseBitRate, r) }
+
+// unmarshalScalar sets *v to what parse reads of n, or says on which
+// line what parse wants: a node that is no scalar is read as "".
+func unmarshalScalar[T any](n *yaml.Node, parse func(string) (T, error), v *T) error {
+	value := n.Value
+	if n.Kind != yaml.ScalarNode {
+		value = ""
 	}
-	*r = v
+	parsed, err := parse(value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*v = parsed
 	return nil
 }
 
@@ -105,14 +112,7 @@ func (w Work) String() string {
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
-func (w *Work) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseWork(n.Value)
-	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: %q is not a processing time (want DURATION, sleep:DURATION or cpu:DURATION)", n.Line, n.Value)
-	}
-	*w = v
-	return nil
-}
+func (w *Work) UnmarshalYAML(n *yaml.Node) error { return unmarshalScalar(n, ParseWork, w) }
 
 // MarshalYAML implements yaml.Marshaler.
 func (w Work) MarshalYAML() (any, error) { return w.String(), nil }
@@ -126,11 +126,14 @@ func (w Work) query() string {
 }
 
 // works is the grid's processing times, none when not given.
-func (c *Config) works() []Work {
-	if len(c.Work) == 0 {
-		return []Work{{Kind: WorkSleep}}
+func (c *Config) works() []Work { return orOnly(c.Work, Work{Kind: WorkSleep}) }
+
+// orOnly is a grid's list xs, or only def when none were given.
+func orOnly[T any](xs []T, def T) []T {
+	if len(xs) == 0 {
+		return []T{def}
 	}
-	return c.Work
+	return xs
 }
 
 // pathCond is one network path of the grid: its one-way delays, random
@@ -182,14 +185,8 @@ func (c *Config) paths() []pathCond {
 			delays = append(delays, pair{time.Duration(d), time.Duration(d)})
 		}
 	}
-	losses := c.Losses
-	if len(losses) == 0 {
-		losses = []float64{0}
-	}
-	rates := c.Rates
-	if len(rates) == 0 {
-		rates = []BitRate{BitRate(8 * c.Rate)}
-	}
+	losses := orOnly(c.Losses, 0)
+	rates := orOnly(c.Rates, BitRate(8*c.Rate))
 	var out []pathCond
 	for _, d := range delays {
 		for _, l := range losses {
@@ -202,12 +199,7 @@ func (c *Config) paths() []pathCond {
 }
 
 // tlsModes is the grid's TLS modes, none when not given.
-func (c *Config) tlsModes() []string {
-	if len(c.TLS) == 0 {
-		return []string{TLSNone}
-	}
-	return c.TLS
-}
+func (c *Config) tlsModes() []string { return orOnly(c.TLS, TLSNone) }
 
 // validateConditions checks the grid's path and TLS settings.
 func (c *Config) validateConditions() error {
@@ -219,45 +211,42 @@ func (c *Config) validateConditions() error {
 			return fmt.Errorf("%s %s: allowed 0 to %s", d.name, time.Duration(d.v), MaxDelay)
 		}
 	}
-	for i, l := range c.Losses {
+	err := checkList("loss", "%g%%", c.Losses, func(l float64) string {
 		if l < 0 || l > netem.MaxLoss || math.IsNaN(l) {
-			return fmt.Errorf("loss[%d] %g%%: allowed 0 to %g%%", i, l, netem.MaxLoss)
+			return fmt.Sprintf("allowed 0 to %g%%", netem.MaxLoss)
 		}
-		if slices.Index(c.Losses, l) != i {
-			return fmt.Errorf("loss[%d] %g%%: given twice", i, l)
-		}
-	}
-	if len(c.Rates) > 0 && c.Rate != 0 {
+		return ""
+	})
+	switch {
+	case err != nil:
+		return err
+	case len(c.Rates) > 0 && c.Rate != 0:
 		return errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
 	}
-	for i, r := range c.Rates {
+	err = checkList("rates", "%s", c.Rates, func(r BitRate) string {
 		if r != 0 && (r < MinRate || r > MaxRate) {
-			return fmt.Errorf("rates[%d] %s: allowed 0 (no limit) or %s to %s", i, r, MinRate, MaxRate)
+			return fmt.Sprintf("allowed 0 (no limit) or %s to %s", MinRate, MaxRate)
 		}
-		if slices.Index(c.Rates, r) != i {
-			return fmt.Errorf("rates[%d] %s: given twice", i, r)
-		}
+		return ""
+	})
+	if err == nil {
+		err = checkList("tls", "%q", c.TLS, oneOf(TLSModes))
 	}
-	for i, m := range c.TLS {
-		if !slices.Contains(TLSModes, m) {
-			return fmt.Errorf("tls[%d] %q: allowed %s", i, m, strings.Join(TLSModes, ", "))
-		}
-		if slices.Index(c.TLS, m) != i {
-			return fmt.Errorf("tls[%d] %q: given twice", i, m)
-		}
+	if err == nil {
+		err = checkList("work", "%s", c.Work, func(w Work) string {
+			if w.D < 0 || w.D > MaxWork {
+				return fmt.Sprintf("allowed 0 to %s", MaxWork)
+			}
+			return ""
+		})
 	}
-	for i, w := range c.Work {
-		if w.D < 0 || w.D > MaxWork {
-			return fmt.Errorf("work[%d] %s: allowed 0 to %s", i, w, MaxWork)
-		}
-		if slices.Index(c.Work, w) != i {
-			return fmt.Errorf("work[%d] %s: given twice", i, w)
-		}
+	if err == nil {
+		err = c.validateDNS()
 	}
-	if err := c.validateDNS(); err != nil {
-		return err
+	if err == nil {
+		err = c.validateLoads()
 	}
-	if err := c.validateLoads(); err != nil {
+	if err != nil {
 		return err
 	}
 	if n := len(c.paths()) * len(c.tlsModes()) * len(c.works()) * len(c.dnsConds()) * len(c.Sizes) * (1 + len(c.loads())); n > maxConditions {

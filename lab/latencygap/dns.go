@@ -82,10 +82,7 @@ type dnsCond struct{ mode, families string }
 // dnsConds is the grid's DNS conditions: each DNS mode, and each one that
 // looks up with each family mode (FamiliesA when none is given).
 func (c *Config) dnsConds() []dnsCond {
-	fams := c.DNSFamilies
-	if len(fams) == 0 {
-		fams = []string{FamiliesA}
-	}
+	fams := orOnly(c.DNSFamilies, FamiliesA)
 	var out []dnsCond
 	for _, m := range c.dnsModes() {
 		if m == DNSNone {
@@ -146,30 +143,15 @@ const CachedTTL = 300 * time.Second
 const MaxDNSDelay = 5 * time.Second
 
 // dnsModes is the grid's DNS modes, none when not given.
-func (c *Config) dnsModes() []string {
-	if len(c.DNS) == 0 {
-		return []string{DNSNone}
-	}
-	return c.DNS
-}
+func (c *Config) dnsModes() []string { return orOnly(c.DNS, DNSNone) }
 
 // validateDNS checks the DNS modes and the resolver's delay.
 func (c *Config) validateDNS() error {
-	for i, m := range c.DNS {
-		if !slices.Contains(DNSModes, m) {
-			return fmt.Errorf("dns[%d] %q: allowed %s", i, m, strings.Join(DNSModes, ", "))
-		}
-		if slices.Index(c.DNS, m) != i {
-			return fmt.Errorf("dns[%d] %q: given twice", i, m)
-		}
+	if err := checkList("dns", "%q", c.DNS, oneOf(DNSModes)); err != nil {
+		return err
 	}
-	for i, f := range c.DNSFamilies {
-		if !slices.Contains(DNSFamilyModes, f) {
-			return fmt.Errorf("dns_families[%d] %q: allowed %s", i, f, strings.Join(DNSFamilyModes, ", "))
-		}
-		if slices.Index(c.DNSFamilies, f) != i {
-			return fmt.Errorf("dns_families[%d] %q: given twice", i, f)
-		}
+	if err := checkList("dns_families", "%q", c.DNSFamilies, oneOf(DNSFamilyModes)); err != nil {
+		return err
 	}
 	if len(c.DNSFamilies) > 0 && !c.looksUp() {
 		return fmt.Errorf("dns_families %s without a dns condition that looks up: give dns cold or cached (--dns cold,cached)", strings.Join(c.DNSFamilies, ","))

@@ -131,10 +131,7 @@ func plural(n int) string {
 // origin), then the pages.
 func (c *Config) loads() []loadCond {
 	var out []loadCond
-	origins := c.RedirectOrigins
-	if len(origins) == 0 {
-		origins = []string{OriginSame}
-	}
+	origins := orOnly(c.RedirectOrigins, OriginSame)
 	for _, n := range c.Redirects {
 		for _, o := range origins {
 			if n == 0 && o == OriginCross {
@@ -146,10 +143,7 @@ func (c *Config) loads() []loadCond {
 			out = append(out, loadCond{kind: KindRedirect, redirects: n, cross: o == OriginCross, proto: ProtoHTTP1})
 		}
 	}
-	protos := c.PageProtocols
-	if len(protos) == 0 {
-		protos = []string{ProtoHTTP1}
-	}
+	protos := orOnly(c.PageProtocols, ProtoHTTP1)
 	for _, n := range c.Pages {
 		for _, p := range protos {
 			out = append(out, loadCond{kind: KindPage, resources: n, proto: p})

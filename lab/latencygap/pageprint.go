@@ -33,29 +33,12 @@ var pagesTable = report.Table[Page]{
 		report.Col("load", func(p *Page) report.Cell {
 			return report.Cell{Text: loadToken(p.LoadKey), Title: loadLabel(p.LoadKey)}
 		}),
-		report.Col("size_bytes", func(p *Page) report.Cell {
-			return report.Cell{Text: fmt.Sprint(p.SizeBytes), Title: report.ByteSize(p.SizeBytes), Num: true}
-		}),
-		report.Col("configured_rtt_ms", func(p *Page) report.Cell {
-			if p.DelayUpMS != p.DelayDownMS {
-				return number(fmt.Sprintf("%g+%g", p.DelayUpMS, p.DelayDownMS))
-			}
-			return number(fmt.Sprintf("%g", p.ConfiguredRTTMS))
-		}),
+		report.Col("size_bytes", func(p *Page) report.Cell { return sizeCell(p.SizeBytes) }),
+		report.Col("configured_rtt_ms", func(p *Page) report.Cell { return p.rttCell(p.ConfiguredRTTMS) }),
 		report.Col("tls", func(p *Page) report.Cell { return report.Text(p.TLS) }),
-		report.Col("loss_%", func(p *Page) report.Cell { return number(fmt.Sprintf("%g", p.LossPct)) }),
-		report.Col("rate", func(p *Page) report.Cell {
-			if p.RateBits > 0 {
-				return number(BitRate(p.RateBits).String())
-			}
-			return number("-")
-		}),
-		report.Col("dns", func(p *Page) report.Cell {
-			if !dnsOn(p.Settings) {
-				return report.Text("-")
-			}
-			return report.Text(dnsName(p.Settings, "+", "/"))
-		}),
+		report.Col("loss_%", func(p *Page) report.Cell { return p.lossCell() }),
+		report.Col("rate", func(p *Page) report.Cell { return p.rateCell() }),
+		report.Col("dns", func(p *Page) report.Cell { return report.Text(p.dnsText()) }),
 		report.Col("mode", func(p *Page) report.Cell { return report.Text(p.Mode) }),
 		report.Col("loads", func(p *Page) report.Cell { return report.Int(p.Loads) }),
 		report.Col("load_ms", func(p *Page) report.Cell { return report.Opt(p.LoadMS, report.Decimals(1)) }),

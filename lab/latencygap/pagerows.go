@@ -193,7 +193,7 @@ func SummarizeLoads(k LoadKey, s Settings, bound float64, loads []Load) Page {
 		}
 	}
 	p.Loads = len(ms)
-	med := func(x []float64) recorder.Maybe { return recorder.Some(recorder.Median(x)) }
-	p.LoadMS, p.ServerSumMS, p.ServerMaxMS, p.VisiblePct, p.VisibleMaxPct, p.Connections = med(ms), med(sum), med(hi), med(vis), med(visMax), med(conns)
+	p.LoadMS, p.ServerSumMS, p.ServerMaxMS = medianOf(ms), medianOf(sum), medianOf(hi)
+	p.VisiblePct, p.VisibleMaxPct, p.Connections = medianOf(vis), medianOf(visMax), medianOf(conns)
 	return p
 }

@@ -162,13 +162,7 @@ func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.
 		key := LoadKey{RunID: id, Kind: l.kind, Mode: mode, Protocol: l.proto, Redirects: l.redirects, RedirectOrigin: l.origin(),
 			Resources: l.resources, SizeBytes: sp.size, ConfiguredRTTMS: configured}
 		bound := boundMS(l, mode, sp.settings)
-		var clientTLS *tls.Config
-		if s.server.clientTLS != nil {
-			clientTLS = s.server.clientTLS.Clone() // its own session cache: a mode resumes only its own sessions
-			if s.server.clientTLS.ClientSessionCache != nil {
-				clientTLS.ClientSessionCache = tls.NewLRUClientSessionCache(16)
-			}
-		}
+		clientTLS := modeTLS(s.server.clientTLS)
 		var nd *nameDialer
 		if res != nil {
 			nd = newNameDialer(dial, res.addr) // its own cache: a mode looks up on its own

@@ -49,16 +49,8 @@ var conditionsTable = report.Table[Row]{
 		"median lookup of the new connections (0: the cache answered), connect_ms their median TCP connect (a happy-eyeballs " +
 		"fallback's wait included) and ipv6_% the share of them over IPv6.",
 	Cols: []report.Column[Row]{
-		report.Col("size_bytes", func(r *Row) report.Cell {
-			return report.Cell{Text: strconv.Itoa(r.Gap.SizeBytes), Title: report.ByteSize(r.Gap.SizeBytes), Num: true}
-		}),
-		report.Col("configured_rtt_ms", func(r *Row) report.Cell {
-			g := r.Gap
-			if g.DelayUpMS != g.DelayDownMS {
-				return number(fmt.Sprintf("%g+%g", g.DelayUpMS, g.DelayDownMS))
-			}
-			return number(fmt.Sprintf("%g", g.ConfiguredRTTMS))
-		}),
+		report.Col("size_bytes", func(r *Row) report.Cell { return sizeCell(r.Gap.SizeBytes) }),
+		report.Col("configured_rtt_ms", func(r *Row) report.Cell { return r.Gap.rttCell(r.Gap.ConfiguredRTTMS) }),
 		report.Col("rtt_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.RTTMS, report.Decimals(3)) }),
 		report.Col("method", func(r *Row) report.Cell { return report.Text(r.Gap.DelayMethod) }),
 		report.Col("tls", func(r *Row) report.Cell {
@@ -67,13 +59,8 @@ var conditionsTable = report.Table[Row]{
 			}
 			return report.Text(r.Gap.TLS)
 		}),
-		report.Col("loss_%", func(r *Row) report.Cell { return number(fmt.Sprintf("%g", r.Gap.LossPct)) }),
-		report.Col("rate", func(r *Row) report.Cell {
-			if r.Gap.RateBits > 0 {
-				return number(BitRate(r.Gap.RateBits).String())
-			}
-			return number("-")
-		}),
+		report.Col("loss_%", func(r *Row) report.Cell { return r.Gap.lossCell() }),
+		report.Col("rate", func(r *Row) report.Cell { return r.Gap.rateCell() }),
 		report.Col("work_ms", func(r *Row) report.Cell {
 			g := r.Gap
 			switch {
@@ -107,12 +94,7 @@ var conditionsTable = report.Table[Row]{
 			}
 			return report.Text("NO")
 		}),
-		report.Col("dns", func(r *Row) report.Cell {
-			if !dnsOn(r.Gap.Settings) {
-				return number("-")
-			}
-			return number(dnsName(r.Gap.Settings, "+", "/"))
-		}),
+		report.Col("dns", func(r *Row) report.Cell { return number(r.Gap.dnsText()) }),
 		report.Col("dns_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.DNSMS, report.Decimals(2)) }),
 		report.Col("connect_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ConnectMS, report.Decimals(2)) }),
 		report.Col("ipv6_%", func(r *Row) report.Cell { return report.Opt(r.Gap.IPv6Pct, report.Decimals(0)) }),
@@ -121,6 +103,37 @@ var conditionsTable = report.Table[Row]{
 
 // number is a cell that is a quantity written as text (right-aligned).
 func number(s string) report.Cell { return report.Cell{Text: s, Num: true} }
+
+// sizeCell is a response size in bytes, named on hover.
+func sizeCell(n int) report.Cell {
+	return report.Cell{Text: strconv.Itoa(n), Title: report.ByteSize(n), Num: true}
+}
+
+// The cells of a condition's settings that both tables show: its
+// configured RTT (up+down when asymmetric), loss, rate and DNS mode.
+
+func (s Settings) rttCell(configured float64) report.Cell {
+	if s.DelayUpMS != s.DelayDownMS {
+		return number(fmt.Sprintf("%g+%g", s.DelayUpMS, s.DelayDownMS))
+	}
+	return number(fmt.Sprintf("%g", configured))
+}
+
+func (s Settings) lossCell() report.Cell { return number(fmt.Sprintf("%g", s.LossPct)) }
+
+func (s Settings) rateCell() report.Cell {
+	if s.RateBits > 0 {
+		return number(BitRate(s.RateBits).String())
+	}
+	return number("-")
+}
+
+func (s Settings) dnsText() string {
+	if !dnsOn(s) {
+		return "-"
+	}
+	return dnsName(s, "+", "/")
+}
 
 // Section is the latency-gap section of the report, which the
 // registration carries: the server's and the client's times per

@@ -11,9 +11,9 @@ import (
 
 // resultRows are the conditions of runs that completed, and of one
 // interrupted: this session's as measured, resumed ones from gap.csv and
-// gap-path.csv.
+// gap-path.csv (gap-pages.csv for a load condition).
 func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
-	var disk map[string]Row
+	var diskRows map[string]Row
 	var diskPages map[string][]Page
 	var rows []Row
 	var pages []Page
@@ -23,36 +23,41 @@ func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
 			continue
 		}
 		if s.loads[baseID(r.RunID)] {
-			ps, ok := s.pages[r.RunID]
-			if !ok {
-				if diskPages == nil {
-					var err error
-					if diskPages, err = readPages(s.env.Out); err != nil {
-						return rows, pages, err
-					}
-				}
-				if ps, ok = diskPages[r.RunID]; !ok {
-					return rows, pages, fmt.Errorf("resume %s: run %s has no row in %s", s.env.Out, r.RunID, pageFile)
-				}
+			ps, err := runResult(s.env.Out, r.RunID, s.pages, &diskPages, readPages, pageFile)
+			if err != nil {
+				return rows, pages, err
 			}
 			pages = append(pages, ps...)
 			continue
 		}
-		row, ok := s.rows[r.RunID]
-		if !ok {
-			if disk == nil {
-				var err error
-				if disk, err = readRows(s.env.Out); err != nil {
-					return rows, pages, err
-				}
-			}
-			if row, ok = disk[r.RunID]; !ok {
-				return rows, pages, fmt.Errorf("resume %s: run %s has no row in gap.csv and gap-path.csv", s.env.Out, r.RunID)
-			}
+		row, err := runResult(s.env.Out, r.RunID, s.rows, &diskRows, readRows, gapFile+" and "+pathFile)
+		if err != nil {
+			return rows, pages, err
 		}
 		rows = append(rows, row)
 	}
 	return rows, pages, nil
+}
+
+// runResult is run id's results: this session's (measured), else what
+// the files of dir hold of a resumed run, which read reads into *disk
+// once. files names them in the error of a run they lack.
+func runResult[T any](dir, id string, measured map[string]T, disk *map[string]T, read func(dir string) (map[string]T, error), files string) (T, error) {
+	if v, ok := measured[id]; ok {
+		return v, nil
+	}
+	if *disk == nil {
+		var err error
+		if *disk, err = read(dir); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+	v, ok := (*disk)[id]
+	if !ok {
+		return v, fmt.Errorf("resume %s: run %s has no row in %s", dir, id, files)
+	}
+	return v, nil
 }
 
 // readRows reads dir's gap.csv and gap-path.csv rows by run id.

@@ -248,8 +248,8 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 	var ka, nw, srv, last, rtt, hs, lookups, connects []float64
 	resumed, v6, families := 0, 0, 0
 	for _, r := range reqs {
-		if okRequest(r) && r.TCPRTTMS.Valid {
-			rtt = append(rtt, r.TCPRTTMS.Value)
+		if okRequest(r) {
+			rtt = recorder.AppendValid(rtt, r.TCPRTTMS)
 		}
 		switch {
 		case !okRequest(r):
@@ -257,15 +257,10 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 			ka = append(ka, r.TotalMS)
 		case r.Mode == ModeNew && r.NewConn:
 			nw = append(nw, r.TotalMS)
-			if r.ServerHeaderMS.Valid {
-				srv = append(srv, r.ServerHeaderMS.Value)
-			}
-			if r.ServerLastByteMS.Valid {
-				last = append(last, r.ServerLastByteMS.Value)
-			}
-			if r.DNSMS.Valid {
-				lookups = append(lookups, r.DNSMS.Value)
-			}
+			srv = recorder.AppendValid(srv, r.ServerHeaderMS)
+			last = recorder.AppendValid(last, r.ServerLastByteMS)
+			lookups = recorder.AppendValid(lookups, r.DNSMS)
+			hs = recorder.AppendValid(hs, r.HandshakeMS)
 			if r.ConnectMS > 0 { // NaN: none
 				connects = append(connects, r.ConnectMS)
 			}
@@ -275,33 +270,23 @@ func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []
 					v6++
 				}
 			}
-			if r.HandshakeMS.Valid {
-				hs = append(hs, r.HandshakeMS.Value)
-				if r.TLSResumed {
-					resumed++
-				}
+			if r.HandshakeMS.Valid && r.TLSResumed {
+				resumed++
 			}
 		}
 	}
-	g := Gap{SizeBytes: sizeBytes, ConfiguredRTTMS: configuredRTTMS, RTTMS: recorder.Some(recorder.Median(rtt)), DelayMethod: method,
-		Runs: min(len(ka), len(nw)), ServerMS: recorder.Some(recorder.Median(srv)), ServerLastByteMS: recorder.Some(recorder.Median(last)),
-		ClientKeepaliveMS: recorder.Some(recorder.Median(ka)), ClientNewMS: recorder.Some(recorder.Median(nw))}
-	if len(hs) > 0 {
-		g.HandshakeMS, g.ResumedPct = recorder.Some(recorder.Median(hs)), recorder.Some(100*float64(resumed)/float64(len(hs)))
-	}
-	if len(lookups) > 0 {
-		g.DNSMS = recorder.Some(recorder.Median(lookups))
-	}
-	if len(connects) > 0 {
-		g.ConnectMS = recorder.Some(recorder.Median(connects))
-	}
-	if families > 0 {
-		g.IPv6Pct = recorder.Some(100 * float64(v6) / float64(families))
-	}
+	// A share of nothing is NaN, which Some leaves empty.
+	g := Gap{SizeBytes: sizeBytes, ConfiguredRTTMS: configuredRTTMS, RTTMS: medianOf(rtt), DelayMethod: method,
+		Runs: min(len(ka), len(nw)), ServerMS: medianOf(srv), ServerLastByteMS: medianOf(last), ClientKeepaliveMS: medianOf(ka), ClientNewMS: medianOf(nw),
+		HandshakeMS: medianOf(hs), ResumedPct: recorder.Some(100 * float64(resumed) / float64(len(hs))), DNSMS: medianOf(lookups),
+		ConnectMS: medianOf(connects), IPv6Pct: recorder.Some(100 * float64(v6) / float64(families))}
 	g.ServerBlindPct = blindPct(g.ServerMS, g.ClientNewMS)
 	g.ServerLastByteBlindPct = blindPct(g.ServerLastByteMS, g.ClientNewMS)
 	return g
 }
+
+// medianOf is the median of xs, empty when there are none.
+func medianOf(xs []float64) recorder.Maybe { return recorder.Some(recorder.Median(xs)) }
 
 // blindPct is the share of the client's time the server did not see,
 // 100 * (1 - server / client), empty unless both were measured.

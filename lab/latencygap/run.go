@@ -98,13 +98,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 		defer res.close()
 	}
 	for _, mode := range []string{ModeKeepAlive, ModeNew} {
-		var clientTLS *tls.Config
-		if cond.tls != nil {
-			clientTLS = cond.tls.Clone() // its own session cache: a mode resumes only its own sessions
-			if cond.tls.ClientSessionCache != nil {
-				clientTLS.ClientSessionCache = tls.NewLRUClientSessionCache(16)
-			}
-		}
+		clientTLS := modeTLS(cond.tls)
 		dial := path.DialContext
 		if res != nil {
 			// Its own cache: a mode looks up on its own. Its connects run
@@ -130,6 +124,20 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 		client.Close()
 	}
 	return reqs
+}
+
+// modeTLS is a mode's client TLS configuration (nil without TLS): c
+// with its own session cache, where c has one, so that a mode resumes
+// only its own sessions.
+func modeTLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	m := c.Clone()
+	if c.ClientSessionCache != nil {
+		m.ClientSessionCache = tls.NewLRUClientSessionCache(16)
+	}
+	return m
 }
 
 // runID names a condition's run in the results files, metrics and
