@@ -101,6 +101,12 @@ func TestWSHoldsSyncWorker(t *testing.T) {
 			t.Errorf("GET /ws%s without an upgrade: %d %q, want %d", q, resp.StatusCode, b, want)
 		}
 	}
+	// The library closes the connection inside Read as the client's close
+	// frame arrives, which frees the worker before the handler counts the
+	// session: wait for that count, then check them all.
+	slowlabtest.WaitFor(t, "the WebSocket session counted", func() bool {
+		return counter(t, s, "ws", "101")+counter(t, s, "ws", "499") > 0
+	})
 	for code, want := range map[string]float64{"101": 1, "426": 1, "400": 1, "499": 0} {
 		if got := counter(t, s, "ws", code); got != want {
 			t.Errorf("requests_total{endpoint=ws,code=%s} %v, want %v", code, got, want)
