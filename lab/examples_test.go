@@ -13,6 +13,10 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	_ "github.com/slowlab/slowlab/lab/experiments"
+	"github.com/slowlab/slowlab/lab/idleconn"
+	"github.com/slowlab/slowlab/lab/longpoll"
+	"github.com/slowlab/slowlab/lab/slowclient"
+	"github.com/slowlab/slowlab/lab/slowupload"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -42,7 +46,8 @@ func TestSmokeEveryExperiment(t *testing.T) {
 }
 
 // Every shipped example loads, validates and runs, reduced to a few
-// seconds by its experiment's registered Smoke, on the stack it names (resolved as `slowlab run` does), and
+// seconds by its experiment's registered Smoke and to its first condition
+// (firstOnly), on the stack it names (resolved as `slowlab run` does), and
 // every run ends ok and writes the results files its registration
 // names, and its report section draws at least one figure: an example
 // cannot rot. They run one at a time: a run's cgroups are named
@@ -66,9 +71,15 @@ func TestExamplesRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The whole example validates, every condition of it; the
+			// run is of its smallest condition.
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
 			if why := e.Smoke(cfg); why != "" {
 				slowlabtest.RequireRoot(t, why)
 			}
+			firstOnly(cfg)
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -111,6 +122,25 @@ func TestExamplesRun(t *testing.T) {
 				t.Errorf("%s: no header the CLI printed is a table header of report.html (data-text-head); CLI:\n%s", e.Name, printed.String())
 			}
 		})
+	}
+}
+
+// firstOnly reduces a smoke-reduced example further, to its first
+// condition (the examples list their smallest first): one server, one
+// stack started. The Smoke of slow-client keeps a condition per server so
+// that every server starts; each server's stack is started by its own
+// tests (lab/stack's routes tests), and here every condition still
+// validates before the reduction.
+func firstOnly(cfg lab.Config) {
+	switch c := cfg.(type) {
+	case *slowclient.Config:
+		c.Conditions = c.Conditions[:min(1, len(c.Conditions))]
+	case *longpoll.Config:
+		c.Conditions = c.Conditions[:min(1, len(c.Conditions))]
+	case *slowupload.Config:
+		c.Conditions = c.Conditions[:min(1, len(c.Conditions))]
+	case *idleconn.Config:
+		c.ServerNames = c.ServerNames[:min(1, len(c.ServerNames))]
 	}
 }
 
