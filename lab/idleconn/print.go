@@ -42,7 +42,7 @@ var runsTable = report.Table[RunRow]{
 		report.Col("route", func(r *RunRow) report.Cell { return report.Text(r.Route) }),
 		report.Col("server", func(r *RunRow) report.Cell { return report.Text(r.Server) }),
 		report.Col("mode", func(r *RunRow) report.Cell { return report.Text(r.Mode) }),
-		report.Col("conns", func(r *RunRow) report.Cell { return report.Int(r.Conns) }),
+		report.Col("conns", func(r *RunRow) report.Cell { return report.Int(r.Clients) }),
 		report.Col("status", func(r *RunRow) report.Cell { return report.Cell{Text: r.Status, Title: r.Reason} }),
 		report.Col("connected", func(r *RunRow) report.Cell { return report.Int(r.Connected) }),
 		report.Col("fin", func(r *RunRow) report.Cell { return report.Int(r.FIN) }),
@@ -107,7 +107,7 @@ func heldFigure(runs []RunRow) *report.GroupedBars {
 		if route != "direct" {
 			route = "proxy" // the proxy at its defaults: the full route name is in the table
 		}
-		g.Categories = append(g.Categories, fmt.Sprintf("%s\n%s\n%d %s", route, r.Server, r.Conns, r.Mode))
+		g.Categories = append(g.Categories, fmt.Sprintf("%s\n%s\n%d %s", route, r.Server, r.Clients, r.Mode))
 		g.Series[0].Values = append(g.Series[0].Values, report.ValueOf(r.ServerClosedP50S, 1))
 		g.Series[1].Values = append(g.Series[1].Values, report.ValueOf(r.FastP95MS, 1e-3))
 	}

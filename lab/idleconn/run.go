@@ -74,7 +74,7 @@ func runLine(r RunRow) string {
 		return r.Status + ": " + r.Reason
 	}
 	return fmt.Sprintf("connected %d/%d: fin %d, reset %d, bound %d; server closed after %s s (max %s); /fast ok %d/%d p95 %s ms",
-		r.Connected, r.Conns, r.FIN, r.Reset, r.Bound, lab.Num(r.ServerClosedP50S, 2), lab.Num(r.ServerClosedMaxS, 2),
+		r.Connected, r.Clients, r.FIN, r.Reset, r.Bound, lab.Num(r.ServerClosedP50S, 2), lab.Num(r.ServerClosedMaxS, 2),
 		r.FastOK, r.FastSent, lab.Num(r.FastP95MS, 1))
 }
 
@@ -82,7 +82,7 @@ func runLine(r RunRow) string {
 // measured is returned failed with its reason; the error is for results
 // that did not reach their files.
 func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns, Rep: rep,
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: rep}, Mode: string(cond.Mode),
 		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
 	if c.AppTimeout > 0 {
 		run.AppTimeoutS = recorder.Some(time.Duration(c.AppTimeout).Seconds())

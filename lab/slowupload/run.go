@@ -42,7 +42,7 @@ func runLine(r RunRow) string {
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Uploaders: spec.Uploaders, Rep: spec.Rep,
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Uploaders, Rep: spec.Rep},
 		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.AppTimeout != 0 {
 		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
@@ -71,10 +71,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // /fast schedule, and waits for both. Every upload and every scheduled
 // request gets its row as it finishes.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Upload] {
-	base := Upload{RunID: run.RunID, Route: run.Route, Server: run.Server, Uploaders: run.Uploaders, Rep: run.Rep,
-		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
-	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, c.Upload.Path, true, func(i int, target *url.URL) Upload {
+	base := Upload{ClientKey: lab.ClientKey{RunKey: run.RunKey}, SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
+	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, c.Upload.Path, true, func(i int, target *url.URL) Upload {
 		up := loadgen.SlowUploader{URL: target, Size: spec.Size, Rate: float64(c.Upload.Rate), SndBuf: int(c.Upload.SndBuf),
 			WriteSize: int(c.Upload.WriteSize), Timeout: time.Duration(c.Upload.Timeout), RunID: run.RunID, Metrics: env.Metrics,
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/upload-%d", run.RunID, i)}}}

@@ -122,7 +122,7 @@ func capacity(s stack.Server) (workers, slots recorder.Maybe) {
 // and the /fast schedule, the held-stream samples, then the run's
 // verdict. Its error is only for results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Streams, Rep: spec.Rep},
 		IntervalS: time.Duration(c.Stream.Interval).Seconds(), DurationS: time.Duration(c.Stream.Duration).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
@@ -168,9 +168,8 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 		l.writeErr = err
 		return l
 	}
-	base := Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Streams, Rep: run.Rep}
-	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.requests, spec.Streams, func(i int) {
+	base := Stream{ClientKey: lab.ClientKey{RunKey: run.RunKey}}
+	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), run.Meta(), t0, f.requests, spec.Streams, func(i int) {
 		cl := loadgen.SSEClient{URL: u, Timeout: time.Duration(c.Stream.Timeout), AllowRemote: running.AllowRemote(),
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/sse-%d", run.RunID, i)}}}
 		row, evs := streamRows(base, t0, params.Events(), cl.Run(ctx, i))

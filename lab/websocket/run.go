@@ -74,7 +74,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if mode == "" {
 		mode = ModeIdle
 	}
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep, Mode: mode, Queue: c.Queue(spec.Condition),
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Sockets, Rep: spec.Rep}, Mode: mode, Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = capacity(spec.Server)
@@ -109,9 +109,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // open-loop /fast schedule; each socket is held until the schedule's end
 // and gets its row as it ends.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Session] {
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Sockets, Rep: run.Rep}
 	path := c.Socket.Path + "?" + c.Params(spec.Condition).Query()
-	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, path, true, func(i int, u *url.URL) Session {
+	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, path, true, func(i int, u *url.URL) Session {
 		dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}
 		var r loadgen.WSResult
 		var delays []float64
@@ -152,7 +151,7 @@ func mib(b recorder.Maybe) recorder.Maybe {
 
 // sessionRow is one socket's row.
 func sessionRow(run RunRow, client int, t0 time.Time, r loadgen.WSResult) Session {
-	row := Session{RunID: run.RunID, Route: run.Route, Server: run.Server, Sockets: run.Sockets, Rep: run.Rep, Client: client,
+	row := Session{ClientKey: lab.ClientKey{RunKey: run.RunKey, Client: client},
 		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs,
 		Messages: r.Messages, Bytes: r.Bytes}
 	row.Status = r.Status
