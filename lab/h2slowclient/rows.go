@@ -1,7 +1,6 @@
 package h2slowclient
 
 import (
-	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -148,39 +147,27 @@ func Summarize(runs []RunRow) []Summary {
 		fastConn, read string
 		connWindow     int64
 	}
-	var keys []key
-	groups := map[key][]RunRow{}
-	for _, r := range runs {
-		k := key{r.Route, r.Protocol, r.Server, r.Streams, r.Conns, r.FastConn, r.Read, r.ConnWindow}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
 	var rows []Summary
-	for _, k := range keys {
-		row := Summary{Route: k.route, Protocol: k.proto, Server: k.server, Streams: k.streams, Conns: k.conns, FastConn: k.fastConn, Read: k.read, ConnWindow: k.connWindow}
+	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key {
+		return key{r.Route, r.Protocol, r.Server, r.Streams, r.Conns, r.FastConn, r.Read, r.ConnWindow}
+	}) {
+		first := g.All[0]
+		row := Summary{Route: first.Route, Protocol: first.Protocol, Server: first.Server, Streams: first.Streams, Conns: first.Conns,
+			FastConn: first.FastConn, Read: first.Read, ConnWindow: first.ConnWindow, Runs: len(g.OK), Excluded: g.Excluded(),
+			FastOver: recorder.SummarizeFast(g.OK, fastOf)}
 		var held, mem, temp, resetAfter []float64
-		var ok []RunRow
-		for _, r := range groups[k] {
-			if r.Status != recorder.RunOK {
-				row.Excluded++
-				continue
-			}
-			row.Runs++
+		for _, r := range g.OK {
 			row.Complete += r.Complete
 			row.Cut += r.Cut
 			row.Reset += r.Reset
 			row.Failed += r.Failed
 			resetAfter = recorder.AppendValid(resetAfter, r.ResetAfterS)
 			row.AppComplete += r.AppComplete
-			ok = append(ok, r)
 			row.Workers = r.Workers
 			held, mem, temp = recorder.AppendValid(held, r.AppHeldMax), recorder.AppendValid(mem, r.ProxyMemPeakMiB), recorder.AppendValid(temp, r.TempPeakMiB)
 		}
 		row.AppHeldMax, row.ProxyMemPeakMiB, row.TempPeakMiB = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(mem, 100)), recorder.Some(recorder.NearestRank(temp, 100))
 		row.ResetAfterS = recorder.Some(recorder.Median(resetAfter))
-		row.FastOver = recorder.SummarizeFast(ok, fastOf)
 		rows = append(rows, row)
 	}
 	return rows
