@@ -100,10 +100,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if err != nil {
 		return lab.Failed(ctx, run, err), nil
 	}
-	t0 := time.Now()
-	fr.Start(t0, f.Resources)
-	l := c.load(ctx, env, fr.Running, spec, &run, conns, t0, f)
-	res, sampErr := fr.Sampled(time.Now())
+	l, res, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) loaded { return c.load(ctx, env, fr.Running, spec, &run, conns, t0, f) })
 	run = SummarizeRun(run, l.reqs, l.streams)
 	run.AppHeldMax, run.AppComplete = l.heldMax, l.appComplete
 	run.ProxyMemPeakMiB, run.TempPeakMiB = recorder.MemoryPeakMiB(res.Proxy), res.TempPeakMiB

@@ -3,7 +3,6 @@ package idleconn
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
@@ -71,11 +70,7 @@ var runsTable = report.Table[RunRow]{
 
 // Section is the idle-connections section of the report, which the
 // registration carries.
-var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, error) {
-	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
-	if err != nil {
-		return nil, err
-	}
+var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
 	p := report.NewPart(Name, "K connections that connect and send nothing (idle) or send a request header a byte a second and never "+
 		"finish it (slowloris), held against each server model directly and behind the proxy at its defaults, while "+
 		"/fast runs open loop. A sync worker that accepts such a connection is held until the server's timeout ends "+

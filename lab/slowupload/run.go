@@ -54,11 +54,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	defer fr.Close()
 
-	t0 := time.Now()
-	fr.Start(t0, f.Resources)
-	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
+	l, rs, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) lab.Clients[Upload] { return c.load(ctx, env, fr.Running, spec, run, t0, f) })
 	run.FastPlanned = l.Planned
-	rs, sampErr := fr.Sampled(time.Now())
 	run = SummarizeRun(run, l.Reqs, l.Rows)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	if n, err := stack.CountWorkerTimeouts(env.LogDir(), id); err == nil {

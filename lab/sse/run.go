@@ -133,12 +133,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	defer fr.Close()
 
-	t0 := time.Now()
-	fr.Start(t0, f.resources)
-	stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "streams")
-	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
-	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
-	_, sampErr := fr.Sampled(time.Now())
+	l, _, sampErr := lab.SampledLoad(fr, f.resources, func(t0 time.Time) loaded {
+		stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "streams")
+		defer stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
+		return c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	})
 	run = SummarizeRun(run, l.reqs, l.streams, l.events)
 	streams := ""
 	if len(l.streams) != spec.Streams {

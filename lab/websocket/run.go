@@ -85,13 +85,12 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	defer fr.Close()
 
-	t0 := time.Now()
-	fr.Start(t0, f.Resources)
-	stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
-	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
+	l, res, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) lab.Clients[Session] {
+		stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
+		defer stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
+		return c.load(ctx, env, fr.Running, spec, run, t0, f)
+	})
 	run.FastPlanned = l.Planned
-	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
-	res, sampErr := fr.Sampled(time.Now())
 	run = SummarizeRun(run, l.Reqs, l.Rows)
 	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), mib(res.App.RSSPeakBytes)
 	if kills, ok := fr.Running.OOMKills()["app"]; ok {
