@@ -154,7 +154,7 @@ func Summarize(runs []RunRow) []Summary {
 		first := g.All[0]
 		row := Summary{Route: first.Route, Protocol: first.Protocol, Server: first.Server, Streams: first.Streams, Conns: first.Conns,
 			FastConn: first.FastConn, Read: first.Read, ConnWindow: first.ConnWindow, Runs: len(g.OK), Excluded: g.Excluded(),
-			FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+			FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var held, mem, temp, resetAfter []float64
 		for _, r := range g.OK {
 			row.Complete += r.Complete
@@ -177,6 +177,3 @@ func Summarize(runs []RunRow) []Summary {
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -113,21 +113,14 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 	fr.Start(t0, f.Resources)
 	conns, reqs, writeErr := c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
 	rs, sampErr := fr.Sampled(time.Now())
-	run.AppMemMiB, run.AppRSSMiB = mib(rs.App.MemoryPeakBytes), mib(rs.App.RSSPeakBytes)
-	run.ProxyMemMiB, run.ProxyRSSMiB = mib(rs.Proxy.MemoryPeakBytes), mib(rs.Proxy.RSSPeakBytes)
+	run.AppMemMiB, run.AppRSSMiB = lab.MiB(rs.App.MemoryPeakBytes), lab.MiB(rs.App.RSSPeakBytes)
+	run.ProxyMemMiB, run.ProxyRSSMiB = lab.MiB(rs.Proxy.MemoryPeakBytes), lab.MiB(rs.Proxy.RSSPeakBytes)
 	fds := func(s recorder.ResourceSample) recorder.Maybe { return s.OpenFDs }
 	est := func(s recorder.ResourceSample) recorder.Maybe { return s.Established }
 	run.AppFDs, run.AppEstablished = recorder.PeakOf(rs.Samples, "app", fds), recorder.PeakOf(rs.Samples, "app", est)
 	run.ProxyFDs, run.ProxyEstablished = recorder.PeakOf(rs.Samples, "proxy", fds), recorder.PeakOf(rs.Samples, "proxy", est)
 	run = SummarizeRun(run, conns, reqs)
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(writeErr, sampErr))
-}
-
-func mib(b recorder.Maybe) recorder.Maybe {
-	if !b.Valid {
-		return b
-	}
-	return recorder.Some(b.Value / (1 << 20))
 }
 
 // load holds cond's connections to addr and, once every one was tried,

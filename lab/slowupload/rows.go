@@ -149,7 +149,7 @@ func Summarize(runs []RunRow) []Summary {
 	for _, g := range Conditions(runs) {
 		first := g.All[0]
 		row := Summary{Route: first.Route, Server: first.Server, Uploaders: first.Clients, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var send, read []float64
 		var wt, temp, appMem, proxyMem []float64
 		for _, r := range g.OK {
@@ -194,6 +194,3 @@ func uploadRow(row Upload, t0 time.Time, u loadgen.Upload) Upload {
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -152,7 +152,7 @@ func Summarize(runs []RunRow) []Summary {
 	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key { return key{r.Route, r.Server, r.Clients, r.IntervalS, r.DurationS} }) {
 		first := g.All[0]
 		row := Summary{Route: first.Route, Server: first.Server, Streams: first.Clients, IntervalS: first.IntervalS, DurationS: first.DurationS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var p50, p95, most, firstByte, held, holding []float64
 		for _, r := range g.OK {
 			row.EventsExpected += r.EventsExpected
@@ -200,6 +200,3 @@ func streamRows(stream Stream, t0 time.Time, expected int, s loadgen.SSEStream) 
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -108,16 +108,6 @@ func runLine(r RunRow) string {
 		lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.StatusText(r.Status, r.Reason))
 }
 
-// capacity is the server's workers and slots (workers x threads; none
-// for an event loop).
-func capacity(s stack.Server) (workers, slots recorder.Maybe) {
-	workers = recorder.Some(float64(max(s.Workers, 1)))
-	if info, ok := s.ModelInfo(); ok && info.Async {
-		return workers, recorder.Maybe{}
-	}
-	return workers, recorder.Some(float64(max(s.Workers, 1) * max(s.Threads, 1)))
-}
-
 // measure performs one run: a fresh stack, the instruments, the streams
 // and the /fast schedule, the held-stream samples, then the run's
 // verdict. Its error is only for results that could not be written.
@@ -125,7 +115,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Streams, Rep: spec.Rep},
 		IntervalS: time.Duration(c.Stream.Interval).Seconds(), DurationS: time.Duration(c.Stream.Duration).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	run.Workers, run.Slots = capacity(spec.Server)
+	run.Workers, run.Slots = lab.Capacity(spec.Server)
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
 		AppTimeout: c.appTimeout(), UpstreamHTTP10: upstreamHTTP10(spec.Route)}, false)
 	if err != nil {

@@ -154,7 +154,7 @@ func Summarize(runs []RunRow) []Summary {
 	}) {
 		first := g.All[0]
 		row := Summary{Route: first.Route, Server: first.Server, Sockets: first.Clients, Mode: first.Mode, Queue: first.Queue, PingS: first.PingS,
-			ReadTimeoutS: first.ReadTimeoutS, Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+			ReadTimeoutS: first.ReadTimeoutS, Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var held, holding, life, delay, mem, rss []float64
 		for _, r := range g.All {
 			if r.AppOOMKills.Valid {
@@ -185,6 +185,3 @@ func Summarize(runs []RunRow) []Summary {
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -56,16 +56,6 @@ func runLine(r RunRow) string {
 		lab.StatusText(r.Status, r.Reason))
 }
 
-// capacity is the server's workers and slots (workers x threads; none
-// for an event loop).
-func capacity(s stack.Server) (workers, slots recorder.Maybe) {
-	workers = recorder.Some(float64(max(s.Workers, 1)))
-	if info, ok := s.ModelInfo(); ok && info.Async {
-		return workers, recorder.Maybe{}
-	}
-	return workers, recorder.Some(float64(max(s.Workers, 1) * max(s.Threads, 1)))
-}
-
 // measure performs one run: a fresh stack, the instruments, the sockets
 // and the /fast schedule, the held-socket samples, then the verdict. Its
 // error is only for results that could not be written.
@@ -77,7 +67,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Sockets, Rep: spec.Rep}, Mode: mode, Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	run.Workers, run.Slots = capacity(spec.Server)
+	run.Workers, run.Slots = lab.Capacity(spec.Server)
 	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, ProxyReadTimeout: time.Duration(spec.ProxyReadTimeout)}
 	fr, err := lab.StartFresh(ctx, env, d, false)
 	if err != nil {
@@ -92,7 +82,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	})
 	run.FastPlanned = l.Planned
 	run = SummarizeRun(run, l.Reqs, l.Rows)
-	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), mib(res.App.RSSPeakBytes)
+	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), lab.MiB(res.App.RSSPeakBytes)
 	if kills, ok := fr.Running.OOMKills()["app"]; ok {
 		run.AppOOMKills = recorder.Some(float64(kills))
 	}
@@ -138,14 +128,6 @@ func (c *Config) consume(ctx context.Context, dial loadgen.WSDial) (loadgen.WSRe
 		r.End, r.Err = EndHeld, nil
 	}
 	return r, delays
-}
-
-// mib is bytes as MiB.
-func mib(b recorder.Maybe) recorder.Maybe {
-	if !b.Valid {
-		return b
-	}
-	return recorder.Some(b.Value / (1 << 20))
 }
 
 // sessionRow is one socket's row.
