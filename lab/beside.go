@@ -25,38 +25,19 @@ import (
 // clients beside /fast" that follows Common, embedded inline in its
 // Config: its matrix's conditions and the /fast schedule run beside
 // their clients. It implements Stacked's Servers and Routed's Routes for
-// the Config, from where each condition runs (an experiment that deploys
-// other routes than its conditions name declares its own Routes).
-type Beside[C Cell] struct {
+// the Config from its conditions (an experiment that deploys other routes
+// than its conditions name declares its own Routes).
+type Beside[C stack.RoutedCondition] struct {
 	Conditions []C      `yaml:"conditions"`
 	Fast       FastSpec `yaml:"fast"`
 }
 
-// Cell is a condition of a Beside matrix.
-type Cell interface {
-	// Where is the condition's route and server, as the scenario names
-	// them (a server is a model such as sync-2, or "async").
-	Where() (route stack.Route, server string)
-}
-
-// Servers implements Stacked: the conditions' servers but "async", which
-// is whatever event-loop server the stack has.
-func (b *Beside[C]) Servers() []stack.Server { return ParsedServers(b.Conditions, serverOf[C]) }
+// Servers implements Stacked: the servers the conditions name
+// (ParsedServers).
+func (b *Beside[C]) Servers() []stack.Server { return ParsedServers(b.Conditions, C.ServerName) }
 
 // Routes implements Routed: the conditions' routes.
-func (b *Beside[C]) Routes() []stack.Route { return RoutesOf(b.Conditions, routeOf[C]) }
-
-// serverOf is where c runs: its server.
-func serverOf[C Cell](c C) string {
-	_, server := c.Where()
-	return server
-}
-
-// routeOf is where c runs: its route.
-func routeOf[C Cell](c C) stack.Route {
-	route, _ := c.Where()
-	return route
-}
+func (b *Beside[C]) Routes() []stack.Route { return RoutesOf(b.Conditions, C.RouteName) }
 
 // Clients is what a run's clients and its /fast schedule measured
 // (RunClients): each client's row by client number, the schedule's

@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"time"
+
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -10,7 +12,7 @@ import (
 // share, declared once: the key columns that lead their rows, structs a
 // row embeds where they go (recorder.Tagged flattens them) with the
 // clients column renamed for what the experiment's clients are; and the
-// values their columns compute alike (Capacity, MiB).
+// values their columns compute alike (Capacity, MiB, SetSeconds).
 
 // RunKey are a run's leading columns: the run, its route and server, how
 // many clients it ran and its repetition. A row embeds it with a csv tag
@@ -53,4 +55,13 @@ func MiB(b recorder.Maybe) recorder.Maybe {
 		return b
 	}
 	return recorder.Some(b.Value / (1 << 20))
+}
+
+// SetSeconds is a setting's column in seconds (an app or proxy timeout
+// the run set), none where d is 0: the component's default.
+func SetSeconds(d Duration) recorder.Maybe {
+	if d == 0 {
+		return recorder.Maybe{}
+	}
+	return recorder.Some(time.Duration(d).Seconds())
 }

@@ -54,8 +54,11 @@ type Condition struct {
 	Protocol string `yaml:"protocol"`
 }
 
-// Where implements lab.Cell.
-func (cond Condition) Where() (stack.Route, string) { return cond.Route, cond.Server }
+// RouteName implements stack.RoutedCondition.
+func (c Condition) RouteName() stack.Route { return c.Route }
+
+// ServerName implements stack.RoutedCondition.
+func (c Condition) ServerName() string { return c.Server }
 
 // Condition values.
 const (

@@ -84,9 +84,7 @@ func runLine(r RunRow) string {
 func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: rep}, Mode: string(cond.Mode),
 		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
-	if c.AppTimeout > 0 {
-		run.AppTimeoutS = recorder.Some(time.Duration(c.AppTimeout).Seconds())
-	}
+	run.AppTimeoutS = lab.SetSeconds(c.AppTimeout)
 	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
 		run.HeaderTimeoutS = recorder.Some(time.Duration(c.HeaderTimeout).Seconds())
 	}

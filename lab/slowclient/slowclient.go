@@ -52,8 +52,11 @@ type Condition struct {
 	SlowClients int         `yaml:"slow_clients"`
 }
 
-// Where implements lab.Cell.
-func (cond Condition) Where() (stack.Route, string) { return cond.Route, cond.Server }
+// RouteName implements stack.RoutedCondition.
+func (c Condition) RouteName() stack.Route { return c.Route }
+
+// ServerName implements stack.RoutedCondition.
+func (c Condition) ServerName() string { return c.Server }
 
 // LargeSpec is the slow clients' download.
 type LargeSpec struct {

@@ -43,10 +43,8 @@ func runLine(r RunRow) string {
 // results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Uploaders, Rep: spec.Rep},
-		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	if spec.AppTimeout != 0 {
-		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
-	}
+		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: lab.SetSeconds(spec.AppTimeout), StartedAt: time.Now().UTC(),
+		Status: recorder.RunOK}
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server,
 		AppTimeout: time.Duration(spec.AppTimeout), ClientBodyBuffer: int64(c.ClientBodyBuffer)}, false)
 	if err != nil {

@@ -42,9 +42,6 @@ type Condition struct {
 	AppTimeout lab.Duration `yaml:"app_timeout,omitempty"`
 }
 
-// Where implements lab.Cell.
-func (cond Condition) Where() (stack.Route, string) { return cond.Route, cond.Server }
-
 // UploadSpec is how the slow clients upload.
 type UploadSpec struct {
 	Path      string       `yaml:"path"`

@@ -86,9 +86,6 @@ type Condition struct {
 	Streams int    `yaml:"streams"`
 }
 
-// Where implements lab.Cell.
-func (cond Condition) Where() (stack.Route, string) { return cond.Route, cond.Server }
-
 // StreamSpec is what each SSE client asks for.
 type StreamSpec struct {
 	Path     string       `yaml:"path"`

@@ -47,10 +47,7 @@ func runLine(r RunRow) string {
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Clients, Rep: spec.Rep},
 		Mode: spec.Mode, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
-		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	if spec.AppTimeout != 0 {
-		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
-	}
+		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), AppTimeoutS: lab.SetSeconds(spec.AppTimeout), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.Route.Proxied() {
 		run.SendTimeoutS = recorder.Some(sendTimeout(spec.Condition).Seconds())
 	}

@@ -42,9 +42,6 @@ type Condition struct {
 	SendTimeout lab.Duration `yaml:"send_timeout,omitempty"`
 }
 
-// Where implements lab.Cell.
-func (cond Condition) Where() (stack.Route, string) { return cond.Route, cond.Server }
-
 // ClientSpec is how the clients read.
 type ClientSpec struct {
 	Path string `yaml:"path"`

@@ -53,9 +53,6 @@ type Condition struct {
 	ProxyReadTimeout lab.Duration `yaml:"proxy_read_timeout"`
 }
 
-// Where implements lab.Cell.
-func (cond Condition) Where() (stack.Route, string) { return cond.Route, cond.Server }
-
 // SocketSpec is what each WebSocket client does: an idle one opens an
 // echoing /ws and holds it (pinging as its condition says) until the
 // run's /fast schedule is over (Hold from its start) or the path ends
