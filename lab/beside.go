@@ -17,9 +17,9 @@ import (
 
 // What the experiments whose run is "n clients beside /fast" share
 // beyond FastSpec: their scenario's conditions and /fast (Beside), the
-// run's load, sampled on its fresh stack
-// (SampledLoad), with each client's row (RunClients), and their printed
-// result (PrintConditions).
+// run's load sampled on its fresh stack (SampledLoad) with each client's
+// row (RunClients), their printed result (PrintConditions) and their
+// report section (RunsSection).
 
 // Beside is the part of the scenario of an experiment whose run is "n
 // clients beside /fast" that follows Common, embedded inline in its
