@@ -3,6 +3,7 @@ package h2slowclient
 import (
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -23,22 +24,19 @@ const (
 // generator's error reason (a stream the proxy reset, a
 // connection it closed); AppHeld says the app began its response and had
 // not finished it at the end of the hold: a worker still writing it.
+// Its key's client is the stream's number in the run; the protocol
+// column comes after route (streamSchema's spans).
 type Stream struct {
-	RunID       string         `csv:"run_id"`
-	Route       string         `csv:"route"`
-	Protocol    string         `csv:"protocol,added=h2"` // h2 or h3
-	Server      string         `csv:"server"`
-	Streams     int            `csv:"streams"`
-	Rep         int            `csv:"rep"`
-	Stream      int            `csv:"stream"`
-	Conn        int            `csv:"conn"`
-	Status      int            `csv:"status"`
-	Bytes       int64          `csv:"bytes"`
-	FirstByteMS recorder.Maybe `csv:"first_byte_ms,millis"`
-	TotalS      float64        `csv:"total_s,seconds"`
-	Outcome     string         `csv:"outcome"`
-	AppHeld     bool           `csv:"app_held"`
-	Error       string         `csv:"error"`
+	lab.ClientKey `csv:"clients=streams,client=stream"`
+	Protocol      string         `csv:"protocol,added=h2"` // h2 or h3
+	Conn          int            `csv:"conn"`
+	Status        int            `csv:"status"`
+	Bytes         int64          `csv:"bytes"`
+	FirstByteMS   recorder.Maybe `csv:"first_byte_ms,millis"`
+	TotalS        float64        `csv:"total_s,seconds"`
+	Outcome       string         `csv:"outcome"`
+	AppHeld       bool           `csv:"app_held"`
+	Error         string         `csv:"error"`
 }
 
 // Stream.Outcome values besides the error reasons.
@@ -50,7 +48,7 @@ const (
 
 func (Stream) Schema() *recorder.Schema[Stream] { return streamSchema }
 
-var streamSchema = recorder.Tagged[Stream](streamFile)
+var streamSchema = recorder.TaggedSpans[Stream](streamFile, "RunID-Route", "Protocol", "Server-Client", "Conn-Error")
 
 // RunRow is one row of h2-runs.csv: one run of h2-slow-client. Streams
 // slow HTTP/2 (or HTTP/3: Protocol h3) streams read /large (on one connection, or a connection
@@ -60,14 +58,11 @@ var streamSchema = recorder.Tagged[Stream](streamFile)
 // responses the app was writing at once (begun, not finished; sampled
 // every 200 ms from its send log): the workers the streams held.
 // AppComplete counts the slow responses the app handed over recorder.DecimalsWhole. The
-// proxy's memory and temp-file peaks are what the streams cost it.
+// proxy's memory and temp-file peaks are what the streams cost it. The
+// protocol column comes after route (runSchema's spans).
 type RunRow struct {
-	RunID           string         `csv:"run_id"`
-	Route           string         `csv:"route"`
+	lab.RunKey      `csv:"clients=streams"`
 	Protocol        string         `csv:"protocol,added=h2"` // h2 or h3: what the clients spoke to the proxy
-	Server          string         `csv:"server"`
-	Streams         int            `csv:"streams"`
-	Rep             int            `csv:"rep"`
 	Conns           int            `csv:"conns"`
 	FastConn        string         `csv:"fast_conn"`
 	Read            string         `csv:"read"` // "paced" or "stall"
@@ -91,7 +86,7 @@ type RunRow struct {
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.Tagged[RunRow](runFile)
+var runSchema = recorder.TaggedSpans[RunRow](runFile, "RunID-Route", "Protocol", "Server-Rep", "Conns-MaxMS")
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its stream counts from the run's streams.
@@ -149,10 +144,10 @@ func Summarize(runs []RunRow) []Summary {
 	}
 	var rows []Summary
 	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key {
-		return key{r.Route, r.Protocol, r.Server, r.Streams, r.Conns, r.FastConn, r.Read, r.ConnWindow}
+		return key{r.Route, r.Protocol, r.Server, r.Clients, r.Conns, r.FastConn, r.Read, r.ConnWindow}
 	}) {
 		first := g.All[0]
-		row := Summary{Route: first.Route, Protocol: first.Protocol, Server: first.Server, Streams: first.Streams, Conns: first.Conns,
+		row := Summary{Route: first.Route, Protocol: first.Protocol, Server: first.Server, Streams: first.Clients, Conns: first.Conns,
 			FastConn: first.FastConn, Read: first.Read, ConnWindow: first.ConnWindow, Runs: len(g.OK), Excluded: g.Excluded(),
 			FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var held, mem, temp, resetAfter []float64
