@@ -5,17 +5,39 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
 
 // What the experiments whose run is "n clients beside /fast" share
-// beyond FastSpec: the run's load, with each client's row (RunClients),
-// and their printed result (PrintConditions).
+// beyond FastSpec: their scenario's conditions and /fast (Beside), the
+// run's load sampled on its fresh stack (SampledLoad) with each client's
+// row (RunClients), their printed result (PrintConditions) and their
+// report section (RunsSection).
+
+// Beside is the part of the scenario of an experiment whose run is "n
+// clients beside /fast" that follows Common, embedded inline in its
+// Config: its matrix's conditions and the /fast schedule run beside
+// their clients. It implements Stacked's Servers and Routed's Routes for
+// the Config from its conditions (an experiment that deploys other routes
+// than its conditions name declares its own Routes).
+type Beside[C stack.RoutedCondition] struct {
+	Conditions []C      `yaml:"conditions"`
+	Fast       FastSpec `yaml:"fast"`
+}
+
+// Servers implements Stacked: the servers the conditions name
+// (ParsedServers).
+func (b *Beside[C]) Servers() []stack.Server { return ParsedServers(b.Conditions, C.ServerName) }
+
+// Routes implements Routed: the conditions' routes.
+func (b *Beside[C]) Routes() []stack.Route { return RoutesOf(b.Conditions, C.RouteName) }
 
 // Clients is what a run's clients and its /fast schedule measured
 // (RunClients): each client's row by client number, the schedule's
@@ -70,6 +92,19 @@ func RunClients[I recorder.Row[I], R recorder.RunRow[R]](ctx context.Context, en
 	return out
 }
 
+// SampledLoad is a run's load on its own stack fr with the stack's
+// resources sampled over it: sampling into w begins at t0, now
+// (Fresh.Start), load runs from t0, and the sampling ends as it returns
+// (Fresh.Sampled). It returns what load returned, the resources sampled
+// and the error for samples that could not be written.
+func SampledLoad[L any](fr *Fresh, w *recorder.FileWriter[recorder.ResourceSample], load func(t0 time.Time) L) (L, Resources, error) {
+	t0 := time.Now()
+	fr.Start(t0, w)
+	l := load(t0)
+	res, err := fr.Sampled(time.Now())
+	return l, res, err
+}
+
 // PrintConditions is a matrix experiment's printed result: its conditions
 // table over rows, then a line for each condition skipped.
 func PrintConditions[S any](w io.Writer, table *report.Table[S], rows []S, skipped []string) {
@@ -77,6 +112,19 @@ func PrintConditions[S any](w io.Writer, table *report.Table[S], rows []S, skipp
 	for _, s := range skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
 	}
+}
+
+// RunsSection is the report section of experiment name whose results
+// directory holds runsFile, its runs (R's file: upload-runs.csv, ...):
+// build reads the rest of dir, given the runs it holds.
+func RunsSection[R recorder.Row[R]](name, runsFile string, build func(dir string, runs []R) (*report.Part, error)) report.Section {
+	return report.NewSection(name, runsFile, func(dir string) (*report.Part, error) {
+		runs, err := recorder.ReadFile[R](filepath.Join(dir, runsFile))
+		if err != nil {
+			return nil, err
+		}
+		return build(dir, runs)
+	})
 }
 
 // ResultsFiles are the files a session writing RunFiles[I, R] leaves, for

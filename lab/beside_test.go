@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
@@ -120,5 +121,71 @@ func TestPrintConditions(t *testing.T) {
 	want.WriteString("skipped: direct.async-1: no event-loop server\n")
 	if b.String() != want.String() || !strings.Contains(b.String(), "direct") {
 		t.Errorf("printed\n%s\nwant\n%s", b.String(), want.String())
+	}
+}
+
+// cell is a condition of a Beside matrix.
+type cell struct {
+	route  stack.Route
+	server string
+}
+
+func (c cell) RouteName() stack.Route { return c.route }
+func (c cell) ServerName() string     { return c.server }
+
+// Beside's Servers are the servers its conditions name, as ParsedServers
+// parses them (a name that does not parse left out for Validate), and its
+// Routes every condition's route in order.
+func TestBesideServersAndRoutes(t *testing.T) {
+	b := Beside[cell]{Conditions: []cell{{stack.RouteDirect, "sync-2"}, {stack.RouteBufferingOn, "sync-0x"},
+		{stack.RouteDirect, "gthread-1x4"}}}
+	var servers []string
+	for _, s := range b.Servers() {
+		servers = append(servers, s.Name())
+	}
+	if want := []string{"sync-2", "gthread-1x4"}; !slices.Equal(servers, want) {
+		t.Errorf("servers %q, want %q", servers, want)
+	}
+	if got, want := b.Routes(), []stack.Route{stack.RouteDirect, stack.RouteBufferingOn, stack.RouteDirect}; !slices.Equal(got, want) {
+		t.Errorf("routes %q, want %q", got, want)
+	}
+}
+
+// A run's key is its /fast requests' RunMeta, its clients the slow ones;
+// the shared column values: a setting's seconds (none where unset), bytes
+// as MiB (none stays none), and a server's workers and slots (no slots
+// for an event loop).
+func TestSharedColumns(t *testing.T) {
+	k := RunKey{RunID: "direct.sync-2.u2.rep3", Route: "direct", Server: "sync-2", Clients: 2, Rep: 3}
+	if got, want := k.Meta(), (recorder.RunMeta{RunID: k.RunID, Route: "direct", Server: "sync-2", SlowClients: 2, Rep: 3}); got != want {
+		t.Errorf("meta %+v, want %+v", got, want)
+	}
+	if got := SetSeconds(Duration(1500 * time.Millisecond)); got != recorder.Some(1.5) {
+		t.Errorf("1.5 s set: %v", got)
+	}
+	if got := SetSeconds(0); got.Valid {
+		t.Errorf("unset: %v, want none", got)
+	}
+	if got := MiB(recorder.Some(3 << 20)); got != recorder.Some(3) {
+		t.Errorf("3 MiB of bytes: %v", got)
+	}
+	if got := MiB(recorder.Maybe{}); got.Valid {
+		t.Errorf("no bytes: %v, want none", got)
+	}
+	for _, tc := range []struct {
+		server         string
+		workers, slots recorder.Maybe
+	}{
+		{"sync-2", recorder.Some(2), recorder.Some(2)},
+		{"gthread-2x4", recorder.Some(2), recorder.Some(8)},
+		{"uvicorn-2", recorder.Some(2), recorder.Maybe{}},
+	} {
+		s, err := stack.ParseServer(tc.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, sl := Capacity(s); w != tc.workers || sl != tc.slots {
+			t.Errorf("%s: workers %v slots %v, want %v and %v", tc.server, w, sl, tc.workers, tc.slots)
+		}
 	}
 }

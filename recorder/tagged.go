@@ -3,6 +3,7 @@ package recorder
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -22,8 +23,14 @@ import (
 // fields, the digits kept after the point, by name (seconds, millis,
 // micros, mib, milli, whole: the Decimals* constants) or as a digit 0-6;
 // added=DEF marks a column added after files were written without it
-// (Column.Added). An embedded struct without a tag (Holding, FastFields)
-// contributes its own tagged fields at its place. A field of another
+// (Column.Added). An embedded struct (Holding, FastFields) contributes
+// its own tagged fields at its place; a csv tag on it renames some of
+// their columns for this row, FROM=TO separated by commas, as a row whose
+// clients are uploaders embeds a key with a clients column:
+//
+//	lab.RunKey `csv:"clients=uploaders"`
+//
+// A field of another
 // type than string, int, int64, float64, Maybe, bool or time.Time, a
 // field without a tag, an unknown option or a name used twice panics,
 // naming the type and the field: Tagged runs once per type, when its
@@ -35,7 +42,7 @@ func Tagged[T any](file string) *Schema[T] {
 		panic(fmt.Sprintf("recorder: Tagged[%s]: not a struct", t))
 	}
 	s := &Schema[T]{file: file}
-	tagColumns(s, t, t.Name(), 0, map[string]string{}, nil)
+	tagColumns(s, t, t.Name(), 0, map[string]string{}, nil, nil)
 	if len(s.cols) == 0 {
 		panic(fmt.Sprintf("recorder: %s (%s) has no columns", t, file))
 	}
@@ -52,7 +59,7 @@ func Tagged[T any](file string) *Schema[T] {
 func TaggedSpans[T any](file string, spans ...string) *Schema[T] {
 	all, t := Tagged[T](file), reflect.TypeFor[T]()
 	var fields []string
-	tagColumns(&Schema[T]{}, t, t.Name(), 0, map[string]string{}, &fields)
+	tagColumns(&Schema[T]{}, t, t.Name(), 0, map[string]string{}, &fields, nil)
 	at := func(name, span string) int {
 		i := slices.Index(fields, name)
 		if i < 0 || slices.Index(fields[i+1:], name) >= 0 {
@@ -90,22 +97,39 @@ var decimalsByName = map[string]int{
 
 // tagColumns appends the columns of the struct type t, found at offset
 // within T, to s, and their fields' names to fields if not nil; path
-// names t's fields for the panics.
-func tagColumns[T any](s *Schema[T], t reflect.Type, path string, offset uintptr, seen map[string]string, fields *[]string) {
+// names t's fields for the panics. renames are the renamings of the
+// structs t is embedded in, t's own embedding's last.
+func tagColumns[T any](s *Schema[T], t reflect.Type, path string, offset uintptr, seen map[string]string, fields *[]string, renames []renaming) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		field := path + "." + f.Name
 		tag, ok := f.Tag.Lookup("csv")
-		if !ok {
-			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Type != maybeType && f.Type != timeType {
-				tagColumns(s, f.Type, field, offset+f.Offset, seen, fields)
-				continue
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Type != maybeType && f.Type != timeType {
+			inner := renames
+			if ok {
+				r, err := parseRenaming(tag)
+				if err != nil {
+					panic(fmt.Sprintf("recorder: %s: field %s: %v", reflect.TypeFor[T](), field, err))
+				}
+				inner = append(slices.Clip(renames), r)
 			}
+			tagColumns(s, f.Type, field, offset+f.Offset, seen, fields, inner)
+			if ok {
+				if from := inner[len(inner)-1].unused(); from != "" {
+					panic(fmt.Sprintf("recorder: %s: field %s: csv tag %q renames column %q, which %s has not", reflect.TypeFor[T](), field, tag, from, f.Type))
+				}
+			}
+			continue
+		}
+		if !ok {
 			panic(fmt.Sprintf("recorder: %s: field %s has no csv tag", reflect.TypeFor[T](), field))
 		}
 		c, err := tagColumn[T](f.Type, tag, offset+f.Offset)
 		if err != nil {
 			panic(fmt.Sprintf("recorder: %s: field %s: %v", reflect.TypeFor[T](), field, err))
+		}
+		for k := len(renames) - 1; k >= 0; k-- {
+			c.name = renames[k].of(c.name)
 		}
 		if other, dup := seen[c.name]; dup {
 			panic(fmt.Sprintf("recorder: %s: fields %s and %s are both column %q", reflect.TypeFor[T](), other, field, c.name))
@@ -116,6 +140,50 @@ func tagColumns[T any](s *Schema[T], t reflect.Type, path string, offset uintptr
 			*fields = append(*fields, f.Name)
 		}
 	}
+}
+
+// renaming is what the csv tag of an embedded struct renames: each
+// column FROM of the struct's is column TO of the row (the tag
+// "FROM=TO,FROM=TO").
+type renaming struct {
+	to   map[string]string
+	used map[string]bool
+}
+
+// parseRenaming reads an embedded struct's csv tag.
+func parseRenaming(tag string) (renaming, error) {
+	r := renaming{to: map[string]string{}, used: map[string]bool{}}
+	for part := range strings.SplitSeq(tag, ",") {
+		from, to, ok := strings.Cut(part, "=")
+		if !ok || from == "" || to == "" {
+			return r, fmt.Errorf("csv tag %q on an embedded struct: %q is not a renaming FROM=TO", tag, part)
+		}
+		if _, twice := r.to[from]; twice {
+			return r, fmt.Errorf("csv tag %q on an embedded struct renames column %q twice", tag, from)
+		}
+		r.to[from] = to
+	}
+	return r, nil
+}
+
+// of is the name column name takes, noting the renaming used.
+func (r renaming) of(name string) string {
+	to, ok := r.to[name]
+	if !ok {
+		return name
+	}
+	r.used[name] = true
+	return to
+}
+
+// unused is a column the renaming names that no field had, or "".
+func (r renaming) unused() string {
+	for _, from := range slices.Sorted(maps.Keys(r.to)) {
+		if !r.used[from] {
+			return from
+		}
+	}
+	return ""
 }
 
 // tagColumn is the column a field of type ft at offset declares with tag.

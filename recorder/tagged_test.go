@@ -186,3 +186,77 @@ func TestTaggedSpans(t *testing.T) {
 		}
 	}
 }
+
+// key are the leading columns of the rows that embed it, as lab.RunKey
+// is; its clients column is named for what the clients are where a row
+// embeds it with a renaming tag.
+type key struct {
+	RunID   string `csv:"run_id"`
+	Clients int    `csv:"clients"`
+}
+
+// clientKey is key and the client, embedded in its turn.
+type clientKey struct {
+	key
+	Client int `csv:"client"`
+}
+
+// upload is a row that embeds the keys renamed: its clients are
+// uploaders, and its client an uploader.
+type upload struct {
+	clientKey `csv:"clients=uploaders,client=uploader"`
+	SentS     float64 `csv:"sent_s,seconds"`
+}
+
+var uploadSchema = recorder.Tagged[upload]("uploads.csv")
+
+func (upload) Schema() *recorder.Schema[upload] { return uploadSchema }
+
+// TestTaggedRenames: a csv tag on an embedded struct renames its columns
+// (those of the structs it embeds too) for the row that embeds it, and
+// leaves the others as they are; a tag that is not a renaming, or that
+// renames a column the struct has not, panics naming the field.
+func TestTaggedRenames(t *testing.T) {
+	if got, want := recorder.Layout[upload](), "run_id/0 uploaders/0 uploader/0 sent_s/3"; got != want {
+		t.Errorf("layout\n got %s\nwant %s", got, want)
+	}
+	if got, want := recorder.Layout[clientKeyRow](), "run_id/0 clients/0 client/0"; got != want {
+		t.Errorf("layout of the key unrenamed\n got %s\nwant %s", got, want)
+	}
+	recordertest.Contract[upload](t)
+	recordertest.Contract[clientKeyRow](t)
+	type notRenaming struct {
+		key `csv:"uploaders"`
+	}
+	type missing struct {
+		key `csv:"clients=uploaders,streams=sockets"`
+	}
+	type twice struct {
+		key `csv:"clients=uploaders,clients=sockets"`
+	}
+	type clash struct {
+		key `csv:"clients=run_id"`
+	}
+	for _, tc := range []struct {
+		build func()
+		want  string
+	}{
+		{func() { recorder.Tagged[notRenaming]("u.csv") }, `field notRenaming.key: csv tag "uploaders" on an embedded struct: "uploaders" is not a renaming FROM=TO`},
+		{func() { recorder.Tagged[missing]("u.csv") }, `field missing.key: csv tag "clients=uploaders,streams=sockets" renames column "streams", which recorder_test.key has not`},
+		{func() { recorder.Tagged[twice]("u.csv") }, `renames column "clients" twice`},
+		{func() { recorder.Tagged[clash]("u.csv") }, `fields clash.key.RunID and clash.key.Clients are both column "run_id"`},
+	} {
+		got := panicOf(tc.build)
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("panic %q, want it to contain %q", got, tc.want)
+		}
+	}
+}
+
+// clientKeyRow embeds clientKey without a tag: its columns keep their
+// names.
+type clientKeyRow struct{ clientKey }
+
+var clientKeySchema = recorder.Tagged[clientKeyRow]("keys.csv")
+
+func (clientKeyRow) Schema() *recorder.Schema[clientKeyRow] { return clientKeySchema }

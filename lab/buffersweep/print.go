@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/slowlab/slowlab/internal/bytesize"
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
@@ -63,8 +64,8 @@ var cellsTable = report.Table[Cell]{
 		}),
 		report.Col("runs ok", func(c *Cell) report.Cell { return report.Cell{Text: fmt.Sprintf("%d/%d", c.RunsOK, c.Runs), Num: true} }),
 		report.Col("/fast p95 ms", func(c *Cell) report.Cell { return report.Opt(c.FastP95MS, report.Decimals(1)) }),
-		report.Col("capacity predicted MiB", func(c *Cell) report.Cell { return report.Opt(mib(c.CapacityPredictedBytes), report.Decimals(2)) }),
-		report.Col("measured MiB", func(c *Cell) report.Cell { return report.Opt(mib(c.CapacityMeasuredBytes), report.Decimals(2)) }),
+		report.Col("capacity predicted MiB", func(c *Cell) report.Cell { return report.Opt(lab.MiB(c.CapacityPredictedBytes), report.Decimals(2)) }),
+		report.Col("measured MiB", func(c *Cell) report.Cell { return report.Opt(lab.MiB(c.CapacityMeasuredBytes), report.Decimals(2)) }),
 		report.Col("error %", func(c *Cell) report.Cell { return report.Opt(capacityError(*c), report.Decimals(0)) }),
 		report.Col("app_send predicted s", func(c *Cell) report.Cell { return report.Opt(c.AppSendPredictedS, report.Decimals(2)) }),
 		report.Col("measured s", func(c *Cell) report.Cell { return report.Opt(c.AppSendMeasuredS, report.Decimals(2)) }),
@@ -80,14 +81,6 @@ var cellsTable = report.Table[Cell]{
 		report.HTMLCol("client_receive (s)", func(c *Cell) report.Cell { return report.Opt(c.ClientReceiveS, report.Decimals(3)) }),
 		report.HTMLCol("directory", func(c *Cell) report.Cell { return report.Text(c.Dir) }),
 	},
-}
-
-// mib is a byte count in MiB.
-func mib(m recorder.Maybe) recorder.Maybe {
-	if m.Valid {
-		m.Value /= 1 << 20
-	}
-	return m
 }
 
 // capacityError is the measured capacity's error against the predicted,

@@ -23,10 +23,9 @@ const MaxStreams = 200
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Common `yaml:",inline"`
-	Conditions []Condition  `yaml:"conditions"`
-	Fast       lab.FastSpec `yaml:"fast"`
-	Slow       SlowSpec     `yaml:"slow"`
+	lab.Common            `yaml:",inline"`
+	lab.Beside[Condition] `yaml:",inline"`
+	Slow                  SlowSpec `yaml:"slow"`
 }
 
 // Condition is one cell of the matrix: Streams slow streams read /large
@@ -54,6 +53,12 @@ type Condition struct {
 	// same windows.
 	Protocol string `yaml:"protocol"`
 }
+
+// RouteName implements stack.RoutedCondition.
+func (c Condition) RouteName() stack.Route { return c.Route }
+
+// ServerName implements stack.RoutedCondition.
+func (c Condition) ServerName() string { return c.Server }
 
 // Condition values.
 const (
@@ -93,7 +98,7 @@ type SlowSpec struct {
 // a stream at 256 KiB/s with 64 KiB windows; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.PublishedFast(),
+		Beside: lab.Beside[Condition]{Fast: lab.PublishedFast()},
 		Slow: SlowSpec{Path: "/large", Size: 16 << 20, Rate: 256 << 10, StreamWindow: defaultWindow, ConnWindow: 16 << 20,
 			Timeout: lab.Duration(2 * time.Minute)}}
 	for _, r := range cleartext {
@@ -187,16 +192,6 @@ func (c *Config) Reduce() {
 
 // Flags implements lab.Config: everything is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {}
-
-// Servers implements lab.Stacked.
-func (c *Config) Servers() []stack.Server {
-	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
-}
-
-// Routes implements lab.Routed.
-func (c *Config) Routes() []stack.Route {
-	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return cond.Route })
-}
 
 // Validate implements lab.Config, naming each field by its YAML path.
 func (c *Config) Validate() error {

@@ -6,14 +6,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
 // TestReadsBeforeProtocol: h2-runs.csv and h2-streams.csv written before
 // the protocol column (HTTP/3 came later) still read, their rows HTTP/2.
 func TestReadsBeforeProtocol(t *testing.T) {
-	checkOld(t, RunRow{RunID: "a.rep1", Protocol: "h3"}, func(r RunRow) string { return r.Protocol })
-	checkOld(t, Stream{RunID: "a.rep1", Protocol: "h3"}, func(r Stream) string { return r.Protocol })
+	checkOld(t, RunRow{RunKey: lab.RunKey{RunID: "a.rep1"}, Protocol: "h3"}, func(r RunRow) string { return r.Protocol })
+	checkOld(t, Stream{ClientKey: lab.ClientKey{RunKey: lab.RunKey{RunID: "a.rep1"}}, Protocol: "h3"}, func(r Stream) string { return r.Protocol })
 }
 
 // checkOld writes row, removes its protocol column as a file of the

@@ -3,7 +3,6 @@ package h2slowclient
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 
 	"github.com/slowlab/slowlab/lab"
@@ -62,11 +61,7 @@ var conditionsTable = report.Table[Summary]{
 
 // Section is the h2-slow-client section of the report, which the
 // registration carries.
-var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, error) {
-	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
-	if err != nil {
-		return nil, err
-	}
+var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
 	p := report.NewPart(Name, "Slow readers over HTTP/2 read /large through the proxy, slow by flow control (each stream's window), while /fast runs "+
 		"on its open-loop schedule over HTTP/2, on its own connection or on the slow streams' first. The proxy speaks HTTP/1.1 to "+
 		"the app with one upstream connection per stream: with buffering off each slow stream holds an app worker, so one "+

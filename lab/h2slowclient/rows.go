@@ -1,9 +1,9 @@
 package h2slowclient
 
 import (
-	"slices"
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -24,22 +24,19 @@ const (
 // generator's error reason (a stream the proxy reset, a
 // connection it closed); AppHeld says the app began its response and had
 // not finished it at the end of the hold: a worker still writing it.
+// Its key's client is the stream's number in the run; the protocol
+// column comes after route (streamSchema's spans).
 type Stream struct {
-	RunID       string         `csv:"run_id"`
-	Route       string         `csv:"route"`
-	Protocol    string         `csv:"protocol,added=h2"` // h2 or h3
-	Server      string         `csv:"server"`
-	Streams     int            `csv:"streams"`
-	Rep         int            `csv:"rep"`
-	Stream      int            `csv:"stream"`
-	Conn        int            `csv:"conn"`
-	Status      int            `csv:"status"`
-	Bytes       int64          `csv:"bytes"`
-	FirstByteMS recorder.Maybe `csv:"first_byte_ms,millis"`
-	TotalS      float64        `csv:"total_s,seconds"`
-	Outcome     string         `csv:"outcome"`
-	AppHeld     bool           `csv:"app_held"`
-	Error       string         `csv:"error"`
+	lab.ClientKey `csv:"clients=streams,client=stream"`
+	Protocol      string         `csv:"protocol,added=h2"` // h2 or h3
+	Conn          int            `csv:"conn"`
+	Status        int            `csv:"status"`
+	Bytes         int64          `csv:"bytes"`
+	FirstByteMS   recorder.Maybe `csv:"first_byte_ms,millis"`
+	TotalS        float64        `csv:"total_s,seconds"`
+	Outcome       string         `csv:"outcome"`
+	AppHeld       bool           `csv:"app_held"`
+	Error         string         `csv:"error"`
 }
 
 // Stream.Outcome values besides the error reasons.
@@ -51,7 +48,7 @@ const (
 
 func (Stream) Schema() *recorder.Schema[Stream] { return streamSchema }
 
-var streamSchema = recorder.Tagged[Stream](streamFile)
+var streamSchema = recorder.TaggedSpans[Stream](streamFile, "RunID-Route", "Protocol", "Server-Client", "Conn-Error")
 
 // RunRow is one row of h2-runs.csv: one run of h2-slow-client. Streams
 // slow HTTP/2 (or HTTP/3: Protocol h3) streams read /large (on one connection, or a connection
@@ -61,14 +58,11 @@ var streamSchema = recorder.Tagged[Stream](streamFile)
 // responses the app was writing at once (begun, not finished; sampled
 // every 200 ms from its send log): the workers the streams held.
 // AppComplete counts the slow responses the app handed over recorder.DecimalsWhole. The
-// proxy's memory and temp-file peaks are what the streams cost it.
+// proxy's memory and temp-file peaks are what the streams cost it. The
+// protocol column comes after route (runSchema's spans).
 type RunRow struct {
-	RunID           string         `csv:"run_id"`
-	Route           string         `csv:"route"`
+	lab.RunKey      `csv:"clients=streams"`
 	Protocol        string         `csv:"protocol,added=h2"` // h2 or h3: what the clients spoke to the proxy
-	Server          string         `csv:"server"`
-	Streams         int            `csv:"streams"`
-	Rep             int            `csv:"rep"`
 	Conns           int            `csv:"conns"`
 	FastConn        string         `csv:"fast_conn"`
 	Read            string         `csv:"read"` // "paced" or "stall"
@@ -92,7 +86,7 @@ type RunRow struct {
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.Tagged[RunRow](runFile)
+var runSchema = recorder.TaggedSpans[RunRow](runFile, "RunID-Route", "Protocol", "Server-Rep", "Conns-MaxMS")
 
 // SummarizeRun fills run's /fast columns from reqs (as recorder.SummarizeRun
 // does) and its stream counts from the run's streams.
@@ -148,39 +142,27 @@ func Summarize(runs []RunRow) []Summary {
 		fastConn, read string
 		connWindow     int64
 	}
-	var keys []key
-	groups := map[key][]RunRow{}
-	for _, r := range runs {
-		k := key{r.Route, r.Protocol, r.Server, r.Streams, r.Conns, r.FastConn, r.Read, r.ConnWindow}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
 	var rows []Summary
-	for _, k := range keys {
-		row := Summary{Route: k.route, Protocol: k.proto, Server: k.server, Streams: k.streams, Conns: k.conns, FastConn: k.fastConn, Read: k.read, ConnWindow: k.connWindow}
+	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key {
+		return key{r.Route, r.Protocol, r.Server, r.Clients, r.Conns, r.FastConn, r.Read, r.ConnWindow}
+	}) {
+		first := g.All[0]
+		row := Summary{Route: first.Route, Protocol: first.Protocol, Server: first.Server, Streams: first.Clients, Conns: first.Conns,
+			FastConn: first.FastConn, Read: first.Read, ConnWindow: first.ConnWindow, Runs: len(g.OK), Excluded: g.Excluded(),
+			FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var held, mem, temp, resetAfter []float64
-		var ok []RunRow
-		for _, r := range groups[k] {
-			if r.Status != recorder.RunOK {
-				row.Excluded++
-				continue
-			}
-			row.Runs++
+		for _, r := range g.OK {
 			row.Complete += r.Complete
 			row.Cut += r.Cut
 			row.Reset += r.Reset
 			row.Failed += r.Failed
 			resetAfter = recorder.AppendValid(resetAfter, r.ResetAfterS)
 			row.AppComplete += r.AppComplete
-			ok = append(ok, r)
 			row.Workers = r.Workers
 			held, mem, temp = recorder.AppendValid(held, r.AppHeldMax), recorder.AppendValid(mem, r.ProxyMemPeakMiB), recorder.AppendValid(temp, r.TempPeakMiB)
 		}
 		row.AppHeldMax, row.ProxyMemPeakMiB, row.TempPeakMiB = recorder.Some(recorder.NearestRank(held, 100)), recorder.Some(recorder.NearestRank(mem, 100)), recorder.Some(recorder.NearestRank(temp, 100))
 		row.ResetAfterS = recorder.Some(recorder.Median(resetAfter))
-		row.FastOver = recorder.SummarizeFast(ok, fastOf)
 		rows = append(rows, row)
 	}
 	return rows
@@ -190,6 +172,3 @@ func Summarize(runs []RunRow) []Summary {
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -75,7 +75,7 @@ func runLine(r RunRow) string {
 // schedule over HTTP/2 or HTTP/3, the app's held responses sampled, then the
 // verdict. Its error is only for results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(spec.Route), Protocol: spec.Protocol, Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Streams, Rep: spec.Rep}, Protocol: spec.Protocol,
 		Conns: 1, FastConn: spec.Fast, Read: spec.Read, StreamWindow: int64(c.Slow.StreamWindow), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.Conns == ConnsEach {
 		run.Conns = spec.Streams
@@ -100,10 +100,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if err != nil {
 		return lab.Failed(ctx, run, err), nil
 	}
-	t0 := time.Now()
-	fr.Start(t0, f.Resources)
-	l := c.load(ctx, env, fr.Running, spec, &run, conns, t0, f)
-	res, sampErr := fr.Sampled(time.Now())
+	l, res, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) loaded { return c.load(ctx, env, fr.Running, spec, &run, conns, t0, f) })
 	run = SummarizeRun(run, l.reqs, l.streams)
 	run.AppHeldMax, run.AppComplete = l.heldMax, l.appComplete
 	run.ProxyMemPeakMiB, run.TempPeakMiB = recorder.MemoryPeakMiB(res.Proxy), res.TempPeakMiB
@@ -201,7 +198,7 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	if spec.Fast == FastSeparate {
 		fastConn = conns[len(conns)-1]
 	}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: spec.Streams, Rep: run.Rep}
+	meta := run.Meta()
 	var fast lab.FastRun
 	switch fc := fastConn.(type) {
 	case *loadgen.H3Conn:
@@ -280,7 +277,7 @@ func sampleHeld(ctx context.Context, running *stack.Running, ids []string, l *lo
 // connection at the hold's end, held that the app was still writing its
 // response then.
 func streamRow(run RunRow, stream, conn int, r loadgen.H2Result, cut, held bool) Stream {
-	row := Stream{RunID: run.RunID, Route: run.Route, Protocol: run.Protocol, Server: run.Server, Streams: run.Streams, Rep: run.Rep, Stream: stream, Conn: conn,
+	row := Stream{ClientKey: lab.ClientKey{RunKey: run.RunKey, Client: stream}, Protocol: run.Protocol, Conn: conn,
 		Status: r.Status, Bytes: r.Bytes, TotalS: r.Total.Seconds(), AppHeld: held}
 	if r.Status > 0 {
 		row.FirstByteMS = recorder.Some(float64(r.FirstByte.Microseconds()) / 1e3)

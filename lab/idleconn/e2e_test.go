@@ -54,12 +54,12 @@ func runIdle(t *testing.T, c *Config, env *lab.Env) map[string]RunRow {
 	total := 0
 	for _, run := range res.Runs {
 		got[run.Route] = run
-		total += run.Conns
+		total += run.Clients
 		if run.Status != recorder.RunOK {
 			t.Errorf("%s: %s: %s", run.RunID, run.Status, run.Reason)
 		}
-		if run.Connected != run.Conns || run.FIN+run.Reset+run.Bound != run.Conns {
-			t.Errorf("%s: %d connected, %d fin + %d reset + %d bound, of %d", run.RunID, run.Connected, run.FIN, run.Reset, run.Bound, run.Conns)
+		if run.Connected != run.Clients || run.FIN+run.Reset+run.Bound != run.Clients {
+			t.Errorf("%s: %d connected, %d fin + %d reset + %d bound, of %d", run.RunID, run.Connected, run.FIN, run.Reset, run.Bound, run.Clients)
 		}
 		// The exporter saw the held connections: the app's workers hold at
 		// least one each (behind a proxy, the proxy holds them), and
@@ -100,8 +100,8 @@ func checkShape(t *testing.T, got map[string]RunRow) {
 	if direct.FastOK > 0 && direct.FastP95MS.Value < 1000 {
 		t.Errorf("direct: /fast p95 %.1f ms with every worker held, want seconds", direct.FastP95MS.Value)
 	}
-	if proxied.FIN != proxied.Conns || proxied.Responded != 0 {
-		t.Errorf("proxy: %d of %d closed with a FIN, %d with a response first; want every one closed at the header timeout, no response", proxied.FIN, proxied.Conns, proxied.Responded)
+	if proxied.FIN != proxied.Clients || proxied.Responded != 0 {
+		t.Errorf("proxy: %d of %d closed with a FIN, %d with a response first; want every one closed at the header timeout, no response", proxied.FIN, proxied.Clients, proxied.Responded)
 	}
 	if proxied.FastOK != proxied.FastSent || proxied.FastP95MS.Value >= 1000 {
 		t.Errorf("proxy: /fast %d/%d ok, p95 %.1f ms; want every one ok, well under a second", proxied.FastOK, proxied.FastSent, proxied.FastP95MS.Value)
@@ -117,7 +117,7 @@ func TestIdleShapeEmbedded(t *testing.T) {
 	got := runIdle(t, c, labtest.Env(t, stack.NameEmbedded))
 	checkShape(t, got)
 	if d := got["direct"]; d.Bound < 1 {
-		t.Errorf("direct: none of %d connections waited past the bound for a worker", d.Conns)
+		t.Errorf("direct: none of %d connections waited past the bound for a worker", d.Clients)
 	}
 }
 
@@ -126,8 +126,8 @@ func TestIdleShapeEmbedded(t *testing.T) {
 func checkGthreadHolds(t *testing.T, stackName string) {
 	c := short("gthread-1x2", 3, 6*time.Second, stack.RouteDirect)
 	r := runIdle(t, c, labtest.Env(t, stackName))["direct"]
-	if r.Bound != r.Conns {
-		t.Errorf("gthread: %d of %d lasted to the bound; want every one held past the 3 s timeout", r.Bound, r.Conns)
+	if r.Bound != r.Clients {
+		t.Errorf("gthread: %d of %d lasted to the bound; want every one held past the 3 s timeout", r.Bound, r.Clients)
 	}
 	if r.FastOK > 0 && r.FastP95MS.Value < 1000 {
 		t.Errorf("gthread: /fast p95 %.1f ms with both threads held, want seconds", r.FastP95MS.Value)

@@ -3,7 +3,6 @@ package idleconn
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
@@ -42,7 +41,7 @@ var runsTable = report.Table[RunRow]{
 		report.Col("route", func(r *RunRow) report.Cell { return report.Text(r.Route) }),
 		report.Col("server", func(r *RunRow) report.Cell { return report.Text(r.Server) }),
 		report.Col("mode", func(r *RunRow) report.Cell { return report.Text(r.Mode) }),
-		report.Col("conns", func(r *RunRow) report.Cell { return report.Int(r.Conns) }),
+		report.Col("conns", func(r *RunRow) report.Cell { return report.Int(r.Clients) }),
 		report.Col("status", func(r *RunRow) report.Cell { return report.Cell{Text: r.Status, Title: r.Reason} }),
 		report.Col("connected", func(r *RunRow) report.Cell { return report.Int(r.Connected) }),
 		report.Col("fin", func(r *RunRow) report.Cell { return report.Int(r.FIN) }),
@@ -71,11 +70,7 @@ var runsTable = report.Table[RunRow]{
 
 // Section is the idle-connections section of the report, which the
 // registration carries.
-var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, error) {
-	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
-	if err != nil {
-		return nil, err
-	}
+var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
 	p := report.NewPart(Name, "K connections that connect and send nothing (idle) or send a request header a byte a second and never "+
 		"finish it (slowloris), held against each server model directly and behind the proxy at its defaults, while "+
 		"/fast runs open loop. A sync worker that accepts such a connection is held until the server's timeout ends "+
@@ -107,7 +102,7 @@ func heldFigure(runs []RunRow) *report.GroupedBars {
 		if route != "direct" {
 			route = "proxy" // the proxy at its defaults: the full route name is in the table
 		}
-		g.Categories = append(g.Categories, fmt.Sprintf("%s\n%s\n%d %s", route, r.Server, r.Conns, r.Mode))
+		g.Categories = append(g.Categories, fmt.Sprintf("%s\n%s\n%d %s", route, r.Server, r.Clients, r.Mode))
 		g.Series[0].Values = append(g.Series[0].Values, report.ValueOf(r.ServerClosedP50S, 1))
 		g.Series[1].Values = append(g.Series[1].Values, report.ValueOf(r.FastP95MS, 1e-3))
 	}

@@ -3,6 +3,7 @@ package idleconn
 import (
 	"math"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -64,13 +65,10 @@ const (
 // RSS summed over its processes); FDs and Established its peak open file
 // descriptors and established TCP connections (the exporter's
 // slowlab_process_open_fds and slowlab_sockets{state="established"}).
+// The mode column comes after server (runSchema's spans).
 type RunRow struct {
-	RunID            string         `csv:"run_id"`
-	Route            string         `csv:"route"`
-	Server           string         `csv:"server"`
+	lab.RunKey       `csv:"clients=conns"`
 	Mode             string         `csv:"mode"`
-	Conns            int            `csv:"conns"`
-	Rep              int            `csv:"rep"`
 	Status           string         `csv:"status"`
 	Reason           string         `csv:"reason"`
 	Connected        int            `csv:"connected"`
@@ -100,7 +98,7 @@ type RunRow struct {
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.Tagged[RunRow](runFile)
+var runSchema = recorder.TaggedSpans[RunRow](runFile, "RunID-Server", "Mode", "Clients-Rep", "Status-ProxyEstablished")
 
 // SummarizeRun fills run's connection and /fast columns from its held
 // connections and /fast requests (every one of the run).

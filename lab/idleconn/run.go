@@ -74,7 +74,7 @@ func runLine(r RunRow) string {
 		return r.Status + ": " + r.Reason
 	}
 	return fmt.Sprintf("connected %d/%d: fin %d, reset %d, bound %d; server closed after %s s (max %s); /fast ok %d/%d p95 %s ms",
-		r.Connected, r.Conns, r.FIN, r.Reset, r.Bound, lab.Num(r.ServerClosedP50S, 2), lab.Num(r.ServerClosedMaxS, 2),
+		r.Connected, r.Clients, r.FIN, r.Reset, r.Bound, lab.Num(r.ServerClosedP50S, 2), lab.Num(r.ServerClosedMaxS, 2),
 		r.FastOK, r.FastSent, lab.Num(r.FastP95MS, 1))
 }
 
@@ -82,11 +82,9 @@ func runLine(r RunRow) string {
 // measured is returned failed with its reason; the error is for results
 // that did not reach their files.
 func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns, Rep: rep,
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: rep}, Mode: string(cond.Mode),
 		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
-	if c.AppTimeout > 0 {
-		run.AppTimeoutS = recorder.Some(time.Duration(c.AppTimeout).Seconds())
-	}
+	run.AppTimeoutS = lab.SetSeconds(c.AppTimeout)
 	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
 		run.HeaderTimeoutS = recorder.Some(time.Duration(c.HeaderTimeout).Seconds())
 	}
@@ -113,21 +111,14 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 	fr.Start(t0, f.Resources)
 	conns, reqs, writeErr := c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
 	rs, sampErr := fr.Sampled(time.Now())
-	run.AppMemMiB, run.AppRSSMiB = mib(rs.App.MemoryPeakBytes), mib(rs.App.RSSPeakBytes)
-	run.ProxyMemMiB, run.ProxyRSSMiB = mib(rs.Proxy.MemoryPeakBytes), mib(rs.Proxy.RSSPeakBytes)
+	run.AppMemMiB, run.AppRSSMiB = lab.MiB(rs.App.MemoryPeakBytes), lab.MiB(rs.App.RSSPeakBytes)
+	run.ProxyMemMiB, run.ProxyRSSMiB = lab.MiB(rs.Proxy.MemoryPeakBytes), lab.MiB(rs.Proxy.RSSPeakBytes)
 	fds := func(s recorder.ResourceSample) recorder.Maybe { return s.OpenFDs }
 	est := func(s recorder.ResourceSample) recorder.Maybe { return s.Established }
 	run.AppFDs, run.AppEstablished = recorder.PeakOf(rs.Samples, "app", fds), recorder.PeakOf(rs.Samples, "app", est)
 	run.ProxyFDs, run.ProxyEstablished = recorder.PeakOf(rs.Samples, "proxy", fds), recorder.PeakOf(rs.Samples, "proxy", est)
 	run = SummarizeRun(run, conns, reqs)
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(writeErr, sampErr))
-}
-
-func mib(b recorder.Maybe) recorder.Maybe {
-	if !b.Valid {
-		return b
-	}
-	return recorder.Some(b.Value / (1 << 20))
 }
 
 // load holds cond's connections to addr and, once every one was tried,

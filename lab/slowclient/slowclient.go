@@ -32,12 +32,11 @@ const Name = "slow-client"
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Common `yaml:",inline"`
-	Conditions []Condition        `yaml:"conditions"`
-	Fast       lab.FastSpec       `yaml:"fast"`
-	Large      LargeSpec          `yaml:"large"`
-	SlowReader lab.SlowReaderSpec `yaml:"slow_reader"`
-	Hops       HopsSpec           `yaml:"hops"`
+	lab.Common            `yaml:",inline"`
+	lab.Beside[Condition] `yaml:",inline"`
+	Large                 LargeSpec          `yaml:"large"`
+	SlowReader            lab.SlowReaderSpec `yaml:"slow_reader"`
+	Hops                  HopsSpec           `yaml:"hops"`
 }
 
 // HopsSpec is the sampling of where the slow downloads' bytes are
@@ -52,6 +51,12 @@ type Condition struct {
 	Server      string      `yaml:"server"` // sync-W, gthread-WxT
 	SlowClients int         `yaml:"slow_clients"`
 }
+
+// RouteName implements stack.RoutedCondition.
+func (c Condition) RouteName() stack.Route { return c.Route }
+
+// ServerName implements stack.RoutedCondition.
+func (c Condition) ServerName() string { return c.Server }
 
 // LargeSpec is the slow clients' download.
 type LargeSpec struct {
@@ -83,7 +88,7 @@ const PublishedServer = "sync-2"
 // stack auto chooses, under the published limits.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast:       lab.PublishedFast(),
+		Beside:     lab.Beside[Condition]{Fast: lab.PublishedFast()},
 		Large:      LargeSpec{Path: "/large", Size: lab.Size(appserver.DefaultLargeSize)},
 		SlowReader: lab.PublishedSlowReader(loadgen.DefaultSlowRate),
 		Hops:       HopsSpec{Interval: lab.Duration(hops.DefaultInterval)}}
@@ -100,11 +105,6 @@ func Published() *Config {
 // everything else is in its scenario.
 func (c *Config) Flags(*flag.FlagSet) {}
 
-// Servers implements lab.Stacked.
-func (c *Config) Servers() []stack.Server {
-	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
-}
-
 // Targets implements lab.Targeting: /fast, and /large when a condition
 // has slow clients.
 func (c *Config) Targets() []stack.Target {
@@ -115,11 +115,6 @@ func (c *Config) Targets() []stack.Target {
 		}
 	}
 	return out
-}
-
-// Routes implements lab.Routed.
-func (c *Config) Routes() []stack.Route {
-	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return cond.Route })
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.

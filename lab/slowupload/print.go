@@ -110,11 +110,7 @@ func label(c *Summary) string {
 // Section is the slow-upload section of the report, which the
 // registration carries: /fast per condition, the upload times, the
 // conditions and the uploads that did not end ok.
-var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, error) {
-	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
-	if err != nil {
-		return nil, err
-	}
+var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
 	conds := Summarize(runs)
 	p := report.NewPart(Name, "Slow clients POST their bodies at a paced rate while /fast runs on its open-loop schedule. A sync worker "+
 		"reading a slow request body is as stuck as one writing to a slow reader; a proxy with request buffering on "+

@@ -3,6 +3,7 @@ package slowupload
 import (
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -24,24 +25,19 @@ const (
 // Outcome is one of loadgen.UploadOK, UploadServerError, UploadStatus,
 // UploadReset, UploadTimeout and UploadError.
 type Upload struct {
-	RunID       string         `csv:"run_id"`
-	Route       string         `csv:"route"`
-	Server      string         `csv:"server"`
-	Uploaders   int            `csv:"uploaders"`
-	Rep         int            `csv:"rep"`
-	Client      int            `csv:"client"`
-	SizeBytes   int64          `csv:"size_bytes"`
-	RateBps     int64          `csv:"rate_bps"`
-	AppTimeoutS recorder.Maybe `csv:"app_timeout_s,seconds"` // the app's timeout (Gunicorn --timeout), empty when the app's default
-	StartS      float64        `csv:"start_s,seconds"`
-	SendS       float64        `csv:"send_s,seconds"`
-	TotalS      float64        `csv:"total_s,seconds"`
-	SentBytes   int64          `csv:"sent_bytes"`
-	Status      int            `csv:"status"`
-	AppReadS    recorder.Maybe `csv:"app_read_s,seconds"`
-	AppBytes    recorder.Maybe `csv:"app_bytes"`
-	Outcome     string         `csv:"outcome"`
-	Error       string         `csv:"error"`
+	lab.ClientKey `csv:"clients=uploaders"`
+	SizeBytes     int64          `csv:"size_bytes"`
+	RateBps       int64          `csv:"rate_bps"`
+	AppTimeoutS   recorder.Maybe `csv:"app_timeout_s,seconds"` // the app's timeout (Gunicorn --timeout), empty when the app's default
+	StartS        float64        `csv:"start_s,seconds"`
+	SendS         float64        `csv:"send_s,seconds"`
+	TotalS        float64        `csv:"total_s,seconds"`
+	SentBytes     int64          `csv:"sent_bytes"`
+	Status        int            `csv:"status"`
+	AppReadS      recorder.Maybe `csv:"app_read_s,seconds"`
+	AppBytes      recorder.Maybe `csv:"app_bytes"`
+	Outcome       string         `csv:"outcome"`
+	Error         string         `csv:"error"`
 }
 
 func (Upload) Schema() *recorder.Schema[Upload] { return uploadSchema }
@@ -59,11 +55,7 @@ var uploadSchema = recorder.Tagged[Upload](uploadFile)
 // AppMemMiB and ProxyMemMiB each component's memory peak
 // (MemoryPeakMiB).
 type RunRow struct {
-	RunID       string         `csv:"run_id"`
-	Route       string         `csv:"route"`
-	Server      string         `csv:"server"`
-	Uploaders   int            `csv:"uploaders"`
-	Rep         int            `csv:"rep"`
+	lab.RunKey  `csv:"clients=uploaders"`
 	SizeBytes   int64          `csv:"size_bytes"`
 	RateBps     int64          `csv:"rate_bps"`
 	AppTimeoutS recorder.Maybe `csv:"app_timeout_s,seconds"`
@@ -126,7 +118,7 @@ func Conditions(runs []RunRow) []recorder.ConditionRuns[RunRow] {
 		timeout       recorder.Maybe
 	}
 	return recorder.GroupRuns(runs, func(r RunRow) key {
-		return key{r.Route, r.Server, r.Uploaders, r.SizeBytes, r.RateBps, r.AppTimeoutS}
+		return key{r.Route, r.Server, r.Clients, r.SizeBytes, r.RateBps, r.AppTimeoutS}
 	})
 }
 
@@ -156,8 +148,8 @@ func Summarize(runs []RunRow) []Summary {
 	var rows []Summary
 	for _, g := range Conditions(runs) {
 		first := g.All[0]
-		row := Summary{Route: first.Route, Server: first.Server, Uploaders: first.Uploaders, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+		row := Summary{Route: first.Route, Server: first.Server, Uploaders: first.Clients, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS,
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var send, read []float64
 		var wt, temp, appMem, proxyMem []float64
 		for _, r := range g.OK {
@@ -202,6 +194,3 @@ func uploadRow(row Upload, t0 time.Time, u loadgen.Upload) Upload {
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

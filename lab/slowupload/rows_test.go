@@ -3,6 +3,7 @@ package slowupload
 import (
 	"testing"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/recorder/recordertest"
@@ -16,7 +17,7 @@ func TestSummarizeRun(t *testing.T) {
 		{Outcome: loadgen.UploadOK, SendS: 4}, // no Server-Timing: left out of app_read_s
 		{Outcome: loadgen.UploadReset}, {Outcome: loadgen.UploadServerError}, {Outcome: loadgen.UploadTimeout}, {Outcome: loadgen.UploadError}, {Outcome: loadgen.UploadStatus},
 	}
-	r := SummarizeRun(RunRow{RunID: "x", FastFields: recorder.FastFields{FastPlanned: 3}}, reqs, uploads)
+	r := SummarizeRun(RunRow{RunKey: lab.RunKey{RunID: "x"}, FastFields: recorder.FastFields{FastPlanned: 3}}, reqs, uploads)
 	if r.FastTotal != 3 || r.FastOK != 2 || r.FastSent != 3 || r.P50MS != recorder.Some(2) || r.P95MS != recorder.Some(4000) {
 		t.Errorf("fast columns: %+v", r)
 	}
@@ -33,7 +34,7 @@ func TestSummarizeRun(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	run := func(rep int, status string, p95 float64, ok, reset int, temp recorder.Maybe) RunRow {
-		return RunRow{Route: "direct", Server: "sync-2", Uploaders: 2, SizeBytes: 8 << 20, Rep: rep, Status: status,
+		return RunRow{RunKey: lab.RunKey{Route: "direct", Server: "sync-2", Clients: 2, Rep: rep}, SizeBytes: 8 << 20, Status: status,
 			FastFields: recorder.FastFields{P50MS: recorder.Some(p95 / 2), P95MS: recorder.Some(p95)}, SendS: recorder.Some(16), AppReadS: recorder.Some(15.9), UploadsOK: ok, UploadsReset: reset,
 			WorkerTimeouts: recorder.Some(float64(reset)), TempPeakMiB: temp}
 	}

@@ -42,11 +42,9 @@ func runLine(r RunRow) string {
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Uploaders: spec.Uploaders, Rep: spec.Rep,
-		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	if spec.AppTimeout != 0 {
-		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
-	}
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Uploaders, Rep: spec.Rep},
+		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: lab.SetSeconds(spec.AppTimeout), StartedAt: time.Now().UTC(),
+		Status: recorder.RunOK}
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server,
 		AppTimeout: time.Duration(spec.AppTimeout), ClientBodyBuffer: int64(c.ClientBodyBuffer)}, false)
 	if err != nil {
@@ -54,11 +52,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	defer fr.Close()
 
-	t0 := time.Now()
-	fr.Start(t0, f.Resources)
-	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
+	l, rs, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) lab.Clients[Upload] { return c.load(ctx, env, fr.Running, spec, run, t0, f) })
 	run.FastPlanned = l.Planned
-	rs, sampErr := fr.Sampled(time.Now())
 	run = SummarizeRun(run, l.Reqs, l.Rows)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	if n, err := stack.CountWorkerTimeouts(env.LogDir(), id); err == nil {
@@ -71,10 +66,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // /fast schedule, and waits for both. Every upload and every scheduled
 // request gets its row as it finishes.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Upload] {
-	base := Upload{RunID: run.RunID, Route: run.Route, Server: run.Server, Uploaders: run.Uploaders, Rep: run.Rep,
-		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Uploaders, Rep: run.Rep}
-	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, c.Upload.Path, true, func(i int, target *url.URL) Upload {
+	base := Upload{ClientKey: lab.ClientKey{RunKey: run.RunKey}, SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
+	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, c.Upload.Path, true, func(i int, target *url.URL) Upload {
 		up := loadgen.SlowUploader{URL: target, Size: spec.Size, Rate: float64(c.Upload.Rate), SndBuf: int(c.Upload.SndBuf),
 			WriteSize: int(c.Upload.WriteSize), Timeout: time.Duration(c.Upload.Timeout), RunID: run.RunID, Metrics: env.Metrics,
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/upload-%d", run.RunID, i)}}}

@@ -18,10 +18,9 @@ const Name = "slow-upload"
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Common `yaml:",inline"`
-	Conditions []Condition  `yaml:"conditions"`
-	Fast       lab.FastSpec `yaml:"fast"`
-	Upload     UploadSpec   `yaml:"upload"`
+	lab.Common            `yaml:",inline"`
+	lab.Beside[Condition] `yaml:",inline"`
+	Upload                UploadSpec `yaml:"upload"`
 	// ClientBodyBuffer is the proxy's client_body_buffer_size; 0 leaves
 	// the proxy's default (16k).
 	ClientBodyBuffer lab.Size `yaml:"client_body_buffer,omitempty"`
@@ -73,7 +72,7 @@ const (
 // for 9 s.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.PublishedFast(),
+		Beside: lab.Beside[Condition]{Fast: lab.PublishedFast()},
 		Upload: UploadSpec{Path: "/upload", Size: 16 << 20, Rate: loadgen.DefaultUploadRate, SndBuf: loadgen.DefaultUploadSndBuf,
 			WriteSize: loadgen.DefaultUploadWriteSize, Timeout: lab.Duration(2 * time.Minute)}}
 	long := lab.Duration(PublishedAppTimeout)
@@ -117,17 +116,6 @@ func (c *Config) Reduce() {
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var((*lab.SizeFlag)(&c.Upload.Size), "size", "each upload's size in bytes (k, m, g suffixes), e.g. 16m")
 	fs.Var((*lab.SizeFlag)(&c.Upload.Rate), "rate", "each uploader's rate in bytes/s (k, m suffixes), e.g. 512k")
-}
-
-// Servers implements lab.Stacked: the conditions' servers but "async",
-// which is whatever event-loop server the stack has.
-func (c *Config) Servers() []stack.Server {
-	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
-}
-
-// Routes implements lab.Routed.
-func (c *Config) Routes() []stack.Route {
-	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return cond.Route })
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.

@@ -3,7 +3,6 @@ package sse
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 
 	"github.com/slowlab/slowlab/lab"
@@ -57,11 +56,7 @@ var conditionsTable = report.Table[Summary]{
 
 // Section is the sse section of the report, which the registration
 // carries: delivery delay and /fast per condition, and the conditions.
-var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, error) {
-	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
-	if err != nil {
-		return nil, err
-	}
+var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
 	conds := Summarize(runs)
 	p := report.NewPart(Name, "SSE clients each hold a stream of an event every interval, stamped with the server's clock, while /fast runs "+
 		"on its open-loop schedule. An event's delivery delay is the client's clock when it had read it minus the stamp. "+

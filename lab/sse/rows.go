@@ -3,6 +3,7 @@ package sse
 import (
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -21,16 +22,11 @@ const (
 // to the run's start; DelayMS = received - sent: the event's delivery
 // delay (one machine, one clock, loopback).
 type Event struct {
-	RunID     string  `csv:"run_id"`
-	Route     string  `csv:"route"`
-	Server    string  `csv:"server"`
-	Streams   int     `csv:"streams"`
-	Rep       int     `csv:"rep"`
-	Client    int     `csv:"client"`
-	Seq       int     `csv:"seq"`
-	SentS     float64 `csv:"sent_s,micros"`
-	ReceivedS float64 `csv:"received_s,micros"`
-	DelayMS   float64 `csv:"delay_ms,millis"`
+	lab.ClientKey `csv:"clients=streams"`
+	Seq           int     `csv:"seq"`
+	SentS         float64 `csv:"sent_s,micros"`
+	ReceivedS     float64 `csv:"received_s,micros"`
+	DelayMS       float64 `csv:"delay_ms,millis"`
 }
 
 func (Event) Schema() *recorder.Schema[Event] { return eventSchema }
@@ -45,12 +41,7 @@ var eventSchema = recorder.Tagged[Event](eventFile)
 // (Outcome, one of loadgen.SSEComplete, SSETruncated, SSEStatus,
 // SSEReset, SSETimeout and SSEError).
 type Stream struct {
-	RunID          string         `csv:"run_id"`
-	Route          string         `csv:"route"`
-	Server         string         `csv:"server"`
-	Streams        int            `csv:"streams"`
-	Rep            int            `csv:"rep"`
-	Client         int            `csv:"client"`
+	lab.ClientKey  `csv:"clients=streams"`
 	StartS         float64        `csv:"start_s,seconds"`
 	FirstByteMS    recorder.Maybe `csv:"first_byte_ms,millis"`
 	Status         int            `csv:"status"`
@@ -80,11 +71,7 @@ var streamSchema = recorder.Tagged[Stream](streamFile)
 // app's own count sampled during the run (empty when none was read). The
 // /fast columns are runs.csv's (recorder.SummarizeRun).
 type RunRow struct {
-	RunID           string         `csv:"run_id"`
-	Route           string         `csv:"route"`
-	Server          string         `csv:"server"`
-	Streams         int            `csv:"streams"`
-	Rep             int            `csv:"rep"`
+	lab.RunKey      `csv:"clients=streams"`
 	IntervalS       float64        `csv:"interval_s,seconds"`
 	DurationS       float64        `csv:"duration_s,seconds"`
 	StartedAt       time.Time      `csv:"started_at"`
@@ -162,10 +149,10 @@ func Summarize(runs []RunRow) []Summary {
 		interval, dur float64
 	}
 	var rows []Summary
-	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key { return key{r.Route, r.Server, r.Streams, r.IntervalS, r.DurationS} }) {
+	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key { return key{r.Route, r.Server, r.Clients, r.IntervalS, r.DurationS} }) {
 		first := g.All[0]
-		row := Summary{Route: first.Route, Server: first.Server, Streams: first.Streams, IntervalS: first.IntervalS, DurationS: first.DurationS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+		row := Summary{Route: first.Route, Server: first.Server, Streams: first.Clients, IntervalS: first.IntervalS, DurationS: first.DurationS,
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var p50, p95, most, firstByte, held, holding []float64
 		for _, r := range g.OK {
 			row.EventsExpected += r.EventsExpected
@@ -203,8 +190,7 @@ func streamRows(stream Stream, t0 time.Time, expected int, s loadgen.SSEStream) 
 	delays := make([]float64, len(s.Events))
 	for i, e := range s.Events {
 		delays[i] = float64(e.Delay().Microseconds()) / 1e3
-		events[i] = Event{RunID: stream.RunID, Route: stream.Route, Server: stream.Server, Streams: stream.Streams, Rep: stream.Rep,
-			Client: s.Client, Seq: e.Seq, SentS: e.Sent.Sub(t0).Seconds(), ReceivedS: e.Received.Sub(t0).Seconds(), DelayMS: delays[i]}
+		events[i] = Event{ClientKey: lab.ClientKey{RunKey: stream.RunKey, Client: s.Client}, Seq: e.Seq, SentS: e.Sent.Sub(t0).Seconds(), ReceivedS: e.Received.Sub(t0).Seconds(), DelayMS: delays[i]}
 	}
 	stream.DelayP50MS, stream.DelayP95MS, stream.DelayMaxMS = Delays(delays)
 	return stream, events
@@ -214,6 +200,3 @@ func streamRows(stream Stream, t0 time.Time, expected int, s loadgen.SSEStream) 
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/recorder/recordertest"
@@ -26,7 +27,7 @@ func TestSummarizeRun(t *testing.T) {
 	if run.DelayP50MS != recorder.Some(3) || run.DelayP95MS != recorder.Some(100) || run.DelayMaxMS != recorder.Some(100) || run.FirstByteMS != recorder.Some(3) {
 		t.Errorf("delays p50 %v p95 %v max %v first byte %v", run.DelayP50MS, run.DelayP95MS, run.DelayMaxMS, run.FirstByteMS)
 	}
-	conds := Summarize([]RunRow{run, {Status: recorder.RunFailed}, {Route: "direct", Status: recorder.RunOK}})
+	conds := Summarize([]RunRow{run, {Status: recorder.RunFailed}, {RunKey: lab.RunKey{Route: "direct"}, Status: recorder.RunOK}})
 	if len(conds) != 2 || conds[0].Runs != 1 || conds[0].Excluded != 1 || conds[0].Events != 5 || conds[1].DelayP50MS.Valid {
 		t.Errorf("conditions %+v", conds)
 	}
@@ -43,14 +44,15 @@ func TestStreamRows(t *testing.T) {
 		sent := t0.Add(time.Duration(2+i) * time.Second)
 		s.Events = append(s.Events, loadgen.SSEDelivery{Seq: i, Sent: sent, Received: sent.Add(d * time.Millisecond)})
 	}
-	row, evs := streamRows(Stream{RunID: "r", Route: "direct"}, t0, 5, s)
-	want := Stream{RunID: "r", Route: "direct", Client: 7, Status: 200, Outcome: loadgen.SSETruncated, Events: 3, EventsExpected: 5,
+	key := lab.RunKey{RunID: "r", Route: "direct"}
+	row, evs := streamRows(Stream{ClientKey: lab.ClientKey{RunKey: key}}, t0, 5, s)
+	want := Stream{ClientKey: lab.ClientKey{RunKey: key, Client: 7}, Status: 200, Outcome: loadgen.SSETruncated, Events: 3, EventsExpected: 5,
 		StartS: 1, FirstByteMS: recorder.Some(2.5), Error: "unexpected EOF",
 		DelayP50MS: recorder.Some(2), DelayP95MS: recorder.Some(3), DelayMaxMS: recorder.Some(3)}
 	if row != want {
 		t.Errorf("stream row\n got %+v\nwant %+v", row, want)
 	}
-	if len(evs) != 3 || evs[1] != (Event{RunID: "r", Route: "direct", Client: 7, Seq: 1, SentS: 3, ReceivedS: 3.003, DelayMS: 3}) {
+	if len(evs) != 3 || evs[1] != (Event{ClientKey: lab.ClientKey{RunKey: key, Client: 7}, Seq: 1, SentS: 3, ReceivedS: 3.003, DelayMS: 3}) {
 		t.Errorf("event rows %+v", evs)
 	}
 }

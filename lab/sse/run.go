@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -15,58 +16,31 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// files are the open results files of a session.
+// files are the open results files of a session: sse-streams.csv,
+// sse-runs.csv, requests.csv and resource-samples.csv (lab.RunFiles), and
+// sse-events.csv.
 type files struct {
-	events    *recorder.FileWriter[Event]
-	streams   *recorder.FileWriter[Stream]
-	runs      *recorder.FileWriter[RunRow]
-	requests  *recorder.FileWriter[recorder.Request]
-	resources *recorder.FileWriter[recorder.ResourceSample]
+	*lab.RunFiles[Stream, RunRow]
+	events *recorder.FileWriter[Event]
 }
 
-// fileNames are the results files besides sse-runs.csv.
-var fileNames = []string{eventFile, streamFile,
-	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
-
-// openFiles creates the session's files in dir, or opens them to append.
-func openFiles(dir string, resume bool) (*files, error) {
-	f := &files{}
-	var err error
-	if f.events, err = lab.OpenFile[Event](dir, resume); err == nil {
-		if f.streams, err = lab.OpenFile[Stream](dir, resume); err == nil {
-			if f.runs, err = lab.OpenFile[RunRow](dir, resume); err == nil {
-				if f.requests, err = lab.OpenFile[recorder.Request](dir, resume); err == nil {
-					f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
-				}
-			}
+// useFiles sets m up to write the session's files (lab.UseRunFiles, and
+// sse-events.csv beside them), which it stores in f for Measure.
+func useFiles(m *lab.Matrix[RunSpec, RunRow], f *files) {
+	lab.UseRunFiles(m, &f.RunFiles)
+	m.Files = append(m.Files, eventFile)
+	open := m.Open
+	m.Open = func(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
+		var err error
+		if f.events, err = lab.OpenFile[Event](dir, resume); err != nil {
+			return nil, nil, err
 		}
+		runs, closeRuns, err := open(dir, resume)
+		if err != nil {
+			return nil, nil, errors.Join(err, f.events.Close())
+		}
+		return runs, func() error { return errors.Join(closeRuns(), f.events.Close()) }, nil
 	}
-	if err != nil {
-		return nil, errors.Join(err, f.close())
-	}
-	return f, nil
-}
-
-// close closes every open file; it is called once.
-func (f *files) close() error {
-	var errs []error
-	if f.events != nil {
-		errs = append(errs, f.events.Close())
-	}
-	if f.streams != nil {
-		errs = append(errs, f.streams.Close())
-	}
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-	}
-	if f.requests != nil {
-		errs = append(errs, f.requests.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
-	*f = files{}
-	return errors.Join(errs...)
 }
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
@@ -84,19 +58,13 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		return nil, err
 	}
 	specs, skipped := c.Runs(env.Stack)
-	var f *files
-	m := &lab.Matrix[RunSpec, RunRow]{Specs: specs, Files: fileNames, Line: runLine,
+	f := &files{}
+	m := &lab.Matrix[RunSpec, RunRow]{Specs: specs, Line: runLine,
 		Expected: func(RunSpec) time.Duration { return c.Duration() },
-		Open: func(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
-			var err error
-			if f, err = openFiles(dir, resume); err != nil {
-				return nil, nil, err
-			}
-			return f.runs, f.close, nil
-		},
 		Measure: func(ctx context.Context, s RunSpec, id string) (RunRow, error) {
 			return c.measure(ctx, env, s, id, f)
 		}}
+	useFiles(m, f)
 	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
 	return &Result{*res}, err
 }
@@ -108,24 +76,14 @@ func runLine(r RunRow) string {
 		lab.Num(r.HeldMax, 0), lab.Num(r.WorkersHoldingMax, 0), r.FastOK, r.FastTotal, lab.Num(r.P95MS, 1), lab.StatusText(r.Status, r.Reason))
 }
 
-// capacity is the server's workers and slots (workers x threads; none
-// for an event loop).
-func capacity(s stack.Server) (workers, slots recorder.Maybe) {
-	workers = recorder.Some(float64(max(s.Workers, 1)))
-	if info, ok := s.ModelInfo(); ok && info.Async {
-		return workers, recorder.Maybe{}
-	}
-	return workers, recorder.Some(float64(max(s.Workers, 1) * max(s.Threads, 1)))
-}
-
 // measure performs one run: a fresh stack, the instruments, the streams
 // and the /fast schedule, the held-stream samples, then the run's
 // verdict. Its error is only for results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Streams: spec.Streams, Rep: spec.Rep,
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Streams, Rep: spec.Rep},
 		IntervalS: time.Duration(c.Stream.Interval).Seconds(), DurationS: time.Duration(c.Stream.Duration).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	run.Workers, run.Slots = capacity(spec.Server)
+	run.Workers, run.Slots = lab.Capacity(spec.Server)
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
 		AppTimeout: c.appTimeout(), UpstreamHTTP10: upstreamHTTP10(spec.Route)}, false)
 	if err != nil {
@@ -133,27 +91,25 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	defer fr.Close()
 
-	t0 := time.Now()
-	fr.Start(t0, f.resources)
-	stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "streams")
-	l := c.load(ctx, env, fr.Running, spec, &run, t0, f)
-	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
-	_, sampErr := fr.Sampled(time.Now())
-	run = SummarizeRun(run, l.reqs, l.streams, l.events)
+	l, _, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) loaded {
+		stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "streams")
+		defer stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
+		return c.load(ctx, env, fr.Running, spec, &run, t0, f)
+	})
+	run = SummarizeRun(run, l.Reqs, l.Rows, l.events)
 	streams := ""
-	if len(l.streams) != spec.Streams {
-		streams = fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
+	if len(l.Rows) != spec.Streams {
+		streams = fmt.Sprintf("%d streams accounted of %d", len(l.Rows), spec.Streams)
 	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
 		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
 }
 
-// loaded is what a run's load measured.
+// loaded is what a run's load measured: its streams' rows and /fast's
+// (lab.Clients) and every event of the streams.
 type loaded struct {
-	streams  []Stream
-	events   []Event
-	reqs     []recorder.Request
-	writeErr error
+	lab.Clients[Stream]
+	events []Event
 }
 
 // load starts the streams at t0 and, Fast.Offset later, the open-loop
@@ -162,33 +118,24 @@ type loaded struct {
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, t0 time.Time, f *files) loaded {
 	var l loaded
 	var mu sync.Mutex
+	var eventsErr error
 	params := c.Params(spec.Route)
-	u, err := loadgen.CheckTarget(running.URL()+c.Stream.Path+"?"+params.Query(), running.AllowRemote())
-	if err != nil {
-		l.writeErr = err
-		return l
-	}
-	base := Stream{RunID: run.RunID, Route: run.Route, Server: run.Server, Streams: run.Streams, Rep: run.Rep}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Streams, Rep: run.Rep}
-	fast := c.Fast.RunBeside(ctx, env, running.URL()+c.Fast.Path, running.AllowRemote(), meta, t0, f.requests, spec.Streams, func(i int) {
+	base := Stream{ClientKey: lab.ClientKey{RunKey: run.RunKey}}
+	l.Clients = lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f.RunFiles, c.Stream.Path+"?"+params.Query(), true, func(i int, u *url.URL) Stream {
 		cl := loadgen.SSEClient{URL: u, Timeout: time.Duration(c.Stream.Timeout), AllowRemote: running.AllowRemote(),
 			Header: http.Header{appserver.RequestIDHeader: {fmt.Sprintf("%s/sse-%d", run.RunID, i)}}}
 		row, evs := streamRows(base, t0, params.Events(), cl.Run(ctx, i))
 		mu.Lock()
 		defer mu.Unlock()
-		l.streams, l.events = append(l.streams, row), append(l.events, evs...)
-		err := f.streams.Write(row)
+		l.events = append(l.events, evs...)
 		for _, e := range evs {
-			err = errors.Join(err, f.events.Write(e))
+			if err := f.events.Write(e); err != nil && eventsErr == nil {
+				eventsErr = err
+			}
 		}
-		if err != nil && l.writeErr == nil {
-			l.writeErr = err
-		}
+		return row
 	})
-	run.FastPlanned = fast.Planned
-	l.reqs = fast.Reqs
-	if l.writeErr == nil {
-		l.writeErr = fast.WriteErr
-	}
+	run.FastPlanned = l.Planned
+	l.WriteErr = errors.Join(l.WriteErr, eventsErr)
 	return l
 }

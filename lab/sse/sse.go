@@ -65,10 +65,9 @@ func accel(r stack.Route) string {
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Common `yaml:",inline"`
-	Conditions []Condition  `yaml:"conditions"`
-	Fast       lab.FastSpec `yaml:"fast"`
-	Stream     StreamSpec   `yaml:"stream"`
+	lab.Common            `yaml:",inline"`
+	lab.Beside[Condition] `yaml:",inline"`
+	Stream                StreamSpec `yaml:"stream"`
 }
 
 // Condition is one cell of the matrix.
@@ -103,7 +102,7 @@ type StreamSpec struct {
 // 10 s, 3 repetitions, /fast at 8 req/s for 9 s.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.PublishedFast(),
+		Beside: lab.Beside[Condition]{Fast: lab.PublishedFast()},
 		Stream: StreamSpec{Path: "/events", Interval: lab.Duration(appserver.DefaultSSEInterval), Duration: lab.Duration(appserver.DefaultSSEDuration),
 			Timeout: lab.Duration(time.Minute)}}
 	for _, r := range Routes[:4] {
@@ -144,11 +143,6 @@ func (c *Config) Reduce() {
 func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var((*lab.DurationFlag)(&c.Stream.Interval), "interval", "time between two events of a stream, 10ms to 10s")
 	fs.Var((*lab.DurationFlag)(&c.Stream.Duration), "stream-duration", "each stream's length, at least one interval, at most 5m")
-}
-
-// Servers implements lab.Stacked: the conditions' servers but "async".
-func (c *Config) Servers() []stack.Server {
-	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
 }
 
 // Routes implements lab.Routed: the deployed routes.

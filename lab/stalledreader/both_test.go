@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 )
@@ -59,7 +60,7 @@ func runBothTimeouts(t *testing.T, stackName string) ([]Download, evidence) {
 		r.URL, r.RcvBuf, r.ReadSize, r.Timeout, r.RunID = downloadURL(u, i), loadgen.DefaultSlowRcvBuf, loadgen.DefaultSlowReadSize, 40*time.Second, runID
 		r.Header = http.Header{appserver.RequestIDHeader: {ids[i]}}
 		wg.Go(func() {
-			rows[i] = downloadRow(Download{RunID: runID}, t0, r.Run(ctx, i))
+			rows[i] = downloadRow(Download{ClientKey: lab.ClientKey{RunKey: lab.RunKey{RunID: runID}}}, t0, r.Run(ctx, i))
 		})
 	}
 	wg.Wait()

@@ -123,11 +123,7 @@ func label(c *Summary) string {
 // Section is the stalled-reader section of the report, which the
 // registration carries: the bytes each download received, /fast and the
 // workers killed per condition, the conditions and every download.
-var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, error) {
-	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runFile))
-	if err != nil {
-		return nil, err
-	}
+var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
 	d := newSectionData(runs)
 	p := report.NewPart(Name, "Clients request /large and then stop reading (stalled: a few KiB read, then nothing for the stall, then "+
 		"the rest) or read it at a slow constant rate, while /fast runs on its open-loop schedule. A Gunicorn sync "+

@@ -3,6 +3,7 @@ package stalledreader
 import (
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -23,15 +24,11 @@ const (
 // gave none). Outcome is one of Outcomes, EndedBy one of Enders. AppSendS
 // is the app's own record of the response (from its first byte to its
 // last write returning, or failing), empty when the app left none: a
-// Gunicorn worker killed mid-response writes nothing.
+// Gunicorn worker killed mid-response writes nothing. The mode column
+// comes after server (downloadSchema's spans).
 type Download struct {
-	RunID         string         `csv:"run_id"`
-	Route         string         `csv:"route"`
-	Server        string         `csv:"server"`
+	lab.ClientKey
 	Mode          string         `csv:"mode"`
-	Clients       int            `csv:"clients"`
-	Rep           int            `csv:"rep"`
-	Client        int            `csv:"client"`
 	SizeBytes     int64          `csv:"size_bytes"`
 	RateBps       int64          `csv:"rate_bps"`
 	AppTimeoutS   recorder.Maybe `csv:"app_timeout_s,seconds"`  // the app's timeout (Gunicorn --timeout), empty when the app's default
@@ -88,7 +85,7 @@ var Enders = []string{EndedByNone, EndedByClient, EndedByAppTimeout, EndedBySend
 
 func (Download) Schema() *recorder.Schema[Download] { return downloadSchema }
 
-var downloadSchema = recorder.Tagged[Download](downloadFile)
+var downloadSchema = recorder.TaggedSpans[Download](downloadFile, "RunID-Server", "Mode", "Clients-Client", "SizeBytes-Error")
 
 // RunRow is one row of stalled-runs.csv: one run of the stalled-reader
 // experiment. The /fast columns are runs.csv's (recorder.SummarizeRun:
@@ -99,14 +96,11 @@ var downloadSchema = recorder.Tagged[Download](downloadFile)
 // outlived --timeout; the embedded sync model logs the same), empty where
 // no log was read. AppHeldS is the longest the app held a worker on a
 // download: its longest app_send_s, or the app timeout when a worker was
-// killed (which leaves no record).
+// killed (which leaves no record). The mode column comes after server
+// (runSchema's spans).
 type RunRow struct {
-	RunID        string         `csv:"run_id"`
-	Route        string         `csv:"route"`
-	Server       string         `csv:"server"`
+	lab.RunKey
 	Mode         string         `csv:"mode"`
-	Clients      int            `csv:"clients"`
-	Rep          int            `csv:"rep"`
 	SizeBytes    int64          `csv:"size_bytes"`
 	RateBps      int64          `csv:"rate_bps"`
 	AppTimeoutS  recorder.Maybe `csv:"app_timeout_s,seconds"`
@@ -133,7 +127,7 @@ type RunRow struct {
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
-var runSchema = recorder.Tagged[RunRow](runFile)
+var runSchema = recorder.TaggedSpans[RunRow](runFile, "RunID-Server", "Mode", "Clients-Rep", "SizeBytes-AppHeldS")
 
 // VerdictFields implements recorder.RunRow.
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
@@ -233,7 +227,7 @@ func Summarize(runs []RunRow) []Summary {
 		first := g.All[0]
 		row := Summary{Route: first.Route, Server: first.Server, Mode: first.Mode, Clients: first.Clients, SizeBytes: first.SizeBytes,
 			RateBps: first.RateBps, AppTimeoutS: first.AppTimeoutS, SendTimeoutS: first.SendTimeoutS, StallS: first.StallS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var bytes, wt, held []float64
 		for _, r := range g.OK {
 			bytes, wt, held = recorder.AppendValid(bytes, r.BytesMedian), recorder.AppendValid(wt, r.WorkerTimeouts), recorder.AppendValid(held, r.AppHeldS)
@@ -254,6 +248,3 @@ func Summarize(runs []RunRow) []Summary {
 	}
 	return rows
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -45,12 +45,9 @@ func runLine(r RunRow) string {
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Mode: spec.Mode, Clients: spec.Clients,
-		Rep: spec.Rep, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
-		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	if spec.AppTimeout != 0 {
-		run.AppTimeoutS = recorder.Some(time.Duration(spec.AppTimeout).Seconds())
-	}
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Clients, Rep: spec.Rep},
+		Mode: spec.Mode, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
+		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), AppTimeoutS: lab.SetSeconds(spec.AppTimeout), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.Route.Proxied() {
 		run.SendTimeoutS = recorder.Some(sendTimeout(spec.Condition).Seconds())
 	}
@@ -112,11 +109,9 @@ func sendTimeout(cond Condition) time.Duration {
 // as it finishes; the downloads' rows are written once their ender is
 // known.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Download] {
-	base := Download{RunID: run.RunID, Route: run.Route, Server: run.Server, Mode: run.Mode, Clients: run.Clients, Rep: run.Rep,
-		SizeBytes: run.SizeBytes, RateBps: run.RateBps, AppTimeoutS: run.AppTimeoutS, SendTimeoutS: run.SendTimeoutS, StallS: run.StallS,
+	base := Download{ClientKey: lab.ClientKey{RunKey: run.RunKey}, Mode: run.Mode, SizeBytes: run.SizeBytes, RateBps: run.RateBps, AppTimeoutS: run.AppTimeoutS, SendTimeoutS: run.SendTimeoutS, StallS: run.StallS,
 		GiveUpS: run.GiveUpS}
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Clients, Rep: run.Rep}
-	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, c.Client.Path, false, func(i int, u *url.URL) Download {
+	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, c.Client.Path, false, func(i int, u *url.URL) Download {
 		r := loadgen.SlowReader{URL: downloadURL(u, i), RcvBuf: int(c.Client.RcvBuf), ReadSize: int(c.Client.ReadSize), Rate: float64(c.Client.Rate),
 			Timeout: time.Duration(c.Client.GiveUp), RunID: run.RunID, Metrics: env.Metrics, TracerProvider: env.TracerProvider,
 			Header: http.Header{appserver.RequestIDHeader: {requestID(run.RunID, i)}}}

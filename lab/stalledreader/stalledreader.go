@@ -19,10 +19,9 @@ const Name = "stalled-reader"
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Common `yaml:",inline"`
-	Conditions []Condition  `yaml:"conditions"`
-	Fast       lab.FastSpec `yaml:"fast"`
-	Client     ClientSpec   `yaml:"client"`
+	lab.Common            `yaml:",inline"`
+	lab.Beside[Condition] `yaml:",inline"`
+	Client                ClientSpec `yaml:"client"`
 	// Size is /large's size (the deployment's LargeSize).
 	Size lab.Size `yaml:"size"`
 }
@@ -80,7 +79,7 @@ const (
 // 9 s.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3), Size: PublishedSize,
-		Fast: lab.PublishedFast(),
+		Beside: lab.Beside[Condition]{Fast: lab.PublishedFast()},
 		Client: ClientSpec{Path: "/large", Rate: PublishedRate, StallAfter: 64 << 10, Stall: lab.Duration(PublishedStall),
 			GiveUp: lab.Duration(PublishedGiveUp), RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize}}
 	app, send := lab.Duration(PublishedAppTimeout), lab.Duration(PublishedSendTimeout)
@@ -126,16 +125,6 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.Var((*lab.SizeFlag)(&c.Size), "size", "/large's size in bytes (k, m, g suffixes), e.g. 16m")
 	fs.Var((*lab.DurationFlag)(&c.Client.Stall), "stall", "how long a stalled reader reads nothing, e.g. 20s")
 	fs.Var((*lab.DurationFlag)(&c.Client.GiveUp), "give-up", "the client's bound on every download, e.g. 40s")
-}
-
-// Servers implements lab.Stacked: the conditions' servers but "async".
-func (c *Config) Servers() []stack.Server {
-	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
-}
-
-// Routes implements lab.Routed.
-func (c *Config) Routes() []stack.Route {
-	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return cond.Route })
 }
 
 // Limits: beyond them a value is a typo.

@@ -87,7 +87,7 @@ func TestQuick(t *testing.T) {
 func TestEnder(t *testing.T) {
 	at := func(sec int) time.Time { return time.Date(2026, 12, 3, 12, 0, sec, 0, time.UTC) }
 	d := func(client int, outcome string) Download {
-		return Download{Client: client, Outcome: outcome, StalledS: recorder.Some(0.1), ResumedS: recorder.Some(20), EndS: 20.2}
+		return Download{ClientKey: lab.ClientKey{Client: client}, Outcome: outcome, StalledS: recorder.Some(0.1), ResumedS: recorder.Some(20), EndS: 20.2}
 	}
 	served := map[string]stack.Served{
 		"r/0": {PID: 100, PeerPort: 5000, Ended: true},                 // killed: Gunicorn calls close() as the worker exits

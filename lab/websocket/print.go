@@ -3,7 +3,6 @@ package websocket
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 
 	"github.com/slowlab/slowlab/lab"
@@ -84,11 +83,7 @@ const (
 
 // Section is the websocket section of the report, which the registration
 // carries.
-var Section = report.NewSection(Name, runsFile, func(dir string) (*report.Part, error) {
-	runs, err := recorder.ReadFile[RunRow](filepath.Join(dir, runsFile))
-	if err != nil {
-		return nil, err
-	}
+var Section = lab.RunsSection(Name, runsFile, func(dir string, runs []RunRow) (*report.Part, error) {
 	p := report.NewPart(Name, "WebSocket clients each hold an echoing socket, idle, while /fast runs on its open-loop schedule. A socket holds "+
 		"whatever serves it for its whole life: a sync worker, a thread, or nothing but memory on an event loop; through a "+
 		"proxy it is a tunnel with its own upstream connection. An app that cannot hold one (a WSGI app on Gunicorn) refuses "+

@@ -3,6 +3,7 @@ package websocket
 import (
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -16,20 +17,15 @@ import (
 // generator's error reason, as requests.csv's). Pings and Pongs count a
 // client's pings and the answers that came.
 type Session struct {
-	RunID       string         `csv:"run_id"`
-	Route       string         `csv:"route"`
-	Server      string         `csv:"server"`
-	Sockets     int            `csv:"sockets"`
-	Rep         int            `csv:"rep"`
-	Client      int            `csv:"client"`
-	StartS      float64        `csv:"start_s,seconds"`
-	HandshakeMS recorder.Maybe `csv:"handshake_ms,millis"`
-	Status      int            `csv:"status"`
-	HeldS       float64        `csv:"held_s,seconds"`
-	End         string         `csv:"end"`
-	CloseCode   recorder.Maybe `csv:"close_code"`
-	Pings       int            `csv:"pings"`
-	Pongs       int            `csv:"pongs"`
+	lab.ClientKey `csv:"clients=sockets"`
+	StartS        float64        `csv:"start_s,seconds"`
+	HandshakeMS   recorder.Maybe `csv:"handshake_ms,millis"`
+	Status        int            `csv:"status"`
+	HeldS         float64        `csv:"held_s,seconds"`
+	End           string         `csv:"end"`
+	CloseCode     recorder.Maybe `csv:"close_code"`
+	Pings         int            `csv:"pings"`
+	Pongs         int            `csv:"pongs"`
 	// A consumer's messages and their bytes, and its messages' delivery
 	// delay (its read minus the app's stamp; nearest-rank p95).
 	Messages   int            `csv:"messages"`
@@ -57,11 +53,7 @@ var sessionSchema = recorder.Tagged[Session](sessionsFile)
 // app's own count of the sockets it held, sampled during the run). The
 // /fast columns are runs.csv's (recorder.SummarizeRun).
 type RunRow struct {
-	RunID          string         `csv:"run_id"`
-	Route          string         `csv:"route"`
-	Server         string         `csv:"server"`
-	Sockets        int            `csv:"sockets"`
-	Rep            int            `csv:"rep"`
+	lab.RunKey     `csv:"clients=sockets"`
 	Mode           string         `csv:"mode"`
 	Queue          string         `csv:"queue"` // a consumers' run: the app's queue (wait or unbounded); empty for idle sockets
 	HoldS          float64        `csv:"hold_s,seconds"`
@@ -158,11 +150,11 @@ func Summarize(runs []RunRow) []Summary {
 	}
 	var rows []Summary
 	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key {
-		return key{r.Route, r.Server, r.Sockets, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
+		return key{r.Route, r.Server, r.Clients, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
 	}) {
 		first := g.All[0]
-		row := Summary{Route: first.Route, Server: first.Server, Sockets: first.Sockets, Mode: first.Mode, Queue: first.Queue, PingS: first.PingS,
-			ReadTimeoutS: first.ReadTimeoutS, Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+		row := Summary{Route: first.Route, Server: first.Server, Sockets: first.Clients, Mode: first.Mode, Queue: first.Queue, PingS: first.PingS,
+			ReadTimeoutS: first.ReadTimeoutS, Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var held, holding, life, delay, mem, rss []float64
 		for _, r := range g.All {
 			if r.AppOOMKills.Valid {
@@ -193,6 +185,3 @@ func Summarize(runs []RunRow) []Summary {
 func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 	return &r.RunID, &r.Status, &r.Reason
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }

@@ -56,16 +56,6 @@ func runLine(r RunRow) string {
 		lab.StatusText(r.Status, r.Reason))
 }
 
-// capacity is the server's workers and slots (workers x threads; none
-// for an event loop).
-func capacity(s stack.Server) (workers, slots recorder.Maybe) {
-	workers = recorder.Some(float64(max(s.Workers, 1)))
-	if info, ok := s.ModelInfo(); ok && info.Async {
-		return workers, recorder.Maybe{}
-	}
-	return workers, recorder.Some(float64(max(s.Workers, 1) * max(s.Threads, 1)))
-}
-
 // measure performs one run: a fresh stack, the instruments, the sockets
 // and the /fast schedule, the held-socket samples, then the verdict. Its
 // error is only for results that could not be written.
@@ -74,10 +64,10 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if mode == "" {
 		mode = ModeIdle
 	}
-	run := RunRow{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Sockets: spec.Sockets, Rep: spec.Rep, Mode: mode, Queue: c.Queue(spec.Condition),
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Sockets, Rep: spec.Rep}, Mode: mode, Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	run.Workers, run.Slots = capacity(spec.Server)
+	run.Workers, run.Slots = lab.Capacity(spec.Server)
 	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, ProxyReadTimeout: time.Duration(spec.ProxyReadTimeout)}
 	fr, err := lab.StartFresh(ctx, env, d, false)
 	if err != nil {
@@ -85,15 +75,14 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	defer fr.Close()
 
-	t0 := time.Now()
-	fr.Start(t0, f.Resources)
-	stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
-	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
+	l, res, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) lab.Clients[Session] {
+		stopHeld := stack.SampleRunHeld(ctx, env, fr.Running, id, "sockets")
+		defer stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
+		return c.load(ctx, env, fr.Running, spec, run, t0, f)
+	})
 	run.FastPlanned = l.Planned
-	stopHeld(&run.HeldMax, &run.WorkersHoldingMax)
-	res, sampErr := fr.Sampled(time.Now())
 	run = SummarizeRun(run, l.Reqs, l.Rows)
-	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), mib(res.App.RSSPeakBytes)
+	run.AppMemPeakMiB, run.AppRSSPeakMiB = recorder.MemoryPeakMiB(res.App), lab.MiB(res.App.RSSPeakBytes)
 	if kills, ok := fr.Running.OOMKills()["app"]; ok {
 		run.AppOOMKills = recorder.Some(float64(kills))
 	}
@@ -109,9 +98,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // open-loop /fast schedule; each socket is held until the schedule's end
 // and gets its row as it ends.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Session] {
-	meta := recorder.RunMeta{RunID: run.RunID, Route: run.Route, Server: run.Server, SlowClients: run.Sockets, Rep: run.Rep}
 	path := c.Socket.Path + "?" + c.Params(spec.Condition).Query()
-	return lab.RunClients(ctx, env, c.Fast, running, meta, t0, f, path, true, func(i int, u *url.URL) Session {
+	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, path, true, func(i int, u *url.URL) Session {
 		dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}
 		var r loadgen.WSResult
 		var delays []float64
@@ -142,17 +130,9 @@ func (c *Config) consume(ctx context.Context, dial loadgen.WSDial) (loadgen.WSRe
 	return r, delays
 }
 
-// mib is bytes as MiB.
-func mib(b recorder.Maybe) recorder.Maybe {
-	if !b.Valid {
-		return b
-	}
-	return recorder.Some(b.Value / (1 << 20))
-}
-
 // sessionRow is one socket's row.
 func sessionRow(run RunRow, client int, t0 time.Time, r loadgen.WSResult) Session {
-	row := Session{RunID: run.RunID, Route: run.Route, Server: run.Server, Sockets: run.Sockets, Rep: run.Rep, Client: client,
+	row := Session{ClientKey: lab.ClientKey{RunKey: run.RunKey, Client: client},
 		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs,
 		Messages: r.Messages, Bytes: r.Bytes}
 	row.Status = r.Status

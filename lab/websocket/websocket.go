@@ -27,10 +27,9 @@ var Routes = []stack.Route{stack.RouteDirect, stack.RouteBufferingOn}
 
 // Config is the experiment: its YAML tags are its scenario schema.
 type Config struct {
-	lab.Common `yaml:",inline"`
-	Conditions []Condition  `yaml:"conditions"`
-	Fast       lab.FastSpec `yaml:"fast"`
-	Socket     SocketSpec   `yaml:"socket"`
+	lab.Common            `yaml:",inline"`
+	lab.Beside[Condition] `yaml:",inline"`
+	Socket                SocketSpec `yaml:"socket"`
 }
 
 // Condition is one cell of the matrix: Sockets WebSockets held on
@@ -93,7 +92,7 @@ type PushSpec struct {
 // at 8 requests a second for 9 s; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
-		Fast: lab.PublishedFast(),
+		Beside: lab.Beside[Condition]{Fast: lab.PublishedFast()},
 		Socket: SocketSpec{Path: "/ws", Timeout: lab.Duration(30 * time.Second),
 			Push: PushSpec{Interval: lab.Duration(time.Millisecond), Count: 160, Pad: 256 << 10, Queue: appserver.WSQueueUnbounded,
 				Rate: 256 << 10, RcvBuf: 64 << 10}}}
@@ -146,16 +145,6 @@ func (c *Config) Reduce() {
 
 // Flags implements lab.Config: everything is in the scenario.
 func (c *Config) Flags(fs *flag.FlagSet) {}
-
-// Servers implements lab.Stacked: the conditions' servers but "async".
-func (c *Config) Servers() []stack.Server {
-	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
-}
-
-// Routes implements lab.Routed.
-func (c *Config) Routes() []stack.Route {
-	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return cond.Route })
-}
 
 // Validate implements lab.Config, naming each field by its YAML path.
 func (c *Config) Validate() error {
