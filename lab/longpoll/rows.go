@@ -167,15 +167,6 @@ func (s *ProbeSummary) Group(g Group) Group {
 	return g
 }
 
-// SummarizeProbes is g with the figures of probes (ProbeSummary.Group).
-func SummarizeProbes(g Group, probes []Probe) Group {
-	var s ProbeSummary
-	for _, p := range probes {
-		s.Add(p)
-	}
-	return s.Group(g)
-}
-
 // Summary is one long-poll condition over its runs (repetitions):
 // in how many runs some worker was full, and in how many a probe took
 // over a second, with the issue waves of all its runs.

@@ -184,3 +184,12 @@ func TestSummarizeAndCompare(t *testing.T) {
 		t.Errorf("p full = %.4f, want 0.0833", p)
 	}
 }
+
+// SummarizeProbes is g, for the tests, with the figures of probes (ProbeSummary.Group).
+func SummarizeProbes(g Group, probes []Probe) Group {
+	var s ProbeSummary
+	for _, p := range probes {
+		s.Add(p)
+	}
+	return s.Group(g)
+}
