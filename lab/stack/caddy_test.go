@@ -205,15 +205,15 @@ func TestCaddySlowReaders(t *testing.T) {
 	}
 }
 
-// TestCaddySlowUploads: two slow uploads (1 KiB/s) hold both sync workers
-// behind caddy-default, which passes a body on as it comes, and none
-// behind caddy-buffer-request, which reads the whole body into memory
-// before it connects (no max_buffer_size: a body of any size).
+// TestCaddySlowUploads: two slow uploads (8 KiB at 2 KiB/s) hold both
+// sync workers behind caddy-default, which passes a body on as it comes,
+// and none behind caddy-buffer-request, which reads the whole body into
+// memory before it connects (no max_buffer_size: a body of any size).
 func TestCaddySlowUploads(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.RequireTool(t, "caddy")
 	testSlowUploads(t, nameCaddy, []slowUploadCase{
-		{RouteCaddyDefault, 8 << 10, true},
-		{RouteCaddyBufferRequest, 8 << 10, false},
+		{RouteCaddyDefault, 8 << 10, 2 << 10, true},
+		{RouteCaddyBufferRequest, 8 << 10, 2 << 10, false},
 	})
 }

@@ -149,30 +149,31 @@ func fastWithin(base string, timeout time.Duration) (time.Duration, error) {
 }
 
 // TestHAProxySlowUploads: two slow uploads of a body HAProxy's buffer
-// holds (8 KiB at 1 KiB/s) hold both sync workers behind haproxy-default,
+// holds (8 KiB at 2 KiB/s) hold both sync workers behind haproxy-default,
 // which passes the body on as it comes, and none behind
 // haproxy-buffer-request, which waits for the body before it connects
-// (/fast is answered meanwhile); a body larger than the buffer (64 KiB)
-// reaches the app once the buffer is full, and holds the workers again.
+// (/fast is answered meanwhile); a body larger than the buffer (64 KiB at
+// 4 KiB/s, 16 s) reaches the app once the buffer is full, about 4 s in,
+// and holds the workers again.
 func TestHAProxySlowUploads(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.RequireTool(t, "haproxy")
 	testSlowUploads(t, nameHAProxy, []slowUploadCase{
-		{RouteHAProxyDefault, 8 << 10, true},
-		{RouteHAProxyBufferRequest, 8 << 10, false},
-		{RouteHAProxyBufferRequest, 64 << 10, true},
+		{RouteHAProxyDefault, 8 << 10, 2 << 10, true},
+		{RouteHAProxyBufferRequest, 8 << 10, 2 << 10, false},
+		{RouteHAProxyBufferRequest, 64 << 10, 4 << 10, true},
 	})
 }
 
-// slowUploadCase is two slow uploads of size bytes on route, and whether
-// they hold both sync workers.
+// slowUploadCase is two slow uploads of size bytes at rate bytes/s on
+// route, and whether they hold both sync workers.
 type slowUploadCase struct {
-	route Route
-	size  int64
-	held  bool
+	route      Route
+	size, rate int64
+	held       bool
 }
 
-// testSlowUploads runs two slow uploads (1 KiB/s) of each case against
+// testSlowUploads runs two slow uploads of each case against
 // Gunicorn sync-2 behind the stack: held, both workers are held (two
 // connections to the app) and /fast waits; else the proxy opens no
 // connection to the app while the bodies come, /fast is answered, and
@@ -189,7 +190,7 @@ func testSlowUploads(t *testing.T, stack string, cases []slowUploadCase) {
 			connected := make(chan int, 2)
 			ups := make([]loadgen.Upload, 2)
 			for i := range 2 {
-				up := loadgen.SlowUploader{URL: u, Size: tc.size, Rate: 1 << 10, WriteSize: 512, SndBuf: 4 << 10, Timeout: 2 * time.Minute,
+				up := loadgen.SlowUploader{URL: u, Size: tc.size, Rate: float64(tc.rate), WriteSize: 512, SndBuf: 4 << 10, Timeout: 2 * time.Minute,
 					Header: http.Header{appserver.RequestIDHeader: {"up-" + strconv.Itoa(i)}}, OnConnect: func(c int) { connected <- c }}
 				wg.Go(func() { ups[i] = up.Run(ctx, i) })
 			}
@@ -206,7 +207,7 @@ func testSlowUploads(t *testing.T, stack string, cases []slowUploadCase) {
 			}
 			// Half the uploads' time in, the proxy has opened no
 			// connection to the app, and /fast is answered.
-			time.Sleep(3 * time.Second)
+			time.Sleep(time.Duration(tc.size) * time.Second / time.Duration(2*tc.rate))
 			if n := slowlabtest.EstablishedTo(t, port); n != 0 {
 				t.Errorf("%d connections to the app while the bodies are still coming", n)
 			}

@@ -126,7 +126,7 @@ type binaries struct{ lab, exporter string }
 // compileArch builds both programs for arch into dir.
 func compileArch(root, dir, version, arch string) (binaries, error) {
 	b := binaries{lab: filepath.Join(dir, "slowlab"), exporter: filepath.Join(dir, "slowlab-exporter")}
-	return b, compile(root, version, arch, map[string]string{b.lab: "./cmd/slowlab", b.exporter: "./cmd/slowlab-exporter"})
+	return b, compile(root, version, arch, dir, "./cmd/slowlab", "./cmd/slowlab-exporter")
 }
 
 // writeDebs writes the exporter's and the lab's .debs for arch, with bins
@@ -203,25 +203,25 @@ func writeDebs(root, out, tmp, version, arch string, bins binaries) ([]string, e
 	return debs, nil
 }
 
-// compile builds each package of the module at root to its output path
-// for linux/arch, static (CGO_ENABLED=0, so cross-compiling needs no C
-// toolchain), stripped (-s -w: the symbol tables are not needed to run or
+// compile builds the main packages pkgs of the module at root into dir,
+// each named as the last element of its path, in one go build (which
+// links them side by side), for linux/arch, static (CGO_ENABLED=0, so
+// cross-compiling needs no C toolchain), stripped (-s -w: the symbol tables are not needed to run or
 // to report the build; go version -m reads the build info) and with
 // version as what --version, the landing page and
 // slowlab_exporter_build_info show, with the commit git names as their
 // revision (the go command stamps none in a worktree or with
 // -buildvcs=false).
-func compile(root, version, arch string, outputs map[string]string) error {
+func compile(root, version, arch, dir string, pkgs ...string) error {
 	ldflags := "-s -w -X github.com/prometheus/common/version.Version=" + version
 	if rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
 		ldflags += " -X github.com/prometheus/common/version.Revision=" + strings.TrimSpace(string(rev))
 	}
-	for out, pkg := range outputs {
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s (GOARCH=%s): %w: %s", pkg, arch, err, b)
-		}
+	// A trailing separator makes -o a directory even for one package.
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s (GOARCH=%s): %w: %s", strings.Join(pkgs, " "), arch, err, b)
 	}
 	return nil
 }
