@@ -78,6 +78,9 @@ type Config struct {
 	// probesGiven: --probes was given (else an HTTP/2 front gets
 	// H2DefaultProbes).
 	probesGiven bool
+	// slotSettle replaces shardSettle on the shards' clock when not zero;
+	// no flag or scenario field sets it (see settle).
+	slotSettle time.Duration
 }
 
 // Paths are the requests' paths on a managed stack.

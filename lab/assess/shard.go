@@ -36,6 +36,18 @@ const (
 	shardSettle = 3 * time.Second
 )
 
+// settle is a slot's tail on the shards' clock: shardSettle, or
+// slotSettle where a test that knows its stack recovers at once (a
+// loopback app whose idle clients leave when closed, TestAssessShards)
+// sets a shorter one. The command never sets slotSettle: every shard
+// derives the published clock.
+func (c *Config) settle() time.Duration {
+	if c.slotSettle > 0 {
+		return c.slotSettle
+	}
+	return shardSettle
+}
+
 // shardOf is c.Shard as (I, N); (0, 1) when not sharded.
 func (c *Config) shardOf() (int, int) {
 	if c.Shard == "" {
@@ -117,7 +129,7 @@ func (c *Config) slotLen(p Probe, last bool) time.Duration {
 	if p.keeps() && last {
 		d = max(d, time.Duration(c.IdleMax))
 	}
-	return d + shardSettle
+	return d + c.settle()
 }
 
 // probeLen is a probe's baseline and every level on the clock.

@@ -23,7 +23,11 @@ import (
 // measures /fast, sees it degrade at 2 with only one connection of its
 // own: the other worker was held by shard 1's. Shard 1 holds its share of
 // every level (0, 1, 2) up to the maximum, each level starting no earlier
-// than its slot on the clock both derived from start_at.
+// than its slot on the clock both derived from start_at. Each slot
+// settles 1 s, not the published 3 (slotSettle): the idle clients leave
+// this app when closed, and shard 0's check that /fast came back before
+// the next level still has 2 s (a level's clients are cancelled 6.75 s
+// into its slot at the latest, the next starts at 8.75 s).
 func TestAssessShards(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.NothingLeft(t)
@@ -34,6 +38,7 @@ func TestAssessShards(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range results {
 		c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle)
+		c.slotSettle = time.Second
 		c.ext = extFlags{fast: "http://" + running.AppAddr() + "/fast", app: []string{"tree:" + fmt.Sprint(running.PIDs()["app"])}}
 		if i == 1 { // as from another machine: the app's processes unseen
 			c.ext.app = nil
@@ -66,6 +71,7 @@ func TestAssessShards(t *testing.T) {
 		}
 	}
 	c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle)
+	c.slotSettle = time.Second
 	levelAt := []time.Duration{c.slotLen(ProbeIdle, false)} // the first level's slot, from the probe's
 	for _, n := range []int{1, 2} {
 		levelAt = append(levelAt, levelAt[len(levelAt)-1]+c.slotLen(ProbeIdle, n == 4))
@@ -169,7 +175,10 @@ func TestShardRefusals(t *testing.T) {
 		{ext("0/2", "tomorrow"), `start_at "tomorrow": want RFC 3339`},
 		{ext("", soon), "start_at: only with shard I/N"},
 		{ext("0/1", soon), "start_at: only with shard I/N, N more than 1"},
-		{short, "shard 0/2: the shards' clock takes 45s"},
+		// 4 slots (the baseline's, levels 1, 2, 4) of 10.75 s: 1 s to
+		// place, quick's 250 ms offset and 500 ms window, 5 s of /fast
+		// timeout, 1 s, and 3 s to settle.
+		{short, "shard 0/2: the shards' clock takes 43s"},
 	} {
 		if err := tc.c.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("shard %q start_at %q: %v, want %q", tc.c.Shard, tc.c.StartAt, err, tc.want)

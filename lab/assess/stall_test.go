@@ -65,8 +65,11 @@ func TestStalledLevelWatchesFast(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := syncOne(t, tc.cut)
 			large, _ := url.Parse(srv.URL + "/large")
+			// Kept 4.5 s from the level's start: the window ends by 2.75 s
+			// (offset, window, the 2 s timeout of a request the held
+			// worker never answers), so the tail kept is 1.75 s at least.
 			c := quick("sync-1", stack.RouteDirect, 1, ProbeStalled)
-			c.IdleMax = lab.Duration(6 * time.Second)
+			c.IdleMax = lab.Duration(4500 * time.Millisecond)
 			reqs, err := recorder.CreateFile[recorder.Request](t.TempDir())
 			if err != nil {
 				t.Fatal(err)
