@@ -463,6 +463,10 @@ func openTempFile(pid int, dir string) string {
 	return ""
 }
 
+// maxThrottledAtReady is how many throttled periods a component may show
+// when Start returns, its quota set only once it was ready.
+const maxThrottledAtReady = 2
+
 // TestGunicornNginxThrottled loads the app with /large responses: under its
 // 0.25-core quota the app's cgroup is throttled, and uses about the quota.
 func TestGunicornNginxThrottled(t *testing.T) {
@@ -473,10 +477,14 @@ func TestGunicornNginxThrottled(t *testing.T) {
 	if pids, err := cg.Pids(); len(pids) != 3 {
 		t.Errorf("app cgroup holds %v (%v), want gunicorn's master and 2 workers", pids, err)
 	}
-	// Gunicorn started without a quota (its imports throttle at 0.25 CPU)
-	// and has it now it is ready.
-	if n := cpuStat(t, cg)["nr_throttled"]; n != 0 {
-		t.Errorf("app cgroup throttled %d periods by the time Start returned: the quota was on while it started", n)
+	// Gunicorn started without a quota and has it now it is ready. Booting
+	// sync-2 under the 0.25-core quota throttles it for 20 to 72 periods
+	// here (Gunicorn started in a cgroup with the quota already set, until
+	// /fast answered); the period the quota lands in may still be
+	// throttled once or twice by what the app is finishing then (a CI run
+	// saw 1), which is not a boot under the quota.
+	if n := cpuStat(t, cg)["nr_throttled"]; n > maxThrottledAtReady {
+		t.Errorf("app cgroup throttled %d periods by the time Start returned (at most %d as the quota lands): the quota was on while it started", n, maxThrottledAtReady)
 	}
 	layout, err := cgroup.Detect(cgroup.DefaultRoot)
 	if err != nil {
