@@ -9,8 +9,8 @@ import (
 
 // ParsedServers is the servers a matrix's conditions name, for
 // Stacked.Servers: each condition's server (name) parsed, leaving out
-// stack.AsyncServer (the stack's own) and names that do not parse (Validate
-// reports those).
+// names that do not parse (Validate reports those). stack.AsyncServer
+// parses as the registered model of that name and is kept.
 func ParsedServers[C any](conds []C, name func(C) string) []stack.Server {
 	var out []stack.Server
 	for _, c := range conds {
