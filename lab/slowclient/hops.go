@@ -89,11 +89,14 @@ func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write f
 		}
 		ds = append(ds, hd)
 	}
-	a := hops.NewAttribution(runID, h.path, ds)
+	a, err := hops.NewAttribution(runID, h.path, ds, h.spill.Each)
+	if err != nil {
+		return res, sampleErr, err
+	}
 	var c hops.Checker
 	var rows []recorder.Hop
 	var bad []hops.Violation
-	err := h.spill.Each(func(smp hops.Sample) error {
+	err = h.spill.Each(func(smp hops.Sample) error {
 		rows = a.Rows(rows[:0], smp)
 		bad = append(bad, c.Add(rows)...)
 		return write(rows)
