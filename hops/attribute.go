@@ -84,9 +84,12 @@ func later(t time.Duration, ok bool, smp Sample) bool { return ok && t > smp.T }
 // memory bound per response. Every unaccounted row is what Check
 // computes from the measured hops.
 func Hops(runID string, p Path, downloads []Download, samples []Sample) []recorder.Hop {
+	// Samples in memory cannot fail to be read.
 	a, _ := NewAttribution(runID, p, downloads, func(fn func(Sample) error) error {
 		for _, smp := range samples {
-			fn(smp) // never fails: the first pass only notes sockets
+			if err := fn(smp); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
