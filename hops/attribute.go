@@ -36,6 +36,10 @@ type Download struct {
 	// download completed, 0 when it did not or is unknown: what an app
 	// whose socket closed wrote.
 	Total int64
+	// Body is the response body's bytes when the download completed, 0
+	// when it did not or is unknown: a reporting proxy that has read less
+	// of it from the app has its socket to the app open.
+	Body int64
 }
 
 // state carries what was last seen of a download's sockets, for the
@@ -66,8 +70,10 @@ func later(t time.Duration, ok bool, smp Sample) bool { return ok && t > smp.T }
 //
 // A socket to the app (the app's, the proxy's to it) that is not in a
 // sample but is in a later one of the run was skipped by the dump (which
-// is not atomic while sockets come and go): its hops are missing (0,
-// source missing, not counted), and so is anything derived from it.
+// is not atomic while sockets come and go), and so was the proxy's to
+// the app when the proxy reports it had read less than the body
+// (Download.Body): its hops are missing (0, source missing, not
+// counted), and so is anything derived from it.
 // Otherwise a socket that is not in a sample although it was seen
 // before, or (through a proxy) the response has started, has closed: its
 // queues are empty (0, source derived), and what passed through it is
@@ -358,9 +364,11 @@ func (r *sampleRows) delivered(hop string, sender, receiver Socket, ok bool) {
 // proxyHops adds the proxy's hops: its receive queue from the app, its
 // memory and temp file, its send queue to the client. upLater says its
 // socket to the app is in a later sample: not in this one, it was
-// skipped, not closed.
+// skipped, not closed; so it was, too, while the proxy reports it has not
+// read the whole body (it closes that socket once it has).
 func (p Path) proxyHops(r *sampleRows, d Download, smp Sample, st *state, pb *ProxyBuffer, peer uint16, started bool, written int64, upLater bool) {
 	up, upOK := find(smp.Sockets, peer, p.AppPort)
+	upLater = upLater || pb != nil && d.Body > 0 && pb.UpstreamRead < d.Body
 	acc, accOK := find(smp.Sockets, p.ProxyPort, d.Local.Port())
 	switch {
 	case upOK:

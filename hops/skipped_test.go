@@ -139,3 +139,38 @@ func TestAttributionSpillAgreesWithHops(t *testing.T) {
 		t.Errorf("first pass over a cut spill: %v, want an error naming the sample", err)
 	}
 }
+
+// A reporting proxy that has read less of the body than the download's
+// (Download.Body) still has its socket to the app open: absent from a
+// sample and from every later one (skipped at the last samples it was
+// open in), that socket's hops are missing and the sample unmeasured; once
+// the report has the whole body, absent is closed, derived and judged.
+// Without the body known, the same samples are taken for closed and fail.
+func TestHopsProxyStillReadingNotClosed(t *testing.T) {
+	p, d, samples := skippedRun(false, true)
+	samples[2].Sockets = samples[2].Sockets[2:] // the app's and the proxy's to it never back
+	d.Body = d.Total
+	rows := Hops("r", p, []Download{d}, samples)
+	if res := Check(rows); len(res.Violations) != 0 || res.Judged != 4 || res.Unmeasured != 4 {
+		t.Errorf("%s %v: want the two samples the proxy was still reading in unmeasured, the others judged", res, res.Violations)
+	}
+	for _, ts := range []float64{0.1, 0.15} {
+		if r, _ := hopAt(rows, ts, recorder.HopProxyUpstreamRecvQ); r.Source != recorder.HopSourceMissing {
+			t.Errorf("at %v s, the proxy still reading: %+v, want missing", ts, r)
+		}
+	}
+	if r, _ := hopAt(rows, 0.2, recorder.HopProxyUpstreamReceived); r.Source != recorder.HopSourceDerived || r.Bytes != d.Total {
+		t.Errorf("at 0.2 s, the body read: %+v, want the whole response derived", r)
+	}
+	d.Body = 0
+	res := Check(Hops("r", p, []Download{d}, samples))
+	var at []float64
+	for _, v := range res.Violations {
+		if !slices.Contains(at, v.TS) {
+			at = append(at, v.TS)
+		}
+	}
+	if slices.Sort(at); !slices.Equal(at, []float64{0.1, 0.15}) {
+		t.Errorf("the body unknown: %s %v; want violations at 0.1 and 0.15 s", res, res.Violations)
+	}
+}

@@ -83,6 +83,7 @@ func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write f
 		hd := hops.Download{Client: d.Client, Local: d.Local}
 		if d.Complete {
 			hd.Total = headerSize(d.Header) + d.Bytes
+			hd.Body = d.Bytes
 		}
 		if v, perr := strconv.ParseUint(d.Header.Get(appserver.PeerPortHeader), 10, 16); perr == nil {
 			hd.PeerPort = uint16(v)
