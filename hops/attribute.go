@@ -2,6 +2,7 @@ package hops
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -35,6 +36,10 @@ type Download struct {
 	// download completed, 0 when it did not or is unknown: what an app
 	// whose socket closed wrote.
 	Total int64
+	// Body is the response body's bytes when the download completed, 0
+	// when it did not or is unknown: a reporting proxy that has read less
+	// of it from the app has its socket to the app open.
+	Body int64
 }
 
 // state carries what was last seen of a download's sockets, for the
@@ -48,11 +53,29 @@ type state struct {
 	clientSeen bool
 }
 
+// lastSeen is when a download's sockets to the app were last in a
+// sample: a socket not in a sample although in a later one was skipped by
+// the dump (a dump is not atomic while sockets come and go), not closed.
+type lastSeen struct {
+	app, up     time.Duration // the app's socket, the proxy's to it
+	appOK, upOK bool          // seen at all
+}
+
+// later says whether a socket last seen at t, seen at all if ok, is in a
+// sample after smp.
+func later(t time.Duration, ok bool, smp Sample) bool { return ok && t > smp.T }
+
 // Hops turns samples into hops.csv rows for each download, for the
 // samples in which the download's client socket was open.
 //
-// A socket that is not in a sample although it was seen before, or
-// (through a proxy) the response has started, has closed: its
+// A socket to the app (the app's, the proxy's to it) that is not in a
+// sample but is in a later one of the run was skipped by the dump (which
+// is not atomic while sockets come and go), and so was the proxy's to
+// the app when the proxy reports it had read less than the body
+// (Download.Body): its hops are missing (0, source missing, not
+// counted), and so is anything derived from it.
+// Otherwise a socket that is not in a sample although it was seen
+// before, or (through a proxy) the response has started, has closed: its
 // queues are empty (0, source derived), and what passed through it is
 // derived: an app that closed its socket wrote the whole response when the
 // download completed (Download.Total), else at least what was last seen or
@@ -67,7 +90,15 @@ type state struct {
 // memory bound per response. Every unaccounted row is what Check
 // computes from the measured hops.
 func Hops(runID string, p Path, downloads []Download, samples []Sample) []recorder.Hop {
-	a := NewAttribution(runID, p, downloads)
+	// Samples in memory cannot fail to be read.
+	a, _ := NewAttribution(runID, p, downloads, func(fn func(Sample) error) error {
+		for _, smp := range samples {
+			if err := fn(smp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	var rows []recorder.Hop
 	for _, smp := range samples {
 		rows = a.Rows(rows, smp)
@@ -77,23 +108,44 @@ func Hops(runID string, p Path, downloads []Download, samples []Sample) []record
 
 // Attribution is Hops one sample at a time, in time order, so that a
 // run's samples need not all be in memory: what it carries from one
-// sample to the next is the last seen of each download's sockets.
+// sample to the next is the last seen of each download's sockets, and
+// from a first pass over the samples when each of its sockets to the app
+// was last in one.
 type Attribution struct {
 	runID     string
 	p         Path
 	downloads []Download
 	st        []state
+	seen      []lastSeen
 }
 
-// NewAttribution follows downloads (those that connected) on p.
-func NewAttribution(runID string, p Path, downloads []Download) *Attribution {
+// NewAttribution follows downloads (those that connected) on p. samples
+// hands each of the run's samples, in time order, to its argument,
+// stopping at the first error (Spill.Each): a first pass that notes when
+// each download's sockets to the app were last seen, to tell a socket the
+// dump skipped from one that closed. Rows must then be given the same
+// samples. Its error is samples'.
+func NewAttribution(runID string, p Path, downloads []Download, samples func(func(Sample) error) error) (*Attribution, error) {
 	var ds []Download
 	for _, d := range downloads {
 		if d.Local.IsValid() {
 			ds = append(ds, d)
 		}
 	}
-	return &Attribution{runID: runID, p: p, downloads: ds, st: make([]state, len(ds))}
+	a := &Attribution{runID: runID, p: p, downloads: ds, st: make([]state, len(ds)), seen: make([]lastSeen, len(ds))}
+	err := samples(func(smp Sample) error {
+		for i, d := range a.downloads {
+			_, peer := p.upstream(d, smp)
+			if _, ok := find(smp.Sockets, p.AppPort, peer); ok {
+				a.seen[i].app, a.seen[i].appOK = smp.T, true
+			}
+			if _, ok := find(smp.Sockets, peer, p.AppPort); ok && p.ProxyPort != 0 {
+				a.seen[i].up, a.seen[i].upOK = smp.T, true
+			}
+		}
+		return nil
+	})
+	return a, err
 }
 
 // Rows appends smp's rows (each download's, then the proxy's) to rows,
@@ -101,7 +153,7 @@ func NewAttribution(runID string, p Path, downloads []Download) *Attribution {
 func (a *Attribution) Rows(rows []recorder.Hop, smp Sample) []recorder.Hop {
 	n := len(rows)
 	for i, d := range a.downloads {
-		rows = a.p.sample(rows, a.runID, d, smp, &a.st[i])
+		rows = a.p.sample(rows, a.runID, d, smp, &a.st[i], a.seen[i])
 	}
 	if len(rows) > n && a.p.ProxyPort != 0 && smp.HasTemp {
 		rows = a.p.proxyRows(rows, a.runID, smp)
@@ -172,17 +224,10 @@ func (r *sampleRows) put(hop string, bytes int64, source string) {
 	}
 }
 
-func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, st *state) []recorder.Hop {
-	front := p.AppPort
-	if p.ProxyPort != 0 {
-		front = p.ProxyPort
-	}
-	client, ok := find(smp.Sockets, d.Local.Port(), front)
-	if !ok {
-		return rows
-	}
-	r := &sampleRows{rows: rows, base: recorder.Hop{RunID: runID, TS: smp.T.Seconds(), Download: d.Client}}
-	r.socket(smp, client)
+// upstream is the proxy's report on d in smp (nil without one) and the
+// remote port of the app's socket of d: what the app reported, else the
+// client's own port directly, else the proxy's upstream port it reports.
+func (p Path) upstream(d Download, smp Sample) (*ProxyBuffer, uint16) {
 	var pb *ProxyBuffer
 	if p.ProxyReports {
 		for i := range smp.Proxy {
@@ -198,6 +243,21 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 	if peer == 0 && pb != nil {
 		peer = pb.UpstreamLocal.Port()
 	}
+	return pb, peer
+}
+
+func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, st *state, seen lastSeen) []recorder.Hop {
+	front := p.AppPort
+	if p.ProxyPort != 0 {
+		front = p.ProxyPort
+	}
+	client, ok := find(smp.Sockets, d.Local.Port(), front)
+	if !ok {
+		return rows
+	}
+	r := &sampleRows{rows: rows, base: recorder.Hop{RunID: runID, TS: smp.T.Seconds(), Download: d.Client}}
+	r.socket(smp, client)
+	pb, peer := p.upstream(d, smp)
 	started := client.BytesReceived > 0
 
 	// The app's socket.
@@ -212,6 +272,10 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		st.appWritten, st.appSeen = written, true
 		r.put(recorder.HopAppSendQueue, int64(app.SendQ), recorder.HopSourceKernel)
 		r.add(recorder.HopAppSendQueueNotSent, int64(app.NotSent), recorder.HopSourceKernel)
+	case later(seen.app, seen.appOK, smp):
+		// Skipped by the dump: in a later sample, so not closed.
+		r.put(recorder.HopAppSendQueue, 0, recorder.HopSourceMissing)
+		r.add(recorder.HopAppSendQueueNotSent, 0, recorder.HopSourceMissing)
 	case st.appSeen || started && p.ProxyPort != 0:
 		// Closed (seen before), or through a proxy that already sends the
 		// response: an app released by a buffering proxy can close before
@@ -236,7 +300,7 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 	}
 
 	if p.ProxyPort != 0 {
-		p.proxyHops(r, d, smp, st, pb, peer, started, written)
+		p.proxyHops(r, d, smp, st, pb, peer, started, written, later(seen.up, seen.upOK, smp))
 	}
 	if appOK {
 		recv := client
@@ -298,9 +362,13 @@ func (r *sampleRows) delivered(hop string, sender, receiver Socket, ok bool) {
 }
 
 // proxyHops adds the proxy's hops: its receive queue from the app, its
-// memory and temp file, its send queue to the client.
-func (p Path) proxyHops(r *sampleRows, d Download, smp Sample, st *state, pb *ProxyBuffer, peer uint16, started bool, written int64) {
+// memory and temp file, its send queue to the client. upLater says its
+// socket to the app is in a later sample: not in this one, it was
+// skipped, not closed; so it was, too, while the proxy reports it has not
+// read the whole body (it closes that socket once it has).
+func (p Path) proxyHops(r *sampleRows, d Download, smp Sample, st *state, pb *ProxyBuffer, peer uint16, started bool, written int64, upLater bool) {
 	up, upOK := find(smp.Sockets, peer, p.AppPort)
+	upLater = upLater || pb != nil && d.Body > 0 && pb.UpstreamRead < d.Body
 	acc, accOK := find(smp.Sockets, p.ProxyPort, d.Local.Port())
 	switch {
 	case upOK:
@@ -308,6 +376,9 @@ func (p Path) proxyHops(r *sampleRows, d Download, smp Sample, st *state, pb *Pr
 		r.put(recorder.HopProxyUpstreamRecvQ, int64(up.RecvQ), recorder.HopSourceKernel)
 		r.add(recorder.HopProxyUpstreamReceived, int64(up.BytesReceived), recorder.HopSourceKernel)
 		st.upRead, st.upSeen = int64(up.BytesReceived)-int64(up.RecvQ), true
+	case upLater:
+		r.put(recorder.HopProxyUpstreamRecvQ, 0, recorder.HopSourceMissing)
+		r.add(recorder.HopProxyUpstreamReceived, 0, recorder.HopSourceMissing)
 	case started || st.upSeen:
 		// Closed: the proxy read it to the end, all the app wrote.
 		st.upRead, st.upSeen = max(st.upRead, written), true
@@ -336,7 +407,9 @@ func (p Path) proxyHops(r *sampleRows, d Download, smp Sample, st *state, pb *Pr
 		// proxy holds nothing of it.
 		r.put(recorder.HopProxyMemory, 0, recorder.HopSourceProxy)
 		r.put(recorder.HopProxyTempFile, 0, recorder.HopSourceProxy)
-	case !p.ProxyReports && st.upSeen && (accOK || st.clientSeen):
+	case !p.ProxyReports && st.upSeen && (upOK || !upLater) && (accOK || st.clientSeen):
+		// Not where the socket to the app was skipped: what the proxy
+		// read is not known then.
 		var held int64
 		if accOK { // else its socket to the client closed: it sent everything
 			held = max(st.upRead-st.clientSent, 0)

@@ -91,8 +91,10 @@ type Result struct {
 	// the check cannot see that hop, so it does not judge it.
 	Skewed int
 	// Unmeasured samples are those whose app_written is unknown (the
-	// app's socket closed before it was seen, the download incomplete),
-	// and the direct route's after the app's socket closed: what the app
+	// app's socket closed before it was seen, the download incomplete,
+	// or it was skipped by the dump), those through a proxy whose socket
+	// to the app is not in the sample (not yet there, or skipped), and
+	// the direct route's after the app's socket closed: what the app
 	// wrote is then derived from what the client received, nothing to
 	// test it against.
 	Unmeasured int

@@ -52,7 +52,10 @@
 // one's movement from the first dump to the second). A sample is judged
 // only when its skew is below the client's receive buffer, the most the
 // smallest hop can hold; the others are counted (Result), not judged, and
-// so are samples whose app_written was not measured. It also tests that
+// so are samples whose app_written was not measured, or through a proxy
+// not measured to the proxy (its socket to the app missing: a dump walks
+// the socket table while sockets come and go, and can skip a live one,
+// which Hops tells from a closed one by the later samples). It also tests that
 // client_read and app_written never fall from a sample to the next. Where
 // a test does not hold it names its hops and those missing from the
 // sample.

@@ -46,7 +46,9 @@ var (
 // A sample whose app_written is unknown (the app's socket closed before
 // it was seen, the download incomplete), or on the direct route derived
 // from what the client received (the app's socket closed), is not judged:
-// there is nothing to test the hops against.
+// there is nothing to test the hops against; nor is one through a proxy
+// without the proxy's socket to the app (not yet there, or skipped by the
+// dump): what the app wrote is not measured to the proxy.
 func (g *group) judge() {
 	v := &g.v
 	rb, ok := g.get(recorder.HopClientRecvBuffer)
@@ -55,7 +57,7 @@ func (g *group) judge() {
 	case !ok || g.skew >= rb:
 		g.status = tooSkewed
 		return
-	case !g.writtenOK || !proxied && !g.writtenSeen:
+	case !g.writtenOK || !proxied && !g.writtenSeen || g.upMissing():
 		g.status = unmeasured
 		return
 	}
@@ -113,6 +115,13 @@ func (g *group) judge() {
 	mem, _ := g.get(recorder.HopProxyMemory)
 	temp, _ := g.get(recorder.HopProxyTempFile)
 	g.fail(g.identity(held-mem-temp, tol+g.proxyMemory, 0, 0), holdHops)
+}
+
+// upMissing says the proxy's socket to the app is missing from the
+// sample (its hops are, on a proxied route).
+func (g *group) upMissing() bool {
+	h, ok := g.val[recorder.HopProxyUpstreamRecvQ]
+	return ok && h.source == recorder.HopSourceMissing
 }
 
 // identity is a test of the sample: unaccounted bytes, allowed ones, and

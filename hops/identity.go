@@ -55,7 +55,8 @@ const (
 	// queue can hold (or that is not known), so the check cannot resolve
 	// every hop at it.
 	tooSkewed
-	// unmeasured: app_written unknown, or, on the direct route after the
+	// unmeasured: app_written unknown, or through a proxy its socket to
+	// the app missing, or, on the direct route after the
 	// app's socket closed, derived from the client's own count.
 	unmeasured
 )
@@ -254,7 +255,7 @@ func (g *group) proxyCheck(ds []*group) {
 		g.status = tooSkewed
 	}
 	for _, d := range ds {
-		if !d.writtenOK {
+		if !d.writtenOK || d.upMissing() {
 			g.status = unmeasured
 		}
 	}

@@ -28,7 +28,8 @@ type ProxyBuffer struct {
 	ClientWritten int64
 	// Skew is how far UpstreamRead and ClientWritten moved together
 	// between the reports read before and after the socket dump: the
-	// sample's uncertainty for this response.
+	// sample's uncertainty for this response (all its bytes for one in
+	// only one of the two reports: it started or ended meanwhile).
 	Skew int64
 }
 
@@ -313,7 +314,11 @@ func (s *Sampler) keep(all []Socket) []Socket {
 	return out
 }
 
-// skewed is the after report with each response's movement since before.
+// skewed is the after report with each response's movement since before,
+// and the responses in before only: they ended after it, maybe after the
+// dump, which can have seen the proxy still holding bytes of one, so
+// what the proxy held then is not known (not nothing): before's entry,
+// all its bytes its movement, as for a response in after only.
 func skewed(before, after []ProxyBuffer) []ProxyBuffer {
 	out := slices.Clone(after)
 	for i := range out {
@@ -323,6 +328,12 @@ func skewed(before, after []ProxyBuffer) []ProxyBuffer {
 			continue
 		}
 		out[i].Skew = abs(out[i].UpstreamRead-before[j].UpstreamRead) + abs(out[i].ClientWritten-before[j].ClientWritten)
+	}
+	for _, b := range before {
+		if !slices.ContainsFunc(after, func(a ProxyBuffer) bool { return a.Client == b.Client }) {
+			b.Skew = b.UpstreamRead + b.ClientWritten
+			out = append(out, b)
+		}
 	}
 	return out
 }

@@ -71,3 +71,51 @@ func TestTakeFindsWhatTheFirstDumpMissed(t *testing.T) {
 		}
 	}
 }
+
+// A response in the proxy's report before the dump and gone from the one
+// after ended meanwhile, maybe after the dump saw the proxy still holding
+// some of it: the sample keeps its entry from before, all its bytes its
+// movement (so no check judges the download at that sample as if the
+// proxy held nothing), and Take tries again for a sample without that
+// uncertainty; a response in both reports moved what the two differ by.
+func TestTakeKeepsResponseEndedDuringSample(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ended := ProxyBuffer{Client: ap(40000), Memory: 48 << 10, TempFile: 272 << 10, UpstreamRead: 8 << 20, ClientWritten: 8<<20 - 320<<10}
+	stays := ProxyBuffer{Client: ap(40001), UpstreamRead: 1 << 20, ClientWritten: 512 << 10}
+	for _, endsEveryTry := range []bool{true, false} {
+		calls := 0
+		s := &Sampler{Ports: []uint16{uint16(ln.Addr().(*net.TCPAddr).Port)}, Proxy: func(context.Context) ([]ProxyBuffer, error) {
+			calls++
+			moved := stays
+			moved.ClientWritten += int64(calls) << 10 // 1 KiB a report
+			// The report before each try's dump has the response; the one
+			// after, not (or, !endsEveryTry, only the first try's before).
+			if calls%2 == 1 && (endsEveryTry || calls == 1) {
+				return []ProxyBuffer{ended, moved}, nil
+			}
+			return []ProxyBuffer{moved}, nil
+		}}
+		smp, err := s.Take(context.Background(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *ProxyBuffer
+		for i := range smp.Proxy {
+			if smp.Proxy[i].Client == ended.Client {
+				got = &smp.Proxy[i]
+			} else if smp.Proxy[i].Skew != 1<<10 {
+				t.Errorf("ends every try %v: the response in both reports moved %d, want 1 KiB", endsEveryTry, smp.Proxy[i].Skew)
+			}
+		}
+		switch {
+		case endsEveryTry && (got == nil || got.Memory != ended.Memory || got.Skew != ended.UpstreamRead+ended.ClientWritten):
+			t.Errorf("ended during every try: %+v, want its entry from before, all its bytes its skew", smp.Proxy)
+		case !endsEveryTry && (got != nil || calls != 4):
+			t.Errorf("ended during the first try: %+v after %d reports, want a second try (4 reports) without it", smp.Proxy, calls)
+		}
+	}
+}

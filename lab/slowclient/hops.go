@@ -83,17 +83,21 @@ func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write f
 		hd := hops.Download{Client: d.Client, Local: d.Local}
 		if d.Complete {
 			hd.Total = headerSize(d.Header) + d.Bytes
+			hd.Body = d.Bytes
 		}
 		if v, perr := strconv.ParseUint(d.Header.Get(appserver.PeerPortHeader), 10, 16); perr == nil {
 			hd.PeerPort = uint16(v)
 		}
 		ds = append(ds, hd)
 	}
-	a := hops.NewAttribution(runID, h.path, ds)
+	a, err := hops.NewAttribution(runID, h.path, ds, h.spill.Each)
+	if err != nil {
+		return res, sampleErr, err
+	}
 	var c hops.Checker
 	var rows []recorder.Hop
 	var bad []hops.Violation
-	err := h.spill.Each(func(smp hops.Sample) error {
+	err = h.spill.Each(func(smp hops.Sample) error {
 		rows = a.Rows(rows[:0], smp)
 		bad = append(bad, c.Add(rows)...)
 		return write(rows)
