@@ -100,18 +100,10 @@ func checkBounds(bounds []Bound, probes []Probe, maxClients int) error {
 	for _, b := range bounds {
 		switch {
 		case !slices.Contains(probes, b.Probe):
-			return fmt.Errorf("%s: probe %s is not among the probes run (%s)", b, b.Probe, joinProbes(probes))
+			return fmt.Errorf("%s: probe %s is not among the probes run (%s)", b, b.Probe, names(probes))
 		case b.Min > maxClients:
 			return fmt.Errorf("%s: over max_clients %d, the most clients tried: raise max_clients to %d or more", b, maxClients, b.Min)
 		}
 	}
 	return nil
-}
-
-func joinProbes(ps []Probe) string {
-	names := make([]string, len(ps))
-	for i, p := range ps {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
 }

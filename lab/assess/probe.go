@@ -70,12 +70,15 @@ func ParseProbe(s string) (Probe, error) {
 func probeNames() string { return names(Probes) }
 
 // names joins probes' names with commas.
-func names(probes []Probe) string {
+func names(probes []Probe) string { return strings.Join(strs(probes), ", ") }
+
+// strs is probes' names.
+func strs(probes []Probe) []string {
 	out := make([]string, len(probes))
 	for i, p := range probes {
 		out[i] = string(p)
 	}
-	return strings.Join(out, ", ")
+	return out
 }
 
 // target is the kind of request the probe's clients send ("" for the
