@@ -198,25 +198,23 @@ func (c *Config) applyExternal() error {
 		return nil
 	}
 	route := c.Route
-	if len(e.app) == 0 && len(e.proxy) == 0 && len(e.tempDirs) == 0 {
+	spec := &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload, StreamURL: e.stream, Route: route, Server: c.Server, HTTP2: e.http2}
+	switch {
+	case len(e.app) == 0 && len(e.proxy) == 0 && len(e.tempDirs) == 0:
 		// No processes named: they are not on this machine (a shard of an
 		// assessment run from another machine); only /fast is measured.
-		c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
-			StreamURL: e.stream, Route: route, Server: c.Server, Unseen: true, HTTP2: e.http2}
-		return nil
-	}
-	switch {
+		spec.Unseen = true
 	case len(e.proxy) > 0 && !route.Proxied():
 		return errors.New("--proxy: the stack has a proxy; say how it buffers responses with --route proxy-buffering-on or proxy-buffering-off")
 	case len(e.proxy) == 0 && route.Proxied():
 		return fmt.Errorf("--route %s: the stack has a proxy; give its processes with --proxy", route)
+	default:
+		spec.Groups, spec.TempDirs = map[string][]string{"app": e.app}, e.tempDirs
+		if len(e.proxy) > 0 {
+			spec.Groups["proxy"] = e.proxy
+		}
 	}
-	groups := map[string][]string{"app": e.app}
-	if len(e.proxy) > 0 {
-		groups["proxy"] = e.proxy
-	}
-	c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
-		StreamURL: e.stream, Route: route, Server: c.Server, Groups: groups, TempDirs: e.tempDirs, HTTP2: e.http2}
+	c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, spec
 	return nil
 }
 

@@ -109,14 +109,9 @@ type run struct {
 	died func() error
 }
 
-// window runs /fast open loop for the config's window, Offset from now,
-// and returns its summary; its rows go to requests.csv as run id id,
+// windowFrom runs /fast open loop for the config's window, Offset from
+// t0, and returns its summary; its rows go to requests.csv as run id id,
 // their times from the window's start.
-func (r *run) window(ctx context.Context, id string, clients int) (Window, error) {
-	return r.windowFrom(ctx, id, clients, time.Now())
-}
-
-// windowFrom is window with the schedule Offset from t0.
 func (r *run) windowFrom(ctx context.Context, id string, clients int, t0 time.Time) (Window, error) {
 	f := lab.FastSpec{Path: "/", Rate: r.cfg.FastRate, Duration: r.cfg.Window, Offset: r.cfg.Offset, Timeout: lab.Duration(r.fastTimeout)}
 	meta := r.meta
