@@ -36,10 +36,8 @@ func ParseFailOn(s string) ([]Bound, error) {
 		if err != nil || n < 1 || n > MaxClients {
 			return nil, fmt.Errorf("%q: the bound must be a whole number from 1 to %d", term, MaxClients)
 		}
-		for _, b := range out {
-			if b.Probe == p {
-				return nil, fmt.Errorf("%q: %s given twice", term, p)
-			}
+		if slices.ContainsFunc(out, func(b Bound) bool { return b.Probe == p }) {
+			return nil, fmt.Errorf("%q: %s given twice", term, p)
 		}
 		out = append(out, Bound{p, n})
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,10 +60,8 @@ const StallAfter = 64 << 10
 
 // ParseProbe parses a probe's name.
 func ParseProbe(s string) (Probe, error) {
-	for _, p := range Probes {
-		if string(p) == s {
-			return p, nil
-		}
+	if p := Probe(s); slices.Contains(Probes, p) {
+		return p, nil
 	}
 	return "", fmt.Errorf("unknown probe %q", s)
 }
