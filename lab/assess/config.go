@@ -116,8 +116,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Server, "server", c.Server, "managed stack: the app server, "+stack.ModelSyntax())
 	fs.Var((*routeFlag)(&c.Route), "route", fmt.Sprintf("managed stack: the route, one of %v", allRoutes()))
 	parse := func(s string) (Probe, error) { c.probesGiven = true; return ParseProbe(s) }
-	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: parse, Want: fmt.Sprintf("probes, comma-separated, of %s", probeNames())},
-		"probes", "the probes to run, comma-separated, of "+probeNames()+" (default on an HTTP/1.1 front: "+names(DefaultProbes)+
+	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: parse, Want: fmt.Sprintf("probes, comma-separated, of %s", names(Probes))},
+		"probes", "the probes to run, comma-separated, of "+names(Probes)+" (default on an HTTP/1.1 front: "+names(DefaultProbes)+
 			"; on an HTTP/2 front, an h2-* route, caddy-tls or --http2: "+names(H2DefaultProbes)+")")
 	fs.IntVar(&c.MaxClients, "max-clients", c.MaxClients, fmt.Sprintf("the last level: 1, 2, 4, ... up to this many clients (1 to %d)", MaxClients))
 	fs.Var((*lab.DurationFlag)(&c.Window), "window", "how long /fast runs open loop at each level")
@@ -227,11 +227,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("route %q: %v", c.Route, err)
 	}
 	if len(c.Probes) == 0 {
-		return fmt.Errorf("probes: none; allowed %s", probeNames())
+		return fmt.Errorf("probes: none; allowed %s", names(Probes))
 	}
 	for _, p := range c.Probes {
 		if !slices.Contains(Probes, p) {
-			return fmt.Errorf("probes: %q: allowed %s", p, probeNames())
+			return fmt.Errorf("probes: %q: allowed %s", p, names(Probes))
 		}
 	}
 	if err := c.checkProtocol(); err != nil {

@@ -30,7 +30,7 @@ func ParseFailOn(s string) ([]Bound, error) {
 		}
 		p, err := ParseProbe(strings.TrimSpace(name))
 		if err != nil {
-			return nil, fmt.Errorf("%q: %v (allowed %s)", term, err, probeNames())
+			return nil, fmt.Errorf("%q: %v (allowed %s)", term, err, names(Probes))
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(num))
 		if err != nil || n < 1 || n > MaxClients {

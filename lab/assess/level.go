@@ -162,19 +162,16 @@ type slot struct {
 
 // levelIn runs n clients of the probe in slot s beside a /fast window.
 func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool, s slot) (Level, error) {
-	lv := Level{Clients: n}
+	lv, hold := Level{Clients: n}, r.hold()
 	if !s.at.IsZero() {
 		sleepUntil(ctx, s.at)
 		lv.LateMS = msf(max(time.Since(s.at), 0))
+		share := s.share
+		lv.ShardClients, hold = &share, r.cfg.clockHold()
 	}
 	lv.StartS = time.Since(r.t0).Seconds()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hold := r.hold()
-	if !s.at.IsZero() {
-		share := s.share
-		lv.ShardClients, hold = &share, r.cfg.clockHold()
-	}
 	if r.probe.keeps() {
 		hold = max(hold, time.Duration(r.cfg.IdleMax))
 	}

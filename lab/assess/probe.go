@@ -66,8 +66,6 @@ func ParseProbe(s string) (Probe, error) {
 	return "", fmt.Errorf("unknown probe %q", s)
 }
 
-func probeNames() string { return names(Probes) }
-
 // names joins probes' names with commas.
 func names(probes []Probe) string { return strings.Join(strs(probes), ", ") }
 
