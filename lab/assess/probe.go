@@ -121,6 +121,19 @@ type targets struct {
 	h2large *h2Front
 }
 
+// streamChecked waits until the stream URL's check request ended (it
+// holds what it holds until then), bound passed or ctx ended.
+func (t targets) streamChecked(ctx context.Context, bound time.Duration) {
+	if t.streamCheck == nil {
+		return
+	}
+	select {
+	case <-t.streamCheck:
+	case <-time.After(bound):
+	case <-ctx.Done():
+	}
+}
+
 // crowd is one level's clients, running until their context ends (or
 // their own bound).
 type crowd struct {

@@ -138,19 +138,6 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	return v, nil
 }
 
-// streamChecked waits until the stream URL's check request ended (it
-// holds what it holds until then), bound passed or ctx ended.
-func (t targets) streamChecked(ctx context.Context, bound time.Duration) {
-	if t.streamCheck == nil {
-		return
-	}
-	select {
-	case <-t.streamCheck:
-	case <-time.After(bound):
-	case <-ctx.Done():
-	}
-}
-
 // newRun is probe p's run on targets t as shard shard: the load
 // generator's meter, the host-CPU guard and the lag bound from env.
 func (c *Config) newRun(env *lab.Env, p Probe, t targets, reqs *recorder.FileWriter[recorder.Request], shard int) *run {
