@@ -56,19 +56,14 @@ func Combine(dirs []string, failOn string) (*Result, error) {
 	}
 	out.Shard, out.ShardRecord, out.CombinedShards = "", nil, len(shards)
 	res := &Result{Assessment: out, Dir: shards[0].dir}
-	bounds, err := ParseFailOn(failOn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --fail-on: %w", ErrRefused, err)
-	}
 	probes := make([]Probe, len(out.Verdicts))
 	for j, v := range out.Verdicts {
 		probes[j] = Probe(v.Probe)
 	}
 	max, _ := strconv.Atoi(shards[0].a.ShardRecord.Settings["max_clients"])
-	if err := checkBounds(bounds, probes, max); err != nil {
+	if res.bounds, err = checkBounds(failOn, probes, max); err != nil {
 		return nil, fmt.Errorf("%w: --fail-on: %w", ErrRefused, err)
 	}
-	res.bounds = bounds
 	return res, nil
 }
 

@@ -266,11 +266,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("paths.%s %q: must start with /", name, p)
 		}
 	}
-	bounds, err := ParseFailOn(c.FailOn)
-	if err != nil {
-		return fmt.Errorf("fail_on: %w", err)
-	}
-	if err := checkBounds(bounds, c.Probes, c.MaxClients); err != nil {
+	if _, err := checkBounds(c.FailOn, c.Probes, c.MaxClients); err != nil {
 		return fmt.Errorf("fail_on: %w", err)
 	}
 	if err := c.validateServerWmem(); err != nil {

@@ -92,16 +92,21 @@ func (r *Result) Unmade() []string {
 	return out
 }
 
-// checkBounds refuses bounds the assessment cannot judge, before any
-// load: a probe it does not run, a count over the clients it tries.
-func checkBounds(bounds []Bound, probes []Probe, maxClients int) error {
+// checkBounds parses failOn (ParseFailOn) and refuses bounds the
+// assessment cannot judge, before any load: a probe it does not run, a
+// count over the clients it tries.
+func checkBounds(failOn string, probes []Probe, maxClients int) ([]Bound, error) {
+	bounds, err := ParseFailOn(failOn)
+	if err != nil {
+		return nil, err
+	}
 	for _, b := range bounds {
 		switch {
 		case !slices.Contains(probes, b.Probe):
-			return fmt.Errorf("%s: probe %s is not among the probes run (%s)", b, b.Probe, names(probes))
+			return nil, fmt.Errorf("%s: probe %s is not among the probes run (%s)", b, b.Probe, names(probes))
 		case b.Min > maxClients:
-			return fmt.Errorf("%s: over max_clients %d, the most clients tried: raise max_clients to %d or more", b, maxClients, b.Min)
+			return nil, fmt.Errorf("%s: over max_clients %d, the most clients tried: raise max_clients to %d or more", b, maxClients, b.Min)
 		}
 	}
-	return nil
+	return bounds, nil
 }
