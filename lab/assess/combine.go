@@ -2,8 +2,10 @@ package assess
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/slowlab/slowlab/lab/stack"
@@ -54,19 +56,14 @@ func Combine(dirs []string, failOn string) (*Result, error) {
 	}
 	out.Shard, out.ShardRecord, out.CombinedShards = "", nil, len(shards)
 	res := &Result{Assessment: out, Dir: shards[0].dir}
-	bounds, err := ParseFailOn(failOn)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --fail-on: %w", ErrRefused, err)
-	}
 	probes := make([]Probe, len(out.Verdicts))
 	for j, v := range out.Verdicts {
 		probes[j] = Probe(v.Probe)
 	}
-	max, _ := stringsAtoi(shards[0].a.ShardRecord.Settings["max_clients"])
-	if err := checkBounds(bounds, probes, max); err != nil {
+	max, _ := strconv.Atoi(shards[0].a.ShardRecord.Settings["max_clients"])
+	if res.bounds, err = checkBounds(failOn, probes, max); err != nil {
 		return nil, fmt.Errorf("%w: --fail-on: %w", ErrRefused, err)
 	}
-	res.bounds = bounds
 	return res, nil
 }
 
@@ -123,7 +120,10 @@ func checkSettings(shards []shardDir) error {
 			return fmt.Errorf("%w: shard %d (%s): its settings hash to %s, not the %s it recorded: the record was altered", ErrRefused, s.i, s.dir, got[:12], short(rec.SettingsHash))
 		}
 		var diff []string
-		for _, k := range slices.Sorted(mapKeys(want, rec.Settings)) {
+		all := map[string]string{}
+		maps.Copy(all, want)
+		maps.Copy(all, rec.Settings)
+		for _, k := range slices.Sorted(maps.Keys(all)) {
 			if rec.Settings[k] != want[k] {
 				diff = append(diff, fmt.Sprintf("%s %q against shard 0's %q", k, rec.Settings[k], want[k]))
 			}
@@ -216,25 +216,4 @@ func judgeServer(lv *Level, route string) {
 	}
 }
 
-func mapKeys(a, b map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range a {
-			if !yield(k) {
-				return
-			}
-		}
-		for k := range b {
-			if _, ok := a[k]; !ok && !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 func short(h string) string { return h[:min(12, len(h))] }
-
-func stringsAtoi(s string) (int, error) {
-	var n int
-	_, err := fmt.Sscan(s, &n)
-	return n, err
-}

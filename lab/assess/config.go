@@ -116,8 +116,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Server, "server", c.Server, "managed stack: the app server, "+stack.ModelSyntax())
 	fs.Var((*routeFlag)(&c.Route), "route", fmt.Sprintf("managed stack: the route, one of %v", allRoutes()))
 	parse := func(s string) (Probe, error) { c.probesGiven = true; return ParseProbe(s) }
-	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: parse, Want: fmt.Sprintf("probes, comma-separated, of %s", probeNames())},
-		"probes", "the probes to run, comma-separated, of "+probeNames()+" (default on an HTTP/1.1 front: "+names(DefaultProbes)+
+	fs.Var(&cliflag.List[Probe]{To: &c.Probes, Parse: parse, Want: fmt.Sprintf("probes, comma-separated, of %s", names(Probes))},
+		"probes", "the probes to run, comma-separated, of "+names(Probes)+" (default on an HTTP/1.1 front: "+names(DefaultProbes)+
 			"; on an HTTP/2 front, an h2-* route, caddy-tls or --http2: "+names(H2DefaultProbes)+")")
 	fs.IntVar(&c.MaxClients, "max-clients", c.MaxClients, fmt.Sprintf("the last level: 1, 2, 4, ... up to this many clients (1 to %d)", MaxClients))
 	fs.Var((*lab.DurationFlag)(&c.Window), "window", "how long /fast runs open loop at each level")
@@ -198,25 +198,23 @@ func (c *Config) applyExternal() error {
 		return nil
 	}
 	route := c.Route
-	if len(e.app) == 0 && len(e.proxy) == 0 && len(e.tempDirs) == 0 {
+	spec := &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload, StreamURL: e.stream, Route: route, Server: c.Server, HTTP2: e.http2}
+	switch {
+	case len(e.app) == 0 && len(e.proxy) == 0 && len(e.tempDirs) == 0:
 		// No processes named: they are not on this machine (a shard of an
 		// assessment run from another machine); only /fast is measured.
-		c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
-			StreamURL: e.stream, Route: route, Server: c.Server, Unseen: true, HTTP2: e.http2}
-		return nil
-	}
-	switch {
+		spec.Unseen = true
 	case len(e.proxy) > 0 && !route.Proxied():
 		return errors.New("--proxy: the stack has a proxy; say how it buffers responses with --route proxy-buffering-on or proxy-buffering-off")
 	case len(e.proxy) == 0 && route.Proxied():
 		return fmt.Errorf("--route %s: the stack has a proxy; give its processes with --proxy", route)
+	default:
+		spec.Groups, spec.TempDirs = map[string][]string{"app": e.app}, e.tempDirs
+		if len(e.proxy) > 0 {
+			spec.Groups["proxy"] = e.proxy
+		}
 	}
-	groups := map[string][]string{"app": e.app}
-	if len(e.proxy) > 0 {
-		groups["proxy"] = e.proxy
-	}
-	c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, &lab.ExternalSpec{FastURL: e.fast, LargeURL: e.large, UploadURL: e.upload,
-		StreamURL: e.stream, Route: route, Server: c.Server, Groups: groups, TempDirs: e.tempDirs, HTTP2: e.http2}
+	c.StackSpec.Stack, c.StackSpec.External = stack.NameExternal, spec
 	return nil
 }
 
@@ -229,11 +227,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("route %q: %v", c.Route, err)
 	}
 	if len(c.Probes) == 0 {
-		return fmt.Errorf("probes: none; allowed %s", probeNames())
+		return fmt.Errorf("probes: none; allowed %s", names(Probes))
 	}
 	for _, p := range c.Probes {
 		if !slices.Contains(Probes, p) {
-			return fmt.Errorf("probes: %q: allowed %s", p, probeNames())
+			return fmt.Errorf("probes: %q: allowed %s", p, names(Probes))
 		}
 	}
 	if err := c.checkProtocol(); err != nil {
@@ -268,11 +266,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("paths.%s %q: must start with /", name, p)
 		}
 	}
-	bounds, err := ParseFailOn(c.FailOn)
-	if err != nil {
-		return fmt.Errorf("fail_on: %w", err)
-	}
-	if err := checkBounds(bounds, c.Probes, c.MaxClients); err != nil {
+	if _, err := checkBounds(c.FailOn, c.Probes, c.MaxClients); err != nil {
 		return fmt.Errorf("fail_on: %w", err)
 	}
 	if err := c.validateServerWmem(); err != nil {

@@ -30,16 +30,14 @@ func ParseFailOn(s string) ([]Bound, error) {
 		}
 		p, err := ParseProbe(strings.TrimSpace(name))
 		if err != nil {
-			return nil, fmt.Errorf("%q: %v (allowed %s)", term, err, probeNames())
+			return nil, fmt.Errorf("%q: %v (allowed %s)", term, err, names(Probes))
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(num))
 		if err != nil || n < 1 || n > MaxClients {
 			return nil, fmt.Errorf("%q: the bound must be a whole number from 1 to %d", term, MaxClients)
 		}
-		for _, b := range out {
-			if b.Probe == p {
-				return nil, fmt.Errorf("%q: %s given twice", term, p)
-			}
+		if slices.ContainsFunc(out, func(b Bound) bool { return b.Probe == p }) {
+			return nil, fmt.Errorf("%q: %s given twice", term, p)
 		}
 		out = append(out, Bound{p, n})
 	}
@@ -94,24 +92,21 @@ func (r *Result) Unmade() []string {
 	return out
 }
 
-// checkBounds refuses bounds the assessment cannot judge, before any
-// load: a probe it does not run, a count over the clients it tries.
-func checkBounds(bounds []Bound, probes []Probe, maxClients int) error {
+// checkBounds parses failOn (ParseFailOn) and refuses bounds the
+// assessment cannot judge, before any load: a probe it does not run, a
+// count over the clients it tries.
+func checkBounds(failOn string, probes []Probe, maxClients int) ([]Bound, error) {
+	bounds, err := ParseFailOn(failOn)
+	if err != nil {
+		return nil, err
+	}
 	for _, b := range bounds {
 		switch {
 		case !slices.Contains(probes, b.Probe):
-			return fmt.Errorf("%s: probe %s is not among the probes run (%s)", b, b.Probe, joinProbes(probes))
+			return nil, fmt.Errorf("%s: probe %s is not among the probes run (%s)", b, b.Probe, names(probes))
 		case b.Min > maxClients:
-			return fmt.Errorf("%s: over max_clients %d, the most clients tried: raise max_clients to %d or more", b, maxClients, b.Min)
+			return nil, fmt.Errorf("%s: over max_clients %d, the most clients tried: raise max_clients to %d or more", b, maxClients, b.Min)
 		}
 	}
-	return nil
-}
-
-func joinProbes(ps []Probe) string {
-	names := make([]string, len(ps))
-	for i, p := range ps {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
+	return bounds, nil
 }

@@ -161,14 +161,14 @@ func legendRoom(a *plot.Axis, rows int, height vg.Length) {
 // level failed.
 func addAssessProbe(p *plot.Plot, v Verdict, pts []assessPoint, c color.Color, notes *[]failNote) bool {
 	var all, ok, failed, okP95 plotter.XYs
-	var labels []string
 	for _, pt := range pts {
 		all = append(all, pt.XY)
 		switch {
 		case pt.failed == "":
 			ok = append(ok, pt.XY)
 		default:
-			failed, labels = append(failed, pt.XY), append(labels, pt.failed)
+			failed = append(failed, pt.XY)
+			*notes = append(*notes, failNote{pt.XY, pt.failed, c})
 			if pt.okP95 > 0 {
 				okP95 = append(okP95, plotter.XY{X: pt.X, Y: pt.okP95})
 			}
@@ -188,9 +188,6 @@ func addAssessProbe(p *plot.Plot, v Verdict, pts []assessPoint, c color.Color, n
 	}
 	if len(failed) > 0 {
 		p.Add(report.Marks(failed, c, failGlyph{}))
-		for i, xy := range failed {
-			*notes = append(*notes, failNote{xy, labels[i], c})
-		}
 	}
 	if th := assessThreshold(v); th > 0 {
 		dl := report.Line(plotter.XYs{{X: 1, Y: th}, {X: float64(max(v.Tried, 1)), Y: th}}, c)

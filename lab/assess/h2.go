@@ -111,33 +111,31 @@ func (t targets) h2Read(hold time.Duration) loadgen.H2Read {
 // connection (h2-slow-streams) or all on one (h2-streams-one-conn).
 func (p Probe) startH2(ctx context.Context, t targets, n int, hold time.Duration, c *crowd) {
 	defer close(c.done)
-	var wg sync.WaitGroup
-	if p == ProbeH2SlowStreams {
-		for range n {
-			wg.Go(func() {
-				conn, err := t.h2large.dial(ctx, h2StreamWindow, 4*hold)
-				if err != nil {
-					c.place()
-					c.end(loadgen.ErrorReason(err), false)
-					return
-				}
-				defer conn.Close()
-				stream(ctx, conn, t, hold, c)
-			})
-		}
-		wg.Wait()
+	if p == ProbeH2OneConn {
+		streams(ctx, t, n, hold, c)
 		return
 	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { streams(ctx, t, 1, hold, c) })
+	}
+	wg.Wait()
+}
+
+// streams runs k slow streams on one new connection; a connection that
+// cannot be opened ends them with its error.
+func streams(ctx context.Context, t targets, k int, hold time.Duration, c *crowd) {
 	conn, err := t.h2large.dial(ctx, h2StreamWindow, 4*hold)
 	if err != nil {
-		for range n {
+		for range k {
 			c.place()
 			c.end(loadgen.ErrorReason(err), false)
 		}
 		return
 	}
 	defer conn.Close()
-	for range n {
+	var wg sync.WaitGroup
+	for range k {
 		wg.Go(func() { stream(ctx, conn, t, hold, c) })
 	}
 	wg.Wait()

@@ -109,14 +109,9 @@ type run struct {
 	died func() error
 }
 
-// window runs /fast open loop for the config's window, Offset from now,
-// and returns its summary; its rows go to requests.csv as run id id,
+// windowFrom runs /fast open loop for the config's window, Offset from
+// t0, and returns its summary; its rows go to requests.csv as run id id,
 // their times from the window's start.
-func (r *run) window(ctx context.Context, id string, clients int) (Window, error) {
-	return r.windowFrom(ctx, id, clients, time.Now())
-}
-
-// windowFrom is window with the schedule Offset from t0.
 func (r *run) windowFrom(ctx context.Context, id string, clients int, t0 time.Time) (Window, error) {
 	f := lab.FastSpec{Path: "/", Rate: r.cfg.FastRate, Duration: r.cfg.Window, Offset: r.cfg.Offset, Timeout: lab.Duration(r.fastTimeout)}
 	meta := r.meta
@@ -167,19 +162,16 @@ type slot struct {
 
 // levelIn runs n clients of the probe in slot s beside a /fast window.
 func (r *run) levelIn(ctx context.Context, n int, base time.Duration, last bool, s slot) (Level, error) {
-	lv := Level{Clients: n}
+	lv, hold := Level{Clients: n}, r.hold()
 	if !s.at.IsZero() {
 		sleepUntil(ctx, s.at)
 		lv.LateMS = msf(max(time.Since(s.at), 0))
+		share := s.share
+		lv.ShardClients, hold = &share, r.cfg.clockHold()
 	}
 	lv.StartS = time.Since(r.t0).Seconds()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hold := r.hold()
-	if !s.at.IsZero() {
-		share := s.share
-		lv.ShardClients, hold = &share, r.cfg.clockHold()
-	}
 	if r.probe.keeps() {
 		hold = max(hold, time.Duration(r.cfg.IdleMax))
 	}

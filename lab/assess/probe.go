@@ -7,6 +7,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,23 +60,22 @@ const StallAfter = 64 << 10
 
 // ParseProbe parses a probe's name.
 func ParseProbe(s string) (Probe, error) {
-	for _, p := range Probes {
-		if string(p) == s {
-			return p, nil
-		}
+	if p := Probe(s); slices.Contains(Probes, p) {
+		return p, nil
 	}
 	return "", fmt.Errorf("unknown probe %q", s)
 }
 
-func probeNames() string { return names(Probes) }
-
 // names joins probes' names with commas.
-func names(probes []Probe) string {
+func names(probes []Probe) string { return strings.Join(strs(probes), ", ") }
+
+// strs is probes' names.
+func strs(probes []Probe) []string {
 	out := make([]string, len(probes))
 	for i, p := range probes {
 		out[i] = string(p)
 	}
-	return strings.Join(out, ", ")
+	return out
 }
 
 // target is the kind of request the probe's clients send ("" for the
@@ -119,6 +119,19 @@ type targets struct {
 	h2 *h2Front
 	// h2large is the large URL's front, where the HTTP/2 probes' streams go.
 	h2large *h2Front
+}
+
+// streamChecked waits until the stream URL's check request ended (it
+// holds what it holds until then), bound passed or ctx ended.
+func (t targets) streamChecked(ctx context.Context, bound time.Duration) {
+	if t.streamCheck == nil {
+		return
+	}
+	select {
+	case <-t.streamCheck:
+	case <-time.After(bound):
+	case <-ctx.Done():
+	}
 }
 
 // crowd is one level's clients, running until their context ends (or

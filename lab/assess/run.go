@@ -115,14 +115,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	r.t0 = time.Now()
 	fr.Start(r.t0, samples)
 	defer c.sampled(fr, &v)
-	// The stream check's request holds what it holds until it ends.
-	if t.streamCheck != nil {
-		select {
-		case <-t.streamCheck:
-		case <-time.After(recoverBound):
-		case <-ctx.Done():
-		}
-	}
+	t.streamChecked(ctx, recoverBound)
 	// An external stack may still be busy with the last probe's clients.
 	if back, why := r.recovered(ctx, 0, recoverBound); why != "" {
 		v.Stopped = "invalid: waiting for /fast before the baseline: " + why
@@ -131,7 +124,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(Threshold(0)), recoverBound)
 		return v, nil
 	}
-	base, err := r.window(ctx, string(p)+"-baseline", 0)
+	base, err := r.windowFrom(ctx, string(p)+"-baseline", 0, time.Now())
 	if err != nil {
 		v.Stopped = "failed: results not all written: " + err.Error()
 		return v, nil

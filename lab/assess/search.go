@@ -162,13 +162,19 @@ func (s *search) confirm(ctx context.Context, n int) (status string, stop bool) 
 
 // count is how many valid windows of n clients held and degraded.
 func (s *search) count(n int) (held, degraded int) {
-	for _, lv := range s.v.Levels {
-		switch {
-		case lv.Clients != n:
-		case lv.Status == statusHeld:
-			held++
-		case lv.Status == statusDegraded:
-			degraded++
+	h, d := tally(s.v.Levels)
+	return h[n], d[n]
+}
+
+// tally is how many valid windows held and degraded, by clients.
+func tally(levels []Level) (held, degraded map[int]int) {
+	held, degraded = map[int]int{}, map[int]int{}
+	for _, lv := range levels {
+		switch lv.Status {
+		case statusDegraded:
+			degraded[lv.Clients]++
+		case statusHeld:
+			held[lv.Clients]++
 		}
 	}
 	return held, degraded
@@ -267,15 +273,7 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 // the threshold held by majority: the search ran out of rounds), "held"
 // (none degraded) or "none" (no valid window).
 func finish(v *Verdict) {
-	held, degraded := map[int]int{}, map[int]int{}
-	for _, lv := range v.Levels {
-		switch lv.Status {
-		case statusDegraded:
-			degraded[lv.Clients]++
-		case statusHeld:
-			held[lv.Clients]++
-		}
-	}
+	held, degraded := tally(v.Levels)
 	levels := slices.Sorted(maps.Keys(held))
 	for n := range degraded {
 		if held[n] == 0 {

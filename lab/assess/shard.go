@@ -201,13 +201,7 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		v.Stopped = fmt.Sprintf("late: the probe's slot began %s ago on the shards' clock", late.Round(time.Millisecond))
 		return v, nil
 	}
-	if t.streamCheck != nil {
-		select {
-		case <-t.streamCheck:
-		case <-time.After(time.Until(at)):
-		case <-ctx.Done():
-		}
-	}
+	t.streamChecked(ctx, time.Until(at))
 	if shard == 0 {
 		if back, why := r.recovered(ctx, 0, time.Until(at)); why != "" {
 			v.Stopped = "invalid: waiting for /fast before the probe's slot: " + why

@@ -21,13 +21,9 @@ import (
 // shardSettings are the settings every shard of one assessment must
 // share, by name.
 func (c *Config) shardSettings() map[string]string {
-	probes := make([]string, len(c.Probes))
-	for i, p := range c.Probes {
-		probes[i] = string(p)
-	}
 	_, n := c.shardOf()
 	m := map[string]string{
-		"shards": fmt.Sprint(n), "start_at": c.StartAt, "probes": strings.Join(probes, ","),
+		"shards": fmt.Sprint(n), "start_at": c.StartAt, "probes": strings.Join(strs(c.Probes), ","),
 		"max_clients": fmt.Sprint(c.MaxClients), "window": time.Duration(c.Window).String(),
 		"fast_rate": fmt.Sprint(c.FastRate), "offset": time.Duration(c.Offset).String(),
 		"idle_max": time.Duration(c.IdleMax).String(), "budget": time.Duration(c.Budget).String(),

@@ -32,18 +32,12 @@ func heldBy(samples []recorder.ResourceSample, lv *Level) Held {
 	if lv == nil {
 		return h
 	}
+	in := slices.DeleteFunc(slices.Clone(samples), func(s recorder.ResourceSample) bool { return s.TS < lv.StartS || s.TS > lv.EndS })
 	peak := func(comp string, get func(recorder.ResourceSample) recorder.Maybe) *float64 {
-		var top *float64
-		for _, s := range samples {
-			if s.Component != comp || s.TS < lv.StartS || s.TS > lv.EndS {
-				continue
-			}
-			if m := get(s); m.Valid && (top == nil || m.Value > *top) {
-				v := m.Value
-				top = &v
-			}
+		if m := recorder.PeakOf(in, comp, get); m.Valid {
+			return &m.Value
 		}
-		return top
+		return nil
 	}
 	h.AppEstablished = peak("app", func(s recorder.ResourceSample) recorder.Maybe { return s.Established })
 	h.AppQuietClients = peak("app", func(s recorder.ResourceSample) recorder.Maybe { return s.QuietClients })
@@ -52,62 +46,56 @@ func heldBy(samples []recorder.ResourceSample, lv *Level) Held {
 	h.ProxyTempFiles = peak("proxy", func(s recorder.ResourceSample) recorder.Maybe { return s.TempFiles })
 	h.ProxyTempBytes = peak("proxy", func(s recorder.ResourceSample) recorder.Maybe { return s.TempLogicalBytes })
 	h.LevelS = lv.EndS - lv.StartS
-	h.AppCPUS = growth(samples, "app", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.CPUSeconds })
-	h.AppThrottledS = growth(samples, "app", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.ThrottledS })
-	h.ProxyCPUS = growth(samples, "proxy", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.CPUSeconds })
-	h.ProxyThrottledS = growth(samples, "proxy", lv, func(s recorder.ResourceSample) recorder.Maybe { return s.ThrottledS })
-	var parts []string
-	if h.AppEstablished != nil {
-		parts = append(parts, fmt.Sprintf("app %.0f connections", *h.AppEstablished))
-	}
-	if h.AppQuietClients != nil && *h.AppQuietClients > 0 {
-		parts = append(parts, fmt.Sprintf("%.0f silent 10s+", *h.AppQuietClients))
-	}
-	if h.AppSendQueueBytes != nil {
-		parts = append(parts, "send queues "+mibs(*h.AppSendQueueBytes))
-	}
-	if h.ProxyTempFiles != nil {
-		parts = append(parts, fmt.Sprintf("proxy temp files %.0f", *h.ProxyTempFiles))
-	}
-	if h.ProxyTempBytes != nil && *h.ProxyTempBytes > 0 {
-		parts = append(parts, mibs(*h.ProxyTempBytes))
-	}
-	if h.AppCPUS != nil && h.LevelS > 0 {
-		parts = append(parts, fmt.Sprintf("app CPU %.2f s in %.1f s", *h.AppCPUS, h.LevelS))
-	}
-	if h.AppThrottledS != nil && *h.AppThrottledS > 0 {
-		parts = append(parts, fmt.Sprintf("throttled %.2f s", *h.AppThrottledS))
-	}
-	if h.ProxyCPUS != nil && h.LevelS > 0 {
-		parts = append(parts, fmt.Sprintf("proxy CPU %.2f s", *h.ProxyCPUS))
-	}
-	if h.ProxyThrottledS != nil && *h.ProxyThrottledS > 0 {
-		parts = append(parts, fmt.Sprintf("throttled %.2f s", *h.ProxyThrottledS))
-	}
-	h.Summary = strings.Join(parts, ", ")
+	h.AppCPUS = growth(in, "app", func(s recorder.ResourceSample) recorder.Maybe { return s.CPUSeconds })
+	h.AppThrottledS = growth(in, "app", func(s recorder.ResourceSample) recorder.Maybe { return s.ThrottledS })
+	h.ProxyCPUS = growth(in, "proxy", func(s recorder.ResourceSample) recorder.Maybe { return s.CPUSeconds })
+	h.ProxyThrottledS = growth(in, "proxy", func(s recorder.ResourceSample) recorder.Maybe { return s.ThrottledS })
+	h.Summary = h.summary()
 	return h
 }
 
-// growth is how much a counter of comp grew over lv: its last valid
-// value in the level less its first (nil with fewer than two).
-func growth(samples []recorder.ResourceSample, comp string, lv *Level, get func(recorder.ResourceSample) recorder.Maybe) *float64 {
-	var first, last *float64
-	for _, s := range samples {
-		if s.Component != comp || s.TS < lv.StartS || s.TS > lv.EndS {
-			continue
-		}
-		if m := get(s); m.Valid {
-			v := m.Value
-			if first == nil {
-				first = &v
-			}
-			last = &v
+// summary says what h saw, a part a measured value: the counts that are
+// 0 and the CPU figures of a level without length are left out.
+func (h Held) summary() string {
+	positive := func(v float64) bool { return v > 0 }
+	timed := func(float64) bool { return h.LevelS > 0 }
+	throttled := func(v float64) string { return fmt.Sprintf("throttled %.2f s", v) }
+	var parts []string
+	for _, p := range []struct {
+		v    *float64
+		when func(float64) bool // nil: whenever measured
+		text func(float64) string
+	}{
+		{h.AppEstablished, nil, func(v float64) string { return fmt.Sprintf("app %.0f connections", v) }},
+		{h.AppQuietClients, positive, func(v float64) string { return fmt.Sprintf("%.0f silent 10s+", v) }},
+		{h.AppSendQueueBytes, nil, func(v float64) string { return "send queues " + mibs(v) }},
+		{h.ProxyTempFiles, nil, func(v float64) string { return fmt.Sprintf("proxy temp files %.0f", v) }},
+		{h.ProxyTempBytes, positive, mibs},
+		{h.AppCPUS, timed, func(v float64) string { return fmt.Sprintf("app CPU %.2f s in %.1f s", v, h.LevelS) }},
+		{h.AppThrottledS, positive, throttled},
+		{h.ProxyCPUS, timed, func(v float64) string { return fmt.Sprintf("proxy CPU %.2f s", v) }},
+		{h.ProxyThrottledS, positive, throttled},
+	} {
+		if p.v != nil && (p.when == nil || p.when(*p.v)) {
+			parts = append(parts, p.text(*p.v))
 		}
 	}
-	if first == nil || last == first {
+	return strings.Join(parts, ", ")
+}
+
+// growth is how much a counter of comp grew over samples: its last valid
+// value less its first (nil with fewer than two).
+func growth(samples []recorder.ResourceSample, comp string, get func(recorder.ResourceSample) recorder.Maybe) *float64 {
+	var vs []float64
+	for _, s := range samples {
+		if s.Component == comp {
+			vs = recorder.AppendValid(vs, get(s))
+		}
+	}
+	if len(vs) < 2 {
 		return nil
 	}
-	d := *last - *first
+	d := vs[len(vs)-1] - vs[0]
 	return &d
 }
 
