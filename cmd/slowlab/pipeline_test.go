@@ -25,13 +25,17 @@ func slowlab(t *testing.T, stdin []byte, args ...string) (stdout []byte, stderr 
 
 // `slowlab reproduce EXPERIMENT --print-scenario | slowlab run -` runs the
 // experiment the flags describe, for long-poll and latency-gap alike.
+//
+// The long-poll window is 1 s: what is checked is a row per run in
+// groups.csv and the stored scenario, which a shorter window writes the
+// same.
 func TestPrintedScenarioRunsFromStdin(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		file string
 		rows int
 	}{
-		{[]string{"long-poll", "--stack", "embedded", "--seconds", "2", "--wait", "1s", "--condition", "sync-2:1:2", "--condition", "gthread-1x2:1:2"}, "groups.csv", 2},
+		{[]string{"long-poll", "--stack", "embedded", "--seconds", "1", "--wait", "1s", "--condition", "sync-2:1:2", "--condition", "gthread-1x2:1:2"}, "groups.csv", 2},
 		{[]string{"latency-gap", "--runs", "3", "--delay", "0,5ms", "--sizes", "1k"}, "gap.csv", 2},
 	} {
 		if tc.args[0] == "latency-gap" {

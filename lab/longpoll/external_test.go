@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
@@ -26,6 +27,12 @@ func TestExternalLongPollNode(t *testing.T) {
 	}
 	cond := Condition{Server: "node-1", Hold: 4, Probes: 2}
 	c := short(cond)
+	// A 1 s window, not 4: the check is the most long-polls the app held
+	// at a sample, every tenth probe's; the 4 are held from the lead's
+	// start to past the window's end (the 3 s wait), so the first sample
+	// finds them all (740 probes in 4 s were seen, 74 samples; in 1 s 260
+	// probes, 26 samples).
+	c.Seconds = lab.Duration(time.Second)
 	c.Reps = 1
 	c.StackSpec.Stack = stack.NameExternal
 	c.StackSpec.External = &lab.ExternalSpec{FastURL: own.URL() + "/fast", LongPollURL: own.URL() + "/longpoll", Server: "node-1",
