@@ -156,15 +156,11 @@ func decodeCell(p any, s string) error {
 		}
 		*p = v
 	case *Maybe:
-		if s == "" {
-			*p = Maybe{}
-			return nil
-		}
-		v, err := parseFinite(s)
-		if err != nil {
+		var v float64 // "" reads as NaN, which Some makes None
+		if err := decodeCell(&v, s); err != nil {
 			return err
 		}
-		*p = Maybe{Value: v, Valid: true}
+		*p = Some(v)
 	case *bool:
 		switch s {
 		case "true":

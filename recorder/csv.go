@@ -45,17 +45,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // NewWriter writes the header of T to w, flushes it and returns a Writer
 // for the rows.
 func NewWriter[T Row[T]](w io.Writer) (*Writer[T], error) {
-	s := schemaOf[T]()
-	out := &countingWriter{w: w}
-	cw := csv.NewWriter(out)
-	if err := cw.Write(Header[T]()); err != nil {
-		return nil, fmt.Errorf("write %s header: %w", s.file, err)
+	rw := newRowWriter[T](w, 0)
+	if err := rw.put(Header[T]()); err != nil {
+		return nil, fmt.Errorf("write %s header: %w", rw.schema.file, err)
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return nil, fmt.Errorf("write %s header: %w", s.file, err)
-	}
-	return newRowWriter[T](w, out.n), nil
+	return rw, nil
 }
 
 // newRowWriter returns a Writer that writes rows only (the header is
@@ -101,11 +95,7 @@ func (w *Writer[T]) Write(row T) error {
 	defer w.mu.Unlock()
 	w.scratch = row
 	good := w.out.n
-	if err := w.cw.Write(encode(&w.enc, w.schema.cols, &w.scratch)); err != nil {
-		return fmt.Errorf("write %s row: %w", w.schema.file, err)
-	}
-	w.cw.Flush()
-	if err := w.cw.Error(); err != nil {
+	if err := w.put(encode(&w.enc, w.schema.cols, &w.scratch)); err != nil {
 		err = fmt.Errorf("write %s row: %w", w.schema.file, err)
 		if w.truncate != nil && w.out.n > good {
 			if terr := w.truncate(good); terr != nil {
@@ -117,6 +107,16 @@ func (w *Writer[T]) Write(row T) error {
 		return err
 	}
 	return nil
+}
+
+// put writes one record and flushes it; the error stays set once a write
+// has failed.
+func (w *Writer[T]) put(rec []string) error {
+	if err := w.cw.Write(rec); err != nil {
+		return err
+	}
+	w.cw.Flush()
+	return w.cw.Error()
 }
 
 // FileWriter is a Writer on a results file created by CreateFile.
@@ -221,20 +221,32 @@ func (w *FileWriter[T]) Close() error {
 // before the bad record, so a file cut short by a crash still yields what
 // was measured.
 func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
+	var rows []T
+	err := eachRow(r, func(row T) error {
+		rows = append(rows, row)
+		return nil
+	})
+	return rows, err
+}
+
+// eachRow calls fn with every row of type T read from r, in order; the
+// first error, fn's included, ends it.
+func eachRow[T Row[T]](r io.Reader, fn func(T) error) error {
 	rr, err := NewReader[T](r)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var rows []T
 	for {
 		row, err := rr.Read()
 		if errors.Is(err, io.EOF) {
-			return rows, nil
+			return nil
+		}
+		if err == nil {
+			err = fn(row)
 		}
 		if err != nil {
-			return rows, err
+			return err
 		}
-		rows = append(rows, row)
 	}
 }
 
@@ -370,20 +382,8 @@ func EachRow[T Row[T]](path string, fn func(T) error) error {
 		return err
 	}
 	defer f.Close()
-	r, err := NewReader[T](f)
-	if err != nil {
+	if err := eachRow(f, fn); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	for {
-		row, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err == nil {
-			err = fn(row)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -145,21 +144,7 @@ func AppendEnvironment(dir string, s Environment) error {
 		return fmt.Errorf("append session: %s: schema %s is newer than this slowlab's %s: what it does not know would be lost; use a newer slowlab",
 			path, version, EnvironmentVersion)
 	}
-	b, err := json.MarshalIndent(environmentFile{SchemaVersion: EnvironmentVersion, Sessions: append(sessions, s)}, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	err = ReplaceFile(dir, EnvironmentFile, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return replaceJSON(dir, EnvironmentFile, environmentFile{SchemaVersion: EnvironmentVersion, Sessions: append(sessions, s)})
 }
 
 // ReadEnvironment returns the sessions of dir/environment.json, oldest

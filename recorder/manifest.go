@@ -76,16 +76,24 @@ func WriteManifest(dir, command, experiment string) error {
 		m.Files = append(m.Files, entry)
 	}
 	slices.SortFunc(m.Files, func(a, b ManifestEntry) int { return strings.Compare(a.Name, b.Name) })
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
+	return replaceJSON(dir, ManifestFile, m)
+}
+
+// replaceJSON replaces dir/name (ReplaceFile), creating dir if needed,
+// with v as indented JSON and a final newline; the error names the file.
+func replaceJSON(dir, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
 	}
-	err = ReplaceFile(dir, ManifestFile, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	})
+	if err == nil {
+		err = ReplaceFile(dir, name, func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		})
+	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, ManifestFile), err)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,7 +170,7 @@ func QueryRange(ctx context.Context, promURL string, sel Selector, runID string,
 		}
 		for i, m := range results {
 			for _, ss := range m {
-				c := indexOf(components, string(ss.Metric[groupLabel]))
+				c := slices.Index(components, string(ss.Metric[groupLabel]))
 				if c < 0 {
 					continue
 				}
@@ -233,13 +234,4 @@ func columnQuery(col resourceColumn, groupRegex string, sel Selector, step time.
 			groupLabel, m, matchers, model.Duration(step))
 	}
 	return strings.Join(parts, " or ")
-}
-
-func indexOf(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
-			return i
-		}
-	}
-	return -1
 }

@@ -108,11 +108,11 @@ func (p *peak) add(v Maybe) {
 // PeakOf is the largest value of a column among component's samples
 // (None when none was measured).
 func PeakOf(samples []ResourceSample, component string, value func(ResourceSample) Maybe) Maybe {
-	var peak Maybe
+	var p peak
 	for _, s := range samples {
-		if v := value(s); s.Component == component && v.Valid && (!peak.Valid || v.Value > peak.Value) {
-			peak = v
+		if s.Component == component {
+			p.add(value(s))
 		}
 	}
-	return peak
+	return p.max
 }

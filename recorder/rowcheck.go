@@ -148,12 +148,8 @@ func sameCell(w, g any, decimals int, tol float64) bool {
 	switch w := w.(type) {
 	case *string:
 		return cleanString(*w) == *g.(*string)
-	case *int:
-		return *w == *g.(*int)
-	case *int64:
-		return *w == *g.(*int64)
-	case *bool:
-		return *w == *g.(*bool)
+	case *int, *int64, *bool:
+		return reflect.DeepEqual(w, g)
 	case *time.Time:
 		return w.Equal(*g.(*time.Time))
 	case *float64:
@@ -187,16 +183,8 @@ func show(p any) string {
 		return fmt.Sprintf("Some(%v)", p.Value)
 	case *time.Time:
 		return p.Format(time.RFC3339Nano)
-	case *int:
-		return fmt.Sprint(*p)
-	case *int64:
-		return fmt.Sprint(*p)
-	case *float64:
-		return fmt.Sprint(*p)
-	case *bool:
-		return fmt.Sprint(*p)
 	}
-	return fmt.Sprint(p)
+	return fmt.Sprint(reflect.ValueOf(p).Elem()) // *int, *int64, *float64, *bool
 }
 
 // EncodeRows writes rows with a Writer and returns the CSV.

@@ -65,13 +65,13 @@ var runSchema = Schema[Run]{file: "runs.csv", cols: append([]Column[Run]{
 	Col("fast_ok", 0, func(r *Run) any { return &r.FastOK }),
 	Col("fast_planned", 0, func(r *Run) any { return &r.FastPlanned }),
 	Col("fast_sent", 0, func(r *Run) any { return &r.FastSent }),
-	Col("p50_ms", usOfMS, func(r *Run) any { return &r.P50MS }),
-	Col("p95_ms", usOfMS, func(r *Run) any { return &r.P95MS }),
-	Col("max_ms", usOfMS, func(r *Run) any { return &r.MaxMS }),
-	Col("max_schedule_lag_ms", usOfMS, func(r *Run) any { return &r.MaxScheduleLagMS }),
-	Col("app_send_s", msOfS, func(r *Run) any { return &r.AppSendS }),
-	Col("client_receive_s", msOfS, func(r *Run) any { return &r.ClientReceiveS }),
-	Col("temp_peak_mib", kibOfMi, func(r *Run) any { return &r.TempPeakMiB }),
+	Col("p50_ms", DecimalsMillis, func(r *Run) any { return &r.P50MS }),
+	Col("p95_ms", DecimalsMillis, func(r *Run) any { return &r.P95MS }),
+	Col("max_ms", DecimalsMillis, func(r *Run) any { return &r.MaxMS }),
+	Col("max_schedule_lag_ms", DecimalsMillis, func(r *Run) any { return &r.MaxScheduleLagMS }),
+	Col("app_send_s", DecimalsSeconds, func(r *Run) any { return &r.AppSendS }),
+	Col("client_receive_s", DecimalsSeconds, func(r *Run) any { return &r.ClientReceiveS }),
+	Col("temp_peak_mib", DecimalsMiB, func(r *Run) any { return &r.TempPeakMiB }),
 }, componentColumns()...)}
 
 // componentColumns returns c_cpu_cores, c_throttled_ms, c_memory_peak_bytes,
@@ -81,10 +81,10 @@ func componentColumns() []Column[Run] {
 	var cols []Column[Run]
 	for i, c := range Components {
 		cols = append(cols,
-			Col(c+"_cpu_cores", milli, func(r *Run) any { return &r.Components[i].CPUCores }),
-			Col(c+"_throttled_ms", usOfMS, func(r *Run) any { return &r.Components[i].ThrottledMS }),
-			Col(c+"_memory_peak_bytes", whole, func(r *Run) any { return &r.Components[i].MemoryPeakBytes }),
-			Col(c+"_rss_peak_bytes", whole, func(r *Run) any { return &r.Components[i].RSSPeakBytes }),
+			Col(c+"_cpu_cores", DecimalsMilli, func(r *Run) any { return &r.Components[i].CPUCores }),
+			Col(c+"_throttled_ms", DecimalsMillis, func(r *Run) any { return &r.Components[i].ThrottledMS }),
+			Col(c+"_memory_peak_bytes", DecimalsWhole, func(r *Run) any { return &r.Components[i].MemoryPeakBytes }),
+			Col(c+"_rss_peak_bytes", DecimalsWhole, func(r *Run) any { return &r.Components[i].RSSPeakBytes }),
 		)
 	}
 	for i, c := range Components {

@@ -11,24 +11,14 @@ type Row[T any] interface {
 }
 
 // Precision of float columns: digits kept after the decimal point, as
-// other packages' schemas name them.
+// every schema names them.
 const (
-	DecimalsSeconds = msOfS   // seconds columns keep milliseconds
-	DecimalsMillis  = usOfMS  // millisecond columns keep microseconds
-	DecimalsWhole   = whole   // bytes and counts
-	DecimalsMiB     = kibOfMi // MiB columns keep about a KiB
-	DecimalsMicros  = usOfS   // seconds columns that keep microseconds
-	DecimalsMilli   = milli   // rates and cores keep thousandths
-)
-
-// Precision of float columns, as recorder's own schemas name them.
-const (
-	msOfS   = 3 // seconds columns keep milliseconds
-	usOfMS  = 3 // millisecond columns keep microseconds
-	usOfS   = 6 // cgroup CPU counters are microseconds at the source
-	whole   = 0 // bytes and counts
-	kibOfMi = 3 // MiB columns keep about a KiB
-	milli   = 3 // cores keep millicores
+	DecimalsSeconds = 3 // seconds columns keep milliseconds
+	DecimalsMillis  = 3 // millisecond columns keep microseconds
+	DecimalsWhole   = 0 // bytes and counts
+	DecimalsMiB     = 3 // MiB columns keep about a KiB
+	DecimalsMicros  = 6 // cgroup CPU seconds, microseconds at the source
+	DecimalsMilli   = 3 // rates and cores keep thousandths
 )
 
 // Column is one CSV column of row type T. field returns a pointer to the

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,12 +110,7 @@ func (j Jitter) P50() time.Duration { return j.Percentile(50) }
 func (j Jitter) P99() time.Duration { return j.Percentile(99) }
 
 // Max returns the largest jitter, or 0 without samples.
-func (j Jitter) Max() time.Duration {
-	if len(j.Samples) == 0 {
-		return 0
-	}
-	return slices.Max(j.Samples)
-}
+func (j Jitter) Max() time.Duration { return j.Percentile(100) }
 
 // String gives the three figures a run reports.
 func (j Jitter) String() string {

@@ -54,8 +54,8 @@ func Check(rep *Report) error {
 				}
 				continue
 			}
-			if root, err := xmlRoot(data); err != nil || root != "svg" {
-				bad("%s: root element %q (%v), want svg", rel, root, err)
+			if st, err := CountSVG(data); err != nil || st.Root != "svg" {
+				bad("%s: root element %q (%v), want svg", rel, st.Root, err)
 			}
 			if bytes.Contains(data, []byte("http://fonts")) || bytes.Contains(data, []byte("url(http")) {
 				bad("%s references the network", rel)
@@ -112,23 +112,6 @@ func CountSVG(data []byte) (SVGCount, error) {
 					}
 				}
 			}
-		}
-	}
-}
-
-// xmlRoot is the name of data's root element.
-func xmlRoot(data []byte) (string, error) {
-	dec := xml.NewDecoder(bytes.NewReader(data))
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return "", errors.New("no element")
-		}
-		if err != nil {
-			return "", err
-		}
-		if el, ok := tok.(xml.StartElement); ok {
-			return el.Name.Local, nil
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,11 +42,11 @@ func environmentTable(sessions []recorder.Environment) *table {
 			EnvironmentFile, len(sessions))
 	}
 	add := func(name, value string) {
+		c := Text(value)
 		if value == "" {
-			t.Rows = append(t.Rows, []Cell{Text(name), {Text: "–", Title: "not recorded"}})
-			return
+			c = notRecorded
 		}
-		t.Rows = append(t.Rows, []Cell{Text(name), Text(value)})
+		t.Rows = append(t.Rows, []Cell{Text(name), c})
 	}
 	add("experiment", e.Experiment)
 	add("stack", e.Stack)
@@ -56,11 +58,7 @@ func environmentTable(sessions []recorder.Environment) *table {
 	if e.Net != nil {
 		add("network namespace", e.Net.Namespace)
 		for _, ns := range netSettings {
-			if v := ns.value(e.Net); v == "" {
-				add(ns.name, "")
-			} else {
-				t.Rows = append(t.Rows, []Cell{Text(ns.name), {Text: ns.show(v), Title: ns.title}})
-			}
+			t.Rows = append(t.Rows, []Cell{Text(ns.name), ns.cell(e.Net)})
 		}
 	}
 	if changed := netChanges(sessions); changed != "" {
@@ -75,12 +73,7 @@ func environmentTable(sessions []recorder.Environment) *table {
 	add("Go", e.Go)
 	add("cgroup version", e.CgroupVersion)
 	add("limits", e.Limits)
-	names := make([]string, 0, len(e.Versions))
-	for n := range e.Versions {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(e.Versions)) {
 		add(n, e.Versions[n])
 	}
 	add("slowlab SHA-256", e.SlowlabSHA256)
@@ -96,14 +89,15 @@ func startedAt(t time.Time) string {
 	return t.Format(time.RFC3339Nano)
 }
 
+// startText is startedAt, or says that the start was not recorded.
+func startText(t time.Time) string { return cmp.Or(startedAt(t), "start not recorded") }
+
 // sessionsText says how many sessions wrote the results and when each
 // started.
 func sessionsText(sessions []recorder.Environment) string {
 	starts := make([]string, len(sessions))
 	for i, s := range sessions {
-		if starts[i] = startedAt(s.StartedAt); starts[i] == "" {
-			starts[i] = "start not recorded"
-		}
+		starts[i] = startText(s.StartedAt)
 	}
 	return fmt.Sprintf("%d sessions wrote this directory, started at %s", len(sessions), strings.Join(starts, ", "))
 }
@@ -146,14 +140,21 @@ var netSettings = []netSetting{
 func NetSettingCols[R any](net func(*R) *recorder.NetSettings) []Column[R] {
 	cols := make([]Column[R], len(netSettings))
 	for i, ns := range netSettings {
-		cols[i] = Col(ns.name, func(r *R) Cell {
-			if v := ns.value(net(r)); v != "" {
-				return Cell{Text: ns.show(v), Title: ns.title}
-			}
-			return Cell{Text: "–", Title: "not recorded"}
-		})
+		cols[i] = Col(ns.name, func(r *R) Cell { return ns.cell(net(r)) })
 	}
 	return cols
+}
+
+// notRecorded is the cell of a setting the session did not record.
+var notRecorded = Cell{Text: "–", Title: "not recorded"}
+
+// cell is the setting's cell of n: its value as the table shows it, with
+// what it means on hover.
+func (ns netSetting) cell(n *recorder.NetSettings) Cell {
+	if v := ns.value(n); v != "" {
+		return Cell{Text: ns.show(v), Title: ns.title}
+	}
+	return notRecorded
 }
 
 // showTCPMem shows tcp_wmem or tcp_rmem as recorded, with its three sizes
@@ -223,10 +224,6 @@ func netChanges(sessions []recorder.Environment) string {
 		if s.Net == first || s.Net != nil && first != nil && *s.Net == *first {
 			continue
 		}
-		start := startedAt(s.StartedAt)
-		if start == "" {
-			start = "start not recorded"
-		}
 		what := "net settings not recorded"
 		if s.Net != nil {
 			var diff []string
@@ -240,7 +237,7 @@ func netChanges(sessions []recorder.Environment) string {
 			}
 			what = strings.Join(diff, ", ")
 		}
-		parts = append(parts, fmt.Sprintf("session %d, started at %s: %s", i+2, start, what))
+		parts = append(parts, fmt.Sprintf("session %d, started at %s: %s", i+2, startText(s.StartedAt), what))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -23,11 +23,9 @@ type LatencyRow struct {
 // and range) and p50 on a log axis, a line per condition, with caption;
 // a note instead when there is no row.
 func (p *Part) AddFastLatency(name, title, caption string, rows []LatencyRow) {
-	if f := fastLatencyFigure(name, title, 9*vg.Inch, rows, caption); f != nil {
-		p.s.addFigure(f)
-		return
+	if !p.s.addIf(fastLatencyFigure(name, title, 9*vg.Inch, rows, caption)) {
+		p.Skip("%s: no condition has an ok run with /fast measured; no figure.", title)
 	}
-	p.Skip("%s: no condition has an ok run with /fast measured; no figure.", title)
 }
 
 // fastLatencyFigure draws each row's p95 (point and range) and p50 on a log
@@ -44,30 +42,22 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, c
 		mid, low, high = append(mid, r.P95), append(low, r.P95Min), append(high, r.P95Max)
 		lo, hi = math.Min(lo, r.P50), math.Max(hi, r.P95Max)
 	}
-	f := &figure{name: name, title: title, width: width, height: RowsHeight(len(rows))}
-	p := NewPlot(f.title, "/fast latency (ms, log scale)", "condition")
-	Grid(p, true, false)
-	ys := ConditionRows(p, labels)
-	bars, pts, err := Ranges(ys, mid, low, high, ColorAt(0))
-	if err != nil {
+	f := &figure{name: name, title: title, caption: caption, width: width}
+	return f.conditionRows("/fast latency (ms, log scale)", labels, lo, hi, func(p *plot.Plot, ys []float64) error {
+		bars, pts, err := Ranges(ys, mid, low, high, ColorAt(0))
+		if err != nil {
+			return err
+		}
+		p.Add(bars, pts)
+		p.Legend.Add("p95", pts)
+		f.addSeries("p95", len(pts.XYs))
+		var xys plotter.XYs
+		for i, r := range rows {
+			xys = append(xys, plotter.XY{X: r.P50, Y: ys[i]})
+		}
+		f.addMarks(p, "p50", xys, ColorAt(1), draw.BoxGlyph{})
 		return nil
-	}
-	p.Add(bars, pts)
-	p.Legend.Add("p95", pts)
-	f.addSeries("p95", len(pts.XYs))
-	var xys plotter.XYs
-	for i, r := range rows {
-		xys = append(xys, plotter.XY{X: r.P50, Y: ys[i]})
-	}
-	m := Marks(xys, ColorAt(1), draw.BoxGlyph{})
-	p.Add(m)
-	p.Legend.Add("p50", m)
-	f.addSeries("p50", len(m.XYs))
-	SetLog(&p.X, lo, hi)
-	p.X.Max = hi * 6
-	f.panels = []*plot.Plot{p}
-	f.caption = caption
-	return f
+	})
 }
 
 // LatencyOf is the /fast latency figure's row of the condition labelled

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -24,25 +23,12 @@ func Slug(s string) string {
 	return strings.TrimSuffix(b.String(), "-")
 }
 
-// size formats a byte count the way the experiment names it: 1 KB, 100 KB.
-func size(b int) string {
-	switch {
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	case b >= 1024 && b%1024 == 0:
-		return fmt.Sprintf("%d KiB", b>>10)
-	case b >= 1000 && b%1000 == 0:
-		return fmt.Sprintf("%d kB", b/1000)
-	}
-	return fmt.Sprintf("%d B", b)
-}
-
 // SizeText formats a response size: "16 MiB", "512 KiB", "1.5 MiB".
 func SizeText(b int64) string {
 	if b >= 1<<20 && b%(1<<20) != 0 {
 		return MiBText(b) + " MiB"
 	}
-	return size(int(b))
+	return ByteSize(int(b))
 }
 
 // MiBText writes bytes as a number of MiB: exact when it is a whole

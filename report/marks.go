@@ -1,6 +1,7 @@
 package report
 
 import (
+	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -39,24 +40,34 @@ func (m *ConditionMarks) figure() *figure {
 	if len(rows) == 0 {
 		return nil
 	}
-	f := &figure{name: m.Name, title: m.Title, caption: m.Caption, width: 8 * vg.Inch, height: RowsHeight(len(rows))}
-	p := NewPlot(f.title, m.Axis, "condition")
-	Grid(p, true, false)
 	labels := make([]string, len(rows))
 	for j, i := range rows {
 		labels[j] = m.Labels[i]
 	}
-	ys := ConditionRows(p, labels)
+	f := &figure{name: m.Name, title: m.Title, caption: m.Caption, width: 8 * vg.Inch}
 	shapes := []draw.GlyphDrawer{draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
-	for k, s := range m.Series {
-		var xys plotter.XYs
-		for j, i := range rows {
-			xys = append(xys, plotter.XY{X: s.Values[i], Y: ys[j]})
+	return f.conditionRows(m.Axis, labels, lo, hi, func(p *plot.Plot, ys []float64) error {
+		for k, s := range m.Series {
+			var xys plotter.XYs
+			for j, i := range rows {
+				xys = append(xys, plotter.XY{X: s.Values[i], Y: ys[j]})
+			}
+			f.addMarks(p, s.Name, xys, ColorAt(k), shapes[k%len(shapes)])
 		}
-		mk := Marks(xys, ColorAt(k), shapes[k%len(shapes)])
-		p.Add(mk)
-		p.Legend.Add(s.Name, mk)
-		f.addSeries(s.Name, len(mk.XYs))
+		return nil
+	})
+}
+
+// conditionRows makes f one panel of a row per condition (labels, top
+// first) against a value axis labelled axis, log-scaled over lo to hi
+// with room on the right for the legend; series draws at the
+// rows' ys. nil when draw fails.
+func (f *figure) conditionRows(axis string, labels []string, lo, hi float64, series func(p *plot.Plot, ys []float64) error) *figure {
+	f.height = RowsHeight(len(labels))
+	p := NewPlot(f.title, axis, "condition")
+	Grid(p, true, false)
+	if err := series(p, ConditionRows(p, labels)); err != nil {
+		return nil
 	}
 	SetLog(&p.X, lo, hi)
 	p.X.Max = hi * 6
@@ -64,13 +75,16 @@ func (m *ConditionMarks) figure() *figure {
 	return f
 }
 
+// addMarks draws xys with shape in colour c (Marks) on p, in its legend
+// and in f's series as name.
+func (f *figure) addMarks(p *plot.Plot, name string, xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) {
+	m := Marks(xys, c, shape)
+	p.Add(m)
+	p.Legend.Add(name, m)
+	f.addSeries(name, len(m.XYs))
+}
+
 // AddMarks adds m to the part; false, and nothing added, when no
 // condition has every value above 0 (the caller says what was left out,
 // with Skip).
-func (p *Part) AddMarks(m *ConditionMarks) bool {
-	f := m.figure()
-	if f != nil {
-		p.s.addFigure(f)
-	}
-	return f != nil
-}
+func (p *Part) AddMarks(m *ConditionMarks) bool { return p.s.addIf(m.figure()) }

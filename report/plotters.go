@@ -176,10 +176,7 @@ func Marks(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) *plotter.Scat
 
 // Line returns a polyline through the finite points of xys in colour c,
 // for a figure drawn elsewhere (Drawing).
-func Line(xys plotter.XYs, c color.Color) *plotter.Line { return line(xys, c) }
-
-// line returns a polyline through the finite points of xys in colour c.
-func line(xys plotter.XYs, c color.Color) *plotter.Line {
+func Line(xys plotter.XYs, c color.Color) *plotter.Line {
 	l, err := plotter.NewLine(finite(xys))
 	if err != nil {
 		panic("report: " + err.Error()) // finite points cannot fail

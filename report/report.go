@@ -116,6 +116,14 @@ type block struct {
 func (s *section) addFigure(f *figure) { s.blocks = append(s.blocks, block{figure: f}) }
 func (s *section) addTable(t *table)   { s.blocks = append(s.blocks, block{table: t}) }
 
+// addIf adds f unless it is nil, and says whether it did.
+func (s *section) addIf(f *figure) bool {
+	if f != nil {
+		s.addFigure(f)
+	}
+	return f != nil
+}
+
 // skip records that something was left out of the section, in the report
 // and in Report.Notes.
 func (s *section) skip(format string, args ...any) {

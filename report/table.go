@@ -148,23 +148,20 @@ func (t *Table[R]) html(rows []R) *table {
 
 // TextHead is the header WriteText prints: Head without the HTMLCol
 // columns.
-func (t *Table[R]) TextHead() []string {
-	var h []string
-	for _, c := range t.Cols {
-		if !c.htmlOnly {
-			h = append(h, c.Head)
-		}
-	}
-	return h
+func (t *Table[R]) TextHead() []string { return t.text().Head() }
+
+// text is t without its HTMLCol columns, as WriteText prints it.
+func (t *Table[R]) text() *Table[R] {
+	text := *t
+	text.Cols = slices.DeleteFunc(slices.Clone(t.Cols), func(c Column[R]) bool { return c.htmlOnly })
+	return &text
 }
 
 // WriteText writes rows as aligned text, text cells left-aligned and
 // numbers right-aligned, a value not measured as "-", then the legend;
 // the HTMLCol columns are left out.
 func (t *Table[R]) WriteText(w io.Writer, rows []R) {
-	text := *t
-	text.Cols = slices.DeleteFunc(slices.Clone(t.Cols), func(c Column[R]) bool { return c.htmlOnly })
-	t = &text
+	t = t.text()
 	cells := t.cells(rows)
 	width := make([]int, len(t.Cols))
 	num := make([]bool, len(t.Cols))
