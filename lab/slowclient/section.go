@@ -1,6 +1,7 @@
 package slowclient
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -102,25 +103,22 @@ func okRunsByCondition(runs []recorder.Run) ([]condKey, map[condKey][]recorder.R
 		}
 		groups[k] = append(groups[k], r)
 	}
-	rank := func(route string) int {
-		if i := slices.Index(stack.Routes, stack.Route(route)); i >= 0 {
+	slices.SortStableFunc(keys, func(a, b condKey) int {
+		return cmp.Or(CompareRoutes(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
+	})
+	return keys, groups
+}
+
+// CompareRoutes orders routes as docs/experiments.md lists them
+// (stack.Routes), others after them by name.
+func CompareRoutes(a, b string) int {
+	rank := func(r string) int {
+		if i := slices.Index(stack.Routes, stack.Route(r)); i >= 0 {
 			return i
 		}
 		return len(stack.Routes)
 	}
-	slices.SortStableFunc(keys, func(a, b condKey) int {
-		if c := rank(a.route) - rank(b.route); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.route, b.route); c != 0 {
-			return c
-		}
-		if c := serverOrder[a.server] - serverOrder[b.server]; c != 0 {
-			return c
-		}
-		return a.slow - b.slow
-	})
-	return keys, groups
+	return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
 }
 
 func buildSection(dir string) (*report.Part, error) {
