@@ -37,33 +37,32 @@ type results struct {
 func readResults(dir string) (*results, error) {
 	d := &results{}
 	var err error
-	d.runs, err = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile))
-	if err != nil {
+	if d.runs, err = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile)); err != nil {
 		return nil, err
 	}
-	var present bool
-	note := func(name string) {
-		if !present {
-			d.missing = append(d.missing, name)
-		}
-	}
-	if d.conditions, present, err = recorder.ReadOptional[recorder.Condition](dir); err != nil {
+	if d.conditions, err = readOptional[recorder.Condition](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.Condition]())
-	if d.larges, present, err = recorder.ReadOptional[recorder.LargeResponse](dir); err != nil {
+	if d.larges, err = readOptional[recorder.LargeResponse](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.LargeResponse]())
-	if d.requests, present, err = recorder.ReadOptional[recorder.Request](dir); err != nil {
+	if d.requests, err = readOptional[recorder.Request](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.Request]())
-	if d.samples, present, err = recorder.ReadOptional[recorder.ResourceSample](dir); err != nil {
+	if d.samples, err = readOptional[recorder.ResourceSample](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.ResourceSample]())
 	return d, nil
+}
+
+// readOptional reads dir's file of row type T (recorder.ReadOptional),
+// adding its name to missing when it is not there.
+func readOptional[T recorder.Row[T]](dir string, missing *[]string) ([]T, error) {
+	rows, present, err := recorder.ReadOptional[T](dir)
+	if !present {
+		*missing = append(*missing, recorder.FileName[T]())
+	}
+	return rows, err
 }
 
 // condKey is a condition of the matrix as runs.csv names it.
