@@ -69,11 +69,21 @@ func OpenFile[T recorder.Row[T]](dir string, resume bool) (*recorder.FileWriter[
 func ReplaceRows[T recorder.Row[T]](dir string, rows []T) error {
 	return recorder.ReplaceFile(dir, recorder.FileName[T](), func(f io.Writer) error {
 		w, err := recorder.NewWriter[T](f)
-		for i := 0; err == nil && i < len(rows); i++ {
-			err = w.Write(rows[i])
+		if err != nil {
+			return err
 		}
-		return err
+		return WriteRows[T](w, rows)
 	})
+}
+
+// WriteRows writes rows to w, stopping at the first error.
+func WriteRows[T any](w RowWriter[T], rows []T) error {
+	for _, r := range rows {
+		if err := w.Write(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UseRunFiles sets m up to write the RunFiles[I, R] layout: its Files and

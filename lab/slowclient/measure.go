@@ -99,14 +99,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // the check judged when it did not judge them all. Its error is only for
 // rows that did not reach the file.
 func (c *Config) writeHops(env *lab.Env, hs *hopSampling, runID string, downloads []loadgen.Download, t *tables) error {
-	res, sampleErr, err := hs.finish(runID, downloads, func(rows []recorder.Hop) error {
-		for _, r := range rows {
-			if err := t.hops.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	res, sampleErr, err := hs.finish(runID, downloads, func(rows []recorder.Hop) error { return lab.WriteRows(t.hops, rows) })
 	if sampleErr != nil {
 		env.Logf("%s: %v", runID, sampleErr)
 	}
