@@ -126,9 +126,16 @@ func heatmap(sw *sweepDir, kernel, name string) (*report.Drawing, string) {
 // heatPanel is the heatmap of one condition's cells, titled title: n
 // cells with a p95, noP95 without, partial with not every run ok.
 func heatPanel(sw *sweepDir, title string, cells []Cell) (p *plot.Plot, n, noP95, partial int, err error) {
+	var sizeLabels, rateLabels []string
+	for _, s := range sw.sizes {
+		sizeLabels = append(sizeLabels, report.MiBText(s))
+	}
+	for _, r := range sw.rates {
+		rateLabels = append(rateLabels, report.MiBText(r))
+	}
 	p = report.NewPlot(title, "slow read rate (MiB/s)", "response size (MiB)")
-	p.NominalX(mibTexts(sw.rates)...)
-	p.NominalY(mibTexts(sw.sizes)...)
+	p.NominalX(rateLabels...)
+	p.NominalY(sizeLabels...)
 	squares := &heatCells{}
 	var xyl plotter.XYLabels
 	var colours []color.Color
@@ -188,15 +195,6 @@ func addHeatLegend(p *plot.Plot) {
 	}
 	p.Legend.Add("no p95", swatch{noP95Fill})
 	p.Legend.Top, p.Legend.Left = true, false
-}
-
-// mibTexts writes each of vs in MiB.
-func mibTexts(vs []int64) []string {
-	var out []string
-	for _, v := range vs {
-		out = append(out, report.MiBText(v))
-	}
-	return out
 }
 
 func binLabels() string {
