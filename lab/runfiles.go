@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,6 +63,29 @@ func OpenFile[T recorder.Row[T]](dir string, resume bool) (*recorder.FileWriter[
 	return recorder.CreateFile[T](dir)
 }
 
+// ReplaceRows replaces dir's file of row type T with one of rows,
+// atomically (recorder.ReplaceFile): a reader or a crash sees the old
+// file or the new one.
+func ReplaceRows[T recorder.Row[T]](dir string, rows []T) error {
+	return recorder.ReplaceFile(dir, recorder.FileName[T](), func(f io.Writer) error {
+		w, err := recorder.NewWriter[T](f)
+		if err != nil {
+			return err
+		}
+		return WriteRows[T](w, rows)
+	})
+}
+
+// WriteRows writes rows to w, stopping at the first error.
+func WriteRows[T any](w RowWriter[T], rows []T) error {
+	for _, r := range rows {
+		if err := w.Write(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // UseRunFiles sets m up to write the RunFiles[I, R] layout: its Files and
 // Open, which stores the open files in *f for the experiment's Measure.
 func UseRunFiles[S Planned, I recorder.Row[I], R recorder.RunRow[R]](m *Matrix[S, R], f **RunFiles[I, R]) {
@@ -73,6 +97,25 @@ func UseRunFiles[S Planned, I recorder.Row[I], R recorder.RunRow[R]](m *Matrix[S
 		}
 		*f = files
 		return files.Runs, files.Close, nil
+	}
+}
+
+// UseRunFilesWith sets m up as UseRunFiles does, with one more file of
+// the experiment's own, E's, beside them, which it stores in *extra.
+func UseRunFilesWith[S Planned, I recorder.Row[I], R recorder.RunRow[R], E recorder.Row[E]](m *Matrix[S, R], f **RunFiles[I, R], extra **recorder.FileWriter[E]) {
+	UseRunFiles(m, f)
+	m.Files = append(m.Files, recorder.FileName[E]())
+	open := m.Open
+	m.Open = func(dir string, resume bool) (RowWriter[R], func() error, error) {
+		var err error
+		if *extra, err = OpenFile[E](dir, resume); err != nil {
+			return nil, nil, err
+		}
+		runs, closeRuns, err := open(dir, resume)
+		if err != nil {
+			return nil, nil, errors.Join(err, (*extra).Close())
+		}
+		return runs, func() error { return errors.Join(closeRuns(), (*extra).Close()) }, nil
 	}
 }
 

@@ -101,17 +101,16 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("routes[%d] %q: allowed %s", i, r, stack.RouteList(stack.DownloadRoutes()))
 		}
 	}
-	if err := inRange("sizes", c.Sizes, minSize, maxSize, false); err != nil {
-		return err
-	}
-	if err := inRange("rates", c.Rates, minRate, maxRate, false); err != nil {
-		return err
-	}
-	if err := inRange("tcp_wmem_max", c.TCPWmemMax, minMem, maxMem, true); err != nil {
-		return err
-	}
-	if err := inRange("tcp_rmem_max", c.TCPRmemMax, minMem, maxMem, true); err != nil {
-		return err
+	for _, l := range []struct {
+		field      string
+		sizes      []lab.Size
+		lo, hi     int64
+		mayBeEmpty bool
+	}{{"sizes", c.Sizes, minSize, maxSize, false}, {"rates", c.Rates, minRate, maxRate, false},
+		{"tcp_wmem_max", c.TCPWmemMax, minMem, maxMem, true}, {"tcp_rmem_max", c.TCPRmemMax, minMem, maxMem, true}} {
+		if err := inRange(l.field, l.sizes, l.lo, l.hi, l.mayBeEmpty); err != nil {
+			return err
+		}
 	}
 	switch {
 	case c.SlowClients < 1 || c.SlowClients > 100:

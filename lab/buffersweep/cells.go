@@ -1,10 +1,6 @@
 package buffersweep
 
 import (
-	"errors"
-	"io/fs"
-	"path/filepath"
-
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -84,31 +80,18 @@ func paths(rows []recorder.Hop) map[string]map[int]path {
 	return out
 }
 
-// readOptional reads dir's file of row type T: nil when the file is not
-// there, an empty slice when it has no rows.
-func readOptional[T recorder.Row[T]](dir string) ([]T, error) {
-	rows, err := recorder.ReadFile[T](filepath.Join(dir, recorder.FileName[T]()))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err == nil && rows == nil {
-		rows = []T{}
-	}
-	return rows, err
-}
-
 // downloads reads a cell's results directory: every complete download of
 // every completed run, with its measured capacity and wake-up step.
 func downloads(dir string) ([]download, error) {
-	hopRows, err := readOptional[recorder.Hop](dir)
+	hopRows, _, err := recorder.ReadOptional[recorder.Hop](dir)
 	if err != nil {
 		return nil, err
 	}
-	larges, err := readOptional[recorder.LargeResponse](dir)
+	larges, _, err := recorder.ReadOptional[recorder.LargeResponse](dir)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := readOptional[recorder.Run](dir)
+	runs, _, err := recorder.ReadOptional[recorder.Run](dir)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +118,7 @@ func downloads(dir string) ([]download, error) {
 func median(vs []recorder.Maybe) recorder.Maybe {
 	var f []float64
 	for _, v := range vs {
-		if v.Valid {
-			f = append(f, v.Value)
-		}
-	}
-	if len(f) == 0 {
-		return recorder.None()
+		f = recorder.AppendValid(f, v)
 	}
 	return recorder.Some(recorder.Median(f))
 }

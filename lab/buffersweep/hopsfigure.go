@@ -168,10 +168,10 @@ type cellData struct {
 func loadCellData(dir string) (*cellData, error) {
 	d := &cellData{}
 	var err error
-	if d.hops, err = readOptional[recorder.Hop](dir); err != nil {
+	if d.hops, _, err = recorder.ReadOptional[recorder.Hop](dir); err != nil {
 		return nil, err
 	}
-	if d.runs, err = readOptional[recorder.Run](dir); err != nil {
+	if d.runs, _, err = recorder.ReadOptional[recorder.Run](dir); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -60,7 +61,7 @@ func predictionFigure(sw *sweepDir) (*report.Drawing, string) {
 	hi = math.Max(hi, 0.1) * 1.08
 	addPredictionReferences(p, hi)
 	// Routes in report order, so their colours match from run to run.
-	slices.SortStableFunc(routes, cmpRoute)
+	slices.SortStableFunc(routes, slowclient.CompareRoutes)
 	nWithin := 0
 	for i, route := range routes {
 		shape := routeShapes[i%len(routeShapes)]

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -82,7 +81,7 @@ func newSweepDir(dir string, rows []Cell) *sweepDir {
 	slices.Sort(sw.sizes)
 	slices.Sort(sw.rates)
 	cmpCond := func(a, b condition) int {
-		return cmp.Or(cmpRoute(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
+		return cmp.Or(slowclient.CompareRoutes(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
 	}
 	slices.SortStableFunc(sw.conds, cmpCond)
 	slices.SortStableFunc(sw.cells, func(a, b Cell) int {
@@ -90,18 +89,6 @@ func newSweepDir(dir string, rows []Cell) *sweepDir {
 			cmp.Compare(a.SizeBytes, b.SizeBytes), cmp.Compare(a.RateBps, b.RateBps))
 	})
 	return sw
-}
-
-// cmpRoute orders routes as docs/experiments.md lists them (stack.Routes),
-// others after them by name.
-func cmpRoute(a, b string) int {
-	rank := func(r string) int {
-		if i := slices.Index(stack.Routes, stack.Route(r)); i >= 0 {
-			return i
-		}
-		return len(stack.Routes)
-	}
-	return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
 }
 
 // of returns the cells of kernel and condition k, in report order.

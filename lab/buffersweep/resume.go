@@ -63,38 +63,11 @@ func (c *Config) resume(env *lab.Env) ([]Cell, map[string]bool, error) {
 			kept = append(kept, r)
 		}
 	}
-	if err := rewriteSweep(env.Out, kept); err != nil {
+	if err := lab.ReplaceRows(env.Out, kept); err != nil {
 		return nil, nil, fmt.Errorf("resume %s: %w", path, err)
 	}
 	fmt.Fprintf(progress(env), "resume: %d cells completed in %s, %d rows kept\n", len(done), env.Out, len(kept))
 	return kept, done, nil
-}
-
-// rewriteSweep replaces dir's sweep.csv with rows, atomically: a crash
-// leaves the old file or the new one.
-func rewriteSweep(dir string, rows []Cell) error {
-	tmp, err := os.CreateTemp(dir, ".sweep.csv.tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	w, err := recorder.NewWriter[Cell](tmp)
-	for i := 0; err == nil && i < len(rows); i++ {
-		err = w.Write(rows[i])
-	}
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, sweepFile))
-	}
-	return err
 }
 
 // started reports whether dir holds a session that recorded its

@@ -211,12 +211,7 @@ func (c *Config) validateConditions() error {
 			return fmt.Errorf("%s %s: allowed 0 to %s", d.name, time.Duration(d.v), MaxDelay)
 		}
 	}
-	err := checkList("loss", "%g%%", c.Losses, func(l float64) string {
-		if l < 0 || l > netem.MaxLoss || math.IsNaN(l) {
-			return fmt.Sprintf("allowed 0 to %g%%", netem.MaxLoss)
-		}
-		return ""
-	})
+	err := checkList("loss", "%g%%", c.Losses, upTo(netem.MaxLoss, fmt.Sprintf("%g%%", netem.MaxLoss)))
 	switch {
 	case err != nil:
 		return err

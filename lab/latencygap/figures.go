@@ -126,18 +126,9 @@ type phase struct {
 var phases = []phase{
 	{"DNS lookup", func(r Request) (float64, bool) { return lookupMS(r), true }},
 	{"TCP connect", func(r Request) (float64, bool) { return r.ConnectMS, !math.IsNaN(r.ConnectMS) }},
-	{"TLS handshake", func(r Request) (float64, bool) {
-		if !r.HandshakeMS.Valid {
-			return 0, true
-		}
-		return r.HandshakeMS.Value, true
-	}},
+	{"TLS handshake", func(r Request) (float64, bool) { return or0(r.HandshakeMS), true }},
 	{"request to first byte", func(r Request) (float64, bool) {
-		hs := 0.0
-		if r.HandshakeMS.Valid {
-			hs = r.HandshakeMS.Value
-		}
-		v := r.TTFBMS - lookupMS(r) - r.ConnectMS - hs
+		v := r.TTFBMS - lookupMS(r) - r.ConnectMS - or0(r.HandshakeMS)
 		return v, !math.IsNaN(v)
 	}},
 	{"rest of the body", func(r Request) (float64, bool) {
@@ -147,9 +138,12 @@ var phases = []phase{
 }
 
 // lookupMS is what r's dial spent resolving the name, 0 when none.
-func lookupMS(r Request) float64 {
-	if r.DNSMS.Valid {
-		return r.DNSMS.Value
+func lookupMS(r Request) float64 { return or0(r.DNSMS) }
+
+// or0 is m's value, 0 when it was not measured.
+func or0(m recorder.Maybe) float64 {
+	if m.Valid {
+		return m.Value
 	}
 	return 0
 }
@@ -162,7 +156,7 @@ func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
 	}
 	byKey := map[conditionKey][]Request{}
 	for _, r := range reqs {
-		if r.Mode == ModeNew && r.NewConn && r.Status >= 200 && r.Status <= 299 && r.Error == "" {
+		if r.Mode == ModeNew && r.NewConn && okRequest(r) {
 			k := conditionKey{r.SizeBytes, r.ConfiguredRTTMS, r.Settings}
 			byKey[k] = append(byKey[k], r)
 		}

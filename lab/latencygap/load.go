@@ -154,22 +154,12 @@ func (c *Config) loads() []loadCond {
 
 // validateLoads checks the redirect and page conditions.
 func (c *Config) validateLoads() error {
-	err := checkList("redirects", "%d", c.Redirects, func(n int) string {
-		if n < 0 || n > MaxRedirects {
-			return fmt.Sprintf("allowed 0 to %d hops", MaxRedirects)
-		}
-		return ""
-	})
+	err := checkList("redirects", "%d", c.Redirects, upTo(MaxRedirects, fmt.Sprintf("%d hops", MaxRedirects)))
 	if err == nil {
 		err = checkList("redirect_origins", "%q", c.RedirectOrigins, oneOf(RedirectOrigins))
 	}
 	if err == nil {
-		err = checkList("pages", "%d", c.Pages, func(n int) string {
-			if n < 0 || n > MaxPageResources {
-				return fmt.Sprintf("allowed 0 to %d sub-resources", MaxPageResources)
-			}
-			return ""
-		})
+		err = checkList("pages", "%d", c.Pages, upTo(MaxPageResources, fmt.Sprintf("%d sub-resources", MaxPageResources)))
 	}
 	if err == nil {
 		err = checkList("page_protocols", "%q", c.PageProtocols, func(p string) string {
@@ -210,6 +200,17 @@ func checkList[T comparable](field, verb string, xs []T, bad func(T) string) err
 		}
 	}
 	return nil
+}
+
+// upTo is checkList's bad for a value that must be from 0 to hi, which
+// hiText writes.
+func upTo[T int | float64](hi T, hiText string) func(T) string {
+	return func(v T) string {
+		if !(v >= 0 && v <= hi) { // NaN too
+			return "allowed 0 to " + hiText
+		}
+		return ""
+	}
 }
 
 // oneOf is checkList's bad for a value that must be one of allowed.

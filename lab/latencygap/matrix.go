@@ -320,18 +320,8 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
 	row.Gap.RunID, row.Path.RunID = id, id
 	s.rows[id] = row
-	werr := errors.Join(writeAll(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))
+	werr := errors.Join(lab.WriteRows(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))
 	return finish(ctx, run, werr)
-}
-
-// writeAll writes rows to w, stopping at the first error.
-func writeAll[T recorder.Row[T]](w *recorder.FileWriter[T], rows []T) error {
-	for _, r := range rows {
-		if err := w.Write(r); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // finish is a measured run's row: failed when its results were not all

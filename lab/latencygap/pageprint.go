@@ -93,12 +93,8 @@ var waterfallPhases = []waterfallPhase{
 	{"rest of the body", func(f *Fetch) float64 { return f.TotalMS - orZero(f.TTFBMS) }},
 }
 
-func orZero(m recorder.Maybe) float64 {
-	if !m.Valid {
-		return 0
-	}
-	return max(m.Value, 0)
-}
+// orZero is m's value, 0 when it was not measured or is below 0.
+func orZero(m recorder.Maybe) float64 { return max(or0(m), 0) }
 
 // maxWaterfallRows bounds the requests the waterfall draws.
 const maxWaterfallRows = 60

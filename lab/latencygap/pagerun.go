@@ -144,7 +144,7 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 			ms(lt.P99), netem.MaxP99Lateness, try+1, tries)
 	}
 	s.pages[run.RunID] = pages
-	return finish(ctx, run, errors.Join(writeAll(s.files.fetches, fetches), writeAll(s.files.loads, loads), writeAll(s.files.pages, pages)))
+	return finish(ctx, run, errors.Join(lab.WriteRows(s.files.fetches, fetches), lab.WriteRows(s.files.loads, loads), lab.WriteRows(s.files.pages, pages)))
 }
 
 // loadModes measures a load condition once in each of its modes: a

@@ -1,11 +1,8 @@
 package latencygap
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
 	"strconv"
 
 	"github.com/slowlab/slowlab/lab/netem"
@@ -150,9 +147,8 @@ var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, e
 	if !p.AddBars(timesFigure(rows)) {
 		p.Skip("Latency-gap figure left out: %s has no timings.", gapFile)
 	}
-	reqs, err := recorder.ReadFile[Request](filepath.Join(dir, requestFile))
-	present := !errors.Is(err, fs.ErrNotExist)
-	if err != nil && present {
+	reqs, present, err := recorder.ReadOptional[Request](dir)
+	if err != nil {
 		return nil, err
 	}
 	if d := phasesFigure(rows, reqs); d != nil {
@@ -173,15 +169,12 @@ var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, e
 // addPages adds the load conditions' waterfall and table to the report
 // part, when dir has gap-pages.csv.
 func addPages(p *report.Part, dir string) error {
-	pages, err := recorder.ReadFile[Page](filepath.Join(dir, pageFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	pages, present, err := recorder.ReadOptional[Page](dir)
+	if err != nil || !present {
 		return err
 	}
-	fetches, err := recorder.ReadFile[Fetch](filepath.Join(dir, fetchFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	fetches, _, err := recorder.ReadOptional[Fetch](dir)
+	if err != nil {
 		return err
 	}
 	if d := waterfallFigure(pages, fetches); d != nil {

@@ -192,28 +192,18 @@ func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float
 	size := cond.size
 	row := Request{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
 		StartS: r.Start.Sub(t0).Seconds(), NewConn: r.NewConn, ConnectMS: math.NaN(), TTFBMS: math.NaN(),
-		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes, Settings: cond.settings, TLSResumed: r.TLSResumed, RunID: cond.id}
-	if r.TLSHandshake > 0 {
-		row.HandshakeMS = recorder.Some(ms(r.TLSHandshake))
-	}
+		TotalMS: ms(r.Latency), Status: r.Status, Bytes: r.Bytes, Settings: cond.settings, TLSResumed: r.TLSResumed, RunID: cond.id,
+		HandshakeMS: positiveMS(r.TLSHandshake), ServerHeaderMS: positiveMS(r.ServerTiming),
+		ServerLastByteMS: positiveMS(r.ServerTimingTrailer), TCPRTTMS: positiveMS(r.TCPMinRTT)}
 	if r.NewConn && r.Connect > 0 {
 		row.ConnectMS = ms(r.Connect)
 	}
 	if r.TTFB > 0 {
 		row.TTFBMS = ms(r.TTFB)
 	}
-	if r.ServerTiming > 0 {
-		row.ServerHeaderMS = recorder.Some(ms(r.ServerTiming))
-	}
-	if r.ServerTimingTrailer > 0 {
-		row.ServerLastByteMS = recorder.Some(ms(r.ServerTimingTrailer))
-	}
 	if l != nil && l.done {
 		row.DNSMS = recorder.Some(ms(l.took))
 		row.Family = l.family
-	}
-	if r.TCPMinRTT > 0 {
-		row.TCPRTTMS = recorder.Some(ms(r.TCPMinRTT))
 	}
 	err := r.Err
 	if err == nil && r.Status > 0 && r.Bytes != int64(size) {
@@ -226,6 +216,14 @@ func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// positiveMS is d in ms, none unless d is above 0 (not measured).
+func positiveMS(d time.Duration) recorder.Maybe {
+	if d <= 0 {
+		return recorder.None()
+	}
+	return recorder.Some(ms(d))
+}
 
 // dnsOn reports whether a condition resolves the server's name.
 func dnsOn(s Settings) bool { return s.DNS != "" && s.DNS != DNSNone }

@@ -51,7 +51,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	// started is the load generator's start line: its t0 starts the
 	// resource and hop sampling.
 	started := func(t0 time.Time) error {
-		in.Start(t0, t.resources, running.PIDs())
+		in.Start(t0, t.Resources, running.PIDs())
 		var err error
 		hs, err = c.startHops(ctx, running, spec.SlowClients, t0)
 		return err
@@ -99,14 +99,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // the check judged when it did not judge them all. Its error is only for
 // rows that did not reach the file.
 func (c *Config) writeHops(env *lab.Env, hs *hopSampling, runID string, downloads []loadgen.Download, t *tables) error {
-	res, sampleErr, err := hs.finish(runID, downloads, func(rows []recorder.Hop) error {
-		for _, r := range rows {
-			if err := t.hops.Write(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	res, sampleErr, err := hs.finish(runID, downloads, func(rows []recorder.Hop) error { return lab.WriteRows(t.hops, rows) })
 	if sampleErr != nil {
 		env.Logf("%s: %v", runID, sampleErr)
 	}
@@ -194,7 +187,7 @@ func (l *loaded) line(env *lab.Env, meta *recorder.RunMeta, w loadgen.WireLine, 
 		env.Metrics.End(meta.RunID, loadgen.RoleFast, &r) // its sent line began it
 		row := loadgen.RequestRow(*meta, l.t0, r)
 		l.reqs = append(l.reqs, row)
-		if err := t.requests.Write(row); err != nil && l.writeErr == nil {
+		if err := t.Requests.Write(row); err != nil && l.writeErr == nil {
 			l.writeErr = err
 		}
 		env.RequestDone(meta.RunID)
@@ -248,7 +241,7 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 		}
 		row := loadgen.DownloadRow(meta, d, appSend, !external)
 		larges = append(larges, row)
-		if err := t.larges.Write(row); err != nil && writeErr == nil {
+		if err := t.Items.Write(row); err != nil && writeErr == nil {
 			writeErr = err
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -35,21 +33,18 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	var t *tables
+	t := &tables{}
 	pool := lab.NewPool(env)
 	defer pool.Close()
-	m := &lab.Matrix[RunSpec, recorder.Run]{Specs: c.Runs(), Files: files, Line: runLine,
+	m := &lab.Matrix[RunSpec, recorder.Run]{Specs: c.Runs(), Line: runLine,
 		Expected: func(s RunSpec) time.Duration { return c.Duration(s.SlowClients) },
-		Open: func(dir string, resume bool) (lab.RowWriter[recorder.Run], func() error, error) {
-			var err error
-			if t, err = openTables(dir, resume); err != nil {
-				return nil, nil, err
-			}
-			return t.runs, t.close, nil
-		},
 		Measure: func(ctx context.Context, s RunSpec, id string) (recorder.Run, error) {
 			return c.measure(ctx, env, s, id, t, pool)
 		}}
+	// The session creates its files in env.Out, or opens them to append
+	// when resuming (lab.Matrix has already dropped the rows of runs that
+	// did not complete).
+	lab.UseRunFilesWith(m, &t.RunFiles, &t.hops)
 	res := &Result{Dir: env.Out}
 	var runErr error
 	res.Runs, runErr = m.Run(ctx, env, c)
@@ -58,22 +53,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	res.SamplingJitter = t.jitter
 	res.Conditions = recorder.SummarizeConditions(res.Runs)
-	return res, errors.Join(runErr, writeConditions(env.Out, res.Conditions))
-}
-
-// writeConditions replaces conditions.csv with the summary of every run.
-func writeConditions(dir string, conds []recorder.Condition) error {
-	os.Remove(filepath.Join(dir, recorder.FileName[recorder.Condition]()))
-	cw, err := recorder.CreateFile[recorder.Condition](dir)
-	if err != nil {
-		return err
-	}
-	for _, c := range conds {
-		if err := cw.Write(c); err != nil {
-			return errors.Join(err, cw.Close())
-		}
-	}
-	return cw.Close()
+	return res, errors.Join(runErr, lab.ReplaceRows(env.Out, res.Conditions))
 }
 
 // runLine is the progress line of a finished run.

@@ -1,6 +1,7 @@
 package slowclient
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -36,33 +37,32 @@ type results struct {
 func readResults(dir string) (*results, error) {
 	d := &results{}
 	var err error
-	d.runs, err = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile))
-	if err != nil {
+	if d.runs, err = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile)); err != nil {
 		return nil, err
 	}
-	var present bool
-	note := func(name string) {
-		if !present {
-			d.missing = append(d.missing, name)
-		}
-	}
-	if d.conditions, present, err = recorder.ReadOptional[recorder.Condition](dir); err != nil {
+	if d.conditions, err = readOptional[recorder.Condition](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.Condition]())
-	if d.larges, present, err = recorder.ReadOptional[recorder.LargeResponse](dir); err != nil {
+	if d.larges, err = readOptional[recorder.LargeResponse](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.LargeResponse]())
-	if d.requests, present, err = recorder.ReadOptional[recorder.Request](dir); err != nil {
+	if d.requests, err = readOptional[recorder.Request](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.Request]())
-	if d.samples, present, err = recorder.ReadOptional[recorder.ResourceSample](dir); err != nil {
+	if d.samples, err = readOptional[recorder.ResourceSample](dir, &d.missing); err != nil {
 		return nil, err
 	}
-	note(recorder.FileName[recorder.ResourceSample]())
 	return d, nil
+}
+
+// readOptional reads dir's file of row type T (recorder.ReadOptional),
+// adding its name to missing when it is not there.
+func readOptional[T recorder.Row[T]](dir string, missing *[]string) ([]T, error) {
+	rows, present, err := recorder.ReadOptional[T](dir)
+	if !present {
+		*missing = append(*missing, recorder.FileName[T]())
+	}
+	return rows, err
 }
 
 // condKey is a condition of the matrix as runs.csv names it.
@@ -102,25 +102,22 @@ func okRunsByCondition(runs []recorder.Run) ([]condKey, map[condKey][]recorder.R
 		}
 		groups[k] = append(groups[k], r)
 	}
-	rank := func(route string) int {
-		if i := slices.Index(stack.Routes, stack.Route(route)); i >= 0 {
+	slices.SortStableFunc(keys, func(a, b condKey) int {
+		return cmp.Or(CompareRoutes(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
+	})
+	return keys, groups
+}
+
+// CompareRoutes orders routes as docs/experiments.md lists them
+// (stack.Routes), others after them by name.
+func CompareRoutes(a, b string) int {
+	rank := func(r string) int {
+		if i := slices.Index(stack.Routes, stack.Route(r)); i >= 0 {
 			return i
 		}
 		return len(stack.Routes)
 	}
-	slices.SortStableFunc(keys, func(a, b condKey) int {
-		if c := rank(a.route) - rank(b.route); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.route, b.route); c != 0 {
-			return c
-		}
-		if c := serverOrder[a.server] - serverOrder[b.server]; c != 0 {
-			return c
-		}
-		return a.slow - b.slow
-	})
-	return keys, groups
+	return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
 }
 
 func buildSection(dir string) (*report.Part, error) {

@@ -149,12 +149,20 @@ func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]record
 	lat, failed, why := latencyPanel(reqs, d.requests != nil)
 	rp.failed = failed
 	rp.add("/fast latency", lat, why)
-	temp, why := tempPanel(samples["proxy"], d.samples != nil, k.route)
-	rp.add("proxy temp files", temp, why)
-	mem, why := memoryPanel(samples["app"], d.samples != nil)
-	rp.add("app memory", mem, why)
-	cpu, why := cpuPanel(samples, d.samples != nil)
-	rp.add("CPU", cpu, why)
+	for _, sp := range []struct {
+		what string
+		draw func() (*panel, string)
+	}{
+		{"proxy temp files", func() (*panel, string) { return tempPanel(samples["proxy"], k.route) }},
+		{"app memory", func() (*panel, string) { return memoryPanel(samples["app"]) }},
+		{"CPU", func() (*panel, string) { return cpuPanel(samples) }},
+	} {
+		p, why := (*panel)(nil), "resource-samples.csv is not present"
+		if d.samples != nil {
+			p, why = sp.draw()
+		}
+		rp.add(sp.what, p, why)
+	}
 	return rp
 }
 
@@ -301,10 +309,7 @@ func linePanel(title, yLabel string, names []string, series []plotter.XYs) *pane
 	return p
 }
 
-func tempPanel(ss []recorder.ResourceSample, present bool, route string) (*panel, string) {
-	if !present {
-		return nil, "resource-samples.csv is not present"
-	}
+func tempPanel(ss []recorder.ResourceSample, route string) (*panel, string) {
 	xys := seriesOf(ss, func(s recorder.ResourceSample) recorder.Maybe { return s.TempLogicalBytes }, mibScale)
 	if p := linePanel("proxy temp files, logical size", "MiB", []string{"temp logical"}, []plotter.XYs{xys}); p != nil {
 		return p, ""
@@ -316,10 +321,7 @@ func tempPanel(ss []recorder.ResourceSample, present bool, route string) (*panel
 	return nil, why
 }
 
-func memoryPanel(ss []recorder.ResourceSample, present bool) (*panel, string) {
-	if !present {
-		return nil, "resource-samples.csv is not present"
-	}
+func memoryPanel(ss []recorder.ResourceSample) (*panel, string) {
 	mem := seriesOf(ss, func(s recorder.ResourceSample) recorder.Maybe { return s.MemoryBytes }, mibScale)
 	rss := seriesOf(ss, func(s recorder.ResourceSample) recorder.Maybe { return s.RSSBytes }, mibScale)
 	if p := linePanel("app memory", "MiB", []string{"cgroup memory", "RSS"}, []plotter.XYs{mem, rss}); p != nil {
@@ -331,10 +333,7 @@ func memoryPanel(ss []recorder.ResourceSample, present bool) (*panel, string) {
 // cpuPanel draws each component's CPU use in cores: the derivative of its
 // cumulative cpu_seconds. A decrease (a counter reset, such as a restarted
 // cgroup) is a gap, not negative use.
-func cpuPanel(byComp map[string][]recorder.ResourceSample, present bool) (*panel, string) {
-	if !present {
-		return nil, "resource-samples.csv is not present"
-	}
+func cpuPanel(byComp map[string][]recorder.ResourceSample) (*panel, string) {
 	comps := slices.Clone(recorder.Components[:])
 	for c := range byComp {
 		if !slices.Contains(comps, c) {

@@ -24,25 +24,6 @@ type files struct {
 	events *recorder.FileWriter[Event]
 }
 
-// useFiles sets m up to write the session's files (lab.UseRunFiles, and
-// sse-events.csv beside them), which it stores in f for Measure.
-func useFiles(m *lab.Matrix[RunSpec, RunRow], f *files) {
-	lab.UseRunFiles(m, &f.RunFiles)
-	m.Files = append(m.Files, eventFile)
-	open := m.Open
-	m.Open = func(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
-		var err error
-		if f.events, err = lab.OpenFile[Event](dir, resume); err != nil {
-			return nil, nil, err
-		}
-		runs, closeRuns, err := open(dir, resume)
-		if err != nil {
-			return nil, nil, errors.Join(err, f.events.Close())
-		}
-		return runs, func() error { return errors.Join(closeRuns(), f.events.Close()) }, nil
-	}
-}
-
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Matrix: resume, the host-CPU guard, progress), writing
 // sse-events.csv, sse-streams.csv, sse-runs.csv, requests.csv,
@@ -64,7 +45,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		Measure: func(ctx context.Context, s RunSpec, id string) (RunRow, error) {
 			return c.measure(ctx, env, s, id, f)
 		}}
-	useFiles(m, f)
+	lab.UseRunFilesWith(m, &f.RunFiles, &f.events)
 	res, err := lab.RunMatrix(ctx, env, c, m, skipped)
 	return &Result{*res}, err
 }
