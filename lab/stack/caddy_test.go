@@ -192,11 +192,14 @@ func TestCaddySlowReaders(t *testing.T) {
 				t.Logf("%s: download %d: app send %.2f s, receive %.2f s", route, i, send, recv)
 				// Streamed, the app sends for about 4.5 s of the 8 s (what
 				// the sockets hold beyond the reader's pace); buffered,
-				// 0.15-1.3 s (Caddy reads 16 MiB at 0.2 CPU).
+				// 0.15-1.3 s (Caddy reads 16 MiB at 0.2 CPU), and 2.86 s of
+				// a 10.90 s download on a loaded fresh machine (Caddy's
+				// copy slower at its 0.2 CPU, the reader behind its pace).
+				// A third of the download splits the two.
 				if starved && send < recv/3 {
 					t.Errorf("download %d through %s: app send %.2f s of a %.2f s download: want the app paced by the reader", i, route, send, recv)
 				}
-				if !starved && send > recv/4 {
+				if !starved && send >= recv/3 {
 					t.Errorf("download %d through %s: app send %.2f s of a %.2f s download: want Caddy to read it ahead", i, route, send, recv)
 				}
 			}
