@@ -165,6 +165,7 @@ func checkHopMutations(t *testing.T, rows []recorder.Hop, want []string) {
 				n.caught++
 			} else {
 				n.missed = append(n.missed, fmt.Sprintf("download %d at %.3f s", h.Download, h.TS))
+				t.Logf("%s missed at download %d, %.3f s:\n%s", name, h.Download, h.TS, missDetail(rows, mut, i))
 			}
 		}
 		t.Logf("%s: caught at %d of %d judged samples tried (%d past twice the allowance, %d not)", name, n.caught, len(at), n.over, n.under)
@@ -180,4 +181,35 @@ func checkHopMutations(t *testing.T, rows []recorder.Hop, want []string) {
 			t.Errorf("%s: no judged sample where its corruption must be seen: the rows do not let the check see it", hop)
 		}
 	}
+}
+
+// missDetail is what a missed mutation leaves to read in the test's log
+// (a CI run keeps only its log): the sample's rows before and after the
+// mutation, its group's allowances, and what Check said of the mutated
+// sample.
+func missDetail(rows, mut []recorder.Hop, i int) string {
+	k := groupKey{rows[i].RunID, rows[i].Download, rows[i].TS}
+	names := map[status]string{judged: "judged", tooSkewed: "too skewed", unmeasured: "unmeasured"}
+	var b strings.Builder
+	for _, g := range evaluate(rows) {
+		if g.k == k {
+			fmt.Fprintf(&b, "  unmutated: %s, skew %d, range skew %d, proxy memory %d, written seen %t, bounded %t\n",
+				names[g.status], g.skew, g.rangeSkew, g.proxyMemory, g.writtenSeen, g.bounded)
+		}
+	}
+	for _, g := range evaluate(mut) {
+		if g.k == k {
+			fmt.Fprintf(&b, "  mutated: %s, violations %v\n", names[g.status], g.vs)
+		}
+	}
+	for j, h := range rows {
+		if h.RunID == k.run && h.TS == k.ts && (h.Download == k.download || h.Download == recorder.HopProxyWide) {
+			fmt.Fprintf(&b, "  %s %d (%s)", h.Hop, h.Bytes, h.Source)
+			if mut[j].Bytes != h.Bytes {
+				fmt.Fprintf(&b, " -> %d", mut[j].Bytes)
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
 }
