@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/internal/workdir"
@@ -185,6 +186,34 @@ func Judge(ctx context.Context, v Verdict, running *stack.Running, writeErr erro
 		*v.Status, *v.Reason = recorder.RunFailed, "results not all written: "+writeErr.Error()
 	}
 	return writeErr
+}
+
+// AppSends is the app's send times by request id (stack.Running.AppSend)
+// once each of ids has one, or wait has passed since the call: the app
+// writes a response's record after its last write, which can reach the
+// client first. Used by stalled-reader and temp-cliff.
+func AppSends(ctx context.Context, running *stack.Running, ids []string, wait time.Duration) (map[string]float64, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		sends, err := running.AppSend(ctx)
+		missing := slices.ContainsFunc(ids, func(id string) bool { _, ok := sends[id]; return !ok })
+		if err != nil || !missing || time.Now().After(deadline) || ctx.Err() != nil {
+			return sends, err
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// Reason is the reason a run fails with for err (one of Judge's
+// reasons): what, then err's text; "" when err is nil.
+func Reason(what string, err error) string {
+	if err == nil {
+		return ""
+	}
+	return what + err.Error()
 }
 
 // FastAccounted is the reason a run whose /fast schedule planned planned

@@ -125,19 +125,14 @@ func (f *RunFiles[I, R]) Close() error {
 		return f.closeErr
 	}
 	f.closed = true
-	var errs []error
-	if f.Items != nil {
-		errs = append(errs, f.Items.Close())
-	}
-	if f.Runs != nil {
-		errs = append(errs, f.Runs.Close())
-	}
-	if f.Requests != nil {
-		errs = append(errs, f.Requests.Close())
-	}
-	if f.Resources != nil {
-		errs = append(errs, f.Resources.Close())
-	}
-	f.closeErr = errors.Join(errs...)
+	f.closeErr = errors.Join(CloseFile(f.Items), CloseFile(f.Runs), CloseFile(f.Requests), CloseFile(f.Resources))
 	return f.closeErr
+}
+
+// CloseFile closes w, unless it was never opened (nil).
+func CloseFile[T recorder.Row[T]](w *recorder.FileWriter[T]) error {
+	if w == nil {
+		return nil
+	}
+	return w.Close()
 }

@@ -92,21 +92,21 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Validate implements lab.Config, naming each field by its YAML path.
 func (c *Config) Validate() error {
-	if len(c.Conditions) == 0 {
-		return errors.New("conditions: none given")
-	}
-	for i, cond := range c.Conditions {
-		if _, err := stack.ParseServer(cond.Server); err != nil {
-			return fmt.Errorf("conditions[%d].%w", i, err)
+	err := lab.ValidateConditions(c.Conditions, func(cond Condition) error {
+		_, err := stack.ParseServer(cond.Server)
+		switch {
+		case err != nil:
+			return err
+		case cond.Hold < 0 || cond.Hold > 10000:
+			return fmt.Errorf("hold %d: allowed 0 to 10000", cond.Hold)
+		case cond.Probes < 1 || cond.Probes > 10000:
+			return fmt.Errorf("probes %d: allowed 1 to 10000", cond.Probes)
 		}
-		if cond.Hold < 0 || cond.Hold > 10000 {
-			return fmt.Errorf("conditions[%d].hold %d: allowed 0 to 10000", i, cond.Hold)
-		}
-		if cond.Probes < 1 || cond.Probes > 10000 {
-			return fmt.Errorf("conditions[%d].probes %d: allowed 1 to 10000", i, cond.Probes)
-		}
-	}
+		return nil
+	})
 	switch {
+	case err != nil:
+		return err
 	case c.Seconds <= 0 || time.Duration(c.Seconds) > 24*time.Hour:
 		return fmt.Errorf("seconds %s: allowed more than 0 up to 24h", time.Duration(c.Seconds))
 	case c.Wait <= 0 || time.Duration(c.Wait) > 10*time.Minute:

@@ -39,15 +39,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	g.ElapsedS = m.elapsed.Seconds()
 	g = m.probes.Group(g)
 	c.summarizeHeld(&g, m, cond, env)
-	return run, g, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, m.writeErr, reason("load generator: ", m.loadErr))
-}
-
-// reason is what err fails a run with, or "".
-func reason(what string, err error) string {
-	if err == nil {
-		return ""
-	}
-	return what + err.Error()
+	return run, g, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, m.writeErr, lab.Reason("load generator: ", m.loadErr))
 }
 
 // measured is what one run's load measured.
@@ -109,7 +101,9 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running
 		case lineProbe:
 			env.Metrics.Observe(id, loadgen.RoleProbe, &r)
 			m.record(env, f, id, cond, r)
-			lastEnd = later(lastEnd, r.Start.Add(r.Latency))
+			if end := r.Start.Add(r.Latency); end.After(lastEnd) {
+				lastEnd = end
+			}
 		case lineHold:
 			env.Metrics.Observe(id, loadgen.RoleLongPoll, &r)
 			m.issues = append(m.issues, r.Start.Add(r.Latency))
@@ -136,13 +130,6 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, running *stack.Running
 		m.loadErr = loadErr
 	}
 	return m
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // record writes one probe's row and adds it to the run's summary; the

@@ -112,12 +112,9 @@ func slotArithmetic(g *Group) string {
 	return fmt.Sprintf("%d + %d = %d ≤ %d slots: none wait", g.Hold, g.ProbeConcurrency, need, slots)
 }
 
-// workerHeld says how many long-polls the busiest worker held against its
-// threads, and for how long it had none free.
+// workerHeld says how many long-polls the busiest worker held (measured)
+// against its threads, and for how long it had none free.
 func workerHeld(g *Group) string {
-	if !g.MaxWorkerHeld.Valid {
-		return "not measured"
-	}
 	s := fmt.Sprintf("%.0f", g.MaxWorkerHeld.Value)
 	if g.WorkerSlots.Valid {
 		s += fmt.Sprintf(" of %.0f slots", g.WorkerSlots.Value)
@@ -153,16 +150,8 @@ func printReps(w io.Writer, groups []Group) {
 	}
 	fmt.Fprintln(w, "\nover the repetitions:")
 	for _, s := range sums {
-		full := "-"
-		if s.Sampled > 0 {
-			full = fmt.Sprintf("%d of %d", s.RunsFull, s.Sampled)
-		}
-		waves := "-"
-		if s.Counted > 0 {
-			waves = fmt.Sprintf("%d of %d", s.FullWaves, s.Waves)
-		}
 		fmt.Fprintf(w, "  %s hold %d probes %d: %d runs; a worker full in %s runs; a probe over 1 s in %d of %d runs; waves after which a worker was full: %s\n",
-			s.Server, s.Hold, s.Probes, s.Runs, full, s.RunsOver1s, s.Runs, waves)
+			s.Server, s.Hold, s.Probes, s.Runs, s.fullRuns().String(), s.RunsOver1s, s.Runs, s.fullWaves().String())
 	}
 	for _, c := range Compare(sums) {
 		fmt.Fprintf(w, "  %s hold %d, %d against %d probes: Fisher's exact p (two-sided) = %s for runs with a probe over 1 s, %s for runs with a full worker\n",
@@ -175,6 +164,32 @@ func pValue(p float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.3f", p)
+}
+
+// fullRuns is "N of M": the runs in which some worker was sampled full, of
+// those sampled; not measured when none was.
+func (s Summary) fullRuns() report.Cell {
+	if s.Sampled == 0 {
+		return notMeasured()
+	}
+	return report.Text(fmt.Sprintf("%d of %d", s.RunsFull, s.Sampled))
+}
+
+// fullWaves is "N of M": the issue waves after which some worker was full,
+// of all waves; not measured when no run counted them.
+func (s Summary) fullWaves() report.Cell {
+	if s.Counted == 0 {
+		return notMeasured()
+	}
+	return report.Text(fmt.Sprintf("%d of %d", s.FullWaves, s.Waves))
+}
+
+// p is a p-value of r's comparison, not measured when it has none.
+func (r *rep) p(of func(*Comparison) float64) report.Cell {
+	if r.cmp == nil {
+		return notMeasured()
+	}
+	return report.Fixed(of(r.cmp), 3)
 }
 
 // rep is a condition over its repetitions with its comparison against
@@ -222,33 +237,13 @@ var repsTable = report.Table[rep]{
 		report.Col("held", func(r *rep) report.Cell { return report.Int(r.Hold) }),
 		report.Col("probes", func(r *rep) report.Cell { return report.Int(r.Probes) }),
 		report.Col("runs", func(r *rep) report.Cell { return report.Int(r.Runs) }),
-		report.Col("runs with a full worker", func(r *rep) report.Cell {
-			if r.Sampled == 0 {
-				return notMeasured()
-			}
-			return report.Text(fmt.Sprintf("%d of %d", r.RunsFull, r.Sampled))
-		}),
+		report.Col("runs with a full worker", func(r *rep) report.Cell { return r.fullRuns() }),
 		report.Col("runs with a probe > 1 s", func(r *rep) report.Cell {
 			return report.Text(fmt.Sprintf("%d of %d", r.RunsOver1s, r.Runs))
 		}),
-		report.Col("waves with a full worker", func(r *rep) report.Cell {
-			if r.Counted == 0 {
-				return notMeasured()
-			}
-			return report.Text(fmt.Sprintf("%d of %d", r.FullWaves, r.Waves))
-		}),
-		report.Col("p (probe > 1 s)", func(r *rep) report.Cell {
-			if r.cmp == nil {
-				return notMeasured()
-			}
-			return report.Fixed(r.cmp.POver1s, 3)
-		}),
-		report.Col("p (full worker)", func(r *rep) report.Cell {
-			if r.cmp == nil {
-				return notMeasured()
-			}
-			return report.Fixed(r.cmp.PFullRuns, 3)
-		}),
+		report.Col("waves with a full worker", func(r *rep) report.Cell { return r.fullWaves() }),
+		report.Col("p (probe > 1 s)", func(r *rep) report.Cell { return r.p(func(c *Comparison) float64 { return c.POver1s }) }),
+		report.Col("p (full worker)", func(r *rep) report.Cell { return r.p(func(c *Comparison) float64 { return c.PFullRuns }) }),
 		report.Col("against", func(r *rep) report.Cell {
 			if r.cmp == nil {
 				return report.Text("")
@@ -292,12 +287,21 @@ func groupLabel(g Group) string {
 // latencyFigure draws p50, p95 and max probe latency per condition on a
 // log axis, or returns nil when there is nothing to draw.
 func latencyFigure(groups []Group) *report.Drawing {
+	stats := []struct {
+		name  string
+		get   func(Group) recorder.Maybe
+		shape draw.GlyphDrawer
+	}{
+		{"p50", func(g Group) recorder.Maybe { return g.P50MS }, draw.BoxGlyph{}},
+		{"p95", func(g Group) recorder.Maybe { return g.P95MS }, draw.TriangleGlyph{}},
+		{"max", func(g Group) recorder.Maybe { return g.MaxMS }, draw.CrossGlyph{}},
+	}
 	var rows []Group
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, g := range groups {
 		drawn := false
-		for _, v := range []recorder.Maybe{g.P50MS, g.P95MS, g.MaxMS} {
-			if v.Valid && v.Value > 0 {
+		for _, st := range stats {
+			if v := st.get(g); v.Valid && v.Value > 0 {
 				drawn = true
 				lo, hi = math.Min(lo, v.Value), math.Max(hi, v.Value)
 			}
@@ -333,15 +337,6 @@ func latencyFigure(groups []Group) *report.Drawing {
 		labels[i] = l
 	}
 	ys := report.ConditionRows(p, labels)
-	stats := []struct {
-		name  string
-		get   func(Group) recorder.Maybe
-		shape draw.GlyphDrawer
-	}{
-		{"p50", func(g Group) recorder.Maybe { return g.P50MS }, draw.BoxGlyph{}},
-		{"p95", func(g Group) recorder.Maybe { return g.P95MS }, draw.TriangleGlyph{}},
-		{"max", func(g Group) recorder.Maybe { return g.MaxMS }, draw.CrossGlyph{}},
-	}
 	for i, st := range stats {
 		var xys plotter.XYs
 		for j, g := range rows {

@@ -2,7 +2,7 @@ package longpoll
 
 import (
 	"math"
-	"strconv"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/recorder"
@@ -185,13 +185,12 @@ type Summary struct {
 // (server, hold, probes), in order of first appearance.
 func Summarize(groups []Group) []Summary {
 	var out []Summary
-	idx := map[[3]string]int{}
 	for _, g := range groups {
-		k := [3]string{g.Server, strconv.Itoa(g.Hold), strconv.Itoa(g.ProbeConcurrency)}
-		i, ok := idx[k]
-		if !ok {
+		i := slices.IndexFunc(out, func(s Summary) bool {
+			return s.Server == g.Server && s.Hold == g.Hold && s.Probes == g.ProbeConcurrency
+		})
+		if i < 0 {
 			i = len(out)
-			idx[k] = i
 			out = append(out, Summary{Server: g.Server, Hold: g.Hold, Probes: g.ProbeConcurrency})
 		}
 		s := &out[i]

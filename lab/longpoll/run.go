@@ -11,26 +11,19 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
+// Result is what Run wrote: every run of the session, resumed ones first
+// (longpoll-runs.csv, its ReasonsFile; probes.csv has each probe's
+// error), and Groups, the figures of those that ended ok (groups.csv), in
+// the same order.
 type Result struct {
-	Dir string
-	// Runs are every run of the session, resumed ones first
-	// (longpoll-runs.csv); Groups the figures of those that ended ok
-	// (groups.csv), in the same order.
-	Runs   []RunRow
+	lab.MatrixResult[RunRow]
 	Groups []Group
 }
-
-var _ lab.Reasoned = (*Result)(nil)
-
-// ReasonsFile implements lab.Reasoned: longpoll-runs.csv says why a run
-// failed (probes.csv each probe's error).
-func (r *Result) ReasonsFile() string { return runFile }
 
 // AllFailed implements lab.Result: no run ended ok, or none got a probe
 // through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
+	if r.MatrixResult.AllFailed() {
 		return true
 	}
 	for _, g := range r.Groups {
@@ -89,12 +82,12 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			return run, err
 		},
 		Line: func(r RunRow) string { return runLine(r, measured[r.RunID]) }}
-	runs, err := m.Run(ctx, env, c)
-	if runs == nil {
+	mr, err := lab.RunMatrix(ctx, env, c, m, nil)
+	if mr.Runs == nil {
 		return nil, err
 	}
-	res := &Result{Dir: env.Out, Runs: runs}
-	groups, gerr := completedGroups(env.Out, runs, measured)
+	res := &Result{MatrixResult: *mr}
+	groups, gerr := completedGroups(env.Out, mr.Runs, measured)
 	res.Groups = groups
 	return res, errors.Join(err, gerr)
 }
@@ -190,19 +183,7 @@ func (f *files) Write(r RunRow) error {
 
 // close closes every open file; it is called once.
 func (f *files) close() error {
-	var errs []error
-	if f.probes != nil {
-		errs = append(errs, f.probes.Close())
-	}
-	if f.groups != nil {
-		errs = append(errs, f.groups.Close())
-	}
-	if f.runs != nil {
-		errs = append(errs, f.runs.Close())
-	}
-	if f.resources != nil {
-		errs = append(errs, f.resources.Close())
-	}
+	err := errors.Join(lab.CloseFile(f.probes), lab.CloseFile(f.groups), lab.CloseFile(f.runs), lab.CloseFile(f.resources))
 	f.probes, f.groups, f.runs, f.resources = nil, nil, nil, nil
-	return errors.Join(errs...)
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -50,11 +49,9 @@ func (d *sectionData) addDownloads(ds []Download) {
 func latencyRows(d *sectionData) []report.LatencyRow {
 	var rows []report.LatencyRow
 	for i := range d.conds {
-		c := &d.conds[i]
-		if !c.P95MS.Valid || !c.P95MinMS.Valid || c.P95MinMS.Value <= 0 || !c.P50MS.Valid || c.P50MS.Value <= 0 {
-			continue
+		if r, ok := report.LatencyOf(label(&d.conds[i]), d.conds[i].FastOver); ok && r.P95Min > 0 && r.P50 > 0 {
+			rows = append(rows, r)
 		}
-		rows = append(rows, report.LatencyRow{Label: label(c), P95: c.P95MS.Value, P95Min: c.P95MinMS.Value, P95Max: c.P95MaxMS.Value, P50: c.P50MS.Value})
 	}
 	return rows
 }
@@ -149,17 +146,11 @@ func addMarks(f *report.Drawing, p *plot.Plot, d *sectionData, rows []int, ys []
 			pts = append(pts, point{plotter.XY{X: float64(dl.Bytes) / (1 << 20), Y: ys[j] + dy}, dl.Outcome, dl.EndedBy})
 		}
 	}
-	known := func(list []string, v string) string {
-		if slices.Contains(list, v) {
-			return v
-		}
-		return list[len(list)-1] // the catch-all: error, unknown
-	}
-	for _, o := range Outcomes {
+	for oi, o := range Outcomes {
 		for ei, e := range Enders {
 			var xys plotter.XYs
 			for _, pt := range pts {
-				if known(Outcomes, pt.outcome) == o && known(Enders, pt.ender) == e {
+				if indexIn(Outcomes, pt.outcome) == oi && indexIn(Enders, pt.ender) == ei {
 					xys = append(xys, pt.xy)
 				}
 			}
@@ -204,10 +195,7 @@ func timeoutsFigure(d *sectionData) *report.Drawing {
 		get  func(i int) float64
 	}{
 		{"WORKER TIMEOUT lines", func(i int) float64 { return d.conds[i].WorkerTimeouts.Value }},
-		{"downloads", func(i int) float64 {
-			c := d.conds[i]
-			return float64(c.Complete + c.Truncated + c.Reset + c.Timeout + c.Other)
-		}},
+		{"downloads", func(i int) float64 { return float64(d.conds[i].downloads()) }},
 	}
 	const thick = 0.36
 	hi := 0.0

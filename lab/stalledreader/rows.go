@@ -1,6 +1,7 @@
 package stalledreader
 
 import (
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -111,19 +112,60 @@ type RunRow struct {
 	Status       string         `csv:"status"`
 	Reason       string         `csv:"reason"`
 	recorder.FastFields
-	Complete       int            `csv:"complete"`
-	Truncated      int            `csv:"truncated"`
-	Reset          int            `csv:"reset"`
-	Timeout        int            `csv:"timeout"`
-	Other          int            `csv:"other"`
-	ByClient       int            `csv:"by_client"`
-	ByAppTimeout   int            `csv:"by_app_timeout"`
-	BySendTimeout  int            `csv:"by_send_timeout"`
-	ByUnknown      int            `csv:"by_unknown"`
+	Tally
 	BytesMedian    recorder.Maybe `csv:"bytes_median"`
 	WorkerTimeouts recorder.Maybe `csv:"worker_timeouts"`
 	AppHeldS       recorder.Maybe `csv:"app_held_s,seconds"`
 }
+
+// Tally counts downloads by outcome (Outcomes; other: error) and, those
+// that did not complete, by the component that ended them (Enders).
+type Tally struct {
+	Complete      int `csv:"complete"`
+	Truncated     int `csv:"truncated"`
+	Reset         int `csv:"reset"`
+	Timeout       int `csv:"timeout"`
+	Other         int `csv:"other"`
+	ByClient      int `csv:"by_client"`
+	ByAppTimeout  int `csv:"by_app_timeout"`
+	BySendTimeout int `csv:"by_send_timeout"`
+	ByUnknown     int `csv:"by_unknown"`
+}
+
+// counts are t's counts: by outcome in the order of Outcomes, then by
+// ender in the order of Enders after EndedByNone.
+func (t *Tally) counts() []*int {
+	return []*int{&t.Complete, &t.Truncated, &t.Reset, &t.Timeout, &t.Other, &t.ByClient, &t.ByAppTimeout, &t.BySendTimeout, &t.ByUnknown}
+}
+
+// count counts download d; an outcome or ender not listed counts as the
+// last of its list (other, unknown).
+func (t *Tally) count(d Download) {
+	c := t.counts()
+	*c[indexIn(Outcomes, d.Outcome)]++
+	if d.EndedBy != EndedByNone {
+		*c[len(Outcomes)-1+indexIn(Enders, d.EndedBy)]++
+	}
+}
+
+// indexIn is v's index in list, or the last one's (the catch-all: error,
+// unknown) when list lacks it.
+func indexIn(list []string, v string) int {
+	if i := slices.Index(list, v); i >= 0 {
+		return i
+	}
+	return len(list) - 1
+}
+
+// add adds o's counts to t's.
+func (t *Tally) add(o Tally) {
+	for i, c := range o.counts() {
+		*t.counts()[i] += *c
+	}
+}
+
+// downloads is how many downloads t counted.
+func (t *Tally) downloads() int { return t.Complete + t.Truncated + t.Reset + t.Timeout + t.Other }
 
 func (RunRow) Schema() *recorder.Schema[RunRow] { return runSchema }
 
@@ -140,33 +182,10 @@ func (RunRow) VerdictFields(r *RunRow) (id, status, reason *string) {
 // AppTimeoutS set first.
 func SummarizeRun(run RunRow, reqs []recorder.Request, downloads []Download) RunRow {
 	run.SummarizeFast(reqs)
-	run.Complete, run.Truncated, run.Reset, run.Timeout, run.Other = 0, 0, 0, 0, 0
-	run.ByClient, run.ByAppTimeout, run.BySendTimeout, run.ByUnknown = 0, 0, 0, 0
+	run.Tally = Tally{}
 	var bytes, held []float64
 	for _, d := range downloads {
-		switch d.Outcome {
-		case OutcomeComplete:
-			run.Complete++
-		case OutcomeTruncated:
-			run.Truncated++
-		case OutcomeReset:
-			run.Reset++
-		case OutcomeTimeout:
-			run.Timeout++
-		default:
-			run.Other++
-		}
-		switch d.EndedBy {
-		case EndedByNone:
-		case EndedByClient:
-			run.ByClient++
-		case EndedByAppTimeout:
-			run.ByAppTimeout++
-		case EndedBySendTimeout:
-			run.BySendTimeout++
-		default:
-			run.ByUnknown++
-		}
+		run.count(d)
 		bytes = append(bytes, float64(d.Bytes))
 		if d.AppSendS.Valid {
 			held = append(held, d.AppSendS.Value)
@@ -208,14 +227,11 @@ type Summary struct {
 	// /fast: requests ok summed, p50 and p95 the medians of the runs'
 	// values, and the range of their p95.
 	recorder.FastOver
-	FastTotal                  int // summed
-	Complete, Truncated, Reset int // downloads by outcome, summed
-	Timeout, Other             int
-	ByClient, ByAppTimeout     int // downloads by ender, summed
-	BySendTimeout, ByUnknown   int
-	BytesMedian                recorder.Maybe // median of the runs' medians
-	WorkerTimeouts             recorder.Maybe // summed
-	AppHeldS                   recorder.Maybe // median of the runs' values
+	FastTotal      int            // summed
+	Tally                         // downloads by outcome and by ender, summed
+	BytesMedian    recorder.Maybe // median of the runs' medians
+	WorkerTimeouts recorder.Maybe // summed
+	AppHeldS       recorder.Maybe // median of the runs' values
 }
 
 // Summarize folds runs into one Summary per condition (Conditions), in
@@ -232,15 +248,7 @@ func Summarize(runs []RunRow) []Summary {
 		for _, r := range g.OK {
 			bytes, wt, held = recorder.AppendValid(bytes, r.BytesMedian), recorder.AppendValid(wt, r.WorkerTimeouts), recorder.AppendValid(held, r.AppHeldS)
 			row.FastTotal += r.FastTotal
-			row.Complete += r.Complete
-			row.Truncated += r.Truncated
-			row.Reset += r.Reset
-			row.Timeout += r.Timeout
-			row.Other += r.Other
-			row.ByClient += r.ByClient
-			row.ByAppTimeout += r.ByAppTimeout
-			row.BySendTimeout += r.BySendTimeout
-			row.ByUnknown += r.ByUnknown
+			row.add(r.Tally)
 		}
 		row.BytesMedian, row.AppHeldS = recorder.Some(recorder.Median(bytes)), recorder.Some(recorder.Median(held))
 		row.WorkerTimeouts = recorder.Sum(wt)

@@ -63,7 +63,13 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	l := c.load(ctx, env, fr.Running, spec, run, t0, f)
 	run.FastPlanned = l.Planned
 	_, sampErr := fr.Sampled(time.Now())
-	sends := appSendTimes(ctx, fr.Running, id, l.Rows)
+	var complete []string
+	for i, d := range l.Rows {
+		if d.Outcome == OutcomeComplete {
+			complete = append(complete, requestID(id, i))
+		}
+	}
+	sends, _ := lab.AppSends(ctx, fr.Running, complete, appSendWait) // killed workers leave none
 	ev, evErr := gatherEvidence(ctx, fr.Running, env.LogDir(), id)
 	if evErr == nil {
 		run.WorkerTimeouts = recorder.Some(float64(len(ev.kills)))
@@ -178,28 +184,5 @@ func outcome(d loadgen.Download) string {
 }
 
 // appSendWait bounds how long the lab waits, after the downloads ended,
-// for the app's record of a download the client completed.
+// for the app's record of each complete download (lab.AppSends).
 var appSendWait = 5 * time.Second
-
-// appSendTimes returns the app's send times by request id once every
-// complete download of the run id has one, or appSendWait has passed.
-// Killed workers leave none.
-func appSendTimes(ctx context.Context, running *stack.Running, id string, downloads []Download) map[string]float64 {
-	deadline := time.Now().Add(appSendWait)
-	for {
-		sends, err := running.AppSend(ctx)
-		if err != nil {
-			return map[string]float64{}
-		}
-		missing := 0
-		for i, d := range downloads {
-			if _, ok := sends[requestID(id, i)]; !ok && d.Outcome == OutcomeComplete {
-				missing++
-			}
-		}
-		if missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return sends
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

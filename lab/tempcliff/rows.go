@@ -124,10 +124,6 @@ func runKey(r RunRow) condKey {
 	return condKey{r.Server, r.SlowClients, r.SizeBytes, r.MaxTempFileBytes, r.TempTmpfsBytes}
 }
 
-func (c *Summary) key() condKey {
-	return condKey{c.Server, c.SlowClients, c.SizeBytes, c.MaxTempFileBytes, c.TempTmpfsBytes}
-}
-
 // Summarize folds runs into one Summary per condition (server, slow
 // clients, size, max temp file size, tmpfs), in order of first
 // appearance; runs that did not end ok count only in Excluded.

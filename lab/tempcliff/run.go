@@ -77,15 +77,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	// exporter's scrape too (the proxy writes its stderr to the file).
 	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, fr.In.ExporterURL())
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr, largeErr),
-		reason("read app_send_s: ", sendErr), reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
-}
-
-// reason is what err fails a run with, or "".
-func reason(what string, err error) string {
-	if err == nil {
-		return ""
-	}
-	return what + err.Error()
+		lab.Reason("read app_send_s: ", sendErr), lab.Reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
 // loaded is what a run's load measured.
@@ -121,36 +113,20 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 }
 
 // appSendWait bounds how long the lab waits, after the downloads ended,
-// for the app's record of each download: the app writes it right after
-// its last write, which can reach the client first.
+// for the app's record of each complete download (lab.AppSends).
 var appSendWait = 10 * time.Second
 
 // downloads writes the slow downloads' rows with the app's send times
-// (waiting for those of every download, complete or cut, until
-// appSendWait: a cut one's app may still be writing into the proxy's
-// closed connection).
+// (waiting for those of every complete download until appSendWait; a cut
+// one's app may still be writing into the proxy's closed connection).
 func (c *Config) downloads(ctx context.Context, running *stack.Running, meta recorder.RunMeta, downloads []loadgen.Download, f *files) (_ []recorder.LargeResponse, sendErr, writeErr error) {
-	deadline := time.Now().Add(appSendWait)
-	var sends map[string]float64
-	for {
-		sends, sendErr = running.AppSend(ctx)
-		if sendErr != nil {
-			break
-		}
-		missing := 0
-		for _, d := range downloads {
-			if _, ok := sends[slowID(meta.RunID, d.Client)]; !ok && d.Complete {
-				missing++
-			}
-		}
-		if missing == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
+	var complete []string
+	for _, d := range downloads {
+		if d.Complete {
+			complete = append(complete, slowID(meta.RunID, d.Client))
 		}
 	}
+	sends, sendErr := lab.AppSends(ctx, running, complete, appSendWait)
 	var larges []recorder.LargeResponse
 	for _, d := range downloads {
 		appSend := recorder.None()

@@ -61,14 +61,15 @@ func ReadData(dir string) (*Data, error) {
 	}
 	d := &Data{Conds: Summarize(runs), sizes: map[string]int64{}}
 	d.downloads = make([][]recorder.LargeResponse, len(d.Conds))
-	index := map[condKey]int{}
-	for i := range d.Conds {
-		index[d.Conds[i].key()] = i
-	}
-	byRun := map[string]RunRow{}
-	for _, r := range runs {
-		byRun[r.RunID] = r
-		d.sizes[r.RunID] = r.SizeBytes
+	cond := map[string]int{} // a run's condition, as Summarize groups them; -1 when it did not end ok
+	for i, g := range recorder.GroupRuns(runs, runKey) {
+		for _, r := range g.All {
+			cond[r.RunID] = -1
+			if r.Status == recorder.RunOK {
+				cond[r.RunID] = i
+			}
+			d.sizes[r.RunID] = r.SizeBytes
+		}
 	}
 	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(dir, downloadFile))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -79,14 +80,13 @@ func ReadData(dir string) (*Data, error) {
 		return nil, err
 	}
 	for _, l := range larges {
-		r, ok := byRun[l.RunID]
+		i, ok := cond[l.RunID]
 		switch {
 		case !ok:
 			d.stray++
-		case r.Status != recorder.RunOK:
+		case i < 0:
 			d.left++
 		default:
-			i := index[runKey(r)]
 			d.downloads[i] = append(d.downloads[i], l)
 		}
 	}

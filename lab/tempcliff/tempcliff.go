@@ -1,7 +1,6 @@
 package tempcliff
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -97,13 +96,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Servers implements lab.Stacked.
 func (c *Config) Servers() []stack.Server {
-	var out []stack.Server
-	for _, cond := range c.Conditions {
-		if s, err := stack.ParseServer(cond.Server); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
+	return lab.ParsedServers(c.Conditions, func(cond Condition) string { return cond.Server })
 }
 
 // Routes implements lab.Routed: always the buffering proxy.
@@ -111,13 +104,8 @@ func (c *Config) Routes() []stack.Route { return []stack.Route{stack.RouteBuffer
 
 // Validate implements lab.Config, naming each field by its YAML path.
 func (c *Config) Validate() error {
-	if len(c.Conditions) == 0 {
-		return errors.New("conditions: none given")
-	}
-	for i, cond := range c.Conditions {
-		if err := cond.validate(); err != nil {
-			return fmt.Errorf("conditions[%d].%w", i, err)
-		}
+	if err := lab.ValidateConditions(c.Conditions, Condition.validate); err != nil {
+		return err
 	}
 	if err := c.Fast.Validate(); err != nil {
 		return err
@@ -181,9 +169,5 @@ func (c *Config) Runs() []RunSpec {
 // Duration is a run's intrinsic length: the longer of the fast schedule
 // and a download at the paced rate.
 func (c *Config) Duration(size int64) time.Duration {
-	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
-	if dl := time.Duration(float64(size) / float64(c.SlowReader.ReadRate) * float64(time.Second)); dl > d {
-		d = dl
-	}
-	return d
+	return max(time.Duration(c.Fast.Offset+c.Fast.Duration), time.Duration(float64(size)/float64(c.SlowReader.ReadRate)*float64(time.Second)))
 }
