@@ -99,12 +99,7 @@ func (c *Config) dnsConds() []dnsCond {
 // ipv6 reports whether some condition's resolver answers AAAA, so that
 // the path needs IPv6.
 func (c *Config) ipv6() bool {
-	for _, d := range c.dnsConds() {
-		if d.families != "" && d.families != FamiliesA {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.dnsConds(), func(d dnsCond) bool { return d.families != "" && d.families != FamiliesA })
 }
 
 // ServerName is the name the lab's resolver answers for the server.
@@ -177,12 +172,7 @@ func (c *Config) validateDNS() error {
 
 // looksUp reports whether some condition resolves the server's name.
 func (c *Config) looksUp() bool {
-	for _, m := range c.DNS {
-		if m != DNSNone {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.DNS, func(m string) bool { return m != DNSNone })
 }
 
 // resolver is the lab's DNS server, in the server namespace at the

@@ -204,7 +204,7 @@ func checkList[T comparable](field, verb string, xs []T, bad func(T) string) err
 
 // upTo is checkList's bad for a value that must be from 0 to hi, which
 // hiText writes.
-func upTo[T int | float64](hi T, hiText string) func(T) string {
+func upTo[T ~int | ~int64 | float64](hi T, hiText string) func(T) string {
 	return func(v T) string {
 		if !(v >= 0 && v <= hi) { // NaN too
 			return "allowed 0 to " + hiText
