@@ -149,11 +149,8 @@ func or0(m recorder.Maybe) float64 {
 }
 
 // phasesFigure stacks, per condition, the medians of each phase of its
-// ok new-connection requests; nil when none has a phase.
-func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
-	if len(rows) == 0 || len(reqs) == 0 {
-		return nil
-	}
+// ok new-connection requests; no bar when none has a phase.
+func phasesFigure(rows []Row, reqs []Request) *report.GroupedBars {
 	byKey := map[conditionKey][]Request{}
 	for _, r := range reqs {
 		if r.Mode == ModeNew && r.NewConn && okRequest(r) {
@@ -161,16 +158,11 @@ func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
 			byKey[k] = append(byKey[k], r)
 		}
 	}
-	d := report.NewDrawing("latency-gap-phases", "Where a new connection's time goes, per condition", 8*vg.Inch, 4.8*vg.Inch)
-	p := report.NewPlot(d.Title(), "condition", "time (ms, median per phase)")
-	report.Grid(p, false, true)
 	names := make([]string, len(rows))
-	base := make([]float64, len(rows))
-	vals := make([][]float64, len(phases))
-	for i := range vals {
-		vals[i] = make([]float64, len(rows))
+	series := make([]report.BarSeries, len(phases))
+	for i, ph := range phases {
+		series[i] = report.BarSeries{Name: ph.name, Values: make([]float64, len(rows))}
 	}
-	any := false
 	for j, r := range rows {
 		g := r.Gap
 		names[j] = label(g.SizeBytes, g.ConfiguredRTTMS, g.Settings)
@@ -182,50 +174,20 @@ func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
 					xs = append(xs, math.Max(v, 0))
 				}
 			}
-			vals[i][j] = math.NaN()
+			series[i].Values[j] = math.NaN()
 			if len(xs) > 0 {
-				vals[i][j] = recorder.Median(xs)
-				any = true
+				series[i].Values[j] = recorder.Median(xs)
 			}
 		}
 	}
-	if !any {
-		return nil
-	}
-	p.NominalX(names...)
-	hi := 0.0
-	for i, ph := range phases {
-		starts := slices.Clone(base)
-		for j, v := range vals[i] {
-			if !math.IsNaN(v) {
-				base[j] += v
-				hi = math.Max(hi, base[j])
-			}
-		}
-		b := report.NewStackedBars(positions(len(rows)), starts, vals[i], 0.6, report.ColorAt(i))
-		p.Add(b)
-		p.Legend.Add(ph.name, b)
-		d.AddSeries(ph.name, b.Drawn())
-	}
-	p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
-	p.Y.Min, p.Y.Max = 0, hi*1.35
-	p.Legend.Left = true
-	d.AddPanel(p)
-	d.SetCaption("Each bar stacks the medians, over the condition's ok new-connection requests (" + requestFile +
-		"), of the lookup of the server's name (DNS: 0 without, or when the client's cache answered), the TCP handshake (connect, " +
-		"a happy-eyeballs fallback's wait included), the TLS handshake, the request until the first response byte (a round trip plus the " +
-		"server's time) and the rest of the body (the slow-start rounds of a larger response, and losses). A sum of medians, so it can " +
-		"differ a little from the median total in the table.")
-	return d
-}
-
-// positions returns 0, 1, ..., n-1 as positions.
-func positions(n int) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = float64(i)
-	}
-	return out
+	return &report.GroupedBars{Name: "latency-gap-phases", Title: "Where a new connection's time goes, per condition",
+		XLabel: "condition", YLabel: "time (ms, median per phase)", Categories: names, Series: series, Stacked: true,
+		Width: 8 * vg.Inch, Height: 4.8 * vg.Inch,
+		Caption: "Each bar stacks the medians, over the condition's ok new-connection requests (" + requestFile +
+			"), of the lookup of the server's name (DNS: 0 without, or when the client's cache answered), the TCP handshake (connect, " +
+			"a happy-eyeballs fallback's wait included), the TLS handshake, the request until the first response byte (a round trip plus the " +
+			"server's time) and the rest of the body (the slow-start rounds of a larger response, and losses). A sum of medians, so it can " +
+			"differ a little from the median total in the table."}
 }
 
 // blindByWorkFigure draws the server's blind share against its
