@@ -228,11 +228,11 @@ func netChanges(sessions []recorder.Environment) string {
 		if s.Net != nil {
 			var diff []string
 			if first == nil || s.Net.Namespace != first.Namespace {
-				diff = append(diff, "network namespace "+orNotRecorded(s.Net.Namespace))
+				diff = append(diff, "network namespace "+cmp.Or(s.Net.Namespace, "not recorded"))
 			}
 			for _, ns := range netSettings {
 				if v := ns.value(s.Net); first == nil || v != ns.value(first) {
-					diff = append(diff, ns.name+" "+orNotRecorded(v))
+					diff = append(diff, ns.name+" "+cmp.Or(v, "not recorded"))
 				}
 			}
 			what = strings.Join(diff, ", ")
@@ -240,11 +240,4 @@ func netChanges(sessions []recorder.Environment) string {
 		parts = append(parts, fmt.Sprintf("session %d, started at %s: %s", i+2, startText(s.StartedAt), what))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func orNotRecorded(v string) string {
-	if v == "" {
-		return "not recorded"
-	}
-	return v
 }
