@@ -111,10 +111,12 @@ type conditionKey struct {
 	Settings
 }
 
-// phase is one part of a new connection's time.
-type phase struct {
+// phase is one part of a request's time (of a T row), NaN when the row
+// has none: a new connection's (phases) or a load's request's
+// (waterfallPhases).
+type phase[T any] struct {
 	name string
-	get  func(Request) (float64, bool)
+	get  func(*T) float64
 }
 
 // phases split a new-connection request's total time: the lookup of the
@@ -123,18 +125,12 @@ type phase struct {
 // handshake, the request until the response's first byte (one round
 // trip and the server's time) and the rest of the body (the slow-start
 // rounds of a larger response).
-var phases = []phase{
-	{"DNS lookup", func(r Request) (float64, bool) { return lookupMS(r), true }},
-	{"TCP connect", func(r Request) (float64, bool) { return r.ConnectMS, !math.IsNaN(r.ConnectMS) }},
-	{"TLS handshake", func(r Request) (float64, bool) { return or0(r.HandshakeMS), true }},
-	{"request to first byte", func(r Request) (float64, bool) {
-		v := r.TTFBMS - lookupMS(r) - r.ConnectMS - or0(r.HandshakeMS)
-		return v, !math.IsNaN(v)
-	}},
-	{"rest of the body", func(r Request) (float64, bool) {
-		v := r.TotalMS - r.TTFBMS
-		return v, !math.IsNaN(v)
-	}},
+var phases = []phase[Request]{
+	{"DNS lookup", func(r *Request) float64 { return lookupMS(*r) }},
+	{"TCP connect", func(r *Request) float64 { return r.ConnectMS }},
+	{"TLS handshake", func(r *Request) float64 { return or0(r.HandshakeMS) }},
+	{"request to first byte", func(r *Request) float64 { return r.TTFBMS - lookupMS(*r) - r.ConnectMS - or0(r.HandshakeMS) }},
+	{"rest of the body", func(r *Request) float64 { return r.TotalMS - r.TTFBMS }},
 }
 
 // lookupMS is what r's dial spent resolving the name, 0 when none.
@@ -170,7 +166,7 @@ func phasesFigure(rows []Row, reqs []Request) *report.GroupedBars {
 		for i, ph := range phases {
 			var xs []float64
 			for _, r := range rs {
-				if v, ok := ph.get(r); ok {
+				if v := ph.get(&r); !math.IsNaN(v) {
 					xs = append(xs, math.Max(v, 0))
 				}
 			}

@@ -72,14 +72,8 @@ func loadLabel(k LoadKey) string {
 	return fmt.Sprintf("page %d, %s", k.Resources, k.Protocol)
 }
 
-// waterfallPhase is one part of a request's bar in the waterfall, from
-// its row.
-type waterfallPhase struct {
-	name string
-	get  func(f *Fetch) float64
-}
-
-var waterfallPhases = []waterfallPhase{
+// waterfallPhases are the parts of a request's bar in the waterfall.
+var waterfallPhases = []phase[Fetch]{
 	{"waiting for a connection", func(f *Fetch) float64 { return orZero(f.WaitMS) }},
 	{"DNS lookup", func(f *Fetch) float64 { return orZero(f.DNSMS) }},
 	{"TCP connect", func(f *Fetch) float64 { return orZero(f.ConnectMS) }},
