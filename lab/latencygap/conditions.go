@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -218,29 +219,22 @@ func (c *Config) validateConditions() error {
 	case len(c.Rates) > 0 && c.Rate != 0:
 		return errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
 	}
-	err = checkList("rates", "%s", c.Rates, func(r BitRate) string {
-		if r != 0 && (r < MinRate || r > MaxRate) {
-			return fmt.Sprintf("allowed 0 (no limit) or %s to %s", MinRate, MaxRate)
-		}
-		return ""
-	})
-	if err == nil {
-		err = checkList("tls", "%q", c.TLS, oneOf(TLSModes))
-	}
-	if err == nil {
-		err = checkList("work", "%s", c.Work, func(w Work) string {
+	// The first error in this order (cmp.Or: each check is a pure one).
+	err = cmp.Or(
+		checkList("rates", "%s", c.Rates, func(r BitRate) string {
+			if r != 0 && (r < MinRate || r > MaxRate) {
+				return fmt.Sprintf("allowed 0 (no limit) or %s to %s", MinRate, MaxRate)
+			}
+			return ""
+		}),
+		checkList("tls", "%q", c.TLS, oneOf(TLSModes)),
+		checkList("work", "%s", c.Work, func(w Work) string {
 			if w.D < 0 || w.D > MaxWork {
 				return fmt.Sprintf("allowed 0 to %s", MaxWork)
 			}
 			return ""
-		})
-	}
-	if err == nil {
-		err = c.validateDNS()
-	}
-	if err == nil {
-		err = c.validateLoads()
-	}
+		}),
+		c.validateDNS(), c.validateLoads())
 	if err != nil {
 		return err
 	}

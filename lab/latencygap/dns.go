@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,10 +143,7 @@ func (c *Config) dnsModes() []string { return orOnly(c.DNS, DNSNone) }
 
 // validateDNS checks the DNS modes and the resolver's delay.
 func (c *Config) validateDNS() error {
-	if err := checkList("dns", "%q", c.DNS, oneOf(DNSModes)); err != nil {
-		return err
-	}
-	if err := checkList("dns_families", "%q", c.DNSFamilies, oneOf(DNSFamilyModes)); err != nil {
+	if err := cmp.Or(checkList("dns", "%q", c.DNS, oneOf(DNSModes)), checkList("dns_families", "%q", c.DNSFamilies, oneOf(DNSFamilyModes))); err != nil {
 		return err
 	}
 	if len(c.DNSFamilies) > 0 && !c.looksUp() {
