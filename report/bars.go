@@ -46,20 +46,18 @@ func (g *GroupedBars) figure() *figure {
 	Grid(p, false, true)
 	p.NominalX(g.Categories...)
 	width := 0.8 / float64(len(g.Series))
-	thickness, top := width*0.9, make([]float64, n) // top: where a category's next stacked bar starts
+	spread, thickness := width, width*0.9 // between a category's series' bars; each bar's
 	if g.Stacked {
-		thickness = 0.6
+		spread, thickness = 0, 0.6
 	}
+	top := make([]float64, n) // stacked: where a category's next bar starts
 	hi := 0.0
 	for i, s := range g.Series {
 		pos := make([]float64, n)
 		val := make([]float64, n)
 		base := slices.Clone(top)
 		for j := range n {
-			pos[j] = float64(j) + (float64(i)-float64(len(g.Series)-1)/2)*width
-			if g.Stacked {
-				pos[j] = float64(j)
-			}
+			pos[j] = float64(j) + (float64(i)-float64(len(g.Series)-1)/2)*spread
 			val[j] = math.NaN()
 			if j < len(s.Values) && !math.IsNaN(s.Values[j]) {
 				val[j] = s.Values[j]

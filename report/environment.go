@@ -65,11 +65,7 @@ func environmentTable(sessions []recorder.Environment) *table {
 		add("net settings in later sessions", changed)
 	}
 	add("arch", e.Arch)
-	cpus := ""
-	if e.CPUs > 0 {
-		cpus = fmt.Sprint(e.CPUs)
-	}
-	add("CPUs", cpus)
+	add("CPUs", positive(e.CPUs))
 	add("Go", e.Go)
 	add("cgroup version", e.CgroupVersion)
 	add("limits", e.Limits)
@@ -126,12 +122,15 @@ var netSettings = []netSetting{
 	{"net.ipv4.tcp_moderate_rcvbuf", "whether the kernel grows a TCP socket's receive buffer (up to tcp_rmem's max) to what the connection needs",
 		func(n *recorder.NetSettings) string { return n.TCPModerateRcvbuf }, showOnOff},
 	{"loopback MTU", "the MTU of the loopback interface lo, bytes",
-		func(n *recorder.NetSettings) string {
-			if n.LoMTU <= 0 {
-				return ""
-			}
-			return strconv.Itoa(n.LoMTU)
-		}, func(v string) string { return v }},
+		func(n *recorder.NetSettings) string { return positive(n.LoMTU) }, func(v string) string { return v }},
+}
+
+// positive writes n, "" (not recorded) unless it is above 0.
+func positive(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // NetSettingCols are a column per row of the environment table's kernel
