@@ -26,9 +26,9 @@ const MinRate = BitRate(8 * netem.MinRate)
 const MaxRate = BitRate(10_000_000_000)
 
 var rateUnits = []struct {
-	suffix string
-	mult   float64
-}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+	suffix, label string // as tc writes the unit, as a figure does
+	mult          float64
+}{{"gbit", "Gbit/s", 1e9}, {"mbit", "Mbit/s", 1e6}, {"kbit", "kbit/s", 1e3}, {"bit", "bit/s", 1}}
 
 // ParseBitRate reads "10mbit", "64kbit", "1.5gbit" or "8000".
 func ParseBitRate(s string) (BitRate, error) {

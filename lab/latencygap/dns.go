@@ -187,8 +187,12 @@ type resolver struct {
 // and, by its family mode, an AAAA one (the server's IPv6 address, or
 // the path's silent one) or an empty answer, with TTL 0 (cold) or
 // CachedTTL (cached), each answer after its DNS delay (AAAA with
-// aaaa-late after its AAAA delay more). Other names are NXDOMAIN.
+// aaaa-late after its AAAA delay more). Other names are NXDOMAIN. Nil,
+// and no error, when s does not look the server up.
 func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver, error) {
+	if !dnsOn(s) {
+		return nil, nil
+	}
 	ttl, delay, late := time.Duration(0), msDuration(s.DNSDelayMS), time.Duration(0)
 	if s.DNS == DNSCached {
 		ttl = CachedTTL
@@ -266,8 +270,11 @@ func answer(q *dns.Msg, v4, v6 netip.Addr, ttl time.Duration) *dns.Msg {
 	return m
 }
 
-// close stops the resolver and waits for it.
+// close stops the resolver (if any) and waits for it.
 func (r *resolver) close() {
+	if r == nil {
+		return
+	}
 	close(r.stop)
 	_ = r.srv.Shutdown()
 	<-r.done

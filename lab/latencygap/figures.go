@@ -69,15 +69,13 @@ func pathLabel(s Settings) string {
 
 // rateLabel writes bits per second as 10 Mbit/s.
 func rateLabel(b int64) string {
-	for _, u := range []struct {
-		name string
-		mult int64
-	}{{"Gbit/s", 1e9}, {"Mbit/s", 1e6}, {"kbit/s", 1e3}} {
-		if b >= u.mult {
-			return strconv.FormatFloat(float64(b)/float64(u.mult), 'g', 4, 64) + " " + u.name
+	u := rateUnits[0]
+	for _, u = range rateUnits { // the last, bit/s, when none fits
+		if float64(b) >= u.mult {
+			break
 		}
 	}
-	return strconv.FormatInt(b, 10) + " bit/s"
+	return strconv.FormatFloat(float64(b)/u.mult, 'g', 4, 64) + " " + u.label
 }
 
 // label names a condition on a figure's axis, a line per part.
