@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -27,6 +28,7 @@ type GroupedBars struct {
 	Categories           []string // may hold line breaks
 	Series               []BarSeries
 	ValueLabels          bool      // write each bar's value above it
+	Stacked              bool      // one bar per category, 0.6 wide, the series' parts stacked in order
 	Width, Height        vg.Length // 0: 9 by 5 inches
 }
 
@@ -44,19 +46,28 @@ func (g *GroupedBars) figure() *figure {
 	Grid(p, false, true)
 	p.NominalX(g.Categories...)
 	width := 0.8 / float64(len(g.Series))
+	spread, thickness := width, width*0.9 // between a category's series' bars; each bar's
+	if g.Stacked {
+		spread, thickness = 0, 0.6
+	}
+	top := make([]float64, n) // stacked: where a category's next bar starts
 	hi := 0.0
 	for i, s := range g.Series {
 		pos := make([]float64, n)
 		val := make([]float64, n)
+		base := slices.Clone(top)
 		for j := range n {
-			pos[j] = float64(j) + (float64(i)-float64(len(g.Series)-1)/2)*width
+			pos[j] = float64(j) + (float64(i)-float64(len(g.Series)-1)/2)*spread
 			val[j] = math.NaN()
 			if j < len(s.Values) && !math.IsNaN(s.Values[j]) {
 				val[j] = s.Values[j]
-				hi = math.Max(hi, val[j])
+				if g.Stacked {
+					top[j] += val[j]
+				}
+				hi = math.Max(hi, base[j]+val[j])
 			}
 		}
-		b := NewBars(pos, val, width*0.9, false, ColorAt(i))
+		b := NewStackedBars(pos, base, val, thickness, ColorAt(i))
 		p.Add(b)
 		if g.ValueLabels {
 			p.Add(barLabels(pos, val))

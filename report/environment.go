@@ -65,11 +65,7 @@ func environmentTable(sessions []recorder.Environment) *table {
 		add("net settings in later sessions", changed)
 	}
 	add("arch", e.Arch)
-	cpus := ""
-	if e.CPUs > 0 {
-		cpus = fmt.Sprint(e.CPUs)
-	}
-	add("CPUs", cpus)
+	add("CPUs", positive(e.CPUs))
 	add("Go", e.Go)
 	add("cgroup version", e.CgroupVersion)
 	add("limits", e.Limits)
@@ -126,12 +122,15 @@ var netSettings = []netSetting{
 	{"net.ipv4.tcp_moderate_rcvbuf", "whether the kernel grows a TCP socket's receive buffer (up to tcp_rmem's max) to what the connection needs",
 		func(n *recorder.NetSettings) string { return n.TCPModerateRcvbuf }, showOnOff},
 	{"loopback MTU", "the MTU of the loopback interface lo, bytes",
-		func(n *recorder.NetSettings) string {
-			if n.LoMTU <= 0 {
-				return ""
-			}
-			return strconv.Itoa(n.LoMTU)
-		}, func(v string) string { return v }},
+		func(n *recorder.NetSettings) string { return positive(n.LoMTU) }, func(v string) string { return v }},
+}
+
+// positive writes n, "" (not recorded) unless it is above 0.
+func positive(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // NetSettingCols are a column per row of the environment table's kernel
@@ -228,11 +227,11 @@ func netChanges(sessions []recorder.Environment) string {
 		if s.Net != nil {
 			var diff []string
 			if first == nil || s.Net.Namespace != first.Namespace {
-				diff = append(diff, "network namespace "+orNotRecorded(s.Net.Namespace))
+				diff = append(diff, "network namespace "+cmp.Or(s.Net.Namespace, "not recorded"))
 			}
 			for _, ns := range netSettings {
 				if v := ns.value(s.Net); first == nil || v != ns.value(first) {
-					diff = append(diff, ns.name+" "+orNotRecorded(v))
+					diff = append(diff, ns.name+" "+cmp.Or(v, "not recorded"))
 				}
 			}
 			what = strings.Join(diff, ", ")
@@ -240,11 +239,4 @@ func netChanges(sessions []recorder.Environment) string {
 		parts = append(parts, fmt.Sprintf("session %d, started at %s: %s", i+2, startText(s.StartedAt), what))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func orNotRecorded(v string) string {
-	if v == "" {
-		return "not recorded"
-	}
-	return v
 }

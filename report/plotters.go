@@ -119,22 +119,15 @@ type intervals struct {
 	plotter.XErrors
 }
 
-// newIntervals returns the intervals [lo[i], hi[i]] around the points
-// (mid[i], y[i]).
-func newIntervals(y, mid, lo, hi []float64) intervals {
-	iv := intervals{XYs: make(plotter.XYs, len(y)), XErrors: make(plotter.XErrors, len(y))}
-	for i := range y {
-		iv.XYs[i] = plotter.XY{X: mid[i], Y: y[i]}
-		iv.XErrors[i].Low, iv.XErrors[i].High = mid[i]-lo[i], hi[i]-mid[i]
-	}
-	return iv
-}
-
 // Ranges draws, at each y[i], a point at mid[i] and a line from lo[i] to
 // hi[i] (a median and its range over runs) in colour c: the lines and the
 // points, for the caller to add to its plot and its legend.
 func Ranges(y, mid, lo, hi []float64, c color.Color) (*plotter.XErrorBars, *plotter.Scatter, error) {
-	iv := newIntervals(y, mid, lo, hi)
+	iv := intervals{XYs: make(plotter.XYs, len(y)), XErrors: make(plotter.XErrors, len(y))}
+	for i := range y { // the intervals [lo[i], hi[i]] around the points (mid[i], y[i])
+		iv.XYs[i] = plotter.XY{X: mid[i], Y: y[i]}
+		iv.XErrors[i].Low, iv.XErrors[i].High = mid[i]-lo[i], hi[i]-mid[i]
+	}
 	bars, err := plotter.NewXErrorBars(iv)
 	if err != nil {
 		return nil, nil, err

@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -25,9 +26,9 @@ const MinRate = BitRate(8 * netem.MinRate)
 const MaxRate = BitRate(10_000_000_000)
 
 var rateUnits = []struct {
-	suffix string
-	mult   float64
-}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+	suffix, label string // as tc writes the unit, as a figure does
+	mult          float64
+}{{"gbit", "Gbit/s", 1e9}, {"mbit", "Mbit/s", 1e6}, {"kbit", "kbit/s", 1e3}, {"bit", "bit/s", 1}}
 
 // ParseBitRate reads "10mbit", "64kbit", "1.5gbit" or "8000".
 func ParseBitRate(s string) (BitRate, error) {
@@ -218,29 +219,22 @@ func (c *Config) validateConditions() error {
 	case len(c.Rates) > 0 && c.Rate != 0:
 		return errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
 	}
-	err = checkList("rates", "%s", c.Rates, func(r BitRate) string {
-		if r != 0 && (r < MinRate || r > MaxRate) {
-			return fmt.Sprintf("allowed 0 (no limit) or %s to %s", MinRate, MaxRate)
-		}
-		return ""
-	})
-	if err == nil {
-		err = checkList("tls", "%q", c.TLS, oneOf(TLSModes))
-	}
-	if err == nil {
-		err = checkList("work", "%s", c.Work, func(w Work) string {
+	// The first error in this order (cmp.Or: each check is a pure one).
+	err = cmp.Or(
+		checkList("rates", "%s", c.Rates, func(r BitRate) string {
+			if r != 0 && (r < MinRate || r > MaxRate) {
+				return fmt.Sprintf("allowed 0 (no limit) or %s to %s", MinRate, MaxRate)
+			}
+			return ""
+		}),
+		checkList("tls", "%q", c.TLS, oneOf(TLSModes)),
+		checkList("work", "%s", c.Work, func(w Work) string {
 			if w.D < 0 || w.D > MaxWork {
 				return fmt.Sprintf("allowed 0 to %s", MaxWork)
 			}
 			return ""
-		})
-	}
-	if err == nil {
-		err = c.validateDNS()
-	}
-	if err == nil {
-		err = c.validateLoads()
-	}
+		}),
+		c.validateDNS(), c.validateLoads())
 	if err != nil {
 		return err
 	}

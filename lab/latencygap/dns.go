@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,12 +100,7 @@ func (c *Config) dnsConds() []dnsCond {
 // ipv6 reports whether some condition's resolver answers AAAA, so that
 // the path needs IPv6.
 func (c *Config) ipv6() bool {
-	for _, d := range c.dnsConds() {
-		if d.families != "" && d.families != FamiliesA {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.dnsConds(), func(d dnsCond) bool { return d.families != "" && d.families != FamiliesA })
 }
 
 // ServerName is the name the lab's resolver answers for the server.
@@ -147,10 +143,7 @@ func (c *Config) dnsModes() []string { return orOnly(c.DNS, DNSNone) }
 
 // validateDNS checks the DNS modes and the resolver's delay.
 func (c *Config) validateDNS() error {
-	if err := checkList("dns", "%q", c.DNS, oneOf(DNSModes)); err != nil {
-		return err
-	}
-	if err := checkList("dns_families", "%q", c.DNSFamilies, oneOf(DNSFamilyModes)); err != nil {
+	if err := cmp.Or(checkList("dns", "%q", c.DNS, oneOf(DNSModes)), checkList("dns_families", "%q", c.DNSFamilies, oneOf(DNSFamilyModes))); err != nil {
 		return err
 	}
 	if len(c.DNSFamilies) > 0 && !c.looksUp() {
@@ -177,12 +170,7 @@ func (c *Config) validateDNS() error {
 
 // looksUp reports whether some condition resolves the server's name.
 func (c *Config) looksUp() bool {
-	for _, m := range c.DNS {
-		if m != DNSNone {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(c.DNS, func(m string) bool { return m != DNSNone })
 }
 
 // resolver is the lab's DNS server, in the server namespace at the
@@ -199,8 +187,12 @@ type resolver struct {
 // and, by its family mode, an AAAA one (the server's IPv6 address, or
 // the path's silent one) or an empty answer, with TTL 0 (cold) or
 // CachedTTL (cached), each answer after its DNS delay (AAAA with
-// aaaa-late after its AAAA delay more). Other names are NXDOMAIN.
+// aaaa-late after its AAAA delay more). Other names are NXDOMAIN. Nil,
+// and no error, when s does not look the server up.
 func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver, error) {
+	if !dnsOn(s) {
+		return nil, nil
+	}
 	ttl, delay, late := time.Duration(0), msDuration(s.DNSDelayMS), time.Duration(0)
 	if s.DNS == DNSCached {
 		ttl = CachedTTL
@@ -278,8 +270,11 @@ func answer(q *dns.Msg, v4, v6 netip.Addr, ttl time.Duration) *dns.Msg {
 	return m
 }
 
-// close stops the resolver and waits for it.
+// close stops the resolver (if any) and waits for it.
 func (r *resolver) close() {
+	if r == nil {
+		return
+	}
 	close(r.stop)
 	_ = r.srv.Shutdown()
 	<-r.done

@@ -69,15 +69,13 @@ func pathLabel(s Settings) string {
 
 // rateLabel writes bits per second as 10 Mbit/s.
 func rateLabel(b int64) string {
-	for _, u := range []struct {
-		name string
-		mult int64
-	}{{"Gbit/s", 1e9}, {"Mbit/s", 1e6}, {"kbit/s", 1e3}} {
-		if b >= u.mult {
-			return strconv.FormatFloat(float64(b)/float64(u.mult), 'g', 4, 64) + " " + u.name
+	u := rateUnits[0]
+	for _, u = range rateUnits { // the last, bit/s, when none fits
+		if float64(b) >= u.mult {
+			break
 		}
 	}
-	return strconv.FormatInt(b, 10) + " bit/s"
+	return strconv.FormatFloat(float64(b)/u.mult, 'g', 4, 64) + " " + u.label
 }
 
 // label names a condition on a figure's axis, a line per part.
@@ -111,10 +109,12 @@ type conditionKey struct {
 	Settings
 }
 
-// phase is one part of a new connection's time.
-type phase struct {
+// phase is one part of a request's time (of a T row), NaN when the row
+// has none: a new connection's (phases) or a load's request's
+// (waterfallPhases).
+type phase[T any] struct {
 	name string
-	get  func(Request) (float64, bool)
+	get  func(*T) float64
 }
 
 // phases split a new-connection request's total time: the lookup of the
@@ -123,18 +123,12 @@ type phase struct {
 // handshake, the request until the response's first byte (one round
 // trip and the server's time) and the rest of the body (the slow-start
 // rounds of a larger response).
-var phases = []phase{
-	{"DNS lookup", func(r Request) (float64, bool) { return lookupMS(r), true }},
-	{"TCP connect", func(r Request) (float64, bool) { return r.ConnectMS, !math.IsNaN(r.ConnectMS) }},
-	{"TLS handshake", func(r Request) (float64, bool) { return or0(r.HandshakeMS), true }},
-	{"request to first byte", func(r Request) (float64, bool) {
-		v := r.TTFBMS - lookupMS(r) - r.ConnectMS - or0(r.HandshakeMS)
-		return v, !math.IsNaN(v)
-	}},
-	{"rest of the body", func(r Request) (float64, bool) {
-		v := r.TotalMS - r.TTFBMS
-		return v, !math.IsNaN(v)
-	}},
+var phases = []phase[Request]{
+	{"DNS lookup", func(r *Request) float64 { return lookupMS(*r) }},
+	{"TCP connect", func(r *Request) float64 { return r.ConnectMS }},
+	{"TLS handshake", func(r *Request) float64 { return or0(r.HandshakeMS) }},
+	{"request to first byte", func(r *Request) float64 { return r.TTFBMS - lookupMS(*r) - r.ConnectMS - or0(r.HandshakeMS) }},
+	{"rest of the body", func(r *Request) float64 { return r.TotalMS - r.TTFBMS }},
 }
 
 // lookupMS is what r's dial spent resolving the name, 0 when none.
@@ -149,11 +143,8 @@ func or0(m recorder.Maybe) float64 {
 }
 
 // phasesFigure stacks, per condition, the medians of each phase of its
-// ok new-connection requests; nil when none has a phase.
-func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
-	if len(rows) == 0 || len(reqs) == 0 {
-		return nil
-	}
+// ok new-connection requests; no bar when none has a phase.
+func phasesFigure(rows []Row, reqs []Request) *report.GroupedBars {
 	byKey := map[conditionKey][]Request{}
 	for _, r := range reqs {
 		if r.Mode == ModeNew && r.NewConn && okRequest(r) {
@@ -161,16 +152,11 @@ func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
 			byKey[k] = append(byKey[k], r)
 		}
 	}
-	d := report.NewDrawing("latency-gap-phases", "Where a new connection's time goes, per condition", 8*vg.Inch, 4.8*vg.Inch)
-	p := report.NewPlot(d.Title(), "condition", "time (ms, median per phase)")
-	report.Grid(p, false, true)
 	names := make([]string, len(rows))
-	base := make([]float64, len(rows))
-	vals := make([][]float64, len(phases))
-	for i := range vals {
-		vals[i] = make([]float64, len(rows))
+	series := make([]report.BarSeries, len(phases))
+	for i, ph := range phases {
+		series[i] = report.BarSeries{Name: ph.name, Values: make([]float64, len(rows))}
 	}
-	any := false
 	for j, r := range rows {
 		g := r.Gap
 		names[j] = label(g.SizeBytes, g.ConfiguredRTTMS, g.Settings)
@@ -178,54 +164,24 @@ func phasesFigure(rows []Row, reqs []Request) *report.Drawing {
 		for i, ph := range phases {
 			var xs []float64
 			for _, r := range rs {
-				if v, ok := ph.get(r); ok {
+				if v := ph.get(&r); !math.IsNaN(v) {
 					xs = append(xs, math.Max(v, 0))
 				}
 			}
-			vals[i][j] = math.NaN()
+			series[i].Values[j] = math.NaN()
 			if len(xs) > 0 {
-				vals[i][j] = recorder.Median(xs)
-				any = true
+				series[i].Values[j] = recorder.Median(xs)
 			}
 		}
 	}
-	if !any {
-		return nil
-	}
-	p.NominalX(names...)
-	hi := 0.0
-	for i, ph := range phases {
-		starts := slices.Clone(base)
-		for j, v := range vals[i] {
-			if !math.IsNaN(v) {
-				base[j] += v
-				hi = math.Max(hi, base[j])
-			}
-		}
-		b := report.NewStackedBars(positions(len(rows)), starts, vals[i], 0.6, report.ColorAt(i))
-		p.Add(b)
-		p.Legend.Add(ph.name, b)
-		d.AddSeries(ph.name, b.Drawn())
-	}
-	p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
-	p.Y.Min, p.Y.Max = 0, hi*1.35
-	p.Legend.Left = true
-	d.AddPanel(p)
-	d.SetCaption("Each bar stacks the medians, over the condition's ok new-connection requests (" + requestFile +
-		"), of the lookup of the server's name (DNS: 0 without, or when the client's cache answered), the TCP handshake (connect, " +
-		"a happy-eyeballs fallback's wait included), the TLS handshake, the request until the first response byte (a round trip plus the " +
-		"server's time) and the rest of the body (the slow-start rounds of a larger response, and losses). A sum of medians, so it can " +
-		"differ a little from the median total in the table.")
-	return d
-}
-
-// positions returns 0, 1, ..., n-1 as positions.
-func positions(n int) []float64 {
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = float64(i)
-	}
-	return out
+	return &report.GroupedBars{Name: "latency-gap-phases", Title: "Where a new connection's time goes, per condition",
+		XLabel: "condition", YLabel: "time (ms, median per phase)", Categories: names, Series: series, Stacked: true,
+		Width: 8 * vg.Inch, Height: 4.8 * vg.Inch,
+		Caption: "Each bar stacks the medians, over the condition's ok new-connection requests (" + requestFile +
+			"), of the lookup of the server's name (DNS: 0 without, or when the client's cache answered), the TCP handshake (connect, " +
+			"a happy-eyeballs fallback's wait included), the TLS handshake, the request until the first response byte (a round trip plus the " +
+			"server's time) and the rest of the body (the slow-start rounds of a larger response, and losses). A sum of medians, so it can " +
+			"differ a little from the median total in the table."}
 }
 
 // blindByWorkFigure draws the server's blind share against its

@@ -232,13 +232,8 @@ func (c *Config) Validate() error {
 	if len(c.Sizes) == 0 {
 		return errors.New("sizes: none given")
 	}
-	for i, s := range c.Sizes {
-		if s < 0 || s > 64<<20 {
-			return fmt.Errorf("sizes[%d] %d: allowed 0 to %d bytes", i, s, 64<<20)
-		}
-		if slices.Index(c.Sizes, s) != i {
-			return fmt.Errorf("sizes[%d] %d: given twice", i, s)
-		}
+	if err := checkList("sizes", "%d", c.Sizes, upTo(lab.Size(64<<20), fmt.Sprintf("%d bytes", 64<<20))); err != nil {
+		return err
 	}
 	switch {
 	case c.Runs < 1 || c.Runs > 10000:

@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -154,15 +155,10 @@ func (c *Config) loads() []loadCond {
 
 // validateLoads checks the redirect and page conditions.
 func (c *Config) validateLoads() error {
-	err := checkList("redirects", "%d", c.Redirects, upTo(MaxRedirects, fmt.Sprintf("%d hops", MaxRedirects)))
-	if err == nil {
-		err = checkList("redirect_origins", "%q", c.RedirectOrigins, oneOf(RedirectOrigins))
-	}
-	if err == nil {
-		err = checkList("pages", "%d", c.Pages, upTo(MaxPageResources, fmt.Sprintf("%d sub-resources", MaxPageResources)))
-	}
-	if err == nil {
-		err = checkList("page_protocols", "%q", c.PageProtocols, func(p string) string {
+	err := cmp.Or(checkList("redirects", "%d", c.Redirects, upTo(MaxRedirects, fmt.Sprintf("%d hops", MaxRedirects))),
+		checkList("redirect_origins", "%q", c.RedirectOrigins, oneOf(RedirectOrigins)),
+		checkList("pages", "%d", c.Pages, upTo(MaxPageResources, fmt.Sprintf("%d sub-resources", MaxPageResources))),
+		checkList("page_protocols", "%q", c.PageProtocols, func(p string) string {
 			if why := oneOf(PageProtocols)(p); why != "" {
 				return why
 			}
@@ -170,8 +166,7 @@ func (c *Config) validateLoads() error {
 				return "with tls none: browsers speak HTTP/2 over TLS only (ALPN h2); give tls 1.2, 1.3 or 1.3-resume alone"
 			}
 			return ""
-		})
-	}
+		}))
 	switch {
 	case err != nil:
 		return err
@@ -204,7 +199,7 @@ func checkList[T comparable](field, verb string, xs []T, bad func(T) string) err
 
 // upTo is checkList's bad for a value that must be from 0 to hi, which
 // hiText writes.
-func upTo[T int | float64](hi T, hiText string) func(T) string {
+func upTo[T ~int | ~int64 | float64](hi T, hiText string) func(T) string {
 	return func(v T) string {
 		if !(v >= 0 && v <= hi) { // NaN too
 			return "allowed 0 to " + hiText

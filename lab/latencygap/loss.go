@@ -84,16 +84,12 @@ func lossBounds(askedPct float64, n int64) (lo, hi float64) {
 		}
 		return in
 	}
-	lo, hi = p, p
+	lo, hi = 0, 1
 	if bernoulliKL(0, p) > limit {
 		lo = edge(p, 0)
-	} else {
-		lo = 0
 	}
 	if bernoulliKL(1, p) > limit {
 		hi = edge(p, 1)
-	} else {
-		hi = 1
 	}
 	return 100 * lo, 100 * hi
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -43,28 +44,14 @@ func (r *Result) AllFailed() bool {
 	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
 		return true
 	}
-	for _, row := range r.Rows {
-		if row.Gap.Runs > 0 {
-			return false
-		}
-	}
-	return len(r.Rows) > 0
+	return len(r.Rows) > 0 && !slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Gap.Runs > 0 })
 }
 
 // Valid reports whether every condition's path delayed faithfully, the
 // load conditions' too.
 func (r *Result) Valid() bool {
-	for _, row := range r.Rows {
-		if !row.Path.Valid {
-			return false
-		}
-	}
-	for _, p := range r.Pages {
-		if !p.Valid {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(r.Rows, func(row Row) bool { return !row.Path.Valid }) &&
+		!slices.ContainsFunc(r.Pages, func(p Page) bool { return !p.Valid })
 }
 
 // tries is how often a condition whose path was not faithful (its delay
@@ -339,16 +326,16 @@ func finish(ctx context.Context, run RunRow, werr error) (RunRow, error) {
 // line is a finished run's progress line.
 func (s *session) line(r RunRow) string {
 	line := r.Status
-	if ps, ok := s.pages[r.RunID]; ok {
+	ps, page := s.pages[r.RunID]
+	row, gap := s.rows[r.RunID]
+	switch {
+	case page:
 		line = pageLine(ps)
-		if r.Status != recorder.RunOK {
-			line += "  [" + r.Status + "]"
-		}
-	} else if row, ok := s.rows[r.RunID]; ok {
+	case gap:
 		line = rowLine(row)
-		if r.Status != recorder.RunOK {
-			line += "  [" + r.Status + "]"
-		}
+	}
+	if (page || gap) && r.Status != recorder.RunOK {
+		line += "  [" + r.Status + "]"
 	}
 	if r.Reason != "" {
 		line += ": " + r.Reason

@@ -300,17 +300,8 @@ func preferred(addrs []netip.Addr) []netip.Addr {
 	for _, a := range addrs {
 		out = append(out, a.Unmap())
 	}
-	slices.SortStableFunc(out, func(a, b netip.Addr) int {
-		return cmp.Compare(boolInt(a.Is4()), boolInt(b.Is4()))
-	})
+	slices.SortStableFunc(out, func(a, b netip.Addr) int { return cmp.Compare(b.BitLen(), a.BitLen()) }) // 128 bits before 32
 	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // msDuration is ms milliseconds.

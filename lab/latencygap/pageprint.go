@@ -72,14 +72,8 @@ func loadLabel(k LoadKey) string {
 	return fmt.Sprintf("page %d, %s", k.Resources, k.Protocol)
 }
 
-// waterfallPhase is one part of a request's bar in the waterfall, from
-// its row.
-type waterfallPhase struct {
-	name string
-	get  func(f *Fetch) float64
-}
-
-var waterfallPhases = []waterfallPhase{
+// waterfallPhases are the parts of a request's bar in the waterfall.
+var waterfallPhases = []phase[Fetch]{
 	{"waiting for a connection", func(f *Fetch) float64 { return orZero(f.WaitMS) }},
 	{"DNS lookup", func(f *Fetch) float64 { return orZero(f.DNSMS) }},
 	{"TCP connect", func(f *Fetch) float64 { return orZero(f.ConnectMS) }},
@@ -105,15 +99,9 @@ const maxWaterfallRows = 60
 func waterfallLoad(pages []Page, fetches []Fetch) []Fetch {
 	var key *LoadKey
 	for i := range pages {
-		if pages[i].Kind == KindPage && pages[i].Mode == ModeKeepAlive && pages[i].Loads > 0 {
-			key = &pages[i].LoadKey
-			break
-		}
-	}
-	if key == nil {
-		for i := range pages {
-			if pages[i].Loads > 0 {
-				key = &pages[i].LoadKey
+		p := &pages[i]
+		if first := p.Kind == KindPage && p.Mode == ModeKeepAlive; p.Loads > 0 && (key == nil || first) {
+			if key = &p.LoadKey; first {
 				break
 			}
 		}
@@ -122,33 +110,22 @@ func waterfallLoad(pages []Page, fetches []Fetch) []Fetch {
 		return nil
 	}
 	byLoad := map[int][]Fetch{}
-	failed := map[int]bool{}
 	for _, f := range fetches {
 		if f.LoadKey == *key {
 			byLoad[f.Load] = append(byLoad[f.Load], f)
-			failed[f.Load] = failed[f.Load] || f.Error != ""
 		}
 	}
-	type end struct {
-		load int
-		ms   float64
-	}
-	var ends []end
+	var ok []Load // their times and errors as gap-page-loads.csv has them
 	for l, fs := range byLoad {
-		if failed[l] {
-			continue
+		if ld := summarizeLoad(*key, l, Settings{}, 0, fs, nil); ld.Error == "" {
+			ok = append(ok, ld)
 		}
-		e := end{load: l}
-		for _, f := range fs {
-			e.ms = max(e.ms, f.EndMS)
-		}
-		ends = append(ends, e)
 	}
-	if len(ends) == 0 {
+	if len(ok) == 0 {
 		return nil
 	}
-	slices.SortFunc(ends, func(a, b end) int { return cmp.Or(cmp.Compare(a.ms, b.ms), a.load-b.load) })
-	fs := byLoad[ends[(len(ends)-1)/2].load]
+	slices.SortFunc(ok, func(a, b Load) int { return cmp.Or(cmp.Compare(a.LoadMS, b.LoadMS), a.Load-b.Load) })
+	fs := byLoad[ok[(len(ok)-1)/2].Load]
 	slices.SortFunc(fs, func(a, b Fetch) int { return a.Hop - b.Hop })
 	return fs[:min(len(fs), maxWaterfallRows)]
 }
@@ -210,14 +187,8 @@ func waterfallFigure(pages []Page, fetches []Fetch) *report.Drawing {
 
 // serverSum writes the sum of a load's server timings.
 func serverSum(fs []Fetch) string {
-	sum, any := 0.0, false
-	for i := range fs {
-		if st := fs[i].serverTime(); st.Valid {
-			sum, any = sum+st.Value, true
-		}
+	if sum := summarizeLoad(LoadKey{}, 0, Settings{}, 0, fs, nil).ServerSumMS; sum.Valid {
+		return fmt.Sprintf("%.2f ms", sum.Value)
 	}
-	if !any {
-		return "nothing (none reported)"
-	}
-	return fmt.Sprintf("%.2f ms", sum)
+	return "nothing (none reported)"
 }

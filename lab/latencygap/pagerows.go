@@ -1,6 +1,8 @@
 package latencygap
 
 import (
+	"errors"
+
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -156,7 +158,7 @@ func summarizeLoad(k LoadKey, seq int, s Settings, bound float64, fetches []Fetc
 			sum, hi, servers = sum+st.Value, max(hi, st.Value), servers+1
 		}
 		if err == nil && f.Error != "" {
-			err = errorString(f.Error)
+			err = errors.New(f.Error)
 		}
 	}
 	if servers > 0 {
@@ -171,10 +173,6 @@ func summarizeLoad(k LoadKey, seq int, s Settings, bound float64, fetches []Fetc
 	return l
 }
 
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
 // SummarizeLoads computes a load condition's gap-pages.csv row in one
 // mode from its loads (the key's mode): medians over the ok ones.
 func SummarizeLoads(k LoadKey, s Settings, bound float64, loads []Load) Page {
@@ -185,12 +183,8 @@ func SummarizeLoads(k LoadKey, s Settings, bound float64, loads []Load) Page {
 			continue
 		}
 		ms, conns = append(ms, l.LoadMS), append(conns, float64(l.Connections))
-		if l.ServerSumMS.Valid {
-			sum, hi = append(sum, l.ServerSumMS.Value), append(hi, l.ServerMaxMS.Value)
-		}
-		if l.VisiblePct.Valid {
-			vis, visMax = append(vis, l.VisiblePct.Value), append(visMax, l.VisibleMaxPct.Value)
-		}
+		sum, hi = recorder.AppendValid(sum, l.ServerSumMS), recorder.AppendValid(hi, l.ServerMaxMS)
+		vis, visMax = recorder.AppendValid(vis, l.VisiblePct), recorder.AppendValid(visMax, l.VisibleMaxPct)
 	}
 	p.Loads = len(ms)
 	p.LoadMS, p.ServerSumMS, p.ServerMaxMS = medianOf(ms), medianOf(sum), medianOf(hi)

@@ -8,18 +8,12 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
 )
-
-// baseID is a run id without the run loop's retry suffix (ID.tryN).
-func baseID(id string) string { return tryRE.ReplaceAllString(id, "") }
-
-var tryRE = regexp.MustCompile(`\.try[0-9]+$`)
 
 // originBase is the scheme://host:port of origin k (0: the server's):
 // its IP, or its lab name with DNS.
@@ -104,15 +98,12 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 		return run, err
 	}
 	names := dnsOn(sp.settings)
-	var res *resolver
-	if names {
-		var err error
-		if res, err = startResolver(ctx, s.path, sp.settings); err != nil {
-			run.Status, run.Reason = recorder.RunFailed, err.Error()
-			return run, err
-		}
-		defer res.close()
+	res, err := startResolver(ctx, s.path, sp.settings)
+	if err != nil {
+		run.Status, run.Reason = recorder.RunFailed, err.Error()
+		return run, err
 	}
+	defer res.close()
 	ports := map[string]int{s.server.port: 1}
 	for i, o := range s.origins {
 		ports[o.port] = i + 2

@@ -151,9 +151,7 @@ var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, e
 	if err != nil {
 		return nil, err
 	}
-	if d := phasesFigure(rows, reqs); d != nil {
-		p.AddDrawing(d)
-	} else if !present {
+	if !p.AddBars(phasesFigure(rows, reqs)) && !present {
 		p.Skip("New-connection phases left out: no %s.", requestFile)
 	}
 	if d := blindByWorkFigure(rows); d != nil {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -22,7 +23,7 @@ func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
 		if r.Status != recorder.RunOK && !interrupted {
 			continue
 		}
-		if s.loads[baseID(r.RunID)] {
+		if s.loads[lab.ConditionOf(r.RunID)] { // its spec's id: no .repN, maybe .tryN
 			ps, err := runResult(s.env.Out, r.RunID, s.pages, &diskPages, readPages, pageFile)
 			if err != nil {
 				return rows, pages, err

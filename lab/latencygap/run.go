@@ -83,20 +83,17 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, path *netem.Path, co
 	t0 := time.Now()
 	runID := cond.id
 	var reqs []Request
-	var res *resolver
-	if dnsOn(cond.settings) {
-		var err error
-		if res, err = startResolver(ctx, path, cond.settings); err != nil {
-			env.Logf("path %s: %v", path.Name, err)
-			for _, mode := range []string{ModeKeepAlive, ModeNew} {
-				for seq := range c.Reps * c.Runs {
-					reqs = append(reqs, requestRow(loadgen.Result{Err: err}, t0, cond, configured, string(path.Method), mode, seq, nil))
-				}
+	res, err := startResolver(ctx, path, cond.settings)
+	if err != nil {
+		env.Logf("path %s: %v", path.Name, err)
+		for _, mode := range []string{ModeKeepAlive, ModeNew} {
+			for seq := range c.Reps * c.Runs {
+				reqs = append(reqs, requestRow(loadgen.Result{Err: err}, t0, cond, configured, string(path.Method), mode, seq, nil))
 			}
-			return reqs
 		}
-		defer res.close()
+		return reqs
 	}
+	defer res.close()
 	for _, mode := range []string{ModeKeepAlive, ModeNew} {
 		clientTLS := modeTLS(cond.tls)
 		dial := path.DialContext
