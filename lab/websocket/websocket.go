@@ -159,11 +159,7 @@ func (c *Config) Validate() error {
 
 func (cond Condition) validate() error {
 	if !slices.Contains(Routes, cond.Route) {
-		names := make([]string, len(Routes))
-		for i, r := range Routes {
-			names[i] = string(r)
-		}
-		return fmt.Errorf("route %q: allowed %s (a tunnel does not depend on the proxy's buffering)", cond.Route, strings.Join(names, ", "))
+		return fmt.Errorf("route %q: allowed %s (a tunnel does not depend on the proxy's buffering)", cond.Route, stack.RouteList(Routes))
 	}
 	if cond.Server != stack.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
