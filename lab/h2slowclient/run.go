@@ -91,7 +91,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return lab.Failed(ctx, run, err), nil
 	}
 	defer fr.Close()
-	conns, err := c.dial(ctx, fr.Running, run.Conns+btoi(spec.Fast == FastSeparate), spec.ConnWindow, spec.Protocol)
+	n := run.Conns // and /fast's own connection when separate
+	if spec.Fast == FastSeparate {
+		n++
+	}
+	conns, err := c.dial(ctx, fr.Running, n, spec.ConnWindow, spec.Protocol)
 	defer func() {
 		for _, cn := range conns {
 			cn.Close()
@@ -110,13 +114,6 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
 		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // streamConn is a connection to the proxy whose streams a run reads:

@@ -132,8 +132,7 @@ func (c *Config) consume(ctx context.Context, dial loadgen.WSDial) (loadgen.WSRe
 func sessionRow(run RunRow, client int, t0 time.Time, r loadgen.WSResult) Session {
 	row := Session{ClientKey: lab.ClientKey{RunKey: run.RunKey, Client: client},
 		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs,
-		Messages: r.Messages, Bytes: r.Bytes}
-	row.Status = r.Status
+		Status: r.Status, Messages: r.Messages, Bytes: r.Bytes}
 	if r.Status == 101 {
 		row.HandshakeMS = recorder.Some(float64(r.Handshake.Microseconds()) / 1e3)
 	}
