@@ -135,7 +135,9 @@ func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWi
 	for range n {
 		var cn streamConn
 		var err error
+		name := "HTTP/2" // how the error names the protocol
 		if protocol == ProtocolH3 {
+			name = "HTTP/3"
 			cn, err = loadgen.DialH3(ctx, loadgen.H3Options{Addr: running.ProxyAddr(), TLS: running.ClientTLS(), StreamWindow: uint64(c.Slow.StreamWindow),
 				ConnWindow: uint64(connWindow), Timeout: timeout, AllowRemote: running.AllowRemote()})
 		} else {
@@ -143,19 +145,11 @@ func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWi
 				ConnWindow: uint32(connWindow), Timeout: timeout, AllowRemote: running.AllowRemote()})
 		}
 		if err != nil {
-			return conns, fmt.Errorf("%s connection to the proxy: %w", protocolName(protocol), err)
+			return conns, fmt.Errorf("%s connection to the proxy: %w", name, err)
 		}
 		conns = append(conns, cn)
 	}
 	return conns, nil
-}
-
-// protocolName is how the errors name a condition's protocol.
-func protocolName(protocol string) string {
-	if protocol == ProtocolH3 {
-		return "HTTP/3"
-	}
-	return "HTTP/2"
 }
 
 // loaded is what a run's load measured.
