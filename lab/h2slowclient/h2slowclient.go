@@ -149,16 +149,9 @@ var cleartext = []stack.Route{stack.RouteH2BufferingOff, stack.RouteH2BufferingO
 func defaults(conds []Condition) {
 	for i := range conds {
 		c := &conds[i]
-		c.Conns, c.Fast, c.Read = cmpOr(c.Conns, ConnsOne), cmpOr(c.Fast, FastSeparate), cmpOr(c.Read, ReadPaced)
-		c.Protocol = cmpOr(c.Protocol, ProtocolH2)
+		c.Conns, c.Fast, c.Read = cmp.Or(c.Conns, ConnsOne), cmp.Or(c.Fast, FastSeparate), cmp.Or(c.Read, ReadPaced)
+		c.Protocol = cmp.Or(c.Protocol, ProtocolH2)
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Reduce implements lab.Reducer: --quick runs, once each on sync-2, 2
@@ -223,12 +216,7 @@ func (cond Condition) validate() error {
 		return fmt.Errorf("protocol %q: allowed h2 (HTTP/2) or h3 (HTTP/3 over QUIC, on a TLS route)", cond.Protocol)
 	}
 	if cond.Protocol == ProtocolH3 && !cond.Route.TLS() {
-		var tlsRoutes []stack.Route
-		for _, r := range stack.HTTP2Routes() {
-			if r.TLS() {
-				tlsRoutes = append(tlsRoutes, r)
-			}
-		}
+		tlsRoutes := slices.DeleteFunc(stack.HTTP2Routes(), func(r stack.Route) bool { return !r.TLS() })
 		return fmt.Errorf("protocol h3 on route %q: HTTP/3 is QUIC, always TLS: allowed on %s", cond.Route, stack.RouteList(tlsRoutes))
 	}
 	if _, err := stack.ParseServer(cond.Server); err != nil {

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/recorder"
 )
 
 // init registers the experiment: its flags and scenario (New), its
@@ -12,15 +11,11 @@ import (
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 12, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) },
-		Report: Section, Files: resultsFiles, Smoke: smoke,
+		Report: Section, Files: lab.ResultsFiles[Stream, RunRow](), Smoke: smoke,
 		Summary:  "slow readers over HTTP/2 through the proxy: the workers one connection's streams hold, /fast on their connection, a stalled stream's end",
 		Shared:   lab.SharedAll,
 		External: "starts its own stack (its routes put an HTTP/2 proxy in front of the app)"})
 }
-
-// resultsFiles are the files each session writes (lab.Experiment.Files).
-var resultsFiles = []string{streamFile, runFile,
-	recorder.FileName[recorder.Request](), recorder.FileName[recorder.ResourceSample]()}
 
 // smoke implements lab.Experiment.Smoke: one repetition of the first
 // condition beside /fast for 1 s.

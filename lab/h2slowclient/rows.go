@@ -111,15 +111,20 @@ func SummarizeRun(run RunRow, reqs []recorder.Request, streams []Stream) RunRow 
 	return run
 }
 
+// condKey is a condition's columns: its runs' group (Summarize).
+type condKey struct {
+	Route, Protocol string
+	Server          string
+	Streams, Conns  int
+	FastConn, Read  string
+	ConnWindow      int64
+}
+
 // Summary is one condition of h2-slow-client over its ok runs: the
 // printed table's row. Stream outcomes are summed; AppHeldMax and the
 // proxy's peaks are the largest; /fast percentiles the runs' medians.
 type Summary struct {
-	Route, Protocol     string
-	Server              string
-	Streams, Conns      int
-	FastConn, Read      string
-	ConnWindow          int64
+	condKey
 	Runs, Excluded      int
 	Complete, Cut       int
 	Reset, Failed       int
@@ -135,21 +140,12 @@ type Summary struct {
 // server, streams, conns, fast_conn, read, conn_window), in order of
 // first appearance; runs that did not end ok count only in Excluded.
 func Summarize(runs []RunRow) []Summary {
-	type key struct {
-		route, proto   string
-		server         string
-		streams, conns int
-		fastConn, read string
-		connWindow     int64
+	key := func(r RunRow) condKey {
+		return condKey{r.Route, r.Protocol, r.Server, r.Clients, r.Conns, r.FastConn, r.Read, r.ConnWindow}
 	}
 	var rows []Summary
-	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key {
-		return key{r.Route, r.Protocol, r.Server, r.Clients, r.Conns, r.FastConn, r.Read, r.ConnWindow}
-	}) {
-		first := g.All[0]
-		row := Summary{Route: first.Route, Protocol: first.Protocol, Server: first.Server, Streams: first.Clients, Conns: first.Conns,
-			FastConn: first.FastConn, Read: first.Read, ConnWindow: first.ConnWindow, Runs: len(g.OK), Excluded: g.Excluded(),
-			FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
+	for _, g := range recorder.GroupRuns(runs, key) {
+		row := Summary{condKey: key(g.All[0]), Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var held, mem, temp, resetAfter []float64
 		for _, r := range g.OK {
 			row.Complete += r.Complete

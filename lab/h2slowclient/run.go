@@ -91,7 +91,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return lab.Failed(ctx, run, err), nil
 	}
 	defer fr.Close()
-	conns, err := c.dial(ctx, fr.Running, run.Conns+btoi(spec.Fast == FastSeparate), spec.ConnWindow, spec.Protocol)
+	n := run.Conns // and /fast's own connection when separate
+	if spec.Fast == FastSeparate {
+		n++
+	}
+	conns, err := c.dial(ctx, fr.Running, n, spec.ConnWindow, spec.Protocol)
 	defer func() {
 		for _, cn := range conns {
 			cn.Close()
@@ -110,13 +114,6 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
 		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // streamConn is a connection to the proxy whose streams a run reads:
@@ -138,7 +135,9 @@ func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWi
 	for range n {
 		var cn streamConn
 		var err error
+		name := "HTTP/2" // how the error names the protocol
 		if protocol == ProtocolH3 {
+			name = "HTTP/3"
 			cn, err = loadgen.DialH3(ctx, loadgen.H3Options{Addr: running.ProxyAddr(), TLS: running.ClientTLS(), StreamWindow: uint64(c.Slow.StreamWindow),
 				ConnWindow: uint64(connWindow), Timeout: timeout, AllowRemote: running.AllowRemote()})
 		} else {
@@ -146,19 +145,11 @@ func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWi
 				ConnWindow: uint32(connWindow), Timeout: timeout, AllowRemote: running.AllowRemote()})
 		}
 		if err != nil {
-			return conns, fmt.Errorf("%s connection to the proxy: %w", protocolName(protocol), err)
+			return conns, fmt.Errorf("%s connection to the proxy: %w", name, err)
 		}
 		conns = append(conns, cn)
 	}
 	return conns, nil
-}
-
-// protocolName is how the errors name a condition's protocol.
-func protocolName(protocol string) string {
-	if protocol == ProtocolH3 {
-		return "HTTP/3"
-	}
-	return "HTTP/2"
 }
 
 // loaded is what a run's load measured.

@@ -126,10 +126,8 @@ func SummarizeRun(run RunRow, conns []Conn, fast []recorder.Request) RunRow {
 			run.Responded++
 		}
 	}
-	if len(closed) > 0 {
-		run.ServerClosedP50S = recorder.Some(recorder.Median(closed))
-		run.ServerClosedMaxS = recorder.Some(recorder.NearestRank(closed, 100))
-	}
+	run.ServerClosedP50S = recorder.Some(recorder.Median(closed))
+	run.ServerClosedMaxS = recorder.Some(recorder.NearestRank(closed, 100))
 	var lat []float64
 	for _, r := range fast {
 		if math.IsNaN(r.StartS) {

@@ -88,43 +88,38 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
 		run.HeaderTimeoutS = recorder.Some(time.Duration(c.HeaderTimeout).Seconds())
 	}
-	fail := func(reason string) (RunRow, error) {
-		lab.Fail(ctx, lab.VerdictOf(&run), reason)
-		return run, nil
-	}
 	srv, err := stack.ParseServer(cond.Server)
 	if err != nil {
-		return fail(err.Error())
+		return lab.Failed(ctx, run, err), nil
 	}
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: cond.Route, Server: srv,
 		AppTimeout: time.Duration(c.AppTimeout), ClientHeaderTimeout: time.Duration(c.HeaderTimeout)}, false)
 	if err != nil {
-		return fail(err.Error())
+		return lab.Failed(ctx, run, err), nil
 	}
 	defer fr.Close()
 	fastURL := fr.Running.Target(stack.TargetFast, c.Fast.Path)
 	u, err := url.Parse(fastURL)
 	if err != nil {
-		return fail(fmt.Sprintf("target %q: %v", fastURL, err))
+		return lab.Failed(ctx, run, fmt.Errorf("target %q: %v", fastURL, err)), nil
 	}
-	t0 := time.Now()
-	fr.Start(t0, f.Resources)
-	conns, reqs, writeErr := c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
-	rs, sampErr := fr.Sampled(time.Now())
+	l, rs, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) lab.Clients[Conn] {
+		return c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
+	})
 	run.AppMemMiB, run.AppRSSMiB = lab.MiB(rs.App.MemoryPeakBytes), lab.MiB(rs.App.RSSPeakBytes)
 	run.ProxyMemMiB, run.ProxyRSSMiB = lab.MiB(rs.Proxy.MemoryPeakBytes), lab.MiB(rs.Proxy.RSSPeakBytes)
 	fds := func(s recorder.ResourceSample) recorder.Maybe { return s.OpenFDs }
 	est := func(s recorder.ResourceSample) recorder.Maybe { return s.Established }
 	run.AppFDs, run.AppEstablished = recorder.PeakOf(rs.Samples, "app", fds), recorder.PeakOf(rs.Samples, "app", est)
 	run.ProxyFDs, run.ProxyEstablished = recorder.PeakOf(rs.Samples, "proxy", fds), recorder.PeakOf(rs.Samples, "proxy", est)
-	run = SummarizeRun(run, conns, reqs)
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(writeErr, sampErr))
+	run = SummarizeRun(run, l.Rows, l.Reqs)
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr))
 }
 
 // load holds cond's connections to addr and, once every one was tried,
 // runs /fast open loop; it returns once the holders are done (each within
 // its bound), with the rows it wrote.
-func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *files) ([]Conn, []recorder.Request, error) {
+func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *files) lab.Clients[Conn] {
 	tried := make(chan struct{})
 	h := loadgen.IdleHolders{Addr: addr, Mode: cond.Mode, N: cond.Conns, Sources: c.sources(cond.Conns), Hold: time.Duration(c.Hold),
 		ByteEvery: time.Duration(c.ByteEvery), ConnectTimeout: time.Duration(c.ConnectTimeout), Dialers: c.Dialers,
@@ -138,25 +133,14 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 		out, err := h.Run(ctx)
 		done <- held{out, err}
 	}()
-	var reqs []recorder.Request
-	var writeErr error
+	var fr lab.FastRun
 	select {
 	case <-tried:
-		client := loadgen.NewClient(loadgen.ClientOptions{Timeout: time.Duration(c.Fast.Timeout), TracerProvider: env.TracerProvider})
+		// The schedule starts Fast.Offset after every connection was tried.
+		fast := c.Fast
+		fast.Offset += lab.Duration(time.Since(t0))
 		meta := recorder.RunMeta{RunID: id, Route: string(cond.Route), Server: cond.Server, Rep: rep}
-		loop := loadgen.OpenLoop{Client: client, URL: fastURL,
-			Pacer: loadgen.ConstantPacer{Interval: time.Duration(float64(time.Second) / c.Fast.Rate), Duration: time.Duration(c.Fast.Duration)},
-			Start: time.Now().Add(time.Duration(c.Fast.Offset)), RunID: id, Role: loadgen.RoleFast, Metrics: env.Metrics,
-			OnResult: func(r loadgen.Result) {
-				row := loadgen.RequestRow(meta, t0, r)
-				reqs = append(reqs, row)
-				if err := f.Requests.Write(row); err != nil && writeErr == nil {
-					writeErr = err
-				}
-				env.RequestDone(id)
-			}}
-		loop.Run(ctx)
-		client.Close()
+		fr = fast.Run(ctx, env, fastURL, false, meta, t0, f.Requests)
 	case <-ctx.Done():
 	}
 	hd := <-done
@@ -175,9 +159,9 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 			row.Error = o.Err.Error()
 		}
 		rows = append(rows, row)
-		if err := f.Items.Write(row); err != nil && writeErr == nil {
-			writeErr = err
+		if err := f.Items.Write(row); err != nil && fr.WriteErr == nil {
+			fr.WriteErr = err
 		}
 	}
-	return rows, reqs, errors.Join(writeErr, hd.err)
+	return lab.Clients[Conn]{Rows: rows, Reqs: fr.Reqs, Planned: fr.Planned, WriteErr: errors.Join(fr.WriteErr, hd.err)}
 }

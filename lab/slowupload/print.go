@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
@@ -125,8 +126,8 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 			"reads as slowly as the client sends unless a proxy buffered the body first."}
 	for i := range conds {
 		c := &conds[i]
-		if c.P95MinMS.Valid && c.P95MinMS.Value > 0 && c.P50MS.Valid && c.P50MS.Value > 0 {
-			rows = append(rows, report.LatencyRow{Label: label(c), P95: c.P95MS.Value, P95Min: c.P95MinMS.Value, P95Max: c.P95MaxMS.Value, P50: c.P50MS.Value})
+		if r, ok := report.LatencyOf(label(c), c.FastOver); ok && r.P95Min > 0 && r.P50 > 0 {
+			rows = append(rows, r)
 		}
 		times.Labels = append(times.Labels, label(c))
 		times.Series[0].Values = append(times.Series[0].Values, report.ValueOf(c.SendS, 1))
@@ -146,13 +147,7 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 		p.Skip("Uploads that did not end ok left out: %v.", err)
 		return p, nil
 	}
-	var failed []Upload
-	for _, u := range uploads {
-		if u.Outcome != loadgen.UploadOK {
-			failed = append(failed, u)
-		}
-	}
-	if len(failed) > 0 {
+	if failed := slices.DeleteFunc(uploads, func(u Upload) bool { return u.Outcome == loadgen.UploadOK }); len(failed) > 0 {
 		report.AddTable(p, &failedTable, failed)
 	}
 	return p, nil

@@ -91,9 +91,7 @@ func SummarizeRun(run RunRow, reqs []recorder.Request, uploads []Upload) RunRow 
 		case loadgen.UploadOK:
 			run.UploadsOK++
 			send = append(send, u.SendS)
-			if u.AppReadS.Valid {
-				read = append(read, u.AppReadS.Value)
-			}
+			read = recorder.AppendValid(read, u.AppReadS)
 		case loadgen.UploadServerError:
 			run.Uploads5xx++
 		case loadgen.UploadReset:
@@ -108,27 +106,19 @@ func SummarizeRun(run RunRow, reqs []recorder.Request, uploads []Upload) RunRow 
 	return run
 }
 
-// Conditions groups runs by condition (route, server, uploaders,
-// size, rate, app timeout), in order of first appearance.
-func Conditions(runs []RunRow) []recorder.ConditionRuns[RunRow] {
-	type key struct {
-		route, server string
-		uploaders     int
-		size, rate    int64
-		timeout       recorder.Maybe
-	}
-	return recorder.GroupRuns(runs, func(r RunRow) key {
-		return key{r.Route, r.Server, r.Clients, r.SizeBytes, r.RateBps, r.AppTimeoutS}
-	})
+// condKey is a condition's columns (route, server, uploaders, size,
+// rate, app timeout): its runs' group (Summarize).
+type condKey struct {
+	Route, Server      string
+	Uploaders          int
+	SizeBytes, RateBps int64
+	AppTimeoutS        recorder.Maybe
 }
 
 // Summary is one condition of slow-upload over its ok runs: the
 // printed table's row and the report's.
 type Summary struct {
-	Route, Server  string
-	Uploaders      int
-	SizeBytes      int64
-	AppTimeoutS    recorder.Maybe
+	condKey
 	Runs, Excluded int
 	// /fast: p50 and p95 the medians of the runs' values, and the range
 	// of their p95.
@@ -141,15 +131,16 @@ type Summary struct {
 	AppMemMiB, ProxyMemMiB recorder.Maybe // the largest
 }
 
-// Summarize folds runs into one Summary per
-// condition (Conditions), in order of first
-// appearance; runs that did not end ok count only in Excluded.
+// Summarize folds runs into one Summary per condition (condKey), in
+// order of first appearance; runs that did not end ok count only in
+// Excluded.
 func Summarize(runs []RunRow) []Summary {
+	key := func(r RunRow) condKey {
+		return condKey{r.Route, r.Server, r.Clients, r.SizeBytes, r.RateBps, r.AppTimeoutS}
+	}
 	var rows []Summary
-	for _, g := range Conditions(runs) {
-		first := g.All[0]
-		row := Summary{Route: first.Route, Server: first.Server, Uploaders: first.Clients, SizeBytes: first.SizeBytes, AppTimeoutS: first.AppTimeoutS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
+	for _, g := range recorder.GroupRuns(runs, key) {
+		row := Summary{condKey: key(g.All[0]), Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var send, read []float64
 		var wt, temp, appMem, proxyMem []float64
 		for _, r := range g.OK {

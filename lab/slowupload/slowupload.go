@@ -1,6 +1,7 @@
 package slowupload
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"slices"
@@ -211,11 +212,7 @@ func (r RunSpec) ID() string {
 // them).
 func (c *Config) Runs(st stack.Stack) ([]RunSpec, []string) {
 	return stack.ExpandRuns(st, c.Reps, c.Conditions, func(cond Condition, srv stack.Server, rep int) RunSpec {
-		size := int64(c.Upload.Size)
-		if cond.Size != 0 {
-			size = int64(cond.Size)
-		}
-		return RunSpec{Condition: cond, Server: srv, Size: size, Rep: rep}
+		return RunSpec{Condition: cond, Server: srv, Size: int64(cmp.Or(cond.Size, c.Upload.Size)), Rep: rep}
 	})
 }
 
@@ -228,9 +225,5 @@ func (c Condition) ServerName() string { return c.Server }
 // Duration is a run's intrinsic length: the longer of the fast schedule
 // and an upload at its paced rate.
 func (c *Config) Duration(size int64) time.Duration {
-	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
-	if up := time.Duration(float64(size) / float64(c.Upload.Rate) * float64(time.Second)); up > d {
-		d = up
-	}
-	return d
+	return max(time.Duration(c.Fast.Offset+c.Fast.Duration), time.Duration(float64(size)/float64(c.Upload.Rate)*float64(time.Second)))
 }

@@ -113,22 +113,27 @@ func SummarizeRun(run RunRow, reqs []recorder.Request, sessions []Session) RunRo
 	return run
 }
 
+// condKey is a condition's columns: its runs' group (Summarize).
+type condKey struct {
+	Route, Server       string
+	Sockets             int
+	Mode, Queue         string
+	PingS, ReadTimeoutS float64
+}
+
 // Summary is one condition of websocket over its ok runs: the
 // printed table's row. Sockets opened, held and refused are summed over
 // the runs; /fast percentiles are medians of the runs' values; HeldMax
 // and WorkersHoldingMax the largest.
 type Summary struct {
-	Route, Server string
-	Sockets       int
-	Mode, Queue   string
-	Messages      int
-	DelayP95MS    recorder.Maybe // the largest of the ok runs'
+	condKey
+	Messages   int
+	DelayP95MS recorder.Maybe // the largest of the ok runs'
 	// The app's memory: the largest cgroup and RSS peaks and the OOM kills
 	// summed, over every run, ok or not: a run the kernel failed by
 	// killing the app is what these columns are for.
 	AppMemPeakMiB, AppRSSPeakMiB recorder.Maybe
 	AppOOMKills                  int
-	PingS, ReadTimeoutS          float64
 	LifetimeP50S                 recorder.Maybe // median of the runs' medians
 	Runs, Excluded               int
 	Opened, Held, Refused        int
@@ -142,19 +147,12 @@ type Summary struct {
 // server, sockets, mode, queue, ping, proxy_read_timeout), in order of first appearance; runs that did not end
 // ok count only in Excluded.
 func Summarize(runs []RunRow) []Summary {
-	type key struct {
-		route, server     string
-		sockets           int
-		mode, queue       string
-		ping, readTimeout float64
+	key := func(r RunRow) condKey {
+		return condKey{r.Route, r.Server, r.Clients, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
 	}
 	var rows []Summary
-	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key {
-		return key{r.Route, r.Server, r.Clients, r.Mode, r.Queue, r.PingS, r.ReadTimeoutS}
-	}) {
-		first := g.All[0]
-		row := Summary{Route: first.Route, Server: first.Server, Sockets: first.Clients, Mode: first.Mode, Queue: first.Queue, PingS: first.PingS,
-			ReadTimeoutS: first.ReadTimeoutS, Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
+	for _, g := range recorder.GroupRuns(runs, key) {
+		row := Summary{condKey: key(g.All[0]), Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
 		var held, holding, life, delay, mem, rss []float64
 		for _, r := range g.All {
 			if r.AppOOMKills.Valid {

@@ -1,6 +1,7 @@
 package websocket
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,11 +61,8 @@ func runLine(r RunRow) string {
 // and the /fast schedule, the held-socket samples, then the verdict. Its
 // error is only for results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
-	mode := spec.Mode
-	if mode == "" {
-		mode = ModeIdle
-	}
-	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Sockets, Rep: spec.Rep}, Mode: mode, Queue: c.Queue(spec.Condition),
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Sockets, Rep: spec.Rep},
+		Mode: cmp.Or(spec.Mode, ModeIdle), Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = lab.Capacity(spec.Server)
@@ -134,8 +132,7 @@ func (c *Config) consume(ctx context.Context, dial loadgen.WSDial) (loadgen.WSRe
 func sessionRow(run RunRow, client int, t0 time.Time, r loadgen.WSResult) Session {
 	row := Session{ClientKey: lab.ClientKey{RunKey: run.RunKey, Client: client},
 		StartS: r.Start.Sub(t0).Seconds(), HeldS: r.Duration.Seconds(), End: r.End, Pings: r.Pings, Pongs: r.Pongs,
-		Messages: r.Messages, Bytes: r.Bytes}
-	row.Status = r.Status
+		Status: r.Status, Messages: r.Messages, Bytes: r.Bytes}
 	if r.Status == 101 {
 		row.HandshakeMS = recorder.Some(float64(r.Handshake.Microseconds()) / 1e3)
 	}

@@ -1,6 +1,7 @@
 package websocket
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"slices"
@@ -115,9 +116,7 @@ func Published() *Config {
 // idleByDefault names the mode of conditions that set none.
 func idleByDefault(conds []Condition) {
 	for i := range conds {
-		if conds[i].Mode == "" {
-			conds[i].Mode = ModeIdle
-		}
+		conds[i].Mode = cmp.Or(conds[i].Mode, ModeIdle)
 	}
 }
 
@@ -159,11 +158,7 @@ func (c *Config) Validate() error {
 
 func (cond Condition) validate() error {
 	if !slices.Contains(Routes, cond.Route) {
-		names := make([]string, len(Routes))
-		for i, r := range Routes {
-			names[i] = string(r)
-		}
-		return fmt.Errorf("route %q: allowed %s (a tunnel does not depend on the proxy's buffering)", cond.Route, strings.Join(names, ", "))
+		return fmt.Errorf("route %q: allowed %s (a tunnel does not depend on the proxy's buffering)", cond.Route, stack.RouteList(Routes))
 	}
 	if cond.Server != stack.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
@@ -236,13 +231,10 @@ func (c *Config) Params(cond Condition) appserver.WSParams {
 // Queue is cond's app queue: its own, or Socket.Push's; empty for an
 // idle condition.
 func (c *Config) Queue(cond Condition) string {
-	switch {
-	case cond.Mode != ModeConsume:
+	if cond.Mode != ModeConsume {
 		return ""
-	case cond.Queue != "":
-		return cond.Queue
 	}
-	return c.Socket.Push.Queue
+	return cmp.Or(cond.Queue, c.Socket.Push.Queue)
 }
 
 // RunSpec is one run of the matrix.
