@@ -97,18 +97,14 @@ const maxWaterfallRows = 60
 // condition kept alive (else the first load condition) its ok load of
 // median time; its requests in order. nil when there is none.
 func waterfallLoad(pages []Page, fetches []Fetch) []Fetch {
-	var key *LoadKey
-	for i := range pages {
-		p := &pages[i]
-		if first := p.Kind == KindPage && p.Mode == ModeKeepAlive; p.Loads > 0 && (key == nil || first) {
-			if key = &p.LoadKey; first {
-				break
-			}
-		}
+	i := slices.IndexFunc(pages, func(p Page) bool { return p.Kind == KindPage && p.Mode == ModeKeepAlive && p.Loads > 0 })
+	if i < 0 {
+		i = slices.IndexFunc(pages, func(p Page) bool { return p.Loads > 0 })
 	}
-	if key == nil {
+	if i < 0 {
 		return nil
 	}
+	key := &pages[i].LoadKey
 	byLoad := map[int][]Fetch{}
 	for _, f := range fetches {
 		if f.LoadKey == *key {

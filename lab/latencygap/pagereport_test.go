@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"fmt"
 	"html"
 	"os"
 	"path/filepath"
@@ -88,5 +89,47 @@ func TestReportPagesWithoutRequests(t *testing.T) {
 	}
 	if notes := strings.Join(rep.Notes, " "); !strings.Contains(notes, "Page-load waterfall left out: no ok load in "+fetchFile) {
 		t.Errorf("notes %q", rep.Notes)
+	}
+}
+
+// TestWaterfallLoadPicks: the waterfall draws the first page condition
+// kept alive that has loads (else the first condition with loads), its
+// ok load of median time (a failed load left out, whatever its time),
+// its requests in hop order and no other condition's.
+func TestWaterfallLoadPicks(t *testing.T) {
+	redirect := LoadKey{RunID: "r1", Kind: KindRedirect, Mode: ModeKeepAlive, Redirects: 2}
+	pageNew := LoadKey{RunID: "r2", Kind: KindPage, Mode: ModeNew, Resources: 4}
+	pageAlive := LoadKey{RunID: "r3", Kind: KindPage, Mode: ModeKeepAlive, Resources: 4}
+	fetch := func(k LoadKey, load, hop int, endMS float64, err string) Fetch {
+		return Fetch{LoadKey: k, Load: load, Hop: hop, EndMS: endMS, Error: err}
+	}
+	fetches := []Fetch{
+		fetch(pageAlive, 0, 0, 30, ""),
+		fetch(pageAlive, 1, 0, 10, ""),
+		fetch(pageAlive, 2, 1, 20, ""), fetch(pageAlive, 2, 0, 5, ""),
+		fetch(pageAlive, 3, 0, 5, "reset"), // failed: the median of four would be load 1's
+		fetch(pageNew, 2, 0, 99, ""),
+		fetch(redirect, 0, 0, 7, ""), fetch(redirect, 1, 0, 8, ""),
+	}
+	page := func(k LoadKey, loads int) Page { return Page{LoadKey: k, Loads: loads} }
+	loadOf := func(fs []Fetch) string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, fmt.Sprintf("%s/%d/%d", f.RunID, f.Load, f.Hop))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, c := range []struct {
+		name  string
+		pages []Page
+		want  string
+	}{
+		{"page kept alive first", []Page{page(redirect, 2), page(pageNew, 1), page(pageAlive, 3)}, "r3/2/0 r3/2/1"},
+		{"else the first with loads", []Page{page(pageAlive, 0), page(pageNew, 1), page(redirect, 2)}, "r2/2/0"},
+		{"none with loads", []Page{page(pageAlive, 0), page(redirect, 0)}, ""},
+	} {
+		if got := loadOf(waterfallLoad(c.pages, fetches)); got != c.want {
+			t.Errorf("%s: drew %q, want %q", c.name, got, c.want)
+		}
 	}
 }
