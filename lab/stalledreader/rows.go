@@ -159,8 +159,9 @@ func indexIn(list []string, v string) int {
 
 // add adds o's counts to t's.
 func (t *Tally) add(o Tally) {
+	mine := t.counts()
 	for i, c := range o.counts() {
-		*t.counts()[i] += *c
+		*mine[i] += *c
 	}
 }
 
