@@ -4,8 +4,9 @@
 // says which parts did not run. It exits 1 when a test or package failed
 // (or the input ended early), so `go test -json ... | testsummary` keeps
 // the suite's verdict. Before the skips it lists the slowest top-level
-// tests, so that a suite drifting toward its time budget says where the
-// time goes.
+// tests and how long the packages ran, how many at once (a run with -p 2
+// that ends with one long package alone leaves a core idle), so that a
+// suite drifting toward its time budget says where the time goes.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // event is one line of `go test -json` (cmd/test2json).
@@ -25,6 +27,7 @@ type event struct {
 	Test    string
 	Output  string
 	Elapsed float64
+	Time    time.Time
 }
 
 // skip is a skipped test and the lines it logged.
@@ -45,6 +48,7 @@ func run(in io.Reader, out io.Writer) int {
 	var timed []timing
 	var failures []failure
 	failed := 0
+	tl := newTimeline()
 	for sc.Scan() {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
@@ -52,6 +56,7 @@ func run(in io.Reader, out io.Writer) int {
 			fmt.Fprintln(out, sc.Text())
 			continue
 		}
+		tl.add(e)
 		key := e.Package + "/" + e.Test
 		switch e.Action {
 		case "output":
@@ -90,6 +95,7 @@ func run(in io.Reader, out io.Writer) int {
 		failed++
 	}
 	printSlowest(out, timed, slowest)
+	tl.print(out)
 	printSkips(out, skips)
 	printFailures(out, failures)
 	if failed > 0 {

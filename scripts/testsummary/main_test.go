@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -89,5 +90,34 @@ func TestTimedOutTestIsNamed(t *testing.T) {
 	}
 	if !strings.Contains(s[:strings.Index(s, "skipped tests")], "a_test.go:13: waiting") {
 		t.Errorf("the hung test's own log is not printed:\n%s", s)
+	}
+}
+
+// The timeline: a 0-10 s, b 0-4 s, c 4-12 s (starting as b ends) and d
+// never ending: 12 s in all, two at once for 10 s, one for 2 s, the last
+// to end first; d is left to the failure summary.
+func TestTimeline(t *testing.T) {
+	ev := func(s int, action, pkg, test string) string {
+		return fmt.Sprintf(`{"Time":"2026-12-07T04:00:%02d.5Z","Action":%q,"Package":%q,"Test":%q}`, s, action, pkg, test)
+	}
+	in := strings.Join([]string{
+		ev(0, "start", "github.com/slowlab/slowlab/a", ""),
+		ev(0, "start", "github.com/slowlab/slowlab/b", ""),
+		ev(1, "run", "github.com/slowlab/slowlab/a", "TestA"),
+		ev(3, "start", "github.com/slowlab/slowlab/d", ""),
+		ev(4, "pass", "github.com/slowlab/slowlab/b", ""),
+		ev(4, "start", "github.com/slowlab/slowlab/c", ""),
+		ev(9, "pass", "github.com/slowlab/slowlab/a", "TestA"),
+		ev(10, "pass", "github.com/slowlab/slowlab/a", ""),
+		ev(12, "skip", "github.com/slowlab/slowlab/c", ""),
+	}, "\n")
+	var out bytes.Buffer
+	run(strings.NewReader(in), &out)
+	want := "\npackages' tests ran 12 s, first start to last end: 2 at once 10 s, 1 at once 2 s\n" +
+		"  ended at    12 s, ran     8 s  c\n" +
+		"  ended at    10 s, ran    10 s  a\n" +
+		"  ended at     4 s, ran     4 s  b\n"
+	if got := out.String(); !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant it to hold\n%s", got, want)
 	}
 }
