@@ -60,8 +60,7 @@ type Received struct {
 // mib is n bytes in MiB.
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
-// figure draws r; nil when no row has a download or nothing is above 0
-// bytes. A download whose kind is not one of Kinds is the caller's bug:
+// figure draws r; nil when no row has a download. A download whose kind is not one of Kinds is the caller's bug:
 // a panic naming it.
 func (r *ReceivedBytes) figure() *figure {
 	var rows []DownloadRow
@@ -79,7 +78,7 @@ func (r *ReceivedBytes) figure() *figure {
 			hi = math.Max(hi, mib(d.Bytes))
 		}
 	}
-	if len(rows) == 0 || hi <= 0 {
+	if len(rows) == 0 {
 		return nil
 	}
 	f := &figure{name: r.Name, title: r.Title, width: r.Width, height: RowsHeight(len(rows)) + r.Taller}
@@ -133,8 +132,7 @@ func (r *ReceivedBytes) figure() *figure {
 }
 
 // Drawing is r drawn, for the part of the caller (AddDrawing); nil when
-// no row has a download or no size or download is above 0 bytes (the
-// caller says what was left out, with Skip).
+// no row has a download (the caller says what was left out, with Skip).
 func (r *ReceivedBytes) Drawing() *Drawing {
 	f := r.figure()
 	if f == nil {

@@ -90,9 +90,9 @@ func TestReceivedBytes(t *testing.T) {
 	}
 }
 
-// TestReceivedBytesNothing: without a download, or with nothing above 0
-// bytes, there is no figure; a download of a kind not declared is a
-// panic naming the figure and the condition.
+// TestReceivedBytesNothing: without a download there is no figure, with
+// downloads of nothing but 0 bytes there is one; a download of a kind not
+// declared is a panic naming the figure and the condition.
 func TestReceivedBytesNothing(t *testing.T) {
 	r := receivedFixture()
 	r.Rows = []DownloadRow{{Label: "row-b", Size: 1 << 20}}
@@ -100,8 +100,8 @@ func TestReceivedBytesNothing(t *testing.T) {
 		t.Errorf("no download: a drawing of %d panels", len(d.Panels()))
 	}
 	r.Rows = []DownloadRow{{Label: "row-z", Downloads: []Received{{0, 0}}}}
-	if d := r.Drawing(); d != nil {
-		t.Errorf("nothing above 0 bytes: a drawing of %d panels", len(d.Panels()))
+	if d := r.Drawing(); d == nil {
+		t.Error("downloads of 0 bytes: no drawing")
 	}
 	r.Rows = []DownloadRow{{Label: "row-k", Size: 1, Downloads: []Received{{1, 3}}}}
 	defer func() {

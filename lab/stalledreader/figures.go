@@ -81,7 +81,7 @@ var glyphs = map[string]draw.GlyphDrawer{
 // bytesFigure draws, per condition, the response's size as a bar and
 // each download's received bytes as a mark over it: its shape the
 // outcome, its colour the component that ended it. Nil when no ok run has
-// a download.
+// a download, or none above 0 bytes of a response above 0 bytes.
 func bytesFigure(d *sectionData) *report.Drawing {
 	f := &report.ReceivedBytes{Name: "stalled-bytes", Title: "Bytes received per download, against the response size",
 		XLabel: "MiB received (bar: the response's size)", Width: 10 * vg.Inch, Taller: vg.Inch, Room: 1.7,
@@ -98,13 +98,18 @@ func bytesFigure(d *sectionData) *report.Drawing {
 			f.Kinds = append(f.Kinds, report.DownloadKind{Name: name, Color: report.ColorAt(ei), Shape: glyphs[o]})
 		}
 	}
+	measured := false // a size or download above 0 bytes, of a condition with downloads
 	for i, c := range d.conds {
 		row := report.DownloadRow{Label: label(&d.conds[i]), Size: c.SizeBytes}
 		for _, dl := range d.downloads[i] {
+			measured = measured || c.SizeBytes > 0 || dl.Bytes > 0
 			kind := indexIn(Outcomes, dl.Outcome)*len(Enders) + indexIn(Enders, dl.EndedBy)
 			row.Downloads = append(row.Downloads, report.Received{Bytes: dl.Bytes, Kind: kind})
 		}
 		f.Rows = append(f.Rows, row)
+	}
+	if !measured { // nothing but zeros: no figure
+		return nil
 	}
 	f.Caption = fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
 		"response's size (Content-Length). Shape: the outcome as the client saw it (complete; truncated: a 200, then EOF "+
