@@ -34,8 +34,8 @@ type ReceivedBytes struct {
 }
 
 // DownloadKind is how ReceivedBytes marks a kind of download: its legend
-// name, its colour and its shape (nil: a circle, which only a kind of
-// data point that is drawn as a scatter should have).
+// name, its colour and its shape (nil: a filled circle, as Scatter draws;
+// any other shape as Marks draws).
 type DownloadKind struct {
 	Name  string
 	Color color.Color
