@@ -12,29 +12,42 @@ import (
 
 // ConditionMarks is a figure of named values per condition, a marker
 // series each, on a log axis, a line per condition: only the conditions
-// whose every value is above 0 are drawn.
+// whose every value is above 0 are drawn, or with Partial those with some
+// value above 0, each with the marks of its values above 0.
 type ConditionMarks struct {
 	Name, Title, Caption string
 	Axis                 string   // the value axis's label
 	Labels               []string // a condition's, one per line
 	Series               []BarSeries
+	// Partial draws a condition whose values are only partly above 0
+	// (partly measured: the others NaN) with the marks of those that
+	// are; without it such a condition is left out.
+	Partial bool
 }
 
-// figure draws m; nil when no condition has every value above 0.
+// has says whether s has a value above 0 for condition i.
+func (s BarSeries) has(i int) bool { return i < len(s.Values) && s.Values[i] > 0 }
+
+// figure draws m; nil when no condition is drawn: none has every value
+// above 0, or with Partial none has any.
 func (m *ConditionMarks) figure() *figure {
 	var rows []int
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range m.Labels {
-		ok := true
+		n := 0 // the condition's values above 0
 		for _, s := range m.Series {
-			ok = ok && i < len(s.Values) && s.Values[i] > 0
+			if s.has(i) {
+				n++
+			}
 		}
-		if !ok || len(m.Series) == 0 {
+		if n == 0 || !m.Partial && n < len(m.Series) {
 			continue
 		}
 		rows = append(rows, i)
 		for _, s := range m.Series {
-			lo, hi = math.Min(lo, s.Values[i]), math.Max(hi, s.Values[i])
+			if s.has(i) {
+				lo, hi = math.Min(lo, s.Values[i]), math.Max(hi, s.Values[i])
+			}
 		}
 	}
 	if len(rows) == 0 {
@@ -50,7 +63,9 @@ func (m *ConditionMarks) figure() *figure {
 		for k, s := range m.Series {
 			var xys plotter.XYs
 			for j, i := range rows {
-				xys = append(xys, plotter.XY{X: s.Values[i], Y: ys[j]})
+				if s.has(i) {
+					xys = append(xys, plotter.XY{X: s.Values[i], Y: ys[j]})
+				}
 			}
 			f.addMarks(p, s.Name, xys, ColorAt(k), shapes[k%len(shapes)])
 		}
@@ -85,6 +100,5 @@ func (f *figure) addMarks(p *plot.Plot, name string, xys plotter.XYs, c color.Co
 }
 
 // AddMarks adds m to the part; false, and nothing added, when no
-// condition has every value above 0 (the caller says what was left out,
-// with Skip).
+// condition is drawn (the caller says what was left out, with Skip).
 func (p *Part) AddMarks(m *ConditionMarks) bool { return p.s.addIf(m.figure()) }

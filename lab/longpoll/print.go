@@ -8,10 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
@@ -266,9 +262,7 @@ var Section = report.NewSection(Name, groupFile, func(dir string) (*report.Part,
 		"The total is not the whole rule: a Gunicorn worker accepts whether or not it has a free thread, so "+
 		"while one worker's threads all hold long-polls, every request it accepts waits for one of them to end, "+
 		"however many slots the other workers have free. The busiest worker's count shows when that happened.")
-	if d := latencyFigure(groups); d != nil {
-		p.AddDrawing(d)
-	} else {
+	if !p.AddMarks(latencyFigure(groups)) {
 		p.Skip("Probe latency figure left out: no condition in %s has a probe latency above 0.", groupFile)
 	}
 	t := groupsTable
@@ -284,44 +278,42 @@ func groupLabel(g Group) string {
 	return fmt.Sprintf("%s, %d held, %d probes", g.Server, g.Hold, g.ProbeConcurrency)
 }
 
-// latencyFigure draws p50, p95 and max probe latency per condition on a
-// log axis, or returns nil when there is nothing to draw.
-func latencyFigure(groups []Group) *report.Drawing {
-	stats := []struct {
-		name  string
-		get   func(Group) recorder.Maybe
-		shape draw.GlyphDrawer
-	}{
-		{"p50", func(g Group) recorder.Maybe { return g.P50MS }, draw.BoxGlyph{}},
-		{"p95", func(g Group) recorder.Maybe { return g.P95MS }, draw.TriangleGlyph{}},
-		{"max", func(g Group) recorder.Maybe { return g.MaxMS }, draw.CrossGlyph{}},
-	}
-	var rows []Group
-	lo, hi := math.Inf(1), math.Inf(-1)
+// latencies are the probe latencies the figure draws of g: p50, p95
+// and max.
+func latencies(g Group) []recorder.Maybe { return []recorder.Maybe{g.P50MS, g.P95MS, g.MaxMS} }
+
+// latencyFigure is the probe latency figure: p50, p95 and max per run on
+// a log axis, a run drawn with those of its latencies above 0 (a run may
+// have measured some and not others), left out when none is.
+func latencyFigure(groups []Group) *report.ConditionMarks {
+	m := &report.ConditionMarks{Name: "longpoll-latency", Title: "Probe latency per long-poll condition",
+		Axis: "probe latency (ms, log scale)", Partial: true, Labels: latencyLabels(groups),
+		Series: []report.BarSeries{{Name: "p50"}, {Name: "p95"}, {Name: "max"}},
+		Caption: "p50, p95 and max of the condition's probe latencies (request start to last body byte, " +
+			"successful probes; nearest-rank) as " + groupFile + " reports them, one row per run. Log scale. Max jumps when " +
+			"one worker's threads all hold long-polls (\"a worker full\"): Gunicorn workers accept whether or not a thread is " +
+			"free, and held requests need not spread evenly, so the slot total alone does not predict it."}
 	for _, g := range groups {
-		drawn := false
-		for _, st := range stats {
-			if v := st.get(g); v.Valid && v.Value > 0 {
-				drawn = true
-				lo, hi = math.Min(lo, v.Value), math.Max(hi, v.Value)
-			}
-		}
-		if drawn {
-			rows = append(rows, g)
+		for k, v := range latencies(g) {
+			m.Series[k].Values = append(m.Series[k].Values, report.ValueOf(v, 1))
 		}
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	d := report.NewDrawing("longpoll-latency", "Probe latency per long-poll condition", 8*vg.Inch, report.RowsHeight(len(rows)))
-	p := report.NewPlot(d.Title(), "probe latency (ms, log scale)", "condition")
-	report.Grid(p, true, false)
+	return m
+}
+
+// latencyLabels names each run's row of the latency figure: its
+// condition, its rep when the figure draws another run of that condition
+// (one with a latency above 0), its free slots and how long a worker was
+// full.
+func latencyLabels(groups []Group) []string {
 	seen := map[string]int{}
-	for _, g := range rows {
-		seen[groupLabel(g)]++
+	for _, g := range groups {
+		if slices.ContainsFunc(latencies(g), func(v recorder.Maybe) bool { return v.Valid && v.Value > 0 }) {
+			seen[groupLabel(g)]++
+		}
 	}
-	labels := make([]string, len(rows))
-	for i, g := range rows {
+	labels := make([]string, len(groups))
+	for i, g := range groups {
 		l := groupLabel(g)
 		if seen[l] > 1 { // repetitions: tell the runs apart
 			if j := strings.LastIndex(g.RunID, ".rep"); j >= 0 {
@@ -336,25 +328,5 @@ func latencyFigure(groups []Group) *report.Drawing {
 		}
 		labels[i] = l
 	}
-	ys := report.ConditionRows(p, labels)
-	for i, st := range stats {
-		var xys plotter.XYs
-		for j, g := range rows {
-			if v := st.get(g); v.Valid && v.Value > 0 {
-				xys = append(xys, plotter.XY{X: v.Value, Y: ys[j]})
-			}
-		}
-		m := report.Marks(xys, report.ColorAt(i), st.shape)
-		p.Add(m)
-		p.Legend.Add(st.name, m)
-		d.AddSeries(st.name, len(m.XYs))
-	}
-	report.SetLog(&p.X, lo, hi)
-	p.X.Max = hi * 6 // room for the legend right of the slowest probe
-	d.AddPanel(p)
-	d.SetCaption("p50, p95 and max of the condition's probe latencies (request start to last body byte, " +
-		"successful probes; nearest-rank) as " + groupFile + " reports them, one row per run. Log scale. Max jumps when " +
-		"one worker's threads all hold long-polls (\"a worker full\"): Gunicorn workers accept whether or not a thread is " +
-		"free, and held requests need not spread evenly, so the slot total alone does not predict it.")
-	return d
+	return labels
 }

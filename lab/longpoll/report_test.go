@@ -158,3 +158,23 @@ func TestReportHeaderError(t *testing.T) {
 		t.Error("report.html written despite the error")
 	}
 }
+
+// A run that measured no probe latency has no row in the figure, so the
+// one run of its condition that did is not told apart by its rep; a run
+// that measured some of its latencies is drawn with those.
+func TestUnmeasuredRunLeftOut(t *testing.T) {
+	rep := writeGroups(t, groupsHeader+
+		"sync-2.hold2.probes20.rep1,sync-2,2,20,40,40,0,20,,,,0,2,0,1,59.5,20,1200,2,2,1,\n"+
+		"sync-2.hold2.probes20.rep2,sync-2,2,20,40,40,3,17,900.5,,30003.7,0.1,2,0,1,59.5,20,1200,2,2,1,\n")
+	fig := labtest.Figure(t, rep, "longpoll-latency")
+	if !slices.Equal(fig.Points, []int{1, 0, 1}) {
+		t.Errorf("points %v, want p50 and max of the second run only", fig.Points)
+	}
+	svg, err := os.ReadFile(filepath.Join(rep.Dir, filepath.FromSlash(fig.Files[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := html.UnescapeString(string(svg)); !strings.Contains(text, ">sync-2, 2 held, 20 probes, 0 of 2 slots free, a worker full 59.5 s<") {
+		t.Errorf("longpoll-latency.svg lacks the drawn run's label without its rep")
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -70,9 +69,9 @@ func (d *sectionData) conditionPlot(title, xLabel string, rows []int) (p *plot.P
 }
 
 // glyphs is the mark of each outcome in the bytes figure; only a
-// complete download is a circle.
+// complete download is a circle (nil).
 var glyphs = map[string]draw.GlyphDrawer{
-	OutcomeComplete:  draw.CircleGlyph{},
+	OutcomeComplete:  nil,
 	OutcomeTruncated: draw.BoxGlyph{},
 	OutcomeReset:     draw.TriangleGlyph{},
 	OutcomeTimeout:   draw.CrossGlyph{},
@@ -82,96 +81,42 @@ var glyphs = map[string]draw.GlyphDrawer{
 // bytesFigure draws, per condition, the response's size as a bar and
 // each download's received bytes as a mark over it: its shape the
 // outcome, its colour the component that ended it. Nil when no ok run has
-// a download.
+// a download, or none above 0 bytes of a response above 0 bytes.
 func bytesFigure(d *sectionData) *report.Drawing {
-	var rows []int
-	hi := 0.0
-	for i, c := range d.conds {
-		if len(d.downloads[i]) > 0 {
-			rows = append(rows, i)
-			hi = math.Max(hi, float64(c.SizeBytes)/(1<<20))
-			for _, dl := range d.downloads[i] {
-				hi = math.Max(hi, float64(dl.Bytes)/(1<<20))
-			}
-		}
-	}
-	if len(rows) == 0 || hi <= 0 {
-		return nil
-	}
-	f := report.NewDrawing("stalled-bytes", "Bytes received per download, against the response size",
-		10*vg.Inch, report.RowsHeight(len(rows))+vg.Inch)
-	p, ys := d.conditionPlot(f.Title(), "MiB received (bar: the response's size)", rows)
-	sizes := make([]float64, len(rows))
-	for j, i := range rows {
-		sizes[j] = float64(d.conds[i].SizeBytes) / (1 << 20)
-	}
-	sb := report.NewBars(ys, sizes, 0.7, true, report.ColorAt(6))
-	sb.Fill, sb.Line.Color = color.Gray{0xea}, color.Gray{0x99} // light, behind the downloads' marks
-	p.Add(sb)
-	p.Legend.Add("response size", sb)
-	f.AddSeries("response size", sb.Drawn())
-
-	addMarks(f, p, d, rows, ys)
-	p.X.Min, p.X.Max = 0, hi*1.7 // room on the right for the legend
-	f.AddPanel(p)
-	caption := fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
-		"response's size (Content-Length). Shape: the outcome as the client saw it (complete; truncated: a 200, then EOF "+
-		"before Content-Length; reset; timeout: the client's own bound); colour: the component that ended "+
-		"it (app_timeout: a WORKER TIMEOUT line names the worker that served it; send_timeout: the proxy logged "+
-		"closing it; client: its bound; unknown: no evidence). Downloads of one condition are spread vertically.", downloadFile)
-	if d.left > 0 {
-		caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
-	}
-	f.SetCaption(caption)
-	return f
-}
-
-// addMarks marks each download of d's conditions rows (drawn at ys) at
-// the bytes it received: shape by outcome, colour by what ended it.
-func addMarks(f *report.Drawing, p *plot.Plot, d *sectionData, rows []int, ys []float64) {
-	// Each download's place in its row, spread so that equal byte counts
-	// stay visible.
-	type point struct {
-		xy             plotter.XY
-		outcome, ender string
-	}
-	var pts []point
-	for j, i := range rows {
-		ds := d.downloads[i]
-		for k, dl := range ds {
-			dy := 0.0
-			if len(ds) > 1 {
-				dy = (float64(k)/float64(len(ds)-1) - 0.5) * 0.5
-			}
-			pts = append(pts, point{plotter.XY{X: float64(dl.Bytes) / (1 << 20), Y: ys[j] + dy}, dl.Outcome, dl.EndedBy})
-		}
-	}
-	for oi, o := range Outcomes {
+	f := &report.ReceivedBytes{Name: "stalled-bytes", Title: "Bytes received per download, against the response size",
+		XLabel: "MiB received (bar: the response's size)", Width: 10 * vg.Inch, Taller: vg.Inch, Room: 1.7,
+		SizeLine: color.Gray{0x99}, SizeFill: color.Gray{0xea}, // light, behind the downloads' marks
+		Left: d.left}
+	// A kind per outcome and ender, the outcome's shape in the ender's
+	// colour.
+	for _, o := range Outcomes {
 		for ei, e := range Enders {
-			var xys plotter.XYs
-			for _, pt := range pts {
-				if indexIn(Outcomes, pt.outcome) == oi && indexIn(Enders, pt.ender) == ei {
-					xys = append(xys, pt.xy)
-				}
-			}
-			if len(xys) == 0 {
-				continue
-			}
-			var m *plotter.Scatter
-			if o == OutcomeComplete {
-				m = report.Scatter(xys, report.ColorAt(ei), vg.Points(3.5))
-			} else {
-				m = report.Marks(xys, report.ColorAt(ei), glyphs[o])
-			}
 			name := o
 			if e != EndedByNone {
 				name += ", ended by " + e
 			}
-			p.Add(m)
-			p.Legend.Add(name, m)
-			f.AddSeries(name, len(m.XYs))
+			f.Kinds = append(f.Kinds, report.DownloadKind{Name: name, Color: report.ColorAt(ei), Shape: glyphs[o]})
 		}
 	}
+	measured := false // a size or download above 0 bytes, of a condition with downloads
+	for i, c := range d.conds {
+		row := report.DownloadRow{Label: label(&d.conds[i]), Size: c.SizeBytes}
+		for _, dl := range d.downloads[i] {
+			measured = measured || c.SizeBytes > 0 || dl.Bytes > 0
+			kind := indexIn(Outcomes, dl.Outcome)*len(Enders) + indexIn(Enders, dl.EndedBy)
+			row.Downloads = append(row.Downloads, report.Received{Bytes: dl.Bytes, Kind: kind})
+		}
+		f.Rows = append(f.Rows, row)
+	}
+	if !measured { // nothing but zeros: no figure
+		return nil
+	}
+	f.Caption = fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
+		"response's size (Content-Length). Shape: the outcome as the client saw it (complete; truncated: a 200, then EOF "+
+		"before Content-Length; reset; timeout: the client's own bound); colour: the component that ended "+
+		"it (app_timeout: a WORKER TIMEOUT line names the worker that served it; send_timeout: the proxy logged "+
+		"closing it; client: its bound; unknown: no evidence). Downloads of one condition are spread vertically.", downloadFile)
+	return f.Drawing()
 }
 
 // timeoutsFigure draws, per condition, the WORKER TIMEOUT lines of its ok

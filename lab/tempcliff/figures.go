@@ -167,87 +167,42 @@ func addCliff(f *report.Drawing, p *plot.Plot, panel string, maxTemp int64, c co
 	}
 }
 
-// downloadOutcomes are how a download is drawn: complete, cut with a
-// short body, or cut otherwise (client_error, app_unfinished).
-var downloadOutcomes = []struct {
-	name  string
-	match func(recorder.LargeResponse) bool
-	shape draw.GlyphDrawer // nil: a circle
-}{
-	{"complete", func(l recorder.LargeResponse) bool { return l.Complete }, nil},
-	{"cut (" + recorder.DownloadShortBody + ")", func(l recorder.LargeResponse) bool {
-		return !l.Complete && l.Outcome == recorder.DownloadShortBody
-	}, draw.TriangleGlyph{}},
-	{"cut (other)", func(l recorder.LargeResponse) bool {
-		return !l.Complete && l.Outcome != recorder.DownloadShortBody
-	}, draw.CrossGlyph{}},
+// downloadKinds are how a download is drawn: complete, cut with a short
+// body, or cut otherwise (client_error, app_unfinished), in the order
+// downloadKind numbers them, each in its colour.
+var downloadKinds = []report.DownloadKind{
+	{Name: "complete", Color: report.ColorAt(0)}, // a circle
+	{Name: "cut (" + recorder.DownloadShortBody + ")", Color: report.ColorAt(1), Shape: draw.TriangleGlyph{}},
+	{Name: "cut (other)", Color: report.ColorAt(2), Shape: draw.CrossGlyph{}},
+}
+
+// downloadKind is l's kind: its index in downloadKinds.
+func downloadKind(l recorder.LargeResponse) int {
+	switch {
+	case l.Complete:
+		return 0
+	case l.Outcome == recorder.DownloadShortBody:
+		return 1
+	}
+	return 2
 }
 
 // downloadsFigure draws, per condition with downloads, the response
 // size as a bar and each download's received bytes as a point shaped by
 // its outcome; nil when there is no download.
 func downloadsFigure(d *Data, name string, label func(*Summary) string) *report.Drawing {
-	var rows []int
-	hi := 0.0
-	for i, c := range d.Conds {
-		if len(d.downloads[i]) > 0 {
-			rows = append(rows, i)
-			hi = math.Max(hi, float64(c.SizeBytes)/(1<<20))
+	f := &report.ReceivedBytes{Name: name, Title: "Bytes received per download", XLabel: "MiB", Width: 8 * vg.Inch,
+		Room: 1.5, SizeLine: color.Gray{0xbb}, Kinds: downloadKinds, Left: d.left}
+	for i := range d.Conds {
+		row := report.DownloadRow{Label: label(&d.Conds[i]), Size: d.Conds[i].SizeBytes}
+		for _, l := range d.downloads[i] {
+			row.Downloads = append(row.Downloads, report.Received{Bytes: l.Bytes, Kind: downloadKind(l)})
 		}
+		f.Rows = append(f.Rows, row)
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	f := report.NewDrawing(name, "Bytes received per download", 8*vg.Inch, report.RowsHeight(len(rows)))
-	p := report.NewPlot(f.Title(), "MiB", "condition")
-	report.Grid(p, true, false)
-	labels := make([]string, len(rows))
-	sizes := make([]float64, len(rows))
-	for j, i := range rows {
-		labels[j] = label(&d.Conds[i])
-		sizes[j] = float64(d.Conds[i].SizeBytes) / (1 << 20)
-	}
-	ys := report.ConditionRows(p, labels)
-	sb := report.NewBars(ys, sizes, 0.7, true, color.Gray{0xbb})
-	p.Add(sb)
-	p.Legend.Add("response size", sb)
-	f.AddSeries("response size", sb.Drawn())
-	for oi, o := range downloadOutcomes {
-		var xys plotter.XYs
-		for j, i := range rows {
-			ds := d.downloads[i]
-			for k, l := range ds {
-				if !o.match(l) {
-					continue
-				}
-				dy := 0.0
-				if len(ds) > 1 { // spread so that equal byte counts stay visible
-					dy = (float64(k)/float64(len(ds)-1) - 0.5) * 0.5
-				}
-				xys = append(xys, plotter.XY{X: float64(l.Bytes) / (1 << 20), Y: ys[j] + dy})
-				hi = math.Max(hi, float64(l.Bytes)/(1<<20))
-			}
-		}
-		if len(xys) == 0 {
-			continue
-		}
-		m := report.Scatter(xys, report.ColorAt(oi), vg.Points(3.5))
-		if o.shape != nil {
-			m = report.Marks(xys, report.ColorAt(oi), o.shape)
-		}
-		p.Add(m)
-		p.Legend.Add(o.name, m)
-		f.AddSeries(o.name, len(m.XYs))
-	}
-	p.X.Min, p.X.Max = 0, hi*1.5 // room on the right for the legend
-	f.AddPanel(p)
-	caption := fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
+	f.Caption = fmt.Sprintf("Every download of the ok runs (%s): the body bytes the client received, against the "+
 		"response's size (bar). Shape: complete (every byte, status 200), cut with a short body (a 200, then EOF before "+
 		"Content-Length: what the proxy does when its temp write fails), or cut otherwise (an error or a status other "+
 		"than 200). Downloads of one condition are spread vertically.", downloadFile)
-	if d.left > 0 {
-		caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", d.left)
-	}
-	f.SetCaption(caption)
-	return f
+	return f.Drawing()
 }
