@@ -40,7 +40,9 @@ var (
 // judge decides whether a download's sample is judged, and tests it:
 // each side of the path on its own where the rows have it (a hop is then
 // seen within the sample's skew, whatever a proxy that reports nothing
-// may hold), else the whole path (g.v, computed already). A sample is
+// may hold), else the whole path (g.v, computed already). The app's side
+// through a proxy needs only its two sockets: it is tested wherever both
+// are in the sample, the whole path or not. A sample is
 // judged when its skew is below the client's receive buffer, the most
 // the smallest hop can hold: a larger skew could hide that hop whole.
 // A sample whose app_written is unknown (the app's socket closed before
@@ -63,6 +65,7 @@ func (g *group) judge() {
 	}
 	if len(v.Missing) > 0 {
 		g.fail(*v, wholeHops)
+		g.appSide()
 		return
 	}
 	if q, _ := g.get(recorder.HopClientRecvQueue); q > rb {
@@ -75,6 +78,7 @@ func (g *group) judge() {
 	}
 	if !front {
 		g.fail(*v, wholeHops)
+		g.appSide()
 		return
 	}
 	// The client's side.
@@ -82,13 +86,7 @@ func (g *group) judge() {
 	del, _ := g.get(recorder.HopProxyClientSendQueueDelivered)
 	crq, _ := g.get(recorder.HopClientRecvQueue)
 	g.fail(g.identity(written-sq+del-crq-g.read, g.skew, 0, 0), frontHops)
-	// The app's side.
-	received, upSeen := g.get(recorder.HopProxyUpstreamReceived)
-	if g.writtenSeen && upSeen {
-		asq, _ := g.get(recorder.HopAppSendQueue)
-		adel, _ := g.get(recorder.HopAppSendQueueDelivered)
-		g.fail(g.identity(v.AppWritten-asq+adel-received, g.skew, 0, 0), backHops)
-	}
+	g.appSide()
 	// The proxy's holding: measured (a proxy that reports it), or within
 	// what its temp files and memory bound allow (v.High, as for g.v).
 	received, upKnown := g.known(recorder.HopProxyUpstreamReceived)
@@ -115,6 +113,21 @@ func (g *group) judge() {
 	mem, _ := g.get(recorder.HopProxyMemory)
 	temp, _ := g.get(recorder.HopProxyTempFile)
 	g.fail(g.identity(held-mem-temp, tol+g.proxyMemory, 0, 0), holdHops)
+}
+
+// appSide tests the app's side of a proxied sample where both its
+// sockets are in it: what the app wrote, less its send queue
+// undelivered, is what the proxy's socket to it received. It needs no
+// other hop: a sample without the proxy's socket to the client (skipped
+// by the dump) or with another hop missing still tests it.
+func (g *group) appSide() {
+	received, upSeen := g.get(recorder.HopProxyUpstreamReceived)
+	if !g.writtenSeen || !upSeen {
+		return
+	}
+	asq, _ := g.get(recorder.HopAppSendQueue)
+	adel, _ := g.get(recorder.HopAppSendQueueDelivered)
+	g.fail(g.identity(g.v.AppWritten-asq+adel-received, g.skew, 0, 0), backHops)
 }
 
 // upMissing says the proxy's socket to the app is missing from the

@@ -72,30 +72,50 @@ type mutationTally struct {
 	missed              []string
 }
 
-// allowance is what the test of a download's sample that a hop's
-// corruption fails allows: its skew for a side of the path on its own
-// (or the direct route's), else (the proxy's socket to the client
-// closed) the whole path's three times the skew and the slack.
+// allowance is half the width of what the test of a download's sample
+// that sees a hop's corruption accepts: the unmutated sample may lie
+// anywhere in it, so only a corruption past that width (twice the
+// allowance) surely fails the test. A side of the path on its own (or the
+// direct route) accepts its skew either way of 0. The whole path (tested
+// where the proxy's socket to the client is not in the sample, or another
+// hop is missing) accepts the download's Allowed (three times the skew
+// and the slack) either way of what a proxy that reports nothing may
+// hold, from nothing to its temp files and memory bound (Violation.High):
+// a corruption within that range is absorbed (client_read doubled, 1 MiB
+// more, while the temp files held 16 MiB was; no test can see it).
 //
 // What the proxy received from the app is tested against what the app
-// wrote only where that was measured at the sample; elsewhere only the
-// proxy's holding sees it, within its memory and the headers' slack (a
-// live run in a loaded fresh-clone suite had such a sample at 0.32 s,
-// which the check rightly did not fail).
+// wrote where both were measured at the sample (the app's side, with or
+// without the rest of the path); elsewhere only the proxy's holding sees
+// it, tested only with the proxy's socket to the client measured and no
+// hop missing: within its memory and the headers' slack for a proxy that
+// reports what it holds (a live run in a loaded fresh-clone suite had
+// such a sample at 0.32 s, which the check rightly did not fail); from
+// nothing to its temp files and memory bound for one that does not, and
+// those temp files are every download's. A live run on a machine at load
+// 15 had such a sample (the app's socket closed, the proxy's to it still
+// open, unread bytes in it), at which what the proxy received doubled
+// stayed within that range and was missed, the allowance then being its
+// memory bound and slack (TestCheckUpstreamReceivedMutations has it).
 func allowance(g *group, hop string) int64 {
 	_, proxied := g.val[recorder.HopProxyUpstreamRecvQ]
 	_, front := g.get(recorder.HopProxyClientWritten)
+	whole := !front || len(g.v.Missing) > 0
+	tol := g.skew + g.rangeSkew + HeaderSlack
+	const unseen = math.MaxInt64 / 4 // no test sees it
 	switch {
 	case !proxied:
 		return g.skew
-	case !front:
-		return 3*g.skew + g.rangeSkew + HeaderSlack
-	case hop == recorder.HopProxyUpstreamReceived && !g.writtenSeen && !g.bounded && g.proxyMemory <= 0:
-		return math.MaxInt64 / 4 // no test sees it
-	case hop == recorder.HopProxyUpstreamReceived && !g.writtenSeen:
-		return g.skew + g.rangeSkew + HeaderSlack + g.proxyMemory
+	case hop != recorder.HopProxyUpstreamReceived && whole:
+		return g.v.Allowed + g.v.High/2
+	case hop != recorder.HopProxyUpstreamReceived, g.writtenSeen:
+		return g.skew
+	case whole, !g.bounded && g.proxyMemory <= 0:
+		return unseen
+	case g.bounded:
+		return tol + g.v.High/2
 	}
-	return g.skew
+	return tol + g.proxyMemory
 }
 
 // spread is at most mutationSamples of at, spread over the run.
@@ -153,9 +173,7 @@ func checkHopMutations(t *testing.T, rows []recorder.Hop, want []string) {
 			mut := slices.Clone(rows)
 			mut[i].Bytes = m.bytes(h.Bytes)
 			got := Check(mut)
-			caught := slices.ContainsFunc(got.Violations, func(v Violation) bool {
-				return slices.Contains(v.Hops, m.hop) || strings.Contains(v.Reason, m.hop)
-			})
+			caught := names(got, m.hop)
 			if m.hop == recorder.HopClientRecvBuffer {
 				// Not knowing what the client's queue can hold, the check
 				// cannot say what it resolves: the sample is not judged.
@@ -181,6 +199,14 @@ func checkHopMutations(t *testing.T, rows []recorder.Hop, want []string) {
 			t.Errorf("%s: no judged sample where its corruption must be seen: the rows do not let the check see it", hop)
 		}
 	}
+}
+
+// names says a violation in res names hop: among its hops, or in why a
+// count fell.
+func names(res Result, hop string) bool {
+	return slices.ContainsFunc(res.Violations, func(v Violation) bool {
+		return slices.Contains(v.Hops, hop) || strings.Contains(v.Reason, hop)
+	})
 }
 
 // missDetail is what a missed mutation leaves to read in the test's log
