@@ -21,12 +21,15 @@ func ParsedServers[C any](conds []C, name func(C) string) []stack.Server {
 	return out
 }
 
+// ErrNoConditions is ValidateConditions' error for a matrix without any.
+var ErrNoConditions = errors.New("conditions: none given")
+
 // ValidateConditions checks a matrix's conditions, naming a bad one by
-// its YAML path: none given is an error, and the first condition whose
-// validate fails is conditions[i].<its error>.
+// its YAML path: none given is ErrNoConditions, and the first condition
+// whose validate fails is conditions[i].<its error>.
 func ValidateConditions[C any](conds []C, validate func(C) error) error {
 	if len(conds) == 0 {
-		return errors.New("conditions: none given")
+		return ErrNoConditions
 	}
 	for i, c := range conds {
 		if err := validate(c); err != nil {

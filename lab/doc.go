@@ -18,7 +18,7 @@
 //     rules every experiment shares checked once: reps (1 to MaxReps, or
 //     an experiment's RepsLimit, by ValidateAll), slow readers (loadgen's
 //     ranges, by SlowReaderSpec.Validate and SettingPath); and the shared
-//     flag types (SizeFlag, DurationFlag, SizesFlag);
+//     flag types (SizeFlag, DurationFlag, SizesFlag, NamesFlag);
 //   - the session (Options, RunSession: results directory, stack, cgroups
 //     and limits, the canonical scenario (its schema_version,
 //     ScenarioVersion), CheckResume, environment.json through

@@ -55,3 +55,9 @@ func SizesFlag(to *[]Size, example string) *cliflag.List[Size] {
 		return Size(n), err
 	}}
 }
+
+// NamesFlag is a flag of comma-separated names (server models, routes,
+// modes) into *to, kept as given: the experiment's Validate checks them.
+func NamesFlag[T ~string](to *[]T) *cliflag.List[T] {
+	return &cliflag.List[T]{To: to, Parse: func(s string) (T, error) { return T(s), nil }}
+}

@@ -3,10 +3,13 @@ package lab_test
 import (
 	"flag"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
 )
 
 // kindFlags returns every registered experiment's own flags whose value
@@ -61,6 +64,27 @@ func TestSizeFlagsAgree(t *testing.T) {
 		}
 		if err := v.Set("512k"); err != nil || v.String() != "512k" {
 			t.Errorf("%s 512k: %q, %v", name, v.String(), err)
+		}
+	}
+}
+
+// A NamesFlag replaces its default with the names given, kept as given
+// (spaces around a comma trimmed) in the field's own type, and refuses an
+// empty name or one given twice as every list flag does.
+func TestNamesFlag(t *testing.T) {
+	routes := []stack.Route{stack.RouteDirect}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(lab.NamesFlag(&routes), "routes", "")
+	if err := fs.Parse([]string{"--routes", "proxy-buffering-on, no-such-route"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []stack.Route{stack.RouteBufferingOn, "no-such-route"}; !slices.Equal(routes, want) {
+		t.Errorf("got %q, want %q", routes, want)
+	}
+	for in, want := range map[string]string{"a,,b": `"a,,b": an empty value`, "a,b,a": `"a,b,a": a given twice`} {
+		if err := lab.NamesFlag(&routes).Set(in); err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %s", in, err, want)
 		}
 	}
 }

@@ -125,11 +125,9 @@ func (cond Condition) RunID(rep int) string {
 
 // Flags implements lab.Config.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	str := func(s string) (string, error) { return s, nil }
-	fs.Var(&cliflag.List[string]{To: &c.ServerNames, Parse: str}, "servers", "comma-separated server models, e.g. sync-2,gthread-1x4,async")
-	fs.Var(&cliflag.List[stack.Route]{To: &c.RouteNames, Parse: func(s string) (stack.Route, error) { return stack.Route(s), nil }},
-		"routes", "comma-separated routes: direct, proxy-buffering-on")
-	fs.Var(&cliflag.List[string]{To: &c.Modes, Parse: str}, "modes", "comma-separated: idle, slowloris")
+	fs.Var(lab.NamesFlag(&c.ServerNames), "servers", "comma-separated server models, e.g. sync-2,gthread-1x4,async")
+	fs.Var(lab.NamesFlag(&c.RouteNames), "routes", "comma-separated routes: direct, proxy-buffering-on")
+	fs.Var(lab.NamesFlag(&c.Modes), "modes", "comma-separated: idle, slowloris")
 	fs.Var(&cliflag.List[int]{To: &c.Conns, Parse: func(s string) (int, error) {
 		k, err := strconv.Atoi(s)
 		if err != nil {

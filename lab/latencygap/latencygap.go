@@ -176,21 +176,21 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 		"random packet loss each way, comma-separated percentages, one condition each (e.g. 0.1%,1%)")
 	fs.Var(&cliflag.List[BitRate]{To: &c.Rates, Parse: ParseBitRate}, "rate",
 		"rate limit each way, comma-separated (bits per second: kbit, mbit, gbit), one condition each (e.g. 10mbit)")
-	fs.Var(&cliflag.List[string]{To: &c.TLS, Parse: func(s string) (string, error) { return s, nil }}, "tls",
+	fs.Var(lab.NamesFlag(&c.TLS), "tls",
 		"TLS modes, comma-separated, one condition each: none, 1.2, 1.3, 1.3-resume (default none)")
 	fs.Var(&cliflag.List[Work]{To: &c.Work, Parse: ParseWork}, "work",
 		"the server's processing time per request, comma-separated, one condition each: DURATION asleep, cpu:DURATION on the CPU (e.g. 0,1ms,10ms,50ms,200ms)")
-	fs.Var(&cliflag.List[string]{To: &c.DNS, Parse: func(s string) (string, error) { return s, nil }}, "dns",
+	fs.Var(lab.NamesFlag(&c.DNS), "dns",
 		"how the client finds the server, comma-separated, one condition each: none (its IP), cold (a lookup through the lab's resolver beyond the path per new connection, TTL 0), cached (the answer kept for its TTL) (default none)")
 	fs.Var(&cliflag.List[int]{To: &c.Redirects, Parse: strconv.Atoi, Want: "hop counts, comma-separated, e.g. 0,1,2"}, "redirects",
 		"redirect chains, comma-separated hop counts, one condition each: each hop a 301 or 302 before the resource (e.g. 0,1,2)")
-	fs.Var(&cliflag.List[string]{To: &c.RedirectOrigins, Parse: func(s string) (string, error) { return s, nil }}, "redirect-origins",
+	fs.Var(lab.NamesFlag(&c.RedirectOrigins), "redirect-origins",
 		"where redirect hops go, comma-separated, one condition each: same (the server's origin), cross (each hop another origin: a new connection, and with --dns a new lookup) (default same)")
 	fs.Var(&cliflag.List[int]{To: &c.Pages, Parse: strconv.Atoi, Want: "sub-resource counts, comma-separated, e.g. 10,50"}, "pages",
 		"page loads, comma-separated sub-resource counts, one condition each: an HTML document, then its sub-resources across two origins at once (e.g. 10,50)")
-	fs.Var(&cliflag.List[string]{To: &c.PageProtocols, Parse: func(s string) (string, error) { return s, nil }}, "page-protocols",
+	fs.Var(lab.NamesFlag(&c.PageProtocols), "page-protocols",
 		"the pages' protocols, comma-separated, one condition each: http/1.1 (6 connections per origin), h2 (one per origin; needs --tls) (default http/1.1)")
-	fs.Var(&cliflag.List[string]{To: &c.DNSFamilies, Parse: func(s string) (string, error) { return s, nil }}, "dns-families",
+	fs.Var(lab.NamesFlag(&c.DNSFamilies), "dns-families",
 		"what the resolver answers for AAAA, comma-separated, one condition each with each --dns that looks up: a (AAAA empty: IPv4 only), a+aaaa (the server's IPv6 address: the client connects over IPv6), aaaa-blackhole (an address that never answers: the client falls back to IPv4 after 300 ms, Go's happy eyeballs), aaaa-late (the IPv6 address, --dns-aaaa-delay after the A answer) (default a)")
 	fs.Var((*lab.DurationFlag)(&c.DNSAAAADelay), "dns-aaaa-delay", "how much later than A the resolver answers AAAA, for --dns-families aaaa-late (e.g. 100ms)")
 	fs.Var((*lab.DurationFlag)(&c.DNSDelay), "dns-delay", "the resolver's extra delay before it answers, for --dns cold and cached (e.g. 20ms)")

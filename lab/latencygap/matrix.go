@@ -178,19 +178,11 @@ func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() e
 	return f.runs, f.close, nil
 }
 
+// close closes the open files. It runs once, on open's error or from
+// lab.Matrix as the session ends, and nothing writes to them after it.
 func (f *files) close() error {
-	return errors.Join(closeFile(&f.runs), closeFile(&f.gaps), closeFile(&f.reqs), closeFile(&f.paths),
-		closeFile(&f.fetches), closeFile(&f.loads), closeFile(&f.pages))
-}
-
-// closeFile closes *w if open, and forgets it.
-func closeFile[T recorder.Row[T]](w **recorder.FileWriter[T]) error {
-	if *w == nil {
-		return nil
-	}
-	err := (*w).Close()
-	*w = nil
-	return err
+	return errors.Join(lab.CloseFile(f.runs), lab.CloseFile(f.gaps), lab.CloseFile(f.reqs), lab.CloseFile(f.paths),
+		lab.CloseFile(f.fetches), lab.CloseFile(f.loads), lab.CloseFile(f.pages))
 }
 
 // session is a Run's state across its runs: the open files, the path and

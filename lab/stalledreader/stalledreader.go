@@ -1,7 +1,6 @@
 package stalledreader
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -136,10 +135,11 @@ const (
 
 // Validate implements lab.Config, naming each field by its YAML path.
 // Timeouts must be ordered: the client's bound outlives its stall and
-// every timeout it is meant to see fire.
+// every timeout it is meant to see fire. No conditions is reported first,
+// then the size and the client, whose bound each condition is checked by.
 func (c *Config) Validate() error {
 	if len(c.Conditions) == 0 {
-		return errors.New("conditions: none given")
+		return lab.ErrNoConditions
 	}
 	if c.Size < minSize || c.Size > maxSize {
 		return fmt.Errorf("size %s: allowed 1k to 1g", bytesize.Format(int64(c.Size)))
@@ -147,10 +147,9 @@ func (c *Config) Validate() error {
 	if err := c.Client.validate(c.Size); err != nil {
 		return err
 	}
-	for i, cond := range c.Conditions {
-		if err := cond.validate(time.Duration(c.Client.GiveUp)); err != nil {
-			return fmt.Errorf("conditions[%d].%w", i, err)
-		}
+	giveUp := time.Duration(c.Client.GiveUp)
+	if err := lab.ValidateConditions(c.Conditions, func(cond Condition) error { return cond.validate(giveUp) }); err != nil {
+		return err
 	}
 	return c.Fast.Validate()
 }

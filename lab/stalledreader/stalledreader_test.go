@@ -142,3 +142,39 @@ func TestDownloadURL(t *testing.T) {
 		t.Errorf("the original URL changed: %s", u)
 	}
 }
+
+// A scenario with two faults reports the one Validate has always checked
+// first: no conditions before the size, the size and the client before
+// any condition (a condition's timeouts are checked against the client's
+// bound), the first bad condition before a later one, and every
+// condition before /fast. The messages are those the checks in their
+// former order gave.
+func TestValidateTwoFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		edit       func(c *Config)
+	}{
+		{"no conditions, size", "conditions: none given",
+			func(c *Config) { c.Conditions, c.Size = nil, 512 }},
+		{"size, route", "size 512: allowed 1k to 1g",
+			func(c *Config) { c.Size, c.Conditions[0].Route = 512, stack.RouteRequestBufferingOn }},
+		{"rate, mode", "client.rate 100: allowed 1k to 1g bytes/s",
+			func(c *Config) { c.Client.Rate, c.Conditions[2].Mode = 100, "pause" }},
+		{"give up, app timeout past it", "client.give_up 20s: must outlast client.stall (20s), up to 1h",
+			func(c *Config) {
+				c.Client.GiveUp, c.Conditions[0].AppTimeout = c.Client.Stall, lab.Duration(30*time.Second)
+			}},
+		{"two conditions", "conditions[1].clients 0: allowed 1 to 100",
+			func(c *Config) { c.Conditions[1].Clients, c.Conditions[4].Mode = 0, "pause" }},
+		{"condition, fast", `conditions[3].mode "pause": allowed stall, slow`,
+			func(c *Config) { c.Conditions[3].Mode, c.Fast.Rate = "pause", 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Published()
+			tc.edit(c)
+			if err := c.Validate(); err == nil || err.Error() != tc.want {
+				t.Errorf("got %v, want %s", err, tc.want)
+			}
+		})
+	}
+}
