@@ -79,6 +79,24 @@ func checkShape(t *testing.T, res *Result, env *lab.Env) {
 	if err != nil || len(runs) != 3 {
 		t.Errorf("temp-runs.csv: %d rows (%v), want 3", len(runs), err)
 	}
+	if t.Failed() {
+		logRows(t, larges, labtest.ReadRows[recorder.Request](t, env.Out))
+	}
+}
+
+// logRows leaves what a failed shape is made of in the test's log (a CI
+// run keeps only its log): each download's app_send and receive times,
+// whose medians the run rows hold (one download whose app was free at
+// once halves a median of two), and when each /fast request ran and how
+// long it took (a /fast schedule that missed the downloads' hold).
+func logRows(t *testing.T, larges []recorder.LargeResponse, reqs []recorder.Request) {
+	t.Helper()
+	for _, l := range larges {
+		t.Logf("download %s/%d: %s, %d bytes, receive %.3f s, app_send %v s", l.RunID, l.Client, l.Outcome, l.Bytes, l.ReceiveS, l.AppSendS)
+	}
+	for _, r := range reqs {
+		t.Logf("/fast %s #%d: scheduled %.3f s, started %.3f s, latency %.1f ms, status %d %s", r.RunID, r.Seq, r.ScheduledS, r.StartS, r.LatencyMS, r.Status, r.Error)
+	}
 }
 
 func runShape(t *testing.T, stackName string) {
