@@ -71,9 +71,11 @@ func heldSize(t *testing.T, net *recorder.NetSettings, maxTemp int64) lab.Size {
 	if err != nil {
 		t.Fatalf("the path's capacity, to size the held downloads: %v", err)
 	}
-	most := 2 * (1 + pathmodel.MaxOver) * float64(p.Most())
 	const mib = 1 << 20
-	return lab.Size(math.Ceil(most/mib) * mib)
+	size := lab.Size(math.Ceil(2*(1+pathmodel.MaxOver)*float64(p.Most())/mib) * mib)
+	t.Logf("max temp %d MiB: the path holds %s, at most %.1f MiB with the proxy's receive buffer grown to %d MiB: held size %d MiB",
+		maxTemp/mib, p, float64(p.Most())/mib, p.ProxyRecvMax/mib, size/mib)
+	return size
 }
 
 // checkShape asserts the cliff: below the max temp size the proxy takes
