@@ -2,6 +2,7 @@ package tempcliff
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,28 +11,71 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/kernelnet"
+	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
 
 // TestMain builds the slowlab binary the lab starts as its children.
 func TestMain(m *testing.M) { os.Exit(slowlabtest.Main(m)) }
 
-// shapeConfig is --quick's matrix: 2 slow readers on sync-2 of 6 MiB and
-// 32 MiB against proxy_max_temp_file_size 8m, and of 16 MiB against 0
-// (memory buffers only); /fast at 10 req/s for 1.5 s. The readers read
-// at 4 MiB/s, not --quick's 8: a 32 MiB response holds its worker until
-// the client has read what the path does not hold (19 MiB held: 8 in the
-// temp file, the rest in socket and proxy buffers), 1.7 s at 8 MiB/s, and
-// a run beside another package's tests started the downloads late enough
-// that /fast's 1.5 s missed it (p95 19 ms); at 4 MiB/s it is 3.3 s.
-func shapeConfig() *Config {
+// shapeConfig is --quick's matrix at --quick's rate, 8 MiB/s, with the
+// sizes whose app the checks want held made too large for the path to
+// hold (heldSize): 2 slow readers on sync-2 of 6 MiB against
+// proxy_max_temp_file_size 8m, of heldSize against 8m, and of heldSize
+// against 0 (memory buffers only); /fast at 10 req/s for 1.5 s.
+//
+// --quick's own 32 MiB against 8m and 16 MiB against 0 are held only
+// while the proxy's receive buffer from the app stays small: nobody sets
+// it, so receive autotuning may grow it up to tcp_rmem's maximum (32 MiB
+// on Linux 6.18), and a path that holds the whole response frees its
+// worker at once. Sampled with ss here it grew to 0.5-4.6 MiB (32 MiB
+// downloads, 20 of them, idle and beside buffer-sweep's tests and a CPU
+// hog); once, in a whole-suite run, the 32 MiB run's row said app_send
+// 3.07 s of 8.02 s and /fast p95 86 ms, a median of one held download and
+// one whose app was free at once (and, at 8 MiB/s, p95 19 ms: /fast never
+// waited), and a proxy receive buffer starting at 20 MiB (tcp_rmem's
+// default, in a network namespace) gave app_send 0.10 and 0.21 s and p95
+// 10 ms.
+func shapeConfig(t *testing.T) *Config {
+	t.Helper()
 	c := Published()
 	c.Reduce()
 	c.Reps = 1
-	c.SlowReader.ReadRate = 4 << 20
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(1500*time.Millisecond)
+	net := kernelnet.NetSettings(kernelnet.HostNamespace, nil, nil)
+	for i, cond := range c.Conditions {
+		if cond.MaxTempFileSize == 0 || cond.Size > cond.MaxTempFileSize {
+			c.Conditions[i].Size = max(cond.Size, heldSize(t, net, int64(cond.MaxTempFileSize)))
+		}
+	}
 	return c
+}
+
+// heldSize is a response size that holds its app for at least half of
+// its download on the buffering route with proxy_max_temp_file_size
+// maxTemp, however the kernel sizes the path's socket buffers: twice the
+// most the path can hold (pathmodel's Most, every autotuned buffer at its
+// maximum, widened by the model's measured MaxOver), rounded up to a MiB.
+func heldSize(t *testing.T, net *recorder.NetSettings, maxTemp int64) lab.Size {
+	t.Helper()
+	var c pathmodel.Config
+	if err := pathmodel.NetConfig(net, &c); err != nil {
+		t.Fatalf("the kernel's socket buffer settings, to size the held downloads: %v", err)
+	}
+	c.Route, c.ClientRcvBuf = stack.RouteBufferingOn, loadgen.DefaultSlowRcvBuf
+	c.Proxy = stack.Deployment{Route: c.Route, MaxTempFileSize: &maxTemp}.ResponseBuffers()
+	p, err := pathmodel.Predict(c)
+	if err != nil {
+		t.Fatalf("the path's capacity, to size the held downloads: %v", err)
+	}
+	const mib = 1 << 20
+	size := lab.Size(math.Ceil(2*(1+pathmodel.MaxOver)*float64(p.Most())/mib) * mib)
+	t.Logf("max temp %d MiB: the path holds %s, at most %.1f MiB with the proxy's receive buffer grown to %d MiB: held size %d MiB",
+		maxTemp/mib, p, float64(p.Most())/mib, p.ProxyRecvMax/mib, size/mib)
+	return size
 }
 
 // checkShape asserts the cliff: below the max temp size the proxy takes
@@ -101,7 +145,7 @@ func logRows(t *testing.T, larges []recorder.LargeResponse, reqs []recorder.Requ
 
 func runShape(t *testing.T, stackName string) {
 	env := labtest.Env(t, stackName)
-	res, err := shapeConfig().Run(context.Background(), env)
+	res, err := shapeConfig(t).Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
