@@ -243,7 +243,9 @@ func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
 	env := &Env{Out: ResultsDir(o.Out, cfg.Head().Experiment), Progress: stderr, Metrics: o.Metrics,
 		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, MaxScheduleLag: o.MaxLag, TargetsFile: o.TargetsFile,
 		unmeasured: &unmeasured{}}
-	if o.Resume != "" {
+	if err := CheckResumable(o.Resume); err != nil {
+		return nil, err
+	} else if o.Resume != "" {
 		env.Out, env.Resume = o.Resume, true
 	}
 	if s, ok := cfg.(Stacked); ok {

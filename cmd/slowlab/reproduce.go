@@ -102,9 +102,13 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 	return nil
 }
 
-// run starts the load generator's metrics and tracing, runs the session
-// and ends them.
+// run refuses a --resume directory no session wrote (lab.CheckResumable:
+// a usage error, before anything is written), starts the load generator's
+// metrics and tracing, runs the session and ends them.
 func (s *session) run(ctx context.Context, cfg lab.Config, stdout, stderr io.Writer) error {
+	if err := lab.CheckResumable(s.opts.Resume); err != nil {
+		return usagef("%v", err)
+	}
 	metrics, stopMetrics, err := serveLoadgenMetrics(s.opts.MetricsAddr, stderr)
 	if err != nil {
 		return err
