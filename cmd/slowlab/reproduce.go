@@ -21,8 +21,12 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprintf(stdout, "Usage: slowlab reproduce EXPERIMENT [flags]   (slowlab reproduce EXPERIMENT --help for its flags)\n\nExperiments:\n")
+			width := 0
 			for _, e := range lab.Experiments() {
-				fmt.Fprintf(stdout, "  %-12s %s\n", e.Name, e.Summary)
+				width = max(width, len(e.Name))
+			}
+			for _, e := range lab.Experiments() {
+				fmt.Fprintf(stdout, "  %-*s %s\n", width, e.Name, e.Summary)
 			}
 			return flag.ErrHelp
 		}
