@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// An assessment shard interrupted while it waits for its --start-at is
-// interrupted (exit 1), not "the stack cannot be assessed" (exit 3): the
-// stack answered every request it was sent.
+// An assessment shard says when its probe's slot starts; interrupted
+// while it waits for it, it is interrupted (exit 1), not "the stack cannot
+// be assessed" (exit 3): the stack answered every request it was sent.
 func TestAssessShardInterruptedBeforeItsStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -36,5 +36,9 @@ func TestAssessShardInterruptedBeforeItsStart(t *testing.T) {
 		"--probes", "idle", "--max-clients", "2", "--out", t.TempDir()}, &stdout, &stderr)
 	if code != assessBroken || strings.Contains(stderr.String(), "cannot be assessed") || !strings.Contains(stderr.String(), "interrupted") {
 		t.Errorf("exit %d, want 1 (interrupted) and no blame on the stack; stderr:\n%s", code, stderr.String())
+	}
+	// It said when the probe's slot starts, not a budget it does not keep.
+	if want := "assess: idle at " + at + " on the shards' clock, in "; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
 	}
 }
