@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -85,6 +84,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--resume %q with --out %q: give one directory", o.Resume, o.Out)
 	case o.Reps.Given && (o.Reps.N < 1 || o.Reps.N > MaxReps):
 		return fmt.Errorf("--reps %d: allowed 1 to %d", o.Reps.N, MaxReps)
+	case o.TargetsFile != "" && !isDir(filepath.Dir(o.TargetsFile)):
+		return fmt.Errorf("--prometheus-targets %s: no directory %s to write it in", o.TargetsFile, filepath.Dir(o.TargetsFile))
 	case o.Stack != "":
 		if err := stack.ValidName(o.Stack); err != nil {
 			return fmt.Errorf("--%w", err)
@@ -106,23 +107,6 @@ func (o Options) ValidateFor(cfg Config) error {
 	if name := s.Stack().Stack; name != stack.NameExternal {
 		return fmt.Errorf("--allow-remote: only for stack: external (the %s stack serves on loopback)", name)
 	}
-	return nil
-}
-
-// Reps is the --reps flag: a count, and whether it was given.
-type Reps struct {
-	N     int
-	Given bool
-}
-
-func (r *Reps) String() string { return "" }
-
-func (r *Reps) Set(v string) error {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return fmt.Errorf("%q: want a whole number", v)
-	}
-	r.N, r.Given = n, true
 	return nil
 }
 
@@ -243,7 +227,9 @@ func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
 	env := &Env{Out: ResultsDir(o.Out, cfg.Head().Experiment), Progress: stderr, Metrics: o.Metrics,
 		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, MaxScheduleLag: o.MaxLag, TargetsFile: o.TargetsFile,
 		unmeasured: &unmeasured{}}
-	if o.Resume != "" {
+	if err := CheckResumable(o.Resume); err != nil {
+		return nil, err
+	} else if o.Resume != "" {
 		env.Out, env.Resume = o.Resume, true
 	}
 	if s, ok := cfg.(Stacked); ok {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/slowlab/slowlab/lab"
@@ -27,10 +28,11 @@ const (
 
 // runAssess runs `slowlab assess`: on a managed stack (--stack, --server,
 // --route) or the user's (--fast-url and the other external flags), and
-// exits with one of the codes above.
+// exits with one of the codes above. --combine, wherever it is among the
+// flags, makes it `slowlab assess --combine`.
 func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && (args[0] == "--combine" || args[0] == "-combine") {
-		return runAssessCombine(ctx, args[1:], stdout, stderr)
+	if i := slices.IndexFunc(args, func(a string) bool { return a == "--combine" || a == "-combine" }); i >= 0 {
+		return runAssessCombine(ctx, slices.Delete(slices.Clone(args), i, i+1), stdout, stderr)
 	}
 	cfg := assess.Default()
 	fs := newFlagSet("assess", "[flags]", stdout)

@@ -106,8 +106,9 @@ func TestAssessFailOn(t *testing.T) {
 	}
 }
 
-// TestAssessCombineRefuses: --combine wants --out and shards' results
-// directories; anything else is refused by name with exit 2.
+// TestAssessCombineRefuses: --combine (first or after the other flags)
+// wants --out and shards' results directories; anything else is refused by
+// name with exit 2.
 func TestAssessCombineRefuses(t *testing.T) {
 	slowlabtest.Timing(t)
 	notShard := t.TempDir()
@@ -118,6 +119,8 @@ func TestAssessCombineRefuses(t *testing.T) {
 		{[]string{"--combine", notShard}, "--combine: --out is required"},
 		{[]string{"--combine", "--out", t.TempDir()}, "--combine: no shard directories"},
 		{[]string{"--combine", "--out", t.TempDir(), notShard}, "read assessment"},
+		{[]string{"--out", t.TempDir(), "--combine", notShard}, "read assessment"},
+		{[]string{"--fail-on", "idle<100", "--out", t.TempDir(), "-combine", notShard}, "read assessment"},
 	} {
 		code, _, stderr := runCmd(t, append([]string{"assess"}, tc.args...)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {

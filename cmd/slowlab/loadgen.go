@@ -256,6 +256,9 @@ func (r *loadgenRun) run(ctx context.Context, client *loadgen.Client, metrics *l
 	meta := recorder.RunMeta{RunID: r.f.runID, Shard: r.shard}
 	t0 := time.Now()
 	if !r.startAt.IsZero() {
+		if !r.f.quiet {
+			fmt.Fprintf(stderr, "waiting for the start at %s, in %v\n", r.startAt.UTC().Format(time.RFC3339Nano), time.Until(r.startAt).Round(100*time.Millisecond))
+		}
 		select {
 		case <-time.After(time.Until(r.startAt)):
 		case <-ctx.Done():

@@ -96,10 +96,21 @@ func main() {
 		fmt.Fprintf(os.Stderr, "slowlab: %v\n", err)
 		os.Exit(1)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), endSignals()...)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// endSignals are the signals that interrupt a command, which then stops
+// what it started and keeps what it measured: SIGINT, SIGTERM, and SIGHUP
+// (the terminal closed) unless it is ignored, as under nohup.
+func endSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // run executes one command line and returns the process exit status.

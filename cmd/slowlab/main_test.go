@@ -85,6 +85,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"reproduce", "latency-gap", "--stack", "embedded"}, "slowlab reproduce: --stack: latency-gap does not take it; buffer-sweep, h2-slow-client, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full, websocket do"},
 		{[]string{"run", "../../lab/testdata/scenarios/valid-latency-gap.yml", "--stack", "real"}, "slowlab run: --stack: latency-gap does not take it; buffer-sweep, h2-slow-client, idle-connections, long-poll, slow-client, slow-upload, sse, stalled-reader, temp-cliff, temp-disk-full, websocket do"},
 		{[]string{"target", "--model", "sync", "--accept-when-free"}, "slowlab target: --accept policy: only the gthread model has one (model sync)"},
+		{[]string{"reproduce", "slow-client", "--prometheus-targets", "/no-such-dir-of-slowlab/targets.json", "--print-scenario"},
+			"slowlab reproduce: --prometheus-targets /no-such-dir-of-slowlab/targets.json: no directory /no-such-dir-of-slowlab to write it in"},
 		{[]string{"frobnicate"}, `slowlab: unknown command "frobnicate" (allowed: `},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -91,7 +91,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return recordScrapes(ctx, s, f.duration, f.out, stdout)
+	return recordScrapes(ctx, s, f.duration, f.out, stdout, stderr)
 }
 
 // sampler validates the scrape-mode flags.
@@ -204,9 +204,14 @@ func rfc3339Flag(name, v string) (time.Time, error) {
 	return t, nil
 }
 
+// maxErrorsSaid bounds how many distinct scrape errors recordScrapes says
+// on stderr; every row keeps its own.
+const maxErrorsSaid = 10
+
 // recordScrapes samples until duration has passed (if set) or ctx is done
-// (SIGINT), writing every row as it is measured.
-func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Duration, out string, stdout io.Writer) error {
+// (SIGINT), writing every row as it is measured; each distinct scrape
+// error is said on stderr the first time it is seen.
+func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Duration, out string, stdout, stderr io.Writer) error {
 	w, err := recorder.CreateFile[recorder.ResourceSample](out)
 	if err != nil {
 		return err
@@ -217,10 +222,15 @@ func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Durat
 		defer cancel()
 	}
 	var rows, errRows int
+	said := map[string]bool{}
 	s.OnSample = func(r recorder.ResourceSample) error {
 		rows++
 		if r.Error != "" {
 			errRows++
+			if !said[r.Error] && len(said) < maxErrorsSaid {
+				said[r.Error] = true
+				fmt.Fprintf(stderr, "%s (recording goes on; each row says its error)\n", r.Error)
+			}
 		}
 		return w.Write(r)
 	}

@@ -21,8 +21,12 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprintf(stdout, "Usage: slowlab reproduce EXPERIMENT [flags]   (slowlab reproduce EXPERIMENT --help for its flags)\n\nExperiments:\n")
+			width := 0
 			for _, e := range lab.Experiments() {
-				fmt.Fprintf(stdout, "  %-12s %s\n", e.Name, e.Summary)
+				width = max(width, len(e.Name))
+			}
+			for _, e := range lab.Experiments() {
+				fmt.Fprintf(stdout, "  %-*s %s\n", width, e.Name, e.Summary)
 			}
 			return flag.ErrHelp
 		}
@@ -102,9 +106,13 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 	return nil
 }
 
-// run starts the load generator's metrics and tracing, runs the session
-// and ends them.
+// run refuses a --resume directory no session wrote (lab.CheckResumable:
+// a usage error, before anything is written), starts the load generator's
+// metrics and tracing, runs the session and ends them.
 func (s *session) run(ctx context.Context, cfg lab.Config, stdout, stderr io.Writer) error {
+	if err := lab.CheckResumable(s.opts.Resume); err != nil {
+		return usagef("%v", err)
+	}
 	metrics, stopMetrics, err := serveLoadgenMetrics(s.opts.MetricsAddr, stderr)
 	if err != nil {
 		return err

@@ -71,16 +71,17 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		}
 	}
 	for j, p := range c.Probes {
-		env.Logf("assess: %s (%s left of the budget)", p, time.Until(deadline).Round(time.Second))
 		var v Verdict
 		if c.sharded() {
 			at := c.probeAt(j)
+			env.Logf("assess: %s at %s on the shards' clock, in %s", p, at.UTC().Format(time.RFC3339Nano), time.Until(at).Round(100*time.Millisecond))
 			v, err = c.probeSharded(ctx, env, p, at, reqs, samples, func(fast string) {
 				if res.ShardRecord == nil {
 					res.ShardRecord = c.shardRecord(ctx, fast, at.Add(-shardPlace/2))
 				}
 			})
 		} else {
+			env.Logf("assess: %s (%s left of the budget)", p, time.Until(deadline).Round(time.Second))
 			v, err = c.probe(ctx, env, p, deadline, reqs, samples)
 		}
 		if err != nil {

@@ -211,7 +211,10 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 			return v, nil
 		}
 	}
-	sleepUntil(ctx, at)
+	if sleepUntil(ctx, at); ctx.Err() != nil { // interrupted before the slot: no window to judge
+		v.Stopped = "interrupted: " + context.Cause(ctx).Error()
+		return v, nil
+	}
 	fr.Start(at, samples)
 	defer c.sampled(fr, &v)
 	var base Window
