@@ -2,7 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -61,27 +60,4 @@ func SizesFlag(to *[]Size, example string) *cliflag.List[Size] {
 // modes) into *to, kept as given: the experiment's Validate checks them.
 func NamesFlag[T ~string](to *[]T) *cliflag.List[T] {
 	return &cliflag.List[T]{To: to, Parse: func(s string) (T, error) { return T(s), nil }}
-}
-
-// Reps is the --reps flag: a count, and whether it was given.
-type Reps struct {
-	N     int
-	Given bool
-}
-
-func (r *Reps) String() string { return "" }
-
-func (r *Reps) Set(v string) error {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return fmt.Errorf("%q: want a whole number", v)
-	}
-	r.N, r.Given = n, true
-	return nil
-}
-
-// isDir reports whether path is a directory.
-func isDir(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && info.IsDir()
 }

@@ -34,31 +34,6 @@ func writeScenario(dir string, b []byte) error {
 	return errors.Join(err, f.Close())
 }
 
-// CheckResumable refuses a --resume directory that is not a results
-// directory of a session: it must exist and hold the scenario.yaml the
-// session wrote. It is checked before the session writes anything, so a
-// mistyped directory is neither created nor written into.
-func CheckResumable(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	info, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("--resume %s: no such directory: give the results directory of an earlier session", dir)
-	case err != nil:
-		return fmt.Errorf("--resume: %w", err)
-	case !info.IsDir():
-		return fmt.Errorf("--resume %s: not a directory: give the results directory of an earlier session", dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, ScenarioFile)); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("--resume %s: it has no %s, so what it was run with is unknown: start a new results directory", dir, ScenarioFile)
-	} else if err != nil {
-		return fmt.Errorf("--resume: %w", err)
-	}
-	return nil
-}
-
 // CheckResume refuses to resume env.Out with other settings than it was
 // run with: its scenario.yaml must equal the session's (env.Scenario, else
 // cfg's), and the error names every field that differs.

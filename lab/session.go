@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/slowlab/slowlab/cgroup"
+	"github.com/slowlab/slowlab/internal/cliflag"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -33,10 +34,10 @@ type Options struct {
 	MaxHostCPU  float64
 	MaxLag      time.Duration // --max-schedule-lag
 	TargetsFile string
-	MetricsAddr string // served by cmd; here only to be refused where not taken
-	Reps        Reps   // overrides the scenario's reps when set
-	Quick       bool   // one repetition per condition
-	Command     string // the slowlab command of the session, for manifest.json
+	MetricsAddr string        // served by cmd; here only to be refused where not taken
+	Reps        cliflag.Count // overrides the scenario's reps when set
+	Quick       bool          // one repetition per condition
+	Command     string        // the slowlab command of the session, for manifest.json
 
 	Metrics        *loadgen.Metrics
 	TracerProvider trace.TracerProvider
@@ -84,8 +85,6 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--resume %q with --out %q: give one directory", o.Resume, o.Out)
 	case o.Reps.Given && (o.Reps.N < 1 || o.Reps.N > MaxReps):
 		return fmt.Errorf("--reps %d: allowed 1 to %d", o.Reps.N, MaxReps)
-	case o.TargetsFile != "" && !isDir(filepath.Dir(o.TargetsFile)):
-		return fmt.Errorf("--prometheus-targets %s: no directory %s to write it in", o.TargetsFile, filepath.Dir(o.TargetsFile))
 	case o.Stack != "":
 		if err := stack.ValidName(o.Stack); err != nil {
 			return fmt.Errorf("--%w", err)
@@ -227,9 +226,7 @@ func (o Options) Env(cfg Config, stderr io.Writer) (*Env, error) {
 	env := &Env{Out: ResultsDir(o.Out, cfg.Head().Experiment), Progress: stderr, Metrics: o.Metrics,
 		TracerProvider: o.TracerProvider, MaxHostCPU: o.MaxHostCPU, MaxScheduleLag: o.MaxLag, TargetsFile: o.TargetsFile,
 		unmeasured: &unmeasured{}}
-	if err := CheckResumable(o.Resume); err != nil {
-		return nil, err
-	} else if o.Resume != "" {
+	if o.Resume != "" {
 		env.Out, env.Resume = o.Resume, true
 	}
 	if s, ok := cfg.(Stacked); ok {

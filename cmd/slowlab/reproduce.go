@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/slowlab/slowlab/lab"
@@ -89,6 +92,9 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 	if err := s.opts.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	if dir := filepath.Dir(s.opts.TargetsFile); s.opts.TargetsFile != "" && dirProblem(dir) != "" {
+		return usagef("--prometheus-targets %s: no directory %s to write it in", s.opts.TargetsFile, dir)
+	}
 	if s.tracing != nil {
 		if err := s.tracing.validate(); err != nil {
 			return err
@@ -106,12 +112,12 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 	return nil
 }
 
-// run refuses a --resume directory no session wrote (lab.CheckResumable:
-// a usage error, before anything is written), starts the load generator's
-// metrics and tracing, runs the session and ends them.
+// run refuses a --resume directory no session wrote (checkResumable),
+// starts the load generator's metrics and tracing, runs the session and
+// ends them.
 func (s *session) run(ctx context.Context, cfg lab.Config, stdout, stderr io.Writer) error {
-	if err := lab.CheckResumable(s.opts.Resume); err != nil {
-		return usagef("%v", err)
+	if err := checkResumable(s.opts.Resume); err != nil {
+		return err
 	}
 	metrics, stopMetrics, err := serveLoadgenMetrics(s.opts.MetricsAddr, stderr)
 	if err != nil {
@@ -147,4 +153,35 @@ func parseExperimentFlags(fs *flag.FlagSet, args []string, experiment string) er
 		return usagef("%s", who)
 	}
 	return err
+}
+
+// checkResumable refuses, before the session writes anything, a --resume
+// directory no session wrote: missing, a file, or without its
+// scenario.yaml (a typo would otherwise be made, or written into).
+func checkResumable(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if p := dirProblem(dir); p != "" {
+		return usagef("--resume %s: %s: give the results directory of an earlier session", dir, p)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lab.ScenarioFile)); errors.Is(err, fs.ErrNotExist) {
+		return usagef("--resume %s: it has no %s, so what it was run with is unknown: start a new results directory", dir, lab.ScenarioFile)
+	}
+	return nil
+}
+
+// dirProblem is why path cannot be written in as a directory: "no such
+// directory", "not a directory" or stat's error; "" when it can.
+func dirProblem(path string) string {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such directory"
+	case err != nil:
+		return err.Error()
+	case !info.IsDir():
+		return "not a directory"
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // UsageError is a mistake in the command line: the caller prints it and
@@ -56,5 +57,24 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return Usagef("unexpected argument %q (see --help)", fs.Arg(0))
 	}
+	return nil
+}
+
+// Count is an integer flag that also records whether it was given (a
+// default alone cannot tell "not given" from its value).
+type Count struct {
+	N     int
+	Given bool
+}
+
+func (c *Count) String() string { return "" }
+
+// Set implements flag.Value.
+func (c *Count) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q: want a whole number", v)
+	}
+	c.N, c.Given = n, true
 	return nil
 }
