@@ -62,15 +62,7 @@ func TestHangupInterruptsSession(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(strings.Join(rest, "\n"), "interrupted") {
 		t.Errorf("after SIGHUP: %v, want exit 1 and \"interrupted\"; stderr:\n%s", err, strings.Join(rest, "\n"))
 	}
-	pid := strconv.Itoa(cmd.Process.Pid)
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), workdir.Prefix+pid+"-*")); len(left) > 0 {
-		t.Errorf("work directory left behind: %v", left)
-	}
-	for _, c := range []string{"cpu", "memory", "unified", ""} {
-		if _, err := os.Stat(filepath.Join(cgroup.DefaultRoot, c, "slowlab", pid)); err == nil {
-			t.Errorf("cgroup %s left behind", filepath.Join(cgroup.DefaultRoot, c, "slowlab", pid))
-		}
-	}
+	checkNothingLeft(t, cmd.Process.Pid)
 
 	cmd, sc = start(true)
 	until(sc, "[1/")
@@ -85,5 +77,20 @@ func TestHangupInterruptsSession(t *testing.T) {
 	}
 	if err := cmd.Wait(); err == nil {
 		t.Errorf("under nohup, SIGINT after SIGHUP: exit 0, want 1 (interrupted)")
+	}
+}
+
+// checkNothingLeft fails t if the session of process pid left its work
+// directory or a cgroup behind.
+func checkNothingLeft(t *testing.T, pid int) {
+	t.Helper()
+	id := strconv.Itoa(pid)
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), workdir.Prefix+id+"-*")); len(left) > 0 {
+		t.Errorf("work directory left behind: %v", left)
+	}
+	for _, c := range []string{"cpu", "memory", "unified", ""} {
+		if _, err := os.Stat(filepath.Join(cgroup.DefaultRoot, c, "slowlab", id)); err == nil {
+			t.Errorf("cgroup %s left behind", filepath.Join(cgroup.DefaultRoot, c, "slowlab", id))
+		}
 	}
 }

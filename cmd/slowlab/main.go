@@ -97,7 +97,10 @@ func main() {
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), endSignals()...)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	ctx, interrupt := context.WithCancel(ctx)
+	stdout, stderr := guardPipes(interrupt)
+	code := run(ctx, os.Args[1:], stdout, stderr)
+	interrupt()
 	stop()
 	os.Exit(code)
 }
