@@ -75,6 +75,9 @@ const sessionExitStatus = `Exit status:
 type session struct {
 	opts    lab.Options
 	tracing *tracingFlags
+	// nameFlag, when set, renames the config's errors in prepare (assess
+	// names a field by the flag that set it).
+	nameFlag func(error) error
 }
 
 func (s *session) addFlags(fs *flag.FlagSet, shared lab.Shared) {
@@ -101,15 +104,23 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 		}
 	}
 	if err := s.opts.Apply(cfg, given); err != nil {
-		return usagef("%v", err)
+		return usagef("%v", s.named(err))
 	}
 	if err := s.opts.ValidateFor(cfg); err != nil {
-		return usagef("%v", err)
+		return usagef("%v", s.named(err))
 	}
 	if err := lab.ValidateAll(cfg); err != nil {
-		return usagef("%v", err)
+		return usagef("%v", s.named(err))
 	}
 	return nil
+}
+
+// named is err renamed by nameFlag, if set.
+func (s *session) named(err error) error {
+	if s.nameFlag == nil {
+		return err
+	}
+	return s.nameFlag(err)
 }
 
 // run refuses a --resume directory no session wrote (checkResumable),
