@@ -56,6 +56,11 @@ func TestServesMetrics(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -67,6 +72,8 @@ func TestExitCodes(t *testing.T) {
 		// A repeated flag's value given twice would watch one group twice.
 		{[]string{"--group", "self=pid:1", "--group", "self=pid:1"}, 2, `"self=pid:1": given twice`},
 		{[]string{"--collector.tempfiles.dir", "/tmp", "--collector.tempfiles.dir", "/tmp"}, 2, `"/tmp": given twice`},
+		// An address another process holds is a failure, as slowlab target and proxy say it.
+		{[]string{"--group", "self=pid:" + strconv.Itoa(os.Getpid()), "--web.listen-address", held.Addr().String()}, 1, "address already in use"},
 	} {
 		var out, errw strings.Builder
 		if code := run(context.Background(), tc.args, &out, &errw); code != tc.code || !strings.Contains(out.String()+errw.String(), tc.out) {

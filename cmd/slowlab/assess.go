@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -48,6 +49,9 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	s.nameFlag = func(err error) error { return assess.NameFlag(err, func(name string) bool { return given[name] }) }
 	if err := cfg.ApplyExternal(); err != nil {
 		return usagef("%v", err)
 	}
@@ -69,7 +73,7 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	env, err := s.opts.Env(cfg, stderr)
 	if err != nil {
 		// The stack as given: its URLs, its processes' selectors.
-		return exitError{assessBadInput, err}
+		return exitError{assessBadInput, s.named(err)}
 	}
 	fmt.Fprintf(stderr, "assess: results in %s\n", env.Out)
 	res, err := cfg.Run(ctx, env)

@@ -13,9 +13,9 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
-// TestAssessRefusesBeforeLoad: each bad input is refused with its reason
-// before any slow client is started (no level was run: no requests.csv
-// rows of a level).
+// TestAssessRefusesBeforeLoad: each bad input is refused with its reason,
+// a value given by a flag named by that flag, before any slow client is
+// started (no level was run: no requests.csv rows of a level).
 func TestAssessRefusesBeforeLoad(t *testing.T) {
 	slowlabtest.Timing(t)
 	ok := func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }
@@ -43,18 +43,20 @@ func TestAssessRefusesBeforeLoad(t *testing.T) {
 		{"stream not 2xx", []string{"--fast-url", srv.URL + "/fast", "--stream-url", srv.URL + "/broken", "--app", self, "--probes", "held-streams"}, 2,
 			"/broken?wait=2s: status 503, want 2xx"},
 		{"no large URL", []string{"--fast-url", srv.URL + "/fast", "--app", self, "--probes", "slow-readers"}, 2,
-			"external.large_url: assess sends these requests; give their URL"},
+			"slowlab assess: --large-url: assess sends these requests; give their URL"},
 		{"selector selects nothing", []string{"--fast-url", srv.URL + "/fast", "--app", "comm:^no-such-process-xyz$", "--probes", "idle"}, 2,
 			"comm:^no-such-process-xyz$"},
 		{"remote", []string{"--fast-url", "http://192.0.2.1/fast", "--app", self, "--probes", "idle"}, 2, "loopback"},
 		{"bound on a probe not run", []string{"--stack", "embedded", "--probes", "idle", "--fail-on", "slowloris<4"}, 2,
-			"fail_on: slowloris<4: probe slowloris is not among the probes run (idle)"},
+			"slowlab assess: --fail-on: slowloris<4: probe slowloris is not among the probes run (idle)"},
 		{"bound over max clients", []string{"--stack", "embedded", "--probes", "idle", "--max-clients", "8", "--fail-on", "idle<16"}, 2,
-			"fail_on: idle<16: over max_clients 8"},
-		{"proxy without app", []string{"--fast-url", srv.URL + "/fast", "--route", "proxy-buffering-on", "--proxy", self, "--probes", "idle"}, 2, "external.groups.app: no selectors"},
+			"slowlab assess: --fail-on: idle<16: over max_clients 8"},
+		{"max clients 0", []string{"--stack", "embedded", "--max-clients", "0"}, 2, "slowlab assess: --max-clients 0: allowed 1 to 1024"},
+		{"window too short", []string{"--stack", "embedded", "--window", "10ms"}, 2, "slowlab assess: --window 10ms: allowed 500ms to 1m"},
+		{"proxy without app", []string{"--fast-url", srv.URL + "/fast", "--route", "proxy-buffering-on", "--proxy", self, "--probes", "idle"}, 2, "slowlab assess: --app: no selectors"},
 		{"external flags without --fast-url", []string{"--large-url", srv.URL + "/small"}, 2, "give --fast-url too"},
 		{"--stack external alone", []string{"--stack", "external"}, 2, "--stack external: give the stack's URLs"},
-		{"bad fail-on", []string{"--stack", "embedded", "--fail-on", "idle<0"}, 2, "fail_on"},
+		{"bad fail-on", []string{"--stack", "embedded", "--fail-on", "idle<0"}, 2, "slowlab assess: --fail-on: "},
 		{"bad probe", []string{"--probes", "slow"}, 2, "probes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -116,6 +116,9 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // validate checks every flag; each mistake is a one-line usage error.
 func (f *loadgenFlags) validate() (*loadgenRun, error) {
 	r := &loadgenRun{f: f}
+	if err := checkOut(f.out); err != nil {
+		return nil, err
+	}
 	var err error
 	switch {
 	case f.target == "":

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,4 +132,64 @@ func parseProgress(t *testing.T, line string) progressLine {
 		p.lagP99, _ = strconv.ParseFloat(v, 64)
 	}
 	return p
+}
+
+// TestLoadgenProgressAfterSchedule: once the schedule is done and the run
+// waits for requests a server holds, the progress line says so, with how
+// many are in flight, instead of an elapsed time above the total
+// ("progress 1.2s/1s").
+func TestLoadgenProgressAfterSchedule(t *testing.T) {
+	was := progressEvery
+	t.Cleanup(func() { progressEvery = was }) // last: after the run below ended
+	progressEvery = 100 * time.Millisecond
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // first: srv.Close waits for the handlers
+
+	stderr := &lineWriter{more: make(chan struct{}, 1)}
+	var stdout slowlabtest.SyncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(context.Background(), []string{"loadgen", "--target", srv.URL + "/fast", "--rate", "5", "--duration", "1s"}, &stdout, stderr)
+	}()
+	const want = "progress schedule done, waiting for 5 in flight: sent 0, ok 0, errors 0, schedule lag p99 -"
+	for !slices.Contains(stderr.lines(), want) {
+		select {
+		case <-stderr.more:
+		case code := <-exit:
+			t.Fatalf("loadgen exited %d with its 5 requests held; stderr:\n%s", code, stderr.String())
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no line %q after 60 s; stderr:\n%s", want, stderr.String())
+		}
+	}
+	releaseOnce.Do(func() { close(release) })
+	select {
+	case code := <-exit:
+		if code != 0 || !strings.HasPrefix(stdout.String(), "requests 5: ok 5,") {
+			t.Fatalf("exit %d, stdout:\n%s", code, stdout.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("loadgen still running 60 s after its requests were answered")
+	}
+	for _, l := range stderr.lines() {
+		var elapsed, total string
+		if _, err := fmt.Sscanf(l, "progress %s", &elapsed); err != nil {
+			t.Errorf("stderr line %q: not a progress line", l)
+			continue
+		}
+		elapsed, total, _ = strings.Cut(strings.TrimSuffix(elapsed, ":"), "/")
+		e, errE := time.ParseDuration(elapsed)
+		tot, errT := time.ParseDuration(total)
+		if errE == nil && errT == nil && e > tot {
+			t.Errorf("progress line %q: elapsed above the total", l)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slowlab/slowlab/loadgen"
@@ -22,19 +23,24 @@ func (r *loadgenRun) send(ctx context.Context, client *loadgen.Client, h2 *loadg
 	for i := r.shard; i < r.f.slow; i += r.count {
 		downloads = append(downloads, loadgen.Download{Client: i})
 	}
-	for k := range downloads {
-		wg.Go(func() { downloads[k] = r.sr.Run(ctx, downloads[k].Client) })
-	}
 	live := &liveSummary{sum: loadgen.NewSummary()}
+	live.readers.Store(int64(len(downloads)))
+	for k := range downloads {
+		wg.Go(func() {
+			defer live.readers.Add(-1)
+			downloads[k] = r.sr.Run(ctx, downloads[k].Client)
+		})
+	}
 	loop := loadgen.OpenLoop{Client: client, H2: h2, URL: r.u.String(), Pacer: r.pacer, Start: t0.Add(r.f.offset), RunID: r.f.runID, Metrics: metrics,
 		MaxLag: r.f.maxLag, DiscardResults: true, RawSleep: r.f.pacerSleep == "raw",
+		OnSend: func(int) { live.inFlight.Add(1) },
 		OnResult: func(res loadgen.Result) {
 			live.add(res)
 			files.request(loadgen.RequestRow(meta, t0, res))
 		}}
 	stopProgress := func() {}
 	if !r.f.quiet {
-		stopProgress = startProgress(stderr, t0, r.f.offset+r.f.duration, live.progress)
+		stopProgress = startProgress(stderr, t0, r.f.offset+r.f.duration, live.progress, live.waiting)
 	}
 	loop.Run(ctx)
 	wg.Wait()
@@ -45,15 +51,31 @@ func (r *loadgenRun) send(ctx context.Context, client *loadgen.Client, h2 *loadg
 // liveSummary is a run's summary as it grows: the open loop adds each
 // result, the progress lines read it meanwhile, so that they count as
 // the final summary does.
+// inFlight counts the requests started and not answered, readers the
+// slow readers not done: what a run waits for after its schedule.
 type liveSummary struct {
-	mu  sync.Mutex
-	sum *loadgen.Summary
+	mu                sync.Mutex
+	sum               *loadgen.Summary
+	inFlight, readers atomic.Int64
 }
 
 func (l *liveSummary) add(res loadgen.Result) {
+	if !res.NotSent && !res.Skipped {
+		l.inFlight.Add(-1)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sum.Add(res)
+}
+
+// waiting says what the run waits for once its schedule is done: "N in
+// flight", and " and M slow reader(s)" while some read.
+func (l *liveSummary) waiting() string {
+	s := fmt.Sprintf("%d in flight", max(l.inFlight.Load(), 0))
+	if n := l.readers.Load(); n > 0 {
+		s += fmt.Sprintf(" and %d slow reader(s)", n)
+	}
+	return s
 }
 
 func (l *liveSummary) progress() string {
@@ -68,8 +90,11 @@ var progressEvery = 5 * time.Second
 
 // startProgress writes "progress ELAPSED/TOTAL: " and line() to w every
 // progressEvery, ELAPSED counted from start, until the returned stop is
-// called; stop returns once the last line is written.
-func startProgress(w io.Writer, start time.Time, total time.Duration, line func() string) (stop func()) {
+// called; stop returns once the last line is written. Past TOTAL, the
+// schedule done and the run waiting for its last requests and slow
+// readers, the line says so instead: "progress schedule done, waiting for
+// " and waiting().
+func startProgress(w io.Writer, start time.Time, total time.Duration, line, waiting func() string) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	tick := time.NewTicker(progressEvery)
@@ -79,6 +104,10 @@ func startProgress(w io.Writer, start time.Time, total time.Duration, line func(
 			select {
 			case <-tick.C:
 				elapsed := max(time.Since(start), 0).Round(100 * time.Millisecond)
+				if elapsed > total {
+					fmt.Fprintf(w, "progress schedule done, waiting for %s: %s\n", waiting(), line())
+					continue
+				}
 				fmt.Fprintf(w, "progress %v/%v: %s\n", elapsed, total, line())
 			case <-done:
 				return

@@ -75,6 +75,9 @@ const sessionExitStatus = `Exit status:
 type session struct {
 	opts    lab.Options
 	tracing *tracingFlags
+	// nameFlag, when set, renames the config's errors in prepare (assess
+	// names a field by the flag that set it).
+	nameFlag func(error) error
 }
 
 func (s *session) addFlags(fs *flag.FlagSet, shared lab.Shared) {
@@ -92,6 +95,11 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 	if err := s.opts.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	if s.opts.Resume == "" {
+		if err := checkOut(s.opts.Out); err != nil {
+			return err
+		}
+	}
 	if dir := filepath.Dir(s.opts.TargetsFile); s.opts.TargetsFile != "" && dirProblem(dir) != "" {
 		return usagef("--prometheus-targets %s: no directory %s to write it in", s.opts.TargetsFile, dir)
 	}
@@ -101,15 +109,23 @@ func (s *session) prepare(cfg lab.Config, given lab.Given) error {
 		}
 	}
 	if err := s.opts.Apply(cfg, given); err != nil {
-		return usagef("%v", err)
+		return usagef("%v", s.named(err))
 	}
 	if err := s.opts.ValidateFor(cfg); err != nil {
-		return usagef("%v", err)
+		return usagef("%v", s.named(err))
 	}
 	if err := lab.ValidateAll(cfg); err != nil {
-		return usagef("%v", err)
+		return usagef("%v", s.named(err))
 	}
 	return nil
+}
+
+// named is err renamed by nameFlag, if set.
+func (s *session) named(err error) error {
+	if s.nameFlag == nil {
+		return err
+	}
+	return s.nameFlag(err)
 }
 
 // run refuses a --resume directory no session wrote (checkResumable),
@@ -167,6 +183,34 @@ func checkResumable(dir string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, lab.ScenarioFile)); errors.Is(err, fs.ErrNotExist) {
 		return usagef("--resume %s: it has no %s, so what it was run with is unknown: start a new results directory", dir, lab.ScenarioFile)
+	}
+	return nil
+}
+
+// checkOut refuses, before anything starts, an --out a command cannot
+// write its results in: a path that is not a directory, or a directory
+// that already holds files (results files are made anew, never written
+// over). "" (a new directory chosen) and a missing or empty directory
+// pass.
+func checkOut(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return usagef("--out %s: %v", dir, err)
+	case !info.IsDir():
+		return usagef("--out %s: not a directory: give a new results directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case err != nil:
+		return usagef("--out %s: %v", dir, err)
+	case len(entries) > 0:
+		return usagef("--out %s: the directory exists and holds files (%s...): give a new results directory", dir, entries[0].Name())
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+	"syscall"
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/child"
@@ -61,15 +63,27 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	appLn, err := net.Listen("tcp", *listen)
 	if err != nil {
-		return usagef("--listen %q: %v", *listen, err)
+		return listenError("--listen", *listen, err)
 	}
 	adminLn, err := net.Listen("tcp", *admin)
 	if err != nil {
 		appLn.Close()
-		return usagef("--admin %q: %v", *admin, err)
+		return listenError("--admin", *admin, err)
 	}
 	fmt.Fprintln(stdout, child.ReadyLine(child.Field{Key: child.KeyListen, Value: appLn.Addr().String()},
 		child.Field{Key: child.KeyAdmin, Value: adminLn.Addr().String()}, child.Field{Key: child.KeyModel, Value: o.Name()},
 		child.Field{Key: child.KeySlots, Value: strconv.Itoa(o.Slots())}))
 	return srv.Serve(ctx, appLn, adminLn)
+}
+
+// listenError is the error of listening on the address flag gave: an
+// address another process holds is a failure (exit 1, as slowlab proxy
+// and slowlab-exporter say it), not a mistake on the command line; any
+// other (an address that is not one, or not this machine's) is a usage
+// error.
+func listenError(flag, addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s %q: %w", flag, addr, err)
+	}
+	return usagef("%s %q: %v", flag, addr, err)
 }

@@ -22,7 +22,7 @@ func TestVersionAndHelpCommands(t *testing.T) {
 	}
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, _ := call(args...)
-		if code != 0 || !strings.HasPrefix(out, "slowlab, version "+buildinfo.Version()+" ") || !strings.Contains(out, "go version:") {
+		if code != 0 || !strings.HasPrefix(out, "slowlab, version "+buildinfo.Version()+"\n") || !strings.Contains(out, "go version:") {
 			t.Errorf("%v: exit %d\n%s", args, code, out)
 		}
 	}
@@ -60,7 +60,7 @@ func TestVersionOfABuild(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	if out, err := exec.Command(release, "version").Output(); err != nil || !strings.HasPrefix(string(out), "slowlab, version 0.1.0 ") {
+	if out, err := exec.Command(release, "version").Output(); err != nil || !strings.HasPrefix(string(out), "slowlab, version 0.1.0\n") {
 		t.Errorf("release build: %v\n%s", err, out)
 	}
 
@@ -85,7 +85,7 @@ func TestVersionOfABuild(t *testing.T) {
 	out, err := exec.Command(checkout, "version").Output()
 	// A pseudo-version naming the commit (after a tag, vX.Y.(Z+1)-0.DATE-REV),
 	// or the tag itself when HEAD is tagged.
-	want := regexp.MustCompile(`^slowlab, version (\d+\.\d+\.\d+-(0\.)?\d{14}-` + rev[:12] + `|\d+\.\d+\.\d+)(\+dirty)? \(branch: [^,]*, revision: ` + rev + `\)`)
+	want := regexp.MustCompile(`^slowlab, version (\d+\.\d+\.\d+-(0\.)?\d{14}-` + rev[:12] + `|\d+\.\d+\.\d+)(\+dirty)? \((branch: [^,]+, )?revision: ` + rev + `\)`)
 	if err != nil || !want.Match(out) {
 		t.Errorf("checkout build at %s: %v, want a pseudo-version naming it or its tag\n%s", rev, err, out)
 	}
@@ -98,4 +98,34 @@ func moduleRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// TestVersionPrintsOnlyWhatIsKnown: a build nobody stamped (go test's)
+// has no branch, build user or date and an unknown revision; slowlab
+// version leaves those out instead of printing "(branch: , revision:
+// unknown)" and empty lines.
+func TestVersionPrintsOnlyWhatIsKnown(t *testing.T) {
+	var out, errw strings.Builder
+	if code := run(context.Background(), []string{"version"}, &out, &errw); code != 0 {
+		t.Fatalf("exit %d: %s", code, errw.String())
+	}
+	for _, bad := range []string{"branch: ,", "revision: unknown", "tags:             unknown"} {
+		if strings.Contains(out.String(), bad) {
+			t.Errorf("prints %q:\n%s", bad, out.String())
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasSuffix(strings.TrimSpace(l), ":") {
+			t.Errorf("empty line %q:\n%s", l, out.String())
+		}
+	}
+	full := versionText("slowlab", buildStamp{version: "0.1.0", branch: "main", revision: "abc", user: "u@h", date: "20260101", tags: "netgo"})
+	for _, want := range []string{"slowlab, version 0.1.0 (branch: main, revision: abc)\n", "\n  build user:       u@h\n", "\n  build date:       20260101\n", "\n  go version:       go", "\n  tags:             netgo"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("fully stamped: no %q in\n%s", want, full)
+		}
+	}
+	if got := versionText("slowlab", buildStamp{version: "devel", revision: "abc"}); !strings.HasPrefix(got, "slowlab, version devel (revision: abc)\n  go version:") {
+		t.Errorf("revision only:\n%s", got)
+	}
 }
