@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/loopback"
@@ -146,5 +147,39 @@ func TestExternalSessionReach(t *testing.T) {
 	}
 	if len(runs) != 1 || runs[0].Status != recorder.RunOK || runs[0].FastOK == 0 {
 		t.Fatalf("runs = %+v, want one ok run with /fast answered", runs)
+	}
+}
+
+// TestExternalStackDiesMidSession: an external stack that answers the
+// session's check and then stops listening during the run (its listener
+// closed after a few /fast requests) fails that run, the stack named:
+// the /fast requests it refused measured nothing of it.
+func TestExternalStackDiesMidSession(t *testing.T) {
+	slowlabtest.EndToEnd(t, "a run on an external stack starts the exporter")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok"))
+		if served.Add(1) == 3 { // the check's, then two of the run's
+			ln.Close()
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+	out, err := externalSession(t, base+"/fast", base+"/large")
+	if !errors.Is(err, lab.ErrAllFailed) {
+		t.Fatalf("err = %v, want every run failed", err)
+	}
+	runs, err := recorder.ReadFile[recorder.Run](filepath.Join(out, "runs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "external stack: fast_url " + base + "/fast stopped answering during the run: connection refused"
+	if len(runs) != 1 || runs[0].Status != recorder.RunFailed || !strings.Contains(runs[0].Reason, want) {
+		t.Fatalf("runs = %+v, want one failed run saying %q", runs, want)
 	}
 }

@@ -40,6 +40,10 @@ const (
 // all: the connection was refused, or nothing came within the timeout.
 var ErrNoAnswer = errors.New("is the stack running?")
 
+// errRefused is wrapped, with ErrNoAnswer, by Answer's error when the
+// connection was refused: nothing listens there.
+var errRefused = errors.New("connection refused")
+
 // Answer checks that raw (a URL Validate accepted) answers as want says,
 // within timeout: one connection, closed after the response header. Its
 // error says what happened ("connection refused", "connected, but no
@@ -65,7 +69,7 @@ func Answer(ctx context.Context, raw string, allowRemote bool, want Reach, timeo
 	noAnswer := func(err error) error {
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
-			return fmt.Errorf("connection refused: %w", ErrNoAnswer)
+			return fmt.Errorf("%w: %w", errRefused, ErrNoAnswer)
 		case ctx.Err() != nil && !connected.Load():
 			return fmt.Errorf("no TCP connect within %s: %w", timeout, ErrNoAnswer)
 		case ctx.Err() != nil:
@@ -141,6 +145,24 @@ func (e External) Reach(ctx context.Context, kinds []Target) error {
 		if err := Answer(ctx, raw, e.AllowRemote, e.reachOf(k), cmp.Or(e.reachTimeout, ReachTimeout)); err != nil {
 			return fmt.Errorf("external stack: %s_url %s: %w", k, raw, err)
 		}
+	}
+	return nil
+}
+
+// stopped is, for a session already under way, the external stack's
+// fast URL refusing connections: nothing listens there any more, so what
+// the run measured is not the stack. A connect that only times out is
+// not (an app whose accept queue a run fills drops connections, it does
+// not refuse them: that is a finding), nor is an HTTP error of a proxy
+// whose app died (the experiment records it).
+func (e External) stopped(ctx context.Context) error {
+	raw, ok := e.URLs[TargetFast]
+	if !ok {
+		return nil
+	}
+	err := Answer(ctx, raw, e.AllowRemote, ReachConnect, cmp.Or(e.reachTimeout, ReachTimeout))
+	if errors.Is(err, errRefused) {
+		return fmt.Errorf("external stack: fast_url %s stopped answering during the run: %w", raw, err)
 	}
 	return nil
 }

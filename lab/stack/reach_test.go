@@ -3,9 +3,11 @@ package stack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +121,39 @@ func TestAnswerLoopbackOnly(t *testing.T) {
 	err := Answer(context.Background(), "http://192.0.2.1:9/fast", false, Reach2xx, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
 		t.Fatalf("err = %v, want a loopback refusal", err)
+	}
+}
+
+// TestFailedWhenExternalStops: a run on an external stack is failed when
+// its fast URL refuses connections at the run's end (nothing listens: the
+// stack stopped), not when it only keeps the connect waiting (an accept
+// queue a slow-client run fills: a finding) nor while it answers.
+func TestFailedWhenExternalStops(t *testing.T) {
+	refused, release, err := loopback.Refused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	defer live.Close()
+	self := fmt.Sprintf("pid:%d", os.Getpid())
+	for _, tc := range []struct{ name, fast, want string }{
+		{"answers", live.URL + "/fast", ""},
+		{"accepts, never answers", "http://" + silent(t) + "/fast", ""},
+		{"refuses", "http://" + refused + "/fast", "external stack: fast_url http://" + refused + "/fast stopped answering during the run: connection refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := External{URLs: map[Target]string{TargetFast: tc.fast}, Route: RouteDirect, Server: Server{Model: "sync", Workers: 2},
+				Groups: map[string][]string{"app": {self}}, reachTimeout: 300 * time.Millisecond}
+			running, err := e.start(context.Background(), Deployment{Server: e.Server})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = running.Failed()
+			t.Log(err)
+			if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Failed() = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
