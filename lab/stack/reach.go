@@ -52,6 +52,7 @@ var errRefused = errors.New("connection refused")
 // resolution. It is the one check of whether a stack answers: the
 // sessions' on the external stack (External.Reach) and assess's fast URL.
 func Answer(ctx context.Context, raw string, allowRemote bool, want Reach, timeout time.Duration) error {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var connected atomic.Bool
@@ -68,6 +69,8 @@ func Answer(ctx context.Context, raw string, allowRemote bool, want Reach, timeo
 	}
 	noAnswer := func(err error) error {
 		switch {
+		case parent.Err() != nil: // interrupted, not unanswered
+			return parent.Err()
 		case errors.Is(err, syscall.ECONNREFUSED):
 			return fmt.Errorf("%w: %w", errRefused, ErrNoAnswer)
 		case ctx.Err() != nil && !connected.Load():

@@ -157,3 +157,14 @@ func TestFailedWhenExternalStops(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerInterrupted: a check cut short by its caller says so, not
+// that the stack did not answer.
+func TestAnswerInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Answer(ctx, "http://"+silent(t)+"/fast", false, Reach2xx, time.Minute)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
