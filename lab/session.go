@@ -163,6 +163,19 @@ func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	// Once, before the first run, not at each run's start (which assess's
+	// probes share, with their own check): a stack that does not answer
+	// fails the session before any result is written; one that stops
+	// later fails the run at whose end it refuses (Running.Failed).
+	if ext := env.Stack.External; ext != nil {
+		var kinds []stack.Target
+		if t, ok := cfg.(Targeting); ok {
+			kinds = t.Targets()
+		}
+		if err := ext.Reach(ctx, kinds); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "%s: results in %s\n", cfg.Head().Experiment, env.Out)
 	res, err := cfg.Run(ctx, env)
 	manifestErr := WriteManifest(env.Out, o.Command, cfg.Head().Experiment)

@@ -242,12 +242,12 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 	if h2 {
 		t.h2 = newH2Front(u, running.ClientTLS(), t.allowRemote)
 		if _, _, err = t.h2.get(ctx, t.fast, 10*time.Second); err != nil && u.Scheme == "http" {
-			if _, h1err := get(ctx, client, t.fast); h1err == nil {
+			if h1err := stack.Answer(ctx, t.fast, t.allowRemote, stack.Reach2xx, 10*time.Second); h1err == nil {
 				return t, fmt.Errorf("fast URL %s answers over HTTP/1.1, not over HTTP/2 with prior knowledge: %w", t.fast, err)
 			}
 		}
 	} else {
-		_, err = get(ctx, client, t.fast)
+		err = stack.Answer(ctx, t.fast, t.allowRemote, stack.Reach2xx, 10*time.Second)
 	}
 	if err != nil {
 		return t, fmt.Errorf("%w: fast URL %s: %w", ErrUnavailable, t.fast, err)

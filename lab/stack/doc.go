@@ -23,7 +23,11 @@
 // user runs, which the stack neither starts nor limits; it maps the
 // experiments' requests to the user's URLs (Running.Target), finds the
 // user's processes through exporter selectors, and reads the cgroup
-// limits they run under (External, external.go).
+// limits they run under (External, external.go). Whether a stack answers
+// is checked here, once (Answer, reach.go): a session's look at the
+// external stack before its first run (External.Reach), a run's at its
+// end (Running.Failed: a fast URL that refuses connections), and assess's
+// fast URL.
 //
 // Clients reach the proxy over HTTP/1.1, HTTP/2 (H2Routes, and a proxy's
 // own TLS route: OwnedRoute.HTTP2TLS, HTTP2Routes) and, where the

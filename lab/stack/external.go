@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/exporter"
@@ -58,6 +59,8 @@ type External struct {
 	// knowledge on http://, TLS with ALPN h2 on https:// (which it then
 	// takes).
 	HTTP2 bool
+
+	reachTimeout time.Duration // Reach's per URL, ReachTimeout when 0
 }
 
 // Validate checks the URLs, the route, the server label and the

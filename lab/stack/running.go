@@ -202,11 +202,14 @@ func (r *Running) MetricsEndpoints() map[string]string {
 }
 
 // Failed reports a component that died during the run; on an external
-// stack, a role whose selectors no longer select anything.
+// stack, a role whose selectors no longer select anything, or a fast URL
+// that now refuses connections (External.stopped).
 func (r *Running) Failed() error {
 	if r.ext != nil {
-		_, err := r.ext.Find(context.Background())
-		return err
+		if _, err := r.ext.Find(context.Background()); err != nil {
+			return err
+		}
+		return r.ext.stopped(context.Background())
 	}
 	for _, rc := range []struct {
 		role string
