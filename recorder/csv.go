@@ -147,25 +147,47 @@ func CreateFile[T Row[T]](dir string) (*FileWriter[T], error) {
 }
 
 // AppendFile opens the existing file dir/FileName[T]() for appending, after
-// checking that its header is Header[T]() and that it ends with a complete
-// line, so a resumed experiment adds rows to the same results.
+// checking that its header is Header[T]() and that its rows parse, so a
+// resumed experiment adds rows to the same results. A cut last row (a
+// killed session's, see Reader) is cut off the file first, which is
+// noted (NoteCutRows), so the next row does not run on from it; a last
+// row that parses but lacks its newline gets it.
 func AppendFile[T Row[T]](dir string) (*FileWriter[T], error) {
 	path := filepath.Join(dir, FileName[T]())
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", path, err)
 	}
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		return nil, fmt.Errorf("append %s: the file does not end with a complete row", path)
+	rr, err := NewReader[T](bytes.NewReader(b))
+	if err == nil {
+		rr.quiet = true
+		err = eachOf(rr, func(T) error { return nil })
 	}
-	if _, err := ReadAll[T](bytes.NewReader(b)); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", path, err)
 	}
-	w := newRowWriter[T](f, int64(len(b)))
+	size := int64(len(b))
+	if cut := rr.Cut(); cut != nil {
+		size = cut.Offset
+		err = f.Truncate(size)
+		if err == nil {
+			c := *cut
+			c.File, c.Removed = path, true
+			noteCut(c)
+		}
+	}
+	if err == nil && size > 0 && b[size-1] != '\n' {
+		_, err = f.Write([]byte{'\n'})
+		size++
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("append %s: %w", path, err), f.Close())
+	}
+	w := newRowWriter[T](f, size)
 	w.truncate = cutTo(f)
 	return &FileWriter[T]{Writer: w, f: f}, nil
 }
@@ -217,9 +239,9 @@ func (w *FileWriter[T]) Close() error {
 // ReadAll reads CSV rows of type T from r. The header must be exactly
 // Header[T](); every record must have as many fields as the header; every
 // cell must parse as its column's type (a *CellError names the line,
-// column and value otherwise). On error ReadAll also returns the rows
-// before the bad record, so a file cut short by a crash still yields what
-// was measured.
+// column and value otherwise). A killed writer's cut last row is left out
+// and noted (see Reader). On error ReadAll also returns the rows before
+// the bad record.
 func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
 	var rows []T
 	err := eachRow(r, func(row T) error {
@@ -236,6 +258,11 @@ func eachRow[T Row[T]](r io.Reader, fn func(T) error) error {
 	if err != nil {
 		return err
 	}
+	return eachOf(rr, fn)
+}
+
+// eachOf calls fn with every row rr reads, as eachRow does.
+func eachOf[T Row[T]](rr *Reader[T], fn func(T) error) error {
 	for {
 		row, err := rr.Read()
 		if errors.Is(err, io.EOF) {
@@ -252,19 +279,80 @@ func eachRow[T Row[T]](r io.Reader, fn func(T) error) error {
 
 // Reader reads CSV rows of type T one at a time, as ReadAll does, so a
 // file of any length is read in constant memory.
+//
+// A Writer ends every row with a newline, and a killed writer (kill -9, a
+// power loss) can leave only its last row cut short: a final line without
+// its newline. So a final line that lacks its newline and does not parse
+// is that cut row: Read leaves it out, ends with io.EOF, and says so once
+// (CutRow, NoteCutRows) rather than refusing the rows before it. Any other
+// record that does not parse stays an error.
 type Reader[T Row[T]] struct {
-	s  *Schema[T]
-	cr *csv.Reader
+	s   *Schema[T]
+	cr  *csv.Reader
+	src *tailReader
 	// at is, by schema column, its field in the file's records; -1 for
 	// an added column the file lacks (Column.Added).
 	at []int
+	// name is the input's path when it is a file, else the schema's
+	// file name; cut is the cut last row left out, if any.
+	name  string
+	cut   *CutRow
+	quiet bool // do not note the cut row (AppendFile notes its own)
+}
+
+// tailReader counts the bytes read from r and follows CSV's quoting, so
+// a Reader can tell whether the input ends with a complete record: with a
+// newline outside quotes.
+type tailReader struct {
+	r     io.Reader
+	n     int64
+	state byte // where the last byte left the record: one of the lex constants
+	eof   bool
+}
+
+// The states of tailReader's lexer: where the last byte read left the
+// record.
+const (
+	lexEnd      = iota // after a newline outside quotes: a record is complete
+	lexStart           // at a field's start, after a comma
+	lexField           // in an unquoted field
+	lexQuoted          // in a quoted field
+	lexQuoteEnd        // after a quote in a quoted field: it ends or escapes one
+)
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.n += int64(n)
+	st := t.state
+	for _, c := range p[:n] {
+		switch {
+		case st == lexQuoted:
+			if c == '"' {
+				st = lexQuoteEnd
+			}
+		case c == '\n':
+			st = lexEnd
+		case c == ',':
+			st = lexStart
+		case c == '"' && st != lexField:
+			st = lexQuoted // opens a field, or escapes a quote in one
+		default:
+			st = lexField
+		}
+	}
+	t.state = st
+	if errors.Is(err, io.EOF) {
+		t.eof = true
+	}
+	return n, err
 }
 
 // NewReader reads and checks the header of r: it must be Header[T](),
 // less any columns marked Added, which then read as their default.
 func NewReader[T Row[T]](r io.Reader) (*Reader[T], error) {
 	s := schemaOf[T]()
-	cr := csv.NewReader(r)
+	src := &tailReader{r: r}
+	cr := csv.NewReader(src)
 	cr.ReuseRecord = true
 	cr.FieldsPerRecord = -1 // the header's length is checked below, by name
 	header, err := cr.Read()
@@ -279,13 +367,43 @@ func NewReader[T Row[T]](r io.Reader) (*Reader[T], error) {
 		return nil, err
 	}
 	cr.FieldsPerRecord = len(header)
-	return &Reader[T]{s: s, cr: cr, at: at}, nil
+	name := s.file
+	if f, ok := r.(interface{ Name() string }); ok {
+		name = f.Name()
+	}
+	return &Reader[T]{s: s, cr: cr, src: src, at: at, name: name}, nil
 }
 
 // Read returns the next row, or io.EOF after the last. A record with the
 // wrong number of fields or a cell that does not parse is an error (a
-// *CellError for a cell) naming the file's contract.
+// *CellError for a cell) naming the file's contract, unless it is the cut
+// last row of a killed writer (see Reader), which Read leaves out.
 func (r *Reader[T]) Read() (T, error) {
+	start := r.cr.InputOffset()
+	row, err := r.read()
+	if err == nil || errors.Is(err, io.EOF) {
+		return row, err
+	}
+	var zero T
+	if r.src.eof && r.src.state != lexEnd && r.cr.InputOffset() == r.src.n {
+		// The bad record ends the input, and the input does not end with
+		// a newline: the cut row of a killed writer.
+		r.cut = &CutRow{File: r.name, Line: startLine(err), Offset: start, Err: err}
+		if errors.As(err, new(*CellError)) {
+			r.cut.Line, _ = r.cr.FieldPos(0) // the record's, not the cell's
+		}
+		if !r.quiet {
+			noteCut(*r.cut)
+		}
+		return zero, io.EOF
+	}
+	return zero, err
+}
+
+// Cut returns the cut last row Read left out, or nil.
+func (r *Reader[T]) Cut() *CutRow { return r.cut }
+
+func (r *Reader[T]) read() (T, error) {
 	var row T
 	rec, err := r.cr.Read()
 	if errors.Is(err, io.EOF) {
