@@ -310,6 +310,13 @@ type tailReader struct {
 	eof   bool
 }
 
+// cutAtEnd reports whether the record cr just failed to parse is the cut
+// row of a killed writer: it ends the input, and the input does not end
+// with a newline outside quotes.
+func (t *tailReader) cutAtEnd(cr *csv.Reader) bool {
+	return t.eof && t.state != lexEnd && cr.InputOffset() == t.n
+}
+
 // The states of tailReader's lexer: where the last byte read left the
 // record.
 const (
@@ -385,9 +392,7 @@ func (r *Reader[T]) Read() (T, error) {
 		return row, err
 	}
 	var zero T
-	if r.src.eof && r.src.state != lexEnd && r.cr.InputOffset() == r.src.n {
-		// The bad record ends the input, and the input does not end with
-		// a newline: the cut row of a killed writer.
+	if r.src.cutAtEnd(r.cr) {
 		r.cut = &CutRow{File: r.name, Line: startLine(err), Offset: start, Err: err}
 		if errors.As(err, new(*CellError)) {
 			r.cut.Line, _ = r.cr.FieldPos(0) // the record's, not the cell's

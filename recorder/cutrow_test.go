@@ -209,3 +209,45 @@ func TestAppendCutLastRow(t *testing.T) {
 		t.Errorf("after append to an unterminated row: %s", d)
 	}
 }
+
+// TestKeepRunsCutLastRow: resuming drops a killed session's cut last row
+// (noted) with the incomplete runs' rows, at every byte it can be cut at,
+// rather than refusing the file; a bad row in the middle is still refused.
+func TestKeepRunsCutLastRow(t *testing.T) {
+	full := writeRows(t, cutRows)
+	last := len(writeRows(t, cutRows[:1]))
+	for n := last + 1; n < len(full)-1; n++ {
+		notes := collectCuts(t)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "requests.csv")
+		if err := os.WriteFile(path, full[:n], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := KeepRuns(dir, "requests.csv", func(string) bool { return true }); err != nil {
+			t.Fatalf("cut at byte %d: %v", n, err)
+		}
+		w, err := AppendFile[Request](dir)
+		if err != nil {
+			t.Fatalf("cut at byte %d: append after KeepRuns: %v", n, err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, full[:last]) {
+			t.Fatalf("cut at byte %d: kept %q, want %q", n, b, full[:last])
+		}
+		if len(*notes) != 1 || !(*notes)[0].Removed || (*notes)[0].File != path || (*notes)[0].Line != 3 {
+			t.Fatalf("cut at byte %d: notes %+v", n, *notes)
+		}
+	}
+	dir := t.TempDir()
+	lines := strings.SplitAfter(string(full), "\n")
+	bad := lines[0] + "r1,direct\n" + strings.Join(lines[1:], "")
+	if err := os.WriteFile(filepath.Join(dir, "requests.csv"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := KeepRuns(dir, "requests.csv", func(string) bool { return true })
+	if !errors.Is(err, csv.ErrFieldCount) {
+		t.Errorf("a short row in the middle: %v, want a field count error", err)
+	}
+}
