@@ -251,3 +251,21 @@ func TestKeepRunsCutLastRow(t *testing.T) {
 		t.Errorf("a short row in the middle: %v, want a field count error", err)
 	}
 }
+
+// TestReadZeroTail: a host that lost power before the file's last blocks
+// reached the disk can leave them as zeros (some filesystems do): a tail
+// of NUL bytes without a newline reads as a cut last row, left out.
+func TestReadZeroTail(t *testing.T) {
+	full := writeRows(t, cutRows)
+	last := len(writeRows(t, cutRows[:1]))
+	for _, data := range [][]byte{
+		append(full[:last:last], make([]byte, 40)...),
+		append(full[:last+10:last+10], make([]byte, 40)...),
+	} {
+		notes := collectCuts(t)
+		got, err := ReadAll[Request](bytes.NewReader(data))
+		if err != nil || DiffRows(cutRows[:1], got, 0) != "" || len(*notes) != 1 {
+			t.Errorf("%q: %d rows, %v, notes %v", data[last:], len(got), err, *notes)
+		}
+	}
+}
