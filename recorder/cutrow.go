@@ -4,18 +4,19 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 
 	"os"
 	"sync"
 )
 
 // CutRow is the last row of a results file that a killed writer cut short
-// (see Reader): a final line without its newline that does not parse.
+// (see Reader): a final line without its newline.
 type CutRow struct {
 	File   string // the file's path, or its schema file name for a reader on no file
 	Line   int    // 1-based line the row starts on
 	Offset int64  // byte offset the row starts at: the file's size without it
-	Err    error  // why the row does not parse
+	Err    error  // why the row is taken for cut: its parse error, or errNoNewline
 	// Removed is set when AppendFile cut the row off the file before
 	// appending (a resumed session); else a reader left it out.
 	Removed bool
@@ -83,4 +84,61 @@ func startLine(err error) int {
 		return pe.StartLine
 	}
 	return 0
+}
+
+// errNoNewline is why a last row that parses is left out all the same.
+var errNoNewline = errors.New("no newline at its end, so its last value may be cut")
+
+// tailReader counts the bytes read from r and follows CSV's quoting, so
+// a Reader can tell whether the input ends with a complete record: with a
+// newline outside quotes.
+type tailReader struct {
+	r     io.Reader
+	n     int64
+	state byte // where the last byte left the record: one of the lex constants
+	eof   bool
+}
+
+// cutAtEnd reports whether the record cr just failed to parse is the cut
+// row of a killed writer: it ends the input, and the input does not end
+// with a newline outside quotes.
+func (t *tailReader) cutAtEnd(cr *csv.Reader) bool {
+	return t.eof && t.state != lexEnd && cr.InputOffset() == t.n
+}
+
+// The states of tailReader's lexer: where the last byte read left the
+// record.
+const (
+	lexEnd      = iota // after a newline outside quotes: a record is complete
+	lexStart           // at a field's start, after a comma
+	lexField           // in an unquoted field
+	lexQuoted          // in a quoted field
+	lexQuoteEnd        // after a quote in a quoted field: it ends or escapes one
+)
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.n += int64(n)
+	st := t.state
+	for _, c := range p[:n] {
+		switch {
+		case st == lexQuoted:
+			if c == '"' {
+				st = lexQuoteEnd
+			}
+		case c == '\n':
+			st = lexEnd
+		case c == ',':
+			st = lexStart
+		case c == '"' && st != lexField:
+			st = lexQuoted // opens a field, or escapes a quote in one
+		default:
+			st = lexField
+		}
+	}
+	t.state = st
+	if errors.Is(err, io.EOF) {
+		t.eof = true
+	}
+	return n, err
 }

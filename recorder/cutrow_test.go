@@ -27,8 +27,9 @@ func collectCuts(t *testing.T) *[]CutRow {
 
 // TestReadCutLastRow cuts a file at every byte of its last row, as a
 // killed writer can: every cut reads without error, with every complete
-// row; a cut that does not parse is left out and noted once, naming the
-// file and line; one that parses (only its last value cut) is kept.
+// row; every cut, one that parses included (only the newline cut, or a
+// last value cut short), is left out and noted once, naming the file and
+// line.
 func TestReadCutLastRow(t *testing.T) {
 	full := writeRows(t, cutRows)
 	last := len(writeRows(t, cutRows[:1])) // where the last row starts
@@ -72,26 +73,26 @@ func TestReadCutLastRow(t *testing.T) {
 			kept++
 		}
 	}
-	// The only cut that parses is the one before the newline: the last
-	// column (stream) has one digit, and a quoted value cut short does
-	// not parse.
-	if left != len(full)-last-2 || kept != 1 {
-		t.Errorf("%d cuts left out, %d kept; want %d and 1", left, kept, len(full)-last-2)
+	// The cut before the newline parses, and is left out all the same.
+	if left != len(full)-last-1 || kept != 0 {
+		t.Errorf("%d cuts left out, %d kept; want %d and 0", left, kept, len(full)-last-1)
 	}
 }
 
-// TestReadCutUnquotedLastValue: a cut in an unquoted last value parses,
-// so the row is kept (Reader leaves out only what does not parse, as the
-// cut of nothing but the newline leaves a whole row); a cut in an earlier
-// column is left out.
+// TestReadCutUnquotedLastValue: a cut in an unquoted last value parses
+// (stream 1234 read as 12) and is left out all the same, since a last
+// line without its newline is cut; so is a cut in an earlier column.
 func TestReadCutUnquotedLastValue(t *testing.T) {
 	rows := []Request{cutRows[0], {RunID: "r1", Seq: 1, Status: 0, Error: "timeout", Stream: 1234}}
 	full := writeRows(t, rows)
 	notes := collectCuts(t)
 	got, err := ReadAll[Request](bytes.NewReader(full[:len(full)-3]))
-	if err != nil || len(got) != 2 || got[1].Stream != 12 || len(*notes) != 0 {
+	if err != nil || len(got) != 1 || len(*notes) != 1 || (*notes)[0].Line != 3 {
 		t.Errorf("cut in the last value: %d rows, %v, notes %v", len(got), err, *notes)
 	}
+	*notes = nil
+	restore := NoteCutRows(func(c CutRow) { *notes = append(*notes, c) }) // noted again: a fresh memory
+	defer restore()
 	got, err = ReadAll[Request](bytes.NewReader(full[:len(full)-len(",1234\n")]))
 	if err != nil || len(got) != 1 || len(*notes) != 1 || (*notes)[0].File != "requests.csv" {
 		t.Errorf("cut before the last column: %d rows, %v, notes %v", len(got), err, *notes)
@@ -162,14 +163,11 @@ func TestAppendCutLastRow(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cut at byte %d: after append: %v", n, err)
 		}
-		want := []Request{cutRows[0], next}
-		if n == len(full)-1 { // only the newline was cut: the row is whole
-			want = []Request{cutRows[0], cutRows[1], next}
-		}
+		want := []Request{cutRows[0], next} // a last line without its newline is cut, even one that parses
 		if d := DiffRows(want, got, 0); d != "" {
 			t.Fatalf("cut at byte %d: after append: %s", n, d)
 		}
-		if n == last || n == len(full)-1 {
+		if n == last {
 			if len(*notes) != 0 {
 				t.Errorf("no cut: notes %v", *notes)
 			}
@@ -183,8 +181,8 @@ func TestAppendCutLastRow(t *testing.T) {
 		}
 	}
 
-	// An unquoted last value cut short parses: the row is kept, and its
-	// line ended before the next.
+	// An unquoted last value cut short parses, and is removed all the
+	// same: the appended row starts where it started.
 	rows := []Request{cutRows[0], {RunID: "r1", Seq: 1, Error: "timeout"}}
 	full = writeRows(t, rows)
 	dir := t.TempDir()
@@ -205,7 +203,7 @@ func TestAppendCutLastRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := DiffRows(append(rows, next), got, 0); d != "" {
+	if d := DiffRows([]Request{rows[0], next}, got, 0); d != "" {
 		t.Errorf("after append to an unterminated row: %s", d)
 	}
 }
