@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -147,25 +146,47 @@ func CreateFile[T Row[T]](dir string) (*FileWriter[T], error) {
 }
 
 // AppendFile opens the existing file dir/FileName[T]() for appending, after
-// checking that its header is Header[T]() and that it ends with a complete
-// line, so a resumed experiment adds rows to the same results.
+// checking that its header is Header[T]() and that its rows parse, so a
+// resumed experiment adds rows to the same results. A cut last row (a
+// killed session's, see Reader) is cut off the file first, which is
+// noted (NoteCutRows), so the next row does not run on from it; a last
+// header that lacks its newline gets it.
 func AppendFile[T Row[T]](dir string) (*FileWriter[T], error) {
 	path := filepath.Join(dir, FileName[T]())
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", path, err)
 	}
-	if len(b) == 0 || b[len(b)-1] != '\n' {
-		return nil, fmt.Errorf("append %s: the file does not end with a complete row", path)
+	rr, err := NewReader[T](bytes.NewReader(b))
+	if err == nil {
+		rr.quiet = true
+		err = eachOf(rr, func(T) error { return nil })
 	}
-	if _, err := ReadAll[T](bytes.NewReader(b)); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("append %s: %w", path, err)
 	}
-	w := newRowWriter[T](f, int64(len(b)))
+	size := int64(len(b))
+	if cut := rr.Cut(); cut != nil {
+		size = cut.Offset
+		err = f.Truncate(size)
+		if err == nil {
+			c := *cut
+			c.File, c.Removed = path, true
+			noteCut(c)
+		}
+	}
+	if err == nil && size > 0 && b[size-1] != '\n' {
+		_, err = f.Write([]byte{'\n'})
+		size++
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("append %s: %w", path, err), f.Close())
+	}
+	w := newRowWriter[T](f, size)
 	w.truncate = cutTo(f)
 	return &FileWriter[T]{Writer: w, f: f}, nil
 }
@@ -210,180 +231,6 @@ func (w *FileWriter[T]) Close() error {
 	}
 	if err != nil {
 		return fmt.Errorf("close %s: %w", w.f.Name(), err)
-	}
-	return nil
-}
-
-// ReadAll reads CSV rows of type T from r. The header must be exactly
-// Header[T](); every record must have as many fields as the header; every
-// cell must parse as its column's type (a *CellError names the line,
-// column and value otherwise). On error ReadAll also returns the rows
-// before the bad record, so a file cut short by a crash still yields what
-// was measured.
-func ReadAll[T Row[T]](r io.Reader) ([]T, error) {
-	var rows []T
-	err := eachRow(r, func(row T) error {
-		rows = append(rows, row)
-		return nil
-	})
-	return rows, err
-}
-
-// eachRow calls fn with every row of type T read from r, in order; the
-// first error, fn's included, ends it.
-func eachRow[T Row[T]](r io.Reader, fn func(T) error) error {
-	rr, err := NewReader[T](r)
-	if err != nil {
-		return err
-	}
-	for {
-		row, err := rr.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err == nil {
-			err = fn(row)
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// Reader reads CSV rows of type T one at a time, as ReadAll does, so a
-// file of any length is read in constant memory.
-type Reader[T Row[T]] struct {
-	s  *Schema[T]
-	cr *csv.Reader
-	// at is, by schema column, its field in the file's records; -1 for
-	// an added column the file lacks (Column.Added).
-	at []int
-}
-
-// NewReader reads and checks the header of r: it must be Header[T](),
-// less any columns marked Added, which then read as their default.
-func NewReader[T Row[T]](r io.Reader) (*Reader[T], error) {
-	s := schemaOf[T]()
-	cr := csv.NewReader(r)
-	cr.ReuseRecord = true
-	cr.FieldsPerRecord = -1 // the header's length is checked below, by name
-	header, err := cr.Read()
-	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: empty input: %w", s.file, ErrHeader)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: read header: %w", s.file, err)
-	}
-	at, err := s.checkHeader(header)
-	if err != nil {
-		return nil, err
-	}
-	cr.FieldsPerRecord = len(header)
-	return &Reader[T]{s: s, cr: cr, at: at}, nil
-}
-
-// Read returns the next row, or io.EOF after the last. A record with the
-// wrong number of fields or a cell that does not parse is an error (a
-// *CellError for a cell) naming the file's contract.
-func (r *Reader[T]) Read() (T, error) {
-	var row T
-	rec, err := r.cr.Read()
-	if errors.Is(err, io.EOF) {
-		return row, io.EOF
-	}
-	if errors.Is(err, csv.ErrFieldCount) {
-		return row, fmt.Errorf("%s: %w: got %d columns, want %d", r.s.file, err, len(rec), r.cr.FieldsPerRecord)
-	}
-	if err != nil {
-		return row, fmt.Errorf("%s: %w", r.s.file, err)
-	}
-	for i, c := range r.s.cols {
-		j := r.at[i]
-		if j < 0 {
-			if err := decodeCell(c.field(&row), c.def); err != nil {
-				return row, fmt.Errorf("%s: column %q's default %q: %w", r.s.file, c.name, c.def, err)
-			}
-			continue
-		}
-		if err := decodeCell(c.field(&row), rec[j]); err != nil {
-			line, _ := r.cr.FieldPos(j)
-			return row, &CellError{File: r.s.file, Line: line, Column: j + 1, Name: c.name, Value: rec[j], Err: err}
-		}
-	}
-	return row, nil
-}
-
-// checkHeader matches got to the schema's columns in order, an added
-// column (Column.Added) matching nothing when got lacks it, and returns
-// each schema column's place in got (-1: absent). It names the first
-// column of got that differs from the schema.
-func (s *Schema[T]) checkHeader(got []string) ([]int, error) {
-	at := make([]int, len(s.cols))
-	j := 0
-	for i, c := range s.cols {
-		switch {
-		case j < len(got) && got[j] == c.name:
-			at[i] = j
-			j++
-		case c.added:
-			at[i] = -1
-		case j >= len(got):
-			return nil, fmt.Errorf("%s: header has %d columns, want %d: column %d %q is missing: %w",
-				s.file, len(got), len(s.cols), i+1, c.name, ErrHeader)
-		default:
-			return nil, fmt.Errorf("%s: header column %d: want %q, got %q: %w", s.file, j+1, c.name, got[j], ErrHeader)
-		}
-	}
-	if j < len(got) {
-		return nil, fmt.Errorf("%s: header has %d columns, want %d: unexpected column %d %q: %w",
-			s.file, len(got), len(s.cols), j+1, got[j], ErrHeader)
-	}
-	return at, nil
-}
-
-// ReadFile reads the rows of type T from the file at path.
-func ReadFile[T Row[T]](path string) ([]T, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read rows: %w", err)
-	}
-	defer f.Close()
-	rows, err := ReadAll[T](f)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return rows, nil
-}
-
-// ReadOptional reads dir's file of row type T, for a file a results
-// directory may lack: present is false when it does not exist, and a file
-// there without rows gives an empty, non-nil slice.
-func ReadOptional[T Row[T]](dir string) (rows []T, present bool, err error) {
-	path := filepath.Join(dir, FileName[T]())
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	rows, err = ReadFile[T](path)
-	if err != nil {
-		return nil, true, err
-	}
-	if rows == nil {
-		rows = []T{}
-	}
-	return rows, true, nil
-}
-
-// EachRow calls fn with every row of type T of the file at path, in
-// order, holding one row at a time (a file too large to read whole); the
-// first error, fn's included, ends it, naming the file.
-func EachRow[T Row[T]](path string, fn func(T) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := eachRow(f, fn); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

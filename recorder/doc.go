@@ -50,5 +50,7 @@
 // seconds columns, microseconds for millisecond columns, whole bytes), and a
 // value that was not measured is an empty cell, never an invented 0: Maybe
 // carries that distinction for optional columns. Writers flush every row, so
-// what was measured before a crash or a signal is on disk.
+// what was measured before a crash or a signal is on disk; the one row a
+// killed writer can cut short, the last, is left out by Reader (noted
+// once per file, NoteCutRows) and cut off by AppendFile.
 package recorder

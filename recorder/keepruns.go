@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -19,7 +20,8 @@ const RunIDColumn = "run_id"
 // and only the rows whose run_id keep accepts: resuming a session drops
 // what its incomplete runs wrote to each of its files, whatever their row
 // type. A missing file is left missing; a file without a run_id column,
-// or whose rows do not parse as CSV, is an error naming it.
+// or whose rows do not parse as CSV, is an error naming it, except for a
+// killed session's cut last row (see Reader), which is dropped, noted.
 func KeepRuns(dir, name string, keep func(runID string) bool) error {
 	path := filepath.Join(dir, name)
 	f, err := os.Open(path)
@@ -30,7 +32,8 @@ func KeepRuns(dir, name string, keep func(runID string) bool) error {
 		return fmt.Errorf("resume %s: %w", path, err)
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	src := &tailReader{r: f}
+	r := csv.NewReader(src)
 	r.ReuseRecord = true
 	header, err := r.Read()
 	if err != nil {
@@ -47,17 +50,28 @@ func KeepRuns(dir, name string, keep func(runID string) bool) error {
 			return err
 		}
 		for {
+			start := r.InputOffset()
 			rec, err := r.Read()
 			if err == io.EOF {
+				break
+			}
+			if err != nil && src.cutAtEnd(r) {
+				noteCut(CutRow{File: path, Line: startLine(err), Offset: start, Err: err, Removed: true})
 				break
 			}
 			if err != nil {
 				return err
 			}
-			if keep(rec[col]) {
-				if err := w.Write(rec); err != nil {
-					return err
-				}
+			if !keep(rec[col]) {
+				continue
+			}
+			if src.eof && src.state != lexEnd && r.InputOffset() == src.n {
+				// A last row without its newline that parses as CSV
+				// stays so: AppendFile judges it by its row type.
+				return writeUnterminated(w, out, rec)
+			}
+			if err := w.Write(rec); err != nil {
+				return err
 			}
 		}
 		w.Flush()
@@ -67,4 +81,21 @@ func KeepRuns(dir, name string, keep func(runID string) bool) error {
 		return fmt.Errorf("resume %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeUnterminated flushes w to out, then writes rec to out as w would,
+// less its final newline.
+func writeUnterminated(w *csv.Writer, out io.Writer, rec []string) error {
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	lw := csv.NewWriter(&b)
+	if err := lw.Write(rec); err != nil {
+		return err
+	}
+	lw.Flush()
+	_, err := out.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	return err
 }

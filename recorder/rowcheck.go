@@ -244,6 +244,9 @@ func FuzzSeeds[T Row[T]]() [][]byte {
 		}
 		b, _ := EncodeRows(rows)
 		seeds = append(seeds, b, b[:len(b)/2], bytes.Replace(b, []byte(","), []byte(";"), 1))
+		// A killed writer's cuts: in the last row, and of its newline.
+		last := bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
+		seeds = append(seeds, b[:last+(len(b)-last)/3], b[:len(b)-2], b[:len(b)-1])
 	}
 	header := strings.Join(Header[T](), ",") + "\n"
 	return append(seeds, []byte(header), []byte(header+strings.Repeat(",", len(Header[T]())-1)+"\n"))

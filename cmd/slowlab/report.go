@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
 
@@ -55,6 +56,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("results directory %s: not a directory", dir)
 	}
 
+	// A killed session's cut last row is left out of the report, said
+	// once per file.
+	defer recorder.NoteCutRows(func(c recorder.CutRow) {
+		fmt.Fprintf(stderr, "slowlab report: warning: %s\n", c)
+	})()
 	rep, err := report.Write(dir, lab.ReportSections())
 	if err != nil {
 		return err

@@ -83,6 +83,42 @@ func TestReportCommand(t *testing.T) {
 	}
 }
 
+// TestReportCutRow: a results directory whose requests.csv ends mid-row,
+// as a killed session leaves it, still reports, saying once on stderr
+// that the cut row was left out; a bad row in the middle still fails.
+func TestReportCutRow(t *testing.T) {
+	dir := t.TempDir()
+	writeResults(t, dir)
+	reqs := filepath.Join(dir, "requests.csv")
+	b, err := os.ReadFile(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	last := lines[len(lines)-2]
+	if err := os.WriteFile(reqs, b[:len(b)-len(last)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "report", dir)
+	want := "slowlab report: warning: " + reqs + ": its last row (line 145) was cut short (the session was killed?); left out ("
+	if code != 0 || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, want) {
+		t.Fatalf("exit %d, stderr:\n%s\nwant one line starting %q", code, stderr, want)
+	}
+	if !strings.Contains(stdout, "report: "+filepath.Join(dir, "report.html")) {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+
+	// The same row cut in the middle of the file is an error naming it.
+	mid := strings.Join(lines[:10], "") + lines[10][:len(lines[10])/2] + "\n" + strings.Join(lines[11:], "")
+	if err := os.WriteFile(reqs, []byte(mid), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCmd(t, "report", dir)
+	if code != 1 || !strings.Contains(stderr, "requests.csv: record on line 11: wrong number of fields") {
+		t.Errorf("mid-file cut: exit %d, stderr %q", code, stderr)
+	}
+}
+
 func TestReportErrors(t *testing.T) {
 	empty := t.TempDir()
 	bad := t.TempDir()

@@ -77,8 +77,10 @@ func FuzzRead[T recorder.Row[T]](f *testing.F) {
 	for _, s := range recorder.FuzzSeeds[T]() {
 		f.Add(s)
 	}
+	f.Cleanup(recorder.NoteCutRows(func(recorder.CutRow) {}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, err := recorder.ReadAll[T](bytes.NewReader(data)); err != nil {
+		rows, err := recorder.ReadAll[T](bytes.NewReader(data))
+		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error message")
 			}
@@ -86,6 +88,25 @@ func FuzzRead[T recorder.Row[T]](f *testing.F) {
 		}
 		if _, err := recorder.RoundTripCSV[T](data); err != nil {
 			t.Fatal(err)
+		}
+		// Cut where a killed writer can, in the last row: the rows before
+		// it still read, and the cut row is left out or, parsing, kept.
+		if len(data) < 2 || data[len(data)-1] != '\n' {
+			return
+		}
+		cut := data[:len(data)-1-int(data[0])%len(data)]
+		got, err := recorder.ReadAll[T](bytes.NewReader(cut))
+		if bytes.Count(cut, []byte("\n")) < bytes.Count(data, []byte("\n"))-1 || len(rows) == 0 {
+			return // not within the last line (or no rows)
+		}
+		if err != nil {
+			t.Fatalf("cut to %d of %d bytes: %v", len(cut), len(data), err)
+		}
+		if len(got) < len(rows)-1 || len(got) > len(rows) {
+			t.Fatalf("cut to %d of %d bytes: %d rows, want %d or %d", len(cut), len(data), len(got), len(rows)-1, len(rows))
+		}
+		if d := recorder.DiffRows(rows[:len(rows)-1], got[:len(rows)-1], 1); d != "" {
+			t.Fatalf("cut to %d of %d bytes: rows before the cut: %s", len(cut), len(data), d)
 		}
 	})
 }
