@@ -82,6 +82,22 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestVersionPrintsOnlyWhatIsKnown: go test's build stamps no branch,
+// build user or date and no revision; --version leaves them out, as
+// slowlab version does, instead of "(branch: , revision: unknown)" and
+// empty lines.
+func TestVersionPrintsOnlyWhatIsKnown(t *testing.T) {
+	var out, errw strings.Builder
+	if code := run(context.Background(), []string{"--version"}, &out, &errw); code != 0 || !strings.HasPrefix(out.String(), "slowlab-exporter, version ") {
+		t.Fatalf("exit %d: %q %q", code, out.String(), errw.String())
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasSuffix(strings.TrimSpace(l), ":") || strings.Contains(l, "branch: ,") || strings.Contains(l, "unknown") {
+			t.Errorf("prints %q:\n%s", l, out.String())
+		}
+	}
+}
+
 // freePort is a loopback port nothing listened on a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()

@@ -34,6 +34,7 @@ import (
 
 	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/exporter"
+	"github.com/slowlab/slowlab/internal/buildinfo"
 	"github.com/slowlab/slowlab/internal/cliflag"
 )
 
@@ -93,7 +94,7 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 		return err
 	}
 	if f.version {
-		fmt.Fprintln(stdout, version.Print(prog))
+		fmt.Fprintln(stdout, buildinfo.Text(prog))
 		return nil
 	}
 	cfg, opts, err := f.options()

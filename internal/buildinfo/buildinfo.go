@@ -14,6 +14,8 @@
 package buildinfo
 
 import (
+	"fmt"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
@@ -63,4 +65,48 @@ func fromBuild(info *debug.BuildInfo, ok bool) string {
 		v += "+dirty"
 	}
 	return v
+}
+
+// Text is what --version prints for program: its version, the commit,
+// the Go that built it (see text), in prometheus/common/version.Print's
+// layout less what nobody stamped.
+func Text(program string) string {
+	return text(program, buildStamp{version: version.Version, branch: version.Branch, revision: version.GetRevision(),
+		user: version.BuildUser, date: version.BuildDate, tags: version.GetTags()})
+}
+
+// buildStamp is what the build recorded about this binary; "" or
+// "unknown" means nobody stamped it.
+type buildStamp struct{ version, branch, revision, user, date, tags string }
+
+// text is prometheus/common/version.Print's layout without what
+// is not known: "slowlab, version V (branch: B, revision: R)", the
+// parenthesis holding only the parts stamped (gone when neither is), then
+// one line each for the build user, build date, go version, platform and
+// tags, the unstamped ones left out.
+func text(program string, b buildStamp) string {
+	known := func(s string) bool { return s != "" && s != "unknown" }
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s, version %s", program, b.version)
+	var vcs []string
+	if known(b.branch) {
+		vcs = append(vcs, "branch: "+b.branch)
+	}
+	if known(b.revision) {
+		vcs = append(vcs, "revision: "+b.revision)
+	}
+	if len(vcs) > 0 {
+		fmt.Fprintf(&sb, " (%s)", strings.Join(vcs, ", "))
+	}
+	line := func(name, value string) {
+		if known(value) {
+			fmt.Fprintf(&sb, "\n  %-18s%s", name+":", value)
+		}
+	}
+	line("build user", b.user)
+	line("build date", b.date)
+	line("go version", runtime.Version())
+	line("platform", runtime.GOOS+"/"+runtime.GOARCH)
+	line("tags", b.tags)
+	return sb.String()
 }

@@ -2,6 +2,7 @@ package buildinfo
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/common/version"
@@ -39,5 +40,19 @@ func TestFromBuild(t *testing.T) {
 func TestVersionNeverEmpty(t *testing.T) {
 	if Version() == "" || version.Version != Version() {
 		t.Fatalf("Version %q, prometheus/common/version %q", Version(), version.Version)
+	}
+}
+
+// TestText: a fully stamped build prints every part in version.Print's
+// layout; one with a revision only prints no branch, user, date or tags.
+func TestText(t *testing.T) {
+	full := text("slowlab", buildStamp{version: "0.1.0", branch: "main", revision: "abc", user: "u@h", date: "20260101", tags: "netgo"})
+	for _, want := range []string{"slowlab, version 0.1.0 (branch: main, revision: abc)\n", "\n  build user:       u@h\n", "\n  build date:       20260101\n", "\n  go version:       go", "\n  tags:             netgo"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("fully stamped: no %q in\n%s", want, full)
+		}
+	}
+	if got := text("slowlab", buildStamp{version: "devel", revision: "abc"}); !strings.HasPrefix(got, "slowlab, version devel (revision: abc)\n  go version:") {
+		t.Errorf("revision only:\n%s", got)
 	}
 }
