@@ -19,7 +19,7 @@ func TestOutRefusedBeforeStart(t *testing.T) {
 	if err := os.WriteFile(file, []byte("kept\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	holds := "the directory exists and holds files (hops.csv...): give a new results directory"
+	holds := "the directory holds another session's results (hops.csv): give a new results directory"
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -40,5 +40,30 @@ func TestOutRefusedBeforeStart(t *testing.T) {
 				t.Errorf("written into: %d entries in %s, %s: %v %q", len(entries), full, file, err, b)
 			}
 		})
+	}
+}
+
+// TestOutTakesADirectoryWithoutResults: a directory holding files that are
+// no session's results passes (buffer-sweep writes each namespace's
+// scenario and output log into the directory its session there fills);
+// each results file refuses it.
+func TestOutTakesADirectoryWithoutResults(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"sweep-scenario.yaml", "session-output.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := checkOut(dir); err != nil {
+		t.Errorf("a directory with no results: %v", err)
+	}
+	for _, name := range []string{"scenario.yaml", "manifest.json", "environment.json", "requests.csv"} {
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkOut(d); err == nil || !strings.Contains(err.Error(), "("+name+")") {
+			t.Errorf("a directory holding %s: %v, want it refused naming it", name, err)
+		}
 	}
 }

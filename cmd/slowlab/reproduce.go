@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/recorder"
 )
 
 func init() {
@@ -189,9 +190,12 @@ func checkResumable(dir string) error {
 
 // checkOut refuses, before anything starts, an --out a command cannot
 // write its results in: a path that is not a directory, or a directory
-// that already holds files (results files are made anew, never written
-// over). "" (a new directory chosen) and a missing or empty directory
-// pass.
+// that holds another session's results (a results file: scenario.yaml,
+// manifest.json, environment.json or a .csv; results files are made
+// anew, never written over). "" (a new directory chosen), a missing
+// directory and one holding only other files pass: buffer-sweep writes
+// each namespace's scenario and output log into the directory its
+// session there then fills.
 func checkOut(dir string) error {
 	if dir == "" {
 		return nil
@@ -206,11 +210,14 @@ func checkOut(dir string) error {
 		return usagef("--out %s: not a directory: give a new results directory", dir)
 	}
 	entries, err := os.ReadDir(dir)
-	switch {
-	case err != nil:
+	if err != nil {
 		return usagef("--out %s: %v", dir, err)
-	case len(entries) > 0:
-		return usagef("--out %s: the directory exists and holds files (%s...): give a new results directory", dir, entries[0].Name())
+	}
+	for _, e := range entries {
+		switch n := e.Name(); {
+		case n == lab.ScenarioFile, n == recorder.ManifestFile, n == recorder.EnvironmentFile, strings.HasSuffix(n, ".csv"):
+			return usagef("--out %s: the directory holds another session's results (%s): give a new results directory", dir, n)
+		}
 	}
 	return nil
 }
