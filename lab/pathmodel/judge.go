@@ -143,3 +143,32 @@ func JudgeDownload(net *recorder.NetSettings, d Download) (*Judgement, string) {
 	}
 	return JudgeConfig(c, d.Size)
 }
+
+// RecordedNet is the socket buffer settings the results directory dir's
+// environment.json records for its last session that has them; nil when
+// none has (or the file cannot be read), so that a report of old results
+// says nothing rather than guess.
+func RecordedNet(dir string) *recorder.NetSettings {
+	sessions, err := recorder.ReadEnvironment(dir)
+	if err != nil {
+		return nil
+	}
+	for i := len(sessions) - 1; i >= 0; i-- {
+		if sessions[i].Net != nil {
+			return sessions[i].Net
+		}
+	}
+	return nil
+}
+
+// NoteMayHold is the report's paragraph introducing the warnings of an
+// experiment's conditions under net (RecordedNet), "" without warnings.
+func NoteMayHold(warnings []string, net *recorder.NetSettings) string {
+	if len(warnings) == 0 || net == nil {
+		return ""
+	}
+	return fmt.Sprintf("The path model, from the scenario and the socket buffer settings environment.json records "+
+		"(namespace %s: tcp_wmem %s, tcp_rmem %s), says the path may hold the whole response of %d condition(s) whose "+
+		"finding needs the app held: their runs may show no held worker because of the path, not because the stack is fine "+
+		"(docs/slow-client.md, docs/temp-cliff.md).", net.Namespace, net.TCPWmem, net.TCPRmem, len(warnings))
+}

@@ -174,6 +174,7 @@ var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, e
 	} else {
 		p.Skip("app_send_s and /fast p95 figure left out: %s.", why)
 	}
+	noteMayHold(p, dir)
 	d.Notes(p)
 	d.AddDownloadsFigure(p, "temp-cliff-downloads", label)
 	report.AddTable(p, &ConditionsTable, d.Conds)
