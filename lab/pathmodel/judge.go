@@ -161,14 +161,19 @@ func RecordedNet(dir string) *recorder.NetSettings {
 	return nil
 }
 
-// NoteMayHold is the report's paragraph introducing the warnings of an
-// experiment's conditions under net (RecordedNet), "" without warnings.
-func NoteMayHold(warnings []string, net *recorder.NetSettings) string {
+// MayHoldNotes are the report's paragraphs for an experiment's
+// warnings under net (RecordedNet): what they mean, then each; none
+// without warnings.
+func MayHoldNotes(warnings []string, net *recorder.NetSettings) []string {
 	if len(warnings) == 0 || net == nil {
-		return ""
+		return nil
 	}
-	return fmt.Sprintf("The path model, from the scenario and the socket buffer settings environment.json records "+
+	notes := []string{fmt.Sprintf("The path model, from the scenario and the socket buffer settings environment.json records "+
 		"(namespace %s: tcp_wmem %s, tcp_rmem %s), says the path may hold the whole response of %d condition(s) whose "+
 		"finding needs the app held: their runs may show no held worker because of the path, not because the stack is fine "+
-		"(docs/slow-client.md, docs/temp-cliff.md).", net.Namespace, net.TCPWmem, net.TCPRmem, len(warnings))
+		"(docs/slow-client.md, docs/temp-cliff.md).", net.Namespace, net.TCPWmem, net.TCPRmem, len(warnings))}
+	for _, w := range warnings {
+		notes = append(notes, "Warning: "+w+".")
+	}
+	return notes
 }

@@ -142,6 +142,7 @@ func buildSection(dir string) (*report.Part, error) {
 		p.Skip("/fast p95 figure left out: %s.", why)
 	}
 	addConditions(p, d)
+	noteMayHold(p, dir)
 	if d.larges != nil && len(keys) > 0 {
 		if f, why := sendReceiveFigure(keys, groups, d.larges); f != nil {
 			p.AddDrawing(f)

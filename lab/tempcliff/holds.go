@@ -75,11 +75,7 @@ func noteMayHold(p *report.Part, dir string) {
 		return
 	}
 	net := pathmodel.RecordedNet(dir)
-	ws := c.MayHold(net)
-	if n := pathmodel.NoteMayHold(ws, net); n != "" {
+	for _, n := range pathmodel.MayHoldNotes(c.MayHold(net), net) {
 		p.Note("%s", n)
-		for _, w := range ws {
-			p.Note("Warning: %s.", w)
-		}
 	}
 }
