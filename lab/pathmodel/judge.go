@@ -177,3 +177,23 @@ func MayHoldNotes(warnings []string, net *recorder.NetSettings) []string {
 	}
 	return notes
 }
+
+// MayHolder is an experiment's configuration that says, under a
+// namespace's settings, which of its conditions' paths may hold the whole
+// response they expect to hold the app (one warning each).
+type MayHolder interface {
+	MayHold(net *recorder.NetSettings) []string
+}
+
+// DirNotes are the report's paragraphs for the results directory dir
+// whose scenario is cfg (decoded by the caller): MayHoldNotes of cfg's
+// warnings under the settings dir's environment.json records; none when
+// cfg has no warnings to give or none are recorded.
+func DirNotes(dir string, cfg any) []string {
+	h, ok := cfg.(MayHolder)
+	if !ok {
+		return nil
+	}
+	net := RecordedNet(dir)
+	return MayHoldNotes(h.MayHold(net), net)
+}

@@ -66,12 +66,10 @@ func (c *Config) warnMayHold(env *lab.Env) {
 // slow-client's.
 func noteMayHold(p *report.Part, dir string) {
 	cfg, err := lab.LoadScenario(filepath.Join(dir, lab.ScenarioFile), nil)
-	c, ok := cfg.(*Config)
-	if err != nil || !ok {
+	if err != nil || cfg.Head().Experiment != Name {
 		return
 	}
-	net := pathmodel.RecordedNet(dir)
-	for _, n := range pathmodel.MayHoldNotes(c.MayHold(net), net) {
+	for _, n := range pathmodel.DirNotes(dir, cfg) {
 		p.Note("%s", n)
 	}
 }

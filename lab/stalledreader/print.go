@@ -157,6 +157,7 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 		p.Skip("Worker-timeouts figure left out: no ok run in %s has its WORKER TIMEOUT lines counted.", runFile)
 	}
 	report.AddTable(p, &conditionsTable, d.conds)
+	noteMayHold(p, dir)
 	if dErr == nil && len(downloads) > 0 {
 		var ok []Download
 		for _, ds := range d.downloads {
