@@ -40,9 +40,9 @@
 // its TestModelErrorEmbedded and TestModelErrorReal hold the measured
 // capacity within those bounds over a small sweep on loopback; assess
 // judges its large response with it, and the experiments whose finding
-// needs the app held by a slow download (slow-client, temp-cliff) warn
-// with it (Judgement.Warning) where the path may hold the whole
-// response. Reading the kernel's
+// needs the app held by a slow download (slow-client, temp-cliff,
+// stalled-reader) warn with it (Judgement.Warning, through package
+// holds) where the path may hold the whole response. Reading the kernel's
 // settings is lab's (NetSettings), the proxies' buffer settings
 // lab/stack's.
 package pathmodel

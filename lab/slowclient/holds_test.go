@@ -10,24 +10,9 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/pathmodel/holds/holdstest"
 	"github.com/slowlab/slowlab/recorder"
 )
-
-// netWith is a namespace's settings with tcp_wmem's and tcp_rmem's
-// maxima wmem and rmem (Linux's other defaults).
-func netWith(wmem, rmem string) *recorder.NetSettings {
-	return &recorder.NetSettings{Namespace: "test", TCPWmem: "4096 16384 " + wmem, TCPRmem: "4096 131072 " + rmem,
-		WmemMax: "212992", RmemMax: "212992"}
-}
-
-// warned is the conditions MayHold's warnings name, in order.
-func warned(ws []string) []string {
-	var out []string
-	for _, w := range ws {
-		out = append(out, w[:strings.Index(w, ":")])
-	}
-	return out
-}
 
 // TestMayHold: under the published matrix (16 MiB), a warning for each
 // condition whose slow readers are meant to hold the app where the path
@@ -40,17 +25,17 @@ func TestMayHold(t *testing.T) {
 	direct := []string{"slow-client direct sync-2, 1 slow, 16m", "slow-client direct sync-2, 2 slow, 16m"}
 	for _, tc := range []struct {
 		name       string
-		wmem, rmem string
+		wmem, rmem int64
 		want       []string
 	}{
-		{"tcp_rmem max 64 MiB: the proxy's receive buffer may grow past 16 MiB", "4194304", "67108864", off},
-		{"tcp_rmem max 32 MiB, this host's", "4194304", "33554432", off},
-		{"tcp_wmem max 64 MiB: the app's send buffer alone holds it", "67108864", "6291456",
+		{"tcp_rmem max 64 MiB: the proxy's receive buffer may grow past 16 MiB", 4194304, 67108864, off},
+		{"tcp_rmem max 32 MiB, this host's", 4194304, 33554432, off},
+		{"tcp_wmem max 64 MiB: the app's send buffer alone holds it", 67108864, 6291456,
 			append(append(direct, off...), "slow-client direct gthread-1x4, 2 slow, 16m")},
-		{"Linux's defaults, tcp_wmem max 4 MiB, tcp_rmem max 6 MiB", "4194304", "6291456", nil},
+		{"Linux's defaults, tcp_wmem max 4 MiB, tcp_rmem max 6 MiB", 4194304, 6291456, nil},
 	} {
-		ws := Published().MayHold(netWith(tc.wmem, tc.rmem))
-		if got := warned(ws); !slices.Equal(got, tc.want) {
+		ws := Published().MayHold(holdstest.Net(tc.wmem, tc.rmem))
+		if got := holdstest.Named(ws); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: warnings for %q, want %q", tc.name, got, tc.want)
 		}
 		for _, w := range ws {
@@ -59,7 +44,7 @@ func TestMayHold(t *testing.T) {
 			}
 		}
 	}
-	many := netWith("67108864", "67108864")
+	many := holdstest.Net(67108864, 67108864)
 	ext := Published()
 	ext.External = &lab.ExternalSpec{}
 	bp := Published()
@@ -82,9 +67,9 @@ func TestReportMayHold(t *testing.T) {
 		scenario bool
 		want     int
 	}{
-		{"this host's tcp_rmem max 32 MiB", netWith("4194304", "33554432"), true, 2},
-		{"Linux's defaults", netWith("4194304", "6291456"), true, 0},
-		{"no scenario.yaml", netWith("4194304", "33554432"), false, 0},
+		{"this host's tcp_rmem max 32 MiB", holdstest.Net(4194304, 33554432), true, 2},
+		{"Linux's defaults", holdstest.Net(4194304, 6291456), true, 0},
+		{"no scenario.yaml", holdstest.Net(4194304, 33554432), false, 0},
 	} {
 		dir := t.TempDir()
 		fixture{reps: 1}.write(t, dir)

@@ -11,30 +11,15 @@ import (
 
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/pathmodel/holds/holdstest"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
-
-// netWith is a namespace's settings with tcp_wmem's and tcp_rmem's
-// maxima wmem and rmem (Linux's other defaults).
-func netWith(wmem, rmem string) *recorder.NetSettings {
-	return &recorder.NetSettings{Namespace: "test", TCPWmem: "4096 16384 " + wmem, TCPRmem: "4096 131072 " + rmem,
-		WmemMax: "212992", RmemMax: "212992"}
-}
 
 func quickConfig() *Config {
 	c := Published()
 	c.Reduce()
 	return c
-}
-
-// warned is the conditions MayHold's warnings name, in order.
-func warned(ws []string) []string {
-	var out []string
-	for _, w := range ws {
-		out = append(out, w[:strings.Index(w, ":")])
-	}
-	return out
 }
 
 // TestMayHold: a warning for each condition whose readers are meant to
@@ -50,21 +35,21 @@ func TestMayHold(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		c          *Config
-		wmem, rmem string
+		wmem, rmem int64
 		want       []string
 	}{
-		{"--quick, Linux's defaults", quickConfig(), "4194304", "6291456", quickDirect},
-		{"published, Linux's defaults", Published(), "4194304", "6291456", nil},
-		{"published, tcp_rmem max 32 MiB", Published(), "4194304", "33554432", []string{"stalled-reader proxy-buffering-off sync-2, stall, 2 clients, 16m"}},
-		{"published, tcp_wmem max 1 MiB, tcp_rmem max 6 MiB", Published(), "1048576", "6291456", nil},
+		{"--quick, Linux's defaults", quickConfig(), 4194304, 6291456, quickDirect},
+		{"published, Linux's defaults", Published(), 4194304, 6291456, nil},
+		{"published, tcp_rmem max 32 MiB", Published(), 4194304, 33554432, []string{"stalled-reader proxy-buffering-off sync-2, stall, 2 clients, 16m"}},
+		{"published, tcp_wmem max 1 MiB, tcp_rmem max 6 MiB", Published(), 1048576, 6291456, nil},
 	} {
-		if got := warned(tc.c.MayHold(netWith(tc.wmem, tc.rmem))); !slices.Equal(got, tc.want) {
+		if got := holdstest.Named(tc.c.MayHold(holdstest.Net(tc.wmem, tc.rmem))); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: warnings for %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	ext := Published()
 	ext.External = &lab.ExternalSpec{}
-	if ws := ext.MayHold(netWith("67108864", "67108864")); ws != nil {
+	if ws := ext.MayHold(holdstest.Net(67108864, 67108864)); ws != nil {
 		t.Errorf("external: %q", ws)
 	}
 }
@@ -85,7 +70,7 @@ func TestReportMayHold(t *testing.T) {
 			}
 		}
 		if err := recorder.AppendEnvironment(dir, recorder.Environment{Experiment: Name, StartedAt: time.Now().UTC(),
-			Net: netWith("4194304", "6291456")}); err != nil {
+			Net: holdstest.Net(4194304, 6291456)}); err != nil {
 			t.Fatal(err)
 		}
 		if scenario {

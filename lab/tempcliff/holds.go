@@ -2,44 +2,36 @@ package tempcliff
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
-	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/pathmodel"
+	"github.com/slowlab/slowlab/lab/pathmodel/holds"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
-// MayHold is, for each condition of temp-cliff whose finding needs the
-// app held (a response over proxy_max_temp_file_size, or with 0, memory
-// buffers only), a line saying the path may hold the whole response
-// where the path model says so under net (the socket buffer settings of
-// the session's namespace), from configuration only. None for a
-// condition whose temp dir is on a tmpfs too small for its temp files
-// (the tmpfs, which the model does not know, bounds them: temp-disk-full's
-// subject), nor for another experiment sharing the config, nor where net
-// lacks what the model needs.
+// MayHold implements holds.MayHolder: temp-cliff's finding needs the app
+// held above proxy_max_temp_file_size and with 0 (memory buffers only),
+// so those conditions are judged. Left out: a temp dir on a tmpfs too
+// small for its temp files (the tmpfs, which the model does not know,
+// bounds them: temp-disk-full's subject), and temp-disk-full itself,
+// which shares this config.
 func (c *Config) MayHold(net *recorder.NetSettings) []string {
 	if c.Experiment != Name {
 		return nil
 	}
-	var out []string
+	var conds []holds.Condition
 	for _, cond := range c.Conditions {
 		size, maxTemp := int64(cond.Size), int64(cond.MaxTempFileSize)
 		if maxTemp != 0 && size <= maxTemp || cond.TempTmpfs != 0 && int64(cond.TempTmpfs) < int64(cond.SlowClients)*maxTemp {
 			continue // the app is expected free, or the tmpfs decides
 		}
-		j, _ := pathmodel.JudgeDownload(net, pathmodel.Download{Route: stack.RouteBufferingOn,
+		conds = append(conds, holds.Condition{Name: conditionText(cond), Download: pathmodel.Download{Route: stack.RouteBufferingOn,
 			Proxy:        stack.Deployment{Route: stack.RouteBufferingOn, LargeSize: size, MaxTempFileSize: &maxTemp}.ResponseBuffers(),
-			ClientRcvBuf: int64(c.SlowReader.RcvBuf), Size: size})
-		if j != nil && j.MayHold() {
-			out = append(out, j.Warning(conditionText(cond)))
-		}
+			ClientRcvBuf: int64(c.SlowReader.RcvBuf), Size: size}})
 	}
-	return out
+	return holds.Warnings(net, conds)
 }
 
 // conditionText names a condition in a warning: "temp-cliff sync-2, 2
@@ -54,26 +46,9 @@ func conditionText(cond Condition) string {
 }
 
 // warnMayHold logs MayHold's lines for the session's namespace before the
-// first run; an invalid config says nothing (Run refuses it).
+// first run; a config Run refuses says nothing.
 func (c *Config) warnMayHold(env *lab.Env) {
-	if lab.RefuseExternal(c) != nil || c.Validate() != nil {
-		return
-	}
-	for _, w := range c.MayHold(kernelnet.Session()) {
-		env.Logf("warning: %s", w)
-	}
-}
-
-// noteMayHold adds to p, for the results directory dir, MayHold's lines
-// under the settings its environment.json records for the scenario its
-// scenario.yaml holds; nothing when either is missing or is not
-// temp-cliff's.
-func noteMayHold(p *report.Part, dir string) {
-	cfg, err := lab.LoadScenario(filepath.Join(dir, lab.ScenarioFile), nil)
-	if err != nil || cfg.Head().Experiment != Name {
-		return
-	}
-	for _, n := range pathmodel.DirNotes(dir, cfg) {
-		p.Note("%s", n)
+	if lab.RefuseExternal(c) == nil && c.Validate() == nil {
+		holds.Log(env, c)
 	}
 }

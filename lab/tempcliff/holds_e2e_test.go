@@ -16,7 +16,7 @@ import (
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/kernelnet"
-	"github.com/slowlab/slowlab/lab/pathmodel"
+	"github.com/slowlab/slowlab/lab/pathmodel/holds"
 )
 
 // sessionStart starts `slowlab reproduce temp-cliff --quick` on the
@@ -88,7 +88,7 @@ func TestMayHoldAtSessionStart(t *testing.T) {
 	}
 	// What the report reads: the session's scenario.yaml and its
 	// namespace's settings in environment.json.
-	net := pathmodel.RecordedNet(dir)
+	net := holds.RecordedNet(dir)
 	cfg, err := lab.LoadScenario(filepath.Join(dir, lab.ScenarioFile), nil)
 	if err != nil || net == nil || net.Namespace != "holds-test" || net.TCPRmem != "4096 131072 67108864" {
 		t.Fatalf("recorded: scenario %v, settings %+v", err, net)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/lab/pathmodel/holds/holdstest"
 )
 
 // quickConfig is --quick's matrix: 6 and 32 MiB against max temp 8m, 16
@@ -13,13 +13,6 @@ func quickConfig() *Config {
 	c := Published()
 	c.Reduce()
 	return c
-}
-
-// netWith is a namespace's settings with tcp_wmem's and tcp_rmem's
-// maxima wmem and rmem (Linux's other defaults).
-func netWith(wmem, rmem string) *recorder.NetSettings {
-	return &recorder.NetSettings{Namespace: "test", TCPWmem: "4096 16384 " + wmem, TCPRmem: "4096 131072 " + rmem,
-		WmemMax: "212992", RmemMax: "212992"}
 }
 
 // TestMayHold: a warning for each condition that expects the app held
@@ -31,18 +24,18 @@ func netWith(wmem, rmem string) *recorder.NetSettings {
 func TestMayHold(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		wmem, rmem string
+		wmem, rmem int64
 		want       []string // a condition each warning names, in order
 	}{
-		{"tcp_rmem max 64 MiB: the proxy's receive buffer may grow past both", "4194304", "67108864",
+		{"tcp_rmem max 64 MiB: the proxy's receive buffer may grow past both", 4194304, 67108864,
 			[]string{"temp-cliff sync-2, 2 slow, 32m, max temp 8m:", "temp-cliff sync-2, 2 slow, 16m, max temp 0:"}},
-		{"tcp_rmem max 32 MiB, this host's", "4194304", "33554432",
+		{"tcp_rmem max 32 MiB, this host's", 4194304, 33554432,
 			[]string{"temp-cliff sync-2, 2 slow, 32m, max temp 8m:", "temp-cliff sync-2, 2 slow, 16m, max temp 0:"}},
-		{"tcp_wmem max 64 MiB: the app's send buffer alone fits both", "67108864", "6291456",
+		{"tcp_wmem max 64 MiB: the app's send buffer alone fits both", 67108864, 6291456,
 			[]string{"temp-cliff sync-2, 2 slow, 32m, max temp 8m:", "temp-cliff sync-2, 2 slow, 16m, max temp 0:"}},
-		{"Linux's defaults, tcp_wmem max 4 MiB, tcp_rmem max 6 MiB: both held", "4194304", "6291456", nil},
+		{"Linux's defaults, tcp_wmem max 4 MiB, tcp_rmem max 6 MiB: both held", 4194304, 6291456, nil},
 	} {
-		ws := quickConfig().MayHold(netWith(tc.wmem, tc.rmem))
+		ws := quickConfig().MayHold(holdstest.Net(tc.wmem, tc.rmem))
 		if len(ws) != len(tc.want) {
 			t.Errorf("%s: %d warnings, want %d: %q", tc.name, len(ws), len(tc.want), ws)
 			continue
@@ -59,7 +52,7 @@ func TestMayHold(t *testing.T) {
 			}
 		}
 	}
-	big := quickConfig().MayHold(netWith("67108864", "6291456"))
+	big := quickConfig().MayHold(holdstest.Net(67108864, 6291456))
 	if len(big) == 2 && !strings.Contains(big[0], "it fits: the path holds at least") {
 		t.Errorf("tcp_wmem max 64 MiB: %q, want it to fit", big[0])
 	}
@@ -68,7 +61,7 @@ func TestMayHold(t *testing.T) {
 	}
 	c := quickConfig()
 	c.Experiment = "temp-disk-full"
-	if ws := c.MayHold(netWith("4194304", "67108864")); ws != nil {
+	if ws := c.MayHold(holdstest.Net(4194304, 67108864)); ws != nil {
 		t.Errorf("temp-disk-full's config: %q, want nothing (its finding is the full disk)", ws)
 	}
 }
