@@ -30,8 +30,8 @@ func quickConfig() *Config {
 // off only where tcp_rmem's maximum lets it hold 16 MiB. Never the
 // buffering route nor the async server.
 func TestMayHold(t *testing.T) {
-	quickDirect := []string{"stalled-reader direct sync-2, stall, 2 clients, 4m", "stalled-reader proxy-buffering-off sync-2, stall, 2 clients, 4m",
-		"stalled-reader direct sync-2, slow, 1 clients, 4m"}
+	quickDirect := []string{"stalled-reader direct sync-2, stall, clients 2, 4m", "stalled-reader proxy-buffering-off sync-2, stall, clients 2, 4m",
+		"stalled-reader direct sync-2, slow, clients 1, 4m"}
 	for _, tc := range []struct {
 		name       string
 		c          *Config
@@ -40,7 +40,7 @@ func TestMayHold(t *testing.T) {
 	}{
 		{"--quick, Linux's defaults", quickConfig(), 4194304, 6291456, quickDirect},
 		{"published, Linux's defaults", Published(), 4194304, 6291456, nil},
-		{"published, tcp_rmem max 32 MiB", Published(), 4194304, 33554432, []string{"stalled-reader proxy-buffering-off sync-2, stall, 2 clients, 16m"}},
+		{"published, tcp_rmem max 32 MiB", Published(), 4194304, 33554432, []string{"stalled-reader proxy-buffering-off sync-2, stall, clients 2, 16m"}},
 		{"published, tcp_wmem max 1 MiB, tcp_rmem max 6 MiB", Published(), 1048576, 6291456, nil},
 	} {
 		if got := holdstest.Named(tc.c.MayHold(holdstest.Net(tc.wmem, tc.rmem))); !slices.Equal(got, tc.want) {
@@ -95,7 +95,7 @@ func TestReportMayHold(t *testing.T) {
 		if want := map[bool]int{true: 3, false: 0}[scenario]; n != want {
 			t.Errorf("scenario.yaml %v: %d warnings in report.html, want %d", scenario, n, want)
 		}
-		if scenario && !strings.Contains(page, "Warning: stalled-reader direct sync-2, stall, 2 clients, 4m: the path may hold") {
+		if scenario && !strings.Contains(page, "Warning: stalled-reader direct sync-2, stall, clients 2, 4m: the path may hold") {
 			t.Errorf("report.html lacks the direct stalled readers' warning")
 		}
 	}
