@@ -69,11 +69,7 @@ func Environment(env *Env, experiment string) recorder.Environment {
 	// run (latency-gap's path runs in namespaces it creates, whose
 	// settings these are not). A setting that cannot be read is left blank
 	// rather than failing the session.
-	ns := kernelnet.HostNamespace
-	if label := os.Getenv(kernelnet.NetnsEnv); label != "" {
-		ns = label // a session a parent started in a namespace it made
-	}
-	e.Net = kernelnet.NetSettings(ns, nil, nil)
+	e.Net = kernelnet.Session()
 	return e
 }
 

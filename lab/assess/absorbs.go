@@ -31,13 +31,13 @@ func absorbsNote(a Absorbs) string {
 
 // bounds are the least and the most bytes the path holds: the
 // prediction and the most its buffers can grow to, widened by the
-// model's measured error.
+// margins a recorded (pathmodel.Bounds).
 func bounds(a Absorbs) (lo, hi float64) {
 	most := a.PredictedMostBytes
 	if most == 0 { // recorded before it
 		most = a.PredictedBytes
 	}
-	return float64(a.PredictedBytes) * (1 - a.MarginUnder), float64(most) * (1 + a.MarginOver)
+	return pathmodel.Bounds(a.PredictedBytes, most, a.MarginUnder, a.MarginOver)
 }
 
 // verdictOf is a's verdict; a recorded before verdicts, by Fits.
@@ -53,23 +53,12 @@ func verdictOf(a Absorbs) string {
 
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 
-// judge is what path p holds of a response of size bytes, with the
-// model's measured error as the margin: it fits only if it fits in the
-// least the path holds, it holds the app only if it is over the most,
-// else the model cannot tell.
+// judge is pathmodel's judgement of what path p holds of a response of
+// size bytes, as the assessment records it.
 func judge(p pathmodel.Capacity, size int64) *Absorbs {
-	a := &Absorbs{PredictedBytes: p.Total(), PredictedMostBytes: p.Most(), Hops: p.String(), ResponseBytes: size,
-		MarginUnder: pathmodel.MaxUnder, MarginOver: pathmodel.MaxOver}
-	lo, hi := bounds(*a)
-	switch s := float64(size); {
-	case s <= lo:
-		a.Verdict, a.Fits = AbsorbsFits, true
-	case s > hi:
-		a.Verdict = AbsorbsHolds
-	default:
-		a.Verdict = AbsorbsUncertain
-	}
-	return a
+	j := pathmodel.Judge(p, size)
+	return &Absorbs{PredictedBytes: p.Total(), PredictedMostBytes: p.Most(), Hops: p.String(), ResponseBytes: size,
+		MarginUnder: pathmodel.MaxUnder, MarginOver: pathmodel.MaxOver, Verdict: j.Verdict, Fits: j.Verdict == AbsorbsFits}
 }
 
 // absorbs predicts the path of a slow reader of the assessment's large
@@ -94,15 +83,9 @@ func predictAbsorbs(route stack.Route, external bool, serverWmem, size int64, lo
 		return nil, "the proxy's buffers are its own configuration"
 	case external && serverWmem <= 0:
 		return nil, "the server's socket buffer settings are not this machine's: give them (--server-wmem) to predict"
-	case !route.Valid():
-		return nil, fmt.Sprintf("route %s is not a download route the model knows", route)
-	case route.Buffering() && route.Owner() != "":
-		// The model's buffering proxy is NGINX's: its proxy_buffers and
-		// a temp file. Caddy's buffer_responses and Apache's
-		// ProxyIOBufferSize hold a response in memory, as much as they
-		// read ahead of the reader, which is not configuration (on
-		// apache-iobuffer it varies by run: docs/proxies.md).
-		return nil, fmt.Sprintf("route %s reads ahead into %s's memory, not into NGINX's buffers and temp file, which are what the model knows", route, route.Owner())
+	}
+	if why := pathmodel.Unpredicted(route); why != "" {
+		return nil, why
 	}
 	var c pathmodel.Config
 	if err := pathmodel.NetConfig(local, &c); err != nil {
@@ -115,9 +98,9 @@ func predictAbsorbs(route stack.Route, external bool, serverWmem, size int64, lo
 	}
 	c.Route, c.ClientRcvBuf = route, loadgen.DefaultSlowRcvBuf
 	c.Proxy = stack.Deployment{Route: route, LargeSize: size}.ResponseBuffers()
-	p, err := pathmodel.Predict(c)
-	if err != nil {
-		return nil, err.Error()
+	j, why := pathmodel.JudgeConfig(c, size)
+	if j == nil {
+		return nil, why
 	}
-	return judge(p, size), ""
+	return judge(j.Path, size), ""
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/slowlab/slowlab/internal/schema"
+	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -233,9 +234,9 @@ type Absorbs struct {
 // fit even at its highest (the rest holds the app's send), or lies within
 // the error (the model cannot tell).
 const (
-	AbsorbsFits      = "fits"
-	AbsorbsHolds     = "holds"
-	AbsorbsUncertain = "uncertain"
+	AbsorbsFits      = pathmodel.Fits
+	AbsorbsHolds     = pathmodel.Holds
+	AbsorbsUncertain = pathmodel.Uncertain
 )
 
 // WriteAssessment replaces dir/assessment.json with a, atomically: a

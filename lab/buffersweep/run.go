@@ -211,6 +211,7 @@ func cellRows(res *slowclient.Result, out, dir string, size, rate int64, predict
 // (2 s to 60 s).
 func (c *Config) slowClient(size, rate int64) *slowclient.Config {
 	sc := slowclient.Published()
+	sc.SkipMayHold() // the sweep predicts every cell itself
 	sc.StackSpec, sc.Reps = c.StackSpec, c.Reps
 	sc.Conditions = nil
 	for _, r := range c.Routes {

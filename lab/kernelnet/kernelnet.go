@@ -111,3 +111,15 @@ func LoopbackMTU() (int, error) {
 	}
 	return lo.MTU, nil
 }
+
+// Session reads the settings of the network namespace a session runs
+// in: the lab's own, labelled HostNamespace, or, for a session a parent
+// started in a namespace it made, labelled as NetnsEnv says. nil when
+// nothing could be read.
+func Session() *recorder.NetSettings {
+	ns := HostNamespace
+	if label := os.Getenv(NetnsEnv); label != "" {
+		ns = label
+	}
+	return NetSettings(ns, nil, nil)
+}

@@ -32,13 +32,17 @@
 // free. Where the measured send time differs, those are the reasons; the
 // model is not adjusted to the measurements.
 //
-// It owns the prediction and its measured error bounds (MaxUnder,
-// MaxOver): buffer-sweep writes the prediction beside what its runs
-// measure (sweep.csv), and its TestModelErrorEmbedded and
-// TestModelErrorReal hold the measured capacity within those bounds over
-// a small sweep on loopback; assess uses the least and the most the path
-// holds (Total and Most, widened by the bounds) to say which response
-// sizes cannot hold a worker and which do. Reading the kernel's
+// It owns the prediction, its measured error bounds (MaxUnder,
+// MaxOver) and the judgement made with them (Judge: a response fits in
+// the least the path holds, holds the app over the most, or the model
+// cannot tell; Unpredicted, where it has no prediction): buffer-sweep
+// writes the prediction beside what its runs measure (sweep.csv), and
+// its TestModelErrorEmbedded and TestModelErrorReal hold the measured
+// capacity within those bounds over a small sweep on loopback; assess
+// judges its large response with it, and the experiments whose finding
+// needs the app held by a slow download (slow-client, temp-cliff,
+// stalled-reader) warn with it (Judgement.Warning, through package
+// holds) where the path may hold the whole response. Reading the kernel's
 // settings is lab's (NetSettings), the proxies' buffer settings
 // lab/stack's.
 package pathmodel

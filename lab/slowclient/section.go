@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/slowlab/slowlab/lab/pathmodel/holds"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
@@ -142,6 +143,7 @@ func buildSection(dir string) (*report.Part, error) {
 		p.Skip("/fast p95 figure left out: %s.", why)
 	}
 	addConditions(p, d)
+	holds.Note(p, dir, Name)
 	if d.larges != nil && len(keys) > 0 {
 		if f, why := sendReceiveFigure(keys, groups, d.larges); f != nil {
 			p.AddDrawing(f)

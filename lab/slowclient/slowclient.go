@@ -37,6 +37,8 @@ type Config struct {
 	Large                 LargeSpec          `yaml:"large"`
 	SlowReader            lab.SlowReaderSpec `yaml:"slow_reader"`
 	Hops                  HopsSpec           `yaml:"hops"`
+	// skipMayHold: the session logs no MayHold warnings (SkipMayHold).
+	skipMayHold bool
 }
 
 // HopsSpec is the sampling of where the slow downloads' bytes are

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/pathmodel/holds"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
@@ -157,6 +158,7 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 		p.Skip("Worker-timeouts figure left out: no ok run in %s has its WORKER TIMEOUT lines counted.", runFile)
 	}
 	report.AddTable(p, &conditionsTable, d.conds)
+	holds.Note(p, dir, Name)
 	if dErr == nil && len(downloads) > 0 {
 		var ok []Download
 		for _, ds := range d.downloads {

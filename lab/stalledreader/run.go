@@ -24,11 +24,14 @@ type files = lab.RunFiles[Download, RunRow]
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Plan: resume, the host-CPU guard, progress), writing
 // stalled-downloads.csv, stalled-runs.csv, requests.csv,
-// resource-samples.csv and environment.json. A run whose stack fails is
+// resource-samples.csv and environment.json, after a warning for each
+// condition whose path may hold the whole response its readers are meant
+// to hold a worker with (MayHold). A run whose stack fails is
 // recorded as failed and the next goes on; a download cut short is an
 // outcome, not a failed run. Cancelling ctx keeps what was measured and
 // returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
+	c.warnMayHold(env)
 	return lab.Plan[RunSpec, Download, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
 		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) }}.Run(ctx, env, c, &Result{})

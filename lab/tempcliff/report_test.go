@@ -122,3 +122,67 @@ func TestSectionsWithoutEnvironment(t *testing.T) {
 		t.Errorf("report.html: the 32m condition's runs and exclusion are not as written, or the failed run's app_send_s shows")
 	}
 }
+
+// TestReportMayHold: the section says, from the results directory's
+// scenario.yaml and environment.json alone, which conditions expecting
+// the app held ran on a path that may hold their whole response
+// (testdata/quick: this host's tcp_rmem max 32 MiB, under which the
+// model cannot tell for 32 MiB against 8m nor 16 MiB against 0); nothing
+// under settings whose path holds neither (tcp_rmem max 6 MiB), nor
+// without scenario.yaml, nor without recorded settings.
+func TestReportMayHold(t *testing.T) {
+	quick := filepath.Join("testdata", "quick")
+	files := []string{runFile, downloadFile, report.EnvironmentFile, "scenario.yaml"}
+	warned := []string{"Warning: temp-cliff sync-2, 2 slow, 32m, max temp 8m: the path may hold the whole 32.00 MiB response",
+		"Warning: temp-cliff sync-2, 2 slow, 16m, max temp 0: the path may hold the whole 16.00 MiB response",
+		"namespace host: tcp_wmem 4096 16384 4194304, tcp_rmem 4096 131072 33554432", "2 condition(s)"}
+	text := page(t, labtest.ReportFrom(t, quick, sections, files...))
+	for _, want := range warned {
+		if !strings.Contains(text, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "6m, max temp 8m: the path may hold") {
+		t.Error("report.html warns of 6 MiB against 8m, whose app is meant to be free")
+	}
+	env, err := os.ReadFile(filepath.Join(quick, report.EnvironmentFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(dir string) error{
+		"tcp_rmem max 6 MiB": func(dir string) error {
+			b := strings.Replace(string(env), "4096 131072 33554432", "4096 131072 6291456", 1)
+			return os.WriteFile(filepath.Join(dir, report.EnvironmentFile), []byte(b), 0o644)
+		},
+		"no scenario.yaml": func(dir string) error { return os.Remove(filepath.Join(dir, "scenario.yaml")) },
+		"no settings recorded": func(dir string) error {
+			b := string(env)
+			b = b[:strings.Index(b, `,
+      "net"`)] + "\n    }\n  ]\n}\n"
+			return os.WriteFile(filepath.Join(dir, report.EnvironmentFile), []byte(b), 0o644)
+		},
+	} {
+		from := t.TempDir()
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(quick, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(from, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := change(from); err != nil {
+			t.Fatal(err)
+		}
+		var present []string
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(from, f)); err == nil {
+				present = append(present, f)
+			}
+		}
+		if text := page(t, labtest.ReportFrom(t, from, sections, present...)); strings.Contains(text, "may hold the whole") {
+			t.Errorf("%s: report.html warns", name)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/slowlab/slowlab/lab/pathmodel/holds"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
 )
@@ -174,6 +175,7 @@ var Section = report.NewSection(Name, runFile, func(dir string) (*report.Part, e
 	} else {
 		p.Skip("app_send_s and /fast p95 figure left out: %s.", why)
 	}
+	holds.Note(p, dir, Name)
 	d.Notes(p)
 	d.AddDownloadsFigure(p, "temp-cliff-downloads", label)
 	report.AddTable(p, &ConditionsTable, d.Conds)

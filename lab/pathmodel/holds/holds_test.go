@@ -1,0 +1,80 @@
+package holds
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/lab/pathmodel"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// host is this host's settings: tcp_wmem max 4 MiB, tcp_rmem max 32 MiB.
+var host = &recorder.NetSettings{Namespace: "host", TCPWmem: "4096 16384 4194304", TCPRmem: "4096 131072 33554432",
+	WmemMax: "4194304", RmemMax: "4194304"}
+
+// TestWarnings: a warning, in order, for each condition whose path may
+// hold its whole response; none for one held, one the model cannot
+// predict, or without settings.
+func TestWarnings(t *testing.T) {
+	off := stack.Deployment{Route: stack.RouteBufferingOff}.ResponseBuffers()
+	conds := []Condition{
+		{"direct 16m", pathmodel.Download{Route: stack.RouteDirect, ClientRcvBuf: 8 << 10, Size: 16 << 20}},
+		{"off 16m", pathmodel.Download{Route: stack.RouteBufferingOff, Proxy: off, ClientRcvBuf: 8 << 10, Size: 16 << 20}},
+		{"h2 16m", pathmodel.Download{Route: stack.RouteH2BufferingOff, Proxy: off, Size: 16 << 20}},
+		{"direct 1m", pathmodel.Download{Route: stack.RouteDirect, ClientRcvBuf: 8 << 10, Size: 1 << 20}},
+	}
+	ws := Warnings(host, conds)
+	var named []string
+	for _, w := range ws {
+		named = append(named, w[:strings.Index(w, ":")])
+	}
+	if !slices.Equal(named, []string{"off 16m", "direct 1m"}) {
+		t.Errorf("warnings %q, want off 16m (the model cannot tell) and direct 1m (it fits)", ws)
+	}
+	if ws := Warnings(nil, conds); ws != nil {
+		t.Errorf("no settings: %q", ws)
+	}
+}
+
+// TestRecordedNet: the last session's settings that has them; nil for a
+// directory without environment.json or whose sessions recorded none.
+func TestRecordedNet(t *testing.T) {
+	dir := t.TempDir()
+	if n := RecordedNet(dir); n != nil {
+		t.Errorf("no environment.json: %+v", n)
+	}
+	other := *host
+	other.Namespace, other.TCPRmem = "ns", "4096 131072 6291456"
+	for _, s := range []*recorder.NetSettings{nil, host, &other, nil} {
+		if err := recorder.AppendEnvironment(dir, recorder.Environment{Experiment: "slow-client", StartedAt: time.Now().UTC(), Net: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := RecordedNet(dir); n == nil || *n != other {
+		t.Errorf("recorded %+v, want the last session's that has settings, %+v", n, other)
+	}
+	old := t.TempDir()
+	if err := os.WriteFile(filepath.Join(old, recorder.EnvironmentFile), []byte(`{"experiment": "slow-client", "stack": "embedded"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := RecordedNet(old); n != nil {
+		t.Errorf("a file written before settings were recorded: %+v", n)
+	}
+}
+
+// TestNotes: what the warnings mean, naming the settings, then each.
+func TestNotes(t *testing.T) {
+	ns := Notes([]string{"a: x", "b: y"}, host)
+	if len(ns) != 3 || !strings.Contains(ns[0], "namespace host: tcp_wmem 4096 16384 4194304, tcp_rmem 4096 131072 33554432") ||
+		!strings.Contains(ns[0], "2 condition(s)") || ns[1] != "Warning: a: x." || ns[2] != "Warning: b: y." {
+		t.Errorf("notes %q", ns)
+	}
+	if Notes(nil, host) != nil || Notes([]string{"a"}, nil) != nil {
+		t.Error("notes without warnings or settings")
+	}
+}
