@@ -74,6 +74,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--collector.tempfiles.dir", "/tmp", "--collector.tempfiles.dir", "/tmp"}, 2, `"/tmp": given twice`},
 		// An address another process holds is a failure, as slowlab target and proxy say it.
 		{[]string{"--group", "self=pid:" + strconv.Itoa(os.Getpid()), "--web.listen-address", held.Addr().String()}, 1, "address already in use"},
+		// An address that is not one is a mistake on the command line, named by its flag.
+		{[]string{"--group", "self=pid:" + strconv.Itoa(os.Getpid()), "--web.listen-address", "127.0.0.1:99999"}, 2, `slowlab-exporter: --web.listen-address "127.0.0.1:99999": `},
+		{[]string{"--group", "self=pid:" + strconv.Itoa(os.Getpid()), "--web.listen-address", "nonsense"}, 2, `slowlab-exporter: --web.listen-address "nonsense": `},
 	} {
 		var out, errw strings.Builder
 		if code := run(context.Background(), tc.args, &out, &errw); code != tc.code || !strings.Contains(out.String()+errw.String(), tc.out) {

@@ -29,6 +29,8 @@ func TestListenAddressInUse(t *testing.T) {
 		{[]string{"proxy", "--buffering", "on", "--upstream", "127.0.0.1:1", "--listen", addr, "--admin", "127.0.0.1:0"}, 1, `slowlab proxy: --listen "` + addr + `": `},
 		{[]string{"exporter", "--group", self, "--web.listen-address", addr}, 1, "slowlab exporter: listen " + addr + ": "},
 		{[]string{"target", "--model", "sync", "--workers", "1", "--listen", "nonsense", "--admin", "127.0.0.1:0"}, 2, `slowlab target: --listen "nonsense": `},
+		{[]string{"exporter", "--group", self, "--web.listen-address", "nonsense"}, 2, `slowlab exporter: --web.listen-address "nonsense": `},
+		{[]string{"exporter", "--group", self, "--web.listen-address", "127.0.0.1:99999"}, 2, `slowlab exporter: --web.listen-address "127.0.0.1:99999": `},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := runCmd(t, tc.args...)
