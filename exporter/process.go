@@ -26,7 +26,7 @@ func init() {
 			return &processCollector{fs: fs, procFS: env.opts.ProcFS, wchanTop: env.opts.WchanTop}, nil
 		},
 		func(fs *flag.FlagSet, o *Options) {
-			fs.Var(wchanTopFlag{&o.WchanTop}, "collector.process.wchan-top", "wait-channel names reported per group before the rest count as \"other\"")
+			fs.Var(wchanTopFlag{&o.WchanTop}, "collector.process.wchan-top", "`N` wait-channel names reported per group before the rest count as \"other\"")
 		})
 }
 
@@ -36,7 +36,11 @@ type wchanTopFlag struct{ n *int }
 
 func (f wchanTopFlag) String() string {
 	switch {
-	case f.n == nil || *f.n == 0:
+	case f.n == nil:
+		// The flag package's zero value, which --help compares the
+		// default with: unlike it, so the default is shown.
+		return ""
+	case *f.n == 0:
 		return strconv.Itoa(DefaultWchanTop)
 	case *f.n < 0:
 		return "0"

@@ -251,3 +251,21 @@ func startExporter(t *testing.T, bin string, args ...string) (*exec.Cmd, string,
 	}
 	return cmd, addr, stderr
 }
+
+// TestHelpShowsWchanTopDefault: --help gives --collector.process.wchan-top
+// its default, as exporter/README.md's flag table does.
+func TestHelpShowsWchanTopDefault(t *testing.T) {
+	var out, errw strings.Builder
+	if code := run(context.Background(), []string{"--help"}, &out, &errw); code != 0 {
+		t.Fatalf("exit %d: %q", code, errw.String())
+	}
+	help := out.String()
+	i := strings.Index(help, "-collector.process.wchan-top")
+	if i < 0 {
+		t.Fatalf("no -collector.process.wchan-top in:\n%s", help)
+	}
+	entry, _, _ := strings.Cut(help[i:], "\n  -")
+	if !strings.Contains(entry, "-collector.process.wchan-top N") || !strings.Contains(entry, "(default 10)") {
+		t.Errorf("help entry %q: want the placeholder N and (default 10)", entry)
+	}
+}
