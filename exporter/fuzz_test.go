@@ -163,3 +163,16 @@ func mustGlob(f *testing.F, pattern string) []string {
 	}
 	return m
 }
+
+func FuzzParseSyscall(f *testing.F) {
+	slowlabtest.SeedFiles(f, "*.syscall")
+	f.Fuzz(func(t *testing.T, s string) {
+		nr, fd, ok := parseSyscall(strings.NewReader(s))
+		if ok && (nr < 0 || fd < 0) {
+			t.Fatalf("parseSyscall(%q) = %d, %d, true: want no negative number", s, nr, fd)
+		}
+		if !ok && (nr != 0 || fd != 0) {
+			t.Fatalf("parseSyscall(%q) = %d, %d, false: want zeros", s, nr, fd)
+		}
+	})
+}

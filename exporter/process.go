@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func init() {
 			return &processCollector{fs: fs, procFS: env.opts.ProcFS, wchanTop: env.opts.WchanTop}, nil
 		},
 		func(fs *flag.FlagSet, o *Options) {
-			fs.Var(wchanTopFlag{&o.WchanTop}, "collector.process.wchan-top", "wait-channel names reported per group before the rest count as \"other\"")
+			fs.Var(wchanTopFlag{&o.WchanTop}, "collector.process.wchan-top", "`N` wait-channel names reported per group before the rest count as \"other\"")
 		})
 }
 
@@ -36,7 +37,11 @@ type wchanTopFlag struct{ n *int }
 
 func (f wchanTopFlag) String() string {
 	switch {
-	case f.n == nil || *f.n == 0:
+	case f.n == nil:
+		// The flag package's zero value, which --help compares the
+		// default with: unlike it, so the default is shown.
+		return ""
+	case *f.n == 0:
 		return strconv.Itoa(DefaultWchanTop)
 	case *f.n < 0:
 		return "0"
@@ -196,32 +201,117 @@ var genericWaits = map[string]bool{"wait_woken": true}
 
 // wchan returns the process's wait channel, replaced by the first specific
 // caller from /proc/PID/stack when the wait channel is a generic helper and
-// the stack is readable (it needs CAP_SYS_ADMIN; without it the generic name
-// stays).
+// the stack is readable (it needs CAP_SYS_ADMIN, which the packaged unit and
+// DaemonSet do not give); else by the caller socketWait infers from the
+// system call the process sleeps in; else the generic name stays.
 func (c *processCollector) wchan(p procfs.Proc) (string, error) {
 	w, err := p.Wchan()
 	if err != nil || !genericWaits[w] {
 		return w, err
 	}
-	f, err := os.Open(filepath.Join(c.procFS, strconv.Itoa(p.PID), "stack"))
+	if caller := c.stackCaller(p.PID, w); caller != "" {
+		return caller, nil
+	}
+	if caller := c.socketWait(p.PID); caller != "" {
+		return caller, nil
+	}
+	return w, nil
+}
+
+// stackCaller is the first specific caller of the generic wait w on the
+// process's kernel stack, "" when the stack cannot be read or has none.
+func (c *processCollector) stackCaller(pid int, w string) string {
+	f, err := os.Open(filepath.Join(c.procFS, strconv.Itoa(pid), "stack"))
 	if err != nil {
-		return w, nil
+		return ""
 	}
 	defer f.Close()
 	frames, err := parseStack(f)
 	if err != nil {
-		return w, nil
+		return ""
 	}
 	for i, fn := range frames {
 		if fn == w {
 			for _, caller := range frames[i+1:] {
 				if !genericWaits[caller] {
-					return caller, nil
+					return caller
 				}
 			}
 		}
 	}
-	return w, nil
+	return ""
+}
+
+// socketSyscalls are the system calls that write to or read from a file
+// descriptor, by the caller a TCP socket's sleep in wait_woken has on the
+// kernel stack: a write waits for send-buffer space in
+// sk_stream_wait_memory, a read for data in sk_wait_data. (Other sockets
+// do not sleep in wait_woken: a Unix socket's writer waits in
+// sock_alloc_send_pskb, its reader in unix_stream_data_wait.)
+var socketSyscalls = map[int]string{
+	unix.SYS_WRITE: "sk_stream_wait_memory", unix.SYS_WRITEV: "sk_stream_wait_memory",
+	unix.SYS_SENDTO: "sk_stream_wait_memory", unix.SYS_SENDMSG: "sk_stream_wait_memory", unix.SYS_SENDMMSG: "sk_stream_wait_memory",
+	unix.SYS_SENDFILE: "sk_stream_wait_memory",
+	unix.SYS_READ:     "sk_wait_data", unix.SYS_READV: "sk_wait_data",
+	unix.SYS_RECVFROM: "sk_wait_data", unix.SYS_RECVMSG: "sk_wait_data", unix.SYS_RECVMMSG: "sk_wait_data",
+}
+
+// socketWait infers what a process sleeping in wait_woken waits for, where
+// its kernel stack cannot be read, from /proc/PID/syscall (readable with
+// ptrace access, CAP_SYS_PTRACE, as its fds are): a write to a socket
+// (write, writev, sendto, sendmsg, sendmmsg, sendfile: its first argument
+// the fd, sendfile's the socket it writes to) is sk_stream_wait_memory, a
+// read from one sk_wait_data. Any other system call or descriptor, or a
+// file it cannot read, gives "".
+func (c *processCollector) socketWait(pid int) string {
+	dir := filepath.Join(c.procFS, strconv.Itoa(pid))
+	f, err := os.Open(filepath.Join(dir, "syscall"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	nr, fd, ok := parseSyscall(io.LimitReader(f, maxSyscallLine))
+	if !ok || socketSyscalls[nr] == "" {
+		return ""
+	}
+	link, err := os.Readlink(filepath.Join(dir, "fd", strconv.Itoa(fd)))
+	if err != nil || !strings.HasPrefix(link, "socket:[") {
+		return ""
+	}
+	return socketSyscalls[nr]
+}
+
+// maxSyscallLine bounds what is read of /proc/PID/syscall: a number and
+// eight hexadecimal words, under 200 bytes.
+const maxSyscallLine = 512
+
+// parseSyscall reads /proc/PID/syscall, "NR ARG0 ... SP PC" (NR decimal,
+// the rest 0x-prefixed hexadecimal) for a task blocked in a system call,
+// and returns the call's number and its first argument as a file
+// descriptor; ok is false for "running", "-1 SP PC" (blocked outside a
+// system call) and anything else.
+func parseSyscall(r io.Reader) (nr, fd int, ok bool) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) < 2 {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || n < 0 {
+		return 0, 0, false
+	}
+	hex, found := strings.CutPrefix(fields[1], "0x")
+	if !found {
+		return 0, 0, false
+	}
+	a, err := strconv.ParseUint(hex, 16, 31)
+	if err != nil {
+		return 0, 0, false
+	}
+	return n, int(a), true
 }
 
 // parseStack returns the function names of a /proc/PID/stack dump, innermost

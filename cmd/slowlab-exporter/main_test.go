@@ -74,6 +74,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"--collector.tempfiles.dir", "/tmp", "--collector.tempfiles.dir", "/tmp"}, 2, `"/tmp": given twice`},
 		// An address another process holds is a failure, as slowlab target and proxy say it.
 		{[]string{"--group", "self=pid:" + strconv.Itoa(os.Getpid()), "--web.listen-address", held.Addr().String()}, 1, "address already in use"},
+		// An address that is not one is a mistake on the command line, named by its flag.
+		{[]string{"--group", "self=pid:" + strconv.Itoa(os.Getpid()), "--web.listen-address", "127.0.0.1:99999"}, 2, `slowlab-exporter: --web.listen-address "127.0.0.1:99999": `},
+		{[]string{"--group", "self=pid:" + strconv.Itoa(os.Getpid()), "--web.listen-address", "nonsense"}, 2, `slowlab-exporter: --web.listen-address "nonsense": `},
 	} {
 		var out, errw strings.Builder
 		if code := run(context.Background(), tc.args, &out, &errw); code != tc.code || !strings.Contains(out.String()+errw.String(), tc.out) {
@@ -247,4 +250,22 @@ func startExporter(t *testing.T, bin string, args ...string) (*exec.Cmd, string,
 		t.Fatalf("no ready line %q (%v); stderr %s", line, err, stderr.String())
 	}
 	return cmd, addr, stderr
+}
+
+// TestHelpShowsWchanTopDefault: --help gives --collector.process.wchan-top
+// its default, as exporter/README.md's flag table does.
+func TestHelpShowsWchanTopDefault(t *testing.T) {
+	var out, errw strings.Builder
+	if code := run(context.Background(), []string{"--help"}, &out, &errw); code != 0 {
+		t.Fatalf("exit %d: %q", code, errw.String())
+	}
+	help := out.String()
+	i := strings.Index(help, "-collector.process.wchan-top")
+	if i < 0 {
+		t.Fatalf("no -collector.process.wchan-top in:\n%s", help)
+	}
+	entry, _, _ := strings.Cut(help[i:], "\n  -")
+	if !strings.Contains(entry, "-collector.process.wchan-top N") || !strings.Contains(entry, "(default 10)") {
+		t.Errorf("help entry %q: want the placeholder N and (default 10)", entry)
+	}
 }

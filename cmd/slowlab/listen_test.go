@@ -9,8 +9,8 @@ import (
 )
 
 // TestListenAddressInUse: an address another process holds is a failure
-// (exit 1) for target, proxy and exporter alike, named on one line; an
-// address that is not one stays a usage error (exit 2).
+// (exit 1) for target, proxy, exporter and loadgen's --metrics-addr alike,
+// named on one line; an address that is not one stays a usage error (exit 2).
 func TestListenAddressInUse(t *testing.T) {
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -29,6 +29,10 @@ func TestListenAddressInUse(t *testing.T) {
 		{[]string{"proxy", "--buffering", "on", "--upstream", "127.0.0.1:1", "--listen", addr, "--admin", "127.0.0.1:0"}, 1, `slowlab proxy: --listen "` + addr + `": `},
 		{[]string{"exporter", "--group", self, "--web.listen-address", addr}, 1, "slowlab exporter: listen " + addr + ": "},
 		{[]string{"target", "--model", "sync", "--workers", "1", "--listen", "nonsense", "--admin", "127.0.0.1:0"}, 2, `slowlab target: --listen "nonsense": `},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/fast", "--duration", "1s", "--metrics-addr", addr}, 1, `slowlab loadgen: --metrics-addr "` + addr + `": `},
+		{[]string{"loadgen", "--target", "http://127.0.0.1:1/fast", "--duration", "1s", "--metrics-addr", "nonsense"}, 2, `slowlab loadgen: --metrics-addr "nonsense": `},
+		{[]string{"exporter", "--group", self, "--web.listen-address", "nonsense"}, 2, `slowlab exporter: --web.listen-address "nonsense": `},
+		{[]string{"exporter", "--group", self, "--web.listen-address", "127.0.0.1:99999"}, 2, `slowlab exporter: --web.listen-address "127.0.0.1:99999": `},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := runCmd(t, tc.args...)

@@ -15,7 +15,9 @@ import (
 
 // serveLoadgenMetrics registers loadgen metrics on a fresh registry and, when
 // addr is set, serves them on addr/metrics (OpenMetrics negotiated, so
-// native histograms and exemplars reach scrapers that ask).
+// native histograms and exemplars reach scrapers that ask). An addr
+// another process holds is a failure, any other listen error a usage
+// error (listenError).
 func serveLoadgenMetrics(addr string, stderr io.Writer) (*loadgen.Metrics, func(), error) {
 	reg := prometheus.NewRegistry()
 	m := loadgen.NewMetrics(reg)
@@ -24,7 +26,7 @@ func serveLoadgenMetrics(addr string, stderr io.Writer) (*loadgen.Metrics, func(
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, usagef("--metrics-addr %q: %v", addr, err)
+		return nil, nil, listenError("--metrics-addr", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +52,9 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"Prometheus targets file (--prometheus-targets) puts on each run's targets. --selector replaces that matcher, for\n"+
 			"a Prometheus that labels runs differently; --run-id then only names the rows' run_id, and defaults to the\n"+
 			"selector's run_id=\"...\" value. One of them is required: without it every run's and every other exporter's\n"+
-			"series with the same group names would be summed.", stdout)
+			"series with the same group names would be summed.\n\n"+
+			"Each sample is a row per component, the exporter's groups named app, proxy and loadgen (the lab's names);\n"+
+			"other groups are not recorded: name yours so, or record says that no sample had them.", stdout)
 	var f recordFlags
 	fs.Var(cliflag.Strings(&f.scrape), "scrape", "`URL` of a /metrics endpoint to sample, repeatable (the exporter's, e.g. http://127.0.0.1:9817/metrics, first)")
 	fs.StringVar(&f.prometheus, "prometheus", "", "`URL` of a Prometheus server to read the run back from with query_range, e.g. http://127.0.0.1:9090")
@@ -222,9 +226,11 @@ func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Durat
 		defer cancel()
 	}
 	var rows, errRows int
+	anyValue := false
 	said := map[string]bool{}
 	s.OnSample = func(r recorder.ResourceSample) error {
 		rows++
+		anyValue = anyValue || measured(r)
 		if r.Error != "" {
 			errRows++
 			if !said[r.Error] && len(said) < maxErrorsSaid {
@@ -245,7 +251,34 @@ func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Durat
 	}
 	fmt.Fprintf(stdout, "wrote %d rows (%d with errors) to %s\n", rows, errRows, w.Name())
 	fmt.Fprintf(stdout, "sampling jitter: %v\n", jitter)
+	if !anyValue && errRows < rows {
+		fmt.Fprintln(stderr, "slowlab record: "+noComponentNote)
+	}
 	return runErr
+}
+
+// noComponentNote says why every row is empty though the scrapes worked:
+// the rows are the components, the exporter groups of the lab's names.
+var noComponentNote = fmt.Sprintf("no sample had a series of group %s: the rows are empty; resource-samples.csv "+
+	"has a row for each exporter group of these names (the lab's), so name the groups you record so", quotedComponents())
+
+func quotedComponents() string {
+	q := make([]string, len(recorder.Components))
+	for i, c := range recorder.Components {
+		q[i] = strconv.Quote(c)
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// measured reports whether any of r's values was measured.
+func measured(r recorder.ResourceSample) bool {
+	v := reflect.ValueOf(r)
+	for i := range v.NumField() {
+		if m, ok := v.Field(i).Interface().(recorder.Maybe); ok && m.Valid {
+			return true
+		}
+	}
+	return false
 }
 
 // recordFromPrometheus reads the run back from Prometheus and writes it.
@@ -273,7 +306,8 @@ func recordFromPrometheus(ctx context.Context, q promQuery, out string, stdout i
 	}
 	fmt.Fprintf(stdout, "wrote %d rows (%d without samples) of %s from %s to %s\n", len(rows), empty, q.sel, q.url, w.Name())
 	if empty == len(rows) {
-		fmt.Fprintf(stdout, "no step has samples of %s: check the selector (the lab's targets file labels each run's targets run_id=<run>)\n", q.sel)
+		fmt.Fprintf(stdout, "no step has samples of %s: check the selector (the lab's targets file labels each run's targets run_id=<run>), "+
+			"and that the exporter's groups are named so (only series of group %s are read)\n", q.sel, quotedComponents())
 	}
 	return nil
 }

@@ -374,3 +374,54 @@ scrape_configs:
 		})
 	}
 }
+
+// TestRecordScrapeOtherGroupNames: an exporter whose groups are not named
+// app, proxy or loadgen (an SRE's "web") gives rows with no values and no
+// error; record says so on stderr, naming the components it records,
+// instead of leaving a file of empty rows unexplained.
+func TestRecordScrapeOtherGroupNames(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	mem := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slowlab_cgroup_memory_usage_bytes", Help: "h"}, []string{"group"})
+	reg.MustRegister(mem)
+	mem.WithLabelValues("web").Set(1 << 27)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	defer srv.Close()
+
+	dir := t.TempDir()
+	// A generous --timeout: a scrape timed out on a loaded machine is an
+	// error row, and a recording of error rows alone has its errors said.
+	code, _, stderr := runCmd(t, "record", "--scrape", srv.URL+"/metrics", "--interval", "100ms", "--timeout", "5s", "--duration", "350ms", "--out", dir, "--run-id", "t1")
+	want := `slowlab record: no sample had a series of group "app", "proxy" or "loadgen"`
+	if code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 0 and %q", code, stderr, want)
+	}
+	rows, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(dir, "resource-samples.csv"))
+	if err != nil || len(rows) == 0 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	for _, r := range rows {
+		if r.MemoryBytes.Valid {
+			t.Errorf("row %+v: a value of group web", r)
+		}
+	}
+}
+
+// TestRecordPrometheusNoSamplesNamesGroups: a Prometheus with nothing for
+// the run (a selector that matches nothing, or an exporter whose groups
+// have other names than the components') gives rows without samples, and
+// the hint names both causes.
+func TestRecordPrometheusNoSamplesNamesGroups(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+	}))
+	defer api.Close()
+	start := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	code, stdout, stderr := runCmd(t, "record", "--prometheus", api.URL, "--run-id", "p1",
+		"--start", start.Format(time.RFC3339), "--end", start.Add(time.Second).Format(time.RFC3339), "--step", "500ms", "--out", t.TempDir())
+	for _, want := range []string{`no step has samples of {run_id="p1"}: check the selector`, `group "app", "proxy" or "loadgen"`} {
+		if code != 0 || stderr != "" || !strings.Contains(stdout, want) {
+			t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant %q", code, stderr, stdout, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -151,8 +152,13 @@ func (s *session) run(ctx context.Context, cfg lab.Config, stdout, stderr io.Wri
 		s.opts.TracerProvider = tp
 	}
 	err = lab.RunSession(ctx, cfg, s.opts, stdout, stderr)
-	if errors.Is(err, lab.ErrUnmeasured) {
+	switch {
+	case errors.Is(err, lab.ErrUnmeasured):
 		return exitError{lab.ExitUnmeasured, err}
+	case errors.Is(err, stack.ErrSelectsNothing):
+		// stack: external naming processes that are not running: bad
+		// input, refused before anything starts.
+		return usageError{err.Error()}
 	}
 	return err
 }

@@ -4,14 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 )
 
 // TestExternalSelectorSelectsNothing: `stack: external` with a selector
-// that selects nothing is refused as docs/commands.md says: exit 1, one
-// line naming the selector, before anything starts (no results
-// directory).
+// that selects nothing is refused as docs/commands.md says: exit 2 (the
+// scenario names processes that are not running: bad input), one line
+// naming the selector, before anything starts (no results directory).
 func TestExternalSelectorSelectsNothing(t *testing.T) {
 	dir := t.TempDir()
 	scenario := filepath.Join(dir, "external.yml")
@@ -31,9 +30,9 @@ conditions:
 	}
 	out := filepath.Join(dir, "results")
 	code, _, stderr := runCmd(t, "run", scenario, "--out", out)
-	want := `slowlab run: external.groups.app: selector "comm:^no-such-process-of-slowlab$" selects nothing now`
-	if lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n"); code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
-		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and one line starting %q", code, stderr, want)
+	want := `slowlab run: external.groups.app: selector "comm:^no-such-process-of-slowlab$" selects nothing now: no process`
+	if code != 2 || stderr != want+"\n" {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and the one line %q", code, stderr, want)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("%s: %v, want no results directory", out, err)
@@ -42,7 +41,7 @@ conditions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`a selector that selects nothing,[^.]*refused before anything starts \(exit 1`).Match(regexp.MustCompile(`\s+`).ReplaceAll(doc, []byte(" "))) {
-		t.Error("docs/commands.md does not say a selector that selects nothing is refused with exit 1")
+	if !regexp.MustCompile(`a selector that selects nothing[^.]*refused before anything starts \(exit 2`).Match(regexp.MustCompile(`\s+`).ReplaceAll(doc, []byte(" "))) {
+		t.Error("docs/commands.md does not say a selector that selects nothing is refused with exit 2")
 	}
 }

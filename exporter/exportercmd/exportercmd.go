@@ -173,7 +173,10 @@ func (b builder) reloadOn(ctx context.Context, hup <-chan os.Signal, current *at
 
 // listenAll listens on each address (DefaultListen when none is given),
 // and returns the listeners and their addresses; on an error it closes
-// those it opened.
+// those it opened. An address another process holds is a failure; any
+// other error (an address that is not one, or not this machine's) is a
+// mistake on the command line, a UsageError naming the flag, as slowlab
+// target says it.
 func listenAll(listen []string) ([]net.Listener, []string, error) {
 	if len(listen) == 0 {
 		listen = []string{DefaultListen}
@@ -185,6 +188,9 @@ func listenAll(listen []string) ([]net.Listener, []string, error) {
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				return nil, nil, usagef("--%s %q: %v", child.ExporterListen, a, err)
 			}
 			return nil, nil, fmt.Errorf("listen %s: %w", a, err)
 		}

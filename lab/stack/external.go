@@ -139,6 +139,13 @@ func (e External) validateGroups() error {
 	return nil
 }
 
+// ErrSelectsNothing is in Find's error when a role's selector selects
+// nothing now: the scenario names processes (or a port) that are not
+// there, bad input, which cmd/slowlab refuses with exit 2, as it does a
+// bad command line. It is the exporter's ErrSelectsNothing, which Find
+// wraps with the role.
+var ErrSelectsNothing = exporter.ErrSelectsNothing
+
 // Found is what Find saw of an external deployment: each role's
 // processes, its cgroup and that cgroup's limits.
 type Found struct {
@@ -149,7 +156,7 @@ type Found struct {
 }
 
 // Find resolves every selector now and fails, naming the role and the
-// selector, when one selects nothing; it then reads the limits of each
+// selector, when one selects nothing (ErrSelectsNothing); it then reads the limits of each
 // role's cgroup (its cgroup: selector's, else its first process's).
 func (e External) Find(ctx context.Context) (Found, error) {
 	f := Found{PIDs: map[string][]int{}, Cgroups: map[string]string{}, Limits: map[string]cgroup.Limits{}}

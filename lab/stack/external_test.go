@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -44,5 +45,17 @@ func TestFindPortSelector(t *testing.T) {
 	}
 	if _, ok := f.Cgroups["app"]; !ok || len(f.PIDs["app"]) != 1 || strings.Contains(f.String(), "TCP sockets") {
 		t.Errorf("with pid:%d found %+v; want its cgroup and no note of sockets", os.Getpid(), f)
+	}
+}
+
+// TestFindSelectsNothing: a selector that matches no process fails Find
+// with ErrSelectsNothing (what cmd/slowlab exits 2 on), the role and the
+// selector named.
+func TestFindSelectsNothing(t *testing.T) {
+	e := External{Groups: map[string][]string{"app": {"comm:^no-such-process-of-slowlab$"}}}
+	_, err := e.Find(context.Background())
+	want := `external.groups.app: selector "comm:^no-such-process-of-slowlab$" selects nothing now: no process`
+	if !errors.Is(err, ErrSelectsNothing) || err.Error() != want {
+		t.Errorf("Find = %v; want ErrSelectsNothing, %q", err, want)
 	}
 }

@@ -203,19 +203,34 @@ func writeDebs(root, out, tmp, version, arch string, bins binaries) ([]string, e
 	return debs, nil
 }
 
+// revision is the commit git names for root, with "-dirty" after it when
+// a tracked file differs from it (git describe's mark): the binaries are
+// then not that commit's, and must not say they are. "" outside git.
+func revision(root string) string {
+	rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	r := strings.TrimSpace(string(rev))
+	if status, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(status) > 0 {
+		r += "-dirty"
+	}
+	return r
+}
+
 // compile builds the main packages pkgs of the module at root into dir,
 // each named as the last element of its path, in one go build (which
 // links them side by side), for linux/arch, static (CGO_ENABLED=0, so
 // cross-compiling needs no C toolchain), stripped (-s -w: the symbol tables are not needed to run or
 // to report the build; go version -m reads the build info) and with
 // version as what --version, the landing page and
-// slowlab_exporter_build_info show, with the commit git names as their
+// slowlab_exporter_build_info show, with revision(root) as their
 // revision (the go command stamps none in a worktree or with
 // -buildvcs=false).
 func compile(root, version, arch, dir string, pkgs ...string) error {
 	ldflags := "-s -w -X github.com/prometheus/common/version.Version=" + version
-	if rev, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
-		ldflags += " -X github.com/prometheus/common/version.Revision=" + strings.TrimSpace(string(rev))
+	if rev := revision(root); rev != "" {
+		ldflags += " -X github.com/prometheus/common/version.Revision=" + rev
 	}
 	// A trailing separator makes -o a directory even for one package.
 	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", dir + string(filepath.Separator)}, pkgs...)...)

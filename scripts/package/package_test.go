@@ -424,17 +424,7 @@ func TestUnitCapabilitiesWithoutSystemd(t *testing.T) {
 	slowlabtest.RequireRoot(t, "setpriv to another user")
 	setpriv := slowlabtest.RequireTool(t, "setpriv")
 	caps := unitCaps(t)
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "slowlab-exporter")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab-exporter").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := os.Chmod(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, dir := buildPublicExporter(t)
 	// A temp file this process holds open and unlinked, as NGINX does, in
 	// a temp dir of the group.
 	tmpDir := filepath.Join(dir, "proxy_temp")
@@ -468,20 +458,8 @@ func TestUnitCapabilitiesWithoutSystemd(t *testing.T) {
 		"--group", "cg=cgroup:" + cg.Path()}
 	success := func(capList string) map[string]string {
 		t.Helper()
-		cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
-			"--inh-caps=-all" + capList, "--ambient-caps=-all" + capList, "--bounding-set=-all" + capList, bin}, args...)...)
-		stdout, _ := cmd.StdoutPipe()
-		var stderr slowlabtest.SyncBuffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cmd.Process.Kill(); cmd.Wait() }()
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
-		if err != nil || !ok {
-			t.Fatalf("no ready line (%q, %v); stderr %s", line, err, stderr.String())
-		}
+		addr, stop := startAsNobody(t, setpriv, capList, bin, args...)
+		defer stop()
 		got := map[string]string{}
 		for _, m := range regexp.MustCompile(`(?m)^slowlab_exporter_collector_success\{collector="([^"]+)"\} (\S+)$`).FindAllStringSubmatch(get(t, addr), -1) {
 			got[m[1]] = m[2]
@@ -498,6 +476,123 @@ func TestUnitCapabilitiesWithoutSystemd(t *testing.T) {
 	without := success("")
 	if without["sockets"] != "0" || without["tempfiles"] != "0" {
 		t.Errorf("as nobody without capabilities: %v; want the fd collectors failing (the check can fail)", without)
+	}
+}
+
+// buildPublicExporter builds the standalone exporter into a fresh
+// directory every user can enter and returns the binary and the directory.
+func buildPublicExporter(t *testing.T) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, "slowlab-exporter")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab-exporter").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
+}
+
+// startAsNobody starts the exporter bin with args as the unit would run it
+// where no systemd does: as nobody with only the capabilities capList
+// (",+cap,..." or "") and no new privileges, applied with setpriv. It
+// returns the address it listens on and a stop that kills it by PID.
+func startAsNobody(t *testing.T, setpriv, capList, bin string, args ...string) (addr string, stop func()) {
+	t.Helper()
+	cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
+		"--inh-caps=-all" + capList, "--ambient-caps=-all" + capList, "--bounding-set=-all" + capList, bin}, args...)...)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr slowlabtest.SyncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop = func() { cmd.Process.Kill(); cmd.Wait() }
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
+	if err != nil || !ok {
+		stop()
+		t.Fatalf("no ready line (%q, %v); stderr %s", line, err, stderr.String())
+	}
+	return addr, stop
+}
+
+// blockedSockets is a Python program of two processes: a writer (the
+// child) whose peer never reads, blocked in sendto once the buffers are
+// full, and a reader (the parent) blocked in recvfrom on a connection
+// whose client sends nothing, as sync workers held by a slow reader and
+// by an idle client. It prints "WRITER READER" (their PIDs) and blocks.
+const blockedSockets = `
+import os, socket
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(8)
+w = socket.socket(); w.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384); w.connect(l.getsockname())
+idle = socket.create_connection(l.getsockname())
+peers = [l.accept()[0] for _ in range(2)]
+quiet = [p for p in peers if p.getpeername() == idle.getsockname()][0]
+pid = os.fork()
+if pid == 0:
+    w.sendall(b"x" * (256 << 20))
+    os._exit(0)
+print(pid, os.getpid(), flush=True)
+quiet.recv(1)
+`
+
+// TestUnitCapabilitiesSeeBlockedSockets: with only the unit's
+// capabilities the exporter cannot read /proc/PID/stack (it needs
+// CAP_SYS_ADMIN), and current kernels name both waits wait_woken in
+// /proc/PID/wchan; it still counts a worker blocked writing to a client
+// that does not read in sk_stream_wait_memory and one blocked reading from
+// a client that sends nothing in sk_wait_data, the wait channels
+// SlowlabWorkersSaturated and SlowlabWorkersWaitingForClients (production)
+// count: real processes, blocked in real sockets.
+func TestUnitCapabilitiesSeeBlockedSockets(t *testing.T) {
+	slowlabtest.RequireRoot(t, "setpriv to another user")
+	setpriv := slowlabtest.RequireTool(t, "setpriv")
+	python := slowlabtest.RequireTool(t, "python3")
+	caps := unitCaps(t)
+	bin, _ := buildPublicExporter(t)
+	py := exec.Command(python, "-c", blockedSockets)
+	out, _ := py.StdoutPipe()
+	if err := py.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var writer, reader int
+	t.Cleanup(func() {
+		if writer > 0 {
+			syscall.Kill(writer, syscall.SIGKILL)
+		}
+		py.Process.Kill()
+		py.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if _, serr := fmt.Sscan(line, &writer, &reader); err != nil || serr != nil {
+		t.Fatalf("python: %q, %v, %v", line, err, serr)
+	}
+	addr, stop := startAsNobody(t, setpriv, ","+caps, bin, "--web.listen-address", "127.0.0.1:0",
+		"--group", "writer=pid:"+strconv.Itoa(writer), "--group", "reader=pid:"+strconv.Itoa(reader))
+	defer stop()
+	const (
+		writing = `slowlab_process_wchan{group="writer",wchan="sk_stream_wait_memory"} 1`
+		reading = `slowlab_process_wchan{group="reader",wchan="sk_wait_data"} 1`
+	)
+	var metrics string
+	if !slowlabtest.Eventually(func() bool {
+		metrics = get(t, addr)
+		return strings.Contains(metrics, writing) && strings.Contains(metrics, reading)
+	}) {
+		var wchans []string
+		for _, l := range strings.Split(metrics, "\n") {
+			if strings.HasPrefix(l, "slowlab_process_wchan{") && !strings.HasSuffix(l, " 0") {
+				wchans = append(wchans, l)
+			}
+		}
+		stack, stackErr := os.ReadFile(fmt.Sprintf("/proc/%d/stack", writer))
+		t.Fatalf("as nobody with %s: want %q and %q; wait channels:\n%s\n(the writer's stack, read as root: %q, %v)",
+			caps, writing, reading, strings.Join(wchans, "\n"), stack, stackErr)
 	}
 }
 

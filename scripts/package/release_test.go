@@ -409,3 +409,43 @@ func TestReleaseRefuses(t *testing.T) {
 		t.Errorf("a directory holding old.deb: %v, want refused", err)
 	}
 }
+
+// TestRevisionMarksDirtyTree: the revision stamped into the binaries is
+// the commit (a real git repository's HEAD) while the tracked files are
+// that commit's, with "-dirty" once one differs (an untracked file does
+// not count), and nothing outside git.
+func TestRevisionMarksDirtyTree(t *testing.T) {
+	gitBin := slowlabtest.RequireTool(t, "git")
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(gitBin, append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := revision(dir); got != "" {
+		t.Errorf("outside git: revision %q, want none", got)
+	}
+	git("init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "a")
+	git("commit", "-q", "-m", "a")
+	head := git("rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(dir, "untracked"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := revision(dir); got != head {
+		t.Errorf("clean tree (one untracked file): revision %q, want %q", got, head)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a"), []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := revision(dir); got != head+"-dirty" {
+		t.Errorf("a tracked file changed: revision %q, want %q", got, head+"-dirty")
+	}
+}
