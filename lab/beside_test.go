@@ -60,7 +60,7 @@ func TestRunClients(t *testing.T) {
 	}
 	for _, write := range []bool{true, false} {
 		dir := t.TempDir()
-		f, err := OpenRunFiles[recorder.LargeResponse, recorder.Run](dir)
+		f, err := openRunFiles[recorder.LargeResponse, recorder.Run](dir, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestRunClients(t *testing.T) {
 
 // A target off loopback, where the stack does not allow it, runs nothing.
 func TestRunClientsRefusesTarget(t *testing.T) {
-	f, err := OpenRunFiles[recorder.LargeResponse, recorder.Run](t.TempDir())
+	f, err := openRunFiles[recorder.LargeResponse, recorder.Run](t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,12 +23,6 @@ type RunFiles[I recorder.Row[I], R recorder.RunRow[R]] struct {
 	closeErr  error
 }
 
-// OpenRunFiles creates the four files in dir; on an error it closes those
-// it created.
-func OpenRunFiles[I recorder.Row[I], R recorder.RunRow[R]](dir string) (*RunFiles[I, R], error) {
-	return openRunFiles[I, R](dir, false)
-}
-
 // openRunFiles creates the four files in dir, or opens them to append
 // (resume); on an error it closes those it opened.
 func openRunFiles[I recorder.Row[I], R recorder.RunRow[R]](dir string, resume bool) (*RunFiles[I, R], error) {

@@ -8,11 +8,11 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// OpenRunFiles creates the four files with their headers; Close closes
+// openRunFiles creates the four files with their headers; Close closes
 // them once and says the same on a second call.
 func TestRunFiles(t *testing.T) {
 	dir := t.TempDir()
-	f, err := OpenRunFiles[recorder.LargeResponse, recorder.Run](dir)
+	f, err := openRunFiles[recorder.LargeResponse, recorder.Run](dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestRunFiles(t *testing.T) {
 		}
 	}
 	notDir := filepath.Join(dir, recorder.FileName[recorder.LargeResponse]())
-	if _, err := OpenRunFiles[recorder.LargeResponse, recorder.Run](notDir); err == nil {
+	if _, err := openRunFiles[recorder.LargeResponse, recorder.Run](notDir, false); err == nil {
 		t.Errorf("opened files under %s, a file", notDir)
 	}
 }

@@ -40,7 +40,7 @@
 //
 // A load generator running as a child process in its own cgroup hands
 // what it measured to the session on its stdout, a line at a time: result
-// lines (resultline.go: WriteResultLine, ParseResultLine; long-poll's
+// lines (resultline.go: AppendResultLine, ParseResultLine; long-poll's
 // `slowlab probe-loop`) carry a Result each, and wire lines (wire.go:
 // WireLine, AppendWireLine, ParseWireLine; slow-client's `slowlab
 // slow-load`) carry every field of a result or a download and the events

@@ -41,12 +41,6 @@ func AppendResultLine(b []byte, kind string, r Result) []byte {
 	return append(b, '\n')
 }
 
-// WriteResultLine writes r as a result line of kind to w.
-func WriteResultLine(w io.Writer, kind string, r Result) error {
-	_, err := w.Write(AppendResultLine(nil, kind, r))
-	return err
-}
-
 // reasonCause is the error each reason stands for, so that a parsed
 // result's error has the ErrorReason the child's had.
 var reasonCause = map[string]error{"timeout": context.DeadlineExceeded, "refused": syscall.ECONNREFUSED,

@@ -39,15 +39,6 @@ func NewSummary() *Summary {
 	return &Summary{codes: map[int]int{}, reasons: map[string]int{}, example: map[string]string{}}
 }
 
-// Summarize summarizes results.
-func Summarize(results []Result) Summary {
-	s := NewSummary()
-	for _, r := range results {
-		s.Add(r)
-	}
-	return *s
-}
-
 // Add counts one more result.
 func (s *Summary) Add(r Result) {
 	s.Total++

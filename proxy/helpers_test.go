@@ -154,8 +154,6 @@ func (a *appServer) lastConn() net.Conn {
 	return a.conn
 }
 
-func (a *appServer) addr() string { return strings.TrimPrefix(a.URL, "http://") }
-
 // waitSent returns the next response's send report.
 func (a *appServer) waitSent(t testing.TB) sendDone {
 	t.Helper()

@@ -1,4 +1,4 @@
-package recorder
+package recorder_test
 
 import (
 	"bytes"
@@ -8,20 +8,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
 // cutRows are requests whose last row has multi-byte runes and a quoted
 // newline in its last column, so cuts land inside both.
-var cutRows = []Request{
+var cutRows = []recorder.Request{
 	{RunID: "r1", Route: "direct", Server: "sync-2", Rep: 1, Seq: 0, StartS: 0.25, LatencyMS: 1.5, Status: 200, Bytes: 12},
 	{RunID: "r1", Route: "direct", Server: "sync-2", Rep: 1, Seq: 1, StartS: 0.5, LatencyMS: 2.25, Status: 0,
 		Error: "ünïcödé ✓ \"say\"\nline two"},
 }
 
 // collectCuts notes cut rows into the returned slice for the test's length.
-func collectCuts(t *testing.T) *[]CutRow {
-	var got []CutRow
-	t.Cleanup(NoteCutRows(func(c CutRow) { got = append(got, c) }))
+func collectCuts(t *testing.T) *[]recorder.CutRow {
+	var got []recorder.CutRow
+	t.Cleanup(recorder.NoteCutRows(func(c recorder.CutRow) { got = append(got, c) }))
 	return &got
 }
 
@@ -42,18 +45,18 @@ func TestReadCutLastRow(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 { // noted once, however often it is read
-			got, err := ReadFile[Request](path)
+			got, err := recorder.ReadFile[recorder.Request](path)
 			if err != nil {
 				t.Fatalf("cut at byte %d (%q): %v", n, full[last:n], err)
 			}
-			if d := DiffRows(cutRows[:1], got[:min(1, len(got))], 0); d != "" || len(got) == 0 {
+			if d := recordertest.DiffRows(cutRows[:1], got[:min(1, len(got))], 0); d != "" || len(got) == 0 {
 				t.Fatalf("cut at byte %d: first row: %s (%d rows)", n, d, len(got))
 			}
-			if len(got) == 2 && DiffRows(cutRows, got, 0) != "" {
-				t.Fatalf("cut at byte %d: kept a last row that differs: %s", n, DiffRows(cutRows, got, 0))
+			if len(got) == 2 && recordertest.DiffRows(cutRows, got, 0) != "" {
+				t.Fatalf("cut at byte %d: kept a last row that differs: %s", n, recordertest.DiffRows(cutRows, got, 0))
 			}
 		}
-		got, _ := ReadFile[Request](path)
+		got, _ := recorder.ReadFile[recorder.Request](path)
 		switch {
 		case len(got) == 1 && n > last:
 			left++
@@ -83,17 +86,17 @@ func TestReadCutLastRow(t *testing.T) {
 // (stream 1234 read as 12) and is left out all the same, since a last
 // line without its newline is cut; so is a cut in an earlier column.
 func TestReadCutUnquotedLastValue(t *testing.T) {
-	rows := []Request{cutRows[0], {RunID: "r1", Seq: 1, Status: 0, Error: "timeout", Stream: 1234}}
+	rows := []recorder.Request{cutRows[0], {RunID: "r1", Seq: 1, Status: 0, Error: "timeout", Stream: 1234}}
 	full := writeRows(t, rows)
 	notes := collectCuts(t)
-	got, err := ReadAll[Request](bytes.NewReader(full[:len(full)-3]))
+	got, err := recorder.ReadAll[recorder.Request](bytes.NewReader(full[:len(full)-3]))
 	if err != nil || len(got) != 1 || len(*notes) != 1 || (*notes)[0].Line != 3 {
 		t.Errorf("cut in the last value: %d rows, %v, notes %v", len(got), err, *notes)
 	}
 	*notes = nil
-	restore := NoteCutRows(func(c CutRow) { *notes = append(*notes, c) }) // noted again: a fresh memory
+	restore := recorder.NoteCutRows(func(c recorder.CutRow) { *notes = append(*notes, c) }) // noted again: a fresh memory
 	defer restore()
-	got, err = ReadAll[Request](bytes.NewReader(full[:len(full)-len(",1234\n")]))
+	got, err = recorder.ReadAll[recorder.Request](bytes.NewReader(full[:len(full)-len(",1234\n")]))
 	if err != nil || len(got) != 1 || len(*notes) != 1 || (*notes)[0].File != "requests.csv" {
 		t.Errorf("cut before the last column: %d rows, %v, notes %v", len(got), err, *notes)
 	}
@@ -114,9 +117,9 @@ func TestReadBadRowStillFails(t *testing.T) {
 		{"middle bad and last cut", lines[0] + "r1,direct\n" + lines[2] + "r1,dir", 2},
 		{"complete last row bad cell", lines[0] + lines[1] + strings.Replace(lines[2], ",200,", ",2x0,", 1), 3},
 	} {
-		_, err := ReadAll[Request](strings.NewReader(tc.data))
+		_, err := recorder.ReadAll[recorder.Request](strings.NewReader(tc.data))
 		var pe *csv.ParseError
-		var ce *CellError
+		var ce *recorder.CellError
 		switch {
 		case errors.As(err, &pe):
 			if pe.StartLine != tc.line {
@@ -141,7 +144,7 @@ func TestReadBadRowStillFails(t *testing.T) {
 func TestAppendCutLastRow(t *testing.T) {
 	full := writeRows(t, cutRows)
 	last := len(writeRows(t, cutRows[:1]))
-	next := Request{RunID: "r2", Route: "direct", Seq: 0, Status: 200, LatencyMS: 3}
+	next := recorder.Request{RunID: "r2", Route: "direct", Seq: 0, Status: 200, LatencyMS: 3}
 	for n := last; n < len(full); n++ {
 		notes := collectCuts(t)
 		dir := t.TempDir()
@@ -149,7 +152,7 @@ func TestAppendCutLastRow(t *testing.T) {
 		if err := os.WriteFile(path, full[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		w, err := AppendFile[Request](dir)
+		w, err := recorder.AppendFile[recorder.Request](dir)
 		if err != nil {
 			t.Fatalf("cut at byte %d: %v", n, err)
 		}
@@ -159,12 +162,12 @@ func TestAppendCutLastRow(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadFile[Request](path)
+		got, err := recorder.ReadFile[recorder.Request](path)
 		if err != nil {
 			t.Fatalf("cut at byte %d: after append: %v", n, err)
 		}
-		want := []Request{cutRows[0], next} // a last line without its newline is cut, even one that parses
-		if d := DiffRows(want, got, 0); d != "" {
+		want := []recorder.Request{cutRows[0], next} // a last line without its newline is cut, even one that parses
+		if d := recordertest.DiffRows(want, got, 0); d != "" {
 			t.Fatalf("cut at byte %d: after append: %s", n, d)
 		}
 		if n == last {
@@ -183,13 +186,13 @@ func TestAppendCutLastRow(t *testing.T) {
 
 	// An unquoted last value cut short parses, and is removed all the
 	// same: the appended row starts where it started.
-	rows := []Request{cutRows[0], {RunID: "r1", Seq: 1, Error: "timeout"}}
+	rows := []recorder.Request{cutRows[0], {RunID: "r1", Seq: 1, Error: "timeout"}}
 	full = writeRows(t, rows)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "requests.csv"), full[:len(full)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := AppendFile[Request](dir)
+	w, err := recorder.AppendFile[recorder.Request](dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +202,11 @@ func TestAppendCutLastRow(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadFile[Request](filepath.Join(dir, "requests.csv"))
+	got, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, "requests.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := DiffRows([]Request{rows[0], next}, got, 0); d != "" {
+	if d := recordertest.DiffRows([]recorder.Request{rows[0], next}, got, 0); d != "" {
 		t.Errorf("after append to an unterminated row: %s", d)
 	}
 }
@@ -221,10 +224,10 @@ func TestKeepRunsCutLastRow(t *testing.T) {
 		if err := os.WriteFile(path, full[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := KeepRuns(dir, "requests.csv", func(string) bool { return true }); err != nil {
+		if err := recorder.KeepRuns(dir, "requests.csv", func(string) bool { return true }); err != nil {
 			t.Fatalf("cut at byte %d: %v", n, err)
 		}
-		w, err := AppendFile[Request](dir)
+		w, err := recorder.AppendFile[recorder.Request](dir)
 		if err != nil {
 			t.Fatalf("cut at byte %d: append after KeepRuns: %v", n, err)
 		}
@@ -244,7 +247,7 @@ func TestKeepRunsCutLastRow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "requests.csv"), []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := KeepRuns(dir, "requests.csv", func(string) bool { return true })
+	err := recorder.KeepRuns(dir, "requests.csv", func(string) bool { return true })
 	if !errors.Is(err, csv.ErrFieldCount) {
 		t.Errorf("a short row in the middle: %v, want a field count error", err)
 	}
@@ -261,8 +264,8 @@ func TestReadZeroTail(t *testing.T) {
 		append(full[:last+10:last+10], make([]byte, 40)...),
 	} {
 		notes := collectCuts(t)
-		got, err := ReadAll[Request](bytes.NewReader(data))
-		if err != nil || DiffRows(cutRows[:1], got, 0) != "" || len(*notes) != 1 {
+		got, err := recorder.ReadAll[recorder.Request](bytes.NewReader(data))
+		if err != nil || recordertest.DiffRows(cutRows[:1], got, 0) != "" || len(*notes) != 1 {
 			t.Errorf("%q: %d rows, %v, notes %v", data[last:], len(got), err, *notes)
 		}
 	}

@@ -26,8 +26,9 @@
 // which is all the generic CreateFile, AppendFile, NewWriter, ReadAll
 // and ReadFile need. Every experiment's package declares its own rows
 // the same way (embedding FastFields and Holding for the shared run
-// columns) and tests them with package recordertest; the row contract's checks
-// (RandomRow, DiffRows, RoundTripCSV, CoverageGap, FuzzSeeds) are here.
+// columns) and tests them with package recordertest, which owns the row
+// contract's checks (RandomRow, DiffRows, RoundTripCSV, CoverageGap,
+// FuzzSeeds, Layout): nothing in recorder exists only for tests.
 //
 // It also fills resource-samples.csv: Sampler scrapes /metrics endpoints
 // (text format or OpenMetrics, parsed by ParseExposition) on a drift-free

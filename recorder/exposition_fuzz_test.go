@@ -1,4 +1,4 @@
-package recorder
+package recorder_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/recorder"
 )
 
 // FuzzParseExposition feeds malformed /metrics pages, seeded from
@@ -33,36 +35,36 @@ func FuzzParseExposition(f *testing.F) {
 		f.Add(data, strings.Contains(s, "openmetrics"))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, openMetrics bool) {
-		ct := contentTypeText
+		ct := recorder.ContentTypeText
 		if openMetrics {
 			// expfmt's OpenMetrics parser is slow enough per line that
 			// long inputs only make the fuzzer crawl.
 			if len(data) > 4096 {
 				return
 			}
-			ct = contentTypeOpenMetrics
+			ct = recorder.ContentTypeOpenMetrics
 		}
-		fams, err := ParseExposition(bytes.NewReader(data), ct)
+		fams, err := recorder.ParseExposition(bytes.NewReader(data), ct)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error message")
 			}
 			return
 		}
-		rows := SamplesFromFamilies("fuzz", 0.2, Components[:], fams, fams)
-		if len(rows) != len(Components) {
-			t.Fatalf("%d rows, want %d", len(rows), len(Components))
+		rows := recorder.SamplesFromFamilies("fuzz", 0.2, recorder.Components[:], fams, fams)
+		if len(rows) != len(recorder.Components) {
+			t.Fatalf("%d rows, want %d", len(rows), len(recorder.Components))
 		}
 		for i, r := range rows {
-			if r.Component != Components[i] || r.Error != "" {
+			if r.Component != recorder.Components[i] || r.Error != "" {
 				t.Fatalf("row %d: component %q, error %q", i, r.Component, r.Error)
 			}
-			for _, col := range resourceColumns {
-				if c := *col.cell(&r); c.Valid && (math.IsNaN(c.Value) || math.IsInf(c.Value, 0)) {
-					t.Fatalf("row %d %s: valid cell holds %v", i, col.name, c.Value)
+			for name, c := range recorder.ResourceCells(&r) {
+				if c.Valid && (math.IsNaN(c.Value) || math.IsInf(c.Value, 0)) {
+					t.Fatalf("row %d %s: valid cell holds %v", i, name, c.Value)
 				}
 			}
 		}
-		checkRoundTrip[ResourceSample](t, writeRows(t, rows))
+		checkRoundTrip[recorder.ResourceSample](t, writeRows(t, rows))
 	})
 }

@@ -62,7 +62,7 @@ func TestSamplesFromFixtures(t *testing.T) {
 		t.Run(tc.file+" as "+tc.contentType, func(t *testing.T) {
 			fams := parseFixture(t, tc.file, tc.contentType)
 			got := SamplesFromFamilies("r1", 1.5, Components[:], fams)
-			if d := DiffRows(fixtureRows(), got, 0); d != "" {
+			if d := diffRows(fixtureRows(), got); d != "" {
 				t.Error(d)
 			}
 		})
@@ -117,7 +117,7 @@ func TestSamplesFromFamiliesNone(t *testing.T) {
 		{RunID: "r", TS: 2, Component: "app", MemoryBytes: Some(3), Processes: Some(4)},
 		{RunID: "r", TS: 2, Component: "nobody"},
 	}
-	if d := DiffRows(want, got, 0); d != "" {
+	if d := diffRows(want, got); d != "" {
 		t.Error(d)
 	}
 	if got := SamplesFromFamilies("r", 0, nil, fams); len(got) != 0 {
@@ -140,7 +140,7 @@ slowlab_socket_send_queue_bytes{group="app"} 1
 `)
 	got := SamplesFromFamilies("r", 0, []string{"app"}, first, second)
 	want := []ResourceSample{{RunID: "r", Component: "app", CPUSeconds: Some(4), Processes: Some(2), SendQueueBytes: Some(1)}}
-	if d := DiffRows(want, got, 0); d != "" {
+	if d := diffRows(want, got); d != "" {
 		t.Error(d)
 	}
 }
@@ -164,7 +164,7 @@ slowlab_sockets{group="proxy",state="time_wait"} 5
 		{RunID: "r", Component: "app", OpenFDs: Some(42), Established: Some(12), QuietClients: Some(10)},
 		{RunID: "r", Component: "proxy"}, // no established series: not measured, not 0
 	}
-	if d := DiffRows(want, got, 0); d != "" {
+	if d := diffRows(want, got); d != "" {
 		t.Error(d)
 	}
 }

@@ -1,4 +1,4 @@
-package recorder
+package recorder_test
 
 import (
 	"errors"
@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
 func TestCreateFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "results", "slow-client-20250301T120000Z")
-	w, err := CreateFile[LargeResponse](dir)
+	w, err := recorder.CreateFile[recorder.LargeResponse](dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,8 +22,8 @@ func TestCreateFile(t *testing.T) {
 	if w.Name() != path {
 		t.Errorf("Name = %q, want %q", w.Name(), path)
 	}
-	rows := []LargeResponse{
-		{RunID: "r1", Client: 0, Status: 200, Bytes: 16 << 20, ReceiveS: 8.127, AppSendS: Some(7.981), Complete: true},
+	rows := []recorder.LargeResponse{
+		{RunID: "r1", Client: 0, Status: 200, Bytes: 16 << 20, ReceiveS: 8.127, AppSendS: recorder.Some(7.981), Complete: true},
 		{RunID: "r1", Client: 1, Error: "unexpected EOF"},
 	}
 	for i, r := range rows {
@@ -28,11 +31,11 @@ func TestCreateFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each row is in the file before Close: a crash loses nothing.
-		got, err := ReadFile[LargeResponse](path)
+		got, err := recorder.ReadFile[recorder.LargeResponse](path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := DiffRows(rows[:i+1], got, 0); d != "" {
+		if d := recordertest.DiffRows(rows[:i+1], got, 0); d != "" {
 			t.Fatalf("after row %d: %s", i, d)
 		}
 	}
@@ -47,14 +50,14 @@ func TestCreateFile(t *testing.T) {
 	}
 
 	// The file holds measurements: CreateFile must not truncate it.
-	if _, err := CreateFile[LargeResponse](dir); !errors.Is(err, fs.ErrExist) {
+	if _, err := recorder.CreateFile[recorder.LargeResponse](dir); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("CreateFile on an existing file: error = %v, want fs.ErrExist", err)
 	}
-	got, err := ReadFile[LargeResponse](path)
+	got, err := recorder.ReadFile[recorder.LargeResponse](path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := DiffRows(rows, got, 0); d != "" {
+	if d := recordertest.DiffRows(rows, got, 0); d != "" {
 		t.Error(d)
 	}
 }
@@ -64,7 +67,7 @@ func TestCreateFileBadDir(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := CreateFile[Run](file)
+	_, err := recorder.CreateFile[recorder.Run](file)
 	if err == nil || !strings.Contains(err.Error(), "create "+filepath.Join(file, "runs.csv")) {
 		t.Fatalf("error = %v, want it to name the path", err)
 	}
@@ -74,19 +77,19 @@ func TestCreateFileBadDir(t *testing.T) {
 // ones, in a file as readable as a created one.
 func TestAppendAfterKeepRuns(t *testing.T) {
 	dir := t.TempDir()
-	w, err := CreateFile[Request](dir)
+	w, err := recorder.CreateFile[recorder.Request](dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b", "a"} {
-		if err := w.Write(Request{RunID: id, Status: 200}); err != nil {
+		if err := w.Write(recorder.Request{RunID: id, Status: 200}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := KeepRuns(dir, FileName[Request](), func(id string) bool { return id == "a" }); err != nil {
+	if err := recorder.KeepRuns(dir, recorder.FileName[recorder.Request](), func(id string) bool { return id == "a" }); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(filepath.Join(dir, "requests.csv")); err != nil {
@@ -94,17 +97,17 @@ func TestAppendAfterKeepRuns(t *testing.T) {
 	} else if st.Mode().Perm() != 0o644 {
 		t.Errorf("rewritten requests.csv has mode %v, want 0644 like a created one", st.Mode().Perm())
 	}
-	aw, err := AppendFile[Request](dir)
+	aw, err := recorder.AppendFile[recorder.Request](dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := aw.Write(Request{RunID: "c", Status: 204}); err != nil {
+	if err := aw.Write(recorder.Request{RunID: "c", Status: 204}); err != nil {
 		t.Fatal(err)
 	}
 	if err := aw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := ReadFile[Request](filepath.Join(dir, "requests.csv"))
+	rows, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, "requests.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +123,7 @@ func TestAppendAfterKeepRuns(t *testing.T) {
 	path := filepath.Join(dir, "requests.csv")
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, append(b[:len(b)-3:len(b)-3], '\n'), 0o644)
-	if _, err := AppendFile[Request](dir); err == nil || !strings.Contains(err.Error(), "wrong number of fields") {
+	if _, err := recorder.AppendFile[recorder.Request](dir); err == nil || !strings.Contains(err.Error(), "wrong number of fields") {
 		t.Errorf("append to a file with a short row: %v", err)
 	}
 }

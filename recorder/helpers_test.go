@@ -1,26 +1,41 @@
 package recorder
 
 import (
-	"testing"
+	"fmt"
+	"math"
+	"reflect"
 )
 
-// writeRows writes rows with a Writer and returns the CSV.
-func writeRows[T Row[T]](t testing.TB, rows []T) []byte {
-	t.Helper()
-	b, err := EncodeRows(rows)
-	if err != nil {
-		t.Fatal(err)
+// diffRows describes the first row where got differs from want, or
+// returns "": for rows built in memory (no CSV precision between them),
+// equal means equal in every field. Rows read back from a file are
+// compared up to each column's precision by recordertest.DiffRows, in
+// the package's external tests.
+func diffRows[T any](want, got []T) string {
+	if len(want) != len(got) {
+		return fmt.Sprintf("got %d rows, want %d", len(got), len(want))
 	}
-	return b
+	for i := range want {
+		if !reflect.DeepEqual(want[i], got[i]) {
+			return fmt.Sprintf("row %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	return ""
 }
 
-// checkRoundTrip reads data, which must be valid, writes the rows, reads
-// them back, and writes them again (RoundTripCSV).
-func checkRoundTrip[T Row[T]](t *testing.T, data []byte) []T {
-	t.Helper()
-	rows, err := RoundTripCSV[T](data)
-	if err != nil {
-		t.Fatal(err)
+// nearMaybe reports whether got is want to a millionth (half a step at
+// six decimals), both being None or both measured.
+func nearMaybe(want, got Maybe) bool {
+	if !want.Valid || !got.Valid {
+		return want.Valid == got.Valid
 	}
-	return rows
+	return math.Abs(want.Value-got.Value) <= 0.5e-6+4e-16*math.Abs(want.Value)
+}
+
+// showMaybe is m as a test message names it: None or Some(value).
+func showMaybe(m Maybe) string {
+	if !m.Valid {
+		return "None"
+	}
+	return fmt.Sprintf("Some(%v)", m.Value)
 }

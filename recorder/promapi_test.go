@@ -322,7 +322,7 @@ scrape_configs:
 		cpu := step[0].CPUSeconds
 		closed, open := lastIn(raw, at.Add(-interval), at, true), lastIn(raw, at.Add(-interval), at, false)
 		if cpu != closed && cpu != open {
-			t.Errorf("step %d: app cpu_seconds %s, want the last sample in the step, %s", k, show(&cpu), show(&closed))
+			t.Errorf("step %d: app cpu_seconds %s, want the last sample in the step, %s", k, showMaybe(cpu), showMaybe(closed))
 		}
 		if !cpu.Valid {
 			checkTick(t, k, step, errorRows("", 0, Components[:], ErrNoPromSamples.Error()))
@@ -361,7 +361,7 @@ scrape_configs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := DiffRows(rows, pieces, 0); d != "" {
+	if d := diffRows(rows, pieces); d != "" {
 		t.Errorf("query in pieces of 4 steps: %s", d)
 	}
 

@@ -49,6 +49,21 @@ func (c Column[T]) Added(def string) Column[T] {
 	return c
 }
 
+// Name is c's CSV column name.
+func (c Column[T]) Name() string { return c.name }
+
+// Decimals is the precision of a float or Maybe column: digits kept after
+// the point.
+func (c Column[T]) Decimals() int { return c.decimals }
+
+// Field returns a pointer to row's field that c holds: *string, *int,
+// *int64, *float64, *Maybe, *bool or *time.Time.
+func (c Column[T]) Field(row *T) any { return c.field(row) }
+
+// Default is what a file written before c was added reads as c's cells;
+// ok is false for a column of the file's first layout.
+func (c Column[T]) Default() (def string, ok bool) { return c.def, c.added }
+
 // Schema is the CSV layout of one row type: its file name and columns, in
 // order: the contract of its results file.
 type Schema[T any] struct {
@@ -61,6 +76,9 @@ type Schema[T any] struct {
 func NewSchema[T any](file string, cols ...Column[T]) *Schema[T] {
 	return &Schema[T]{file: file, cols: cols}
 }
+
+// Columns returns s's columns in order; the caller may modify the slice.
+func (s *Schema[T]) Columns() []Column[T] { return append([]Column[T](nil), s.cols...) }
 
 // schemaOf returns the layout of row type T.
 func schemaOf[T Row[T]]() *Schema[T] {

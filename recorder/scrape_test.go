@@ -178,7 +178,7 @@ func checkTick(t *testing.T, i int, got, want []ResourceSample) {
 			want[j].TS, want[j].RunID = got[j].TS, got[j].RunID
 		}
 	}
-	if d := DiffRows(want, got, 0); d != "" {
+	if d := diffRows(want, got); d != "" {
 		t.Errorf("tick %d: %s", i, d)
 	}
 }

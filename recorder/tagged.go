@@ -12,6 +12,12 @@ import (
 	"unsafe"
 )
 
+// The field types that are one column each though they are structs.
+var (
+	maybeType = reflect.TypeFor[Maybe]()
+	timeType  = reflect.TypeFor[time.Time]()
+)
+
 // Tagged is the layout of file whose columns are T's fields, in order,
 // each declaring its column in a csv tag:
 //

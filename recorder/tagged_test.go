@@ -41,10 +41,10 @@ func (taggedRow) Schema() *recorder.Schema[taggedRow] { return taggedSchema }
 // precisions and added defaults, and writes and reads rows as a Col
 // schema does.
 func TestTaggedSchema(t *testing.T) {
-	if got, want := recorder.Layout[taggedRow](), "run_id/0 started_at/0 seq/0 held_s/3 mode/0 bytes/0 pct/1 latency_ms/3 ok/0"; got != want {
+	if got, want := recordertest.Layout[taggedRow](), "run_id/0 started_at/0 seq/0 held_s/3 mode/0 bytes/0 pct/1 latency_ms/3 ok/0"; got != want {
 		t.Errorf("layout\n got %s\nwant %s", got, want)
 	}
-	if got := recorder.AddedColumns[taggedRow](); got != "mode=idle" {
+	if got := recordertest.AddedColumns[taggedRow](); got != "mode=idle" {
 		t.Errorf("added columns %q", got)
 	}
 	recordertest.Contract[taggedRow](t)
@@ -167,7 +167,7 @@ func (grown) Schema() *recorder.Schema[grown] { return grownSpans }
 // TestTaggedSpans: spans of fields order the columns, and every tagged
 // field must be in exactly one span.
 func TestTaggedSpans(t *testing.T) {
-	if got, want := recorder.Layout[grown](), "run_id/0 tls/0 handshake_ms/3 dns/0"; got != want {
+	if got, want := recordertest.Layout[grown](), "run_id/0 tls/0 handshake_ms/3 dns/0"; got != want {
 		t.Errorf("layout\n got %s\nwant %s", got, want)
 	}
 	recordertest.Contract[grown](t)
@@ -217,10 +217,10 @@ func (upload) Schema() *recorder.Schema[upload] { return uploadSchema }
 // leaves the others as they are; a tag that is not a renaming, or that
 // renames a column the struct has not, panics naming the field.
 func TestTaggedRenames(t *testing.T) {
-	if got, want := recorder.Layout[upload](), "run_id/0 uploaders/0 uploader/0 sent_s/3"; got != want {
+	if got, want := recordertest.Layout[upload](), "run_id/0 uploaders/0 uploader/0 sent_s/3"; got != want {
 		t.Errorf("layout\n got %s\nwant %s", got, want)
 	}
-	if got, want := recorder.Layout[clientKeyRow](), "run_id/0 clients/0 client/0"; got != want {
+	if got, want := recordertest.Layout[clientKeyRow](), "run_id/0 clients/0 client/0"; got != want {
 		t.Errorf("layout of the key unrenamed\n got %s\nwant %s", got, want)
 	}
 	recordertest.Contract[upload](t)

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/slowlab/slowlab/internal/chromium"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
+	"github.com/slowlab/slowlab/report"
 )
 
 // probeExpression runs in the loaded report: it reports every <img>'s
@@ -62,7 +63,7 @@ func TestReportInChromium(t *testing.T) {
 	slowlabtest.Require(t, bin != "", "chromium is not installed (make test installs it)")
 	dir := t.TempDir()
 	writeResults(t, dir)
-	rep, err := Write(dir, []Section{standIn})
+	rep, err := report.Write(dir, []report.Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestReportInChromium(t *testing.T) {
 	if err := c.Call(s, "Network.enable", map[string]any{}, nil); err != nil {
 		fail("%v", err)
 	}
-	if err := c.Navigate(s, srv.URL+"/"+HTMLFile); err != nil {
+	if err := c.Navigate(s, srv.URL+"/"+report.HTMLFile); err != nil {
 		fail("%v", err)
 	}
 	var value string

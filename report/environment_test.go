@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"os"
@@ -10,11 +10,12 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // environmentRows returns the name/value rows of report.html's environment
 // table.
-func environmentRows(t *testing.T, rep *Report) map[string]string {
+func environmentRows(t *testing.T, rep *report.Report) map[string]string {
 	t.Helper()
 	doc := checkHTML(t, rep)
 	rows := map[string]string{}
@@ -54,7 +55,7 @@ func attr(n *html.Node, key string) string {
 func TestEnvironmentOneSession(t *testing.T) {
 	dir := t.TempDir()
 	writeResults(t, dir)
-	rep, err := Write(dir, []Section{standIn})
+	rep, err := report.Write(dir, []report.Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func netSession() recorder.Environment {
 // writeEnvironment replaces writeResults's environment.json with sessions.
 func writeEnvironment(t *testing.T, dir string, sessions ...recorder.Environment) {
 	t.Helper()
-	if err := os.Remove(filepath.Join(dir, EnvironmentFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, report.EnvironmentFile)); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sessions {
@@ -111,7 +112,7 @@ func TestEnvironmentNetSettings(t *testing.T) {
 	dir := t.TempDir()
 	writeResults(t, dir)
 	writeEnvironment(t, dir, netSession())
-	rep, err := Write(dir, []Section{standIn})
+	rep, err := report.Write(dir, []report.Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestEnvironmentNetSettingsChanged(t *testing.T) {
 	old.StartedAt = first.StartedAt.Add(3 * time.Hour)
 	old.Net = nil
 	writeEnvironment(t, dir, first, same, changed, old)
-	rep, err := Write(dir, []Section{standIn})
+	rep, err := report.Write(dir, []report.Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestEnvironmentSessions(t *testing.T) {
 	if err := recorder.AppendEnvironment(dir, resumed); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir, []Section{standIn})
+	rep, err := report.Write(dir, []report.Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +212,10 @@ func TestEnvironmentOldFormat(t *testing.T) {
 	writeResults(t, dir)
 	old := `{"experiment": "stand-in", "stack": "embedded", "started_at": "2025-06-01T10:00:00.123456789Z",
 		"kernel": "6.1.0-old", "cpus": 2, "limits": "none", "versions": {"nginx": "nginx version: nginx/1.22.1"}}`
-	if err := os.WriteFile(filepath.Join(dir, EnvironmentFile), []byte(old), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, report.EnvironmentFile), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Write(dir, []Section{standIn})
+	rep, err := report.Write(dir, []report.Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,15 @@
-package report
+package report_test
 
 import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"golang.org/x/net/html"
 
-	"github.com/slowlab/slowlab/internal/slowlabtest"
-	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/recorder/recordertest"
+	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // svgStats is what the tests count in an SVG file.
@@ -24,18 +22,13 @@ type svgStats struct {
 
 func parseSVG(t *testing.T, data []byte) svgStats {
 	t.Helper()
-	s := slowlabtest.ParseSVG(t, data)
+	s := reporttest.ParseSVG(t, data)
 	return svgStats{s.Root, s.Paths, s.Arcs, s.Fills}
 }
 
-var hexColor = slowlabtest.HexColor
+var hexColor = reporttest.HexColor
 
-// create creates dir's file of row type T, failing t if it cannot.
-func create[T recorder.Row[T]](t testing.TB, dir string) *recorder.FileWriter[T] {
-	return recordertest.Create[T](t, dir)
-}
-
-func figureByName(t *testing.T, rep *Report, name string) Figure {
+func figureByName(t *testing.T, rep *report.Report, name string) report.Figure {
 	t.Helper()
 	for _, f := range rep.Figures {
 		if f.Name == name {
@@ -43,10 +36,10 @@ func figureByName(t *testing.T, rep *Report, name string) Figure {
 		}
 	}
 	t.Fatalf("no figure %q among %v", name, figureNames(rep))
-	return Figure{}
+	return report.Figure{}
 }
 
-func figureNames(rep *Report) []string {
+func figureNames(rep *report.Report) []string {
 	var names []string
 	for _, f := range rep.Figures {
 		names = append(names, f.Name)
@@ -54,19 +47,11 @@ func figureNames(rep *Report) []string {
 	return names
 }
 
-func sum(vs []int) int {
-	n := 0
-	for _, v := range vs {
-		n += v
-	}
-	return n
-}
-
 // checkFiles checks rep with Check and returns what each SVG figure
 // holds.
-func checkFiles(t *testing.T, rep *Report) map[string]svgStats {
+func checkFiles(t *testing.T, rep *report.Report) map[string]svgStats {
 	t.Helper()
-	if err := Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	stats := map[string]svgStats{}
@@ -83,9 +68,9 @@ func checkFiles(t *testing.T, rep *Report) map[string]svgStats {
 }
 
 // checkHTML checks rep with Check and parses report.html.
-func checkHTML(t *testing.T, rep *Report) *html.Node {
+func checkHTML(t *testing.T, rep *report.Report) *html.Node {
 	t.Helper()
-	if err := Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	data, err := os.ReadFile(rep.HTML)
@@ -102,20 +87,4 @@ func checkHTML(t *testing.T, rep *Report) *html.Node {
 // allSections is what report's own tests draw: the stand-in (report's
 // tests cannot import lab, where the experiments' sections are;
 // cmd/slowlab's TestReportSectionsFromRegistry checks the registry's).
-var allSections = []Section{standIn}
-
-// writeOnly writes dir's report with every section, checks that only the
-// section named drew, and checks its files and HTML.
-func writeOnly(t *testing.T, dir, section string) *Report {
-	t.Helper()
-	rep, err := Write(dir, allSections)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(rep.Experiments, []string{section}) {
-		t.Errorf("experiments %v, want %s", rep.Experiments, section)
-	}
-	checkFiles(t, rep)
-	checkHTML(t, rep)
-	return rep
-}
+var allSections = []report.Section{standIn}

@@ -45,7 +45,7 @@ type Figure struct {
 }
 
 // Axes is what one panel of a figure says it shows: its title and the
-// labels of its axes (report.Check wants all three).
+// labels of its axes (reporttest.Check wants all three).
 type Axes struct{ Title, X, Y string }
 
 // Section renders one experiment's results into its part of the report.

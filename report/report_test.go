@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"errors"
@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // TestFigureLabels: Check wants every panel's title and axis labels
@@ -16,11 +19,11 @@ import (
 func TestFigureLabels(t *testing.T) {
 	dir := t.TempDir()
 	writeResults(t, dir)
-	rep, err := Write(dir, allSections)
+	rep, err := report.Write(dir, allSections)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Fatal(err)
 	}
 	panels := 0
@@ -34,7 +37,7 @@ func TestFigureLabels(t *testing.T) {
 		t.Fatalf("%d panels labelled, want 3 (the stand-in's figures)", panels)
 	}
 	rep.Figures[1].Axes[1].Y = ""
-	if err := Check(rep); err == nil || !strings.Contains(err.Error(), "stand-in-panels panel 1") {
+	if err := reporttest.Check(rep); err == nil || !strings.Contains(err.Error(), "stand-in-panels panel 1") {
 		t.Errorf("Check with a panel's y label gone: %v", err)
 	}
 }
@@ -59,7 +62,7 @@ func TestWriteErrors(t *testing.T) {
 			return p
 		}, []string{"not a directory"}, nil},
 		{"no results", func(t *testing.T) string { return t.TempDir() },
-			[]string{"no results files: none of " + strings.Join(allMarkers(), ", ") + " is present"}, ErrNoResults},
+			[]string{"no results files: none of " + strings.Join(allMarkers(), ", ") + " is present"}, report.ErrNoResults},
 		{"environment.json", func(t *testing.T) string {
 			dir := valid(t)
 			os.WriteFile(filepath.Join(dir, "environment.json"), []byte(`{"cpus": "four"}`), 0o644)
@@ -69,7 +72,7 @@ func TestWriteErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := tt.setup(t)
-			rep, err := Write(dir, allSections)
+			rep, err := report.Write(dir, allSections)
 			if err == nil {
 				t.Fatalf("Write = %+v, want an error", rep)
 			}
@@ -92,62 +95,11 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
-func TestLogTicks(t *testing.T) {
-	labels := func(lo, hi float64) []string {
-		var ls []string
-		for _, tk := range (logTicks{}).Ticks(lo, hi) {
-			if tk.Label != "" {
-				ls = append(ls, tk.Label)
-			}
-		}
-		return ls
-	}
-	for _, tt := range []struct {
-		lo, hi float64
-		want   []string
-	}{
-		{1.2, 4, []string{"2"}},
-		{0.8, 4, []string{"1", "2"}},
-		{1, 1000, []string{"1", "2", "5", "10", "20", "50", "100", "200", "500", "1000"}},
-		{1, 30000, []string{"1", "10", "100", "1000", "10000"}},
-		{0.05, 0.3, []string{"0.05", "0.1", "0.2"}},
-	} {
-		if got := labels(tt.lo, tt.hi); !slices.Equal(got, tt.want) {
-			t.Errorf("logTicks(%v, %v) labels %v, want %v", tt.lo, tt.hi, got, tt.want)
-		}
-	}
-	if got := (logTicks{}).Ticks(0, 10); got != nil {
-		t.Errorf("logTicks(0, 10) = %v, want none", got)
-	}
-}
-
-func TestLinearTicks(t *testing.T) {
-	for _, tt := range []struct {
-		lo, hi float64
-		want   []string
-	}{
-		{0, 9.6, []string{"0", "2", "4", "6", "8"}},
-		{0, 66, []string{"0", "20", "40", "60"}},
-		{0, 0.23, []string{"0", "0.05", "0.1", "0.15", "0.2"}},
-		{-0.6, 6.4, []string{"0", "2", "4", "6"}},
-	} {
-		var got []string
-		for _, tk := range (linearTicks{}).Ticks(tt.lo, tt.hi) {
-			if tk.Label != "" {
-				got = append(got, tk.Label)
-			}
-		}
-		if !slices.Equal(got, tt.want) {
-			t.Errorf("linearTicks(%v, %v) labels %v, want %v", tt.lo, tt.hi, got, tt.want)
-		}
-	}
-}
-
 // A Section that is not one of report's (a zero one) is an error naming
 // it, not a panic.
 func TestWriteForeignSection(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Write(dir, []Section{standIn, {Name: "stub"}}); err == nil || !strings.Contains(err.Error(), `report section "stub": not one of report's sections`) {
+	if _, err := report.Write(dir, []report.Section{standIn, {Name: "stub"}}); err == nil || !strings.Contains(err.Error(), `report section "stub": not one of report's sections`) {
 		t.Errorf("Write with a zero section: %v", err)
 	}
 }

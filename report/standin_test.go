@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"os"
@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // standInFile marks a results directory that standIn draws.
@@ -20,28 +21,28 @@ const standInFile = "stand-in.csv"
 // the page (report cannot import lab, where the experiments' sections
 // are): a figure of one panel with a log axis and a legend, one of two
 // panels, a folded table and a table.
-var standIn = NewSection("stand-in", standInFile, func(string) (*Part, error) {
-	p := NewPart("stand-in", "A section drawn by report's own tests.")
+var standIn = report.NewSection("stand-in", standInFile, func(string) (*report.Part, error) {
+	p := report.NewPart("stand-in", "A section drawn by report's own tests.")
 	for i, panels := range []int{1, 2} {
-		d := NewDrawing([]string{"stand-in", "stand-in-panels"}[i], "Stand-in points", 8*vg.Inch, vg.Length(1+2*panels)*vg.Inch)
+		d := report.NewDrawing([]string{"stand-in", "stand-in-panels"}[i], "Stand-in points", 8*vg.Inch, vg.Length(1+2*panels)*vg.Inch)
 		for j := range panels {
-			pl := NewPlot(d.Title(), "time (s)", "latency (ms, log scale)")
-			Grid(pl, true, true)
+			pl := report.NewPlot(d.Title(), "time (s)", "latency (ms, log scale)")
+			report.Grid(pl, true, true)
 			xys := plotter.XYs{{X: 1, Y: 2}, {X: 2, Y: 20}, {X: 3, Y: 200}}
-			s := Scatter(xys, ColorAt(j), vg.Points(3))
-			pl.Add(s, Line(xys, ColorAt(j)))
+			s := report.Scatter(xys, report.ColorAt(j), vg.Points(3))
+			pl.Add(s, report.Line(xys, report.ColorAt(j)))
 			pl.Legend.Add("points", s)
-			SetLog(&pl.Y, 2, 200)
+			report.SetLog(&pl.Y, 2, 200)
 			d.AddPanel(pl)
 			d.AddSeries("points", len(s.XYs))
 		}
 		d.SetCaption("Three points.")
 		p.AddDrawing(d)
 	}
-	t := Table[int]{Caption: "Numbers.", Cols: []Column[int]{Col("n", func(n *int) Cell { return Int(*n) })}}
-	AddTable(p, &t, []int{1, 2})
+	t := report.Table[int]{Caption: "Numbers.", Cols: []report.Column[int]{report.Col("n", func(n *int) report.Cell { return report.Int(*n) })}}
+	report.AddTable(p, &t, []int{1, 2})
 	t.Details = "Both numbers again"
-	AddTable(p, &t, []int{1, 2})
+	report.AddTable(p, &t, []int{1, 2})
 	return p, nil
 })
 
@@ -66,7 +67,7 @@ func writeResults(t *testing.T, dir string) {
 func TestStandIn(t *testing.T) {
 	dir := t.TempDir()
 	writeResults(t, dir)
-	rep, err := Write(dir, []Section{standIn})
+	rep, err := report.Write(dir, []report.Section{standIn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,9 +34,6 @@ func init() {
 // Version is this binary's version: never empty.
 func Version() string { return version.Version }
 
-// Revision is the commit this binary was built from, or "" if unknown.
-func Revision() string { return version.GetRevision() }
-
 // fromBuild reads the module version and the VCS revision the go command
 // recorded. A version of "(devel)" or none, with a revision, becomes
 // "devel-<12 hex digits>", so a binary from a tree the go command could

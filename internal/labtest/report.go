@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // Report copies files (names under testdata) into a fresh results
 // directory, writes its report with section alone, and checks it with
-// report.Check and that the section drew: what an experiment's report
+// reporttest.Check and that the section drew: what an experiment's report
 // test starts from.
 func Report(t *testing.T, section report.Section, files ...string) *report.Report {
 	t.Helper()
@@ -25,7 +26,7 @@ func Report(t *testing.T, section report.Section, files ...string) *report.Repor
 
 // ReportFrom copies files (names under the folder from) into a fresh
 // results directory, writes its report with sections (Write picks those
-// whose results are there) and checks it with report.Check.
+// whose results are there) and checks it with reporttest.Check.
 func ReportFrom(t *testing.T, from string, sections []report.Section, files ...string) *report.Report {
 	t.Helper()
 	dir := t.TempDir()
@@ -42,7 +43,7 @@ func ReportFrom(t *testing.T, from string, sections []report.Section, files ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	return rep
@@ -62,7 +63,7 @@ func Figure(t *testing.T, rep *report.Report, name string) report.Figure {
 
 // AxesHaveUnits fails t for every panel of rep's figures whose axis
 // labels name none of units (such as "(ms", "(s)", "MiB"): a value axis
-// says what it measures in. report.Check already wants the labels.
+// says what it measures in. reporttest.Check already wants the labels.
 func AxesHaveUnits(t *testing.T, rep *report.Report, units ...string) {
 	t.Helper()
 	for _, f := range rep.Figures {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // assessDir is a results directory holding testdata/report's
@@ -34,7 +35,7 @@ func assessDir(t *testing.T, edit func(string) string) string {
 }
 
 // writeOnly writes dir's report with Section, checks that it drew, and
-// checks its files (report.Check) and that report.html parses.
+// checks its files (reporttest.Check) and that report.html parses.
 func writeOnly(t *testing.T, dir string) *report.Report {
 	t.Helper()
 	rep, err := report.Write(dir, []report.Section{Section})
@@ -44,7 +45,7 @@ func writeOnly(t *testing.T, dir string) *report.Report {
 	if !slices.Equal(rep.Experiments, []string{Name}) {
 		t.Errorf("experiments %v, want %s", rep.Experiments, Name)
 	}
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	data, err := os.ReadFile(rep.HTML)

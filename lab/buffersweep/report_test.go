@@ -16,6 +16,7 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // The buffer-sweep fixture (testdata) is a sweep of 2 routes
@@ -45,21 +46,21 @@ func copySweep(t *testing.T) string {
 // package's and slow-client's, which its cells import).
 func writeReport(dir string) (*report.Report, error) { return report.Write(dir, lab.ReportSections()) }
 
-// checkReport checks rep with report.Check and returns what each SVG
+// checkReport checks rep with reporttest.Check and returns what each SVG
 // figure holds.
-func checkReport(t *testing.T, rep *report.Report) map[string]report.SVGCount {
+func checkReport(t *testing.T, rep *report.Report) map[string]reporttest.SVGCount {
 	t.Helper()
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
-	stats := map[string]report.SVGCount{}
+	stats := map[string]reporttest.SVGCount{}
 	for _, f := range rep.Figures {
 		if len(f.Files) == 2 {
 			data, err := os.ReadFile(filepath.Join(rep.Dir, filepath.FromSlash(f.Files[1])))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stats[f.Name], err = report.CountSVG(data); err != nil {
+			if stats[f.Name], err = reporttest.CountSVG(data); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -39,7 +39,7 @@ func TestSweepColumns(t *testing.T) {
 // moved here).
 func TestSweepColumnsKeepLayout(t *testing.T) {
 	const published = "kernel/0 tcp_wmem/0 tcp_rmem/0 route/0 server/0 slow_clients/0 size_bytes/0 rate_bps/0 runs/0 runs_ok/0 fast_p95_ms/3 app_send_s/3 client_receive_s/3 capacity_bytes/0 predicted_app_send_s/3 prediction_error_pct/1 wake_step_bytes/0 dir/0 capacity_predicted_bytes/0 capacity_measured_bytes/0 app_send_predicted_s/3 app_send_measured_s/3"
-	if got := recorder.Layout[Cell](); got != published {
+	if got := recordertest.Layout[Cell](); got != published {
 		t.Errorf("%s:\n got %s\nwant %s", sweepFile, got, published)
 	}
 }

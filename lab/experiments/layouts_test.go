@@ -14,6 +14,7 @@ import (
 	"github.com/slowlab/slowlab/lab/tempcliff"
 	"github.com/slowlab/slowlab/lab/websocket"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/recorder/recordertest"
 )
 
 // contract is what a results file promises its readers: its name, its
@@ -21,7 +22,7 @@ import (
 type contract struct{ file, layout, added string }
 
 func contractOf[T recorder.Row[T]]() contract {
-	return contract{recorder.FileName[T](), recorder.Layout[T](), recorder.AddedColumns[T]()}
+	return contract{recorder.FileName[T](), recordertest.Layout[T](), recordertest.AddedColumns[T]()}
 }
 
 // layouts are every row type's contract as declared with recorder.Col

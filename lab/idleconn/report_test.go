@@ -10,6 +10,7 @@ import (
 
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // TestReport reports a --quick idle-connections run on the embedded stack
@@ -31,7 +32,7 @@ func TestReport(t *testing.T) {
 	}
 }
 
-// TestCheckFindsFaults: report.Check fails a report whose PNG is gone,
+// TestCheckFindsFaults: reporttest.Check fails a report whose PNG is gone,
 // whose SVG is not XML, whose page loads a script or references a file
 // outside the directory, and passes the report as written.
 func TestCheckFindsFaults(t *testing.T) {
@@ -48,7 +49,7 @@ func TestCheckFindsFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := report.Check(rep); err != nil {
+		if err := reporttest.Check(rep); err != nil {
 			t.Fatalf("as written: %v", err)
 		}
 		return rep
@@ -86,7 +87,7 @@ func TestCheckFindsFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := write(t)
 			tc.break_(t, rep)
-			if err := report.Check(rep); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := reporttest.Check(rep); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Check: %v, want an error with %q", err, tc.want)
 			}
 		})

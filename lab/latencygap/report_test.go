@@ -15,6 +15,7 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // TestReport reports testdata/gap.csv alone (four conditions, the last
@@ -115,7 +116,7 @@ func TestReportConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	phases := labtest.Figure(t, rep, "latency-gap-phases")

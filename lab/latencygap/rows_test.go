@@ -41,14 +41,14 @@ func TestHeaders(t *testing.T) {
 func TestColumnsKeepLayout(t *testing.T) {
 	const settings = "tls/0 loss_pct/3 rate/0 delay_up_ms/3 delay_down_ms/3 work_ms/3 work_kind/0"
 	for _, tc := range []struct{ file, got, want string }{
-		{gapFile, recorder.Layout[Gap](), "size_bytes/0 configured_rtt_ms/3 rtt_ms/3 server_ms/3 client_keepalive_ms/3 client_new_ms/3 server_blind_pct/3 runs/0 " +
+		{gapFile, recordertest.Layout[Gap](), "size_bytes/0 configured_rtt_ms/3 rtt_ms/3 server_ms/3 client_keepalive_ms/3 client_new_ms/3 server_blind_pct/3 runs/0 " +
 			"delay_method/0 server_last_byte_ms/3 server_last_byte_blind_pct/3 " + settings + " handshake_ms/3 resumed_pct/3 dns/0 dns_delay_ms/3 dns_families/0 dns_aaaa_delay_ms/3 dns_ms/3 connect_ms/3 ipv6_pct/3 run_id/0"},
-		{requestFile, recorder.Layout[Request](), "size_bytes/0 configured_rtt_ms/3 delay_method/0 mode/0 seq/0 start_s/6 new_conn/0 connect_ms/3 ttfb_ms/3 " +
+		{requestFile, recordertest.Layout[Request](), "size_bytes/0 configured_rtt_ms/3 delay_method/0 mode/0 seq/0 start_s/6 new_conn/0 connect_ms/3 ttfb_ms/3 " +
 			"total_ms/3 server_header_ms/3 server_last_byte_ms/3 tcp_rtt_ms/3 status/0 bytes/0 error/0 " + settings + " handshake_ms/3 tls_resumed/0 dns/0 dns_delay_ms/3 dns_families/0 dns_aaaa_delay_ms/3 dns_ms/3 family/0 run_id/0"},
-		{pathFile, recorder.Layout[Path](), "size_bytes/0 configured_rtt_ms/3 rtt_ms/3 delay_method/0 mtu/0 congestion_control/0 packets/0 dropped/0 " +
+		{pathFile, recordertest.Layout[Path](), "size_bytes/0 configured_rtt_ms/3 rtt_ms/3 delay_method/0 mtu/0 congestion_control/0 packets/0 dropped/0 " +
 			"lateness_p50_ms/3 lateness_p99_ms/3 lateness_max_ms/3 valid/0 " + settings + " path_packets/0 loss_applied_pct/3 overflow_drops/0 sent_packets/0 " +
 			"received_packets/0 loss_measured_pct/3 dns/0 dns_delay_ms/3 dns_families/0 dns_aaaa_delay_ms/3 run_id/0"},
-		{runFile, recorder.Layout[RunRow](), "run_id/0 status/0 reason/0"},
+		{runFile, recordertest.Layout[RunRow](), "run_id/0 status/0 reason/0"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.file, tc.got, tc.want)
@@ -118,7 +118,7 @@ func TestSummarizeRun(t *testing.T) {
 		t.Errorf("no requests: %+v, want nothing measured", empty)
 	}
 	// Written and read back, a not-measured cell stays not measured.
-	b, err := recorder.EncodeRows([]Gap{empty, g})
+	b, err := recordertest.EncodeRows([]Gap{empty, g})
 	if err != nil {
 		t.Fatal(err)
 	}

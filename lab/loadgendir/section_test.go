@@ -10,6 +10,7 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // loadDir writes a loadgen directory: the record and ok rows, then the
@@ -73,7 +74,7 @@ func TestSectionDrawsEveryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	if !slices.Equal(rep.Experiments, []string{Name}) {
@@ -110,7 +111,7 @@ func TestSectionWindowsALargeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	f := labtest.Figure(t, rep, "loadgen-latency")

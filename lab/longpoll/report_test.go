@@ -14,6 +14,7 @@ import (
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // TestReport reports testdata/groups.csv (groups.csv as the issue gives
@@ -67,7 +68,7 @@ func TestTableDeclaredOnce(t *testing.T) {
 }
 
 // writeGroups writes groups (groups.csv's text) into a fresh results
-// directory and reports it with Section alone, checked with report.Check.
+// directory and reports it with Section alone, checked with reporttest.Check.
 func writeGroups(t *testing.T, groups string) *report.Report {
 	t.Helper()
 	dir := t.TempDir()
@@ -78,7 +79,7 @@ func writeGroups(t *testing.T, groups string) *report.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	return rep

@@ -13,12 +13,12 @@ import (
 // move, 26536c6).
 func TestColumnsKeepLayout(t *testing.T) {
 	for _, tc := range []struct{ file, got, want string }{
-		{recorder.FileName[Probe](), recorder.Layout[Probe](),
+		{recorder.FileName[Probe](), recordertest.Layout[Probe](),
 			"run_id/0 server/0 hold/0 probe_concurrency/0 worker/0 seq/0 start_s/3 connect_ms/3 ttfb_ms/3 latency_ms/3 status/0 bytes/0 error/0"},
-		{recorder.FileName[Group](), recorder.Layout[Group](),
+		{recorder.FileName[Group](), recordertest.Layout[Group](),
 			"run_id/0 server/0 hold/0 probe_concurrency/0 seconds/3 elapsed_s/3 ok/0 failed/0 p50_ms/3 p95_ms/3 max_ms/3 throughput_rps/3 slots/0 free_slots/0 " +
 				"max_worker_held/0 full_worker_s/3 probes_over_1s/0 held_samples/0 waves/0 full_waves/0 worker_slots/0 full_samples/0"},
-		{recorder.FileName[RunRow](), recorder.Layout[RunRow](),
+		{recorder.FileName[RunRow](), recordertest.Layout[RunRow](),
 			"run_id/0 server/0 hold/0 probe_concurrency/0 rep/0 started_at/0 status/0 reason/0 probes/0"},
 	} {
 		if tc.got != tc.want {

@@ -12,13 +12,13 @@ import (
 	"testing"
 
 	"github.com/slowlab/slowlab/internal/labtest"
-	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
+	"github.com/slowlab/slowlab/report/reporttest"
 )
 
 // writeReport writes dir's report with the section alone, checks that it
-// drew and that report.Check holds its files and page, and returns it.
+// drew and that reporttest.Check holds its files and page, and returns it.
 func writeReport(t testing.TB, dir string) *report.Report {
 	t.Helper()
 	rep, err := report.Write(dir, []report.Section{Section})
@@ -28,16 +28,16 @@ func writeReport(t testing.TB, dir string) *report.Report {
 	if !slices.Equal(rep.Experiments, []string{Name}) {
 		t.Errorf("experiments %v, want %s", rep.Experiments, Name)
 	}
-	if err := report.Check(rep); err != nil {
+	if err := reporttest.Check(rep); err != nil {
 		t.Error(err)
 	}
 	return rep
 }
 
 // svgStats is what each SVG figure of rep holds.
-func svgStats(t *testing.T, rep *report.Report) map[string]slowlabtest.SVGStats {
+func svgStats(t *testing.T, rep *report.Report) map[string]reporttest.SVGCount {
 	t.Helper()
-	stats := map[string]slowlabtest.SVGStats{}
+	stats := map[string]reporttest.SVGCount{}
 	for _, f := range rep.Figures {
 		if len(f.Files) != 2 {
 			t.Fatalf("%s: files %v, want a PNG and an SVG", f.Name, f.Files)
@@ -46,7 +46,7 @@ func svgStats(t *testing.T, rep *report.Report) map[string]slowlabtest.SVGStats 
 		if err != nil {
 			t.Fatal(err)
 		}
-		stats[f.Name] = slowlabtest.ParseSVG(t, data)
+		stats[f.Name] = reporttest.ParseSVG(t, data)
 	}
 	return stats
 }
@@ -123,7 +123,7 @@ func TestReport(t *testing.T) {
 		t.Errorf("send-vs-receive.svg has %d circles, want %d", st.Arcs, want)
 	}
 	barFill := func(i int) string {
-		return slowlabtest.HexColor(report.NewBars(nil, nil, 0, true, report.ColorAt(i)).Fill)
+		return reporttest.HexColor(report.NewBars(nil, nil, 0, true, report.ColorAt(i)).Fill)
 	}
 	for i, fill := range []string{barFill(1), barFill(0)} {
 		if got := st.Fills[fill]; got != 7+1 { // + the legend thumbnail

@@ -63,7 +63,7 @@ func TestSummarize(t *testing.T) {
 // and /fast columns were written once).
 func TestRunColumnsKeepLayout(t *testing.T) {
 	const published = "run_id/0 route/0 server/0 uploaders/0 rep/0 size_bytes/0 rate_bps/0 app_timeout_s/3 started_at/0 status/0 reason/0 fast_planned/0 fast_sent/0 fast_total/0 fast_ok/0 p50_ms/3 p95_ms/3 max_ms/3 send_s/3 app_read_s/3 uploads_ok/0 uploads_5xx/0 uploads_reset/0 uploads_timeout/0 uploads_other/0 worker_timeouts/0 temp_peak_mib/3 app_mem_mib/3 proxy_mem_mib/3"
-	if got := recorder.Layout[RunRow](); got != published {
+	if got := recordertest.Layout[RunRow](); got != published {
 		t.Errorf("%s:\n got %s\nwant %s", runFile, got, published)
 	}
 }

@@ -74,7 +74,7 @@ func FuzzReadRuns(f *testing.F)    { recordertest.FuzzRead[RunRow](f) }
 // /fast columns were written once).
 func TestRunColumnsKeepLayout(t *testing.T) {
 	const published = "run_id/0 route/0 server/0 streams/0 rep/0 interval_s/3 duration_s/3 started_at/0 status/0 reason/0 events_expected/0 events/0 streams_complete/0 delay_p50_ms/3 delay_p95_ms/3 delay_max_ms/3 first_byte_ms/3 slots/0 workers/0 held_max/0 workers_holding_max/0 fast_planned/0 fast_sent/0 fast_total/0 fast_ok/0 p50_ms/3 p95_ms/3 max_ms/3"
-	if got := recorder.Layout[RunRow](); got != published {
+	if got := recordertest.Layout[RunRow](); got != published {
 		t.Errorf("%s:\n got %s\nwant %s", runFile, got, published)
 	}
 }

@@ -185,12 +185,3 @@ func withoutEnv(env []string, names ...string) []string {
 	}
 	return out
 }
-
-// readAppSendLog is app_send_s by request id from the send log at path.
-func readAppSendLog(path string) (map[string]float64, error) {
-	recs, err := readSendLog(path)
-	if err != nil {
-		return nil, err
-	}
-	return appSendTimes(recs), nil
-}

@@ -224,15 +224,6 @@ func componentNames[C Component](cs []C) string {
 	return strings.Join(names, ", ")
 }
 
-// describe names the components: "gunicorn and nginx".
-func (s Stack) describe() string {
-	var names []string
-	for _, c := range s.components() {
-		names = append(names, c.Name())
-	}
-	return strings.Join(names, " and ")
-}
-
 func (s Stack) components() []Component {
 	var cs []Component
 	for _, a := range s.Apps {

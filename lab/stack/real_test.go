@@ -590,3 +590,12 @@ func TestGunicornNginxStartFails(t *testing.T) {
 		}
 	}
 }
+
+// readAppSendLog is app_send_s by request id from the send log at path.
+func readAppSendLog(path string) (map[string]float64, error) {
+	recs, err := readSendLog(path)
+	if err != nil {
+		return nil, err
+	}
+	return appSendTimes(recs), nil
+}

@@ -260,3 +260,12 @@ func TestSeveralProxies(t *testing.T) {
 		}
 	}
 }
+
+// describe names the components: "gunicorn and nginx".
+func (s Stack) describe() string {
+	var names []string
+	for _, c := range s.components() {
+		names = append(names, c.Name())
+	}
+	return strings.Join(names, " and ")
+}

@@ -58,7 +58,7 @@ func TestSummarizeRun(t *testing.T) {
 // and /fast columns were written once).
 func TestRunColumnsKeepLayout(t *testing.T) {
 	const published = "run_id/0 route/0 server/0 mode/0 clients/0 rep/0 size_bytes/0 rate_bps/0 app_timeout_s/3 send_timeout_s/3 stall_s/3 give_up_s/3 started_at/0 status/0 reason/0 fast_planned/0 fast_sent/0 fast_total/0 fast_ok/0 p50_ms/3 p95_ms/3 max_ms/3 complete/0 truncated/0 reset/0 timeout/0 other/0 by_client/0 by_app_timeout/0 by_send_timeout/0 by_unknown/0 bytes_median/0 worker_timeouts/0 app_held_s/3"
-	if got := recorder.Layout[RunRow](); got != published {
+	if got := recordertest.Layout[RunRow](); got != published {
 		t.Errorf("%s:\n got %s\nwant %s", runFile, got, published)
 	}
 }

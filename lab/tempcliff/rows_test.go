@@ -39,7 +39,7 @@ func TestSummarizeWriteErrors(t *testing.T) {
 // /fast columns were written once).
 func TestRunColumnsKeepLayout(t *testing.T) {
 	const published = "run_id/0 route/0 server/0 slow_clients/0 rep/0 size_bytes/0 max_temp_file_bytes/0 temp_tmpfs_bytes/0 started_at/0 status/0 reason/0 fast_planned/0 fast_sent/0 fast_total/0 fast_ok/0 p50_ms/3 p95_ms/3 max_ms/3 app_send_s/3 receive_s/3 downloads_complete/0 downloads_cut/0 bytes_min/0 temp_peak_mib/3 temp_fs_avail_min_mib/3 proxy_errors/0 app_mem_mib/3 proxy_mem_mib/3 exporter_temp_write_errors/0"
-	if got := recorder.Layout[RunRow](); got != published {
+	if got := recordertest.Layout[RunRow](); got != published {
 		t.Errorf("%s:\n got %s\nwant %s", runFile, got, published)
 	}
 }

@@ -2,9 +2,10 @@
 // recorder's own or one an experiment's package declares with
 // recorder.Tagged or NewSchema: a round-trip property, the coverage of
 // the row's fields by its columns, and a fuzz target for its reader
-// seeded from testdata. The checks themselves are recorder's (RandomRow, DiffRows,
-// RoundTripCSV, CoverageGap, FuzzSeeds); this package only runs them
-// under testing.
+// seeded from testdata. It owns the checks these run (rowcheck.go:
+// RandomRow, DiffRows, EncodeRows, RoundTripCSV, CoverageGap, FuzzSeeds)
+// and the layout a test pins (Layout, AddedColumns); recorder itself
+// keeps only what writes and reads results files.
 package recordertest
 
 import (
@@ -27,9 +28,9 @@ func RoundTrip[T recorder.Row[T]](t *testing.T) {
 	for batch := range 50 {
 		rows := make([]T, 1+rng.IntN(100))
 		for i := range rows {
-			rows[i] = recorder.RandomRow[T](rng, false)
+			rows[i] = RandomRow[T](rng, false)
 		}
-		out, err := recorder.EncodeRows(rows)
+		out, err := EncodeRows(rows)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func RoundTrip[T recorder.Row[T]](t *testing.T) {
 		if err != nil {
 			t.Fatalf("batch %d: read back: %v\n%s", batch, err, out)
 		}
-		if d := recorder.DiffRows(rows, got, 0); d != "" {
+		if d := DiffRows(rows, got, 0); d != "" {
 			t.Fatalf("batch %d: %s\n%s", batch, d, out)
 		}
 	}
@@ -46,7 +47,7 @@ func RoundTrip[T recorder.Row[T]](t *testing.T) {
 // Coverage: every field of T has exactly one column.
 func Coverage[T recorder.Row[T]](t *testing.T) {
 	t.Helper()
-	if gap := recorder.CoverageGap[T](); gap != "" {
+	if gap := CoverageGap[T](); gap != "" {
 		t.Error(gap)
 	}
 }
@@ -74,7 +75,7 @@ func FuzzRead[T recorder.Row[T]](f *testing.F) {
 		}
 		f.Add(data)
 	}
-	for _, s := range recorder.FuzzSeeds[T]() {
+	for _, s := range FuzzSeeds[T]() {
 		f.Add(s)
 	}
 	f.Cleanup(recorder.NoteCutRows(func(recorder.CutRow) {}))
@@ -86,7 +87,7 @@ func FuzzRead[T recorder.Row[T]](f *testing.F) {
 			}
 			return
 		}
-		if _, err := recorder.RoundTripCSV[T](data); err != nil {
+		if _, err := RoundTripCSV[T](data); err != nil {
 			t.Fatal(err)
 		}
 		// Cut where a killed writer can, in the last row: the rows before
@@ -105,7 +106,7 @@ func FuzzRead[T recorder.Row[T]](f *testing.F) {
 		if len(got) < len(rows)-1 || len(got) > len(rows) {
 			t.Fatalf("cut to %d of %d bytes: %d rows, want %d or %d", len(cut), len(data), len(got), len(rows)-1, len(rows))
 		}
-		if d := recorder.DiffRows(rows[:len(rows)-1], got[:len(rows)-1], 1); d != "" {
+		if d := DiffRows(rows[:len(rows)-1], got[:len(rows)-1], 1); d != "" {
 			t.Fatalf("cut to %d of %d bytes: rows before the cut: %s", len(cut), len(data), d)
 		}
 	})

@@ -1,4 +1,4 @@
-package recorder
+package recordertest
 
 import (
 	"bytes"
@@ -8,14 +8,33 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/slowlab/slowlab/recorder"
 )
 
-// The row contract's checks, for recorder's tests and for the row types
-// other packages declare (package recordertest wraps them for tests):
-// random rows on each column's grid, comparison up to a column's
-// precision, a write/read round trip, the coverage of a row's fields by
-// its columns, and seeds for a reader's fuzzer. Nothing here is called
-// when results are written or read.
+// The row contract's checks, for any row type: random rows on each
+// column's grid, comparison up to a column's precision, a write/read round
+// trip, the coverage of a row's fields by its columns, seeds for a
+// reader's fuzzer and the layout a test pins. They read a row type's
+// columns through recorder.Schema's Columns.
+
+// columns returns row type T's columns, in order.
+func columns[T recorder.Row[T]]() []recorder.Column[T] {
+	var zero T
+	return zero.Schema().Columns()
+}
+
+// pow10[d] is the step of a column with d decimals, inverted.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6}
+
+// cleanString is what recorder's writer does to a string cell: a CRLF
+// inside a quoted field reads back as LF, so it is written as LF.
+func cleanString(s string) string {
+	for strings.Contains(s, "\r\n") {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+	}
+	return s
+}
 
 // awkward are strings that stress CSV quoting.
 var awkward = []string{
@@ -78,10 +97,10 @@ func gridValue(rng *rand.Rand, decimals int, nonZero bool) float64 {
 
 // RandomRow fills every column of a T with a random value on the column's
 // grid. With nonZero, no field is left at its zero value.
-func RandomRow[T Row[T]](rng *rand.Rand, nonZero bool) T {
+func RandomRow[T recorder.Row[T]](rng *rand.Rand, nonZero bool) T {
 	var row T
-	for _, c := range schemaOf[T]().cols {
-		switch p := c.field(&row).(type) {
+	for _, c := range columns[T]() {
+		switch p := c.Field(&row).(type) {
 		case *string:
 			*p = randomString(rng, nonZero)
 		case *int:
@@ -101,15 +120,15 @@ func RandomRow[T Row[T]](rng *rand.Rand, nonZero bool) T {
 				*p = 7
 			}
 		case *float64:
-			*p = gridValue(rng, c.decimals, nonZero)
+			*p = gridValue(rng, c.Decimals(), nonZero)
 			if !nonZero && rng.IntN(10) == 0 {
 				*p = math.NaN() // written as "", read back as NaN
 			}
-		case *Maybe:
+		case *recorder.Maybe:
 			if nonZero || rng.IntN(4) != 0 {
-				*p = Some(gridValue(rng, c.decimals, nonZero))
+				*p = recorder.Some(gridValue(rng, c.Decimals(), nonZero))
 			} else {
-				*p = None()
+				*p = recorder.None()
 			}
 		case *bool:
 			*p = nonZero || rng.IntN(2) == 0
@@ -129,15 +148,15 @@ func RandomRow[T Row[T]](rng *rand.Rand, nonZero bool) T {
 // DiffRows describes the first difference between want and got, or
 // returns "". Floats may differ by tol grid steps (0 means exactly, with NaN
 // equal to NaN); strings are compared after cleanString.
-func DiffRows[T Row[T]](want, got []T, tol float64) string {
+func DiffRows[T recorder.Row[T]](want, got []T, tol float64) string {
 	if len(want) != len(got) {
 		return fmt.Sprintf("got %d rows, want %d", len(got), len(want))
 	}
 	for i := range want {
-		for _, c := range schemaOf[T]().cols {
-			w, g := c.field(&want[i]), c.field(&got[i])
-			if !sameCell(w, g, c.decimals, tol) {
-				return fmt.Sprintf("row %d column %s: got %s, want %s", i, c.name, show(g), show(w))
+		for _, c := range columns[T]() {
+			w, g := c.Field(&want[i]), c.Field(&got[i])
+			if !sameCell(w, g, c.Decimals(), tol) {
+				return fmt.Sprintf("row %d column %s: got %s, want %s", i, c.Name(), show(g), show(w))
 			}
 		}
 	}
@@ -154,8 +173,8 @@ func sameCell(w, g any, decimals int, tol float64) bool {
 		return w.Equal(*g.(*time.Time))
 	case *float64:
 		return sameFloat(*w, *g.(*float64), decimals, tol)
-	case *Maybe:
-		g := g.(*Maybe)
+	case *recorder.Maybe:
+		g := g.(*recorder.Maybe)
 		if !w.Valid || !g.Valid {
 			return w.Valid == g.Valid
 		}
@@ -176,7 +195,7 @@ func show(p any) string {
 	switch p := p.(type) {
 	case *string:
 		return fmt.Sprintf("%q", *p)
-	case *Maybe:
+	case *recorder.Maybe:
 		if !p.Valid {
 			return "None"
 		}
@@ -188,9 +207,9 @@ func show(p any) string {
 }
 
 // EncodeRows writes rows with a Writer and returns the CSV.
-func EncodeRows[T Row[T]](rows []T) ([]byte, error) {
+func EncodeRows[T recorder.Row[T]](rows []T) ([]byte, error) {
 	var buf bytes.Buffer
-	w, err := NewWriter[T](&buf)
+	w, err := recorder.NewWriter[T](&buf)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +224,8 @@ func EncodeRows[T Row[T]](rows []T) ([]byte, error) {
 // RoundTripCSV reads data, which must be valid, writes the rows, reads
 // them back (equal up to each column's precision) and writes them again
 // (the same bytes): the rows read, or what broke.
-func RoundTripCSV[T Row[T]](data []byte) ([]T, error) {
-	rows, err := ReadAll[T](bytes.NewReader(data))
+func RoundTripCSV[T recorder.Row[T]](data []byte) ([]T, error) {
+	rows, err := recorder.ReadAll[T](bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("ReadAll: %w", err)
 	}
@@ -214,7 +233,7 @@ func RoundTripCSV[T Row[T]](data []byte) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	again, err := ReadAll[T](bytes.NewReader(out))
+	again, err := recorder.ReadAll[T](bytes.NewReader(out))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read back what was written: %w\ninput:\n%q\nwritten:\n%q", err, data, out)
 	}
@@ -234,8 +253,8 @@ func RoundTripCSV[T Row[T]](data []byte) ([]T, error) {
 // FuzzSeeds returns CSV inputs for T's reader's fuzzer: valid files of
 // random rows, the same cut in half and with a separator changed, a
 // header alone and a row of empty cells.
-func FuzzSeeds[T Row[T]]() [][]byte {
-	rng := rand.New(rand.NewPCG(uint64(len(FileName[T]())), 1))
+func FuzzSeeds[T recorder.Row[T]]() [][]byte {
+	rng := rand.New(rand.NewPCG(uint64(len(recorder.FileName[T]())), 1))
 	var seeds [][]byte
 	for range 3 {
 		rows := make([]T, 1+rng.IntN(4))
@@ -248,30 +267,30 @@ func FuzzSeeds[T Row[T]]() [][]byte {
 		last := bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
 		seeds = append(seeds, b[:last+(len(b)-last)/3], b[:len(b)-2], b[:len(b)-1])
 	}
-	header := strings.Join(Header[T](), ",") + "\n"
-	return append(seeds, []byte(header), []byte(header+strings.Repeat(",", len(Header[T]())-1)+"\n"))
+	header := strings.Join(recorder.Header[T](), ",") + "\n"
+	return append(seeds, []byte(header), []byte(header+strings.Repeat(",", len(recorder.Header[T]())-1)+"\n"))
 }
 
 // CoverageGap guards T's column table against copy-paste slips: "" when
 // every field of the row struct has exactly one column, else what is
 // wrong.
-func CoverageGap[T Row[T]]() string {
-	s := schemaOf[T]()
+func CoverageGap[T recorder.Row[T]]() string {
+	file, cols := recorder.FileName[T](), columns[T]()
 	var zero T
-	if n := countLeaves(reflect.TypeOf(zero)); n != len(s.cols) {
-		return fmt.Sprintf("%s: struct has %d fields, schema has %d columns", s.file, n, len(s.cols))
+	if n := countLeaves(reflect.TypeOf(zero)); n != len(cols) {
+		return fmt.Sprintf("%s: struct has %d fields, schema has %d columns", file, n, len(cols))
 	}
 	// A row with every column set non-zero has no zero field left only if
 	// no two columns share a field.
 	row := RandomRow[T](rand.New(rand.NewPCG(1, 2)), true)
 	if path := zeroLeaf(reflect.ValueOf(row), reflect.TypeOf(row).Name()); path != "" {
-		return fmt.Sprintf("%s: field %s has no column", s.file, path)
+		return fmt.Sprintf("%s: field %s has no column", file, path)
 	}
 	return ""
 }
 
 var (
-	maybeType = reflect.TypeFor[Maybe]()
+	maybeType = reflect.TypeFor[recorder.Maybe]()
 	timeType  = reflect.TypeFor[time.Time]()
 )
 
@@ -317,10 +336,10 @@ func zeroLeaf(v reflect.Value, path string) string {
 
 // Layout is T's columns as "name/decimals", in order: what a test pins
 // so that a file's columns keep their names, places and precision.
-func Layout[T Row[T]]() string {
+func Layout[T recorder.Row[T]]() string {
 	var parts []string
-	for _, c := range schemaOf[T]().cols {
-		parts = append(parts, fmt.Sprintf("%s/%d", c.name, c.decimals))
+	for _, c := range columns[T]() {
+		parts = append(parts, fmt.Sprintf("%s/%d", c.Name(), c.Decimals()))
 	}
 	return strings.Join(parts, " ")
 }
@@ -328,11 +347,11 @@ func Layout[T Row[T]]() string {
 // AddedColumns is T's columns added after its file's first layout, as
 // "name=default", in order: with Layout, what a test pins of a file's
 // contract.
-func AddedColumns[T Row[T]]() string {
+func AddedColumns[T recorder.Row[T]]() string {
 	var parts []string
-	for _, c := range schemaOf[T]().cols {
-		if c.added {
-			parts = append(parts, c.name+"="+c.def)
+	for _, c := range columns[T]() {
+		if def, ok := c.Default(); ok {
+			parts = append(parts, c.Name()+"="+def)
 		}
 	}
 	return strings.Join(parts, " ")

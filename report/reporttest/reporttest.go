@@ -1,4 +1,10 @@
-package report
+// Package reporttest holds the check every report test runs on what
+// report.Write produced (Check: each figure's fields and files, a page
+// that loads nothing and references only the results directory) and
+// CountSVG (ParseSVG, HexColor), which count a figure's SVG elements for
+// a test. package
+// report itself keeps only what draws the figures and writes the page.
+package reporttest
 
 import (
 	"bytes"
@@ -6,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	_ "image/png" // PNG figures are decoded
 	"io"
 	"net/url"
@@ -13,11 +20,14 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"golang.org/x/net/html"
+
+	"github.com/slowlab/slowlab/report"
 )
 
-// Check verifies what Write produced, as the tests of every section hold
+// Check verifies what report.Write produced, as the tests of every section hold
 // it: each figure has a title, a caption, series, panels and a point count
 // per series, and its PNG (at least 600x300) and SVG (an <svg> that loads
 // nothing from the network) are in the figures folder; report.html loads
@@ -25,7 +35,7 @@ import (
 // reference in it is relative and names a file in the results directory
 // or an element of the page, and it shows every figure. The errors are
 // joined; nil when there is none.
-func Check(rep *Report) error {
+func Check(rep *report.Report) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, f := range rep.Figures {
@@ -76,6 +86,22 @@ type SVGCount struct {
 	Fills map[string]int // filled paths by fill colour, such as "#0072B2"
 }
 
+// ParseSVG is CountSVG for a test, which fails when data is not XML.
+func ParseSVG(t testing.TB, data []byte) SVGCount {
+	t.Helper()
+	st, err := CountSVG(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// HexColor is c as an SVG fill names it: "#0072B2".
+func HexColor(c color.Color) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
+}
+
 // CountSVG counts the elements of an SVG file's data.
 func CountSVG(data []byte) (SVGCount, error) {
 	st := SVGCount{Fills: map[string]int{}}
@@ -117,7 +143,7 @@ func CountSVG(data []byte) (SVGCount, error) {
 }
 
 // checkPage is Check's part for report.html.
-func checkPage(rep *Report) error {
+func checkPage(rep *report.Report) error {
 	data, err := os.ReadFile(rep.HTML)
 	if err != nil {
 		return err
