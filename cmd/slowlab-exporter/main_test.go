@@ -85,6 +85,42 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestRootsRefusedAtStart: a --path.cgroupfs that does not exist or is
+// not a directory is refused at start, exit 2 naming the flag, as a
+// missing --path.procfs is, rather than served with the cgroup collector
+// failing every scrape; without the cgroup collector and without a group
+// selecting by cgroup nothing reads it, and it is accepted. The context is
+// already cancelled, so an exporter that did start returns 0 at once.
+func TestRootsRefusedAtStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	missing, file := filepath.Join(dir, "missing"), filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self := "self=pid:" + strconv.Itoa(os.Getpid())
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string // the whole of it, when code is 2
+	}{
+		{[]string{"--path.cgroupfs", missing}, 2, `slowlab-exporter: --path.cgroupfs "` + missing + `": no such file or directory` + "\n"},
+		{[]string{"--path.cgroupfs", file}, 2, `slowlab-exporter: --path.cgroupfs "` + file + `": not a directory` + "\n"},
+		{[]string{"--path.procfs", missing}, 2, `slowlab-exporter: --path.procfs "` + missing + `": no such file or directory` + "\n"},
+		{[]string{"--path.cgroupfs", missing, "--no-collector.cgroup", "--group", "c=cgroup:/slowlab"}, 2, `slowlab-exporter: --path.cgroupfs "` + missing + `": no such file or directory` + "\n"},
+		{[]string{"--path.cgroupfs", missing, "--no-collector.cgroup"}, 0, ""},
+		{[]string{"--path.cgroupfs", "../../exporter/testdata/fixtures/cgroup-v2"}, 0, ""},
+	} {
+		var out, errw strings.Builder
+		args := append([]string{"--group", self, "--web.listen-address", "127.0.0.1:0", "--log.level", "warn"}, tc.args...)
+		code := run(ctx, args, &out, &errw)
+		if code != tc.code || (tc.code == 2 && errw.String() != tc.stderr) || (tc.code == 0 && !strings.HasPrefix(out.String(), "ready listen=")) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out.String(), errw.String(), tc.code, tc.stderr)
+		}
+	}
+}
+
 // TestVersionPrintsOnlyWhatIsKnown: go test's build stamps no branch,
 // build user or date and no revision; --version leaves them out, as
 // slowlab version does, instead of "(branch: , revision: unknown)" and

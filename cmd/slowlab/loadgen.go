@@ -20,7 +20,7 @@ import (
 )
 
 // loadgenSynopsis is the first part of loadgen --help, exit statuses included.
-const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--pacer-sleep syscall|raw] [--slow N] [--shard I/N --start-at TIME|--start-barrier URL] [--out DIR] [--json] [--metrics-addr ADDR] [--quiet]
+const loadgenSynopsis = `--target URL [--rate R] [--duration D] [--max-lag D] [--pacer-sleep syscall|raw] [--slow N] [--shard I/N --start-at TIME|--start-barrier URL] [--out DIR] [--json] [--metrics-addr ADDR [--linger D]] [--quiet]
 
 Exit status:
   0  the run completed and at least one request succeeded (a complete 2xx or 3xx response),
@@ -68,7 +68,7 @@ func defineLoadgenFlags(fs *flag.FlagSet) *loadgenFlags {
 	fs.StringVar(&f.out, "out", "", "write requests.csv (and large-responses.csv with --slow), loadgen.json and manifest.json to this directory")
 	fs.BoolVar(&f.json, "json", false, "print the end-of-run summary as one JSON object on stdout instead of text (the same figures; docs/commands.md)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics here while running, e.g. 127.0.0.1:9101")
-	fs.DurationVar(&f.linger, "linger", 0, "keep serving /metrics this long after the run, so a scraper sees the final values")
+	fs.DurationVar(&f.linger, "linger", 0, "keep serving /metrics this long after the run, so a scraper sees the final values (needs --metrics-addr)")
 	fs.BoolVar(&f.quiet, "quiet", false, fmt.Sprintf("print no progress lines: by default one goes to stderr every %v (requests sent, ok, errors, schedule lag p99 so far, elapsed/total time); the summary on stdout is the same either way", progressEvery))
 	fs.BoolVar(&f.allowRemote, "allow-remote", false, "allow targets that are not loopback; without it a host name must resolve to loopback addresses only, and every connection is checked again before connect")
 	f.tracing = addTracingFlags(fs)
@@ -137,6 +137,12 @@ func (f *loadgenFlags) validate() (*loadgenRun, error) {
 		return nil, usagef("--slow %d: allowed 0 to 10000", f.slow)
 	case f.http2 && f.keepAlive:
 		return nil, usagef("--keepalive with --http2: HTTP/2 sends every request on its one connection")
+	case f.linger < 0:
+		return nil, usagef("--linger %s: must be 0 or more", f.linger)
+	case f.linger > 0 && f.metricsAddr == "":
+		// The linger only keeps /metrics served; spans are flushed at exit
+		// whatever it is, so without --metrics-addr it would do nothing.
+		return nil, usagef("--linger %s without --metrics-addr: it keeps /metrics served after the run; give --metrics-addr ADDR or drop --linger", f.linger)
 	}
 	if r.u, err = loadgen.CheckTarget(f.target, f.allowRemote); err != nil {
 		return nil, usagef("--%v", err)

@@ -288,3 +288,29 @@ func TestLoadgenPacerSleep(t *testing.T) {
 		t.Errorf("GOMAXPROCS 1: exit %d, stderr %q; want 2 and a refusal naming GOMAXPROCS", code, stderr)
 	}
 }
+
+// --linger only keeps /metrics served after the run (spans are flushed at
+// exit without it), so without --metrics-addr it is refused by name rather
+// than ignored; with it, the pair is accepted. The context is already
+// cancelled, so a run that did start would stop at once.
+func TestLoadgenLingerNeedsMetricsAddr(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		stderrIs string // the whole of stderr, when code is 2
+	}{
+		{[]string{"--linger", "30s"}, 2, "slowlab loadgen: --linger 30s without --metrics-addr: it keeps /metrics served after the run; give --metrics-addr ADDR or drop --linger\n"},
+		{[]string{"--linger", "-1s", "--metrics-addr", "127.0.0.1:0"}, 2, "slowlab loadgen: --linger -1s: must be 0 or more\n"},
+		{[]string{"--linger", "30s", "--metrics-addr", "127.0.0.1:0"}, 0, ""},
+		{[]string{"--linger", "0s"}, 0, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"loadgen", "--target", "http://127.0.0.1:1/", "--duration", "1s", "--quiet"}, tc.args...)
+		code := run(ctx, args, &stdout, &stderr)
+		if code != tc.code || (tc.code == 2 && stderr.String() != tc.stderrIs) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.stderrIs)
+		}
+	}
+}

@@ -214,7 +214,9 @@ const maxErrorsSaid = 10
 
 // recordScrapes samples until duration has passed (if set) or ctx is done
 // (SIGINT), writing every row as it is measured; each distinct scrape
-// error is said on stderr the first time it is seen.
+// error is said on stderr the first time it is seen. A recording in which
+// not one scrape succeeded measured nothing: its rows are written, and it
+// returns an error saying so (exit 1).
 func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Duration, out string, stdout, stderr io.Writer) error {
 	w, err := recorder.CreateFile[recorder.ResourceSample](out)
 	if err != nil {
@@ -225,9 +227,15 @@ func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Durat
 		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
 	}
-	var rows, errRows int
+	var rows, errRows, scrapes, scrapesOK int
 	anyValue := false
 	said := map[string]bool{}
+	s.OnScrape = func(sc recorder.Scrape) {
+		scrapes++
+		if sc.Err == nil {
+			scrapesOK++
+		}
+	}
 	s.OnSample = func(r recorder.ResourceSample) error {
 		rows++
 		anyValue = anyValue || measured(r)
@@ -254,7 +262,19 @@ func recordScrapes(ctx context.Context, s *recorder.Sampler, duration time.Durat
 	if !anyValue && errRows < rows {
 		fmt.Fprintln(stderr, "slowlab record: "+noComponentNote)
 	}
+	if runErr == nil && scrapesOK == 0 {
+		return noScrapeSucceeded(scrapes, rows, w.Name())
+	}
 	return runErr
+}
+
+// noScrapeSucceeded is the error of a recording that measured nothing:
+// every scrape it made failed, or it made none.
+func noScrapeSucceeded(scrapes, rows int, file string) error {
+	if scrapes == 0 {
+		return fmt.Errorf("no scrape succeeded: none finished before the recording ended; %s has %d rows", file, rows)
+	}
+	return fmt.Errorf("no scrape succeeded: all %d failed; the %d rows in %s each say why", scrapes, rows, file)
 }
 
 // noComponentNote says why every row is empty though the scrapes worked:

@@ -101,6 +101,9 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	if err := checkRoots(cfg, opts); err != nil {
+		return err
+	}
 	logger := promslog.New(&promslog.Config{Level: f.logLevel, Format: f.logFormat, Writer: stderr})
 
 	extra := prometheus.NewRegistry()
@@ -243,6 +246,52 @@ func (f exporterFlags) options() (exporter.Config, exporter.Options, error) {
 	opts := f.collector
 	opts.ProcFS, opts.CgroupFS, opts.ScrapeTimeout, opts.MaxDynamicGroups = f.procFS, f.cgroupFS, f.scrapeTimeout, f.maxDynamic
 	return cfg, opts, nil
+}
+
+// checkRoots refuses, at start, a --path.procfs or --path.cgroupfs that
+// is not a directory when something reads it: procfs with the process
+// collector, the cgroup filesystem with the cgroup collector or a group
+// selecting by cgroup (cgroup:, cgroup-re:). Otherwise the exporter would
+// serve, and that collector fail every scrape. A cgroup filesystem that
+// appears only later is not waited for: the exporter runs on a host whose
+// cgroups are mounted at boot, as its procfs is.
+func checkRoots(cfg exporter.Config, opts exporter.Options) error {
+	enabled := func(name string) bool {
+		for _, c := range exporter.Collectors() {
+			if c.Name == name {
+				if v, ok := opts.Collectors[name]; ok {
+					return v
+				}
+				return c.Enabled
+			}
+		}
+		return false
+	}
+	selectsCgroups := false
+	for _, g := range cfg.Groups {
+		for _, s := range g.Selectors {
+			selectsCgroups = selectsCgroups || strings.HasPrefix(s, "cgroup:") || strings.HasPrefix(s, "cgroup-re:")
+		}
+	}
+	for _, r := range []struct {
+		flag, path string
+		used       bool
+	}{
+		{"path.procfs", opts.ProcFS, enabled("process")},
+		{"path.cgroupfs", opts.CgroupFS, enabled("cgroup") || selectsCgroups},
+	} {
+		if !r.used {
+			continue
+		}
+		fi, err := os.Stat(r.path)
+		switch {
+		case err != nil:
+			return usagef("--%s %q: %v", r.flag, r.path, errors.Unwrap(err))
+		case !fi.IsDir():
+			return usagef("--%s %q: not a directory", r.flag, r.path)
+		}
+	}
+	return nil
 }
 
 // serve runs the HTTP server on every listener (TLS and basic auth per
