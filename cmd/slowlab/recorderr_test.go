@@ -51,9 +51,10 @@ func TestRecordSomeScrapesSucceeded(t *testing.T) {
 	}))
 	defer srv.Close()
 	out := t.TempDir()
-	// A generous --timeout: the first scrape timed out on a loaded machine
-	// would be a failure too.
-	code, stdout, stderr := runCmd(t, "record", "--scrape", srv.URL+"/metrics", "--interval", "50ms", "--timeout", "5s", "--duration", "400ms", "--out", out)
+	// A generous --timeout and --duration: a first scrape that timed out,
+	// or did not finish before the recording ended, on a loaded machine
+	// would leave no good row.
+	code, stdout, stderr := runCmd(t, "record", "--scrape", srv.URL+"/metrics", "--interval", "50ms", "--timeout", "5s", "--duration", "3s", "--out", out)
 	rows, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(out, "resource-samples.csv"))
 	if err != nil {
 		t.Fatal(err)
