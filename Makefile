@@ -75,7 +75,9 @@ package:
 # A release: make release VERSION=X.Y.Z. For linux/amd64 and linux/arm64
 # (cross-compiled, static: no C toolchain, nothing fetched) it writes to a
 # fresh dist/ slowlab_VERSION_linux_ARCH.tar.gz (both binaries, LICENSE,
-# README.md, CHANGELOG.md, the dashboards and the alert rules), the two
+# README.md, CHANGELOG.md and the pages they link to (docs/, the exporter's
+# and dashboards' READMEs, CONTRIBUTING.md), the dashboards and the alert
+# rules with their runbook), the two
 # .debs of `make package`, and SHA256SUMS over them all (cd dist &&
 # sha256sum -c SHA256SUMS). The binaries print VERSION (slowlab version).
 # RELEASE_ARCHES picks other architectures.

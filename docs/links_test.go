@@ -4,16 +4,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-)
 
-// mdLink is a markdown link's target: [text](target); code is an inline
-// code span or a fenced block, whose text is no link.
-var (
-	mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	code   = regexp.MustCompile("(?s)```.*?```|`[^`\n]*`")
+	"github.com/slowlab/slowlab/internal/mdlink"
 )
 
 // brokenLinks returns the relative link targets of the markdown text of
@@ -21,14 +15,9 @@ var (
 // under root.
 func brokenLinks(root, file, text string) []string {
 	var broken []string
-	for _, m := range mdLink.FindAllStringSubmatch(code.ReplaceAllString(text, ""), -1) {
-		target := m[1]
-		if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
-			continue
-		}
-		target, _, _ = strings.Cut(target, "#")
-		if _, err := os.Stat(filepath.Join(root, filepath.Dir(file), target)); err != nil {
-			broken = append(broken, m[1])
+	for _, l := range mdlink.Relative(text) {
+		if _, err := os.Stat(filepath.Join(root, filepath.Dir(file), l.Path)); err != nil {
+			broken = append(broken, l.Target)
 		}
 	}
 	return broken
@@ -52,7 +41,7 @@ func TestLinksResolve(t *testing.T) {
 		if err != nil {
 			continue // deleted in the work tree
 		}
-		links += len(mdLink.FindAllString(string(b), -1))
+		links += len(mdlink.Relative(string(b)))
 		for _, l := range brokenLinks("..", f, string(b)) {
 			t.Errorf("%s: link %q names nothing in the repository", f, l)
 		}

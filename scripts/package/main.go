@@ -13,8 +13,11 @@
 // With -release (`make release VERSION=X.Y.Z`) it builds, for each
 // architecture of -arch (amd64 and arm64 by default, cross-compiled), a
 // tarball slowlab_VERSION_linux_ARCH.tar.gz (both binaries, LICENSE,
-// README.md, CHANGELOG.md, the dashboards and the rules) and the two
-// .debs, then SHA256SUMS over them all, as sha256sum -c reads it.
+// README.md, CHANGELOG.md, the pages they link to: CONTRIBUTING.md,
+// docs/*.md, exporter/README.md and dashboards/README.md; the dashboards
+// and the rules with their runbook; a page linking to a file the tarball
+// does not ship is refused) and the two .debs, then SHA256SUMS over them
+// all, as sha256sum -c reads it.
 //
 //	go run ./scripts/package [-out DIR] [-version V] [-arch GOARCH]
 //	go run ./scripts/package -release -version X.Y.Z [-out DIR] [-arch amd64,arm64]

@@ -6,11 +6,15 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/slowlab/slowlab/internal/mdlink"
 )
 
 // ReleaseArches are the architectures a release is built for by default.
@@ -31,8 +35,27 @@ type asset struct{ src, rel string }
 // beside the binaries: the dashboards (dashboards/*.json and
 // dashboards/provisioning/*) and the rules with their runbook.
 func assets(root string) ([]asset, error) {
+	out, err := glob(root, "dashboards/*.json", "dashboards/provisioning/*")
+	if err != nil {
+		return nil, err
+	}
+	for _, rel := range []string{"alerts/slowlab.rules.yml", "alerts/runbook.md"} {
+		out = append(out, asset{filepath.Join(root, rel), rel})
+	}
+	for _, a := range out {
+		if fi, err := os.Stat(a.src); err != nil || !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: want a regular file (%v)", a.src, err)
+		}
+	}
+	return out, nil
+}
+
+// glob returns the files of the module at root that match patterns, rel
+// their slash-separated path from root; a pattern that matches nothing is
+// an error.
+func glob(root string, patterns ...string) ([]asset, error) {
 	var out []asset
-	for _, pattern := range []string{"dashboards/*.json", "dashboards/provisioning/*"} {
+	for _, pattern := range patterns {
 		matches, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			return nil, err
@@ -42,14 +65,6 @@ func assets(root string) ([]asset, error) {
 		}
 		for _, m := range matches {
 			out = append(out, asset{m, filepath.ToSlash(strings.TrimPrefix(m, filepath.Clean(root)+string(filepath.Separator)))})
-		}
-	}
-	for _, rel := range []string{"alerts/slowlab.rules.yml", "alerts/runbook.md"} {
-		out = append(out, asset{filepath.Join(root, rel), rel})
-	}
-	for _, a := range out {
-		if fi, err := os.Stat(a.src); err != nil || !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s: want a regular file (%v)", a.src, err)
 		}
 	}
 	return out, nil
@@ -113,20 +128,32 @@ func TarballName(version, arch string) string {
 	return "slowlab_" + version + "_linux_" + arch
 }
 
-// writeTarball writes out/TarballName.tar.gz: the binaries, LICENSE,
-// README.md, CHANGELOG.md and the assets under one directory of that
-// name, owned by root, with fixedTime on every entry.
+// tarballDocs are the documents a release tarball ships beside the
+// binaries: the license, the README and changelog, and the pages they and
+// the runbook link to (CONTRIBUTING.md, the exporter's and dashboards'
+// READMEs, docs/*.md), so that every link of a shipped page resolves in
+// the tarball (checkLinks); patterns for glob.
+var tarballDocs = []string{"LICENSE", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "exporter/README.md", "dashboards/README.md", "docs/*.md"}
+
+// writeTarball writes out/TarballName.tar.gz: the binaries, tarballDocs
+// and the assets under one directory of that name, owned by root, with
+// fixedTime on every entry. It refuses a page linking to a file it does
+// not ship.
 func writeTarball(root, out, version, arch string, bins binaries) (string, error) {
 	name := TarballName(version, arch)
 	files := []asset{{bins.lab, "slowlab"}, {bins.exporter, "slowlab-exporter"}}
-	for _, doc := range []string{"LICENSE", "README.md", "CHANGELOG.md"} {
-		files = append(files, asset{filepath.Join(root, doc), doc})
+	documents, err := glob(root, tarballDocs...)
+	if err != nil {
+		return "", err
 	}
 	shared, err := assets(root)
 	if err != nil {
 		return "", err
 	}
-	files = append(files, shared...)
+	files = append(append(files, documents...), shared...)
+	if err := checkLinks(files); err != nil {
+		return "", err
+	}
 	path := filepath.Join(out, name+".tar.gz")
 	f, err := os.Create(path)
 	if err != nil {
@@ -194,4 +221,50 @@ func writeSums(out string, paths []string) (string, error) {
 	}
 	path := filepath.Join(out, SumsFile)
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// unresolvedLinks returns, as "PAGE: link TARGET", the relative links of
+// the Markdown pages among files (contents by path, slash-separated, from
+// the tarball's directory) that name neither one of files nor a directory
+// holding one.
+func unresolvedLinks(files map[string][]byte) []string {
+	dirs := map[string]bool{}
+	for name := range files {
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		for _, l := range mdlink.Relative(string(files[name])) {
+			target := path.Clean(path.Join(path.Dir(name), l.Path))
+			if _, ok := files[target]; !ok && !dirs[target] {
+				out = append(out, name+": link "+l.Target)
+			}
+		}
+	}
+	return out
+}
+
+// checkLinks refuses a tarball of files whose Markdown pages link to
+// something it does not ship.
+func checkLinks(files []asset) error {
+	contents := map[string][]byte{}
+	for _, a := range files {
+		contents[a.rel] = nil
+		if strings.HasSuffix(a.rel, ".md") {
+			b, err := os.ReadFile(a.src)
+			if err != nil {
+				return err
+			}
+			contents[a.rel] = b
+		}
+	}
+	if bad := unresolvedLinks(contents); len(bad) > 0 {
+		return fmt.Errorf("the tarball's pages link to files it does not ship (add them to tarballDocs):\n%s", strings.Join(bad, "\n"))
+	}
+	return nil
 }

@@ -209,8 +209,9 @@ func tarFiles(path string) (files map[string][]byte, modes map[string]int64, nam
 
 // checkTarball checks a release tarball for arch: one directory named as
 // the tarball, holding exactly the binaries (executable, built for arch),
-// LICENSE, README.md, CHANGELOG.md and shareFiles, each as in the
-// repository at root.
+// LICENSE, README.md, CHANGELOG.md, the pages they link to
+// (CONTRIBUTING.md, exporter/README.md, dashboards/README.md and every
+// docs/*.md) and shareFiles, each as in the repository at root.
 func checkTarball(path, version, arch, root string) error {
 	files, modes, names, err := tarFiles(path)
 	if err != nil {
@@ -223,7 +224,15 @@ func checkTarball(path, version, arch, root string) error {
 			errs = append(errs, fmt.Errorf("%s: entry %s outside %s", path, n, top))
 		}
 	}
-	docs := append([]string{"LICENSE", "README.md", "CHANGELOG.md"}, shareFiles...)
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(pages) < 10 {
+		return fmt.Errorf("%s: docs/*.md: %d pages (%v), want the docs", root, len(pages), err)
+	}
+	docs := []string{"LICENSE", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "exporter/README.md", "dashboards/README.md"}
+	for _, p := range pages {
+		docs = append(docs, "docs/"+filepath.Base(p))
+	}
+	docs = append(docs, shareFiles...)
 	var want []string
 	for _, f := range append([]string{"slowlab", "slowlab-exporter"}, docs...) {
 		want = append(want, top+f)
@@ -301,6 +310,43 @@ func TestReleaseTarballs(t *testing.T) {
 		if want := bin + ", version " + testVersion + " "; err != nil || !strings.Contains(string(out), want) {
 			t.Errorf("%s %s: %v %q, want %q", bin, args[0], err, out, want)
 		}
+	}
+}
+
+// Every relative link of every Markdown page a tarball ships (the
+// README's to docs/ and the exporter's README, the runbook's to the
+// dashboards' README) names a file or a directory inside the tarball. The
+// amd64 tarball without docs/proxies.md fails, naming the README's link.
+func TestReleaseTarballLinksResolve(t *testing.T) {
+	dir := releaseOnce(t)
+	shipped := func(arch string) map[string][]byte {
+		files, _, _, err := tarFiles(filepath.Join(dir, TarballName(testVersion, arch)+".tar.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		top := TarballName(testVersion, arch) + "/"
+		rel := map[string][]byte{}
+		for name, b := range files {
+			rel[strings.TrimPrefix(name, top)] = b
+		}
+		return rel
+	}
+	for _, arch := range ReleaseArches {
+		files := shipped(arch)
+		pages := 0
+		for name := range files {
+			if strings.HasSuffix(name, ".md") {
+				pages++
+			}
+		}
+		if bad := unresolvedLinks(files); len(bad) > 0 || pages < 3 {
+			t.Errorf("%s tarball: %d Markdown pages; links naming nothing in it:\n%s", arch, pages, strings.Join(bad, "\n"))
+		}
+	}
+	files := shipped("amd64")
+	delete(files, "docs/proxies.md")
+	if bad := unresolvedLinks(files); !slices.Contains(bad, "README.md: link docs/proxies.md") {
+		t.Errorf("the amd64 tarball without docs/proxies.md: unresolved %q; want the README's link named", bad)
 	}
 }
 
@@ -407,6 +453,54 @@ func TestReleaseRefuses(t *testing.T) {
 	}
 	if _, err := release("../..", out, "1.2.3", nil); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("a directory holding old.deb: %v, want refused", err)
+	}
+}
+
+// writeTarball refuses a tree whose README links to a page the tarball
+// does not ship (docs/new.md, outside tarballDocs), naming the link, and
+// writes nothing; a link to a shipped page's section or to a shipped
+// directory is fine.
+func TestTarballRefusesUnshippedLink(t *testing.T) {
+	root, out := t.TempDir(), t.TempDir()
+	if _, err := glob("../..", "no-such-dir/*.md"); err == nil || !strings.Contains(err.Error(), "no no-such-dir/*.md") {
+		t.Errorf("glob of a pattern matching nothing: %v, want it named", err)
+	}
+	all, err := glob("../..", append(slices.Clone(tarballDocs), "dashboards/*.json", "dashboards/provisioning/*", "alerts/*")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range all {
+		b, err := os.ReadFile(a.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.rel == "README.md" {
+			b = append(b, "\nSee [the new page](docs/new.md) and [its section](docs/proxies.md#nginx), [the rules](alerts/).\n"...)
+		}
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(a.rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, a.rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(root, "bin")
+	if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bins := binaries{lab: bin, exporter: bin}
+	_, err = writeTarball(root, out, "1.2.3", "amd64", bins)
+	if err == nil || !strings.Contains(err.Error(), "README.md: link docs/new.md") || strings.Count(err.Error(), ": link ") != 1 {
+		t.Errorf("a README linking to docs/new.md: %v; want that link refused, no other", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("refused, it wrote %d files to out", len(entries))
+	}
+	if err := os.WriteFile(filepath.Join(root, "docs", "new.md"), []byte("# New\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writeTarball(root, out, "1.2.3", "amd64", bins); err != nil {
+		t.Errorf("with docs/new.md: %v", err)
 	}
 }
 
