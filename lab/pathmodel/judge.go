@@ -130,6 +130,13 @@ type Download struct {
 	Size         int64                 // the response, bytes
 }
 
+// DownloadOf is a slow download of d's /large (d.LargeSize bytes) on
+// d's route, through the buffers d gives its proxy, read by a client
+// whose SO_RCVBUF is rcvBuf (0: the kernel's).
+func DownloadOf(d stack.Deployment, rcvBuf int64) Download {
+	return Download{Route: d.Route, Proxy: d.ResponseBuffers(), ClientRcvBuf: rcvBuf, Size: d.LargeSize}
+}
+
 // JudgeDownload judges d under net, the socket buffer settings of the
 // namespace the session runs in (no app slowlab starts sets SO_SNDBUF);
 // nil and why where the model cannot, or net lacks what it needs.

@@ -26,9 +26,7 @@ func (c *Config) MayHold(net *recorder.NetSettings) []string {
 	for _, cond := range c.Conditions {
 		if cond.SlowClients > 0 && !cond.Route.Buffering() {
 			conds = append(conds, holds.Condition{Name: fmt.Sprintf("%s %s %s, %d slow, %s", Name, cond.Route, cond.Server, cond.SlowClients,
-				bytesize.Format(size)), Download: pathmodel.Download{Route: cond.Route,
-				Proxy:        stack.Deployment{Route: cond.Route, LargeSize: size}.ResponseBuffers(),
-				ClientRcvBuf: int64(c.SlowReader.RcvBuf), Size: size}})
+				bytesize.Format(size)), Download: pathmodel.DownloadOf(stack.Deployment{Route: cond.Route, LargeSize: size}, int64(c.SlowReader.RcvBuf))})
 		}
 	}
 	return holds.Warnings(net, conds)

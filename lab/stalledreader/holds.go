@@ -28,9 +28,7 @@ func (c *Config) MayHold(net *recorder.NetSettings) []string {
 	for _, cond := range c.Conditions {
 		if !cond.Route.Buffering() && cond.Server != stack.AsyncServer {
 			conds = append(conds, holds.Condition{Name: fmt.Sprintf("%s %s %s, %s, clients %d, %s", Name, cond.Route, cond.Server, cond.Mode,
-				cond.Clients, bytesize.Format(size)), Download: pathmodel.Download{Route: cond.Route,
-				Proxy:        stack.Deployment{Route: cond.Route, LargeSize: size}.ResponseBuffers(),
-				ClientRcvBuf: int64(c.Client.RcvBuf), Size: size}})
+				cond.Clients, bytesize.Format(size)), Download: pathmodel.DownloadOf(stack.Deployment{Route: cond.Route, LargeSize: size}, int64(c.Client.RcvBuf))})
 		}
 	}
 	return holds.Warnings(net, conds)

@@ -27,9 +27,8 @@ func (c *Config) MayHold(net *recorder.NetSettings) []string {
 		if maxTemp != 0 && size <= maxTemp || cond.TempTmpfs != 0 && int64(cond.TempTmpfs) < int64(cond.SlowClients)*maxTemp {
 			continue // the app is expected free, or the tmpfs decides
 		}
-		conds = append(conds, holds.Condition{Name: conditionText(cond), Download: pathmodel.Download{Route: stack.RouteBufferingOn,
-			Proxy:        stack.Deployment{Route: stack.RouteBufferingOn, LargeSize: size, MaxTempFileSize: &maxTemp}.ResponseBuffers(),
-			ClientRcvBuf: int64(c.SlowReader.RcvBuf), Size: size}})
+		conds = append(conds, holds.Condition{Name: conditionText(cond), Download: pathmodel.DownloadOf(stack.Deployment{Route: stack.RouteBufferingOn,
+			LargeSize: size, MaxTempFileSize: &maxTemp}, int64(c.SlowReader.RcvBuf))})
 	}
 	return holds.Warnings(net, conds)
 }
