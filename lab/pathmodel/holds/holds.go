@@ -73,7 +73,7 @@ func Note(p *report.Part, dir, experiment string) {
 		return
 	}
 	net := RecordedNet(dir)
-	for _, n := range Notes(h.MayHold(net), net) {
+	for _, n := range Notes(experiment, h.MayHold(net), net) {
 		p.Note("%s", n)
 	}
 }
@@ -95,16 +95,17 @@ func RecordedNet(dir string) *recorder.NetSettings {
 	return nil
 }
 
-// Notes are the report's paragraphs for an experiment's warnings under
-// net: what they mean, then each; none without warnings.
-func Notes(warnings []string, net *recorder.NetSettings) []string {
+// Notes are the report's paragraphs for experiment's warnings under
+// net: what they mean (its docs page says more), then each; none without
+// warnings.
+func Notes(experiment string, warnings []string, net *recorder.NetSettings) []string {
 	if len(warnings) == 0 || net == nil {
 		return nil
 	}
 	notes := []string{fmt.Sprintf("The path model, from the scenario and the socket buffer settings environment.json records "+
 		"(namespace %s: tcp_wmem %s, tcp_rmem %s), says the path may hold the whole response of %d condition(s) whose "+
 		"finding needs the app held: their runs may show no held worker because of the path, not because the stack is fine "+
-		"(docs/slow-client.md, docs/temp-cliff.md).", net.Namespace, net.TCPWmem, net.TCPRmem, len(warnings))}
+		"(docs/%s.md).", net.Namespace, net.TCPWmem, net.TCPRmem, len(warnings), experiment)}
 	for _, w := range warnings {
 		notes = append(notes, "Warning: "+w+".")
 	}

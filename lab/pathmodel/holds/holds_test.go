@@ -69,12 +69,12 @@ func TestRecordedNet(t *testing.T) {
 
 // TestNotes: what the warnings mean, naming the settings, then each.
 func TestNotes(t *testing.T) {
-	ns := Notes([]string{"a: x", "b: y"}, host)
+	ns := Notes("stalled-reader", []string{"a: x", "b: y"}, host)
 	if len(ns) != 3 || !strings.Contains(ns[0], "namespace host: tcp_wmem 4096 16384 4194304, tcp_rmem 4096 131072 33554432") ||
-		!strings.Contains(ns[0], "2 condition(s)") || ns[1] != "Warning: a: x." || ns[2] != "Warning: b: y." {
+		!strings.Contains(ns[0], "2 condition(s)") || !strings.HasSuffix(ns[0], "(docs/stalled-reader.md).") || ns[1] != "Warning: a: x." || ns[2] != "Warning: b: y." {
 		t.Errorf("notes %q", ns)
 	}
-	if Notes(nil, host) != nil || Notes([]string{"a"}, nil) != nil {
+	if Notes("stalled-reader", nil, host) != nil || Notes("stalled-reader", []string{"a"}, nil) != nil {
 		t.Error("notes without warnings or settings")
 	}
 }
