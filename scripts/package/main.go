@@ -155,6 +155,9 @@ func writeDebs(root, out, tmp, version, arch string, bins binaries) ([]string, e
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLinks(ExporterPackage+"'s "+ShareDir, shared); err != nil {
+		return nil, err
+	}
 	var monitoring files.Contents
 	for _, a := range shared {
 		monitoring = append(monitoring, &files.Content{Source: a.src, Destination: ShareDir + "/" + a.rel, FileInfo: &files.ContentFileInfo{Mode: 0o644}})

@@ -151,7 +151,7 @@ func writeTarball(root, out, version, arch string, bins binaries) (string, error
 		return "", err
 	}
 	files = append(append(files, documents...), shared...)
-	if err := checkLinks(files); err != nil {
+	if err := checkLinks("the tarball (tarballDocs)", files); err != nil {
 		return "", err
 	}
 	path := filepath.Join(out, name+".tar.gz")
@@ -249,9 +249,9 @@ func unresolvedLinks(files map[string][]byte) []string {
 	return out
 }
 
-// checkLinks refuses a tarball of files whose Markdown pages link to
-// something it does not ship.
-func checkLinks(files []asset) error {
+// checkLinks refuses a package (what, e.g. "the tarball") of files whose
+// Markdown pages link to something it does not ship.
+func checkLinks(what string, files []asset) error {
 	contents := map[string][]byte{}
 	for _, a := range files {
 		contents[a.rel] = nil
@@ -264,7 +264,7 @@ func checkLinks(files []asset) error {
 		}
 	}
 	if bad := unresolvedLinks(contents); len(bad) > 0 {
-		return fmt.Errorf("the tarball's pages link to files it does not ship (add them to tarballDocs):\n%s", strings.Join(bad, "\n"))
+		return fmt.Errorf("%s's pages link to files it does not ship:\n%s", what, strings.Join(bad, "\n"))
 	}
 	return nil
 }

@@ -504,6 +504,44 @@ func TestTarballRefusesUnshippedLink(t *testing.T) {
 	}
 }
 
+// TestDebRefusesUnshippedLink: the exporter package ships the dashboards
+// and rules under ShareDir; its pages' links resolve there (the repo's
+// own), and a runbook linking to a page it does not ship (the
+// dashboards' README, as the runbook once did) is refused before a
+// package is written.
+func TestDebRefusesUnshippedLink(t *testing.T) {
+	shared, err := assets("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkLinks(ExporterPackage, shared); err != nil {
+		t.Errorf("the repository's shared files: %v", err)
+	}
+	root, out := t.TempDir(), t.TempDir()
+	for _, a := range shared {
+		b, err := os.ReadFile(a.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.rel == "alerts/runbook.md" {
+			b = append(b, "\nSee [the dashboards](../dashboards/README.md).\n"...)
+		}
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(a.rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, a.rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = writeDebs(root, out, t.TempDir(), "1.2.3", "amd64", binaries{})
+	if err == nil || !strings.Contains(err.Error(), "alerts/runbook.md: link ../dashboards/README.md") || strings.Count(err.Error(), ": link ") != 1 {
+		t.Errorf("a runbook linking to the dashboards' README: %v; want that link refused, no other", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("refused, it wrote %d files to out", len(entries))
+	}
+}
+
 // TestRevisionMarksDirtyTree: the revision stamped into the binaries is
 // the commit (a real git repository's HEAD) while the tracked files are
 // that commit's, with "-dirty" once one differs (an untracked file does
