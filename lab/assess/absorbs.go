@@ -3,7 +3,6 @@ package assess
 import (
 	"fmt"
 
-	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
@@ -59,13 +58,6 @@ func judge(p pathmodel.Capacity, size int64) *Absorbs {
 	j := pathmodel.Judge(p, size)
 	return &Absorbs{PredictedBytes: p.Total(), PredictedMostBytes: p.Most(), Hops: p.String(), ResponseBytes: size,
 		MarginUnder: pathmodel.MaxUnder, MarginOver: pathmodel.MaxOver, Verdict: j.Verdict, Fits: j.Verdict == AbsorbsFits}
-}
-
-// absorbs predicts the path of a slow reader of the assessment's large
-// response, of size bytes; nil (and why) where the model cannot.
-func (c *Config) absorbs(size int64) (*Absorbs, string) {
-	return predictAbsorbs(c.Routes()[0], c.StackSpec.External != nil, int64(c.ServerWmem), size,
-		kernelnet.NetSettings(kernelnet.HostNamespace, nil, nil))
 }
 
 // predictAbsorbs predicts the path of a slow reader on route for a

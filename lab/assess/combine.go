@@ -89,23 +89,20 @@ func readShards(dirs []string) ([]shardDir, error) {
 		shards = append(shards, shardDir{dir: d, i: i, n: n, a: a})
 	}
 	n := shards[0].n
-	byShard := make([]*shardDir, n)
-	for k := range shards {
-		s := &shards[k]
+	out := make([]shardDir, n) // by shard; a read shard's Shard is not ""
+	for _, s := range shards {
 		switch {
 		case s.n != n:
 			return nil, fmt.Errorf("%w: %s is shard %d/%d, %s shard %d/%d: shards of different assessments", ErrRefused, s.dir, s.i, s.n, shards[0].dir, shards[0].i, n)
-		case byShard[s.i] != nil:
-			return nil, fmt.Errorf("%w: shard %d/%d given twice: %s and %s", ErrRefused, s.i, n, byShard[s.i].dir, s.dir)
+		case out[s.i].a.Shard != "":
+			return nil, fmt.Errorf("%w: shard %d/%d given twice: %s and %s", ErrRefused, s.i, n, out[s.i].dir, s.dir)
 		}
-		byShard[s.i] = s
+		out[s.i] = s
 	}
-	out := make([]shardDir, n)
-	for i, s := range byShard {
-		if s == nil {
+	for i, s := range out {
+		if s.a.Shard == "" {
 			return nil, fmt.Errorf("%w: shard %d/%d missing: give every shard's results directory", ErrRefused, i, n)
 		}
-		out[i] = *s
 	}
 	return out, nil
 }

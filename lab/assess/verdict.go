@@ -150,16 +150,8 @@ type Result struct {
 
 // AllFailed implements lab.Result: no probe measured a level.
 func (r *Result) AllFailed() bool {
-	for _, v := range r.Verdicts {
-		if len(v.Levels) > 0 {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(r.Verdicts, func(v Verdict) bool { return len(v.Levels) > 0 })
 }
-
-// WriteJSON writes assessment.json (replacing it whole).
-func (r *Result) WriteJSON() error { return WriteAssessment(r.Dir, r.Assessment) }
 
 // Print implements lab.Result: the verdict table (one word a value:
 // "-" where a probe did not degrade), then what held the stack at each
