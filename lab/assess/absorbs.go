@@ -64,11 +64,7 @@ func judge(p pathmodel.Capacity, size int64) *Absorbs {
 // response of size bytes, the client's side (and a managed stack's
 // server) under this machine's socket buffer settings local; an external
 // stack's server under serverWmem, the most its app's send buffer holds
-// (0: not given). Nil (and why) where the model cannot: an external
-// stack whose server's settings were not given (this machine's say
-// nothing of them) or that has a proxy (its buffers are its own
-// configuration), a route the model does not know, the settings
-// unreadable.
+// (0: not given). Nil, and why, where the model cannot.
 func predictAbsorbs(route stack.Route, external bool, serverWmem, size int64, local *recorder.NetSettings) (*Absorbs, string) {
 	switch {
 	case external && route.Proxied():

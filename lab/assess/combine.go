@@ -49,17 +49,15 @@ func Combine(dirs []string, failOn string) (*Result, error) {
 	}
 	out := shards[0].a
 	out.Verdicts = slices.Clone(out.Verdicts)
+	probes := make([]Probe, len(out.Verdicts))
 	for j := range out.Verdicts {
 		if err := combineProbe(&out.Verdicts[j], j, shards); err != nil {
 			return nil, err
 		}
+		probes[j] = Probe(out.Verdicts[j].Probe)
 	}
 	out.Shard, out.ShardRecord, out.CombinedShards = "", nil, len(shards)
 	res := &Result{Assessment: out, Dir: shards[0].dir}
-	probes := make([]Probe, len(out.Verdicts))
-	for j, v := range out.Verdicts {
-		probes[j] = Probe(v.Probe)
-	}
 	max, _ := strconv.Atoi(shards[0].a.ShardRecord.Settings["max_clients"])
 	if res.bounds, err = checkBounds(failOn, probes, max); err != nil {
 		return nil, fmt.Errorf("%w: --fail-on: %w", ErrRefused, err)

@@ -148,23 +148,18 @@ func stream(ctx context.Context, conn *loadgen.H2Conn, t targets, hold time.Dura
 	c.end(h2End(ctx, r), true)
 }
 
-// h2End is how a slow stream ended: complete, reset by the server, the
-// level's end, or the error's reason.
+// h2End is how a slow stream ended: as a download (endOf), but reset by
+// the server, or at the level's end.
 func h2End(ctx context.Context, r loadgen.H2Result) string {
 	var reset loadgen.H2ResetError
 	switch {
 	case r.Complete:
-		return "complete"
 	case errors.As(r.Err, &reset):
 		return "reset " + reset.Code.String()
 	case ctx.Err() != nil:
 		return loadgen.ErrorReason(ctx.Err())
-	case r.Err != nil:
-		return loadgen.ErrorReason(r.Err)
-	case r.Status != http.StatusOK:
-		return fmt.Sprintf("status %d", r.Status)
 	}
-	return "incomplete"
+	return endOf(r.Complete, r.Err, r.Status)
 }
 
 // fastH2 runs /fast's window f as streams on one HTTP/2 connection of

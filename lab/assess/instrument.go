@@ -78,10 +78,8 @@ func (m selfMeter) read() selfReading {
 		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
 	if m.ok {
-		if s, _ := m.layout.Read(m.path); s.ThrottledSeconds != nil {
-			v := *s.ThrottledSeconds
-			r.throttled = &v
-		}
+		s, _ := m.layout.Read(m.path)
+		r.throttled = s.ThrottledSeconds
 	}
 	return r
 }

@@ -302,9 +302,6 @@ func (c *crowd) outcomes(lv *Level) {
 		p50, top := held[len(held)/2].Seconds(), held[len(held)-1].Seconds()
 		lv.HeldP50S, lv.HeldMaxS = &p50, &top
 	}
-	if len(lv.FirstLines) == 0 {
-		lv.FirstLines = nil
-	}
 }
 
 // backWhileHeld watches /fast while c's clients are held: how long until

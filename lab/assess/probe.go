@@ -304,15 +304,19 @@ func (p Probe) stall(ctx context.Context, r loadgen.SlowReader, i int, hold time
 	}
 }
 
-// readEnd is how a download ended: complete, or the error's reason.
-func readEnd(d loadgen.Download) string {
+// readEnd is how a download ended (endOf).
+func readEnd(d loadgen.Download) string { return endOf(d.Complete, d.Err, d.Status) }
+
+// endOf is how a download or a stream ended: complete, the error's
+// reason, its status when not 200, else incomplete.
+func endOf(complete bool, err error, status int) string {
 	switch {
-	case d.Complete:
+	case complete:
 		return "complete"
-	case d.Err != nil:
-		return loadgen.ErrorReason(d.Err)
-	case d.Status != http.StatusOK:
-		return fmt.Sprintf("status %d", d.Status)
+	case err != nil:
+		return loadgen.ErrorReason(err)
+	case status != http.StatusOK:
+		return fmt.Sprintf("status %d", status)
 	}
 	return "incomplete"
 }
