@@ -3,7 +3,6 @@ package assess
 import (
 	"fmt"
 
-	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
@@ -61,22 +60,11 @@ func judge(p pathmodel.Capacity, size int64) *Absorbs {
 		MarginUnder: pathmodel.MaxUnder, MarginOver: pathmodel.MaxOver, Verdict: j.Verdict, Fits: j.Verdict == AbsorbsFits}
 }
 
-// absorbs predicts the path of a slow reader of the assessment's large
-// response, of size bytes; nil (and why) where the model cannot.
-func (c *Config) absorbs(size int64) (*Absorbs, string) {
-	return predictAbsorbs(c.Routes()[0], c.StackSpec.External != nil, int64(c.ServerWmem), size,
-		kernelnet.NetSettings(kernelnet.HostNamespace, nil, nil))
-}
-
 // predictAbsorbs predicts the path of a slow reader on route for a
 // response of size bytes, the client's side (and a managed stack's
 // server) under this machine's socket buffer settings local; an external
 // stack's server under serverWmem, the most its app's send buffer holds
-// (0: not given). Nil (and why) where the model cannot: an external
-// stack whose server's settings were not given (this machine's say
-// nothing of them) or that has a proxy (its buffers are its own
-// configuration), a route the model does not know, the settings
-// unreadable.
+// (0: not given). Nil, and why, where the model cannot.
 func predictAbsorbs(route stack.Route, external bool, serverWmem, size int64, local *recorder.NetSettings) (*Absorbs, string) {
 	switch {
 	case external && route.Proxied():

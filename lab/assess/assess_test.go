@@ -215,7 +215,7 @@ func TestHeldByTakesTheLevelsSamples(t *testing.T) {
 // a probe that did not degrade.
 func TestWriteJSON(t *testing.T) {
 	r := &Result{Dir: t.TempDir(), Assessment: Assessment{Verdicts: []Verdict{{Probe: string(ProbeSlowReaders), ClientsToDegrade: intp(2), Fix: "a buffering proxy"}, {Probe: string(ProbeIdle)}}}}
-	if err := r.WriteJSON(); err != nil {
+	if err := WriteAssessment(r.Dir, r.Assessment); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(r.Dir, File))

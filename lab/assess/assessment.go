@@ -91,13 +91,14 @@ type Verdict struct {
 	// response (predicted from configuration), or Unpredicted why not.
 	Absorbs     *Absorbs `json:"path_absorbs,omitempty"`
 	Unpredicted string   `json:"path_unpredicted,omitempty"`
-	// Sure says how sure the threshold is: "confirmed" (the level below
-	// it held and it degraded, each in two windows with every client in
-	// place), "once" (a window each: the budget left no second),
-	// "unstable" (a second window contradicted the first: the smallest
-	// level that degraded is the threshold), "between" (a sharded
-	// assessment's powers of two: somewhere above HeldInPlace), "held"
-	// (no level degraded), "none" (no valid level).
+	// Sure says how sure the threshold is (finish decides it): "confirmed"
+	// (the level below it held and it degraded, each in two windows or
+	// more with every client in place, none dissenting), "majority" (two
+	// or more each side, a dissent outvoted), "once" (a side of one
+	// window: the budget left no second), "unstable" (a level above the
+	// threshold held by majority: the search ran out of rounds), "between"
+	// (a gap between it and HeldInPlace, as a sharded assessment's powers
+	// of two leave), "held" (no level degraded), "none" (no valid level).
 	Sure string `json:"sure,omitempty"`
 	// Windows is how many valid /fast windows the verdict rests on: those
 	// at the threshold and at the level below it (at the largest level

@@ -49,17 +49,15 @@ func Combine(dirs []string, failOn string) (*Result, error) {
 	}
 	out := shards[0].a
 	out.Verdicts = slices.Clone(out.Verdicts)
+	probes := make([]Probe, len(out.Verdicts))
 	for j := range out.Verdicts {
 		if err := combineProbe(&out.Verdicts[j], j, shards); err != nil {
 			return nil, err
 		}
+		probes[j] = Probe(out.Verdicts[j].Probe)
 	}
 	out.Shard, out.ShardRecord, out.CombinedShards = "", nil, len(shards)
 	res := &Result{Assessment: out, Dir: shards[0].dir}
-	probes := make([]Probe, len(out.Verdicts))
-	for j, v := range out.Verdicts {
-		probes[j] = Probe(v.Probe)
-	}
 	max, _ := strconv.Atoi(shards[0].a.ShardRecord.Settings["max_clients"])
 	if res.bounds, err = checkBounds(failOn, probes, max); err != nil {
 		return nil, fmt.Errorf("%w: --fail-on: %w", ErrRefused, err)
@@ -89,23 +87,20 @@ func readShards(dirs []string) ([]shardDir, error) {
 		shards = append(shards, shardDir{dir: d, i: i, n: n, a: a})
 	}
 	n := shards[0].n
-	byShard := make([]*shardDir, n)
-	for k := range shards {
-		s := &shards[k]
+	out := make([]shardDir, n) // by shard; a read shard's Shard is not ""
+	for _, s := range shards {
 		switch {
 		case s.n != n:
 			return nil, fmt.Errorf("%w: %s is shard %d/%d, %s shard %d/%d: shards of different assessments", ErrRefused, s.dir, s.i, s.n, shards[0].dir, shards[0].i, n)
-		case byShard[s.i] != nil:
-			return nil, fmt.Errorf("%w: shard %d/%d given twice: %s and %s", ErrRefused, s.i, n, byShard[s.i].dir, s.dir)
+		case out[s.i].a.Shard != "":
+			return nil, fmt.Errorf("%w: shard %d/%d given twice: %s and %s", ErrRefused, s.i, n, out[s.i].dir, s.dir)
 		}
-		byShard[s.i] = s
+		out[s.i] = s
 	}
-	out := make([]shardDir, n)
-	for i, s := range byShard {
-		if s == nil {
+	for i, s := range out {
+		if s.a.Shard == "" {
 			return nil, fmt.Errorf("%w: shard %d/%d missing: give every shard's results directory", ErrRefused, i, n)
 		}
-		out[i] = *s
 	}
 	return out, nil
 }

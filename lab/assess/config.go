@@ -78,8 +78,11 @@ type Config struct {
 	// probesGiven: --probes was given (else an HTTP/2 front gets
 	// H2DefaultProbes).
 	probesGiven bool
-	// slotSettle replaces shardSettle on the shards' clock when not zero;
-	// no flag or scenario field sets it (see settle).
+	// slotSettle replaces shardSettle, a slot's tail on the shards'
+	// clock, when not zero: a test that knows its stack recovers at once
+	// (a loopback app whose idle clients leave when closed,
+	// TestAssessShards) sets a shorter one. No flag or scenario field sets
+	// it: every shard derives the published clock.
 	slotSettle time.Duration
 }
 

@@ -48,14 +48,13 @@ func assessPoints(v Verdict, ceiling float64) (pts []assessPoint, atCeiling bool
 	return pts, atCeiling
 }
 
-// assessThreshold is the /fast p95 over which a probe counts as
-// degraded (with its baseline's p95, as assess judges it), 0 without a
+// assessThreshold is Threshold of v's baseline p95, in ms; 0 without a
 // baseline.
 func assessThreshold(v Verdict) float64 {
-	if !(v.BaselineP95MS > 0) {
-		return 0
+	if b := v.BaselineP95MS; b > 0 {
+		return math.Max(Factor*b, b+msf(Margin))
 	}
-	return math.Max(10*v.BaselineP95MS, v.BaselineP95MS+500)
+	return 0
 }
 
 // assessRange is the lowest and highest value the figure draws other

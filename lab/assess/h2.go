@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -49,17 +50,9 @@ type h2Front struct {
 // system's roots), cleartext on http://.
 func newH2Front(u *url.URL, tlsCfg *tls.Config, allowRemote bool) *h2Front {
 	f := &h2Front{authority: u.Host, allowRemote: allowRemote}
-	port := u.Port()
+	port := cmp.Or(u.Port(), "80")
 	if u.Scheme == "https" {
-		if tlsCfg == nil {
-			tlsCfg = &tls.Config{}
-		}
-		f.tls = tlsCfg
-		if port == "" {
-			port = "443"
-		}
-	} else if port == "" {
-		port = "80"
+		f.tls, port = cmp.Or(tlsCfg, &tls.Config{}), cmp.Or(u.Port(), "443")
 	}
 	f.addr = net.JoinHostPort(u.Hostname(), port)
 	return f
@@ -68,11 +61,7 @@ func newH2Front(u *url.URL, tlsCfg *tls.Config, allowRemote bool) *h2Front {
 // dial opens one HTTP/2 connection to the front with stream window sw,
 // each stream (and the connect) bounded by timeout.
 func (f *h2Front) dial(ctx context.Context, sw uint32, timeout time.Duration) (*loadgen.H2Conn, error) {
-	var cfg *tls.Config
-	if f.tls != nil {
-		cfg = f.tls.Clone()
-	}
-	return loadgen.DialH2(ctx, loadgen.H2Options{Addr: f.addr, Authority: f.authority, TLS: cfg, StreamWindow: sw,
+	return loadgen.DialH2(ctx, loadgen.H2Options{Addr: f.addr, Authority: f.authority, TLS: f.tls.Clone(), StreamWindow: sw,
 		ConnWindow: h2ConnWindow, Timeout: timeout, AllowRemote: f.allowRemote})
 }
 
@@ -99,12 +88,6 @@ func (f *h2Front) get(ctx context.Context, raw string, timeout time.Duration) (i
 		return 0, 0, fmt.Errorf("http/2: response incomplete (%d bytes)", r.Bytes)
 	}
 	return r.Bytes, r.Total, nil
-}
-
-// h2Read is how a slow stream reads the large response: paced to last
-// twice hold.
-func (t targets) h2Read(hold time.Duration) loadgen.H2Read {
-	return loadgen.H2Read{Rate: max(float64(t.largeSize)/(2*hold.Seconds()), 1)}
 }
 
 // startH2 runs the n slow streams of an HTTP/2 probe: each on its own
@@ -145,7 +128,7 @@ func streams(ctx context.Context, t targets, k int, hold time.Duration, c *crowd
 // response is read, its bound, or the level ends (ctx: the connection is
 // closed, ending its streams).
 func stream(ctx context.Context, conn *loadgen.H2Conn, t targets, hold time.Duration, c *crowd) {
-	ch := conn.Get(t.large.RequestURI(), t.h2Read(hold))
+	ch := conn.Get(t.large.RequestURI(), loadgen.H2Read{Rate: paced(t.largeSize, hold)})
 	select {
 	case r := <-ch: // it ended at once: refused, or the connection gone
 		c.place()
@@ -165,36 +148,32 @@ func stream(ctx context.Context, conn *loadgen.H2Conn, t targets, hold time.Dura
 	c.end(h2End(ctx, r), true)
 }
 
-// h2End is how a slow stream ended: complete, reset by the server, the
-// level's end, or the error's reason.
+// h2End is how a slow stream ended: as a download (endOf), but reset by
+// the server, or at the level's end.
 func h2End(ctx context.Context, r loadgen.H2Result) string {
 	var reset loadgen.H2ResetError
 	switch {
 	case r.Complete:
-		return "complete"
 	case errors.As(r.Err, &reset):
 		return "reset " + reset.Code.String()
 	case ctx.Err() != nil:
 		return loadgen.ErrorReason(ctx.Err())
-	case r.Err != nil:
-		return loadgen.ErrorReason(r.Err)
-	case r.Status != http.StatusOK:
-		return fmt.Sprintf("status %d", r.Status)
 	}
-	return "incomplete"
+	return endOf(r.Complete, r.Err, r.Status)
 }
 
 // fastH2 runs /fast's window f as streams on one HTTP/2 connection of
 // its own (loadgen's open loop over HTTP/2, as `slowlab loadgen --http2`
 // sends it). A connection that cannot be opened is one failed request,
 // with no row: the window degraded, or the baseline failed.
-func (r *run) fastH2(ctx context.Context, f lab.FastSpec, meta recorder.RunMeta, t0 time.Time) (lab.FastRun, *Window) {
+func (r *run) fastH2(ctx context.Context, f lab.FastSpec, meta recorder.RunMeta, t0 time.Time) (Window, error) {
 	conn, err := r.t.h2.dial(ctx, h2FastStreamWindow, r.fastTimeout)
 	if err != nil {
-		return lab.FastRun{}, &Window{Sent: 1, Failed: 1, FirstError: "http/2 connection: " + err.Error()}
+		return Window{Sent: 1, Failed: 1, FirstError: "http/2 connection: " + err.Error()}, nil
 	}
 	defer conn.Close()
-	return f.RunH2(ctx, r.env, conn, r.t.fast, meta, t0, r.reqs), nil
+	got := f.RunH2(ctx, r.env, conn, r.t.fast, meta, t0, r.reqs)
+	return summarize(got.Reqs), got.WriteErr
 }
 
 // checkTarget checks raw as loadgen.CheckTarget does; a front that speaks

@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,17 +43,11 @@ type selfMeter struct {
 // newSelfMeter finds this process's cgroup under cgroupRoot ("" for
 // /sys/fs/cgroup) from procRoot ("" for /proc).
 func newSelfMeter(cgroupRoot, procRoot string) selfMeter {
-	if cgroupRoot == "" {
-		cgroupRoot = "/sys/fs/cgroup"
-	}
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	l, err := cgroup.Detect(cgroupRoot)
+	l, err := cgroup.Detect(cmp.Or(cgroupRoot, cgroup.DefaultRoot))
 	if err != nil {
 		return selfMeter{}
 	}
-	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(os.Getpid()), "cgroup"))
+	f, err := os.Open(filepath.Join(cmp.Or(procRoot, "/proc"), strconv.Itoa(os.Getpid()), "cgroup"))
 	if err != nil {
 		return selfMeter{}
 	}
@@ -83,10 +78,8 @@ func (m selfMeter) read() selfReading {
 		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
 	if m.ok {
-		if s, _ := m.layout.Read(m.path); s.ThrottledSeconds != nil {
-			v := *s.ThrottledSeconds
-			r.throttled = &v
-		}
+		s, _ := m.layout.Read(m.path)
+		r.throttled = s.ThrottledSeconds
 	}
 	return r
 }

@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,10 +66,7 @@ func summarize(rows []recorder.Request) Window {
 		if r.Error != "" || r.Status < 200 || r.Status > 299 {
 			w.Failed++
 			if w.FirstError == "" {
-				w.FirstError = r.Error
-				if w.FirstError == "" {
-					w.FirstError = fmt.Sprintf("status %d", r.Status)
-				}
+				w.FirstError = cmp.Or(r.Error, fmt.Sprintf("status %d", r.Status))
 			}
 			continue
 		}
@@ -85,7 +83,7 @@ func summarize(rows []recorder.Request) Window {
 
 func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", msf(d)) }
 
 // run is one probe's run: its stack's targets, writers and clock.
 type run struct {
@@ -117,14 +115,27 @@ func (r *run) windowFrom(ctx context.Context, id string, clients int, t0 time.Ti
 	meta := r.meta
 	meta.RunID, meta.SlowClients = id, clients
 	if r.t.h2 != nil {
-		got, failed := r.fastH2(ctx, f, meta, t0)
-		if failed != nil {
-			return *failed, nil
-		}
-		return summarize(got.Reqs), got.WriteErr
+		return r.fastH2(ctx, f, meta, t0)
 	}
 	got := f.Run(ctx, r.env, r.t.fast, r.t.allowRemote, meta, t0, r.reqs)
 	return summarize(got.Reqs), got.WriteErr
+}
+
+// baseline measures /fast with no slow clients from t0 into v, and sets
+// the levels' /fast timeout from its p95, which it returns; false when
+// the probe stops there (v.Stopped says why, or err).
+func (r *run) baseline(ctx context.Context, v *Verdict, t0 time.Time) (time.Duration, bool, error) {
+	base, err := r.windowFrom(ctx, string(r.probe)+"-baseline", 0, t0)
+	switch {
+	case err != nil:
+		v.Stopped = "failed: results not all written: " + err.Error()
+		return 0, false, nil
+	case base.Failed > 0 || base.OK == 0:
+		return 0, false, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrUnavailable, r.t.fast, base.Failed, base.Sent, base.FirstError)
+	}
+	v.BaselineP50MS, v.BaselineP95MS = msf(base.P50), msf(base.P95)
+	r.fastTimeout = 2 * Threshold(base.P95)
+	return base.P95, true, nil
 }
 
 // hold is how long a level's clients keep the server busy at the most:
@@ -287,13 +298,9 @@ func (c *crowd) outcomes(lv *Level) {
 	defer c.mu.Unlock()
 	lv.Ends, lv.FirstLines = maps.Clone(c.ends), maps.Clone(c.firsts)
 	if len(c.held) > 0 {
-		held := slices.Clone(c.held)
-		slices.Sort(held)
+		held := slices.Sorted(slices.Values(c.held))
 		p50, top := held[len(held)/2].Seconds(), held[len(held)-1].Seconds()
 		lv.HeldP50S, lv.HeldMaxS = &p50, &top
-	}
-	if len(lv.FirstLines) == 0 {
-		lv.FirstLines = nil
 	}
 }
 

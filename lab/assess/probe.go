@@ -152,15 +152,6 @@ type crowd struct {
 	firsts map[string]int  // the first response lines the server sent them
 }
 
-func newCrowd(n int) *crowd {
-	c := &crowd{n: n, inPlace: make(chan struct{}), done: make(chan struct{}), anyEnded: make(chan struct{}),
-		ends: map[string]int{}, firsts: map[string]int{}}
-	if n == 0 {
-		close(c.inPlace)
-	}
-	return c
-}
-
 // place counts a client in place (connected, or ended before).
 func (c *crowd) place() {
 	c.mu.Lock()
@@ -202,9 +193,10 @@ func (c *crowd) inPlaceNow() int {
 // long a client keeps the server busy at most (a reader's download is
 // paced to last twice that; the connection probes' bound).
 func (p Probe) start(ctx context.Context, t targets, n int, hold time.Duration) *crowd {
-	c := newCrowd(n)
-	c.started = time.Now()
+	c := &crowd{n: n, started: time.Now(), inPlace: make(chan struct{}), done: make(chan struct{}), anyEnded: make(chan struct{}),
+		ends: map[string]int{}, firsts: map[string]int{}}
 	if n == 0 { // a shard's share of a level smaller than the shards
+		close(c.inPlace)
 		close(c.done)
 		return c
 	}
@@ -218,11 +210,7 @@ func (p Probe) start(ctx context.Context, t targets, n int, hold time.Duration) 
 	}
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.client(ctx, t, i, hold, c)
-		}()
+		wg.Go(func() { p.client(ctx, t, i, hold, c) })
 	}
 	go func() {
 		wg.Wait()
@@ -230,6 +218,10 @@ func (p Probe) start(ctx context.Context, t targets, n int, hold time.Duration) 
 	}()
 	return c
 }
+
+// paced is the rate (bytes a second) that moves size bytes in twice
+// hold: a client keeps the server busy through the level.
+func paced(size int64, hold time.Duration) float64 { return max(float64(size)/(2*hold.Seconds()), 1) }
 
 // client runs one client of a request probe.
 func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration, c *crowd) {
@@ -247,7 +239,7 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 	switch p {
 	case ProbeSlowReaders, ProbeStalled:
 		r := loadgen.SlowReader{URL: t.large, RcvBuf: loadgen.DefaultSlowRcvBuf, ReadSize: loadgen.DefaultSlowReadSize,
-			Rate: max(float64(t.largeSize)/(2*hold.Seconds()), 1), Timeout: 4 * hold, AllowRemote: t.allowRemote,
+			Rate: paced(t.largeSize, hold), Timeout: 4 * hold, AllowRemote: t.allowRemote,
 			OnConnect: func(int, netip.AddrPort) { onConnect() }}
 		if p == ProbeStalled {
 			p.stall(ctx, r, i, hold, c, end)
@@ -256,7 +248,7 @@ func (p Probe) client(ctx context.Context, t targets, i int, hold time.Duration,
 		d := r.Run(ctx, i)
 		end(readEnd(d))
 	case ProbeSlowUploads:
-		u := loadgen.SlowUploader{URL: t.upload, Size: t.uploadSize, Rate: max(float64(t.uploadSize)/(2*hold.Seconds()), 1),
+		u := loadgen.SlowUploader{URL: t.upload, Size: t.uploadSize, Rate: paced(t.uploadSize, hold),
 			SndBuf: loadgen.DefaultUploadSndBuf, WriteSize: loadgen.DefaultUploadWriteSize, Timeout: 4 * hold, AllowRemote: t.allowRemote,
 			OnConnect: func(int) { onConnect() }}
 		got := u.Run(ctx, i)
@@ -312,15 +304,19 @@ func (p Probe) stall(ctx context.Context, r loadgen.SlowReader, i int, hold time
 	}
 }
 
-// readEnd is how a download ended: complete, or the error's reason.
-func readEnd(d loadgen.Download) string {
+// readEnd is how a download ended (endOf).
+func readEnd(d loadgen.Download) string { return endOf(d.Complete, d.Err, d.Status) }
+
+// endOf is how a download or a stream ended: complete, the error's
+// reason, its status when not 200, else incomplete.
+func endOf(complete bool, err error, status int) string {
 	switch {
-	case d.Complete:
+	case complete:
 		return "complete"
-	case d.Err != nil:
-		return loadgen.ErrorReason(d.Err)
-	case d.Status != http.StatusOK:
-		return fmt.Sprintf("status %d", d.Status)
+	case err != nil:
+		return loadgen.ErrorReason(err)
+	case status != http.StatusOK:
+		return fmt.Sprintf("status %d", status)
 	}
 	return "incomplete"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/hostguard"
+	"github.com/slowlab/slowlab/lab/kernelnet"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
@@ -89,7 +91,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		}
 		res.Verdicts = append(res.Verdicts, v)
 		res.TookS = time.Since(start).Seconds()
-		if werr := res.WriteJSON(); werr != nil {
+		if werr := WriteAssessment(res.Dir, res.Assessment); werr != nil {
 			return res, werr
 		}
 		if ctx.Err() != nil {
@@ -125,18 +127,11 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(Threshold(0)), recoverBound)
 		return v, nil
 	}
-	base, err := r.windowFrom(ctx, string(p)+"-baseline", 0, time.Now())
-	if err != nil {
-		v.Stopped = "failed: results not all written: " + err.Error()
-		return v, nil
+	base, ok, err := r.baseline(ctx, &v, time.Now())
+	if ok {
+		c.levels(ctx, env, r, &v, base, deadline)
 	}
-	if base.Failed > 0 || base.OK == 0 {
-		return v, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrUnavailable, t.fast, base.Failed, base.Sent, base.FirstError)
-	}
-	v.BaselineP50MS, v.BaselineP95MS = msf(base.P50), msf(base.P95)
-	r.fastTimeout = 2 * Threshold(base.P95)
-	c.levels(ctx, env, r, &v, base.P95, deadline)
-	return v, nil
+	return v, err
 }
 
 // newRun is probe p's run on targets t as shard shard: the load
@@ -182,19 +177,10 @@ func (c *Config) sampled(fr *lab.Fresh, v *Verdict) {
 // (kills, by role): that component's memory, not a slow-client setting;
 // "" otherwise.
 func oomFix(stopped string, kills map[string]int) string {
-	if !strings.HasPrefix(stopped, stackDiedPrefix) {
+	roles := oomKilled(kills)
+	if !strings.HasPrefix(stopped, stackDiedPrefix) || len(roles) == 0 {
 		return ""
 	}
-	var roles []string
-	for role, n := range kills {
-		if n > 0 {
-			roles = append(roles, role)
-		}
-	}
-	if len(roles) == 0 {
-		return ""
-	}
-	slices.Sort(roles)
 	return fmt.Sprintf("none for the app: the %s was killed at its cgroup's memory limit holding what the clients had not taken; give it memory for every response it holds at once, or bound what it holds (Caddy's max_buffer_size streams the rest, which ties a worker again)",
 		strings.Join(roles, " and "))
 }
@@ -219,7 +205,8 @@ func (c *Config) openProbe(ctx context.Context, env *lab.Env, p Probe) (fr *lab.
 		return nil, t, v, err
 	}
 	if p == ProbeSlowReaders || p == ProbeStalled {
-		v.Absorbs, v.Unpredicted = c.absorbs(t.largeSize)
+		v.Absorbs, v.Unpredicted = predictAbsorbs(c.Routes()[0], c.StackSpec.External != nil, int64(c.ServerWmem), t.largeSize,
+			kernelnet.NetSettings(kernelnet.HostNamespace, nil, nil))
 	}
 	return fr, t, v, nil
 }
@@ -379,15 +366,19 @@ func stackDied(running *stack.Running) error {
 	if err == nil {
 		return nil
 	}
-	var kills []string
-	for role, n := range running.OOMKills() {
-		if n > 0 {
-			kills = append(kills, fmt.Sprintf("the %s's cgroup counted %d OOM kill(s) at its memory limit", role, n))
-		}
+	kills := running.OOMKills()
+	roles := oomKilled(kills)
+	if len(roles) == 0 {
+		return err
 	}
-	if len(kills) > 0 {
-		slices.Sort(kills)
-		return fmt.Errorf("%w (%s)", err, strings.Join(kills, "; "))
+	for i, role := range roles {
+		roles[i] = fmt.Sprintf("the %s's cgroup counted %d OOM kill(s) at its memory limit", role, kills[role])
 	}
-	return err
+	return fmt.Errorf("%w (%s)", err, strings.Join(roles, "; "))
+}
+
+// oomKilled are the roles whose cgroup counted OOM kills, in order.
+func oomKilled(kills map[string]int) []string {
+	roles := slices.Sorted(maps.Keys(kills))
+	return slices.DeleteFunc(roles, func(role string) bool { return kills[role] <= 0 })
 }

@@ -265,22 +265,12 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 // finish reads v's verdict from its levels, each level judged by the
 // majority of its valid windows (a tie counts as degraded): the threshold
 // is the fewest clients that degraded; HeldInPlace the most that held,
-// every client in place, below it; Sure says how the two sides stand:
-// "confirmed" (two windows or more each side, none dissenting), "majority"
-// (two or more each side, a dissent outvoted), "once" (a side of one
-// window: the budget left no second), "between" (a gap between the two, as
-// a sharded assessment's powers of two leave), "unstable" (a level above
-// the threshold held by majority: the search ran out of rounds), "held"
-// (none degraded) or "none" (no valid window).
+// every client in place, below it; Sure how the two sides stand.
 func finish(v *Verdict) {
 	held, degraded := tally(v.Levels)
-	levels := slices.Sorted(maps.Keys(held))
-	for n := range degraded {
-		if held[n] == 0 {
-			levels = append(levels, n)
-		}
-	}
+	levels := slices.Concat(slices.Collect(maps.Keys(held)), slices.Collect(maps.Keys(degraded)))
 	slices.Sort(levels)
+	levels = slices.Compact(levels)
 	minDeg, dissent, heldAbove := 0, false, false
 	v.HeldInPlace, v.ClientsToDegrade, v.AtP95MS, v.AtFailed = 0, nil, nil, 0
 	for _, n := range levels {

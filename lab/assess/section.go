@@ -29,24 +29,20 @@ var Section = report.NewSection(Name, File, func(dir string) (*report.Part, erro
 	report.AddTable(p, &verdictsTable, a.Verdicts)
 	for _, v := range a.Verdicts {
 		if lv := v.LastLevel(); lv != nil && lv.FastBackS != nil {
-			p.Note("%s: held past the window at %d clients, /fast came back %.1f s after it "+
-				"with every client still connected: they no longer held it (a worker timeout, a proxy's send_timeout, or a proxy done buffering their responses).",
-				v.Probe, lv.Clients, *lv.FastBackS)
+			p.Note("%s: held past the window at %d clients, /fast came back %.1f s after it with every client still connected: %s.",
+				v.Probe, lv.Clients, *lv.FastBackS, freedBy)
 		}
-		switch {
-		case v.Absorbs != nil && v.Absorbs.Verdict == AbsorbsUncertain:
-			p.Note("%s: the %.1f MiB response is within the model's measured error (-%.0f%%, +%.0f%%) of what the path holds "+
-				"(predicted %.1f MiB: %s): the model cannot tell whether a reader can hold a worker at this size.", v.Probe,
-				float64(v.Absorbs.ResponseBytes)/(1<<20), 100*v.Absorbs.MarginUnder, 100*v.Absorbs.MarginOver,
-				float64(v.Absorbs.PredictedBytes)/(1<<20), v.Absorbs.Hops)
-		case v.Absorbs != nil && v.Absorbs.Fits:
-			p.Note("%s: the %.1f MiB response fits in what the path holds (predicted %.1f MiB: %s%s): "+
-				"a reader cannot hold a worker at this size.", v.Probe, float64(v.Absorbs.ResponseBytes)/(1<<20),
-				float64(v.Absorbs.PredictedBytes)/(1<<20), v.Absorbs.Hops, withMargin("-", v.Absorbs.MarginUnder))
-		case v.Absorbs != nil:
-			p.Note("%s: the path holds %.1f MiB of the %.1f MiB response (predicted: %s%s); "+
-				"the rest holds the app's send until the reader takes it.", v.Probe, float64(v.Absorbs.PredictedBytes)/(1<<20),
-				float64(v.Absorbs.ResponseBytes)/(1<<20), v.Absorbs.Hops, withMargin("+", v.Absorbs.MarginOver))
+		switch a := v.Absorbs; {
+		case a != nil && verdictOf(*a) == AbsorbsUncertain:
+			p.Note("%s: the %s response is within the model's measured error (-%s, +%s) of what the path holds "+
+				"(predicted %s: %s): the model cannot tell whether a reader can hold a worker at this size.", v.Probe,
+				mibs(float64(a.ResponseBytes)), pct(a.MarginUnder), pct(a.MarginOver), mibs(float64(a.PredictedBytes)), a.Hops)
+		case a != nil && verdictOf(*a) == AbsorbsFits:
+			p.Note("%s: the %s response fits in what the path holds (predicted %s: %s%s): a reader cannot hold a worker at this size.",
+				v.Probe, mibs(float64(a.ResponseBytes)), mibs(float64(a.PredictedBytes)), a.Hops, withMargin("-", a.MarginUnder))
+		case a != nil:
+			p.Note("%s: the path holds %s of the %s response (predicted: %s%s); the rest holds the app's send until the reader takes it.",
+				v.Probe, mibs(float64(a.PredictedBytes)), mibs(float64(a.ResponseBytes)), a.Hops, withMargin("+", a.MarginOver))
 		case v.Unpredicted != "":
 			p.Note("%s: what the path holds was not predicted: %s.", v.Probe, strings.TrimSuffix(v.Unpredicted, "."))
 		}

@@ -1,6 +1,7 @@
 package assess
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,18 +36,6 @@ const (
 	// recovery check before the next.
 	shardSettle = 3 * time.Second
 )
-
-// settle is a slot's tail on the shards' clock: shardSettle, or
-// slotSettle where a test that knows its stack recovers at once (a
-// loopback app whose idle clients leave when closed, TestAssessShards)
-// sets a shorter one. The command never sets slotSettle: every shard
-// derives the published clock.
-func (c *Config) settle() time.Duration {
-	if c.slotSettle > 0 {
-		return c.slotSettle
-	}
-	return shardSettle
-}
 
 // shardOf is c.Shard as (I, N); (0, 1) when not sharded.
 func (c *Config) shardOf() (int, int) {
@@ -129,7 +118,7 @@ func (c *Config) slotLen(p Probe, last bool) time.Duration {
 	if p.keeps() && last {
 		d = max(d, time.Duration(c.IdleMax))
 	}
-	return d + c.settle()
+	return d + cmp.Or(c.slotSettle, shardSettle)
 }
 
 // probeLen is a probe's baseline and every level on the clock.
@@ -143,13 +132,7 @@ func (c *Config) probeLen(p Probe) time.Duration {
 }
 
 // clockLength is every probe's length on the clock.
-func (c *Config) clockLength() time.Duration {
-	var d time.Duration
-	for _, p := range c.Probes {
-		d += c.probeLen(p)
-	}
-	return d
-}
+func (c *Config) clockLength() time.Duration { return c.probeAt(len(c.Probes)).Sub(c.startAt()) }
 
 // probeAt is when probe j's baseline slot starts on the clock.
 func (c *Config) probeAt(j int) time.Time {
@@ -217,22 +200,18 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 	}
 	fr.Start(at, samples)
 	defer c.sampled(fr, &v)
-	var base Window
+	var base time.Duration
 	if shard == 0 {
-		if base, err = r.windowFrom(ctx, string(p)+"-baseline", 0, at.Add(shardPlace)); err != nil {
-			v.Stopped = "failed: results not all written: " + err.Error()
-			return v, nil
+		var ok bool
+		if base, ok, err = r.baseline(ctx, &v, at.Add(shardPlace)); !ok {
+			return v, err
 		}
-		if base.Failed > 0 || base.OK == 0 {
-			return v, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrUnavailable, t.fast, base.Failed, base.Sent, base.FirstError)
-		}
-		v.BaselineP50MS, v.BaselineP95MS = msf(base.P50), msf(base.P95)
-		if r.fastTimeout = 2 * Threshold(base.P95); r.fastTimeout > shardFastTimeout {
-			v.Stopped = fmt.Sprintf("failed: the baseline /fast p95 %s wants a %s timeout, over the shards' clock's %s", ms(base.P95), r.fastTimeout, shardFastTimeout)
+		if r.fastTimeout > shardFastTimeout {
+			v.Stopped = fmt.Sprintf("failed: the baseline /fast p95 %s wants a %s timeout, over the shards' clock's %s", ms(base), r.fastTimeout, shardFastTimeout)
 			return v, nil
 		}
 	}
-	c.levelsSharded(ctx, r, &v, base.P95, at.Add(c.slotLen(p, false)))
+	c.levelsSharded(ctx, r, &v, base, at.Add(c.slotLen(p, false)))
 	if shard == 0 {
 		finish(&v)
 	}

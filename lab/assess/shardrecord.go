@@ -76,8 +76,7 @@ const dateProbeEvery = 5 * time.Millisecond
 // half the interval. A second and a bit of requests at most.
 func dateOffset(ctx context.Context, url string) (offsetMS, errMS float64, err error) {
 	client := &http.Client{Timeout: time.Second}
-	var prevSent time.Time
-	var prevDate time.Time
+	var prevSent, prevDate time.Time
 	for ctx.Err() == nil {
 		sent := time.Now()
 		date, err := serverDate(ctx, client, url)

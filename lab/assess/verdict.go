@@ -150,16 +150,8 @@ type Result struct {
 
 // AllFailed implements lab.Result: no probe measured a level.
 func (r *Result) AllFailed() bool {
-	for _, v := range r.Verdicts {
-		if len(v.Levels) > 0 {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(r.Verdicts, func(v Verdict) bool { return len(v.Levels) > 0 })
 }
-
-// WriteJSON writes assessment.json (replacing it whole).
-func (r *Result) WriteJSON() error { return WriteAssessment(r.Dir, r.Assessment) }
 
 // Print implements lab.Result: the verdict table (one word a value:
 // "-" where a probe did not degrade), then what held the stack at each
@@ -235,8 +227,12 @@ func fastBack(lv *Level) string {
 	if lv.FastBackS == nil {
 		return "/fast did not come back while they were held: nothing let go of them"
 	}
-	return fmt.Sprintf("/fast came back %.1f s after the window with every one of them still connected: they no longer held it (a worker timeout, a proxy's send_timeout, or a proxy done buffering their responses)", *lv.FastBackS)
+	return fmt.Sprintf("/fast came back %.1f s after the window with every one of them still connected: %s", *lv.FastBackS, freedBy)
 }
+
+// freedBy is what lets go of stalled readers still connected when /fast
+// comes back.
+const freedBy = "they no longer held it (a worker timeout, a proxy's send_timeout, or a proxy done buffering their responses)"
 
 // stoppedWord is why the probe stopped, in one word.
 func stoppedWord(v Verdict) string {
