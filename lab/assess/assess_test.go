@@ -103,12 +103,14 @@ func TestValidateRefuses(t *testing.T) {
 		"the slow-reader probe wants at least 1m": func(c *Config) {
 			c.Route, c.Probes, c.LargeSize = stack.RouteH2BufferingOff, []Probe{ProbeH2OneConn}, 512<<10
 		},
-		"probes: none":                  func(c *Config) { c.Probes = nil },
-		`probes: "slow"`:                func(c *Config) { c.Probes = []Probe{"slow"} },
-		"budget 1s":                     func(c *Config) { c.Budget = lab.Duration(time.Second) },
-		"idle_max 0s":                   func(c *Config) { c.IdleMax = 0 },
-		`paths.fast "fast": must start`: func(c *Config) { c.Paths.Fast = "fast" },
-		"fail_on:":                      func(c *Config) { c.FailOn = "idle" },
+		"probes: none":                    func(c *Config) { c.Probes = nil },
+		`probes: "slow"`:                  func(c *Config) { c.Probes = []Probe{"slow"} },
+		"budget 1s":                       func(c *Config) { c.Budget = lab.Duration(time.Second) },
+		"idle_max 0s":                     func(c *Config) { c.IdleMax = 0 },
+		`paths.fast "fast": must start`:   func(c *Config) { c.Paths.Fast = "fast" },
+		`paths.large "large": must start`: func(c *Config) { c.Paths.Large, c.Paths.Upload = "large", "upload" },
+		"probes: idle given twice":        func(c *Config) { c.Probes = []Probe{ProbeIdle, ProbeSlowloris, ProbeIdle} },
+		"fail_on:":                        func(c *Config) { c.FailOn = "idle" },
 		"idle<4: probe idle is not among the probes run": func(c *Config) { c.Probes, c.FailOn = []Probe{ProbeSlowloris}, "idle<4" },
 		"idle<100: over max_clients 64":                  func(c *Config) { c.FailOn = "idle<100" },
 		"server_wmem 1m: for an external stack only":     func(c *Config) { c.ServerWmem = 1 << 20 },
@@ -361,5 +363,18 @@ func TestRouteFlagNamesEveryRoute(t *testing.T) {
 	c.Probes = []Probe{ProbeH2SlowStreams}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), string(stack.RouteCaddyTLS)) {
 		t.Errorf("direct, h2-slow-streams: %v, want the HTTP/2 routes named, caddy-tls among them", err)
+	}
+}
+
+// TestEndsOrder: the first lines servers sent held clients are said in
+// one order, whatever the map's.
+func TestEndsOrder(t *testing.T) {
+	v := Verdict{Probe: string(ProbeIdle), Levels: []Level{{Clients: 4, Ends: map[string]int{"complete": 4},
+		FirstLines: map[string]int{"HTTP/1.1 408 Request Timeout": 1, "HTTP/1.1 400 Bad Request": 2, "HTTP/1.0 503": 1}}}}
+	want := `; clients ended complete 4; 1 got "HTTP/1.0 503"; 2 got "HTTP/1.1 400 Bad Request"; 1 got "HTTP/1.1 408 Request Timeout"`
+	for range 20 {
+		if got := ends(v); got != want {
+			t.Fatalf("ends = %s\nwant  %s", got, want)
+		}
 	}
 }

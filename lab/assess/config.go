@@ -232,9 +232,12 @@ func (c *Config) Validate() error {
 	if len(c.Probes) == 0 {
 		return fmt.Errorf("probes: none; allowed %s", names(Probes))
 	}
-	for _, p := range c.Probes {
+	for i, p := range c.Probes {
 		if !slices.Contains(Probes, p) {
 			return fmt.Errorf("probes: %q: allowed %s", p, names(Probes))
+		}
+		if slices.Contains(c.Probes[:i], p) {
+			return fmt.Errorf("probes: %s given twice: an assessment runs each probe once", p)
 		}
 	}
 	if err := c.checkProtocol(); err != nil {
@@ -264,9 +267,9 @@ func (c *Config) Validate() error {
 	case c.LargeSize > 1<<30:
 		return fmt.Errorf("large_size %s: at most 1g", bytesize.Format(int64(c.LargeSize)))
 	}
-	for name, p := range map[string]string{"fast": c.Paths.Fast, "large": c.Paths.Large, "upload": c.Paths.Upload, "stream": c.Paths.Stream} {
-		if !strings.HasPrefix(p, "/") {
-			return fmt.Errorf("paths.%s %q: must start with /", name, p)
+	for _, p := range []struct{ name, path string }{{"fast", c.Paths.Fast}, {"large", c.Paths.Large}, {"upload", c.Paths.Upload}, {"stream", c.Paths.Stream}} {
+		if !strings.HasPrefix(p.path, "/") {
+			return fmt.Errorf("paths.%s %q: must start with /", p.name, p.path)
 		}
 	}
 	if _, err := checkBounds(c.FailOn, c.Probes, c.MaxClients); err != nil {

@@ -212,8 +212,8 @@ func ends(v Verdict) string {
 	if lv.HeldMaxS != nil {
 		out += fmt.Sprintf(" (kept %.1f s median, %.1f s at most)", *lv.HeldP50S, *lv.HeldMaxS)
 	}
-	for line, n := range lv.FirstLines {
-		out += fmt.Sprintf("; %d got %q", n, line)
+	for _, line := range slices.Sorted(maps.Keys(lv.FirstLines)) {
+		out += fmt.Sprintf("; %d got %q", lv.FirstLines[line], line)
 	}
 	if Probe(v.Probe) == ProbeStalled && lv.Degraded != "" {
 		out += "; " + fastBack(lv)
