@@ -103,22 +103,13 @@ func (j Jitter) Percentile(p float64) time.Duration {
 	return time.Duration(v)
 }
 
-// P50 returns the median jitter.
-func (j Jitter) P50() time.Duration { return j.Percentile(50) }
-
-// P99 returns the 99th percentile jitter.
-func (j Jitter) P99() time.Duration { return j.Percentile(99) }
-
-// Max returns the largest jitter, or 0 without samples.
-func (j Jitter) Max() time.Duration { return j.Percentile(100) }
-
 // String gives the three figures a run reports.
 func (j Jitter) String() string {
 	if len(j.Samples) == 0 {
 		return fmt.Sprintf("no scrapes, %d ticks skipped", j.Skipped)
 	}
 	return fmt.Sprintf("p50 %v p99 %v max %v over %d scrapes, %d ticks skipped",
-		j.P50(), j.P99(), j.Max(), len(j.Samples), j.Skipped)
+		j.Percentile(50), j.Percentile(99), j.Percentile(100), len(j.Samples), j.Skipped)
 }
 
 // Run samples until ctx is done, then returns the jitter and nil; a tick
