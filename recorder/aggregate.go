@@ -115,9 +115,7 @@ func SummarizeRun(meta RunMeta, reqs []Request, larges []LargeResponse) Run {
 		if l.Outcome != DownloadComplete {
 			continue
 		}
-		if l.AppSendS.Valid {
-			appSend = append(appSend, l.AppSendS.Value)
-		}
+		appSend = AppendValid(appSend, l.AppSendS)
 		receive = append(receive, l.ReceiveS)
 	}
 	run.AppSendS = Some(Median(appSend))
@@ -185,9 +183,7 @@ func minimum(values []float64) float64 {
 func valid(runs []Run, get func(Run) Maybe) []float64 {
 	var vs []float64
 	for _, r := range runs {
-		if m := get(r); m.Valid {
-			vs = append(vs, m.Value)
-		}
+		vs = AppendValid(vs, get(r))
 	}
 	return vs
 }
