@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,15 +93,10 @@ type Jitter struct {
 // Percentile returns the p-th nearest-rank percentile of the samples
 // (0 < p <= 100), or 0 when there are none.
 func (j Jitter) Percentile(p float64) time.Duration {
-	vals := make([]float64, len(j.Samples))
-	for i, d := range j.Samples {
-		vals[i] = float64(d)
-	}
-	v := NearestRank(vals, p)
-	if math.IsNaN(v) {
+	if len(j.Samples) == 0 || !(p > 0 && p <= 100) {
 		return 0
 	}
-	return time.Duration(v)
+	return slices.Sorted(slices.Values(j.Samples))[Rank(len(j.Samples), p)-1]
 }
 
 // String gives the three figures a run reports.
