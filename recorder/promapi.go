@@ -71,10 +71,8 @@ func ParseSelector(s string) (Selector, error) {
 	if err != nil {
 		return Selector{}, fmt.Errorf("%w; want label matchers in braces, such as {run_id=\"r1\"}", err)
 	}
-	for _, m := range ms {
-		if m.Name == model.MetricNameLabel {
-			return Selector{}, fmt.Errorf("matches the metric name (%s); want label matchers only, such as {run_id=\"r1\"}: the queries name their own metrics", m)
-		}
+	if i := slices.IndexFunc(ms, func(m *labels.Matcher) bool { return m.Name == model.MetricNameLabel }); i >= 0 {
+		return Selector{}, fmt.Errorf("matches the metric name (%s); want label matchers only, such as {run_id=\"r1\"}: the queries name their own metrics", ms[i])
 	}
 	sel := Selector{ms}
 	if !sel.picksSeries() {
