@@ -115,9 +115,7 @@ func SummarizeRun(meta RunMeta, reqs []Request, larges []LargeResponse) Run {
 		if l.Outcome != DownloadComplete {
 			continue
 		}
-		if l.AppSendS.Valid {
-			appSend = append(appSend, l.AppSendS.Value)
-		}
+		appSend = AppendValid(appSend, l.AppSendS)
 		receive = append(receive, l.ReceiveS)
 	}
 	run.AppSendS = Some(Median(appSend))
@@ -138,29 +136,14 @@ func SummarizeConditions(runs []Run) []Condition {
 		route, server string
 		slowClients   int
 	}
-	var order []key
-	groups := map[key][]Run{}
-	excluded := map[key]int{}
-	for _, r := range runs {
-		k := key{r.Route, r.Server, r.SlowClients}
-		if _, seen := groups[k]; !seen {
-			order = append(order, k)
-			groups[k] = nil
-		}
-		if r.Status != RunOK {
-			excluded[k]++
-			continue
-		}
-		groups[k] = append(groups[k], r)
-	}
-
-	conds := make([]Condition, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
+	groups := GroupRuns(runs, func(r Run) key { return key{r.Route, r.Server, r.SlowClients} })
+	conds := make([]Condition, len(groups))
+	for i, c := range groups {
+		g, first := c.OK, c.All[0]
 		p95 := valid(g, func(r Run) Maybe { return r.P95MS })
-		conds = append(conds, Condition{
-			Route: k.route, Server: k.server, SlowClients: k.slowClients,
-			Runs: len(g), RunsExcluded: excluded[k],
+		conds[i] = Condition{
+			Route: first.Route, Server: first.Server, SlowClients: first.SlowClients,
+			Runs: len(g), RunsExcluded: c.Excluded(),
 			P50MS:              Some(Median(valid(g, func(r Run) Maybe { return r.P50MS }))),
 			P95MS:              Some(Median(p95)),
 			P95MinMS:           Some(minimum(p95)),
@@ -170,7 +153,7 @@ func SummarizeConditions(runs []Run) []Condition {
 			TempPeakMiB:        Some(NearestRank(valid(g, func(r Run) Maybe { return r.TempPeakMiB }), 100)),
 			AppMemoryPeakMiB:   Some(NearestRank(valid(g, func(r Run) Maybe { return MemoryPeakMiB(r.Components[0]) }), 100)),
 			ProxyMemoryPeakMiB: Some(NearestRank(valid(g, func(r Run) Maybe { return MemoryPeakMiB(r.Components[1]) }), 100)),
-		})
+		}
 	}
 	return conds
 }
@@ -200,9 +183,7 @@ func minimum(values []float64) float64 {
 func valid(runs []Run, get func(Run) Maybe) []float64 {
 	var vs []float64
 	for _, r := range runs {
-		if m := get(r); m.Valid {
-			vs = append(vs, m.Value)
-		}
+		vs = AppendValid(vs, get(r))
 	}
 	return vs
 }

@@ -99,9 +99,9 @@ type tailReader struct {
 	eof   bool
 }
 
-// cutAtEnd reports whether the record cr just failed to parse is the cut
-// row of a killed writer: it ends the input, and the input does not end
-// with a newline outside quotes.
+// cutAtEnd reports whether the record cr just read is the cut row of a
+// killed writer: it ends the input, and the input does not end with a
+// newline outside quotes.
 func (t *tailReader) cutAtEnd(cr *csv.Reader) bool {
 	return t.eof && t.state != lexEnd && cr.InputOffset() == t.n
 }

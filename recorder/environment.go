@@ -83,25 +83,14 @@ type TCPMem struct {
 // non-negative decimal integer; the order of the three is not checked,
 // since the kernel does not enforce it either.
 func (n NetSettings) TCPMem(key string) (TCPMem, error) {
-	var s string
-	switch key {
-	case "tcp_rmem":
-		s = n.TCPRmem
-	case "tcp_wmem":
-		s = n.TCPWmem
-	default:
+	s, ok := map[string]string{"tcp_rmem": n.TCPRmem, "tcp_wmem": n.TCPWmem}[key]
+	if !ok {
 		return TCPMem{}, fmt.Errorf("net setting %q: want tcp_rmem or tcp_wmem", key)
 	}
-	return parseTCPMem(key, s)
-}
-
-// parseTCPMem parses s, the value of the setting key, as three byte
-// counts separated by whitespace.
-func parseTCPMem(key, s string) (TCPMem, error) {
-	if strings.TrimSpace(s) == "" {
+	f := strings.Fields(s)
+	if len(f) == 0 {
 		return TCPMem{}, fmt.Errorf("%s %q: not recorded", key, s)
 	}
-	f := strings.Fields(s)
 	if len(f) != 3 {
 		return TCPMem{}, fmt.Errorf("%s %q: want three sizes \"min default max\", got %d fields", key, s, len(f))
 	}
@@ -112,15 +101,15 @@ func parseTCPMem(key, s string) (TCPMem, error) {
 			err = errors.New("negative")
 		}
 		if err != nil {
-			if ne, ok := err.(*strconv.NumError); ok {
-				err = ne.Err
-			}
-			return TCPMem{}, fmt.Errorf("%s %q: %s %q: want a byte count: %w", key, s, name, f[i], err)
+			return TCPMem{}, fmt.Errorf("%s %q: %s %q: %w", key, s, name, f[i], numErr(errNotByteCount, err))
 		}
 		v[i] = n
 	}
 	return TCPMem{Min: v[0], Default: v[1], Max: v[2]}, nil
 }
+
+// errNotByteCount is why a tcp_rmem or tcp_wmem size does not parse.
+var errNotByteCount = errors.New("want a byte count")
 
 // environmentFile is the layout of environment.json.
 type environmentFile struct {

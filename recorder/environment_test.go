@@ -227,7 +227,7 @@ func FuzzTCPMem(f *testing.F) {
 		}
 		printed := strconv.FormatInt(got.Min, 10) + " " + strconv.FormatInt(got.Default, 10) + " " + strconv.FormatInt(got.Max, 10)
 		for _, again := range []string{printed, strings.Join(strings.Fields(s), " ")} {
-			if back, err := parseTCPMem(key, again); err != nil || back != got {
+			if back, err := (NetSettings{TCPWmem: again, TCPRmem: again}).TCPMem(key); err != nil || back != got {
 				t.Fatalf("%q parsed to %+v, but %q to %+v, %v", s, got, again, back, err)
 			}
 		}

@@ -156,24 +156,16 @@ func lookup(metrics []string, group string, only map[string]string, targets []Fa
 // label values. ok is false when there is no such series with a value.
 func groupSum(mf *dto.MetricFamily, group string, only map[string]string) (sum float64, ok bool) {
 	for _, m := range mf.GetMetric() {
-		if !hasLabel(m, groupLabel, group) || !hasLabels(m, only) {
-			continue
+		match := hasLabel(m, groupLabel, group)
+		for name, value := range only {
+			match = match && hasLabel(m, name, value)
 		}
-		if v, has := sampleValue(mf.GetType(), m); has {
+		if v, has := sampleValue(mf.GetType(), m); match && has {
 			sum += v
 			ok = true
 		}
 	}
 	return sum, ok
-}
-
-func hasLabels(m *dto.Metric, want map[string]string) bool {
-	for name, value := range want {
-		if !hasLabel(m, name, value) {
-			return false
-		}
-	}
-	return true
 }
 
 func hasLabel(m *dto.Metric, name, value string) bool {
@@ -189,21 +181,19 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 // pointer checks matter: the generated getters return 0 for a missing
 // value, which must not become a measurement.
 func sampleValue(t dto.MetricType, m *dto.Metric) (float64, bool) {
-	switch t {
-	case dto.MetricType_COUNTER:
-		if c := m.GetCounter(); c != nil && c.Value != nil {
-			return c.GetValue(), true
-		}
-	case dto.MetricType_GAUGE:
-		if g := m.GetGauge(); g != nil && g.Value != nil {
-			return g.GetValue(), true
-		}
-	case dto.MetricType_UNTYPED:
-		if u := m.GetUntyped(); u != nil && u.Value != nil {
-			return u.GetValue(), true
-		}
+	var v *float64
+	switch {
+	case t == dto.MetricType_COUNTER && m.GetCounter() != nil:
+		v = m.GetCounter().Value
+	case t == dto.MetricType_GAUGE && m.GetGauge() != nil:
+		v = m.GetGauge().Value
+	case t == dto.MetricType_UNTYPED && m.GetUntyped() != nil:
+		v = m.GetUntyped().Value
 	}
-	return 0, false
+	if v == nil {
+		return 0, false
+	}
+	return *v, true
 }
 
 // errorRows returns one row per component with every value None and err

@@ -65,7 +65,7 @@ func KeepRuns(dir, name string, keep func(runID string) bool) error {
 			if !keep(rec[col]) {
 				continue
 			}
-			if src.eof && src.state != lexEnd && r.InputOffset() == src.n {
+			if src.cutAtEnd(r) {
 				// A last row without its newline that parses as CSV
 				// stays so: AppendFile judges it by its row type.
 				return writeUnterminated(w, out, rec)

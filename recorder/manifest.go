@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -55,7 +54,7 @@ var manifestFormats = map[string]string{".json": "json", ".yaml": "yaml", ".csv"
 
 // WriteManifest writes dir/manifest.json for command and experiment
 // (Manifest), listing the results files at the top of dir as they are
-// now, replaced atomically.
+// now (os.ReadDir's order: by name), replaced atomically.
 func WriteManifest(dir, command, experiment string) error {
 	m := Manifest{SchemaVersion: ManifestVersion, WrittenBy: "slowlab", Version: buildinfo.Version(), Command: command,
 		Experiment: experiment, Files: []ManifestEntry{}}
@@ -75,7 +74,6 @@ func WriteManifest(dir, command, experiment string) error {
 		}
 		m.Files = append(m.Files, entry)
 	}
-	slices.SortFunc(m.Files, func(a, b ManifestEntry) int { return strings.Compare(a.Name, b.Name) })
 	return replaceJSON(dir, ManifestFile, m)
 }
 

@@ -71,10 +71,8 @@ func ParseSelector(s string) (Selector, error) {
 	if err != nil {
 		return Selector{}, fmt.Errorf("%w; want label matchers in braces, such as {run_id=\"r1\"}", err)
 	}
-	for _, m := range ms {
-		if m.Name == model.MetricNameLabel {
-			return Selector{}, fmt.Errorf("matches the metric name (%s); want label matchers only, such as {run_id=\"r1\"}: the queries name their own metrics", m)
-		}
+	if i := slices.IndexFunc(ms, func(m *labels.Matcher) bool { return m.Name == model.MetricNameLabel }); i >= 0 {
+		return Selector{}, fmt.Errorf("matches the metric name (%s); want label matchers only, such as {run_id=\"r1\"}: the queries name their own metrics", ms[i])
 	}
 	sel := Selector{ms}
 	if !sel.picksSeries() {
@@ -87,22 +85,16 @@ func ParseSelector(s string) (Selector, error) {
 // picksSeries reports whether s has a matcher that an absent label fails,
 // the rule Prometheus itself applies to vector selectors.
 func (s Selector) picksSeries() bool {
-	for _, m := range s.matchers {
-		if !m.Matches("") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.matchers, func(m *labels.Matcher) bool { return !m.Matches("") })
 }
 
 // RunID returns the value of s's run_id="..." matcher, if it has one.
 func (s Selector) RunID() (string, bool) {
-	for _, m := range s.matchers {
-		if m.Name == RunLabel && m.Type == labels.MatchEqual {
-			return m.Value, true
-		}
+	i := slices.IndexFunc(s.matchers, func(m *labels.Matcher) bool { return m.Name == RunLabel && m.Type == labels.MatchEqual })
+	if i < 0 {
+		return "", false
 	}
-	return "", false
+	return s.matchers[i].Value, true
 }
 
 // String returns s in PromQL, in braces.
@@ -125,10 +117,9 @@ func (s Selector) matchersString() string {
 //
 // Only the series sel selects are read: those of the exporter metrics
 // whose group label is one of the Components and whose labels also match
-// sel, normally RunSelector(runID), the run's own targets. Without sel the
-// series of other runs and other exporters with the same group names would
-// be summed into the run's, so the zero Selector, or one whose matchers all
-// match an empty label, is an error (ErrNoSelector).
+// sel, normally RunSelector(runID), the run's own targets. The zero
+// Selector, or one whose matchers all match an empty label, is refused
+// (ErrNoSelector says why).
 //
 // Each cell is the last sample Prometheus scraped in the step ending at TS
 // (last_over_time over one step), summed over the component's selected

@@ -211,13 +211,10 @@ func ReadOptional[T Row[T]](dir string) (rows []T, present bool, err error) {
 		return nil, false, nil
 	}
 	rows, err = ReadFile[T](path)
-	if err != nil {
-		return nil, true, err
-	}
-	if rows == nil {
+	if err == nil && rows == nil {
 		rows = []T{}
 	}
-	return rows, true, nil
+	return rows, true, err
 }
 
 // EachRow calls fn with every row of type T of the file at path, in

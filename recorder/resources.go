@@ -31,6 +31,7 @@ const proxyComponent = "proxy"
 // docs/experiments.md compares (allocated bytes can be smaller for sparse
 // files).
 func SummarizeResources(samples []ResourceSample, from, to float64) (comps [3]ComponentSummary, tempPeakMiB Maybe) {
+	var temp peak
 	for i, name := range Components {
 		var cpu, throttled counterDelta
 		var mem, rss peak
@@ -42,6 +43,9 @@ func SummarizeResources(samples []ResourceSample, from, to float64) (comps [3]Co
 			throttled.add(s.TS, s.ThrottledS)
 			mem.add(s.MemoryBytes)
 			rss.add(s.RSSBytes)
+			if name == proxyComponent {
+				temp.add(s.TempLogicalBytes)
+			}
 		}
 		c := &comps[i]
 		if d, dt, ok := cpu.delta(); ok && dt > 0 {
@@ -51,12 +55,6 @@ func SummarizeResources(samples []ResourceSample, from, to float64) (comps [3]Co
 			c.ThrottledMS = Some(d * 1000)
 		}
 		c.MemoryPeakBytes, c.RSSPeakBytes = mem.max, rss.max
-	}
-	var temp peak
-	for _, s := range samples {
-		if s.Component == proxyComponent && s.TS >= from && s.TS <= to {
-			temp.add(s.TempLogicalBytes)
-		}
 	}
 	if temp.max.Valid {
 		tempPeakMiB = Some(temp.max.Value / mib)

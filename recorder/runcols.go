@@ -4,12 +4,6 @@ package recorder
 // declare them, which a run row embeds where the columns go (the column
 // names, order and precision are the same in every file that has them).
 
-// FastRun points at a run row's /fast counts and latencies.
-type FastRun struct {
-	Planned, Sent, Total, OK *int
-	P50, P95, Max            *Maybe
-}
-
 // FastOver is /fast over a condition's ok runs, as every conditions
 // table shows it: the requests planned and ok summed, p50 and p95 the
 // medians of the runs' values, and the range of their p95.
@@ -18,16 +12,19 @@ type FastOver struct {
 	P50MS, P95MS, P95MinMS, P95MaxMS Maybe
 }
 
-// SummarizeFast is FastOver of runs (the caller passes the ok ones), whose
-// /fast columns of points at.
-func SummarizeFast[T any](runs []T, of func(*T) FastRun) FastOver {
+// SummarizeFast is FastOver of runs (the caller passes the ok ones), rows
+// that embed FastFields.
+func SummarizeFast[T any, P interface {
+	*T
+	fast() *FastFields
+}](runs []T) FastOver {
 	var f FastOver
 	var p50, p95 []float64
 	for i := range runs {
-		r := of(&runs[i])
-		f.FastPlanned += *r.Planned
-		f.FastOK += *r.OK
-		p50, p95 = AppendValid(p50, *r.P50), AppendValid(p95, *r.P95)
+		r := P(&runs[i]).fast()
+		f.FastPlanned += r.FastPlanned
+		f.FastOK += r.FastOK
+		p50, p95 = AppendValid(p50, r.P50MS), AppendValid(p95, r.P95MS)
 	}
 	f.P50MS, f.P95MS = Some(Median(p50)), Some(Median(p95))
 	f.P95MinMS, f.P95MaxMS = Some(minimum(p95)), Some(NearestRank(p95, 100))
@@ -35,8 +32,7 @@ func SummarizeFast[T any](runs []T, of func(*T) FastRun) FastOver {
 }
 
 // FastFields are a run row's /fast columns, embedded in the run rows of
-// the experiments that run /fast beside their clients; Fast points at
-// them for SummarizeFast.
+// the experiments that run /fast beside their clients.
 type FastFields struct {
 	FastPlanned int   `csv:"fast_planned"`
 	FastSent    int   `csv:"fast_sent"`
@@ -47,10 +43,8 @@ type FastFields struct {
 	MaxMS       Maybe `csv:"max_ms,millis"`
 }
 
-// Fast points at f's columns.
-func (f *FastFields) Fast() FastRun {
-	return FastRun{Planned: &f.FastPlanned, Sent: &f.FastSent, Total: &f.FastTotal, OK: &f.FastOK, P50: &f.P50MS, P95: &f.P95MS, Max: &f.MaxMS}
-}
+// fast is how SummarizeFast finds the columns in a row that embeds f.
+func (f *FastFields) fast() *FastFields { return f }
 
 // SummarizeFast fills f from the run's /fast requests as SummarizeRun
 // does, keeping FastPlanned.

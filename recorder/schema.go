@@ -1,11 +1,8 @@
 package recorder
 
 // Row is implemented by each row type of a results file: it hands the
-// generic writers and readers the type's schema. Each row type declares
-// its columns beside it (requests.go, runs.go, ...), in its fields' csv
-// tags (Tagged) or with NewSchema and Col, so a new results file is one
-// new type with its schema and this method, in recorder or in the
-// package that owns it; nothing else in recorder changes.
+// generic writers and readers the type's schema (the package doc says how
+// a row type declares it), so a new results file changes nothing else.
 type Row[T any] interface {
 	Schema() *Schema[T]
 }
@@ -21,9 +18,8 @@ const (
 	DecimalsMilli   = 3 // rates and cores keep thousandths
 )
 
-// Column is one CSV column of row type T. field returns a pointer to the
-// row's field: *string, *int, *int64, *float64, *Maybe, *bool or
-// *time.Time; decimals is the precision of float and Maybe columns.
+// Column is one CSV column of row type T: its name, precision and field
+// (Name, Decimals, Field).
 type Column[T any] struct {
 	name     string
 	decimals int

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,25 +93,11 @@ type Jitter struct {
 // Percentile returns the p-th nearest-rank percentile of the samples
 // (0 < p <= 100), or 0 when there are none.
 func (j Jitter) Percentile(p float64) time.Duration {
-	vals := make([]float64, len(j.Samples))
-	for i, d := range j.Samples {
-		vals[i] = float64(d)
-	}
-	v := NearestRank(vals, p)
-	if math.IsNaN(v) {
+	if len(j.Samples) == 0 || !(p > 0 && p <= 100) {
 		return 0
 	}
-	return time.Duration(v)
+	return slices.Sorted(slices.Values(j.Samples))[Rank(len(j.Samples), p)-1]
 }
-
-// P50 returns the median jitter.
-func (j Jitter) P50() time.Duration { return j.Percentile(50) }
-
-// P99 returns the 99th percentile jitter.
-func (j Jitter) P99() time.Duration { return j.Percentile(99) }
-
-// Max returns the largest jitter, or 0 without samples.
-func (j Jitter) Max() time.Duration { return j.Percentile(100) }
 
 // String gives the three figures a run reports.
 func (j Jitter) String() string {
@@ -118,7 +105,7 @@ func (j Jitter) String() string {
 		return fmt.Sprintf("no scrapes, %d ticks skipped", j.Skipped)
 	}
 	return fmt.Sprintf("p50 %v p99 %v max %v over %d scrapes, %d ticks skipped",
-		j.P50(), j.P99(), j.Max(), len(j.Samples), j.Skipped)
+		j.Percentile(50), j.Percentile(99), j.Percentile(100), len(j.Samples), j.Skipped)
 }
 
 // Run samples until ctx is done, then returns the jitter and nil; a tick

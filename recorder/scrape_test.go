@@ -584,7 +584,7 @@ func TestSamplerConfigErrors(t *testing.T) {
 
 func TestJitter(t *testing.T) {
 	var j Jitter
-	if j.P50() != 0 || j.P99() != 0 || j.Max() != 0 {
+	if j.Percentile(50) != 0 || j.Percentile(99) != 0 || j.Percentile(100) != 0 {
 		t.Errorf("empty jitter: %v", j)
 	}
 	if got := (Jitter{Skipped: 2}).String(); got != "no scrapes, 2 ticks skipped" {
@@ -593,7 +593,7 @@ func TestJitter(t *testing.T) {
 	for i := 100; i >= 1; i-- {
 		j.Samples = append(j.Samples, time.Duration(i)*time.Microsecond)
 	}
-	if j.P50() != 50*time.Microsecond || j.P99() != 99*time.Microsecond || j.Max() != 100*time.Microsecond {
+	if j.Percentile(50) != 50*time.Microsecond || j.Percentile(99) != 99*time.Microsecond || j.Percentile(100) != 100*time.Microsecond {
 		t.Errorf("1..100 µs: %v", j)
 	}
 	if got := j.String(); got != "p50 50µs p99 99µs max 100µs over 100 scrapes, 0 ticks skipped" {

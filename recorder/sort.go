@@ -20,7 +20,7 @@ const sortFanIn = 64
 
 // Sorter sorts rows of T of any number in bounded memory: Add holds up to
 // Chunk rows, writes each full chunk sorted to a temporary file under Dir
-// (a run, in the rows' own CSV contract), and Rows merges the runs. Its
+// (a run, in the rows' own CSV contract), and Each merges the runs. Its
 // memory is Chunk rows and one row per run merged at once, whatever the
 // number of rows. Rows equal under Cmp come out in the order they were
 // added. Close removes the temporary files.
@@ -100,10 +100,23 @@ func (s *Sorter[T]) Each(fn func(T) error) error {
 	if s.err != nil {
 		return s.err
 	}
-	slices.SortStableFunc(s.buf, s.Cmp)
+	if len(s.runs) > 0 && len(s.buf) > 0 {
+		if err := s.spill(); err != nil { // the held rows make the newest run
+			return err
+		}
+	}
+	if len(s.runs) == 0 { // every row is held: nothing to merge
+		slices.SortStableFunc(s.buf, s.Cmp)
+		for _, r := range s.buf {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for len(s.runs) > sortFanIn {
 		batch := s.runs[:sortFanIn]
-		name, err := s.writeRun(func(w *Writer[T]) error { return s.merge(batch, nil, w.Write) })
+		name, err := s.writeRun(func(w *Writer[T]) error { return s.merge(batch, w.Write) })
 		if err != nil {
 			return err
 		}
@@ -113,12 +126,12 @@ func (s *Sorter[T]) Each(fn func(T) error) error {
 		// The merged runs were the oldest: their run stays first.
 		s.runs = append([]string{name}, s.runs[sortFanIn:]...)
 	}
-	return s.merge(s.runs, s.buf, fn)
+	return s.merge(s.runs, fn)
 }
 
-// merge calls fn with the rows of the runs and of held (sorted, the
-// newest rows), merged in order; among equal rows the older run's first.
-func (s *Sorter[T]) merge(runs []string, held []T, fn func(T) error) (err error) {
+// merge calls fn with the rows of the runs, merged in order; among equal
+// rows the older run's first.
+func (s *Sorter[T]) merge(runs []string, fn func(T) error) error {
 	h := &runHeap[T]{cmp: s.Cmp}
 	for i, name := range runs {
 		f, err := os.Open(name)
@@ -130,19 +143,26 @@ func (s *Sorter[T]) merge(runs []string, held []T, fn func(T) error) (err error)
 		if err != nil {
 			return fmt.Errorf("sort %s: %w", FileName[T](), err)
 		}
-		h.push(&runCursor[T]{next: r.Read, order: i})
+		c := &runCursor[T]{r: r, order: i}
+		if ok, err := c.next(); err != nil {
+			return err
+		} else if ok {
+			h.cursors = append(h.cursors, c)
+		}
 	}
-	h.push(&runCursor[T]{next: sliceNext(held), order: len(runs)})
-	if h.err != nil {
-		return h.err
-	}
+	heap.Init(h)
 	for h.Len() > 0 {
 		c := h.cursors[0]
 		if err := fn(c.row); err != nil {
 			return err
 		}
-		if err := h.advance(); err != nil {
+		switch ok, err := c.next(); {
+		case err != nil:
 			return err
+		case ok:
+			heap.Fix(h, 0)
+		default:
+			heap.Pop(h)
 		}
 	}
 	return nil
@@ -160,30 +180,27 @@ func (s *Sorter[T]) Close() error {
 	return err
 }
 
-func sliceNext[T any](rows []T) func() (T, error) {
-	return func() (T, error) {
-		if len(rows) == 0 {
-			var zero T
-			return zero, io.EOF
-		}
-		r := rows[0]
-		rows = rows[1:]
-		return r, nil
-	}
-}
-
 // runCursor is a run's next row.
-type runCursor[T any] struct {
+type runCursor[T Row[T]] struct {
+	r     *Reader[T]
 	row   T
-	next  func() (T, error)
 	order int // the run's age: among equal rows the older run's first
 }
 
+// next reads the run's next row into c.row; false at the run's end.
+func (c *runCursor[T]) next() (bool, error) {
+	row, err := c.r.Read()
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	c.row = row
+	return err == nil, err
+}
+
 // runHeap orders the runs' cursors by their rows, then by age.
-type runHeap[T any] struct {
+type runHeap[T Row[T]] struct {
 	cursors []*runCursor[T]
 	cmp     func(a, b T) int
-	err     error
 }
 
 func (h *runHeap[T]) Len() int { return len(h.cursors) }
@@ -199,33 +216,4 @@ func (h *runHeap[T]) Pop() any {
 	c := h.cursors[len(h.cursors)-1]
 	h.cursors = h.cursors[:len(h.cursors)-1]
 	return c
-}
-
-// push reads c's first row and adds it, unless its run is empty.
-func (h *runHeap[T]) push(c *runCursor[T]) {
-	row, err := c.next()
-	switch {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		h.err = errors.Join(h.err, err)
-	default:
-		c.row = row
-		heap.Push(h, c)
-	}
-}
-
-// advance moves the smallest cursor to its run's next row.
-func (h *runHeap[T]) advance() error {
-	c := h.cursors[0]
-	row, err := c.next()
-	switch {
-	case errors.Is(err, io.EOF):
-		heap.Pop(h)
-	case err != nil:
-		return err
-	default:
-		c.row = row
-		heap.Fix(h, 0)
-	}
-	return nil
 }

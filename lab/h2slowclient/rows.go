@@ -145,7 +145,7 @@ func Summarize(runs []RunRow) []Summary {
 	}
 	var rows []Summary
 	for _, g := range recorder.GroupRuns(runs, key) {
-		row := Summary{condKey: key(g.All[0]), Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
+		row := Summary{condKey: key(g.All[0]), Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK)}
 		var held, mem, temp, resetAfter []float64
 		for _, r := range g.OK {
 			row.Complete += r.Complete

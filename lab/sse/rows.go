@@ -152,7 +152,7 @@ func Summarize(runs []RunRow) []Summary {
 	for _, g := range recorder.GroupRuns(runs, func(r RunRow) key { return key{r.Route, r.Server, r.Clients, r.IntervalS, r.DurationS} }) {
 		first := g.All[0]
 		row := Summary{Route: first.Route, Server: first.Server, Streams: first.Clients, IntervalS: first.IntervalS, DurationS: first.DurationS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK)}
 		var p50, p95, most, firstByte, held, holding []float64
 		for _, r := range g.OK {
 			row.EventsExpected += r.EventsExpected

@@ -244,7 +244,7 @@ func Summarize(runs []RunRow) []Summary {
 		first := g.All[0]
 		row := Summary{Route: first.Route, Server: first.Server, Mode: first.Mode, Clients: first.Clients, SizeBytes: first.SizeBytes,
 			RateBps: first.RateBps, AppTimeoutS: first.AppTimeoutS, SendTimeoutS: first.SendTimeoutS, StallS: first.StallS,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, (*RunRow).Fast)}
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK)}
 		var bytes, wt, held []float64
 		for _, r := range g.OK {
 			bytes, wt, held = recorder.AppendValid(bytes, r.BytesMedian), recorder.AppendValid(wt, r.WorkerTimeouts), recorder.AppendValid(held, r.AppHeldS)

@@ -132,7 +132,7 @@ func Summarize(runs []RunRow) []Summary {
 	for _, g := range recorder.GroupRuns(runs, runKey) {
 		k := runKey(g.All[0])
 		row := Summary{Server: k.server, SlowClients: k.slow, SizeBytes: k.size, MaxTempFileBytes: k.max, TempTmpfsBytes: k.fs,
-			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK, fastOf)}
+			Runs: len(g.OK), Excluded: g.Excluded(), FastOver: recorder.SummarizeFast(g.OK)}
 		var send, recv, bmin, temp, pmem, amem, avail, twe []float64
 		for _, r := range g.OK {
 			row.FastTotal += r.FastTotal
@@ -159,6 +159,3 @@ func Summarize(runs []RunRow) []Summary {
 	}
 	return out
 }
-
-// fastOf points at a run row's /fast columns.
-func fastOf(r *RunRow) recorder.FastRun { return r.Fast() }
