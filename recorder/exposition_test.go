@@ -26,7 +26,7 @@ func fixtureRows() []ResourceSample {
 		{RunID: "r1", TS: 1.5, Component: "app",
 			CPUSeconds: Some(12.345678), ThrottledPeriods: Some(42), ThrottledS: Some(0.5),
 			MemoryBytes: Some(104857600), RSSBytes: Some(52428800), Processes: Some(3),
-			SendQueueBytes: Some(16384)},
+			SendQueueBytes: Some(16384), Established: Some(5), QuietClients: Some(2)},
 		{RunID: "r1", TS: 1.5, Component: "proxy",
 			CPUSeconds: Some(3.25), ThrottledPeriods: Some(7), ThrottledS: Some(0.07),
 			MemoryBytes: Some(20971520), RSSBytes: Some(10485760), Processes: Some(1),

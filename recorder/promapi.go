@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -216,9 +217,14 @@ func queryColumns(ctx context.Context, prom v1.API, r v1.Range, sel Selector, co
 
 // columnQuery is the PromQL for one column: per group, the last sample
 // within the step of the first of the column's metrics that the group
-// has ("or" keeps the left side's groups), over the series sel selects.
+// has ("or" keeps the left side's groups), over the series sel selects
+// that have the column's label values (col.only, as SamplesFromFamilies
+// counts them).
 func columnQuery(col resourceColumn, groupRegex string, sel Selector, step time.Duration) string {
 	matchers := fmt.Sprintf("%s=~%q,%s", groupLabel, groupRegex, sel.matchersString())
+	for _, name := range slices.Sorted(maps.Keys(col.only)) {
+		matchers += fmt.Sprintf(",%s=%q", name, col.only[name])
+	}
 	parts := make([]string, len(col.metrics))
 	for i, m := range col.metrics {
 		parts[i] = fmt.Sprintf("sum by (%s) (last_over_time(%s{%s}[%s]))",

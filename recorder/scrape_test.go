@@ -23,6 +23,8 @@ import (
 )
 
 // seriesKey names one exporter series; state is only for slowlab_processes.
+// seriesKey is a series: its metric, group and other labels, as
+// slowlab_processes's state ("R") or "name=value,..." for other metrics.
 type seriesKey struct{ name, group, state string }
 
 // testExporter stands in for `slowlab exporter`: a registry whose
@@ -49,8 +51,14 @@ func (e *testExporter) Collect(ch chan<- prometheus.Metric) {
 	defer e.mu.Unlock()
 	for k, v := range e.vals {
 		names, values := []string{"group"}, []string{k.group}
-		if k.name == metricProcesses {
+		switch {
+		case k.name == metricProcesses:
 			names, values = append(names, "state"), append(values, k.state)
+		case k.state != "":
+			for _, kv := range strings.Split(k.state, ",") {
+				name, value, _ := strings.Cut(kv, "=")
+				names, values = append(names, name), append(values, value)
+			}
 		}
 		vt := prometheus.GaugeValue
 		if strings.HasSuffix(k.name, "_total") {
@@ -79,7 +87,10 @@ func fixtureSeries() map[seriesKey]float64 {
 		{metricThrottledPeriods, "app", ""}: 42, {metricThrottledSeconds, "app", ""}: 0.5,
 		{metricMemoryUsage, "app", ""}: 104857600, {metricResidentMemory, "app", ""}: 52428800,
 		{metricProcesses, "app", "R"}: 1, {metricProcesses, "app", "S"}: 2,
-		{metricSendQueueBytes, "app", ""}: 16384,
+		{metricSendQueueBytes, "app", ""}:           16384,
+		{metricSockets, "app", "state=established"}: 5, {metricSockets, "app", "state=time_wait"}: 7,
+		{metricSocketsQuiet, "app", "quiet=10s,side=accepted"}: 2, {metricSocketsQuiet, "app", "quiet=60s,side=accepted"}: 1,
+		{metricSocketsQuiet, "app", "quiet=10s,side=connected"}: 3,
 
 		{metricCgroupCPU, "proxy", ""}: 3.25, {metricThrottledPeriods, "proxy", ""}: 7,
 		{metricThrottledSeconds, "proxy", ""}: 0.07, {metricMemoryUsage, "proxy", ""}: 20971520,

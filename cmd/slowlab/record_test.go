@@ -151,7 +151,7 @@ func TestRecordPrometheus(t *testing.T) {
 			return
 		}
 		result := "[]"
-		if q := r.Form.Get("query"); strings.Count(q, `{group=~"app|proxy|loadgen",run_id="p1"}`) != strings.Count(q, "{") {
+		if q := r.Form.Get("query"); strings.Count(q, `{group=~"app|proxy|loadgen",run_id="p1"`) != strings.Count(q, "{") {
 			t.Errorf("query does not select run p1 in every selector: %s", q)
 		}
 		if strings.Contains(r.Form.Get("query"), "slowlab_cgroup_memory_usage_bytes") {
