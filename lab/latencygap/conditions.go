@@ -177,22 +177,19 @@ func (p pathCond) settings(tls string) Settings {
 // paths is the grid's paths: each delay (or the one asymmetric pair)
 // with each loss and each rate, in that nesting.
 func (c *Config) paths() []pathCond {
-	type pair struct{ up, down time.Duration }
-	var delays []pair
-	if c.DelayUp > 0 || c.DelayDown > 0 {
-		delays = []pair{{time.Duration(c.DelayUp), time.Duration(c.DelayDown)}}
-	} else {
+	delays := []pathCond{{up: time.Duration(c.DelayUp), down: time.Duration(c.DelayDown)}}
+	if c.DelayUp <= 0 && c.DelayDown <= 0 {
+		delays = nil
 		for _, d := range c.Delays {
-			delays = append(delays, pair{time.Duration(d), time.Duration(d)})
+			delays = append(delays, pathCond{up: time.Duration(d), down: time.Duration(d)})
 		}
 	}
-	losses := orOnly(c.Losses, 0)
-	rates := orOnly(c.Rates, BitRate(8*c.Rate))
 	var out []pathCond
-	for _, d := range delays {
-		for _, l := range losses {
-			for _, r := range rates {
-				out = append(out, pathCond{up: d.up, down: d.down, loss: l, rate: r})
+	for _, p := range delays {
+		for _, loss := range orOnly(c.Losses, 0) {
+			for _, rate := range orOnly(c.Rates, BitRate(8*c.Rate)) {
+				p.loss, p.rate = loss, rate
+				out = append(out, p)
 			}
 		}
 	}

@@ -81,10 +81,7 @@ func waitConnected(ctx context.Context, c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = time.Time{}
-	}
+	dl, _ := ctx.Deadline() // zero without one
 	c.SetWriteDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { c.SetWriteDeadline(time.Unix(1, 0)) })
 	defer stop()

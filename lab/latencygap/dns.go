@@ -68,14 +68,6 @@ const (
 	FamilyIPv6 = "ipv6"
 )
 
-// familyOf names a's family.
-func familyOf(a netip.Addr) string {
-	if a.Is4() {
-		return FamilyIPv4
-	}
-	return FamilyIPv6
-}
-
 // dnsCond is a DNS condition of the grid: a DNS mode and, when it looks
 // up, a family mode ("" for none).
 type dnsCond struct{ mode, families string }
@@ -85,7 +77,7 @@ type dnsCond struct{ mode, families string }
 func (c *Config) dnsConds() []dnsCond {
 	fams := orOnly(c.DNSFamilies, FamiliesA)
 	var out []dnsCond
-	for _, m := range c.dnsModes() {
+	for _, m := range orOnly(c.DNS, DNSNone) {
 		if m == DNSNone {
 			out = append(out, dnsCond{mode: m})
 			continue
@@ -137,9 +129,6 @@ const CachedTTL = 300 * time.Second
 
 // MaxDNSDelay bounds the resolver's extra delay before it answers.
 const MaxDNSDelay = 5 * time.Second
-
-// dnsModes is the grid's DNS modes, none when not given.
-func (c *Config) dnsModes() []string { return orOnly(c.DNS, DNSNone) }
 
 // validateDNS checks the DNS modes and the resolver's delay.
 func (c *Config) validateDNS() error {

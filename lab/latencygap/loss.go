@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -152,12 +153,5 @@ func lossWhy(p Path) string {
 	}
 	lo, hi := lossBounds(p.LossPct, of)
 	return fmt.Sprintf("its ends lost %d of %d packets (%s%%, not counting %d queue overflows), asked %g%%: %d packets agree with %.3g%% to %.3g%% (binomial, Chernoff bound at %g)",
-		lost, of, fmtPct(lost, of), overflow, p.LossPct, of, lo, hi, lossAlpha)
-}
-
-func fmtPct(a, b int64) string {
-	if b <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", 100*float64(a)/float64(b))
+		lost, of, lab.Num(recorder.Some(100*float64(lost)/float64(max(of, 0))), 2), overflow, p.LossPct, of, lo, hi, lossAlpha)
 }

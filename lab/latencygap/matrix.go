@@ -5,10 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/runcert"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
@@ -90,8 +90,7 @@ func (c *Config) specs() []spec {
 						if dc.mode != DNSNone {
 							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
 						}
-						out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})
-						for _, l := range c.loads() {
+						for _, l := range append([]loadCond{{}}, c.loads()...) { // the gap condition, then the loads
 							out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st, load: l})
 						}
 					}
@@ -153,8 +152,8 @@ type files struct {
 	pages   *recorder.FileWriter[Page]
 }
 
-// open implements lab.Matrix's Open: the four files, created, or opened
-// to append on resume.
+// open implements lab.Matrix's Open: the files, created, or opened to
+// append on resume.
 func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
 	f := &s.files
 	var err error
@@ -194,9 +193,9 @@ type session struct {
 	files files
 
 	pc     pathCond
-	path   *netem.Path // nil until a run needs one
-	cert   *certificate
-	server *server // on path, in one TLS mode
+	path   *netem.Path   // nil until a run needs one
+	cert   *runcert.Cert // the run's own server certificate, which the client trusts alone; nothing on disk
+	server *server       // on path, in one TLS mode
 	// origins are the servers of the other origins of the load
 	// conditions (origin 2 and on), on the path in server's TLS mode.
 	origins []*server
@@ -208,12 +207,9 @@ type session struct {
 
 // server is the app serving on the path in one TLS mode.
 type server struct {
-	mode      string
-	url       string // scheme://addr
-	scheme    string
-	port      string
-	clientTLS *tls.Config
-	stop      func()
+	mode, scheme, port string
+	clientTLS          *tls.Config // nil without TLS
+	stop               func()
 }
 
 // on makes sure the path and server of sp are up, replacing those of the
@@ -236,25 +232,9 @@ func (s *session) on(sp spec) error {
 		return nil
 	}
 	s.stopServer()
-	var serverTLS, clientTLS *tls.Config
-	if sp.tls != TLSNone {
-		if s.cert == nil {
-			if s.cert, err = newCertificate(s.path.ServerAddr); err != nil {
-				return err
-			}
-		}
-		serverTLS, clientTLS = s.cert.server(sp.tls), s.cert.client(sp.tls)
-	}
-	addr, stop, err := serve(s.ctx, s.path, s.env, serverTLS)
-	if err != nil {
+	if s.server, err = s.serve(sp.tls); err != nil {
 		return fmt.Errorf("latency-gap at %s: %w", sp.path, err)
 	}
-	scheme := "http"
-	if serverTLS != nil {
-		scheme = "https"
-	}
-	_, port, _ := net.SplitHostPort(addr)
-	s.server = &server{mode: sp.tls, url: scheme + "://" + addr, scheme: scheme, port: port, clientTLS: clientTLS, stop: stop}
 	return nil
 }
 
@@ -292,27 +272,13 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 		return s.measureLoads(ctx, sp, run)
 	}
 	cond := condition{size: sp.size, path: sp.path, settings: sp.settings, tls: s.server.clientTLS, id: id,
-		url: fmt.Sprintf("%s/bytes?n=%d%s", s.server.url, sp.size, sp.work.query())}
-	if dnsOn(sp.settings) {
-		cond.url = fmt.Sprintf("%s://%s/bytes?n=%d%s", s.server.scheme, net.JoinHostPort(ServerName, s.server.port), sp.size, sp.work.query())
-	}
+		url: fmt.Sprintf("%s/bytes?n=%d%s", s.originBase(0, dnsOn(sp.settings)), sp.size, sp.work.query())}
 	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
 	row.Gap.RunID, row.Path.RunID = id, id
 	s.rows[id] = row
-	werr := errors.Join(lab.WriteRows(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))
-	return finish(ctx, run, werr)
-}
-
-// finish is a measured run's row: failed when its results were not all
-// written (werr), aborted when ctx ended it, else as it was.
-func finish(ctx context.Context, run RunRow, werr error) (RunRow, error) {
-	switch {
-	case werr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	}
-	return run, werr
+	// Aborted when ctx ended, failed when its rows were not all written.
+	err := lab.Judge(ctx, lab.VerdictOf(&run), nil, errors.Join(lab.WriteRows(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path)))
+	return run, err
 }
 
 // line is a finished run's progress line.

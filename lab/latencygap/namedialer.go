@@ -49,9 +49,8 @@ type nameDialer struct {
 	names    map[string]*nameEntry
 	lookupMu sync.Mutex // one lookup at a time: ttl is the current one's
 
-	ttlMu  sync.Mutex
-	ttl    time.Duration // the least TTL of the A and AAAA records of the last lookup's answers
-	gotTTL bool
+	ttlMu sync.Mutex
+	ttl   time.Duration // the least TTL of the A and AAAA records of the last lookup's answers; -1: none
 
 	joined func(name string) // when set, called as a dial starts waiting for another's lookup of name
 }
@@ -102,9 +101,8 @@ func (d *nameDialer) DialContext(ctx context.Context, network, address string) (
 		trace.ConnectStart(network, first)
 	}
 	start := time.Now()
-	dctx, cancel := untraced(ctx) // its attempts' hooks are not the connect's: that is timed here
-	defer cancel()
-	c, at, connected, err := dialFamilies(dctx, d.dial, network, addrs, port, d.fallback)
+	// untraced: its attempts' hooks are not the connect's, which is timed here.
+	c, at, connected, err := dialFamilies(untraced{ctx}, d.dial, network, addrs, port, d.fallback)
 	if trace != nil && trace.ConnectDone != nil {
 		if err == nil {
 			first = net.JoinHostPort(at.String(), port)
@@ -112,7 +110,10 @@ func (d *nameDialer) DialContext(ctx context.Context, network, address string) (
 		trace.ConnectDone(network, first, err)
 	}
 	if l != nil && err == nil {
-		l.family, l.connect = familyOf(at), connected.Sub(start)
+		l.family, l.connect = FamilyIPv6, connected.Sub(start)
+		if at.Is4() {
+			l.family = FamilyIPv4
+		}
 	}
 	return c, err
 }
@@ -232,10 +233,7 @@ func (d *nameDialer) resolve(ctx context.Context, name string) ([]netip.Addr, ti
 		case <-ctx.Done():
 			return nil, time.Since(start), fmt.Errorf("resolve %s: %w", name, ctx.Err())
 		}
-		if e.err != nil {
-			return nil, time.Since(start), e.err
-		}
-		return e.addrs, time.Since(start), nil
+		return e.addrs, time.Since(start), e.err // no addresses with an error
 	case e != nil && len(e.addrs) > 0 && start.Before(e.expires):
 		d.mu.Unlock()
 		return e.addrs, 0, nil
@@ -265,14 +263,11 @@ func (d *nameDialer) resolve(ctx context.Context, name string) ([]netip.Addr, ti
 func (d *nameDialer) lookup(ctx context.Context, name string) ([]netip.Addr, time.Duration, error) {
 	d.lookupMu.Lock()
 	defer d.lookupMu.Unlock()
-	// The lookup's own context, without the request's trace: its UDP
-	// dial is not the request's TCP connect.
-	lctx, cancel := untraced(ctx)
-	defer cancel()
 	d.ttlMu.Lock()
-	d.ttl, d.gotTTL = 0, false
+	d.ttl = -1
 	d.ttlMu.Unlock()
-	addrs, err := d.resolver.LookupNetIP(lctx, "ip", dns.Fqdn(name))
+	// Without the request's trace: its UDP dial is not the request's TCP connect.
+	addrs, err := d.resolver.LookupNetIP(untraced{ctx}, "ip", dns.Fqdn(name))
 	if err != nil {
 		return nil, 0, fmt.Errorf("resolve %s: %w", name, err)
 	}
@@ -281,12 +276,8 @@ func (d *nameDialer) lookup(ctx context.Context, name string) ([]netip.Addr, tim
 		return nil, 0, fmt.Errorf("resolve %s: no address in the answers", name)
 	}
 	d.ttlMu.Lock()
-	ttl, got := d.ttl, d.gotTTL
-	d.ttlMu.Unlock()
-	if !got {
-		ttl = 0
-	}
-	return addrs, ttl, nil
+	defer d.ttlMu.Unlock()
+	return addrs, max(d.ttl, 0), nil
 }
 
 // preferred orders addrs (unmapped) as the client connects to them: IPv6
@@ -309,16 +300,9 @@ func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(ti
 
 // untraced is a context that ends with ctx (its deadline, its
 // cancellation) without its values, a request's httptrace among them.
-func untraced(ctx context.Context) (context.Context, context.CancelFunc) {
-	u, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(ctx, cancel)
-	if dl, ok := ctx.Deadline(); ok {
-		var c2 context.CancelFunc
-		u, c2 = context.WithDeadline(u, dl)
-		return u, func() { c2(); stop(); cancel() }
-	}
-	return u, func() { stop(); cancel() }
-}
+type untraced struct{ context.Context }
+
+func (untraced) Value(any) any { return nil }
 
 // noteTTL keeps the least TTL of m's address records.
 func (d *nameDialer) noteTTL(m *dns.Msg) {
@@ -329,8 +313,8 @@ func (d *nameDialer) noteTTL(m *dns.Msg) {
 		if h.Rrtype != dns.TypeA && h.Rrtype != dns.TypeAAAA {
 			continue
 		}
-		if t := time.Duration(h.Ttl) * time.Second; !d.gotTTL || t < d.ttl {
-			d.ttl, d.gotTTL = t, true
+		if t := time.Duration(h.Ttl) * time.Second; d.ttl < 0 || t < d.ttl {
+			d.ttl = t
 		}
 	}
 }

@@ -55,13 +55,13 @@ type connInfo struct {
 func newBrowser(dial func(ctx context.Context, network, address string) (net.Conn, error), names *nameDialer,
 	clientTLS *tls.Config, serverName, proto string, keepAlive bool, origin func(string) int) *browser {
 	b := &browser{dial: dial, names: names, origin: origin, conns: map[net.Conn]*connInfo{}}
-	b.tr = &http.Transport{DialContext: b.dialPlain, DisableKeepAlives: !keepAlive, MaxConnsPerHost: MaxConnsPerOrigin,
+	b.tr = &http.Transport{DialContext: b.openConn, DisableKeepAlives: !keepAlive, MaxConnsPerHost: MaxConnsPerOrigin,
 		MaxIdleConnsPerHost: MaxConnsPerOrigin, DisableCompression: true, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
 	if clientTLS != nil {
 		b.tls = clientTLS.Clone()
 		b.tls.ServerName = serverName
 		b.tls.NextProtos = []string{"http/1.1"}
-		b.tr.DialTLSContext = b.dialTLS
+		b.tr.DialTLSContext = b.openConn
 	}
 	if proto == ProtoHTTP2 {
 		b.tls.NextProtos = []string{"h2"}
@@ -92,33 +92,26 @@ func (b *browser) connect(ctx context.Context, network, address string) (net.Con
 	return c, info, err
 }
 
-func (b *browser) dialPlain(ctx context.Context, network, address string) (net.Conn, error) {
+// openConn is the transport's dial: connect, then with TLS the handshake,
+// its times kept for the first request on the connection.
+func (b *browser) openConn(ctx context.Context, network, address string) (net.Conn, error) {
 	c, info, err := b.connect(ctx, network, address)
 	if err != nil {
 		return nil, err
+	}
+	if b.tls != nil {
+		start := time.Now()
+		tc := tls.Client(c, b.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", address, err)
+		}
+		c, info.tls = tc, time.Since(start)
 	}
 	b.mu.Lock()
 	b.conns[c] = info
 	b.mu.Unlock()
 	return c, nil
-}
-
-func (b *browser) dialTLS(ctx context.Context, network, address string) (net.Conn, error) {
-	c, info, err := b.connect(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	tc := tls.Client(c, b.tls)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", address, err)
-	}
-	info.tls = time.Since(start)
-	b.mu.Lock()
-	b.conns[tc] = info
-	b.mu.Unlock()
-	return tc, nil
 }
 
 // claim returns c's opening times to the first request that uses it.

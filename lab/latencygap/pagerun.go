@@ -2,12 +2,13 @@ package latencygap
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -33,16 +34,11 @@ func (s *session) originBase(k int, names bool) string {
 // same TLS mode) beside the server's.
 func (s *session) ensureOrigins(n int) error {
 	for len(s.origins) < n-1 {
-		var serverTLS *tls.Config
-		if s.server.clientTLS != nil {
-			serverTLS = s.cert.server(s.server.mode)
-		}
-		addr, stop, err := serve(s.ctx, s.path, s.env, serverTLS)
+		o, err := s.serve(s.server.mode)
 		if err != nil {
 			return fmt.Errorf("origin %d: %w", len(s.origins)+2, err)
 		}
-		_, port, _ := net.SplitHostPort(addr)
-		s.origins = append(s.origins, &server{mode: s.server.mode, scheme: s.server.scheme, port: port, stop: stop})
+		s.origins = append(s.origins, o)
 	}
 	return nil
 }
@@ -65,9 +61,9 @@ func (s *session) loadURL(sp spec, names bool) *url.URL {
 		}
 		u = fmt.Sprintf("%s/bytes?n=%d%s", s.originBase(at(l.redirects), names), sp.size, work)
 		for hop := l.redirects - 1; hop >= 0; hop-- {
-			status := http302
+			status := http.StatusFound
 			if hop == 0 {
-				status = http301
+				status = http.StatusMovedPermanently
 			}
 			u = fmt.Sprintf("%s/redirect?status=%d&to=%s%s", s.originBase(at(hop), names), status, url.QueryEscape(u), work)
 		}
@@ -81,11 +77,6 @@ func (s *session) loadURL(sp spec, names bool) *url.URL {
 	parsed, _ := url.Parse(u)
 	return parsed
 }
-
-const (
-	http301 = 301
-	http302 = 302
-)
 
 // measureLoads implements measure for a load condition: in each of its
 // modes a warm-up load, then Reps x Runs loads, each by a new browser
@@ -135,7 +126,8 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 			ms(lt.P99), netem.MaxP99Lateness, try+1, tries)
 	}
 	s.pages[run.RunID] = pages
-	return finish(ctx, run, errors.Join(lab.WriteRows(s.files.fetches, fetches), lab.WriteRows(s.files.loads, loads), lab.WriteRows(s.files.pages, pages)))
+	err = lab.Judge(ctx, lab.VerdictOf(&run), nil, errors.Join(lab.WriteRows(s.files.fetches, fetches), lab.WriteRows(s.files.loads, loads), lab.WriteRows(s.files.pages, pages)))
+	return run, err
 }
 
 // loadModes measures a load condition once in each of its modes: a
@@ -189,15 +181,13 @@ func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.
 
 // pageLine is a load condition's progress line.
 func pageLine(ps []Page) string {
-	line := ""
+	modes := make([]string, len(ps))
 	for i, p := range ps {
-		if i > 0 {
-			line += "; "
-		}
-		line += fmt.Sprintf("%s: %s ms (bound %.0f ms), server sum %s ms, max %s ms, visible %s%%, %s connections, %d loads",
+		modes[i] = fmt.Sprintf("%s: %s ms (bound %.0f ms), server sum %s ms, max %s ms, visible %s%%, %s connections, %d loads",
 			p.Mode, lab.Num(p.LoadMS, 1), p.BoundMS, lab.Num(p.ServerSumMS, 2), lab.Num(p.ServerMaxMS, 2), lab.Num(p.VisiblePct, 1),
 			lab.Num(p.Connections, 0), p.Loads)
 	}
+	line := strings.Join(modes, "; ")
 	if len(ps) > 0 && !ps[0].Valid {
 		line += fmt.Sprintf("  INVALID: delay line lateness p99 %s ms above %s", lab.Num(ps[0].LatenessP99MS, 3), netem.MaxP99Lateness)
 	}

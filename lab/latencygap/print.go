@@ -86,16 +86,22 @@ var conditionsTable = report.Table[Row]{
 			switch {
 			case r.Path == (Path{}): // no gap-path.csv row
 				return report.Opt(recorder.None(), report.Decimals(0))
-			case r.Path.Valid:
-				return report.Text("yes")
 			}
-			return report.Text("NO")
+			return validCell(r.Path.Valid)
 		}),
 		report.Col("dns", func(r *Row) report.Cell { return number(r.Gap.dnsText()) }),
 		report.Col("dns_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.DNSMS, report.Decimals(2)) }),
 		report.Col("connect_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ConnectMS, report.Decimals(2)) }),
 		report.Col("ipv6_%", func(r *Row) report.Cell { return report.Opt(r.Gap.IPv6Pct, report.Decimals(0)) }),
 	},
+}
+
+// validCell is a valid column's cell: yes, or NO to stand out.
+func validCell(valid bool) report.Cell {
+	if valid {
+		return report.Text("yes")
+	}
+	return report.Text("NO")
 }
 
 // number is a cell that is a quantity written as text (right-aligned).
