@@ -14,6 +14,9 @@ import (
 	"github.com/slowlab/slowlab/lab/netem"
 )
 
+// dialFunc dials as net.Dialer.DialContext does.
+type dialFunc = func(ctx context.Context, network, address string) (net.Conn, error)
+
 // parallelDial returns a dial func for the path's server (either of its
 // addresses, or another across the path: netem.Path.Across) whose TCP
 // connects run at once. netem.Path.DialContext dials on the client
@@ -23,7 +26,7 @@ import (
 // caller's goroutine, waiting in Go's poller. cc, when set, is the
 // socket's congestion control. UDP (the resolver's queries) goes through
 // the path's own dial.
-func parallelDial(path *netem.Path, cc string) func(ctx context.Context, network, address string) (net.Conn, error) {
+func parallelDial(path *netem.Path, cc string) dialFunc {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		if network != "tcp" && network != "tcp4" && network != "tcp6" {
 			return path.DialContext(ctx, network, address)

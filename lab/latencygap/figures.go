@@ -14,9 +14,8 @@ import (
 	"github.com/slowlab/slowlab/report"
 )
 
-// timesFigure is grouped bars per size and RTT: server-measured, client
-// keep-alive and client new-connection time, with the blind share under
-// each group.
+// timesFigure is grouped bars per condition, its blind share under each
+// group.
 func timesFigure(rows []Row) *report.GroupedBars {
 	names := make([]string, len(rows))
 	for i, r := range rows {
@@ -108,12 +107,8 @@ type phase[T any] struct {
 	get  func(*T) float64
 }
 
-// phases split a new-connection request's total time: the lookup of the
-// server's name (0 without DNS, or from the client's cache), the TCP
-// handshake (a happy-eyeballs fallback's wait included), the TLS
-// handshake, the request until the response's first byte (one round
-// trip and the server's time) and the rest of the body (the slow-start
-// rounds of a larger response).
+// phases split a new-connection request's total time, as
+// phasesFigure's caption says.
 var phases = []phase[Request]{
 	{"DNS lookup", func(r *Request) float64 { return or0(r.DNSMS) }},
 	{"TCP connect", func(r *Request) float64 { return r.ConnectMS }},
@@ -168,9 +163,8 @@ func phasesFigure(rows []Row, reqs []Request) *report.GroupedBars {
 }
 
 // blindByWorkFigure draws the server's blind share against its
-// processing time, one line per size, RTT, path and TLS mode, when
-// gap.csv has at least two processing times for one of them; nil
-// otherwise.
+// processing time, a line per condition but its work that has at least
+// two; nil without one.
 func blindByWorkFigure(rows []Row) *report.Drawing {
 	type series struct {
 		key conditionKey

@@ -59,8 +59,8 @@ func (r *Result) Valid() bool {
 // attempt is kept, marked invalid.
 const tries = 3
 
-// spec is one run: a condition (a size on a path, in a TLS mode, with a
-// processing time), its Reps x Runs requests per mode.
+// spec is one run: a condition, its Reps x Runs requests (or loads) per
+// mode.
 type spec struct {
 	path     pathCond
 	tls      string
@@ -102,14 +102,12 @@ func (c *Config) specs() []spec {
 }
 
 // Run implements lab.Config: every condition of the grid as one run of
-// lab.Matrix (--resume, the host-CPU guard, progress), writing gap.csv,
-// gap-requests.csv, gap-path.csv, gap-runs.csv and environment.json. It
-// serves from the lab process. It needs root for the namespaces; without
-// it, it fails before writing anything, saying so. Consecutive runs on
-// the same path share it (and its server in one TLS mode). A condition
-// whose path was not faithful is measured again, up to tries times, the
-// discarded attempts noted in the progress output. Cancelling ctx keeps
-// what was measured, removes the namespaces and returns ctx's error.
+// lab.Matrix, writing resultsFiles. It serves from the lab process. It
+// needs root for the namespaces; without it, it fails before writing
+// anything, saying so. Consecutive runs on the same path share it (and
+// its server in one TLS mode). A condition whose path was not faithful is
+// measured again, up to tries times. Cancelling ctx keeps what was
+// measured, removes the namespaces and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -125,7 +123,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	defer s.close()
 	m := &lab.Matrix[spec, RunRow]{Specs: c.specs(), Line: s.line, Open: s.open,
-		Files: []string{gapFile, requestFile, pathFile, fetchFile, loadFile, pageFile},
+		Files: resultsFiles[1:], // but runFile
 		Expected: func(sp spec) time.Duration {
 			if sp.load.kind != "" {
 				return loadsExpected(sp.load, sp.settings, sp.path, sp.work.D, c.Reps*c.Runs+1)
@@ -135,10 +133,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		Measure: s.measure}
 	runs, err := m.Run(ctx, env, c)
 	s.close()
-	res := &Result{Dir: env.Out, Runs: runs}
 	rows, pages, rerr := s.resultRows(runs)
-	res.Rows, res.Pages = rows, pages
-	return res, errors.Join(err, rerr)
+	return &Result{Dir: env.Out, Runs: runs, Rows: rows, Pages: pages}, errors.Join(err, rerr)
 }
 
 // files are the open results files of a latency-gap session.

@@ -41,7 +41,7 @@ func withLookup(ctx context.Context, l *lookup) context.Context {
 // TTL (none with TTL 0). Dials of one name while its lookup is under way
 // wait for that lookup, as a browser's do, rather than send their own.
 type nameDialer struct {
-	dial     func(ctx context.Context, network, address string) (net.Conn, error)
+	dial     dialFunc
 	resolver net.Resolver
 	fallback time.Duration // FallbackDelay; shorter in tests
 
@@ -65,7 +65,7 @@ type nameEntry struct {
 
 // newNameDialer resolves through the resolver at resolverAddr, reached
 // with dial (the path's), and connects with dial too.
-func newNameDialer(dial func(ctx context.Context, network, address string) (net.Conn, error), resolverAddr string) *nameDialer {
+func newNameDialer(dial dialFunc, resolverAddr string) *nameDialer {
 	d := &nameDialer{dial: dial, names: map[string]*nameEntry{}, fallback: FallbackDelay}
 	d.resolver = net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		c, err := dial(ctx, network, resolverAddr)
@@ -126,8 +126,7 @@ func (d *nameDialer) DialContext(ctx context.Context, network, address string) (
 // them; the first to connect wins and the other attempt is cancelled (its
 // connection, should it still come, closed). It returns the connection,
 // its address, and when it connected (before the loser was waited for).
-func dialFamilies(ctx context.Context, dial func(ctx context.Context, network, address string) (net.Conn, error),
-	network string, addrs []netip.Addr, port string, fallback time.Duration) (net.Conn, netip.Addr, time.Time, error) {
+func dialFamilies(ctx context.Context, dial dialFunc, network string, addrs []netip.Addr, port string, fallback time.Duration) (net.Conn, netip.Addr, time.Time, error) {
 	var primaries, fallbacks []netip.Addr
 	for _, a := range addrs {
 		if a.Is4() == addrs[0].Is4() {
@@ -197,8 +196,7 @@ func dialFamilies(ctx context.Context, dial func(ctx context.Context, network, a
 }
 
 // dialSerial connects to each of addrs in turn until one answers.
-func dialSerial(ctx context.Context, dial func(ctx context.Context, network, address string) (net.Conn, error),
-	network string, addrs []netip.Addr, port string) (net.Conn, netip.Addr, error) {
+func dialSerial(ctx context.Context, dial dialFunc, network string, addrs []netip.Addr, port string) (net.Conn, netip.Addr, error) {
 	var first error
 	for _, a := range addrs {
 		c, err := dial(ctx, network, net.JoinHostPort(a.String(), port))

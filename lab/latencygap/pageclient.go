@@ -28,7 +28,7 @@ import (
 type browser struct {
 	client *http.Client
 	tr     *http.Transport
-	dial   func(ctx context.Context, network, address string) (net.Conn, error)
+	dial   dialFunc
 	names  *nameDialer // nil: the URLs name the server by its IP
 	tls    *tls.Config // nil: plain HTTP
 	origin func(host string) int
@@ -52,8 +52,8 @@ type connInfo struct {
 // configuration (nil for plain HTTP), serverName what its certificate
 // names. keepAlive false opens a connection per request. origin numbers
 // a URL's host:port.
-func newBrowser(dial func(ctx context.Context, network, address string) (net.Conn, error), names *nameDialer,
-	clientTLS *tls.Config, serverName, proto string, keepAlive bool, origin func(string) int) *browser {
+func newBrowser(dial dialFunc, names *nameDialer, clientTLS *tls.Config, serverName, proto string, keepAlive bool,
+	origin func(string) int) *browser {
 	b := &browser{dial: dial, names: names, origin: origin, conns: map[net.Conn]*connInfo{}}
 	b.tr = &http.Transport{DialContext: b.openConn, DisableKeepAlives: !keepAlive, MaxConnsPerHost: MaxConnsPerOrigin,
 		MaxIdleConnsPerHost: MaxConnsPerOrigin, DisableCompression: true, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}

@@ -15,11 +15,7 @@ import (
 )
 
 // pagesTable is the load conditions' table (gap-pages.csv), printed by
-// the CLI and drawn in the report: per redirect chain or page and mode,
-// the medians of what the client waited for the whole load, what the
-// server reported of its requests (their sum and the largest) and the
-// share of the load they account for, beside the load's lower bound
-// from the path.
+// the CLI and drawn in the report; its caption says what each column is.
 var pagesTable = report.Table[Page]{
 	Caption: "latency-gap page loads (" + pageFile + "): redirect chains (each hop a 301/302, on the server's origin or " +
 		"each on another) and pages (an HTML document, then its sub-resources on two origins at once: at most 6 connections " +
@@ -56,8 +52,11 @@ var pagesTable = report.Table[Page]{
 // loadLabel names a load condition: "2 redirects, cross" or "page 50,
 // h2".
 func loadLabel(k LoadKey) string {
-	if k.Kind == KindRedirect {
-		return fmt.Sprintf("%d redirect%s, %s", k.Redirects, plural(k.Redirects), k.RedirectOrigin)
+	switch {
+	case k.Kind == KindRedirect && k.Redirects == 1:
+		return "1 redirect, " + k.RedirectOrigin
+	case k.Kind == KindRedirect:
+		return fmt.Sprintf("%d redirects, %s", k.Redirects, k.RedirectOrigin)
 	}
 	return fmt.Sprintf("page %d, %s", k.Resources, k.Protocol)
 }
@@ -117,8 +116,7 @@ func waterfallLoad(pages []Page, fetches []Fetch) []Fetch {
 }
 
 // waterfallFigure draws one load's requests as a browser's developer
-// tools do: a row per request, from its start, split into its phases;
-// nil without a load.
+// tools do; nil without a load.
 func waterfallFigure(pages []Page, fetches []Fetch) *report.Drawing {
 	fs := waterfallLoad(pages, fetches)
 	if len(fs) == 0 {

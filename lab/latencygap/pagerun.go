@@ -54,7 +54,7 @@ func (s *session) loadURL(sp spec, names bool) *url.URL {
 	switch l.kind {
 	case KindRedirect:
 		at := func(hop int) int {
-			if l.cross {
+			if l.origin == OriginCross {
 				return hop
 			}
 			return 0
@@ -78,10 +78,8 @@ func (s *session) loadURL(sp spec, names bool) *url.URL {
 	return parsed
 }
 
-// measureLoads implements measure for a load condition: in each of its
-// modes a warm-up load, then Reps x Runs loads, each by a new browser
-// (a first visit: no connection open) sharing the mode's DNS cache and
-// TLS sessions; its requests, loads and per-mode rows written.
+// measureLoads implements measure for a load condition (loadModes),
+// again while the path was not faithful; its rows written.
 func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow, error) {
 	l := sp.load
 	if err := s.ensureOrigins(l.origins()); err != nil {
@@ -134,15 +132,15 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 // warm-up load, then Reps x Runs loads, each by a new browser (a first
 // visit: no connection open) sharing the mode's DNS cache and TLS
 // sessions; its requests, loads and a row per mode.
-func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.URL,
-	dial func(ctx context.Context, network, address string) (net.Conn, error), res *resolver, origin func(string) int) ([]Fetch, []Load, []Page) {
+func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.URL, dial dialFunc, res *resolver,
+	origin func(string) int) ([]Fetch, []Load, []Page) {
 	l := sp.load
 	configured := ms(sp.path.rtt())
 	var fetches []Fetch
 	var loads []Load
 	var pages []Page
 	for _, mode := range l.modes() {
-		key := LoadKey{RunID: id, Kind: l.kind, Mode: mode, Protocol: l.proto, Redirects: l.redirects, RedirectOrigin: l.origin(),
+		key := LoadKey{RunID: id, Kind: l.kind, Mode: mode, Protocol: l.proto, Redirects: l.redirects, RedirectOrigin: l.origin,
 			Resources: l.resources, SizeBytes: sp.size, ConfiguredRTTMS: configured}
 		bound := boundMS(l, mode, sp.settings)
 		clientTLS := modeTLS(s.server.clientTLS)
@@ -150,7 +148,6 @@ func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.
 		if res != nil {
 			nd = newNameDialer(dial, res.addr) // its own cache: a mode looks up on its own
 		}
-		var modeLoads []Load
 		for seq := -1; seq < s.c.Reps*s.c.Runs && ctx.Err() == nil; seq++ {
 			b := newBrowser(dial, nd, clientTLS, s.path.ServerAddr.String(), l.proto, mode == ModeKeepAlive, origin)
 			lctx, cancel := context.WithTimeout(ctx, time.Duration(s.c.Timeout))
@@ -169,12 +166,10 @@ func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.
 			for i := range fs {
 				fs[i].LoadKey, fs[i].Load, fs[i].Settings = key, seq, sp.settings
 			}
-			ld := summarizeLoad(key, seq, sp.settings, bound, fs, err)
-			fetches, modeLoads = append(fetches, fs...), append(modeLoads, ld)
+			fetches, loads = append(fetches, fs...), append(loads, summarizeLoad(key, seq, sp.settings, bound, fs, err))
 			s.env.RequestDone(id)
 		}
-		loads = append(loads, modeLoads...)
-		pages = append(pages, SummarizeLoads(key, sp.settings, bound, modeLoads))
+		pages = append(pages, SummarizeLoads(key, sp.settings, bound, loads)) // of key.Mode's loads
 	}
 	return fetches, loads, pages
 }
@@ -194,9 +189,9 @@ func pageLine(ps []Page) string {
 	return line
 }
 
-// readPages reads dir's gap-pages.csv rows by run id.
-func readPages(dir string) (map[string][]Page, error) {
-	ps, err := recorder.ReadFile[Page](filepath.Join(dir, pageFile))
+// readPages reads gap-pages.csv's rows by run id.
+func (s *session) readPages() (map[string][]Page, error) {
+	ps, err := recorder.ReadFile[Page](filepath.Join(s.env.Out, pageFile))
 	if err != nil {
 		return nil, err
 	}

@@ -24,16 +24,9 @@ func (r *Result) Print(w io.Writer) {
 	}
 }
 
-// conditionsTable is the conditions table, printed by the CLI and drawn
-// in the report: the gap.csv columns (the configured RTT as up+down when
-// the path is asymmetric, the TLS mode, loss, rate and processing time of
-// the condition), the TLS handshake, the same by the last byte, the
-// measured RTT, then gap-path.csv's: the delay line's lateness (TUN
-// only), the loss the path applied by its own count, the loss its ends
-// measured (queue overflows not counted) and the queue overflows, and
-// whether the path was faithful; then the DNS mode (and family mode) and
-// the new connections' median lookup, median connect and share over
-// IPv6.
+// conditionsTable is the conditions table (gap.csv and gap-path.csv),
+// printed by the CLI and drawn in the report; its caption says what each
+// column is.
 var conditionsTable = report.Table[Row]{
 	Caption: "latency-gap conditions (" + gapFile + " and " + pathFile + "): each time is the median over the runs; " +
 		"configured_rtt_ms is what the path was asked to add (up+down when asymmetric), rtt_ms what the kernel measured on the " +
@@ -139,9 +132,7 @@ func (s Settings) dnsText() string {
 }
 
 // Section is the latency-gap section of the report, which the
-// registration carries: the server's and the client's times per
-// condition, where a new connection's time goes, how blind the server is
-// against its processing time, and the conditions.
+// registration carries: its figures, then its tables.
 var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, error) {
 	rows, paths, err := readConditions(dir, true)
 	if err != nil {

@@ -196,9 +196,8 @@ func dnsName(s Settings, delaySep, famSep string) string {
 	return n
 }
 
-// requestRow is a request's gap-requests.csv row.
-// l is what its dial spent resolving the server's name (nil, or not
-// done: no lookup; dns_ms stays empty).
+// requestRow is a request's gap-requests.csv row; l is its lookup, if
+// any (Request.DNSMS).
 func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float64, method, mode string, seq int, l *lookup) Request {
 	size := cond.size
 	row := Request{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
