@@ -209,15 +209,12 @@ func (c *Config) validateConditions() error {
 			return fmt.Errorf("%s %s: allowed 0 to %s", d.name, time.Duration(d.v), MaxDelay)
 		}
 	}
-	err := checkList("loss", "%g%%", c.Losses, upTo(netem.MaxLoss, fmt.Sprintf("%g%%", netem.MaxLoss)))
-	switch {
-	case err != nil:
-		return err
-	case len(c.Rates) > 0 && c.Rate != 0:
-		return errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
+	var rateAndRates error
+	if len(c.Rates) > 0 && c.Rate != 0 {
+		rateAndRates = errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
 	}
 	// The first error in this order (cmp.Or: each check is a pure one).
-	err = cmp.Or(
+	err := cmp.Or(checkList("loss", "%g%%", c.Losses, upTo(netem.MaxLoss, fmt.Sprintf("%g%%", netem.MaxLoss))), rateAndRates,
 		checkList("rates", "%s", c.Rates, func(r BitRate) string {
 			if r != 0 && (r < MinRate || r > MaxRate) {
 				return fmt.Sprintf("allowed 0 (no limit) or %s to %s", MinRate, MaxRate)

@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,8 +58,11 @@ func parallelDial(path *netem.Path, cc string) dialFunc {
 			unix.Close(fd)
 			return nil, fmt.Errorf("dial %s: %w", address, err)
 		}
+		// A copy of the socket, in the poller: a TCPConn with Nagle off, as
+		// net.Dialer's (a request written in pieces, HTTP/2's preface,
+		// settings and headers, goes at once).
 		f := os.NewFile(uintptr(fd), "tcp "+address)
-		c, err := net.FileConn(f) // a copy of the socket, in the poller
+		c, err := net.FileConn(f)
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", address, err)
@@ -66,12 +70,6 @@ func parallelDial(path *netem.Path, cc string) dialFunc {
 		if err := waitConnected(ctx, c); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("dial %s: %w", address, err)
-		}
-		// As net.Dialer's connections: no Nagle, so a request written in
-		// pieces (HTTP/2's preface, settings and headers) goes at once.
-		if err := c.(*net.TCPConn).SetNoDelay(true); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("dial %s: TCP_NODELAY: %w", address, err)
 		}
 		return c, nil
 	}
@@ -104,11 +102,8 @@ func waitConnected(ctx context.Context, c net.Conn) error {
 		return true
 	})
 	c.SetWriteDeadline(time.Time{})
-	if werr != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return werr
+	if werr != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
-	return cerr
+	return cmp.Or(werr, cerr)
 }

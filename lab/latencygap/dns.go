@@ -186,9 +186,8 @@ func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver
 	if s.DNS == DNSCached {
 		ttl = CachedTTL
 	}
-	families := s.DNSFamilies
 	var v6 netip.Addr
-	switch families {
+	switch s.DNSFamilies {
 	case FamiliesBoth:
 		v6 = path.ServerAddr6
 	case FamiliesBlackhole:
@@ -196,8 +195,8 @@ func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver
 	case FamiliesLate:
 		v6, late = path.ServerAddr6, msDuration(s.DNSAAAADelayMS)
 	}
-	if families != "" && families != FamiliesA && !v6.IsValid() {
-		return nil, fmt.Errorf("resolver: dns families %s needs a path with IPv6", families)
+	if s.DNSFamilies != "" && s.DNSFamilies != FamiliesA && !v6.IsValid() {
+		return nil, fmt.Errorf("resolver: dns families %s needs a path with IPv6", s.DNSFamilies)
 	}
 	pc, err := path.ListenPacket(ctx, 0)
 	if err != nil {

@@ -14,11 +14,10 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
+// Result is what Run wrote: its runs (gap-runs.csv), resumed ones first,
+// and their rows.
 type Result struct {
-	Dir string
-	// Runs are the session's runs, resumed ones first (gap-runs.csv).
-	Runs []RunRow
+	lab.MatrixResult[RunRow]
 	// Rows are the conditions of the completed runs, resumed ones
 	// included, and of a run interrupted with what it measured.
 	Rows []Row
@@ -32,7 +31,7 @@ var _ lab.Reasoned = (*Result)(nil)
 // ReasonsFile implements lab.Reasoned: gap-runs.csv says why when every
 // run failed or was aborted, else gap-requests.csv (each request's error).
 func (r *Result) ReasonsFile() string {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
+	if r.MatrixResult.AllFailed() {
 		return runFile
 	}
 	return requestFile
@@ -41,10 +40,7 @@ func (r *Result) ReasonsFile() string {
 // AllFailed implements lab.Result: every run failed, or no condition got
 // a request through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
-		return true
-	}
-	return len(r.Rows) > 0 && !slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Gap.Runs > 0 })
+	return r.MatrixResult.AllFailed() || len(r.Rows) > 0 && !slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Gap.Runs > 0 })
 }
 
 // Valid reports whether every condition's path delayed faithfully, the
@@ -63,7 +59,6 @@ const tries = 3
 // mode.
 type spec struct {
 	path     pathCond
-	tls      string
 	work     Work
 	size     int
 	settings Settings
@@ -91,7 +86,7 @@ func (c *Config) specs() []spec {
 							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
 						}
 						for _, l := range append([]loadCond{{}}, c.loads()...) { // the gap condition, then the loads
-							out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st, load: l})
+							out = append(out, spec{path: pc, work: w, size: int(size), settings: st, load: l})
 						}
 					}
 				}
@@ -134,7 +129,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	runs, err := m.Run(ctx, env, c)
 	s.close()
 	rows, pages, rerr := s.resultRows(runs)
-	return &Result{Dir: env.Out, Runs: runs, Rows: rows, Pages: pages}, errors.Join(err, rerr)
+	return &Result{MatrixResult: lab.MatrixResult[RunRow]{Dir: env.Out, Runs: runs}, Rows: rows, Pages: pages}, errors.Join(err, rerr)
 }
 
 // files are the open results files of a latency-gap session.
@@ -224,11 +219,11 @@ func (s *session) on(sp spec) error {
 		s.env.Logf("path %s: %s, %s, client %s, server %s, MTU %d, %s",
 			s.path.Name, s.path.Method, sp.path, s.path.ClientAddr, s.path.ServerAddr, netem.MTU, s.path.CongestionControl())
 	}
-	if s.server != nil && s.server.mode == sp.tls {
+	if s.server != nil && s.server.mode == sp.settings.TLS {
 		return nil
 	}
 	s.stopServer()
-	if s.server, err = s.serve(sp.tls); err != nil {
+	if s.server, err = s.serve(sp.settings.TLS); err != nil {
 		return fmt.Errorf("latency-gap at %s: %w", sp.path, err)
 	}
 	return nil

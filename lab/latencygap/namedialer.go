@@ -45,12 +45,10 @@ type nameDialer struct {
 	resolver net.Resolver
 	fallback time.Duration // FallbackDelay; shorter in tests
 
-	mu       sync.Mutex // guards names
+	mu       sync.Mutex // guards names and ttl
 	names    map[string]*nameEntry
-	lookupMu sync.Mutex // one lookup at a time: ttl is the current one's
-
-	ttlMu sync.Mutex
-	ttl   time.Duration // the least TTL of the A and AAAA records of the last lookup's answers; -1: none
+	ttl      time.Duration // the least TTL of the A and AAAA records of the last lookup's answers; -1: none
+	lookupMu sync.Mutex    // one lookup at a time: ttl is the current one's
 
 	joined func(name string) // when set, called as a dial starts waiting for another's lookup of name
 }
@@ -157,19 +155,10 @@ func dialFamilies(ctx context.Context, dial dialFunc, network string, addrs []ne
 	race(primaries, true)
 	timer := time.NewTimer(fallback)
 	defer timer.Stop()
-	running, fellBack := 1, false
-	fallBack := func() {
-		if !fellBack {
-			fellBack = true
-			running++
-			race(fallbacks, false)
-		}
-	}
 	var primaryErr, fallbackErr error
-	for {
+	for running, fellBack := 1, false; running > 0; {
 		select {
 		case <-timer.C:
-			fallBack()
 		case r := <-results:
 			running--
 			if r.err == nil {
@@ -184,15 +173,16 @@ func dialFamilies(ctx context.Context, dial dialFunc, network string, addrs []ne
 			}
 			if r.primary {
 				primaryErr = r.err
-				fallBack()
 			} else {
 				fallbackErr = r.err
 			}
-			if running == 0 {
-				return nil, netip.Addr{}, time.Time{}, cmp.Or(primaryErr, fallbackErr)
-			}
+		}
+		if !fellBack { // fallback passed, or the primaries all failed
+			fellBack, running = true, running+1
+			race(fallbacks, false)
 		}
 	}
+	return nil, netip.Addr{}, time.Time{}, cmp.Or(primaryErr, fallbackErr)
 }
 
 // dialSerial connects to each of addrs in turn until one answers.
@@ -261,9 +251,9 @@ func (d *nameDialer) resolve(ctx context.Context, name string) ([]netip.Addr, ti
 func (d *nameDialer) lookup(ctx context.Context, name string) ([]netip.Addr, time.Duration, error) {
 	d.lookupMu.Lock()
 	defer d.lookupMu.Unlock()
-	d.ttlMu.Lock()
+	d.mu.Lock()
 	d.ttl = -1
-	d.ttlMu.Unlock()
+	d.mu.Unlock()
 	// Without the request's trace: its UDP dial is not the request's TCP connect.
 	addrs, err := d.resolver.LookupNetIP(untraced{ctx}, "ip", dns.Fqdn(name))
 	if err != nil {
@@ -273,8 +263,8 @@ func (d *nameDialer) lookup(ctx context.Context, name string) ([]netip.Addr, tim
 	if len(addrs) == 0 {
 		return nil, 0, fmt.Errorf("resolve %s: no address in the answers", name)
 	}
-	d.ttlMu.Lock()
-	defer d.ttlMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return addrs, max(d.ttl, 0), nil
 }
 
@@ -304,8 +294,8 @@ func (untraced) Value(any) any { return nil }
 
 // noteTTL keeps the least TTL of m's address records.
 func (d *nameDialer) noteTTL(m *dns.Msg) {
-	d.ttlMu.Lock()
-	defer d.ttlMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, rr := range m.Answer {
 		h := rr.Header()
 		if h.Rrtype != dns.TypeA && h.Rrtype != dns.TypeAAAA {

@@ -129,64 +129,60 @@ func (b *browser) claim(c net.Conn) *connInfo {
 // fetch is one GET of u in a load that started at t0: its row (the
 // load's fields left to the caller), its Location, and its body when
 // keep (a document), else only counted.
-func (b *browser) fetch(ctx context.Context, t0 time.Time, u *url.URL, keep bool) (Fetch, string, []byte, error) {
+func (b *browser) fetch(ctx context.Context, t0 time.Time, u *url.URL, keep bool) (f Fetch, location string, body []byte, err error) {
 	var gotConn, firstByte time.Time
 	var info *connInfo
 	trace := &httptrace.ClientTrace{
 		GotConn:              func(ci httptrace.GotConnInfo) { gotConn, info = time.Now(), b.claim(ci.Conn) },
 		GotFirstResponseByte: func() { firstByte = time.Now() },
 	}
-	f := Fetch{Origin: b.origin(u.Host)}
+	f.Origin = b.origin(u.Host)
 	start := time.Now()
 	f.StartMS = ms(start.Sub(t0))
-	done := func(err error) (Fetch, string, []byte, error) {
-		end := time.Now()
-		f.TotalMS, f.EndMS = ms(end.Sub(start)), ms(end.Sub(t0))
-		if !firstByte.IsZero() {
-			f.TTFBMS = recorder.Some(ms(firstByte.Sub(start)))
-		}
-		if !gotConn.IsZero() {
-			wait := gotConn.Sub(start)
-			if info != nil {
-				f.NewConn = true
-				f.ConnectMS = recorder.Some(ms(info.connect))
-				f.DNSMS, f.Family = info.dns, info.family
-				if b.tls != nil {
-					f.TLSMS = recorder.Some(ms(info.tls))
-				}
-				wait -= info.connect + info.tls + time.Duration(info.dns.Value*float64(time.Millisecond))
-			}
-			f.WaitMS = recorder.Some(max(ms(wait), 0))
-		}
-		if err != nil {
-			f.Error = err.Error()
-		}
-		return f, "", nil, err
-	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u.String(), nil)
+	var resp *http.Response
+	if err == nil {
+		resp, err = b.client.Do(req)
+	}
+	if err == nil {
+		defer resp.Body.Close()
+		f.Status, f.Proto, location = resp.StatusCode, resp.Proto, resp.Header.Get("Location")
+		var buf bytes.Buffer
+		if keep {
+			f.Bytes, err = io.Copy(&buf, io.LimitReader(resp.Body, maxDocumentBytes))
+		} else {
+			f.Bytes, err = io.Copy(io.Discard, resp.Body)
+		}
+		body = buf.Bytes()
+		if st, ok := loadgen.ParseServerTiming(resp.Header.Get("Server-Timing"), "app"); ok {
+			f.ServerMS = recorder.Some(ms(st))
+		}
+		if st, ok := loadgen.ParseServerTiming(resp.Trailer.Get("Server-Timing"), "app"); ok {
+			f.ServerLastByteMS = recorder.Some(ms(st))
+		}
+	}
+	end := time.Now()
+	f.TotalMS, f.EndMS = ms(end.Sub(start)), ms(end.Sub(t0))
+	if !firstByte.IsZero() {
+		f.TTFBMS = recorder.Some(ms(firstByte.Sub(start)))
+	}
+	if !gotConn.IsZero() {
+		wait := gotConn.Sub(start)
+		if info != nil {
+			f.NewConn = true
+			f.ConnectMS = recorder.Some(ms(info.connect))
+			f.DNSMS, f.Family = info.dns, info.family
+			if b.tls != nil {
+				f.TLSMS = recorder.Some(ms(info.tls))
+			}
+			wait -= info.connect + info.tls + time.Duration(info.dns.Value*float64(time.Millisecond))
+		}
+		f.WaitMS = recorder.Some(max(ms(wait), 0))
+	}
 	if err != nil {
-		return done(err)
+		f.Error = err.Error()
 	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return done(err)
-	}
-	defer resp.Body.Close()
-	f.Status, f.Proto = resp.StatusCode, resp.Proto
-	var body bytes.Buffer
-	if keep {
-		f.Bytes, err = io.Copy(&body, io.LimitReader(resp.Body, maxDocumentBytes))
-	} else {
-		f.Bytes, err = io.Copy(io.Discard, resp.Body)
-	}
-	if st, ok := loadgen.ParseServerTiming(resp.Header.Get("Server-Timing"), "app"); ok {
-		f.ServerMS = recorder.Some(ms(st))
-	}
-	if st, ok := loadgen.ParseServerTiming(resp.Trailer.Get("Server-Timing"), "app"); ok {
-		f.ServerLastByteMS = recorder.Some(ms(st))
-	}
-	r, _, _, err := done(err)
-	return r, resp.Header.Get("Location"), body.Bytes(), err
+	return f, location, body, err
 }
 
 // chain follows a redirect chain from first: each hop must answer 301 or

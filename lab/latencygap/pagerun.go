@@ -86,7 +86,6 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 		run.Status, run.Reason = recorder.RunFailed, err.Error()
 		return run, err
 	}
-	names := dnsOn(sp.settings)
 	res, err := startResolver(ctx, s.path, sp.settings)
 	if err != nil {
 		run.Status, run.Reason = recorder.RunFailed, err.Error()
@@ -101,7 +100,7 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 		_, port, _ := net.SplitHostPort(host)
 		return ports[port]
 	}
-	first := s.loadURL(sp, names)
+	first := s.loadURL(sp, dnsOn(sp.settings))
 	dial := parallelDial(s.path, s.c.CongestionControl)
 	var fetches []Fetch
 	var loads []Load

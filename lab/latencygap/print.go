@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -43,12 +44,7 @@ var conditionsTable = report.Table[Row]{
 		report.Col("configured_rtt_ms", func(r *Row) report.Cell { return r.Gap.rttCell(r.Gap.ConfiguredRTTMS) }),
 		report.Col("rtt_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.RTTMS, report.Decimals(3)) }),
 		report.Col("method", func(r *Row) report.Cell { return report.Text(r.Gap.DelayMethod) }),
-		report.Col("tls", func(r *Row) report.Cell {
-			if r.Gap.TLS == "" {
-				return report.Text(TLSNone)
-			}
-			return report.Text(r.Gap.TLS)
-		}),
+		report.Col("tls", func(r *Row) report.Cell { return report.Text(cmp.Or(r.Gap.TLS, TLSNone)) }), // "": a row of before
 		report.Col("loss_%", func(r *Row) report.Cell { return r.Gap.lossCell() }),
 		report.Col("rate", func(r *Row) report.Cell { return r.Gap.rateCell() }),
 		report.Col("work_ms", func(r *Row) report.Cell {
@@ -132,7 +128,8 @@ func (s Settings) dnsText() string {
 }
 
 // Section is the latency-gap section of the report, which the
-// registration carries: its figures, then its tables.
+// registration carries: the conditions' figures and table, then the load
+// conditions' (addPages).
 var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, error) {
 	rows, paths, err := readConditions(dir, true)
 	if err != nil {
