@@ -211,11 +211,9 @@ func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver
 				delay += late
 			}
 			if delay > 0 {
-				t := time.NewTimer(delay)
 				select {
-				case <-t.C:
+				case <-time.After(delay): // its timer collected either way (Go 1.23 on)
 				case <-r.stop:
-					t.Stop()
 					return
 				}
 			}

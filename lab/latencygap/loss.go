@@ -142,11 +142,7 @@ func lossWhy(p Path) string {
 	if !p.SentPackets.Valid || !p.ReceivedPackets.Valid {
 		return "the packets crossing the path could not be counted at its ends"
 	}
-	sent, recv := int64(p.SentPackets.Value), int64(p.ReceivedPackets.Value)
-	overflow := int64(0)
-	if p.OverflowDrops.Valid {
-		overflow = int64(p.OverflowDrops.Value)
-	}
+	sent, recv, overflow := int64(p.SentPackets.Value), int64(p.ReceivedPackets.Value), int64(or0(p.OverflowDrops))
 	lost, of := sent-recv-overflow, sent-overflow
 	if lossAgrees(p.LossPct, lost, of) {
 		return ""

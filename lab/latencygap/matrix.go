@@ -262,7 +262,7 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 	if sp.load.kind != "" {
 		return s.measureLoads(ctx, sp, run)
 	}
-	cond := condition{size: sp.size, path: sp.path, settings: sp.settings, tls: s.server.clientTLS, id: id,
+	cond := condition{spec: sp, tls: s.server.clientTLS, id: id,
 		url: fmt.Sprintf("%s/bytes?n=%d%s", s.originBase(0, dnsOn(sp.settings)), sp.size, sp.work.query())}
 	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
 	row.Gap.RunID, row.Path.RunID = id, id

@@ -17,14 +17,12 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// condition is one measured condition: a size on a path in a TLS mode.
+// condition is a gap condition's spec as measured.
 type condition struct {
-	size     int
-	path     pathCond
-	settings Settings
-	url      string
-	tls      *tls.Config // the client's; nil without TLS
-	id       string      // its run's id (the spec's, or a retry's ID.tryN)
+	spec
+	url string
+	tls *tls.Config // the client's; nil without TLS
+	id  string      // its run's id (the spec's, or a retry's ID.tryN)
 }
 
 // condition measures one condition on the path, again while the path was
