@@ -10,7 +10,7 @@ const boundSlack = 0.1 // ms
 
 // loadCondOf is the load condition a row's key names.
 func loadCondOf(k LoadKey) loadCond {
-	return loadCond{kind: k.Kind, redirects: k.Redirects, cross: k.RedirectOrigin == OriginCross, resources: k.Resources, proto: k.Protocol}
+	return loadCond{kind: k.Kind, redirects: k.Redirects, origin: k.RedirectOrigin, resources: k.Resources, proto: k.Protocol}
 }
 
 // checkLoads checks the ok loads of a session, and their requests,
@@ -42,13 +42,13 @@ func checkLoads(loads []Load, fetches []Fetch) []error {
 		}
 		c := loadCondOf(l.LoadKey)
 		if b := boundMS(c, l.Mode, l.Settings); l.LoadMS < b-boundSlack {
-			bad(l, "%.3f ms, under its bound from the path %.0f ms (%s)", l.LoadMS, b, c)
+			bad(l, "%.3f ms, under its bound from the path %.0f ms (%s)", l.LoadMS, b, loadLabel(l.LoadKey))
 		}
 		origins := c.origins()
 		switch {
-		case c.kind == KindRedirect && (c.cross || l.Mode == ModeNew) && l.Connections != c.redirects+1:
+		case c.kind == KindRedirect && (c.origin == OriginCross || l.Mode == ModeNew) && l.Connections != c.redirects+1:
 			bad(l, "%d connections for %d requests, each on its own origin or without keep-alive: want one each", l.Connections, c.redirects+1)
-		case c.kind == KindRedirect && !c.cross && l.Mode == ModeKeepAlive && l.Connections != 1:
+		case c.kind == KindRedirect && c.origin == OriginSame && l.Mode == ModeKeepAlive && l.Connections != 1:
 			bad(l, "%d connections, kept alive on one origin: want 1", l.Connections)
 		case c.kind == KindPage && c.proto == ProtoHTTP2 && l.Connections != origins:
 			bad(l, "%d connections over HTTP/2 to %d origins: want one per origin", l.Connections, origins)

@@ -177,22 +177,19 @@ func (p pathCond) settings(tls string) Settings {
 // paths is the grid's paths: each delay (or the one asymmetric pair)
 // with each loss and each rate, in that nesting.
 func (c *Config) paths() []pathCond {
-	type pair struct{ up, down time.Duration }
-	var delays []pair
-	if c.DelayUp > 0 || c.DelayDown > 0 {
-		delays = []pair{{time.Duration(c.DelayUp), time.Duration(c.DelayDown)}}
-	} else {
+	delays := []pathCond{{up: time.Duration(c.DelayUp), down: time.Duration(c.DelayDown)}}
+	if c.DelayUp <= 0 && c.DelayDown <= 0 {
+		delays = nil
 		for _, d := range c.Delays {
-			delays = append(delays, pair{time.Duration(d), time.Duration(d)})
+			delays = append(delays, pathCond{up: time.Duration(d), down: time.Duration(d)})
 		}
 	}
-	losses := orOnly(c.Losses, 0)
-	rates := orOnly(c.Rates, BitRate(8*c.Rate))
 	var out []pathCond
-	for _, d := range delays {
-		for _, l := range losses {
-			for _, r := range rates {
-				out = append(out, pathCond{up: d.up, down: d.down, loss: l, rate: r})
+	for _, p := range delays {
+		for _, loss := range orOnly(c.Losses, 0) {
+			for _, rate := range orOnly(c.Rates, BitRate(8*c.Rate)) {
+				p.loss, p.rate = loss, rate
+				out = append(out, p)
 			}
 		}
 	}
@@ -212,15 +209,12 @@ func (c *Config) validateConditions() error {
 			return fmt.Errorf("%s %s: allowed 0 to %s", d.name, time.Duration(d.v), MaxDelay)
 		}
 	}
-	err := checkList("loss", "%g%%", c.Losses, upTo(netem.MaxLoss, fmt.Sprintf("%g%%", netem.MaxLoss)))
-	switch {
-	case err != nil:
-		return err
-	case len(c.Rates) > 0 && c.Rate != 0:
-		return errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
+	var rateAndRates error
+	if len(c.Rates) > 0 && c.Rate != 0 {
+		rateAndRates = errors.New("rate and rates: give one (rate is bytes per second for every condition; rates, bits per second, one condition each)")
 	}
 	// The first error in this order (cmp.Or: each check is a pure one).
-	err = cmp.Or(
+	err := cmp.Or(checkList("loss", "%g%%", c.Losses, upTo(netem.MaxLoss, fmt.Sprintf("%g%%", netem.MaxLoss))), rateAndRates,
 		checkList("rates", "%s", c.Rates, func(r BitRate) string {
 			if r != 0 && (r < MinRate || r > MaxRate) {
 				return fmt.Sprintf("allowed 0 (no limit) or %s to %s", MinRate, MaxRate)

@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,9 @@ import (
 	"github.com/slowlab/slowlab/lab/netem"
 )
 
+// dialFunc dials as net.Dialer.DialContext does.
+type dialFunc = func(ctx context.Context, network, address string) (net.Conn, error)
+
 // parallelDial returns a dial func for the path's server (either of its
 // addresses, or another across the path: netem.Path.Across) whose TCP
 // connects run at once. netem.Path.DialContext dials on the client
@@ -23,7 +27,7 @@ import (
 // caller's goroutine, waiting in Go's poller. cc, when set, is the
 // socket's congestion control. UDP (the resolver's queries) goes through
 // the path's own dial.
-func parallelDial(path *netem.Path, cc string) func(ctx context.Context, network, address string) (net.Conn, error) {
+func parallelDial(path *netem.Path, cc string) dialFunc {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		if network != "tcp" && network != "tcp4" && network != "tcp6" {
 			return path.DialContext(ctx, network, address)
@@ -54,8 +58,11 @@ func parallelDial(path *netem.Path, cc string) func(ctx context.Context, network
 			unix.Close(fd)
 			return nil, fmt.Errorf("dial %s: %w", address, err)
 		}
+		// A copy of the socket, in the poller: a TCPConn with Nagle off, as
+		// net.Dialer's (a request written in pieces, HTTP/2's preface,
+		// settings and headers, goes at once).
 		f := os.NewFile(uintptr(fd), "tcp "+address)
-		c, err := net.FileConn(f) // a copy of the socket, in the poller
+		c, err := net.FileConn(f)
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", address, err)
@@ -63,12 +70,6 @@ func parallelDial(path *netem.Path, cc string) func(ctx context.Context, network
 		if err := waitConnected(ctx, c); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("dial %s: %w", address, err)
-		}
-		// As net.Dialer's connections: no Nagle, so a request written in
-		// pieces (HTTP/2's preface, settings and headers) goes at once.
-		if err := c.(*net.TCPConn).SetNoDelay(true); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("dial %s: TCP_NODELAY: %w", address, err)
 		}
 		return c, nil
 	}
@@ -81,10 +82,7 @@ func waitConnected(ctx context.Context, c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = time.Time{}
-	}
+	dl, _ := ctx.Deadline() // zero without one
 	c.SetWriteDeadline(dl)
 	stop := context.AfterFunc(ctx, func() { c.SetWriteDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -104,11 +102,8 @@ func waitConnected(ctx context.Context, c net.Conn) error {
 		return true
 	})
 	c.SetWriteDeadline(time.Time{})
-	if werr != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return werr
+	if werr != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
-	return cerr
+	return cmp.Or(werr, cerr)
 }

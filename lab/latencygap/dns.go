@@ -68,14 +68,6 @@ const (
 	FamilyIPv6 = "ipv6"
 )
 
-// familyOf names a's family.
-func familyOf(a netip.Addr) string {
-	if a.Is4() {
-		return FamilyIPv4
-	}
-	return FamilyIPv6
-}
-
 // dnsCond is a DNS condition of the grid: a DNS mode and, when it looks
 // up, a family mode ("" for none).
 type dnsCond struct{ mode, families string }
@@ -85,7 +77,7 @@ type dnsCond struct{ mode, families string }
 func (c *Config) dnsConds() []dnsCond {
 	fams := orOnly(c.DNSFamilies, FamiliesA)
 	var out []dnsCond
-	for _, m := range c.dnsModes() {
+	for _, m := range orOnly(c.DNS, DNSNone) {
 		if m == DNSNone {
 			out = append(out, dnsCond{mode: m})
 			continue
@@ -137,9 +129,6 @@ const CachedTTL = 300 * time.Second
 
 // MaxDNSDelay bounds the resolver's extra delay before it answers.
 const MaxDNSDelay = 5 * time.Second
-
-// dnsModes is the grid's DNS modes, none when not given.
-func (c *Config) dnsModes() []string { return orOnly(c.DNS, DNSNone) }
 
 // validateDNS checks the DNS modes and the resolver's delay.
 func (c *Config) validateDNS() error {
@@ -197,9 +186,8 @@ func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver
 	if s.DNS == DNSCached {
 		ttl = CachedTTL
 	}
-	families := s.DNSFamilies
 	var v6 netip.Addr
-	switch families {
+	switch s.DNSFamilies {
 	case FamiliesBoth:
 		v6 = path.ServerAddr6
 	case FamiliesBlackhole:
@@ -207,8 +195,8 @@ func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver
 	case FamiliesLate:
 		v6, late = path.ServerAddr6, msDuration(s.DNSAAAADelayMS)
 	}
-	if families != "" && families != FamiliesA && !v6.IsValid() {
-		return nil, fmt.Errorf("resolver: dns families %s needs a path with IPv6", families)
+	if s.DNSFamilies != "" && s.DNSFamilies != FamiliesA && !v6.IsValid() {
+		return nil, fmt.Errorf("resolver: dns families %s needs a path with IPv6", s.DNSFamilies)
 	}
 	pc, err := path.ListenPacket(ctx, 0)
 	if err != nil {
@@ -223,11 +211,9 @@ func startResolver(ctx context.Context, path *netem.Path, s Settings) (*resolver
 				delay += late
 			}
 			if delay > 0 {
-				t := time.NewTimer(delay)
 				select {
-				case <-t.C:
+				case <-time.After(delay): // its timer collected either way (Go 1.23 on)
 				case <-r.stop:
-					t.Stop()
 					return
 				}
 			}

@@ -287,7 +287,7 @@ func TestPhasesSplitDNS(t *testing.T) {
 			}
 			got, sum = append(got, v), sum+v
 		}
-		if got[0] != lookupMS(r) || got[1] != r.ConnectMS || got[3] != 50.5 || sum != r.TotalMS {
+		if got[0] != or0(r.DNSMS) || got[1] != r.ConnectMS || got[3] != 50.5 || sum != r.TotalMS {
 			t.Errorf("phases of %+v: %v (sum %g); want the lookup, the connect, 50.5 ms to the first byte, summing to the total", r, got, sum)
 		}
 	}

@@ -3,7 +3,6 @@ package latencygap
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +14,8 @@ import (
 	"github.com/slowlab/slowlab/report"
 )
 
-// timesFigure is grouped bars per size and RTT: server-measured, client
-// keep-alive and client new-connection time, with the blind share under
-// each group.
+// timesFigure is grouped bars per condition, its blind share under each
+// group.
 func timesFigure(rows []Row) *report.GroupedBars {
 	names := make([]string, len(rows))
 	for i, r := range rows {
@@ -48,25 +46,6 @@ func timesFigure(rows []Row) *report.GroupedBars {
 			"Blind = 1 − server / new-connection time. Each bar is labelled with its value in ms."}
 }
 
-// pathLabel describes a condition's path beyond its RTT: asymmetric
-// delays, loss and rate ("-" for a plain one).
-func pathLabel(s Settings) string {
-	var parts []string
-	if s.DelayUpMS != s.DelayDownMS {
-		parts = append(parts, fmt.Sprintf("%g ms up, %g ms down", s.DelayUpMS, s.DelayDownMS))
-	}
-	if s.LossPct > 0 {
-		parts = append(parts, fmt.Sprintf("%g%% loss", s.LossPct))
-	}
-	if s.RateBits > 0 {
-		parts = append(parts, rateLabel(s.RateBits))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return strings.Join(parts, ", ")
-}
-
 // rateLabel writes bits per second as 10 Mbit/s.
 func rateLabel(b int64) string {
 	u := rateUnits[0]
@@ -78,11 +57,22 @@ func rateLabel(b int64) string {
 	return strconv.FormatFloat(float64(b)/u.mult, 'g', 4, 64) + " " + u.label
 }
 
-// label names a condition on a figure's axis, a line per part.
+// label names a condition on a figure's axis, a line per part: its path
+// beyond its RTT (asymmetric delays, loss and rate) on one.
 func label(bytes int, rtt float64, s Settings) string {
 	lines := []string{report.ByteSize(bytes), fmt.Sprintf("RTT %g ms", rtt)}
-	if p := pathLabel(s); p != "-" {
-		lines = append(lines, p)
+	var path []string
+	if s.DelayUpMS != s.DelayDownMS {
+		path = append(path, fmt.Sprintf("%g ms up, %g ms down", s.DelayUpMS, s.DelayDownMS))
+	}
+	if s.LossPct > 0 {
+		path = append(path, fmt.Sprintf("%g%% loss", s.LossPct))
+	}
+	if s.RateBits > 0 {
+		path = append(path, rateLabel(s.RateBits))
+	}
+	if len(path) > 0 {
+		lines = append(lines, strings.Join(path, ", "))
 	}
 	if s.TLS != "" && s.TLS != TLSNone {
 		lines = append(lines, "TLS "+s.TLS)
@@ -117,22 +107,15 @@ type phase[T any] struct {
 	get  func(*T) float64
 }
 
-// phases split a new-connection request's total time: the lookup of the
-// server's name (0 without DNS, or from the client's cache), the TCP
-// handshake (a happy-eyeballs fallback's wait included), the TLS
-// handshake, the request until the response's first byte (one round
-// trip and the server's time) and the rest of the body (the slow-start
-// rounds of a larger response).
+// phases split a new-connection request's total time, as
+// phasesFigure's caption says.
 var phases = []phase[Request]{
-	{"DNS lookup", func(r *Request) float64 { return lookupMS(*r) }},
+	{"DNS lookup", func(r *Request) float64 { return or0(r.DNSMS) }},
 	{"TCP connect", func(r *Request) float64 { return r.ConnectMS }},
 	{"TLS handshake", func(r *Request) float64 { return or0(r.HandshakeMS) }},
-	{"request to first byte", func(r *Request) float64 { return r.TTFBMS - lookupMS(*r) - r.ConnectMS - or0(r.HandshakeMS) }},
+	{"request to first byte", func(r *Request) float64 { return r.TTFBMS - or0(r.DNSMS) - r.ConnectMS - or0(r.HandshakeMS) }},
 	{"rest of the body", func(r *Request) float64 { return r.TotalMS - r.TTFBMS }},
 }
-
-// lookupMS is what r's dial spent resolving the name, 0 when none.
-func lookupMS(r Request) float64 { return or0(r.DNSMS) }
 
 // or0 is m's value, 0 when it was not measured.
 func or0(m recorder.Maybe) float64 {
@@ -162,16 +145,11 @@ func phasesFigure(rows []Row, reqs []Request) *report.GroupedBars {
 		names[j] = label(g.SizeBytes, g.ConfiguredRTTMS, g.Settings)
 		rs := byKey[conditionKey{g.SizeBytes, g.ConfiguredRTTMS, g.Settings}]
 		for i, ph := range phases {
-			var xs []float64
-			for _, r := range rs {
-				if v := ph.get(&r); !math.IsNaN(v) {
-					xs = append(xs, math.Max(v, 0))
-				}
+			xs := make([]float64, len(rs))
+			for k := range rs {
+				xs[k] = max(ph.get(&rs[k]), 0) // NaN stays NaN: Median skips it, and is NaN (no bar) with none
 			}
-			series[i].Values[j] = math.NaN()
-			if len(xs) > 0 {
-				series[i].Values[j] = recorder.Median(xs)
-			}
+			series[i].Values[j] = recorder.Median(xs)
 		}
 	}
 	return &report.GroupedBars{Name: "latency-gap-phases", Title: "Where a new connection's time goes, per condition",
@@ -185,9 +163,8 @@ func phasesFigure(rows []Row, reqs []Request) *report.GroupedBars {
 }
 
 // blindByWorkFigure draws the server's blind share against its
-// processing time, one line per size, RTT, path and TLS mode, when
-// gap.csv has at least two processing times for one of them; nil
-// otherwise.
+// processing time, a line per condition but its work that has at least
+// two; nil without one.
 func blindByWorkFigure(rows []Row) *report.Drawing {
 	type series struct {
 		key conditionKey

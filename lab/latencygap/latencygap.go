@@ -4,26 +4,15 @@
 // every packet (lab/netem) between a client and a server network
 // namespace that the run creates. The server is the embedded app (async
 // model) with its Server-Timing both as a header and as a trailer timed
-// through the last byte (target.LastByteTiming); the client is loadgen's,
-// dialing inside the client namespace and reading each connection's RTT
-// from the kernel, so that every row says the delay the path really had.
+// through the last byte (appserver.Options.LastByteTiming); the client is
+// loadgen's, dialing inside the client namespace and reading each
+// connection's RTT from the kernel, so that every row says the delay the
+// path really had.
 //
-// Beside single requests it loads redirect chains (hops on the server's
-// origin or each on another) and pages (an HTML document, then its
-// sub-resources on two origins at once, over HTTP/1.1 or HTTP/2) as a
-// browser does, with its own net/http client (browser) timing every
-// request's lookup, connect, TLS handshake, first and last byte, and
-// checks every load against the lower bound its configuration makes
-// certain (loadBound, checkLoads).
-//
-// It owns its scenario schema and flags, its run, its results files (Gap
-// rows in gap.csv, Request rows in gap-requests.csv, Path rows in
-// gap-path.csv, Fetch, Load and Page rows of the loads in
-// gap-page-requests.csv, gap-page-loads.csv and gap-pages.csv, and
-// RunRow rows in gap-runs.csv, which the run loop, lab.Matrix, resumes
-// from) with their aggregation, its conditions and pages tables,
-// declared once for the CLI and the report, and its report section with
-// its figures (Section), the page-load waterfall among them.
+// Beside single requests it loads redirect chains and pages as a browser
+// does (browser), timing every request's lookup, connect, TLS handshake,
+// first and last byte, each load against the lower bound its
+// configuration makes certain (loadBound).
 package latencygap
 
 import (
@@ -57,53 +46,30 @@ type Config struct {
 	// path of these one-way delays: client to server, and back.
 	DelayUp   lab.Duration `yaml:"delay_up"`
 	DelayDown lab.Duration `yaml:"delay_down"`
-	// Losses are random losses in percent, each direction, one condition
-	// each (none when empty).
-	Losses []float64 `yaml:"loss"`
-	// Rates are rate limits in bits per second ("10mbit"), each direction,
-	// one condition each (instead of rate; 0 is no limit).
-	Rates []BitRate `yaml:"rates,omitempty"`
-	// TLS are the TLS modes, one condition each: none, 1.2, 1.3 and
-	// 1.3-resume (new connections resume the previous session, without
-	// 0-RTT). Empty: none.
-	TLS []string `yaml:"tls"`
-	// Work are the server's processing times per request, one condition
-	// each ("10ms" asleep, "cpu:10ms" on the CPU). Empty: none.
-	Work []Work `yaml:"work"`
-	// DNS are the ways the client finds the server, one condition each:
-	// none (its IP in the URL), cold (a lookup through the lab's resolver
-	// beyond the path for every new connection: TTL 0) and cached (the
-	// client keeps the answer for its TTL). Empty: none.
-	DNS []string `yaml:"dns"`
-	// DNSDelay is how long the resolver waits before it answers (the
-	// cold and cached conditions).
-	DNSDelay lab.Duration `yaml:"dns_delay"`
-	// DNSFamilies are what the resolver answers for AAAA, one condition
-	// each with each DNS mode that looks up: a (AAAA empty: IPv4 only),
-	// a+aaaa (the server's IPv6 address: the client connects over IPv6),
-	// aaaa-blackhole (an address that never answers: the client falls
-	// back to IPv4 after FallbackDelay) and aaaa-late (the server's IPv6
-	// address, DNSAAAADelay after the A answer). Empty: a.
-	DNSFamilies []string `yaml:"dns_families,omitempty"`
-	// DNSAAAADelay is how much later than A the resolver answers AAAA in
-	// the aaaa-late family mode (and only there).
+	// The lists below are one condition per element (none when empty
+	// unless said), as their flags say in Flags.
+	Losses []float64 `yaml:"loss"`            // random loss, percent, each direction
+	Rates  []BitRate `yaml:"rates,omitempty"` // bits per second ("10mbit") each way, instead of rate; 0 is no limit
+	TLS    []string  `yaml:"tls"`             // TLSModes; 1.3-resume: new connections resume the previous session, without 0-RTT
+	Work   []Work    `yaml:"work"`            // the server's processing time per request: "10ms" asleep, "cpu:10ms" on the CPU
+	// DNS are how the client finds the server (DNSModes), DNSDelay how
+	// long the resolver waits before it answers, DNSFamilies what it
+	// answers for AAAA (DNSFamilyModes, empty: a) with each DNS mode that
+	// looks up, and DNSAAAADelay how much later than A it answers AAAA
+	// in aaaa-late (and only there).
+	DNS          []string     `yaml:"dns"`
+	DNSDelay     lab.Duration `yaml:"dns_delay"`
+	DNSFamilies  []string     `yaml:"dns_families,omitempty"`
 	DNSAAAADelay lab.Duration `yaml:"dns_aaaa_delay,omitempty"`
-	// Redirects are redirect chains, one condition each: the hops (a
-	// 301, then 302s) before a resource of each size. Empty: none.
-	Redirects []int `yaml:"redirects,omitempty"`
-	// RedirectOrigins are where the hops go, one condition each: same
-	// (the server's origin) or cross (each hop to another origin: another
-	// port and, with DNS, another name). Empty: same.
+	// Redirects are chains of that many hops (a 301, then 302s) before a
+	// resource of each size, going where RedirectOrigins say (empty:
+	// same); Pages are HTML documents referring to that many
+	// sub-resources of each size across two origins, over each of
+	// PageProtocols (empty: http/1.1).
+	Redirects       []int    `yaml:"redirects,omitempty"`
 	RedirectOrigins []string `yaml:"redirect_origins,omitempty"`
-	// Pages are page loads, one condition each: an HTML document that
-	// refers to that many sub-resources of each size across two origins,
-	// loaded as a browser does (the document, then the sub-resources at
-	// once). Empty: none.
-	Pages []int `yaml:"pages,omitempty"`
-	// PageProtocols are the pages' protocols, one condition each:
-	// http/1.1 (at most 6 connections per origin) and h2 (one connection
-	// per origin, over TLS). Empty: http/1.1.
-	PageProtocols []string `yaml:"page_protocols,omitempty"`
+	Pages           []int    `yaml:"pages,omitempty"`
+	PageProtocols   []string `yaml:"page_protocols,omitempty"`
 	// CongestionControl of the path's sockets; the namespaces' default when "".
 	CongestionControl string       `yaml:"congestion_control"`
 	Timeout           lab.Duration `yaml:"timeout"` // per request

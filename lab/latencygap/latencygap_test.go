@@ -141,7 +141,7 @@ func TestSummarizeValidity(t *testing.T) {
 		{48.9, onTime, false},
 		{50.1, netem.Lateness{Packets: 10, P99: 2 * time.Millisecond}, false},
 	} {
-		cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond}}
+		cond := condition{spec: spec{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond}}}
 		r := summarize(cond, 50, "tun", "cubic", reqs(tc.rtt), tc.lt, &pathCounts{transit: netem.Transit{Sent: 100, Received: 100}})
 		if r.Path.Valid != tc.valid || r.Gap.RTTMS.Value != tc.rtt || r.Path.RTTMS != r.Gap.RTTMS || r.Path.ConfiguredRTTMS != 50 {
 			t.Errorf("measured %g ms, lateness %+v: row %+v, want valid %t", tc.rtt, tc.lt, r.Path, tc.valid)
@@ -175,7 +175,7 @@ func TestSummarizeValidity(t *testing.T) {
 		{"overflow counted as random", 1, netem.Loss{Packets: 5000, Lost: 49}, 5000, 4851, false},
 		{"more overflow claimed than lost", 0, netem.Loss{Packets: 5000, Overflow: 10}, 5000, 4995, false},
 	} {
-		cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond, loss: tc.asked}}
+		cond := condition{spec: spec{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond, loss: tc.asked}}}
 		cond.settings = cond.path.settings(TLSNone)
 		c := pathCounts{own: tc.own, transit: netem.Transit{Sent: tc.sent, Received: tc.received}}
 		r := summarize(cond, 50, "tun", "cubic", reqs(50.1), onTime, &c)
@@ -190,11 +190,11 @@ func TestSummarizeValidity(t *testing.T) {
 		}
 	}
 	// Packets that could not be counted leave a row invalid.
-	cond := condition{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond}}
+	cond := condition{spec: spec{size: 1024, path: pathCond{up: 25 * time.Millisecond, down: 25 * time.Millisecond}}}
 	if r := summarize(cond, 50, "tun", "cubic", reqs(50.1), onTime, nil); r.Path.Valid || !strings.Contains(invalidWhy(r.Path), "could not be counted") {
 		t.Errorf("no packet counts: valid %t, %q", r.Path.Valid, invalidWhy(r.Path))
 	}
-	if r := summarize(condition{size: 1024}, 0, "none", "cubic", nil, netem.Lateness{}, nil); r.Path.Valid {
+	if r := summarize(condition{spec: spec{size: 1024}}, 0, "none", "cubic", nil, netem.Lateness{}, nil); r.Path.Valid {
 		t.Error("nothing measured, yet valid")
 	}
 }

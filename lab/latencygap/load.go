@@ -55,43 +55,21 @@ const MaxRedirects = 3
 const MaxPageResources = 200
 
 // loadCond is what a load condition loads: a redirect chain (redirects
-// hops, cross origin or not) or a page (resources sub-resources over
-// proto); the zero value is a gap condition.
+// hops, on origin: OriginSame or OriginCross) or a page (resources
+// sub-resources over proto); the zero value is a gap condition.
 type loadCond struct {
 	kind      string
 	redirects int
-	cross     bool
+	origin    string // the redirect_origin column ("" for a page)
 	resources int
 	proto     string
-}
-
-// origin is the redirect_origin column: same or cross ("" for a page).
-func (l loadCond) origin() string {
-	switch {
-	case l.kind != KindRedirect:
-		return ""
-	case l.cross:
-		return OriginCross
-	}
-	return OriginSame
-}
-
-// String names the condition in progress lines and figures.
-func (l loadCond) String() string {
-	switch l.kind {
-	case KindRedirect:
-		return fmt.Sprintf("%d redirect%s, %s origin", l.redirects, plural(l.redirects), l.origin())
-	case KindPage:
-		return fmt.Sprintf("page of %d, %s", l.resources, l.proto)
-	}
-	return "request"
 }
 
 // idSuffix is what the condition adds to its run id.
 func (l loadCond) idSuffix() string {
 	switch l.kind {
 	case KindRedirect:
-		return fmt.Sprintf(".redirect%d%s", l.redirects, l.origin())
+		return fmt.Sprintf(".redirect%d%s", l.redirects, l.origin)
 	case KindPage:
 		return fmt.Sprintf(".page%d%s", l.resources, strings.ReplaceAll(l.proto, "/", ""))
 	}
@@ -102,7 +80,7 @@ func (l loadCond) idSuffix() string {
 // hops and its resource, a page's two (one when it has no sub-resource).
 func (l loadCond) origins() int {
 	switch {
-	case l.kind == KindRedirect && l.cross:
+	case l.origin == OriginCross:
 		return l.redirects + 1
 	case l.kind == KindPage && l.resources > 0:
 		return 2
@@ -120,13 +98,6 @@ func (l loadCond) modes() []string {
 	return []string{ModeKeepAlive, ModeNew}
 }
 
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
 // loads is the grid's load conditions, each on every path, TLS mode,
 // work, DNS mode and size: the redirect chains (0 hops once, same
 // origin), then the pages.
@@ -141,7 +112,7 @@ func (c *Config) loads() []loadCond {
 				}
 				o = OriginSame // 0 hops has no origin to cross
 			}
-			out = append(out, loadCond{kind: KindRedirect, redirects: n, cross: o == OriginCross, proto: ProtoHTTP1})
+			out = append(out, loadCond{kind: KindRedirect, redirects: n, origin: o, proto: ProtoHTTP1})
 		}
 	}
 	protos := orOnly(c.PageProtocols, ProtoHTTP1)
@@ -281,7 +252,7 @@ func loadBound(l loadCond, mode string, s Settings) bound {
 	switch l.kind {
 	case KindRedirect:
 		reqs := l.redirects + 1
-		if l.cross || mode == ModeNew {
+		if l.origin == OriginCross || mode == ModeNew {
 			return bound{rtts: reqs * (conn + 1), lookups: reqs * look}
 		}
 		return bound{rtts: conn + reqs, lookups: look}

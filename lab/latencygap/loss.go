@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -141,23 +142,12 @@ func lossWhy(p Path) string {
 	if !p.SentPackets.Valid || !p.ReceivedPackets.Valid {
 		return "the packets crossing the path could not be counted at its ends"
 	}
-	sent, recv := int64(p.SentPackets.Value), int64(p.ReceivedPackets.Value)
-	overflow := int64(0)
-	if p.OverflowDrops.Valid {
-		overflow = int64(p.OverflowDrops.Value)
-	}
+	sent, recv, overflow := int64(p.SentPackets.Value), int64(p.ReceivedPackets.Value), int64(or0(p.OverflowDrops))
 	lost, of := sent-recv-overflow, sent-overflow
 	if lossAgrees(p.LossPct, lost, of) {
 		return ""
 	}
 	lo, hi := lossBounds(p.LossPct, of)
 	return fmt.Sprintf("its ends lost %d of %d packets (%s%%, not counting %d queue overflows), asked %g%%: %d packets agree with %.3g%% to %.3g%% (binomial, Chernoff bound at %g)",
-		lost, of, fmtPct(lost, of), overflow, p.LossPct, of, lo, hi, lossAlpha)
-}
-
-func fmtPct(a, b int64) string {
-	if b <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", 100*float64(a)/float64(b))
+		lost, of, lab.Num(recorder.Some(100*float64(lost)/float64(max(of, 0))), 2), overflow, p.LossPct, of, lo, hi, lossAlpha)
 }

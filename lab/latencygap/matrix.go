@@ -5,20 +5,19 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/runcert"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// Result is what Run wrote.
+// Result is what Run wrote: its runs (gap-runs.csv), resumed ones first,
+// and their rows.
 type Result struct {
-	Dir string
-	// Runs are the session's runs, resumed ones first (gap-runs.csv).
-	Runs []RunRow
+	lab.MatrixResult[RunRow]
 	// Rows are the conditions of the completed runs, resumed ones
 	// included, and of a run interrupted with what it measured.
 	Rows []Row
@@ -32,7 +31,7 @@ var _ lab.Reasoned = (*Result)(nil)
 // ReasonsFile implements lab.Reasoned: gap-runs.csv says why when every
 // run failed or was aborted, else gap-requests.csv (each request's error).
 func (r *Result) ReasonsFile() string {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
+	if r.MatrixResult.AllFailed() {
 		return runFile
 	}
 	return requestFile
@@ -41,10 +40,7 @@ func (r *Result) ReasonsFile() string {
 // AllFailed implements lab.Result: every run failed, or no condition got
 // a request through.
 func (r *Result) AllFailed() bool {
-	if lab.AllFailed(r.Runs, lab.VerdictOf[RunRow]) {
-		return true
-	}
-	return len(r.Rows) > 0 && !slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Gap.Runs > 0 })
+	return r.MatrixResult.AllFailed() || len(r.Rows) > 0 && !slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Gap.Runs > 0 })
 }
 
 // Valid reports whether every condition's path delayed faithfully, the
@@ -59,11 +55,10 @@ func (r *Result) Valid() bool {
 // attempt is kept, marked invalid.
 const tries = 3
 
-// spec is one run: a condition (a size on a path, in a TLS mode, with a
-// processing time), its Reps x Runs requests per mode.
+// spec is one run: a condition, its Reps x Runs requests (or loads) per
+// mode.
 type spec struct {
 	path     pathCond
-	tls      string
 	work     Work
 	size     int
 	settings Settings
@@ -90,9 +85,8 @@ func (c *Config) specs() []spec {
 						if dc.mode != DNSNone {
 							st.DNSDelayMS = ms(time.Duration(c.DNSDelay))
 						}
-						out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st})
-						for _, l := range c.loads() {
-							out = append(out, spec{path: pc, tls: mode, work: w, size: int(size), settings: st, load: l})
+						for _, l := range append([]loadCond{{}}, c.loads()...) { // the gap condition, then the loads
+							out = append(out, spec{path: pc, work: w, size: int(size), settings: st, load: l})
 						}
 					}
 				}
@@ -103,14 +97,12 @@ func (c *Config) specs() []spec {
 }
 
 // Run implements lab.Config: every condition of the grid as one run of
-// lab.Matrix (--resume, the host-CPU guard, progress), writing gap.csv,
-// gap-requests.csv, gap-path.csv, gap-runs.csv and environment.json. It
-// serves from the lab process. It needs root for the namespaces; without
-// it, it fails before writing anything, saying so. Consecutive runs on
-// the same path share it (and its server in one TLS mode). A condition
-// whose path was not faithful is measured again, up to tries times, the
-// discarded attempts noted in the progress output. Cancelling ctx keeps
-// what was measured, removes the namespaces and returns ctx's error.
+// lab.Matrix, writing resultsFiles. It serves from the lab process. It
+// needs root for the namespaces; without it, it fails before writing
+// anything, saying so. Consecutive runs on the same path share it (and
+// its server in one TLS mode). A condition whose path was not faithful is
+// measured again, up to tries times. Cancelling ctx keeps what was
+// measured, removes the namespaces and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -126,7 +118,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	defer s.close()
 	m := &lab.Matrix[spec, RunRow]{Specs: c.specs(), Line: s.line, Open: s.open,
-		Files: []string{gapFile, requestFile, pathFile, fetchFile, loadFile, pageFile},
+		Files: resultsFiles[1:], // but runFile
 		Expected: func(sp spec) time.Duration {
 			if sp.load.kind != "" {
 				return loadsExpected(sp.load, sp.settings, sp.path, sp.work.D, c.Reps*c.Runs+1)
@@ -136,10 +128,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		Measure: s.measure}
 	runs, err := m.Run(ctx, env, c)
 	s.close()
-	res := &Result{Dir: env.Out, Runs: runs}
 	rows, pages, rerr := s.resultRows(runs)
-	res.Rows, res.Pages = rows, pages
-	return res, errors.Join(err, rerr)
+	return &Result{MatrixResult: lab.MatrixResult[RunRow]{Dir: env.Out, Runs: runs}, Rows: rows, Pages: pages}, errors.Join(err, rerr)
 }
 
 // files are the open results files of a latency-gap session.
@@ -153,8 +143,8 @@ type files struct {
 	pages   *recorder.FileWriter[Page]
 }
 
-// open implements lab.Matrix's Open: the four files, created, or opened
-// to append on resume.
+// open implements lab.Matrix's Open: the files, created, or opened to
+// append on resume.
 func (s *session) open(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
 	f := &s.files
 	var err error
@@ -194,9 +184,9 @@ type session struct {
 	files files
 
 	pc     pathCond
-	path   *netem.Path // nil until a run needs one
-	cert   *certificate
-	server *server // on path, in one TLS mode
+	path   *netem.Path   // nil until a run needs one
+	cert   *runcert.Cert // the run's own server certificate, which the client trusts alone; nothing on disk
+	server *server       // on path, in one TLS mode
 	// origins are the servers of the other origins of the load
 	// conditions (origin 2 and on), on the path in server's TLS mode.
 	origins []*server
@@ -208,12 +198,9 @@ type session struct {
 
 // server is the app serving on the path in one TLS mode.
 type server struct {
-	mode      string
-	url       string // scheme://addr
-	scheme    string
-	port      string
-	clientTLS *tls.Config
-	stop      func()
+	mode, scheme, port string
+	clientTLS          *tls.Config // nil without TLS
+	stop               func()
 }
 
 // on makes sure the path and server of sp are up, replacing those of the
@@ -232,29 +219,13 @@ func (s *session) on(sp spec) error {
 		s.env.Logf("path %s: %s, %s, client %s, server %s, MTU %d, %s",
 			s.path.Name, s.path.Method, sp.path, s.path.ClientAddr, s.path.ServerAddr, netem.MTU, s.path.CongestionControl())
 	}
-	if s.server != nil && s.server.mode == sp.tls {
+	if s.server != nil && s.server.mode == sp.settings.TLS {
 		return nil
 	}
 	s.stopServer()
-	var serverTLS, clientTLS *tls.Config
-	if sp.tls != TLSNone {
-		if s.cert == nil {
-			if s.cert, err = newCertificate(s.path.ServerAddr); err != nil {
-				return err
-			}
-		}
-		serverTLS, clientTLS = s.cert.server(sp.tls), s.cert.client(sp.tls)
-	}
-	addr, stop, err := serve(s.ctx, s.path, s.env, serverTLS)
-	if err != nil {
+	if s.server, err = s.serve(sp.settings.TLS); err != nil {
 		return fmt.Errorf("latency-gap at %s: %w", sp.path, err)
 	}
-	scheme := "http"
-	if serverTLS != nil {
-		scheme = "https"
-	}
-	_, port, _ := net.SplitHostPort(addr)
-	s.server = &server{mode: sp.tls, url: scheme + "://" + addr, scheme: scheme, port: port, clientTLS: clientTLS, stop: stop}
 	return nil
 }
 
@@ -291,28 +262,14 @@ func (s *session) measure(ctx context.Context, sp spec, id string) (RunRow, erro
 	if sp.load.kind != "" {
 		return s.measureLoads(ctx, sp, run)
 	}
-	cond := condition{size: sp.size, path: sp.path, settings: sp.settings, tls: s.server.clientTLS, id: id,
-		url: fmt.Sprintf("%s/bytes?n=%d%s", s.server.url, sp.size, sp.work.query())}
-	if dnsOn(sp.settings) {
-		cond.url = fmt.Sprintf("%s://%s/bytes?n=%d%s", s.server.scheme, net.JoinHostPort(ServerName, s.server.port), sp.size, sp.work.query())
-	}
+	cond := condition{spec: sp, tls: s.server.clientTLS, id: id,
+		url: fmt.Sprintf("%s/bytes?n=%d%s", s.originBase(0, dnsOn(sp.settings)), sp.size, sp.work.query())}
 	row, reqs := s.c.condition(ctx, s.env, s.path, cond)
 	row.Gap.RunID, row.Path.RunID = id, id
 	s.rows[id] = row
-	werr := errors.Join(lab.WriteRows(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path))
-	return finish(ctx, run, werr)
-}
-
-// finish is a measured run's row: failed when its results were not all
-// written (werr), aborted when ctx ended it, else as it was.
-func finish(ctx context.Context, run RunRow, werr error) (RunRow, error) {
-	switch {
-	case werr != nil:
-		run.Status, run.Reason = recorder.RunFailed, "results not all written: "+werr.Error()
-	case ctx.Err() != nil:
-		run.Status, run.Reason = recorder.RunAborted, "interrupted: "+context.Cause(ctx).Error()
-	}
-	return run, werr
+	// Aborted when ctx ended, failed when its rows were not all written.
+	err := lab.Judge(ctx, lab.VerdictOf(&run), nil, errors.Join(lab.WriteRows(s.files.reqs, reqs), s.files.gaps.Write(row.Gap), s.files.paths.Write(row.Path)))
+	return run, err
 }
 
 // line is a finished run's progress line.

@@ -41,17 +41,14 @@ func withLookup(ctx context.Context, l *lookup) context.Context {
 // TTL (none with TTL 0). Dials of one name while its lookup is under way
 // wait for that lookup, as a browser's do, rather than send their own.
 type nameDialer struct {
-	dial     func(ctx context.Context, network, address string) (net.Conn, error)
+	dial     dialFunc
 	resolver net.Resolver
 	fallback time.Duration // FallbackDelay; shorter in tests
 
-	mu       sync.Mutex // guards names
+	mu       sync.Mutex // guards names and ttl
 	names    map[string]*nameEntry
-	lookupMu sync.Mutex // one lookup at a time: ttl is the current one's
-
-	ttlMu  sync.Mutex
-	ttl    time.Duration // the least TTL of the A and AAAA records of the last lookup's answers
-	gotTTL bool
+	ttl      time.Duration // the least TTL of the A and AAAA records of the last lookup's answers; -1: none
+	lookupMu sync.Mutex    // one lookup at a time: ttl is the current one's
 
 	joined func(name string) // when set, called as a dial starts waiting for another's lookup of name
 }
@@ -66,7 +63,7 @@ type nameEntry struct {
 
 // newNameDialer resolves through the resolver at resolverAddr, reached
 // with dial (the path's), and connects with dial too.
-func newNameDialer(dial func(ctx context.Context, network, address string) (net.Conn, error), resolverAddr string) *nameDialer {
+func newNameDialer(dial dialFunc, resolverAddr string) *nameDialer {
 	d := &nameDialer{dial: dial, names: map[string]*nameEntry{}, fallback: FallbackDelay}
 	d.resolver = net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		c, err := dial(ctx, network, resolverAddr)
@@ -102,9 +99,8 @@ func (d *nameDialer) DialContext(ctx context.Context, network, address string) (
 		trace.ConnectStart(network, first)
 	}
 	start := time.Now()
-	dctx, cancel := untraced(ctx) // its attempts' hooks are not the connect's: that is timed here
-	defer cancel()
-	c, at, connected, err := dialFamilies(dctx, d.dial, network, addrs, port, d.fallback)
+	// untraced: its attempts' hooks are not the connect's, which is timed here.
+	c, at, connected, err := dialFamilies(untraced{ctx}, d.dial, network, addrs, port, d.fallback)
 	if trace != nil && trace.ConnectDone != nil {
 		if err == nil {
 			first = net.JoinHostPort(at.String(), port)
@@ -112,7 +108,10 @@ func (d *nameDialer) DialContext(ctx context.Context, network, address string) (
 		trace.ConnectDone(network, first, err)
 	}
 	if l != nil && err == nil {
-		l.family, l.connect = familyOf(at), connected.Sub(start)
+		l.family, l.connect = FamilyIPv6, connected.Sub(start)
+		if at.Is4() {
+			l.family = FamilyIPv4
+		}
 	}
 	return c, err
 }
@@ -125,8 +124,7 @@ func (d *nameDialer) DialContext(ctx context.Context, network, address string) (
 // them; the first to connect wins and the other attempt is cancelled (its
 // connection, should it still come, closed). It returns the connection,
 // its address, and when it connected (before the loser was waited for).
-func dialFamilies(ctx context.Context, dial func(ctx context.Context, network, address string) (net.Conn, error),
-	network string, addrs []netip.Addr, port string, fallback time.Duration) (net.Conn, netip.Addr, time.Time, error) {
+func dialFamilies(ctx context.Context, dial dialFunc, network string, addrs []netip.Addr, port string, fallback time.Duration) (net.Conn, netip.Addr, time.Time, error) {
 	var primaries, fallbacks []netip.Addr
 	for _, a := range addrs {
 		if a.Is4() == addrs[0].Is4() {
@@ -157,19 +155,10 @@ func dialFamilies(ctx context.Context, dial func(ctx context.Context, network, a
 	race(primaries, true)
 	timer := time.NewTimer(fallback)
 	defer timer.Stop()
-	running, fellBack := 1, false
-	fallBack := func() {
-		if !fellBack {
-			fellBack = true
-			running++
-			race(fallbacks, false)
-		}
-	}
 	var primaryErr, fallbackErr error
-	for {
+	for running, fellBack := 1, false; running > 0; {
 		select {
 		case <-timer.C:
-			fallBack()
 		case r := <-results:
 			running--
 			if r.err == nil {
@@ -184,20 +173,20 @@ func dialFamilies(ctx context.Context, dial func(ctx context.Context, network, a
 			}
 			if r.primary {
 				primaryErr = r.err
-				fallBack()
 			} else {
 				fallbackErr = r.err
 			}
-			if running == 0 {
-				return nil, netip.Addr{}, time.Time{}, cmp.Or(primaryErr, fallbackErr)
-			}
+		}
+		if !fellBack { // fallback passed, or the primaries all failed
+			fellBack, running = true, running+1
+			race(fallbacks, false)
 		}
 	}
+	return nil, netip.Addr{}, time.Time{}, cmp.Or(primaryErr, fallbackErr)
 }
 
 // dialSerial connects to each of addrs in turn until one answers.
-func dialSerial(ctx context.Context, dial func(ctx context.Context, network, address string) (net.Conn, error),
-	network string, addrs []netip.Addr, port string) (net.Conn, netip.Addr, error) {
+func dialSerial(ctx context.Context, dial dialFunc, network string, addrs []netip.Addr, port string) (net.Conn, netip.Addr, error) {
 	var first error
 	for _, a := range addrs {
 		c, err := dial(ctx, network, net.JoinHostPort(a.String(), port))
@@ -232,10 +221,7 @@ func (d *nameDialer) resolve(ctx context.Context, name string) ([]netip.Addr, ti
 		case <-ctx.Done():
 			return nil, time.Since(start), fmt.Errorf("resolve %s: %w", name, ctx.Err())
 		}
-		if e.err != nil {
-			return nil, time.Since(start), e.err
-		}
-		return e.addrs, time.Since(start), nil
+		return e.addrs, time.Since(start), e.err // no addresses with an error
 	case e != nil && len(e.addrs) > 0 && start.Before(e.expires):
 		d.mu.Unlock()
 		return e.addrs, 0, nil
@@ -265,14 +251,11 @@ func (d *nameDialer) resolve(ctx context.Context, name string) ([]netip.Addr, ti
 func (d *nameDialer) lookup(ctx context.Context, name string) ([]netip.Addr, time.Duration, error) {
 	d.lookupMu.Lock()
 	defer d.lookupMu.Unlock()
-	// The lookup's own context, without the request's trace: its UDP
-	// dial is not the request's TCP connect.
-	lctx, cancel := untraced(ctx)
-	defer cancel()
-	d.ttlMu.Lock()
-	d.ttl, d.gotTTL = 0, false
-	d.ttlMu.Unlock()
-	addrs, err := d.resolver.LookupNetIP(lctx, "ip", dns.Fqdn(name))
+	d.mu.Lock()
+	d.ttl = -1
+	d.mu.Unlock()
+	// Without the request's trace: its UDP dial is not the request's TCP connect.
+	addrs, err := d.resolver.LookupNetIP(untraced{ctx}, "ip", dns.Fqdn(name))
 	if err != nil {
 		return nil, 0, fmt.Errorf("resolve %s: %w", name, err)
 	}
@@ -280,13 +263,9 @@ func (d *nameDialer) lookup(ctx context.Context, name string) ([]netip.Addr, tim
 	if len(addrs) == 0 {
 		return nil, 0, fmt.Errorf("resolve %s: no address in the answers", name)
 	}
-	d.ttlMu.Lock()
-	ttl, got := d.ttl, d.gotTTL
-	d.ttlMu.Unlock()
-	if !got {
-		ttl = 0
-	}
-	return addrs, ttl, nil
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return addrs, max(d.ttl, 0), nil
 }
 
 // preferred orders addrs (unmapped) as the client connects to them: IPv6
@@ -309,28 +288,21 @@ func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(ti
 
 // untraced is a context that ends with ctx (its deadline, its
 // cancellation) without its values, a request's httptrace among them.
-func untraced(ctx context.Context) (context.Context, context.CancelFunc) {
-	u, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(ctx, cancel)
-	if dl, ok := ctx.Deadline(); ok {
-		var c2 context.CancelFunc
-		u, c2 = context.WithDeadline(u, dl)
-		return u, func() { c2(); stop(); cancel() }
-	}
-	return u, func() { stop(); cancel() }
-}
+type untraced struct{ context.Context }
+
+func (untraced) Value(any) any { return nil }
 
 // noteTTL keeps the least TTL of m's address records.
 func (d *nameDialer) noteTTL(m *dns.Msg) {
-	d.ttlMu.Lock()
-	defer d.ttlMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, rr := range m.Answer {
 		h := rr.Header()
 		if h.Rrtype != dns.TypeA && h.Rrtype != dns.TypeAAAA {
 			continue
 		}
-		if t := time.Duration(h.Ttl) * time.Second; !d.gotTTL || t < d.ttl {
-			d.ttl, d.gotTTL = t, true
+		if t := time.Duration(h.Ttl) * time.Second; d.ttl < 0 || t < d.ttl {
+			d.ttl = t
 		}
 	}
 }

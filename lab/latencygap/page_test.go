@@ -28,7 +28,7 @@ func at50(tls, dns string) Settings {
 func TestLoadBounds(t *testing.T) {
 	plain, tls13, cold := at50(TLSNone, DNSNone), at50(TLS13, DNSNone), at50(TLSNone, DNSCold)
 	for k := 1; k <= MaxRedirects; k++ {
-		same, cross := loadCond{kind: KindRedirect, redirects: k}, loadCond{kind: KindRedirect, redirects: k, cross: true}
+		same, cross := loadCond{kind: KindRedirect, redirects: k, origin: OriginSame}, loadCond{kind: KindRedirect, redirects: k, origin: OriginCross}
 		for _, tc := range []struct {
 			s        Settings
 			perCross float64 // ms each cross hop adds at least
@@ -93,19 +93,19 @@ func TestCheckLoads(t *testing.T) {
 		want    string
 	}{
 		{"same-origin chain faster than its bound", func(l []Load, _ []Fetch) { l[0].LoadMS = 199 },
-			"r keepalive load 0: 199.000 ms, under its bound from the path 200 ms (1 redirect, same origin)"},
+			"r keepalive load 0: 199.000 ms, under its bound from the path 200 ms (1 redirect, same)"},
 		{"cross-origin chain only a same-origin one's time", func(l []Load, _ []Fetch) { l[1].LoadMS = 201 },
-			"under its bound from the path 300 ms (1 redirect, cross origin)"},
+			"under its bound from the path 300 ms (1 redirect, cross)"},
 		{"cross-origin chain on one connection", func(l []Load, _ []Fetch) { l[1].Connections = 1 },
 			"1 connections for 2 requests, each on its own origin or without keep-alive: want one each"},
 		{"same-origin chain not kept alive", func(l []Load, _ []Fetch) { l[0].Connections = 2 }, "2 connections, kept alive on one origin: want 1"},
 		{"HTTP/2 page on more connections", func(l []Load, _ []Fetch) { l[2].Connections = 3 },
 			"3 connections over HTTP/2 to 2 origins: want one per origin"},
-		{"HTTP/2 page faster than its bound", func(l []Load, _ []Fetch) { l[2].LoadMS = 250 }, "under its bound from the path 300 ms (page of 10, h2)"},
+		{"HTTP/2 page faster than its bound", func(l []Load, _ []Fetch) { l[2].LoadMS = 250 }, "under its bound from the path 300 ms (page 10, h2)"},
 		{"HTTP/1.1 page on more than 6 per origin", func(l []Load, _ []Fetch) { l[3].Connections = 13 },
 			"13 connections over HTTP/1.1 to 2 origins: at most 6 per origin"},
 		{"HTTP/1.1 page faster than its bound", func(l []Load, _ []Fetch) { l[3].LoadMS = 290 },
-			"under its bound from the path 300 ms (page of 10, http/1.1)"},
+			"under its bound from the path 300 ms (page 10, http/1.1)"},
 		{"a connect shorter than the round trip", func(_ []Load, f []Fetch) { f[0].ConnectMS = recorder.Some(20) },
 			"r keepalive load 0 request 1: connect {20 true} ms on a new connection, under the path's round trip 50 ms"},
 		{"a cold lookup shorter than a round trip", func(_ []Load, f []Fetch) {

@@ -28,7 +28,7 @@ import (
 type browser struct {
 	client *http.Client
 	tr     *http.Transport
-	dial   func(ctx context.Context, network, address string) (net.Conn, error)
+	dial   dialFunc
 	names  *nameDialer // nil: the URLs name the server by its IP
 	tls    *tls.Config // nil: plain HTTP
 	origin func(host string) int
@@ -52,16 +52,16 @@ type connInfo struct {
 // configuration (nil for plain HTTP), serverName what its certificate
 // names. keepAlive false opens a connection per request. origin numbers
 // a URL's host:port.
-func newBrowser(dial func(ctx context.Context, network, address string) (net.Conn, error), names *nameDialer,
-	clientTLS *tls.Config, serverName, proto string, keepAlive bool, origin func(string) int) *browser {
+func newBrowser(dial dialFunc, names *nameDialer, clientTLS *tls.Config, serverName, proto string, keepAlive bool,
+	origin func(string) int) *browser {
 	b := &browser{dial: dial, names: names, origin: origin, conns: map[net.Conn]*connInfo{}}
-	b.tr = &http.Transport{DialContext: b.dialPlain, DisableKeepAlives: !keepAlive, MaxConnsPerHost: MaxConnsPerOrigin,
+	b.tr = &http.Transport{DialContext: b.openConn, DisableKeepAlives: !keepAlive, MaxConnsPerHost: MaxConnsPerOrigin,
 		MaxIdleConnsPerHost: MaxConnsPerOrigin, DisableCompression: true, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
 	if clientTLS != nil {
 		b.tls = clientTLS.Clone()
 		b.tls.ServerName = serverName
 		b.tls.NextProtos = []string{"http/1.1"}
-		b.tr.DialTLSContext = b.dialTLS
+		b.tr.DialTLSContext = b.openConn
 	}
 	if proto == ProtoHTTP2 {
 		b.tls.NextProtos = []string{"h2"}
@@ -92,33 +92,26 @@ func (b *browser) connect(ctx context.Context, network, address string) (net.Con
 	return c, info, err
 }
 
-func (b *browser) dialPlain(ctx context.Context, network, address string) (net.Conn, error) {
+// openConn is the transport's dial: connect, then with TLS the handshake,
+// its times kept for the first request on the connection.
+func (b *browser) openConn(ctx context.Context, network, address string) (net.Conn, error) {
 	c, info, err := b.connect(ctx, network, address)
 	if err != nil {
 		return nil, err
+	}
+	if b.tls != nil {
+		start := time.Now()
+		tc := tls.Client(c, b.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", address, err)
+		}
+		c, info.tls = tc, time.Since(start)
 	}
 	b.mu.Lock()
 	b.conns[c] = info
 	b.mu.Unlock()
 	return c, nil
-}
-
-func (b *browser) dialTLS(ctx context.Context, network, address string) (net.Conn, error) {
-	c, info, err := b.connect(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	tc := tls.Client(c, b.tls)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", address, err)
-	}
-	info.tls = time.Since(start)
-	b.mu.Lock()
-	b.conns[tc] = info
-	b.mu.Unlock()
-	return tc, nil
 }
 
 // claim returns c's opening times to the first request that uses it.
@@ -136,64 +129,60 @@ func (b *browser) claim(c net.Conn) *connInfo {
 // fetch is one GET of u in a load that started at t0: its row (the
 // load's fields left to the caller), its Location, and its body when
 // keep (a document), else only counted.
-func (b *browser) fetch(ctx context.Context, t0 time.Time, u *url.URL, keep bool) (Fetch, string, []byte, error) {
+func (b *browser) fetch(ctx context.Context, t0 time.Time, u *url.URL, keep bool) (f Fetch, location string, body []byte, err error) {
 	var gotConn, firstByte time.Time
 	var info *connInfo
 	trace := &httptrace.ClientTrace{
 		GotConn:              func(ci httptrace.GotConnInfo) { gotConn, info = time.Now(), b.claim(ci.Conn) },
 		GotFirstResponseByte: func() { firstByte = time.Now() },
 	}
-	f := Fetch{Origin: b.origin(u.Host)}
+	f.Origin = b.origin(u.Host)
 	start := time.Now()
 	f.StartMS = ms(start.Sub(t0))
-	done := func(err error) (Fetch, string, []byte, error) {
-		end := time.Now()
-		f.TotalMS, f.EndMS = ms(end.Sub(start)), ms(end.Sub(t0))
-		if !firstByte.IsZero() {
-			f.TTFBMS = recorder.Some(ms(firstByte.Sub(start)))
-		}
-		if !gotConn.IsZero() {
-			wait := gotConn.Sub(start)
-			if info != nil {
-				f.NewConn = true
-				f.ConnectMS = recorder.Some(ms(info.connect))
-				f.DNSMS, f.Family = info.dns, info.family
-				if b.tls != nil {
-					f.TLSMS = recorder.Some(ms(info.tls))
-				}
-				wait -= info.connect + info.tls + time.Duration(info.dns.Value*float64(time.Millisecond))
-			}
-			f.WaitMS = recorder.Some(max(ms(wait), 0))
-		}
-		if err != nil {
-			f.Error = err.Error()
-		}
-		return f, "", nil, err
-	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodGet, u.String(), nil)
+	var resp *http.Response
+	if err == nil {
+		resp, err = b.client.Do(req)
+	}
+	if err == nil {
+		defer resp.Body.Close()
+		f.Status, f.Proto, location = resp.StatusCode, resp.Proto, resp.Header.Get("Location")
+		var buf bytes.Buffer
+		if keep {
+			f.Bytes, err = io.Copy(&buf, io.LimitReader(resp.Body, maxDocumentBytes))
+		} else {
+			f.Bytes, err = io.Copy(io.Discard, resp.Body)
+		}
+		body = buf.Bytes()
+		if st, ok := loadgen.ParseServerTiming(resp.Header.Get("Server-Timing"), "app"); ok {
+			f.ServerMS = recorder.Some(ms(st))
+		}
+		if st, ok := loadgen.ParseServerTiming(resp.Trailer.Get("Server-Timing"), "app"); ok {
+			f.ServerLastByteMS = recorder.Some(ms(st))
+		}
+	}
+	end := time.Now()
+	f.TotalMS, f.EndMS = ms(end.Sub(start)), ms(end.Sub(t0))
+	if !firstByte.IsZero() {
+		f.TTFBMS = recorder.Some(ms(firstByte.Sub(start)))
+	}
+	if !gotConn.IsZero() {
+		wait := gotConn.Sub(start)
+		if info != nil {
+			f.NewConn = true
+			f.ConnectMS = recorder.Some(ms(info.connect))
+			f.DNSMS, f.Family = info.dns, info.family
+			if b.tls != nil {
+				f.TLSMS = recorder.Some(ms(info.tls))
+			}
+			wait -= info.connect + info.tls + time.Duration(info.dns.Value*float64(time.Millisecond))
+		}
+		f.WaitMS = recorder.Some(max(ms(wait), 0))
+	}
 	if err != nil {
-		return done(err)
+		f.Error = err.Error()
 	}
-	resp, err := b.client.Do(req)
-	if err != nil {
-		return done(err)
-	}
-	defer resp.Body.Close()
-	f.Status, f.Proto = resp.StatusCode, resp.Proto
-	var body bytes.Buffer
-	if keep {
-		f.Bytes, err = io.Copy(&body, io.LimitReader(resp.Body, maxDocumentBytes))
-	} else {
-		f.Bytes, err = io.Copy(io.Discard, resp.Body)
-	}
-	if st, ok := loadgen.ParseServerTiming(resp.Header.Get("Server-Timing"), "app"); ok {
-		f.ServerMS = recorder.Some(ms(st))
-	}
-	if st, ok := loadgen.ParseServerTiming(resp.Trailer.Get("Server-Timing"), "app"); ok {
-		f.ServerLastByteMS = recorder.Some(ms(st))
-	}
-	r, _, _, err := done(err)
-	return r, resp.Header.Get("Location"), body.Bytes(), err
+	return f, location, body, err
 }
 
 // chain follows a redirect chain from first: each hop must answer 301 or

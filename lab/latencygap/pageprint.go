@@ -15,11 +15,7 @@ import (
 )
 
 // pagesTable is the load conditions' table (gap-pages.csv), printed by
-// the CLI and drawn in the report: per redirect chain or page and mode,
-// the medians of what the client waited for the whole load, what the
-// server reported of its requests (their sum and the largest) and the
-// share of the load they account for, beside the load's lower bound
-// from the path.
+// the CLI and drawn in the report; its caption says what each column is.
 var pagesTable = report.Table[Page]{
 	Caption: "latency-gap page loads (" + pageFile + "): redirect chains (each hop a 301/302, on the server's origin or " +
 		"each on another) and pages (an HTML document, then its sub-resources on two origins at once: at most 6 connections " +
@@ -31,7 +27,8 @@ var pagesTable = report.Table[Page]{
 		"a load opened; late_p99_ms the TUN delay line's lateness over the condition, valid: the path delayed as configured.",
 	Cols: []report.Column[Page]{
 		report.Col("load", func(p *Page) report.Cell {
-			return report.Cell{Text: loadToken(p.LoadKey), Title: loadLabel(p.LoadKey)}
+			l := loadLabel(p.LoadKey) // in one word in the text table: "2-redirects-cross", "page-50-h2"
+			return report.Cell{Text: strings.ReplaceAll(strings.ReplaceAll(l, ", ", "-"), " ", "-"), Title: l}
 		}),
 		report.Col("size_bytes", func(p *Page) report.Cell { return sizeCell(p.SizeBytes) }),
 		report.Col("configured_rtt_ms", func(p *Page) report.Cell { return p.rttCell(p.ConfiguredRTTMS) }),
@@ -48,26 +45,18 @@ var pagesTable = report.Table[Page]{
 		report.Col("visible_%", func(p *Page) report.Cell { return report.Opt(p.VisiblePct, report.Decimals(2)) }),
 		report.Col("conns", func(p *Page) report.Cell { return report.Opt(p.Connections, report.Decimals(0)) }),
 		report.Col("late_p99_ms", func(p *Page) report.Cell { return report.Opt(p.LatenessP99MS, report.Decimals(3)) }),
-		report.Col("valid", func(p *Page) report.Cell {
-			if p.Valid {
-				return report.Text("yes")
-			}
-			return report.Text("NO")
-		}),
+		report.Col("valid", func(p *Page) report.Cell { return validCell(p.Valid) }),
 	},
-}
-
-// loadToken names a load condition in one word, as the text table's
-// cells are: "2-redirects-cross" or "page-50-h2".
-func loadToken(k LoadKey) string {
-	return strings.ReplaceAll(strings.ReplaceAll(loadLabel(k), ", ", "-"), " ", "-")
 }
 
 // loadLabel names a load condition: "2 redirects, cross" or "page 50,
 // h2".
 func loadLabel(k LoadKey) string {
-	if k.Kind == KindRedirect {
-		return fmt.Sprintf("%d redirect%s, %s", k.Redirects, plural(k.Redirects), k.RedirectOrigin)
+	switch {
+	case k.Kind == KindRedirect && k.Redirects == 1:
+		return "1 redirect, " + k.RedirectOrigin
+	case k.Kind == KindRedirect:
+		return fmt.Sprintf("%d redirects, %s", k.Redirects, k.RedirectOrigin)
 	}
 	return fmt.Sprintf("page %d, %s", k.Resources, k.Protocol)
 }
@@ -127,8 +116,7 @@ func waterfallLoad(pages []Page, fetches []Fetch) []Fetch {
 }
 
 // waterfallFigure draws one load's requests as a browser's developer
-// tools do: a row per request, from its start, split into its phases;
-// nil without a load.
+// tools do; nil without a load.
 func waterfallFigure(pages []Page, fetches []Fetch) *report.Drawing {
 	fs := waterfallLoad(pages, fetches)
 	if len(fs) == 0 {
@@ -140,15 +128,11 @@ func waterfallFigure(pages []Page, fetches []Fetch) *report.Drawing {
 	d := report.NewDrawing("latency-gap-waterfall", title, 8*vg.Inch, height)
 	p := report.NewPlot(d.Title(), "time since the load's first request (ms)", "request")
 	report.Grid(p, true, false)
-	labels := make([]string, len(fs))
+	labels, at := make([]string, len(fs)), make([]float64, len(fs)) // at: where each bar's next phase starts
 	for i, f := range fs {
-		labels[i] = fmt.Sprintf("%s %d (origin %d)", f.Role, f.Hop, f.Origin)
+		labels[i], at[i] = fmt.Sprintf("%s %d (origin %d)", f.Role, f.Hop, f.Origin), f.StartMS
 	}
 	ys := report.ConditionRows(p, labels)
-	at := make([]float64, len(fs))
-	for i, f := range fs {
-		at[i] = f.StartMS
-	}
 	hi := 0.0
 	for pi, ph := range waterfallPhases {
 		n := 0
@@ -174,17 +158,13 @@ func waterfallFigure(pages []Page, fetches []Fetch) *report.Drawing {
 	p.X.Min, p.X.Max = 0, hi*1.4 // room for the legend, right of the last bar
 	p.Legend.Top = true
 	d.AddPanel(p)
+	sum := "nothing (none reported)"
+	if s := summarizeLoad(LoadKey{}, 0, Settings{}, 0, fs, nil).ServerSumMS; s.Valid {
+		sum = fmt.Sprintf("%.2f ms", s.Value)
+	}
 	d.SetCaption(fmt.Sprintf("One load (the median of its condition's ok loads, %s): each row a request, from its start, "+
 		"split into the wait for one of its origin's connections, and on a new connection its DNS lookup, TCP connect and TLS "+
 		"handshake, then the request until the response's first byte (a round trip and the server's time) and the rest of the "+
-		"body. The server's own timings of these requests sum to %s.", fetchFile, serverSum(fs)))
+		"body. The server's own timings of these requests sum to %s.", fetchFile, sum))
 	return d
-}
-
-// serverSum writes the sum of a load's server timings.
-func serverSum(fs []Fetch) string {
-	if sum := summarizeLoad(LoadKey{}, 0, Settings{}, 0, fs, nil).ServerSumMS; sum.Valid {
-		return fmt.Sprintf("%.2f ms", sum.Value)
-	}
-	return "nothing (none reported)"
 }

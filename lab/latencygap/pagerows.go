@@ -13,9 +13,7 @@ const (
 	pageFile  = "gap-pages.csv"
 )
 
-// LoadKey is what every row of a load condition says of it: its run,
-// kind, mode and protocol, its redirect hops and origin or its
-// sub-resources, its resources' size and its path's configured RTT.
+// LoadKey is what every row of a load condition says of it.
 type LoadKey struct {
 	RunID           string  `csv:"run_id"`
 	Kind            string  `csv:"kind"`     // KindRedirect or KindPage
@@ -30,30 +28,25 @@ type LoadKey struct {
 
 // Roles of a request in a load (Fetch.Role).
 const (
-	RoleHop         = "redirect"    // a redirect hop
-	RoleResource    = "resource"    // the resource at the end of a chain
-	RoleDocument    = "document"    // a page's HTML
-	RoleSubresource = "subresource" // one the document refers to
+	RoleHop         = "redirect"
+	RoleResource    = "resource" // at the end of a chain
+	RoleDocument    = "document" // a page's HTML
+	RoleSubresource = "subresource"
 )
 
-// Fetch is one HTTP request of a load (gap-page-requests.csv). Hop is
-// its place in the load: a chain's hops 0 to redirects (the resource), a
-// page's document 0 and its sub-resources 1 to N. Origin numbers the
-// origin it went to (1: the server's, 2...: the others). Times are in ms:
-// StartMS and EndMS (its last body byte) from the load's start; DNSMS,
-// ConnectMS and TLSMS what its new connection spent looking the name up,
-// connecting and in the TLS handshake (empty on a reused connection, or
-// without DNS or TLS); WaitMS from its start until it had a connection,
-// beyond those (waiting for one of the origin's connections); TTFBMS and
-// TotalMS from its start to its first response byte and its last body
-// byte. ServerMS is the server's Server-Timing header, ServerLastByteMS
+// Fetch is one HTTP request of a load (gap-page-requests.csv). Times are
+// in ms: StartMS and EndMS (its last body byte) from the load's start;
+// DNSMS, ConnectMS and TLSMS what its new connection spent on each (empty
+// on a reused connection, or without DNS or TLS); WaitMS from its start
+// until it had a connection, beyond those; TTFBMS and TotalMS from its
+// start. ServerMS is the server's Server-Timing header, ServerLastByteMS
 // its trailer (timed through the last byte written).
 type Fetch struct {
 	LoadKey
 	Load             int            `csv:"load"` // the load's sequence number in its mode
-	Hop              int            `csv:"hop"`
+	Hop              int            `csv:"hop"`  // a chain's hops 0 to redirects (the resource), a page's document 0 and sub-resources 1 to N
 	Role             string         `csv:"role"`
-	Origin           int            `csv:"origin"`
+	Origin           int            `csv:"origin"` // 1: the server's, 2...: the others
 	Status           int            `csv:"status"`
 	Proto            string         `csv:"proto"` // the response's protocol (HTTP/1.1, HTTP/2.0)
 	NewConn          bool           `csv:"new_conn"`
@@ -79,24 +72,9 @@ func (Fetch) Schema() *recorder.Schema[Fetch] { return fetchSchema }
 
 var fetchSchema = recorder.Tagged[Fetch](fetchFile)
 
-// serverTime is what the server reported of a request: through its last
-// byte (the trailer) where it sent that, else its header.
-func (f *Fetch) serverTime() recorder.Maybe {
-	if f.ServerLastByteMS.Valid {
-		return f.ServerLastByteMS
-	}
-	return f.ServerMS
-}
-
-// Load is one load (gap-page-loads.csv): a redirect chain to its
-// resource, or a page's document and sub-resources. LoadMS is from its
-// first request's start to the last byte of its last response;
-// ServerSumMS and ServerMaxMS the sum and the largest of what the server
-// reported of each of its requests (through the last byte), and
-// VisiblePct = 100 * ServerSumMS / LoadMS the share of the load the
-// server's timings account for (VisibleMaxPct by the largest: what a
-// server's slowest request says of the page). Connections is how many it
-// opened; BoundMS its lower bound from the path (loadBound).
+// Load is one load (gap-page-loads.csv), summarizeLoad's: a redirect
+// chain to its resource, or a page's document and sub-resources.
+// VisibleMaxPct is what a server's slowest request says of the page.
 type Load struct {
 	LoadKey
 	Load          int            `csv:"load"`
@@ -143,7 +121,12 @@ func (Page) Schema() *recorder.Schema[Page] { return pageSchema }
 
 var pageSchema = recorder.Tagged[Page](pageFile)
 
-// summarizeLoad computes a load's row from its requests.
+// summarizeLoad computes a load's row from its requests. LoadMS is from
+// its first request's start to the last byte of its last response;
+// ServerSumMS and ServerMaxMS the sum and the largest of what the server
+// reported of each of its requests (through the last byte), and
+// VisiblePct = 100 * ServerSumMS / LoadMS the share of the load the
+// server's timings account for (VisibleMaxPct by the largest).
 func summarizeLoad(k LoadKey, seq int, s Settings, bound float64, fetches []Fetch, err error) Load {
 	l := Load{LoadKey: k, Load: seq, Requests: len(fetches), BoundMS: bound, Settings: s}
 	var sum, hi float64
@@ -154,7 +137,11 @@ func summarizeLoad(k LoadKey, seq int, s Settings, bound float64, fetches []Fetc
 			l.Connections++
 		}
 		l.LoadMS = max(l.LoadMS, f.EndMS)
-		if st := f.serverTime(); st.Valid {
+		st := f.ServerMS
+		if f.ServerLastByteMS.Valid { // through its last byte, where the server sent that
+			st = f.ServerLastByteMS
+		}
+		if st.Valid {
 			sum, hi, servers = sum+st.Value, max(hi, st.Value), servers+1
 		}
 		if err == nil && f.Error != "" {

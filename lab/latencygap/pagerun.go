@@ -2,12 +2,13 @@ package latencygap
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -33,16 +34,11 @@ func (s *session) originBase(k int, names bool) string {
 // same TLS mode) beside the server's.
 func (s *session) ensureOrigins(n int) error {
 	for len(s.origins) < n-1 {
-		var serverTLS *tls.Config
-		if s.server.clientTLS != nil {
-			serverTLS = s.cert.server(s.server.mode)
-		}
-		addr, stop, err := serve(s.ctx, s.path, s.env, serverTLS)
+		o, err := s.serve(s.server.mode)
 		if err != nil {
 			return fmt.Errorf("origin %d: %w", len(s.origins)+2, err)
 		}
-		_, port, _ := net.SplitHostPort(addr)
-		s.origins = append(s.origins, &server{mode: s.server.mode, scheme: s.server.scheme, port: port, stop: stop})
+		s.origins = append(s.origins, o)
 	}
 	return nil
 }
@@ -58,16 +54,16 @@ func (s *session) loadURL(sp spec, names bool) *url.URL {
 	switch l.kind {
 	case KindRedirect:
 		at := func(hop int) int {
-			if l.cross {
+			if l.origin == OriginCross {
 				return hop
 			}
 			return 0
 		}
 		u = fmt.Sprintf("%s/bytes?n=%d%s", s.originBase(at(l.redirects), names), sp.size, work)
 		for hop := l.redirects - 1; hop >= 0; hop-- {
-			status := http302
+			status := http.StatusFound
 			if hop == 0 {
-				status = http301
+				status = http.StatusMovedPermanently
 			}
 			u = fmt.Sprintf("%s/redirect?status=%d&to=%s%s", s.originBase(at(hop), names), status, url.QueryEscape(u), work)
 		}
@@ -82,22 +78,14 @@ func (s *session) loadURL(sp spec, names bool) *url.URL {
 	return parsed
 }
 
-const (
-	http301 = 301
-	http302 = 302
-)
-
-// measureLoads implements measure for a load condition: in each of its
-// modes a warm-up load, then Reps x Runs loads, each by a new browser
-// (a first visit: no connection open) sharing the mode's DNS cache and
-// TLS sessions; its requests, loads and per-mode rows written.
+// measureLoads implements measure for a load condition (loadModes),
+// again while the path was not faithful; its rows written.
 func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow, error) {
 	l := sp.load
 	if err := s.ensureOrigins(l.origins()); err != nil {
 		run.Status, run.Reason = recorder.RunFailed, err.Error()
 		return run, err
 	}
-	names := dnsOn(sp.settings)
 	res, err := startResolver(ctx, s.path, sp.settings)
 	if err != nil {
 		run.Status, run.Reason = recorder.RunFailed, err.Error()
@@ -112,7 +100,7 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 		_, port, _ := net.SplitHostPort(host)
 		return ports[port]
 	}
-	first := s.loadURL(sp, names)
+	first := s.loadURL(sp, dnsOn(sp.settings))
 	dial := parallelDial(s.path, s.c.CongestionControl)
 	var fetches []Fetch
 	var loads []Load
@@ -135,22 +123,23 @@ func (s *session) measureLoads(ctx context.Context, sp spec, run RunRow) (RunRow
 			ms(lt.P99), netem.MaxP99Lateness, try+1, tries)
 	}
 	s.pages[run.RunID] = pages
-	return finish(ctx, run, errors.Join(lab.WriteRows(s.files.fetches, fetches), lab.WriteRows(s.files.loads, loads), lab.WriteRows(s.files.pages, pages)))
+	err = lab.Judge(ctx, lab.VerdictOf(&run), nil, errors.Join(lab.WriteRows(s.files.fetches, fetches), lab.WriteRows(s.files.loads, loads), lab.WriteRows(s.files.pages, pages)))
+	return run, err
 }
 
 // loadModes measures a load condition once in each of its modes: a
 // warm-up load, then Reps x Runs loads, each by a new browser (a first
 // visit: no connection open) sharing the mode's DNS cache and TLS
 // sessions; its requests, loads and a row per mode.
-func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.URL,
-	dial func(ctx context.Context, network, address string) (net.Conn, error), res *resolver, origin func(string) int) ([]Fetch, []Load, []Page) {
+func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.URL, dial dialFunc, res *resolver,
+	origin func(string) int) ([]Fetch, []Load, []Page) {
 	l := sp.load
 	configured := ms(sp.path.rtt())
 	var fetches []Fetch
 	var loads []Load
 	var pages []Page
 	for _, mode := range l.modes() {
-		key := LoadKey{RunID: id, Kind: l.kind, Mode: mode, Protocol: l.proto, Redirects: l.redirects, RedirectOrigin: l.origin(),
+		key := LoadKey{RunID: id, Kind: l.kind, Mode: mode, Protocol: l.proto, Redirects: l.redirects, RedirectOrigin: l.origin,
 			Resources: l.resources, SizeBytes: sp.size, ConfiguredRTTMS: configured}
 		bound := boundMS(l, mode, sp.settings)
 		clientTLS := modeTLS(s.server.clientTLS)
@@ -158,7 +147,6 @@ func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.
 		if res != nil {
 			nd = newNameDialer(dial, res.addr) // its own cache: a mode looks up on its own
 		}
-		var modeLoads []Load
 		for seq := -1; seq < s.c.Reps*s.c.Runs && ctx.Err() == nil; seq++ {
 			b := newBrowser(dial, nd, clientTLS, s.path.ServerAddr.String(), l.proto, mode == ModeKeepAlive, origin)
 			lctx, cancel := context.WithTimeout(ctx, time.Duration(s.c.Timeout))
@@ -177,36 +165,32 @@ func (s *session) loadModes(ctx context.Context, sp spec, id string, first *url.
 			for i := range fs {
 				fs[i].LoadKey, fs[i].Load, fs[i].Settings = key, seq, sp.settings
 			}
-			ld := summarizeLoad(key, seq, sp.settings, bound, fs, err)
-			fetches, modeLoads = append(fetches, fs...), append(modeLoads, ld)
+			fetches, loads = append(fetches, fs...), append(loads, summarizeLoad(key, seq, sp.settings, bound, fs, err))
 			s.env.RequestDone(id)
 		}
-		loads = append(loads, modeLoads...)
-		pages = append(pages, SummarizeLoads(key, sp.settings, bound, modeLoads))
+		pages = append(pages, SummarizeLoads(key, sp.settings, bound, loads)) // of key.Mode's loads
 	}
 	return fetches, loads, pages
 }
 
 // pageLine is a load condition's progress line.
 func pageLine(ps []Page) string {
-	line := ""
+	modes := make([]string, len(ps))
 	for i, p := range ps {
-		if i > 0 {
-			line += "; "
-		}
-		line += fmt.Sprintf("%s: %s ms (bound %.0f ms), server sum %s ms, max %s ms, visible %s%%, %s connections, %d loads",
+		modes[i] = fmt.Sprintf("%s: %s ms (bound %.0f ms), server sum %s ms, max %s ms, visible %s%%, %s connections, %d loads",
 			p.Mode, lab.Num(p.LoadMS, 1), p.BoundMS, lab.Num(p.ServerSumMS, 2), lab.Num(p.ServerMaxMS, 2), lab.Num(p.VisiblePct, 1),
 			lab.Num(p.Connections, 0), p.Loads)
 	}
+	line := strings.Join(modes, "; ")
 	if len(ps) > 0 && !ps[0].Valid {
 		line += fmt.Sprintf("  INVALID: delay line lateness p99 %s ms above %s", lab.Num(ps[0].LatenessP99MS, 3), netem.MaxP99Lateness)
 	}
 	return line
 }
 
-// readPages reads dir's gap-pages.csv rows by run id.
-func readPages(dir string) (map[string][]Page, error) {
-	ps, err := recorder.ReadFile[Page](filepath.Join(dir, pageFile))
+// readPages reads gap-pages.csv's rows by run id.
+func (s *session) readPages() (map[string][]Page, error) {
+	ps, err := recorder.ReadFile[Page](filepath.Join(s.env.Out, pageFile))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package latencygap
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,16 +25,9 @@ func (r *Result) Print(w io.Writer) {
 	}
 }
 
-// conditionsTable is the conditions table, printed by the CLI and drawn
-// in the report: the gap.csv columns (the configured RTT as up+down when
-// the path is asymmetric, the TLS mode, loss, rate and processing time of
-// the condition), the TLS handshake, the same by the last byte, the
-// measured RTT, then gap-path.csv's: the delay line's lateness (TUN
-// only), the loss the path applied by its own count, the loss its ends
-// measured (queue overflows not counted) and the queue overflows, and
-// whether the path was faithful; then the DNS mode (and family mode) and
-// the new connections' median lookup, median connect and share over
-// IPv6.
+// conditionsTable is the conditions table (gap.csv and gap-path.csv),
+// printed by the CLI and drawn in the report; its caption says what each
+// column is.
 var conditionsTable = report.Table[Row]{
 	Caption: "latency-gap conditions (" + gapFile + " and " + pathFile + "): each time is the median over the runs; " +
 		"configured_rtt_ms is what the path was asked to add (up+down when asymmetric), rtt_ms what the kernel measured on the " +
@@ -50,12 +44,7 @@ var conditionsTable = report.Table[Row]{
 		report.Col("configured_rtt_ms", func(r *Row) report.Cell { return r.Gap.rttCell(r.Gap.ConfiguredRTTMS) }),
 		report.Col("rtt_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.RTTMS, report.Decimals(3)) }),
 		report.Col("method", func(r *Row) report.Cell { return report.Text(r.Gap.DelayMethod) }),
-		report.Col("tls", func(r *Row) report.Cell {
-			if r.Gap.TLS == "" {
-				return report.Text(TLSNone)
-			}
-			return report.Text(r.Gap.TLS)
-		}),
+		report.Col("tls", func(r *Row) report.Cell { return report.Text(cmp.Or(r.Gap.TLS, TLSNone)) }), // "": a row of before
 		report.Col("loss_%", func(r *Row) report.Cell { return r.Gap.lossCell() }),
 		report.Col("rate", func(r *Row) report.Cell { return r.Gap.rateCell() }),
 		report.Col("work_ms", func(r *Row) report.Cell {
@@ -86,16 +75,22 @@ var conditionsTable = report.Table[Row]{
 			switch {
 			case r.Path == (Path{}): // no gap-path.csv row
 				return report.Opt(recorder.None(), report.Decimals(0))
-			case r.Path.Valid:
-				return report.Text("yes")
 			}
-			return report.Text("NO")
+			return validCell(r.Path.Valid)
 		}),
 		report.Col("dns", func(r *Row) report.Cell { return number(r.Gap.dnsText()) }),
 		report.Col("dns_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.DNSMS, report.Decimals(2)) }),
 		report.Col("connect_ms", func(r *Row) report.Cell { return report.Opt(r.Gap.ConnectMS, report.Decimals(2)) }),
 		report.Col("ipv6_%", func(r *Row) report.Cell { return report.Opt(r.Gap.IPv6Pct, report.Decimals(0)) }),
 	},
+}
+
+// validCell is a valid column's cell: yes, or NO to stand out.
+func validCell(valid bool) report.Cell {
+	if valid {
+		return report.Text("yes")
+	}
+	return report.Text("NO")
 }
 
 // number is a cell that is a quantity written as text (right-aligned).
@@ -133,9 +128,8 @@ func (s Settings) dnsText() string {
 }
 
 // Section is the latency-gap section of the report, which the
-// registration carries: the server's and the client's times per
-// condition, where a new connection's time goes, how blind the server is
-// against its processing time, and the conditions.
+// registration carries: the conditions' figures and table, then the load
+// conditions' (addPages).
 var Section = report.NewSection(Name, gapFile, func(dir string) (*report.Part, error) {
 	rows, paths, err := readConditions(dir, true)
 	if err != nil {

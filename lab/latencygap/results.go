@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/recorder"
@@ -12,10 +13,9 @@ import (
 
 // resultRows are the conditions of runs that completed, and of one
 // interrupted: this session's as measured, resumed ones from gap.csv and
-// gap-path.csv (gap-pages.csv for a load condition).
+// gap-path.csv (gap-pages.csv for a load condition), read once if needed.
 func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
-	var diskRows map[string]Row
-	var diskPages map[string][]Page
+	diskRows, diskPages := sync.OnceValues(s.readRows), sync.OnceValues(s.readPages)
 	var rows []Row
 	var pages []Page
 	for _, r := range runs {
@@ -24,14 +24,14 @@ func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
 			continue
 		}
 		if s.loads[lab.ConditionOf(r.RunID)] { // its spec's id: no .repN, maybe .tryN
-			ps, err := runResult(s.env.Out, r.RunID, s.pages, &diskPages, readPages, pageFile)
+			ps, err := runResult(s.env.Out, r.RunID, s.pages, diskPages, pageFile)
 			if err != nil {
 				return rows, pages, err
 			}
 			pages = append(pages, ps...)
 			continue
 		}
-		row, err := runResult(s.env.Out, r.RunID, s.rows, &diskRows, readRows, gapFile+" and "+pathFile)
+		row, err := runResult(s.env.Out, r.RunID, s.rows, diskRows, gapFile+" and "+pathFile)
 		if err != nil {
 			return rows, pages, err
 		}
@@ -41,29 +41,23 @@ func (s *session) resultRows(runs []RunRow) ([]Row, []Page, error) {
 }
 
 // runResult is run id's results: this session's (measured), else what
-// the files of dir hold of a resumed run, which read reads into *disk
-// once. files names them in the error of a run they lack.
-func runResult[T any](dir, id string, measured map[string]T, disk *map[string]T, read func(dir string) (map[string]T, error), files string) (T, error) {
+// disk holds of a resumed run. files names dir's files in the error of a
+// run they lack.
+func runResult[T any](dir, id string, measured map[string]T, disk func() (map[string]T, error), files string) (T, error) {
 	if v, ok := measured[id]; ok {
 		return v, nil
 	}
-	if *disk == nil {
-		var err error
-		if *disk, err = read(dir); err != nil {
-			var zero T
-			return zero, err
-		}
+	d, err := disk()
+	v, ok := d[id]
+	if err == nil && !ok {
+		err = fmt.Errorf("resume %s: run %s has no row in %s", dir, id, files)
 	}
-	v, ok := (*disk)[id]
-	if !ok {
-		return v, fmt.Errorf("resume %s: run %s has no row in %s", dir, id, files)
-	}
-	return v, nil
+	return v, err
 }
 
-// readRows reads dir's gap.csv and gap-path.csv rows by run id.
-func readRows(dir string) (map[string]Row, error) {
-	rows, _, err := readConditions(dir, false)
+// readRows reads readConditions' rows by run id.
+func (s *session) readRows() (map[string]Row, error) {
+	rows, _, err := readConditions(s.env.Out, false)
 	if err != nil {
 		return nil, err
 	}

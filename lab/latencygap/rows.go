@@ -11,31 +11,23 @@ const (
 )
 
 // Settings are a condition's settings beyond its response size and
-// symmetric delay, in gap.csv, gap-requests.csv and gap-path.csv after
-// the columns of before: the TLS mode, the path's random loss, rate and
-// one-way delays, and the server's processing time per request.
+// symmetric delay, in every results file's rows after the columns of
+// before.
 type Settings struct {
-	TLS string `csv:"tls"` // TLSNone, TLS12, TLS13, TLS13Resume
-	// LossPct is the random loss the path was asked for, in percent, each
-	// direction.
-	LossPct float64 `csv:"loss_pct,milli"`
-	// RateBits is the path's rate limit in bits per second, each
-	// direction; 0 for none.
-	RateBits int64 `csv:"rate"`
-	// DelayUpMS and DelayDownMS are the one-way delays added client to
-	// server and back; their sum is the configured RTT.
-	DelayUpMS   float64 `csv:"delay_up_ms,millis"`
-	DelayDownMS float64 `csv:"delay_down_ms,millis"`
-	WorkMS      float64 `csv:"work_ms,millis"` // the server's processing time per request (/bytes?work=)
-	WorkKind    string  `csv:"work_kind"`      // how it spends it: WorkSleep or WorkCPU
-	// DNS is how the client finds the server (DNSNone, DNSCold,
-	// DNSCached; "" in rows of before, none) and DNSDelayMS the lab
-	// resolver's delay before it answers.
-	DNS        string  `csv:"dns"`
-	DNSDelayMS float64 `csv:"dns_delay_ms,millis"`
-	// DNSFamilies is what the resolver answered for AAAA
-	// (DNSFamilyModes; "" without DNS, and in rows of before: a), and
-	// DNSAAAADelayMS how much later than A it answered AAAA (aaaa-late).
+	TLS         string  `csv:"tls"`                  // TLSNone, TLS12, TLS13, TLS13Resume
+	LossPct     float64 `csv:"loss_pct,milli"`       // the random loss asked of the path, percent, each direction
+	RateBits    int64   `csv:"rate"`                 // the path's rate limit, bits per second, each direction; 0 for none
+	DelayUpMS   float64 `csv:"delay_up_ms,millis"`   // the one-way delays added client to server and back:
+	DelayDownMS float64 `csv:"delay_down_ms,millis"` // their sum is the configured RTT
+	WorkMS      float64 `csv:"work_ms,millis"`       // the server's processing time per request (/bytes?work=)
+	WorkKind    string  `csv:"work_kind"`            // how it spends it: WorkSleep or WorkCPU
+	// DNS is how the client finds the server (DNSModes; "" in rows of
+	// before: none), DNSDelayMS the lab resolver's delay before it
+	// answers, DNSFamilies what it answered for AAAA (DNSFamilyModes; ""
+	// without DNS, and in rows of before: a) and DNSAAAADelayMS how much
+	// later than A (aaaa-late).
+	DNS            string  `csv:"dns"`
+	DNSDelayMS     float64 `csv:"dns_delay_ms,millis"`
 	DNSFamilies    string  `csv:"dns_families,added="`
 	DNSAAAADelayMS float64 `csv:"dns_aaaa_delay_ms,millis,added=0"`
 }
@@ -58,21 +50,13 @@ const (
 )
 
 // Gap is one condition of the experiment (gap.csv): what the server
-// reported against what the client waited, for one response size and
-// added round-trip time. Times are medians over the condition's ok
-// requests. ServerMS is what the server reported in its Server-Timing
-// header (what a server-side dashboard sees), ServerBlindPct = 100 * (1 -
-// ServerMS / ClientNewMS); ServerLastByteMS and ServerLastByteBlindPct
-// are the same for the server's timing through the last byte written.
-// ConfiguredRTTMS is the round-trip time the path was asked to add (twice
-// the one-way delay); RTTMS is what the kernel measured on the
-// condition's connections (TCP_INFO minimum RTT, median over the ok
-// requests), so a row says the delay it really had.
+// reported against what the client waited (SummarizeRun), for one
+// response size and added round-trip time.
 type Gap struct {
 	SizeBytes         int            `csv:"size_bytes"`
 	ConfiguredRTTMS   float64        `csv:"configured_rtt_ms,millis"`
 	RTTMS             recorder.Maybe `csv:"rtt_ms,millis"`
-	ServerMS          recorder.Maybe `csv:"server_ms,millis"` // server-reported (header), on the new-connection requests
+	ServerMS          recorder.Maybe `csv:"server_ms,millis"` // its Server-Timing header: what a server-side dashboard sees
 	ClientKeepaliveMS recorder.Maybe `csv:"client_keepalive_ms,millis"`
 	ClientNewMS       recorder.Maybe `csv:"client_new_ms,millis"`
 	ServerBlindPct    recorder.Maybe `csv:"server_blind_pct,milli"`
@@ -112,12 +96,9 @@ var gapSchema = recorder.TaggedSpans[Gap](gapFile,
 
 // Request is one request of the experiment (gap-requests.csv).
 // ConnectMS is NaN on a reused connection. ServerHeaderMS is the server's
-// Server-Timing header, measured when the header was written (what a
-// server-side dashboard sees); ServerLastByteMS what it reported for its
-// processing through the last body byte written (a Server-Timing
-// trailer). TCPRTTMS is its connection's minimum RTT as the kernel
-// measured it (TCP_INFO), and ConfiguredRTTMS the round-trip time the
-// path was asked to add.
+// Server-Timing header, ServerLastByteMS its trailer (timed through the
+// last body byte written). TCPRTTMS is its connection's minimum RTT as
+// the kernel measured it (TCP_INFO).
 type Request struct {
 	SizeBytes        int            `csv:"size_bytes"`
 	ConfiguredRTTMS  float64        `csv:"configured_rtt_ms,millis"`
@@ -166,12 +147,8 @@ var requestSchema = recorder.TaggedSpans[Request](requestFile,
 // Path is the network path of one condition (gap-path.csv): how packets
 // were delayed and, for the TUN delay line, how late it wrote them
 // (actual write minus due) over the condition's packets, both
-// directions; the round-trip time it was asked to add and the one the
-// kernel measured on the condition's connections. Valid is false when the
-// measured RTT is more than 1 ms from the configured one, the TUN delay
-// line's p99 lateness exceeded 1 ms, or the loss measured at the path's
-// ends (LossMeasuredPct) does not agree with the asked one within the
-// binomial's bound for its packets: the path was not what the row claims.
+// directions. Valid is false when the path was not what the row claims
+// (summarize says when).
 type Path struct {
 	SizeBytes         int            `csv:"size_bytes"`
 	ConfiguredRTTMS   float64        `csv:"configured_rtt_ms,millis"`
@@ -213,11 +190,9 @@ var pathSchema = recorder.TaggedSpans[Path](pathFile,
 	"SizeBytes-Valid", "TLS-WorkKind", "PathPackets-LossMeasuredPct", "DNS-DNSAAAADelayMS", "RunID")
 
 // RunRow is one row of gap-runs.csv: one run of the experiment (one
-// condition: a size, a path, a TLS mode and a processing time, its Reps x
-// Runs requests per mode), and how it ended. It is the file the shared
-// run loop resumes from and records the host guard's aborts in; the
-// condition's figures are its gap.csv and gap-path.csv rows, its
-// requests gap-requests.csv's, all with the same run_id.
+// condition), and how it ended. It is the file the shared run loop
+// resumes from and records the host guard's aborts in; the condition's
+// rows in the other files have the same run_id.
 type RunRow struct {
 	RunID string `csv:"run_id"`
 	// recorder.RunOK, RunFailed or RunAborted, and why not ok
@@ -239,11 +214,12 @@ func okRequest(r Request) bool { return r.Status >= 200 && r.Status <= 299 && r.
 
 // SummarizeRun computes one condition's gap.csv row from its run's
 // requests (the settings are the caller's: set Settings on the row).
-// ClientKeepaliveMS is the median total of the ok keep-alive requests that
-// reused a connection; ClientNewMS that of the ok new-connection requests,
-// and ServerMS (ServerLastByteMS) the median of the server's header
-// (last-byte) timings of those same requests.
-// RTTMS is the median TCP RTT of every ok request.
+// ClientKeepaliveMS is the median total of the ok keep-alive requests
+// that reused a connection; ClientNewMS that of the ok new-connection
+// requests, ServerMS (ServerLastByteMS) the median of the server's header
+// (last-byte) timings of those same requests, ServerBlindPct = 100 * (1 -
+// ServerMS / ClientNewMS). RTTMS is the median TCP RTT of every ok
+// request, so a row says the delay it really had.
 func SummarizeRun(sizeBytes int, configuredRTTMS float64, method string, reqs []Request) Gap {
 	var ka, nw, srv, last, rtt, hs, lookups, connects []float64
 	resumed, v6, families := 0, 0, 0

@@ -6,23 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/internal/runcert"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// condition is one measured condition: a size on a path in a TLS mode.
+// condition is a gap condition's spec as measured.
 type condition struct {
-	size     int
-	path     pathCond
-	settings Settings
-	url      string
-	tls      *tls.Config // the client's; nil without TLS
-	id       string      // its run's id (the spec's, or a retry's ID.tryN)
+	spec
+	url string
+	tls *tls.Config // the client's; nil without TLS
+	id  string      // its run's id (the spec's, or a retry's ID.tryN)
 }
 
 // condition measures one condition on the path, again while the path was
@@ -50,22 +50,33 @@ func (c *Config) condition(ctx context.Context, env *lab.Env, path *netem.Path, 
 }
 
 // serve starts the embedded app (async model: a goroutine per connection,
-// keep-alive allowed) on the path's server address, with TLS when
-// serverTLS is set, reporting its last-byte time in a trailer, and
-// returns its address and a stop func.
-func serve(ctx context.Context, path *netem.Path, env *lab.Env, serverTLS *tls.Config) (string, func(), error) {
+// keep-alive allowed) on the path's server address in a TLS mode (the
+// run's certificate made when first needed), reporting its last-byte
+// time in a trailer.
+func (s *session) serve(mode string) (*server, error) {
+	srv := &server{mode: mode, scheme: "http"}
+	var srvTLS *tls.Config
+	if mode != TLSNone {
+		if s.cert == nil {
+			var err error
+			if s.cert, err = runcert.New("slowlab latency-gap "+s.path.ServerAddr.String(), s.path.ServerAddr); err != nil {
+				return nil, err
+			}
+		}
+		srvTLS, srv.clientTLS, srv.scheme = serverTLS(s.cert, mode), clientTLS(s.cert, mode), "https"
+	}
 	tg, err := appserver.New(appserver.Options{Model: appserver.ModelAsync, Workers: 1, Threads: 1, BlockSize: appserver.DefaultBlockSize,
-		LastByteTiming: true, TracerProvider: env.TracerProvider})
+		LastByteTiming: true, TracerProvider: s.env.TracerProvider})
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	ln, err := path.Listen(ctx, 0)
+	ln, err := s.path.Listen(s.ctx, 0)
 	if err != nil {
-		return "", nil, fmt.Errorf("listen in the server namespace: %w", err)
+		return nil, fmt.Errorf("listen in the server namespace: %w", err)
 	}
-	addr := ln.Addr().String()
-	if serverTLS != nil {
-		ln = tls.NewListener(ln, serverTLS)
+	_, srv.port, _ = net.SplitHostPort(ln.Addr().String())
+	if srvTLS != nil {
+		ln = tls.NewListener(ln, srvTLS)
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -73,7 +84,8 @@ func serve(ctx context.Context, path *netem.Path, env *lab.Env, serverTLS *tls.C
 		defer close(done)
 		tg.Serve(sctx, ln, nil)
 	}()
-	return addr, func() { cancel(); <-done }, nil
+	srv.stop = func() { cancel(); <-done }
+	return srv, nil
 }
 
 // measure sends one warm-up request and then Reps x Runs measured ones on a
@@ -182,9 +194,8 @@ func dnsName(s Settings, delaySep, famSep string) string {
 	return n
 }
 
-// requestRow is a request's gap-requests.csv row.
-// l is what its dial spent resolving the server's name (nil, or not
-// done: no lookup; dns_ms stays empty).
+// requestRow is a request's gap-requests.csv row; l is its lookup, if
+// any (Request.DNSMS).
 func requestRow(r loadgen.Result, t0 time.Time, cond condition, configured float64, method, mode string, seq int, l *lookup) Request {
 	size := cond.size
 	row := Request{SizeBytes: size, ConfiguredRTTMS: configured, DelayMethod: method, Mode: mode, Seq: seq,
