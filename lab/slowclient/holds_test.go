@@ -103,7 +103,7 @@ func TestReportMayHold(t *testing.T) {
 }
 
 // TestMeasured: from runs.csv's ok runs, the conditions MayHold judges
-// whose downloads the path held (app_send_s under half client_receive_s),
+// whose downloads the path held (app_send_s under a quarter of client_receive_s),
 // with their medians over runs; none where the app was held, where no
 // download completed, for buffering on (its app is meant to be free), a
 // run that failed, an external stack, or a directory without runs.csv.

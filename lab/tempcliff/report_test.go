@@ -200,7 +200,7 @@ func TestReportHeldMeasured(t *testing.T) {
 	text := page(t, labtest.ReportFrom(t, held, sections, files...))
 	for _, want := range []string{"Measured: in 2 condition(s) whose finding needs the app held",
 		"Warning: temp-cliff sync-2, 2 slow, 32m, max temp 8m: the path held the 32 MiB downloads, not the app: median app_send_s 0.051 s " +
-			"is under half the median client_receive_s 4.008 s",
+			"is under a quarter of the median client_receive_s 4.008 s",
 		"Warning: temp-cliff sync-2, 2 slow, 16m, max temp 0: the path held the 16 MiB downloads, not the app: median app_send_s 0.119 s"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("testdata/pathheld: report.html lacks %q", want)
