@@ -101,3 +101,45 @@ func TestReportMayHold(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasured: from runs.csv's ok runs, the conditions MayHold judges
+// whose downloads the path held (app_send_s under a quarter of client_receive_s),
+// with their medians over runs; none where the app was held, where no
+// download completed, for buffering on (its app is meant to be free), a
+// run that failed, an external stack, or a directory without runs.csv.
+func TestMeasured(t *testing.T) {
+	run := func(id, route, server, status string, app, recv recorder.Maybe) recorder.Run {
+		return recorder.Run{RunID: id, Route: route, Server: server, SlowClients: 2, Rep: 1, Status: status, AppSendS: app, ClientReceiveS: recv}
+	}
+	s := recorder.Some
+	dir := t.TempDir()
+	if err := lab.ReplaceRows(dir, []recorder.Run{
+		run("d1", "direct", "sync-2", recorder.RunOK, s(0.05), s(4)),
+		run("d2", "direct", "sync-2", recorder.RunOK, s(0.3), s(4.2)),
+		run("o1", "proxy-buffering-off", "sync-2", recorder.RunOK, s(3.2), s(4)),
+		run("o2", "proxy-buffering-off", "sync-2", recorder.RunFailed, s(0.01), s(4)),
+		run("g1", "direct", "gthread-1x4", recorder.RunOK, recorder.None(), recorder.None()),
+		run("b1", "proxy-buffering-on", "sync-2", recorder.RunOK, s(0.01), s(4)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ms := Published().Measured(dir)
+	var held []string
+	for _, m := range ms {
+		if m.PathHeld() {
+			held = append(held, m.Name)
+		}
+	}
+	if len(ms) != 3 || !slices.Equal(held, []string{"slow-client direct sync-2, 2 slow, 16m"}) || ms[0].AppSendS.Value != 0.175 ||
+		ms[0].ReceiveS.Value != 4.1 || ms[0].Size != 16<<20 {
+		t.Errorf("measured %+v, held %q: want direct sync-2's (0.175 s of 4.1 s) alone of 3 judged", ms, held)
+	}
+	ext := Published()
+	ext.External = &lab.ExternalSpec{}
+	if ms := ext.Measured(dir); ms != nil {
+		t.Errorf("external: %+v", ms)
+	}
+	if ms := Published().Measured(t.TempDir()); ms != nil {
+		t.Errorf("no runs.csv: %+v", ms)
+	}
+}

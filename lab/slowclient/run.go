@@ -26,16 +26,16 @@ func (r *Result) AllFailed() bool { return lab.AllFailed(r.Runs, lab.VerdictOf[r
 // the host-CPU guard and its retries as RUN_ID.try2 and so on, progress)
 // and writes the results directory, after a warning for each condition
 // whose path may hold the whole response it expects to hold the app
-// (MayHold). A run that fails (a child dies, the stack does not start, a
-// download is cut) is recorded as failed with its reason and the next
-// run goes on. Cancelling ctx marks the current run
+// (MayHold), and before one for each whose downloads it held (Measured).
+// A run that fails (a child dies, the stack does not start, a download is
+// cut) is recorded as failed with its reason and the next run goes on. Cancelling ctx marks the current run
 // aborted, keeps everything measured so far, writes conditions.csv from
 // the completed runs and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c.warnMayHold(env)
+	c.warnMayHold(env, false)
 	t := &tables{}
 	pool := lab.NewPool(env)
 	defer pool.Close()
@@ -56,6 +56,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	}
 	res.SamplingJitter = t.jitter
 	res.Conditions = recorder.SummarizeConditions(res.Runs)
+	c.warnMayHold(env, true)
 	return res, errors.Join(runErr, lab.ReplaceRows(env.Out, res.Conditions))
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/pathmodel/holds"
 	"github.com/slowlab/slowlab/lab/pathmodel/holds/holdstest"
 	"github.com/slowlab/slowlab/recorder"
 	"github.com/slowlab/slowlab/report"
@@ -98,5 +99,58 @@ func TestReportMayHold(t *testing.T) {
 		if scenario && !strings.Contains(page, "Warning: stalled-reader direct sync-2, stall, clients 2, 4m: the path may hold") {
 			t.Errorf("report.html lacks the direct stalled readers' warning")
 		}
+	}
+}
+
+// TestMeasured: from the rows (testdata: a --quick run at 4 MiB), the
+// conditions MayHold judges, held by the path where the app wrote the
+// whole response before its reader's stall ended (buffering off: 0.001 s
+// of 10.05 s, the downloads then cut by send_timeout); not where its
+// worker was killed (direct: its send ends at the 3 s timeout, before the
+// reader's last byte, though the app was held), nor where the app's send
+// or the last byte is missing; nothing without the files.
+func TestMeasured(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{runFile, downloadFile} {
+		b, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func(ms []holds.Measured) (names []string) {
+		for _, m := range ms {
+			if m.PathHeld() {
+				names = append(names, m.Name)
+			}
+		}
+		return names
+	}
+	ms := quickConfig().Measured(dir)
+	off := "stalled-reader proxy-buffering-off sync-2, stall, clients 2, 4m"
+	if len(ms) != 3 || !slices.Equal(held(ms), []string{off}) || ms[1].AppSendS.Value != 0.001 || ms[1].ReceiveS.Value != 10.0475 {
+		t.Errorf("measured %+v, want 3 judged, %s alone held (0.001 s of 10.0475 s)", ms, off)
+	}
+	downloads, err := recorder.ReadFile[Download](filepath.Join(dir, downloadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range downloads {
+		if i%2 == 0 {
+			downloads[i].AppSendS = recorder.None()
+		} else {
+			downloads[i].LastByteS = recorder.None()
+		}
+	}
+	if err := lab.ReplaceRows(dir, downloads); err != nil {
+		t.Fatal(err)
+	}
+	if ms := quickConfig().Measured(dir); len(ms) != 3 || held(ms) != nil {
+		t.Errorf("without app_send_s or last_byte_s: %+v", ms)
+	}
+	if ms := quickConfig().Measured(t.TempDir()); ms != nil {
+		t.Errorf("no results: %+v", ms)
 	}
 }

@@ -26,15 +26,18 @@ type files = lab.RunFiles[Download, RunRow]
 // stalled-downloads.csv, stalled-runs.csv, requests.csv,
 // resource-samples.csv and environment.json, after a warning for each
 // condition whose path may hold the whole response its readers are meant
-// to hold a worker with (MayHold). A run whose stack fails is
+// to hold a worker with (MayHold), and before one for each whose
+// downloads it held (Measured). A run whose stack fails is
 // recorded as failed and the next goes on; a download cut short is an
 // outcome, not a failed run. Cancelling ctx keeps what was measured and
 // returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	c.warnMayHold(env)
-	return lab.Plan[RunSpec, Download, RunRow]{Line: runLine, Measure: c.measure,
+	c.warnMayHold(env, false)
+	res, err := lab.Plan[RunSpec, Download, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
 		Expected: func(s RunSpec) time.Duration { return c.Duration(s.Mode) }}.Run(ctx, env, c, &Result{})
+	c.warnMayHold(env, true)
+	return res, err
 }
 
 // runLine is the progress line of a finished run.

@@ -1,6 +1,7 @@
 package tempcliff
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,5 +64,36 @@ func TestMayHold(t *testing.T) {
 	c.Experiment = "temp-disk-full"
 	if ws := c.MayHold(holdstest.Net(4194304, 67108864)); ws != nil {
 		t.Errorf("temp-disk-full's config: %q, want nothing (its finding is the full disk)", ws)
+	}
+}
+
+// TestMeasured: the conditions MayHold judges, from a results directory's
+// rows: held by the path in testdata/pathheld (app_send_s 0.04-0.13 s of
+// 2-4 s), by the app in testdata/quick (1.0-3.3 s of 2-4 s), never the 6
+// MiB against 8m (its app is meant to be free); none for temp-disk-full's
+// config or a directory without the files.
+func TestMeasured(t *testing.T) {
+	names := []string{"temp-cliff sync-2, 2 slow, 32m, max temp 8m", "temp-cliff sync-2, 2 slow, 16m, max temp 0"}
+	for dir, held := range map[string]bool{"pathheld": true, "quick": false} {
+		ms := quickConfig().Measured(filepath.Join("testdata", dir))
+		if len(ms) != 2 {
+			t.Fatalf("%s: %+v, want the 2 conditions expecting the app held", dir, ms)
+		}
+		for i, m := range ms {
+			if m.Name != names[i] || m.PathHeld() != held || !m.AppSendS.Valid || !m.ReceiveS.Valid {
+				t.Errorf("%s: %+v, want %s held by the path: %v", dir, m, names[i], held)
+			}
+		}
+	}
+	if m := quickConfig().Measured(filepath.Join("testdata", "quick")); m[0].AppSendS.Value != 3.18 || m[0].ReceiveS.Value != 4.0035 {
+		t.Errorf("quick's 32 MiB: %+v, want the medians of its two downloads, 3.18 and 4.0035 s", m[0])
+	}
+	c := quickConfig()
+	c.Experiment = "temp-disk-full"
+	if ms := c.Measured(filepath.Join("testdata", "pathheld")); ms != nil {
+		t.Errorf("temp-disk-full's config: %+v", ms)
+	}
+	if ms := quickConfig().Measured(t.TempDir()); ms != nil {
+		t.Errorf("no results: %+v", ms)
 	}
 }

@@ -186,3 +186,62 @@ func TestReportMayHold(t *testing.T) {
 		}
 	}
 }
+
+// TestReportHeldMeasured: the section says which conditions expecting
+// the app held had their downloads held by the path, from the results
+// directory's rows (testdata/pathheld: a --quick session in a namespace
+// whose tcp_rmem default and maximum are 32 MiB, app_send_s 0.04-0.13 s
+// of receive_s 2-4 s), with the figures; nothing for testdata/quick,
+// whose app was held (app_send_s 1.0-3.3 s), nor where large-responses.csv
+// lacks the app's send times, complete downloads or any download.
+func TestReportHeldMeasured(t *testing.T) {
+	held := filepath.Join("testdata", "pathheld")
+	files := []string{runFile, downloadFile, report.EnvironmentFile, "scenario.yaml"}
+	text := page(t, labtest.ReportFrom(t, held, sections, files...))
+	for _, want := range []string{"Measured: in 2 condition(s) whose finding needs the app held",
+		"Warning: temp-cliff sync-2, 2 slow, 32m, max temp 8m: the path held the 32 MiB downloads, not the app: median app_send_s 0.051 s " +
+			"is under a quarter of the median client_receive_s 4.008 s",
+		"Warning: temp-cliff sync-2, 2 slow, 16m, max temp 0: the path held the 16 MiB downloads, not the app: median app_send_s 0.119 s"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("testdata/pathheld: report.html lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "6m, max temp 8m: the path held") {
+		t.Error("testdata/pathheld: report.html warns of 6 MiB against 8m, whose app is meant to be free")
+	}
+	if text := page(t, labtest.ReportFrom(t, filepath.Join("testdata", "quick"), sections, files...)); strings.Contains(text, "the path held") {
+		t.Error("testdata/quick: report.html warns, though its app was held")
+	}
+	b, err := os.ReadFile(filepath.Join(held, downloadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unrecorded, cut []string // the app's send unrecorded; every download cut short
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Split(l, ",")
+		if f[0] != "run_id" {
+			f[9] = ""
+		}
+		unrecorded = append(unrecorded, strings.Join(f, ","))
+		cut = append(cut, strings.Replace(l, ",true,complete,", ",false,short_body,cut", 1))
+	}
+	for name, csv := range map[string]string{"app_send_s unrecorded": strings.Join(unrecorded, "\n") + "\n",
+		"every download cut": strings.Join(cut, "\n") + "\n", "no downloads": strings.SplitAfter(string(b), "\n")[0]} {
+		from := t.TempDir()
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(held, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f == downloadFile {
+				b = []byte(csv)
+			}
+			if err := os.WriteFile(filepath.Join(from, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if text := page(t, labtest.ReportFrom(t, from, sections, files...)); strings.Contains(text, "the path held") {
+			t.Errorf("%s: report.html warns", name)
+		}
+	}
+}

@@ -25,16 +25,19 @@ type files = lab.RunFiles[recorder.LargeResponse, RunRow]
 // (lab.Matrix: resume, the host-CPU guard, progress), writing
 // temp-runs.csv, large-responses.csv, requests.csv, resource-samples.csv
 // and environment.json, after a warning for each condition whose path may
-// hold the whole response it expects to hold the app (MayHold). A
+// hold the whole response it expects to hold the app (MayHold) and before
+// one for each whose downloads it held (Measured). A
 // download the proxy cut (a full temp disk) is an outcome, not a failed
 // run. Cancelling ctx keeps what was measured and
 // returns ctx's error; the stack, and with it the proxy's tmpfs, is gone
 // on every path.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	c.warnMayHold(env)
-	return lab.Plan[RunSpec, recorder.LargeResponse, RunRow]{Line: runLine, Measure: c.measure,
+	c.warnMayHold(env, false)
+	res, err := lab.Plan[RunSpec, recorder.LargeResponse, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(), nil },
 		Expected: func(s RunSpec) time.Duration { return c.Duration(int64(s.Size)) }}.Run(ctx, env, c, &Result{})
+	c.warnMayHold(env, true)
+	return res, err
 }
 
 // runLine is the progress line of a finished run.

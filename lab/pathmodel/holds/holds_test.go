@@ -78,3 +78,29 @@ func TestNotes(t *testing.T) {
 		t.Error("notes without warnings or settings")
 	}
 }
+
+// TestHeldWarnings: a warning, with the medians and the size, for a
+// condition whose app finished in under a quarter of the client's time (the path
+// held its downloads: 0.16 s of 4.02 s, as a --quick 32 MiB download
+// under tcp_rmem 32 MiB measured); none where the app was held (3.18 s of
+// 4.01 s) or half (16m against 0 on this host), at exactly a quarter, nor where a median is missing (no complete
+// download, no app record, no download).
+func TestHeldWarnings(t *testing.T) {
+	ms := []Measured{
+		{"app held", 32 << 20, recorder.Some(3.18), recorder.Some(4.01)},
+		{"path held", 32 << 20, recorder.Some(0.16), recorder.Some(4.02)},
+		{"half", 16 << 20, recorder.Some(0.99), recorder.Some(2)},
+		{"quarter", 16 << 20, recorder.Some(1), recorder.Some(4)},
+		{"no app record", 16 << 20, recorder.None(), recorder.Some(2)},
+		{"no complete download", 16 << 20, recorder.Some(0.1), recorder.None()},
+		Medians("no download", 16<<20, nil, nil),
+		Medians("medians", 6<<20, []float64{0.3, 0.1, 5}, []float64{4, 3, 4}),
+	}
+	want := []string{"path held: the path held the 32 MiB downloads, not the app: median app_send_s 0.160 s is under a quarter of the " +
+		"median client_receive_s 4.020 s, so the app was free while the client read and this condition's result says nothing about the stack",
+		"medians: the path held the 6 MiB downloads, not the app: median app_send_s 0.300 s is under a quarter of the median client_receive_s 4.000 s"}
+	ws := HeldWarnings(ms)
+	if len(ws) != 2 || ws[0] != want[0] || !strings.HasPrefix(ws[1], want[1]) {
+		t.Errorf("warnings %q, want %q", ws, want)
+	}
+}
