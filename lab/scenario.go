@@ -140,7 +140,8 @@ func (s StackSpec) Validate() error {
 	if err := s.validateExternal(); err != nil {
 		return err
 	}
-	for name, l := range s.Limits {
+	for _, name := range slices.Sorted(maps.Keys(s.Limits)) {
+		l := s.Limits[name]
 		if !slices.Contains([]string{"app", "proxy", "loadgen"}, name) {
 			return fmt.Errorf("limits.%s: allowed components app, proxy, loadgen", name)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	_ "github.com/slowlab/slowlab/lab/experiments"
 	"github.com/slowlab/slowlab/lab/slowclient"
+	"github.com/slowlab/slowlab/lab/stack"
 )
 
 // Every testdata/scenarios/invalid-*.yml starts with "# error: MESSAGE",
@@ -173,6 +174,18 @@ func TestScenarioVersions(t *testing.T) {
 		err := lab.CheckResume(&lab.Env{Out: dir, Resume: true}, slowclient.Published())
 		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
 			t.Errorf("resume, %s: %v, want %q", c.name, err, c.err)
+		}
+	}
+}
+
+// TestStackSpecNamesFirstBadLimit: with limits for three unknown
+// components, Validate names the first in sorted order, whatever the
+// map's.
+func TestStackSpecNamesFirstBadLimit(t *testing.T) {
+	s := lab.StackSpec{Stack: stack.NameAuto, Limits: map[string]lab.LimitSpec{"zz": {}, "db": {}, "mm": {}, "app": {CPU: 1}}}
+	for range 20 {
+		if err := s.Validate(); err == nil || !strings.HasPrefix(err.Error(), "limits.db: allowed components") {
+			t.Fatalf("limits for three unknown components: %v, want db named", err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -86,7 +87,7 @@ func (e External) Validate() error {
 			return fmt.Errorf("external.%s_url %q: no path (want http://HOST:PORT/PATH)", t, raw)
 		}
 	}
-	for t := range e.URLs {
+	for _, t := range slices.Sorted(maps.Keys(e.URLs)) {
 		if !slices.Contains(Targets, t) {
 			return fmt.Errorf("external: unknown request kind %q (allowed %v)", t, Targets)
 		}
@@ -122,7 +123,8 @@ func (e External) validateGroups() error {
 			cfg.Groups = append(cfg.Groups, exporter.Group{Name: role, Selectors: sels})
 		}
 	}
-	for role, sels := range e.Groups {
+	for _, role := range slices.Sorted(maps.Keys(e.Groups)) {
+		sels := e.Groups[role]
 		if role != "app" && role != "proxy" {
 			return fmt.Errorf("external.groups.%s: roles are app and proxy", role)
 		}

@@ -59,3 +59,26 @@ func TestFindSelectsNothing(t *testing.T) {
 		t.Errorf("Find = %v; want ErrSelectsNothing, %q", err, want)
 	}
 }
+
+// TestExternalValidateNamesFirst: with two bad request kinds or roles,
+// Validate names the first in sorted order, whatever the map's.
+func TestExternalValidateNamesFirst(t *testing.T) {
+	ok := func() External {
+		return External{URLs: map[Target]string{TargetFast: "http://127.0.0.1:1/fast"}, Route: RouteDirect,
+			Server: Server{Model: "sync", Workers: 2, Threads: 1}, Groups: map[string][]string{"app": {"comm:^x$"}}}
+	}
+	if err := ok().Validate(); err != nil {
+		t.Fatalf("the valid external: %v", err)
+	}
+	kinds, roles := ok(), ok()
+	kinds.URLs["zz"], kinds.URLs["bb"], kinds.URLs["mm"] = "http://127.0.0.1:1/z", "http://127.0.0.1:1/b", "http://127.0.0.1:1/m"
+	roles.Groups["zz"], roles.Groups["db"], roles.Groups["mm"] = []string{"comm:^z$"}, []string{"comm:^d$"}, []string{"comm:^m$"}
+	for range 20 {
+		if err := kinds.Validate(); err == nil || !strings.Contains(err.Error(), `unknown request kind "bb"`) {
+			t.Fatalf("three unknown kinds: %v, want bb named", err)
+		}
+		if err := roles.Validate(); err == nil || !strings.HasPrefix(err.Error(), "external.groups.db: roles are app and proxy") {
+			t.Fatalf("three unknown roles: %v, want db named", err)
+		}
+	}
+}

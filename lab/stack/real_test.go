@@ -86,6 +86,7 @@ func TestStackCheck(t *testing.T) {
 		want string
 	}{
 		{with(func(s *Stack) { s.Limits = map[string]cgroup.Limits{"db": {}} }), `limits for "db": components are app, proxy and loadgen`},
+		{with(func(s *Stack) { s.Limits = map[string]cgroup.Limits{"zz": {}, "db": {}, "queue": {}} }), `limits for "db": components are app, proxy and loadgen`},
 		{with(func(s *Stack) { s.Limits = map[string]cgroup.Limits{"app": {CPUCores: -1}} }), "limits for app: CPU limit -1 cores: must be 0 (unlimited) or a positive number"},
 		{with(func(s *Stack) { s.CgroupRoot = "sys/fs/cgroup" }), `cgroup root "sys/fs/cgroup": must be an absolute path`},
 		{with(func(s *Stack) { s.Settings.GunicornArgs = []string{"--bind=0.0.0.0:80"} }), `extra gunicorn argument "--bind=0.0.0.0:80": --bind is set by the lab`},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,7 +75,8 @@ func (s Stack) Check(servers ...Server) error {
 			return err
 		}
 	}
-	for role, l := range s.Limits {
+	for _, role := range slices.Sorted(maps.Keys(s.Limits)) {
+		l := s.Limits[role]
 		if !slices.Contains([]string{"app", "proxy", "loadgen"}, role) {
 			return fmt.Errorf("limits for %q: components are app, proxy and loadgen", role)
 		}
