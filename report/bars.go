@@ -110,7 +110,7 @@ func barLabels(pos, val []float64) *plotter.Labels {
 
 // AddBars adds g to the part; false, and nothing added, when no bar is
 // above 0 (the caller says what was left out, with Skip).
-func (p *Part) AddBars(g *GroupedBars) bool { return p.s.addIf(g.figure()) }
+func (p *Part) AddBars(g *GroupedBars) bool { return p.addIf(g.figure()) }
 
 // ValueOf is m's value times scale for a BarSeries, NaN (no bar) when it
 // was not measured.

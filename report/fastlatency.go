@@ -23,7 +23,7 @@ type LatencyRow struct {
 // and range) and p50 on a log axis, a line per condition, with caption;
 // a note instead when there is no row.
 func (p *Part) AddFastLatency(name, title, caption string, rows []LatencyRow) {
-	if !p.s.addIf(fastLatencyFigure(name, title, 9*vg.Inch, rows, caption)) {
+	if !p.addIf(fastLatencyFigure(name, title, 9*vg.Inch, rows, caption)) {
 		p.Skip("%s: no condition has an ok run with /fast measured; no figure.", title)
 	}
 }

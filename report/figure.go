@@ -42,11 +42,6 @@ type seriesInfo struct {
 // addSeries records a series drawn with n points or bars.
 func (f *figure) addSeries(name string, n int) { f.series = append(f.series, seriesInfo{name, n}) }
 
-// pixels returns the PNG size of the figure.
-func (f *figure) pixels() (w, h int) {
-	return int(math.Ceil(f.width.Points() / 72 * dpi)), int(math.Ceil(f.height.Points() / 72 * dpi))
-}
-
 // write renders the figure to dir/figures/NAME.png and NAME.svg.
 func (f *figure) write(dir string) (Figure, error) {
 	fig := Figure{Name: f.name, Title: f.title, Caption: f.caption, Series: len(f.series), Panels: len(f.panels)}

@@ -101,4 +101,4 @@ func (f *figure) addMarks(p *plot.Plot, name string, xys plotter.XYs, c color.Co
 
 // AddMarks adds m to the part; false, and nothing added, when no
 // condition is drawn (the caller says what was left out, with Skip).
-func (p *Part) AddMarks(m *ConditionMarks) bool { return p.s.addIf(m.figure()) }
+func (p *Part) AddMarks(m *ConditionMarks) bool { return p.addIf(m.figure()) }
