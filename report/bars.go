@@ -96,10 +96,7 @@ func barLabels(pos, val []float64) *plotter.Labels {
 		xyl.XYs = append(xyl.XYs, plotter.XY{X: pos[i], Y: v})
 		xyl.Labels = append(xyl.Labels, Sig(v).Text)
 	}
-	l, err := plotter.NewLabels(xyl)
-	if err != nil {
-		panic("report: " + err.Error()) // values are finite
-	}
+	l := must(plotter.NewLabels(xyl))
 	for i := range l.TextStyle {
 		l.TextStyle[i].Font = font.From(sans, 7)
 		l.TextStyle[i].XAlign = draw.XCenter

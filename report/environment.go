@@ -2,9 +2,7 @@ package report
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -16,16 +14,6 @@ import (
 
 // EnvironmentFile is the results file describing the machine and tools.
 const EnvironmentFile = recorder.EnvironmentFile
-
-// readEnvironment reads the sessions of dir/environment.json; it returns
-// nil, nil when the file is not there.
-func readEnvironment(dir string) ([]recorder.Environment, error) {
-	sessions, err := recorder.ReadEnvironment(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return sessions, err
-}
 
 // environmentTable shows the first session as name/value rows and, when
 // more than one session wrote the directory (an experiment resumed), how

@@ -48,14 +48,13 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, c
 		if err != nil {
 			return err
 		}
-		p.Add(bars, pts)
-		p.Legend.Add("p95", pts)
-		f.addSeries("p95", len(pts.XYs))
+		p.Add(bars)
+		f.addPoints(p, "p95", pts)
 		var xys plotter.XYs
 		for i, r := range rows {
 			xys = append(xys, plotter.XY{X: r.P50, Y: ys[i]})
 		}
-		f.addMarks(p, "p50", xys, ColorAt(1), draw.BoxGlyph{})
+		f.addPoints(p, "p50", Marks(xys, ColorAt(1), draw.BoxGlyph{}))
 		return nil
 	})
 }

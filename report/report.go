@@ -139,13 +139,19 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("results directory %s: not a directory", dir)
 	}
-	sessions, err := readEnvironment(dir)
-	if err != nil {
+	sessions, err := recorder.ReadEnvironment(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	what, err := whatResults(dir, sessions)
-	if err != nil {
+	// What dir's results are of: as the first session names it, else
+	// manifest.json ("" when neither does).
+	m, err := recorder.ReadManifest(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	what := m.Experiment
+	if len(sessions) > 0 {
+		what = sessions[0].Experiment
 	}
 
 	rep := &Report{Dir: dir, HTML: filepath.Join(dir, HTMLFile)}
@@ -196,22 +202,8 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	return rep, nil
 }
 
-// whatResults is what dir's results are of, as the first session of
-// environment.json names it, else manifest.json ("" when neither does).
-// A manifest.json that cannot be read is an error.
-func whatResults(dir string, sessions []recorder.Environment) (string, error) {
-	m, err := recorder.ReadManifest(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	if len(sessions) > 0 {
-		return sessions[0].Experiment, nil
-	}
-	return m.Experiment, nil
-}
-
 // selectExperiments returns the experiments to report on: the one named
-// what (whatResults) when it is a known one and its results file is
+// what when it is a known one and its results file is
 // present, else every experiment whose results file is present.
 func selectExperiments(dir string, experiments []Section, what string) []Section {
 	var found []Section
