@@ -67,7 +67,8 @@ func (g *GroupedBars) figure() *figure {
 				hi = math.Max(hi, base[j]+val[j])
 			}
 		}
-		b := NewStackedBars(pos, base, val, thickness, ColorAt(i))
+		b := NewBars(pos, val, thickness, false, ColorAt(i))
+		b.base = base
 		p.Add(b)
 		if g.ValueLabels {
 			p.Add(barLabels(pos, val))

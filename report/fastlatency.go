@@ -23,14 +23,14 @@ type LatencyRow struct {
 // and range) and p50 on a log axis, a line per condition, with caption;
 // a note instead when there is no row.
 func (p *Part) AddFastLatency(name, title, caption string, rows []LatencyRow) {
-	if !p.addIf(fastLatencyFigure(name, title, 9*vg.Inch, rows, caption)) {
+	if !p.addIf(fastLatencyFigure(name, title, rows, caption)) {
 		p.Skip("%s: no condition has an ok run with /fast measured; no figure.", title)
 	}
 }
 
 // fastLatencyFigure draws each row's p95 (point and range) and p50 on a log
 // axis, a line per condition; nil when there is no row.
-func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, caption string) *figure {
+func fastLatencyFigure(name, title string, rows []LatencyRow, caption string) *figure {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -42,7 +42,7 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, c
 		mid, low, high = append(mid, r.P95), append(low, r.P95Min), append(high, r.P95Max)
 		lo, hi = math.Min(lo, r.P50), math.Max(hi, r.P95Max)
 	}
-	f := &figure{name: name, title: title, caption: caption, width: width}
+	f := &figure{name: name, title: title, caption: caption, width: 9 * vg.Inch}
 	return f.conditionRows("/fast latency (ms, log scale)", labels, lo, hi, func(p *plot.Plot, ys []float64) error {
 		bars, pts, err := Ranges(ys, mid, low, high, ColorAt(0))
 		if err != nil {

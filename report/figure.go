@@ -171,8 +171,6 @@ func SetLog(a *plot.Axis, lo, hi float64) {
 // leaves a range such as 1.2 to 4 ms without a single label.
 type logTicks struct{}
 
-var _ plot.Ticker = logTicks{}
-
 // Ticks implements plot.Ticker.
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(lo > 0 && hi > lo) {
@@ -202,8 +200,6 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 // linearTicks puts about five labelled ticks at 1, 2 or 5 times a power
 // of ten, labelled without trailing zeros (plot.DefaultTicks writes 25.00).
 type linearTicks struct{}
-
-var _ plot.Ticker = linearTicks{}
 
 // Ticks implements plot.Ticker.
 func (linearTicks) Ticks(lo, hi float64) []plot.Tick {

@@ -37,13 +37,6 @@ func NewBars(pos, val []float64, thickness float64, horizontal bool, c color.Col
 		Line: draw.LineStyle{Color: c, Width: vg.Points(0.75)}}
 }
 
-// NewStackedBars draws each bar from base to base + val.
-func NewStackedBars(pos, base, val []float64, thickness float64, c color.Color) *Bars {
-	b := NewBars(pos, val, thickness, false, c)
-	b.base = base
-	return b
-}
-
 // Drawn returns the number of bars drawn.
 func (b *Bars) Drawn() int {
 	n := 0

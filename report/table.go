@@ -139,10 +139,7 @@ func (t *Table[R]) cells(rows []R) [][]Cell {
 
 // html is the table of rows for the report page.
 func (t *Table[R]) html(rows []R) *table {
-	caption := t.Caption
-	if len(t.Legend) > 0 {
-		caption += " " + strings.Join(t.Legend, " ")
-	}
+	caption := strings.Join(append([]string{t.Caption}, t.Legend...), " ")
 	return &table{Details: t.Details, Caption: caption, Head: t.Head(), TextHead: strings.Join(t.TextHead(), " "), Rows: t.cells(rows)}
 }
 
