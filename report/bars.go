@@ -67,7 +67,8 @@ func (g *GroupedBars) figure() *figure {
 				hi = math.Max(hi, base[j]+val[j])
 			}
 		}
-		b := NewStackedBars(pos, base, val, thickness, ColorAt(i))
+		b := NewBars(pos, val, thickness, false, ColorAt(i))
+		b.base = base
 		p.Add(b)
 		if g.ValueLabels {
 			p.Add(barLabels(pos, val))
@@ -96,10 +97,7 @@ func barLabels(pos, val []float64) *plotter.Labels {
 		xyl.XYs = append(xyl.XYs, plotter.XY{X: pos[i], Y: v})
 		xyl.Labels = append(xyl.Labels, Sig(v).Text)
 	}
-	l, err := plotter.NewLabels(xyl)
-	if err != nil {
-		panic("report: " + err.Error()) // values are finite
-	}
+	l := must(plotter.NewLabels(xyl))
 	for i := range l.TextStyle {
 		l.TextStyle[i].Font = font.From(sans, 7)
 		l.TextStyle[i].XAlign = draw.XCenter
@@ -110,7 +108,7 @@ func barLabels(pos, val []float64) *plotter.Labels {
 
 // AddBars adds g to the part; false, and nothing added, when no bar is
 // above 0 (the caller says what was left out, with Skip).
-func (p *Part) AddBars(g *GroupedBars) bool { return p.s.addIf(g.figure()) }
+func (p *Part) AddBars(g *GroupedBars) bool { return p.addIf(g.figure()) }
 
 // ValueOf is m's value times scale for a BarSeries, NaN (no bar) when it
 // was not measured.

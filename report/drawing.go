@@ -34,7 +34,7 @@ func (d *Drawing) AddSeries(name string, n int) { d.f.addSeries(name, n) }
 func (d *Drawing) SetCaption(caption string) { d.f.caption = caption }
 
 // AddDrawing adds d to the part.
-func (p *Part) AddDrawing(d *Drawing) { p.s.addFigure(&d.f) }
+func (p *Part) AddDrawing(d *Drawing) { p.add(block{fig: &d.f}) }
 
 // ConditionRows sets p's Y axis to one row per condition, the first at the
 // top, and returns each condition's Y position.

@@ -2,9 +2,7 @@ package report
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -16,16 +14,6 @@ import (
 
 // EnvironmentFile is the results file describing the machine and tools.
 const EnvironmentFile = recorder.EnvironmentFile
-
-// readEnvironment reads the sessions of dir/environment.json; it returns
-// nil, nil when the file is not there.
-func readEnvironment(dir string) ([]recorder.Environment, error) {
-	sessions, err := recorder.ReadEnvironment(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return sessions, err
-}
 
 // environmentTable shows the first session as name/value rows and, when
 // more than one session wrote the directory (an experiment resumed), how
@@ -52,7 +40,11 @@ func environmentTable(sessions []recorder.Environment) *table {
 	add("stack", e.Stack)
 	add("started at", startedAt(e.StartedAt))
 	if len(sessions) > 1 {
-		add("sessions", sessionsText(sessions))
+		starts := make([]string, len(sessions))
+		for i, s := range sessions {
+			starts[i] = startText(s.StartedAt)
+		}
+		add("sessions", fmt.Sprintf("%d sessions wrote this directory, started at %s", len(sessions), strings.Join(starts, ", ")))
 	}
 	add("kernel", e.Kernel)
 	if e.Net != nil {
@@ -87,16 +79,6 @@ func startedAt(t time.Time) string {
 
 // startText is startedAt, or says that the start was not recorded.
 func startText(t time.Time) string { return cmp.Or(startedAt(t), "start not recorded") }
-
-// sessionsText says how many sessions wrote the results and when each
-// started.
-func sessionsText(sessions []recorder.Environment) string {
-	starts := make([]string, len(sessions))
-	for i, s := range sessions {
-		starts[i] = startText(s.StartedAt)
-	}
-	return fmt.Sprintf("%d sessions wrote this directory, started at %s", len(sessions), strings.Join(starts, ", "))
-}
 
 // netSetting is one row of the kernel's network buffer settings: its
 // sysctl name, what it means (shown on hover), its value as recorded and

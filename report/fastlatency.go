@@ -23,14 +23,14 @@ type LatencyRow struct {
 // and range) and p50 on a log axis, a line per condition, with caption;
 // a note instead when there is no row.
 func (p *Part) AddFastLatency(name, title, caption string, rows []LatencyRow) {
-	if !p.s.addIf(fastLatencyFigure(name, title, 9*vg.Inch, rows, caption)) {
+	if !p.addIf(fastLatencyFigure(name, title, rows, caption)) {
 		p.Skip("%s: no condition has an ok run with /fast measured; no figure.", title)
 	}
 }
 
 // fastLatencyFigure draws each row's p95 (point and range) and p50 on a log
 // axis, a line per condition; nil when there is no row.
-func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, caption string) *figure {
+func fastLatencyFigure(name, title string, rows []LatencyRow, caption string) *figure {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -42,20 +42,19 @@ func fastLatencyFigure(name, title string, width vg.Length, rows []LatencyRow, c
 		mid, low, high = append(mid, r.P95), append(low, r.P95Min), append(high, r.P95Max)
 		lo, hi = math.Min(lo, r.P50), math.Max(hi, r.P95Max)
 	}
-	f := &figure{name: name, title: title, caption: caption, width: width}
+	f := &figure{name: name, title: title, caption: caption, width: 9 * vg.Inch}
 	return f.conditionRows("/fast latency (ms, log scale)", labels, lo, hi, func(p *plot.Plot, ys []float64) error {
 		bars, pts, err := Ranges(ys, mid, low, high, ColorAt(0))
 		if err != nil {
 			return err
 		}
-		p.Add(bars, pts)
-		p.Legend.Add("p95", pts)
-		f.addSeries("p95", len(pts.XYs))
+		p.Add(bars)
+		f.addPoints(p, "p95", pts)
 		var xys plotter.XYs
 		for i, r := range rows {
 			xys = append(xys, plotter.XY{X: r.P50, Y: ys[i]})
 		}
-		f.addMarks(p, "p50", xys, ColorAt(1), draw.BoxGlyph{})
+		f.addPoints(p, "p50", Marks(xys, ColorAt(1), draw.BoxGlyph{}))
 		return nil
 	})
 }

@@ -42,11 +42,6 @@ type seriesInfo struct {
 // addSeries records a series drawn with n points or bars.
 func (f *figure) addSeries(name string, n int) { f.series = append(f.series, seriesInfo{name, n}) }
 
-// pixels returns the PNG size of the figure.
-func (f *figure) pixels() (w, h int) {
-	return int(math.Ceil(f.width.Points() / 72 * dpi)), int(math.Ceil(f.height.Points() / 72 * dpi))
-}
-
 // write renders the figure to dir/figures/NAME.png and NAME.svg.
 func (f *figure) write(dir string) (Figure, error) {
 	fig := Figure{Name: f.name, Title: f.title, Caption: f.caption, Series: len(f.series), Panels: len(f.panels)}
@@ -176,8 +171,6 @@ func SetLog(a *plot.Axis, lo, hi float64) {
 // leaves a range such as 1.2 to 4 ms without a single label.
 type logTicks struct{}
 
-var _ plot.Ticker = logTicks{}
-
 // Ticks implements plot.Ticker.
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(lo > 0 && hi > lo) {
@@ -207,8 +200,6 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 // linearTicks puts about five labelled ticks at 1, 2 or 5 times a power
 // of ten, labelled without trailing zeros (plot.DefaultTicks writes 25.00).
 type linearTicks struct{}
-
-var _ plot.Ticker = linearTicks{}
 
 // Ticks implements plot.Ticker.
 func (linearTicks) Ticks(lo, hi float64) []plot.Tick {

@@ -4,50 +4,35 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // page is the data of report.html.
 type page struct {
 	Dir      string
 	Env      *table // nil without environment.json
-	Sections []htmlSection
+	Sections []*section
 }
 
-type htmlSection struct {
-	ID, Title, Intro string
-	Blocks           []htmlBlock
-}
-
-type htmlBlock struct {
-	Figure *htmlFigure
-	Table  *table
-	Note   string
-}
-
+// htmlFigure is a written figure as report.html shows it: numbered, its
+// image at the size it is drawn (CSS pixels, 96 per inch).
 type htmlFigure struct {
+	Figure
 	Number        int
-	Name, Title   string
-	Caption       string
 	PNG, SVG      string
 	Width, Height int
 }
 
 func newHTMLFigure(number int, fig Figure, f *figure) *htmlFigure {
-	w, h := f.pixels()
-	hf := &htmlFigure{Number: number, Name: fig.Name, Title: fig.Title, Caption: fig.Caption,
-		Width: w * 96 / dpi, Height: h * 96 / dpi}
-	for _, file := range fig.Files {
-		switch {
-		case strings.HasSuffix(file, ".png"):
-			hf.PNG = file
-		case strings.HasSuffix(file, ".svg"):
-			hf.SVG = file
-		}
-	}
-	return hf
+	// The PNG's pixels at dpi, as 96 per inch.
+	px := func(l vg.Length) int { return int(math.Ceil(l.Points()/72*dpi)) * 96 / dpi }
+	return &htmlFigure{Figure: fig, Number: number, PNG: fig.Files[0], SVG: fig.Files[1], // as write writes them
+		Width: px(f.width), Height: px(f.height)}
 }
 
 // Title returns the page title.

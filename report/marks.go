@@ -1,8 +1,8 @@
 package report
 
 import (
-	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -34,21 +34,17 @@ func (m *ConditionMarks) figure() *figure {
 	var rows []int
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range m.Labels {
-		n := 0 // the condition's values above 0
+		var vals []float64 // the condition's values above 0
 		for _, s := range m.Series {
 			if s.has(i) {
-				n++
+				vals = append(vals, s.Values[i])
 			}
 		}
-		if n == 0 || !m.Partial && n < len(m.Series) {
+		if len(vals) == 0 || !m.Partial && len(vals) < len(m.Series) {
 			continue
 		}
 		rows = append(rows, i)
-		for _, s := range m.Series {
-			if s.has(i) {
-				lo, hi = math.Min(lo, s.Values[i]), math.Max(hi, s.Values[i])
-			}
-		}
+		lo, hi = min(lo, slices.Min(vals)), max(hi, slices.Max(vals))
 	}
 	if len(rows) == 0 {
 		return nil
@@ -67,7 +63,7 @@ func (m *ConditionMarks) figure() *figure {
 					xys = append(xys, plotter.XY{X: s.Values[i], Y: ys[j]})
 				}
 			}
-			f.addMarks(p, s.Name, xys, ColorAt(k), shapes[k%len(shapes)])
+			f.addPoints(p, s.Name, Marks(xys, ColorAt(k), shapes[k%len(shapes)]))
 		}
 		return nil
 	})
@@ -90,15 +86,13 @@ func (f *figure) conditionRows(axis string, labels []string, lo, hi float64, ser
 	return f
 }
 
-// addMarks draws xys with shape in colour c (Marks) on p, in its legend
-// and in f's series as name.
-func (f *figure) addMarks(p *plot.Plot, name string, xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) {
-	m := Marks(xys, c, shape)
-	p.Add(m)
-	p.Legend.Add(name, m)
-	f.addSeries(name, len(m.XYs))
+// addPoints draws s on p, in its legend and in f's series as name.
+func (f *figure) addPoints(p *plot.Plot, name string, s *plotter.Scatter) {
+	p.Add(s)
+	p.Legend.Add(name, s)
+	f.addSeries(name, len(s.XYs))
 }
 
 // AddMarks adds m to the part; false, and nothing added, when no
 // condition is drawn (the caller says what was left out, with Skip).
-func (p *Part) AddMarks(m *ConditionMarks) bool { return p.s.addIf(m.figure()) }
+func (p *Part) AddMarks(m *ConditionMarks) bool { return p.addIf(m.figure()) }

@@ -3,6 +3,7 @@ package report
 import (
 	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -16,7 +17,7 @@ import (
 // bars in points instead).
 type Bars struct {
 	pos, val   []float64      // category position and value; a NaN value draws no bar
-	base       []float64      // where each bar starts (stacked bars); nil: at zero
+	base       []float64      // where each bar starts: 0, or the bars below (stacked)
 	thickness  float64        // in data units along the category axis
 	horizontal bool           // values along X, categories along Y
 	Fill       color.Color    // inside the bars
@@ -32,23 +33,8 @@ var (
 // NewBars draws a bar at each pos from zero to val (NaN: none), thickness
 // wide in data units, along X when horizontal, filled with a lighter c.
 func NewBars(pos, val []float64, thickness float64, horizontal bool, c color.Color) *Bars {
-	return &Bars{pos: pos, val: val, thickness: thickness, horizontal: horizontal, Fill: lighter(c),
+	return &Bars{pos: pos, val: val, base: make([]float64, len(pos)), thickness: thickness, horizontal: horizontal, Fill: lighter(c),
 		Line: draw.LineStyle{Color: c, Width: vg.Points(0.75)}}
-}
-
-// NewStackedBars draws each bar from base to base + val.
-func NewStackedBars(pos, base, val []float64, thickness float64, c color.Color) *Bars {
-	b := NewBars(pos, val, thickness, false, c)
-	b.base = base
-	return b
-}
-
-// from is where bar i starts.
-func (b *Bars) from(i int) float64 {
-	if b.base == nil {
-		return 0
-	}
-	return b.base[i]
 }
 
 // Drawn returns the number of bars drawn.
@@ -70,7 +56,7 @@ func (b *Bars) Plot(c draw.Canvas, p *plot.Plot) {
 			continue
 		}
 		lo, hi := b.pos[i]-b.thickness/2, b.pos[i]+b.thickness/2
-		start := b.from(i)
+		start := b.base[i]
 		var x0, x1, y0, y1 vg.Length
 		if b.horizontal {
 			x0, x1, y0, y1 = trX(start), trX(start+v), trY(lo), trY(hi)
@@ -93,7 +79,7 @@ func (b *Bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 			continue
 		}
 		cmin, cmax = math.Min(cmin, b.pos[i]-b.thickness/2), math.Max(cmax, b.pos[i]+b.thickness/2)
-		start := b.from(i)
+		start := b.base[i]
 		vmin, vmax = math.Min(vmin, math.Min(start, start+v)), math.Max(vmax, math.Max(start, start+v))
 	}
 	if b.horizontal {
@@ -138,23 +124,25 @@ func Ranges(y, mid, lo, hi []float64, c color.Color) (*plotter.XErrorBars, *plot
 
 // finite returns the points of xys whose coordinates are both finite.
 func finite(xys plotter.XYs) plotter.XYs {
-	out := make(plotter.XYs, 0, len(xys))
-	for _, p := range xys {
-		if !math.IsNaN(p.X) && !math.IsInf(p.X, 0) && !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
-			out = append(out, p)
-		}
+	return slices.DeleteFunc(slices.Clone(xys), func(p plotter.XY) bool {
+		return math.IsNaN(p.X) || math.IsInf(p.X, 0) || math.IsNaN(p.Y) || math.IsInf(p.Y, 0)
+	})
+}
+
+// must is v, for a gonum constructor given data that cannot fail it
+// (finite points): an error is report's bug.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic("report: " + err.Error())
 	}
-	return out
+	return v
 }
 
 // Scatter returns the finite points of xys drawn as filled circles of
 // colour c. The tests count circles in the SVG, so in every figure circles
 // are data points and nothing else is drawn with arcs.
 func Scatter(xys plotter.XYs, c color.Color, radius vg.Length) *plotter.Scatter {
-	s, err := plotter.NewScatter(finite(xys))
-	if err != nil {
-		panic("report: " + err.Error()) // finite points cannot fail
-	}
+	s := must(plotter.NewScatter(finite(xys)))
 	s.GlyphStyle = draw.GlyphStyle{Color: c, Radius: radius, Shape: draw.CircleGlyph{}}
 	return s
 }
@@ -170,10 +158,7 @@ func Marks(xys plotter.XYs, c color.Color, shape draw.GlyphDrawer) *plotter.Scat
 // Line returns a polyline through the finite points of xys in colour c,
 // for a figure drawn elsewhere (Drawing).
 func Line(xys plotter.XYs, c color.Color) *plotter.Line {
-	l, err := plotter.NewLine(finite(xys))
-	if err != nil {
-		panic("report: " + err.Error()) // finite points cannot fail
-	}
+	l := must(plotter.NewLine(finite(xys)))
 	l.LineStyle = draw.LineStyle{Color: c, Width: vg.Points(1.25)}
 	return l
 }

@@ -118,9 +118,7 @@ func (r *ReceivedBytes) figure() *figure {
 		if kind.Shape != nil {
 			m = Marks(xys, kind.Color, kind.Shape)
 		}
-		p.Add(m)
-		p.Legend.Add(kind.Name, m)
-		f.addSeries(kind.Name, len(m.XYs))
+		f.addPoints(p, kind.Name, m)
 	}
 	p.X.Min, p.X.Max = 0, hi*r.Room
 	f.panels = append(f.panels, p)

@@ -57,7 +57,7 @@ type Section struct {
 	// Marker is the results file whose presence says the directory holds
 	// this experiment's results.
 	Marker string
-	build  func(dir string) (*section, error)
+	build  func(dir string) (*Part, error)
 }
 
 // NewSection is the section of experiment name, drawn when the results
@@ -65,13 +65,7 @@ type Section struct {
 // It is how a package other than report (an experiment's own) declares
 // its section.
 func NewSection(name, marker string, build func(dir string) (*Part, error)) Section {
-	return Section{Name: name, Marker: marker, build: func(dir string) (*section, error) {
-		p, err := build(dir)
-		if err != nil {
-			return nil, err
-		}
-		return &p.s, nil
-	}}
+	return Section{Name: name, Marker: marker, build: build}
 }
 
 // Part is one experiment's part of the report as its package builds it:
@@ -80,56 +74,51 @@ type Part struct{ s section }
 
 // NewPart is a part titled title (also its anchor) introduced by intro.
 func NewPart(title, intro string) *Part {
-	return &Part{section{id: title, title: title, intro: intro}}
+	return &Part{section{ID: title, Title: title, Intro: intro}}
 }
 
 // AddTable adds rows as t declares them.
-func AddTable[R any](p *Part, t *Table[R], rows []R) { p.s.addTable(t.html(rows)) }
+func AddTable[R any](p *Part, t *Table[R], rows []R) { p.add(block{Table: t.html(rows)}) }
 
 // AddFoldedTable adds rows as t declares them, folded under summary.
 func AddFoldedTable[R any](p *Part, t *Table[R], rows []R, summary string) {
 	h := t.html(rows)
 	h.Details = summary
-	p.s.addTable(h)
+	p.add(block{Table: h})
 }
 
 // Skip records that something was left out of the part, in the report
 // and in Report.Notes.
-func (p *Part) Skip(format string, args ...any) { p.s.skip(format, args...) }
+func (p *Part) Skip(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.s.notes = append(p.s.notes, msg)
+	p.add(block{Note: msg})
+}
 
-// section is one experiment's part of the report.
+// section is one experiment's part of the report, as report.html shows it.
 type section struct {
-	id, title string
-	intro     string
-	blocks    []block
-	notes     []string
+	ID, Title, Intro string
+	Blocks           []block
+	notes            []string // what Skip left out, for Report.Notes
 }
 
-// block is one item of a section: exactly one of figure, table and note
-// is set.
+// block is one item of a section: exactly one of fig, Table and Note is
+// set; Figure is fig once written.
 type block struct {
-	figure *figure
-	table  *table
-	note   string
+	fig    *figure
+	Figure *htmlFigure
+	Table  *table
+	Note   string
 }
 
-func (s *section) addFigure(f *figure) { s.blocks = append(s.blocks, block{figure: f}) }
-func (s *section) addTable(t *table)   { s.blocks = append(s.blocks, block{table: t}) }
+func (p *Part) add(b block) { p.s.Blocks = append(p.s.Blocks, b) }
 
 // addIf adds f unless it is nil, and says whether it did.
-func (s *section) addIf(f *figure) bool {
+func (p *Part) addIf(f *figure) bool {
 	if f != nil {
-		s.addFigure(f)
+		p.add(block{fig: f})
 	}
 	return f != nil
-}
-
-// skip records that something was left out of the section, in the report
-// and in Report.Notes.
-func (s *section) skip(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	s.notes = append(s.notes, msg)
-	s.blocks = append(s.blocks, block{note: msg})
 }
 
 // Write reads the results directory dir and writes dir/figures/*.png and
@@ -150,26 +139,32 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("results directory %s: not a directory", dir)
 	}
-	sessions, err := readEnvironment(dir)
-	if err != nil {
+	sessions, err := recorder.ReadEnvironment(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	what, err := whatResults(dir, sessions)
-	if err != nil {
+	// What dir's results are of: as the first session names it, else
+	// manifest.json ("" when neither does).
+	m, err := recorder.ReadManifest(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	what := m.Experiment
+	if len(sessions) > 0 {
+		what = sessions[0].Experiment
 	}
 
 	rep := &Report{Dir: dir, HTML: filepath.Join(dir, HTMLFile)}
-	var sections []*section
+	page := page{Dir: dir}
 	for _, e := range selectExperiments(dir, experiments, what) {
-		s, err := e.build(dir)
+		p, err := e.build(dir)
 		if err != nil {
 			return nil, err
 		}
 		rep.Experiments = append(rep.Experiments, e.Name)
-		sections = append(sections, s)
+		page.Sections = append(page.Sections, &p.s)
 	}
-	if len(sections) == 0 {
+	if len(page.Sections) == 0 {
 		var markers []string
 		for _, e := range experiments {
 			if !slices.Contains(markers, e.Marker) { // experiments may share theirs
@@ -182,27 +177,23 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	if err := os.MkdirAll(filepath.Join(dir, FiguresDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create figures directory: %w", err)
 	}
-	page := page{Dir: dir}
 	if len(sessions) > 0 {
 		page.Env = environmentTable(sessions)
 	} else {
 		rep.Notes = append(rep.Notes, EnvironmentFile+" is not present: no environment summary")
 	}
-	for _, s := range sections {
-		hs := htmlSection{ID: s.id, Title: s.title, Intro: s.intro}
-		for _, b := range s.blocks {
-			hb := htmlBlock{Table: b.table, Note: b.note}
-			if b.figure != nil {
-				fig, err := b.figure.write(dir)
-				if err != nil {
-					return nil, err
-				}
-				rep.Figures = append(rep.Figures, fig)
-				hb.Figure = newHTMLFigure(len(rep.Figures), fig, b.figure)
+	for _, s := range page.Sections {
+		for i, b := range s.Blocks {
+			if b.fig == nil {
+				continue
 			}
-			hs.Blocks = append(hs.Blocks, hb)
+			fig, err := b.fig.write(dir)
+			if err != nil {
+				return nil, err
+			}
+			rep.Figures = append(rep.Figures, fig)
+			s.Blocks[i].Figure = newHTMLFigure(len(rep.Figures), fig, b.fig)
 		}
-		page.Sections = append(page.Sections, hs)
 		rep.Notes = append(rep.Notes, s.notes...)
 	}
 	if err := writeHTML(rep.HTML, &page); err != nil {
@@ -211,22 +202,8 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	return rep, nil
 }
 
-// whatResults is what dir's results are of, as the first session of
-// environment.json names it, else manifest.json ("" when neither does).
-// A manifest.json that cannot be read is an error.
-func whatResults(dir string, sessions []recorder.Environment) (string, error) {
-	m, err := recorder.ReadManifest(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	if len(sessions) > 0 {
-		return sessions[0].Experiment, nil
-	}
-	return m.Experiment, nil
-}
-
 // selectExperiments returns the experiments to report on: the one named
-// what (whatResults) when it is a known one and its results file is
+// what when it is a known one and its results file is
 // present, else every experiment whose results file is present.
 func selectExperiments(dir string, experiments []Section, what string) []Section {
 	var found []Section

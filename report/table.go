@@ -139,10 +139,7 @@ func (t *Table[R]) cells(rows []R) [][]Cell {
 
 // html is the table of rows for the report page.
 func (t *Table[R]) html(rows []R) *table {
-	caption := t.Caption
-	if len(t.Legend) > 0 {
-		caption += " " + strings.Join(t.Legend, " ")
-	}
+	caption := strings.Join(append([]string{t.Caption}, t.Legend...), " ")
 	return &table{Details: t.Details, Caption: caption, Head: t.Head(), TextHead: strings.Join(t.TextHead(), " "), Rows: t.cells(rows)}
 }
 
@@ -162,41 +159,34 @@ func (t *Table[R]) text() *Table[R] {
 // the HTMLCol columns are left out.
 func (t *Table[R]) WriteText(w io.Writer, rows []R) {
 	t = t.text()
-	cells := t.cells(rows)
-	width := make([]int, len(t.Cols))
+	lines := [][]string{t.Head()}
 	num := make([]bool, len(t.Cols))
-	str := Cell.String
-	for j, h := range t.Head() {
-		width[j] = utf8.RuneCountInString(h)
-	}
-	for _, r := range cells {
+	for _, r := range t.cells(rows) {
+		vals := make([]string, len(r))
 		for j, c := range r {
-			width[j] = max(width[j], utf8.RuneCountInString(str(c)))
-			num[j] = num[j] || c.Num
+			vals[j], num[j] = c.String(), num[j] || c.Num
+		}
+		lines = append(lines, vals)
+	}
+	width := make([]int, len(t.Cols)) // in runes, as fmt pads
+	for _, l := range lines {
+		for j, v := range l {
+			width[j] = max(width[j], utf8.RuneCountInString(v))
 		}
 	}
-	line := func(vals []string) {
+	for _, l := range lines {
 		var b strings.Builder
-		for j, v := range vals {
-			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(v))
+		for j, v := range l {
 			if j > 0 {
 				b.WriteByte(' ')
 			}
 			if num[j] {
-				b.WriteString(pad + v)
+				fmt.Fprintf(&b, "%*s", width[j], v)
 			} else {
-				b.WriteString(v + pad)
+				fmt.Fprintf(&b, "%-*s", width[j], v)
 			}
 		}
 		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
-	line(t.Head())
-	for _, r := range cells {
-		vals := make([]string, len(r))
-		for j, c := range r {
-			vals[j] = str(c)
-		}
-		line(vals)
 	}
 	for _, l := range t.Legend {
 		fmt.Fprintln(w, l)
