@@ -141,14 +141,13 @@ func pickHopCell(cells []Cell) (c Cell, preferred, ok bool) {
 		if c.SizeBytes == hopCellSize && c.RateBps == hopCellRate {
 			return c, true, true
 		}
-		if !slices.Contains(rates, c.RateBps) {
-			rates = append(rates, c.RateBps)
-		}
+		rates = append(rates, c.RateBps)
 	}
 	if len(rates) == 0 {
 		return Cell{}, false, false
 	}
 	slices.Sort(rates)
+	rates = slices.Compact(rates)
 	median := rates[(len(rates)-1)/2]
 	for _, cand := range cells {
 		if cand.RateBps == median && (!ok || cand.SizeBytes > c.SizeBytes) {
@@ -228,11 +227,7 @@ func hopPanel(title string, st hopStack) (p *plot.Plot, series []hopSeries, zero
 	p = report.NewPlot(title, "time since run start (s)", "bytes of download 0 (MiB)")
 	report.Grid(p, true, true)
 	lower := make([]float64, len(st.ts))
-	type entry struct {
-		name  string
-		thumb plot.Thumbnailer
-	}
-	var entries []entry
+	var polys []*plotter.Polygon // series[i]'s
 	for _, l := range st.layers {
 		if slices.Max(l.mib) <= 0 {
 			zero = append(zero, l.hop)
@@ -255,7 +250,7 @@ func hopPanel(title string, st hopStack) (p *plot.Plot, series []hopSeries, zero
 		poly.Color = hopColours[l.hop]
 		poly.LineStyle = draw.LineStyle{Color: hopColours[l.hop], Width: vg.Points(0.5)}
 		p.Add(poly)
-		entries = append(entries, entry{l.hop, poly})
+		polys = append(polys, poly)
 		series = append(series, hopSeries{l.hop, len(st.ts)})
 		lower = upper
 	}
@@ -268,8 +263,8 @@ func hopPanel(title string, st hopStack) (p *plot.Plot, series []hopSeries, zero
 			top = math.Max(top, q.Y)
 		}
 	}
-	for i := len(entries) - 1; i >= 0; i-- { // top of the stack first
-		p.Legend.Add(entries[i].name, entries[i].thumb)
+	for i := len(polys) - 1; i >= 0; i-- { // top of the stack first
+		p.Legend.Add(series[i].name, polys[i])
 	}
 	p.Legend.Top, p.Legend.Left = true, false
 	return p, series, zero, top

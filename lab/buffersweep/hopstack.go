@@ -36,17 +36,6 @@ var deliveredPart = map[string]string{
 	recorder.HopProxyClientSendQueue: recorder.HopProxyClientSendQueueDelivered,
 }
 
-// stackOrder is the hops stacked, bottom to top: what the client has
-// read, then the hops in transit from the client back to the app, so the
-// top of the stack is what the app has written.
-func stackOrder() []string {
-	order := []string{recorder.HopClientRead}
-	for i := len(recorder.HopsInTransit) - 1; i >= 0; i-- {
-		order = append(order, recorder.HopsInTransit[i])
-	}
-	return order
-}
-
 // stackHops arranges one download's rows (one run, one download) by
 // sample. A hop without a row in a sample is 0 there; a stacked hop that
 // has no row in any sample (the direct route's proxy hops) is left out.
@@ -72,7 +61,12 @@ func stackHops(rows []recorder.Hop) hopStack {
 	}
 	slices.Sort(st.ts)
 	slices.SortStableFunc(st.written, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-	for _, hop := range stackOrder() {
+	// Bottom to top: what the client has read, then the hops in transit
+	// from the client back to the app, so the top of the stack is what the
+	// app has written.
+	order := append([]string{recorder.HopClientRead}, recorder.HopsInTransit...)
+	slices.Reverse(order[1:])
+	for _, hop := range order {
 		if st.sources[hop] == nil {
 			continue
 		}

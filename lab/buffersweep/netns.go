@@ -31,15 +31,6 @@ const parentEnv = "SLOWLAB_NETNS_PARENT"
 // directory (the child writes scenario.yaml there itself).
 const childScenario = "sweep-scenario.yaml"
 
-// checkNamespaces says, before anything starts, whether this process may
-// create network namespaces.
-func checkNamespaces() error {
-	if err := netem.Check(); err != nil {
-		return fmt.Errorf("tcp_wmem_max/tcp_rmem_max are set in a network namespace the sweep creates: %w", err)
-	}
-	return nil
-}
-
 // netnsInode is the inode of this process's network namespace.
 func netnsInode() (uint64, error) {
 	fi, err := os.Stat("/proc/self/ns/net")

@@ -71,15 +71,11 @@ func newSweepDir(dir string, rows []Cell) *sweepDir {
 		if !slices.Contains(sw.conds, c.condition()) {
 			sw.conds = append(sw.conds, c.condition())
 		}
-		if !slices.Contains(sw.sizes, c.SizeBytes) {
-			sw.sizes = append(sw.sizes, c.SizeBytes)
-		}
-		if !slices.Contains(sw.rates, c.RateBps) {
-			sw.rates = append(sw.rates, c.RateBps)
-		}
+		sw.sizes, sw.rates = append(sw.sizes, c.SizeBytes), append(sw.rates, c.RateBps)
 	}
 	slices.Sort(sw.sizes)
 	slices.Sort(sw.rates)
+	sw.sizes, sw.rates = slices.Compact(sw.sizes), slices.Compact(sw.rates)
 	cmpCond := func(a, b condition) int {
 		return cmp.Or(slowclient.CompareRoutes(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
 	}

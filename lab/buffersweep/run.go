@@ -12,6 +12,7 @@ import (
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/kernelnet"
+	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/stack"
@@ -54,8 +55,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			return nil, err
 		}
 	} else if !c.kernels()[0].host {
-		if err := checkNamespaces(); err != nil {
-			return nil, err
+		if err := netem.Check(); err != nil { // before anything starts
+			return nil, fmt.Errorf("tcp_wmem_max/tcp_rmem_max are set in a network namespace the sweep creates: %w", err)
 		}
 	}
 	if err := os.MkdirAll(env.Out, 0o755); err != nil {
@@ -72,11 +73,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
-	open := recorder.CreateFile[Cell]
-	if env.Resume {
-		open = recorder.AppendFile[Cell]
-	}
-	w, err := open(env.Out)
+	w, err := lab.OpenFile[Cell](env.Out, env.Resume)
 	if err != nil {
 		return nil, err
 	}
