@@ -16,7 +16,6 @@ import (
 	"github.com/slowlab/slowlab/report"
 )
 
-// hopsTitle is the hops figure's title.
 const hopsTitle = "Where one download's bytes are over time, one run per route"
 
 // hopsFigure draws, for each condition of the first kernel, where one
@@ -113,12 +112,7 @@ func hopRouteOf(sw *sweepDir, cache map[string]*cellData, kernel string, k condi
 	if r.runID, r.status, why = chooseRun(d, k); r.runID == "" {
 		return nil, fmt.Sprintf("%s (%s, directory %s) left out: %s", k.label(), r.where, c.Dir, why), nil
 	}
-	var rows []recorder.Hop
-	for _, h := range d.hops {
-		if h.RunID == r.runID && h.Download == 0 {
-			rows = append(rows, h)
-		}
-	}
+	rows := slices.DeleteFunc(slices.Clone(d.hops), func(h recorder.Hop) bool { return h.RunID != r.runID || h.Download != 0 })
 	if r.st = stackHops(rows); len(r.st.ts) < 2 || len(r.st.layers) == 0 {
 		return nil, fmt.Sprintf("%s (%s, directory %s) left out: run %s has %d samples of download 0 "+
 			"with bytes in transit, fewer than the 2 a time series needs", k.label(), r.where, c.Dir, r.runID, len(r.st.ts)), nil
@@ -164,16 +158,12 @@ type cellData struct {
 	runs []recorder.Run
 }
 
-func loadCellData(dir string) (*cellData, error) {
-	d := &cellData{}
-	var err error
-	if d.hops, _, err = recorder.ReadOptional[recorder.Hop](dir); err != nil {
-		return nil, err
+func loadCellData(dir string) (d *cellData, err error) {
+	d = &cellData{}
+	if d.hops, _, err = recorder.ReadOptional[recorder.Hop](dir); err == nil {
+		d.runs, _, err = recorder.ReadOptional[recorder.Run](dir)
 	}
-	if d.runs, _, err = recorder.ReadOptional[recorder.Run](dir); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return d, err
 }
 
 // chooseRun returns the run of condition k whose download 0 is drawn:
@@ -314,7 +304,6 @@ func (h *hopNotes) add(r *hopRoute, kernel string, zero []string) {
 	}
 }
 
-// caption is the hops figure's caption.
 func (h *hopNotes) caption() string {
 	c := "Download 0 of one run per route, " + strings.Join(h.texts, "; ") + ". Stacked from the bottom, in MiB: " +
 		"client_read (the bytes the client has read), then where the bytes written but not yet read are, from the " +

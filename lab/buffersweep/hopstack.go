@@ -10,7 +10,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// mibScale turns bytes into MiB.
 const mibScale = 1.0 / (1 << 20)
 
 // hopStack is one download's hop samples, ready to stack.

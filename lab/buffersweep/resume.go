@@ -55,12 +55,7 @@ func (c *Config) resume(env *lab.Env) ([]Cell, map[string]bool, error) {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	done := c.complete(rows)
-	var kept []Cell
-	for _, r := range rows {
-		if done[rowKey(r)] {
-			kept = append(kept, r)
-		}
-	}
+	kept := slices.DeleteFunc(rows, func(r Cell) bool { return !done[rowKey(r)] })
 	if err := lab.ReplaceRows(env.Out, kept); err != nil {
 		return nil, nil, fmt.Errorf("resume %s: %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package buffersweep
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,10 +44,7 @@ func (r *Result) AllFailed() bool {
 // only the others run, each resuming its own slow-client matrix (its ok
 // runs kept); every cell's matrix runs under env.MaxHostCPU's guard.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := lab.RefuseExternal(c); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
+	if err := cmp.Or(lab.RefuseExternal(c), c.Validate()); err != nil {
 		return nil, err
 	}
 	child := os.Getenv(kernelnet.NetnsEnv) != ""
