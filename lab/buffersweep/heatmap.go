@@ -38,23 +38,12 @@ var p95Bins = []p95Bin{
 // noP95Fill is a cell that ran but has no p95.
 var noP95Fill = color.Gray{0xe4}
 
-func binOf(v float64) p95Bin {
-	for _, b := range p95Bins {
-		if v < b.hi {
-			return b
-		}
-	}
-	return p95Bins[len(p95Bins)-1]
-}
-
 // heatCells draws one filled square per cell of a grid whose rows and
 // columns are at whole numbers.
 type heatCells struct {
 	x, y []float64
 	fill []color.Color
 }
-
-var _ plot.Plotter = (*heatCells)(nil)
 
 // Plot implements plot.Plotter: each cell leaves a thin white gap to its
 // neighbours.
@@ -89,7 +78,7 @@ func heatmap(sw *sweepDir, kernel, name string) (*report.Drawing, string) {
 	d := report.NewDrawing(name, title, 8*vg.Inch, max(3*vg.Inch, perPanel*vg.Length(len(conds))+0.4*vg.Inch))
 	drawn, noP95, partial := 0, 0, 0
 	for _, k := range conds {
-		panelTitle := fmt.Sprintf("%s, %s, %d slow clients", k.route, k.server, k.slow)
+		panelTitle := k.label() + " clients"
 		if len(conds) == 1 {
 			panelTitle = title + "\n" + panelTitle
 		}
@@ -142,7 +131,10 @@ func heatPanel(sw *sweepDir, title string, cells []Cell) (p *plot.Plot, n, noP95
 		x, y := float64(slices.Index(sw.rates, c.RateBps)), float64(slices.Index(sw.sizes, c.SizeBytes))
 		label, fill, ink := "–", color.Color(noP95Fill), color.Color(color.Black)
 		if c.FastP95MS.Valid {
-			b := binOf(c.FastP95MS.Value)
+			b := p95Bins[len(p95Bins)-1]
+			if i := slices.IndexFunc(p95Bins, func(b p95Bin) bool { return c.FastP95MS.Value < b.hi }); i >= 0 {
+				b = p95Bins[i]
+			}
 			label, fill, ink = report.Sig(c.FastP95MS.Value).Text, b.fill, b.text
 			n++
 		} else {

@@ -102,8 +102,12 @@ func hopRouteOf(sw *sweepDir, cache map[string]*cellData, kernel string, k condi
 	dir := sw.cellDir(c)
 	d := cache[dir]
 	if d == nil {
+		d = &cellData{}
 		var err error
-		if d, err = loadCellData(dir); err != nil {
+		if d.hops, _, err = recorder.ReadOptional[recorder.Hop](dir); err == nil {
+			d.runs, _, err = recorder.ReadOptional[recorder.Run](dir)
+		}
+		if err != nil {
 			return nil, "", err
 		}
 		cache[dir] = d
@@ -156,14 +160,6 @@ func pickHopCell(cells []Cell) (c Cell, preferred, ok bool) {
 type cellData struct {
 	hops []recorder.Hop
 	runs []recorder.Run
-}
-
-func loadCellData(dir string) (d *cellData, err error) {
-	d = &cellData{}
-	if d.hops, _, err = recorder.ReadOptional[recorder.Hop](dir); err == nil {
-		d.runs, _, err = recorder.ReadOptional[recorder.Run](dir)
-	}
-	return d, err
 }
 
 // chooseRun returns the run of condition k whose download 0 is drawn:
@@ -280,7 +276,14 @@ func (h *hopNotes) add(r *hopRoute, kernel string, zero []string) {
 	if r.status != recorder.RunOK {
 		t += fmt.Sprintf(" (status %s: the route has no ok run with hop samples)", r.status)
 	}
-	t += fmt.Sprintf(", %d samples %s", len(st.ts), sampleInterval(st.ts))
+	t += fmt.Sprintf(", %d samples ", len(st.ts))
+	var gaps []float64 // between consecutive samples
+	for i := 1; i < len(st.ts); i++ {
+		gaps = append(gaps, st.ts[i]-st.ts[i-1])
+	}
+	if len(gaps) > 0 {
+		t += fmt.Sprintf("every %.0f ms (median interval)", 1000*recorder.Median(gaps))
+	}
 	h.texts = append(h.texts, t)
 	for _, hop := range []string{recorder.HopProxyMemory, recorder.HopProxyTempFile} {
 		if st.sources[hop][recorder.HopSourceDerived] && !slices.Contains(h.derived, k.route) {

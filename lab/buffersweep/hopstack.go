@@ -2,7 +2,6 @@ package buffersweep
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"gonum.org/v1/plot/plotter"
@@ -40,13 +39,14 @@ var deliveredPart = map[string]string{
 // has no row in any sample (the direct route's proxy hops) is left out.
 func stackHops(rows []recorder.Hop) hopStack {
 	st := hopStack{sources: map[string]map[string]bool{}, missing: map[string]int{}}
-	samples := map[float64]map[string]int64{}
+	type at struct {
+		t   float64
+		hop string
+	}
+	samples := map[at]int64{}
 	for _, r := range rows {
-		if samples[r.TS] == nil {
-			samples[r.TS] = map[string]int64{}
-			st.ts = append(st.ts, r.TS)
-		}
-		samples[r.TS][r.Hop] = r.Bytes
+		st.ts = append(st.ts, r.TS)
+		samples[at{r.TS, r.Hop}] = r.Bytes
 		if st.sources[r.Hop] == nil {
 			st.sources[r.Hop] = map[string]bool{}
 		}
@@ -59,6 +59,7 @@ func stackHops(rows []recorder.Hop) hopStack {
 		}
 	}
 	slices.Sort(st.ts)
+	st.ts = slices.Compact(st.ts)
 	slices.SortStableFunc(st.written, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 	// Bottom to top: what the client has read, then the hops in transit
 	// from the client back to the app, so the top of the stack is what the
@@ -71,26 +72,13 @@ func stackHops(rows []recorder.Hop) hopStack {
 		}
 		l := hopLayer{hop: hop, mib: make([]float64, len(st.ts))}
 		for i, t := range st.ts {
-			b := samples[t][hop]
+			b := samples[at{t, hop}]
 			if part, ok := deliveredPart[hop]; ok {
-				b = max(b-samples[t][part], 0)
+				b = max(b-samples[at{t, part}], 0)
 			}
 			l.mib[i] = float64(b) * mibScale
 		}
 		st.layers = append(st.layers, l)
 	}
 	return st
-}
-
-// sampleInterval says how often the samples were taken: the median
-// interval between consecutive ones.
-func sampleInterval(ts []float64) string {
-	var gaps []float64
-	for i := 1; i < len(ts); i++ {
-		gaps = append(gaps, ts[i]-ts[i-1])
-	}
-	if len(gaps) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("every %.0f ms (median interval)", 1000*recorder.Median(gaps))
 }

@@ -29,10 +29,6 @@ import (
 // another one.
 const parentEnv = "SLOWLAB_NETNS_PARENT"
 
-// childScenario is the child session's scenario file in its kernel
-// directory (the child writes scenario.yaml there itself).
-const childScenario = "sweep-scenario.yaml"
-
 // netnsInode is the inode of this process's network namespace.
 func netnsInode() (uint64, error) {
 	const self = "/proc/self/ns/net"
@@ -71,7 +67,7 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 	if err != nil {
 		return err
 	}
-	file := filepath.Join(dir, childScenario)
+	file := filepath.Join(dir, "sweep-scenario.yaml") // not scenario.yaml, which the child writes itself
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		return err
 	}
@@ -92,7 +88,7 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 	cmd.Env = append(os.Environ(), kernelnet.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout = out
-	cmd.Stderr = prefixed(progress(env), "["+k.Label()+"] ")
+	cmd.Stderr = &prefixWriter{w: progress(env), prefix: "[" + k.Label() + "] "}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	fmt.Fprintf(progress(env), "%s: a session in a network namespace of its own, results in %s\n", k.Label(), dir)

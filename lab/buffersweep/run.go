@@ -163,7 +163,7 @@ func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, ra
 	// ok runs are kept, the others run again.
 	cellEnv.Out, cellEnv.Scenario = filepath.Join(env.Out, dir), nil
 	cellEnv.Resume = env.Resume && started(cellEnv.Out)
-	cellEnv.Progress = prefixed(progress(env), "  ")
+	cellEnv.Progress = &prefixWriter{w: progress(env), prefix: "  "}
 	r, err := sc.Run(ctx, &cellEnv)
 	res, _ := r.(*slowclient.Result)
 	if res == nil {
@@ -248,25 +248,21 @@ func progress(env *lab.Env) io.Writer {
 	return env.Progress
 }
 
-// prefixed writes every line to w with prefix in front.
-func prefixed(w io.Writer, prefix string) io.Writer {
-	return &prefixWriter{w: w, prefix: prefix, bol: true}
-}
-
+// prefixWriter writes every line to w with prefix in front.
 type prefixWriter struct {
 	w      io.Writer
 	prefix string
-	bol    bool
+	mid    bool // within a line: its prefix written
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	var out []byte
 	for _, c := range b {
-		if p.bol {
+		if !p.mid {
 			out = append(out, p.prefix...)
 		}
 		out = append(out, c)
-		p.bol = c == '\n'
+		p.mid = c != '\n'
 	}
 	if _, err := p.w.Write(out); err != nil {
 		return 0, err
