@@ -1,6 +1,7 @@
 package buffersweep
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -101,16 +102,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("routes[%d] %q: allowed %s", i, r, stack.RouteList(stack.DownloadRoutes()))
 		}
 	}
-	for _, l := range []struct {
-		field      string
-		sizes      []lab.Size
-		lo, hi     int64
-		mayBeEmpty bool
-	}{{"sizes", c.Sizes, minSize, maxSize, false}, {"rates", c.Rates, minRate, maxRate, false},
-		{"tcp_wmem_max", c.TCPWmemMax, minMem, maxMem, true}, {"tcp_rmem_max", c.TCPRmemMax, minMem, maxMem, true}} {
-		if err := inRange(l.field, l.sizes, l.lo, l.hi, l.mayBeEmpty); err != nil {
-			return err
-		}
+	if err := cmp.Or(inRange("sizes", c.Sizes, minSize, maxSize, false), inRange("rates", c.Rates, minRate, maxRate, false),
+		inRange("tcp_wmem_max", c.TCPWmemMax, minMem, maxMem, true), inRange("tcp_rmem_max", c.TCPRmemMax, minMem, maxMem, true)); err != nil {
+		return err // the first list's error
 	}
 	switch {
 	case c.SlowClients < 1 || c.SlowClients > 100:
@@ -164,7 +158,6 @@ func (k kernel) Label() string {
 	return "wmem=" + f(k.wmem) + " rmem=" + f(k.rmem)
 }
 
-// dir is the setting's directory name.
 func (k kernel) dir() string {
 	return "kernel-" + strings.NewReplacer("=", "", " ", "-").Replace(k.Label())
 }

@@ -1,6 +1,8 @@
 package buffersweep
 
 import (
+	"slices"
+
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -35,47 +37,36 @@ func paths(rows []recorder.Hop) map[string]map[int]path {
 			written[key{r.RunID, r.Download, r.TS}] = r.Bytes
 		}
 	}
+	type dl struct {
+		run string
+		d   int
+	}
 	type series struct{ w, inFlight []int64 }
-	byDownload := map[string]map[int]*series{}
+	byDownload := map[dl]*series{}
 	for _, r := range rows {
-		if r.Hop != recorder.HopClientRead {
-			continue
-		}
 		w, ok := written[key{r.RunID, r.Download, r.TS}]
-		if !ok {
+		if r.Hop != recorder.HopClientRead || !ok {
 			continue
 		}
-		if byDownload[r.RunID] == nil {
-			byDownload[r.RunID] = map[int]*series{}
-		}
-		s := byDownload[r.RunID][r.Download]
+		s := byDownload[dl{r.RunID, r.Download}]
 		if s == nil {
 			s = &series{}
-			byDownload[r.RunID][r.Download] = s
+			byDownload[dl{r.RunID, r.Download}] = s
 		}
 		s.w, s.inFlight = append(s.w, w), append(s.inFlight, w-r.Bytes)
 	}
 	out := map[string]map[int]path{}
-	for run, ds := range byDownload {
-		out[run] = map[int]path{}
-		for d, s := range ds {
-			var p path
-			full := -1
-			for _, f := range s.inFlight {
-				p.capacity = max(p.capacity, f)
-			}
-			// The path is full from the first sample within 90% of the peak.
-			for i, f := range s.inFlight {
-				if f >= p.capacity*9/10 {
-					full = i
-					break
-				}
-			}
-			for i := max(full, 0) + 1; full >= 0 && i < len(s.w); i++ {
-				p.step = max(p.step, s.w[i]-s.w[i-1])
-			}
-			out[run][d] = p
+	for k, s := range byDownload {
+		p := path{capacity: max(0, slices.Max(s.inFlight))}
+		// The path is full from the first sample within 90% of the peak.
+		full := slices.IndexFunc(s.inFlight, func(f int64) bool { return f >= p.capacity*9/10 })
+		for i := full + 1; full >= 0 && i < len(s.w); i++ {
+			p.step = max(p.step, s.w[i]-s.w[i-1])
 		}
+		if out[k.run] == nil {
+			out[k.run] = map[int]path{}
+		}
+		out[k.run][k.d] = p
 	}
 	return out
 }

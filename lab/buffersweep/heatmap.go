@@ -38,26 +38,11 @@ var p95Bins = []p95Bin{
 // noP95Fill is a cell that ran but has no p95.
 var noP95Fill = color.Gray{0xe4}
 
-func binOf(v float64) p95Bin {
-	for _, b := range p95Bins {
-		if v < b.hi {
-			return b
-		}
-	}
-	return p95Bins[len(p95Bins)-1]
-}
-
 // heatCells draws one filled square per cell of a grid whose rows and
 // columns are at whole numbers.
 type heatCells struct {
 	x, y []float64
 	fill []color.Color
-}
-
-var _ plot.Plotter = (*heatCells)(nil)
-
-func (h *heatCells) add(x, y float64, fill color.Color) {
-	h.x, h.y, h.fill = append(h.x, x), append(h.y, y), append(h.fill, fill)
 }
 
 // Plot implements plot.Plotter: each cell leaves a thin white gap to its
@@ -93,7 +78,7 @@ func heatmap(sw *sweepDir, kernel, name string) (*report.Drawing, string) {
 	d := report.NewDrawing(name, title, 8*vg.Inch, max(3*vg.Inch, perPanel*vg.Length(len(conds))+0.4*vg.Inch))
 	drawn, noP95, partial := 0, 0, 0
 	for _, k := range conds {
-		panelTitle := fmt.Sprintf("%s, %s, %d slow clients", k.route, k.server, k.slow)
+		panelTitle := k.label() + " clients"
 		if len(conds) == 1 {
 			panelTitle = title + "\n" + panelTitle
 		}
@@ -109,9 +94,13 @@ func heatmap(sw *sweepDir, kernel, name string) (*report.Drawing, string) {
 		return nil, "no cell has a /fast p95"
 	}
 	wmem, rmem := sw.mem(kernel)
+	var binLabels []string
+	for _, b := range p95Bins {
+		binLabels = append(binLabels, b.label)
+	}
 	caption := "Cell = the cell's /fast p95 as " + sweepFile + " reports it (the median over the cell's ok runs of each " +
 		"run's nearest-rank 95th percentile of its /fast latencies), written in ms and coloured by decade: " +
-		binLabels() + ". Rows are response sizes, columns slow read rates. Kernel " + kernel + ": tcp_wmem " +
+		strings.Join(binLabels, ", ") + ". Rows are response sizes, columns slow read rates. Kernel " + kernel + ": tcp_wmem " +
 		cmp.Or(wmem, "not recorded") + ", tcp_rmem " + cmp.Or(rmem, "not recorded") + "."
 	if noP95 > 0 {
 		caption += fmt.Sprintf(" Grey \"–\": %d cells ran but have no p95 (no ok run, or no /fast answered).", noP95)
@@ -126,16 +115,15 @@ func heatmap(sw *sweepDir, kernel, name string) (*report.Drawing, string) {
 // heatPanel is the heatmap of one condition's cells, titled title: n
 // cells with a p95, noP95 without, partial with not every run ok.
 func heatPanel(sw *sweepDir, title string, cells []Cell) (p *plot.Plot, n, noP95, partial int, err error) {
-	var sizeLabels, rateLabels []string
-	for _, s := range sw.sizes {
-		sizeLabels = append(sizeLabels, report.MiBText(s))
-	}
-	for _, r := range sw.rates {
-		rateLabels = append(rateLabels, report.MiBText(r))
+	mibTexts := func(vs []int64) (out []string) {
+		for _, v := range vs {
+			out = append(out, report.MiBText(v))
+		}
+		return out
 	}
 	p = report.NewPlot(title, "slow read rate (MiB/s)", "response size (MiB)")
-	p.NominalX(rateLabels...)
-	p.NominalY(sizeLabels...)
+	p.NominalX(mibTexts(sw.rates)...)
+	p.NominalY(mibTexts(sw.sizes)...)
 	squares := &heatCells{}
 	var xyl plotter.XYLabels
 	var colours []color.Color
@@ -143,7 +131,10 @@ func heatPanel(sw *sweepDir, title string, cells []Cell) (p *plot.Plot, n, noP95
 		x, y := float64(slices.Index(sw.rates, c.RateBps)), float64(slices.Index(sw.sizes, c.SizeBytes))
 		label, fill, ink := "–", color.Color(noP95Fill), color.Color(color.Black)
 		if c.FastP95MS.Valid {
-			b := binOf(c.FastP95MS.Value)
+			b := p95Bins[len(p95Bins)-1]
+			if i := slices.IndexFunc(p95Bins, func(b p95Bin) bool { return c.FastP95MS.Value < b.hi }); i >= 0 {
+				b = p95Bins[i]
+			}
 			label, fill, ink = report.Sig(c.FastP95MS.Value).Text, b.fill, b.text
 			n++
 		} else {
@@ -153,56 +144,33 @@ func heatPanel(sw *sweepDir, title string, cells []Cell) (p *plot.Plot, n, noP95
 			label += fmt.Sprintf("\n%d/%d runs ok", c.RunsOK, c.Runs)
 			partial++
 		}
-		squares.add(x, y, fill)
+		squares.x, squares.y, squares.fill = append(squares.x, x), append(squares.y, y), append(squares.fill, fill)
 		xyl.XYs = append(xyl.XYs, plotter.XY{X: x, Y: y})
 		xyl.Labels = append(xyl.Labels, label)
 		colours = append(colours, ink)
 	}
 	p.Add(squares)
-	if err := addHeatLabels(p, xyl, colours); err != nil {
-		return nil, 0, 0, 0, err
+	if len(xyl.Labels) > 0 { // each cell's label, centred, in its ink
+		l, err := plotter.NewLabels(xyl)
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		for i := range l.TextStyle {
+			l.TextStyle[i].Font = report.Font(9)
+			l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+			l.TextStyle[i].Color = colours[i]
+		}
+		p.Add(l)
 	}
-	addHeatLegend(p)
-	nr := float64(len(sw.rates))
-	p.X.Min, p.X.Max = -0.5, nr-0.5+0.28*nr // room on the right for the legend, about 1.5 in
-	p.Y.Min, p.Y.Max = -0.5, float64(len(sw.sizes))-0.5
-	return p, n, noP95, partial, nil
-}
-
-// addHeatLabels writes each cell's label, centred, in its ink.
-func addHeatLabels(p *plot.Plot, xyl plotter.XYLabels, colours []color.Color) error {
-	if len(xyl.Labels) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLabels(xyl)
-	if err != nil {
-		return err
-	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].Font = report.Font(9)
-		l.TextStyle[i].XAlign, l.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
-		l.TextStyle[i].Color = colours[i]
-	}
-	p.Add(l)
-	return nil
-}
-
-// addHeatLegend adds the p95 decades and "no p95" to a heatmap's legend,
-// top right.
-func addHeatLegend(p *plot.Plot) {
 	for _, b := range p95Bins {
 		p.Legend.Add(b.label, swatch{b.fill})
 	}
 	p.Legend.Add("no p95", swatch{noP95Fill})
 	p.Legend.Top, p.Legend.Left = true, false
-}
-
-func binLabels() string {
-	var ls []string
-	for _, b := range p95Bins {
-		ls = append(ls, b.label)
-	}
-	return strings.Join(ls, ", ")
+	nr := float64(len(sw.rates))
+	p.X.Min, p.X.Max = -0.5, nr-0.5+0.28*nr // room on the right for the legend, about 1.5 in
+	p.Y.Min, p.Y.Max = -0.5, float64(len(sw.sizes))-0.5
+	return p, n, noP95, partial, nil
 }
 
 // heatmapName is the file name of kernel i's heatmap: named after its

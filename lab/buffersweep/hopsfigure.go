@@ -16,7 +16,6 @@ import (
 	"github.com/slowlab/slowlab/report"
 )
 
-// hopsTitle is the hops figure's title.
 const hopsTitle = "Where one download's bytes are over time, one run per route"
 
 // hopsFigure draws, for each condition of the first kernel, where one
@@ -103,8 +102,12 @@ func hopRouteOf(sw *sweepDir, cache map[string]*cellData, kernel string, k condi
 	dir := sw.cellDir(c)
 	d := cache[dir]
 	if d == nil {
+		d = &cellData{}
 		var err error
-		if d, err = loadCellData(dir); err != nil {
+		if d.hops, _, err = recorder.ReadOptional[recorder.Hop](dir); err == nil {
+			d.runs, _, err = recorder.ReadOptional[recorder.Run](dir)
+		}
+		if err != nil {
 			return nil, "", err
 		}
 		cache[dir] = d
@@ -113,12 +116,7 @@ func hopRouteOf(sw *sweepDir, cache map[string]*cellData, kernel string, k condi
 	if r.runID, r.status, why = chooseRun(d, k); r.runID == "" {
 		return nil, fmt.Sprintf("%s (%s, directory %s) left out: %s", k.label(), r.where, c.Dir, why), nil
 	}
-	var rows []recorder.Hop
-	for _, h := range d.hops {
-		if h.RunID == r.runID && h.Download == 0 {
-			rows = append(rows, h)
-		}
-	}
+	rows := slices.DeleteFunc(slices.Clone(d.hops), func(h recorder.Hop) bool { return h.RunID != r.runID || h.Download != 0 })
 	if r.st = stackHops(rows); len(r.st.ts) < 2 || len(r.st.layers) == 0 {
 		return nil, fmt.Sprintf("%s (%s, directory %s) left out: run %s has %d samples of download 0 "+
 			"with bytes in transit, fewer than the 2 a time series needs", k.label(), r.where, c.Dir, r.runID, len(r.st.ts)), nil
@@ -141,14 +139,13 @@ func pickHopCell(cells []Cell) (c Cell, preferred, ok bool) {
 		if c.SizeBytes == hopCellSize && c.RateBps == hopCellRate {
 			return c, true, true
 		}
-		if !slices.Contains(rates, c.RateBps) {
-			rates = append(rates, c.RateBps)
-		}
+		rates = append(rates, c.RateBps)
 	}
 	if len(rates) == 0 {
 		return Cell{}, false, false
 	}
 	slices.Sort(rates)
+	rates = slices.Compact(rates)
 	median := rates[(len(rates)-1)/2]
 	for _, cand := range cells {
 		if cand.RateBps == median && (!ok || cand.SizeBytes > c.SizeBytes) {
@@ -163,18 +160,6 @@ func pickHopCell(cells []Cell) (c Cell, preferred, ok bool) {
 type cellData struct {
 	hops []recorder.Hop
 	runs []recorder.Run
-}
-
-func loadCellData(dir string) (*cellData, error) {
-	d := &cellData{}
-	var err error
-	if d.hops, _, err = recorder.ReadOptional[recorder.Hop](dir); err != nil {
-		return nil, err
-	}
-	if d.runs, _, err = recorder.ReadOptional[recorder.Run](dir); err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // chooseRun returns the run of condition k whose download 0 is drawn:
@@ -228,11 +213,7 @@ func hopPanel(title string, st hopStack) (p *plot.Plot, series []hopSeries, zero
 	p = report.NewPlot(title, "time since run start (s)", "bytes of download 0 (MiB)")
 	report.Grid(p, true, true)
 	lower := make([]float64, len(st.ts))
-	type entry struct {
-		name  string
-		thumb plot.Thumbnailer
-	}
-	var entries []entry
+	var polys []*plotter.Polygon // series[i]'s
 	for _, l := range st.layers {
 		if slices.Max(l.mib) <= 0 {
 			zero = append(zero, l.hop)
@@ -255,7 +236,7 @@ func hopPanel(title string, st hopStack) (p *plot.Plot, series []hopSeries, zero
 		poly.Color = hopColours[l.hop]
 		poly.LineStyle = draw.LineStyle{Color: hopColours[l.hop], Width: vg.Points(0.5)}
 		p.Add(poly)
-		entries = append(entries, entry{l.hop, poly})
+		polys = append(polys, poly)
 		series = append(series, hopSeries{l.hop, len(st.ts)})
 		lower = upper
 	}
@@ -268,8 +249,8 @@ func hopPanel(title string, st hopStack) (p *plot.Plot, series []hopSeries, zero
 			top = math.Max(top, q.Y)
 		}
 	}
-	for i := len(entries) - 1; i >= 0; i-- { // top of the stack first
-		p.Legend.Add(entries[i].name, entries[i].thumb)
+	for i := len(polys) - 1; i >= 0; i-- { // top of the stack first
+		p.Legend.Add(series[i].name, polys[i])
 	}
 	p.Legend.Top, p.Legend.Left = true, false
 	return p, series, zero, top
@@ -295,7 +276,14 @@ func (h *hopNotes) add(r *hopRoute, kernel string, zero []string) {
 	if r.status != recorder.RunOK {
 		t += fmt.Sprintf(" (status %s: the route has no ok run with hop samples)", r.status)
 	}
-	t += fmt.Sprintf(", %d samples %s", len(st.ts), sampleInterval(st.ts))
+	t += fmt.Sprintf(", %d samples ", len(st.ts))
+	var gaps []float64 // between consecutive samples
+	for i := 1; i < len(st.ts); i++ {
+		gaps = append(gaps, st.ts[i]-st.ts[i-1])
+	}
+	if len(gaps) > 0 {
+		t += fmt.Sprintf("every %.0f ms (median interval)", 1000*recorder.Median(gaps))
+	}
 	h.texts = append(h.texts, t)
 	for _, hop := range []string{recorder.HopProxyMemory, recorder.HopProxyTempFile} {
 		if st.sources[hop][recorder.HopSourceDerived] && !slices.Contains(h.derived, k.route) {
@@ -319,7 +307,6 @@ func (h *hopNotes) add(r *hopRoute, kernel string, zero []string) {
 	}
 }
 
-// caption is the hops figure's caption.
 func (h *hopNotes) caption() string {
 	c := "Download 0 of one run per route, " + strings.Join(h.texts, "; ") + ". Stacked from the bottom, in MiB: " +
 		"client_read (the bytes the client has read), then where the bytes written but not yet read are, from the " +

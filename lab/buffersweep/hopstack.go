@@ -2,7 +2,6 @@ package buffersweep
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"gonum.org/v1/plot/plotter"
@@ -10,7 +9,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// mibScale turns bytes into MiB.
 const mibScale = 1.0 / (1 << 20)
 
 // hopStack is one download's hop samples, ready to stack.
@@ -36,29 +34,19 @@ var deliveredPart = map[string]string{
 	recorder.HopProxyClientSendQueue: recorder.HopProxyClientSendQueueDelivered,
 }
 
-// stackOrder is the hops stacked, bottom to top: what the client has
-// read, then the hops in transit from the client back to the app, so the
-// top of the stack is what the app has written.
-func stackOrder() []string {
-	order := []string{recorder.HopClientRead}
-	for i := len(recorder.HopsInTransit) - 1; i >= 0; i-- {
-		order = append(order, recorder.HopsInTransit[i])
-	}
-	return order
-}
-
 // stackHops arranges one download's rows (one run, one download) by
 // sample. A hop without a row in a sample is 0 there; a stacked hop that
 // has no row in any sample (the direct route's proxy hops) is left out.
 func stackHops(rows []recorder.Hop) hopStack {
 	st := hopStack{sources: map[string]map[string]bool{}, missing: map[string]int{}}
-	samples := map[float64]map[string]int64{}
+	type at struct {
+		t   float64
+		hop string
+	}
+	samples := map[at]int64{}
 	for _, r := range rows {
-		if samples[r.TS] == nil {
-			samples[r.TS] = map[string]int64{}
-			st.ts = append(st.ts, r.TS)
-		}
-		samples[r.TS][r.Hop] = r.Bytes
+		st.ts = append(st.ts, r.TS)
+		samples[at{r.TS, r.Hop}] = r.Bytes
 		if st.sources[r.Hop] == nil {
 			st.sources[r.Hop] = map[string]bool{}
 		}
@@ -71,33 +59,26 @@ func stackHops(rows []recorder.Hop) hopStack {
 		}
 	}
 	slices.Sort(st.ts)
+	st.ts = slices.Compact(st.ts)
 	slices.SortStableFunc(st.written, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-	for _, hop := range stackOrder() {
+	// Bottom to top: what the client has read, then the hops in transit
+	// from the client back to the app, so the top of the stack is what the
+	// app has written.
+	order := append([]string{recorder.HopClientRead}, recorder.HopsInTransit...)
+	slices.Reverse(order[1:])
+	for _, hop := range order {
 		if st.sources[hop] == nil {
 			continue
 		}
 		l := hopLayer{hop: hop, mib: make([]float64, len(st.ts))}
 		for i, t := range st.ts {
-			b := samples[t][hop]
+			b := samples[at{t, hop}]
 			if part, ok := deliveredPart[hop]; ok {
-				b = max(b-samples[t][part], 0)
+				b = max(b-samples[at{t, part}], 0)
 			}
 			l.mib[i] = float64(b) * mibScale
 		}
 		st.layers = append(st.layers, l)
 	}
 	return st
-}
-
-// sampleInterval says how often the samples were taken: the median
-// interval between consecutive ones.
-func sampleInterval(ts []float64) string {
-	var gaps []float64
-	for i := 1; i < len(ts); i++ {
-		gaps = append(gaps, ts[i]-ts[i-1])
-	}
-	if len(gaps) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("every %.0f ms (median interval)", 1000*recorder.Median(gaps))
 }

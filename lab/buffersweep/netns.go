@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	pathpkg "path"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/slowlab/slowlab/child"
 	"github.com/slowlab/slowlab/lab"
@@ -27,28 +29,12 @@ import (
 // another one.
 const parentEnv = "SLOWLAB_NETNS_PARENT"
 
-// childScenario is the child session's scenario file in its kernel
-// directory (the child writes scenario.yaml there itself).
-const childScenario = "sweep-scenario.yaml"
-
-// checkNamespaces says, before anything starts, whether this process may
-// create network namespaces.
-func checkNamespaces() error {
-	if err := netem.Check(); err != nil {
-		return fmt.Errorf("tcp_wmem_max/tcp_rmem_max are set in a network namespace the sweep creates: %w", err)
-	}
-	return nil
-}
-
 // netnsInode is the inode of this process's network namespace.
 func netnsInode() (uint64, error) {
-	fi, err := os.Stat("/proc/self/ns/net")
-	if err != nil {
-		return 0, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, errors.New("no inode for /proc/self/ns/net")
+	const self = "/proc/self/ns/net"
+	var st unix.Stat_t
+	if err := unix.Stat(self, &st); err != nil {
+		return 0, &fs.PathError{Op: "stat", Path: self, Err: err}
 	}
 	return st.Ino, nil
 }
@@ -81,7 +67,7 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 	if err != nil {
 		return err
 	}
-	file := filepath.Join(dir, childScenario)
+	file := filepath.Join(dir, "sweep-scenario.yaml") // not scenario.yaml, which the child writes itself
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		return err
 	}
@@ -93,17 +79,16 @@ func (c *Config) runChild(ctx context.Context, env *lab.Env, k kernel, done map[
 	if err != nil {
 		return fmt.Errorf("this process's network namespace: %w", err)
 	}
-	args := childArgs(env, file, dir)
 	out, err := os.Create(filepath.Join(dir, "session-output.txt"))
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := exec.CommandContext(ctx, exe, childArgs(env, file, dir)...)
 	cmd.Env = append(os.Environ(), kernelnet.NetnsEnv+"="+k.Label(), parentEnv+"="+strconv.FormatUint(ino, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stdout = out
-	cmd.Stderr = prefixed(progress(env), "["+k.Label()+"] ")
+	cmd.Stderr = &prefixWriter{w: progress(env), prefix: "[" + k.Label() + "] "}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	fmt.Fprintf(progress(env), "%s: a session in a network namespace of its own, results in %s\n", k.Label(), dir)
@@ -190,22 +175,18 @@ func (c *Config) enterKernel() error {
 	if err != nil {
 		return fmt.Errorf("namespace: set lo up: %w", err)
 	}
-	for _, s := range []struct {
-		key string
-		max int64
-	}{{"net/ipv4/tcp_wmem", ks[0].wmem}, {"net/ipv4/tcp_rmem", ks[0].rmem}} {
-		if s.max > 0 {
-			if err := setMemMax(s.key, s.max); err != nil {
-				return err
-			}
-		}
+	if err := setMemMax("net/ipv4/tcp_wmem", ks[0].wmem); err != nil {
+		return err
 	}
-	return nil
+	return setMemMax("net/ipv4/tcp_rmem", ks[0].rmem)
 }
 
 // setMemMax sets the maximum of a "min default max" sysctl and checks the
-// kernel took it.
+// kernel took it; 0 keeps the namespace's default.
 func setMemMax(key string, maxBytes int64) error {
+	if maxBytes <= 0 {
+		return nil
+	}
 	cur, err := kernelnet.ProcSys(key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)

@@ -65,24 +65,20 @@ func predictionFigure(sw *sweepDir) (*report.Drawing, string) {
 	nWithin := 0
 	for i, route := range routes {
 		shape := routeShapes[i%len(routeShapes)]
-		mk := func(xys plotter.XYs, g draw.GlyphDrawer) *plotter.Scatter {
-			s := report.Scatter(xys, report.ColorAt(i), vg.Points(3.5))
-			s.GlyphStyle.Shape = g
-			return s
+		for _, part := range []struct {
+			xys   plotter.XYs
+			glyph draw.GlyphDrawer
+			name  string
+		}{{above[route], shape.filled, route + ", size > predicted capacity"}, {within[route], shape.hollow, route + ", size ≤ predicted capacity"}} {
+			if len(part.xys) > 0 {
+				s := report.Scatter(part.xys, report.ColorAt(i), vg.Points(3.5))
+				s.GlyphStyle.Shape = part.glyph
+				p.Add(s)
+				p.Legend.Add(part.name, s)
+				d.AddSeries(part.name, len(s.XYs))
+			}
 		}
-		if xys := above[route]; len(xys) > 0 {
-			s := mk(xys, shape.filled)
-			p.Add(s)
-			p.Legend.Add(route+", size > predicted capacity", s)
-			d.AddSeries(route+", size > predicted capacity", len(s.XYs))
-		}
-		if xys := within[route]; len(xys) > 0 {
-			s := mk(xys, shape.hollow)
-			p.Add(s)
-			p.Legend.Add(route+", size ≤ predicted capacity", s)
-			d.AddSeries(route+", size ≤ predicted capacity", len(s.XYs))
-			nWithin += len(xys)
-		}
+		nWithin += len(within[route])
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, hi, 0, hi
 	p.Legend.Left = true

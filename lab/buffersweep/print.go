@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
@@ -30,10 +31,7 @@ func (r *Result) Print(w io.Writer) {
 		text.WriteText(w, rest[:n])
 		rest = rest[n:]
 	}
-	fmt.Fprintln(w)
-	for _, l := range cellsTable.Legend {
-		fmt.Fprintln(w, l)
-	}
+	fmt.Fprintf(w, "\n%s\n", strings.Join(cellsTable.Legend, "\n"))
 }
 
 // cellsTable is sweep.csv's cells, printed by the CLI (a kernel setting

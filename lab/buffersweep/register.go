@@ -7,15 +7,11 @@ import "github.com/slowlab/slowlab/lab"
 // report section.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 4, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
-		Files: resultsFiles, Smoke: smoke,
+		Files: []string{sweepFile}, Smoke: smoke, // each cell's own files are in the cell's directory
 		Summary:  "response size x read rate x route x kernel socket buffers: where buffering off stops protecting the app",
 		Shared:   lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU,
 		External: "starts the stack per cell and, with kernel limits, inside a namespace of its own; use embedded or real"})
 }
-
-// resultsFiles are the files each session writes in its directory
-// (lab.Experiment.Files); each cell's own files are in the cell's.
-var resultsFiles = []string{sweepFile}
 
 // smoke implements lab.Experiment.Smoke: one cell per kernel setting (the
 // first of each list), 1 MiB read at 4 MiB/s on the first

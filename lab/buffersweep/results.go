@@ -48,15 +48,14 @@ func (c Cell) gridKey() gridKey     { return gridKey{c.Kernel, c.condition(), c.
 // resumed sweep that ran it again) keeps its last row.
 func newSweepDir(dir string, rows []Cell) *sweepDir {
 	sw := &sweepDir{dir: dir}
-	kernelOrder, serverOrder := map[string]int{}, map[string]int{}
+	var servers []string // in order of first appearance
 	last := map[gridKey]int{}
 	for i, c := range rows {
-		if _, seen := kernelOrder[c.Kernel]; !seen {
-			kernelOrder[c.Kernel] = len(sw.kernels)
+		if !slices.Contains(sw.kernels, c.Kernel) {
 			sw.kernels = append(sw.kernels, c.Kernel)
 		}
-		if _, seen := serverOrder[c.Server]; !seen {
-			serverOrder[c.Server] = len(serverOrder)
+		if !slices.Contains(servers, c.Server) {
+			servers = append(servers, c.Server)
 		}
 		if _, seen := last[c.gridKey()]; seen {
 			sw.repeats++
@@ -71,21 +70,17 @@ func newSweepDir(dir string, rows []Cell) *sweepDir {
 		if !slices.Contains(sw.conds, c.condition()) {
 			sw.conds = append(sw.conds, c.condition())
 		}
-		if !slices.Contains(sw.sizes, c.SizeBytes) {
-			sw.sizes = append(sw.sizes, c.SizeBytes)
-		}
-		if !slices.Contains(sw.rates, c.RateBps) {
-			sw.rates = append(sw.rates, c.RateBps)
-		}
+		sw.sizes, sw.rates = append(sw.sizes, c.SizeBytes), append(sw.rates, c.RateBps)
 	}
 	slices.Sort(sw.sizes)
 	slices.Sort(sw.rates)
+	sw.sizes, sw.rates = slices.Compact(sw.sizes), slices.Compact(sw.rates)
 	cmpCond := func(a, b condition) int {
-		return cmp.Or(slowclient.CompareRoutes(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
+		return cmp.Or(slowclient.CompareRoutes(a.route, b.route), cmp.Compare(slices.Index(servers, a.server), slices.Index(servers, b.server)), cmp.Compare(a.slow, b.slow))
 	}
 	slices.SortStableFunc(sw.conds, cmpCond)
 	slices.SortStableFunc(sw.cells, func(a, b Cell) int {
-		return cmp.Or(cmp.Compare(kernelOrder[a.Kernel], kernelOrder[b.Kernel]), cmpCond(a.condition(), b.condition()),
+		return cmp.Or(cmp.Compare(slices.Index(sw.kernels, a.Kernel), slices.Index(sw.kernels, b.Kernel)), cmpCond(a.condition(), b.condition()),
 			cmp.Compare(a.SizeBytes, b.SizeBytes), cmp.Compare(a.RateBps, b.RateBps))
 	})
 	return sw
@@ -93,24 +88,12 @@ func newSweepDir(dir string, rows []Cell) *sweepDir {
 
 // of returns the cells of kernel and condition k, in report order.
 func (sw *sweepDir) of(kernel string, k condition) []Cell {
-	var out []Cell
-	for _, c := range sw.cells {
-		if c.Kernel == kernel && c.condition() == k {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(sw.cells), func(c Cell) bool { return c.Kernel != kernel || c.condition() != k })
 }
 
 // condsOf returns the conditions kernel has cells of, in report order.
 func (sw *sweepDir) condsOf(kernel string) []condition {
-	var out []condition
-	for _, k := range sw.conds {
-		if len(sw.of(kernel, k)) > 0 {
-			out = append(out, k)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(sw.conds), func(k condition) bool { return len(sw.of(kernel, k)) == 0 })
 }
 
 // mem returns kernel's tcp_wmem and tcp_rmem as sweep.csv has them: the

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/slowlab/slowlab/lab"
@@ -24,13 +25,10 @@ func rowKey(r Cell) string { return cellKey(r.Kernel, r.SizeBytes, r.RateBps) }
 // runs again every run that is not ok, a cell with a failed or aborted
 // run (an interrupted cell's rows say so) is not complete.
 func (c *Config) complete(rows []Cell) map[string]bool {
-	ok := map[string]map[string]bool{} // cell -> its routes with every run ok
+	ok := map[string][]string{} // cell -> its routes with every run ok
 	for _, r := range rows {
-		if r.RunsOK == c.Reps {
-			if ok[rowKey(r)] == nil {
-				ok[rowKey(r)] = map[string]bool{}
-			}
-			ok[rowKey(r)][r.Route] = true
+		if r.RunsOK == c.Reps && !slices.Contains(ok[rowKey(r)], r.Route) {
+			ok[rowKey(r)] = append(ok[rowKey(r)], r.Route)
 		}
 	}
 	done := map[string]bool{}
@@ -57,12 +55,7 @@ func (c *Config) resume(env *lab.Env) ([]Cell, map[string]bool, error) {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	done := c.complete(rows)
-	var kept []Cell
-	for _, r := range rows {
-		if done[rowKey(r)] {
-			kept = append(kept, r)
-		}
-	}
+	kept := slices.DeleteFunc(rows, func(r Cell) bool { return !done[rowKey(r)] })
 	if err := lab.ReplaceRows(env.Out, kept); err != nil {
 		return nil, nil, fmt.Errorf("resume %s: %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package buffersweep
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/slowlab/slowlab/internal/bytesize"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/kernelnet"
+	"github.com/slowlab/slowlab/lab/netem"
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/lab/slowclient"
 	"github.com/slowlab/slowlab/lab/stack"
@@ -42,10 +44,7 @@ func (r *Result) AllFailed() bool {
 // only the others run, each resuming its own slow-client matrix (its ok
 // runs kept); every cell's matrix runs under env.MaxHostCPU's guard.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := lab.RefuseExternal(c); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
+	if err := cmp.Or(lab.RefuseExternal(c), c.Validate()); err != nil {
 		return nil, err
 	}
 	child := os.Getenv(kernelnet.NetnsEnv) != ""
@@ -54,8 +53,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			return nil, err
 		}
 	} else if !c.kernels()[0].host {
-		if err := checkNamespaces(); err != nil {
-			return nil, err
+		if err := netem.Check(); err != nil { // before anything starts
+			return nil, fmt.Errorf("tcp_wmem_max/tcp_rmem_max are set in a network namespace the sweep creates: %w", err)
 		}
 	}
 	if err := os.MkdirAll(env.Out, 0o755); err != nil {
@@ -72,11 +71,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RecordSession(env, c); err != nil {
 		return nil, err
 	}
-	open := recorder.CreateFile[Cell]
-	if env.Resume {
-		open = recorder.AppendFile[Cell]
-	}
-	w, err := open(env.Out)
+	w, err := lab.OpenFile[Cell](env.Out, env.Resume)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +163,7 @@ func (c *Config) runCell(ctx context.Context, env *lab.Env, dir string, size, ra
 	// ok runs are kept, the others run again.
 	cellEnv.Out, cellEnv.Scenario = filepath.Join(env.Out, dir), nil
 	cellEnv.Resume = env.Resume && started(cellEnv.Out)
-	cellEnv.Progress = prefixed(progress(env), "  ")
+	cellEnv.Progress = &prefixWriter{w: progress(env), prefix: "  "}
 	r, err := sc.Run(ctx, &cellEnv)
 	res, _ := r.(*slowclient.Result)
 	if res == nil {
@@ -253,25 +248,21 @@ func progress(env *lab.Env) io.Writer {
 	return env.Progress
 }
 
-// prefixed writes every line to w with prefix in front.
-func prefixed(w io.Writer, prefix string) io.Writer {
-	return &prefixWriter{w: w, prefix: prefix, bol: true}
-}
-
+// prefixWriter writes every line to w with prefix in front.
 type prefixWriter struct {
 	w      io.Writer
 	prefix string
-	bol    bool
+	mid    bool // within a line: its prefix written
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	var out []byte
 	for _, c := range b {
-		if p.bol {
+		if !p.mid {
 			out = append(out, p.prefix...)
 		}
 		out = append(out, c)
-		p.bol = c == '\n'
+		p.mid = c != '\n'
 	}
 	if _, err := p.w.Write(out); err != nil {
 		return 0, err

@@ -121,23 +121,14 @@ type kernelRow struct {
 // environment.json says other tcp_wmem or tcp_rmem than sweep.csv.
 func kernelRows(sw *sweepDir) (rows []kernelRow, mismatch []string, err error) {
 	for _, kernel := range sw.kernels {
-		row := kernelRow{Kernel: kernel}
-		for _, c := range sw.cells {
-			if c.Kernel == kernel {
-				row.Cells++
-			}
-		}
-		net, from, err := kernelNet(sw, kernel)
-		if err != nil {
+		row := kernelRow{Kernel: kernel, Cells: len(slices.DeleteFunc(slices.Clone(sw.cells), func(c Cell) bool { return c.Kernel != kernel }))}
+		if row.Net, row.From, err = kernelNet(sw, kernel); err != nil {
 			return nil, nil, err
 		}
 		wmem, rmem := sw.mem(kernel)
-		if net != nil {
-			row.Net, row.From = *net, from
-		}
 		if row.Net.TCPWmem != "" && wmem != "" && row.Net.TCPWmem != wmem || row.Net.TCPRmem != "" && rmem != "" && row.Net.TCPRmem != rmem {
 			mismatch = append(mismatch, fmt.Sprintf("kernel %s: %s has tcp_wmem %q, tcp_rmem %q, %s/environment.json %q, %q",
-				kernel, sweepFile, wmem, rmem, from, row.Net.TCPWmem, row.Net.TCPRmem))
+				kernel, sweepFile, wmem, rmem, row.From, row.Net.TCPWmem, row.Net.TCPRmem))
 		}
 		row.Net.TCPWmem, row.Net.TCPRmem = cmp.Or(wmem, row.Net.TCPWmem), cmp.Or(rmem, row.Net.TCPRmem)
 		rows = append(rows, row)
@@ -147,8 +138,8 @@ func kernelRows(sw *sweepDir) (rows []kernelRow, mismatch []string, err error) {
 
 // kernelNet returns the net settings recorded by the first cell of kernel
 // whose results directory has an environment.json with them, and that
-// directory as sweep.csv names it; nil and "" when none has.
-func kernelNet(sw *sweepDir, kernel string) (*recorder.NetSettings, string, error) {
+// directory as sweep.csv names it; none and "" when none has.
+func kernelNet(sw *sweepDir, kernel string) (recorder.NetSettings, string, error) {
 	seen := map[string]bool{}
 	for _, c := range sw.cells {
 		if c.Kernel != kernel || c.Dir == "" || seen[c.Dir] {
@@ -160,15 +151,15 @@ func kernelNet(sw *sweepDir, kernel string) (*recorder.NetSettings, string, erro
 			continue
 		}
 		if err != nil {
-			return nil, "", err
+			return recorder.NetSettings{}, "", err
 		}
 		for _, s := range sessions {
 			if s.Net != nil {
-				return s.Net, c.Dir, nil
+				return *s.Net, c.Dir, nil
 			}
 		}
 	}
-	return nil, "", nil
+	return recorder.NetSettings{}, "", nil
 }
 
 // kernelsTable shows each kernel setting's socket-buffer settings, in the
