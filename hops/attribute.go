@@ -72,8 +72,10 @@ func later(t time.Duration, ok bool, smp Sample) bool { return ok && t > smp.T }
 // sample but is in a later one of the run was skipped by the dump (which
 // is not atomic while sockets come and go), and so was the proxy's to
 // the app when the proxy reports it had read less than the body
-// (Download.Body): its hops are missing (0, source missing, not
-// counted), and so is anything derived from it.
+// (Download.Body), and so, then, was the app's (its side cannot reach
+// TIME_WAIT, the one state not dumped, before the proxy closes): their
+// hops are missing (0, source missing, not counted), and so is anything
+// derived from them.
 // Otherwise a socket that is not in a sample although it was seen
 // before, or (through a proxy) the response has started, has closed: its
 // queues are empty (0, source derived), and what passed through it is
@@ -255,8 +257,10 @@ func (p Path) sample(rows []recorder.Hop, runID string, d Download, smp Sample, 
 		st.appWritten, st.appSeen = written, true
 		r.put(recorder.HopAppSendQueue, int64(app.SendQ), recorder.HopSourceKernel)
 		r.add(recorder.HopAppSendQueueNotSent, int64(app.NotSent), recorder.HopSourceKernel)
-	case later(seen.app, seen.appOK, smp):
-		// Skipped by the dump: in a later sample, so not closed.
+	case later(seen.app, seen.appOK, smp) || pb != nil && d.Body > 0 && pb.UpstreamRead < d.Body:
+		// Skipped by the dump: in a later sample, so not closed; or the
+		// proxy has not read the whole body, so its socket to the app is
+		// open and the app's (at most FIN_WAIT2, which is dumped) too.
 		r.put(recorder.HopAppSendQueue, 0, recorder.HopSourceMissing)
 		r.add(recorder.HopAppSendQueueNotSent, 0, recorder.HopSourceMissing)
 	case st.appSeen || started && p.ProxyPort != 0:

@@ -219,6 +219,46 @@ func TestMovementSeesAckedBurst(t *testing.T) {
 	}
 }
 
+// A reporting proxy that has read less than the body keeps its socket to
+// the app open, so the app's socket cannot have gone (the dump leaves out
+// only TIME_WAIT, which needs the proxy's side closed): not in a sample,
+// it was skipped by the dump, and its hops are missing, not derived as
+// the whole response written (which made a sample 13 MiB unaccounted in
+// a buffer-sweep run once).
+func TestHopsReportingProxyAppSkipped(t *testing.T) {
+	b, err := os.ReadFile("testdata/buffers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := ParseProxyReport(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const app, proxy, client, peer = 8000, 8080, 40000, 40001
+	smp := Sample{T: time.Second, Proxy: report, HasTemp: true, TempFile: 1 << 20, Sockets: []Socket{
+		sock(peer, app, 0, 0, 100, 3<<20),
+		sock(proxy, client, 0, 1<<20, 944<<10, 100),
+		sock(client, proxy, 8<<10, 0, 100, 984<<10),
+	}}
+	p := Path{AppPort: app, ProxyPort: proxy, ProxyReports: true, ProxyMemory: 80 << 10}
+	d := Download{Local: ap(client), Total: 16<<20 + 200, Body: 16 << 20}
+	rows := Hops("r", p, []Download{d}, []Sample{smp})
+	if r, _ := hopAt(rows, 1, recorder.HopAppWritten); r.Source != recorder.HopSourceMissing {
+		t.Errorf("app_written %+v, want missing: the proxy has read 3 MiB of the 16 MiB body", r)
+	}
+	if res := Check(rows); len(res.Violations) != 0 {
+		t.Errorf("%s: %v; want no violation", res, res.Violations)
+	}
+	// Once the proxy has read the whole body its socket to the app may
+	// have closed, and the app's with it: then the app wrote it all.
+	report[0].UpstreamRead, report[0].TempFile = d.Body, 14<<20
+	smp.TempFile = 14 << 20
+	rows = Hops("r", p, []Download{d}, []Sample{smp})
+	if r, _ := hopAt(rows, 1, recorder.HopAppWritten); r.Source != recorder.HopSourceDerived || r.Bytes != d.Total {
+		t.Errorf("the body read, app_written %+v, want %d derived", r, d.Total)
+	}
+}
+
 // Through a proxy, an app socket never seen by a download that did not
 // complete (no Total) leaves app_written unknown: missing, not 0, and the
 // sample unmeasured.
