@@ -61,7 +61,7 @@ func (h *DurationHist) Add(d time.Duration) {
 // N is how many durations were counted.
 func (h *DurationHist) N() int { return int(h.n) }
 
-// Percentile is the p-th nearest-rank percentile (0 < p <= 100) in ms,
+// Percentile is the p-th nearest-rank percentile (0 < p <= 100, at Rank) in ms,
 // within the bucket precision, never outside the smallest and largest
 // values counted; p 100 is the exact maximum. NaN when nothing was counted.
 func (h *DurationHist) Percentile(p float64) float64 {
@@ -71,10 +71,10 @@ func (h *DurationHist) Percentile(p float64) float64 {
 	if p >= 100 {
 		return msOf(h.max)
 	}
-	rank := uint64(math.Ceil(p / 100 * float64(h.n)))
+	rank := uint64(Rank(int(h.n), p))
 	var seen uint64
 	for i, c := range h.counts {
-		if seen += c; seen >= max(rank, 1) {
+		if seen += c; seen >= rank {
 			return msOf(min(max(time.Duration(histValue(i)), h.min), h.max))
 		}
 	}

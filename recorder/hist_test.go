@@ -37,3 +37,23 @@ func TestDurationHist(t *testing.T) {
 		t.Error("percentile of nothing is not NaN")
 	}
 }
+
+// Below 2 µs the buckets are exact, so the histogram's percentile must be
+// NearestRank's value: the same rank for every count, including a p such
+// as 99.9 that float arithmetic does not hold exactly (p/100*1000 is
+// 999.0000000000001, one rank too high without Rank's slack).
+func TestDurationHistRankIsNearestRank(t *testing.T) {
+	for n := 1; n <= 2000; n++ {
+		var h DurationHist
+		values := make([]float64, n)
+		for i := range n {
+			h.Add(time.Duration(i + 1))
+			values[i] = msOf(time.Duration(i + 1))
+		}
+		for _, p := range []float64{1, 50, 95, 99, 99.9, 99.99} {
+			if got, want := h.Percentile(p), NearestRank(values, p); got != want {
+				t.Fatalf("n %d: p%v = %v ms, NearestRank %v ms", n, p, got, want)
+			}
+		}
+	}
+}
