@@ -177,11 +177,16 @@ func (m *Matrix[S, R]) loop(ctx context.Context, env *Env, specs []S, runs RowWr
 }
 
 // one performs one run under the host guard; busy reports that the guard
-// aborted it (its reason then says why).
+// aborted it (its reason then says why). A run that failed once the
+// session was interrupted is aborted: the interruption, not the stack,
+// ended whatever step it was in (starting the instruments, say).
 func (m *Matrix[S, R]) one(parent context.Context, guard *hostguard.Guard, spec S, id string) (R, bool, error) {
 	ctx, stop := guard.Watch(parent)
 	defer stop()
 	run, err := m.Measure(ctx, spec, id)
+	if v := m.Verdict(&run); parent.Err() != nil && *v.Status == recorder.RunFailed {
+		*v.Status, *v.Reason = recorder.RunAborted, "interrupted: "+*v.Reason
+	}
 	if parent.Err() == nil && errors.Is(context.Cause(ctx), hostguard.ErrHostBusy) {
 		v := m.Verdict(&run)
 		*v.Status, *v.Reason = recorder.RunAborted, guard.Why()

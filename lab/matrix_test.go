@@ -125,6 +125,47 @@ func TestMatrixResume(t *testing.T) {
 	}
 }
 
+// TestMatrixFailedInterrupted: a run that fails because the session was
+// interrupted during it (slow-client's instruments failed to start with
+// "context canceled" when SIGINT came as its stack started) is aborted, in
+// the rows returned and in the runs file, its reason kept; a failure
+// before the interruption stays failed.
+func TestMatrixFailedInterrupted(t *testing.T) {
+	env := &Env{Out: t.TempDir()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m, _ := fakeMatrix(3, func(_ context.Context, s fakeSpec, _ string) string {
+		switch s {
+		case 0:
+			return recorder.RunOK
+		case 1:
+			return recorder.RunFailed
+		}
+		cancel()
+		return recorder.RunFailed
+	})
+	runs, err := m.Run(ctx, env, &fakeConfig{Header: Header{Experiment: "fake"}, Runs: 3})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted session: %v, want context.Canceled", err)
+	}
+	onDisk, rerr := recorder.ReadFile[recorder.Run](filepath.Join(env.Out, recorder.FileName[recorder.Run]()))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	for name, rows := range map[string][]recorder.Run{"returned": runs, "runs file": onDisk} {
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Status)
+		}
+		if strings.Join(got, " ") != "ok failed aborted" {
+			t.Errorf("%s: statuses %v, want ok failed aborted", name, got)
+		}
+		if len(rows) == 3 && rows[2].Reason != "interrupted: " {
+			t.Errorf("%s: the interrupted run's reason %q, want \"interrupted: \" and its own (empty here)", name, rows[2].Reason)
+		}
+	}
+}
+
 // TestMatrixHostBusy: with the default guard and every CPU kept busy by
 // processes outside the session, every run is aborted with the guard's
 // reason and tried again as .try2 and .try3; AllFailed then holds.

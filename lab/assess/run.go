@@ -120,7 +120,10 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	defer c.sampled(fr, &v)
 	t.streamChecked(ctx, recoverBound)
 	// An external stack may still be busy with the last probe's clients.
-	if back, why := r.recovered(ctx, 0, recoverBound); why != "" {
+	if back, why := r.recovered(ctx, 0, recoverBound); ctx.Err() != nil {
+		v.Stopped = interrupted(ctx)
+		return v, nil
+	} else if why != "" {
 		v.Stopped = "invalid: waiting for /fast before the baseline: " + why
 		return v, nil
 	} else if !back {
@@ -193,15 +196,21 @@ func (c *Config) openProbe(ctx context.Context, env *lab.Env, p Probe) (fr *lab.
 	srv, _ := stack.ParseServer(c.Server)
 	fr, ferr := lab.StartFreshUnlimited(ctx, env, stack.Deployment{RunID: "assess-" + string(p), Route: c.Route, Server: srv,
 		LargeSize: int64(c.LargeSize)})
-	if ferr != nil {
+	if ferr == nil {
+		if t, err = c.targets(ctx, fr.Running, p); err != nil {
+			fr.Close()
+		}
+	}
+	switch {
+	case (ferr != nil || err != nil) && ctx.Err() != nil: // cut short: neither failed nor refused
+		v.Stopped = interrupted(ctx)
+		return nil, t, v, nil
+	case ferr != nil:
 		v.Stopped = "failed: " + ferr.Error()
 		return nil, t, v, nil
-	}
-	if t, err = c.targets(ctx, fr.Running, p); err != nil {
-		fr.Close()
-		if !errors.Is(err, ErrUnavailable) {
-			err = fmt.Errorf("%w: %w", ErrRefused, err)
-		}
+	case err != nil && !errors.Is(err, ErrUnavailable):
+		return nil, t, v, fmt.Errorf("%w: %w", ErrRefused, err)
+	case err != nil:
 		return nil, t, v, err
 	}
 	if p == ProbeSlowReaders || p == ProbeStalled {

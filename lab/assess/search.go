@@ -245,7 +245,7 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 			s.v.Stopped = "failed: results not all written: " + err.Error()
 			return "", true
 		case ctx.Err() != nil:
-			s.v.Stopped = "interrupted: " + context.Cause(ctx).Error()
+			s.v.Stopped = interrupted(ctx)
 			return "", true
 		case s.stackDied():
 			return "", true

@@ -195,7 +195,7 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		}
 	}
 	if sleepUntil(ctx, at); ctx.Err() != nil { // interrupted before the slot: no window to judge
-		v.Stopped = "interrupted: " + context.Cause(ctx).Error()
+		v.Stopped = interrupted(ctx)
 		return v, nil
 	}
 	fr.Start(at, samples)
@@ -249,7 +249,7 @@ func (c *Config) levelsSharded(ctx context.Context, r *run, v *Verdict, base tim
 		case err != nil:
 			v.Stopped = "failed: results not all written: " + err.Error()
 		case ctx.Err() != nil:
-			v.Stopped = "interrupted: " + context.Cause(ctx).Error()
+			v.Stopped = interrupted(ctx)
 		case lv.Status == statusInvalid:
 			v.Stopped = fmt.Sprintf("invalid: the level of %d clients (the shards' clock runs each once): %s", n, lv.Invalid)
 		case lv.Status == statusShort && shard == 0:
