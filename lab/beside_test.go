@@ -134,11 +134,12 @@ func (c cell) RouteName() stack.Route { return c.route }
 func (c cell) ServerName() string     { return c.server }
 
 // Beside's Servers are the servers its conditions name, as ParsedServers
-// parses them (a name that does not parse left out for Validate), and its
-// Routes every condition's route in order.
+// parses them (a name that does not parse left out for Validate, and
+// "async", the stack's own event-loop server, which the stack resolves),
+// and its Routes every condition's route in order.
 func TestBesideServersAndRoutes(t *testing.T) {
 	b := Beside[cell]{Conditions: []cell{{stack.RouteDirect, "sync-2"}, {stack.RouteBufferingOn, "sync-0x"},
-		{stack.RouteDirect, "gthread-1x4"}}}
+		{stack.RouteDirect, stack.AsyncServer}, {stack.RouteDirect, "gthread-1x4"}}}
 	var servers []string
 	for _, s := range b.Servers() {
 		servers = append(servers, s.Name())
@@ -146,7 +147,7 @@ func TestBesideServersAndRoutes(t *testing.T) {
 	if want := []string{"sync-2", "gthread-1x4"}; !slices.Equal(servers, want) {
 		t.Errorf("servers %q, want %q", servers, want)
 	}
-	if got, want := b.Routes(), []stack.Route{stack.RouteDirect, stack.RouteBufferingOn, stack.RouteDirect}; !slices.Equal(got, want) {
+	if got, want := b.Routes(), []stack.Route{stack.RouteDirect, stack.RouteBufferingOn, stack.RouteDirect, stack.RouteDirect}; !slices.Equal(got, want) {
 		t.Errorf("routes %q, want %q", got, want)
 	}
 }

@@ -9,12 +9,13 @@ import (
 
 // ParsedServers is the servers a matrix's conditions name, for
 // Stacked.Servers: each condition's server (name) parsed, leaving out
-// names that do not parse (Validate reports those). stack.AsyncServer
-// parses as the registered model of that name and is kept.
+// names that do not parse (Validate reports those) and stack.AsyncServer,
+// the stack's own event-loop server that stack.ExpandRuns resolves (a
+// stack without one skips the condition), not a model it must run.
 func ParsedServers[C any](conds []C, name func(C) string) []stack.Server {
 	var out []stack.Server
 	for _, c := range conds {
-		if s, err := stack.ParseServer(name(c)); err == nil {
+		if s, err := stack.ParseServer(name(c)); err == nil && name(c) != stack.AsyncServer {
 			out = append(out, s)
 		}
 	}
