@@ -18,7 +18,19 @@ import (
 // probe count.
 func (r *Result) Print(w io.Writer) {
 	groupsTable.WriteText(w, r.Groups)
-	printReps(w, r.Groups)
+	sums := Summarize(r.Groups)
+	if !slices.ContainsFunc(sums, func(s Summary) bool { return s.Runs > 1 }) {
+		return
+	}
+	fmt.Fprintln(w, "\nover the repetitions:")
+	for _, s := range sums {
+		fmt.Fprintf(w, "  %s hold %d probes %d: %d runs; a worker full in %s runs; a probe over 1 s in %d of %d runs; waves after which a worker was full: %s\n",
+			s.Server, s.Hold, s.Probes, s.Runs, s.fullRuns().String(), s.RunsOver1s, s.Runs, s.fullWaves().String())
+	}
+	for _, c := range Compare(sums) {
+		fmt.Fprintf(w, "  %s hold %d, %d against %d probes: Fisher's exact p (two-sided) = %s for runs with a probe over 1 s, %s for runs with a full worker\n",
+			c.A.Server, c.A.Hold, c.A.Probes, c.B.Probes, pValue(c.POver1s), pValue(c.PFullRuns))
+	}
 }
 
 // notMeasured is the cell of a value that was not measured.
@@ -137,24 +149,6 @@ func heldSampling(groups []Group) string {
 	return fmt.Sprintf("sampled about every %.0f ms, %d samples over %.0f s", 1000*secs/float64(samples), samples, secs)
 }
 
-// printReps prints the across-repetition summary, if any condition ran
-// more than once.
-func printReps(w io.Writer, groups []Group) {
-	sums := Summarize(groups)
-	if !slices.ContainsFunc(sums, func(s Summary) bool { return s.Runs > 1 }) {
-		return
-	}
-	fmt.Fprintln(w, "\nover the repetitions:")
-	for _, s := range sums {
-		fmt.Fprintf(w, "  %s hold %d probes %d: %d runs; a worker full in %s runs; a probe over 1 s in %d of %d runs; waves after which a worker was full: %s\n",
-			s.Server, s.Hold, s.Probes, s.Runs, s.fullRuns().String(), s.RunsOver1s, s.Runs, s.fullWaves().String())
-	}
-	for _, c := range Compare(sums) {
-		fmt.Fprintf(w, "  %s hold %d, %d against %d probes: Fisher's exact p (two-sided) = %s for runs with a probe over 1 s, %s for runs with a full worker\n",
-			c.A.Server, c.A.Hold, c.A.Probes, c.B.Probes, pValue(c.POver1s), pValue(c.PFullRuns))
-	}
-}
-
 func pValue(p float64) string {
 	if math.IsNaN(p) {
 		return "-"
@@ -208,13 +202,10 @@ func reps(groups []Group) []rep {
 	out := make([]rep, len(sums))
 	for i, s := range sums {
 		out[i].Summary = s
-		for j, c := range cmp {
-			if c.A == s || c.B == s {
-				out[i].cmp, out[i].other = &cmp[j], c.B
-				if c.B == s {
-					out[i].other = c.A
-				}
-				break
+		if j := slices.IndexFunc(cmp, func(c Comparison) bool { return c.A == s || c.B == s }); j >= 0 {
+			out[i].cmp, out[i].other = &cmp[j], cmp[j].B
+			if cmp[j].B == s {
+				out[i].other = cmp[j].A
 			}
 		}
 	}

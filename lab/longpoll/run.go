@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -23,15 +24,7 @@ type Result struct {
 // AllFailed implements lab.Result: no run ended ok, or none got a probe
 // through.
 func (r *Result) AllFailed() bool {
-	if r.MatrixResult.AllFailed() {
-		return true
-	}
-	for _, g := range r.Groups {
-		if g.OK > 0 {
-			return false
-		}
-	}
-	return len(r.Groups) > 0
+	return r.MatrixResult.AllFailed() || len(r.Groups) > 0 && !slices.ContainsFunc(r.Groups, func(g Group) bool { return g.OK > 0 })
 }
 
 // RunSpec is one run of the matrix: a condition's repetition.
@@ -106,8 +99,7 @@ func completedGroups(dir string, runs []RunRow, measured map[string]Group) ([]Gr
 			continue
 		}
 		if resumed == nil {
-			path := filepath.Join(dir, groupFile)
-			rows, err := recorder.ReadFile[Group](path)
+			rows, err := recorder.ReadFile[Group](filepath.Join(dir, groupFile))
 			if err != nil {
 				return out, fmt.Errorf("resumed runs' groups: %w", err)
 			}
