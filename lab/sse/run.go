@@ -66,7 +66,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = lab.Capacity(spec.Server)
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
-		AppTimeout: c.appTimeout(), UpstreamHTTP10: upstreamHTTP10(spec.Route)}, false)
+		AppTimeout: c.appTimeout(), UpstreamHTTP10: pseudo[spec.Route].http10}, false)
 	if err != nil {
 		return lab.Failed(ctx, run, err), nil
 	}
