@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -35,25 +36,18 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	most := 0
-	for _, k := range c.Conns {
-		most = max(most, k)
-	}
 	// Each connection is a descriptor here and one in the app or proxy
 	// (which sends nothing upstream for a request it never got), each
 	// process counting its own against the limit it inherits; the rest is
 	// headroom for /fast, logs and the runtime.
-	restore, err := raiseNoFile(uint64(most + 4096))
+	restore, err := raiseNoFile(uint64(slices.Max(c.Conns) + 4096))
 	if err != nil {
 		return nil, err
 	}
 	defer restore()
-	res, err := lab.Plan[runSpec, Conn, RunRow]{Specs: c.specs, Line: runLine,
+	res, err := lab.Plan[runSpec, Conn, RunRow]{Specs: c.specs, Line: runLine, Measure: c.runOne,
 		Expected: func(runSpec) time.Duration {
 			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
-		},
-		Measure: func(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (RunRow, error) {
-			return c.runOne(ctx, env, id, s.cond, s.rep, f)
 		}}.Run(ctx, env, c, &Result{})
 	return res, errors.Join(err, restore())
 }
@@ -81,8 +75,9 @@ func runLine(r RunRow) string {
 // runOne runs one condition on a fresh stack. A run that could not be
 // measured is returned failed with its reason; the error is for results
 // that did not reach their files.
-func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (RunRow, error) {
-	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: rep}, Mode: string(cond.Mode),
+func (c *Config) runOne(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (RunRow, error) {
+	cond := s.cond
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: s.rep}, Mode: string(cond.Mode),
 		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
 	run.AppTimeoutS = lab.SetSeconds(c.AppTimeout)
 	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
@@ -104,7 +99,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 		return lab.Failed(ctx, run, fmt.Errorf("target %q: %v", fastURL, err)), nil
 	}
 	l, rs, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) lab.Clients[Conn] {
-		return c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
+		return c.load(ctx, env, id, cond, s.rep, u.Host, fastURL, t0, f)
 	})
 	run.AppMemMiB, run.AppRSSMiB = lab.MiB(rs.App.MemoryPeakBytes), lab.MiB(rs.App.RSSPeakBytes)
 	run.ProxyMemMiB, run.ProxyRSSMiB = lab.MiB(rs.Proxy.MemoryPeakBytes), lab.MiB(rs.Proxy.RSSPeakBytes)
