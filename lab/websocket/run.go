@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,12 +39,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 func holdable(st stack.Stack, specs []RunSpec) error {
 	for _, s := range specs {
 		if ok, why := st.HoldsWebSocket(s.Server.Model); !ok {
-			var can []string
-			for _, m := range st.Models() {
-				if ok, _ := st.HoldsWebSocket(m); ok {
-					can = append(can, m)
-				}
-			}
+			can := slices.DeleteFunc(st.Models(), func(m string) bool { ok, _ := st.HoldsWebSocket(m); return !ok })
 			return fmt.Errorf("server %s on the %s stack: %s; run a server of model %s", s.Server.Name(), st.Name, why, strings.Join(can, ", "))
 		}
 	}
