@@ -31,9 +31,6 @@ const heldEvery = 200 * time.Millisecond
 // resource-samples.csv and environment.json. A stream the proxy reset or
 // cut is an outcome in h2-streams.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := lab.RefuseExternal(c); err != nil {
-		return nil, err
-	}
 	return lab.Plan[RunSpec, Stream, RunRow]{
 		Specs:    func() ([]RunSpec, []string) { return c.runsOn(env.Stack) },
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
@@ -81,9 +78,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		run.Conns = spec.Streams
 	}
 	run.ConnWindow = int64(cmp.Or(spec.ConnWindow, c.Slow.ConnWindow))
-	if info, ok := spec.Server.ModelInfo(); ok && !info.Async {
-		run.Workers = recorder.Some(float64(max(spec.Server.Workers, 1) * max(spec.Server.Threads, 1)))
-	}
+	_, run.Workers = lab.Capacity(spec.Server) // the worker slots: none for an event loop
 	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Slow.Size), SendTimeout: time.Duration(spec.SendTimeout),
 		HTTP3: spec.Protocol == ProtocolH3}
 	fr, err := lab.StartFresh(ctx, env, d, false)
