@@ -100,15 +100,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return lab.Failed(ctx, run, err), nil
 	}
 	l, res, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) loaded { return c.load(ctx, env, fr.Running, spec, &run, conns, t0, f) })
-	run = SummarizeRun(run, l.reqs, l.streams)
+	run = SummarizeRun(run, l.Reqs, l.Rows)
 	run.AppHeldMax, run.AppComplete = l.heldMax, l.appComplete
 	run.ProxyMemPeakMiB, run.TempPeakMiB = recorder.MemoryPeakMiB(res.Proxy), res.TempPeakMiB
-	streams := ""
-	if len(l.streams) != spec.Streams {
-		streams = fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
-	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
-		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), lab.Accounted(len(l.Rows), spec.Streams, "streams"))
 }
 
 // streamConn is a connection to the proxy whose streams a run reads:
@@ -147,14 +143,13 @@ func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWi
 	return conns, nil
 }
 
-// loaded is what a run's load measured.
+// loaded is what a run's load measured: its streams' rows and /fast's
+// (lab.Clients), and what the app's send log said of the streams.
 type loaded struct {
-	streams     []Stream
-	reqs        []recorder.Request
+	lab.Clients[Stream]
 	heldMax     recorder.Maybe
 	appComplete int
 	held        map[string]bool // at the hold's end: begun by the app, not finished
-	writeErr    error
 }
 
 // load starts the slow streams at t0 and, Fast.Offset later, the /fast
@@ -192,13 +187,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	case *loadgen.H2Conn:
 		fast = c.Fast.RunH2(ctx, env, fc, running.URL()+c.Fast.Path, meta, t0, f.Requests)
 	}
-	run.FastPlanned, l.reqs, l.writeErr = fast.Planned, fast.Reqs, fast.WriteErr
+	run.FastPlanned, l.Reqs, l.WriteErr = fast.Planned, fast.Reqs, fast.WriteErr
 	for i, ch := range results {
 		r := <-ch
 		row := streamRow(*run, i, i%run.Conns, r, errors.Is(r.Err, loadgen.ErrH2Cut) || errors.Is(r.Err, loadgen.ErrH3Cut), stopHeld()[ids[i]])
-		l.streams = append(l.streams, row)
-		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
-			l.writeErr = err
+		l.Rows = append(l.Rows, row)
+		if err := f.Items.Write(row); err != nil && l.WriteErr == nil {
+			l.WriteErr = err
 		}
 	}
 	return l

@@ -78,12 +78,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	})
 	run = SummarizeRun(run, l.Reqs, l.Rows, l.events)
-	streams := ""
-	if len(l.Rows) != spec.Streams {
-		streams = fmt.Sprintf("%d streams accounted of %d", len(l.Rows), spec.Streams)
-	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
-		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), lab.Accounted(len(l.Rows), spec.Streams, "streams"))
 }
 
 // loaded is what a run's load measured: its streams' rows and /fast's

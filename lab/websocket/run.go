@@ -80,12 +80,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if kills, ok := fr.Running.OOMKills()["app"]; ok {
 		run.AppOOMKills = recorder.Some(float64(kills))
 	}
-	sockets := ""
-	if len(l.Rows) != spec.Sockets {
-		sockets = fmt.Sprintf("%d sockets accounted of %d", len(l.Rows), spec.Sockets)
-	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
-		lab.FastAccounted(run.FastTotal, run.FastPlanned), sockets)
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), lab.Accounted(len(l.Rows), spec.Sockets, "sockets"))
 }
 
 // load opens the sockets at t0 and, Fast.Offset later, starts the
