@@ -137,7 +137,7 @@ type Summary struct {
 	LifetimeP50S                 recorder.Maybe // median of the runs' medians
 	Runs, Excluded               int
 	Opened, Held, Refused        int
-	Slots, Workers               recorder.Maybe
+	Workers                      recorder.Maybe
 	HeldMax                      recorder.Maybe
 	WorkersHoldingMax            recorder.Maybe
 	recorder.FastOver
@@ -164,7 +164,7 @@ func Summarize(runs []RunRow) []Summary {
 			row.Opened += r.Opened
 			row.Held += r.Held
 			row.Refused += r.Refused
-			row.Slots, row.Workers = r.Slots, r.Workers
+			row.Workers = r.Workers
 			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)
 			life = recorder.AppendValid(life, r.LifetimeP50S)
 			row.Messages += r.Messages
