@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -119,15 +120,10 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 	h := loadgen.IdleHolders{Addr: addr, Mode: cond.Mode, N: cond.Conns, Sources: c.sources(cond.Conns), Hold: time.Duration(c.Hold),
 		ByteEvery: time.Duration(c.ByteEvery), ConnectTimeout: time.Duration(c.ConnectTimeout), Dialers: c.Dialers,
 		OnConnected: func(int) { close(tried) }}
-	type held struct {
-		out []loadgen.HeldConn
-		err error
-	}
-	done := make(chan held, 1)
-	go func() {
-		out, err := h.Run(ctx)
-		done <- held{out, err}
-	}()
+	var held []loadgen.HeldConn
+	var heldErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { held, heldErr = h.Run(ctx) })
 	var fr lab.FastRun
 	select {
 	case <-tried:
@@ -138,9 +134,9 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 		fr = fast.Run(ctx, env, fastURL, false, meta, t0, f.Requests)
 	case <-ctx.Done():
 	}
-	hd := <-done
-	rows := make([]Conn, 0, len(hd.out))
-	for _, o := range hd.out {
+	wg.Wait()
+	rows := make([]Conn, 0, len(held))
+	for _, o := range held {
 		row := Conn{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns,
 			Seq: o.Seq, Source: o.Source, ConnectMS: float64(o.Connect) / float64(time.Millisecond), End: string(o.End),
 			SentBytes: o.Sent, ReceivedBytes: o.Received, FirstLine: o.FirstLine}
@@ -158,5 +154,5 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 			fr.WriteErr = err
 		}
 	}
-	return lab.Clients[Conn]{Rows: rows, Reqs: fr.Reqs, Planned: fr.Planned, WriteErr: errors.Join(fr.WriteErr, hd.err)}
+	return lab.Clients[Conn]{Rows: rows, Reqs: fr.Reqs, Planned: fr.Planned, WriteErr: errors.Join(fr.WriteErr, heldErr)}
 }
