@@ -156,23 +156,20 @@ func pValue(p float64) string {
 	return fmt.Sprintf("%.3f", p)
 }
 
-// fullRuns is "N of M": the runs in which some worker was sampled full, of
-// those sampled; not measured when none was.
-func (s Summary) fullRuns() report.Cell {
-	if s.Sampled == 0 {
+// nOf is "N of M", not measured when counted (the runs that measured it)
+// is 0.
+func nOf(n, m, counted int) report.Cell {
+	if counted == 0 {
 		return notMeasured()
 	}
-	return report.Text(fmt.Sprintf("%d of %d", s.RunsFull, s.Sampled))
+	return report.Text(fmt.Sprintf("%d of %d", n, m))
 }
 
-// fullWaves is "N of M": the issue waves after which some worker was full,
-// of all waves; not measured when no run counted them.
-func (s Summary) fullWaves() report.Cell {
-	if s.Counted == 0 {
-		return notMeasured()
-	}
-	return report.Text(fmt.Sprintf("%d of %d", s.FullWaves, s.Waves))
-}
+// fullRuns is "N of M": the runs in which some worker was sampled full, of
+// those sampled; fullWaves the issue waves after which some worker was
+// full, of all waves of the runs that counted them.
+func (s Summary) fullRuns() report.Cell  { return nOf(s.RunsFull, s.Sampled, s.Sampled) }
+func (s Summary) fullWaves() report.Cell { return nOf(s.FullWaves, s.Waves, s.Counted) }
 
 // p is a p-value of r's comparison, not measured when it has none.
 func (r *rep) p(of func(*Comparison) float64) report.Cell {
@@ -225,9 +222,7 @@ var repsTable = report.Table[rep]{
 		report.Col("probes", func(r *rep) report.Cell { return report.Int(r.Probes) }),
 		report.Col("runs", func(r *rep) report.Cell { return report.Int(r.Runs) }),
 		report.Col("runs with a full worker", func(r *rep) report.Cell { return r.fullRuns() }),
-		report.Col("runs with a probe > 1 s", func(r *rep) report.Cell {
-			return report.Text(fmt.Sprintf("%d of %d", r.RunsOver1s, r.Runs))
-		}),
+		report.Col("runs with a probe > 1 s", func(r *rep) report.Cell { return nOf(r.RunsOver1s, r.Runs, r.Runs) }),
 		report.Col("waves with a full worker", func(r *rep) report.Cell { return r.fullWaves() }),
 		report.Col("p (probe > 1 s)", func(r *rep) report.Cell { return r.p(func(c *Comparison) float64 { return c.POver1s }) }),
 		report.Col("p (full worker)", func(r *rep) report.Cell { return r.p(func(c *Comparison) float64 { return c.PFullRuns }) }),
