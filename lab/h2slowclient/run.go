@@ -240,18 +240,15 @@ func sampleHeld(ctx context.Context, running *stack.Running, ids []string, l *lo
 			}
 		}
 	})
-	var once sync.Once
-	return func() map[string]bool {
-		once.Do(func() {
-			close(done)
-			wg.Wait()
-			if held, complete, ok := count(); ok {
-				l.held, l.appComplete = held, complete
-				l.heldMax = recorder.Some(float64(max(most, len(held))))
-			}
-		})
+	return sync.OnceValue(func() map[string]bool {
+		close(done)
+		wg.Wait()
+		if held, complete, ok := count(); ok {
+			l.held, l.appComplete = held, complete
+			l.heldMax = recorder.Some(float64(max(most, len(held))))
+		}
 		return l.held
-	}
+	})
 }
 
 // streamRow is one slow stream's row: cut says the run closed its

@@ -89,9 +89,8 @@ var runSchema = recorder.Tagged[RunRow](runsFile)
 // does) and its socket columns from the run's sessions.
 func SummarizeRun(run RunRow, reqs []recorder.Request, sessions []Session) RunRow {
 	run.SummarizeFast(reqs)
-	run.Opened, run.Held, run.Refused = 0, 0, 0
+	run.Opened, run.Held, run.Refused, run.Messages = 0, 0, 0, 0
 	var hs, life, delays []float64
-	run.Messages = 0
 	for _, s := range sessions {
 		run.Messages += s.Messages
 		delays = recorder.AppendValid(delays, s.DelayP95MS)
