@@ -27,9 +27,8 @@ type runSpec struct {
 func (s runSpec) ID() string { return s.cond.RunID(s.rep) }
 
 // Run implements lab.Config: every condition Reps times, each on a fresh
-// stack (lab.Matrix: resume, the host-CPU guard, progress), with
-// RLIMIT_NOFILE raised for the session (restored when it ends). Cancelling
-// ctx keeps what was measured and returns ctx's error.
+// stack (lab.Plan), with RLIMIT_NOFILE raised for the session (restored
+// when it ends).
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RefuseExternal(c); err != nil {
 		return nil, err

@@ -19,12 +19,8 @@ import (
 type files = lab.RunFiles[Upload, RunRow]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Plan: resume, the host-CPU guard, progress), writing uploads.csv,
-// upload-runs.csv, requests.csv, resource-samples.csv and
-// environment.json. A run whose stack fails is recorded as failed and the
-// next goes on; an upload that ends badly (the app's timeout killed its
+// (lab.Plan). An upload that ends badly (the app's timeout killed its
 // worker, a reset, a 502) is an outcome in uploads.csv, not a failed run.
-// Cancelling ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	return lab.Plan[RunSpec, Upload, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },

@@ -25,12 +25,8 @@ type files struct {
 }
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Matrix: resume, the host-CPU guard, progress), writing
-// sse-events.csv, sse-streams.csv, sse-runs.csv, requests.csv,
-// resource-samples.csv and environment.json. A run whose stack fails is
-// recorded as failed and the next goes on; a stream that ends badly is an
-// outcome in sse-streams.csv, not a failed run. Cancelling ctx keeps what
-// was measured and returns ctx's error.
+// (lab.Matrix), writing sse-events.csv besides the lab.RunFiles. A stream
+// that ends badly is an outcome in sse-streams.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RefuseExternal(c); err != nil {
 		return nil, err

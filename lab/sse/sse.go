@@ -17,14 +17,8 @@ const Name = "sse"
 
 // The pseudo-routes: a deployed route (buffering on or off) with the
 // app's X-Accel-Buffering on each stream or the proxy's
-// proxy_http_version 1.0 (NGINX's default; the lab's is 1.1).
-//
-// RouteAccelNo is the buffering-on deployment, the streams asked with
-// ?accel=no. RouteHTTP10 is the buffering-on deployment with an HTTP/1.0
-// upstream: the app answers close-delimited, not chunked, and the proxy
-// holds the stream until a buffer fills or it ends. RouteHTTP10AccelNo is
-// that with ?accel=no, RouteHTTP10AccelYes the buffering-off deployment
-// with an HTTP/1.0 upstream and ?accel=yes.
+// proxy_http_version 1.0 (NGINX's default; the lab's is 1.1); pseudo
+// says what each is, the package doc what it does.
 const (
 	RouteAccelNo        stack.Route = "proxy-buffering-on-accel-no"
 	RouteHTTP10         stack.Route = "proxy-buffering-on-http10"
@@ -68,11 +62,7 @@ type Config struct {
 // Condition is one cell of the matrix.
 type Condition struct {
 	// Route is direct, proxy-buffering-off, proxy-buffering-on, or a
-	// pseudo-route: proxy-buffering-on-accel-no (buffering on, the app's
-	// X-Accel-Buffering: no), proxy-buffering-on-http10 (buffering on,
-	// proxy_http_version 1.0), proxy-buffering-on-http10-accel-no (and
-	// X-Accel-Buffering: no) or proxy-buffering-off-http10-accel-yes
-	// (buffering off, proxy_http_version 1.0, X-Accel-Buffering: yes).
+	// pseudo-route (Routes).
 	Route stack.Route `yaml:"route"`
 	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
 	// the stack's event-loop server (the embedded async model; on the real
