@@ -18,10 +18,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// files are the open results files of a session: h2-streams.csv,
-// h2-runs.csv, requests.csv and resource-samples.csv.
-type files = lab.RunFiles[Stream, RunRow]
-
 // heldEvery is how often a run reads the app's send log for the slow
 // responses it is writing.
 const heldEvery = 200 * time.Millisecond
@@ -71,7 +67,7 @@ func runLine(r RunRow) string {
 // measure performs one run: a fresh stack, the slow streams and the /fast
 // schedule over HTTP/2 or HTTP/3, the app's held responses sampled, then the
 // verdict. Its error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *lab.RunFiles[Stream, RunRow]) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Streams, Rep: spec.Rep}, Protocol: spec.Protocol,
 		Conns: 1, FastConn: spec.Fast, Read: spec.Read, StreamWindow: int64(c.Slow.StreamWindow), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.Conns == ConnsEach {
@@ -158,7 +154,7 @@ type loaded struct {
 // still open are cut (reset by their reader), so the app's workers are
 // free again and /fast's last requests end.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, conns []streamConn,
-	t0 time.Time, f *files) loaded {
+	t0 time.Time, f *lab.RunFiles[Stream, RunRow]) loaded {
 	var l loaded
 	read := loadgen.H2Read{Rate: float64(c.Slow.Rate)}
 	if spec.Read == ReadStall {

@@ -15,9 +15,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// files are the open results files of a session.
-type files = lab.RunFiles[Conn, RunRow]
-
 // runSpec is one run: a condition and its repetition.
 type runSpec struct {
 	cond Condition
@@ -75,7 +72,7 @@ func runLine(r RunRow) string {
 // runOne runs one condition on a fresh stack. A run that could not be
 // measured is returned failed with its reason; the error is for results
 // that did not reach their files.
-func (c *Config) runOne(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (RunRow, error) {
+func (c *Config) runOne(ctx context.Context, env *lab.Env, s runSpec, id string, f *lab.RunFiles[Conn, RunRow]) (RunRow, error) {
 	cond := s.cond
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: s.rep}, Mode: string(cond.Mode),
 		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
@@ -114,7 +111,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, s runSpec, id string,
 // load holds cond's connections to addr and, once every one was tried,
 // runs /fast open loop; it returns once the holders are done (each within
 // its bound), with the rows it wrote.
-func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *files) lab.Clients[Conn] {
+func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *lab.RunFiles[Conn, RunRow]) lab.Clients[Conn] {
 	tried := make(chan struct{})
 	h := loadgen.IdleHolders{Addr: addr, Mode: cond.Mode, N: cond.Conns, Sources: c.sources(cond.Conns), Hold: time.Duration(c.Hold),
 		ByteEvery: time.Duration(c.ByteEvery), ConnectTimeout: time.Duration(c.ConnectTimeout), Dialers: c.Dialers,

@@ -16,10 +16,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// files are the open results files of a session: ws-sessions.csv,
-// ws-runs.csv, requests.csv and resource-samples.csv.
-type files = lab.RunFiles[Session, RunRow]
-
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Plan), writing ws-sessions.csv, ws-runs.csv, requests.csv,
 // resource-samples.csv and environment.json. A socket the server refused
@@ -56,7 +52,7 @@ func runLine(r RunRow) string {
 // measure performs one run: a fresh stack, the instruments, the sockets
 // and the /fast schedule, the held-socket samples, then the verdict. Its
 // error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *lab.RunFiles[Session, RunRow]) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Sockets, Rep: spec.Rep},
 		Mode: cmp.Or(spec.Mode, ModeIdle), Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
@@ -87,7 +83,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // load opens the sockets at t0 and, Fast.Offset later, starts the
 // open-loop /fast schedule; each socket is held until the schedule's end
 // and gets its row as it ends.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Session] {
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *lab.RunFiles[Session, RunRow]) lab.Clients[Session] {
 	path := c.Socket.Path + "?" + c.Params(spec.Condition).Query()
 	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, path, true, func(i int, u *url.URL) Session {
 		dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}
