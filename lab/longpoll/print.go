@@ -88,20 +88,16 @@ var groupsTable = report.Table[Group]{
 		}),
 		report.Col("full_s", func(g *Group) report.Cell { return report.Opt(g.FullWorkerS, report.Decimals(1)) }),
 		report.Col(">1s", func(g *Group) report.Cell { return report.Int(g.ProbesOver1s) }),
-		report.Col("full_waves", func(g *Group) report.Cell {
-			if !g.Waves.Valid || !g.FullWaves.Valid {
-				return notMeasured()
-			}
-			return report.Cell{Text: wavesText(*g), Num: true}
-		}),
+		report.Col("full_waves", wavesCell),
 	},
 }
 
-func wavesText(g Group) string {
+// wavesCell is full waves / waves, not measured without both.
+func wavesCell(g *Group) report.Cell {
 	if !g.Waves.Valid || !g.FullWaves.Valid {
-		return "-"
+		return notMeasured()
 	}
-	return fmt.Sprintf("%.0f/%.0f", g.FullWaves.Value, g.Waves.Value)
+	return report.Cell{Text: fmt.Sprintf("%.0f/%.0f", g.FullWaves.Value, g.Waves.Value), Num: true}
 }
 
 // slotArithmetic compares what wants a slot with the slots there are:

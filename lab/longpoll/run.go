@@ -126,7 +126,7 @@ func completedGroups(dir string, runs []RunRow, measured map[string]Group) ([]Gr
 func runLine(r RunRow, g Group) string {
 	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %s, free %s; most held on one worker %s, full %s s, waves with a full worker %s  [%s]",
 		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
-		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g), lab.StatusText(r.Status, r.Reason))
+		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesCell(&g).String(), lab.StatusText(r.Status, r.Reason))
 }
 
 // files are the open results files of a long-poll session. As the
