@@ -216,6 +216,15 @@ func Reason(what string, err error) string {
 	return what + err.Error()
 }
 
+// Accounted is the reason a run whose want clients (streams, sockets)
+// left got rows fails, or "".
+func Accounted(got, want int, what string) string {
+	if got != want {
+		return fmt.Sprintf("%d %s accounted of %d", got, what, want)
+	}
+	return ""
+}
+
 // FastAccounted is the reason a run whose /fast schedule planned planned
 // requests (negative: not known) but accounted total fails, or "".
 func FastAccounted(total, planned int) string {

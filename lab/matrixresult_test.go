@@ -57,6 +57,8 @@ func TestJudgeOrder(t *testing.T) {
 		{"first reason", ok, nil, []string{"", "evidence", FastAccounted(3, 4)}, recorder.RunFailed, "evidence"},
 		{"fast", ok, nil, []string{FastAccounted(3, 4)}, recorder.RunFailed, "3 /fast requests accounted of 4 planned"},
 		{"unplanned", ok, nil, []string{FastAccounted(3, -1)}, recorder.RunOK, ""},
+		{"clients", ok, nil, []string{Accounted(1, 2, "streams")}, recorder.RunFailed, "1 streams accounted of 2"},
+		{"every client", ok, nil, []string{Accounted(2, 2, "streams")}, recorder.RunOK, ""},
 		{"interrupted", cancelled(), nil, []string{"evidence"}, recorder.RunAborted, "interrupted: context canceled"},
 		{"unwritten", cancelled(), errors.New("disk full"), nil, recorder.RunFailed, "results not all written: disk full"},
 	} {

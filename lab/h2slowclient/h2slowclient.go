@@ -87,15 +87,11 @@ type SlowSpec struct {
 	Timeout      lab.Duration `yaml:"timeout"`
 }
 
-// Published returns the matrix: over HTTP/2, on sync-2 with the proxy's buffering off
-// and on, 1, 2 and 8 paced slow streams on one connection and 8 on a
-// connection each, /fast on its own connection; 8 on one connection with
-// /fast on it; 2 stalled streams behind a 3 s send_timeout; with buffering
-// off, 32 and 100 streams on one connection and on a connection each; 8
-// over TLS (h2 by ALPN), buffering off and on; and 8 on gthread-1x4 with
-// buffering off. Then its HTTP/3 column on the TLS routes
-// (h3Conditions). /fast at 8 requests a second for 9 s over HTTP/2; 16 MiB
-// a stream at 256 KiB/s with 64 KiB windows; 3 repetitions.
+// Published returns the matrix: HTTP/2 streams on sync-2, paced or
+// stalled, on one connection or a connection each, with the proxy's
+// buffering off and on, over TLS and on gthread-1x4, then its HTTP/3
+// column (h3Conditions). /fast at 8 requests a second for 9 s over HTTP/2;
+// 16 MiB a stream at 256 KiB/s with 64 KiB windows; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Beside: lab.Beside[Condition]{Fast: lab.PublishedFast()},
@@ -123,10 +119,8 @@ func Published() *Config {
 }
 
 // h3Conditions are the matrix's HTTP/3 column, on the TLS routes (a
-// stack whose proxy does not serve HTTP/3 skips them): 2 and 8 paced
-// streams on one connection, 8 on a connection each and 8 with /fast on
-// their connection, buffering off; 8 with buffering on; 2 stalled
-// streams behind send_timeout send, buffering off and on.
+// stack whose proxy does not serve HTTP/3 skips them), its stalled
+// streams behind send_timeout send.
 func h3Conditions(send lab.Duration) []Condition {
 	off, on := stack.RouteH2TLSBufferingOff, stack.RouteH2TLSBufferingOn
 	return []Condition{
@@ -154,13 +148,9 @@ func defaults(conds []Condition) {
 	}
 }
 
-// Reduce implements lab.Reducer: --quick runs, once each on sync-2, 2
-// and 8 paced streams on one connection with buffering off and on, 8 with
-// /fast on their connection (buffering off), 8 over TLS (buffering off),
-// and 2 stalled streams behind a 2 s send_timeout with buffering off and
-// on, beside /fast for 4 s; and over HTTP/3 on the TLS routes, 2 and 8
-// paced streams with buffering off, 8 with it on, and the 2 stalled
-// streams with buffering off and on.
+// Reduce implements lab.Reducer: --quick runs a part of each column once
+// on sync-2, its stalled streams behind a 2 s send_timeout, beside /fast
+// for 4 s.
 func (c *Config) Reduce() {
 	c.Reps = 1
 	if c.Fast.Duration == Published().Fast.Duration {

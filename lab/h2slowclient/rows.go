@@ -57,7 +57,7 @@ var streamSchema = recorder.TaggedSpans[Stream](streamFile, "RunID-Route", "Prot
 // (FastConn "separate" or "shared"). AppHeldMax is the most slow
 // responses the app was writing at once (begun, not finished; sampled
 // every 200 ms from its send log): the workers the streams held.
-// AppComplete counts the slow responses the app handed over recorder.DecimalsWhole. The
+// AppComplete counts the slow responses the app handed over whole. The
 // proxy's memory and temp-file peaks are what the streams cost it. The
 // protocol column comes after route (runSchema's spans).
 type RunRow struct {

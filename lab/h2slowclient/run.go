@@ -18,10 +18,6 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// files are the open results files of a session: h2-streams.csv,
-// h2-runs.csv, requests.csv and resource-samples.csv.
-type files = lab.RunFiles[Stream, RunRow]
-
 // heldEvery is how often a run reads the app's send log for the slow
 // responses it is writing.
 const heldEvery = 200 * time.Millisecond
@@ -31,9 +27,6 @@ const heldEvery = 200 * time.Millisecond
 // resource-samples.csv and environment.json. A stream the proxy reset or
 // cut is an outcome in h2-streams.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
-	if err := lab.RefuseExternal(c); err != nil {
-		return nil, err
-	}
 	return lab.Plan[RunSpec, Stream, RunRow]{
 		Specs:    func() ([]RunSpec, []string) { return c.runsOn(env.Stack) },
 		Expected: func(RunSpec) time.Duration { return c.Hold() },
@@ -74,16 +67,14 @@ func runLine(r RunRow) string {
 // measure performs one run: a fresh stack, the slow streams and the /fast
 // schedule over HTTP/2 or HTTP/3, the app's held responses sampled, then the
 // verdict. Its error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *lab.RunFiles[Stream, RunRow]) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Streams, Rep: spec.Rep}, Protocol: spec.Protocol,
 		Conns: 1, FastConn: spec.Fast, Read: spec.Read, StreamWindow: int64(c.Slow.StreamWindow), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	if spec.Conns == ConnsEach {
 		run.Conns = spec.Streams
 	}
 	run.ConnWindow = int64(cmp.Or(spec.ConnWindow, c.Slow.ConnWindow))
-	if info, ok := spec.Server.ModelInfo(); ok && !info.Async {
-		run.Workers = recorder.Some(float64(max(spec.Server.Workers, 1) * max(spec.Server.Threads, 1)))
-	}
+	_, run.Workers = lab.Capacity(spec.Server) // the worker slots: none for an event loop
 	d := stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Slow.Size), SendTimeout: time.Duration(spec.SendTimeout),
 		HTTP3: spec.Protocol == ProtocolH3}
 	fr, err := lab.StartFresh(ctx, env, d, false)
@@ -105,15 +96,11 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return lab.Failed(ctx, run, err), nil
 	}
 	l, res, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) loaded { return c.load(ctx, env, fr.Running, spec, &run, conns, t0, f) })
-	run = SummarizeRun(run, l.reqs, l.streams)
+	run = SummarizeRun(run, l.Reqs, l.Rows)
 	run.AppHeldMax, run.AppComplete = l.heldMax, l.appComplete
 	run.ProxyMemPeakMiB, run.TempPeakMiB = recorder.MemoryPeakMiB(res.Proxy), res.TempPeakMiB
-	streams := ""
-	if len(l.streams) != spec.Streams {
-		streams = fmt.Sprintf("%d streams accounted of %d", len(l.streams), spec.Streams)
-	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr),
-		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), lab.Accounted(len(l.Rows), spec.Streams, "streams"))
 }
 
 // streamConn is a connection to the proxy whose streams a run reads:
@@ -152,14 +139,13 @@ func (c *Config) dial(ctx context.Context, running *stack.Running, n int, connWi
 	return conns, nil
 }
 
-// loaded is what a run's load measured.
+// loaded is what a run's load measured: its streams' rows and /fast's
+// (lab.Clients), and what the app's send log said of the streams.
 type loaded struct {
-	streams     []Stream
-	reqs        []recorder.Request
+	lab.Clients[Stream]
 	heldMax     recorder.Maybe
 	appComplete int
 	held        map[string]bool // at the hold's end: begun by the app, not finished
-	writeErr    error
 }
 
 // load starts the slow streams at t0 and, Fast.Offset later, the /fast
@@ -168,7 +154,7 @@ type loaded struct {
 // still open are cut (reset by their reader), so the app's workers are
 // free again and /fast's last requests end.
 func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run *RunRow, conns []streamConn,
-	t0 time.Time, f *files) loaded {
+	t0 time.Time, f *lab.RunFiles[Stream, RunRow]) loaded {
 	var l loaded
 	read := loadgen.H2Read{Rate: float64(c.Slow.Rate)}
 	if spec.Read == ReadStall {
@@ -197,13 +183,13 @@ func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running,
 	case *loadgen.H2Conn:
 		fast = c.Fast.RunH2(ctx, env, fc, running.URL()+c.Fast.Path, meta, t0, f.Requests)
 	}
-	run.FastPlanned, l.reqs, l.writeErr = fast.Planned, fast.Reqs, fast.WriteErr
+	run.FastPlanned, l.Reqs, l.WriteErr = fast.Planned, fast.Reqs, fast.WriteErr
 	for i, ch := range results {
 		r := <-ch
 		row := streamRow(*run, i, i%run.Conns, r, errors.Is(r.Err, loadgen.ErrH2Cut) || errors.Is(r.Err, loadgen.ErrH3Cut), stopHeld()[ids[i]])
-		l.streams = append(l.streams, row)
-		if err := f.Items.Write(row); err != nil && l.writeErr == nil {
-			l.writeErr = err
+		l.Rows = append(l.Rows, row)
+		if err := f.Items.Write(row); err != nil && l.WriteErr == nil {
+			l.WriteErr = err
 		}
 	}
 	return l
@@ -250,18 +236,15 @@ func sampleHeld(ctx context.Context, running *stack.Running, ids []string, l *lo
 			}
 		}
 	})
-	var once sync.Once
-	return func() map[string]bool {
-		once.Do(func() {
-			close(done)
-			wg.Wait()
-			if held, complete, ok := count(); ok {
-				l.held, l.appComplete = held, complete
-				l.heldMax = recorder.Some(float64(max(most, len(held))))
-			}
-		})
+	return sync.OnceValue(func() map[string]bool {
+		close(done)
+		wg.Wait()
+		if held, complete, ok := count(); ok {
+			l.held, l.appComplete = held, complete
+			l.heldMax = recorder.Some(float64(max(most, len(held))))
+		}
 		return l.held
-	}
+	})
 }
 
 // streamRow is one slow stream's row: cut says the run closed its

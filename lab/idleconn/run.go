@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -12,9 +14,6 @@ import (
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
-
-// files are the open results files of a session.
-type files = lab.RunFiles[Conn, RunRow]
 
 // runSpec is one run: a condition and its repetition.
 type runSpec struct {
@@ -25,9 +24,8 @@ type runSpec struct {
 func (s runSpec) ID() string { return s.cond.RunID(s.rep) }
 
 // Run implements lab.Config: every condition Reps times, each on a fresh
-// stack (lab.Matrix: resume, the host-CPU guard, progress), with
-// RLIMIT_NOFILE raised for the session (restored when it ends). Cancelling
-// ctx keeps what was measured and returns ctx's error.
+// stack (lab.Plan), with RLIMIT_NOFILE raised for the session (restored
+// when it ends).
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RefuseExternal(c); err != nil {
 		return nil, err
@@ -35,25 +33,18 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	most := 0
-	for _, k := range c.Conns {
-		most = max(most, k)
-	}
 	// Each connection is a descriptor here and one in the app or proxy
 	// (which sends nothing upstream for a request it never got), each
 	// process counting its own against the limit it inherits; the rest is
 	// headroom for /fast, logs and the runtime.
-	restore, err := raiseNoFile(uint64(most + 4096))
+	restore, err := raiseNoFile(uint64(slices.Max(c.Conns) + 4096))
 	if err != nil {
 		return nil, err
 	}
 	defer restore()
-	res, err := lab.Plan[runSpec, Conn, RunRow]{Specs: c.specs, Line: runLine,
+	res, err := lab.Plan[runSpec, Conn, RunRow]{Specs: c.specs, Line: runLine, Measure: c.runOne,
 		Expected: func(runSpec) time.Duration {
 			return max(time.Duration(c.Hold), time.Duration(c.Fast.Offset+c.Fast.Duration))
-		},
-		Measure: func(ctx context.Context, env *lab.Env, s runSpec, id string, f *files) (RunRow, error) {
-			return c.runOne(ctx, env, id, s.cond, s.rep, f)
 		}}.Run(ctx, env, c, &Result{})
 	return res, errors.Join(err, restore())
 }
@@ -81,8 +72,9 @@ func runLine(r RunRow) string {
 // runOne runs one condition on a fresh stack. A run that could not be
 // measured is returned failed with its reason; the error is for results
 // that did not reach their files.
-func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, f *files) (RunRow, error) {
-	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: rep}, Mode: string(cond.Mode),
+func (c *Config) runOne(ctx context.Context, env *lab.Env, s runSpec, id string, f *lab.RunFiles[Conn, RunRow]) (RunRow, error) {
+	cond := s.cond
+	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(cond.Route), Server: cond.Server, Clients: cond.Conns, Rep: s.rep}, Mode: string(cond.Mode),
 		Status: recorder.RunOK, BoundS: time.Duration(c.Hold).Seconds()}
 	run.AppTimeoutS = lab.SetSeconds(c.AppTimeout)
 	if c.HeaderTimeout > 0 && cond.Route != stack.RouteDirect {
@@ -104,7 +96,7 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 		return lab.Failed(ctx, run, fmt.Errorf("target %q: %v", fastURL, err)), nil
 	}
 	l, rs, sampErr := lab.SampledLoad(fr, f.Resources, func(t0 time.Time) lab.Clients[Conn] {
-		return c.load(ctx, env, id, cond, rep, u.Host, fastURL, t0, f)
+		return c.load(ctx, env, id, cond, s.rep, u.Host, fastURL, t0, f)
 	})
 	run.AppMemMiB, run.AppRSSMiB = lab.MiB(rs.App.MemoryPeakBytes), lab.MiB(rs.App.RSSPeakBytes)
 	run.ProxyMemMiB, run.ProxyRSSMiB = lab.MiB(rs.Proxy.MemoryPeakBytes), lab.MiB(rs.Proxy.RSSPeakBytes)
@@ -119,20 +111,15 @@ func (c *Config) runOne(ctx context.Context, env *lab.Env, id string, cond Condi
 // load holds cond's connections to addr and, once every one was tried,
 // runs /fast open loop; it returns once the holders are done (each within
 // its bound), with the rows it wrote.
-func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *files) lab.Clients[Conn] {
+func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Condition, rep int, addr, fastURL string, t0 time.Time, f *lab.RunFiles[Conn, RunRow]) lab.Clients[Conn] {
 	tried := make(chan struct{})
 	h := loadgen.IdleHolders{Addr: addr, Mode: cond.Mode, N: cond.Conns, Sources: c.sources(cond.Conns), Hold: time.Duration(c.Hold),
 		ByteEvery: time.Duration(c.ByteEvery), ConnectTimeout: time.Duration(c.ConnectTimeout), Dialers: c.Dialers,
 		OnConnected: func(int) { close(tried) }}
-	type held struct {
-		out []loadgen.HeldConn
-		err error
-	}
-	done := make(chan held, 1)
-	go func() {
-		out, err := h.Run(ctx)
-		done <- held{out, err}
-	}()
+	var held []loadgen.HeldConn
+	var heldErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { held, heldErr = h.Run(ctx) })
 	var fr lab.FastRun
 	select {
 	case <-tried:
@@ -143,9 +130,9 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 		fr = fast.Run(ctx, env, fastURL, false, meta, t0, f.Requests)
 	case <-ctx.Done():
 	}
-	hd := <-done
-	rows := make([]Conn, 0, len(hd.out))
-	for _, o := range hd.out {
+	wg.Wait()
+	rows := make([]Conn, 0, len(held))
+	for _, o := range held {
 		row := Conn{RunID: id, Route: string(cond.Route), Server: cond.Server, Mode: string(cond.Mode), Conns: cond.Conns,
 			Seq: o.Seq, Source: o.Source, ConnectMS: float64(o.Connect) / float64(time.Millisecond), End: string(o.End),
 			SentBytes: o.Sent, ReceivedBytes: o.Received, FirstLine: o.FirstLine}
@@ -163,5 +150,5 @@ func (c *Config) load(ctx context.Context, env *lab.Env, id string, cond Conditi
 			fr.WriteErr = err
 		}
 	}
-	return lab.Clients[Conn]{Rows: rows, Reqs: fr.Reqs, Planned: fr.Planned, WriteErr: errors.Join(fr.WriteErr, hd.err)}
+	return lab.Clients[Conn]{Rows: rows, Reqs: fr.Reqs, Planned: fr.Planned, WriteErr: errors.Join(fr.WriteErr, heldErr)}
 }

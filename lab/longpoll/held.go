@@ -7,10 +7,6 @@ import (
 	"github.com/slowlab/slowlab/lab/stack"
 )
 
-// heldEvery is how often the long-poll experiment samples held long-polls:
-// the shared sampler's period.
-const heldEvery = stack.HeldEvery
-
 // heldStats is what sampling a HeldCounter found.
 type heldStats struct {
 	samples, failed int
@@ -22,7 +18,7 @@ type heldStats struct {
 }
 
 // sampleHeld samples hc with the shared sampler (stack.SampleHeldEach)
-// every heldEvery from start to end (the probing window) or until stop is
+// every stack.HeldEvery from start to end (the probing window) or until stop is
 // called, which returns the statistics. A worker is full when it holds
 // threads long-polls; threads 0 is a worker no number of long-polls fills
 // (an event loop).
@@ -45,7 +41,7 @@ func sampleHeld(ctx context.Context, hc stack.HeldCounter, threads int, start, e
 		}
 		st.max = max(st.max, most)
 		if threads > 0 && most >= threads {
-			st.full += min(s.Since, 2*heldEvery)
+			st.full += min(s.Since, 2*stack.HeldEvery)
 			st.fullAt = append(st.fullAt, s.At)
 		}
 	})

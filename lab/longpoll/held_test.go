@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
 
 	"github.com/slowlab/slowlab/internal/slowlabtest"
@@ -33,7 +34,7 @@ func TestSampleHeld(t *testing.T) {
 	full, spread := map[string]int{"101": 16, "102": 4}, map[string]int{"101": 10, "102": 10}
 	hc := &scriptedHeld{script: []map[string]int{full, full, full, nil, spread}}
 	start := time.Now()
-	window := 20 * heldEvery
+	window := 20 * stack.HeldEvery
 	st := sampleHeld(context.Background(), hc, 16, start, start.Add(window))()
 	// stop right away: at most the first sample was taken
 	if st.samples+st.failed > 1 {
@@ -44,7 +45,7 @@ func TestSampleHeld(t *testing.T) {
 	// machine runs the sampler, stopped once the script was sampled.
 	hc.calls.Store(0)
 	start = time.Now()
-	long := 2000 * heldEvery
+	long := 2000 * stack.HeldEvery
 	stop := sampleHeld(context.Background(), hc, 16, start, start.Add(long))
 	slowlabtest.WaitFor(t, "every scripted sample taken", func() bool { return int(hc.calls.Load()) >= len(hc.script) }, nil)
 	st = stop()
@@ -63,8 +64,8 @@ func TestSampleHeld(t *testing.T) {
 	// window over) were taken. A slow machine takes fewer, never more.
 	hc.calls.Store(0)
 	start = time.Now()
-	stop = sampleHeld(context.Background(), hc, 16, start, start.Add(2*heldEvery))
-	time.Sleep(20 * heldEvery)
+	stop = sampleHeld(context.Background(), hc, 16, start, start.Add(2*stack.HeldEvery))
+	time.Sleep(20 * stack.HeldEvery)
 	stop()
 	if n := int(hc.calls.Load()); n > 4 {
 		t.Errorf("%d samples in a window of 2 periods: sampling did not stop at the end", n)

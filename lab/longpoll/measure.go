@@ -141,12 +141,10 @@ func (m *measured) record(env *lab.Env, f *files, id string, cond Condition, r l
 		row.Error = r.Err.Error()
 	}
 	m.probes.Add(row)
-	if err := f.probes.Write(row); err != nil {
-		if m.writeErr == nil {
-			m.writeErr = err
-		}
-	} else {
+	if err := f.probes.Write(row); err == nil {
 		m.rows++
+	} else if m.writeErr == nil {
+		m.writeErr = err
 	}
 	env.RequestDone(id)
 }
@@ -180,13 +178,12 @@ func (c *Config) summarizeHeld(g *Group, m *measured, cond Condition, env *lab.E
 	// time: probes stuck behind a full worker can end long after sampling
 	// stopped, and a wave issued then could not have been seen full.
 	span := rel([]time.Time{hs.first, hs.last})
-	waves, full := CountWaves(rel(m.issues), rel(hs.fullAt), span[0], math.Nextafter(span[1], math.Inf(1)), waveGap(time.Duration(c.Wait)))
+	// Two waves of long-polls are a wait apart; holds issued together end
+	// within a few milliseconds of each other.
+	gap := min(time.Duration(c.Wait)/4, time.Second).Seconds()
+	waves, full := CountWaves(rel(m.issues), rel(hs.fullAt), span[0], math.Nextafter(span[1], math.Inf(1)), gap)
 	g.Waves, g.FullWaves = recorder.Some(float64(waves)), recorder.Some(float64(full))
 }
-
-// waveGap separates two waves of long-polls: holds issued together end
-// within a few milliseconds of each other, a wait apart.
-func waveGap(wait time.Duration) float64 { return min(wait/4, time.Second).Seconds() }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

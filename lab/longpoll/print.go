@@ -18,7 +18,19 @@ import (
 // probe count.
 func (r *Result) Print(w io.Writer) {
 	groupsTable.WriteText(w, r.Groups)
-	printReps(w, r.Groups)
+	sums := Summarize(r.Groups)
+	if !slices.ContainsFunc(sums, func(s Summary) bool { return s.Runs > 1 }) {
+		return
+	}
+	fmt.Fprintln(w, "\nover the repetitions:")
+	for _, s := range sums {
+		fmt.Fprintf(w, "  %s hold %d probes %d: %d runs; a worker full in %s runs; a probe over 1 s in %d of %d runs; waves after which a worker was full: %s\n",
+			s.Server, s.Hold, s.Probes, s.Runs, s.fullRuns().String(), s.RunsOver1s, s.Runs, s.fullWaves().String())
+	}
+	for _, c := range Compare(sums) {
+		fmt.Fprintf(w, "  %s hold %d, %d against %d probes: Fisher's exact p (two-sided) = %s for runs with a probe over 1 s, %s for runs with a full worker\n",
+			c.A.Server, c.A.Hold, c.A.Probes, c.B.Probes, pValue(c.POver1s), pValue(c.PFullRuns))
+	}
 }
 
 // notMeasured is the cell of a value that was not measured.
@@ -76,20 +88,16 @@ var groupsTable = report.Table[Group]{
 		}),
 		report.Col("full_s", func(g *Group) report.Cell { return report.Opt(g.FullWorkerS, report.Decimals(1)) }),
 		report.Col(">1s", func(g *Group) report.Cell { return report.Int(g.ProbesOver1s) }),
-		report.Col("full_waves", func(g *Group) report.Cell {
-			if !g.Waves.Valid || !g.FullWaves.Valid {
-				return notMeasured()
-			}
-			return report.Cell{Text: wavesText(*g), Num: true}
-		}),
+		report.Col("full_waves", wavesCell),
 	},
 }
 
-func wavesText(g Group) string {
+// wavesCell is full waves / waves, not measured without both.
+func wavesCell(g *Group) report.Cell {
 	if !g.Waves.Valid || !g.FullWaves.Valid {
-		return "-"
+		return notMeasured()
 	}
-	return fmt.Sprintf("%.0f/%.0f", g.FullWaves.Value, g.Waves.Value)
+	return report.Cell{Text: fmt.Sprintf("%.0f/%.0f", g.FullWaves.Value, g.Waves.Value), Num: true}
 }
 
 // slotArithmetic compares what wants a slot with the slots there are:
@@ -137,24 +145,6 @@ func heldSampling(groups []Group) string {
 	return fmt.Sprintf("sampled about every %.0f ms, %d samples over %.0f s", 1000*secs/float64(samples), samples, secs)
 }
 
-// printReps prints the across-repetition summary, if any condition ran
-// more than once.
-func printReps(w io.Writer, groups []Group) {
-	sums := Summarize(groups)
-	if !slices.ContainsFunc(sums, func(s Summary) bool { return s.Runs > 1 }) {
-		return
-	}
-	fmt.Fprintln(w, "\nover the repetitions:")
-	for _, s := range sums {
-		fmt.Fprintf(w, "  %s hold %d probes %d: %d runs; a worker full in %s runs; a probe over 1 s in %d of %d runs; waves after which a worker was full: %s\n",
-			s.Server, s.Hold, s.Probes, s.Runs, s.fullRuns().String(), s.RunsOver1s, s.Runs, s.fullWaves().String())
-	}
-	for _, c := range Compare(sums) {
-		fmt.Fprintf(w, "  %s hold %d, %d against %d probes: Fisher's exact p (two-sided) = %s for runs with a probe over 1 s, %s for runs with a full worker\n",
-			c.A.Server, c.A.Hold, c.A.Probes, c.B.Probes, pValue(c.POver1s), pValue(c.PFullRuns))
-	}
-}
-
 func pValue(p float64) string {
 	if math.IsNaN(p) {
 		return "-"
@@ -162,23 +152,20 @@ func pValue(p float64) string {
 	return fmt.Sprintf("%.3f", p)
 }
 
-// fullRuns is "N of M": the runs in which some worker was sampled full, of
-// those sampled; not measured when none was.
-func (s Summary) fullRuns() report.Cell {
-	if s.Sampled == 0 {
+// nOf is "N of M", not measured when counted (the runs that measured it)
+// is 0.
+func nOf(n, m, counted int) report.Cell {
+	if counted == 0 {
 		return notMeasured()
 	}
-	return report.Text(fmt.Sprintf("%d of %d", s.RunsFull, s.Sampled))
+	return report.Text(fmt.Sprintf("%d of %d", n, m))
 }
 
-// fullWaves is "N of M": the issue waves after which some worker was full,
-// of all waves; not measured when no run counted them.
-func (s Summary) fullWaves() report.Cell {
-	if s.Counted == 0 {
-		return notMeasured()
-	}
-	return report.Text(fmt.Sprintf("%d of %d", s.FullWaves, s.Waves))
-}
+// fullRuns is "N of M": the runs in which some worker was sampled full, of
+// those sampled; fullWaves the issue waves after which some worker was
+// full, of all waves of the runs that counted them.
+func (s Summary) fullRuns() report.Cell  { return nOf(s.RunsFull, s.Sampled, s.Sampled) }
+func (s Summary) fullWaves() report.Cell { return nOf(s.FullWaves, s.Waves, s.Counted) }
 
 // p is a p-value of r's comparison, not measured when it has none.
 func (r *rep) p(of func(*Comparison) float64) report.Cell {
@@ -208,13 +195,10 @@ func reps(groups []Group) []rep {
 	out := make([]rep, len(sums))
 	for i, s := range sums {
 		out[i].Summary = s
-		for j, c := range cmp {
-			if c.A == s || c.B == s {
-				out[i].cmp, out[i].other = &cmp[j], c.B
-				if c.B == s {
-					out[i].other = c.A
-				}
-				break
+		if j := slices.IndexFunc(cmp, func(c Comparison) bool { return c.A == s || c.B == s }); j >= 0 {
+			out[i].cmp, out[i].other = &cmp[j], cmp[j].B
+			if cmp[j].B == s {
+				out[i].other = cmp[j].A
 			}
 		}
 	}
@@ -234,9 +218,7 @@ var repsTable = report.Table[rep]{
 		report.Col("probes", func(r *rep) report.Cell { return report.Int(r.Probes) }),
 		report.Col("runs", func(r *rep) report.Cell { return report.Int(r.Runs) }),
 		report.Col("runs with a full worker", func(r *rep) report.Cell { return r.fullRuns() }),
-		report.Col("runs with a probe > 1 s", func(r *rep) report.Cell {
-			return report.Text(fmt.Sprintf("%d of %d", r.RunsOver1s, r.Runs))
-		}),
+		report.Col("runs with a probe > 1 s", func(r *rep) report.Cell { return nOf(r.RunsOver1s, r.Runs, r.Runs) }),
 		report.Col("waves with a full worker", func(r *rep) report.Cell { return r.fullWaves() }),
 		report.Col("p (probe > 1 s)", func(r *rep) report.Cell { return r.p(func(c *Comparison) float64 { return c.POver1s }) }),
 		report.Col("p (full worker)", func(r *rep) report.Cell { return r.p(func(c *Comparison) float64 { return c.PFullRuns }) }),

@@ -7,9 +7,7 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// init registers the experiment: its flags and scenario (New), its
-// table (NewResult), its results files, its smoke reduction and its
-// report section.
+// init registers the experiment.
 func init() {
 	lab.Register(lab.Experiment{Name: Name, Order: 2, New: func() lab.Config { return Published() }, NewResult: func() lab.Result { return new(Result) }, Report: Section,
 		Files: resultsFiles, Smoke: smoke,

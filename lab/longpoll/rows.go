@@ -171,14 +171,13 @@ func (s *ProbeSummary) Group(g Group) Group {
 // in how many runs some worker was full, and in how many a probe took
 // over a second, with the issue waves of all its runs.
 type Summary struct {
-	Server            string
-	Hold, Probes      int
-	Runs              int
-	RunsFull          int // runs in which a worker was sampled full
-	RunsOver1s        int // runs with a probe slower than 1 s
-	Waves, FullWaves  int // summed over the runs that counted them
-	Sampled, Counted  int // runs that sampled held long-polls, runs that counted waves
-	ProbesOK, Elapsed float64
+	Server           string
+	Hold, Probes     int
+	Runs             int
+	RunsFull         int // runs in which a worker was sampled full
+	RunsOver1s       int // runs with a probe slower than 1 s
+	Waves, FullWaves int // summed over the runs that counted them
+	Sampled, Counted int // runs that sampled held long-polls, runs that counted waves
 }
 
 // Summarize groups a long-poll experiment's runs by condition
@@ -195,8 +194,6 @@ func Summarize(groups []Group) []Summary {
 		}
 		s := &out[i]
 		s.Runs++
-		s.ProbesOK += float64(g.OK)
-		s.Elapsed += g.ElapsedS
 		if g.ProbesOver1s > 0 {
 			s.RunsOver1s++
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
@@ -23,15 +24,7 @@ type Result struct {
 // AllFailed implements lab.Result: no run ended ok, or none got a probe
 // through.
 func (r *Result) AllFailed() bool {
-	if r.MatrixResult.AllFailed() {
-		return true
-	}
-	for _, g := range r.Groups {
-		if g.OK > 0 {
-			return false
-		}
-	}
-	return len(r.Groups) > 0
+	return r.MatrixResult.AllFailed() || len(r.Groups) > 0 && !slices.ContainsFunc(r.Groups, func(g Group) bool { return g.OK > 0 })
 }
 
 // RunSpec is one run of the matrix: a condition's repetition.
@@ -55,24 +48,31 @@ func (c *Config) Runs() []RunSpec {
 }
 
 // Run implements lab.Config: every condition Reps times in a row, each on
-// a fresh stack (direct route), through lab.Matrix (resume, the host-CPU
-// guard, progress), writing probes.csv, longpoll-runs.csv (every run and
-// how it ended), groups.csv (the figures of each run that ended ok),
-// resource-samples.csv and environment.json. A run whose stack or load
-// generator fails is recorded as failed and the next goes on. Cancelling
-// ctx keeps what was measured and returns ctx's error.
+// a fresh stack (direct route), through lab.Matrix, writing probes.csv,
+// longpoll-runs.csv (every run and how it ended), groups.csv (the figures
+// of each run that ended ok) and resource-samples.csv.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	var f *files
 	measured := map[string]Group{} // this session's runs, by id
-	m := &lab.Matrix[RunSpec, RunRow]{Specs: c.Runs(), Files: fileNames,
+	m := &lab.Matrix[RunSpec, RunRow]{Specs: c.Runs(),
+		Files:    []string{probeFile, groupFile, recorder.FileName[recorder.ResourceSample]()}, // besides longpoll-runs.csv
 		Expected: func(RunSpec) time.Duration { return time.Duration(c.Lead + c.Seconds) },
+		// Open creates the session's files in dir, or opens them to append.
 		Open: func(dir string, resume bool) (lab.RowWriter[RunRow], func() error, error) {
+			f = &files{measured: measured}
 			var err error
-			if f, err = openFiles(dir, resume, measured); err != nil {
-				return nil, nil, err
+			if f.probes, err = lab.OpenFile[Probe](dir, resume); err == nil {
+				if f.groups, err = lab.OpenFile[Group](dir, resume); err == nil {
+					if f.runs, err = lab.OpenFile[RunRow](dir, resume); err == nil {
+						f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
+					}
+				}
+			}
+			if err != nil {
+				return nil, nil, errors.Join(err, f.close())
 			}
 			return f, f.close, nil
 		},
@@ -86,10 +86,8 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if mr.Runs == nil {
 		return nil, err
 	}
-	res := &Result{MatrixResult: *mr}
 	groups, gerr := completedGroups(env.Out, mr.Runs, measured)
-	res.Groups = groups
-	return res, errors.Join(err, gerr)
+	return &Result{MatrixResult: *mr, Groups: groups}, errors.Join(err, gerr)
 }
 
 // completedGroups are the groups of the runs that ended ok, in their
@@ -106,8 +104,7 @@ func completedGroups(dir string, runs []RunRow, measured map[string]Group) ([]Gr
 			continue
 		}
 		if resumed == nil {
-			path := filepath.Join(dir, groupFile)
-			rows, err := recorder.ReadFile[Group](path)
+			rows, err := recorder.ReadFile[Group](filepath.Join(dir, groupFile))
 			if err != nil {
 				return out, fmt.Errorf("resumed runs' groups: %w", err)
 			}
@@ -129,7 +126,7 @@ func completedGroups(dir string, runs []RunRow, measured map[string]Group) ([]Gr
 func runLine(r RunRow, g Group) string {
 	return fmt.Sprintf("probes ok %d failed %d, p50 %s ms, p95 %s ms, max %s ms, %.1f req/s over %.1f s; slots %s, free %s; most held on one worker %s, full %s s, waves with a full worker %s  [%s]",
 		g.OK, g.Failed, lab.Num(g.P50MS, 1), lab.Num(g.P95MS, 1), lab.Num(g.MaxMS, 1), g.ThroughputRPS, g.ElapsedS, lab.Num(g.Slots, 0), lab.Num(g.FreeSlots, 0),
-		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesText(g), lab.StatusText(r.Status, r.Reason))
+		lab.Num(g.MaxWorkerHeld, 0), lab.Num(g.FullWorkerS, 1), wavesCell(&g).String(), lab.StatusText(r.Status, r.Reason))
 }
 
 // files are the open results files of a long-poll session. As the
@@ -143,26 +140,6 @@ type files struct {
 	runs      *recorder.FileWriter[RunRow]
 	resources *recorder.FileWriter[recorder.ResourceSample]
 	measured  map[string]Group
-}
-
-// fileNames are the results files besides longpoll-runs.csv.
-var fileNames = []string{probeFile, groupFile, recorder.FileName[recorder.ResourceSample]()}
-
-// openFiles creates the session's files in dir, or opens them to append.
-func openFiles(dir string, resume bool, measured map[string]Group) (*files, error) {
-	f := &files{measured: measured}
-	var err error
-	if f.probes, err = lab.OpenFile[Probe](dir, resume); err == nil {
-		if f.groups, err = lab.OpenFile[Group](dir, resume); err == nil {
-			if f.runs, err = lab.OpenFile[RunRow](dir, resume); err == nil {
-				f.resources, err = lab.OpenFile[recorder.ResourceSample](dir, resume)
-			}
-		}
-	}
-	if err != nil {
-		return nil, errors.Join(err, f.close())
-	}
-	return f, nil
 }
 
 // Write implements lab.RowWriter: the run's group when it ended ok, then

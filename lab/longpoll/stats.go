@@ -11,8 +11,7 @@ import (
 // [from, to) (a wave lasts until the next one starts) and in how many of
 // those a worker was sampled full (fullAt: the times of such samples).
 func CountWaves(issues, fullAt []float64, from, to, gap float64) (waves, full int) {
-	t := slices.Clone(issues)
-	slices.Sort(t)
+	t := slices.Sorted(slices.Values(issues))
 	var starts []float64
 	for i, v := range t {
 		if i == 0 || v-t[i-1] >= gap {

@@ -15,16 +15,9 @@ import (
 	"github.com/slowlab/slowlab/recorder"
 )
 
-// files are the open results files of a session.
-type files = lab.RunFiles[Upload, RunRow]
-
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Plan: resume, the host-CPU guard, progress), writing uploads.csv,
-// upload-runs.csv, requests.csv, resource-samples.csv and
-// environment.json. A run whose stack fails is recorded as failed and the
-// next goes on; an upload that ends badly (the app's timeout killed its
+// (lab.Plan). An upload that ends badly (the app's timeout killed its
 // worker, a reset, a 502) is an outcome in uploads.csv, not a failed run.
-// Cancelling ctx keeps what was measured and returns ctx's error.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	return lab.Plan[RunSpec, Upload, RunRow]{Line: runLine, Measure: c.measure,
 		Specs:    func() ([]RunSpec, []string) { return c.Runs(env.Stack) },
@@ -41,7 +34,7 @@ func runLine(r RunRow) string {
 // measure performs one run: a fresh stack, the instruments, the uploads
 // and the /fast schedule, then the run's verdict. Its error is only for
 // results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *lab.RunFiles[Upload, RunRow]) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Uploaders, Rep: spec.Rep},
 		SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: lab.SetSeconds(spec.AppTimeout), StartedAt: time.Now().UTC(),
 		Status: recorder.RunOK}
@@ -65,7 +58,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 // load starts the uploads at t0 and, Fast.Offset later, the open-loop
 // /fast schedule, and waits for both. Every upload and every scheduled
 // request gets its row as it finishes.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Upload] {
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *lab.RunFiles[Upload, RunRow]) lab.Clients[Upload] {
 	base := Upload{ClientKey: lab.ClientKey{RunKey: run.RunKey}, SizeBytes: spec.Size, RateBps: int64(c.Upload.Rate), AppTimeoutS: run.AppTimeoutS}
 	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, c.Upload.Path, true, func(i int, target *url.URL) Upload {
 		up := loadgen.SlowUploader{URL: target, Size: spec.Size, Rate: float64(c.Upload.Rate), SndBuf: int(c.Upload.SndBuf),

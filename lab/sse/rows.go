@@ -133,7 +133,7 @@ type Summary struct {
 	StreamsComplete         int
 	DelayP50MS, DelayP95MS  recorder.Maybe
 	DelayMaxMS, FirstByteMS recorder.Maybe
-	Slots, Workers          recorder.Maybe
+	Workers                 recorder.Maybe
 	HeldMax                 recorder.Maybe
 	WorkersHoldingMax       recorder.Maybe
 	recorder.FastOver
@@ -158,7 +158,7 @@ func Summarize(runs []RunRow) []Summary {
 			row.EventsExpected += r.EventsExpected
 			row.Events += r.Events
 			row.StreamsComplete += r.StreamsComplete
-			row.Slots, row.Workers = r.Slots, r.Workers
+			row.Workers = r.Workers
 			p50, p95, most = recorder.AppendValid(p50, r.DelayP50MS), recorder.AppendValid(p95, r.DelayP95MS), recorder.AppendValid(most, r.DelayMaxMS)
 			firstByte = recorder.AppendValid(firstByte, r.FirstByteMS)
 			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)

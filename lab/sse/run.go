@@ -25,12 +25,8 @@ type files struct {
 }
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
-// (lab.Matrix: resume, the host-CPU guard, progress), writing
-// sse-events.csv, sse-streams.csv, sse-runs.csv, requests.csv,
-// resource-samples.csv and environment.json. A run whose stack fails is
-// recorded as failed and the next goes on; a stream that ends badly is an
-// outcome in sse-streams.csv, not a failed run. Cancelling ctx keeps what
-// was measured and returns ctx's error.
+// (lab.Matrix), writing sse-events.csv besides the lab.RunFiles. A stream
+// that ends badly is an outcome in sse-streams.csv, not a failed run.
 func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 	if err := lab.RefuseExternal(c); err != nil {
 		return nil, err
@@ -66,7 +62,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		StartedAt: time.Now().UTC(), Status: recorder.RunOK}
 	run.Workers, run.Slots = lab.Capacity(spec.Server)
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: deployed(spec.Route), Server: spec.Server,
-		AppTimeout: c.appTimeout(), UpstreamHTTP10: upstreamHTTP10(spec.Route)}, false)
+		AppTimeout: c.appTimeout(), UpstreamHTTP10: pseudo[spec.Route].http10}, false)
 	if err != nil {
 		return lab.Failed(ctx, run, err), nil
 	}
@@ -78,12 +74,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return c.load(ctx, env, fr.Running, spec, &run, t0, f)
 	})
 	run = SummarizeRun(run, l.Reqs, l.Rows, l.events)
-	streams := ""
-	if len(l.Rows) != spec.Streams {
-		streams = fmt.Sprintf("%d streams accounted of %d", len(l.Rows), spec.Streams)
-	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
-		lab.FastAccounted(run.FastTotal, run.FastPlanned), streams)
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), lab.Accounted(len(l.Rows), spec.Streams, "streams"))
 }
 
 // loaded is what a run's load measured: its streams' rows and /fast's

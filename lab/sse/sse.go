@@ -17,14 +17,8 @@ const Name = "sse"
 
 // The pseudo-routes: a deployed route (buffering on or off) with the
 // app's X-Accel-Buffering on each stream or the proxy's
-// proxy_http_version 1.0 (NGINX's default; the lab's is 1.1).
-//
-// RouteAccelNo is the buffering-on deployment, the streams asked with
-// ?accel=no. RouteHTTP10 is the buffering-on deployment with an HTTP/1.0
-// upstream: the app answers close-delimited, not chunked, and the proxy
-// holds the stream until a buffer fills or it ends. RouteHTTP10AccelNo is
-// that with ?accel=no, RouteHTTP10AccelYes the buffering-off deployment
-// with an HTTP/1.0 upstream and ?accel=yes.
+// proxy_http_version 1.0 (NGINX's default; the lab's is 1.1); pseudo
+// says what each is, the package doc what it does.
 const (
 	RouteAccelNo        stack.Route = "proxy-buffering-on-accel-no"
 	RouteHTTP10         stack.Route = "proxy-buffering-on-http10"
@@ -36,31 +30,26 @@ const (
 var Routes = []stack.Route{stack.RouteDirect, stack.RouteBufferingOff, stack.RouteBufferingOn, RouteAccelNo,
 	RouteHTTP10, RouteHTTP10AccelNo, RouteHTTP10AccelYes}
 
+// pseudo is what each pseudo-route is: the route the stack deploys,
+// whether its proxy asks the app in HTTP/1.0, and the X-Accel-Buffering
+// its streams ask the app for.
+var pseudo = map[stack.Route]struct {
+	deployed stack.Route
+	http10   bool
+	accel    string
+}{
+	RouteAccelNo:        {stack.RouteBufferingOn, false, "no"},
+	RouteHTTP10:         {stack.RouteBufferingOn, true, ""},
+	RouteHTTP10AccelNo:  {stack.RouteBufferingOn, true, "no"},
+	RouteHTTP10AccelYes: {stack.RouteBufferingOff, true, "yes"},
+}
+
 // deployed is the route the stack runs for r.
 func deployed(r stack.Route) stack.Route {
-	switch r {
-	case RouteAccelNo, RouteHTTP10, RouteHTTP10AccelNo:
-		return stack.RouteBufferingOn
-	case RouteHTTP10AccelYes:
-		return stack.RouteBufferingOff
+	if p, ok := pseudo[r]; ok {
+		return p.deployed
 	}
 	return r
-}
-
-// upstreamHTTP10 reports whether r's proxy asks the app in HTTP/1.0.
-func upstreamHTTP10(r stack.Route) bool {
-	return r == RouteHTTP10 || r == RouteHTTP10AccelNo || r == RouteHTTP10AccelYes
-}
-
-// accel is the X-Accel-Buffering the streams of r ask the app for.
-func accel(r stack.Route) string {
-	switch r {
-	case RouteAccelNo, RouteHTTP10AccelNo:
-		return "no"
-	case RouteHTTP10AccelYes:
-		return "yes"
-	}
-	return ""
 }
 
 // Config is the experiment: its YAML tags are its scenario schema.
@@ -73,11 +62,7 @@ type Config struct {
 // Condition is one cell of the matrix.
 type Condition struct {
 	// Route is direct, proxy-buffering-off, proxy-buffering-on, or a
-	// pseudo-route: proxy-buffering-on-accel-no (buffering on, the app's
-	// X-Accel-Buffering: no), proxy-buffering-on-http10 (buffering on,
-	// proxy_http_version 1.0), proxy-buffering-on-http10-accel-no (and
-	// X-Accel-Buffering: no) or proxy-buffering-off-http10-accel-yes
-	// (buffering off, proxy_http_version 1.0, X-Accel-Buffering: yes).
+	// pseudo-route (Routes).
 	Route stack.Route `yaml:"route"`
 	// Server is a registered model (sync-2, gthread-1x4, ...), or "async":
 	// the stack's event-loop server (the embedded async model; on the real
@@ -147,11 +132,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Routes implements lab.Routed: the deployed routes.
 func (c *Config) Routes() []stack.Route {
-	var out []stack.Route
-	for _, cond := range c.Conditions {
-		out = append(out, deployed(cond.Route))
-	}
-	return out
+	return lab.RoutesOf(c.Conditions, func(cond Condition) stack.Route { return deployed(cond.Route) })
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.
@@ -167,7 +148,7 @@ func (c *Config) Validate() error {
 
 func (cond Condition) validate() error {
 	if !slices.Contains(Routes, cond.Route) {
-		return fmt.Errorf("route %q: allowed %s", cond.Route, routeNames())
+		return fmt.Errorf("route %q: allowed %s", cond.Route, stack.RouteList(Routes))
 	}
 	if cond.Server != stack.AsyncServer {
 		if _, err := stack.ParseServer(cond.Server); err != nil {
@@ -178,14 +159,6 @@ func (cond Condition) validate() error {
 		return fmt.Errorf("streams %d: allowed 0 to 1000", cond.Streams)
 	}
 	return nil
-}
-
-func routeNames() string {
-	var names []string
-	for _, r := range Routes {
-		names = append(names, string(r))
-	}
-	return strings.Join(names, ", ")
 }
 
 func (s StreamSpec) validate() error {
@@ -210,7 +183,7 @@ func (s StreamSpec) validate() error {
 // Params is what each stream asks the app for.
 func (c *Config) Params(route stack.Route) appserver.SSEParams {
 	return appserver.SSEParams{Interval: time.Duration(c.Stream.Interval), Duration: time.Duration(c.Stream.Duration), Pad: int(c.Stream.Pad),
-		Accel: accel(route)}
+		Accel: pseudo[route].accel}
 }
 
 // RunSpec is one run of the matrix.

@@ -95,7 +95,7 @@ func TestPseudoRoutes(t *testing.T) {
 		{RouteHTTP10AccelNo, stack.RouteBufferingOn, true, "no"},
 		{RouteHTTP10AccelYes, stack.RouteBufferingOff, true, "yes"},
 	} {
-		if d, h, a := deployed(tc.route), upstreamHTTP10(tc.route), c.Params(tc.route).Accel; d != tc.deploy || h != tc.http10 || a != tc.accel {
+		if d, h, a := deployed(tc.route), pseudo[tc.route].http10, c.Params(tc.route).Accel; d != tc.deploy || h != tc.http10 || a != tc.accel {
 			t.Errorf("%s: deploys %s, HTTP/1.0 %v, accel %q; want %s, %v, %q", tc.route, d, h, a, tc.deploy, tc.http10, tc.accel)
 		}
 	}

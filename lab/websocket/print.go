@@ -38,7 +38,12 @@ var conditionsTable = report.Table[Summary]{
 		report.Col("route", func(c *Summary) report.Cell { return report.Text(c.Route) }),
 		report.Col("server", func(c *Summary) report.Cell { return report.Text(c.Server) }),
 		report.Col("mode", func(c *Summary) report.Cell { return report.Text(c.Mode) }),
-		report.Col("queue", func(c *Summary) report.Cell { return orDash(c.Queue) }),
+		report.Col("queue", func(c *Summary) report.Cell {
+			if c.Queue == "" {
+				return report.Text("-")
+			}
+			return report.Text(c.Queue)
+		}),
 		report.Col("sockets", func(c *Summary) report.Cell { return report.Int(c.Sockets) }),
 		report.Col("ping_s", func(c *Summary) report.Cell { return report.Fixed(c.PingS, 1) }),
 		report.Col("read_timeout_s", func(c *Summary) report.Cell {
@@ -66,16 +71,8 @@ var conditionsTable = report.Table[Summary]{
 	),
 }
 
-// orDash is s, or "-" when s is empty.
-func orDash(s string) report.Cell {
-	if s == "" {
-		return report.Text("-")
-	}
-	return report.Text(s)
-}
-
-// runsFile holds the run rows, and marks a websocket results directory.
-// The results files of the rows this package declares.
+// The results files of the rows this package declares; runsFile marks a
+// websocket results directory.
 const (
 	runsFile     = "ws-runs.csv"
 	sessionsFile = "ws-sessions.csv"

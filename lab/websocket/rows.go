@@ -89,9 +89,8 @@ var runSchema = recorder.Tagged[RunRow](runsFile)
 // does) and its socket columns from the run's sessions.
 func SummarizeRun(run RunRow, reqs []recorder.Request, sessions []Session) RunRow {
 	run.SummarizeFast(reqs)
-	run.Opened, run.Held, run.Refused = 0, 0, 0
+	run.Opened, run.Held, run.Refused, run.Messages = 0, 0, 0, 0
 	var hs, life, delays []float64
-	run.Messages = 0
 	for _, s := range sessions {
 		run.Messages += s.Messages
 		delays = recorder.AppendValid(delays, s.DelayP95MS)
@@ -137,7 +136,7 @@ type Summary struct {
 	LifetimeP50S                 recorder.Maybe // median of the runs' medians
 	Runs, Excluded               int
 	Opened, Held, Refused        int
-	Slots, Workers               recorder.Maybe
+	Workers                      recorder.Maybe
 	HeldMax                      recorder.Maybe
 	WorkersHoldingMax            recorder.Maybe
 	recorder.FastOver
@@ -164,7 +163,7 @@ func Summarize(runs []RunRow) []Summary {
 			row.Opened += r.Opened
 			row.Held += r.Held
 			row.Refused += r.Refused
-			row.Slots, row.Workers = r.Slots, r.Workers
+			row.Workers = r.Workers
 			held, holding = recorder.AppendValid(held, r.HeldMax), recorder.AppendValid(holding, r.WorkersHoldingMax)
 			life = recorder.AppendValid(life, r.LifetimeP50S)
 			row.Messages += r.Messages

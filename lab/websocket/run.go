@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,10 +15,6 @@ import (
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
 )
-
-// files are the open results files of a session: ws-sessions.csv,
-// ws-runs.csv, requests.csv and resource-samples.csv.
-type files = lab.RunFiles[Session, RunRow]
 
 // Run implements lab.Config: every run of the matrix on a fresh stack
 // (lab.Plan), writing ws-sessions.csv, ws-runs.csv, requests.csv,
@@ -38,12 +35,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 func holdable(st stack.Stack, specs []RunSpec) error {
 	for _, s := range specs {
 		if ok, why := st.HoldsWebSocket(s.Server.Model); !ok {
-			var can []string
-			for _, m := range st.Models() {
-				if ok, _ := st.HoldsWebSocket(m); ok {
-					can = append(can, m)
-				}
-			}
+			can := slices.DeleteFunc(st.Models(), func(m string) bool { ok, _ := st.HoldsWebSocket(m); return !ok })
 			return fmt.Errorf("server %s on the %s stack: %s; run a server of model %s", s.Server.Name(), st.Name, why, strings.Join(can, ", "))
 		}
 	}
@@ -60,7 +52,7 @@ func runLine(r RunRow) string {
 // measure performs one run: a fresh stack, the instruments, the sockets
 // and the /fast schedule, the held-socket samples, then the verdict. Its
 // error is only for results that could not be written.
-func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
+func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *lab.RunFiles[Session, RunRow]) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Sockets, Rep: spec.Rep},
 		Mode: cmp.Or(spec.Mode, ModeIdle), Queue: c.Queue(spec.Condition),
 		HoldS: c.Hold().Seconds(), PingS: time.Duration(spec.Ping).Seconds(), ReadTimeoutS: time.Duration(spec.ProxyReadTimeout).Seconds(),
@@ -84,18 +76,14 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if kills, ok := fr.Running.OOMKills()["app"]; ok {
 		run.AppOOMKills = recorder.Some(float64(kills))
 	}
-	sockets := ""
-	if len(l.Rows) != spec.Sockets {
-		sockets = fmt.Sprintf("%d sockets accounted of %d", len(l.Rows), spec.Sockets)
-	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
-		lab.FastAccounted(run.FastTotal, run.FastPlanned), sockets)
+		lab.FastAccounted(run.FastTotal, run.FastPlanned), lab.Accounted(len(l.Rows), spec.Sockets, "sockets"))
 }
 
 // load opens the sockets at t0 and, Fast.Offset later, starts the
 // open-loop /fast schedule; each socket is held until the schedule's end
 // and gets its row as it ends.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *files) lab.Clients[Session] {
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, spec RunSpec, run RunRow, t0 time.Time, f *lab.RunFiles[Session, RunRow]) lab.Clients[Session] {
 	path := c.Socket.Path + "?" + c.Params(spec.Condition).Query()
 	return lab.RunClients(ctx, env, c.Fast, running, run.Meta(), t0, f, path, true, func(i int, u *url.URL) Session {
 		dial := loadgen.WSDial{URL: u, Timeout: time.Duration(c.Socket.Timeout), AllowRemote: running.AllowRemote(), RcvBuf: int(c.Socket.Push.RcvBuf)}

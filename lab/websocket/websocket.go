@@ -85,12 +85,10 @@ type PushSpec struct {
 	RcvBuf   lab.Size     `yaml:"rcvbuf"`
 }
 
-// Published returns the matrix: 1, 2 and 4 sockets on sync-2, directly
-// and through the proxy; 2 and 4 on gthread-1x4 and 4 on the stack's
-// event-loop server, directly; and the idle lifetime through the proxy:
-// 2 sockets on the event-loop server behind a 3 s proxy_read_timeout,
-// without pings and with one every second. Sockets held while /fast runs
-// at 8 requests a second for 9 s; 3 repetitions.
+// Published returns the matrix: idle sockets on each server model,
+// directly and through the proxy, and their lifetime behind a 3 s
+// proxy_read_timeout without and with pings; held while /fast runs at 8
+// requests a second for 9 s; 3 repetitions.
 func Published() *Config {
 	c := &Config{Common: lab.PublishedCommon(Name, 3),
 		Beside: lab.Beside[Condition]{Fast: lab.PublishedFast()},
@@ -120,10 +118,8 @@ func idleByDefault(conds []Condition) {
 	}
 }
 
-// Reduce implements lab.Reducer: --quick holds 2 sockets on sync-2 on
-// each route and 4 on gthread-1x4 and async directly, and the two
-// lifetime conditions, once each, beside /fast for 3.5 s (the lifetime
-// ones behind a 2 s proxy_read_timeout).
+// Reduce implements lab.Reducer: --quick runs a part of the matrix once,
+// beside /fast for 3.5 s, the lifetime behind a 2 s proxy_read_timeout.
 func (c *Config) Reduce() {
 	c.Reps = 1
 	if c.Fast.Duration == Published().Fast.Duration {
