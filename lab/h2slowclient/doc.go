@@ -9,6 +9,11 @@
 // on a TLS route's port over UDP, slow by QUIC flow control), so the
 // same questions are answered for both; a stack whose proxy does not
 // serve HTTP/3 skips the h3 conditions.
-// The HTTP/2 client is loadgen.H2Conn's, the HTTP/3 one loadgen.H3Conn's,
-// the routes lab/stack's (stack.HTTP2Routes).
+// It owns the whole experiment: the scenario (Config), the runs (on
+// lab.Plan), its results files (Stream rows in h2-streams.csv, RunRow
+// rows in h2-runs.csv) and their aggregation (SummarizeRun, Summarize),
+// the conditions table, declared once for the CLI and the report, and its
+// report section (Section). The HTTP/2 client is loadgen.H2Conn's, the
+// HTTP/3 one loadgen.H3Conn's, the routes lab/stack's
+// (stack.HTTP2Routes).
 package h2slowclient

@@ -14,6 +14,13 @@
 // row in longpoll-runs.csv says how it ended; groups.csv has the figures
 // of each run that ended ok, from which the summary over the repetitions
 // is computed.
+//
+// It owns its scenario schema and flags, its run, its results files
+// (Probe rows in probes.csv, Group rows in groups.csv, RunRow rows in
+// longpoll-runs.csv, beside recorder's resource-samples.csv) with their
+// aggregation (ProbeSummary, CountWaves, Summarize, Compare and
+// FisherExact), its runs table declared once for the CLI and the report,
+// and its report section with its figure (Section).
 package longpoll
 
 import (

@@ -12,7 +12,12 @@
 // upload's outcome (a 5xx from the proxy, or a reset) is recorded, not a
 // failed run.
 //
-// In recorder's requests.csv beside its own files, slow_clients holds the
-// uploaders. It does not upload (loadgen.SlowUploader), read bodies (the
-// apps' /upload) or buffer them (package proxy, NGINX).
+// It owns the experiment's scenario schema and flags, its run (the
+// matrix, each run's stack, load and verdict), its results files (Upload
+// rows in uploads.csv, RunRow rows in upload-runs.csv, beside recorder's
+// requests.csv, where slow_clients holds the uploaders, and
+// resource-samples.csv) with their aggregation, its conditions table,
+// declared once for the CLI and the report, and its report section with
+// its figures (Section). It does not upload (loadgen.SlowUploader), read bodies (the apps'
+// /upload) or buffer them (package proxy, NGINX).
 package slowupload

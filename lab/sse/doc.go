@@ -27,7 +27,13 @@
 // NGINX and on the embedded proxy, which does the same; the published
 // grid also runs the buffering-off X-Accel-Buffering: yes route.
 //
-// In recorder's requests.csv beside its own files, slow_clients holds the
-// streams. It does not stream (the apps' /events), read streams
-// (loadgen.SSEClient) or buffer them (package proxy, NGINX).
+// It owns the experiment's scenario schema and flags, its run (the
+// matrix, each run's stack, load and verdict), its results files (Event
+// rows in sse-events.csv, Stream rows in sse-streams.csv, RunRow rows in
+// sse-runs.csv, beside recorder's requests.csv, where slow_clients holds
+// the streams, and resource-samples.csv) with their aggregation, its
+// conditions table, declared once for the CLI and the report, and its
+// report section with its figures (Section). It does not
+// stream (the apps' /events), read streams (loadgen.SSEClient) or buffer
+// them (package proxy, NGINX).
 package sse
