@@ -18,8 +18,7 @@ import (
 // What the experiments whose run is "n clients beside /fast" share
 // beyond FastSpec: their scenario's conditions and /fast (Beside), the
 // run's load sampled on its fresh stack (SampledLoad) with each client's
-// row (RunClients), their printed result (PrintConditions) and their
-// report section (RunsSection).
+// row (RunClients) and their report section (RunsSection).
 
 // Beside is the part of the scenario of an experiment whose run is "n
 // clients beside /fast" that follows Common, embedded inline in its
@@ -105,12 +104,14 @@ func SampledLoad[L any](fr *Fresh, w *recorder.FileWriter[recorder.ResourceSampl
 	return l, res, err
 }
 
-// PrintConditions is a matrix experiment's printed result: its conditions
-// table over rows, then a line for each condition skipped.
-func PrintConditions[S any](w io.Writer, table *report.Table[S], rows []S, skipped []string) {
-	table.WriteText(w, rows)
-	for _, s := range skipped {
-		fmt.Fprintf(w, "skipped: %s\n", s)
+// PrintResult writes res's table (its Print), then each condition the
+// stack could not run (a MatrixResult's Skipped), as the session began.
+func PrintResult(w io.Writer, res Result) {
+	res.Print(w)
+	if m, ok := res.(interface{ skippedConds() []string }); ok {
+		for _, s := range m.skippedConds() {
+			fmt.Fprintf(w, "skipped: %s\n", s)
+		}
 	}
 }
 

@@ -3,20 +3,19 @@ package lab
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
-	"github.com/slowlab/slowlab/report"
 )
 
 // served is a loopback server as a run's load sees it.
@@ -111,18 +110,20 @@ func TestRunClientsRefusesTarget(t *testing.T) {
 	}
 }
 
-// PrintConditions prints the table, then each condition skipped.
-func TestPrintConditions(t *testing.T) {
-	table := report.Table[string]{Cols: []report.Column[string]{report.Col("route", func(s *string) report.Cell { return report.Text(*s) })}}
+// PrintResult prints the result's table, then each condition skipped.
+func TestPrintResult(t *testing.T) {
+	res := &printed{MatrixResult[recorder.Run]{Skipped: []string{"direct.async-1: no event-loop server"}}}
 	var b bytes.Buffer
-	PrintConditions(&b, &table, []string{"direct"}, []string{"direct.async-1: no event-loop server"})
-	var want bytes.Buffer
-	table.WriteText(&want, []string{"direct"})
-	want.WriteString("skipped: direct.async-1: no event-loop server\n")
-	if b.String() != want.String() || !strings.Contains(b.String(), "direct") {
-		t.Errorf("printed\n%s\nwant\n%s", b.String(), want.String())
+	PrintResult(&b, res)
+	if want := "the table\nskipped: direct.async-1: no event-loop server\n"; b.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// printed is a Result whose table is one line.
+type printed struct{ MatrixResult[recorder.Run] }
+
+func (*printed) Print(w io.Writer) { io.WriteString(w, "the table\n") }
 
 // cell is a condition of a Beside matrix.
 type cell struct {

@@ -36,10 +36,8 @@ func RunMatrix[S Planned, R recorder.RunRow[R]](ctx context.Context, env *Env, c
 	for _, s := range skipped {
 		env.Logf("skipped: %s", s)
 	}
-	res := &MatrixResult[R]{Dir: env.Out, Skipped: skipped}
-	var err error
-	res.Runs, err = m.Run(ctx, env, cfg)
-	return res, err
+	runs, err := m.Run(ctx, env, cfg)
+	return &MatrixResult[R]{Dir: env.Out, Runs: runs, Skipped: skipped}, err
 }
 
 // Plan is an experiment's matrix on the RunFiles[I, R] layout (its item
@@ -65,6 +63,8 @@ type Matrixed[R recorder.RunRow[R]] interface {
 	Result
 	Matrix() *MatrixResult[R]
 }
+
+func (r *MatrixResult[R]) skippedConds() []string { return r.Skipped }
 
 // Matrix implements Matrixed: the embedded result Plan.Run fills.
 func (r *MatrixResult[R]) Matrix() *MatrixResult[R] { return r }

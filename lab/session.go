@@ -181,7 +181,7 @@ func RunSession(ctx context.Context, cfg Config, o Options, stdout, stderr io.Wr
 	manifestErr := WriteManifest(env.Out, o.Command, cfg.Head().Experiment)
 	if res != nil {
 		fmt.Fprintf(stdout, "results: %s\n\n", env.Out)
-		res.Print(stdout)
+		PrintResult(stdout, res)
 		WriteReport(env.Out, stdout, stderr)
 	}
 	switch {

@@ -19,11 +19,9 @@ type Result struct {
 	lab.MatrixResult[RunRow]
 }
 
-// Print implements lab.Result: the conditions table, then the conditions
-// skipped.
-func (r *Result) Print(w io.Writer) {
-	lab.PrintConditions(w, &conditionsTable, Summarize(r.Runs), r.Skipped)
-}
+// Print implements lab.Result: the conditions table (lab.PrintResult
+// then names the conditions the stack could not run).
+func (r *Result) Print(w io.Writer) { conditionsTable.WriteText(w, Summarize(r.Runs)) }
 
 // cell1 is a value with one decimal, "-" when not measured.
 func cell1(m recorder.Maybe) report.Cell { return report.Opt(m, report.Decimals(1)) }

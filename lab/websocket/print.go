@@ -15,7 +15,8 @@ type Result struct {
 	lab.MatrixResult[RunRow]
 }
 
-// Print implements lab.Result: one row per condition over its ok runs.
+// Print implements lab.Result: the conditions table (lab.PrintResult
+// then names the conditions the stack could not run).
 func (r *Result) Print(w io.Writer) { conditionsTable.WriteText(w, Summarize(r.Runs)) }
 
 // conditionsTable is the conditions table, printed by the CLI and drawn
