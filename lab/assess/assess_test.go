@@ -239,7 +239,9 @@ func TestWriteJSON(t *testing.T) {
 	}
 }
 
-// TestPrint: the table has a row per probe ("-" where none degraded),
+// TestPrint: the table has a row per probe ("-" where none degraded, and
+// for /fast before where no baseline was measured, as for a probe
+// interrupted before it),
 // then what held the stack with how its clients ended, the fixes and the
 // broken bounds.
 func TestPrint(t *testing.T) {
@@ -251,6 +253,7 @@ func TestPrint(t *testing.T) {
 				{Clients: 1, Status: statusHeld}, {Clients: 2, Status: statusDegraded, Degraded: "50 of 50 failed", FastSent: 50, FastFail: 50,
 					Ends: map[string]int{"bound": 2}, HeldP50S: &kept, HeldMaxS: &most}}},
 		{Probe: string(ProbeSlowReaders), Tried: 8, BaselineP95MS: 2.5, Stopped: "not degraded with 8", Sure: "held", Windows: 1, HeldInPlace: 8},
+		{Probe: string(ProbeSlowloris), Stopped: "interrupted: context canceled"},
 	}}}
 	r.bounds, _ = ParseFailOn("idle<4")
 	var b strings.Builder
@@ -261,6 +264,7 @@ func TestPrint(t *testing.T) {
 		"probe        clients to degrade sure/windows held in place tried /fast p95 ms before at failed at stopped",
 		"idle                          2 confirmed/4              1     2                 3.0  -     50/50 degraded",
 		"slow-readers                  - held/1                   8     8                 2.5  -         - max",
+		"slowloris                     - -                        0     0                   -  -         - interrupted",
 		"idle, at 2 clients: app 2 connections; clients ended bound 2 (kept 2.0 s median, 10.0 s at most)",
 		"fix idle: a proxy (docs/idle-connections.md)",
 		"fail-on: broken: idle<4: degraded with 2 (confirmed, 4 windows)",

@@ -78,7 +78,12 @@ var verdictsTable = report.Table[Verdict]{
 		}),
 		report.Col("held in place", func(v *Verdict) report.Cell { return report.Int(v.HeldInPlace) }),
 		report.Col("tried", func(v *Verdict) report.Cell { return report.Int(v.Tried) }),
-		report.Col("/fast p95 ms before", func(v *Verdict) report.Cell { return report.Fixed(v.BaselineP95MS, 1) }),
+		report.Col("/fast p95 ms before", func(v *Verdict) report.Cell {
+			if v.BaselineP95MS <= 0 { // no baseline measured: the probe stopped before it
+				return dash
+			}
+			return report.Fixed(v.BaselineP95MS, 1)
+		}),
 		report.Col("at", func(v *Verdict) report.Cell {
 			if v.AtP95MS == nil {
 				return dash
