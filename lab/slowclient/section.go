@@ -37,21 +37,14 @@ type results struct {
 
 func readResults(dir string) (*results, error) {
 	d := &results{}
-	var err error
-	if d.runs, err = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile)); err != nil {
-		return nil, err
-	}
-	if d.conditions, err = readOptional[recorder.Condition](dir, &d.missing); err != nil {
-		return nil, err
-	}
-	if d.larges, err = readOptional[recorder.LargeResponse](dir, &d.missing); err != nil {
-		return nil, err
-	}
-	if d.requests, err = readOptional[recorder.Request](dir, &d.missing); err != nil {
-		return nil, err
-	}
-	if d.samples, err = readOptional[recorder.ResourceSample](dir, &d.missing); err != nil {
-		return nil, err
+	var errs [5]error
+	d.runs, errs[0] = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile))
+	d.conditions, errs[1] = readOptional[recorder.Condition](dir, &d.missing)
+	d.larges, errs[2] = readOptional[recorder.LargeResponse](dir, &d.missing)
+	d.requests, errs[3] = readOptional[recorder.Request](dir, &d.missing)
+	d.samples, errs[4] = readOptional[recorder.ResourceSample](dir, &d.missing)
+	if err := cmp.Or(errs[:]...); err != nil {
+		return nil, err // the first file's, in this order
 	}
 	return d, nil
 }
