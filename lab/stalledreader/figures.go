@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -53,19 +52,6 @@ func latencyRows(d *sectionData) []report.LatencyRow {
 		}
 	}
 	return rows
-}
-
-// conditionPlot is a plot titled title with a row per condition of rows
-// (indexes into d.conds), named by its label, and values along X
-// (xLabel); ys are the rows' positions.
-func (d *sectionData) conditionPlot(title, xLabel string, rows []int) (p *plot.Plot, ys []float64) {
-	p = report.NewPlot(title, xLabel, "condition")
-	report.Grid(p, true, false)
-	labels := make([]string, len(rows))
-	for j, i := range rows {
-		labels[j] = label(&d.conds[i])
-	}
-	return p, report.ConditionRows(p, labels)
 }
 
 // glyphs is the mark of each outcome in the bytes figure; only a
@@ -134,7 +120,13 @@ func timeoutsFigure(d *sectionData) *report.Drawing {
 	}
 	f := report.NewDrawing("stalled-worker-timeouts", "Workers killed by the app's timeout, against the downloads",
 		9*vg.Inch, report.RowsHeight(len(rows)))
-	p, ys := d.conditionPlot(f.Title(), "count, summed over the ok runs", rows)
+	p := report.NewPlot(f.Title(), "count, summed over the ok runs", "condition")
+	report.Grid(p, true, false)
+	labels := make([]string, len(rows))
+	for j, i := range rows {
+		labels[j] = label(&d.conds[i])
+	}
+	ys := report.ConditionRows(p, labels)
 	stats := []struct {
 		name string
 		get  func(i int) float64

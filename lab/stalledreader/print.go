@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/pathmodel/holds"
@@ -160,11 +161,7 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 	report.AddTable(p, &conditionsTable, d.conds)
 	holds.Note(p, dir, Name)
 	if dErr == nil && len(downloads) > 0 {
-		var ok []Download
-		for _, ds := range d.downloads {
-			ok = append(ok, ds...)
-		}
-		report.AddTable(p, &downloadsTable, ok)
+		report.AddTable(p, &downloadsTable, slices.Concat(d.downloads...))
 	}
 	return p, nil
 })

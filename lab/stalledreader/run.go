@@ -1,6 +1,7 @@
 package stalledreader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,10 +53,13 @@ func runLine(r RunRow) string {
 // results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Clients, Rep: spec.Rep},
-		Mode: spec.Mode, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
+		Mode: spec.Mode, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate),
 		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), AppTimeoutS: lab.SetSeconds(spec.AppTimeout), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	if spec.Route.Proxied() {
-		run.SendTimeoutS = recorder.Some(sendTimeout(spec.Condition).Seconds())
+	if spec.Mode == ModeStall { // a slow reader's stall is 0
+		run.StallS = time.Duration(c.Client.Stall).Seconds()
+	}
+	if spec.Route.Proxied() { // its own send_timeout, or the proxy's default
+		run.SendTimeoutS = recorder.Some(cmp.Or(time.Duration(spec.SendTimeout), proxy.DefaultSendTimeout).Seconds())
 	}
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
 		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout)}, false)
@@ -97,23 +101,6 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr), evidence,
 		lab.FastAccounted(run.FastTotal, run.FastPlanned))
-}
-
-// stallS is the stall of a mode's readers in seconds: 0 for slow ones.
-func (c *Config) stallS(mode string) float64 {
-	if mode != ModeStall {
-		return 0
-	}
-	return time.Duration(c.Client.Stall).Seconds()
-}
-
-// sendTimeout is a proxied condition's send_timeout: its own, or the
-// proxy's default.
-func sendTimeout(cond Condition) time.Duration {
-	if cond.SendTimeout != 0 {
-		return time.Duration(cond.SendTimeout)
-	}
-	return proxy.DefaultSendTimeout
 }
 
 // load starts the readers at t0 and, Fast.Offset later, the open-loop

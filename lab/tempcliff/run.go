@@ -81,7 +81,10 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run.ProxyErrors = n
 	// After the log was read: every line in it now is there for the
 	// exporter's scrape too (the proxy writes its stderr to the file).
-	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, fr.In.ExporterURL())
+	// None when the exporter reported no count.
+	if v, ok := scrapeGauge(ctx, &http.Client{Timeout: 5 * time.Second}, fr.In.ExporterURL(), tempWriteErrorsMetric); ok {
+		run.ExporterTempWriteErrors = recorder.Some(v)
+	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr, largeErr),
 		lab.Reason("read app_send_s: ", sendErr), lab.Reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
@@ -151,11 +154,8 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
 
 // tempFSAvailMetric is the exporter's space available on the proxy's temp
-// filesystem (exporter/tempfs.go), for the group proxyGroup.
-const (
-	tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
-	proxyGroup        = instrument.ProxyGroup
-)
+// filesystem (exporter/tempfs.go).
+const tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
 
 // pollTempFSAvail scrapes the exporter every 50 ms until ctx ends and
 // returns the least slowlab_proxy_temp_fs_avail_bytes it reported for the
@@ -164,7 +164,7 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 	least := recorder.None()
 	client := &http.Client{Timeout: time.Second}
 	for {
-		if v, ok := scrapeGauge(ctx, client, url, tempFSAvailMetric, proxyGroup); ok {
+		if v, ok := scrapeGauge(ctx, client, url, tempFSAvailMetric); ok {
 			if mib := v / (1 << 20); !least.Valid || mib < least.Value {
 				least = recorder.Some(mib)
 			}
@@ -181,20 +181,10 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 // the proxy's error log (exporter/errorlog.go).
 const tempWriteErrorsMetric = "slowlab_proxy_temp_write_errors_total"
 
-// scrapeTempWriteErrors is the exporter's count of the proxy's failed temp
-// writes; None when it reported none.
-func scrapeTempWriteErrors(ctx context.Context, url string) recorder.Maybe {
-	client := &http.Client{Timeout: 5 * time.Second}
-	if v, ok := scrapeGauge(ctx, client, url, tempWriteErrorsMetric, proxyGroup); ok {
-		return recorder.Some(v)
-	}
-	return recorder.None()
-}
-
 // scrapeGauge returns the value of gauge (or counter) name's series for
-// the component group in the exposition at url, parsed as the Sampler
-// parses it (recorder.ParseExposition).
-func scrapeGauge(ctx context.Context, client *http.Client, url, name, group string) (float64, bool) {
+// the proxy's group (instrument.ProxyGroup) in the exposition at url,
+// parsed as the Sampler parses it (recorder.ParseExposition).
+func scrapeGauge(ctx context.Context, client *http.Client, url, name string) (float64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, false
@@ -211,7 +201,7 @@ func scrapeGauge(ctx context.Context, client *http.Client, url, name, group stri
 	}
 	for _, m := range fams[name].GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "group" && l.GetValue() == group {
+			if l.GetName() == "group" && l.GetValue() == instrument.ProxyGroup {
 				if c := m.GetCounter(); c != nil {
 					return c.GetValue(), true
 				}
