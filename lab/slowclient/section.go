@@ -81,23 +81,19 @@ func keyOf(r recorder.Run) condKey { return condKey{r.Route, r.Server, r.SlowCli
 // clients.
 func okRunsByCondition(runs []recorder.Run) ([]condKey, map[condKey][]recorder.Run) {
 	groups := map[condKey][]recorder.Run{}
-	serverOrder := map[string]int{}
 	var keys []condKey
-	for _, r := range runs {
-		if _, seen := serverOrder[r.Server]; !seen {
-			serverOrder[r.Server] = len(serverOrder)
+	for _, g := range recorder.GroupRuns(runs, keyOf) {
+		if len(g.OK) > 0 {
+			k := keyOf(g.OK[0])
+			keys, groups[k] = append(keys, k), g.OK
 		}
-		if r.Status != recorder.RunOK {
-			continue
-		}
-		k := keyOf(r)
-		if _, seen := groups[k]; !seen {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
 	}
-	slices.SortStableFunc(keys, func(a, b condKey) int {
-		return cmp.Or(CompareRoutes(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
+	// A server's place is its first run's, whatever that run's status.
+	first := func(server string) int {
+		return slices.IndexFunc(runs, func(r recorder.Run) bool { return r.Server == server })
+	}
+	slices.SortFunc(keys, func(a, b condKey) int {
+		return cmp.Or(CompareRoutes(a.route, b.route), cmp.Compare(first(a.server), first(b.server)), cmp.Compare(a.slow, b.slow))
 	})
 	return keys, groups
 }
@@ -135,7 +131,15 @@ func buildSection(dir string) (*report.Part, error) {
 	} else if len(keys) > 0 {
 		p.Skip("/fast p95 figure left out: %s.", why)
 	}
-	addConditions(p, d)
+	// The conditions table: conditions.csv's rows, or the same summary
+	// computed from runs.csv when conditions.csv is not there.
+	conds, ct := d.conditions, conditionsTable
+	if conds == nil {
+		conds = recorder.SummarizeConditions(d.runs)
+		ct.Caption = "Conditions, computed from runs.csv because conditions.csv is not present: " +
+			strings.TrimPrefix(ct.Caption, "Conditions (conditions.csv): ")
+	}
+	report.AddTable(p, &ct, conditionRows(conds, d.runs))
 	holds.Note(p, dir, Name)
 	if d.larges != nil && len(keys) > 0 {
 		if f, why := sendReceiveFigure(keys, groups, d.larges); f != nil {
@@ -149,13 +153,11 @@ func buildSection(dir string) (*report.Part, error) {
 	} else if len(keys) > 0 {
 		p.Skip("App memory against slow readers left out: %s.", why)
 	}
-	if len(keys) > 0 {
-		for _, ts := range timeSeries(keys, groups, d) {
-			if ts.fig != nil {
-				p.AddDrawing(ts.fig)
-			} else {
-				p.Skip("Time series of %s left out: %s.", ts.key.label(), ts.why)
-			}
+	for _, ts := range timeSeries(keys, groups, d) {
+		if ts.fig != nil {
+			p.AddDrawing(ts.fig)
+		} else {
+			p.Skip("Time series of %s left out: %s.", ts.key.label(), ts.why)
 		}
 	}
 	notOK := 0
@@ -168,16 +170,4 @@ func buildSection(dir string) (*report.Part, error) {
 	t.Details = fmt.Sprintf("All %d runs (runs.csv), %d not ok", len(d.runs), notOK)
 	report.AddTable(p, &t, d.runs)
 	return p, nil
-}
-
-// addConditions adds the conditions table: conditions.csv's rows, or the
-// same summary computed from runs.csv when conditions.csv is not there.
-func addConditions(p *report.Part, d *results) {
-	conds, t := d.conditions, conditionsTable
-	if conds == nil {
-		conds = recorder.SummarizeConditions(d.runs)
-		t.Caption = "Conditions, computed from runs.csv because conditions.csv is not present: " +
-			strings.TrimPrefix(t.Caption, "Conditions (conditions.csv): ")
-	}
-	report.AddTable(p, &t, conditionRows(conds, d.runs))
 }
