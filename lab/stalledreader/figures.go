@@ -42,18 +42,6 @@ func (d *sectionData) addDownloads(ds []Download) {
 	}
 }
 
-// latencyRows are the /fast figure's rows: each condition with an ok run
-// whose /fast p95 and p50 are above 0.
-func latencyRows(d *sectionData) []report.LatencyRow {
-	var rows []report.LatencyRow
-	for i := range d.conds {
-		if r, ok := report.LatencyOf(label(&d.conds[i]), d.conds[i].FastOver); ok && r.P95Min > 0 && r.P50 > 0 {
-			rows = append(rows, r)
-		}
-	}
-	return rows
-}
-
 // glyphs is the mark of each outcome in the bytes figure; only a
 // complete download is a circle (nil).
 var glyphs = map[string]draw.GlyphDrawer{

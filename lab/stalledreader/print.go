@@ -145,7 +145,13 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 	} else {
 		p.Skip("Bytes-received figure and the downloads table left out: %v.", dErr)
 	}
-	if rows := latencyRows(d); len(rows) > 0 {
+	var rows []report.LatencyRow // each condition with an ok run whose /fast p95 and p50 are above 0
+	for i := range d.conds {
+		if r, ok := report.LatencyOf(label(&d.conds[i]), d.conds[i].FastOver); ok && r.P95Min > 0 && r.P50 > 0 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) > 0 {
 		p.AddFastLatency("stalled-fast-p95", "/fast latency beside stalled readers",
 			"/fast latency (ok responses) per condition: p95 = nearest-rank 95th percentile of a run, point = "+
 				"median over the condition's ok runs, line = min to max over them; p50 likewise (median). Log scale. A sync "+

@@ -127,8 +127,8 @@ func requestID(runID string, i int) string { return fmt.Sprintf("%s/stalled-%d",
 // downloadRow is d as a stalled-downloads.csv row (its ender still unset).
 func downloadRow(row Download, t0 time.Time, d loadgen.Download) Download {
 	row.Client, row.Status, row.Bytes, row.StallBytes, row.ContentLength = d.Client, d.Status, d.Bytes, d.StallBytes, -1
-	if d.Header != nil {
-		row.ContentLength = contentLength(d.Header)
+	if v := d.Header.Get("Content-Length"); v != "" {
+		fmt.Sscan(v, &row.ContentLength) // left -1 when it does not parse
 	}
 	start := d.Start
 	if start.IsZero() {
@@ -148,14 +148,6 @@ func downloadRow(row Download, t0 time.Time, d loadgen.Download) Download {
 		row.Error = d.Err.Error()
 	}
 	return row
-}
-
-func contentLength(h http.Header) int64 {
-	var n int64 = -1
-	if v := h.Get("Content-Length"); v != "" {
-		fmt.Sscan(v, &n)
-	}
-	return n
 }
 
 // outcome classifies a download as the client saw it

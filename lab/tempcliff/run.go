@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
@@ -230,11 +231,8 @@ func countProxyErrors(paths []string) (int, error) {
 			return 0, err
 		}
 		for line := range bytes.Lines(b) {
-			for _, lvl := range errorLevels {
-				if bytes.Contains(line, lvl) {
-					n++
-					break
-				}
+			if slices.ContainsFunc(errorLevels, func(lvl []byte) bool { return bytes.Contains(line, lvl) }) {
+				n++
 			}
 		}
 	}
