@@ -69,14 +69,14 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	avail := make(chan recorder.Maybe, 1)
 	go func() { avail <- pollTempFSAvail(pollCtx, fr.In.ExporterURL()) }()
 	meta := recorder.RunMeta{RunID: id, Route: run.Route, Server: run.Server, SlowClients: spec.SlowClients, Rep: spec.Rep}
-	l := c.load(ctx, env, fr.Running, &meta, t0, f)
+	l := c.load(ctx, env, fr.Running, meta, t0, f)
 	end := time.Now()
 	stopPoll()
 	run.TempFSAvailMinMiB = <-avail
-	run.FastPlanned = meta.FastPlanned
-	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.downloads, f)
+	run.FastPlanned = l.Planned
+	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.Rows, f)
 	rs, sampErr := fr.Sampled(end)
-	run = SummarizeRun(run, l.reqs, larges)
+	run = SummarizeRun(run, l.Reqs, larges)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	n, logErr := countProxyErrors(fr.Running.ProxyErrorLogs())
 	run.ProxyErrors = n
@@ -86,39 +86,27 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	if v, ok := scrapeGauge(ctx, &http.Client{Timeout: 5 * time.Second}, fr.In.ExporterURL(), tempWriteErrorsMetric); ok {
 		run.ExporterTempWriteErrors = recorder.Some(v)
 	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr, largeErr),
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr, largeErr),
 		lab.Reason("read app_send_s: ", sendErr), lab.Reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
-// loaded is what a run's load measured.
-type loaded struct {
-	downloads []loadgen.Download
-	reqs      []recorder.Request
-	writeErr  error
-}
-
 // load starts the slow readers at t0 and, Fast.Offset later, the
-// open-loop /fast schedule, and waits for both.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta *recorder.RunMeta, t0 time.Time, f *files) loaded {
-	var l loaded
+// open-loop /fast schedule, and waits for both: its Rows are the
+// readers' downloads by client number.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta recorder.RunMeta, t0 time.Time, f *files) (l lab.Clients[loadgen.Download]) {
 	largeURL, err := loadgen.CheckTarget(running.Target(stack.TargetLarge, "/large"), running.AllowRemote())
 	if err != nil {
-		l.writeErr = err
+		l.WriteErr = err
 		return l
 	}
-	l.downloads = make([]loadgen.Download, meta.SlowClients)
-	fast := c.Fast.RunBeside(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), *meta, t0, f.Requests, len(l.downloads), func(i int) {
-		sr := loadgen.SlowReader{URL: largeURL, AllowRemote: running.AllowRemote(), RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
-			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
-			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
-			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
-		l.downloads[i] = sr.Run(ctx, i)
+	l.Rows = make([]loadgen.Download, meta.SlowClients)
+	fast := c.Fast.RunBeside(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), meta, t0, f.Requests, meta.SlowClients, func(i int) {
+		sr := c.SlowReader.Reader()
+		sr.URL, sr.AllowRemote, sr.RunID, sr.Metrics, sr.TracerProvider = largeURL, running.AllowRemote(), meta.RunID, env.Metrics, env.TracerProvider
+		sr.Header = http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}
+		l.Rows[i] = sr.Run(ctx, i)
 	})
-	meta.FastPlanned = fast.Planned
-	l.reqs = fast.Reqs
-	if l.writeErr == nil {
-		l.writeErr = fast.WriteErr
-	}
+	l.Reqs, l.Planned, l.WriteErr = fast.Reqs, fast.Planned, fast.WriteErr
 	return l
 }
 
