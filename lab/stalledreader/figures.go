@@ -15,31 +15,27 @@ import (
 // runs and the downloads of those runs.
 type sectionData struct {
 	conds     []Summary
-	downloads [][]Download   // by condition, ok runs only
-	left      int            // downloads of runs that were not ok or not in the runs file
-	byRun     map[string]int // ok run id to condition index
+	downloads [][]Download // by condition, ok runs only
+	left      int          // downloads of runs that were not ok or not in the runs file
 }
 
-func newSectionData(runs []RunRow) *sectionData {
-	d := &sectionData{conds: Summarize(runs), byRun: map[string]int{}}
+func newSectionData(runs []RunRow, ds []Download) *sectionData {
+	d := &sectionData{conds: Summarize(runs)}
 	d.downloads = make([][]Download, len(d.conds))
+	byRun := map[string]int{} // ok run id to condition index
 	for i, g := range Conditions(runs) {
 		for _, r := range g.OK {
-			d.byRun[r.RunID] = i
+			byRun[r.RunID] = i
+		}
+	}
+	for _, dl := range ds {
+		if i, ok := byRun[dl.RunID]; ok {
+			d.downloads[i] = append(d.downloads[i], dl)
+		} else {
+			d.left++
 		}
 	}
 	return d
-}
-
-func (d *sectionData) addDownloads(ds []Download) {
-	for _, dl := range ds {
-		i, ok := d.byRun[dl.RunID]
-		if !ok {
-			d.left++
-			continue
-		}
-		d.downloads[i] = append(d.downloads[i], dl)
-	}
 }
 
 // glyphs is the mark of each outcome in the bytes figure; only a

@@ -43,8 +43,7 @@ func (c *Config) Measured(dir string) []holds.Measured {
 	if err != nil || dErr != nil {
 		return nil
 	}
-	d := newSectionData(runs)
-	d.addDownloads(downloads)
+	d := newSectionData(runs, downloads)
 	killed := map[string]bool{}
 	for _, r := range runs {
 		killed[r.RunID] = r.WorkerTimeouts.Value > 0

@@ -126,7 +126,6 @@ func label(c *Summary) string {
 // registration carries: the bytes each download received, /fast and the
 // workers killed per condition, the conditions and every download.
 var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
-	d := newSectionData(runs)
 	p := report.NewPart(Name, "Clients request /large and then stop reading (stalled: a few KiB read, then nothing for the stall, then "+
 		"the rest) or read it at a slow constant rate, while /fast runs on its open-loop schedule. A Gunicorn sync "+
 		"worker writing to a client that does not read is held in sendall until --timeout kills it (WORKER TIMEOUT in "+
@@ -135,8 +134,8 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 		"what the client saw; the component that ended it comes from evidence about that download: a WORKER TIMEOUT "+
 		"line naming the worker that served it, or the proxy's log line closing it.")
 	downloads, dErr := recorder.ReadFile[Download](filepath.Join(dir, downloadFile))
+	d := newSectionData(runs, downloads) // what a file that did not read gave is not drawn
 	if dErr == nil {
-		d.addDownloads(downloads)
 		if f := bytesFigure(d); f != nil {
 			p.AddDrawing(f)
 		} else {

@@ -95,12 +95,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		}
 	}
 	run = SummarizeRun(run, l.Reqs, l.Rows)
-	evidence := ""
-	if evErr != nil {
-		evidence = "who ended the downloads: " + evErr.Error()
-	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr), evidence,
-		lab.FastAccounted(run.FastTotal, run.FastPlanned))
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
+		lab.Reason("who ended the downloads: ", evErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
 // load starts the readers at t0 and, Fast.Offset later, the open-loop
