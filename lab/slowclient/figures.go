@@ -80,28 +80,24 @@ func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*report.Drawi
 // drawP95 adds the rows at ys to p as one series per route and server,
 // so the routes stand apart by colour, and sets p's log axis.
 func drawP95(p *plot.Plot, f *report.Drawing, rows []p95Row, ys []float64) error {
-	type group struct {
-		name           string
-		y, mid, lo, hi []float64
-		color          int
-	}
-	var order []string
+	type group struct{ y, mid, lo, hi []float64 }
+	var order []string // the colours' order
 	byName := map[string]*group{}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, r := range rows {
 		name := r.key.route + ", " + r.key.server
 		g := byName[name]
 		if g == nil {
-			g = &group{name: name, color: len(order)}
+			g = &group{}
 			byName[name] = g
 			order = append(order, name)
 		}
 		g.y, g.mid, g.lo, g.hi = append(g.y, ys[i]), append(g.mid, r.mid), append(g.lo, r.lo), append(g.hi, r.hi)
 		lo, hi = math.Min(lo, r.lo), math.Max(hi, r.hi)
 	}
-	for _, name := range order {
+	for i, name := range order {
 		g := byName[name]
-		bars, points, err := report.Ranges(g.y, g.mid, g.lo, g.hi, report.ColorAt(g.color))
+		bars, points, err := report.Ranges(g.y, g.mid, g.lo, g.hi, report.ColorAt(i))
 		if err != nil {
 			return err
 		}

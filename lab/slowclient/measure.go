@@ -57,8 +57,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return err
 	}
 	l := c.load(ctx, env, in, running, &meta, started, t)
-	t0 := l.t0
-	end := time.Since(t0).Seconds()
+	end := time.Since(l.t0).Seconds()
 	hopErr := c.writeHops(env, hs, meta.RunID, l.downloads, t)
 	samples, jitter, sampErr := in.Samples()
 	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, t)

@@ -69,10 +69,6 @@ func (k condKey) label() string {
 	return fmt.Sprintf("%s, %s, %d slow", k.route, k.server, k.slow)
 }
 
-func (k condKey) name() string {
-	return report.Slug(fmt.Sprintf("%s-%s-s%d", k.route, k.server, k.slow))
-}
-
 func keyOf(r recorder.Run) condKey { return condKey{r.Route, r.Server, r.SlowClients} }
 
 // okRunsByCondition groups the ok runs by condition and returns the

@@ -203,9 +203,7 @@ func (c *Config) Runs() []RunSpec {
 func (c *Config) Duration(slow int) time.Duration {
 	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
 	if slow > 0 && c.SlowReader.ReadRate > 0 {
-		if dl := time.Duration(float64(c.Large.Size) / float64(c.SlowReader.ReadRate) * float64(time.Second)); dl > d {
-			d = dl
-		}
+		d = max(d, time.Duration(float64(c.Large.Size)/float64(c.SlowReader.ReadRate)*float64(time.Second)))
 	}
 	return d
 }

@@ -91,12 +91,7 @@ type seriesCount struct {
 // runData returns the run's /fast requests and its resource samples by
 // component, in time order.
 func runData(runID string, d *results) ([]recorder.Request, map[string][]recorder.ResourceSample) {
-	var reqs []recorder.Request
-	for _, r := range d.requests {
-		if r.RunID == runID {
-			reqs = append(reqs, r)
-		}
-	}
+	reqs := slices.DeleteFunc(slices.Clone(d.requests), func(r recorder.Request) bool { return r.RunID != runID })
 	samples := map[string][]recorder.ResourceSample{}
 	for _, s := range d.samples {
 		if s.RunID == runID {
@@ -140,9 +135,12 @@ func (rp *runPanels) add(what, text string, p *panel, why string) {
 	rp.texts = append(rp.texts, text)
 }
 
-// buildPanels draws the panels of condition k's run from its requests and
-// samples.
-func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]recorder.ResourceSample, d *results) *runPanels {
+// timeSeriesFigure draws run, the median run of condition k's nRuns, over
+// time: a panel each for its /fast latency, the proxy's temp files, the
+// app's memory and the components' CPU use, as far as there is data. It
+// returns nil and the reason when there is none.
+func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *results) (*report.Drawing, string) {
+	reqs, samples := runData(run.RunID, d)
 	rp := &runPanels{}
 	lat, failed, why := latencyPanel(reqs, d.requests != nil)
 	text := "/fast latency = each ok request's actual start to last body byte, at its start time (log scale)"
@@ -167,21 +165,11 @@ func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]record
 		}
 		rp.add(sp.what, sp.text, p, why)
 	}
-	return rp
-}
-
-// timeSeriesFigure draws run, the median run of condition k's nRuns, over
-// time: a panel each for its /fast latency, the proxy's temp files, the
-// app's memory and the components' CPU use, as far as there is data. It
-// returns nil and the reason when there is none.
-func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *results) (*report.Drawing, string) {
-	reqs, samples := runData(run.RunID, d)
-	rp := buildPanels(k, reqs, samples, d)
 	if len(rp.panels) == 0 {
 		return nil, "run " + run.RunID + " has no data to draw: " + strings.Join(rp.skipped, "; ")
 	}
 
-	f := report.NewDrawing("timeseries-"+k.name(),
+	f := report.NewDrawing("timeseries-"+report.Slug(fmt.Sprintf("%s-%s-s%d", k.route, k.server, k.slow)),
 		fmt.Sprintf("%s, %s, %d slow clients: run %s over time", k.route, k.server, k.slow, run.RunID),
 		8*vg.Inch, vg.Length(0.6+2.3*float64(len(rp.panels)))*vg.Inch)
 	xMax := 0.0
