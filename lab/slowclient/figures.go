@@ -21,90 +21,83 @@ type p95Row struct {
 	mid, lo, hi float64
 }
 
-// p95Data is what the p95 figure draws, and what its caption says about
-// the runs and what was left out.
-type p95Data struct {
-	rows        []p95Row
-	totals      []int    // /fast requests of each ok run
-	runCounts   []int    // ok runs of each condition
-	noP95       []string // conditions without a run p95, not drawn
-	nonPositive int      // run p95 values <= 0, which a log axis cannot show
-}
-
-// collectP95 gathers the ok runs' p95 values per condition.
-func collectP95(keys []condKey, groups map[condKey][]recorder.Run) p95Data {
-	var d p95Data
-	for _, k := range keys {
-		var vals []float64
-		for _, r := range groups[k] {
-			d.totals = append(d.totals, r.FastTotal)
-			switch {
-			case !r.P95MS.Valid:
-			case r.P95MS.Value <= 0:
-				d.nonPositive++ // cannot be drawn on a log axis
-			default:
-				vals = append(vals, r.P95MS.Value)
-			}
-		}
-		d.runCounts = append(d.runCounts, len(groups[k]))
-		if len(vals) == 0 {
-			d.noP95 = append(d.noP95, k.label())
-			continue
-		}
-		d.rows = append(d.rows, p95Row{k, recorder.Median(vals), slices.Min(vals), slices.Max(vals)})
-	}
-	return d
-}
-
 // p95Figure draws each condition's /fast p95: the median over its ok runs
 // as a point, min to max as a line, on a log axis. It returns nil and the
 // reason when no run has a p95 to draw.
 func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*report.Drawing, string) {
-	d := collectP95(keys, groups)
-	if len(d.rows) == 0 {
+	var rows []p95Row
+	var totals, runCounts []int // /fast requests of each ok run; ok runs of each condition
+	var noP95 []string          // conditions without a run p95, not drawn
+	nonPositive := 0            // run p95 values <= 0, which a log axis cannot show
+	for _, k := range keys {
+		var vals []float64
+		for _, r := range groups[k] {
+			totals = append(totals, r.FastTotal)
+			switch {
+			case !r.P95MS.Valid:
+			case r.P95MS.Value <= 0:
+				nonPositive++
+			default:
+				vals = append(vals, r.P95MS.Value)
+			}
+		}
+		runCounts = append(runCounts, len(groups[k]))
+		if len(vals) == 0 {
+			noP95 = append(noP95, k.label())
+			continue
+		}
+		rows = append(rows, p95Row{k, recorder.Median(vals), slices.Min(vals), slices.Max(vals)})
+	}
+	if len(rows) == 0 {
 		return nil, "no ok run has a p95 above 0"
 	}
-	f := report.NewDrawing("fast-p95", "/fast p95 latency per condition", 8*vg.Inch, report.RowsHeight(len(d.rows)))
+	f := report.NewDrawing("fast-p95", "/fast p95 latency per condition", 8*vg.Inch, report.RowsHeight(len(rows)))
 	p := report.NewPlot(f.Title(), "/fast p95 latency (ms, log scale)", "condition")
 	report.Grid(p, true, false)
-	labels := make([]string, len(d.rows))
-	for i, r := range d.rows {
+	labels := make([]string, len(rows))
+	for i, r := range rows {
 		labels[i] = r.key.label()
 	}
 	ys := report.ConditionRows(p, labels)
-	if err := drawP95(p, f, d.rows, ys); err != nil {
+	if err := drawP95(p, f, rows, ys); err != nil {
 		return nil, err.Error()
 	}
 	f.AddPanel(p)
-	f.SetCaption(p95Caption(d))
+	caption := fmt.Sprintf("p95 = nearest-rank 95th percentile of a run's %s /fast latencies "+
+		"(actual start to last body byte; ok responses only, a failed request has no latency); "+
+		"point = median over the condition's ok runs (%s per condition), line = min to max over those runs. "+
+		"Log scale; colour groups route and server.", countRange(totals), countRange(runCounts))
+	if len(noP95) > 0 {
+		caption += " Not drawn, no run with a p95: " + strings.Join(noP95, "; ") + "."
+	}
+	if nonPositive > 0 {
+		caption += fmt.Sprintf(" %d run p95 values of 0 ms are not drawn (log scale).", nonPositive)
+	}
+	f.SetCaption(caption)
 	return f, ""
 }
 
 // drawP95 adds the rows at ys to p as one series per route and server,
 // so the routes stand apart by colour, and sets p's log axis.
 func drawP95(p *plot.Plot, f *report.Drawing, rows []p95Row, ys []float64) error {
-	type group struct {
-		name           string
-		y, mid, lo, hi []float64
-		color          int
-	}
-	var order []string
+	type group struct{ y, mid, lo, hi []float64 }
+	var order []string // the colours' order
 	byName := map[string]*group{}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, r := range rows {
 		name := r.key.route + ", " + r.key.server
 		g := byName[name]
 		if g == nil {
-			g = &group{name: name, color: len(order)}
+			g = &group{}
 			byName[name] = g
 			order = append(order, name)
 		}
 		g.y, g.mid, g.lo, g.hi = append(g.y, ys[i]), append(g.mid, r.mid), append(g.lo, r.lo), append(g.hi, r.hi)
 		lo, hi = math.Min(lo, r.lo), math.Max(hi, r.hi)
 	}
-	for _, name := range order {
+	for i, name := range order {
 		g := byName[name]
-		bars, points, err := report.Ranges(g.y, g.mid, g.lo, g.hi, report.ColorAt(g.color))
+		bars, points, err := report.Ranges(g.y, g.mid, g.lo, g.hi, report.ColorAt(i))
 		if err != nil {
 			return err
 		}
@@ -113,22 +106,6 @@ func drawP95(p *plot.Plot, f *report.Drawing, rows []p95Row, ys []float64) error
 	}
 	report.SetLog(&p.X, lo, hi)
 	return nil
-}
-
-// p95Caption says what the p95 figure's points and lines are and what it
-// leaves out.
-func p95Caption(d p95Data) string {
-	caption := fmt.Sprintf("p95 = nearest-rank 95th percentile of a run's %s /fast latencies "+
-		"(actual start to last body byte; ok responses only, a failed request has no latency); "+
-		"point = median over the condition's ok runs (%s per condition), line = min to max over those runs. "+
-		"Log scale; colour groups route and server.", countRange(d.totals), countRange(d.runCounts))
-	if len(d.noP95) > 0 {
-		caption += " Not drawn, no run with a p95: " + strings.Join(d.noP95, "; ") + "."
-	}
-	if d.nonPositive > 0 {
-		caption += fmt.Sprintf(" %d run p95 values of 0 ms are not drawn (log scale).", d.nonPositive)
-	}
-	return caption
 }
 
 // countRange describes how many of something each item had: "72" when
@@ -152,14 +129,16 @@ type sendReceiveRow struct {
 	incomplete         int
 }
 
-// collectSendReceive gathers, per condition, the slow downloads of its ok
-// runs; conditions without any are left out.
-func collectSendReceive(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) []sendReceiveRow {
+// sendReceiveFigure draws, per condition with slow downloads in its ok
+// runs, the app's send time against the clients' receive time: bars for
+// the medians over runs of each run's median, a point per download.
+func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) (*report.Drawing, string) {
 	byRun := map[string][]recorder.LargeResponse{}
 	for _, l := range larges {
 		byRun[l.RunID] = append(byRun[l.RunID], l)
 	}
 	var rows []sendReceiveRow
+	incomplete := 0
 	for _, k := range keys {
 		r := sendReceiveRow{key: k}
 		var appMed, recvMed []float64
@@ -180,19 +159,12 @@ func collectSendReceive(keys []condKey, groups map[condKey][]recorder.Run, large
 			r.appPoints, r.recvPts = append(r.appPoints, app...), append(r.recvPts, recv...)
 		}
 		if len(r.appPoints)+len(r.recvPts) == 0 {
-			continue
+			continue // no download to draw
 		}
 		r.app, r.recv = recorder.Median(appMed), recorder.Median(recvMed)
 		rows = append(rows, r)
+		incomplete += r.incomplete
 	}
-	return rows
-}
-
-// sendReceiveFigure draws, per condition with slow downloads, the app's
-// send time against the clients' receive time: bars for the medians over
-// runs of each run's median, a point per download.
-func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges []recorder.LargeResponse) (*report.Drawing, string) {
-	rows := collectSendReceive(keys, groups, larges)
 	if len(rows) == 0 {
 		return nil, "no ok run has a slow download in large-responses.csv"
 	}
@@ -207,11 +179,17 @@ func sendReceiveFigure(keys []condKey, groups map[condKey][]recorder.Run, larges
 	ys := report.ConditionRows(p, labels)
 	noAppSend := drawSendReceive(p, f, rows, ys)
 	f.AddPanel(p)
-	incomplete := 0
-	for _, r := range rows {
-		incomplete += r.incomplete
+	caption := "app_send_s = the app's time from starting the response generator to having written the " +
+		"last chunk to the socket (not delivery); client_receive_s = a slow client's time from sending the " +
+		"request to consuming the last chunk under its read pacing. Bar = median over the condition's ok runs " +
+		"of each run's median download (as in conditions.csv); point = one download of those runs."
+	if noAppSend > 0 {
+		caption += fmt.Sprintf(" %d downloads have no app_send_s (the app did not report it).", noAppSend)
 	}
-	f.SetCaption(sendReceiveCaption(noAppSend, incomplete))
+	if incomplete > 0 {
+		caption += fmt.Sprintf(" %d downloads did not complete (error or short body); their times are drawn as measured.", incomplete)
+	}
+	f.SetCaption(caption)
 	return f, ""
 }
 
@@ -253,32 +231,11 @@ func drawSendReceive(p *plot.Plot, f *report.Drawing, rows []sendReceiveRow, ys 
 	return len(recvXY) - len(appXY)
 }
 
-// sendReceiveCaption says what the send-vs-receive figure's bars and
-// points are, and which downloads lack a value or did not complete.
-func sendReceiveCaption(noAppSend, incomplete int) string {
-	caption := "app_send_s = the app's time from starting the response generator to having written the " +
-		"last chunk to the socket (not delivery); client_receive_s = a slow client's time from sending the " +
-		"request to consuming the last chunk under its read pacing. Bar = median over the condition's ok runs " +
-		"of each run's median download (as in conditions.csv); point = one download of those runs."
-	if noAppSend > 0 {
-		caption += fmt.Sprintf(" %d downloads have no app_send_s (the app did not report it).", noAppSend)
-	}
-	if incomplete > 0 {
-		caption += fmt.Sprintf(" %d downloads did not complete (error or short body); their times are drawn as measured.", incomplete)
-	}
-	return caption
-}
-
 // jitter places values at y, spread evenly over a band of the given
 // width so that equal values stay visible; NaN values are left out.
 func jitter(values []float64, y, width float64) plotter.XYs {
 	var xys plotter.XYs
-	var vs []float64
-	for _, v := range values {
-		if !math.IsNaN(v) {
-			vs = append(vs, v)
-		}
-	}
+	vs := slices.DeleteFunc(slices.Clone(values), math.IsNaN)
 	for i, v := range vs {
 		dy := 0.0
 		if len(vs) > 1 {

@@ -68,13 +68,9 @@ func (c *Config) SkipMayHold() { c.skipMayHold = true }
 
 // warnMayHold logs MayHold's lines for the session's namespace before the
 // first run, or, after the runs (done), those of the conditions whose
-// downloads the path held (holds.LogHeld).
+// downloads the path held (holds.Log).
 func (c *Config) warnMayHold(env *lab.Env, done bool) {
-	switch {
-	case c.skipMayHold || env.Stack.External != nil:
-	case done:
-		holds.LogHeld(env, c)
-	default:
-		holds.Log(env, c)
+	if !c.skipMayHold && env.Stack.External == nil {
+		holds.Log(env, c, done)
 	}
 }

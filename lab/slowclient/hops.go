@@ -97,14 +97,11 @@ func (h *hopSampling) finish(runID string, downloads []loadgen.Download, write f
 	var c hops.Checker
 	var rows []recorder.Hop
 	var bad []hops.Violation
-	err = h.spill.Each(func(smp hops.Sample) error {
+	writeErr = h.spill.Each(func(smp hops.Sample) error {
 		rows = a.Rows(rows[:0], smp)
 		bad = append(bad, c.Add(rows)...)
 		return write(rows)
 	})
-	if err != nil && writeErr == nil {
-		writeErr = err
-	}
 	res = c.Result()
 	res.Violations = bad
 	return res, sampleErr, writeErr

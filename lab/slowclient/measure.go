@@ -57,8 +57,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return err
 	}
 	l := c.load(ctx, env, in, running, &meta, started, t)
-	t0 := l.t0
-	end := time.Since(t0).Seconds()
+	end := time.Since(l.t0).Seconds()
 	hopErr := c.writeHops(env, hs, meta.RunID, l.downloads, t)
 	samples, jitter, sampErr := in.Samples()
 	larges, sendErr, largeErr := c.downloads(ctx, running, meta, l.downloads, t)
@@ -225,14 +224,14 @@ func (l *loaded) line(env *lab.Env, meta *recorder.RunMeta, w loadgen.WireLine, 
 
 // downloads writes the slow downloads' rows, with the app's send times.
 func (c *Config) downloads(ctx context.Context, running *stack.Running, meta recorder.RunMeta, downloads []loadgen.Download, t *tables) (_ []recorder.LargeResponse, sendErr, writeErr error) {
+	_, external := running.External() // its app reports no send times: none is waited for
 	var done []string
 	for _, d := range downloads {
-		if d.Complete {
+		if d.Complete && !external {
 			done = append(done, slowID(meta.RunID, d.Client))
 		}
 	}
-	sends, sendErr := appSendTimes(ctx, running, done)
-	_, external := running.External() // its app reports no send times
+	sends, sendErr := lab.AppSends(ctx, running, done, appSendWait)
 	var larges []recorder.LargeResponse
 	for _, d := range downloads {
 		appSend := recorder.None()
@@ -246,6 +245,30 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 		}
 	}
 	return larges, sendErr, writeErr
+}
+
+// appSendWait bounds how long the lab waits, after the downloads ended,
+// for the app's record of a download the client completed (lab.AppSends).
+var appSendWait = 10 * time.Second
+
+// incompleteDownloads says which downloads of a run were not complete, or
+// "" when all were.
+func incompleteDownloads(larges []recorder.LargeResponse) string {
+	var first recorder.LargeResponse
+	n := 0
+	for _, l := range larges {
+		if l.Outcome != recorder.DownloadComplete {
+			if n == 0 {
+				first = l
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d downloads incomplete (client %d: %s: %s); left out of app_send_s and client_receive_s",
+		n, len(larges), first.Client, first.Outcome, first.Error)
 }
 
 // verdict says how the run ended: aborted when interrupted, failed when

@@ -104,7 +104,20 @@ func memoryFigure(runs []recorder.Run) (*report.Drawing, string) {
 	report.SetLog(&p.X, xlo, xhi)
 	report.SetLog(&p.Y, ylo, yhi)
 	f.AddPanel(p)
-	f.SetCaption(memoryCaption(oomRuns, excluded, len(all)-len(series)))
+	parts := []string{"Point = one run's app memory peak (its cgroup's, page cache included; " +
+		"the processes' RSS where the app has no cgroup); line = median per slow-reader count over the ok runs. " +
+		"A cross is a run in which the kernel killed an app process for reaching the cgroup memory limit " +
+		"(runs.csv app_oom_kills): its peak is the limit, not what the app would have used."}
+	if oomRuns > 0 {
+		parts = append(parts, fmt.Sprintf("%d runs OOM-killed.", oomRuns))
+	}
+	if excluded > 0 {
+		parts = append(parts, fmt.Sprintf("%d runs failed or aborted for other reasons are left out (reasons in runs.csv).", excluded))
+	}
+	if single := len(all) - len(series); single > 0 {
+		parts = append(parts, fmt.Sprintf("%d route and server combinations with fewer than two slow-reader counts are not drawn.", single))
+	}
+	f.SetCaption(strings.Join(parts, " "))
 	return f, ""
 }
 
@@ -120,23 +133,4 @@ func medianLine(pts plotter.XYs) plotter.XYs {
 	}
 	slices.SortFunc(line, func(a, b plotter.XY) int { return int(math.Copysign(1, a.X-b.X)) })
 	return line
-}
-
-// memoryCaption says what the memory figure's points are and what it
-// leaves out.
-func memoryCaption(oomRuns, excluded, single int) string {
-	parts := []string{"Point = one run's app memory peak (its cgroup's, page cache included; " +
-		"the processes' RSS where the app has no cgroup); line = median per slow-reader count over the ok runs. " +
-		"A cross is a run in which the kernel killed an app process for reaching the cgroup memory limit " +
-		"(runs.csv app_oom_kills): its peak is the limit, not what the app would have used."}
-	if oomRuns > 0 {
-		parts = append(parts, fmt.Sprintf("%d runs OOM-killed.", oomRuns))
-	}
-	if excluded > 0 {
-		parts = append(parts, fmt.Sprintf("%d runs failed or aborted for other reasons are left out (reasons in runs.csv).", excluded))
-	}
-	if single > 0 {
-		parts = append(parts, fmt.Sprintf("%d route and server combinations with fewer than two slow-reader counts are not drawn.", single))
-	}
-	return strings.Join(parts, " ")
 }

@@ -37,21 +37,14 @@ type results struct {
 
 func readResults(dir string) (*results, error) {
 	d := &results{}
-	var err error
-	if d.runs, err = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile)); err != nil {
-		return nil, err
-	}
-	if d.conditions, err = readOptional[recorder.Condition](dir, &d.missing); err != nil {
-		return nil, err
-	}
-	if d.larges, err = readOptional[recorder.LargeResponse](dir, &d.missing); err != nil {
-		return nil, err
-	}
-	if d.requests, err = readOptional[recorder.Request](dir, &d.missing); err != nil {
-		return nil, err
-	}
-	if d.samples, err = readOptional[recorder.ResourceSample](dir, &d.missing); err != nil {
-		return nil, err
+	var errs [5]error
+	d.runs, errs[0] = recorder.ReadFile[recorder.Run](filepath.Join(dir, runsFile))
+	d.conditions, errs[1] = readOptional[recorder.Condition](dir, &d.missing)
+	d.larges, errs[2] = readOptional[recorder.LargeResponse](dir, &d.missing)
+	d.requests, errs[3] = readOptional[recorder.Request](dir, &d.missing)
+	d.samples, errs[4] = readOptional[recorder.ResourceSample](dir, &d.missing)
+	if err := cmp.Or(errs[:]...); err != nil {
+		return nil, err // the first file's, in this order
 	}
 	return d, nil
 }
@@ -76,10 +69,6 @@ func (k condKey) label() string {
 	return fmt.Sprintf("%s, %s, %d slow", k.route, k.server, k.slow)
 }
 
-func (k condKey) name() string {
-	return report.Slug(fmt.Sprintf("%s-%s-s%d", k.route, k.server, k.slow))
-}
-
 func keyOf(r recorder.Run) condKey { return condKey{r.Route, r.Server, r.SlowClients} }
 
 // okRunsByCondition groups the ok runs by condition and returns the
@@ -88,23 +77,19 @@ func keyOf(r recorder.Run) condKey { return condKey{r.Route, r.Server, r.SlowCli
 // clients.
 func okRunsByCondition(runs []recorder.Run) ([]condKey, map[condKey][]recorder.Run) {
 	groups := map[condKey][]recorder.Run{}
-	serverOrder := map[string]int{}
 	var keys []condKey
-	for _, r := range runs {
-		if _, seen := serverOrder[r.Server]; !seen {
-			serverOrder[r.Server] = len(serverOrder)
+	for _, g := range recorder.GroupRuns(runs, keyOf) {
+		if len(g.OK) > 0 {
+			k := keyOf(g.OK[0])
+			keys, groups[k] = append(keys, k), g.OK
 		}
-		if r.Status != recorder.RunOK {
-			continue
-		}
-		k := keyOf(r)
-		if _, seen := groups[k]; !seen {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], r)
 	}
-	slices.SortStableFunc(keys, func(a, b condKey) int {
-		return cmp.Or(CompareRoutes(a.route, b.route), cmp.Compare(serverOrder[a.server], serverOrder[b.server]), cmp.Compare(a.slow, b.slow))
+	// A server's place is its first run's, whatever that run's status.
+	first := func(server string) int {
+		return slices.IndexFunc(runs, func(r recorder.Run) bool { return r.Server == server })
+	}
+	slices.SortFunc(keys, func(a, b condKey) int {
+		return cmp.Or(CompareRoutes(a.route, b.route), cmp.Compare(first(a.server), first(b.server)), cmp.Compare(a.slow, b.slow))
 	})
 	return keys, groups
 }
@@ -142,7 +127,15 @@ func buildSection(dir string) (*report.Part, error) {
 	} else if len(keys) > 0 {
 		p.Skip("/fast p95 figure left out: %s.", why)
 	}
-	addConditions(p, d)
+	// The conditions table: conditions.csv's rows, or the same summary
+	// computed from runs.csv when conditions.csv is not there.
+	conds, ct := d.conditions, conditionsTable
+	if conds == nil {
+		conds = recorder.SummarizeConditions(d.runs)
+		ct.Caption = "Conditions, computed from runs.csv because conditions.csv is not present: " +
+			strings.TrimPrefix(ct.Caption, "Conditions (conditions.csv): ")
+	}
+	report.AddTable(p, &ct, conditionRows(conds, d.runs))
 	holds.Note(p, dir, Name)
 	if d.larges != nil && len(keys) > 0 {
 		if f, why := sendReceiveFigure(keys, groups, d.larges); f != nil {
@@ -156,13 +149,11 @@ func buildSection(dir string) (*report.Part, error) {
 	} else if len(keys) > 0 {
 		p.Skip("App memory against slow readers left out: %s.", why)
 	}
-	if len(keys) > 0 {
-		for _, ts := range timeSeries(keys, groups, d) {
-			if ts.fig != nil {
-				p.AddDrawing(ts.fig)
-			} else {
-				p.Skip("Time series of %s left out: %s.", ts.key.label(), ts.why)
-			}
+	for _, ts := range timeSeries(keys, groups, d) {
+		if ts.fig != nil {
+			p.AddDrawing(ts.fig)
+		} else {
+			p.Skip("Time series of %s left out: %s.", ts.key.label(), ts.why)
 		}
 	}
 	notOK := 0
@@ -175,16 +166,4 @@ func buildSection(dir string) (*report.Part, error) {
 	t.Details = fmt.Sprintf("All %d runs (runs.csv), %d not ok", len(d.runs), notOK)
 	report.AddTable(p, &t, d.runs)
 	return p, nil
-}
-
-// addConditions adds the conditions table: conditions.csv's rows, or the
-// same summary computed from runs.csv when conditions.csv is not there.
-func addConditions(p *report.Part, d *results) {
-	conds, t := d.conditions, conditionsTable
-	if conds == nil {
-		conds = recorder.SummarizeConditions(d.runs)
-		t.Caption = "Conditions, computed from runs.csv because conditions.csv is not present: " +
-			strings.TrimPrefix(t.Caption, "Conditions (conditions.csv): ")
-	}
-	report.AddTable(p, &t, conditionRows(conds, d.runs))
 }

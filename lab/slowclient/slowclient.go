@@ -16,6 +16,7 @@ package slowclient
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,13 +111,10 @@ func (c *Config) Flags(*flag.FlagSet) {}
 // Targets implements lab.Targeting: /fast, and /large when a condition
 // has slow clients.
 func (c *Config) Targets() []stack.Target {
-	out := []stack.Target{stack.TargetFast}
-	for _, cond := range c.Conditions {
-		if cond.SlowClients > 0 {
-			return append(out, stack.TargetLarge)
-		}
+	if slices.ContainsFunc(c.Conditions, func(cond Condition) bool { return cond.SlowClients > 0 }) {
+		return []stack.Target{stack.TargetFast, stack.TargetLarge}
 	}
-	return out
+	return []stack.Target{stack.TargetFast}
 }
 
 // Validate implements lab.Config, naming each field by its YAML path.
@@ -136,17 +134,10 @@ func (c *Config) Validate() error {
 	if err := c.validateBackpressure(); err != nil {
 		return err
 	}
-	if err := c.Hops.validate(); err != nil {
-		return err
+	if h := c.Hops.Interval; h != 0 && (h < lab.Duration(10*time.Millisecond) || h > lab.Duration(10*time.Second)) {
+		return fmt.Errorf("hops.interval %s: allowed 0 (no hop sampling) or 10ms to 10s", time.Duration(h))
 	}
 	return c.SlowReader.Validate()
-}
-
-func (h HopsSpec) validate() error {
-	if h.Interval != 0 && (h.Interval < lab.Duration(10*time.Millisecond) || h.Interval > lab.Duration(10*time.Second)) {
-		return fmt.Errorf("hops.interval %s: allowed 0 (no hop sampling) or 10ms to 10s", time.Duration(h.Interval))
-	}
-	return nil
 }
 
 // validateBackpressure refuses backpressure off for a server whose app
@@ -212,9 +203,7 @@ func (c *Config) Runs() []RunSpec {
 func (c *Config) Duration(slow int) time.Duration {
 	d := time.Duration(c.Fast.Offset + c.Fast.Duration)
 	if slow > 0 && c.SlowReader.ReadRate > 0 {
-		if dl := time.Duration(float64(c.Large.Size) / float64(c.SlowReader.ReadRate) * float64(time.Second)); dl > d {
-			d = dl
-		}
+		d = max(d, time.Duration(float64(c.Large.Size)/float64(c.SlowReader.ReadRate)*float64(time.Second)))
 	}
 	return d
 }

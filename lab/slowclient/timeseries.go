@@ -1,6 +1,7 @@
 package slowclient
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -68,13 +69,7 @@ func medianRun(runs []recorder.Run) (run recorder.Run, n int, ok bool) {
 		return recorder.Run{}, 0, false
 	}
 	slices.SortStableFunc(with, func(a, b recorder.Run) int {
-		if a.P95MS.Value != b.P95MS.Value {
-			if a.P95MS.Value < b.P95MS.Value {
-				return -1
-			}
-			return 1
-		}
-		return a.Rep - b.Rep
+		return cmp.Or(cmp.Compare(a.P95MS.Value, b.P95MS.Value), cmp.Compare(a.Rep, b.Rep))
 	})
 	return with[(len(with)-1)/2], len(with), true
 }
@@ -96,12 +91,7 @@ type seriesCount struct {
 // runData returns the run's /fast requests and its resource samples by
 // component, in time order.
 func runData(runID string, d *results) ([]recorder.Request, map[string][]recorder.ResourceSample) {
-	var reqs []recorder.Request
-	for _, r := range d.requests {
-		if r.RunID == runID {
-			reqs = append(reqs, r)
-		}
-	}
+	reqs := slices.DeleteFunc(slices.Clone(d.requests), func(r recorder.Request) bool { return r.RunID != runID })
 	samples := map[string][]recorder.ResourceSample{}
 	for _, s := range d.samples {
 		if s.RunID == runID {
@@ -122,48 +112,27 @@ func runData(runID string, d *results) ([]recorder.Request, map[string][]recorde
 	return reqs, samples
 }
 
-// runPanels is the panels of a run's time-series figure: those drawn, by
-// name in drawing order, and those left out with the reason.
+// runPanels is the panels of a run's time-series figure: those drawn,
+// with what each shows for the caption, and those left out with the
+// reason.
 type runPanels struct {
 	panels  []panel
-	drawn   []string
-	skipped []string            // "name (why)"
-	missing map[string][]string // series of a drawn panel without data
-	failed  int                 // /fast requests that failed, not drawn
+	texts   []string // what each drawn panel shows
+	skipped []string // "name (why)"
 }
 
-func (rp *runPanels) add(what string, p *panel, why string) {
+// add adds p, the panel named what, which text describes, or what left
+// out for why when p is nil.
+func (rp *runPanels) add(what, text string, p *panel, why string) {
 	if p == nil {
 		rp.skipped = append(rp.skipped, what+" ("+why+")")
 		return
 	}
-	rp.panels = append(rp.panels, *p)
-	rp.drawn = append(rp.drawn, what)
-	rp.missing[what] = p.missing
-}
-
-// buildPanels draws the panels of condition k's run from its requests and
-// samples.
-func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]recorder.ResourceSample, d *results) *runPanels {
-	rp := &runPanels{missing: map[string][]string{}}
-	lat, failed, why := latencyPanel(reqs, d.requests != nil)
-	rp.failed = failed
-	rp.add("/fast latency", lat, why)
-	for _, sp := range []struct {
-		what string
-		draw func() (*panel, string)
-	}{
-		{"proxy temp files", func() (*panel, string) { return tempPanel(samples["proxy"], k.route) }},
-		{"app memory", func() (*panel, string) { return memoryPanel(samples["app"]) }},
-		{"CPU", func() (*panel, string) { return cpuPanel(samples) }},
-	} {
-		p, why := (*panel)(nil), "resource-samples.csv is not present"
-		if d.samples != nil {
-			p, why = sp.draw()
-		}
-		rp.add(sp.what, p, why)
+	if len(p.missing) > 0 {
+		text += " (no samples, not drawn: " + strings.Join(p.missing, ", ") + ")"
 	}
-	return rp
+	rp.panels = append(rp.panels, *p)
+	rp.texts = append(rp.texts, text)
 }
 
 // timeSeriesFigure draws run, the median run of condition k's nRuns, over
@@ -172,12 +141,35 @@ func buildPanels(k condKey, reqs []recorder.Request, samples map[string][]record
 // returns nil and the reason when there is none.
 func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *results) (*report.Drawing, string) {
 	reqs, samples := runData(run.RunID, d)
-	rp := buildPanels(k, reqs, samples, d)
+	rp := &runPanels{}
+	lat, failed, why := latencyPanel(reqs, d.requests != nil)
+	text := "/fast latency = each ok request's actual start to last body byte, at its start time (log scale)"
+	if failed > 0 {
+		text += fmt.Sprintf("; %d failed requests (no response or an error) are not drawn", failed)
+	}
+	rp.add("/fast latency", text, lat, why)
+	for _, sp := range []struct {
+		what, text string
+		draw       func() (*panel, string)
+	}{
+		{"proxy temp files", "proxy temp files = total logical size of the proxy's open temp files, unlinked ones included, in MiB",
+			func() (*panel, string) { return tempPanel(samples["proxy"], k.route) }},
+		{"app memory", "app memory = the app cgroup's current memory usage and the RSS summed over its processes, in MiB",
+			func() (*panel, string) { return memoryPanel(samples["app"]) }},
+		{"CPU", "CPU = change in a component's CPU time (cpu_seconds) between consecutive samples divided by the time " +
+			"between them, in cores", func() (*panel, string) { return cpuPanel(samples) }},
+	} {
+		p, why := (*panel)(nil), "resource-samples.csv is not present"
+		if d.samples != nil {
+			p, why = sp.draw()
+		}
+		rp.add(sp.what, sp.text, p, why)
+	}
 	if len(rp.panels) == 0 {
 		return nil, "run " + run.RunID + " has no data to draw: " + strings.Join(rp.skipped, "; ")
 	}
 
-	f := report.NewDrawing("timeseries-"+k.name(),
+	f := report.NewDrawing("timeseries-"+report.Slug(fmt.Sprintf("%s-%s-s%d", k.route, k.server, k.slow)),
 		fmt.Sprintf("%s, %s, %d slow clients: run %s over time", k.route, k.server, k.slow, run.RunID),
 		8*vg.Inch, vg.Length(0.6+2.3*float64(len(rp.panels)))*vg.Inch)
 	xMax := 0.0
@@ -191,44 +183,16 @@ func timeSeriesFigure(k condKey, run recorder.Run, nRuns int, d *results) (*repo
 			f.AddSeries(s.name, s.points)
 		}
 	}
+	shows := strings.Join(rp.texts, "; ")
 	caption := fmt.Sprintf("Run %s is the condition's median run: its p95 (%.1f ms) is the median of the "+
 		"p95 of the condition's %d ok runs (the lower middle for an even count). Time is seconds since the run "+
 		"start; %s. %s.",
-		run.RunID, run.P95MS.Value, nRuns, samplingText(samples), capitalize(strings.Join(rp.panelTexts(), "; ")))
+		run.RunID, run.P95MS.Value, nRuns, samplingText(samples), strings.ToUpper(shows[:1])+shows[1:])
 	if len(rp.skipped) > 0 {
 		caption += " Left out for lack of data: " + strings.Join(rp.skipped, "; ") + "."
 	}
 	f.SetCaption(caption)
 	return f, ""
-}
-
-// panelTexts says what each drawn panel shows, for the caption.
-func (rp *runPanels) panelTexts() []string {
-	var parts []string
-	for _, what := range rp.drawn {
-		n := len(parts)
-		switch what {
-		case "/fast latency":
-			s := "/fast latency = each ok request's actual start to last body byte, at its start time (log scale)"
-			if rp.failed > 0 {
-				s += fmt.Sprintf("; %d failed requests (no response or an error) are not drawn", rp.failed)
-			}
-			parts = append(parts, s)
-		case "proxy temp files":
-			parts = append(parts, "proxy temp files = total logical size of the proxy's open temp files, "+
-				"unlinked ones included, in MiB")
-		case "app memory":
-			parts = append(parts, "app memory = the app cgroup's current memory usage and the RSS summed "+
-				"over its processes, in MiB")
-		case "CPU":
-			parts = append(parts, "CPU = change in a component's CPU time (cpu_seconds) between "+
-				"consecutive samples divided by the time between them, in cores")
-		}
-		if m := rp.missing[what]; len(parts) > n && len(m) > 0 {
-			parts[n] += " (no samples, not drawn: " + strings.Join(m, ", ") + ")"
-		}
-	}
-	return parts
 }
 
 func latencyPanel(reqs []recorder.Request, present bool) (p *panel, failed int, why string) {
@@ -362,13 +326,6 @@ func cpuPanel(byComp map[string][]recorder.ResourceSample) (*panel, string) {
 		return p, ""
 	}
 	return nil, "fewer than two cpu_seconds samples for every component"
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // samplingText says how often the run's resources were sampled: the

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -16,56 +15,27 @@ import (
 // runs and the downloads of those runs.
 type sectionData struct {
 	conds     []Summary
-	downloads [][]Download   // by condition, ok runs only
-	left      int            // downloads of runs that were not ok or not in the runs file
-	byRun     map[string]int // ok run id to condition index
+	downloads [][]Download // by condition, ok runs only
+	left      int          // downloads of runs that were not ok or not in the runs file
 }
 
-func newSectionData(runs []RunRow) *sectionData {
-	d := &sectionData{conds: Summarize(runs), byRun: map[string]int{}}
+func newSectionData(runs []RunRow, ds []Download) *sectionData {
+	d := &sectionData{conds: Summarize(runs)}
 	d.downloads = make([][]Download, len(d.conds))
+	byRun := map[string]int{} // ok run id to condition index
 	for i, g := range Conditions(runs) {
 		for _, r := range g.OK {
-			d.byRun[r.RunID] = i
+			byRun[r.RunID] = i
+		}
+	}
+	for _, dl := range ds {
+		if i, ok := byRun[dl.RunID]; ok {
+			d.downloads[i] = append(d.downloads[i], dl)
+		} else {
+			d.left++
 		}
 	}
 	return d
-}
-
-func (d *sectionData) addDownloads(ds []Download) {
-	for _, dl := range ds {
-		i, ok := d.byRun[dl.RunID]
-		if !ok {
-			d.left++
-			continue
-		}
-		d.downloads[i] = append(d.downloads[i], dl)
-	}
-}
-
-// latencyRows are the /fast figure's rows: each condition with an ok run
-// whose /fast p95 and p50 are above 0.
-func latencyRows(d *sectionData) []report.LatencyRow {
-	var rows []report.LatencyRow
-	for i := range d.conds {
-		if r, ok := report.LatencyOf(label(&d.conds[i]), d.conds[i].FastOver); ok && r.P95Min > 0 && r.P50 > 0 {
-			rows = append(rows, r)
-		}
-	}
-	return rows
-}
-
-// conditionPlot is a plot titled title with a row per condition of rows
-// (indexes into d.conds), named by its label, and values along X
-// (xLabel); ys are the rows' positions.
-func (d *sectionData) conditionPlot(title, xLabel string, rows []int) (p *plot.Plot, ys []float64) {
-	p = report.NewPlot(title, xLabel, "condition")
-	report.Grid(p, true, false)
-	labels := make([]string, len(rows))
-	for j, i := range rows {
-		labels[j] = label(&d.conds[i])
-	}
-	return p, report.ConditionRows(p, labels)
 }
 
 // glyphs is the mark of each outcome in the bytes figure; only a
@@ -134,7 +104,13 @@ func timeoutsFigure(d *sectionData) *report.Drawing {
 	}
 	f := report.NewDrawing("stalled-worker-timeouts", "Workers killed by the app's timeout, against the downloads",
 		9*vg.Inch, report.RowsHeight(len(rows)))
-	p, ys := d.conditionPlot(f.Title(), "count, summed over the ok runs", rows)
+	p := report.NewPlot(f.Title(), "count, summed over the ok runs", "condition")
+	report.Grid(p, true, false)
+	labels := make([]string, len(rows))
+	for j, i := range rows {
+		labels[j] = label(&d.conds[i])
+	}
+	ys := report.ConditionRows(p, labels)
 	stats := []struct {
 		name string
 		get  func(i int) float64

@@ -43,8 +43,7 @@ func (c *Config) Measured(dir string) []holds.Measured {
 	if err != nil || dErr != nil {
 		return nil
 	}
-	d := newSectionData(runs)
-	d.addDownloads(downloads)
+	d := newSectionData(runs, downloads)
 	killed := map[string]bool{}
 	for _, r := range runs {
 		killed[r.RunID] = r.WorkerTimeouts.Value > 0
@@ -79,14 +78,10 @@ func conditionText(route stack.Route, server, mode string, clients int, size int
 
 // warnMayHold logs MayHold's lines for the session's namespace before the
 // first run, or, after the runs (done), those of the conditions whose
-// downloads the path held (holds.LogHeld); an invalid config says
+// downloads the path held (holds.Log); an invalid config says
 // nothing (Run refuses it).
 func (c *Config) warnMayHold(env *lab.Env, done bool) {
-	switch {
-	case env.Stack.External != nil || c.Validate() != nil:
-	case done:
-		holds.LogHeld(env, c)
-	default:
-		holds.Log(env, c)
+	if env.Stack.External == nil && c.Validate() == nil {
+		holds.Log(env, c, done)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/pathmodel/holds"
@@ -123,7 +124,6 @@ func label(c *Summary) string {
 // registration carries: the bytes each download received, /fast and the
 // workers killed per condition, the conditions and every download.
 var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*report.Part, error) {
-	d := newSectionData(runs)
 	p := report.NewPart(Name, "Clients request /large and then stop reading (stalled: a few KiB read, then nothing for the stall, then "+
 		"the rest) or read it at a slow constant rate, while /fast runs on its open-loop schedule. A Gunicorn sync "+
 		"worker writing to a client that does not read is held in sendall until --timeout kills it (WORKER TIMEOUT in "+
@@ -132,8 +132,8 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 		"what the client saw; the component that ended it comes from evidence about that download: a WORKER TIMEOUT "+
 		"line naming the worker that served it, or the proxy's log line closing it.")
 	downloads, dErr := recorder.ReadFile[Download](filepath.Join(dir, downloadFile))
+	d := newSectionData(runs, downloads) // what a file that did not read gave is not drawn
 	if dErr == nil {
-		d.addDownloads(downloads)
 		if f := bytesFigure(d); f != nil {
 			p.AddDrawing(f)
 		} else {
@@ -142,7 +142,13 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 	} else {
 		p.Skip("Bytes-received figure and the downloads table left out: %v.", dErr)
 	}
-	if rows := latencyRows(d); len(rows) > 0 {
+	var rows []report.LatencyRow // each condition with an ok run whose /fast p95 and p50 are above 0
+	for i := range d.conds {
+		if r, ok := report.LatencyOf(label(&d.conds[i]), d.conds[i].FastOver); ok && r.P95Min > 0 && r.P50 > 0 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) > 0 {
 		p.AddFastLatency("stalled-fast-p95", "/fast latency beside stalled readers",
 			"/fast latency (ok responses) per condition: p95 = nearest-rank 95th percentile of a run, point = "+
 				"median over the condition's ok runs, line = min to max over them; p50 likewise (median). Log scale. A sync "+
@@ -158,11 +164,7 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 	report.AddTable(p, &conditionsTable, d.conds)
 	holds.Note(p, dir, Name)
 	if dErr == nil && len(downloads) > 0 {
-		var ok []Download
-		for _, ds := range d.downloads {
-			ok = append(ok, ds...)
-		}
-		report.AddTable(p, &downloadsTable, ok)
+		report.AddTable(p, &downloadsTable, slices.Concat(d.downloads...))
 	}
 	return p, nil
 })

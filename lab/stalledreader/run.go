@@ -1,6 +1,7 @@
 package stalledreader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,10 +53,13 @@ func runLine(r RunRow) string {
 // results that could not be written.
 func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id string, f *files) (RunRow, error) {
 	run := RunRow{RunKey: lab.RunKey{RunID: id, Route: string(spec.Route), Server: spec.Server.Name(), Clients: spec.Clients, Rep: spec.Rep},
-		Mode: spec.Mode, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate), StallS: c.stallS(spec.Mode),
+		Mode: spec.Mode, SizeBytes: int64(c.Size), RateBps: int64(c.Client.Rate),
 		GiveUpS: time.Duration(c.Client.GiveUp).Seconds(), AppTimeoutS: lab.SetSeconds(spec.AppTimeout), StartedAt: time.Now().UTC(), Status: recorder.RunOK}
-	if spec.Route.Proxied() {
-		run.SendTimeoutS = recorder.Some(sendTimeout(spec.Condition).Seconds())
+	if spec.Mode == ModeStall { // a slow reader's stall is 0
+		run.StallS = time.Duration(c.Client.Stall).Seconds()
+	}
+	if spec.Route.Proxied() { // its own send_timeout, or the proxy's default
+		run.SendTimeoutS = recorder.Some(cmp.Or(time.Duration(spec.SendTimeout), proxy.DefaultSendTimeout).Seconds())
 	}
 	fr, err := lab.StartFresh(ctx, env, stack.Deployment{RunID: id, Route: spec.Route, Server: spec.Server, LargeSize: int64(c.Size),
 		AppTimeout: time.Duration(spec.AppTimeout), SendTimeout: time.Duration(spec.SendTimeout)}, false)
@@ -91,29 +95,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		}
 	}
 	run = SummarizeRun(run, l.Reqs, l.Rows)
-	evidence := ""
-	if evErr != nil {
-		evidence = "who ended the downloads: " + evErr.Error()
-	}
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr), evidence,
-		lab.FastAccounted(run.FastTotal, run.FastPlanned))
-}
-
-// stallS is the stall of a mode's readers in seconds: 0 for slow ones.
-func (c *Config) stallS(mode string) float64 {
-	if mode != ModeStall {
-		return 0
-	}
-	return time.Duration(c.Client.Stall).Seconds()
-}
-
-// sendTimeout is a proxied condition's send_timeout: its own, or the
-// proxy's default.
-func sendTimeout(cond Condition) time.Duration {
-	if cond.SendTimeout != 0 {
-		return time.Duration(cond.SendTimeout)
-	}
-	return proxy.DefaultSendTimeout
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr),
+		lab.Reason("who ended the downloads: ", evErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
 // load starts the readers at t0 and, Fast.Offset later, the open-loop
@@ -140,8 +123,8 @@ func requestID(runID string, i int) string { return fmt.Sprintf("%s/stalled-%d",
 // downloadRow is d as a stalled-downloads.csv row (its ender still unset).
 func downloadRow(row Download, t0 time.Time, d loadgen.Download) Download {
 	row.Client, row.Status, row.Bytes, row.StallBytes, row.ContentLength = d.Client, d.Status, d.Bytes, d.StallBytes, -1
-	if d.Header != nil {
-		row.ContentLength = contentLength(d.Header)
+	if v := d.Header.Get("Content-Length"); v != "" {
+		fmt.Sscan(v, &row.ContentLength) // left -1 when it does not parse
 	}
 	start := d.Start
 	if start.IsZero() {
@@ -161,14 +144,6 @@ func downloadRow(row Download, t0 time.Time, d loadgen.Download) Download {
 		row.Error = d.Err.Error()
 	}
 	return row
-}
-
-func contentLength(h http.Header) int64 {
-	var n int64 = -1
-	if v := h.Get("Content-Length"); v != "" {
-		fmt.Sscan(v, &n)
-	}
-	return n
 }
 
 // outcome classifies a download as the client saw it

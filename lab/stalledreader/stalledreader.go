@@ -184,9 +184,8 @@ func (cond Condition) validate(giveUp time.Duration) error {
 		if err != nil {
 			return err
 		}
-		if info, ok := s.ModelInfo(); ok && info.Async {
-			async = true
-		}
+		info, _ := s.ModelInfo() // the zero Model, not async, when unknown
+		async = info.Async
 	}
 	wholeSeconds := func(d lab.Duration) bool {
 		return d >= lab.Duration(time.Second) && time.Duration(d) <= maxBound && d%lab.Duration(time.Second) == 0

@@ -187,10 +187,11 @@ func downloadKind(l recorder.LargeResponse) int {
 	return 2
 }
 
-// downloadsFigure draws, per condition with downloads, the response
-// size as a bar and each download's received bytes as a point shaped by
-// its outcome; nil when there is no download.
-func downloadsFigure(d *Data, name string, label func(*Summary) string) *report.Drawing {
+// AddDownloadsFigure adds the downloads figure named name, each condition
+// named by label: per condition with downloads, the response size as a
+// bar and each download's received bytes as a point shaped by its
+// outcome; or it says why there is none.
+func (d *Data) AddDownloadsFigure(p *report.Part, name string, label func(*Summary) string) {
 	f := &report.ReceivedBytes{Name: name, Title: "Bytes received per download", XLabel: "MiB", Width: 8 * vg.Inch,
 		Room: 1.5, SizeLine: color.Gray{0xbb}, Kinds: downloadKinds, Left: d.left}
 	for i := range d.Conds {
@@ -204,5 +205,9 @@ func downloadsFigure(d *Data, name string, label func(*Summary) string) *report.
 		"response's size (bar). Shape: complete (every byte, status 200), cut with a short body (a 200, then EOF before "+
 		"Content-Length: what the proxy does when its temp write fails), or cut otherwise (an error or a status other "+
 		"than 200). Downloads of one condition are spread vertically.", downloadFile)
-	return f.Drawing()
+	if fig := f.Drawing(); fig != nil {
+		p.AddDrawing(fig)
+	} else if d.noDownloads == "" {
+		p.Skip("Downloads figure left out: no download of an ok run in %s.", downloadFile)
+	}
 }

@@ -77,14 +77,10 @@ func conditionText(server string, slow int, size, maxTemp, tmpfs int64) string {
 
 // warnMayHold logs MayHold's lines for the session's namespace before the
 // first run, or, after the runs (done), those of the conditions whose
-// downloads the path held (holds.LogHeld); a config Run refuses says
+// downloads the path held (holds.Log); a config Run refuses says
 // nothing.
 func (c *Config) warnMayHold(env *lab.Env, done bool) {
-	switch {
-	case lab.RefuseExternal(c) != nil || c.Validate() != nil:
-	case done:
-		holds.LogHeld(env, c)
-	default:
-		holds.Log(env, c)
+	if lab.RefuseExternal(c) == nil && c.Validate() == nil {
+		holds.Log(env, c, done)
 	}
 }

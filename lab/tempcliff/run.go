@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
@@ -68,53 +69,44 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	avail := make(chan recorder.Maybe, 1)
 	go func() { avail <- pollTempFSAvail(pollCtx, fr.In.ExporterURL()) }()
 	meta := recorder.RunMeta{RunID: id, Route: run.Route, Server: run.Server, SlowClients: spec.SlowClients, Rep: spec.Rep}
-	l := c.load(ctx, env, fr.Running, &meta, t0, f)
+	l := c.load(ctx, env, fr.Running, meta, t0, f)
 	end := time.Now()
 	stopPoll()
 	run.TempFSAvailMinMiB = <-avail
-	run.FastPlanned = meta.FastPlanned
-	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.downloads, f)
+	run.FastPlanned = l.Planned
+	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.Rows, f)
 	rs, sampErr := fr.Sampled(end)
-	run = SummarizeRun(run, l.reqs, larges)
+	run = SummarizeRun(run, l.Reqs, larges)
 	run.TempPeakMiB, run.AppMemMiB, run.ProxyMemMiB = rs.TempPeakMiB, recorder.MemoryPeakMiB(rs.App), recorder.MemoryPeakMiB(rs.Proxy)
 	n, logErr := countProxyErrors(fr.Running.ProxyErrorLogs())
 	run.ProxyErrors = n
 	// After the log was read: every line in it now is there for the
 	// exporter's scrape too (the proxy writes its stderr to the file).
-	run.ExporterTempWriteErrors = scrapeTempWriteErrors(ctx, fr.In.ExporterURL())
-	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.writeErr, sampErr, largeErr),
+	// None when the exporter reported no count.
+	if v, ok := scrapeGauge(ctx, &http.Client{Timeout: 5 * time.Second}, fr.In.ExporterURL(), tempWriteErrorsMetric); ok {
+		run.ExporterTempWriteErrors = recorder.Some(v)
+	}
+	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr, largeErr),
 		lab.Reason("read app_send_s: ", sendErr), lab.Reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
 
-// loaded is what a run's load measured.
-type loaded struct {
-	downloads []loadgen.Download
-	reqs      []recorder.Request
-	writeErr  error
-}
-
 // load starts the slow readers at t0 and, Fast.Offset later, the
-// open-loop /fast schedule, and waits for both.
-func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta *recorder.RunMeta, t0 time.Time, f *files) loaded {
-	var l loaded
+// open-loop /fast schedule, and waits for both: its Rows are the
+// readers' downloads by client number.
+func (c *Config) load(ctx context.Context, env *lab.Env, running *stack.Running, meta recorder.RunMeta, t0 time.Time, f *files) (l lab.Clients[loadgen.Download]) {
 	largeURL, err := loadgen.CheckTarget(running.Target(stack.TargetLarge, "/large"), running.AllowRemote())
 	if err != nil {
-		l.writeErr = err
+		l.WriteErr = err
 		return l
 	}
-	l.downloads = make([]loadgen.Download, meta.SlowClients)
-	fast := c.Fast.RunBeside(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), *meta, t0, f.Requests, len(l.downloads), func(i int) {
-		sr := loadgen.SlowReader{URL: largeURL, AllowRemote: running.AllowRemote(), RcvBuf: int(c.SlowReader.RcvBuf), ReadSize: int(c.SlowReader.ReadSize),
-			Rate: float64(c.SlowReader.ReadRate), Timeout: time.Duration(c.SlowReader.Timeout), RunID: meta.RunID,
-			Metrics: env.Metrics, TracerProvider: env.TracerProvider,
-			Header: http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}}
-		l.downloads[i] = sr.Run(ctx, i)
+	l.Rows = make([]loadgen.Download, meta.SlowClients)
+	fast := c.Fast.RunBeside(ctx, env, running.Target(stack.TargetFast, c.Fast.Path), running.AllowRemote(), meta, t0, f.Requests, meta.SlowClients, func(i int) {
+		sr := c.SlowReader.Reader()
+		sr.URL, sr.AllowRemote, sr.RunID, sr.Metrics, sr.TracerProvider = largeURL, running.AllowRemote(), meta.RunID, env.Metrics, env.TracerProvider
+		sr.Header = http.Header{appserver.RequestIDHeader: {slowID(meta.RunID, i)}}
+		l.Rows[i] = sr.Run(ctx, i)
 	})
-	meta.FastPlanned = fast.Planned
-	l.reqs = fast.Reqs
-	if l.writeErr == nil {
-		l.writeErr = fast.WriteErr
-	}
+	l.Reqs, l.Planned, l.WriteErr = fast.Reqs, fast.Planned, fast.WriteErr
 	return l
 }
 
@@ -151,11 +143,8 @@ func (c *Config) downloads(ctx context.Context, running *stack.Running, meta rec
 func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", runID, client) }
 
 // tempFSAvailMetric is the exporter's space available on the proxy's temp
-// filesystem (exporter/tempfs.go), for the group proxyGroup.
-const (
-	tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
-	proxyGroup        = instrument.ProxyGroup
-)
+// filesystem (exporter/tempfs.go).
+const tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
 
 // pollTempFSAvail scrapes the exporter every 50 ms until ctx ends and
 // returns the least slowlab_proxy_temp_fs_avail_bytes it reported for the
@@ -164,7 +153,7 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 	least := recorder.None()
 	client := &http.Client{Timeout: time.Second}
 	for {
-		if v, ok := scrapeGauge(ctx, client, url, tempFSAvailMetric, proxyGroup); ok {
+		if v, ok := scrapeGauge(ctx, client, url, tempFSAvailMetric); ok {
 			if mib := v / (1 << 20); !least.Valid || mib < least.Value {
 				least = recorder.Some(mib)
 			}
@@ -181,20 +170,10 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 // the proxy's error log (exporter/errorlog.go).
 const tempWriteErrorsMetric = "slowlab_proxy_temp_write_errors_total"
 
-// scrapeTempWriteErrors is the exporter's count of the proxy's failed temp
-// writes; None when it reported none.
-func scrapeTempWriteErrors(ctx context.Context, url string) recorder.Maybe {
-	client := &http.Client{Timeout: 5 * time.Second}
-	if v, ok := scrapeGauge(ctx, client, url, tempWriteErrorsMetric, proxyGroup); ok {
-		return recorder.Some(v)
-	}
-	return recorder.None()
-}
-
 // scrapeGauge returns the value of gauge (or counter) name's series for
-// the component group in the exposition at url, parsed as the Sampler
-// parses it (recorder.ParseExposition).
-func scrapeGauge(ctx context.Context, client *http.Client, url, name, group string) (float64, bool) {
+// the proxy's group (instrument.ProxyGroup) in the exposition at url,
+// parsed as the Sampler parses it (recorder.ParseExposition).
+func scrapeGauge(ctx context.Context, client *http.Client, url, name string) (float64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, false
@@ -211,7 +190,7 @@ func scrapeGauge(ctx context.Context, client *http.Client, url, name, group stri
 	}
 	for _, m := range fams[name].GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "group" && l.GetValue() == group {
+			if l.GetName() == "group" && l.GetValue() == instrument.ProxyGroup {
 				if c := m.GetCounter(); c != nil {
 					return c.GetValue(), true
 				}
@@ -240,11 +219,8 @@ func countProxyErrors(paths []string) (int, error) {
 			return 0, err
 		}
 		for line := range bytes.Lines(b) {
-			for _, lvl := range errorLevels {
-				if bytes.Contains(line, lvl) {
-					n++
-					break
-				}
+			if slices.ContainsFunc(errorLevels, func(lvl []byte) bool { return bytes.Contains(line, lvl) }) {
+				n++
 			}
 		}
 	}

@@ -104,16 +104,6 @@ func (d *Data) Notes(p *report.Part) {
 	}
 }
 
-// AddDownloadsFigure adds the downloads figure named name, each condition
-// named by label, or says why there is none.
-func (d *Data) AddDownloadsFigure(p *report.Part, name string, label func(*Summary) string) {
-	if f := downloadsFigure(d, name, label); f != nil {
-		p.AddDrawing(f)
-	} else if d.noDownloads == "" {
-		p.Skip("Downloads figure left out: no download of an ok run in %s.", downloadFile)
-	}
-}
-
 // download is a row of the downloads table: a download and its
 // response's size.
 type download struct {

@@ -10,7 +10,7 @@
 // records). Which conditions expect the app held, and what download each
 // makes, is each experiment's (its MayHold). After the runs, the same
 // conditions' rows say what happened (Measured, PathHeld): a warning line
-// at the session's end (LogHeld) and a paragraph in the report (Note)
+// at the session's end (Log) and a paragraph in the report (Note)
 // for each whose downloads the path held.
 package holds
 
@@ -97,19 +97,18 @@ func HeldWarnings(ms []Measured) []string {
 	return out
 }
 
-// LogHeld writes to env's progress, after the session's runs, a line for
-// each condition of cfg whose downloads in env.Out the path held.
-func LogHeld(env *lab.Env, cfg MayHolder) {
-	for _, w := range HeldWarnings(cfg.Measured(env.Out)) {
-		env.Logf("warning: %s", w)
+// Log writes cfg's warnings to env's progress, one line each: before the
+// session's first run, those under the settings of the namespace it runs
+// in (kernelnet.Session); after its runs (done), those of the conditions
+// whose downloads in env.Out the path held (HeldWarnings).
+func Log(env *lab.Env, cfg MayHolder, done bool) {
+	var ws []string
+	if done {
+		ws = HeldWarnings(cfg.Measured(env.Out))
+	} else {
+		ws = cfg.MayHold(kernelnet.Session())
 	}
-}
-
-// Log writes cfg's warnings under the settings of the namespace the
-// session runs in (kernelnet.Session) to env's progress, one line each,
-// before the session's first run.
-func Log(env *lab.Env, cfg MayHolder) {
-	for _, w := range cfg.MayHold(kernelnet.Session()) {
+	for _, w := range ws {
 		env.Logf("warning: %s", w)
 	}
 }
