@@ -184,15 +184,15 @@ func (m *Matrix[S, R]) one(parent context.Context, guard *hostguard.Guard, spec 
 	ctx, stop := guard.Watch(parent)
 	defer stop()
 	run, err := m.Measure(ctx, spec, id)
-	if v := m.Verdict(&run); parent.Err() != nil && *v.Status == recorder.RunFailed {
+	v := m.Verdict(&run)
+	if parent.Err() != nil && *v.Status == recorder.RunFailed {
 		*v.Status, *v.Reason = recorder.RunAborted, "interrupted: "+*v.Reason
 	}
 	if parent.Err() == nil && errors.Is(context.Cause(ctx), hostguard.ErrHostBusy) {
-		v := m.Verdict(&run)
 		*v.Status, *v.Reason = recorder.RunAborted, guard.Why()
 		return run, true, err
 	}
-	if v := m.Verdict(&run); *v.Status == recorder.RunOK {
+	if *v.Status == recorder.RunOK {
 		if why := guard.Late(&run); why != "" {
 			*v.Status, *v.Reason = recorder.RunAborted, why
 			return run, true, err
