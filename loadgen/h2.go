@@ -145,7 +145,7 @@ func DialH2(ctx context.Context, o H2Options) (*H2Conn, error) {
 		c.conn, c.scheme = tc, "https"
 	}
 	c.fr = http2.NewFramer(c.conn, c.conn)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fr.ReadMetaHeaders, c.fr.MaxHeaderListSize = hpack.NewDecoder(4096, nil), MaxResponseHeaderBytes
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	if err := c.preface(); err != nil {
 		c.conn.Close()

@@ -127,7 +127,7 @@ func DialH3(ctx context.Context, o H3Options) (*H3Conn, error) {
 	if c.authority == "" {
 		c.authority = o.Addr
 	}
-	c.cc = (&http3.Transport{DisableCompression: true}).NewClientConn(qc)
+	c.cc = (&http3.Transport{DisableCompression: true, MaxResponseHeaderBytes: MaxResponseHeaderBytes}).NewClientConn(qc)
 	c.ctx, c.cancel = context.WithCancel(qc.Context())
 	return c, nil
 }

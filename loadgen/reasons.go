@@ -12,13 +12,17 @@ import (
 )
 
 // MaxResponseHeaderBytes bounds the bytes a response header may take, its
-// 1xx informational responses before it included, in both clients: the
-// net/http path's Transport.MaxResponseHeaderBytes (whose own default is 10
-// MiB) and lean's. It is net/http's server-side default,
-// http.DefaultMaxHeaderBytes. A longer header fails the request with
-// ErrHeaderTooLarge (reason header_too_large), so a server that sends header
-// bytes or 1xx responses for ever cannot grow the generator's memory or
-// hold a request until its timeout.
+// 1xx informational responses before it included, in both fast clients:
+// the net/http path's Transport.MaxResponseHeaderBytes (whose own default
+// is 10 MiB) and lean's; and in the one-shot clients that read their
+// response with net/http's ReadResponse, which bounds nothing (the slow
+// reader, the SSE client, the slow uploader: headLimit). It is net/http's
+// server-side default, http.DefaultMaxHeaderBytes. A longer header fails
+// the request with ErrHeaderTooLarge (reason header_too_large), so a
+// server that sends header bytes or 1xx responses for ever cannot grow the
+// generator's memory or hold a request until its timeout. The WebSocket
+// handshake's transport, HTTP/3's and the HTTP/2 framer's header list
+// (decoded size, as HTTP/2 counts it) have the same bound.
 const MaxResponseHeaderBytes = http.DefaultMaxHeaderBytes
 
 // ErrHeaderTooLarge is a response header longer than

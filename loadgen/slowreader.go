@@ -176,13 +176,14 @@ func (s SlowReader) request(ctx context.Context, conn net.Conn, rt *reqTrace, ho
 		return nil, err
 	}
 	d.Start = time.Now()
-	br := bufio.NewReaderSize(conn, s.ReadSize)
+	head := newHeadLimit(conn)
+	br := bufio.NewReaderSize(head, s.ReadSize)
 	if hooks != nil {
 		if _, err := br.Peek(1); err == nil {
 			hooks.firstByte()
 		}
 	}
-	resp, err := http.ReadResponse(br, req)
+	resp, err := head.readResponse(br, req)
 	if err != nil {
 		return nil, s.ctxErr(ctx, err)
 	}

@@ -28,7 +28,20 @@ type SSEClient struct {
 	// AllowRemote lets the client connect to an address that is not
 	// loopback; without it the connection is refused just before connect.
 	AllowRemote bool
+	// MaxEvents bounds the ticks a stream keeps: a stream that sends
+	// more fails, so a server that streams for ever cannot grow the
+	// client's memory (0 is DefaultSSEMaxEvents).
+	MaxEvents int
 }
+
+const (
+	// DefaultSSEMaxEvents is SSEClient.MaxEvents when 0: seven hours of
+	// ticks at 10 per second, 14 MiB of SSEDelivery.
+	DefaultSSEMaxEvents = 1 << 18
+	// sseMaxLine bounds one line of the stream; a longer one fails it.
+	// The apps' lines are under 100 bytes.
+	sseMaxLine = 64 << 10
+)
 
 // SSEDelivery is one tick as the client received it.
 type SSEDelivery struct {
@@ -88,7 +101,8 @@ func (c SSEClient) Run(ctx context.Context, client int) (s SSEStream) {
 	}
 	s.Start = time.Now()
 	fb := &firstByteReader{r: conn}
-	resp, err := http.ReadResponse(bufio.NewReader(fb), &http.Request{Method: http.MethodGet})
+	hl := newHeadLimit(fb)
+	resp, err := hl.readResponse(bufio.NewReader(hl), &http.Request{Method: http.MethodGet})
 	if !fb.at.IsZero() {
 		s.FirstByte = fb.at.Sub(s.Start)
 	}
@@ -102,7 +116,11 @@ func (c SSEClient) Run(ctx context.Context, client int) (s SSEStream) {
 		io.Copy(io.Discard, resp.Body)
 		return s
 	}
-	if err := readEvents(resp.Body, &s); err != nil {
+	maxEvents := c.MaxEvents
+	if maxEvents <= 0 {
+		maxEvents = DefaultSSEMaxEvents
+	}
+	if err := readEvents(resp.Body, &s, maxEvents); err != nil {
 		s.Err = ctxErr(ctx, err)
 	}
 	return s
@@ -131,12 +149,17 @@ type sseData struct {
 
 // readEvents parses the stream line by line, timing each event when its
 // blank line was read, until the body's end. Events other than ticks and
-// the end are ignored; anything after the end event is an error.
-func readEvents(body io.Reader, s *SSEStream) error {
-	br := bufio.NewReader(body)
+// the end are ignored; anything after the end event, a line over
+// sseMaxLine or more than maxEvents ticks is an error.
+func readEvents(body io.Reader, s *SSEStream, maxEvents int) error {
+	br := bufio.NewReaderSize(body, sseMaxLine)
 	var event, data string
 	for {
-		line, err := br.ReadString('\n')
+		b, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			return fmt.Errorf("after %d events: a line over %d bytes", len(s.Events), sseMaxLine)
+		}
+		line := string(b)
 		if err != nil {
 			if err == io.EOF && line == "" && event == "" && data == "" {
 				if !s.EndEvent {
@@ -167,16 +190,19 @@ func readEvents(body io.Reader, s *SSEStream) error {
 			continue
 		}
 		if s.EndEvent {
-			return fmt.Errorf("event %q after the end event", data)
+			return fmt.Errorf("event %q after the end event", clip(data))
 		}
 		var d sseData
 		if err := json.Unmarshal([]byte(data), &d); err != nil {
-			return fmt.Errorf("event data %q: %w", data, err)
+			return fmt.Errorf("event data %q: %w", clip(data), err)
 		}
 		switch {
 		case event == "end":
 			s.EndEvent = true
 		case event == "" && d.Seq != nil && d.TUS != nil:
+			if len(s.Events) == maxEvents {
+				return fmt.Errorf("more than %d events", maxEvents)
+			}
 			s.Events = append(s.Events, SSEDelivery{Seq: *d.Seq, Sent: time.UnixMicro(*d.TUS), Received: now})
 		}
 		event, data = "", ""
@@ -208,4 +234,12 @@ func sseOutcome(s SSEStream) string {
 		return SSEReset
 	}
 	return SSEError
+}
+
+// clip is s cut to 100 bytes for an error message.
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
 }

@@ -6,8 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // sseServer writes ticks ticks 20 ms apart, each stamped when written,
@@ -67,5 +73,49 @@ func TestSSEClient(t *testing.T) {
 	defer cancel()
 	if s := (SSEClient{URL: sseServer(t, 50, false, 200)}).Run(ctx, 0); s.Outcome != SSETimeout {
 		t.Errorf("cancelled stream: %s (%v)", s.Outcome, s.Err)
+	}
+}
+
+// Whatever a stream's body holds, reading it never panics, keeps at most
+// maxEvents ticks, each as its data gave it, and ends without an error
+// only after the end event.
+func FuzzReadEvents(f *testing.F) {
+	slowlabtest.SeedFiles(f, "*.sse")
+	f.Fuzz(func(t *testing.T, body string) {
+		var s SSEStream
+		err := readEvents(strings.NewReader(body), &s, 3)
+		if len(s.Events) > 3 {
+			t.Fatalf("%d events kept, want at most 3", len(s.Events))
+		}
+		if err == nil && !s.EndEvent {
+			t.Fatalf("no error without the end event: %q", body)
+		}
+		for _, e := range s.Events {
+			if !strings.Contains(body, strconv.Itoa(e.Seq)) {
+				t.Fatalf("event seq %d is not in %q", e.Seq, body)
+			}
+		}
+	})
+}
+
+// The seeds read as their names say: four.sse's fourth tick is one over
+// the bound of 3.
+func TestReadEventsSeeds(t *testing.T) {
+	for name, want := range map[string]struct {
+		events int
+		err    string
+	}{
+		"complete.sse": {2, ""}, "crlf.sse": {1, ""}, "truncated.sse": {1, "unexpected EOF"},
+		"after-end.sse": {0, "after the end event"}, "bad-json.sse": {0, "event data"}, "four.sse": {3, "more than 3 events"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "events", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s SSEStream
+		err = readEvents(strings.NewReader(string(b)), &s, 3)
+		if len(s.Events) != want.events || (err == nil) != (want.err == "") || (err != nil && !strings.Contains(err.Error(), want.err)) {
+			t.Errorf("%s: %d events, %v; want %d, %q", name, len(s.Events), err, want.events, want.err)
+		}
 	}
 }

@@ -151,7 +151,8 @@ func (s SlowUploader) Run(ctx context.Context, client int) (u Upload) {
 	}
 	resp := make(chan responseOrErr, 1)
 	go func() {
-		res, err := http.ReadResponse(bufio.NewReader(conn), req)
+		head := newHeadLimit(conn)
+		res, err := head.readResponse(bufio.NewReader(head), req)
 		if err == nil {
 			_, err = io.Copy(io.Discard, res.Body)
 			res.Body.Close()

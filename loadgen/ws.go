@@ -46,7 +46,7 @@ func (d WSDial) dial(ctx context.Context) (*websocket.Conn, time.Duration, int, 
 	dialer := &net.Dialer{Control: chainControl(dialGuard(d.AllowRemote), rcvBufControl(d.RcvBuf))}
 	// One transport per session, never kept alive: a failed handshake's
 	// connection is closed below, a successful one belongs to the socket.
-	tr := &http.Transport{DialContext: dialer.DialContext, Proxy: nil}
+	tr := &http.Transport{DialContext: dialer.DialContext, Proxy: nil, MaxResponseHeaderBytes: MaxResponseHeaderBytes}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	hctx := ctx
