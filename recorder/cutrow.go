@@ -92,12 +92,24 @@ var errNoNewline = errors.New("no newline at its end, so its last value may be c
 // tailReader counts the bytes read from r and follows CSV's quoting, so
 // a Reader can tell whether the input ends with a complete record: with a
 // newline outside quotes.
+//
+// It also bounds a record to MaxRecordBytes, so a line that never ends (a
+// corrupted file, or one that is not slowlab's) fails the read instead of
+// growing it without bound.
 type tailReader struct {
 	r     io.Reader
 	n     int64
 	state byte // where the last byte left the record: one of the lex constants
 	eof   bool
+	lines int   // newlines read, quoted ones included: the line is lines+1
+	start int   // the line the record being read starts on
+	rec   int64 // the bytes of the record being read
+	err   error // a record over MaxRecordBytes: every later read fails so
 }
+
+// MaxRecordBytes bounds one CSV record as readers read it: slowlab's rows
+// are under 1 KiB, a failure's text included.
+const MaxRecordBytes = 1 << 20
 
 // cutAtEnd reports whether the record cr just read is the cut row of a
 // killed writer: it ends the input, and the input does not end with a
@@ -117,10 +129,23 @@ const (
 )
 
 func (t *tailReader) Read(p []byte) (int, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
 	n, err := t.r.Read(p)
 	t.n += int64(n)
 	st := t.state
 	for _, c := range p[:n] {
+		if st == lexEnd {
+			t.start, t.rec = t.lines+1, 0
+		}
+		if t.rec++; t.rec > MaxRecordBytes {
+			t.err = fmt.Errorf("line %d: a record over %d bytes", t.start, MaxRecordBytes)
+			return 0, t.err
+		}
+		if c == '\n' {
+			t.lines++
+		}
 		switch {
 		case st == lexQuoted:
 			if c == '"' {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -269,4 +271,41 @@ func TestReadZeroTail(t *testing.T) {
 			t.Errorf("%q: %d rows, %v, notes %v", data[last:], len(got), err, *notes)
 		}
 	}
+}
+
+// TestReadRecordBounded: a record longer than recorder.MaxRecordBytes (a
+// results directory's file corrupted, or not slowlab's) fails the read,
+// naming the file and line, with the memory the read allocated bounded,
+// where the old reader kept the whole line (64 MiB here).
+func TestReadRecordBounded(t *testing.T) {
+	good := writeRows(t, cutRows[:1])
+	for _, tc := range []struct{ name, start string }{
+		{"unquoted", "r1,direct,"},
+		{"quoted", "r1,\"direct"},
+	} {
+		data := io.MultiReader(bytes.NewReader(good), strings.NewReader(tc.start), io.LimitReader(repeatReader('a'), 64<<20), strings.NewReader("\n"))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rows, err := recorder.ReadAll[recorder.Request](data)
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d rows, %v; allocated %.1f MiB", tc.name, len(rows), err, float64(alloc)/(1<<20))
+		if err == nil || !strings.Contains(err.Error(), "requests.csv: line 3: a record over 1048576 bytes") || len(rows) != 1 {
+			t.Errorf("%s: %d rows, %v; want the first row and an error naming line 3 and the bound", tc.name, len(rows), err)
+		}
+		if alloc > 16<<20 {
+			t.Errorf("%s: allocated %d bytes, want at most %d", tc.name, alloc, 16<<20)
+		}
+	}
+}
+
+// repeatReader reads as the byte, for ever.
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
 }
