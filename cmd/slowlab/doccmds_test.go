@@ -637,9 +637,12 @@ func TestDocCommandsCheckFails(t *testing.T) {
 	t.Chdir(repoRoot)
 	var got []string
 	counts := map[string]int{}
-	for _, d := range docLines("docs/broken.md", page) {
-		for _, p := range checkDocLine(d, counts) {
-			got = append(got, p.String())
+	scenario := "# Run it:\n#   slowlab run examples/own-workers.yaml --reps 0\n# or `slowlab reproduce slow-client\n# --print-scenario --quik`\nexperiment: slow-client\n"
+	for file, text := range map[string]string{"docs/broken.md": page, "examples/broken.yaml": scenario} {
+		for _, d := range docLines(file, text) {
+			for _, p := range checkDocLine(d, counts) {
+				got = append(got, p.String())
+			}
 		}
 	}
 	want := []struct{ where, err string }{
@@ -653,6 +656,8 @@ func TestDocCommandsCheckFails(t *testing.T) {
 		{"docs/broken.md:16: `slowlab loadgen --target URL [--rat R]`", "--rat: not a flag of slowlab loadgen"},
 		{"docs/broken.md:17: `slowlab assess --stack real --idel-max 10s`", "flag provided but not defined: -idel-max"},
 		{"docs/broken.md:18: `slowlab reproduce NAME --qick`", "--qick: no experiment's flag"},
+		{"examples/broken.yaml:2: `slowlab run examples/own-workers.yaml --reps 0`", "--reps 0: allowed 1 to"},
+		{"examples/broken.yaml:3: `slowlab reproduce slow-client --print-scenario --quik`", "flag provided but not defined: -quik"},
 	}
 	for _, w := range want {
 		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, w.where) && strings.Contains(g, w.err) }) {
@@ -662,8 +667,8 @@ func TestDocCommandsCheckFails(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d problems, want %d (the good lines none):\n%s", len(got), len(want), strings.Join(got, "\n"))
 	}
-	if counts["full"] < 12 || counts["flags"] != 2 || counts["mention"] != 1 {
-		t.Errorf("checked %v: want 12 full or more, 2 at the flags level, 1 mention", counts)
+	if counts["full"] < 14 || counts["flags"] != 2 || counts["mention"] != 1 {
+		t.Errorf("checked %v: want 14 full or more, 2 at the flags level, 1 mention", counts)
 	}
 }
 
