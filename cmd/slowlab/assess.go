@@ -64,6 +64,9 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := s.prepare(cfg, lab.Given{Flags: fs, Args: args}); err != nil {
 		return err
 	}
+	if err := parsedOnly(ctx); err != nil {
+		return err
+	}
 	metrics, stopMetrics, err := serveLoadgenMetrics(s.opts.MetricsAddr, stderr)
 	if err != nil {
 		return err

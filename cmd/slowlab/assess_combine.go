@@ -27,7 +27,7 @@ one a shard started late or found invalid is invalid. Exit status as slowlab ass
 --fail-on bound broken, 2 bad input, 3 a bound not judged or a probe without a verdict.`
 
 // runAssessCombine runs `slowlab assess --combine`.
-func runAssessCombine(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runAssessCombine(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("assess", combineSynopsis, stdout)
 	out := fs.String("out", "", "directory to write the combined verdicts to (required; created, and must hold no assessment yet)")
 	failOn := fs.String("fail-on", "", "exit 1 when a probe's combined threshold is below a bound, as slowlab assess --fail-on")
@@ -47,6 +47,9 @@ func runAssessCombine(_ context.Context, args []string, stdout, stderr io.Writer
 		return usagef("--combine: --out is required, e.g. --out results/assess-combined")
 	case len(dirs) == 0:
 		return usagef("--combine: no shard directories: give each shard's --out directory")
+	}
+	if err := parsedOnly(ctx); err != nil {
+		return err // the shards' directories are data, read only by a run
 	}
 	res, err := assess.Combine(dirs, *failOn)
 	if errors.Is(err, assess.ErrRefused) {

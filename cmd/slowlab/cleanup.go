@@ -25,7 +25,7 @@ func init() {
 // process is gone (SIGKILLed by the OOM killer or a CI timeout, so its own
 // cleanup never ran). It never ends a process: a cgroup that still holds
 // processes is listed and kept, and the command then exits 1.
-func runCleanup(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cleanup", "[--cgroup-root DIR] [--temp-dir DIR] [--dry-run]\n\n"+
 		"Removes the cgroups slowlab sessions that no longer run left under "+cgroup.SessionsDir+"/PID in every\n"+
 		"hierarchy, and their runs' work directories ("+workdir.Prefix+"PID-*) in the temp dir. A running\n"+
@@ -39,6 +39,9 @@ func runCleanup(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if err := parsedOnly(ctx); err != nil {
+		return err
 	}
 	if _, err := os.Stat(*root); err != nil {
 		return fmt.Errorf("--cgroup-root: %w", err)

@@ -95,6 +95,9 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := parsedOnly(ctx); err != nil {
+		return err
+	}
 	tp, stopTracing, err := f.tracing.start(ctx, "slowlab-loadgen", stderr)
 	if err != nil {
 		return err

@@ -58,6 +58,9 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case len(dirs) == 0:
 		return usagef("no shard directories: give each shard's --out directory, e.g. slowlab merge --out merged shard-0 shard-1")
 	}
+	if err := parsedOnly(ctx); err != nil {
+		return err // the shards' directories are data, read only by a run
+	}
 	rec, err := checkShards(dirs)
 	if err != nil {
 		return err

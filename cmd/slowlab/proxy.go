@@ -30,6 +30,9 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := parsedOnly(ctx); err != nil {
+		return err
+	}
 	p, err := proxy.New(o)
 	if err != nil {
 		return fmt.Errorf("--temp-dir %q: %w", o.TempDir, err)

@@ -89,10 +89,16 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
+		if err := parsedOnly(ctx); err != nil {
+			return err
+		}
 		return recordFromPrometheus(ctx, q, f.out, stdout)
 	}
 	s, err := f.sampler(set)
 	if err != nil {
+		return err
+	}
+	if err := parsedOnly(ctx); err != nil {
 		return err
 	}
 	return recordScrapes(ctx, s, f.duration, f.out, stdout, stderr)

@@ -49,6 +49,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case len(positional) > 1:
 		return usagef("unexpected argument %q: give one results directory (see --help)", positional[1])
 	}
+	if err := parsedOnly(ctx); err != nil {
+		return err // the directory is data, looked at only by a run
+	}
 	dir := positional[0]
 	if st, err := os.Stat(dir); err != nil {
 		return usagef("results directory %s: %v", dir, unwrapPathError(err))

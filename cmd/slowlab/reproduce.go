@@ -61,6 +61,9 @@ func runReproduce(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		_, err = stdout.Write(b)
 		return err
 	}
+	if err := parsedOnly(ctx); err != nil {
+		return err
+	}
 	return s.run(ctx, cfg, stdout, stderr)
 }
 

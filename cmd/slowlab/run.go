@@ -17,6 +17,9 @@ func init() {
 // decides which it takes.
 const allShared = lab.SharedStack | lab.SharedReps | lab.SharedResume | lab.SharedHostCPU | lab.SharedMetrics | lab.SharedTracing | lab.SharedTargets
 
+// stdin is what `slowlab run -` reads its scenario from (a test's pipe).
+var stdin io.Reader = os.Stdin
+
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "SCENARIO.yaml|- [--stack ...] [--reps N] [--quick] [--out DIR] [--resume DIR] [--no-limits]  (see slowlab reproduce EXPERIMENT --print-scenario)\n\n"+sessionExitStatus, stdout)
 	s := session{opts: lab.Options{Command: "run"}}
@@ -30,7 +33,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, scenario, err := lab.ReadScenario(args[0], os.Stdin)
+	cfg, scenario, err := lab.ReadScenario(args[0], stdin)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -45,6 +48,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return refused
 	}
 	if err := s.prepare(cfg, lab.Given{Scenario: scenario}); err != nil {
+		return err
+	}
+	if err := parsedOnly(ctx); err != nil {
 		return err
 	}
 	return s.run(ctx, cfg, stdout, stderr)

@@ -50,6 +50,9 @@ func runTarget(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := tracing.validate(); err != nil {
 		return err
 	}
+	if err := parsedOnly(ctx); err != nil {
+		return err
+	}
 	tp, stopTracing, err := tracing.start(ctx, "slowlab-target", stderr)
 	if err != nil {
 		return err
