@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,10 +160,13 @@ func TestRealStackOOMKill(t *testing.T) {
 			app.MemoryBytes = 64 << 20
 			env.Stack.Limits = maps.Clone(env.Stack.Limits)
 			env.Stack.Limits["app"] = app
-			res := run(t, c, env)
+			run(t, c, env)
 			runs, err := recorder.ReadFile[recorder.Run](filepath.Join(env.Out, "runs.csv"))
-			if err != nil || len(runs) != 1 || len(res.Runs) != 1 {
-				t.Fatalf("runs.csv: %d rows, %v", len(runs), err)
+			// A try the host guard aborted (other work on the machine) is
+			// tried again: its row stays, aborted.
+			runs = slices.DeleteFunc(runs, func(r recorder.Run) bool { return r.Status == recorder.RunAborted })
+			if err != nil || len(runs) != 1 {
+				t.Fatalf("runs.csv: %d rows not aborted, %v", len(runs), err)
 			}
 			r := runs[0]
 			kills := r.Components[0].OOMKills
