@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,9 +144,14 @@ func TestRealStackOOMKill(t *testing.T) {
 	c := small(Condition{stack.RouteDirect, "node-2", 4})
 	c.Large.Size, c.SlowReader.ReadRate = 16<<20, 4<<20 // the bodies wait in the worker: 4 s each
 	c.Fast.Rate, c.Fast.Duration = 10, lab.Duration(2*time.Second)
-	// A /fast request the Node.js master handed to the killed worker is
-	// never answered: it ends at its timeout (30 s by default).
+	// A connection the Node.js primary handed to a worker killed before
+	// it took it stays open in the primary, never answered (Node.js's
+	// cluster; lab/stack TestNodeKilledWorkersConnectionHeld): a /fast
+	// request or a download on it ends only at its timeout, 30 s and
+	// 2 min by default. Bounded here, well above what a /fast request
+	// (milliseconds) and a download (4 s) take.
 	c.Fast.Timeout = lab.Duration(5 * time.Second)
+	c.SlowReader.Timeout = lab.Duration(15 * time.Second)
 	for _, bp := range []string{"off", "on"} {
 		t.Run("backpressure-"+bp, func(t *testing.T) {
 			c.Large.Backpressure = bp
@@ -154,10 +160,13 @@ func TestRealStackOOMKill(t *testing.T) {
 			app.MemoryBytes = 64 << 20
 			env.Stack.Limits = maps.Clone(env.Stack.Limits)
 			env.Stack.Limits["app"] = app
-			res := run(t, c, env)
+			run(t, c, env)
 			runs, err := recorder.ReadFile[recorder.Run](filepath.Join(env.Out, "runs.csv"))
-			if err != nil || len(runs) != 1 || len(res.Runs) != 1 {
-				t.Fatalf("runs.csv: %d rows, %v", len(runs), err)
+			// A try the host guard aborted (other work on the machine) is
+			// tried again: its row stays, aborted.
+			runs = slices.DeleteFunc(runs, func(r recorder.Run) bool { return r.Status == recorder.RunAborted })
+			if err != nil || len(runs) != 1 {
+				t.Fatalf("runs.csv: %d rows not aborted, %v", len(runs), err)
 			}
 			r := runs[0]
 			kills := r.Components[0].OOMKills
@@ -169,6 +178,41 @@ func TestRealStackOOMKill(t *testing.T) {
 			if bp == "on" && (r.Status != recorder.RunOK || kills != recorder.Some(0)) {
 				t.Errorf("backpressure on: run %s %q, app_oom_kills %v; want ok with 0", r.Status, r.Reason, kills)
 			}
+			checkNothingLost(t, env.Out, r)
 		})
+	}
+}
+
+// checkNothingLost asserts that run r kept a row for each of its downloads
+// and each of its scheduled /fast requests, however they ended.
+func checkNothingLost(t *testing.T, dir string, r recorder.Run) {
+	t.Helper()
+	larges, err := recorder.ReadFile[recorder.LargeResponse](filepath.Join(dir, "large-responses.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, clients := 0, map[int]bool{}
+	for _, l := range larges {
+		if l.RunID == r.RunID {
+			rows++
+			clients[l.Client] = true
+			t.Logf("download %d: %s, %d bytes in %.1f s %s", l.Client, l.Outcome, l.Bytes, l.ReceiveS, l.Error)
+		}
+	}
+	if rows != r.SlowClients || len(clients) != r.SlowClients {
+		t.Errorf("%d download rows of clients %v, want one of each of %d", rows, clients, r.SlowClients)
+	}
+	reqs, err := recorder.ReadFile[recorder.Request](filepath.Join(dir, "requests.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, q := range reqs {
+		if q.RunID == r.RunID {
+			n++
+		}
+	}
+	if n != r.FastPlanned || r.FastTotal != r.FastPlanned {
+		t.Errorf("%d request rows, runs.csv fast_total %d; want the %d planned", n, r.FastTotal, r.FastPlanned)
 	}
 }

@@ -1,9 +1,12 @@
 package stack
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,4 +229,101 @@ func TestNodeWorkerRestarts(t *testing.T) {
 		t.Errorf("app log lacks %q:\n%s", want, log)
 	}
 	s.stopAndCheck(t)
+}
+
+// A connection the cluster's primary handed to a worker that is killed
+// before it took the connection stays open in the primary, its request
+// unread and never answered, however long its client waits: Node.js's
+// cluster (lib/internal/cluster/round_robin_handle.js, handoff) closes its
+// copy of a connection it handed over only once the worker acknowledges
+// it, and nothing closes it when the worker dies first. A worker the
+// kernel OOM-kills while a connection is on its way to it leaves that
+// client waiting out its own timeout, which is why TestRealStackOOMKill
+// (lab/slowclient) bounds its clients' timeouts. Should Node.js close such
+// connections, this fails and those bounds can go.
+func TestNodeKilledWorkersConnectionHeld(t *testing.T) {
+	s := startReal(t, lookup(t, NameReal, "node-2"), RouteDirect, "node-2", 1<<20)
+	primary, workers := s.run.PIDs()["app"], s.servingPIDs()
+	if len(workers) != 2 {
+		t.Fatalf("workers %v, want 2", workers)
+	}
+	stopped, killed := workers[0], false
+	syscall.Kill(stopped, syscall.SIGSTOP)
+	t.Cleanup(func() {
+		if !killed { // for the stack's stop
+			syscall.Kill(stopped, syscall.SIGCONT)
+		}
+	})
+	// Both workers are free; the stopped one never acknowledges the
+	// connection it is handed, so never becomes free again: of two
+	// connections it gets exactly one, whichever worker comes first.
+	addr := s.run.AppAddr()
+	answered := make(chan int, 2)
+	var conns []net.Conn
+	for i := range 2 {
+		conn := rawGet(t, addr, "/fast", fmt.Sprintf("in-transit-%d", i))
+		conns = append(conns, conn)
+		go func() {
+			if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err == nil && resp.StatusCode == 200 {
+				answered <- i
+			}
+		}()
+	}
+	var held net.Conn
+	select {
+	case i := <-answered:
+		held = conns[1-i]
+	case <-time.After(slowlabtest.HangGuard):
+		t.Fatalf("neither /fast answered with worker %d stopped", stopped)
+	}
+	// The primary accepts and hands over in one step: once it holds the
+	// connection, the stopped worker has been handed it.
+	sock := func() string { return serverSocket(t, addr, held.LocalAddr().String()) }
+	slowlabtest.WaitFor(t, "the primary to accept the second connection", func() bool { return sock() != "" && holds(primary, sock()) })
+	syscall.Kill(stopped, syscall.SIGKILL)
+	killed = true
+	slowlabtest.WaitFor(t, "a new worker in place of the killed one", func() bool {
+		now := s.servingPIDs()
+		return len(now) == 2 && !slices.Contains(now, stopped)
+	}, func() string { return fmt.Sprint(s.servingPIDs()) })
+	if resp, _ := get(t, s.run.URL()+"/fast", nil); resp.StatusCode != 200 {
+		t.Fatalf("/fast after the restart: %s", resp.Status)
+	}
+	if !holds(primary, sock()) {
+		t.Errorf("the primary (pid %d) no longer holds the connection it handed to killed worker %d (%s): Node.js closes it now", primary, stopped, held.LocalAddr())
+	}
+	select {
+	case <-answered:
+		t.Errorf("the connection handed to killed worker %d was answered", stopped)
+	default:
+	}
+	s.stopAndCheck(t)
+}
+
+// serverSocket is the inode of the IPv4 TCP socket at server whose peer
+// is client (HOST:PORT each), "" when there is none.
+func serverSocket(t *testing.T, server, client string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, remote := procNetAddr(t, server), procNetAddr(t, client)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 10 && f[1] == local && f[2] == remote {
+			return f[9]
+		}
+	}
+	return ""
+}
+
+// holds reports whether process pid has socket inode open.
+func holds(pid int, inode string) bool {
+	fds, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "fd", "*"))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && l == "socket:["+inode+"]" {
+			return true
+		}
+	}
+	return false
 }
