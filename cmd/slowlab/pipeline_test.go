@@ -30,6 +30,7 @@ func slowlab(t *testing.T, stdin []byte, args ...string) (stdout []byte, stderr 
 // groups.csv and the stored scenario, which a shorter window writes the
 // same.
 func TestPrintedScenarioRunsFromStdin(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it runs long-poll's embedded stack, its children and load, for seconds")
 	for _, tc := range []struct {
 		args []string
 		file string

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -38,23 +40,33 @@ func TestRecordSaysScrapeErrors(t *testing.T) {
 
 // A recording with some good scrapes measured something: it exits 0 even
 // when later scrapes fail (here the endpoint answers its first scrape and
-// fails every other), each failed row keeping its error.
+// fails every other), each failed row keeping its error. The recording is
+// interrupted, as by SIGINT, when the third scrape arrives: the sampler
+// scrapes one tick at a time and writes a tick's rows before the next
+// starts, so by then the good and the failed rows are written.
 func TestRecordSomeScrapesSucceeded(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if served.Add(1) > 1 {
-			http.Error(w, "gone", http.StatusServiceUnavailable)
+		switch served.Add(1) {
+		case 1:
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			fmt.Fprintf(w, "# TYPE slowlab_cgroup_memory_usage_bytes gauge\nslowlab_cgroup_memory_usage_bytes{group=%q} 4096\n", recorder.Components[0])
 			return
+		case 3:
+			interrupt()
 		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprintf(w, "# TYPE slowlab_cgroup_memory_usage_bytes gauge\nslowlab_cgroup_memory_usage_bytes{group=%q} 4096\n", recorder.Components[0])
+		http.Error(w, "gone", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
 	out := t.TempDir()
-	// A generous --timeout and --duration: a first scrape that timed out,
-	// or did not finish before the recording ended, on a loaded machine
-	// would leave no good row.
-	code, stdout, stderr := runCmd(t, "record", "--scrape", srv.URL+"/metrics", "--interval", "50ms", "--timeout", "5s", "--duration", "3s", "--out", out)
+	// A generous --timeout: a first scrape that timed out on a loaded
+	// machine would leave no good row. --duration only bounds a recording
+	// that the third scrape never interrupts.
+	var stdoutb, stderrb bytes.Buffer
+	code := run(ctx, []string{"record", "--scrape", srv.URL + "/metrics", "--interval", "50ms", "--timeout", "5s", "--duration", "1m", "--out", out}, &stdoutb, &stderrb)
+	stdout, stderr := stdoutb.String(), stderrb.String()
 	rows, err := recorder.ReadFile[recorder.ResourceSample](filepath.Join(out, "resource-samples.csv"))
 	if err != nil {
 		t.Fatal(err)
