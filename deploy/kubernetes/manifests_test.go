@@ -200,7 +200,7 @@ func TestDaemonSetCommandRuns(t *testing.T) {
 	if dynamic != 2 {
 		t.Errorf("%d dynamic groups in the ConfigMap, want one per kubelet cgroup driver", dynamic)
 	}
-	addr := runImageBinary(t, args)
+	addr := runImageCommand(t, args)
 	client := http.Client{Timeout: time.Minute}
 	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {

@@ -3,8 +3,8 @@ package kubernetes
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/slowlab/slowlab/exporter"
+	"github.com/slowlab/slowlab/exporter/exportercmd"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 )
 
 // kustomize builds dir as `kubectl apply -k dir` would and returns each
@@ -118,30 +120,36 @@ func podArgs(c corev1.Container, mounts map[string]string) []string {
 	return args
 }
 
-// runImageBinary starts the image's binary, the standalone exporter
-// (deploy/Dockerfile.exporter), with args and returns the address its
-// ready line names; it stops when the test ends.
-func runImageBinary(t *testing.T, args []string) string {
+// runImageCommand runs the image's command, the standalone exporter
+// (deploy/Dockerfile.exporter builds cmd/slowlab-exporter, whose main is
+// exportercmd.Run under the name slowlab-exporter), with args in this
+// process, and returns the address its ready line names; it stops when
+// the test ends. (TestExporterImageBuilds builds the image's binary.)
+func runImageCommand(t *testing.T, args []string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "slowlab-exporter")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slowlab-exporter").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/slowlab-exporter: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	out, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	pr, pw := io.Pipe()
+	var stderr slowlabtest.SyncBuffer
+	done := make(chan error, 1)
+	go func() {
+		err := exportercmd.Run(ctx, "slowlab-exporter", args, pw, &stderr)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	stop := func() error {
+		cancel()
+		go io.Copy(io.Discard, pr) // a ready line nobody reads must not block it
+		return <-done
 	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	line, err := bufio.NewReader(pr).ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready listen=")
 	if err != nil || !ok {
-		cancel()
-		cmd.Wait()
-		t.Fatalf("no ready line (%q, %v); stderr: %s", line, err, stderr.String())
+		t.Fatalf("no ready line (%q, %v); exporter: %v; stderr: %s", line, err, stop(), stderr.String())
 	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("the exporter ended with %v; stderr: %s", err, stderr.String())
+		}
+	})
 	return addr
 }

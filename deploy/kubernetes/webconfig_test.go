@@ -96,7 +96,7 @@ func TestSecuredMetrics(t *testing.T) {
 	}
 	pod := ds.Spec.Template.Spec
 	c := pod.Containers[0]
-	addr := runImageBinary(t, podArgs(c, podMounts(t, pod, c, map[string]corev1.ConfigMap{cm.Name: cm}, secrets)))
+	addr := runImageCommand(t, podArgs(c, podMounts(t, pod, c, map[string]corev1.ConfigMap{cm.Name: cm}, secrets)))
 
 	if p := c.ReadinessProbe; p == nil || p.TCPSocket == nil || p.TCPSocket.Port.StrVal != c.Ports[0].Name {
 		t.Errorf("readiness probe %+v: every path asks for credentials, want a TCP probe of port %s", p, c.Ports[0].Name)
