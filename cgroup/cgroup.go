@@ -235,6 +235,10 @@ func (cg *Cgroup) AddProc(pid int) error {
 	return nil
 }
 
+// removeWait is how long Remove waits for exiting processes to leave (a
+// test of the fake kernel's shortens it).
+var removeWait = 2 * time.Second
+
 // Remove deletes the cgroup in every hierarchy, then the parents it can
 // (empty ones, such as slowlab/<run-id> once its last component is gone).
 // It waits briefly for processes that are exiting to leave, but never
@@ -244,7 +248,7 @@ func (cg *Cgroup) Remove() error {
 		return nil
 	}
 	var errs []error
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(removeWait)
 	for _, dir := range cg.dirs {
 		for {
 			pids, err := readPids(dir)
