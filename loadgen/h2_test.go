@@ -129,6 +129,7 @@ func closedAtEnd[C interface{ Close() error }](t *testing.T, c C, err error) C {
 // handler cannot return before the reader granted all but what the window
 // and the server's own write buffer hold.
 func TestH2PacedStreamHoldsHandler(t *testing.T) {
+	t.Parallel() // it waits for its pacing, and its bounds are lower ones, which load only lengthens
 	srv := startH2Server(t)
 	c := dialH2(t, srv.addr, 64<<10, 16<<20)
 	const size, rate, window = 1 << 20, 1 << 20, 64 << 10
@@ -283,7 +284,7 @@ func TestH2RefusesWindows(t *testing.T) {
 func TestOpenLoopOverH2(t *testing.T) {
 	srv := startH2Server(t)
 	c := dialH2(t, srv.addr, H2DefaultWindow, 16<<20)
-	pacer, err := RatePacer(50, time.Second)
+	pacer, err := RatePacer(500, 100*time.Millisecond) // checkStreamHits' 50 hits
 	if err != nil {
 		t.Fatal(err)
 	}

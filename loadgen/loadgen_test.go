@@ -483,6 +483,7 @@ slowlab_loadgen_received_bytes_total{role="slow",run_id="s"} 1.048576e+06
 // reads the body at its rate, from when the response begins; the wait is
 // not credit to read the body at once.
 func TestSlowReaderPacesFromResponse(t *testing.T) {
+	t.Parallel() // it waits for its pacing, and its bounds are lower ones, which load only lengthens
 	const size, rate, late = 256 << 10, 512 << 10, 600 * time.Millisecond
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(late) // the busy server: it answers late

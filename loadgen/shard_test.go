@@ -58,7 +58,7 @@ func TestShardPacerPartitionsTheSchedule(t *testing.T) {
 func TestShardedOpenLoopsSendTheSchedule(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	defer srv.Close()
-	whole, err := RatePacer(100, time.Second)
+	whole, err := RatePacer(1000, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 )
 
 // sseServer writes ticks ticks 20 ms apart, each stamped when written,
-// then the end event unless cut.
+// then the end event unless cut. A client gone ends it (Close waits for
+// its handlers).
 func sseServer(t *testing.T, ticks int, cut bool, status int) *url.URL {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if status != http.StatusOK {
@@ -27,7 +28,11 @@ func sseServer(t *testing.T, ticks int, cut bool, status int) *url.URL {
 		w.Header().Set("Content-Type", "text/event-stream")
 		rc := http.NewResponseController(w)
 		for i := range ticks {
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
 			fmt.Fprintf(w, "id: %d\ndata: {\"seq\": %d, \"t_us\": %d}\n\n", i, i, time.Now().UnixMicro())
 			rc.Flush()
 		}
