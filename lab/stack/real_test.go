@@ -183,6 +183,9 @@ var publishedLimits = map[string]cgroup.Limits{
 // without them), with the published limits in cgroups when root.
 func lookup(t *testing.T, name string, servers ...string) Stack {
 	t.Helper()
+	// Before Lookup, which probes the machine (Python's modules, Node.js)
+	// for what Require then skips under -short anyway.
+	slowlabtest.EndToEnd(t, "it starts the "+name+" stack")
 	var specs []Server
 	for _, srv := range servers {
 		spec, err := ParseServer(srv)
