@@ -11,9 +11,9 @@ import (
 
 // The readers of component logs hold one line at a time: a proxy error
 // log of 16 MiB of other lines, then a client timeout, gives its one
-// timeout having allocated a few MiB, and a worker's log of 16 MiB with no
-// newline fails naming its line, where reading each file whole allocates
-// its 16 MiB and more.
+// timeout having allocated a few MiB, and a worker's log (or an app's
+// send log) of 16 MiB with no newline fails naming its line, where reading
+// each file whole allocates its 16 MiB and more.
 func TestLogReadersHoldALine(t *testing.T) {
 	dir := t.TempDir()
 	other := bytes.Repeat([]byte("2026/12/03 12:56:31 [info] 7#0: *3 client closed keepalive connection\n"), (16<<20)/71)
@@ -31,6 +31,10 @@ func TestLogReadersHoldALine(t *testing.T) {
 	}{
 		{"client timeouts", "", func() (int, error) { cts, err := ClientTimeouts([]string{errorLog}); return len(cts), err }},
 		{"endless line", "r-app.log line 1: over 1048576 bytes", func() (int, error) { return CountWorkerTimeouts(dir, "r") }},
+		{"endless send record", "r-app.log line 1: over 1048576 bytes", func() (int, error) {
+			recs, err := readSendLog(filepath.Join(dir, "r-app.log"))
+			return len(recs), err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
