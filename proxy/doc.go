@@ -60,7 +60,9 @@
 // body waits.
 //
 // An upstream that cannot be reached or answers garbage before its header
-// gets the client a 502, a timeout a 504 (as NGINX). An upstream that fails
+// gets the client a 502, a timeout a 504 (as NGINX); so does a response
+// header (1xx responses included) over 1 MiB, net/http's default bound on
+// a request header: a 502 "upstream sent too big header". An upstream that fails
 // mid-body, or a shutdown that cuts a response, closes the client
 // connection so the client sees a broken response, never a short one.
 //

@@ -193,9 +193,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var se *stageError
 		errors.As(err, &se)
 		p.m.upstreamErrors.WithLabelValues(se.stage).Inc()
-		if timedOut(err) {
+		switch {
+		case timedOut(err):
 			p.fail(w, http.StatusGatewayTimeout, "upstream timed out")
-		} else {
+		case errors.Is(err, errUpstreamHeaderTooLarge):
+			p.fail(w, http.StatusBadGateway, "upstream sent too big header")
+		default:
 			p.fail(w, http.StatusBadGateway, "upstream unavailable")
 		}
 		return

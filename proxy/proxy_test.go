@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -220,6 +221,54 @@ func TestProxyUpstreamBadHeader(t *testing.T) {
 	}
 	if b := p.Buffered(); len(b) != 0 {
 		t.Errorf("Buffered after a 502: %+v; want none", b)
+	}
+}
+
+// TestProxyUpstreamBoundsHeader: an upstream that writes header bytes
+// for ever (or 1xx responses for ever) gets the client a 502 once the
+// header passes maxUpstreamHeaderBytes, the proxy having allocated a few
+// MiB, where an unbounded read goes on until the upstream's stop after
+// 64 MiB.
+func TestProxyUpstreamBoundsHeader(t *testing.T) {
+	slowlabtest.Timing(t)
+	for _, tc := range []struct{ name, head, repeat string }{
+		{"endless header", "HTTP/1.1 200 OK\r\n", "X-Endless: " + strings.Repeat("a", 1000) + "\r\n"},
+		{"endless 1xx", "", "HTTP/1.1 103 Early Hints\r\nLink: </" + strings.Repeat("a", 1000) + ">\r\n\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			written := make(chan int64, 1)
+			repeat := []byte(tc.repeat) // a write allocates nothing
+			up := rawUpstream(t, func(c net.Conn) {
+				n, _ := io.WriteString(c, tc.head)
+				total := int64(n)
+				for total < 64<<20 {
+					n, err := c.Write(repeat)
+					total += int64(n)
+					if err != nil {
+						break
+					}
+				}
+				written <- total
+			})
+			p, addr := startProxy(t, testOptions(t, up, false))
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			resp, body := get(t, "http://"+addr+"/")
+			n := <-written // the upstream saw the proxy close
+			runtime.ReadMemStats(&after)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d %q, allocated %.1f MiB, upstream wrote %.1f MiB", resp.StatusCode, body, float64(alloc)/(1<<20), float64(n)/(1<<20))
+			if resp.StatusCode != http.StatusBadGateway || string(body) != "upstream sent too big header\n" {
+				t.Errorf("status %d body %q, want 502 \"upstream sent too big header\"", resp.StatusCode, body)
+			}
+			if v := testutil.ToFloat64(p.m.upstreamErrors.WithLabelValues(stageHeader)); v != 1 {
+				t.Errorf("header errors %v, want 1", v)
+			}
+			if alloc > 4<<20 {
+				t.Errorf("allocated %d bytes, want at most %d", alloc, 4<<20)
+			}
+		})
 	}
 }
 

@@ -99,14 +99,21 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 	}
 	// The header must fit proxy_buffer_size in NGINX; here the buffer only
 	// sizes the reads, and body bytes read with the header are kept.
-	br := bufio.NewReaderSize(tc, p.opts.BufferSize)
+	// What bounds it is maxUpstreamHeaderBytes, 1xx responses included,
+	// as http.Transport's MaxResponseHeaderBytes does; the body reads through.
+	hl := &headLimit{r: tc, left: maxUpstreamHeaderBytes}
+	br := bufio.NewReaderSize(hl, p.opts.BufferSize)
 	for {
 		resp, err := http.ReadResponse(br, out)
+		if err != nil && hl.left == 0 {
+			err = errUpstreamHeaderTooLarge
+		}
 		if err != nil {
 			return fail(stageHeader, err)
 		}
 		switch {
 		case resp.StatusCode == http.StatusSwitchingProtocols && upgrade:
+			hl.left = -1
 			u.resp, u.tc, u.br = resp, tc, br
 			return u, nil
 		case resp.StatusCode == http.StatusSwitchingProtocols:
@@ -114,9 +121,42 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 		case resp.StatusCode < 200:
 			continue // 100 Continue, 103 Early Hints: informational, skip
 		}
+		hl.left = -1
 		u.resp = resp
 		return u, nil
 	}
+}
+
+// maxUpstreamHeaderBytes bounds the upstream's response header, 1xx
+// responses included: net/http's default for a request header, which
+// http.Transport's default (10 MiB) is ten times.
+const maxUpstreamHeaderBytes = http.DefaultMaxHeaderBytes
+
+// errUpstreamHeaderTooLarge is an upstream response header over
+// maxUpstreamHeaderBytes (NGINX's "upstream sent too big header").
+var errUpstreamHeaderTooLarge = fmt.Errorf("response header over %d bytes", maxUpstreamHeaderBytes)
+
+// headLimit reads r with at most left more bytes while left is 0 or more,
+// failing with errUpstreamHeaderTooLarge once they are read; with left
+// below 0 it reads through.
+type headLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (h *headLimit) Read(p []byte) (int, error) {
+	if h.left < 0 {
+		return h.r.Read(p)
+	}
+	if h.left == 0 {
+		return 0, errUpstreamHeaderTooLarge
+	}
+	if int64(len(p)) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.r.Read(p)
+	h.left -= int64(n)
+	return n, err
 }
 
 // outgoingRequest is r as sent upstream: same method, target and end-to-end

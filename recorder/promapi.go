@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,6 +25,37 @@ import (
 // 11,000 points per series; longer ranges are queried in pieces. A
 // variable so tests can make the pieces small.
 var maxStepsPerQuery = 10_000
+
+// maxQueryBytes bounds one query_range response body: a piece of
+// maxStepsPerQuery steps of a few components is a few MiB. A variable so
+// tests can make it small.
+var maxQueryBytes int64 = 64 << 20
+
+// boundedBodies is a RoundTripper whose response bodies fail past
+// maxQueryBytes (client_golang's client reads a body whole, unbounded).
+type boundedBodies struct{ http.RoundTripper }
+
+func (b boundedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.RoundTripper.RoundTrip(req)
+	if err == nil {
+		resp.Body = &queryBody{limitReader{r: resp.Body, n: maxQueryBytes}, resp.Body}
+	}
+	return resp, err
+}
+
+// queryBody is a response body read through a limitReader.
+type queryBody struct {
+	lr limitReader
+	io.Closer
+}
+
+func (q *queryBody) Read(p []byte) (int, error) {
+	n, err := q.lr.Read(p)
+	if errors.Is(err, errBodyTooLarge) {
+		err = fmt.Errorf("response body over %d bytes", maxQueryBytes)
+	}
+	return n, err
+}
 
 // ErrNoPromSamples is the Error of rows for a step in which Prometheus
 // has no sample of any component: the exporter was down or not scraped.
@@ -141,7 +174,7 @@ func QueryRange(ctx context.Context, promURL string, sel Selector, runID string,
 	if end.Before(start) {
 		return nil, fmt.Errorf("prometheus query: end %s is before start %s", end.Format(time.RFC3339), start.Format(time.RFC3339))
 	}
-	client, err := api.NewClient(api.Config{Address: promURL})
+	client, err := api.NewClient(api.Config{Address: promURL, RoundTripper: boundedBodies{api.DefaultRoundTripper}})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,9 +77,18 @@ func (r *embeddedRun) Stop() error             { return r.p.Stop(3 * time.Second
 // MetricsEndpoint implements MetricsEndpoint: the target's admin listener.
 func (r *embeddedRun) MetricsEndpoint() (string, string) { return "slowlab-target", r.admin }
 
+// The bounds of what adminGet reads of a response body: the target's
+// /metrics is a few KiB (recorder's scrape bounds one at 16 MiB), its
+// /app-send a few hundred bytes per /large response of the run.
+var (
+	maxAdminMetricsBytes int64 = 16 << 20
+	maxAppSendBytes      int64 = 256 << 20
+)
+
 // adminGet fetches path from the target's admin listener and hands the
-// response to read; errors name what was fetched.
-func (r *embeddedRun) adminGet(ctx context.Context, path, accept string, timeout time.Duration, read func(*http.Response) error) error {
+// response to read, whose body fails past max bytes; errors name what was
+// fetched.
+func (r *embeddedRun) adminGet(ctx context.Context, path, accept string, timeout time.Duration, max int64, read func(*http.Response) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.admin+path, nil)
@@ -93,17 +103,47 @@ func (r *embeddedRun) adminGet(ctx context.Context, path, accept string, timeout
 		return fmt.Errorf("target admin %s: %w", path, err)
 	}
 	defer resp.Body.Close()
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{&bodyLimit{r: resp.Body, left: max, max: max}, resp.Body}
 	if err := read(resp); err != nil {
 		return fmt.Errorf("target admin %s: %w", path, err)
 	}
 	return nil
 }
 
+// bodyLimit reads r until left bytes are read, then fails: a body over
+// max bytes is an error, never one cut short.
+type bodyLimit struct {
+	r         io.Reader
+	left, max int64
+}
+
+func (b *bodyLimit) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly max from a longer one.
+		switch n, err := b.r.Read(make([]byte, 1)); {
+		case n == 0 && err != nil:
+			return 0, err
+		case n == 0:
+			return 0, nil
+		}
+		return 0, fmt.Errorf("response body over %d bytes", b.max)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
 // LongPollsHeld implements HeldCounter from the target's
 // slowlab_target_longpolls_in_progress gauge, by worker index.
 func (r *embeddedRun) LongPollsHeld(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	err := r.adminGet(ctx, "/metrics", recorder.AcceptHeader, 2*time.Second, func(resp *http.Response) error {
+	err := r.adminGet(ctx, "/metrics", recorder.AcceptHeader, 2*time.Second, maxAdminMetricsBytes, func(resp *http.Response) error {
 		fams, err := recorder.ParseExposition(resp.Body, resp.Header.Get("Content-Type"))
 		if err != nil {
 			return err
@@ -142,7 +182,7 @@ func (r *embeddedRun) AppServed(ctx context.Context) (map[string]Served, error) 
 
 func (r *embeddedRun) sendRecords(ctx context.Context) ([]appserver.SendRecord, error) {
 	var recs []appserver.SendRecord
-	err := r.adminGet(ctx, "/app-send", "", 5*time.Second, func(resp *http.Response) error {
+	err := r.adminGet(ctx, "/app-send", "", 5*time.Second, maxAppSendBytes, func(resp *http.Response) error {
 		return json.NewDecoder(resp.Body).Decode(&recs)
 	})
 	return recs, err

@@ -96,31 +96,36 @@ func (r *appProcess) sendRecords(ctx context.Context) ([]appserver.SendRecord, e
 	return readSendLog(r.sendLog)
 }
 
-// readSendLog reads the app's JSON lines in the order written. A torn last
-// line (a worker killed while writing it) is skipped; any other bad line
-// is an error.
+// readSendLog reads the app's JSON lines in the order written, a line at
+// a time (logLines). A torn last line (a worker killed while writing it:
+// no newline) is skipped; any other bad line is an error.
 func readSendLog(path string) ([]appserver.SendRecord, error) {
-	b, err := os.ReadFile(path)
+	var out []appserver.SendRecord
+	var bad error
+	n := 0
+	err := logLines(path, func(line []byte) {
+		n++
+		text, ended := bytes.CutSuffix(line, []byte("\n"))
+		if bad != nil || len(text) == 0 {
+			return
+		}
+		var rec appserver.SendRecord
+		if err := json.Unmarshal(text, &rec); err != nil {
+			if ended {
+				bad = fmt.Errorf("app-send: %s line %d: %w", path, n, err)
+			}
+			return
+		}
+		out = append(out, rec)
+	})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // no /large response begun yet
 	}
 	if err != nil {
 		return nil, fmt.Errorf("app-send: %w", err)
 	}
-	var out []appserver.SendRecord
-	lines := bytes.Split(b, []byte("\n"))
-	for i, line := range lines {
-		if len(line) == 0 {
-			continue
-		}
-		var rec appserver.SendRecord
-		if err := json.Unmarshal(line, &rec); err != nil {
-			if i == len(lines)-1 {
-				continue
-			}
-			return nil, fmt.Errorf("app-send: %s line %d: %w", path, i+1, err)
-		}
-		out = append(out, rec)
+	if bad != nil {
+		return nil, bad
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package stack
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -32,14 +31,13 @@ type ClientTimeout struct {
 func ClientTimeouts(errorLogs []string) ([]ClientTimeout, error) {
 	var out []ClientTimeout
 	for _, p := range errorLogs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("proxy log: %w", err)
-		}
-		for line := range bytes.Lines(b) {
+		err := logLines(p, func(line []byte) {
 			if ct, ok := ParseClientTimeout(line); ok {
 				out = append(out, ct)
 			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("proxy log: %w", err)
 		}
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package stack
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,12 +61,8 @@ func runLogLines(logDir, runID string, f func(name string, line []byte)) error {
 		return fmt.Errorf("no logs of run %s in %s", runID, logDir)
 	}
 	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
+		if err := logLines(p, func(line []byte) { f(filepath.Base(p), line) }); err != nil {
 			return err
-		}
-		for line := range bytes.Lines(b) {
-			f(filepath.Base(p), line)
 		}
 	}
 	return nil
