@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/headlimit"
 )
 
 // upstream is one request's connection to the app, and the accounting of
@@ -101,11 +103,11 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 	// sizes the reads, and body bytes read with the header are kept.
 	// What bounds it is maxUpstreamHeaderBytes, 1xx responses included,
 	// as http.Transport's MaxResponseHeaderBytes does; the body reads through.
-	hl := &headLimit{r: tc, left: maxUpstreamHeaderBytes}
+	hl := &headlimit.Reader{R: tc, Left: maxUpstreamHeaderBytes, Err: errUpstreamHeaderTooLarge}
 	br := bufio.NewReaderSize(hl, p.opts.BufferSize)
 	for {
 		resp, err := http.ReadResponse(br, out)
-		if err != nil && hl.left == 0 {
+		if err != nil && hl.Reached() {
 			err = errUpstreamHeaderTooLarge
 		}
 		if err != nil {
@@ -113,7 +115,7 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 		}
 		switch {
 		case resp.StatusCode == http.StatusSwitchingProtocols && upgrade:
-			hl.left = -1
+			hl.Lift()
 			u.resp, u.tc, u.br = resp, tc, br
 			return u, nil
 		case resp.StatusCode == http.StatusSwitchingProtocols:
@@ -121,7 +123,7 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 		case resp.StatusCode < 200:
 			continue // 100 Continue, 103 Early Hints: informational, skip
 		}
-		hl.left = -1
+		hl.Lift()
 		u.resp = resp
 		return u, nil
 	}
@@ -135,29 +137,6 @@ const maxUpstreamHeaderBytes = http.DefaultMaxHeaderBytes
 // errUpstreamHeaderTooLarge is an upstream response header over
 // maxUpstreamHeaderBytes (NGINX's "upstream sent too big header").
 var errUpstreamHeaderTooLarge = fmt.Errorf("response header over %d bytes", maxUpstreamHeaderBytes)
-
-// headLimit reads r with at most left more bytes while left is 0 or more,
-// failing with errUpstreamHeaderTooLarge once they are read; with left
-// below 0 it reads through.
-type headLimit struct {
-	r    io.Reader
-	left int64
-}
-
-func (h *headLimit) Read(p []byte) (int, error) {
-	if h.left < 0 {
-		return h.r.Read(p)
-	}
-	if h.left == 0 {
-		return 0, errUpstreamHeaderTooLarge
-	}
-	if int64(len(p)) > h.left {
-		p = p[:h.left]
-	}
-	n, err := h.r.Read(p)
-	h.left -= int64(n)
-	return n, err
-}
 
 // outgoingRequest is r as sent upstream: same method, target and end-to-end
 // headers, Host set to the upstream (NGINX's default $proxy_host) and
