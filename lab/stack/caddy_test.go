@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -143,7 +144,20 @@ func TestCaddySlowReaders(t *testing.T) {
 	for _, route := range caddyRoutes {
 		starved := route != RouteCaddyBufferResponse
 		t.Run(string(route), func(t *testing.T) {
-			s := startReal(t, lookup(t, nameCaddy, "sync-2"), route, "sync-2", size)
+			st := lookup(t, nameCaddy, "sync-2")
+			if !starved && st.Limits != nil {
+				// Two 16 MiB responses read whole into Caddy's memory
+				// peak near its published 96 MiB (74.5 MiB measured,
+				// docs/proxies.md), and now and then the kernel kills it
+				// for memory with both held, as assess finds at 2
+				// readers. What this test shows is the workers let go,
+				// so Caddy gets room for both.
+				st.Limits = maps.Clone(st.Limits)
+				proxy := st.Limits["proxy"]
+				proxy.MemoryBytes = 256 << 20
+				st.Limits["proxy"] = proxy
+			}
+			s := startReal(t, st, route, "sync-2", size)
 			u, _ := url.Parse(s.run.URL() + "/large")
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
