@@ -5,7 +5,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/slowlab/slowlab/internal/headlimit"
+	"github.com/slowlab/slowlab/internal/bounded"
 )
 
 // headLimit is the connection of a client that reads its one response
@@ -13,11 +13,11 @@ import (
 // uploader), which bounds nothing: the header may read at most
 // MaxResponseHeaderBytes from the connection, counted as the fast clients
 // count theirs (leanConn.headerLeft); then it reads through.
-type headLimit struct{ headlimit.Reader }
+type headLimit struct{ bounded.Header }
 
 // newHeadLimit reads r with a header bound of MaxResponseHeaderBytes.
 func newHeadLimit(r io.Reader) *headLimit {
-	return &headLimit{headlimit.Reader{R: r, Left: MaxResponseHeaderBytes, Err: ErrHeaderTooLarge}}
+	return &headLimit{bounded.Header{R: r, Left: MaxResponseHeaderBytes, Err: ErrHeaderTooLarge}}
 }
 
 // readResponse reads the response to req from br, which reads through h,

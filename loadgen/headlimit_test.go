@@ -31,20 +31,8 @@ func TestOneShotClientsBoundHeader(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			srv := newEndlessServer(t, "HTTP/1.1 200 OK\r\n", header, cancel)
-			u, err := url.Parse(srv.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			err = tc.run(ctx, u)
-			written := <-srv.done // the server saw the client close
-			runtime.ReadMemStats(&after)
-			alloc := after.TotalAlloc - before.TotalAlloc
+			var err error
+			alloc, written := againstEndless(t, "HTTP/1.1 200 OK\r\n", header, func(ctx context.Context, u *url.URL) { err = tc.run(ctx, u) })
 			t.Logf("%v (%s), allocated %.1f MiB, server wrote %.1f MiB", err, ErrorReason(err), float64(alloc)/(1<<20), float64(written)/(1<<20))
 			if ErrorReason(err) != "header_too_large" {
 				t.Errorf("err %v (%s), want header_too_large", err, ErrorReason(err))
@@ -54,6 +42,26 @@ func TestOneShotClientsBoundHeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// againstEndless runs one client against an endlessServer writing head,
+// then body for ever (stopped after stopAfter bytes), and returns the
+// bytes the process allocated meanwhile and those the server wrote.
+func againstEndless(t *testing.T, head, body string, run func(ctx context.Context, u *url.URL)) (alloc uint64, written int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := newEndlessServer(t, head, body, cancel)
+	u, err := url.Parse(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	run(ctx, u)
+	written = <-srv.done // the server saw the client close
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc, written
 }
 
 // An SSE stream's body is bounded too: a line that never ends fails the
@@ -71,20 +79,8 @@ func TestSSEClientBoundsBody(t *testing.T) {
 		{"endless ticks", "data: {\"seq\": 1, \"t_us\": 1}\n\n", "more than 1000 events", 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			srv := newEndlessServer(t, head, tc.body, cancel)
-			u, err := url.Parse(srv.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			s := SSEClient{URL: u, MaxEvents: 1000}.Run(ctx, 0)
-			written := <-srv.done
-			runtime.ReadMemStats(&after)
-			alloc := after.TotalAlloc - before.TotalAlloc
+			var s SSEStream
+			alloc, written := againstEndless(t, head, tc.body, func(ctx context.Context, u *url.URL) { s = SSEClient{URL: u, MaxEvents: 1000}.Run(ctx, 0) })
 			t.Logf("%s %v, %d events, allocated %.1f MiB, server wrote %.1f MiB", s.Outcome, s.Err, len(s.Events), float64(alloc)/(1<<20), float64(written)/(1<<20))
 			if s.Err == nil || !strings.Contains(s.Err.Error(), tc.err) || len(s.Events) != tc.events || s.Outcome != SSEError {
 				t.Errorf("%s %v with %d events, want error %q with %d", s.Outcome, s.Err, len(s.Events), tc.err, tc.events)

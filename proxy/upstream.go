@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slowlab/slowlab/internal/headlimit"
+	"github.com/slowlab/slowlab/internal/bounded"
 )
 
 // upstream is one request's connection to the app, and the accounting of
@@ -103,7 +103,7 @@ func (p *Proxy) openUpstream(ctx context.Context, r *http.Request) (*upstream, e
 	// sizes the reads, and body bytes read with the header are kept.
 	// What bounds it is maxUpstreamHeaderBytes, 1xx responses included,
 	// as http.Transport's MaxResponseHeaderBytes does; the body reads through.
-	hl := &headlimit.Reader{R: tc, Left: maxUpstreamHeaderBytes, Err: errUpstreamHeaderTooLarge}
+	hl := &bounded.Header{R: tc, Left: maxUpstreamHeaderBytes, Err: errUpstreamHeaderTooLarge}
 	br := bufio.NewReaderSize(hl, p.opts.BufferSize)
 	for {
 		resp, err := http.ReadResponse(br, out)

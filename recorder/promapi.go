@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/slowlab/slowlab/internal/bounded"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -38,23 +39,12 @@ type boundedBodies struct{ http.RoundTripper }
 func (b boundedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := b.RoundTripper.RoundTrip(req)
 	if err == nil {
-		resp.Body = &queryBody{limitReader{r: resp.Body, n: maxQueryBytes}, resp.Body}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{&bounded.Body{R: resp.Body, Left: maxQueryBytes, Err: fmt.Errorf("response body over %d bytes", maxQueryBytes)}, resp.Body}
 	}
 	return resp, err
-}
-
-// queryBody is a response body read through a limitReader.
-type queryBody struct {
-	lr limitReader
-	io.Closer
-}
-
-func (q *queryBody) Read(p []byte) (int, error) {
-	n, err := q.lr.Read(p)
-	if errors.Is(err, errBodyTooLarge) {
-		err = fmt.Errorf("response body over %d bytes", maxQueryBytes)
-	}
-	return n, err
 }
 
 // ErrNoPromSamples is the Error of rows for a step in which Prometheus

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slowlab/slowlab/internal/bounded"
 )
 
 // DefaultInterval is the resource sampling interval of docs/experiments.md
@@ -287,7 +289,7 @@ func (s *Sampler) fetch(ctx context.Context, target string) (Families, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return nil, fmt.Errorf("HTTP %s", resp.Status)
 	}
-	body := &limitReader{r: ctxReader{ctx: ctx, r: resp.Body}, n: maxBodyBytes}
+	body := &bounded.Body{R: ctxReader{ctx: ctx, r: resp.Body}, Left: maxBodyBytes, Err: errBodyTooLarge}
 	return ParseExposition(body, resp.Header.Get("Content-Type"))
 }
 
@@ -304,28 +306,4 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
-}
-
-// limitReader is io.LimitReader that fails instead of pretending the body
-// ended, so a cut-off page is an error rather than half the metrics.
-type limitReader struct {
-	r io.Reader
-	n int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		var one [1]byte
-		n, err := l.r.Read(one[:])
-		if n > 0 {
-			return 0, errBodyTooLarge
-		}
-		return 0, err
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/internal/bounded"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -106,37 +107,11 @@ func (r *embeddedRun) adminGet(ctx context.Context, path, accept string, timeout
 	resp.Body = struct {
 		io.Reader
 		io.Closer
-	}{&bodyLimit{r: resp.Body, left: max, max: max}, resp.Body}
+	}{&bounded.Body{R: resp.Body, Left: max, Err: fmt.Errorf("response body over %d bytes", max)}, resp.Body}
 	if err := read(resp); err != nil {
 		return fmt.Errorf("target admin %s: %w", path, err)
 	}
 	return nil
-}
-
-// bodyLimit reads r until left bytes are read, then fails: a body over
-// max bytes is an error, never one cut short.
-type bodyLimit struct {
-	r         io.Reader
-	left, max int64
-}
-
-func (b *bodyLimit) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells a body of exactly max from a longer one.
-		switch n, err := b.r.Read(make([]byte, 1)); {
-		case n == 0 && err != nil:
-			return 0, err
-		case n == 0:
-			return 0, nil
-		}
-		return 0, fmt.Errorf("response body over %d bytes", b.max)
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	return n, err
 }
 
 // LongPollsHeld implements HeldCounter from the target's
