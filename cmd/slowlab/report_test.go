@@ -86,8 +86,10 @@ func TestReportCommand(t *testing.T) {
 }
 
 // TestReportLoadgenDirectory: a load generator's directory (loadgen.json,
-// requests.csv and its manifest.json) has one figure, which `slowlab
-// report` and a session's report line count in the singular.
+// requests.csv and its manifest.json, no environment.json) has one
+// figure, which `slowlab report` and a session's report line count in the
+// singular, and no note that environment.json is missing, since
+// `slowlab loadgen --out` writes none.
 func TestReportLoadgenDirectory(t *testing.T) {
 	dir := t.TempDir()
 	rec := loadgendir.Record{RunID: "r", Target: "http://127.0.0.1:8000/fast", Rate: 10, Duration: "1s", StartOffset: "0s",
@@ -117,6 +119,9 @@ func TestReportLoadgenDirectory(t *testing.T) {
 	}
 	if want := "1 figure (files relative to " + dir + "):\n"; !strings.Contains(stdout, want) {
 		t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	}
+	if strings.Contains(stdout, "environment.json") {
+		t.Errorf("stdout notes environment.json in a load generator's directory:\n%s", stdout)
 	}
 	var out, errs strings.Builder
 	lab.WriteReport(dir, &out, &errs)
