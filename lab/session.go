@@ -229,7 +229,7 @@ func WriteReport(dir string, stdout, stderr io.Writer) {
 		fmt.Fprintf(stderr, "report: %v\n", err)
 		return
 	}
-	fmt.Fprintf(stdout, "\nreport: %s (%d figures)\n", rep.HTML, len(rep.Figures))
+	fmt.Fprintf(stdout, "\nreport: %s (%s)\n", rep.HTML, report.Count(len(rep.Figures), "figure"))
 }
 
 // Env resolves the session's environment for cfg: the results directory,

@@ -3,6 +3,7 @@ package report_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,4 +228,56 @@ func TestEnvironmentOldFormat(t *testing.T) {
 		}
 	}
 	checkNoNetRows(t, rows)
+}
+
+// The note that environment.json is missing is due where a session's
+// directory lacks it (no manifest.json yet, or one that lists it), not in
+// a load generator's or merged directory, whose manifest.json lists the
+// files of a command that writes none: in the notes and on the page
+// alike.
+func TestEnvironmentNoteOnlyForSessions(t *testing.T) {
+	const note = "environment.json is not present: no environment summary"
+	for _, tc := range []struct {
+		name    string
+		command string // manifest.json's, "" for none
+		removed bool   // environment.json written, listed, then removed
+		noted   bool
+	}{
+		{"session without manifest", "", false, true},
+		{"session that lost it", "run", true, true},
+		{"loadgen", "loadgen", false, false},
+		{"merge", "merge", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeResults(t, dir)
+			if !tc.removed {
+				if err := os.Remove(filepath.Join(dir, report.EnvironmentFile)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.command != "" {
+				if err := recorder.WriteManifest(dir, tc.command, "stand-in"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.removed {
+				if err := os.Remove(filepath.Join(dir, report.EnvironmentFile)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := report.Write(dir, []report.Section{standIn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, err := os.ReadFile(rep.HTML)
+			if err != nil {
+				t.Fatal(err)
+			}
+			noted, onPage := slices.Contains(rep.Notes, note), strings.Contains(string(page), note)
+			if noted != tc.noted || onPage != tc.noted {
+				t.Errorf("note %q in the notes %t, on the page %t; want %t (notes %q)", note, noted, onPage, tc.noted, rep.Notes)
+			}
+		})
+	}
 }

@@ -40,3 +40,12 @@ func MiBText(b int64) string {
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
+
+// Count is n of noun, the noun plural unless n is 1: "1 figure", "3
+// figures".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -16,6 +16,7 @@ import (
 type page struct {
 	Dir      string
 	Env      *table // nil without environment.json
+	EnvNote  string // why Env is nil, where a note is due
 	Sections []*section
 }
 
@@ -104,9 +105,9 @@ nav ul { padding-left: 1.2rem; }
 <h2>Environment</h2>
 {{template "table" .}}
 </section>
-{{- else}}
-<p class="note">environment.json is not present: no environment summary.</p>
-{{- end}}
+{{- else}}{{with .EnvNote}}
+<p class="note">{{.}}.</p>
+{{- end}}{{end}}
 {{- range .Sections}}
 <section id="{{.ID}}">
 <h2>{{.Title}}</h2>

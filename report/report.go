@@ -179,8 +179,8 @@ func Write(dir string, experiments []Section) (*Report, error) {
 	}
 	if len(sessions) > 0 {
 		page.Env = environmentTable(sessions)
-	} else {
-		rep.Notes = append(rep.Notes, EnvironmentFile+" is not present: no environment summary")
+	} else if page.EnvNote = envMissing(m); page.EnvNote != "" {
+		rep.Notes = append(rep.Notes, page.EnvNote)
 	}
 	for _, s := range page.Sections {
 		for i, b := range s.Blocks {
@@ -217,4 +217,15 @@ func selectExperiments(dir string, experiments []Section, what string) []Section
 		found = append(found, e)
 	}
 	return found
+}
+
+// envMissing is the note for a directory without environment.json: due
+// where a lab session's would hold one, "" where its manifest lists the
+// files of a command that keeps none (slowlab loadgen --out, slowlab
+// merge: manifest.json without environment.json).
+func envMissing(m recorder.Manifest) string {
+	if m.Files != nil && !slices.ContainsFunc(m.Files, func(f recorder.ManifestEntry) bool { return f.Name == EnvironmentFile }) {
+		return ""
+	}
+	return EnvironmentFile + " is not present: no environment summary"
 }

@@ -69,7 +69,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "report: %s\n", rep.HTML)
-	fmt.Fprintf(stdout, "%d figures (files relative to %s):\n", len(rep.Figures), dir)
+	fmt.Fprintf(stdout, "%s (files relative to %s):\n", report.Count(len(rep.Figures), "figure"), dir)
 	for _, f := range rep.Figures {
 		fmt.Fprintf(stdout, "  %s: %s (%d series) %s\n", f.Name, f.Title, f.Series, strings.Join(f.Files, " "))
 	}

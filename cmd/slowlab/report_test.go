@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/loadgendir"
 	"github.com/slowlab/slowlab/recorder"
 )
 
@@ -80,6 +82,51 @@ func TestReportCommand(t *testing.T) {
 	// DIR may also follow --.
 	if code, _, stderr := runCmd(t, "report", "--", dir); code != 0 {
 		t.Errorf("report -- DIR: exit %d, %s", code, stderr)
+	}
+}
+
+// TestReportLoadgenDirectory: a load generator's directory (loadgen.json,
+// requests.csv and its manifest.json, no environment.json) has one
+// figure, which `slowlab report` and a session's report line count in the
+// singular, and no note that environment.json is missing, since
+// `slowlab loadgen --out` writes none.
+func TestReportLoadgenDirectory(t *testing.T) {
+	dir := t.TempDir()
+	rec := loadgendir.Record{RunID: "r", Target: "http://127.0.0.1:8000/fast", Rate: 10, Duration: "1s", StartOffset: "0s",
+		Timeout: "30s", MaxLag: "0s", Planned: 10, Shards: 1}
+	if err := loadgendir.Write(dir, rec); err != nil {
+		t.Fatal(err)
+	}
+	w, err := recorder.CreateFile[recorder.Request](dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		at := float64(i) / 10
+		if err := w.Write(recorder.Request{RunID: "r", Seq: i, ScheduledS: at, StartS: at, ScheduleLagMS: 0.1, LatencyMS: 2, Status: 200, Bytes: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := recorder.WriteManifest(dir, "loadgen", loadgendir.Name); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "report", dir)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if want := "1 figure (files relative to " + dir + "):\n"; !strings.Contains(stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	}
+	if strings.Contains(stdout, "environment.json") {
+		t.Errorf("stdout notes environment.json in a load generator's directory:\n%s", stdout)
+	}
+	var out, errs strings.Builder
+	lab.WriteReport(dir, &out, &errs)
+	if want := "\nreport: " + filepath.Join(dir, "report.html") + " (1 figure)\n"; out.String() != want || errs.Len() != 0 {
+		t.Errorf("session's report line %q, stderr %q; want %q", out.String(), errs.String(), want)
 	}
 }
 

@@ -119,7 +119,7 @@ func buildSection(dir string) (*report.Part, error) {
 	}
 	keys, groups := okRunsByCondition(d.runs)
 	if len(keys) == 0 {
-		p.Skip("runs.csv has no run with status ok (%d runs): no figures.", len(d.runs))
+		p.Skip("runs.csv has no run with status ok (%s): no figures.", report.Count(len(d.runs), "run"))
 	}
 
 	if f, why := p95Figure(keys, groups); f != nil {

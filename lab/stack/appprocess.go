@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/slowlab/slowlab/appserver"
 	"github.com/slowlab/slowlab/child"
+	"github.com/slowlab/slowlab/internal/bounded"
 )
 
 // appProcess is what the runs of the installed app servers (Gunicorn,
@@ -97,13 +99,13 @@ func (r *appProcess) sendRecords(ctx context.Context) ([]appserver.SendRecord, e
 }
 
 // readSendLog reads the app's JSON lines in the order written, a line at
-// a time (logLines). A torn last line (a worker killed while writing it:
+// a time (LogLines). A torn last line (a worker killed while writing it:
 // no newline) is skipped; any other bad line is an error.
 func readSendLog(path string) ([]appserver.SendRecord, error) {
 	var out []appserver.SendRecord
 	var bad error
 	n := 0
-	err := logLines(path, func(line []byte) {
+	err := LogLines(path, func(line []byte) {
 		n++
 		text, ended := bytes.CutSuffix(line, []byte("\n"))
 		if bad != nil || len(text) == 0 {
@@ -158,7 +160,7 @@ func readHeldFiles(dir string) (map[string]int, error) {
 		if _, err := os.Stat("/proc/" + pid); err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := readHeldFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("held long-polls: %w", err)
 		}
@@ -177,6 +179,20 @@ func readHeldFiles(dir string) (map[string]int, error) {
 		out[pid] = n
 	}
 	return out, nil
+}
+
+// maxHeldFile bounds a held-<pid> file, which holds one count.
+const maxHeldFile = 64
+
+// readHeldFile reads the held-<pid> file at p, failing past maxHeldFile
+// bytes rather than reading whatever the file has grown to.
+func readHeldFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(&bounded.Body{R: f, Left: maxHeldFile, Err: fmt.Errorf("%s: over %d bytes, not a count", p, maxHeldFile)})
 }
 
 // withoutEnv returns env without the named variables.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,10 +165,11 @@ func TestCaddySlowReaders(t *testing.T) {
 			defer wg.Wait()
 			defer cancel()
 			downloads := make([]loadgen.Download, 2)
+			var ended atomic.Int32 // downloads over
 			for i := range 2 {
 				sr := loadgen.SlowReader{URL: u, RcvBuf: 8 << 10, ReadSize: 16 << 10, Rate: rate, Timeout: 2 * time.Minute,
 					Header: http.Header{appserver.RequestIDHeader: {"slow-" + strconv.Itoa(i)}}}
-				wg.Go(func() { downloads[i] = sr.Run(ctx, i) })
+				wg.Go(func() { downloads[i] = sr.Run(ctx, i); ended.Add(1) })
 			}
 			_, port, _ := net.SplitHostPort(s.run.AppAddr())
 			if starved {
@@ -177,16 +179,27 @@ func TestCaddySlowReaders(t *testing.T) {
 					t.Errorf("/fast answered in %v while two slow readers read through %s: want it starved", d, route)
 				}
 			} else {
-				// Well before the 8 s downloads end (and before the app
-				// would be done with them through caddy-default, about 4.5
-				// s), Caddy has read both responses and the workers are
-				// free.
-				time.Sleep(3 * time.Second)
-				if n := slowlabtest.EstablishedTo(t, port); n != 0 {
-					t.Errorf("%d connections to the app 3 s into the downloads through %s", n, route)
+				// Caddy reads both responses whole while the readers are
+				// still at the start of theirs: the app's send records
+				// (written once a response is sent) come before either
+				// download ends, then the workers close their connections.
+				bothSent := func() bool {
+					sends, err := s.run.AppSend(context.Background())
+					_, sent0 := sends["slow-0"]
+					_, sent1 := sends["slow-1"]
+					return err == nil && sent0 && sent1
 				}
+				slowlabtest.WaitFor(t, "the app's sends of both responses", bothSent)
+				if n := ended.Load(); n != 0 {
+					t.Errorf("%d downloads through %s over before the app had sent both: want Caddy to read them ahead", n, route)
+				}
+				slowlabtest.WaitFor(t, "no connection to the app while the readers read", func() bool { return slowlabtest.EstablishedTo(t, port) == 0 },
+					func() string { return fmt.Sprintf("%d connections to the app", slowlabtest.EstablishedTo(t, port)) })
 				if _, err := fastWithin(s.run.URL(), 3*time.Second); err != nil {
 					t.Errorf("/fast during the slow downloads through %s: %v", route, err)
+				}
+				if n := ended.Load(); n != 0 {
+					t.Errorf("%d downloads through %s over before the workers were seen free and /fast answered: it shows nothing", n, route)
 				}
 			}
 			wg.Wait()

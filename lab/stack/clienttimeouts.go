@@ -31,7 +31,7 @@ type ClientTimeout struct {
 func ClientTimeouts(errorLogs []string) ([]ClientTimeout, error) {
 	var out []ClientTimeout
 	for _, p := range errorLogs {
-		err := logLines(p, func(line []byte) {
+		err := LogLines(p, func(line []byte) {
 			if ct, ok := ParseClientTimeout(line); ok {
 				out = append(out, ct)
 			}

@@ -1,10 +1,12 @@
 package stack
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,5 +46,33 @@ func TestGunicornLongPollsHeld(t *testing.T) {
 	write("held-"+me, "sixteen\n")
 	if _, err := r.LongPollsHeld(context.Background()); err == nil || !strings.Contains(err.Error(), `held-`+me+`: "sixteen\n" is not a count`) {
 		t.Errorf("malformed file: err = %v", err)
+	}
+}
+
+// A held-<pid> file holds one count: one of 16 MiB (a count padded with
+// spaces, which trimmed would read as 3) fails naming the file, having
+// read no more than the bound, where reading it whole took its 16 MiB
+// and the count.
+func TestHeldFileBounded(t *testing.T) {
+	dir := t.TempDir()
+	name := "held-" + strconv.Itoa(os.Getpid())
+	body := append(bytes.Repeat([]byte(" "), 16<<20), "3\n"...)
+	if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body = nil
+	r := &appProcess{heldDir: dir}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got, err := r.LongPollsHeld(context.Background())
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	want := filepath.Join(dir, name) + ": over 64 bytes, not a count"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("LongPollsHeld = %v, %v; want an error ending %q", got, err, want)
+	}
+	if alloc > 1<<20 {
+		t.Errorf("allocated %d bytes, want at most %d", alloc, 1<<20)
 	}
 }

@@ -13,10 +13,11 @@ import (
 // read, naming its line. A variable so tests can make it small.
 var maxLogLine = 1 << 20
 
-// logLines calls f with each line of the log at p, newline included (the
+// LogLines calls f with each line of the log at p, newline included (the
 // last one may have none), holding one line at a time rather than the
-// file, which the component may have grown to any size.
-func logLines(p string, f func(line []byte)) error {
+// file, which the component may have grown to any size (the stack's
+// readers, and temp-cliff's count of the proxy's error lines).
+func LogLines(p string, f func(line []byte)) error {
 	file, err := os.Open(p)
 	if err != nil {
 		return err

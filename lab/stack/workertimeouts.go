@@ -61,7 +61,7 @@ func runLogLines(logDir, runID string, f func(name string, line []byte)) error {
 		return fmt.Errorf("no logs of run %s in %s", runID, logDir)
 	}
 	for _, p := range paths {
-		if err := logLines(p, func(line []byte) { f(filepath.Base(p), line) }); err != nil {
+		if err := LogLines(p, func(line []byte) { f(filepath.Base(p), line) }); err != nil {
 			return err
 		}
 	}

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/slowlab/slowlab/appserver"
+	"github.com/slowlab/slowlab/internal/bounded"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/instrument"
 	"github.com/slowlab/slowlab/lab/stack"
@@ -83,7 +83,7 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	// After the log was read: every line in it now is there for the
 	// exporter's scrape too (the proxy writes its stderr to the file).
 	// None when the exporter reported no count.
-	if v, ok := scrapeGauge(ctx, &http.Client{Timeout: 5 * time.Second}, fr.In.ExporterURL(), tempWriteErrorsMetric); ok {
+	if v, ok, _ := scrapeGauge(ctx, &http.Client{Timeout: 5 * time.Second}, fr.In.ExporterURL(), tempWriteErrorsMetric); ok {
 		run.ExporterTempWriteErrors = recorder.Some(v)
 	}
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr, largeErr),
@@ -153,7 +153,7 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 	least := recorder.None()
 	client := &http.Client{Timeout: time.Second}
 	for {
-		if v, ok := scrapeGauge(ctx, client, url, tempFSAvailMetric); ok {
+		if v, ok, _ := scrapeGauge(ctx, client, url, tempFSAvailMetric); ok {
 			if mib := v / (1 << 20); !least.Valid || mib < least.Value {
 				least = recorder.Some(mib)
 			}
@@ -170,35 +170,42 @@ func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
 // the proxy's error log (exporter/errorlog.go).
 const tempWriteErrorsMetric = "slowlab_proxy_temp_write_errors_total"
 
+// maxExpositionBytes bounds one scrape of the exporter, as the Sampler's
+// (the exporter's exposition is a few KiB).
+const maxExpositionBytes = 16 << 20
+
 // scrapeGauge returns the value of gauge (or counter) name's series for
 // the proxy's group (instrument.ProxyGroup) in the exposition at url,
-// parsed as the Sampler parses it (recorder.ParseExposition).
-func scrapeGauge(ctx context.Context, client *http.Client, url, name string) (float64, bool) {
+// parsed as the Sampler parses it (recorder.ParseExposition); false when
+// the scrape failed (the error says why, naming url) or has no such
+// series. A body over maxExpositionBytes is an error, not parsed whole.
+func scrapeGauge(ctx context.Context, client *http.Client, url, name string) (float64, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	req.Header.Set("Accept", recorder.AcceptHeader)
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, false
+		return 0, false, err
 	}
 	defer resp.Body.Close()
-	fams, err := recorder.ParseExposition(resp.Body, resp.Header.Get("Content-Type"))
+	body := &bounded.Body{R: resp.Body, Left: maxExpositionBytes, Err: fmt.Errorf("response body over %d bytes", maxExpositionBytes)}
+	fams, err := recorder.ParseExposition(body, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return 0, false
+		return 0, false, fmt.Errorf("%s: %w", url, err)
 	}
 	for _, m := range fams[name].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "group" && l.GetValue() == instrument.ProxyGroup {
 				if c := m.GetCounter(); c != nil {
-					return c.GetValue(), true
+					return c.GetValue(), true, nil
 				}
-				return m.GetGauge().GetValue(), true
+				return m.GetGauge().GetValue(), true, nil
 			}
 		}
 	}
-	return 0, false
+	return 0, false, nil
 }
 
 // errorLevels mark a proxy log line at error level or worse, NGINX's
@@ -214,14 +221,13 @@ func countProxyErrors(paths []string) (int, error) {
 	}
 	n := 0
 	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return 0, err
-		}
-		for line := range bytes.Lines(b) {
+		err := stack.LogLines(p, func(line []byte) {
 			if slices.ContainsFunc(errorLevels, func(lvl []byte) bool { return bytes.Contains(line, lvl) }) {
 				n++
 			}
+		})
+		if err != nil {
+			return 0, err
 		}
 	}
 	return n, nil
