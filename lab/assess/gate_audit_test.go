@@ -1,0 +1,134 @@
+package assess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/lab/stack"
+	"github.com/slowlab/slowlab/recorder"
+)
+
+// fakeSelfCgroup is a cgroup v2 tree and a /proc that put this process
+// in its cgroup "loadgen", whose throttled time grows by throttle at
+// each bump: a load generator starved as a CPU-limited container starves
+// it, without root.
+type fakeSelfCgroup struct {
+	root, proc string
+	mu         sync.Mutex
+	usec       int64
+}
+
+func newFakeSelfCgroup(t *testing.T) *fakeSelfCgroup {
+	t.Helper()
+	f := &fakeSelfCgroup{root: t.TempDir(), proc: t.TempDir()}
+	pid := filepath.Join(f.proc, strconv.Itoa(os.Getpid()))
+	for _, err := range []error{
+		os.WriteFile(filepath.Join(f.root, "cgroup.controllers"), []byte("cpu memory\n"), 0o644),
+		os.MkdirAll(filepath.Join(f.root, "loadgen"), 0o755),
+		os.MkdirAll(pid, 0o755),
+		os.WriteFile(filepath.Join(pid, "cgroup"), []byte("0::/loadgen\n"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.bump(0)
+	return f
+}
+
+// bump adds d to the cgroup's throttled time, replacing cpu.stat whole
+// so that a reader never sees half of it.
+func (f *fakeSelfCgroup) bump(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.usec += d.Microseconds()
+	dir := filepath.Join(f.root, "loadgen")
+	tmp := filepath.Join(dir, "cpu.stat.tmp")
+	body := fmt.Sprintf("usage_usec 1000\nuser_usec 500\nsystem_usec 500\nnr_periods 10\nnr_throttled 10\nthrottled_usec %d\n", f.usec)
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err == nil {
+		os.Rename(tmp, filepath.Join(dir, "cpu.stat"))
+	}
+}
+
+// TestBaselineOfAStarvedGenerator: the baseline window is judged as a
+// level is. With the load generator's cgroup throttled 50 ms at every
+// /fast request, a baseline that answered is invalid, run again
+// maxTries times, and the probe stops "invalid" without a verdict (it
+// was taken: a starved generator's p95, ten times which hides a stack
+// that degrades); one that failed is invalid too, not "the stack does
+// not answer" (ErrUnavailable, which blames the stack). Unstarved, the
+// same baselines are taken and refused as before.
+func TestBaselineOfAStarvedGenerator(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		starved, failed bool
+		want            string // Stopped's start, or "unavailable", or "" for a baseline taken
+	}{
+		{"starved, answering", true, false, "invalid: the baseline"},
+		{"starved, failing", true, true, "invalid: the baseline"},
+		{"unstarved, failing", false, true, "unavailable"},
+		{"unstarved, answering", false, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg := newFakeSelfCgroup(t)
+			var served sync.Map
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				served.Store(time.Now(), true)
+				if tc.starved {
+					cg.bump(50 * time.Millisecond)
+				}
+				if tc.failed {
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			}))
+			defer srv.Close()
+			reqs, err := recorder.CreateFile[recorder.Request](t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reqs.Close()
+			c := quick("sync-1", stack.RouteDirect, 1, ProbeIdle)
+			c.Window, c.Offset = lab.Duration(200*time.Millisecond), 0
+			r := &run{cfg: c, env: &lab.Env{}, probe: ProbeIdle, reqs: reqs, fastTimeout: 2 * time.Second, t0: time.Now(),
+				t: targets{fast: srv.URL + "/fast", front: srv.Listener.Addr().String()}, maxLag: time.Minute,
+				self: newSelfMeter(cg.root, cg.proc)}
+			if !r.self.ok {
+				t.Fatal("the fake cgroup was not found")
+			}
+			var v Verdict
+			base, ok, err := r.baseline(context.Background(), &v, time.Now())
+			t.Logf("baseline %s, ok %v, err %v, stopped %q", base, ok, err, v.Stopped)
+			switch tc.want {
+			case "":
+				if !ok || err != nil || v.Stopped != "" || v.BaselineP95MS <= 0 {
+					t.Errorf("ok %v, err %v, stopped %q, p95 %.1f ms; want the baseline taken", ok, err, v.Stopped, v.BaselineP95MS)
+				}
+			case "unavailable":
+				if ok || !errors.Is(err, ErrUnavailable) {
+					t.Errorf("ok %v, err %v; want the stack unavailable", ok, err)
+				}
+			default:
+				if ok || err != nil || !strings.HasPrefix(v.Stopped, tc.want) || !strings.Contains(v.Stopped, "throttled") ||
+					!strings.Contains(v.Stopped, fmt.Sprintf("invalid %d times", maxTries)) || v.BaselineP95MS != 0 {
+					t.Errorf("ok %v, err %v, stopped %q, p95 %.1f ms; want no baseline, %q for the throttling after %d tries",
+						ok, err, v.Stopped, v.BaselineP95MS, tc.want, maxTries)
+				}
+				res := &Result{Assessment: Assessment{Verdicts: []Verdict{v}}}
+				if u := res.Unmade(); len(u) != 1 {
+					t.Errorf("unmade %v, want the probe without a verdict (exit 3)", u)
+				}
+			}
+		})
+	}
+}
