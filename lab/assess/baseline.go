@@ -70,3 +70,39 @@ func (r *run) baselineWindow(ctx context.Context, t0 time.Time) (Window, string,
 	}
 	return w, invalidWhy(&lv, r.maxLag, busy), err
 }
+
+// beforeBaseline waits until /fast answers as the stack's own, before the
+// baseline: an external stack may still be busy with the last probe's
+// clients. After a probe whose baseline p95 was prevBase, /fast must come
+// back under that probe's threshold; before the first (prevBase 0),
+// nothing is known of the stack's speed, so a 2xx within the /fast
+// timeout does: a stack whose /fast takes 700 ms is slow, not still
+// loaded, and was refused "not recovered" under 500 ms. "" when it
+// answered, else the probe's Stopped.
+func (r *run) beforeBaseline(ctx context.Context, prevBase time.Duration) string {
+	limit := r.fastTimeout
+	if prevBase > 0 {
+		limit = Threshold(prevBase)
+	}
+	back, why := r.answersUnder(ctx, limit, recoverBound)
+	switch {
+	case ctx.Err() != nil:
+		return interrupted(ctx)
+	case why != "":
+		return "invalid: waiting for /fast before the baseline: " + why
+	case !back:
+		return fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(limit), recoverBound)
+	}
+	return ""
+}
+
+// lastBaseline is the baseline /fast p95 of the last verdict that has
+// one (0 for none).
+func lastBaseline(vs []Verdict) time.Duration {
+	for i := len(vs) - 1; i >= 0; i-- {
+		if vs[i].BaselineP95MS > 0 {
+			return msDur(vs[i].BaselineP95MS)
+		}
+	}
+	return 0
+}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slowlab/slowlab/internal/labtest"
+	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
@@ -130,5 +132,42 @@ func TestBaselineOfAStarvedGenerator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAssessASlowStack: a stack whose /fast always takes 600 ms is slow,
+// not down. The degradation rule is relative to its baseline, so it is
+// assessed: idle and slowloris clients, which its server holds without
+// slowing /fast, leave it held at the maximum. The wait before the first
+// baseline wanted /fast under 500 ms and stopped the probe "not
+// recovered" after 30 s (exit 3), a stack no client had touched.
+func TestAssessASlowStack(t *testing.T) {
+	slowlabtest.EndToEnd(t, "an assessment of seconds against a test server")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	c := quick("sync-2", stack.RouteDirect, 1, ProbeIdle, ProbeSlowloris)
+	c.ext = extFlags{fast: srv.URL + "/fast"}
+	if err := c.ApplyExternal(); err != nil {
+		t.Fatal(err)
+	}
+	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.(*Result).Verdicts {
+		t.Logf("%s: %s, baseline p95 %.1f ms, held in place %d", v.Probe, v.Stopped, v.BaselineP95MS, v.HeldInPlace)
+		if v.ClientsToDegrade != nil || v.HeldInPlace != 1 || v.BaselineP95MS < 600 || !strings.HasPrefix(v.Stopped, "not degraded") {
+			t.Errorf("%s: threshold %v, held in place %d, baseline p95 %.1f ms, %q; want held with 1 over a baseline of 600 ms or more",
+				v.Probe, v.ClientsToDegrade, v.HeldInPlace, v.BaselineP95MS, v.Stopped)
+		}
 	}
 }

@@ -321,6 +321,12 @@ func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond
 // throttled more than a valid window allows meanwhile, so the requests
 // that were late may have been late here.
 func (r *run) recovered(ctx context.Context, base, bound time.Duration) (back bool, instrument string) {
+	return r.answersUnder(ctx, Threshold(base), bound)
+}
+
+// answersUnder is recovered with the latency a /fast request must come
+// back under given.
+func (r *run) answersUnder(ctx context.Context, limit, bound time.Duration) (back bool, instrument string) {
 	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: r.fastTimeout, AllowRemote: r.t.allowRemote})
 	defer client.Close()
 	before := r.self.read()
@@ -333,7 +339,7 @@ func (r *run) recovered(ctx context.Context, base, bound time.Duration) (back bo
 		} else {
 			client.Get(ctx, r.t.fast, &res)
 		}
-		if res.Err == nil && res.Status == http.StatusOK && res.Latency <= Threshold(base) {
+		if res.Err == nil && res.Status == http.StatusOK && res.Latency <= limit {
 			return true, ""
 		}
 		select {
