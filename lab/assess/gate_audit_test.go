@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,5 +171,68 @@ func TestAssessASlowStack(t *testing.T) {
 			t.Errorf("%s: threshold %v, held in place %d, baseline p95 %.1f ms, %q; want held with 1 over a baseline of 600 ms or more",
 				v.Probe, v.ClientsToDegrade, v.HeldInPlace, v.BaselineP95MS, v.Stopped)
 		}
+	}
+}
+
+// TestAssessStackDownAfterAProbe: a stack that stops answering between
+// probes (its /fast 503 from the moment the idle probe's client left)
+// keeps the verdict already made, judged as ever, and the next probe
+// says it failed, the stack not answering. Run
+// returned the error alone, so `slowlab assess` printed no verdict,
+// judged no bound, and a bound the first probe broke exited 3, not 1.
+func TestAssessStackDownAfterAProbe(t *testing.T) {
+	slowlabtest.EndToEnd(t, "an assessment of seconds against a test server")
+	var down atomic.Bool
+	var mu sync.Mutex
+	active := map[net.Conn]bool{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch st {
+		case http.StateActive:
+			active[c] = true
+		case http.StateClosed:
+			if !active[c] { // a connection that sent nothing: the idle client
+				down.Store(true)
+			}
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := quick("sync-2", stack.RouteDirect, 1, ProbeIdle, ProbeSlowloris)
+	c.FailOn = "idle<1"
+	c.ext = extFlags{fast: srv.URL + "/fast"}
+	if err := c.ApplyExternal(); err != nil {
+		t.Fatal(err)
+	}
+	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Run(context.Background(), env)
+	if err != nil {
+		t.Fatalf("Run: %v; want the verdicts, the stack's end one of them", err)
+	}
+	res := r.(*Result)
+	var got []string
+	for _, v := range res.Verdicts {
+		got = append(got, v.Probe+": "+v.Stopped)
+	}
+	t.Logf("verdicts:\n%s", strings.Join(got, "\n"))
+	if len(res.Verdicts) != 2 || !strings.HasPrefix(res.Verdicts[0].Stopped, "not degraded") ||
+		!strings.HasPrefix(res.Verdicts[1].Stopped, "failed: "+ErrUnavailable.Error()) {
+		t.Errorf("verdicts %q; want idle held, slowloris failed for the stack not answering", got)
+	}
+	broken, unjudged := res.Judge()
+	if len(broken) != 0 || len(unjudged) != 0 || len(res.Unmade()) != 1 {
+		t.Errorf("broken %q, not judged %q, unmade %q; want idle<1 passed, slowloris without a verdict (exit 3)", broken, unjudged, res.Unmade())
+	}
+	if b, err := os.ReadFile(filepath.Join(env.Out, File)); err != nil || !strings.Contains(string(b), `"stopped": "failed: `+ErrUnavailable.Error()) {
+		t.Errorf("%s (%v) lacks slowloris's verdict:\n%s", File, err, b)
 	}
 }

@@ -86,6 +86,13 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			env.Logf("assess: %s (%s left of the budget)", p, time.Until(deadline).Round(time.Second))
 			v, err = c.probe(ctx, env, p, deadline, reqs, samples, lastBaseline(res.Verdicts))
 		}
+		stop := false
+		if errors.Is(err, ErrUnavailable) && len(res.Verdicts) > 0 {
+			// The stack stopped answering after earlier probes: their
+			// verdicts stand and are judged, this probe has none, and
+			// none after it could measure.
+			v.Stopped, err, stop = "failed: "+err.Error(), nil, true
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -96,6 +103,9 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		}
 		if ctx.Err() != nil {
 			return res, ctx.Err()
+		}
+		if stop {
+			break
 		}
 	}
 	return res, errors.Join(reqs.Close(), samples.Close())
