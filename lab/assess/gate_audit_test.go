@@ -236,3 +236,20 @@ func TestAssessStackDownAfterAProbe(t *testing.T) {
 		t.Errorf("%s (%v) lacks slowloris's verdict:\n%s", File, err, b)
 	}
 }
+
+// TestFailOnNamesTheMistake: a stray comma and bounds joined by another
+// separator are named as such; they were `"": want PROBE<N` and "the
+// bound must be a whole number" of "idle<3;slowloris<2".
+func TestFailOnNamesTheMistake(t *testing.T) {
+	for in, want := range map[string]string{
+		"idle<3,":            `"idle<3,": an empty bound (a comma too many?)`,
+		",idle<3":            "an empty bound (a comma too many?)",
+		"idle<3;slowloris<2": `"idle<3;slowloris<2": one bound a term: separate bounds with commas`,
+		"idle<3 slowloris<2": "separate bounds with commas",
+		"idle<3<4":           "separate bounds with commas",
+	} {
+		if _, err := ParseFailOn(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseFailOn(%q) = %v, want an error with %q", in, err, want)
+		}
+	}
+}
