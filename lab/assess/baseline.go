@@ -77,21 +77,26 @@ func (r *run) baselineWindow(ctx context.Context, t0 time.Time) (Window, string,
 // back under that probe's threshold; before the first (prevBase 0),
 // nothing is known of the stack's speed, so a 2xx within the /fast
 // timeout does: a stack whose /fast takes 700 ms is slow, not still
-// loaded, and was refused "not recovered" under 500 ms. "" when it
-// answered, else the probe's Stopped.
-func (r *run) beforeBaseline(ctx context.Context, prevBase time.Duration) string {
+// loaded, and was refused "not recovered" under 500 ms; one that does
+// not answer within the timeout failed, no probe having loaded it. bound
+// is how long it waits (recoverBound). "" when it answered, else the
+// probe's Stopped.
+func (r *run) beforeBaseline(ctx context.Context, prevBase, bound time.Duration) string {
 	limit := r.fastTimeout
 	if prevBase > 0 {
 		limit = Threshold(prevBase)
 	}
-	back, why := r.answersUnder(ctx, limit, recoverBound)
+	back, why := r.answersUnder(ctx, limit, bound)
 	switch {
 	case ctx.Err() != nil:
 		return interrupted(ctx)
 	case why != "":
 		return "invalid: waiting for /fast before the baseline: " + why
+	case !back && prevBase == 0:
+		// No probe loaded it: too slow (or failing), not unrecovered.
+		return fmt.Sprintf("failed: /fast did not answer 2xx within %s in %s before the baseline: a stack must answer /fast within %s to be assessed", ms(limit), bound, ms(limit))
 	case !back:
-		return fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(limit), recoverBound)
+		return fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(limit), bound)
 	}
 	return ""
 }

@@ -253,3 +253,35 @@ func TestFailOnNamesTheMistake(t *testing.T) {
 		}
 	}
 }
+
+// TestBeforeBaselineOfASlowStack: before the first baseline a stack
+// slower than the /fast timeout failed (no probe loaded it: it is not
+// "not recovered", as it was said), one faster is taken whatever its
+// speed, and after a probe /fast must come back under that probe's
+// threshold.
+func TestBeforeBaselineOfASlowStack(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name              string
+		timeout, prevBase time.Duration
+		want              string
+	}{
+		{"first, slower than the timeout", 100 * time.Millisecond, 0, "failed: /fast did not answer 2xx within 100.0 ms in 1s before the baseline: a stack must answer /fast within 100.0 ms to be assessed"},
+		{"first, within the timeout", 5 * time.Second, 0, ""},
+		{"after a probe, under its threshold", 5 * time.Second, 100 * time.Millisecond, ""},
+		{"after a probe, over its threshold", 5 * time.Second, time.Microsecond, "not recovered: /fast did not answer under 500.0 ms within 1s before the baseline"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run{cfg: Default(), env: &lab.Env{}, fastTimeout: tc.timeout, t: targets{fast: srv.URL + "/fast"}}
+			if got := r.beforeBaseline(context.Background(), tc.prevBase, time.Second); got != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}

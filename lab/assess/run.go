@@ -130,7 +130,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	fr.Start(r.t0, samples)
 	defer c.sampled(fr, &v)
 	t.streamChecked(ctx, recoverBound)
-	if v.Stopped = r.beforeBaseline(ctx, prevBase); v.Stopped != "" {
+	if v.Stopped = r.beforeBaseline(ctx, prevBase, recoverBound); v.Stopped != "" {
 		return v, nil
 	}
 	base, ok, err := r.baseline(ctx, &v, time.Now())
