@@ -40,6 +40,7 @@ func runAssess(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	usage := fs.Usage
 	fs.Usage = func() {
 		usage()
+		fmt.Fprintf(stdout, "\n--max-schedule-lag, for assess: a level (or baseline) whose /fast started more than this behind its schedule is invalid and run again; 0, the default, is assess's %s, not off.\n", assess.DefaultMaxLag)
 		fmt.Fprintln(stdout, "\nslowlab assess --combine --out DIR SHARD_DIR... judges a sharded assessment's shards together (slowlab assess --combine --help).")
 		fmt.Fprintln(stdout, "\nExit status: 0 passed; 1 a --fail-on bound broken (the stack is too weak); 2 bad input (flags, or a URL that does not serve what its probe needs); 3 the assessment could not be made (the stack down, the load generator invalid at every try, a bound not judged)")
 	}

@@ -25,7 +25,12 @@ func ParseFailOn(s string) ([]Bound, error) {
 	for _, term := range strings.Split(s, ",") {
 		term = strings.TrimSpace(term)
 		name, num, ok := strings.Cut(term, "<")
-		if !ok {
+		switch {
+		case term == "":
+			return nil, fmt.Errorf("%q: an empty bound (a comma too many?): want PROBE<N, e.g. slow-readers<8", s)
+		case strings.Contains(num, "<"):
+			return nil, fmt.Errorf("%q: one bound a term: separate bounds with commas, e.g. slow-readers<8,idle<100", term)
+		case !ok:
 			return nil, fmt.Errorf("%q: want PROBE<N, e.g. slow-readers<8", term)
 		}
 		p, err := ParseProbe(strings.TrimSpace(name))

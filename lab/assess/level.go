@@ -121,27 +121,6 @@ func (r *run) windowFrom(ctx context.Context, id string, clients int, t0 time.Ti
 	return summarize(got.Reqs), got.WriteErr
 }
 
-// baseline measures /fast with no slow clients from t0 into v, and sets
-// the levels' /fast timeout from its p95, which it returns; false when
-// the probe stops there (v.Stopped says why, or err). A baseline cut
-// short by ctx's end is interrupted, not a stack that does not answer.
-func (r *run) baseline(ctx context.Context, v *Verdict, t0 time.Time) (time.Duration, bool, error) {
-	base, err := r.windowFrom(ctx, string(r.probe)+"-baseline", 0, t0)
-	switch {
-	case err != nil:
-		v.Stopped = "failed: results not all written: " + err.Error()
-		return 0, false, nil
-	case ctx.Err() != nil:
-		v.Stopped = interrupted(ctx)
-		return 0, false, nil
-	case base.Failed > 0 || base.OK == 0:
-		return 0, false, fmt.Errorf("%w: %s: the baseline /fast (no slow clients) failed %d of %d (%s)", ErrUnavailable, r.t.fast, base.Failed, base.Sent, base.FirstError)
-	}
-	v.BaselineP50MS, v.BaselineP95MS = msf(base.P50), msf(base.P95)
-	r.fastTimeout = 2 * Threshold(base.P95)
-	return base.P95, true, nil
-}
-
 // interrupted is the Stopped of a probe that ctx's end stopped.
 func interrupted(ctx context.Context) string { return "interrupted: " + context.Cause(ctx).Error() }
 
@@ -342,6 +321,12 @@ func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond
 // throttled more than a valid window allows meanwhile, so the requests
 // that were late may have been late here.
 func (r *run) recovered(ctx context.Context, base, bound time.Duration) (back bool, instrument string) {
+	return r.answersUnder(ctx, Threshold(base), bound)
+}
+
+// answersUnder is recovered with the latency a /fast request must come
+// back under given.
+func (r *run) answersUnder(ctx context.Context, limit, bound time.Duration) (back bool, instrument string) {
 	client := loadgen.NewClient(loadgen.ClientOptions{Timeout: r.fastTimeout, AllowRemote: r.t.allowRemote})
 	defer client.Close()
 	before := r.self.read()
@@ -354,7 +339,7 @@ func (r *run) recovered(ctx context.Context, base, bound time.Duration) (back bo
 		} else {
 			client.Get(ctx, r.t.fast, &res)
 		}
-		if res.Err == nil && res.Status == http.StatusOK && res.Latency <= Threshold(base) {
+		if res.Err == nil && res.Status == http.StatusOK && res.Latency <= limit {
 			return true, ""
 		}
 		select {

@@ -84,7 +84,14 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 			})
 		} else {
 			env.Logf("assess: %s (%s left of the budget)", p, time.Until(deadline).Round(time.Second))
-			v, err = c.probe(ctx, env, p, deadline, reqs, samples)
+			v, err = c.probe(ctx, env, p, deadline, reqs, samples, lastBaseline(res.Verdicts))
+		}
+		stop := false
+		if errors.Is(err, ErrUnavailable) && len(res.Verdicts) > 0 {
+			// The stack stopped answering after earlier probes: their
+			// verdicts stand and are judged, this probe has none, and
+			// none after it could measure.
+			v.Stopped, err, stop = "failed: "+err.Error(), nil, true
 		}
 		if err != nil {
 			return nil, err
@@ -97,15 +104,19 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
+		if stop {
+			break
+		}
 	}
 	return res, errors.Join(reqs.Close(), samples.Close())
 }
 
 // probe runs one probe. Its error is for an assessment that must not go
 // on (refused before load); a probe that could not measure is a verdict
-// with its reason.
+// with its reason. prevBase is the baseline /fast p95 of the probe
+// before it (0 for none): the wait before its own baseline.
 func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time.Time,
-	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample]) (v Verdict, err error) {
+	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample], prevBase time.Duration) (v Verdict, err error) {
 	fr, t, v, err := c.openProbe(ctx, env, p)
 	if fr == nil {
 		return v, err
@@ -119,15 +130,7 @@ func (c *Config) probe(ctx context.Context, env *lab.Env, p Probe, deadline time
 	fr.Start(r.t0, samples)
 	defer c.sampled(fr, &v)
 	t.streamChecked(ctx, recoverBound)
-	// An external stack may still be busy with the last probe's clients.
-	if back, why := r.recovered(ctx, 0, recoverBound); ctx.Err() != nil {
-		v.Stopped = interrupted(ctx)
-		return v, nil
-	} else if why != "" {
-		v.Stopped = "invalid: waiting for /fast before the baseline: " + why
-		return v, nil
-	} else if !back {
-		v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s within %s before the baseline", ms(Threshold(0)), recoverBound)
+	if v.Stopped = r.beforeBaseline(ctx, prevBase, recoverBound); v.Stopped != "" {
 		return v, nil
 	}
 	base, ok, err := r.baseline(ctx, &v, time.Now())
