@@ -2,11 +2,8 @@ package assess
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/slowlab/slowlab/lab/hostguard"
 )
 
 // baseline measures /fast with no slow clients from t0 into v, and sets
@@ -57,17 +54,11 @@ func (r *run) baseline(ctx context.Context, v *Verdict, t0 time.Time) (time.Dura
 // guard: its summary, and why it says nothing of the stack ("" when
 // valid).
 func (r *run) baselineWindow(ctx context.Context, t0 time.Time) (Window, string, error) {
-	gctx, stopGuard := r.guard.Watch(ctx)
-	defer stopGuard()
-	before := r.self.read()
-	w, err := r.windowFrom(gctx, string(r.probe)+"-baseline", 0, t0)
+	var w Window
+	var err error
 	var lv Level
-	generatorOver(&lv, before, r.self.read())
+	busy := r.guarded(ctx, &lv, func(gctx context.Context) { w, err = r.windowFrom(gctx, string(r.probe)+"-baseline", 0, t0) })
 	lv.FastLagMaxMS = msf(w.LagMax)
-	busy := ""
-	if errors.Is(context.Cause(gctx), hostguard.ErrHostBusy) {
-		busy = r.guard.Why()
-	}
 	return w, invalidWhy(&lv, r.maxLag, busy), err
 }
 

@@ -121,6 +121,22 @@ func (r *run) windowFrom(ctx context.Context, id string, clients int, t0 time.Ti
 	return summarize(got.Reqs), got.WriteErr
 }
 
+// guarded runs window under the host-CPU guard and records the load
+// generator's CPU and throttling over it in lv: the guard's reason when
+// it saw the host busy meanwhile, else "". A level's window and the
+// baseline's are judged alike (invalidWhy).
+func (r *run) guarded(ctx context.Context, lv *Level, window func(ctx context.Context)) (busy string) {
+	gctx, stopGuard := r.guard.Watch(ctx)
+	defer stopGuard()
+	before := r.self.read()
+	window(gctx)
+	generatorOver(lv, before, r.self.read())
+	if errors.Is(context.Cause(gctx), hostguard.ErrHostBusy) {
+		return r.guard.Why()
+	}
+	return ""
+}
+
 // interrupted is the Stopped of a probe that ctx's end stopped.
 func interrupted(ctx context.Context) string { return "interrupted: " + context.Cause(ctx).Error() }
 
@@ -234,30 +250,24 @@ func (r *run) measured(ctx context.Context, lv *Level, base time.Duration, c *cr
 		t0 = s.at.Add(shardPlace)
 		sleepUntil(ctx, t0)
 	}
-	gctx, stopGuard := r.guard.Watch(ctx)
-	defer stopGuard()
 	// In place: connected and not ended when the window's first request
 	// goes out, by when a server that accepts only to close has closed.
 	var connected atomic.Int64
 	connected.Store(-1)
 	snap := time.AfterFunc(time.Until(t0.Add(time.Duration(r.cfg.Offset))), func() { connected.Store(int64(c.inPlaceNow())) })
-	before := r.self.read()
 	var w Window
 	var err error
-	if s.measure {
-		w, err = r.windowFrom(gctx, fmt.Sprintf("%s-%d", r.probe, lv.Clients), lv.Clients, t0)
-	} else {
-		sleepUntil(gctx, t0.Add(time.Duration(r.cfg.Offset+r.cfg.Window)+r.fastTimeout))
-	}
-	generatorOver(lv, before, r.self.read())
+	busy := r.guarded(ctx, lv, func(gctx context.Context) {
+		if s.measure {
+			w, err = r.windowFrom(gctx, fmt.Sprintf("%s-%d", r.probe, lv.Clients), lv.Clients, t0)
+		} else {
+			sleepUntil(gctx, t0.Add(time.Duration(r.cfg.Offset+r.cfg.Window)+r.fastTimeout))
+		}
+	})
 	if snap.Stop() || connected.Load() < 0 { // the window ended before its first request
 		connected.Store(int64(c.inPlaceNow()))
 	}
 	lv.Connected = int(connected.Load())
-	busy := ""
-	if errors.Is(context.Cause(gctx), hostguard.ErrHostBusy) {
-		busy = r.guard.Why()
-	}
 	lv.FastSent, lv.FastOK, lv.FastFail = w.Sent, w.OK, w.Failed
 	lv.P50MS, lv.P95MS, lv.MaxMS = msf(w.P50), msf(w.P95), msf(w.Max)
 	lv.FastLagMaxMS, lv.FastTimeoutMS = msf(w.LagMax), msf(r.fastTimeout)
