@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/slowlab/slowlab/lab/hostguard"
 	"github.com/slowlab/slowlab/recorder"
@@ -16,23 +15,17 @@ import (
 // here (the guard is off), which is what the run sees when the guard
 // aborted it and the session was then interrupted.
 func TestBusyThenInterruptedKeepsItsReason(t *testing.T) {
-	saved := HostBusyCooldown
-	HostBusyCooldown = 0
-	t.Cleanup(func() { HostBusyCooldown = saved })
+	cooldown(t, 0)
 	session, interrupt := context.WithCancelCause(context.Background())
 	defer interrupt(nil)
 	var measured []string
-	m := &Matrix[repSpec, recorder.Run]{Specs: []repSpec{{0, 1}, {1, 1}}, Expected: func(repSpec) time.Duration { return time.Second },
-		Line: func(r recorder.Run) string { return r.Status },
-		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
-			return rowSink[recorder.Run]{}, func() error { return nil }, nil
-		},
-		Measure: func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
+	m := sinkMatrix([]repSpec{{0, 1}, {1, 1}},
+		func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
 			measured = append(measured, id)
 			interrupt(hostguard.ErrHostBusy)
 			<-ctx.Done()
 			return recorder.Run{RunID: id, Status: recorder.RunFailed, Reason: "its own"}, nil
-		}}
+		})
 	runs, err := m.Run(session, &Env{Out: t.TempDir()}, &fakeConfig{Header: Header{Experiment: "fake"}})
 	if err == nil {
 		t.Error("an interrupted session: no error")

@@ -172,9 +172,7 @@ func TestMatrixFailedInterrupted(t *testing.T) {
 func TestMatrixHostBusy(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs a matrix for seconds")
-	saved := HostBusyCooldown
-	HostBusyCooldown = 10 * time.Millisecond
-	t.Cleanup(func() { HostBusyCooldown = saved })
+	cooldown(t, 10*time.Millisecond)
 	slowlabtest.BusyCPUs(t)
 	// A run ends when the guard cancels it or, failing that, after the
 	// guard measured ten intervals: the guard's readings are the events.
@@ -266,25 +264,19 @@ func TestMatrixOwnLoad(t *testing.T) {
 func TestMatrixScheduleLag(t *testing.T) {
 	slowlabtest.Timing(t)
 	slowlabtest.EndToEnd(t, "it runs a matrix for seconds")
-	saved := HostBusyCooldown
-	HostBusyCooldown = 10 * time.Millisecond
-	t.Cleanup(func() { HostBusyCooldown = saved })
+	cooldown(t, 10*time.Millisecond)
 	lags := map[string]float64{"cond0.rep1": 2500, "cond0.rep1.try2": 12, "cond1.rep1": 2500}
 	status := map[string]string{"cond1.rep1": recorder.RunFailed}
 	var measured []string
-	m := &Matrix[fakeSpec, recorder.Run]{Specs: []fakeSpec{0, 1}, Expected: func(fakeSpec) time.Duration { return time.Second },
-		Line: func(r recorder.Run) string { return r.Status },
-		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
-			return rowSink[recorder.Run]{}, func() error { return nil }, nil
-		},
-		Measure: func(ctx context.Context, s fakeSpec, id string) (recorder.Run, error) {
+	m := sinkMatrix([]fakeSpec{0, 1},
+		func(ctx context.Context, s fakeSpec, id string) (recorder.Run, error) {
 			measured = append(measured, id)
 			st := status[id]
 			if st == "" {
 				st = recorder.RunOK
 			}
 			return recorder.Run{RunID: id, Status: st, MaxScheduleLagMS: recorder.Some(lags[id])}, nil
-		}}
+		})
 	env := &Env{Out: t.TempDir(), MaxScheduleLag: time.Second}
 	runs, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}})
 	if err != nil {
@@ -314,23 +306,37 @@ type rowSink[R any] struct{}
 
 func (rowSink[R]) Write(R) error { return nil }
 
+// sinkMatrix is a matrix of specs whose runs measure gives, each expected
+// to take a second, its rows discarded.
+func sinkMatrix[S Planned](specs []S, measure func(ctx context.Context, s S, id string) (recorder.Run, error)) *Matrix[S, recorder.Run] {
+	return &Matrix[S, recorder.Run]{Specs: specs, Expected: func(S) time.Duration { return time.Second },
+		Line: func(r recorder.Run) string { return r.Status },
+		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
+			return rowSink[recorder.Run]{}, func() error { return nil }, nil
+		},
+		Measure: measure}
+}
+
+// cooldown sets HostBusyCooldown to d for the test.
+func cooldown(t *testing.T, d time.Duration) {
+	saved := HostBusyCooldown
+	HostBusyCooldown = d
+	t.Cleanup(func() { HostBusyCooldown = saved })
+}
+
 // TestMatrixUnmeasured: a matrix that completes with a condition none of
 // whose runs ended ok notes it in the session, whose Unmeasured names it
 // and the runs file (ErrUnmeasured); a condition with one ok repetition
 // is measured. A run id's condition is the id less .repN and .tryN.
 func TestMatrixUnmeasured(t *testing.T) {
 	failed := map[string]bool{"cond0.rep1": true, "cond2.rep1": true, "cond2.rep2": true}
-	m := &Matrix[repSpec, recorder.Run]{Specs: []repSpec{{0, 1}, {0, 2}, {1, 1}, {2, 1}, {2, 2}}, Expected: func(repSpec) time.Duration { return time.Second },
-		Line: func(r recorder.Run) string { return r.Status },
-		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
-			return rowSink[recorder.Run]{}, func() error { return nil }, nil
-		},
-		Measure: func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
+	m := sinkMatrix([]repSpec{{0, 1}, {0, 2}, {1, 1}, {2, 1}, {2, 2}},
+		func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
 			if failed[id] {
 				return recorder.Run{RunID: id, Status: recorder.RunFailed, Reason: "broken"}, nil
 			}
 			return recorder.Run{RunID: id, Status: recorder.RunOK}, nil
-		}}
+		})
 	env := &Env{Out: t.TempDir(), unmeasured: &unmeasured{}}
 	if _, err := m.Run(context.Background(), env, &fakeConfig{Header: Header{Experiment: "fake"}}); err != nil {
 		t.Fatal(err)

@@ -13,23 +13,17 @@ import (
 // is tried HostBusyRetries times more, then left aborted; a failed run,
 // however late, is left failed and not tried again.
 func TestMatrixRetriesBounded(t *testing.T) {
-	saved := HostBusyCooldown
-	HostBusyCooldown = 0
-	t.Cleanup(func() { HostBusyCooldown = saved })
+	cooldown(t, 0)
 	var measured []string
-	m := &Matrix[repSpec, recorder.Run]{Specs: []repSpec{{0, 1}, {1, 1}}, Expected: func(repSpec) time.Duration { return time.Second },
-		Line: func(r recorder.Run) string { return r.Status },
-		Open: func(dir string, resume bool) (RowWriter[recorder.Run], func() error, error) {
-			return rowSink[recorder.Run]{}, func() error { return nil }, nil
-		},
-		Measure: func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
+	m := sinkMatrix([]repSpec{{0, 1}, {1, 1}},
+		func(ctx context.Context, s repSpec, id string) (recorder.Run, error) {
 			measured = append(measured, id)
 			st := recorder.RunOK
 			if s.cond == 1 {
 				st = recorder.RunFailed
 			}
 			return recorder.Run{RunID: id, Status: st, Reason: "its own", MaxScheduleLagMS: recorder.Some(2500)}, nil
-		}}
+		})
 	runs, err := m.Run(context.Background(), &Env{Out: t.TempDir(), MaxScheduleLag: time.Second}, &fakeConfig{Header: Header{Experiment: "fake"}})
 	if err != nil {
 		t.Fatal(err)

@@ -229,6 +229,20 @@ func runCases(t *testing.T, stackName string, cases []assessCase) {
 	}
 }
 
+// externalEnv is the session environment of c, an assessment of a stack
+// it did not start (c.ext), its output in the test's temporary directory.
+func externalEnv(t *testing.T, c *Config) *lab.Env {
+	t.Helper()
+	if err := c.ApplyExternal(); err != nil {
+		t.Fatal(err)
+	}
+	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
 // TestAssessExternal runs assess against Gunicorn sync-2 behind NGINX
 // (buffering on) that the test starts itself, as a user's deployment,
 // straight at the app: 2 slow readers and 2 idle connections take it down
@@ -242,13 +256,7 @@ func TestAssessExternal(t *testing.T) {
 	want := map[Probe]int{ProbeSlowReaders: 2, ProbeIdle: 2}
 	c := quick("sync-2", stack.RouteDirect, 4, ProbeSlowReaders, ProbeIdle)
 	c.ext = extFlags{fast: "http://" + running.AppAddr() + "/fast", large: "http://" + running.AppAddr() + "/large", app: []string{app}}
-	if err := c.ApplyExternal(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := externalEnv(t, c)
 	res := checkAssessment(t, c, env, want)
 	if res.Stack != stack.NameExternal {
 		t.Errorf("stack %q, want external", res.Stack)
@@ -277,13 +285,7 @@ func TestAssessExternalThroughProxy(t *testing.T) {
 	base := "http://" + running.ProxyAddr()
 	c.ext = extFlags{fast: base + "/fast", large: base + "/large", tempDirs: running.TempDirs(),
 		app: []string{"cgroup:/" + running.Cgroup("app").Path()}, proxy: []string{"cgroup:/" + running.Cgroup("proxy").Path()}}
-	if err := c.ApplyExternal(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := externalEnv(t, c)
 	res := checkAssessment(t, c, env, map[Probe]int{ProbeSlowReaders: 0, ProbeIdle: 0})
 	for _, v := range res.Verdicts {
 		h := v.Held
@@ -307,13 +309,7 @@ func TestAssessInterruptedClosesConnections(t *testing.T) {
 	running := labtest.StartOwn(t, stack.NameEmbedded, stack.RouteDirect, "sync-2", 0)
 	c := quick("sync-2", stack.RouteDirect, 4, ProbeIdle, ProbeSlowloris)
 	c.ext = extFlags{fast: "http://" + running.AppAddr() + "/fast", app: []string{"tree:" + fmt.Sprint(running.PIDs()["app"])}}
-	if err := c.ApplyExternal(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := externalEnv(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	env.OnRequest = func(runID string) {

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slowlab/slowlab/internal/labtest"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/lab/stack"
@@ -154,13 +153,7 @@ func TestAssessASlowStack(t *testing.T) {
 	defer srv.Close()
 	c := quick("sync-2", stack.RouteDirect, 1, ProbeIdle, ProbeSlowloris)
 	c.ext = extFlags{fast: srv.URL + "/fast"}
-	if err := c.ApplyExternal(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := externalEnv(t, c)
 	res, err := c.Run(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -207,13 +200,7 @@ func TestAssessStackDownAfterAProbe(t *testing.T) {
 	c := quick("sync-2", stack.RouteDirect, 1, ProbeIdle, ProbeSlowloris)
 	c.FailOn = "idle<1"
 	c.ext = extFlags{fast: srv.URL + "/fast"}
-	if err := c.ApplyExternal(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := lab.Options{Out: t.TempDir()}.Env(c, labtest.LogWriter{T: t})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := externalEnv(t, c)
 	r, err := c.Run(context.Background(), env)
 	if err != nil {
 		t.Fatalf("Run: %v; want the verdicts, the stack's end one of them", err)
