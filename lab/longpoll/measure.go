@@ -38,6 +38,9 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run.Probes = m.rows
 	g.ElapsedS = m.elapsed.Seconds()
 	g = m.probes.Group(g)
+	if err := exactPercentiles(f.probes.Name(), id, &g); err != nil {
+		m.writeErr = errors.Join(m.writeErr, err)
+	}
 	c.summarizeHeld(&g, m, cond, env)
 	return run, g, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, m.writeErr, lab.Reason("load generator: ", m.loadErr))
 }
