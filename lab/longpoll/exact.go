@@ -1,7 +1,12 @@
 package longpoll
 
 import (
+	"bufio"
+	"io"
+	"math"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/slowlab/slowlab/recorder"
 )
@@ -16,8 +21,10 @@ func okProbe(p Probe) bool { return p.Error == "" && p.Status >= 200 && p.Status
 // It keeps no more than the latencies near each estimate: those within
 // twice the histogram's error of it, and counts the rest below. Where the
 // file does not hold the probes the histogram counted (a row not
-// written), g keeps the histogram's values.
-func exactPercentiles(path, runID string, g *Group) error {
+// written), g keeps the histogram's values. It reads the rows from
+// offset from on (the file's size when the run began), so a session's
+// later runs do not read its earlier runs' probes again.
+func exactPercentiles(path string, from int64, runID string, g *Group) error {
 	type band struct {
 		p      float64
 		est    recorder.Maybe
@@ -32,9 +39,9 @@ func exactPercentiles(path, runID string, g *Group) error {
 		b.lo, b.hi = b.est.Value-slack, b.est.Value+slack
 	}
 	n := 0
-	err := recorder.EachRow(path, func(p Probe) error {
+	err := eachProbeFrom(path, from, func(p Probe) {
 		if p.RunID != runID || !okProbe(p) {
-			return nil
+			return
 		}
 		n++
 		for _, b := range bands {
@@ -45,7 +52,6 @@ func exactPercentiles(path, runID string, g *Group) error {
 				b.in = append(b.in, p.LatencyMS)
 			}
 		}
-		return nil
 	})
 	if err != nil || n != g.OK {
 		return err
@@ -59,4 +65,42 @@ func exactPercentiles(path, runID string, g *Group) error {
 		*b.set = recorder.Some(b.in[rank-1])
 	}
 	return nil
+}
+
+// eachProbeFrom calls fn with every row of the probes file at path from
+// byte offset from on (the header's end at least), read under its header.
+func eachProbeFrom(path string, from int64, fn func(Probe)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	header, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	from = max(from, int64(len(header)))
+	body := io.NewSectionReader(f, from, math.MaxInt64-from)
+	rr, err := recorder.NewReader[Probe](io.MultiReader(strings.NewReader(header), body))
+	if err != nil {
+		return err
+	}
+	for {
+		p, err := rr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fn(p)
+	}
+}
+
+// fileSize is the size of the file at path, 0 when it cannot be read.
+func fileSize(path string) int64 {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.Size()
+	}
+	return 0
 }

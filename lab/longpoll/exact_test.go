@@ -12,7 +12,8 @@ import (
 // (15 ms off at 30 s): the long-polls' 28 s probes of a held sync-2 (the
 // values of a real run whose histogram printed p50 28026.3, p95 30083.2)
 // and a healthy run's milliseconds, beside another run's rows and failed
-// probes, which do not count.
+// probes, which do not count, after rows the file held before the run
+// began (here of the same run id), which are not read.
 func TestExactPercentiles(t *testing.T) {
 	dir := t.TempDir()
 	w, err := recorder.CreateFile[Probe](dir)
@@ -31,6 +32,13 @@ func TestExactPercentiles(t *testing.T) {
 			s.Add(p)
 		}
 	}
+	for range 3 {
+		if err := w.Write(Probe{RunID: "held", Status: 200, LatencyMS: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, probeFile)
+	from := fileSize(path)
 	for i := range max(len(held), len(fast)) {
 		if i < len(held) {
 			write(Probe{RunID: "held", Status: 200, LatencyMS: held[i]})
@@ -45,10 +53,9 @@ func TestExactPercentiles(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, probeFile)
 	for id, lat := range map[string][]float64{"held": held, "fast": fast} {
 		g := sums[id].Group(Group{RunID: id})
-		if err := exactPercentiles(path, id, &g); err != nil {
+		if err := exactPercentiles(path, from, id, &g); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -60,10 +67,17 @@ func TestExactPercentiles(t *testing.T) {
 			}
 		}
 	}
-	// A file that lacks the run's probes leaves the histogram's values.
-	g := sums["held"].Group(Group{RunID: "held"})
-	want := g
-	if err := exactPercentiles(path, "missing", &g); err != nil || g != want {
-		t.Errorf("a run not in the file: %+v, %v; want %+v", g, err, want)
+	// Read from the start, the earlier rows are more than the histogram
+	// counted, and a file that lacks the run's probes: the histogram's
+	// values are kept.
+	for _, id := range []string{"held", "missing"} {
+		g := sums["held"].Group(Group{RunID: "held"})
+		want, at := g, from
+		if id == "held" {
+			at = 0
+		}
+		if err := exactPercentiles(path, at, id, &g); err != nil || g != want {
+			t.Errorf("%s from %d: %+v, %v; want %+v", id, at, g, err, want)
+		}
 	}
 }

@@ -34,11 +34,12 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return lab.Failed(ctx, run, err), g, nil
 	}
 	defer fr.Close()
+	from := fileSize(f.probes.Name()) // where this run's probes begin
 	m := c.probe(ctx, env, fr.Running, fr.In, id, cond, f)
 	run.Probes = m.rows
 	g.ElapsedS = m.elapsed.Seconds()
 	g = m.probes.Group(g)
-	if err := exactPercentiles(f.probes.Name(), id, &g); err != nil {
+	if err := exactPercentiles(f.probes.Name(), from, id, &g); err != nil {
 		m.writeErr = errors.Join(m.writeErr, err)
 	}
 	c.summarizeHeld(&g, m, cond, env)
