@@ -33,6 +33,9 @@ func (d *Drawing) AddSeries(name string, n int) { d.f.addSeries(name, n) }
 // SetCaption sets what the report says under the figure.
 func (d *Drawing) SetCaption(caption string) { d.f.caption = caption }
 
+// Caption is what the report says under the figure.
+func (d *Drawing) Caption() string { return d.f.caption }
+
 // AddDrawing adds d to the part.
 func (p *Part) AddDrawing(d *Drawing) { p.add(block{fig: &d.f}) }
 

@@ -34,10 +34,14 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 		return lab.Failed(ctx, run, err), g, nil
 	}
 	defer fr.Close()
+	from := fileSize(f.probes.Name()) // where this run's probes begin
 	m := c.probe(ctx, env, fr.Running, fr.In, id, cond, f)
 	run.Probes = m.rows
 	g.ElapsedS = m.elapsed.Seconds()
 	g = m.probes.Group(g)
+	if err := exactPercentiles(f.probes.Name(), from, id, &g); err != nil {
+		m.writeErr = errors.Join(m.writeErr, err)
+	}
 	c.summarizeHeld(&g, m, cond, env)
 	return run, g, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, m.writeErr, lab.Reason("load generator: ", m.loadErr))
 }

@@ -150,8 +150,9 @@ func (s *ProbeSummary) Add(p Probe) {
 }
 
 // Group is g with the probes' figures: counts, percentiles (nearest rank
-// over the successful probes' latencies, within 1/2048 of the exact one;
-// the maximum exact), throughput as the successful probes over ElapsedS
+// over the successful probes' latencies, within 1/2048 of the exact one,
+// which exactPercentiles then reads from probes.csv; the maximum exact),
+// throughput as the successful probes over ElapsedS
 // (which the caller sets), and the free slots.
 func (s *ProbeSummary) Group(g Group) Group {
 	g.OK, g.Failed, g.ProbesOver1s = s.ok, s.failed, s.over1s

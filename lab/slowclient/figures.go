@@ -26,13 +26,13 @@ type p95Row struct {
 // reason when no run has a p95 to draw.
 func p95Figure(keys []condKey, groups map[condKey][]recorder.Run) (*report.Drawing, string) {
 	var rows []p95Row
-	var totals, runCounts []int // /fast requests of each ok run; ok runs of each condition
+	var totals, runCounts []int // ok /fast requests (the latencies ranked) of each ok run; ok runs of each condition
 	var noP95 []string          // conditions without a run p95, not drawn
 	nonPositive := 0            // run p95 values <= 0, which a log axis cannot show
 	for _, k := range keys {
 		var vals []float64
 		for _, r := range groups[k] {
-			totals = append(totals, r.FastTotal)
+			totals = append(totals, r.FastOK)
 			switch {
 			case !r.P95MS.Valid:
 			case r.P95MS.Value <= 0:

@@ -60,9 +60,9 @@ func PrintConditions(w io.Writer, conds []recorder.Condition, runs []recorder.Ru
 
 // conditionRow is a row of the conditions table: a condition and two
 // columns from its ok runs: the /fast requests that succeeded of those
-// sent (the percentiles are over the successful ones: a p95 of the
-// survivors is no p95 of the schedule, so the table says how many there
-// were), and the app's RSS peak (app_mem_mib is its cgroup's, page cache
+// scheduled, sent or not (runs.csv fast_total; the percentiles are over
+// the successful ones: a p95 of the survivors is no p95 of the schedule,
+// so the table says how many there were), and the app's RSS peak (app_mem_mib is its cgroup's, page cache
 // included; RSS is its processes' own).
 type conditionRow struct {
 	recorder.Condition
@@ -99,7 +99,7 @@ func dec(m recorder.Maybe, decimals int) report.Cell { return report.Opt(m, repo
 // in the report.
 var conditionsTable = report.Table[conditionRow]{
 	Caption: "Conditions (conditions.csv): runs are the condition's ok runs, excluded those that were not; fast_ok is the " +
-		"/fast requests that succeeded of those sent over the ok runs; p50 and p95 are medians over the condition's ok runs " +
+		"/fast requests that succeeded of those scheduled (sent or not: runs.csv fast_total) over the ok runs; p50 and p95 are medians over the condition's ok runs " +
 		"of each run's nearest-rank percentile of its /fast latencies; p95 min-max is their range over those runs; " +
 		"app_send_s and client_receive_s are medians over runs of each run's median download; temp peak is the largest " +
 		"total of the proxy's temp files seen in any of the runs; app and proxy memory are the most their cgroup held in " +

@@ -30,11 +30,11 @@ func cell1(m recorder.Maybe) report.Cell { return report.Opt(m, report.Decimals(
 // in the report.
 var conditionsTable = report.Table[Summary]{
 	Caption: "slow-upload conditions (" + runFile + "), over the ok runs: /fast p50 and p95 (nearest rank in a run, median " +
-		"over runs; p95 range over runs), the client's send time and the app's time in body reads (medians over the uploads " +
-		"that ended ok), every upload's outcome, Gunicorn's WORKER TIMEOUT lines, and the largest proxy temp files and memory peaks.",
+		"over runs; p95 range over runs), the client's send time and the app's time in body reads (median over runs of each run's " +
+		"median over its uploads that ended ok), every upload's outcome, Gunicorn's WORKER TIMEOUT lines, and the largest proxy temp files and memory peaks.",
 	Legend: []string{
 		"p50_ms/p95_ms: /fast latency percentiles (nearest rank) of a run, median over the ok runs; send_s: the client's time to hand its body",
-		"to the socket, app_read_s: the app's time in body reads (Server-Timing body), medians over the uploads that ended ok; outcomes: every",
+		"to the socket, app_read_s: the app's time in body reads (Server-Timing body), median over runs of each run's median over its uploads that ended ok; outcomes: every",
 		"upload of the ok runs by how it ended; killed: Gunicorn's WORKER TIMEOUT lines in the runs' logs; temp_peak_mib: the proxy's open temp",
 		"files at their largest (request bodies spooled to disk)",
 	},
@@ -119,7 +119,7 @@ var Section = lab.RunsSection(Name, runFile, func(dir string, runs []RunRow) (*r
 	var rows []report.LatencyRow
 	times := &report.ConditionMarks{Name: "upload-times", Title: "Client send time and app body-read time", Axis: "seconds (log scale)",
 		Series: []report.BarSeries{{Name: "client send"}, {Name: "app body read"}},
-		Caption: "Medians over the uploads that ended ok: the client's time from its request header to its last body " +
+		Caption: "Median over the condition's ok runs of each run's median over its uploads that ended ok: the client's time from its request header to its last body " +
 			"write returning, and the app's time in body reads as it reported it (Server-Timing body). Log scale. The app " +
 			"reads as slowly as the client sends unless a proxy buffered the body first."}
 	for i := range conds {

@@ -40,7 +40,7 @@ var conditionsTable = report.Table[Summary]{
 		"or read rate, the bytes figure's bars its response size and the /fast figure its p50.",
 	Legend: []string{
 		"app_to: the app's timeout (Gunicorn --timeout), send_to: the proxy's send_timeout (- where unset or no proxy); fast_ok and p95_ms:",
-		"/fast requests ok of sent and their p95 (nearest rank, median over the ok runs); outcomes: every download of the ok runs by how it",
+		"/fast requests ok of all scheduled and their p95 (nearest rank, median over the ok runs); outcomes: every download of the ok runs by how it",
 		"ended (trunc: EOF before Content-Length); ended_by: the component its logs say ended it; bytes_mib: median bytes received;",
 		"killed: WORKER TIMEOUT lines in the runs' logs; app_held_s: the longest the app held a worker on a download (median over runs)",
 	},

@@ -32,8 +32,9 @@ var conditionsTable = report.Table[Summary]{
 		"opened/held/refused: sockets whose upgrade succeeded, that stayed open to the end of their hold, and that the app answered",
 		"without an upgrade (426: it cannot hold one); app_held: the most sockets the app counted at once; workers_holding: the most",
 		"workers holding one at once; queue: a consumers' app queue (wait: it writes when the socket takes it; unbounded: in memory);",
-		"messages, delay_p95_ms: what consumers read and the worst delivery delay; app_mem_mib, app_rss_mib: the app cgroup's and",
-		"processes' largest memory, and oom_kills the app processes the kernel killed for memory, over every run (a killed run is excluded)",
+		"messages, delay_p95_ms: what consumers read and the largest of their sockets' p95 delivery delays (nearest rank), over the ok runs;",
+		"app_mem_mib, app_rss_mib: the app cgroup's and processes' largest memory, and oom_kills the app processes the kernel killed for",
+		"memory, over every run (a killed run is excluded)",
 	},
 	Cols: slices.Concat([]report.Column[Summary]{
 		report.Col("route", func(c *Summary) report.Cell { return report.Text(c.Route) }),
