@@ -77,7 +77,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		if c.sharded() {
 			at := c.probeAt(j)
 			env.Logf("assess: %s at %s on the shards' clock, in %s", p, at.UTC().Format(time.RFC3339Nano), time.Until(at).Round(100*time.Millisecond))
-			v, err = c.probeSharded(ctx, env, p, at, reqs, samples, func(fast string) {
+			v, err = c.probeSharded(ctx, env, p, at, lastBaseline(res.Verdicts), reqs, samples, func(fast string) {
 				if res.ShardRecord == nil {
 					res.ShardRecord = c.shardRecord(ctx, fast, at.Add(-shardPlace/2))
 				}

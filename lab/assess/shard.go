@@ -168,8 +168,10 @@ func sleepUntil(ctx context.Context, t time.Time) {
 
 // probeSharded runs probe p as this shard, its baseline slot at at.
 // Once its stack's targets are checked, found(fast) is given the fast
-// URL: the first probe measures the shard's clock against it.
-func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at time.Time,
+// URL: the first probe measures the shard's clock against it. Shard 0
+// waits for /fast before the slot as probe does before its baseline
+// (beforeBaseline, prevBase the last probe's baseline p95).
+func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at time.Time, prevBase time.Duration,
 	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample], found func(fast string)) (v Verdict, err error) {
 	shard, _ := c.shardOf()
 	fr, t, v, err := c.openProbe(ctx, env, p)
@@ -185,12 +187,8 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		return v, nil
 	}
 	t.streamChecked(ctx, time.Until(at))
-	if shard == 0 {
-		if back, why := r.recovered(ctx, 0, time.Until(at)); why != "" {
-			v.Stopped = "invalid: waiting for /fast before the probe's slot: " + why
-			return v, nil
-		} else if !back {
-			v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s before the probe's slot", ms(Threshold(0)))
+	if shard == 0 { // the unsharded probe's wait, until the slot
+		if v.Stopped = r.beforeBaseline(ctx, prevBase, time.Until(at)); v.Stopped != "" {
 			return v, nil
 		}
 	}
