@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/slowlab/slowlab/report"
 )
 
 // baseline measures /fast with no slow clients from t0 into v, and sets
@@ -46,7 +48,7 @@ func (r *run) baseline(ctx context.Context, v *Verdict, t0 time.Time) (time.Dura
 		r.fastTimeout = 2 * Threshold(base.P95)
 		return base.P95, true, nil
 	}
-	v.Stopped = fmt.Sprintf("invalid: the baseline (/fast with no slow clients) was invalid %d times (last: %s)", tries, last)
+	v.Stopped = fmt.Sprintf("invalid: the baseline (/fast with no slow clients) was invalid %s (last: %s)", report.Count(tries, "time"), last)
 	return 0, false, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // files are the open results files of a session: large-responses.csv
@@ -160,7 +161,7 @@ type tempFSPoll struct {
 // temp_fs_avail_min_mib empty although the exporter may have had a value.
 func (p tempFSPoll) note(env *lab.Env, id string) {
 	if p.failed > 0 {
-		env.Logf("run %s: %d of %d scrapes of %s failed, the last: %v", id, p.failed, p.scrapes, tempFSAvailMetric, p.last)
+		env.Logf("run %s: %d of %s of %s failed, the last: %v", id, p.failed, report.Count(p.scrapes, "scrape"), tempFSAvailMetric, p.last)
 	}
 }
 
