@@ -124,7 +124,11 @@ func (r *ReceivedBytes) figure() *figure {
 	f.panels = append(f.panels, p)
 	f.caption = r.Caption
 	if r.Left > 0 {
-		f.caption += fmt.Sprintf(" %d downloads of runs that did not end ok are left out.", r.Left)
+		are := "are"
+		if r.Left == 1 {
+			are = "is"
+		}
+		f.caption += fmt.Sprintf(" %s of runs that did not end ok %s left out.", Count(r.Left, "download"), are)
 	}
 	return f
 }

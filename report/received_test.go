@@ -47,6 +47,18 @@ func TestReceivedBytes(t *testing.T) {
 	}
 }
 
+// TestReceivedBytesOneLeft: one download left out is said in the
+// singular ("1 download ... is left out"), several in the plural.
+func TestReceivedBytesOneLeft(t *testing.T) {
+	r := ReceivedFixture()
+	for left, want := range map[int]string{1: " 1 download of runs that did not end ok is left out.", 4: " 4 downloads of runs that did not end ok are left out."} {
+		r.Left = left
+		if got := r.figure().caption; got != r.Caption+want {
+			t.Errorf("%d left out: caption %q, want %q", left, got, r.Caption+want)
+		}
+	}
+}
+
 // TestReceivedBytesNothing: without a download there is no figure, with
 // downloads of nothing but 0 bytes there is one; a download of a kind not
 // declared is a panic naming the figure and the condition.

@@ -11,6 +11,7 @@ import (
 	"github.com/slowlab/slowlab/internal/schema"
 	"github.com/slowlab/slowlab/lab/pathmodel"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // File is what `slowlab assess` writes in its results directory: the
@@ -321,7 +322,7 @@ func (v Verdict) check() error {
 		case i > 0 && lv.StartS < v.Levels[i-1].StartS:
 			return fmt.Errorf("levels[%d]: started at %g s, before levels[%d] at %g s: want levels in the order they ran", i, lv.StartS, i-1, v.Levels[i-1].StartS)
 		case lv.Clients > v.Tried:
-			return fmt.Errorf("levels[%d]: %d clients, over clients_tried %d", i, lv.Clients, v.Tried)
+			return fmt.Errorf("levels[%d]: %s, over clients_tried %d", i, report.Count(lv.Clients, "client"), v.Tried)
 		case lv.FastOK < 0 || lv.FastFail < 0 || lv.FastOK+lv.FastFail > lv.FastSent:
 			return fmt.Errorf("levels[%d]: /fast %d ok and %d failed of %d sent", i, lv.FastOK, lv.FastFail, lv.FastSent)
 		case lv.FastTimeoutMS < 0:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/slowlab/slowlab/report"
 )
 
 // baseline measures /fast with no slow clients from t0 into v, and sets
@@ -46,7 +48,7 @@ func (r *run) baseline(ctx context.Context, v *Verdict, t0 time.Time) (time.Dura
 		r.fastTimeout = 2 * Threshold(base.P95)
 		return base.P95, true, nil
 	}
-	v.Stopped = fmt.Sprintf("invalid: the baseline (/fast with no slow clients) was invalid %d times (last: %s)", tries, last)
+	v.Stopped = fmt.Sprintf("invalid: the baseline (/fast with no slow clients) was invalid %s (last: %s)", report.Count(tries, "time"), last)
 	return 0, false, nil
 }
 
@@ -70,14 +72,15 @@ func (r *run) baselineWindow(ctx context.Context, t0 time.Time) (Window, string,
 // timeout does: a stack whose /fast takes 700 ms is slow, not still
 // loaded, and was refused "not recovered" under 500 ms; one that does
 // not answer within the timeout failed, no probe having loaded it. bound
-// is how long it waits (recoverBound). "" when it answered, else the
-// probe's Stopped.
+// is how long it waits (recoverBound; a shard's, until its slot). "" when
+// it answered, else the probe's Stopped.
 func (r *run) beforeBaseline(ctx context.Context, prevBase, bound time.Duration) string {
 	limit := r.fastTimeout
 	if prevBase > 0 {
 		limit = Threshold(prevBase)
 	}
 	back, why := r.answersUnder(ctx, limit, bound)
+	bound = bound.Round(100 * time.Millisecond) // a shard's is to its slot, to the ns
 	switch {
 	case ctx.Err() != nil:
 		return interrupted(ctx)

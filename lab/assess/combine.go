@@ -10,6 +10,7 @@ import (
 
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
+	"github.com/slowlab/slowlab/report"
 )
 
 // ClockTolerance bounds how far apart two shards' clocks, or a shard's
@@ -161,7 +162,7 @@ func combineProbe(v *Verdict, j int, shards []shardDir) error {
 			}
 			o := s.a.Verdicts[j]
 			if k >= len(o.Levels) || o.Levels[k].Clients != lv.Clients {
-				return fmt.Errorf("%w: shard %d (%s) did not run probe %s's level of %d clients (it stopped: %s)", ErrRefused, s.i, s.dir, v.Probe, lv.Clients, o.Stopped)
+				return fmt.Errorf("%w: shard %d (%s) did not run probe %s's level of %s (it stopped: %s)", ErrRefused, s.i, s.dir, v.Probe, report.Count(lv.Clients, "client"), o.Stopped)
 			}
 			judgeShardLevel(lv, o.Levels[k], s.i, n)
 		}
@@ -171,7 +172,7 @@ func combineProbe(v *Verdict, j int, shards []shardDir) error {
 		}
 		if lv.Status == statusShort {
 			v.Levels = v.Levels[:k+1]
-			v.Stopped = fmt.Sprintf("short: at the level of %d clients %s", lv.Clients, lv.Invalid)
+			v.Stopped = fmt.Sprintf("short: at the level of %s %s", report.Count(lv.Clients, "client"), lv.Invalid)
 			break
 		}
 	}
@@ -189,9 +190,9 @@ func judgeShardLevel(lv *Level, o Level, i, n int) {
 	switch {
 	case lv.Status == statusShort || lv.Status == statusInvalid:
 	case o.ShardClients == nil || *o.ShardClients != share:
-		lv.Status, lv.Invalid = statusInvalid, fmt.Sprintf("shard %d ran %v of its %d clients", i, o.ShardClients, share)
+		lv.Status, lv.Invalid = statusInvalid, fmt.Sprintf("shard %d ran %v of its %s", i, o.ShardClients, report.Count(share, "client"))
 	case o.Connected < share:
-		lv.Status, lv.Invalid = statusShort, fmt.Sprintf("shard %d had %d of its %d clients connected", i, o.Connected, share)
+		lv.Status, lv.Invalid = statusShort, fmt.Sprintf("shard %d had %d of its %s connected", i, o.Connected, report.Count(share, "client"))
 	case o.Status == statusInvalid:
 		lv.Status, lv.Invalid = statusInvalid, fmt.Sprintf("shard %d: %s", i, o.Invalid)
 	case o.LateMS > msf(ClockTolerance):
@@ -207,7 +208,7 @@ func judgeServer(lv *Level, route string) {
 		return
 	}
 	if *lv.AppConns < float64(lv.Clients) {
-		lv.Status, lv.Invalid = statusShort, fmt.Sprintf("the app held %.0f connections of the level's %d clients", *lv.AppConns, lv.Clients)
+		lv.Status, lv.Invalid = statusShort, fmt.Sprintf("the app held %s of the level's %s", report.Count(int(*lv.AppConns), "connection"), report.Count(lv.Clients, "client"))
 	}
 }
 

@@ -132,7 +132,7 @@ func TestCombine(t *testing.T) {
 		stopped, sure string
 	}{
 		{"shard 1 short at 2", nil, func(a *Assessment) { a.Verdicts[0].Levels[1].Connected = 0 }, 0, 1, "short: at the level of 2 clients shard 1 had 0 of its 1", "held"},
-		{"the app saw fewer", func(a *Assessment) { one := 1.0; a.Verdicts[0].Levels[1].AppConns = &one }, nil, 0, 1, "short: at the level of 2 clients the app held 1 connections", "held"},
+		{"the app saw fewer", func(a *Assessment) { one := 1.0; a.Verdicts[0].Levels[1].AppConns = &one }, nil, 0, 1, "short: at the level of 2 clients the app held 1 connection of the level's 2 clients", "held"},
 		{"shard 1 late at 2", nil, func(a *Assessment) { a.Verdicts[0].Levels[1].LateMS = 600 }, 0, 1, "invalid: the level that degraded was invalid over the shards: shard 1 started it 600 ms late", "held"},
 	} {
 		res, err := Combine(pair(tc.edit0, tc.edit1), "idle<3")

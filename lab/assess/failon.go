@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/slowlab/slowlab/report"
 )
 
 // Bound is one --fail-on term: probe's threshold must not be below Min.
@@ -70,7 +72,7 @@ func (r *Result) Judge() (broken, unjudged []string) {
 		case v == nil:
 			unjudged = append(unjudged, fmt.Sprintf("%s: the probe did not run", b))
 		case v.ClientsToDegrade != nil && *v.ClientsToDegrade < b.Min:
-			broken = append(broken, fmt.Sprintf("%s: degraded with %d (%s, %d windows)", b, *v.ClientsToDegrade, v.Sure, v.Windows))
+			broken = append(broken, fmt.Sprintf("%s: degraded with %d (%s, %s)", b, *v.ClientsToDegrade, v.Sure, report.Count(v.Windows, "window")))
 		case v.HeldInPlace >= b.Min-1:
 		case strings.HasPrefix(v.Stopped, "short"):
 			broken = append(broken, fmt.Sprintf("%s: held in place only up to %d; %s", b, v.HeldInPlace, v.Stopped))

@@ -15,6 +15,7 @@ import (
 	"github.com/slowlab/slowlab/lab"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // The HTTP/2 probes' clients are loadgen's HTTP/2 readers (loadgen.H2Conn):
@@ -85,7 +86,7 @@ func (f *h2Front) get(ctx context.Context, raw string, timeout time.Duration) (i
 	case r.Status < 200 || r.Status > 299:
 		return 0, 0, fmt.Errorf("http/2: status %d, want 2xx", r.Status)
 	case !r.Complete && r.Status == http.StatusOK:
-		return 0, 0, fmt.Errorf("http/2: response incomplete (%d bytes)", r.Bytes)
+		return 0, 0, fmt.Errorf("http/2: response incomplete (%s)", report.Count(int(r.Bytes), "byte"))
 	}
 	return r.Bytes, r.Total, nil
 }

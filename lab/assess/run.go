@@ -17,6 +17,7 @@ import (
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // ErrRefused marks an assessment refused before any load for what it was
@@ -77,7 +78,7 @@ func (c *Config) Run(ctx context.Context, env *lab.Env) (lab.Result, error) {
 		if c.sharded() {
 			at := c.probeAt(j)
 			env.Logf("assess: %s at %s on the shards' clock, in %s", p, at.UTC().Format(time.RFC3339Nano), time.Until(at).Round(100*time.Millisecond))
-			v, err = c.probeSharded(ctx, env, p, at, reqs, samples, func(fast string) {
+			v, err = c.probeSharded(ctx, env, p, at, lastBaseline(res.Verdicts), reqs, samples, func(fast string) {
 				if res.ShardRecord == nil {
 					res.ShardRecord = c.shardRecord(ctx, fast, at.Add(-shardPlace/2))
 				}
@@ -268,7 +269,7 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 			return t, fmt.Errorf("large URL %s does not answer over HTTP/2 (probe %s): %w", t.large, p, err)
 		}
 		if t.largeSize < MinLarge {
-			return t, fmt.Errorf("large URL %s: %d bytes, the probe %s wants at least 1 MiB: the proxy's buffers and the kernel's absorb a smaller response, so no stream can hold a worker with it", t.large, t.largeSize, p)
+			return t, fmt.Errorf("large URL %s: %s, the probe %s wants at least 1 MiB: the proxy's buffers and the kernel's absorb a smaller response, so no stream can hold a worker with it", t.large, report.Count(int(t.largeSize), "byte"), p)
 		}
 	case ProbeSlowReaders, ProbeStalled:
 		if t.large, err = target(stack.TargetLarge, c.Paths.Large); err != nil {
@@ -278,7 +279,7 @@ func (c *Config) targets(ctx context.Context, running *stack.Running, p Probe) (
 			return t, fmt.Errorf("large URL %s: %w", t.large, err)
 		}
 		if p == ProbeSlowReaders && t.largeSize < MinLarge {
-			return t, fmt.Errorf("large URL %s: %d bytes, the slow-reader probe wants at least 1 MiB: the kernel's socket buffers absorb a smaller response, so no reader can hold a worker with it", t.large, t.largeSize)
+			return t, fmt.Errorf("large URL %s: %s, the slow-reader probe wants at least 1 MiB: the kernel's socket buffers absorb a smaller response, so no reader can hold a worker with it", t.large, report.Count(int(t.largeSize), "byte"))
 		}
 	case ProbeSlowUploads:
 		if t.upload, err = target(stack.TargetUpload, c.Paths.Upload); err != nil {

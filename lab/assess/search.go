@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slowlab/slowlab/lab"
+	"github.com/slowlab/slowlab/report"
 )
 
 // The threshold search: clients 1, 2, 4, ... up to MaxClients until /fast
@@ -226,17 +227,17 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 			case back:
 			case why != "" && ctx.Err() == nil:
 				last = "waiting for /fast to come back: " + why
-				s.logf("assess: %s: before %d clients, try %d: invalid, %s", s.probe, n, k, last)
+				s.logf("assess: %s: before %s, try %d: invalid, %s", s.probe, report.Count(n, "client"), k, last)
 				continue
 			case s.stackDied():
 				return "", true
 			default:
-				s.v.Stopped = fmt.Sprintf("not recovered: /fast did not come back within %s after %d clients",
-					recoverBound, s.v.Levels[len(s.v.Levels)-1].Clients)
+				s.v.Stopped = fmt.Sprintf("not recovered: /fast did not come back within %s after %s",
+					recoverBound, report.Count(s.v.Levels[len(s.v.Levels)-1].Clients, "client"))
 				return "", true
 			}
 		}
-		s.logf("assess: %s: %d clients, try %d (%s left)", s.probe, n, k, time.Until(s.deadline).Round(time.Second))
+		s.logf("assess: %s: %s, try %d (%s left)", s.probe, report.Count(n, "client"), k, time.Until(s.deadline).Round(time.Second))
 		lv, err := s.level(ctx, n, keep)
 		s.v.Levels = append(s.v.Levels, lv)
 		s.v.Tried = max(s.v.Tried, n)
@@ -250,15 +251,15 @@ func (s *search) try(ctx context.Context, n int, keep bool) (status string, stop
 		case s.stackDied():
 			return "", true
 		case lv.Status == statusShort:
-			s.v.Stopped = fmt.Sprintf("short: %d of %d clients in place at the level of %d: the stack did not take them", lv.Connected, n, n)
+			s.v.Stopped = fmt.Sprintf("short: %d of %s in place at the level of %d: the stack did not take them", lv.Connected, report.Count(n, "client"), n)
 			return lv.Status, true
 		case lv.Status != statusInvalid:
 			return lv.Status, false
 		}
 		last = lv.Invalid
-		s.logf("assess: %s: %d clients: invalid, %s", s.probe, n, lv.Invalid)
+		s.logf("assess: %s: %s: invalid, %s", s.probe, report.Count(n, "client"), lv.Invalid)
 	}
-	s.v.Stopped = fmt.Sprintf("invalid: the level of %d clients was invalid %d times (last: %s)", n, maxTries, last)
+	s.v.Stopped = fmt.Sprintf("invalid: the level of %s was invalid %s (last: %s)", report.Count(n, "client"), report.Count(maxTries, "time"), last)
 	return statusInvalid, true
 }
 
@@ -333,6 +334,6 @@ func (s *search) stackDied() bool {
 	if err == nil {
 		return false
 	}
-	s.v.Stopped = fmt.Sprintf("%s at the level of %d clients: %v", stackDiedPrefix, s.v.Levels[len(s.v.Levels)-1].Clients, err)
+	s.v.Stopped = fmt.Sprintf("%s at the level of %s: %v", stackDiedPrefix, report.Count(s.v.Levels[len(s.v.Levels)-1].Clients, "client"), err)
 	return true
 }

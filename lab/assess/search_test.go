@@ -242,6 +242,21 @@ func TestFailOnJudges(t *testing.T) {
 	}
 }
 
+// TestFailOnOneWindow: a probe whose verdict took one window (the stack
+// degraded once, at 1 client, as a sharded run's level runs once) says
+// "1 window" in a broken bound, not "1 windows".
+func TestFailOnOneWindow(t *testing.T) {
+	v := Verdict{Probe: string(ProbeIdle), Tried: 1, Levels: levelsOf(t, "1d")}
+	finish(&v)
+	r := &Result{Assessment: Assessment{Verdicts: []Verdict{v}}}
+	r.bounds, _ = ParseFailOn("idle<2")
+	broken, _ := r.Judge()
+	want := fmt.Sprintf("idle<2: degraded with 1 (%s, 1 window)", v.Sure)
+	if v.Windows != 1 || len(broken) != 1 || broken[0] != want {
+		t.Errorf("%d windows: broken %q; want %q", v.Windows, broken, want)
+	}
+}
+
 // TestSearchStopsWhenTheStackDies: a process of the stack that died in a
 // level (Caddy killed at its memory limit by two buffered 16 MiB
 // responses) stops the search there, saying which and at what level,

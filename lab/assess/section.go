@@ -29,8 +29,8 @@ var Section = report.NewSection(Name, File, func(dir string) (*report.Part, erro
 	report.AddTable(p, &verdictsTable, a.Verdicts)
 	for _, v := range a.Verdicts {
 		if lv := v.LastLevel(); lv != nil && lv.FastBackS != nil {
-			p.Note("%s: held past the window at %d clients, /fast came back %.1f s after it with every client still connected: %s.",
-				v.Probe, lv.Clients, *lv.FastBackS, freedBy)
+			p.Note("%s: held past the window at %s, /fast came back %.1f s after it with every client still connected: %s.",
+				v.Probe, report.Count(lv.Clients, "client"), *lv.FastBackS, freedBy)
 		}
 		switch a := v.Absorbs; {
 		case a != nil && verdictOf(*a) == AbsorbsUncertain:

@@ -11,6 +11,7 @@ import (
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // A sharded assessment: N processes, on one machine or many, assess one
@@ -84,8 +85,8 @@ func (c *Config) validateShard() error {
 		return fmt.Errorf("start_at %q: want RFC 3339, e.g. 2026-12-05T10:00:00Z", c.StartAt)
 	}
 	if total := c.clockLength(); total > time.Duration(c.Budget) {
-		return fmt.Errorf("shard %s: the shards' clock takes %s (every level of every probe up to %d clients), over the budget %s: raise budget or lower max_clients",
-			c.Shard, total, c.MaxClients, time.Duration(c.Budget))
+		return fmt.Errorf("shard %s: the shards' clock takes %s (every level of every probe up to %s), over the budget %s: raise budget or lower max_clients",
+			c.Shard, total, report.Count(c.MaxClients, "client"), time.Duration(c.Budget))
 	}
 	return nil
 }
@@ -168,8 +169,10 @@ func sleepUntil(ctx context.Context, t time.Time) {
 
 // probeSharded runs probe p as this shard, its baseline slot at at.
 // Once its stack's targets are checked, found(fast) is given the fast
-// URL: the first probe measures the shard's clock against it.
-func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at time.Time,
+// URL: the first probe measures the shard's clock against it. Shard 0
+// waits for /fast before the slot as probe does before its baseline
+// (beforeBaseline, prevBase the last probe's baseline p95).
+func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at time.Time, prevBase time.Duration,
 	reqs *recorder.FileWriter[recorder.Request], samples *recorder.FileWriter[recorder.ResourceSample], found func(fast string)) (v Verdict, err error) {
 	shard, _ := c.shardOf()
 	fr, t, v, err := c.openProbe(ctx, env, p)
@@ -185,12 +188,8 @@ func (c *Config) probeSharded(ctx context.Context, env *lab.Env, p Probe, at tim
 		return v, nil
 	}
 	t.streamChecked(ctx, time.Until(at))
-	if shard == 0 {
-		if back, why := r.recovered(ctx, 0, time.Until(at)); why != "" {
-			v.Stopped = "invalid: waiting for /fast before the probe's slot: " + why
-			return v, nil
-		} else if !back {
-			v.Stopped = fmt.Sprintf("not recovered: /fast did not answer under %s before the probe's slot", ms(Threshold(0)))
+	if shard == 0 { // the unsharded probe's wait, until the slot
+		if v.Stopped = r.beforeBaseline(ctx, prevBase, time.Until(at)); v.Stopped != "" {
 			return v, nil
 		}
 	}
@@ -229,19 +228,19 @@ func (c *Config) levelsSharded(ctx context.Context, r *run, v *Verdict, base tim
 		start := at
 		at = at.Add(c.slotLen(r.probe, last))
 		if late := time.Since(start); late > 0 {
-			v.Stopped = fmt.Sprintf("late: the level of %d clients began %s ago on the shards' clock", n, late.Round(time.Millisecond))
+			v.Stopped = fmt.Sprintf("late: the level of %s began %s ago on the shards' clock", report.Count(n, "client"), late.Round(time.Millisecond))
 			return
 		}
 		if shard == 0 && k > 0 {
 			if back, why := r.recovered(ctx, base, time.Until(start)); why != "" {
-				v.Stopped = fmt.Sprintf("invalid: waiting for /fast before the level of %d clients (the shards' clock waits once): %s", n, why)
+				v.Stopped = fmt.Sprintf("invalid: waiting for /fast before the level of %s (the shards' clock waits once): %s", report.Count(n, "client"), why)
 				return
 			} else if !back {
-				v.Stopped = fmt.Sprintf("not recovered: /fast did not come back under %s before the level of %d clients", ms(Threshold(base)), n)
+				v.Stopped = fmt.Sprintf("not recovered: /fast did not come back under %s before the level of %s", ms(Threshold(base)), report.Count(n, "client"))
 				return
 			}
 		}
-		r.env.Logf("assess: %s: %d clients at %s, %d of them this shard's (%d/%d)", r.probe, n, start.UTC().Format(time.RFC3339Nano), shareOf(n, shard, shards), shard, shards)
+		r.env.Logf("assess: %s: %s at %s, %d of them this shard's (%d/%d)", r.probe, report.Count(n, "client"), start.UTC().Format(time.RFC3339Nano), shareOf(n, shard, shards), shard, shards)
 		lv, err := r.levelIn(ctx, n, base, last, slot{share: shareOf(n, shard, shards), at: start, measure: shard == 0, keep: true})
 		v.Levels = append(v.Levels, lv)
 		v.Tried = n
@@ -251,9 +250,9 @@ func (c *Config) levelsSharded(ctx context.Context, r *run, v *Verdict, base tim
 		case ctx.Err() != nil:
 			v.Stopped = interrupted(ctx)
 		case lv.Status == statusInvalid:
-			v.Stopped = fmt.Sprintf("invalid: the level of %d clients (the shards' clock runs each once): %s", n, lv.Invalid)
+			v.Stopped = fmt.Sprintf("invalid: the level of %s (the shards' clock runs each once): %s", report.Count(n, "client"), lv.Invalid)
 		case lv.Status == statusShort && shard == 0:
-			v.Stopped = fmt.Sprintf("short: %d of this shard's %d clients in place at the level of %d: the stack did not take them", lv.Connected, shareOf(n, shard, shards), n)
+			v.Stopped = fmt.Sprintf("short: %d of this shard's %s in place at the level of %d: the stack did not take them", lv.Connected, report.Count(shareOf(n, shard, shards), "client"), n)
 		case lv.Status == statusDegraded:
 			v.Stopped = "degraded: " + lv.Degraded
 		default:

@@ -3,9 +3,13 @@ package assess
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,5 +198,57 @@ func TestShardRefusals(t *testing.T) {
 	}
 	if _, err := past.Run(context.Background(), env); err == nil || !strings.Contains(err.Error(), "was") || !strings.Contains(err.Error(), "start every shard before it") {
 		t.Errorf("start_at in the past: %v, want it refused", err)
+	}
+}
+
+// TestShardWaitBeforeTheSlot: shard 0 waits for /fast before its slot as
+// the unsharded probe does before its baseline (beforeBaseline). A stack
+// whose /fast takes 700 ms passes the wait and has its baseline measured
+// (the shard wanted /fast under 500 ms and stopped "not recovered"),
+// here then stopped by the shards' clock, whose 5 s /fast timeout the
+// 14 s that baseline wants would overrun; one that answers the target
+// check 2xx and then only 503 fails with the unsharded run's message.
+func TestShardWaitBeforeTheSlot(t *testing.T) {
+	slowlabtest.EndToEnd(t, "sharded assessments of seconds against a test server")
+	var answered atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/down" {
+			if answered.Swap(true) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+			return
+		}
+		select {
+		case <-time.After(700 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	sharded := func(path string) Verdict {
+		c := quick("sync-2", stack.RouteDirect, 1, ProbeIdle)
+		c.ext = extFlags{fast: srv.URL + path}
+		c.Shard, c.StartAt = "0/2", time.Now().Add(4*time.Second).UTC().Format(time.RFC3339Nano)
+		env := externalEnv(t, c)
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Run(context.Background(), env)
+		if err != nil || len(res.(*Result).Verdicts) != 1 {
+			t.Fatalf("%s: %v, %+v", path, err, res)
+		}
+		v := res.(*Result).Verdicts[0]
+		t.Logf("%s: %q, baseline p95 %.1f ms", path, v.Stopped, v.BaselineP95MS)
+		return v
+	}
+	if v := sharded("/fast"); v.BaselineP95MS < 700 || !strings.HasPrefix(v.Stopped, "failed: the baseline /fast p95 ") ||
+		!strings.HasSuffix(v.Stopped, " timeout, over the shards' clock's 5s") {
+		t.Errorf("700 ms: %q, baseline p95 %.1f ms; want the baseline measured and over the clock's timeout", v.Stopped, v.BaselineP95MS)
+	}
+	v := sharded("/down")
+	unsharded := (&run{cfg: Default(), env: &lab.Env{}, fastTimeout: 5 * time.Second, t: targets{fast: srv.URL + "/down"}}).
+		beforeBaseline(context.Background(), 0, time.Second)
+	bound := regexp.MustCompile(` in ([0-9.]+m?s) before `).FindStringSubmatch(v.Stopped)
+	if bound == nil || v.Stopped != strings.Replace(unsharded, " in 1s ", " in "+bound[1]+" ", 1) || !strings.HasPrefix(v.Stopped, "failed: /fast did not answer 2xx") {
+		t.Errorf("never 2xx: %q; want the unsharded run's %q (its bound the time to the slot)", v.Stopped, unsharded)
 	}
 }

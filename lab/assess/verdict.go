@@ -9,6 +9,7 @@ import (
 
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // cpuBound names the component (app, proxy) whose cgroup was throttled
@@ -170,7 +171,7 @@ func (r *Result) Print(w io.Writer) {
 			strings.HasPrefix(v.Stopped, "short"):
 			fmt.Fprintf(w, "%s: %s\n", v.Probe, v.Stopped)
 		case v.Held.Summary != "":
-			fmt.Fprintf(w, "%s, at %d clients: %s%s\n", v.Probe, v.LastLevel().Clients, v.Held.Summary, ends(v))
+			fmt.Fprintf(w, "%s, at %s: %s%s\n", v.Probe, report.Count(v.LastLevel().Clients, "client"), v.Held.Summary, ends(v))
 		}
 	}
 	for _, v := range r.Verdicts {

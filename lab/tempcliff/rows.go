@@ -31,7 +31,8 @@ var downloadFile = recorder.FileName[recorder.LargeResponse]()
 // is the exporter's slowlab_proxy_temp_write_errors_total for the proxy at
 // the run's end: the failed temp-file writes it read in the proxy's error
 // log while the run lasted (empty when it reported none: no proxy log, an
-// external stack).
+// external stack; or when it could not be scraped, which the run's
+// progress says, as it says how many temp-fs scrapes failed).
 type RunRow struct {
 	RunID            string    `csv:"run_id"`
 	Route            string    `csv:"route"`

@@ -16,6 +16,7 @@ import (
 	"github.com/slowlab/slowlab/lab/stack"
 	"github.com/slowlab/slowlab/loadgen"
 	"github.com/slowlab/slowlab/recorder"
+	"github.com/slowlab/slowlab/report"
 )
 
 // files are the open results files of a session: large-responses.csv
@@ -66,13 +67,15 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	t0 := time.Now()
 	fr.Start(t0, f.Resources)
 	pollCtx, stopPoll := context.WithCancel(ctx)
-	avail := make(chan recorder.Maybe, 1)
+	avail := make(chan tempFSPoll, 1)
 	go func() { avail <- pollTempFSAvail(pollCtx, fr.In.ExporterURL()) }()
 	meta := recorder.RunMeta{RunID: id, Route: run.Route, Server: run.Server, SlowClients: spec.SlowClients, Rep: spec.Rep}
 	l := c.load(ctx, env, fr.Running, meta, t0, f)
 	end := time.Now()
 	stopPoll()
-	run.TempFSAvailMinMiB = <-avail
+	polled := <-avail
+	polled.note(env, id)
+	run.TempFSAvailMinMiB = polled.least
 	run.FastPlanned = l.Planned
 	larges, sendErr, largeErr := c.downloads(ctx, fr.Running, meta, l.Rows, f)
 	rs, sampErr := fr.Sampled(end)
@@ -82,10 +85,8 @@ func (c *Config) measure(ctx context.Context, env *lab.Env, spec RunSpec, id str
 	run.ProxyErrors = n
 	// After the log was read: every line in it now is there for the
 	// exporter's scrape too (the proxy writes its stderr to the file).
-	// None when the exporter reported no count.
-	if v, ok, _ := scrapeGauge(ctx, &http.Client{Timeout: 5 * time.Second}, fr.In.ExporterURL(), tempWriteErrorsMetric); ok {
-		run.ExporterTempWriteErrors = recorder.Some(v)
-	}
+	// None when the exporter reported no count or could not be read.
+	run.ExporterTempWriteErrors = exporterTempWriteErrors(ctx, env, id, fr.In.ExporterURL())
 	return run, lab.Judge(ctx, lab.VerdictOf(&run), fr.Running, errors.Join(l.WriteErr, sampErr, largeErr),
 		lab.Reason("read app_send_s: ", sendErr), lab.Reason("read the proxy's log: ", logErr), lab.FastAccounted(run.FastTotal, run.FastPlanned))
 }
@@ -146,24 +147,63 @@ func slowID(runID string, client int) string { return fmt.Sprintf("%s/slow-%d", 
 // filesystem (exporter/tempfs.go).
 const tempFSAvailMetric = "slowlab_proxy_temp_fs_avail_bytes"
 
+// tempFSPoll is what polling the exporter for tempFSAvailMetric found:
+// the least value, in MiB (None when it reported none), and how many of
+// its scrapes failed, with the last failure.
+type tempFSPoll struct {
+	least           recorder.Maybe
+	scrapes, failed int
+	last            error
+}
+
+// note tells run id's progress how many of the poll's scrapes failed, if
+// any did: one among many only leaves a gap of 50 ms, all of them leave
+// temp_fs_avail_min_mib empty although the exporter may have had a value.
+func (p tempFSPoll) note(env *lab.Env, id string) {
+	if p.failed > 0 {
+		env.Logf("run %s: %d of %s of %s failed, the last: %v", id, p.failed, report.Count(p.scrapes, "scrape"), tempFSAvailMetric, p.last)
+	}
+}
+
 // pollTempFSAvail scrapes the exporter every 50 ms until ctx ends and
 // returns the least slowlab_proxy_temp_fs_avail_bytes it reported for the
-// proxy, in MiB; None when it reported none.
-func pollTempFSAvail(ctx context.Context, url string) recorder.Maybe {
-	least := recorder.None()
+// proxy, in MiB, and the scrapes that failed (not the one ctx's end cut).
+func pollTempFSAvail(ctx context.Context, url string) tempFSPoll {
+	p := tempFSPoll{least: recorder.None()}
 	client := &http.Client{Timeout: time.Second}
 	for {
-		if v, ok, _ := scrapeGauge(ctx, client, url, tempFSAvailMetric); ok {
-			if mib := v / (1 << 20); !least.Valid || mib < least.Value {
-				least = recorder.Some(mib)
-			}
+		v, ok, err := scrapeGauge(ctx, client, url, tempFSAvailMetric)
+		switch {
+		case err != nil && ctx.Err() != nil:
+		case err != nil:
+			p.scrapes, p.failed, p.last = p.scrapes+1, p.failed+1, err
+		default:
+			p.scrapes++
+		}
+		if mib := v / (1 << 20); ok && (!p.least.Valid || mib < p.least.Value) {
+			p.least = recorder.Some(mib)
 		}
 		select {
 		case <-ctx.Done():
-			return least
+			return p
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// exporterTempWriteErrors is the exporter's tempWriteErrorsMetric for the
+// proxy at url, None when it reported none; a scrape that failed (unless
+// ctx ended) is told in run id's progress, since its empty column then
+// says nothing about the proxy's writes.
+func exporterTempWriteErrors(ctx context.Context, env *lab.Env, id, url string) recorder.Maybe {
+	v, ok, err := scrapeGauge(ctx, &http.Client{Timeout: 5 * time.Second}, url, tempWriteErrorsMetric)
+	if err != nil && ctx.Err() == nil {
+		env.Logf("run %s: %s not read: %v", id, tempWriteErrorsMetric, err)
+	}
+	if !ok {
+		return recorder.None()
+	}
+	return recorder.Some(v)
 }
 
 // tempWriteErrorsMetric counts the failed temp writes the exporter read in
@@ -177,8 +217,8 @@ const maxExpositionBytes = 16 << 20
 // scrapeGauge returns the value of gauge (or counter) name's series for
 // the proxy's group (instrument.ProxyGroup) in the exposition at url,
 // parsed as the Sampler parses it (recorder.ParseExposition); false when
-// the scrape failed (the error says why, naming url) or has no such
-// series. A body over maxExpositionBytes is an error, not parsed whole.
+// the scrape failed (the error says why, naming url; a status other than
+// 200 fails it) or has no such series. A body over maxExpositionBytes is an error, not parsed whole.
 func scrapeGauge(ctx context.Context, client *http.Client, url, name string) (float64, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -190,6 +230,9 @@ func scrapeGauge(ctx context.Context, client *http.Client, url, name string) (fl
 		return 0, false, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, false, fmt.Errorf("%s: HTTP %s", url, resp.Status)
+	}
 	body := &bounded.Body{R: resp.Body, Left: maxExpositionBytes, Err: fmt.Errorf("response body over %d bytes", maxExpositionBytes)}
 	fams, err := recorder.ParseExposition(body, resp.Header.Get("Content-Type"))
 	if err != nil {

@@ -99,7 +99,10 @@ func (d *Data) Notes(p *report.Part) {
 	if d.noDownloads != "" {
 		p.Skip("Downloads figure and table left out: %s.", d.noDownloads)
 	}
-	if d.stray > 0 {
+	switch {
+	case d.stray == 1:
+		p.Skip("1 row of %s belongs to no run of %s and is left out.", downloadFile, runFile)
+	case d.stray > 1:
 		p.Skip("%d rows of %s belong to no run of %s and are left out.", d.stray, downloadFile, runFile)
 	}
 }
