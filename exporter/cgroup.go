@@ -76,6 +76,9 @@ func (c *cgroupCollector) Update(ctx context.Context, targets []Target, ch chan<
 			read int
 		)
 		for _, p := range paths {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("cgroup: %w", err) // "other" sums thousands on a big node
+			}
 			s, err := layout.Read(p)
 			if err != nil && t.dynamic() && dynamicGone(layout, p) {
 				continue // matched by the walk, removed since: gone, as at the next scrape

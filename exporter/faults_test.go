@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
 
 	"github.com/slowlab/slowlab/cgroup"
 	"github.com/slowlab/slowlab/internal/slowlabtest"
@@ -228,3 +229,48 @@ func TestRealCgroupChurnWhileScraping(t *testing.T) {
 }
 
 var _ prometheus.Collector = (*adapter)(nil)
+
+// A process whose /proc/PID/stat is not what the kernel writes (cut
+// short, or a comm with ") " and spaces in it, which a split on spaces
+// misreads) beside two good ones: the odd one fails the process
+// collector with its cause when it cannot be parsed, and the good ones
+// are counted either way; the whole scrape is served.
+func TestProcessStatUnexpected(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		fails      bool
+		state      string // the odd process's state when it parses
+	}{
+		{"cut short", "101 (nginx) S 100 101", true, ""},
+		{"not a number", "101 (nginx) S x 101 101 0 -1 4194560 100 0 0 0 50 20 0 0 20 0 1 0 12345 104857600 1200 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", true, ""},
+		{"comm with ) and spaces", "101 (a) R (b c) D 100 101 101 0 -1 4194560 100 0 0 0 50 20 0 0 20 0 1 0 12345 104857600 1200 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", false, "disk_sleep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proc := copyTree(t, "testdata/fixtures/proc")
+			writeFile(t, filepath.Join(proc, "101", "stat"), tc.stat)
+			c := &processCollector{procFS: proc, wchanTop: 10}
+			var err error
+			if c.fs, err = procfs.NewFS(proc); err != nil {
+				t.Fatal(err)
+			}
+			a := &adapter{c: c, targets: []Target{{Group: "g", PIDs: []int{100, 101, 102}}}}
+			got := samples(t, a)
+			if (a.err != nil) != tc.fails {
+				t.Errorf("Update: %v, want a failure %t", a.err, tc.fails)
+			}
+			if a.err != nil && !strings.Contains(a.err.Error(), "pid 101") {
+				t.Errorf("Update: %v, want the pid named", a.err)
+			}
+			// 102 runs, 100 sleeps.
+			want := []string{`slowlab_processes{group="g",state="running"} 1`, `slowlab_processes{group="g",state="sleeping"} 1`}
+			if tc.state != "" {
+				want = append(want, fmt.Sprintf(`slowlab_processes{group="g",state=%q} 1`, tc.state))
+			}
+			for _, w := range want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %s in\n%s", w, got)
+				}
+			}
+		})
+	}
+}
