@@ -14,9 +14,10 @@ import (
 var forClause = regexp.MustCompile(`(?m)^(\s+for:) \S+$`)
 
 // rulesPrometheus starts a real Prometheus that scrapes the exporter at
-// metricsURL and evaluates slowlab.rules.yml every second, with every
-// `for` cut to 2 s and then rewritten by rewrite (nil: as it is).
-func rulesPrometheus(t *testing.T, metricsURL string, rewrite func(rules string) string) *slowlabtest.Prometheus {
+// metricsURL (and those at more, as further instances of the job) and
+// evaluates slowlab.rules.yml every second, with every `for` cut to 2 s
+// and then rewritten by rewrite (nil: as it is).
+func rulesPrometheus(t *testing.T, metricsURL string, rewrite func(rules string) string, more ...string) *slowlabtest.Prometheus {
 	t.Helper()
 	rules, err := os.ReadFile(RulesFile)
 	if err != nil {
@@ -26,12 +27,16 @@ func rulesPrometheus(t *testing.T, metricsURL string, rewrite func(rules string)
 	if rewrite != nil {
 		shortened = rewrite(shortened)
 	}
+	var targets []string
+	for _, u := range append([]string{metricsURL}, more...) {
+		targets = append(targets, fmt.Sprintf("%q", strings.TrimPrefix(u, "http://")))
+	}
 	cfg := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: [rules.yml]
 scrape_configs:
   - job_name: slowlab-exporter
-    static_configs: [{targets: [%q]}]
-`, strings.TrimPrefix(metricsURL, "http://"))
+    static_configs: [{targets: [%s]}]
+`, strings.Join(targets, ", "))
 	return slowlabtest.StartPrometheus(t, cfg, map[string]string{"rules.yml": shortened})
 }
 

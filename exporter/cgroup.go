@@ -2,7 +2,10 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -68,21 +71,47 @@ func (c *cgroupCollector) Update(ctx context.Context, targets []Target, ch chan<
 			}
 			ready = true
 		}
-		var sum cgroup.Stats
-		for i, p := range paths {
+		var (
+			sum  cgroup.Stats
+			read int
+		)
+		for _, p := range paths {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("cgroup: %w", err) // "other" sums thousands on a big node
+			}
 			s, err := layout.Read(p)
+			if err != nil && t.dynamic() && dynamicGone(layout, p) {
+				continue // matched by the walk, removed since: gone, as at the next scrape
+			}
 			if err != nil {
 				errs.add(fmt.Errorf("group %s: cgroup:%s: %w", t.Group, p, err))
 			}
-			if i == 0 {
+			if read++; read == 1 {
 				sum = s
 			} else {
 				sum = addStats(sum, s)
 			}
 		}
-		send(ch, sum, t)
+		if read > 0 {
+			send(ch, sum, t)
+		}
 	}
 	return errs.err()
+}
+
+// dynamicGone reports whether a dynamic group's cgroup is missing from a
+// hierarchy it is read in: a pod or unit that ended between the scrape's
+// walk and its read (or is still being made: systemd and the kubelet make
+// and remove a cgroup in one hierarchy after the other). Such a cgroup is
+// no failure: it is simply not there.
+func dynamicGone(l cgroup.Layout, path string) bool {
+	for _, ctrl := range []string{"cpu", "cpuacct", "memory"} {
+		dir, _ := l.Dir(ctrl, path)
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 // addStats sums what sums over cgroups: CPU time, periods, throttling,

@@ -46,6 +46,10 @@ type Target struct {
 	descs *descCache // a dynamic group's Descs, for this scrape
 }
 
+// dynamic reports whether t is made by cgroup-re: selectors: a dynamic
+// group, or "other", their sum over the cap.
+func (t Target) dynamic() bool { return t.Labels != nil || len(t.Cgroups) > 0 }
+
 // ErrNoData marks an optional source the kernel does not provide (memory.peak
 // before Linux 5.19); the metric is left out and the collector still succeeds.
 var ErrNoData = errors.New("no data")
@@ -136,10 +140,11 @@ func Collectors() []CollectorInfo {
 	return out
 }
 
-// isGone reports whether err means the process or fd went away while it was
-// being read: not a failure, the scrape simply no longer sees it.
+// isGone reports whether err means the process, fd or cgroup went away
+// while it was being read: ENOENT, ESRCH, or ENODEV (a cgroup file read
+// after its cgroup was removed).
 func isGone(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) || errors.Is(err, syscall.ENODEV)
 }
 
 // permissionHint adds what to do about a permission error on /proc/PID.

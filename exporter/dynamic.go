@@ -43,30 +43,42 @@ type dynamic struct {
 // skipSandboxes leaves out the matches of groups with skip_comm whose
 // cgroup holds processes and only processes of those names. A process
 // that exits meanwhile is not counted; a cgroup whose processes cannot be
-// read is kept (its group reports the error).
-func skipSandboxes(l cgroup.Layout, procFS string, matches []dynMatch) []dynMatch {
-	return slices.DeleteFunc(matches, func(m dynMatch) bool {
-		if len(m.g.dyn.skipComm) == 0 {
+// read is kept (its group reports the error). It stops with ctx's error
+// once the scrape's deadline has passed.
+func skipSandboxes(ctx context.Context, l cgroup.Layout, procFS string, matches []dynMatch) ([]dynMatch, error) {
+	kept := matches[:0]
+	for _, m := range matches {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cgroup-re: %w", err)
+		}
+		if !isSandbox(l, procFS, m) {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
+}
+
+func isSandbox(l cgroup.Layout, procFS string, m dynMatch) bool {
+	if len(m.g.dyn.skipComm) == 0 {
+		return false
+	}
+	pids := map[int]bool{}
+	if err := l.AddPids(m.path, pids); err != nil || len(pids) == 0 {
+		return false
+	}
+	for pid := range pids {
+		b, err := os.ReadFile(filepath.Join(procFS, strconv.Itoa(pid), "comm"))
+		if err != nil {
+			if isGone(err) {
+				continue
+			}
 			return false
 		}
-		pids := map[int]bool{}
-		if err := l.AddPids(m.path, pids); err != nil || len(pids) == 0 {
+		if !slices.Contains(m.g.dyn.skipComm, strings.TrimSuffix(string(b), "\n")) {
 			return false
 		}
-		for pid := range pids {
-			b, err := os.ReadFile(filepath.Join(procFS, strconv.Itoa(pid), "comm"))
-			if err != nil {
-				if isGone(err) {
-					continue
-				}
-				return false
-			}
-			if !slices.Contains(m.g.dyn.skipComm, strings.TrimSuffix(string(b), "\n")) {
-				return false
-			}
-		}
-		return true
-	})
+	}
+	return true
 }
 
 var (
@@ -201,13 +213,13 @@ type dynSlots struct {
 
 // assign runs dynamicTargets with the slots of the last scrape and keeps
 // this one's; nil slots (a resolver used once) keep nothing.
-func (s *dynSlots) assign(l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool) ([]Target, dynStats) {
+func (s *dynSlots) assign(ctx context.Context, l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool) ([]Target, dynStats) {
 	if s == nil {
-		return dynamicTargets(l, matches, max, taken, nil)
+		return dynamicTargets(ctx, l, matches, max, taken, nil)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out, st := dynamicTargets(l, matches, max, taken, s.own)
+	out, st := dynamicTargets(ctx, l, matches, max, taken, s.own)
 	for key, name := range st.over {
 		if _, was := s.over[key]; !was {
 			st.newly = append(st.newly, name)
@@ -296,8 +308,9 @@ func newMatch(g *group, rel string, sub []int) dynMatch {
 // dynamicTargets turns the matches into targets: up to max with a label
 // set of their own each a group, first those in kept (which had their own
 // series at the last scrape), then the others in order; the rest summed
-// into OtherGroup.
-func dynamicTargets(l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool, kept map[string]bool) ([]Target, dynStats) {
+// into OtherGroup. Once ctx's deadline has passed, the targets not yet
+// read get no processes and the deadline as their error.
+func dynamicTargets(ctx context.Context, l cgroup.Layout, matches []dynMatch, max int, taken map[string]bool, kept map[string]bool) ([]Target, dynStats) {
 	var (
 		out   []Target
 		other = Target{Group: OtherGroup}
@@ -326,10 +339,13 @@ func dynamicTargets(l cgroup.Layout, matches []dynMatch, max int, taken map[stri
 		}
 	}
 	for i, m := range matches {
+		late := ctx.Err()
 		if slot[i] {
 			t := Target{Group: m.name, Cgroup: m.path, Labels: m.labels, TempDirs: m.g.tempDirs, descs: &descCache{}}
 			own := map[int]bool{}
-			if err := l.AddPids(m.path, own); err != nil && !isGone(err) {
+			if late != nil {
+				t.Err = fmt.Errorf("group %s: select processes: %w", m.name, late)
+			} else if err := l.AddPids(m.path, own); err != nil && !isGone(err) {
 				t.Err = fmt.Errorf("group %s: select processes: cgroup:%s: %w", m.name, m.path, err)
 			}
 			t.PIDs = sortedPids(own)
@@ -339,7 +355,9 @@ func dynamicTargets(l cgroup.Layout, matches []dynMatch, max int, taken map[stri
 		st.other++
 		other.Cgroups = append(other.Cgroups, m.path)
 		other.TempDirs = m.g.tempDirs
-		if err := l.AddPids(m.path, pids); err != nil && !isGone(err) {
+		if late != nil {
+			errs.add(late)
+		} else if err := l.AddPids(m.path, pids); err != nil && !isGone(err) {
 			errs.add(fmt.Errorf("cgroup:%s: %w", m.path, err))
 		}
 	}

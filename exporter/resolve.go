@@ -107,6 +107,11 @@ func (r *resolver) resolve(ctx context.Context) ([]Target, dynStats, error) {
 	if layoutErr != nil {
 		return targets, dynStats{}, fmt.Errorf("cgroup-re: %w", layoutErr)
 	}
+	return r.resolveDynamic(ctx, layout, targets)
+}
+
+// resolveDynamic adds the dynamic groups' targets to the fixed ones.
+func (r *resolver) resolveDynamic(ctx context.Context, layout cgroup.Layout, targets []Target) ([]Target, dynStats, error) {
 	matches, err := matchDynamic(ctx, layout, r.groups)
 	if err != nil {
 		return targets, dynStats{}, err
@@ -115,7 +120,10 @@ func (r *resolver) resolve(ctx context.Context) ([]Target, dynStats, error) {
 	for _, t := range targets {
 		taken[dynMatch{name: t.Group}.key()] = true
 	}
-	dyn, st := r.slots.assign(layout, skipSandboxes(layout, r.procFS, matches), r.maxDyn, taken)
+	if matches, err = skipSandboxes(ctx, layout, r.procFS, matches); err != nil {
+		return targets, dynStats{}, err
+	}
+	dyn, st := r.slots.assign(ctx, layout, matches, r.maxDyn, taken)
 	return append(targets, dyn...), st, nil
 }
 
