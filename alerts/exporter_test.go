@@ -99,3 +99,39 @@ func TestExporterAlertsOnRealPrometheus(t *testing.T) {
 		t.Errorf("dropped counters moved (%v): the case is an exporter over the cap from its start", v)
 	}
 }
+
+// SlowlabOOMKill in a real Prometheus over an exporter whose group "other"
+// (the services over --max-dynamic-groups 1) sums two cgroups that each
+// had an OOM kill before the exporter started: removing one of them does
+// not fire it. On the old code "other"'s count fell from 2 to 1, which
+// Prometheus took for a counter reset, and increase() counted the kill of
+// the one left as new: a false alert.
+func TestOOMKillNotFiredByOtherMemberLeaving(t *testing.T) {
+	slowlabtest.EndToEnd(t, "it starts Prometheus")
+	tree := serviceTree(t, "api", "web", "worker")
+	for _, svc := range []string{"web", "worker"} {
+		if err := os.WriteFile(filepath.Join(tree, "system.slice", svc+".service", "memory.events"), []byte("low 0\nhigh 0\nmax 1\noom 1\noom_kill 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	services := exporter.Group{Name: "services", GroupName: "${unit}", Selectors: []string{`cgroup-re:system\.slice/(?P<unit>[^/]+)\.service`}}
+	prom := rulesPrometheus(t, serveExporter(t, exporter.Config{Groups: []exporter.Group{services}}, exporter.Options{CgroupFS: tree, MaxDynamicGroups: 1}), nil)
+	scrapes := func(members int) string {
+		return fmt.Sprintf(`count_over_time((slowlab_exporter_dynamic_groups_other == %d)[1m:1s]) >= 3`, members)
+	}
+	state := func() string {
+		return fmt.Sprintf("other's OOM kills now %v, lowest in the last minute %v; alerts %v", prom.Query(`slowlab_cgroup_oom_kills_total{group="other"}`),
+			prom.Query(`min_over_time(slowlab_cgroup_oom_kills_total{group="other"}[1m])`), prom.Query(`ALERTS`))
+	}
+	slowlabtest.WaitFor(t, "3 s of other summing web and worker", func() bool { return len(prom.Query(scrapes(2))) > 0 }, state)
+	if err := os.RemoveAll(filepath.Join(tree, "system.slice", "web.service")); err != nil {
+		t.Fatal(err)
+	}
+	slowlabtest.WaitFor(t, "3 s of other summing worker alone", func() bool { return len(prom.Query(scrapes(1))) > 0 }, state)
+	if v := prom.Query(`increase(slowlab_cgroup_oom_kills_total{group="other"}[5m]) > 0`); len(v) > 0 {
+		t.Errorf("other's OOM kills increased: %v (%s)", v, state())
+	}
+	if v := prom.Query(`max_over_time(ALERTS{alertname="SlowlabOOMKill"}[5m])`); len(v) > 0 {
+		t.Errorf("SlowlabOOMKill pending or firing: %v (%s)", v, state())
+	}
+}

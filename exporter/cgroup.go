@@ -15,7 +15,14 @@ import (
 func init() {
 	registerCollector("cgroup", "cgroup v1/v2 CPU usage, quota, throttling and memory of each group's cgroup: selector", true,
 		func(env collectorEnv) (Collector, error) {
-			return &cgroupCollector{root: env.opts.CgroupFS}, nil
+			counters := env.opts.Counters
+			if counters == nil {
+				counters = newCounterState(env.opts.MaxDynamicGroups)
+			}
+			counters.mu.Lock()
+			counters.maxAbsent = env.opts.MaxDynamicGroups
+			counters.mu.Unlock()
+			return &cgroupCollector{root: env.opts.CgroupFS, counters: counters}, nil
 		}, nil)
 }
 
@@ -41,8 +48,11 @@ var (
 )
 
 // cgroupCollector reads the cgroup of each group that has a cgroup: selector.
+// Its counters go through counters (counters.go), so they never go back
+// when the cgroups behind a series change.
 type cgroupCollector struct {
-	root string
+	root     string
+	counters *Counters
 }
 
 var _ Collector = (*cgroupCollector)(nil)
@@ -53,6 +63,10 @@ func (c *cgroupCollector) Update(ctx context.Context, targets []Target, ch chan<
 		ready  bool
 		errs   partialErrors
 	)
+	c.counters.mu.Lock()
+	defer c.counters.mu.Unlock()
+	c.counters.begin()
+	defer c.counters.end()
 	for _, t := range targets {
 		paths := t.Cgroups
 		if t.Cgroup != "" {
@@ -72,8 +86,8 @@ func (c *cgroupCollector) Update(ctx context.Context, targets []Target, ch chan<
 			ready = true
 		}
 		var (
-			sum  cgroup.Stats
-			read int
+			sum   cgroup.Stats
+			reads = c.counters.reads[:0]
 		)
 		for _, p := range paths {
 			if err := ctx.Err(); err != nil {
@@ -86,14 +100,16 @@ func (c *cgroupCollector) Update(ctx context.Context, targets []Target, ch chan<
 			if err != nil {
 				errs.add(fmt.Errorf("group %s: cgroup:%s: %w", t.Group, p, err))
 			}
-			if read++; read == 1 {
+			if reads = append(reads, memberRead{p, s}); len(reads) == 1 {
 				sum = s
 			} else {
 				sum = addStats(sum, s)
 			}
 		}
-		if read > 0 {
-			send(ch, sum, t)
+		c.counters.reads = reads
+		if len(reads) > 0 {
+			key := dynMatch{name: t.Group, labels: t.Labels}.key()
+			send(ch, c.counters.publish(key, reads, sum), t)
 		}
 	}
 	return errs.err()

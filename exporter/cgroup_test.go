@@ -159,7 +159,7 @@ slowlab_cgroup_cpu_usage_seconds_total{group="app"} 12.5
 			if err := tt.breakIt(root); err != nil {
 				t.Fatal(err)
 			}
-			a := &adapter{c: &cgroupCollector{root: root}, targets: []Target{{Group: "app", Cgroup: "slowlab/app"}}}
+			a := &adapter{c: &cgroupCollector{root: root, counters: NewCounters()}, targets: []Target{{Group: "app", Cgroup: "slowlab/app"}}}
 			if got, want := samples(t, a), strings.TrimSpace(tt.want); got != want {
 				t.Errorf("metrics:\n%s\nwant:\n%s", got, want)
 			}

@@ -52,6 +52,11 @@ type Options struct {
 	// ErrorLogs are GROUP=FILE proxy error logs added to the named groups
 	// of the config (the errorlog collector's --collector.errorlog.file).
 	ErrorLogs []string
+	// Counters keeps the cgroup counters from going back when the cgroups
+	// behind a series change (counters.go); nil: the Exporter's own. The
+	// command gives every Exporter it builds (one per reload) the same
+	// one, so a reload does not reset them.
+	Counters *Counters
 	// Extra is served by Handler after the exporter's own metrics (e.g. a
 	// registry with the Go runtime and process collectors).
 	Extra prometheus.Gatherer

@@ -109,7 +109,7 @@ func Run(ctx context.Context, prog string, args []string, stdout, stderr io.Writ
 	extra := prometheus.NewRegistry()
 	extra.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("slowlab_exporter"))
-	b := builder{f: &f, logger: logger, extra: extra}
+	b := newBuilder(&f, logger, extra)
 	h, collectorNames, err := b.build(cfg, opts)
 	if err != nil {
 		return usagef("%v", err)
@@ -137,10 +137,18 @@ type builder struct {
 	f      *exporterFlags
 	logger *slog.Logger
 	extra  *prometheus.Registry // the exporter's own Go, process and build metrics
+	// counters keeps the cgroup counters monotonic across reloads.
+	counters *exporter.Counters
+}
+
+// newBuilder makes the builder of the process: one counter state for
+// every Exporter it builds.
+func newBuilder(f *exporterFlags, logger *slog.Logger, extra *prometheus.Registry) builder {
+	return builder{f: f, logger: logger, extra: extra, counters: exporter.NewCounters()}
 }
 
 func (b builder) build(cfg exporter.Config, opts exporter.Options) (http.Handler, []string, error) {
-	opts.Extra = b.extra
+	opts.Extra, opts.Counters = b.extra, b.counters
 	exp, err := exporter.New(cfg, opts, b.logger)
 	if err != nil {
 		return nil, nil, err
