@@ -92,16 +92,7 @@ func benchScrape(b *testing.B, procs int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var v map[string]float64
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	for b.Loop() {
-		v = valuesB(b, e)
-	}
-	b.StopTimer()
-	// CPU time (user + system, all threads) per scrape: what a scrape
-	// costs the host, steadier than wall time on a busy machine.
-	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+	v := scrapeLoop(b, e)
 	if got := v["slowlab_proxy_temp_files{proxy}"]; got != 12 {
 		b.Errorf("proxy temp files %v, want 12", got)
 	}
@@ -110,6 +101,21 @@ func benchScrape(b *testing.B, procs int) {
 			b.Errorf("collector %s failed", c)
 		}
 	}
+}
+
+// scrapeLoop scrapes e b.N times and reports the CPU time (user +
+// system, all threads) per scrape: what a scrape costs the host, steadier
+// than wall time on a busy machine. It returns the last scrape's values.
+func scrapeLoop(b *testing.B, e *Exporter) map[string]float64 {
+	var v map[string]float64
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		v = valuesB(b, e)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(b.N), "cpu-ms/op")
+	return v
 }
 
 // cpuTime is the process's user + system CPU time so far.
